@@ -1,0 +1,34 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "dyld3",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "dyld3", targets: ["Dyld3Tool"]),
+        .library(name: "MachOReader", targets: ["MachOReader"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // Parses Mach-O bytes. No I/O, no process state.
+        .target(name: "MachOReader"),
+        // Renders what the reader found: llvm-objdump-compatible tables and JSON.
+        .target(name: "MachOInspect", dependencies: ["MachOReader"]),
+        // System libraries, found through pkg-config.
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
+        // The `dyld3` command line.
+        .executableTarget(
+            name: "Dyld3Tool",
+            dependencies: [
+                "MachOReader", "MachOInspect",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/dyld3"
+        ),
+        .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect"]),
+        .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
+    ]
+)

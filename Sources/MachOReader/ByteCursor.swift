@@ -1,0 +1,82 @@
+/// A sequential reader over a ``ByteView``: fixed-width integers, LEB128 and C strings.
+///
+/// Used for opcode streams, export tries and other variable-length encodings.
+public struct ByteCursor: Sendable {
+    /// The bounded region being read.
+    public let view: ByteView
+    /// The window-relative offset of the next byte.
+    public var position: Int
+
+    public init(_ view: ByteView, at position: Int = 0) {
+        self.view = view
+        self.position = position
+    }
+
+    /// True when every byte has been consumed.
+    public var atEnd: Bool { position >= view.count }
+
+    /// The absolute file offset of the next byte.
+    public var absoluteOffset: Int { view.absolute(position) }
+
+    public mutating func u8() throws(MachOError) -> UInt8 {
+        let value = try view.u8(position)
+        position += 1
+        return value
+    }
+
+    public mutating func u32() throws(MachOError) -> UInt32 {
+        let value = try view.u32(position)
+        position += 4
+        return value
+    }
+
+    public mutating func u64() throws(MachOError) -> UInt64 {
+        let value = try view.u64(position)
+        position += 8
+        return value
+    }
+
+    /// An unsigned LEB128 value; more than 64 significant bits is an error.
+    public mutating func uleb128() throws(MachOError) -> UInt64 {
+        let start = absoluteOffset
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try u8()
+            let bits = UInt64(byte & 0x7f)
+            if shift >= 64 || (shift == 63 && bits > 1) {
+                throw MachOError.malformed("uleb128 value is too large", at: start)
+            }
+            result |= bits << shift
+            shift += 7
+            if byte & 0x80 == 0 { return result }
+        }
+    }
+
+    /// A signed LEB128 value; more than 64 significant bits is an error.
+    public mutating func sleb128() throws(MachOError) -> Int64 {
+        let start = absoluteOffset
+        var result: Int64 = 0
+        var shift: Int64 = 0
+        var byte: UInt8
+        repeat {
+            byte = try u8()
+            if shift >= 64 {
+                throw MachOError.malformed("sleb128 value is too large", at: start)
+            }
+            result |= Int64(byte & 0x7f) << shift
+            shift += 7
+        } while byte & 0x80 != 0
+        if shift < 64, byte & 0x40 != 0 {
+            result |= -1 << shift
+        }
+        return result
+    }
+
+    /// A NUL-terminated string; the cursor moves past the terminator.
+    public mutating func cString() throws(MachOError) -> String {
+        let (string, length) = try view.cStringAndLength(position)
+        position += length + 1
+        return string
+    }
+}

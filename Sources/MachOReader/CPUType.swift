@@ -1,0 +1,46 @@
+/// The architecture of a Mach-O image: `cputype` and `cpusubtype` from its header.
+public struct CPUType: Equatable, Hashable, Sendable, CustomStringConvertible {
+    public let type: Int32
+    public let subtype: Int32
+
+    public init(type: Int32, subtype: Int32) {
+        self.type = type
+        self.subtype = subtype
+    }
+
+    public static let abi64: Int32 = 0x0100_0000
+    public static let x86Type: Int32 = 7
+    public static let armType: Int32 = 12
+    /// `CPU_SUBTYPE_MASK`: the capability bits of `cpusubtype`.
+    public static let subtypeMask: Int32 = Int32(bitPattern: 0xff00_0000)
+
+    public static let x86_64 = CPUType(type: x86Type | abi64, subtype: 3)
+    public static let arm64 = CPUType(type: armType | abi64, subtype: 0)
+    public static let arm64e = CPUType(type: armType | abi64, subtype: 2)
+
+    /// The subtype without its capability bits.
+    public var baseSubtype: Int32 { subtype & ~CPUType.subtypeMask }
+
+    public var is64Bit: Bool { type & CPUType.abi64 != 0 }
+
+    /// The architecture name used by `lipo`, `llvm-objdump --arch` and this tool.
+    public var name: String {
+        switch (type, baseSubtype) {
+        case (CPUType.x86Type | CPUType.abi64, 8): return "x86_64h"
+        case (CPUType.x86Type | CPUType.abi64, _): return "x86_64"
+        case (CPUType.x86Type, _): return "i386"
+        case (CPUType.armType | CPUType.abi64, 2): return "arm64e"
+        case (CPUType.armType | CPUType.abi64, _): return "arm64"
+        case (CPUType.armType, 9): return "armv7"
+        case (CPUType.armType, 11): return "armv7s"
+        case (CPUType.armType, _): return "arm"
+        case (CPUType.armType | 0x0200_0000, _): return "arm64_32"
+        default: return "cputype\(type)_\(baseSubtype)"
+        }
+    }
+
+    public var description: String { name }
+
+    /// Whether a user's `--arch` name selects this architecture.
+    public func matches(_ archName: String) -> Bool { name == archName }
+}

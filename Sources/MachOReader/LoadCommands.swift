@@ -1,0 +1,236 @@
+/// How a dependent dylib is linked, from the load command that names it.
+public enum DylibLinkKind: String, Equatable, Hashable, Sendable, Codable {
+    case regular, weak, reexport, upward, lazy
+
+    init?(_ type: LoadCommandType) {
+        switch type {
+        case .loadDylib: self = .regular
+        case .loadWeakDylib: self = .weak
+        case .reexportDylib: self = .reexport
+        case .loadUpwardDylib: self = .upward
+        case .lazyLoadDylib: self = .lazy
+        default: return nil
+        }
+    }
+}
+
+/// `dylib_command`: an install name with its versions (LC_ID_DYLIB and LC_*_DYLIB).
+public struct DylibCommand: Equatable, Sendable {
+    public let installName: String
+    public let timestamp: UInt32
+    public let currentVersion: UInt32
+    public let compatibilityVersion: UInt32
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        installName = try view.lcString(at: 8)
+        timestamp = try view.u32(12)
+        currentVersion = try view.u32(16)
+        compatibilityVersion = try view.u32(20)
+    }
+}
+
+/// `entry_point_command` (LC_MAIN).
+public struct EntryPoint: Equatable, Sendable {
+    /// File offset of `main` within the image's `__TEXT`.
+    public let entryOffset: UInt64
+    public let stackSize: UInt64
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        entryOffset = try view.u64(8)
+        stackSize = try view.u64(16)
+    }
+}
+
+/// `build_version_command` (LC_BUILD_VERSION).
+public struct BuildVersion: Equatable, Sendable {
+    public let platform: UInt32
+    public let minOS: UInt32
+    public let sdk: UInt32
+    /// (tool, version) pairs.
+    public let tools: [(tool: UInt32, version: UInt32)]
+
+    public static func == (a: BuildVersion, b: BuildVersion) -> Bool {
+        a.platform == b.platform && a.minOS == b.minOS && a.sdk == b.sdk
+            && a.tools.elementsEqual(b.tools, by: { $0 == $1 })
+    }
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        platform = try view.u32(8)
+        minOS = try view.u32(12)
+        sdk = try view.u32(16)
+        let count = try view.u32(20)
+        guard UInt64(count) * 8 <= UInt64(max(0, view.count - 24)) else {
+            throw MachOError.malformed("LC_BUILD_VERSION claims \(count) tools, more than its command holds", at: view.absolute(20))
+        }
+        var tools: [(UInt32, UInt32)] = []
+        for index in 0..<Int(count) {
+            tools.append((try view.u32(24 + index * 8), try view.u32(28 + index * 8)))
+        }
+        self.tools = tools
+    }
+}
+
+/// `version_min_command` (LC_VERSION_MIN_*).
+public struct VersionMin: Equatable, Sendable {
+    public let version: UInt32
+    public let sdk: UInt32
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        version = try view.u32(8)
+        sdk = try view.u32(12)
+    }
+}
+
+/// `symtab_command` (LC_SYMTAB).
+public struct SymtabCommand: Equatable, Sendable {
+    public let symbolOffset: UInt32
+    public let symbolCount: UInt32
+    public let stringOffset: UInt32
+    public let stringSize: UInt32
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        symbolOffset = try view.u32(8)
+        symbolCount = try view.u32(12)
+        stringOffset = try view.u32(16)
+        stringSize = try view.u32(20)
+    }
+}
+
+/// `dysymtab_command` (LC_DYSYMTAB).
+public struct DysymtabCommand: Equatable, Sendable {
+    public let localSymbolsIndex: UInt32, localSymbolsCount: UInt32
+    public let externalSymbolsIndex: UInt32, externalSymbolsCount: UInt32
+    public let undefinedSymbolsIndex: UInt32, undefinedSymbolsCount: UInt32
+    public let tocOffset: UInt32, tocCount: UInt32
+    public let moduleTableOffset: UInt32, moduleTableCount: UInt32
+    public let referencedSymbolsOffset: UInt32, referencedSymbolsCount: UInt32
+    public let indirectSymbolsOffset: UInt32, indirectSymbolsCount: UInt32
+    public let externalRelocationsOffset: UInt32, externalRelocationsCount: UInt32
+    public let localRelocationsOffset: UInt32, localRelocationsCount: UInt32
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        try view.check(0, 80)
+        localSymbolsIndex = try view.u32(8); localSymbolsCount = try view.u32(12)
+        externalSymbolsIndex = try view.u32(16); externalSymbolsCount = try view.u32(20)
+        undefinedSymbolsIndex = try view.u32(24); undefinedSymbolsCount = try view.u32(28)
+        tocOffset = try view.u32(32); tocCount = try view.u32(36)
+        moduleTableOffset = try view.u32(40); moduleTableCount = try view.u32(44)
+        referencedSymbolsOffset = try view.u32(48); referencedSymbolsCount = try view.u32(52)
+        indirectSymbolsOffset = try view.u32(56); indirectSymbolsCount = try view.u32(60)
+        externalRelocationsOffset = try view.u32(64); externalRelocationsCount = try view.u32(68)
+        localRelocationsOffset = try view.u32(72); localRelocationsCount = try view.u32(76)
+    }
+}
+
+/// `linkedit_data_command`: a blob in `__LINKEDIT` (code signature, function starts,
+/// chained fixups, exports trie, ...).
+public struct LinkeditData: Equatable, Sendable {
+    public let dataOffset: UInt32
+    public let dataSize: UInt32
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        dataOffset = try view.u32(8)
+        dataSize = try view.u32(12)
+    }
+}
+
+/// `dyld_info_command` (LC_DYLD_INFO and LC_DYLD_INFO_ONLY): where the opcode streams
+/// and the export trie live.
+public struct DyldInfo: Equatable, Sendable {
+    public let rebaseOffset: UInt32, rebaseSize: UInt32
+    public let bindOffset: UInt32, bindSize: UInt32
+    public let weakBindOffset: UInt32, weakBindSize: UInt32
+    public let lazyBindOffset: UInt32, lazyBindSize: UInt32
+    public let exportOffset: UInt32, exportSize: UInt32
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        try view.check(0, 48)
+        rebaseOffset = try view.u32(8); rebaseSize = try view.u32(12)
+        bindOffset = try view.u32(16); bindSize = try view.u32(20)
+        weakBindOffset = try view.u32(24); weakBindSize = try view.u32(28)
+        lazyBindOffset = try view.u32(32); lazyBindSize = try view.u32(36)
+        exportOffset = try view.u32(40); exportSize = try view.u32(44)
+    }
+}
+
+/// One load command: its type, where it is, and what it says.
+public struct LoadCommand: Equatable, Sendable {
+    /// What the reader understood of a command's body.
+    public enum Payload: Equatable, Sendable {
+        case segment(Segment)
+        case dylib(DylibLinkKind, DylibCommand)
+        case idDylib(DylibCommand)
+        case rpath(String)
+        case main(EntryPoint)
+        case uuid([UInt8])
+        case buildVersion(BuildVersion)
+        case versionMin(VersionMin)
+        case symtab(SymtabCommand)
+        case dysymtab(DysymtabCommand)
+        case dyldInfo(DyldInfo)
+        /// LC_CODE_SIGNATURE, LC_FUNCTION_STARTS, LC_DATA_IN_CODE, LC_DYLD_CHAINED_FIXUPS,
+        /// LC_DYLD_EXPORTS_TRIE, LC_SEGMENT_SPLIT_INFO, ...
+        case linkeditData(LinkeditData)
+        /// LC_LOAD_DYLINKER and LC_ID_DYLINKER.
+        case dylinker(String)
+        /// Anything else, kept as its raw bytes (header included).
+        case raw([UInt8])
+    }
+
+    public let type: LoadCommandType
+    /// Offset of the command within its image.
+    public let offset: Int
+    public let size: UInt32
+    public let payload: Payload
+
+    /// Parses one command; `view` spans exactly its `cmdsize` bytes.
+    public init(parsing view: ByteView, offsetInImage: Int) throws(MachOError) {
+        type = LoadCommandType(rawValue: try view.u32(0))
+        size = try view.u32(4)
+        offset = offsetInImage
+        switch type {
+        case .segment64:
+            payload = .segment(try Segment(parsing: view))
+        case .loadDylib, .loadWeakDylib, .reexportDylib, .loadUpwardDylib, .lazyLoadDylib:
+            payload = .dylib(DylibLinkKind(type)!, try DylibCommand(parsing: view))
+        case .idDylib:
+            payload = .idDylib(try DylibCommand(parsing: view))
+        case .rpath:
+            payload = .rpath(try view.lcString(at: 8))
+        case .main:
+            payload = .main(try EntryPoint(parsing: view))
+        case .uuid:
+            payload = .uuid(Array(try view.bytes(8, 16)))
+        case .buildVersion:
+            payload = .buildVersion(try BuildVersion(parsing: view))
+        case .versionMinMacOSX, .versionMinIPhoneOS, .versionMinTVOS, .versionMinWatchOS:
+            payload = .versionMin(try VersionMin(parsing: view))
+        case .symtab:
+            payload = .symtab(try SymtabCommand(parsing: view))
+        case .dysymtab:
+            payload = .dysymtab(try DysymtabCommand(parsing: view))
+        case .dyldInfo, .dyldInfoOnly:
+            payload = .dyldInfo(try DyldInfo(parsing: view))
+        case .codeSignature, .functionStarts, .dataInCode, .dyldChainedFixups, .dyldExportsTrie,
+             .segmentSplitInfo, .dylibCodeSignDRs, .linkerOptimizationHint, .atomInfo,
+             .functionVariants, .functionVariantFixups:
+            payload = .linkeditData(try LinkeditData(parsing: view))
+        case .loadDylinker, .idDylinker, .dyldEnvironment:
+            payload = .dylinker(try view.lcString(at: 8))
+        default:
+            payload = .raw(Array(try view.bytes(0, view.count)))
+        }
+    }
+}
+
+extension ByteView {
+    /// An `lc_str`: a 32-bit offset at `fieldOffset`, from the command's start, to a
+    /// NUL-terminated string that must end inside the command.
+    func lcString(at fieldOffset: Int) throws(MachOError) -> String {
+        let stringOffset = try u32(fieldOffset)
+        guard stringOffset < UInt32(count) else {
+            throw MachOError.malformed("string offset \(stringOffset) is outside its \(count)-byte load command", at: absolute(fieldOffset))
+        }
+        return try cString(Int(stringOffset))
+    }
+}

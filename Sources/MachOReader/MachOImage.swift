@@ -1,0 +1,174 @@
+/// One parsed 64-bit Mach-O image: its header and load commands, with typed accessors
+/// for what a loader needs. Fixups and exports are decoded on demand from `view`
+/// (see the `Fixups` and `Exports` extensions).
+public struct MachOImage: Sendable {
+    /// A real image has far fewer; the cap bounds the work an absurd header can ask for.
+    public static let maxLoadCommands: UInt32 = 65_536
+
+    /// The image's bytes (a slice of its file for a universal file).
+    public let view: ByteView
+    public let header: MachHeader
+    public let loadCommands: [LoadCommand]
+
+    // Derived once at parse time, in load-command order.
+    public let segments: [Segment]
+    /// Dependent dylibs in load-command order; library ordinal N is `dependencies[N - 1]`.
+    public let dependencies: [Dependency]
+    public let rpaths: [String]
+    public let id: DylibCommand?
+    public let uuid: [UInt8]?
+    public let entryPoint: EntryPoint?
+    public let dyldInfo: DyldInfo?
+    public let chainedFixups: LinkeditData?
+    public let exportsTrie: LinkeditData?
+    public let functionStarts: LinkeditData?
+    public let codeSignature: LinkeditData?
+    public let symtab: SymtabCommand?
+    public let dysymtab: DysymtabCommand?
+    public let buildVersion: BuildVersion?
+    public let versionMin: (type: LoadCommandType, version: VersionMin)?
+
+    /// A dylib this image links against.
+    public struct Dependency: Equatable, Sendable {
+        public let kind: DylibLinkKind
+        public let command: DylibCommand
+        public var installName: String { command.installName }
+    }
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        self.view = view
+        header = try MachHeader(parsing: view)
+        guard header.commandCount <= MachOImage.maxLoadCommands else {
+            throw MachOError.malformed("header claims \(header.commandCount) load commands", at: view.absolute(16))
+        }
+        let commandsEnd = MachHeader.size + Int(header.commandsSize)
+        try view.check(MachHeader.size, Int(header.commandsSize))
+
+        var commands: [LoadCommand] = []
+        var offset = MachHeader.size
+        for _ in 0..<header.commandCount {
+            let size = Int(try view.u32(offset + 4))
+            guard size >= 8, size % 4 == 0 else {
+                throw MachOError.malformed("load command size \(size) is not a multiple of 4 of at least 8", at: view.absolute(offset + 4))
+            }
+            guard offset + size <= commandsEnd else {
+                throw MachOError.malformed("load command runs past sizeofcmds (\(header.commandsSize) bytes)", at: view.absolute(offset))
+            }
+            commands.append(try LoadCommand(parsing: try view.slice(offset, size), offsetInImage: offset))
+            offset += size
+        }
+        loadCommands = commands
+
+        var segments: [Segment] = [], dependencies: [Dependency] = [], rpaths: [String] = []
+        var id: DylibCommand?, uuid: [UInt8]?, entryPoint: EntryPoint?, dyldInfo: DyldInfo?
+        var chainedFixups: LinkeditData?, exportsTrie: LinkeditData?, functionStarts: LinkeditData?
+        var codeSignature: LinkeditData?, symtab: SymtabCommand?, dysymtab: DysymtabCommand?
+        var buildVersion: BuildVersion?, versionMin: (LoadCommandType, VersionMin)?
+        for command in commands {
+            switch command.payload {
+            case let .segment(segment): segments.append(segment)
+            case let .dylib(kind, dylib): dependencies.append(Dependency(kind: kind, command: dylib))
+            case let .idDylib(dylib): id = dylib
+            case let .rpath(path): rpaths.append(path)
+            case let .main(entry): entryPoint = entry
+            case let .uuid(bytes): uuid = bytes
+            case let .buildVersion(version): buildVersion = version
+            case let .versionMin(version): versionMin = (command.type, version)
+            case let .symtab(table): symtab = table
+            case let .dysymtab(table): dysymtab = table
+            case let .dyldInfo(info): dyldInfo = info
+            case let .linkeditData(data):
+                switch command.type {
+                case .dyldChainedFixups: chainedFixups = data
+                case .dyldExportsTrie: exportsTrie = data
+                case .functionStarts: functionStarts = data
+                case .codeSignature: codeSignature = data
+                default: break
+                }
+            case .dylinker, .raw: break
+            }
+        }
+        self.segments = segments
+        self.dependencies = dependencies
+        self.rpaths = rpaths
+        self.id = id
+        self.uuid = uuid
+        self.entryPoint = entryPoint
+        self.dyldInfo = dyldInfo
+        self.chainedFixups = chainedFixups
+        self.exportsTrie = exportsTrie
+        self.functionStarts = functionStarts
+        self.codeSignature = codeSignature
+        self.symtab = symtab
+        self.dysymtab = dysymtab
+        self.buildVersion = buildVersion
+        self.versionMin = versionMin
+    }
+
+    /// Parses a thin file's image directly from its bytes.
+    public init(parsing bytes: [UInt8]) throws(MachOError) {
+        try self.init(parsing: ByteView(bytes))
+    }
+
+    /// The bytes of a `__LINKEDIT` blob named by file offset and size (relative to the image).
+    public func linkeditBytes(offset: UInt32, size: UInt32) throws(MachOError) -> ByteView {
+        try view.slice(offset: UInt64(offset), size: UInt64(size))
+    }
+
+    /// The bytes of a linkedit-data load command's blob.
+    public func linkeditBytes(_ data: LinkeditData) throws(MachOError) -> ByteView {
+        try linkeditBytes(offset: data.dataOffset, size: data.dataSize)
+    }
+
+    /// The image's preferred load address: the vmaddr of the segment mapped at file offset 0
+    /// (`__TEXT`), or 0.
+    public var preferredLoadAddress: UInt64 {
+        segments.first(where: { $0.fileOffset == 0 && $0.fileSize != 0 })?.vmAddress ?? 0
+    }
+
+    /// The segment and section holding `address`, if any.
+    public func location(ofAddress address: UInt64) -> (segment: Segment, section: Section?)? {
+        guard let segment = segments.first(where: { $0.contains(address: address) }) else { return nil }
+        return (segment, segment.sections.first(where: { $0.contains(address: address) }))
+    }
+
+    /// All sections, in load-command order.
+    public var sections: [Section] { segments.flatMap(\.sections) }
+
+    /// `__mod_init_func` and `__init_offsets` style sections, by section type.
+    public var initializerSections: [Section] {
+        sections.filter { $0.type == Section.typeModInitFuncPointers || $0.type == Section.typeInitFuncOffsets }
+    }
+
+    /// The 32-bit image offsets in an `S_INIT_FUNC_OFFSETS` section.
+    public func initializerOffsets(in section: Section) throws(MachOError) -> [UInt32] {
+        guard section.type == Section.typeInitFuncOffsets else {
+            throw MachOError.malformed("section \(section.segmentName),\(section.name) is not S_INIT_FUNC_OFFSETS", at: view.base)
+        }
+        let bytes = try view.slice(offset: UInt64(section.fileOffset), size: section.size)
+        guard bytes.count % 4 == 0 else {
+            throw MachOError.malformed("__init_offsets size \(bytes.count) is not a multiple of 4", at: bytes.base)
+        }
+        var offsets: [UInt32] = []
+        offsets.reserveCapacity(bytes.count / 4)
+        for index in stride(from: 0, to: bytes.count, by: 4) { offsets.append(try bytes.u32(index)) }
+        return offsets
+    }
+
+    /// Function start addresses from LC_FUNCTION_STARTS (ULEB128 deltas from `__TEXT`).
+    public func functionStartAddresses() throws(MachOError) -> [UInt64] {
+        guard let data = functionStarts else { return [] }
+        var cursor = ByteCursor(try linkeditBytes(data))
+        var address = preferredLoadAddress
+        var starts: [UInt64] = []
+        while !cursor.atEnd {
+            let delta = try cursor.uleb128()
+            if delta == 0 { break }
+            let (sum, overflow) = address.addingReportingOverflow(delta)
+            if overflow { throw MachOError.malformed("function start overflows the address space", at: cursor.absoluteOffset) }
+            address = sum
+            starts.append(address)
+        }
+        return starts
+    }
+}

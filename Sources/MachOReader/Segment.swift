@@ -1,0 +1,101 @@
+/// VM protection bits (`VM_PROT_READ`, `VM_PROT_WRITE`, `VM_PROT_EXECUTE`).
+public struct VMProtection: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+    public static let read = VMProtection(rawValue: 1)
+    public static let write = VMProtection(rawValue: 2)
+    public static let execute = VMProtection(rawValue: 4)
+
+    /// `r-x` style.
+    public var description: String {
+        (contains(.read) ? "r" : "-") + (contains(.write) ? "w" : "-") + (contains(.execute) ? "x" : "-")
+    }
+}
+
+/// `section_64`: a named range inside a segment.
+public struct Section: Equatable, Sendable {
+    public static let size = 80
+    public let name: String
+    public let segmentName: String
+    public let address: UInt64
+    public let size: UInt64
+    public let fileOffset: UInt32
+    public let alignment: UInt32
+    public let relocationOffset: UInt32
+    public let relocationCount: UInt32
+    public let flags: UInt32
+    public let reserved1: UInt32
+    public let reserved2: UInt32
+    public let reserved3: UInt32
+
+    /// `SECTION_TYPE`: the low byte of `flags`.
+    public var type: UInt8 { UInt8(flags & 0xff) }
+
+    public static let typeModInitFuncPointers: UInt8 = 0x9
+    public static let typeInitFuncOffsets: UInt8 = 0x16
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        try view.check(0, Section.size)
+        name = try view.fixedString(0, 16)
+        segmentName = try view.fixedString(16, 16)
+        address = try view.u64(32)
+        size = try view.u64(40)
+        fileOffset = try view.u32(48)
+        alignment = try view.u32(52)
+        relocationOffset = try view.u32(56)
+        relocationCount = try view.u32(60)
+        flags = try view.u32(64)
+        reserved1 = try view.u32(68)
+        reserved2 = try view.u32(72)
+        reserved3 = try view.u32(76)
+    }
+
+    /// Whether `address` lies inside this section.
+    public func contains(address value: UInt64) -> Bool {
+        value >= address && value - address < size
+    }
+}
+
+/// `segment_command_64`: a range of the file mapped at a virtual address, with its sections.
+public struct Segment: Equatable, Sendable {
+    public static let commandSize = 72
+    public let name: String
+    public let vmAddress: UInt64
+    public let vmSize: UInt64
+    public let fileOffset: UInt64
+    public let fileSize: UInt64
+    public let maxProtection: VMProtection
+    public let initialProtection: VMProtection
+    public let flags: UInt32
+    public let sections: [Section]
+
+    /// Parses a segment command; `view` spans exactly its `cmdsize` bytes.
+    public init(parsing view: ByteView) throws(MachOError) {
+        try view.check(0, Segment.commandSize)
+        name = try view.fixedString(8, 16)
+        vmAddress = try view.u64(24)
+        vmSize = try view.u64(32)
+        fileOffset = try view.u64(40)
+        fileSize = try view.u64(48)
+        maxProtection = VMProtection(rawValue: Int32(bitPattern: try view.u32(56)))
+        initialProtection = VMProtection(rawValue: Int32(bitPattern: try view.u32(60)))
+        let sectionCount = try view.u32(64)
+        flags = try view.u32(68)
+        // The count is bounded by cmdsize before anything is allocated.
+        guard UInt64(sectionCount) * UInt64(Section.size) <= UInt64(view.count - Segment.commandSize) else {
+            throw MachOError.malformed(
+                "segment \(name) claims \(sectionCount) sections, more than its command holds", at: view.absolute(64))
+        }
+        var sections: [Section] = []
+        sections.reserveCapacity(Int(sectionCount))
+        for index in 0..<Int(sectionCount) {
+            sections.append(try Section(parsing: try view.slice(Segment.commandSize + index * Section.size, Section.size)))
+        }
+        self.sections = sections
+    }
+
+    /// Whether `address` lies inside this segment's VM range.
+    public func contains(address value: UInt64) -> Bool {
+        value >= vmAddress && value - vmAddress < vmSize
+    }
+}
