@@ -1,0 +1,44 @@
+import MachOReader
+
+/// A table `dyld3 inspect` can print. The llvm-objdump-compatible ones print the same
+/// rows as `llvm-objdump-19 --macho --<flag>`.
+public enum InspectTable: String, CaseIterable, Sendable {
+    case rebase, bind, lazyBind, weakBind, dyldInfo, chainedFixups, exportsTrie, deps
+
+    /// The command-line flag, which is also llvm-objdump's flag where it has one.
+    public var flag: String {
+        switch self {
+        case .rebase: "--rebase"
+        case .bind: "--bind"
+        case .lazyBind: "--lazy-bind"
+        case .weakBind: "--weak-bind"
+        case .dyldInfo: "--dyld-info"
+        case .chainedFixups: "--chained-fixups"
+        case .exportsTrie: "--exports-trie"
+        case .deps: "--deps"
+        }
+    }
+
+    /// The order in which llvm-objdump prints its sections when several are asked for.
+    static let objdumpOrder: [InspectTable] = [
+        .dyldInfo, .chainedFixups, .deps, .exportsTrie, .rebase, .bind, .lazyBind, .weakBind,
+    ]
+}
+
+/// Which slices of a universal file to inspect.
+public enum ArchSelection: Equatable, Sendable {
+    /// llvm-objdump's default: the host's architecture when the file has it, else every slice.
+    case host
+    /// Every slice.
+    case all
+    /// One named architecture.
+    case named(String)
+
+    public init(_ argument: String?) {
+        switch argument {
+        case nil: self = .host
+        case "all"?: self = .all
+        case let name?: self = .named(name)
+        }
+    }
+}

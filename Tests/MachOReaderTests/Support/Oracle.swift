@@ -1,0 +1,114 @@
+import Foundation
+import MachOInspect
+import MachOReader
+
+/// Where tests find the repository, the shared corpus and the built fixtures.
+enum Paths {
+    /// The repository root (this file is Tests/MachOReaderTests/Support/Oracle.swift).
+    static let repoRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `../shared/corpus` beside the repository, or `$DYLD3_CORPUS`.
+    static let corpus: URL = {
+        if let override = ProcessInfo.processInfo.environment["DYLD3_CORPUS"] {
+            return URL(fileURLWithPath: override)
+        }
+        return repoRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+    }()
+
+    /// Reader fixtures built by `tools/build-reader-fixtures` (run by `make test`).
+    static let readerFixtures = repoRoot.appendingPathComponent("build/reader-fixtures")
+
+    /// The oracle: LLVM 19's objdump, installed by tools/bootstrap.
+    static let objdump = "/usr/lib/llvm-19/bin/llvm-objdump"
+}
+
+/// Runs llvm-objdump-19, the independent oracle the reader is checked against.
+enum Oracle {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// `llvm-objdump --macho ARGS`; stdout on success, a thrown failure otherwise.
+    static func objdump(_ arguments: [String]) throws -> String {
+        guard FileManager.default.isExecutableFile(atPath: Paths.objdump) else {
+            throw Failure(description: "\(Paths.objdump) is missing: run tools/bootstrap")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.objdump)
+        process.arguments = ["--macho"] + arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Failure(description: "llvm-objdump \(arguments) failed: \(String(decoding: errData, as: UTF8.self))")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Lines with runs of blanks collapsed and ends trimmed: the only differences allowed.
+    static func normalized(_ text: String) -> [String] {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            line.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+        }
+    }
+}
+
+/// The Mach-O files of the shared corpus.
+enum Corpus {
+    /// Paths of every Mach-O file (thin or universal) under the corpus, sorted.
+    static func machOFiles() throws -> [String] {
+        try machOFiles(under: Paths.corpus)
+    }
+
+    static func machOFiles(under root: URL) throws -> [String] {
+        guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else {
+            throw Oracle.Failure(description: "cannot list \(root.path)")
+        }
+        var files: [String] = []
+        for case let url as URL in walker {
+            guard (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true,
+                  let handle = try? FileHandle(forReadingFrom: url) else { continue }
+            let magic = handle.readData(ofLength: 4)
+            try? handle.close()
+            if [[0xcf, 0xfa, 0xed, 0xfe], [0xca, 0xfe, 0xba, 0xbe]].contains(Array(magic)) {
+                files.append(url.path)
+            }
+        }
+        guard !files.isEmpty else { throw Oracle.Failure(description: "no Mach-O files under \(root.path)") }
+        return files.sorted()
+    }
+
+    static func bytes(_ path: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    /// The architecture names of a file's slices.
+    static func architectures(_ path: String) throws -> [String] {
+        try UniversalFile(parsing: bytes(path)).slices.map(\.cpu.name)
+    }
+}
+
+/// Compares `dyld3 inspect`'s text with llvm-objdump's for one file, flag and arch choice.
+/// Returns a description of the first difference, or nil when they agree.
+func inspectDifference(path: String, table: InspectTable, arch: String?) throws -> String? {
+    var arguments = [table.flag]
+    if let arch { arguments.append("--arch=\(arch)") }
+    arguments.append(path)
+    let expected = Oracle.normalized(try Oracle.objdump(arguments))
+    let actual = Oracle.normalized(
+        try ObjdumpReport.render(path: path, bytes: try Corpus.bytes(path), tables: [table], arch: ArchSelection(arch)))
+    for index in 0..<max(expected.count, actual.count) {
+        let want = index < expected.count ? expected[index] : "<end>"
+        let got = index < actual.count ? actual[index] : "<end>"
+        if want != got {
+            return "\(path) \(arguments.dropLast().joined(separator: " ")) line \(index + 1):\n  llvm-objdump: \(want)\n  inspect:      \(got)"
+        }
+    }
+    return nil
+}
