@@ -8,15 +8,11 @@ enum DependenciesTable {
             out += "  id       \(id.installName)\n"
         }
         for (index, dependency) in image.dependencies.enumerated() {
-            out += "  \(pad(String(index + 1), 3)) \(pad(dependency.kind.rawValue, 8)) \(dependency.installName)\n"
+            out += "  \(Text.pad(String(index + 1), 3)) \(Text.pad(dependency.kind.rawValue, 8)) \(dependency.installName)\n"
         }
         for rpath in image.rpaths {
             out += "  rpath    \(rpath)\n"
         }
         return out
-    }
-
-    private static func pad(_ text: String, _ width: Int) -> String {
-        text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
     }
 }

@@ -18,6 +18,7 @@ public enum LibraryShortName {
         case -1: return "main-executable"
         case -2: return "flat-namespace"
         case -3: return "weak"
+        case ..<(-3): return "<<unknown special ordinal>>"
         default:
             guard ordinal > 0, ordinal <= image.dependencies.count else { return "<<bad library ordinal>>" }
             return of(image.dependencies[ordinal - 1].installName)

@@ -1,9 +1,71 @@
 import ArgumentParser
+import Foundation
+import MachOInspect
 import MachOReader
 
-/// `dyld3 inspect FILE`.
+/// `dyld3 inspect FILE`: the reader's view of a Mach-O file, in llvm-objdump's table
+/// formats or as JSON.
 struct InspectCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "inspect", abstract: "Print a Mach-O file's load commands, fixups and exports.")
-    @Argument var file: String
-    func run() throws {}
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Print a Mach-O file's dependencies, fixups and exports.",
+        discussion: """
+            Each table flag prints the same rows as `llvm-objdump-19 --macho <flag>`. For \
+            opcode-based files --dyld-info also lists the opcode streams' rebases and binds, \
+            which llvm-objdump leaves out. With no table flag, a summary is printed.
+            """)
+
+    @Argument(help: "A Mach-O file: thin or universal.")
+    var file: String
+
+    @Option(help: "The slice to inspect: an architecture name, or 'all'. Default: x86_64 if present, else all.")
+    var arch: String?
+
+    @Flag(help: "The rebase opcodes.") var rebase = false
+    @Flag(help: "The bind opcodes.") var bind = false
+    @Flag(help: "The lazy-bind opcodes.") var lazyBind = false
+    @Flag(help: "The weak-bind opcodes.") var weakBind = false
+    @Flag(help: "Every fixup, chained or opcode-based, with its on-disk pointer.") var dyldInfo = false
+    @Flag(help: "The LC_DYLD_CHAINED_FIXUPS structures.") var chainedFixups = false
+    @Flag(help: "The exported symbols.") var exportsTrie = false
+    @Flag(help: "Dependent dylibs with link kinds, rpaths and the dylib id.") var deps = false
+    @Flag(help: "Print JSON instead of text.") var json = false
+    @Flag(help: "Decode every fixup and export, and report counts and decoding time.") var stats = false
+
+    var tables: Set<InspectTable> {
+        var tables: Set<InspectTable> = []
+        if rebase { tables.insert(.rebase) }
+        if bind { tables.insert(.bind) }
+        if lazyBind { tables.insert(.lazyBind) }
+        if weakBind { tables.insert(.weakBind) }
+        if dyldInfo { tables.insert(.dyldInfo) }
+        if chainedFixups { tables.insert(.chainedFixups) }
+        if exportsTrie { tables.insert(.exportsTrie) }
+        if deps { tables.insert(.deps) }
+        return tables
+    }
+
+    func run() throws {
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+        } catch {
+            throw ValidationError("\(file): cannot read: \(error.localizedDescription)")
+        }
+        let selection = ArchSelection(arch)
+        do {
+            if stats {
+                print(try InspectStatistics.render(path: file, bytes: bytes, arch: selection), terminator: "")
+            } else if json {
+                print(try InspectJSON.render(path: file, bytes: bytes, tables: tables, arch: selection))
+            } else if tables.isEmpty {
+                print(try ImageSummary.render(path: file, bytes: bytes, arch: selection), terminator: "")
+            } else {
+                print(try ObjdumpReport.render(path: file, bytes: bytes, tables: tables, arch: selection), terminator: "")
+            }
+        } catch {
+            FileHandle.standardError.write(Data("dyld3: error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
 }

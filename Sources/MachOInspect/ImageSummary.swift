@@ -1,0 +1,72 @@
+import MachOReader
+
+/// The default `dyld3 inspect` output: one block per selected slice with the header,
+/// identity, segments, dependencies and the kind of fixup information.
+public enum ImageSummary {
+    public static func render(path: String, bytes: [UInt8], arch: ArchSelection) throws(MachOError) -> String {
+        do {
+            let file = try UniversalFile(parsing: bytes)
+            let selection: ArchSelection = arch == .host ? .all : arch
+            var out = ""
+            for (slice, _) in try ObjdumpReport.selectSlices(file, selection) {
+                out += try render(path: path, slice: slice, image: try file.image(slice), universal: file.isUniversal)
+            }
+            return out
+        } catch {
+            throw error.inFile(path)
+        }
+    }
+
+    static func render(path: String, slice: UniversalFile.Slice, image: MachOImage, universal: Bool) throws(MachOError) -> String {
+        var out = "\(path) (\(image.header.cpu.name)\(universal ? ", universal slice at 0x\(Text.hex(UInt64(slice.offset)))" : "")):\n"
+        out += "  type          \(image.header.fileType)\n"
+        out += "  flags         0x\(Text.hex(UInt64(image.header.flags.rawValue)))\n"
+        out += "  load commands \(image.loadCommands.count) (\(image.header.commandsSize) bytes)\n"
+        if let uuid = image.uuid { out += "  uuid          \(formatUUID(uuid))\n" }
+        if let id = image.id { out += "  id            \(id.installName)\n" }
+        if let entry = image.entryPoint { out += "  entry         __TEXT+0x\(Text.hex(entry.entryOffset))\n" }
+        out += "  fixups        \(fixupStyle(image))\n"
+        out += "  segments\n"
+        for segment in image.segments {
+            out += "    \(Text.pad(segment.name, 16)) vm 0x\(Text.hex(segment.vmAddress))+0x\(Text.hex(segment.vmSize))"
+                + " file 0x\(Text.hex(segment.fileOffset))+0x\(Text.hex(segment.fileSize)) \(segment.initialProtection)\n"
+        }
+        if !image.dependencies.isEmpty || !image.rpaths.isEmpty {
+            out += "  dependencies\n"
+            for dependency in image.dependencies {
+                out += "    \(Text.pad(dependency.kind.rawValue, 9))\(dependency.installName)\n"
+            }
+            for rpath in image.rpaths { out += "    rpath    \(rpath)\n" }
+        }
+        if !image.initializerSections.isEmpty {
+            out += "  initializers  " + image.initializerSections.map { "\($0.segmentName),\($0.name)" }.joined(separator: " ") + "\n"
+        }
+        return out
+    }
+
+    static func fixupStyle(_ image: MachOImage) -> String {
+        if image.chainedFixups != nil { return "chained (LC_DYLD_CHAINED_FIXUPS)" }
+        if image.dyldInfo != nil { return "opcodes (LC_DYLD_INFO)" }
+        return "none"
+    }
+
+    public static func formatUUID(_ bytes: [UInt8]) -> String {
+        let hexDigits = bytes.map { Text.hex(UInt64($0), width: 2) }
+        let groups = [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { hexDigits[$0].joined() }
+        return groups.joined(separator: "-")
+    }
+}
+
+/// Small text-formatting helpers shared by the summary views.
+enum Text {
+    /// Upper-case hexadecimal, zero-padded to `width` digits.
+    static func hex(_ value: UInt64, width: Int = 0) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    /// `text` padded with spaces to at least `width` characters.
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+    }
+}
