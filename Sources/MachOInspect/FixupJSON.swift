@@ -1,6 +1,113 @@
 import MachOReader
 
-// TEMPORARY until the decoders land.
+/// The fixup and export members of `dyld3 inspect --json`, built from the reader's
+/// decoded records (not from the llvm-compatible text, which copies llvm's quirks).
 enum FixupJSON {
-    static func members(_ image: MachOImage, tables: Set<InspectTable>) throws(MachOError) -> [(String, JSONValue)] { [] }
+    static func members(_ image: MachOImage, tables: Set<InspectTable>) throws(MachOError) -> [(String, JSONValue)] {
+        var members: [(String, JSONValue)] = []
+        if tables.contains(.rebase) {
+            members.append(("rebases", .array(try image.rebaseFixups().map { rebase in
+                .object(location(image, rebase.location) + [("type", .int(Int64(rebase.type.rawValue)))])
+            })))
+        }
+        for (table, key, stream) in [
+            (InspectTable.bind, "binds", BindStreamKind.regular), (.lazyBind, "lazyBinds", .lazy), (.weakBind, "weakBinds", .weak),
+        ] where tables.contains(table) {
+            members.append((key, .array(try image.bindFixups(stream).map { bind($0, image) })))
+        }
+        if tables.contains(.chainedFixups) || tables.contains(.dyldInfo), let chained = try image.parseChainedFixups() {
+            members.append(("chainedFixups", try chainedObject(chained, image)))
+        }
+        if tables.contains(.exportsTrie) {
+            members.append(("exports", .array(try (image.exportTrie()?.allSymbols() ?? []).map(export))))
+        }
+        return members
+    }
+
+    static func location(_ image: MachOImage, _ location: FixupLocation) -> [(String, JSONValue)] {
+        [
+            ("segment", .string(image.segments[location.segmentIndex].name)),
+            ("segmentOffset", .uint(location.segmentOffset)),
+            ("address", .uint(location.address)),
+        ]
+    }
+
+    static func library(_ ordinal: Int, _ image: MachOImage) -> JSONValue {
+        ordinal > 0 && ordinal <= image.dependencies.count
+            ? .string(image.dependencies[ordinal - 1].installName)
+            : .string(LibraryShortName.forOrdinal(ordinal, in: image))
+    }
+
+    static func bind(_ bind: BindFixup, _ image: MachOImage) -> JSONValue {
+        var members: [(String, JSONValue)] = bind.location.map { location(image, $0) } ?? [("strongDefinition", .bool(true))]
+        members += [
+            ("type", .int(Int64(bind.type.rawValue))),
+            ("ordinal", .int(Int64(bind.libraryOrdinal))),
+            ("library", library(bind.libraryOrdinal, image)),
+            ("symbol", .string(bind.symbolName)),
+            ("addend", .int(bind.addend)),
+            ("weakImport", .bool(bind.flags.contains(.weakImport))),
+        ]
+        return .object(members)
+    }
+
+    static func chainedObject(_ chained: ChainedFixups, _ image: MachOImage) throws(MachOError) -> JSONValue {
+        let imports: [JSONValue] = chained.imports.map { entry in
+            .object([
+                ("ordinal", .int(Int64(entry.libraryOrdinal))),
+                ("library", library(entry.libraryOrdinal, image)),
+                ("symbol", .string(entry.name)),
+                ("addend", .int(entry.addend)),
+                ("weakImport", .bool(entry.weakImport)),
+            ])
+        }
+        var fixups: [JSONValue] = []
+        try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in
+            var members: [(String, JSONValue)] = [
+                ("segment", .string(image.segments[fixup.segmentIndex].name)),
+                ("segmentOffset", .uint(fixup.offsetInSegment)),
+                ("address", .uint(fixup.address)),
+                ("raw", .uint(fixup.rawValue)),
+            ]
+            switch fixup.pointer {
+            case let .rebase(rebase), let .authRebase(rebase, _):
+                members += [("kind", .string("rebase")), ("target", .uint(rebase.targetAddress(imageBase: image.preferredLoadAddress))),
+                            ("high8", .int(Int64(rebase.high8)))]
+            case let .bind(bind), let .authBind(bind, _):
+                members += [("kind", .string("bind")), ("import", .int(Int64(bind.importOrdinal))), ("addend", .int(bind.addend))]
+            case let .nonPointer(value):
+                members += [("kind", .string("value")), ("value", .uint(UInt64(value)))]
+            }
+            if let auth = fixup.pointer.authentication {
+                members += [("key", .string(auth.key.name)), ("diversity", .int(Int64(auth.diversity))),
+                            ("addressDiversity", .bool(auth.addressDiversity))]
+            }
+            fixups.append(.object(members))
+        }
+        return .object([
+            ("importsFormat", .string(chained.header.importsFormat.name)),
+            ("pointerFormats", .array(chained.segments.map { .string($0.pointerFormat.name) })),
+            ("imports", .array(imports)),
+            ("fixups", .array(fixups)),
+        ])
+    }
+
+    static func export(_ symbol: ExportedSymbol) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("name", .string(symbol.name)),
+            ("kind", .string("\(symbol.kind)")),
+            ("weakDefinition", .bool(symbol.isWeakDefinition)),
+        ]
+        switch symbol.definition {
+        case let .image(offset):
+            members.append(("offset", .uint(offset)))
+        case let .stubAndResolver(stub, resolver):
+            members += [("stubOffset", .uint(stub)), ("resolverOffset", .uint(resolver))]
+        case let .functionVariant(defaultOffset, tableIndex):
+            members += [("offset", .uint(defaultOffset)), ("variantTable", .uint(tableIndex))]
+        case let .reexport(ordinal, importedName):
+            members += [("reexportOrdinal", .int(Int64(ordinal))), ("importedName", .string(importedName.isEmpty ? symbol.name : importedName))]
+        }
+        return .object(members)
+    }
 }

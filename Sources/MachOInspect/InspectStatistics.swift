@@ -1,5 +1,70 @@
 import MachOReader
-// TEMPORARY until the decoders land.
+
+/// `dyld3 inspect --stats`: decodes every fixup and export of each slice and reports the
+/// counts and how long each decoder took (the best of a few runs, to damp noise).
 public enum InspectStatistics {
-    public static func render(path: String, bytes: [UInt8], arch: ArchSelection) throws(MachOError) -> String { "" }
+    /// Runs per decoder; the fastest is reported.
+    static let runs = 5
+
+    public static func render(path: String, bytes: [UInt8], arch: ArchSelection) throws(MachOError) -> String {
+        do {
+            let file = try UniversalFile(parsing: bytes)
+            var out = ""
+            for (slice, _) in try ObjdumpReport.selectSlices(file, arch == .host ? .all : arch) {
+                out += "\(path) [\(slice.cpu.name)]\n"
+                var image = try file.image(slice)
+                let parse = try best { () throws(MachOError) in image = try file.image(slice); return image.loadCommands.count }
+                out += line("load commands", parse)
+                out += line("rebases (opcodes)", try best { () throws(MachOError) in
+                    var count = 0
+                    try image.forEachRebaseFixup { _ in count += 1 }
+                    return count
+                })
+                for stream in BindStreamKind.allCases {
+                    out += line("\(stream.rawValue) binds (opcodes)", try best { () throws(MachOError) in
+                        var count = 0
+                        try image.forEachBindFixup(in: stream) { _ in count += 1 }
+                        return count
+                    })
+                }
+                out += line("chained fixups", try best { () throws(MachOError) in
+                    var count = 0
+                    try image.forEachChainedFixup { _ in count += 1 }
+                    return count
+                })
+                out += line("exports", try best { () throws(MachOError) in
+                    var count = 0
+                    try image.exportTrie()?.forEachSymbol { _ in count += 1 }
+                    return count
+                })
+            }
+            return out
+        } catch {
+            throw error.inFile(path)
+        }
+    }
+
+    /// The count `work` returns and its fastest time over `runs` runs.
+    static func best(_ work: () throws(MachOError) -> Int) throws(MachOError) -> (count: Int, time: Duration) {
+        let clock = ContinuousClock()
+        var fastest = Duration.seconds(1_000_000)
+        var count = 0
+        for _ in 0..<runs {
+            let start = clock.now
+            count = try work()
+            fastest = min(fastest, clock.now - start)
+        }
+        return (count, fastest)
+    }
+
+    static func line(_ what: String, _ result: (count: Int, time: Duration)) -> String {
+        let nanoseconds = result.time.components.seconds * 1_000_000_000 + result.time.components.attoseconds / 1_000_000_000
+        let perItem = result.count > 0 ? " (\(nanoseconds / Int64(result.count)) ns each)" : ""
+        return "  \(Text.pad(what, 24)) \(Text.pad(String(result.count), 8)) \(microseconds(nanoseconds)) µs\(perItem)\n"
+    }
+
+    static func microseconds(_ nanoseconds: Int64) -> String {
+        let hundredths = nanoseconds % 1000 / 10
+        return "\(nanoseconds / 1000).\(hundredths < 10 ? "0" : "")\(hundredths)"
+    }
 }

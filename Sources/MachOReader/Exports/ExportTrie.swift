@@ -1,0 +1,209 @@
+/// An export trie: the prefix tree of exported names that dyld searches when it binds a
+/// symbol to an image (LC_DYLD_EXPORTS_TRIE, or the export range of LC_DYLD_INFO).
+///
+/// Each node is a ULEB128 terminal size, that many bytes of export info when the path to
+/// the node spells an exported name (see ``ExportedSymbol``), a one-byte child count, and
+/// per child a NUL-terminated edge label and the ULEB128 offset of the child node from the
+/// start of the trie.
+///
+/// Nothing is decoded up front beyond the root: ``lookup(_:)`` reads only the nodes on the
+/// path to one name, and ``forEachSymbol(_:)`` walks the whole trie. Hostile tries cannot
+/// make either loop or blow up: both visit a node at most once (a child leading back to a
+/// node on the path is a cycle, a node with two parents is an error too), and a name may
+/// not grow longer than the trie.
+public struct ExportTrie: Sendable {
+    /// The trie's bytes.
+    public let view: ByteView
+
+    /// A trie over `view`; the root node, when there is one, must be well formed.
+    public init(parsing view: ByteView) throws(MachOError) {
+        self.view = view
+        if view.count > 0 { _ = try node(at: 0) }
+    }
+
+    /// The exported symbol named `name` (compared byte for byte in UTF-8), or nil. Reads
+    /// only the nodes on the path that spells `name`, taking at each node the first child
+    /// whose label continues the name, as dyld does. An empty label continues any name:
+    /// ld64 writes one to a child that holds the export of a name that is also a prefix.
+    public func lookup(_ name: String) throws(MachOError) -> ExportedSymbol? {
+        guard view.count > 0 else { return nil }
+        let target = Array(name.utf8)
+        var matched = 0
+        var path: Set<Int> = [0]
+        var current = try node(at: 0)
+        while true {
+            if matched == target.count, let terminal = current.terminal {
+                return try ExportedSymbol(name: name, parsing: terminal, nodeOffset: current.offset)
+            }
+            var cursor = ByteCursor(view, at: current.childrenOffset)
+            var next: (offset: Int, labelEnd: Int)?
+            for _ in 0..<current.childCount {
+                var position = matched
+                var mismatch = false
+                while true {
+                    let byte = try cursor.u8()
+                    if byte == 0 { break }
+                    if !mismatch {
+                        if position < target.count, target[position] == byte { position += 1 } else { mismatch = true }
+                    }
+                }
+                let childAt = cursor.absoluteOffset
+                let childOffset = try cursor.uleb128()
+                if !mismatch {
+                    let offset = try checkedChildOffset(childOffset, of: current, at: childAt)
+                    guard path.insert(offset).inserted else { throw cycle(from: current, to: offset, at: childAt) }
+                    next = (offset, position)
+                    break
+                }
+            }
+            guard let next else { return nil }
+            matched = next.labelEnd
+            current = try node(at: next.offset)
+        }
+    }
+
+    /// Calls `body` with every exported symbol in llvm-objdump's order: depth first, children
+    /// in the order the trie lists them, a node's own symbol after those of its children.
+    public func forEachSymbol(_ body: (ExportedSymbol) throws(MachOError) -> Void) throws(MachOError) {
+        guard view.count > 0 else { return }
+        let root = try node(at: 0)
+        if root.terminal == nil, root.childCount == 0 { return }
+
+        struct Frame {
+            let node: Node
+            /// Length of the node's name: the first `nameLength` bytes of `name`.
+            let nameLength: Int
+            var childrenLeft: Int
+            var nextEdge: Int
+        }
+        var visited = NodeSet(trieSize: view.count)
+        _ = visited.insert(0)
+        var name: [UInt8] = []
+        var stack = [Frame(node: root, nameLength: 0, childrenLeft: root.childCount, nextEdge: root.childrenOffset)]
+        while let top = stack.last {
+            if top.childrenLeft > 0 {
+                name.removeSubrange(top.nameLength...)
+                var cursor = ByteCursor(view, at: top.nextEdge)
+                let edgeStart = cursor.absoluteOffset
+                while true {
+                    let byte = try cursor.u8()
+                    if byte == 0 { break }
+                    name.append(byte)
+                }
+                guard name.count <= view.count else {
+                    throw MachOError.malformed("export trie name grows longer than the trie (\(view.count) bytes)", at: edgeStart)
+                }
+                let childAt = cursor.absoluteOffset
+                let childOffset = try checkedChildOffset(try cursor.uleb128(), of: top.node, at: childAt)
+                stack[stack.count - 1].childrenLeft -= 1
+                stack[stack.count - 1].nextEdge = cursor.position
+                guard visited.insert(childOffset) else {
+                    if stack.contains(where: { $0.node.offset == childOffset }) {
+                        throw cycle(from: top.node, to: childOffset, at: childAt)
+                    }
+                    throw MachOError.malformed(
+                        "export trie node at 0x\(hex(childOffset)) is the child of more than one node", at: childAt)
+                }
+                let child = try node(at: childOffset)
+                stack.append(Frame(node: child, nameLength: name.count, childrenLeft: child.childCount, nextEdge: child.childrenOffset))
+            } else {
+                stack.removeLast()
+                if let terminal = top.node.terminal {
+                    let symbolName = String(decoding: name[..<top.nameLength], as: UTF8.self)
+                    try body(try ExportedSymbol(name: symbolName, parsing: terminal, nodeOffset: top.node.offset))
+                } else if top.node.childCount == 0 {
+                    throw MachOError.malformed(
+                        "export trie node at 0x\(hex(top.node.offset)) has neither export info nor children",
+                        at: view.absolute(top.node.offset))
+                }
+            }
+        }
+    }
+
+    /// Every exported symbol, in ``forEachSymbol(_:)``'s order.
+    public func allSymbols() throws(MachOError) -> [ExportedSymbol] {
+        var symbols: [ExportedSymbol] = []
+        try forEachSymbol { symbol throws(MachOError) in symbols.append(symbol) }
+        return symbols
+    }
+
+    // MARK: Nodes
+
+    /// A node's header: where its export info and its children are.
+    private struct Node {
+        /// Offset of the node from the start of the trie.
+        let offset: Int
+        /// The export info, when the node is a terminal.
+        let terminal: ByteView?
+        let childCount: Int
+        /// Trie offset of the first child's edge label.
+        let childrenOffset: Int
+    }
+
+    private func node(at offset: Int) throws(MachOError) -> Node {
+        var cursor = ByteCursor(view, at: offset)
+        let sizeAt = cursor.absoluteOffset
+        let terminalSize = try cursor.uleb128()
+        let infoStart = cursor.position
+        guard terminalSize < UInt64(view.count - infoStart) else {
+            throw MachOError.malformed(
+                "export trie node at 0x\(hex(offset)) has \(terminalSize) bytes of export info, more than the trie holds", at: sizeAt)
+        }
+        let size = Int(terminalSize)
+        let childCount = Int(try view.u8(infoStart + size))
+        return Node(
+            offset: offset,
+            terminal: size == 0 ? nil : try view.slice(infoStart, size),
+            childCount: childCount,
+            childrenOffset: infoStart + size + 1)
+    }
+
+    /// A child offset, checked to name a byte of the trie.
+    private func checkedChildOffset(_ offset: UInt64, of parent: Node, at absoluteOffset: Int) throws(MachOError) -> Int {
+        guard offset < UInt64(view.count) else {
+            throw MachOError.malformed(
+                "export trie node at 0x\(hex(parent.offset)) has a child at 0x\(String(offset, radix: 16)), past the trie's \(view.count) bytes",
+                at: absoluteOffset)
+        }
+        return Int(offset)
+    }
+
+    private func cycle(from parent: Node, to child: Int, at absoluteOffset: Int) -> MachOError {
+        MachOError.malformed(
+            "export trie node at 0x\(hex(parent.offset)) has a child leading back to node 0x\(hex(child)) (a cycle)", at: absoluteOffset)
+    }
+
+    private func hex(_ value: Int) -> String { String(value, radix: 16) }
+}
+
+/// The set of trie nodes a walk has reached: one bit per byte of the trie.
+private struct NodeSet {
+    private var words: [UInt64]
+
+    init(trieSize: Int) { words = Array(repeating: 0, count: (trieSize + 63) / 64) }
+
+    /// Adds `offset`; false when it was already there.
+    mutating func insert(_ offset: Int) -> Bool {
+        let (word, bit) = (offset / 64, UInt64(1) << UInt64(offset % 64))
+        if words[word] & bit != 0 { return false }
+        words[word] |= bit
+        return true
+    }
+}
+
+extension MachOImage {
+    /// The image's export trie, as dyld finds it: LC_DYLD_EXPORTS_TRIE when it has bytes,
+    /// else the export range of LC_DYLD_INFO; nil when neither has any.
+    public func exportTrie() throws(MachOError) -> ExportTrie? {
+        if let data = exportsTrie, data.dataSize > 0 {
+            return try ExportTrie(parsing: try linkeditBytes(data))
+        }
+        return try dyldInfoExportTrie()
+    }
+
+    /// The trie in LC_DYLD_INFO's export range, or nil when the range is empty or absent.
+    public func dyldInfoExportTrie() throws(MachOError) -> ExportTrie? {
+        guard let info = dyldInfo, info.exportSize > 0 else { return nil }
+        return try ExportTrie(parsing: try linkeditBytes(offset: info.exportOffset, size: info.exportSize))
+    }
+}

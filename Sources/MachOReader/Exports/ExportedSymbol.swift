@@ -1,0 +1,111 @@
+/// One symbol an image exports: a terminal of its export trie.
+///
+/// The terminal's export info is a ULEB128 `flags` word followed by what the flags call
+/// for: a re-export's library ordinal and imported name, a stub-and-resolver pair, or the
+/// symbol's offset from the image's mach header.
+public struct ExportedSymbol: Equatable, Sendable {
+    /// `EXPORT_SYMBOL_FLAGS_KIND_MASK`: what the symbol's value is.
+    public enum Kind: UInt8, Equatable, Sendable {
+        /// `EXPORT_SYMBOL_FLAGS_KIND_REGULAR`: code or data in the image.
+        case regular = 0
+        /// `EXPORT_SYMBOL_FLAGS_KIND_THREAD_LOCAL`: a thread-local variable's descriptor.
+        case threadLocal = 1
+        /// `EXPORT_SYMBOL_FLAGS_KIND_ABSOLUTE`: a constant value, not an address in the image.
+        case absolute = 2
+    }
+
+    /// Where the symbol's definition is.
+    public enum Definition: Equatable, Sendable {
+        /// In this image, `offset` bytes from its mach header (for an absolute symbol, the
+        /// value itself).
+        case image(offset: UInt64)
+        /// `EXPORT_SYMBOL_FLAGS_STUB_AND_RESOLVER`: `stubOffset` is what the static linker
+        /// bound clients to; dyld calls the resolver at `resolverOffset` for the real address.
+        case stubAndResolver(stubOffset: UInt64, resolverOffset: UInt64)
+        /// Flag 0x20 followed by a table index: current dyld's
+        /// `EXPORT_SYMBOL_FLAGS_FUNCTION_VARIANT`, whose address is chosen at load time from
+        /// entry `tableIndex` of LC_FUNCTION_VARIANTS, `defaultOffset` being the fallback.
+        case functionVariant(defaultOffset: UInt64, tableIndex: UInt64)
+        /// `EXPORT_SYMBOL_FLAGS_REEXPORT`: defined by the dylib with `libraryOrdinal`
+        /// (1-based, in the image's dependency order) under `importedName`, which is empty
+        /// when it is the symbol's own name.
+        case reexport(libraryOrdinal: Int, importedName: String)
+    }
+
+    public static let kindMask: UInt64 = 0x03
+    public static let weakDefinitionFlag: UInt64 = 0x04
+    public static let reexportFlag: UInt64 = 0x08
+    public static let stubAndResolverFlag: UInt64 = 0x10
+    /// `EXPORT_SYMBOL_FLAGS_STATIC_RESOLVER` in older `mach-o/loader.h` (no payload, never
+    /// read by dyld); current dyld gives the bit to `EXPORT_SYMBOL_FLAGS_FUNCTION_VARIANT`.
+    public static let staticResolverFlag: UInt64 = 0x20
+
+    /// The symbol's name (the trie's edge labels, concatenated).
+    public let name: String
+    /// The raw flags word.
+    public let flags: UInt64
+    public let definition: Definition
+    /// Offset of the symbol's terminal node from the start of the trie.
+    public let nodeOffset: Int
+
+    public var kind: Kind { Kind(rawValue: UInt8(flags & Self.kindMask)) ?? .regular }
+    /// `EXPORT_SYMBOL_FLAGS_WEAK_DEFINITION`.
+    public var isWeakDefinition: Bool { flags & Self.weakDefinitionFlag != 0 }
+    /// `EXPORT_SYMBOL_FLAGS_REEXPORT`.
+    public var isReexport: Bool { flags & Self.reexportFlag != 0 }
+    /// `EXPORT_SYMBOL_FLAGS_STUB_AND_RESOLVER` (ignored on a re-export).
+    public var isStubAndResolver: Bool { if case .stubAndResolver = definition { true } else { false } }
+    /// Flag 0x20 (see ``staticResolverFlag``).
+    public var hasStaticResolverFlag: Bool { flags & Self.staticResolverFlag != 0 }
+
+    /// The symbol's offset from the image's mach header (its stub for a stub-and-resolver,
+    /// its default for a function variant, its value when absolute); nil for a re-export.
+    public var imageOffset: UInt64? {
+        switch definition {
+        case let .image(offset): offset
+        case let .stubAndResolver(stubOffset, _): stubOffset
+        case let .functionVariant(defaultOffset, _): defaultOffset
+        case .reexport: nil
+        }
+    }
+
+    public init(name: String, flags: UInt64, definition: Definition, nodeOffset: Int) {
+        self.name = name
+        self.flags = flags
+        self.definition = definition
+        self.nodeOffset = nodeOffset
+    }
+
+    /// Decodes a terminal's export info; `info` spans exactly the terminal's bytes.
+    public init(name: String, parsing info: ByteView, nodeOffset: Int) throws(MachOError) {
+        var cursor = ByteCursor(info)
+        let flags = try cursor.uleb128()
+        guard flags & Self.kindMask != Self.kindMask else {
+            throw MachOError.malformed("export \(name) has unknown symbol kind 3 (flags 0x\(String(flags, radix: 16)))", at: info.base)
+        }
+        let definition: Definition
+        if flags & Self.reexportFlag != 0 {
+            let ordinalOffset = cursor.absoluteOffset
+            let ordinal = try cursor.uleb128()
+            guard ordinal <= UInt64(Int32.max) else {
+                throw MachOError.malformed("re-export \(name) names library ordinal \(ordinal)", at: ordinalOffset)
+            }
+            definition = .reexport(libraryOrdinal: Int(ordinal), importedName: try cursor.cString())
+        } else {
+            let offset = try cursor.uleb128()
+            if flags & Self.stubAndResolverFlag != 0 {
+                definition = .stubAndResolver(stubOffset: offset, resolverOffset: try cursor.uleb128())
+            } else if flags & Self.staticResolverFlag != 0, !cursor.atEnd {
+                definition = .functionVariant(defaultOffset: offset, tableIndex: try cursor.uleb128())
+            } else {
+                definition = .image(offset: offset)
+            }
+        }
+        guard cursor.atEnd else {
+            throw MachOError.malformed(
+                "export info of \(name) is \(info.count) bytes but its fields end after \(cursor.position)",
+                at: cursor.absoluteOffset)
+        }
+        self.init(name: name, flags: flags, definition: definition, nodeOffset: nodeOffset)
+    }
+}

@@ -1,0 +1,243 @@
+/// `dyld_chained_fixups_header`: the start of the LC_DYLD_CHAINED_FIXUPS blob, locating
+/// the chain starts, the imports table and the symbol names.
+public struct ChainedFixupsHeader: Equatable, Sendable {
+    public static let size = 28
+
+    /// Offsets of the header's fields, for error offsets.
+    enum Field {
+        static let fixupsVersion = 0
+        static let startsOffset = 4
+        static let importsOffset = 8
+        static let symbolsOffset = 12
+        static let importsCount = 16
+        static let importsFormat = 20
+        static let symbolsFormat = 24
+    }
+
+    /// `symbols_format` of a plain (uncompressed) symbols pool.
+    public static let symbolsUncompressed: UInt32 = 0
+    /// `symbols_format` of a zlib-compressed symbols pool.
+    public static let symbolsZlib: UInt32 = 1
+
+    /// `fixups_version`: always 0.
+    public let fixupsVersion: UInt32
+    /// Offset of `dyld_chained_starts_in_image` in the blob.
+    public let startsOffset: UInt32
+    /// Offset of the imports table in the blob.
+    public let importsOffset: UInt32
+    /// Offset of the symbol names in the blob.
+    public let symbolsOffset: UInt32
+    /// Number of entries in the imports table.
+    public let importsCount: UInt32
+    public let importsFormat: ChainedImportFormat
+    /// 0 for plain names, 1 for a zlib-compressed pool.
+    public let symbolsFormat: UInt32
+
+    public init(parsing view: ByteView) throws(MachOError) {
+        try view.check(0, ChainedFixupsHeader.size)
+        fixupsVersion = try view.u32(Field.fixupsVersion)
+        guard fixupsVersion == 0 else {
+            throw MachOError.malformed("unknown chained fixups version \(fixupsVersion)", at: view.absolute(Field.fixupsVersion))
+        }
+        startsOffset = try view.u32(Field.startsOffset)
+        importsOffset = try view.u32(Field.importsOffset)
+        symbolsOffset = try view.u32(Field.symbolsOffset)
+        importsCount = try view.u32(Field.importsCount)
+        let format = try view.u32(Field.importsFormat)
+        guard let importsFormat = ChainedImportFormat(rawValue: format) else {
+            throw MachOError.malformed("unknown chained imports format \(format)", at: view.absolute(Field.importsFormat))
+        }
+        self.importsFormat = importsFormat
+        symbolsFormat = try view.u32(Field.symbolsFormat)
+    }
+}
+
+/// The decoded LC_DYLD_CHAINED_FIXUPS blob: header, chain starts per segment and the
+/// imports table. The chains themselves live in the segments' data; walk them with
+/// ``forEachFixup(in:_:)`` or ``fixups(in:)``.
+public struct ChainedFixups: Sendable {
+    public let header: ChainedFixupsHeader
+    public let startsInImage: ChainedStartsInImage
+    /// The starts of every segment that has fixups (non-zero `seg_info_offset`), in order.
+    public let segments: [ChainedStartsInSegment]
+    public let imports: [ChainedImport]
+    /// The whole blob.
+    public let blob: ByteView
+
+    /// Parses the blob of an LC_DYLD_CHAINED_FIXUPS command.
+    public init(parsing blob: ByteView) throws(MachOError) {
+        self.blob = blob
+        header = try ChainedFixupsHeader(parsing: blob)
+        guard UInt64(header.startsOffset) < UInt64(blob.count) else {
+            throw MachOError.malformed(
+                "starts_offset \(header.startsOffset) is past the \(blob.count)-byte chained fixups blob",
+                at: blob.absolute(ChainedFixupsHeader.Field.startsOffset))
+        }
+        let startsView = try blob.slice(Int(header.startsOffset), blob.count - Int(header.startsOffset))
+        startsInImage = try ChainedStartsInImage(parsing: startsView)
+
+        var segments: [ChainedStartsInSegment] = []
+        for (index, infoOffset) in startsInImage.segmentInfoOffsets.enumerated() where infoOffset != 0 {
+            guard UInt64(infoOffset) < UInt64(startsView.count) else {
+                throw MachOError.malformed(
+                    "seg_info_offset[\(index)] = \(infoOffset) is past the chained fixups blob",
+                    at: startsView.absolute(4 + 4 * index))
+            }
+            let view = try startsView.slice(Int(infoOffset), startsView.count - Int(infoOffset))
+            segments.append(try ChainedStartsInSegment(parsing: view, segmentIndex: index, infoOffset: infoOffset))
+        }
+        self.segments = segments
+
+        switch header.symbolsFormat {
+        case ChainedFixupsHeader.symbolsUncompressed:
+            imports = try ChainedImport.parseTable(blob, header: header)
+        case ChainedFixupsHeader.symbolsZlib:
+            throw MachOError(
+                offset: blob.absolute(ChainedFixupsHeader.Field.symbolsFormat),
+                .unsupported("zlib-compressed chained fixups symbols"))
+        default:
+            throw MachOError.malformed(
+                "unknown chained fixups symbols_format \(header.symbolsFormat)",
+                at: blob.absolute(ChainedFixupsHeader.Field.symbolsFormat))
+        }
+    }
+
+    /// The NUL-terminated string at `offset` of the symbols pool.
+    public func symbolName(atOffset offset: UInt32) throws(MachOError) -> String {
+        let start = Int(header.symbolsOffset)
+        return try ChainedImport.symbolName(
+            at: offset, in: try blob.slice(start, blob.count - start), for: blob)
+    }
+
+    /// Walks every chain of every page of every segment with fixups, in segment, page
+    /// and chain order, calling `body` with each fixup.
+    ///
+    /// Fails, with the absolute offset of the bad bytes, on a segment index the image does
+    /// not have, a chain that starts or continues outside its page or past the segment's
+    /// file data, and a bind whose import ordinal is not in the imports table. Every step of
+    /// a chain moves forward inside one page (`next` is unsigned and non-zero), so a walk
+    /// always ends.
+    public func forEachFixup(
+        in image: MachOImage, _ body: (ChainedFixup) throws(MachOError) -> Void
+    ) throws(MachOError) {
+        for starts in segments {
+            guard starts.segmentIndex < image.segments.count else {
+                throw MachOError.malformed(
+                    "chained starts describe segment \(starts.segmentIndex) but the image has \(image.segments.count) segments",
+                    at: blob.absolute(Int(header.startsOffset) + 4 + 4 * starts.segmentIndex))
+            }
+            let segment = image.segments[starts.segmentIndex]
+            let data = try image.view.slice(offset: segment.fileOffset, size: segment.fileSize)
+            for page in 0..<starts.pageCount {
+                try starts.forEachChainStart(inPage: page) { (start, entry) throws(MachOError) in
+                    guard Int(start) < Int(starts.pageSize) else {
+                        throw MachOError.malformed(
+                            "chain start \(start) of page \(page) of segment \(segment.name) is outside its \(starts.pageSize)-byte page",
+                            at: starts.absoluteOffset(ofStartEntry: entry))
+                    }
+                    try walkChain(
+                        starts: starts, segment: segment, data: data, page: page, start: Int(start), body)
+                }
+            }
+        }
+    }
+
+    /// Every fixup, in the order ``forEachFixup(in:_:)`` visits them.
+    public func fixups(in image: MachOImage) throws(MachOError) -> [ChainedFixup] {
+        var all: [ChainedFixup] = []
+        try forEachFixup(in: image) { (fixup) throws(MachOError) in all.append(fixup) }
+        return all
+    }
+
+    /// Follows one chain from `start` (an offset in page `page` of the segment's `data`).
+    private func walkChain(
+        starts: ChainedStartsInSegment, segment: Segment, data: ByteView, page: Int, start: Int,
+        _ body: (ChainedFixup) throws(MachOError) -> Void
+    ) throws(MachOError) {
+        let format = starts.pointerFormat
+        let pageSize = Int(starts.pageSize)
+        var offsetInPage = start
+        while true {
+            let offset = page * pageSize + offsetInPage
+            guard offset <= data.count - format.pointerSize else {
+                throw MachOError.malformed(
+                    "chained fixup at offset 0x\(String(offset, radix: 16)) of segment \(segment.name) is past its file data",
+                    at: data.absolute(min(offset, data.count)))
+            }
+            let raw = format.pointerSize == 8 ? try data.u64(offset) : UInt64(try data.u32(offset))
+            let (pointer, next) = format.decode(raw, maxValidPointer: starts.maxValidPointer)
+            var boundImport: ChainedImport?
+            if let bind = pointer.bind {
+                guard bind.importOrdinal < imports.count else {
+                    throw MachOError.malformed(
+                        "chained bind uses import ordinal \(bind.importOrdinal) but there are \(imports.count) imports",
+                        at: data.absolute(offset))
+                }
+                boundImport = imports[Int(bind.importOrdinal)]
+            }
+            try body(ChainedFixup(
+                segmentIndex: starts.segmentIndex, offsetInSegment: UInt64(offset),
+                address: segment.vmAddress &+ UInt64(offset), fileOffset: data.absolute(offset),
+                rawValue: raw, format: format, pointer: pointer, boundImport: boundImport))
+            if next == 0 { return }
+            offsetInPage += Int(next) * format.stride
+            guard offsetInPage < pageSize else {
+                throw MachOError.malformed(
+                    "chain continues \(Int(next) * format.stride) bytes on, outside its \(pageSize)-byte page",
+                    at: data.absolute(offset))
+            }
+        }
+    }
+}
+
+/// One fixup found by walking the chains: where it is, what is on disk and what it means.
+public struct ChainedFixup: Equatable, Sendable {
+    /// Index of the segment holding the fixup, in load-command order.
+    public let segmentIndex: Int
+    /// Offset of the fixup from the start of its segment.
+    public let offsetInSegment: UInt64
+    /// The fixup's unslid vm address (segment vmaddr + offset).
+    public let address: UInt64
+    /// Absolute file offset of the on-disk pointer.
+    public let fileOffset: Int
+    /// The pointer as stored on disk (4 or 8 bytes, zero-extended).
+    public let rawValue: UInt64
+    public let format: ChainedPointerFormat
+    /// The decoded pointer.
+    public let pointer: ChainedPointer
+    /// For a bind, the import its ordinal names.
+    public let boundImport: ChainedImport?
+
+    public init(
+        segmentIndex: Int, offsetInSegment: UInt64, address: UInt64, fileOffset: Int, rawValue: UInt64,
+        format: ChainedPointerFormat, pointer: ChainedPointer, boundImport: ChainedImport?
+    ) {
+        self.segmentIndex = segmentIndex
+        self.offsetInSegment = offsetInSegment
+        self.address = address
+        self.fileOffset = fileOffset
+        self.rawValue = rawValue
+        self.format = format
+        self.pointer = pointer
+        self.boundImport = boundImport
+    }
+}
+
+extension MachOImage {
+    /// The decoded LC_DYLD_CHAINED_FIXUPS blob, or nil when the image has none (or, like a
+    /// dylib stub, has the command with a zero data offset).
+    public func parseChainedFixups() throws(MachOError) -> ChainedFixups? {
+        guard let data = chainedFixups, data.dataOffset != 0 else { return nil }
+        return try ChainedFixups(parsing: try linkeditBytes(data))
+    }
+
+    /// Calls `body` with every chained fixup of the image (none without chained fixups).
+    public func forEachChainedFixup(_ body: (ChainedFixup) throws(MachOError) -> Void) throws(MachOError) {
+        try parseChainedFixups()?.forEachFixup(in: self, body)
+    }
+
+    /// Every chained fixup of the image, in chain order (empty without chained fixups).
+    public func chainedFixupList() throws(MachOError) -> [ChainedFixup] {
+        try parseChainedFixups()?.fixups(in: self) ?? []
+    }
+}

@@ -1,0 +1,110 @@
+/// `dyld_chained_fixups_header.imports_format`: the layout of the chained imports table.
+public enum ChainedImportFormat: UInt32, Equatable, Hashable, Sendable, CaseIterable {
+    /// `DYLD_CHAINED_IMPORT`: 32 bits, 8-bit library ordinal, no addend.
+    case plain = 1
+    /// `DYLD_CHAINED_IMPORT_ADDEND`: 8-bit library ordinal and a 32-bit signed addend.
+    case addend = 2
+    /// `DYLD_CHAINED_IMPORT_ADDEND64`: 16-bit library ordinal, 32-bit name offset and a
+    /// 64-bit addend.
+    case addend64 = 3
+
+    /// The C name, e.g. `DYLD_CHAINED_IMPORT_ADDEND`.
+    public var name: String {
+        switch self {
+        case .plain: "DYLD_CHAINED_IMPORT"
+        case .addend: "DYLD_CHAINED_IMPORT_ADDEND"
+        case .addend64: "DYLD_CHAINED_IMPORT_ADDEND64"
+        }
+    }
+
+    /// Bytes per table entry.
+    public var entrySize: Int {
+        switch self {
+        case .plain: 4
+        case .addend: 8
+        case .addend64: 16
+        }
+    }
+}
+
+/// One chained import: the symbol a bind with this import ordinal binds to.
+public struct ChainedImport: Equatable, Sendable {
+    /// The library ordinal: 1-based index into the image's dependencies, or a special
+    /// ordinal (0 this image, -1 main executable, -2 flat lookup, -3 weak lookup). Encoded
+    /// values above 0xF0 (0xFFF0 for `addend64`) are negative, as dyld reads them.
+    public let libraryOrdinal: Int
+    /// A missing symbol binds to 0 instead of failing the load.
+    public let weakImport: Bool
+    /// Offset of the name in the symbols pool.
+    public let nameOffset: UInt32
+    public let name: String
+    /// Added to the symbol's address (0 for `DYLD_CHAINED_IMPORT`).
+    public let addend: Int64
+    /// The entry's first word as stored (32 bits, or 64 for `addend64`), for tools that
+    /// show the raw encoding.
+    public let rawValue: UInt64
+
+    /// Parses one entry of `format` at the start of `entry`; names come from `symbols`.
+    public init(parsing entry: ByteView, format: ChainedImportFormat, symbols: ByteView) throws(MachOError) {
+        switch format {
+        case .plain, .addend:
+            let word = try entry.u32(0)
+            let ordinal = UInt8(truncatingIfNeeded: word)
+            libraryOrdinal = ordinal > 0xF0 ? Int(Int8(bitPattern: ordinal)) : Int(ordinal)
+            weakImport = (word >> 8) & 1 == 1
+            nameOffset = word >> 9
+            addend = format == .addend ? Int64(Int32(bitPattern: try entry.u32(4))) : 0
+            rawValue = UInt64(word)
+        case .addend64:
+            let word = try entry.u64(0)
+            let ordinal = UInt16(truncatingIfNeeded: word)
+            libraryOrdinal = ordinal > 0xFFF0 ? Int(Int16(bitPattern: ordinal)) : Int(ordinal)
+            weakImport = (word >> 16) & 1 == 1
+            nameOffset = UInt32(truncatingIfNeeded: word >> 32)
+            addend = Int64(bitPattern: try entry.u64(8))
+            rawValue = word
+        }
+        name = try ChainedImport.symbolName(at: nameOffset, in: symbols, for: entry)
+    }
+
+    /// The NUL-terminated name at `offset` of the symbols pool.
+    static func symbolName(at offset: UInt32, in symbols: ByteView, for entry: ByteView) throws(MachOError) -> String {
+        guard UInt64(offset) < UInt64(symbols.count) else {
+            throw MachOError.malformed(
+                "chained import name_offset \(offset) is past the \(symbols.count)-byte symbols pool",
+                at: entry.base)
+        }
+        return try symbols.cString(Int(offset))
+    }
+
+    /// The imports table described by `header` inside the fixups blob `blob`.
+    static func parseTable(_ blob: ByteView, header: ChainedFixupsHeader) throws(MachOError) -> [ChainedImport] {
+        let format = header.importsFormat
+        // The count is bounded by the blob before anything is allocated.
+        guard UInt64(header.importsOffset) <= UInt64(blob.count) else {
+            throw MachOError.malformed(
+                "imports_offset \(header.importsOffset) is past the \(blob.count)-byte chained fixups blob",
+                at: blob.absolute(ChainedFixupsHeader.Field.importsOffset))
+        }
+        let tableSize = UInt64(header.importsCount) * UInt64(format.entrySize)
+        guard tableSize <= UInt64(blob.count) - UInt64(header.importsOffset) else {
+            throw MachOError.malformed(
+                "imports_count \(header.importsCount) at imports_offset \(header.importsOffset) needs \(tableSize) bytes, "
+                    + "more than the \(blob.count)-byte chained fixups blob holds",
+                at: blob.absolute(ChainedFixupsHeader.Field.importsCount))
+        }
+        guard UInt64(header.symbolsOffset) <= UInt64(blob.count) else {
+            throw MachOError.malformed(
+                "symbols_offset \(header.symbolsOffset) is past the \(blob.count)-byte chained fixups blob",
+                at: blob.absolute(ChainedFixupsHeader.Field.symbolsOffset))
+        }
+        let symbols = try blob.slice(Int(header.symbolsOffset), blob.count - Int(header.symbolsOffset))
+        var imports: [ChainedImport] = []
+        imports.reserveCapacity(Int(header.importsCount))
+        for index in 0..<Int(header.importsCount) {
+            let entry = try blob.slice(Int(header.importsOffset) + index * format.entrySize, format.entrySize)
+            imports.append(try ChainedImport(parsing: entry, format: format, symbols: symbols))
+        }
+        return imports
+    }
+}

@@ -1,0 +1,249 @@
+/// `DYLD_CHAINED_PTR_*`: how the pointers of one segment's fixup chains are laid out
+/// (`dyld_chained_starts_in_segment.pointer_format`).
+public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIterable {
+    case arm64e = 1
+    case pointer64 = 2
+    case pointer32 = 3
+    case pointer32Cache = 4
+    case pointer32Firmware = 5
+    case pointer64Offset = 6
+    case arm64eKernel = 7
+    case pointer64KernelCache = 8
+    case arm64eUserland = 9
+    case arm64eFirmware = 10
+    case x86_64KernelCache = 11
+    case arm64eUserland24 = 12
+
+    /// The C name, e.g. `DYLD_CHAINED_PTR_64_OFFSET`.
+    public var name: String {
+        switch self {
+        case .arm64e: "DYLD_CHAINED_PTR_ARM64E"
+        case .pointer64: "DYLD_CHAINED_PTR_64"
+        case .pointer32: "DYLD_CHAINED_PTR_32"
+        case .pointer32Cache: "DYLD_CHAINED_PTR_32_CACHE"
+        case .pointer32Firmware: "DYLD_CHAINED_PTR_32_FIRMWARE"
+        case .pointer64Offset: "DYLD_CHAINED_PTR_64_OFFSET"
+        case .arm64eKernel: "DYLD_CHAINED_PTR_ARM64E_KERNEL"
+        case .pointer64KernelCache: "DYLD_CHAINED_PTR_64_KERNEL_CACHE"
+        case .arm64eUserland: "DYLD_CHAINED_PTR_ARM64E_USERLAND"
+        case .arm64eFirmware: "DYLD_CHAINED_PTR_ARM64E_FIRMWARE"
+        case .x86_64KernelCache: "DYLD_CHAINED_PTR_X86_64_KERNEL_CACHE"
+        case .arm64eUserland24: "DYLD_CHAINED_PTR_ARM64E_USERLAND24"
+        }
+    }
+
+    /// Bytes per unit of a pointer's `next` field.
+    public var stride: Int {
+        switch self {
+        case .arm64e, .arm64eUserland, .arm64eUserland24: 8
+        case .arm64eKernel, .arm64eFirmware, .pointer64, .pointer64Offset, .pointer64KernelCache,
+             .pointer32, .pointer32Cache, .pointer32Firmware: 4
+        case .x86_64KernelCache: 1
+        }
+    }
+
+    /// Bytes each fixup occupies on disk.
+    public var pointerSize: Int {
+        switch self {
+        case .pointer32, .pointer32Cache, .pointer32Firmware: 4
+        default: 8
+        }
+    }
+
+    /// Whether an unauthenticated rebase target is a vm address; otherwise it is an offset
+    /// from the start of the image (or, for kernel caches, of the cache level).
+    public var rebaseTargetIsVMAddress: Bool {
+        switch self {
+        case .arm64e, .arm64eFirmware, .pointer64, .pointer32, .pointer32Firmware: true
+        default: false
+        }
+    }
+
+    /// Decodes one on-disk pointer: what it fixes up, and its `next` field (0 ends the chain).
+    ///
+    /// `maxValidPointer` is the segment's `max_valid_pointer`; only `DYLD_CHAINED_PTR_32`
+    /// uses it, to tell non-pointer values smuggled into the chain from rebases.
+    public func decode(_ raw: UInt64, maxValidPointer: UInt32 = 0) -> (pointer: ChainedPointer, next: UInt32) {
+        func bits(_ low: UInt64, _ count: UInt64) -> UInt64 { (raw >> low) & ((1 << count) - 1) }
+        let targetKind: ChainedRebase.TargetKind = rebaseTargetIsVMAddress ? .vmAddress : .imageOffset
+        switch self {
+        case .arm64e, .arm64eKernel, .arm64eUserland, .arm64eFirmware, .arm64eUserland24:
+            let next = UInt32(bits(51, 11))
+            let isAuth = bits(63, 1) == 1, isBind = bits(62, 1) == 1
+            let ordinalWidth: UInt64 = self == .arm64eUserland24 ? 24 : 16
+            let auth = PointerAuthentication(
+                diversity: UInt16(bits(32, 16)), addressDiversity: bits(48, 1) == 1,
+                key: PointerAuthentication.Key(lowBits: UInt8(bits(49, 2))))
+            switch (isAuth, isBind) {
+            case (false, false):
+                let rebase = ChainedRebase(target: bits(0, 43), kind: targetKind, high8: UInt8(bits(43, 8)))
+                return (.rebase(rebase), next)
+            case (false, true):
+                // A 19-bit two's-complement addend (+/-256K).
+                let addend19 = bits(32, 19)
+                let addend = Int64(bitPattern: addend19 & 0x4_0000 != 0 ? addend19 | ~0x7_FFFF : addend19)
+                return (.bind(ChainedBind(importOrdinal: UInt32(bits(0, ordinalWidth)), addend: addend)), next)
+            case (true, false):
+                let rebase = ChainedRebase(target: bits(0, 32), kind: .imageOffset, high8: 0)
+                return (.authRebase(rebase, auth), next)
+            case (true, true):
+                return (.authBind(ChainedBind(importOrdinal: UInt32(bits(0, ordinalWidth)), addend: 0), auth), next)
+            }
+        case .pointer64, .pointer64Offset:
+            let next = UInt32(bits(51, 12))
+            if bits(63, 1) == 1 {
+                let bind = ChainedBind(importOrdinal: UInt32(bits(0, 24)), addend: Int64(bits(24, 8)))
+                return (.bind(bind), next)
+            }
+            return (.rebase(ChainedRebase(target: bits(0, 36), kind: targetKind, high8: UInt8(bits(36, 8)))), next)
+        case .pointer64KernelCache, .x86_64KernelCache:
+            let next = UInt32(bits(51, 12))
+            let rebase = ChainedRebase(
+                target: bits(0, 30), kind: .imageOffset, high8: 0, cacheLevel: UInt8(bits(30, 2)))
+            guard bits(63, 1) == 1 else { return (.rebase(rebase), next) }
+            let auth = PointerAuthentication(
+                diversity: UInt16(bits(32, 16)), addressDiversity: bits(48, 1) == 1,
+                key: PointerAuthentication.Key(lowBits: UInt8(bits(49, 2))))
+            return (.authRebase(rebase, auth), next)
+        case .pointer32:
+            let next = UInt32(bits(26, 5))
+            if bits(31, 1) == 1 {
+                return (.bind(ChainedBind(importOrdinal: UInt32(bits(0, 20)), addend: Int64(bits(20, 6)))), next)
+            }
+            let target = UInt32(bits(0, 26))
+            if target > maxValidPointer {
+                // An out-of-range "rebase" is a plain value stored with a bias of
+                // (64MB + max_valid_pointer) / 2.
+                let bias = UInt32(truncatingIfNeeded: (0x0400_0000 + UInt64(maxValidPointer)) / 2)
+                return (.nonPointer(target &- bias), next)
+            }
+            return (.rebase(ChainedRebase(target: UInt64(target), kind: .vmAddress, high8: 0)), next)
+        case .pointer32Cache:
+            return (.rebase(ChainedRebase(target: bits(0, 30), kind: .imageOffset, high8: 0)), UInt32(bits(30, 2)))
+        case .pointer32Firmware:
+            return (.rebase(ChainedRebase(target: bits(0, 26), kind: .vmAddress, high8: 0)), UInt32(bits(26, 6)))
+        }
+    }
+}
+
+/// What one chained pointer asks the loader to do.
+public enum ChainedPointer: Equatable, Hashable, Sendable {
+    /// Slide a pointer into this image.
+    case rebase(ChainedRebase)
+    /// Store the address of an import (plus an addend).
+    case bind(ChainedBind)
+    /// arm64e: slide a pointer into this image, then sign it.
+    case authRebase(ChainedRebase, PointerAuthentication)
+    /// arm64e: store the address of an import, then sign it.
+    case authBind(ChainedBind, PointerAuthentication)
+    /// `DYLD_CHAINED_PTR_32`: a plain 32-bit value kept in the chain (restored, not slid).
+    case nonPointer(UInt32)
+
+    /// The bind part, for both plain and authenticated binds.
+    public var bind: ChainedBind? {
+        switch self {
+        case let .bind(bind), let .authBind(bind, _): bind
+        default: nil
+        }
+    }
+
+    /// The rebase part, for both plain and authenticated rebases.
+    public var rebase: ChainedRebase? {
+        switch self {
+        case let .rebase(rebase), let .authRebase(rebase, _): rebase
+        default: nil
+        }
+    }
+
+    /// The signing parameters of an authenticated pointer.
+    public var authentication: PointerAuthentication? {
+        switch self {
+        case let .authRebase(_, auth), let .authBind(_, auth): auth
+        default: nil
+        }
+    }
+}
+
+/// A chained rebase: where the pointer points inside the image.
+public struct ChainedRebase: Equatable, Hashable, Sendable {
+    /// How `target` is expressed, which depends on the pointer format.
+    public enum TargetKind: Equatable, Hashable, Sendable {
+        /// An unslid vm address (`DYLD_CHAINED_PTR_64`, `DYLD_CHAINED_PTR_ARM64E`, ...).
+        case vmAddress
+        /// An offset from the image's preferred load address (`DYLD_CHAINED_PTR_64_OFFSET`,
+        /// arm64e userland and every authenticated rebase).
+        case imageOffset
+    }
+
+    public let target: UInt64
+    public let kind: TargetKind
+    /// The pointer's top byte (tagged pointers), applied as is on top of the slid target.
+    public let high8: UInt8
+    /// Kernel-cache formats: which cache level `target` is relative to.
+    public let cacheLevel: UInt8
+
+    public init(target: UInt64, kind: TargetKind, high8: UInt8, cacheLevel: UInt8 = 0) {
+        self.target = target
+        self.kind = kind
+        self.high8 = high8
+        self.cacheLevel = cacheLevel
+    }
+
+    /// The unslid vm address of the target for an image whose preferred load address is
+    /// `imageBase`, without the top byte.
+    public func targetAddress(imageBase: UInt64) -> UInt64 {
+        kind == .vmAddress ? target : imageBase &+ target
+    }
+}
+
+/// A chained bind: which import (an index into the chained imports table) and the addend
+/// stored inline in the pointer, to be added to the import's own addend.
+public struct ChainedBind: Equatable, Hashable, Sendable {
+    public let importOrdinal: UInt32
+    public let addend: Int64
+
+    public init(importOrdinal: UInt32, addend: Int64) {
+        self.importOrdinal = importOrdinal
+        self.addend = addend
+    }
+}
+
+/// arm64e pointer-authentication parameters of a signed pointer.
+public struct PointerAuthentication: Equatable, Hashable, Sendable {
+    /// The ptrauth key.
+    public enum Key: UInt8, Equatable, Hashable, Sendable {
+        case ia = 0, ib = 1, da = 2, db = 3
+
+        /// The key named by the two low bits of `lowBits`.
+        public init(lowBits: UInt8) {
+            switch lowBits & 3 {
+            case 0: self = .ia
+            case 1: self = .ib
+            case 2: self = .da
+            default: self = .db
+            }
+        }
+
+        /// `IA`, `IB`, `DA` or `DB`.
+        public var name: String {
+            switch self {
+            case .ia: "IA"
+            case .ib: "IB"
+            case .da: "DA"
+            case .db: "DB"
+            }
+        }
+    }
+
+    /// The 16-bit constant discriminator.
+    public let diversity: UInt16
+    /// Whether the pointer's own address is blended into the discriminator.
+    public let addressDiversity: Bool
+    public let key: Key
+
+    public init(diversity: UInt16, addressDiversity: Bool, key: Key) {
+        self.diversity = diversity
+        self.addressDiversity = addressDiversity
+        self.key = key
+    }
+}

@@ -1,0 +1,117 @@
+/// `dyld_chained_starts_in_image`: one `seg_info_offset` per segment of the image, each
+/// the offset (from this structure) of that segment's `dyld_chained_starts_in_segment`,
+/// or 0 when the segment has no fixups.
+public struct ChainedStartsInImage: Equatable, Sendable {
+    /// `seg_info_offset[]`, indexed like the image's segments.
+    public let segmentInfoOffsets: [UInt32]
+
+    /// `seg_count`.
+    public var segmentCount: Int { segmentInfoOffsets.count }
+
+    /// Parses the structure at the start of `view` (which runs to the end of the fixups blob).
+    public init(parsing view: ByteView) throws(MachOError) {
+        let count = try view.u32(0)
+        // Bound the count by the bytes that could hold it before allocating.
+        guard UInt64(count) * 4 <= UInt64(view.count - 4) else {
+            throw MachOError.malformed(
+                "chained starts claim \(count) segments, more than the fixups blob holds", at: view.absolute(0))
+        }
+        var offsets: [UInt32] = []
+        offsets.reserveCapacity(Int(count))
+        for index in 0..<Int(count) { offsets.append(try view.u32(4 + 4 * index)) }
+        segmentInfoOffsets = offsets
+    }
+}
+
+/// `dyld_chained_starts_in_segment`: the pointer format of one segment's chains and, per
+/// page, where the first fixup of the page's chain is.
+public struct ChainedStartsInSegment: Sendable {
+    /// `page_start[]` value of a page without fixups.
+    public static let startNone: UInt16 = 0xFFFF
+    /// `page_start[]` flag: the low 15 bits index a list of starts in the `chain_starts[]`
+    /// overflow area that follows `page_start[]`.
+    public static let startMulti: UInt16 = 0x8000
+    /// `chain_starts[]` flag marking the last start of a page's list.
+    public static let startLast: UInt16 = 0x8000
+    /// Size of the fixed fields before `page_start[]`.
+    public static let fixedSize = 22
+
+    /// Index of the segment (in load-command order) these starts describe.
+    public let segmentIndex: Int
+    /// `seg_info_offset[segmentIndex]`: where this structure is, from the starts in image.
+    public let infoOffset: UInt32
+    /// `size`: bytes of this structure, overflow area included.
+    public let size: UInt32
+    /// `page_size`: 0x1000 or 0x4000.
+    public let pageSize: UInt16
+    public let pointerFormat: ChainedPointerFormat
+    /// `segment_offset`: the segment's vm offset from the image's preferred load address.
+    public let segmentOffset: UInt64
+    /// `max_valid_pointer`: for `DYLD_CHAINED_PTR_32`, larger rebase targets are values.
+    public let maxValidPointer: UInt32
+    /// `page_start[]`: one raw entry per page (offset in page, `startNone` or a multi index).
+    public let pageStarts: [UInt16]
+
+    /// The structure's own bytes (`size` of them), for the overflow area.
+    private let view: ByteView
+
+    /// `page_count`.
+    public var pageCount: Int { pageStarts.count }
+
+    /// Parses the structure at the start of `view`, which may run past its end.
+    public init(parsing view: ByteView, segmentIndex: Int, infoOffset: UInt32) throws(MachOError) {
+        try view.check(0, ChainedStartsInSegment.fixedSize)
+        size = try view.u32(0)
+        pageSize = try view.u16(4)
+        let format = try view.u16(6)
+        guard let pointerFormat = ChainedPointerFormat(rawValue: format) else {
+            throw MachOError(offset: view.absolute(6), .unsupported("chained pointer format \(format)"))
+        }
+        self.pointerFormat = pointerFormat
+        segmentOffset = try view.u64(8)
+        maxValidPointer = try view.u32(16)
+        let pageCount = Int(try view.u16(20))
+        guard UInt64(ChainedStartsInSegment.fixedSize + 2 * pageCount) <= UInt64(size) else {
+            throw MachOError.malformed(
+                "chained starts of segment \(segmentIndex): \(pageCount) page starts do not fit in size \(size)",
+                at: view.absolute(0))
+        }
+        self.view = try view.slice(offset: 0, size: UInt64(size))
+        var starts: [UInt16] = []
+        starts.reserveCapacity(pageCount)
+        for page in 0..<pageCount { starts.append(try self.view.u16(ChainedStartsInSegment.fixedSize + 2 * page)) }
+        pageStarts = starts
+        self.segmentIndex = segmentIndex
+        self.infoOffset = infoOffset
+    }
+
+    /// The absolute file offset of entry `index` of `page_start[]` (overflow area included).
+    public func absoluteOffset(ofStartEntry index: Int) -> Int {
+        view.absolute(ChainedStartsInSegment.fixedSize + 2 * index)
+    }
+
+    /// Calls `body` with the offset in page of each chain that starts in page `page`:
+    /// none for `startNone`, one for a plain start, each listed start for a multi start.
+    /// A multi-start list without its last-entry flag fails where the structure ends.
+    public func forEachChainStart(
+        inPage page: Int, _ body: (_ offsetInPage: UInt16, _ entry: Int) throws(MachOError) -> Void
+    ) throws(MachOError) {
+        guard page >= 0, page < pageStarts.count else {
+            throw MachOError.malformed("page \(page) is not among the \(pageStarts.count) chained pages", at: view.base)
+        }
+        let start = pageStarts[page]
+        if start == ChainedStartsInSegment.startNone { return }
+        guard start & ChainedStartsInSegment.startMulti != 0 else {
+            try body(start, page)
+            return
+        }
+        // Each step reads a further entry of the bounded structure, so the list ends.
+        var index = Int(start & ~ChainedStartsInSegment.startMulti)
+        while true {
+            let entry = try view.u16(ChainedStartsInSegment.fixedSize + 2 * index)
+            try body(entry & ~ChainedStartsInSegment.startLast, index)
+            if entry & ChainedStartsInSegment.startLast != 0 { return }
+            index += 1
+        }
+    }
+}
