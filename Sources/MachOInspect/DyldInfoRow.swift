@@ -40,18 +40,18 @@ enum DyldInfoFormatter {
             }
         }
 
-        var out = pad("segment", segmentWidth) + " " + pad("section", sectionWidth) + " "
-            + pad("address", addressWidth) + " " + pad("pointer", pointerWidth) + " "
-            + pad("type", typeWidth) + " " + pad("addend", addendWidth) + " "
-            + pad("dylib", dylibWidth) + " symbol/vm address\n"
+        var out = Text.pad("segment", segmentWidth) + " " + Text.pad("section", sectionWidth) + " "
+            + Text.pad("address", addressWidth) + " " + Text.pad("pointer", pointerWidth) + " "
+            + Text.pad("type", typeWidth) + " " + Text.pad("addend", addendWidth) + " "
+            + Text.pad("dylib", dylibWidth) + " symbol/vm address\n"
         for row in rows {
-            out += pad(row.segment, segmentWidth) + " " + pad(row.section, sectionWidth) + " "
-                + "0x" + pad(upperHex(row.address), addressWidth - 2) + " "
-                + "0x" + zeroPadded(upperHex(row.pointer), pointerWidth - 2) + " "
-                + pad(row.type, typeWidth)
+            out += Text.pad(row.segment, segmentWidth) + " " + Text.pad(row.section, sectionWidth) + " "
+                + "0x" + Text.pad(Text.hex(row.address), addressWidth - 2) + " "
+                + "0x" + Text.hex(row.pointer, width: pointerWidth - 2) + " "
+                + Text.pad(row.type, typeWidth)
             if let addend = row.addend {
-                out += " 0x" + pad(upperHex(UInt64(bitPattern: addend)), addendWidth - 2) + " "
-                    + pad(row.dylib, dylibWidth) + " " + row.target
+                out += " 0x" + Text.pad(Text.hex(UInt64(bitPattern: addend)), addendWidth - 2) + " "
+                    + Text.pad(row.dylib, dylibWidth) + " " + row.target
                     + (row.weakImport ? " (weak import)" : "")
             } else {
                 out += String(repeating: " ", count: addendWidth + dylibWidth + 2) + row.target
@@ -69,16 +69,6 @@ enum DyldInfoFormatter {
         return (log2 + 3) / 4
     }
 
-    static func upperHex(_ value: UInt64) -> String { String(value, radix: 16, uppercase: true) }
-
     private static func width(_ text: String) -> Int { text.utf8.count }
 
-    private static func pad(_ text: String, _ width: Int) -> String {
-        let count = text.utf8.count
-        return count >= width ? text : text + String(repeating: " ", count: width - count)
-    }
-
-    private static func zeroPadded(_ digits: String, _ width: Int) -> String {
-        digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
-    }
 }

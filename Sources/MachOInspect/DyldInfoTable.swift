@@ -43,10 +43,10 @@ enum ChainedDyldInfoRows {
             switch fixup.pointer {
             case let .rebase(rebase):
                 row.type = "rebase"
-                row.target = "0x" + DyldInfoFormatter.upperHex(rebasedValue(rebase, textAddress: textAddress))
+                row.target = "0x" + Text.hex(rebasedValue(rebase, textAddress: textAddress))
             case let .authRebase(rebase, _):
                 row.type = "auth-rebase"
-                row.target = "0x" + DyldInfoFormatter.upperHex(rebasedValue(rebase, textAddress: textAddress))
+                row.target = "0x" + Text.hex(rebasedValue(rebase, textAddress: textAddress))
             case let .bind(bind), let .authBind(bind, _):
                 // The walk has checked the ordinal against the imports table.
                 let ordinal = Int(bind.importOrdinal)
@@ -58,7 +58,7 @@ enum ChainedDyldInfoRows {
                 row.weakImport = shown.weakImport
             case let .nonPointer(value):
                 row.type = "value"
-                row.target = "0x" + DyldInfoFormatter.upperHex(UInt64(value))
+                row.target = "0x" + Text.hex(UInt64(value))
             }
             rows.append(row)
         }

@@ -56,17 +56,3 @@ public enum ImageSummary {
         return groups.joined(separator: "-")
     }
 }
-
-/// Small text-formatting helpers shared by the summary views.
-enum Text {
-    /// Upper-case hexadecimal, zero-padded to `width` digits.
-    static func hex(_ value: UInt64, width: Int = 0) -> String {
-        let digits = String(value, radix: 16, uppercase: true)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
-    }
-
-    /// `text` padded with spaces to at least `width` characters.
-    static func pad(_ text: String, _ width: Int) -> String {
-        text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
-    }
-}

@@ -1,8 +1,27 @@
 import MachOReader
 
-// PLACEHOLDER: replaced by the real renderer.
+/// `--rebase`: the rebase opcode stream as `llvm-objdump --macho --rebase` lists it.
+/// Images without LC_DYLD_INFO (chained fixups) show only the title and column header.
 enum RebaseTable {
     static func render(_ image: MachOImage) throws(MachOError) -> String {
-        throw MachOError(offset: 0, .unsupported("RebaseTable is not written yet"))
+        var out = "\nRebase table:\nsegment  section            address     type\n"
+        try image.forEachRebaseFixup { (fixup) throws(MachOError) in
+            let place = try OpcodeFixupPlace(fixup.location, in: image)
+            out += Text.pad(place.segmentName, 8) + " "
+                + Text.pad(place.sectionName, 18)
+                + " 0x" + Text.hex(place.address, width: 8)
+                + "  " + typeName(fixup.type) + "\n"
+        }
+        return out
+    }
+
+    /// llvm's names for rebase types.
+    static func typeName(_ type: RebaseType) -> String {
+        switch type {
+        case .pointer: "pointer"
+        case .textAbsolute32: "text abs32"
+        case .textPCRelative32: "text rel32"
+        default: "unknown"
+        }
     }
 }

@@ -30,9 +30,14 @@ import Testing
 
     @Test func everyTruncationOfASmallFixture() throws {
         let fixtures = try Corpus.machOFiles(under: Paths.readerFixtures)
-        // The smallest thin fixture with both fixups and exports keeps the run short.
+        // The smallest thin fixture with rebases, binds and exports keeps the run short.
         let candidates = try fixtures.map { ($0, try Corpus.bytes($0)) }
-            .filter { (try? MachOImage(parsing: $0.1)) != nil }
+            .filter { _, bytes in
+                guard let image = try? MachOImage(parsing: bytes), image.dyldInfo != nil,
+                      let rebases = try? image.rebaseFixups(), let binds = try? image.bindFixups(.regular),
+                      let exports = try? image.exportTrie()?.allSymbols() else { return false }
+                return !rebases.isEmpty && !binds.isEmpty && !exports.isEmpty
+            }
             .sorted { $0.1.count < $1.1.count }
         let (path, bytes) = try #require(candidates.first)
         guard case .success = Self.decodeEverything(bytes) else {

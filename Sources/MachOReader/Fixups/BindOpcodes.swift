@@ -2,3 +2,251 @@
 public enum BindStreamKind: String, Sendable, CaseIterable {
     case regular, lazy, weak
 }
+
+/// `BIND_TYPE_*`: how a bind writes the bound address.
+public struct BindType: RawRepresentable, Hashable, Sendable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// `BIND_TYPE_POINTER`: a pointer-sized absolute address.
+    public static let pointer = BindType(rawValue: 1)
+    /// `BIND_TYPE_TEXT_ABSOLUTE32`: a 32-bit absolute address in code.
+    public static let textAbsolute32 = BindType(rawValue: 2)
+    /// `BIND_TYPE_TEXT_PCREL32`: a 32-bit PC-relative address in code.
+    public static let textPCRelative32 = BindType(rawValue: 3)
+}
+
+/// `BIND_SYMBOL_FLAGS_*`: the flags set with a bind's symbol name.
+public struct BindSymbolFlags: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// `BIND_SYMBOL_FLAGS_WEAK_IMPORT`: a missing symbol binds to 0 instead of failing.
+    public static let weakImport = BindSymbolFlags(rawValue: 0x1)
+    /// `BIND_SYMBOL_FLAGS_NON_WEAK_DEFINITION`: in the weak-bind stream, this image has a
+    /// strong definition of the symbol that overrides weak definitions elsewhere.
+    public static let nonWeakDefinition = BindSymbolFlags(rawValue: 0x8)
+}
+
+/// One entry of a dyld-info bind, lazy-bind or weak-bind opcode stream: the address of
+/// `symbolName`, looked up as `libraryOrdinal` says, plus `addend`, goes at `location`.
+///
+/// A weak-bind stream also announces strong definitions (``isStrongDefinition``): those name
+/// a symbol and have no location.
+public struct BindFixup: Hashable, Sendable {
+    /// `BIND_SPECIAL_DYLIB_SELF`: the symbol is looked up in this image.
+    public static let ordinalSelf = 0
+    /// `BIND_SPECIAL_DYLIB_MAIN_EXECUTABLE`.
+    public static let ordinalMainExecutable = -1
+    /// `BIND_SPECIAL_DYLIB_FLAT_LOOKUP`: every loaded image, in load order.
+    public static let ordinalFlatLookup = -2
+    /// `BIND_SPECIAL_DYLIB_WEAK_LOOKUP`: weak coalescing; every weak-bind entry has it.
+    public static let ordinalWeakLookup = -3
+
+    public let stream: BindStreamKind
+    /// Where the bound address goes; nil only for a strong definition.
+    public let location: FixupLocation?
+    /// The type in force (0 when a regular or weak stream never set one; lazy binds are pointers).
+    public let type: BindType
+    /// 1...N for the image's dependencies (N = `dependencies[N - 1]`), or one of the special
+    /// ordinals, 0 and below.
+    public let libraryOrdinal: Int
+    public let symbolName: String
+    public let flags: BindSymbolFlags
+    public let addend: Int64
+
+    /// A weak-bind stream's note that this image strongly defines `symbolName`.
+    public var isStrongDefinition: Bool { location == nil }
+
+    public var segmentIndex: Int? { location?.segmentIndex }
+    public var segmentOffset: UInt64? { location?.segmentOffset }
+    public var address: UInt64? { location?.address }
+}
+
+/// Decodes a bind, lazy-bind or weak-bind opcode stream one entry at a time.
+///
+/// Every opcode is understood: `BIND_OPCODE_DONE`, `SET_DYLIB_ORDINAL_IMM`,
+/// `SET_DYLIB_ORDINAL_ULEB`, `SET_DYLIB_SPECIAL_IMM`, `SET_SYMBOL_TRAILING_FLAGS_IMM`,
+/// `SET_TYPE_IMM`, `SET_ADDEND_SLEB`, `SET_SEGMENT_AND_OFFSET_ULEB`, `ADD_ADDR_ULEB`,
+/// `DO_BIND`, `DO_BIND_ADD_ADDR_ULEB`, `DO_BIND_ADD_ADDR_IMM_SCALED` and
+/// `DO_BIND_ULEB_TIMES_SKIPPING_ULEB`. `BIND_OPCODE_THREADED` (arm64e) is refused as
+/// unsupported. Stream rules follow llvm's reader: in the lazy stream `DONE` ends one
+/// entry and the stream ends only when no non-zero byte follows; the lazy stream allows only
+/// `DO_BIND`; the weak stream sets no library ordinals. A stream may end without `DONE`.
+/// Locations are checked as in ``RebaseOpcodeDecoder``; a repeat count of 0 binds nothing,
+/// as in dyld. The weak-lookup ordinal (-3) is accepted (llvm-objdump 19 refuses it).
+public struct BindOpcodeDecoder: Sendable {
+    public let stream: BindStreamKind
+    private var cursor: ByteCursor
+    private var checker: FixupLocationChecker
+    private let libraryCount: Int
+    /// Window position of the last non-zero byte (lazy streams: where DONE really ends).
+    private let lastNonZeroPosition: Int
+
+    private var segmentIndex: Int?
+    private var segmentOffset: UInt64 = 0
+    private var type: BindType
+    private var libraryOrdinal: Int?
+    private var symbolName: String?
+    private var flags = BindSymbolFlags()
+    private var addend: Int64 = 0
+    /// Binds still owed by the last DO_BIND opcode, `stride` bytes apart.
+    private var pendingCount: UInt64 = 0
+    private var stride: UInt64 = 0
+    private var pendingOpcodeOffset = 0
+    private var finished = false
+
+    /// A decoder over one of the image's own bind streams (empty without LC_DYLD_INFO).
+    public init(_ image: MachOImage, stream: BindStreamKind) throws(MachOError) {
+        let opcodes = switch stream {
+        case .regular: try image.dyldInfoStream(\.bindOffset, \.bindSize)
+        case .lazy: try image.dyldInfoStream(\.lazyBindOffset, \.lazyBindSize)
+        case .weak: try image.dyldInfoStream(\.weakBindOffset, \.weakBindSize)
+        }
+        self.init(opcodes: opcodes, stream: stream, image: image)
+    }
+
+    /// A decoder over `opcodes`, read as a `stream` stream of `image`.
+    public init(opcodes: ByteView, stream: BindStreamKind, image: MachOImage) {
+        self.stream = stream
+        cursor = ByteCursor(opcodes)
+        checker = FixupLocationChecker(image)
+        libraryCount = image.dependencies.count
+        var last = opcodes.count - 1
+        while stream == .lazy, last >= 0, (try? opcodes.u8(last)) == 0 { last -= 1 }
+        lastNonZeroPosition = last
+        type = stream == .lazy ? .pointer : BindType(rawValue: 0)
+    }
+
+    /// The next bind (or strong definition), or nil at the end of the stream.
+    public mutating func next() throws(MachOError) -> BindFixup? {
+        while pendingCount == 0 {
+            if finished || cursor.atEnd { return nil }
+            let opcodeOffset = cursor.absoluteOffset
+            let byte = try cursor.u8()
+            let immediate = byte & 0x0f
+            switch byte & 0xf0 {
+            case 0x00: // BIND_OPCODE_DONE
+                if stream != .lazy || cursor.position > lastNonZeroPosition { finished = true }
+            case 0x10: // BIND_OPCODE_SET_DYLIB_ORDINAL_IMM
+                try setOrdinal(UInt64(immediate), at: opcodeOffset, "BIND_OPCODE_SET_DYLIB_ORDINAL_IMM")
+            case 0x20: // BIND_OPCODE_SET_DYLIB_ORDINAL_ULEB
+                try setOrdinal(try cursor.uleb128(), at: opcodeOffset, "BIND_OPCODE_SET_DYLIB_ORDINAL_ULEB")
+            case 0x30: // BIND_OPCODE_SET_DYLIB_SPECIAL_IMM: 0, or sign-extended -1...-16
+                try refuseInWeakStream(at: opcodeOffset, "BIND_OPCODE_SET_DYLIB_SPECIAL_IMM")
+                let special = immediate == 0 ? 0 : Int(Int8(bitPattern: 0xf0 | immediate))
+                guard special >= BindFixup.ordinalWeakLookup else {
+                    throw MachOError.malformed("BIND_OPCODE_SET_DYLIB_SPECIAL_IMM sets unknown special ordinal \(special)", at: opcodeOffset)
+                }
+                libraryOrdinal = special
+            case 0x40: // BIND_OPCODE_SET_SYMBOL_TRAILING_FLAGS_IMM
+                flags = BindSymbolFlags(rawValue: immediate)
+                symbolName = try cursor.cString()
+                if stream == .weak, flags.contains(.nonWeakDefinition) {
+                    return entry(at: nil)
+                }
+            case 0x50: // BIND_OPCODE_SET_TYPE_IMM
+                guard immediate <= BindType.textPCRelative32.rawValue else {
+                    throw MachOError.malformed("BIND_OPCODE_SET_TYPE_IMM sets unknown bind type \(immediate)", at: opcodeOffset)
+                }
+                type = BindType(rawValue: immediate)
+            case 0x60: // BIND_OPCODE_SET_ADDEND_SLEB
+                addend = try cursor.sleb128()
+            case 0x70: // BIND_OPCODE_SET_SEGMENT_AND_OFFSET_ULEB
+                try checker.checkSegmentIndex(Int(immediate), opcodeOffset: opcodeOffset, opcode: "BIND_OPCODE_SET_SEGMENT_AND_OFFSET_ULEB")
+                segmentIndex = Int(immediate)
+                segmentOffset = try cursor.uleb128()
+            case 0x80: // BIND_OPCODE_ADD_ADDR_ULEB (wraps, as dyld's arithmetic does)
+                segmentOffset &+= try cursor.uleb128()
+            case 0x90: // BIND_OPCODE_DO_BIND
+                try schedule(1, skip: 0, at: opcodeOffset, "BIND_OPCODE_DO_BIND")
+            case 0xa0: // BIND_OPCODE_DO_BIND_ADD_ADDR_ULEB
+                try refuseInLazyStream(at: opcodeOffset, "BIND_OPCODE_DO_BIND_ADD_ADDR_ULEB")
+                let skip = try cursor.uleb128()
+                try schedule(1, skip: skip, at: opcodeOffset, "BIND_OPCODE_DO_BIND_ADD_ADDR_ULEB")
+            case 0xb0: // BIND_OPCODE_DO_BIND_ADD_ADDR_IMM_SCALED
+                try refuseInLazyStream(at: opcodeOffset, "BIND_OPCODE_DO_BIND_ADD_ADDR_IMM_SCALED")
+                let skip = UInt64(immediate) * FixupLocationChecker.pointerSize
+                try schedule(1, skip: skip, at: opcodeOffset, "BIND_OPCODE_DO_BIND_ADD_ADDR_IMM_SCALED")
+            case 0xc0: // BIND_OPCODE_DO_BIND_ULEB_TIMES_SKIPPING_ULEB
+                try refuseInLazyStream(at: opcodeOffset, "BIND_OPCODE_DO_BIND_ULEB_TIMES_SKIPPING_ULEB")
+                let count = try cursor.uleb128()
+                let skip = try cursor.uleb128()
+                try schedule(count, skip: skip, at: opcodeOffset, "BIND_OPCODE_DO_BIND_ULEB_TIMES_SKIPPING_ULEB")
+            case 0xd0: // BIND_OPCODE_THREADED
+                throw MachOError(offset: opcodeOffset, .unsupported("threaded bind opcodes (arm64e)"))
+            default:
+                throw MachOError.malformed("unknown bind opcode 0x\(String(byte & 0xf0, radix: 16))", at: opcodeOffset)
+            }
+        }
+        // `schedule` validated every pending location, so segmentIndex is set.
+        let location = try checker.location(segmentIndex: segmentIndex ?? 0, offset: segmentOffset, opcodeOffset: pendingOpcodeOffset)
+        segmentOffset &+= stride
+        pendingCount -= 1
+        return entry(at: location)
+    }
+
+    private func entry(at location: FixupLocation?) -> BindFixup {
+        BindFixup(
+            stream: stream, location: location, type: type,
+            libraryOrdinal: stream == .weak ? BindFixup.ordinalWeakLookup : libraryOrdinal ?? BindFixup.ordinalSelf,
+            symbolName: symbolName ?? "", flags: flags, addend: addend)
+    }
+
+    private mutating func setOrdinal(_ ordinal: UInt64, at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+        try refuseInWeakStream(at: opcodeOffset, opcode)
+        guard ordinal <= UInt64(libraryCount) else {
+            throw MachOError.malformed("\(opcode) sets library ordinal \(ordinal), but the image has \(libraryCount) dependencies", at: opcodeOffset)
+        }
+        libraryOrdinal = Int(ordinal)
+    }
+
+    private func refuseInWeakStream(at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+        if stream == .weak {
+            throw MachOError.malformed("\(opcode) is not allowed in the weak-bind stream", at: opcodeOffset)
+        }
+    }
+
+    private func refuseInLazyStream(at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+        if stream == .lazy {
+            throw MachOError.malformed("\(opcode) is not allowed in the lazy-bind stream", at: opcodeOffset)
+        }
+    }
+
+    /// Queues `count` binds from the current offset, each `skip` bytes past the end of the last.
+    private mutating func schedule(_ count: UInt64, skip: UInt64, at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+        guard symbolName != nil else {
+            throw MachOError.malformed("\(opcode) before any BIND_OPCODE_SET_SYMBOL_TRAILING_FLAGS_IMM", at: opcodeOffset)
+        }
+        guard libraryOrdinal != nil || stream == .weak else {
+            throw MachOError.malformed("\(opcode) before any BIND_OPCODE_SET_DYLIB_ORDINAL_* opcode", at: opcodeOffset)
+        }
+        let (step, overflow) = skip.addingReportingOverflow(FixupLocationChecker.pointerSize)
+        if overflow, count > 1 {
+            throw MachOError.malformed("\(opcode) skips 0x\(String(skip, radix: 16)) bytes, past any segment", at: opcodeOffset)
+        }
+        try checker.check(
+            segmentIndex: segmentIndex, offset: segmentOffset, count: count, stride: step,
+            opcodeOffset: opcodeOffset, opcode: opcode)
+        pendingCount = count
+        stride = step
+        pendingOpcodeOffset = opcodeOffset
+    }
+}
+
+extension MachOImage {
+    /// Calls `body` with each entry of one LC_DYLD_INFO bind stream, in stream order.
+    public func forEachBindFixup(in stream: BindStreamKind, _ body: (BindFixup) throws(MachOError) -> Void) throws(MachOError) {
+        var decoder = try BindOpcodeDecoder(self, stream: stream)
+        while let fixup = try decoder.next() {
+            try body(fixup)
+        }
+    }
+
+    /// Every entry of one LC_DYLD_INFO bind stream, in stream order (empty without one).
+    public func bindFixups(_ stream: BindStreamKind) throws(MachOError) -> [BindFixup] {
+        var fixups: [BindFixup] = []
+        try forEachBindFixup(in: stream) { fixups.append($0) }
+        return fixups
+    }
+}

@@ -1,0 +1,20 @@
+/// printf-style formatting shared by the tables: widths count bytes, as printf does.
+enum Text {
+    /// Upper-case hexadecimal, zero-padded to `width` digits.
+    static func hex(_ value: UInt64, width: Int = 0) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    /// `text` left-aligned: padded with blanks on the right to `width` bytes (`%-*s`).
+    static func pad(_ text: String, _ width: Int) -> String {
+        let count = text.utf8.count
+        return count >= width ? text : text + String(repeating: " ", count: width - count)
+    }
+
+    /// `text` right-aligned: padded with blanks on the left to `width` bytes (`%*s`).
+    static func padLeft(_ text: String, _ width: Int) -> String {
+        let count = text.utf8.count
+        return count >= width ? text : String(repeating: " ", count: width - count) + text
+    }
+}

@@ -1,0 +1,98 @@
+/// Where a dyld-info rebase or bind writes: a segment, named by its index among the
+/// image's `LC_SEGMENT_64` commands (dyld's segment index), and an offset inside it.
+public struct FixupLocation: Hashable, Sendable {
+    /// Index into ``MachOImage/segments``.
+    public let segmentIndex: Int
+    /// Offset of the fixed-up bytes from the segment's start.
+    public let segmentOffset: UInt64
+    /// The unslid virtual address of the fixed-up bytes (segment vmaddr + offset).
+    public let address: UInt64
+}
+
+/// Checks the places an opcode stream names against the image's segments and bounds the
+/// total work a stream can ask for.
+///
+/// A fixup must lie wholly inside its segment's VM range (dyld's rule) and inside the
+/// bytes the file supplies for that segment: opcode-based linkers only fix up initialized
+/// data. Each fixup therefore covers at least four file bytes of its own, so a stream that
+/// produces more fixups than the image has four-byte words revisits locations and is
+/// rejected; that caps the work of any stream at the size of the image.
+struct FixupLocationChecker: Sendable {
+    /// Bytes written by one fixup of a 64-bit image.
+    static let pointerSize: UInt64 = 8
+
+    private let segments: [Segment]
+    private let imageSize: Int
+    private var budget: Int
+
+    init(_ image: MachOImage) {
+        segments = image.segments
+        imageSize = image.view.count
+        budget = image.view.count / 4
+    }
+
+    /// Validates `count` fixups starting at `offset` in segment `segmentIndex`, `stride`
+    /// bytes apart, and charges them to the stream's budget.
+    /// `opcodeOffset` is the absolute file offset of the opcode asking for them.
+    mutating func check(
+        segmentIndex: Int?, offset: UInt64, count: UInt64, stride: UInt64, opcodeOffset: Int, opcode: String
+    ) throws(MachOError) {
+        guard let segmentIndex else {
+            throw MachOError.malformed("\(opcode) before any SET_SEGMENT_AND_OFFSET_ULEB", at: opcodeOffset)
+        }
+        try checkSegmentIndex(segmentIndex, opcodeOffset: opcodeOffset, opcode: opcode)
+        guard count > 0 else { return }
+        guard count <= UInt64(budget) else {
+            throw MachOError.malformed(
+                "\(opcode) asks for \(count) fixups, more than the image has room for", at: opcodeOffset)
+        }
+        let segment = segments[segmentIndex]
+        // Offset of the last fixup's end: offset + (count - 1) * stride + pointerSize.
+        let (span, spanOverflow) = (count - 1).multipliedReportingOverflow(by: stride)
+        let (last, lastOverflow) = offset.addingReportingOverflow(span)
+        let (end, endOverflow) = last.addingReportingOverflow(FixupLocationChecker.pointerSize)
+        let place = "segment \(segment.name) offset 0x\(hex(offset))"
+        if spanOverflow || lastOverflow || endOverflow || end > segment.vmSize {
+            throw MachOError.malformed(
+                "\(opcode) at \(place) (\(count) fixups, stride \(stride)) runs past the segment's vmsize 0x\(hex(segment.vmSize))",
+                at: opcodeOffset)
+        }
+        let available = segment.fileOffset < UInt64(imageSize) ? UInt64(imageSize) - segment.fileOffset : 0
+        if end > min(segment.fileSize, available) {
+            throw MachOError.malformed(
+                "\(opcode) at \(place) (\(count) fixups, stride \(stride)) reaches past the segment's bytes in the file",
+                at: opcodeOffset)
+        }
+        budget -= Int(count)
+    }
+
+    /// Fails unless the image has a segment `segmentIndex` (checked as soon as a stream sets
+    /// one, as dyld does).
+    func checkSegmentIndex(_ segmentIndex: Int, opcodeOffset: Int, opcode: String) throws(MachOError) {
+        guard segmentIndex < segments.count else {
+            throw MachOError.malformed(
+                "\(opcode) names segment index \(segmentIndex), but the image has \(segments.count) segments",
+                at: opcodeOffset)
+        }
+    }
+
+    /// The location of a fixup already validated by ``check(segmentIndex:offset:count:stride:opcodeOffset:opcode:)``.
+    func location(segmentIndex: Int, offset: UInt64, opcodeOffset: Int) throws(MachOError) -> FixupLocation {
+        let segment = segments[segmentIndex]
+        let (address, overflow) = segment.vmAddress.addingReportingOverflow(offset)
+        guard !overflow else {
+            throw MachOError.malformed("fixup address in segment \(segment.name) overflows the address space", at: opcodeOffset)
+        }
+        return FixupLocation(segmentIndex: segmentIndex, segmentOffset: offset, address: address)
+    }
+
+    private func hex(_ value: UInt64) -> String { String(value, radix: 16) }
+}
+
+extension MachOImage {
+    /// The bytes of one dyld-info opcode stream (empty when the image has no LC_DYLD_INFO).
+    func dyldInfoStream(_ offset: KeyPath<DyldInfo, UInt32>, _ size: KeyPath<DyldInfo, UInt32>) throws(MachOError) -> ByteView {
+        guard let info = dyldInfo, info[keyPath: size] != 0 else { return try view.slice(0, 0) }
+        return try linkeditBytes(offset: info[keyPath: offset], size: info[keyPath: size])
+    }
+}

@@ -1,0 +1,134 @@
+/// `REBASE_TYPE_*`: how a rebase adjusts the bytes at its location.
+public struct RebaseType: RawRepresentable, Hashable, Sendable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// `REBASE_TYPE_POINTER`: a pointer-sized absolute address.
+    public static let pointer = RebaseType(rawValue: 1)
+    /// `REBASE_TYPE_TEXT_ABSOLUTE32`: a 32-bit absolute address in code.
+    public static let textAbsolute32 = RebaseType(rawValue: 2)
+    /// `REBASE_TYPE_TEXT_PCREL32`: a 32-bit PC-relative address in code.
+    public static let textPCRelative32 = RebaseType(rawValue: 3)
+}
+
+/// One rebase from the LC_DYLD_INFO rebase opcode stream: the bytes at `location` hold an
+/// unslid address that a loader slides by the image's load offset.
+public struct RebaseFixup: Hashable, Sendable {
+    public let location: FixupLocation
+    /// The type in force when the rebase was made (0 when the stream never set one).
+    public let type: RebaseType
+
+    public var segmentIndex: Int { location.segmentIndex }
+    public var segmentOffset: UInt64 { location.segmentOffset }
+    public var address: UInt64 { location.address }
+}
+
+/// Decodes a rebase opcode stream one rebase at a time.
+///
+/// Every opcode is understood: `REBASE_OPCODE_DONE`, `SET_TYPE_IMM`,
+/// `SET_SEGMENT_AND_OFFSET_ULEB`, `ADD_ADDR_ULEB`, `ADD_ADDR_IMM_SCALED`,
+/// `DO_REBASE_IMM_TIMES`, `DO_REBASE_ULEB_TIMES`, `DO_REBASE_ADD_ADDR_ULEB` and
+/// `DO_REBASE_ULEB_TIMES_SKIPPING_ULEB`. A stream may end without `DONE`. Every run of
+/// rebases is checked against its segment before the first one is produced, so the work is
+/// bounded by the segment and the image, never by the counts the stream claims. A repeat
+/// count of 0 makes no rebase, as in dyld (llvm-objdump shows one).
+public struct RebaseOpcodeDecoder: Sendable {
+    private var cursor: ByteCursor
+    private var checker: FixupLocationChecker
+    private var segmentIndex: Int?
+    private var segmentOffset: UInt64 = 0
+    private var type = RebaseType(rawValue: 0)
+    /// Rebases still owed by the last DO_REBASE opcode, `stride` bytes apart.
+    private var pendingCount: UInt64 = 0
+    private var stride: UInt64 = 0
+    private var pendingOpcodeOffset = 0
+    private var finished = false
+
+    /// A decoder over the image's own rebase stream (empty without LC_DYLD_INFO).
+    public init(_ image: MachOImage) throws(MachOError) {
+        self.init(opcodes: try image.dyldInfoStream(\.rebaseOffset, \.rebaseSize), image: image)
+    }
+
+    /// A decoder over `opcodes`, whose locations refer to `image`'s segments.
+    public init(opcodes: ByteView, image: MachOImage) {
+        cursor = ByteCursor(opcodes)
+        checker = FixupLocationChecker(image)
+    }
+
+    /// The next rebase, or nil at `REBASE_OPCODE_DONE` or the end of the stream.
+    public mutating func next() throws(MachOError) -> RebaseFixup? {
+        while pendingCount == 0 {
+            if finished || cursor.atEnd { return nil }
+            let opcodeOffset = cursor.absoluteOffset
+            let byte = try cursor.u8()
+            let immediate = byte & 0x0f
+            switch byte & 0xf0 {
+            case 0x00: // REBASE_OPCODE_DONE
+                finished = true
+            case 0x10: // REBASE_OPCODE_SET_TYPE_IMM
+                guard immediate <= RebaseType.textPCRelative32.rawValue else {
+                    throw MachOError.malformed("REBASE_OPCODE_SET_TYPE_IMM sets unknown rebase type \(immediate)", at: opcodeOffset)
+                }
+                type = RebaseType(rawValue: immediate)
+            case 0x20: // REBASE_OPCODE_SET_SEGMENT_AND_OFFSET_ULEB
+                try checker.checkSegmentIndex(Int(immediate), opcodeOffset: opcodeOffset, opcode: "REBASE_OPCODE_SET_SEGMENT_AND_OFFSET_ULEB")
+                segmentIndex = Int(immediate)
+                segmentOffset = try cursor.uleb128()
+            case 0x30: // REBASE_OPCODE_ADD_ADDR_ULEB (wraps, as dyld's arithmetic does)
+                segmentOffset &+= try cursor.uleb128()
+            case 0x40: // REBASE_OPCODE_ADD_ADDR_IMM_SCALED
+                segmentOffset &+= UInt64(immediate) * FixupLocationChecker.pointerSize
+            case 0x50: // REBASE_OPCODE_DO_REBASE_IMM_TIMES
+                try schedule(UInt64(immediate), skip: 0, at: opcodeOffset, "REBASE_OPCODE_DO_REBASE_IMM_TIMES")
+            case 0x60: // REBASE_OPCODE_DO_REBASE_ULEB_TIMES
+                let count = try cursor.uleb128()
+                try schedule(count, skip: 0, at: opcodeOffset, "REBASE_OPCODE_DO_REBASE_ULEB_TIMES")
+            case 0x70: // REBASE_OPCODE_DO_REBASE_ADD_ADDR_ULEB
+                let skip = try cursor.uleb128()
+                try schedule(1, skip: skip, at: opcodeOffset, "REBASE_OPCODE_DO_REBASE_ADD_ADDR_ULEB")
+            case 0x80: // REBASE_OPCODE_DO_REBASE_ULEB_TIMES_SKIPPING_ULEB
+                let count = try cursor.uleb128()
+                let skip = try cursor.uleb128()
+                try schedule(count, skip: skip, at: opcodeOffset, "REBASE_OPCODE_DO_REBASE_ULEB_TIMES_SKIPPING_ULEB")
+            default:
+                throw MachOError.malformed("unknown rebase opcode 0x\(String(byte & 0xf0, radix: 16))", at: opcodeOffset)
+            }
+        }
+        // `schedule` validated every pending location, so segmentIndex is set.
+        let location = try checker.location(segmentIndex: segmentIndex ?? 0, offset: segmentOffset, opcodeOffset: pendingOpcodeOffset)
+        segmentOffset &+= stride
+        pendingCount -= 1
+        return RebaseFixup(location: location, type: type)
+    }
+
+    /// Queues `count` rebases from the current offset, each `skip` bytes past the end of the last.
+    private mutating func schedule(_ count: UInt64, skip: UInt64, at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+        let (step, overflow) = skip.addingReportingOverflow(FixupLocationChecker.pointerSize)
+        if overflow, count > 1 {
+            throw MachOError.malformed("\(opcode) skips 0x\(String(skip, radix: 16)) bytes, past any segment", at: opcodeOffset)
+        }
+        try checker.check(
+            segmentIndex: segmentIndex, offset: segmentOffset, count: count, stride: step,
+            opcodeOffset: opcodeOffset, opcode: opcode)
+        pendingCount = count
+        stride = step
+        pendingOpcodeOffset = opcodeOffset
+    }
+}
+
+extension MachOImage {
+    /// Calls `body` with each rebase of the LC_DYLD_INFO rebase stream, in stream order.
+    public func forEachRebaseFixup(_ body: (RebaseFixup) throws(MachOError) -> Void) throws(MachOError) {
+        var decoder = try RebaseOpcodeDecoder(self)
+        while let fixup = try decoder.next() {
+            try body(fixup)
+        }
+    }
+
+    /// Every rebase of the LC_DYLD_INFO rebase stream, in stream order (empty without one).
+    public func rebaseFixups() throws(MachOError) -> [RebaseFixup] {
+        var fixups: [RebaseFixup] = []
+        try forEachRebaseFixup { fixups.append($0) }
+        return fixups
+    }
+}
