@@ -44,8 +44,9 @@ test: bootstrap reader-fixtures
 oracle-check: release reader-fixtures
 	@tools/compare-with-objdump $(DYLD3) $(CORPUS) build/reader-fixtures
 
-bench: release
-	@tools/bench-inspect $(DYLD3) $(CORPUS)
+# Micro benchmarks of the reader (package-benchmark, a separate package under Benchmarks/).
+bench: bootstrap
+	cd Benchmarks && $(SWIFT) package benchmark
 
 clean:
 	rm -rf .build build

@@ -1,0 +1,28 @@
+// swift-tools-version: 6.1
+import Foundation
+import PackageDescription
+
+// SwiftPM names a path dependency after its directory, which differs between checkouts.
+let rootPackage = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
+
+// Micro benchmarks (ordo-one/package-benchmark). A separate package so that the main
+// build and `make test` never compile the benchmark framework.
+let package = Package(
+    name: "dyld3-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "InspectBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "MachOReader", package: rootPackage),
+            ],
+            path: "InspectBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)
