@@ -6,7 +6,7 @@ SWIFT ?= swift
 CORPUS ?= ../shared/corpus
 DYLD3 := .build/release/dyld3
 
-.PHONY: all bootstrap build release reader-fixtures demo test oracle-check bench clean
+.PHONY: all bootstrap build release reader-fixtures fixtures demo test oracle-check bench clean
 
 all: build
 
@@ -23,6 +23,10 @@ release: bootstrap
 reader-fixtures: bootstrap
 	@tools/build-reader-fixtures
 
+# The fixture apps (Fixtures/apps) for both arches and both fixup styles, with their system roots.
+fixtures: bootstrap
+	@tools/build-fixtures
+
 # The main job, grown issue by issue. For now: inspect a fixture and a real Apple-built file.
 demo: release reader-fixtures
 	@echo "== dyld3 inspect build/reader-fixtures/x86_64-chained/app"
@@ -36,13 +40,14 @@ demo: release reader-fixtures
 	@echo "== the same file's bind table, first rows (identical to llvm-objdump-19 --macho --bind)"
 	@$(DYLD3) inspect --bind $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib | head -8
 
-test: bootstrap reader-fixtures
+test: bootstrap reader-fixtures fixtures
+	@tools/build-fixtures --verify-expected
 	$(SWIFT) test
-	@tools/compare-with-objdump .build/debug/dyld3 $(CORPUS) build/reader-fixtures
+	@tools/compare-with-objdump .build/debug/dyld3 $(CORPUS) build/reader-fixtures build/fixtures
 
 # The built `dyld3 inspect` binary against llvm-objdump-19 on every corpus file, slice and flag.
-oracle-check: release reader-fixtures
-	@tools/compare-with-objdump $(DYLD3) $(CORPUS) build/reader-fixtures
+oracle-check: release reader-fixtures fixtures
+	@tools/compare-with-objdump $(DYLD3) $(CORPUS) build/reader-fixtures build/fixtures
 
 # Micro benchmarks of the reader (package-benchmark, a separate package under Benchmarks/).
 bench: bootstrap

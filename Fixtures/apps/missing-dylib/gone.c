@@ -1,0 +1,1 @@
+int gone_value = 2;

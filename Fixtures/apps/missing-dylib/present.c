@@ -1,0 +1,1 @@
+int present_value = 1;

@@ -1,0 +1,45 @@
+/*
+ * Shared declarations for the fixture apps (see docs/fixtures.md).
+ *
+ * Everything here is freestanding: no libc headers, no syscalls. The same
+ * sources build as Mach-O (x86_64-apple-macos11, arm64-apple-ios14) and as
+ * the x86_64 Linux ELF twin that re-derives the expected results.
+ */
+#ifndef FIXTURE_H
+#define FIXTURE_H
+
+/* Mach-O weak import (`weak_import`); the ELF twin mirrors it with a weak undefined symbol. */
+#if defined(__MACH__)
+#define FIXTURE_WEAK_IMPORT __attribute__((weak_import))
+#else
+#define FIXTURE_WEAK_IMPORT __attribute__((weak))
+#endif
+
+/* A weak definition, coalesced across images (the first one in load order wins). */
+#define FIXTURE_WEAK_DEF __attribute__((weak))
+
+/* Provided by our libSystem.B.dylib. */
+#define FIXTURE_INIT_LOG_CAPACITY 4096
+extern int fixture_init_log[FIXTURE_INIT_LOG_CAPACITY];
+extern int fixture_init_count;
+void fixture_record_init(int id);
+
+/*
+ * FIXTURE_IMAGE_ID is passed by the builder: the 1-based position of the image in
+ * its manifest's "images" list. FIXTURE_INITIALIZER() defines a constructor that
+ * appends it to the init log.
+ */
+#define FIXTURE_INITIALIZER() \
+    __attribute__((constructor)) static void fixture_initializer(void) { fixture_record_init(FIXTURE_IMAGE_ID); }
+
+/* The checksum step: multiply-add on 32-bit unsigned integers (wraps). */
+static inline unsigned fixture_mix(unsigned h, unsigned v) { return h * 16777619u + v; }
+
+/* Folds the init log (count, then each id in order) into a checksum. */
+static inline unsigned fixture_mix_init_log(unsigned h) {
+    h = fixture_mix(h, (unsigned)fixture_init_count);
+    for (int i = 0; i < fixture_init_count && i < FIXTURE_INIT_LOG_CAPACITY; i++) h = fixture_mix(h, (unsigned)fixture_init_log[i]);
+    return h;
+}
+
+#endif
