@@ -16,6 +16,11 @@ let package = Package(
         .target(name: "MachOReader"),
         // Renders what the reader found: llvm-objdump-compatible tables and JSON.
         .target(name: "MachOInspect", dependencies: ["MachOReader"]),
+        // What both launch paths share: files, path resolution, the dependency graph,
+        // mapping, initializer order.
+        .target(name: "LoaderCore", dependencies: ["MachOReader", "CXXHash"]),
+        // The dyld2 slow path: parse, resolve, look up by name, on every launch.
+        .target(name: "Dyld2", dependencies: ["LoaderCore", "MachOReader"]),
         // System libraries, found through pkg-config.
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
@@ -23,7 +28,7 @@ let package = Package(
         .executableTarget(
             name: "Dyld3Tool",
             dependencies: [
-                "MachOReader", "MachOInspect",
+                "MachOReader", "MachOInspect", "LoaderCore", "Dyld2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/dyld3"

@@ -6,7 +6,7 @@ struct Dyld3: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dyld3",
         abstract: "A dyld3-style launch-closure builder and loader for Mach-O apps.",
-        subcommands: [InspectCommand.self])
+        subcommands: [InspectCommand.self, LaunchCommand.self])
 }
 
 Dyld3.main()

@@ -1,0 +1,124 @@
+import LoaderCore
+import MachOReader
+
+/// dyld2's fixup work for one image: interprets its rebase and bind opcode streams, or
+/// walks its fixup chains, and looks every bound symbol up by name. Each fixup is handed
+/// to `sink` as it is found, fully resolved; the slow path writes it, the closure builder
+/// records it.
+struct FixupResolver {
+    let graph: DependencyGraph
+    let plans: [ImagePlan]
+    var lookup: SymbolLookup
+    private(set) var rebases = 0
+    private(set) var binds = 0
+
+    init(graph: DependencyGraph, plans: [ImagePlan]) throws(LoadError) {
+        self.graph = graph
+        self.plans = plans
+        lookup = try SymbolLookup(graph: graph)
+    }
+
+    /// The chain walk of the image being fixed up, kept from its rebases to its binds.
+    private var walkedChains: (index: Int, chained: ChainedFixups, fixups: [ChainedFixup])?
+
+    /// The rebases of image `index`: its rebase opcode stream, or a walk of its chains.
+    mutating func resolveRebases(_ index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws(LoadError) {
+        let image = graph.nodes[index].image
+        let base = plans[index].preferredBase
+        try reading(index) { () throws in
+            if image.chainedFixups != nil {
+                guard let chained = try image.parseChainedFixups() else { return }
+                var fixups: [ChainedFixup] = []
+                try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in fixups.append(fixup) }
+                walkedChains = (index, chained, fixups)
+                for fixup in fixups {
+                    switch fixup.pointer {
+                    case let .rebase(target):
+                        try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
+                            targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
+                        rebases += 1
+                    case .bind: break
+                    case .authRebase, .authBind, .nonPointer:
+                        throw LoadError.unusable(
+                            path: graph.nodes[index].path,
+                            reason: "\(fixup.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
+                    }
+                }
+            } else {
+                for fixup in try image.rebaseFixups() {
+                    // The unslid pointer the linker wrote is in the file.
+                    let segment = image.segments[fixup.segmentIndex]
+                    let target = try image.view.u64(Int(segment.fileOffset + fixup.segmentOffset))
+                    try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(targetOffset: target &- base, high8: 0)))
+                    rebases += 1
+                }
+            }
+        }
+    }
+
+    /// The binds of image `index`, every symbol looked up by name: its bind, lazy-bind and
+    /// weak-bind streams, or the binds of its chains (each import resolved once).
+    mutating func resolveBinds(_ index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws(LoadError) {
+        let image = graph.nodes[index].image
+        let base = plans[index].preferredBase
+        try reading(index) { () throws in
+            if image.chainedFixups != nil {
+                guard let walked = walkedChains, walked.index == index else { return }
+                walkedChains = nil
+                var targets: [BindTarget] = []
+                targets.reserveCapacity(walked.chained.imports.count)
+                for entry in walked.chained.imports {
+                    let target = try lookup.resolve(entry.name, ordinal: entry.libraryOrdinal, from: index)
+                    targets.append(try settle(target, entry.name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
+                }
+                for fixup in walked.fixups {
+                    guard case let .bind(chainedBind) = fixup.pointer else { continue }
+                    let ordinal = Int(chainedBind.importOrdinal)
+                    try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .bind(
+                        targets[ordinal], addend: walked.chained.imports[ordinal].addend &+ chainedBind.addend)))
+                    binds += 1
+                }
+            } else {
+                for stream in BindStreamKind.allCases {
+                    for fixup in try image.bindFixups(stream) {
+                        guard let address = fixup.address else { continue }  // a strong-definition marker
+                        let target = stream == .weak
+                            ? try lookup.findCoalesced(fixup.symbolName)
+                            : try lookup.resolve(fixup.symbolName, ordinal: fixup.libraryOrdinal, from: index)
+                        try sink(ResolvedFixup(
+                            vmOffset: address &- base,
+                            kind: .bind(try settle(target, fixup.symbolName, weakImport: fixup.flags.contains(.weakImport),
+                                                   ordinal: fixup.libraryOrdinal, from: index), addend: fixup.addend)))
+                        binds += 1
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `work`, attributing reader errors to image `index`'s file.
+    private func reading(_ index: Int, _ work: () throws -> Void) throws(LoadError) {
+        do {
+            try work()
+        } catch let error as LoadError {
+            throw error
+        } catch let error as MachOError {
+            throw .malformed(error.inFile(graph.nodes[index].path))
+        } catch {
+            throw .unusable(path: graph.nodes[index].path, reason: "\(error)")
+        }
+    }
+
+    /// A found target, or 0 for a missing weak import, or the missing-symbol error.
+    private func settle(_ target: BindTarget?, _ name: String, weakImport: Bool, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget {
+        if let target { return target }
+        if weakImport { return .missingWeakImport }
+        if ordinal >= 1, graph.target(of: ordinal, in: index) == nil, ordinal <= graph.nodes[index].dependencies.count {
+            // The whole weak-linked dylib is missing: only weak imports may use it.
+            throw .missingSymbol(symbol: name, importedBy: graph.nodes[index].path,
+                                 expectedIn: lookup.libraryName(ordinal: ordinal, from: index) + " (weak-linked, missing)")
+        }
+        throw .missingSymbol(symbol: name, importedBy: graph.nodes[index].path,
+                             expectedIn: lookup.libraryName(ordinal: ordinal, from: index))
+    }
+}

@@ -1,0 +1,128 @@
+import LoaderCore
+import MachOReader
+
+/// dyld2's symbol lookup, by name, in the export tries of the images of one launch:
+/// two-level (by library ordinal, following re-exports), flat (every image in load
+/// order) and weak-definition coalescing (the first definition in load order, a non-weak
+/// one preferred). Tries are parsed once per launch; nothing survives the launch.
+struct SymbolLookup {
+    let graph: DependencyGraph
+    private var tries: [ExportTrie?]
+    private var coalesced: [String: BindTarget?] = [:]
+    /// Lookups by name performed, for `--stats`.
+    private(set) var lookups = 0
+
+    init(graph: DependencyGraph) throws(LoadError) {
+        self.graph = graph
+        var tries: [ExportTrie?] = []
+        for node in graph.nodes {
+            do {
+                tries.append(try node.image.exportTrie())
+            } catch {
+                throw .malformed(error.inFile(node.path))
+            }
+        }
+        self.tries = tries
+    }
+
+    /// The definition `name` resolves to in image `index` itself or, failing that, in the
+    /// dylibs it re-exports.
+    mutating func find(_ name: String, in index: Int) throws(LoadError) -> BindTarget? {
+        var visited = Set<Int>()
+        return try find(name, in: index, visited: &visited)
+    }
+
+    private mutating func find(_ name: String, in index: Int, visited: inout Set<Int>) throws(LoadError) -> BindTarget? {
+        guard visited.insert(index).inserted else { return nil }
+        lookups += 1
+        let symbol: ExportedSymbol?
+        do {
+            symbol = try tries[index]?.lookup(name)
+        } catch {
+            throw .malformed(error.inFile(graph.nodes[index].path))
+        }
+        if let symbol {
+            switch symbol.definition {
+            case let .image(offset):
+                return symbol.kind == .absolute ? .absolute(offset) : .image(index, offset: offset)
+            case let .stubAndResolver(stubOffset, _):
+                return .image(index, offset: stubOffset)
+            case let .functionVariant(defaultOffset, _):
+                return .image(index, offset: defaultOffset)
+            case let .reexport(ordinal, importedName):
+                guard let target = graph.target(of: ordinal, in: index) else { return nil }
+                return try find(importedName.isEmpty ? name : importedName, in: target, visited: &visited)
+            }
+        }
+        for edge in graph.nodes[index].dependencies where edge.kind == .reexport {
+            if let target = edge.target, let found = try find(name, in: target, visited: &visited) {
+                return found
+            }
+        }
+        return nil
+    }
+
+    /// A flat-namespace lookup: the first image in load order that exports `name`.
+    mutating func findFlat(_ name: String) throws(LoadError) -> BindTarget? {
+        for index in graph.nodes.indices {
+            if let found = try find(name, in: index) { return found }
+        }
+        return nil
+    }
+
+    /// Weak-definition coalescing: the first non-weak definition of `name` in load order,
+    /// else the first weak one. Every weak bind of `name` in every image goes there.
+    mutating func findCoalesced(_ name: String) throws(LoadError) -> BindTarget? {
+        if let known = coalesced[name] { return known }
+        var firstWeak: BindTarget?
+        var winner: BindTarget?
+        for index in graph.nodes.indices {
+            lookups += 1
+            let symbol: ExportedSymbol?
+            do {
+                symbol = try tries[index]?.lookup(name)
+            } catch {
+                throw .malformed(error.inFile(graph.nodes[index].path))
+            }
+            guard let symbol, let offset = symbol.imageOffset else { continue }
+            let target: BindTarget = symbol.kind == .absolute ? .absolute(offset) : .image(index, offset: offset)
+            if !symbol.isWeakDefinition { winner = target; break }
+            if firstWeak == nil { firstWeak = target }
+        }
+        let result = winner ?? firstWeak
+        coalesced[name] = result
+        return result
+    }
+
+    /// Resolves an import of image `index` by library ordinal (special ordinals included).
+    /// Returns nil when the symbol is nowhere to be found.
+    mutating func resolve(_ name: String, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget? {
+        switch ordinal {
+        case BindFixup.ordinalSelf: return try find(name, in: index)
+        case BindFixup.ordinalMainExecutable: return try find(name, in: 0)
+        case BindFixup.ordinalFlatLookup: return try findFlat(name)
+        case BindFixup.ordinalWeakLookup: return try findCoalesced(name)
+        default:
+            guard ordinal >= 1, ordinal <= graph.nodes[index].dependencies.count else {
+                throw .malformed(MachOError.malformed(
+                    "bind of \(name) uses library ordinal \(ordinal) but the image has \(graph.nodes[index].dependencies.count) dependencies",
+                    at: graph.nodes[index].image.view.base).inFile(graph.nodes[index].path))
+            }
+            guard let target = graph.target(of: ordinal, in: index) else { return nil }
+            return try find(name, in: target)
+        }
+    }
+
+    /// The name shown in errors for the library an ordinal names.
+    func libraryName(ordinal: Int, from index: Int) -> String {
+        switch ordinal {
+        case BindFixup.ordinalSelf: return graph.nodes[index].path
+        case BindFixup.ordinalMainExecutable: return "the main executable"
+        case BindFixup.ordinalFlatLookup: return "any image (flat namespace)"
+        case BindFixup.ordinalWeakLookup: return "any image (weak definition)"
+        default:
+            let edges = graph.nodes[index].dependencies
+            return ordinal >= 1 && ordinal <= edges.count ? edges[ordinal - 1].installName : "library ordinal \(ordinal)"
+        }
+    }
+}

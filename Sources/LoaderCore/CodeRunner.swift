@@ -1,0 +1,45 @@
+/// Runs loaded code: initializers in order, then `main`. Only when the images are for the
+/// host's architecture; every address is checked to lie in an executable segment first.
+public enum CodeRunner {
+    /// The architecture whose code can run in this process.
+    public static var hostArchitecture: String {
+        #if arch(x86_64)
+        "x86_64"
+        #elseif arch(arm64)
+        "arm64"
+        #else
+        "unknown"
+        #endif
+    }
+
+    /// An initializer or entry point: which image it belongs to and its address.
+    public struct Function: Sendable {
+        public let image: Int
+        public let address: UInt64
+        public init(image: Int, address: UInt64) {
+            self.image = image
+            self.address = address
+        }
+    }
+
+    /// Calls each initializer in order.
+    public static func runInitializers(_ functions: [Function], in memory: LaunchMemory) throws(LoadError) {
+        for function in functions {
+            try check(function, memory)
+            UnsafeCall.initializer(at: function.address)
+        }
+    }
+
+    /// Calls `main` and returns its result.
+    public static func runMain(_ function: Function, in memory: LaunchMemory) throws(LoadError) -> Int32 {
+        try check(function, memory)
+        return UnsafeCall.main(at: function.address)
+    }
+
+    private static func check(_ function: Function, _ memory: LaunchMemory) throws(LoadError) {
+        guard memory.isExecutable(function.address, image: function.image) else {
+            throw .mapping(image: memory.images[function.image].plan.path,
+                           reason: "code address 0x\(String(function.address, radix: 16)) is not in an executable segment")
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import CXXHash
+
+extension LaunchMemory {
+    /// xxh3-64 over every writable segment, in image and segment order, with each aligned
+    /// 64-bit word that points into the launch's region rewritten relative to the region:
+    /// two launches at different slides that wrote the same fixups give the same digest.
+    public func writableDigest() -> UInt64 {
+        var bytes: [UInt8] = []
+        for image in images {
+            for segment in image.plan.segments where segment.isWritable {
+                let start = image.base + segment.vmOffset
+                var words = UnsafeMemory.copy(address: start, size: segment.vmSize)
+                var offset = 0
+                while offset + 8 <= words.count {
+                    var value: UInt64 = 0
+                    for index in (0..<8).reversed() { value = value << 8 | UInt64(words[offset + index]) }
+                    if value >= regionBase, value - regionBase < regionSize {
+                        let relative = value - regionBase
+                        for index in 0..<8 { words[offset + index] = UInt8(truncatingIfNeeded: relative >> (8 * index)) }
+                    }
+                    offset += 8
+                }
+                bytes += words
+            }
+        }
+        return bytes.withUnsafeBytes { XXH3_64bits($0.baseAddress, $0.count) }
+    }
+}

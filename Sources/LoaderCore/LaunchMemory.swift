@@ -1,0 +1,157 @@
+/// The memory of one launch: every image mapped into one reserved region, at one slide
+/// per image. Releasing it (``release()`` or deinit) unmaps everything, so one process can
+/// launch many times.
+public final class LaunchMemory {
+    /// One image as mapped.
+    public struct Image: Sendable {
+        public let plan: ImagePlan
+        /// Where the image's preferred base was mapped.
+        public let base: UInt64
+        /// `base - preferredBase` (wrapping): what a rebase adds.
+        public var slide: UInt64 { base &- plan.preferredBase }
+    }
+
+    public private(set) var images: [Image] = []
+    /// The reserved region holding every image.
+    public let regionBase: UInt64
+    public let regionSize: UInt64
+    private var released = false
+
+    /// Images are laid out in order, each page-aligned, with one guard page between them.
+    static func layout(_ plans: [ImagePlan]) -> (offsets: [UInt64], size: UInt64) {
+        let page = UnsafeMemory.pageSize
+        var offsets: [UInt64] = []
+        var cursor: UInt64 = 0
+        for plan in plans {
+            offsets.append(cursor)
+            cursor += (plan.vmSize + page - 1) / page * page + page
+        }
+        return (offsets, cursor)
+    }
+
+    /// Reserves the region and maps every image into it, read-write (fixups come next).
+    /// - Parameter firstSlide: forces the first image's slide (and so the region's address);
+    ///   nil picks a random page-aligned one.
+    public init(plans: [ImagePlan], firstSlide: UInt64?) throws(LoadError) {
+        let (offsets, size) = LaunchMemory.layout(plans)
+        let page = UnsafeMemory.pageSize
+        let hint: UInt64
+        if let firstSlide, let first = plans.first {
+            hint = first.preferredBase &+ firstSlide
+            guard hint % page == 0 else {
+                throw .mapping(image: first.path, reason: "slide 0x\(String(firstSlide, radix: 16)) is not page-aligned")
+            }
+        } else {
+            // A random page in the middle of the user address space (ASLR).
+            hint = UInt64.random(in: 0x1000_0000_0000...0x5000_0000_0000) / page * page
+        }
+        var reservation = UnsafeMemory.reserve(size: size, at: hint)
+        if case .failure = reservation, firstSlide == nil {
+            reservation = UnsafeMemory.reserve(size: size, at: 0)
+        }
+        switch reservation {
+        case let .success(base): regionBase = base
+        case let .failure(reason):
+            throw .mapping(image: plans.first?.path ?? "?", reason: "cannot reserve \(size) bytes at 0x\(String(hint, radix: 16)): \(reason)")
+        }
+        regionSize = size
+        do {
+            for (plan, offset) in zip(plans, offsets) {
+                let image = Image(plan: plan, base: regionBase + offset)
+                try LaunchMemory.map(image)
+                images.append(image)
+            }
+        } catch {
+            release()
+            throw error
+        }
+    }
+
+    private static func map(_ image: Image) throws(LoadError) {
+        let fd: Int32
+        switch UnsafeMemory.open(path: image.plan.path) {
+        case let .success(descriptor): fd = descriptor
+        case let .failure(reason): throw .mapping(image: image.plan.path, reason: "open: \(reason)")
+        }
+        defer { UnsafeMemory.close(fd) }
+        let page = UnsafeMemory.pageSize
+        for segment in image.plan.segments {
+            let address = image.base + segment.vmOffset
+            guard address % page == 0, segment.fileOffset % page == 0 else {
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name) is not page-aligned")
+            }
+            let mappedSize = (segment.vmSize + page - 1) / page * page
+            let filePages = (segment.fileSize + page - 1) / page * page
+            if filePages > 0, let reason = UnsafeMemory.mapFile(fd: fd, offset: segment.fileOffset, size: filePages, at: address) {
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name): \(reason)")
+            }
+            // The last file page may carry bytes past the segment's end: zero them.
+            UnsafeMemory.zero(address: address + segment.fileSize, size: min(filePages, mappedSize) - segment.fileSize)
+            if mappedSize > filePages, let reason = UnsafeMemory.mapZeros(size: mappedSize - filePages, at: address + filePages) {
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name) zero fill: \(reason)")
+            }
+        }
+    }
+
+    /// Gives every segment its final protection: `__DATA_CONST` becomes read-only.
+    public func applyProtections() throws(LoadError) {
+        let page = UnsafeMemory.pageSize
+        for image in images {
+            for segment in image.plan.segments {
+                let size = (segment.vmSize + page - 1) / page * page
+                let protection = segment.protection
+                let write = protection.contains(.write) && !segment.readOnlyAfterFixups
+                if let reason = UnsafeMemory.protect(
+                    address: image.base + segment.vmOffset, size: size,
+                    read: protection.contains(.read), write: write, execute: protection.contains(.execute)) {
+                    throw .mapping(image: image.plan.path, reason: "mprotect \(segment.name): \(reason)")
+                }
+            }
+        }
+    }
+
+    /// Unmaps everything. Safe to call twice.
+    public func release() {
+        guard !released else { return }
+        released = true
+        UnsafeMemory.unmap(address: regionBase, size: regionSize)
+    }
+
+    deinit { release() }
+}
+
+extension LaunchMemory {
+    /// Fails unless the 8 bytes at `vmOffset` from image `index`'s base lie inside one of
+    /// its writable segments (where fixups may go).
+    @inline(__always)
+    public func checkWritable(image index: Int, vmOffset: UInt64, count: UInt64 = 8) throws(LoadError) {
+        let plan = images[index].plan
+        for segment in plan.segments where segment.isWritable {
+            if vmOffset >= segment.vmOffset, vmOffset - segment.vmOffset <= segment.vmSize &- count, count <= segment.vmSize {
+                return
+            }
+        }
+        throw .mapping(image: plan.path, reason: "fixup at offset 0x\(String(vmOffset, radix: 16)) is outside every writable segment")
+    }
+
+    /// Reads the 64-bit word at `vmOffset` from image `index`'s base (checked writable).
+    public func load(image index: Int, vmOffset: UInt64) throws(LoadError) -> UInt64 {
+        try checkWritable(image: index, vmOffset: vmOffset)
+        return UnsafeMemory.load64(images[index].base + vmOffset)
+    }
+
+    /// Writes the 64-bit word at `vmOffset` from image `index`'s base (checked writable).
+    public func store(_ value: UInt64, image index: Int, vmOffset: UInt64) throws(LoadError) {
+        try checkWritable(image: index, vmOffset: vmOffset)
+        UnsafeMemory.store64(value, at: images[index].base + vmOffset)
+    }
+
+    /// Whether `address` lies in an executable segment of image `index` (initializers, main).
+    public func isExecutable(_ address: UInt64, image index: Int) -> Bool {
+        let image = images[index]
+        return image.plan.segments.contains { segment in
+            segment.protection.contains(.execute) && address >= image.base + segment.vmOffset
+                && address - (image.base + segment.vmOffset) < segment.vmSize
+        }
+    }
+}

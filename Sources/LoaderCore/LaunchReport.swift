@@ -1,0 +1,56 @@
+/// What a launch did, for `--stats`, `--json`, `compare` and the benchmarks. Both launch
+/// paths fill the same report.
+public struct LaunchReport: Sendable {
+    /// The phases of a launch, in order.
+    public enum Phase: String, CaseIterable, Sendable {
+        case closure, pathResolution = "path_resolution", parsing, mapping, rebase, bind
+        case initializers, main, total
+    }
+
+    public var mode: String
+    /// Image paths in load order.
+    public var images: [String] = []
+    public var rebases = 0
+    public var binds = 0
+    public var symbolLookups = 0
+    /// The main (first) image's slide.
+    public var slide: UInt64 = 0
+    public var timings: [Phase: Int64] = [:]
+    /// Whether main ran, and what it returned.
+    public var ran = false
+    public var result: Int32?
+    /// Why code did not run, when it did not.
+    public var notRunReason: String?
+    /// Image paths in the order their initializers ran.
+    public var initializers: [String] = []
+    /// xxh3 of every writable segment after fixups, slide-independent.
+    public var digest: UInt64 = 0
+
+    public init(mode: String) { self.mode = mode }
+}
+
+/// Nanosecond stopwatch for launch phases.
+public struct PhaseClock: Sendable {
+    private let clock = ContinuousClock()
+    private var last: ContinuousClock.Instant
+    private let start: ContinuousClock.Instant
+
+    public init() {
+        start = clock.now
+        last = start
+    }
+
+    /// Nanoseconds since the previous lap (or the start).
+    public mutating func lap() -> Int64 {
+        let now = clock.now
+        defer { last = now }
+        return PhaseClock.nanoseconds(now - last)
+    }
+
+    /// Nanoseconds since the start.
+    public func total() -> Int64 { PhaseClock.nanoseconds(clock.now - start) }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,35 @@
+import MachOReader
+
+/// Why a launch could not happen, worded so a user can act on it.
+public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A non-weak dependency was found nowhere: the install name, who needed it, every path tried.
+    case missingDylib(installName: String, neededBy: String, tried: [String])
+    /// A non-weak import was not exported by the library it was expected in.
+    case missingSymbol(symbol: String, importedBy: String, expectedIn: String)
+    /// A file could not be parsed; the error names the file and the offset.
+    case malformed(MachOError)
+    /// A file has no slice for the launch's architecture.
+    case wrongArchitecture(path: String, wanted: String, available: [String])
+    /// A file exists but cannot be used (unreadable, wrong file type, ...).
+    case unusable(path: String, reason: String)
+    /// The operating system refused a mapping or protection change.
+    case mapping(image: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .missingDylib(installName, neededBy, tried):
+            return "library not loaded: \(installName)\n  referenced from: \(neededBy)\n  tried: "
+                + (tried.isEmpty ? "(no candidate paths)" : tried.joined(separator: ", "))
+        case let .missingSymbol(symbol, importedBy, expectedIn):
+            return "symbol not found: \(symbol)\n  referenced from: \(importedBy)\n  expected in: \(expectedIn)"
+        case let .malformed(error):
+            return "malformed image: \(error)"
+        case let .wrongArchitecture(path, wanted, available):
+            return "\(path): no \(wanted) slice (has \(available.joined(separator: ", ")))"
+        case let .unusable(path, reason):
+            return "\(path): \(reason)"
+        case let .mapping(image, reason):
+            return "\(image): mapping failed: \(reason)"
+        }
+    }
+}

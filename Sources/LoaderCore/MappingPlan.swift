@@ -1,0 +1,76 @@
+import MachOReader
+
+/// How to map one segment: where it goes relative to the image's base, which file bytes
+/// back it, and its protections. The slow path derives plans from Mach-O load commands on
+/// every launch; a launch closure stores them.
+public struct SegmentPlan: Equatable, Sendable {
+    public var name: String
+    /// Offset of the segment from the image's preferred base (its lowest mapped vmaddr).
+    public var vmOffset: UInt64
+    public var vmSize: UInt64
+    /// Absolute offset in the file (a universal slice's offset included).
+    public var fileOffset: UInt64
+    public var fileSize: UInt64
+    public var protection: VMProtection
+    /// `__DATA_CONST` (or `SG_READ_ONLY`): writable while fixups are applied, then read-only.
+    public var readOnlyAfterFixups: Bool
+
+    public init(name: String, vmOffset: UInt64, vmSize: UInt64, fileOffset: UInt64, fileSize: UInt64,
+                protection: VMProtection, readOnlyAfterFixups: Bool) {
+        self.name = name
+        self.vmOffset = vmOffset
+        self.vmSize = vmSize
+        self.fileOffset = fileOffset
+        self.fileSize = fileSize
+        self.protection = protection
+        self.readOnlyAfterFixups = readOnlyAfterFixups
+    }
+
+    /// Whether fixups may be written into this segment.
+    public var isWritable: Bool { protection.contains(.write) || readOnlyAfterFixups }
+}
+
+/// How to map one image: its file, its preferred base and its segments.
+public struct ImagePlan: Equatable, Sendable {
+    public var path: String
+    /// The lowest vmaddr of a mapped segment (`__TEXT`'s, 0 for a dylib).
+    public var preferredBase: UInt64
+    /// Bytes from the preferred base to the end of the last segment.
+    public var vmSize: UInt64
+    public var segments: [SegmentPlan]
+
+    public init(path: String, preferredBase: UInt64, vmSize: UInt64, segments: [SegmentPlan]) {
+        self.path = path
+        self.preferredBase = preferredBase
+        self.vmSize = vmSize
+        self.segments = segments
+    }
+
+    /// `SG_READ_ONLY`: the segment becomes read-only once fixups are applied.
+    static let segmentReadOnlyFlag: UInt32 = 0x10
+
+    /// The plan for a parsed image found at `path`, whose slice starts at `sliceOffset`.
+    /// `__PAGEZERO` (no protections, no file bytes) is not mapped.
+    public init(image: MachOImage, path: String, sliceOffset: Int) throws(LoadError) {
+        let mapped = image.segments.filter { !($0.initialProtection.isEmpty && $0.fileSize == 0) && $0.vmSize > 0 }
+        guard let base = mapped.map(\.vmAddress).min() else {
+            throw .unusable(path: path, reason: "has no segment to map")
+        }
+        var segments: [SegmentPlan] = []
+        var end: UInt64 = 0
+        for segment in mapped {
+            let (top, overflow) = segment.vmAddress.addingReportingOverflow(segment.vmSize)
+            guard !overflow, segment.fileSize <= segment.vmSize,
+                  segment.fileOffset <= UInt64(image.view.count), segment.fileSize <= UInt64(image.view.count) - segment.fileOffset else {
+                throw .malformed(MachOError.malformed("segment \(segment.name) has an impossible range", at: image.view.base).inFile(path))
+            }
+            end = max(end, top - base)
+            segments.append(SegmentPlan(
+                name: segment.name, vmOffset: segment.vmAddress - base, vmSize: segment.vmSize,
+                fileOffset: UInt64(sliceOffset) + segment.fileOffset, fileSize: segment.fileSize,
+                protection: segment.initialProtection,
+                readOnlyAfterFixups: segment.name == "__DATA_CONST" || segment.flags & ImagePlan.segmentReadOnlyFlag != 0))
+        }
+        self.init(path: path, preferredBase: base, vmSize: end, segments: segments)
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// Turns an install name into candidate file paths the way dyld does: `@executable_path`,
+/// `@loader_path`, `@rpath` over the rpaths of the whole loading chain, absolute paths under
+/// the system root, and the root's `/usr/lib` as the last fallback.
+public struct PathResolver: Sendable {
+    /// The system root absolute install names are looked up under (dyld's root path).
+    public let root: String?
+    /// The directory of the main executable (`@executable_path`).
+    public let executableDirectory: String
+
+    public init(root: String?, executablePath: String) {
+        self.root = root.map { PathResolver.normalize($0) }
+        self.executableDirectory = PathResolver.directory(of: executablePath)
+    }
+
+    /// An rpath as declared by an image, with the directory of the image that declared it
+    /// (what `@loader_path` in the rpath means).
+    public struct RPath: Equatable, Sendable {
+        public let path: String
+        public let declaringImageDirectory: String
+        public init(path: String, declaringImageDirectory: String) {
+            self.path = path
+            self.declaringImageDirectory = declaringImageDirectory
+        }
+    }
+
+    /// Candidate paths for `installName`, in the order dyld tries them.
+    /// - Parameters:
+    ///   - loaderDirectory: the directory of the image whose load command names the dylib.
+    ///   - rpaths: the rpaths of the loading chain, the requesting image's first, then its
+    ///     loader's, up to the main executable's.
+    public func candidates(for installName: String, loaderDirectory: String, rpaths: [RPath]) -> [String] {
+        var paths: [String] = []
+        if installName.hasPrefix("@rpath/") {
+            let rest = String(installName.dropFirst("@rpath/".count))
+            for rpath in rpaths {
+                let expanded = expand(rpath.path, loaderDirectory: rpath.declaringImageDirectory)
+                paths.append(PathResolver.normalize(expanded + "/" + rest))
+            }
+        } else if installName.hasPrefix("@") {
+            paths.append(PathResolver.normalize(expand(installName, loaderDirectory: loaderDirectory)))
+        } else {
+            paths.append(underRoot(installName))
+        }
+        // DYLD_FALLBACK_LIBRARY_PATH's last entry: the root's /usr/lib, by leaf name.
+        let leaf = (installName as NSString).lastPathComponent
+        let fallback = underRoot("/usr/lib/" + leaf)
+        if !paths.contains(fallback) { paths.append(fallback) }
+        var seen = Set<String>()
+        return paths.filter { seen.insert($0).inserted }
+    }
+
+    /// `@executable_path` and `@loader_path` expanded; absolute paths put under the root.
+    func expand(_ path: String, loaderDirectory: String) -> String {
+        if path.hasPrefix("@executable_path") {
+            return executableDirectory + path.dropFirst("@executable_path".count)
+        }
+        if path.hasPrefix("@loader_path") {
+            return loaderDirectory + path.dropFirst("@loader_path".count)
+        }
+        return path.hasPrefix("/") ? underRoot(path) : path
+    }
+
+    /// An absolute path inside the system root (unchanged without a root).
+    func underRoot(_ path: String) -> String {
+        guard let root else { return PathResolver.normalize(path) }
+        return PathResolver.normalize(root + "/" + path)
+    }
+
+    public static func directory(of path: String) -> String {
+        (normalize(path) as NSString).deletingLastPathComponent
+    }
+
+    /// An absolute path with `.`, `..` and doubled slashes removed (symlinks are kept).
+    public static func normalize(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var parts: [Substring] = []
+        for part in absolute.split(separator: "/", omittingEmptySubsequences: true) {
+            switch part {
+            case ".": continue
+            case "..": if !parts.isEmpty { parts.removeLast() }
+            default: parts.append(part)
+            }
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+}

@@ -1,0 +1,44 @@
+/// Where a bound symbol resolved to.
+public enum BindTarget: Equatable, Hashable, Sendable {
+    /// `offset` bytes from image `image`'s mach header (its preferred base).
+    case image(Int, offset: UInt64)
+    /// An absolute value (EXPORT_SYMBOL_FLAGS_KIND_ABSOLUTE).
+    case absolute(UInt64)
+    /// A weak import that was not found: it reads 0 (plus its addend).
+    case missingWeakImport
+}
+
+/// One fixup with everything resolved: where it goes in its image and what to write
+/// there. The slow path works these out on every launch; a closure stores them.
+public struct ResolvedFixup: Equatable, Hashable, Sendable {
+    public enum Kind: Equatable, Hashable, Sendable {
+        /// A pointer into its own image: base + `targetOffset`, with `high8` as its top byte.
+        case rebase(targetOffset: UInt64, high8: UInt8)
+        /// A pointer to a symbol, plus `addend`.
+        case bind(BindTarget, addend: Int64)
+    }
+
+    /// Offset of the 8-byte location from the image's preferred base.
+    public let vmOffset: UInt64
+    public let kind: Kind
+
+    public init(vmOffset: UInt64, kind: Kind) {
+        self.vmOffset = vmOffset
+        self.kind = kind
+    }
+
+    /// The 64-bit value to store, given where the images were mapped.
+    @inline(__always)
+    public func value(imageBase: UInt64, memory: LaunchMemory) -> UInt64 {
+        switch kind {
+        case let .rebase(targetOffset, high8):
+            return (imageBase &+ targetOffset) | UInt64(high8) << 56
+        case let .bind(.image(index, offset), addend):
+            return memory.images[index].base &+ offset &+ UInt64(bitPattern: addend)
+        case let .bind(.absolute(value), addend):
+            return value &+ UInt64(bitPattern: addend)
+        case let .bind(.missingWeakImport, addend):
+            return UInt64(bitPattern: addend)
+        }
+    }
+}

@@ -1,0 +1,15 @@
+/// Calling into loaded x86_64 code: initializers and `main`. The addresses come from
+/// fixed-up images whose `__TEXT` is mapped executable; the caller checked each lies in it.
+enum UnsafeCall {
+    /// Calls `void f(void)` at `address`.
+    static func initializer(at address: UInt64) {
+        let function = unsafeBitCast(UInt(address), to: (@convention(c) () -> Void).self)
+        function()
+    }
+
+    /// Calls `int main(void)` at `address` and returns its result.
+    static func main(at address: UInt64) -> Int32 {
+        let function = unsafeBitCast(UInt(address), to: (@convention(c) () -> Int32).self)
+        return function()
+    }
+}

@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The loader's only contact with raw memory: reserving and mapping address ranges,
+/// changing protections, and reading and writing words inside them. Everything here is
+/// called with addresses the caller has already bounds-checked against a mapping it owns.
+enum UnsafeMemory {
+    /// The host's page size.
+    static let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+
+    /// Reserves `size` bytes of inaccessible address space, at `hint` if it is non-zero and
+    /// free (MAP_FIXED_NOREPLACE), anywhere otherwise. Returns the address, or an errno text.
+    static func reserve(size: UInt64, at hint: UInt64) -> Result<UInt64, SystemCallFailure> {
+        let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hint != 0 ? MAP_FIXED_NOREPLACE : 0)
+        let address = mmap(UnsafeMutableRawPointer(bitPattern: UInt(hint)), Int(size), PROT_NONE, flags, -1, 0)
+        guard let address, address != MAP_FAILED else { return .failure(SystemCallFailure()) }
+        return .success(UInt64(UInt(bitPattern: address)))
+    }
+
+    /// Maps `size` bytes of `fd` at file offset `offset` over `address` (inside a reservation),
+    /// copy-on-write, readable and writable so fixups can be applied.
+    static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64) -> String? {
+        let result = mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size),
+                          PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, off_t(offset))
+        return result == MAP_FAILED ? String(cString: strerror(errno)) : nil
+    }
+
+    /// Maps `size` bytes of zeros over `address` (inside a reservation).
+    static func mapZeros(size: UInt64, at address: UInt64) -> String? {
+        let result = mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size),
+                          PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0)
+        return result == MAP_FAILED ? String(cString: strerror(errno)) : nil
+    }
+
+    /// Sets the protection of a page-aligned range.
+    static func protect(address: UInt64, size: UInt64, read: Bool, write: Bool, execute: Bool) -> String? {
+        let protection = (read ? PROT_READ : 0) | (write ? PROT_WRITE : 0) | (execute ? PROT_EXEC : 0)
+        return mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection) == 0
+            ? nil : String(cString: strerror(errno))
+    }
+
+    /// Returns a range to the system.
+    static func unmap(address: UInt64, size: UInt64) {
+        _ = munmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size))
+    }
+
+    /// Zeroes `size` bytes at `address` (the tail of a segment's last file page).
+    static func zero(address: UInt64, size: UInt64) {
+        guard size > 0, let pointer = UnsafeMutableRawPointer(bitPattern: UInt(address)) else { return }
+        pointer.initializeMemory(as: UInt8.self, repeating: 0, count: Int(size))
+    }
+
+    @inline(__always)
+    static func load64(_ address: UInt64) -> UInt64 {
+        UnsafeRawPointer(bitPattern: UInt(address))!.loadUnaligned(as: UInt64.self)
+    }
+
+    @inline(__always)
+    static func store64(_ value: UInt64, at address: UInt64) {
+        UnsafeMutableRawPointer(bitPattern: UInt(address))!.storeBytes(of: value, as: UInt64.self)
+    }
+
+    /// A copy of `size` bytes at `address`.
+    static func copy(address: UInt64, size: UInt64) -> [UInt8] {
+        guard size > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: Int(size)))
+    }
+
+    /// Opens a file read-only; returns the descriptor or an errno text.
+    static func open(path: String) -> Result<Int32, SystemCallFailure> {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        return fd >= 0 ? .success(fd) : .failure(SystemCallFailure())
+    }
+
+    static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+}
+
+/// A failed system call: `strerror(errno)` captured right after it.
+struct SystemCallFailure: Error, CustomStringConvertible {
+    let description: String
+    init() { description = String(cString: strerror(errno)) }
+}
