@@ -33,7 +33,10 @@ let package = Package(
             ],
             path: "Sources/dyld3"
         ),
-        .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect"]),
+        // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
+        .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect"], path: "Tests/TestSupport"),
+        .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
+        .testTarget(name: "LoaderTests", dependencies: ["Dyld2", "LoaderCore", "MachOReader", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
     ]
 )

@@ -1,3 +1,4 @@
+import TestSupport
 import MachOInspect
 import MachOReader
 import Testing

@@ -3,14 +3,13 @@ import MachOInspect
 import MachOReader
 
 /// Where tests find the repository, the shared corpus and the built fixtures.
-enum Paths {
-    /// The repository root (this file is Tests/MachOReaderTests/Support/Oracle.swift).
-    static let repoRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
+public enum Paths {
+    /// The repository root (this file is Tests/TestSupport/Oracle.swift).
+    public static let repoRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// `../shared/corpus` beside the repository, or `$DYLD3_CORPUS`.
-    static let corpus: URL = {
+    public static let corpus: URL = {
         if let override = ProcessInfo.processInfo.environment["DYLD3_CORPUS"] {
             return URL(fileURLWithPath: override)
         }
@@ -18,20 +17,21 @@ enum Paths {
     }()
 
     /// Reader fixtures built by `tools/build-reader-fixtures` (run by `make test`).
-    static let readerFixtures = repoRoot.appendingPathComponent("build/reader-fixtures")
+    public static let readerFixtures = repoRoot.appendingPathComponent("build/reader-fixtures")
 
     /// The oracle: LLVM 19's objdump, installed by tools/bootstrap.
-    static let objdump = "/usr/lib/llvm-19/bin/llvm-objdump"
+    public static let objdump = "/usr/lib/llvm-19/bin/llvm-objdump"
 }
 
 /// Runs llvm-objdump-19, the independent oracle the reader is checked against.
-enum Oracle {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+public enum Oracle {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(description: String) { self.description = description }
     }
 
     /// `llvm-objdump --macho ARGS`; stdout on success, a thrown failure otherwise.
-    static func objdump(_ arguments: [String]) throws -> String {
+    public static func objdump(_ arguments: [String]) throws -> String {
         guard FileManager.default.isExecutableFile(atPath: Paths.objdump) else {
             throw Failure(description: "\(Paths.objdump) is missing: run tools/bootstrap")
         }
@@ -52,7 +52,7 @@ enum Oracle {
     }
 
     /// Lines with runs of blanks collapsed and ends trimmed: the only differences allowed.
-    static func normalized(_ text: String) -> [String] {
+    public static func normalized(_ text: String) -> [String] {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
             line.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
         }
@@ -60,13 +60,13 @@ enum Oracle {
 }
 
 /// The Mach-O files of the shared corpus.
-enum Corpus {
+public enum Corpus {
     /// Paths of every Mach-O file (thin or universal) under the corpus, sorted.
-    static func machOFiles() throws -> [String] {
+    public static func machOFiles() throws -> [String] {
         try machOFiles(under: Paths.corpus)
     }
 
-    static func machOFiles(under root: URL) throws -> [String] {
+    public static func machOFiles(under root: URL) throws -> [String] {
         guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else {
             throw Oracle.Failure(description: "cannot list \(root.path)")
         }
@@ -84,19 +84,19 @@ enum Corpus {
         return files.sorted()
     }
 
-    static func bytes(_ path: String) throws -> [UInt8] {
+    public static func bytes(_ path: String) throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
     /// The architecture names of a file's slices.
-    static func architectures(_ path: String) throws -> [String] {
+    public static func architectures(_ path: String) throws -> [String] {
         try UniversalFile(parsing: bytes(path)).slices.map(\.cpu.name)
     }
 }
 
 /// Compares `dyld3 inspect`'s text with llvm-objdump's for one file, flag and arch choice.
 /// Returns a description of the first difference, or nil when they agree.
-func inspectDifference(path: String, table: InspectTable, arch: String?) throws -> String? {
+public func inspectDifference(path: String, table: InspectTable, arch: String?) throws -> String? {
     var arguments = [table.flag]
     if let arch { arguments.append("--arch=\(arch)") }
     arguments.append(path)

@@ -1,0 +1,84 @@
+import Foundation
+
+/// The fixture apps built by `tools/build-fixtures` and what their manifests expect.
+struct FixtureApp: CustomStringConvertible, Sendable {
+    static let repoRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let buildDirectory = repoRoot.appendingPathComponent("build/fixtures")
+    static let variants = ["x86_64-chained", "x86_64-opcodes", "arm64-chained", "arm64-opcodes"]
+
+    /// What a launch must do, from the manifest.
+    enum Expectation: Sendable {
+        case result(Int32, initOrder: [String]?)
+        case missingSymbol(symbol: String, image: String, library: String)
+        case missingDylib(image: String, installName: String)
+    }
+
+    let name: String
+    let variant: String
+    let expectation: Expectation
+    /// Manifest image name for each shipped path suffix (for naming initializers).
+    let imagePaths: [(name: String, path: String)]
+
+    var arch: String { String(variant.split(separator: "-")[0]) }
+    var bundle: String { FixtureApp.buildDirectory.appendingPathComponent("\(variant)/\(name).app").path }
+    var executable: String { bundle + "/" + name }
+    var root: String { FixtureApp.buildDirectory.appendingPathComponent("\(variant)/root").path }
+    var description: String { "\(name) [\(variant)]" }
+
+    /// The manifest name of the image at `path`.
+    func imageName(_ path: String) -> String {
+        if path == executable { return name }
+        return imagePaths.first(where: { path.hasSuffix("/" + $0.path) || path.hasSuffix($0.path) && $0.path.hasPrefix("/") })?.name ?? path
+    }
+
+    /// Every app in every variant; fails loudly if the fixtures are not built.
+    static func all() throws -> [FixtureApp] {
+        let sources = repoRoot.appendingPathComponent("Fixtures/apps")
+        let names = try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted()
+        var apps: [FixtureApp] = []
+        for variant in variants {
+            for name in names {
+                let manifestURL = buildDirectory.appendingPathComponent("\(variant)/\(name).app/manifest.json")
+                guard let data = FileManager.default.contents(atPath: manifestURL.path) else {
+                    throw FixtureError("\(manifestURL.path) is missing: run tools/build-fixtures (make fixtures)")
+                }
+                apps.append(try FixtureApp(name: name, variant: variant, manifest: data))
+            }
+        }
+        return apps
+    }
+
+    init(name: String, variant: String, manifest: Data) throws {
+        guard let object = try JSONSerialization.jsonObject(with: manifest) as? [String: Any],
+              let expect = object["expect"] as? [String: Any],
+              let images = object["images"] as? [[String: Any]] else {
+            throw FixtureError("\(name): manifest has no expect or images")
+        }
+        self.name = name
+        self.variant = variant
+        imagePaths = images.compactMap { image in
+            guard let imageName = image["name"] as? String, let path = image["path"] as? String else { return nil }
+            return (imageName, path)
+        }
+        if let error = expect["error"] as? [String: String] {
+            switch error["kind"] {
+            case "missingSymbol":
+                expectation = .missingSymbol(symbol: error["symbol"] ?? "", image: error["image"] ?? "", library: error["library"] ?? "")
+            case "missingDylib":
+                expectation = .missingDylib(image: error["image"] ?? "", installName: error["installName"] ?? "")
+            default:
+                throw FixtureError("\(name): unknown expected error \(error)")
+            }
+        } else if let result = expect["result"] as? NSNumber {
+            expectation = .result(result.int32Value, initOrder: expect["initOrder"] as? [String])
+        } else {
+            throw FixtureError("\(name): manifest expects nothing")
+        }
+    }
+}
+
+struct FixtureError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,94 @@
+import Dyld2
+import Foundation
+import LoaderCore
+import Testing
+
+/// The dyld2 slow path against the fixture apps' manifests, whose expected results were
+/// computed without any Mach-O loader (ELF twins, first principles).
+@Suite struct SlowPathTests {
+    static let apps = (try? FixtureApp.all()) ?? []
+
+    @Test func fixturesAreBuilt() throws {
+        #expect(try FixtureApp.all().count == 40)
+    }
+
+    @Test(arguments: apps)
+    func launchesAsItsManifestSays(_ app: FixtureApp) throws {
+        let options = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root)
+        switch app.expectation {
+        case let .result(expected, initOrder):
+            let launch = try SlowPath.launch(options)
+            defer { launch.memory.release() }
+            if app.arch == CodeRunner.hostArchitecture {
+                #expect(launch.report.ran)
+                #expect(launch.report.result == expected, "\(app)")
+            } else {
+                #expect(!launch.report.ran)
+                #expect(launch.report.notRunReason?.contains("cannot run") == true)
+            }
+            if let initOrder {
+                // Initializer order is computed for every arch; images without initializers are absent.
+                #expect(launch.report.initializers.map(app.imageName) == initOrder, "\(app)")
+            }
+        case let .missingSymbol(symbol, image, library):
+            #expect {
+                _ = try SlowPath.launch(options)
+            } throws: { error in
+                guard case let .missingSymbol(gotSymbol, importedBy, expectedIn) = error as? LoadError else { return false }
+                return gotSymbol == symbol && app.imageName(importedBy) == image && expectedIn.contains(library)
+            }
+        case let .missingDylib(image, installName):
+            #expect {
+                _ = try SlowPath.launch(options)
+            } throws: { error in
+                guard case let .missingDylib(gotName, neededBy, tried) = error as? LoadError else { return false }
+                return gotName == installName && app.imageName(neededBy) == image && !tried.isEmpty
+            }
+        }
+    }
+
+    @Test func digestIsTheSameAtTwoSlides() throws {
+        for app in Self.apps where app.name == "basic" || app.name == "paths" {
+            let first = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: 0x2000_0000_0000, run: false))
+            let firstDigest = first.report.digest
+            first.memory.release()
+            let second = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: 0x3123_4560_0000, run: false))
+            defer { second.memory.release() }
+            #expect(second.report.slide != first.report.slide)
+            #expect(second.report.digest == firstDigest, "\(app)")
+        }
+    }
+
+    @Test func missingDylibErrorListsEveryPathTried() throws {
+        let app = try #require(Self.apps.first { $0.name == "missing-dylib" && $0.variant == "x86_64-chained" })
+        let error = try #require(throws: LoadError.self) {
+            _ = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root))
+        }
+        guard case let .missingDylib(_, _, tried) = error else {
+            Issue.record("expected a missing dylib, got \(error)")
+            return
+        }
+        // @executable_path/Frameworks from LC_RPATH, then the root's /usr/lib fallback.
+        #expect(tried.contains(app.bundle + "/Frameworks/Gone.framework/Gone"))
+        #expect(tried.contains(app.root + "/usr/lib/Gone"))
+    }
+
+    @Test func aThousandLaunchesLeaveNoMappings() throws {
+        let app = try #require(Self.apps.first { $0.name == "basic" && $0.variant == "x86_64-chained" })
+        let options = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root)
+        func mappings() throws -> [String] {
+            try String(contentsOfFile: "/proc/self/maps", encoding: .utf8).split(separator: "\n").map(String.init)
+        }
+        for _ in 0..<10 { try SlowPath.launch(options).memory.release() }
+        let before = try mappings()
+        for _ in 0..<1000 {
+            let launch = try SlowPath.launch(options)
+            #expect(launch.report.result != nil)
+            launch.memory.release()
+        }
+        let after = try mappings()
+        #expect(!after.contains { $0.contains(FixtureApp.buildDirectory.path) })
+        // The allocator may grow the heap by a mapping or two; 1000 leaked launches would add thousands.
+        #expect(after.count <= before.count + 4, "mappings: \(before.count) before, \(after.count) after")
+    }
+}
