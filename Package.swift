@@ -21,6 +21,12 @@ let package = Package(
         .target(name: "LoaderCore", dependencies: ["MachOReader", "CXXHash"]),
         // The dyld2 slow path: parse, resolve, look up by name, on every launch.
         .target(name: "Dyld2", dependencies: ["LoaderCore", "MachOReader"]),
+        // Launch closures: the format, the builder, the cache.
+        .target(name: "LaunchClosure", dependencies: ["LoaderCore", "Dyld2", "MachOReader", "CZstd", "CXXHash"]),
+        // The dyld3 fast path: validate a closure and apply it.
+        .target(name: "Dyld3", dependencies: ["LaunchClosure", "LoaderCore", "Dyld2"]),
+        // Stub system roots: stub dylibs and a stub host for real Apple-built binaries.
+        .target(name: "StubRoot", dependencies: ["MachOReader", "LoaderCore"]),
         // System libraries, found through pkg-config.
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
@@ -28,7 +34,7 @@ let package = Package(
         .executableTarget(
             name: "Dyld3Tool",
             dependencies: [
-                "MachOReader", "MachOInspect", "LoaderCore", "Dyld2",
+                "MachOReader", "MachOInspect", "LoaderCore", "Dyld2", "LaunchClosure", "Dyld3", "StubRoot",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/dyld3"

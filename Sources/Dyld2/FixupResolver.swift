@@ -5,14 +5,16 @@ import MachOReader
 /// walks its fixup chains, and looks every bound symbol up by name. Each fixup is handed
 /// to `sink` as it is found, fully resolved; the slow path writes it, the closure builder
 /// records it.
-struct FixupResolver {
-    let graph: DependencyGraph
-    let plans: [ImagePlan]
+public struct FixupResolver {
+    public let graph: DependencyGraph
+    public let plans: [ImagePlan]
     var lookup: SymbolLookup
-    private(set) var rebases = 0
-    private(set) var binds = 0
+    /// Symbol lookups by name so far.
+    public var symbolLookups: Int { lookup.lookups }
+    public private(set) var rebases = 0
+    public private(set) var binds = 0
 
-    init(graph: DependencyGraph, plans: [ImagePlan]) throws(LoadError) {
+    public init(graph: DependencyGraph, plans: [ImagePlan]) throws(LoadError) {
         self.graph = graph
         self.plans = plans
         lookup = try SymbolLookup(graph: graph)
@@ -22,7 +24,7 @@ struct FixupResolver {
     private var walkedChains: (index: Int, chained: ChainedFixups, fixups: [ChainedFixup])?
 
     /// The rebases of image `index`: its rebase opcode stream, or a walk of its chains.
-    mutating func resolveRebases(_ index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws(LoadError) {
+    public mutating func resolveRebases(_ index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws(LoadError) {
         let image = graph.nodes[index].image
         let base = plans[index].preferredBase
         try reading(index) { () throws in
@@ -58,7 +60,7 @@ struct FixupResolver {
 
     /// The binds of image `index`, every symbol looked up by name: its bind, lazy-bind and
     /// weak-bind streams, or the binds of its chains (each import resolved once).
-    mutating func resolveBinds(_ index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws(LoadError) {
+    public mutating func resolveBinds(_ index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws(LoadError) {
         let image = graph.nodes[index].image
         let base = plans[index].preferredBase
         try reading(index) { () throws in

@@ -28,6 +28,12 @@ public struct LaunchOptions: Sendable {
 /// A finished launch: its memory (mapped until released), its report, and optionally every
 /// fixup it wrote.
 public struct Launch {
+    public init(memory: LaunchMemory, report: LaunchReport, fixups: [[ResolvedFixup]]?) {
+        self.memory = memory
+        self.report = report
+        self.fixups = fixups
+    }
+
     public let memory: LaunchMemory
     public let report: LaunchReport
     /// Per image, in load order: every fixup written, when recorded.

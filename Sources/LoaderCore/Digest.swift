@@ -1,5 +1,3 @@
-import CXXHash
-
 extension LaunchMemory {
     /// xxh3-64 over every writable segment, in image and segment order, with each aligned
     /// 64-bit word that points into the launch's region rewritten relative to the region:
@@ -23,6 +21,27 @@ extension LaunchMemory {
                 bytes += words
             }
         }
-        return bytes.withUnsafeBytes { XXH3_64bits($0.baseAddress, $0.count) }
+        return UnsafeHash.xxh3(bytes)
+    }
+}
+
+extension LaunchMemory {
+    /// A copy of one writable segment after fixups.
+    public struct SegmentSnapshot: Sendable {
+        public let image: Int
+        public let segment: String
+        /// Offset of the segment from the image's preferred base.
+        public let vmOffset: UInt64
+        public let bytes: [UInt8]
+    }
+
+    /// Copies of every writable segment, in image and segment order (for `compare`).
+    public func writableSnapshot() -> [SegmentSnapshot] {
+        images.enumerated().flatMap { index, image in
+            image.plan.segments.filter(\.isWritable).map { segment in
+                SegmentSnapshot(image: index, segment: segment.name, vmOffset: segment.vmOffset,
+                                bytes: UnsafeMemory.copy(address: image.base + segment.vmOffset, size: segment.vmSize))
+            }
+        }
     }
 }

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Dyld2
+import Dyld3
+import LaunchClosure
 import Foundation
 import LoaderCore
 import MachOInspect
@@ -19,8 +21,14 @@ struct LaunchCommand: ParsableCommand {
     @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.")
     var app: String
 
-    @Option(help: "The launch path: dyld2 (the slow path: parse, resolve and look up on every launch).")
-    var mode: LaunchMode = .dyld2
+    @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); auto: dyld3 when a valid closure exists, else dyld2.")
+    var mode: LaunchMode = .auto
+
+    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
+    var cache: String?
+
+    @Flag(help: "After a fallback to dyld2, write a fresh closure.")
+    var rebuild = false
 
     @Option(help: "The system root absolute install names are looked up under.")
     var root: String?
@@ -44,38 +52,54 @@ struct LaunchCommand: ParsableCommand {
     var json = false
 
     enum LaunchMode: String, ExpressibleByArgument, CaseIterable {
-        case dyld2
+        case dyld2, dyld3, auto
     }
 
     func run() throws {
+        var closurePath: String?
         do {
             let options = try launchOptions()
-            let launch = try SlowPath.launch(options)
-            defer { launch.memory.release() }
-            print(LaunchOutput.render(launch.report, json: json, stats: stats), terminator: "")
-        } catch let error as LoadError {
-            if json {
-                print(JSONValue.object([("error", .string(error.description))]).serialized())
+            let path = ClosureCache.resolve(cache).closurePath(forApp: options.roots.last!, arch: options.arch)
+            var fallback: ClosureError?
+            var launch: Launch?
+            if mode != .dyld2 {
+                do {
+                    launch = try FastPath.launch(closurePath: path, slide: options.slide, run: options.run)
+                    closurePath = path
+                } catch let error as ClosureError {
+                    if mode == .dyld3 {
+                        FileHandle.standardError.write(Data("dyld3: --mode dyld3: \(error)\n".utf8))
+                        throw ExitCode(1)
+                    }
+                    fallback = error
+                    if !json { FileHandle.standardError.write(Data("dyld3: closure not used (\(error)); launching with dyld2\n".utf8)) }
+                }
             }
+            if launch == nil {
+                launch = try SlowPath.launch(options)
+                if rebuild, fallback != nil {
+                    let closure = try ClosureBuilder.build(roots: options.roots, arch: options.arch, root: root)
+                    try ClosureCache.resolve(cache).prepareForWriting()
+                    try ClosureFile.write(closure, to: path)
+                    if !json { FileHandle.standardError.write(Data("dyld3: wrote a fresh closure to \(path)\n".utf8)) }
+                }
+            }
+            guard let launch else { return }
+            defer { launch.memory.release() }
+            print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: closurePath, fallback: fallback), terminator: "")
+        } catch let error as LoadError {
+            if json { print(JSONValue.object([("error", .string(error.description))]).serialized()) }
+            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+            throw ExitCode(1)
+        } catch let error as ClosureError {
             FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
             throw ExitCode(1)
         }
     }
 
     func launchOptions() throws -> LaunchOptions {
-        let target = try AppLocator.mainImage(of: app)
-        let architecture = try arch ?? AppLocator.defaultArchitecture(of: target)
-        let fileType = try ImageFile.load(path: target, arch: architecture).image.header.fileType
-        var roots = [target]
-        if fileType == .bundle {
-            let hostPath = host ?? root.map { $0 + "/bin/host" }
-            if let hostPath, FileManager.default.fileExists(atPath: hostPath) {
-                roots.insert(hostPath, at: 0)
-            } else if host != nil {
-                throw LoadError.unusable(path: host!, reason: "host executable not found")
-            }
-        }
-        return LaunchOptions(roots: roots, arch: architecture, root: root, slide: try parseSlide(), run: !noRun)
+        let roots = try AppLocator.roots(for: app, arch: arch, root: root, host: host)
+        return LaunchOptions(roots: roots.paths, arch: roots.arch, root: root, slide: try parseSlide(), run: !noRun)
     }
 
     func parseSlide() throws -> UInt64? {
@@ -86,7 +110,7 @@ struct LaunchCommand: ParsableCommand {
     }
 }
 
-/// Finds the image to launch inside what the user named.
+/// Finds the images to launch inside what the user named.
 enum AppLocator {
     /// `X.app` → `X.app/X`; anything else is the image itself.
     static func mainImage(of app: String) throws -> String {
@@ -106,6 +130,40 @@ enum AppLocator {
         return executable
     }
 
+    /// Apps named on the command line, with directories of `.app` bundles expanded.
+    static func expand(_ apps: [String]) throws -> [String] {
+        var expanded: [String] = []
+        for app in apps {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: app, isDirectory: &isDirectory), isDirectory.boolValue, !app.hasSuffix(".app") {
+                let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
+                guard !bundles.isEmpty else { throw ValidationError("\(app) holds no .app bundle") }
+                expanded += bundles.map { app + "/" + $0 }
+            } else {
+                expanded.append(app)
+            }
+        }
+        return expanded
+    }
+
+    /// The launch roots for an app (a bundle gets its host first) and the architecture.
+    static func roots(for app: String, arch: String?, root: String?, host: String?) throws -> (paths: [String], arch: String) {
+        let target = try mainImage(of: app)
+        let architecture = try arch ?? defaultArchitecture(of: target)
+        let fileType = try ImageFile.load(path: target, arch: architecture).image.header.fileType
+        guard fileType == .bundle else { return ([target], architecture) }
+        if let host {
+            guard FileManager.default.fileExists(atPath: host) else {
+                throw LoadError.unusable(path: host, reason: "host executable not found")
+            }
+            return ([host, target], architecture)
+        }
+        if let root, FileManager.default.fileExists(atPath: root + "/bin/host") {
+            return ([root + "/bin/host", target], architecture)
+        }
+        return ([target], architecture)
+    }
+
     /// The host's architecture if the file has it, else its first slice's.
     static func defaultArchitecture(of path: String) throws -> String {
         let available = try ImageFile.architectures(path: path)
@@ -115,8 +173,8 @@ enum AppLocator {
 
 /// The text and JSON views of a launch report.
 enum LaunchOutput {
-    static func render(_ report: LaunchReport, json: Bool, stats: Bool) -> String {
-        if json { return jsonObject(report).serialized() + "\n" }
+    static func render(_ report: LaunchReport, json: Bool, stats: Bool, closure: String?, fallback: ClosureError?) -> String {
+        if json { return jsonObject(report, closure: closure, fallback: fallback).serialized() + "\n" }
         var out = ""
         if report.ran, let result = report.result {
             out += "main returned \(result)\n"
@@ -135,7 +193,7 @@ enum LaunchOutput {
         return out
     }
 
-    static func jsonObject(_ report: LaunchReport) -> JSONValue {
+    static func jsonObject(_ report: LaunchReport, closure: String?, fallback: ClosureError?) -> JSONValue {
         var timings: [(String, JSONValue)] = []
         for phase in LaunchReport.Phase.allCases {
             if let nanoseconds = report.timings[phase] { timings.append((phase.rawValue, .int(nanoseconds))) }
@@ -153,6 +211,8 @@ enum LaunchOutput {
             ("not_run_reason", report.notRunReason.map(JSONValue.string) ?? .null),
             ("initializers", .array(report.initializers.map(JSONValue.string))),
             ("digest", .string("0x" + String(report.digest, radix: 16))),
+            ("closure", closure.map(JSONValue.string) ?? .null),
+            ("fallback_reason", fallback.map { .string("\($0.kind): \($0)") } ?? .null),
         ])
     }
 }

@@ -2,11 +2,11 @@ import ArgumentParser
 
 /// The `dyld3` command: inspect Mach-O images, and (as the product grows) install,
 /// launch and verify launch closures.
-struct Dyld3: ParsableCommand {
+struct Dyld3Command: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dyld3",
         abstract: "A dyld3-style launch-closure builder and loader for Mach-O apps.",
-        subcommands: [InspectCommand.self, LaunchCommand.self])
+        subcommands: [InspectCommand.self, InstallCommand.self, LaunchCommand.self, CompareCommand.self, StubRootCommand.self])
 }
 
-Dyld3.main()
+Dyld3Command.main()

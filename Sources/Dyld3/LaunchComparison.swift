@@ -1,0 +1,162 @@
+import Dyld2
+import LaunchClosure
+import LoaderCore
+import MachOReader
+
+/// `dyld3 compare`: the same app launched through the dyld2 slow path and the dyld3 fast
+/// path at the same slide must leave byte-identical writable memory, the same fixups, the
+/// same initializer order and the same result.
+public struct LaunchComparison: Sendable {
+    /// One difference, located.
+    public struct Difference: Sendable, CustomStringConvertible {
+        public let what: String
+        public let image: String
+        public let segment: String
+        public let offset: UInt64
+        public let detail: String
+        public var description: String {
+            "\(what): \(image) \(segment)+0x\(String(offset, radix: 16)): \(detail)"
+        }
+    }
+
+    public let slide: UInt64
+    public let images: Int
+    public let bytesCompared: Int
+    public let fixupsCompared: Int
+    public let initializers: [String]
+    public let dyld2Result: Int32?
+    public let dyld3Result: Int32?
+    public let differences: [Difference]
+
+    /// Launches both ways at `slide` (random when nil) and compares.
+    public static func run(options: LaunchOptions, closure: LaunchClosure) throws(LoadError) -> LaunchComparison {
+        var options = options
+        options.run = false
+        options.recordFixups = true
+        // Both launches must land at the same addresses: take the first one's slide.
+        let slow = try SlowPath.launch(options)
+        let slide = slow.report.slide
+        let slowSnapshot = slow.memory.writableSnapshot()
+        let slowFixups = slow.fixups ?? []
+        let slowReport = slow.report
+        let names = SymbolNames(paths: slowReport.images, arch: options.arch)
+        slow.memory.release()
+
+        var report = LaunchReport(mode: "dyld3")
+        var clock = PhaseClock()
+        let fast = try FastPath.launch(closure, slide: slide, run: false, report: &report, clock: &clock)
+        let fastSnapshot = fast.memory.writableSnapshot()
+        fast.memory.release()
+
+        var differences: [Difference] = []
+        var bytes = 0
+        for (a, b) in zip(slowSnapshot, fastSnapshot) {
+            bytes += a.bytes.count
+            guard a.bytes != b.bytes else { continue }
+            var offset = 0
+            var reported = 0
+            while offset < min(a.bytes.count, b.bytes.count), reported < 20 {
+                if a.bytes[offset] != b.bytes[offset] {
+                    let word = UInt64(offset / 8 * 8)
+                    let location = a.vmOffset + word
+                    let fixup = slowFixups[a.image].last { $0.vmOffset == location }
+                    differences.append(Difference(
+                        what: "memory", image: slowReport.images[a.image], segment: a.segment, offset: word,
+                        detail: "dyld2 and dyld3 wrote different bytes" + (fixup.map { " (fixup: \(names.describe($0, image: a.image)))" } ?? "")))
+                    reported += 1
+                    offset = Int(word) + 8
+                } else {
+                    offset += 1
+                }
+            }
+        }
+        if slowSnapshot.count != fastSnapshot.count {
+            differences.append(Difference(what: "segments", image: "", segment: "", offset: 0,
+                                          detail: "\(slowSnapshot.count) writable segments vs \(fastSnapshot.count)"))
+        }
+        var fixupCount = 0
+        for index in slowFixups.indices {
+            let expected = effective(slowFixups[index])
+            let closureFixups: [ResolvedFixup]
+            do {
+                closureFixups = try closure.fixups(ofImage: index)
+            } catch {
+                throw .unusable(path: closure.images[index].path, reason: "\(error)")
+            }
+            let actual = effective(closureFixups)
+            fixupCount += expected.count
+            for (location, fixup) in expected.sorted(by: { $0.key < $1.key }) where actual[location] != fixup {
+                differences.append(Difference(
+                    what: "fixup", image: slowReport.images[index], segment: segmentName(closure.images[index].plan, location), offset: location,
+                    detail: "dyld2 \(names.describe(fixup, image: index)), closure \(actual[location].map { names.describe($0, image: index) } ?? "nothing")"))
+            }
+            for location in actual.keys where expected[location] == nil {
+                differences.append(Difference(what: "fixup", image: slowReport.images[index], segment: segmentName(closure.images[index].plan, location),
+                                              offset: location, detail: "only the closure writes here"))
+            }
+        }
+        if slowReport.initializers != report.initializers {
+            differences.append(Difference(what: "initializers", image: "", segment: "", offset: 0,
+                                          detail: "dyld2 \(slowReport.initializers), dyld3 \(report.initializers)"))
+        }
+
+        // main's result, when the code can run here.
+        var results: (Int32?, Int32?) = (nil, nil)
+        if options.arch == CodeRunner.hostArchitecture {
+            options.run = true
+            options.recordFixups = false
+            options.slide = slide
+            let slowRun = try SlowPath.launch(options)
+            results.0 = slowRun.report.result
+            slowRun.memory.release()
+            var runReport = LaunchReport(mode: "dyld3")
+            let fastRun = try FastPath.launch(closure, slide: slide, run: true, report: &runReport, clock: &clock)
+            results.1 = fastRun.report.result
+            fastRun.memory.release()
+            if results.0 != results.1 {
+                differences.append(Difference(what: "result", image: "", segment: "", offset: 0,
+                                              detail: "dyld2 main returned \(results.0.map(String.init) ?? "nothing"), dyld3 \(results.1.map(String.init) ?? "nothing")"))
+            }
+        }
+        return LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount,
+                                initializers: slowReport.initializers, dyld2Result: results.0, dyld3Result: results.1,
+                                differences: differences)
+    }
+
+    /// Location → the fixup that stays there (the last one written).
+    static func effective(_ fixups: [ResolvedFixup]) -> [UInt64: ResolvedFixup] {
+        var map: [UInt64: ResolvedFixup] = [:]
+        for fixup in fixups { map[fixup.vmOffset] = fixup }
+        return map
+    }
+
+    static func segmentName(_ plan: ImagePlan, _ offset: UInt64) -> String {
+        plan.segments.first { offset >= $0.vmOffset && offset - $0.vmOffset < $0.vmSize }?.name ?? "?"
+    }
+}
+
+/// Names bind targets by the symbol exported at their offset (only used to explain a difference).
+struct SymbolNames {
+    let paths: [String]
+    let arch: String
+
+    func describe(_ fixup: ResolvedFixup, image: Int) -> String {
+        switch fixup.kind {
+        case let .rebase(target, high8):
+            return "rebase to +0x\(String(target, radix: 16))" + (high8 != 0 ? " high8 0x\(String(high8, radix: 16))" : "")
+        case let .bind(.image(index, offset), addend):
+            return "bind to \(symbol(in: index, offset: offset) ?? "+0x\(String(offset, radix: 16))") in \(paths[index])"
+                + (addend != 0 ? " addend \(addend)" : "")
+        case let .bind(.absolute(value), addend):
+            return "bind to absolute 0x\(String(value, radix: 16)) addend \(addend)"
+        case let .bind(.missingWeakImport, addend):
+            return "missing weak import (0) addend \(addend)"
+        }
+    }
+
+    func symbol(in index: Int, offset: UInt64) -> String? {
+        guard let file = try? ImageFile.load(path: paths[index], arch: arch),
+              let symbols = try? file.image.exportTrie()?.allSymbols() else { return nil }
+        return symbols.first { $0.imageOffset == offset }?.name
+    }
+}

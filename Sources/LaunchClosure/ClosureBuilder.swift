@@ -1,0 +1,46 @@
+import Dyld2
+import LoaderCore
+
+/// Builds a launch closure at install time: runs every analysis the slow path runs
+/// (paths, graph, symbol resolution, initializer order) once, and writes down the result.
+public enum ClosureBuilder {
+    /// The closure for launching `roots` (host first, if any) for `arch` under `root`.
+    /// An app that cannot launch gets no closure: the slow path's error is thrown.
+    public static func build(roots: [String], arch: String, root: String?, contentOnlyIdentity: Bool = false) throws(LoadError) -> LaunchClosure {
+        let analysis = try LaunchAnalysis(roots: roots, arch: arch, root: root)
+        var targets: [BindTarget] = []
+        var targetIndex: [BindTarget: Int] = [:]
+        var images: [ClosureImage] = []
+        for (index, node) in analysis.graph.nodes.enumerated() {
+            let identity: ImageIdentity
+            do {
+                identity = try ImageIdentity.current(path: node.path, uuid: node.image.uuid, contentOnly: contentOnlyIdentity)
+            } catch {
+                throw .unusable(path: node.path, reason: "\(error)")
+            }
+            let rebases = FixupRuns.encodeRebases(analysis.fixups[index], plan: analysis.plans[index])
+            let binds = FixupRuns.encodeBinds(analysis.fixups[index], plan: analysis.plans[index], targets: &targets, targetIndex: &targetIndex)
+            images.append(ClosureImage(
+                path: node.path, installName: node.installName ?? "", identity: identity, plan: analysis.plans[index],
+                dependencies: node.dependencies.map { ($0.installName, $0.kind, $0.target ?? -1) },
+                initializers: analysis.initializers[index], rpaths: node.image.rpaths,
+                rebaseRuns: rebases.bytes, bindRuns: binds.bytes, rebaseCount: rebases.count, bindCount: binds.count))
+        }
+        return LaunchClosure(
+            builder: LaunchClosure.builderIdentity, arch: arch, root: root ?? "", contentOnlyIdentity: contentOnlyIdentity,
+            images: images, rootCount: analysis.graph.rootCount, bindTargets: targets,
+            initializerOrder: analysis.initializerOrder, entryOffset: analysis.entryOffset,
+            missingWeakDylibs: analysis.graph.missingWeakDylibs.map { ($0.installName, $0.neededBy) })
+    }
+}
+
+extension LaunchClosure {
+    /// Every fixup of image `index`, decoded from its runs (verify, dump, tests).
+    public func fixups(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
+        let image = images[index]
+        var bytes = image.rebaseRuns
+        let rebases = 0..<bytes.count
+        bytes += image.bindRuns
+        return try FixupRuns.decode(rebases: rebases, binds: rebases.upperBound..<bytes.count, in: bytes, targets: bindTargets, path: image.path)
+    }
+}

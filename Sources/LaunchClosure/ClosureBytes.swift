@@ -1,0 +1,149 @@
+/// Writes the closure body: LEB128 integers, length-prefixed strings and raw bytes.
+struct ClosureWriter {
+    private(set) var bytes: [UInt8] = []
+
+    mutating func uleb(_ value: UInt64) {
+        var value = value
+        repeat {
+            var byte = UInt8(value & 0x7f)
+            value >>= 7
+            if value != 0 { byte |= 0x80 }
+            bytes.append(byte)
+        } while value != 0
+    }
+
+    mutating func uleb(_ value: Int) { uleb(UInt64(value)) }
+
+    mutating func sleb(_ value: Int64) {
+        var value = value
+        while true {
+            let byte = UInt8(value & 0x7f)
+            value >>= 7
+            let done = (value == 0 && byte & 0x40 == 0) || (value == -1 && byte & 0x40 != 0)
+            bytes.append(done ? byte : byte | 0x80)
+            if done { return }
+        }
+    }
+
+    mutating func u8(_ value: UInt8) { bytes.append(value) }
+
+    mutating func u64(_ value: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    mutating func string(_ value: String) {
+        uleb(value.utf8.count)
+        bytes += value.utf8
+    }
+
+    mutating func blob(_ value: [UInt8]) {
+        uleb(value.count)
+        bytes += value
+    }
+}
+
+/// Reads the closure body, trusting nothing: every read is bounds-checked, every count is
+/// checked against the bytes left before anything is allocated, and every failure names
+/// the offset in the uncompressed body.
+struct ClosureReader {
+    let bytes: [UInt8]
+    var position: Int
+    let end: Int
+    let path: String
+
+    init(_ bytes: [UInt8], path: String, range: Range<Int>? = nil) {
+        self.bytes = bytes
+        self.position = range?.lowerBound ?? 0
+        self.end = range?.upperBound ?? bytes.count
+        self.path = path
+    }
+
+    var atEnd: Bool { position >= end }
+
+    func corrupt(_ what: String, at offset: Int? = nil) -> ClosureError {
+        .corrupt(path: path, offset: offset ?? position, what: what)
+    }
+
+    @inline(__always)
+    mutating func u8() throws(ClosureError) -> UInt8 {
+        guard position < end else { throw corrupt("truncated body") }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    @inline(__always)
+    mutating func uleb() throws(ClosureError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard position < end else { throw corrupt("truncated number") }
+            let byte = bytes[position]
+            position += 1
+            guard shift < 64, !(shift == 63 && byte & 0x7e != 0) else { throw corrupt("number too large", at: position - 1) }
+            result |= UInt64(byte & 0x7f) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+        }
+    }
+
+    @inline(__always)
+    mutating func sleb() throws(ClosureError) -> Int64 {
+        var result: Int64 = 0
+        var shift: Int64 = 0
+        var byte: UInt8
+        repeat {
+            guard position < end else { throw corrupt("truncated number") }
+            guard shift < 64 else { throw corrupt("number too large") }
+            byte = bytes[position]
+            position += 1
+            result |= Int64(byte & 0x7f) << shift
+            shift += 7
+        } while byte & 0x80 != 0
+        if shift < 64, byte & 0x40 != 0 { result |= -1 << shift }
+        return result
+    }
+
+    /// A count of items each at least `minimumSize` bytes long, checked against the bytes left.
+    mutating func count(of what: String, minimumSize: Int = 1) throws(ClosureError) -> Int {
+        let start = position
+        let value = try uleb()
+        guard value <= UInt64((end - position) / max(1, minimumSize)) else {
+            throw corrupt("\(what) count \(value) is more than the closure holds", at: start)
+        }
+        return Int(value)
+    }
+
+    mutating func int(_ what: String) throws(ClosureError) -> Int {
+        let start = position
+        let value = try uleb()
+        guard value <= UInt64(Int32.max) else { throw corrupt("\(what) \(value) is out of range", at: start) }
+        return Int(value)
+    }
+
+    mutating func u64() throws(ClosureError) -> UInt64 {
+        guard end - position >= 8 else { throw corrupt("truncated body") }
+        var value: UInt64 = 0
+        for index in (0..<8).reversed() { value = value << 8 | UInt64(bytes[position + index]) }
+        position += 8
+        return value
+    }
+
+    mutating func string() throws(ClosureError) -> String {
+        let length = try count(of: "string byte")
+        defer { position += length }
+        return String(decoding: bytes[position..<(position + length)], as: UTF8.self)
+    }
+
+    /// A length-prefixed blob, returned as its range in `bytes` (no copy).
+    mutating func blob() throws(ClosureError) -> Range<Int> {
+        let length = try count(of: "blob byte")
+        defer { position += length }
+        return position..<(position + length)
+    }
+
+    mutating func raw(_ length: Int) throws(ClosureError) -> [UInt8] {
+        guard end - position >= length else { throw corrupt("truncated body") }
+        defer { position += length }
+        return Array(bytes[position..<(position + length)])
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import LoaderCore
+
+/// The closure cache: one file per app and architecture, named by a hash of the app's
+/// real path, in `cache/` at the project root unless `--cache` or `DYLD3_CACHE` says otherwise.
+public struct ClosureCache: Sendable {
+    public static let fileExtension = "dyld3closure"
+    public let directory: String
+
+    public init(directory: String) {
+        self.directory = PathResolver.normalize(directory)
+    }
+
+    /// `--cache`, else `$DYLD3_CACHE`, else `cache/` in the current directory.
+    public static func resolve(_ option: String?) -> ClosureCache {
+        ClosureCache(directory: option ?? ProcessInfo.processInfo.environment["DYLD3_CACHE"] ?? "cache")
+    }
+
+    /// The closure path for the app whose main image is `appPath`, for `arch`.
+    public func closurePath(forApp appPath: String, arch: String) -> String {
+        let real = URL(fileURLWithPath: appPath).resolvingSymlinksInPath().path
+        let key = UnsafeHash.xxh3(Array(real.utf8))
+        return directory + "/" + String(key, radix: 16).leftPadded(to: 16) + "-" + arch + "." + ClosureCache.fileExtension
+    }
+
+    /// Fails with a clear error unless the cache directory exists (or can be created) and is writable.
+    public func prepareForWriting() throws(ClosureError) {
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw .writeFailed(path: directory, what: "cannot create the cache directory: \(error.localizedDescription)")
+            }
+        } else if !isDirectory.boolValue {
+            throw .writeFailed(path: directory, what: "the cache path is not a directory")
+        }
+        guard FileManager.default.isWritableFile(atPath: directory) else {
+            throw .writeFailed(path: directory, what: "the cache directory is not writable")
+        }
+    }
+
+    /// Every file in the cache directory, closures and others, sorted.
+    public func files() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { !$0.hasPrefix(".") }.sorted().map { directory + "/" + $0 }
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

@@ -1,0 +1,38 @@
+/// Why a closure cannot be used: each case is one fallback reason a launch can report.
+public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No closure file for this app and architecture.
+    case missing(path: String)
+    /// The bytes are damaged: bad magic, checksum mismatch, truncation, bad structure.
+    case corrupt(path: String, offset: Int, what: String)
+    /// Written by an incompatible builder (format version).
+    case incompatible(path: String, what: String)
+    /// An image changed on disk since the closure was built.
+    case stale(path: String, image: String, what: String)
+    /// The closure file or its directory can be written by other users, or cannot be read.
+    case untrusted(path: String, what: String)
+    /// Writing a closure failed; nothing that existed was changed.
+    case writeFailed(path: String, what: String)
+
+    /// The one-word reason used in `--json` and fallback lines.
+    public var kind: String {
+        switch self {
+        case .missing: "missing"
+        case .corrupt: "corrupt"
+        case .incompatible: "incompatible"
+        case .stale: "stale"
+        case .untrusted: "untrusted"
+        case .writeFailed: "write-failed"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .missing(path): "\(path): no closure"
+        case let .corrupt(path, offset, what): "\(path): corrupt at offset 0x\(String(offset, radix: 16)): \(what)"
+        case let .incompatible(path, what): "\(path): incompatible: \(what)"
+        case let .stale(path, image, what): "\(path): stale: \(image) \(what)"
+        case let .untrusted(path, what): "\(path): refused: \(what)"
+        case let .writeFailed(path, what): "\(path): cannot write: \(what)"
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import LoaderCore
+
+/// The closure file: a 40-byte header and a zstd frame holding the body.
+///
+///     0  magic "DYLD3CL\0"
+///     8  checksum: xxh3-64 of every byte from offset 16 to the end of the file
+///    16  format version (u32)     20  flags (u32; bit 0: content-only identity)
+///    24  body size (u64)          32  frame size (u64)
+///    40  the zstd frame
+public enum ClosureFile {
+    static let magic: [UInt8] = Array("DYLD3CL\u{0}".utf8)
+    static let headerSize = 40
+    /// No real closure comes near this; a larger declared body is refused unread.
+    public static let maxBodySize = 512 << 20
+
+    /// The file's bytes for a closure: reproducible for the same closure.
+    public static func encode(_ closure: LaunchClosure) -> [UInt8] {
+        let body = ClosureCodec.encode(closure)
+        let frame = UnsafeCompression.compress(body)
+        var file = magic
+        file += [UInt8](repeating: 0, count: 8)
+        var fields = ClosureWriter()
+        fields.u64(UInt64(LaunchClosure.formatVersion) | UInt64(closure.contentOnlyIdentity ? 1 : 0) << 32)
+        fields.u64(UInt64(body.count))
+        fields.u64(UInt64(frame.count))
+        file += fields.bytes
+        file += frame
+        let checksum = UnsafeHash.xxh3(file[16...])
+        for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
+        return file
+    }
+
+    /// Checks the header, the checksum and the frame, then decodes and validates the body.
+    public static func decode(_ file: [UInt8], path: String) throws(ClosureError) -> LaunchClosure {
+        guard file.count >= headerSize else {
+            throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes is shorter than the \(headerSize)-byte header")
+        }
+        guard Array(file[0..<8]) == magic else { throw .corrupt(path: path, offset: 0, what: "not a closure (bad magic)") }
+        func word(_ offset: Int) -> UInt64 {
+            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(file[offset + $1]) }
+        }
+        let checksum = word(8)
+        guard UnsafeHash.xxh3(file[16...]) == checksum else {
+            throw .corrupt(path: path, offset: 8, what: "checksum mismatch")
+        }
+        let version = UInt32(truncatingIfNeeded: word(16))
+        guard version == LaunchClosure.formatVersion else {
+            throw .incompatible(path: path, what: "format version \(version), this loader reads \(LaunchClosure.formatVersion)")
+        }
+        let bodySize = word(24), frameSize = word(32)
+        guard bodySize <= UInt64(maxBodySize) else {
+            throw .corrupt(path: path, offset: 24, what: "declared body of \(bodySize) bytes is over the \(maxBodySize)-byte limit")
+        }
+        guard frameSize == UInt64(file.count - headerSize) else {
+            throw .corrupt(path: path, offset: 32, what: "frame size \(frameSize) does not match the file (\(file.count - headerSize) bytes)")
+        }
+        guard let body = UnsafeCompression.decompress(file[headerSize...], expectedSize: Int(bodySize)) else {
+            throw .corrupt(path: path, offset: headerSize, what: "the zstd frame does not decompress to \(bodySize) bytes")
+        }
+        return try ClosureCodec.decode(body, path: path)
+    }
+
+    /// Reads and decodes the closure at `path`, refusing files others could have written.
+    public static func read(_ path: String) throws(ClosureError) -> LaunchClosure {
+        guard let status = UnsafeFileIO.status(path) else { throw .missing(path: path) }
+        try checkOwnership(path, status)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .untrusted(path: path, what: "cannot be read")
+        }
+        return try decode(Array(data), path: path)
+    }
+
+    /// A closure file, or its directory, that another user can write could have been forged.
+    static func checkOwnership(_ path: String, _ status: UnsafeFileIO.Status) throws(ClosureError) {
+        if status.mode & 0o022 != 0 {
+            throw .untrusted(path: path, what: "the file is writable by group or others (mode \(String(status.mode & 0o777, radix: 8)))")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if let directoryStatus = UnsafeFileIO.status(directory.isEmpty ? "." : directory),
+           directoryStatus.mode & 0o002 != 0, directoryStatus.mode & 0o1000 == 0 {
+            throw .untrusted(path: path, what: "its directory is writable by others")
+        }
+    }
+
+    /// Writes `closure` to `path` atomically, read-only. A failure leaves any existing file as it was.
+    public static func write(_ closure: LaunchClosure, to path: String) throws(ClosureError) {
+        if let failure = UnsafeFileIO.writeAtomically(encode(closure), to: path) {
+            throw .writeFailed(path: path, what: failure)
+        }
+    }
+}

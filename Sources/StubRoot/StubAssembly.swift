@@ -1,0 +1,58 @@
+import MachOReader
+
+/// The assembly source of one stub slice. Every export is an 8-byte zero datum in
+/// `__DATA,__stub_root` under a global label spelling its name (quoted, so any name
+/// works), weak ones marked `.weak_definition`. The section opens with an unexported
+/// datum, so that it exists even when nothing is exported: it is how a later run tells
+/// its own stubs from real libraries. A host also gets a private entry point in
+/// `__TEXT,__text`: one trapping instruction, never run.
+enum StubAssembly {
+    static let markerSegment = "__DATA"
+    static let markerSection = "__stub_root"
+    /// The host's entry symbol (`-e`): private extern, so it is not exported.
+    static let hostEntry = "__dyld3_stub_root_host_entry"
+
+    /// Whether `section` is the stub marker section.
+    static func isMarker(_ section: Section) -> Bool {
+        section.segmentName == markerSegment && section.name == markerSection
+    }
+
+    static func source(for slice: StubSlice, withHostEntry: Bool) throws(StubRootError) -> String {
+        var lines = [
+            "/* dyld3 stub-root: data only, never executed */",
+            "\t.section \(markerSegment),\(markerSection)",
+            "Lstub_root_marker:",
+            "\t.quad 0",
+        ]
+        for export in slice.exports {
+            let label = try quoted(export.name)
+            lines.append("\t.globl \(label)")
+            if export.isWeakDefinition { lines.append("\t.weak_definition \(label)") }
+            lines += ["\(label):", "\t.quad 0"]
+        }
+        if withHostEntry {
+            lines += [
+                "\t.text",
+                "\t.private_extern \(hostEntry)",
+                "\(hostEntry):",
+                slice.arch.hasPrefix("arm64") ? "\tbrk #0x1" : "\tud2",
+            ]
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `name` as a quoted assembler symbol: backslashes and quotes escaped, control
+    /// characters and the empty name refused.
+    static func quoted(_ name: String) throws(StubRootError) -> String {
+        guard !name.isEmpty else { throw .unrepresentableSymbol(name) }
+        var text = "\""
+        for scalar in name.unicodeScalars {
+            switch scalar {
+            case "\\", "\"": text += "\\" + String(scalar)
+            case _ where scalar.value < 0x20 || scalar.value == 0x7f: throw .unrepresentableSymbol(name)
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        return text + "\""
+    }
+}

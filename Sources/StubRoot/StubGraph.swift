@@ -1,0 +1,160 @@
+import Foundation
+import LoaderCore
+import MachOReader
+
+/// The dependency graph of one binary for one architecture as it will load once the stub
+/// root exists. It is walked like `LoaderCore.DependencyGraph` (install-name matching
+/// first, then `PathResolver`'s candidates in order), but a dependency found nowhere does
+/// not end the walk: an absolute install name becomes a stub node, to be written at its
+/// first candidate path; any other is recorded as missing. Stubs left by an earlier run
+/// count as absent, so that a rerun plans them again.
+struct StubGraph {
+    /// One image of the graph.
+    enum Node {
+        /// A file found on disk (the binary, a bundled dylib, a real library in the root).
+        case image(ImageFile)
+        /// A system library the stub root will provide.
+        case stub(installName: String, path: String)
+    }
+
+    /// A dependent-dylib load command and the node it resolved to (nil: found nowhere and
+    /// not stubbable).
+    struct Edge {
+        let dependency: MachOImage.Dependency
+        let target: Int?
+    }
+
+    let binary: String
+    let arch: String
+    private(set) var nodes: [Node] = []
+    /// Per node, one edge per dependent dylib, in load-command order (none for stubs).
+    private(set) var edges: [[Edge]] = []
+    private(set) var missingDylibs: [MissingDylib] = []
+    /// The node whose load command first brought each node in.
+    private var loaders: [Int?] = []
+
+    init(binary: String, arch: String, root: String, files: inout StubRootFiles) throws(StubRootError) {
+        self.binary = PathResolver.normalize(binary)
+        self.arch = arch
+        let resolver = PathResolver(root: root, executablePath: self.binary)
+        var byPath: [String: Int] = [:]
+        var byInstallName: [String: Int] = [:]
+        func add(_ node: Node, path: String, installName: String?, loader: Int?) -> Int {
+            let index = nodes.count
+            nodes.append(node)
+            edges.append([])
+            loaders.append(loader)
+            byPath[path] = index
+            if let installName, byInstallName[installName] == nil { byInstallName[installName] = index }
+            return index
+        }
+
+        let main = try files.image(at: self.binary, arch: arch)
+        _ = add(.image(main), path: self.binary, installName: main.image.id?.installName, loader: nil)
+        var next = 0
+        while next < nodes.count {
+            defer { next += 1 }
+            guard case let .image(file) = nodes[next] else { continue }
+            var nodeEdges: [Edge] = []
+            for dependency in file.image.dependencies {
+                let name = dependency.installName
+                if let existing = byInstallName[name] {
+                    nodeEdges.append(Edge(dependency: dependency, target: existing))
+                    continue
+                }
+                let candidates = resolver.candidates(
+                    for: name, loaderDirectory: PathResolver.directory(of: file.path), rpaths: rpathChain(from: next))
+                var target: Int?
+                for candidate in candidates where try files.isRealImage(candidate) {
+                    if let existing = byPath[candidate] { target = existing; break }
+                    let found = try files.image(at: candidate, arch: arch)
+                    guard found.image.header.fileType == .dylib else {
+                        throw .load(.unusable(
+                            path: candidate, reason: "is \(found.image.header.fileType), not a dylib (needed by \(file.path) as \(name))"))
+                    }
+                    target = add(.image(found), path: candidate, installName: found.image.id?.installName, loader: next)
+                    break
+                }
+                if target == nil, name.hasPrefix("/"), let path = candidates.first {
+                    if let existing = byPath[path] {
+                        target = existing
+                    } else {
+                        target = add(.stub(installName: name, path: path), path: path, installName: name, loader: next)
+                    }
+                }
+                if target == nil, dependency.kind != .weak {
+                    missingDylibs.append(MissingDylib(installName: name, neededBy: file.path, arch: arch, tried: candidates))
+                }
+                nodeEdges.append(Edge(dependency: dependency, target: target))
+            }
+            edges[next] = nodeEdges
+        }
+    }
+
+    /// The node library ordinal `ordinal` of node `index` names, when it resolved.
+    func target(of ordinal: Int, in index: Int) -> Int? {
+        guard ordinal >= 1, ordinal <= edges[index].count else { return nil }
+        return edges[index][ordinal - 1].target
+    }
+
+    /// The rpaths `@rpath` searches for a load by `index`: its own, then its loader's, up
+    /// to the binary's.
+    private func rpathChain(from index: Int) -> [PathResolver.RPath] {
+        var chain: [PathResolver.RPath] = []
+        var visited = Set<Int>()
+        var current: Int? = index
+        while let node = current, visited.insert(node).inserted {
+            if case let .image(file) = nodes[node] {
+                let directory = PathResolver.directory(of: file.path)
+                chain += file.image.rpaths.map { PathResolver.RPath(path: $0, declaringImageDirectory: directory) }
+            }
+            current = loaders[node]
+        }
+        return chain
+    }
+}
+
+/// The files a stub-root plan reads, each read once: images by path and architecture,
+/// and which paths hold stubs of an earlier run.
+struct StubRootFiles {
+    private var images: [String: ImageFile] = [:]
+    private var realImages: [String: Bool] = [:]
+
+    /// The slice for `arch` of the file at `path`.
+    mutating func image(at path: String, arch: String) throws(StubRootError) -> ImageFile {
+        let key = arch + ":" + path
+        if let known = images[key] { return known }
+        let file: ImageFile
+        do {
+            file = try ImageFile.load(path: path, arch: arch)
+        } catch {
+            throw .load(error)
+        }
+        images[key] = file
+        return file
+    }
+
+    /// Whether `path` holds a file that is not a stub of an earlier run (a stub carries
+    /// the marker section in every slice).
+    mutating func isRealImage(_ path: String) throws(StubRootError) -> Bool {
+        if let known = realImages[path] { return known }
+        guard FileManager.default.fileExists(atPath: path) else {
+            realImages[path] = false
+            return false
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .load(.unusable(path: path, reason: "cannot read"))
+        }
+        var isStub = true
+        do {
+            let file = try UniversalFile(parsing: Array(data))
+            for slice in file.slices where !(try file.image(slice).sections.contains(where: StubAssembly.isMarker)) {
+                isStub = false
+            }
+        } catch {
+            throw .load(.malformed(error.inFile(path)))
+        }
+        realImages[path] = !isStub
+        return !isStub
+    }
+}

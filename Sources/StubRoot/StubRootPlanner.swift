@@ -1,0 +1,277 @@
+import LoaderCore
+import MachOReader
+
+extension StubRootPlan {
+    /// Plans the stub root at `root` for `binaries`: each binary's graph is walked for
+    /// every architecture the binary has (only those of `arches`, when given), then every
+    /// import of every image is resolved the way dyld resolves it:
+    ///
+    /// - ordinal 1...N: in the dylib the ordinal names, following re-exports; a stub
+    ///   reached that way exports the symbol (so a symbol imported from an umbrella is
+    ///   exported by the umbrella's stub);
+    /// - ordinal 0: in the image itself; -1: in the main executable (the binary when it is
+    ///   an executable, else the host);
+    /// - -2 (flat lookup): in every image of the graph, in load order, stubs included with
+    ///   what the two-level imports made them export; found nowhere, the host exports it;
+    /// - -3 (weak lookup): the same, but found nowhere it stays with the image's own
+    ///   definition, as weak coalescing allows.
+    ///
+    /// Whatever none of these provides is listed in ``unresolved``.
+    public init(binaries: [String], arches: [String]?, root: String) throws(StubRootError) {
+        var planner = StubRootPlanner(root: PathResolver.normalize(root))
+        for binary in binaries {
+            for arch in try planner.architectures(of: binary, wanted: arches) {
+                try planner.addGraph(binary: binary, arch: arch)
+            }
+        }
+        try planner.resolveTwoLevelImports()
+        try planner.resolveFlatImports()
+        self = planner.plan()
+    }
+}
+
+/// The state of planning: the graphs, what each stub must export so far, and the host.
+private struct StubRootPlanner {
+    let root: String
+    private var files = StubRootFiles()
+    private var graphs: [StubGraph] = []
+    private var importsByImage: [String: [SymbolImport]] = [:]
+    private var tries: [String: ExportTrie?] = [:]
+    /// Stub install names and versions, by stub path.
+    private var stubFiles: [String: StubFile] = [:]
+    /// What each stub slice exports: name → weak definition.
+    private var stubExports: [StubSliceKey: [String: Bool]] = [:]
+    private var hostExports: [String: Set<String>] = [:]
+    private var flatImports: [(graph: Int, node: Int, entry: SymbolImport)] = []
+    private var unresolved: [UnresolvedImport] = []
+    private var seenUnresolved = Set<UnresolvedImport>()
+    private var missingDylibs: [MissingDylib] = []
+
+    private struct StubFile {
+        let installName: String
+        var currentVersion: UInt32
+        var compatibilityVersion: UInt32
+    }
+
+    private struct StubSliceKey: Hashable {
+        let path: String
+        let arch: String
+    }
+
+    /// Where a lookup found a symbol: the node, and the name it has there (a re-export may
+    /// rename it).
+    private struct Found {
+        let node: Int
+        let name: String
+    }
+
+    init(root: String) { self.root = root }
+
+    /// The architectures of `binary` to plan for, sorted.
+    func architectures(of binary: String, wanted: [String]?) throws(StubRootError) -> [String] {
+        let available: [String]
+        do {
+            available = try ImageFile.architectures(path: binary)
+        } catch {
+            throw .load(error)
+        }
+        let selected = Set(available.filter { wanted?.contains($0) ?? true }).sorted()
+        guard !selected.isEmpty else {
+            throw .noArchitecture(binary: binary, wanted: wanted ?? [], available: available)
+        }
+        return selected
+    }
+
+    mutating func addGraph(binary: String, arch: String) throws(StubRootError) {
+        let graph = try StubGraph(binary: binary, arch: arch, root: root, files: &files)
+        if hostExports[arch] == nil { hostExports[arch] = [] }
+        for (index, node) in graph.nodes.enumerated() {
+            if case let .stub(installName, path) = node {
+                if stubFiles[path] == nil {
+                    stubFiles[path] = StubFile(installName: installName, currentVersion: 0, compatibilityVersion: 0)
+                }
+                let key = StubSliceKey(path: path, arch: arch)
+                if stubExports[key] == nil { stubExports[key] = [:] }
+            }
+            for edge in graph.edges[index] {
+                guard let target = edge.target, case let .stub(_, path) = graph.nodes[target], var file = stubFiles[path] else {
+                    continue
+                }
+                file.currentVersion = max(file.currentVersion, edge.dependency.command.currentVersion)
+                file.compatibilityVersion = max(file.compatibilityVersion, edge.dependency.command.compatibilityVersion)
+                stubFiles[path] = file
+            }
+        }
+        for missing in graph.missingDylibs where !missingDylibs.contains(missing) { missingDylibs.append(missing) }
+        graphs.append(graph)
+    }
+
+    /// Binds every import that names a library ordinal of 1 or more, 0 or -1, making stubs
+    /// export what is looked up in them; flat and weak lookups are kept for later.
+    mutating func resolveTwoLevelImports() throws(StubRootError) {
+        for g in graphs.indices {
+            let graph = graphs[g]
+            for (index, node) in graph.nodes.enumerated() {
+                guard case let .image(file) = node else { continue }
+                let entries = try imports(of: file, arch: graph.arch)
+                let coalesced = Set(entries.lazy.filter { $0.libraryOrdinal == BindFixup.ordinalWeakLookup }.map(\.name))
+                for entry in entries {
+                    switch entry.libraryOrdinal {
+                    case 1...:
+                        let edges = graph.edges[index]
+                        guard entry.libraryOrdinal <= edges.count else {
+                            note(entry, of: file.path, arch: graph.arch,
+                                 expectedIn: "library ordinal \(entry.libraryOrdinal) (the image has \(edges.count) dependencies)")
+                            continue
+                        }
+                        // A dependency found nowhere is weak-linked (its binds read 0) or
+                        // already listed as missing.
+                        guard let target = edges[entry.libraryOrdinal - 1].target else { continue }
+                        let bound = try bind(entry.name, in: target, graph: g, weakDefinition: coalesced.contains(entry.name))
+                        if !bound, !entry.isWeakImport {
+                            note(entry, of: file.path, arch: graph.arch, expectedIn: edges[entry.libraryOrdinal - 1].dependency.installName)
+                        }
+                    case BindFixup.ordinalSelf:
+                        if try locate(entry.name, in: index, graph: g) == nil, !entry.isWeakImport {
+                            note(entry, of: file.path, arch: graph.arch, expectedIn: "this image")
+                        }
+                    case BindFixup.ordinalMainExecutable:
+                        if case let .image(main) = graph.nodes[0], main.image.header.fileType == .execute {
+                            if try locate(entry.name, in: 0, graph: g) == nil, !entry.isWeakImport {
+                                note(entry, of: file.path, arch: graph.arch, expectedIn: "the main executable \(main.path)")
+                            }
+                        } else {
+                            hostExports[graph.arch, default: []].insert(entry.name)
+                        }
+                    default:
+                        flatImports.append((g, index, entry))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Looks every flat and weak lookup up in the images of its graph, stubs exporting
+    /// what the two-level imports gave them; flat lookups found nowhere go to the host.
+    mutating func resolveFlatImports() throws(StubRootError) {
+        for (g, _, entry) in flatImports {
+            var found = false
+            for index in graphs[g].nodes.indices where try locate(entry.name, in: index, graph: g) != nil {
+                found = true
+                break
+            }
+            if !found, entry.libraryOrdinal == BindFixup.ordinalFlatLookup {
+                hostExports[graphs[g].arch, default: []].insert(entry.name)
+            }
+        }
+    }
+
+    func plan() -> StubRootPlan {
+        func slices(_ exports: [String: [String: Bool]]) -> [StubSlice] {
+            exports.keys.sorted().map { arch in
+                StubSlice(arch: arch, exports: (exports[arch] ?? [:]).map { StubExport(name: $0.key, isWeakDefinition: $0.value) }.sorted())
+            }
+        }
+        var byPath: [String: [String: [String: Bool]]] = [:]
+        for (key, exports) in stubExports { byPath[key.path, default: [:]][key.arch] = exports }
+        let stubs = stubFiles.map { path, file in
+            StubDylib(
+                installName: file.installName, path: path,
+                currentVersion: max(file.currentVersion, file.compatibilityVersion),
+                compatibilityVersion: file.compatibilityVersion,
+                slices: slices(byPath[path] ?? [:]))
+        }.sorted { ($0.installName, $0.path) < ($1.installName, $1.path) }
+        let host = StubHost(
+            path: StubRootPlan.hostPath(root: root),
+            slices: slices(hostExports.mapValues { Dictionary(uniqueKeysWithValues: $0.map { ($0, false) }) }))
+        return StubRootPlan(root: root, stubs: stubs, host: host, unresolved: unresolved, missingDylibs: missingDylibs)
+    }
+
+    // MARK: Lookup
+
+    /// Binds `name` to node `target` of graph `g`: found there (or in what it re-exports)
+    /// in a real image or in a stub already exporting it, else exported by the first stub
+    /// it would be looked up in. False when neither.
+    private mutating func bind(_ name: String, in target: Int, graph g: Int, weakDefinition: Bool) throws(StubRootError) -> Bool {
+        var found = try locate(name, in: target, graph: g)
+        if found == nil { found = try locate(name, in: target, graph: g, claimingStubs: true) }
+        guard let found else { return false }
+        if case let .stub(_, path) = graphs[g].nodes[found.node] {
+            let key = StubSliceKey(path: path, arch: graphs[g].arch)
+            stubExports[key, default: [:]][found.name] = (stubExports[key]?[found.name] ?? false) || weakDefinition
+        }
+        return true
+    }
+
+    /// Where `name`, looked up in node `index` the two-level way, is defined: the node's
+    /// export trie, re-exports followed (renamed ones under their new name), then the
+    /// dylibs it re-exports whole. A stub counts when it already exports the name or,
+    /// with `claimingStubs`, always.
+    private mutating func locate(_ name: String, in index: Int, graph g: Int, claimingStubs: Bool = false) throws(StubRootError) -> Found? {
+        var visited = Set<Int>()
+        return try locate(name, in: index, graph: g, claimingStubs: claimingStubs, visited: &visited)
+    }
+
+    private mutating func locate(
+        _ name: String, in index: Int, graph g: Int, claimingStubs: Bool, visited: inout Set<Int>
+    ) throws(StubRootError) -> Found? {
+        guard visited.insert(index).inserted else { return nil }
+        let graph = graphs[g]
+        switch graph.nodes[index] {
+        case let .stub(_, path):
+            let exported = stubExports[StubSliceKey(path: path, arch: graph.arch)]?[name] != nil
+            return exported || claimingStubs ? Found(node: index, name: name) : nil
+        case let .image(file):
+            if let trie = try exportTrie(of: file, arch: graph.arch), let symbol = try lookup(name, in: trie, of: file) {
+                guard case let .reexport(ordinal, importedName) = symbol.definition else { return Found(node: index, name: name) }
+                guard let target = graph.target(of: ordinal, in: index) else { return nil }
+                return try locate(
+                    importedName.isEmpty ? name : importedName, in: target, graph: g, claimingStubs: claimingStubs, visited: &visited)
+            }
+            for edge in graph.edges[index] where edge.dependency.kind == .reexport {
+                guard let target = edge.target else { continue }
+                if let found = try locate(name, in: target, graph: g, claimingStubs: claimingStubs, visited: &visited) {
+                    return found
+                }
+            }
+            return nil
+        }
+    }
+
+    private func lookup(_ name: String, in trie: ExportTrie, of file: ImageFile) throws(StubRootError) -> ExportedSymbol? {
+        do {
+            return try trie.lookup(name)
+        } catch {
+            throw .load(.malformed(error.inFile(file.path)))
+        }
+    }
+
+    private mutating func exportTrie(of file: ImageFile, arch: String) throws(StubRootError) -> ExportTrie? {
+        let key = arch + ":" + file.path
+        if let known = tries[key] { return known }
+        do {
+            let trie = try file.image.exportTrie()
+            tries[key] = trie
+            return trie
+        } catch {
+            throw .load(.malformed(error.inFile(file.path)))
+        }
+    }
+
+    private mutating func imports(of file: ImageFile, arch: String) throws(StubRootError) -> [SymbolImport] {
+        let key = arch + ":" + file.path
+        if let known = importsByImage[key] { return known }
+        do {
+            let entries = try file.image.symbolImports()
+            importsByImage[key] = entries
+            return entries
+        } catch {
+            throw .load(.malformed(error.inFile(file.path)))
+        }
+    }
+
+    private mutating func note(_ entry: SymbolImport, of path: String, arch: String, expectedIn: String) {
+        let missing = UnresolvedImport(symbol: entry.name, importedBy: path, arch: arch, expectedIn: expectedIn)
+        if seenUnresolved.insert(missing).inserted { unresolved.append(missing) }
+    }
+}

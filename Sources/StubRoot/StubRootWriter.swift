@@ -1,0 +1,140 @@
+import Foundation
+
+/// The programs a stub root is built with, and the macOS version it targets.
+public struct StubToolchain: Sendable {
+    /// Assembles the generated source (`-target ARCH-apple-macosV -c`).
+    public var clang: String
+    /// `ld64.lld`: links each slice.
+    public var linker: String
+    /// `llvm-lipo`: joins the slices of a stub needed for several architectures.
+    public var lipo: String
+    public var minimumOS: String
+
+    public init(
+        clang: String = "/opt/swift/usr/bin/clang",
+        linker: String = "/usr/lib/llvm-19/bin/ld64.lld",
+        lipo: String = "/usr/lib/llvm-19/bin/llvm-lipo",
+        minimumOS: String = "11.0"
+    ) {
+        self.clang = clang
+        self.linker = linker
+        self.lipo = lipo
+        self.minimumOS = minimumOS
+    }
+}
+
+extension StubRootPlan {
+    /// Builds every stub and the host and writes them into the root, each file replaced
+    /// whole. The same plan always writes the same bytes: the sources are generated in a
+    /// fixed order and the tools are deterministic (the linker's UUID and ad-hoc signature
+    /// depend only on the content and the output's file name, which is the final one).
+    public func write(toolchain: StubToolchain = StubToolchain()) throws(StubRootError) {
+        let scratch = FileManager.default.temporaryDirectory.path + "/dyld3-stub-root-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        var builder = StubBuilder(toolchain: toolchain, scratch: scratch)
+        for stub in stubs {
+            try builder.build(stub.slices, to: stub.path, executable: false) { _ in
+                ["-dylib", "-install_name", stub.installName,
+                 "-current_version", StubBuilder.version(stub.currentVersion),
+                 "-compatibility_version", StubBuilder.version(stub.compatibilityVersion)]
+            }
+        }
+        try builder.build(host.slices, to: host.path, executable: true) { _ in ["-e", StubAssembly.hostEntry] }
+    }
+}
+
+/// Runs the toolchain for one stub root, in a scratch directory.
+private struct StubBuilder {
+    let toolchain: StubToolchain
+    let scratch: String
+    private var built = 0
+
+    init(toolchain: StubToolchain, scratch: String) {
+        self.toolchain = toolchain
+        self.scratch = scratch
+    }
+
+    /// Assembles and links each slice, joins them with lipo when there are several, and
+    /// installs the result at `path`.
+    mutating func build(
+        _ slices: [StubSlice], to path: String, executable: Bool, linkArguments: (StubSlice) -> [String]
+    ) throws(StubRootError) {
+        built += 1
+        let leaf = (path as NSString).lastPathComponent
+        let directory = "\(scratch)/\(built)"
+        var outputs: [String] = []
+        for slice in slices {
+            let sliceDirectory = "\(directory)/\(slice.arch)"
+            try makeDirectory(sliceDirectory)
+            let source = "\(sliceDirectory)/\(leaf).s", object = "\(sliceDirectory)/\(leaf).o"
+            let output = "\(sliceDirectory)/\(leaf)"
+            try write(Data(try StubAssembly.source(for: slice, withHostEntry: executable).utf8), to: source)
+            try run(toolchain.clang, ["-target", "\(slice.arch)-apple-macos\(toolchain.minimumOS)", "-c", source, "-o", object])
+            try run(toolchain.linker,
+                    ["-arch", slice.arch, "-platform_version", "macos", toolchain.minimumOS, toolchain.minimumOS]
+                        + linkArguments(slice) + [object, "-o", output])
+            outputs.append(output)
+        }
+        guard var result = outputs.first else { return }
+        if outputs.count > 1 {
+            result = "\(directory)/\(leaf)"
+            try run(toolchain.lipo, ["-create"] + outputs + ["-output", result])
+        }
+        try install(result, at: path, executable: executable)
+    }
+
+    /// A packed `xxxx.yy.zz` version as the linker's options spell it.
+    static func version(_ packed: UInt32) -> String {
+        "\(packed >> 16).\((packed >> 8) & 0xff).\(packed & 0xff)"
+    }
+
+    private func install(_ built: String, at path: String, executable: Bool) throws(StubRootError) {
+        guard let data = FileManager.default.contents(atPath: built) else {
+            throw .io(path: built, reason: "the built file cannot be read")
+        }
+        try makeDirectory((path as NSString).deletingLastPathComponent)
+        try write(data, to: path)
+        do {
+            try FileManager.default.setAttributes([.posixPermissions: executable ? 0o755 : 0o644], ofItemAtPath: path)
+        } catch {
+            throw .io(path: path, reason: error.localizedDescription)
+        }
+    }
+
+    private func makeDirectory(_ path: String) throws(StubRootError) {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw .io(path: path, reason: error.localizedDescription)
+        }
+    }
+
+    /// Writes `data` to a temporary file next to `path` and renames it over `path`.
+    private func write(_ data: Data, to path: String) throws(StubRootError) {
+        do {
+            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw .io(path: path, reason: error.localizedDescription)
+        }
+    }
+
+    private func run(_ tool: String, _ arguments: [String]) throws(StubRootError) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let command = ([tool] + arguments).joined(separator: " ")
+        do {
+            try process.run()
+        } catch {
+            throw .toolFailed(command: command, output: error.localizedDescription)
+        }
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            throw .toolFailed(command: command, output: String(decoding: output, as: UTF8.self))
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import Dyld2
+import Dyld3
+import Foundation
+import LaunchClosure
+import LoaderCore
+import MachOInspect
+
+/// `dyld3 compare APP`: launches through both paths at the same slide and proves they agree.
+struct CompareCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compare",
+        abstract: "Launch an app through dyld2 and dyld3 at the same slide and compare memory, fixups, initializers and result.",
+        discussion: "Uses the cached closure when it is valid, else builds one in memory. Any difference exits non-zero.")
+
+    @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.")
+    var app: String
+
+    @Option(help: "The system root absolute install names are looked up under.")
+    var root: String?
+
+    @Option(help: "The architecture. Default: the host's if the file has it, else its first slice.")
+    var arch: String?
+
+    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
+    var cache: String?
+
+    @Option(help: "The host executable a bundle is loaded into. Default: ROOT/bin/host when it exists.")
+    var host: String?
+
+    @Flag(help: "Print the comparison as JSON.")
+    var json = false
+
+    func run() throws {
+        do {
+            let roots = try AppLocator.roots(for: app, arch: arch, root: root, host: host)
+            let options = LaunchOptions(roots: roots.paths, arch: roots.arch, root: root)
+            let cachedPath = ClosureCache.resolve(cache).closurePath(forApp: roots.paths.last!, arch: roots.arch)
+            var closureSource = cachedPath
+            let closure: LaunchClosure
+            if let cached = try? ClosureFile.read(cachedPath), cached.staleImage(closurePath: cachedPath) == nil {
+                closure = cached
+            } else {
+                closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: root)
+                closureSource = "(built in memory)"
+            }
+            let comparison = try LaunchComparison.run(options: options, closure: closure)
+            if json {
+                print(JSONValue.object([
+                    ("app", .string(app)),
+                    ("arch", .string(roots.arch)),
+                    ("closure", .string(closureSource)),
+                    ("slide", .uint(comparison.slide)),
+                    ("images", .int(Int64(comparison.images))),
+                    ("bytes_compared", .int(Int64(comparison.bytesCompared))),
+                    ("fixups_compared", .int(Int64(comparison.fixupsCompared))),
+                    ("initializers", .array(comparison.initializers.map(JSONValue.string))),
+                    ("dyld2_result", comparison.dyld2Result.map { .int(Int64($0)) } ?? .null),
+                    ("dyld3_result", comparison.dyld3Result.map { .int(Int64($0)) } ?? .null),
+                    ("identical", .bool(comparison.differences.isEmpty)),
+                    ("differences", .array(comparison.differences.map { .string($0.description) })),
+                ]).serialized())
+            } else {
+                for difference in comparison.differences { print("DIFFERS \(difference)") }
+                let result = comparison.dyld2Result.map { ", main returned \($0) both ways" } ?? ""
+                print("\(app) [\(roots.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
+                      + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixups, "
+                      + "slide 0x\(String(comparison.slide, radix: 16))\(comparison.differences.isEmpty ? result : "")")
+            }
+            if !comparison.differences.isEmpty { throw ExitCode(1) }
+        } catch let error as LoadError {
+            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import LaunchClosure
+import LoaderCore
+
+/// `dyld3 install APP…`: builds launch closures out of process, one per app and arch.
+struct InstallCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "install",
+        abstract: "Build and cache launch closures for apps.",
+        discussion: """
+            APP is a .app directory, a directory of .app bundles, an executable, a dylib or a \
+            bundle. Each gets one closure per architecture in the cache, written atomically. \
+            An app that cannot launch gets no closure and the launch error.
+            """)
+
+    @Argument(help: "Apps to install.")
+    var apps: [String]
+
+    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
+    var cache: String?
+
+    @Option(help: "The system root absolute install names are looked up under.")
+    var root: String?
+
+    @Option(help: "The architecture. Default: the host's if the file has it, else its first slice.")
+    var arch: String?
+
+    @Option(help: "The host executable bundles are loaded into. Default: ROOT/bin/host when it exists.")
+    var host: String?
+
+    @Flag(help: "Identify images by content only (no inode or mtime): for caches that travel between machines.")
+    var contentOnly = false
+
+    func run() throws {
+        let cache = ClosureCache.resolve(cache)
+        let targets = try AppLocator.expand(apps)
+        do {
+            try cache.prepareForWriting()
+        } catch {
+            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        let progress = isatty(1) != 0
+        var failures = 0
+        for (number, app) in targets.enumerated() {
+            do {
+                let roots = try AppLocator.roots(for: app, arch: arch, root: root, host: host)
+                let closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: root, contentOnlyIdentity: contentOnly)
+                let path = cache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
+                try ClosureFile.write(closure, to: path)
+                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                let line = "\(app) [\(roots.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
+                    + "\(closure.totalBinds) binds -> \(path) (\(size) bytes)"
+                print(progress ? "[\(number + 1)/\(targets.count)] " + line : line)
+            } catch {
+                failures += 1
+                FileHandle.standardError.write(Data("dyld3: \(app): no closure: \(error)\n".utf8))
+            }
+        }
+        if failures > 0 { throw ExitCode(1) }
+    }
+}

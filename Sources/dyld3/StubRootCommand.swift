@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+import StubRoot
+
+/// `dyld3 stub-root BINARY… --out DIR`: stub system libraries and a stub host, so that the
+/// binaries' dependency graphs load from DIR without macOS.
+struct StubRootCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stub-root",
+        abstract: "Write stub system libraries and a stub host for Mach-O binaries into a root directory.",
+        discussion: """
+            For every absolute install name the binaries' dependency graphs load but that \
+            exists neither in DIR nor in the graph, writes a Mach-O stub dylib at \
+            DIR/<install name> exporting exactly the symbols imported from it, and writes \
+            DIR/bin/host, an executable exporting what flat-namespace lookups find in no \
+            image. Imports nothing provides are listed on stderr and the exit status is 1. \
+            See docs/stub-roots.md.
+            """)
+
+    @Argument(help: "Mach-O binaries (dylibs, bundles, executables; thin or universal).")
+    var binaries: [String]
+
+    @Option(help: "The stub root directory.")
+    var out: String
+
+    @Option(help: "An architecture to plan for (repeatable). Default: every architecture of each binary.")
+    var arch: [String] = []
+
+    func run() throws {
+        let plan: StubRootPlan
+        do {
+            plan = try StubRootPlan(binaries: binaries, arches: arch.isEmpty ? nil : arch, root: out)
+            try plan.write()
+        } catch {
+            FileHandle.standardError.write(Data("dyld3: error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        print(plan.summary)
+        let problems = plan.missingDylibs.map(\.description) + plan.unresolved.map(\.description)
+        guard problems.isEmpty else {
+            FileHandle.standardError.write(Data(problems.map { "dyld3: \($0)\n" }.joined().utf8))
+            throw ExitCode(1)
+        }
+    }
+}
