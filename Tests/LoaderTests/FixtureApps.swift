@@ -16,14 +16,16 @@ struct FixtureApp: CustomStringConvertible, Sendable {
 
     let name: String
     let variant: String
+    /// Where the variant directories are (the build directory, or a scratch copy).
+    let directory: URL
     let expectation: Expectation
     /// Manifest image name for each shipped path suffix (for naming initializers).
     let imagePaths: [(name: String, path: String)]
 
     var arch: String { String(variant.split(separator: "-")[0]) }
-    var bundle: String { FixtureApp.buildDirectory.appendingPathComponent("\(variant)/\(name).app").path }
+    var bundle: String { directory.appendingPathComponent("\(variant)/\(name).app").path }
     var executable: String { bundle + "/" + name }
-    var root: String { FixtureApp.buildDirectory.appendingPathComponent("\(variant)/root").path }
+    var root: String { directory.appendingPathComponent("\(variant)/root").path }
     var description: String { "\(name) [\(variant)]" }
 
     /// The manifest name of the image at `path`.
@@ -43,13 +45,13 @@ struct FixtureApp: CustomStringConvertible, Sendable {
                 guard let data = FileManager.default.contents(atPath: manifestURL.path) else {
                     throw FixtureError("\(manifestURL.path) is missing: run tools/build-fixtures (make fixtures)")
                 }
-                apps.append(try FixtureApp(name: name, variant: variant, manifest: data))
+                apps.append(try FixtureApp(name: name, variant: variant, directory: buildDirectory, manifest: data))
             }
         }
         return apps
     }
 
-    init(name: String, variant: String, manifest: Data) throws {
+    init(name: String, variant: String, directory: URL, manifest: Data) throws {
         guard let object = try JSONSerialization.jsonObject(with: manifest) as? [String: Any],
               let expect = object["expect"] as? [String: Any],
               let images = object["images"] as? [[String: Any]] else {
@@ -57,6 +59,7 @@ struct FixtureApp: CustomStringConvertible, Sendable {
         }
         self.name = name
         self.variant = variant
+        self.directory = directory
         imagePaths = images.compactMap { image in
             guard let imageName = image["name"] as? String, let path = image["path"] as? String else { return nil }
             return (imageName, path)

@@ -1,0 +1,129 @@
+import Dyld2
+import Dyld3
+import Foundation
+import LaunchClosure
+import LoaderCore
+import Testing
+
+/// The dyld3 fast path: it must give exactly what the slow path gives, and every closure it
+/// cannot trust must be refused with the right reason before anything is written.
+@Suite struct FastPathTests {
+    static let launchable = SlowPathTests.apps.filter { if case .result = $0.expectation { true } else { false } }
+
+    /// A fresh cache directory holding the closure of `app`.
+    static func install(_ app: FixtureApp, contentOnly: Bool = false) throws -> (cache: String, closure: String) {
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-fast-\(UUID().uuidString)").path
+        let store = ClosureCache(directory: cache)
+        try store.prepareForWriting()
+        let closure = try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root, contentOnlyIdentity: contentOnly)
+        let path = store.closurePath(forApp: app.executable, arch: app.arch)
+        try ClosureFile.write(closure, to: path)
+        return (cache, path)
+    }
+
+    @Test(arguments: launchable)
+    func compareFindsNoDifference(_ app: FixtureApp) throws {
+        let closure = try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root)
+        let comparison = try LaunchComparison.run(
+            options: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root), closure: closure)
+        #expect(comparison.differences.isEmpty, "\(app): \(comparison.differences)")
+        #expect(comparison.fixupsCompared > 0 && comparison.bytesCompared > 0)
+        if app.arch == CodeRunner.hostArchitecture, case let .result(expected, _) = app.expectation {
+            #expect(comparison.dyld3Result == expected)
+        }
+    }
+
+    @Test(arguments: launchable.filter { $0.arch == CodeRunner.hostArchitecture })
+    func fastPathRunsToTheManifestResult(_ app: FixtureApp) throws {
+        let (cache, path) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let launch = try FastPath.launch(closurePath: path, slide: nil, run: true)
+        defer { launch.memory.release() }
+        guard case let .result(expected, initOrder) = app.expectation else { return }
+        #expect(launch.report.mode == "dyld3")
+        #expect(launch.report.result == expected)
+        if let initOrder { #expect(launch.report.initializers.map(app.imageName) == initOrder) }
+    }
+
+    /// Copies an app and its root to a scratch directory, so its files can be damaged.
+    static func scratchCopy(_ app: FixtureApp) throws -> FixtureApp {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-app-\(UUID().uuidString)")
+        let variant = scratch.appendingPathComponent(app.variant)
+        try FileManager.default.createDirectory(at: variant, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: app.bundle, toPath: variant.appendingPathComponent("\(app.name).app").path)
+        try FileManager.default.copyItem(atPath: app.root, toPath: variant.appendingPathComponent("root").path)
+        return try FixtureApp(name: app.name, variant: app.variant, directory: scratch,
+                              manifest: Data(contentsOf: URL(fileURLWithPath: app.bundle + "/manifest.json")))
+    }
+
+    @Test func damagedClosuresAreRefusedWithTheRightReason() throws {
+        let original = try #require(Self.launchable.first { $0.name == "reexport" && $0.variant == "x86_64-chained" })
+        guard case let .result(expected, _) = original.expectation else { return }
+        let app = try Self.scratchCopy(original)
+        let dylib = app.bundle + "/Frameworks/libInner.dylib"
+        #expect(FileManager.default.fileExists(atPath: dylib))
+
+        func refusal(fallbackLaunches: Bool = true, _ damage: (String) throws -> Void) throws -> ClosureError? {
+            let (cache, path) = try Self.install(app)
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            try damage(path)
+            do {
+                let launch = try FastPath.launch(closurePath: path, slide: nil, run: true)
+                launch.memory.release()
+                return nil
+            } catch let error as ClosureError {
+                // The fallback still gives the right answer (or, with an image gone, the slow path's error).
+                let options = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root)
+                if fallbackLaunches {
+                    let slow = try SlowPath.launch(options)
+                    #expect(slow.report.result == expected)
+                    slow.memory.release()
+                } else {
+                    #expect(throws: LoadError.self) { try SlowPath.launch(options) }
+                }
+                return error
+            }
+        }
+        func rewrite(_ path: String, _ change: (inout [UInt8]) -> Void) throws {
+            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            change(&bytes)
+            try FileManager.default.removeItem(atPath: path)
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            chmod(path, 0o444)
+        }
+
+        #expect(try refusal { try FileManager.default.removeItem(atPath: $0) }?.kind == "missing")
+        #expect(try refusal { try rewrite($0) { $0[$0.count / 2] ^= 0x40 } }?.kind == "corrupt")
+        #expect(try refusal { try rewrite($0) { $0.removeLast(7) } }?.kind == "corrupt")
+        // Touched: stat differs, content hash matches: still valid.
+        #expect(try refusal { _ in
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 3600)], ofItemAtPath: dylib)
+        } == nil)
+        // New content of the same size.
+        #expect(try refusal { _ in
+            try rewrite(dylib) { $0[$0.count - 1] ^= 0xff }
+        }?.kind == "stale")
+        // Removed.
+        let removed = try refusal(fallbackLaunches: false) { _ in try FileManager.default.moveItem(atPath: dylib, toPath: dylib + ".gone") }
+        #expect(removed?.kind == "stale")
+        #expect(removed?.description.contains("was removed") == true)
+        try FileManager.default.moveItem(atPath: dylib + ".gone", toPath: dylib)
+    }
+
+    @Test func aThousandFastLaunchesLeaveNoMappings() throws {
+        let app = try #require(Self.launchable.first { $0.name == "basic" && $0.variant == "x86_64-opcodes" })
+        let (cache, path) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        func mappings() throws -> Int {
+            try String(contentsOfFile: "/proc/self/maps", encoding: .utf8).split(separator: "\n").count
+        }
+        for _ in 0..<10 { try FastPath.launch(closurePath: path, slide: nil, run: true).memory.release() }
+        let before = try mappings()
+        for _ in 0..<1000 {
+            let launch = try FastPath.launch(closurePath: path, slide: nil, run: true)
+            #expect(launch.report.result != nil)
+            launch.memory.release()
+        }
+        #expect(try mappings() <= before + 4)
+    }
+}
