@@ -17,8 +17,7 @@ build: bootstrap
 	$(SWIFT) build
 
 release: bootstrap
-	@$(SWIFT) build -c release --product dyld3 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]|^Building|^Build complete|^Compiling|^Write' || true
-	@test -x $(DYLD3)
+	@$(SWIFT) build -c release --product dyld3 --quiet
 
 reader-fixtures: bootstrap
 	@tools/build-reader-fixtures
@@ -27,17 +26,15 @@ reader-fixtures: bootstrap
 fixtures: bootstrap
 	@tools/build-fixtures
 
-# The main job, grown issue by issue. For now: inspect a fixture and a real Apple-built file.
-demo: release reader-fixtures
-	@echo "== dyld3 inspect build/reader-fixtures/x86_64-chained/app"
-	@$(DYLD3) inspect build/reader-fixtures/x86_64-chained/app
-	@$(DYLD3) inspect --deps --chained-fixups build/reader-fixtures/x86_64-chained/app
+# The main job, end to end: build the fixture apps, install their closures into cache/,
+# launch each through dyld2 and dyld3, compare the two, and print one table. Then a look
+# at a real Apple-built binary through the reader.
+demo: release fixtures
+	@tools/demo $(DYLD3) build/fixtures cache --runs 5
 	@echo
 	@echo "== dyld3 inspect $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib (built by Apple's ld64)"
 	@$(DYLD3) inspect $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib
-	@$(DYLD3) inspect --stats $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib
-	@echo
-	@echo "== the same file's bind table, first rows (identical to llvm-objdump-19 --macho --bind)"
+	@echo "== its bind table, first rows (the same rows as llvm-objdump-19 --macho --bind)"
 	@$(DYLD3) inspect --bind $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib | head -8
 
 test: bootstrap reader-fixtures fixtures

@@ -82,7 +82,7 @@ public enum SlowPath {
         report.rebases = resolver.rebases
         report.binds = resolver.binds
         report.symbolLookups = resolver.lookup.lookups
-        report.digest = memory.writableDigest()
+        report.digest = try clock.excluding { memory.writableDigest() }
         try memory.applyProtections()
 
         let order = InitializerOrder.compute(graph)

@@ -31,7 +31,7 @@ public enum FastPath {
         report.timings[.bind] = clock.lap()
         report.rebases = closure.totalRebases
         report.binds = closure.totalBinds
-        report.digest = memory.writableDigest()
+        report.digest = try clock.excluding { memory.writableDigest() }
         try memory.applyProtections()
 
         var functions: [CodeRunner.Function] = []

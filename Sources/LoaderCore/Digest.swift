@@ -6,19 +6,8 @@ extension LaunchMemory {
         var bytes: [UInt8] = []
         for image in images {
             for segment in image.plan.segments where segment.isWritable {
-                let start = image.base + segment.vmOffset
-                var words = UnsafeMemory.copy(address: start, size: segment.vmSize)
-                var offset = 0
-                while offset + 8 <= words.count {
-                    var value: UInt64 = 0
-                    for index in (0..<8).reversed() { value = value << 8 | UInt64(words[offset + index]) }
-                    if value >= regionBase, value - regionBase < regionSize {
-                        let relative = value - regionBase
-                        for index in 0..<8 { words[offset + index] = UInt8(truncatingIfNeeded: relative >> (8 * index)) }
-                    }
-                    offset += 8
-                }
-                bytes += words
+                bytes += UnsafeMemory.copyRelativizingPointers(
+                    address: image.base + segment.vmOffset, size: segment.vmSize, regionBase: regionBase, regionSize: regionSize)
             }
         }
         return UnsafeHash.xxh3(bytes)

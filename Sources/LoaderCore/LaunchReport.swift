@@ -34,6 +34,8 @@ public struct PhaseClock: Sendable {
     private let clock = ContinuousClock()
     private var last: ContinuousClock.Instant
     private let start: ContinuousClock.Instant
+    /// Time spent in diagnostics (the digest), kept out of every phase and the total.
+    private var excluded: Duration = .zero
 
     public init() {
         start = clock.now
@@ -47,8 +49,18 @@ public struct PhaseClock: Sendable {
         return PhaseClock.nanoseconds(now - last)
     }
 
-    /// Nanoseconds since the start.
-    public func total() -> Int64 { PhaseClock.nanoseconds(clock.now - start) }
+    /// Nanoseconds since the start, diagnostics excluded.
+    public func total() -> Int64 { PhaseClock.nanoseconds(clock.now - start - excluded) }
+
+    /// Runs `body` off the clock: its time counts toward no phase and not toward the total.
+    public mutating func excluding<T>(_ body: () throws(LoadError) -> T) throws(LoadError) -> T {
+        let before = clock.now
+        let result = try body()
+        let spent = clock.now - before
+        excluded += spent
+        last += spent
+        return result
+    }
 
     static func nanoseconds(_ duration: Duration) -> Int64 {
         duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000

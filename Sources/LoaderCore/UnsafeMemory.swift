@@ -67,6 +67,23 @@ enum UnsafeMemory {
         return Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: Int(size)))
     }
 
+    /// A copy of `size` bytes at `address` in which every aligned 64-bit word whose value lies
+    /// in `[regionBase, regionBase + regionSize)` is rewritten relative to `regionBase`.
+    static func copyRelativizingPointers(address: UInt64, size: UInt64, regionBase: UInt64, regionSize: UInt64) -> [UInt8] {
+        var bytes = copy(address: address, size: size)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset + 8 <= buffer.count {
+                let value = buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                if value >= regionBase, value - regionBase < regionSize {
+                    buffer.storeBytes(of: value - regionBase, toByteOffset: offset, as: UInt64.self)
+                }
+                offset += 8
+            }
+        }
+        return bytes
+    }
+
     /// Opens a file read-only; returns the descriptor or an errno text.
     static func open(path: String) -> Result<Int32, SystemCallFailure> {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
