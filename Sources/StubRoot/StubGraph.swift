@@ -24,7 +24,6 @@ struct StubGraph {
         let target: Int?
     }
 
-    let binary: String
     let arch: String
     private(set) var nodes: [Node] = []
     /// Per node, one edge per dependent dylib, in load-command order (none for stubs).
@@ -34,9 +33,9 @@ struct StubGraph {
     private var loaders: [Int?] = []
 
     init(binary: String, arch: String, root: String, files: inout StubRootFiles) throws(StubRootError) {
-        self.binary = PathResolver.normalize(binary)
+        let binary = PathResolver.normalize(binary)
         self.arch = arch
-        let resolver = PathResolver(root: root, executablePath: self.binary)
+        let resolver = PathResolver(root: root, executablePath: binary)
         var byPath: [String: Int] = [:]
         var byInstallName: [String: Int] = [:]
         func add(_ node: Node, path: String, installName: String?, loader: Int?) -> Int {
@@ -49,8 +48,8 @@ struct StubGraph {
             return index
         }
 
-        let main = try files.image(at: self.binary, arch: arch)
-        _ = add(.image(main), path: self.binary, installName: main.image.id?.installName, loader: nil)
+        let main = try files.image(at: binary, arch: arch)
+        _ = add(.image(main), path: binary, installName: main.image.id?.installName, loader: nil)
         var next = 0
         while next < nodes.count {
             defer { next += 1 }

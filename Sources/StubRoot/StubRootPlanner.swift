@@ -42,7 +42,7 @@ private struct StubRootPlanner {
     /// What each stub slice exports: name → weak definition.
     private var stubExports: [StubSliceKey: [String: Bool]] = [:]
     private var hostExports: [String: Set<String>] = [:]
-    private var flatImports: [(graph: Int, node: Int, entry: SymbolImport)] = []
+    private var flatImports: [(graph: Int, entry: SymbolImport)] = []
     private var unresolved: [UnresolvedImport] = []
     private var seenUnresolved = Set<UnresolvedImport>()
     private var missingDylibs: [MissingDylib] = []
@@ -85,22 +85,20 @@ private struct StubRootPlanner {
     mutating func addGraph(binary: String, arch: String) throws(StubRootError) {
         let graph = try StubGraph(binary: binary, arch: arch, root: root, files: &files)
         if hostExports[arch] == nil { hostExports[arch] = [] }
-        for (index, node) in graph.nodes.enumerated() {
-            if case let .stub(installName, path) = node {
-                if stubFiles[path] == nil {
-                    stubFiles[path] = StubFile(installName: installName, currentVersion: 0, compatibilityVersion: 0)
-                }
-                let key = StubSliceKey(path: path, arch: arch)
-                if stubExports[key] == nil { stubExports[key] = [:] }
+        for case let .stub(installName, path) in graph.nodes {
+            if stubFiles[path] == nil {
+                stubFiles[path] = StubFile(installName: installName, currentVersion: 0, compatibilityVersion: 0)
             }
-            for edge in graph.edges[index] {
-                guard let target = edge.target, case let .stub(_, path) = graph.nodes[target], var file = stubFiles[path] else {
-                    continue
-                }
-                file.currentVersion = max(file.currentVersion, edge.dependency.command.currentVersion)
-                file.compatibilityVersion = max(file.compatibilityVersion, edge.dependency.command.compatibilityVersion)
-                stubFiles[path] = file
+            let key = StubSliceKey(path: path, arch: arch)
+            if stubExports[key] == nil { stubExports[key] = [:] }
+        }
+        for edge in graph.edges.joined() {
+            guard let target = edge.target, case let .stub(_, path) = graph.nodes[target], var file = stubFiles[path] else {
+                continue
             }
+            file.currentVersion = max(file.currentVersion, edge.dependency.command.currentVersion)
+            file.compatibilityVersion = max(file.compatibilityVersion, edge.dependency.command.compatibilityVersion)
+            stubFiles[path] = file
         }
         for missing in graph.missingDylibs where !missingDylibs.contains(missing) { missingDylibs.append(missing) }
         graphs.append(graph)
@@ -143,8 +141,10 @@ private struct StubRootPlanner {
                         } else {
                             hostExports[graph.arch, default: []].insert(entry.name)
                         }
+                    case BindFixup.ordinalFlatLookup, BindFixup.ordinalWeakLookup:
+                        flatImports.append((g, entry))
                     default:
-                        flatImports.append((g, index, entry))
+                        note(entry, of: file.path, arch: graph.arch, expectedIn: "unknown special library ordinal \(entry.libraryOrdinal)")
                     }
                 }
             }
@@ -154,7 +154,7 @@ private struct StubRootPlanner {
     /// Looks every flat and weak lookup up in the images of its graph, stubs exporting
     /// what the two-level imports gave them; flat lookups found nowhere go to the host.
     mutating func resolveFlatImports() throws(StubRootError) {
-        for (g, _, entry) in flatImports {
+        for (g, entry) in flatImports {
             var found = false
             for index in graphs[g].nodes.indices where try locate(entry.name, in: index, graph: g) != nil {
                 found = true

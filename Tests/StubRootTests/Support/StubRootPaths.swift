@@ -1,0 +1,66 @@
+import Foundation
+
+/// Where the stub-root tests find the repository, the corpus and the tools.
+enum StubRootPaths {
+    /// The repository root (this file is Tests/StubRootTests/Support/StubRootPaths.swift).
+    static let repoRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `../shared/corpus` beside the repository, or `$DYLD3_CORPUS`.
+    static let corpus: String = {
+        if let override = ProcessInfo.processInfo.environment["DYLD3_CORPUS"] { return override }
+        return repoRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus").path
+    }()
+
+    static let objdump = "/usr/lib/llvm-19/bin/llvm-objdump"
+
+    static func corpusFile(_ relativePath: String) -> String { corpus + "/" + relativePath }
+
+    /// A fresh empty directory under the temporary directory.
+    static func temporaryDirectory(_ label: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.path + "/stub-root-tests-\(label)-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Every regular file under `directory`, as paths relative to it, sorted.
+    static func files(under directory: String) throws -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: directory) else { return [] }
+        var files: [String] = []
+        while let relative = enumerator.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: directory + "/" + relative, isDirectory: &isDirectory), !isDirectory.boolValue {
+                files.append(relative)
+            }
+        }
+        return files.sorted()
+    }
+}
+
+/// Runs a program and returns what it printed (stdout and stderr together).
+enum Command {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func run(_ tool: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            throw Failure(description: "\(tool) \(arguments.joined(separator: " ")) failed:\n\(output)")
+        }
+        return output
+    }
+
+    /// `llvm-objdump-19 --macho ARGS`, the oracle.
+    static func objdump(_ arguments: [String]) throws -> String {
+        try run(StubRootPaths.objdump, ["--macho"] + arguments)
+    }
+}
