@@ -41,6 +41,12 @@ test: bootstrap reader-fixtures fixtures
 	@tools/build-fixtures --verify-expected
 	$(SWIFT) test
 	@tools/compare-with-objdump .build/debug/dyld3 $(CORPUS) build/reader-fixtures build/fixtures
+	@rm -rf build/test-cache
+	@for variant in x86_64-chained x86_64-opcodes arm64-chained arm64-opcodes; do \
+	    .build/debug/dyld3 install --cache build/test-cache --root build/fixtures/$$variant/root \
+	        $$(ls -d build/fixtures/$$variant/*.app | grep -v missing-) > /dev/null || exit 1; \
+	done
+	.build/debug/dyld3 verify --cache build/test-cache
 
 # The built `dyld3 inspect` binary against llvm-objdump-19 on every corpus file, slice and flag.
 oracle-check: release reader-fixtures fixtures

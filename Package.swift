@@ -42,8 +42,9 @@ let package = Package(
         // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
         .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect"], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
-        .testTarget(name: "LoaderTests", dependencies: ["Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader", "TestSupport"]),
+        .testTarget(name: "LoaderTests", dependencies: ["Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader", "StubRoot", "TestSupport"]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
+        .testTarget(name: "ClosureTests", dependencies: ["LaunchClosure", "Dyld2", "LoaderCore", "MachOReader", "TestSupport"]),
     ]
 )

@@ -51,7 +51,11 @@ public struct FixupResolver {
                     // The unslid pointer the linker wrote is in the file.
                     let segment = image.segments[fixup.segmentIndex]
                     let target = try image.view.u64(Int(segment.fileOffset + fixup.segmentOffset))
-                    try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(targetOffset: target &- base, high8: 0)))
+                    // A tagged pointer (C++ RTTI sets the top bit) keeps its top byte as high8,
+                    // the same form chained rebases have.
+                    let offset = target &- base
+                    try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
+                        targetOffset: offset & 0x00ff_ffff_ffff_ffff, high8: UInt8(truncatingIfNeeded: offset >> 56))))
                     rebases += 1
                 }
             }

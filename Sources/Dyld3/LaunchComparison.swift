@@ -28,8 +28,10 @@ public struct LaunchComparison: Sendable {
     public let dyld3Result: Int32?
     public let differences: [Difference]
 
-    /// Launches both ways at `slide` (random when nil) and compares.
+    /// Launches both ways at the same slide and compares; when `options.run` is set and the
+    /// code can run here, both are also run to compare main's result.
     public static func run(options: LaunchOptions, closure: LaunchClosure) throws(LoadError) -> LaunchComparison {
+        let runCode = options.run
         var options = options
         options.run = false
         options.recordFixups = true
@@ -102,7 +104,7 @@ public struct LaunchComparison: Sendable {
 
         // main's result, when the code can run here.
         var results: (Int32?, Int32?) = (nil, nil)
-        if options.arch == CodeRunner.hostArchitecture {
+        if runCode, options.arch == CodeRunner.hostArchitecture {
             options.run = true
             options.recordFixups = false
             options.slide = slide

@@ -61,7 +61,7 @@ struct ClosureReader {
     var atEnd: Bool { position >= end }
 
     func corrupt(_ what: String, at offset: Int? = nil) -> ClosureError {
-        .corrupt(path: path, offset: offset ?? position, what: what)
+        .corrupt(path: path, offset: offset ?? position, what: "\(what) (offset in the uncompressed body)")
     }
 
     @inline(__always)

@@ -21,7 +21,7 @@ public enum ClosureFile {
         var file = magic
         file += [UInt8](repeating: 0, count: 8)
         var fields = ClosureWriter()
-        fields.u64(UInt64(LaunchClosure.formatVersion) | UInt64(closure.contentOnlyIdentity ? 1 : 0) << 32)
+        fields.u64(UInt64(LaunchClosure.formatVersion) | UInt64(closure.contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0) << 32)
         fields.u64(UInt64(body.count))
         fields.u64(UInt64(frame.count))
         file += fields.bytes
@@ -37,18 +37,17 @@ public enum ClosureFile {
             throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes is shorter than the \(headerSize)-byte header")
         }
         guard Array(file[0..<8]) == magic else { throw .corrupt(path: path, offset: 0, what: "not a closure (bad magic)") }
-        func word(_ offset: Int) -> UInt64 {
-            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(file[offset + $1]) }
-        }
-        let checksum = word(8)
-        guard UnsafeHash.xxh3(file[16...]) == checksum else {
+        let header = ClosureFileHeader(file)
+        guard UnsafeHash.xxh3(file[16...]) == header.checksum else {
             throw .corrupt(path: path, offset: 8, what: "checksum mismatch")
         }
-        let version = UInt32(truncatingIfNeeded: word(16))
-        guard version == LaunchClosure.formatVersion else {
-            throw .incompatible(path: path, what: "format version \(version), this loader reads \(LaunchClosure.formatVersion)")
+        guard header.version == LaunchClosure.formatVersion else {
+            throw .incompatible(path: path, what: "format version \(header.version), this loader reads \(LaunchClosure.formatVersion)")
         }
-        let bodySize = word(24), frameSize = word(32)
+        guard header.flags & ~ClosureFileHeader.contentOnlyIdentityFlag == 0 else {
+            throw .corrupt(path: path, offset: 20, what: "unknown header flags 0x\(String(header.flags, radix: 16))")
+        }
+        let (bodySize, frameSize) = (header.bodySize, header.frameSize)
         guard bodySize <= UInt64(maxBodySize) else {
             throw .corrupt(path: path, offset: 24, what: "declared body of \(bodySize) bytes is over the \(maxBodySize)-byte limit")
         }
@@ -58,7 +57,11 @@ public enum ClosureFile {
         guard let body = UnsafeCompression.decompress(file[headerSize...], expectedSize: Int(bodySize)) else {
             throw .corrupt(path: path, offset: headerSize, what: "the zstd frame does not decompress to \(bodySize) bytes")
         }
-        return try ClosureCodec.decode(body, path: path)
+        let closure = try ClosureCodec.decode(body, path: path)
+        guard (header.flags & ClosureFileHeader.contentOnlyIdentityFlag != 0) == closure.contentOnlyIdentity else {
+            throw .corrupt(path: path, offset: 20, what: "the header's content-only flag disagrees with the body")
+        }
+        return closure
     }
 
     /// Reads and decodes the closure at `path`, refusing files others could have written.
@@ -88,5 +91,33 @@ public enum ClosureFile {
         if let failure = UnsafeFileIO.writeAtomically(encode(closure), to: path) {
             throw .writeFailed(path: path, what: failure)
         }
+    }
+}
+
+/// The 40-byte header of a closure file, field by field (see docs/closure-format.md).
+public struct ClosureFileHeader: Equatable, Sendable {
+    /// xxh3-64 of every byte from offset 16 to the end of the file.
+    public let checksum: UInt64
+    public let version: UInt32
+    /// Bit 0: content-only identity.
+    public let flags: UInt32
+    /// Bytes of the uncompressed body, and of the zstd frame that holds it.
+    public let bodySize: UInt64
+    public let frameSize: UInt64
+    public let fileSize: Int
+
+    public static let contentOnlyIdentityFlag: UInt32 = 1
+
+    /// The header of `file`, which must be at least 40 bytes long.
+    init(_ file: [UInt8]) {
+        func word(_ offset: Int) -> UInt64 {
+            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(file[offset + $1]) }
+        }
+        checksum = word(8)
+        version = UInt32(truncatingIfNeeded: word(16))
+        flags = UInt32(truncatingIfNeeded: word(16) >> 32)
+        bodySize = word(24)
+        frameSize = word(32)
+        fileSize = file.count
     }
 }

@@ -1,42 +1,56 @@
 import Foundation
 
 /// The fixture apps built by `tools/build-fixtures` and what their manifests expect.
-struct FixtureApp: CustomStringConvertible, Sendable {
-    static let repoRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let buildDirectory = repoRoot.appendingPathComponent("build/fixtures")
-    static let variants = ["x86_64-chained", "x86_64-opcodes", "arm64-chained", "arm64-opcodes"]
+public struct FixtureApp: CustomStringConvertible, Sendable {
+    public static let buildDirectory = Paths.repoRoot.appendingPathComponent("build/fixtures")
+    public static let variants = ["x86_64-chained", "x86_64-opcodes", "arm64-chained", "arm64-opcodes"]
 
     /// What a launch must do, from the manifest.
-    enum Expectation: Sendable {
+    public enum Expectation: Sendable {
         case result(Int32, initOrder: [String]?)
         case missingSymbol(symbol: String, image: String, library: String)
         case missingDylib(image: String, installName: String)
     }
 
-    let name: String
-    let variant: String
+    public let name: String
+    public let variant: String
     /// Where the variant directories are (the build directory, or a scratch copy).
-    let directory: URL
-    let expectation: Expectation
+    public let directory: URL
+    public let expectation: Expectation
     /// Manifest image name for each shipped path suffix (for naming initializers).
-    let imagePaths: [(name: String, path: String)]
+    public let imagePaths: [(name: String, path: String)]
 
-    var arch: String { String(variant.split(separator: "-")[0]) }
-    var bundle: String { directory.appendingPathComponent("\(variant)/\(name).app").path }
-    var executable: String { bundle + "/" + name }
-    var root: String { directory.appendingPathComponent("\(variant)/root").path }
-    var description: String { "\(name) [\(variant)]" }
+    public var arch: String { String(variant.split(separator: "-")[0]) }
+    public var bundle: String { directory.appendingPathComponent("\(variant)/\(name).app").path }
+    public var executable: String { bundle + "/" + name }
+    public var root: String { directory.appendingPathComponent("\(variant)/root").path }
+    public var description: String { "\(name) [\(variant)]" }
+
+    /// Whether the manifest expects a launch (rather than a launch error).
+    public var launches: Bool {
+        if case .result = expectation { true } else { false }
+    }
+
+    /// A copy of the app bundle and its root under a fresh scratch directory, to damage.
+    public func scratchCopy() throws -> FixtureApp {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-app-\(UUID().uuidString)")
+        let variantDirectory = scratch.appendingPathComponent(variant)
+        try FileManager.default.createDirectory(at: variantDirectory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: bundle, toPath: variantDirectory.appendingPathComponent("\(name).app").path)
+        try FileManager.default.copyItem(atPath: root, toPath: variantDirectory.appendingPathComponent("root").path)
+        return try FixtureApp(name: name, variant: variant, directory: scratch,
+                              manifest: Data(contentsOf: URL(fileURLWithPath: bundle + "/manifest.json")))
+    }
 
     /// The manifest name of the image at `path`.
-    func imageName(_ path: String) -> String {
+    public func imageName(_ path: String) -> String {
         if path == executable { return name }
         return imagePaths.first(where: { path.hasSuffix("/" + $0.path) || path.hasSuffix($0.path) && $0.path.hasPrefix("/") })?.name ?? path
     }
 
     /// Every app in every variant; fails loudly if the fixtures are not built.
-    static func all() throws -> [FixtureApp] {
-        let sources = repoRoot.appendingPathComponent("Fixtures/apps")
+    public static func all() throws -> [FixtureApp] {
+        let sources = Paths.repoRoot.appendingPathComponent("Fixtures/apps")
         let names = try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted()
         var apps: [FixtureApp] = []
         for variant in variants {
@@ -51,7 +65,7 @@ struct FixtureApp: CustomStringConvertible, Sendable {
         return apps
     }
 
-    init(name: String, variant: String, directory: URL, manifest: Data) throws {
+    public init(name: String, variant: String, directory: URL, manifest: Data) throws {
         guard let object = try JSONSerialization.jsonObject(with: manifest) as? [String: Any],
               let expect = object["expect"] as? [String: Any],
               let images = object["images"] as? [[String: Any]] else {
@@ -81,7 +95,7 @@ struct FixtureApp: CustomStringConvertible, Sendable {
     }
 }
 
-struct FixtureError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct FixtureError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

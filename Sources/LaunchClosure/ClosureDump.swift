@@ -1,0 +1,145 @@
+import Foundation
+import LoaderCore
+
+/// A closure file opened for `dyld3 closure dump`: its header and its decoded closure.
+/// The file goes through every check `ClosureFile.decode` makes; unlike a launch, a dump
+/// does not refuse a file other users can write, since it only shows what is inside.
+public struct ClosureDump: Sendable {
+    public let path: String
+    public let header: ClosureFileHeader
+    public let closure: LaunchClosure
+
+    public init(path: String) throws(ClosureError) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw UnsafeFileIO.status(path) == nil ? .missing(path: path) : .untrusted(path: path, what: "cannot be read")
+        }
+        let bytes = Array(data)
+        closure = try ClosureFile.decode(bytes, path: path)
+        header = ClosureFileHeader(bytes)
+        self.path = path
+    }
+
+    /// The human-readable view: header, closure-wide fields, each image with up to
+    /// `fixupsShown` of its rebases and of its binds decoded, then the shared tables.
+    public func text(fixupsShown: Int = 8) throws(ClosureError) -> String {
+        var out = "\(path):\n"
+        out += "header:\n"
+        out += field("magic", "DYLD3CL")
+        out += field("version", "\(header.version)")
+        out += field("flags", "\(hex(UInt64(header.flags)))" + (header.flags & ClosureFileHeader.contentOnlyIdentityFlag != 0 ? " (content-only identity)" : ""))
+        out += field("checksum", "\(hex(header.checksum)) (xxh3-64 of bytes 16..\(header.fileSize), verified)")
+        out += field("body size", "\(header.bodySize) bytes")
+        out += field("frame size", "\(header.frameSize) bytes (zstd)")
+        out += field("file size", "\(header.fileSize) bytes")
+        out += "closure:\n"
+        out += field("builder", closure.builder)
+        out += field("arch", closure.arch)
+        out += field("root", closure.root.isEmpty ? "(none)" : closure.root)
+        out += field("identity", closure.contentOnlyIdentity ? "content-only (size and content hash)" : "full (size, mtime, inode; content hash when stat differs)")
+        out += field("images", "\(closure.images.count), \(closure.rootCount) root" + (closure.rootCount == 1 ? "" : "s"))
+        out += field("fixups", "\(closure.totalRebases) rebases, \(closure.totalBinds) binds, \(closure.bindTargets.count) bind targets")
+        for index in closure.images.indices {
+            out += try imageText(index, fixupsShown: fixupsShown)
+        }
+        out += "bind targets (\(closure.bindTargets.count)):\n"
+        for (index, target) in closure.bindTargets.enumerated() {
+            out += "  #\(index)".padding(toLength: 8, withPad: " ", startingAt: 0) + describe(target) + "\n"
+        }
+        out += "initializer order:\n"
+        for index in closure.initializerOrder {
+            let count = closure.images[index].initializers.count
+            out += "  \(imageLabel(index))" + (count == 0 ? "" : " (\(count) initializer\(count == 1 ? "" : "s"))") + "\n"
+        }
+        if let entry = closure.entryOffset {
+            out += "entry: \(imageLabel(closure.rootCount - 1)) +\(hex(entry))\n"
+        } else {
+            out += "entry: none (no LC_MAIN)\n"
+        }
+        out += "missing weak dylibs:" + (closure.missingWeakDylibs.isEmpty ? " none\n" : "\n")
+        for missing in closure.missingWeakDylibs {
+            out += "  \(missing.installName) (needed by \(missing.neededBy))\n"
+        }
+        return out
+    }
+
+    private func imageText(_ index: Int, fixupsShown: Int) throws(ClosureError) -> String {
+        let image = closure.images[index]
+        var roles: [String] = []
+        if index < closure.rootCount { roles.append("root") }
+        if index == closure.rootCount - 1 { roles.append("main") }
+        var out = "image \(index): \(image.path)" + (roles.isEmpty ? "" : " [\(roles.joined(separator: ", "))]") + "\n"
+        out += field("install name", image.installName.isEmpty ? "(none)" : image.installName, indent: 2)
+        let identity = image.identity
+        var identityText = "size \(identity.size)"
+        if !closure.contentOnlyIdentity {
+            identityText += ", mtime \(identity.mtimeSeconds).\(String(identity.mtimeNanoseconds).leftPadded(to: 9)), inode \(identity.inode)"
+        }
+        identityText += ", uuid \(identity.uuid.map(ClosureDump.uuidString) ?? "(none)"), content \(hex(identity.contentHash))"
+        out += field("identity", identityText, indent: 2)
+        out += field("mapping", "preferred base \(hex(image.plan.preferredBase)), vm size \(hex(image.plan.vmSize))", indent: 2)
+        out += "  segments:\n"
+        for segment in image.plan.segments {
+            out += "    " + segment.name.padding(toLength: 16, withPad: " ", startingAt: 0)
+                + " vm \(hex(segment.vmOffset))-\(hex(segment.vmOffset &+ segment.vmSize))"
+                + "  file \(hex(segment.fileOffset)) size \(hex(segment.fileSize))  \(segment.protection)"
+                + (segment.readOnlyAfterFixups ? " (read-only after fixups)" : "") + "\n"
+        }
+        out += "  dependencies:" + (image.dependencies.isEmpty ? " none\n" : "\n")
+        for dependency in image.dependencies {
+            let target = dependency.target >= 0 ? imageLabel(dependency.target) : "missing"
+            out += "    " + dependency.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "\(dependency.installName) -> \(target)\n"
+        }
+        out += field("initializers", image.initializers.isEmpty ? "none" : image.initializers.map(hex).joined(separator: ", "), indent: 2)
+        out += field("rpaths", image.rpaths.isEmpty ? "none" : image.rpaths.joined(separator: ", "), indent: 2)
+        let fixups = try closure.fixups(ofImage: index)
+        let rebases = fixups.filter { if case .rebase = $0.kind { true } else { false } }
+        let binds = fixups.filter { if case .bind = $0.kind { true } else { false } }
+        for (title, list, runBytes) in [("rebases", rebases, image.rebaseRuns.count), ("binds", binds, image.bindRuns.count)] {
+            out += field(title, "\(list.count) (\(runBytes) bytes of runs)", indent: 2)
+            for fixup in list.prefix(max(0, fixupsShown)) {
+                out += "    \(hex(fixup.vmOffset))  \(describe(fixup))\n"
+            }
+            if list.count > max(0, fixupsShown) { out += "    ... \(list.count - max(0, fixupsShown)) more\n" }
+        }
+        return out
+    }
+
+    /// A fixup's effect: the value it stores, in terms of images and bind targets.
+    public func describe(_ fixup: ResolvedFixup) -> String {
+        switch fixup.kind {
+        case let .rebase(targetOffset, high8):
+            "rebase -> +\(hex(targetOffset))" + (high8 == 0 ? "" : " (top byte \(hex(UInt64(high8))))")
+        case let .bind(target, addend):
+            "bind -> " + describe(target) + (addend == 0 ? "" : addend > 0 ? " + \(addend)" : " - \(addend.magnitude)")
+        }
+    }
+
+    /// A bind target: an image and offset, an absolute value, or a missing weak import.
+    public func describe(_ target: BindTarget) -> String {
+        switch target {
+        case let .image(index, offset): "\(imageLabel(index)) +\(hex(offset))"
+        case let .absolute(value): "absolute \(hex(value))"
+        case .missingWeakImport: "missing weak import (0)"
+        }
+    }
+
+    /// `image N (leaf name)`.
+    public func imageLabel(_ index: Int) -> String {
+        guard closure.images.indices.contains(index) else { return "image \(index)" }
+        return "image \(index) (\((closure.images[index].path as NSString).lastPathComponent))"
+    }
+
+    /// A UUID as `8-4-4-4-12` uppercase hex digits.
+    public static func uuidString(_ bytes: [UInt8]) -> String {
+        var text = ""
+        for (index, byte) in bytes.enumerated() {
+            if [4, 6, 8, 10].contains(index) { text += "-" }
+            text += String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+        }
+        return text
+    }
+
+    private func field(_ name: String, _ value: String, indent: Int = 2) -> String {
+        String(repeating: " ", count: indent) + (name + ":").padding(toLength: 15, withPad: " ", startingAt: 0) + value + "\n"
+    }
+}

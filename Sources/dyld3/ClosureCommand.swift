@@ -1,0 +1,165 @@
+import ArgumentParser
+import Foundation
+import LaunchClosure
+import LoaderCore
+import MachOInspect
+
+/// `dyld3 closure …`: look inside closure files.
+struct ClosureCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "closure",
+        abstract: "Look inside launch closure files.",
+        subcommands: [DumpCommand.self])
+
+    /// `dyld3 closure dump FILE`: everything a closure holds, for people or as JSON.
+    struct DumpCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "dump",
+            abstract: "Print a closure file: header, images, segments, dependencies, fixups, initializer order.",
+            discussion: """
+                The file is checked as a launch checks it (header, checksum, frame, structure) \
+                before anything is printed; the JSON view holds every fixup. See \
+                docs/closure-format.md.
+                """)
+
+        @Argument(help: "A closure file (cache/<hash>-<arch>.dyld3closure).")
+        var file: String
+
+        @Option(help: "Rebases and binds shown per image in the text view.")
+        var fixups = 8
+
+        @Flag(help: "Print everything as JSON, every fixup included.")
+        var json = false
+
+        func run() throws {
+            do {
+                let dump = try ClosureDump(path: file)
+                if json {
+                    print(try ClosureJSON.object(dump).serialized())
+                } else {
+                    print(try dump.text(fixupsShown: fixups), terminator: "")
+                }
+            } catch {
+                if json { print(JSONValue.object([("error", .string(error.description))]).serialized()) }
+                FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+    }
+}
+
+/// The JSON view of a closure file.
+enum ClosureJSON {
+    static func object(_ dump: ClosureDump) throws(ClosureError) -> JSONValue {
+        let closure = dump.closure
+        let header = dump.header
+        var images: [JSONValue] = []
+        for index in closure.images.indices {
+            images.append(try image(index, closure))
+        }
+        return .object([
+            ("path", .string(dump.path)),
+            ("header", .object([
+                ("magic", .string("DYLD3CL")),
+                ("version", .uint(UInt64(header.version))),
+                ("flags", .uint(UInt64(header.flags))),
+                ("checksum", .string(hex(header.checksum))),
+                ("bodySize", .uint(header.bodySize)),
+                ("frameSize", .uint(header.frameSize)),
+                ("fileSize", .int(Int64(header.fileSize))),
+            ])),
+            ("builder", .string(closure.builder)),
+            ("arch", .string(closure.arch)),
+            ("root", .string(closure.root)),
+            ("identity", .string(closure.contentOnlyIdentity ? "content-only" : "full")),
+            ("rootCount", .int(Int64(closure.rootCount))),
+            ("rebases", .int(Int64(closure.totalRebases))),
+            ("binds", .int(Int64(closure.totalBinds))),
+            ("images", .array(images)),
+            ("bindTargets", .array(closure.bindTargets.map(target))),
+            ("initializerOrder", .array(closure.initializerOrder.map { .int(Int64($0)) })),
+            ("entry", closure.entryOffset.map { .object([("image", .int(Int64(closure.rootCount - 1))), ("offset", .uint($0))]) } ?? .null),
+            ("missingWeakDylibs", .array(closure.missingWeakDylibs.map {
+                .object([("installName", .string($0.installName)), ("neededBy", .string($0.neededBy))])
+            })),
+        ])
+    }
+
+    static func image(_ index: Int, _ closure: LaunchClosure) throws(ClosureError) -> JSONValue {
+        let image = closure.images[index]
+        let identity = image.identity
+        return .object([
+            ("index", .int(Int64(index))),
+            ("path", .string(image.path)),
+            ("installName", image.installName.isEmpty ? .null : .string(image.installName)),
+            ("identity", .object([
+                ("size", .uint(identity.size)),
+                ("mtimeSeconds", .int(identity.mtimeSeconds)),
+                ("mtimeNanoseconds", .uint(identity.mtimeNanoseconds)),
+                ("inode", .uint(identity.inode)),
+                ("uuid", identity.uuid.map { .string(ClosureDump.uuidString($0)) } ?? .null),
+                ("contentHash", .string(hex(identity.contentHash))),
+            ])),
+            ("preferredBase", .uint(image.plan.preferredBase)),
+            ("vmSize", .uint(image.plan.vmSize)),
+            ("segments", .array(image.plan.segments.map { segment in
+                .object([
+                    ("name", .string(segment.name)),
+                    ("vmOffset", .uint(segment.vmOffset)),
+                    ("vmSize", .uint(segment.vmSize)),
+                    ("fileOffset", .uint(segment.fileOffset)),
+                    ("fileSize", .uint(segment.fileSize)),
+                    ("protection", .string(segment.protection.description)),
+                    ("readOnlyAfterFixups", .bool(segment.readOnlyAfterFixups)),
+                ])
+            })),
+            ("dependencies", .array(image.dependencies.map { dependency in
+                .object([
+                    ("installName", .string(dependency.installName)),
+                    ("kind", .string(dependency.kind.rawValue)),
+                    ("target", dependency.target >= 0 ? .int(Int64(dependency.target)) : .null),
+                ])
+            })),
+            ("initializers", .array(image.initializers.map(JSONValue.uint))),
+            ("rpaths", .array(image.rpaths.map(JSONValue.string))),
+            ("rebaseCount", .int(Int64(image.rebaseCount))),
+            ("bindCount", .int(Int64(image.bindCount))),
+            ("rebaseRunBytes", .int(Int64(image.rebaseRuns.count))),
+            ("bindRunBytes", .int(Int64(image.bindRuns.count))),
+            ("fixups", .array(try closure.fixups(ofImage: index).map { fixup($0, image: index) })),
+        ])
+    }
+
+    static func fixup(_ fixup: ResolvedFixup, image: Int) -> JSONValue {
+        switch fixup.kind {
+        case let .rebase(targetOffset, high8):
+            .object([
+                ("location", .uint(fixup.vmOffset)),
+                ("kind", .string("rebase")),
+                ("target", .object([("kind", .string("image")), ("image", .int(Int64(image))), ("offset", .uint(targetOffset))])),
+                ("high8", .uint(UInt64(high8))),
+                ("addend", .int(0)),
+            ])
+        case let .bind(bindTarget, addend):
+            .object([
+                ("location", .uint(fixup.vmOffset)),
+                ("kind", .string("bind")),
+                ("target", target(bindTarget)),
+                ("addend", .int(addend)),
+            ])
+        }
+    }
+
+    static func target(_ target: BindTarget) -> JSONValue {
+        switch target {
+        case let .image(index, offset):
+            .object([("kind", .string("image")), ("image", .int(Int64(index))), ("offset", .uint(offset))])
+        case let .absolute(value):
+            .object([("kind", .string("absolute")), ("value", .uint(value))])
+        case .missingWeakImport:
+            .object([("kind", .string("missing-weak-import"))])
+        }
+    }
+
+    static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import LaunchClosure
+import MachOInspect
+
+/// `dyld3 verify`: checks every file of the closure cache, the check CI runs.
+struct VerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check every closure in the cache: format, consistency and staleness.",
+        discussion: """
+            Each file of the cache is checked: that it is a closure (extension and magic), that \
+            only its owner can write it, its header, checksum, zstd frame and structure, the \
+            consistency of its fixups, segments and indices, and whether every image it was \
+            built from is still the same on disk. Prints one line per problem \
+            (PATH: KIND: WHAT) and a summary line, which counts every file of the cache; \
+            corrupt there counts every unusable file (corrupt, incompatible, not-a-closure, \
+            untrusted).
+            Exit status: 0 when every closure is valid (an empty cache included), 2 when there \
+            is no cache directory, 3 when a file is unusable, 4 when closures are stale and \
+            none is unusable.
+            """)
+
+    static let unusableExitCode: Int32 = 3
+    static let staleExitCode: Int32 = 4
+    static let noCacheExitCode: Int32 = 2
+
+    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
+    var cache: String?
+
+    @Flag(help: "Print the results as JSON: every file with its status and problems, and the counts.")
+    var json = false
+
+    func run() throws {
+        let cache = ClosureCache.resolve(cache)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: cache.directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            let message = "no cache directory at \(cache.directory)"
+            if json { print(JSONValue.object([("error", .string(message))]).serialized()) }
+            FileHandle.standardError.write(Data("dyld3: verify: \(message)\n".utf8))
+            throw ExitCode(Self.noCacheExitCode)
+        }
+        let results = ClosureVerification.verify(cache)
+        let valid = results.count { $0.status == .valid }
+        let stale = results.count { $0.status == .stale }
+        let unusable = results.count(where: \.isUnusable)
+        if json {
+            print(Self.jsonReport(cache: cache, results: results).serialized())
+        } else {
+            for result in results {
+                for problem in result.problems { print("\(result.path): \(problem)") }
+            }
+            print("verify: \(results.count) closures, \(valid) valid, \(unusable) corrupt, \(stale) stale")
+        }
+        if unusable > 0 { throw ExitCode(Self.unusableExitCode) }
+        if stale > 0 { throw ExitCode(Self.staleExitCode) }
+    }
+
+    static func jsonReport(cache: ClosureCache, results: [ClosureVerification]) -> JSONValue {
+        let files: [JSONValue] = results.map { result in
+            .object([
+                ("path", .string(result.path)),
+                ("status", .string(result.status.rawValue)),
+                ("problems", .array(result.problems.map { .object([("kind", .string($0.kind.rawValue)), ("message", .string($0.message))]) })),
+            ])
+        }
+        var counts: [(String, JSONValue)] = [("closures", .int(Int64(results.count)))]
+        for status in ClosureVerification.Status.allCases {
+            counts.append((status.rawValue, .int(Int64(results.count { $0.status == status }))))
+        }
+        return .object([("cache", .string(cache.directory)), ("files", .array(files)), ("counts", .object(counts))])
+    }
+}

@@ -1,0 +1,82 @@
+import Dyld2
+import Dyld3
+import Foundation
+import LaunchClosure
+import LoaderCore
+import StubRoot
+import Testing
+import TestSupport
+
+/// Real Apple-built graphs from the corpus, loaded with generated stub roots: the slow
+/// path writes exactly the fixups llvm-objdump-19 lists, the closure of the graph verifies,
+/// and dyld2 and dyld3 leave identical memory. Nothing runs: the stubs hold no code.
+@Suite(.serialized) struct CorpusGraphTests {
+    /// A graph: its root images (host first when a bundle needs one) and the arch.
+    struct Graph: CustomStringConvertible, Sendable {
+        let name: String
+        let binaries: [String]
+        let arch: String
+        var description: String { "\(name) [\(arch)]" }
+    }
+
+    static let graphs: [Graph] = {
+        let corpus = Paths.corpus.path
+        return [
+            Graph(name: "pillow _imaging", binaries: [corpus + "/graph_arm64_pillow/PIL/_imaging.cpython-311-darwin.so"], arch: "arm64"),
+            Graph(name: "pillow _imagingft", binaries: [corpus + "/graph_arm64_pillow/PIL/_imagingft.cpython-311-darwin.so"], arch: "arm64"),
+            Graph(name: "scipy gfortran chained", binaries: [corpus + "/chained_arm64/libgfortran.5.dylib"], arch: "arm64"),
+            Graph(name: "scipy gfortran chained", binaries: [corpus + "/chained_x86_64/libgfortran.5.dylib"], arch: "x86_64"),
+            Graph(name: "numpy gfortran opcodes", binaries: [corpus + "/opcodes_x86_64/libgfortran.5.dylib"], arch: "x86_64"),
+            Graph(name: "kiwisolver _cext", binaries: [corpus + "/fat_universal2/_cext.cpython-311-darwin.so"], arch: "x86_64"),
+            Graph(name: "kiwisolver _cext", binaries: [corpus + "/fat_universal2/_cext.cpython-311-darwin.so"], arch: "arm64"),
+            Graph(name: "ninja", binaries: [corpus + "/fat_universal2/ninja"], arch: "arm64"),
+        ]
+    }()
+
+    /// Writes the stub root for `graph` and returns it with the launch roots (the stub host
+    /// first for a bundle).
+    static func prepare(_ graph: Graph) throws -> (root: String, roots: [String]) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-corpus-\(UUID().uuidString)").path
+        let plan = try StubRootPlan(binaries: graph.binaries, arches: [graph.arch], root: root)
+        #expect(plan.unresolved.isEmpty, "\(graph): \(plan.unresolved)")
+        try plan.write()
+        let main = graph.binaries[0]
+        let isBundle = try ImageFile.load(path: main, arch: graph.arch).image.header.fileType == .bundle
+        return (root, isBundle ? [StubRootPlan.hostPath(root: root), main] : [main])
+    }
+
+    @Test(arguments: graphs)
+    func slowPathWritesExactlyTheListedFixups(_ graph: Graph) throws {
+        let (root, roots) = try Self.prepare(graph)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, run: false, recordFixups: true))
+        defer { launch.memory.release() }
+        let fixups = try #require(launch.fixups)
+        var compared = 0
+        for (index, image) in launch.memory.images.enumerated() where !image.plan.path.hasPrefix(root) {
+            let written = Set(fixups[index].map { image.plan.preferredBase + $0.vmOffset })
+            let chained = try Oracle.objdump(["--chained-fixups", "--arch=\(graph.arch)", image.plan.path]).contains("chained fixups header")
+            let listed = try FixupLocationTests.objdumpAddresses(image.plan.path, arch: graph.arch, chained: chained)
+            #expect(written == listed, "\(graph) \(image.plan.path): written-only \(written.subtracting(listed).count), listed-only \(listed.subtracting(written).count)")
+            compared += written.count
+        }
+        #expect(compared > 100)
+        print("corpus: \(graph): \(launch.report.images.count) images, \(compared) fixup locations equal llvm-objdump-19's")
+    }
+
+    @Test(arguments: graphs)
+    func closureVerifiesAndBothPathsAgree(_ graph: Graph) throws {
+        let (root, roots) = try Self.prepare(graph)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let closure = try ClosureBuilder.build(roots: roots, arch: graph.arch, root: root)
+        let path = root + "/graph." + ClosureCache.fileExtension
+        try ClosureFile.write(closure, to: path)
+        let reread = try ClosureFile.read(path)
+        #expect(reread == closure)
+        #expect(reread.staleImage(closurePath: path) == nil)
+        let comparison = try LaunchComparison.run(
+            options: LaunchOptions(roots: roots, arch: graph.arch, root: root, run: false), closure: closure)
+        #expect(comparison.differences.isEmpty, "\(graph): \(comparison.differences.prefix(5))")
+        #expect(comparison.fixupsCompared > 100)
+    }
+}
