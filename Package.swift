@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect"], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "LoaderTests", dependencies: ["Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader", "StubRoot", "TestSupport"]),
-        .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect"]),
+        .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
         .testTarget(name: "ClosureTests", dependencies: ["LaunchClosure", "Dyld2", "LoaderCore", "MachOReader", "TestSupport"]),
     ]

@@ -16,35 +16,29 @@ struct CompareCommand: ParsableCommand {
     @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.")
     var app: String
 
-    @Option(help: "The system root absolute install names are looked up under.")
-    var root: String?
+    @OptionGroup var options: AppOptions
 
-    @Option(help: "The architecture. Default: the host's if the file has it, else its first slice.")
-    var arch: String?
 
-    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
-    var cache: String?
 
-    @Option(help: "The host executable a bundle is loaded into. Default: ROOT/bin/host when it exists.")
-    var host: String?
+
 
     @Flag(help: "Print the comparison as JSON.")
     var json = false
 
     func run() throws {
         do {
-            let roots = try AppLocator.roots(for: app, arch: arch, root: root, host: host)
-            let options = LaunchOptions(roots: roots.paths, arch: roots.arch, root: root)
-            let cachedPath = ClosureCache.resolve(cache).closurePath(forApp: roots.paths.last!, arch: roots.arch)
+            let roots = try options.roots(for: app)
+            let launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root)
+            let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
             var closureSource = cachedPath
             let closure: LaunchClosure
             if let cached = try? ClosureFile.read(cachedPath), cached.staleImage(closurePath: cachedPath) == nil {
                 closure = cached
             } else {
-                closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: root)
+                closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: options.root)
                 closureSource = "(built in memory)"
             }
-            let comparison = try LaunchComparison.run(options: options, closure: closure)
+            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure)
             if json {
                 print(JSONValue.object([
                     ("app", .string(app)),

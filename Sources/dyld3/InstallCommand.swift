@@ -17,23 +17,17 @@ struct InstallCommand: ParsableCommand {
     @Argument(help: "Apps to install.")
     var apps: [String]
 
-    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
-    var cache: String?
+    @OptionGroup var options: AppOptions
 
-    @Option(help: "The system root absolute install names are looked up under.")
-    var root: String?
 
-    @Option(help: "The architecture. Default: the host's if the file has it, else its first slice.")
-    var arch: String?
 
-    @Option(help: "The host executable bundles are loaded into. Default: ROOT/bin/host when it exists.")
-    var host: String?
+
 
     @Flag(help: "Identify images by content only (no inode or mtime): for caches that travel between machines.")
     var contentOnly = false
 
     func run() throws {
-        let cache = ClosureCache.resolve(cache)
+        let cache = options.closureCache
         let targets = try AppLocator.expand(apps)
         do {
             try cache.prepareForWriting()
@@ -45,8 +39,8 @@ struct InstallCommand: ParsableCommand {
         var failures = 0
         for (number, app) in targets.enumerated() {
             do {
-                let roots = try AppLocator.roots(for: app, arch: arch, root: root, host: host)
-                let closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: root, contentOnlyIdentity: contentOnly)
+                let roots = try options.roots(for: app)
+                let closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: options.root, contentOnlyIdentity: contentOnly)
                 let path = cache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
                 try ClosureFile.write(closure, to: path)
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0

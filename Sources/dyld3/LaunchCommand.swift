@@ -21,26 +21,20 @@ struct LaunchCommand: ParsableCommand {
     @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.")
     var app: String
 
+    @OptionGroup var options: AppOptions
+
     @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); auto: dyld3 when a valid closure exists, else dyld2.")
     var mode: LaunchMode = .auto
 
-    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
-    var cache: String?
 
     @Flag(help: "After a fallback to dyld2, write a fresh closure.")
     var rebuild = false
 
-    @Option(help: "The system root absolute install names are looked up under.")
-    var root: String?
 
-    @Option(help: "The architecture to load. Default: the host's if the file has it, else its first slice.")
-    var arch: String?
 
     @Option(help: "Force the main image's slide (hex with 0x, or decimal; page-aligned).")
     var slide: String?
 
-    @Option(help: "The host executable a bundle is loaded into. Default: ROOT/bin/host when it exists.")
-    var host: String?
 
     @Flag(help: "Stop after fixups: run no initializer and no main.")
     var noRun = false
@@ -58,13 +52,13 @@ struct LaunchCommand: ParsableCommand {
     func run() throws {
         var closurePath: String?
         do {
-            let options = try launchOptions()
-            let path = ClosureCache.resolve(cache).closurePath(forApp: options.roots.last!, arch: options.arch)
+            let request = try launchOptions()
+            let path = options.closureCache.closurePath(forApp: request.roots.last!, arch: request.arch)
             var fallback: ClosureError?
             var launch: Launch?
             if mode != .dyld2 {
                 do {
-                    launch = try FastPath.launch(closurePath: path, slide: options.slide, run: options.run)
+                    launch = try FastPath.launch(closurePath: path, slide: request.slide, run: request.run)
                     closurePath = path
                 } catch let error as ClosureError {
                     if mode == .dyld3 {
@@ -76,10 +70,10 @@ struct LaunchCommand: ParsableCommand {
                 }
             }
             if launch == nil {
-                launch = try SlowPath.launch(options)
+                launch = try SlowPath.launch(request)
                 if rebuild, fallback != nil {
-                    let closure = try ClosureBuilder.build(roots: options.roots, arch: options.arch, root: root)
-                    try ClosureCache.resolve(cache).prepareForWriting()
+                    let closure = try ClosureBuilder.build(roots: request.roots, arch: request.arch, root: options.root)
+                    try options.closureCache.prepareForWriting()
                     try ClosureFile.write(closure, to: path)
                     if !json { FileHandle.standardError.write(Data("dyld3: wrote a fresh closure to \(path)\n".utf8)) }
                 }
@@ -98,8 +92,8 @@ struct LaunchCommand: ParsableCommand {
     }
 
     func launchOptions() throws -> LaunchOptions {
-        let roots = try AppLocator.roots(for: app, arch: arch, root: root, host: host)
-        return LaunchOptions(roots: roots.paths, arch: roots.arch, root: root, slide: try parseSlide(), run: !noRun)
+        let roots = try options.roots(for: app)
+        return LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, slide: try parseSlide(), run: !noRun)
     }
 
     func parseSlide() throws -> UInt64? {
@@ -107,67 +101,6 @@ struct LaunchCommand: ParsableCommand {
         let value = slide.hasPrefix("0x") ? UInt64(slide.dropFirst(2), radix: 16) : UInt64(slide)
         guard let value else { throw ValidationError("--slide \(slide) is not a number") }
         return value
-    }
-}
-
-/// Finds the images to launch inside what the user named.
-enum AppLocator {
-    /// `X.app` → `X.app/X`; anything else is the image itself.
-    static func mainImage(of app: String) throws -> String {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: app, isDirectory: &isDirectory) else {
-            throw LoadError.unusable(path: app, reason: "no such file or directory")
-        }
-        guard isDirectory.boolValue else { return app }
-        let name = (app as NSString).lastPathComponent
-        guard name.hasSuffix(".app") else {
-            throw LoadError.unusable(path: app, reason: "is a directory but not a .app bundle")
-        }
-        let executable = app + "/" + String(name.dropLast(4))
-        guard FileManager.default.fileExists(atPath: executable) else {
-            throw LoadError.unusable(path: app, reason: "has no executable \(String(name.dropLast(4)))")
-        }
-        return executable
-    }
-
-    /// Apps named on the command line, with directories of `.app` bundles expanded.
-    static func expand(_ apps: [String]) throws -> [String] {
-        var expanded: [String] = []
-        for app in apps {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: app, isDirectory: &isDirectory), isDirectory.boolValue, !app.hasSuffix(".app") {
-                let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
-                guard !bundles.isEmpty else { throw ValidationError("\(app) holds no .app bundle") }
-                expanded += bundles.map { app + "/" + $0 }
-            } else {
-                expanded.append(app)
-            }
-        }
-        return expanded
-    }
-
-    /// The launch roots for an app (a bundle gets its host first) and the architecture.
-    static func roots(for app: String, arch: String?, root: String?, host: String?) throws -> (paths: [String], arch: String) {
-        let target = try mainImage(of: app)
-        let architecture = try arch ?? defaultArchitecture(of: target)
-        let fileType = try ImageFile.load(path: target, arch: architecture).image.header.fileType
-        guard fileType == .bundle else { return ([target], architecture) }
-        if let host {
-            guard FileManager.default.fileExists(atPath: host) else {
-                throw LoadError.unusable(path: host, reason: "host executable not found")
-            }
-            return ([host, target], architecture)
-        }
-        if let root, FileManager.default.fileExists(atPath: root + "/bin/host") {
-            return ([root + "/bin/host", target], architecture)
-        }
-        return ([target], architecture)
-    }
-
-    /// The host's architecture if the file has it, else its first slice's.
-    static func defaultArchitecture(of path: String) throws -> String {
-        let available = try ImageFile.architectures(path: path)
-        return available.contains(CodeRunner.hostArchitecture) ? CodeRunner.hostArchitecture : available[0]
     }
 }
 

@@ -106,28 +106,3 @@ func finalFixups(_ fixups: [ResolvedFixup]) -> [UInt64: ResolvedFixup.Kind] {
     Dictionary(fixups.map { ($0.vmOffset, $0.kind) }, uniquingKeysWith: { _, last in last })
 }
 
-/// LEB128 bytes, for hand-made fixup runs (docs/closure-format.md).
-enum LEB {
-    static func unsigned(_ value: UInt64) -> [UInt8] {
-        var value = value
-        var bytes: [UInt8] = []
-        repeat {
-            let byte = UInt8(value & 0x7f)
-            value >>= 7
-            bytes.append(value == 0 ? byte : byte | 0x80)
-        } while value != 0
-        return bytes
-    }
-
-    static func signed(_ value: Int64) -> [UInt8] {
-        var value = value
-        var bytes: [UInt8] = []
-        while true {
-            let byte = UInt8(value & 0x7f)
-            value >>= 7
-            let done = (value == 0 && byte & 0x40 == 0) || (value == -1 && byte & 0x40 != 0)
-            bytes.append(done ? byte : byte | 0x80)
-            if done { return bytes }
-        }
-    }
-}

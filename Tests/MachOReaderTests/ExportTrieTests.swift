@@ -175,8 +175,8 @@ import Testing
 
     @Test func flag0x20IsAFunctionVariantOnlyWithATableIndex() throws {
         let trie = try Self.trie(TrieNode(children: [
-            ("_variant", TrieNode(terminal: trieULEB(0x20) + trieULEB(0x400) + trieULEB(3))),
-            ("_static", TrieNode(terminal: trieULEB(0x20) + trieULEB(0x500))),
+            ("_variant", TrieNode(terminal: LEB.unsigned(0x20) + LEB.unsigned(0x400) + LEB.unsigned(3))),
+            ("_static", TrieNode(terminal: LEB.unsigned(0x20) + LEB.unsigned(0x500))),
         ]).encoded())
         #expect(try trie.lookup("_variant")?.definition == .functionVariant(defaultOffset: 0x400, tableIndex: 3))
         let old = try #require(try trie.lookup("_static"))
@@ -275,11 +275,11 @@ import Testing
 
     @Test func malformedExportInfoIsAnError() throws {
         let cases: [(name: String, info: [UInt8])] = [
-            ("kind 3", trieULEB(0x03) + trieULEB(0x10)),
-            ("bytes left over", trieULEB(0x00) + trieULEB(0x10) + [0x00]),
-            ("address missing", trieULEB(0x00)),
-            ("unterminated import name", trieULEB(0x08) + trieULEB(1) + [0x5F, 0x61]),
-            ("absurd ordinal", trieULEB(0x08) + trieULEB(1 << 40) + [0x00]),
+            ("kind 3", LEB.unsigned(0x03) + LEB.unsigned(0x10)),
+            ("bytes left over", LEB.unsigned(0x00) + LEB.unsigned(0x10) + [0x00]),
+            ("address missing", LEB.unsigned(0x00)),
+            ("unterminated import name", LEB.unsigned(0x08) + LEB.unsigned(1) + [0x5F, 0x61]),
+            ("absurd ordinal", LEB.unsigned(0x08) + LEB.unsigned(1 << 40) + [0x00]),
         ]
         for (name, info) in cases {
             let trie = try Self.trie(TrieNode(children: [("_x", TrieNode(terminal: info))]).encoded())
@@ -343,7 +343,7 @@ private struct TrieNode {
     }
 
     private var headerSize: Int {
-        trieULEB(UInt64(terminal?.count ?? 0)).count + (terminal?.count ?? 0) + 1
+        LEB.unsigned(UInt64(terminal?.count ?? 0)).count + (terminal?.count ?? 0) + 1
             + children.reduce(0) { $0 + $1.label.utf8.count + 1 + 3 }
     }
 
@@ -357,7 +357,7 @@ private struct TrieNode {
     }
 
     private func append(to out: inout [UInt8], at offset: Int) {
-        out += trieULEB(UInt64(terminal?.count ?? 0)) + (terminal ?? []) + [UInt8(children.count)]
+        out += LEB.unsigned(UInt64(terminal?.count ?? 0)) + (terminal ?? []) + [UInt8(children.count)]
         var childOffset = offset + headerSize
         for child in children {
             out += Array(child.label.utf8) + [0]
@@ -372,35 +372,13 @@ private struct TrieNode {
     }
 }
 
-private func trieULEB(_ value: UInt64) -> [UInt8] {
-    var value = value, out: [UInt8] = []
-    repeat {
-        let byte = UInt8(value & 0x7F)
-        value >>= 7
-        out.append(value == 0 ? byte : byte | 0x80)
-    } while value != 0
-    return out
-}
 
-private func regularInfo(flags: UInt64, offset: UInt64) -> [UInt8] { trieULEB(flags) + trieULEB(offset) }
+private func regularInfo(flags: UInt64, offset: UInt64) -> [UInt8] { LEB.unsigned(flags) + LEB.unsigned(offset) }
 
 private func reexportInfo(flags: UInt64, ordinal: UInt64, importedName: String) -> [UInt8] {
-    trieULEB(flags) + trieULEB(ordinal) + Array(importedName.utf8) + [0]
+    LEB.unsigned(flags) + LEB.unsigned(ordinal) + Array(importedName.utf8) + [0]
 }
 
 private func stubAndResolverInfo(flags: UInt64, stub: UInt64, resolver: UInt64) -> [UInt8] {
-    trieULEB(flags) + trieULEB(stub) + trieULEB(resolver)
-}
-
-/// A small deterministic generator (SplitMix64) for the corruption test.
-private struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    LEB.unsigned(flags) + LEB.unsigned(stub) + LEB.unsigned(resolver)
 }

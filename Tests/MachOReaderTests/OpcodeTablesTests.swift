@@ -163,25 +163,9 @@ extension OpcodeTablesTests {
 
     /// Opcode-stream spelling helpers.
     enum OpcodeBytes {
-        static func uleb(_ value: UInt64) -> [UInt8] {
-            var value = value, out: [UInt8] = []
-            repeat {
-                let byte = UInt8(value & 0x7f)
-                value >>= 7
-                out.append(value == 0 ? byte : byte | 0x80)
-            } while value != 0
-            return out
-        }
+        static func uleb(_ value: UInt64) -> [UInt8] { LEB.unsigned(value) }
 
-        static func sleb(_ value: Int64) -> [UInt8] {
-            var value = value, out: [UInt8] = []
-            while true {
-                let byte = UInt8(value & 0x7f)
-                value >>= 7
-                if (value == 0 && byte & 0x40 == 0) || (value == -1 && byte & 0x40 != 0) { return out + [byte] }
-                out.append(byte | 0x80)
-            }
-        }
+        static func sleb(_ value: Int64) -> [UInt8] { LEB.signed(value) }
 
         /// BIND_OPCODE_SET_SYMBOL_TRAILING_FLAGS_IMM with `flags`.
         static func symbol(_ name: String, flags: UInt8 = 0) -> [UInt8] { [0x40 | flags] + Array(name.utf8) + [0] }

@@ -1,18 +1,11 @@
 import Foundation
+import TestSupport
 
 /// Where the stub-root tests find the repository, the corpus and the tools.
 enum StubRootPaths {
-    /// The repository root (this file is Tests/StubRootTests/Support/StubRootPaths.swift).
-    static let repoRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    /// `../shared/corpus` beside the repository, or `$DYLD3_CORPUS`.
-    static let corpus: String = {
-        if let override = ProcessInfo.processInfo.environment["DYLD3_CORPUS"] { return override }
-        return repoRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus").path
-    }()
-
-    static let objdump = "/usr/lib/llvm-19/bin/llvm-objdump"
+    static let repoRoot = Paths.repoRoot
+    static let corpus = Paths.corpus.path
+    static let objdump = Paths.objdump
 
     static func corpusFile(_ relativePath: String) -> String { corpus + "/" + relativePath }
 

@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import LaunchClosure
+import LoaderCore
+
+/// The options every command that loads an app shares: where absolute install names are
+/// found, which slice, which host a bundle goes into, and which closure cache.
+struct AppOptions: ParsableArguments {
+    @Option(help: "The system root absolute install names are looked up under.")
+    var root: String?
+
+    @Option(help: "The architecture. Default: the host's if the file has it, else its first slice.")
+    var arch: String?
+
+    @Option(help: "The host executable a bundle is loaded into. Default: ROOT/bin/host when it exists.")
+    var host: String?
+
+    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
+    var cache: String?
+
+    /// The launch roots and architecture for `app`.
+    func roots(for app: String) throws -> (paths: [String], arch: String) {
+        try AppLocator.roots(for: app, arch: arch, root: root, host: host)
+    }
+
+    var closureCache: ClosureCache { ClosureCache.resolve(cache) }
+}
+
+/// Finds the images to launch inside what the user named.
+enum AppLocator {
+    /// `X.app` → `X.app/X`; anything else is the image itself.
+    static func mainImage(of app: String) throws -> String {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: app, isDirectory: &isDirectory) else {
+            throw LoadError.unusable(path: app, reason: "no such file or directory")
+        }
+        guard isDirectory.boolValue else { return app }
+        let name = (app as NSString).lastPathComponent
+        guard name.hasSuffix(".app") else {
+            throw LoadError.unusable(path: app, reason: "is a directory but not a .app bundle")
+        }
+        let executable = app + "/" + String(name.dropLast(4))
+        guard FileManager.default.fileExists(atPath: executable) else {
+            throw LoadError.unusable(path: app, reason: "has no executable \(String(name.dropLast(4)))")
+        }
+        return executable
+    }
+
+    /// Apps named on the command line, with directories of `.app` bundles expanded.
+    static func expand(_ apps: [String]) throws -> [String] {
+        var expanded: [String] = []
+        for app in apps {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: app, isDirectory: &isDirectory), isDirectory.boolValue, !app.hasSuffix(".app") {
+                let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
+                guard !bundles.isEmpty else { throw ValidationError("\(app) holds no .app bundle") }
+                expanded += bundles.map { app + "/" + $0 }
+            } else {
+                expanded.append(app)
+            }
+        }
+        return expanded
+    }
+
+    /// The launch roots for an app (a bundle gets its host first) and the architecture.
+    static func roots(for app: String, arch: String?, root: String?, host: String?) throws -> (paths: [String], arch: String) {
+        let target = try mainImage(of: app)
+        let architecture = try arch ?? defaultArchitecture(of: target)
+        let fileType = try ImageFile.load(path: target, arch: architecture).image.header.fileType
+        guard fileType == .bundle else { return ([target], architecture) }
+        if let host {
+            guard FileManager.default.fileExists(atPath: host) else {
+                throw LoadError.unusable(path: host, reason: "host executable not found")
+            }
+            return ([host, target], architecture)
+        }
+        if let root, FileManager.default.fileExists(atPath: root + "/bin/host") {
+            return ([root + "/bin/host", target], architecture)
+        }
+        return ([target], architecture)
+    }
+
+    /// The host's architecture if the file has it, else its first slice's.
+    static func defaultArchitecture(of path: String) throws -> String {
+        let available = try ImageFile.architectures(path: path)
+        return available.contains(CodeRunner.hostArchitecture) ? CodeRunner.hostArchitecture : available[0]
+    }
+}
