@@ -26,11 +26,13 @@ reader-fixtures: bootstrap
 fixtures: bootstrap
 	@tools/build-fixtures
 
-# The main job, end to end: build the fixture apps, install their closures into cache/,
-# launch each through dyld2 and dyld3, compare the two, and print one table. Then a look
+# The main job, end to end: build the fixture apps and a generated 100-framework app,
+# install their closures into cache/, launch each through dyld2 and dyld3, compare the
+# two, and print one table. Then a look
 # at a real Apple-built binary through the reader.
 demo: release fixtures
-	@tools/demo $(DYLD3) build/fixtures cache --runs 5
+	@tools/gen-app --preset 100 --seed 1 --out build/demo-gen100 > /dev/null
+	@tools/demo $(DYLD3) build/fixtures cache --runs 5 --extra build/demo-gen100 x86_64 chained
 	@echo
 	@echo "== dyld3 inspect $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib (built by Apple's ld64)"
 	@$(DYLD3) inspect $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib
