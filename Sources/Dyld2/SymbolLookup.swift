@@ -34,14 +34,7 @@ struct SymbolLookup {
 
     private mutating func find(_ name: String, in index: Int, visited: inout Set<Int>) throws(LoadError) -> BindTarget? {
         guard visited.insert(index).inserted else { return nil }
-        lookups += 1
-        let symbol: ExportedSymbol?
-        do {
-            symbol = try tries[index]?.lookup(name)
-        } catch {
-            throw .malformed(error.inFile(graph.nodes[index].path))
-        }
-        if let symbol {
+        if let symbol = try exported(name, by: index) {
             switch symbol.definition {
             case let .image(offset):
                 return symbol.kind == .absolute ? .absolute(offset) : .image(index, offset: offset)
@@ -62,6 +55,16 @@ struct SymbolLookup {
         return nil
     }
 
+    /// `name` in image `index`'s own export trie (one lookup by name).
+    private mutating func exported(_ name: String, by index: Int) throws(LoadError) -> ExportedSymbol? {
+        lookups += 1
+        do {
+            return try tries[index]?.lookup(name)
+        } catch {
+            throw .malformed(error.inFile(graph.nodes[index].path))
+        }
+    }
+
     /// A flat-namespace lookup: the first image in load order that exports `name`.
     mutating func findFlat(_ name: String) throws(LoadError) -> BindTarget? {
         for index in graph.nodes.indices {
@@ -77,14 +80,7 @@ struct SymbolLookup {
         var firstWeak: BindTarget?
         var winner: BindTarget?
         for index in graph.nodes.indices {
-            lookups += 1
-            let symbol: ExportedSymbol?
-            do {
-                symbol = try tries[index]?.lookup(name)
-            } catch {
-                throw .malformed(error.inFile(graph.nodes[index].path))
-            }
-            guard let symbol, let offset = symbol.imageOffset else { continue }
+            guard let symbol = try exported(name, by: index), let offset = symbol.imageOffset else { continue }
             let target: BindTarget = symbol.kind == .absolute ? .absolute(offset) : .image(index, offset: offset)
             if !symbol.isWeakDefinition { winner = target; break }
             if firstWeak == nil { firstWeak = target }
