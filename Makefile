@@ -41,6 +41,7 @@ demo: release fixtures
 
 test: bootstrap reader-fixtures fixtures
 	@tools/build-fixtures --verify-expected
+	@tools/gen-app --preset 100 --seed 1 --out build/demo-gen100 > /dev/null
 	$(SWIFT) test
 	@tools/compare-with-objdump .build/debug/dyld3 $(CORPUS) build/reader-fixtures build/fixtures
 	@rm -rf build/test-cache

@@ -25,6 +25,8 @@ let package = Package(
         .target(name: "LaunchClosure", dependencies: ["LoaderCore", "Dyld2", "MachOReader", "CZstd", "CXXHash"]),
         // The dyld3 fast path: validate a closure and apply it.
         .target(name: "Dyld3", dependencies: ["LaunchClosure", "LoaderCore", "Dyld2"]),
+        // `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader, with charts.
+        .target(name: "LaunchBench", dependencies: ["Dyld3", "Dyld2", "LaunchClosure", "LoaderCore", "MachOReader"]),
         // Stub system roots: stub dylibs and a stub host for real Apple-built binaries.
         .target(name: "StubRoot", dependencies: ["MachOReader", "LoaderCore"]),
         // System libraries, found through pkg-config.
@@ -34,7 +36,7 @@ let package = Package(
         .executableTarget(
             name: "Dyld3Tool",
             dependencies: [
-                "MachOReader", "MachOInspect", "LoaderCore", "Dyld2", "LaunchClosure", "Dyld3", "StubRoot",
+                "MachOReader", "MachOInspect", "LoaderCore", "Dyld2", "LaunchClosure", "Dyld3", "StubRoot", "LaunchBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/dyld3"
@@ -45,6 +47,9 @@ let package = Package(
         .testTarget(name: "LoaderTests", dependencies: ["Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader", "StubRoot", "TestSupport"]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
+        .testTarget(name: "BenchTests", dependencies: ["LaunchBench"]),
         .testTarget(name: "ClosureTests", dependencies: ["LaunchClosure", "Dyld2", "LoaderCore", "MachOReader", "TestSupport"]),
+        // Tampered and forged closures, concurrent installs, stale images, cache hygiene.
+        .testTarget(name: "HostileTests", dependencies: ["LaunchClosure", "Dyld3", "Dyld2", "LoaderCore", "TestSupport"]),
     ]
 )

@@ -23,7 +23,7 @@ public enum ClosureBuilder {
             images.append(ClosureImage(
                 path: node.path, installName: node.installName ?? "", identity: identity, plan: analysis.plans[index],
                 dependencies: node.dependencies.map { ($0.installName, $0.kind, $0.target ?? -1) },
-                initializers: analysis.initializers[index], rpaths: node.image.rpaths,
+                initializers: analysis.initializers[index], rpaths: node.image.rpaths, absentPaths: node.absentCandidates,
                 rebaseRuns: rebases.bytes, bindRuns: binds.bytes, rebaseCount: rebases.count, bindCount: binds.count))
         }
         return LaunchClosure(

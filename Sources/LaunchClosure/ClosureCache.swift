@@ -38,6 +38,19 @@ public struct ClosureCache: Sendable {
         guard FileManager.default.isWritableFile(atPath: directory) else {
             throw .writeFailed(path: directory, what: "the cache directory is not writable")
         }
+        removeAbandonedWrites()
+    }
+
+    /// Removes temporary files (`.<name>.tmp.<pid>.<random>`) left by writers that died
+    /// before renaming them (SIGKILL, power loss); a live writer's file is kept. They are
+    /// never read as closures (`files()` skips dot files), this only reclaims the space.
+    public func removeAbandonedWrites() {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(".") {
+            let parts = name.split(separator: ".")
+            guard parts.count >= 4, parts[parts.count - 3] == "tmp", let pid = Int32(parts[parts.count - 2]),
+                  !UnsafeFileIO.processExists(pid) else { continue }
+            try? FileManager.default.removeItem(atPath: directory + "/" + name)
+        }
     }
 
     /// Every file in the cache directory, closures and others, sorted.

@@ -19,6 +19,8 @@ enum ClosureCodec {
             w.sleb(identity.mtimeSeconds)
             w.uleb(identity.mtimeNanoseconds)
             w.uleb(identity.inode)
+            w.sleb(identity.ctimeSeconds)
+            w.uleb(identity.ctimeNanoseconds)
             if let uuid = identity.uuid { w.u8(1); for byte in uuid { w.u8(byte) } } else { w.u8(0) }
             w.u64(identity.contentHash)
             w.uleb(image.plan.preferredBase)
@@ -43,6 +45,8 @@ enum ClosureCodec {
             for offset in image.initializers { w.uleb(offset) }
             w.uleb(image.rpaths.count)
             for rpath in image.rpaths { w.string(rpath) }
+            w.uleb(image.absentPaths.count)
+            for absent in image.absentPaths { w.string(absent) }
             w.uleb(image.rebaseCount)
             w.blob(image.rebaseRuns)
             w.uleb(image.bindCount)
@@ -89,6 +93,8 @@ enum ClosureCodec {
             let mtimeSeconds = try r.sleb()
             let mtimeNanoseconds = try r.uleb()
             let inode = try r.uleb()
+            let ctimeSeconds = try r.sleb()
+            let ctimeNanoseconds = try r.uleb()
             let uuid: [UInt8]? = try r.u8() != 0 ? try r.raw(16) : nil
             let contentHash = try r.u64()
             let preferredBase = try r.uleb()
@@ -128,6 +134,9 @@ enum ClosureCodec {
             let rpathCount = try r.count(of: "rpath")
             var rpaths: [String] = []
             for _ in 0..<rpathCount { rpaths.append(try r.string()) }
+            let absentCount = try r.count(of: "absent path")
+            var absentPaths: [String] = []
+            for _ in 0..<absentCount { absentPaths.append(try r.string()) }
             let rebaseCount = try r.int("rebase count")
             let rebaseRuns = try r.blob()
             let bindCount = try r.int("bind count")
@@ -139,8 +148,9 @@ enum ClosureCodec {
             images.append(ClosureImage(
                 path: imagePath, installName: installName,
                 identity: ImageIdentity(size: size, mtimeSeconds: mtimeSeconds, mtimeNanoseconds: mtimeNanoseconds,
-                                        inode: inode, uuid: uuid, contentHash: contentHash),
-                plan: plan, dependencies: dependencies, initializers: initializers, rpaths: rpaths,
+                                        inode: inode, ctimeSeconds: ctimeSeconds, ctimeNanoseconds: ctimeNanoseconds,
+                                        uuid: uuid, contentHash: contentHash),
+                plan: plan, dependencies: dependencies, initializers: initializers, rpaths: rpaths, absentPaths: absentPaths,
                 rebaseRuns: Array(bytes[rebaseRuns]), bindRuns: Array(bytes[bindRuns]),
                 rebaseCount: rebaseCount, bindCount: bindCount))
         }

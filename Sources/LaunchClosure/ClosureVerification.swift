@@ -183,7 +183,7 @@ public struct ClosureVerification: Sendable {
         }
         let inconsistencies = closure.consistencyProblems()
             .map { Problem(kind: .corrupt, message: $0) }
-        let stale = closure.staleImages().map { Problem(kind: .stale, message: "\($0.image) \($0.what)") }
+        let stale = closure.staleImages(closurePath: path).map { Problem(kind: .stale, message: "\($0.image) \($0.what)") }
         let status: Status = !inconsistencies.isEmpty ? .corrupt : !stale.isEmpty ? .stale : .valid
         self.init(path, status, inconsistencies + stale)
     }

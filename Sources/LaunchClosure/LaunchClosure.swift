@@ -8,15 +8,22 @@ public struct ImageIdentity: Equatable, Sendable {
     public var mtimeSeconds: Int64
     public var mtimeNanoseconds: UInt64
     public var inode: UInt64
+    /// Status-change time (0 in content-only closures): a rewrite with the mtime set back
+    /// still moves it, so the stat check cannot be fooled by `utimes`.
+    public var ctimeSeconds: Int64
+    public var ctimeNanoseconds: UInt64
     public var uuid: [UInt8]?
     /// xxh3-64 of the whole file.
     public var contentHash: UInt64
 
-    public init(size: UInt64, mtimeSeconds: Int64, mtimeNanoseconds: UInt64, inode: UInt64, uuid: [UInt8]?, contentHash: UInt64) {
+    public init(size: UInt64, mtimeSeconds: Int64, mtimeNanoseconds: UInt64, inode: UInt64,
+                ctimeSeconds: Int64 = 0, ctimeNanoseconds: UInt64 = 0, uuid: [UInt8]?, contentHash: UInt64) {
         self.size = size
         self.mtimeSeconds = mtimeSeconds
         self.mtimeNanoseconds = mtimeNanoseconds
         self.inode = inode
+        self.ctimeSeconds = ctimeSeconds
+        self.ctimeNanoseconds = ctimeNanoseconds
         self.uuid = uuid
         self.contentHash = contentHash
     }
@@ -35,6 +42,10 @@ public struct ClosureImage: Equatable, Sendable {
     public var initializers: [UInt64]
     /// The image's LC_RPATHs: inputs that affected path resolution.
     public var rpaths: [String]
+    /// Paths tried and found absent before each dependency of this image was found (or all
+    /// of a missing weak dylib's candidates): a file appearing at one would now be loaded
+    /// instead, so the closure is stale while any of them exists.
+    public var absentPaths: [String] = []
     /// Encoded rebase runs and bind runs.
     public var rebaseRuns: [UInt8]
     public var bindRuns: [UInt8]
@@ -44,7 +55,7 @@ public struct ClosureImage: Equatable, Sendable {
     public static func == (a: ClosureImage, b: ClosureImage) -> Bool {
         a.path == b.path && a.installName == b.installName && a.identity == b.identity && a.plan == b.plan
             && a.dependencies.elementsEqual(b.dependencies, by: { $0.installName == $1.installName && $0.kind == $1.kind && $0.target == $1.target })
-            && a.initializers == b.initializers && a.rpaths == b.rpaths && a.rebaseRuns == b.rebaseRuns && a.bindRuns == b.bindRuns
+            && a.initializers == b.initializers && a.rpaths == b.rpaths && a.absentPaths == b.absentPaths && a.rebaseRuns == b.rebaseRuns && a.bindRuns == b.bindRuns
     }
 }
 
@@ -52,7 +63,7 @@ public struct ClosureImage: Equatable, Sendable {
 /// up without parsing Mach-O, searching paths or looking symbols up.
 public struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
-    public static let formatVersion: UInt32 = 1
+    public static let formatVersion: UInt32 = 2
     /// Who built it.
     public static let builderIdentity = "dyld3-swift closure builder 1"
 

@@ -11,6 +11,9 @@ enum UnsafeFileIO {
         var mtimeSeconds: Int64
         var mtimeNanoseconds: UInt64
         var inode: UInt64
+        /// Status-change time: set by the kernel on every write, chmod or utimes, never settable.
+        var ctimeSeconds: Int64
+        var ctimeNanoseconds: UInt64
         var mode: UInt32
         var ownerID: UInt32
     }
@@ -20,7 +23,13 @@ enum UnsafeFileIO {
         guard stat(path, &info) == 0 else { return nil }
         return Status(size: UInt64(info.st_size), mtimeSeconds: Int64(info.st_mtim.tv_sec),
                       mtimeNanoseconds: UInt64(info.st_mtim.tv_nsec), inode: UInt64(info.st_ino),
+                      ctimeSeconds: Int64(info.st_ctim.tv_sec), ctimeNanoseconds: UInt64(info.st_ctim.tv_nsec),
                       mode: UInt32(info.st_mode), ownerID: UInt32(info.st_uid))
+    }
+
+    /// Whether process `pid` still exists (a writer whose temporary file is in progress).
+    static func processExists(_ pid: Int32) -> Bool {
+        kill(pid, 0) == 0 || errno != ESRCH
     }
 
     /// Writes `bytes` to `path` atomically with mode 0444. On failure nothing at `path` changed.

@@ -16,6 +16,10 @@ public struct DependencyGraph: Sendable {
         /// The node whose load command first brought this one in (nil for roots); its
         /// rpaths follow this node's when resolving `@rpath`.
         public let loader: Int?
+        /// Candidate paths tried for this node's dependencies and found absent before a
+        /// match (every candidate of a missing weak dylib), in the order they were tried: a
+        /// file appearing at one of them would change what a launch loads.
+        public internal(set) var absentCandidates: [String] = []
 
         public var path: String { file.path }
         public var image: MachOImage { file.image }
@@ -87,6 +91,7 @@ public struct DependencyGraph: Sendable {
     private mutating func resolveDependencies(of index: Int, arch: String, index loaded: inout LoadedIndex) throws(LoadError) {
         let node = nodes[index]
         var edges: [Edge] = []
+        var absent: [String] = []
         for dependency in node.image.dependencies {
             let name = dependency.installName
             // Install-name matching first: a dylib already loaded under that name is reused.
@@ -97,7 +102,11 @@ public struct DependencyGraph: Sendable {
             let candidates = resolver.candidates(
                 for: name, loaderDirectory: PathResolver.directory(of: node.path), rpaths: rpathChain(from: index))
             var found: Int?
-            for candidate in candidates where FileManager.default.fileExists(atPath: candidate) {
+            for candidate in candidates {
+                guard FileManager.default.fileExists(atPath: candidate) else {
+                    if !absent.contains(candidate) { absent.append(candidate) }
+                    continue
+                }
                 if let existing = loaded.byPath[candidate] { found = existing; break }
                 let file = try timedLoad(candidate, arch: arch)
                 guard file.image.header.fileType == .dylib else {
@@ -119,6 +128,7 @@ public struct DependencyGraph: Sendable {
             edges.append(Edge(installName: name, kind: dependency.kind, target: found))
         }
         nodes[index].dependencies = edges
+        nodes[index].absentCandidates = absent
     }
 
     /// The rpaths `@rpath` searches for a load by `index`: its own, then its loader's, and

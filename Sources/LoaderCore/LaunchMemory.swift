@@ -173,7 +173,7 @@ extension LaunchMemory {
             }
         }
         throw .mapping(image: images[index].plan.path,
-                       reason: "fixup run 0x\(String(start, radix: 16))-0x\(String(last + 8, radix: 16)) is outside every writable segment")
+                       reason: "fixup run 0x\(String(start, radix: 16))-0x\(String(last &+ 8, radix: 16)) is outside every writable segment")
     }
 
     /// Stores a word at `address`, which must lie in a run ``checkRun(image:start:count:stride:)`` accepted.

@@ -1,0 +1,49 @@
+import Foundation
+
+/// What `dyld3 bench` measures and where it reads and writes.
+public struct BenchConfiguration: Sendable {
+    /// Framework counts of the generated apps (`tools/gen-app --preset`).
+    public var dylibCounts: [Int]
+    /// Samples per path and size, after one discarded warm-up round.
+    public var runs: Int
+    /// Where the Markdown, JSON and SVG results go.
+    public var outputDirectory: String
+    public var arch: String
+    /// Fixup style of the Mach-O apps: `chained` or `opcodes`.
+    public var style: String
+    /// The repository: `tools/gen-app` and `tools/glibc-harness.c` are found under it.
+    public var repositoryRoot: String
+    /// Generated apps (`bench-apps/`), the bench's closure cache and the compiled harness go under here.
+    public var workDirectory: String
+    /// The `dyld3` executable spawned for the fresh-process measurements; nil skips them.
+    public var toolPath: String?
+
+    public init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11, outputDirectory: String = "bench/results",
+                arch: String = "x86_64", style: String = "chained", repositoryRoot: String, workDirectory: String? = nil,
+                toolPath: String?) {
+        self.dylibCounts = dylibCounts
+        self.runs = runs
+        self.outputDirectory = outputDirectory
+        self.arch = arch
+        self.style = style
+        self.repositoryRoot = repositoryRoot
+        self.workDirectory = workDirectory ?? repositoryRoot + "/build"
+        self.toolPath = toolPath
+    }
+
+    /// The seed of every generated app: same seed, same bytes, so apps are reused.
+    public static let seed = 1
+
+    /// The nearest directory at or above `start` holding `tools/gen-app`.
+    public static func findRepositoryRoot(from start: String) -> String? {
+        var directory = URL(fileURLWithPath: start).standardizedFileURL
+        while true {
+            if FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("tools/gen-app").path) {
+                return directory.path
+            }
+            let parent = directory.deletingLastPathComponent()
+            if parent.path == directory.path { return nil }
+            directory = parent
+        }
+    }
+}

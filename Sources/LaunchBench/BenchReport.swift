@@ -1,0 +1,68 @@
+/// Everything `dyld3 bench` measured, as written to `bench.json`. Times are nanoseconds.
+public struct BenchReport: Codable, Sendable {
+    public var machine: Machine
+    public var runs: Int
+    public var arch: String
+    public var style: String
+    public var seed: Int
+    public var sizes: [SizeResult]
+
+    /// Where the numbers come from.
+    public struct Machine: Codable, Sendable {
+        public var cores: Int
+        public var kernel: String
+        public var date: String
+    }
+}
+
+/// The four launch paths, in the order they are interleaved.
+public enum LaunchPath: String, Codable, Sendable, CaseIterable {
+    case dyld2, dyld3, floor, glibc
+}
+
+/// One app size: every path's times, and what the closure costs and saves.
+public struct SizeResult: Codable, Sendable {
+    public var dylibs: Int
+    /// Images loaded (frameworks + main + libSystem).
+    public var images: Int
+    /// Mach-O fixups (rebases + binds) every Mach-O path writes; glibc's relocation count.
+    public var fixups: Int
+    public var rebases: Int
+    public var binds: Int
+    public var elfRelocations: Int
+    /// Pages holding at least one fixup (what the floor writes to).
+    public var fixupPages: Int
+
+    /// (a)–(d) in one process, interleaved round-robin: in-process time around the load only.
+    public var warm: [String: Distribution]
+    /// Each sample a fresh process: dyld3/dyld2's in-process `timings.total`, glibc's dlopen time.
+    public var fresh: [String: Distribution]
+    /// Fresh processes: peak RSS (kB), per path.
+    public var freshMaxRSSKilobytes: [String: Distribution]
+    /// Medians of the dyld3 and dyld2 launch phases (warm), by phase name.
+    public var dyld3Phases: [String: Int64]
+    public var dyld2Phases: [String: Int64]
+    /// Warm median nanoseconds per fixup (glibc: per ELF relocation).
+    public var nanosecondsPerFixup: [String: Double]
+    /// Pages each path leaves privately dirty in the images' mappings (/proc/self/smaps).
+    public var pagesDirtied: [String: Int]
+    /// This process's peak RSS (kB) after this size (ru_maxrss: grows monotonically).
+    public var benchMaxRSSKilobytes: Int
+
+    /// (e) the closure.
+    public var closure: ClosureCost
+}
+
+/// What building a closure costs and how big it is against the images' own metadata.
+public struct ClosureCost: Codable, Sendable {
+    /// `ClosureBuilder.build` + `ClosureFile.write`, as `dyld3 install` does.
+    public var build: Distribution
+    /// Bytes of the closure file (header + zstd frame).
+    public var fileBytes: Int
+    public var bytesPerFixup: Double
+    /// Sum over images of LC_DYLD_INFO's rebase/bind/weak/lazy/export sizes, or
+    /// LC_DYLD_CHAINED_FIXUPS + LC_DYLD_EXPORTS_TRIE sizes.
+    public var imageMetadataBytes: Int
+    /// fileBytes / imageMetadataBytes.
+    public var relativeToMetadata: Double
+}

@@ -1,0 +1,44 @@
+import Foundation
+import LaunchClosure
+
+/// `dyld3 bench`: dyld2, dyld3, the mapping floor and glibc's loader on generated apps of
+/// each size, measured side by side in one run, plus what the closure costs.
+public enum LaunchBench {
+    /// Measures every size in `configuration`; `log` gets progress lines.
+    public static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) throws -> BenchReport {
+        let harness = try GlibcHarness.build(configuration: configuration)
+        let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache")
+        var sizes: [SizeResult] = []
+        for dylibs in configuration.dylibCounts {
+            log("\(dylibs) dylibs: preparing apps")
+            let app = try BenchApp.prepare(dylibs: dylibs, configuration: configuration, log: { log("  " + $0) })
+            let bench = SizeBench(configuration: configuration, app: app, harness: harness, cache: cache, log: log)
+            sizes.append(try bench.measure())
+        }
+        return BenchReport(
+            machine: .init(cores: ProcessInfo.processInfo.activeProcessorCount,
+                           kernel: ProcessInfo.processInfo.operatingSystemVersionString,
+                           date: ISO8601DateFormatter().string(from: Date())),
+            runs: configuration.runs, arch: configuration.arch, style: configuration.style,
+            seed: BenchConfiguration.seed, sizes: sizes)
+    }
+
+    /// The files ``write(_:to:)`` produces.
+    public static let outputFiles = ["bench.json", "bench.md", "time-vs-dylibs.svg", "dyld3-phases.svg"]
+
+    /// Writes the JSON, the Markdown table and the two SVG charts into `directory`.
+    public static func write(_ report: BenchReport, to directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let contents: [String: Data] = [
+            "bench.json": try encoder.encode(report) + Data("\n".utf8),
+            "bench.md": Data(MarkdownReport.render(report).utf8),
+            "time-vs-dylibs.svg": Data(SVGCharts.timeVersusDylibs(report).utf8),
+            "dyld3-phases.svg": Data(SVGCharts.dyld3Phases(report).utf8),
+        ]
+        for (name, data) in contents {
+            try data.write(to: URL(fileURLWithPath: directory + "/" + name), options: .atomic)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+
+/// The bench's Markdown: tables per measurement and the issue's targets, measured.
+enum MarkdownReport {
+    static func render(_ report: BenchReport) -> String {
+        let paths = LaunchPath.allCases.map(\.rawValue)
+        var out = "# dyld3 bench\n\n"
+        out += "\(report.machine.cores) cores, \(report.machine.kernel), \(report.machine.date). "
+        out += "Apps: `tools/gen-app --seed \(report.seed)` (\(report.arch) \(report.style)) and their ELF twins. "
+        out += "\(report.runs) samples per path and size, median (p90). Every path stops before running code.\n\n"
+
+        out += "## Launch time, one process (warm), interleaved\n\n"
+        out += table(["dylibs", "images", "fixups"] + paths + ["dyld3 / floor", "dyld3 / glibc", "dyld2 / dyld3", "dyld2 / glibc"],
+                     report.sizes.map { size in
+                         ["\(size.dylibs)", "\(size.images)", "\(size.fixups)"]
+                             + paths.map { cell(size.warm[$0]) }
+                             + [ratio(size.warm, "dyld3", "floor"), ratio(size.warm, "dyld3", "glibc"),
+                                ratio(size.warm, "dyld2", "dyld3"), ratio(size.warm, "dyld2", "glibc")]
+                     })
+
+        let freshPaths = ["dyld2", "dyld3", "glibc"]
+        if report.sizes.contains(where: { !$0.fresh.isEmpty }) {
+            out += "\n## Launch time, a fresh process per launch\n\n"
+            out += "In-process time of the load (dyld2/dyld3: `timings.total` of `dyld3 launch --no-run --json`; glibc: the harness's dlopen), and each process's peak RSS.\n\n"
+            out += table(["dylibs"] + freshPaths + ["dyld2 / dyld3"] + freshPaths.map { "\($0) peak RSS" },
+                         report.sizes.map { size in
+                             ["\(size.dylibs)"] + freshPaths.map { cell(size.fresh[$0]) } + [ratio(size.fresh, "dyld2", "dyld3")]
+                                 + freshPaths.map { size.freshMaxRSSKilobytes[$0].map { megabytes($0.median) } ?? "–" }
+                         })
+        }
+
+        out += "\n## Per fixup, pages, memory\n\n"
+        out += "ns per fixup: warm median / Mach-O fixups (glibc: / ELF relocations). Pages dirtied: Private_Dirty pages of the images' mappings after one launch (/proc/self/smaps).\n\n"
+        out += table(["dylibs", "Mach-O fixups", "ELF relocations"] + paths.map { "ns/fixup \($0)" }
+                     + ["fixup pages"] + paths.map { "pages dirtied \($0)" } + ["bench peak RSS"],
+                     report.sizes.map { size in
+                         ["\(size.dylibs)", "\(size.fixups)", "\(size.elfRelocations)"]
+                             + paths.map { String(format: "%.1f", size.nanosecondsPerFixup[$0] ?? 0) }
+                             + ["\(size.fixupPages)"] + paths.map { "\(size.pagesDirtied[$0] ?? 0)" }
+                             + [megabytes(Int64(size.benchMaxRSSKilobytes))]
+                     })
+
+        out += "\n## The closure\n\n"
+        out += "Build = `ClosureBuilder.build` + `ClosureFile.write`. Image metadata = LC_DYLD_INFO rebase+bind+weak+lazy+export sizes, or LC_DYLD_CHAINED_FIXUPS + LC_DYLD_EXPORTS_TRIE sizes, summed over images.\n\n"
+        out += table(["dylibs", "build", "closure bytes", "bytes / fixup", "image metadata bytes", "closure / metadata"],
+                     report.sizes.map { size in
+                         ["\(size.dylibs)", cell(size.closure.build), "\(size.closure.fileBytes)",
+                          String(format: "%.2f", size.closure.bytesPerFixup), "\(size.closure.imageMetadataBytes)",
+                          String(format: "%.0f%%", size.closure.relativeToMetadata * 100)]
+                     })
+
+        let phases = ["closure", "mapping", "bind", "total"]
+        out += "\n## dyld3 phases (warm medians)\n\n"
+        out += "closure = read, checksum, decompress, decode, validate identities; mapping = reserve + mmap every segment; bind = write every rebase and bind; the rest is mprotect and initializer bookkeeping.\n\n"
+        out += table(["dylibs"] + phases, report.sizes.map { size in
+            ["\(size.dylibs)"] + phases.map { size.dyld3Phases[$0].map(time) ?? "–" }
+        })
+        let slowPhases = ["path_resolution", "parsing", "mapping", "rebase", "bind", "total"]
+        out += "\n## dyld2 phases (warm medians)\n\n"
+        out += table(["dylibs"] + slowPhases, report.sizes.map { size in
+            ["\(size.dylibs)"] + slowPhases.map { size.dyld2Phases[$0].map(time) ?? "–" }
+        })
+
+        out += "\n## Targets (issue 7), measured\n\n"
+        out += Targets.evaluate(report).map { "- \($0.met ? "met" : "**missed**"): \($0.text)" }.joined(separator: "\n") + "\n"
+        return out
+    }
+
+    static func table(_ header: [String], _ rows: [[String]]) -> String {
+        var out = "| " + header.joined(separator: " | ") + " |\n"
+        out += "|" + header.map { _ in " ---: |" }.joined() + "\n"
+        for row in rows { out += "| " + row.joined(separator: " | ") + " |\n" }
+        return out
+    }
+
+    static func cell(_ distribution: Distribution?) -> String {
+        guard let distribution else { return "–" }
+        return "\(time(distribution.median)) (\(time(distribution.p90)))"
+    }
+
+    static func ratio(_ values: [String: Distribution], _ a: String, _ b: String) -> String {
+        guard let x = values[a]?.median, let y = values[b]?.median, y > 0 else { return "–" }
+        return String(format: "%.2f×", Double(x) / Double(y))
+    }
+
+    /// Nanoseconds as µs or ms.
+    static func time(_ nanoseconds: Int64) -> String {
+        nanoseconds < 1_000_000 ? String(format: "%.0f µs", Double(nanoseconds) / 1e3) : String(format: "%.2f ms", Double(nanoseconds) / 1e6)
+    }
+
+    static func megabytes(_ kilobytes: Int64) -> String { String(format: "%.1f MB", Double(kilobytes) / 1024) }
+}

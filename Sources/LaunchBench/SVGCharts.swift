@@ -1,0 +1,131 @@
+import Foundation
+
+/// The bench's two charts, written as plain SVG.
+enum SVGCharts {
+    static let colors: [LaunchPath: String] = [.dyld2: "#d62728", .dyld3: "#1f77b4", .floor: "#7f7f7f", .glibc: "#2ca02c"]
+
+    /// Warm median launch time against dylib count, one line per path, both axes log10.
+    static func timeVersusDylibs(_ report: BenchReport) -> String {
+        let (width, height) = (760.0, 460.0)
+        let (left, right, top, bottom) = (80.0, 600.0, 50.0, 400.0)
+        let sizes = report.sizes.filter { $0.dylibs > 0 }
+        let times = sizes.flatMap { size in LaunchPath.allCases.compactMap { size.warm[$0.rawValue]?.median } }.filter { $0 > 0 }
+        let xDecades = decades(sizes.map { Double($0.dylibs) })
+        let yDecades = decades(times.map(Double.init))
+        func x(_ value: Double) -> Double { scale(log10(value), xDecades, left, right) }
+        func y(_ value: Double) -> Double { scale(log10(value), yDecades, bottom, top) }
+
+        var svg = header(width, height, "Launch time against dylib count (warm median, log-log)")
+        for decade in xDecades.lowerBound...xDecades.upperBound {
+            let position = x(pow(10, Double(decade)))
+            svg += line(position, top, position, bottom, "#dddddd")
+            svg += text(position, bottom + 18, "\(Int(pow(10, Double(decade))))", anchor: "middle")
+        }
+        for decade in yDecades.lowerBound...yDecades.upperBound {
+            let position = y(pow(10, Double(decade)))
+            svg += line(left, position, right, position, "#dddddd")
+            svg += text(left - 6, position + 4, timeLabel(decade), anchor: "end")
+        }
+        svg += line(left, bottom, right, bottom, "#000000") + line(left, top, left, bottom, "#000000")
+        svg += text((left + right) / 2, bottom + 38, "dylibs in the app", anchor: "middle")
+        for (row, path) in LaunchPath.allCases.enumerated() {
+            let color = colors[path] ?? "#000000"
+            let points = sizes.compactMap { size -> (Double, Double)? in
+                guard let median = size.warm[path.rawValue]?.median, median > 0 else { return nil }
+                return (x(Double(size.dylibs)), y(Double(median)))
+            }
+            let dash = path == .floor ? " stroke-dasharray=\"6 4\"" : ""
+            svg += "  <polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"\(dash) points=\""
+                + points.map { String(format: "%.1f,%.1f", $0.0, $0.1) }.joined(separator: " ") + "\"/>\n"
+            for point in points {
+                svg += "  <circle cx=\"\(number(point.0))\" cy=\"\(number(point.1))\" r=\"3.5\" fill=\"\(color)\"/>\n"
+            }
+            let legendY = top + 10 + Double(row) * 22
+            svg += line(right + 20, legendY, right + 50, legendY, color, width: 3)
+            svg += text(right + 56, legendY + 4, legendName(path), anchor: "start")
+        }
+        return svg + "</svg>\n"
+    }
+
+    /// Each size's dyld3 launch as a 100% bar split into its phases, the total on top.
+    static func dyld3Phases(_ report: BenchReport) -> String {
+        let phases: [(name: String, color: String)] = [("closure", "#9467bd"), ("mapping", "#ff7f0e"), ("bind", "#1f77b4"), ("other", "#c7c7c7")]
+        let (width, height) = (760.0, 460.0)
+        let (left, right, top, bottom) = (80.0, 600.0, 50.0, 400.0)
+        var svg = header(width, height, "dyld3 launch phases (warm medians, share of the total)")
+        for percent in stride(from: 0, through: 100, by: 25) {
+            let position = bottom - (bottom - top) * Double(percent) / 100
+            svg += line(left, position, right, position, "#dddddd")
+            svg += text(left - 6, position + 4, "\(percent)%", anchor: "end")
+        }
+        let slot = (right - left) / Double(max(report.sizes.count, 1))
+        for (column, size) in report.sizes.enumerated() {
+            let total = Double(size.dyld3Phases["total"] ?? 0)
+            guard total > 0 else { continue }
+            var parts = phases.dropLast().map { Double(size.dyld3Phases[$0.name] ?? 0) }
+            parts.append(max(0, total - parts.reduce(0, +)))
+            let barX = left + slot * Double(column) + slot * 0.2
+            var cursor = bottom
+            for (part, phase) in zip(parts, phases) {
+                let barHeight = (bottom - top) * part / max(total, parts.reduce(0, +))
+                cursor -= barHeight
+                svg += "  <rect x=\"\(number(barX))\" y=\"\(number(cursor))\" width=\"\(number(slot * 0.6))\" height=\"\(number(barHeight))\" "
+                    + "fill=\"\(phase.color)\"><title>\(phase.name): \(MarkdownReport.time(Int64(part)))</title></rect>\n"
+            }
+            svg += text(barX + slot * 0.3, top - 6, MarkdownReport.time(Int64(total)), anchor: "middle")
+            svg += text(barX + slot * 0.3, bottom + 18, "\(size.dylibs)", anchor: "middle")
+        }
+        svg += line(left, bottom, right, bottom, "#000000")
+        svg += text((left + right) / 2, bottom + 38, "dylibs in the app (total above each bar)", anchor: "middle")
+        for (row, phase) in phases.enumerated() {
+            let legendY = top + 10 + Double(row) * 22
+            svg += "  <rect x=\"\(number(right + 20))\" y=\"\(number(legendY - 7))\" width=\"14\" height=\"14\" fill=\"\(phase.color)\"/>\n"
+            svg += text(right + 40, legendY + 4, phase.name, anchor: "start")
+        }
+        return svg + "</svg>\n"
+    }
+
+    /// A coordinate with one decimal.
+    static func number(_ value: Double) -> String { String(format: "%.1f", value) }
+
+    static func legendName(_ path: LaunchPath) -> String {
+        switch path {
+        case .dyld2: "dyld2 (slow path)"
+        case .dyld3: "dyld3 (closure)"
+        case .floor: "mapping floor"
+        case .glibc: "glibc dlopen"
+        }
+    }
+
+    /// The whole decades spanning `values` (at least one decade wide).
+    static func decades(_ values: [Double]) -> ClosedRange<Int> {
+        let logs = values.filter { $0 > 0 }.map(log10)
+        let low = Int((logs.min() ?? 0).rounded(.down)), high = Int((logs.max() ?? 1).rounded(.up))
+        return low...max(high, low + 1)
+    }
+
+    static func scale(_ value: Double, _ range: ClosedRange<Int>, _ from: Double, _ to: Double) -> Double {
+        from + (to - from) * (value - Double(range.lowerBound)) / Double(range.upperBound - range.lowerBound)
+    }
+
+    static func timeLabel(_ decade: Int) -> String {
+        let units = [(9, "s"), (6, "ms"), (3, "µs"), (0, "ns")]
+        let (exponent, unit) = units.first { decade >= $0.0 } ?? (0, "ns")
+        return "\(Int(pow(10, Double(decade - exponent)))) \(unit)"
+    }
+
+    static func header(_ width: Double, _ height: Double, _ title: String) -> String {
+        String(format: "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n", width, height, width, height)
+            + "  <rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
+            + text(width / 2, 24, title, anchor: "middle", size: 15)
+    }
+
+    static func line(_ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, _ color: String, width: Double = 1) -> String {
+        "  <line x1=\"\(number(x1))\" y1=\"\(number(y1))\" x2=\"\(number(x2))\" y2=\"\(number(y2))\" stroke=\"\(color)\" stroke-width=\"\(number(width))\"/>\n"
+    }
+
+    static func text(_ x: Double, _ y: Double, _ content: String, anchor: String, size: Int = 12) -> String {
+        let escaped = content.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        return "  <text x=\"\(number(x))\" y=\"\(number(y))\" text-anchor=\"\(anchor)\" font-size=\"\(size)\">\(escaped)</text>\n"
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// The targets, evaluated on a report. Reported, never asserted.
+enum Targets {
+    struct Check {
+        var met: Bool
+        var text: String
+    }
+
+    static func evaluate(_ report: BenchReport) -> [Check] {
+        var checks: [Check] = []
+        if let size = report.sizes.first(where: { $0.dylibs == 400 }) {
+            func median(_ path: LaunchPath) -> Double { Double(size.warm[path.rawValue]?.median ?? 0) }
+            let (dyld2, dyld3, floor, glibc) = (median(.dyld2), median(.dyld3), median(.floor), median(.glibc))
+            if floor > 0, glibc > 0, dyld3 > 0 {
+                checks.append(Check(met: dyld3 <= 1.3 * floor, text: String(format: "400 dylibs: dyld3 ≤ 1.3× the mapping floor (%.2f×)", dyld3 / floor)))
+                checks.append(Check(met: dyld3 <= 0.5 * glibc, text: String(format: "400 dylibs: dyld3 ≤ 0.5× glibc (%.2f×)", dyld3 / glibc)))
+                checks.append(Check(met: dyld2 >= 3 * dyld3, text: String(format: "400 dylibs: dyld3 ≥ 3× faster than dyld2 (%.2f×)", dyld2 / dyld3)))
+                checks.append(Check(met: dyld2 <= 1.5 * glibc, text: String(format: "400 dylibs: dyld2 within 1.5× of glibc (%.2f×)", dyld2 / glibc)))
+            }
+        } else {
+            checks.append(Check(met: false, text: "400 dylibs was not measured: the 400-dylib targets are not evaluated"))
+        }
+        let flatSizes = report.sizes.filter { $0.dylibs >= 10 }
+        if flatSizes.count >= 2 {
+            for path in LaunchPath.allCases {
+                let values = flatSizes.compactMap { $0.nanosecondsPerFixup[path.rawValue] }.filter { $0 > 0 }
+                guard let low = values.min(), let high = values.max() else { continue }
+                let spread = high / low
+                let perSize = values.map { String(format: "%.1f", $0) }.joined(separator: ", ")
+                checks.append(Check(met: spread <= 1.5, text: "\(path.rawValue) time per fixup flat from \(flatSizes[0].dylibs) to "
+                    + "\(flatSizes[flatSizes.count - 1].dylibs) dylibs (max/min within 1.5: " + String(format: "%.2f", spread) + "; \(perSize) ns)"))
+            }
+        }
+        for size in report.sizes where size.closure.imageMetadataBytes > 0 {
+            checks.append(Check(met: size.closure.relativeToMetadata <= 0.4, text: String(
+                format: "%d dylibs: closure ≤ 40%% of the images' fixup and export metadata (%.0f%%)", size.dylibs, size.closure.relativeToMetadata * 100)))
+        }
+        return checks
+    }
+}

@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import LaunchBench
+
+/// `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader on generated apps.
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Benchmark dyld2, dyld3, the mapping floor and glibc's dlopen on generated apps of each size.",
+        discussion: """
+            Generates (once, under build/bench-apps/) the apps of tools/gen-app --seed 1 and their \
+            ELF twins, then for each size measures, interleaved in one process: a dyld2 launch, a dyld3 \
+            launch, the mapping floor (map every segment, write each fixup page once) and glibc's \
+            dlopen(RTLD_NOW) of the ELF twin; then each again as a fresh process; and the closure's \
+            build time and size. No path runs code. Writes bench.json, bench.md and two SVG charts.
+            """)
+
+    @Option(help: "Comma-separated dylib counts.")
+    var dylibs = "1,10,100,400,1000"
+
+    @Option(help: "Samples per path and size.")
+    var runs = 11
+
+    @Option(help: "Output directory.")
+    var out = "bench/results"
+
+    @Option(help: "Architecture of the Mach-O apps.")
+    var arch = "x86_64"
+
+    @Option(help: "Fixup style of the Mach-O apps: chained or opcodes.")
+    var style = "chained"
+
+    @Flag(help: "Skip the fresh-process measurements.")
+    var noFresh = false
+
+    func validate() throws {
+        guard runs > 0 else { throw ValidationError("--runs must be positive") }
+        guard ["chained", "opcodes"].contains(style) else { throw ValidationError("--style must be chained or opcodes") }
+        guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--dylibs must list positive counts") }
+    }
+
+    var counts: [Int] { dylibs.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+
+    func run() throws {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        guard let repository = BenchConfiguration.findRepositoryRoot(from: FileManager.default.currentDirectoryPath)
+                ?? BenchConfiguration.findRepositoryRoot(from: executable) else {
+            throw ValidationError("run dyld3 bench inside the repository (tools/gen-app not found)")
+        }
+        let configuration = BenchConfiguration(
+            dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch, style: style,
+            repositoryRoot: repository, toolPath: noFresh ? nil : executable)
+        do {
+            let report = try LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+            try LaunchBench.write(report, to: out)
+            print(try String(contentsOfFile: out + "/bench.md", encoding: .utf8), terminator: "")
+            FileHandle.standardError.write(Data("wrote \(LaunchBench.outputFiles.map { out + "/" + $0 }.joined(separator: ", "))\n".utf8))
+        } catch {
+            FileHandle.standardError.write(Data("dyld3 bench: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}

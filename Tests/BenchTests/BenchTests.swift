@@ -1,0 +1,78 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import LaunchBench
+import Testing
+
+/// `dyld3 bench`'s machinery on the 1-dylib app, 3 runs: every measurement is present and
+/// positive, and the JSON, Markdown and SVG files are well formed. Structure only: no timing
+/// is asserted.
+@Suite struct BenchTests {
+    static let repository = BenchConfiguration.findRepositoryRoot(from: #filePath)!
+
+    /// The `dyld3` executable the same `swift build` produced, for the fresh-process samples.
+    static var tool: String? {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [directory, directory.deletingLastPathComponent()].map { $0.appendingPathComponent("dyld3").path }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    @Test func oneDylibBenchIsComplete() throws {
+        let out = NSTemporaryDirectory() + "bench-test-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let configuration = BenchConfiguration(
+            dylibCounts: [1], runs: 3, outputDirectory: out, repositoryRoot: BenchTests.repository, toolPath: BenchTests.tool)
+        let report = try LaunchBench.run(configuration) { _ in }
+        try LaunchBench.write(report, to: out)
+
+        #expect(report.sizes.count == 1)
+        let size = try #require(report.sizes.first)
+        #expect(size.dylibs == 1 && size.images == 3 && size.fixups > 0 && size.elfRelocations > 0 && size.fixupPages > 0)
+        for path in ["dyld2", "dyld3", "floor", "glibc"] {
+            let warm = try #require(size.warm[path], "no warm samples for \(path)")
+            #expect(warm.samples.count == 3 && warm.samples.allSatisfy { $0 > 0 }, "\(path): \(warm.samples)")
+            #expect(warm.min <= warm.median && warm.median <= warm.p90 && warm.p90 <= warm.max)
+            #expect((size.nanosecondsPerFixup[path] ?? 0) > 0)
+            #expect((size.pagesDirtied[path] ?? 0) > 0, "\(path) dirtied no page")
+        }
+        #expect(BenchTests.tool != nil, "the dyld3 executable next to the test bundle: fresh-process samples")
+        if BenchTests.tool != nil {
+            for path in ["dyld2", "dyld3", "glibc"] {
+                #expect(size.fresh[path]?.samples.count == 3 && size.fresh[path]!.samples.allSatisfy { $0 > 0 })
+                #expect((size.freshMaxRSSKilobytes[path]?.median ?? 0) > 0)
+            }
+        }
+        for phase in ["closure", "mapping", "bind", "total"] { #expect((size.dyld3Phases[phase] ?? 0) > 0, "dyld3 phase \(phase)") }
+        #expect(size.closure.build.samples.count == 3 && size.closure.build.min > 0)
+        #expect(size.closure.fileBytes > 0 && size.closure.imageMetadataBytes > 0 && size.closure.bytesPerFixup > 0)
+        #expect(size.benchMaxRSSKilobytes > 0)
+
+        let json = try Data(contentsOf: URL(fileURLWithPath: out + "/bench.json"))
+        let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        #expect((object["sizes"] as? [[String: Any]])?.count == 1)
+        #expect(try JSONDecoder().decode(BenchReport.self, from: json).sizes.first?.fixups == size.fixups)
+
+        let markdown = try String(contentsOfFile: out + "/bench.md", encoding: .utf8)
+        #expect(markdown.contains("| dylibs |") && markdown.contains("## Targets"))
+
+        for chart in ["time-vs-dylibs.svg", "dyld3-phases.svg"] {
+            let data = try Data(contentsOf: URL(fileURLWithPath: out + "/" + chart))
+            let parser = XMLParser(data: data)
+            let recorder = ElementRecorder()
+            parser.delegate = recorder
+            #expect(parser.parse(), "\(chart): \(String(describing: parser.parserError))")
+            #expect(recorder.elements.first == "svg")
+            #expect(recorder.elements.contains("polyline") || recorder.elements.contains("rect"))
+        }
+    }
+}
+
+/// Collects element names while an SVG is parsed.
+final class ElementRecorder: NSObject, XMLParserDelegate {
+    var elements: [String] = []
+    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                attributes: [String: String] = [:]) {
+        elements.append(name)
+    }
+}

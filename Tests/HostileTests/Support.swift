@@ -1,0 +1,131 @@
+import Foundation
+import LaunchClosure
+import LoaderCore
+import TestSupport
+import Testing
+
+struct HostileFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension FixtureApp {
+    /// The app's closure, built as `dyld3 install` builds it.
+    func closure(contentOnly: Bool = false) throws -> LaunchClosure {
+        try ClosureBuilder.build(roots: [executable], arch: arch, root: root, contentOnlyIdentity: contentOnly)
+    }
+
+    /// Builds the app's closure into `cache`; returns its path.
+    @discardableResult
+    func install(into cache: String, contentOnly: Bool = false) throws -> String {
+        let store = ClosureCache(directory: cache)
+        try store.prepareForWriting()
+        let path = store.closurePath(forApp: executable, arch: arch)
+        try ClosureFile.write(try closure(contentOnly: contentOnly), to: path)
+        return path
+    }
+
+    /// One fixture app by name and variant; fails loudly when the fixtures are not built.
+    static func named(_ name: String, _ variant: String = "x86_64-chained") throws -> FixtureApp {
+        guard let app = try FixtureApp.all().first(where: { $0.name == name && $0.variant == variant }) else {
+            throw HostileFailure("no fixture app \(name) [\(variant)]")
+        }
+        return app
+    }
+
+    /// The manifest's result; fails for apps expected not to launch.
+    var expectedResult: Int32 {
+        get throws {
+            guard case let .result(value, _) = expectation else { throw HostileFailure("\(self) does not launch") }
+            return value
+        }
+    }
+}
+
+/// Fresh directories, mode 0755 whatever the umask (closures in directories others can
+/// write are refused).
+enum Scratch {
+    static func directory(_ purpose: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-hostile-\(purpose)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        return path
+    }
+
+    static func remove(_ path: String) {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// The built `dyld3` executable, found as `swift test` lays products out.
+enum Dyld3Binary {
+    static func path() throws -> String {
+        var candidates: [URL] = []
+        if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
+        candidates += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
+        candidates.append(Paths.repoRoot.appendingPathComponent(".build/debug"))
+        for directory in candidates {
+            let binary = directory.appendingPathComponent("dyld3").path
+            if FileManager.default.isExecutableFile(atPath: binary) { return binary }
+        }
+        throw HostileFailure("no dyld3 executable in \(candidates.map(\.path)): run swift build first")
+    }
+
+    struct Result: Sendable {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+
+        /// The `--json` launch report.
+        var json: [String: Any]? {
+            (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any]
+        }
+    }
+
+    /// A started process whose output is collected when it ends.
+    final class Running: @unchecked Sendable {
+        let process = Process()
+        private let out = Pipe(), err = Pipe()
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = URL(fileURLWithPath: try Dyld3Binary.path())
+            process.arguments = arguments
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+        }
+
+        func finish() -> Result {
+            let outData = out.fileHandleForReading.readDataToEndOfFile()
+            let errData = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                          stderr: String(decoding: errData, as: UTF8.self))
+        }
+    }
+
+    static func run(_ arguments: [String]) throws -> Result {
+        try Running(arguments).finish()
+    }
+
+    /// `dyld3 launch APP --mode auto --json` with the app's root and `cache`.
+    static func launchAuto(_ app: FixtureApp, cache: String) throws -> Result {
+        try run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "auto", "--json"])
+    }
+}
+
+/// The address ranges of this process's mappings (`/proc/self/maps`).
+enum ProcessMaps {
+    static func ranges() throws -> [Range<UInt64>] {
+        let text = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
+        return text.split(separator: "\n").compactMap { line in
+            let bounds = line.split(separator: " ").first?.split(separator: "-") ?? []
+            guard bounds.count == 2, let low = UInt64(bounds[0], radix: 16), let high = UInt64(bounds[1], radix: 16) else { return nil }
+            return low..<high
+        }
+    }
+
+    /// Whether anything is mapped in `range`.
+    static func anyMapping(in range: Range<UInt64>) throws -> Bool {
+        try ranges().contains { $0.overlaps(range) }
+    }
+}
