@@ -6,7 +6,7 @@ SWIFT ?= swift
 CORPUS ?= ../shared/corpus
 DYLD3 := .build/release/dyld3
 
-.PHONY: all bootstrap build release reader-fixtures fixtures demo test oracle-check bench clean
+.PHONY: all bootstrap build release reader-fixtures fixtures demo test oracle-check bench fuzz clean
 
 all: build
 
@@ -50,14 +50,21 @@ test: bootstrap reader-fixtures fixtures
 	        $$(ls -d build/fixtures/$$variant/*.app | grep -v missing-) > /dev/null || exit 1; \
 	done
 	.build/debug/dyld3 verify --cache build/test-cache
+	@tools/fuzz --seconds $${FUZZ_SECONDS:-60}
 
 # The built `dyld3 inspect` binary against llvm-objdump-19 on every corpus file, slice and flag.
 oracle-check: release reader-fixtures fixtures
 	@tools/compare-with-objdump $(DYLD3) $(CORPUS) build/reader-fixtures build/fixtures
 
-# Micro benchmarks of the reader (package-benchmark, a separate package under Benchmarks/).
-bench: bootstrap
+# Launch benchmarks (dyld2, dyld3, the mapping floor, glibc's loader; docs/performance.md),
+# then the micro benchmarks (package-benchmark, a separate package under Benchmarks/).
+bench: release
+	@$(DYLD3) bench --dylibs 1,10,100,400,1000 --runs 11 --out bench/results
 	cd Benchmarks && $(SWIFT) package benchmark
+
+# libFuzzer targets for the Mach-O reader and the closure reader (Fuzz/), 10 minutes each.
+fuzz: build reader-fixtures fixtures
+	@tools/fuzz --seconds 600
 
 clean:
 	rm -rf .build build

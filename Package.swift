@@ -7,6 +7,9 @@ let package = Package(
     products: [
         .executable(name: "dyld3", targets: ["Dyld3Tool"]),
         .library(name: "MachOReader", targets: ["MachOReader"]),
+        .library(name: "MachOInspect", targets: ["MachOInspect"]),
+        .library(name: "LaunchClosure", targets: ["LaunchClosure"]),
+        .library(name: "LoaderCore", targets: ["LoaderCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

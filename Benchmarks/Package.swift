@@ -20,6 +20,8 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MachOReader", package: rootPackage),
+                .product(name: "LaunchClosure", package: rootPackage),
+                .product(name: "LoaderCore", package: rootPackage),
             ],
             path: "InspectBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

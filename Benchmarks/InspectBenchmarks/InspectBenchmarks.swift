@@ -2,7 +2,8 @@ import Benchmark
 import Foundation
 import MachOReader
 
-/// Reader benchmarks: decoding every fixup and export of the corpus's largest files.
+/// Reader benchmarks (decoding every fixup and export of the corpus's largest files) and
+/// closure benchmarks (ClosureBenchmarks.swift).
 /// Run with `make bench-reader` (or `swift package --package-path Benchmarks benchmark`).
 let corpus = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -66,6 +67,8 @@ let benchmarks: @Sendable () -> Void = {
             for name in names { blackHole(try trie?.lookup(name)) }
         }
     }
+
+    closureBenchmarks()
 
     Benchmark("parse header and load commands of \(opcodes.name)") { benchmark in
         for _ in benchmark.scaledIterations {

@@ -16,12 +16,17 @@ public enum ClosureFile {
 
     /// The file's bytes for a closure: reproducible for the same closure.
     public static func encode(_ closure: LaunchClosure) -> [UInt8] {
-        let body = ClosureCodec.encode(closure)
+        wrapBody(ClosureCodec.encode(closure), contentOnlyIdentity: closure.contentOnlyIdentity)
+    }
+
+    /// A closure file around `body`: header, checksum and zstd frame (for ``encode(_:)``, and
+    /// for fuzzing and forgery tests that need the body's own checks to be the ones that fire).
+    public static func wrapBody(_ body: [UInt8], contentOnlyIdentity: Bool = false) -> [UInt8] {
         let frame = UnsafeCompression.compress(body)
         var file = magic
         file += [UInt8](repeating: 0, count: 8)
         var fields = ClosureWriter()
-        fields.u64(UInt64(LaunchClosure.formatVersion) | UInt64(closure.contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0) << 32)
+        fields.u64(UInt64(LaunchClosure.formatVersion) | UInt64(contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0) << 32)
         fields.u64(UInt64(body.count))
         fields.u64(UInt64(frame.count))
         file += fields.bytes

@@ -82,7 +82,9 @@ public final class LaunchMemory {
             }
             let mappedSize = (segment.vmSize + page - 1) / page * page
             let filePages = (segment.fileSize + page - 1) / page * page
-            if filePages > 0, let reason = UnsafeMemory.mapFile(fd: fd, offset: segment.fileOffset, size: filePages, at: address) {
+            let final = LaunchMemory.isMappedFinal(segment) ? LaunchMemory.finalProtection(segment) : nil
+            if filePages > 0, let reason = UnsafeMemory.mapFile(
+                fd: fd, offset: segment.fileOffset, size: filePages, at: address, finalProtection: final) {
                 throw .mapping(image: image.plan.path, reason: "segment \(segment.name): \(reason)")
             }
             // The last file page may carry bytes past the segment's end: zero them.
@@ -93,17 +95,31 @@ public final class LaunchMemory {
         }
     }
 
-    /// Gives every segment its final protection: `__DATA_CONST` becomes read-only.
+    /// A segment's protection once fixups are done: `__DATA_CONST` loses write.
+    static func finalProtection(_ segment: SegmentPlan) -> (read: Bool, write: Bool, execute: Bool) {
+        (segment.protection.contains(.read), segment.protection.contains(.write) && !segment.readOnlyAfterFixups,
+         segment.protection.contains(.execute))
+    }
+
+    /// A segment nothing writes, wholly backed by file pages, is mapped with its final
+    /// protection at once (one mmap, no mprotect later).
+    static func isMappedFinal(_ segment: SegmentPlan) -> Bool {
+        let page = UnsafeMemory.pageSize
+        return !segment.isWritable && segment.fileSize % page == 0
+            && (segment.vmSize + page - 1) / page * page == segment.fileSize
+    }
+
+    /// Gives every segment its final protection: `__DATA_CONST` becomes read-only. Segments
+    /// mapped final already, and plain read-write ones, need no call.
     public func applyProtections() throws(LoadError) {
         let page = UnsafeMemory.pageSize
         for image in images {
-            for segment in image.plan.segments {
+            for segment in image.plan.segments where !LaunchMemory.isMappedFinal(segment) {
+                let final = LaunchMemory.finalProtection(segment)
+                if final == (true, true, false) { continue }
                 let size = (segment.vmSize + page - 1) / page * page
-                let protection = segment.protection
-                let write = protection.contains(.write) && !segment.readOnlyAfterFixups
                 if let reason = UnsafeMemory.protect(
-                    address: image.base + segment.vmOffset, size: size,
-                    read: protection.contains(.read), write: write, execute: protection.contains(.execute)) {
+                    address: image.base + segment.vmOffset, size: size, read: final.read, write: final.write, execute: final.execute) {
                     throw .mapping(image: image.plan.path, reason: "mprotect \(segment.name): \(reason)")
                 }
             }

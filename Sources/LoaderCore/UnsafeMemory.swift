@@ -19,10 +19,14 @@ enum UnsafeMemory {
     }
 
     /// Maps `size` bytes of `fd` at file offset `offset` over `address` (inside a reservation),
-    /// copy-on-write, readable and writable so fixups can be applied.
-    static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64) -> String? {
+    /// copy-on-write: read-write so fixups can be applied, or `finalProtection` directly for a
+    /// segment nothing will write.
+    static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64,
+                       finalProtection: (read: Bool, write: Bool, execute: Bool)? = nil) -> String? {
+        let protection = finalProtection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
+            ?? (PROT_READ | PROT_WRITE)
         let result = mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size),
-                          PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, off_t(offset))
+                          protection, MAP_PRIVATE | MAP_FIXED, fd, off_t(offset))
         return result == MAP_FAILED ? String(cString: strerror(errno)) : nil
     }
 

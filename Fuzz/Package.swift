@@ -1,0 +1,26 @@
+// swift-tools-version: 6.1
+import Foundation
+import PackageDescription
+
+// libFuzzer targets, built by tools/fuzz with `-sanitize=fuzzer,address`. A separate package
+// so the main build never carries sanitizer flags.
+let rootPackage = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
+
+let package = Package(
+    name: "dyld3-fuzz",
+    platforms: [.macOS(.v15)],
+    dependencies: [.package(path: "..")],
+    targets: [
+        .executableTarget(
+            name: "FuzzMachOReader",
+            dependencies: [
+                .product(name: "MachOReader", package: rootPackage),
+                .product(name: "MachOInspect", package: rootPackage),
+            ],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
+        .executableTarget(
+            name: "FuzzClosureReader",
+            dependencies: [.product(name: "LaunchClosure", package: rootPackage)],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
+    ]
+)
