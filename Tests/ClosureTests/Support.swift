@@ -57,49 +57,6 @@ enum Scratch {
     }
 }
 
-/// The built `dyld3` executable, run as CI runs it.
-enum Dyld3Binary {
-    /// Next to the test bundle (`swift test` builds every product into the same directory),
-    /// else in the repository's default build directory.
-    static func path() throws -> String {
-        var candidates: [URL] = []
-        if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
-        candidates += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        candidates.append(Paths.repoRoot.appendingPathComponent(".build/debug"))
-        for directory in candidates {
-            let binary = directory.appendingPathComponent("dyld3").path
-            if FileManager.default.isExecutableFile(atPath: binary) { return binary }
-        }
-        throw TestFailure("no dyld3 executable in \(candidates.map(\.path)): run swift build first")
-    }
-
-    struct Result {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-        var lines: [String] { stdout.split(separator: "\n").map(String.init) }
-    }
-
-    static func run(_ arguments: [String]) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try path())
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self))
-    }
-
-    /// `dyld3 verify --cache CACHE [--json]`.
-    static func verify(_ cache: String, json: Bool = false) throws -> Result {
-        try run(["verify", "--cache", cache] + (json ? ["--json"] : []))
-    }
-}
 
 /// Fixups as memory ends up holding them: one per location, the last one written wins.
 func finalFixups(_ fixups: [ResolvedFixup]) -> [UInt64: ResolvedFixup.Kind] {

@@ -56,62 +56,6 @@ enum Scratch {
     }
 }
 
-/// The built `dyld3` executable, found as `swift test` lays products out.
-enum Dyld3Binary {
-    static func path() throws -> String {
-        var candidates: [URL] = []
-        if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
-        candidates += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        candidates.append(Paths.repoRoot.appendingPathComponent(".build/debug"))
-        for directory in candidates {
-            let binary = directory.appendingPathComponent("dyld3").path
-            if FileManager.default.isExecutableFile(atPath: binary) { return binary }
-        }
-        throw HostileFailure("no dyld3 executable in \(candidates.map(\.path)): run swift build first")
-    }
-
-    struct Result: Sendable {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-
-        /// The `--json` launch report.
-        var json: [String: Any]? {
-            (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any]
-        }
-    }
-
-    /// A started process whose output is collected when it ends.
-    final class Running: @unchecked Sendable {
-        let process = Process()
-        private let out = Pipe(), err = Pipe()
-
-        init(_ arguments: [String]) throws {
-            process.executableURL = URL(fileURLWithPath: try Dyld3Binary.path())
-            process.arguments = arguments
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
-        }
-
-        func finish() -> Result {
-            let outData = out.fileHandleForReading.readDataToEndOfFile()
-            let errData = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                          stderr: String(decoding: errData, as: UTF8.self))
-        }
-    }
-
-    static func run(_ arguments: [String]) throws -> Result {
-        try Running(arguments).finish()
-    }
-
-    /// `dyld3 launch APP --mode auto --json` with the app's root and `cache`.
-    static func launchAuto(_ app: FixtureApp, cache: String) throws -> Result {
-        try run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "auto", "--json"])
-    }
-}
 
 /// The address ranges of this process's mappings (`/proc/self/maps`).
 enum ProcessMaps {
