@@ -45,7 +45,7 @@ let package = Package(
             path: "Sources/dyld3"
         ),
         // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
-        .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect", "LaunchClosure"], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "LoaderTests", dependencies: ["Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader", "StubRoot", "TestSupport"]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "TestSupport"]),

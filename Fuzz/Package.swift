@@ -11,16 +11,19 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [.package(path: "..")],
     targets: [
+        // libFuzzer's driver, shared by the targets.
+        .target(name: "FuzzDriver"),
         .executableTarget(
             name: "FuzzMachOReader",
             dependencies: [
+                "FuzzDriver",
                 .product(name: "MachOReader", package: rootPackage),
                 .product(name: "MachOInspect", package: rootPackage),
             ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
         .executableTarget(
             name: "FuzzClosureReader",
-            dependencies: [.product(name: "LaunchClosure", package: rootPackage)],
+            dependencies: ["FuzzDriver", .product(name: "LaunchClosure", package: rootPackage)],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
     ]
 )

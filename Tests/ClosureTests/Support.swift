@@ -12,24 +12,6 @@ import Testing
     static let failing = apps.filter { !$0.launches }
 }
 
-/// A fixture app built by `tools/build-fixtures`, and whether its manifest says it launches.
-extension FixtureApp {
-    /// The app's closure, built as `dyld3 install` builds it.
-    func closure(contentOnly: Bool = false) throws -> LaunchClosure {
-        try ClosureBuilder.build(roots: [executable], arch: arch, root: root, contentOnlyIdentity: contentOnly)
-    }
-
-    /// Builds the app's closure and writes it into `cache`; returns its path.
-    @discardableResult
-    func install(into cache: String, contentOnly: Bool = false) throws -> String {
-        let store = ClosureCache(directory: cache)
-        try store.prepareForWriting()
-        let path = store.closurePath(forApp: executable, arch: arch)
-        try ClosureFile.write(try closure(contentOnly: contentOnly), to: path)
-        return path
-    }
-}
-
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

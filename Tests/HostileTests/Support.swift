@@ -10,21 +10,6 @@ struct HostileFailure: Error, CustomStringConvertible {
 }
 
 extension FixtureApp {
-    /// The app's closure, built as `dyld3 install` builds it.
-    func closure(contentOnly: Bool = false) throws -> LaunchClosure {
-        try ClosureBuilder.build(roots: [executable], arch: arch, root: root, contentOnlyIdentity: contentOnly)
-    }
-
-    /// Builds the app's closure into `cache`; returns its path.
-    @discardableResult
-    func install(into cache: String, contentOnly: Bool = false) throws -> String {
-        let store = ClosureCache(directory: cache)
-        try store.prepareForWriting()
-        let path = store.closurePath(forApp: executable, arch: arch)
-        try ClosureFile.write(try closure(contentOnly: contentOnly), to: path)
-        return path
-    }
-
     /// One fixture app by name and variant; fails loudly when the fixtures are not built.
     static func named(_ name: String, _ variant: String = "x86_64-chained") throws -> FixtureApp {
         guard let app = try FixtureApp.all().first(where: { $0.name == name && $0.variant == variant }) else {

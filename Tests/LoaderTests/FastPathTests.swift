@@ -14,17 +14,12 @@ import Testing
     /// A fresh cache directory holding the closure of `app`.
     static func install(_ app: FixtureApp, contentOnly: Bool = false) throws -> (cache: String, closure: String) {
         let cache = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-fast-\(UUID().uuidString)").path
-        let store = ClosureCache(directory: cache)
-        try store.prepareForWriting()
-        let closure = try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root, contentOnlyIdentity: contentOnly)
-        let path = store.closurePath(forApp: app.executable, arch: app.arch)
-        try ClosureFile.write(closure, to: path)
-        return (cache, path)
+        return (cache, try app.install(into: cache, contentOnly: contentOnly))
     }
 
     @Test(arguments: launchable)
     func compareFindsNoDifference(_ app: FixtureApp) throws {
-        let closure = try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root)
+        let closure = try app.closure()
         let comparison = try LaunchComparison.run(
             options: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root), closure: closure)
         #expect(comparison.differences.isEmpty, "\(app): \(comparison.differences)")

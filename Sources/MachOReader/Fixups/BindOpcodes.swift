@@ -221,15 +221,10 @@ public struct BindOpcodeDecoder: Sendable {
         guard libraryOrdinal != nil || stream == .weak else {
             throw MachOError.malformed("\(opcode) before any BIND_OPCODE_SET_DYLIB_ORDINAL_* opcode", at: opcodeOffset)
         }
-        let (step, overflow) = skip.addingReportingOverflow(FixupLocationChecker.pointerSize)
-        if overflow, count > 1 {
-            throw MachOError.malformed("\(opcode) skips 0x\(String(skip, radix: 16)) bytes, past any segment", at: opcodeOffset)
-        }
-        try checker.check(
-            segmentIndex: segmentIndex, offset: segmentOffset, count: count, stride: step,
+        stride = try checker.checkRun(
+            segmentIndex: segmentIndex, offset: segmentOffset, count: count, skip: skip,
             opcodeOffset: opcodeOffset, opcode: opcode)
         pendingCount = count
-        stride = step
         pendingOpcodeOffset = opcodeOffset
     }
 }

@@ -66,6 +66,19 @@ struct FixupLocationChecker: Sendable {
         budget -= Int(count)
     }
 
+    /// Validates a run of `count` fixups each `skip` bytes past the end of the previous one
+    /// (DO_*_TIMES, *_ADD_ADDR, *_SKIPPING opcodes) and returns the stride between them.
+    mutating func checkRun(
+        segmentIndex: Int?, offset: UInt64, count: UInt64, skip: UInt64, opcodeOffset: Int, opcode: String
+    ) throws(MachOError) -> UInt64 {
+        let (step, overflow) = skip.addingReportingOverflow(FixupLocationChecker.pointerSize)
+        if overflow, count > 1 {
+            throw MachOError.malformed("\(opcode) skips 0x\(hex(skip)) bytes, past any segment", at: opcodeOffset)
+        }
+        try check(segmentIndex: segmentIndex, offset: offset, count: count, stride: step, opcodeOffset: opcodeOffset, opcode: opcode)
+        return step
+    }
+
     /// Fails unless the image has a segment `segmentIndex` (checked as soon as a stream sets
     /// one, as dyld does).
     func checkSegmentIndex(_ segmentIndex: Int, opcodeOffset: Int, opcode: String) throws(MachOError) {

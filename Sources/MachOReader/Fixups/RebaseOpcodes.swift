@@ -103,15 +103,10 @@ public struct RebaseOpcodeDecoder: Sendable {
 
     /// Queues `count` rebases from the current offset, each `skip` bytes past the end of the last.
     private mutating func schedule(_ count: UInt64, skip: UInt64, at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
-        let (step, overflow) = skip.addingReportingOverflow(FixupLocationChecker.pointerSize)
-        if overflow, count > 1 {
-            throw MachOError.malformed("\(opcode) skips 0x\(String(skip, radix: 16)) bytes, past any segment", at: opcodeOffset)
-        }
-        try checker.check(
-            segmentIndex: segmentIndex, offset: segmentOffset, count: count, stride: step,
+        stride = try checker.checkRun(
+            segmentIndex: segmentIndex, offset: segmentOffset, count: count, skip: skip,
             opcodeOffset: opcodeOffset, opcode: opcode)
         pendingCount = count
-        stride = step
         pendingOpcodeOffset = opcodeOffset
     }
 }
