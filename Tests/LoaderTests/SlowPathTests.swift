@@ -49,6 +49,7 @@ import Testing
     }
 
     @Test func digestIsTheSameAtTwoSlides() throws {
+        var digests: [UInt64] = []
         for app in Self.apps where app.name == "basic" || app.name == "paths" {
             let first = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: 0x2000_0000_0000, run: false))
             let firstDigest = first.report.digest
@@ -57,7 +58,11 @@ import Testing
             defer { second.memory.release() }
             #expect(second.report.slide != first.report.slide)
             #expect(second.report.digest == firstDigest, "\(app)")
+            digests.append(firstDigest)
         }
+        // Eight different apps and builds: a digest that ignored memory would repeat.
+        #expect(digests.count == 8)
+        #expect(Set(digests).count == digests.count)
     }
 
     @Test func missingDylibErrorListsEveryPathTried() throws {
