@@ -40,6 +40,7 @@ demo: release fixtures
 	@$(DYLD3) inspect --bind $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib | head -8
 
 test: bootstrap reader-fixtures fixtures
+	@tools/check-module-graph
 	@tools/build-fixtures --verify-expected
 	@tools/gen-app --preset 100 --seed 1 --out build/demo-gen100 > /dev/null
 	$(SWIFT) test

@@ -9,27 +9,34 @@ let package = Package(
         .library(name: "MachOReader", targets: ["MachOReader"]),
         .library(name: "MachOInspect", targets: ["MachOInspect"]),
         .library(name: "LaunchClosure", targets: ["LaunchClosure"]),
+        .library(name: "ClosureBuild", targets: ["ClosureBuild"]),
         .library(name: "LoaderCore", targets: ["LoaderCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
+        // The pipeline, bottom to top (docs/design.md draws it; tools/check-module-graph keeps
+        // this list and that picture the same).
         // Parses Mach-O bytes. No I/O, no process state.
         .target(name: "MachOReader"),
         // Renders what the reader found: llvm-objdump-compatible tables and JSON.
         .target(name: "MachOInspect", dependencies: ["MachOReader"]),
         // What both launch paths share: files, path resolution, the dependency graph,
-        // mapping, initializer order.
+        // mapping, initializer order and discovery, the launch request and its last step.
         .target(name: "LoaderCore", dependencies: ["MachOReader", "CXXHash"]),
         // The dyld2 slow path: parse, resolve, look up by name, on every launch.
         .target(name: "Dyld2", dependencies: ["LoaderCore", "MachOReader"]),
-        // Launch closures: the format, the builder, the cache.
-        .target(name: "LaunchClosure", dependencies: ["LoaderCore", "Dyld2", "MachOReader", "CZstd", "CXXHash"]),
-        // The dyld3 fast path: validate a closure and apply it.
-        .target(name: "Dyld3", dependencies: ["LaunchClosure", "LoaderCore", "Dyld2"]),
+        // Launch closures: the format, the cache, image identity, verification. Resolves nothing.
+        .target(name: "LaunchClosure", dependencies: ["LoaderCore", "MachOReader", "CZstd"]),
+        // Install time: the slow path's resolution written down as a closure.
+        .target(name: "ClosureBuild", dependencies: ["Dyld2", "LaunchClosure", "LoaderCore", "MachOReader"]),
+        // The dyld3 fast path: validate a closure and apply it. Cannot see the slow path.
+        .target(name: "Dyld3", dependencies: ["LaunchClosure", "LoaderCore"]),
+        // `dyld3 compare`: both paths at one slide, memory and fixups side by side.
+        .target(name: "LaunchComparison", dependencies: ["Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader"]),
         // `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader, with charts.
-        .target(name: "LaunchBench", dependencies: ["Dyld3", "Dyld2", "LaunchClosure", "LoaderCore", "MachOReader"]),
+        .target(name: "LaunchBench", dependencies: ["ClosureBuild", "Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader"]),
         // Stub system roots: stub dylibs and a stub host for real Apple-built binaries.
         .target(name: "StubRoot", dependencies: ["MachOReader", "LoaderCore"]),
         // System libraries, found through pkg-config.
@@ -39,20 +46,23 @@ let package = Package(
         .executableTarget(
             name: "Dyld3Tool",
             dependencies: [
-                "MachOReader", "MachOInspect", "LoaderCore", "Dyld2", "LaunchClosure", "Dyld3", "StubRoot", "LaunchBench",
+                "MachOReader", "MachOInspect", "LoaderCore", "Dyld2", "LaunchClosure", "ClosureBuild", "Dyld3",
+                "LaunchComparison", "StubRoot", "LaunchBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/dyld3"
         ),
         // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
-        .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect", "LaunchClosure"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect", "LaunchClosure", "ClosureBuild"], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
-        .testTarget(name: "LoaderTests", dependencies: ["Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader", "StubRoot", "TestSupport"]),
+        .testTarget(name: "LoaderTests", dependencies: [
+            "Dyld2", "Dyld3", "ClosureBuild", "LaunchComparison", "LaunchClosure", "LoaderCore", "MachOReader", "StubRoot", "TestSupport",
+        ]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
         .testTarget(name: "BenchTests", dependencies: ["LaunchBench"]),
-        .testTarget(name: "ClosureTests", dependencies: ["LaunchClosure", "Dyld2", "LoaderCore", "MachOReader", "TestSupport"]),
+        .testTarget(name: "ClosureTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld2", "LoaderCore", "MachOReader", "TestSupport"]),
         // Tampered and forged closures, concurrent installs, stale images, cache hygiene.
-        .testTarget(name: "HostileTests", dependencies: ["LaunchClosure", "Dyld3", "Dyld2", "LoaderCore", "TestSupport"]),
+        .testTarget(name: "HostileTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld3", "LoaderCore", "MachOReader", "TestSupport"]),
     ]
 )

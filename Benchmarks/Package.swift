@@ -21,6 +21,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MachOReader", package: rootPackage),
                 .product(name: "LaunchClosure", package: rootPackage),
+                .product(name: "ClosureBuild", package: rootPackage),
                 .product(name: "LoaderCore", package: rootPackage),
             ],
             path: "InspectBenchmarks",

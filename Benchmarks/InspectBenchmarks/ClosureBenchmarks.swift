@@ -1,4 +1,5 @@
 import Benchmark
+import ClosureBuild
 import Foundation
 import LaunchClosure
 import LoaderCore

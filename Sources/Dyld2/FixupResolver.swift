@@ -20,84 +20,95 @@ public struct FixupResolver {
         lookup = try SymbolLookup(graph: graph)
     }
 
-    /// The chain walk of the image being fixed up, kept from its rebases to its binds.
-    private var walkedChains: (index: Int, chained: ChainedFixups, fixups: [ChainedFixup])?
-
-    /// The rebases of image `index`: its rebase opcode stream, or a walk of its chains.
-    public mutating func resolveRebases(_ index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws(LoadError) {
+    /// Resolves every fixup of image `index` in one pass, handing each to `sink`: first its
+    /// rebases (its rebase opcode stream, or the rebases of its chains), then, after
+    /// `afterRebases` is called, its binds, every symbol looked up by name (its bind,
+    /// lazy-bind and weak-bind streams, or the binds of its chains, each import resolved once).
+    public mutating func resolve(
+        image index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void, afterRebases: () -> Void = {}
+    ) throws(LoadError) {
         let image = graph.nodes[index].image
         let base = plans[index].preferredBase
         try reading(index) { () throws in
             if image.chainedFixups != nil {
-                guard let chained = try image.parseChainedFixups() else { return }
+                guard let chained = try image.parseChainedFixups() else { return afterRebases() }
                 var fixups: [ChainedFixup] = []
                 try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in fixups.append(fixup) }
-                walkedChains = (index, chained, fixups)
-                for fixup in fixups {
-                    switch fixup.pointer {
-                    case let .rebase(target):
-                        try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
-                            targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
-                        rebases += 1
-                    case .bind: break
-                    case .authRebase, .authBind, .nonPointer:
-                        throw LoadError.unusable(
-                            path: graph.nodes[index].path,
-                            reason: "\(fixup.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
-                    }
-                }
+                try resolveChainedRebases(fixups, index: index, base: base, sink)
+                afterRebases()
+                try resolveChainedBinds(fixups, chained: chained, index: index, base: base, sink)
             } else {
-                for fixup in try image.rebaseFixups() {
-                    // The unslid pointer the linker wrote is in the file.
-                    let segment = image.segments[fixup.segmentIndex]
-                    let target = try image.view.u64(Int(segment.fileOffset + fixup.segmentOffset))
-                    // A tagged pointer (C++ RTTI sets the top bit) keeps its top byte as high8,
-                    // the same form chained rebases have.
-                    let offset = target &- base
-                    try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
-                        targetOffset: offset & 0x00ff_ffff_ffff_ffff, high8: UInt8(truncatingIfNeeded: offset >> 56))))
-                    rebases += 1
-                }
+                try resolveOpcodeRebases(image, base: base, sink)
+                afterRebases()
+                try resolveOpcodeBinds(image, index: index, base: base, sink)
             }
         }
     }
 
-    /// The binds of image `index`, every symbol looked up by name: its bind, lazy-bind and
-    /// weak-bind streams, or the binds of its chains (each import resolved once).
-    public mutating func resolveBinds(_ index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws(LoadError) {
-        let image = graph.nodes[index].image
-        let base = plans[index].preferredBase
-        try reading(index) { () throws in
-            if image.chainedFixups != nil {
-                guard let walked = walkedChains, walked.index == index else { return }
-                walkedChains = nil
-                var targets: [BindTarget] = []
-                targets.reserveCapacity(walked.chained.imports.count)
-                for entry in walked.chained.imports {
-                    let target = try lookup.resolve(entry.name, ordinal: entry.libraryOrdinal, from: index)
-                    targets.append(try settle(target, entry.name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
-                }
-                for fixup in walked.fixups {
-                    guard case let .bind(chainedBind) = fixup.pointer else { continue }
-                    let ordinal = Int(chainedBind.importOrdinal)
-                    try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .bind(
-                        targets[ordinal], addend: walked.chained.imports[ordinal].addend &+ chainedBind.addend)))
-                    binds += 1
-                }
-            } else {
-                for stream in BindStreamKind.allCases {
-                    for fixup in try image.bindFixups(stream) {
-                        guard let address = fixup.address else { continue }  // a strong-definition marker
-                        let target = stream == .weak
-                            ? try lookup.findCoalesced(fixup.symbolName)
-                            : try lookup.resolve(fixup.symbolName, ordinal: fixup.libraryOrdinal, from: index)
-                        try sink(ResolvedFixup(
-                            vmOffset: address &- base,
-                            kind: .bind(try settle(target, fixup.symbolName, weakImport: fixup.flags.contains(.weakImport),
-                                                   ordinal: fixup.libraryOrdinal, from: index), addend: fixup.addend)))
-                        binds += 1
-                    }
-                }
+    private mutating func resolveChainedRebases(
+        _ fixups: [ChainedFixup], index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
+    ) throws {
+        for fixup in fixups {
+            switch fixup.pointer {
+            case let .rebase(target):
+                try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
+                    targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
+                rebases += 1
+            case .bind: break
+            case .authRebase, .authBind, .nonPointer:
+                throw LoadError.unusable(
+                    path: graph.nodes[index].path,
+                    reason: "\(fixup.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
+            }
+        }
+    }
+
+    private mutating func resolveChainedBinds(
+        _ fixups: [ChainedFixup], chained: ChainedFixups, index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
+    ) throws {
+        var targets: [BindTarget] = []
+        targets.reserveCapacity(chained.imports.count)
+        for entry in chained.imports {
+            let target = try lookup.resolve(entry.name, ordinal: entry.libraryOrdinal, from: index)
+            targets.append(try settle(target, entry.name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
+        }
+        for fixup in fixups {
+            guard case let .bind(chainedBind) = fixup.pointer else { continue }
+            let ordinal = Int(chainedBind.importOrdinal)
+            try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .bind(
+                targets[ordinal], addend: chained.imports[ordinal].addend &+ chainedBind.addend)))
+            binds += 1
+        }
+    }
+
+    private mutating func resolveOpcodeRebases(_ image: MachOImage, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws {
+        for fixup in try image.rebaseFixups() {
+            // The unslid pointer the linker wrote is in the file.
+            let segment = image.segments[fixup.segmentIndex]
+            let target = try image.view.u64(Int(segment.fileOffset + fixup.segmentOffset))
+            // A tagged pointer (C++ RTTI sets the top bit) keeps its top byte as high8,
+            // the same form chained rebases have.
+            let offset = target &- base
+            try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
+                targetOffset: offset & 0x00ff_ffff_ffff_ffff, high8: UInt8(truncatingIfNeeded: offset >> 56))))
+            rebases += 1
+        }
+    }
+
+    private mutating func resolveOpcodeBinds(
+        _ image: MachOImage, index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
+    ) throws {
+        for stream in BindStreamKind.allCases {
+            for fixup in try image.bindFixups(stream) {
+                guard let address = fixup.address else { continue }  // a strong-definition marker
+                let target = stream == .weak
+                    ? try lookup.findCoalesced(fixup.symbolName)
+                    : try lookup.resolve(fixup.symbolName, ordinal: fixup.libraryOrdinal, from: index)
+                try sink(ResolvedFixup(
+                    vmOffset: address &- base,
+                    kind: .bind(try settle(target, fixup.symbolName, weakImport: fixup.flags.contains(.weakImport),
+                                           ordinal: fixup.libraryOrdinal, from: index), addend: fixup.addend)))
+                binds += 1
             }
         }
     }

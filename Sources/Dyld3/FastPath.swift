@@ -1,4 +1,3 @@
-import Dyld2
 import LaunchClosure
 import LoaderCore
 
@@ -34,30 +33,11 @@ public enum FastPath {
         report.digest = try clock.excluding { memory.writableDigest() }
         try memory.applyProtections()
 
-        var functions: [CodeRunner.Function] = []
-        for index in closure.initializerOrder {
-            let base = memory.images[index].base
-            functions += closure.images[index].initializers.map { CodeRunner.Function(image: index, address: base &+ $0) }
-            if !closure.images[index].initializers.isEmpty { report.initializers.append(closure.images[index].path) }
-        }
-        if !run {
-            report.notRunReason = "--no-run"
-        } else if closure.arch != CodeRunner.hostArchitecture {
-            report.notRunReason = "\(closure.arch) code cannot run on this \(CodeRunner.hostArchitecture) host"
-        } else {
-            _ = clock.lap()
-            try CodeRunner.runInitializers(functions, in: memory)
-            report.timings[.initializers] = clock.lap()
-            let mainIndex = closure.rootCount - 1
-            if let entry = closure.entryOffset {
-                report.result = try CodeRunner.runMain(
-                    CodeRunner.Function(image: mainIndex, address: memory.images[mainIndex].base &+ entry), in: memory)
-                report.ran = true
-                report.timings[.main] = clock.lap()
-            } else {
-                report.notRunReason = "\(closure.images[mainIndex].path) has no LC_MAIN: loaded as a root image, no main to run"
-            }
-        }
+        let mainImage = closure.rootCount - 1
+        try LaunchSequence.runInitializersThenMain(
+            order: closure.initializerOrder, initializers: closure.images.map(\.initializers), mainImage: mainImage,
+            entryOffset: closure.entryOffset, paths: report.images, arch: closure.arch, run: run, memory: memory,
+            report: &report, clock: &clock)
         report.timings[.total] = clock.total()
         return Launch(memory: memory, report: report, fixups: nil)
     }

@@ -1,3 +1,4 @@
+import ClosureBuild
 import Foundation
 
 /// The bench's Markdown: tables per measurement and the targets, measured.

@@ -1,3 +1,4 @@
+import ClosureBuild
 import Dyld2
 import Dyld3
 import Foundation

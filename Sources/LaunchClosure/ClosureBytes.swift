@@ -1,29 +1,14 @@
+import MachOReader
+
 /// Writes the closure body: LEB128 integers, length-prefixed strings and raw bytes.
 struct ClosureWriter {
     private(set) var bytes: [UInt8] = []
 
-    mutating func uleb(_ value: UInt64) {
-        var value = value
-        repeat {
-            var byte = UInt8(value & 0x7f)
-            value >>= 7
-            if value != 0 { byte |= 0x80 }
-            bytes.append(byte)
-        } while value != 0
-    }
+    mutating func uleb(_ value: UInt64) { LEB128.appendUnsigned(value, to: &bytes) }
 
     mutating func uleb(_ value: Int) { uleb(UInt64(value)) }
 
-    mutating func sleb(_ value: Int64) {
-        var value = value
-        while true {
-            let byte = UInt8(value & 0x7f)
-            value >>= 7
-            let done = (value == 0 && byte & 0x40 == 0) || (value == -1 && byte & 0x40 != 0)
-            bytes.append(done ? byte : byte | 0x80)
-            if done { return }
-        }
-    }
+    mutating func sleb(_ value: Int64) { LEB128.appendSigned(value, to: &bytes) }
 
     mutating func u8(_ value: UInt8) { bytes.append(value) }
 
@@ -134,11 +119,11 @@ struct ClosureReader {
         return String(decoding: bytes[position..<(position + length)], as: UTF8.self)
     }
 
-    /// A length-prefixed blob, returned as its range in `bytes` (no copy).
-    mutating func blob() throws(ClosureError) -> Range<Int> {
+    /// A length-prefixed blob.
+    mutating func blob() throws(ClosureError) -> [UInt8] {
         let length = try count(of: "blob byte")
         defer { position += length }
-        return position..<(position + length)
+        return Array(bytes[position..<(position + length)])
     }
 
     mutating func raw(_ length: Int) throws(ClosureError) -> [UInt8] {

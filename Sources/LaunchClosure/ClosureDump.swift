@@ -8,6 +8,7 @@ public struct ClosureDump: Sendable {
     public let path: String
     public let header: ClosureFileHeader
     public let closure: LaunchClosure
+    public let fileSize: Int
 
     public init(path: String) throws(ClosureError) {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -15,7 +16,8 @@ public struct ClosureDump: Sendable {
         }
         let bytes = Array(data)
         closure = try ClosureFile.decode(bytes, path: path)
-        header = ClosureFileHeader(bytes)
+        header = ClosureFileHeader(fieldsOf: bytes)
+        fileSize = bytes.count
         self.path = path
     }
 
@@ -27,10 +29,10 @@ public struct ClosureDump: Sendable {
         out += field("magic", "DYLD3CL")
         out += field("version", "\(header.version)")
         out += field("flags", "\(hex(UInt64(header.flags)))" + (header.flags & ClosureFileHeader.contentOnlyIdentityFlag != 0 ? " (content-only identity)" : ""))
-        out += field("checksum", "\(hex(header.checksum)) (xxh3-64 of bytes 16..\(header.fileSize), verified)")
+        out += field("checksum", "\(hex(header.checksum)) (xxh3-64 of bytes 16..\(fileSize), verified)")
         out += field("body size", "\(header.bodySize) bytes")
         out += field("frame size", "\(header.frameSize) bytes (zstd)")
-        out += field("file size", "\(header.fileSize) bytes")
+        out += field("file size", "\(fileSize) bytes")
         out += "closure:\n"
         out += field("builder", closure.builder)
         out += field("arch", closure.arch)

@@ -1,68 +1,41 @@
 import Foundation
 import LoaderCore
 
-/// The closure file: a 40-byte header and a zstd frame holding the body.
-///
-///     0  magic "DYLD3CL\0"
-///     8  checksum: xxh3-64 of every byte from offset 16 to the end of the file
-///    16  format version (u32)     20  flags (u32; bit 0: content-only identity)
-///    24  body size (u64)          32  frame size (u64)
-///    40  the zstd frame
+/// The closure file: a 40-byte ``ClosureFileHeader`` and a zstd frame holding the body
+/// (``LaunchClosure``'s encoding).
 public enum ClosureFile {
-    static let magic: [UInt8] = Array("DYLD3CL\u{0}".utf8)
-    static let headerSize = 40
     /// No real closure comes near this; a larger declared body is refused unread.
     public static let maxBodySize = 512 << 20
 
     /// The file's bytes for a closure: reproducible for the same closure.
     public static func encode(_ closure: LaunchClosure) -> [UInt8] {
-        wrapBody(ClosureCodec.encode(closure), contentOnlyIdentity: closure.contentOnlyIdentity)
+        wrapBody(closure.encodedBody(), contentOnlyIdentity: closure.contentOnlyIdentity)
     }
 
     /// A closure file around `body`: header, checksum and zstd frame (for ``encode(_:)``, and
     /// for fuzzing and forgery tests that need the body's own checks to be the ones that fire).
     public static func wrapBody(_ body: [UInt8], contentOnlyIdentity: Bool = false) -> [UInt8] {
         let frame = UnsafeCompression.compress(body)
-        var file = magic
-        file += [UInt8](repeating: 0, count: 8)
-        var fields = ClosureWriter()
-        fields.u64(UInt64(LaunchClosure.formatVersion) | UInt64(contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0) << 32)
-        fields.u64(UInt64(body.count))
-        fields.u64(UInt64(frame.count))
-        file += fields.bytes
-        file += frame
-        let checksum = UnsafeHash.xxh3(file[16...])
-        for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
-        return file
+        let header = ClosureFileHeader(
+            version: LaunchClosure.formatVersion, flags: contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0,
+            bodySize: UInt64(body.count), frameSize: UInt64(frame.count))
+        return header.file(around: frame)
     }
 
     /// Checks the header, the checksum and the frame, then decodes and validates the body.
     public static func decode(_ file: [UInt8], path: String) throws(ClosureError) -> LaunchClosure {
-        guard file.count >= headerSize else {
-            throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes is shorter than the \(headerSize)-byte header")
-        }
-        guard Array(file[0..<8]) == magic else { throw .corrupt(path: path, offset: 0, what: "not a closure (bad magic)") }
-        let header = ClosureFileHeader(file)
-        guard UnsafeHash.xxh3(file[16...]) == header.checksum else {
-            throw .corrupt(path: path, offset: 8, what: "checksum mismatch")
-        }
-        guard header.version == LaunchClosure.formatVersion else {
-            throw .incompatible(path: path, what: "format version \(header.version), this loader reads \(LaunchClosure.formatVersion)")
-        }
-        guard header.flags & ~ClosureFileHeader.contentOnlyIdentityFlag == 0 else {
-            throw .corrupt(path: path, offset: 20, what: "unknown header flags 0x\(String(header.flags, radix: 16))")
-        }
+        let header = try ClosureFileHeader(parsing: file, path: path)
         let (bodySize, frameSize) = (header.bodySize, header.frameSize)
         guard bodySize <= UInt64(maxBodySize) else {
             throw .corrupt(path: path, offset: 24, what: "declared body of \(bodySize) bytes is over the \(maxBodySize)-byte limit")
         }
-        guard frameSize == UInt64(file.count - headerSize) else {
-            throw .corrupt(path: path, offset: 32, what: "frame size \(frameSize) does not match the file (\(file.count - headerSize) bytes)")
+        guard frameSize == UInt64(file.count - ClosureFileHeader.size) else {
+            throw .corrupt(path: path, offset: 32, what: "frame size \(frameSize) does not match the file (\(file.count - ClosureFileHeader.size) bytes)")
         }
-        guard let body = UnsafeCompression.decompress(file[headerSize...], expectedSize: Int(bodySize)) else {
-            throw .corrupt(path: path, offset: headerSize, what: "the zstd frame does not decompress to \(bodySize) bytes")
+        guard let body = UnsafeCompression.decompress(file[ClosureFileHeader.size...], expectedSize: Int(bodySize)) else {
+            throw .corrupt(path: path, offset: ClosureFileHeader.size, what: "the zstd frame does not decompress to \(bodySize) bytes")
         }
-        let closure = try ClosureCodec.decode(body, path: path)
+        let closure = try LaunchClosure(parsingBody: body, path: path)
         guard (header.flags & ClosureFileHeader.contentOnlyIdentityFlag != 0) == closure.contentOnlyIdentity else {
             throw .corrupt(path: path, offset: 20, what: "the header's content-only flag disagrees with the body")
         }
@@ -100,8 +73,17 @@ public enum ClosureFile {
 }
 
 /// The 40-byte header of a closure file, field by field (see docs/closure-format.md).
+///
+///     0  magic "DYLD3CL\0"
+///     8  checksum: xxh3-64 of every byte from offset 16 to the end of the file
+///    16  format version (u32)     20  flags (u32; bit 0: content-only identity)
+///    24  body size (u64)          32  frame size (u64)
 public struct ClosureFileHeader: Equatable, Sendable {
-    /// xxh3-64 of every byte from offset 16 to the end of the file.
+    public static let magic: [UInt8] = Array("DYLD3CL\u{0}".utf8)
+    public static let size = 40
+    public static let contentOnlyIdentityFlag: UInt32 = 1
+
+    /// xxh3-64 of every byte from offset 16 to the end of the file (0 until ``file(around:)`` computes it).
     public let checksum: UInt64
     public let version: UInt32
     /// Bit 0: content-only identity.
@@ -109,12 +91,36 @@ public struct ClosureFileHeader: Equatable, Sendable {
     /// Bytes of the uncompressed body, and of the zstd frame that holds it.
     public let bodySize: UInt64
     public let frameSize: UInt64
-    public let fileSize: Int
 
-    public static let contentOnlyIdentityFlag: UInt32 = 1
+    public init(version: UInt32, flags: UInt32, bodySize: UInt64, frameSize: UInt64) {
+        checksum = 0
+        self.version = version
+        self.flags = flags
+        self.bodySize = bodySize
+        self.frameSize = frameSize
+    }
 
-    /// The header of `file`, which must be at least 40 bytes long.
-    init(_ file: [UInt8]) {
+    /// Reads the header of `file` and checks its magic, checksum, version and flags.
+    public init(parsing file: [UInt8], path: String) throws(ClosureError) {
+        guard file.count >= Self.size else {
+            throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes is shorter than the \(Self.size)-byte header")
+        }
+        guard Array(file[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a closure (bad magic)") }
+        self.init(fieldsOf: file)
+        guard UnsafeHash.xxh3(file[16...]) == checksum else {
+            throw .corrupt(path: path, offset: 8, what: "checksum mismatch")
+        }
+        guard version == LaunchClosure.formatVersion else {
+            throw .incompatible(path: path, what: "format version \(version), this loader reads \(LaunchClosure.formatVersion)")
+        }
+        guard flags & ~Self.contentOnlyIdentityFlag == 0 else {
+            throw .corrupt(path: path, offset: 20, what: "unknown header flags 0x\(String(flags, radix: 16))")
+        }
+    }
+
+    /// The fields of `file`'s first 40 bytes as they are, unchecked (for a dump of a file
+    /// already decoded, and for tests that damage one field).
+    init(fieldsOf file: [UInt8]) {
         func word(_ offset: Int) -> UInt64 {
             (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(file[offset + $1]) }
         }
@@ -123,6 +129,18 @@ public struct ClosureFileHeader: Equatable, Sendable {
         flags = UInt32(truncatingIfNeeded: word(16) >> 32)
         bodySize = word(24)
         frameSize = word(32)
-        fileSize = file.count
+    }
+
+    /// The whole file: this header, with its checksum computed, followed by `frame`.
+    public func file(around frame: [UInt8]) -> [UInt8] {
+        var w = ClosureWriter()
+        w.u64(0)
+        w.u64(UInt64(version) | UInt64(flags) << 32)
+        w.u64(bodySize)
+        w.u64(frameSize)
+        var file = Self.magic + w.bytes + frame
+        let checksum = UnsafeHash.xxh3(file[16...])
+        for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
+        return file
     }
 }

@@ -25,12 +25,12 @@ extension LaunchClosure {
             problems += segmentProblems(images[index])
             problems += dependencyProblems(images[index])
             problems += fixupProblems(index)
-            for offset in images[index].initializers where !ClosureCodec.isExecutable(offset, images[index].plan) {
+            for offset in images[index].initializers where !images[index].plan.isExecutable(offset) {
                 problems.append("\(images[index].path): initializer at \(hex(offset)) is not in an executable segment")
             }
         }
         if let entry = entryOffset, rootCount >= 1, rootCount <= images.count,
-           !ClosureCodec.isExecutable(entry, images[rootCount - 1].plan) {
+           !images[rootCount - 1].plan.isExecutable(entry) {
             problems.append("entry point \(hex(entry)) is not in an executable segment of \(images[rootCount - 1].path)")
         }
         return problems
@@ -63,15 +63,11 @@ extension LaunchClosure {
             if segment.fileSize > segment.vmSize {
                 problems.append("\(image.path): segment \(segment.name) maps more file bytes than its size")
             }
-            for other in segments[(position + 1)...] where overlaps(segment, other) {
+            for other in segments[(position + 1)...] where segment.overlaps(other) {
                 problems.append("\(image.path): segments \(segment.name) and \(other.name) overlap")
             }
         }
         return problems
-    }
-
-    private func overlaps(_ a: SegmentPlan, _ b: SegmentPlan) -> Bool {
-        a.vmSize > 0 && b.vmSize > 0 && a.vmOffset < b.vmOffset &+ b.vmSize && b.vmOffset < a.vmOffset &+ a.vmSize
     }
 
     private func dependencyProblems(_ image: ClosureImage) -> [String] {
@@ -167,8 +163,8 @@ public struct ClosureVerification: Sendable {
             return
         }
         let bytes = Array(data)
-        let magicLength = min(bytes.count, ClosureFile.magic.count)
-        guard bytes[0..<magicLength].elementsEqual(ClosureFile.magic[0..<magicLength]) else {
+        let magicLength = min(bytes.count, ClosureFileHeader.magic.count)
+        guard bytes[0..<magicLength].elementsEqual(ClosureFileHeader.magic[0..<magicLength]) else {
             self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "bad magic (a closure starts with DYLD3CL)")])
             return
         }

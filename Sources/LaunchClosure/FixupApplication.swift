@@ -17,63 +17,47 @@ extension LaunchClosure {
     /// check per run, one target check per fixup, no allocation, no strings, no lookups.
     public func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64]) throws(LoadError) {
         let image = images[index]
-        let vmSize = image.plan.vmSize
-        do {
-            var reader = ClosureReader(image.rebaseRuns, path: image.path)
-            var target: UInt64 = 0
-            let runs = try reader.count(of: "rebase run", minimumSize: 3)
-            var location: UInt64 = 0
-            for _ in 0..<runs {
-                let (start, count, stride) = try FixupApplication.runHeader(&reader, after: location)
-                let base = try memory.checkRun(image: index, start: start, count: count, stride: stride)
-                var address = base &+ start
-                for _ in 0..<count {
-                    target = target &+ UInt64(bitPattern: try reader.sleb())
-                    let offset = target & 0x00ff_ffff_ffff_ffff
-                    guard offset < vmSize else {
-                        throw LoadError.mapping(image: image.path, reason: "rebase target 0x\(String(offset, radix: 16)) is outside the image")
-                    }
-                    memory.storeInCheckedRun((base &+ offset) | (target & 0xff00_0000_0000_0000), at: address)
-                    address &+= stride
-                }
-                location = start &+ UInt64(count - 1) &* stride
-            }
-            var binds = ClosureReader(image.bindRuns, path: image.path)
-            let bindRuns = try binds.count(of: "bind run", minimumSize: 3)
-            location = 0
-            let targetCount = targetValues.count
-            for _ in 0..<bindRuns {
-                let (start, count, stride) = try FixupApplication.runHeader(&binds, after: location)
-                let base = try memory.checkRun(image: index, start: start, count: count, stride: stride)
-                var address = base &+ start
-                for _ in 0..<count {
-                    let targetIndex = try binds.uleb()
-                    guard targetIndex < UInt64(targetCount) else {
-                        throw LoadError.mapping(image: image.path, reason: "bind target index \(targetIndex) is past the table")
-                    }
-                    let addend = try binds.sleb()
-                    memory.storeInCheckedRun(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), at: address)
-                    address &+= stride
-                }
-                location = start &+ UInt64(count - 1) &* stride
-            }
-        } catch let error as ClosureError {
-            throw .unusable(path: image.path, reason: "closure: \(error)")
-        } catch let error as LoadError {
-            throw error
-        } catch {
-            throw .unusable(path: image.path, reason: "\(error)")
-        }
+        var writer = FixupWriter(memory: memory, image: index, path: image.path, vmSize: image.plan.vmSize,
+                                 imageBase: memory.images[index].base, targetValues: targetValues)
+        try FixupRuns.walkRebases(image.rebaseRuns, path: image.path, &writer)
+        try FixupRuns.walkBinds(image.bindRuns, path: image.path, &writer)
     }
 }
 
-enum FixupApplication {
+/// The fast path's apply loop as a run visitor: checks each run once against the image's
+/// writable segments (``LaunchMemory/checkRun(image:start:count:stride:)``), each rebase
+/// target against the image's size and each bind target index against the table, and
+/// stores words.
+struct FixupWriter: RebaseRunVisitor, BindRunVisitor {
+    typealias Failure = LoadError
+    let memory: LaunchMemory
+    let image: Int
+    let path: String
+    let vmSize: UInt64
+    let imageBase: UInt64
+    let targetValues: [UInt64]
+
+    func failure(_ error: ClosureError) -> LoadError { .unusable(path: path, reason: "closure: \(error)") }
+
     @inline(__always)
-    static func runHeader(_ reader: inout ClosureReader, after location: UInt64) throws(ClosureError) -> (UInt64, Int, UInt64) {
-        let (start, overflow) = location.addingReportingOverflow(try reader.uleb())
-        let count = try reader.count(of: "fixup in run")
-        let stride = try reader.uleb()
-        guard !overflow, count > 0 else { throw reader.corrupt("empty or overflowing run") }
-        return (start, count, stride)
+    func beginRun(start: UInt64, count: Int, stride: UInt64) throws(LoadError) {
+        _ = try memory.checkRun(image: image, start: start, count: count, stride: stride)
+    }
+
+    @inline(__always)
+    func rebase(at location: UInt64, target: UInt64) throws(LoadError) {
+        let offset = target & 0x00ff_ffff_ffff_ffff
+        guard offset < vmSize else {
+            throw .mapping(image: path, reason: "rebase target 0x\(String(offset, radix: 16)) is outside the image")
+        }
+        memory.storeInCheckedRun((imageBase &+ offset) | (target & 0xff00_0000_0000_0000), at: imageBase &+ location)
+    }
+
+    @inline(__always)
+    func bind(at location: UInt64, targetIndex: Int, addend: Int64) throws(LoadError) {
+        guard targetIndex < targetValues.count else {
+            throw .mapping(image: path, reason: "bind target index \(targetIndex) is past the table")
+        }
+        memory.storeInCheckedRun(targetValues[targetIndex] &+ UInt64(bitPattern: addend), at: imageBase &+ location)
     }
 }

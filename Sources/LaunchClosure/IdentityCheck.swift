@@ -4,7 +4,7 @@ import LoaderCore
 extension ImageIdentity {
     /// The identity of the file at `path` as it is now. `contentOnly` leaves out inode,
     /// mtime and ctime, for closures that travel between machines.
-    static func current(path: String, uuid: [UInt8]?, contentOnly: Bool) throws(ClosureError) -> ImageIdentity {
+    public static func current(path: String, uuid: [UInt8]?, contentOnly: Bool) throws(ClosureError) -> ImageIdentity {
         guard let status = UnsafeFileIO.status(path), let data = FileManager.default.contents(atPath: path) else {
             throw .stale(path: path, image: path, what: "cannot be read")
         }

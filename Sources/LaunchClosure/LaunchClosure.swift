@@ -1,66 +1,13 @@
 import LoaderCore
-import MachOReader
-
-/// How an image on disk is recognized as the one the closure was built from.
-public struct ImageIdentity: Equatable, Sendable {
-    public var size: UInt64
-    /// Modification time and inode: 0 in content-only closures (caches that travel).
-    public var mtimeSeconds: Int64
-    public var mtimeNanoseconds: UInt64
-    public var inode: UInt64
-    /// Status-change time (0 in content-only closures): a rewrite with the mtime set back
-    /// still moves it, so the stat check cannot be fooled by `utimes`.
-    public var ctimeSeconds: Int64
-    public var ctimeNanoseconds: UInt64
-    public var uuid: [UInt8]?
-    /// xxh3-64 of the whole file.
-    public var contentHash: UInt64
-
-    public init(size: UInt64, mtimeSeconds: Int64, mtimeNanoseconds: UInt64, inode: UInt64,
-                ctimeSeconds: Int64 = 0, ctimeNanoseconds: UInt64 = 0, uuid: [UInt8]?, contentHash: UInt64) {
-        self.size = size
-        self.mtimeSeconds = mtimeSeconds
-        self.mtimeNanoseconds = mtimeNanoseconds
-        self.inode = inode
-        self.ctimeSeconds = ctimeSeconds
-        self.ctimeNanoseconds = ctimeNanoseconds
-        self.uuid = uuid
-        self.contentHash = contentHash
-    }
-}
-
-/// One image of a closure: identity, mapping plan, dependency edges, initializers, and
-/// its fixups, already resolved and encoded (see docs/closure-format.md).
-public struct ClosureImage: Equatable, Sendable {
-    public var path: String
-    public var installName: String
-    public var identity: ImageIdentity
-    public var plan: ImagePlan
-    /// Dependencies in load-command order: install name, link kind, node index (-1: missing weak).
-    public var dependencies: [(installName: String, kind: DylibLinkKind, target: Int)]
-    /// Initializer functions, as offsets from the image's base, in the order they run.
-    public var initializers: [UInt64]
-    /// The image's LC_RPATHs: inputs that affected path resolution.
-    public var rpaths: [String]
-    /// Paths tried and found absent before each dependency of this image was found (or all
-    /// of a missing weak dylib's candidates): a file appearing at one would now be loaded
-    /// instead, so the closure is stale while any of them exists.
-    public var absentPaths: [String] = []
-    /// Encoded rebase runs and bind runs.
-    public var rebaseRuns: [UInt8]
-    public var bindRuns: [UInt8]
-    public var rebaseCount: Int
-    public var bindCount: Int
-
-    public static func == (a: ClosureImage, b: ClosureImage) -> Bool {
-        a.path == b.path && a.installName == b.installName && a.identity == b.identity && a.plan == b.plan
-            && a.dependencies.elementsEqual(b.dependencies, by: { $0.installName == $1.installName && $0.kind == $1.kind && $0.target == $1.target })
-            && a.initializers == b.initializers && a.rpaths == b.rpaths && a.absentPaths == b.absentPaths && a.rebaseRuns == b.rebaseRuns && a.bindRuns == b.bindRuns
-    }
-}
 
 /// A launch closure: everything a launch needs to map the images of an app and fix them
 /// up without parsing Mach-O, searching paths or looking symbols up.
+///
+/// The body (what the zstd frame of a closure file holds, docs/closure-format.md):
+/// `builder` `arch` `root` strings, content-only byte, `rootCount` ULEB, image count +
+/// ``ClosureImage``s, bind-target count + ``BindTarget``s, initializer-order count + ULEB
+/// image indices, entry flag byte (+ ULEB offset), missing-dylib count + ``ClosureMissingDylib``s.
+/// Each record reads and writes itself; this type only strings them together.
 public struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
     public static let formatVersion: UInt32 = 2
@@ -83,15 +30,78 @@ public struct LaunchClosure: Equatable, Sendable {
     /// The main image's entry point, an offset from its base.
     public var entryOffset: UInt64?
     /// Weak-linked dylibs that were missing at install time, and who needed them.
-    public var missingWeakDylibs: [(installName: String, neededBy: String)]
+    public var missingWeakDylibs: [ClosureMissingDylib]
 
-    public static func == (a: LaunchClosure, b: LaunchClosure) -> Bool {
-        a.builder == b.builder && a.arch == b.arch && a.root == b.root && a.contentOnlyIdentity == b.contentOnlyIdentity
-            && a.images == b.images && a.rootCount == b.rootCount && a.bindTargets == b.bindTargets
-            && a.initializerOrder == b.initializerOrder && a.entryOffset == b.entryOffset
-            && a.missingWeakDylibs.elementsEqual(b.missingWeakDylibs, by: { $0 == $1 })
+    public init(builder: String, arch: String, root: String, contentOnlyIdentity: Bool, images: [ClosureImage], rootCount: Int,
+                bindTargets: [BindTarget], initializerOrder: [Int], entryOffset: UInt64?, missingWeakDylibs: [ClosureMissingDylib]) {
+        self.builder = builder
+        self.arch = arch
+        self.root = root
+        self.contentOnlyIdentity = contentOnlyIdentity
+        self.images = images
+        self.rootCount = rootCount
+        self.bindTargets = bindTargets
+        self.initializerOrder = initializerOrder
+        self.entryOffset = entryOffset
+        self.missingWeakDylibs = missingWeakDylibs
     }
 
     public var totalRebases: Int { images.reduce(0) { $0 + $1.rebaseCount } }
     public var totalBinds: Int { images.reduce(0) { $0 + $1.bindCount } }
+
+    /// Decodes and structurally validates a body: every count bounded, every index in range,
+    /// every segment inside its image, no mapping overlapping another, every bind target
+    /// inside its image, every initializer and the entry point inside an executable segment.
+    init(parsingBody bytes: [UInt8], path: String) throws(ClosureError) {
+        var r = ClosureReader(bytes, path: path)
+        builder = try r.string()
+        arch = try r.string()
+        root = try r.string()
+        contentOnlyIdentity = try r.u8() != 0
+        rootCount = try r.int("root count")
+        let imageCount = try r.count(of: "image", minimumSize: ClosureImage.minimumEncodedSize)
+        guard rootCount >= 1, rootCount <= imageCount else { throw r.corrupt("root count \(rootCount) with \(imageCount) images") }
+        images = []
+        for _ in 0..<imageCount { images.append(try ClosureImage(parsing: &r, imageCount: imageCount)) }
+        let imageSizes = images.map(\.plan.vmSize)
+        bindTargets = []
+        for _ in 0..<(try r.count(of: "bind target")) { bindTargets.append(try BindTarget(parsing: &r, imageSizes: imageSizes)) }
+        initializerOrder = []
+        for _ in 0..<(try r.count(of: "initializer order entry")) {
+            let index = try r.int("initializer image")
+            guard index < imageCount else { throw r.corrupt("initializer image \(index) is out of range") }
+            initializerOrder.append(index)
+        }
+        entryOffset = nil
+        if try r.u8() != 0 {
+            let offset = try r.uleb()
+            guard images[rootCount - 1].plan.isExecutable(offset) else { throw r.corrupt("entry point is not in an executable segment") }
+            entryOffset = offset
+        }
+        missingWeakDylibs = []
+        for _ in 0..<(try r.count(of: "missing weak dylib", minimumSize: ClosureMissingDylib.minimumEncodedSize)) {
+            missingWeakDylibs.append(try ClosureMissingDylib(parsing: &r))
+        }
+        guard r.atEnd else { throw r.corrupt("bytes after the closure body") }
+    }
+
+    /// The body's bytes: reproducible for the same closure.
+    public func encodedBody() -> [UInt8] {
+        var w = ClosureWriter()
+        w.string(builder)
+        w.string(arch)
+        w.string(root)
+        w.u8(contentOnlyIdentity ? 1 : 0)
+        w.uleb(rootCount)
+        w.uleb(images.count)
+        for image in images { image.encode(into: &w) }
+        w.uleb(bindTargets.count)
+        for target in bindTargets { target.encode(into: &w) }
+        w.uleb(initializerOrder.count)
+        for index in initializerOrder { w.uleb(index) }
+        if let entryOffset { w.u8(1); w.uleb(entryOffset) } else { w.u8(0) }
+        w.uleb(missingWeakDylibs.count)
+        for missing in missingWeakDylibs { missing.encode(into: &w) }
+        return w.bytes
+    }
 }

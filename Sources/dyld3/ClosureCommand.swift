@@ -66,7 +66,7 @@ enum ClosureJSON {
                 ("checksum", .string(hex(header.checksum))),
                 ("bodySize", .uint(header.bodySize)),
                 ("frameSize", .uint(header.frameSize)),
-                ("fileSize", .int(Int64(header.fileSize))),
+                ("fileSize", .int(Int64(dump.fileSize))),
             ])),
             ("builder", .string(closure.builder)),
             ("arch", .string(closure.arch)),

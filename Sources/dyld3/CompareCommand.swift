@@ -1,3 +1,5 @@
+import LaunchComparison
+import ClosureBuild
 import ArgumentParser
 import Dyld2
 import Dyld3

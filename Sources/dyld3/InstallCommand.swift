@@ -1,3 +1,4 @@
+import ClosureBuild
 import ArgumentParser
 import Foundation
 import LaunchClosure

@@ -1,3 +1,4 @@
+import ClosureBuild
 import ArgumentParser
 import Dyld2
 import Dyld3

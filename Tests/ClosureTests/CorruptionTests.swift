@@ -57,10 +57,10 @@ struct Damage: CustomStringConvertible, Sendable {
                apply: header(16, UInt64(LaunchClosure.formatVersion + 1), width: 4)),
         Damage(name: "version 0 with a valid checksum", kind: "incompatible", status: .incompatible, apply: header(16, 0, width: 4)),
         Damage(name: "body size off by one with a valid checksum", kind: "corrupt", status: .corrupt,
-               apply: { header(24, ClosureFileHeader($0).bodySize + 1, width: 8)($0) }),
+               apply: { header(24, ClosureFileHeader(fieldsOf: $0).bodySize + 1, width: 8)($0) }),
         Damage(name: "huge body size with a valid checksum", kind: "corrupt", status: .corrupt, apply: header(24, UInt64.max, width: 8)),
         Damage(name: "frame size off by one with a valid checksum", kind: "corrupt", status: .corrupt,
-               apply: { header(32, ClosureFileHeader($0).frameSize - 1, width: 8)($0) }),
+               apply: { header(32, ClosureFileHeader(fieldsOf: $0).frameSize - 1, width: 8)($0) }),
     ]
 }
 
@@ -94,8 +94,8 @@ extension ClosureTests {
     @Test func untouchedSampleDecodes() throws {
         let (_, closure, file) = try Self.sampleClosure()
         #expect(try ClosureFile.decode(file, path: "sample") == closure)
-        #expect(Self.file(body: ClosureCodec.encode(closure)) == file, "the test's header writer matches ClosureFile")
-        #expect(ClosureFileHeader(file).version == LaunchClosure.formatVersion)
+        #expect(Self.file(body: closure.encodedBody()) == file, "the test's header writer matches ClosureFile")
+        #expect(ClosureFileHeader(fieldsOf: file).version == LaunchClosure.formatVersion)
     }
 
     /// Each damage is refused by the reader with the right kind, and `dyld3 verify` reports
@@ -129,7 +129,7 @@ extension ClosureTests {
     /// a crash. Then every byte of the frame flipped, checksum corrected.
     @Test func flippedBytesNeverCrashTheReader() throws {
         let app = try #require(Self.launchable.first { $0.name == "paths" && $0.variant == "arm64-chained" })
-        let body = ClosureCodec.encode(try app.closure())
+        let body = try app.closure().encodedBody()
         var refused = 0, accepted = 0
         func check(_ file: [UInt8]) {
             do {
@@ -178,10 +178,10 @@ extension ClosureTests {
         var miscounted = closure
         miscounted.images[0].rebaseCount += 1
         var outside = closure
-        outside.images[0].rebaseRuns = [1] + LEB.unsigned(data.vmOffset) + [1, 0] + LEB.signed(Int64(main.plan.vmSize + 0x10))
+        outside.images[0].rebaseRuns = [1] + LEB128.unsigned(data.vmOffset) + [1, 0] + LEB128.signed(Int64(main.plan.vmSize + 0x10))
         outside.images[0].rebaseCount = 1
         var straddling = closure
-        straddling.images[0].rebaseRuns = [1] + LEB.unsigned(data.vmOffset + data.vmSize - 4) + [1, 0] + LEB.signed(0x10)
+        straddling.images[0].rebaseRuns = [1] + LEB128.unsigned(data.vmOffset + data.vmSize - 4) + [1, 0] + LEB128.signed(0x10)
         straddling.images[0].rebaseCount = 1
         var missingRegular = closure
         missingRegular.images[0].dependencies[0].target = -1
@@ -191,7 +191,7 @@ extension ClosureTests {
         var twice = closure
         twice.initializerOrder.append(twice.initializerOrder[0])
         var undecodable = closure
-        undecodable.images[0].bindRuns = [1, 0, 1, 0] + LEB.unsigned(UInt64(closure.bindTargets.count)) + [0]
+        undecodable.images[0].bindRuns = [1, 0, 1, 0] + LEB128.unsigned(UInt64(closure.bindTargets.count)) + [0]
 
         let cases: [(String, LaunchClosure, String)] = [
             ("no writable segment", readOnly, "is not 8 bytes inside a writable segment"),

@@ -1,3 +1,4 @@
+import MachOReader
 import Dyld3
 import Foundation
 @testable import LaunchClosure
@@ -177,7 +178,7 @@ import Testing
         fields.u64(UInt64(LaunchClosure.formatVersion))
         fields.u64(bodySize)
         fields.u64(UInt64(frame.count))
-        var file = ClosureFile.magic + [UInt8](repeating: 0, count: 8) + fields.bytes + frame
+        var file = ClosureFileHeader.magic + [UInt8](repeating: 0, count: 8) + fields.bytes + frame
         let checksum = UnsafeHash.xxh3(file[16...])
         for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
         return file
@@ -185,7 +186,7 @@ import Testing
 
     @Test func decompressionBombsAreRefused() throws {
         let app = try FixtureApp.named(Self.appName)
-        let body = ClosureCodec.encode(try app.closure())
+        let body = try app.closure().encodedBody()
         let goodFrame = UnsafeCompression.compress(body)
         #expect(try ClosureFile.decode(Self.frame(goodFrame, bodySize: UInt64(body.count)), path: "good").images.count >= 4)
         // 64 MiB of zeros compress to a few KiB.
@@ -242,9 +243,9 @@ import Testing
         let otherWritable = try #require(other.plan.segments.first { $0.isWritable && $0.vmSize >= 16 })
         let intoOther = other.base &- memory.images[index].base &+ otherWritable.vmOffset
         func run(_ start: UInt64, count: UInt64, stride: UInt64, entries: [UInt8]) -> [UInt8] {
-            LEB.unsigned(1) + LEB.unsigned(start) + LEB.unsigned(count) + LEB.unsigned(stride) + entries
+            LEB128.unsigned(1) + LEB128.unsigned(start) + LEB128.unsigned(count) + LEB128.unsigned(stride) + entries
         }
-        let rebase = LEB.signed(0x10)
+        let rebase = LEB128.signed(0x10)
         switch forgery {
         case .locationPastTheImage: return (run(plan.vmSize + 0x100, count: 1, stride: 0, entries: rebase), false)
         case .locationInAnotherImage: return (run(intoOther, count: 1, stride: 0, entries: rebase), false)
@@ -256,14 +257,14 @@ import Testing
         case .runPastTheSegment:
             let count = writable.vmSize / 8 + 1
             return (run(writable.vmOffset, count: count, stride: 8, entries: [UInt8](repeating: 0, count: Int(count))), false)
-        case .runCount2To40: return (LEB.unsigned(1 << 40) + LEB.unsigned(writable.vmOffset) + [1, 0, 0], false)
+        case .runCount2To40: return (LEB128.unsigned(1 << 40) + LEB128.unsigned(writable.vmOffset) + [1, 0, 0], false)
         case .fixupCount2To40: return (run(writable.vmOffset, count: 1 << 40, stride: 8, entries: rebase), false)
-        case .rebaseTargetOutsideTheImage: return (run(writable.vmOffset, count: 1, stride: 0, entries: LEB.signed(Int64(plan.vmSize))), false)
+        case .rebaseTargetOutsideTheImage: return (run(writable.vmOffset, count: 1, stride: 0, entries: LEB128.signed(Int64(plan.vmSize))), false)
         case .rebaseTargetOutsideWithHigh8:
-            return (run(writable.vmOffset, count: 1, stride: 0, entries: LEB.signed(Int64(bitPattern: 0x8000_0000_0000_0000 | plan.vmSize))), false)
+            return (run(writable.vmOffset, count: 1, stride: 0, entries: LEB128.signed(Int64(bitPattern: 0x8000_0000_0000_0000 | plan.vmSize))), false)
         case .bindTargetPastTheTable:
-            return (run(writable.vmOffset, count: 1, stride: 0, entries: LEB.unsigned(UInt64(closure.bindTargets.count)) + LEB.signed(0)), true)
-        case .bindRunInAnotherImage: return (run(intoOther, count: 1, stride: 0, entries: LEB.unsigned(0) + LEB.signed(0)), true)
+            return (run(writable.vmOffset, count: 1, stride: 0, entries: LEB128.unsigned(UInt64(closure.bindTargets.count)) + LEB128.signed(0)), true)
+        case .bindRunInAnotherImage: return (run(intoOther, count: 1, stride: 0, entries: LEB128.unsigned(0) + LEB128.signed(0)), true)
         }
     }
 

@@ -1,3 +1,4 @@
+import LaunchComparison
 import TestSupport
 import Dyld2
 import Dyld3

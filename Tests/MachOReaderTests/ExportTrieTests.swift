@@ -175,8 +175,8 @@ import Testing
 
     @Test func flag0x20IsAFunctionVariantOnlyWithATableIndex() throws {
         let trie = try Self.trie(TrieNode(children: [
-            ("_variant", TrieNode(terminal: LEB.unsigned(0x20) + LEB.unsigned(0x400) + LEB.unsigned(3))),
-            ("_static", TrieNode(terminal: LEB.unsigned(0x20) + LEB.unsigned(0x500))),
+            ("_variant", TrieNode(terminal: LEB128.unsigned(0x20) + LEB128.unsigned(0x400) + LEB128.unsigned(3))),
+            ("_static", TrieNode(terminal: LEB128.unsigned(0x20) + LEB128.unsigned(0x500))),
         ]).encoded())
         #expect(try trie.lookup("_variant")?.definition == .functionVariant(defaultOffset: 0x400, tableIndex: 3))
         let old = try #require(try trie.lookup("_static"))
@@ -275,11 +275,11 @@ import Testing
 
     @Test func malformedExportInfoIsAnError() throws {
         let cases: [(name: String, info: [UInt8])] = [
-            ("kind 3", LEB.unsigned(0x03) + LEB.unsigned(0x10)),
-            ("bytes left over", LEB.unsigned(0x00) + LEB.unsigned(0x10) + [0x00]),
-            ("address missing", LEB.unsigned(0x00)),
-            ("unterminated import name", LEB.unsigned(0x08) + LEB.unsigned(1) + [0x5F, 0x61]),
-            ("absurd ordinal", LEB.unsigned(0x08) + LEB.unsigned(1 << 40) + [0x00]),
+            ("kind 3", LEB128.unsigned(0x03) + LEB128.unsigned(0x10)),
+            ("bytes left over", LEB128.unsigned(0x00) + LEB128.unsigned(0x10) + [0x00]),
+            ("address missing", LEB128.unsigned(0x00)),
+            ("unterminated import name", LEB128.unsigned(0x08) + LEB128.unsigned(1) + [0x5F, 0x61]),
+            ("absurd ordinal", LEB128.unsigned(0x08) + LEB128.unsigned(1 << 40) + [0x00]),
         ]
         for (name, info) in cases {
             let trie = try Self.trie(TrieNode(children: [("_x", TrieNode(terminal: info))]).encoded())
@@ -343,7 +343,7 @@ private struct TrieNode {
     }
 
     private var headerSize: Int {
-        LEB.unsigned(UInt64(terminal?.count ?? 0)).count + (terminal?.count ?? 0) + 1
+        LEB128.unsigned(UInt64(terminal?.count ?? 0)).count + (terminal?.count ?? 0) + 1
             + children.reduce(0) { $0 + $1.label.utf8.count + 1 + 3 }
     }
 
@@ -357,7 +357,7 @@ private struct TrieNode {
     }
 
     private func append(to out: inout [UInt8], at offset: Int) {
-        out += LEB.unsigned(UInt64(terminal?.count ?? 0)) + (terminal ?? []) + [UInt8(children.count)]
+        out += LEB128.unsigned(UInt64(terminal?.count ?? 0)) + (terminal ?? []) + [UInt8(children.count)]
         var childOffset = offset + headerSize
         for child in children {
             out += Array(child.label.utf8) + [0]
@@ -373,12 +373,12 @@ private struct TrieNode {
 }
 
 
-private func regularInfo(flags: UInt64, offset: UInt64) -> [UInt8] { LEB.unsigned(flags) + LEB.unsigned(offset) }
+private func regularInfo(flags: UInt64, offset: UInt64) -> [UInt8] { LEB128.unsigned(flags) + LEB128.unsigned(offset) }
 
 private func reexportInfo(flags: UInt64, ordinal: UInt64, importedName: String) -> [UInt8] {
-    LEB.unsigned(flags) + LEB.unsigned(ordinal) + Array(importedName.utf8) + [0]
+    LEB128.unsigned(flags) + LEB128.unsigned(ordinal) + Array(importedName.utf8) + [0]
 }
 
 private func stubAndResolverInfo(flags: UInt64, stub: UInt64, resolver: UInt64) -> [UInt8] {
-    LEB.unsigned(flags) + LEB.unsigned(stub) + LEB.unsigned(resolver)
+    LEB128.unsigned(flags) + LEB128.unsigned(stub) + LEB128.unsigned(resolver)
 }

@@ -163,9 +163,9 @@ extension OpcodeTablesTests {
 
     /// Opcode-stream spelling helpers.
     enum OpcodeBytes {
-        static func uleb(_ value: UInt64) -> [UInt8] { LEB.unsigned(value) }
+        static func uleb(_ value: UInt64) -> [UInt8] { LEB128.unsigned(value) }
 
-        static func sleb(_ value: Int64) -> [UInt8] { LEB.signed(value) }
+        static func sleb(_ value: Int64) -> [UInt8] { LEB128.signed(value) }
 
         /// BIND_OPCODE_SET_SYMBOL_TRAILING_FLAGS_IMM with `flags`.
         static func symbol(_ name: String, flags: UInt8 = 0) -> [UInt8] { [0x40 | flags] + Array(name.utf8) + [0] }

@@ -1,3 +1,4 @@
+import ClosureBuild
 import LaunchClosure
 
 extension FixtureApp {

@@ -124,59 +124,59 @@ public struct BindOpcodeDecoder: Sendable {
             if finished || cursor.atEnd { return nil }
             let opcodeOffset = cursor.absoluteOffset
             let byte = try cursor.u8()
-            let immediate = byte & 0x0f
-            switch byte & 0xf0 {
-            case 0x00: // BIND_OPCODE_DONE
+            let (decoded, immediate) = BindOpcode.split(byte)
+            guard let opcode = decoded else {
+                throw MachOError.malformed("unknown bind opcode 0x\(String(byte & 0xf0, radix: 16))", at: opcodeOffset)
+            }
+            switch opcode {
+            case .done:
                 if stream != .lazy || cursor.position > lastNonZeroPosition { finished = true }
-            case 0x10: // BIND_OPCODE_SET_DYLIB_ORDINAL_IMM
-                try setOrdinal(UInt64(immediate), at: opcodeOffset, "BIND_OPCODE_SET_DYLIB_ORDINAL_IMM")
-            case 0x20: // BIND_OPCODE_SET_DYLIB_ORDINAL_ULEB
-                try setOrdinal(try cursor.uleb128(), at: opcodeOffset, "BIND_OPCODE_SET_DYLIB_ORDINAL_ULEB")
-            case 0x30: // BIND_OPCODE_SET_DYLIB_SPECIAL_IMM: 0, or sign-extended -1...-16
-                try refuseInWeakStream(at: opcodeOffset, "BIND_OPCODE_SET_DYLIB_SPECIAL_IMM")
+            case .setDylibOrdinalImm:
+                try setOrdinal(UInt64(immediate), at: opcodeOffset, opcode)
+            case .setDylibOrdinalULEB:
+                try setOrdinal(try cursor.uleb128(), at: opcodeOffset, opcode)
+            case .setDylibSpecialImm: // 0, or sign-extended -1...-16
+                try refuseInWeakStream(at: opcodeOffset, opcode)
                 let special = immediate == 0 ? 0 : Int(Int8(bitPattern: 0xf0 | immediate))
                 guard special >= BindFixup.ordinalWeakLookup else {
-                    throw MachOError.malformed("BIND_OPCODE_SET_DYLIB_SPECIAL_IMM sets unknown special ordinal \(special)", at: opcodeOffset)
+                    throw MachOError.malformed("\(opcode.name) sets unknown special ordinal \(special)", at: opcodeOffset)
                 }
                 libraryOrdinal = special
-            case 0x40: // BIND_OPCODE_SET_SYMBOL_TRAILING_FLAGS_IMM
+            case .setSymbolTrailingFlagsImm:
                 flags = BindSymbolFlags(rawValue: immediate)
                 symbolName = try cursor.cString()
                 if stream == .weak, flags.contains(.nonWeakDefinition) {
                     return entry(at: nil)
                 }
-            case 0x50: // BIND_OPCODE_SET_TYPE_IMM
+            case .setTypeImm:
                 guard immediate <= BindType.textPCRelative32.rawValue else {
-                    throw MachOError.malformed("BIND_OPCODE_SET_TYPE_IMM sets unknown bind type \(immediate)", at: opcodeOffset)
+                    throw MachOError.malformed("\(opcode.name) sets unknown bind type \(immediate)", at: opcodeOffset)
                 }
                 type = BindType(rawValue: immediate)
-            case 0x60: // BIND_OPCODE_SET_ADDEND_SLEB
+            case .setAddendSLEB:
                 addend = try cursor.sleb128()
-            case 0x70: // BIND_OPCODE_SET_SEGMENT_AND_OFFSET_ULEB
-                try checker.checkSegmentIndex(Int(immediate), opcodeOffset: opcodeOffset, opcode: "BIND_OPCODE_SET_SEGMENT_AND_OFFSET_ULEB")
+            case .setSegmentAndOffsetULEB:
+                try checker.checkSegmentIndex(Int(immediate), opcodeOffset: opcodeOffset, opcode: opcode.name)
                 segmentIndex = Int(immediate)
                 segmentOffset = try cursor.uleb128()
-            case 0x80: // BIND_OPCODE_ADD_ADDR_ULEB (wraps, as dyld's arithmetic does)
+            case .addAddrULEB: // wraps, as dyld's arithmetic does
                 segmentOffset &+= try cursor.uleb128()
-            case 0x90: // BIND_OPCODE_DO_BIND
-                try schedule(1, skip: 0, at: opcodeOffset, "BIND_OPCODE_DO_BIND")
-            case 0xa0: // BIND_OPCODE_DO_BIND_ADD_ADDR_ULEB
-                try refuseInLazyStream(at: opcodeOffset, "BIND_OPCODE_DO_BIND_ADD_ADDR_ULEB")
+            case .doBind:
+                try schedule(1, skip: 0, at: opcodeOffset, opcode)
+            case .doBindAddAddrULEB:
+                try refuseInLazyStream(at: opcodeOffset, opcode)
                 let skip = try cursor.uleb128()
-                try schedule(1, skip: skip, at: opcodeOffset, "BIND_OPCODE_DO_BIND_ADD_ADDR_ULEB")
-            case 0xb0: // BIND_OPCODE_DO_BIND_ADD_ADDR_IMM_SCALED
-                try refuseInLazyStream(at: opcodeOffset, "BIND_OPCODE_DO_BIND_ADD_ADDR_IMM_SCALED")
-                let skip = UInt64(immediate) * FixupLocationChecker.pointerSize
-                try schedule(1, skip: skip, at: opcodeOffset, "BIND_OPCODE_DO_BIND_ADD_ADDR_IMM_SCALED")
-            case 0xc0: // BIND_OPCODE_DO_BIND_ULEB_TIMES_SKIPPING_ULEB
-                try refuseInLazyStream(at: opcodeOffset, "BIND_OPCODE_DO_BIND_ULEB_TIMES_SKIPPING_ULEB")
+                try schedule(1, skip: skip, at: opcodeOffset, opcode)
+            case .doBindAddAddrImmScaled:
+                try refuseInLazyStream(at: opcodeOffset, opcode)
+                try schedule(1, skip: UInt64(immediate) * FixupLocationChecker.pointerSize, at: opcodeOffset, opcode)
+            case .doBindULEBTimesSkippingULEB:
+                try refuseInLazyStream(at: opcodeOffset, opcode)
                 let count = try cursor.uleb128()
                 let skip = try cursor.uleb128()
-                try schedule(count, skip: skip, at: opcodeOffset, "BIND_OPCODE_DO_BIND_ULEB_TIMES_SKIPPING_ULEB")
-            case 0xd0: // BIND_OPCODE_THREADED
+                try schedule(count, skip: skip, at: opcodeOffset, opcode)
+            case .threaded:
                 throw MachOError(offset: opcodeOffset, .unsupported("threaded bind opcodes (arm64e)"))
-            default:
-                throw MachOError.malformed("unknown bind opcode 0x\(String(byte & 0xf0, radix: 16))", at: opcodeOffset)
             }
         }
         // `schedule` validated every pending location, so segmentIndex is set.
@@ -193,37 +193,37 @@ public struct BindOpcodeDecoder: Sendable {
             symbolName: symbolName ?? "", flags: flags, addend: addend)
     }
 
-    private mutating func setOrdinal(_ ordinal: UInt64, at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+    private mutating func setOrdinal(_ ordinal: UInt64, at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
         try refuseInWeakStream(at: opcodeOffset, opcode)
         guard ordinal <= UInt64(libraryCount) else {
-            throw MachOError.malformed("\(opcode) sets library ordinal \(ordinal), but the image has \(libraryCount) dependencies", at: opcodeOffset)
+            throw MachOError.malformed("\(opcode.name) sets library ordinal \(ordinal), but the image has \(libraryCount) dependencies", at: opcodeOffset)
         }
         libraryOrdinal = Int(ordinal)
     }
 
-    private func refuseInWeakStream(at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+    private func refuseInWeakStream(at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
         if stream == .weak {
-            throw MachOError.malformed("\(opcode) is not allowed in the weak-bind stream", at: opcodeOffset)
+            throw MachOError.malformed("\(opcode.name) is not allowed in the weak-bind stream", at: opcodeOffset)
         }
     }
 
-    private func refuseInLazyStream(at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+    private func refuseInLazyStream(at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
         if stream == .lazy {
-            throw MachOError.malformed("\(opcode) is not allowed in the lazy-bind stream", at: opcodeOffset)
+            throw MachOError.malformed("\(opcode.name) is not allowed in the lazy-bind stream", at: opcodeOffset)
         }
     }
 
     /// Queues `count` binds from the current offset, each `skip` bytes past the end of the last.
-    private mutating func schedule(_ count: UInt64, skip: UInt64, at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+    private mutating func schedule(_ count: UInt64, skip: UInt64, at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
         guard symbolName != nil else {
-            throw MachOError.malformed("\(opcode) before any BIND_OPCODE_SET_SYMBOL_TRAILING_FLAGS_IMM", at: opcodeOffset)
+            throw MachOError.malformed("\(opcode.name) before any BIND_OPCODE_SET_SYMBOL_TRAILING_FLAGS_IMM", at: opcodeOffset)
         }
         guard libraryOrdinal != nil || stream == .weak else {
-            throw MachOError.malformed("\(opcode) before any BIND_OPCODE_SET_DYLIB_ORDINAL_* opcode", at: opcodeOffset)
+            throw MachOError.malformed("\(opcode.name) before any BIND_OPCODE_SET_DYLIB_ORDINAL_* opcode", at: opcodeOffset)
         }
         stride = try checker.checkRun(
             segmentIndex: segmentIndex, offset: segmentOffset, count: count, skip: skip,
-            opcodeOffset: opcodeOffset, opcode: opcode)
+            opcodeOffset: opcodeOffset, opcode: opcode.name)
         pendingCount = count
         pendingOpcodeOffset = opcodeOffset
     }

@@ -61,37 +61,38 @@ public struct RebaseOpcodeDecoder: Sendable {
             if finished || cursor.atEnd { return nil }
             let opcodeOffset = cursor.absoluteOffset
             let byte = try cursor.u8()
-            let immediate = byte & 0x0f
-            switch byte & 0xf0 {
-            case 0x00: // REBASE_OPCODE_DONE
+            let (decoded, immediate) = RebaseOpcode.split(byte)
+            guard let opcode = decoded else {
+                throw MachOError.malformed("unknown rebase opcode 0x\(String(byte & 0xf0, radix: 16))", at: opcodeOffset)
+            }
+            switch opcode {
+            case .done:
                 finished = true
-            case 0x10: // REBASE_OPCODE_SET_TYPE_IMM
+            case .setTypeImm:
                 guard immediate <= RebaseType.textPCRelative32.rawValue else {
-                    throw MachOError.malformed("REBASE_OPCODE_SET_TYPE_IMM sets unknown rebase type \(immediate)", at: opcodeOffset)
+                    throw MachOError.malformed("\(opcode.name) sets unknown rebase type \(immediate)", at: opcodeOffset)
                 }
                 type = RebaseType(rawValue: immediate)
-            case 0x20: // REBASE_OPCODE_SET_SEGMENT_AND_OFFSET_ULEB
-                try checker.checkSegmentIndex(Int(immediate), opcodeOffset: opcodeOffset, opcode: "REBASE_OPCODE_SET_SEGMENT_AND_OFFSET_ULEB")
+            case .setSegmentAndOffsetULEB:
+                try checker.checkSegmentIndex(Int(immediate), opcodeOffset: opcodeOffset, opcode: opcode.name)
                 segmentIndex = Int(immediate)
                 segmentOffset = try cursor.uleb128()
-            case 0x30: // REBASE_OPCODE_ADD_ADDR_ULEB (wraps, as dyld's arithmetic does)
+            case .addAddrULEB: // wraps, as dyld's arithmetic does
                 segmentOffset &+= try cursor.uleb128()
-            case 0x40: // REBASE_OPCODE_ADD_ADDR_IMM_SCALED
+            case .addAddrImmScaled:
                 segmentOffset &+= UInt64(immediate) * FixupLocationChecker.pointerSize
-            case 0x50: // REBASE_OPCODE_DO_REBASE_IMM_TIMES
-                try schedule(UInt64(immediate), skip: 0, at: opcodeOffset, "REBASE_OPCODE_DO_REBASE_IMM_TIMES")
-            case 0x60: // REBASE_OPCODE_DO_REBASE_ULEB_TIMES
+            case .doRebaseImmTimes:
+                try schedule(UInt64(immediate), skip: 0, at: opcodeOffset, opcode.name)
+            case .doRebaseULEBTimes:
                 let count = try cursor.uleb128()
-                try schedule(count, skip: 0, at: opcodeOffset, "REBASE_OPCODE_DO_REBASE_ULEB_TIMES")
-            case 0x70: // REBASE_OPCODE_DO_REBASE_ADD_ADDR_ULEB
+                try schedule(count, skip: 0, at: opcodeOffset, opcode.name)
+            case .doRebaseAddAddrULEB:
                 let skip = try cursor.uleb128()
-                try schedule(1, skip: skip, at: opcodeOffset, "REBASE_OPCODE_DO_REBASE_ADD_ADDR_ULEB")
-            case 0x80: // REBASE_OPCODE_DO_REBASE_ULEB_TIMES_SKIPPING_ULEB
+                try schedule(1, skip: skip, at: opcodeOffset, opcode.name)
+            case .doRebaseULEBTimesSkippingULEB:
                 let count = try cursor.uleb128()
                 let skip = try cursor.uleb128()
-                try schedule(count, skip: skip, at: opcodeOffset, "REBASE_OPCODE_DO_REBASE_ULEB_TIMES_SKIPPING_ULEB")
-            default:
-                throw MachOError.malformed("unknown rebase opcode 0x\(String(byte & 0xf0, radix: 16))", at: opcodeOffset)
+                try schedule(count, skip: skip, at: opcodeOffset, opcode.name)
             }
         }
         // `schedule` validated every pending location, so segmentIndex is set.

@@ -1,3 +1,4 @@
+import Dyld2
 import LoaderCore
 import MachOReader
 
@@ -29,9 +30,7 @@ public struct LaunchAnalysis: Sendable {
         var fixups: [[ResolvedFixup]] = []
         for index in graph.nodes.indices {
             var imageFixups: [ResolvedFixup] = []
-            let record = { (fixup: ResolvedFixup) throws(LoadError) in imageFixups.append(fixup) }
-            try resolver.resolveRebases(index, record)
-            try resolver.resolveBinds(index, record)
+            try resolver.resolve(image: index) { (fixup) throws(LoadError) in imageFixups.append(fixup) }
             fixups.append(imageFixups)
         }
         self.fixups = fixups
@@ -39,35 +38,14 @@ public struct LaunchAnalysis: Sendable {
         initializerOrder = InitializerOrder.compute(graph)
         var initializers: [[UInt64]] = []
         for index in graph.nodes.indices {
-            initializers.append(try LaunchAnalysis.initializerOffsets(graph.nodes[index], plan: plans[index], fixups: fixups[index]))
+            // A `__mod_init_func` slot's function is the target of the last rebase written there.
+            let imageFixups = fixups[index]
+            initializers.append(try Initializers.offsets(of: graph.nodes[index].image, plan: plans[index]) { slot in
+                guard case let .rebase(targetOffset, _) = imageFixups.last(where: { $0.vmOffset == slot })?.kind else { return nil }
+                return targetOffset
+            })
         }
         self.initializers = initializers
         entryOffset = graph.nodes[graph.rootCount - 1].image.entryPoint?.entryOffset
-    }
-
-    /// An image's initializers: `__init_offsets` entries as they are, and `__mod_init_func`
-    /// slots through the rebase that fixes each one up.
-    static func initializerOffsets(_ node: DependencyGraph.Node, plan: ImagePlan, fixups: [ResolvedFixup]) throws(LoadError) -> [UInt64] {
-        var offsets: [UInt64] = []
-        for section in node.image.initializerSections {
-            if section.type == Section.typeModInitFuncPointers {
-                let first = section.address &- plan.preferredBase
-                for slot in stride(from: UInt64(0), to: section.size / 8 * 8, by: 8) {
-                    // The last fixup at a location is the one that stays in memory.
-                    guard let fixup = fixups.last(where: { $0.vmOffset == first + slot }),
-                          case let .rebase(targetOffset, _) = fixup.kind else {
-                        throw .unusable(path: node.path, reason: "initializer slot at offset 0x\(String(first + slot, radix: 16)) is not rebased into the image")
-                    }
-                    offsets.append(targetOffset)
-                }
-            } else {
-                do {
-                    offsets += try node.image.initializerOffsets(in: section).map(UInt64.init)
-                } catch {
-                    throw .malformed(error.inFile(node.path))
-                }
-            }
-        }
-        return offsets
     }
 }

@@ -1,4 +1,5 @@
 import Dyld2
+import Dyld3
 import LaunchClosure
 import LoaderCore
 import MachOReader

@@ -1,4 +1,4 @@
-import Dyld2
+import LaunchClosure
 import LoaderCore
 
 /// Builds a launch closure at install time: runs every analysis the slow path runs
@@ -22,7 +22,7 @@ public enum ClosureBuilder {
             let binds = FixupRuns.encodeBinds(analysis.fixups[index], plan: analysis.plans[index], targets: &targets, targetIndex: &targetIndex)
             images.append(ClosureImage(
                 path: node.path, installName: node.installName ?? "", identity: identity, plan: analysis.plans[index],
-                dependencies: node.dependencies.map { ($0.installName, $0.kind, $0.target ?? -1) },
+                dependencies: node.dependencies.map { ClosureDependency(installName: $0.installName, kind: $0.kind, target: $0.target ?? -1) },
                 initializers: analysis.initializers[index], rpaths: node.image.rpaths, absentPaths: node.absentCandidates,
                 rebaseRuns: rebases.bytes, bindRuns: binds.bytes, rebaseCount: rebases.count, bindCount: binds.count))
         }
@@ -30,17 +30,6 @@ public enum ClosureBuilder {
             builder: LaunchClosure.builderIdentity, arch: arch, root: root.map(PathResolver.normalize) ?? "", contentOnlyIdentity: contentOnlyIdentity,
             images: images, rootCount: analysis.graph.rootCount, bindTargets: targets,
             initializerOrder: analysis.initializerOrder, entryOffset: analysis.entryOffset,
-            missingWeakDylibs: analysis.graph.missingWeakDylibs.map { ($0.installName, $0.neededBy) })
-    }
-}
-
-extension LaunchClosure {
-    /// Every fixup of image `index`, decoded from its runs (verify, dump, tests).
-    public func fixups(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
-        let image = images[index]
-        var bytes = image.rebaseRuns
-        let rebases = 0..<bytes.count
-        bytes += image.bindRuns
-        return try FixupRuns.decode(rebases: rebases, binds: rebases.upperBound..<bytes.count, in: bytes, targets: bindTargets, path: image.path)
+            missingWeakDylibs: analysis.graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) })
     }
 }

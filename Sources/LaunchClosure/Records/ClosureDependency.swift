@@ -1,0 +1,64 @@
+import MachOReader
+
+/// One dependency edge of a closure image, in load-command order.
+///
+/// Encoding: `installName` string, link-kind byte (index in ``linkKindCodes``), `target`
+/// SLEB (a node index, or -1 for a missing weak dylib).
+public struct ClosureDependency: Equatable, Sendable {
+    public var installName: String
+    public var kind: DylibLinkKind
+    /// The node the edge resolved to, or -1 for a weak dylib that was missing.
+    public var target: Int
+
+    public init(installName: String, kind: DylibLinkKind, target: Int) {
+        self.installName = installName
+        self.kind = kind
+        self.target = target
+    }
+
+    /// The byte each link kind is stored as: its index here.
+    static let linkKindCodes: [DylibLinkKind] = [.regular, .weak, .reexport, .upward, .lazy]
+    static let minimumEncodedSize = 3
+
+    init(parsing r: inout ClosureReader, imagePath: String, imageCount: Int) throws(ClosureError) {
+        installName = try r.string()
+        let code = Int(try r.u8())
+        let target = try r.sleb()
+        guard code < Self.linkKindCodes.count, target >= -1, target < Int64(imageCount) else {
+            throw r.corrupt("dependency \(installName) of \(imagePath) has kind \(code) and target \(target)")
+        }
+        kind = Self.linkKindCodes[code]
+        self.target = Int(target)
+    }
+
+    func encode(into w: inout ClosureWriter) {
+        w.string(installName)
+        w.u8(Self.linkKindCodes.firstIndex(of: kind).map(UInt8.init) ?? 0)
+        w.sleb(Int64(target))
+    }
+}
+
+/// A weak-linked dylib that was missing at install time, and the image that needed it.
+///
+/// Encoding: `installName` string, `neededBy` string.
+public struct ClosureMissingDylib: Equatable, Sendable {
+    public var installName: String
+    public var neededBy: String
+
+    public init(installName: String, neededBy: String) {
+        self.installName = installName
+        self.neededBy = neededBy
+    }
+
+    static let minimumEncodedSize = 2
+
+    init(parsing r: inout ClosureReader) throws(ClosureError) {
+        installName = try r.string()
+        neededBy = try r.string()
+    }
+
+    func encode(into w: inout ClosureWriter) {
+        w.string(installName)
+        w.string(neededBy)
+    }
+}

@@ -1,0 +1,110 @@
+import LoaderCore
+
+/// One image of a closure: identity, mapping plan, dependency edges, initializers, and
+/// its fixups, already resolved and encoded as runs (``FixupRuns``).
+///
+/// Encoding: `path` string, `installName` string, ``ImageIdentity``, `preferredBase` ULEB,
+/// `vmSize` ULEB, segment count + ``SegmentPlan``s, dependency count + ``ClosureDependency``s,
+/// initializer count + ULEB offsets, rpath count + strings, absent-path count + strings,
+/// `rebaseCount` ULEB + rebase runs blob, `bindCount` ULEB + bind runs blob.
+public struct ClosureImage: Equatable, Sendable {
+    public var path: String
+    public var installName: String
+    public var identity: ImageIdentity
+    public var plan: ImagePlan
+    /// Dependencies in load-command order.
+    public var dependencies: [ClosureDependency]
+    /// Initializer functions, as offsets from the image's base, in the order they run.
+    public var initializers: [UInt64]
+    /// The image's LC_RPATHs: inputs that affected path resolution.
+    public var rpaths: [String]
+    /// Paths tried and found absent before each dependency of this image was found (or all
+    /// of a missing weak dylib's candidates): a file appearing at one would now be loaded
+    /// instead, so the closure is stale while any of them exists.
+    public var absentPaths: [String]
+    /// Encoded rebase runs and bind runs.
+    public var rebaseRuns: [UInt8]
+    public var bindRuns: [UInt8]
+    public var rebaseCount: Int
+    public var bindCount: Int
+
+    public init(path: String, installName: String, identity: ImageIdentity, plan: ImagePlan, dependencies: [ClosureDependency],
+                initializers: [UInt64], rpaths: [String], absentPaths: [String],
+                rebaseRuns: [UInt8], bindRuns: [UInt8], rebaseCount: Int, bindCount: Int) {
+        self.path = path
+        self.installName = installName
+        self.identity = identity
+        self.plan = plan
+        self.dependencies = dependencies
+        self.initializers = initializers
+        self.rpaths = rpaths
+        self.absentPaths = absentPaths
+        self.rebaseRuns = rebaseRuns
+        self.bindRuns = bindRuns
+        self.rebaseCount = rebaseCount
+        self.bindCount = bindCount
+    }
+
+    static let minimumEncodedSize = 16
+
+    /// Reads one image and checks what can be checked within it: segments inside the image
+    /// and its file and not overlapping, a bounded address space, dependency targets among
+    /// `imageCount` images, initializers inside executable segments.
+    init(parsing r: inout ClosureReader, imageCount: Int) throws(ClosureError) {
+        path = try r.string()
+        installName = try r.string()
+        identity = try ImageIdentity(parsing: &r)
+        let preferredBase = try r.uleb()
+        let vmSize = try r.uleb()
+        let segmentStart = r.position
+        var segments: [SegmentPlan] = []
+        for _ in 0..<(try r.count(of: "segment", minimumSize: SegmentPlan.minimumEncodedSize)) {
+            let segment = try SegmentPlan(parsing: &r, imagePath: path, imageVMSize: vmSize, fileSize: identity.size)
+            if let other = segments.first(where: { $0.overlaps(segment) }) {
+                throw r.corrupt("segments \(other.name) and \(segment.name) of \(path) overlap", at: segmentStart)
+            }
+            segments.append(segment)
+        }
+        guard vmSize <= 1 << 40 else { throw r.corrupt("image \(path) claims \(vmSize) bytes of address space", at: segmentStart) }
+        plan = ImagePlan(path: path, preferredBase: preferredBase, vmSize: vmSize, segments: segments)
+        dependencies = []
+        for _ in 0..<(try r.count(of: "dependency", minimumSize: ClosureDependency.minimumEncodedSize)) {
+            dependencies.append(try ClosureDependency(parsing: &r, imagePath: path, imageCount: imageCount))
+        }
+        initializers = []
+        for _ in 0..<(try r.count(of: "initializer")) { initializers.append(try r.uleb()) }
+        rpaths = []
+        for _ in 0..<(try r.count(of: "rpath")) { rpaths.append(try r.string()) }
+        absentPaths = []
+        for _ in 0..<(try r.count(of: "absent path")) { absentPaths.append(try r.string()) }
+        rebaseCount = try r.int("rebase count")
+        rebaseRuns = try r.blob()
+        bindCount = try r.int("bind count")
+        bindRuns = try r.blob()
+        for offset in initializers where !plan.isExecutable(offset) {
+            throw r.corrupt("initializer at offset 0x\(String(offset, radix: 16)) of \(path) is not in an executable segment")
+        }
+    }
+
+    func encode(into w: inout ClosureWriter) {
+        w.string(path)
+        w.string(installName)
+        identity.encode(into: &w)
+        w.uleb(plan.preferredBase)
+        w.uleb(plan.vmSize)
+        w.uleb(plan.segments.count)
+        for segment in plan.segments { segment.encode(into: &w) }
+        w.uleb(dependencies.count)
+        for dependency in dependencies { dependency.encode(into: &w) }
+        w.uleb(initializers.count)
+        for offset in initializers { w.uleb(offset) }
+        w.uleb(rpaths.count)
+        for rpath in rpaths { w.string(rpath) }
+        w.uleb(absentPaths.count)
+        for absent in absentPaths { w.string(absent) }
+        w.uleb(rebaseCount)
+        w.blob(rebaseRuns)
+        w.uleb(bindCount)
+        w.blob(bindRuns)
+    }
+}

@@ -1,0 +1,54 @@
+import LoaderCore
+
+/// How an image on disk is recognized as the one the closure was built from.
+///
+/// Encoding: `size` ULEB, `mtimeSeconds` SLEB, `mtimeNanoseconds` ULEB, `inode` ULEB,
+/// `ctimeSeconds` SLEB, `ctimeNanoseconds` ULEB, UUID flag byte (+16 bytes), `contentHash` u64.
+public struct ImageIdentity: Equatable, Sendable {
+    public var size: UInt64
+    /// Modification time and inode: 0 in content-only closures (caches that travel).
+    public var mtimeSeconds: Int64
+    public var mtimeNanoseconds: UInt64
+    public var inode: UInt64
+    /// Status-change time (0 in content-only closures): a rewrite with the mtime set back
+    /// still moves it, so the stat check cannot be fooled by `utimes`.
+    public var ctimeSeconds: Int64
+    public var ctimeNanoseconds: UInt64
+    public var uuid: [UInt8]?
+    /// xxh3-64 of the whole file.
+    public var contentHash: UInt64
+
+    public init(size: UInt64, mtimeSeconds: Int64, mtimeNanoseconds: UInt64, inode: UInt64,
+                ctimeSeconds: Int64 = 0, ctimeNanoseconds: UInt64 = 0, uuid: [UInt8]?, contentHash: UInt64) {
+        self.size = size
+        self.mtimeSeconds = mtimeSeconds
+        self.mtimeNanoseconds = mtimeNanoseconds
+        self.inode = inode
+        self.ctimeSeconds = ctimeSeconds
+        self.ctimeNanoseconds = ctimeNanoseconds
+        self.uuid = uuid
+        self.contentHash = contentHash
+    }
+
+    init(parsing r: inout ClosureReader) throws(ClosureError) {
+        size = try r.uleb()
+        mtimeSeconds = try r.sleb()
+        mtimeNanoseconds = try r.uleb()
+        inode = try r.uleb()
+        ctimeSeconds = try r.sleb()
+        ctimeNanoseconds = try r.uleb()
+        uuid = try r.u8() != 0 ? try r.raw(16) : nil
+        contentHash = try r.u64()
+    }
+
+    func encode(into w: inout ClosureWriter) {
+        w.uleb(size)
+        w.sleb(mtimeSeconds)
+        w.uleb(mtimeNanoseconds)
+        w.uleb(inode)
+        w.sleb(ctimeSeconds)
+        w.uleb(ctimeNanoseconds)
+        if let uuid { w.u8(1); for byte in uuid { w.u8(byte) } } else { w.u8(0) }
+        w.u64(contentHash)
+    }
+}

@@ -1,0 +1,78 @@
+/// What to launch and how: the request both launch paths (and `compare`) take.
+public struct LaunchOptions: Sendable {
+    /// The images loaded first: the host executable (if any), then the app.
+    public var roots: [String]
+    public var arch: String
+    /// The system root absolute install names are looked up under.
+    public var root: String?
+    /// Forces the main image's slide; nil for a random one.
+    public var slide: UInt64?
+    /// Run initializers and main (when the architecture is the host's).
+    public var run: Bool
+    /// Keep every resolved fixup of every image in the result (for compare and tests).
+    public var recordFixups: Bool
+
+    public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false) {
+        self.roots = roots
+        self.arch = arch
+        self.root = root
+        self.slide = slide
+        self.run = run
+        self.recordFixups = recordFixups
+    }
+}
+
+/// A finished launch: its memory (mapped until released), its report, and optionally every
+/// fixup it wrote.
+public struct Launch {
+    public init(memory: LaunchMemory, report: LaunchReport, fixups: [[ResolvedFixup]]?) {
+        self.memory = memory
+        self.report = report
+        self.fixups = fixups
+    }
+
+    public let memory: LaunchMemory
+    public let report: LaunchReport
+    /// Per image, in load order: every fixup written, when recorded.
+    public let fixups: [[ResolvedFixup]]?
+}
+
+/// The last step of every launch, shared by both paths: run the initializers in the order
+/// given, then `main`; or record why code does not run (`--no-run`, another architecture,
+/// no `LC_MAIN`).
+public enum LaunchSequence {
+    /// Runs `initializers` (per image, offsets from its base) in `order`, then the main
+    /// image's entry point. `paths` names the images for the report.
+    public static func runInitializersThenMain(
+        order: [Int], initializers: [[UInt64]], mainImage: Int, entryOffset: UInt64?,
+        paths: [String], arch: String, run: Bool, memory: LaunchMemory,
+        report: inout LaunchReport, clock: inout PhaseClock
+    ) throws(LoadError) {
+        var functions: [CodeRunner.Function] = []
+        report.initializers = []
+        for index in order where !initializers[index].isEmpty {
+            let base = memory.images[index].base
+            functions += initializers[index].map { CodeRunner.Function(image: index, address: base &+ $0) }
+            report.initializers.append(paths[index])
+        }
+        guard run else {
+            report.notRunReason = "--no-run"
+            return
+        }
+        guard arch == CodeRunner.hostArchitecture else {
+            report.notRunReason = "\(arch) code cannot run on this \(CodeRunner.hostArchitecture) host"
+            return
+        }
+        _ = clock.lap()
+        try CodeRunner.runInitializers(functions, in: memory)
+        report.timings[.initializers] = clock.lap()
+        guard let entryOffset else {
+            report.notRunReason = "\(paths[mainImage]) has no LC_MAIN: loaded as a root image, no main to run"
+            return
+        }
+        report.result = try CodeRunner.runMain(
+            CodeRunner.Function(image: mainImage, address: memory.images[mainImage].base &+ entryOffset), in: memory)
+        report.ran = true
+        report.timings[.main] = clock.lap()
+    }
+}
