@@ -32,7 +32,7 @@ func closureBenchmarks() {
     Benchmark("fast-path fixup loop (\(fixups) fixups)") { benchmark in
         for _ in benchmark.scaledIterations {
             for index in closure.images.indices {
-                try closure.applyFixups(ofImage: index, memory: memory, targetValues: values)
+                try closure.applyFixups(ofImage: index, memory: memory, targetValues: values, closurePath: "bench")
             }
         }
     }

@@ -27,7 +27,7 @@ public enum ClosureBuilder {
                 rebaseRuns: rebases.bytes, bindRuns: binds.bytes, rebaseCount: rebases.count, bindCount: binds.count))
         }
         return LaunchClosure(
-            builder: LaunchClosure.builderIdentity, arch: arch, root: root.map(PathResolver.normalize) ?? "", contentOnlyIdentity: contentOnlyIdentity,
+            binding: ClosureBinding(request: roots, arch: arch, root: root), contentOnlyIdentity: contentOnlyIdentity,
             images: images, rootCount: analysis.graph.rootCount, bindTargets: targets,
             initializerOrder: analysis.initializerOrder, entryOffset: analysis.entryOffset,
             missingWeakDylibs: analysis.graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) })

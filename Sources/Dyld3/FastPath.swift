@@ -1,31 +1,62 @@
 import LaunchClosure
 import LoaderCore
 
-/// The dyld3 fast path: validate a closure and apply it. No Mach-O parsing, no path
-/// search, no symbol lookup: map the images as planned, write the resolved fixups, run
-/// the initializers in the recorded order, then main.
+/// The dyld3 fast path: validate a closure and apply it. No Mach-O parsing beyond each
+/// image's own header (read back from its mapped `__TEXT` to check the closure's mapping
+/// plan against it), no path search, no symbol lookup: map the images as planned, write the
+/// resolved fixups, run the initializers in the recorded order, then main.
+///
+/// Every failure the closure causes before `main` (a binding for another request, a stale
+/// or swapped image, a plan the image does not have, a bad run or target) is a
+/// `ClosureError` naming the closure file, thrown after everything mapped was released, so
+/// a caller can fall back to the slow path. `LoadError` is left for failures of the launch
+/// itself (no address space, an initializer the image marks executable that crashes...).
 public enum FastPath {
-    /// Launches from the closure at `closurePath`. Throws `ClosureError` when the closure
-    /// cannot be trusted (the caller may fall back), `LoadError` when the launch itself fails.
-    public static func launch(closurePath: String, slide: UInt64?, run: Bool) throws -> Launch {
+    /// How far to trust the disk between install and launch.
+    public struct Checks: Sendable {
+        /// Hash every image's content even when stat says it is unchanged (catches a change
+        /// made through an existing shared writable mapping, which keeps size, mtime, ctime
+        /// and inode; costs a read of every image per launch).
+        public var alwaysHashContent: Bool
+
+        public init(alwaysHashContent: Bool = false) {
+            self.alwaysHashContent = alwaysHashContent
+        }
+    }
+
+    /// Launches `request` from the closure at `closurePath`: read and checked
+    /// (``ClosureFile/read(_:)``), then launched as ``launch(_:closurePath:request:checks:report:clock:)`` does.
+    public static func launch(closurePath: String, request: LaunchOptions, checks: Checks = Checks()) throws -> Launch {
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
         let closure = try ClosureFile.read(closurePath)
-        if let stale = closure.staleImage(closurePath: closurePath) { throw stale }
-        report.timings[.closure] = clock.lap()
-        return try launch(closure, slide: slide, run: run, report: &report, clock: &clock)
+        return try launch(closure, closurePath: closurePath, request: request, checks: checks, report: &report, clock: &clock)
     }
 
-    /// Launches an already validated closure.
-    public static func launch(_ closure: LaunchClosure, slide: UInt64?, run: Bool,
-                              report: inout LaunchReport, clock: inout PhaseClock) throws(LoadError) -> Launch {
+    /// Launches `request` from `closure` (read from `closurePath`, or built in memory and
+    /// named so): bound to this request, its images opened once and identified, mapped from
+    /// those descriptors, checked against the images' own load commands, then applied.
+    public static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions, checks: Checks = Checks(),
+                              report: inout LaunchReport, clock: inout PhaseClock) throws -> Launch {
+        let expected = ClosureBinding(request: request.roots, arch: request.arch, root: request.root)
+        if let mismatch = closure.binding.mismatch(with: expected) {
+            throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
+        }
+        let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent)
+        report.timings[.closure] = clock.lap()
         report.images = closure.images.map(\.path)
-        let memory = try LaunchMemory(plans: closure.images.map(\.plan), firstSlide: slide)
+        let memory = try LaunchMemory(plans: closure.images.map(\.plan), descriptors: files, firstSlide: request.slide)
         report.slide = memory.images[0].slide
-        report.timings[.mapping] = clock.lap()
-        let values = closure.bindTargetValues(memory)
-        for index in closure.images.indices {
-            try closure.applyFixups(ofImage: index, memory: memory, targetValues: values)
+        do throws(ClosureError) {
+            try checkPlans(closure, closurePath: closurePath, memory: memory)
+            report.timings[.mapping] = clock.lap()
+            let values = closure.bindTargetValues(memory)
+            for index in closure.images.indices {
+                try closure.applyFixups(ofImage: index, memory: memory, targetValues: values, closurePath: closurePath)
+            }
+        } catch {
+            memory.release()
+            throw error
         }
         report.timings[.bind] = clock.lap()
         report.rebases = closure.totalRebases
@@ -36,9 +67,21 @@ public enum FastPath {
         let mainImage = closure.rootCount - 1
         try LaunchSequence.runInitializersThenMain(
             order: closure.initializerOrder, initializers: closure.images.map(\.initializers), mainImage: mainImage,
-            entryOffset: closure.entryOffset, paths: report.images, arch: closure.arch, run: run, memory: memory,
+            entryOffset: closure.entryOffset, paths: report.images, arch: closure.arch, run: request.run, memory: memory,
             report: &report, clock: &clock)
         report.timings[.total] = clock.total()
         return Launch(memory: memory, report: report, fixups: nil)
+    }
+
+    /// Each image's plan must be the one its own mapped header and load commands give, before
+    /// any fixup is written: protections, file ranges, writable and executable segments are
+    /// the image's, not the closure's.
+    static func checkPlans(_ closure: LaunchClosure, closurePath: String, memory: LaunchMemory) throws(ClosureError) {
+        for (index, image) in closure.images.enumerated() {
+            let disagreement = image.planDisagreement(arch: closure.arch) { offset, count in
+                memory.mappedFileBytes(image: index, vmOffset: offset, count: count)
+            }
+            if let disagreement { throw .invalid(path: closurePath, image: image.path, what: disagreement) }
+        }
     }
 }

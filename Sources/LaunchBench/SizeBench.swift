@@ -39,7 +39,7 @@ struct SizeBench {
         for round in 0...runs {
             let slow = try SlowPath.launch(options)
             slow.memory.release()
-            let fast = try FastPath.launch(closurePath: closurePath, slide: nil, run: false)
+            let fast = try FastPath.launch(closurePath: closurePath, request: options)
             fast.memory.release()
             let mapped = try floor.launch()
             mapped.memory.release()
@@ -119,7 +119,7 @@ struct SizeBench {
         }
         return [
             LaunchPath.dyld2.rawValue: dirty(try SlowPath.launch(options).memory),
-            LaunchPath.dyld3.rawValue: dirty(try FastPath.launch(closurePath: closurePath, slide: nil, run: false).memory),
+            LaunchPath.dyld3.rawValue: dirty(try FastPath.launch(closurePath: closurePath, request: options).memory),
             LaunchPath.floor.rawValue: dirty(try floor.launch().memory),
             LaunchPath.glibc.rawValue: try session.dirtyPages(),
         ]

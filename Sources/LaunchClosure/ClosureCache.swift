@@ -18,7 +18,7 @@ public struct ClosureCache: Sendable {
 
     /// The closure path for the app whose main image is `appPath`, for `arch`.
     public func closurePath(forApp appPath: String, arch: String) -> String {
-        let real = URL(fileURLWithPath: appPath).resolvingSymlinksInPath().path
+        let real = ClosureBinding.resolved(appPath)
         let key = UnsafeHash.xxh3(Array(real.utf8))
         return directory + "/" + String(key, radix: 16).leftPadded(to: 16) + "-" + arch + "." + ClosureCache.fileExtension
     }

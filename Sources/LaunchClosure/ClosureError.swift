@@ -12,6 +12,13 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     case untrusted(path: String, what: String)
     /// Writing a closure failed; nothing that existed was changed.
     case writeFailed(path: String, what: String)
+    /// Built for another request (``ClosureBinding``): the field that differs, what the
+    /// request asked for and what the closure holds.
+    case mismatch(path: String, field: ClosureBinding.Field, expected: String, found: String)
+    /// What the closure says disagrees with an image it is applied to: a mapping plan the
+    /// image's own load commands do not have, a fixup outside the image's writable
+    /// segments, a target outside its image.
+    case invalid(path: String, image: String, what: String)
 
     /// The one-word reason used in `--json` and fallback lines.
     public var kind: String {
@@ -22,6 +29,8 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case .stale: "stale"
         case .untrusted: "untrusted"
         case .writeFailed: "write-failed"
+        case let .mismatch(_, field, _, _): "wrong-\(field.rawValue)"
+        case .invalid: "invalid"
         }
     }
 
@@ -33,6 +42,9 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .stale(path, image, what): "\(path): stale: \(image) \(what)"
         case let .untrusted(path, what): "\(path): refused: \(what)"
         case let .writeFailed(path, what): "\(path): cannot write: \(what)"
+        case let .mismatch(path, field, expected, found):
+            "\(path): built for another \(field.rawValue): \(found.isEmpty ? "(none)" : found), this launch asks for \(expected.isEmpty ? "(none)" : expected)"
+        case let .invalid(path, image, what): "\(path): invalid for \(image): \(what)"
         }
     }
 }

@@ -53,7 +53,7 @@ public enum ClosureFile {
     }
 
     /// A closure file, or its directory, that another user can write could have been forged.
-    static func checkOwnership(_ path: String, _ status: UnsafeFileIO.Status) throws(ClosureError) {
+    static func checkOwnership(_ path: String, _ status: FileStatus) throws(ClosureError) {
         if status.mode & 0o022 != 0 {
             throw .untrusted(path: path, what: "the file is writable by group or others (mode \(String(status.mode & 0o777, radix: 8)))")
         }

@@ -129,6 +129,11 @@ public struct ClosureVerification: Sendable {
         case valid, corrupt, stale, incompatible
         case notAClosure = "not-a-closure"
         case untrusted
+        /// The closure's mapping plan disagrees with an image's own load commands.
+        case invalid
+        /// The closure is bound to another app or architecture than its file name says
+        /// (another app's closure copied under this name).
+        case misplaced
     }
 
     /// One thing wrong with the file, and which status it calls for (never `valid`).
@@ -177,11 +182,41 @@ public struct ClosureVerification: Sendable {
             self.init(path, ClosureVerification.problem(for: error))
             return
         }
-        let inconsistencies = closure.consistencyProblems()
-            .map { Problem(kind: .corrupt, message: $0) }
-        let stale = closure.staleImages(closurePath: path).map { Problem(kind: .stale, message: "\($0.image) \($0.what)") }
-        let status: Status = !inconsistencies.isEmpty ? .corrupt : !stale.isEmpty ? .stale : .valid
-        self.init(path, status, inconsistencies + stale)
+        let inconsistencies = closure.consistencyProblems().map { Problem(kind: .corrupt, message: $0) }
+        guard inconsistencies.isEmpty else {
+            self.init(path, .corrupt, inconsistencies)
+            return
+        }
+        let staleImages = closure.staleImages(closurePath: path)
+        let stale = staleImages.map { Problem(kind: .stale, message: "\($0.image) \($0.what)") }
+        let invalid = ClosureVerification.planProblems(closure, skipping: Set(staleImages.map(\.image)))
+        let misplaced = ClosureVerification.placementProblems(closure, path: path)
+        let status: Status = !invalid.isEmpty ? .invalid : !misplaced.isEmpty ? .misplaced : !stale.isEmpty ? .stale : .valid
+        self.init(path, status, invalid + misplaced + stale)
+    }
+
+    /// Each image's plan against the header and load commands in its file (read at the
+    /// plan's own file offsets, as a launch reads them from the mapping). Images in
+    /// `stale` changed since install: their plans are not checked.
+    static func planProblems(_ closure: LaunchClosure, skipping stale: Set<String>) -> [Problem] {
+        closure.images.compactMap { image in
+            guard !stale.contains(image.path), case let .success(file) = ImageDescriptor.open(image.path) else { return nil }
+            let disagreement = image.planDisagreement(arch: closure.arch) { offset, count in
+                guard let segment = image.plan.segments.first(where: { offset >= $0.vmOffset && offset - $0.vmOffset < $0.fileSize }),
+                      UInt64(count) <= segment.fileSize - (offset - segment.vmOffset) else { return nil }
+                let bytes = file.read(offset: segment.fileOffset + (offset - segment.vmOffset), count: count)
+                return bytes.count == count ? bytes : nil
+            }
+            return disagreement.map { Problem(kind: .invalid, message: "\(image.path): \($0)") }
+        }
+    }
+
+    /// The file name says which app and architecture the closure is for: its binding must agree.
+    static func placementProblems(_ closure: LaunchClosure, path: String) -> [Problem] {
+        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let expected = ClosureCache(directory: directory.isEmpty ? "." : directory).closurePath(forApp: closure.binding.app, arch: closure.arch)
+        guard expected.split(separator: "/").last != path.split(separator: "/").last else { return [] }
+        return [Problem(kind: .misplaced, message: "built for \(closure.binding.app) (\(closure.arch)), which the cache names \(expected.split(separator: "/").last ?? "")")]
     }
 
     private init(_ path: String, _ status: Status, _ problems: [Problem]) {
@@ -216,6 +251,10 @@ public struct ClosureVerification: Sendable {
             (.corrupt, Problem(kind: .corrupt, message: "vanished while it was being verified"))
         case let .writeFailed(_, what):
             (.corrupt, Problem(kind: .corrupt, message: what))
+        case .mismatch:
+            (.misplaced, Problem(kind: .misplaced, message: "\(error)"))
+        case let .invalid(_, image, what):
+            (.invalid, Problem(kind: .invalid, message: "\(image): \(what)"))
         }
     }
 }

@@ -15,9 +15,11 @@ extension LaunchClosure {
 
     /// Writes image `index`'s rebases, then its binds, straight from their runs: one bounds
     /// check per run, one target check per fixup, no allocation, no strings, no lookups.
-    public func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64]) throws(LoadError) {
+    /// A run or target the image does not allow is the closure's fault: `invalid`, naming
+    /// `closurePath`.
+    public func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         let image = images[index]
-        var writer = FixupWriter(memory: memory, image: index, path: image.path, vmSize: image.plan.vmSize,
+        var writer = FixupWriter(memory: memory, image: index, path: image.path, closurePath: closurePath, vmSize: image.plan.vmSize,
                                  imageBase: memory.images[index].base, targetValues: targetValues)
         try FixupRuns.walkRebases(image.rebaseRuns, path: image.path, &writer)
         try FixupRuns.walkBinds(image.bindRuns, path: image.path, &writer)
@@ -29,35 +31,42 @@ extension LaunchClosure {
 /// target against the image's size and each bind target index against the table, and
 /// stores words.
 struct FixupWriter: RebaseRunVisitor, BindRunVisitor {
-    typealias Failure = LoadError
+    typealias Failure = ClosureError
     let memory: LaunchMemory
     let image: Int
     let path: String
+    let closurePath: String
     let vmSize: UInt64
     let imageBase: UInt64
     let targetValues: [UInt64]
 
-    func failure(_ error: ClosureError) -> LoadError { .unusable(path: path, reason: "closure: \(error)") }
+    func failure(_ error: ClosureError) -> ClosureError {
+        guard case let .corrupt(_, offset, what) = error else { return error }
+        return invalid("fixup runs are corrupt at offset 0x\(String(offset, radix: 16)): \(what)")
+    }
+
+    func invalid(_ what: String) -> ClosureError { .invalid(path: closurePath, image: path, what: what) }
 
     @inline(__always)
-    func beginRun(start: UInt64, count: Int, stride: UInt64) throws(LoadError) {
-        _ = try memory.checkRun(image: image, start: start, count: count, stride: stride)
+    func beginRun(start: UInt64, count: Int, stride: UInt64) throws(ClosureError) {
+        do {
+            _ = try memory.checkRun(image: image, start: start, count: count, stride: stride)
+        } catch {
+            guard case let .mapping(_, reason) = error else { throw invalid(error.description) }
+            throw invalid(reason)
+        }
     }
 
     @inline(__always)
-    func rebase(at location: UInt64, target: UInt64) throws(LoadError) {
+    func rebase(at location: UInt64, target: UInt64) throws(ClosureError) {
         let offset = target & 0x00ff_ffff_ffff_ffff
-        guard offset < vmSize else {
-            throw .mapping(image: path, reason: "rebase target 0x\(String(offset, radix: 16)) is outside the image")
-        }
+        guard offset < vmSize else { throw invalid("rebase target 0x\(String(offset, radix: 16)) is outside the image") }
         memory.storeInCheckedRun((imageBase &+ offset) | (target & 0xff00_0000_0000_0000), at: imageBase &+ location)
     }
 
     @inline(__always)
-    func bind(at location: UInt64, targetIndex: Int, addend: Int64) throws(LoadError) {
-        guard targetIndex < targetValues.count else {
-            throw .mapping(image: path, reason: "bind target index \(targetIndex) is past the table")
-        }
+    func bind(at location: UInt64, targetIndex: Int, addend: Int64) throws(ClosureError) {
+        guard targetIndex < targetValues.count else { throw invalid("bind target index \(targetIndex) is past the table") }
         memory.storeInCheckedRun(targetValues[targetIndex] &+ UInt64(bitPattern: addend), at: imageBase &+ location)
     }
 }

@@ -1,18 +1,18 @@
-import Foundation
 import LoaderCore
 
 extension ImageIdentity {
     /// The identity of the file at `path` as it is now. `contentOnly` leaves out inode,
     /// mtime and ctime, for closures that travel between machines.
     public static func current(path: String, uuid: [UInt8]?, contentOnly: Bool) throws(ClosureError) -> ImageIdentity {
-        guard let status = UnsafeFileIO.status(path), let data = FileManager.default.contents(atPath: path) else {
+        guard case let .success(file) = ImageDescriptor.open(path), let hash = file.contentHash() else {
             throw .stale(path: path, image: path, what: "cannot be read")
         }
+        let status = file.status
         return ImageIdentity(
             size: status.size, mtimeSeconds: contentOnly ? 0 : status.mtimeSeconds,
             mtimeNanoseconds: contentOnly ? 0 : status.mtimeNanoseconds, inode: contentOnly ? 0 : status.inode,
             ctimeSeconds: contentOnly ? 0 : status.ctimeSeconds, ctimeNanoseconds: contentOnly ? 0 : status.ctimeNanoseconds,
-            uuid: uuid, contentHash: UnsafeHash.xxh3(Array(data)))
+            uuid: uuid, contentHash: hash)
     }
 
     /// How close to the closure's write an image may have changed for stat to be untrusted:
@@ -26,20 +26,21 @@ extension ImageIdentity {
         return overflow || latest >= builtAt
     }
 
-    /// How the file at `path` differs from this identity, or nil if it is the same file.
+    /// How the open file `file` differs from this identity, or nil if it is the same file.
     /// The cheap stat check (size, mtime, ctime, inode) comes first; when stat differs (a
     /// fresh checkout, a touch) but the content hash matches, the image is still the one
     /// the closure was built from. A racy identity (taken within 2 s of the closure's
-    /// write) is always hashed.
-    func staleness(of path: String, contentOnly: Bool, racy: Bool = false) -> String? {
-        guard let status = UnsafeFileIO.status(path) else { return "was removed" }
+    /// write), a content-only one, or `alwaysHash` is always hashed. Everything is read
+    /// through `file`, the descriptor the launch maps from.
+    func staleness(of file: ImageDescriptor, contentOnly: Bool, racy: Bool, alwaysHash: Bool) -> String? {
+        let status = file.status
         if status.size != size { return "changed size (\(size) -> \(status.size) bytes)" }
-        if !contentOnly, !racy, status.mtimeSeconds == mtimeSeconds, status.mtimeNanoseconds == mtimeNanoseconds,
+        if !contentOnly, !racy, !alwaysHash, status.mtimeSeconds == mtimeSeconds, status.mtimeNanoseconds == mtimeNanoseconds,
            status.ctimeSeconds == ctimeSeconds, status.ctimeNanoseconds == ctimeNanoseconds, status.inode == inode {
             return nil
         }
-        guard let data = FileManager.default.contents(atPath: path) else { return "cannot be read" }
-        if UnsafeHash.xxh3(Array(data)) != contentHash {
+        guard let hash = file.contentHash() else { return "cannot be read" }
+        if hash != contentHash {
             return status.inode != inode && !contentOnly ? "was replaced by another file (content differs)" : "has new content"
         }
         return nil
@@ -51,34 +52,71 @@ extension ClosureImage {
     /// would shadow the dylib the closure resolved, so the closure no longer says what a
     /// launch would load.
     func shadowingFile() -> String? {
-        absentPaths.first { UnsafeFileIO.status($0) != nil }
+        absentPaths.first { FileStatus.of($0) != nil }
     }
 
-    func staleness(contentOnly: Bool, builtAt: Int64?) -> String? {
+    /// Opens the image and checks it is the file the closure was built from: the
+    /// descriptor to map from, or why the closure is stale.
+    func openChecked(contentOnly: Bool, builtAt: Int64?, alwaysHash: Bool) -> Result<ImageDescriptor, StaleImage> {
+        let file: ImageDescriptor
+        switch ImageDescriptor.open(path) {
+        case let .success(opened): file = opened
+        case let .failure(reason):
+            return .failure(StaleImage(image: path, what: FileStatus.of(path) == nil ? "was removed" : "cannot be opened (\(reason))"))
+        }
         let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? false
-        if let what = identity.staleness(of: path, contentOnly: contentOnly, racy: racy) { return what }
-        return shadowingFile().map { "has a dependency shadowed by a new file at \($0)" }
+        if let what = identity.staleness(of: file, contentOnly: contentOnly, racy: racy, alwaysHash: alwaysHash) {
+            return .failure(StaleImage(image: path, what: what))
+        }
+        if let shadow = shadowingFile() {
+            return .failure(StaleImage(image: path, what: "has a dependency shadowed by a new file at \(shadow)"))
+        }
+        return .success(file)
     }
 }
 
+/// An image that is no longer the file a closure was built from.
+public struct StaleImage: Error, Equatable, Sendable {
+    public let image: String
+    public let what: String
+}
+
 extension LaunchClosure {
-    /// The first image that changed on disk, as a stale-closure error, or nil if all are current.
-    public func staleImage(closurePath: String) -> ClosureError? {
-        let builtAt = UnsafeFileIO.status(closurePath).map(\.mtimeSeconds)
+    /// Opens every image once and checks it is the file the closure was built from; the
+    /// launch maps from these very descriptors (so a file renamed over an image path after
+    /// the check is never the one mapped). `alwaysHash` hashes every image whatever stat says.
+    public func openImages(closurePath: String, alwaysHash: Bool = false) throws(ClosureError) -> [ImageDescriptor] {
+        let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
+        var files: [ImageDescriptor] = []
+        files.reserveCapacity(images.count)
         for image in images {
-            if let what = image.staleness(contentOnly: contentOnlyIdentity, builtAt: builtAt) {
-                return .stale(path: closurePath, image: image.path, what: what)
+            switch image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt, alwaysHash: alwaysHash) {
+            case let .success(file): files.append(file)
+            case let .failure(stale): throw .stale(path: closurePath, image: stale.image, what: stale.what)
             }
         }
-        return nil
+        return files
+    }
+
+    /// The first image that changed on disk, as a stale-closure error, or nil if all are current.
+    public func staleImage(closurePath: String) -> ClosureError? {
+        do {
+            _ = try openImages(closurePath: closurePath)
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// Every image that changed on disk, for `verify`. With `closurePath`, images whose
     /// identity is racy against the closure file's mtime are hashed.
-    public func staleImages(closurePath: String? = nil) -> [(image: String, what: String)] {
-        let builtAt = closurePath.flatMap(UnsafeFileIO.status).map(\.mtimeSeconds)
+    public func staleImages(closurePath: String? = nil, alwaysHash: Bool = false) -> [(image: String, what: String)] {
+        let builtAt = closurePath.flatMap(FileStatus.of).map(\.mtimeSeconds)
         return images.compactMap { image in
-            image.staleness(contentOnly: contentOnlyIdentity, builtAt: builtAt).map { (image.path, $0) }
+            if case let .failure(stale) = image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt, alwaysHash: alwaysHash) {
+                return (stale.image, stale.what)
+            }
+            return nil
         }
     }
 }

@@ -4,20 +4,32 @@ import LoaderCore
 /// up without parsing Mach-O, searching paths or looking symbols up.
 ///
 /// The body (what the zstd frame of a closure file holds, docs/closure-format.md):
-/// `builder` `arch` `root` strings, content-only byte, `rootCount` ULEB, image count +
+/// ``ClosureBinding``, content-only byte, `rootCount` ULEB, image count +
 /// ``ClosureImage``s, bind-target count + ``BindTarget``s, initializer-order count + ULEB
 /// image indices, entry flag byte (+ ULEB offset), missing-dylib count + ``ClosureMissingDylib``s.
 /// Each record reads and writes itself; this type only strings them together.
 public struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
-    public static let formatVersion: UInt32 = 2
+    public static let formatVersion: UInt32 = 3
     /// Who built it.
     public static let builderIdentity = "dyld3-swift closure builder 1"
 
-    public var builder: String
-    public var arch: String
+    /// What the closure was built for: a launch uses it only for that very request.
+    public var binding: ClosureBinding
+    /// Who built it.
+    public var builder: String {
+        get { binding.builder }
+        set { binding.builder = newValue }
+    }
+    public var arch: String {
+        get { binding.arch }
+        set { binding.arch = newValue }
+    }
     /// The system root used for absolute install names ("" for none).
-    public var root: String
+    public var root: String {
+        get { binding.root }
+        set { binding.root = newValue }
+    }
     /// Identities without inode and mtime, validated by content hash alone.
     public var contentOnlyIdentity: Bool
     /// Images in load order; the first `rootCount` are the launch's roots (host, app).
@@ -32,11 +44,9 @@ public struct LaunchClosure: Equatable, Sendable {
     /// Weak-linked dylibs that were missing at install time, and who needed them.
     public var missingWeakDylibs: [ClosureMissingDylib]
 
-    public init(builder: String, arch: String, root: String, contentOnlyIdentity: Bool, images: [ClosureImage], rootCount: Int,
+    public init(binding: ClosureBinding, contentOnlyIdentity: Bool, images: [ClosureImage], rootCount: Int,
                 bindTargets: [BindTarget], initializerOrder: [Int], entryOffset: UInt64?, missingWeakDylibs: [ClosureMissingDylib]) {
-        self.builder = builder
-        self.arch = arch
-        self.root = root
+        self.binding = binding
         self.contentOnlyIdentity = contentOnlyIdentity
         self.images = images
         self.rootCount = rootCount
@@ -54,9 +64,7 @@ public struct LaunchClosure: Equatable, Sendable {
     /// inside its image, every initializer and the entry point inside an executable segment.
     init(parsingBody bytes: [UInt8], path: String) throws(ClosureError) {
         var r = ClosureReader(bytes, path: path)
-        builder = try r.string()
-        arch = try r.string()
-        root = try r.string()
+        binding = try ClosureBinding(parsing: &r)
         contentOnlyIdentity = try r.u8() != 0
         rootCount = try r.int("root count")
         let imageCount = try r.count(of: "image", minimumSize: ClosureImage.minimumEncodedSize)
@@ -88,9 +96,7 @@ public struct LaunchClosure: Equatable, Sendable {
     /// The body's bytes: reproducible for the same closure.
     public func encodedBody() -> [UInt8] {
         var w = ClosureWriter()
-        w.string(builder)
-        w.string(arch)
-        w.string(root)
+        binding.encode(into: &w)
         w.u8(contentOnlyIdentity ? 1 : 0)
         w.uleb(rootCount)
         w.uleb(images.count)

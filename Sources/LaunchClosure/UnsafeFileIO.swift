@@ -1,31 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LoaderCore
 
 /// The closure code's system calls: stat, and writing a file atomically (temp file in the
 /// same directory, fsync, read-only mode, rename, fsync of the directory).
 enum UnsafeFileIO {
-    /// What `stat` says about a file.
-    struct Status: Equatable {
-        var size: UInt64
-        var mtimeSeconds: Int64
-        var mtimeNanoseconds: UInt64
-        var inode: UInt64
-        /// Status-change time: set by the kernel on every write, chmod or utimes, never settable.
-        var ctimeSeconds: Int64
-        var ctimeNanoseconds: UInt64
-        var mode: UInt32
-        var ownerID: UInt32
-    }
-
-    static func status(_ path: String) -> Status? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Status(size: UInt64(info.st_size), mtimeSeconds: Int64(info.st_mtim.tv_sec),
-                      mtimeNanoseconds: UInt64(info.st_mtim.tv_nsec), inode: UInt64(info.st_ino),
-                      ctimeSeconds: Int64(info.st_ctim.tv_sec), ctimeNanoseconds: UInt64(info.st_ctim.tv_nsec),
-                      mode: UInt32(info.st_mode), ownerID: UInt32(info.st_uid))
-    }
+    static func status(_ path: String) -> FileStatus? { FileStatus.of(path) }
 
     /// Whether process `pid` still exists (a writer whose temporary file is in progress).
     static func processExists(_ pid: Int32) -> Bool {

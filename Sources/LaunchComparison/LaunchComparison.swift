@@ -30,8 +30,10 @@ public struct LaunchComparison: Sendable {
     public let differences: [Difference]
 
     /// Launches both ways at the same slide and compares; when `options.run` is set and the
-    /// code can run here, both are also run to compare main's result.
-    public static func run(options: LaunchOptions, closure: LaunchClosure) throws(LoadError) -> LaunchComparison {
+    /// code can run here, both are also run to compare main's result. `closurePath` names
+    /// where `closure` came from (in refusals). Throws `LoadError` when a launch fails,
+    /// `ClosureError` when the fast path refuses the closure.
+    public static func run(options: LaunchOptions, closure: LaunchClosure, closurePath: String) throws -> LaunchComparison {
         let runCode = options.run
         var options = options
         options.run = false
@@ -47,7 +49,8 @@ public struct LaunchComparison: Sendable {
 
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
-        let fast = try FastPath.launch(closure, slide: slide, run: false, report: &report, clock: &clock)
+        options.slide = slide
+        let fast = try FastPath.launch(closure, closurePath: closurePath, request: options, report: &report, clock: &clock)
         let fastSnapshot = fast.memory.writableSnapshot()
         fast.memory.release()
 
@@ -84,7 +87,7 @@ public struct LaunchComparison: Sendable {
             do {
                 closureFixups = try closure.fixups(ofImage: index)
             } catch {
-                throw .unusable(path: closure.images[index].path, reason: "\(error)")
+                throw LoadError.unusable(path: closure.images[index].path, reason: "\(error)")
             }
             let actual = effective(closureFixups)
             fixupCount += expected.count
@@ -113,7 +116,7 @@ public struct LaunchComparison: Sendable {
             results.0 = slowRun.report.result
             slowRun.memory.release()
             var runReport = LaunchReport(mode: "dyld3")
-            let fastRun = try FastPath.launch(closure, slide: slide, run: true, report: &runReport, clock: &clock)
+            let fastRun = try FastPath.launch(closure, closurePath: closurePath, request: options, report: &runReport, clock: &clock)
             results.1 = fastRun.report.result
             fastRun.memory.release()
             if results.0 != results.1 {

@@ -30,9 +30,12 @@ public final class LaunchMemory {
     }
 
     /// Reserves the region and maps every image into it, read-write (fixups come next).
-    /// - Parameter firstSlide: forces the first image's slide (and so the region's address);
-    ///   nil picks a random page-aligned one.
-    public init(plans: [ImagePlan], firstSlide: UInt64?) throws(LoadError) {
+    /// - Parameters:
+    ///   - descriptors: per image, the open file to map from (the one whose identity was
+    ///     checked); nil opens each plan's path.
+    ///   - firstSlide: forces the first image's slide (and so the region's address); nil
+    ///     picks a random page-aligned one.
+    public init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, firstSlide: UInt64?) throws(LoadError) {
         let (offsets, size) = LaunchMemory.layout(plans)
         let page = UnsafeMemory.pageSize
         let hint: UInt64
@@ -55,10 +58,19 @@ public final class LaunchMemory {
             throw .mapping(image: plans.first?.path ?? "?", reason: "cannot reserve \(size) bytes at 0x\(String(hint, radix: 16)): \(reason)")
         }
         regionSize = size
-        do {
-            for (plan, offset) in zip(plans, offsets) {
+        do throws(LoadError) {
+            for (index, (plan, offset)) in zip(plans, offsets).enumerated() {
                 let image = Image(plan: plan, base: regionBase + offset)
-                try LaunchMemory.map(image)
+                if let descriptors {
+                    try LaunchMemory.map(image, fd: descriptors[index].fd)
+                } else {
+                    let descriptor: ImageDescriptor
+                    switch ImageDescriptor.open(plan.path) {
+                    case let .success(opened): descriptor = opened
+                    case let .failure(reason): throw LoadError.mapping(image: plan.path, reason: "open: \(reason)")
+                    }
+                    try LaunchMemory.map(image, fd: descriptor.fd)
+                }
                 images.append(image)
             }
         } catch {
@@ -67,13 +79,7 @@ public final class LaunchMemory {
         }
     }
 
-    private static func map(_ image: Image) throws(LoadError) {
-        let fd: Int32
-        switch UnsafeMemory.open(path: image.plan.path) {
-        case let .success(descriptor): fd = descriptor
-        case let .failure(reason): throw .mapping(image: image.plan.path, reason: "open: \(reason)")
-        }
-        defer { UnsafeMemory.close(fd) }
+    private static func map(_ image: Image, fd: Int32) throws(LoadError) {
         let page = UnsafeMemory.pageSize
         for segment in image.plan.segments {
             let address = image.base + segment.vmOffset
@@ -137,6 +143,19 @@ public final class LaunchMemory {
 }
 
 extension LaunchMemory {
+    /// A copy of `count` bytes at `vmOffset` from image `index`'s base, when they lie in one
+    /// readable segment backed by file bytes (an image's header and load commands, read back
+    /// from its mapped `__TEXT`); nil otherwise.
+    public func mappedFileBytes(image index: Int, vmOffset: UInt64, count: Int) -> [UInt8]? {
+        let image = images[index]
+        for segment in image.plan.segments where segment.protection.contains(.read) {
+            if vmOffset >= segment.vmOffset, UInt64(count) <= segment.fileSize, vmOffset - segment.vmOffset <= segment.fileSize - UInt64(count) {
+                return UnsafeMemory.copy(address: image.base + vmOffset, size: UInt64(count))
+            }
+        }
+        return nil
+    }
+
     /// Fails unless the 8 bytes at `vmOffset` from image `index`'s base lie inside one of
     /// its writable segments (where fixups may go).
     @inline(__always)

@@ -50,9 +50,17 @@ public struct ImagePlan: Equatable, Sendable {
     static let segmentReadOnlyFlag: UInt32 = 0x10
 
     /// The plan for a parsed image found at `path`, whose slice starts at `sliceOffset`.
-    /// `__PAGEZERO` (no protections, no file bytes) is not mapped.
     public init(image: MachOImage, path: String, sliceOffset: Int) throws(LoadError) {
-        let mapped = image.segments.filter { !($0.initialProtection.isEmpty && $0.fileSize == 0) && $0.vmSize > 0 }
+        try self.init(segments: image.segments, path: path, sliceOffset: UInt64(sliceOffset), sliceSize: UInt64(image.view.count))
+    }
+
+    /// The plan for `segments` (an image's `LC_SEGMENT_64`s, in order) of the image at
+    /// `path`, whose slice of `sliceSize` bytes starts at `sliceOffset` in the file. Both
+    /// launch paths derive plans here: the slow path from the parsed image, the fast path
+    /// from the header it mapped, to check the closure's plan against the image.
+    /// `__PAGEZERO` (no protections, no file bytes) is not mapped.
+    public init(segments imageSegments: [Segment], path: String, sliceOffset: UInt64, sliceSize: UInt64) throws(LoadError) {
+        let mapped = imageSegments.filter { !($0.initialProtection.isEmpty && $0.fileSize == 0) && $0.vmSize > 0 }
         guard let base = mapped.map(\.vmAddress).min() else {
             throw .unusable(path: path, reason: "has no segment to map")
         }
@@ -61,13 +69,13 @@ public struct ImagePlan: Equatable, Sendable {
         for segment in mapped {
             let (top, overflow) = segment.vmAddress.addingReportingOverflow(segment.vmSize)
             guard !overflow, segment.fileSize <= segment.vmSize,
-                  segment.fileOffset <= UInt64(image.view.count), segment.fileSize <= UInt64(image.view.count) - segment.fileOffset else {
-                throw .malformed(MachOError.malformed("segment \(segment.name) has an impossible range", at: image.view.base).inFile(path))
+                  segment.fileOffset <= sliceSize, segment.fileSize <= sliceSize - segment.fileOffset else {
+                throw .malformed(MachOError.malformed("segment \(segment.name) has an impossible range", at: Int(sliceOffset)).inFile(path))
             }
             end = max(end, top - base)
             segments.append(SegmentPlan(
                 name: segment.name, vmOffset: segment.vmAddress - base, vmSize: segment.vmSize,
-                fileOffset: UInt64(sliceOffset) + segment.fileOffset, fileSize: segment.fileSize,
+                fileOffset: sliceOffset + segment.fileOffset, fileSize: segment.fileSize,
                 protection: segment.initialProtection,
                 readOnlyAfterFixups: segment.name == "__DATA_CONST" || segment.flags & ImagePlan.segmentReadOnlyFlag != 0))
         }

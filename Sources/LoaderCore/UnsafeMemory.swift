@@ -87,18 +87,11 @@ enum UnsafeMemory {
         }
         return bytes
     }
-
-    /// Opens a file read-only; returns the descriptor or an errno text.
-    static func open(path: String) -> Result<Int32, SystemCallFailure> {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        return fd >= 0 ? .success(fd) : .failure(SystemCallFailure())
-    }
-
-    static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 }
 
 /// A failed system call: `strerror(errno)` captured right after it.
-struct SystemCallFailure: Error, CustomStringConvertible {
-    let description: String
+public struct SystemCallFailure: Error, CustomStringConvertible {
+    public let description: String
     init() { description = String(cString: strerror(errno)) }
+    init(description: String) { self.description = description }
 }

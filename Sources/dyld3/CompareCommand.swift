@@ -34,13 +34,15 @@ struct CompareCommand: ParsableCommand {
             let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
             var closureSource = cachedPath
             let closure: LaunchClosure
-            if let cached = try? ClosureFile.read(cachedPath), cached.staleImage(closurePath: cachedPath) == nil {
+            let request = ClosureBinding(request: roots.paths, arch: roots.arch, root: options.root)
+            if let cached = try? ClosureFile.read(cachedPath), cached.binding.mismatch(with: request) == nil,
+               cached.staleImage(closurePath: cachedPath) == nil {
                 closure = cached
             } else {
                 closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: options.root)
                 closureSource = "(built in memory)"
             }
-            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure)
+            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource)
             if json {
                 print(JSONValue.object([
                     ("app", .string(app)),
@@ -65,6 +67,9 @@ struct CompareCommand: ParsableCommand {
             }
             if !comparison.differences.isEmpty { throw ExitCode(1) }
         } catch let error as LoadError {
+            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+            throw ExitCode(1)
+        } catch let error as ClosureError {
             FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
             throw ExitCode(1)
         }

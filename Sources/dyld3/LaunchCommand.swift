@@ -59,7 +59,7 @@ struct LaunchCommand: ParsableCommand {
             var launch: Launch?
             if mode != .dyld2 {
                 do {
-                    launch = try FastPath.launch(closurePath: path, slide: request.slide, run: request.run)
+                    launch = try FastPath.launch(closurePath: path, request: request)
                     closurePath = path
                 } catch let error as ClosureError {
                     if mode == .dyld3 {

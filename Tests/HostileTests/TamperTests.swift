@@ -292,8 +292,8 @@ import Testing
         #expect(decoded == closure)
         // ... and applying it writes nothing anywhere: every mapped byte is as mapped.
         let before = Self.snapshot(memory)
-        #expect(throws: LoadError.self, "\(forgery)") {
-            try decoded.applyFixups(ofImage: index, memory: memory, targetValues: decoded.bindTargetValues(memory))
+        #expect(throws: ClosureError.self, "\(forgery)") {
+            try decoded.applyFixups(ofImage: index, memory: memory, targetValues: decoded.bindTargetValues(memory), closurePath: "forged")
         }
         #expect(Self.snapshot(memory) == before, "\(forgery) wrote into mapped memory")
     }
@@ -317,8 +317,8 @@ import Testing
         defer { Scratch.remove(cache) }
         let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
         try ClosureFile.write(closure, to: path)
-        #expect(throws: LoadError.self, "\(forgery)") {
-            _ = try FastPath.launch(closurePath: path, slide: Self.slide, run: true)
+        #expect(throws: ClosureError.self, "\(forgery)") {
+            _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: Self.slide))
         }
         #expect(try !ProcessMaps.anyMapping(in: region), "\(forgery) left a mapping behind")
     }

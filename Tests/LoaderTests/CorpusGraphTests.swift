@@ -77,7 +77,7 @@ import TestSupport
         #expect(reread == closure)
         #expect(reread.staleImage(closurePath: path) == nil)
         let comparison = try LaunchComparison.run(
-            options: LaunchOptions(roots: roots, arch: graph.arch, root: root, run: false), closure: closure)
+            options: LaunchOptions(roots: roots, arch: graph.arch, root: root, run: false), closure: closure, closurePath: path)
         #expect(comparison.differences.isEmpty, "\(graph): \(comparison.differences.prefix(5))")
         #expect(comparison.fixupsCompared > 100)
     }

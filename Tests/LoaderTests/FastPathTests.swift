@@ -22,7 +22,7 @@ import Testing
     func compareFindsNoDifference(_ app: FixtureApp) throws {
         let closure = try app.closure()
         let comparison = try LaunchComparison.run(
-            options: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root), closure: closure)
+            options: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root), closure: closure, closurePath: "(built in memory)")
         #expect(comparison.differences.isEmpty, "\(app): \(comparison.differences)")
         #expect(comparison.fixupsCompared > 0 && comparison.bytesCompared > 0)
         if app.arch == CodeRunner.hostArchitecture, case let .result(expected, _) = app.expectation {
@@ -34,7 +34,7 @@ import Testing
     func fastPathRunsToTheManifestResult(_ app: FixtureApp) throws {
         let (cache, path) = try Self.install(app)
         defer { try? FileManager.default.removeItem(atPath: cache) }
-        let launch = try FastPath.launch(closurePath: path, slide: nil, run: true)
+        let launch = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root))
         defer { launch.memory.release() }
         guard case let .result(expected, initOrder) = app.expectation else { return }
         #expect(launch.report.mode == "dyld3")
@@ -54,7 +54,7 @@ import Testing
             defer { try? FileManager.default.removeItem(atPath: cache) }
             try damage(path)
             do {
-                let launch = try FastPath.launch(closurePath: path, slide: nil, run: true)
+                let launch = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root))
                 launch.memory.release()
                 return nil
             } catch let error as ClosureError {
@@ -102,7 +102,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: cache) }
         var released: [Range<UInt64>] = []
         for _ in 0..<1000 {
-            let launch = try FastPath.launch(closurePath: path, slide: nil, run: true)
+            let launch = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root))
             #expect(launch.report.result != nil)
             released.append(launch.memory.regionBase..<(launch.memory.regionBase + launch.memory.regionSize))
             launch.memory.release()

@@ -1,0 +1,79 @@
+import Foundation
+import LoaderCore
+
+/// What a closure was built for: one app, under one root, in one host, for one
+/// architecture, by one builder. A closure is used only for the very request it binds;
+/// anything else (another app's closure copied under this app's cache name, a closure
+/// launched under another root or host) is refused with the field that differs.
+///
+/// Encoding: `builder`, `arch`, `root`, `app`, `host` strings.
+public struct ClosureBinding: Equatable, Sendable {
+    /// Who built it (``LaunchClosure/builderIdentity``).
+    public var builder: String
+    public var arch: String
+    /// The system root absolute install names were looked up under, normalized ("" for none).
+    public var root: String
+    /// The app's main image, symlinks resolved.
+    public var app: String
+    /// The host executable a bundle was loaded into, symlinks resolved ("" for none).
+    public var host: String
+
+    public init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String) {
+        self.builder = builder
+        self.arch = arch
+        self.root = root
+        self.app = app
+        self.host = host
+    }
+
+    /// The binding a launch of `roots` (host first, if any) for `arch` under `root` asks for.
+    public init(request roots: [String], arch: String, root: String?) {
+        self.init(arch: arch, root: root.map(PathResolver.normalize) ?? "",
+                  app: ClosureBinding.resolved(roots.last ?? ""),
+                  host: roots.count > 1 ? ClosureBinding.resolved(roots[0]) : "")
+    }
+
+    /// `path` made absolute with symlinks resolved: the form bindings and cache names use.
+    public static func resolved(_ path: String) -> String {
+        URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+    }
+
+    /// The binding's fields, named as a mismatch reports them.
+    public enum Field: String, Sendable, CaseIterable {
+        case builder, arch, root, app, host
+    }
+
+    /// The first field in which this closure's binding differs from `request`, with both values.
+    public func mismatch(with request: ClosureBinding) -> (field: Field, expected: String, found: String)? {
+        for field in Field.allCases where self[field] != request[field] {
+            return (field, request[field], self[field])
+        }
+        return nil
+    }
+
+    public subscript(field: Field) -> String {
+        switch field {
+        case .builder: builder
+        case .arch: arch
+        case .root: root
+        case .app: app
+        case .host: host
+        }
+    }
+
+    init(parsing r: inout ClosureReader) throws(ClosureError) {
+        builder = try r.string()
+        arch = try r.string()
+        root = try r.string()
+        app = try r.string()
+        host = try r.string()
+    }
+
+    func encode(into w: inout ClosureWriter) {
+        w.string(builder)
+        w.string(arch)
+        w.string(root)
+        w.string(app)
+        w.string(host)
+    }
+}

@@ -1,0 +1,90 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CXXHash
+
+/// What `stat` says about a file.
+public struct FileStatus: Equatable, Sendable {
+    public var size: UInt64
+    public var mtimeSeconds: Int64
+    public var mtimeNanoseconds: UInt64
+    public var inode: UInt64
+    /// Status-change time: set by the kernel on every write, chmod or utimes, never settable.
+    public var ctimeSeconds: Int64
+    public var ctimeNanoseconds: UInt64
+    public var mode: UInt32
+    public var ownerID: UInt32
+    public var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+
+    init(_ info: stat) {
+        size = UInt64(info.st_size)
+        mtimeSeconds = Int64(info.st_mtim.tv_sec)
+        mtimeNanoseconds = UInt64(info.st_mtim.tv_nsec)
+        inode = UInt64(info.st_ino)
+        ctimeSeconds = Int64(info.st_ctim.tv_sec)
+        ctimeNanoseconds = UInt64(info.st_ctim.tv_nsec)
+        mode = UInt32(info.st_mode)
+        ownerID = UInt32(info.st_uid)
+    }
+
+    /// `stat(path)`, or nil when the path does not name a file.
+    public static func of(_ path: String) -> FileStatus? {
+        var info = stat()
+        return stat(path, &info) == 0 ? FileStatus(info) : nil
+    }
+}
+
+/// One image file opened once for a launch: its identity is taken (`fstat`, and the
+/// content hash when asked) and its segments are mapped through this same descriptor, so
+/// the file that was checked is the file that is mapped, whatever happens to its path
+/// meanwhile. Closed when released.
+public final class ImageDescriptor {
+    public let path: String
+    let fd: Int32
+    /// `fstat` of the open file.
+    public let status: FileStatus
+
+    /// Opens `path` read-only; nil with the reason when it cannot be opened or is not a regular file.
+    public static func open(_ path: String) -> Result<ImageDescriptor, SystemCallFailure> {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(SystemCallFailure()) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let failure = SystemCallFailure()
+            _ = Glibc.close(fd)
+            return .failure(failure)
+        }
+        let status = FileStatus(info)
+        guard status.isRegularFile else {
+            _ = Glibc.close(fd)
+            return .failure(SystemCallFailure(description: "not a regular file"))
+        }
+        return .success(ImageDescriptor(path: path, fd: fd, status: status))
+    }
+
+    private init(path: String, fd: Int32, status: FileStatus) {
+        self.path = path
+        self.fd = fd
+        self.status = status
+    }
+
+    /// xxh3-64 of the whole file as this descriptor sees it (mapped read-only, not copied),
+    /// or nil when it cannot be mapped.
+    public func contentHash() -> UInt64? {
+        let size = Int(status.size)
+        guard size > 0 else { return XXH3_64bits(nil, 0) }
+        let address = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0)
+        guard let address, address != MAP_FAILED else { return nil }
+        defer { munmap(address, size) }
+        return XXH3_64bits(address, size)
+    }
+
+    /// Reads up to `count` bytes at `offset` (fewer at the end of the file).
+    public func read(offset: UInt64, count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, off_t(offset)) }
+        return Array(bytes.prefix(max(0, got)))
+    }
+
+    deinit { _ = Glibc.close(fd) }
+}
