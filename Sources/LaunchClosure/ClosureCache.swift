@@ -41,6 +41,14 @@ public struct ClosureCache: Sendable {
         removeAbandonedWrites()
     }
 
+    /// Why launches by this user would refuse every closure written here (the directory's
+    /// owner or mode, ``ClosureOwnership``), or nil when they would trust them.
+    public func trustProblem() -> String? {
+        guard let status = FileStatus.of(directory) else { return nil }
+        let own = FileStatus(size: 0, mode: 0o100444, ownerID: UnsafeFileIO.effectiveUserID)
+        return ClosureOwnership.problem(file: own, directory: status, user: UnsafeFileIO.effectiveUserID)
+    }
+
     /// Removes temporary files (`.<name>.tmp.<pid>.<random>`) left by writers that died
     /// before renaming them (SIGKILL, power loss); a live writer's file is kept. They are
     /// never read as closures (`files()` skips dot files), this only reclaims the space.

@@ -11,10 +11,16 @@ public struct ClosureDump: Sendable {
     public let fileSize: Int
 
     public init(path: String) throws(ClosureError) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw UnsafeFileIO.status(path) == nil ? .missing(path: path) : .untrusted(path: path, what: "cannot be read")
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(path) {
+        case let .success(opened): file = opened
+        case .failure(.missing): throw .missing(path: path)
+        case let .failure(.refused(reason)): throw .untrusted(path: path, what: reason)
         }
-        let bytes = Array(data)
+        guard file.status.size <= UInt64(ClosureFile.maxFileSize) else {
+            throw .corrupt(path: path, offset: 0, what: "\(file.status.size) bytes is over the \(ClosureFile.maxFileSize)-byte limit for a closure file")
+        }
+        guard let bytes = file.readAll() else { throw .untrusted(path: path, what: "cannot be read") }
         closure = try ClosureFile.decode(bytes, path: path)
         header = ClosureFileHeader(fieldsOf: bytes)
         fileSize = bytes.count

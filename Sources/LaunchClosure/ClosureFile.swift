@@ -42,25 +42,59 @@ public enum ClosureFile {
         return closure
     }
 
-    /// Reads and decodes the closure at `path`, refusing files others could have written.
+    /// The largest closure file read: a closure for thousands of images is a few MiB. A
+    /// larger file is refused from its `fstat`, unread.
+    public static let maxFileSize = 64 << 20
+
+    /// Reads and decodes the closure at `path`, refusing files others could have written
+    /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``.
     public static func read(_ path: String) throws(ClosureError) -> LaunchClosure {
-        guard let status = UnsafeFileIO.status(path) else { throw .missing(path: path) }
-        try checkOwnership(path, status)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .untrusted(path: path, what: "cannot be read")
+        try decode(try readTrusted(path), path: path)
+    }
+
+    /// The bytes of the closure file at `path`, opened once (no symlink followed), checked
+    /// on that descriptor for ownership and size before a byte is read.
+    static func readTrusted(_ path: String) throws(ClosureError) -> [UInt8] {
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(path) {
+        case let .success(opened): file = opened
+        case .failure(.missing): throw .missing(path: path)
+        case let .failure(.refused(reason)): throw .untrusted(path: path, what: reason)
         }
-        return try decode(Array(data), path: path)
+        try checkOwnership(path, file.status)
+        guard file.status.size <= UInt64(maxFileSize) else {
+            throw .corrupt(path: path, offset: 0, what: "\(file.status.size) bytes is over the \(maxFileSize)-byte limit for a closure file")
+        }
+        guard let bytes = file.readAll() else { throw .untrusted(path: path, what: "cannot be read") }
+        return bytes
+    }
+
+    /// Why the existing file at `path` would be refused as untrusted, or nil when there is
+    /// none or it is trusted (for `install`, which replaces such a file when it can).
+    public static func trustProblem(_ path: String) -> String? {
+        switch UnsafeFileIO.openNoFollow(path) {
+        case .failure(.missing): return nil
+        case let .failure(.refused(reason)): return reason
+        case let .success(file):
+            do throws(ClosureError) {
+                try checkOwnership(path, file.status)
+                return nil
+            } catch {
+                if case let .untrusted(_, what) = error { return what }
+                return "\(error)"
+            }
+        }
     }
 
     /// A closure file, or its directory, that another user can write could have been forged.
     static func checkOwnership(_ path: String, _ status: FileStatus) throws(ClosureError) {
-        if status.mode & 0o022 != 0 {
-            throw .untrusted(path: path, what: "the file is writable by group or others (mode \(String(status.mode & 0o777, radix: 8)))")
+        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let directoryPath = directory.isEmpty ? (path.hasPrefix("/") ? "/" : ".") : directory
+        guard let directoryStatus = FileStatus.of(directoryPath) else {
+            throw .untrusted(path: path, what: "its directory cannot be examined")
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        if let directoryStatus = UnsafeFileIO.status(directory.isEmpty ? "." : directory),
-           directoryStatus.mode & 0o002 != 0, directoryStatus.mode & 0o1000 == 0 {
-            throw .untrusted(path: path, what: "its directory is writable by others")
+        if let problem = ClosureOwnership.problem(file: status, directory: directoryStatus, user: UnsafeFileIO.effectiveUserID) {
+            throw .untrusted(path: path, what: problem)
         }
     }
 

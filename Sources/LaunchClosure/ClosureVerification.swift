@@ -163,11 +163,24 @@ public struct ClosureVerification: Sendable {
             self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "has no .\(ClosureCache.fileExtension) extension")])
             return
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(path) {
+        case let .success(opened): file = opened
+        case .failure(.missing):
+            self.init(path, .corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
+            return
+        case let .failure(.refused(reason)):
+            self.init(path, .untrusted, [Problem(kind: .untrusted, message: reason)])
+            return
+        }
+        guard file.status.size <= UInt64(ClosureFile.maxFileSize) else {
+            self.init(path, .corrupt, [Problem(kind: .corrupt, message: "\(file.status.size) bytes is over the \(ClosureFile.maxFileSize)-byte limit for a closure file")])
+            return
+        }
+        guard let bytes = file.readAll() else {
             self.init(path, .untrusted, [Problem(kind: .untrusted, message: "cannot be read")])
             return
         }
-        let bytes = Array(data)
         let magicLength = min(bytes.count, ClosureFileHeader.magic.count)
         guard bytes[0..<magicLength].elementsEqual(ClosureFileHeader.magic[0..<magicLength]) else {
             self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "bad magic (a closure starts with DYLD3CL)")])
@@ -175,8 +188,7 @@ public struct ClosureVerification: Sendable {
         }
         let closure: LaunchClosure
         do throws(ClosureError) {
-            guard let status = UnsafeFileIO.status(path) else { throw ClosureError.missing(path: path) }
-            try ClosureFile.checkOwnership(path, status)
+            try ClosureFile.checkOwnership(path, file.status)
             closure = try ClosureFile.decode(bytes, path: path)
         } catch {
             self.init(path, ClosureVerification.problem(for: error))

@@ -8,6 +8,66 @@ import LoaderCore
 enum UnsafeFileIO {
     static func status(_ path: String) -> FileStatus? { FileStatus.of(path) }
 
+    /// The user this process acts as.
+    static var effectiveUserID: UInt32 { UInt32(geteuid()) }
+
+    /// Why a file could not be opened for reading.
+    enum OpenFailure: Error {
+        case missing
+        case refused(String)
+    }
+
+    /// A regular file opened read-only, and its `fstat`.
+    final class OpenFile {
+        let fd: Int32
+        let status: FileStatus
+
+        init(fd: Int32, status: FileStatus) {
+            self.fd = fd
+            self.status = status
+        }
+
+        /// Everything in the file (its `fstat` size, which the caller has bounded), or nil on a read error.
+        func readAll() -> [UInt8]? {
+            let size = Int(status.size)
+            var bytes = [UInt8](repeating: 0, count: size)
+            var done = 0
+            while done < size {
+                let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, size - done, off_t(done)) }
+                if got < 0, errno == EINTR { continue }
+                guard got > 0 else { return got == 0 ? Array(bytes.prefix(done)) : nil }
+                done += got
+            }
+            return bytes
+        }
+
+        deinit { close(fd) }
+    }
+
+    /// Opens `path` read-only without following a symlink at its last component; refuses
+    /// anything but a regular file.
+    static func openNoFollow(_ path: String) -> Result<OpenFile, OpenFailure> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT, ENOTDIR: return .failure(.missing)
+            case ELOOP: return .failure(.refused("is a symbolic link"))
+            default: return .failure(.refused("cannot be opened: \(String(cString: strerror(errno)))"))
+            }
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            close(fd)
+            return .failure(.refused("cannot be examined"))
+        }
+        let status = FileStatus(info)
+        guard status.isRegularFile else {
+            close(fd)
+            return .failure(.refused("is not a regular file"))
+        }
+        return .success(OpenFile(fd: fd, status: status))
+    }
+
     /// Whether process `pid` still exists (a writer whose temporary file is in progress).
     static func processExists(_ pid: Int32) -> Bool {
         kill(pid, 0) == 0 || errno != ESRCH

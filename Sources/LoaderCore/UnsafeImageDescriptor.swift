@@ -16,7 +16,20 @@ public struct FileStatus: Equatable, Sendable {
     public var ownerID: UInt32
     public var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
 
-    init(_ info: stat) {
+    /// A status with the given size, mode and owner, and no times (for policy checks).
+    public init(size: UInt64, mode: UInt32, ownerID: UInt32) {
+        self.size = size
+        mtimeSeconds = 0
+        mtimeNanoseconds = 0
+        inode = 0
+        ctimeSeconds = 0
+        ctimeNanoseconds = 0
+        self.mode = mode
+        self.ownerID = ownerID
+    }
+
+    /// The fields of a `stat` the caller filled.
+    public init(_ info: stat) {
         size = UInt64(info.st_size)
         mtimeSeconds = Int64(info.st_mtim.tv_sec)
         mtimeNanoseconds = UInt64(info.st_mtim.tv_nsec)

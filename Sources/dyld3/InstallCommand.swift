@@ -30,6 +30,9 @@ struct InstallCommand: ParsableCommand {
     func run() throws {
         let cache = options.closureCache
         let targets = try AppLocator.expand(apps)
+        if let problem = cache.trustProblem() {
+            FileHandle.standardError.write(Data("dyld3: warning: launches will refuse closures in \(cache.directory): \(problem)\n".utf8))
+        }
         do {
             try cache.prepareForWriting()
         } catch {
@@ -43,7 +46,17 @@ struct InstallCommand: ParsableCommand {
                 let roots = try options.roots(for: app)
                 let closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: options.root, contentOnlyIdentity: contentOnly)
                 let path = cache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
-                try ClosureFile.write(closure, to: path)
+                let untrusted = ClosureFile.trustProblem(path)
+                do {
+                    try ClosureFile.write(closure, to: path)
+                } catch {
+                    guard let untrusted else { throw error }
+                    throw ClosureError.writeFailed(path: path, what: "cannot replace the untrusted closure there (\(untrusted)): \(error); "
+                        + "launches refuse it; remove it as its owner or root, or use another --cache")
+                }
+                if let untrusted {
+                    FileHandle.standardError.write(Data("dyld3: \(path): replaced an untrusted closure (\(untrusted))\n".utf8))
+                }
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
                 let line = "\(app) [\(roots.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
                     + "\(closure.totalBinds) binds -> \(path) (\(size) bytes)"

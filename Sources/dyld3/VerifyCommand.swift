@@ -16,14 +16,17 @@ struct VerifyCommand: ParsableCommand {
             (PATH: KIND: WHAT) and a summary line, which counts every file of the cache; \
             corrupt there counts every unusable file (corrupt, incompatible, not-a-closure, \
             untrusted).
-            Exit status: 0 when every closure is valid (an empty cache included), 2 when there \
-            is no cache directory, 3 when a file is unusable, 4 when closures are stale and \
-            none is unusable.
+            Exit status: 0 when every closure is valid (an empty cache included); 2 when there \
+            is no cache directory; 5 when any closure is untrusted (another user could have \
+            written it or its directory, or with --trust it is not signed by that key); else 3 \
+            when a file is unusable (corrupt, incompatible, not a closure, invalid for its \
+            images, misplaced under another app's name); else 4 when closures are stale.
             """)
 
     static let unusableExitCode: Int32 = 3
     static let staleExitCode: Int32 = 4
     static let noCacheExitCode: Int32 = 2
+    static let untrustedExitCode: Int32 = 5
 
     @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
     var cache: String?
@@ -52,6 +55,7 @@ struct VerifyCommand: ParsableCommand {
             }
             print("verify: \(results.count) closures, \(valid) valid, \(unusable) corrupt, \(stale) stale")
         }
+        if results.contains(where: { $0.status == .untrusted }) { throw ExitCode(Self.untrustedExitCode) }
         if unusable > 0 { throw ExitCode(Self.unusableExitCode) }
         if stale > 0 { throw ExitCode(Self.staleExitCode) }
     }

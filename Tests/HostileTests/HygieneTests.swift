@@ -24,7 +24,7 @@ import Testing
         #expect(chmod(path, 0o444) == 0)
         #expect(chmod(cache, 0o777) == 0)
         let directoryReason = try Self.fallback(app, cache)
-        #expect(directoryReason?.hasPrefix("untrusted: ") == true && directoryReason?.contains("directory is writable by others") == true)
+        #expect(directoryReason?.hasPrefix("untrusted: ") == true && directoryReason?.contains("directory is writable by group or others") == true, "\(String(describing: directoryReason))")
         // A sticky world-writable directory (like /tmp) protects each owner's files.
         #expect(chmod(cache, 0o1777) == 0)
         #expect(try Self.fallback(app, cache) == nil)

@@ -33,9 +33,14 @@ public enum Dyld3Binary {
         public let process = Process()
         private let out = Pipe(), err = Pipe()
 
-        public init(_ arguments: [String]) throws {
-            process.executableURL = URL(fileURLWithPath: try Dyld3Binary.path())
-            process.arguments = arguments
+        public init(_ arguments: [String], as user: User? = nil) throws {
+            if let user {
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+                process.arguments = ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", try Dyld3Binary.path()] + arguments
+            } else {
+                process.executableURL = URL(fileURLWithPath: try Dyld3Binary.path())
+                process.arguments = arguments
+            }
             process.standardOutput = out
             process.standardError = err
             try process.run()
@@ -52,6 +57,26 @@ public enum Dyld3Binary {
 
     public static func run(_ arguments: [String]) throws -> Result {
         try Running(arguments).finish()
+    }
+
+    /// Another user to run as (`setpriv --reuid --regid --clear-groups`): ownership tests run
+    /// the victim as `nobody` when they run as root.
+    public struct User: Sendable {
+        public let uid: UInt32
+        public let gid: UInt32
+        public init(uid: UInt32, gid: UInt32) {
+            self.uid = uid
+            self.gid = gid
+        }
+
+        public static let nobody = User(uid: 65534, gid: 65534)
+        public static let daemon = User(uid: 1, gid: 1)
+        public static let root = User(uid: 0, gid: 0)
+    }
+
+    /// Runs `dyld3 arguments` as `user`.
+    public static func run(_ arguments: [String], as user: User) throws -> Result {
+        try Running(arguments, as: user).finish()
     }
 
     /// `dyld3 launch APP --mode auto --json` with the app's root and `cache`.
