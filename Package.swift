@@ -14,6 +14,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Ed25519 signatures of closure caches that travel (`key generate`, `install --sign`, `--trust`).
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // The pipeline, bottom to top (docs/design.md draws it; tools/check-module-graph keeps
@@ -28,7 +30,9 @@ let package = Package(
         // The dyld2 slow path: parse, resolve, look up by name, on every launch.
         .target(name: "Dyld2", dependencies: ["LoaderCore", "MachOReader"]),
         // Launch closures: the format, the cache, image identity, verification. Resolves nothing.
-        .target(name: "LaunchClosure", dependencies: ["LoaderCore", "MachOReader", "CZstd"]),
+        .target(name: "LaunchClosure", dependencies: [
+            "LoaderCore", "MachOReader", "CZstd", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         // Install time: the slow path's resolution written down as a closure.
         .target(name: "ClosureBuild", dependencies: ["Dyld2", "LaunchClosure", "LoaderCore", "MachOReader"]),
         // The dyld3 fast path: validate a closure and apply it. Cannot see the slow path.

@@ -13,14 +13,17 @@ import LoaderCore
 /// itself (no address space, an initializer the image marks executable that crashes...).
 public enum FastPath {
     /// How far to trust the disk between install and launch.
-    public struct Checks: Sendable {
+    public struct Checks {
         /// Hash every image's content even when stat says it is unchanged (catches a change
         /// made through an existing shared writable mapping, which keeps size, mtime, ctime
         /// and inode; costs a read of every image per launch).
         public var alwaysHashContent: Bool
+        /// Use only closures signed by this key (`--trust`).
+        public var trustKey: ClosureTrustKey?
 
-        public init(alwaysHashContent: Bool = false) {
+        public init(alwaysHashContent: Bool = false, trustKey: ClosureTrustKey? = nil) {
             self.alwaysHashContent = alwaysHashContent
+            self.trustKey = trustKey
         }
     }
 
@@ -29,7 +32,7 @@ public enum FastPath {
     public static func launch(closurePath: String, request: LaunchOptions, checks: Checks = Checks()) throws -> Launch {
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
-        let closure = try ClosureFile.read(closurePath)
+        let closure = try ClosureFile.read(closurePath, trusting: checks.trustKey)
         return try launch(closure, closurePath: closurePath, request: request, checks: checks, report: &report, clock: &clock)
     }
 

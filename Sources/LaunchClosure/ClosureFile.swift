@@ -7,32 +7,44 @@ public enum ClosureFile {
     /// No real closure comes near this; a larger declared body is refused unread.
     public static let maxBodySize = 512 << 20
 
-    /// The file's bytes for a closure: reproducible for the same closure.
-    public static func encode(_ closure: LaunchClosure) -> [UInt8] {
-        wrapBody(closure.encodedBody(), contentOnlyIdentity: closure.contentOnlyIdentity)
+    /// The file's bytes for a closure: reproducible for the same closure (and key).
+    public static func encode(_ closure: LaunchClosure, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
+        wrapBody(closure.encodedBody(), contentOnlyIdentity: closure.contentOnlyIdentity, signedWith: signer)
     }
 
     /// A closure file around `body`: header, checksum and zstd frame (for ``encode(_:)``, and
     /// for fuzzing and forgery tests that need the body's own checks to be the ones that fire).
-    public static func wrapBody(_ body: [UInt8], contentOnlyIdentity: Bool = false) -> [UInt8] {
+    public static func wrapBody(_ body: [UInt8], contentOnlyIdentity: Bool = false, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
         let frame = UnsafeCompression.compress(body)
-        let header = ClosureFileHeader(
-            version: LaunchClosure.formatVersion, flags: contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0,
-            bodySize: UInt64(body.count), frameSize: UInt64(frame.count))
-        return header.file(around: frame)
+        let flags = (contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0) | (signer != nil ? ClosureFileHeader.signedFlag : 0)
+        let header = ClosureFileHeader(version: LaunchClosure.formatVersion, flags: flags,
+                                       bodySize: UInt64(body.count), frameSize: UInt64(frame.count))
+        var file = header.file(around: frame)
+        if let signer { file += signer.signature(for: file[...]) }
+        return file
     }
 
-    /// Checks the header, the checksum and the frame, then decodes and validates the body.
-    public static func decode(_ file: [UInt8], path: String) throws(ClosureError) -> LaunchClosure {
+    /// Checks the signature (with `trustKey`: the file must be signed by it), the header, the
+    /// checksum and the frame, then decodes and validates the body.
+    public static func decode(_ file: [UInt8], path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
         let header = try ClosureFileHeader(parsing: file, path: path)
+        let signed = file.count - header.signatureSize
+        if let trustKey {
+            guard header.signatureSize > 0 else {
+                throw .untrusted(path: path, what: "is not signed, and --trust accepts only closures signed by its key")
+            }
+            guard trustKey.isValidSignature(file[signed...], for: file[..<signed]) else {
+                throw .untrusted(path: path, what: "its signature does not verify with the trusted key (signed by another key, or changed since)")
+            }
+        }
         let (bodySize, frameSize) = (header.bodySize, header.frameSize)
         guard bodySize <= UInt64(maxBodySize) else {
             throw .corrupt(path: path, offset: 24, what: "declared body of \(bodySize) bytes is over the \(maxBodySize)-byte limit")
         }
-        guard frameSize == UInt64(file.count - ClosureFileHeader.size) else {
-            throw .corrupt(path: path, offset: 32, what: "frame size \(frameSize) does not match the file (\(file.count - ClosureFileHeader.size) bytes)")
+        guard frameSize == UInt64(signed - ClosureFileHeader.size) else {
+            throw .corrupt(path: path, offset: 32, what: "frame size \(frameSize) does not match the file (\(signed - ClosureFileHeader.size) bytes)")
         }
-        guard let body = UnsafeCompression.decompress(file[ClosureFileHeader.size...], expectedSize: Int(bodySize)) else {
+        guard let body = UnsafeCompression.decompress(file[ClosureFileHeader.size..<signed], expectedSize: Int(bodySize)) else {
             throw .corrupt(path: path, offset: ClosureFileHeader.size, what: "the zstd frame does not decompress to \(bodySize) bytes")
         }
         let closure = try LaunchClosure(parsingBody: body, path: path)
@@ -48,8 +60,8 @@ public enum ClosureFile {
 
     /// Reads and decodes the closure at `path`, refusing files others could have written
     /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``.
-    public static func read(_ path: String) throws(ClosureError) -> LaunchClosure {
-        try decode(try readTrusted(path), path: path)
+    public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
+        try decode(try readTrusted(path), path: path, trusting: trustKey)
     }
 
     /// The bytes of the closure file at `path`, opened once (no symlink followed), checked
@@ -98,9 +110,10 @@ public enum ClosureFile {
         }
     }
 
-    /// Writes `closure` to `path` atomically, read-only. A failure leaves any existing file as it was.
-    public static func write(_ closure: LaunchClosure, to path: String) throws(ClosureError) {
-        if let failure = UnsafeFileIO.writeAtomically(encode(closure), to: path) {
+    /// Writes `closure` to `path` atomically, read-only, signed with `signer` if given. A
+    /// failure leaves any existing file as it was.
+    public static func write(_ closure: LaunchClosure, to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
+        if let failure = UnsafeFileIO.writeAtomically(encode(closure, signedWith: signer), to: path) {
             throw .writeFailed(path: path, what: failure)
         }
     }
@@ -109,13 +122,20 @@ public enum ClosureFile {
 /// The 40-byte header of a closure file, field by field (see docs/closure-format.md).
 ///
 ///     0  magic "DYLD3CL\0"
-///     8  checksum: xxh3-64 of every byte from offset 16 to the end of the file
-///    16  format version (u32)     20  flags (u32; bit 0: content-only identity)
+///     8  checksum: xxh3-64 of every byte from offset 16 to the end of the frame
+///    16  format version (u32)     20  flags (u32; bit 0: content-only identity, bit 1: signed)
 ///    24  body size (u64)          32  frame size (u64)
+///
+/// A signed file ends with a 64-byte Ed25519 signature of every byte before it.
 public struct ClosureFileHeader: Equatable, Sendable {
     public static let magic: [UInt8] = Array("DYLD3CL\u{0}".utf8)
     public static let size = 40
     public static let contentOnlyIdentityFlag: UInt32 = 1
+    public static let signedFlag: UInt32 = 2
+    public static let signatureLength = 64
+
+    /// Bytes of signature at the end of the file.
+    public var signatureSize: Int { flags & Self.signedFlag != 0 ? Self.signatureLength : 0 }
 
     /// xxh3-64 of every byte from offset 16 to the end of the file (0 until ``file(around:)`` computes it).
     public let checksum: UInt64
@@ -141,14 +161,17 @@ public struct ClosureFileHeader: Equatable, Sendable {
         }
         guard Array(file[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a closure (bad magic)") }
         self.init(fieldsOf: file)
-        guard UnsafeHash.xxh3(file[16...]) == checksum else {
+        guard flags & ~(Self.contentOnlyIdentityFlag | Self.signedFlag) == 0 else {
+            throw .corrupt(path: path, offset: 20, what: "unknown header flags 0x\(String(flags, radix: 16))")
+        }
+        guard file.count - signatureSize >= Self.size else {
+            throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes cannot hold the header and a signature")
+        }
+        guard UnsafeHash.xxh3(file[16..<(file.count - signatureSize)]) == checksum else {
             throw .corrupt(path: path, offset: 8, what: "checksum mismatch")
         }
         guard version == LaunchClosure.formatVersion else {
             throw .incompatible(path: path, what: "format version \(version), this loader reads \(LaunchClosure.formatVersion)")
-        }
-        guard flags & ~Self.contentOnlyIdentityFlag == 0 else {
-            throw .corrupt(path: path, offset: 20, what: "unknown header flags 0x\(String(flags, radix: 16))")
         }
     }
 

@@ -149,7 +149,7 @@ public struct ClosureVerification: Sendable {
 
     /// Checks the file at `path`: extension and magic, ownership, header, checksum, frame and
     /// structure and header flags (`ClosureFile`), consistency (`consistencyProblems()`), then every image's identity against the disk (`staleImages()`).
-    public init(checking path: String) {
+    public init(checking path: String, trusting trustKey: ClosureTrustKey? = nil, alwaysHash: Bool = false) {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             self.init(path, .corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
@@ -189,7 +189,7 @@ public struct ClosureVerification: Sendable {
         let closure: LaunchClosure
         do throws(ClosureError) {
             try ClosureFile.checkOwnership(path, file.status)
-            closure = try ClosureFile.decode(bytes, path: path)
+            closure = try ClosureFile.decode(bytes, path: path, trusting: trustKey)
         } catch {
             self.init(path, ClosureVerification.problem(for: error))
             return
@@ -199,7 +199,7 @@ public struct ClosureVerification: Sendable {
             self.init(path, .corrupt, inconsistencies)
             return
         }
-        let staleImages = closure.staleImages(closurePath: path)
+        let staleImages = closure.staleImages(closurePath: path, alwaysHash: alwaysHash)
         let stale = staleImages.map { Problem(kind: .stale, message: "\($0.image) \($0.what)") }
         let invalid = ClosureVerification.planProblems(closure, skipping: Set(staleImages.map(\.image)))
         let misplaced = ClosureVerification.placementProblems(closure, path: path)
@@ -245,8 +245,8 @@ public struct ClosureVerification: Sendable {
     public var isUnusable: Bool { status != .valid && status != .stale }
 
     /// Every file in `cache`, sorted by path.
-    public static func verify(_ cache: ClosureCache) -> [ClosureVerification] {
-        cache.files().map(ClosureVerification.init(checking:))
+    public static func verify(_ cache: ClosureCache, trusting trustKey: ClosureTrustKey? = nil, alwaysHash: Bool = false) -> [ClosureVerification] {
+        cache.files().map { ClosureVerification(checking: $0, trusting: trustKey, alwaysHash: alwaysHash) }
     }
 
     static func problem(for error: ClosureError) -> (Status, Problem) {

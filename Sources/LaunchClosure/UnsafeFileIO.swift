@@ -73,8 +73,9 @@ enum UnsafeFileIO {
         kill(pid, 0) == 0 || errno != ESRCH
     }
 
-    /// Writes `bytes` to `path` atomically with mode 0444. On failure nothing at `path` changed.
-    static func writeAtomically(_ bytes: [UInt8], to path: String) -> String? {
+    /// Writes `bytes` to `path` atomically with `mode` (0444 unless said). On failure nothing
+    /// at `path` changed.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o444) -> String? {
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let temporary = "\(directory.isEmpty ? "." : directory)/.\(path.split(separator: "/").last ?? "closure").tmp.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -90,7 +91,7 @@ enum UnsafeFileIO {
             }
         }
         if failure == nil, fsync(fd) != 0 { failure = "fsync: \(String(cString: strerror(errno)))" }
-        if failure == nil, fchmod(fd, 0o444) != 0 { failure = "chmod: \(String(cString: strerror(errno)))" }
+        if failure == nil, fchmod(fd, mode_t(mode)) != 0 { failure = "chmod: \(String(cString: strerror(errno)))" }
         close(fd)
         if failure == nil, rename(temporary, path) != 0 { failure = "rename: \(String(cString: strerror(errno)))" }
         if failure != nil {

@@ -33,7 +33,8 @@ public struct LaunchComparison: Sendable {
     /// code can run here, both are also run to compare main's result. `closurePath` names
     /// where `closure` came from (in refusals). Throws `LoadError` when a launch fails,
     /// `ClosureError` when the fast path refuses the closure.
-    public static func run(options: LaunchOptions, closure: LaunchClosure, closurePath: String) throws -> LaunchComparison {
+    public static func run(options: LaunchOptions, closure: LaunchClosure, closurePath: String,
+                           checks: FastPath.Checks = FastPath.Checks()) throws -> LaunchComparison {
         let runCode = options.run
         var options = options
         options.run = false
@@ -50,7 +51,7 @@ public struct LaunchComparison: Sendable {
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
         options.slide = slide
-        let fast = try FastPath.launch(closure, closurePath: closurePath, request: options, report: &report, clock: &clock)
+        let fast = try FastPath.launch(closure, closurePath: closurePath, request: options, checks: checks, report: &report, clock: &clock)
         let fastSnapshot = fast.memory.writableSnapshot()
         fast.memory.release()
 
@@ -116,7 +117,7 @@ public struct LaunchComparison: Sendable {
             results.0 = slowRun.report.result
             slowRun.memory.release()
             var runReport = LaunchReport(mode: "dyld3")
-            let fastRun = try FastPath.launch(closure, closurePath: closurePath, request: options, report: &runReport, clock: &clock)
+            let fastRun = try FastPath.launch(closure, closurePath: closurePath, request: options, checks: checks, report: &runReport, clock: &clock)
             results.1 = fastRun.report.result
             fastRun.memory.release()
             if results.0 != results.1 {

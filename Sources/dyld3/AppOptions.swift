@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dyld3
 import Foundation
 import LaunchClosure
 import LoaderCore
@@ -24,6 +25,30 @@ struct AppOptions: ParsableArguments {
     }
 
     var closureCache: ClosureCache { ClosureCache.resolve(cache) }
+}
+
+/// How far a command that uses closures trusts them: `--trust` and `--hash-images`.
+struct TrustOptions: ParsableArguments {
+    @Option(help: "Use only closures signed by the private half of this public key (dyld3 key generate, install --sign).")
+    var trust: String?
+
+    @Flag(help: "Hash every image's content on every use, even when stat says it is unchanged (see docs/security.md for the cost).")
+    var hashImages = false
+
+    /// The trust key, read from `--trust`; a key that cannot be read is a usage error.
+    func trustKey() throws -> ClosureTrustKey? {
+        guard let trust else { return nil }
+        do {
+            return try ClosureTrustKey(contentsOf: trust)
+        } catch {
+            throw ValidationError("--trust \(error)")
+        }
+    }
+
+    /// The fast path's checks these options ask for.
+    func checks() throws -> FastPath.Checks {
+        FastPath.Checks(alwaysHashContent: hashImages, trustKey: try trustKey())
+    }
 }
 
 /// Finds the images to launch inside what the user named.

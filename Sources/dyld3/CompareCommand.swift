@@ -20,6 +20,8 @@ struct CompareCommand: ParsableCommand {
 
     @OptionGroup var options: AppOptions
 
+    @OptionGroup var trust: TrustOptions
+
 
 
 
@@ -35,14 +37,15 @@ struct CompareCommand: ParsableCommand {
             var closureSource = cachedPath
             let closure: LaunchClosure
             let request = ClosureBinding(request: roots.paths, arch: roots.arch, root: options.root)
-            if let cached = try? ClosureFile.read(cachedPath), cached.binding.mismatch(with: request) == nil,
+            let checks = try trust.checks()
+            if let cached = try? ClosureFile.read(cachedPath, trusting: checks.trustKey), cached.binding.mismatch(with: request) == nil,
                cached.staleImage(closurePath: cachedPath) == nil {
                 closure = cached
             } else {
                 closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: options.root)
                 closureSource = "(built in memory)"
             }
-            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource)
+            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, checks: checks)
             if json {
                 print(JSONValue.object([
                     ("app", .string(app)),

@@ -27,9 +27,20 @@ struct InstallCommand: ParsableCommand {
     @Flag(help: "Identify images by content only (no inode or mtime): for caches that travel between machines.")
     var contentOnly = false
 
+    @Option(help: "Sign every closure with this private key (dyld3 key generate): launches with --trust accept only signed closures.")
+    var sign: String?
+
     func run() throws {
         let cache = options.closureCache
         let targets = try AppLocator.expand(apps)
+        var signer: ClosureSigningKey?
+        if let sign {
+            do {
+                signer = try ClosureSigningKey(contentsOf: sign)
+            } catch {
+                throw ValidationError("--sign \(error)")
+            }
+        }
         if let problem = cache.trustProblem() {
             FileHandle.standardError.write(Data("dyld3: warning: launches will refuse closures in \(cache.directory): \(problem)\n".utf8))
         }
@@ -48,7 +59,7 @@ struct InstallCommand: ParsableCommand {
                 let path = cache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
                 let untrusted = ClosureFile.trustProblem(path)
                 do {
-                    try ClosureFile.write(closure, to: path)
+                    try ClosureFile.write(closure, to: path, signedWith: signer)
                 } catch {
                     guard let untrusted else { throw error }
                     throw ClosureError.writeFailed(path: path, what: "cannot replace the untrusted closure there (\(untrusted)): \(error); "

@@ -24,6 +24,8 @@ struct LaunchCommand: ParsableCommand {
 
     @OptionGroup var options: AppOptions
 
+    @OptionGroup var trust: TrustOptions
+
     @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); auto: dyld3 when a valid closure exists, else dyld2.")
     var mode: LaunchMode = .auto
 
@@ -54,12 +56,13 @@ struct LaunchCommand: ParsableCommand {
         var closurePath: String?
         do {
             let request = try launchOptions()
+            let checks = try trust.checks()
             let path = options.closureCache.closurePath(forApp: request.roots.last!, arch: request.arch)
             var fallback: ClosureError?
             var launch: Launch?
             if mode != .dyld2 {
                 do {
-                    launch = try FastPath.launch(closurePath: path, request: request)
+                    launch = try FastPath.launch(closurePath: path, request: request, checks: checks)
                     closurePath = path
                 } catch let error as ClosureError {
                     if mode == .dyld3 {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dyld3
 import Foundation
 import LaunchClosure
 import MachOInspect
@@ -34,6 +35,8 @@ struct VerifyCommand: ParsableCommand {
     @Flag(help: "Print the results as JSON: every file with its status and problems, and the counts.")
     var json = false
 
+    @OptionGroup var trust: TrustOptions
+
     func run() throws {
         let cache = ClosureCache.resolve(cache)
         var isDirectory: ObjCBool = false
@@ -43,7 +46,7 @@ struct VerifyCommand: ParsableCommand {
             FileHandle.standardError.write(Data("dyld3: verify: \(message)\n".utf8))
             throw ExitCode(Self.noCacheExitCode)
         }
-        let results = ClosureVerification.verify(cache)
+        let results = ClosureVerification.verify(cache, trusting: try trust.trustKey(), alwaysHash: trust.hashImages)
         let valid = results.count { $0.status == .valid }
         let stale = results.count { $0.status == .stale }
         let unusable = results.count(where: \.isUnusable)

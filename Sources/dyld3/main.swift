@@ -6,7 +6,7 @@ struct Dyld3Command: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dyld3",
         abstract: "A dyld3-style launch-closure builder and loader for Mach-O apps.",
-        subcommands: [InspectCommand.self, InstallCommand.self, LaunchCommand.self, CompareCommand.self, StubRootCommand.self, VerifyCommand.self, ClosureCommand.self, BenchCommand.self])
+        subcommands: [InspectCommand.self, InstallCommand.self, LaunchCommand.self, CompareCommand.self, StubRootCommand.self, VerifyCommand.self, ClosureCommand.self, KeyCommand.self, BenchCommand.self])
 }
 
 Dyld3Command.main()

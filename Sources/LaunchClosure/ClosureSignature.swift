@@ -1,0 +1,97 @@
+import Crypto
+import Foundation
+import LoaderCore
+
+/// The private half of a closure-signing key pair (Ed25519, apple/swift-crypto): `install
+/// --sign KEY` signs each closure it writes, header included, so a cache built in CI can
+/// travel and be trusted where it lands (`--trust PUBLIC_KEY`).
+///
+/// Key files are one line: `dyld3-closure-signing-key-v1 <base64 of the 32-byte seed>`
+/// (mode 0600), and `dyld3-closure-trust-key-v1 <base64 of the 32-byte public key>`.
+public struct ClosureSigningKey {
+    static let label = "dyld3-closure-signing-key-v1"
+    let key: Curve25519.Signing.PrivateKey
+
+    /// A new random key.
+    public init() { key = Curve25519.Signing.PrivateKey() }
+
+    /// Reads a signing key file.
+    public init(contentsOf path: String) throws(ClosureKeyError) {
+        let raw = try ClosureKeyFile.read(path, label: Self.label)
+        do {
+            key = try Curve25519.Signing.PrivateKey(rawRepresentation: raw)
+        } catch {
+            throw ClosureKeyError(path: path, what: "is not an Ed25519 private key")
+        }
+    }
+
+    /// The key that verifies this key's signatures.
+    public var trustKey: ClosureTrustKey { ClosureTrustKey(key: key.publicKey) }
+
+    /// Writes the key pair into `directory` as `closure-signing.key` (0600) and
+    /// `closure-signing.pub` (0644); refuses to overwrite either. Returns both paths.
+    public func write(into directory: String) throws(ClosureKeyError) -> (privateKey: String, publicKey: String) {
+        let privatePath = directory + "/closure-signing.key", publicPath = directory + "/closure-signing.pub"
+        for path in [privatePath, publicPath] where FileStatus.of(path) != nil {
+            throw ClosureKeyError(path: path, what: "already exists: keys are never overwritten")
+        }
+        try ClosureKeyFile.write(key.rawRepresentation, label: Self.label, to: privatePath, mode: 0o600)
+        try ClosureKeyFile.write(key.publicKey.rawRepresentation, label: ClosureTrustKey.label, to: publicPath, mode: 0o644)
+        return (privatePath, publicPath)
+    }
+
+    func signature(for bytes: ArraySlice<UInt8>) -> [UInt8] {
+        // Ed25519 signing cannot fail for a valid key; an empty signature would be refused on read.
+        (try? Array(key.signature(for: bytes))) ?? []
+    }
+}
+
+/// The public key a launch, compare or verify trusts (`--trust PUBLIC_KEY`): only closures
+/// signed by its private half are used.
+public struct ClosureTrustKey {
+    static let label = "dyld3-closure-trust-key-v1"
+    let key: Curve25519.Signing.PublicKey
+
+    init(key: Curve25519.Signing.PublicKey) { self.key = key }
+
+    /// Reads a trust (public) key file.
+    public init(contentsOf path: String) throws(ClosureKeyError) {
+        let raw = try ClosureKeyFile.read(path, label: Self.label)
+        do {
+            key = try Curve25519.Signing.PublicKey(rawRepresentation: raw)
+        } catch {
+            throw ClosureKeyError(path: path, what: "is not an Ed25519 public key")
+        }
+    }
+
+    func isValidSignature(_ signature: ArraySlice<UInt8>, for bytes: ArraySlice<UInt8>) -> Bool {
+        key.isValidSignature(signature, for: bytes)
+    }
+}
+
+/// A key file that cannot be read, parsed or written.
+public struct ClosureKeyError: Error, CustomStringConvertible, Sendable {
+    public let path: String
+    public let what: String
+    public var description: String { "\(path): \(what)" }
+}
+
+/// The one-line key file format.
+enum ClosureKeyFile {
+    static func read(_ path: String, label: String) throws(ClosureKeyError) -> Data {
+        guard case let .success(file) = UnsafeFileIO.openNoFollow(path), file.status.size < 4096, let bytes = file.readAll() else {
+            throw ClosureKeyError(path: path, what: "cannot be read as a key file")
+        }
+        let fields = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+        guard fields.count == 2, fields[0] == label, let raw = Data(base64Encoded: String(fields[1])), raw.count == 32 else {
+            throw ClosureKeyError(path: path, what: "is not a \(label) file")
+        }
+        return raw
+    }
+
+    static func write(_ raw: Data, label: String, to path: String, mode: UInt32) throws(ClosureKeyError) {
+        if let failure = UnsafeFileIO.writeAtomically(Array("\(label) \(raw.base64EncodedString())\n".utf8), to: path, mode: mode) {
+            throw ClosureKeyError(path: path, what: failure)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+import LaunchClosure
+
+/// `dyld3 key generate --out DIR`: an Ed25519 key pair for signing closure caches that travel.
+struct KeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "key",
+        abstract: "Manage closure-signing keys.",
+        subcommands: [Generate.self])
+
+    /// Writes a new key pair.
+    struct Generate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Generate an Ed25519 key pair: DIR/closure-signing.key (private, mode 0600) and DIR/closure-signing.pub.",
+            discussion: "Sign with `install --sign DIR/closure-signing.key`; trust with `launch|compare|verify --trust DIR/closure-signing.pub`. Existing keys are never overwritten.")
+
+        @Option(help: "The directory to write the key pair into (created if missing).")
+        var out: String
+
+        func run() throws {
+            do {
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            } catch {
+                FileHandle.standardError.write(Data("dyld3: \(out): cannot create the directory: \(error.localizedDescription)\n".utf8))
+                throw ExitCode(1)
+            }
+            do {
+                let paths = try ClosureSigningKey().write(into: out)
+                print("private key: \(paths.privateKey) (mode 0600: keep it secret)")
+                print("public key:  \(paths.publicKey)")
+            } catch {
+                FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+    }
+}
