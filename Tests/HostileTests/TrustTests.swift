@@ -198,3 +198,26 @@ final class SwapFlag: @unchecked Sendable {
     var isSet: Bool { lock.withLock { value } }
     func set() { lock.withLock { value = true } }
 }
+
+extension TrustTests {
+    /// A 3 GB (sparse) file at a closure's path is refused from its size, unread: launch falls
+    /// back at once and verify calls it corrupt.
+    @Test func aHugeFileAtTheClosurePathIsRefusedUnread() throws {
+        let app = try FixtureApp.named("basic")
+        let cache = try Scratch.directory("trust-huge")
+        defer { Scratch.remove(cache) }
+        let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(ClosureFileHeader.magic), attributes: [.posixPermissions: 0o444]))
+        #expect(truncate(path, 3 << 30) == 0)
+        #expect {
+            _ = try ClosureFile.read(path)
+        } throws: { error in
+            guard case let .corrupt(_, _, what) = error as? ClosureError else { return false }
+            return what.contains("over the \(ClosureFile.maxFileSize)-byte limit")
+        }
+        let verdict = ClosureVerification(checking: path)
+        #expect(verdict.status == .corrupt && verdict.problems.first?.message.contains("limit") == true, "\(verdict.problems)")
+        let launch = try Dyld3Binary.launchAuto(app, cache: cache)
+        #expect((launch.json?["fallback_reason"] as? String)?.contains("limit") == true, "\(launch.stdout)")
+    }
+}
