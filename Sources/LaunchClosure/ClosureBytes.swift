@@ -89,6 +89,7 @@ struct ClosureReader {
     }
 
     /// A count of items each at least `minimumSize` bytes long, checked against the bytes left.
+    @inline(__always)
     mutating func count(of what: String, minimumSize: Int = 1) throws(ClosureError) -> Int {
         let start = position
         let value = try uleb()

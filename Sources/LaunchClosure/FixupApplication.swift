@@ -19,54 +19,45 @@ extension LaunchClosure {
     /// `closurePath`.
     public func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         let image = images[index]
-        var writer = FixupWriter(memory: memory, image: index, path: image.path, closurePath: closurePath, vmSize: image.plan.vmSize,
-                                 imageBase: memory.images[index].base, targetValues: targetValues)
-        try FixupRuns.walkRebases(image.rebaseRuns, path: image.path, &writer)
-        try FixupRuns.walkBinds(image.bindRuns, path: image.path, &writer)
-    }
-}
-
-/// The fast path's apply loop as a run visitor: checks each run once against the image's
-/// writable segments (``LaunchMemory/checkRun(image:start:count:stride:)``), each rebase
-/// target against the image's size and each bind target index against the table, and
-/// stores words.
-struct FixupWriter: RebaseRunVisitor, BindRunVisitor {
-    typealias Failure = ClosureError
-    let memory: LaunchMemory
-    let image: Int
-    let path: String
-    let closurePath: String
-    let vmSize: UInt64
-    let imageBase: UInt64
-    let targetValues: [UInt64]
-
-    func failure(_ error: ClosureError) -> ClosureError {
-        guard case let .corrupt(_, offset, what) = error else { return error }
-        return invalid("fixup runs are corrupt at offset 0x\(String(offset, radix: 16)): \(what)")
-    }
-
-    func invalid(_ what: String) -> ClosureError { .invalid(path: closurePath, image: path, what: what) }
-
-    @inline(__always)
-    func beginRun(start: UInt64, count: Int, stride: UInt64) throws(ClosureError) {
+        let base = memory.images[index].base
+        let vmSize = image.plan.vmSize
+        func invalid(_ what: String) -> ClosureError { .invalid(path: closurePath, image: image.path, what: what) }
         do {
-            _ = try memory.checkRun(image: image, start: start, count: count, stride: stride)
-        } catch {
+            var rebases = try FixupRunCursor(image.rebaseRuns, path: image.path)
+            var target: UInt64 = 0
+            while let run = try rebases.nextRun() {
+                _ = try memory.checkRun(image: index, start: run.start, count: run.count, stride: run.stride)
+                var address = base &+ run.start
+                for _ in 0..<run.count {
+                    target = try rebases.nextRebaseTarget(after: target)
+                    let offset = target & 0x00ff_ffff_ffff_ffff
+                    guard offset < vmSize else { throw invalid("rebase target 0x\(String(offset, radix: 16)) is outside the image") }
+                    memory.storeInCheckedRun((base &+ offset) | (target & 0xff00_0000_0000_0000), at: address)
+                    address &+= run.stride
+                }
+            }
+            try rebases.finish()
+            var binds = try FixupRunCursor(image.bindRuns, path: image.path)
+            let targetCount = UInt64(targetValues.count)
+            while let run = try binds.nextRun() {
+                _ = try memory.checkRun(image: index, start: run.start, count: run.count, stride: run.stride)
+                var address = base &+ run.start
+                for _ in 0..<run.count {
+                    let (targetIndex, addend) = try binds.nextBind()
+                    guard targetIndex < targetCount else { throw invalid("bind target index \(targetIndex) is past the table") }
+                    memory.storeInCheckedRun(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), at: address)
+                    address &+= run.stride
+                }
+            }
+            try binds.finish()
+        } catch let error as ClosureError {
+            guard case let .corrupt(_, offset, what) = error else { throw error }
+            throw invalid("fixup runs are corrupt at offset 0x\(String(offset, radix: 16)): \(what)")
+        } catch let error as LoadError {
             guard case let .mapping(_, reason) = error else { throw invalid(error.description) }
             throw invalid(reason)
+        } catch {
+            throw invalid("\(error)")
         }
-    }
-
-    @inline(__always)
-    func rebase(at location: UInt64, target: UInt64) throws(ClosureError) {
-        let offset = target & 0x00ff_ffff_ffff_ffff
-        guard offset < vmSize else { throw invalid("rebase target 0x\(String(offset, radix: 16)) is outside the image") }
-        memory.storeInCheckedRun((imageBase &+ offset) | (target & 0xff00_0000_0000_0000), at: imageBase &+ location)
-    }
-
-    @inline(__always)
-    func bind(at location: UInt64, targetIndex: Int, addend: Int64) throws(ClosureError) {
-        guard targetIndex < targetValues.count else { throw invalid("bind target index \(targetIndex) is past the table") }
-        memory.storeInCheckedRun(targetValues[targetIndex] &+ UInt64(bitPattern: addend), at: imageBase &+ location)
     }
 }

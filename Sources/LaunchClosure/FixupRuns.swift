@@ -91,90 +91,39 @@ public enum FixupRuns {
     }
 }
 
-/// What a walk over an image's fixup runs does: checks each run once before its first
-/// fixup, then takes each fixup. ``FixupRuns/walkRebases(_:path:_:)`` and
-/// ``FixupRuns/walkBinds(_:path:_:)`` are the one decoder of runs: the fast path's apply
-/// loop, verification, the dump and the tests all walk through them.
-public protocol FixupRunVisitor {
-    associatedtype Failure: Error
-    /// What a malformed run stream (truncated, overflowing, bytes after the last run) becomes.
-    func failure(_ error: ClosureError) -> Failure
-    /// Called once per run, before its first fixup; the walker has checked the run's last
-    /// location does not overflow.
-    mutating func beginRun(start: UInt64, count: Int, stride: UInt64) throws(Failure)
+/// One run of fixups: `count` locations from `start`, `stride` bytes apart (offsets from the
+/// image's base). The walker has checked that `last` = start + (count − 1) × stride does not
+/// overflow.
+public struct FixupRun: Equatable, Sendable {
+    public let start: UInt64
+    public let count: Int
+    public let stride: UInt64
+    public let last: UInt64
 }
 
-/// Takes the rebases of a walk over rebase runs.
-public protocol RebaseRunVisitor: FixupRunVisitor {
-    /// One rebase: its location (offset from the image's base) and its target (offset in the
-    /// image, top byte at bit 56).
-    mutating func rebase(at location: UInt64, target: UInt64) throws(Failure)
-}
+/// The one decoder of fixup runs (docs/closure-format.md), as a cursor: ``nextRun()`` reads a
+/// run header, then the caller reads that run's `count` entries with ``nextRebaseTarget()``
+/// or ``nextBind()``, and ``finish()`` refuses bytes after the last run. The fast path's apply
+/// loop (``LaunchClosure/applyFixups(ofImage:memory:targetValues:closurePath:)``) checks each
+/// run it gets before its first store; verify, the dump and the tests collect the same
+/// fixups through the same cursor (``LaunchClosure/fixups(ofImage:)``). No allocation, no
+/// closure per fixup.
+public struct FixupRunCursor {
+    var reader: ClosureReader
+    private var runsLeft: Int
+    private var location: UInt64 = 0
 
-/// Takes the binds of a walk over bind runs.
-public protocol BindRunVisitor: FixupRunVisitor {
-    /// One bind: its location, its index in the closure's bind-target table (unchecked) and its addend.
-    mutating func bind(at location: UInt64, targetIndex: Int, addend: Int64) throws(Failure)
-}
-
-extension FixupRuns {
-    /// Walks rebase runs, handing each rebase to `visitor`.
-    @inline(__always)
-    public static func walkRebases<V: RebaseRunVisitor>(_ runs: [UInt8], path: String, _ visitor: inout V) throws(V.Failure) {
-        var target: UInt64 = 0
-        try walkRuns(runs, path: path, &visitor) { (reader, location, visitor) throws(V.Failure) in
-            let delta: Int64
-            do throws(ClosureError) { delta = try reader.sleb() } catch { throw visitor.failure(error) }
-            target = target &+ UInt64(bitPattern: delta)
-            try visitor.rebase(at: location, target: target)
-        }
+    /// A cursor over one encoded run stream; reads its run count.
+    public init(_ runs: [UInt8], path: String) throws(ClosureError) {
+        reader = ClosureReader(runs, path: path)
+        runsLeft = try reader.count(of: "run", minimumSize: 3)
     }
 
-    /// Walks bind runs, handing each bind to `visitor`.
+    /// The next run's header, or nil after the last run. Refuses empty and overflowing runs.
     @inline(__always)
-    public static func walkBinds<V: BindRunVisitor>(_ runs: [UInt8], path: String, _ visitor: inout V) throws(V.Failure) {
-        try walkRuns(runs, path: path, &visitor) { (reader, location, visitor) throws(V.Failure) in
-            let index: Int, addend: Int64
-            do throws(ClosureError) {
-                index = try reader.int("bind target index")
-                addend = try reader.sleb()
-            } catch {
-                throw visitor.failure(error)
-            }
-            try visitor.bind(at: location, targetIndex: index, addend: addend)
-        }
-    }
-
-    /// Walks the run headers: `runCount`, then per run `locationDelta count stride` and
-    /// `count` payloads, which `payload` reads. Rejects empty and overflowing runs and bytes
-    /// after the last run.
-    @inline(__always)
-    static func walkRuns<V: FixupRunVisitor>(
-        _ runs: [UInt8], path: String, _ visitor: inout V,
-        payload: (inout ClosureReader, UInt64, inout V) throws(V.Failure) -> Void
-    ) throws(V.Failure) {
-        var reader = ClosureReader(runs, path: path)
-        let runCount: Int
-        do throws(ClosureError) { runCount = try reader.count(of: "run", minimumSize: 3) } catch { throw visitor.failure(error) }
-        var location: UInt64 = 0
-        for _ in 0..<runCount {
-            let start: UInt64, count: Int, stride: UInt64, last: UInt64
-            do throws(ClosureError) { (start, count, stride, last) = try runHeader(&reader, after: location) } catch { throw visitor.failure(error) }
-            try visitor.beginRun(start: start, count: count, stride: stride)
-            var at = start
-            try payload(&reader, at, &visitor)
-            for _ in 1..<count {
-                at &+= stride
-                try payload(&reader, at, &visitor)
-            }
-            location = last
-        }
-        guard reader.atEnd else { throw visitor.failure(reader.corrupt("bytes after the last run")) }
-    }
-
-    /// One run header: its first and last locations (checked not to overflow), count and stride.
-    @inline(__always)
-    static func runHeader(_ reader: inout ClosureReader, after location: UInt64) throws(ClosureError) -> (UInt64, Int, UInt64, UInt64) {
+    public mutating func nextRun() throws(ClosureError) -> FixupRun? {
+        guard runsLeft > 0 else { return nil }
+        runsLeft -= 1
         let (start, overflow) = location.addingReportingOverflow(try reader.uleb())
         let count = try reader.count(of: "fixup in run")
         let stride = try reader.uleb()
@@ -182,29 +131,27 @@ extension FixupRuns {
         let (span, spanOverflow) = UInt64(count - 1).multipliedReportingOverflow(by: stride)
         let (last, lastOverflow) = start.addingReportingOverflow(span)
         guard !spanOverflow, !lastOverflow else { throw reader.corrupt("run overflows the address space") }
-        return (start, count, stride, last)
-    }
-}
-
-/// Collects decoded fixups (verify, dump, tests; the fast path writes them instead).
-struct FixupCollector: RebaseRunVisitor, BindRunVisitor {
-    typealias Failure = ClosureError
-    let targets: [BindTarget]
-    let path: String
-    var fixups: [ResolvedFixup] = []
-
-    func failure(_ error: ClosureError) -> ClosureError { error }
-    func beginRun(start: UInt64, count: Int, stride: UInt64) {}
-
-    mutating func rebase(at location: UInt64, target: UInt64) {
-        fixups.append(ResolvedFixup(vmOffset: location, kind: .rebase(targetOffset: target & 0x00ff_ffff_ffff_ffff, high8: UInt8(target >> 56))))
+        location = last
+        return FixupRun(start: start, count: count, stride: stride, last: last)
     }
 
-    mutating func bind(at location: UInt64, targetIndex: Int, addend: Int64) throws(ClosureError) {
-        guard targetIndex < targets.count else {
-            throw .corrupt(path: path, offset: 0, what: "bind target index \(targetIndex) is past the \(targets.count)-entry table")
-        }
-        fixups.append(ResolvedFixup(vmOffset: location, kind: .bind(targets[targetIndex], addend: addend)))
+    /// The next rebase entry's target: offset in the image, top byte at bit 56, delta-coded
+    /// from `previous`, the stream's previous rebase target (0 before the first; the caller
+    /// carries it, across runs, so it stays in a register).
+    @inline(__always)
+    public mutating func nextRebaseTarget(after previous: UInt64) throws(ClosureError) -> UInt64 {
+        previous &+ UInt64(bitPattern: try reader.sleb())
+    }
+
+    /// The next bind entry: its bind-target index (not yet checked against the table) and addend.
+    @inline(__always)
+    public mutating func nextBind() throws(ClosureError) -> (targetIndex: UInt64, addend: Int64) {
+        (try reader.uleb(), try reader.sleb())
+    }
+
+    /// Refuses bytes after the last run (call once ``nextRun()`` returned nil).
+    public func finish() throws(ClosureError) {
+        guard reader.atEnd else { throw reader.corrupt("bytes after the last run") }
     }
 }
 
@@ -212,9 +159,37 @@ extension LaunchClosure {
     /// Every fixup of image `index`, decoded from its runs: rebases, then binds (verify, dump, tests).
     public func fixups(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
         let image = images[index]
-        var collector = FixupCollector(targets: bindTargets, path: image.path)
-        try FixupRuns.walkRebases(image.rebaseRuns, path: image.path, &collector)
-        try FixupRuns.walkBinds(image.bindRuns, path: image.path, &collector)
-        return collector.fixups
+        return try FixupRuns.decode(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns, targets: bindTargets, path: image.path)
+    }
+}
+
+extension FixupRuns {
+    /// The fixups two run streams hold, rebases then binds, each bind's target looked up in `bindTargets`.
+    static func decode(rebaseRuns: [UInt8], bindRuns: [UInt8], targets bindTargets: [BindTarget], path: String) throws(ClosureError) -> [ResolvedFixup] {
+        var fixups: [ResolvedFixup] = []
+        var rebases = try FixupRunCursor(rebaseRuns, path: path)
+        var target: UInt64 = 0
+        while let run = try rebases.nextRun() {
+            for step in 0..<run.count {
+                target = try rebases.nextRebaseTarget(after: target)
+                fixups.append(ResolvedFixup(vmOffset: run.start &+ UInt64(step) &* run.stride, kind: .rebase(
+                    targetOffset: target & 0x00ff_ffff_ffff_ffff, high8: UInt8(target >> 56))))
+            }
+        }
+        try rebases.finish()
+        var binds = try FixupRunCursor(bindRuns, path: path)
+        while let run = try binds.nextRun() {
+            for step in 0..<run.count {
+                let (targetIndex, addend) = try binds.nextBind()
+                guard targetIndex < UInt64(bindTargets.count) else {
+                    throw .corrupt(path: path, offset: binds.reader.position,
+                                   what: "bind target index \(targetIndex) is past the \(bindTargets.count)-entry table")
+                }
+                fixups.append(ResolvedFixup(vmOffset: run.start &+ UInt64(step) &* run.stride,
+                                            kind: .bind(bindTargets[Int(targetIndex)], addend: addend)))
+            }
+        }
+        try binds.finish()
+        return fixups
     }
 }

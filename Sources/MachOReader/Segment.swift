@@ -69,8 +69,10 @@ public struct Segment: Equatable, Sendable {
     public let flags: UInt32
     public let sections: [Section]
 
-    /// Parses a segment command; `view` spans exactly its `cmdsize` bytes.
-    public init(parsing view: ByteView) throws(MachOError) {
+    /// Parses a segment command; `view` spans exactly its `cmdsize` bytes. Without
+    /// `withSections` the section headers are bounds-checked but not read (`sections` is
+    /// empty): what a loader needs to check a mapping plan.
+    public init(parsing view: ByteView, withSections: Bool = true) throws(MachOError) {
         try view.check(0, Segment.commandSize)
         name = try view.fixedString(8, 16)
         vmAddress = try view.u64(24)
@@ -87,8 +89,8 @@ public struct Segment: Equatable, Sendable {
                 "segment \(name) claims \(sectionCount) sections, more than its command holds", at: view.absolute(64))
         }
         var sections: [Section] = []
-        sections.reserveCapacity(Int(sectionCount))
-        for index in 0..<Int(sectionCount) {
+        sections.reserveCapacity(withSections ? Int(sectionCount) : 0)
+        for index in 0..<(withSections ? Int(sectionCount) : 0) {
             sections.append(try Section(parsing: try view.slice(Segment.commandSize + index * Section.size, Section.size)))
         }
         self.sections = sections

@@ -3,7 +3,7 @@
 /// without reading the rest of the file. No linkedit, no fixups, no symbols.
 public struct SegmentTable: Sendable {
     public let header: MachHeader
-    /// The `LC_SEGMENT_64` commands, in load-command order.
+    /// The `LC_SEGMENT_64` commands, in load-command order, without their sections.
     public let segments: [Segment]
 
     /// Bytes of the image the header and load commands take, from the header alone
@@ -29,7 +29,7 @@ public struct SegmentTable: Sendable {
             guard size >= 8, size % 4 == 0, offset + size <= commandsEnd else {
                 throw MachOError.malformed("load command at offset \(offset) has size \(size)", at: view.absolute(offset + 4))
             }
-            if type == .segment64 { segments.append(try Segment(parsing: try view.slice(offset, size))) }
+            if type == .segment64 { segments.append(try Segment(parsing: try view.slice(offset, size), withSections: false)) }
             offset += size
         }
         self.segments = segments

@@ -34,10 +34,8 @@ extension ClosureTests {
         #expect(encodedBinds.bytes == [0x01, 0x80, 0x60, 0x03, 0x08, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10])
         #expect(targets == [a, b])
 
-        var collector = FixupCollector(targets: targets, path: "example")
-        try FixupRuns.walkRebases(encodedRebases.bytes, path: "example", &collector)
-        try FixupRuns.walkBinds(encodedBinds.bytes, path: "example", &collector)
-        #expect(collector.fixups == rebases + binds)
+        let decoded = try FixupRuns.decode(rebaseRuns: encodedRebases.bytes, bindRuns: encodedBinds.bytes, targets: targets, path: "example")
+        #expect(decoded == rebases + binds)
     }
 
     /// A location fixed up twice keeps both fixups, in order, in a stride-0 run.
@@ -48,9 +46,7 @@ extension ClosureTests {
             ResolvedFixup(vmOffset: 0x2008, kind: .rebase(targetOffset: 0x3, high8: 0x7f)),
         ]
         let encoded = FixupRuns.encodeRebases(fixups, plan: Self.examplePlan)
-        var collector = FixupCollector(targets: [], path: "repeat")
-        try FixupRuns.walkRebases(encoded.bytes, path: "repeat", &collector)
-        let decoded = collector.fixups
+        let decoded = try FixupRuns.decode(rebaseRuns: encoded.bytes, bindRuns: [0], targets: [], path: "repeat")
         #expect(decoded == [fixups[2], fixups[0], fixups[1]])
         #expect(finalFixups(decoded)[0x2010] == .rebase(targetOffset: 0x2, high8: 0))
     }
