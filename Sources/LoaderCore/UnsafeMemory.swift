@@ -71,16 +71,19 @@ enum UnsafeMemory {
         return Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: Int(size)))
     }
 
-    /// A copy of `size` bytes at `address` in which every aligned 64-bit word whose value lies
-    /// in `[regionBase, regionBase + regionSize)` is rewritten relative to `regionBase`.
+    /// A copy of `size` bytes at `address` in which every aligned 64-bit word whose low 56
+    /// bits lie in `[regionBase, regionBase + regionSize)` is rewritten relative to
+    /// `regionBase`, its top byte kept (a rebase's high8, such as a tagged C++ type-name
+    /// pointer's bit 63, rides above the address).
     static func copyRelativizingPointers(address: UInt64, size: UInt64, regionBase: UInt64, regionSize: UInt64) -> [UInt8] {
         var bytes = copy(address: address, size: size)
         bytes.withUnsafeMutableBytes { buffer in
             var offset = 0
             while offset + 8 <= buffer.count {
                 let value = buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                if value >= regionBase, value - regionBase < regionSize {
-                    buffer.storeBytes(of: value - regionBase, toByteOffset: offset, as: UInt64.self)
+                let pointer = value & 0x00ff_ffff_ffff_ffff
+                if pointer >= regionBase, pointer - regionBase < regionSize {
+                    buffer.storeBytes(of: (pointer - regionBase) | (value & 0xff00_0000_0000_0000), toByteOffset: offset, as: UInt64.self)
                 }
                 offset += 8
             }

@@ -82,3 +82,23 @@ import TestSupport
         #expect(comparison.fixupsCompared > 100)
     }
 }
+
+extension CorpusGraphTests {
+    /// The digest is slide-independent for every pointer, high byte or not: C++ type-name
+    /// pointers in arm64 images carry bit 63 (`0x8000000000017dce`) above the address.
+    @Test func digestIsSlideIndependentForHighBytePointers() throws {
+        let graph = try #require(Self.graphs.first { $0.name == "kiwisolver _cext" && $0.arch == "arm64" })
+        let (root, roots) = try Self.prepare(graph)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var digests: Set<UInt64> = []
+        var highByteRebases = 0
+        for slide: UInt64 in [0x1_0000_0000, 0x2345_6780_0000, 0x3fff_0000_0000] {
+            let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, slide: slide, run: false, recordFixups: true))
+            defer { launch.memory.release() }
+            digests.insert(launch.report.digest)
+            highByteRebases = (launch.fixups ?? []).joined().count { if case let .rebase(_, high8) = $0.kind { high8 != 0 } else { false } }
+        }
+        #expect(highByteRebases > 0, "the graph has no high-byte rebase: the test proves nothing")
+        #expect(digests.count == 1, "\(digests.count) digests at 3 slides")
+    }
+}
