@@ -9,6 +9,12 @@ struct SymbolLookup {
     let graph: DependencyGraph
     private var tries: [ExportTrie?]
     private var coalesced: [String: BindTarget?] = [:]
+    /// The re-export search's explicit stack and visited marks (an image is visited in the
+    /// current search when its mark equals `generation`), kept across lookups so a lookup
+    /// allocates nothing once they have grown.
+    private var searchStack: [ReexportSearch] = []
+    private var visitedGeneration: [UInt32]
+    private var generation: UInt32 = 0
     /// Lookups by name performed, for `--stats`.
     private(set) var lookups = 0
 
@@ -23,36 +29,72 @@ struct SymbolLookup {
             }
         }
         self.tries = tries
+        visitedGeneration = Array(repeating: 0, count: graph.nodes.count)
     }
 
     /// The definition `name` resolves to in image `index` itself or, failing that, in the
-    /// dylibs it re-exports.
+    /// dylibs it re-exports (depth first, in load-command order, each image searched once):
+    /// dyld's `findExportedSymbol` through re-exported dylibs. Walked with an explicit stack,
+    /// so a re-export chain of any depth costs memory, never stack.
     mutating func find(_ name: String, in index: Int) throws(LoadError) -> BindTarget? {
-        var visited = Set<Int>()
-        return try find(name, in: index, visited: &visited)
-    }
-
-    private mutating func find(_ name: String, in index: Int, visited: inout Set<Int>) throws(LoadError) -> BindTarget? {
-        guard visited.insert(index).inserted else { return nil }
-        if let symbol = try exported(name, by: index) {
-            switch symbol.definition {
-            case let .image(offset):
-                return symbol.kind == .absolute ? .absolute(offset) : .image(index, offset: offset)
-            case let .stubAndResolver(stubOffset, _):
-                return .image(index, offset: stubOffset)
-            case let .functionVariant(defaultOffset, _):
-                return .image(index, offset: defaultOffset)
-            case let .reexport(ordinal, importedName):
-                guard let target = graph.target(of: ordinal, in: index) else { return nil }
-                return try find(importedName.isEmpty ? name : importedName, in: target, visited: &visited)
-            }
+        generation &+= 1
+        if generation == 0 {  // wrapped: forget every stamp
+            visitedGeneration = Array(repeating: 0, count: visitedGeneration.count)
+            generation = 1
         }
-        for edge in graph.nodes[index].dependencies where edge.kind == .reexport {
-            if let target = edge.target, let found = try find(name, in: target, visited: &visited) {
-                return found
+        searchStack.removeAll(keepingCapacity: true)
+        searchStack.append(ReexportSearch(name: name, image: index, nextEdge: -1))
+        while let frame = searchStack.last {
+            let depth = searchStack.count - 1
+            if frame.nextEdge == -1 {
+                // First visit of this image: its own trie, then (below) its re-exported dylibs.
+                guard visitedGeneration[frame.image] != generation else {
+                    searchStack.removeLast()
+                    continue
+                }
+                visitedGeneration[frame.image] = generation
+                if let symbol = try exported(frame.name, by: frame.image) {
+                    switch symbol.definition {
+                    case let .image(offset):
+                        return symbol.kind == .absolute ? .absolute(offset) : .image(frame.image, offset: offset)
+                    case let .stubAndResolver(stubOffset, _):
+                        return .image(frame.image, offset: stubOffset)
+                    case let .functionVariant(defaultOffset, _):
+                        return .image(frame.image, offset: defaultOffset)
+                    case let .reexport(ordinal, importedName):
+                        // The answer is the re-exported symbol's, whatever it is: this frame
+                        // becomes the search for it.
+                        guard let target = graph.target(of: ordinal, in: frame.image) else {
+                            searchStack.removeLast()
+                            continue
+                        }
+                        searchStack[depth] = ReexportSearch(name: importedName.isEmpty ? frame.name : importedName, image: target, nextEdge: -1)
+                        continue
+                    }
+                }
+                searchStack[depth].nextEdge = 0
+                continue
             }
+            // Next re-exported dylib of this image, if any.
+            let edges = graph.nodes[frame.image].dependencies
+            var edge = frame.nextEdge
+            while edge < edges.count, edges[edge].kind != .reexport || edges[edge].target == nil { edge += 1 }
+            guard edge < edges.count, let target = edges[edge].target else {
+                searchStack.removeLast()
+                continue
+            }
+            searchStack[depth].nextEdge = edge + 1
+            searchStack.append(ReexportSearch(name: frame.name, image: target, nextEdge: -1))
         }
         return nil
+    }
+
+    /// One image being searched for `name`: -1 before its own trie was looked at, then the
+    /// index of the next dependency edge to try.
+    private struct ReexportSearch {
+        var name: String
+        var image: Int
+        var nextEdge: Int
     }
 
     /// `name` in image `index`'s own export trie (one lookup by name).
