@@ -32,7 +32,7 @@ struct GlibcHarness {
         /// Pages privately dirty in the twin's file mappings while it is loaded.
         func dirtyPages() throws(BenchError) -> Int {
             try process.send("dirty")
-            return try Int(value(of: "dirty_kb")) * 1024 / sysconfPageSize
+            return try Int(value(of: "dirty_kb")) * 1024 / ProcessMemory.pageSize
         }
 
         /// Ends the session; returns the harness's peak RSS in kB.
