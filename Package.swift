@@ -16,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // Ed25519 signatures of closure caches that travel (`key generate`, `install --sign`, `--trust`).
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
     ],
     targets: [
         // The pipeline, bottom to top (docs/design.md draws it; tools/check-module-graph keeps
@@ -39,10 +41,19 @@ let package = Package(
         .target(name: "Dyld3", dependencies: ["LaunchClosure", "LoaderCore"]),
         // `dyld3 compare`: both paths at one slide, memory and fixups side by side.
         .target(name: "LaunchComparison", dependencies: ["Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader"]),
+        // The one way the project starts other programs (tools, the glibc harness, `dyld3` in
+        // tests): swift-subprocess behind a small async API.
+        .target(
+            name: "ProcessRunner",
+            dependencies: [
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
         // `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader, with charts.
-        .target(name: "LaunchBench", dependencies: ["ClosureBuild", "Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader"]),
+        .target(name: "LaunchBench", dependencies: ["ClosureBuild", "Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader", "ProcessRunner"]),
         // Stub system roots: stub dylibs and a stub host for real Apple-built binaries.
-        .target(name: "StubRoot", dependencies: ["MachOReader", "LoaderCore"]),
+        .target(name: "StubRoot", dependencies: ["MachOReader", "LoaderCore", "ProcessRunner"]),
         // System libraries, found through pkg-config.
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
@@ -57,16 +68,16 @@ let package = Package(
             path: "Sources/dyld3"
         ),
         // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
-        .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect", "LaunchClosure", "ClosureBuild"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect", "LaunchClosure", "ClosureBuild", "ProcessRunner"], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "LoaderTests", dependencies: [
             "Dyld2", "Dyld3", "ClosureBuild", "LaunchComparison", "LaunchClosure", "LoaderCore", "MachOReader", "StubRoot", "TestSupport",
         ]),
-        .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "TestSupport"]),
+        .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
         .testTarget(name: "BenchTests", dependencies: ["LaunchBench"]),
         .testTarget(name: "ClosureTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld2", "LoaderCore", "MachOReader", "TestSupport"]),
         // Tampered and forged closures, concurrent installs, stale images, cache hygiene.
-        .testTarget(name: "HostileTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld3", "LoaderCore", "MachOReader", "TestSupport"]),
+        .testTarget(name: "HostileTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld3", "LoaderCore", "MachOReader", "ProcessRunner", "TestSupport"]),
     ]
 )

@@ -17,15 +17,15 @@ struct BenchApp {
     var elfLoadRoot: String { "\(elfDirectory)/\(name).app/\(name).dlopen.so" }
 
     /// Generates whatever is missing for `dylibs` frameworks; `log` gets one line per build.
-    static func prepare(dylibs: Int, configuration: BenchConfiguration, log: (String) -> Void) throws(BenchError) -> BenchApp {
+    static func prepare(dylibs: Int, configuration: BenchConfiguration, log: (String) -> Void) async throws(BenchError) -> BenchApp {
         let apps = configuration.workDirectory + "/bench-apps"
         let app = BenchApp(dylibs: dylibs,
                            machODirectory: "\(apps)/\(dylibs)-\(configuration.arch)-\(configuration.style)",
                            elfDirectory: "\(apps)/\(dylibs)-elf")
         let generator = configuration.repositoryRoot + "/tools/gen-app"
         let base = [generator, "--dylibs", "\(dylibs)", "--seed", "\(BenchConfiguration.seed)", "--jobs", "2"]
-        try generate(app.machODirectory, base + ["--arch", configuration.arch, "--style", configuration.style], log: log)
-        try generate(app.elfDirectory, base + ["--elf"], log: log)
+        try await generate(app.machODirectory, base + ["--arch", configuration.arch, "--style", configuration.style], log: log)
+        try await generate(app.elfDirectory, base + ["--elf"], log: log)
         let twin = "\(app.elfDirectory)/\(app.name).app/\(app.name)"
         guard let bytes = FileManager.default.contents(atPath: twin) else { throw .failed("\(twin): cannot be read") }
         let patched = try ELFDynamic.clearingPIE(Array(bytes), path: twin)
@@ -36,11 +36,11 @@ struct BenchApp {
     }
 
     /// Runs `gen-app` into `directory` unless a finished build is there (marked `.complete`).
-    private static func generate(_ directory: String, _ arguments: [String], log: (String) -> Void) throws(BenchError) {
+    private static func generate(_ directory: String, _ arguments: [String], log: (String) -> Void) async throws(BenchError) {
         let marker = directory + "/.complete"
         if FileManager.default.fileExists(atPath: marker) { return }
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let line = try Subprocess.run(arguments + ["--out", directory], stderrPath: directory + "/.gen-app.stderr")
+        let line = try await BenchTool.run(arguments + ["--out", directory], stderrPath: directory + "/.gen-app.stderr")
         log(line)
         _ = FileManager.default.createFile(atPath: marker, contents: Data())
     }

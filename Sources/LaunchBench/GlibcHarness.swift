@@ -1,4 +1,5 @@
 import Foundation
+import ProcessRunner
 
 /// glibc's loader, driven through `tools/glibc-harness.c` (compiled here with the system
 /// `cc`): a harness process that `dlopen`s the ELF twin on command and reports the time.
@@ -6,47 +7,78 @@ struct GlibcHarness {
     let executable: String
 
     /// Compiles the harness into `workDirectory/bench-tools/` (every bench run: it takes ms).
-    static func build(configuration: BenchConfiguration) throws(BenchError) -> GlibcHarness {
+    static func build(configuration: BenchConfiguration) async throws(BenchError) -> GlibcHarness {
         let tools = configuration.workDirectory + "/bench-tools"
         try? FileManager.default.createDirectory(atPath: tools, withIntermediateDirectories: true)
         let source = configuration.repositoryRoot + "/tools/glibc-harness.c"
         let executable = tools + "/glibc-harness"
-        _ = try Subprocess.run(["/usr/bin/cc", "-O2", "-o", executable, source], stderrPath: tools + "/cc.stderr")
+        _ = try await BenchTool.run(["/usr/bin/cc", "-O2", "-o", executable, source], stderrPath: tools + "/cc.stderr")
         return GlibcHarness(executable: executable)
+    }
+
+    /// Starts a harness for `app`, runs `body` with it, then ends it (end of input) and
+    /// waits for it. Returns what `body` returned and the harness's peak RSS in kB.
+    func withSession<Value: Sendable>(
+        app: BenchApp, stderrPath: String, _ body: (Session) async throws -> Value
+    ) async throws -> (value: Value, maxRSSKilobytes: Int) {
+        let (result, status) = try await ProcessRunner.session(
+            executable, [app.elfLoadRoot, app.elfDirectory + "/"], errorFile: stderrPath
+        ) { process in
+            let session = Session(process: process)
+            let value = try await body(session)
+            return (value, try await session.finish())
+        }
+        guard status == 0 else { throw BenchError.failed("glibc harness exited with \(status): \(BenchTool.stderrText(stderrPath))") }
+        return (result.0, result.1)
     }
 
     /// A running harness for one app: each ``load()`` is one timed dlopen + dlclose.
     final class Session {
-        let process: Subprocess
+        private let process: ProcessRunner.Session
 
-        init(_ harness: GlibcHarness, app: BenchApp, stderrPath: String) throws(BenchError) {
-            process = try Subprocess([harness.executable, app.elfLoadRoot, app.elfDirectory + "/"], stderrPath: stderrPath)
+        fileprivate init(process: ProcessRunner.Session) {
+            self.process = process
         }
 
         /// Nanoseconds of one `dlopen(RTLD_NOW)`.
-        func load() throws(BenchError) -> Int64 {
-            try process.send("load")
-            return try Int64(value(of: "ns"))
+        func load() async throws(BenchError) -> Int64 {
+            try await send("load")
+            return try await Int64(value(of: "ns"))
         }
 
         /// Pages privately dirty in the twin's file mappings while it is loaded.
-        func dirtyPages() throws(BenchError) -> Int {
-            try process.send("dirty")
-            return try Int(value(of: "dirty_kb")) * 1024 / sysconfPageSize
+        func dirtyPages() async throws(BenchError) -> Int {
+            try await send("dirty")
+            return try await Int(value(of: "dirty_kb")) * 1024 / ProcessMemory.pageSize
         }
 
-        /// Ends the session; returns the harness's peak RSS in kB.
-        func finish() throws(BenchError) -> Int {
-            process.closeInput()
-            let rss = try value(of: "maxrss_kb")
-            let status = try process.wait()
-            guard status == 0 else { throw .failed("glibc harness exited with \(status): \(process.stderrText)") }
-            return Int(rss)
+        /// Ends the input; returns the harness's peak RSS in kB, its last line.
+        fileprivate func finish() async throws(BenchError) -> Int {
+            do {
+                try await process.closeInput()
+            } catch {
+                throw .failed("glibc harness: \(error)")
+            }
+            return Int(try await value(of: "maxrss_kb"))
         }
 
-        private func value(of key: String) throws(BenchError) -> Int64 {
-            guard let line = process.readLine() else {
-                throw .failed("glibc harness ended early: \(process.stderrText)")
+        private func send(_ line: String) async throws(BenchError) {
+            do {
+                try await process.send(line)
+            } catch {
+                throw .failed("glibc harness: \(error)")
+            }
+        }
+
+        private func value(of key: String) async throws(BenchError) -> Int64 {
+            let next: String?
+            do {
+                next = try await process.readLine()
+            } catch {
+                throw .failed("glibc harness: \(error)")
+            }
+            guard let line = next else {
+                throw .failed("glibc harness ended early: \(BenchTool.stderrText(process.errorFile))")
             }
             let fields = line.split(separator: " ", maxSplits: 1)
             guard fields.count == 2, fields[0] == key, let value = Int64(fields[1]) else {

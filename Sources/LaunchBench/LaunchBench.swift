@@ -5,15 +5,15 @@ import LaunchClosure
 /// each size, measured side by side in one run, plus what the closure costs.
 public enum LaunchBench {
     /// Measures every size in `configuration`; `log` gets progress lines.
-    public static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) throws -> BenchReport {
-        let harness = try GlibcHarness.build(configuration: configuration)
+    public static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws -> BenchReport {
+        let harness = try await GlibcHarness.build(configuration: configuration)
         let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache")
         var sizes: [SizeResult] = []
         for dylibs in configuration.dylibCounts {
             log("\(dylibs) dylibs: preparing apps")
-            let app = try BenchApp.prepare(dylibs: dylibs, configuration: configuration, log: { log("  " + $0) })
+            let app = try await BenchApp.prepare(dylibs: dylibs, configuration: configuration, log: { log("  " + $0) })
             let bench = SizeBench(configuration: configuration, app: app, harness: harness, cache: cache, log: log)
-            sizes.append(try bench.measure())
+            sizes.append(try await bench.measure())
         }
         return BenchReport(
             machine: .init(cores: ProcessInfo.processInfo.activeProcessorCount,

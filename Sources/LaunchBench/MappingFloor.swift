@@ -11,7 +11,7 @@ struct MappingFloor {
 
     init(_ closure: LaunchClosure) throws {
         plans = closure.images.map(\.plan)
-        let page = UInt64(sysconfPageSize)
+        let page = UInt64(ProcessMemory.pageSize)
         var locations: [[UInt64]] = []
         for index in closure.images.indices {
             var firstInPage: [UInt64: UInt64] = [:]
@@ -36,7 +36,7 @@ struct MappingFloor {
             for location in locations {
                 // A new value, like a rebase: storing back the word just loaded is a no-op the
                 // optimizer removes, and the page would stay clean.
-                UnsafeMutableRawPointer(bitPattern: UInt(base &+ location))?.storeBytes(of: base &+ location, as: UInt64.self)
+                UnsafeFixupStore.store(base &+ location, at: base &+ location)
             }
         }
         let elapsed = clock.now - start

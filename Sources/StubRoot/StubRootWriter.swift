@@ -1,4 +1,5 @@
 import Foundation
+import ProcessRunner
 
 /// The programs a stub root is built with, and the macOS version it targets.
 public struct StubToolchain: Sendable {
@@ -28,18 +29,18 @@ extension StubRootPlan {
     /// whole. The same plan always writes the same bytes: the sources are generated in a
     /// fixed order and the tools are deterministic (the linker's UUID and ad-hoc signature
     /// depend only on the content and the output's file name, which is the final one).
-    public func write(toolchain: StubToolchain = StubToolchain()) throws(StubRootError) {
+    public func write(toolchain: StubToolchain = StubToolchain()) async throws(StubRootError) {
         let scratch = FileManager.default.temporaryDirectory.path + "/dyld3-stub-root-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         var builder = StubBuilder(toolchain: toolchain, scratch: scratch)
         for stub in stubs {
-            try builder.build(stub.slices, to: stub.path, executable: false) { _ in
+            try await builder.build(stub.slices, to: stub.path, executable: false) { _ in
                 ["-dylib", "-install_name", stub.installName,
                  "-current_version", StubBuilder.version(stub.currentVersion),
                  "-compatibility_version", StubBuilder.version(stub.compatibilityVersion)]
             }
         }
-        try builder.build(host.slices, to: host.path, executable: true) { _ in ["-e", StubAssembly.hostEntry] }
+        try await builder.build(host.slices, to: host.path, executable: true) { _ in ["-e", StubAssembly.hostEntry] }
     }
 }
 
@@ -58,7 +59,7 @@ private struct StubBuilder {
     /// installs the result at `path`.
     mutating func build(
         _ slices: [StubSlice], to path: String, executable: Bool, linkArguments: (StubSlice) -> [String]
-    ) throws(StubRootError) {
+    ) async throws(StubRootError) {
         built += 1
         let leaf = (path as NSString).lastPathComponent
         let directory = "\(scratch)/\(built)"
@@ -69,8 +70,8 @@ private struct StubBuilder {
             let source = "\(sliceDirectory)/\(leaf).s", object = "\(sliceDirectory)/\(leaf).o"
             let output = "\(sliceDirectory)/\(leaf)"
             try write(Data(try StubAssembly.source(for: slice, withHostEntry: executable).utf8), to: source)
-            try run(toolchain.clang, ["-target", "\(slice.arch)-apple-macos\(toolchain.minimumOS)", "-c", source, "-o", object])
-            try run(toolchain.linker,
+            try await run(toolchain.clang, ["-target", "\(slice.arch)-apple-macos\(toolchain.minimumOS)", "-c", source, "-o", object])
+            try await run(toolchain.linker,
                     ["-arch", slice.arch, "-platform_version", "macos", toolchain.minimumOS, toolchain.minimumOS]
                         + linkArguments(slice) + [object, "-o", output])
             outputs.append(output)
@@ -78,7 +79,7 @@ private struct StubBuilder {
         guard var result = outputs.first else { return }
         if outputs.count > 1 {
             result = "\(directory)/\(leaf)"
-            try run(toolchain.lipo, ["-create"] + outputs + ["-output", result])
+            try await run(toolchain.lipo, ["-create"] + outputs + ["-output", result])
         }
         try install(result, at: path, executable: executable)
     }
@@ -118,23 +119,17 @@ private struct StubBuilder {
         }
     }
 
-    private func run(_ tool: String, _ arguments: [String]) throws(StubRootError) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
+    /// Runs one tool of the toolchain; its stdout and stderr together are the error text.
+    private func run(_ tool: String, _ arguments: [String]) async throws(StubRootError) {
         let command = ([tool] + arguments).joined(separator: " ")
+        let result: ProcessRunner.Result
         do {
-            try process.run()
+            result = try await ProcessRunner.run(tool, arguments, error: .mergedIntoOutput)
         } catch {
-            throw .toolFailed(command: command, output: error.localizedDescription)
+            throw .toolFailed(command: command, output: error.description)
         }
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            throw .toolFailed(command: command, output: String(decoding: output, as: UTF8.self))
+        guard result.succeeded else {
+            throw .toolFailed(command: command, output: result.output)
         }
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import LaunchBench
 
 /// `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader on generated apps.
-struct BenchCommand: ParsableCommand {
+struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmark dyld2, dyld3, the mapping floor and glibc's dlopen on generated apps of each size.",
@@ -41,7 +41,7 @@ struct BenchCommand: ParsableCommand {
 
     var counts: [Int] { dylibs.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
-    func run() throws {
+    func run() async throws {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         guard let repository = BenchConfiguration.findRepositoryRoot(from: FileManager.default.currentDirectoryPath)
                 ?? BenchConfiguration.findRepositoryRoot(from: executable) else {
@@ -51,7 +51,7 @@ struct BenchCommand: ParsableCommand {
             dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch, style: style,
             repositoryRoot: repository, toolPath: noFresh ? nil : executable)
         do {
-            let report = try LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+            let report = try await LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
             try LaunchBench.write(report, to: out)
             print(try String(contentsOfFile: out + "/bench.md", encoding: .utf8), terminator: "")
             FileHandle.standardError.write(Data("wrote \(LaunchBench.outputFiles.map { out + "/" + $0 }.joined(separator: ", "))\n".utf8))

@@ -4,7 +4,7 @@ import StubRoot
 
 /// `dyld3 stub-root BINARY… --out DIR`: stub system libraries and a stub host, so that the
 /// binaries' dependency graphs load from DIR without macOS.
-struct StubRootCommand: ParsableCommand {
+struct StubRootCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stub-root",
         abstract: "Write stub system libraries and a stub host for Mach-O binaries into a root directory.",
@@ -26,11 +26,11 @@ struct StubRootCommand: ParsableCommand {
     @Option(help: "An architecture to plan for (repeatable). Default: every architecture of each binary.")
     var arch: [String] = []
 
-    func run() throws {
+    func run() async throws {
         let plan: StubRootPlan
         do {
             plan = try StubRootPlan(binaries: binaries, arches: arch.isEmpty ? nil : arch, root: out)
-            try plan.write()
+            try await plan.write()
         } catch {
             FileHandle.standardError.write(Data("dyld3: error: \(error)\n".utf8))
             throw ExitCode(1)

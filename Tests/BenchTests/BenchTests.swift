@@ -18,12 +18,12 @@ import Testing
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    @Test func oneDylibBenchIsComplete() throws {
+    @Test func oneDylibBenchIsComplete() async throws {
         let out = NSTemporaryDirectory() + "bench-test-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }
         let configuration = BenchConfiguration(
             dylibCounts: [1], runs: 3, outputDirectory: out, repositoryRoot: BenchTests.repository, toolPath: BenchTests.tool)
-        let report = try LaunchBench.run(configuration) { _ in }
+        let report = try await LaunchBench.run(configuration) { _ in }
         try LaunchBench.write(report, to: out)
 
         #expect(report.sizes.count == 1)

@@ -7,13 +7,13 @@ import TestSupport
 /// reason for a missing, corrupt or stale one and still gives main's result; `--rebuild`
 /// writes a fresh closure; `--mode dyld3` refuses to fall back.
 extension ClosureTests {
-    static func launch(_ app: FixtureApp, cache: String, _ extra: [String] = []) throws -> (json: [String: Any], status: Int32) {
-        let result = try Dyld3Binary.run(["launch", "--json", "--cache", cache, "--root", app.root] + extra + [app.bundle])
+    static func launch(_ app: FixtureApp, cache: String, _ extra: [String] = []) async throws -> (json: [String: Any], status: Int32) {
+        let result = try await Dyld3Binary.run(["launch", "--json", "--cache", cache, "--root", app.root] + extra + [app.bundle])
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] ?? [:]
         return (object, result.status)
     }
 
-    @Test func autoModeFallsBackWithTheReasonAndTheRightResult() throws {
+    @Test func autoModeFallsBackWithTheReasonAndTheRightResult() async throws {
         let original = try #require(Self.launchable.first { $0.name == "paths" && $0.variant == "x86_64-opcodes" })
         guard case let .result(expected, _) = original.expectation else { return }
         let app = try original.scratchCopy()
@@ -22,13 +22,13 @@ extension ClosureTests {
         defer { Scratch.remove(cache) }
 
         // No closure yet: dyld2, reason "missing"; --rebuild writes one.
-        var (json, status) = try Self.launch(app, cache: cache, ["--rebuild"])
+        var (json, status) = try await Self.launch(app, cache: cache, ["--rebuild"])
         #expect(status == 0 && json["mode"] as? String == "dyld2")
         #expect((json["fallback_reason"] as? String)?.hasPrefix("missing") == true)
         #expect((json["result"] as? NSNumber)?.int32Value == expected)
 
         // Valid closure: dyld3, no fallback.
-        (json, status) = try Self.launch(app, cache: cache)
+        (json, status) = try await Self.launch(app, cache: cache)
         #expect(status == 0 && json["mode"] as? String == "dyld3" && json["fallback_reason"] is NSNull)
         #expect((json["result"] as? NSNumber)?.int32Value == expected)
         let closurePath = try #require(json["closure"] as? String)
@@ -37,7 +37,7 @@ extension ClosureTests {
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: closurePath)))
         bytes[bytes.count - 3] ^= 0x20
         try Scratch.write(bytes, to: closurePath)
-        (json, status) = try Self.launch(app, cache: cache, ["--rebuild"])
+        (json, status) = try await Self.launch(app, cache: cache, ["--rebuild"])
         #expect(json["mode"] as? String == "dyld2" && (json["fallback_reason"] as? String)?.hasPrefix("corrupt") == true)
         #expect((json["result"] as? NSNumber)?.int32Value == expected)
 
@@ -46,12 +46,12 @@ extension ClosureTests {
         var image = Array(try Data(contentsOf: URL(fileURLWithPath: dylib)))
         image[image.count - 1] ^= 0x01
         try Data(image).write(to: URL(fileURLWithPath: dylib))
-        (json, status) = try Self.launch(app, cache: cache)
+        (json, status) = try await Self.launch(app, cache: cache)
         #expect(json["mode"] as? String == "dyld2" && (json["fallback_reason"] as? String)?.hasPrefix("stale") == true)
         #expect((json["result"] as? NSNumber)?.int32Value == expected)
 
         // --mode dyld3 with a stale closure is an error, not a fallback.
-        let strict = try Dyld3Binary.run(["launch", "--mode", "dyld3", "--cache", cache, "--root", app.root, app.bundle])
+        let strict = try await Dyld3Binary.run(["launch", "--mode", "dyld3", "--cache", cache, "--root", app.root, app.bundle])
         #expect(strict.status != 0 && strict.stderr.contains("stale"))
     }
 }

@@ -7,15 +7,15 @@ import Testing
 extension ClosureTests {
     /// A cache holding every launchable app's closure verifies clean (what `make test` runs
     /// after `dyld3 install`), in text and in JSON.
-    @Test func verifyAcceptsACacheOfEveryApp() throws {
+    @Test func verifyAcceptsACacheOfEveryApp() async throws {
         let cache = try Scratch.directory("all")
         defer { Scratch.remove(cache) }
         for app in Self.launchable { try app.install(into: cache) }
-        let text = try Dyld3Binary.verify(cache)
+        let text = try await Dyld3Binary.verify(cache)
         #expect(text.status == 0, "\(text.stdout)\(text.stderr)")
         #expect(text.lines == ["verify: \(Self.launchable.count) closures, \(Self.launchable.count) valid, 0 corrupt, 0 stale"])
 
-        let json = try Dyld3Binary.verify(cache, json: true)
+        let json = try await Dyld3Binary.verify(cache, json: true)
         #expect(json.status == 0)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         let files = try #require(object["files"] as? [[String: Any]])
@@ -25,23 +25,23 @@ extension ClosureTests {
         #expect(counts["closures"] == Self.launchable.count && counts["valid"] == Self.launchable.count)
     }
 
-    @Test func verifyWithoutACacheDirectoryExitsTwo() throws {
+    @Test func verifyWithoutACacheDirectoryExitsTwo() async throws {
         let missing = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-no-cache-\(UUID().uuidString)").path
-        let result = try Dyld3Binary.verify(missing)
+        let result = try await Dyld3Binary.verify(missing)
         #expect(result.status == 2)
         #expect(result.stderr.contains("no cache directory at \(missing)"))
         #expect(!FileManager.default.fileExists(atPath: missing), "verify creates nothing")
 
         let empty = try Scratch.directory("empty")
         defer { Scratch.remove(empty) }
-        let emptyResult = try Dyld3Binary.verify(empty)
+        let emptyResult = try await Dyld3Binary.verify(empty)
         #expect(emptyResult.status == 0)
         #expect(emptyResult.lines == ["verify: 0 closures, 0 valid, 0 corrupt, 0 stale"])
     }
 
     /// The text dump shows the header, every image with its identity, segments and
     /// dependencies, and the shared tables.
-    @Test func dumpShowsEverySection() throws {
+    @Test func dumpShowsEverySection() async throws {
         let app = try #require(Self.launchable.first { $0.name == "weak-import" && $0.variant == "x86_64-chained" })
         let cache = try Scratch.directory("dump")
         defer { Scratch.remove(cache) }
@@ -49,7 +49,7 @@ extension ClosureTests {
         let closure = try ClosureFile.read(path)
         let file = try #require(FileManager.default.contents(atPath: path))
 
-        let result = try Dyld3Binary.run(["closure", "dump", path, "--fixups", "2"])
+        let result = try await Dyld3Binary.run(["closure", "dump", path, "--fixups", "2"])
         #expect(result.status == 0, "\(result.stderr)")
         let text = result.stdout
         #expect(text == (try ClosureDump(path: path).text(fixupsShown: 2)))
@@ -75,12 +75,12 @@ extension ClosureTests {
 
     /// The JSON dump holds every fixup, equal to the decoded runs.
     @Test(arguments: launchable.filter { $0.variant.hasPrefix("arm64") })
-    func jsonDumpHoldsEveryFixup(_ app: FixtureApp) throws {
+    func jsonDumpHoldsEveryFixup(_ app: FixtureApp) async throws {
         let cache = try Scratch.directory("json")
         defer { Scratch.remove(cache) }
         let path = try app.install(into: cache)
         let closure = try ClosureFile.read(path)
-        let result = try Dyld3Binary.run(["closure", "dump", "--json", path])
+        let result = try await Dyld3Binary.run(["closure", "dump", "--json", path])
         #expect(result.status == 0, "\(result.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let header = try #require(object["header"] as? [String: Any])
@@ -117,12 +117,12 @@ extension ClosureTests {
         #expect((object["initializerOrder"] as? [Int]) == closure.initializerOrder)
     }
 
-    @Test func dumpRefusesADamagedFile() throws {
+    @Test func dumpRefusesADamagedFile() async throws {
         let (_, _, file) = try Self.sampleClosure()
         let cache = try Scratch.directory("dump-damaged")
         defer { Scratch.remove(cache) }
         try Scratch.write(Array(file.dropLast(7)), to: cache + "/x.dyld3closure")
-        let result = try Dyld3Binary.run(["closure", "dump", cache + "/x.dyld3closure"])
+        let result = try await Dyld3Binary.run(["closure", "dump", cache + "/x.dyld3closure"])
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.contains("corrupt"))

@@ -101,7 +101,7 @@ extension ClosureTests {
     /// Each damage is refused by the reader with the right kind, and `dyld3 verify` reports
     /// the file with exit status 3.
     @Test(arguments: Damage.all)
-    func damagedClosureIsRefused(_ damage: Damage) throws {
+    func damagedClosureIsRefused(_ damage: Damage) async throws {
         let (app, _, file) = try Self.sampleClosure()
         let damaged = damage.apply(file)
         #expect(damaged != file)
@@ -118,7 +118,7 @@ extension ClosureTests {
         #expect(verdict.status == damage.status, "\(damage): \(verdict.problems)")
         #expect(verdict.problems.count == 1)
 
-        let result = try Dyld3Binary.verify(cache)
+        let result = try await Dyld3Binary.verify(cache)
         #expect(result.status == 3, "\(damage): \(result.stdout)")
         #expect(result.lines.first?.hasPrefix("\(path): \(damage.status.rawValue): ") == true, "\(result.stdout)")
         #expect(result.lines.last == "verify: 1 closures, 0 valid, 1 corrupt, 0 stale")
@@ -163,7 +163,7 @@ extension ClosureTests {
 
     /// Closures that decode but do not hold together: each inconsistency is found, and
     /// `dyld3 verify` calls the file corrupt.
-    @Test func inconsistentClosuresAreCorrupt() throws {
+    @Test func inconsistentClosuresAreCorrupt() async throws {
         let (_, closure, _) = try Self.sampleClosure()
         let main = closure.images[0]
         let data = try #require(main.plan.segments.first { $0.name == "__DATA" })
@@ -218,7 +218,7 @@ extension ClosureTests {
         #expect(fixupProblems.contains { $0.hasSuffix("more bad fixups") }, "a long list is cut short")
         #expect(fixupProblems.count < readOnly.totalRebases + readOnly.totalBinds)
 
-        let result = try Dyld3Binary.verify(cache)
+        let result = try await Dyld3Binary.verify(cache)
         #expect(result.status == 3)
         #expect(result.lines.last == "verify: \(cases.count) closures, 0 valid, \(cases.count) corrupt, 0 stale")
         #expect(result.lines.dropLast().allSatisfy { $0.contains(".dyld3closure: corrupt: ") })
@@ -234,7 +234,7 @@ extension ClosureTests {
     }
 
     /// Files in the cache that are not closures, and a closure others can write.
-    @Test func foreignAndUntrustedFilesAreReported() throws {
+    @Test func foreignAndUntrustedFilesAreReported() async throws {
         let (app, _, file) = try Self.sampleClosure()
         let cache = try Scratch.directory("foreign")
         defer { Scratch.remove(cache) }
@@ -252,7 +252,7 @@ extension ClosureTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: untrusted)
         #expect(ClosureVerification(checking: untrusted).status == .untrusted)
 
-        let result = try Dyld3Binary.verify(cache, json: true)
+        let result = try await Dyld3Binary.verify(cache, json: true)
         #expect(result.status == 5, "an untrusted closure gives verify its own exit status")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let files = try #require(object["files"] as? [[String: Any]])
@@ -270,7 +270,7 @@ extension ClosureTests {
     }
 
     /// The header's flags must agree with the body, with no unknown bit set.
-    @Test func headerFlagsMustMatchTheBody() throws {
+    @Test func headerFlagsMustMatchTheBody() async throws {
         let (_, _, file) = try Self.sampleClosure()
         let cache = try Scratch.directory("flags")
         defer { Scratch.remove(cache) }
@@ -282,6 +282,6 @@ extension ClosureTests {
             #expect(verdict.status == .corrupt)
             #expect(verdict.problems.count == 1 && verdict.problems[0].message.contains(expected), "\(verdict.problems)")
         }
-        #expect(try Dyld3Binary.verify(cache).status == 3)
+        #expect(try await Dyld3Binary.verify(cache).status == 3)
     }
 }

@@ -73,7 +73,7 @@ extension ClosureTests {
 
     /// Content-only closures do not change when the app's files are touched; full-identity
     /// ones see the new mtimes, hash the contents, and still validate.
-    @Test func touchingChangesOnlyFullIdentities() throws {
+    @Test func touchingChangesOnlyFullIdentities() async throws {
         let original = try #require(Self.launchable.first { $0.name == "init-order" && $0.variant == "x86_64-chained" })
         let app = try original.scratchCopy()
         defer { Scratch.remove(app.directory.path) }
@@ -93,7 +93,7 @@ extension ClosureTests {
         #expect(rebuilt.images.contains { $0.identity.mtimeSeconds == 1_600_000_000 })
         #expect(full.staleImages().isEmpty)
         #expect(ClosureVerification(checking: fullPath).status == .valid)
-        #expect(try Dyld3Binary.verify(cache).status == 0)
+        #expect(try await Dyld3Binary.verify(cache).status == 0)
     }
 
     /// An app that cannot launch gets no closure: the builder throws the slow path's error.

@@ -64,7 +64,7 @@ extension ClosureTests {
     /// Install a scratch copy of an app, change one of its dylibs, then ask
     /// `staleImages()`, `ClosureVerification` and `dyld3 verify`.
     @Test(arguments: ImageChange.all)
-    func changedImageMakesTheClosureStale(_ change: ImageChange) throws {
+    func changedImageMakesTheClosureStale(_ change: ImageChange) async throws {
         let original = try #require(Self.launchable.first { $0.name == "basic" && $0.variant == "x86_64-chained" })
         let app = try original.scratchCopy()
         defer { Scratch.remove(app.directory.path) }
@@ -79,7 +79,7 @@ extension ClosureTests {
 
         let stale = closure.staleImages()
         let verdict = ClosureVerification(checking: path)
-        let result = try Dyld3Binary.verify(cache)
+        let result = try await Dyld3Binary.verify(cache)
         let summary = result.lines.last
         if change.kind == .touch {
             #expect(stale.isEmpty)
@@ -105,23 +105,23 @@ extension ClosureTests {
     }
 
     /// Stale and corrupt together exit 3; stale alone 4; valid alone 0.
-    @Test func exitStatusPrefersCorruptOverStale() throws {
+    @Test func exitStatusPrefersCorruptOverStale() async throws {
         let original = try #require(Self.launchable.first { $0.name == "weak-import" && $0.variant == "arm64-opcodes" })
         let app = try original.scratchCopy()
         defer { Scratch.remove(app.directory.path) }
         let cache = try Scratch.directory("mixed")
         defer { Scratch.remove(cache) }
         try original.install(into: cache)
-        #expect(try Dyld3Binary.verify(cache).status == 0)
+        #expect(try await Dyld3Binary.verify(cache).status == 0)
 
         let stalePath = try app.install(into: cache)
         try FileManager.default.removeItem(atPath: app.executable)
-        let staleOnly = try Dyld3Binary.verify(cache)
+        let staleOnly = try await Dyld3Binary.verify(cache)
         #expect(staleOnly.status == 4)
         #expect(staleOnly.lines == ["\(stalePath): stale: \(app.executable) was removed", "verify: 2 closures, 1 valid, 0 corrupt, 1 stale"])
 
         try Scratch.write(Array(ClosureFile.encode(try original.closure()).dropLast()), to: cache + "/truncated.dyld3closure")
-        let mixed = try Dyld3Binary.verify(cache)
+        let mixed = try await Dyld3Binary.verify(cache)
         #expect(mixed.status == 3)
         #expect(mixed.lines.last == "verify: 3 closures, 1 valid, 1 corrupt, 1 stale")
     }

@@ -1,8 +1,6 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import LaunchClosure
+import ProcessRunner
 import TestSupport
 import Testing
 
@@ -13,7 +11,7 @@ import Testing
     static let readers = 16
 
     @Test(arguments: [false, true])
-    func installsRacingLaunches(cacheHoldsAClosure: Bool) throws {
+    func installsRacingLaunches(cacheHoldsAClosure: Bool) async throws {
         let app = try FixtureApp.named("init-order")
         let expected = try app.expectedResult
         let cache = try Scratch.directory("race")
@@ -21,18 +19,23 @@ import Testing
         if cacheHoldsAClosure { try app.install(into: cache, contentOnly: true) }
         let install = ["install", app.bundle, "--root", app.root, "--cache", cache]
         let launch = ["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "auto", "--json"]
-        // Interleave the starts so installs and launches overlap.
-        var installs: [Dyld3Binary.Running] = []
-        var launches: [Dyld3Binary.Running] = []
-        for _ in 0..<max(Self.writers, Self.readers) {
-            if installs.count < Self.writers { installs.append(try Dyld3Binary.Running(install)) }
-            if launches.count < Self.readers { launches.append(try Dyld3Binary.Running(launch)) }
+        // Interleave the starts so installs and launches overlap: all of them run at once.
+        var installResults: [Dyld3Binary.Result] = []
+        var launchResults: [Dyld3Binary.Result] = []
+        try await withThrowingTaskGroup(of: (isInstall: Bool, result: Dyld3Binary.Result).self) { group in
+            for index in 0..<max(Self.writers, Self.readers) {
+                if index < Self.writers { group.addTask { (true, try await Dyld3Binary.run(install)) } }
+                if index < Self.readers { group.addTask { (false, try await Dyld3Binary.run(launch)) } }
+            }
+            for try await (isInstall, result) in group {
+                if isInstall { installResults.append(result) } else { launchResults.append(result) }
+            }
         }
-        for result in installs.map({ $0.finish() }) {
+        for result in installResults {
             #expect(result.status == 0, "install: \(result.stderr)")
         }
         var fromClosure = 0
-        for result in launches.map({ $0.finish() }) {
+        for result in launchResults {
             #expect(result.status == 0, "launch: \(result.stderr)")
             let report = try #require(result.json, "launch printed no JSON: \(result.stdout) \(result.stderr)")
             #expect((report["result"] as? NSNumber)?.int32Value == expected)
@@ -47,7 +50,7 @@ import Testing
         if cacheHoldsAClosure { #expect(fromClosure == Self.readers) }
         let entries = try FileManager.default.contentsOfDirectory(atPath: cache)
         #expect(entries.count == 1 && entries[0].hasSuffix(".\(ClosureCache.fileExtension)"), "\(entries)")
-        let verify = try Dyld3Binary.run(["verify", "--cache", cache])
+        let verify = try await Dyld3Binary.run(["verify", "--cache", cache])
         #expect(verify.status == 0, "\(verify.stdout)")
         #expect(verify.stdout.contains("verify: 1 closures, 1 valid, 0 corrupt, 0 stale"))
         print("concurrency: \(Self.writers) installs and \(Self.readers) auto launches (\(fromClosure) from the closure), 0 torn reads")
@@ -62,16 +65,16 @@ import Testing
         throw HostileFailure("no generated 100-framework app: run tools/gen-app --preset 100 --seed 1 --out build/demo-gen100 (make demo does)")
     }
 
-    @Test func installKilledMidWriteLeavesThePreviousClosure() throws {
+    @Test func installKilledMidWriteLeavesThePreviousClosure() async throws {
         let (bundle, root) = try Self.bigApp()
         let cache = try Scratch.directory("kill")
         let reference = try Scratch.directory("kill-reference")
         defer { Scratch.remove(cache); Scratch.remove(reference) }
         // The previous closure is content-only; the killed install writes a full-identity one:
         // after a kill the file must be exactly one of the two.
-        let old = try Dyld3Binary.run(["install", bundle, "--root", root, "--cache", cache, "--content-only"])
+        let old = try await Dyld3Binary.run(["install", bundle, "--root", root, "--cache", cache, "--content-only"])
         #expect(old.status == 0, "\(old.stderr)")
-        let fresh = try Dyld3Binary.run(["install", bundle, "--root", root, "--cache", reference])
+        let fresh = try await Dyld3Binary.run(["install", bundle, "--root", root, "--cache", reference])
         #expect(fresh.status == 0, "\(fresh.stderr)")
         let name = try #require(try FileManager.default.contentsOfDirectory(atPath: cache).first)
         let path = cache + "/" + name
@@ -80,18 +83,18 @@ import Testing
         #expect(oldBytes != newBytes)
         var kept = 0, replaced = 0
         for delay in stride(from: 0.02, through: 0.6, by: 0.04) {
-            let install = try Dyld3Binary.Running(["install", bundle, "--root", root, "--cache", cache])
-            Thread.sleep(forTimeInterval: delay)
-            kill(install.process.processIdentifier, SIGKILL)
-            _ = install.finish()
+            _ = try await Dyld3Binary.run(["install", bundle, "--root", root, "--cache", cache]) { install in
+                try await Task.sleep(for: .seconds(delay))
+                install.kill()
+            }
             let now = try Data(contentsOf: URL(fileURLWithPath: path))
             #expect(now == oldBytes || now == newBytes, "a kill after \(delay) s left a mixed closure")
             if now == oldBytes { kept += 1 } else { replaced += 1 }
-            let verify = try Dyld3Binary.run(["verify", "--cache", cache])
+            let verify = try await Dyld3Binary.run(["verify", "--cache", cache])
             #expect(verify.status == 0, "after a kill at \(delay) s: \(verify.stdout)")
             if now != oldBytes {
                 // Put the previous closure back for the next round.
-                let restore = try Dyld3Binary.run(["install", bundle, "--root", root, "--cache", cache, "--content-only"])
+                let restore = try await Dyld3Binary.run(["install", bundle, "--root", root, "--cache", cache, "--content-only"])
                 #expect(restore.status == 0)
             }
         }
@@ -101,27 +104,24 @@ import Testing
 
     /// A temporary file abandoned by a killed writer is never read as a closure, and the next
     /// install removes it; a live writer's temporary file is left alone.
-    @Test func abandonedTemporaryFilesAreIgnoredThenRemoved() throws {
+    @Test func abandonedTemporaryFilesAreIgnoredThenRemoved() async throws {
         let app = try FixtureApp.named("init-order")
         let cache = try Scratch.directory("abandoned")
         defer { Scratch.remove(cache) }
         let path = try app.install(into: cache)
         let name = (path as NSString).lastPathComponent
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-        let dead = Process()
-        dead.executableURL = URL(fileURLWithPath: "/bin/true")
-        try dead.run()
-        dead.waitUntilExit()
+        let dead = try await ProcessRunner.run("/bin/true", [])
         let abandoned = "\(cache)/.\(name).tmp.\(dead.processIdentifier).12345"
-        let live = "\(cache)/.\(name).tmp.\(getpid()).67890"
+        let live = "\(cache)/.\(name).tmp.\(ProcessInfo.processInfo.processIdentifier).67890"
         for temporary in [abandoned, live] {
             #expect(FileManager.default.createFile(atPath: temporary, contents: bytes.prefix(bytes.count / 2), attributes: [.posixPermissions: 0o600]))
         }
-        let verify = try Dyld3Binary.run(["verify", "--cache", cache])
+        let verify = try await Dyld3Binary.run(["verify", "--cache", cache])
         #expect(verify.status == 0 && verify.stdout.contains("verify: 1 closures, 1 valid"), "\(verify.stdout)")
-        let launch = try Dyld3Binary.launchAuto(app, cache: cache)
+        let launch = try await Dyld3Binary.launchAuto(app, cache: cache)
         #expect(launch.json?["mode"] as? String == "dyld3")
-        let install = try Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", cache])
+        let install = try await Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", cache])
         #expect(install.status == 0)
         #expect(!FileManager.default.fileExists(atPath: abandoned))
         #expect(FileManager.default.fileExists(atPath: live))

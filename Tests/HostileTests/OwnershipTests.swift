@@ -12,11 +12,11 @@ import Testing
     static let attacker = Dyld3Binary.User.daemon
 
     /// Root, with setpriv, and `nobody` able to run the built binary.
-    static let canSwitchUsers: Bool = {
+    @Sendable static func canSwitchUsers() async -> Bool {
         guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-              let result = try? Dyld3Binary.run(["--help"], as: victim) else { return false }
+              let result = try? await Dyld3Binary.run(["--help"], as: victim) else { return false }
         return result.status == 0
-    }()
+    }
 
     @Test func policyMatrix() {
         let me: UInt32 = 1000, other: UInt32 = 1001
@@ -58,8 +58,8 @@ import Testing
         try FileManager.default.setAttributes(attributes, ofItemAtPath: path)
     }
 
-    static func launchAsVictim(_ app: FixtureApp, cache: String) throws -> Dyld3Binary.Result {
-        try Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "auto", "--json"], as: victim)
+    static func launchAsVictim(_ app: FixtureApp, cache: String) async throws -> Dyld3Binary.Result {
+        try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "auto", "--json"], as: victim)
     }
 
     enum Untrusted: String, CaseIterable, CustomStringConvertible, Sendable {
@@ -67,9 +67,9 @@ import Testing
         var description: String { rawValue }
     }
 
-    @Test(.enabled(if: canSwitchUsers, "needs root, /usr/bin/setpriv, and nobody able to run .build/debug/dyld3"),
+    @Test(.enabled("needs root, /usr/bin/setpriv, and nobody able to run .build/debug/dyld3", canSwitchUsers),
           arguments: Untrusted.allCases)
-    func untrustedClosureIsNotUsed(_ kind: Untrusted) throws {
+    func untrustedClosureIsNotUsed(_ kind: Untrusted) async throws {
         let (app, cache, closure) = try Self.cache(kind.rawValue) { cache, closure in
             switch kind {
             case .fileOwnedByAnotherUser: try Self.own(closure, Self.attacker, mode: 0o644)
@@ -81,23 +81,23 @@ import Testing
             }
         }
         defer { Scratch.remove(cache) }
-        let launch = try Self.launchAsVictim(app, cache: cache)
+        let launch = try await Self.launchAsVictim(app, cache: cache)
         #expect(launch.status == 0, "\(launch.stderr)")
         let reason = launch.json?["fallback_reason"] as? String ?? ""
         #expect(reason.hasPrefix("untrusted:") && reason.contains(closure), "\(kind): \(reason)")
         #expect((launch.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
 
-        let verify = try Dyld3Binary.run(["verify", "--cache", cache], as: Self.victim)
+        let verify = try await Dyld3Binary.run(["verify", "--cache", cache], as: Self.victim)
         #expect(verify.status == 5, "\(kind): \(verify.stdout)")
         #expect(verify.lines.first?.hasPrefix("\(closure): untrusted: ") == true, "\(verify.stdout)")
 
-        let install = try Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", cache], as: Self.victim)
+        let install = try await Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", cache], as: Self.victim)
         switch kind {
         case .fileOwnedByAnotherUser:
             // The victim owns the directory: the planted file is replaced, and install says so.
             #expect(install.status == 0, "\(install.stderr)")
             #expect(install.stderr.contains("replaced an untrusted closure"), "\(install.stderr)")
-            let relaunch = try Self.launchAsVictim(app, cache: cache)
+            let relaunch = try await Self.launchAsVictim(app, cache: cache)
             #expect(relaunch.json?["mode"] as? String == "dyld3", "\(relaunch.stdout)")
         case .plantedInAStickyDirectory:
             // The sticky bit keeps the planted file where it is: install says it cannot replace it.
@@ -113,9 +113,9 @@ import Testing
         var description: String { rawValue }
     }
 
-    @Test(.enabled(if: canSwitchUsers, "needs root, /usr/bin/setpriv, and nobody able to run .build/debug/dyld3"),
+    @Test(.enabled("needs root, /usr/bin/setpriv, and nobody able to run .build/debug/dyld3", canSwitchUsers),
           arguments: Trusted.allCases)
-    func trustedClosureIsUsed(_ kind: Trusted) throws {
+    func trustedClosureIsUsed(_ kind: Trusted) async throws {
         let (app, cache, closure) = try Self.cache(kind.rawValue) { cache, closure in
             switch kind {
             case .ownFileInAStickyDirectory: try Self.own(cache, .root, mode: 0o1777)
@@ -123,8 +123,8 @@ import Testing
             }
         }
         defer { Scratch.remove(cache) }
-        let launch = try Self.launchAsVictim(app, cache: cache)
+        let launch = try await Self.launchAsVictim(app, cache: cache)
         #expect(launch.json?["mode"] as? String == "dyld3", "\(kind): \(launch.stdout) \(launch.stderr)")
-        #expect(try Dyld3Binary.run(["verify", "--cache", cache], as: Self.victim).status == 0, "\(closure)")
+        #expect((try await Dyld3Binary.run(["verify", "--cache", cache], as: Self.victim)).status == 0, "\(closure)")
     }
 }

@@ -8,45 +8,45 @@ import Testing
 /// content-only cache copied to another directory tree verifies and launches there; one
 /// changed byte, a missing signature or the wrong key is refused with a clear reason.
 @Suite(.serialized) struct SignatureTests {
-    static func keys(_ name: String) throws -> (directory: String, privateKey: String, publicKey: String) {
+    static func keys(_ name: String) async throws -> (directory: String, privateKey: String, publicKey: String) {
         let directory = try Scratch.directory("keys-\(name)")
-        let result = try Dyld3Binary.run(["key", "generate", "--out", directory])
+        let result = try await Dyld3Binary.run(["key", "generate", "--out", directory])
         #expect(result.status == 0, "\(result.stderr)")
         return (directory, directory + "/closure-signing.key", directory + "/closure-signing.pub")
     }
 
-    @Test func keyGenerationWritesAPrivateKeyOnlyItsOwnerCanRead() throws {
-        let keys = try Self.keys("mode")
+    @Test func keyGenerationWritesAPrivateKeyOnlyItsOwnerCanRead() async throws {
+        let keys = try await Self.keys("mode")
         defer { Scratch.remove(keys.directory) }
         let mode = try #require(FileStatus.of(keys.privateKey)).mode & 0o777
         #expect(mode == 0o600)
         #expect(FileStatus.of(keys.publicKey) != nil)
-        let again = try Dyld3Binary.run(["key", "generate", "--out", keys.directory])
+        let again = try await Dyld3Binary.run(["key", "generate", "--out", keys.directory])
         #expect(again.status == 1 && again.stderr.contains("never overwritten"), "\(again.stderr)")
         #expect(try ClosureSigningKey(contentsOf: keys.privateKey).trustKey.key.rawRepresentation
                 == ClosureTrustKey(contentsOf: keys.publicKey).key.rawRepresentation)
     }
 
-    @Test func aSignedContentOnlyCacheTravels() throws {
+    @Test func aSignedContentOnlyCacheTravels() async throws {
         let app = try FixtureApp.named("init-order")
-        let keys = try Self.keys("travel")
+        let keys = try await Self.keys("travel")
         let built = try Scratch.directory("signed-built")
         let elsewhere = try Scratch.directory("signed-elsewhere")
         defer { Scratch.remove(keys.directory); Scratch.remove(built); Scratch.remove(elsewhere) }
-        let install = try Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", built, "--content-only", "--sign", keys.privateKey])
+        let install = try await Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", built, "--content-only", "--sign", keys.privateKey])
         #expect(install.status == 0, "\(install.stderr)")
         // Copied into another directory tree.
         let cache = elsewhere + "/deep/tree/cache"
         try FileManager.default.createDirectory(atPath: elsewhere + "/deep/tree", withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: built, toPath: cache)
-        let verify = try Dyld3Binary.run(["verify", "--cache", cache, "--trust", keys.publicKey])
+        let verify = try await Dyld3Binary.run(["verify", "--cache", cache, "--trust", keys.publicKey])
         #expect(verify.status == 0, "\(verify.stdout)")
-        let launch = try Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "dyld3", "--trust", keys.publicKey, "--json"])
+        let launch = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "dyld3", "--trust", keys.publicKey, "--json"])
         #expect(launch.status == 0, "\(launch.stderr)")
         #expect(launch.json?["mode"] as? String == "dyld3")
         #expect((launch.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
         // Without --trust a signed closure is an ordinary closure.
-        let plain = try Dyld3Binary.launchAuto(app, cache: cache)
+        let plain = try await Dyld3Binary.launchAuto(app, cache: cache)
         #expect(plain.json?["mode"] as? String == "dyld3", "\(plain.stdout)")
     }
 
@@ -56,9 +56,9 @@ import Testing
     }
 
     @Test(arguments: Refusal.allCases)
-    func trustRefuses(_ refusal: Refusal) throws {
+    func trustRefuses(_ refusal: Refusal) async throws {
         let app = try FixtureApp.named("init-order")
-        let keys = try Self.keys("refuse"), other = try Self.keys("other")
+        let keys = try await Self.keys("refuse"), other = try await Self.keys("other")
         let cache = try Scratch.directory("signed-refuse")
         defer { Scratch.remove(keys.directory); Scratch.remove(other.directory); Scratch.remove(cache) }
         let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
@@ -76,11 +76,11 @@ import Testing
         try Data(file).write(to: URL(fileURLWithPath: path))
         try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: path)
         let expected = refusal == .unsigned ? "is not signed" : "signature does not verify"
-        let launch = try Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--trust", keys.publicKey, "--json"])
+        let launch = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--trust", keys.publicKey, "--json"])
         let reason = launch.json?["fallback_reason"] as? String ?? ""
         #expect(reason.hasPrefix("untrusted:") && reason.contains(expected) && reason.contains(path), "\(refusal): \(reason)")
         #expect(launch.json?["mode"] as? String == "dyld2")
-        let verify = try Dyld3Binary.run(["verify", "--cache", cache, "--trust", keys.publicKey])
+        let verify = try await Dyld3Binary.run(["verify", "--cache", cache, "--trust", keys.publicKey])
         #expect(verify.status == 5 && verify.stdout.contains(expected), "\(refusal): \(verify.stdout)")
     }
 }

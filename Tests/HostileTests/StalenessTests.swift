@@ -13,7 +13,7 @@ import Testing
     /// Installs a scratch copy of `name`, applies `change` to it, and checks what the
     /// closure, `verify` and an `auto` launch say.
     static func check(_ name: String, image pick: (FixtureApp) -> String,
-                      change: (String, FixtureApp) throws -> Void) throws -> (stale: ClosureError?, auto: Dyld3Binary.Result, dyld2: Dyld3Binary.Result) {
+                      change: (String, FixtureApp) throws -> Void) async throws -> (stale: ClosureError?, auto: Dyld3Binary.Result, dyld2: Dyld3Binary.Result) {
         let app = try FixtureApp.named(name).scratchCopy()
         let cache = try Scratch.directory("stale")
         defer { Scratch.remove(cache); Scratch.remove(app.directory.path) }
@@ -30,8 +30,8 @@ import Testing
             #expect(!probe.isRacy(builtAt: Int64(try Self.fileStatus(path).st_mtim.tv_sec)))
         }
         try change(pick(app), app)
-        let auto = try Dyld3Binary.launchAuto(app, cache: cache)
-        let dyld2 = try Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--mode", "dyld2", "--json"])
+        let auto = try await Dyld3Binary.launchAuto(app, cache: cache)
+        let dyld2 = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--mode", "dyld2", "--json"])
         return (closure.staleImage(closurePath: path), auto, dyld2)
     }
 
@@ -45,8 +45,8 @@ import Testing
 
     /// Rewrites one byte in place, then sets the mtime back: size, mtime and inode are what
     /// the closure recorded, only the ctime (which utimes cannot set) and the bytes differ.
-    @Test func newContentWithTheSameSizeAndMtime() throws {
-        let (stale, auto, dyld2) = try Self.check("init-order", image: { $0.bundle + "/Frameworks/Net.framework/Net" }) { image, _ in
+    @Test func newContentWithTheSameSizeAndMtime() async throws {
+        let (stale, auto, dyld2) = try await Self.check("init-order", image: { $0.bundle + "/Frameworks/Net.framework/Net" }) { image, _ in
             let before = try Self.fileStatus(image)
             let handle = try FileHandle(forUpdating: URL(fileURLWithPath: image))
             let size = try handle.seekToEnd()
@@ -80,8 +80,8 @@ import Testing
     }
 
     /// A touch changes the mtime only: stat differs, the hash matches, the closure stays valid.
-    @Test func touchedImageIsHashedAndStillValid() throws {
-        let (stale, auto, _) = try Self.check("init-order", image: { $0.bundle + "/Frameworks/Net.framework/Net" }) { image, _ in
+    @Test func touchedImageIsHashedAndStillValid() async throws {
+        let (stale, auto, _) = try await Self.check("init-order", image: { $0.bundle + "/Frameworks/Net.framework/Net" }) { image, _ in
             try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_500_000_000)], ofItemAtPath: image)
         }
         #expect(stale == nil)
@@ -90,9 +90,9 @@ import Testing
     }
 
     /// Renamed over by the other fixup style's build of the same image.
-    @Test func replacedByAnotherBuild() throws {
+    @Test func replacedByAnotherBuild() async throws {
         let original = try FixtureApp.named("init-order")
-        let (stale, auto, dyld2) = try Self.check("init-order", image: { $0.bundle + "/Frameworks/Net.framework/Net" }) { image, _ in
+        let (stale, auto, dyld2) = try await Self.check("init-order", image: { $0.bundle + "/Frameworks/Net.framework/Net" }) { image, _ in
             let replacement = original.directory.appendingPathComponent("x86_64-opcodes/init-order.app/Frameworks/Net.framework/Net").path
             try FileManager.default.copyItem(atPath: replacement, toPath: image + ".new")
             #expect(rename(image + ".new", image) == 0)
@@ -104,8 +104,8 @@ import Testing
     }
 
     /// Deleted: stale, and the fallback reports the slow path's missing-dylib error.
-    @Test func removedImage() throws {
-        let (stale, auto, dyld2) = try Self.check("init-order", image: { $0.bundle + "/Frameworks/Net.framework/Net" }) { image, _ in
+    @Test func removedImage() async throws {
+        let (stale, auto, dyld2) = try await Self.check("init-order", image: { $0.bundle + "/Frameworks/Net.framework/Net" }) { image, _ in
             try FileManager.default.removeItem(atPath: image)
         }
         #expect(stale.map { "\($0)" }?.hasSuffix("was removed") == true)
@@ -115,13 +115,13 @@ import Testing
 
     /// A copy of the second libPick appears in `@executable_path/Missing`, the first rpath,
     /// which held nothing at install time: dyld would now load it, so the closure is stale.
-    @Test func newFileShadowingAnEarlierRpathEntry() throws {
+    @Test func newFileShadowingAnEarlierRpathEntry() async throws {
         let original = try FixtureApp.named("paths")
         let closure = try original.closure()
         let missing = original.bundle + "/Missing/libPick.dylib"
         #expect(closure.images[0].absentPaths.contains(missing), "\(closure.images[0].absentPaths)")
         var shadow = ""
-        let (stale, auto, dyld2) = try Self.check("paths", image: { $0.bundle + "/Missing" }) { directory, app in
+        let (stale, auto, dyld2) = try await Self.check("paths", image: { $0.bundle + "/Missing" }) { directory, app in
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             shadow = directory + "/libPick.dylib"
             try FileManager.default.copyItem(atPath: app.bundle + "/Lib/B/libPick.dylib", toPath: shadow)

@@ -40,21 +40,3 @@ enum Scratch {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
-
-
-/// The address ranges of this process's mappings (`/proc/self/maps`).
-enum ProcessMaps {
-    static func ranges() throws -> [Range<UInt64>] {
-        let text = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
-        return text.split(separator: "\n").compactMap { line in
-            let bounds = line.split(separator: " ").first?.split(separator: "-") ?? []
-            guard bounds.count == 2, let low = UInt64(bounds[0], radix: 16), let high = UInt64(bounds[1], radix: 16) else { return nil }
-            return low..<high
-        }
-    }
-
-    /// Whether anything is mapped in `range`.
-    static func anyMapping(in range: Range<UInt64>) throws -> Bool {
-        try ranges().contains { $0.overlaps(range) }
-    }
-}

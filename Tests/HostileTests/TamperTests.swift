@@ -55,7 +55,7 @@ import Testing
     }
 
     /// `auto` falls back to dyld2 with the reason "corrupt" and still gives the right result.
-    @Test func autoModeFallsBackOnDamagedClosures() throws {
+    @Test func autoModeFallsBackOnDamagedClosures() async throws {
         let app = try FixtureApp.named(Self.appName)
         let cache = try Scratch.directory("tamper-auto")
         defer { Scratch.remove(cache) }
@@ -72,7 +72,7 @@ import Testing
         for (name, bytes) in damages {
             Scratch.remove(path)
             #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o644]))
-            let result = try Dyld3Binary.launchAuto(app, cache: cache)
+            let result = try await Dyld3Binary.launchAuto(app, cache: cache)
             let report = try #require(result.json, "\(name): \(result.stderr)")
             #expect(report["mode"] as? String == "dyld2", "\(name)")
             #expect((report["fallback_reason"] as? String)?.hasPrefix("corrupt: ") == true, "\(name): \(report["fallback_reason"] ?? "nil")")

@@ -58,7 +58,7 @@ import Testing
     }
 
     @Test(arguments: ProtectionForgery.allCases)
-    func theImageDecidesProtections(_ forgery: ProtectionForgery) throws {
+    func theImageDecidesProtections(_ forgery: ProtectionForgery) async throws {
         let app = try FixtureApp.named("basic")
         let closure = try Self.forge(forgery, app)
         let cache = try Scratch.directory("trust-protections")
@@ -80,7 +80,7 @@ import Testing
         #expect(verdict.status == .invalid, "\(forgery): verify says \(verdict.status): \(verdict.problems)")
     }
 
-    @Test func anotherAppsClosureUnderThisAppsNameIsRefused() throws {
+    @Test func anotherAppsClosureUnderThisAppsNameIsRefused() async throws {
         let victim = try FixtureApp.named("basic"), other = try FixtureApp.named("init-order")
         let cache = try Scratch.directory("trust-misplaced")
         defer { Scratch.remove(cache) }
@@ -94,13 +94,13 @@ import Testing
         }
         #expect(ClosureVerification(checking: path).status == .misplaced)
         // Through the CLI, auto falls back to dyld2 and gets the victim's own result.
-        let result = try Dyld3Binary.launchAuto(victim, cache: cache)
+        let result = try await Dyld3Binary.launchAuto(victim, cache: cache)
         #expect(result.status == 0, "\(result.stderr)")
         #expect((result.json?["fallback_reason"] as? String)?.hasPrefix("wrong-app:") == true, "\(result.stdout)")
         #expect((result.json?["result"] as? Int).map(Int32.init) == (try victim.expectedResult))
     }
 
-    @Test func aClosureBuiltForAnotherRootIsRefused() throws {
+    @Test func aClosureBuiltForAnotherRootIsRefused() async throws {
         let app = try FixtureApp.named("basic")
         let cache = try Scratch.directory("trust-root")
         let emptyRoot = try Scratch.directory("trust-empty-root")
@@ -113,7 +113,7 @@ import Testing
             return field == .root && expected == emptyRoot && found == PathResolver.normalize(app.root)
         }
         // auto falls back, and dyld2 finds what the empty root really holds: nothing.
-        let result = try Dyld3Binary.run(["launch", app.bundle, "--root", emptyRoot, "--cache", cache, "--mode", "auto"])
+        let result = try await Dyld3Binary.run(["launch", app.bundle, "--root", emptyRoot, "--cache", cache, "--mode", "auto"])
         #expect(result.status == 1)
         #expect(result.stderr.contains("wrong-root") || result.stderr.contains("built for another root"), "\(result.stderr)")
         #expect(result.stderr.contains("library not loaded"), "\(result.stderr)")
@@ -121,7 +121,7 @@ import Testing
 
     /// A dylib renamed over, again and again, with a same-size variant while the app launches:
     /// every launch either refuses the closure as stale or maps the very file it identified.
-    @Test func anImageSwappedWhileLaunchingIsNeverTheOneApplied() throws {
+    @Test func anImageSwappedWhileLaunchingIsNeverTheOneApplied() async throws {
         let app = try FixtureApp.named("basic").scratchCopy()
         defer { try? FileManager.default.removeItem(at: app.directory) }
         let cache = try Scratch.directory("trust-swap")
@@ -169,7 +169,7 @@ import Testing
         #expect(refused > 0, "the swapper never raced a launch: the test proves nothing")
     }
 
-    @Test func autoFallsBackOnABadRunAndNamesTheClosure() throws {
+    @Test func autoFallsBackOnABadRunAndNamesTheClosure() async throws {
         let app = try FixtureApp.named("init-order")
         var closure = try app.closure()
         let image = try #require(closure.images.indices.first { closure.images[$0].bindCount > 0 })
@@ -182,7 +182,7 @@ import Testing
         defer { Scratch.remove(cache) }
         let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
         try ClosureFile.write(closure, to: path)
-        let result = try Dyld3Binary.launchAuto(app, cache: cache)
+        let result = try await Dyld3Binary.launchAuto(app, cache: cache)
         #expect(result.status == 0, "\(result.stderr)")
         let reason = result.json?["fallback_reason"] as? String ?? ""
         #expect(reason.hasPrefix("invalid:") && reason.contains(path) && reason.contains("past the table"), "\(reason)")
@@ -202,7 +202,7 @@ final class SwapFlag: @unchecked Sendable {
 extension TrustTests {
     /// A 3 GB (sparse) file at a closure's path is refused from its size, unread: launch falls
     /// back at once and verify calls it corrupt.
-    @Test func aHugeFileAtTheClosurePathIsRefusedUnread() throws {
+    @Test func aHugeFileAtTheClosurePathIsRefusedUnread() async throws {
         let app = try FixtureApp.named("basic")
         let cache = try Scratch.directory("trust-huge")
         defer { Scratch.remove(cache) }
@@ -217,7 +217,7 @@ extension TrustTests {
         }
         let verdict = ClosureVerification(checking: path)
         #expect(verdict.status == .corrupt && verdict.problems.first?.message.contains("limit") == true, "\(verdict.problems)")
-        let launch = try Dyld3Binary.launchAuto(app, cache: cache)
+        let launch = try await Dyld3Binary.launchAuto(app, cache: cache)
         #expect((launch.json?["fallback_reason"] as? String)?.contains("limit") == true, "\(launch.stdout)")
     }
 }

@@ -37,19 +37,19 @@ import TestSupport
 
     /// Writes the stub root for `graph` and returns it with the launch roots (the stub host
     /// first for a bundle).
-    static func prepare(_ graph: Graph) throws -> (root: String, roots: [String]) {
+    static func prepare(_ graph: Graph) async throws -> (root: String, roots: [String]) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-corpus-\(UUID().uuidString)").path
         let plan = try StubRootPlan(binaries: graph.binaries, arches: [graph.arch], root: root)
         #expect(plan.unresolved.isEmpty, "\(graph): \(plan.unresolved)")
-        try plan.write()
+        try await plan.write()
         let main = graph.binaries[0]
         let isBundle = try ImageFile.load(path: main, arch: graph.arch).image.header.fileType == .bundle
         return (root, isBundle ? [StubRootPlan.hostPath(root: root), main] : [main])
     }
 
     @Test(arguments: graphs)
-    func slowPathWritesExactlyTheListedFixups(_ graph: Graph) throws {
-        let (root, roots) = try Self.prepare(graph)
+    func slowPathWritesExactlyTheListedFixups(_ graph: Graph) async throws {
+        let (root, roots) = try await Self.prepare(graph)
         defer { try? FileManager.default.removeItem(atPath: root) }
         let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, run: false, recordFixups: true))
         defer { launch.memory.release() }
@@ -57,8 +57,8 @@ import TestSupport
         var compared = 0
         for (index, image) in launch.memory.images.enumerated() where !image.plan.path.hasPrefix(root) {
             let written = Set(fixups[index].map { image.plan.preferredBase + $0.vmOffset })
-            let chained = try Oracle.objdump(["--chained-fixups", "--arch=\(graph.arch)", image.plan.path]).contains("chained fixups header")
-            let listed = try FixupLocationTests.objdumpAddresses(image.plan.path, arch: graph.arch, chained: chained)
+            let chained = try await Oracle.objdump(["--chained-fixups", "--arch=\(graph.arch)", image.plan.path]).contains("chained fixups header")
+            let listed = try await FixupLocationTests.objdumpAddresses(image.plan.path, arch: graph.arch, chained: chained)
             #expect(written == listed, "\(graph) \(image.plan.path): written-only \(written.subtracting(listed).count), listed-only \(listed.subtracting(written).count)")
             compared += written.count
         }
@@ -67,8 +67,8 @@ import TestSupport
     }
 
     @Test(arguments: graphs)
-    func closureVerifiesAndBothPathsAgree(_ graph: Graph) throws {
-        let (root, roots) = try Self.prepare(graph)
+    func closureVerifiesAndBothPathsAgree(_ graph: Graph) async throws {
+        let (root, roots) = try await Self.prepare(graph)
         defer { try? FileManager.default.removeItem(atPath: root) }
         let closure = try ClosureBuilder.build(roots: roots, arch: graph.arch, root: root)
         let path = root + "/graph." + ClosureCache.fileExtension
@@ -86,9 +86,9 @@ import TestSupport
 extension CorpusGraphTests {
     /// The digest is slide-independent for every pointer, high byte or not: C++ type-name
     /// pointers in arm64 images carry bit 63 (`0x8000000000017dce`) above the address.
-    @Test func digestIsSlideIndependentForHighBytePointers() throws {
+    @Test func digestIsSlideIndependentForHighBytePointers() async throws {
         let graph = try #require(Self.graphs.first { $0.name == "kiwisolver _cext" && $0.arch == "arm64" })
-        let (root, roots) = try Self.prepare(graph)
+        let (root, roots) = try await Self.prepare(graph)
         defer { try? FileManager.default.removeItem(atPath: root) }
         var digests: Set<UInt64> = []
         var highByteRebases = 0

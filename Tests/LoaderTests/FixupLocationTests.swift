@@ -9,11 +9,11 @@ import TestSupport
 @Suite struct FixupLocationTests {
     /// The addresses llvm-objdump lists for `path`'s `arch` slice: `--dyld-info` rows for
     /// chained images, the four opcode tables otherwise.
-    static func objdumpAddresses(_ path: String, arch: String, chained: Bool) throws -> Set<UInt64> {
+    static func objdumpAddresses(_ path: String, arch: String, chained: Bool) async throws -> Set<UInt64> {
         let flags = chained ? ["--dyld-info"] : ["--rebase", "--bind", "--lazy-bind", "--weak-bind"]
         var addresses = Set<UInt64>()
         for flag in flags {
-            let text = try Oracle.objdump([flag, "--arch=\(arch)", path])
+            let text = try await Oracle.objdump([flag, "--arch=\(arch)", path])
             for line in text.split(separator: "\n") {
                 let columns = line.split(separator: " ", omittingEmptySubsequences: true)
                 // Rows start with a segment name; the address is the first 0x column.
@@ -27,7 +27,7 @@ import TestSupport
     }
 
     @Test(arguments: SlowPathTests.apps.filter(\.launches))
-    func writtenLocationsAreTheListedFixups(_ app: FixtureApp) throws {
+    func writtenLocationsAreTheListedFixups(_ app: FixtureApp) async throws {
         let launch = try SlowPath.launch(LaunchOptions(
             roots: [app.executable], arch: app.arch, root: app.root, run: false, recordFixups: true))
         defer { launch.memory.release() }
@@ -35,8 +35,8 @@ import TestSupport
         var compared = 0
         for (index, image) in launch.memory.images.enumerated() {
             let written = Set(fixups[index].map { image.plan.preferredBase + $0.vmOffset })
-            let chained = try Oracle.objdump(["--chained-fixups", "--arch=\(app.arch)", image.plan.path]).contains("chained fixups header")
-            let listed = try Self.objdumpAddresses(image.plan.path, arch: app.arch, chained: chained)
+            let chained = try await Oracle.objdump(["--chained-fixups", "--arch=\(app.arch)", image.plan.path]).contains("chained fixups header")
+            let listed = try await Self.objdumpAddresses(image.plan.path, arch: app.arch, chained: chained)
             #expect(written == listed, "\(app) \(image.plan.path): written-only \(written.subtracting(listed).sorted()), listed-only \(listed.subtracting(written).sorted())")
             compared += written.count
         }

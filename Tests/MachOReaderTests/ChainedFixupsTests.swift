@@ -12,36 +12,36 @@ import Testing
 
     /// Compares every slice of `files`: `--chained-fixups` always, `--dyld-info` when the
     /// slice has chained fixups. Returns the number of comparisons and of chained slices.
-    static func compareWithObjdump(_ files: [String]) throws -> (comparisons: Int, chainedSlices: Int) {
+    static func compareWithObjdump(_ files: [String]) async throws -> (comparisons: Int, chainedSlices: Int) {
         var comparisons = 0, chainedSlices = 0
         for path in files {
             let file = try UniversalFile(parsing: try Corpus.bytes(path))
             for arch in try Corpus.architectures(path) {
-                #expect(try inspectDifference(path: path, table: .chainedFixups, arch: arch) == nil)
+                #expect(try await inspectDifference(path: path, table: .chainedFixups, arch: arch) == nil)
                 comparisons += 1
                 let image = try file.image(try file.slice(for: arch))
                 guard try image.parseChainedFixups() != nil else { continue }
                 chainedSlices += 1
-                #expect(try inspectDifference(path: path, table: .dyldInfo, arch: arch) == nil)
+                #expect(try await inspectDifference(path: path, table: .dyldInfo, arch: arch) == nil)
                 comparisons += 1
             }
         }
         return (comparisons, chainedSlices)
     }
 
-    @Test func corpusMatchesObjdump() throws {
-        let (comparisons, chainedSlices) = try Self.compareWithObjdump(try Corpus.machOFiles())
+    @Test func corpusMatchesObjdump() async throws {
+        let (comparisons, chainedSlices) = try await Self.compareWithObjdump(try Corpus.machOFiles())
         print("chained fixups: \(comparisons) comparisons with llvm-objdump over the corpus, \(chainedSlices) chained slices")
         #expect(comparisons > 0)
         #expect(chainedSlices > 0)
     }
 
-    @Test func readerFixturesMatchObjdump() throws {
+    @Test func readerFixturesMatchObjdump() async throws {
         guard FileManager.default.fileExists(atPath: Paths.readerFixtures.path) else {
             Issue.record("\(Paths.readerFixtures.path) is missing: run tools/build-reader-fixtures (make test does)")
             return
         }
-        let (comparisons, chainedSlices) = try Self.compareWithObjdump(try Corpus.machOFiles(under: Paths.readerFixtures))
+        let (comparisons, chainedSlices) = try await Self.compareWithObjdump(try Corpus.machOFiles(under: Paths.readerFixtures))
         print("chained fixups: \(comparisons) comparisons with llvm-objdump over the reader fixtures, \(chainedSlices) chained slices")
         #expect(comparisons > 0)
         #expect(chainedSlices > 0)

@@ -12,11 +12,11 @@ import Testing
     // MARK: - Against the oracle
 
     /// Compares `--exports-trie` on every slice of `files`; returns the number of comparisons.
-    static func compareWithObjdump(_ files: [String]) throws -> Int {
+    static func compareWithObjdump(_ files: [String]) async throws -> Int {
         var comparisons = 0
         for path in files {
             for arch in try Corpus.architectures(path) {
-                let difference = try inspectDifference(path: path, table: .exportsTrie, arch: arch)
+                let difference = try await inspectDifference(path: path, table: .exportsTrie, arch: arch)
                 #expect(difference == nil, "\(difference ?? "")")
                 comparisons += 1
             }
@@ -31,14 +31,14 @@ import Testing
         return try Corpus.machOFiles(under: Paths.readerFixtures)
     }
 
-    @Test func corpusMatchesObjdump() throws {
-        let comparisons = try Self.compareWithObjdump(try Corpus.machOFiles())
+    @Test func corpusMatchesObjdump() async throws {
+        let comparisons = try await Self.compareWithObjdump(try Corpus.machOFiles())
         print("exports trie: \(comparisons) comparisons with llvm-objdump over the corpus")
         #expect(comparisons > 0)
     }
 
-    @Test func readerFixturesMatchObjdump() throws {
-        let comparisons = try Self.compareWithObjdump(try Self.readerFixtureFiles())
+    @Test func readerFixturesMatchObjdump() async throws {
+        let comparisons = try await Self.compareWithObjdump(try Self.readerFixtureFiles())
         print("exports trie: \(comparisons) comparisons with llvm-objdump over the reader fixtures")
         #expect(comparisons > 0)
     }
@@ -47,7 +47,7 @@ import Testing
     /// resolvers and every flag combination, spliced into a fixture's trie range (the
     /// dyld-info range of an opcodes build, LC_DYLD_EXPORTS_TRIE of a chained one).
     @Test(arguments: ["x86_64-opcodes/libbase.dylib", "arm64-chained/libbase.dylib"])
-    func handBuiltTrieInAFixtureMatchesObjdump(fixture: String) throws {
+    func handBuiltTrieInAFixtureMatchesObjdump(fixture: String) async throws {
         _ = try Self.readerFixtureFiles()
         var bytes = try Corpus.bytes(Paths.readerFixtures.appendingPathComponent(fixture).path)
         let image = try MachOImage(parsing: bytes)
@@ -81,10 +81,10 @@ import Testing
         let path = directory.appendingPathComponent("libbase.dylib").path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
 
-        let objdump = try Oracle.objdump(["--exports-trie", path])
+        let objdump = try await Oracle.objdump(["--exports-trie", path])
         #expect(objdump.contains("[re-export] _reexport_renamed (_system_exit from libSystem)"))
         #expect(objdump.contains("resolver=0x100000000"))
-        let difference = try inspectDifference(path: path, table: .exportsTrie, arch: nil)
+        let difference = try await inspectDifference(path: path, table: .exportsTrie, arch: nil)
         #expect(difference == nil, "\(difference ?? "")")
     }
 

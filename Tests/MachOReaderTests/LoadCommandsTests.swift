@@ -107,37 +107,37 @@ import Testing
         return checked
     }
 
-    static func compareFile(_ path: String) throws -> Int {
+    static func compareFile(_ path: String) async throws -> Int {
         let file = try UniversalFile(parsing: try Corpus.bytes(path))
         var checked = 0
         for slice in file.slices {
-            let text = try Oracle.objdump(["--private-headers", "--arch=\(slice.cpu.name)", path])
+            let text = try await Oracle.objdump(["--private-headers", "--arch=\(slice.cpu.name)", path])
             checked += compare(try file.image(slice), objdumpCommands(text), context: "\(path) [\(slice.cpu.name)]")
         }
         return checked
     }
 
-    @Test func corpusLoadCommandsMatchObjdump() throws {
+    @Test func corpusLoadCommandsMatchObjdump() async throws {
         var checked = 0
-        for path in try Corpus.machOFiles() { checked += try Self.compareFile(path) }
+        for path in try Corpus.machOFiles() { checked += try await Self.compareFile(path) }
         #expect(checked > 1000)
         print("oracle: \(checked) load-command fields compared with llvm-objdump-19 --private-headers (corpus)")
     }
 
-    @Test func fixtureLoadCommandsMatchObjdump() throws {
+    @Test func fixtureLoadCommandsMatchObjdump() async throws {
         var checked = 0
-        for path in try Corpus.machOFiles(under: Paths.readerFixtures) { checked += try Self.compareFile(path) }
+        for path in try Corpus.machOFiles(under: Paths.readerFixtures) { checked += try await Self.compareFile(path) }
         #expect(checked > 100)
         print("oracle: \(checked) load-command fields compared with llvm-objdump-19 --private-headers (fixtures)")
     }
 
-    @Test func dependenciesMatchDylibsUsed() throws {
+    @Test func dependenciesMatchDylibsUsed() async throws {
         var compared = 0
         for path in try Corpus.machOFiles() {
             let file = try UniversalFile(parsing: try Corpus.bytes(path))
             for slice in file.slices {
                 let image = try file.image(slice)
-                let text = try Oracle.objdump(["--dylibs-used", "--arch=\(slice.cpu.name)", path])
+                let text = try await Oracle.objdump(["--dylibs-used", "--arch=\(slice.cpu.name)", path])
                 // llvm lists LC_ID_DYLIB first when present, then every dependency, one per tab-indented line.
                 let listed = text.split(separator: "\n").filter { $0.hasPrefix("\t") }.map {
                     String($0.dropFirst().split(separator: " (")[0])

@@ -11,12 +11,12 @@ import Testing
     static let tables: [InspectTable] = [.rebase, .bind, .lazyBind, .weakBind]
 
     /// Compares every opcode table of every slice of `paths` with llvm-objdump's.
-    static func compareTables(_ paths: [String]) throws -> Int {
+    static func compareTables(_ paths: [String]) async throws -> Int {
         var comparisons = 0
         for path in paths {
             for arch in try Corpus.architectures(path) {
                 for table in tables {
-                    let difference = try inspectDifference(path: path, table: table, arch: arch)
+                    let difference = try await inspectDifference(path: path, table: table, arch: arch)
                     #expect(difference == nil, "\(difference ?? "")")
                     comparisons += 1
                 }
@@ -25,18 +25,18 @@ import Testing
         return comparisons
     }
 
-    @Test func corpusTablesMatchObjdump() throws {
-        let comparisons = try Self.compareTables(try Corpus.machOFiles())
+    @Test func corpusTablesMatchObjdump() async throws {
+        let comparisons = try await Self.compareTables(try Corpus.machOFiles())
         print("opcode tables: \(comparisons) corpus comparisons with llvm-objdump")
         #expect(comparisons > 0)
     }
 
-    @Test func fixtureTablesMatchObjdump() throws {
+    @Test func fixtureTablesMatchObjdump() async throws {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: Paths.readerFixtures.path, isDirectory: &isDirectory)
         try #require(exists && isDirectory.boolValue,
                      "\(Paths.readerFixtures.path) is missing: run tools/build-reader-fixtures (make test does)")
-        let comparisons = try Self.compareTables(try Corpus.machOFiles(under: Paths.readerFixtures))
+        let comparisons = try await Self.compareTables(try Corpus.machOFiles(under: Paths.readerFixtures))
         print("opcode tables: \(comparisons) fixture comparisons with llvm-objdump")
         #expect(comparisons > 0)
     }
@@ -44,7 +44,7 @@ import Testing
     /// The `--dyld-info` rows of an opcode-based image are exactly the rows of llvm's four
     /// opcode tables (strong definitions aside), address for address. Over the corpus, and
     /// the fixtures when built (``fixtureTablesMatchObjdump()`` fails when they are not).
-    @Test func opcodeDyldInfoRowsCoverTheOpcodeTables() throws {
+    @Test func opcodeDyldInfoRowsCoverTheOpcodeTables() async throws {
         var paths = try Corpus.machOFiles()
         if FileManager.default.fileExists(atPath: Paths.readerFixtures.path) {
             paths += try Corpus.machOFiles(under: Paths.readerFixtures)
@@ -57,7 +57,7 @@ import Testing
                 guard image.dyldInfo != nil, image.chainedFixups == nil else { continue }
                 var expected: [UInt64] = []
                 for table in Self.tables {
-                    let text = try Oracle.objdump([table.flag, "--arch=\(slice.cpu.name)", path])
+                    let text = try await Oracle.objdump([table.flag, "--arch=\(slice.cpu.name)", path])
                     expected += Self.addresses(inObjdumpTable: text)
                 }
                 let rows = try OpcodeDyldInfoRows.rows(image)
@@ -174,16 +174,16 @@ extension OpcodeTablesTests {
     /// Hand-assembled opcode streams: every opcode, the special cases, and malformed input.
     @Suite struct HandAssembledStreams {
         /// Compares the four opcode tables of `synthetic` with llvm-objdump's.
-        func expectObjdumpAgrees(_ synthetic: OpcodeImage, _ name: String) throws {
+        func expectObjdumpAgrees(_ synthetic: OpcodeImage, _ name: String) async throws {
             let path = try synthetic.write(name)
             defer { try? FileManager.default.removeItem(atPath: path) }
             for table in OpcodeTablesTests.tables {
-                let difference = try inspectDifference(path: path, table: table, arch: nil)
+                let difference = try await inspectDifference(path: path, table: table, arch: nil)
                 #expect(difference == nil, "\(difference ?? "")")
             }
         }
 
-        @Test func negativeAddend() throws {
+        @Test func negativeAddend() async throws {
             let synthetic = OpcodeImage(
                 bind: [0x11] + OpcodeBytes.symbol("_foo") + [0x51, 0x60] + OpcodeBytes.sleb(-8) + [0x71, 0x10, 0x90, 0x00])
             let binds = try synthetic.image().bindFixups(.regular)
@@ -191,10 +191,10 @@ extension OpcodeTablesTests {
             #expect(binds.first?.addend == -8)
             #expect(binds.first?.address == 0x1010)
             #expect(binds.first?.libraryOrdinal == 1)
-            try expectObjdumpAgrees(synthetic, "addend")
+            try await expectObjdumpAgrees(synthetic, "addend")
         }
 
-        @Test func specialOrdinals() throws {
+        @Test func specialOrdinals() async throws {
             for (opcode, ordinal, name) in [(0x30, 0, "this-image"), (0x3f, -1, "main-executable"),
                                             (0x3e, -2, "flat-namespace"), (0x3d, -3, "weak")] as [(UInt8, Int, String)] {
                 let synthetic = OpcodeImage(bind: [opcode] + OpcodeBytes.symbol("_s") + [0x51, 0x71, 0x00, 0x90, 0x00])
@@ -203,7 +203,7 @@ extension OpcodeTablesTests {
                 #expect(binds.map(\.libraryOrdinal) == [ordinal])
                 #expect(LibraryShortName.forOrdinal(ordinal, in: image) == name)
                 // llvm-objdump 19 rejects the weak-lookup ordinal (-3) in opcode streams.
-                if ordinal != -3 { try expectObjdumpAgrees(synthetic, "ordinal\(-ordinal)") }
+                if ordinal != -3 { try await expectObjdumpAgrees(synthetic, "ordinal\(-ordinal)") }
             }
             let unknown = OpcodeImage(bind: [0x3c] + OpcodeBytes.symbol("_s") + [0x51, 0x71, 0x00, 0x90, 0x00])
             #expect(throws: MachOError.malformed("BIND_OPCODE_SET_DYLIB_SPECIAL_IMM sets unknown special ordinal -4", at: unknown.bindOffset)) {
@@ -211,24 +211,24 @@ extension OpcodeTablesTests {
             }
         }
 
-        @Test func bindUlebTimesSkippingUleb() throws {
+        @Test func bindUlebTimesSkippingUleb() async throws {
             let synthetic = OpcodeImage(
                 bind: [0x12] + OpcodeBytes.symbol("_t") + [0x51, 0x71, 0x10, 0xc0] + OpcodeBytes.uleb(3) + OpcodeBytes.uleb(8) + [0x00])
             let binds = try synthetic.image().bindFixups(.regular)
             #expect(binds.map(\.address) == [0x1010, 0x1020, 0x1030])
             #expect(binds.allSatisfy { $0.symbolName == "_t" && $0.libraryOrdinal == 2 && $0.type == .pointer })
-            try expectObjdumpAgrees(synthetic, "bindskip")
+            try await expectObjdumpAgrees(synthetic, "bindskip")
         }
 
-        @Test func rebaseUlebTimesSkippingUleb() throws {
+        @Test func rebaseUlebTimesSkippingUleb() async throws {
             let synthetic = OpcodeImage(rebase: [0x11, 0x21, 0x00, 0x80] + OpcodeBytes.uleb(4) + OpcodeBytes.uleb(16) + [0x00])
             let rebases = try synthetic.image().rebaseFixups()
             #expect(rebases.map(\.address) == [0x1000, 0x1018, 0x1030, 0x1048])
             #expect(rebases.allSatisfy { $0.segmentIndex == 1 && $0.type == .pointer })
-            try expectObjdumpAgrees(synthetic, "rebaseskip")
+            try await expectObjdumpAgrees(synthetic, "rebaseskip")
         }
 
-        @Test func everyRebaseOpcode() throws {
+        @Test func everyRebaseOpcode() async throws {
             let synthetic = OpcodeImage(rebase: [
                 0x11, 0x21, 0x08, // pointer; segment 1, offset 8
                 0x52, // DO_REBASE_IMM_TIMES 2: 0x1008, 0x1010
@@ -241,10 +241,10 @@ extension OpcodeTablesTests {
             let rebases = try synthetic.image().rebaseFixups()
             #expect(rebases.map(\.address) == [0x1008, 0x1010, 0x1028, 0x1030, 0x1048, 0x1058])
             #expect(rebases.map(\.segmentOffset) == [0x8, 0x10, 0x28, 0x30, 0x48, 0x58])
-            try expectObjdumpAgrees(synthetic, "rebaseall")
+            try await expectObjdumpAgrees(synthetic, "rebaseall")
         }
 
-        @Test func everyBindOpcode() throws {
+        @Test func everyBindOpcode() async throws {
             let synthetic = OpcodeImage(bind: [0x20] + OpcodeBytes.uleb(2) + OpcodeBytes.symbol("_a") + [0x51, 0x71, 0x00,
                 0x90, // DO_BIND: 0x1000
                 0x80, 0x08, // ADD_ADDR_ULEB 8: 0x1010
@@ -255,7 +255,7 @@ extension OpcodeTablesTests {
             let binds = try synthetic.image().bindFixups(.regular)
             #expect(binds.map(\.address) == [0x1000, 0x1010, 0x1020, 0x1030])
             #expect(binds.allSatisfy { $0.libraryOrdinal == 2 })
-            try expectObjdumpAgrees(synthetic, "bindall")
+            try await expectObjdumpAgrees(synthetic, "bindall")
         }
 
         @Test func unknownOpcodesReportTheirOffset() throws {
@@ -303,17 +303,17 @@ extension OpcodeTablesTests {
             #expect(throws: MachOError.self) { try noSegment.image().rebaseFixups() }
         }
 
-        @Test func streamsMayEndWithoutDone() throws {
+        @Test func streamsMayEndWithoutDone() async throws {
             let synthetic = OpcodeImage(
                 rebase: [0x11, 0x21, 0x00, 0x51],
                 bind: [0x11] + OpcodeBytes.symbol("_a") + [0x51, 0x71, 0x08, 0x90])
             let image = try synthetic.image()
             #expect(try image.rebaseFixups().map(\.address) == [0x1000])
             #expect(try image.bindFixups(.regular).map(\.address) == [0x1008])
-            try expectObjdumpAgrees(synthetic, "nodone")
+            try await expectObjdumpAgrees(synthetic, "nodone")
         }
 
-        @Test func lazyDoneSeparatesEntries() throws {
+        @Test func lazyDoneSeparatesEntries() async throws {
             let synthetic = OpcodeImage(lazyBind:
                 [0x71, 0x00, 0x11] + OpcodeBytes.symbol("_first") + [0x90, 0x00]
                     + [0x71, 0x08, 0x12] + OpcodeBytes.symbol("_second") + [0x90, 0x00, 0x00, 0x00, 0x00])
@@ -321,13 +321,13 @@ extension OpcodeTablesTests {
             #expect(binds.map(\.symbolName) == ["_first", "_second"])
             #expect(binds.map(\.libraryOrdinal) == [1, 2])
             #expect(binds.allSatisfy { $0.type == .pointer && $0.stream == .lazy })
-            try expectObjdumpAgrees(synthetic, "lazy")
+            try await expectObjdumpAgrees(synthetic, "lazy")
             // DONE ends the regular stream at once.
             let regular = OpcodeImage(bind: synthetic.lazyBind)
             #expect(try regular.image().bindFixups(.regular).map(\.symbolName) == ["_first"])
         }
 
-        @Test func weakStreamStrongDefinitionsAndWeakImports() throws {
+        @Test func weakStreamStrongDefinitionsAndWeakImports() async throws {
             let synthetic = OpcodeImage(
                 bind: [0x11] + OpcodeBytes.symbol("_maybe", flags: 0x1) + [0x51, 0x71, 0x00, 0x90, 0x00],
                 weakBind: OpcodeBytes.symbol("_strong", flags: 0x8) + OpcodeBytes.symbol("_w") + [0x51, 0x71, 0x18, 0x90, 0x00])
@@ -338,7 +338,7 @@ extension OpcodeTablesTests {
             #expect(weak.last?.address == 0x1018)
             #expect(weak.allSatisfy { $0.libraryOrdinal == BindFixup.ordinalWeakLookup })
             #expect(try image.bindFixups(.regular).first?.flags == .weakImport)
-            try expectObjdumpAgrees(synthetic, "weak")
+            try await expectObjdumpAgrees(synthetic, "weak")
 
             let ordinalInWeak = OpcodeImage(weakBind: [0x11] + OpcodeBytes.symbol("_w") + [0x51, 0x71, 0x00, 0x90])
             #expect(throws: MachOError.self) { try ordinalInWeak.image().bindFixups(.weak) }

@@ -14,15 +14,15 @@ struct StubRootTests {
     /// Plans and writes a stub root for `binaries` into a fresh directory, then checks it
     /// against llvm-objdump and checks every graph, for every architecture, for unbound
     /// imports. Returns the plan and the checks.
-    static func buildAndCheck(_ binaries: [String], arches: [String]?, label: String) throws
+    static func buildAndCheck(_ binaries: [String], arches: [String]?, label: String) async throws
         -> (plan: StubRootPlan, checks: [CompletenessCheck], comparisons: Int)
     {
         let root = try StubRootPaths.temporaryDirectory(label)
         let plan = try StubRootPlan(binaries: binaries, arches: arches, root: root)
-        try plan.write()
+        try await plan.write()
         #expect(plan.unresolved.isEmpty, "\(plan.unresolved)")
         #expect(plan.missingDylibs.isEmpty, "\(plan.missingDylibs)")
-        let comparisons = try StubRootOracle.expectFilesMatchPlan(plan)
+        let comparisons = try await StubRootOracle.expectFilesMatchPlan(plan)
         var checks: [CompletenessCheck] = []
         for binary in binaries {
             for arch in try ImageFile.architectures(path: binary) where arches?.contains(arch) ?? true {
@@ -48,13 +48,13 @@ struct StubRootTests {
         }
     }
 
-    @Test func pillowGraphIsComplete() throws {
+    @Test func pillowGraphIsComplete() async throws {
         let directory = StubRootPaths.corpusFile("graph_arm64_pillow/PIL/.dylibs")
         let bundled = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
         #expect(bundled.count == 18)
         // The two modules reach 12 of the bundled dylibs; the other 6 (libwebp, libavif,
         // lcms2, ...) serve modules the corpus leaves out, so they are roots of their own.
-        let (plan, checks, comparisons) = try Self.buildAndCheck(
+        let (plan, checks, comparisons) = try await Self.buildAndCheck(
             Self.pillow + bundled.map { directory + "/" + $0 }, arches: nil, label: "pillow")
         defer { try? FileManager.default.removeItem(atPath: plan.root) }
         #expect(comparisons > 0)
@@ -75,9 +75,9 @@ struct StubRootTests {
     }
 
     @Test(arguments: ["chained_arm64", "chained_x86_64", "opcodes_x86_64"])
-    func scipyGfortranGraphIsComplete(folder: String) throws {
+    func scipyGfortranGraphIsComplete(folder: String) async throws {
         let binary = StubRootPaths.corpusFile("\(folder)/libgfortran.5.dylib")
-        let (plan, checks, comparisons) = try Self.buildAndCheck([binary], arches: nil, label: folder)
+        let (plan, checks, comparisons) = try await Self.buildAndCheck([binary], arches: nil, label: folder)
         defer { try? FileManager.default.removeItem(atPath: plan.root) }
         #expect(comparisons > 0)
         #expect(plan.stubs.map(\.installName) == ["/usr/lib/libSystem.B.dylib"])
@@ -87,9 +87,9 @@ struct StubRootTests {
     }
 
     @Test(arguments: [nil, ["x86_64"], ["arm64"]] as [[String]?])
-    func fatUniversalGraphsAreComplete(arches: [String]?) throws {
+    func fatUniversalGraphsAreComplete(arches: [String]?) async throws {
         let binaries = ["_cext.cpython-311-darwin.so", "ninja"].map { StubRootPaths.corpusFile("fat_universal2/\($0)") }
-        let (plan, checks, comparisons) = try Self.buildAndCheck(binaries, arches: arches, label: "fat")
+        let (plan, checks, comparisons) = try await Self.buildAndCheck(binaries, arches: arches, label: "fat")
         defer { try? FileManager.default.removeItem(atPath: plan.root) }
         #expect(comparisons > 0)
         #expect(checks.count == 2 * (arches?.count ?? 2))
@@ -101,7 +101,7 @@ struct StubRootTests {
         #expect(libcxx.slices.allSatisfy { $0.exports.contains(StubExport(name: "__ZTISt12length_error", isWeakDefinition: true)) })
     }
 
-    @Test func removedExportIsReportedUnresolved() throws {
+    @Test func removedExportIsReportedUnresolved() async throws {
         let root = try StubRootPaths.temporaryDirectory("removed")
         defer { try? FileManager.default.removeItem(atPath: root) }
         var plan = try StubRootPlan(binaries: Self.pillow, arches: nil, root: root)
@@ -110,7 +110,7 @@ struct StubRootTests {
         plan.stubs[index].slices[0].exports.removeAll { $0 == removed }
         let hostRemoved = try #require(plan.host.slices[0].exports.first)
         plan.host.slices[0].exports.removeFirst()
-        try plan.write()
+        try await plan.write()
         var reported: [CompletenessCheck.Unresolved] = []
         for binary in Self.pillow {
             reported += try CompletenessCheck(binary: binary, arch: "arm64", root: root).unresolved
@@ -120,21 +120,21 @@ struct StubRootTests {
         #expect(reported.allSatisfy { [removed.name, hostRemoved.name].contains($0.symbol) }, "\(reported)")
     }
 
-    @Test func rerunAndOtherRootWriteIdenticalFiles() throws {
+    @Test func rerunAndOtherRootWriteIdenticalFiles() async throws {
         let first = try StubRootPaths.temporaryDirectory("first"), second = try StubRootPaths.temporaryDirectory("second")
         defer {
             try? FileManager.default.removeItem(atPath: first)
             try? FileManager.default.removeItem(atPath: second)
         }
         let plan = try StubRootPlan(binaries: Self.pillow, arches: nil, root: first)
-        try plan.write()
+        try await plan.write()
         let written = try StubRootPaths.files(under: first)
         let bytes = try written.map { try Data(contentsOf: URL(fileURLWithPath: first + "/" + $0)) }
         // The stubs now in the root are recognized as earlier stubs: the same plan again.
         let again = try StubRootPlan(binaries: Self.pillow, arches: nil, root: first)
         #expect(again == plan)
-        try again.write()
-        try StubRootPlan(binaries: Self.pillow, arches: nil, root: second).write()
+        try await again.write()
+        try await StubRootPlan(binaries: Self.pillow, arches: nil, root: second).write()
         #expect(try StubRootPaths.files(under: first) == written)
         #expect(try StubRootPaths.files(under: second) == written)
         for (relative, original) in zip(written, bytes) {
@@ -168,7 +168,7 @@ struct StubRootTests {
         #expect(plan.stubs.map(\.installName) == ["/usr/lib/libSystem.B.dylib"])
     }
 
-    @Test func importsMatchObjdump() throws {
+    @Test func importsMatchObjdump() async throws {
         var comparisons = 0
         for folder in ["chained_arm64", "chained_x86_64", "opcodes_x86_64", "fat_universal2", "graph_arm64_pillow/PIL", "graph_arm64_pillow/PIL/.dylibs"] {
             let directory = StubRootPaths.corpusFile(folder)
@@ -178,7 +178,7 @@ struct StubRootTests {
                 guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
                 for arch in try ImageFile.architectures(path: path) {
                     let image = try ImageFile.load(path: path, arch: arch).image
-                    let want = try StubRootOracle.imports(of: path, arch: arch, chained: image.chainedFixups != nil)
+                    let want = try await StubRootOracle.imports(of: path, arch: arch, chained: image.chainedFixups != nil)
                     #expect(try StubRootOracle.readerImports(of: image) == want, "\(path) \(arch)")
                     #expect(!want.isEmpty, "\(path) \(arch)")
                     comparisons += 1
@@ -188,12 +188,12 @@ struct StubRootTests {
         #expect(comparisons >= 30)
     }
 
-    @Test func genAppIsDeterministic() throws {
+    @Test func genAppIsDeterministic() async throws {
         let out = try StubRootPaths.temporaryDirectory("gen-app")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let tool = StubRootPaths.repoRoot.appendingPathComponent("tools/gen-app").path
         for bundle in ["a", "b"] {
-            _ = try Command.run(tool, ["--dylibs", "10", "--seed", "7", "--out", "\(out)/\(bundle)"])
+            _ = try await Command.run(tool, ["--dylibs", "10", "--seed", "7", "--out", "\(out)/\(bundle)"])
         }
         let files = try StubRootPaths.files(under: "\(out)/a")
         #expect(try StubRootPaths.files(under: "\(out)/b") == files)

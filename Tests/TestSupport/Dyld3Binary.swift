@@ -1,4 +1,5 @@
 import Foundation
+import ProcessRunner
 
 /// The built `dyld3` executable, found as `swift test` lays products out.
 public enum Dyld3Binary {
@@ -28,35 +29,17 @@ public enum Dyld3Binary {
         }
     }
 
-    /// A started process whose output is collected when it ends.
-    public final class Running: @unchecked Sendable {
-        public let process = Process()
-        private let out = Pipe(), err = Pipe()
-
-        public init(_ arguments: [String], as user: User? = nil) throws {
-            if let user {
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-                process.arguments = ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", try Dyld3Binary.path()] + arguments
-            } else {
-                process.executableURL = URL(fileURLWithPath: try Dyld3Binary.path())
-                process.arguments = arguments
-            }
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
-        }
-
-        public func finish() -> Result {
-            let outData = out.fileHandleForReading.readDataToEndOfFile()
-            let errData = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                          stderr: String(decoding: errData, as: UTF8.self))
-        }
+    /// Runs `dyld3 ARGS` to its end (through ``ProcessRunner``).
+    public static func run(_ arguments: [String]) async throws -> Result {
+        try await run(arguments, while: { _ in })
     }
 
-    public static func run(_ arguments: [String]) throws -> Result {
-        try Running(arguments).finish()
+    /// Runs `dyld3 ARGS` with `body` alongside it (which may kill it); returns when both end.
+    public static func run(
+        _ arguments: [String], while body: (ProcessRunner.RunningProcess) async throws -> Void
+    ) async throws -> Result {
+        let result = try await ProcessRunner.run(try path(), arguments, error: .captured, while: body)
+        return Result(status: result.status, stdout: result.output, stderr: result.error)
     }
 
     /// Another user to run as (`setpriv --reuid --regid --clear-groups`): ownership tests run
@@ -75,17 +58,20 @@ public enum Dyld3Binary {
     }
 
     /// Runs `dyld3 arguments` as `user`.
-    public static func run(_ arguments: [String], as user: User) throws -> Result {
-        try Running(arguments, as: user).finish()
+    public static func run(_ arguments: [String], as user: User) async throws -> Result {
+        let result = try await ProcessRunner.run(
+            "/usr/bin/setpriv", ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", try path()] + arguments,
+            error: .captured, while: { _ in })
+        return Result(status: result.status, stdout: result.output, stderr: result.error)
     }
 
     /// `dyld3 launch APP --mode auto --json` with the app's root and `cache`.
-    public static func launchAuto(_ app: FixtureApp, cache: String) throws -> Result {
-        try run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "auto", "--json"])
+    public static func launchAuto(_ app: FixtureApp, cache: String) async throws -> Result {
+        try await run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "auto", "--json"])
     }
 
     /// `dyld3 verify --cache CACHE [--json]`.
-    public static func verify(_ cache: String, json: Bool = false) throws -> Result {
-        try run(["verify", "--cache", cache] + (json ? ["--json"] : []))
+    public static func verify(_ cache: String, json: Bool = false) async throws -> Result {
+        try await run(["verify", "--cache", cache] + (json ? ["--json"] : []))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import MachOInspect
 import MachOReader
+import ProcessRunner
 
 /// Where tests find the repository, the shared corpus and the built fixtures.
 public enum Paths {
@@ -31,24 +32,15 @@ public enum Oracle {
     }
 
     /// `llvm-objdump --macho ARGS`; stdout on success, a thrown failure otherwise.
-    public static func objdump(_ arguments: [String]) throws -> String {
+    public static func objdump(_ arguments: [String]) async throws -> String {
         guard FileManager.default.isExecutableFile(atPath: Paths.objdump) else {
             throw Failure(description: "\(Paths.objdump) is missing: run tools/bootstrap")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Paths.objdump)
-        process.arguments = ["--macho"] + arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "llvm-objdump \(arguments) failed: \(String(decoding: errData, as: UTF8.self))")
+        let result = try await ProcessRunner.run(Paths.objdump, ["--macho"] + arguments, error: .captured)
+        guard result.succeeded else {
+            throw Failure(description: "llvm-objdump \(arguments) failed: \(result.error)")
         }
-        return String(decoding: data, as: UTF8.self)
+        return result.output
     }
 
     /// Lines with runs of blanks collapsed and ends trimmed: the only differences allowed.
@@ -96,11 +88,11 @@ public enum Corpus {
 
 /// Compares `dyld3 inspect`'s text with llvm-objdump's for one file, flag and arch choice.
 /// Returns a description of the first difference, or nil when they agree.
-public func inspectDifference(path: String, table: InspectTable, arch: String?) throws -> String? {
+public func inspectDifference(path: String, table: InspectTable, arch: String?) async throws -> String? {
     var arguments = [table.flag]
     if let arch { arguments.append("--arch=\(arch)") }
     arguments.append(path)
-    let expected = Oracle.normalized(try Oracle.objdump(arguments))
+    let expected = Oracle.normalized(try await Oracle.objdump(arguments))
     let actual = Oracle.normalized(
         try ObjdumpReport.render(path: path, bytes: try Corpus.bytes(path), tables: [table], arch: ArchSelection(arch)))
     for index in 0..<max(expected.count, actual.count) {

@@ -10,25 +10,25 @@ enum StubRootOracle {
     /// type, a stub's install name, and the exports trie (names and weak flags) of every
     /// slice. The host also exports `__mh_execute_header`, which the linker adds to every
     /// executable. Returns the number of comparisons made.
-    static func expectFilesMatchPlan(_ plan: StubRootPlan) throws -> Int {
+    static func expectFilesMatchPlan(_ plan: StubRootPlan) async throws -> Int {
         var comparisons = 0
         let images = plan.stubs.map { (path: $0.path, slices: $0.slices, installName: Optional($0.installName)) }
             + [(path: plan.host.path, slices: plan.host.slices, installName: nil)]
         for image in images {
-            let archs = try Command.run("/usr/lib/llvm-19/bin/llvm-lipo", ["-archs", image.path])
+            let archs = try await Command.run("/usr/lib/llvm-19/bin/llvm-lipo", ["-archs", image.path])
             #expect(archs.split(whereSeparator: \.isWhitespace).map(String.init).sorted() == image.slices.map(\.arch), "\(image.path)")
             comparisons += 1
             for slice in image.slices {
-                let header = try Command.objdump(["--private-header", "--arch=\(slice.arch)", image.path])
+                let header = try await Command.objdump(["--private-header", "--arch=\(slice.arch)", image.path])
                 #expect(header.contains(image.installName == nil ? " EXECUTE " : " DYLIB "), "\(image.path) \(slice.arch)")
                 if let installName = image.installName {
-                    let id = try Command.objdump(["--dylib-id", "--arch=\(slice.arch)", image.path])
+                    let id = try await Command.objdump(["--dylib-id", "--arch=\(slice.arch)", image.path])
                     #expect(id.split(separator: "\n").last.map(String.init) == installName, "\(image.path) \(slice.arch)")
                     comparisons += 1
                 }
                 var expected = slice.exports
                 if image.installName == nil { expected.append(StubExport(name: "__mh_execute_header", isWeakDefinition: false)) }
-                let listed = try exports(["--exports-trie", "--arch=\(slice.arch)", image.path])
+                let listed = try await exports(["--exports-trie", "--arch=\(slice.arch)", image.path])
                 #expect(listed == expected.sorted(), "\(image.path) \(slice.arch)")
                 comparisons += 2
             }
@@ -37,8 +37,8 @@ enum StubRootOracle {
     }
 
     /// The exports llvm-objdump lists, sorted by name.
-    private static func exports(_ arguments: [String]) throws -> [StubExport] {
-        try Command.objdump(arguments).split(separator: "\n").compactMap { line -> StubExport? in
+    private static func exports(_ arguments: [String]) async throws -> [StubExport] {
+        try await Command.objdump(arguments).split(separator: "\n").compactMap { line -> StubExport? in
             guard line.hasPrefix("0x"), let space = line.firstIndex(of: " ") else { return nil }
             var name = line[space...].trimmingCharacters(in: .whitespaces)
             let weak = name.hasSuffix(" [weak_def]")
@@ -50,11 +50,11 @@ enum StubRootOracle {
     /// The imports of one slice as llvm-objdump lists them, as "library symbol" lines: the
     /// chained import table (library as the ordinal number), or the bind, lazy-bind and
     /// weak-bind tables (library as objdump's short name, "weak" for the weak-bind table).
-    static func imports(of path: String, arch: String, chained: Bool) throws -> Set<String> {
+    static func imports(of path: String, arch: String, chained: Bool) async throws -> Set<String> {
         var rows = Set<String>()
         if chained {
             var ordinal: String?
-            for line in try Command.objdump(["--chained-fixups", "--arch=\(arch)", path]).split(separator: "\n") {
+            for line in try await Command.objdump(["--chained-fixups", "--arch=\(arch)", path]).split(separator: "\n") {
                 let fields = line.split(whereSeparator: \.isWhitespace).map(String.init)
                 if fields.first == "lib_ordinal", fields.count >= 3 { ordinal = fields[2] }
                 if fields.first == "name_offset", fields.count >= 4, let library = ordinal {
@@ -67,7 +67,7 @@ enum StubRootOracle {
         // (table flag, field of the library or nil for the weak-bind table, field of the symbol)
         let tables: [(String, Int?, Int)] = [("--bind", 5, 6), ("--lazy-bind", 3, 4), ("--weak-bind", nil, 5)]
         for (flag, libraryField, symbolField) in tables {
-            for line in try Command.objdump([flag, "--arch=\(arch)", path]).split(separator: "\n") {
+            for line in try await Command.objdump([flag, "--arch=\(arch)", path]).split(separator: "\n") {
                 let fields = line.split(whereSeparator: \.isWhitespace).map(String.init)
                 guard fields.count > symbolField, fields[0].hasPrefix("__") else { continue }
                 rows.insert("\(libraryField.map { fields[$0] } ?? "weak") \(fields[symbolField])")

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessRunner
 import TestSupport
 
 /// Where the stub-root tests find the repository, the corpus and the tools.
@@ -36,24 +37,16 @@ enum Command {
         let description: String
     }
 
-    static func run(_ tool: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            throw Failure(description: "\(tool) \(arguments.joined(separator: " ")) failed:\n\(output)")
+    static func run(_ tool: String, _ arguments: [String]) async throws -> String {
+        let result = try await ProcessRunner.run(tool, arguments, error: .mergedIntoOutput)
+        guard result.succeeded else {
+            throw Failure(description: "\(tool) \(arguments.joined(separator: " ")) failed:\n\(result.output)")
         }
-        return output
+        return result.output
     }
 
     /// `llvm-objdump-19 --macho ARGS`, the oracle.
-    static func objdump(_ arguments: [String]) throws -> String {
-        try run(StubRootPaths.objdump, ["--macho"] + arguments)
+    static func objdump(_ arguments: [String]) async throws -> String {
+        try await run(StubRootPaths.objdump, ["--macho"] + arguments)
     }
 }

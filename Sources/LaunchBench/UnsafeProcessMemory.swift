@@ -1,0 +1,32 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The bench's only system calls about its own process: the page size, reading a /proc
+/// file, and the peak RSS. ``ProcessMemory`` is the safe side.
+enum UnsafeProcessMemory {
+    /// The host's page size.
+    static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+
+    /// The bytes of a /proc file, read to its end (its reported size is 0); [] if it
+    /// cannot be opened.
+    static func contents(ofProcFile path: String) -> [UInt8] {
+        guard let file = fopen(path, "r") else { return [] }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+            if count == 0 { break }
+            bytes += chunk[..<count]
+        }
+        return bytes
+    }
+
+    /// This process's peak RSS in kB (getrusage).
+    static func maxRSSKilobytes() -> Int {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return usage.ru_maxrss
+    }
+}

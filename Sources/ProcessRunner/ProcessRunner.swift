@@ -1,0 +1,213 @@
+import Subprocess
+import SystemPackage
+
+/// The project's one way to start another program: the toolchain behind stub roots, the
+/// bench's `cc`, `tools/gen-app` and glibc harness, and `dyld3` or `llvm-objdump` in tests.
+///
+/// A thin async layer over swift-subprocess (1.0.2). Everything is `async` and waits
+/// without blocking a thread: swift-subprocess watches children through pidfds on its own
+/// monitor thread and reads pipes through epoll, so many children can run at once from the
+/// cooperative pool. Nothing here blocks a pool thread on async work.
+///
+/// Three shapes:
+/// - ``run(_:_:error:)``: run to the end, collect stdout (and stderr), return the status.
+/// - ``run(_:_:error:while:)``: the same, with a closure that runs while the child does
+///   and can kill it (a process killed mid-write).
+/// - ``session(_:_:errorFile:_:)``: an interactive child, line by line over its stdin and
+///   stdout (the glibc harness: send a command, read its answer).
+///
+/// Exit statuses are shell-style: the exit code, or 128 + the signal number when killed.
+public enum ProcessRunner {
+    /// Where a child's stderr goes.
+    public enum ErrorOutput: Sendable {
+        /// Collected into ``Result/error``.
+        case captured
+        /// Into the same pipe as stdout, in order (`2>&1`): ``Result/output`` holds both.
+        case mergedIntoOutput
+        /// Into a file, created or truncated (mode 0644); ``Result/error`` is empty.
+        case file(String)
+    }
+
+    /// A finished child.
+    public struct Result: Sendable {
+        /// The program and its arguments, space-separated (for messages).
+        public let command: String
+        public let processIdentifier: Int32
+        /// The exit code, or 128 + the signal number when a signal ended it.
+        public let status: Int32
+        /// Everything it wrote to stdout (UTF-8, invalid bytes replaced).
+        public let output: String
+        /// Everything it wrote to stderr when ``ErrorOutput/captured``, "" otherwise.
+        public let error: String
+
+        public var succeeded: Bool { status == 0 }
+    }
+
+    /// A child could not be started, or its pipes failed.
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public let description: String
+        public init(_ description: String) { self.description = description }
+    }
+
+    /// A child still running, handed to the closure of ``run(_:_:error:while:)``.
+    /// Valid only inside that closure.
+    public struct RunningProcess {
+        public let processIdentifier: Int32
+        fileprivate let sendKill: () -> Void
+
+        /// Sends SIGKILL. A child that has already exited is left alone (no error).
+        public func kill() { sendKill() }
+    }
+
+    /// Runs `executable` (a path) with `arguments` to its end, no stdin.
+    public static func run(
+        _ executable: String, _ arguments: [String], error: ErrorOutput = .captured
+    ) async throws(Failure) -> Result {
+        try await run(executable, arguments, error: error, while: { _ in })
+    }
+
+    /// Runs `executable` with `arguments`, no stdin, and `body` alongside it; returns once
+    /// both have ended. stdout (and stderr) are collected as by ``run(_:_:error:)``.
+    public static func run(
+        _ executable: String, _ arguments: [String], error: ErrorOutput = .captured,
+        while body: (RunningProcess) async throws -> Void
+    ) async throws(Failure) -> Result {
+        let command = commandLine(executable, arguments)
+        do {
+            switch error {
+            case .captured:
+                let result = try await Subprocess.run(
+                    .path(FilePath(executable)), arguments: Arguments(arguments),
+                    input: .none, output: .bytes(limit: .max), error: .bytes(limit: .max)
+                ) { execution in try await body(running(execution)) }
+                return Result(command: command, processIdentifier: result.processIdentifier.value,
+                              status: status(result.terminationStatus),
+                              output: text(result.standardOutput), error: text(result.standardError))
+            case .mergedIntoOutput:
+                let result = try await Subprocess.run(
+                    .path(FilePath(executable)), arguments: Arguments(arguments),
+                    input: .none, output: .bytes(limit: .max), error: .combinedWithOutput
+                ) { execution in try await body(running(execution)) }
+                return Result(command: command, processIdentifier: result.processIdentifier.value,
+                              status: status(result.terminationStatus), output: text(result.standardOutput), error: "")
+            case let .file(path):
+                let result = try await Subprocess.run(
+                    .path(FilePath(executable)), arguments: Arguments(arguments),
+                    input: .none, output: .bytes(limit: .max), error: try errorFile(path)
+                ) { execution in try await body(running(execution)) }
+                return Result(command: command, processIdentifier: result.processIdentifier.value,
+                              status: status(result.terminationStatus), output: text(result.standardOutput), error: "")
+            }
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure("\(command): \(error)")
+        }
+    }
+
+    /// An interactive child: its stdin and stdout are pipes, its stderr goes to a file.
+    /// Valid only inside the closure of ``session(_:_:errorFile:_:)``.
+    public final class Session {
+        /// The program and its arguments, space-separated (for messages).
+        public let command: String
+        /// Where its stderr goes.
+        public let errorFile: String
+        private let input: StandardInputWriter
+        private var lines: SubprocessOutputSequence.StringSequence<UTF8>.AsyncIterator
+        private var inputOpen = true
+
+        fileprivate init(command: String, errorFile: String, input: StandardInputWriter,
+                         lines: SubprocessOutputSequence.StringSequence<UTF8>.AsyncIterator) {
+            self.command = command
+            self.errorFile = errorFile
+            self.input = input
+            self.lines = lines
+        }
+
+        /// Sends one line (a newline is added) to the child's stdin.
+        public func send(_ line: String) async throws(Failure) {
+            do {
+                _ = try await input.write(Array((line + "\n").utf8))
+            } catch {
+                throw Failure("\(command): cannot write to its stdin: \(error)")
+            }
+        }
+
+        /// Closes the child's stdin (end of input).
+        public func closeInput() async throws(Failure) {
+            guard inputOpen else { return }
+            inputOpen = false
+            do {
+                try await input.finish()
+            } catch {
+                throw Failure("\(command): cannot close its stdin: \(error)")
+            }
+        }
+
+        /// The next line of the child's stdout without its line break; nil at end of output.
+        public func readLine() async throws(Failure) -> String? {
+            do {
+                return try await lines.next()
+            } catch {
+                throw Failure("\(command): cannot read its stdout: \(error)")
+            }
+        }
+    }
+
+    /// Starts `executable` with `arguments` and runs `body` with its session. When `body`
+    /// returns, stdin is closed and the child is waited for; returns `body`'s value and the
+    /// child's status.
+    public static func session<Value: Sendable>(
+        _ executable: String, _ arguments: [String], errorFile: String,
+        _ body: (Session) async throws -> Value
+    ) async throws -> (value: Value, status: Int32) {
+        let command = commandLine(executable, arguments)
+        let result: ExecutionResult<Value, SequenceOutput, FileDescriptorOutput>
+        do {
+            result = try await Subprocess.run(
+                .path(FilePath(executable)), arguments: Arguments(arguments),
+                input: .inputWriter, output: .sequence, error: try Self.errorFile(errorFile)
+            ) { execution in
+                let session = Session(command: command, errorFile: errorFile, input: execution.standardInputWriter,
+                                      lines: execution.standardOutput.strings(bufferingPolicy: .unbounded).makeAsyncIterator())
+                let value = try await body(session)
+                try await session.closeInput()
+                return value
+            }
+        } catch let error as SubprocessError {
+            throw Failure("\(command): \(error)")
+        }
+        return (result.closureResult, status(result.terminationStatus))
+    }
+
+    // MARK: - Conversions
+
+    private static func running<I, O, E>(_ execution: Execution<I, O, E>) -> RunningProcess {
+        RunningProcess(processIdentifier: execution.processIdentifier.value,
+                       sendKill: { try? execution.send(signal: .kill) })
+    }
+
+    private static func errorFile(_ path: String) throws(Failure) -> FileDescriptorOutput {
+        do {
+            let descriptor = try FileDescriptor.open(
+                FilePath(path), .writeOnly, options: [.create, .truncate, .closeOnExec],
+                permissions: [.ownerReadWrite, .groupRead, .otherRead])
+            return .fileDescriptor(descriptor, closeAfterSpawningProcess: true)
+        } catch {
+            throw Failure("\(path): cannot be opened for a child's stderr: \(error)")
+        }
+    }
+
+    private static func status(_ termination: TerminationStatus) -> Int32 {
+        switch termination {
+        case let .exited(code): code
+        case let .signaled(signal): 128 + signal
+        }
+    }
+
+    private static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+    private static func commandLine(_ executable: String, _ arguments: [String]) -> String {
+        ([executable] + arguments).joined(separator: " ")
+    }
+}
