@@ -26,30 +26,33 @@ struct SymbolLookup {
     }
 
     /// The definition `name` resolves to in image `index` itself or, failing that, in the
-    /// dylibs it re-exports.
+    /// dylibs it re-exports: a trie re-export entry is followed into the dylib its ordinal
+    /// names (under the imported name), otherwise the `LC_REEXPORT_DYLIB` dylibs are searched
+    /// depth-first in load-command order (dyld4 `Loader::hasExportedSymbol`, `staticLink`).
+    /// Each image is searched once; the walk keeps its own stack, not the call stack.
     mutating func find(_ name: String, in index: Int) throws(LoadError) -> BindTarget? {
         var visited = Set<Int>()
-        return try find(name, in: index, visited: &visited)
-    }
-
-    private mutating func find(_ name: String, in index: Int, visited: inout Set<Int>) throws(LoadError) -> BindTarget? {
-        guard visited.insert(index).inserted else { return nil }
-        if let symbol = try exported(name, by: index) {
-            switch symbol.definition {
-            case let .image(offset):
-                return symbol.kind == .absolute ? .absolute(offset) : .image(index, offset: offset)
-            case let .stubAndResolver(stubOffset, _):
-                return .image(index, offset: stubOffset)
-            case let .functionVariant(defaultOffset, _):
-                return .image(index, offset: defaultOffset)
-            case let .reexport(ordinal, importedName):
-                guard let target = graph.target(of: ordinal, in: index) else { return nil }
-                return try find(importedName.isEmpty ? name : importedName, in: target, visited: &visited)
+        var pending: [(name: String, index: Int)] = [(name, index)]
+        while let (name, index) = pending.popLast() {
+            guard visited.insert(index).inserted else { continue }
+            if let symbol = try exported(name, by: index) {
+                switch symbol.definition {
+                case let .image(offset):
+                    return symbol.kind == .absolute ? .absolute(offset) : .image(index, offset: offset)
+                case let .stubAndResolver(stubOffset, _):
+                    return .image(index, offset: stubOffset)
+                case let .functionVariant(defaultOffset, _):
+                    return .image(index, offset: defaultOffset)
+                case let .reexport(ordinal, importedName):
+                    // This image's answer is the target's; nothing else of this image is searched.
+                    if let target = graph.target(of: ordinal, in: index) {
+                        pending.append((importedName.isEmpty ? name : importedName, target))
+                    }
+                    continue
+                }
             }
-        }
-        for edge in graph.nodes[index].dependencies where edge.kind == .reexport {
-            if let target = edge.target, let found = try find(name, in: target, visited: &visited) {
-                return found
+            for edge in graph.nodes[index].dependencies.reversed() where edge.kind == .reexport {
+                if let target = edge.target { pending.append((name, target)) }
             }
         }
         return nil
