@@ -27,6 +27,7 @@ CLANG = os.environ.get("FIXTURE_CLANG", "/opt/swift/usr/bin/clang")
 LD64 = "/usr/lib/llvm-19/bin/ld64.lld"
 LDELF = "/usr/lib/llvm-19/bin/ld.lld"
 OBJCOPY = "/usr/lib/llvm-19/bin/llvm-objcopy"
+NM = "/usr/lib/llvm-19/bin/llvm-nm"
 ELF_INTERPRETER = "/lib64/ld-linux-x86-64.so.2"
 
 ARCHS = ("x86_64", "arm64")
@@ -46,6 +47,7 @@ IMAGE_KINDS = ("executable", "framework", "dylib", "bundle")
 LC_LOAD_DYLIB = 0xC
 LC_LOAD_UPWARD_DYLIB = 0x80000023
 LC_CODE_SIGNATURE = 0x1D
+MH_WEAK_DEFINES = 0x8000
 
 
 class FixtureError(Exception):
@@ -386,7 +388,7 @@ class AppBuild:
         ensure_dir(os.path.dirname(out))
         if self.layout.arch == ELF:
             argv, extra_deps = self.elf_link_argv(image, obj_files, dep_files, out, provisional)
-            deps += extra_deps
+            deps += extra_deps + [self.coalescing_job()]
             action = None
         else:
             argv = self.macho_link_argv(image, obj_files, dep_files, out, provisional)
@@ -487,8 +489,41 @@ class AppBuild:
                     extra_deps.append("ld:%s" % file)
                     runpath.append(os.path.dirname(file))
         argv += ["-rpath", ":".join(dict.fromkeys(runpath))]
+        argv += ["--version-script=" + self.export_map(image)]
         argv += ["-o", out]
         return argv, extra_deps
+
+    # -- weak coalescing in the twin
+
+    def export_map(self, image):
+        return os.path.join(self.layout.obj, ELF, self.app.name, "exports", "%d.map" % image.id)
+
+    def coalescing_job(self):
+        """One job per app: reads every image's ELF objects (llvm-nm), runs the coalescing
+        model and writes each image's version script. An image that would carry no
+        MH_WEAK_DEFINES keeps the names that are weakly defined elsewhere out of its
+        dynamic symbol table: dyld's coalescing never looks at it, and with them hidden
+        neither does ld.so's global lookup (LD_DYNAMIC_WEAK=1 then makes a non-weak
+        definition win over earlier weak ones, as dyld does among the images that take part)."""
+        deps, files = [], {}
+        for img in self.app.images:
+            jobs, objs = self.objects(img, img.defines)
+            deps += jobs
+            files[img.name] = objs
+
+        def write_maps():
+            model = CoalescingModel(self.app, read_definitions(files), self.load_order)
+            with open(coalescing_file(self.layout, self.app), "w") as f:
+                json.dump(model.summary(), f, indent=1, sort_keys=True)
+            for img in self.app.images:
+                hidden = sorted(n[1:] for n in model.hidden_names(img.name))
+                text = "{\n  global: *;\n" + ("  local:\n" + "".join("    %s;\n" % n for n in hidden) if hidden else "") + "};\n"
+                path = self.export_map(img)
+                ensure_dir(os.path.dirname(path))
+                with open(path, "w") as f:
+                    f.write(text)
+
+        return self.graph.add("coalescing:%s" % self.layout.bundle(self.app), deps, action=write_maps)
 
     def harness(self):
         if self.init_order:
@@ -682,28 +717,116 @@ class LoadModel:
         return edges
 
     def init_order(self):
-        """Image names in initializer order: depth-first post-order from the main executable,
-        dependencies in load-command order, upward links and missing weak dylibs skipped,
-        each image once (cycles end at an image already being visited)."""
-        order, edges = self.load()
+        """Image names in initializer order, as dyld4's runInitializersBottomUpPlusUpwardLinks
+        (dyld-852 processInitializers, dyld3 computeInitOrder agree): bottom up from the main
+        executable, an image's non-upward dependencies first (load-command order, missing
+        weak dylibs skipped), each image once, marked when entered (a cycle ends at an image
+        being visited). An upward dependency is only set aside; after the main executable's
+        own initializers, the images set aside are initialized bottom up in the order they
+        were set aside, their own upward links set aside for the next round, until none is
+        left. Iterative (an explicit stack)."""
+        _, edges = self.load()
         visited = set()
         result = []
 
-        def visit(name):
-            if name in visited:
+        def bottom_up(start, dangling):
+            if start in visited:
                 return
-            visited.add(name)
-            for link in self.app.by_name[name].links:
-                if link.kind == "upward" or (name, link.image) not in edges:
-                    continue
-                visit(link.image)
-            result.append(name)
+            visited.add(start)
+            stack = [(start, iter(self.app.by_name[start].links))]
+            while stack:
+                name, links = stack[-1]
+                link = next(links, None)
+                if link is None:
+                    stack.pop()
+                    result.append(name)
+                elif (name, link.image) not in edges:
+                    continue  # a missing weak dylib
+                elif link.kind == "upward":
+                    if link.image not in dangling:
+                        dangling.append(link.image)
+                elif link.image not in visited:
+                    visited.add(link.image)
+                    stack.append((link.image, iter(self.app.by_name[link.image].links)))
 
-        visit(self.app.executable.name)
-        # Upward-linked images no regular path reached are initialized afterwards, in load order.
-        for img, _ in order:
-            visit(img.name)
+        dangling = []
+        bottom_up(self.app.executable.name, dangling)
+        while dangling:
+            later = []
+            for name in dangling:
+                bottom_up(name, later)
+            dangling = later
         return result
+
+
+class CoalescingModel:
+    """dyld's weak-definition coalescing from first principles, over the definitions the
+    compiler emitted (the ELF objects' symbol tables: weak or not).
+
+    An image takes part only if it carries MH_WEAK_DEFINES, i.e. defines some weak symbol
+    (dyld4 Loader::resolveSymbol looks at a loader only if hasWeakDefs). Among the images
+    that take part, in load order, the first non-weak definition of a name wins, else the
+    first weak one. (Not modelled: lld also sets MH_WEAK_DEFINES on an image whose
+    non-weak definition overrides a weak one in a dylib it links against; no fixture does
+    that, and verify_macho_flags checks the flag on every built image.)
+    """
+
+    def __init__(self, app, definitions, load_order):
+        self.app = app
+        self.definitions = definitions  # image name -> {"weak": set, "strong": set} ("_"-prefixed)
+        names = [img.name for img, _ in load_order] if load_order else [img.name for img in app.images]
+        self.order = [n for n in dict.fromkeys(names)]
+        self.participants = [n for n in self.order if definitions.get(n, {}).get("weak")]
+        self.coalesced = set()
+        for n in self.participants:
+            self.coalesced |= definitions[n]["weak"]
+
+    def winner(self, symbol):
+        first_weak = None
+        for n in self.participants:
+            d = self.definitions[n]
+            if symbol in d["strong"]:
+                return n
+            if symbol in d["weak"] and first_weak is None:
+                first_weak = n
+        return first_weak
+
+    def hidden_names(self, image):
+        """Names image defines that coalescing must not see: all of its definitions of
+        coalesced names when it takes no part."""
+        if image in self.participants:
+            return set()
+        return self.definitions.get(image, {}).get("strong", set()) & self.coalesced
+
+    def summary(self):
+        return {"participants": self.participants,
+                "winners": {sym: self.winner(sym) for sym in sorted(self.coalesced)}}
+
+
+def coalescing_file(layout, app):
+    return os.path.join(layout.obj, ELF, app.name, "coalescing.json")
+
+
+def read_definitions(files):
+    """{image name: {"weak": names, "strong": names}} of the global definitions in each
+    image's ELF objects (llvm-nm), names with the Mach-O leading underscore."""
+    out = {}
+    for image, objs in files.items():
+        proc = subprocess.run([NM, "--defined-only", "--extern-only", "--format=posix"] + objs,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0:
+            raise FixtureError("llvm-nm failed:\n%s" % proc.stdout)
+        weak, strong = set(), set()
+        for line in proc.stdout.splitlines():
+            words = line.split()
+            if len(words) < 2 or line.endswith(":"):
+                continue
+            name, kind = words[0], words[1]
+            if name.startswith("fixture_twin_init_"):
+                continue  # the twin's own initializer entry
+            (weak if kind in ("W", "V") else strong).add("_" + name)
+        out[image] = {"weak": weak, "strong": strong}
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -754,7 +877,9 @@ def check_root_collisions(apps):
 def run_elf_twin(layout, app):
     """Runs the ELF twin; returns {"result": N, "initIds": [...]} or {"stderr": text}."""
     exe = layout.shipped_file(app, app.executable.path)
-    env = {"PATH": "/usr/bin:/bin", "LD_BIND_NOW": "1"}
+    # LD_DYNAMIC_WEAK: ld.so keeps looking past a weak definition for a non-weak one (glibc
+    # do_lookup_x), which is dyld's rule among the images that take part in coalescing.
+    env = {"PATH": "/usr/bin:/bin", "LD_BIND_NOW": "1", "LD_DYNAMIC_WEAK": "1"}
     proc = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=30)
     if proc.returncode != 0:
         return {"exit": proc.returncode, "stderr": proc.stderr.strip()}
@@ -823,6 +948,13 @@ def verify_app(layout, app):
         return failures
     if twin["result"] != expect.get("result"):
         failures.append("%s: ELF twin returns %d, manifest expects %s" % (where, twin["result"], expect.get("result")))
+    if "coalesced" in expect:
+        with open(coalescing_file(layout, app)) as f:
+            winners = json.load(f)["winners"]
+        for symbol, image in sorted(expect["coalesced"].items()):
+            if winners.get(symbol) != image:
+                failures.append("%s: the coalescing model binds %s to %s, manifest says %s" % (
+                    where, symbol, winners.get(symbol), image))
     if "initOrder" in expect:
         names = {img.id: img.name for img in app.images}
         twin_order = [names.get(i, "?%d" % i) for i in twin.get("initIds", [])]
@@ -832,4 +964,24 @@ def verify_app(layout, app):
             failures.append("%s: dyld model's init order %s, manifest says %s" % (where, modeled, expect["initOrder"]))
         if twin_order != expect["initOrder"]:
             failures.append("%s: ELF twin's init log %s, manifest says %s" % (where, twin_order, expect["initOrder"]))
+    return failures
+
+
+def verify_weak_defines(macho_layout, elf_layout, app):
+    """The coalescing model's premise, checked on the built Mach-O images: an image carries
+    MH_WEAK_DEFINES exactly when the model lets it take part in coalescing."""
+    with open(coalescing_file(elf_layout, app)) as f:
+        participants = set(json.load(f)["participants"])
+    failures = []
+    for img in app.images:
+        if not img.ship:
+            continue
+        path = macho_layout.shipped_file(app, img.path)
+        with open(path, "rb") as f:
+            header = f.read(32)
+        flags = struct.unpack_from("<I", header, 24)[0]
+        if bool(flags & MH_WEAK_DEFINES) != (img.name in participants):
+            failures.append("%s [%s]: %s %s MH_WEAK_DEFINES but the coalescing model says it %s part" % (
+                app.name, macho_layout.bundle_key, img.name, "has" if flags & MH_WEAK_DEFINES else "lacks",
+                "takes" if img.name in participants else "takes no"))
     return failures

@@ -3,8 +3,8 @@ import MachOReader
 
 /// dyld2's symbol lookup, by name, in the export tries of the images of one launch:
 /// two-level (by library ordinal, following re-exports), flat (every image in load
-/// order) and weak-definition coalescing (the first definition in load order, a non-weak
-/// one preferred). Tries are parsed once per launch; nothing survives the launch.
+/// order) and weak-definition coalescing (over the images with `MH_WEAK_DEFINES`: the
+/// first non-weak definition in load order, else the first weak one). Tries are parsed once per launch; nothing survives the launch.
 struct SymbolLookup {
     let graph: DependencyGraph
     private var tries: [ExportTrie?]
@@ -115,13 +115,18 @@ struct SymbolLookup {
         return nil
     }
 
-    /// Weak-definition coalescing: the first non-weak definition of `name` in load order,
-    /// else the first weak one. Every weak bind of `name` in every image goes there.
+    /// Weak-definition coalescing, over the images that carry `MH_WEAK_DEFINES` only: the
+    /// first non-weak definition of `name` among them in load order, else the first weak
+    /// one. A definition in an image without the flag takes no part, however early it
+    /// loads. Each image looks in its own export trie only (re-exports are not followed).
+    /// Every weak bind of `name` in every image goes to the winner. dyld4:
+    /// `Loader::resolveSymbol` (`BIND_SPECIAL_DYLIB_WEAK_LOOKUP`, `if (ldr->hasWeakDefs)`);
+    /// dyld-852: `MachOAnalyzerSet::mas_fromImageWeakDefLookup`, `ImageLoader::weakBind`.
     mutating func findCoalesced(_ name: String) throws(LoadError) -> BindTarget? {
         if let known = coalesced[name] { return known }
         var firstWeak: BindTarget?
         var winner: BindTarget?
-        for index in graph.nodes.indices {
+        for index in graph.nodes.indices where graph.nodes[index].hasWeakDefs {
             guard let symbol = try exported(name, by: index), let offset = symbol.imageOffset else { continue }
             let target: BindTarget = symbol.kind == .absolute ? .absolute(offset) : .image(index, offset: offset)
             if !symbol.isWeakDefinition { winner = target; break }

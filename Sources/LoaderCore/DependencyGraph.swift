@@ -23,6 +23,9 @@ public struct DependencyGraph: Sendable {
 
         public var path: String { file.path }
         public var image: MachOImage { file.image }
+        /// Whether the image carries `MH_WEAK_DEFINES`: only such images take part in weak
+        /// coalescing (dyld4 `Loader::hasWeakDefs`, dyld-852 `ImageLoaderMachO::hasCoalescedExports`).
+        public var hasWeakDefs: Bool { file.image.header.flags.contains(.weakDefines) }
     }
 
     /// A dependency as named by a load command, and what it resolved to.

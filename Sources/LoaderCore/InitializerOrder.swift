@@ -1,25 +1,73 @@
-/// The order in which images' initializers run, as dyld decides it: an image's
-/// dependencies (not its upward links) are initialized before it, depth-first in
-/// load-command order; images reached only through upward links are initialized after the
-/// image that named them has finished. Each image runs once, cycles included.
+/// The order in which images' initializers run, as dyld decides it (dyld4
+/// `Loader::runInitializersBottomUpPlusUpwardLinks`; dyld-852 `ImageLoader::processInitializers`
+/// and dyld3 `ClosureBuilder::computeInitOrder` agree):
+///
+/// * bottom up from each root: an image's non-upward dependencies are initialized first,
+///   depth-first in load-command order, then the image itself; an image is marked visited
+///   when it is entered, so a dependency cycle ends at the image already being visited;
+/// * an upward dependency is not followed where it is named but set aside (once); after
+///   the root's own initializers have run, the images set aside are initialized bottom up
+///   in the order they were set aside, and the upward links found while doing so are set
+///   aside for the next round, until none is left (dyld-852 `processInitializers` repeats
+///   until no upward dependency remains). An image also reached through an ordinary link
+///   is initialized where that link puts it.
+///
+/// The walk is iterative: graph depth costs heap, not stack.
 public enum InitializerOrder {
     /// Node indices in the order their initializers run; `roots` (host, then app) drive it.
     public static func compute(_ graph: DependencyGraph) -> [Int] {
-        var order: [Int] = []
-        var visited = Set<Int>()
-        func initialize(_ node: Int) {
-            guard visited.insert(node).inserted else { return }
-            var upward: [Int] = []
-            for edge in graph.nodes[node].dependencies {
-                guard let target = edge.target else { continue }
-                if edge.kind == .upward { upward.append(target) } else { initialize(target) }
-            }
-            order.append(node)
-            for target in upward { initialize(target) }
-        }
-        for root in 0..<graph.rootCount { initialize(root) }
+        var walk = BottomUpWalk(graph: graph)
+        for root in 0..<graph.rootCount { walk.initializePlusUpwardLinks(root) }
         // Anything left (only reachable from images that are themselves unreachable) runs last.
-        for node in graph.nodes.indices { initialize(node) }
-        return order
+        for node in graph.nodes.indices { walk.initializePlusUpwardLinks(node) }
+        return walk.order
+    }
+}
+
+/// One bottom-up walk over a launch's graph: the visited marks and the order so far.
+struct BottomUpWalk {
+    let graph: DependencyGraph
+    private(set) var order: [Int] = []
+    private var visited: [Bool]
+
+    init(graph: DependencyGraph) {
+        self.graph = graph
+        visited = Array(repeating: false, count: graph.nodes.count)
+    }
+
+    /// `runInitializersBottomUpPlusUpwardLinks`: `node` bottom up, then the upward links set
+    /// aside, round after round.
+    mutating func initializePlusUpwardLinks(_ node: Int) {
+        var danglingUpwards: [Int] = []
+        initializeBottomUp(node, danglingUpwards: &danglingUpwards)
+        while !danglingUpwards.isEmpty {
+            var next: [Int] = []
+            for upward in danglingUpwards { initializeBottomUp(upward, danglingUpwards: &next) }
+            danglingUpwards = next
+        }
+    }
+
+    /// `runInitializersBottomUp`, with an explicit stack of (node, next dependency).
+    private mutating func initializeBottomUp(_ start: Int, danglingUpwards: inout [Int]) {
+        guard !visited[start] else { return }
+        visited[start] = true
+        var stack: [(node: Int, next: Int)] = [(start, 0)]
+        while let top = stack.last {
+            let dependencies = graph.nodes[top.node].dependencies
+            guard top.next < dependencies.count else {
+                stack.removeLast()
+                order.append(top.node)
+                continue
+            }
+            stack[stack.count - 1].next += 1
+            let edge = dependencies[top.next]
+            guard let target = edge.target else { continue }  // a missing weak dylib
+            if edge.kind == .upward {
+                if !danglingUpwards.contains(target) { danglingUpwards.append(target) }
+            } else if !visited[target] {
+                visited[target] = true
+                stack.append((target, 0))
+            }
+        }
     }
 }

@@ -15,7 +15,7 @@
 #define FIXTURE_WEAK_IMPORT __attribute__((weak))
 #endif
 
-/* A weak definition, coalesced across images (the first one in load order wins). */
+/* A weak definition, coalesced across the images that have weak definitions (a non-weak one among them wins, else the first weak one in load order). */
 #define FIXTURE_WEAK_DEF __attribute__((weak))
 
 /* Provided by our libSystem.B.dylib. */
