@@ -17,8 +17,95 @@ extension ClosureImage {
 
     /// Why this image's plan is not the one its own load commands give for `arch`, or nil
     /// when they agree. `read(offset, count)` returns the image's bytes at `offset` from its
-    /// base (nil when they are not mapped from the file).
+    /// base (nil when they are not mapped from the file). The common case (they agree) is
+    /// settled by ``planMatches(arch:commands:)`` on one copy of the load commands; only a
+    /// disagreement is worked out through the full derivation, to say what differs.
     public func planDisagreement(arch: String, read: (_ vmOffset: UInt64, _ count: Int) -> [UInt8]?) -> String? {
+        if let text = headerSegment, let header = read(0, MachHeader.size), header.count == MachHeader.size {
+            let size = MachHeader.size + Int(Self.word32(header, 20))
+            if UInt64(size) <= text.fileSize, let commands = read(0, size), planMatches(arch: arch, commands: commands, text: text) {
+                return nil
+            }
+        }
+        return derivedPlanDisagreement(arch: arch, read: read)
+    }
+
+    /// Whether `commands` (the header and load commands) give exactly this plan, checked
+    /// field by field on the bytes: no parse into structures, no strings, no allocation.
+    /// The mapping rules are `SegmentPlan.isMapped` and `isReadOnlyAfterFixups`, the ones
+    /// `ImagePlan(segments:...)` applies.
+    func planMatches(arch: String, commands: [UInt8], text: SegmentPlan) -> Bool {
+        guard Self.word32(commands, 0) == MachHeader.magic64,
+              CPUType(type: Int32(bitPattern: Self.word32(commands, 4)), subtype: Int32(bitPattern: Self.word32(commands, 8))).matches(arch) else {
+            return false
+        }
+        let count = Int(Self.word32(commands, 16))
+        var offset = MachHeader.size
+        var mapped = 0, end: UInt64 = 0
+        var sliceOffset: UInt64 = 0
+        let base = plan.preferredBase
+        for _ in 0..<count {
+            guard offset + 8 <= commands.count else { return false }
+            let size = Int(Self.word32(commands, offset + 4))
+            guard size >= 8, offset + size <= commands.count else { return false }
+            if Self.word32(commands, offset) == LoadCommandType.segment64.rawValue {
+                guard size >= Segment.commandSize else { return false }
+                let vmAddress = Self.word64(commands, offset + 24), vmSize = Self.word64(commands, offset + 32)
+                let fileOffset = Self.word64(commands, offset + 40), fileSize = Self.word64(commands, offset + 48)
+                let protection = VMProtection(rawValue: Int32(bitPattern: Self.word32(commands, offset + 60)))
+                let flags = Self.word32(commands, offset + 68)
+                if SegmentPlan.isMapped(initialProtection: protection, fileSize: fileSize, vmSize: vmSize) {
+                    guard mapped < plan.segments.count, vmAddress >= base else { return false }
+                    let claimed = plan.segments[mapped]
+                    mapped += 1
+                    // The segment at the base comes first in every real image and fixes the
+                    // slice's offset in the file; any other order goes to the full derivation.
+                    if mapped == 1 {
+                        guard vmAddress == base, text.fileOffset >= fileOffset else { return false }
+                        sliceOffset = text.fileOffset - fileOffset
+                    }
+                    let sliceSize = identity.size >= sliceOffset ? identity.size - sliceOffset : 0
+                    let (top, overflow) = vmAddress.addingReportingOverflow(vmSize)
+                    guard !overflow, vmAddress - base == claimed.vmOffset, vmSize == claimed.vmSize, fileSize == claimed.fileSize,
+                          fileSize <= vmSize, protection.rawValue & 7 == claimed.protection.rawValue & 7,
+                          fileOffset <= sliceSize, fileSize <= sliceSize - fileOffset, claimed.fileOffset == sliceOffset &+ fileOffset,
+                          Self.nameMatches(commands, offset + 8, claimed.name),
+                          SegmentPlan.isReadOnlyAfterFixups(isDataConst: claimed.name == "__DATA_CONST", flags: flags) == claimed.readOnlyAfterFixups
+                    else { return false }
+                    end = max(end, top - base)
+                }
+            }
+            offset += size
+        }
+        return mapped == plan.segments.count && end == plan.vmSize
+    }
+
+    /// The little-endian 32- and 64-bit words at `offset` of `bytes` (callers keep `offset` in range).
+    static func word32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
+        UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
+    }
+
+    static func word64(_ bytes: [UInt8], _ offset: Int) -> UInt64 {
+        UInt64(word32(bytes, offset)) | UInt64(word32(bytes, offset + 4)) << 32
+    }
+
+    /// Whether the 16-byte, NUL-padded segment name at `offset` is `name`.
+    static func nameMatches(_ bytes: [UInt8], _ offset: Int, _ name: String) -> Bool {
+        var index = 0
+        for byte in name.utf8 {
+            guard index < 16, bytes[offset + index] == byte else { return false }
+            index += 1
+        }
+        while index < 16 {
+            guard bytes[offset + index] == 0 else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// The plan's disagreement with the one `ImagePlan(segments:...)` derives from the
+    /// image's parsed load commands, described segment by segment (nil when they agree).
+    func derivedPlanDisagreement(arch: String, read: (_ vmOffset: UInt64, _ count: Int) -> [UInt8]?) -> String? {
         guard let text = headerSegment else { return "the plan maps no readable file bytes at the image's base, where its header lies" }
         let table: SegmentTable
         do throws(MachOError) {
@@ -33,7 +120,7 @@ extension ClosureImage {
         }
         guard table.header.cpu.name == arch else { return "its header is for \(table.header.cpu.name), the closure is for \(arch)" }
         // The slice starts where the segment at the image's base says its file offset 0 is.
-        guard let baseSegment = table.segments.filter({ $0.vmSize > 0 && !($0.initialProtection.isEmpty && $0.fileSize == 0) })
+        guard let baseSegment = table.segments.filter({ SegmentPlan.isMapped(initialProtection: $0.initialProtection, fileSize: $0.fileSize, vmSize: $0.vmSize) })
             .min(by: { $0.vmAddress < $1.vmAddress }), text.fileOffset >= baseSegment.fileOffset else {
             return "its load commands map nothing at its base"
         }

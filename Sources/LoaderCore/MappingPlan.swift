@@ -28,6 +28,20 @@ public struct SegmentPlan: Equatable, Sendable {
 
     /// Whether fixups may be written into this segment.
     public var isWritable: Bool { protection.contains(.write) || readOnlyAfterFixups }
+
+    /// Whether a segment command is mapped at all: `__PAGEZERO` (no protections, no file
+    /// bytes) and empty segments are not.
+    @inline(__always)
+    public static func isMapped(initialProtection: VMProtection, fileSize: UInt64, vmSize: UInt64) -> Bool {
+        !(initialProtection.isEmpty && fileSize == 0) && vmSize > 0
+    }
+
+    /// Whether a segment is writable while fixups are applied and read-only after:
+    /// `__DATA_CONST`, or any segment with `SG_READ_ONLY`.
+    @inline(__always)
+    public static func isReadOnlyAfterFixups(isDataConst: Bool, flags: UInt32) -> Bool {
+        isDataConst || flags & ImagePlan.segmentReadOnlyFlag != 0
+    }
 }
 
 /// How to map one image: its file, its preferred base and its segments.
@@ -60,7 +74,7 @@ public struct ImagePlan: Equatable, Sendable {
     /// from the header it mapped, to check the closure's plan against the image.
     /// `__PAGEZERO` (no protections, no file bytes) is not mapped.
     public init(segments imageSegments: [Segment], path: String, sliceOffset: UInt64, sliceSize: UInt64) throws(LoadError) {
-        let mapped = imageSegments.filter { !($0.initialProtection.isEmpty && $0.fileSize == 0) && $0.vmSize > 0 }
+        let mapped = imageSegments.filter { SegmentPlan.isMapped(initialProtection: $0.initialProtection, fileSize: $0.fileSize, vmSize: $0.vmSize) }
         guard let base = mapped.map(\.vmAddress).min() else {
             throw .unusable(path: path, reason: "has no segment to map")
         }
@@ -77,7 +91,7 @@ public struct ImagePlan: Equatable, Sendable {
                 name: segment.name, vmOffset: segment.vmAddress - base, vmSize: segment.vmSize,
                 fileOffset: sliceOffset + segment.fileOffset, fileSize: segment.fileSize,
                 protection: segment.initialProtection,
-                readOnlyAfterFixups: segment.name == "__DATA_CONST" || segment.flags & ImagePlan.segmentReadOnlyFlag != 0))
+                readOnlyAfterFixups: SegmentPlan.isReadOnlyAfterFixups(isDataConst: segment.name == "__DATA_CONST", flags: segment.flags)))
         }
         self.init(path: path, preferredBase: base, vmSize: end, segments: segments)
     }
