@@ -51,6 +51,33 @@ public enum Oracle {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// Whether `llvm-objdump --macho ARGS` opens the file: it exits 0 and does not say
+    /// the file "is not an object file" (which it reports with exit status 0); with its
+    /// message either way.
+    public static func objdumpAccepts(_ arguments: [String]) throws -> (accepted: Bool, message: String) {
+        guard FileManager.default.isExecutableFile(atPath: Paths.objdump) else {
+            throw Failure(description: "\(Paths.objdump) is missing: run tools/bootstrap")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.objdump)
+        process.arguments = ["--macho"] + arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let output = String(decoding: data, as: UTF8.self)
+        if process.terminationStatus != 0 {
+            return (false, String(decoding: errData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        if let line = output.split(separator: "\n").first(where: { $0.hasSuffix(": is not an object file") }) {
+            return (false, String(line))
+        }
+        return (true, "")
+    }
+
     /// Lines with runs of blanks collapsed and ends trimmed: the only differences allowed.
     public static func normalized(_ text: String) -> [String] {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
