@@ -46,6 +46,12 @@ public struct ImageFile: Sendable {
         }
     }
 
+    /// The bytes of the regular file at `path`; a FIFO, a device or a directory is refused
+    /// without being opened for reading.
+    public static func regularFileBytes(_ path: String) throws(LoadError) -> [UInt8] {
+        try read(path, root: nil).bytes
+    }
+
     /// The architectures a file holds, for choosing a default.
     public static func architectures(path: String) throws(LoadError) -> [String] {
         let bytes = try read(path, root: nil).bytes
