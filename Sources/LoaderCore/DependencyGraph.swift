@@ -77,7 +77,7 @@ public struct DependencyGraph: Sendable {
             let elapsed = clock.now - start
             parseNanoseconds += elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
         }
-        return try ImageFile.load(path: path, arch: arch)
+        return try ImageFile.load(path: path, arch: arch, root: resolver.root)
     }
 
     /// Loaded nodes by path and by install name.

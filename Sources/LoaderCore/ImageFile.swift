@@ -10,36 +10,53 @@ public struct ImageFile: Sendable {
     public let sliceOffset: Int
     public let image: MachOImage
 
-    /// Reads `path` and parses the slice for `arch`.
-    public static func load(path: String, arch: String) throws(LoadError) -> ImageFile {
-        let bytes: [UInt8]
-        do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe))
-        } catch {
-            throw .unusable(path: path, reason: "cannot read: \(error.localizedDescription)")
-        }
+    /// Reads `path` and parses the slice for `arch`. A path inside `root` is read inside
+    /// it: `..` and symlinks resolve as if the root were `/`, so nothing outside the root
+    /// is opened; the image's path is then the file actually read. Only regular files are
+    /// read.
+    public static func load(path: String, arch: String, root: String? = nil) throws(LoadError) -> ImageFile {
+        let (bytes, resolvedPath) = try read(path, root: root)
         do {
             let file = try UniversalFile(parsing: bytes)
             guard let slice = file.slices.first(where: { $0.cpu.matches(arch) }) else {
-                throw LoadError.wrongArchitecture(path: path, wanted: arch, available: file.slices.map(\.cpu.name))
+                throw LoadError.wrongArchitecture(path: resolvedPath, wanted: arch, available: file.slices.map(\.cpu.name))
             }
-            return ImageFile(path: path, sliceOffset: slice.offset, image: try file.image(slice))
+            return ImageFile(path: resolvedPath, sliceOffset: slice.offset, image: try file.image(slice))
         } catch let error as MachOError {
-            throw .malformed(error.inFile(path))
+            throw .malformed(error.inFile(resolvedPath))
         } catch let error as LoadError {
             throw error
         } catch {
-            throw .unusable(path: path, reason: "\(error)")
+            throw .unusable(path: resolvedPath, reason: "\(error)")
         }
+    }
+
+    /// The bytes of a regular file, read inside `root` when the path lies in it (else
+    /// with `/` as the root), and the path of the file read.
+    static func read(_ path: String, root: String?) throws(LoadError) -> (bytes: [UInt8], path: String) {
+        let absolute = PathResolver.normalize(path)
+        let base = root.map(PathResolver.normalize)
+        let inside = base.flatMap { PathResolver.relative(absolute, inside: $0) }
+        switch UnsafeRootedOpen.read(inside ?? absolute, inRoot: inside == nil ? "/" : base!) {
+        case let .success((bytes, resolved)):
+            guard let base, inside != nil else { return (bytes, absolute) }
+            return (bytes, base + resolved)
+        case let .failure(failure):
+            throw .unusable(path: absolute, reason: inside == nil ? "\(failure)" : "\(failure) (resolved inside the root \(base!))")
+        }
+    }
+
+    /// The bytes of the regular file at `path`; a FIFO, a device or a directory is refused
+    /// without being opened for reading.
+    public static func regularFileBytes(_ path: String) throws(LoadError) -> [UInt8] {
+        try read(path, root: nil).bytes
     }
 
     /// The architectures a file holds, for choosing a default.
     public static func architectures(path: String) throws(LoadError) -> [String] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .unusable(path: path, reason: "cannot read")
-        }
+        let bytes = try read(path, root: nil).bytes
         do {
-            return try UniversalFile(parsing: Array(data)).slices.map(\.cpu.name)
+            return try UniversalFile(parsing: bytes).slices.map(\.cpu.name)
         } catch {
             throw .malformed(error.inFile(path))
         }

@@ -23,7 +23,8 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .missingSymbol(symbol, importedBy, expectedIn):
             return "symbol not found: \(symbol)\n  referenced from: \(importedBy)\n  expected in: \(expectedIn)"
         case let .malformed(error):
-            return "malformed image: \(error)"
+            // "FILE: offset 0x…: what", so every file error starts with the file's path.
+            return "\(error) (malformed image)"
         case let .wrongArchitecture(path, wanted, available):
             return "\(path): no \(wanted) slice (has \(available.joined(separator: ", ")))"
         case let .unusable(path, reason):

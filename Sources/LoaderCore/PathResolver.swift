@@ -36,10 +36,10 @@ public struct PathResolver: Sendable {
             let rest = String(installName.dropFirst("@rpath/".count))
             for rpath in rpaths {
                 let expanded = expand(rpath.path, loaderDirectory: rpath.declaringImageDirectory)
-                paths.append(PathResolver.normalize(expanded + "/" + rest))
+                paths.append(confined(expanded + "/" + rest))
             }
         } else if installName.hasPrefix("@") {
-            paths.append(PathResolver.normalize(expand(installName, loaderDirectory: loaderDirectory)))
+            paths.append(confined(expand(installName, loaderDirectory: loaderDirectory)))
         } else {
             paths.append(underRoot(installName))
         }
@@ -62,10 +62,28 @@ public struct PathResolver: Sendable {
         return path.hasPrefix("/") ? underRoot(path) : path
     }
 
-    /// An absolute path inside the system root (unchanged without a root).
+    /// An absolute path inside the system root (unchanged without a root): `..` stops at
+    /// the root, as if the root were `/`.
     func underRoot(_ path: String) -> String {
-        guard let root else { return PathResolver.normalize(path) }
-        return PathResolver.normalize(root + "/" + path)
+        guard let root, root != "/" else { return PathResolver.normalize(path) }
+        return root + PathResolver.normalize("/" + path)
+    }
+
+    /// `path` normalized; a path that starts inside the root stays inside it (`..` stops
+    /// at the root). Symlinks are resolved inside the root when the file is read
+    /// (`ImageFile.load`).
+    func confined(_ path: String) -> String {
+        guard let root, let inside = PathResolver.relative(path, inside: root) else { return PathResolver.normalize(path) }
+        return underRoot(inside)
+    }
+
+    /// `path` relative to `root` (starting with `/`) when it lies inside the root, else nil.
+    /// Only the prefix is compared: `..` below it is the caller's to clamp.
+    public static func relative(_ path: String, inside root: String) -> String? {
+        guard root != "/" else { return nil }
+        if path == root { return "/" }
+        guard path.hasPrefix(root + "/") else { return nil }
+        return String(path.dropFirst(root.count))
     }
 
     public static func directory(of path: String) -> String {

@@ -10,6 +10,7 @@ public struct MachHeader: Equatable, Sendable {
         public init(rawValue: UInt32) { self.rawValue = rawValue }
         public static let object = FileType(rawValue: 1)
         public static let execute = FileType(rawValue: 2)
+        public static let core = FileType(rawValue: 4)
         public static let dylib = FileType(rawValue: 6)
         public static let dylinker = FileType(rawValue: 7)
         public static let bundle = FileType(rawValue: 8)
@@ -17,11 +18,14 @@ public struct MachHeader: Equatable, Sendable {
         public static let dsym = FileType(rawValue: 10)
         public static let kextBundle = FileType(rawValue: 11)
         public static let fileset = FileType(rawValue: 12)
+        /// `MH_OBJECT` through `MH_FILESET`: the types LLVM recognizes a Mach-O file by.
+        public static let known: ClosedRange<UInt32> = 1...12
 
         public var description: String {
             switch self {
             case .object: "MH_OBJECT"
             case .execute: "MH_EXECUTE"
+            case .core: "MH_CORE"
             case .dylib: "MH_DYLIB"
             case .dylinker: "MH_DYLINKER"
             case .bundle: "MH_BUNDLE"

@@ -48,8 +48,9 @@ public struct MachOError: Error, Equatable, Sendable, CustomStringConvertible {
         switch reason {
         case let .truncated(needed, available):
             return "\(place): truncated: needs \(needed) bytes, only \(available) available"
-        case let .badMagic(magic):
-            return "\(place): not a Mach-O file (magic 0x\(String(magic, radix: 16)))"
+        case .badMagic:
+            // The bytes are not echoed: the file may be anything (a secret, a device).
+            return "\(place): not a Mach-O file (no Mach-O or universal magic)"
         case let .noSuchArchitecture(arch):
             return "\(place): no slice for architecture \(arch)"
         case let .malformed(what):

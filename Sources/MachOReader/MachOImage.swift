@@ -44,19 +44,24 @@ public struct MachOImage: Sendable {
         let commandsEnd = MachHeader.size + Int(header.commandsSize)
         try view.check(MachHeader.size, Int(header.commandsSize))
 
+        // Every command is checked as llvm-objdump checks it before it is parsed.
+        var checks = try StructureCheck(header: header, view: view)
         var commands: [LoadCommand] = []
         var offset = MachHeader.size
-        for _ in 0..<header.commandCount {
+        for index in 0..<Int(header.commandCount) {
             let size = Int(try view.u32(offset + 4))
-            guard size >= 8, size % 4 == 0 else {
-                throw MachOError.malformed("load command size \(size) is not a multiple of 4 of at least 8", at: view.absolute(offset + 4))
+            guard size >= 8 else {
+                throw MachOError.malformed("load command \(index): cmdsize \(size) is less than 8", at: view.absolute(offset + 4))
             }
             guard offset + size <= commandsEnd else {
-                throw MachOError.malformed("load command runs past sizeofcmds (\(header.commandsSize) bytes)", at: view.absolute(offset))
+                throw MachOError.malformed("load command \(index) runs past sizeofcmds (\(header.commandsSize) bytes)", at: view.absolute(offset))
             }
-            commands.append(try LoadCommand(parsing: try view.slice(offset, size), offsetInImage: offset))
+            let commandView = try view.slice(offset, size)
+            try checks.check(commandView, index: index)
+            commands.append(try LoadCommand(parsing: commandView, offsetInImage: offset))
             offset += size
         }
+        try checks.finish(view)
         loadCommands = commands
 
         var segments: [Segment] = [], dependencies: [Dependency] = [], rpaths: [String] = []

@@ -5,6 +5,8 @@ public struct UniversalFile: Sendable {
     public static let fatMagic64: UInt32 = 0xcafe_babf
     /// A real universal file never holds more; the cap also bounds the allocation.
     public static let maxSlices: UInt32 = 64
+    /// The largest slice alignment (2^15) llvm-objdump accepts.
+    public static let maxAlignment: UInt32 = 15
 
     /// One architecture's image inside the file.
     public struct Slice: Sendable {
@@ -36,7 +38,11 @@ public struct UniversalFile: Sendable {
             guard count <= UniversalFile.maxSlices else {
                 throw MachOError.malformed("universal header claims \(count) architectures", at: view.absolute(4))
             }
+            guard count > 0 else {
+                throw MachOError.malformed("universal header holds no architectures", at: view.absolute(4))
+            }
             let entrySize = is64 ? 32 : 20
+            let headersEnd = UInt64(8 + Int(count) * entrySize)
             var slices: [Slice] = []
             for index in 0..<Int(count) {
                 let entry = 8 + index * entrySize
@@ -46,14 +52,29 @@ public struct UniversalFile: Sendable {
                 let offset = is64 ? try view.u64BE(entry + 8) : UInt64(try view.u32BE(entry + 8))
                 let size = is64 ? try view.u64BE(entry + 16) : UInt64(try view.u32BE(entry + 12))
                 let align = try view.u32BE(entry + (is64 ? 24 : 16))
-                // The slice must lie inside the file.
+                // The slice must lie inside the file, aligned, after the fat_arch entries.
                 let sliceView = try view.slice(offset: offset, size: size)
-                slices.append(Slice(cpu: cpu, offset: sliceView.base, size: sliceView.count, alignment: align))
+                guard align <= UniversalFile.maxAlignment else {
+                    throw MachOError.malformed("architecture \(index) (\(cpu.name)): align 2^\(align) is over 2^\(UniversalFile.maxAlignment)", at: view.absolute(entry + (is64 ? 24 : 16)))
+                }
+                guard offset % (1 << UInt64(align)) == 0 else {
+                    throw MachOError.malformed("architecture \(index) (\(cpu.name)): offset 0x\(String(offset, radix: 16)) is not aligned to 2^\(align)", at: view.absolute(entry + 8))
+                }
+                guard offset >= headersEnd else {
+                    throw MachOError.malformed("architecture \(index) (\(cpu.name)): offset 0x\(String(offset, radix: 16)) overlaps the universal headers", at: view.absolute(entry + 8))
+                }
+                let slice = Slice(cpu: cpu, offset: sliceView.base, size: sliceView.count, alignment: align)
+                try slice.checkDistinct(from: slices, entryOffset: view.absolute(entry))
+                slices.append(slice)
             }
             self.isUniversal = true
             self.slices = slices
         } else {
             let header = try MachHeader(parsing: view)
+            // llvm-objdump does not recognize a thin file of another type as an object file.
+            guard MachHeader.FileType.known.contains(header.fileType.rawValue) else {
+                throw MachOError.malformed("not an object file: unknown filetype \(header.fileType.rawValue)", at: view.absolute(12))
+            }
             self.isUniversal = false
             self.slices = [Slice(cpu: header.cpu, offset: view.base, size: view.count, alignment: 0)]
         }
@@ -68,8 +89,32 @@ public struct UniversalFile: Sendable {
         return slice
     }
 
-    /// Parses the image of one slice.
+    /// Parses the image of one slice, whose header must name the slice's CPU type.
     public func image(_ slice: Slice) throws(MachOError) -> MachOImage {
-        try MachOImage(parsing: try view.slice(slice.offset - view.base, slice.size))
+        let image = try MachOImage(parsing: try view.slice(slice.offset - view.base, slice.size))
+        guard image.header.cpu.type == slice.cpu.type else {
+            throw MachOError.malformed(
+                "the universal header says \(slice.cpu.name) but the image's header says cputype 0x\(String(UInt32(bitPattern: image.header.cpu.type), radix: 16))",
+                at: slice.offset + 4)
+        }
+        return image
+    }
+}
+
+extension UniversalFile.Slice {
+    /// Fails if an earlier slice has the same architecture or shares bytes with this one.
+    func checkDistinct(from earlier: [UniversalFile.Slice], entryOffset: Int) throws(MachOError) {
+        for other in earlier {
+            if other.cpu.type == cpu.type && other.cpu.baseSubtype == cpu.baseSubtype {
+                throw MachOError.malformed("universal file holds two \(cpu.name) slices", at: entryOffset)
+            }
+            let (start, end, otherStart, otherEnd) = (offset, offset + size, other.offset, other.offset + other.size)
+            if (start >= otherStart && start < otherEnd) || (end > otherStart && end < otherEnd)
+                || (start <= otherStart && end >= otherEnd) {
+                throw MachOError.malformed(
+                    "\(cpu.name) slice at 0x\(String(start, radix: 16)) (0x\(String(size, radix: 16)) bytes) overlaps the \(other.cpu.name) slice at 0x\(String(otherStart, radix: 16))",
+                    at: entryOffset)
+            }
+        }
     }
 }

@@ -78,7 +78,9 @@ enum AppLocator {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: app, isDirectory: &isDirectory), isDirectory.boolValue, !app.hasSuffix(".app") {
                 let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
-                guard !bundles.isEmpty else { throw ValidationError("\(app) holds no .app bundle") }
+                guard !bundles.isEmpty else {
+                    throw LoadError.unusable(path: app, reason: "is a directory holding no .app bundle")
+                }
                 expanded += bundles.map { app + "/" + $0 }
             } else {
                 expanded.append(app)

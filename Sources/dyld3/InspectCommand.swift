@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LoaderCore
 import MachOInspect
 import MachOReader
 
@@ -48,9 +49,10 @@ struct InspectCommand: ParsableCommand {
     func run() throws {
         let bytes: [UInt8]
         do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+            bytes = try ImageFile.regularFileBytes(file)
         } catch {
-            throw ValidationError("\(file): cannot read: \(error.localizedDescription)")
+            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+            throw ExitCode(1)
         }
         let selection = ArchSelection(arch)
         do {

@@ -32,7 +32,13 @@ struct InstallCommand: ParsableCommand {
 
     func run() throws {
         let cache = options.closureCache
-        let targets = try AppLocator.expand(apps)
+        let targets: [String]
+        do {
+            targets = try AppLocator.expand(apps)
+        } catch {
+            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
         var signer: ClosureSigningKey?
         if let sign {
             do {

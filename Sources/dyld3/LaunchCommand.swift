@@ -73,18 +73,11 @@ struct LaunchCommand: ParsableCommand {
                     if !json { FileHandle.standardError.write(Data("dyld3: closure not used (\(error)); launching with dyld2\n".utf8)) }
                 }
             }
-            if launch == nil {
-                launch = try SlowPath.launch(request)
-                if rebuild, fallback != nil {
-                    let closure = try ClosureBuilder.build(roots: request.roots, arch: request.arch, root: options.root)
-                    try options.closureCache.prepareForWriting()
-                    try ClosureFile.write(closure, to: path)
-                    if !json { FileHandle.standardError.write(Data("dyld3: wrote a fresh closure to \(path)\n".utf8)) }
-                }
-            }
+            if launch == nil { launch = try SlowPath.launch(request) }
             guard let launch else { return }
             defer { launch.memory.release() }
             print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: closurePath, fallback: fallback), terminator: "")
+            if rebuild, fallback != nil { writeFreshClosure(request, to: path) }
         } catch let error as LoadError {
             if json { print(JSONValue.object([("error", .string(error.description))]).serialized()) }
             FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
@@ -92,6 +85,19 @@ struct LaunchCommand: ParsableCommand {
         } catch let error as ClosureError {
             FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
             throw ExitCode(1)
+        }
+    }
+
+    /// `--rebuild` after a dyld2 fallback: a closure that cannot be written (the cache is
+    /// not writable, the app changed) costs a warning, never the launch's result.
+    func writeFreshClosure(_ request: LaunchOptions, to path: String) {
+        do {
+            let closure = try ClosureBuilder.build(roots: request.roots, arch: request.arch, root: options.root)
+            try options.closureCache.prepareForWriting()
+            try ClosureFile.write(closure, to: path)
+            if !json { FileHandle.standardError.write(Data("dyld3: wrote a fresh closure to \(path)\n".utf8)) }
+        } catch {
+            FileHandle.standardError.write(Data("dyld3: warning: --rebuild: no closure written to \(path): \(error)\n".utf8))
         }
     }
 

@@ -423,8 +423,8 @@ private struct SyntheticImage {
         let dylibCommandSize = (24 + dylib.utf8.count + 1 + 7) / 8 * 8
         var out = Bytes()
         let commandsSize = 72 * 3 + 16 + dylibCommandSize
-        // mach_header_64: x86_64 dylib, 5 commands.
-        for value: UInt32 in [0xFEED_FACF, 0x0100_0007, 3, 6, 5, UInt32(commandsSize), 0, 0] { out.u32(value) }
+        // mach_header_64: x86_64 MH_BUNDLE (an MH_DYLIB would need LC_ID_DYLIB), 5 commands.
+        for value: UInt32 in [0xFEED_FACF, 0x0100_0007, 3, 8, 5, UInt32(commandsSize), 0, 0] { out.u32(value) }
         func segment(_ name: String, vm: UInt64, vmSize: UInt64, file: UInt64, fileSize: UInt64) {
             out.u32(0x19)
             out.u32(72)

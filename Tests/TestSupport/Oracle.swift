@@ -43,6 +43,23 @@ public enum Oracle {
         return result.output
     }
 
+    /// Whether `llvm-objdump --macho ARGS` opens the file: it exits 0 and does not say
+    /// the file "is not an object file" (which it reports with exit status 0); with its
+    /// message either way.
+    public static func objdumpAccepts(_ arguments: [String]) async throws -> (accepted: Bool, message: String) {
+        guard FileManager.default.isExecutableFile(atPath: Paths.objdump) else {
+            throw Failure(description: "\(Paths.objdump) is missing: run tools/bootstrap")
+        }
+        let result = try await ProcessRunner.run(Paths.objdump, ["--macho"] + arguments, error: .captured)
+        if !result.succeeded {
+            return (false, result.error.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        if let line = result.output.split(separator: "\n").first(where: { $0.hasSuffix(": is not an object file") }) {
+            return (false, String(line))
+        }
+        return (true, "")
+    }
+
     /// Lines with runs of blanks collapsed and ends trimmed: the only differences allowed.
     public static func normalized(_ text: String) -> [String] {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { line in

@@ -1,0 +1,124 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads a file inside a root directory as if the root were `/`: `..` never climbs above
+/// the root and symbolic links (relative or absolute) are resolved inside it, one
+/// component at a time with `openat(openPathOnly | O_NOFOLLOW)` and `readlinkat` (what
+/// `openat2(RESOLVE_IN_ROOT)` does, without needing the Linux 5.6 system call). Only
+/// regular files are opened for reading, so a FIFO or a device never blocks the loader.
+enum UnsafeRootedOpen {
+    /// Links followed per lookup before giving up, as the kernel's `ELOOP` limit.
+    static let maxSymlinks = 40
+    /// Linux `O_PATH` (glibc hides it without `_GNU_SOURCE`): a descriptor that names a
+    /// file without opening it for reading, so FIFOs and devices are never opened.
+    static let openPathOnly: Int32 = 0o10000000
+
+    /// Why a rooted read failed.
+    enum Failure: Error, CustomStringConvertible {
+        case system(String, SystemCallFailure)
+        case symlinkLoop
+        case notRegularFile
+        case notADirectory(String)
+
+        var description: String {
+            switch self {
+            case let .system(call, failure): "\(call): \(failure)"
+            case .symlinkLoop: "too many levels of symbolic links inside the root"
+            case .notRegularFile: "not a regular file"
+            case let .notADirectory(name): "\(name) is not a directory"
+            }
+        }
+    }
+
+    /// The bytes of `path` (absolute, taken relative to `root`) and the path, inside the
+    /// root, of the file actually read (symlinks resolved).
+    static func read(_ path: String, inRoot root: String) -> Result<(bytes: [UInt8], resolved: String), Failure> {
+        let rootFD = Glibc.open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC)
+        guard rootFD >= 0 else { return .failure(.system("open root \(root)", SystemCallFailure())) }
+        // Directories from the root down: their descriptors and names.
+        var directories: [(fd: Int32, name: String)] = [(rootFD, "")]
+        defer { for directory in directories { _ = Glibc.close(directory.fd) } }
+        var pending = components(path).reversed() as [String]
+        var links = 0
+        while let name = pending.popLast() {
+            if name == "." { continue }
+            if name == ".." {
+                if directories.count > 1 { _ = Glibc.close(directories.removeLast().fd) }
+                continue
+            }
+            let parent = directories[directories.count - 1].fd
+            let fd = Glibc.openat(parent, name, openPathOnly | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return .failure(.system("open \(name)", SystemCallFailure())) }
+            var info = stat()
+            guard fstat(fd, &info) == 0 else {
+                _ = Glibc.close(fd)
+                return .failure(.system("stat \(name)", SystemCallFailure()))
+            }
+            switch info.st_mode & S_IFMT {
+            case S_IFLNK:
+                _ = Glibc.close(fd)
+                links += 1
+                guard links <= maxSymlinks else { return .failure(.symlinkLoop) }
+                guard let target = readLink(parent, name) else { return .failure(.system("readlink \(name)", SystemCallFailure())) }
+                if target.hasPrefix("/") {
+                    while directories.count > 1 { _ = Glibc.close(directories.removeLast().fd) }
+                }
+                pending += components(target).reversed()
+            case S_IFDIR:
+                directories.append((fd, name))
+            case S_IFREG where pending.isEmpty:
+                _ = Glibc.close(fd)
+                let resolved = "/" + (directories.dropFirst().map(\.name) + [name]).joined(separator: "/")
+                return readRegular(parent, name, expecting: info).map { ($0, resolved) }
+            case S_IFREG:
+                _ = Glibc.close(fd)
+                return .failure(.notADirectory(name))
+            default:
+                _ = Glibc.close(fd)
+                return .failure(.notRegularFile)
+            }
+        }
+        return .failure(.notRegularFile)
+    }
+
+    private static func components(_ path: String) -> [String] {
+        path.split(separator: "/").map(String.init)
+    }
+
+    private static func readLink(_ directory: Int32, _ name: String) -> String? {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = buffer.withUnsafeMutableBufferPointer { pointer in
+            pointer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: pointer.count) {
+                readlinkat(directory, name, $0, pointer.count - 1)
+            }
+        }
+        guard count >= 0 else { return nil }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+
+    /// Opens `name` in `directory` without following a link, checks it is still the
+    /// regular file `expected` (same device and inode), and reads all of it.
+    private static func readRegular(_ directory: Int32, _ name: String, expecting expected: stat) -> Result<[UInt8], Failure> {
+        let fd = Glibc.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(.system("open \(name)", SystemCallFailure())) }
+        defer { _ = Glibc.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(.system("stat \(name)", SystemCallFailure())) }
+        guard info.st_mode & S_IFMT == S_IFREG, info.st_dev == expected.st_dev, info.st_ino == expected.st_ino else {
+            return .failure(.notRegularFile)
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var done = 0
+        while done < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
+            guard count > 0 else {
+                if count < 0 && errno == EINTR { continue }
+                if count == 0 { bytes.removeLast(bytes.count - done); break }
+                return .failure(.system("read \(name)", SystemCallFailure()))
+            }
+            done += count
+        }
+        return .success(bytes)
+    }
+}
