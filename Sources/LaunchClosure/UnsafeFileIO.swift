@@ -3,11 +3,10 @@ import Glibc
 #endif
 import LoaderCore
 
-/// The closure code's system calls: stat, and writing a file atomically (temp file in the
+/// The closure code's system calls: opening a file once without following symlinks, the
+/// effective user, and writing a file atomically (temp file in the
 /// same directory, fsync, read-only mode, rename, fsync of the directory).
 enum UnsafeFileIO {
-    static func status(_ path: String) -> FileStatus? { FileStatus.of(path) }
-
     /// The user this process acts as.
     static var effectiveUserID: UInt32 { UInt32(geteuid()) }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import MachOInspect
 import MachOReader
 import TestSupport
