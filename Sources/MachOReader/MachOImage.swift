@@ -49,12 +49,17 @@ public struct MachOImage: Sendable {
         var commands: [LoadCommand] = []
         var offset = MachHeader.size
         for index in 0..<Int(header.commandCount) {
+            // LLVM's walk: each command's 8-byte header lies inside sizeofcmds (command 0's
+            // by StructureCheck's first check), its body only inside the file.
+            guard offset + 8 <= commandsEnd else {
+                throw MachOError.malformed("load command \(index) starts past sizeofcmds (\(header.commandsSize) bytes)", at: view.absolute(offset))
+            }
             let size = Int(try view.u32(offset + 4))
             guard size >= 8 else {
                 throw MachOError.malformed("load command \(index): cmdsize \(size) is less than 8", at: view.absolute(offset + 4))
             }
-            guard offset + size <= commandsEnd else {
-                throw MachOError.malformed("load command \(index) runs past sizeofcmds (\(header.commandsSize) bytes)", at: view.absolute(offset))
+            guard offset + size <= view.count else {
+                throw MachOError.malformed("load command \(index) (cmdsize \(size)) extends past the end of the file", at: view.absolute(offset))
             }
             let commandView = try view.slice(offset, size)
             try checks.check(commandView, index: index)

@@ -67,7 +67,9 @@ import Testing
 
     static func cases(for path: String, count: Int) throws -> [Case] {
         let original = try Corpus.bytes(path)
-        var rng = SplitMix64(seed: 0xA6EE_0000 ^ UInt64(truncatingIfNeeded: path.utf8.reduce(0) { $0 &* 31 &+ Int($1) }))
+        // Seeded by the path inside the corpus, so every machine draws the same cases.
+        let corpusPath = path.range(of: "/corpus/").map { String(path[$0.upperBound...]) } ?? path
+        var rng = SplitMix64(seed: 0xA6EE_0000 ^ UInt64(truncatingIfNeeded: corpusPath.utf8.reduce(0) { $0 &* 31 &+ Int($1) }))
         var cases = try rangeEnds(original).sorted().map {
             Case(file: path, mutation: "truncated to \($0) bytes (a range boundary)", bytes: Array(original[0..<$0]))
         }
