@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "LaunchClosure", targets: ["LaunchClosure"]),
         .library(name: "ClosureBuild", targets: ["ClosureBuild"]),
         .library(name: "LoaderCore", targets: ["LoaderCore"]),
+        .library(name: "Dyld3", targets: ["Dyld3"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

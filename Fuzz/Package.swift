@@ -21,6 +21,23 @@ let package = Package(
                 .product(name: "MachOInspect", package: rootPackage),
             ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
+        // Structure-aware closure mutations (decode, change a field, re-encode).
+        .target(
+            name: "ClosureMutation",
+            dependencies: [
+                .product(name: "LaunchClosure", package: rootPackage),
+                .product(name: "LoaderCore", package: rootPackage),
+                .product(name: "MachOReader", package: rootPackage),
+            ]),
+        .executableTarget(
+            name: "FuzzClosureLaunch",
+            dependencies: [
+                "FuzzDriver", "ClosureMutation",
+                .product(name: "Dyld3", package: rootPackage),
+                .product(name: "LaunchClosure", package: rootPackage),
+                .product(name: "LoaderCore", package: rootPackage),
+            ],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
         .executableTarget(
             name: "FuzzClosureReader",
             dependencies: ["FuzzDriver", .product(name: "LaunchClosure", package: rootPackage)],

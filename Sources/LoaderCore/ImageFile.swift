@@ -21,7 +21,14 @@ public struct ImageFile: Sendable {
             guard let slice = file.slices.first(where: { $0.cpu.matches(arch) }) else {
                 throw LoadError.wrongArchitecture(path: resolvedPath, wanted: arch, available: file.slices.map(\.cpu.name))
             }
-            return ImageFile(path: resolvedPath, sliceOffset: slice.offset, image: try file.image(slice))
+            let image = try file.image(slice)
+            // dyld's rule, stricter than LLVM's: every load command ends inside sizeofcmds.
+            guard image.loadCommandsExtent <= Int(image.header.commandsSize) else {
+                throw MachOError.malformed(
+                    "load commands run \(image.loadCommandsExtent) bytes, past sizeofcmds (\(image.header.commandsSize))",
+                    at: slice.offset + 20)
+            }
+            return ImageFile(path: resolvedPath, sliceOffset: slice.offset, image: image)
         } catch let error as MachOError {
             throw .malformed(error.inFile(resolvedPath))
         } catch let error as LoadError {

@@ -9,6 +9,10 @@ public struct MachOImage: Sendable {
     public let view: ByteView
     public let header: MachHeader
     public let loadCommands: [LoadCommand]
+    /// Bytes from the end of the header to the end of the last load command. LLVM lets the
+    /// last command run past `sizeofcmds` (inside the file); dyld does not, and neither do
+    /// the launch paths (``ImageFile``).
+    public let loadCommandsExtent: Int
 
     // Derived once at parse time, in load-command order.
     public let segments: [Segment]
@@ -68,6 +72,7 @@ public struct MachOImage: Sendable {
         }
         try checks.finish(view)
         loadCommands = commands
+        loadCommandsExtent = offset - MachHeader.size
 
         var segments: [Segment] = [], dependencies: [Dependency] = [], rpaths: [String] = []
         var id: DylibCommand?, uuid: [UInt8]?, entryPoint: EntryPoint?, dyldInfo: DyldInfo?

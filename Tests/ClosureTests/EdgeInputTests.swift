@@ -46,3 +46,32 @@ extension ClosureTests {
         #expect(try String(contentsOfFile: cache, encoding: .utf8) == "not a directory\n")
     }
 }
+
+extension ClosureTests {
+    /// LLVM lets the last load command run past `sizeofcmds` (its header inside, its body
+    /// inside the file); dyld does not. `inspect` agrees with llvm-objdump-19 and shows the
+    /// file; `install` and both launch paths refuse it with one line.
+    @Test func lastCommandPastSizeofcmdsIsReadableButNotLoadable() async throws {
+        let app = try #require(Self.launchable.first { $0.name == "paths" && $0.variant == "x86_64-opcodes" })
+        let scratch = try Scratch.directory("sizeofcmds")
+        defer { Scratch.remove(scratch) }
+        let bundle = scratch + "/paths.app"
+        try FileManager.default.copyItem(atPath: app.bundle, toPath: bundle)
+        let executable = bundle + "/paths"
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: executable)))
+        let sizeofcmds = UInt32(bytes[20]) | UInt32(bytes[21]) << 8 | UInt32(bytes[22]) << 16 | UInt32(bytes[23]) << 24
+        let shortened = sizeofcmds - 8
+        for index in 0..<4 { bytes[20 + index] = UInt8(truncatingIfNeeded: shortened >> (8 * UInt32(index))) }
+        try Scratch.write(bytes, to: executable)
+
+        let objdump = try await Oracle.objdumpAccepts(["--private-headers", executable])
+        #expect(objdump.accepted, "\(objdump.message)")
+        let inspect = try await Dyld3Binary.run(["inspect", executable])
+        #expect(inspect.status == 0, "\(inspect.stderr)")
+        for arguments in [["install", "--cache", scratch + "/cache"], ["launch", "--mode", "dyld2"], ["launch", "--mode", "dyld3", "--cache", scratch + "/cache"]] {
+            let result = try await Dyld3Binary.run([arguments[0], bundle, "--root", app.root] + arguments.dropFirst())
+            #expect(result.status != 0 && !result.stdout.contains("main returned"), "\(arguments): \(result.stdout)")
+            #expect(result.stderr.contains("load commands run \(sizeofcmds) bytes, past sizeofcmds (\(shortened))"), "\(arguments): \(result.stderr)")
+        }
+    }
+}
