@@ -28,6 +28,12 @@ struct StructureCheck {
     /// LC_DYSYMTAB, once seen: its symbol ranges are checked against LC_SYMTAB at the end.
     var dysymtab: (site: LoadCommandSite, command: DysymtabCommand)?
     private var hasID = false
+    /// The whole-image facts as they stood at the first LC_IDENT. LLVM's walk never gets
+    /// past an LC_IDENT (its `continue` skips the advance, so it sees that command again
+    /// for every remaining index): an LC_ID_DYLIB, LC_SYMTAB or LC_DYSYMTAB after it does not
+    /// count for LLVM's whole-image checks, and so not for these. The later commands' own
+    /// checks still run (the reader refuses more than LLVM there, never less).
+    private var factsAtIdent: (hasID: Bool, symbolCount: UInt32?, dysymtab: (site: LoadCommandSite, command: DysymtabCommand)?)?
 
     /// Starts the checks for an image whose header has been read from `view`.
     init(header: MachHeader, view: ByteView) throws(MachOError) {
@@ -65,6 +71,7 @@ struct StructureCheck {
         guard view.count % 8 == 0 || (isCoreThread && view.count % 4 == 0) else {
             throw site.error("cmdsize \(view.count) is not a multiple of 8", field: 4)
         }
+        if type == .ident && factsAtIdent == nil { factsAtIdent = (hasID, symbolCount, dysymtab) }
         switch type {
         case .segment64: try checkSegment(site, layout: .bits64)
         case .segment: try checkSegment(site, layout: .bits32)
@@ -107,6 +114,7 @@ struct StructureCheck {
     /// The checks that need every command: LC_DYSYMTAB's symbol ranges inside LC_SYMTAB's
     /// table, and a dylib's LC_ID_DYLIB.
     func finish(_ view: ByteView) throws(MachOError) {
+        let (hasID, symbolCount, dysymtab) = factsAtIdent ?? (hasID, symbolCount, dysymtab)
         if let dysymtab {
             guard let symbolCount else {
                 throw dysymtab.site.error("LC_DYSYMTAB without an LC_SYMTAB")
@@ -114,7 +122,7 @@ struct StructureCheck {
             try dysymtab.command.checkSymbolRanges(symbolCount: symbolCount, at: dysymtab.site)
         }
         if (header.fileType == .dylib || header.fileType == .dylibStub) && !hasID {
-            throw MachOError.malformed("a \(header.fileType) without an LC_ID_DYLIB load command", at: view.absolute(12))
+            throw MachOError.malformed("a \(header.fileType) without an LC_ID_DYLIB load command\(factsAtIdent == nil ? "" : " before its first LC_IDENT")", at: view.absolute(12))
         }
     }
 

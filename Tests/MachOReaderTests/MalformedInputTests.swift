@@ -1,3 +1,4 @@
+import Foundation
 import TestSupport
 import MachOInspect
 import MachOReader
@@ -94,12 +95,32 @@ import Testing
     }
 
     @Test func errorsNameTheOffset() throws {
-        // A load command whose cmdsize runs past sizeofcmds: the error points at that command.
+        // A load command whose cmdsize runs past the end of the file: the error points at
+        // that command. (Past sizeofcmds alone is allowed, as LLVM allows it.)
         var image: [UInt8] = [0xcf, 0xfa, 0xed, 0xfe, 7, 0, 0, 1, 3, 0, 0, 0, 2, 0, 0, 0]
         image += [1, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
-        image += [0x1b, 0, 0, 0, 24, 0, 0, 0] + [UInt8](repeating: 0, count: 16)
+        image += [0x1b, 0, 0, 0, 40, 0, 0, 0] + [UInt8](repeating: 0, count: 16)
         let error = try #require(throws: MachOError.self) { try MachOImage(parsing: image) }
         #expect(error.offset == 32)
         #expect(error.inFile("x").description.contains("x: offset 0x20"))
+    }
+
+    /// LLVM's walk stops at an LC_IDENT: a dylib whose LC_ID_DYLIB comes after one has no
+    /// LC_ID_DYLIB for llvm-objdump-19, and none for the reader either. (Found by the
+    /// agreement test: a flip turned a segment command of a real dylib into LC_IDENT.)
+    @Test func identHidesLaterIDDylibAsItDoesForLLVM() async throws {
+        let path = Paths.corpus.appendingPathComponent("graph_arm64_pillow/PIL/.dylibs/libsharpyuv.0.dylib").path
+        var bytes = try Corpus.bytes(path)
+        let image = try MachOImage(parsing: bytes)
+        let identIndex = try #require(image.loadCommands.firstIndex { $0.type == .segment64 })
+        #expect(image.loadCommands.firstIndex { $0.type == .idDylib }! > identIndex)
+        bytes[image.loadCommands[identIndex].offset] = 0x8  // LC_IDENT
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ident-\(getpid()).dylib")
+        try Data(bytes).write(to: scratch)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let objdump = try await Oracle.objdumpAccepts(["--private-headers", scratch.path])
+        #expect(!objdump.accepted && objdump.message.contains("no LC_ID_DYLIB"), "\(objdump.message)")
+        let error = try #require(throws: MachOError.self) { try MachOImage(parsing: bytes) }
+        #expect(error.description.contains("without an LC_ID_DYLIB load command before its first LC_IDENT"), "\(error)")
     }
 }
