@@ -6,7 +6,9 @@ import MachOReader
 
 /// `dyld3 compare`: the same app launched through the dyld2 slow path and the dyld3 fast
 /// path at the same slide must leave byte-identical writable memory, the same fixups, the
-/// same initializer order and the same result.
+/// same initializer order and the same result. Code runs only when a launch of the graph
+/// may run it (``LaunchSequence/reasonNotToRun(run:arch:memory:paths:)``): a graph with an
+/// image from a stub root is compared without running anything.
 public struct LaunchComparison: Sendable {
     /// One difference, located.
     public struct Difference: Sendable, CustomStringConvertible {
@@ -27,6 +29,8 @@ public struct LaunchComparison: Sendable {
     public let initializers: [String]
     public let dyld2Result: Int32?
     public let dyld3Result: Int32?
+    /// Why main's result was not compared (no code ran, or no main), when it was not.
+    public let notRunReason: String?
     public let differences: [Difference]
 
     /// Launches both ways at the same slide and compares; when `options.run` is set and the
@@ -46,6 +50,7 @@ public struct LaunchComparison: Sendable {
         let slowFixups = slow.fixups ?? []
         let slowReport = slow.report
         let names = SymbolNames(paths: slowReport.images, arch: options.arch)
+        var notRunReason = LaunchSequence.reasonNotToRun(run: runCode, arch: options.arch, memory: slow.memory, paths: slowReport.images)
         slow.memory.release()
 
         var report = LaunchReport(mode: "dyld3")
@@ -109,12 +114,13 @@ public struct LaunchComparison: Sendable {
 
         // main's result, when the code can run here.
         var results: (Int32?, Int32?) = (nil, nil)
-        if runCode, options.arch == CodeRunner.hostArchitecture {
+        if notRunReason == nil {
             options.run = true
             options.recordFixups = false
             options.slide = slide
             let slowRun = try SlowPath.launch(options)
             results.0 = slowRun.report.result
+            notRunReason = slowRun.report.notRunReason
             slowRun.memory.release()
             var runReport = LaunchReport(mode: "dyld3")
             let fastRun = try FastPath.launch(closure, closurePath: closurePath, request: options, checks: checks, report: &runReport, clock: &clock)
@@ -127,7 +133,7 @@ public struct LaunchComparison: Sendable {
         }
         return LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount,
                                 initializers: slowReport.initializers, dyld2Result: results.0, dyld3Result: results.1,
-                                differences: differences)
+                                notRunReason: notRunReason, differences: differences)
     }
 
     /// Location → the fixup that stays there (the last one written).

@@ -38,8 +38,8 @@ public struct Launch {
 }
 
 /// The last step of every launch, shared by both paths: run the initializers in the order
-/// given, then `main`; or record why code does not run (`--no-run`, another architecture,
-/// no `LC_MAIN`).
+/// given, then `main`; or record why code does not run (`--no-run`, an image from a stub
+/// root, another architecture, no `LC_MAIN`).
 public enum LaunchSequence {
     /// Runs `initializers` (per image, offsets from its base) in `order`, then the main
     /// image's entry point. `paths` names the images for the report.
@@ -55,24 +55,36 @@ public enum LaunchSequence {
             functions += initializers[index].map { CodeRunner.Function(image: index, address: base &+ $0) }
             report.initializers.append(paths[index])
         }
-        guard run else {
-            report.notRunReason = "--no-run"
-            return
-        }
-        guard arch == CodeRunner.hostArchitecture else {
-            report.notRunReason = "\(arch) code cannot run on this \(CodeRunner.hostArchitecture) host"
+        if let reason = reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) {
+            report.notRunReason = reason
             return
         }
         _ = clock.lap()
         try CodeRunner.runInitializers(functions, in: memory)
         report.timings[.initializers] = clock.lap()
         guard let entryOffset else {
-            report.notRunReason = "\(paths[mainImage]) has no LC_MAIN: loaded as a root image, no main to run"
+            report.notRunReason = "\(paths[mainImage]) has no LC_MAIN: loaded as a root image, initializers ran, no main to run"
             return
         }
         report.result = try CodeRunner.runMain(
             CodeRunner.Function(image: mainImage, address: memory.images[mainImage].base &+ entryOffset), in: memory)
         report.ran = true
         report.timings[.main] = clock.lap()
+    }
+
+    /// Why the code of a launch mapped in `memory` must not run, or nil when it may: not
+    /// asked to (`--no-run`), an image from a stub root (``StubImageMarker``; checked before
+    /// the architecture, so a stub graph says so on every host), or code of another
+    /// architecture. `paths` names the images.
+    public static func reasonNotToRun(run: Bool, arch: String, memory: LaunchMemory, paths: [String]) -> String? {
+        guard run else { return "--no-run" }
+        if let stub = StubImageMarker.firstMarkedImage(in: memory) {
+            return "\(paths[stub]) is a stub from a stub root (it carries \(StubImageMarker.segmentName),"
+                + "\(StubImageMarker.sectionName)): the graph's code would call into stub data, so none runs"
+        }
+        guard arch == CodeRunner.hostArchitecture else {
+            return "\(arch) code cannot run on this \(CodeRunner.hostArchitecture) host"
+        }
+        return nil
     }
 }

@@ -1,21 +1,17 @@
-import MachOReader
+import LoaderCore
 
 /// The assembly source of one stub slice. Every export is an 8-byte zero datum in
 /// `__DATA,__stub_root` under a global label spelling its name (quoted, so any name
 /// works), weak ones marked `.weak_definition`. The section opens with an unexported
 /// datum, so that it exists even when nothing is exported: it is how a later run tells
-/// its own stubs from real libraries. A host also gets a private entry point in
+/// its own stubs from real libraries, and how a launch knows not to run
+/// code (`LoaderCore.StubImageMarker`). A host also gets a private entry point in
 /// `__TEXT,__text`: one trapping instruction, never run.
 enum StubAssembly {
-    static let markerSegment = "__DATA"
-    static let markerSection = "__stub_root"
+    static let markerSegment = StubImageMarker.segmentName
+    static let markerSection = StubImageMarker.sectionName
     /// The host's entry symbol (`-e`): private extern, so it is not exported.
     static let hostEntry = "__dyld3_stub_root_host_entry"
-
-    /// Whether `section` is the stub marker section.
-    static func isMarker(_ section: Section) -> Bool {
-        section.segmentName == markerSegment && section.name == markerSection
-    }
 
     static func source(for slice: StubSlice, withHostEntry: Bool) throws(StubRootError) -> String {
         var lines = [

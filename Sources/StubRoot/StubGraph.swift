@@ -147,7 +147,7 @@ struct StubRootFiles {
         var isStub = true
         do {
             let file = try UniversalFile(parsing: Array(data))
-            for slice in file.slices where !(try file.image(slice).sections.contains(where: StubAssembly.isMarker)) {
+            for slice in file.slices where !(try file.image(slice).sections.contains(where: StubImageMarker.isMarker)) {
                 isStub = false
             }
         } catch {

@@ -1,3 +1,5 @@
+import LoaderCore
+
 /// What a stub root must hold so that the dependency graphs of some Mach-O binaries load
 /// on a system without macOS's libraries: one stub dylib per absolute install name the
 /// graphs load but that is found nowhere, exporting exactly the symbols imported from it,
@@ -16,7 +18,7 @@ public struct StubRootPlan: Equatable, Sendable {
     public var missingDylibs: [MissingDylib]
 
     /// `DIR/bin/host`.
-    public static func hostPath(root: String) -> String { root + "/bin/host" }
+    public static func hostPath(root: String) -> String { LaunchRoots.hostPath(root: root) }
 
     /// Distinct exported names summed over the stubs (a name exported by several slices
     /// of one stub counts once).

@@ -5,7 +5,7 @@ import LaunchClosure
 import LoaderCore
 
 /// The options every command that loads an app shares: where absolute install names are
-/// found, which slice, which host a bundle goes into, and which closure cache.
+/// found, which slice, which host a bundle or dylib goes into, and which closure cache.
 struct AppOptions: ParsableArguments {
     @Option(help: "The system root absolute install names are looked up under.")
     var root: String?
@@ -13,7 +13,7 @@ struct AppOptions: ParsableArguments {
     @Option(help: "The architecture. Default: the host's if the file has it, else its first slice.")
     var arch: String?
 
-    @Option(help: "The host executable a bundle is loaded into. Default: ROOT/bin/host when it exists.")
+    @Option(help: "The host executable a bundle or dylib is loaded into, as dlopen loads it. Default: ROOT/bin/host when it exists.")
     var host: String?
 
     @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
@@ -89,22 +89,13 @@ enum AppLocator {
         return expanded
     }
 
-    /// The launch roots for an app (a bundle gets its host first) and the architecture.
+    /// The launch roots for an app (a bundle or dylib gets its host first: `LaunchRoots`)
+    /// and the architecture.
     static func roots(for app: String, arch: String?, root: String?, host: String?) throws -> (paths: [String], arch: String) {
         let target = try mainImage(of: app)
         let architecture = try arch ?? defaultArchitecture(of: target)
         let fileType = try ImageFile.load(path: target, arch: architecture).image.header.fileType
-        guard fileType == .bundle else { return ([target], architecture) }
-        if let host {
-            guard FileManager.default.fileExists(atPath: host) else {
-                throw LoadError.unusable(path: host, reason: "host executable not found")
-            }
-            return ([host, target], architecture)
-        }
-        if let root, FileManager.default.fileExists(atPath: root + "/bin/host") {
-            return ([root + "/bin/host", target], architecture)
-        }
-        return ([target], architecture)
+        return (try LaunchRoots.roots(for: target, fileType: fileType, root: root, host: host), architecture)
     }
 
     /// The host's architecture if the file has it, else its first slice's.

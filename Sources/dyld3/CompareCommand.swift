@@ -23,9 +23,6 @@ struct CompareCommand: ParsableCommand {
     @OptionGroup var trust: TrustOptions
 
 
-
-
-
     @Flag(help: "Print the comparison as JSON.")
     var json = false
 
@@ -58,12 +55,14 @@ struct CompareCommand: ParsableCommand {
                     ("initializers", .array(comparison.initializers.map(JSONValue.string))),
                     ("dyld2_result", comparison.dyld2Result.map { .int(Int64($0)) } ?? .null),
                     ("dyld3_result", comparison.dyld3Result.map { .int(Int64($0)) } ?? .null),
+                    ("not_run_reason", comparison.notRunReason.map(JSONValue.string) ?? .null),
                     ("identical", .bool(comparison.differences.isEmpty)),
                     ("differences", .array(comparison.differences.map { .string($0.description) })),
                 ]).serialized())
             } else {
                 for difference in comparison.differences { print("DIFFERS \(difference)") }
-                let result = comparison.dyld2Result.map { ", main returned \($0) both ways" } ?? ""
+                let result = comparison.dyld2Result.map { ", main returned \($0) both ways" }
+                    ?? comparison.notRunReason.map { "; not run: \($0)" } ?? ""
                 print("\(app) [\(roots.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
                       + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixups, "
                       + "slide 0x\(String(comparison.slide, radix: 16))\(comparison.differences.isEmpty ? result : "")")

@@ -14,9 +14,11 @@ struct LaunchCommand: ParsableCommand {
         commandName: "launch",
         abstract: "Load, fix up and run a Mach-O app in this process.",
         discussion: """
-            APP is an executable, a .app directory, a dylib (loaded as the root image, no main) \
-            or a bundle (loaded into a host executable, like a Python extension module). \
-            x86_64 code runs on this x86_64 host; other architectures stop after fixups.
+            APP is an executable, a .app directory, a dylib or a bundle. A dylib or bundle is \
+            loaded into its host executable (--host, else ROOT/bin/host) as dlopen loads it, like \
+            a Python extension module (its initializers run, there is no main); without a host it \
+            is loaded alone as the root image. x86_64 code runs on this x86_64 host; other \
+            architectures, and graphs holding an image from a stub root, stop after fixups.
             """)
 
     @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.")

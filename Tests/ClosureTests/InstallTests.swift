@@ -7,8 +7,8 @@ import Testing
 
 extension ClosureTests {
     @Test func fixturesAreBuilt() throws {
-        #expect(try FixtureApp.all().count == 48)
-        #expect(Self.launchable.count == 40)
+        #expect(try FixtureApp.all().count == 52)
+        #expect(Self.launchable.count == 44)
         #expect(Self.failing.count == 8)
     }
 

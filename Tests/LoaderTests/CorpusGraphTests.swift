@@ -11,9 +11,10 @@ import TestSupport
 
 /// Real Apple-built graphs from the corpus, loaded with generated stub roots: the slow
 /// path writes exactly the fixups llvm-objdump-19 lists, the closure of the graph verifies,
-/// and dyld2 and dyld3 leave identical memory. Nothing runs: the stubs hold no code.
+/// and dyld2 and dyld3 leave identical memory. Nothing runs: the stubs hold no code, and a
+/// launch that loaded one runs no initializer and no main (`LaunchSequence.reasonNotToRun`).
 @Suite(.serialized) struct CorpusGraphTests {
-    /// A graph: its root images (host first when a bundle needs one) and the arch.
+    /// A graph: its root images and the arch (the stub host goes first for a bundle or dylib).
     struct Graph: CustomStringConvertible, Sendable {
         let name: String
         let binaries: [String]
@@ -36,15 +37,15 @@ import TestSupport
     }()
 
     /// Writes the stub root for `graph` and returns it with the launch roots (the stub host
-    /// first for a bundle).
+    /// first for a bundle or dylib, as `dyld3` takes them: `LaunchRoots`).
     static func prepare(_ graph: Graph) async throws -> (root: String, roots: [String]) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-corpus-\(UUID().uuidString)").path
         let plan = try StubRootPlan(binaries: graph.binaries, arches: [graph.arch], root: root)
         #expect(plan.unresolved.isEmpty, "\(graph): \(plan.unresolved)")
         try await plan.write()
         let main = graph.binaries[0]
-        let isBundle = try ImageFile.load(path: main, arch: graph.arch).image.header.fileType == .bundle
-        return (root, isBundle ? [StubRootPlan.hostPath(root: root), main] : [main])
+        let fileType = try ImageFile.load(path: main, arch: graph.arch).image.header.fileType
+        return (root, try LaunchRoots.roots(for: main, fileType: fileType, root: root, host: nil))
     }
 
     @Test(arguments: graphs)
@@ -100,5 +101,50 @@ extension CorpusGraphTests {
         }
         #expect(highByteRebases > 0, "the graph has no high-byte rebase: the test proves nothing")
         #expect(digests.count == 1, "\(digests.count) digests at 3 slides")
+    }
+}
+
+extension CorpusGraphTests {
+    /// A stub root's images hold no code: with code allowed to run, both paths map the graph,
+    /// write its fixups and stop before the first initializer, naming the stub; `compare`
+    /// (which used to run the initializers and crash on kiwisolver's x86_64 module) runs
+    /// nothing and finds memory, fixups and initializer order identical.
+    @Test(arguments: graphs)
+    func stubRootGraphsRunNothingAndBothPathsStillAgree(_ graph: Graph) async throws {
+        let (root, roots) = try await Self.prepare(graph)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let request = LaunchOptions(roots: roots, arch: graph.arch, root: root, run: true)
+        let closure = try ClosureBuilder.build(roots: roots, arch: graph.arch, root: root)
+        let comparison = try LaunchComparison.run(options: request, closure: closure, closurePath: "(built in memory)")
+        #expect(comparison.differences.isEmpty, "\(graph): \(comparison.differences.prefix(5))")
+        #expect(comparison.dyld2Result == nil && comparison.dyld3Result == nil)
+        let reason = try #require(comparison.notRunReason)
+        let stub = try #require(reason.components(separatedBy: " is a stub from a stub root (it carries __DATA,__stub_root)").first)
+        #expect(stub.hasPrefix(root + "/") && stub != reason, "\(graph): \(reason)")
+
+        let slow = try SlowPath.launch(request)
+        defer { slow.memory.release() }
+        var report = LaunchReport(mode: "dyld3")
+        var clock = PhaseClock()
+        let fast = try FastPath.launch(closure, closurePath: "(built in memory)", request: request, report: &report, clock: &clock)
+        defer { fast.memory.release() }
+        for launched in [slow.report, fast.report] {
+            #expect(launched.notRunReason == reason)
+            #expect(!launched.ran && launched.result == nil)
+            #expect(launched.timings[.initializers] == nil, "\(graph): an initializer ran")
+        }
+        #expect(slow.report.initializers == fast.report.initializers)
+    }
+
+    /// The graph that crashed `compare` has initializers that would have run here: the test
+    /// above proves something on this host.
+    @Test func kiwisolverX86ModuleHasInitializersThatWouldRunHere() async throws {
+        let graph = try #require(Self.graphs.first { $0.name == "kiwisolver _cext" && $0.arch == "x86_64" })
+        let (root, roots) = try await Self.prepare(graph)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, run: true))
+        defer { launch.memory.release() }
+        #expect(launch.report.initializers == [graph.binaries[0]])
+        #expect(CodeRunner.hostArchitecture != "x86_64" || launch.report.notRunReason?.contains("stub") == true)
     }
 }

@@ -10,7 +10,7 @@ import Testing
     static let apps = (try? FixtureApp.all()) ?? []
 
     @Test func fixturesAreBuilt() throws {
-        #expect(try FixtureApp.all().count == 48)
+        #expect(try FixtureApp.all().count == 52)
     }
 
     @Test(arguments: apps)

@@ -15,7 +15,7 @@ public struct ClosureBinding: Equatable, Sendable {
     public var root: String
     /// The app's main image, symlinks resolved.
     public var app: String
-    /// The host executable a bundle was loaded into, symlinks resolved ("" for none).
+    /// The host executable a bundle or dylib was loaded into, symlinks resolved ("" for none).
     public var host: String
 
     public init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String) {
