@@ -79,6 +79,6 @@ let package = Package(
         .testTarget(name: "BenchTests", dependencies: ["LaunchBench"]),
         .testTarget(name: "ClosureTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld2", "LoaderCore", "MachOReader", "TestSupport"]),
         // Tampered and forged closures, concurrent installs, stale images, cache hygiene.
-        .testTarget(name: "HostileTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld3", "LoaderCore", "MachOReader", "ProcessRunner", "TestSupport"]),
+        .testTarget(name: "HostileTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LoaderCore", "MachOReader", "ProcessRunner", "TestSupport"]),
     ]
 )

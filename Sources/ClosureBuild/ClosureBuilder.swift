@@ -7,9 +7,14 @@ public enum ClosureBuilder {
     /// The closure for launching `roots` (host first, if any) for `arch` under `root`.
     /// An app that cannot launch gets no closure: the slow path's error is thrown.
     public static func build(roots: [String], arch: String, root: String?, contentOnlyIdentity: Bool = false) throws(LoadError) -> LaunchClosure {
-        let analysis = try LaunchAnalysis(roots: roots, arch: arch, root: root)
         var targets: [BindTarget] = []
         var targetIndex: [BindTarget: Int] = [:]
+        // Each image's fixups are encoded as runs as soon as they are resolved.
+        var runs: [(rebases: (bytes: [UInt8], count: Int), binds: (bytes: [UInt8], count: Int))] = []
+        let analysis = try LaunchAnalysis(roots: roots, arch: arch, root: root) { (plan, fixups) throws(LoadError) in
+            runs.append((FixupRuns.encodeRebases(fixups, plan: plan),
+                         FixupRuns.encodeBinds(fixups, plan: plan, targets: &targets, targetIndex: &targetIndex)))
+        }
         var images: [ClosureImage] = []
         for (index, node) in analysis.graph.nodes.enumerated() {
             let identity: ImageIdentity
@@ -18,8 +23,7 @@ public enum ClosureBuilder {
             } catch {
                 throw .unusable(path: node.path, reason: "\(error)")
             }
-            let rebases = FixupRuns.encodeRebases(analysis.fixups[index], plan: analysis.plans[index])
-            let binds = FixupRuns.encodeBinds(analysis.fixups[index], plan: analysis.plans[index], targets: &targets, targetIndex: &targetIndex)
+            let (rebases, binds) = runs[index]
             images.append(ClosureImage(
                 path: node.path, installName: node.installName ?? "", identity: identity, plan: analysis.plans[index],
                 dependencies: node.dependencies.map { ClosureDependency(installName: $0.installName, kind: $0.kind, target: $0.target ?? -1) },

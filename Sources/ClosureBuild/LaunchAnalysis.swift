@@ -5,12 +5,11 @@ import MachOReader
 /// Everything a launch works out before it touches memory: the graph, the mapping plans,
 /// every fixup resolved, the initializers and the entry point. The closure builder runs
 /// this once at install time and writes it down; the slow path does the same work inline
-/// on every launch.
+/// on every launch. Each image's resolved fixups are handed to the caller as soon as the
+/// image is done, and not kept: the analysis holds one image's fixups at a time.
 public struct LaunchAnalysis: Sendable {
     public let graph: DependencyGraph
     public let plans: [ImagePlan]
-    /// Per image, in load order: rebases first, then binds, as resolved.
-    public let fixups: [[ResolvedFixup]]
     /// Node indices in initializer order.
     public let initializerOrder: [Int]
     /// Per image: its initializer functions as offsets from its preferred base.
@@ -19,7 +18,12 @@ public struct LaunchAnalysis: Sendable {
     public let entryOffset: UInt64?
     public let symbolLookups: Int
 
-    public init(roots: [String], arch: String, root: String?) throws(LoadError) {
+    /// Analyses the launch of `roots`; `consume` receives each image's plan and fixups
+    /// (rebases first, then binds, as resolved), in load order.
+    public init(
+        roots: [String], arch: String, root: String?,
+        consume: (_ plan: ImagePlan, _ fixups: [ResolvedFixup]) throws(LoadError) -> Void
+    ) throws(LoadError) {
         graph = try DependencyGraph(roots: roots, arch: arch, root: root)
         var plans: [ImagePlan] = []
         for node in graph.nodes {
@@ -27,24 +31,19 @@ public struct LaunchAnalysis: Sendable {
         }
         self.plans = plans
         var resolver = try FixupResolver(graph: graph, plans: plans)
-        var fixups: [[ResolvedFixup]] = []
+        var initializers: [[UInt64]] = []
         for index in graph.nodes.indices {
             var imageFixups: [ResolvedFixup] = []
             try resolver.resolve(image: index) { (fixup) throws(LoadError) in imageFixups.append(fixup) }
-            fixups.append(imageFixups)
-        }
-        self.fixups = fixups
-        symbolLookups = resolver.symbolLookups
-        initializerOrder = InitializerOrder.compute(graph)
-        var initializers: [[UInt64]] = []
-        for index in graph.nodes.indices {
             // A `__mod_init_func` slot's function is the target of the last rebase written there.
-            let imageFixups = fixups[index]
             initializers.append(try Initializers.offsets(of: graph.nodes[index].image, plan: plans[index]) { slot in
                 guard case let .rebase(targetOffset, _) = imageFixups.last(where: { $0.vmOffset == slot })?.kind else { return nil }
                 return targetOffset
             })
+            try consume(plans[index], imageFixups)
         }
+        symbolLookups = resolver.symbolLookups
+        initializerOrder = InitializerOrder.compute(graph)
         self.initializers = initializers
         entryOffset = graph.nodes[graph.rootCount - 1].image.entryPoint?.entryOffset
     }

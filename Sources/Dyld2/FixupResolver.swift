@@ -32,11 +32,20 @@ public struct FixupResolver {
         try reading(index) { () throws in
             if image.chainedFixups != nil {
                 guard let chained = try image.parseChainedFixups() else { return afterRebases() }
-                var fixups: [ChainedFixup] = []
-                try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in fixups.append(fixup) }
-                try resolveChainedRebases(fixups, index: index, base: base, sink)
+                // Two walks over the chains (rebases, then binds) instead of one list of them:
+                // the memory a walk needs does not grow with the image's fixups.
+                try Self.walk(chained, of: image) { (fixup) throws(LoadError) in
+                    try resolveChainedRebase(fixup, index: index, base: base, sink)
+                }
                 afterRebases()
-                try resolveChainedBinds(fixups, chained: chained, index: index, base: base, sink)
+                let targets = try chainedBindTargets(chained, index: index)
+                try Self.walk(chained, of: image) { (fixup) throws(LoadError) in
+                    guard case let .bind(chainedBind) = fixup.pointer else { return }
+                    let ordinal = Int(chainedBind.importOrdinal)
+                    try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .bind(
+                        targets[ordinal], addend: chained.imports[ordinal].addend &+ chainedBind.addend)))
+                    binds += 1
+                }
             } else {
                 try resolveOpcodeRebases(image, base: base, sink)
                 afterRebases()
@@ -45,44 +54,57 @@ public struct FixupResolver {
         }
     }
 
-    private mutating func resolveChainedRebases(
-        _ fixups: [ChainedFixup], index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
+    /// Walks every chain of `image`, handing each fixup to `body`; an error `body` throws
+    /// ends the walk and is thrown as it is.
+    private static func walk(
+        _ chained: ChainedFixups, of image: MachOImage, _ body: (ChainedFixup) throws(LoadError) -> Void
     ) throws {
-        for fixup in fixups {
-            switch fixup.pointer {
-            case let .rebase(target):
-                try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
-                    targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
-                rebases += 1
-            case .bind: break
-            case .authRebase, .authBind, .nonPointer:
-                throw LoadError.unusable(
-                    path: graph.nodes[index].path,
-                    reason: "\(fixup.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
+        var failure: LoadError?
+        do {
+            try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in
+                do throws(LoadError) {
+                    try body(fixup)
+                } catch {
+                    failure = error
+                    throw MachOError.malformed("walk stopped", at: fixup.fileOffset)
+                }
             }
+        } catch {
+            if let failure { throw failure }
+            throw error
         }
     }
 
-    private mutating func resolveChainedBinds(
-        _ fixups: [ChainedFixup], chained: ChainedFixups, index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
-    ) throws {
+    private mutating func resolveChainedRebase(
+        _ fixup: ChainedFixup, index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
+    ) throws(LoadError) {
+        switch fixup.pointer {
+        case let .rebase(target):
+            try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
+                targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
+            rebases += 1
+        case .bind: break
+        case .authRebase, .authBind, .nonPointer:
+            throw LoadError.unusable(
+                path: graph.nodes[index].path,
+                reason: "\(fixup.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
+        }
+    }
+
+    /// Every import of the chained fixups resolved once, in import order.
+    private mutating func chainedBindTargets(_ chained: ChainedFixups, index: Int) throws(LoadError) -> [BindTarget] {
         var targets: [BindTarget] = []
         targets.reserveCapacity(chained.imports.count)
         for entry in chained.imports {
             let target = try lookup.resolve(entry.name, ordinal: entry.libraryOrdinal, from: index)
             targets.append(try settle(target, entry.name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
         }
-        for fixup in fixups {
-            guard case let .bind(chainedBind) = fixup.pointer else { continue }
-            let ordinal = Int(chainedBind.importOrdinal)
-            try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .bind(
-                targets[ordinal], addend: chained.imports[ordinal].addend &+ chainedBind.addend)))
-            binds += 1
-        }
+        return targets
     }
 
     private mutating func resolveOpcodeRebases(_ image: MachOImage, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws {
-        for fixup in try image.rebaseFixups() {
+        var decoder = try RebaseOpcodeDecoder(image)
+        while let fixup = try decoder.next() {
             // The unslid pointer the linker wrote is in the file.
             let segment = image.segments[fixup.segmentIndex]
             let target = try image.view.u64(Int(segment.fileOffset + fixup.segmentOffset))
@@ -99,7 +121,8 @@ public struct FixupResolver {
         _ image: MachOImage, index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
     ) throws {
         for stream in BindStreamKind.allCases {
-            for fixup in try image.bindFixups(stream) {
+            var decoder = try BindOpcodeDecoder(image, stream: stream)
+            while let fixup = try decoder.next() {
                 guard let address = fixup.address else { continue }  // a strong-definition marker
                 let target = stream == .weak
                     ? try lookup.findCoalesced(fixup.symbolName)

@@ -50,6 +50,17 @@ public struct DependencyGraph: Sendable {
     public let resolver: PathResolver
     /// Time spent reading and parsing image files while building the graph.
     public private(set) var parseNanoseconds: Int64 = 0
+    /// File-system probes (`stat`s of candidate paths and search directories) the path
+    /// search made: each path and each directory is probed at most once per launch.
+    public var pathProbes: Int { probes.count }
+    private var probes = PathProbes()
+    /// Per node, its rpaths expanded once, and the node whose rpaths `@rpath` searches
+    /// next: its loader, or for a root the main executable (-1 after that). A loader is
+    /// always loaded before the nodes it brings in, so the chain only goes down to node 0.
+    private var searchDirectories: [[SearchDirectory]] = []
+    private var searchParents: [Int] = []
+    /// Absent paths already recorded on some node: each is recorded once per launch.
+    private var recordedAbsent = Set<String>()
 
     /// Loads `roots` (a host executable first, if any, then the app) and everything they
     /// depend on, for `arch`, resolving absolute install names under `root`.
@@ -60,8 +71,7 @@ public struct DependencyGraph: Sendable {
         var index = LoadedIndex()
         for path in roots {
             let file = try timedLoad(PathResolver.normalize(path), arch: arch)
-            index.add(file, as: nodes.count)
-            nodes.append(Node(file: file, installName: file.image.id?.installName, dependencies: [], loader: nil))
+            append(file, loader: nil, index: &index)
         }
         var next = 0
         while next < nodes.count {
@@ -91,6 +101,24 @@ public struct DependencyGraph: Sendable {
         }
     }
 
+    /// One rpath of a loaded image: as `@executable_path`/`@loader_path`-expanded (what a
+    /// candidate is built from) and the id of its normalized directory in `probes`.
+    private struct SearchDirectory {
+        let expanded: String
+        let directory: Int
+    }
+
+    private mutating func append(_ file: ImageFile, loader: Int?, index loaded: inout LoadedIndex) {
+        loaded.add(file, as: nodes.count)
+        searchParents.append(loader ?? (nodes.isEmpty ? -1 : 0))
+        nodes.append(Node(file: file, installName: file.image.id?.installName, dependencies: [], loader: loader))
+        let directory = PathResolver.directory(of: file.path)
+        searchDirectories.append(file.image.rpaths.map { rpath in
+            let expanded = resolver.expand(rpath, loaderDirectory: directory)
+            return SearchDirectory(expanded: expanded, directory: probes.directoryID(resolver.confined(expanded)))
+        })
+    }
+
     private mutating func resolveDependencies(of index: Int, arch: String, index loaded: inout LoadedIndex) throws(LoadError) {
         let node = nodes[index]
         var edges: [Edge] = []
@@ -102,30 +130,40 @@ public struct DependencyGraph: Sendable {
                 edges.append(Edge(installName: name, kind: dependency.kind, target: existing))
                 continue
             }
-            let candidates = resolver.candidates(
-                for: name, loaderDirectory: PathResolver.directory(of: node.path), rpaths: rpathChain(from: index))
             var found: Int?
-            for candidate in candidates {
-                guard FileManager.default.fileExists(atPath: candidate) else {
-                    if !absent.contains(candidate) { absent.append(candidate) }
+            var walk = CandidateWalk(installName: name, from: index, resolver: resolver)
+            while let (candidate, directory) = walk.next(in: self) {
+                if let existing = loaded.byPath[candidate] {
+                    found = existing
+                    break
+                }
+                guard probes.exists(candidate) else {
+                    if recordedAbsent.insert(candidate).inserted { absent.append(candidate) }
+                    if let directory, let missing = probes.settleAbsentDirectory(directory), recordedAbsent.insert(missing).inserted {
+                        absent.append(missing)
+                    }
                     continue
                 }
-                if let existing = loaded.byPath[candidate] { found = existing; break }
                 let file = try timedLoad(candidate, arch: arch)
                 guard file.image.header.fileType == .dylib else {
                     throw .unusable(path: candidate, reason: "is \(file.image.header.fileType), not a dylib (needed by \(node.path) as \(name))")
                 }
-                found = nodes.count
-                loaded.add(file, as: nodes.count)
-                nodes.append(Node(file: file, installName: file.image.id?.installName, dependencies: [], loader: index))
+                if let existing = loaded.byPath[file.path] {  // the same file through a symlink
+                    found = existing
+                } else {
+                    found = nodes.count
+                    append(file, loader: index, index: &loaded)
+                }
                 break
             }
             if found == nil {
+                let tried = resolver.candidates(
+                    for: name, loaderDirectory: PathResolver.directory(of: node.path), rpaths: rpathChain(from: index))
                 guard dependency.kind == .weak else {
-                    throw .missingDylib(installName: name, neededBy: node.path, tried: candidates)
+                    throw .missingDylib(installName: name, neededBy: node.path, tried: tried)
                 }
                 if !missingWeakDylibs.contains(where: { $0.installName == name }) {
-                    missingWeakDylibs.append(MissingWeakDylib(installName: name, neededBy: node.path, tried: candidates))
+                    missingWeakDylibs.append(MissingWeakDylib(installName: name, neededBy: node.path, tried: tried))
                 }
             }
             edges.append(Edge(installName: name, kind: dependency.kind, target: found))
@@ -134,8 +172,78 @@ public struct DependencyGraph: Sendable {
         nodes[index].absentCandidates = absent
     }
 
+    /// The candidate paths for one install name needed by one node, produced one at a time
+    /// in the order `PathResolver.candidates` lists them, so a search that finds its dylib
+    /// early builds no further paths. With each `@rpath` candidate comes the id of its rpath
+    /// directory; a candidate whose directory is known to be absent is skipped without
+    /// building its path (it cannot exist, and the directory is already among the launch's
+    /// absent paths). The rpaths are those of the loading chain (the node's, its loader's,
+    /// ..., then the main executable's), each expanded once when its image was loaded.
+    private struct CandidateWalk {
+        let installName: String
+        /// What follows `@rpath/`, or nil for any other install name.
+        let rpathRest: String?
+        /// Whether `rpathRest` is a plain relative path, which stays inside its rpath directory.
+        let staysInside: Bool
+        let fallback: String
+        /// The node whose load command names the dylib.
+        let start: Int
+        var tried = Set<String>()
+        var node: Int?
+        var nextRPath = 0
+        var direct = true
+        var done = false
+
+        init(installName: String, from index: Int, resolver: PathResolver) {
+            self.installName = installName
+            start = index
+            fallback = resolver.underRoot("/usr/lib/" + (installName as NSString).lastPathComponent)
+            if installName.hasPrefix("@rpath/") {
+                let rest = String(installName.dropFirst("@rpath/".count))
+                rpathRest = rest
+                staysInside = !rest.split(separator: "/").contains { $0 == ".." || $0 == "." }
+                node = index
+            } else {
+                rpathRest = nil
+                staysInside = false
+            }
+        }
+
+        mutating func next(in graph: DependencyGraph) -> (path: String, directory: Int?)? {
+            guard !done else { return nil }
+            if let rest = rpathRest {
+                while let current = node {
+                    let searches = graph.searchDirectories[current]
+                    while nextRPath < searches.count {
+                        let search = searches[nextRPath]
+                        nextRPath += 1
+                        if staysInside && graph.probes.isKnownAbsent(search.directory) { continue }
+                        let candidate = graph.resolver.confined(search.expanded + "/" + rest)
+                        guard tried.insert(candidate).inserted else { continue }
+                        return (candidate, staysInside ? search.directory : nil)
+                    }
+                    nextRPath = 0
+                    let parent = graph.searchParents[current]
+                    node = parent < 0 ? nil : parent
+                }
+            } else if direct {
+                direct = false
+                let loaderDirectory = PathResolver.directory(of: graph.nodes[start].path)
+                let candidate = installName.hasPrefix("@")
+                    ? graph.resolver.confined(graph.resolver.expand(installName, loaderDirectory: loaderDirectory))
+                    : graph.resolver.underRoot(installName)
+                tried.insert(candidate)
+                return (candidate, nil)
+            }
+            // DYLD_FALLBACK_LIBRARY_PATH's last entry: the root's /usr/lib, by leaf name.
+            done = true
+            return tried.contains(fallback) ? nil : (fallback, nil)
+        }
+    }
+
     /// The rpaths `@rpath` searches for a load by `index`: its own, then its loader's, and
-    /// so on up to a root, then the main executable's.
+    /// so on up to a root, then the main executable's (for the list of tried paths in an
+    /// error; the search itself walks `searchDirectories`).
     func rpathChain(from index: Int) -> [PathResolver.RPath] {
         var chain: [PathResolver.RPath] = []
         var visited = Set<Int>()

@@ -29,10 +29,13 @@ struct BottomUpWalk {
     let graph: DependencyGraph
     private(set) var order: [Int] = []
     private var visited: [Bool]
+    /// Whether a node is in the current round's upward links set aside (no list search).
+    private var setAside: [Bool]
 
     init(graph: DependencyGraph) {
         self.graph = graph
         visited = Array(repeating: false, count: graph.nodes.count)
+        setAside = visited
     }
 
     /// `runInitializersBottomUpPlusUpwardLinks`: `node` bottom up, then the upward links set
@@ -41,6 +44,7 @@ struct BottomUpWalk {
         var danglingUpwards: [Int] = []
         initializeBottomUp(node, danglingUpwards: &danglingUpwards)
         while !danglingUpwards.isEmpty {
+            for upward in danglingUpwards { setAside[upward] = false }
             var next: [Int] = []
             for upward in danglingUpwards { initializeBottomUp(upward, danglingUpwards: &next) }
             danglingUpwards = next
@@ -63,7 +67,10 @@ struct BottomUpWalk {
             let edge = dependencies[top.next]
             guard let target = edge.target else { continue }  // a missing weak dylib
             if edge.kind == .upward {
-                if !danglingUpwards.contains(target) { danglingUpwards.append(target) }
+                if !setAside[target] {
+                    setAside[target] = true
+                    danglingUpwards.append(target)
+                }
             } else if !visited[target] {
                 visited[target] = true
                 stack.append((target, 0))

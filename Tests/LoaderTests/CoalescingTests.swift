@@ -29,14 +29,17 @@ import Testing
     @Test(arguments: apps)
     func weakBindsGoToTheManifestWinner(_ app: FixtureApp) throws {
         let winners = try #require(Self.coalescedWinners(app))
-        let analysis = try LaunchAnalysis(roots: [app.executable], arch: app.arch, root: app.root)
+        var fixups: [[ResolvedFixup]] = []
+        let analysis = try LaunchAnalysis(roots: [app.executable], arch: app.arch, root: app.root) { (_, imageFixups) throws(LoadError) in
+            fixups.append(imageFixups)
+        }
         var checked: [String: Int] = [:]
         for (index, node) in analysis.graph.nodes.enumerated() {
             let base = analysis.plans[index].preferredBase
             for (name, address) in try Self.weakLookupBinds(node.image) {
                 guard let winner = winners[name] else { continue }
                 // The last fixup written at a location is what stays in memory.
-                let fixup = try #require(analysis.fixups[index].last { $0.vmOffset == address &- base })
+                let fixup = try #require(fixups[index].last { $0.vmOffset == address &- base })
                 guard case let .bind(.image(target, _), _) = fixup.kind else {
                     Issue.record("\(app): \(name) in \(app.imageName(node.path)) is not bound into an image: \(fixup.kind)")
                     continue

@@ -114,9 +114,13 @@ public struct ChainedFixups: Sendable {
     ///
     /// Fails, with the absolute offset of the bad bytes, on a segment index the image does
     /// not have, a chain that starts or continues outside its page or past the segment's
-    /// file data, and a bind whose import ordinal is not in the imports table. Every step of
-    /// a chain moves forward inside one page (`next` is unsigned and non-zero), so a walk
-    /// always ends.
+    /// file data, a start of a page's chains that is not past the end of the page's previous
+    /// chain, and a bind whose import ordinal is not in the imports table. Every step of a
+    /// chain moves forward inside one page (`next` is unsigned and non-zero), so a walk always
+    /// ends, and visits each location at most once: an image has at most one fixup per
+    /// `stride` bytes of its segments' file data, however its page starts repeat (dyld's
+    /// `ChainedFixups::validLinkedit` requires a page's starts in ascending order; starts
+    /// that fall inside an earlier chain of the page would still repeat its locations).
     public func forEachFixup(
         in image: MachOImage, _ body: (ChainedFixup) throws(MachOError) -> Void
     ) throws(MachOError) {
@@ -129,13 +133,22 @@ public struct ChainedFixups: Sendable {
             let segment = image.segments[starts.segmentIndex]
             let data = try image.view.slice(offset: segment.fileOffset, size: segment.fileSize)
             for page in 0..<starts.pageCount {
+                // Where the page's previous chain ended: a chain only moves forward, so a
+                // start past it visits no location twice.
+                var previousEnd: Int?
                 try starts.forEachChainStart(inPage: page) { (start, entry) throws(MachOError) in
                     guard Int(start) < Int(starts.pageSize) else {
                         throw MachOError.malformed(
                             "chain start \(start) of page \(page) of segment \(segment.name) is outside its \(starts.pageSize)-byte page",
                             at: starts.absoluteOffset(ofStartEntry: entry))
                     }
-                    try walkChain(
+                    if let previousEnd, Int(start) <= previousEnd {
+                        throw MachOError.malformed(
+                            "chain start 0x\(String(start, radix: 16)) of page \(page) of segment \(segment.name) is not past "
+                                + "the end of the page's previous chain (0x\(String(previousEnd, radix: 16))): its locations would be fixed up again",
+                            at: starts.absoluteOffset(ofStartEntry: entry))
+                    }
+                    previousEnd = try walkChain(
                         starts: starts, segment: segment, data: data, page: page, start: Int(start), body)
                 }
             }
@@ -149,11 +162,12 @@ public struct ChainedFixups: Sendable {
         return all
     }
 
-    /// Follows one chain from `start` (an offset in page `page` of the segment's `data`).
+    /// Follows one chain from `start` (an offset in page `page` of the segment's `data`);
+    /// returns the offset in the page of its last fixup.
     private func walkChain(
         starts: ChainedStartsInSegment, segment: Segment, data: ByteView, page: Int, start: Int,
         _ body: (ChainedFixup) throws(MachOError) -> Void
-    ) throws(MachOError) {
+    ) throws(MachOError) -> Int {
         let format = starts.pointerFormat
         let pageSize = Int(starts.pageSize)
         var offsetInPage = start
@@ -179,7 +193,7 @@ public struct ChainedFixups: Sendable {
                 segmentIndex: starts.segmentIndex, offsetInSegment: UInt64(offset),
                 address: segment.vmAddress &+ UInt64(offset), fileOffset: data.absolute(offset),
                 rawValue: raw, format: format, pointer: pointer, boundImport: boundImport))
-            if next == 0 { return }
+            if next == 0 { return offsetInPage }
             offsetInPage += Int(next) * format.stride
             guard offsetInPage < pageSize else {
                 throw MachOError.malformed(
