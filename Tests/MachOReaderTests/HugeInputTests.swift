@@ -80,6 +80,26 @@ import Testing
         }
     }
 
+    // MARK: - Streaming
+
+    /// What `dyld3 inspect` streams through its 64 KiB stdout buffer is byte for byte the
+    /// text rendered into one string, for every table at once on the largest corpus files
+    /// (megabytes of rows, so many buffer boundaries).
+    @Test func streamedTablesEqualTheRenderedText() async throws {
+        let largest = try Corpus.machOFiles()
+            .map { ($0, (try FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int) ?? 0) }
+            .sorted { $0.1 > $1.1 }.prefix(3).map(\.0)
+        let tables = InspectTable.allCases
+        for path in largest {
+            let rendered = try ObjdumpReport.render(path: path, bytes: try Corpus.bytes(path), tables: Set(tables), arch: .all)
+            let streamed = try await Dyld3Binary.run(["inspect", "--arch", "all"] + tables.map(\.flag) + [path])
+            #expect(streamed.status == 0, "\(path): \(streamed.stderr)")
+            #expect(rendered.utf8.count > 2 * 65_536)
+            let equal = streamed.stdout == rendered
+            #expect(equal, "\(path): streamed \(streamed.stdout.utf8.count) bytes, rendered \(rendered.utf8.count)")
+        }
+    }
+
     // MARK: - Linear export tries
 
     /// A linear trie of `count` nodes, each node's one child through the edge `a`: names
