@@ -10,12 +10,13 @@ public struct ImageFile: Sendable {
     public let sliceOffset: Int
     public let image: MachOImage
 
-    /// Reads `path` and parses the slice for `arch`. A path inside `root` is read inside
-    /// it: `..` and symlinks resolve as if the root were `/`, so nothing outside the root
-    /// is opened; the image's path is then the file actually read. Only regular files are
-    /// read.
+    /// Maps `path` read-only and parses the slice for `arch`. A path inside `root` is opened
+    /// inside it: `..` and symlinks resolve as if the root were `/`, so nothing outside the
+    /// root is opened; the image's path is then the file actually mapped. Only regular files
+    /// are opened. The image's ``MachOImage/view`` reads the mapping, which lasts as long as
+    /// the image.
     public static func load(path: String, arch: String, root: String? = nil) throws(LoadError) -> ImageFile {
-        let (bytes, resolvedPath) = try read(path, root: root)
+        let (bytes, resolvedPath) = try map(path, root: root)
         do {
             let file = try UniversalFile(parsing: bytes)
             guard let slice = file.slices.first(where: { $0.cpu.matches(arch) }) else {
@@ -38,14 +39,15 @@ public struct ImageFile: Sendable {
         }
     }
 
-    /// The bytes of a regular file, read inside `root` when the path lies in it (else
-    /// with `/` as the root), and the path of the file read.
-    static func read(_ path: String, root: String?) throws(LoadError) -> (bytes: [UInt8], path: String) {
+    /// The bytes of a regular file, mapped read-only, opened inside `root` when the path
+    /// lies in it (else with `/` as the root), and the path of the file mapped.
+    static func map(_ path: String, root: String?) throws(LoadError) -> (bytes: ByteView, path: String) {
         let absolute = PathResolver.normalize(path)
         let base = root.map(PathResolver.normalize)
         let inside = base.flatMap { PathResolver.relative(absolute, inside: $0) }
-        switch UnsafeRootedOpen.read(inside ?? absolute, inRoot: inside == nil ? "/" : base!) {
-        case let .success((bytes, resolved)):
+        switch UnsafeRootedOpen.map(inside ?? absolute, inRoot: inside == nil ? "/" : base!) {
+        case let .success((storage, resolved)):
+            let bytes = ByteView(storage)
             guard let base, inside != nil else { return (bytes, absolute) }
             return (bytes, base + resolved)
         case let .failure(failure):
@@ -53,15 +55,16 @@ public struct ImageFile: Sendable {
         }
     }
 
-    /// The bytes of the regular file at `path`; a FIFO, a device or a directory is refused
-    /// without being opened for reading.
-    public static func regularFileBytes(_ path: String) throws(LoadError) -> [UInt8] {
-        try read(path, root: nil).bytes
+    /// The bytes of the regular file at `path`, mapped read-only (nothing is read until
+    /// the view is); a FIFO, a device or a directory is refused without being opened for
+    /// reading.
+    public static func mapRegularFile(_ path: String) throws(LoadError) -> ByteView {
+        try map(path, root: nil).bytes
     }
 
     /// The architectures a file holds, for choosing a default.
     public static func architectures(path: String) throws(LoadError) -> [String] {
-        let bytes = try read(path, root: nil).bytes
+        let bytes = try map(path, root: nil).bytes
         do {
             return try UniversalFile(parsing: bytes).slices.map(\.cpu.name)
         } catch {

@@ -1,8 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MachOReader
 
-/// Reads a file inside a root directory as if the root were `/`: `..` never climbs above
+/// Opens a file inside a root directory as if the root were `/`: `..` never climbs above
 /// the root and symbolic links (relative or absolute) are resolved inside it, one
 /// component at a time with `openat(openPathOnly | O_NOFOLLOW)` and `readlinkat` (what
 /// `openat2(RESOLVE_IN_ROOT)` does, without needing the Linux 5.6 system call). Only
@@ -31,9 +32,9 @@ enum UnsafeRootedOpen {
         }
     }
 
-    /// The bytes of `path` (absolute, taken relative to `root`) and the path, inside the
-    /// root, of the file actually read (symlinks resolved).
-    static func read(_ path: String, inRoot root: String) -> Result<(bytes: [UInt8], resolved: String), Failure> {
+    /// The bytes of `path` (absolute, taken relative to `root`), mapped read-only, and the
+    /// path, inside the root, of the file actually mapped (symlinks resolved).
+    static func map(_ path: String, inRoot root: String) -> Result<(bytes: ByteStorage, resolved: String), Failure> {
         let rootFD = Glibc.open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC)
         guard rootFD >= 0 else { return .failure(.system("open root \(root)", SystemCallFailure())) }
         // Directories from the root down: their descriptors and names.
@@ -70,7 +71,7 @@ enum UnsafeRootedOpen {
             case S_IFREG where pending.isEmpty:
                 _ = Glibc.close(fd)
                 let resolved = "/" + (directories.dropFirst().map(\.name) + [name]).joined(separator: "/")
-                return readRegular(parent, name, expecting: info).map { ($0, resolved) }
+                return mapRegular(parent, name, expecting: info).map { ($0, resolved) }
             case S_IFREG:
                 _ = Glibc.close(fd)
                 return .failure(.notADirectory(name))
@@ -98,8 +99,8 @@ enum UnsafeRootedOpen {
     }
 
     /// Opens `name` in `directory` without following a link, checks it is still the
-    /// regular file `expected` (same device and inode), and reads all of it.
-    private static func readRegular(_ directory: Int32, _ name: String, expecting expected: stat) -> Result<[UInt8], Failure> {
+    /// regular file `expected` (same device and inode), and maps all of it read-only.
+    private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat) -> Result<ByteStorage, Failure> {
         let fd = Glibc.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return .failure(.system("open \(name)", SystemCallFailure())) }
         defer { _ = Glibc.close(fd) }
@@ -108,17 +109,6 @@ enum UnsafeRootedOpen {
         guard info.st_mode & S_IFMT == S_IFREG, info.st_dev == expected.st_dev, info.st_ino == expected.st_ino else {
             return .failure(.notRegularFile)
         }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
-            guard count > 0 else {
-                if count < 0 && errno == EINTR { continue }
-                if count == 0 { bytes.removeLast(bytes.count - done); break }
-                return .failure(.system("read \(name)", SystemCallFailure()))
-            }
-            done += count
-        }
-        return .success(bytes)
+        return UnsafeFileMapping.map(fd, size: Int(info.st_size)).mapError { .system("mmap \(name)", $0) }
     }
 }

@@ -4,16 +4,17 @@ import MachOReader
 /// (printBindTable, printLazyBindTable, printWeakBindTable). Images without LC_DYLD_INFO
 /// show only the title and column header.
 enum BindTable {
-    static func render(_ image: MachOImage, kind: BindStreamKind) throws(MachOError) -> String {
-        var out = switch kind {
+    static func write<Output: TextOutputStream>(_ image: MachOImage, kind: BindStreamKind, to out: inout Output) throws(MachOError) {
+        let title = switch kind {
         case .regular: "\nBind table:\nsegment  section            address    type       addend dylib            symbol\n"
         case .lazy: "\nLazy bind table:\nsegment  section            address     dylib            symbol\n"
         case .weak: "\nWeak bind table:\nsegment  section            address     type       addend   symbol\n"
         }
+        out.write(title)
         try image.forEachBindFixup(in: kind) { (fixup) throws(MachOError) in
-            out += try row(fixup, image) + "\n"
+            out.write(try row(fixup, image))
+            out.write("\n")
         }
-        return out
     }
 
     private static func row(_ fixup: BindFixup, _ image: MachOImage) throws(MachOError) -> String {

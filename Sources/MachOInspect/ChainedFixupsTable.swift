@@ -3,17 +3,17 @@ import MachOReader
 /// `--chained-fixups`: the LC_DYLD_CHAINED_FIXUPS structures, printed as
 /// `llvm-objdump-19 --macho --chained-fixups` prints them (nothing for an image without them).
 enum ChainedFixupsTable {
-    static func render(_ image: MachOImage) throws(MachOError) -> String {
-        guard let fixups = try image.parseChainedFixups() else { return "" }
+    static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
+        guard let fixups = try image.parseChainedFixups() else { return }
         let header = fixups.header
-        var out = "chained fixups header (LC_DYLD_CHAINED_FIXUPS)\n"
-        out += "  fixups_version = \(header.fixupsVersion)\n"
-        out += "  starts_offset  = \(header.startsOffset)\n"
-        out += "  imports_offset = \(header.importsOffset)\n"
-        out += "  symbols_offset = \(header.symbolsOffset)\n"
-        out += "  imports_count  = \(header.importsCount)\n"
-        out += "  imports_format = \(header.importsFormat.rawValue) (\(header.importsFormat.name))\n"
-        out += "  symbols_format = \(header.symbolsFormat)\n"
+        out.write("chained fixups header (LC_DYLD_CHAINED_FIXUPS)\n")
+        out.write("  fixups_version = \(header.fixupsVersion)\n")
+        out.write("  starts_offset  = \(header.startsOffset)\n")
+        out.write("  imports_offset = \(header.importsOffset)\n")
+        out.write("  symbols_offset = \(header.symbolsOffset)\n")
+        out.write("  imports_count  = \(header.importsCount)\n")
+        out.write("  imports_format = \(header.importsFormat.rawValue) (\(header.importsFormat.name))\n")
+        out.write("  symbols_format = \(header.symbolsFormat)\n")
 
         let offsets = fixups.startsInImage.segmentInfoOffsets
         guard offsets.count <= image.segments.count else {
@@ -21,22 +21,22 @@ enum ChainedFixupsTable {
                 "chained starts list \(offsets.count) segments but the image has \(image.segments.count)",
                 at: fixups.blob.absolute(Int(header.startsOffset)))
         }
-        out += "chained starts in image\n"
-        out += "  seg_count = \(offsets.count)\n"
+        out.write("chained starts in image\n")
+        out.write("  seg_count = \(offsets.count)\n")
         for (index, offset) in offsets.enumerated() {
-            out += "    seg_offset[\(index)] = \(offset) (\(image.segments[index].name))\n"
+            out.write("    seg_offset[\(index)] = \(offset) (\(image.segments[index].name))\n")
         }
         for starts in fixups.segments {
-            out += "chained starts in segment \(starts.segmentIndex) (\(image.segments[starts.segmentIndex].name))\n"
-            out += "  size = \(starts.size)\n"
-            out += "  page_size = 0x\(hex(starts.pageSize))\n"
-            out += "  pointer_format = \(starts.pointerFormat.rawValue) (\(starts.pointerFormat.name))\n"
-            out += "  segment_offset = 0x\(hex(starts.segmentOffset))\n"
-            out += "  max_valid_pointer = \(starts.maxValidPointer)\n"
-            out += "  page_count = \(starts.pageCount)\n"
+            out.write("chained starts in segment \(starts.segmentIndex) (\(image.segments[starts.segmentIndex].name))\n")
+            out.write("  size = \(starts.size)\n")
+            out.write("  page_size = 0x\(hex(starts.pageSize))\n")
+            out.write("  pointer_format = \(starts.pointerFormat.rawValue) (\(starts.pointerFormat.name))\n")
+            out.write("  segment_offset = 0x\(hex(starts.segmentOffset))\n")
+            out.write("  max_valid_pointer = \(starts.maxValidPointer)\n")
+            out.write("  page_count = \(starts.pageCount)\n")
             for (page, start) in starts.pageStarts.enumerated() {
                 let note = start == ChainedStartsInSegment.startNone ? " (DYLD_CHAINED_PTR_START_NONE)" : ""
-                out += "    page_start[\(page)] = \(start)\(note)\n"
+                out.write("    page_start[\(page)] = \(start)\(note)\n")
             }
         }
 
@@ -47,15 +47,14 @@ enum ChainedFixupsTable {
         }
         for (index, entry) in fixups.imports.enumerated() {
             let shown = try ObjdumpChainedImport(entry, format: header.importsFormat, in: fixups)
-            out += "\(title)[\(index)]\n"
-            out += "  lib_ordinal = \(shown.libraryOrdinal) (\(LibraryShortName.forOrdinal(shown.libraryOrdinal, in: image)))\n"
-            out += "  weak_import = \(shown.weakImport ? 1 : 0)\n"
-            out += "  name_offset = \(shown.nameOffset) (\(shown.name))\n"
+            out.write("\(title)[\(index)]\n")
+            out.write("  lib_ordinal = \(shown.libraryOrdinal) (\(LibraryShortName.forOrdinal(shown.libraryOrdinal, in: image)))\n")
+            out.write("  weak_import = \(shown.weakImport ? 1 : 0)\n")
+            out.write("  name_offset = \(shown.nameOffset) (\(shown.name))\n")
             if header.importsFormat != .plain {
-                out += "  addend      = \(entry.addend)\n"
+                out.write("  addend      = \(entry.addend)\n")
             }
         }
-        return out
     }
 
     private static func hex<T: BinaryInteger>(_ value: T) -> String { String(value, radix: 16) }

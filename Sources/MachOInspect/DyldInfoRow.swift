@@ -24,41 +24,48 @@ struct DyldInfoRow: Equatable, Sendable {
 /// dylib columns only count bind-like rows, and the dylib column is sized from the
 /// symbol names rather than the dylib names, as llvm-objdump does.
 enum DyldInfoFormatter {
-    /// The column-title line and one line per row.
-    /// `pointerWidth` is llvm's `2 + 2 * bytes-in-address`: 18 for 64-bit images.
-    static func table(_ rows: [DyldInfoRow], pointerWidth: Int = 18) -> String {
-        var segmentWidth = width("segment"), sectionWidth = width("section"), addressWidth = width("address")
-        var typeWidth = width("rebase"), addendWidth = width("addend"), dylibWidth = width("dylib")
-        for row in rows {
-            segmentWidth = max(segmentWidth, width(row.segment))
-            sectionWidth = max(sectionWidth, width(row.section))
-            addressWidth = max(addressWidth, hexLength(row.address) + 2)
-            typeWidth = max(typeWidth, width(row.type))
-            if let addend = row.addend {
-                addendWidth = max(addendWidth, hexLength(UInt64(bitPattern: addend)) + 2)
-                dylibWidth = max(dylibWidth, width(row.target))
-            }
-        }
+    /// The columns' widths, grown row by row.
+    struct Widths {
+        var segment = width("segment"), section = width("section"), address = width("address")
+        var type = width("rebase"), addend = width("addend"), dylib = width("dylib")
+        /// llvm's `2 + 2 * bytes-in-address`: 18 for 64-bit images.
+        var pointer = 18
 
-        var out = Text.pad("segment", segmentWidth) + " " + Text.pad("section", sectionWidth) + " "
-            + Text.pad("address", addressWidth) + " " + Text.pad("pointer", pointerWidth) + " "
-            + Text.pad("type", typeWidth) + " " + Text.pad("addend", addendWidth) + " "
-            + Text.pad("dylib", dylibWidth) + " symbol/vm address\n"
-        for row in rows {
-            out += Text.pad(row.segment, segmentWidth) + " " + Text.pad(row.section, sectionWidth) + " "
-                + "0x" + Text.pad(Text.hex(row.address), addressWidth - 2) + " "
-                + "0x" + Text.hex(row.pointer, width: pointerWidth - 2) + " "
-                + Text.pad(row.type, typeWidth)
-            if let addend = row.addend {
-                out += " 0x" + Text.pad(Text.hex(UInt64(bitPattern: addend)), addendWidth - 2) + " "
-                    + Text.pad(row.dylib, dylibWidth) + " " + row.target
-                    + (row.weakImport ? " (weak import)" : "")
-            } else {
-                out += String(repeating: " ", count: addendWidth + dylibWidth + 2) + row.target
+        mutating func include(_ row: DyldInfoRow) {
+            segment = max(segment, width(row.segment))
+            section = max(section, width(row.section))
+            address = max(address, hexLength(row.address) + 2)
+            type = max(type, width(row.type))
+            if let rowAddend = row.addend {
+                addend = max(addend, hexLength(UInt64(bitPattern: rowAddend)) + 2)
+                dylib = max(dylib, width(row.target))
             }
-            out += "\n"
         }
-        return out
+    }
+
+    /// The column-title line.
+    static func writeTitles<Output: TextOutputStream>(_ widths: Widths, to out: inout Output) {
+        out.write(Text.pad("segment", widths.segment) + " " + Text.pad("section", widths.section) + " "
+            + Text.pad("address", widths.address) + " " + Text.pad("pointer", widths.pointer) + " "
+            + Text.pad("type", widths.type) + " " + Text.pad("addend", widths.addend) + " "
+            + Text.pad("dylib", widths.dylib) + " symbol/vm address\n")
+    }
+
+    /// One row's line.
+    static func writeRow<Output: TextOutputStream>(_ row: DyldInfoRow, _ widths: Widths, to out: inout Output) {
+        var line = Text.pad(row.segment, widths.segment) + " " + Text.pad(row.section, widths.section) + " "
+            + "0x" + Text.pad(Text.hex(row.address), widths.address - 2) + " "
+            + "0x" + Text.hex(row.pointer, width: widths.pointer - 2) + " "
+            + Text.pad(row.type, widths.type)
+        if let addend = row.addend {
+            line += " 0x" + Text.pad(Text.hex(UInt64(bitPattern: addend)), widths.addend - 2) + " "
+                + Text.pad(row.dylib, widths.dylib) + " " + row.target
+                + (row.weakImport ? " (weak import)" : "")
+        } else {
+            line += String(repeating: " ", count: widths.addend + widths.dylib + 2) + row.target
+        }
+        line += "\n"
+        out.write(line)
     }
 
     /// llvm's hex digit estimate: ceil(floor(log2(n)) / 4), and 1 for 0. It is one short
@@ -70,5 +77,4 @@ enum DyldInfoFormatter {
     }
 
     private static func width(_ text: String) -> Int { text.utf8.count }
-
 }

@@ -4,15 +4,23 @@ import MachOReader
 /// `llvm-objdump-19 --macho --dyld-info` lays it out. For chained fixups the rows are the
 /// ones llvm-objdump prints; for opcode-based fixups, where llvm-objdump 19 prints only the
 /// column titles, this adds the rows the opcodes describe.
+///
+/// Column widths depend on every row, so chained fixups are walked twice: once to size
+/// the columns, once to print, and no row is kept. Opcode rows are printed in address
+/// order, which the streams do not follow, so those are collected and sorted first.
 enum DyldInfoTable {
-    static func render(_ image: MachOImage) throws(MachOError) -> String {
-        let rows: [DyldInfoRow]
-        if let chained = try ChainedDyldInfoRows.rows(image) {
-            rows = chained
+    static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
+        out.write("dyld information:\n")
+        var widths = DyldInfoFormatter.Widths()
+        if try ChainedDyldInfoRows.forEachRow(image, { widths.include($0) }) {
+            DyldInfoFormatter.writeTitles(widths, to: &out)
+            _ = try ChainedDyldInfoRows.forEachRow(image) { DyldInfoFormatter.writeRow($0, widths, to: &out) }
         } else {
-            rows = try OpcodeDyldInfoRows.rows(image)
+            let rows = try OpcodeDyldInfoRows.rows(image)
+            for row in rows { widths.include(row) }
+            DyldInfoFormatter.writeTitles(widths, to: &out)
+            for row in rows { DyldInfoFormatter.writeRow(row, widths, to: &out) }
         }
-        return "dyld information:\n" + DyldInfoFormatter.table(rows)
     }
 }
 
@@ -22,9 +30,9 @@ enum DyldInfoTable {
 /// ``ObjdumpChainedImport``); a rebase of an image-offset format prints `__TEXT`'s vmaddr
 /// plus the target, with the high byte on top.
 enum ChainedDyldInfoRows {
-    /// The rows, or nil when the image has no chained fixups.
-    static func rows(_ image: MachOImage) throws(MachOError) -> [DyldInfoRow]? {
-        guard let fixups = try image.parseChainedFixups() else { return nil }
+    /// Calls `body` with each row in chain order; false when the image has no chained fixups.
+    static func forEachRow(_ image: MachOImage, _ body: (DyldInfoRow) -> Void) throws(MachOError) -> Bool {
+        guard let fixups = try image.parseChainedFixups() else { return false }
         var shownImports: [ObjdumpChainedImport] = []
         shownImports.reserveCapacity(fixups.imports.count)
         for entry in fixups.imports {
@@ -33,7 +41,6 @@ enum ChainedDyldInfoRows {
         let locations = ObjdumpFixupLocations(image)
         let textAddress = image.segments.first(where: { $0.name == "__TEXT" })?.vmAddress ?? 0
 
-        var rows: [DyldInfoRow] = []
         try fixups.forEachFixup(in: image) { (fixup) throws(MachOError) in
             let place = locations.locate(segmentIndex: fixup.segmentIndex, offset: fixup.offsetInSegment)
                 ?? fallbackPlace(image, fixup)
@@ -60,9 +67,9 @@ enum ChainedDyldInfoRows {
                 row.type = "value"
                 row.target = "0x" + Text.hex(UInt64(value))
             }
-            rows.append(row)
+            body(row)
         }
-        return rows
+        return true
     }
 
     private static func rebasedValue(_ rebase: ChainedRebase, textAddress: UInt64) -> UInt64 {

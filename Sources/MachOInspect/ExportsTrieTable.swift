@@ -8,16 +8,15 @@ import MachOReader
 /// resolver=0x...]`. Like llvm-objdump, the table reads LC_DYLD_INFO's export range when it
 /// has bytes and LC_DYLD_EXPORTS_TRIE otherwise.
 enum ExportsTrieTable {
-    static func render(_ image: MachOImage) throws(MachOError) -> String {
-        var out = "\nExports trie:\n"
+    static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
+        out.write("\nExports trie:\n")
         var trie = try image.dyldInfoExportTrie()
         if trie == nil { trie = try image.exportTrie() }
-        guard let trie else { return out }
+        guard let trie else { return }
         let base = image.preferredLoadAddress
         try trie.forEachSymbol { symbol throws(MachOError) in
-            out += try line(symbol, base: base, image: image, trie: trie)
+            out.write(try line(symbol, base: base, image: image, trie: trie))
         }
-        return out
     }
 
     private static func line(_ symbol: ExportedSymbol, base: UInt64, image: MachOImage, trie: ExportTrie) throws(MachOError) -> String {

@@ -3,18 +3,26 @@ import MachOReader
 /// The default `dyld3 inspect` output: one block per selected slice with the header,
 /// identity, segments, dependencies and the kind of fixup information.
 public enum ImageSummary {
-    public static func render(path: String, bytes: [UInt8], arch: ArchSelection) throws(MachOError) -> String {
+    /// Writes the summary of each selected slice of the file at `path` to `out`.
+    public static func write<Output: TextOutputStream>(
+        path: String, file bytes: ByteView, arch: ArchSelection, to out: inout Output
+    ) throws(MachOError) {
         do {
             let file = try UniversalFile(parsing: bytes)
             let selection: ArchSelection = arch == .host ? .all : arch
-            var out = ""
             for (slice, _) in try ObjdumpReport.selectSlices(file, selection) {
-                out += try render(path: path, slice: slice, image: try file.image(slice), universal: file.isUniversal)
+                out.write(try render(path: path, slice: slice, image: try file.image(slice), universal: file.isUniversal))
             }
-            return out
         } catch {
             throw error.inFile(path)
         }
+    }
+
+    /// ``write(path:file:arch:to:)`` into a string (tests).
+    public static func render(path: String, bytes: [UInt8], arch: ArchSelection) throws(MachOError) -> String {
+        var out = ""
+        try write(path: path, file: ByteView(bytes), arch: arch, to: &out)
+        return out
     }
 
     static func render(path: String, slice: UniversalFile.Slice, image: MachOImage, universal: Bool) throws(MachOError) -> String {

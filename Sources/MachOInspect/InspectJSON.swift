@@ -5,7 +5,7 @@ import MachOReader
 /// plus one member per asked-for table (all of them when none is asked for).
 public enum InspectJSON {
     public static func render(
-        path: String, bytes: [UInt8], tables: Set<InspectTable>, arch: ArchSelection
+        path: String, file bytes: ByteView, tables: Set<InspectTable>, arch: ArchSelection
     ) throws(MachOError) -> String {
         do {
             let file = try UniversalFile(parsing: bytes)

@@ -6,7 +6,7 @@ public enum InspectStatistics {
     /// Runs per decoder; the fastest is reported.
     static let runs = 5
 
-    public static func render(path: String, bytes: [UInt8], arch: ArchSelection) throws(MachOError) -> String {
+    public static func render(path: String, file bytes: ByteView, arch: ArchSelection) throws(MachOError) -> String {
         do {
             let file = try UniversalFile(parsing: bytes)
             var out = ""

@@ -32,37 +32,48 @@ public enum ObjdumpReport {
         }
     }
 
-    /// Renders `tables` for the selected slices of the file at `path`.
-    public static func render(
-        path: String, bytes: [UInt8], tables: Set<InspectTable>, arch: ArchSelection
-    ) throws(MachOError) -> String {
+    /// Writes `tables` for the selected slices of the file at `path` to `out`, row by row
+    /// as they are decoded: nothing grows with the file but what a table needs to lay out
+    /// its columns. Rows written before an error stay written, as llvm-objdump's do.
+    public static func write<Output: TextOutputStream>(
+        path: String, file bytes: ByteView, tables: Set<InspectTable>, arch: ArchSelection, to out: inout Output
+    ) throws(MachOError) {
         do {
             let file = try UniversalFile(parsing: bytes)
-            var out = ""
             for (slice, shownArch) in try selectSlices(file, arch) {
                 let image = try file.image(slice)
-                out += path + (shownArch.map { " (architecture \($0))" } ?? "") + ":\n"
+                out.write(path + (shownArch.map { " (architecture \($0))" } ?? "") + ":\n")
                 for table in InspectTable.objdumpOrder where tables.contains(table) {
-                    out += try renderTable(table, image)
+                    try writeTable(table, image, to: &out)
                 }
             }
-            return out
         } catch {
             throw error.inFile(path)
         }
     }
 
-    /// One table's text for one image, as llvm-objdump prints it after the file line.
-    public static func renderTable(_ table: InspectTable, _ image: MachOImage) throws(MachOError) -> String {
+    /// ``write(path:file:tables:arch:to:)`` into a string (tests and the fuzzer).
+    public static func render(
+        path: String, bytes: [UInt8], tables: Set<InspectTable>, arch: ArchSelection
+    ) throws(MachOError) -> String {
+        var out = ""
+        try write(path: path, file: ByteView(bytes), tables: tables, arch: arch, to: &out)
+        return out
+    }
+
+    /// Writes one table for one image, as llvm-objdump prints it after the file line.
+    public static func writeTable<Output: TextOutputStream>(
+        _ table: InspectTable, _ image: MachOImage, to out: inout Output
+    ) throws(MachOError) {
         switch table {
-        case .rebase: try RebaseTable.render(image)
-        case .bind: try BindTable.render(image, kind: .regular)
-        case .lazyBind: try BindTable.render(image, kind: .lazy)
-        case .weakBind: try BindTable.render(image, kind: .weak)
-        case .dyldInfo: try DyldInfoTable.render(image)
-        case .chainedFixups: try ChainedFixupsTable.render(image)
-        case .exportsTrie: try ExportsTrieTable.render(image)
-        case .deps: DependenciesTable.render(image)
+        case .rebase: try RebaseTable.write(image, to: &out)
+        case .bind: try BindTable.write(image, kind: .regular, to: &out)
+        case .lazyBind: try BindTable.write(image, kind: .lazy, to: &out)
+        case .weakBind: try BindTable.write(image, kind: .weak, to: &out)
+        case .dyldInfo: try DyldInfoTable.write(image, to: &out)
+        case .chainedFixups: try ChainedFixupsTable.write(image, to: &out)
+        case .exportsTrie: try ExportsTrieTable.write(image, to: &out)
+        case .deps: DependenciesTable.write(image, to: &out)
         }
     }
 }

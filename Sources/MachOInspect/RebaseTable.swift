@@ -3,16 +3,15 @@ import MachOReader
 /// `--rebase`: the rebase opcode stream as `llvm-objdump --macho --rebase` lists it.
 /// Images without LC_DYLD_INFO (chained fixups) show only the title and column header.
 enum RebaseTable {
-    static func render(_ image: MachOImage) throws(MachOError) -> String {
-        var out = "\nRebase table:\nsegment  section            address     type\n"
+    static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
+        out.write("\nRebase table:\nsegment  section            address     type\n")
         try image.forEachRebaseFixup { (fixup) throws(MachOError) in
             let place = try OpcodeFixupPlace(fixup.location, in: image)
-            out += Text.pad(place.segmentName, 8) + " "
+            out.write(Text.pad(place.segmentName, 8) + " "
                 + Text.pad(place.sectionName, 18)
                 + " 0x" + Text.hex(place.address, width: 8)
-                + "  " + typeName(fixup.type) + "\n"
+                + "  " + typeName(fixup.type) + "\n")
         }
-        return out
     }
 
     /// llvm's names for rebase types.

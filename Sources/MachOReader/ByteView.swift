@@ -1,24 +1,29 @@
 /// A bounded, read-only window onto a file's bytes.
 ///
 /// Every read is bounds-checked against the window and fails with a ``MachOError``
-/// carrying the absolute file offset. Windows share the file's storage: slicing one
-/// is cheap and never copies.
+/// carrying the absolute file offset. Windows share the file's storage (a read-only
+/// mapping of the file, or a copy of an array): slicing one is cheap and never copies.
 public struct ByteView: Sendable {
     /// The whole file.
-    public let storage: [UInt8]
+    public let storage: ByteStorage
     /// Absolute offset of the window's first byte in `storage`.
     public let base: Int
     /// Number of bytes in the window.
     public let count: Int
 
-    /// A window onto all of `bytes`.
+    /// A window onto a copy of `bytes`.
     public init(_ bytes: [UInt8]) {
-        self.storage = bytes
-        self.base = 0
-        self.count = bytes.count
+        self.init(ByteStorage(bytes))
     }
 
-    private init(storage: [UInt8], base: Int, count: Int) {
+    /// A window onto all of `storage`.
+    public init(_ storage: ByteStorage) {
+        self.storage = storage
+        self.base = 0
+        self.count = storage.count
+    }
+
+    private init(storage: ByteStorage, base: Int, count: Int) {
         self.storage = storage
         self.base = base
         self.count = count
@@ -54,36 +59,28 @@ public struct ByteView: Sendable {
 
     public func u8(_ offset: Int) throws(MachOError) -> UInt8 {
         try check(offset, 1)
-        return storage[base + offset]
+        return storage.load(base + offset, as: UInt8.self)
     }
 
     public func u16(_ offset: Int) throws(MachOError) -> UInt16 {
         try check(offset, 2)
-        let p = base + offset
-        return UInt16(storage[p]) | UInt16(storage[p + 1]) << 8
+        return storage.load(base + offset, as: UInt16.self)
     }
 
     public func u32(_ offset: Int) throws(MachOError) -> UInt32 {
         try check(offset, 4)
-        let p = base + offset
-        return UInt32(storage[p]) | UInt32(storage[p + 1]) << 8
-            | UInt32(storage[p + 2]) << 16 | UInt32(storage[p + 3]) << 24
+        return storage.load(base + offset, as: UInt32.self)
     }
 
     public func u64(_ offset: Int) throws(MachOError) -> UInt64 {
         try check(offset, 8)
-        let p = base + offset
-        var value: UInt64 = 0
-        for i in (0..<8).reversed() { value = value << 8 | UInt64(storage[p + i]) }
-        return value
+        return storage.load(base + offset, as: UInt64.self)
     }
 
     /// Big-endian 32-bit read (universal headers are big-endian).
     public func u32BE(_ offset: Int) throws(MachOError) -> UInt32 {
         try check(offset, 4)
-        let p = base + offset
-        return UInt32(storage[p]) << 24 | UInt32(storage[p + 1]) << 16
-            | UInt32(storage[p + 2]) << 8 | UInt32(storage[p + 3])
+        return storage.loadBigEndian(base + offset, as: UInt32.self)
     }
 
     /// Big-endian 64-bit read.
@@ -91,17 +88,24 @@ public struct ByteView: Sendable {
         UInt64(try u32BE(offset)) << 32 | UInt64(try u32BE(offset + 4))
     }
 
-    /// `length` raw bytes.
-    public func bytes(_ offset: Int, _ length: Int) throws(MachOError) -> ArraySlice<UInt8> {
+    /// A copy of `length` raw bytes.
+    public func bytes(_ offset: Int, _ length: Int) throws(MachOError) -> [UInt8] {
         try check(offset, length)
-        return storage[(base + offset)..<(base + offset + length)]
+        return storage.array(base + offset, length)
+    }
+
+    /// The window-relative offset of the first 0 byte in `[offset, offset + length)`, or nil.
+    public func firstZero(_ offset: Int, _ length: Int) throws(MachOError) -> Int? {
+        try check(offset, length)
+        return storage.firstZero(from: base + offset, to: base + offset + length).map { $0 - base }
     }
 
     /// A fixed-size, NUL-padded name field such as `segname[16]`.
     public func fixedString(_ offset: Int, _ length: Int) throws(MachOError) -> String {
-        let raw = try bytes(offset, length)
-        let end = raw.firstIndex(of: 0) ?? raw.endIndex
-        return String(decoding: raw[raw.startIndex..<end], as: UTF8.self)
+        try check(offset, length)
+        let start = base + offset
+        let end = storage.firstZero(from: start, to: start + length) ?? start + length
+        return storage.string(start, end - start)
     }
 
     /// A NUL-terminated string starting at `offset`, which must end inside the window.
@@ -113,12 +117,9 @@ public struct ByteView: Sendable {
     public func cStringAndLength(_ offset: Int) throws(MachOError) -> (string: String, length: Int) {
         try check(offset, 0)
         let start = base + offset
-        let end = base + count
-        var p = start
-        while p < end, storage[p] != 0 { p += 1 }
-        guard p < end else {
+        guard let end = storage.firstZero(from: start, to: base + count) else {
             throw MachOError(offset: start, .malformed("string is not NUL-terminated inside its region"))
         }
-        return (String(decoding: storage[start..<p], as: UTF8.self), p - start)
+        return (storage.string(start, end - start), end - start)
     }
 }

@@ -173,8 +173,8 @@ public struct LoadCommand: Equatable, Sendable {
         case linkeditData(LinkeditData)
         /// LC_LOAD_DYLINKER and LC_ID_DYLINKER.
         case dylinker(String)
-        /// Anything else, kept as its raw bytes (header included).
-        case raw([UInt8])
+        /// Anything else, not decoded: its bytes are the image's `size` bytes at `offset`.
+        case raw
     }
 
     public let type: LoadCommandType
@@ -218,7 +218,7 @@ public struct LoadCommand: Equatable, Sendable {
         case .loadDylinker, .idDylinker, .dyldEnvironment:
             payload = .dylinker(try view.lcString(at: 8))
         default:
-            payload = .raw(Array(try view.bytes(0, view.count)))
+            payload = .raw
         }
     }
 }

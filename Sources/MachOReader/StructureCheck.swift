@@ -137,7 +137,7 @@ struct StructureCheck {
         guard offset < site.size else {
             throw site.error("string offset \(offset) is past the end of the \(site.size)-byte command", field: fieldOffset)
         }
-        guard try site.view.bytes(Int(offset), site.view.count - Int(offset)).contains(0) else {
+        guard try site.view.firstZero(Int(offset), site.view.count - Int(offset)) != nil else {
             throw site.error("string at offset \(offset) is not NUL-terminated inside the command", field: fieldOffset)
         }
     }
@@ -153,13 +153,12 @@ struct StructureCheck {
     func checkLinkerOption(_ site: LoadCommandSite) throws(MachOError) {
         try size(site, atLeast: 12)
         let declared = try site.view.u32(8)
-        let strings = try site.view.bytes(12, site.view.count - 12)
         var found: UInt32 = 0
-        var index = strings.startIndex
-        while index < strings.endIndex {
-            if strings[index] == 0 { index += 1; continue }
+        var index = 12
+        while index < site.view.count {
+            if try site.view.u8(index) == 0 { index += 1; continue }
             found += 1
-            guard let end = strings[index...].firstIndex(of: 0) else {
+            guard let end = try site.view.firstZero(index, site.view.count - index) else {
                 throw site.error("string #\(found) is not NUL-terminated", field: 12)
             }
             index = end + 1

@@ -47,25 +47,29 @@ struct InspectCommand: ParsableCommand {
     }
 
     func run() throws {
-        let bytes: [UInt8]
+        let bytes: ByteView
         do {
-            bytes = try ImageFile.regularFileBytes(file)
+            bytes = try ImageFile.mapRegularFile(file)
         } catch {
             FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
             throw ExitCode(1)
         }
         let selection = ArchSelection(arch)
+        var out = StandardOutput()
+        // Tables go out as they are decoded; what was written before an error stays.
+        defer { out.flush() }
         do {
             if stats {
-                print(try InspectStatistics.render(path: file, bytes: bytes, arch: selection), terminator: "")
+                out.write(try InspectStatistics.render(path: file, file: bytes, arch: selection))
             } else if json {
-                print(try InspectJSON.render(path: file, bytes: bytes, tables: tables, arch: selection))
+                out.write(try InspectJSON.render(path: file, file: bytes, tables: tables, arch: selection) + "\n")
             } else if tables.isEmpty {
-                print(try ImageSummary.render(path: file, bytes: bytes, arch: selection), terminator: "")
+                try ImageSummary.write(path: file, file: bytes, arch: selection, to: &out)
             } else {
-                print(try ObjdumpReport.render(path: file, bytes: bytes, tables: tables, arch: selection), terminator: "")
+                try ObjdumpReport.write(path: file, file: bytes, tables: tables, arch: selection, to: &out)
             }
         } catch {
+            out.flush()
             FileHandle.standardError.write(Data("dyld3: error: \(error)\n".utf8))
             throw ExitCode(1)
         }

@@ -62,59 +62,86 @@ public struct ExportTrie: Sendable {
         }
     }
 
+    /// The deepest node a walk follows: far beyond any linker's output (depth grows by one
+    /// per edge, and real names are a few hundred bytes), and it bounds the walk's stack
+    /// (16 bytes a level) whatever the trie holds.
+    public static let maxDepth = 1 << 20
+    /// The longest exported name a walk builds (bytes), which bounds the name buffer and
+    /// each name handed out.
+    public static let maxNameLength = 1 << 24
+
     /// Calls `body` with every exported symbol in llvm-objdump's order: depth first, children
     /// in the order the trie lists them, a node's own symbol after those of its children.
+    ///
+    /// Costs memory for the path being walked (one reusable name buffer and 16 bytes a
+    /// level, capped by ``maxDepth`` and ``maxNameLength``) and one bit per trie byte for
+    /// the nodes reached, never for the names already handed out: a linear trie that
+    /// spells `a`, `aa`, `aaa`, … costs its longest name, however much text its names add
+    /// up to.
     public func forEachSymbol(_ body: (ExportedSymbol) throws(MachOError) -> Void) throws(MachOError) {
         guard view.count > 0 else { return }
         let root = try node(at: 0)
         if root.terminal == nil, root.childCount == 0 { return }
 
+        // Trie offsets fit 32 bits: both load commands give the trie's size as a uint32.
         struct Frame {
-            let node: Node
+            let node: UInt32
             /// Length of the node's name: the first `nameLength` bytes of `name`.
-            let nameLength: Int
-            var childrenLeft: Int
-            var nextEdge: Int
+            let nameLength: UInt32
+            var childrenLeft: UInt32
+            var nextEdge: UInt32
         }
-        var visited = NodeSet(trieSize: view.count)
+        guard view.count <= Int(UInt32.max) else {
+            throw MachOError.malformed("export trie of \(view.count) bytes is larger than a load command can describe", at: view.base)
+        }
+        guard var visited = VisitedOffsets(count: view.count) else {
+            throw MachOError(offset: view.base, .unsupported("no memory to track the nodes of a \(view.count)-byte export trie"))
+        }
         _ = visited.insert(0)
         var name: [UInt8] = []
-        var stack = [Frame(node: root, nameLength: 0, childrenLeft: root.childCount, nextEdge: root.childrenOffset)]
+        var stack = [Frame(node: 0, nameLength: 0, childrenLeft: UInt32(root.childCount), nextEdge: UInt32(root.childrenOffset))]
         while let top = stack.last {
             if top.childrenLeft > 0 {
-                name.removeSubrange(top.nameLength...)
-                var cursor = ByteCursor(view, at: top.nextEdge)
+                name.removeSubrange(Int(top.nameLength)...)
+                var cursor = ByteCursor(view, at: Int(top.nextEdge))
                 let edgeStart = cursor.absoluteOffset
                 while true {
                     let byte = try cursor.u8()
                     if byte == 0 { break }
                     name.append(byte)
                 }
-                guard name.count <= view.count else {
-                    throw MachOError.malformed("export trie name grows longer than the trie (\(view.count) bytes)", at: edgeStart)
+                guard name.count <= Self.maxNameLength else {
+                    throw MachOError.malformed("export trie name grows longer than \(Self.maxNameLength) bytes", at: edgeStart)
                 }
                 let childAt = cursor.absoluteOffset
-                let childOffset = try checkedChildOffset(try cursor.uleb128(), of: top.node, at: childAt)
+                let parent = try node(at: Int(top.node))
+                let childOffset = try checkedChildOffset(try cursor.uleb128(), of: parent, at: childAt)
                 stack[stack.count - 1].childrenLeft -= 1
-                stack[stack.count - 1].nextEdge = cursor.position
+                stack[stack.count - 1].nextEdge = UInt32(cursor.position)
                 guard visited.insert(childOffset) else {
-                    if stack.contains(where: { $0.node.offset == childOffset }) {
-                        throw cycle(from: top.node, to: childOffset, at: childAt)
+                    if stack.contains(where: { $0.node == UInt32(childOffset) }) {
+                        throw cycle(from: parent, to: childOffset, at: childAt)
                     }
                     throw MachOError.malformed(
                         "export trie node at 0x\(hex(childOffset)) is the child of more than one node", at: childAt)
                 }
+                guard stack.count < Self.maxDepth else {
+                    throw MachOError.malformed("export trie is deeper than \(Self.maxDepth) nodes", at: childAt)
+                }
                 let child = try node(at: childOffset)
-                stack.append(Frame(node: child, nameLength: name.count, childrenLeft: child.childCount, nextEdge: child.childrenOffset))
+                stack.append(Frame(
+                    node: UInt32(childOffset), nameLength: UInt32(name.count),
+                    childrenLeft: UInt32(child.childCount), nextEdge: UInt32(child.childrenOffset)))
             } else {
                 stack.removeLast()
-                if let terminal = top.node.terminal {
-                    let symbolName = String(decoding: name[..<top.nameLength], as: UTF8.self)
-                    try body(try ExportedSymbol(name: symbolName, parsing: terminal, nodeOffset: top.node.offset))
-                } else if top.node.childCount == 0 {
+                let finished = try node(at: Int(top.node))
+                if let terminal = finished.terminal {
+                    let symbolName = String(decoding: name[..<Int(top.nameLength)], as: UTF8.self)
+                    try body(try ExportedSymbol(name: symbolName, parsing: terminal, nodeOffset: finished.offset))
+                } else if finished.childCount == 0 {
                     throw MachOError.malformed(
-                        "export trie node at 0x\(hex(top.node.offset)) has neither export info nor children",
-                        at: view.absolute(top.node.offset))
+                        "export trie node at 0x\(hex(finished.offset)) has neither export info nor children",
+                        at: view.absolute(finished.offset))
                 }
             }
         }
@@ -174,21 +201,6 @@ public struct ExportTrie: Sendable {
     }
 
     private func hex(_ value: Int) -> String { String(value, radix: 16) }
-}
-
-/// The set of trie nodes a walk has reached: one bit per byte of the trie.
-private struct NodeSet {
-    private var words: [UInt64]
-
-    init(trieSize: Int) { words = Array(repeating: 0, count: (trieSize + 63) / 64) }
-
-    /// Adds `offset`; false when it was already there.
-    mutating func insert(_ offset: Int) -> Bool {
-        let (word, bit) = (offset / 64, UInt64(1) << UInt64(offset % 64))
-        if words[word] & bit != 0 { return false }
-        words[word] |= bit
-        return true
-    }
 }
 
 extension MachOImage {

@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The memory a ``ByteView`` reads: a read-only region that lives as long as this object.
+///
+/// Either bytes copied in from an array (tests, fuzzers, closures' plan checks), or a
+/// region someone else made, typically a read-only file mapping, handed over with the
+/// function that releases it (`munmap`). The reader does no I/O itself: whoever maps the
+/// file owns that decision, and the reader only reads, always after ``ByteView`` has
+/// checked the range. The bytes never change after creation, so sharing one storage
+/// between threads is safe.
+public final class ByteStorage: @unchecked Sendable {
+    /// The first byte, nil when `count` is 0.
+    private let start: UnsafeRawPointer?
+    /// Number of readable bytes.
+    public let count: Int
+    private let release: (@Sendable (UnsafeRawPointer, Int) -> Void)?
+
+    /// A copy of `bytes`.
+    public init(_ bytes: [UInt8]) {
+        count = bytes.count
+        guard !bytes.isEmpty else {
+            start = nil
+            release = nil
+            return
+        }
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 16)
+        bytes.withUnsafeBytes { memory.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        start = UnsafeRawPointer(memory)
+        release = { pointer, _ in UnsafeMutableRawPointer(mutating: pointer).deallocate() }
+    }
+
+    /// `count` readable bytes at `start`, which must stay readable and unchanged until
+    /// `release(start, count)` runs when the storage is freed.
+    public init(unsafeStart start: UnsafeRawPointer, count: Int, release: @escaping @Sendable (UnsafeRawPointer, Int) -> Void) {
+        self.start = start
+        self.count = count
+        self.release = release
+    }
+
+    deinit {
+        if let start, let release { release(start, count) }
+    }
+
+    // The reads below trust their caller (``ByteView``) to have checked the range.
+
+    @inline(__always)
+    func load<T: FixedWidthInteger>(_ offset: Int, as type: T.Type) -> T {
+        T(littleEndian: start.unsafelyUnwrapped.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+
+    @inline(__always)
+    func loadBigEndian<T: FixedWidthInteger>(_ offset: Int, as type: T.Type) -> T {
+        T(bigEndian: start.unsafelyUnwrapped.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+
+    /// A copy of `length` bytes at `offset`.
+    func array(_ offset: Int, _ length: Int) -> [UInt8] {
+        guard length > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length))
+    }
+
+    /// `length` bytes at `offset` decoded as UTF-8 (invalid sequences repaired).
+    func string(_ offset: Int, _ length: Int) -> String {
+        guard length > 0 else { return "" }
+        return String(decoding: UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length), as: UTF8.self)
+    }
+
+    /// The offset of the first 0 byte in `[offset, end)`, or nil.
+    func firstZero(from offset: Int, to end: Int) -> Int? {
+        guard end > offset else { return nil }
+        guard let found = memchr(start.unsafelyUnwrapped + offset, 0, end - offset) else { return nil }
+        return UnsafeRawPointer(found) - start.unsafelyUnwrapped
+    }
+
+    /// Calls `body` with the `length` bytes at `offset`, without copying them.
+    func withBytes<R>(_ offset: Int, _ length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard length > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length))
+    }
+}
