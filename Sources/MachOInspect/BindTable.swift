@@ -11,33 +11,56 @@ enum BindTable {
         case .weak: "\nWeak bind table:\nsegment  section            address     type       addend   symbol\n"
         }
         out.write(title)
+        // Short names per ordinal, worked out once: `shortNames[ordinal + 3]` for the
+        // special ordinals (-3...0) and every dependency's.
+        let shortNames = (-3...image.dependencies.count).map { LibraryShortName.forOrdinal($0, in: image) }
         try image.forEachBindFixup(in: kind) { (fixup) throws(MachOError) in
-            out.write(try row(fixup, image))
+            try writeRow(fixup, image, shortNames: shortNames, to: &out)
             out.write("\n")
         }
     }
 
-    private static func row(_ fixup: BindFixup, _ image: MachOImage) throws(MachOError) -> String {
+    private static func writeRow<Output: TextOutputStream>(
+        _ fixup: BindFixup, _ image: MachOImage, shortNames: [String], to out: inout Output
+    ) throws(MachOError) {
         // A strong definition has no location; like llvm, any weak-stream entry made while
         // the non-weak-definition flag is set prints as one.
         guard let location = fixup.location, !(fixup.stream == .weak && fixup.flags.contains(.nonWeakDefinition)) else {
-            return String(repeating: " ", count: 40) + "strong              " + fixup.symbolName
+            Text.writePadded("", 40, to: &out)
+            out.write("strong              ")
+            out.write(fixup.symbolName)
+            return
         }
         let place = try OpcodeFixupPlace(location, in: image)
-        let lead = Text.pad(place.segmentName, 8) + " " + Text.pad(place.sectionName, 18)
-            + " 0x" + Text.hex(place.address, width: 8) + " "
+        Text.writePadded(place.segmentName, 8, to: &out)
+        out.write(" ")
+        Text.writePadded(place.sectionName, 18, to: &out)
+        out.write(" 0x")
+        Text.writeHex(place.address, width: 8, to: &out)
+        out.write(" ")
+        let ordinal = fixup.libraryOrdinal
+        let shortName = ordinal >= -3 && ordinal + 3 < shortNames.count
+            ? shortNames[ordinal + 3] : LibraryShortName.forOrdinal(ordinal, in: image)
         switch fixup.stream {
         case .regular:
-            let attribute = fixup.flags.contains(.weakImport) ? " (weak_import)" : ""
-            return lead + Text.pad(typeName(fixup.type), 8) + " " + Text.padLeft(String(fixup.addend), 8) + " "
-                + Text.pad(LibraryShortName.forOrdinal(fixup.libraryOrdinal, in: image), 16) + " "
-                + fixup.symbolName + attribute
+            Text.writePadded(typeName(fixup.type), 8, to: &out)
+            out.write(" ")
+            Text.writePaddedLeft(String(fixup.addend), 8, to: &out)
+            out.write(" ")
+            Text.writePadded(shortName, 16, to: &out)
+            out.write(" ")
+            out.write(fixup.symbolName)
+            if fixup.flags.contains(.weakImport) { out.write(" (weak_import)") }
         case .lazy:
-            return lead + Text.pad(LibraryShortName.forOrdinal(fixup.libraryOrdinal, in: image), 16) + " "
-                + fixup.symbolName
+            Text.writePadded(shortName, 16, to: &out)
+            out.write(" ")
+            out.write(fixup.symbolName)
         case .weak:
-            return lead + Text.pad(typeName(fixup.type), 8) + " " + Text.padLeft(String(fixup.addend), 8) + "   "
-                + fixup.symbolName
+            Text.writePadded(typeName(fixup.type), 8, to: &out)
+            out.write(" ")
+            Text.writePaddedLeft(String(fixup.addend), 8, to: &out)
+            out.write("   ")
+            out.write(fixup.symbolName)
         }
     }
 

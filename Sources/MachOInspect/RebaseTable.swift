@@ -7,10 +7,14 @@ enum RebaseTable {
         out.write("\nRebase table:\nsegment  section            address     type\n")
         try image.forEachRebaseFixup { (fixup) throws(MachOError) in
             let place = try OpcodeFixupPlace(fixup.location, in: image)
-            out.write(Text.pad(place.segmentName, 8) + " "
-                + Text.pad(place.sectionName, 18)
-                + " 0x" + Text.hex(place.address, width: 8)
-                + "  " + typeName(fixup.type) + "\n")
+            Text.writePadded(place.segmentName, 8, to: &out)
+            out.write(" ")
+            Text.writePadded(place.sectionName, 18, to: &out)
+            out.write(" 0x")
+            Text.writeHex(place.address, width: 8, to: &out)
+            out.write("  ")
+            out.write(typeName(fixup.type))
+            out.write("\n")
         }
     }
 
