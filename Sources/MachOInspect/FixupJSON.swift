@@ -1,27 +1,40 @@
 import MachOReader
 
 /// The fixup and export members of `dyld3 inspect --json`, built from the reader's
-/// decoded records (not from the llvm-compatible text, which copies llvm's quirks).
+/// decoded records (not from the llvm-compatible text, which copies llvm's quirks) and
+/// written one record at a time.
 enum FixupJSON {
-    static func members(_ image: MachOImage, tables: Set<InspectTable>) throws(MachOError) -> [(String, JSONValue)] {
-        var members: [(String, JSONValue)] = []
+    static func write<Output: TextOutputStream>(
+        _ image: MachOImage, tables: Set<InspectTable>, json: inout JSONStream, to out: inout Output
+    ) throws(MachOError) {
         if tables.contains(.rebase) {
-            members.append(("rebases", .array(try image.rebaseFixups().map { rebase in
-                .object(location(image, rebase.location) + [("type", .int(Int64(rebase.type.rawValue)))])
-            })))
+            json.beginArray("rebases", to: &out)
+            try image.forEachRebaseFixup { (rebase) throws(MachOError) in
+                json.member(nil, .object(location(image, rebase.location) + [("type", .int(Int64(rebase.type.rawValue)))]), to: &out)
+            }
+            json.end(to: &out)
         }
         for (table, key, stream) in [
             (InspectTable.bind, "binds", BindStreamKind.regular), (.lazyBind, "lazyBinds", .lazy), (.weakBind, "weakBinds", .weak),
         ] where tables.contains(table) {
-            members.append((key, .array(try image.bindFixups(stream).map { bind($0, image) })))
+            json.beginArray(key, to: &out)
+            try image.forEachBindFixup(in: stream) { (fixup) throws(MachOError) in
+                json.member(nil, bind(fixup, image), to: &out)
+            }
+            json.end(to: &out)
         }
         if tables.contains(.chainedFixups) || tables.contains(.dyldInfo), let chained = try image.parseChainedFixups() {
-            members.append(("chainedFixups", try chainedObject(chained, image)))
+            json.beginObject("chainedFixups", to: &out)
+            try writeChained(chained, image, json: &json, to: &out)
+            json.end(to: &out)
         }
         if tables.contains(.exportsTrie) {
-            members.append(("exports", .array(try (image.exportTrie()?.allSymbols() ?? []).map(export))))
+            json.beginArray("exports", to: &out)
+            try image.exportTrie()?.forEachSymbol { (symbol) throws(MachOError) in
+                json.member(nil, export(symbol), to: &out)
+            }
+            json.end(to: &out)
         }
-        return members
     }
 
     static func location(_ image: MachOImage, _ location: FixupLocation) -> [(String, JSONValue)] {
@@ -51,17 +64,25 @@ enum FixupJSON {
         return .object(members)
     }
 
-    static func chainedObject(_ chained: ChainedFixups, _ image: MachOImage) throws(MachOError) -> JSONValue {
-        let imports: [JSONValue] = chained.imports.map { entry in
-            .object([
+    static func writeChained<Output: TextOutputStream>(
+        _ chained: ChainedFixups, _ image: MachOImage, json: inout JSONStream, to out: inout Output
+    ) throws(MachOError) {
+        json.members([
+            ("importsFormat", .string(chained.header.importsFormat.name)),
+            ("pointerFormats", .array(chained.segments.map { .string($0.pointerFormat.name) })),
+        ], to: &out)
+        json.beginArray("imports", to: &out)
+        for entry in chained.imports {
+            json.member(nil, .object([
                 ("ordinal", .int(Int64(entry.libraryOrdinal))),
                 ("library", library(entry.libraryOrdinal, image)),
                 ("symbol", .string(entry.name)),
                 ("addend", .int(entry.addend)),
                 ("weakImport", .bool(entry.weakImport)),
-            ])
+            ]), to: &out)
         }
-        var fixups: [JSONValue] = []
+        json.end(to: &out)
+        json.beginArray("fixups", to: &out)
         try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in
             var members: [(String, JSONValue)] = [
                 ("segment", .string(image.segments[fixup.segmentIndex].name)),
@@ -82,14 +103,9 @@ enum FixupJSON {
                 members += [("key", .string(auth.key.name)), ("diversity", .int(Int64(auth.diversity))),
                             ("addressDiversity", .bool(auth.addressDiversity))]
             }
-            fixups.append(.object(members))
+            json.member(nil, .object(members), to: &out)
         }
-        return .object([
-            ("importsFormat", .string(chained.header.importsFormat.name)),
-            ("pointerFormats", .array(chained.segments.map { .string($0.pointerFormat.name) })),
-            ("imports", .array(imports)),
-            ("fixups", .array(fixups)),
-        ])
+        json.end(to: &out)
     }
 
     static func export(_ symbol: ExportedSymbol) -> JSONValue {

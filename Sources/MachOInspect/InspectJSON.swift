@@ -2,30 +2,46 @@ import MachOReader
 
 /// `dyld3 inspect --json`: the same data as the text tables, for tools. One object per
 /// file with a `slices` array; each slice carries its header, segments and dependencies,
-/// plus one member per asked-for table (all of them when none is asked for).
+/// plus one member per asked-for table (all of them when none is asked for). The document
+/// is written as it is decoded (``JSONStream``), so a table of any length costs constant
+/// memory; after an error, what was written stays and the document is left unfinished.
 public enum InspectJSON {
-    public static func render(
-        path: String, file bytes: ByteView, tables: Set<InspectTable>, arch: ArchSelection
-    ) throws(MachOError) -> String {
+    public static func write<Output: TextOutputStream>(
+        path: String, file bytes: ByteView, tables: Set<InspectTable>, arch: ArchSelection, to out: inout Output
+    ) throws(MachOError) {
         do {
             let file = try UniversalFile(parsing: bytes)
             let wanted = tables.isEmpty ? Set(InspectTable.allCases) : tables
-            var slices: [JSONValue] = []
-            for (slice, _) in try ObjdumpReport.selectSlices(file, arch == .host ? .all : arch) {
-                slices.append(try sliceObject(try file.image(slice), slice: slice, tables: wanted))
+            let slices = try ObjdumpReport.selectSlices(file, arch == .host ? .all : arch)
+            var json = JSONStream()
+            json.beginObject(to: &out)
+            json.members([("file", .string(path)), ("universal", .bool(file.isUniversal))], to: &out)
+            json.beginArray("slices", to: &out)
+            for (slice, _) in slices {
+                try writeSlice(try file.image(slice), slice: slice, tables: wanted, json: &json, to: &out)
             }
-            return JSONValue.object([
-                ("file", .string(path)),
-                ("universal", .bool(file.isUniversal)),
-                ("slices", .array(slices)),
-            ]).serialized()
+            json.end(to: &out)
+            json.end(to: &out)
+            out.write("\n")
         } catch {
             throw error.inFile(path)
         }
     }
 
-    static func sliceObject(_ image: MachOImage, slice: UniversalFile.Slice, tables: Set<InspectTable>) throws(MachOError) -> JSONValue {
-        var members: [(String, JSONValue)] = [
+    /// ``write(path:file:tables:arch:to:)`` into a string (tests).
+    public static func render(
+        path: String, bytes: [UInt8], tables: Set<InspectTable>, arch: ArchSelection
+    ) throws(MachOError) -> String {
+        var out = ""
+        try write(path: path, file: ByteView(bytes), tables: tables, arch: arch, to: &out)
+        return out
+    }
+
+    static func writeSlice<Output: TextOutputStream>(
+        _ image: MachOImage, slice: UniversalFile.Slice, tables: Set<InspectTable>, json: inout JSONStream, to out: inout Output
+    ) throws(MachOError) {
+        json.beginObject(to: &out)
+        json.members([
             ("arch", .string(image.header.cpu.name)),
             ("offset", .int(Int64(slice.offset))),
             ("size", .int(Int64(slice.size))),
@@ -34,22 +50,24 @@ public enum InspectJSON {
             ("uuid", image.uuid.map { .string(ImageSummary.formatUUID($0)) } ?? .null),
             ("fixupStyle", .string(image.chainedFixups != nil ? "chained" : image.dyldInfo != nil ? "opcodes" : "none")),
             ("segments", .array(image.segments.map(segmentObject))),
-        ]
+        ], to: &out)
         if tables.contains(.deps) {
-            members.append(("id", image.id.map { .string($0.installName) } ?? .null))
-            members.append(("dependencies", .array(image.dependencies.enumerated().map { index, dependency in
-                .object([
+            json.member("id", image.id.map { .string($0.installName) } ?? .null, to: &out)
+            json.beginArray("dependencies", to: &out)
+            for (index, dependency) in image.dependencies.enumerated() {
+                json.member(nil, .object([
                     ("ordinal", .int(Int64(index + 1))),
                     ("installName", .string(dependency.installName)),
                     ("kind", .string(dependency.kind.rawValue)),
                     ("currentVersion", .string(versionString(dependency.command.currentVersion))),
                     ("compatibilityVersion", .string(versionString(dependency.command.compatibilityVersion))),
-                ])
-            })))
-            members.append(("rpaths", .array(image.rpaths.map(JSONValue.string))))
+                ]), to: &out)
+            }
+            json.end(to: &out)
+            json.member("rpaths", .array(image.rpaths.map(JSONValue.string)), to: &out)
         }
-        members += try FixupJSON.members(image, tables: tables)
-        return .object(members)
+        try FixupJSON.write(image, tables: tables, json: &json, to: &out)
+        json.end(to: &out)
     }
 
     static func segmentObject(_ segment: Segment) -> JSONValue {

@@ -1,5 +1,6 @@
 /// A JSON document built in memory and written with keys in insertion order, so
-/// `dyld3 inspect --json` output is stable and diffable.
+/// `dyld3 inspect --json` output is stable and diffable. Documents too long to hold go
+/// out through ``JSONStream`` instead, in the same layout.
 public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
@@ -20,52 +21,64 @@ public enum JSONValue: Sendable, Equatable {
         return out
     }
 
-    private func write(to out: inout String, indent: Int?, level: Int) {
+    /// Writes the value as it would appear nested `level` deep in a document.
+    func write<Output: TextOutputStream>(to out: inout Output, indent: Int?, level: Int) {
         let newline = indent == nil ? "" : "\n"
         let pad = { (depth: Int) in String(repeating: " ", count: (indent ?? 0) * depth) }
         switch self {
-        case .null: out += "null"
-        case let .bool(value): out += value ? "true" : "false"
-        case let .int(value): out += String(value)
-        case let .uint(value): out += String(value)
+        case .null: out.write("null")
+        case let .bool(value): out.write(value ? "true" : "false")
+        case let .int(value): out.write(String(value))
+        case let .uint(value): out.write(String(value))
         case let .string(value): JSONValue.writeString(value, to: &out)
         case let .array(values):
-            if values.isEmpty { out += "[]"; return }
-            out += "[" + newline
+            if values.isEmpty { out.write("[]"); return }
+            out.write("[" + newline)
             for (index, value) in values.enumerated() {
-                out += pad(level + 1)
+                out.write(pad(level + 1))
                 value.write(to: &out, indent: indent, level: level + 1)
-                out += (index + 1 < values.count ? "," : "") + newline
+                out.write((index + 1 < values.count ? "," : "") + newline)
             }
-            out += pad(level) + "]"
+            out.write(pad(level) + "]")
         case let .object(members):
-            if members.isEmpty { out += "{}"; return }
-            out += "{" + newline
+            if members.isEmpty { out.write("{}"); return }
+            out.write("{" + newline)
             for (index, (key, value)) in members.enumerated() {
-                out += pad(level + 1)
+                out.write(pad(level + 1))
                 JSONValue.writeString(key, to: &out)
-                out += indent == nil ? ":" : ": "
+                out.write(indent == nil ? ":" : ": ")
                 value.write(to: &out, indent: indent, level: level + 1)
-                out += (index + 1 < members.count ? "," : "") + newline
+                out.write((index + 1 < members.count ? "," : "") + newline)
             }
-            out += pad(level) + "}"
+            out.write(pad(level) + "}")
         }
     }
 
-    private static func writeString(_ value: String, to out: inout String) {
-        out += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let s where s.value < 0x20:
-                out += "\\u" + Text.hex(UInt64(s.value), width: 4)
-            default: out.unicodeScalars.append(scalar)
+    /// `value` as a JSON string literal.
+    static func writeString<Output: TextOutputStream>(_ value: String, to out: inout Output) {
+        out.write("\"")
+        var plainStart = value.unicodeScalars.startIndex
+        var index = plainStart
+        let scalars = value.unicodeScalars
+        while index != scalars.endIndex {
+            let scalar = scalars[index]
+            let escape: String? = switch scalar {
+            case "\"": "\\\""
+            case "\\": "\\\\"
+            case "\n": "\\n"
+            case "\r": "\\r"
+            case "\t": "\\t"
+            case let s where s.value < 0x20: "\\u" + Text.hex(UInt64(s.value), width: 4)
+            default: nil
             }
+            if let escape {
+                out.write(String(scalars[plainStart..<index]))
+                out.write(escape)
+                plainStart = scalars.index(after: index)
+            }
+            index = scalars.index(after: index)
         }
-        out += "\""
+        out.write(String(scalars[plainStart..<index]))
+        out.write("\"")
     }
 }

@@ -62,7 +62,7 @@ struct InspectCommand: ParsableCommand {
             if stats {
                 out.write(try InspectStatistics.render(path: file, file: bytes, arch: selection))
             } else if json {
-                out.write(try InspectJSON.render(path: file, file: bytes, tables: tables, arch: selection) + "\n")
+                try InspectJSON.write(path: file, file: bytes, tables: tables, arch: selection, to: &out)
             } else if tables.isEmpty {
                 try ImageSummary.write(path: file, file: bytes, arch: selection, to: &out)
             } else {
