@@ -7,6 +7,8 @@ public final class LaunchMemory {
         public let plan: ImagePlan
         /// Where the image's preferred base was mapped.
         public let base: UInt64
+        /// The size of the file it was mapped from.
+        let fileLength: UInt64
         /// `base - preferredBase` (wrapping): what a rebase adds.
         public var slide: UInt64 { base &- plan.preferredBase }
     }
@@ -60,17 +62,17 @@ public final class LaunchMemory {
         regionSize = size
         do throws(LoadError) {
             for (index, (plan, offset)) in zip(plans, offsets).enumerated() {
-                let image = Image(plan: plan, base: regionBase + offset)
+                let file: ImageDescriptor
                 if let descriptors {
-                    try LaunchMemory.map(image, fd: descriptors[index].fd)
+                    file = descriptors[index]
                 } else {
-                    let descriptor: ImageDescriptor
                     switch ImageDescriptor.open(plan.path) {
-                    case let .success(opened): descriptor = opened
+                    case let .success(opened): file = opened
                     case let .failure(reason): throw LoadError.mapping(image: plan.path, reason: "open: \(reason)")
                     }
-                    try LaunchMemory.map(image, fd: descriptor.fd)
                 }
+                let image = Image(plan: plan, base: regionBase + offset, fileLength: file.status.size)
+                try LaunchMemory.map(image, fd: file.fd)
                 images.append(image)
             }
         } catch {
@@ -79,8 +81,21 @@ public final class LaunchMemory {
         }
     }
 
+    /// Maps each segment of `image` from `fd`. A run of read-write segments that are whole
+    /// file pages, back to back in the file and in memory (`__DATA_CONST`, `__DATA`), takes
+    /// one `mmap`; a segment nothing writes is mapped with its final protection
+    /// (``isMappedFinal(_:fileLength:)``); the rest is mapped read-write, its last page's
+    /// tail zeroed and its zero-fill pages mapped anonymous.
     private static func map(_ image: Image, fd: Int32) throws(LoadError) {
         let page = UnsafeMemory.pageSize
+        var run: (address: UInt64, fileOffset: UInt64, size: UInt64, first: String)?
+        func mapRun() throws(LoadError) {
+            guard let pending = run else { return }
+            run = nil
+            if let reason = UnsafeMemory.mapFile(fd: fd, offset: pending.fileOffset, size: pending.size, at: pending.address) {
+                throw .mapping(image: image.plan.path, reason: "segment \(pending.first): \(reason)")
+            }
+        }
         for segment in image.plan.segments {
             let address = image.base + segment.vmOffset
             guard address % page == 0, segment.fileOffset % page == 0 else {
@@ -88,17 +103,31 @@ public final class LaunchMemory {
             }
             let mappedSize = (segment.vmSize + page - 1) / page * page
             let filePages = (segment.fileSize + page - 1) / page * page
-            let final = LaunchMemory.isMappedFinal(segment) ? LaunchMemory.finalProtection(segment) : nil
+            if segment.isWritable, segment.fileSize > 0, segment.fileSize == mappedSize {
+                if let pending = run, pending.address + pending.size == address, pending.fileOffset + pending.size == segment.fileOffset {
+                    run?.size += segment.fileSize
+                } else {
+                    try mapRun()
+                    run = (address, segment.fileOffset, segment.fileSize, segment.name)
+                }
+                continue
+            }
+            try mapRun()
+            let final = isMappedFinal(segment, fileLength: image.fileLength) ? finalProtection(segment) : nil
             if filePages > 0, let reason = UnsafeMemory.mapFile(
                 fd: fd, offset: segment.fileOffset, size: filePages, at: address, finalProtection: final) {
                 throw .mapping(image: image.plan.path, reason: "segment \(segment.name): \(reason)")
             }
-            // The last file page may carry bytes past the segment's end: zero them.
-            UnsafeMemory.zero(address: address + segment.fileSize, size: min(filePages, mappedSize) - segment.fileSize)
+            // The last file page may carry bytes past the segment's end: zero them (a page
+            // mapped final ends at the end of the file, where the kernel gives zeros).
+            if final == nil {
+                UnsafeMemory.zero(address: address + segment.fileSize, size: min(filePages, mappedSize) - segment.fileSize)
+            }
             if mappedSize > filePages, let reason = UnsafeMemory.mapZeros(size: mappedSize - filePages, at: address + filePages) {
                 throw .mapping(image: image.plan.path, reason: "segment \(segment.name) zero fill: \(reason)")
             }
         }
+        try mapRun()
     }
 
     /// A segment's protection once fixups are done: `__DATA_CONST` loses write.
@@ -108,11 +137,16 @@ public final class LaunchMemory {
     }
 
     /// A segment nothing writes, wholly backed by file pages, is mapped with its final
-    /// protection at once (one mmap, no mprotect later).
-    static func isMappedFinal(_ segment: SegmentPlan) -> Bool {
+    /// protection at once (one mmap, no mprotect later): its size a whole number of pages,
+    /// or its last page partly past the end of the file (`__LINKEDIT`), where the kernel
+    /// maps zeros, so no tail needs zeroing.
+    static func isMappedFinal(_ segment: SegmentPlan, fileLength: UInt64) -> Bool {
         let page = UnsafeMemory.pageSize
-        return !segment.isWritable && segment.fileSize % page == 0
-            && (segment.vmSize + page - 1) / page * page == segment.fileSize
+        let mappedSize = (segment.vmSize + page - 1) / page * page
+        let filePages = (segment.fileSize + page - 1) / page * page
+        let (end, overflow) = segment.fileOffset.addingReportingOverflow(segment.fileSize)
+        return !segment.isWritable && mappedSize == filePages
+            && (segment.fileSize % page == 0 || (!overflow && end == fileLength))
     }
 
     /// Gives every segment its final protection: `__DATA_CONST` becomes read-only. Segments
@@ -120,7 +154,7 @@ public final class LaunchMemory {
     public func applyProtections() throws(LoadError) {
         let page = UnsafeMemory.pageSize
         for image in images {
-            for segment in image.plan.segments where !LaunchMemory.isMappedFinal(segment) {
+            for segment in image.plan.segments where !LaunchMemory.isMappedFinal(segment, fileLength: image.fileLength) {
                 let final = LaunchMemory.finalProtection(segment)
                 if final == (true, true, false) { continue }
                 let size = (segment.vmSize + page - 1) / page * page
