@@ -65,7 +65,7 @@ struct SizeBench {
 
         var fresh: [String: Distribution] = [:], freshRSS: [String: Distribution] = [:]
         if let tool = configuration.toolPath {
-            log("  fresh: \(runs) rounds of dyld2, dyld3, glibc, one process each")
+            log("  fresh: \(runs) rounds of dyld2, dyld3 and glibc in both layouts, one process each")
             let (times, rss) = try await freshProcesses(tool: tool, runs: runs)
             fresh = times.mapValues(Distribution.init)
             freshRSS = rss.mapValues(Distribution.init)
