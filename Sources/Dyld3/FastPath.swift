@@ -45,8 +45,10 @@ public enum FastPath {
         if let mismatch = closure.binding.mismatch(with: expected) {
             throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
         }
-        let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent)
+        var hashed = 0
+        let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)
         report.timings[.closure] = clock.lap()
+        report.imagesHashed = hashed
         report.images = closure.images.map(\.path)
         let memory = try LaunchMemory(plans: closure.images.map(\.plan), descriptors: files, firstSlide: request.slide)
         report.slide = memory.images[0].slide

@@ -17,10 +17,14 @@ public struct BenchConfiguration: Sendable {
     public var workDirectory: String
     /// The `dyld3` executable spawned for the fresh-process measurements; nil skips them.
     public var toolPath: String?
+    /// Also measure cold samples (page cache emptied before each), after the warm ones.
+    public var cold: Bool
+    /// How to empty the page cache; nil chooses (``EvictionMethod/choose(requested:dropCachesWritable:)``).
+    public var eviction: EvictionMethod?
 
     public init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11, outputDirectory: String = "bench/results",
                 arch: String = "x86_64", style: String = "chained", repositoryRoot: String, workDirectory: String? = nil,
-                toolPath: String?) {
+                toolPath: String?, cold: Bool = false, eviction: EvictionMethod? = nil) {
         self.dylibCounts = dylibCounts
         self.runs = runs
         self.outputDirectory = outputDirectory
@@ -29,6 +33,8 @@ public struct BenchConfiguration: Sendable {
         self.repositoryRoot = repositoryRoot
         self.workDirectory = workDirectory ?? repositoryRoot + "/build"
         self.toolPath = toolPath
+        self.cold = cold
+        self.eviction = eviction
     }
 
     /// The seed of every generated app: same seed, same bytes, so apps are reused.

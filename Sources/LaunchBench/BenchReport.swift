@@ -5,6 +5,8 @@ public struct BenchReport: Codable, Sendable {
     public var arch: String
     public var style: String
     public var seed: Int
+    /// How `--cold` emptied the page cache before each cold sample; nil without `--cold`.
+    public var coldEviction: EvictionMethod?
     public var sizes: [SizeResult]
 
     /// Where the numbers come from.
@@ -15,9 +17,32 @@ public struct BenchReport: Codable, Sendable {
     }
 }
 
-/// The four launch paths, in the order they are interleaved.
+/// The launch paths, in the order they are interleaved.
 public enum LaunchPath: String, Codable, Sendable, CaseIterable {
-    case dyld2, dyld3, floor, glibc
+    case dyld2, dyld3, floor
+    /// glibc on the twin laid out like the Mach-O bundle: a directory per framework, each
+    /// object's DT_RUNPATH listing its dependencies' directories.
+    case glibc
+    /// glibc on the twin laid out as ELF projects ship: one directory, DT_RUNPATH `$ORIGIN`.
+    case glibcOneDir = "glibc-one-dir"
+
+    /// The paths that run glibc's loader, one per layout of the twin.
+    public static let glibcPaths: [LaunchPath] = [.glibc, .glibcOneDir]
+
+    /// The name tables and charts give the path.
+    public var label: String {
+        switch self {
+        case .dyld2, .dyld3, .floor: rawValue
+        case .glibc: "glibc (per-framework dirs)"
+        case .glibcOneDir: "glibc (one dir)"
+        }
+    }
+
+    /// Of `values` (by path name), the glibc layout with the smaller median: every glibc
+    /// ratio is taken against it, so glibc is compared at its best.
+    public static func fasterGlibc(_ values: [String: Distribution]) -> (path: LaunchPath, median: Int64)? {
+        glibcPaths.compactMap { path in values[path.rawValue].map { (path, $0.median) } }.filter { $0.1 > 0 }.min { $0.1 < $1.1 }
+    }
 }
 
 /// One app size: every path's times, and what the closure costs and saves.
@@ -51,6 +76,21 @@ public struct SizeResult: Codable, Sendable {
 
     /// (e) the closure.
     public var closure: ClosureCost
+
+    /// `--cold`: each sample after the page cache was emptied of the path's files
+    /// (``BenchReport/coldEviction`` says how), by path; nil without `--cold`.
+    public var cold: [String: Distribution]?
+    /// `--cold`: medians of the dyld3 launch phases over the cold samples.
+    public var coldDyld3Phases: [String: Int64]?
+    /// `--cold`: per path, the pages of its files still resident just after an eviction
+    /// (mincore, checked once per path in the discarded round) and their total pages.
+    public var residentAfterEviction: [String: ResidentPages]?
+}
+
+/// Pages of a set of files in the page cache, against all their pages.
+public struct ResidentPages: Codable, Sendable, Equatable {
+    public var resident: Int
+    public var total: Int
 }
 
 /// What building a closure costs and how big it is against the images' own metadata.

@@ -16,13 +16,13 @@ struct GlibcHarness {
         return GlibcHarness(executable: executable)
     }
 
-    /// Starts a harness for `app`, runs `body` with it, then ends it (end of input) and
+    /// Starts a harness for one layout of `app`'s twin, runs `body` with it, then ends it (end of input) and
     /// waits for it. Returns what `body` returned and the harness's peak RSS in kB.
     func withSession<Value: Sendable>(
-        app: BenchApp, stderrPath: String, _ body: (Session) async throws -> Value
+        app: BenchApp, layout: ELFLayout, stderrPath: String, _ body: (Session) async throws -> Value
     ) async throws -> (value: Value, maxRSSKilobytes: Int) {
         let (result, status) = try await ProcessRunner.session(
-            executable, [app.elfLoadRoot, app.elfDirectory + "/"], errorFile: stderrPath
+            executable, [app.elfLoadRoot(layout), app.elfPrefix(layout)], errorFile: stderrPath
         ) { process in
             let session = Session(process: process)
             let value = try await body(session)

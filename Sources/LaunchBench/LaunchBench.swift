@@ -8,11 +8,14 @@ public enum LaunchBench {
     public static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws -> BenchReport {
         let harness = try await GlibcHarness.build(configuration: configuration)
         let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache")
+        let eviction = configuration.cold
+            ? try EvictionMethod.choose(requested: configuration.eviction, dropCachesWritable: PageCache.dropCachesWritable) : nil
+        if let eviction { log("cold samples: evicting with \(eviction.rawValue)") }
         var sizes: [SizeResult] = []
         for dylibs in configuration.dylibCounts {
             log("\(dylibs) dylibs: preparing apps")
             let app = try await BenchApp.prepare(dylibs: dylibs, configuration: configuration, log: { log("  " + $0) })
-            let bench = SizeBench(configuration: configuration, app: app, harness: harness, cache: cache, log: log)
+            let bench = SizeBench(configuration: configuration, app: app, harness: harness, cache: cache, eviction: eviction, log: log)
             sizes.append(try await bench.measure())
         }
         return BenchReport(
@@ -20,7 +23,7 @@ public enum LaunchBench {
                            kernel: ProcessInfo.processInfo.operatingSystemVersionString,
                            date: ISO8601DateFormatter().string(from: Date())),
             runs: configuration.runs, arch: configuration.arch, style: configuration.style,
-            seed: BenchConfiguration.seed, sizes: sizes)
+            seed: BenchConfiguration.seed, coldEviction: eviction, sizes: sizes)
     }
 
     /// The files ``write(_:to:)`` produces.

@@ -5,25 +5,54 @@ import Foundation
 enum MarkdownReport {
     static func render(_ report: BenchReport) -> String {
         let paths = LaunchPath.allCases.map(\.rawValue)
+        let labels = LaunchPath.allCases.map(\.label)
         var out = "# dyld3 bench\n\n"
         out += "\(report.machine.cores) cores, \(report.machine.kernel), \(report.machine.date). "
         out += "Apps: `tools/gen-app --seed \(report.seed)` (\(report.arch) \(report.style)) and their ELF twins. "
-        out += "\(report.runs) samples per path and size, median (p90). Every path stops before running code.\n\n"
+        out += "\(report.runs) samples per path and size, median (p90). Every path stops before running code. "
+        out += "glibc runs on the twin in two layouts: per-framework dirs (a directory per framework, each object's DT_RUNPATH "
+        out += "naming its dependencies' directories, as `@rpath` maps onto ELF) and one dir (every object in one directory, "
+        out += "DT_RUNPATH `$ORIGIN`, as ELF projects ship); every ratio to glibc is against the faster of the two (best glibc).\n\n"
 
         out += "## Launch time, one process (warm), interleaved\n\n"
-        out += table(["dylibs", "images", "fixups"] + paths + ["dyld3 / floor", "dyld3 / glibc", "dyld2 / dyld3", "dyld2 / glibc"],
+        out += table(["dylibs", "images", "fixups"] + labels + ["best glibc", "dyld3 / floor", "dyld3 / best glibc", "dyld2 / dyld3", "dyld2 / best glibc"],
                      report.sizes.map { size in
                          ["\(size.dylibs)", "\(size.images)", "\(size.fixups)"]
                              + paths.map { cell(size.warm[$0]) }
-                             + [ratio(size.warm, "dyld3", "floor"), ratio(size.warm, "dyld3", "glibc"),
-                                ratio(size.warm, "dyld2", "dyld3"), ratio(size.warm, "dyld2", "glibc")]
+                             + [LaunchPath.fasterGlibc(size.warm)?.path.label ?? "–",
+                                ratio(size.warm, "dyld3", "floor"), glibcRatio(size.warm, "dyld3"),
+                                ratio(size.warm, "dyld2", "dyld3"), glibcRatio(size.warm, "dyld2")]
                      })
 
-        let freshPaths = ["dyld2", "dyld3", "glibc"]
+        if let eviction = report.coldEviction {
+            out += "\n## Cold launches (page cache emptied before each sample)\n\n"
+            out += "Eviction: \(eviction.explanation). Each sample: evict, then launch; the paths interleave round-robin. "
+            out += "Resident after eviction: pages of the path's files still in the page cache just after an eviction (mincore), of all their pages.\n\n"
+            let rows = report.sizes.flatMap { size in
+                LaunchPath.allCases.map { path in
+                    let (warm, cold) = (size.warm[path.rawValue], size.cold?[path.rawValue])
+                    let resident = size.residentAfterEviction?[path.rawValue].map { "\($0.resident) / \($0.total)" } ?? "–"
+                    return ["\(size.dylibs)", path.label, cell(warm), cell(cold),
+                            warm.flatMap { w in cold.map { String(format: "%.1f×", Double($0.median) / Double(max(w.median, 1))) } } ?? "–", resident]
+                }
+            }
+            out += table(["dylibs", "path", "warm", "cold", "cold / warm", "resident after eviction"], rows)
+            out += "\n" + table(["dylibs", "dyld3 cold / dyld2 cold", "dyld3 cold / best glibc cold", "best glibc cold"], report.sizes.map { size in
+                let cold = size.cold ?? [:]
+                return ["\(size.dylibs)", ratio(cold, "dyld3", "dyld2"), glibcRatio(cold, "dyld3"), LaunchPath.fasterGlibc(cold)?.path.label ?? "–"]
+            })
+            let phases = ["closure", "mapping", "bind", "total"]
+            out += "\n### dyld3 phases, cold (medians)\n\n"
+            out += table(["dylibs"] + phases, report.sizes.map { size in
+                ["\(size.dylibs)"] + phases.map { size.coldDyld3Phases?[$0].map(time) ?? "–" }
+            })
+        }
+
+        let freshPaths = ["dyld2", "dyld3"] + LaunchPath.glibcPaths.map(\.rawValue)
         if report.sizes.contains(where: { !$0.fresh.isEmpty }) {
             out += "\n## Launch time, a fresh process per launch\n\n"
             out += "In-process time of the load (dyld2/dyld3: `timings.total` of `dyld3 launch --no-run --json`; glibc: the harness's dlopen), and each process's peak RSS.\n\n"
-            out += table(["dylibs"] + freshPaths + ["dyld2 / dyld3"] + freshPaths.map { "\($0) peak RSS" },
+            out += table(["dylibs"] + freshPaths.map(label) + ["dyld2 / dyld3"] + freshPaths.map { "\(label($0)) peak RSS" },
                          report.sizes.map { size in
                              ["\(size.dylibs)"] + freshPaths.map { cell(size.fresh[$0]) } + [ratio(size.fresh, "dyld2", "dyld3")]
                                  + freshPaths.map { size.freshMaxRSSKilobytes[$0].map { megabytes($0.median) } ?? "–" }
@@ -32,8 +61,8 @@ enum MarkdownReport {
 
         out += "\n## Per fixup, pages, memory\n\n"
         out += "ns per fixup: warm median / Mach-O fixups (glibc: / ELF relocations). Pages dirtied: Private_Dirty pages of the images' mappings after one launch (/proc/self/smaps).\n\n"
-        out += table(["dylibs", "Mach-O fixups", "ELF relocations"] + paths.map { "ns/fixup \($0)" }
-                     + ["fixup pages"] + paths.map { "pages dirtied \($0)" } + ["bench peak RSS"],
+        out += table(["dylibs", "Mach-O fixups", "ELF relocations"] + labels.map { "ns/fixup \($0)" }
+                     + ["fixup pages"] + labels.map { "pages dirtied \($0)" } + ["bench peak RSS"],
                      report.sizes.map { size in
                          ["\(size.dylibs)", "\(size.fixups)", "\(size.elfRelocations)"]
                              + paths.map { String(format: "%.1f", size.nanosecondsPerFixup[$0] ?? 0) }
@@ -62,7 +91,7 @@ enum MarkdownReport {
             ["\(size.dylibs)"] + slowPhases.map { size.dyld2Phases[$0].map(time) ?? "–" }
         })
 
-        out += "\n## Targets (issue 7), measured\n\n"
+        out += "\n## Targets (issues 7 and 13), measured\n\n"
         out += Targets.evaluate(report).map { "- \($0.met ? "met" : "**missed**"): \($0.text)" }.joined(separator: "\n") + "\n"
         return out
     }
@@ -72,6 +101,15 @@ enum MarkdownReport {
         out += "|" + header.map { _ in " ---: |" }.joined() + "\n"
         for row in rows { out += "| " + row.joined(separator: " | ") + " |\n" }
         return out
+    }
+
+    /// A path's name in a table.
+    static func label(_ path: String) -> String { LaunchPath(rawValue: path)?.label ?? path }
+
+    /// `a`'s median over the faster glibc layout's.
+    static func glibcRatio(_ values: [String: Distribution], _ a: String) -> String {
+        guard let x = values[a]?.median, let best = LaunchPath.fasterGlibc(values) else { return "–" }
+        return String(format: "%.2f×", Double(x) / Double(best.median))
     }
 
     static func cell(_ distribution: Distribution?) -> String {

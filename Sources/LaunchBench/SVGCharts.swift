@@ -2,7 +2,8 @@ import Foundation
 
 /// The bench's two charts, written as plain SVG.
 enum SVGCharts {
-    static let colors: [LaunchPath: String] = [.dyld2: "#d62728", .dyld3: "#1f77b4", .floor: "#7f7f7f", .glibc: "#2ca02c"]
+    static let colors: [LaunchPath: String] = [.dyld2: "#d62728", .dyld3: "#1f77b4", .floor: "#7f7f7f", .glibc: "#2ca02c",
+                                                  .glibcOneDir: "#8c564b"]
 
     /// Warm median launch time against dylib count, one line per path, both axes log10.
     static func timeVersusDylibs(_ report: BenchReport) -> String {
@@ -93,7 +94,8 @@ enum SVGCharts {
         case .dyld2: "dyld2 (slow path)"
         case .dyld3: "dyld3 (closure)"
         case .floor: "mapping floor"
-        case .glibc: "glibc dlopen"
+        case .glibc: "glibc (per-fw dirs)"
+        case .glibcOneDir: "glibc (one dir)"
         }
     }
 

@@ -7,12 +7,14 @@ import LoaderCore
 import MachOReader
 
 /// The measurements of one app size: setup (apps, closure, page list, harness) outside
-/// any timed region, then the four launch paths round-robin, warm then fresh.
+/// any timed region, then the launch paths round-robin: warm, cold (`--cold`), then fresh.
 struct SizeBench {
     let configuration: BenchConfiguration
     let app: BenchApp
     let harness: GlibcHarness
     let cache: ClosureCache
+    /// How cold samples empty the page cache; nil: no cold samples.
+    let eviction: EvictionMethod?
     let log: (String) -> Void
 
     var options: LaunchOptions {
@@ -30,36 +32,40 @@ struct SizeBench {
         let elf = try app.elfRelocationCount()
         let fixups = closure.totalRebases + closure.totalBinds
 
-        // One harness for the page counts and every warm round: its loads interleave with
-        // the in-process launches exactly as before (the harness times its own dlopen).
-        let (warmRounds, _) = try await harness.withSession(app: app, stderrPath: stderrPath) { session in
-            let dirtied = try await pagesDirtied(closurePath: closurePath, floor: floor, session: session)
-            log("  warm: \(runs) rounds of dyld2, dyld3, floor, glibc")
-            var rounds = WarmRounds(dirtied: dirtied)
-            for round in 0...runs {
-                let slow = try SlowPath.launch(options)
-                slow.memory.release()
-                let fast = try FastPath.launch(closurePath: closurePath, request: options)
-                fast.memory.release()
-                let mapped = try floor.launch()
-                mapped.memory.release()
-                let glibc = try await session.load()
-                guard round > 0 else { continue }  // round 0 warms caches and is discarded
-                rounds.samples[.dyld2, default: []].append(slow.report.timings[.total] ?? 0)
-                rounds.samples[.dyld3, default: []].append(fast.report.timings[.total] ?? 0)
-                rounds.samples[.floor, default: []].append(mapped.nanoseconds)
-                rounds.samples[.glibc, default: []].append(glibc)
-                for (phase, time) in fast.report.timings { rounds.dyld3Phases[phase.rawValue, default: []].append(time) }
-                for (phase, time) in slow.report.timings { rounds.dyld2Phases[phase.rawValue, default: []].append(time) }
-            }
-            return rounds
+        // One harness per layout of the twin for the page counts and every warm and cold
+        // round: its loads interleave with the in-process launches (each harness times its
+        // own dlopen).
+        let perFrameworkStderr = stderrPath + ".per-framework", oneDirStderr = stderrPath + ".one-dir"
+        let (warmRounds, _) = try await harness.withSession(app: app, layout: .perFrameworkDirectories, stderrPath: perFrameworkStderr) { perFramework in
+            try await harness.withSession(app: app, layout: .oneDirectory, stderrPath: oneDirStderr) { oneDir in
+                let sessions: [LaunchPath: GlibcHarness.Session] = [.glibc: perFramework, .glibcOneDir: oneDir]
+                let dirtied = try await pagesDirtied(closurePath: closurePath, floor: floor, sessions: sessions)
+                log("  warm: \(runs) rounds of \(LaunchPath.allCases.map(\.rawValue).joined(separator: ", "))")
+                var rounds = WarmRounds(dirtied: dirtied)
+                for round in 0...runs {
+                    for path in LaunchPath.allCases {
+                        let sample = try await launch(path, closurePath: closurePath, floor: floor, sessions: sessions)
+                        guard round > 0 else { continue }  // round 0 warms caches and is discarded
+                        rounds.samples[path, default: []].append(sample.nanoseconds)
+                        for (phase, time) in sample.phases {
+                            if path == .dyld3 { rounds.dyld3Phases[phase.rawValue, default: []].append(time) }
+                            if path == .dyld2 { rounds.dyld2Phases[phase.rawValue, default: []].append(time) }
+                        }
+                    }
+                }
+                if let eviction {
+                    rounds.cold = try await coldRounds(runs: runs, eviction: eviction, closure: closure, closurePath: closurePath,
+                                                       floor: floor, sessions: sessions)
+                }
+                return rounds
+            }.value
         }
         let (dirtied, warm) = (warmRounds.dirtied, warmRounds.samples)
         let (dyld3Phases, dyld2Phases) = (warmRounds.dyld3Phases, warmRounds.dyld2Phases)
 
         var fresh: [String: Distribution] = [:], freshRSS: [String: Distribution] = [:]
         if let tool = configuration.toolPath {
-            log("  fresh: \(runs) rounds of dyld2, dyld3, glibc, one process each")
+            log("  fresh: \(runs) rounds of dyld2, dyld3 and glibc in both layouts, one process each")
             let (times, rss) = try await freshProcesses(tool: tool, runs: runs)
             fresh = times.mapValues(Distribution.init)
             freshRSS = rss.mapValues(Distribution.init)
@@ -68,7 +74,7 @@ struct SizeBench {
         let warmDistributions = Dictionary(uniqueKeysWithValues: warm.map { ($0.key.rawValue, Distribution($0.value)) })
         var perFixup: [String: Double] = [:]
         for (path, distribution) in warmDistributions {
-            let count = path == LaunchPath.glibc.rawValue ? elf.relocations : fixups
+            let count = LaunchPath.glibcPaths.map(\.rawValue).contains(path) ? elf.relocations : fixups
             perFixup[path] = count > 0 ? Double(distribution.median) / Double(count) : 0
         }
         return SizeResult(
@@ -83,7 +89,61 @@ struct SizeBench {
                 build: build, fileBytes: fileBytes,
                 bytesPerFixup: fixups > 0 ? Double(fileBytes) / Double(fixups) : 0,
                 imageMetadataBytes: metadata,
-                relativeToMetadata: metadata > 0 ? Double(fileBytes) / Double(metadata) : 0))
+                relativeToMetadata: metadata > 0 ? Double(fileBytes) / Double(metadata) : 0),
+            cold: warmRounds.cold.map { Dictionary(uniqueKeysWithValues: $0.samples.map { ($0.key.rawValue, Distribution($0.value)) }) },
+            coldDyld3Phases: warmRounds.cold.map { $0.dyld3Phases.mapValues { Distribution($0).median } },
+            residentAfterEviction: warmRounds.cold?.resident)
+    }
+
+    /// One launch of `path`, timed as the path times itself, and unmapped again.
+    private func launch(_ path: LaunchPath, closurePath: String, floor: MappingFloor,
+                        sessions: [LaunchPath: GlibcHarness.Session]) async throws -> (nanoseconds: Int64, phases: [LaunchReport.Phase: Int64]) {
+        switch path {
+        case .dyld2:
+            let slow = try SlowPath.launch(options)
+            slow.memory.release()
+            return (slow.report.timings[.total] ?? 0, slow.report.timings)
+        case .dyld3:
+            let fast = try FastPath.launch(closurePath: closurePath, request: options)
+            fast.memory.release()
+            return (fast.report.timings[.total] ?? 0, fast.report.timings)
+        case .floor:
+            let mapped = try floor.launch()
+            mapped.memory.release()
+            return (mapped.nanoseconds, [:])
+        case .glibc, .glibcOneDir:
+            guard let session = sessions[path] else { throw BenchError.failed("no glibc harness for \(path.label)") }
+            return (try await session.load(), [:])
+        }
+    }
+
+    /// `--cold`: `runs` rounds (after a discarded one) of every path, each sample preceded
+    /// by the eviction of the files that path touches: the images (dyld2, the floor), the
+    /// images and the closure (dyld3), the twin's objects in that layout (glibc). In the
+    /// discarded round, the pages still resident after each eviction are counted.
+    private func coldRounds(runs: Int, eviction: EvictionMethod, closure: LaunchClosure, closurePath: String, floor: MappingFloor,
+                            sessions: [LaunchPath: GlibcHarness.Session]) async throws -> ColdRounds {
+        let images = closure.images.map(\.path)
+        let files: [LaunchPath: [String]] = [
+            .dyld2: images, .dyld3: images + [closurePath], .floor: images,
+            .glibc: app.elfFiles(.perFrameworkDirectories), .glibcOneDir: app.elfFiles(.oneDirectory),
+        ]
+        log("  cold: \(runs) rounds, each sample after \(eviction.rawValue)")
+        var rounds = ColdRounds()
+        for round in 0...runs {
+            for path in LaunchPath.allCases {
+                let touched = files[path] ?? []
+                try PageCache.evict(touched, method: eviction)
+                if round == 0 { rounds.resident[path.rawValue] = try PageCache.residentPages(touched) }
+                let sample = try await launch(path, closurePath: closurePath, floor: floor, sessions: sessions)
+                guard round > 0 else { continue }
+                rounds.samples[path, default: []].append(sample.nanoseconds)
+                if path == .dyld3 {
+                    for (phase, time) in sample.phases { rounds.dyld3Phases[phase.rawValue, default: []].append(time) }
+                }
+            }
+        }
+        return rounds
     }
 
     /// (e): builds and writes the closure `runs` times, as `dyld3 install` does; returns
@@ -115,21 +175,23 @@ struct SizeBench {
     }
 
     /// One untimed launch per path, reading what it left privately dirty before unmapping.
-    private func pagesDirtied(closurePath: String, floor: MappingFloor, session: GlibcHarness.Session) async throws -> [String: Int] {
+    private func pagesDirtied(closurePath: String, floor: MappingFloor,
+                              sessions: [LaunchPath: GlibcHarness.Session]) async throws -> [String: Int] {
         func dirty(_ memory: LaunchMemory) -> Int {
             defer { memory.release() }
             return ProcessMemory.privateDirtyPages(start: memory.regionBase, size: memory.regionSize)
         }
-        return [
+        var pages = [
             LaunchPath.dyld2.rawValue: dirty(try SlowPath.launch(options).memory),
             LaunchPath.dyld3.rawValue: dirty(try FastPath.launch(closurePath: closurePath, request: options).memory),
             LaunchPath.floor.rawValue: dirty(try floor.launch().memory),
-            LaunchPath.glibc.rawValue: try await session.dirtyPages(),
         ]
+        for (path, session) in sessions { pages[path.rawValue] = try await session.dirtyPages() }
+        return pages
     }
 
     /// Each sample a new process: `dyld3 launch --no-run --json` (its in-process total) for
-    /// dyld2 and dyld3, a one-shot harness for glibc. Also each process's peak RSS.
+    /// dyld2 and dyld3, a one-shot harness for each glibc layout. Also each process's peak RSS.
     private func freshProcesses(tool: String, runs: Int) async throws -> (times: [String: [Int64]], rss: [String: [Int64]]) {
         var times: [String: [Int64]] = [:], rss: [String: [Int64]] = [:]
         for _ in 0..<runs {
@@ -151,9 +213,11 @@ struct SizeBench {
                 times[mode.rawValue, default: []].append(total)
                 rss[mode.rawValue, default: []].append(maxRSS)
             }
-            let (load, maxRSS) = try await harness.withSession(app: app, stderrPath: stderrPath) { try await $0.load() }
-            times[LaunchPath.glibc.rawValue, default: []].append(load)
-            rss[LaunchPath.glibc.rawValue, default: []].append(Int64(maxRSS))
+            for layout in ELFLayout.allCases {
+                let (load, maxRSS) = try await harness.withSession(app: app, layout: layout, stderrPath: stderrPath) { try await $0.load() }
+                times[layout.path.rawValue, default: []].append(load)
+                rss[layout.path.rawValue, default: []].append(Int64(maxRSS))
+            }
         }
         return (times, rss)
     }
@@ -165,4 +229,12 @@ private struct WarmRounds: Sendable {
     var samples: [LaunchPath: [Int64]] = [:]
     var dyld3Phases: [String: [Int64]] = [:]
     var dyld2Phases: [String: [Int64]] = [:]
+    var cold: ColdRounds?
+}
+
+/// What the cold rounds collect.
+private struct ColdRounds: Sendable {
+    var samples: [LaunchPath: [Int64]] = [:]
+    var dyld3Phases: [String: [Int64]] = [:]
+    var resident: [String: ResidentPages] = [:]
 }

@@ -32,13 +32,15 @@ extension ImageIdentity {
     /// the closure was built from. A racy identity (taken within 2 s of the closure's
     /// write), a content-only one, or `alwaysHash` is always hashed. Everything is read
     /// through `file`, the descriptor the launch maps from.
-    func staleness(of file: ImageDescriptor, contentOnly: Bool, racy: Bool, alwaysHash: Bool) -> String? {
+    /// `hashed` is set when the content was hashed.
+    func staleness(of file: ImageDescriptor, contentOnly: Bool, racy: Bool, alwaysHash: Bool, hashed: inout Bool) -> String? {
         let status = file.status
         if status.size != size { return "changed size (\(size) -> \(status.size) bytes)" }
         if !contentOnly, !racy, !alwaysHash, status.mtimeSeconds == mtimeSeconds, status.mtimeNanoseconds == mtimeNanoseconds,
            status.ctimeSeconds == ctimeSeconds, status.ctimeNanoseconds == ctimeNanoseconds, status.inode == inode {
             return nil
         }
+        hashed = true
         guard let hash = file.contentHash() else { return "cannot be read" }
         if hash != contentHash {
             return status.inode != inode && !contentOnly ? "was replaced by another file (content differs)" : "has new content"
@@ -57,7 +59,8 @@ extension ClosureImage {
 
     /// Opens the image and checks it is the file the closure was built from: the
     /// descriptor to map from, or why the closure is stale.
-    func openChecked(contentOnly: Bool, builtAt: Int64?, alwaysHash: Bool) -> Result<ImageDescriptor, StaleImage> {
+    /// `hashed` is set when the image's content was hashed (see ``ImageIdentity/staleness``).
+    func openChecked(contentOnly: Bool, builtAt: Int64?, alwaysHash: Bool, hashed: inout Bool) -> Result<ImageDescriptor, StaleImage> {
         let file: ImageDescriptor
         switch ImageDescriptor.open(path) {
         case let .success(opened): file = opened
@@ -65,7 +68,7 @@ extension ClosureImage {
             return .failure(StaleImage(image: path, what: FileStatus.of(path) == nil ? "was removed" : "cannot be opened (\(reason))"))
         }
         let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? false
-        if let what = identity.staleness(of: file, contentOnly: contentOnly, racy: racy, alwaysHash: alwaysHash) {
+        if let what = identity.staleness(of: file, contentOnly: contentOnly, racy: racy, alwaysHash: alwaysHash, hashed: &hashed) {
             return .failure(StaleImage(image: path, what: what))
         }
         if let shadow = shadowingFile() {
@@ -86,11 +89,21 @@ extension LaunchClosure {
     /// launch maps from these very descriptors (so a file renamed over an image path after
     /// the check is never the one mapped). `alwaysHash` hashes every image whatever stat says.
     public func openImages(closurePath: String, alwaysHash: Bool = false) throws(ClosureError) -> [ImageDescriptor] {
+        var hashedImages = 0
+        return try openImages(closurePath: closurePath, alwaysHash: alwaysHash, hashedImages: &hashedImages)
+    }
+
+    /// ``openImages(closurePath:alwaysHash:)``, counting in `hashedImages` the images whose
+    /// content was hashed (stat differed, the identity is racy or content-only, or `alwaysHash`).
+    public func openImages(closurePath: String, alwaysHash: Bool, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
         var files: [ImageDescriptor] = []
         files.reserveCapacity(images.count)
         for image in images {
-            switch image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt, alwaysHash: alwaysHash) {
+            var hashed = false
+            let opened = image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed)
+            if hashed { hashedImages += 1 }
+            switch opened {
             case let .success(file): files.append(file)
             case let .failure(stale): throw .stale(path: closurePath, image: stale.image, what: stale.what)
             }
@@ -113,7 +126,8 @@ extension LaunchClosure {
     public func staleImages(closurePath: String? = nil, alwaysHash: Bool = false) -> [(image: String, what: String)] {
         let builtAt = closurePath.flatMap(FileStatus.of).map(\.mtimeSeconds)
         return images.compactMap { image in
-            if case let .failure(stale) = image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt, alwaysHash: alwaysHash) {
+            var hashed = false
+            if case let .failure(stale) = image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed) {
                 return (stale.image, stale.what)
             }
             return nil

@@ -25,6 +25,9 @@ public struct LaunchReport: Sendable {
     public var initializers: [String] = []
     /// xxh3 of every writable segment after fixups, slide-independent.
     public var digest: UInt64 = 0
+    /// dyld3: how many images' content was hashed to confirm their identity (stat differed,
+    /// the identity is racy or content-only, or `--hash-images`); nil for dyld2.
+    public var imagesHashed: Int?
 
     public init(mode: String) { self.mode = mode }
 }

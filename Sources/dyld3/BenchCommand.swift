@@ -11,8 +11,10 @@ struct BenchCommand: AsyncParsableCommand {
             Generates (once, under build/bench-apps/) the apps of tools/gen-app --seed 1 and their \
             ELF twins, then for each size measures, interleaved in one process: a dyld2 launch, a dyld3 \
             launch, the mapping floor (map every segment, write each fixup page once) and glibc's \
-            dlopen(RTLD_NOW) of the ELF twin; then each again as a fresh process; and the closure's \
-            build time and size. No path runs code. Writes bench.json, bench.md and two SVG charts.
+            dlopen(RTLD_NOW) of the ELF twin in its two layouts (a directory per framework; one \
+            directory); with --cold, each again with the page cache emptied before every sample; then \
+            each as a fresh process; and the closure's build time and size. No path runs code. Writes \
+            bench.json, bench.md and two SVG charts.
             """)
 
     @Option(help: "Comma-separated dylib counts.")
@@ -33,7 +35,14 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Skip the fresh-process measurements.")
     var noFresh = false
 
+    @Flag(help: "Also measure cold launches: the page cache emptied of the path's files before each sample.")
+    var cold = false
+
+    @Option(help: "How --cold empties the page cache: drop_caches (root) or posix_fadvise; default: drop_caches when writable, else posix_fadvise.")
+    var evict: EvictionMethod?
+
     func validate() throws {
+        guard evict == nil || cold else { throw ValidationError("--evict needs --cold") }
         guard runs > 0 else { throw ValidationError("--runs must be positive") }
         guard ["chained", "opcodes"].contains(style) else { throw ValidationError("--style must be chained or opcodes") }
         guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--dylibs must list positive counts") }
@@ -49,7 +58,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         let configuration = BenchConfiguration(
             dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch, style: style,
-            repositoryRoot: repository, toolPath: noFresh ? nil : executable)
+            repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
         do {
             let report = try await LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
             try LaunchBench.write(report, to: out)
@@ -61,3 +70,5 @@ struct BenchCommand: AsyncParsableCommand {
         }
     }
 }
+
+extension EvictionMethod: ExpressibleByArgument {}

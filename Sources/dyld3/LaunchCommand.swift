@@ -44,7 +44,7 @@ struct LaunchCommand: ParsableCommand {
     @Flag(help: "Stop after fixups: run no initializer and no main.")
     var noRun = false
 
-    @Flag(help: "Print where the time went (phases) and counts.")
+    @Flag(help: "Print where the time before main went (each phase and its share), images, fixups, and for dyld3 the closure's size and whether identities were hashed; --json carries the same under \"stats\".")
     var stats = false
 
     @Flag(help: "Print the launch report as JSON.")
@@ -127,13 +127,9 @@ enum LaunchOutput {
             out += "loaded and fixed up \(report.images.count) images; not run: \(report.notRunReason ?? "?")\n"
         }
         if stats {
-            out += "\(report.mode): \(report.images.count) images, \(report.rebases) rebases, \(report.binds) binds, "
-                + "\(report.symbolLookups) symbol lookups, slide 0x\(String(report.slide, radix: 16))\n"
-            for phase in LaunchReport.Phase.allCases {
-                guard let nanoseconds = report.timings[phase] else { continue }
-                let microseconds = Double(nanoseconds) / 1000
-                out += "  \(phase.rawValue.padding(toLength: 16, withPad: " ", startingAt: 0)) \(String(format: "%10.1f", microseconds)) µs\n"
-            }
+            out += LaunchStatistics(report, closurePath: closure).text
+            out += "  slide:                 0x\(String(report.slide, radix: 16))\n"
+            if let fallback { out += "  closure not used:      \(fallback)\n" }
         }
         return out
     }
@@ -158,6 +154,7 @@ enum LaunchOutput {
             ("digest", .string("0x" + String(report.digest, radix: 16))),
             ("closure", closure.map(JSONValue.string) ?? .null),
             ("fallback_reason", fallback.map { .string("\($0.kind): \($0)") } ?? .null),
+            ("stats", LaunchStatistics(report, closurePath: closure).json),
         ])
     }
 }

@@ -22,14 +22,20 @@ import Testing
         let out = NSTemporaryDirectory() + "bench-test-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }
         let configuration = BenchConfiguration(
-            dylibCounts: [1], runs: 3, outputDirectory: out, repositoryRoot: BenchTests.repository, toolPath: BenchTests.tool)
+            dylibCounts: [1], runs: 3, outputDirectory: out, repositoryRoot: BenchTests.repository, toolPath: BenchTests.tool,
+            cold: true, eviction: .fadvise)
         let report = try await LaunchBench.run(configuration) { _ in }
         try LaunchBench.write(report, to: out)
 
         #expect(report.sizes.count == 1)
         let size = try #require(report.sizes.first)
         #expect(size.dylibs == 1 && size.images == 3 && size.fixups > 0 && size.elfRelocations > 0 && size.fixupPages > 0)
-        for path in ["dyld2", "dyld3", "floor", "glibc"] {
+        #expect(report.coldEviction == .fadvise)
+        for path in ["dyld2", "dyld3", "floor", "glibc", "glibc-one-dir"] {
+            let cold = try #require(size.cold?[path], "no cold samples for \(path)")
+            #expect(cold.samples.count == 3 && cold.samples.allSatisfy { $0 > 0 }, "\(path): \(cold.samples)")
+            let resident = try #require(size.residentAfterEviction?[path])
+            #expect(resident.total > 0 && resident.resident <= resident.total)
             let warm = try #require(size.warm[path], "no warm samples for \(path)")
             #expect(warm.samples.count == 3 && warm.samples.allSatisfy { $0 > 0 }, "\(path): \(warm.samples)")
             #expect(warm.min <= warm.median && warm.median <= warm.p90 && warm.p90 <= warm.max)
@@ -38,12 +44,15 @@ import Testing
         }
         #expect(BenchTests.tool != nil, "the dyld3 executable next to the test bundle: fresh-process samples")
         if BenchTests.tool != nil {
-            for path in ["dyld2", "dyld3", "glibc"] {
+            for path in ["dyld2", "dyld3", "glibc", "glibc-one-dir"] {
                 #expect(size.fresh[path]?.samples.count == 3 && size.fresh[path]!.samples.allSatisfy { $0 > 0 })
                 #expect((size.freshMaxRSSKilobytes[path]?.median ?? 0) > 0)
             }
         }
-        for phase in ["closure", "mapping", "bind", "total"] { #expect((size.dyld3Phases[phase] ?? 0) > 0, "dyld3 phase \(phase)") }
+        for phase in ["closure", "mapping", "bind", "total"] {
+            #expect((size.dyld3Phases[phase] ?? 0) > 0, "dyld3 phase \(phase)")
+            #expect((size.coldDyld3Phases?[phase] ?? 0) > 0, "dyld3 cold phase \(phase)")
+        }
         #expect(size.closure.build.samples.count == 3 && size.closure.build.min > 0)
         #expect(size.closure.fileBytes > 0 && size.closure.imageMetadataBytes > 0 && size.closure.bytesPerFixup > 0)
         #expect(size.benchMaxRSSKilobytes > 0)
@@ -55,6 +64,7 @@ import Testing
 
         let markdown = try String(contentsOfFile: out + "/bench.md", encoding: .utf8)
         #expect(markdown.contains("| dylibs |") && markdown.contains("## Targets"))
+        #expect(markdown.contains("## Cold launches") && markdown.contains("glibc (one dir)") && markdown.contains("glibc (per-framework dirs)"))
 
         for chart in ["time-vs-dylibs.svg", "dyld3-phases.svg"] {
             let data = try Data(contentsOf: URL(fileURLWithPath: out + "/" + chart))

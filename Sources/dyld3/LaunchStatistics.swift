@@ -1,0 +1,117 @@
+import Foundation
+import LoaderCore
+import MachOInspect
+
+/// `dyld3 launch --stats`: where the time before `main` went, in the spirit of dyld's
+/// `DYLD_PRINT_STATISTICS`: the pre-main total, each phase with its share of it, the
+/// images and fixups, and for dyld3 the closure's size and how many identities were
+/// hashed. The text is meant to be pasted into a bug; `--json` carries the same fields.
+struct LaunchStatistics {
+    /// One phase before `main`, in launch order.
+    struct Phase {
+        var name: String
+        var nanoseconds: Int64
+        /// What the phase does, for the text view.
+        var meaning: String
+    }
+
+    var mode: String
+    /// Everything before `main`: the launch's total less `main`'s time.
+    var preMainNanoseconds: Int64
+    var phases: [Phase]
+    /// Pre-main time no phase accounts for (protections, initializer bookkeeping).
+    var otherNanoseconds: Int64
+    var images: Int
+    var rebases: Int
+    var binds: Int
+    var symbolLookups: Int
+    /// dyld3: the closure file and its size in bytes.
+    var closurePath: String?
+    var closureBytes: Int?
+    /// dyld3: images whose content was hashed to confirm their identity.
+    var imagesHashed: Int?
+    /// `main`'s own time, when it ran (not part of pre-main).
+    var mainNanoseconds: Int64?
+
+    init(_ report: LaunchReport, closurePath: String?) {
+        mode = report.mode
+        let main = report.ran ? report.timings[.main] : nil
+        preMainNanoseconds = max(0, (report.timings[.total] ?? 0) - (main ?? 0))
+        phases = LaunchReport.Phase.allCases.compactMap { phase in
+            guard phase != .main, phase != .total, let nanoseconds = report.timings[phase] else { return nil }
+            return Phase(name: phase.rawValue, nanoseconds: nanoseconds, meaning: LaunchStatistics.meaning(phase, dyld3: report.mode == "dyld3"))
+        }
+        otherNanoseconds = max(0, preMainNanoseconds - phases.reduce(0) { $0 + $1.nanoseconds })
+        images = report.images.count
+        rebases = report.rebases
+        binds = report.binds
+        symbolLookups = report.symbolLookups
+        self.closurePath = closurePath
+        closureBytes = closurePath.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }
+        imagesHashed = report.imagesHashed
+        mainNanoseconds = main
+    }
+
+    static func meaning(_ phase: LaunchReport.Phase, dyld3: Bool) -> String {
+        switch phase {
+        case .closure: "read, check and decode the closure; open and identify every image"
+        case .pathResolution: "find every dependency's file (install names, @rpath)"
+        case .parsing: "parse every image's load commands"
+        case .mapping: dyld3 ? "reserve the region, map every segment, check each image's plan" : "reserve the region, map every segment"
+        case .rebase: "walk the rebase opcodes or chains and slide pointers"
+        case .bind: dyld3 ? "write every rebase and bind from the closure" : "write every bind, each symbol looked up by name"
+        case .initializers: "run the initializers"
+        case .main, .total: ""
+        }
+    }
+
+    /// `part` as a share of the pre-main total, in basis points (1/100 of a percent).
+    func basisPoints(_ part: Int64) -> Int64 {
+        preMainNanoseconds > 0 ? (part * 10_000 + preMainNanoseconds / 2) / preMainNanoseconds : 0
+    }
+
+    /// The text view: one line per figure, aligned.
+    var text: String {
+        func time(_ nanoseconds: Int64) -> String { String(format: "%10.3f ms", Double(nanoseconds) / 1e6) }
+        func share(_ part: Int64) -> String { String(format: "%5.1f%%", Double(basisPoints(part)) / 100) }
+        var out = "\(mode) pre-main statistics\n"
+        out += "  total pre-main time:   \(time(preMainNanoseconds)) (100.0%)\n"
+        for phase in phases {
+            out += "    \((phase.name + ":").padding(toLength: 20, withPad: " ", startingAt: 0))\(time(phase.nanoseconds)) (\(share(phase.nanoseconds)))  \(phase.meaning)\n"
+        }
+        out += "    \("other:".padding(toLength: 20, withPad: " ", startingAt: 0))\(time(otherNanoseconds)) (\(share(otherNanoseconds)))  protections, initializer list\n"
+        out += "  images:                \(images)\n"
+        out += "  fixups:                \(rebases + binds) (\(rebases) rebases, \(binds) binds)\n"
+        out += "  symbol lookups:        \(symbolLookups)\n"
+        if let closurePath {
+            out += "  closure:               \(closureBytes.map { "\($0) bytes" } ?? "size unknown"), \(closurePath)\n"
+        }
+        if let imagesHashed {
+            out += "  identities hashed:     \(imagesHashed == 0 ? "no" : "yes") (\(imagesHashed) of \(images) images)\n"
+        }
+        if let mainNanoseconds { out += "  main (not pre-main):   \(time(mainNanoseconds))\n" }
+        return out
+    }
+
+    /// The JSON view: the same fields, times in nanoseconds.
+    var json: JSONValue {
+        .object([
+            ("pre_main_ns", .int(preMainNanoseconds)),
+            ("phases", .array(phases.map { phase in
+                .object([("name", .string(phase.name)), ("ns", .int(phase.nanoseconds)), ("share_basis_points", .int(basisPoints(phase.nanoseconds)))])
+            })),
+            ("other_ns", .int(otherNanoseconds)),
+            ("other_share_basis_points", .int(basisPoints(otherNanoseconds))),
+            ("images", .int(Int64(images))),
+            ("fixups", .int(Int64(rebases + binds))),
+            ("rebases", .int(Int64(rebases))),
+            ("binds", .int(Int64(binds))),
+            ("symbol_lookups", .int(Int64(symbolLookups))),
+            ("closure", closurePath.map(JSONValue.string) ?? .null),
+            ("closure_bytes", closureBytes.map { .int(Int64($0)) } ?? .null),
+            ("identities_hashed", imagesHashed.map { .bool($0 > 0) } ?? .null),
+            ("images_hashed", imagesHashed.map { .int(Int64($0)) } ?? .null),
+            ("main_ns", mainNanoseconds.map(JSONValue.int) ?? .null),
+        ])
+    }
+}
