@@ -10,16 +10,24 @@ import MachOReader
 /// order, which the streams do not follow, so those are collected and sorted first.
 enum DyldInfoTable {
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
-        out.write("dyld information:\n")
+        var text = TextBuffer()
+        defer { text.flush(to: &out) }
+        text.write("dyld information:\n")
         var widths = DyldInfoFormatter.Widths()
         if try ChainedDyldInfoRows.forEachRow(image, { widths.include($0) }) {
-            DyldInfoFormatter.writeTitles(widths, to: &out)
-            _ = try ChainedDyldInfoRows.forEachRow(image) { DyldInfoFormatter.writeRow($0, widths, to: &out) }
+            DyldInfoFormatter.writeTitles(widths, to: &text)
+            _ = try ChainedDyldInfoRows.forEachRow(image) { row in
+                DyldInfoFormatter.writeRow(row, widths, to: &text)
+                text.flushIfFull(to: &out)
+            }
         } else {
-            let rows = try OpcodeDyldInfoRows.rows(image)
-            for row in rows { widths.include(row) }
-            DyldInfoFormatter.writeTitles(widths, to: &out)
-            for row in rows { DyldInfoFormatter.writeRow(row, widths, to: &out) }
+            let rows = try OpcodeDyldInfoRows(image)
+            rows.forEach { widths.include($0) }
+            DyldInfoFormatter.writeTitles(widths, to: &text)
+            rows.forEach { row in
+                DyldInfoFormatter.writeRow(row, widths, to: &text)
+                text.flushIfFull(to: &out)
+            }
         }
     }
 }
@@ -33,12 +41,15 @@ enum ChainedDyldInfoRows {
     /// Calls `body` with each row in chain order; false when the image has no chained fixups.
     static func forEachRow(_ image: MachOImage, _ body: (DyldInfoRow) -> Void) throws(MachOError) -> Bool {
         guard let fixups = try image.parseChainedFixups() else { return false }
-        var shownImports: [ObjdumpChainedImport] = []
+        // Per import, worked out once: llvm's view of it and its library's short name.
+        let shortNames = LibraryShortNames(image)
+        var shownImports: [(import: ObjdumpChainedImport, dylib: String)] = []
         shownImports.reserveCapacity(fixups.imports.count)
         for entry in fixups.imports {
-            shownImports.append(try ObjdumpChainedImport(entry, format: fixups.header.importsFormat, in: fixups))
+            let shown = try ObjdumpChainedImport(entry, format: fixups.header.importsFormat, in: fixups)
+            shownImports.append((shown, shortNames[shown.libraryOrdinal]))
         }
-        let locations = ObjdumpFixupLocations(image)
+        var locations = ObjdumpFixupLocations(image)
         let textAddress = image.segments.first(where: { $0.name == "__TEXT" })?.vmAddress ?? 0
 
         try fixups.forEachFixup(in: image) { (fixup) throws(MachOError) in
@@ -46,26 +57,26 @@ enum ChainedDyldInfoRows {
                 ?? fallbackPlace(image, fixup)
             var row = DyldInfoRow(
                 segment: place.segment, section: place.section, address: place.address,
-                pointer: fixup.rawValue, type: "", addend: nil, dylib: "", target: "")
+                pointer: fixup.rawValue, type: "", addend: nil)
             switch fixup.pointer {
             case let .rebase(rebase):
                 row.type = "rebase"
-                row.target = "0x" + Text.hex(rebasedValue(rebase, textAddress: textAddress))
+                row.targetAddress = rebasedValue(rebase, textAddress: textAddress)
             case let .authRebase(rebase, _):
                 row.type = "auth-rebase"
-                row.target = "0x" + Text.hex(rebasedValue(rebase, textAddress: textAddress))
+                row.targetAddress = rebasedValue(rebase, textAddress: textAddress)
             case let .bind(bind), let .authBind(bind, _):
                 // The walk has checked the ordinal against the imports table.
                 let ordinal = Int(bind.importOrdinal)
                 let shown = shownImports[ordinal]
                 row.type = fixup.pointer.authentication == nil ? "bind" : "auth-bind"
                 row.addend = bind.addend != 0 ? bind.addend : fixups.imports[ordinal].addend
-                row.dylib = LibraryShortName.forOrdinal(shown.libraryOrdinal, in: image)
-                row.target = shown.name
-                row.weakImport = shown.weakImport
+                row.dylib = shown.dylib
+                row.symbol = shown.import.name
+                row.weakImport = shown.import.weakImport
             case let .nonPointer(value):
                 row.type = "value"
-                row.target = "0x" + Text.hex(UInt64(value))
+                row.targetAddress = UInt64(value)
             }
             body(row)
         }
@@ -96,40 +107,39 @@ struct ObjdumpFixupLocations {
         let address: UInt64
     }
 
-    private struct Entry {
-        let section: Section
-        let segmentIndex: Int
-        let offsetInSegment: UInt64
-        let segmentStart: UInt64
+    /// The sections of one of llvm's segments: a run of consecutive sections with the same
+    /// segment name.
+    private struct Run {
+        let segmentName: String
+        /// The address of the run's first section, where llvm's segment starts.
+        let start: UInt64
+        var sectionNames: [String] = []
+        var ranges: [(start: UInt64, size: UInt64)] = []
     }
 
-    private let entries: [Entry]
+    /// Indexed by llvm's segment number; the lookups search each run's offsets.
+    private let runs: [Run?]
+    private var lookups: [RangeLookup]
 
     init(_ image: MachOImage) {
-        var index = image.segments.contains(where: { $0.name == "__PAGEZERO" }) ? 1 : 0
-        var currentName: String?
-        var currentStart: UInt64 = 0
-        var entries: [Entry] = []
+        // llvm's numbering starts at 1 when there is a __PAGEZERO, so its number 0 is empty.
+        var runs: [Run?] = image.segments.contains(where: { $0.name == "__PAGEZERO" }) ? [nil] : []
         for section in image.sections {
-            if section.segmentName != currentName {
-                index += 1
-                currentName = section.segmentName
-                currentStart = section.address
+            if runs.last??.segmentName != section.segmentName {
+                runs.append(Run(segmentName: section.segmentName, start: section.address))
             }
-            entries.append(Entry(
-                section: section, segmentIndex: index - 1,
-                offsetInSegment: section.address &- currentStart, segmentStart: currentStart))
+            let start = runs[runs.count - 1]!.start
+            runs[runs.count - 1]!.sectionNames.append(section.name)
+            runs[runs.count - 1]!.ranges.append((section.address &- start, section.size))
         }
-        self.entries = entries
+        self.runs = runs
+        lookups = runs.map { RangeLookup($0?.ranges ?? []) }
     }
 
     /// The place of `offset` in segment `segmentIndex`, or nil when no section holds it.
-    func locate(segmentIndex: Int, offset: UInt64) -> Place? {
-        guard let entry = entries.first(where: {
-            $0.segmentIndex == segmentIndex && $0.offsetInSegment <= offset
-                && offset - $0.offsetInSegment < $0.section.size
-        }) else { return nil }
-        let segmentName = entries.first(where: { $0.segmentIndex == segmentIndex })?.section.segmentName ?? ""
-        return Place(segment: segmentName, section: entry.section.name, address: entry.segmentStart &+ offset)
+    mutating func locate(segmentIndex: Int, offset: UInt64) -> Place? {
+        guard segmentIndex >= 0, segmentIndex < runs.count, let run = runs[segmentIndex],
+              let index = lookups[segmentIndex].index(of: offset) else { return nil }
+        return Place(segment: run.segmentName, section: run.sectionNames[index], address: run.start &+ offset)
     }
 }

@@ -8,37 +8,85 @@ import MachOReader
 /// unslid address stored at its location; a bind names its symbol, and a weak bind has the
 /// weak-lookup ordinal, as a chained weak bind does. Strong-definition entries of the
 /// weak-bind stream fix nothing up and have no row.
-enum OpcodeDyldInfoRows {
-    static func rows(_ image: MachOImage) throws(MachOError) -> [DyldInfoRow] {
-        var rows: [DyldInfoRow] = []
+///
+/// The streams do not follow address order, so the rows are collected (as small records:
+/// a place index instead of names, an ordinal instead of a dylib name) and sorted once;
+/// ``forEach(_:)`` then hands them out as many times as the table needs.
+struct OpcodeDyldInfoRows {
+    private struct Record {
+        let address: UInt64
+        let pointer: UInt64
+        /// Nil for a rebase.
+        let addend: Int64?
+        let symbol: String
+        /// Index into `places`.
+        let place: Int32
+        let libraryOrdinal: Int32
+        let weakImport: Bool
+    }
+
+    private var records: [Record] = []
+    /// The distinct (segment, section) pairs of the records.
+    private var places: [(segment: String, section: String)] = []
+    private let shortNames: LibraryShortNames
+
+    init(_ image: MachOImage) throws(MachOError) {
+        shortNames = LibraryShortNames(image)
+        var fixupPlaces = OpcodeFixupPlaces(image)
+        var records: [Record] = []
+        var places: [(segment: String, section: String)] = []
+        func placeIndex(_ place: OpcodeFixupPlaces.Place) -> Int32 {
+            if let last = places.last, last.segment == place.segmentName, last.section == place.sectionName {
+                return Int32(places.count - 1)
+            }
+            if let index = places.firstIndex(where: { $0.segment == place.segmentName && $0.section == place.sectionName }) {
+                return Int32(index)
+            }
+            places.append((place.segmentName, place.sectionName))
+            return Int32(places.count - 1)
+        }
         try image.forEachRebaseFixup { (fixup) throws(MachOError) in
-            let place = try OpcodeFixupPlace(fixup.location, in: image)
-            let pointer = try storedPointer(at: fixup.location, in: image)
-            rows.append(DyldInfoRow(
-                segment: place.segmentName, section: place.sectionName, address: place.address,
-                pointer: pointer, type: "rebase", addend: nil, dylib: "",
-                target: "0x" + Text.hex(pointer)))
+            let place = try fixupPlaces.place(of: fixup.location, in: image)
+            records.append(Record(
+                address: place.address, pointer: try Self.storedPointer(at: fixup.location, in: image), addend: nil,
+                symbol: "", place: placeIndex(place), libraryOrdinal: 0, weakImport: false))
         }
         for stream in BindStreamKind.allCases {
             try image.forEachBindFixup(in: stream) { (fixup) throws(MachOError) in
                 guard let location = fixup.location else { return }
-                let place = try OpcodeFixupPlace(location, in: image)
-                rows.append(DyldInfoRow(
-                    segment: place.segmentName, section: place.sectionName, address: place.address,
-                    pointer: try storedPointer(at: location, in: image), type: "bind", addend: fixup.addend,
-                    dylib: LibraryShortName.forOrdinal(fixup.libraryOrdinal, in: image),
-                    target: fixup.symbolName, weakImport: fixup.flags.contains(.weakImport)))
+                let place = try fixupPlaces.place(of: location, in: image)
+                records.append(Record(
+                    address: place.address, pointer: try Self.storedPointer(at: location, in: image), addend: fixup.addend,
+                    symbol: fixup.symbolName, place: placeIndex(place),
+                    libraryOrdinal: Int32(clamping: fixup.libraryOrdinal), weakImport: fixup.flags.contains(.weakImport)))
             }
         }
         // Stable: at one address, rebases come before binds, and binds keep stream order.
-        return rows.enumerated()
-            .sorted { ($0.element.address, $0.offset) < ($1.element.address, $1.offset) }
-            .map(\.element)
+        let order = records.indices.sorted { (records[$0].address, $0) < (records[$1].address, $1) }
+        self.records = order.map { records[$0] }
+        self.places = places
+    }
+
+    /// Calls `body` with each row, in address order.
+    func forEach(_ body: (DyldInfoRow) -> Void) {
+        for record in records {
+            let place = places[Int(record.place)]
+            var row = DyldInfoRow(
+                segment: place.segment, section: place.section, address: record.address,
+                pointer: record.pointer, type: record.addend == nil ? "rebase" : "bind", addend: record.addend)
+            if record.addend == nil {
+                row.targetAddress = record.pointer
+            } else {
+                row.dylib = shortNames[Int(record.libraryOrdinal)]
+                row.symbol = record.symbol
+                row.weakImport = record.weakImport
+            }
+            body(row)
+        }
     }
 
     /// The 8 bytes on disk at a fixup's location (the decoders checked they are in the file).
     private static func storedPointer(at location: FixupLocation, in image: MachOImage) throws(MachOError) -> UInt64 {
-        let segment = image.segments[location.segmentIndex]
-        return try image.view.u64(Int(segment.fileOffset + location.segmentOffset))
+        try image.view.u64(Int(image.segments[location.segmentIndex].fileOffset + location.segmentOffset))
     }
 }
