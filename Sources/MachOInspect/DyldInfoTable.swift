@@ -14,9 +14,10 @@ enum DyldInfoTable {
         defer { text.flush(to: &out) }
         text.write("dyld information:\n")
         var widths = DyldInfoFormatter.Widths()
-        if try ChainedDyldInfoRows.forEachRow(image, { widths.include($0) }) {
+        if var rows = try ChainedDyldInfoRows(image) {
+            try rows.forEach { widths.include($0) }
             DyldInfoFormatter.writeTitles(widths, to: &text)
-            _ = try ChainedDyldInfoRows.forEachRow(image) { row in
+            try rows.forEach { row in
                 DyldInfoFormatter.writeRow(row, widths, to: &text)
                 text.flushIfFull(to: &out)
             }
@@ -37,11 +38,21 @@ enum DyldInfoTable {
 /// import's; the symbol, weak flag and ordinal are llvm's view of the import (see
 /// ``ObjdumpChainedImport``); a rebase of an image-offset format prints `__TEXT`'s vmaddr
 /// plus the target, with the high byte on top.
-enum ChainedDyldInfoRows {
-    /// Calls `body` with each row in chain order; false when the image has no chained fixups.
-    static func forEachRow(_ image: MachOImage, _ body: (DyldInfoRow) -> Void) throws(MachOError) -> Bool {
-        guard let fixups = try image.parseChainedFixups() else { return false }
-        // Per import, worked out once: llvm's view of it and its library's short name.
+///
+/// The blob is parsed once; each ``forEach(_:)`` walks the chains again, so no row is kept.
+struct ChainedDyldInfoRows {
+    private let image: MachOImage
+    private let fixups: ChainedFixups
+    /// Per import, worked out once: llvm's view of it and its library's short name.
+    private let shownImports: [(import: ObjdumpChainedImport, dylib: String)]
+    private var locations: ObjdumpFixupLocations
+    private let textAddress: UInt64
+
+    /// Nil when the image has no chained fixups.
+    init?(_ image: MachOImage) throws(MachOError) {
+        guard let fixups = try image.parseChainedFixups() else { return nil }
+        self.image = image
+        self.fixups = fixups
         let shortNames = LibraryShortNames(image)
         var shownImports: [(import: ObjdumpChainedImport, dylib: String)] = []
         shownImports.reserveCapacity(fixups.imports.count)
@@ -49,38 +60,41 @@ enum ChainedDyldInfoRows {
             let shown = try ObjdumpChainedImport(entry, format: fixups.header.importsFormat, in: fixups)
             shownImports.append((shown, shortNames[shown.libraryOrdinal]))
         }
-        var locations = ObjdumpFixupLocations(image)
-        let textAddress = image.segments.first(where: { $0.name == "__TEXT" })?.vmAddress ?? 0
+        self.shownImports = shownImports
+        locations = ObjdumpFixupLocations(image)
+        textAddress = image.segments.first(where: { $0.name == "__TEXT" })?.vmAddress ?? 0
+    }
 
+    /// Calls `body` with each row in chain order.
+    mutating func forEach(_ body: (DyldInfoRow) -> Void) throws(MachOError) {
+        let image = image, fixups = fixups, shownImports = shownImports, textAddress = textAddress
         try fixups.forEachFixup(in: image) { (fixup) throws(MachOError) in
             let place = locations.locate(segmentIndex: fixup.segmentIndex, offset: fixup.offsetInSegment)
-                ?? fallbackPlace(image, fixup)
+                ?? Self.fallbackPlace(image, fixup)
             var row = DyldInfoRow(
                 segment: place.segment, section: place.section, address: place.address,
                 pointer: fixup.rawValue, type: "", addend: nil)
             switch fixup.pointer {
             case let .rebase(rebase):
                 row.type = "rebase"
-                row.targetAddress = rebasedValue(rebase, textAddress: textAddress)
+                row.targetAddress = Self.rebasedValue(rebase, textAddress: textAddress)
             case let .authRebase(rebase, _):
                 row.type = "auth-rebase"
-                row.targetAddress = rebasedValue(rebase, textAddress: textAddress)
+                row.targetAddress = Self.rebasedValue(rebase, textAddress: textAddress)
             case let .bind(bind), let .authBind(bind, _):
                 // The walk has checked the ordinal against the imports table.
                 let ordinal = Int(bind.importOrdinal)
-                let shown = shownImports[ordinal]
                 row.type = fixup.pointer.authentication == nil ? "bind" : "auth-bind"
                 row.addend = bind.addend != 0 ? bind.addend : fixups.imports[ordinal].addend
-                row.dylib = shown.dylib
-                row.symbol = shown.import.name
-                row.weakImport = shown.import.weakImport
+                row.dylib = shownImports[ordinal].dylib
+                row.symbol = shownImports[ordinal].import.name
+                row.weakImport = shownImports[ordinal].import.weakImport
             case let .nonPointer(value):
                 row.type = "value"
                 row.targetAddress = UInt64(value)
             }
             body(row)
         }
-        return true
     }
 
     private static func rebasedValue(_ rebase: ChainedRebase, textAddress: UInt64) -> UInt64 {
@@ -107,39 +121,41 @@ struct ObjdumpFixupLocations {
         let address: UInt64
     }
 
-    /// The sections of one of llvm's segments: a run of consecutive sections with the same
-    /// segment name.
-    private struct Run {
-        let segmentName: String
-        /// The address of the run's first section, where llvm's segment starts.
-        let start: UInt64
-        var sectionNames: [String] = []
-        var ranges: [(start: UInt64, size: UInt64)] = []
-    }
-
-    /// Indexed by llvm's segment number; the lookups search each run's offsets.
-    private let runs: [Run?]
-    private var lookups: [RangeLookup]
+    /// Per llvm segment number: the segment's name and start (the address of its first
+    /// section), its sections' names and the lookup over their offsets from that start. A
+    /// segment is a run of consecutive sections with the same segment name; llvm's
+    /// numbering starts at 1 when there is a __PAGEZERO, so number 0 is then empty.
+    private var segmentNames: [String] = []
+    private var segmentStarts: [UInt64] = []
+    private var sectionNames: [[String]] = []
+    private var lookups: [RangeLookup] = []
 
     init(_ image: MachOImage) {
-        // llvm's numbering starts at 1 when there is a __PAGEZERO, so its number 0 is empty.
-        var runs: [Run?] = image.segments.contains(where: { $0.name == "__PAGEZERO" }) ? [nil] : []
+        let first = image.segments.contains(where: { $0.name == "__PAGEZERO" }) ? 1 : 0
+        var ranges: [[(start: UInt64, size: UInt64)]] = []
+        segmentNames = Array(repeating: "", count: first)
+        segmentStarts = Array(repeating: 0, count: first)
+        sectionNames = Array(repeating: [], count: first)
+        ranges = Array(repeating: [], count: first)
         for section in image.sections {
-            if runs.last??.segmentName != section.segmentName {
-                runs.append(Run(segmentName: section.segmentName, start: section.address))
+            if segmentNames.count == first || segmentNames[segmentNames.count - 1] != section.segmentName {
+                segmentNames.append(section.segmentName)
+                segmentStarts.append(section.address)
+                sectionNames.append([])
+                ranges.append([])
             }
-            let start = runs[runs.count - 1]!.start
-            runs[runs.count - 1]!.sectionNames.append(section.name)
-            runs[runs.count - 1]!.ranges.append((section.address &- start, section.size))
+            sectionNames[sectionNames.count - 1].append(section.name)
+            ranges[ranges.count - 1].append((section.address &- segmentStarts[segmentStarts.count - 1], section.size))
         }
-        self.runs = runs
-        lookups = runs.map { RangeLookup($0?.ranges ?? []) }
+        lookups = ranges.map { RangeLookup($0) }
     }
 
     /// The place of `offset` in segment `segmentIndex`, or nil when no section holds it.
     mutating func locate(segmentIndex: Int, offset: UInt64) -> Place? {
-        guard segmentIndex >= 0, segmentIndex < runs.count, let run = runs[segmentIndex],
+        guard segmentIndex >= 0, segmentIndex < lookups.count,
               let index = lookups[segmentIndex].index(of: offset) else { return nil }
-        return Place(segment: run.segmentName, section: run.sectionNames[index], address: run.start &+ offset)
+        return Place(
+            segment: segmentNames[segmentIndex], section: sectionNames[segmentIndex][index],
+            address: segmentStarts[segmentIndex] &+ offset)
     }
 }

@@ -16,12 +16,12 @@ struct OpcodeDyldInfoRows {
     private struct Record {
         let address: UInt64
         let pointer: UInt64
-        /// Nil for a rebase.
-        let addend: Int64?
+        let addend: Int64
         let symbol: String
         /// Index into `places`.
         let place: Int32
         let libraryOrdinal: Int32
+        let isBind: Bool
         let weakImport: Bool
     }
 
@@ -48,8 +48,8 @@ struct OpcodeDyldInfoRows {
         try image.forEachRebaseFixup { (fixup) throws(MachOError) in
             let place = try fixupPlaces.place(of: fixup.location, in: image)
             records.append(Record(
-                address: place.address, pointer: try Self.storedPointer(at: fixup.location, in: image), addend: nil,
-                symbol: "", place: placeIndex(place), libraryOrdinal: 0, weakImport: false))
+                address: place.address, pointer: try Self.storedPointer(at: fixup.location, in: image), addend: 0,
+                symbol: "", place: placeIndex(place), libraryOrdinal: 0, isBind: false, weakImport: false))
         }
         for stream in BindStreamKind.allCases {
             try image.forEachBindFixup(in: stream) { (fixup) throws(MachOError) in
@@ -58,12 +58,14 @@ struct OpcodeDyldInfoRows {
                 records.append(Record(
                     address: place.address, pointer: try Self.storedPointer(at: location, in: image), addend: fixup.addend,
                     symbol: fixup.symbolName, place: placeIndex(place),
-                    libraryOrdinal: Int32(clamping: fixup.libraryOrdinal), weakImport: fixup.flags.contains(.weakImport)))
+                    libraryOrdinal: Int32(clamping: fixup.libraryOrdinal), isBind: true,
+                    weakImport: fixup.flags.contains(.weakImport)))
             }
         }
-        // Stable: at one address, rebases come before binds, and binds keep stream order.
-        let order = records.indices.sorted { (records[$0].address, $0) < (records[$1].address, $1) }
-        self.records = order.map { records[$0] }
+        // Stable (Swift's sort is): at one address, rebases come before binds, and binds
+        // keep stream order.
+        records.sort { $0.address < $1.address }
+        self.records = records
         self.places = places
     }
 
@@ -73,8 +75,8 @@ struct OpcodeDyldInfoRows {
             let place = places[Int(record.place)]
             var row = DyldInfoRow(
                 segment: place.segment, section: place.section, address: record.address,
-                pointer: record.pointer, type: record.addend == nil ? "rebase" : "bind", addend: record.addend)
-            if record.addend == nil {
+                pointer: record.pointer, type: record.isBind ? "bind" : "rebase", addend: record.isBind ? record.addend : nil)
+            if !record.isBind {
                 row.targetAddress = record.pointer
             } else {
                 row.dylib = shortNames[Int(record.libraryOrdinal)]

@@ -60,30 +60,35 @@ struct OpcodeFixupPlaces {
         let address: UInt64
     }
 
-    private let segments: [Segment]
+    /// Per segment: its name (for errors), the address of its first section (nil without
+    /// sections), its sections' segment and section names, and the lookup over their ranges.
+    private let segmentNames: [String]
+    private let firstAddresses: [UInt64?]
+    private let names: [[(segment: String, section: String)]]
     private var lookups: [RangeLookup]
 
     init(_ image: MachOImage) {
-        segments = image.segments
-        lookups = segments.map { segment in
+        segmentNames = image.segments.map(\.name)
+        firstAddresses = image.segments.map { $0.sections.first?.address }
+        names = image.segments.map { $0.sections.map { ($0.segmentName, $0.name) } }
+        lookups = image.segments.map { segment in
             RangeLookup(segment.sections.map { (start: $0.address, size: $0.size) })
         }
     }
 
     mutating func place(of location: FixupLocation, in image: MachOImage) throws(MachOError) -> Place {
-        let segment = segments[location.segmentIndex]
-        guard let first = segment.sections.first else {
+        guard let first = firstAddresses[location.segmentIndex] else {
             throw MachOError.malformed(
-                "fixup at segment \(segment.name) offset 0x\(String(location.segmentOffset, radix: 16)) is not in a section",
+                "fixup at segment \(segmentNames[location.segmentIndex]) offset 0x\(String(location.segmentOffset, radix: 16)) is not in a section",
                 at: image.view.base)
         }
-        let address = first.address &+ location.segmentOffset
+        let address = first &+ location.segmentOffset
         guard let index = lookups[location.segmentIndex].index(of: address) else {
             throw MachOError.malformed(
-                "fixup at \(segment.name) address 0x\(String(address, radix: 16)) is not in a section",
+                "fixup at \(segmentNames[location.segmentIndex]) address 0x\(String(address, radix: 16)) is not in a section",
                 at: image.view.base)
         }
-        let section = segment.sections[index]
-        return Place(segmentName: section.segmentName, sectionName: section.name, address: address)
+        let name = names[location.segmentIndex][index]
+        return Place(segmentName: name.segment, sectionName: name.section, address: address)
     }
 }
