@@ -34,13 +34,19 @@ enum DyldInfoFormatter {
         var pointer = 18
 
         mutating func include(_ row: DyldInfoRow) {
-            segment = max(segment, width(row.segment))
-            section = max(section, width(row.section))
-            address = max(address, hexLength(row.address) + 2)
-            type = max(type, width(row.type))
-            if let rowAddend = row.addend {
-                addend = max(addend, hexLength(UInt64(bitPattern: rowAddend)) + 2)
-                dylib = max(dylib, width(row.symbol))
+            include(segment: row.segment, section: row.section, address: row.address, type: row.type,
+                    addend: row.addend, symbol: row.symbol)
+        }
+
+        /// ``include(_:)`` from a row's fields, without making the row.
+        mutating func include(segment: String, section: String, address: UInt64, type: String, addend: Int64?, symbol: String) {
+            self.segment = max(self.segment, width(segment))
+            self.section = max(self.section, width(section))
+            self.address = max(self.address, hexLength(address) + 2)
+            self.type = max(self.type, width(type))
+            if let addend {
+                self.addend = max(self.addend, hexLength(UInt64(bitPattern: addend)) + 2)
+                dylib = max(dylib, width(symbol))
             }
         }
     }

@@ -23,10 +23,9 @@ enum DyldInfoTable {
             }
         } else {
             let rows = try OpcodeDyldInfoRows(image)
-            rows.forEach { widths.include($0) }
-            DyldInfoFormatter.writeTitles(widths, to: &text)
+            DyldInfoFormatter.writeTitles(rows.widths, to: &text)
             rows.forEach { row in
-                DyldInfoFormatter.writeRow(row, widths, to: &text)
+                DyldInfoFormatter.writeRow(row, rows.widths, to: &text)
                 text.flushIfFull(to: &out)
             }
         }

@@ -9,32 +9,44 @@ import MachOReader
 /// weak-lookup ordinal, as a chained weak bind does. Strong-definition entries of the
 /// weak-bind stream fix nothing up and have no row.
 ///
-/// The streams do not follow address order, so the rows are collected (as small records:
-/// a place index instead of names, an ordinal instead of a dylib name) and sorted once;
-/// ``forEach(_:)`` then hands them out as many times as the table needs.
+/// The streams do not follow address order, so the rows are collected and sorted once, as
+/// 32-byte records of plain numbers (no reference counting, cheap to sort): a place index
+/// instead of names, and a bind index into the list of bind targets, which grows only when
+/// a stream changes its symbol, ordinal, addend or flags. ``forEach(_:)`` then hands the
+/// rows out; the column widths are worked out while collecting.
 struct OpcodeDyldInfoRows {
     private struct Record {
         let address: UInt64
         let pointer: UInt64
-        let addend: Int64
-        let symbol: String
-        /// Index into `places`.
+        /// Index into `places` (an image has far fewer than 2^31 sections).
         let place: Int32
-        let libraryOrdinal: Int32
-        let isBind: Bool
+        /// Index into `bindTargets`; -1 for a rebase.
+        let bindTarget: Int
+    }
+
+    /// What a run of binds binds to.
+    private struct BindTarget: Equatable {
+        let symbol: String
+        let libraryOrdinal: Int
+        let addend: Int64
         let weakImport: Bool
     }
 
     private var records: [Record] = []
     /// The distinct (segment, section) pairs of the records.
     private var places: [(segment: String, section: String)] = []
+    private var bindTargets: [BindTarget] = []
     private let shortNames: LibraryShortNames
+    /// The columns' widths over every row.
+    private(set) var widths = DyldInfoFormatter.Widths()
 
     init(_ image: MachOImage) throws(MachOError) {
         shortNames = LibraryShortNames(image)
         var fixupPlaces = OpcodeFixupPlaces(image)
         var records: [Record] = []
         var places: [(segment: String, section: String)] = []
+        var bindTargets: [BindTarget] = []
+        var widths = DyldInfoFormatter.Widths()
         func placeIndex(_ place: OpcodeFixupPlaces.Place) -> Int32 {
             if let last = places.last, last.segment == place.segmentName, last.section == place.sectionName {
                 return Int32(places.count - 1)
@@ -47,19 +59,27 @@ struct OpcodeDyldInfoRows {
         }
         try image.forEachRebaseFixup { (fixup) throws(MachOError) in
             let place = try fixupPlaces.place(of: fixup.location, in: image)
+            widths.include(
+                segment: place.segmentName, section: place.sectionName, address: place.address, type: "rebase",
+                addend: nil, symbol: "")
             records.append(Record(
-                address: place.address, pointer: try Self.storedPointer(at: fixup.location, in: image), addend: 0,
-                symbol: "", place: placeIndex(place), libraryOrdinal: 0, isBind: false, weakImport: false))
+                address: place.address, pointer: try Self.storedPointer(at: fixup.location, in: image),
+                place: placeIndex(place), bindTarget: -1))
         }
         for stream in BindStreamKind.allCases {
             try image.forEachBindFixup(in: stream) { (fixup) throws(MachOError) in
                 guard let location = fixup.location else { return }
                 let place = try fixupPlaces.place(of: location, in: image)
+                widths.include(
+                    segment: place.segmentName, section: place.sectionName, address: place.address, type: "bind",
+                    addend: fixup.addend, symbol: fixup.symbolName)
+                let target = BindTarget(
+                    symbol: fixup.symbolName, libraryOrdinal: fixup.libraryOrdinal, addend: fixup.addend,
+                    weakImport: fixup.flags.contains(.weakImport))
+                if bindTargets.last != target { bindTargets.append(target) }
                 records.append(Record(
-                    address: place.address, pointer: try Self.storedPointer(at: location, in: image), addend: fixup.addend,
-                    symbol: fixup.symbolName, place: placeIndex(place),
-                    libraryOrdinal: Int32(clamping: fixup.libraryOrdinal), isBind: true,
-                    weakImport: fixup.flags.contains(.weakImport)))
+                    address: place.address, pointer: try Self.storedPointer(at: location, in: image),
+                    place: placeIndex(place), bindTarget: bindTargets.count - 1))
             }
         }
         // Stable (Swift's sort is): at one address, rebases come before binds, and binds
@@ -67,6 +87,8 @@ struct OpcodeDyldInfoRows {
         records.sort { $0.address < $1.address }
         self.records = records
         self.places = places
+        self.bindTargets = bindTargets
+        self.widths = widths
     }
 
     /// Calls `body` with each row, in address order.
@@ -75,13 +97,15 @@ struct OpcodeDyldInfoRows {
             let place = places[Int(record.place)]
             var row = DyldInfoRow(
                 segment: place.segment, section: place.section, address: record.address,
-                pointer: record.pointer, type: record.isBind ? "bind" : "rebase", addend: record.isBind ? record.addend : nil)
-            if !record.isBind {
+                pointer: record.pointer, type: record.bindTarget < 0 ? "rebase" : "bind", addend: nil)
+            if record.bindTarget < 0 {
                 row.targetAddress = record.pointer
             } else {
-                row.dylib = shortNames[Int(record.libraryOrdinal)]
-                row.symbol = record.symbol
-                row.weakImport = record.weakImport
+                let target = bindTargets[record.bindTarget]
+                row.addend = target.addend
+                row.dylib = shortNames[target.libraryOrdinal]
+                row.symbol = target.symbol
+                row.weakImport = target.weakImport
             }
             body(row)
         }

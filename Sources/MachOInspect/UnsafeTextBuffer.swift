@@ -106,12 +106,6 @@ struct TextBuffer {
         blanks(width - text.utf8.count)
     }
 
-    /// `%*s`: blanks up to `width` bytes, then `text`.
-    mutating func paddedLeft(_ text: String, _ width: Int) {
-        blanks(width - text.utf8.count)
-        write(text)
-    }
-
     /// Hexadecimal digits of `value`, zero-padded to `width` digits (`%0*llX`, or `%0*llx`
     /// with `uppercase` false).
     mutating func hex(_ value: UInt64, width: Int = 0, uppercase: Bool = true) {
