@@ -5,62 +5,62 @@ import MachOReader
 /// show only the title and column header.
 enum BindTable {
     static func write<Output: TextOutputStream>(_ image: MachOImage, kind: BindStreamKind, to out: inout Output) throws(MachOError) {
+        var text = TextBuffer()
+        defer { text.flush(to: &out) }
         let title = switch kind {
         case .regular: "\nBind table:\nsegment  section            address    type       addend dylib            symbol\n"
         case .lazy: "\nLazy bind table:\nsegment  section            address     dylib            symbol\n"
         case .weak: "\nWeak bind table:\nsegment  section            address     type       addend   symbol\n"
         }
-        out.write(title)
-        // Short names per ordinal, worked out once: `shortNames[ordinal + 3]` for the
-        // special ordinals (-3...0) and every dependency's.
-        let shortNames = (-3...image.dependencies.count).map { LibraryShortName.forOrdinal($0, in: image) }
+        text.write(title)
+        let shortNames = LibraryShortNames(image)
+        var places = OpcodeFixupPlaces(image)
         try image.forEachBindFixup(in: kind) { (fixup) throws(MachOError) in
-            try writeRow(fixup, image, shortNames: shortNames, to: &out)
-            out.write("\n")
+            try writeRow(fixup, image, shortNames: shortNames, places: &places, to: &text)
+            text.write(ascii: UInt8(ascii: "\n"))
+            text.flushIfFull(to: &out)
         }
     }
 
-    private static func writeRow<Output: TextOutputStream>(
-        _ fixup: BindFixup, _ image: MachOImage, shortNames: [String], to out: inout Output
+    private static func writeRow(
+        _ fixup: BindFixup, _ image: MachOImage, shortNames: LibraryShortNames, places: inout OpcodeFixupPlaces,
+        to text: inout TextBuffer
     ) throws(MachOError) {
         // A strong definition has no location; like llvm, any weak-stream entry made while
         // the non-weak-definition flag is set prints as one.
         guard let location = fixup.location, !(fixup.stream == .weak && fixup.flags.contains(.nonWeakDefinition)) else {
-            Text.writePadded("", 40, to: &out)
-            out.write("strong              ")
-            out.write(fixup.symbolName)
+            text.blanks(40)
+            text.write("strong              ")
+            text.write(fixup.symbolName)
             return
         }
-        let place = try OpcodeFixupPlace(location, in: image)
-        Text.writePadded(place.segmentName, 8, to: &out)
-        out.write(" ")
-        Text.writePadded(place.sectionName, 18, to: &out)
-        out.write(" 0x")
-        Text.writeHex(place.address, width: 8, to: &out)
-        out.write(" ")
-        let ordinal = fixup.libraryOrdinal
-        let shortName = ordinal >= -3 && ordinal + 3 < shortNames.count
-            ? shortNames[ordinal + 3] : LibraryShortName.forOrdinal(ordinal, in: image)
+        let place = try places.place(of: location, in: image)
+        text.padded(place.segmentName, 8)
+        text.write(" ")
+        text.padded(place.sectionName, 18)
+        text.write(" 0x")
+        text.hex(place.address, width: 8)
+        text.write(" ")
         switch fixup.stream {
         case .regular:
-            Text.writePadded(typeName(fixup.type), 8, to: &out)
-            out.write(" ")
-            Text.writePaddedLeft(String(fixup.addend), 8, to: &out)
-            out.write(" ")
-            Text.writePadded(shortName, 16, to: &out)
-            out.write(" ")
-            out.write(fixup.symbolName)
-            if fixup.flags.contains(.weakImport) { out.write(" (weak_import)") }
+            text.padded(typeName(fixup.type), 8)
+            text.write(" ")
+            text.decimal(fixup.addend, width: 8)
+            text.write(" ")
+            text.padded(shortNames[fixup.libraryOrdinal], 16)
+            text.write(" ")
+            text.write(fixup.symbolName)
+            if fixup.flags.contains(.weakImport) { text.write(" (weak_import)") }
         case .lazy:
-            Text.writePadded(shortName, 16, to: &out)
-            out.write(" ")
-            out.write(fixup.symbolName)
+            text.padded(shortNames[fixup.libraryOrdinal], 16)
+            text.write(" ")
+            text.write(fixup.symbolName)
         case .weak:
-            Text.writePadded(typeName(fixup.type), 8, to: &out)
-            out.write(" ")
-            Text.writePaddedLeft(String(fixup.addend), 8, to: &out)
-            out.write("   ")
-            out.write(fixup.symbolName)
+            text.padded(typeName(fixup.type), 8)
+            text.write(" ")
+            text.decimal(fixup.addend, width: 8)
+            text.write("   ")
+            text.write(fixup.symbolName)
         }
     }
 

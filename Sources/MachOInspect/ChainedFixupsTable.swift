@@ -5,15 +5,17 @@ import MachOReader
 enum ChainedFixupsTable {
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
         guard let fixups = try image.parseChainedFixups() else { return }
+        var text = TextBuffer()
+        defer { text.flush(to: &out) }
         let header = fixups.header
-        out.write("chained fixups header (LC_DYLD_CHAINED_FIXUPS)\n")
-        out.write("  fixups_version = \(header.fixupsVersion)\n")
-        out.write("  starts_offset  = \(header.startsOffset)\n")
-        out.write("  imports_offset = \(header.importsOffset)\n")
-        out.write("  symbols_offset = \(header.symbolsOffset)\n")
-        out.write("  imports_count  = \(header.importsCount)\n")
-        out.write("  imports_format = \(header.importsFormat.rawValue) (\(header.importsFormat.name))\n")
-        out.write("  symbols_format = \(header.symbolsFormat)\n")
+        text.write("chained fixups header (LC_DYLD_CHAINED_FIXUPS)\n")
+        text.field("  fixups_version = ", header.fixupsVersion)
+        text.field("  starts_offset  = ", header.startsOffset)
+        text.field("  imports_offset = ", header.importsOffset)
+        text.field("  symbols_offset = ", header.symbolsOffset)
+        text.field("  imports_count  = ", header.importsCount)
+        text.write("  imports_format = \(header.importsFormat.rawValue) (\(header.importsFormat.name))\n")
+        text.field("  symbols_format = ", header.symbolsFormat)
 
         let offsets = fixups.startsInImage.segmentInfoOffsets
         guard offsets.count <= image.segments.count else {
@@ -21,43 +23,68 @@ enum ChainedFixupsTable {
                 "chained starts list \(offsets.count) segments but the image has \(image.segments.count)",
                 at: fixups.blob.absolute(Int(header.startsOffset)))
         }
-        out.write("chained starts in image\n")
-        out.write("  seg_count = \(offsets.count)\n")
+        text.write("chained starts in image\n")
+        text.field("  seg_count = ", UInt64(offsets.count))
         for (index, offset) in offsets.enumerated() {
-            out.write("    seg_offset[\(index)] = \(offset) (\(image.segments[index].name))\n")
+            text.write("    seg_offset[\(index)] = \(offset) (\(image.segments[index].name))\n")
         }
         for starts in fixups.segments {
-            out.write("chained starts in segment \(starts.segmentIndex) (\(image.segments[starts.segmentIndex].name))\n")
-            out.write("  size = \(starts.size)\n")
-            out.write("  page_size = 0x\(hex(starts.pageSize))\n")
-            out.write("  pointer_format = \(starts.pointerFormat.rawValue) (\(starts.pointerFormat.name))\n")
-            out.write("  segment_offset = 0x\(hex(starts.segmentOffset))\n")
-            out.write("  max_valid_pointer = \(starts.maxValidPointer)\n")
-            out.write("  page_count = \(starts.pageCount)\n")
+            text.write("chained starts in segment \(starts.segmentIndex) (\(image.segments[starts.segmentIndex].name))\n")
+            text.field("  size = ", starts.size)
+            text.write("  page_size = 0x")
+            text.hex(UInt64(starts.pageSize), uppercase: false)
+            text.write("\n  pointer_format = \(starts.pointerFormat.rawValue) (\(starts.pointerFormat.name))\n")
+            text.write("  segment_offset = 0x")
+            text.hex(UInt64(starts.segmentOffset), uppercase: false)
+            text.write("\n")
+            text.field("  max_valid_pointer = ", starts.maxValidPointer)
+            text.field("  page_count = ", starts.pageCount)
             for (page, start) in starts.pageStarts.enumerated() {
-                let note = start == ChainedStartsInSegment.startNone ? " (DYLD_CHAINED_PTR_START_NONE)" : ""
-                out.write("    page_start[\(page)] = \(start)\(note)\n")
+                text.write("    page_start[")
+                text.decimal(UInt64(page))
+                text.write("] = ")
+                text.decimal(UInt64(start))
+                text.write(start == ChainedStartsInSegment.startNone ? " (DYLD_CHAINED_PTR_START_NONE)\n" : "\n")
+                text.flushIfFull(to: &out)
             }
         }
 
         let title = switch header.importsFormat {
-        case .plain: "dyld chained import"
-        case .addend: "dyld chained import addend"
-        case .addend64: "dyld chained import addend64"
+        case .plain: "dyld chained import["
+        case .addend: "dyld chained import addend["
+        case .addend64: "dyld chained import addend64["
         }
+        let shortNames = LibraryShortNames(image)
         for (index, entry) in fixups.imports.enumerated() {
             let shown = try ObjdumpChainedImport(entry, format: header.importsFormat, in: fixups)
-            out.write("\(title)[\(index)]\n")
-            out.write("  lib_ordinal = \(shown.libraryOrdinal) (\(LibraryShortName.forOrdinal(shown.libraryOrdinal, in: image)))\n")
-            out.write("  weak_import = \(shown.weakImport ? 1 : 0)\n")
-            out.write("  name_offset = \(shown.nameOffset) (\(shown.name))\n")
+            text.write(title)
+            text.decimal(UInt64(index))
+            text.write("]\n  lib_ordinal = ")
+            text.decimal(Int64(shown.libraryOrdinal))
+            text.write(" (")
+            text.write(shortNames[shown.libraryOrdinal])
+            text.write(shown.weakImport ? ")\n  weak_import = 1\n  name_offset = " : ")\n  weak_import = 0\n  name_offset = ")
+            text.decimal(UInt64(shown.nameOffset))
+            text.write(" (")
+            text.write(shown.name)
+            text.write(")\n")
             if header.importsFormat != .plain {
-                out.write("  addend      = \(entry.addend)\n")
+                text.write("  addend      = ")
+                text.decimal(entry.addend)
+                text.write("\n")
             }
+            text.flushIfFull(to: &out)
         }
     }
+}
 
-    private static func hex<T: BinaryInteger>(_ value: T) -> String { String(value, radix: 16) }
+private extension TextBuffer {
+    /// `label`, an unsigned decimal value and a newline.
+    mutating func field<Value: BinaryInteger>(_ label: String, _ value: Value) {
+        write(label)
+        decimal(UInt64(value))
+        write(ascii: UInt8(ascii: "\n"))
+    }
 }
 
 /// A chained import as llvm-objdump 19 reads it, which differs from dyld's reading in two

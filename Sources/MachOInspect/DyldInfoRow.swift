@@ -12,9 +12,11 @@ struct DyldInfoRow: Equatable, Sendable {
     /// Set for bind-like rows; nil for rebase-like rows.
     var addend: Int64?
     /// The dylib's short name (bind-like rows).
-    var dylib: String
-    /// The symbol name (bind-like rows) or the target vm address as text (rebase-like rows).
-    var target: String
+    var dylib: String = ""
+    /// The symbol name (bind-like rows).
+    var symbol: String = ""
+    /// The target vm address (rebase-like rows), printed in hex.
+    var targetAddress: UInt64 = 0
     /// Prints " (weak import)" after the symbol.
     var weakImport: Bool = false
 }
@@ -32,40 +34,69 @@ enum DyldInfoFormatter {
         var pointer = 18
 
         mutating func include(_ row: DyldInfoRow) {
-            segment = max(segment, width(row.segment))
-            section = max(section, width(row.section))
-            address = max(address, hexLength(row.address) + 2)
-            type = max(type, width(row.type))
-            if let rowAddend = row.addend {
-                addend = max(addend, hexLength(UInt64(bitPattern: rowAddend)) + 2)
-                dylib = max(dylib, width(row.target))
+            include(segment: row.segment, section: row.section, address: row.address, type: row.type,
+                    addend: row.addend, symbol: row.symbol)
+        }
+
+        /// ``include(_:)`` from a row's fields, without making the row.
+        mutating func include(segment: String, section: String, address: UInt64, type: String, addend: Int64?, symbol: String) {
+            self.segment = max(self.segment, width(segment))
+            self.section = max(self.section, width(section))
+            self.address = max(self.address, hexLength(address) + 2)
+            self.type = max(self.type, width(type))
+            if let addend {
+                self.addend = max(self.addend, hexLength(UInt64(bitPattern: addend)) + 2)
+                dylib = max(dylib, width(symbol))
             }
         }
     }
 
     /// The column-title line.
-    static func writeTitles<Output: TextOutputStream>(_ widths: Widths, to out: inout Output) {
-        out.write(Text.pad("segment", widths.segment) + " " + Text.pad("section", widths.section) + " "
-            + Text.pad("address", widths.address) + " " + Text.pad("pointer", widths.pointer) + " "
-            + Text.pad("type", widths.type) + " " + Text.pad("addend", widths.addend) + " "
-            + Text.pad("dylib", widths.dylib) + " symbol/vm address\n")
+    static func writeTitles(_ widths: Widths, to text: inout TextBuffer) {
+        text.padded("segment", widths.segment)
+        text.write(" ")
+        text.padded("section", widths.section)
+        text.write(" ")
+        text.padded("address", widths.address)
+        text.write(" ")
+        text.padded("pointer", widths.pointer)
+        text.write(" ")
+        text.padded("type", widths.type)
+        text.write(" ")
+        text.padded("addend", widths.addend)
+        text.write(" ")
+        text.padded("dylib", widths.dylib)
+        text.write(" symbol/vm address\n")
     }
 
     /// One row's line.
-    static func writeRow<Output: TextOutputStream>(_ row: DyldInfoRow, _ widths: Widths, to out: inout Output) {
-        var line = Text.pad(row.segment, widths.segment) + " " + Text.pad(row.section, widths.section) + " "
-            + "0x" + Text.pad(Text.hex(row.address), widths.address - 2) + " "
-            + "0x" + Text.hex(row.pointer, width: widths.pointer - 2) + " "
-            + Text.pad(row.type, widths.type)
+    static func writeRow(_ row: DyldInfoRow, _ widths: Widths, to text: inout TextBuffer) {
+        text.padded(row.segment, widths.segment)
+        text.write(" ")
+        text.padded(row.section, widths.section)
+        text.write(" 0x")
+        text.hex(row.address)
+        text.blanks(widths.address - 2 - TextBuffer.hexDigitCount(row.address))
+        text.write(" 0x")
+        text.hex(row.pointer, width: widths.pointer - 2)
+        text.write(" ")
+        text.padded(row.type, widths.type)
         if let addend = row.addend {
-            line += " 0x" + Text.pad(Text.hex(UInt64(bitPattern: addend)), widths.addend - 2) + " "
-                + Text.pad(row.dylib, widths.dylib) + " " + row.target
-                + (row.weakImport ? " (weak import)" : "")
+            let bits = UInt64(bitPattern: addend)
+            text.write(" 0x")
+            text.hex(bits)
+            text.blanks(widths.addend - 2 - TextBuffer.hexDigitCount(bits))
+            text.write(" ")
+            text.padded(row.dylib, widths.dylib)
+            text.write(" ")
+            text.write(row.symbol)
+            if row.weakImport { text.write(" (weak import)") }
         } else {
-            line += String(repeating: " ", count: widths.addend + widths.dylib + 2) + row.target
+            text.blanks(widths.addend + widths.dylib + 2)
+            text.write("0x")
+            text.hex(row.targetAddress)
         }
-        line += "\n"
-        out.write(line)
+        text.write(ascii: UInt8(ascii: "\n"))
     }
 
     /// llvm's hex digit estimate: ceil(floor(log2(n)) / 4), and 1 for 0. It is one short

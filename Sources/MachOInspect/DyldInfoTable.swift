@@ -10,16 +10,24 @@ import MachOReader
 /// order, which the streams do not follow, so those are collected and sorted first.
 enum DyldInfoTable {
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
-        out.write("dyld information:\n")
+        var text = TextBuffer()
+        defer { text.flush(to: &out) }
+        text.write("dyld information:\n")
         var widths = DyldInfoFormatter.Widths()
-        if try ChainedDyldInfoRows.forEachRow(image, { widths.include($0) }) {
-            DyldInfoFormatter.writeTitles(widths, to: &out)
-            _ = try ChainedDyldInfoRows.forEachRow(image) { DyldInfoFormatter.writeRow($0, widths, to: &out) }
+        if var rows = try ChainedDyldInfoRows(image) {
+            try rows.forEach { widths.include($0) }
+            DyldInfoFormatter.writeTitles(widths, to: &text)
+            try rows.forEach { row in
+                DyldInfoFormatter.writeRow(row, widths, to: &text)
+                text.flushIfFull(to: &out)
+            }
         } else {
-            let rows = try OpcodeDyldInfoRows.rows(image)
-            for row in rows { widths.include(row) }
-            DyldInfoFormatter.writeTitles(widths, to: &out)
-            for row in rows { DyldInfoFormatter.writeRow(row, widths, to: &out) }
+            let rows = try OpcodeDyldInfoRows(image)
+            DyldInfoFormatter.writeTitles(rows.widths, to: &text)
+            rows.forEach { row in
+                DyldInfoFormatter.writeRow(row, rows.widths, to: &text)
+                text.flushIfFull(to: &out)
+            }
         }
     }
 }
@@ -29,47 +37,63 @@ enum DyldInfoTable {
 /// import's; the symbol, weak flag and ordinal are llvm's view of the import (see
 /// ``ObjdumpChainedImport``); a rebase of an image-offset format prints `__TEXT`'s vmaddr
 /// plus the target, with the high byte on top.
-enum ChainedDyldInfoRows {
-    /// Calls `body` with each row in chain order; false when the image has no chained fixups.
-    static func forEachRow(_ image: MachOImage, _ body: (DyldInfoRow) -> Void) throws(MachOError) -> Bool {
-        guard let fixups = try image.parseChainedFixups() else { return false }
-        var shownImports: [ObjdumpChainedImport] = []
+///
+/// The blob is parsed once; each ``forEach(_:)`` walks the chains again, so no row is kept.
+struct ChainedDyldInfoRows {
+    private let image: MachOImage
+    private let fixups: ChainedFixups
+    /// Per import, worked out once: llvm's view of it and its library's short name.
+    private let shownImports: [(import: ObjdumpChainedImport, dylib: String)]
+    private var locations: ObjdumpFixupLocations
+    private let textAddress: UInt64
+
+    /// Nil when the image has no chained fixups.
+    init?(_ image: MachOImage) throws(MachOError) {
+        guard let fixups = try image.parseChainedFixups() else { return nil }
+        self.image = image
+        self.fixups = fixups
+        let shortNames = LibraryShortNames(image)
+        var shownImports: [(import: ObjdumpChainedImport, dylib: String)] = []
         shownImports.reserveCapacity(fixups.imports.count)
         for entry in fixups.imports {
-            shownImports.append(try ObjdumpChainedImport(entry, format: fixups.header.importsFormat, in: fixups))
+            let shown = try ObjdumpChainedImport(entry, format: fixups.header.importsFormat, in: fixups)
+            shownImports.append((shown, shortNames[shown.libraryOrdinal]))
         }
-        let locations = ObjdumpFixupLocations(image)
-        let textAddress = image.segments.first(where: { $0.name == "__TEXT" })?.vmAddress ?? 0
+        self.shownImports = shownImports
+        locations = ObjdumpFixupLocations(image)
+        textAddress = image.segments.first(where: { $0.name == "__TEXT" })?.vmAddress ?? 0
+    }
 
+    /// Calls `body` with each row in chain order.
+    mutating func forEach(_ body: (DyldInfoRow) -> Void) throws(MachOError) {
+        let image = image, fixups = fixups, shownImports = shownImports, textAddress = textAddress
         try fixups.forEachFixup(in: image) { (fixup) throws(MachOError) in
             let place = locations.locate(segmentIndex: fixup.segmentIndex, offset: fixup.offsetInSegment)
-                ?? fallbackPlace(image, fixup)
+                ?? Self.fallbackPlace(image, fixup)
             var row = DyldInfoRow(
                 segment: place.segment, section: place.section, address: place.address,
-                pointer: fixup.rawValue, type: "", addend: nil, dylib: "", target: "")
+                pointer: fixup.rawValue, type: "", addend: nil)
             switch fixup.pointer {
             case let .rebase(rebase):
                 row.type = "rebase"
-                row.target = "0x" + Text.hex(rebasedValue(rebase, textAddress: textAddress))
+                row.targetAddress = Self.rebasedValue(rebase, textAddress: textAddress)
             case let .authRebase(rebase, _):
                 row.type = "auth-rebase"
-                row.target = "0x" + Text.hex(rebasedValue(rebase, textAddress: textAddress))
+                row.targetAddress = Self.rebasedValue(rebase, textAddress: textAddress)
             case let .bind(bind), let .authBind(bind, _):
                 // The walk has checked the ordinal against the imports table.
                 let ordinal = Int(bind.importOrdinal)
-                let shown = shownImports[ordinal]
                 row.type = fixup.pointer.authentication == nil ? "bind" : "auth-bind"
                 row.addend = bind.addend != 0 ? bind.addend : fixups.imports[ordinal].addend
-                row.dylib = LibraryShortName.forOrdinal(shown.libraryOrdinal, in: image)
-                row.target = shown.name
-                row.weakImport = shown.weakImport
+                row.dylib = shownImports[ordinal].dylib
+                row.symbol = shownImports[ordinal].import.name
+                row.weakImport = shownImports[ordinal].import.weakImport
             case let .nonPointer(value):
                 row.type = "value"
-                row.target = "0x" + Text.hex(UInt64(value))
+                row.targetAddress = UInt64(value)
             }
             body(row)
         }
-        return true
     }
 
     private static func rebasedValue(_ rebase: ChainedRebase, textAddress: UInt64) -> UInt64 {
@@ -96,40 +120,41 @@ struct ObjdumpFixupLocations {
         let address: UInt64
     }
 
-    private struct Entry {
-        let section: Section
-        let segmentIndex: Int
-        let offsetInSegment: UInt64
-        let segmentStart: UInt64
-    }
-
-    private let entries: [Entry]
+    /// Per llvm segment number: the segment's name and start (the address of its first
+    /// section), its sections' names and the lookup over their offsets from that start. A
+    /// segment is a run of consecutive sections with the same segment name; llvm's
+    /// numbering starts at 1 when there is a __PAGEZERO, so number 0 is then empty.
+    private var segmentNames: [String] = []
+    private var segmentStarts: [UInt64] = []
+    private var sectionNames: [[String]] = []
+    private var lookups: [RangeLookup] = []
 
     init(_ image: MachOImage) {
-        var index = image.segments.contains(where: { $0.name == "__PAGEZERO" }) ? 1 : 0
-        var currentName: String?
-        var currentStart: UInt64 = 0
-        var entries: [Entry] = []
+        let first = image.segments.contains(where: { $0.name == "__PAGEZERO" }) ? 1 : 0
+        var ranges: [[(start: UInt64, size: UInt64)]] = []
+        segmentNames = Array(repeating: "", count: first)
+        segmentStarts = Array(repeating: 0, count: first)
+        sectionNames = Array(repeating: [], count: first)
+        ranges = Array(repeating: [], count: first)
         for section in image.sections {
-            if section.segmentName != currentName {
-                index += 1
-                currentName = section.segmentName
-                currentStart = section.address
+            if segmentNames.count == first || segmentNames[segmentNames.count - 1] != section.segmentName {
+                segmentNames.append(section.segmentName)
+                segmentStarts.append(section.address)
+                sectionNames.append([])
+                ranges.append([])
             }
-            entries.append(Entry(
-                section: section, segmentIndex: index - 1,
-                offsetInSegment: section.address &- currentStart, segmentStart: currentStart))
+            sectionNames[sectionNames.count - 1].append(section.name)
+            ranges[ranges.count - 1].append((section.address &- segmentStarts[segmentStarts.count - 1], section.size))
         }
-        self.entries = entries
+        lookups = ranges.map { RangeLookup($0) }
     }
 
     /// The place of `offset` in segment `segmentIndex`, or nil when no section holds it.
-    func locate(segmentIndex: Int, offset: UInt64) -> Place? {
-        guard let entry = entries.first(where: {
-            $0.segmentIndex == segmentIndex && $0.offsetInSegment <= offset
-                && offset - $0.offsetInSegment < $0.section.size
-        }) else { return nil }
-        let segmentName = entries.first(where: { $0.segmentIndex == segmentIndex })?.section.segmentName ?? ""
-        return Place(segment: segmentName, section: entry.section.name, address: entry.segmentStart &+ offset)
+    mutating func locate(segmentIndex: Int, offset: UInt64) -> Place? {
+        guard segmentIndex >= 0, segmentIndex < lookups.count,
+              let index = lookups[segmentIndex].index(of: offset) else { return nil }
+        return Place(
+            segment: segmentNames[segmentIndex], section: sectionNames[segmentIndex][index],
+            address: segmentStarts[segmentIndex] &+ offset)
     }
 }

@@ -9,27 +9,44 @@ import MachOReader
 /// has bytes and LC_DYLD_EXPORTS_TRIE otherwise.
 enum ExportsTrieTable {
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
-        out.write("\nExports trie:\n")
+        var text = TextBuffer()
+        defer { text.flush(to: &out) }
+        text.write("\nExports trie:\n")
         var trie = try image.dyldInfoExportTrie()
         if trie == nil { trie = try image.exportTrie() }
         guard let trie else { return }
         let base = image.preferredLoadAddress
         try trie.forEachSymbol { symbol throws(MachOError) in
-            out.write(try line(symbol, base: base, image: image, trie: trie))
+            try writeLine(symbol, base: base, image: image, trie: trie, to: &text)
+            text.flushIfFull(to: &out)
         }
     }
 
-    private static func line(_ symbol: ExportedSymbol, base: UInt64, image: MachOImage, trie: ExportTrie) throws(MachOError) -> String {
-        var text = symbol.isReexport ? "[re-export] " : "0x\(hex08(base &+ (symbol.imageOffset ?? 0)))  "
-        text += symbol.name
-        var notes: [String] = []
-        if symbol.isWeakDefinition { notes.append("weak_def") }
-        if symbol.kind == .threadLocal { notes.append("per-thread") }
-        if symbol.kind == .absolute { notes.append("absolute") }
-        if case let .stubAndResolver(_, resolverOffset) = symbol.definition {
-            notes.append("resolver=0x\(hex08(resolverOffset))")
+    private static func writeLine(
+        _ symbol: ExportedSymbol, base: UInt64, image: MachOImage, trie: ExportTrie, to text: inout TextBuffer
+    ) throws(MachOError) {
+        if symbol.isReexport {
+            text.write("[re-export] ")
+        } else {
+            text.write("0x")
+            text.hex(base &+ (symbol.imageOffset ?? 0), width: 8)
+            text.write("  ")
         }
-        if !notes.isEmpty { text += " [" + notes.joined(separator: ", ") + "]" }
+        text.write(symbol.name)
+        var noted = false
+        func note(_ note: String) {
+            text.write(noted ? ", " : " [")
+            text.write(note)
+            noted = true
+        }
+        if symbol.isWeakDefinition { note("weak_def") }
+        if symbol.kind == .threadLocal { note("per-thread") }
+        if symbol.kind == .absolute { note("absolute") }
+        if case let .stubAndResolver(_, resolverOffset) = symbol.definition {
+            note("resolver=0x")
+            text.hex(resolverOffset, width: 8)
+        }
+        if noted { text.write("]") }
         if case let .reexport(ordinal, importedName) = symbol.definition {
             guard ordinal <= image.dependencies.count else {
                 throw MachOError.malformed(
@@ -37,14 +54,10 @@ enum ExportsTrieTable {
                     at: trie.view.absolute(symbol.nodeOffset))
             }
             let library = ordinal == 0 ? "unknown" : LibraryShortName.of(image.dependencies[ordinal - 1].installName)
-            text += importedName.isEmpty ? " (from \(library))" : " (\(importedName) from \(library))"
+            text.write(importedName.isEmpty ? " (from " : " (\(importedName) from ")
+            text.write(library)
+            text.write(")")
         }
-        return text + "\n"
-    }
-
-    /// `%08llX`: upper-case hex, at least eight digits.
-    private static func hex08(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+        text.write(ascii: UInt8(ascii: "\n"))
     }
 }

@@ -95,3 +95,21 @@ public enum LibraryShortName {
         return []
     }
 }
+
+/// ``LibraryShortName/forOrdinal(_:in:)`` for every ordinal of one image, worked out once:
+/// the special ordinals and each dependency's name are computed up front, so a table row
+/// costs an array read.
+struct LibraryShortNames {
+    /// `names[ordinal + 3]` for the ordinals -3 through the dependency count.
+    private let names: [String]
+    private let image: MachOImage
+
+    init(_ image: MachOImage) {
+        self.image = image
+        names = (-3...image.dependencies.count).map { LibraryShortName.forOrdinal($0, in: image) }
+    }
+
+    subscript(ordinal: Int) -> String {
+        ordinal >= -3 && ordinal + 3 < names.count ? names[ordinal + 3] : LibraryShortName.forOrdinal(ordinal, in: image)
+    }
+}

@@ -4,17 +4,21 @@ import MachOReader
 /// Images without LC_DYLD_INFO (chained fixups) show only the title and column header.
 enum RebaseTable {
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
-        out.write("\nRebase table:\nsegment  section            address     type\n")
+        var text = TextBuffer()
+        defer { text.flush(to: &out) }
+        text.write("\nRebase table:\nsegment  section            address     type\n")
+        var places = OpcodeFixupPlaces(image)
         try image.forEachRebaseFixup { (fixup) throws(MachOError) in
-            let place = try OpcodeFixupPlace(fixup.location, in: image)
-            Text.writePadded(place.segmentName, 8, to: &out)
-            out.write(" ")
-            Text.writePadded(place.sectionName, 18, to: &out)
-            out.write(" 0x")
-            Text.writeHex(place.address, width: 8, to: &out)
-            out.write("  ")
-            out.write(typeName(fixup.type))
-            out.write("\n")
+            let place = try places.place(of: fixup.location, in: image)
+            text.padded(place.segmentName, 8)
+            text.write(" ")
+            text.padded(place.sectionName, 18)
+            text.write(" 0x")
+            text.hex(place.address, width: 8)
+            text.write("  ")
+            text.write(typeName(fixup.type))
+            text.write(ascii: UInt8(ascii: "\n"))
+            text.flushIfFull(to: &out)
         }
     }
 

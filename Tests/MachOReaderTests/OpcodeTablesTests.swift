@@ -60,7 +60,8 @@ import Testing
                     let text = try await Oracle.objdump([table.flag, "--arch=\(slice.cpu.name)", path])
                     expected += Self.addresses(inObjdumpTable: text)
                 }
-                let rows = try OpcodeDyldInfoRows.rows(image)
+                var rows: [DyldInfoRow] = []
+                try OpcodeDyldInfoRows(image).forEach { rows.append($0) }
                 #expect(rows.map(\.address) == expected.sorted(), "\(path) \(slice.cpu.name)")
                 #expect(rows.map(\.address) == rows.map(\.address).sorted())
                 comparisons += 1
@@ -369,7 +370,7 @@ extension OpcodeTablesTests {
                         rejected += 1
                     }
                 }
-                _ = try? OpcodeDyldInfoRows.rows(image)
+                _ = try? OpcodeDyldInfoRows(image)
             }
             #expect(decoded > 0 && rejected > 0)
         }
@@ -379,11 +380,13 @@ extension OpcodeTablesTests {
                 rebase: [0x11, 0x21, 0x10, 0x51],
                 bind: [0x12] + OpcodeBytes.symbol("_b") + [0x51, 0x60] + OpcodeBytes.sleb(-4) + [0x71, 0x08, 0x90],
                 weakBind: OpcodeBytes.symbol("_strong", flags: 0x8))
-            let rows = try OpcodeDyldInfoRows.rows(try synthetic.image())
+            var rows: [DyldInfoRow] = []
+            try OpcodeDyldInfoRows(try synthetic.image()).forEach { rows.append($0) }
             #expect(rows.map(\.address) == [0x1008, 0x1010])
             #expect(rows.map(\.type) == ["bind", "rebase"])
             #expect(rows.map(\.pointer) == [0x1008, 0x1010])
-            #expect(rows.map(\.target) == ["_b", "0x1010"])
+            #expect(rows.map(\.symbol) == ["_b", ""])
+            #expect(rows.map(\.targetAddress) == [0, 0x1010])
             #expect(rows.map(\.addend) == [-4, nil])
             #expect(rows.map(\.dylib) == ["libc++", ""])
         }

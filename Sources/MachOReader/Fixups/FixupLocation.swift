@@ -51,17 +51,14 @@ struct FixupLocationChecker: Sendable {
         let (span, spanOverflow) = (count - 1).multipliedReportingOverflow(by: stride)
         let (last, lastOverflow) = offset.addingReportingOverflow(span)
         let (end, endOverflow) = last.addingReportingOverflow(FixupLocationChecker.pointerSize)
-        let place = "segment \(segment.name) offset 0x\(hex(offset))"
+        // Built only for an error: this check runs once per DO_* opcode.
+        func run() -> String { "\(opcode) at segment \(segment.name) offset 0x\(hex(offset)) (\(count) fixups, stride \(stride))" }
         if spanOverflow || lastOverflow || endOverflow || end > segment.vmSize {
-            throw MachOError.malformed(
-                "\(opcode) at \(place) (\(count) fixups, stride \(stride)) runs past the segment's vmsize 0x\(hex(segment.vmSize))",
-                at: opcodeOffset)
+            throw MachOError.malformed("\(run()) runs past the segment's vmsize 0x\(hex(segment.vmSize))", at: opcodeOffset)
         }
         let available = segment.fileOffset < UInt64(imageSize) ? UInt64(imageSize) - segment.fileOffset : 0
         if end > min(segment.fileSize, available) {
-            throw MachOError.malformed(
-                "\(opcode) at \(place) (\(count) fixups, stride \(stride)) reaches past the segment's bytes in the file",
-                at: opcodeOffset)
+            throw MachOError.malformed("\(run()) reaches past the segment's bytes in the file", at: opcodeOffset)
         }
         budget -= Int(count)
     }

@@ -1,0 +1,94 @@
+import MachOReader
+
+/// The first of a list of half-open ranges `[start, start + size)` that holds a value, as
+/// a linear `first(where:)` over the list finds it, at the cost of a binary search (or
+/// none, when the value falls in the range found last: fixups mostly come in address order).
+///
+/// When the ranges are sorted and disjoint, the range holding a value is the only one, so
+/// the search gives `first(where:)`'s answer; otherwise (overlapping or unordered sections,
+/// only in odd files) the lookup is the linear scan itself.
+struct RangeLookup {
+    private let starts: [UInt64]
+    private let sizes: [UInt64]
+    private let sortedAndDisjoint: Bool
+    /// The index found last.
+    private var hint = 0
+
+    init(_ ranges: [(start: UInt64, size: UInt64)]) {
+        starts = ranges.map(\.start)
+        sizes = ranges.map(\.size)
+        var sortedAndDisjoint = true
+        for index in ranges.indices.dropFirst() {
+            let previous = ranges[index - 1]
+            let (previousEnd, overflow) = previous.start.addingReportingOverflow(previous.size)
+            if overflow || previousEnd > ranges[index].start { sortedAndDisjoint = false }
+        }
+        self.sortedAndDisjoint = sortedAndDisjoint
+    }
+
+    private func holds(_ index: Int, _ value: UInt64) -> Bool {
+        value >= starts[index] && value - starts[index] < sizes[index]
+    }
+
+    /// The index of the first range holding `value`, or nil.
+    mutating func index(of value: UInt64) -> Int? {
+        guard !starts.isEmpty else { return nil }
+        guard sortedAndDisjoint else { return starts.indices.first { holds($0, value) } }
+        if holds(hint, value) { return hint }
+        // The last range starting at or below `value`.
+        var low = 0, high = starts.count
+        while low < high {
+            let middle = (low + high) / 2
+            if starts[middle] <= value { low = middle + 1 } else { high = middle }
+        }
+        guard low > 0, holds(low - 1, value) else { return nil }
+        hint = low - 1
+        return hint
+    }
+}
+
+/// The segment name, section name and address llvm-objdump shows for a dyld-info opcode
+/// fixup, worked out as llvm's BindRebaseSegInfo does: a segment offset is measured from the
+/// segment's first section, and the section is the one of that segment that holds the result.
+/// (For the segments linkers write, the first section starts the segment, so the address is
+/// also the real one.) Built once per table; each lookup is a binary search at most.
+struct OpcodeFixupPlaces {
+    /// Where a fixup is.
+    struct Place {
+        let segmentName: String
+        let sectionName: String
+        let address: UInt64
+    }
+
+    /// Per segment: its name (for errors), the address of its first section (nil without
+    /// sections), its sections' segment and section names, and the lookup over their ranges.
+    private let segmentNames: [String]
+    private let firstAddresses: [UInt64?]
+    private let names: [[(segment: String, section: String)]]
+    private var lookups: [RangeLookup]
+
+    init(_ image: MachOImage) {
+        segmentNames = image.segments.map(\.name)
+        firstAddresses = image.segments.map { $0.sections.first?.address }
+        names = image.segments.map { $0.sections.map { ($0.segmentName, $0.name) } }
+        lookups = image.segments.map { segment in
+            RangeLookup(segment.sections.map { (start: $0.address, size: $0.size) })
+        }
+    }
+
+    mutating func place(of location: FixupLocation, in image: MachOImage) throws(MachOError) -> Place {
+        guard let first = firstAddresses[location.segmentIndex] else {
+            throw MachOError.malformed(
+                "fixup at segment \(segmentNames[location.segmentIndex]) offset 0x\(String(location.segmentOffset, radix: 16)) is not in a section",
+                at: image.view.base)
+        }
+        let address = first &+ location.segmentOffset
+        guard let index = lookups[location.segmentIndex].index(of: address) else {
+            throw MachOError.malformed(
+                "fixup at \(segmentNames[location.segmentIndex]) address 0x\(String(address, radix: 16)) is not in a section",
+                at: image.view.base)
+        }
+        let name = names[location.segmentIndex][index]
+        return Place(segmentName: name.segment, sectionName: name.section, address: address)
+    }
+}
