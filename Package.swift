@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "ClosureBuild", targets: ["ClosureBuild"]),
         .library(name: "LoaderCore", targets: ["LoaderCore"]),
         .library(name: "Dyld3", targets: ["Dyld3"]),
+        .library(name: "Dyld2", targets: ["Dyld2"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

@@ -23,6 +23,7 @@ let package = Package(
                 .product(name: "LaunchClosure", package: rootPackage),
                 .product(name: "ClosureBuild", package: rootPackage),
                 .product(name: "LoaderCore", package: rootPackage),
+                .product(name: "Dyld2", package: rootPackage),
             ],
             path: "InspectBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -69,6 +69,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     closureBenchmarks()
+    dyld2Benchmarks()
 
     Benchmark("parse header and load commands of \(opcodes.name)") { benchmark in
         for _ in benchmark.scaledIterations {

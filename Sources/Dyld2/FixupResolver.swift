@@ -13,6 +13,12 @@ public struct FixupResolver {
     public var symbolLookups: Int { lookup.lookups }
     public private(set) var rebases = 0
     public private(set) var binds = 0
+    /// Binds answered by dyld2's last-lookup cache (same image, ordinal and name as the
+    /// resolution before).
+    public var lastLookupHits: Int { lookup.lastLookupHits }
+    /// The current chained image's imports, resolved (reused from image to image).
+    private var importTargets: [BindTarget] = []
+    private var importAddends: [Int64] = []
 
     public init(graph: DependencyGraph, plans: [ImagePlan]) throws(LoadError) {
         self.graph = graph
@@ -24,6 +30,7 @@ public struct FixupResolver {
     /// rebases (its rebase opcode stream, or the rebases of its chains), then, after
     /// `afterRebases` is called, its binds, every symbol looked up by name (its bind,
     /// lazy-bind and weak-bind streams, or the binds of its chains, each import resolved once).
+    /// Names are read as bytes of the image; nothing is allocated per fixup.
     public mutating func resolve(
         image index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void, afterRebases: () -> Void = {}
     ) throws(LoadError) {
@@ -31,19 +38,19 @@ public struct FixupResolver {
         let base = plans[index].preferredBase
         try reading(index) { () throws in
             if image.chainedFixups != nil {
-                guard let chained = try image.parseChainedFixups() else { return afterRebases() }
+                guard let chains = try image.parseChainedFixupChains() else { return afterRebases() }
                 // Two walks over the chains (rebases, then binds) instead of one list of them:
                 // the memory a walk needs does not grow with the image's fixups.
-                try Self.walk(chained, of: image) { (fixup) throws(LoadError) in
-                    try resolveChainedRebase(fixup, index: index, base: base, sink)
+                try Self.walk(chains, of: image) { (site) throws(LoadError) in
+                    try resolveChainedRebase(site, index: index, base: base, sink)
                 }
                 afterRebases()
-                let targets = try chainedBindTargets(chained, index: index)
-                try Self.walk(chained, of: image) { (fixup) throws(LoadError) in
-                    guard case let .bind(chainedBind) = fixup.pointer else { return }
+                try resolveChainedImports(chains, index: index)
+                try Self.walk(chains, of: image) { (site) throws(LoadError) in
+                    guard case let .bind(chainedBind) = site.pointer else { return }
                     let ordinal = Int(chainedBind.importOrdinal)
-                    try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .bind(
-                        targets[ordinal], addend: chained.imports[ordinal].addend &+ chainedBind.addend)))
+                    try sink(ResolvedFixup(vmOffset: site.address &- base, kind: .bind(
+                        importTargets[ordinal], addend: importAddends[ordinal] &+ chainedBind.addend)))
                     binds += 1
                 }
             } else {
@@ -54,19 +61,19 @@ public struct FixupResolver {
         }
     }
 
-    /// Walks every chain of `image`, handing each fixup to `body`; an error `body` throws
+    /// Walks every chain of `image`, handing each pointer to `body`; an error `body` throws
     /// ends the walk and is thrown as it is.
     private static func walk(
-        _ chained: ChainedFixups, of image: MachOImage, _ body: (ChainedFixup) throws(LoadError) -> Void
+        _ chains: ChainedFixupChains, of image: MachOImage, _ body: (ChainedPointerSite) throws(LoadError) -> Void
     ) throws {
         var failure: LoadError?
         do {
-            try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in
+            try chains.forEachPointer(in: image) { (site) throws(MachOError) in
                 do throws(LoadError) {
-                    try body(fixup)
+                    try body(site)
                 } catch {
                     failure = error
-                    throw MachOError.malformed("walk stopped", at: fixup.fileOffset)
+                    throw MachOError.malformed("walk stopped", at: site.fileOffset)
                 }
             }
         } catch {
@@ -76,38 +83,43 @@ public struct FixupResolver {
     }
 
     private mutating func resolveChainedRebase(
-        _ fixup: ChainedFixup, index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
+        _ site: ChainedPointerSite, index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
     ) throws(LoadError) {
-        switch fixup.pointer {
+        switch site.pointer {
         case let .rebase(target):
-            try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
+            try sink(ResolvedFixup(vmOffset: site.address &- base, kind: .rebase(
                 targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
             rebases += 1
         case .bind: break
         case .authRebase, .authBind, .nonPointer:
             throw LoadError.unusable(
                 path: graph.nodes[index].path,
-                reason: "\(fixup.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
+                reason: "\(site.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
         }
     }
 
-    /// Every import of the chained fixups resolved once, in import order.
-    private mutating func chainedBindTargets(_ chained: ChainedFixups, index: Int) throws(LoadError) -> [BindTarget] {
-        var targets: [BindTarget] = []
-        targets.reserveCapacity(chained.imports.count)
-        for entry in chained.imports {
-            let target = try lookup.resolve(entry.name, ordinal: entry.libraryOrdinal, from: index)
-            targets.append(try settle(target, entry.name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
+    /// Every import of the chained fixups resolved once, in import order, into
+    /// `importTargets` and `importAddends` (reused from image to image).
+    private mutating func resolveChainedImports(_ chains: ChainedFixupChains, index: Int) throws {
+        let table = chains.importTable
+        importTargets.removeAll(keepingCapacity: true)
+        importAddends.removeAll(keepingCapacity: true)
+        for ordinal in 0..<table.count {
+            let entry = try table.entry(ordinal)
+            let name = try table.name(of: entry, index: ordinal)
+            let target = try lookup.resolve(name, ordinal: entry.libraryOrdinal, from: index)
+            importTargets.append(try settle(target, name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
+            importAddends.append(entry.addend)
         }
-        return targets
     }
 
     private mutating func resolveOpcodeRebases(_ image: MachOImage, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws {
         var decoder = try RebaseOpcodeDecoder(image)
+        let view = image.view
+        let segmentFileOffsets = image.segments.map(\.fileOffset)
         while let fixup = try decoder.next() {
             // The unslid pointer the linker wrote is in the file.
-            let segment = image.segments[fixup.segmentIndex]
-            let target = try image.view.u64(Int(segment.fileOffset + fixup.segmentOffset))
+            let target = try view.u64(Int(segmentFileOffsets[fixup.segmentIndex] + fixup.segmentOffset))
             // A tagged pointer (C++ RTTI sets the top bit) keeps its top byte as high8,
             // the same form chained rebases have.
             let offset = target &- base
@@ -122,15 +134,14 @@ public struct FixupResolver {
     ) throws {
         for stream in BindStreamKind.allCases {
             var decoder = try BindOpcodeDecoder(image, stream: stream)
-            while let fixup = try decoder.next() {
-                guard let address = fixup.address else { continue }  // a strong-definition marker
-                let target = stream == .weak
-                    ? try lookup.findCoalesced(fixup.symbolName)
-                    : try lookup.resolve(fixup.symbolName, ordinal: fixup.libraryOrdinal, from: index)
+            while let entry = try decoder.nextEntry() {
+                guard let location = entry.location else { continue }  // a strong-definition marker
+                // The weak stream's ordinal is the weak lookup: coalescing.
+                let target = try lookup.resolve(entry.symbolName, ordinal: entry.libraryOrdinal, from: index)
                 try sink(ResolvedFixup(
-                    vmOffset: address &- base,
-                    kind: .bind(try settle(target, fixup.symbolName, weakImport: fixup.flags.contains(.weakImport),
-                                           ordinal: fixup.libraryOrdinal, from: index), addend: fixup.addend)))
+                    vmOffset: location.address &- base,
+                    kind: .bind(try settle(target, entry.symbolName, weakImport: entry.flags.contains(.weakImport),
+                                           ordinal: entry.libraryOrdinal, from: index), addend: entry.addend)))
                 binds += 1
             }
         }
@@ -150,15 +161,15 @@ public struct FixupResolver {
     }
 
     /// A found target, or 0 for a missing weak import, or the missing-symbol error.
-    private func settle(_ target: BindTarget?, _ name: String, weakImport: Bool, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget {
+    private func settle(_ target: BindTarget?, _ name: ByteView, weakImport: Bool, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget {
         if let target { return target }
         if weakImport { return .missingWeakImport }
-        if ordinal >= 1, graph.target(of: ordinal, in: index) == nil, ordinal <= graph.nodes[index].dependencies.count {
+        if lookup.namesMissingDylib(ordinal: ordinal, from: index) {
             // The whole weak-linked dylib is missing: only weak imports may use it.
-            throw .missingSymbol(symbol: name, importedBy: graph.nodes[index].path,
+            throw .missingSymbol(symbol: name.string, importedBy: graph.nodes[index].path,
                                  expectedIn: lookup.libraryName(ordinal: ordinal, from: index) + " (weak-linked, missing)")
         }
-        throw .missingSymbol(symbol: name, importedBy: graph.nodes[index].path,
+        throw .missingSymbol(symbol: name.string, importedBy: graph.nodes[index].path,
                              expectedIn: lookup.libraryName(ordinal: ordinal, from: index))
     }
 }

@@ -25,12 +25,15 @@ public enum SlowPath {
         var resolver = try FixupResolver(graph: graph, plans: plans)
         var recorded: [[ResolvedFixup]] = []
         var rebaseTime: Int64 = 0, bindTime: Int64 = 0
+        let bases = memory.images.map(\.base)
         for index in graph.nodes.indices {
             var imageFixups: [ResolvedFixup] = []
-            let base = memory.images[index].base
+            let writer = memory.writer(image: index)
+            let base = writer.base
+            let record = options.recordFixups
             let write = { (fixup: ResolvedFixup) throws(LoadError) in
-                try memory.store(fixup.value(imageBase: base, memory: memory), image: index, vmOffset: fixup.vmOffset)
-                if options.recordFixups { imageFixups.append(fixup) }
+                try writer.store(fixup.value(imageBase: base, imageBases: bases), vmOffset: fixup.vmOffset)
+                if record { imageFixups.append(fixup) }
             }
             try resolver.resolve(image: index, write) { rebaseTime += clock.lap() }
             bindTime += clock.lap()

@@ -4,46 +4,109 @@ import MachOReader
 /// dyld2's symbol lookup, by name, in the export tries of the images of one launch:
 /// two-level (by library ordinal, following re-exports), flat (every image in load
 /// order) and weak-definition coalescing (over the images with `MH_WEAK_DEFINES`: the
-/// first non-weak definition in load order, else the first weak one). Tries are parsed once per launch; nothing survives the launch.
+/// first non-weak definition in load order, else the first weak one). Tries are parsed
+/// once per launch; nothing survives the launch.
+///
+/// Names are the bytes of the importing image, compared with the tries' edge labels in
+/// place. Like dyld2 (`ImageLoaderMachOCompressed::resolve`'s `LastLookup`), the last
+/// resolution is remembered: bind opcodes for one symbol come in runs, and a repeat of the
+/// last (image, ordinal, name) costs a comparison of its bytes. Every other table is
+/// built once per launch, so a lookup allocates nothing once the reused buffers have grown.
 struct SymbolLookup {
     let graph: DependencyGraph
     private var tries: [ExportTrie?]
-    private var coalesced: [String: BindTarget?] = [:]
+    /// Per image, the node each library ordinal names (-1 for a missing weak-linked dylib):
+    /// ordinal N of image i is `ordinalTargets[ordinalStart[i] + N - 1]`.
+    private let ordinalStart: [Int]
+    private let ordinalTargets: [Int]
+    /// Per image, the nodes of the dylibs it re-exports, in load-command order:
+    /// `reexportTargets[reexportStart[i]..<reexportStart[i + 1]]`.
+    private let reexportStart: [Int]
+    private let reexportTargets: [Int]
+    /// The images that carry `MH_WEAK_DEFINES`, in load order.
+    private let weakDefinitionImages: [Int]
+    /// Weak coalescing's answer per name, each name searched once per launch (dyld2's
+    /// `weakBind` also settles each name once, for every image that binds it).
+    private var coalesced: [SymbolName: BindTarget?] = [:]
+    private var last: LastLookup?
+    private var trieScratch = ExportTrie.LookupPath()
     /// The re-export search's explicit stack and visited marks (an image is visited in the
-    /// current search when its mark equals `generation`), kept across lookups so a lookup
-    /// allocates nothing once they have grown.
+    /// current search when its mark equals `generation`), kept across lookups.
     private var searchStack: [ReexportSearch] = []
     private var visitedGeneration: [UInt32]
     private var generation: UInt32 = 0
-    /// Lookups by name performed, for `--stats`.
+    /// Lookups by name in a trie performed, for `--stats`.
     private(set) var lookups = 0
+    /// Resolutions answered by the last-lookup cache.
+    private(set) var lastLookupHits = 0
 
     init(graph: DependencyGraph) throws(LoadError) {
         self.graph = graph
         var tries: [ExportTrie?] = []
-        for node in graph.nodes {
+        var ordinalStart: [Int] = [], ordinalTargets: [Int] = []
+        var reexportStart: [Int] = [], reexportTargets: [Int] = []
+        var weakDefinitionImages: [Int] = []
+        for (index, node) in graph.nodes.enumerated() {
             do {
                 tries.append(try node.image.exportTrie())
             } catch {
                 throw .malformed(error.inFile(node.path))
             }
+            ordinalStart.append(ordinalTargets.count)
+            reexportStart.append(reexportTargets.count)
+            for edge in node.dependencies {
+                ordinalTargets.append(edge.target ?? -1)
+                if edge.kind == .reexport, let target = edge.target { reexportTargets.append(target) }
+            }
+            if node.hasWeakDefs { weakDefinitionImages.append(index) }
         }
+        ordinalStart.append(ordinalTargets.count)
+        reexportStart.append(reexportTargets.count)
         self.tries = tries
+        self.ordinalStart = ordinalStart
+        self.ordinalTargets = ordinalTargets
+        self.reexportStart = reexportStart
+        self.reexportTargets = reexportTargets
+        self.weakDefinitionImages = weakDefinitionImages
         visitedGeneration = Array(repeating: 0, count: graph.nodes.count)
+    }
+
+    /// The last resolution: (image, ordinal, name) and what it resolved to.
+    private struct LastLookup {
+        let image: Int
+        let ordinal: Int
+        let name: ByteView
+        let result: BindTarget?
+    }
+
+    /// The node library `ordinal` (1-based) of image `index` names, nil for a missing
+    /// weak-linked dylib or an ordinal the image does not have.
+    private func target(of ordinal: Int, in index: Int) -> Int? {
+        let slot = ordinalStart[index] + ordinal - 1
+        guard ordinal >= 1, slot < ordinalStart[index + 1] else { return nil }
+        let target = ordinalTargets[slot]
+        return target >= 0 ? target : nil
     }
 
     /// The definition `name` resolves to in image `index` itself or, failing that, in the
     /// dylibs it re-exports (depth first, in load-command order, each image searched once):
     /// dyld's `findExportedSymbol` through re-exported dylibs. Walked with an explicit stack,
     /// so a re-export chain of any depth costs memory, never stack.
-    mutating func find(_ name: String, in index: Int) throws(LoadError) -> BindTarget? {
+    mutating func find(_ name: ByteView, in index: Int) throws(LoadError) -> BindTarget? {
+        // The common case, a definition in the image's own trie, needs no search state.
+        let own = try exported(name, by: index)
+        if let own, let target = Self.target(own, in: index) { return target }
+        if own == nil, reexportStart[index] == reexportStart[index + 1] { return nil }
+
         generation &+= 1
         if generation == 0 {  // wrapped: forget every stamp
             visitedGeneration = Array(repeating: 0, count: visitedGeneration.count)
             generation = 1
         }
         searchStack.removeAll(keepingCapacity: true)
-        searchStack.append(ReexportSearch(name: name, image: index, nextEdge: -1))
+        visitedGeneration[index] = generation
+        searchStack.append(ReexportSearch(name: name, image: index, nextEdge: reexportStart[index]))
+        if let own, try !follow(own, of: name, depth: 0) { return nil }
         while let frame = searchStack.last {
             let depth = searchStack.count - 1
             if frame.nextEdge == -1 {
@@ -53,62 +116,78 @@ struct SymbolLookup {
                     continue
                 }
                 visitedGeneration[frame.image] = generation
-                if let symbol = try exported(frame.name, by: frame.image) {
-                    switch symbol.definition {
-                    case let .image(offset):
-                        return symbol.kind == .absolute ? .absolute(offset) : .image(frame.image, offset: offset)
-                    case let .stubAndResolver(stubOffset, _):
-                        return .image(frame.image, offset: stubOffset)
-                    case let .functionVariant(defaultOffset, _):
-                        return .image(frame.image, offset: defaultOffset)
-                    case let .reexport(ordinal, importedName):
-                        // The answer is the re-exported symbol's, whatever it is: this frame
-                        // becomes the search for it.
-                        guard let target = graph.target(of: ordinal, in: frame.image) else {
-                            searchStack.removeLast()
-                            continue
-                        }
-                        searchStack[depth] = ReexportSearch(name: importedName.isEmpty ? frame.name : importedName, image: target, nextEdge: -1)
-                        continue
-                    }
+                if let terminal = try exported(frame.name, by: frame.image) {
+                    if let target = Self.target(terminal, in: frame.image) { return target }
+                    if try !follow(terminal, of: frame.name, depth: depth) { searchStack.removeLast() }
+                    continue
                 }
-                searchStack[depth].nextEdge = 0
+                searchStack[depth].nextEdge = reexportStart[frame.image]
                 continue
             }
             // Next re-exported dylib of this image, if any.
-            let edges = graph.nodes[frame.image].dependencies
-            var edge = frame.nextEdge
-            while edge < edges.count, edges[edge].kind != .reexport || edges[edge].target == nil { edge += 1 }
-            guard edge < edges.count, let target = edges[edge].target else {
+            guard frame.nextEdge < reexportStart[frame.image + 1] else {
                 searchStack.removeLast()
                 continue
             }
-            searchStack[depth].nextEdge = edge + 1
-            searchStack.append(ReexportSearch(name: frame.name, image: target, nextEdge: -1))
+            searchStack[depth].nextEdge = frame.nextEdge + 1
+            searchStack.append(ReexportSearch(name: frame.name, image: reexportTargets[frame.nextEdge], nextEdge: -1))
         }
         return nil
     }
 
+    /// A re-export found for `name` by the image of frame `depth`: the answer is the
+    /// re-exported symbol's, whatever it is, so the frame becomes the search for it.
+    /// False when the re-exporting ordinal names a missing dylib.
+    private mutating func follow(_ reexport: ExportTerminal, of name: ByteView, depth: Int) throws(LoadError) -> Bool {
+        let image = searchStack[depth].image
+        guard case let .reexport(ordinal, importedName) = reexport.definition,
+              let target = target(of: ordinal, in: image) else { return false }
+        var wanted = name
+        if !importedName.isEmpty, let trie = tries[image] {
+            do {
+                wanted = try reexport.importedName(importedName, in: trie.view)
+            } catch {
+                throw .malformed(error.inFile(graph.nodes[image].path))
+            }
+        }
+        searchStack[depth] = ReexportSearch(name: wanted, image: target, nextEdge: -1)
+        return true
+    }
+
+    /// What a terminal that is not a re-export binds to (nil for a re-export).
+    private static func target(_ terminal: ExportTerminal, in image: Int) -> BindTarget? {
+        switch terminal.definition {
+        case let .image(offset):
+            return terminal.kind == .absolute ? .absolute(offset) : .image(image, offset: offset)
+        case let .stubAndResolver(stubOffset, _):
+            return .image(image, offset: stubOffset)
+        case let .functionVariant(defaultOffset, _):
+            return .image(image, offset: defaultOffset)
+        case .reexport:
+            return nil
+        }
+    }
+
     /// One image being searched for `name`: -1 before its own trie was looked at, then the
-    /// index of the next dependency edge to try.
+    /// index in `reexportTargets` of the next re-exported dylib to try.
     private struct ReexportSearch {
-        var name: String
+        var name: ByteView
         var image: Int
         var nextEdge: Int
     }
 
     /// `name` in image `index`'s own export trie (one lookup by name).
-    private mutating func exported(_ name: String, by index: Int) throws(LoadError) -> ExportedSymbol? {
+    private mutating func exported(_ name: ByteView, by index: Int) throws(LoadError) -> ExportTerminal? {
         lookups += 1
         do {
-            return try tries[index]?.lookup(name)
+            return try tries[index]?.lookup(name, path: &trieScratch)
         } catch {
             throw .malformed(error.inFile(graph.nodes[index].path))
         }
     }
 
     /// A flat-namespace lookup: the first image in load order that exports `name`.
-    mutating func findFlat(_ name: String) throws(LoadError) -> BindTarget? {
+    mutating func findFlat(_ name: ByteView) throws(LoadError) -> BindTarget? {
         for index in graph.nodes.indices {
             if let found = try find(name, in: index) { return found }
         }
@@ -122,38 +201,52 @@ struct SymbolLookup {
     /// Every weak bind of `name` in every image goes to the winner. dyld4:
     /// `Loader::resolveSymbol` (`BIND_SPECIAL_DYLIB_WEAK_LOOKUP`, `if (ldr->hasWeakDefs)`);
     /// dyld-852: `MachOAnalyzerSet::mas_fromImageWeakDefLookup`, `ImageLoader::weakBind`.
-    mutating func findCoalesced(_ name: String) throws(LoadError) -> BindTarget? {
-        if let known = coalesced[name] { return known }
+    mutating func findCoalesced(_ name: ByteView) throws(LoadError) -> BindTarget? {
+        let key = SymbolName(bytes: name)
+        if let known = coalesced[key] { return known }
         var firstWeak: BindTarget?
         var winner: BindTarget?
-        for index in graph.nodes.indices where graph.nodes[index].hasWeakDefs {
-            guard let symbol = try exported(name, by: index), let offset = symbol.imageOffset else { continue }
-            let target: BindTarget = symbol.kind == .absolute ? .absolute(offset) : .image(index, offset: offset)
-            if !symbol.isWeakDefinition { winner = target; break }
+        for index in weakDefinitionImages {
+            guard let terminal = try exported(name, by: index), let offset = terminal.imageOffset else { continue }
+            let target: BindTarget = terminal.kind == .absolute ? .absolute(offset) : .image(index, offset: offset)
+            if !terminal.isWeakDefinition { winner = target; break }
             if firstWeak == nil { firstWeak = target }
         }
         let result = winner ?? firstWeak
-        coalesced[name] = result
+        coalesced[key] = result
         return result
     }
 
     /// Resolves an import of image `index` by library ordinal (special ordinals included).
-    /// Returns nil when the symbol is nowhere to be found.
-    mutating func resolve(_ name: String, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget? {
+    /// Returns nil when the symbol is nowhere to be found. A repeat of the last
+    /// resolution's image, ordinal and name is answered from it.
+    mutating func resolve(_ name: ByteView, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget? {
+        if let last, last.image == index, last.ordinal == ordinal, last.name.sameBytes(as: name) {
+            lastLookupHits += 1
+            return last.result
+        }
+        let result: BindTarget?
         switch ordinal {
-        case BindFixup.ordinalSelf: return try find(name, in: index)
-        case BindFixup.ordinalMainExecutable: return try find(name, in: 0)
-        case BindFixup.ordinalFlatLookup: return try findFlat(name)
-        case BindFixup.ordinalWeakLookup: return try findCoalesced(name)
+        case BindFixup.ordinalSelf: result = try find(name, in: index)
+        case BindFixup.ordinalMainExecutable: result = try find(name, in: 0)
+        case BindFixup.ordinalFlatLookup: result = try findFlat(name)
+        case BindFixup.ordinalWeakLookup: result = try findCoalesced(name)
         default:
-            guard ordinal >= 1, ordinal <= graph.nodes[index].dependencies.count else {
+            guard ordinal >= 1, ordinal <= ordinalStart[index + 1] - ordinalStart[index] else {
                 throw .malformed(MachOError.malformed(
-                    "bind of \(name) uses library ordinal \(ordinal) but the image has \(graph.nodes[index].dependencies.count) dependencies",
+                    "bind of \(name.string) uses library ordinal \(ordinal) but the image has \(graph.nodes[index].dependencies.count) dependencies",
                     at: graph.nodes[index].image.view.base).inFile(graph.nodes[index].path))
             }
-            guard let target = graph.target(of: ordinal, in: index) else { return nil }
-            return try find(name, in: target)
+            guard let target = target(of: ordinal, in: index) else { result = nil; break }
+            result = try find(name, in: target)
         }
+        last = LastLookup(image: index, ordinal: ordinal, name: name, result: result)
+        return result
+    }
+
+    /// Whether library `ordinal` of image `index` names a weak-linked dylib that is missing.
+    func namesMissingDylib(ordinal: Int, from index: Int) -> Bool {
+        ordinal >= 1 && ordinal <= ordinalStart[index + 1] - ordinalStart[index] && target(of: ordinal, in: index) == nil
     }
 
     /// The name shown in errors for the library an ordinal names.

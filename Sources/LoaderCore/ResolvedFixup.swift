@@ -27,14 +27,15 @@ public struct ResolvedFixup: Equatable, Hashable, Sendable {
         self.kind = kind
     }
 
-    /// The 64-bit value to store, given where the images were mapped.
+    /// The 64-bit value to store, given where the images were mapped: `imageBase` for the
+    /// fixup's own image, `imageBases[i]` for image `i`.
     @inline(__always)
-    public func value(imageBase: UInt64, memory: LaunchMemory) -> UInt64 {
+    public func value(imageBase: UInt64, imageBases: [UInt64]) -> UInt64 {
         switch kind {
         case let .rebase(targetOffset, high8):
             return (imageBase &+ targetOffset) | UInt64(high8) << 56
         case let .bind(.image(index, offset), addend):
-            return memory.images[index].base &+ offset &+ UInt64(bitPattern: addend)
+            return imageBases[index] &+ offset &+ UInt64(bitPattern: addend)
         case let .bind(.absolute(value), addend):
             return value &+ UInt64(bitPattern: addend)
         case let .bind(.missingWeakImport, addend):

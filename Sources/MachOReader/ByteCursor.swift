@@ -38,19 +38,7 @@ public struct ByteCursor: Sendable {
 
     /// An unsigned LEB128 value; more than 64 significant bits is an error.
     public mutating func uleb128() throws(MachOError) -> UInt64 {
-        let start = absoluteOffset
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            let byte = try u8()
-            let bits = UInt64(byte & 0x7f)
-            if shift >= 64 || (shift == 63 && bits > 1) {
-                throw MachOError.malformed("uleb128 value is too large", at: start)
-            }
-            result |= bits << shift
-            shift += 7
-            if byte & 0x80 == 0 { return result }
-        }
+        try view.uleb128(at: &position)
     }
 
     /// A signed LEB128 value; more than 64 significant bits is an error.
@@ -71,6 +59,14 @@ public struct ByteCursor: Sendable {
             result |= -1 << shift
         }
         return result
+    }
+
+    /// The bytes of a NUL-terminated string, terminator excluded (nothing is copied); the
+    /// cursor moves past the terminator.
+    public mutating func cStringBytes() throws(MachOError) -> ByteView {
+        let bytes = try view.cStringBytes(position)
+        position += bytes.count + 1
+        return bytes
     }
 
     /// A NUL-terminated string; the cursor moves past the terminator.

@@ -88,6 +88,40 @@ public struct ByteView: Sendable {
         UInt64(try u32BE(offset)) << 32 | UInt64(try u32BE(offset + 4))
     }
 
+    /// The unsigned LEB128 value at `position`, which moves past it; more than 64
+    /// significant bits is an error.
+    @inline(__always)
+    public func uleb128(at position: inout Int) throws(MachOError) -> UInt64 {
+        let start = absolute(position)
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try u8(position)
+            position += 1
+            let bits = UInt64(byte & 0x7f)
+            if shift >= 64 || (shift == 63 && bits > 1) {
+                throw MachOError.malformed("uleb128 value is too large", at: start)
+            }
+            result |= bits << shift
+            shift += 7
+            if byte & 0x80 == 0 { return result }
+        }
+    }
+
+    /// Whether the two windows hold the same bytes (compared in place).
+    @inline(__always)
+    public func sameBytes(as other: ByteView) -> Bool {
+        count == other.count && storage.bytesEqual(base, other.storage, other.base, count)
+    }
+
+    /// Feeds the window's bytes to `hasher` (for keys compared with ``sameBytes(as:)``).
+    public func hashBytes(into hasher: inout Hasher) {
+        storage.hashBytes(base, count, into: &hasher)
+    }
+
+    /// The window's bytes decoded as UTF-8 (invalid sequences repaired).
+    public var string: String { storage.string(base, count) }
+
     /// A copy of `length` raw bytes.
     public func bytes(_ offset: Int, _ length: Int) throws(MachOError) -> [UInt8] {
         try check(offset, length)
@@ -111,6 +145,17 @@ public struct ByteView: Sendable {
     /// A NUL-terminated string starting at `offset`, which must end inside the window.
     public func cString(_ offset: Int) throws(MachOError) -> String {
         try cStringAndLength(offset).string
+    }
+
+    /// The bytes of the NUL-terminated string at `offset`, terminator excluded; the string
+    /// must end inside the window. Nothing is copied.
+    public func cStringBytes(_ offset: Int) throws(MachOError) -> ByteView {
+        try check(offset, 0)
+        let start = base + offset
+        guard let end = storage.firstZero(from: start, to: base + count) else {
+            throw MachOError(offset: start, .malformed("string is not NUL-terminated inside its region"))
+        }
+        return ByteView(storage: storage, base: start, count: end - start)
     }
 
     /// A NUL-terminated string and its length in bytes, not counting the terminator.

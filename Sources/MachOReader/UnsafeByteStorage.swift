@@ -74,6 +74,19 @@ public final class ByteStorage: @unchecked Sendable {
         return UnsafeRawPointer(found) - start.unsafelyUnwrapped
     }
 
+    /// Whether the `length` bytes at `offset` equal the `length` bytes at `otherOffset` of `other`.
+    @inline(__always)
+    func bytesEqual(_ offset: Int, _ other: ByteStorage, _ otherOffset: Int, _ length: Int) -> Bool {
+        guard length > 0 else { return true }
+        return memcmp(start.unsafelyUnwrapped + offset, other.start.unsafelyUnwrapped + otherOffset, length) == 0
+    }
+
+    /// Feeds the `length` bytes at `offset` to `hasher`.
+    func hashBytes(_ offset: Int, _ length: Int, into hasher: inout Hasher) {
+        guard length > 0 else { return hasher.combine(0 as UInt8) }
+        hasher.combine(bytes: UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length))
+    }
+
     /// Calls `body` with the `length` bytes at `offset`, without copying them.
     func withBytes<R>(_ offset: Int, _ length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         guard length > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }

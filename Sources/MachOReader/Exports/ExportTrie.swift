@@ -21,40 +21,74 @@ public struct ExportTrie: Sendable {
         if view.count > 0 { _ = try node(at: 0) }
     }
 
-    /// The exported symbol named `name` (compared byte for byte in UTF-8), or nil. Reads
-    /// only the nodes on the path that spells `name`, taking at each node the first child
-    /// whose label continues the name, as dyld does. An empty label continues any name:
-    /// ld64 writes one to a child that holds the export of a name that is also a prefix.
+    /// The exported symbol named `name` (compared byte for byte in UTF-8), or nil: a
+    /// convenience over ``lookup(_:path:)``, which makes no string.
     public func lookup(_ name: String) throws(MachOError) -> ExportedSymbol? {
+        var path = LookupPath()
+        guard let terminal = try lookup(ByteView(Array(name.utf8)), path: &path) else { return nil }
+        return try ExportedSymbol(name: name, terminal: terminal, in: view)
+    }
+
+    /// Memory a lookup reuses: the offsets of the nodes on the path it walked (to refuse a
+    /// cycle). Kept by the caller between lookups, so that once it has grown to the
+    /// deepest path a lookup allocates nothing.
+    public struct LookupPath: Sendable {
+        var nodes: [Int] = []
+        public init() {}
+    }
+
+    /// Paths deeper than this many nodes are checked for cycles with a set instead of a
+    /// scan of the path (no real trie gets there; a hostile one stays linear).
+    static let pathScanLimit = 64
+
+    /// The terminal of the exported symbol whose name is the bytes of `name`, or nil.
+    /// Reads only the nodes on the path that spells `name`, taking at each node the first
+    /// child whose label continues the name, as dyld does; each label is compared with the
+    /// name's bytes in place. An empty label continues any name: ld64 writes one to a
+    /// child that holds the export of a name that is also a prefix. A child leading back
+    /// to a node on the path is a cycle.
+    public func lookup(_ name: ByteView, path: inout LookupPath) throws(MachOError) -> ExportTerminal? {
         guard view.count > 0 else { return nil }
-        let target = Array(name.utf8)
         var matched = 0
-        var path: Set<Int> = [0]
+        path.nodes.removeAll(keepingCapacity: true)
+        path.nodes.append(0)
+        var deepPath: Set<Int>?
         var current = try node(at: 0)
         while true {
-            if matched == target.count, let terminal = current.terminal {
-                return try ExportedSymbol(name: name, parsing: terminal, nodeOffset: current.offset)
+            if matched == name.count, let terminal = try terminal(of: current) {
+                return try ExportTerminal(parsing: terminal, nodeOffset: current.offset, name: name.string)
             }
-            var cursor = ByteCursor(view, at: current.childrenOffset)
+            var edge = current.childrenOffset
             var next: (offset: Int, labelEnd: Int)?
             for _ in 0..<current.childCount {
-                var position = matched
+                // The label is compared with the name in place; after the first difference
+                // it is only skipped.
+                var position = edge
+                var nameAt = matched
                 var mismatch = false
                 while true {
-                    let byte = try cursor.u8()
+                    let byte = try view.u8(position)
+                    position += 1
                     if byte == 0 { break }
                     if !mismatch {
-                        if position < target.count, target[position] == byte { position += 1 } else { mismatch = true }
+                        if nameAt < name.count, try name.u8(nameAt) == byte { nameAt += 1 } else { mismatch = true }
                     }
                 }
-                let childAt = cursor.absoluteOffset
-                let childOffset = try cursor.uleb128()
+                let childAt = view.absolute(position)
+                let childOffset = try view.uleb128(at: &position)
                 if !mismatch {
                     let offset = try checkedChildOffset(childOffset, of: current, at: childAt)
-                    guard path.insert(offset).inserted else { throw cycle(from: current, to: offset, at: childAt) }
-                    next = (offset, position)
+                    if deepPath != nil {
+                        guard deepPath!.insert(offset).inserted else { throw cycle(from: current, to: offset, at: childAt) }
+                    } else {
+                        guard !path.nodes.contains(offset) else { throw cycle(from: current, to: offset, at: childAt) }
+                        path.nodes.append(offset)
+                        if path.nodes.count > Self.pathScanLimit { deepPath = Set(path.nodes) }
+                    }
+                    next = (offset, nameAt)
                     break
                 }
+                edge = position
             }
             guard let next else { return nil }
             matched = next.labelEnd
@@ -81,7 +115,7 @@ public struct ExportTrie: Sendable {
     public func forEachSymbol(_ body: (ExportedSymbol) throws(MachOError) -> Void) throws(MachOError) {
         guard view.count > 0 else { return }
         let root = try node(at: 0)
-        if root.terminal == nil, root.childCount == 0 { return }
+        if !root.isTerminal, root.childCount == 0 { return }
 
         // Trie offsets fit 32 bits: both load commands give the trie's size as a uint32.
         struct Frame {
@@ -135,7 +169,7 @@ public struct ExportTrie: Sendable {
             } else {
                 stack.removeLast()
                 let finished = try node(at: Int(top.node))
-                if let terminal = finished.terminal {
+                if let terminal = try terminal(of: finished) {
                     let symbolName = String(decoding: name[..<Int(top.nameLength)], as: UTF8.self)
                     try body(try ExportedSymbol(name: symbolName, parsing: terminal, nodeOffset: finished.offset))
                 } else if finished.childCount == 0 {
@@ -160,29 +194,33 @@ public struct ExportTrie: Sendable {
     private struct Node {
         /// Offset of the node from the start of the trie.
         let offset: Int
-        /// The export info, when the node is a terminal.
-        let terminal: ByteView?
+        /// Trie offset and size of the export info (size 0: not a terminal).
+        let infoStart: Int
+        let infoSize: Int
         let childCount: Int
         /// Trie offset of the first child's edge label.
         let childrenOffset: Int
+
+        var isTerminal: Bool { infoSize != 0 }
     }
 
     private func node(at offset: Int) throws(MachOError) -> Node {
-        var cursor = ByteCursor(view, at: offset)
-        let sizeAt = cursor.absoluteOffset
-        let terminalSize = try cursor.uleb128()
-        let infoStart = cursor.position
+        var position = offset
+        let terminalSize = try view.uleb128(at: &position)
+        let infoStart = position
         guard terminalSize < UInt64(view.count - infoStart) else {
             throw MachOError.malformed(
-                "export trie node at 0x\(hex(offset)) has \(terminalSize) bytes of export info, more than the trie holds", at: sizeAt)
+                "export trie node at 0x\(hex(offset)) has \(terminalSize) bytes of export info, more than the trie holds",
+                at: view.absolute(offset))
         }
         let size = Int(terminalSize)
         let childCount = Int(try view.u8(infoStart + size))
-        return Node(
-            offset: offset,
-            terminal: size == 0 ? nil : try view.slice(infoStart, size),
-            childCount: childCount,
-            childrenOffset: infoStart + size + 1)
+        return Node(offset: offset, infoStart: infoStart, infoSize: size, childCount: childCount, childrenOffset: infoStart + size + 1)
+    }
+
+    /// The node's export info, when it is a terminal.
+    private func terminal(of node: Node) throws(MachOError) -> ByteView? {
+        node.isTerminal ? try view.slice(node.infoStart, node.infoSize) : nil
     }
 
     /// A child offset, checked to name a byte of the trie.

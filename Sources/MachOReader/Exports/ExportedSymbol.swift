@@ -78,24 +78,84 @@ public struct ExportedSymbol: Equatable, Sendable {
 
     /// Decodes a terminal's export info; `info` spans exactly the terminal's bytes.
     public init(name: String, parsing info: ByteView, nodeOffset: Int) throws(MachOError) {
+        try self.init(name: name, terminal: try ExportTerminal(parsing: info, nodeOffset: nodeOffset, name: name), in: info)
+    }
+
+    /// The symbol named `name` whose terminal is `terminal`, found in `trie`.
+    public init(name: String, terminal: ExportTerminal, in trie: ByteView) throws(MachOError) {
+        let definition: Definition = switch terminal.definition {
+        case let .image(offset): .image(offset: offset)
+        case let .stubAndResolver(stubOffset, resolverOffset): .stubAndResolver(stubOffset: stubOffset, resolverOffset: resolverOffset)
+        case let .functionVariant(defaultOffset, tableIndex): .functionVariant(defaultOffset: defaultOffset, tableIndex: tableIndex)
+        case let .reexport(ordinal, importedName):
+            .reexport(libraryOrdinal: ordinal, importedName: try terminal.importedName(importedName, in: trie).string)
+        }
+        self.init(name: name, flags: terminal.flags, definition: definition, nodeOffset: terminal.nodeOffset)
+    }
+}
+
+/// A terminal's export info decoded in place, a re-export's imported name left where it
+/// is in the file: what a loader's lookup by name needs, with no string made and nothing
+/// to retain (``ExportedSymbol`` is the same information with names).
+public struct ExportTerminal: Sendable {
+    /// Where the symbol's definition is (see ``ExportedSymbol/Definition``).
+    public enum Definition: Sendable {
+        case image(offset: UInt64)
+        case stubAndResolver(stubOffset: UInt64, resolverOffset: UInt64)
+        case functionVariant(defaultOffset: UInt64, tableIndex: UInt64)
+        /// `importedName`: the absolute file offsets of the imported name's bytes (see
+        /// ``importedName(_:in:)``), empty when it is the symbol's own name.
+        case reexport(libraryOrdinal: Int, importedName: Range<Int>)
+    }
+
+    /// The raw flags word.
+    public let flags: UInt64
+    public let definition: Definition
+    /// Offset of the terminal node from the start of the trie.
+    public let nodeOffset: Int
+
+    public var kind: ExportedSymbol.Kind { ExportedSymbol.Kind(rawValue: UInt8(flags & ExportedSymbol.kindMask)) ?? .regular }
+    /// `EXPORT_SYMBOL_FLAGS_WEAK_DEFINITION`.
+    public var isWeakDefinition: Bool { flags & ExportedSymbol.weakDefinitionFlag != 0 }
+
+    /// The symbol's offset from the image's mach header (its stub for a stub-and-resolver,
+    /// its default for a function variant, its value when absolute); nil for a re-export.
+    public var imageOffset: UInt64? {
+        switch definition {
+        case let .image(offset): offset
+        case let .stubAndResolver(stubOffset, _): stubOffset
+        case let .functionVariant(defaultOffset, _): defaultOffset
+        case .reexport: nil
+        }
+    }
+
+    /// A re-export's imported name: the bytes at `range` of `view` (the trie, or any window
+    /// of the file that holds them).
+    public func importedName(_ range: Range<Int>, in view: ByteView) throws(MachOError) -> ByteView {
+        try view.slice(range.lowerBound - view.base, range.count)
+    }
+
+    /// Decodes the export info `info` (exactly the terminal's bytes); `name` is called only
+    /// to word an error.
+    public init(parsing info: ByteView, nodeOffset: Int, name: @autoclosure () -> String) throws(MachOError) {
         var cursor = ByteCursor(info)
         let flags = try cursor.uleb128()
-        guard flags & Self.kindMask != Self.kindMask else {
-            throw MachOError.malformed("export \(name) has unknown symbol kind 3 (flags 0x\(String(flags, radix: 16)))", at: info.base)
+        guard flags & ExportedSymbol.kindMask != ExportedSymbol.kindMask else {
+            throw MachOError.malformed("export \(name()) has unknown symbol kind 3 (flags 0x\(String(flags, radix: 16)))", at: info.base)
         }
-        let definition: Definition
-        if flags & Self.reexportFlag != 0 {
+        if flags & ExportedSymbol.reexportFlag != 0 {
             let ordinalOffset = cursor.absoluteOffset
             let ordinal = try cursor.uleb128()
             guard ordinal <= UInt64(Int32.max) else {
-                throw MachOError.malformed("re-export \(name) names library ordinal \(ordinal)", at: ordinalOffset)
+                throw MachOError.malformed("re-export \(name()) names library ordinal \(ordinal)", at: ordinalOffset)
             }
-            definition = .reexport(libraryOrdinal: Int(ordinal), importedName: try cursor.cString())
+            let importedName = try cursor.cStringBytes()
+            definition = .reexport(libraryOrdinal: Int(ordinal), importedName: importedName.base..<importedName.base + importedName.count)
         } else {
             let offset = try cursor.uleb128()
-            if flags & Self.stubAndResolverFlag != 0 {
+            if flags & ExportedSymbol.stubAndResolverFlag != 0 {
                 definition = .stubAndResolver(stubOffset: offset, resolverOffset: try cursor.uleb128())
-            } else if flags & Self.staticResolverFlag != 0, !cursor.atEnd {
+            } else if flags & ExportedSymbol.staticResolverFlag != 0, !cursor.atEnd {
                 definition = .functionVariant(defaultOffset: offset, tableIndex: try cursor.uleb128())
             } else {
                 definition = .image(offset: offset)
@@ -103,9 +163,10 @@ public struct ExportedSymbol: Equatable, Sendable {
         }
         guard cursor.atEnd else {
             throw MachOError.malformed(
-                "export info of \(name) is \(info.count) bytes but its fields end after \(cursor.position)",
+                "export info of \(name()) is \(info.count) bytes but its fields end after \(cursor.position)",
                 at: cursor.absoluteOffset)
         }
-        self.init(name: name, flags: flags, definition: definition, nodeOffset: nodeOffset)
+        self.flags = flags
+        self.nodeOffset = nodeOffset
     }
 }

@@ -63,6 +63,19 @@ public struct BindFixup: Hashable, Sendable {
     public var address: UInt64? { location?.address }
 }
 
+/// One entry of a bind opcode stream as ``BindOpcodeDecoder/nextEntry()`` hands it out:
+/// a ``BindFixup`` whose symbol name is still the bytes of the stream.
+public struct BindOpcodeEntry: Sendable {
+    /// Where the bound address goes; nil only for a strong definition.
+    public let location: FixupLocation?
+    public let type: BindType
+    public let libraryOrdinal: Int
+    /// The name's bytes in the stream (NUL excluded).
+    public let symbolName: ByteView
+    public let flags: BindSymbolFlags
+    public let addend: Int64
+}
+
 /// Decodes a bind, lazy-bind or weak-bind opcode stream one entry at a time.
 ///
 /// Every opcode is understood: `BIND_OPCODE_DONE`, `SET_DYLIB_ORDINAL_IMM`,
@@ -87,7 +100,9 @@ public struct BindOpcodeDecoder: Sendable {
     private var segmentOffset: UInt64 = 0
     private var type: BindType
     private var libraryOrdinal: Int?
-    private var symbolName: String?
+    private var symbolName: ByteView?
+    /// `symbolName` as a string, made once per name for ``next()``.
+    private var symbolNameString: String?
     private var flags = BindSymbolFlags()
     private var addend: Int64 = 0
     /// Binds still owed by the last DO_BIND opcode, `stride` bytes apart.
@@ -120,6 +135,16 @@ public struct BindOpcodeDecoder: Sendable {
 
     /// The next bind (or strong definition), or nil at the end of the stream.
     public mutating func next() throws(MachOError) -> BindFixup? {
+        guard let entry = try nextEntry() else { return nil }
+        if symbolNameString == nil { symbolNameString = entry.symbolName.string }
+        return BindFixup(
+            stream: stream, location: entry.location, type: entry.type, libraryOrdinal: entry.libraryOrdinal,
+            symbolName: symbolNameString ?? "", flags: entry.flags, addend: entry.addend)
+    }
+
+    /// The next bind (or strong definition) with its symbol name left as bytes of the
+    /// stream, or nil at the end of the stream: what a loader binds from, with no string made.
+    public mutating func nextEntry() throws(MachOError) -> BindOpcodeEntry? {
         while pendingCount == 0 {
             if finished || cursor.atEnd { return nil }
             let opcodeOffset = cursor.absoluteOffset
@@ -144,9 +169,11 @@ public struct BindOpcodeDecoder: Sendable {
                 libraryOrdinal = special
             case .setSymbolTrailingFlagsImm:
                 flags = BindSymbolFlags(rawValue: immediate)
-                symbolName = try cursor.cString()
+                let name = try cursor.cStringBytes()
+                symbolName = name
+                symbolNameString = nil
                 if stream == .weak, flags.contains(.nonWeakDefinition) {
-                    return entry(at: nil)
+                    return entry(at: nil, name: name)
                 }
             case .setTypeImm:
                 guard immediate <= BindType.textPCRelative32.rawValue else {
@@ -183,14 +210,17 @@ public struct BindOpcodeDecoder: Sendable {
         let location = try checker.location(segmentIndex: segmentIndex ?? 0, offset: segmentOffset, opcodeOffset: pendingOpcodeOffset)
         segmentOffset &+= stride
         pendingCount -= 1
-        return entry(at: location)
+        guard let symbolName else {  // `schedule` refuses a bind before any symbol
+            throw MachOError.malformed("bind before any BIND_OPCODE_SET_SYMBOL_TRAILING_FLAGS_IMM", at: pendingOpcodeOffset)
+        }
+        return entry(at: location, name: symbolName)
     }
 
-    private func entry(at location: FixupLocation?) -> BindFixup {
-        BindFixup(
-            stream: stream, location: location, type: type,
+    private func entry(at location: FixupLocation?, name: ByteView) -> BindOpcodeEntry {
+        BindOpcodeEntry(
+            location: location, type: type,
             libraryOrdinal: stream == .weak ? BindFixup.ordinalWeakLookup : libraryOrdinal ?? BindFixup.ordinalSelf,
-            symbolName: symbolName ?? "", flags: flags, addend: addend)
+            symbolName: name, flags: flags, addend: addend)
     }
 
     private mutating func setOrdinal(_ ordinal: UInt64, at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {

@@ -56,11 +56,59 @@ public struct ChainedFixupsHeader: Equatable, Sendable {
 /// imports table. The chains themselves live in the segments' data; walk them with
 /// ``forEachFixup(in:_:)`` or ``fixups(in:)``.
 public struct ChainedFixups: Sendable {
+    /// The blob without its imports' names decoded, which does the walking.
+    public let chains: ChainedFixupChains
+    public var header: ChainedFixupsHeader { chains.header }
+    public var startsInImage: ChainedStartsInImage { chains.startsInImage }
+    /// The starts of every segment that has fixups (non-zero `seg_info_offset`), in order.
+    public var segments: [ChainedStartsInSegment] { chains.segments }
+    public let imports: [ChainedImport]
+    /// The whole blob.
+    public var blob: ByteView { chains.blob }
+
+    /// Parses the blob of an LC_DYLD_CHAINED_FIXUPS command.
+    public init(parsing blob: ByteView) throws(MachOError) {
+        chains = try ChainedFixupChains(parsing: blob)
+        imports = try ChainedImport.parseTable(blob, header: chains.header)
+    }
+
+    /// The NUL-terminated string at `offset` of the symbols pool.
+    public func symbolName(atOffset offset: UInt32) throws(MachOError) -> String {
+        let start = Int(header.symbolsOffset)
+        return try ChainedImport.symbolName(
+            at: offset, in: try blob.slice(start, blob.count - start), for: blob)
+    }
+
+    /// Walks every chain as ``ChainedFixupChains/forEachPointer(in:_:)`` does, calling
+    /// `body` with each fixup and, for a bind, the import it names.
+    public func forEachFixup(
+        in image: MachOImage, _ body: (ChainedFixup) throws(MachOError) -> Void
+    ) throws(MachOError) {
+        try chains.forEachPointer(in: image) { (site) throws(MachOError) in
+            try body(ChainedFixup(
+                segmentIndex: site.segmentIndex, offsetInSegment: site.offsetInSegment, address: site.address,
+                fileOffset: site.fileOffset, rawValue: site.rawValue, format: site.format, pointer: site.pointer,
+                boundImport: site.pointer.bind.map { imports[Int($0.importOrdinal)] }))
+        }
+    }
+
+    /// Every fixup, in the order ``forEachFixup(in:_:)`` visits them.
+    public func fixups(in image: MachOImage) throws(MachOError) -> [ChainedFixup] {
+        var all: [ChainedFixup] = []
+        try forEachFixup(in: image) { (fixup) throws(MachOError) in all.append(fixup) }
+        return all
+    }
+}
+
+/// The LC_DYLD_CHAINED_FIXUPS blob as a loader reads it on every launch: header, chain
+/// starts per segment, and the imports table read in place (no names decoded). Walks the
+/// chains with ``forEachPointer(in:_:)``.
+public struct ChainedFixupChains: Sendable {
     public let header: ChainedFixupsHeader
     public let startsInImage: ChainedStartsInImage
     /// The starts of every segment that has fixups (non-zero `seg_info_offset`), in order.
     public let segments: [ChainedStartsInSegment]
-    public let imports: [ChainedImport]
+    public let importTable: ChainedImportTable
     /// The whole blob.
     public let blob: ByteView
 
@@ -90,7 +138,7 @@ public struct ChainedFixups: Sendable {
 
         switch header.symbolsFormat {
         case ChainedFixupsHeader.symbolsUncompressed:
-            imports = try ChainedImport.parseTable(blob, header: header)
+            importTable = try ChainedImportTable(blob, header: header)
         case ChainedFixupsHeader.symbolsZlib:
             throw MachOError(
                 offset: blob.absolute(ChainedFixupsHeader.Field.symbolsFormat),
@@ -100,13 +148,6 @@ public struct ChainedFixups: Sendable {
                 "unknown chained fixups symbols_format \(header.symbolsFormat)",
                 at: blob.absolute(ChainedFixupsHeader.Field.symbolsFormat))
         }
-    }
-
-    /// The NUL-terminated string at `offset` of the symbols pool.
-    public func symbolName(atOffset offset: UInt32) throws(MachOError) -> String {
-        let start = Int(header.symbolsOffset)
-        return try ChainedImport.symbolName(
-            at: offset, in: try blob.slice(start, blob.count - start), for: blob)
     }
 
     /// Walks every chain of every page of every segment with fixups, in segment, page
@@ -121,8 +162,8 @@ public struct ChainedFixups: Sendable {
     /// `stride` bytes of its segments' file data, however its page starts repeat (dyld's
     /// `ChainedFixups::validLinkedit` requires a page's starts in ascending order; starts
     /// that fall inside an earlier chain of the page would still repeat its locations).
-    public func forEachFixup(
-        in image: MachOImage, _ body: (ChainedFixup) throws(MachOError) -> Void
+    public func forEachPointer(
+        in image: MachOImage, _ body: (ChainedPointerSite) throws(MachOError) -> Void
     ) throws(MachOError) {
         for starts in segments {
             guard starts.segmentIndex < image.segments.count else {
@@ -155,21 +196,16 @@ public struct ChainedFixups: Sendable {
         }
     }
 
-    /// Every fixup, in the order ``forEachFixup(in:_:)`` visits them.
-    public func fixups(in image: MachOImage) throws(MachOError) -> [ChainedFixup] {
-        var all: [ChainedFixup] = []
-        try forEachFixup(in: image) { (fixup) throws(MachOError) in all.append(fixup) }
-        return all
-    }
-
     /// Follows one chain from `start` (an offset in page `page` of the segment's `data`);
     /// returns the offset in the page of its last fixup.
     private func walkChain(
         starts: ChainedStartsInSegment, segment: Segment, data: ByteView, page: Int, start: Int,
-        _ body: (ChainedFixup) throws(MachOError) -> Void
+        _ body: (ChainedPointerSite) throws(MachOError) -> Void
     ) throws(MachOError) -> Int {
         let format = starts.pointerFormat
         let pageSize = Int(starts.pageSize)
+        let importCount = importTable.count
+        let segmentAddress = segment.vmAddress
         var offsetInPage = start
         while true {
             let offset = page * pageSize + offsetInPage
@@ -180,19 +216,15 @@ public struct ChainedFixups: Sendable {
             }
             let raw = format.pointerSize == 8 ? try data.u64(offset) : UInt64(try data.u32(offset))
             let (pointer, next) = format.decode(raw, maxValidPointer: starts.maxValidPointer)
-            var boundImport: ChainedImport?
-            if let bind = pointer.bind {
-                guard bind.importOrdinal < imports.count else {
-                    throw MachOError.malformed(
-                        "chained bind uses import ordinal \(bind.importOrdinal) but there are \(imports.count) imports",
-                        at: data.absolute(offset))
-                }
-                boundImport = imports[Int(bind.importOrdinal)]
+            if let bind = pointer.bind, bind.importOrdinal >= importCount {
+                throw MachOError.malformed(
+                    "chained bind uses import ordinal \(bind.importOrdinal) but there are \(importCount) imports",
+                    at: data.absolute(offset))
             }
-            try body(ChainedFixup(
+            try body(ChainedPointerSite(
                 segmentIndex: starts.segmentIndex, offsetInSegment: UInt64(offset),
-                address: segment.vmAddress &+ UInt64(offset), fileOffset: data.absolute(offset),
-                rawValue: raw, format: format, pointer: pointer, boundImport: boundImport))
+                address: segmentAddress &+ UInt64(offset), fileOffset: data.absolute(offset),
+                rawValue: raw, format: format, pointer: pointer))
             if next == 0 { return offsetInPage }
             offsetInPage += Int(next) * format.stride
             guard offsetInPage < pageSize else {
@@ -202,6 +234,24 @@ public struct ChainedFixups: Sendable {
             }
         }
     }
+}
+
+/// One pointer of a chain, as ``ChainedFixupChains/forEachPointer(in:_:)`` finds it:
+/// where it is, what is on disk and what it means (a bind's import is only its ordinal).
+public struct ChainedPointerSite: Equatable, Sendable {
+    /// Index of the segment holding the fixup, in load-command order.
+    public let segmentIndex: Int
+    /// Offset of the fixup from the start of its segment.
+    public let offsetInSegment: UInt64
+    /// The fixup's unslid vm address (segment vmaddr + offset).
+    public let address: UInt64
+    /// Absolute file offset of the on-disk pointer.
+    public let fileOffset: Int
+    /// The pointer as stored on disk (4 or 8 bytes, zero-extended).
+    public let rawValue: UInt64
+    public let format: ChainedPointerFormat
+    /// The decoded pointer.
+    public let pointer: ChainedPointer
 }
 
 /// One fixup found by walking the chains: where it is, what is on disk and what it means.
@@ -243,6 +293,13 @@ extension MachOImage {
     public func parseChainedFixups() throws(MachOError) -> ChainedFixups? {
         guard let data = chainedFixups, data.dataOffset != 0 else { return nil }
         return try ChainedFixups(parsing: try linkeditBytes(data))
+    }
+
+    /// The LC_DYLD_CHAINED_FIXUPS blob ready to walk, its imports read in place (no names
+    /// decoded), or nil as for ``parseChainedFixups()``.
+    public func parseChainedFixupChains() throws(MachOError) -> ChainedFixupChains? {
+        guard let data = chainedFixups, data.dataOffset != 0 else { return nil }
+        return try ChainedFixupChains(parsing: try linkeditBytes(data))
     }
 
     /// Calls `body` with every chained fixup of the image (none without chained fixups).

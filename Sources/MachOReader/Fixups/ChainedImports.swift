@@ -46,6 +46,48 @@ public struct ChainedImport: Equatable, Sendable {
 
     /// Parses one entry of `format` at the start of `entry`; names come from `symbols`.
     public init(parsing entry: ByteView, format: ChainedImportFormat, symbols: ByteView) throws(MachOError) {
+        let fields = try ChainedImportEntry(parsing: entry, format: format)
+        self.init(fields, name: try ChainedImportTable.nameBytes(at: fields.nameOffset, in: symbols, for: entry.base).string)
+    }
+
+    init(_ fields: ChainedImportEntry, name: String) {
+        libraryOrdinal = fields.libraryOrdinal
+        weakImport = fields.weakImport
+        nameOffset = fields.nameOffset
+        addend = fields.addend
+        rawValue = fields.rawValue
+        self.name = name
+    }
+
+    /// The NUL-terminated name at `offset` of the symbols pool.
+    static func symbolName(at offset: UInt32, in symbols: ByteView, for entry: ByteView) throws(MachOError) -> String {
+        try ChainedImportTable.nameBytes(at: offset, in: symbols, for: entry.base).string
+    }
+
+    /// The imports table described by `header` inside the fixups blob `blob`.
+    static func parseTable(_ blob: ByteView, header: ChainedFixupsHeader) throws(MachOError) -> [ChainedImport] {
+        let table = try ChainedImportTable(blob, header: header)
+        var imports: [ChainedImport] = []
+        imports.reserveCapacity(table.count)
+        for index in 0..<table.count {
+            let fields = try table.entry(index)
+            imports.append(ChainedImport(fields, name: try table.name(of: fields, index: index).string))
+        }
+        return imports
+    }
+}
+
+/// The fields of one chained import, its name left in the symbols pool (see
+/// ``ChainedImport`` for their meaning).
+public struct ChainedImportEntry: Equatable, Sendable {
+    public let libraryOrdinal: Int
+    public let weakImport: Bool
+    public let nameOffset: UInt32
+    public let addend: Int64
+    public let rawValue: UInt64
+
+    /// Parses one entry of `format` at the start of `entry`.
+    public init(parsing entry: ByteView, format: ChainedImportFormat) throws(MachOError) {
         switch format {
         case .plain, .addend:
             let word = try entry.u32(0)
@@ -64,23 +106,25 @@ public struct ChainedImport: Equatable, Sendable {
             addend = Int64(bitPattern: try entry.u64(8))
             rawValue = word
         }
-        name = try ChainedImport.symbolName(at: nameOffset, in: symbols, for: entry)
     }
+}
 
-    /// The NUL-terminated name at `offset` of the symbols pool.
-    static func symbolName(at offset: UInt32, in symbols: ByteView, for entry: ByteView) throws(MachOError) -> String {
-        guard UInt64(offset) < UInt64(symbols.count) else {
-            throw MachOError.malformed(
-                "chained import name_offset \(offset) is past the \(symbols.count)-byte symbols pool",
-                at: entry.base)
-        }
-        return try symbols.cString(Int(offset))
-    }
+/// The chained imports table read in place: entries decoded one at a time, names handed
+/// out as bytes of the symbols pool. What a loader needs on every launch, with no string
+/// made; ``ChainedImport/parseTable(_:header:)`` builds the named list from it.
+public struct ChainedImportTable: Sendable {
+    public let format: ChainedImportFormat
+    /// `imports_count`.
+    public let count: Int
+    /// The table's bytes.
+    private let entries: ByteView
+    /// The symbols pool: from `symbols_offset` to the end of the blob.
+    private let symbols: ByteView
 
-    /// The imports table described by `header` inside the fixups blob `blob`.
-    static func parseTable(_ blob: ByteView, header: ChainedFixupsHeader) throws(MachOError) -> [ChainedImport] {
-        let format = header.importsFormat
-        // The count is bounded by the blob before anything is allocated.
+    /// The table `header` describes inside the fixups blob `blob`, its extent checked
+    /// before anything is read.
+    public init(_ blob: ByteView, header: ChainedFixupsHeader) throws(MachOError) {
+        format = header.importsFormat
         guard UInt64(header.importsOffset) <= UInt64(blob.count) else {
             throw MachOError.malformed(
                 "imports_offset \(header.importsOffset) is past the \(blob.count)-byte chained fixups blob",
@@ -98,13 +142,28 @@ public struct ChainedImport: Equatable, Sendable {
                 "symbols_offset \(header.symbolsOffset) is past the \(blob.count)-byte chained fixups blob",
                 at: blob.absolute(ChainedFixupsHeader.Field.symbolsOffset))
         }
-        let symbols = try blob.slice(Int(header.symbolsOffset), blob.count - Int(header.symbolsOffset))
-        var imports: [ChainedImport] = []
-        imports.reserveCapacity(Int(header.importsCount))
-        for index in 0..<Int(header.importsCount) {
-            let entry = try blob.slice(Int(header.importsOffset) + index * format.entrySize, format.entrySize)
-            imports.append(try ChainedImport(parsing: entry, format: format, symbols: symbols))
+        count = Int(header.importsCount)
+        entries = try blob.slice(Int(header.importsOffset), Int(tableSize))
+        symbols = try blob.slice(Int(header.symbolsOffset), blob.count - Int(header.symbolsOffset))
+    }
+
+    /// Entry `index` (below ``count``).
+    public func entry(_ index: Int) throws(MachOError) -> ChainedImportEntry {
+        try ChainedImportEntry(parsing: try entries.slice(index * format.entrySize, format.entrySize), format: format)
+    }
+
+    /// The name of `entry` (entry `index` of the table): its bytes in the symbols pool.
+    public func name(of entry: ChainedImportEntry, index: Int) throws(MachOError) -> ByteView {
+        try Self.nameBytes(at: entry.nameOffset, in: symbols, for: entries.absolute(index * format.entrySize))
+    }
+
+    /// The NUL-terminated name at `offset` of `symbols`; `entryOffset` (absolute) names
+    /// the entry in errors.
+    static func nameBytes(at offset: UInt32, in symbols: ByteView, for entryOffset: Int) throws(MachOError) -> ByteView {
+        guard UInt64(offset) < UInt64(symbols.count) else {
+            throw MachOError.malformed(
+                "chained import name_offset \(offset) is past the \(symbols.count)-byte symbols pool", at: entryOffset)
         }
-        return imports
+        return try symbols.cStringBytes(Int(offset))
     }
 }

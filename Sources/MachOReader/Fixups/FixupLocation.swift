@@ -22,11 +22,14 @@ struct FixupLocationChecker: Sendable {
     static let pointerSize: UInt64 = 8
 
     private let segments: [Segment]
+    /// Each segment's vmaddr, so that a fixup's location copies no `Segment`.
+    private let segmentAddresses: [UInt64]
     private let imageSize: Int
     private var budget: Int
 
     init(_ image: MachOImage) {
         segments = image.segments
+        segmentAddresses = image.segments.map(\.vmAddress)
         imageSize = image.view.count
         budget = image.view.count / 4
     }
@@ -88,10 +91,9 @@ struct FixupLocationChecker: Sendable {
 
     /// The location of a fixup already validated by ``check(segmentIndex:offset:count:stride:opcodeOffset:opcode:)``.
     func location(segmentIndex: Int, offset: UInt64, opcodeOffset: Int) throws(MachOError) -> FixupLocation {
-        let segment = segments[segmentIndex]
-        let (address, overflow) = segment.vmAddress.addingReportingOverflow(offset)
+        let (address, overflow) = segmentAddresses[segmentIndex].addingReportingOverflow(offset)
         guard !overflow else {
-            throw MachOError.malformed("fixup address in segment \(segment.name) overflows the address space", at: opcodeOffset)
+            throw MachOError.malformed("fixup address in segment \(segments[segmentIndex].name) overflows the address space", at: opcodeOffset)
         }
         return FixupLocation(segmentIndex: segmentIndex, segmentOffset: offset, address: address)
     }
