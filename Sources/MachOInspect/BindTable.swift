@@ -34,13 +34,7 @@ enum BindTable {
             text.write(fixup.symbolName)
             return
         }
-        let place = try places.place(of: location, in: image)
-        text.padded(place.segmentName, 8)
-        text.write(" ")
-        text.padded(place.sectionName, 18)
-        text.write(" 0x")
-        text.hex(place.address, width: 8)
-        text.write(" ")
+        try places.place(of: location, in: image).write(to: &text)
         switch fixup.stream {
         case .regular:
             text.padded(typeName(fixup.type), 8)

@@ -28,15 +28,6 @@ public enum InspectJSON {
         }
     }
 
-    /// ``write(path:file:tables:arch:to:)`` into a string (tests).
-    public static func render(
-        path: String, bytes: [UInt8], tables: Set<InspectTable>, arch: ArchSelection
-    ) throws(MachOError) -> String {
-        var out = ""
-        try write(path: path, file: ByteView(bytes), tables: tables, arch: arch, to: &out)
-        return out
-    }
-
     static func writeSlice<Output: TextOutputStream>(
         _ image: MachOImage, slice: UniversalFile.Slice, tables: Set<InspectTable>, json: inout JSONStream, to out: inout Output
     ) throws(MachOError) {

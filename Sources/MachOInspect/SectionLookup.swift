@@ -58,6 +58,17 @@ struct OpcodeFixupPlaces {
         let segmentName: String
         let sectionName: String
         let address: UInt64
+
+        /// The segment, section and address columns llvm-objdump's rebase and bind tables
+        /// open each row with, and the space after them.
+        func write(to text: inout TextBuffer) {
+            text.padded(segmentName, 8)
+            text.write(" ")
+            text.padded(sectionName, 18)
+            text.write(" 0x")
+            text.hex(address, width: 8)
+            text.write(" ")
+        }
     }
 
     /// Per segment: its name (for errors), the address of its first section (nil without
