@@ -28,7 +28,7 @@ public enum ClosureBuilder {
                 path: node.path, installName: node.installName ?? "", identity: identity, plan: analysis.plans[index],
                 dependencies: node.dependencies.map { ClosureDependency(installName: $0.installName, kind: $0.kind, target: $0.target ?? -1) },
                 initializers: analysis.initializers[index], rpaths: node.image.rpaths, absentPaths: node.absentCandidates,
-                rebaseRuns: rebases.bytes, bindRuns: binds.bytes, rebaseCount: rebases.count, bindCount: binds.count))
+                rebaseRuns: rebases.bytes[...], bindRuns: binds.bytes[...], rebaseCount: rebases.count, bindCount: binds.count))
         }
         return LaunchClosure(
             binding: ClosureBinding(request: roots, arch: arch, root: root), contentOnlyIdentity: contentOnlyIdentity,

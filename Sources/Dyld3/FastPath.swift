@@ -82,11 +82,11 @@ public enum FastPath {
     /// any fixup is written: protections, file ranges, writable and executable segments are
     /// the image's, not the closure's.
     static func checkPlans(_ closure: LaunchClosure, closurePath: String, memory: LaunchMemory) throws(ClosureError) {
-        for (index, image) in closure.images.enumerated() {
-            let disagreement = image.planDisagreement(arch: closure.arch) { offset, count in
+        for index in closure.images.indices {
+            let disagreement = closure.images[index].planDisagreement(arch: closure.arch) { offset, count in
                 memory.mappedFileBytes(image: index, vmOffset: offset, count: count)
             }
-            if let disagreement { throw .invalid(path: closurePath, image: image.path, what: disagreement) }
+            if let disagreement { throw .invalid(path: closurePath, image: closure.images[index].path, what: disagreement) }
         }
     }
 }

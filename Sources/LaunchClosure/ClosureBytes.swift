@@ -21,7 +21,7 @@ struct ClosureWriter {
         bytes += value.utf8
     }
 
-    mutating func blob(_ value: [UInt8]) {
+    mutating func blob(_ value: ArraySlice<UInt8>) {
         uleb(value.count)
         bytes += value
     }
@@ -30,16 +30,25 @@ struct ClosureWriter {
 /// Reads the closure body, trusting nothing: every read is bounds-checked, every count is
 /// checked against the bytes left before anything is allocated, and every failure names
 /// the offset in the uncompressed body.
+///
+/// It reads a slice of the body in place: positions are the body's own offsets, and a blob
+/// comes back as a slice sharing the body's storage (decoding copies no fixup runs).
 struct ClosureReader {
-    let bytes: [UInt8]
+    let bytes: ArraySlice<UInt8>
     var position: Int
     let end: Int
     let path: String
 
-    init(_ bytes: [UInt8], path: String, range: Range<Int>? = nil) {
+    /// A reader of all of `bytes`.
+    init(_ bytes: [UInt8], path: String) {
+        self.init(bytes[...], path: path)
+    }
+
+    /// A reader of `bytes`, a slice of the body (offsets stay the body's).
+    init(_ bytes: ArraySlice<UInt8>, path: String) {
         self.bytes = bytes
-        self.position = range?.lowerBound ?? 0
-        self.end = range?.upperBound ?? bytes.count
+        self.position = bytes.startIndex
+        self.end = bytes.endIndex
         self.path = path
     }
 
@@ -99,6 +108,7 @@ struct ClosureReader {
         return Int(value)
     }
 
+    @inline(__always)
     mutating func int(_ what: String) throws(ClosureError) -> Int {
         let start = position
         let value = try uleb()
@@ -120,11 +130,11 @@ struct ClosureReader {
         return String(decoding: bytes[position..<(position + length)], as: UTF8.self)
     }
 
-    /// A length-prefixed blob.
-    mutating func blob() throws(ClosureError) -> [UInt8] {
+    /// A length-prefixed blob: a slice of the body, not a copy.
+    mutating func blob() throws(ClosureError) -> ArraySlice<UInt8> {
         let length = try count(of: "blob byte")
         defer { position += length }
-        return Array(bytes[position..<(position + length)])
+        return bytes[position..<(position + length)]
     }
 
     mutating func raw(_ length: Int) throws(ClosureError) -> [UInt8] {

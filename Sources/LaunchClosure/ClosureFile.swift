@@ -1,5 +1,6 @@
 import Foundation
 import LoaderCore
+import MachOReader
 
 /// The closure file: a 40-byte ``ClosureFileHeader`` and a zstd frame holding the body
 /// (``LaunchClosure``'s encoding).
@@ -27,13 +28,21 @@ public enum ClosureFile {
     /// Checks the signature (with `trustKey`: the file must be signed by it), the header, the
     /// checksum and the frame, then decodes and validates the body.
     public static func decode(_ file: [UInt8], path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
+        try decode(ByteView(file), path: path, trusting: trustKey)
+    }
+
+    /// ``decode(_:path:trusting:)`` of a file's bytes in place: a mapped closure file is
+    /// hashed and decompressed where it lies, never copied (a signature check copies the
+    /// signed bytes for swift-crypto).
+    public static func decode(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
         let header = try ClosureFileHeader(parsing: file, path: path)
         let signed = file.count - header.signatureSize
         if let trustKey {
             guard header.signatureSize > 0 else {
                 throw .untrusted(path: path, what: "is not signed, and --trust accepts only closures signed by its key")
             }
-            guard trustKey.isValidSignature(file[signed...], for: file[..<signed]) else {
+            guard let content = try? file.bytes(0, file.count),
+                  trustKey.isValidSignature(content[signed...], for: content[..<signed]) else {
                 throw .untrusted(path: path, what: "its signature does not verify with the trusted key (signed by another key, or changed since)")
             }
         }
@@ -41,10 +50,10 @@ public enum ClosureFile {
         guard bodySize <= UInt64(maxBodySize) else {
             throw .corrupt(path: path, offset: 24, what: "declared body of \(bodySize) bytes is over the \(maxBodySize)-byte limit")
         }
-        guard frameSize == UInt64(signed - ClosureFileHeader.size) else {
+        guard frameSize == UInt64(signed - ClosureFileHeader.size), let frame = try? file.slice(ClosureFileHeader.size, Int(frameSize)) else {
             throw .corrupt(path: path, offset: 32, what: "frame size \(frameSize) does not match the file (\(signed - ClosureFileHeader.size) bytes)")
         }
-        guard let body = UnsafeCompression.decompress(file[ClosureFileHeader.size..<signed], expectedSize: Int(bodySize)) else {
+        guard let body = UnsafeCompression.decompress(frame, expectedSize: Int(bodySize)) else {
             throw .corrupt(path: path, offset: ClosureFileHeader.size, what: "the zstd frame does not decompress to \(bodySize) bytes")
         }
         let closure = try LaunchClosure(parsingBody: body, path: path)
@@ -58,15 +67,18 @@ public enum ClosureFile {
     /// larger file is refused from its `fstat`, unread.
     public static let maxFileSize = 64 << 20
 
-    /// Reads and decodes the closure at `path`, refusing files others could have written
-    /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``.
+    /// Maps and decodes the closure at `path`, refusing files others could have written
+    /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``. The file is
+    /// mapped, not read: the checksum and the decompression read it in place.
     public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
-        try decode(try readTrusted(path), path: path, trusting: trustKey)
+        let file = try openTrusted(path)
+        guard let bytes = file.mapAll() else { throw .untrusted(path: path, what: "cannot be mapped") }
+        return try decode(bytes, path: path, trusting: trustKey)
     }
 
-    /// The bytes of the closure file at `path`, opened once (no symlink followed), checked
-    /// on that descriptor for ownership and size before a byte is read.
-    static func readTrusted(_ path: String) throws(ClosureError) -> [UInt8] {
+    /// The closure file at `path`, opened once (no symlink followed) and checked on that
+    /// descriptor for ownership and size before a byte is read.
+    static func openTrusted(_ path: String) throws(ClosureError) -> UnsafeFileIO.OpenFile {
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
         case let .success(opened): file = opened
@@ -77,8 +89,7 @@ public enum ClosureFile {
         guard file.status.size <= UInt64(maxFileSize) else {
             throw .corrupt(path: path, offset: 0, what: "\(file.status.size) bytes is over the \(maxFileSize)-byte limit for a closure file")
         }
-        guard let bytes = file.readAll() else { throw .untrusted(path: path, what: "cannot be read") }
-        return bytes
+        return file
     }
 
     /// Why the existing file at `path` would be refused as untrusted, or nil when there is
@@ -155,19 +166,19 @@ public struct ClosureFileHeader: Equatable, Sendable {
     }
 
     /// Reads the header of `file` and checks its magic, checksum, version and flags.
-    public init(parsing file: [UInt8], path: String) throws(ClosureError) {
-        guard file.count >= Self.size else {
+    public init(parsing file: ByteView, path: String) throws(ClosureError) {
+        guard file.count >= Self.size, let fields = try? file.bytes(0, Self.size) else {
             throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes is shorter than the \(Self.size)-byte header")
         }
-        guard Array(file[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a closure (bad magic)") }
-        self.init(fieldsOf: file)
+        guard Array(fields[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a closure (bad magic)") }
+        self.init(fieldsOf: fields)
         guard flags & ~(Self.contentOnlyIdentityFlag | Self.signedFlag) == 0 else {
             throw .corrupt(path: path, offset: 20, what: "unknown header flags 0x\(String(flags, radix: 16))")
         }
         guard file.count - signatureSize >= Self.size else {
             throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes cannot hold the header and a signature")
         }
-        guard UnsafeHash.xxh3(file[16..<(file.count - signatureSize)]) == checksum else {
+        guard let checked = try? file.slice(16, file.count - signatureSize - 16), UnsafeHash.xxh3(checked) == checksum else {
             throw .corrupt(path: path, offset: 8, what: "checksum mismatch")
         }
         guard version == LaunchClosure.formatVersion else {

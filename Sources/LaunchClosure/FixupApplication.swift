@@ -18,34 +18,34 @@ extension LaunchClosure {
     /// A run or target the image does not allow is the closure's fault: `invalid`, naming
     /// `closurePath`.
     public func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
-        let image = images[index]
-        let base = memory.images[index].base
-        let vmSize = image.plan.vmSize
-        func invalid(_ what: String) -> ClosureError { .invalid(path: closurePath, image: image.path, what: what) }
+        let writer = memory.writer(image: index)
+        let base = writer.base
+        let vmSize = images[index].plan.vmSize
+        func invalid(_ what: String) -> ClosureError { .invalid(path: closurePath, image: images[index].path, what: what) }
         do {
-            var rebases = try FixupRunCursor(image.rebaseRuns, path: image.path)
+            var rebases = try FixupRunCursor(images[index].rebaseRuns, path: closurePath)
             var target: UInt64 = 0
             while let run = try rebases.nextRun() {
-                _ = try memory.checkRun(image: index, start: run.start, count: run.count, stride: run.stride)
+                try writer.checkRun(start: run.start, last: run.last)
                 var address = base &+ run.start
                 for _ in 0..<run.count {
                     target = try rebases.nextRebaseTarget(after: target)
                     let offset = target & 0x00ff_ffff_ffff_ffff
                     guard offset < vmSize else { throw invalid("rebase target 0x\(String(offset, radix: 16)) is outside the image") }
-                    memory.storeInCheckedRun((base &+ offset) | (target & 0xff00_0000_0000_0000), at: address)
+                    writer.storeInCheckedRun((base &+ offset) | (target & 0xff00_0000_0000_0000), at: address)
                     address &+= run.stride
                 }
             }
             try rebases.finish()
-            var binds = try FixupRunCursor(image.bindRuns, path: image.path)
+            var binds = try FixupRunCursor(images[index].bindRuns, path: closurePath)
             let targetCount = UInt64(targetValues.count)
             while let run = try binds.nextRun() {
-                _ = try memory.checkRun(image: index, start: run.start, count: run.count, stride: run.stride)
+                try writer.checkRun(start: run.start, last: run.last)
                 var address = base &+ run.start
                 for _ in 0..<run.count {
                     let (targetIndex, addend) = try binds.nextBind()
                     guard targetIndex < targetCount else { throw invalid("bind target index \(targetIndex) is past the table") }
-                    memory.storeInCheckedRun(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), at: address)
+                    writer.storeInCheckedRun(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), at: address)
                     address &+= run.stride
                 }
             }

@@ -114,7 +114,7 @@ public struct FixupRunCursor {
     private var location: UInt64 = 0
 
     /// A cursor over one encoded run stream; reads its run count.
-    public init(_ runs: [UInt8], path: String) throws(ClosureError) {
+    public init(_ runs: ArraySlice<UInt8>, path: String) throws(ClosureError) {
         reader = ClosureReader(runs, path: path)
         runsLeft = try reader.count(of: "run", minimumSize: 3)
     }
@@ -165,7 +165,7 @@ extension LaunchClosure {
 
 extension FixupRuns {
     /// The fixups two run streams hold, rebases then binds, each bind's target looked up in `bindTargets`.
-    static func decode(rebaseRuns: [UInt8], bindRuns: [UInt8], targets bindTargets: [BindTarget], path: String) throws(ClosureError) -> [ResolvedFixup] {
+    static func decode(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, targets bindTargets: [BindTarget], path: String) throws(ClosureError) -> [ResolvedFixup] {
         var fixups: [ResolvedFixup] = []
         var rebases = try FixupRunCursor(rebaseRuns, path: path)
         var target: UInt64 = 0

@@ -99,9 +99,9 @@ extension LaunchClosure {
         let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
         var files: [ImageDescriptor] = []
         files.reserveCapacity(images.count)
-        for image in images {
+        for index in images.indices {
             var hashed = false
-            let opened = image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed)
+            let opened = images[index].openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed)
             if hashed { hashedImages += 1 }
             switch opened {
             case let .success(file): files.append(file)

@@ -70,10 +70,15 @@ public struct LaunchClosure: Equatable, Sendable {
         let imageCount = try r.count(of: "image", minimumSize: ClosureImage.minimumEncodedSize)
         guard rootCount >= 1, rootCount <= imageCount else { throw r.corrupt("root count \(rootCount) with \(imageCount) images") }
         images = []
+        images.reserveCapacity(imageCount)
         for _ in 0..<imageCount { images.append(try ClosureImage(parsing: &r, imageCount: imageCount)) }
         let imageSizes = images.map(\.plan.vmSize)
+        let bindTargetCount = try r.count(of: "bind target")
         bindTargets = []
-        for _ in 0..<(try r.count(of: "bind target")) { bindTargets.append(try BindTarget(parsing: &r, imageSizes: imageSizes)) }
+        // One allocation for a real closure's table (tens of thousands of targets); a
+        // larger claimed count grows as targets actually decode.
+        bindTargets.reserveCapacity(min(bindTargetCount, 1 << 20))
+        for _ in 0..<bindTargetCount { bindTargets.append(try BindTarget(parsing: &r, imageSizes: imageSizes)) }
         initializerOrder = []
         for _ in 0..<(try r.count(of: "initializer order entry")) {
             let index = try r.int("initializer image")

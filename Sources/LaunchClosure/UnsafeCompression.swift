@@ -1,4 +1,5 @@
 import CZstd
+import MachOReader
 
 /// zstd through libzstd: the only place the closure code hands it raw buffers.
 enum UnsafeCompression {
@@ -14,14 +15,19 @@ enum UnsafeCompression {
 
     /// Decompresses one frame that must expand to exactly `expectedSize` bytes; nil if the
     /// frame is damaged or would expand to any other size (a bomb cannot allocate more).
-    static func decompress(_ frame: ArraySlice<UInt8>, expectedSize: Int) -> [UInt8]? {
-        let declared = frame.withUnsafeBytes { ZSTD_getFrameContentSize($0.baseAddress, $0.count) }
-        guard declared == UInt64(expectedSize) else { return nil }
-        var output = [UInt8](repeating: 0, count: expectedSize)
-        let size = output.withUnsafeMutableBytes { out in
-            frame.withUnsafeBytes { ZSTD_decompress(out.baseAddress, out.count, $0.baseAddress, $0.count) }
+    /// The frame is read in place (a mapped closure file is not copied) and the output is
+    /// not zeroed first: zstd writes every byte of it, or the result is refused.
+    static func decompress(_ frame: ByteView, expectedSize: Int) -> [UInt8]? {
+        frame.withUnsafeBytes { frame -> [UInt8]? in
+            guard ZSTD_getFrameContentSize(frame.baseAddress, frame.count) == UInt64(expectedSize) else { return nil }
+            var complete = false
+            let output = [UInt8](unsafeUninitializedCapacity: expectedSize) { out, initialized in
+                let size = ZSTD_decompress(out.baseAddress, out.count, frame.baseAddress, frame.count)
+                complete = ZSTD_isError(size) == 0 && size == expectedSize
+                // zstd wrote `size` bytes; a short or failed frame leaves none counted as initialized.
+                initialized = complete ? expectedSize : 0
+            }
+            return complete ? output : nil
         }
-        guard ZSTD_isError(size) == 0, size == expectedSize else { return nil }
-        return output
     }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import LoaderCore
+import MachOReader
 
 /// The closure code's system calls: opening a file once without following symlinks, the
 /// effective user, and writing a file atomically (temp file in the
@@ -38,6 +39,21 @@ enum UnsafeFileIO {
                 done += got
             }
             return bytes
+        }
+
+        /// The whole file (its `fstat` size, which the caller has bounded) mapped read-only,
+        /// or nil when it cannot be mapped. The mapping outlives the descriptor and is
+        /// unmapped with the last view onto it. A file its owner truncates while it is mapped
+        /// makes a read past the new end fault, as for any mapped file: closures are replaced
+        /// by rename, never rewritten in place (see docs/security.md).
+        func mapAll() -> ByteView? {
+            let size = Int(status.size)
+            guard size > 0 else { return ByteView([]) }
+            let address = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0)
+            guard let address, address != MAP_FAILED else { return nil }
+            return ByteView(ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
+                _ = munmap(UnsafeMutableRawPointer(mutating: start), count)
+            })
         }
 
         deinit { close(fd) }

@@ -1,7 +1,7 @@
 /// Stores fixups into one mapped image, each checked to lie in one of the image's writable
 /// segments: the check ``LaunchMemory/store(_:image:vmOffset:)`` makes, against ranges
 /// taken from the plan once per image instead of the plan's segments on every store. What
-/// the slow path writes through, fixup by fixup.
+/// the slow path writes through, fixup by fixup, and the fast path run by run.
 public struct ImageWriter {
     /// Where the image's preferred base was mapped.
     public let base: UInt64
@@ -27,6 +27,24 @@ public struct ImageWriter {
             return
         }
         throw .mapping(image: path, reason: "fixup at offset 0x\(String(vmOffset, radix: 16)) is outside every writable segment")
+    }
+
+    /// Fails unless a run of `count` 8-byte locations `stride` apart from `start` (offsets
+    /// from the image's base), whose last location the caller computed without overflow as
+    /// `last`, lies inside one writable segment. The fast path's one check per run: stores
+    /// into the run (``storeInCheckedRun(_:at:)``) need no other.
+    @inline(__always)
+    public func checkRun(start: UInt64, last: UInt64) throws(LoadError) {
+        for range in writable where start >= range.start && last - range.start <= range.lastStore {
+            return
+        }
+        throw .mapping(image: path, reason: "fixup run 0x\(String(start, radix: 16))-0x\(String(last &+ 8, radix: 16)) is outside every writable segment")
+    }
+
+    /// Stores a word at `address`, which must lie in a run ``checkRun(start:last:)`` accepted.
+    @inline(__always)
+    public func storeInCheckedRun(_ value: UInt64, at address: UInt64) {
+        UnsafeMemory.store64(value, at: address)
     }
 }
 

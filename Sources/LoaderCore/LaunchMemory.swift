@@ -224,30 +224,3 @@ extension LaunchMemory {
         }
     }
 }
-
-extension LaunchMemory {
-    /// Checks a run of `count` 8-byte locations, `stride` apart from `start` (offsets from
-    /// image `index`'s base), lies inside one writable segment; returns the image's base.
-    /// This is the fast path's one check per run: stores into the run need no other.
-    @inline(__always)
-    public func checkRun(image index: Int, start: UInt64, count: Int, stride: UInt64) throws(LoadError) -> UInt64 {
-        let (span, spanOverflow) = UInt64(count - 1).multipliedReportingOverflow(by: stride)
-        let (last, lastOverflow) = start.addingReportingOverflow(span)
-        guard !spanOverflow, !lastOverflow, count > 0 else {
-            throw .mapping(image: images[index].plan.path, reason: "fixup run at 0x\(String(start, radix: 16)) overflows")
-        }
-        for segment in images[index].plan.segments where segment.isWritable {
-            if start >= segment.vmOffset, segment.vmSize >= 8, last - segment.vmOffset <= segment.vmSize - 8 {
-                return images[index].base
-            }
-        }
-        throw .mapping(image: images[index].plan.path,
-                       reason: "fixup run 0x\(String(start, radix: 16))-0x\(String(last &+ 8, radix: 16)) is outside every writable segment")
-    }
-
-    /// Stores a word at `address`, which must lie in a run ``checkRun(image:start:count:stride:)`` accepted.
-    @inline(__always)
-    public func storeInCheckedRun(_ value: UInt64, at address: UInt64) {
-        UnsafeMemory.store64(value, at: address)
-    }
-}

@@ -1,4 +1,5 @@
 import CXXHash
+import MachOReader
 
 /// xxh3-64 through libxxhash: the only place the loader hands it raw bytes.
 public enum UnsafeHash {
@@ -8,5 +9,10 @@ public enum UnsafeHash {
 
     public static func xxh3(_ bytes: ArraySlice<UInt8>) -> UInt64 {
         bytes.withUnsafeBytes { XXH3_64bits($0.baseAddress, $0.count) }
+    }
+
+    /// The hash of a window's bytes in place (a mapped file is not copied).
+    public static func xxh3(_ view: ByteView) -> UInt64 {
+        view.withUnsafeBytes { XXH3_64bits($0.baseAddress, $0.count) }
     }
 }

@@ -93,3 +93,11 @@ public final class ByteStorage: @unchecked Sendable {
         return try body(UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length))
     }
 }
+
+extension ByteView {
+    /// Calls `body` with the window's bytes in place (for libraries that take a buffer:
+    /// hashing, decompression), without copying them.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try storage.withBytes(base, count, body)
+    }
+}

@@ -178,10 +178,10 @@ extension ClosureTests {
         var miscounted = closure
         miscounted.images[0].rebaseCount += 1
         var outside = closure
-        outside.images[0].rebaseRuns = [1] + LEB128.unsigned(data.vmOffset) + [1, 0] + LEB128.signed(Int64(main.plan.vmSize + 0x10))
+        outside.images[0].rebaseRuns = ([1] + LEB128.unsigned(data.vmOffset) + [1, 0] + LEB128.signed(Int64(main.plan.vmSize + 0x10)))[...]
         outside.images[0].rebaseCount = 1
         var straddling = closure
-        straddling.images[0].rebaseRuns = [1] + LEB128.unsigned(data.vmOffset + data.vmSize - 4) + [1, 0] + LEB128.signed(0x10)
+        straddling.images[0].rebaseRuns = ([1] + LEB128.unsigned(data.vmOffset + data.vmSize - 4) + [1, 0] + LEB128.signed(0x10))[...]
         straddling.images[0].rebaseCount = 1
         var missingRegular = closure
         missingRegular.images[0].dependencies[0].target = -1
@@ -191,7 +191,7 @@ extension ClosureTests {
         var twice = closure
         twice.initializerOrder.append(twice.initializerOrder[0])
         var undecodable = closure
-        undecodable.images[0].bindRuns = [1, 0, 1, 0] + LEB128.unsigned(UInt64(closure.bindTargets.count)) + [0]
+        undecodable.images[0].bindRuns = ([1, 0, 1, 0] + LEB128.unsigned(UInt64(closure.bindTargets.count)) + [0])[...]
 
         let cases: [(String, LaunchClosure, String)] = [
             ("no writable segment", readOnly, "is not 8 bytes inside a writable segment"),

@@ -285,8 +285,8 @@ import Testing
         defer { memory.release() }
         let index = 0
         let (bytes, binds) = try Self.runs(forgery, image: index, closure: closure, memory: memory)
-        closure.images[index].rebaseRuns = binds ? [0] : bytes
-        closure.images[index].bindRuns = binds ? bytes : [0]
+        closure.images[index].rebaseRuns = binds ? [0] : bytes[...]
+        closure.images[index].bindRuns = binds ? bytes[...] : [0]
         // The file is accepted (runs are checked as they are applied) ...
         let decoded = try ClosureFile.decode(ClosureFile.encode(closure), path: "forged")
         #expect(decoded == closure)
@@ -311,8 +311,8 @@ import Testing
         let (bytes, binds) = try Self.runs(forgery, image: 0, closure: closure, memory: layout)
         layout.release()
         #expect(try !ProcessMaps.anyMapping(in: region))
-        closure.images[0].rebaseRuns = binds ? [0] : bytes
-        closure.images[0].bindRuns = binds ? bytes : [0]
+        closure.images[0].rebaseRuns = binds ? [0] : bytes[...]
+        closure.images[0].bindRuns = binds ? bytes[...] : [0]
         let cache = try Scratch.directory("tamper-fast")
         defer { Scratch.remove(cache) }
         let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)

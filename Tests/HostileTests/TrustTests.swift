@@ -51,7 +51,7 @@ import Testing
             var index = Dictionary(uniqueKeysWithValues: targets.enumerated().map { ($1, $0) })
             let runs = FixupRuns.encodeBinds([planted], plan: plan, targets: &targets, targetIndex: &index)
             closure.bindTargets = targets
-            closure.images[main].bindRuns = runs.bytes
+            closure.images[main].bindRuns = runs.bytes[...]
             closure.images[main].bindCount = runs.count
         }
         return closure
@@ -175,8 +175,8 @@ import Testing
         let image = try #require(closure.images.indices.first { closure.images[$0].bindCount > 0 })
         let writable = try #require(closure.images[image].plan.segments.first { $0.isWritable })
         // One bind whose target index is past the table.
-        closure.images[image].bindRuns = LEB128.unsigned(1) + LEB128.unsigned(writable.vmOffset) + LEB128.unsigned(1) + LEB128.unsigned(0)
-            + LEB128.unsigned(UInt64(closure.bindTargets.count)) + LEB128.signed(0)
+        closure.images[image].bindRuns = (LEB128.unsigned(1) + LEB128.unsigned(writable.vmOffset) + LEB128.unsigned(1) + LEB128.unsigned(0)
+            + LEB128.unsigned(UInt64(closure.bindTargets.count)) + LEB128.signed(0))[...]
         closure.images[image].bindCount = 1
         let cache = try Scratch.directory("trust-badrun")
         defer { Scratch.remove(cache) }

@@ -26,8 +26,8 @@ public struct ClosureMutator {
         switch random.below(16) {
         case 0, 1, 2:
             let runs = random.below(2) == 0 ? \ClosureImage.rebaseRuns : \ClosureImage.bindRuns
-            guard let mutated = mutateLEBToken(closure.images[image][keyPath: runs]) else { return false }
-            closure.images[image][keyPath: runs] = mutated
+            guard let mutated = mutateLEBToken(Array(closure.images[image][keyPath: runs])) else { return false }
+            closure.images[image][keyPath: runs] = mutated[...]
         case 3:
             if random.below(2) == 0 {
                 closure.images[image].rebaseCount = Int(truncatingIfNeeded: nearby(UInt64(closure.images[image].rebaseCount)) & 0xffff_ffff)

@@ -22,15 +22,15 @@ public struct ClosureImage: Equatable, Sendable {
     /// of a missing weak dylib's candidates): a file appearing at one would now be loaded
     /// instead, so the closure is stale while any of them exists.
     public var absentPaths: [String]
-    /// Encoded rebase runs and bind runs.
-    public var rebaseRuns: [UInt8]
-    public var bindRuns: [UInt8]
+    /// Encoded rebase runs and bind runs (decoded closures: slices of the body, not copies).
+    public var rebaseRuns: ArraySlice<UInt8>
+    public var bindRuns: ArraySlice<UInt8>
     public var rebaseCount: Int
     public var bindCount: Int
 
     public init(path: String, installName: String, identity: ImageIdentity, plan: ImagePlan, dependencies: [ClosureDependency],
                 initializers: [UInt64], rpaths: [String], absentPaths: [String],
-                rebaseRuns: [UInt8], bindRuns: [UInt8], rebaseCount: Int, bindCount: Int) {
+                rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, rebaseCount: Int, bindCount: Int) {
         self.path = path
         self.installName = installName
         self.identity = identity
