@@ -36,7 +36,6 @@ struct ClosureWriter {
 struct ClosureReader {
     let bytes: ArraySlice<UInt8>
     var position: Int
-    let end: Int
     let path: String
 
     /// A reader of all of `bytes`.
@@ -48,9 +47,12 @@ struct ClosureReader {
     init(_ bytes: ArraySlice<UInt8>, path: String) {
         self.bytes = bytes
         self.position = bytes.startIndex
-        self.end = bytes.endIndex
         self.path = path
     }
+
+    /// The end of the slice read (its own `endIndex`, so a read's check and the slice's
+    /// subscript check are one comparison).
+    var end: Int { bytes.endIndex }
 
     var atEnd: Bool { position >= end }
 

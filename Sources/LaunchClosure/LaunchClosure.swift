@@ -73,12 +73,7 @@ public struct LaunchClosure: Equatable, Sendable {
         images.reserveCapacity(imageCount)
         for _ in 0..<imageCount { images.append(try ClosureImage(parsing: &r, imageCount: imageCount)) }
         let imageSizes = images.map(\.plan.vmSize)
-        let bindTargetCount = try r.count(of: "bind target")
-        bindTargets = []
-        // One allocation for a real closure's table (tens of thousands of targets); a
-        // larger claimed count grows as targets actually decode.
-        bindTargets.reserveCapacity(min(bindTargetCount, 1 << 20))
-        for _ in 0..<bindTargetCount { bindTargets.append(try BindTarget(parsing: &r, imageSizes: imageSizes)) }
+        bindTargets = try BindTarget.parseTable(count: try r.count(of: "bind target"), from: &r, imageSizes: imageSizes)
         initializerOrder = []
         for _ in 0..<(try r.count(of: "initializer order entry")) {
             let index = try r.int("initializer image")

@@ -4,7 +4,19 @@ import LoaderCore
 ///
 /// Encoding: kind byte, then 0 `image` ULEB `offset` ULEB | 1 `value` ULEB | 2 (missing weak import).
 extension BindTarget {
+    /// Reads a table of `count` targets in one loop (the table has tens of thousands: the
+    /// loop takes `imageSizes` once, not once per target).
+    static func parseTable(count: Int, from r: inout ClosureReader, imageSizes: [UInt64]) throws(ClosureError) -> [BindTarget] {
+        var targets: [BindTarget] = []
+        // One allocation for a real closure's table; a larger claimed count grows as
+        // targets actually decode.
+        targets.reserveCapacity(min(count, 1 << 20))
+        for _ in 0..<count { targets.append(try BindTarget(parsing: &r, imageSizes: imageSizes)) }
+        return targets
+    }
+
     /// Reads one target; an image target must lie inside one of `images`' address ranges.
+    @inline(__always)
     init(parsing r: inout ClosureReader, imageSizes: [UInt64]) throws(ClosureError) {
         let start = r.position
         switch try r.u8() {
