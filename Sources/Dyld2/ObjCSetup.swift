@@ -37,6 +37,15 @@ public struct ObjCSetup: Sendable {
     /// A bound on superclass chains (longer is a cycle or corrupt metadata).
     static let maxSuperclassDepth = 4096
 
+    /// Whether the graph needs the step at all: it holds our runtime and some image has
+    /// `__objc_imageinfo` (or a malformed one, which ``compute(images:paths:initializerOrder:memory:)`` reports).
+    public static func isNeeded(images: [MachOImage]) -> Bool {
+        images.contains { ObjCSections.runtimeTables(in: $0) != nil }
+            && images.contains { image in
+                do { return try ObjCSections(image: image) != nil } catch { return true }
+            }
+    }
+
     public static func compute(images: [MachOImage], paths: [String], initializerOrder: [Int], memory: LaunchMemory) throws(LoadError) -> ObjCSetup? {
         var sections: [ObjCSections?] = []
         var runtime: (image: Int, tables: ObjCSections.Range)?
