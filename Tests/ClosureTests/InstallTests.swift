@@ -7,7 +7,7 @@ import Testing
 
 extension ClosureTests {
     @Test func fixturesAreBuilt() throws {
-        #expect(try FixtureApp.all().count == 52)
+        #expect(try FixtureApp.all().count == 56)
         #expect(Self.launchable.count == 44)
         #expect(Self.failing.count == 8)
     }
