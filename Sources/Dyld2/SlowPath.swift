@@ -44,12 +44,13 @@ public enum SlowPath {
         report.rebases = resolver.rebases
         report.binds = resolver.binds
         report.symbolLookups = resolver.symbolLookups
-        _ = clock.lap()
         let initializerOrder = InitializerOrder.compute(graph)
         let objc = try ObjCSetup.compute(
             images: graph.nodes.map(\.image), paths: report.images, initializerOrder: initializerOrder, memory: memory)
-        if let objc { try objc.store(into: memory) }
-        report.timings[.objc] = clock.lap()
+        if let objc {
+            try objc.store(into: memory)
+            report.timings[.objc] = clock.lap()
+        }
         report.digest = try clock.excluding { memory.writableDigest() }
         try memory.applyProtections()
 

@@ -60,10 +60,12 @@ public enum FastPath {
                 try closure.applyFixups(ofImage: index, memory: memory, targetValues: values, closurePath: closurePath)
             }
             report.timings[.bind] = clock.lap()
-            for index in closure.objc.bindRuns.indices {
-                try closure.applyObjCWrites(ofImage: index, memory: memory, targetValues: values, closurePath: closurePath)
+            if !closure.objc.bindRuns.isEmpty {
+                for index in closure.objc.bindRuns.indices {
+                    try closure.applyObjCWrites(ofImage: index, memory: memory, targetValues: values, closurePath: closurePath)
+                }
+                report.timings[.objc] = clock.lap()
             }
-            report.timings[.objc] = clock.lap()
         } catch {
             memory.release()
             throw error
