@@ -22,6 +22,9 @@ import subprocess
 REPO = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 LIBSYSTEM_DIR = os.path.join(REPO, "Fixtures", "libSystem")
 LIBSYSTEM_INSTALL_NAME = "/usr/lib/libSystem.B.dylib"
+# Our Objective-C runtime (Fixtures/libSystem/objc), linked by every image with .m sources.
+LIBOBJC_INSTALL_NAME = "/usr/lib/libobjc.A.dylib"
+LIBOBJC_SOURCES = {"x86_64": ["runtime.c", "msgSend-x86_64.s"], "arm64": ["runtime.c"]}
 
 CLANG = os.environ.get("FIXTURE_CLANG", "/opt/swift/usr/bin/clang")
 LD64 = "/usr/lib/llvm-19/bin/ld64.lld"
@@ -77,7 +80,7 @@ class Image:
         where = "%s: images[%d]" % (app.name, index)
         unknown = set(raw) - {
             "name", "kind", "path", "installName", "sources", "defines", "linkDefines",
-            "copies", "links", "rpaths", "flatNamespace", "undefinedDynamicLookup", "ship",
+            "copies", "links", "rpaths", "flatNamespace", "undefinedDynamicLookup", "ship", "twinSources",
         }
         if unknown:
             raise FixtureError("%s: unknown keys %s" % (where, sorted(unknown)))
@@ -93,6 +96,10 @@ class Image:
         if self.kind in ("framework", "dylib") and not self.install_name:
             raise FixtureError("%s: a %s needs an installName" % (where, self.kind))
         self.sources = list(raw["sources"])
+        # The ELF twin's own sources (an Objective-C image's plain-C twin); default: the same sources.
+        self.twin_sources = list(raw.get("twinSources", self.sources))
+        if any(s.endswith(".m") for s in self.twin_sources):
+            raise FixtureError("%s: the ELF twin cannot build Objective-C; give twinSources in C" % where)
         self.defines = tuple(raw.get("defines", []))
         self.link_defines = tuple(raw["linkDefines"]) if "linkDefines" in raw else None
         self.copies = [Copy(self.path, self.defines)] + [
@@ -115,6 +122,11 @@ class Image:
         self.flat_namespace = bool(raw.get("flatNamespace", False))
         self.dynamic_lookup = bool(raw.get("undefinedDynamicLookup", False))
         self.ship = bool(raw.get("ship", True))
+
+    @property
+    def uses_objc(self):
+        """Whether the Mach-O image links our libobjc.A.dylib (it has Objective-C sources)."""
+        return any(s.endswith(".m") for s in self.sources)
 
     @property
     def has_link_stub(self):
@@ -255,6 +267,9 @@ class Layout:
     def libsystem(self):
         return os.path.join(self.root, LIBSYSTEM_INSTALL_NAME.lstrip("/"))
 
+    def libobjc(self):
+        return os.path.join(self.root, LIBOBJC_INSTALL_NAME.lstrip("/"))
+
     def objects_dir(self, app, image, variant):
         return os.path.join(self.obj, self.arch, app.name, "%s.%s" % (image.name, variant))
 
@@ -313,7 +328,7 @@ class AppBuild:
         variant = variant_key(defines)
         outdir = self.layout.objects_dir(self.app, image, variant)
         jobs, files = [], []
-        for src in image.sources:
+        for src in (image.twin_sources if arch == ELF else image.sources):
             src_path = os.path.join(self.app.source_dir, src)
             obj = os.path.join(outdir, os.path.splitext(src)[0] + ".o")
             argv = compile_flags(arch) + ["-DFIXTURE_IMAGE_ID=%d" % image.id]
@@ -414,6 +429,8 @@ class AppBuild:
         argv += [os.path.relpath(f, os.path.dirname(out)) for f in obj_files]
         argv += self.search_paths(image) if not provisional else []
         argv += [self.layout.libsystem()]
+        if image.uses_objc:
+            argv += [self.layout.libobjc()]
         for link, file in dep_files:
             flag = {"regular": [], "upward": [], "weak": ["-weak_library"], "reexport": ["-reexport_library"]}[link.kind]
             argv += flag + [file]
@@ -834,6 +851,32 @@ def read_definitions(files):
 
 
 def add_libsystem(graph, layout):
+    """Builds the root's libSystem.B.dylib and, for Mach-O, libobjc.A.dylib; returns a job
+    that is done when both are."""
+    libsystem = _add_libsystem_only(graph, layout)
+    if layout.arch == ELF:
+        return libsystem
+    return graph.add("system:%s" % layout.root, [libsystem, _add_libobjc(graph, layout)])
+
+
+def _add_libobjc(graph, layout):
+    objdir = os.path.join(layout.obj, layout.arch, "libobjc")
+    ensure_dir(objdir)
+    jobs, objs = [], []
+    for src in LIBOBJC_SOURCES[layout.arch]:
+        obj = os.path.join(objdir, os.path.splitext(src)[0] + ".o")
+        jobs.append(graph.add("cc:%s" % obj, argv=compile_flags(layout.arch) + [
+            "-c", os.path.join(LIBSYSTEM_DIR, "objc", src), "-o", obj]))
+        objs.append(obj)
+    out = layout.libobjc()
+    ensure_dir(os.path.dirname(out))
+    argv = [LD64, "-arch", layout.arch, "-platform_version"] + MACHO_PLATFORM[layout.arch] + [
+        STYLE_FLAG[layout.style]] + SIGN_FLAG[layout.arch] + ["-dylib", "-install_name", LIBOBJC_INSTALL_NAME] + [
+        os.path.relpath(o, os.path.dirname(out)) for o in objs] + [layout.libsystem(), "-o", os.path.basename(out)]
+    return graph.add("ld:%s" % out, jobs + ["ld:%s" % layout.libsystem()], argv=argv, cwd=os.path.dirname(out))
+
+
+def _add_libsystem_only(graph, layout):
     objdir = os.path.join(layout.obj, layout.arch, "libSystem")
     ensure_dir(objdir)
     obj = os.path.join(objdir, "libSystem.o")
@@ -955,6 +998,8 @@ def verify_app(layout, app):
             if winners.get(symbol) != image:
                 failures.append("%s: the coalescing model binds %s to %s, manifest says %s" % (
                     where, symbol, winners.get(symbol), image))
+    if "initLog" in expect and twin.get("initIds") != expect["initLog"]:
+        failures.append("%s: ELF twin's init log %s, manifest says %s" % (where, twin.get("initIds"), expect["initLog"]))
     if "initOrder" in expect:
         names = {img.id: img.name for img in app.images}
         twin_order = [names.get(i, "?%d" % i) for i in twin.get("initIds", [])]

@@ -15,6 +15,15 @@ public enum ClosureBuilder {
             runs.append((FixupRuns.encodeRebases(fixups, plan: plan),
                          FixupRuns.encodeBinds(fixups, plan: plan, targets: &targets, targetIndex: &targetIndex)))
         }
+        var objc = ClosureObjC.none
+        if let setup = analysis.objc {
+            objc.loads = setup.loads
+            for (index, writes) in setup.writes.enumerated() {
+                let encoded = FixupRuns.encodeBinds(writes, plan: analysis.plans[index], targets: &targets, targetIndex: &targetIndex)
+                objc.bindRuns.append(encoded.count == 0 ? [] : encoded.bytes)
+                objc.bindCounts.append(encoded.count)
+            }
+        }
         var images: [ClosureImage] = []
         for (index, node) in analysis.graph.nodes.enumerated() {
             let identity: ImageIdentity
@@ -34,6 +43,7 @@ public enum ClosureBuilder {
             binding: ClosureBinding(request: roots, arch: arch, root: root), contentOnlyIdentity: contentOnlyIdentity,
             images: images, rootCount: analysis.graph.rootCount, bindTargets: targets,
             initializerOrder: analysis.initializerOrder, entryOffset: analysis.entryOffset,
-            missingWeakDylibs: analysis.graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) })
+            missingWeakDylibs: analysis.graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) },
+            objc: objc)
     }
 }

@@ -17,6 +17,9 @@ public struct LaunchAnalysis: Sendable {
     /// The main image's entry point (offset from its base), if it has LC_MAIN.
     public let entryOffset: UInt64?
     public let symbolLookups: Int
+    /// The Objective-C step's writes and `+load` calls, worked out on a mapped, fixed-up
+    /// copy of the launch (nil when the app needs no such step).
+    public let objc: ObjCSetup?
 
     /// Analyses the launch of `roots`; `consume` receives each image's plan and fixups
     /// (rebases first, then binds, as resolved), in load order.
@@ -31,6 +34,9 @@ public struct LaunchAnalysis: Sendable {
         }
         self.plans = plans
         var resolver = try FixupResolver(graph: graph, plans: plans)
+        // The Objective-C step reads fixed-up memory: map the images once, write their fixups too.
+        let memory = ObjCSetup.isNeeded(images: graph.nodes.map(\.image)) ? try LaunchMemory(plans: plans, firstSlide: nil) : nil
+        defer { memory?.release() }
         var initializers: [[UInt64]] = []
         for index in graph.nodes.indices {
             var imageFixups: [ResolvedFixup] = []
@@ -40,10 +46,20 @@ public struct LaunchAnalysis: Sendable {
                 guard case let .rebase(targetOffset, _) = imageFixups.last(where: { $0.vmOffset == slot })?.kind else { return nil }
                 return targetOffset
             })
+            if let memory {
+                let writer = memory.writer(image: index)
+                let bases = memory.images.map(\.base)
+                for fixup in imageFixups { try writer.store(fixup.value(imageBase: bases[index], imageBases: bases), vmOffset: fixup.vmOffset) }
+            }
             try consume(plans[index], imageFixups)
         }
         symbolLookups = resolver.symbolLookups
-        initializerOrder = InitializerOrder.compute(graph)
+        let order = InitializerOrder.compute(graph)
+        initializerOrder = order
+        let nodes = graph.nodes
+        objc = try memory.flatMap { (memory) throws(LoadError) in
+            try ObjCSetup.compute(images: nodes.map(\.image), paths: nodes.map(\.path), initializerOrder: order, memory: memory)
+        }
         self.initializers = initializers
         entryOffset = graph.nodes[graph.rootCount - 1].image.entryPoint?.entryOffset
     }

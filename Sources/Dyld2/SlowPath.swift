@@ -44,6 +44,13 @@ public enum SlowPath {
         report.rebases = resolver.rebases
         report.binds = resolver.binds
         report.symbolLookups = resolver.symbolLookups
+        let initializerOrder = InitializerOrder.compute(graph)
+        let objc = try ObjCSetup.compute(
+            images: graph.nodes.map(\.image), paths: report.images, initializerOrder: initializerOrder, memory: memory)
+        if let objc {
+            try objc.store(into: memory)
+            report.timings[.objc] = clock.lap()
+        }
         report.digest = try clock.excluding { memory.writableDigest() }
         try memory.applyProtections()
 
@@ -53,9 +60,9 @@ public enum SlowPath {
         }
         let mainImage = graph.rootCount - 1
         try LaunchSequence.runInitializersThenMain(
-            order: InitializerOrder.compute(graph), initializers: initializers, mainImage: mainImage,
+            order: initializerOrder, initializers: initializers, mainImage: mainImage,
             entryOffset: graph.nodes[mainImage].image.entryPoint?.entryOffset, paths: report.images, arch: options.arch,
-            run: options.run, memory: memory, report: &report, clock: &clock)
+            run: options.run, memory: memory, objcLoads: objc?.loads ?? [], report: &report, clock: &clock)
         report.timings[.total] = clock.total()
         return Launch(memory: memory, report: report, fixups: options.recordFixups ? recorded : nil)
     }

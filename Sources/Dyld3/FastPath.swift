@@ -59,11 +59,17 @@ public enum FastPath {
             for index in closure.images.indices {
                 try closure.applyFixups(ofImage: index, memory: memory, targetValues: values, closurePath: closurePath)
             }
+            report.timings[.bind] = clock.lap()
+            if !closure.objc.bindRuns.isEmpty {
+                for index in closure.objc.bindRuns.indices {
+                    try closure.applyObjCWrites(ofImage: index, memory: memory, targetValues: values, closurePath: closurePath)
+                }
+                report.timings[.objc] = clock.lap()
+            }
         } catch {
             memory.release()
             throw error
         }
-        report.timings[.bind] = clock.lap()
         report.rebases = closure.totalRebases
         report.binds = closure.totalBinds
         report.digest = try clock.excluding { memory.writableDigest() }
@@ -73,7 +79,7 @@ public enum FastPath {
         try LaunchSequence.runInitializersThenMain(
             order: closure.initializerOrder, initializers: closure.images.map(\.initializers), mainImage: mainImage,
             entryOffset: closure.entryOffset, paths: report.images, arch: closure.arch, run: request.run, memory: memory,
-            report: &report, clock: &clock)
+            objcLoads: closure.objc.loads, report: &report, clock: &clock)
         report.timings[.total] = clock.total()
         return Launch(memory: memory, report: report, fixups: nil)
     }

@@ -6,11 +6,12 @@ import LoaderCore
 /// The body (what the zstd frame of a closure file holds, docs/closure-format.md):
 /// ``ClosureBinding``, content-only byte, `rootCount` ULEB, image count +
 /// ``ClosureImage``s, bind-target count + ``BindTarget``s, initializer-order count + ULEB
-/// image indices, entry flag byte (+ ULEB offset), missing-dylib count + ``ClosureMissingDylib``s.
+/// image indices, entry flag byte (+ ULEB offset), missing-dylib count + ``ClosureMissingDylib``s,
+/// ``ClosureObjC``.
 /// Each record reads and writes itself; this type only strings them together.
 public struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
-    public static let formatVersion: UInt32 = 3
+    public static let formatVersion: UInt32 = 4
     /// Who built it.
     public static let builderIdentity = "dyld3-swift closure builder 1"
 
@@ -43,9 +44,12 @@ public struct LaunchClosure: Equatable, Sendable {
     public var entryOffset: UInt64?
     /// Weak-linked dylibs that were missing at install time, and who needed them.
     public var missingWeakDylibs: [ClosureMissingDylib]
+    /// The Objective-C step's writes and `+load` calls (``ClosureObjC/none`` without one).
+    public var objc: ClosureObjC
 
     public init(binding: ClosureBinding, contentOnlyIdentity: Bool, images: [ClosureImage], rootCount: Int,
-                bindTargets: [BindTarget], initializerOrder: [Int], entryOffset: UInt64?, missingWeakDylibs: [ClosureMissingDylib]) {
+                bindTargets: [BindTarget], initializerOrder: [Int], entryOffset: UInt64?, missingWeakDylibs: [ClosureMissingDylib],
+                objc: ClosureObjC = .none) {
         self.binding = binding
         self.contentOnlyIdentity = contentOnlyIdentity
         self.images = images
@@ -54,6 +58,7 @@ public struct LaunchClosure: Equatable, Sendable {
         self.initializerOrder = initializerOrder
         self.entryOffset = entryOffset
         self.missingWeakDylibs = missingWeakDylibs
+        self.objc = objc
     }
 
     public var totalRebases: Int { images.reduce(0) { $0 + $1.rebaseCount } }
@@ -90,6 +95,7 @@ public struct LaunchClosure: Equatable, Sendable {
         for _ in 0..<(try r.count(of: "missing weak dylib", minimumSize: ClosureMissingDylib.minimumEncodedSize)) {
             missingWeakDylibs.append(try ClosureMissingDylib(parsing: &r))
         }
+        objc = try ClosureObjC(parsing: &r, images: images)
         guard r.atEnd else { throw r.corrupt("bytes after the closure body") }
     }
 
@@ -108,6 +114,7 @@ public struct LaunchClosure: Equatable, Sendable {
         if let entryOffset { w.u8(1); w.uleb(entryOffset) } else { w.u8(0) }
         w.uleb(missingWeakDylibs.count)
         for missing in missingWeakDylibs { missing.encode(into: &w) }
+        objc.encode(into: &w)
         return w.bytes
     }
 }

@@ -16,17 +16,24 @@ public enum CodeRunner {
     public struct Function: Sendable {
         public let image: Int
         public let address: UInt64
-        public init(image: Int, address: UInt64) {
+        /// For a `+load` method: its class and selector arguments; nil for an initializer.
+        public let loadArguments: (cls: UInt64, selector: UInt64)?
+        public init(image: Int, address: UInt64, loadArguments: (cls: UInt64, selector: UInt64)? = nil) {
             self.image = image
             self.address = address
+            self.loadArguments = loadArguments
         }
     }
 
-    /// Calls each initializer in order.
+    /// Calls each initializer (or `+load` method) in order.
     public static func runInitializers(_ functions: [Function], in memory: LaunchMemory) throws(LoadError) {
         for function in functions {
             try check(function, memory)
-            UnsafeCall.initializer(at: function.address)
+            if let arguments = function.loadArguments {
+                UnsafeCall.loadMethod(at: function.address, cls: arguments.cls, selector: arguments.selector)
+            } else {
+                UnsafeCall.initializer(at: function.address)
+            }
         }
     }
 

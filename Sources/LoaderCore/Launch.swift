@@ -46,11 +46,22 @@ public enum LaunchSequence {
     public static func runInitializersThenMain(
         order: [Int], initializers: [[UInt64]], mainImage: Int, entryOffset: UInt64?,
         paths: [String], arch: String, run: Bool, memory: LaunchMemory,
+        objcLoads: [ObjCLoadCall] = [],
         report: inout LaunchReport, clock: inout PhaseClock
     ) throws(LoadError) {
         var functions: [CodeRunner.Function] = []
         report.initializers = []
-        for index in order where !initializers[index].isEmpty {
+        // `+load` methods run just before their image's initializers (dyld's notifyObjCInit, then the initializers).
+        var loadsByImage: [[ObjCLoadCall]] = Array(repeating: [], count: initializers.count)
+        for call in objcLoads where call.image < loadsByImage.count { loadsByImage[call.image].append(call) }
+        for index in order {
+            for call in loadsByImage[index] {
+                let bases = (memory.images[call.method.image].base, memory.images[call.cls.image].base, memory.images[call.selector.image].base)
+                functions.append(CodeRunner.Function(
+                    image: call.method.image, address: bases.0 &+ call.method.offset,
+                    loadArguments: (bases.1 &+ call.cls.offset, bases.2 &+ call.selector.offset)))
+            }
+            guard !initializers[index].isEmpty else { continue }
             let base = memory.images[index].base
             functions += initializers[index].map { CodeRunner.Function(image: index, address: base &+ $0) }
             report.initializers.append(paths[index])

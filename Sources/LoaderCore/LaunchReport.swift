@@ -3,7 +3,7 @@
 public struct LaunchReport: Sendable {
     /// The phases of a launch, in order.
     public enum Phase: String, CaseIterable, Sendable {
-        case closure, pathResolution = "path_resolution", parsing, mapping, rebase, bind
+        case closure, pathResolution = "path_resolution", parsing, mapping, rebase, bind, objc
         case initializers, main, total
     }
 

@@ -7,6 +7,12 @@ enum UnsafeCall {
         function()
     }
 
+    /// Calls a `+load` method, `void f(Class cls, SEL selector)`.
+    static func loadMethod(at address: UInt64, cls: UInt64, selector: UInt64) {
+        let function = unsafeBitCast(UInt(address), to: (@convention(c) (UInt, UInt) -> Void).self)
+        function(UInt(cls), UInt(selector))
+    }
+
     /// Calls `int main(void)` at `address` and returns its result.
     static func main(at address: UInt64) -> Int32 {
         let function = unsafeBitCast(UInt(address), to: (@convention(c) () -> Int32).self)

@@ -60,7 +60,9 @@ struct LaunchStatistics {
         case .mapping: dyld3 ? "reserve the region, map every segment, check each image's plan" : "reserve the region, map every segment"
         case .rebase: "walk the rebase opcodes or chains and slide pointers"
         case .bind: dyld3 ? "write every rebase and bind from the closure" : "write every bind, each symbol looked up by name"
-        case .initializers: "run the initializers"
+        case .objc: dyld3 ? "write the Objective-C selector rewrites and runtime tables from the closure"
+            : "unique selectors, build the Objective-C class and category tables, find the +load methods"
+        case .initializers: "run the +load methods and the initializers"
         case .main, .total: ""
         }
     }

@@ -7,8 +7,8 @@ import Testing
 
 extension ClosureTests {
     @Test func fixturesAreBuilt() throws {
-        #expect(try FixtureApp.all().count == 52)
-        #expect(Self.launchable.count == 44)
+        #expect(try FixtureApp.all().count == 56)
+        #expect(Self.launchable.count == 48)
         #expect(Self.failing.count == 8)
     }
 

@@ -10,7 +10,7 @@ import Testing
     static let apps = (try? FixtureApp.all()) ?? []
 
     @Test func fixturesAreBuilt() throws {
-        #expect(try FixtureApp.all().count == 52)
+        #expect(try FixtureApp.all().count == 56)
     }
 
     @Test(arguments: apps)

@@ -1,0 +1,31 @@
+/* Twin of extras.m. */
+#include "twin.h"
+
+static int dup_tag(const void *r) { (void)r; return 9; }
+static int extras_cat_kind(const void *r) { (void)r; return 3; }
+static int extras_sq_sides(const void *r) { (void)r; return 30; }
+
+static const struct twin_method none[] = {{0, 0}};
+static const struct twin_method dup_class_methods[] = {{"tag", dup_tag}, {0, 0}};
+static const struct twin_method extras_cat_class_methods[] = {{"kind", extras_cat_kind}, {0, 0}};
+static const struct twin_method extras_sq_class_methods[] = {{"sides", extras_sq_sides}, {0, 0}};
+
+static const struct twin_class extras_Dup = {"Dup", &twin_Obj, dup_class_methods, none};
+const struct twin_class *const twin_classes_extras[] = {&extras_Dup, 0};
+
+static const struct twin_category extras_cat = {&twin_Shape, extras_cat_class_methods, none};
+static const struct twin_category extras_sq = {&twin_Square, extras_sq_class_methods, none};
+const struct twin_category *const twin_categories_extras[] = {&extras_cat, &extras_sq, 0};
+
+int extras_dup_tag(void) { return twin_send_class(&extras_Dup, "tag"); }
+
+int extras_sides_sum(void) {
+    return twin_send_class(&twin_Square, "sides") * 1000 + twin_send_class(&twin_Hexagon, "sides") * 10
+        + twin_send_class(&twin_Shape, "kind");
+}
+
+__attribute__((constructor)) static void extras_init(void) {
+    fixture_record_init(31); /* +[Dup load] */
+    fixture_record_init(32); /* +[Shape(ExtrasCat) load] */
+    fixture_record_init(FIXTURE_IMAGE_ID);
+}

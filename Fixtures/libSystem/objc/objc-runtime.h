@@ -1,0 +1,82 @@
+/*
+ * The fixtures' Objective-C runtime (libobjc.A.dylib): the structures clang emits
+ * (objc4's class_t, class_ro_t, method_list_t, category_t, 64-bit layouts) and the
+ * tables the loader fills in (docs/objc.md). Freestanding: no libc, no syscalls.
+ */
+#ifndef FIXTURE_OBJC_RUNTIME_H
+#define FIXTURE_OBJC_RUNTIME_H
+
+typedef struct fixture_objc_class *Class;
+typedef struct fixture_objc_object { Class isa; } *id;
+typedef const char *SEL;
+typedef long (*IMP)(id, SEL, ...);
+
+/* class_t: what __objc_classlist points at (the metaclass has the same layout). */
+struct fixture_objc_class {
+    Class isa;
+    Class superclass;
+    void *cache;
+    void *vtable;
+    unsigned long data; /* class_ro_t *, low bits are flags (FAST_DATA_MASK) */
+};
+
+#define FIXTURE_OBJC_FAST_DATA_MASK 0x00007ffffffffff8UL
+#define FIXTURE_OBJC_RO_META 0x1u
+
+/* class_ro_t (64-bit). */
+struct fixture_objc_class_ro {
+    unsigned flags, instance_start, instance_size, reserved;
+    const unsigned char *ivar_layout;
+    const char *name;
+    const struct fixture_objc_method_list *base_methods;
+    const void *base_protocols, *ivars, *weak_ivar_layout, *base_properties;
+};
+
+/* method_list_t: entsize (low 16 bits minus the flag bits) and count, then the entries. */
+struct fixture_objc_method_list {
+    unsigned entsize_and_flags;
+    unsigned count;
+};
+#define FIXTURE_OBJC_METHOD_LIST_RELATIVE 0x80000000u
+#define FIXTURE_OBJC_METHOD_LIST_ENTSIZE_MASK 0x0000fffcu
+
+/* A pointer method (entsize 24) and a relative one (entsize 12: offsets from each field). */
+struct fixture_objc_method { SEL name; const char *types; IMP imp; };
+struct fixture_objc_relative_method { int name_offset, types_offset, imp_offset; };
+
+/* category_t. */
+struct fixture_objc_category {
+    const char *name;
+    Class cls;
+    const struct fixture_objc_method_list *instance_methods;
+    const struct fixture_objc_method_list *class_methods;
+    const void *protocols, *instance_properties;
+};
+
+/*
+ * The tables the loader fills in (the section __DATA,__objc_fxtables holds the header;
+ * the entries are in this image's zero-filled data). Entries are in the runtime's
+ * registration order; a class's categories are categories[first_category ...
+ * first_category + category_count - 1], the latest attached first.
+ */
+struct fixture_objc_class_entry {
+    Class cls;
+    Class metaclass;
+    const char *name;
+    unsigned long first_category;
+    unsigned long category_count;
+};
+
+#define FIXTURE_OBJC_TABLES_MAGIC 0x31424154434a424fUL /* "OBJCTAB1" little-endian */
+
+struct fixture_objc_tables {
+    unsigned long magic;
+    unsigned long class_capacity;
+    unsigned long category_capacity;
+    struct fixture_objc_class_entry *classes;
+    const struct fixture_objc_category **categories;
+    unsigned long class_count;    /* written by the loader */
+    unsigned long category_count; /* written by the loader */
+};
+
+#endif

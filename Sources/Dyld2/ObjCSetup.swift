@@ -1,0 +1,299 @@
+import LoaderCore
+import MachOReader
+
+/// The Objective-C step of a launch, after bind and before the initializers, as the
+/// runtime's `map_images` and `load_images` do it (docs/objc.md has every rule):
+///
+/// * one canonical address per selector name, every selector reference (and every name
+///   field of a pointer method list) rewritten to it;
+/// * the class table and each class's attached categories, written into our runtime's
+///   tables (`__DATA,__objc_fxtables` of libobjc);
+/// * the `+load` methods to call, per image, before its initializers.
+///
+/// It reads fixed-up memory and yields writes as ``ResolvedFixup``s (binds to image
+/// offsets and absolute values) and `+load` calls as ``ObjCLoadCall``s: the slow path
+/// stores the writes at once, the closure builder records them. The step runs only when
+/// the graph holds our runtime (an image with `__objc_fxtables`) and some image has
+/// `__objc_imageinfo`; otherwise there is nothing to do (``compute(images:paths:initializerOrder:memory:)`` returns nil).
+public struct ObjCSetup: Sendable {
+    /// Per image, in load order: the words to write (after the image's own fixups).
+    public var writes: [[ResolvedFixup]]
+    /// `+load` calls in the order they run.
+    public var loads: [ObjCLoadCall]
+    public var selectorReferences = 0
+    public var uniqueSelectors = 0
+    public var classes = 0
+    public var categories = 0
+
+    /// Writes every word into `memory` (each checked to lie in a writable segment of its image).
+    public func store(into memory: LaunchMemory) throws(LoadError) {
+        let bases = memory.images.map(\.base)
+        for (index, imageWrites) in writes.enumerated() where !imageWrites.isEmpty {
+            let writer = memory.writer(image: index)
+            for write in imageWrites { try writer.store(write.value(imageBase: bases[index], imageBases: bases), vmOffset: write.vmOffset) }
+        }
+    }
+
+    /// A bound on superclass chains (longer is a cycle or corrupt metadata).
+    static let maxSuperclassDepth = 4096
+
+    /// Whether the graph needs the step at all: it holds our runtime and some image has
+    /// `__objc_imageinfo` (or a malformed one, which ``compute(images:paths:initializerOrder:memory:)`` reports).
+    public static func isNeeded(images: [MachOImage]) -> Bool {
+        images.contains { ObjCSections.runtimeTables(in: $0) != nil }
+            && images.contains { image in
+                do { return try ObjCSections(image: image) != nil } catch { return true }
+            }
+    }
+
+    public static func compute(images: [MachOImage], paths: [String], initializerOrder: [Int], memory: LaunchMemory) throws(LoadError) -> ObjCSetup? {
+        var sections: [ObjCSections?] = []
+        var runtime: (image: Int, tables: ObjCSections.Range)?
+        for (index, image) in images.enumerated() {
+            do {
+                sections.append(try ObjCSections(image: image))
+            } catch {
+                throw .malformed(error.inFile(paths[index]))
+            }
+            if runtime == nil, let tables = ObjCSections.runtimeTables(in: image) { runtime = (index, tables) }
+        }
+        guard let runtime, sections.contains(where: { $0 != nil }) else { return nil }
+        var builder = ObjCSetupBuilder(space: memory.objcAddressSpace(), bases: memory.images.map(\.base), sections: sections)
+        do throws(ObjCError) {
+            try builder.uniqueSelectors()
+            try builder.buildClassTable()
+            try builder.writeTables(runtimeImage: runtime.image, tables: runtime.tables)
+            try builder.scheduleLoads(initializerOrder: initializerOrder)
+        } catch {
+            let image = error.image ?? runtime.image
+            let offset = error.address &- memory.images[image].base
+            throw .unusable(path: paths[image], reason: "offset 0x\(String(offset, radix: 16)): \(error.what)")
+        }
+        return builder.result
+    }
+}
+
+/// The work of ``ObjCSetup/compute(images:paths:initializerOrder:memory:)``, in the order it is done.
+struct ObjCSetupBuilder {
+    let space: ObjCAddressSpace
+    let bases: [UInt64]
+    let sections: [ObjCSections?]
+    var result: ObjCSetup
+    /// Selector name → its canonical string.
+    private var canonical: [[UInt8]: ImageLocation] = [:]
+    /// Registered classes in the runtime's order, and where each is in `classEntries`.
+    private var classEntries: [(cls: ImageLocation, metaclass: ImageLocation, name: ImageLocation, categories: [ImageLocation])] = []
+    private var classIndex: [ImageLocation: Int] = [:]
+
+    init(space: ObjCAddressSpace, bases: [UInt64], sections: [ObjCSections?]) {
+        self.space = space
+        self.bases = bases
+        self.sections = sections
+        result = ObjCSetup(writes: Array(repeating: [], count: bases.count), loads: [])
+    }
+
+    /// Images with Objective-C metadata in the runtime's order: the reverse of the load
+    /// order (objc4 `map_images_nolock` walks dyld's list backwards).
+    private var runtimeOrder: [Int] { sections.indices.reversed().filter { sections[$0] != nil } }
+
+    private func locate(_ address: UInt64, _ what: String) throws(ObjCError) -> ImageLocation {
+        guard let (image, offset) = space.location(of: address) else {
+            throw ObjCError(image: nil, address: address, what: "\(what) points to 0x\(String(address, radix: 16)), outside every image")
+        }
+        return ImageLocation(image: image, offset: offset)
+    }
+
+    private func address(_ location: ImageLocation) -> UInt64 { bases[location.image] &+ location.offset }
+
+    /// The pointers of one list section of image `image`.
+    private func pointers(_ range: ObjCSections.Range?, image: Int, _ what: String) throws(ObjCError) -> [UInt64] {
+        guard let range else { return [] }
+        let start = bases[image] &+ range.vmOffset
+        let view = try space.view(at: start, length: Int(range.size), what: what)
+        return (0..<range.pointerCount).map { (try? view.u64($0 * 8)) ?? 0 }
+    }
+
+    private mutating func write(_ value: ResolvedFixup.Kind, at location: ImageLocation) {
+        result.writes[location.image].append(ResolvedFixup(vmOffset: location.offset, kind: value))
+    }
+
+    private mutating func writePointer(to target: ImageLocation, at location: ImageLocation) {
+        write(.bind(.image(target.image, offset: target.offset), addend: 0), at: location)
+    }
+
+    /// The canonical string for the name at `stringAddress`, registering it when new.
+    private mutating func canonicalSelector(at stringAddress: UInt64) throws(ObjCError) -> ImageLocation {
+        let name = try space.cString(at: stringAddress, what: "selector name")
+        if let found = canonical[name] { return found }
+        let location = try locate(stringAddress, "selector name")
+        canonical[name] = location
+        return location
+    }
+
+    /// Rewrites the selector pointer in `slot` to its canonical string, unless it already is.
+    private mutating func uniqueSlot(_ slot: UInt64) throws(ObjCError) {
+        let value = try space.u64(at: slot, what: "selector reference")
+        let target = try canonicalSelector(at: value)
+        if address(target) != value { writePointer(to: target, at: try locate(slot, "selector reference")) }
+    }
+
+    /// Selector references first, every image in load order (the first reference to a name
+    /// in load order gives its canonical string), then the names of pointer method lists.
+    mutating func uniqueSelectors() throws(ObjCError) {
+        for image in sections.indices {
+            for slotIndex in 0..<(sections[image]?.selectorReferences?.pointerCount ?? 0) {
+                try uniqueSlot(bases[image] &+ sections[image]!.selectorReferences!.vmOffset &+ UInt64(slotIndex * 8))
+                result.selectorReferences += 1
+            }
+        }
+        for image in sections.indices {
+            guard let objc = sections[image] else { continue }
+            for cls in try pointers(objc.classList, image: image, "__objc_classlist") {
+                let object = try ObjCClass(in: space, at: cls)
+                for ro in [object.roAddress, try ObjCClass(in: space, at: object.isa).roAddress] {
+                    try uniqueMethodNames(ObjCClassRO(in: space, at: ro).baseMethodsAddress)
+                }
+            }
+            for category in try pointers(objc.categoryList, image: image, "__objc_catlist") {
+                let parsed = try ObjCCategory(in: space, at: category)
+                try uniqueMethodNames(parsed.instanceMethodsAddress)
+                try uniqueMethodNames(parsed.classMethodsAddress)
+            }
+        }
+        result.uniqueSelectors = canonical.count
+    }
+
+    /// Relative lists name their selectors through selector references (already unique).
+    private mutating func uniqueMethodNames(_ list: UInt64) throws(ObjCError) {
+        guard list != 0 else { return }
+        let methods = try ObjCMethodList(in: space, at: list)
+        guard !methods.isRelative else { return }
+        for index in 0..<methods.count { try uniqueSlot(methods.method(index).nameSlot) }
+    }
+
+    /// Classes registered in the runtime's order (per image, `__objc_classlist` order);
+    /// categories attached in that order too (per image, `__objc_catlist` order). A
+    /// category whose class is missing (0) or not registered is not attached.
+    mutating func buildClassTable() throws(ObjCError) {
+        for image in runtimeOrder {
+            for cls in try pointers(sections[image]!.classList, image: image, "__objc_classlist") {
+                let object = try ObjCClass(in: space, at: cls)
+                let ro = try ObjCClassRO(in: space, at: object.roAddress)
+                let location = try locate(cls, "class")
+                classIndex[location] = classEntries.count
+                classEntries.append((location, try locate(object.isa, "metaclass"), try locate(ro.nameAddress, "class name"), []))
+            }
+        }
+        for image in runtimeOrder {
+            for category in try pointers(sections[image]!.categoryList, image: image, "__objc_catlist") {
+                let parsed = try ObjCCategory(in: space, at: category)
+                guard parsed.classAddress != 0, let index = classIndex[try locate(parsed.classAddress, "category's class")] else { continue }
+                classEntries[index].categories.append(try locate(category, "category"))
+                result.categories += 1
+            }
+        }
+        result.classes = classEntries.count
+    }
+
+    /// The runtime's tables: header counts, then each class entry (class, metaclass, name,
+    /// first category, category count: 5 words) and the category pointers, latest attached first.
+    mutating func writeTables(runtimeImage: Int, tables: ObjCSections.Range) throws(ObjCError) {
+        let header = bases[runtimeImage] &+ tables.vmOffset
+        let view = try space.view(at: header, length: ObjCRuntimeTables.headerSize, what: "runtime tables header")
+        let word = { (index: Int) -> UInt64 in (try? view.u64(index * 8)) ?? 0 }
+        guard word(0) == ObjCRuntimeTables.magic else {
+            throw ObjCError(image: runtimeImage, address: header, what: "runtime tables have magic 0x\(String(word(0), radix: 16))")
+        }
+        guard UInt64(classEntries.count) <= word(1), UInt64(result.categories) <= word(2) else {
+            throw ObjCError(image: runtimeImage, address: header,
+                            what: "\(classEntries.count) classes and \(result.categories) categories exceed the runtime's capacity (\(word(1)), \(word(2)))")
+        }
+        let classTable = try locate(word(3), "runtime class table")
+        let categoryTable = try locate(word(4), "runtime category table")
+        _ = try space.view(at: word(3), length: classEntries.count * ObjCRuntimeTables.classEntrySize, what: "runtime class table")
+        _ = try space.view(at: word(4), length: result.categories * 8, what: "runtime category table")
+        guard classTable.image == runtimeImage, categoryTable.image == runtimeImage else {
+            throw ObjCError(image: runtimeImage, address: header, what: "runtime tables point outside the runtime")
+        }
+        let headerLocation = ImageLocation(image: runtimeImage, offset: tables.vmOffset)
+        write(.bind(.absolute(UInt64(classEntries.count)), addend: 0), at: headerLocation.advanced(by: 40))
+        write(.bind(.absolute(UInt64(result.categories)), addend: 0), at: headerLocation.advanced(by: 48))
+        var nextCategory = 0
+        for (index, entry) in classEntries.enumerated() {
+            let slot = classTable.advanced(by: UInt64(index * ObjCRuntimeTables.classEntrySize))
+            writePointer(to: entry.cls, at: slot)
+            writePointer(to: entry.metaclass, at: slot.advanced(by: 8))
+            writePointer(to: entry.name, at: slot.advanced(by: 16))
+            if !entry.categories.isEmpty {
+                write(.bind(.absolute(UInt64(nextCategory)), addend: 0), at: slot.advanced(by: 24))
+                write(.bind(.absolute(UInt64(entry.categories.count)), addend: 0), at: slot.advanced(by: 32))
+            }
+            for category in entry.categories.reversed() {
+                writePointer(to: category, at: categoryTable.advanced(by: UInt64(nextCategory * 8)))
+                nextCategory += 1
+            }
+        }
+    }
+
+    /// `+load` calls, images in initializer order: classes of `__objc_nlclslist` (each
+    /// superclass with a `+load` first, each class once), then categories of
+    /// `__objc_nlcatlist` whose class is present (objc4 `prepare_load_methods`).
+    mutating func scheduleLoads(initializerOrder: [Int]) throws(ObjCError) {
+        var scheduled: Set<UInt64> = []
+        for image in initializerOrder where image < sections.count {
+            guard let objc = sections[image] else { continue }
+            for cls in try pointers(objc.nonLazyClassList, image: image, "__objc_nlclslist") {
+                var chain: [UInt64] = []
+                var current = cls
+                while current != 0, !scheduled.contains(current) {
+                    guard chain.count < ObjCSetup.maxSuperclassDepth else {
+                        throw ObjCError(image: image, address: cls, what: "superclass chain longer than \(ObjCSetup.maxSuperclassDepth)")
+                    }
+                    chain.append(current)
+                    scheduled.insert(current)
+                    current = try ObjCClass(in: space, at: current).superclass
+                }
+                for cls in chain.reversed() {
+                    let metaclass = try ObjCClass(in: space, at: try ObjCClass(in: space, at: cls).isa)
+                    let methods = try ObjCClassRO(in: space, at: metaclass.roAddress).baseMethodsAddress
+                    try scheduleLoad(from: methods, cls: cls, image: image)
+                }
+            }
+            for category in try pointers(objc.nonLazyCategoryList, image: image, "__objc_nlcatlist") {
+                let parsed = try ObjCCategory(in: space, at: category)
+                guard parsed.classAddress != 0 else { continue }
+                try scheduleLoad(from: parsed.classMethodsAddress, cls: parsed.classAddress, image: image)
+            }
+        }
+    }
+
+    private static let loadName = Array("load".utf8)
+
+    private mutating func scheduleLoad(from list: UInt64, cls: UInt64, image: Int) throws(ObjCError) {
+        guard list != 0 else { return }
+        let methods = try ObjCMethodList(in: space, at: list)
+        for index in 0..<methods.count {
+            let method = methods.method(index)
+            let selector = try space.u64(at: method.nameSlot, what: "method name")
+            guard try space.cString(at: selector, what: "method name") == ObjCSetupBuilder.loadName else { continue }
+            result.loads.append(ObjCLoadCall(
+                image: image, method: try locate(method.imp, "+load"), cls: try locate(cls, "class"),
+                selector: try canonicalSelector(at: selector)))
+            return
+        }
+    }
+}
+
+/// The layout of our runtime's tables (`Fixtures/libSystem/objc/objc-runtime.h`).
+enum ObjCRuntimeTables {
+    /// "OBJCTAB1", little-endian.
+    static let magic: UInt64 = 0x3142_4154_434a_424f
+    /// magic, class capacity, category capacity, class table, category table, class count, category count.
+    static let headerSize = 56
+    /// class, metaclass, name, first category, category count.
+    static let classEntrySize = 40
+}
+
+extension ImageLocation {
+    func advanced(by bytes: UInt64) -> ImageLocation { ImageLocation(image: image, offset: offset &+ bytes) }
+}

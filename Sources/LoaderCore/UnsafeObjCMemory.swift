@@ -1,0 +1,20 @@
+import MachOReader
+
+extension LaunchMemory {
+    /// The mapped images as an ``ObjCAddressSpace``: each readable segment a view of its
+    /// mapped bytes (fixed up), without copying. The views read this launch's memory and
+    /// must not outlive it, nor be read while the memory is being written: the Objective-C
+    /// step reads everything first, then writes.
+    public func objcAddressSpace() -> ObjCAddressSpace {
+        var regions: [ObjCAddressSpace.Region] = []
+        for (index, image) in images.enumerated() {
+            for segment in image.plan.segments where segment.protection.contains(.read) && segment.vmSize > 0 {
+                guard segment.vmSize <= UInt64(Int.max), let start = UnsafeRawPointer(bitPattern: UInt(image.base + segment.vmOffset)) else { continue }
+                // The memory stays mapped while this LaunchMemory lives; the storage releases nothing.
+                let storage = ByteStorage(unsafeStart: start, count: Int(segment.vmSize)) { _, _ in }
+                regions.append(ObjCAddressSpace.Region(image: index, start: image.base + segment.vmOffset, vmOffset: segment.vmOffset, view: ByteView(storage)))
+            }
+        }
+        return ObjCAddressSpace(regions: regions)
+    }
+}

@@ -1,0 +1,78 @@
+/// Images as the Objective-C reader sees them: each readable segment a bounded view at its
+/// runtime address. Every read names an address, is checked to lie inside one segment and
+/// fails with an ``ObjCError`` otherwise, so a pointer in the metadata can lead only into
+/// the images given. Built over mapped, fixed-up memory by the loader (pointers are then
+/// runtime addresses), over plain file bytes for images whose pointers need no fixup.
+public struct ObjCAddressSpace: Sendable {
+    /// One segment: the image it belongs to, where it starts (runtime address and offset
+    /// from its image's base) and its bytes.
+    public struct Region: Sendable {
+        public let image: Int
+        public let start: UInt64
+        public let vmOffset: UInt64
+        public let view: ByteView
+
+        public init(image: Int, start: UInt64, vmOffset: UInt64, view: ByteView) {
+            self.image = image
+            self.start = start
+            self.vmOffset = vmOffset
+            self.view = view
+        }
+    }
+
+    /// Sorted by start, not overlapping.
+    private let regions: [Region]
+
+    public init(regions: [Region]) {
+        self.regions = regions.sorted { $0.start < $1.start }
+    }
+
+    /// Where `address` lies: its image and offset from that image's base; nil outside every segment.
+    public func location(of address: UInt64) -> (image: Int, vmOffset: UInt64)? {
+        guard let (region, offset) = region(containing: address, length: 1) else { return nil }
+        return (region.image, region.vmOffset + UInt64(offset))
+    }
+
+    /// The region holding `[address, address + length)` and the offset of `address` in it.
+    private func region(containing address: UInt64, length: Int) -> (Region, Int)? {
+        var low = 0, high = regions.count
+        while low < high {
+            let mid = (low + high) / 2
+            if regions[mid].start <= address { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0 else { return nil }
+        let region = regions[low - 1]
+        let offset = address - region.start
+        guard offset < UInt64(region.view.count), UInt64(length) <= UInt64(region.view.count) - offset else { return nil }
+        return (region, Int(offset))
+    }
+
+    /// The bounded view of `length` bytes at `address`.
+    public func view(at address: UInt64, length: Int, what: String) throws(ObjCError) -> ByteView {
+        guard let (region, offset) = region(containing: address, length: length),
+              let view = try? region.view.slice(offset, length) else {
+            throw ObjCError(image: location(of: address)?.image, address: address, what: "\(what) (\(length) bytes) is outside every segment")
+        }
+        return view
+    }
+
+    public func u64(at address: UInt64, what: String) throws(ObjCError) -> UInt64 {
+        let view = try view(at: address, length: 8, what: what)
+        return (try? view.u64(0)) ?? 0
+    }
+
+    /// A NUL-terminated string's bytes (without the NUL), at most `limit` long.
+    public func cString(at address: UInt64, limit: Int = ObjCAddressSpace.maxNameLength, what: String) throws(ObjCError) -> [UInt8] {
+        guard let (region, offset) = region(containing: address, length: 1) else {
+            throw ObjCError(image: nil, address: address, what: "\(what) is outside every segment")
+        }
+        let available = min(limit + 1, region.view.count - offset)
+        guard let end = try? region.view.firstZero(offset, available), let bytes = try? region.view.bytes(offset, end - offset) else {
+            throw ObjCError(image: region.image, address: address, what: "\(what) has no NUL within \(limit) bytes")
+        }
+        return bytes
+    }
+
+    /// The longest class, category or selector name read.
+    public static let maxNameLength = 4096
+}

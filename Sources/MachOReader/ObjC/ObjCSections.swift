@@ -1,0 +1,54 @@
+/// Where an image keeps its Objective-C metadata: the `__objc_*` sections of its data
+/// segments, as ranges of offsets from its preferred base.
+public struct ObjCSections: Sendable {
+    /// A section as an offset from the image's preferred base and a size.
+    public struct Range: Equatable, Sendable {
+        public let vmOffset: UInt64
+        public let size: UInt64
+        /// Number of 8-byte pointers it holds.
+        public var pointerCount: Int { Int(size / 8) }
+    }
+
+    public let imageInfo: ObjCImageInfo
+    public let classList: Range?
+    public let nonLazyClassList: Range?
+    public let categoryList: Range?
+    public let nonLazyCategoryList: Range?
+    public let selectorReferences: Range?
+
+    /// nil when the image has no `__objc_imageinfo` (it has no Objective-C metadata).
+    public init?(image: MachOImage) throws(MachOError) {
+        guard let info = ObjCSections.section("__objc_imageinfo", in: image) else { return nil }
+        guard info.size >= UInt64(ObjCImageInfo.size) else {
+            throw .malformed("__objc_imageinfo is \(info.size) bytes", at: Int(info.fileOffset))
+        }
+        imageInfo = try ObjCImageInfo(parsing: image.view.slice(Int(info.fileOffset), ObjCImageInfo.size))
+        let base = image.preferredLoadAddress
+        func range(_ name: String) throws(MachOError) -> Range? {
+            guard let section = ObjCSections.section(name, in: image) else { return nil }
+            guard section.address >= base, section.size % 8 == 0 else {
+                throw .malformed("\(name) at 0x\(String(section.address, radix: 16)) size \(section.size) is not a pointer list", at: Int(section.fileOffset))
+            }
+            return Range(vmOffset: section.address - base, size: section.size)
+        }
+        classList = try range("__objc_classlist")
+        nonLazyClassList = try range("__objc_nlclslist")
+        categoryList = try range("__objc_catlist")
+        nonLazyCategoryList = try range("__objc_nlcatlist")
+        selectorReferences = try range("__objc_selrefs")
+    }
+
+    /// The first section named `name` in a segment whose name starts with `__DATA`.
+    static func section(_ name: String, in image: MachOImage) -> Section? {
+        for segment in image.segments where segment.name.hasPrefix("__DATA") {
+            if let section = segment.sections.first(where: { $0.name == name }) { return section }
+        }
+        return nil
+    }
+
+    /// The runtime's table section (our libobjc's `__DATA,__objc_fxtables`), if `image` has it.
+    public static func runtimeTables(in image: MachOImage) -> Range? {
+        guard let section = section("__objc_fxtables", in: image), section.address >= image.preferredLoadAddress else { return nil }
+        return Range(vmOffset: section.address - image.preferredLoadAddress, size: section.size)
+    }
+}
