@@ -20,7 +20,7 @@ public enum ClosureBuilder {
             objc.loads = setup.loads
             for (index, writes) in setup.writes.enumerated() {
                 let encoded = FixupRuns.encodeBinds(writes, plan: analysis.plans[index], targets: &targets, targetIndex: &targetIndex)
-                objc.bindRuns.append(encoded.count == 0 ? [] : encoded.bytes)
+                objc.bindRuns.append(encoded.count == 0 ? [] : encoded.bytes[...])
                 objc.bindCounts.append(encoded.count)
             }
         }

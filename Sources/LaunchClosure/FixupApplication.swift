@@ -22,7 +22,7 @@ extension LaunchClosure {
         let base = writer.base
         let vmSize = images[index].plan.vmSize
         func invalid(_ what: String) -> ClosureError { .invalid(path: closurePath, image: images[index].path, what: what) }
-        do {
+        try Self.reportingInvalid(invalid, "fixup runs") {
             var rebases = try FixupRunCursor(images[index].rebaseRuns, path: closurePath)
             var target: UInt64 = 0
             while let run = try rebases.nextRun() {
@@ -37,22 +37,43 @@ extension LaunchClosure {
                 }
             }
             try rebases.finish()
-            var binds = try FixupRunCursor(images[index].bindRuns, path: closurePath)
-            let targetCount = UInt64(targetValues.count)
-            while let run = try binds.nextRun() {
+            try Self.writeBinds(images[index].bindRuns, writer: writer, targetValues: targetValues, closurePath: closurePath, invalid: invalid)
+        }
+    }
+
+    /// Writes one stream of bind runs through `writer`: each run checked before its first
+    /// store, each target index against the table. Image fixups and the Objective-C words
+    /// (``applyObjCWrites(ofImage:memory:targetValues:closurePath:)``) both go through it.
+    static func writeBinds(_ runs: ArraySlice<UInt8>, writer: ImageWriter, targetValues: [UInt64], closurePath: String,
+                           invalid: (String) -> ClosureError) throws(ClosureError) {
+        var binds = try FixupRunCursor(runs, path: closurePath)
+        let targetCount = UInt64(targetValues.count)
+        while let run = try binds.nextRun() {
+            do {
                 try writer.checkRun(start: run.start, last: run.last)
-                var address = base &+ run.start
-                for _ in 0..<run.count {
-                    let (targetIndex, addend) = try binds.nextBind()
-                    guard targetIndex < targetCount else { throw invalid("bind target index \(targetIndex) is past the table") }
-                    writer.storeInCheckedRun(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), at: address)
-                    address &+= run.stride
-                }
+            } catch {
+                guard case let .mapping(_, reason) = error else { throw invalid(error.description) }
+                throw invalid(reason)
             }
-            try binds.finish()
+            var address = writer.base &+ run.start
+            for _ in 0..<run.count {
+                let (targetIndex, addend) = try binds.nextBind()
+                guard targetIndex < targetCount else { throw invalid("bind target index \(targetIndex) is past the table") }
+                writer.storeInCheckedRun(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), at: address)
+                address &+= run.stride
+            }
+        }
+        try binds.finish()
+    }
+
+    /// Runs `body`, turning what it throws into `invalid`: a corrupt stream names its offset
+    /// in `what` ("fixup runs are corrupt at offset ..."), a run outside the image its reason.
+    static func reportingInvalid(_ invalid: (String) -> ClosureError, _ what: String, _ body: () throws -> Void) throws(ClosureError) {
+        do {
+            try body()
         } catch let error as ClosureError {
-            guard case let .corrupt(_, offset, what) = error else { throw error }
-            throw invalid("fixup runs are corrupt at offset 0x\(String(offset, radix: 16)): \(what)")
+            guard case let .corrupt(_, offset, reason) = error else { throw error }
+            throw invalid("\(what) are corrupt at offset 0x\(String(offset, radix: 16)): \(reason)")
         } catch let error as LoadError {
             guard case let .mapping(_, reason) = error else { throw invalid(error.description) }
             throw invalid(reason)

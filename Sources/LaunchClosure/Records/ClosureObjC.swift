@@ -12,14 +12,15 @@ import LoaderCore
 /// call seven ULEBs: image, method image and offset, class image and offset, selector image
 /// and offset.
 public struct ClosureObjC: Equatable, Sendable {
-    /// Per image (empty when the app has no Objective-C step): its writes' bind runs.
-    public var bindRuns: [[UInt8]]
+    /// Per image (empty when the app has no Objective-C step): its writes' bind runs
+    /// (decoded closures: slices of the body).
+    public var bindRuns: [ArraySlice<UInt8>]
     /// Per image: how many words its runs write.
     public var bindCounts: [Int]
     /// `+load` calls in the order they run.
     public var loads: [ObjCLoadCall]
 
-    public init(bindRuns: [[UInt8]], bindCounts: [Int], loads: [ObjCLoadCall]) {
+    public init(bindRuns: [ArraySlice<UInt8>], bindCounts: [Int], loads: [ObjCLoadCall]) {
         self.bindRuns = bindRuns
         self.bindCounts = bindCounts
         self.loads = loads
