@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -101,6 +102,11 @@ static inline int dyld3_stop_event(void) {
 static inline int dyld3_signal_stop(int fd) {
     uint64_t one = 1;
     return write(fd, &one, sizeof one) == (ssize_t)sizeof one ? 0 : -errno;
+}
+
+/// Names the calling thread (at most 15 bytes; shown in /proc/self/task/*/comm).
+static inline int dyld3_name_thread(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0) == 0 ? 0 : -errno;
 }
 
 /// Waits until `uffd` has an event or `stop` is signalled: bit 0 for uffd, bit 1 for stop.

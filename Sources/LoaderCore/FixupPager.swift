@@ -95,6 +95,9 @@ public final class FixupPager: @unchecked Sendable {
         let fd: Int32
     }
 
+    /// The handler thread's name, as `/proc/self/task/*/comm` shows it.
+    public static var threadName: String { UnsafeUserfault.threadName }
+
     /// Whether kernel-mode faults (a system call touching an untouched page) reach the
     /// handler: false under `UFFD_USER_MODE_ONLY`, where they fail with EFAULT.
     public let resolvesKernelFaults: Bool

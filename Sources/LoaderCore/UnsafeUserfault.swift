@@ -125,7 +125,10 @@ enum UnsafeUserfault {
         func free() { _ = munmap(pointer, Int(size)) }
     }
 
-    /// Starts a thread running `body` (the handler loop); the thread to join.
+    /// The handler thread's name (`/proc/self/task/*/comm`).
+    static let threadName = "dyld3-pagein"
+
+    /// Starts a thread named ``threadName`` running `body` (the handler loop); the thread to join.
     static func startThread(_ body: @escaping @Sendable () -> Void) -> Result<pthread_t, SystemCallFailure> {
         final class Box: @unchecked Sendable {
             let body: @Sendable () -> Void
@@ -134,6 +137,7 @@ enum UnsafeUserfault {
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(&thread, nil, { context in
+            _ = dyld3_name_thread(UnsafeUserfault.threadName)
             Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
             return nil
         }, context)
