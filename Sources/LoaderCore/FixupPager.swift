@@ -113,6 +113,7 @@ public final class FixupPager: @unchecked Sendable {
     private var closed = false
     private let firstFailure = Mutex<PageFillFailure?>(nil)
     private let filled = Atomic<Int>(0)
+    private let running = Atomic<Bool>(false)
 
     /// A pager on a new userfaultfd: without `UFFD_USER_MODE_ONLY` when the kernel allows it
     /// (root, or `vm.unprivileged_userfaultfd` = 1), with it otherwise, or only with it when
@@ -185,10 +186,15 @@ public final class FixupPager: @unchecked Sendable {
     public func start(source: PageFixupSource) throws(LoadError) {
         ranges.sort { $0.start < $1.start }
         self.source = source
-        switch UnsafeUserfault.startThread({ [self] in handlerLoop() }) {
+        switch UnsafeUserfault.startThread({ [self] in
+            running.store(true, ordering: .sequentiallyConsistent)
+            handlerLoop()
+        }) {
         case let .success(started): thread = started
         case let .failure(reason): throw .mapping(image: "page-in handler", reason: "pthread_create: \(reason)")
         }
+        // Returns once the thread runs (named, polling): a launch's first fault finds it there.
+        while !running.load(ordering: .sequentiallyConsistent) { UnsafeUserfault.yield() }
     }
 
     /// Stops the handler (after the memory is unmapped: a thread still waiting on a page is

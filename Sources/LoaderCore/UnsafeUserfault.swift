@@ -150,6 +150,8 @@ enum UnsafeUserfault {
 
     static func join(_ thread: pthread_t) { _ = pthread_join(thread, nil) }
 
+    static func yield() { _ = sched_yield() }
+
     private static func failure(_ negativeErrno: Int32, _ call: String) -> SystemCallFailure {
         SystemCallFailure(description: "\(call): \(String(cString: strerror(-negativeErrno)))")
     }
