@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "MachOInspect", dependencies: ["MachOReader"]),
         // What both launch paths share: files, path resolution, the dependency graph,
         // mapping, initializer order and discovery, the launch request and its last step.
-        .target(name: "LoaderCore", dependencies: ["MachOReader", "CXXHash"]),
+        .target(name: "LoaderCore", dependencies: ["MachOReader", "CXXHash", "CUserfault"]),
         // The dyld2 slow path: parse, resolve, look up by name, on every launch.
         .target(name: "Dyld2", dependencies: ["LoaderCore", "MachOReader"]),
         // Launch closures: the format, the cache, image identity, verification. Resolves nothing.
@@ -59,6 +59,8 @@ let package = Package(
         // System libraries, found through pkg-config.
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
+        // The userfaultfd system call and ioctls for page-in linking (kernel headers only).
+        .systemLibrary(name: "CUserfault"),
         // The `dyld3` command line.
         .executableTarget(
             name: "Dyld3Tool",

@@ -33,11 +33,18 @@ public enum ClosureBuilder {
                 throw .unusable(path: node.path, reason: "\(error)")
             }
             let (rebases, binds) = runs[index]
+            let pageIndex: FixupPageIndex
+            do {
+                pageIndex = try FixupPageIndex.derive(rebaseRuns: rebases.bytes[...], bindRuns: binds.bytes[...], path: node.path)
+            } catch {
+                throw .unusable(path: node.path, reason: "its fixup runs do not decode: \(error)")
+            }
             images.append(ClosureImage(
                 path: node.path, installName: node.installName ?? "", identity: identity, plan: analysis.plans[index],
                 dependencies: node.dependencies.map { ClosureDependency(installName: $0.installName, kind: $0.kind, target: $0.target ?? -1) },
                 initializers: analysis.initializers[index], rpaths: node.image.rpaths, absentPaths: node.absentCandidates,
-                rebaseRuns: rebases.bytes[...], bindRuns: binds.bytes[...], rebaseCount: rebases.count, bindCount: binds.count))
+                rebaseRuns: rebases.bytes[...], bindRuns: binds.bytes[...], rebaseCount: rebases.count, bindCount: binds.count,
+                fixupPageIndex: pageIndex))
         }
         return LaunchClosure(
             binding: ClosureBinding(request: roots, arch: arch, root: root), contentOnlyIdentity: contentOnlyIdentity,

@@ -50,13 +50,13 @@ public enum FastPath {
         report.timings[.closure] = clock.lap()
         report.imagesHashed = hashed
         report.images = closure.images.map(\.path)
-        let memory = try LaunchMemory(plans: closure.images.map(\.plan), descriptors: files, firstSlide: request.slide)
+        let (memory, pageIn) = try map(closure, closurePath: closurePath, files: files, request: request, report: &report)
         report.slide = memory.images[0].slide
         do throws(ClosureError) {
             try checkPlans(closure, closurePath: closurePath, memory: memory)
             report.timings[.mapping] = clock.lap()
             let values = closure.bindTargetValues(memory)
-            for index in closure.images.indices {
+            for index in closure.images.indices where !(pageIn?.indexed[index] ?? false) {
                 try closure.applyFixups(ofImage: index, memory: memory, targetValues: values, closurePath: closurePath)
             }
             report.timings[.bind] = clock.lap()
@@ -72,7 +72,11 @@ public enum FastPath {
         }
         report.rebases = closure.totalRebases
         report.binds = closure.totalBinds
-        report.digest = try clock.excluding { memory.writableDigest() }
+        if pageIn == nil {
+            report.digest = try clock.excluding { memory.writableDigest() }
+        } else {
+            report.digest = nil
+        }
         try memory.applyProtections()
 
         let mainImage = closure.rootCount - 1
@@ -81,7 +85,45 @@ public enum FastPath {
             entryOffset: closure.entryOffset, paths: report.images, arch: closure.arch, run: request.run, memory: memory,
             objcLoads: closure.objc.loads, report: &report, clock: &clock)
         report.timings[.total] = clock.total()
+        report.pagesFilled = memory.pager?.pagesFilled ?? 0
         return Launch(memory: memory, report: report, fixups: nil)
+    }
+
+    /// Maps the closure's images: eagerly, or for `--fixups page-in` with the segments that
+    /// receive fixups reserved, registered with a userfaultfd and its handler started
+    /// before anything can touch them. Where userfaultfd is unavailable (or registering or
+    /// starting the handler fails), the memory is released and mapped again for an eager
+    /// launch, the reason kept in the report.
+    static func map(_ closure: LaunchClosure, closurePath: String, files: [ImageDescriptor], request: LaunchOptions,
+                    report: inout LaunchReport) throws -> (LaunchMemory, PageInFixups.Plan?) {
+        let plans = closure.images.map(\.plan)
+        guard request.fixups == .pageIn else {
+            return (try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide), nil)
+        }
+        let pageSize = LaunchMemory.pageSize
+        let plan = try PageInFixups.plan(closure, pageSize: pageSize)
+        let reason: String
+        switch FixupPager.open(userModeOnly: request.userModeOnlyFaults) {
+        case let .failure(failure):
+            reason = "userfaultfd is not available: \(failure)"
+        case let .success(pager):
+            var memory: LaunchMemory?
+            do {
+                let mapped = try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide, pageIn: (pager, plan.deferred))
+                memory = mapped
+                try pager.start(source: PageInFixups(closure, plan: plan, targetValues: closure.bindTargetValues(mapped), pageSize: pageSize))
+                report.fixupsMode = .pageIn
+                report.fixupPages = plan.pageCount
+                report.registeredBytes = pager.registeredBytes
+                report.kernelFaultsResolved = pager.resolvesKernelFaults
+                return (mapped, plan)
+            } catch {
+                if let memory { memory.release() } else { pager.close() }
+                reason = "page-in setup failed: \(error)"
+            }
+        }
+        report.fixupsFallbackReason = reason
+        return (try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide), nil)
     }
 
     /// Each image's plan must be the one its own mapped header and load commands give, before

@@ -21,6 +21,8 @@ public struct BenchConfiguration: Sendable {
     public var cold: Bool
     /// How to empty the page cache; nil chooses (``EvictionMethod/choose(requested:dropCachesWritable:)``).
     public var eviction: EvictionMethod?
+    /// Also measure page-in linking (`--fixups page-in`): launch, touches, dirty pages.
+    public var pageIn = false
 
     public init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11, outputDirectory: String = "bench/results",
                 arch: String = "x86_64", style: String = "chained", repositoryRoot: String, workDirectory: String? = nil,

@@ -85,6 +85,8 @@ public struct SizeResult: Codable, Sendable {
     /// `--cold`: per path, the pages of its files still resident just after an eviction
     /// (mincore, checked once per path in the discarded round) and their total pages.
     public var residentAfterEviction: [String: ResidentPages]?
+    /// Page-in linking beside eager dyld3 (`--fixups page-in`); nil when not asked for.
+    public var pageIn: PageInResult?
 }
 
 /// Pages of a set of files in the page cache, against all their pages.

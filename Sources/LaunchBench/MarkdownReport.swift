@@ -91,6 +91,27 @@ enum MarkdownReport {
             ["\(size.dylibs)"] + slowPhases.map { size.dyld2Phases[$0].map(time) ?? "–" }
         })
 
+        let pagedSizes = report.sizes.filter { $0.pageIn != nil }
+        if !pagedSizes.isEmpty {
+            out += "\n## Page-in linking (docs/page-in.md): launch to main, then touching the fixup pages\n\n"
+            out += table(["dylibs", "fixup pages", "eager dyld3", "floor", "page-in", "page-in / eager", "+10%", "+50%", "+100%",
+                          "(launch + 100%) / eager", "mode"], pagedSizes.map { size in
+                let result = size.pageIn!
+                let eager = result.eagerLaunch.median, launch = result.launch.median
+                let full = launch + (result.touch["100"]?.median ?? 0)
+                return ["\(size.dylibs)", "\(result.fixupPages)", cell(result.eagerLaunch), cell(size.warm[LaunchPath.floor.rawValue]),
+                        cell(result.launch), eager > 0 ? String(format: "%.2f×", Double(launch) / Double(eager)) : "–"]
+                    + PageInResult.touchLevels.map { cell(result.touch["\($0)"]) }
+                    + [eager > 0 ? String(format: "%.2f×", Double(full) / Double(eager)) : "–", result.fallbackReason.map { "eager: \($0)" } ?? "page-in"]
+            })
+            out += "\nPrivate dirty pages of the launch's region:\n\n"
+            out += table(["dylibs", "eager dyld3", "page-in at launch", "after 10%", "after 50%", "after 100%", "launch / eager"], pagedSizes.map { size in
+                let dirty = size.pageIn!.dirtyPages
+                let ratio = (dirty["eager"] ?? 0) > 0 ? String(format: "%.1f%%", 100 * Double(dirty["launch"] ?? 0) / Double(dirty["eager"]!)) : "–"
+                return ["\(size.dylibs)"] + ["eager", "launch", "10", "50", "100"].map { "\(dirty[$0] ?? 0)" } + [ratio]
+            })
+        }
+
         out += "\n## Targets (issues 7 and 13), measured\n\n"
         out += Targets.evaluate(report).map { "- \($0.met ? "met" : "**missed**"): \($0.text)" }.joined(separator: "\n") + "\n"
         return out

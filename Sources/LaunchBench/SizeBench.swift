@@ -71,6 +71,12 @@ struct SizeBench {
             freshRSS = rss.mapValues(Distribution.init)
         }
 
+        var pageIn: PageInResult?
+        if configuration.pageIn {
+            log("  page-in: \(runs) rounds of eager and page-in dyld3, touching 10%, 50%, 100% of the fixup pages")
+            pageIn = try PageInBench.measure(closure, closurePath: closurePath, options: options, runs: runs)
+        }
+
         let warmDistributions = Dictionary(uniqueKeysWithValues: warm.map { ($0.key.rawValue, Distribution($0.value)) })
         var perFixup: [String: Double] = [:]
         for (path, distribution) in warmDistributions {
@@ -92,7 +98,7 @@ struct SizeBench {
                 relativeToMetadata: metadata > 0 ? Double(fileBytes) / Double(metadata) : 0),
             cold: warmRounds.cold.map { Dictionary(uniqueKeysWithValues: $0.samples.map { ($0.key.rawValue, Distribution($0.value)) }) },
             coldDyld3Phases: warmRounds.cold.map { $0.dyld3Phases.mapValues { Distribution($0).median } },
-            residentAfterEviction: warmRounds.cold?.resident)
+            residentAfterEviction: warmRounds.cold?.resident, pageIn: pageIn)
     }
 
     /// One launch of `path`, timed as the path times itself, and unmapped again.

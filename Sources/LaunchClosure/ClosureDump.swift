@@ -109,6 +109,9 @@ public struct ClosureDump: Sendable {
             }
             if list.count > max(0, fixupsShown) { out += "    ... \(list.count - max(0, fixupsShown)) more\n" }
         }
+        let index = try image.fixupPageIndex.pages(path: image.path)
+        out += field("fixup pages", index.pageSize == 0 ? "no index (a run crosses a page boundary: page-in links this image eagerly)"
+            : "\(index.pages.count) of \(index.pageSize) bytes (\(image.fixupPageIndex.bytes.count) bytes of index)", indent: 2)
         return out
     }
 

@@ -25,6 +25,7 @@ extension LaunchClosure {
             problems += segmentProblems(images[index])
             problems += dependencyProblems(images[index])
             problems += fixupProblems(index)
+            problems += pageIndexProblems(images[index])
             for offset in images[index].initializers where !images[index].plan.isExecutable(offset) {
                 problems.append("\(images[index].path): initializer at \(hex(offset)) is not in an executable segment")
             }
@@ -84,6 +85,25 @@ extension LaunchClosure {
             }
         }
         return problems
+    }
+
+    /// The page index must be exactly the one the runs call for (``FixupPageIndex/derive``):
+    /// a page missing from it would never get its fixups in a page-in launch.
+    private func pageIndexProblems(_ image: ClosureImage) -> [String] {
+        do {
+            let derived = try FixupPageIndex.derive(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns, path: image.path)
+            guard derived != image.fixupPageIndex else { return [] }
+            let stored = try image.fixupPageIndex.pages(path: image.path), expected = try derived.pages(path: image.path)
+            if stored.pageSize != expected.pageSize {
+                return ["\(image.path): fixup page index has page size \(stored.pageSize), its runs call for \(expected.pageSize)"]
+            }
+            let first = zip(stored.pages, expected.pages).first { $0 != $1 }
+            let page = first.map { hex($0.1.page * expected.pageSize) } ?? "\(min(stored.pages.count, expected.pages.count))th page"
+            return ["\(image.path): fixup page index disagrees with its runs at \(page) "
+                + "(\(stored.pages.count) pages indexed, the runs call for \(expected.pages.count))"]
+        } catch {
+            return ["\(image.path): fixup page index does not decode: \(error)"]
+        }
     }
 
     private func fixupProblems(_ index: Int) -> [String] {

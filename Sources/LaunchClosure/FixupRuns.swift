@@ -11,13 +11,15 @@ import LoaderCore
 public enum FixupRuns {
     /// Encodes locations sorted by vmOffset (stable: equal locations keep their order).
     /// A run never crosses a segment boundary, so the fast path can check each run against
-    /// one segment.
+    /// one segment, nor a page boundary (``FixupPageIndex/pageSize``), so each page's
+    /// fixups are whole runs that the page index can point at.
     static func encode<Entry>(
         _ entries: [(vmOffset: UInt64, entry: Entry)], plan: ImagePlan, writeEntry: (inout ClosureWriter, Entry) -> Void
     ) -> [UInt8] {
         let segmentOf = { (offset: UInt64) -> Int in
             plan.segments.firstIndex { offset >= $0.vmOffset && offset - $0.vmOffset < $0.vmSize } ?? -1
         }
+        let pageOf = { (offset: UInt64) -> UInt64 in offset / FixupPageIndex.pageSize }
         var writer = ClosureWriter()
         var runs: [(start: Int, count: Int, stride: UInt64)] = []
         var index = 0
@@ -25,12 +27,13 @@ public enum FixupRuns {
             var count = 1
             var stride: UInt64 = 0
             let segment = segmentOf(entries[index].vmOffset)
-            if index + 1 < entries.count, segmentOf(entries[index + 1].vmOffset) == segment {
+            let page = pageOf(entries[index].vmOffset)
+            if index + 1 < entries.count, segmentOf(entries[index + 1].vmOffset) == segment, pageOf(entries[index + 1].vmOffset) == page {
                 stride = entries[index + 1].vmOffset - entries[index].vmOffset
                 count = 2
                 while index + count < entries.count,
                       entries[index + count].vmOffset - entries[index + count - 1].vmOffset == stride,
-                      segmentOf(entries[index + count].vmOffset) == segment {
+                      segmentOf(entries[index + count].vmOffset) == segment, pageOf(entries[index + count].vmOffset) == page {
                     count += 1
                 }
             }
@@ -112,12 +115,37 @@ public struct FixupRunCursor {
     var reader: ClosureReader
     private var runsLeft: Int
     private var location: UInt64 = 0
+    /// How many runs the cursor covers: the stream's run count, or a restart's page runs.
+    public let runsTotal: Int
+    /// Whether the cursor covers one page's runs (from a restart point) rather than the stream.
+    public let isRestart: Bool
 
     /// A cursor over one encoded run stream; reads its run count.
     public init(_ runs: ArraySlice<UInt8>, path: String) throws(ClosureError) {
         reader = ClosureReader(runs, path: path)
         runsLeft = try reader.count(of: "run", minimumSize: 3)
+        runsTotal = runsLeft
+        isRestart = false
     }
+
+    /// A cursor over one page's runs of a stream, from the page index's restart point: the
+    /// byte offset of the page's first run header, the delta state there, and how many runs
+    /// the page has. A restart past the stream's end fails on the first read.
+    @inline(__always)
+    public init(_ runs: ArraySlice<UInt8>, path: String, restart: FixupRestart) {
+        reader = ClosureReader(runs, path: path)
+        reader.position = runs.startIndex + restart.offset
+        runsLeft = restart.runs
+        runsTotal = restart.runs
+        isRestart = true
+        location = restart.location
+    }
+
+    /// The byte offset of the next run's header in its stream (the page index's restart
+    /// offsets; errors name offsets in the body).
+    public var offset: Int { reader.position - reader.bytes.startIndex }
+    /// The last location of the run read last (0 before the first): the next run's delta base.
+    public var previousLocation: UInt64 { location }
 
     /// The next run's header, or nil after the last run. Refuses empty and overflowing runs.
     @inline(__always)
@@ -163,12 +191,30 @@ extension LaunchClosure {
     }
 }
 
+extension LaunchClosure {
+    /// The fixups of one indexed page of image `index`, decoded from its restart points
+    /// alone: rebases, then binds (verify, tests).
+    public func fixups(ofImage index: Int, page: FixupPage) throws(ClosureError) -> [ResolvedFixup] {
+        let image = images[index]
+        return try FixupRuns.decode(
+            rebases: FixupRunCursor(image.rebaseRuns, path: image.path, restart: page.rebases), firstTarget: page.rebases.target,
+            binds: FixupRunCursor(image.bindRuns, path: image.path, restart: page.binds), targets: bindTargets, path: image.path)
+    }
+}
+
 extension FixupRuns {
     /// The fixups two run streams hold, rebases then binds, each bind's target looked up in `bindTargets`.
     static func decode(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, targets bindTargets: [BindTarget], path: String) throws(ClosureError) -> [ResolvedFixup] {
+        try decode(rebases: FixupRunCursor(rebaseRuns, path: path), firstTarget: 0, binds: FixupRunCursor(bindRuns, path: path),
+                   targets: bindTargets, path: path)
+    }
+
+    /// The fixups two cursors hold, rebases then binds; a whole-stream cursor must end at its stream's end.
+    static func decode(rebases: FixupRunCursor, firstTarget: UInt64, binds: FixupRunCursor, targets bindTargets: [BindTarget],
+                       path: String) throws(ClosureError) -> [ResolvedFixup] {
+        var (rebases, binds) = (rebases, binds)
         var fixups: [ResolvedFixup] = []
-        var rebases = try FixupRunCursor(rebaseRuns, path: path)
-        var target: UInt64 = 0
+        var target = firstTarget
         while let run = try rebases.nextRun() {
             for step in 0..<run.count {
                 target = try rebases.nextRebaseTarget(after: target)
@@ -176,8 +222,7 @@ extension FixupRuns {
                     targetOffset: target & 0x00ff_ffff_ffff_ffff, high8: UInt8(target >> 56))))
             }
         }
-        try rebases.finish()
-        var binds = try FixupRunCursor(bindRuns, path: path)
+        if !rebases.isRestart { try rebases.finish() }
         while let run = try binds.nextRun() {
             for step in 0..<run.count {
                 let (targetIndex, addend) = try binds.nextBind()
@@ -189,7 +234,7 @@ extension FixupRuns {
                                             kind: .bind(bindTargets[Int(targetIndex)], addend: addend)))
             }
         }
-        try binds.finish()
+        if !binds.isRestart { try binds.finish() }
         return fixups
     }
 }

@@ -11,7 +11,7 @@ import LoaderCore
 /// Each record reads and writes itself; this type only strings them together.
 public struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
-    public static let formatVersion: UInt32 = 4
+    public static let formatVersion: UInt32 = 5
     /// Who built it.
     public static let builderIdentity = "dyld3-swift closure builder 1"
 

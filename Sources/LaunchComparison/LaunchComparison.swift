@@ -32,6 +32,13 @@ public struct LaunchComparison: Sendable {
     /// Why main's result was not compared (no code ran, or no main), when it was not.
     public let notRunReason: String?
     public let differences: [Difference]
+    /// How the dyld3 launch wrote its fixups, and why not page by page when page-in was asked for.
+    public let fixupsMode: FixupsMode
+    public let fixupsFallbackReason: String?
+    /// Page-in: pages registered with the handler, and pages it filled while the snapshot
+    /// touched every writable byte (all of them, when nothing went wrong).
+    public let pagesRegistered: Int
+    public let pagesFilled: Int
 
     /// Launches both ways at the same slide and compares; when `options.run` is set and the
     /// code can run here, both are also run to compare main's result. `closurePath` names
@@ -58,9 +65,15 @@ public struct LaunchComparison: Sendable {
         options.slide = slide
         let fast = try FastPath.launch(closure, closurePath: closurePath, request: options, checks: checks, report: &report, clock: &clock)
         let fastSnapshot = fast.memory.writableSnapshot()
+        let pagesRegistered = Int((fast.memory.pager?.registeredBytes ?? 0) / LaunchMemory.pageSize)
+        let pagesFilled = fast.memory.pager?.pagesFilled ?? 0
+        let pageInFailure = fast.memory.pager?.failure
         fast.memory.release()
 
         var differences: [Difference] = []
+        if let pageInFailure {
+            differences.append(Difference(what: "page-in", image: "", segment: "", offset: 0, detail: "the handler failed: \(pageInFailure)"))
+        }
         var bytes = 0
         for (a, b) in zip(slowSnapshot, fastSnapshot) {
             bytes += a.bytes.count
@@ -133,7 +146,8 @@ public struct LaunchComparison: Sendable {
         }
         return LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount,
                                 initializers: slowReport.initializers, dyld2Result: results.0, dyld3Result: results.1,
-                                notRunReason: notRunReason, differences: differences)
+                                notRunReason: notRunReason, differences: differences, fixupsMode: fast.report.fixupsMode,
+                                fixupsFallbackReason: fast.report.fixupsFallbackReason, pagesRegistered: pagesRegistered, pagesFilled: pagesFilled)
     }
 
     /// Location → the fixup that stays there (the last one written).

@@ -11,15 +11,30 @@ public struct LaunchOptions: Sendable {
     public var run: Bool
     /// Keep every resolved fixup of every image in the result (for compare and tests).
     public var recordFixups: Bool
+    /// dyld3: write every fixup at launch, or each page's on its first touch (docs/page-in.md).
+    public var fixups: FixupsMode
+    /// Page-in: ask for `UFFD_USER_MODE_ONLY` even when the kernel would resolve kernel-mode
+    /// faults (what an unprivileged process gets; a system call touching an untouched page
+    /// then fails with EFAULT).
+    public var userModeOnlyFaults: Bool
 
-    public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false) {
+    public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
+                fixups: FixupsMode = .eager, userModeOnlyFaults: Bool = false) {
         self.roots = roots
         self.arch = arch
         self.root = root
         self.slide = slide
         self.run = run
         self.recordFixups = recordFixups
+        self.fixups = fixups
+        self.userModeOnlyFaults = userModeOnlyFaults
     }
+}
+
+/// When the fast path writes fixups: all at launch, or each page's when it is first touched.
+public enum FixupsMode: String, Sendable, CaseIterable {
+    case eager
+    case pageIn = "page-in"
 }
 
 /// A finished launch: its memory (mapped until released), its report, and optionally every

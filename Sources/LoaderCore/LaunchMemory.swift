@@ -14,10 +14,17 @@ public final class LaunchMemory {
     }
 
     public private(set) var images: [Image] = []
+    /// Page-in linking's handler, when segments were registered with it (released with the memory).
+    public let pager: FixupPager?
+    /// Per image, per segment: reserved without contents and filled by ``pager`` on first touch.
+    public let deferred: [[Bool]]
     /// The reserved region holding every image.
     public let regionBase: UInt64
     public let regionSize: UInt64
     private var released = false
+
+    /// The host's page size: the unit of mapping, protection and page-in.
+    public static var pageSize: UInt64 { UnsafeMemory.pageSize }
 
     /// Images are laid out in order, each page-aligned, with one guard page between them.
     static func layout(_ plans: [ImagePlan]) -> (offsets: [UInt64], size: UInt64) {
@@ -37,7 +44,13 @@ public final class LaunchMemory {
     ///     checked); nil opens each plan's path.
     ///   - firstSlide: forces the first image's slide (and so the region's address); nil
     ///     picks a random page-aligned one.
-    public init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, firstSlide: UInt64?) throws(LoadError) {
+    ///   - pageIn: page-in linking: the segments marked in `deferred` (per image, per
+    ///     segment) are reserved without contents, with their final protection, and
+    ///     registered with `pager`, which the caller then starts; needs `descriptors`.
+    public init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, firstSlide: UInt64?,
+                pageIn: (pager: FixupPager, deferred: [[Bool]])? = nil) throws(LoadError) {
+        pager = pageIn?.pager
+        deferred = pageIn?.deferred ?? plans.map { $0.segments.map { _ in false } }
         let (offsets, size) = LaunchMemory.layout(plans)
         let page = UnsafeMemory.pageSize
         let hint: UInt64
@@ -72,7 +85,7 @@ public final class LaunchMemory {
                     }
                 }
                 let image = Image(plan: plan, base: regionBase + offset, fileLength: file.status.size)
-                try LaunchMemory.map(image, fd: file.fd)
+                try LaunchMemory.map(image, fd: file.fd, deferred: deferred[index], pager: pager, index: index)
                 images.append(image)
             }
         } catch {
@@ -86,7 +99,7 @@ public final class LaunchMemory {
     /// one `mmap`; a segment nothing writes is mapped with its final protection
     /// (``isMappedFinal(_:fileLength:)``); the rest is mapped read-write, its last page's
     /// tail zeroed and its zero-fill pages mapped anonymous.
-    private static func map(_ image: Image, fd: Int32) throws(LoadError) {
+    private static func map(_ image: Image, fd: Int32, deferred: [Bool], pager: FixupPager?, index: Int) throws(LoadError) {
         let page = UnsafeMemory.pageSize
         var run: (address: UInt64, fileOffset: UInt64, size: UInt64, first: String)?
         func mapRun() throws(LoadError) {
@@ -96,13 +109,27 @@ public final class LaunchMemory {
                 throw .mapping(image: image.plan.path, reason: "segment \(pending.first): \(reason)")
             }
         }
-        for segment in image.plan.segments {
+        for (position, segment) in image.plan.segments.enumerated() {
             let address = image.base + segment.vmOffset
             guard address % page == 0, segment.fileOffset % page == 0 else {
                 throw .mapping(image: image.plan.path, reason: "segment \(segment.name) is not page-aligned")
             }
             let mappedSize = (segment.vmSize + page - 1) / page * page
             let filePages = (segment.fileSize + page - 1) / page * page
+            if deferred[position], let pager {
+                try mapRun()
+                if let reason = UnsafeMemory.mapZeros(size: mappedSize, at: address, protection: finalProtection(segment)) {
+                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name) reservation: \(reason)")
+                }
+                do throws(LoadError) {
+                    try pager.register(start: address, size: mappedSize, image: index, imageBase: image.base, vmOffset: segment.vmOffset,
+                                       fileOffset: segment.fileOffset, fileSize: segment.fileSize, descriptor: fd)
+                } catch {
+                    guard case let .mapping(_, reason) = error else { throw error }
+                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name) page-in: \(reason)")
+                }
+                continue
+            }
             if segment.isWritable, segment.fileSize > 0, segment.fileSize == mappedSize {
                 if let pending = run, pending.address + pending.size == address, pending.fileOffset + pending.size == segment.fileOffset {
                     run?.size += segment.fileSize
@@ -150,11 +177,13 @@ public final class LaunchMemory {
     }
 
     /// Gives every segment its final protection: `__DATA_CONST` becomes read-only. Segments
-    /// mapped final already, and plain read-write ones, need no call.
+    /// mapped final already, deferred ones (reserved with it), and plain read-write ones,
+    /// need no call.
     public func applyProtections() throws(LoadError) {
         let page = UnsafeMemory.pageSize
-        for image in images {
-            for segment in image.plan.segments where !LaunchMemory.isMappedFinal(segment, fileLength: image.fileLength) {
+        for (index, image) in images.enumerated() {
+            for (position, segment) in image.plan.segments.enumerated()
+            where !LaunchMemory.isMappedFinal(segment, fileLength: image.fileLength) && !deferred[index][position] {
                 let final = LaunchMemory.finalProtection(segment)
                 if final == (true, true, false) { continue }
                 let size = (segment.vmSize + page - 1) / page * page
@@ -166,11 +195,13 @@ public final class LaunchMemory {
         }
     }
 
-    /// Unmaps everything. Safe to call twice.
+    /// Unmaps everything, then stops the page-in handler and closes its descriptors (a
+    /// thread still waiting on a page faults again on the unmapped address). Safe to call twice.
     public func release() {
         guard !released else { return }
         released = true
         UnsafeMemory.unmap(address: regionBase, size: regionSize)
+        pager?.close()
     }
 
     deinit { release() }

@@ -23,8 +23,21 @@ public struct LaunchReport: Sendable {
     public var notRunReason: String?
     /// Image paths in the order their initializers ran.
     public var initializers: [String] = []
-    /// xxh3 of every writable segment after fixups, slide-independent.
-    public var digest: UInt64 = 0
+    /// xxh3 of every writable segment after fixups, slide-independent; nil for a page-in
+    /// launch (computing it would fault every page in).
+    public var digest: UInt64? = 0
+    /// How fixups were written: `eager` or `page-in`.
+    public var fixupsMode: FixupsMode = .eager
+    /// Why a page-in launch was asked for but fixups were written eagerly.
+    public var fixupsFallbackReason: String?
+    /// Page-in: pages indexed, and bytes registered with the handler.
+    public var fixupPages = 0
+    public var registeredBytes: UInt64 = 0
+    /// Page-in: pages the handler had filled when the launch returned (after main, if it ran).
+    public var pagesFilled = 0
+    /// Page-in: whether a system call touching an untouched page is resolved by the handler
+    /// (false under `UFFD_USER_MODE_ONLY`: it fails with EFAULT).
+    public var kernelFaultsResolved: Bool?
     /// dyld3: how many images' content was hashed to confirm their identity (stat differed,
     /// the identity is racy or content-only, or `--hash-images`); nil for dyld2.
     public var imagesHashed: Int?

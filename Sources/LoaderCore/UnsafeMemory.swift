@@ -30,10 +30,12 @@ enum UnsafeMemory {
         return result == MAP_FAILED ? String(cString: strerror(errno)) : nil
     }
 
-    /// Maps `size` bytes of zeros over `address` (inside a reservation).
-    static func mapZeros(size: UInt64, at address: UInt64) -> String? {
+    /// Maps `size` bytes of zeros over `address` (inside a reservation), read-write or with `protection`.
+    static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) -> String? {
+        let flags = protection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
+            ?? (PROT_READ | PROT_WRITE)
         let result = mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size),
-                          PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0)
+                          flags, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0)
         return result == MAP_FAILED ? String(cString: strerror(errno)) : nil
     }
 

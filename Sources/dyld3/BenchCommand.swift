@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LaunchBench
+import LoaderCore
 
 /// `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader on generated apps.
 struct BenchCommand: AsyncParsableCommand {
@@ -38,6 +39,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Also measure cold launches: the page cache emptied of the path's files before each sample.")
     var cold = false
 
+    @Option(help: "eager: dyld3 as usual; page-in: also measure page-in linking beside it (launch to main, touching 10/50/100% of the fixup pages, dirty pages).")
+    var fixups: FixupsMode = .eager
+
     @Option(help: "How --cold empties the page cache: drop_caches (root) or posix_fadvise; default: drop_caches when writable, else posix_fadvise.")
     var evict: EvictionMethod?
 
@@ -56,9 +60,10 @@ struct BenchCommand: AsyncParsableCommand {
                 ?? BenchConfiguration.findRepositoryRoot(from: executable) else {
             throw ValidationError("run dyld3 bench inside the repository (tools/gen-app not found)")
         }
-        let configuration = BenchConfiguration(
+        var configuration = BenchConfiguration(
             dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch, style: style,
             repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
+        configuration.pageIn = fixups == .pageIn
         do {
             let report = try await LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
             try LaunchBench.write(report, to: out)

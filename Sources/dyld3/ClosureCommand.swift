@@ -126,7 +126,21 @@ enum ClosureJSON {
             ("bindCount", .int(Int64(image.bindCount))),
             ("rebaseRunBytes", .int(Int64(image.rebaseRuns.count))),
             ("bindRunBytes", .int(Int64(image.bindRuns.count))),
+            ("fixupPageIndex", try pageIndex(image)),
             ("fixups", .array(try closure.fixups(ofImage: index).map { fixup($0, image: index) })),
+        ])
+    }
+
+    /// The image's fixup page index: page size (0: none) and each page with its restart points.
+    static func pageIndex(_ image: ClosureImage) throws(ClosureError) -> JSONValue {
+        let (pageSize, pages) = try image.fixupPageIndex.pages(path: image.path)
+        func restart(_ restart: FixupRestart) -> JSONValue {
+            .object([("runs", .int(Int64(restart.runs))), ("offset", .int(Int64(restart.offset))),
+                     ("location", .uint(restart.location)), ("target", .uint(restart.target))])
+        }
+        return .object([
+            ("pageSize", .uint(pageSize)),
+            ("pages", .array(pages.map { .object([("page", .uint($0.page)), ("rebases", restart($0.rebases)), ("binds", restart($0.binds))]) })),
         ])
     }
 

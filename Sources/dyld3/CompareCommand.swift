@@ -26,10 +26,13 @@ struct CompareCommand: ParsableCommand {
     @Flag(help: "Print the comparison as JSON.")
     var json = false
 
+    @Option(help: "How the dyld3 launch writes fixups: eager, or page-in (each page on first touch; the comparison touches every page).")
+    var fixups: FixupsMode = .eager
+
     func run() throws {
         do {
             let roots = try options.roots(for: app)
-            let launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root)
+            let launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, fixups: fixups)
             let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
             var closureSource = cachedPath
             let closure: LaunchClosure
@@ -56,6 +59,10 @@ struct CompareCommand: ParsableCommand {
                     ("dyld2_result", comparison.dyld2Result.map { .int(Int64($0)) } ?? .null),
                     ("dyld3_result", comparison.dyld3Result.map { .int(Int64($0)) } ?? .null),
                     ("not_run_reason", comparison.notRunReason.map(JSONValue.string) ?? .null),
+                    ("fixups_mode", .string(comparison.fixupsMode.rawValue)),
+                    ("fixups_fallback_reason", comparison.fixupsFallbackReason.map(JSONValue.string) ?? .null),
+                    ("pages_registered", .int(Int64(comparison.pagesRegistered))),
+                    ("pages_filled", .int(Int64(comparison.pagesFilled))),
                     ("identical", .bool(comparison.differences.isEmpty)),
                     ("differences", .array(comparison.differences.map { .string($0.description) })),
                 ]).serialized())
@@ -65,7 +72,9 @@ struct CompareCommand: ParsableCommand {
                     ?? comparison.notRunReason.map { "; not run: \($0)" } ?? ""
                 print("\(app) [\(roots.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
                       + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixups, "
-                      + "slide 0x\(String(comparison.slide, radix: 16))\(comparison.differences.isEmpty ? result : "")")
+                      + "slide 0x\(String(comparison.slide, radix: 16))\(comparison.differences.isEmpty ? result : "")"
+                      + (comparison.fixupsMode == .pageIn ? "; page-in: \(comparison.pagesFilled) of \(comparison.pagesRegistered) pages filled on touch" : "")
+                      + (comparison.fixupsFallbackReason.map { "; page-in fell back to eager: \($0)" } ?? ""))
             }
             if !comparison.differences.isEmpty { throw ExitCode(1) }
         } catch let error as LoadError {

@@ -44,6 +44,9 @@ struct LaunchCommand: ParsableCommand {
     @Flag(help: "Stop after fixups: run no initializer and no main.")
     var noRun = false
 
+    @Option(help: "dyld3: eager writes every fixup at launch; page-in writes each page's fixups when it is first touched (userfaultfd; eager where unavailable, with the reason in --json).")
+    var fixups: FixupsMode = .eager
+
     @Flag(help: "Print where the time before main went (each phase and its share), images, fixups, and for dyld3 the closure's size and whether identities were hashed; --json carries the same under \"stats\".")
     var stats = false
 
@@ -105,7 +108,7 @@ struct LaunchCommand: ParsableCommand {
 
     func launchOptions() throws -> LaunchOptions {
         let roots = try options.roots(for: app)
-        return LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, slide: try parseSlide(), run: !noRun)
+        return LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, slide: try parseSlide(), run: !noRun, fixups: fixups)
     }
 
     func parseSlide() throws -> UInt64? {
@@ -115,6 +118,8 @@ struct LaunchCommand: ParsableCommand {
         return value
     }
 }
+
+extension FixupsMode: ExpressibleByArgument {}
 
 /// The text and JSON views of a launch report.
 enum LaunchOutput {
@@ -139,6 +144,8 @@ enum LaunchOutput {
         for phase in LaunchReport.Phase.allCases {
             if let nanoseconds = report.timings[phase] { timings.append((phase.rawValue, .int(nanoseconds))) }
         }
+        let digest: JSONValue = report.digest.map { .string("0x" + String($0, radix: 16)) } ?? .null
+        let fallbackReason: JSONValue = report.fixupsFallbackReason.map(JSONValue.string) ?? .null
         return .object([
             ("mode", .string(report.mode)),
             ("images", .array(report.images.map(JSONValue.string))),
@@ -151,10 +158,26 @@ enum LaunchOutput {
             ("result", report.result.map { .int(Int64($0)) } ?? .null),
             ("not_run_reason", report.notRunReason.map(JSONValue.string) ?? .null),
             ("initializers", .array(report.initializers.map(JSONValue.string))),
-            ("digest", .string("0x" + String(report.digest, radix: 16))),
+            ("digest", digest),
+            ("fixups_mode", .string(report.fixupsMode.rawValue)),
+            ("fixups_fallback_reason", fallbackReason),
+            ("page_in", pageIn(report)),
             ("closure", closure.map(JSONValue.string) ?? .null),
             ("fallback_reason", fallback.map { .string("\($0.kind): \($0)") } ?? .null),
             ("stats", LaunchStatistics(report, closurePath: closure).json),
+        ])
+    }
+
+    /// A page-in launch's figures: pages indexed, bytes registered, pages filled by the time
+    /// the launch returned, and whether a system call touching an untouched page is resolved.
+    static func pageIn(_ report: LaunchReport) -> JSONValue {
+        guard report.fixupsMode == .pageIn else { return .null }
+        let kernelFaults: JSONValue = report.kernelFaultsResolved.map { .string($0 ? "resolved" : "efault") } ?? .null
+        return .object([
+            ("fixup_pages", .int(Int64(report.fixupPages))),
+            ("registered_bytes", .uint(report.registeredBytes)),
+            ("pages_filled", .int(Int64(report.pagesFilled))),
+            ("kernel_faults", kernelFaults),
         ])
     }
 }

@@ -174,15 +174,19 @@ extension ClosureTests {
                 readOnly.images[index].plan.segments[segment].protection = .read
                 readOnly.images[index].plan.segments[segment].readOnlyAfterFixups = false
             }
+            // Its pages would no longer lie in writable segments: the reader refuses that index.
+            readOnly.images[index].fixupPageIndex = .absent
         }
         var miscounted = closure
         miscounted.images[0].rebaseCount += 1
         var outside = closure
         outside.images[0].rebaseRuns = ([1] + LEB128.unsigned(data.vmOffset) + [1, 0] + LEB128.signed(Int64(main.plan.vmSize + 0x10)))[...]
         outside.images[0].rebaseCount = 1
+        outside.images[0].fixupPageIndex = .absent
         var straddling = closure
         straddling.images[0].rebaseRuns = ([1] + LEB128.unsigned(data.vmOffset + data.vmSize - 4) + [1, 0] + LEB128.signed(0x10))[...]
         straddling.images[0].rebaseCount = 1
+        straddling.images[0].fixupPageIndex = .absent
         var missingRegular = closure
         missingRegular.images[0].dependencies[0].target = -1
         var unlistedWeak = closure
@@ -192,6 +196,7 @@ extension ClosureTests {
         twice.initializerOrder.append(twice.initializerOrder[0])
         var undecodable = closure
         undecodable.images[0].bindRuns = ([1, 0, 1, 0] + LEB128.unsigned(UInt64(closure.bindTargets.count)) + [0])[...]
+        undecodable.images[0].fixupPageIndex = .absent
 
         let cases: [(String, LaunchClosure, String)] = [
             ("no writable segment", readOnly, "is not 8 bytes inside a writable segment"),

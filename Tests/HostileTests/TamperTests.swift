@@ -128,7 +128,33 @@ import Testing
             c.images[1].initializers = [c.images[1].plan.vmSize + 0x10]
         },
         Forgery(description: "entry point outside the main image") { c in c.entryOffset = 1 << 40 },
+        Forgery(description: "fixup page in the image's __TEXT") { c in forgePageIndex(&c) { $0[0].page = 0 } },
+        Forgery(description: "fixup page past the image's end") { c in forgePageIndex(&c) { $0[$0.count - 1].page = 1 << 40 } },
+        Forgery(description: "fixup page restart offset past its run stream") { c in
+            forgePageIndex(&c) { pages in
+                if pages[0].rebases.runs > 0 { pages[0].rebases.offset = 1 << 30 } else { pages[0].binds.offset = 1 << 30 }
+            }
+        },
+        Forgery(description: "fixup page with more runs than the stream holds") { c in
+            forgePageIndex(&c) { pages in
+                if pages[0].rebases.runs > 0 { pages[0].rebases.runs += 1 << 20 } else { pages[0].binds.runs += 1 << 20 }
+            }
+        },
+        Forgery(description: "fixup page with no runs") { c in forgePageIndex(&c) { $0[0].rebases = .none; $0[0].binds = .none } },
+        Forgery(description: "fixup page index with page size 4095") { c in
+            let index = c.images.firstIndex { $0.fixupPageIndex.bytes.count > 2 }!
+            let pages = try! c.images[index].fixupPageIndex.pages(path: "").pages
+            c.images[index].fixupPageIndex = FixupPageIndex(pages: pages, pageSize: 4095)
+        },
     ]
+
+    /// Rewrites the page index of the first image that has indexed pages.
+    static func forgePageIndex(_ c: inout LaunchClosure, _ change: (inout [FixupPage]) -> Void) {
+        let index = c.images.firstIndex { $0.fixupPageIndex.bytes.count > 2 }!
+        var pages = try! c.images[index].fixupPageIndex.pages(path: "").pages
+        change(&pages)
+        c.images[index].fixupPageIndex = FixupPageIndex(pages: pages)
+    }
 
     @Test(arguments: decodeForgeries)
     func forgeryRefusedWhenRead(_ forgery: Forgery) throws {
@@ -287,6 +313,7 @@ import Testing
         let (bytes, binds) = try Self.runs(forgery, image: index, closure: closure, memory: memory)
         closure.images[index].rebaseRuns = binds ? [0] : bytes[...]
         closure.images[index].bindRuns = binds ? bytes[...] : [0]
+        closure.images[index].fixupPageIndex = .absent
         // The file is accepted (runs are checked as they are applied) ...
         let decoded = try ClosureFile.decode(ClosureFile.encode(closure), path: "forged")
         #expect(decoded == closure)
@@ -313,6 +340,7 @@ import Testing
         #expect(try !ProcessMaps.anyMapping(in: region))
         closure.images[0].rebaseRuns = binds ? [0] : bytes[...]
         closure.images[0].bindRuns = binds ? bytes[...] : [0]
+        closure.images[0].fixupPageIndex = .absent
         let cache = try Scratch.directory("tamper-fast")
         defer { Scratch.remove(cache) }
         let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)

@@ -54,6 +54,12 @@ import Testing
             closure.images[main].bindRuns = runs.bytes[...]
             closure.images[main].bindCount = runs.count
         }
+        if let index = try? FixupPageIndex.derive(rebaseRuns: closure.images[main].rebaseRuns, bindRuns: closure.images[main].bindRuns, path: "forged"),
+           (try? ClosureFile.decode(ClosureFile.encode({ var c = closure; c.images[main].fixupPageIndex = index; return c }()), path: "forged")) != nil {
+            closure.images[main].fixupPageIndex = index
+        } else {
+            closure.images[main].fixupPageIndex = .absent
+        }
         return closure
     }
 
@@ -178,6 +184,7 @@ import Testing
         closure.images[image].bindRuns = (LEB128.unsigned(1) + LEB128.unsigned(writable.vmOffset) + LEB128.unsigned(1) + LEB128.unsigned(0)
             + LEB128.unsigned(UInt64(closure.bindTargets.count)) + LEB128.signed(0))[...]
         closure.images[image].bindCount = 1
+        closure.images[image].fixupPageIndex = .absent
         let cache = try Scratch.directory("trust-badrun")
         defer { Scratch.remove(cache) }
         let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)

@@ -91,7 +91,7 @@ extension CorpusGraphTests {
         let graph = try #require(Self.graphs.first { $0.name == "kiwisolver _cext" && $0.arch == "arm64" })
         let (root, roots) = try await Self.prepare(graph)
         defer { try? FileManager.default.removeItem(atPath: root) }
-        var digests: Set<UInt64> = []
+        var digests: Set<UInt64?> = []
         var highByteRebases = 0
         for slide: UInt64 in [0x1_0000_0000, 0x2345_6780_0000, 0x3fff_0000_0000] {
             let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, slide: slide, run: false, recordFixups: true))

@@ -52,7 +52,7 @@ import Testing
         var digests: [UInt64] = []
         for app in Self.apps where app.name == "basic" || app.name == "paths" {
             let first = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: 0x2000_0000_0000, run: false))
-            let firstDigest = first.report.digest
+            let firstDigest = try #require(first.report.digest)
             first.memory.release()
             let second = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: 0x3123_4560_0000, run: false))
             defer { second.memory.release() }

@@ -6,7 +6,8 @@ import LoaderCore
 /// Encoding: `path` string, `installName` string, ``ImageIdentity``, `preferredBase` ULEB,
 /// `vmSize` ULEB, segment count + ``SegmentPlan``s, dependency count + ``ClosureDependency``s,
 /// initializer count + ULEB offsets, rpath count + strings, absent-path count + strings,
-/// `rebaseCount` ULEB + rebase runs blob, `bindCount` ULEB + bind runs blob.
+/// `rebaseCount` ULEB + rebase runs blob, `bindCount` ULEB + bind runs blob, fixup page
+/// index blob (``FixupPageIndex``, format version 4).
 public struct ClosureImage: Equatable, Sendable {
     public var path: String
     public var installName: String
@@ -27,10 +28,13 @@ public struct ClosureImage: Equatable, Sendable {
     public var bindRuns: ArraySlice<UInt8>
     public var rebaseCount: Int
     public var bindCount: Int
+    /// Where each page's runs start, for page-in linking (``FixupPageIndex/absent`` when
+    /// a run crosses a page boundary).
+    public var fixupPageIndex: FixupPageIndex
 
     public init(path: String, installName: String, identity: ImageIdentity, plan: ImagePlan, dependencies: [ClosureDependency],
                 initializers: [UInt64], rpaths: [String], absentPaths: [String],
-                rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, rebaseCount: Int, bindCount: Int) {
+                rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, rebaseCount: Int, bindCount: Int, fixupPageIndex: FixupPageIndex = .absent) {
         self.path = path
         self.installName = installName
         self.identity = identity
@@ -43,6 +47,7 @@ public struct ClosureImage: Equatable, Sendable {
         self.bindRuns = bindRuns
         self.rebaseCount = rebaseCount
         self.bindCount = bindCount
+        self.fixupPageIndex = fixupPageIndex
     }
 
     static let minimumEncodedSize = 16
@@ -81,6 +86,14 @@ public struct ClosureImage: Equatable, Sendable {
         rebaseRuns = try r.blob()
         bindCount = try r.int("bind count")
         bindRuns = try r.blob()
+        let indexStart = r.position
+        fixupPageIndex = FixupPageIndex(bytes: try r.blob())
+        do throws(ClosureError) {
+            try fixupPageIndex.validate(plan: plan, rebaseRuns: rebaseRuns, bindRuns: bindRuns, path: path)
+        } catch {
+            guard case let .corrupt(_, offset, what) = error else { throw error }
+            throw r.corrupt(what + " (index byte \(offset))", at: indexStart)
+        }
         for offset in initializers where !plan.isExecutable(offset) {
             throw r.corrupt("initializer at offset 0x\(String(offset, radix: 16)) of \(path) is not in an executable segment")
         }
@@ -106,5 +119,6 @@ public struct ClosureImage: Equatable, Sendable {
         w.blob(rebaseRuns)
         w.uleb(bindCount)
         w.blob(bindRuns)
+        w.blob(fixupPageIndex.bytes)
     }
 }

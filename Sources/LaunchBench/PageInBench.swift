@@ -1,0 +1,114 @@
+import Dyld3
+import Foundation
+import LaunchClosure
+import LoaderCore
+
+/// Page-in linking measured beside eager dyld3 (`dyld3 bench --fixups page-in`, docs/page-in.md).
+public struct PageInResult: Codable, Sendable {
+    /// Why the launches were eager although page-in was asked for (userfaultfd unavailable).
+    public var fallbackReason: String?
+    /// Pages indexed in the closure (pages that receive fixups), and pages registered with
+    /// the handler (every page of the segments that receive fixups).
+    public var fixupPages: Int
+    public var registeredPages: Int
+    /// Launch to the point where `main` would run: page-in, and eager dyld3 in the same rounds.
+    public var launch: Distribution
+    public var eagerLaunch: Distribution
+    /// After the page-in launch: time to touch 10%, 50% and 100% of the fixup pages (one
+    /// word each, pages in a fixed shuffled order), each from the launch's end.
+    public var touch: [String: Distribution]
+    /// Private dirty pages in the launch's region: "eager" after an eager launch, "launch"
+    /// after a page-in launch, then after touching each share ("10", "50", "100").
+    public var dirtyPages: [String: Int]
+
+    public static let touchLevels = [10, 50, 100]
+}
+
+enum PageInBench {
+    /// `runs` rounds (after one discarded) of an eager and a page-in launch of `closure`
+    /// with the touches, then one untimed round reading dirty pages after each step.
+    static func measure(_ closure: LaunchClosure, closurePath: String, options: LaunchOptions, runs: Int) throws -> PageInResult {
+        var pageIn = options
+        pageIn.fixups = .pageIn
+        let plan = try PageInFixups.plan(closure, pageSize: LaunchMemory.pageSize)
+        // Every indexed page as (image, offset), in a fixed pseudo-random order.
+        var pages: [(image: Int, offset: UInt64)] = []
+        for (index, list) in plan.pages.enumerated() { pages += list.map { (index, $0.page * LaunchMemory.pageSize) } }
+        var generator = SplitMix(seed: 1)
+        pages.shuffle(using: &generator)
+        let counts = PageInResult.touchLevels.map { (pages.count * $0 + 99) / 100 }
+
+        func launch(_ request: LaunchOptions) throws -> Launch {
+            var report = LaunchReport(mode: "dyld3")
+            var clock = PhaseClock()
+            return try FastPath.launch(closure, closurePath: closurePath, request: request, report: &report, clock: &clock)
+        }
+        func touch(_ memory: LaunchMemory, _ range: Range<Int>) -> UInt64 {
+            var sum: UInt64 = 0
+            for page in pages[range] { sum &+= UnsafePageTouch.touch(memory.images[page.image].base + page.offset) }
+            return sum
+        }
+        var eagerTimes: [Int64] = [], launchTimes: [Int64] = [], touchTimes: [[Int64]] = counts.map { _ in [] }
+        var fallback: String?, registered = 0
+        let clock = ContinuousClock()
+        for round in 0...runs {
+            let eager = try launch(options)
+            eager.memory.release()
+            let paged = try launch(pageIn)
+            fallback = paged.report.fixupsFallbackReason
+            registered = Int((paged.memory.pager?.registeredBytes ?? 0) / LaunchMemory.pageSize)
+            var touched = 0, sink: UInt64 = 0
+            let start = clock.now
+            var levels: [Int64] = []
+            for count in counts {
+                sink &+= touch(paged.memory, touched..<count)
+                touched = count
+                levels.append(PhaseClock.nanosecondsSince(start, clock))
+            }
+            paged.memory.release()
+            guard round > 0, sink != 1 else { continue }
+            eagerTimes.append(eager.report.timings[.total] ?? 0)
+            launchTimes.append(paged.report.timings[.total] ?? 0)
+            for (level, time) in levels.enumerated() { touchTimes[level].append(time) }
+        }
+        var dirty: [String: Int] = [:]
+        let eager = try launch(options)
+        dirty["eager"] = ProcessMemory.privateDirtyPages(start: eager.memory.regionBase, size: eager.memory.regionSize)
+        eager.memory.release()
+        let paged = try launch(pageIn)
+        dirty["launch"] = ProcessMemory.privateDirtyPages(start: paged.memory.regionBase, size: paged.memory.regionSize)
+        var touched = 0
+        for (level, count) in zip(PageInResult.touchLevels, counts) {
+            _ = touch(paged.memory, touched..<count)
+            touched = count
+            dirty["\(level)"] = ProcessMemory.privateDirtyPages(start: paged.memory.regionBase, size: paged.memory.regionSize)
+        }
+        paged.memory.release()
+        return PageInResult(
+            fallbackReason: fallback, fixupPages: pages.count, registeredPages: registered,
+            launch: Distribution(launchTimes), eagerLaunch: Distribution(eagerTimes),
+            touch: Dictionary(uniqueKeysWithValues: zip(PageInResult.touchLevels.map { "\($0)" }, touchTimes.map(Distribution.init))),
+            dirtyPages: dirty)
+    }
+}
+
+/// A small deterministic generator, so every run touches pages in the same order.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}
+
+extension PhaseClock {
+    /// Nanoseconds from `start` on `clock` to now.
+    static func nanosecondsSince(_ start: ContinuousClock.Instant, _ clock: ContinuousClock) -> Int64 {
+        let elapsed = clock.now - start
+        return elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+    }
+}

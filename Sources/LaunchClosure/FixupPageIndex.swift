@@ -1,0 +1,225 @@
+import LoaderCore
+
+/// Where one page's runs start in one of an image's run streams: a restart point for a
+/// ``FixupRunCursor``. Runs are delta-coded (each location from the previous run's last,
+/// each rebase target from the previous target), so a cursor that starts mid-stream needs
+/// the delta state the stream had there.
+public struct FixupRestart: Equatable, Sendable {
+    /// How many runs of the stream lie on the page (0: none; the other fields are then 0).
+    public var runs: Int
+    /// Byte offset, in the run stream, of the page's first run header.
+    public var offset: Int
+    /// The last location of the run before it (0 when it is the stream's first run).
+    public var location: UInt64
+    /// Rebase streams: the target of the rebase before it (0 when none). Bind streams: 0.
+    public var target: UInt64
+
+    public static let none = FixupRestart(runs: 0, offset: 0, location: 0, target: 0)
+
+    public init(runs: Int, offset: Int, location: UInt64, target: UInt64) {
+        self.runs = runs
+        self.offset = offset
+        self.location = location
+        self.target = target
+    }
+}
+
+/// One page of an image that receives fixups, and where its rebase and bind runs start.
+public struct FixupPage: Equatable, Sendable {
+    /// The page number: the page's offset from the image's base / the index's page size.
+    public var page: UInt64
+    public var rebases: FixupRestart
+    public var binds: FixupRestart
+
+    public init(page: UInt64, rebases: FixupRestart, binds: FixupRestart) {
+        self.page = page
+        self.rebases = rebases
+        self.binds = binds
+    }
+}
+
+/// An image's fixup page index (docs/closure-format.md, "Fixup page index"): for every page
+/// that receives a fixup, where that page's runs start in the rebase and bind streams. The
+/// builder cuts runs at page boundaries, so a page's fixups are whole runs; page-in linking
+/// applies one page's fixups when that page is first touched, without decoding the rest.
+///
+/// Encoded as a blob: `uleb pageSize` (0: no index), `uleb pageCount`, then per page, pages
+/// strictly increasing, `uleb pageDelta` (page − previous page − 1; the first page's number),
+/// `uleb rebaseRuns` [+ `uleb offset, uleb location, uleb target`], `uleb bindRuns`
+/// [+ `uleb offset, uleb location`]. Read through ``FixupPageCursor``.
+public struct FixupPageIndex: Equatable, Sendable {
+    /// The page size the builder cuts runs at (the x86_64 and arm64 Linux base page).
+    public static let pageSize: UInt64 = 4096
+
+    /// The encoded index (decoded closures: a slice of the body).
+    public var bytes: ArraySlice<UInt8>
+
+    public init(bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+
+    /// An image without an index: some run crosses a page boundary (a fixup straddling
+    /// two pages), so page-in linking cannot split its fixups by page.
+    public static let absent = FixupPageIndex(pages: [], pageSize: 0)
+
+    /// The index of `pages` (sorted, at `pageSize`).
+    public init(pages: [FixupPage], pageSize: UInt64 = FixupPageIndex.pageSize) {
+        var w = ClosureWriter()
+        w.uleb(pageSize)
+        w.uleb(pages.count)
+        var next: UInt64 = 0
+        for page in pages {
+            w.uleb(page.page - next)
+            next = page.page + 1
+            w.uleb(page.rebases.runs)
+            if page.rebases.runs > 0 {
+                w.uleb(page.rebases.offset)
+                w.uleb(page.rebases.location)
+                w.uleb(page.rebases.target)
+            }
+            w.uleb(page.binds.runs)
+            if page.binds.runs > 0 {
+                w.uleb(page.binds.offset)
+                w.uleb(page.binds.location)
+            }
+        }
+        bytes = w.bytes[...]
+    }
+
+    /// The page index two run streams call for: every run's page, its header's offset and
+    /// the delta state before it, grouped by page. ``absent`` when a run crosses a page
+    /// boundary or a fixup straddles one, or the runs are not in page order. The builder
+    /// writes this; `verify` recomputes it and compares.
+    public static func derive(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, path: String) throws(ClosureError) -> FixupPageIndex {
+        guard let rebases = try restarts(rebaseRuns, path: path, rebases: true),
+              let binds = try restarts(bindRuns, path: path, rebases: false) else { return .absent }
+        var pages: [FixupPage] = []
+        var (r, b) = (0, 0)
+        while r < rebases.count || b < binds.count {
+            let page = min(r < rebases.count ? rebases[r].page : .max, b < binds.count ? binds[b].page : .max)
+            var entry = FixupPage(page: page, rebases: .none, binds: .none)
+            if r < rebases.count, rebases[r].page == page { entry.rebases = rebases[r].restart; r += 1 }
+            if b < binds.count, binds[b].page == page { entry.binds = binds[b].restart; b += 1 }
+            pages.append(entry)
+        }
+        return FixupPageIndex(pages: pages)
+    }
+
+    /// Per page, in page order, the restart point of one stream; nil when it cannot be indexed.
+    private static func restarts(_ runs: ArraySlice<UInt8>, path: String, rebases: Bool) throws(ClosureError) -> [(page: UInt64, restart: FixupRestart)]? {
+        var result: [(page: UInt64, restart: FixupRestart)] = []
+        var cursor = try FixupRunCursor(runs, path: path)
+        var target: UInt64 = 0
+        while true {
+            let (offset, location, targetBefore) = (cursor.offset, cursor.previousLocation, target)
+            guard let run = try cursor.nextRun() else { break }
+            let page = run.start / pageSize
+            guard run.last / pageSize == page, run.last % pageSize <= pageSize - 8 else { return nil }
+            for _ in 0..<run.count {
+                if rebases { target = try cursor.nextRebaseTarget(after: target) } else { _ = try cursor.nextBind() }
+            }
+            if let last = result.last, last.page == page {
+                result[result.count - 1].restart.runs += 1
+            } else {
+                guard result.last.map({ $0.page < page }) ?? true else { return nil }
+                result.append((page, FixupRestart(runs: 1, offset: offset, location: location, target: rebases ? targetBefore : 0)))
+            }
+        }
+        try cursor.finish()
+        return result
+    }
+
+    /// Every page of the index, decoded (a page-in launch's lookup table, verify, dump, tests).
+    public func pages(path: String) throws(ClosureError) -> (pageSize: UInt64, pages: [FixupPage]) {
+        var cursor = try FixupPageCursor(bytes, path: path)
+        var pages: [FixupPage] = []
+        pages.reserveCapacity(cursor.pagesLeft)
+        while let page = try cursor.next() { pages.append(page) }
+        return (cursor.pageSize, pages)
+    }
+
+    /// Checks the index against its image as the reader does for every field: a page size
+    /// of 0 (no index, no pages) or a power of two from 4 KiB to 64 KiB; pages strictly
+    /// increasing, each starting inside a writable segment of `plan`; each page with at
+    /// least one run, every restart offset inside its stream, and no more runs in all than
+    /// the stream holds.
+    func validate(plan: ImagePlan, rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, path: String) throws(ClosureError) {
+        var cursor = try FixupPageCursor(bytes, path: path)
+        let size = cursor.pageSize
+        guard size == 0 || (size >= 4096 && size <= 65536 && size & (size - 1) == 0) else {
+            throw .corrupt(path: path, offset: 0, what: "fixup page index of \(path): page size \(size) is not 0 or a power of two from 4096 to 65536")
+        }
+        guard size != 0 || cursor.pagesLeft == 0 else {
+            throw .corrupt(path: path, offset: 0, what: "fixup page index of \(path) lists pages without a page size")
+        }
+        guard cursor.pagesLeft > 0 else { return try cursor.finish() }
+        // The streams' run counts (their first numbers): a stream is otherwise decoded only as it is applied.
+        var rebaseRunsLeft = try FixupRunCursor(rebaseRuns, path: path).runsTotal
+        var bindRunsLeft = try FixupRunCursor(bindRuns, path: path).runsTotal
+        let writable = plan.segments.filter(\.isWritable)
+        while let page = try cursor.next() {
+            func bad(_ what: String) -> ClosureError {
+                .corrupt(path: path, offset: cursor.offset, what: "fixup page index of \(path), page \(page.page): \(what)")
+            }
+            let (start, overflow) = page.page.multipliedReportingOverflow(by: size)
+            guard !overflow, writable.contains(where: { start >= $0.vmOffset && start - $0.vmOffset < $0.vmSize }) else {
+                throw bad("the page is not inside a writable segment")
+            }
+            guard page.rebases.runs + page.binds.runs > 0 else { throw bad("the page has no runs") }
+            guard page.rebases.runs <= rebaseRunsLeft, page.binds.runs <= bindRunsLeft else { throw bad("more runs than the streams hold") }
+            rebaseRunsLeft -= page.rebases.runs
+            bindRunsLeft -= page.binds.runs
+            guard page.rebases.runs == 0 || page.rebases.offset < rebaseRuns.count,
+                  page.binds.runs == 0 || page.binds.offset < bindRuns.count else {
+                throw bad("a restart offset is past the end of its run stream")
+            }
+        }
+    }
+}
+
+/// The one reader of a ``FixupPageIndex``: its page size and page count, then one
+/// ``FixupPage`` per ``next()``, refusing a page number that does not increase and bytes
+/// after the last page.
+public struct FixupPageCursor {
+    private var reader: ClosureReader
+    public let pageSize: UInt64
+    public private(set) var pagesLeft: Int
+    private var nextPage: UInt64 = 0
+
+    public init(_ bytes: ArraySlice<UInt8>, path: String) throws(ClosureError) {
+        reader = ClosureReader(bytes, path: path)
+        pageSize = try reader.uleb()
+        pagesLeft = try reader.count(of: "fixup page", minimumSize: 3)
+    }
+
+    /// Byte offset of the next entry in the index.
+    public var offset: Int { reader.position }
+
+    /// Refuses bytes after the last page.
+    public func finish() throws(ClosureError) {
+        guard reader.atEnd else { throw reader.corrupt("bytes after the last fixup page") }
+    }
+
+    /// The next page, or nil after the last (then the index must be at its end).
+    public mutating func next() throws(ClosureError) -> FixupPage? {
+        guard pagesLeft > 0 else {
+            try finish()
+            return nil
+        }
+        pagesLeft -= 1
+        let (page, overflow) = nextPage.addingReportingOverflow(try reader.uleb())
+        guard !overflow, page < UInt64.max else { throw reader.corrupt("fixup page number overflows") }
+        nextPage = page + 1
+        var rebases = FixupRestart.none, binds = FixupRestart.none
+        rebases.runs = try reader.int("rebase runs on a page")
+        if rebases.runs > 0 {
+            rebases.offset = try reader.int("rebase restart offset")
+            rebases.location = try reader.uleb()
+            rebases.target = try reader.uleb()
+        }
+        binds.runs = try reader.int("bind runs on a page")
+        if binds.runs > 0 {
+            binds.offset = try reader.int("bind restart offset")
+            binds.location = try reader.uleb()
+        }
+        return FixupPage(page: page, rebases: rebases, binds: binds)
+    }
+}

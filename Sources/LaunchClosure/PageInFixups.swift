@@ -1,0 +1,114 @@
+import LoaderCore
+
+/// A closure's fixups, page by page, for page-in linking's handler: each image's page index
+/// decoded once at launch into a sorted array, so a fault finds its page by binary search
+/// and applies that page's runs from their restart points, with the eager loop's checks
+/// (each run on the page, each rebase target inside the image, each bind index in the table)
+/// and without allocation, strings or lookups.
+public final class PageInFixups: PageFixupSource, @unchecked Sendable {
+    /// One image's runs and indexed pages (empty for an image linked eagerly).
+    struct ImagePages {
+        let rebaseRuns: ArraySlice<UInt8>
+        let bindRuns: ArraySlice<UInt8>
+        let pages: [FixupPage]
+        let vmSize: UInt64
+        let path: String
+    }
+
+    private let images: [ImagePages]
+    private let targetValues: [UInt64]
+    private let pageSize: UInt64
+
+    /// Which images are indexed at `pageSize` (the host's) and which segments receive
+    /// their fixups: the plan of a page-in launch, decided before anything is mapped.
+    public struct Plan: Sendable {
+        /// Per image: its indexed pages (empty when the image is linked eagerly).
+        public let pages: [[FixupPage]]
+        /// Per image: whether its fixups are applied page by page (else eagerly at launch).
+        public let indexed: [Bool]
+        /// Per image, per segment: reserved without contents and filled on first touch.
+        public let deferred: [[Bool]]
+        /// Pages indexed in all.
+        public var pageCount: Int { pages.reduce(0) { $0 + $1.count } }
+    }
+
+    /// The page-in plan of `closure` for pages of `pageSize` bytes: an image whose index is
+    /// absent or at another page size is linked eagerly.
+    public static func plan(_ closure: LaunchClosure, pageSize: UInt64) throws(ClosureError) -> Plan {
+        var pages: [[FixupPage]] = [], indexed: [Bool] = [], deferred: [[Bool]] = []
+        for image in closure.images {
+            let index = try image.fixupPageIndex.pages(path: image.path)
+            let usable = index.pageSize == pageSize
+            pages.append(usable ? index.pages : [])
+            indexed.append(usable)
+            deferred.append(image.plan.segments.map { segment in
+                usable && segment.isWritable && index.pages.contains { page in
+                    page.page * pageSize >= segment.vmOffset && page.page * pageSize - segment.vmOffset < segment.vmSize
+                }
+            })
+        }
+        return Plan(pages: pages, indexed: indexed, deferred: deferred)
+    }
+
+    /// The source for one launch of `closure` whose bind targets have `targetValues`.
+    public init(_ closure: LaunchClosure, plan: Plan, targetValues: [UInt64], pageSize: UInt64) {
+        images = zip(closure.images, plan.pages).map { image, pages in
+            ImagePages(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns, pages: pages, vmSize: image.plan.vmSize, path: image.path)
+        }
+        self.targetValues = targetValues
+        self.pageSize = pageSize
+    }
+
+    public func applyFixups(image index: Int, to page: inout PageBuffer) -> PageFillFailure? {
+        guard index < images.count else { return nil }
+        let image = images[index]
+        let number = page.vmOffset / pageSize
+        var low = 0, high = image.pages.count
+        while low < high {
+            let middle = (low + high) / 2
+            if image.pages[middle].page < number { low = middle + 1 } else { high = middle }
+        }
+        guard low < image.pages.count, image.pages[low].page == number else { return nil }
+        let entry = image.pages[low]
+        let base = page.imageBase
+        var runOffset = 0
+        do throws(ClosureError) {
+            var rebases = FixupRunCursor(image.rebaseRuns, path: image.path, restart: entry.rebases)
+            var target = entry.rebases.target
+            runOffset = rebases.offset
+            while let run = try rebases.nextRun() {
+                guard page.contains(start: run.start, count: run.count, stride: run.stride) else {
+                    return .runOffPage(image: index, vmOffset: page.vmOffset, runStart: run.start)
+                }
+                var location = run.start
+                for _ in 0..<run.count {
+                    target = try rebases.nextRebaseTarget(after: target)
+                    let offset = target & 0x00ff_ffff_ffff_ffff
+                    guard offset < image.vmSize else { return .rebaseTarget(image: index, vmOffset: page.vmOffset, target: offset) }
+                    page.storeInCheckedRun((base &+ offset) | (target & 0xff00_0000_0000_0000), atImageOffset: location)
+                    location &+= run.stride
+                }
+                runOffset = rebases.offset
+            }
+            var binds = FixupRunCursor(image.bindRuns, path: image.path, restart: entry.binds)
+            let targetCount = UInt64(targetValues.count)
+            runOffset = binds.offset
+            while let run = try binds.nextRun() {
+                guard page.contains(start: run.start, count: run.count, stride: run.stride) else {
+                    return .runOffPage(image: index, vmOffset: page.vmOffset, runStart: run.start)
+                }
+                var location = run.start
+                for _ in 0..<run.count {
+                    let (targetIndex, addend) = try binds.nextBind()
+                    guard targetIndex < targetCount else { return .bindTarget(image: index, vmOffset: page.vmOffset, index: targetIndex) }
+                    page.storeInCheckedRun(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), atImageOffset: location)
+                    location &+= run.stride
+                }
+                runOffset = binds.offset
+            }
+        } catch {
+            return .corruptRuns(image: index, vmOffset: page.vmOffset, byteOffset: runOffset)
+        }
+        return nil
+    }
+}
