@@ -243,16 +243,8 @@ struct ObjCSetupBuilder {
         for image in initializerOrder where image < sections.count {
             guard let objc = sections[image] else { continue }
             for cls in try pointers(objc.nonLazyClassList, image: image, "__objc_nlclslist") {
-                var chain: [UInt64] = []
-                var current = cls
-                while current != 0, !scheduled.contains(current) {
-                    guard chain.count < ObjCSetup.maxSuperclassDepth else {
-                        throw ObjCError(image: image, address: cls, what: "superclass chain longer than \(ObjCSetup.maxSuperclassDepth)")
-                    }
-                    chain.append(current)
-                    scheduled.insert(current)
-                    current = try ObjCClass(in: space, at: current).superclass
-                }
+                let chain = try ObjCClass.superclassChain(in: space, from: cls, limit: ObjCSetup.maxSuperclassDepth) { scheduled.contains($0) }
+                scheduled.formUnion(chain)
                 for cls in chain.reversed() {
                     let metaclass = try ObjCClass(in: space, at: try ObjCClass(in: space, at: cls).isa)
                     let methods = try ObjCClassRO(in: space, at: metaclass.roAddress).baseMethodsAddress

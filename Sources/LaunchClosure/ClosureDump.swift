@@ -67,6 +67,7 @@ public struct ClosureDump: Sendable {
         for missing in closure.missingWeakDylibs {
             out += "  \(missing.installName) (needed by \(missing.neededBy))\n"
         }
+        out += try objcText()
         return out
     }
 

@@ -9,7 +9,7 @@ extension LaunchClosure {
     /// each field as it decodes; this checks how the fields fit together. Every fixup lies
     /// 8 bytes inside a writable segment of its image, every rebase points into its image,
     /// every image index is in range, no two segments of an image overlap, every missing
-    /// dependency is a weak one that is listed. Empty for any closure the builder wrote.
+    /// dependency is a weak one that is listed, the Objective-C part fits (``objcProblems()``). Empty for any closure the builder wrote.
     public func consistencyProblems() -> [String] {
         var problems: [String] = []
         if rootCount < 1 || rootCount > images.count {
@@ -34,6 +34,7 @@ extension LaunchClosure {
            !images[rootCount - 1].plan.isExecutable(entry) {
             problems.append("entry point \(hex(entry)) is not in an executable segment of \(images[rootCount - 1].path)")
         }
+        problems += objcProblems()
         return problems
     }
 

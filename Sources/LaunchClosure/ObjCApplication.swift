@@ -15,7 +15,7 @@ extension LaunchClosure {
 
     /// Image `index`'s Objective-C writes, decoded (verify, dump, tests).
     public func objcWrites(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
-        guard index < objc.bindRuns.count else { return [] }
+        guard index < objc.bindRuns.count, !objc.bindRuns[index].isEmpty else { return [] }
         return try FixupRuns.decode(rebaseRuns: [0], bindRuns: objc.bindRuns[index], targets: bindTargets, path: images[index].path)
     }
 }

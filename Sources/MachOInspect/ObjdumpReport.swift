@@ -74,6 +74,7 @@ public enum ObjdumpReport {
         case .chainedFixups: try ChainedFixupsTable.write(image, to: &out)
         case .exportsTrie: try ExportsTrieTable.write(image, to: &out)
         case .deps: DependenciesTable.write(image, to: &out)
+        case .objc: try ObjCTable.write(image, to: &out)
         }
     }
 }

@@ -82,6 +82,7 @@ enum ClosureJSON {
             ("missingWeakDylibs", .array(closure.missingWeakDylibs.map {
                 .object([("installName", .string($0.installName)), ("neededBy", .string($0.neededBy))])
             })),
+            ("objc", try objc(closure)),
         ])
     }
 

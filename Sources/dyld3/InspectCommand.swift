@@ -9,7 +9,7 @@ import MachOReader
 struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "Print a Mach-O file's dependencies, fixups and exports.",
+        abstract: "Print a Mach-O file's dependencies, fixups, exports and Objective-C metadata.",
         discussion: """
             Each table flag prints the same rows as `llvm-objdump-19 --macho <flag>`. For \
             opcode-based files --dyld-info also lists the opcode streams' rebases and binds, \
@@ -30,6 +30,7 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "The LC_DYLD_CHAINED_FIXUPS structures.") var chainedFixups = false
     @Flag(help: "The exported symbols.") var exportsTrie = false
     @Flag(help: "Dependent dylibs with link kinds, rpaths and the dylib id.") var deps = false
+    @Flag(help: "Objective-C classes, categories and selector references (as otool -ov, dyld_info -objc).") var objc = false
     @Flag(help: "Print JSON instead of text.") var json = false
     @Flag(help: "Decode every fixup and export, and report counts and decoding time.") var stats = false
 
@@ -43,6 +44,7 @@ struct InspectCommand: ParsableCommand {
         if chainedFixups { tables.insert(.chainedFixups) }
         if exportsTrie { tables.insert(.exportsTrie) }
         if deps { tables.insert(.deps) }
+        if objc { tables.insert(.objc) }
         return tables
     }
 

@@ -20,6 +20,32 @@ public struct ObjCClass: Equatable, Sendable {
     }
 }
 
+extension ObjCClass {
+    /// `address` and its superclasses, nearest first, until a null superclass or a class
+    /// `stop` accepts (not included). Walked iteratively: more than `limit` classes, or a
+    /// class met twice (a cycle, which the runtime would follow forever), is an error
+    /// naming the class the walk started from.
+    public static func superclassChain(
+        in space: ObjCAddressSpace, from address: UInt64, limit: Int, stop: (UInt64) -> Bool = { _ in false }
+    ) throws(ObjCError) -> [UInt64] {
+        var chain: [UInt64] = []
+        var seen: Set<UInt64> = []
+        var current = address
+        while current != 0, !stop(current) {
+            guard seen.insert(current).inserted else {
+                throw ObjCError(image: space.location(of: address)?.image, address: address,
+                                what: "superclass chain of the class at 0x\(String(address, radix: 16)) loops back to 0x\(String(current, radix: 16))")
+            }
+            guard chain.count < limit else {
+                throw ObjCError(image: space.location(of: address)?.image, address: address, what: "superclass chain longer than \(limit)")
+            }
+            chain.append(current)
+            current = try ObjCClass(in: space, at: current).superclass
+        }
+        return chain
+    }
+}
+
 /// `class_ro_t` (64-bit): flags, name and base method list.
 public struct ObjCClassRO: Equatable, Sendable {
     public static let size = 72
@@ -79,6 +105,8 @@ public struct ObjCMethodList: Sendable {
         public let nameSlot: UInt64
         /// Whether `nameSlot` is the list's own field (a pointer list) or a selector reference.
         public let nameSlotIsSelectorReference: Bool
+        /// The address of the type encoding string.
+        public let types: UInt64
         public let imp: UInt64
     }
 
@@ -112,11 +140,14 @@ public struct ObjCMethodList: Sendable {
         let entryAddress = address &+ 8 &+ UInt64(offset)
         if isRelative {
             let name = Int64(Int32(bitPattern: (try? entries.u32(offset)) ?? 0))
+            let types = Int64(Int32(bitPattern: (try? entries.u32(offset + 4)) ?? 0))
             let imp = Int64(Int32(bitPattern: (try? entries.u32(offset + 8)) ?? 0))
             return Method(nameSlot: entryAddress &+ UInt64(bitPattern: name), nameSlotIsSelectorReference: true,
+                          types: entryAddress &+ 4 &+ UInt64(bitPattern: types),
                           imp: entryAddress &+ 8 &+ UInt64(bitPattern: imp))
         }
-        return Method(nameSlot: entryAddress, nameSlotIsSelectorReference: false, imp: (try? entries.u64(offset + 16)) ?? 0)
+        return Method(nameSlot: entryAddress, nameSlotIsSelectorReference: false,
+                      types: (try? entries.u64(offset + 8)) ?? 0, imp: (try? entries.u64(offset + 16)) ?? 0)
     }
 }
 

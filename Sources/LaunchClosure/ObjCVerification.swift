@@ -1,0 +1,59 @@
+import LoaderCore
+
+extension LaunchClosure {
+    /// What is wrong with the Objective-C part (``ClosureObjC``) of a closure the reader
+    /// accepted, checked like the images' own fixups: its runs decode to as many writes as
+    /// its counts say, every write lies 8 bytes inside a writable segment of its image, every
+    /// `+load` call's class and selector lie inside a segment of their image, and the calls
+    /// run in initializer order (an image's calls before any later image's).
+    public func objcProblems() -> [String] {
+        var problems: [String] = []
+        for index in objc.bindRuns.indices where index < images.count {
+            let image = images[index]
+            let writes: [ResolvedFixup]
+            do {
+                writes = try objcWrites(ofImage: index)
+            } catch {
+                problems.append("\(image.path): Objective-C runs do not decode: \(error)")
+                continue
+            }
+            if index < objc.bindCounts.count, writes.count != objc.bindCounts[index] {
+                problems.append("\(image.path): Objective-C runs hold \(writes.count) writes, the count says \(objc.bindCounts[index])")
+            }
+            let writable = image.plan.segments.filter(\.isWritable)
+            let bad = writes.filter { write in
+                !writable.contains { write.vmOffset >= $0.vmOffset && $0.vmSize >= 8 && write.vmOffset - $0.vmOffset <= $0.vmSize - 8 }
+            }
+            for write in bad.prefix(LaunchClosure.fixupProblemLimit) {
+                problems.append("\(image.path): Objective-C write at \(hex(write.vmOffset)) is not 8 bytes inside a writable segment")
+            }
+            if bad.count > LaunchClosure.fixupProblemLimit {
+                problems.append("\(image.path): \(bad.count - LaunchClosure.fixupProblemLimit) more bad Objective-C writes")
+            }
+        }
+        let position = Dictionary(initializerOrder.enumerated().map { ($1, $0) }, uniquingKeysWith: min)
+        var lastPosition = -1
+        for (number, call) in objc.loads.enumerated() {
+            // A class object lives in writable data (the runtime writes it); a selector is a readable string.
+            for (what, location, writable) in [("class", call.cls, true), ("selector", call.selector, false)] {
+                guard images.indices.contains(location.image) else {
+                    problems.append("+load call \(number): \(what) in image \(location.image) of \(images.count)")
+                    continue
+                }
+                let segments = images[location.image].plan.segments
+                if !segments.contains(where: { (writable ? $0.isWritable : $0.protection.contains(.read)) && location.offset >= $0.vmOffset && location.offset - $0.vmOffset < $0.vmSize }) {
+                    problems.append("+load call \(number): \(what) at \(hex(location.offset)) is in no \(writable ? "writable" : "readable") segment of \(images[location.image].path)")
+                }
+            }
+            guard let current = position[call.image] else {
+                problems.append("+load call \(number): image \(call.image) is not in the initializer order")
+                continue
+            }
+            if current < lastPosition {
+                problems.append("+load call \(number) (image \(call.image)) runs after a later image's calls: not in initializer order")
+            }
+            lastPosition = max(lastPosition, current)
+        }
+        return problems
+    }
+}
