@@ -69,7 +69,7 @@ import Testing
             var targetIndex = Dictionary(uniqueKeysWithValues: targets.enumerated().map { ($1, $0) })
             let encoded = FixupRuns.encodeBinds(writes, plan: c.images[index].plan, targets: &targets, targetIndex: &targetIndex)
             c.bindTargets = targets
-            c.objc.bindRuns[index] = encoded.bytes
+            c.objc.bindRuns[index] = encoded.bytes[...]
             c.objc.bindCounts[index] = encoded.count
         },
         Forgery(description: "+load calls out of initializer order") { c in
