@@ -34,6 +34,18 @@ public struct FixupResolver {
     public mutating func resolve(
         image index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void, afterRebases: () -> Void = {}
     ) throws(LoadError) {
+        try withoutActuallyEscaping(sink) { (body) throws(LoadError) in
+            var calling = CallingSink(body: body)
+            try resolve(image: index, into: &calling, afterRebases: afterRebases)
+        }
+    }
+
+    /// ``resolve(image:_:afterRebases:)`` handing each fixup to `sink`'s ``FixupSink/take(_:)``:
+    /// the slow path's loop, with no closure call per fixup (the walk pulls pointers from a
+    /// ``ChainedPointerCursor``, and `Sink` is specialized).
+    public mutating func resolve<Sink: FixupSink>(
+        image index: Int, into sink: inout Sink, afterRebases: () -> Void = {}
+    ) throws(LoadError) {
         let image = graph.nodes[index].image
         let base = plans[index].preferredBase
         try reading(index) { () throws in
@@ -41,60 +53,35 @@ public struct FixupResolver {
                 guard let chains = try image.parseChainedFixupChains() else { return afterRebases() }
                 // Two walks over the chains (rebases, then binds) instead of one list of them:
                 // the memory a walk needs does not grow with the image's fixups.
-                try Self.walk(chains, of: image) { (site) throws(LoadError) in
-                    try resolveChainedRebase(site, index: index, base: base, sink)
+                var cursor = ChainedPointerCursor(chains, in: image)
+                while let site = try cursor.next() {
+                    switch site.pointer {
+                    case let .rebase(target):
+                        try sink.take(ResolvedFixup(vmOffset: site.address &- base, kind: .rebase(
+                            targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
+                        rebases += 1
+                    case .bind: break
+                    case .authRebase, .authBind, .nonPointer:
+                        throw LoadError.unusable(
+                            path: graph.nodes[index].path,
+                            reason: "\(site.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
+                    }
                 }
                 afterRebases()
                 try resolveChainedImports(chains, index: index)
-                try Self.walk(chains, of: image) { (site) throws(LoadError) in
-                    guard case let .bind(chainedBind) = site.pointer else { return }
+                cursor = ChainedPointerCursor(chains, in: image)
+                while let site = try cursor.next() {
+                    guard case let .bind(chainedBind) = site.pointer else { continue }
                     let ordinal = Int(chainedBind.importOrdinal)
-                    try sink(ResolvedFixup(vmOffset: site.address &- base, kind: .bind(
+                    try sink.take(ResolvedFixup(vmOffset: site.address &- base, kind: .bind(
                         importTargets[ordinal], addend: importAddends[ordinal] &+ chainedBind.addend)))
                     binds += 1
                 }
             } else {
-                try resolveOpcodeRebases(image, base: base, sink)
+                try resolveOpcodeRebases(image, base: base, &sink)
                 afterRebases()
-                try resolveOpcodeBinds(image, index: index, base: base, sink)
+                try resolveOpcodeBinds(image, index: index, base: base, &sink)
             }
-        }
-    }
-
-    /// Walks every chain of `image`, handing each pointer to `body`; an error `body` throws
-    /// ends the walk and is thrown as it is.
-    private static func walk(
-        _ chains: ChainedFixupChains, of image: MachOImage, _ body: (ChainedPointerSite) throws(LoadError) -> Void
-    ) throws {
-        var failure: LoadError?
-        do {
-            try chains.forEachPointer(in: image) { (site) throws(MachOError) in
-                do throws(LoadError) {
-                    try body(site)
-                } catch {
-                    failure = error
-                    throw MachOError.malformed("walk stopped", at: site.fileOffset)
-                }
-            }
-        } catch {
-            if let failure { throw failure }
-            throw error
-        }
-    }
-
-    private mutating func resolveChainedRebase(
-        _ site: ChainedPointerSite, index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
-    ) throws(LoadError) {
-        switch site.pointer {
-        case let .rebase(target):
-            try sink(ResolvedFixup(vmOffset: site.address &- base, kind: .rebase(
-                targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
-            rebases += 1
-        case .bind: break
-        case .authRebase, .authBind, .nonPointer:
-            throw LoadError.unusable(
-                path: graph.nodes[index].path,
-                reason: "\(site.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
         }
     }
 
@@ -113,7 +100,7 @@ public struct FixupResolver {
         }
     }
 
-    private mutating func resolveOpcodeRebases(_ image: MachOImage, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void) throws {
+    private mutating func resolveOpcodeRebases<Sink: FixupSink>(_ image: MachOImage, base: UInt64, _ sink: inout Sink) throws {
         var decoder = try RebaseOpcodeDecoder(image)
         let view = image.view
         let segmentFileOffsets = image.segments.map(\.fileOffset)
@@ -123,14 +110,14 @@ public struct FixupResolver {
             // A tagged pointer (C++ RTTI sets the top bit) keeps its top byte as high8,
             // the same form chained rebases have.
             let offset = target &- base
-            try sink(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
+            try sink.take(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
                 targetOffset: offset & 0x00ff_ffff_ffff_ffff, high8: UInt8(truncatingIfNeeded: offset >> 56))))
             rebases += 1
         }
     }
 
-    private mutating func resolveOpcodeBinds(
-        _ image: MachOImage, index: Int, base: UInt64, _ sink: (ResolvedFixup) throws(LoadError) -> Void
+    private mutating func resolveOpcodeBinds<Sink: FixupSink>(
+        _ image: MachOImage, index: Int, base: UInt64, _ sink: inout Sink
     ) throws {
         for stream in BindStreamKind.allCases {
             var decoder = try BindOpcodeDecoder(image, stream: stream)
@@ -138,7 +125,7 @@ public struct FixupResolver {
                 guard let location = entry.location else { continue }  // a strong-definition marker
                 // The weak stream's ordinal is the weak lookup: coalescing.
                 let target = try lookup.resolve(entry.symbolName, ordinal: entry.libraryOrdinal, from: index)
-                try sink(ResolvedFixup(
+                try sink.take(ResolvedFixup(
                     vmOffset: location.address &- base,
                     kind: .bind(try settle(target, entry.symbolName, weakImport: entry.flags.contains(.weakImport),
                                            ordinal: entry.libraryOrdinal, from: index), addend: entry.addend)))

@@ -27,17 +27,10 @@ public enum SlowPath {
         var rebaseTime: Int64 = 0, bindTime: Int64 = 0
         let bases = memory.images.map(\.base)
         for index in graph.nodes.indices {
-            var imageFixups: [ResolvedFixup] = []
-            let writer = memory.writer(image: index)
-            let base = writer.base
-            let record = options.recordFixups
-            let write = { (fixup: ResolvedFixup) throws(LoadError) in
-                try writer.store(fixup.value(imageBase: base, imageBases: bases), vmOffset: fixup.vmOffset)
-                if record { imageFixups.append(fixup) }
-            }
-            try resolver.resolve(image: index, write) { rebaseTime += clock.lap() }
+            var sink = MemoryFixupSink(writer: memory.writer(image: index), imageBases: bases, recorded: options.recordFixups ? [] : nil)
+            try resolver.resolve(image: index, into: &sink) { rebaseTime += clock.lap() }
             bindTime += clock.lap()
-            if options.recordFixups { recorded.append(imageFixups) }
+            if let fixups = sink.recorded { recorded.append(fixups) }
         }
         report.timings[.rebase] = rebaseTime
         report.timings[.bind] = bindTime

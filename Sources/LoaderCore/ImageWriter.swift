@@ -7,8 +7,8 @@ public struct ImageWriter {
     public let base: UInt64
     /// Per writable segment of at least 8 bytes: its vm offset, and the largest distance
     /// from it at which an 8-byte store still ends inside the segment.
-    private let writable: [(start: UInt64, lastStore: UInt64)]
-    private let path: String
+    @usableFromInline let writable: [(start: UInt64, lastStore: UInt64)]
+    @usableFromInline let path: String
 
     init(_ image: LaunchMemory.Image) {
         base = image.base
@@ -19,8 +19,8 @@ public struct ImageWriter {
     }
 
     /// Writes the 64-bit word at `vmOffset` from the image's base, when the 8 bytes lie
-    /// inside one writable segment.
-    @inline(__always)
+    /// inside one writable segment. Inlinable: the slow path calls it for every fixup.
+    @inlinable
     public func store(_ value: UInt64, vmOffset: UInt64) throws(LoadError) {
         for range in writable where vmOffset >= range.start && vmOffset - range.start <= range.lastStore {
             UnsafeMemory.store64(value, at: base &+ vmOffset)

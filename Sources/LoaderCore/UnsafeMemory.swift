@@ -5,6 +5,7 @@ import Glibc
 /// The loader's only contact with raw memory: reserving and mapping address ranges,
 /// changing protections, and reading and writing words inside them. Everything here is
 /// called with addresses the caller has already bounds-checked against a mapping it owns.
+@usableFromInline
 enum UnsafeMemory {
     /// The host's page size.
     static let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
@@ -62,7 +63,7 @@ enum UnsafeMemory {
         UnsafeRawPointer(bitPattern: UInt(address))!.loadUnaligned(as: UInt64.self)
     }
 
-    @inline(__always)
+    @inlinable
     static func store64(_ value: UInt64, at address: UInt64) {
         UnsafeMutableRawPointer(bitPattern: UInt(address))!.storeBytes(of: value, as: UInt64.self)
     }

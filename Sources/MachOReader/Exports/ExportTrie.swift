@@ -47,7 +47,30 @@ public struct ExportTrie: Sendable {
     /// name's bytes in place. An empty label continues any name: ld64 writes one to a
     /// child that holds the export of a name that is also a prefix. A child leading back
     /// to a node on the path is a cycle.
+    ///
+    /// Walked over raw memory (``UnsafeTrieWalk``) unless that walk meets something it
+    /// does not answer for (a bad trie, a path deeper than ``pathScanLimit``), which the
+    /// checked walk then settles with the same answer or the error.
     public func lookup(_ name: ByteView, path: inout LookupPath) throws(MachOError) -> ExportTerminal? {
+        guard view.count > 0 else { return nil }
+        let walk = view.storage.withBytes(view.base, view.count) { trie in
+            name.storage.withBytes(name.base, name.count) { nameBytes in UnsafeTrieWalk.find(nameBytes, in: trie) }
+        }
+        switch walk {
+        case let .found(node, _, _, plain?):
+            return ExportTerminal(flags: plain.flags, definition: .image(offset: plain.offset), nodeOffset: node)
+        case let .found(node, infoStart, infoSize, nil):
+            return try ExportTerminal(parsing: try view.slice(infoStart, infoSize), nodeOffset: node, name: name.string)
+        case .notFound:
+            return nil
+        case .irregular:
+            return try checkedLookup(name, path: &path)
+        }
+    }
+
+    /// ``lookup(_:path:)`` with every read checked, for any trie: a child leading back to a
+    /// node on the path is a cycle.
+    func checkedLookup(_ name: ByteView, path: inout LookupPath) throws(MachOError) -> ExportTerminal? {
         guard view.count > 0 else { return nil }
         var matched = 0
         path.nodes.removeAll(keepingCapacity: true)

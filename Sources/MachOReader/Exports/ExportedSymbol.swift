@@ -135,6 +135,12 @@ public struct ExportTerminal: Sendable {
         try view.slice(range.lowerBound - view.base, range.count)
     }
 
+    init(flags: UInt64, definition: Definition, nodeOffset: Int) {
+        self.flags = flags
+        self.definition = definition
+        self.nodeOffset = nodeOffset
+    }
+
     /// Decodes the export info `info` (exactly the terminal's bytes); `name` is called only
     /// to word an error.
     public init(parsing info: ByteView, nodeOffset: Int, name: @autoclosure () -> String) throws(MachOError) {

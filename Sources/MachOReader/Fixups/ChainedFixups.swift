@@ -165,74 +165,8 @@ public struct ChainedFixupChains: Sendable {
     public func forEachPointer(
         in image: MachOImage, _ body: (ChainedPointerSite) throws(MachOError) -> Void
     ) throws(MachOError) {
-        for starts in segments {
-            guard starts.segmentIndex < image.segments.count else {
-                throw MachOError.malformed(
-                    "chained starts describe segment \(starts.segmentIndex) but the image has \(image.segments.count) segments",
-                    at: blob.absolute(Int(header.startsOffset) + 4 + 4 * starts.segmentIndex))
-            }
-            let segment = image.segments[starts.segmentIndex]
-            let data = try image.view.slice(offset: segment.fileOffset, size: segment.fileSize)
-            for page in 0..<starts.pageCount {
-                // Where the page's previous chain ended: a chain only moves forward, so a
-                // start past it visits no location twice.
-                var previousEnd: Int?
-                try starts.forEachChainStart(inPage: page) { (start, entry) throws(MachOError) in
-                    guard Int(start) < Int(starts.pageSize) else {
-                        throw MachOError.malformed(
-                            "chain start \(start) of page \(page) of segment \(segment.name) is outside its \(starts.pageSize)-byte page",
-                            at: starts.absoluteOffset(ofStartEntry: entry))
-                    }
-                    if let previousEnd, Int(start) <= previousEnd {
-                        throw MachOError.malformed(
-                            "chain start 0x\(String(start, radix: 16)) of page \(page) of segment \(segment.name) is not past "
-                                + "the end of the page's previous chain (0x\(String(previousEnd, radix: 16))): its locations would be fixed up again",
-                            at: starts.absoluteOffset(ofStartEntry: entry))
-                    }
-                    previousEnd = try walkChain(
-                        starts: starts, segment: segment, data: data, page: page, start: Int(start), body)
-                }
-            }
-        }
-    }
-
-    /// Follows one chain from `start` (an offset in page `page` of the segment's `data`);
-    /// returns the offset in the page of its last fixup.
-    private func walkChain(
-        starts: ChainedStartsInSegment, segment: Segment, data: ByteView, page: Int, start: Int,
-        _ body: (ChainedPointerSite) throws(MachOError) -> Void
-    ) throws(MachOError) -> Int {
-        let format = starts.pointerFormat
-        let pageSize = Int(starts.pageSize)
-        let importCount = importTable.count
-        let segmentAddress = segment.vmAddress
-        var offsetInPage = start
-        while true {
-            let offset = page * pageSize + offsetInPage
-            guard offset <= data.count - format.pointerSize else {
-                throw MachOError.malformed(
-                    "chained fixup at offset 0x\(String(offset, radix: 16)) of segment \(segment.name) is past its file data",
-                    at: data.absolute(min(offset, data.count)))
-            }
-            let raw = format.pointerSize == 8 ? try data.u64(offset) : UInt64(try data.u32(offset))
-            let (pointer, next) = format.decode(raw, maxValidPointer: starts.maxValidPointer)
-            if let bind = pointer.bind, bind.importOrdinal >= importCount {
-                throw MachOError.malformed(
-                    "chained bind uses import ordinal \(bind.importOrdinal) but there are \(importCount) imports",
-                    at: data.absolute(offset))
-            }
-            try body(ChainedPointerSite(
-                segmentIndex: starts.segmentIndex, offsetInSegment: UInt64(offset),
-                address: segmentAddress &+ UInt64(offset), fileOffset: data.absolute(offset),
-                rawValue: raw, format: format, pointer: pointer))
-            if next == 0 { return offsetInPage }
-            offsetInPage += Int(next) * format.stride
-            guard offsetInPage < pageSize else {
-                throw MachOError.malformed(
-                    "chain continues \(Int(next) * format.stride) bytes on, outside its \(pageSize)-byte page",
-                    at: data.absolute(offset))
-            }
-        }
+        var cursor = ChainedPointerCursor(self, in: image)
+        while let site = try cursor.next() { try body(site) }
     }
 }
 
@@ -252,6 +186,18 @@ public struct ChainedPointerSite: Equatable, Sendable {
     public let format: ChainedPointerFormat
     /// The decoded pointer.
     public let pointer: ChainedPointer
+
+    @usableFromInline
+    init(segmentIndex: Int, offsetInSegment: UInt64, address: UInt64, fileOffset: Int, rawValue: UInt64,
+         format: ChainedPointerFormat, pointer: ChainedPointer) {
+        self.segmentIndex = segmentIndex
+        self.offsetInSegment = offsetInSegment
+        self.address = address
+        self.fileOffset = fileOffset
+        self.rawValue = rawValue
+        self.format = format
+        self.pointer = pointer
+    }
 }
 
 /// One fixup found by walking the chains: where it is, what is on disk and what it means.

@@ -33,6 +33,7 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
     }
 
     /// Bytes per unit of a pointer's `next` field.
+    @inlinable
     public var stride: Int {
         switch self {
         case .arm64e, .arm64eUserland, .arm64eUserland24: 8
@@ -43,6 +44,7 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
     }
 
     /// Bytes each fixup occupies on disk.
+    @inlinable
     public var pointerSize: Int {
         switch self {
         case .pointer32, .pointer32Cache, .pointer32Firmware: 4
@@ -52,6 +54,7 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
 
     /// Whether an unauthenticated rebase target is a vm address; otherwise it is an offset
     /// from the start of the image (or, for kernel caches, of the cache level).
+    @inlinable
     public var rebaseTargetIsVMAddress: Bool {
         switch self {
         case .arm64e, .arm64eFirmware, .pointer64, .pointer32, .pointer32Firmware: true
@@ -63,6 +66,7 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
     ///
     /// `maxValidPointer` is the segment's `max_valid_pointer`; only `DYLD_CHAINED_PTR_32`
     /// uses it, to tell non-pointer values smuggled into the chain from rebases.
+    @inlinable
     public func decode(_ raw: UInt64, maxValidPointer: UInt32 = 0) -> (pointer: ChainedPointer, next: UInt32) {
         func bits(_ low: UInt64, _ count: UInt64) -> UInt64 { (raw >> low) & ((1 << count) - 1) }
         let targetKind: ChainedRebase.TargetKind = rebaseTargetIsVMAddress ? .vmAddress : .imageOffset
@@ -215,6 +219,7 @@ public struct PointerAuthentication: Equatable, Hashable, Sendable {
         case ia = 0, ib = 1, da = 2, db = 3
 
         /// The key named by the two low bits of `lowBits`.
+        @inlinable
         public init(lowBits: UInt8) {
             switch lowBits & 3 {
             case 0: self = .ia

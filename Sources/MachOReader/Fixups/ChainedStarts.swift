@@ -90,6 +90,11 @@ public struct ChainedStartsInSegment: Sendable {
         view.absolute(ChainedStartsInSegment.fixedSize + 2 * index)
     }
 
+    /// Entry `index` of `page_start[]` and the `chain_starts[]` overflow area after it.
+    func chainStartEntry(_ index: Int) throws(MachOError) -> UInt16 {
+        try view.u16(ChainedStartsInSegment.fixedSize + 2 * index)
+    }
+
     /// Calls `body` with the offset in page of each chain that starts in page `page`:
     /// none for `startNone`, one for a plain start, each listed start for a multi start.
     /// A multi-start list without its last-entry flag fails where the structure ends.
@@ -108,7 +113,7 @@ public struct ChainedStartsInSegment: Sendable {
         // Each step reads a further entry of the bounded structure, so the list ends.
         var index = Int(start & ~ChainedStartsInSegment.startMulti)
         while true {
-            let entry = try view.u16(ChainedStartsInSegment.fixedSize + 2 * index)
+            let entry = try chainStartEntry(index)
             try body(entry & ~ChainedStartsInSegment.startLast, index)
             if entry & ChainedStartsInSegment.startLast != 0 { return }
             index += 1
