@@ -88,6 +88,20 @@ class ObjCProgram:
         self.add_sends(main, selrefs, rng)
         self.main = main
 
+    def root_links(self, fw):
+        """Frameworks `fw` must link besides its dependencies: the owners of its classes'
+        root classes (a metaclass's isa names the root metaclass, as every class's names
+        NSObject's, so each image links the root's image, as apps link libobjc)."""
+        deps = {d.name for d in fw.deps} | {fw.name}
+        owners = []
+        for cls in self.images[fw.name].classes:
+            root = cls
+            while root.superclass is not None:
+                root = root.superclass
+            if root.owner not in deps and root.owner not in owners:
+                owners.append(root.owner)
+        return owners
+
     def constant(self, image_index, slot, selector):
         return (image_index * 1000003 + slot * 7919 + selector * 104729 + self.program.seed * 31) & 0x7FFFFFFF
 
