@@ -75,7 +75,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect", "LaunchClosure", "ClosureBuild", "ProcessRunner"], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "LoaderTests", dependencies: [
-            "Dyld2", "Dyld3", "ClosureBuild", "LaunchComparison", "LaunchClosure", "LoaderCore", "MachOReader", "StubRoot", "TestSupport",
+            "Dyld2", "Dyld3", "ClosureBuild", "LaunchComparison", "LaunchClosure", "LoaderCore", "MachOReader", "ProcessRunner", "StubRoot",
+            "TestSupport",
         ]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),

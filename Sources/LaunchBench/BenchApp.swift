@@ -1,7 +1,8 @@
 import Foundation
 
 /// One size's inputs: the generated Mach-O app and its ELF twin (both from
-/// `tools/gen-app --seed 1`), generated once and reused from `bench-apps/`.
+/// `tools/gen-app --seed 1`), generated once and reused from `bench-apps/`. An Objective-C
+/// app (``BenchConfiguration/objc``) has its own directory and shares the C-only twin.
 struct BenchApp {
     let dylibs: Int
     /// `gen-app --out` of the Mach-O app and of the ELF twin.
@@ -37,11 +38,12 @@ struct BenchApp {
     static func prepare(dylibs: Int, configuration: BenchConfiguration, log: (String) -> Void) async throws(BenchError) -> BenchApp {
         let apps = configuration.workDirectory + "/bench-apps"
         let app = BenchApp(dylibs: dylibs,
-                           machODirectory: "\(apps)/\(dylibs)-\(configuration.arch)-\(configuration.style)",
+                           machODirectory: "\(apps)/\(dylibs)-\(configuration.arch)-\(configuration.style)\(configuration.objc?.directorySuffix ?? "")",
                            elfDirectory: "\(apps)/\(dylibs)-elf")
         let generator = configuration.repositoryRoot + "/tools/gen-app"
         let base = [generator, "--dylibs", "\(dylibs)", "--seed", "\(BenchConfiguration.seed)", "--jobs", "2"]
-        try await generate(app.machODirectory, base + ["--arch", configuration.arch, "--style", configuration.style], log: log)
+        try await generate(app.machODirectory, base + ["--arch", configuration.arch, "--style", configuration.style]
+                           + (configuration.objc?.generatorArguments ?? []), log: log)
         // A twin generated before gen-app wrote the one-directory layout is generated again.
         try await generate(app.elfDirectory, base + ["--elf"], expecting: app.elfExecutableDirectory(.oneDirectory) + "/" + app.name, log: log)
         for layout in ELFLayout.allCases {

@@ -23,6 +23,9 @@ public struct BenchConfiguration: Sendable {
     public var eviction: EvictionMethod?
     /// Also measure page-in linking (`--fixups page-in`): launch, touches, dirty pages.
     public var pageIn = false
+    /// Objective-C apps (`tools/gen-app --objc-*`) instead of the C-only ones; nil: C-only.
+    /// The glibc paths keep the C-only twin of the same size (an ELF twin has no ObjC).
+    public var objc: ObjCShape?
 
     public init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11, outputDirectory: String = "bench/results",
                 arch: String = "x86_64", style: String = "chained", repositoryRoot: String, workDirectory: String? = nil,

@@ -7,6 +7,8 @@ public struct BenchReport: Codable, Sendable {
     public var seed: Int
     /// How `--cold` emptied the page cache before each cold sample; nil without `--cold`.
     public var coldEviction: EvictionMethod?
+    /// The apps' Objective-C part (`--objc-classes`...); nil for the C-only apps.
+    public var objc: ObjCShape?
     public var sizes: [SizeResult]
 
     /// Where the numbers come from.
@@ -87,6 +89,8 @@ public struct SizeResult: Codable, Sendable {
     public var residentAfterEviction: [String: ResidentPages]?
     /// Page-in linking beside eager dyld3 (`--fixups page-in`); nil when not asked for.
     public var pageIn: PageInResult?
+    /// The Objective-C step's share of dyld2's and dyld3's launch; nil for C-only apps.
+    public var objc: ObjCShare?
 }
 
 /// Pages of a set of files in the page cache, against all their pages.

@@ -23,7 +23,7 @@ public enum LaunchBench {
                            kernel: ProcessInfo.processInfo.operatingSystemVersionString,
                            date: ISO8601DateFormatter().string(from: Date())),
             runs: configuration.runs, arch: configuration.arch, style: configuration.style,
-            seed: BenchConfiguration.seed, coldEviction: eviction, sizes: sizes)
+            seed: BenchConfiguration.seed, coldEviction: eviction, objc: configuration.objc, sizes: sizes)
     }
 
     /// The files ``write(_:to:)`` produces.

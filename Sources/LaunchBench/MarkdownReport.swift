@@ -13,6 +13,24 @@ enum MarkdownReport {
         out += "glibc runs on the twin in two layouts: per-framework dirs (a directory per framework, each object's DT_RUNPATH "
         out += "naming its dependencies' directories, as `@rpath` maps onto ELF) and one dir (every object in one directory, "
         out += "DT_RUNPATH `$ORIGIN`, as ELF projects ship); every ratio to glibc is against the faster of the two (best glibc).\n\n"
+        if let shape = report.objc {
+            out += "Objective-C apps: `tools/gen-app --objc-classes \(shape.classes) --objc-categories \(shape.categories) "
+            out += "--objc-selrefs \(shape.selectorReferences)`. The ELF twins are the C-only apps of the same sizes: "
+            out += "glibc does no Objective-C work.\n\n"
+            out += "## The Objective-C step (warm medians)\n\n"
+            out += "Writes: the closure's ObjC record (selector references and method-list names rewritten to one address per name, "
+            out += "the runtime's class and category tables). dyld2 works them out after bind on every launch; dyld3 copies them "
+            out += "from the closure. Share = the step's median / the launch's median total.\n\n"
+            out += table(["dylibs", "ObjC writes", "dyld2 objc", "dyld2 total", "dyld2 share", "dyld3 objc", "dyld3 total", "dyld3 share",
+                          "dyld2 objc / dyld3 objc"], report.sizes.map { size in
+                guard let share = size.objc else { return ["\(size.dylibs)"] + Array(repeating: "–", count: 8) }
+                return ["\(size.dylibs)", "\(share.writes)", time(share.dyld2), time(share.dyld2Total),
+                        String(format: "%.1f%%", share.dyld2Fraction * 100), time(share.dyld3), time(share.dyld3Total),
+                        String(format: "%.1f%%", share.dyld3Fraction * 100),
+                        share.dyld3 > 0 ? String(format: "%.1f×", Double(share.dyld2) / Double(share.dyld3)) : "–"]
+            })
+            out += "\n"
+        }
 
         out += "## Launch time, one process (warm), interleaved\n\n"
         out += table(["dylibs", "images", "fixups"] + labels + ["best glibc", "dyld3 / floor", "dyld3 / best glibc", "dyld2 / dyld3", "dyld2 / best glibc"],
@@ -79,13 +97,14 @@ enum MarkdownReport {
                           String(format: "%.0f%%", size.closure.relativeToMetadata * 100)]
                      })
 
-        let phases = ["closure", "mapping", "bind", "total"]
+        let objcPhase = report.objc == nil ? [] : ["objc"]
+        let phases = ["closure", "mapping", "bind"] + objcPhase + ["total"]
         out += "\n## dyld3 phases (warm medians)\n\n"
         out += "closure = read, checksum, decompress, decode, validate identities; mapping = reserve + mmap every segment; bind = write every rebase and bind; the rest is mprotect and initializer bookkeeping.\n\n"
         out += table(["dylibs"] + phases, report.sizes.map { size in
             ["\(size.dylibs)"] + phases.map { size.dyld3Phases[$0].map(time) ?? "–" }
         })
-        let slowPhases = ["path_resolution", "parsing", "mapping", "rebase", "bind", "total"]
+        let slowPhases = ["path_resolution", "parsing", "mapping", "rebase", "bind"] + objcPhase + ["total"]
         out += "\n## dyld2 phases (warm medians)\n\n"
         out += table(["dylibs"] + slowPhases, report.sizes.map { size in
             ["\(size.dylibs)"] + slowPhases.map { size.dyld2Phases[$0].map(time) ?? "–" }

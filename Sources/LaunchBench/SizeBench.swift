@@ -98,7 +98,11 @@ struct SizeBench {
                 relativeToMetadata: metadata > 0 ? Double(fileBytes) / Double(metadata) : 0),
             cold: warmRounds.cold.map { Dictionary(uniqueKeysWithValues: $0.samples.map { ($0.key.rawValue, Distribution($0.value)) }) },
             coldDyld3Phases: warmRounds.cold.map { $0.dyld3Phases.mapValues { Distribution($0).median } },
-            residentAfterEviction: warmRounds.cold?.resident, pageIn: pageIn)
+            residentAfterEviction: warmRounds.cold?.resident, pageIn: pageIn,
+            objc: configuration.objc.map { _ in
+                ObjCShare(writes: closure.objc.totalWrites, dyld2Phases: dyld2Phases.mapValues { Distribution($0).median },
+                          dyld3Phases: dyld3Phases.mapValues { Distribution($0).median })
+            })
     }
 
     /// One launch of `path`, timed as the path times itself, and unmapped again.

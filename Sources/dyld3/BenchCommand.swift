@@ -15,7 +15,9 @@ struct BenchCommand: AsyncParsableCommand {
             dlopen(RTLD_NOW) of the ELF twin in its two layouts (a directory per framework; one \
             directory); with --cold, each again with the page cache emptied before every sample; then \
             each as a fresh process; and the closure's build time and size. No path runs code. Writes \
-            bench.json, bench.md and two SVG charts.
+            bench.json, bench.md and two SVG charts. With --objc-classes the Mach-O apps have \
+            Objective-C (cached apart), the report gives the ObjC step's share of dyld2's and dyld3's \
+            launch, and glibc keeps the C-only twin.
             """)
 
     @Option(help: "Comma-separated dylib counts.")
@@ -42,6 +44,15 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "eager: dyld3 as usual; page-in: also measure page-in linking beside it (launch to main, touching 10/50/100% of the fixup pages, dirty pages).")
     var fixups: FixupsMode = .eager
 
+    @Option(help: "Objective-C classes per framework (tools/gen-app --objc-classes); 0: the C-only apps.")
+    var objcClasses = 0
+
+    @Option(help: "Objective-C categories per image (needs --objc-classes).")
+    var objcCategories = 0
+
+    @Option(help: "Objective-C selector references (message sends) per image (needs --objc-classes).")
+    var objcSelrefs = 0
+
     @Option(help: "How --cold empties the page cache: drop_caches (root) or posix_fadvise; default: drop_caches when writable, else posix_fadvise.")
     var evict: EvictionMethod?
 
@@ -49,6 +60,10 @@ struct BenchCommand: AsyncParsableCommand {
         guard evict == nil || cold else { throw ValidationError("--evict needs --cold") }
         guard runs > 0 else { throw ValidationError("--runs must be positive") }
         guard ["chained", "opcodes"].contains(style) else { throw ValidationError("--style must be chained or opcodes") }
+        guard min(objcClasses, objcCategories, objcSelrefs) >= 0 else { throw ValidationError("--objc-* counts must not be negative") }
+        guard objcClasses > 0 || (objcCategories == 0 && objcSelrefs == 0) else {
+            throw ValidationError("--objc-categories and --objc-selrefs need --objc-classes")
+        }
         guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--dylibs must list positive counts") }
     }
 
@@ -64,6 +79,9 @@ struct BenchCommand: AsyncParsableCommand {
             dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch, style: style,
             repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
         configuration.pageIn = fixups == .pageIn
+        if objcClasses > 0 {
+            configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs)
+        }
         do {
             let report = try await LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
             try LaunchBench.write(report, to: out)
