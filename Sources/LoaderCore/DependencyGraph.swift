@@ -1,9 +1,12 @@
 import Foundation
 import MachOReader
 
-/// The images of one launch in load order, with their dependency edges: the main
-/// executable (or host) first, then its dependencies breadth-first in load-command order,
-/// as dyld loads them. Every file is loaded once, matched by install name and by path.
+/// The images of one launch in load order, with their dependency edges: the roots (the
+/// main executable, or the host then the app) first, then dyld's order: an image's
+/// dependencies are loaded in load-command order, then each of them has its own loaded, in
+/// that order, depth first, before the next image's (dyld-852 `recursiveLoadLibraries`,
+/// dyld4 `JustInTimeLoader::loadDependents`; docs/dyld-rules.md, rule 6). Every file is
+/// loaded once, matched by install name and by path.
 public struct DependencyGraph: Sendable {
     /// One loaded image.
     public struct Node: Sendable {
@@ -73,10 +76,31 @@ public struct DependencyGraph: Sendable {
             let file = try timedLoad(PathResolver.normalize(path), arch: arch)
             append(file, loader: nil, index: &index)
         }
-        var next = 0
-        while next < nodes.count {
-            try resolveDependencies(of: next, arch: arch, index: &index)
-            next += 1
+        // The recursion as a walk with an explicit stack (a graph thousands deep controls no
+        // recursion depth): a node's dependencies are resolved when the walk first reaches
+        // it, then the walk descends into each of them in load-command order; a node already
+        // reached is not entered again (dyld marks an image before loading its dependencies,
+        // which is how it stops at cycles).
+        var reached = [Bool](repeating: false, count: nodes.count)
+        for root in 0..<rootCount where !reached[root] {
+            var stack: [(node: Int, nextEdge: Int)] = [(root, 0)]
+            reached[root] = true
+            try resolveDependencies(of: root, arch: arch, index: &index)
+            reached += repeatElement(false, count: nodes.count - reached.count)
+            while let top = stack.last {
+                let edges = nodes[top.node].dependencies
+                var edge = top.nextEdge
+                while edge < edges.count, edges[edge].target.map({ reached[$0] }) ?? true { edge += 1 }
+                guard edge < edges.count, let child = edges[edge].target else {
+                    stack.removeLast()
+                    continue
+                }
+                stack[stack.count - 1].nextEdge = edge + 1
+                reached[child] = true
+                try resolveDependencies(of: child, arch: arch, index: &index)
+                reached += repeatElement(false, count: nodes.count - reached.count)
+                stack.append((child, 0))
+            }
         }
     }
 
