@@ -109,7 +109,10 @@ enum MarkdownReport {
             out += table(["dylibs", "eager dyld3", "page-in at launch", "after 10%", "after 50%", "after 100%", "launch / eager"], pagedSizes.map { size in
                 let dirty = size.pageIn!.privatePages
                 let ratio = (dirty["eager"] ?? 0) > 0 ? String(format: "%.1f%%", 100 * Double(dirty["launch"] ?? 0) / Double(dirty["eager"]!)) : "–"
-                return ["\(size.dylibs)"] + ["eager", "launch", "10", "50", "100"].map { "\(dirty[$0] ?? 0)" } + [ratio]
+                let filled = size.pageIn!.pagesFilled
+                return ["\(size.dylibs)"] + ["eager", "launch", "10", "50", "100"].map { level in
+                    "\(dirty[level] ?? 0)" + (filled[level].map { " (\($0) filled)" } ?? "")
+                } + [ratio]
             })
         }
 

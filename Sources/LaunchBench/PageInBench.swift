@@ -23,6 +23,8 @@ public struct PageInResult: Codable, Sendable {
     /// "launch" after a page-in launch, then after touching each share ("10", "50", "100").
     /// The private memory the fixups made; `Private_Dirty` alone reads 0 for page-in.
     public var privatePages: [String: Int]
+    /// The handler's own count of pages filled in that round ("launch", "10", "50", "100").
+    public var pagesFilled: [String: Int]
 
     public static let touchLevels = [10, 50, 100]
 }
@@ -65,7 +67,8 @@ enum PageInBench {
                 levels.append(PhaseClock.nanosecondsSince(start, clock))
             }
             paged.memory.release()
-            guard round > 0, sink != 1 else { continue }
+            keep(sink)
+            guard round > 0 else { continue }
             eagerTimes.append(eager.report.timings[.total] ?? 0)
             launchTimes.append(paged.report.timings[.total] ?? 0)
             for (level, time) in levels.enumerated() { touchTimes[level].append(time) }
@@ -76,19 +79,26 @@ enum PageInBench {
         eager.memory.release()
         let paged = try launch(pageIn)
         privatePages["launch"] = ProcessMemory.privatePages(start: paged.memory.regionBase, size: paged.memory.regionSize)
+        var filled = ["launch": paged.memory.pager?.pagesFilled ?? 0]
         var touched = 0
         for (level, count) in zip(PageInResult.touchLevels, counts) {
-            _ = touch(paged.memory, touched..<count)
+            keep(touch(paged.memory, touched..<count))
             touched = count
             privatePages["\(level)"] = ProcessMemory.privatePages(start: paged.memory.regionBase, size: paged.memory.regionSize)
+            filled["\(level)"] = paged.memory.pager?.pagesFilled ?? 0
         }
         paged.memory.release()
         return PageInResult(
             fallbackReason: fallback, fixupPages: pages.count, registeredPages: registered,
             launch: Distribution(launchTimes), eagerLaunch: Distribution(eagerTimes),
             touch: Dictionary(uniqueKeysWithValues: zip(PageInResult.touchLevels.map { "\($0)" }, touchTimes.map(Distribution.init))),
-            privatePages: privatePages)
+            privatePages: privatePages, pagesFilled: filled)
     }
+
+    /// Keeps the loaded words alive, so the optimizer cannot drop a touch whose result is
+    /// otherwise unused (it did, in the untimed round: release builds read 0 private pages).
+    @_optimize(none) @inline(never)
+    static func keep(_ sum: UInt64) {}
 
     /// One dyld3 launch of `closure` as `request` asks (eager or page-in).
     static func launch(_ closure: LaunchClosure, closurePath: String = "(built in memory)", request: LaunchOptions) throws -> Launch {
