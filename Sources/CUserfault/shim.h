@@ -64,14 +64,15 @@ static inline int dyld3_uffd_unregister(int fd, uint64_t start, uint64_t length)
 }
 
 /// Installs `length` bytes from `source` at `destination` atomically and wakes the threads
-/// waiting on it. EEXIST (another fault filled it first) counts as success.
+/// waiting on it. -EEXIST when the page was already there (a second fault message for a
+/// page an earlier one filled): the waiters are woken all the same.
 static inline int dyld3_uffd_copy(int fd, uint64_t destination, const void *source, uint64_t length) {
     struct uffdio_copy copy = { .dst = destination, .src = (uint64_t)(uintptr_t)source, .len = length, .mode = 0 };
     if (ioctl(fd, UFFDIO_COPY, &copy) == 0) return 0;
     if (errno == EEXIST) {
         struct uffdio_range range = { .start = destination, .len = length };
         ioctl(fd, UFFDIO_WAKE, &range);
-        return 0;
+        return -EEXIST;
     }
     return -errno;
 }

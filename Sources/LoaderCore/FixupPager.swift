@@ -284,7 +284,11 @@ public final class FixupPager: @unchecked Sendable {
         let error = UnsafeUserfault.copy(fd, page: page, from: staging)
         guard error != 0 else { return }
         filled.subtract(1, ordering: .sequentiallyConsistent)
-        if error == ENOENT || error == EFAULT {
+        if error == EEXIST {
+            // Several threads faulted on the page before it was filled: one message each. The
+            // first filled it; this one only woke its waiters, and is not counted again.
+            return
+        } else if error == ENOENT || error == EFAULT {
             // The range was unmapped (the launch released while a thread waited): let it fault again.
             UnsafeUserfault.wake(fd, page: page, size: pageSize)
         } else {

@@ -27,7 +27,8 @@ enum UnsafeUserfault {
         return result == 0 ? nil : failure(result, "UFFDIO_REGISTER")
     }
 
-    /// Installs the staging page at `address` and wakes whoever waits on it; the errno on failure.
+    /// Installs the staging page at `address` and wakes whoever waits on it; the errno on
+    /// failure (EEXIST: the page was already filled, its waiters are woken).
     @inline(__always)
     static func copy(_ fd: Int32, page address: UInt64, from staging: StagingPage) -> Int32 {
         -dyld3_uffd_copy(fd, address, staging.pointer, staging.size)
