@@ -64,14 +64,15 @@ static inline int dyld3_uffd_unregister(int fd, uint64_t start, uint64_t length)
 }
 
 /// Installs `length` bytes from `source` at `destination` atomically and wakes the threads
-/// waiting on it. EEXIST (another fault filled it first) counts as success.
+/// waiting on it. -EEXIST when the page was already there (a second fault message for a
+/// page an earlier one filled): the waiters are woken all the same.
 static inline int dyld3_uffd_copy(int fd, uint64_t destination, const void *source, uint64_t length) {
     struct uffdio_copy copy = { .dst = destination, .src = (uint64_t)(uintptr_t)source, .len = length, .mode = 0 };
     if (ioctl(fd, UFFDIO_COPY, &copy) == 0) return 0;
     if (errno == EEXIST) {
         struct uffdio_range range = { .start = destination, .len = length };
         ioctl(fd, UFFDIO_WAKE, &range);
-        return 0;
+        return -EEXIST;
     }
     return -errno;
 }
@@ -81,16 +82,27 @@ static inline int dyld3_uffd_wake(int fd, uint64_t start, uint64_t length) {
     return ioctl(fd, UFFDIO_WAKE, &range) == 0 ? 0 : -errno;
 }
 
-/// Reads one event: 1 and the faulting address for a page fault, 2 for another event,
-/// 0 when none is pending, -errno on failure.
-static inline int dyld3_uffd_next_fault(int fd, uint64_t *address) {
-    struct uffd_msg message;
-    ssize_t got = read(fd, &message, sizeof message);
-    if (got < 0) return errno == EAGAIN ? 0 : -errno;
-    if (got != (ssize_t)sizeof message) return -EIO;
-    if (message.event != UFFD_EVENT_PAGEFAULT) return 2;
-    *address = message.arg.pagefault.address;
-    return 1;
+/// The most fault messages one read takes (one read(2) returns every pending message up
+/// to the buffer's size).
+#define DYLD3_UFFD_BATCH 16
+
+/// Reads the pending events in one read(2), up to DYLD3_UFFD_BATCH: stores each page
+/// fault's address in `addresses` (room for DYLD3_UFFD_BATCH) and returns how many; other
+/// events are skipped. `*full` is 1 when the batch was full (more may be pending, read
+/// again), 0 when fewer were pending (wait again). 0 with `*full` = 0 when none is pending;
+/// -errno on failure.
+static inline int dyld3_uffd_read_faults(int fd, uint64_t *addresses, int *full) {
+    struct uffd_msg messages[DYLD3_UFFD_BATCH];
+    *full = 0;
+    ssize_t got = read(fd, messages, sizeof messages);
+    if (got < 0) return (errno == EAGAIN || errno == EINTR) ? 0 : -errno;
+    if (got % (ssize_t)sizeof messages[0] != 0) return -EIO;
+    int count = (int)(got / (ssize_t)sizeof messages[0]), faults = 0;
+    for (int index = 0; index < count; index++) {
+        if (messages[index].event == UFFD_EVENT_PAGEFAULT) addresses[faults++] = messages[index].arg.pagefault.address;
+    }
+    *full = count == DYLD3_UFFD_BATCH;
+    return faults;
 }
 
 /// An eventfd that stops a handler (close-on-exec).

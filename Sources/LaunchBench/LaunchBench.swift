@@ -26,20 +26,25 @@ public enum LaunchBench {
             seed: BenchConfiguration.seed, coldEviction: eviction, objc: configuration.objc, sizes: sizes)
     }
 
-    /// The files ``write(_:to:)`` produces.
-    public static let outputFiles = ["bench.json", "bench.md", "time-vs-dylibs.svg", "dyld3-phases.svg"]
+    /// The files ``write(_:to:)`` produces for `report` (`page-in.svg` only when page-in was measured).
+    public static func outputFiles(_ report: BenchReport) -> [String] {
+        ["bench.json", "bench.md", "time-vs-dylibs.svg", "dyld3-phases.svg"] + (measuredPageIn(report) ? ["page-in.svg"] : [])
+    }
 
-    /// Writes the JSON, the Markdown table and the two SVG charts into `directory`.
+    static func measuredPageIn(_ report: BenchReport) -> Bool { report.sizes.contains { $0.pageIn != nil } }
+
+    /// Writes the JSON, the Markdown table and the SVG charts into `directory`.
     public static func write(_ report: BenchReport, to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let contents: [String: Data] = [
+        var contents: [String: Data] = [
             "bench.json": try encoder.encode(report) + Data("\n".utf8),
             "bench.md": Data(MarkdownReport.render(report).utf8),
             "time-vs-dylibs.svg": Data(SVGCharts.timeVersusDylibs(report).utf8),
             "dyld3-phases.svg": Data(SVGCharts.dyld3Phases(report).utf8),
         ]
+        if measuredPageIn(report) { contents["page-in.svg"] = Data(SVGCharts.pageIn(report).utf8) }
         for (name, data) in contents {
             try data.write(to: URL(fileURLWithPath: directory + "/" + name), options: .atomic)
         }

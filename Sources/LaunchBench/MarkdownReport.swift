@@ -123,11 +123,15 @@ enum MarkdownReport {
                     + PageInResult.touchLevels.map { cell(result.touch["\($0)"]) }
                     + [eager > 0 ? String(format: "%.2f×", Double(full) / Double(eager)) : "–", result.fallbackReason.map { "eager: \($0)" } ?? "page-in"]
             })
-            out += "\nPrivate dirty pages of the launch's region:\n\n"
+            out += "\nPrivate pages of the launch's region (smaps' Anonymous: the copies fixups made; "
+                + "pages installed by UFFDIO_COPY are anonymous but never dirty, so Private_Dirty reads 0 for page-in):\n\n"
             out += table(["dylibs", "eager dyld3", "page-in at launch", "after 10%", "after 50%", "after 100%", "launch / eager"], pagedSizes.map { size in
-                let dirty = size.pageIn!.dirtyPages
+                let dirty = size.pageIn!.privatePages
                 let ratio = (dirty["eager"] ?? 0) > 0 ? String(format: "%.1f%%", 100 * Double(dirty["launch"] ?? 0) / Double(dirty["eager"]!)) : "–"
-                return ["\(size.dylibs)"] + ["eager", "launch", "10", "50", "100"].map { "\(dirty[$0] ?? 0)" } + [ratio]
+                let filled = size.pageIn!.pagesFilled
+                return ["\(size.dylibs)"] + ["eager", "launch", "10", "50", "100"].map { level in
+                    "\(dirty[level] ?? 0)" + (filled[level].map { " (\($0) filled)" } ?? "")
+                } + [ratio]
             })
         }
 

@@ -17,16 +17,21 @@ public struct PageInResult: Codable, Sendable {
     /// After the page-in launch: time to touch 10%, 50% and 100% of the fixup pages (one
     /// word each, pages in a fixed shuffled order), each from the launch's end.
     public var touch: [String: Distribution]
-    /// Private dirty pages in the launch's region: "eager" after an eager launch, "launch"
-    /// after a page-in launch, then after touching each share ("10", "50", "100").
-    public var dirtyPages: [String: Int]
+    /// Private pages in the launch's region (``ProcessMemory/privatePages(start:size:)``:
+    /// smaps' `Anonymous`, since pages `UFFDIO_COPY` installs are anonymous but never
+    /// dirty, and `Private_Dirty` also counts file pages not yet written back): "eager" after an eager launch,
+    /// "launch" after a page-in launch, then after touching each share ("10", "50", "100").
+    /// The private memory the fixups made; `Private_Dirty` alone reads 0 for page-in.
+    public var privatePages: [String: Int]
+    /// The handler's own count of pages filled in that round ("launch", "10", "50", "100").
+    public var pagesFilled: [String: Int]
 
     public static let touchLevels = [10, 50, 100]
 }
 
 enum PageInBench {
     /// `runs` rounds (after one discarded) of an eager and a page-in launch of `closure`
-    /// with the touches, then one untimed round reading dirty pages after each step.
+    /// with the touches, then one untimed round reading private pages after each step.
     static func measure(_ closure: LaunchClosure, closurePath: String, options: LaunchOptions, runs: Int) throws -> PageInResult {
         var pageIn = options
         pageIn.fixups = .pageIn
@@ -38,11 +43,7 @@ enum PageInBench {
         pages.shuffle(using: &generator)
         let counts = PageInResult.touchLevels.map { (pages.count * $0 + 99) / 100 }
 
-        func launch(_ request: LaunchOptions) throws -> Launch {
-            var report = LaunchReport(mode: "dyld3")
-            var clock = PhaseClock()
-            return try FastPath.launch(closure, closurePath: closurePath, request: request, report: &report, clock: &clock)
-        }
+        func launch(_ request: LaunchOptions) throws -> Launch { try Self.launch(closure, closurePath: closurePath, request: request) }
         func touch(_ memory: LaunchMemory, _ range: Range<Int>) -> UInt64 {
             var sum: UInt64 = 0
             for page in pages[range] { sum &+= UnsafePageTouch.touch(memory.images[page.image].base + page.offset) }
@@ -66,29 +67,44 @@ enum PageInBench {
                 levels.append(PhaseClock.nanosecondsSince(start, clock))
             }
             paged.memory.release()
-            guard round > 0, sink != 1 else { continue }
+            keep(sink)
+            guard round > 0 else { continue }
             eagerTimes.append(eager.report.timings[.total] ?? 0)
             launchTimes.append(paged.report.timings[.total] ?? 0)
             for (level, time) in levels.enumerated() { touchTimes[level].append(time) }
         }
-        var dirty: [String: Int] = [:]
+        var privatePages: [String: Int] = [:]
         let eager = try launch(options)
-        dirty["eager"] = ProcessMemory.privateDirtyPages(start: eager.memory.regionBase, size: eager.memory.regionSize)
+        privatePages["eager"] = ProcessMemory.privatePages(start: eager.memory.regionBase, size: eager.memory.regionSize)
         eager.memory.release()
         let paged = try launch(pageIn)
-        dirty["launch"] = ProcessMemory.privateDirtyPages(start: paged.memory.regionBase, size: paged.memory.regionSize)
+        privatePages["launch"] = ProcessMemory.privatePages(start: paged.memory.regionBase, size: paged.memory.regionSize)
+        var filled = ["launch": paged.memory.pager?.pagesFilled ?? 0]
         var touched = 0
         for (level, count) in zip(PageInResult.touchLevels, counts) {
-            _ = touch(paged.memory, touched..<count)
+            keep(touch(paged.memory, touched..<count))
             touched = count
-            dirty["\(level)"] = ProcessMemory.privateDirtyPages(start: paged.memory.regionBase, size: paged.memory.regionSize)
+            privatePages["\(level)"] = ProcessMemory.privatePages(start: paged.memory.regionBase, size: paged.memory.regionSize)
+            filled["\(level)"] = paged.memory.pager?.pagesFilled ?? 0
         }
         paged.memory.release()
         return PageInResult(
             fallbackReason: fallback, fixupPages: pages.count, registeredPages: registered,
             launch: Distribution(launchTimes), eagerLaunch: Distribution(eagerTimes),
             touch: Dictionary(uniqueKeysWithValues: zip(PageInResult.touchLevels.map { "\($0)" }, touchTimes.map(Distribution.init))),
-            dirtyPages: dirty)
+            privatePages: privatePages, pagesFilled: filled)
+    }
+
+    /// Keeps the loaded words alive, so the optimizer cannot drop a touch whose result is
+    /// otherwise unused (it did, in the untimed round: release builds read 0 private pages).
+    @_optimize(none) @inline(never)
+    static func keep(_ sum: UInt64) {}
+
+    /// One dyld3 launch of `closure` as `request` asks (eager or page-in).
+    static func launch(_ closure: LaunchClosure, closurePath: String = "(built in memory)", request: LaunchOptions) throws -> Launch {
+        var report = LaunchReport(mode: "dyld3")
+        var clock = PhaseClock()
+        return try FastPath.launch(closure, closurePath: closurePath, request: request, report: &report, clock: &clock)
     }
 }
 

@@ -6,16 +6,34 @@ enum ProcessMemory {
 
     /// Private_Dirty pages of the mappings that lie inside `[start, start + size)`.
     static func privateDirtyPages(start: UInt64, size: UInt64) -> Int {
-        var inside = false
+        smapsPages(start: start, size: size) { $0["Private_Dirty"] ?? 0 }
+    }
+
+    /// Pages the process made private in the mappings inside `[start, start + size)`: their
+    /// `Anonymous` pages. A fixup written into a file-backed private mapping (an eager
+    /// launch) makes a copy-on-write page, which is anonymous (and dirty); a page
+    /// `UFFDIO_COPY` installed (page-in) is anonymous but never marked dirty, so
+    /// `Private_Dirty` misses it. `Private_Dirty` also counts page-cache pages of a file
+    /// written moments ago and not yet written back (a freshly generated app's `__TEXT`),
+    /// which no launch made: `Anonymous` counts exactly the private copies.
+    static func privatePages(start: UInt64, size: UInt64) -> Int {
+        smapsPages(start: start, size: size) { $0["Anonymous"] ?? 0 }
+    }
+
+    /// Sums `count(fields)` (kB, by smaps field name) over the mappings inside the range, in pages.
+    private static func smapsPages(start: UInt64, size: UInt64, _ count: ([Substring: Int]) -> Int) -> Int {
         var kilobytes = 0
+        var fields: [Substring: Int]?
         for line in procLines("/proc/self/smaps") {
             if let dash = line.firstIndex(of: "-"), let space = line.firstIndex(of: " "), dash < space,
                let low = UInt64(line[..<dash], radix: 16), let high = UInt64(line[line.index(after: dash)..<space], radix: 16) {
-                inside = low >= start && high <= start &+ size
-            } else if inside, line.hasPrefix("Private_Dirty:") {
-                kilobytes += Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+                if let previous = fields { kilobytes += count(previous) }
+                fields = low >= start && high <= start &+ size ? [:] : nil
+            } else if fields != nil, let colon = line.firstIndex(of: ":") {
+                fields?[line[..<colon]] = Int(line[line.index(after: colon)...].split(separator: " ").first ?? "0")
             }
         }
+        if let previous = fields { kilobytes += count(previous) }
         return kilobytes * 1024 / pageSize
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The bench's two charts, written as plain SVG.
+/// The bench's charts, written as plain SVG (the page-in chart only when page-in was measured).
 enum SVGCharts {
     static let colors: [LaunchPath: String] = [.dyld2: "#d62728", .dyld3: "#1f77b4", .floor: "#7f7f7f", .glibc: "#2ca02c",
                                                   .glibcOneDir: "#8c564b"]
@@ -82,6 +82,42 @@ enum SVGCharts {
             let legendY = top + 10 + Double(row) * 22
             svg += "  <rect x=\"\(number(right + 20))\" y=\"\(number(legendY - 7))\" width=\"14\" height=\"14\" fill=\"\(phase.color)\"/>\n"
             svg += text(right + 40, legendY + 4, phase.name, anchor: "start")
+        }
+        return svg + "</svg>\n"
+    }
+
+    /// Page-in linking beside eager dyld3, per size: the eager launch, the page-in launch,
+    /// and the page-in launch plus touching 10%, 50% and 100% of the fixup pages (medians),
+    /// each bar against one linear time axis per size (sizes differ by orders of magnitude).
+    static func pageIn(_ report: BenchReport) -> String {
+        let bars: [(name: String, color: String)] = [("eager dyld3", "#1f77b4"), ("page-in launch", "#ff7f0e"),
+                                                     ("launch + 10%", "#fdae6b"), ("launch + 50%", "#e6550d"), ("launch + 100%", "#a63603")]
+        let sizes = report.sizes.filter { $0.pageIn != nil }
+        let (width, height) = (760.0, 460.0)
+        let (left, right, top, bottom) = (40.0, 600.0, 60.0, 400.0)
+        var svg = header(width, height, "Page-in linking: launch, then touching the fixup pages (medians; each size to its own scale)")
+        let slot = (right - left) / Double(max(sizes.count, 1))
+        for (column, size) in sizes.enumerated() {
+            let result = size.pageIn!
+            let launch = result.launch.median
+            let values = [result.eagerLaunch.median, launch] + PageInResult.touchLevels.map { launch + (result.touch["\($0)"]?.median ?? 0) }
+            let highest = Double(max(values.max() ?? 1, 1))
+            let barWidth = slot * 0.8 / Double(bars.count)
+            for (row, (value, bar)) in zip(values, bars).enumerated() {
+                let barHeight = (bottom - top) * Double(value) / highest
+                let barX = left + slot * Double(column) + slot * 0.1 + barWidth * Double(row)
+                svg += "  <rect x=\"\(number(barX))\" y=\"\(number(bottom - barHeight))\" width=\"\(number(barWidth * 0.9))\" "
+                    + "height=\"\(number(barHeight))\" fill=\"\(bar.color)\"><title>\(bar.name): \(MarkdownReport.time(value))</title></rect>\n"
+                svg += text(barX + barWidth * 0.45, bottom - barHeight - 4, MarkdownReport.time(value), anchor: "middle", size: 9)
+            }
+            let mode = result.fallbackReason == nil ? "" : " (eager fallback)"
+            svg += text(left + slot * (Double(column) + 0.5), bottom + 18, "\(size.dylibs) dylibs, \(result.fixupPages) fixup pages\(mode)", anchor: "middle")
+        }
+        svg += line(left, bottom, right, bottom, "#000000")
+        for (row, bar) in bars.enumerated() {
+            let legendY = top + 10 + Double(row) * 22
+            svg += "  <rect x=\"\(number(right + 20))\" y=\"\(number(legendY - 7))\" width=\"14\" height=\"14\" fill=\"\(bar.color)\"/>\n"
+            svg += text(right + 40, legendY + 4, bar.name, anchor: "start")
         }
         return svg + "</svg>\n"
     }

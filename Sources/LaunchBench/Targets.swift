@@ -28,6 +28,9 @@ enum Targets {
                 checks.append(Check(met: d3 <= glibc, text: String(format: "400 dylibs, cold: dyld3 ≤ best glibc, \(best.path.label) (%.2f×: %@ vs %@)",
                                                                   d3 / glibc, MarkdownReport.time(dyld3), MarkdownReport.time(best.median))))
             }
+            if let pageIn = size.pageIn, pageIn.fallbackReason == nil, pageIn.eagerLaunch.median > 0 {
+                checks += pageInChecks(pageIn)
+            }
         } else {
             checks.append(Check(met: false, text: "400 dylibs was not measured: the 400-dylib targets are not evaluated"))
         }
@@ -47,5 +50,18 @@ enum Targets {
                 format: "%d dylibs: closure ≤ 40%% of the images' fixup and export metadata (%.0f%%)", size.dylibs, size.closure.relativeToMetadata * 100)))
         }
         return checks
+    }
+
+    /// Issue 14's page-in targets at 400 dylibs (medians of the same rounds).
+    static func pageInChecks(_ pageIn: PageInResult) -> [Check] {
+        let eager = Double(pageIn.eagerLaunch.median), launch = Double(pageIn.launch.median)
+        let full = launch + Double(pageIn.touch["100"]?.median ?? 0)
+        let privateEager = pageIn.privatePages["eager"] ?? 0, privateLaunch = pageIn.privatePages["launch"] ?? 0
+        return [
+            Check(met: launch <= 0.7 * eager, text: String(format: "400 dylibs: page-in launch ≤ 0.7× eager dyld3 (%.2f×)", launch / eager)),
+            Check(met: full <= 1.5 * eager, text: String(format: "400 dylibs: page-in launch + touching 100%% of the fixup pages ≤ 1.5× eager dyld3 (%.2f×)", full / eager)),
+            Check(met: privateEager > 0 && privateLaunch * 100 <= privateEager, text: String(
+                format: "400 dylibs: private fixup pages after a page-in launch ≤ 1%% of eager's (%d of %d)", privateLaunch, privateEager)),
+        ]
     }
 }

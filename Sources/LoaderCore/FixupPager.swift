@@ -104,6 +104,7 @@ public final class FixupPager: @unchecked Sendable {
     private let fd: Int32
     private let stop: Int32
     private let staging: UnsafeUserfault.StagingPage
+    private let batch = UnsafeUserfault.FaultBatch.allocate()
     private let pageSize = UnsafeMemory.pageSize
     // Written only before start() (ranges and the descriptors behind them), read by the handler.
     private var ranges: [Range] = []
@@ -210,6 +211,7 @@ public final class FixupPager: @unchecked Sendable {
         UnsafeUserfault.close(stop)
         for descriptor in imageDescriptors.values { UnsafeUserfault.close(descriptor) }
         staging.free()
+        batch.free()
         source = nil
     }
 
@@ -226,11 +228,15 @@ public final class FixupPager: @unchecked Sendable {
         }
     }
 
+    /// Fills every pending fault: one read(2) takes all pending messages (up to a batch);
+    /// a batch that was not full means nothing else was pending, so the handler goes back
+    /// to waiting without a read that would only say EAGAIN.
     private func drain() {
         while true {
-            switch UnsafeUserfault.nextFault(fd) {
-            case .success(nil): return
-            case let .success(address?): fill(address)
+            switch UnsafeUserfault.readFaults(fd, into: batch) {
+            case let .success((count, full)):
+                for index in 0..<count { fill(batch[index]) }
+                if !full { return }
             case .failure:
                 record(.handlerStopped)
                 return
@@ -278,7 +284,11 @@ public final class FixupPager: @unchecked Sendable {
         let error = UnsafeUserfault.copy(fd, page: page, from: staging)
         guard error != 0 else { return }
         filled.subtract(1, ordering: .sequentiallyConsistent)
-        if error == ENOENT || error == EFAULT {
+        if error == EEXIST {
+            // Several threads faulted on the page before it was filled: one message each. The
+            // first filled it; this one only woke its waiters, and is not counted again.
+            return
+        } else if error == ENOENT || error == EFAULT {
             // The range was unmapped (the launch released while a thread waited): let it fault again.
             UnsafeUserfault.wake(fd, page: page, size: pageSize)
         } else {

@@ -27,7 +27,8 @@ enum UnsafeUserfault {
         return result == 0 ? nil : failure(result, "UFFDIO_REGISTER")
     }
 
-    /// Installs the staging page at `address` and wakes whoever waits on it; the errno on failure.
+    /// Installs the staging page at `address` and wakes whoever waits on it; the errno on
+    /// failure (EEXIST: the page was already filled, its waiters are woken).
     @inline(__always)
     static func copy(_ fd: Int32, page address: UInt64, from staging: StagingPage) -> Int32 {
         -dyld3_uffd_copy(fd, address, staging.pointer, staging.size)
@@ -48,19 +49,28 @@ enum UnsafeUserfault {
         _ = dyld3_uffd_wake(fd, address, size)
     }
 
-    /// The next page fault's address, nil when none is pending; other events are skipped.
+    /// The page faults pending now, read with one read(2) into `batch` (at most
+    /// ``FaultBatch/capacity``): how many, and whether the batch was full (read again before
+    /// waiting), or the failure.
     @inline(__always)
-    static func nextFault(_ fd: Int32) -> Result<UInt64?, SystemCallFailure> {
-        var address: UInt64 = 0
-        while true {
-            let result = dyld3_uffd_next_fault(fd, &address)
-            switch result {
-            case 1: return .success(address)
-            case 0: return .success(nil)
-            case 2: continue
-            default: return .failure(failure(result, "read(userfaultfd)"))
-            }
-        }
+    static func readFaults(_ fd: Int32, into batch: FaultBatch) -> Result<(count: Int, full: Bool), SystemCallFailure> {
+        var full: Int32 = 0
+        let result = dyld3_uffd_read_faults(fd, batch.addresses, &full)
+        guard result >= 0 else { return .failure(failure(result, "read(userfaultfd)")) }
+        return .success((Int(result), full != 0))
+    }
+
+    /// Room for the fault addresses one read returns, allocated once per pager.
+    struct FaultBatch: @unchecked Sendable {
+        static let capacity = Int(DYLD3_UFFD_BATCH)
+        let addresses: UnsafeMutablePointer<UInt64>
+
+        static func allocate() -> FaultBatch { FaultBatch(addresses: .allocate(capacity: capacity)) }
+
+        @inline(__always)
+        subscript(index: Int) -> UInt64 { addresses[index] }
+
+        func free() { addresses.deallocate() }
     }
 
     static func stopEvent() -> Result<Int32, SystemCallFailure> {

@@ -41,7 +41,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Also measure cold launches: the page cache emptied of the path's files before each sample.")
     var cold = false
 
-    @Option(help: "eager: dyld3 as usual; page-in: also measure page-in linking beside it (launch to main, touching 10/50/100% of the fixup pages, dirty pages).")
+    @Option(help: "eager: dyld3 as usual; page-in: also measure page-in linking beside it (launch to main, touching 10/50/100% of the fixup pages, private pages).")
     var fixups: FixupsMode = .eager
 
     @Option(help: "Objective-C classes per framework (tools/gen-app --objc-classes); 0: the C-only apps.")
@@ -86,7 +86,7 @@ struct BenchCommand: AsyncParsableCommand {
             let report = try await LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
             try LaunchBench.write(report, to: out)
             print(try String(contentsOfFile: out + "/bench.md", encoding: .utf8), terminator: "")
-            FileHandle.standardError.write(Data("wrote \(LaunchBench.outputFiles.map { out + "/" + $0 }.joined(separator: ", "))\n".utf8))
+            FileHandle.standardError.write(Data("wrote \(LaunchBench.outputFiles(report).map { out + "/" + $0 }.joined(separator: ", "))\n".utf8))
         } catch {
             FileHandle.standardError.write(Data("dyld3 bench: \(error)\n".utf8))
             throw ExitCode(1)

@@ -21,9 +21,10 @@ import Testing
     @Test func oneDylibBenchIsComplete() async throws {
         let out = NSTemporaryDirectory() + "bench-test-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let configuration = BenchConfiguration(
+        var configuration = BenchConfiguration(
             dylibCounts: [1], runs: 3, outputDirectory: out, repositoryRoot: BenchTests.repository, toolPath: BenchTests.tool,
             cold: true, eviction: .fadvise)
+        configuration.pageIn = true
         let report = try await LaunchBench.run(configuration) { _ in }
         try LaunchBench.write(report, to: out)
 
@@ -66,7 +67,10 @@ import Testing
         #expect(markdown.contains("| dylibs |") && markdown.contains("## Targets"))
         #expect(markdown.contains("## Cold launches") && markdown.contains("glibc (one dir)") && markdown.contains("glibc (per-framework dirs)"))
 
-        for chart in ["time-vs-dylibs.svg", "dyld3-phases.svg"] {
+        #expect(LaunchBench.outputFiles(report).contains("page-in.svg") && markdown.contains("## Page-in linking"))
+        let pageIn = try #require(size.pageIn)
+        #expect(pageIn.launch.samples.count == 3 && pageIn.touch.count == PageInResult.touchLevels.count && pageIn.fixupPages > 0)
+        for chart in ["time-vs-dylibs.svg", "dyld3-phases.svg", "page-in.svg"] {
             let data = try Data(contentsOf: URL(fileURLWithPath: out + "/" + chart))
             let parser = XMLParser(data: data)
             let recorder = ElementRecorder()

@@ -82,6 +82,25 @@ import TestSupport
         #expect(comparison.differences.isEmpty, "\(graph): \(comparison.differences.prefix(5))")
         #expect(comparison.fixupsCompared > 100)
     }
+
+    /// `compare --fixups page-in` on the real graphs at two random slides: every deferred
+    /// page is faulted in by the comparison's reads and must hold dyld2's bytes.
+    @Test(arguments: graphs)
+    func pageInLaunchMatchesDyld2AtRandomSlides(_ graph: Graph) async throws {
+        let (root, roots) = try await Self.prepare(graph)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let closure = try ClosureBuilder.build(roots: roots, arch: graph.arch, root: root)
+        for _ in 0..<2 {
+            let options = LaunchOptions(roots: roots, arch: graph.arch, root: root, slide: PageInTests.randomSlide(), run: false, fixups: .pageIn)
+            let comparison = try LaunchComparison.run(options: options, closure: closure, closurePath: "(built in memory)")
+            #expect(comparison.differences.isEmpty, "\(graph) slide 0x\(String(comparison.slide, radix: 16)): \(comparison.differences.prefix(5))")
+            #expect(comparison.fixupsCompared > 100)
+            PageInTests.expectPageInOrFallback(comparison.fixupsMode, comparison.fixupsFallbackReason, "\(graph)")
+            if PageInTests.unavailable == nil {
+                #expect(comparison.pagesRegistered > 0 && comparison.pagesFilled == comparison.pagesRegistered, "\(graph)")
+            }
+        }
+    }
 }
 
 extension CorpusGraphTests {
