@@ -72,11 +72,8 @@ public enum FastPath {
         }
         report.rebases = closure.totalRebases
         report.binds = closure.totalBinds
-        if pageIn == nil {
-            report.digest = try clock.excluding { memory.writableDigest() }
-        } else {
-            report.digest = nil
-        }
+        // A page-in launch leaves its pages untouched: a digest would fault every one in.
+        report.digest = pageIn == nil ? try clock.excluding { memory.writableDigest() } : nil
         try memory.applyProtections()
 
         let mainImage = closure.rootCount - 1

@@ -44,17 +44,14 @@ extension LaunchClosure {
     /// Writes one stream of bind runs through `writer`: each run checked before its first
     /// store, each target index against the table. Image fixups and the Objective-C words
     /// (``applyObjCWrites(ofImage:memory:targetValues:closurePath:)``) both go through it.
+    /// Called inside ``reportingInvalid(_:_:_:)``, which turns a corrupt stream or a run
+    /// outside the image into `invalid`.
     static func writeBinds(_ runs: ArraySlice<UInt8>, writer: ImageWriter, targetValues: [UInt64], closurePath: String,
-                           invalid: (String) -> ClosureError) throws(ClosureError) {
+                           invalid: (String) -> ClosureError) throws {
         var binds = try FixupRunCursor(runs, path: closurePath)
         let targetCount = UInt64(targetValues.count)
         while let run = try binds.nextRun() {
-            do {
-                try writer.checkRun(start: run.start, last: run.last)
-            } catch {
-                guard case let .mapping(_, reason) = error else { throw invalid(error.description) }
-                throw invalid(reason)
-            }
+            try writer.checkRun(start: run.start, last: run.last)
             var address = writer.base &+ run.start
             for _ in 0..<run.count {
                 let (targetIndex, addend) = try binds.nextBind()
