@@ -2,8 +2,8 @@ import LaunchClosure
 import LoaderCore
 
 /// The dyld3 fast path: validate a closure and apply it. No Mach-O parsing beyond each
-/// image's own header (read back from its mapped `__TEXT` to check the closure's mapping
-/// plan against it), no path search, no symbol lookup: map the images as planned, write the
+/// image's own header (read through the descriptor it is mapped from, to check the
+/// closure's mapping plan against it), no path search, no symbol lookup: map the images as planned, write the
 /// resolved fixups, run the initializers in the recorded order, then main.
 ///
 /// Every failure the closure causes before `main` (a binding for another request, a stale
@@ -37,24 +37,24 @@ public enum FastPath {
     }
 
     /// Launches `request` from `closure` (read from `closurePath`, or built in memory and
-    /// named so): bound to this request, its images opened once and identified, mapped from
-    /// those descriptors, checked against the images' own load commands, then applied.
+    /// named so): bound to this request, its images opened once, identified and checked
+    /// against their own load commands, mapped from those descriptors, then applied.
     public static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions, checks: Checks = Checks(),
                               report: inout LaunchReport, clock: inout PhaseClock) throws -> Launch {
         let expected = ClosureBinding(request: request.roots, arch: request.arch, root: request.root)
         if let mismatch = closure.binding.mismatch(with: expected) {
             throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
         }
+        report.timings[.closure] = clock.lap()
         var hashed = 0
         let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)
-        report.timings[.closure] = clock.lap()
         report.imagesHashed = hashed
         report.images = closure.images.map(\.path)
+        try checkPlans(closure, closurePath: closurePath, files: files)
         let (memory, pageIn) = try map(closure, closurePath: closurePath, files: files, request: request, report: &report)
         report.slide = memory.images[0].slide
+        report.timings[.mapping] = clock.lap()
         do throws(ClosureError) {
-            try checkPlans(closure, closurePath: closurePath, memory: memory)
-            report.timings[.mapping] = clock.lap()
             let values = closure.bindTargetValues(memory)
             for index in closure.images.indices where !(pageIn?.indexed[index] ?? false) {
                 try closure.applyFixups(ofImage: index, memory: memory, targetValues: values, closurePath: closurePath)
@@ -123,15 +123,15 @@ public enum FastPath {
         return (try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide), nil)
     }
 
-    /// Each image's plan must be the one its own mapped header and load commands give, before
-    /// any fixup is written: protections, file ranges, writable and executable segments are
-    /// the image's, not the closure's.
-    static func checkPlans(_ closure: LaunchClosure, closurePath: String, memory: LaunchMemory) throws(ClosureError) {
-        for index in closure.images.indices {
-            let disagreement = closure.images[index].planDisagreement(arch: closure.arch) { offset, count in
-                memory.mappedFileBytes(image: index, vmOffset: offset, count: count)
+    /// Each image's plan must be the one its own header and load commands give, before
+    /// anything is mapped: protections, file ranges, writable and executable segments are
+    /// the image's, not the closure's. Read through `files`, the descriptors the launch maps from.
+    static func checkPlans(_ closure: LaunchClosure, closurePath: String, files: [ImageDescriptor]) throws(ClosureError) {
+        for (image, file) in zip(closure.images, files) {
+            if let disagreement = image.planDisagreement(arch: closure.arch, file: file) {
+                throw .invalid(path: closurePath, image: image.path, what: disagreement)
             }
-            if let disagreement { throw .invalid(path: closurePath, image: closure.images[index].path, what: disagreement) }
         }
     }
 }
+

@@ -229,18 +229,12 @@ public struct ClosureVerification: Sendable {
     }
 
     /// Each image's plan against the header and load commands in its file (read at the
-    /// plan's own file offsets, as a launch reads them from the mapping). Images in
+    /// plan's own file offsets, as a launch reads them). Images in
     /// `stale` changed since install: their plans are not checked.
     static func planProblems(_ closure: LaunchClosure, skipping stale: Set<String>) -> [Problem] {
         closure.images.compactMap { image in
             guard !stale.contains(image.path), case let .success(file) = ImageDescriptor.open(image.path) else { return nil }
-            let disagreement = image.planDisagreement(arch: closure.arch) { offset, count in
-                guard let segment = image.plan.segments.first(where: { offset >= $0.vmOffset && offset - $0.vmOffset < $0.fileSize }),
-                      UInt64(count) <= segment.fileSize - (offset - segment.vmOffset) else { return nil }
-                let bytes = file.read(offset: segment.fileOffset + (offset - segment.vmOffset), count: count)
-                return bytes.count == count ? bytes : nil
-            }
-            return disagreement.map { Problem(kind: .invalid, message: "\(image.path): \($0)") }
+            return image.planDisagreement(arch: closure.arch, file: file).map { Problem(kind: .invalid, message: "\(image.path): \($0)") }
         }
     }
 

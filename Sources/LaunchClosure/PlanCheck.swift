@@ -5,8 +5,9 @@ import MachOReader
 /// plan the image's own header and load commands give (the same derivation the slow path
 /// uses, `ImagePlan(segments:...)`), so segment protections, file ranges, which segments
 /// may receive fixups and which are executable come from the image, never from the closure
-/// alone. The header and load commands are read from the image's mapped `__TEXT` at launch,
-/// from the file by `verify`: no fixup parsing, no symbol work.
+/// alone. The header and load commands are read from the image's file, through the
+/// descriptor the launch maps from (before anything is mapped), and by `verify`: no fixup
+/// parsing, no symbol work.
 extension ClosureImage {
     /// The file offset and size of the bytes that hold the image's header and load
     /// commands as the plan maps them: the readable, file-backed segment at the image's base.
@@ -15,26 +16,11 @@ extension ClosureImage {
         plan.segments.first { $0.vmOffset == 0 && $0.fileSize >= UInt64(MachHeader.size) && $0.protection.contains(.read) }
     }
 
-    /// Why this image's plan is not the one its own load commands give for `arch`, or nil
-    /// when they agree. `read(offset, count)` returns the image's bytes at `offset` from its
-    /// base (nil when they are not mapped from the file). The common case (they agree) is
-    /// settled by ``planMatches(arch:commands:)`` on one copy of the load commands; only a
-    /// disagreement is worked out through the full derivation, to say what differs.
-    public func planDisagreement(arch: String, read: (_ vmOffset: UInt64, _ count: Int) -> [UInt8]?) -> String? {
-        if let text = headerSegment, let header = read(0, MachHeader.size), header.count == MachHeader.size {
-            let size = MachHeader.size + Int(Self.word32(header, 20))
-            if UInt64(size) <= text.fileSize, let commands = read(0, size), planMatches(arch: arch, commands: commands, text: text) {
-                return nil
-            }
-        }
-        return derivedPlanDisagreement(arch: arch, read: read)
-    }
-
     /// Whether `commands` (the header and load commands) give exactly this plan, checked
     /// field by field on the bytes: no parse into structures, no strings, no allocation.
     /// The mapping rules are `SegmentPlan.isMapped` and `isReadOnlyAfterFixups`, the ones
     /// `ImagePlan(segments:...)` applies.
-    func planMatches(arch: String, commands: [UInt8], text: SegmentPlan) -> Bool {
+    func planMatches(arch: String, commands: ArraySlice<UInt8>, text: SegmentPlan) -> Bool {
         guard Self.word32(commands, 0) == MachHeader.magic64,
               CPUType(type: Int32(bitPattern: Self.word32(commands, 4)), subtype: Int32(bitPattern: Self.word32(commands, 8))).matches(arch) else {
             return false
@@ -80,17 +66,45 @@ extension ClosureImage {
         return mapped == plan.segments.count && end == plan.vmSize
     }
 
-    /// The little-endian 32- and 64-bit words at `offset` of `bytes` (callers keep `offset` in range).
-    static func word32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
+    /// Why this image's plan is not the one its own load commands give for `arch`, or nil
+    /// when they agree. The header and load commands are read from `file`, the descriptor
+    /// the launch maps the image from (so the bytes checked are the bytes mapped), at the
+    /// plan's own file offsets. The common case is one `pread` of the header
+    /// segment's first page, checked in place by ``planMatches(arch:commands:text:)``;
+    /// longer load commands or a disagreement go through the full derivation. Reading the
+    /// descriptor lets the launch check every plan before it maps anything.
+    public func planDisagreement(arch: String, file: ImageDescriptor) -> String? {
+        if let text = headerSegment {
+            let first = file.read(offset: text.fileOffset, count: Int(min(text.fileSize, Self.headerReadSize)))
+            if first.count >= MachHeader.size {
+                let size = MachHeader.size + Int(Self.word32(first[...], 20))
+                if size <= first.count, planMatches(arch: arch, commands: first[..<size], text: text) { return nil }
+            }
+        }
+        return derivedPlanDisagreement(arch: arch) { offset, count in
+            guard let segment = plan.segments.first(where: { offset >= $0.vmOffset && offset - $0.vmOffset < $0.fileSize }),
+                  UInt64(count) <= segment.fileSize - (offset - segment.vmOffset) else { return nil }
+            let bytes = file.read(offset: segment.fileOffset + (offset - segment.vmOffset), count: count)
+            return bytes.count == count ? bytes : nil
+        }
+    }
+
+    /// What the first read of an image's header takes: one page holds the header and load
+    /// commands of nearly every image.
+    static let headerReadSize: UInt64 = 4096
+
+    /// The little-endian 32- and 64-bit words at `offset` of `bytes`, a slice starting at 0
+    /// (callers keep `offset` in range).
+    static func word32(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt32 {
         UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
     }
 
-    static func word64(_ bytes: [UInt8], _ offset: Int) -> UInt64 {
+    static func word64(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt64 {
         UInt64(word32(bytes, offset)) | UInt64(word32(bytes, offset + 4)) << 32
     }
 
     /// Whether the 16-byte, NUL-padded segment name at `offset` is `name`.
-    static func nameMatches(_ bytes: [UInt8], _ offset: Int, _ name: String) -> Bool {
+    static func nameMatches(_ bytes: ArraySlice<UInt8>, _ offset: Int, _ name: String) -> Bool {
         var index = 0
         for byte in name.utf8 {
             guard index < 16, bytes[offset + index] == byte else { return false }

@@ -94,9 +94,9 @@ public final class ImageDescriptor {
 
     /// Reads up to `count` bytes at `offset` (fewer at the end of the file).
     public func read(offset: UInt64, count: Int) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, off_t(offset)) }
-        return Array(bytes.prefix(max(0, got)))
+        [UInt8](unsafeUninitializedCapacity: max(0, count)) { buffer, initialized in
+            initialized = count > 0 ? max(0, pread(fd, buffer.baseAddress, count, off_t(offset))) : 0
+        }
     }
 
     deinit { _ = Glibc.close(fd) }

@@ -54,10 +54,10 @@ struct LaunchStatistics {
 
     static func meaning(_ phase: LaunchReport.Phase, dyld3: Bool) -> String {
         switch phase {
-        case .closure: "read, check and decode the closure; open and identify every image"
+        case .closure: "read, check and decode the closure"
         case .pathResolution: "find every dependency's file (install names, @rpath)"
         case .parsing: "parse every image's load commands"
-        case .mapping: dyld3 ? "reserve the region, map every segment, check each image's plan" : "reserve the region, map every segment"
+        case .mapping: dyld3 ? "open and identify every image, check its plan, reserve the region, map every segment" : "reserve the region, map every segment"
         case .rebase: "walk the rebase opcodes or chains and slide pointers"
         case .bind: dyld3 ? "write every rebase and bind from the closure" : "write every bind, each symbol looked up by name"
         case .objc: dyld3 ? "write the Objective-C selector rewrites and runtime tables from the closure"
