@@ -4,21 +4,26 @@ extension LaunchClosure {
     /// The value each bind target stands for in this launch's memory, computed once per
     /// launch (targets were checked to lie inside their images when the closure was read).
     public func bindTargetValues(_ memory: LaunchMemory) -> [UInt64] {
-        bindTargets.map { target in
-            switch target {
-            case let .image(index, offset): memory.images[index].base &+ offset
-            case let .absolute(value): value
-            case .missingWeakImport: 0
-            }
-        }
+        bindTargets.values(bases: memory.images.map(\.base))
     }
 
     /// Writes image `index`'s rebases, then its binds, straight from their runs: one bounds
     /// check per run, one target check per fixup, no allocation, no strings, no lookups.
-    /// A run or target the image does not allow is the closure's fault: `invalid`, naming
-    /// `closurePath`.
+    /// ``UnsafeFixupLoop`` applies a well-formed stream; anything it does not accept is
+    /// applied again by the checked loop below, which says what is wrong. A run or target
+    /// the image does not allow is the closure's fault: `invalid`, naming `closurePath`.
     public func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         let writer = memory.writer(image: index)
+        if UnsafeFixupLoop.applyRebases(images[index].rebaseRuns, writer: writer, vmSize: images[index].plan.vmSize),
+           UnsafeFixupLoop.applyBinds(images[index].bindRuns, writer: writer, targetValues: targetValues) {
+            return
+        }
+        try applyFixupsChecked(ofImage: index, writer: writer, targetValues: targetValues, closurePath: closurePath)
+    }
+
+    /// The checked loop: every stream decoded through ``FixupRunCursor``, every failure
+    /// named (offset and what). Applies whatever ``UnsafeFixupLoop`` did not accept.
+    func applyFixupsChecked(ofImage index: Int, writer: ImageWriter, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         let base = writer.base
         let vmSize = images[index].plan.vmSize
         func invalid(_ what: String) -> ClosureError { .invalid(path: closurePath, image: images[index].path, what: what) }

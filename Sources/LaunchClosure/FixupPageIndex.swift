@@ -154,13 +154,12 @@ public struct FixupPageIndex: Equatable, Sendable {
         // The streams' run counts (their first numbers): a stream is otherwise decoded only as it is applied.
         var rebaseRunsLeft = try FixupRunCursor(rebaseRuns, path: path).runsTotal
         var bindRunsLeft = try FixupRunCursor(bindRuns, path: path).runsTotal
-        let writable = plan.segments.filter(\.isWritable)
         while let page = try cursor.next() {
             func bad(_ what: String) -> ClosureError {
                 .corrupt(path: path, offset: cursor.offset, what: "fixup page index of \(path), page \(page.page): \(what)")
             }
             let (start, overflow) = page.page.multipliedReportingOverflow(by: size)
-            guard !overflow, writable.contains(where: { start >= $0.vmOffset && start - $0.vmOffset < $0.vmSize }) else {
+            guard !overflow, plan.segments.contains(where: { $0.isWritable && start >= $0.vmOffset && start - $0.vmOffset < $0.vmSize }) else {
                 throw bad("the page is not inside a writable segment")
             }
             guard page.rebases.runs + page.binds.runs > 0 else { throw bad("the page has no runs") }

@@ -204,13 +204,13 @@ extension LaunchClosure {
 
 extension FixupRuns {
     /// The fixups two run streams hold, rebases then binds, each bind's target looked up in `bindTargets`.
-    static func decode(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, targets bindTargets: [BindTarget], path: String) throws(ClosureError) -> [ResolvedFixup] {
+    static func decode(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, targets bindTargets: BindTargetTable, path: String) throws(ClosureError) -> [ResolvedFixup] {
         try decode(rebases: FixupRunCursor(rebaseRuns, path: path), firstTarget: 0, binds: FixupRunCursor(bindRuns, path: path),
                    targets: bindTargets, path: path)
     }
 
     /// The fixups two cursors hold, rebases then binds; a whole-stream cursor must end at its stream's end.
-    static func decode(rebases: FixupRunCursor, firstTarget: UInt64, binds: FixupRunCursor, targets bindTargets: [BindTarget],
+    static func decode(rebases: FixupRunCursor, firstTarget: UInt64, binds: FixupRunCursor, targets bindTargets: BindTargetTable,
                        path: String) throws(ClosureError) -> [ResolvedFixup] {
         var (rebases, binds) = (rebases, binds)
         var fixups: [ResolvedFixup] = []

@@ -37,7 +37,7 @@ public struct LaunchClosure: Equatable, Sendable {
     public var images: [ClosureImage]
     public var rootCount: Int
     /// Every distinct bind target, shared by the images' bind runs.
-    public var bindTargets: [BindTarget]
+    public var bindTargets: BindTargetTable
     /// Image indices in initializer order.
     public var initializerOrder: [Int]
     /// The main image's entry point, an offset from its base.
@@ -54,7 +54,7 @@ public struct LaunchClosure: Equatable, Sendable {
         self.contentOnlyIdentity = contentOnlyIdentity
         self.images = images
         self.rootCount = rootCount
-        self.bindTargets = bindTargets
+        self.bindTargets = BindTargetTable(bindTargets)
         self.initializerOrder = initializerOrder
         self.entryOffset = entryOffset
         self.missingWeakDylibs = missingWeakDylibs
@@ -78,7 +78,7 @@ public struct LaunchClosure: Equatable, Sendable {
         images.reserveCapacity(imageCount)
         for _ in 0..<imageCount { images.append(try ClosureImage(parsing: &r, imageCount: imageCount)) }
         let imageSizes = images.map(\.plan.vmSize)
-        bindTargets = try BindTarget.parseTable(count: try r.count(of: "bind target"), from: &r, imageSizes: imageSizes)
+        bindTargets = try BindTargetTable.parse(count: try r.count(of: "bind target"), from: &r, imageSizes: imageSizes)
         initializerOrder = []
         for _ in 0..<(try r.count(of: "initializer order entry")) {
             let index = try r.int("initializer image")
@@ -107,8 +107,7 @@ public struct LaunchClosure: Equatable, Sendable {
         w.uleb(rootCount)
         w.uleb(images.count)
         for image in images { image.encode(into: &w) }
-        w.uleb(bindTargets.count)
-        for target in bindTargets { target.encode(into: &w) }
+        bindTargets.encode(into: &w)
         w.uleb(initializerOrder.count)
         for index in initializerOrder { w.uleb(index) }
         if let entryOffset { w.u8(1); w.uleb(entryOffset) } else { w.u8(0) }

@@ -7,6 +7,7 @@ extension LaunchClosure {
     public func applyObjCWrites(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         guard index < objc.bindRuns.count, !objc.bindRuns[index].isEmpty else { return }
         let writer = memory.writer(image: index)
+        if UnsafeFixupLoop.applyBinds(objc.bindRuns[index], writer: writer, targetValues: targetValues) { return }
         func invalid(_ what: String) -> ClosureError { .invalid(path: closurePath, image: images[index].path, what: "Objective-C writes: \(what)") }
         try Self.reportingInvalid(invalid, "runs") {
             try Self.writeBinds(objc.bindRuns[index], writer: writer, targetValues: targetValues, closurePath: closurePath, invalid: invalid)

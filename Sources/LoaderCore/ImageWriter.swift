@@ -35,10 +35,18 @@ public struct ImageWriter {
     /// into the run (``storeInCheckedRun(_:at:)``) need no other.
     @inline(__always)
     public func checkRun(start: UInt64, last: UInt64) throws(LoadError) {
-        for range in writable where start >= range.start && last - range.start <= range.lastStore {
-            return
-        }
+        if accepts(start: start, last: last) { return }
         throw .mapping(image: path, reason: "fixup run 0x\(String(start, radix: 16))-0x\(String(last &+ 8, radix: 16)) is outside every writable segment")
+    }
+
+    /// Whether ``checkRun(start:last:)`` accepts the run: no error built, for loops that
+    /// leave the reporting to a checked pass.
+    @inlinable
+    public func accepts(start: UInt64, last: UInt64) -> Bool {
+        for range in writable where start >= range.start && last - range.start <= range.lastStore {
+            return true
+        }
+        return false
     }
 
     /// Stores a word at `address`, which must lie in a run ``checkRun(start:last:)`` accepted.

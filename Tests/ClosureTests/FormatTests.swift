@@ -34,7 +34,7 @@ extension ClosureTests {
         #expect(encodedBinds.bytes == [0x01, 0x80, 0x60, 0x03, 0x08, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10])
         #expect(targets == [a, b])
 
-        let decoded = try FixupRuns.decode(rebaseRuns: encodedRebases.bytes[...], bindRuns: encodedBinds.bytes[...], targets: targets, path: "example")
+        let decoded = try FixupRuns.decode(rebaseRuns: encodedRebases.bytes[...], bindRuns: encodedBinds.bytes[...], targets: BindTargetTable(targets), path: "example")
         #expect(decoded == rebases + binds)
     }
 

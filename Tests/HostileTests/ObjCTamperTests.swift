@@ -65,10 +65,10 @@ import Testing
             let text = c.images[index].plan.segments.first { $0.protection.contains(.execute) }!
             var writes = try! c.objcWrites(ofImage: index)
             writes[0] = ResolvedFixup(vmOffset: text.vmOffset + 8, kind: writes[0].kind)
-            var targets = c.bindTargets
+            var targets = Array(c.bindTargets)
             var targetIndex = Dictionary(uniqueKeysWithValues: targets.enumerated().map { ($1, $0) })
             let encoded = FixupRuns.encodeBinds(writes, plan: c.images[index].plan, targets: &targets, targetIndex: &targetIndex)
-            c.bindTargets = targets
+            c.bindTargets = BindTargetTable(targets)
             c.objc.bindRuns[index] = encoded.bytes[...]
             c.objc.bindCounts[index] = encoded.count
         },

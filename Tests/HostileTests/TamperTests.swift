@@ -294,6 +294,63 @@ import Testing
         }
     }
 
+    /// The raw apply loop (``UnsafeFixupLoop``) accepts exactly the streams the checked loop
+    /// applies without an error, leaving the same bytes; and the fast path's apply (raw loop,
+    /// then the checked loop for what it refused) leaves what the checked loop alone leaves,
+    /// failing exactly when it fails. On every image's intact streams, every byte of them
+    /// flipped (five masks), and every truncation.
+    @Test func rawApplyLoopAgreesWithTheCheckedLoop() throws {
+        let closure = try FixtureApp.named(Self.appName).closure()
+        func mapped() throws -> LaunchMemory { try LaunchMemory(plans: closure.images.map(\.plan), firstSlide: Self.slide) }
+        var cases = 0, refused = 0
+        for index in closure.images.indices {
+            for binds in [false, true] {
+                let stream = Array(binds ? closure.images[index].bindRuns : closure.images[index].rebaseRuns)
+                var variants = [stream] + (0..<stream.count).map { Array(stream.prefix($0)) }
+                for offset in stream.indices {
+                    for mask: UInt8 in [0x01, 0x02, 0x40, 0x80, 0xff] {
+                        var flipped = stream
+                        flipped[offset] ^= mask
+                        variants.append(flipped)
+                    }
+                }
+                for variant in variants {
+                    var damaged = closure
+                    if binds { damaged.images[index].bindRuns = variant[...] } else { damaged.images[index].rebaseRuns = variant[...] }
+                    let image = damaged.images[index]
+
+                    let raw = try mapped()
+                    let values = damaged.bindTargetValues(raw)
+                    let rawWriter = raw.writer(image: index)
+                    let rawAccepted = UnsafeFixupLoop.applyRebases(image.rebaseRuns, writer: rawWriter, vmSize: image.plan.vmSize)
+                        && UnsafeFixupLoop.applyBinds(image.bindRuns, writer: rawWriter, targetValues: values)
+                    let rawBytes = Self.snapshot(raw)
+                    raw.release()
+
+                    let checked = try mapped()
+                    let checkedOK = (try? damaged.applyFixupsChecked(ofImage: index, writer: checked.writer(image: index), targetValues: values,
+                                                                     closurePath: "damaged")) != nil
+                    let checkedBytes = Self.snapshot(checked)
+                    checked.release()
+
+                    let fast = try mapped()
+                    let fastOK = (try? damaged.applyFixups(ofImage: index, memory: fast, targetValues: values, closurePath: "damaged")) != nil
+                    let fastBytes = Self.snapshot(fast)
+                    fast.release()
+
+                    cases += 1
+                    if !checkedOK { refused += 1 }
+                    #expect(rawAccepted == checkedOK, "image \(index) \(binds ? "binds" : "rebases") \(variant.count) bytes")
+                    if rawAccepted { #expect(rawBytes == checkedBytes) }
+                    #expect(fastOK == checkedOK)
+                    #expect(fastBytes == checkedBytes)
+                }
+            }
+        }
+        // The damage reached both outcomes many times over.
+        #expect(cases > 500 && refused > 100 && cases - refused > 20, "\(cases) cases, \(refused) refused")
+    }
+
     /// Every byte of every mapped segment of every image.
     static func snapshot(_ memory: LaunchMemory) -> [[UInt8]] {
         memory.images.flatMap { image in

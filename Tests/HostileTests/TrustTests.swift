@@ -47,10 +47,10 @@ import Testing
         if forgery != .dataExecutableWithEntryInIt {
             // `mov eax, 1337; ret` as the value of an absolute bind at main's address.
             let planted = ResolvedFixup(vmOffset: entry, kind: .bind(.absolute(0x00c3_0000_0539_b8), addend: 0))
-            var targets = closure.bindTargets
+            var targets = Array(closure.bindTargets)
             var index = Dictionary(uniqueKeysWithValues: targets.enumerated().map { ($1, $0) })
             let runs = FixupRuns.encodeBinds([planted], plan: plan, targets: &targets, targetIndex: &index)
-            closure.bindTargets = targets
+            closure.bindTargets = BindTargetTable(targets)
             closure.images[main].bindRuns = runs.bytes[...]
             closure.images[main].bindCount = runs.count
         }

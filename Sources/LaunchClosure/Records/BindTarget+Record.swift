@@ -1,38 +1,106 @@
 import LoaderCore
 
-/// A bind target as a closure record.
+/// The closure's bind targets, kept as the launch reads them: per target its image (or
+/// none) and its offset in that image (or its absolute value), in two flat columns. The
+/// launch turns them into values in one pass once the images are mapped
+/// (``LaunchClosure/bindTargetValues(_:)``); everyone else reads ``BindTarget``s through
+/// the collection.
 ///
-/// Encoding: kind byte, then 0 `image` ULEB `offset` ULEB | 1 `value` ULEB | 2 (missing weak import).
-extension BindTarget {
-    /// Reads a table of `count` targets in one loop (the table has tens of thousands: the
-    /// loop takes `imageSizes` once, not once per target).
-    static func parseTable(count: Int, from r: inout ClosureReader, imageSizes: [UInt64]) throws(ClosureError) -> [BindTarget] {
-        var targets: [BindTarget] = []
-        // One allocation for a real closure's table; a larger claimed count grows as
-        // targets actually decode.
-        targets.reserveCapacity(min(count, 1 << 20))
-        for _ in 0..<count { targets.append(try BindTarget(parsing: &r, imageSizes: imageSizes)) }
-        return targets
+/// Encoding of a target: kind byte, then 0 `image` ULEB `offset` ULEB | 1 `value` ULEB | 2 (missing weak import).
+public struct BindTargetTable: RandomAccessCollection, MutableCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
+    /// Per target: its image's index, or ``absolute`` or ``missingWeakImport`` (negative).
+    private var images: [Int]
+    /// Per target: the offset in its image, the absolute value, or 0.
+    private var values: [UInt64]
+    private static let absolute = -1
+    private static let missingWeakImport = -2
+
+    public init(_ targets: [BindTarget]) {
+        images = []
+        values = []
+        images.reserveCapacity(targets.count)
+        values.reserveCapacity(targets.count)
+        for target in targets { append(target) }
     }
 
-    /// Reads one target; an image target must lie inside one of `images`' address ranges.
-    @inline(__always)
-    init(parsing r: inout ClosureReader, imageSizes: [UInt64]) throws(ClosureError) {
-        let start = r.position
-        switch try r.u8() {
-        case 0:
-            let index = try r.int("target image")
-            let offset = try r.uleb()
-            guard index < imageSizes.count, offset < imageSizes[index] else {
-                throw r.corrupt("bind target (image \(index), offset 0x\(String(offset, radix: 16))) is outside its image", at: start)
-            }
-            self = .image(index, offset: offset)
-        case 1: self = .absolute(try r.uleb())
-        case 2: self = .missingWeakImport
-        case let tag: throw r.corrupt("unknown bind target kind \(tag)", at: start)
+    public init(arrayLiteral targets: BindTarget...) {
+        self.init(targets)
+    }
+
+    private mutating func append(_ target: BindTarget) {
+        let (image, value) = Self.columns(target)
+        images.append(image)
+        values.append(value)
+    }
+
+    private static func columns(_ target: BindTarget) -> (image: Int, value: UInt64) {
+        switch target {
+        case let .image(index, offset): (index, offset)
+        case let .absolute(value): (absolute, value)
+        case .missingWeakImport: (missingWeakImport, 0)
         }
     }
 
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { images.count }
+
+    public subscript(position: Int) -> BindTarget {
+        get {
+            switch images[position] {
+            case Self.absolute: .absolute(values[position])
+            case Self.missingWeakImport: .missingWeakImport
+            case let image: .image(image, offset: values[position])
+            }
+        }
+        set {
+            (images[position], values[position]) = Self.columns(newValue)
+        }
+    }
+
+    /// Each target's value with image `i` mapped at `bases[i]`: one pass, no enum decoded.
+    func values(bases: [UInt64]) -> [UInt64] {
+        zip(images, values).map { image, value in image >= 0 ? bases[image] &+ value : value }
+    }
+
+    /// Reads a table of `count` targets in one loop (the table has tens of thousands: the
+    /// loop takes `imageSizes` once, not once per target); an image target must lie inside
+    /// its image (`imageSizes`).
+    static func parse(count: Int, from r: inout ClosureReader, imageSizes: [UInt64]) throws(ClosureError) -> BindTargetTable {
+        var table = BindTargetTable([])
+        // One allocation for a real closure's table; a larger claimed count grows as
+        // targets actually decode.
+        table.images.reserveCapacity(Swift.min(count, 1 << 20))
+        table.values.reserveCapacity(Swift.min(count, 1 << 20))
+        for _ in 0..<count {
+            let start = r.position
+            switch try r.u8() {
+            case 0:
+                let index = try r.int("target image")
+                let offset = try r.uleb()
+                guard index < imageSizes.count, offset < imageSizes[index] else {
+                    throw r.corrupt("bind target (image \(index), offset 0x\(String(offset, radix: 16))) is outside its image", at: start)
+                }
+                table.images.append(index)
+                table.values.append(offset)
+            case 1:
+                table.images.append(absolute)
+                table.values.append(try r.uleb())
+            case 2:
+                table.images.append(missingWeakImport)
+                table.values.append(0)
+            case let tag: throw r.corrupt("unknown bind target kind \(tag)", at: start)
+            }
+        }
+        return table
+    }
+
+    func encode(into w: inout ClosureWriter) {
+        w.uleb(count)
+        for target in self { target.encode(into: &w) }
+    }
+}
+
+extension BindTarget {
     func encode(into w: inout ClosureWriter) {
         switch self {
         case let .image(index, offset): w.u8(0); w.uleb(index); w.uleb(offset)

@@ -62,8 +62,10 @@ public struct ClosureImage: Equatable, Sendable {
         let preferredBase = try r.uleb()
         let vmSize = try r.uleb()
         let segmentStart = r.position
+        let segmentCount = try r.count(of: "segment", minimumSize: SegmentPlan.minimumEncodedSize)
         var segments: [SegmentPlan] = []
-        for _ in 0..<(try r.count(of: "segment", minimumSize: SegmentPlan.minimumEncodedSize)) {
+        segments.reserveCapacity(segmentCount)
+        for _ in 0..<segmentCount {
             let segment = try SegmentPlan(parsing: &r, imagePath: path, imageVMSize: vmSize, fileSize: identity.size)
             if let other = segments.first(where: { $0.overlaps(segment) }) {
                 throw r.corrupt("segments \(other.name) and \(segment.name) of \(path) overlap", at: segmentStart)
@@ -72,12 +74,16 @@ public struct ClosureImage: Equatable, Sendable {
         }
         guard vmSize <= 1 << 40 else { throw r.corrupt("image \(path) claims \(vmSize) bytes of address space", at: segmentStart) }
         plan = ImagePlan(path: path, preferredBase: preferredBase, vmSize: vmSize, segments: segments)
+        let dependencyCount = try r.count(of: "dependency", minimumSize: ClosureDependency.minimumEncodedSize)
         dependencies = []
-        for _ in 0..<(try r.count(of: "dependency", minimumSize: ClosureDependency.minimumEncodedSize)) {
+        dependencies.reserveCapacity(dependencyCount)
+        for _ in 0..<dependencyCount {
             dependencies.append(try ClosureDependency(parsing: &r, imagePath: path, imageCount: imageCount))
         }
+        let initializerCount = try r.count(of: "initializer")
         initializers = []
-        for _ in 0..<(try r.count(of: "initializer")) { initializers.append(try r.uleb()) }
+        initializers.reserveCapacity(initializerCount)
+        for _ in 0..<initializerCount { initializers.append(try r.uleb()) }
         rpaths = []
         for _ in 0..<(try r.count(of: "rpath")) { rpaths.append(try r.string()) }
         absentPaths = []
