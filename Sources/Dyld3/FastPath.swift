@@ -127,9 +127,9 @@ public enum FastPath {
     /// anything is mapped: protections, file ranges, writable and executable segments are
     /// the image's, not the closure's. Read through `files`, the descriptors the launch maps from.
     static func checkPlans(_ closure: LaunchClosure, closurePath: String, files: [ImageDescriptor]) throws(ClosureError) {
-        for (image, file) in zip(closure.images, files) {
-            if let disagreement = image.planDisagreement(arch: closure.arch, file: file) {
-                throw .invalid(path: closurePath, image: image.path, what: disagreement)
+        for index in closure.images.indices {
+            if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[index]) {
+                throw .invalid(path: closurePath, image: closure.images[index].path, what: disagreement)
             }
         }
     }

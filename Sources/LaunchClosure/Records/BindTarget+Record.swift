@@ -12,8 +12,8 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
     private var images: [Int]
     /// Per target: the offset in its image, the absolute value, or 0.
     private var values: [UInt64]
-    private static let absolute = -1
-    private static let missingWeakImport = -2
+    static let absolute = -1
+    static let missingWeakImport = -2
 
     public init(_ targets: [BindTarget]) {
         images = []
@@ -62,11 +62,16 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
         zip(images, values).map { image, value in image >= 0 ? bases[image] &+ value : value }
     }
 
-    /// Reads a table of `count` targets in one loop (the table has tens of thousands: the
-    /// loop takes `imageSizes` once, not once per target); an image target must lie inside
-    /// its image (`imageSizes`).
+    /// Reads a table of `count` targets; an image target must lie inside its image
+    /// (`imageSizes`). ``UnsafeBindTargetScan`` reads a well-formed table; this loop reads
+    /// what it refused, and says where and what is wrong.
     static func parse(count: Int, from r: inout ClosureReader, imageSizes: [UInt64]) throws(ClosureError) -> BindTargetTable {
         var table = BindTargetTable([])
+        if let scanned = UnsafeBindTargetScan.scan(r.bytes[r.position...], count: count, imageSizes: imageSizes) {
+            (table.images, table.values) = (scanned.images, scanned.values)
+            r.position += scanned.consumed
+            return table
+        }
         // One allocation for a real closure's table; a larger claimed count grows as
         // targets actually decode.
         table.images.reserveCapacity(Swift.min(count, 1 << 20))

@@ -1,0 +1,100 @@
+/// Closure bytes read through a pointer (the fast path's apply loop, the bind-target
+/// table): every read compares against the end first, and any malformed number is a nil
+/// that sends the caller to its checked reader.
+struct UnsafeRawStream {
+    private let start: UnsafeRawPointer
+    private var cursor: UnsafeRawPointer
+    private let end: UnsafeRawPointer
+
+    /// An empty buffer has no address: the stream then starts and ends at a placeholder
+    /// never read (every read finds the cursor at the end first).
+    init(_ bytes: UnsafeRawBufferPointer) {
+        start = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: MemoryLayout<UInt64>.alignment)!
+        cursor = start
+        end = start + bytes.count
+    }
+
+    var atEnd: Bool { cursor == end }
+
+    /// Bytes read so far.
+    var consumed: Int { cursor - start }
+
+    /// One byte, or nil at the end.
+    @inline(__always)
+    mutating func u8() -> UInt8? {
+        guard cursor < end else { return nil }
+        defer { cursor += 1 }
+        return cursor.load(as: UInt8.self)
+    }
+
+    /// An unsigned LEB128 number, or nil when truncated or over 64 bits.
+    @inline(__always)
+    mutating func uleb() -> UInt64? {
+        guard cursor < end else { return nil }
+        let first = cursor.load(as: UInt8.self)
+        if first < 0x80 {
+            cursor += 1
+            return UInt64(first)
+        }
+        var pointer = cursor
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while pointer < end {
+            let byte = pointer.load(as: UInt8.self)
+            pointer += 1
+            guard shift < 64, !(shift == 63 && byte & 0x7e != 0) else { return nil }
+            result |= UInt64(byte & 0x7f) << shift
+            if byte & 0x80 == 0 {
+                cursor = pointer
+                return result
+            }
+            shift += 7
+        }
+        return nil
+    }
+
+    /// A signed LEB128 number (as its two's-complement bits), or nil when truncated or over 64 bits.
+    @inline(__always)
+    mutating func sleb() -> UInt64? {
+        guard cursor < end else { return nil }
+        let first = cursor.load(as: UInt8.self)
+        if first < 0x80 {
+            cursor += 1
+            return UInt64(bitPattern: Int64(Int8(bitPattern: first << 1) >> 1))
+        }
+        var pointer = cursor
+        var result: Int64 = 0
+        var shift: Int64 = 0
+        var byte: UInt8
+        repeat {
+            guard pointer < end, shift < 64 else { return nil }
+            byte = pointer.load(as: UInt8.self)
+            pointer += 1
+            result |= Int64(byte & 0x7f) << shift
+            shift += 7
+        } while byte & 0x80 != 0
+        if shift < 64, byte & 0x40 != 0 { result |= -1 << shift }
+        cursor = pointer
+        return UInt64(bitPattern: result)
+    }
+
+    /// A count of items of at least `minimumSize` bytes each, no more than the bytes left hold.
+    @inline(__always)
+    mutating func count(minimumSize: Int = 1) -> Int? {
+        guard let value = uleb(), value <= UInt64((end - cursor) / minimumSize) else { return nil }
+        return Int(value)
+    }
+
+    /// The next run's header: start (a delta from `location`, the previous run's last
+    /// location, which it updates), count, stride; nil for an empty or overflowing run.
+    @inline(__always)
+    mutating func run(after location: inout UInt64) -> UnsafeFixupLoop.Run? {
+        guard let delta = uleb(), let count = count(), count > 0, let stride = uleb() else { return nil }
+        let (start, overflow) = location.addingReportingOverflow(delta)
+        let (span, spanOverflow) = UInt64(count - 1).multipliedReportingOverflow(by: stride)
+        let (last, lastOverflow) = start.addingReportingOverflow(span)
+        guard !overflow, !spanOverflow, !lastOverflow else { return nil }
+        location = last
+        return UnsafeFixupLoop.Run(start: start, count: count, stride: stride, last: last)
+    }
+}
