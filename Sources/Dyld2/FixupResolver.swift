@@ -99,8 +99,11 @@ public struct FixupResolver {
         for ordinal in 0..<table.count {
             let entry = try table.entry(ordinal)
             let name = try table.name(of: entry, index: ordinal)
-            let target = try lookup.resolve(name, ordinal: entry.libraryOrdinal, from: index)
-            importTargets.append(try settle(target, name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
+            if let target = try lookup.resolve(name, ordinal: entry.libraryOrdinal, from: index) {
+                importTargets.append(target)
+            } else {
+                importTargets.append(try missing(name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
+            }
             importAddends.append(entry.addend)
         }
     }
@@ -129,11 +132,11 @@ public struct FixupResolver {
             while let entry = try decoder.nextEntry() {
                 guard let location = entry.location else { continue }  // a strong-definition marker
                 // The weak stream's ordinal is the weak lookup: coalescing.
-                let target = try lookup.resolve(entry.symbolName, ordinal: entry.libraryOrdinal, from: index)
-                try sink.take(ResolvedFixup(
-                    vmOffset: location.address &- base,
-                    kind: .bind(try settle(target, entry.symbolName, weakImport: entry.flags.contains(.weakImport),
-                                           ordinal: entry.libraryOrdinal, from: index), addend: entry.addend)))
+                let found = try lookup.resolve(entry.symbolName, ordinal: entry.libraryOrdinal, from: index)
+                let target = if let found { found } else {
+                    try missing(entry.symbolName, weakImport: entry.flags.contains(.weakImport), ordinal: entry.libraryOrdinal, from: index)
+                }
+                try sink.take(ResolvedFixup(vmOffset: location.address &- base, kind: .bind(target, addend: entry.addend)))
                 binds += 1
             }
         }
@@ -152,9 +155,9 @@ public struct FixupResolver {
         }
     }
 
-    /// A found target, or 0 for a missing weak import, or the missing-symbol error.
-    private func settle(_ target: BindTarget?, _ name: ByteView, weakImport: Bool, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget {
-        if let target { return target }
+    /// What an import found nowhere binds to: 0 for a weak import, else the missing-symbol
+    /// error. Called only then: a call on every lookup would copy the resolver's state.
+    private func missing(_ name: ByteView, weakImport: Bool, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget {
         if weakImport { return .missingWeakImport }
         if lookup.namesMissingDylib(ordinal: ordinal, from: index) {
             // The whole weak-linked dylib is missing: only weak imports may use it.

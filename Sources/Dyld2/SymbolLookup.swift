@@ -79,7 +79,9 @@ struct SymbolLookup {
     }
 
     /// The node library `ordinal` (1-based) of image `index` names, nil for a missing
-    /// weak-linked dylib or an ordinal the image does not have.
+    /// weak-linked dylib or an ordinal the image does not have. Always inlined: called from
+    /// a mutating method, a call would copy the whole lookup state (296 bytes) per lookup.
+    @inline(__always)
     private func target(of ordinal: Int, in index: Int) -> Int? {
         let slot = ordinalStart[index] + ordinal - 1
         guard ordinal >= 1, slot < ordinalStart[index + 1] else { return nil }
@@ -244,6 +246,7 @@ struct SymbolLookup {
     }
 
     /// Whether library `ordinal` of image `index` names a weak-linked dylib that is missing.
+    @inline(__always)
     func namesMissingDylib(ordinal: Int, from index: Int) -> Bool {
         ordinal >= 1 && ordinal <= ordinalStart[index + 1] - ordinalStart[index] && target(of: ordinal, in: index) == nil
     }
