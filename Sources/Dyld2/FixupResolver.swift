@@ -19,6 +19,10 @@ public struct FixupResolver {
     /// The current chained image's imports, resolved (reused from image to image).
     private var importTargets: [BindTarget] = []
     private var importAddends: [Int64] = []
+    /// The current chained image's binds, met by the walk and written once its imports
+    /// are resolved (reused from image to image: it grows only when an image has more
+    /// binds than every image before it).
+    private var bindSites: [ChainedBindSite] = []
 
     public init(graph: DependencyGraph, plans: [ImagePlan]) throws(LoadError) {
         self.graph = graph
@@ -26,9 +30,9 @@ public struct FixupResolver {
         lookup = try SymbolLookup(graph: graph)
     }
 
-    /// Resolves every fixup of image `index` in one pass, handing each to `sink`: first its
-    /// rebases (its rebase opcode stream, or the rebases of its chains), then, after
-    /// `afterRebases` is called, its binds, every symbol looked up by name (its bind,
+    /// Resolves every fixup of image `index`, handing each to `sink`: first its rebases (its
+    /// rebase opcode stream, or the rebases of its chains, walked once: the walk also notes
+    /// where each bind is), then, after `afterRebases` is called, its binds, every symbol looked up by name (its bind,
     /// lazy-bind and weak-bind streams, or the binds of its chains, each import resolved once).
     /// Names are read as bytes of the image; nothing is allocated per fixup.
     public mutating func resolve(
@@ -51,8 +55,10 @@ public struct FixupResolver {
         try reading(index) { () throws in
             if image.chainedFixups != nil {
                 guard let chains = try image.parseChainedFixupChains() else { return afterRebases() }
-                // Two walks over the chains (rebases, then binds) instead of one list of them:
-                // the memory a walk needs does not grow with the image's fixups.
+                // One walk over the chains, as dyld2 makes: rebases are handed on as they are
+                // met, binds are kept (location, import ordinal, addend) and handed on once
+                // the imports are resolved. The buffer is reused from image to image.
+                bindSites.removeAll(keepingCapacity: true)
                 var cursor = ChainedPointerCursor(chains, in: image)
                 while let site = try cursor.next() {
                     switch site.pointer {
@@ -60,7 +66,9 @@ public struct FixupResolver {
                         try sink.take(ResolvedFixup(vmOffset: site.address &- base, kind: .rebase(
                             targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
                         rebases += 1
-                    case .bind: break
+                    case let .bind(chainedBind):
+                        bindSites.append(ChainedBindSite(
+                            vmOffset: site.address &- base, importOrdinal: Int(chainedBind.importOrdinal), addend: chainedBind.addend))
                     case .authRebase, .authBind, .nonPointer:
                         throw LoadError.unusable(
                             path: graph.nodes[index].path,
@@ -69,14 +77,11 @@ public struct FixupResolver {
                 }
                 afterRebases()
                 try resolveChainedImports(chains, index: index)
-                cursor = ChainedPointerCursor(chains, in: image)
-                while let site = try cursor.next() {
-                    guard case let .bind(chainedBind) = site.pointer else { continue }
-                    let ordinal = Int(chainedBind.importOrdinal)
-                    try sink.take(ResolvedFixup(vmOffset: site.address &- base, kind: .bind(
-                        importTargets[ordinal], addend: importAddends[ordinal] &+ chainedBind.addend)))
-                    binds += 1
+                for site in bindSites {
+                    try sink.take(ResolvedFixup(vmOffset: site.vmOffset, kind: .bind(
+                        importTargets[site.importOrdinal], addend: importAddends[site.importOrdinal] &+ site.addend)))
                 }
+                binds += bindSites.count
             } else {
                 try resolveOpcodeRebases(image, base: base, &sink)
                 afterRebases()
@@ -94,8 +99,11 @@ public struct FixupResolver {
         for ordinal in 0..<table.count {
             let entry = try table.entry(ordinal)
             let name = try table.name(of: entry, index: ordinal)
-            let target = try lookup.resolve(name, ordinal: entry.libraryOrdinal, from: index)
-            importTargets.append(try settle(target, name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
+            if let target = try lookup.resolve(name, ordinal: entry.libraryOrdinal, from: index) {
+                importTargets.append(target)
+            } else {
+                importTargets.append(try missing(name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
+            }
             importAddends.append(entry.addend)
         }
     }
@@ -124,11 +132,11 @@ public struct FixupResolver {
             while let entry = try decoder.nextEntry() {
                 guard let location = entry.location else { continue }  // a strong-definition marker
                 // The weak stream's ordinal is the weak lookup: coalescing.
-                let target = try lookup.resolve(entry.symbolName, ordinal: entry.libraryOrdinal, from: index)
-                try sink.take(ResolvedFixup(
-                    vmOffset: location.address &- base,
-                    kind: .bind(try settle(target, entry.symbolName, weakImport: entry.flags.contains(.weakImport),
-                                           ordinal: entry.libraryOrdinal, from: index), addend: entry.addend)))
+                let found = try lookup.resolve(entry.symbolName, ordinal: entry.libraryOrdinal, from: index)
+                let target = if let found { found } else {
+                    try missing(entry.symbolName, weakImport: entry.flags.contains(.weakImport), ordinal: entry.libraryOrdinal, from: index)
+                }
+                try sink.take(ResolvedFixup(vmOffset: location.address &- base, kind: .bind(target, addend: entry.addend)))
                 binds += 1
             }
         }
@@ -147,9 +155,9 @@ public struct FixupResolver {
         }
     }
 
-    /// A found target, or 0 for a missing weak import, or the missing-symbol error.
-    private func settle(_ target: BindTarget?, _ name: ByteView, weakImport: Bool, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget {
-        if let target { return target }
+    /// What an import found nowhere binds to: 0 for a weak import, else the missing-symbol
+    /// error. Called only then: a call on every lookup would copy the resolver's state.
+    private func missing(_ name: ByteView, weakImport: Bool, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget {
         if weakImport { return .missingWeakImport }
         if lookup.namesMissingDylib(ordinal: ordinal, from: index) {
             // The whole weak-linked dylib is missing: only weak imports may use it.
@@ -159,4 +167,12 @@ public struct FixupResolver {
         throw .missingSymbol(symbol: name.string, importedBy: graph.nodes[index].path,
                              expectedIn: lookup.libraryName(ordinal: ordinal, from: index))
     }
+}
+
+/// A chained bind the walk met: where it is (offset from the image's preferred base) and
+/// what it binds, written once the image's imports are resolved.
+struct ChainedBindSite {
+    let vmOffset: UInt64
+    let importOrdinal: Int
+    let addend: Int64
 }

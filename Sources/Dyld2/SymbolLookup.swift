@@ -28,7 +28,13 @@ struct SymbolLookup {
     /// Weak coalescing's answer per name, each name searched once per launch (dyld2's
     /// `weakBind` also settles each name once, for every image that binds it).
     private var coalesced: [SymbolName: BindTarget?] = [:]
-    private var last: LastLookup?
+    /// The last resolution: (image, ordinal, name) and what it resolved to; image -1
+    /// before the first. Kept as fields, not an optional structure, so that checking it
+    /// copies nothing.
+    private var lastImage = -1
+    private var lastOrdinal = 0
+    private var lastName: ByteView
+    private var lastResult: BindTarget?
     private var trieScratch = ExportTrie.LookupPath()
     /// The re-export search's explicit stack and visited marks (an image is visited in the
     /// current search when its mark equals `generation`), kept across lookups.
@@ -69,18 +75,13 @@ struct SymbolLookup {
         self.reexportTargets = reexportTargets
         self.weakDefinitionImages = weakDefinitionImages
         visitedGeneration = Array(repeating: 0, count: graph.nodes.count)
-    }
-
-    /// The last resolution: (image, ordinal, name) and what it resolved to.
-    private struct LastLookup {
-        let image: Int
-        let ordinal: Int
-        let name: ByteView
-        let result: BindTarget?
+        lastName = graph.nodes.first?.image.view ?? ByteView([])
     }
 
     /// The node library `ordinal` (1-based) of image `index` names, nil for a missing
-    /// weak-linked dylib or an ordinal the image does not have.
+    /// weak-linked dylib or an ordinal the image does not have. Always inlined: called from
+    /// a mutating method, a call would copy the whole lookup state (296 bytes) per lookup.
+    @inline(__always)
     private func target(of ordinal: Int, in index: Int) -> Int? {
         let slot = ordinalStart[index] + ordinal - 1
         guard ordinal >= 1, slot < ordinalStart[index + 1] else { return nil }
@@ -221,9 +222,9 @@ struct SymbolLookup {
     /// Returns nil when the symbol is nowhere to be found. A repeat of the last
     /// resolution's image, ordinal and name is answered from it.
     mutating func resolve(_ name: ByteView, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget? {
-        if let last, last.image == index, last.ordinal == ordinal, last.name.sameBytes(as: name) {
+        if lastImage == index, lastOrdinal == ordinal, lastName.sameBytes(as: name) {
             lastLookupHits += 1
-            return last.result
+            return lastResult
         }
         let result: BindTarget?
         switch ordinal {
@@ -240,11 +241,12 @@ struct SymbolLookup {
             guard let target = target(of: ordinal, in: index) else { result = nil; break }
             result = try find(name, in: target)
         }
-        last = LastLookup(image: index, ordinal: ordinal, name: name, result: result)
+        (lastImage, lastOrdinal, lastName, lastResult) = (index, ordinal, name, result)
         return result
     }
 
     /// Whether library `ordinal` of image `index` names a weak-linked dylib that is missing.
+    @inline(__always)
     func namesMissingDylib(ordinal: Int, from index: Int) -> Bool {
         ordinal >= 1 && ordinal <= ordinalStart[index + 1] - ordinalStart[index] && target(of: ordinal, in: index) == nil
     }

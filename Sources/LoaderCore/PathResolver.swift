@@ -92,6 +92,7 @@ public struct PathResolver: Sendable {
 
     /// An absolute path with `.`, `..` and doubled slashes removed (symlinks are kept).
     public static func normalize(_ path: String) -> String {
+        if isNormalized(path) { return path }
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         var parts: [Substring] = []
         for part in absolute.split(separator: "/", omittingEmptySubsequences: true) {
@@ -102,5 +103,27 @@ public struct PathResolver: Sendable {
             }
         }
         return "/" + parts.joined(separator: "/")
+    }
+
+    /// Whether `path` is already what ``normalize(_:)`` makes of it: absolute, and no
+    /// component empty (a doubled or trailing slash), `.` or `..`. Most paths a launch
+    /// resolves are, and one pass over their bytes spares splitting and joining them.
+    static func isNormalized(_ path: String) -> Bool {
+        var utf8 = path.utf8.makeIterator()
+        guard utf8.next() == UInt8(ascii: "/") else { return false }
+        if path.utf8.count == 1 { return true }
+        // Length of the current component and whether it is all dots so far.
+        var length = 0, dots = 0
+        while let byte = utf8.next() {
+            if byte == UInt8(ascii: "/") {
+                if length == 0 || (dots == length && length <= 2) { return false }
+                length = 0
+                dots = 0
+            } else {
+                length += 1
+                if byte == UInt8(ascii: ".") { dots += 1 }
+            }
+        }
+        return length != 0 && !(dots == length && length <= 2)
     }
 }

@@ -12,7 +12,7 @@ import Glibc
 /// between threads is safe.
 public final class ByteStorage: @unchecked Sendable {
     /// The first byte, nil when `count` is 0.
-    private let start: UnsafeRawPointer?
+    @usableFromInline let start: UnsafeRawPointer?
     /// Number of readable bytes.
     public let count: Int
     private let release: (@Sendable (UnsafeRawPointer, Int) -> Void)?
@@ -45,7 +45,7 @@ public final class ByteStorage: @unchecked Sendable {
 
     // The reads below trust their caller (``ByteView``) to have checked the range.
 
-    @inline(__always)
+    @inlinable @inline(__always)
     func load<T: FixedWidthInteger>(_ offset: Int, as type: T.Type) -> T {
         T(littleEndian: start.unsafelyUnwrapped.loadUnaligned(fromByteOffset: offset, as: T.self))
     }
@@ -95,6 +95,20 @@ public final class ByteStorage: @unchecked Sendable {
 }
 
 extension ByteView {
+    /// The little-endian word at `offset`, which the caller has checked lies inside the
+    /// window (`0 <= offset <= count - 8`, or 4 for ``uncheckedU32(_:)``): for loops that
+    /// check a whole range once, such as a chain walk.
+    @inlinable @inline(__always)
+    func uncheckedU64(_ offset: Int) -> UInt64 {
+        storage.load(base &+ offset, as: UInt64.self)
+    }
+
+    /// See ``uncheckedU64(_:)``.
+    @inlinable @inline(__always)
+    func uncheckedU32(_ offset: Int) -> UInt32 {
+        storage.load(base &+ offset, as: UInt32.self)
+    }
+
     /// Calls `body` with the window's bytes in place (for libraries that take a buffer:
     /// hashing, decompression), without copying them.
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {

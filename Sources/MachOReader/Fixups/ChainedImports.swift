@@ -88,22 +88,28 @@ public struct ChainedImportEntry: Equatable, Sendable {
 
     /// Parses one entry of `format` at the start of `entry`.
     public init(parsing entry: ByteView, format: ChainedImportFormat) throws(MachOError) {
+        try self.init(parsing: entry, at: 0, format: format)
+    }
+
+    /// Parses one entry of `format` at `offset` of `table`.
+    init(parsing table: ByteView, at offset: Int, format: ChainedImportFormat) throws(MachOError) {
+        try table.check(offset, format.entrySize)
         switch format {
         case .plain, .addend:
-            let word = try entry.u32(0)
+            let word = try table.u32(offset)
             let ordinal = UInt8(truncatingIfNeeded: word)
             libraryOrdinal = ordinal > 0xF0 ? Int(Int8(bitPattern: ordinal)) : Int(ordinal)
             weakImport = (word >> 8) & 1 == 1
             nameOffset = word >> 9
-            addend = format == .addend ? Int64(Int32(bitPattern: try entry.u32(4))) : 0
+            addend = format == .addend ? Int64(Int32(bitPattern: try table.u32(offset + 4))) : 0
             rawValue = UInt64(word)
         case .addend64:
-            let word = try entry.u64(0)
+            let word = try table.u64(offset)
             let ordinal = UInt16(truncatingIfNeeded: word)
             libraryOrdinal = ordinal > 0xFFF0 ? Int(Int16(bitPattern: ordinal)) : Int(ordinal)
             weakImport = (word >> 16) & 1 == 1
             nameOffset = UInt32(truncatingIfNeeded: word >> 32)
-            addend = Int64(bitPattern: try entry.u64(8))
+            addend = Int64(bitPattern: try table.u64(offset + 8))
             rawValue = word
         }
     }
@@ -149,7 +155,7 @@ public struct ChainedImportTable: Sendable {
 
     /// Entry `index` (below ``count``).
     public func entry(_ index: Int) throws(MachOError) -> ChainedImportEntry {
-        try ChainedImportEntry(parsing: try entries.slice(index * format.entrySize, format.entrySize), format: format)
+        try ChainedImportEntry(parsing: entries, at: index * format.entrySize, format: format)
     }
 
     /// The name of `entry` (entry `index` of the table): its bytes in the symbols pool.

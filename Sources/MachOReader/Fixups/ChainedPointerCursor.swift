@@ -12,6 +12,7 @@ public struct ChainedPointerCursor {
     /// The segment being walked: its starts, name, file data and what each pointer needs.
     @usableFromInline var starts: ChainedStartsInSegment?
     @usableFromInline var segmentName = ""
+    @usableFromInline var segmentIndex = 0
     @usableFromInline var data: ByteView
     @usableFromInline var segmentAddress: UInt64 = 0
     @usableFromInline var format = ChainedPointerFormat.pointer64
@@ -58,7 +59,8 @@ public struct ChainedPointerCursor {
                 "chained fixup at offset 0x\(String(offset, radix: 16)) of segment \(segmentName) is past its file data",
                 at: data.absolute(min(offset, data.count)))
         }
-        let raw = format.pointerSize == 8 ? try data.u64(offset) : UInt64(try data.u32(offset))
+        // Checked just above: the pointer's bytes lie inside the segment's data.
+        let raw = format.pointerSize == 8 ? data.uncheckedU64(offset) : UInt64(data.uncheckedU32(offset))
         let (pointer, next) = format.decode(raw, maxValidPointer: maxValidPointer)
         if case let .bind(bind) = pointer, bind.importOrdinal >= importCount {
             throw MachOError.malformed(
@@ -80,7 +82,7 @@ public struct ChainedPointerCursor {
             }
         }
         return ChainedPointerSite(
-            segmentIndex: starts.unsafelyUnwrapped.segmentIndex, offsetInSegment: UInt64(offset),
+            segmentIndex: segmentIndex, offsetInSegment: UInt64(offset),
             address: segmentAddress &+ UInt64(offset), fileOffset: data.absolute(offset),
             rawValue: raw, format: format, pointer: pointer)
     }
@@ -144,6 +146,7 @@ public struct ChainedPointerCursor {
         data = try imageView.slice(offset: segment.fileOffset, size: segment.fileSize)
         starts = next
         segmentName = segment.name
+        segmentIndex = next.segmentIndex
         segmentAddress = segment.vmAddress
         format = next.pointerFormat
         pageSize = Int(next.pageSize)
