@@ -29,7 +29,7 @@ public struct ResolvedFixup: Equatable, Hashable, Sendable {
 
     /// The 64-bit value to store, given where the images were mapped: `imageBase` for the
     /// fixup's own image, `imageBases[i]` for image `i`.
-    @inline(__always)
+    @inlinable
     public func value(imageBase: UInt64, imageBases: [UInt64]) -> UInt64 {
         switch kind {
         case let .rebase(targetOffset, high8):
