@@ -34,8 +34,11 @@ public struct ClosureBinding: Equatable, Sendable {
     }
 
     /// `path` made absolute with symlinks resolved: the form bindings and cache names use.
+    /// `realpath` for a file that exists (every launch asks this: one libc call); Foundation's
+    /// resolution, which keeps what does not exist, for one that does not (the two agree
+    /// wherever both answer).
     public static func resolved(_ path: String) -> String {
-        URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        RealPath.of(path) ?? URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
 
     /// The binding's fields, named as a mismatch reports them.
