@@ -34,12 +34,14 @@ enum UnsafeUserfault {
         -dyld3_uffd_copy(fd, address, staging.pointer, staging.size)
     }
 
-    /// Takes `address`'s page away from the handler and from everyone: unregistered,
-    /// inaccessible, its waiters woken (they fault again and get SIGSEGV; a system call
-    /// touching it gets EFAULT). The handler's answer to a page it cannot fill.
+    /// Takes `address`'s page away from the handler and from everyone: inaccessible, then
+    /// unregistered, its waiters woken (they fault again and get SIGSEGV; a system call
+    /// touching it gets EFAULT). The handler's answer to a page it cannot fill. The order
+    /// matters: unregistering wakes the page's waiters, and one that ran before the page
+    /// was inaccessible would fault in a zero page and read zeros as the image's bytes.
     static func poison(_ fd: Int32, page address: UInt64, size: UInt64) {
-        _ = dyld3_uffd_unregister(fd, address, size)
         _ = mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), PROT_NONE)
+        _ = dyld3_uffd_unregister(fd, address, size)
         _ = dyld3_uffd_wake(fd, address, size)
     }
 

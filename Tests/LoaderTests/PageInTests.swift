@@ -210,19 +210,23 @@ import Testing
             launch.memory.deferred[index].firstIndex(of: true).map { image.base + image.plan.segments[$0].vmOffset }
         }.first)
         if Self.unavailable == nil {
-            #expect(try Self.pageInResources().handlerThreads == before.handlerThreads + 1)
+            // At least this launch's handler (another suite's may come and go meanwhile).
+            #expect(try Self.pageInResources().handlerThreads >= 1)
             #expect(launch.memory.pager?.pagesFilled == 0)
         }
         launch.memory.release()
         #expect(try !ProcessMaps.anyMapping(in: region))
-        #expect(try Self.pageInResources() == before)
+        let after = try Self.settledResources(notAbove: before)
+        #expect(after.handlerThreads <= before.handlerThreads && after.userfaultfds <= before.userfaultfds, "before \(before), after \(after)")
         #expect(UnsafeKernelTouch.writeToPipe(from: deferredAddress, count: 8) == EFAULT)
     }
 
     /// 1,000 page-in launches, each touching one deferred page, then released: no handler
     /// thread, userfaultfd or image descriptor, and no mapping of the app, is left behind.
-    /// (Other suites launch in this process at the same time, so the process-wide counts
-    /// of mappings, threads and descriptors are shown, and page-in's own are asserted.)
+    /// (Other suites make page-in launches in this process at the same time: handler
+    /// threads and userfaultfds, counted process-wide, must come back to no more than
+    /// before, so a leak per launch shows as hundreds; the app's descriptors and mappings,
+    /// under its own scratch copy, must be none.)
     @Test func aThousandLaunchesLeaveNothingBehind() throws {
         let app = try #require(Self.launchable.first { $0.name == "basic" && $0.variant == "x86_64-chained" }).scratchCopy()
         defer { try? FileManager.default.removeItem(at: app.directory) }
@@ -244,10 +248,24 @@ import Testing
             filled += launch.memory.pager?.pagesFilled ?? 0
             launch.memory.release()
         }
-        let after = try Self.pageInResources(scratch: app.directory.path)
+        let after = try Self.settledResources(notAbove: before, scratch: app.directory.path)
         let totalsAfter = try Self.processTotals()
-        #expect(after == before, "process totals before \(totals), after \(totalsAfter)")
+        #expect(after.handlerThreads <= before.handlerThreads && after.userfaultfds <= before.userfaultfds,
+                "before \(before), after \(after); process totals before \(totals), after \(totalsAfter)")
+        #expect(after.scratchDescriptors == 0 && after.scratchMappings == 0, "\(after)")
         if Self.unavailable == nil { #expect(filled == 1000) }
+    }
+
+    /// ``pageInResources(scratch:)`` once no more handler threads and userfaultfds are
+    /// held than in `before`, or after 3 s: another suite's page-in launch running at the
+    /// moment it is sampled ends in milliseconds, a leak stays.
+    static func settledResources(notAbove before: Resources, scratch: String? = nil) throws -> Resources {
+        var resources = try pageInResources(scratch: scratch)
+        for _ in 0..<150 where resources.handlerThreads > before.handlerThreads || resources.userfaultfds > before.userfaultfds {
+            Thread.sleep(forTimeInterval: 0.02)
+            resources = try pageInResources(scratch: scratch)
+        }
+        return resources
     }
 
     /// What page-in launches hold: handler threads (by name), userfaultfd descriptors,
