@@ -64,12 +64,4 @@ enum UnsafeFixupLoop {
     private static func store(_ value: UInt64, at address: UInt64) {
         UnsafeMutableRawPointer(bitPattern: UInt(address))!.storeBytes(of: value, as: UInt64.self)
     }
-
-    /// A run's header as ``FixupRunCursor/nextRun()`` reads and checks it.
-    struct Run {
-        let start: UInt64
-        let count: Int
-        let stride: UInt64
-        let last: UInt64
-    }
 }

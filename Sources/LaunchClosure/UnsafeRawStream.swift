@@ -85,16 +85,17 @@ struct UnsafeRawStream {
         return Int(value)
     }
 
-    /// The next run's header: start (a delta from `location`, the previous run's last
-    /// location, which it updates), count, stride; nil for an empty or overflowing run.
+    /// The next run's header, as ``FixupRunCursor/nextRun()`` reads and checks it: start (a
+    /// delta from `location`, the previous run's last location, which it updates), count,
+    /// stride; nil for an empty or overflowing run.
     @inline(__always)
-    mutating func run(after location: inout UInt64) -> UnsafeFixupLoop.Run? {
+    mutating func run(after location: inout UInt64) -> FixupRun? {
         guard let delta = uleb(), let count = count(), count > 0, let stride = uleb() else { return nil }
         let (start, overflow) = location.addingReportingOverflow(delta)
         let (span, spanOverflow) = UInt64(count - 1).multipliedReportingOverflow(by: stride)
         let (last, lastOverflow) = start.addingReportingOverflow(span)
         guard !overflow, !spanOverflow, !lastOverflow else { return nil }
         location = last
-        return UnsafeFixupLoop.Run(start: start, count: count, stride: stride, last: last)
+        return FixupRun(start: start, count: count, stride: stride, last: last)
     }
 }

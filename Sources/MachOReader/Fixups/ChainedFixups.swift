@@ -85,10 +85,7 @@ public struct ChainedFixups: Sendable {
         in image: MachOImage, _ body: (ChainedFixup) throws(MachOError) -> Void
     ) throws(MachOError) {
         try chains.forEachPointer(in: image) { (site) throws(MachOError) in
-            try body(ChainedFixup(
-                segmentIndex: site.segmentIndex, offsetInSegment: site.offsetInSegment, address: site.address,
-                fileOffset: site.fileOffset, rawValue: site.rawValue, format: site.format, pointer: site.pointer,
-                boundImport: site.pointer.bind.map { imports[Int($0.importOrdinal)] }))
+            try body(ChainedFixup(site: site, boundImport: site.pointer.bind.map { imports[Int($0.importOrdinal)] }))
         }
     }
 
@@ -200,36 +197,22 @@ public struct ChainedPointerSite: Equatable, Sendable {
     }
 }
 
-/// One fixup found by walking the chains: where it is, what is on disk and what it means.
+/// One fixup found by walking the chains: the pointer as ``ChainedPointerCursor`` finds it
+/// (where it is, what is on disk and what it means; its fields read as the fixup's own,
+/// `fixup.address`), and for a bind the import its ordinal names.
+@dynamicMemberLookup
 public struct ChainedFixup: Equatable, Sendable {
-    /// Index of the segment holding the fixup, in load-command order.
-    public let segmentIndex: Int
-    /// Offset of the fixup from the start of its segment.
-    public let offsetInSegment: UInt64
-    /// The fixup's unslid vm address (segment vmaddr + offset).
-    public let address: UInt64
-    /// Absolute file offset of the on-disk pointer.
-    public let fileOffset: Int
-    /// The pointer as stored on disk (4 or 8 bytes, zero-extended).
-    public let rawValue: UInt64
-    public let format: ChainedPointerFormat
-    /// The decoded pointer.
-    public let pointer: ChainedPointer
+    public let site: ChainedPointerSite
     /// For a bind, the import its ordinal names.
     public let boundImport: ChainedImport?
 
-    public init(
-        segmentIndex: Int, offsetInSegment: UInt64, address: UInt64, fileOffset: Int, rawValue: UInt64,
-        format: ChainedPointerFormat, pointer: ChainedPointer, boundImport: ChainedImport?
-    ) {
-        self.segmentIndex = segmentIndex
-        self.offsetInSegment = offsetInSegment
-        self.address = address
-        self.fileOffset = fileOffset
-        self.rawValue = rawValue
-        self.format = format
-        self.pointer = pointer
+    public init(site: ChainedPointerSite, boundImport: ChainedImport?) {
+        self.site = site
         self.boundImport = boundImport
+    }
+
+    public subscript<Value>(dynamicMember field: KeyPath<ChainedPointerSite, Value>) -> Value {
+        site[keyPath: field]
     }
 }
 
