@@ -55,25 +55,16 @@ public struct FixupResolver {
         try reading(index) { () throws in
             if image.chainedFixups != nil {
                 guard let chains = try image.parseChainedFixupChains() else { return afterRebases() }
-                // One walk over the chains, as dyld2 makes: rebases are handed on as they are
-                // met, binds are kept (location, import ordinal, addend) and handed on once
-                // the imports are resolved. The buffer is reused from image to image.
+                // One walk over the chains, as dyld2 makes: rebases are stored (or handed on)
+                // as they are met, binds are kept (location, import ordinal, addend) and
+                // handed on once the imports are resolved. The buffer is reused from image
+                // to image. A sink that only writes takes rebases straight from the raw walk.
                 bindSites.removeAll(keepingCapacity: true)
-                var cursor = ChainedPointerCursor(chains, in: image)
-                while let site = try cursor.next() {
-                    switch site.pointer {
-                    case let .rebase(target):
-                        try sink.take(ResolvedFixup(vmOffset: site.address &- base, kind: .rebase(
-                            targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
-                        rebases += 1
-                    case let .bind(chainedBind):
-                        bindSites.append(ChainedBindSite(
-                            vmOffset: site.address &- base, importOrdinal: Int(chainedBind.importOrdinal), addend: chainedBind.addend))
-                    case .authRebase, .authBind, .nonPointer:
-                        throw LoadError.unusable(
-                            path: graph.nodes[index].path,
-                            reason: "\(site.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
-                    }
+                if let writer = sink.rebaseWriter,
+                   let stored = UnsafeChainedRebaseWalk.walk(chains, image: image, preferredBase: base, writer: writer, binds: &bindSites) {
+                    rebases += stored
+                } else {
+                    try walkChecked(chains, image: image, index: index, base: base, &sink)
                 }
                 afterRebases()
                 try resolveChainedImports(chains, index: index)
@@ -86,6 +77,32 @@ public struct FixupResolver {
                 try resolveOpcodeRebases(image, base: base, &sink)
                 afterRebases()
                 try resolveOpcodeBinds(image, index: index, base: base, &sink)
+            }
+        }
+    }
+
+    /// The chains of image `index` walked through the checked cursor: every rebase handed
+    /// to `sink`, every bind noted in `bindSites` (emptied first: a raw walk that stopped
+    /// may have noted some). The walk for a sink that records, or for what
+    /// ``UnsafeChainedRebaseWalk`` does not take; it fails where the image is wrong.
+    private mutating func walkChecked<Sink: FixupSink>(
+        _ chains: ChainedFixupChains, image: MachOImage, index: Int, base: UInt64, _ sink: inout Sink
+    ) throws {
+        bindSites.removeAll(keepingCapacity: true)
+        var cursor = ChainedPointerCursor(chains, in: image)
+        while let site = try cursor.next() {
+            switch site.pointer {
+            case let .rebase(target):
+                try sink.take(ResolvedFixup(vmOffset: site.address &- base, kind: .rebase(
+                    targetOffset: target.targetAddress(imageBase: base) &- base, high8: target.high8)))
+                rebases += 1
+            case let .bind(chainedBind):
+                bindSites.append(ChainedBindSite(
+                    vmOffset: site.address &- base, importOrdinal: Int(chainedBind.importOrdinal), addend: chainedBind.addend))
+            case .authRebase, .authBind, .nonPointer:
+                throw LoadError.unusable(
+                    path: graph.nodes[index].path,
+                    reason: "\(site.format.name) fixups (arm64e pointer authentication, 32-bit) are not supported")
             }
         }
     }

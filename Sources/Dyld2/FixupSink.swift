@@ -4,6 +4,13 @@ import LoaderCore
 /// so its loop makes no call through a closure per fixup), or a closure.
 public protocol FixupSink {
     mutating func take(_ fixup: ResolvedFixup) throws(LoadError)
+    /// Where chained rebases may be stored directly, without a ``take(_:)`` each
+    /// (``UnsafeChainedRebaseWalk``): for a sink that only writes them. Nil by default.
+    var rebaseWriter: ImageWriter? { get }
+}
+
+extension FixupSink {
+    public var rebaseWriter: ImageWriter? { nil }
 }
 
 /// A sink that calls a closure with each fixup.
@@ -26,4 +33,7 @@ struct MemoryFixupSink: FixupSink {
         try writer.store(fixup.value(imageBase: writer.base, imageBases: imageBases), vmOffset: fixup.vmOffset)
         recorded?.append(fixup)
     }
+
+    /// The writer, unless fixups are recorded (then each must come through ``take(_:)``).
+    var rebaseWriter: ImageWriter? { recorded == nil ? writer : nil }
 }

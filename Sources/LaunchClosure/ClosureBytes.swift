@@ -25,6 +25,9 @@ struct ClosureWriter {
         uleb(value.count)
         bytes += value
     }
+
+    /// Bytes already encoded (a record kept as read).
+    mutating func raw(_ value: ArraySlice<UInt8>) { bytes += value }
 }
 
 /// Reads the closure body, trusting nothing: every read is bounds-checked, every count is

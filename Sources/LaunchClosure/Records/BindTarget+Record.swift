@@ -9,11 +9,12 @@ import LoaderCore
 /// Encoding of a target: kind byte, then 0 `image` ULEB `offset` ULEB | 1 `value` ULEB | 2 (missing weak import).
 public struct BindTargetTable: RandomAccessCollection, MutableCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
     /// Per target: its image's index, or ``absolute`` or ``missingWeakImport`` (negative).
-    private var images: [Int]
+    /// A closure holds at most `Int32.max` images (``ClosureReader/int(_:)``).
+    private var images: [Int32]
     /// Per target: the offset in its image, the absolute value, or 0.
     private var values: [UInt64]
-    static let absolute = -1
-    static let missingWeakImport = -2
+    static let absolute: Int32 = -1
+    static let missingWeakImport: Int32 = -2
 
     public init(_ targets: [BindTarget]) {
         images = []
@@ -33,9 +34,9 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
         values.append(value)
     }
 
-    private static func columns(_ target: BindTarget) -> (image: Int, value: UInt64) {
+    private static func columns(_ target: BindTarget) -> (image: Int32, value: UInt64) {
         switch target {
-        case let .image(index, offset): (index, offset)
+        case let .image(index, offset): (Int32(truncatingIfNeeded: index), offset)
         case let .absolute(value): (absolute, value)
         case .missingWeakImport: (missingWeakImport, 0)
         }
@@ -49,7 +50,7 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
             switch images[position] {
             case Self.absolute: .absolute(values[position])
             case Self.missingWeakImport: .missingWeakImport
-            case let image: .image(image, offset: values[position])
+            case let image: .image(Int(image), offset: values[position])
             }
         }
         set {
@@ -59,7 +60,7 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
 
     /// Each target's value with image `i` mapped at `bases[i]`: one pass, no enum decoded.
     func values(bases: [UInt64]) -> [UInt64] {
-        zip(images, values).map { image, value in image >= 0 ? bases[image] &+ value : value }
+        zip(images, values).map { image, value in image >= 0 ? bases[Int(image)] &+ value : value }
     }
 
     /// Reads a table of `count` targets; an image target must lie inside its image
@@ -85,7 +86,7 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
                 guard index < imageSizes.count, offset < imageSizes[index] else {
                     throw r.corrupt("bind target (image \(index), offset 0x\(String(offset, radix: 16))) is outside its image", at: start)
                 }
-                table.images.append(index)
+                table.images.append(Int32(index))
                 table.values.append(offset)
             case 1:
                 table.images.append(absolute)

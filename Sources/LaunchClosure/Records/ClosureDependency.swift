@@ -3,7 +3,7 @@ import MachOReader
 /// One dependency edge of a closure image, in load-command order.
 ///
 /// Encoding: `installName` string, link-kind byte (index in ``linkKindCodes``), `target`
-/// SLEB (a node index, or -1 for a missing weak dylib).
+/// SLEB (a node index, or -1 for a missing weak dylib). Read and checked by ``ClosureLinkage``.
 public struct ClosureDependency: Equatable, Sendable {
     public var installName: String
     public var kind: DylibLinkKind
@@ -19,17 +19,6 @@ public struct ClosureDependency: Equatable, Sendable {
     /// The byte each link kind is stored as: its index here.
     static let linkKindCodes: [DylibLinkKind] = [.regular, .weak, .reexport, .upward, .lazy]
     static let minimumEncodedSize = 3
-
-    init(parsing r: inout ClosureReader, imagePath: String, imageCount: Int) throws(ClosureError) {
-        installName = try r.string()
-        let code = Int(try r.u8())
-        let target = try r.sleb()
-        guard code < Self.linkKindCodes.count, target >= -1, target < Int64(imageCount) else {
-            throw r.corrupt("dependency \(installName) of \(imagePath) has kind \(code) and target \(target)")
-        }
-        kind = Self.linkKindCodes[code]
-        self.target = Int(target)
-    }
 
     func encode(into w: inout ClosureWriter) {
         w.string(installName)

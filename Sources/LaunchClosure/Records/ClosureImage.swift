@@ -10,15 +10,27 @@ import LoaderCore
 /// index blob (``FixupPageIndex``, format version 4).
 public struct ClosureImage: Equatable, Sendable {
     public var path: String
-    public var installName: String
     public var identity: ImageIdentity
     public var plan: ImagePlan
-    /// Dependencies in load-command order.
-    public var dependencies: [ClosureDependency]
+    /// Install name, dependencies and rpaths, kept encoded until asked for.
+    var linkage: ClosureLinkage
+    /// The image's install name ("" for none).
+    public var installName: String {
+        get { linkage.installNameString }
+        set { linkage.setInstallName(newValue) }
+    }
+    /// Dependencies in load-command order (decoded on each use).
+    public var dependencies: [ClosureDependency] {
+        get { linkage.decodedDependencies }
+        set { linkage.setDependencies(newValue) }
+    }
+    /// The image's LC_RPATHs: inputs that affected path resolution (decoded on each use).
+    public var rpaths: [String] {
+        get { linkage.decodedRPaths }
+        set { linkage.setRPaths(newValue) }
+    }
     /// Initializer functions, as offsets from the image's base, in the order they run.
     public var initializers: [UInt64]
-    /// The image's LC_RPATHs: inputs that affected path resolution.
-    public var rpaths: [String]
     /// Paths tried and found absent before each dependency of this image was found (or all
     /// of a missing weak dylib's candidates): a file appearing at one would now be loaded
     /// instead, so the closure is stale while any of them exists.
@@ -36,12 +48,10 @@ public struct ClosureImage: Equatable, Sendable {
                 initializers: [UInt64], rpaths: [String], absentPaths: [String],
                 rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, rebaseCount: Int, bindCount: Int, fixupPageIndex: FixupPageIndex = .absent) {
         self.path = path
-        self.installName = installName
         self.identity = identity
         self.plan = plan
-        self.dependencies = dependencies
+        linkage = ClosureLinkage(installName: installName, dependencies: dependencies, rpaths: rpaths)
         self.initializers = initializers
-        self.rpaths = rpaths
         self.absentPaths = absentPaths
         self.rebaseRuns = rebaseRuns
         self.bindRuns = bindRuns
@@ -54,10 +64,11 @@ public struct ClosureImage: Equatable, Sendable {
 
     /// Reads one image and checks what can be checked within it: segments inside the image
     /// and its file and not overlapping, a bounded address space, dependency targets among
-    /// `imageCount` images, initializers inside executable segments.
+    /// `imageCount` images, initializers inside executable segments. Install name,
+    /// dependencies and rpaths are checked and kept encoded (``ClosureLinkage``).
     init(parsing r: inout ClosureReader, imageCount: Int) throws(ClosureError) {
         path = try r.string()
-        installName = try r.string()
+        let installName = try ClosureLinkage.readInstallName(&r)
         identity = try ImageIdentity(parsing: &r)
         let preferredBase = try r.uleb()
         let vmSize = try r.uleb()
@@ -74,18 +85,12 @@ public struct ClosureImage: Equatable, Sendable {
         }
         guard vmSize <= 1 << 40 else { throw r.corrupt("image \(path) claims \(vmSize) bytes of address space", at: segmentStart) }
         plan = ImagePlan(path: path, preferredBase: preferredBase, vmSize: vmSize, segments: segments)
-        let dependencyCount = try r.count(of: "dependency", minimumSize: ClosureDependency.minimumEncodedSize)
-        dependencies = []
-        dependencies.reserveCapacity(dependencyCount)
-        for _ in 0..<dependencyCount {
-            dependencies.append(try ClosureDependency(parsing: &r, imagePath: path, imageCount: imageCount))
-        }
+        let dependencies = try ClosureLinkage.readDependencies(&r, imagePath: path, imageCount: imageCount)
         let initializerCount = try r.count(of: "initializer")
         initializers = []
         initializers.reserveCapacity(initializerCount)
         for _ in 0..<initializerCount { initializers.append(try r.uleb()) }
-        rpaths = []
-        for _ in 0..<(try r.count(of: "rpath")) { rpaths.append(try r.string()) }
+        linkage = ClosureLinkage(encodedInstallName: installName, dependencies: dependencies, rpaths: try ClosureLinkage.readRPaths(&r))
         absentPaths = []
         for _ in 0..<(try r.count(of: "absent path")) { absentPaths.append(try r.string()) }
         rebaseCount = try r.int("rebase count")
@@ -107,18 +112,16 @@ public struct ClosureImage: Equatable, Sendable {
 
     func encode(into w: inout ClosureWriter) {
         w.string(path)
-        w.string(installName)
+        w.blob(linkage.installName)
         identity.encode(into: &w)
         w.uleb(plan.preferredBase)
         w.uleb(plan.vmSize)
         w.uleb(plan.segments.count)
         for segment in plan.segments { segment.encode(into: &w) }
-        w.uleb(dependencies.count)
-        for dependency in dependencies { dependency.encode(into: &w) }
+        w.raw(linkage.dependencies)
         w.uleb(initializers.count)
         for offset in initializers { w.uleb(offset) }
-        w.uleb(rpaths.count)
-        for rpath in rpaths { w.string(rpath) }
+        w.raw(linkage.rpaths)
         w.uleb(absentPaths.count)
         for absent in absentPaths { w.string(absent) }
         w.uleb(rebaseCount)

@@ -1,0 +1,125 @@
+import MachOReader
+
+/// How an image was linked and found at install time: its install name, its dependency
+/// edges and its LC_RPATHs. A launch needs none of it (it serves `verify`, the dump and
+/// error messages), so a closure keeps these fields as they are encoded in the image
+/// record, checked when the record is read, and decodes them when asked: a launch of 400
+/// frameworks makes no `String` for its ~4,400 dependency edges.
+///
+/// Encoding (the image record's, docs/closure-format.md): `installName` string; later in
+/// the record, dependency count + ``ClosureDependency``s, and rpath count + strings.
+struct ClosureLinkage: Equatable, Sendable {
+    /// The install name's UTF-8 bytes ("" for none).
+    private(set) var installName: ArraySlice<UInt8>
+    /// The dependency count and records, as encoded.
+    private(set) var dependencies: ArraySlice<UInt8>
+    /// The rpath count and strings, as encoded.
+    private(set) var rpaths: ArraySlice<UInt8>
+
+    init(installName: String, dependencies: [ClosureDependency], rpaths: [String]) {
+        self.installName = ArraySlice(installName.utf8)
+        self.dependencies = Self.encoded(dependencies)
+        self.rpaths = Self.encoded(rpaths)
+    }
+
+    /// The three fields as read from an image record (see the `read` functions).
+    init(encodedInstallName: ArraySlice<UInt8>, dependencies: ArraySlice<UInt8>, rpaths: ArraySlice<UInt8>) {
+        installName = encodedInstallName
+        self.dependencies = dependencies
+        self.rpaths = rpaths
+    }
+
+    /// Reads the install name where `r` is: its bytes.
+    static func readInstallName(_ r: inout ClosureReader) throws(ClosureError) -> ArraySlice<UInt8> {
+        try r.blob()
+    }
+
+    /// Reads the dependency count and records where `r` is, checks each (a known link
+    /// kind, a target among `imageCount` images or -1) without decoding its name: their bytes.
+    static func readDependencies(_ r: inout ClosureReader, imagePath: String, imageCount: Int) throws(ClosureError) -> ArraySlice<UInt8> {
+        let start = r.position
+        try forEachDependency(&r, imagePath: imagePath, imageCount: imageCount) { _, _, _ in }
+        return r.bytes[start..<r.position]
+    }
+
+    /// Reads the rpath count and strings where `r` is: their bytes.
+    static func readRPaths(_ r: inout ClosureReader) throws(ClosureError) -> ArraySlice<UInt8> {
+        let start = r.position
+        for _ in 0..<(try r.count(of: "rpath")) { _ = try r.blob() }
+        return r.bytes[start..<r.position]
+    }
+
+    var installNameString: String { String(decoding: installName, as: UTF8.self) }
+
+    mutating func setInstallName(_ name: String) { installName = ArraySlice(name.utf8) }
+
+    /// The dependencies, decoded.
+    var decodedDependencies: [ClosureDependency] {
+        var r = ClosureReader(dependencies, path: "")
+        var result: [ClosureDependency] = []
+        Self.decodingChecked {
+            () throws(ClosureError) in
+            try Self.forEachDependency(&r, imagePath: "", imageCount: Int.max) { name, kind, target in
+                result.append(ClosureDependency(installName: String(decoding: name, as: UTF8.self), kind: kind, target: target))
+            }
+        }
+        return result
+    }
+
+    mutating func setDependencies(_ list: [ClosureDependency]) { dependencies = Self.encoded(list) }
+
+    /// The rpaths, decoded.
+    var decodedRPaths: [String] {
+        var r = ClosureReader(rpaths, path: "")
+        var result: [String] = []
+        Self.decodingChecked {
+            () throws(ClosureError) in
+            for _ in 0..<(try r.count(of: "rpath")) { result.append(try r.string()) }
+        }
+        return result
+    }
+
+    mutating func setRPaths(_ list: [String]) { rpaths = Self.encoded(list) }
+
+    /// Visits every encoded dependency (count, then records) where `r` is: its name's bytes,
+    /// link kind and target, each checked; the one walk both checking and decoding make.
+    private static func forEachDependency(
+        _ r: inout ClosureReader, imagePath: String, imageCount: Int,
+        _ body: (ArraySlice<UInt8>, DylibLinkKind, Int) -> Void
+    ) throws(ClosureError) {
+        for _ in 0..<(try r.count(of: "dependency", minimumSize: ClosureDependency.minimumEncodedSize)) {
+            let start = r.position
+            let name = try r.blob()
+            let code = Int(try r.u8())
+            let target = try r.sleb()
+            guard code < ClosureDependency.linkKindCodes.count, target >= -1, target < Int64(imageCount) else {
+                throw r.corrupt("dependency \(String(decoding: name, as: UTF8.self)) of \(imagePath) has kind \(code) and target \(target)", at: start)
+            }
+            body(name, ClosureDependency.linkKindCodes[code], Int(target))
+        }
+    }
+
+    /// Runs a decode of bytes that were checked when the record was read, or written by
+    /// ``encoded(_:)``: it cannot fail, and a failure would be a bug in this file.
+    private static func decodingChecked(_ decode: () throws(ClosureError) -> Void) {
+        do throws(ClosureError) {
+            try decode()
+        } catch {
+            preconditionFailure("closure linkage bytes were checked when read: \(error)")
+        }
+    }
+
+    private static func encoded(_ dependencies: [ClosureDependency]) -> ArraySlice<UInt8> {
+        var w = ClosureWriter()
+        w.uleb(dependencies.count)
+        for dependency in dependencies { dependency.encode(into: &w) }
+        return w.bytes[...]
+    }
+
+    private static func encoded(_ rpaths: [String]) -> ArraySlice<UInt8> {
+        var w = ClosureWriter()
+        w.uleb(rpaths.count)
+        for rpath in rpaths { w.string(rpath) }
+        return w.bytes[...]
+    }
+}
