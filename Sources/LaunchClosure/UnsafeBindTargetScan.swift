@@ -9,39 +9,49 @@ enum UnsafeBindTargetScan {
         -> (images: [Int32], values: [UInt64], consumed: Int)? {
         // Every target takes at least one byte: a count past the bytes cannot be whole.
         guard count <= bytes.count else { return nil }
-        return bytes.withUnsafeBytes { raw in
-            imageSizes.withUnsafeBufferPointer { sizes in
-                var stream = UnsafeRawStream(raw)
-                var failed = false
-                var images: [Int32] = []
-                // Both columns are written once, in order; on failure nothing is returned.
-                let values = [UInt64](unsafeUninitializedCapacity: count) { values, valuesInitialized in
-                    images = [Int32](unsafeUninitializedCapacity: count) { images, initialized in
-                        for index in 0..<count {
-                            switch stream.u8() {
-                            case 0:
-                                guard let image = stream.uleb(), image <= UInt64(Int32.max), Int(image) < sizes.count,
-                                      let offset = stream.uleb(), offset < sizes[Int(image)] else { failed = true; return }
-                                images[index] = Int32(image)
-                                values[index] = offset
-                            case 1:
-                                guard let value = stream.uleb() else { failed = true; return }
-                                images[index] = BindTargetTable.absolute
-                                values[index] = value
-                            case 2:
-                                images[index] = BindTargetTable.missingWeakImport
-                                values[index] = 0
-                            default:
-                                failed = true
-                                return
-                            }
-                        }
-                        initialized = count
-                    }
-                    valuesInitialized = failed ? 0 : count
+        var images: [Int32] = []
+        var consumed: Int?
+        // Both columns are written once, in order; on failure neither is returned.
+        let values = [UInt64](unsafeUninitializedCapacity: count) { values, valuesInitialized in
+            images = [Int32](unsafeUninitializedCapacity: count) { images, imagesInitialized in
+                consumed = bytes.withUnsafeBytes { raw in
+                    imageSizes.withUnsafeBufferPointer { sizes in fill(raw, count: count, sizes: sizes, images: images, values: values) }
                 }
-                return failed ? nil : (images, values, stream.consumed)
+                imagesInitialized = consumed == nil ? 0 : count
+            }
+            valuesInitialized = consumed == nil ? 0 : count
+        }
+        guard let consumed else { return nil }
+        return (images, values, consumed)
+    }
+
+    /// Reads `count` targets from `raw` into the first `count` entries of both columns
+    /// (which have room for them): the bytes read, or nil at the first thing it does not
+    /// accept. The stream is this function's own, so the loop keeps it in registers.
+    private static func fill(
+        _ raw: UnsafeRawBufferPointer, count: Int, sizes: UnsafeBufferPointer<UInt64>,
+        images: UnsafeMutableBufferPointer<Int32>, values: UnsafeMutableBufferPointer<UInt64>
+    ) -> Int? {
+        var stream = UnsafeRawStream(raw)
+        let imageCount = UInt64(sizes.count)
+        for index in 0..<count {
+            switch stream.u8() {
+            case 0:
+                guard let image = stream.uleb(), image <= UInt64(Int32.max), image < imageCount,
+                      let offset = stream.uleb(), offset < sizes[Int(image)] else { return nil }
+                images[index] = Int32(truncatingIfNeeded: image)
+                values[index] = offset
+            case 1:
+                guard let value = stream.uleb() else { return nil }
+                images[index] = BindTargetTable.absolute
+                values[index] = value
+            case 2:
+                images[index] = BindTargetTable.missingWeakImport
+                values[index] = 0
+            default:
+                return nil
             }
         }
+        return stream.consumed
     }
 }
