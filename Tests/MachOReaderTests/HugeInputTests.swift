@@ -24,7 +24,7 @@ import Testing
 
     /// `bytes` written to `path`, then the file extended with a hole to `size` bytes.
     static func writeSparse(_ bytes: [UInt8], to path: String, size: UInt64) throws {
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         defer { try? handle.close() }
         try handle.truncate(atOffset: size)
