@@ -3,8 +3,9 @@ import LoaderCore
 
 /// The dyld3 fast path: validate a closure and apply it. No Mach-O parsing beyond each
 /// image's own header (read through the descriptor it is mapped from, to check the
-/// closure's mapping plan against it), no path search, no symbol lookup: map the images as planned, write the
-/// resolved fixups, run the initializers in the recorded order, then main.
+/// closure's mapping plan against it, on a second core while the images are mapped), no
+/// path search, no symbol lookup: map the images as planned, write the resolved fixups,
+/// run the initializers in the recorded order, then main.
 ///
 /// Every failure the closure causes before `main` (a binding for another request, a stale
 /// or swapped image, a plan the image does not have, a bad run or target) is a
@@ -28,19 +29,26 @@ public enum FastPath {
     }
 
     /// Launches `request` from the closure at `closurePath`: read and checked
-    /// (``ClosureFile/read(_:)``), then launched as ``launch(_:closurePath:request:checks:report:clock:)`` does.
+    /// (``ClosureFile/read(_:trusting:helper:)``), then launched as
+    /// ``launch(_:closurePath:request:checks:report:clock:helper:)`` does. One
+    /// ``LaunchHelper`` serves both: started first, it decodes part of the closure and
+    /// checks the plans on the second core.
     public static func launch(closurePath: String, request: LaunchOptions, checks: Checks = Checks()) throws -> Launch {
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
-        let closure = try ClosureFile.read(closurePath, trusting: checks.trustKey)
-        return try launch(closure, closurePath: closurePath, request: request, checks: checks, report: &report, clock: &clock)
+        let helper = LaunchHelper()
+        let closure = try ClosureFile.read(closurePath, trusting: checks.trustKey, helper: helper)
+        return try launch(closure, closurePath: closurePath, request: request, checks: checks, report: &report, clock: &clock, helper: helper)
     }
 
     /// Launches `request` from `closure` (read from `closurePath`, or built in memory and
     /// named so): bound to this request, its images opened once, identified and checked
-    /// against their own load commands, mapped from those descriptors, then applied.
+    /// against their own load commands, mapped from those descriptors, then applied. The
+    /// plans are checked on `helper`'s thread (one is taken when none is given), which the
+    /// launch gives back once the images are mapped, before its first write.
     public static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions, checks: Checks = Checks(),
-                              report: inout LaunchReport, clock: inout PhaseClock) throws -> Launch {
+                              report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper? = nil) throws -> Launch {
+        let helper = helper ?? LaunchHelper()
         let expected = ClosureBinding(request: request.roots, arch: request.arch, root: request.root)
         if let mismatch = closure.binding.mismatch(with: expected) {
             throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
@@ -50,8 +58,17 @@ public enum FastPath {
         let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)
         report.imagesHashed = hashed
         report.images = closure.images.map(\.path)
-        try checkPlans(closure, closurePath: closurePath, files: files)
-        let (memory, pageIn) = try map(closure, closurePath: closurePath, files: files, request: request, report: &report)
+        // The plans are checked on a helper thread while this one maps: both only read the
+        // descriptors, and nothing is written or run before a disagreement is known.
+        let (mapped, disagreement) = try LaunchHelper.run(on: helper, helper: { planDisagreement(closure, files: files) }) {
+            try map(closure, closurePath: closurePath, files: files, request: request, report: &report)
+        }
+        helper.finish()
+        let (memory, pageIn) = mapped
+        if let disagreement {
+            memory.release()
+            throw ClosureError.invalid(path: closurePath, image: closure.images[disagreement.image].path, what: disagreement.what)
+        }
         report.slide = memory.images[0].slide
         report.timings[.mapping] = clock.lap()
         do throws(ClosureError) {
@@ -123,15 +140,16 @@ public enum FastPath {
         return (try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide), nil)
     }
 
-    /// Each image's plan must be the one its own header and load commands give, before
-    /// anything is mapped: protections, file ranges, writable and executable segments are
-    /// the image's, not the closure's. Read through `files`, the descriptors the launch maps from.
-    static func checkPlans(_ closure: LaunchClosure, closurePath: String, files: [ImageDescriptor]) throws(ClosureError) {
+    /// The first image whose plan is not the one its own header and load commands give, and
+    /// how: protections, file ranges, writable and executable segments are the image's, not
+    /// the closure's. Read through `files`, the descriptors the launch maps from.
+    static func planDisagreement(_ closure: LaunchClosure, files: [ImageDescriptor]) -> (image: Int, what: String)? {
         for index in closure.images.indices {
             if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[index]) {
-                throw .invalid(path: closurePath, image: closure.images[index].path, what: disagreement)
+                return (index, disagreement)
             }
         }
+        return nil
     }
 }
 

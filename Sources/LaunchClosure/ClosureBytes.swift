@@ -137,9 +137,16 @@ struct ClosureReader {
 
     /// A length-prefixed blob: a slice of the body, not a copy.
     mutating func blob() throws(ClosureError) -> ArraySlice<UInt8> {
+        bytes[try blobRange()]
+    }
+
+    /// Steps over a length-prefixed blob: where its bytes lie in the body (no slice is made,
+    /// so a check that only walks a record shares no storage).
+    @inline(__always)
+    mutating func blobRange() throws(ClosureError) -> Range<Int> {
         let length = try count(of: "blob byte")
         defer { position += length }
-        return bytes[position..<(position + length)]
+        return position..<(position + length)
     }
 
     mutating func raw(_ length: Int) throws(ClosureError) -> [UInt8] {

@@ -33,8 +33,10 @@ public enum ClosureFile {
 
     /// ``decode(_:path:trusting:)`` of a file's bytes in place: a mapped closure file is
     /// hashed and decompressed where it lies, never copied (a signature check copies the
-    /// signed bytes for swift-crypto).
-    public static func decode(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
+    /// signed bytes for swift-crypto). With a launch's `helper`, the second frame and part of
+    /// the body are decoded on its thread.
+    public static func decode(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil,
+                              helper: LaunchHelper? = nil) throws(ClosureError) -> LaunchClosure {
         let header = try ClosureFileHeader(parsing: file, path: path)
         let signed = file.count - header.signatureSize
         if let trustKey {
@@ -53,10 +55,10 @@ public enum ClosureFile {
         guard frameSize == UInt64(signed - ClosureFileHeader.size), let frame = try? file.slice(ClosureFileHeader.size, Int(frameSize)) else {
             throw .corrupt(path: path, offset: 32, what: "frame size \(frameSize) does not match the file (\(signed - ClosureFileHeader.size) bytes)")
         }
-        guard let body = UnsafeCompression.decompress(frame, expectedSize: Int(bodySize)) else {
-            throw .corrupt(path: path, offset: ClosureFileHeader.size, what: "the zstd frame does not decompress to \(bodySize) bytes")
+        guard let body = UnsafeCompression.decompress(frame, expectedSize: Int(bodySize), helper: helper) else {
+            throw .corrupt(path: path, offset: ClosureFileHeader.size, what: "the zstd frames do not decompress to \(bodySize) bytes (one frame, or two that fill the data exactly)")
         }
-        let closure = try LaunchClosure(parsingBody: body, path: path)
+        let closure = try LaunchClosure(parsingBody: body, path: path, helper: helper)
         guard (header.flags & ClosureFileHeader.contentOnlyIdentityFlag != 0) == closure.contentOnlyIdentity else {
             throw .corrupt(path: path, offset: 20, what: "the header's content-only flag disagrees with the body")
         }
@@ -69,11 +71,12 @@ public enum ClosureFile {
 
     /// Maps and decodes the closure at `path`, refusing files others could have written
     /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``. The file is
-    /// mapped, not read: the checksum and the decompression read it in place.
-    public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
+    /// mapped, not read: the checksum and the decompression read it in place. With a
+    /// launch's `helper`, part of the decoding runs on its thread.
+    public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil, helper: LaunchHelper? = nil) throws(ClosureError) -> LaunchClosure {
         let file = try openTrusted(path)
         guard let bytes = file.mapAll() else { throw .untrusted(path: path, what: "cannot be mapped") }
-        return try decode(bytes, path: path, trusting: trustKey)
+        return try decode(bytes, path: path, trusting: trustKey, helper: helper)
     }
 
     /// The closure file at `path`, opened once (no symlink followed) and checked on that

@@ -1,12 +1,13 @@
 /// The bind-target table read through a pointer into its two columns
 /// (``BindTargetTable``): the same records and checks as the checked parse, one compare
-/// per byte. It answers only for a table it reads whole; at anything else (a truncated or
-/// oversized number, an unknown kind, an image index out of range, an offset outside its
-/// image) it returns nil and the checked parse reads the table again to say what is wrong.
+/// per byte, except that an image target's offset is checked against its image's size
+/// afterwards (``BindTargetTable/parse(count:from:imageSizes:scanned:)``), so the scan can
+/// run before the image records are read. It answers only for a table it reads whole; at
+/// anything else (a truncated or oversized number, an unknown kind, an image index out of
+/// range) it returns nil and the checked parse reads the table again to say what is wrong.
 enum UnsafeBindTargetScan {
     /// `count` targets from the start of `bytes`: the columns and the bytes they took.
-    static func scan(_ bytes: ArraySlice<UInt8>, count: Int, imageSizes: [UInt64])
-        -> (images: [Int32], values: [UInt64], consumed: Int)? {
+    static func scan(_ bytes: ArraySlice<UInt8>, count: Int, imageCount: Int) -> BindTargetTable.Scan? {
         // Every target takes at least one byte: a count past the bytes cannot be whole.
         guard count <= bytes.count else { return nil }
         var images: [Int32] = []
@@ -14,9 +15,7 @@ enum UnsafeBindTargetScan {
         // Both columns are written once, in order; on failure neither is returned.
         let values = [UInt64](unsafeUninitializedCapacity: count) { values, valuesInitialized in
             images = [Int32](unsafeUninitializedCapacity: count) { images, imagesInitialized in
-                consumed = bytes.withUnsafeBytes { raw in
-                    imageSizes.withUnsafeBufferPointer { sizes in fill(raw, count: count, sizes: sizes, images: images, values: values) }
-                }
+                consumed = bytes.withUnsafeBytes { raw in fill(raw, count: count, imageCount: imageCount, images: images, values: values) }
                 imagesInitialized = consumed == nil ? 0 : count
             }
             valuesInitialized = consumed == nil ? 0 : count
@@ -29,16 +28,16 @@ enum UnsafeBindTargetScan {
     /// (which have room for them): the bytes read, or nil at the first thing it does not
     /// accept. The stream is this function's own, so the loop keeps it in registers.
     private static func fill(
-        _ raw: UnsafeRawBufferPointer, count: Int, sizes: UnsafeBufferPointer<UInt64>,
+        _ raw: UnsafeRawBufferPointer, count: Int, imageCount: Int,
         images: UnsafeMutableBufferPointer<Int32>, values: UnsafeMutableBufferPointer<UInt64>
     ) -> Int? {
         var stream = UnsafeRawStream(raw)
-        let imageCount = UInt64(sizes.count)
+        let imageCount = UInt64(imageCount)
         for index in 0..<count {
             switch stream.u8() {
             case 0:
                 guard let image = stream.uleb(), image <= UInt64(Int32.max), image < imageCount,
-                      let offset = stream.uleb(), offset < sizes[Int(image)] else { return nil }
+                      let offset = stream.uleb() else { return nil }
                 images[index] = Int32(truncatingIfNeeded: image)
                 values[index] = offset
             case 1:

@@ -1,12 +1,25 @@
 import CZstd
+import LoaderCore
 import MachOReader
 
 /// zstd through libzstd: the only place the closure code hands it raw buffers.
 enum UnsafeCompression {
+    /// Bodies of at least this many bytes are written as two frames, one per half, which
+    /// a launch decodes at once on two cores (``LaunchHelper``); smaller ones as one frame.
+    static let twoFrameThreshold = 256 * 1024
+
     /// Compresses `bytes` at a fixed level (reproducible output), with literals stored raw:
     /// a closure body is mostly LEB128 numbers, whose Huffman-coded literals halve zstd's
     /// decoding speed for an 18% smaller file (docs/performance.md, "The closure's frame").
+    /// A body of ``twoFrameThreshold`` bytes or more becomes two frames, split at its middle.
     static func compress(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.count >= twoFrameThreshold else { return compressFrame(bytes[...]) }
+        let middle = bytes.count / 2
+        return compressFrame(bytes[..<middle]) + compressFrame(bytes[middle...])
+    }
+
+    /// One zstd frame holding `bytes`, its content size in its header.
+    private static func compressFrame(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: ZSTD_compressBound(bytes.count))
         let context = ZSTD_createCCtx()
         defer { ZSTD_freeCCtx(context) }
@@ -21,21 +34,80 @@ enum UnsafeCompression {
         return Array(output[0..<size])
     }
 
-    /// Decompresses one frame that must expand to exactly `expectedSize` bytes; nil if the
-    /// frame is damaged or would expand to any other size (a bomb cannot allocate more).
-    /// The frame is read in place (a mapped closure file is not copied) and the output is
-    /// not zeroed first: zstd writes every byte of it, or the result is refused.
-    static func decompress(_ frame: ByteView, expectedSize: Int) -> [UInt8]? {
-        frame.withUnsafeBytes { frame -> [UInt8]? in
-            guard ZSTD_getFrameContentSize(frame.baseAddress, frame.count) == UInt64(expectedSize) else { return nil }
+    /// Decompresses one or two frames that must together expand to exactly `expectedSize`
+    /// bytes, each frame's content size in its header; nil if a frame is damaged, the
+    /// frames do not fill the data exactly, or they would expand to any other size (a bomb
+    /// cannot allocate more). Two frames are decoded at once, the second on `helper`'s
+    /// thread (here after the first without one), into the two parts of one output. The frames are read in place (a mapped
+    /// closure file is not copied) and the output is not zeroed first: zstd writes every
+    /// byte of it, or the result is refused.
+    static func decompress(_ data: ByteView, expectedSize: Int, helper: LaunchHelper? = nil) -> [UInt8]? {
+        data.withUnsafeBytes { data -> [UInt8]? in
+            guard let frames = FramePair(data, expectedSize: expectedSize) else { return nil }
             var complete = false
             let output = [UInt8](unsafeUninitializedCapacity: expectedSize) { out, initialized in
-                let size = ZSTD_decompress(out.baseAddress, out.count, frame.baseAddress, frame.count)
-                complete = ZSTD_isError(size) == 0 && size == expectedSize
-                // zstd wrote `size` bytes; a short or failed frame leaves none counted as initialized.
+                let output = UnsafeMutableRawBufferPointer(out)
+                if let second = frames.second {
+                    let secondJob = FrameJob(source: second, output: UnsafeMutableRawBufferPointer(rebasing: output[frames.firstSize...]))
+                    let both = LaunchHelper.run(on: helper, helper: { secondJob.decode() }) {
+                        FrameJob(source: frames.first, output: UnsafeMutableRawBufferPointer(rebasing: output[..<frames.firstSize])).decode()
+                    }
+                    complete = both.body && both.helper
+                } else {
+                    complete = FrameJob(source: frames.first, output: output).decode()
+                }
+                // zstd wrote every byte; a short or failed frame leaves none counted as initialized.
                 initialized = complete ? expectedSize : 0
             }
             return complete ? output : nil
         }
+    }
+}
+
+/// The one or two frames of a closure's compressed data, each found by its own header:
+/// nil unless they cover the data exactly and declare contents adding up to the body size,
+/// split where the writer splits (the first half, rounded down, in the first).
+private struct FramePair {
+    let first: UnsafeRawBufferPointer
+    let firstSize: Int
+    let second: UnsafeRawBufferPointer?
+
+    init?(_ data: UnsafeRawBufferPointer, expectedSize: Int) {
+        guard let (firstLength, firstSize) = Self.frame(at: data, limit: expectedSize) else { return nil }
+        first = UnsafeRawBufferPointer(rebasing: data[..<firstLength])
+        self.firstSize = firstSize
+        if firstLength == data.count {
+            guard firstSize == expectedSize else { return nil }
+            second = nil
+        } else {
+            // The writer's split: the first frame holds the body's first half, rounded down.
+            guard firstSize == expectedSize / 2 else { return nil }
+            let rest = UnsafeRawBufferPointer(rebasing: data[firstLength...])
+            guard let (secondLength, secondSize) = Self.frame(at: rest, limit: expectedSize - firstSize),
+                  secondLength == rest.count, firstSize + secondSize == expectedSize else { return nil }
+            second = rest
+        }
+    }
+
+    /// The compressed length and declared content size of the frame starting `data`; nil
+    /// when it is no frame, declares no size, or declares more than `limit`.
+    private static func frame(at data: UnsafeRawBufferPointer, limit: Int) -> (length: Int, contentSize: Int)? {
+        let length = ZSTD_findFrameCompressedSize(data.baseAddress, data.count)
+        let size = ZSTD_getFrameContentSize(data.baseAddress, data.count)
+        guard ZSTD_isError(length) == 0, length > 0, length <= data.count, size <= UInt64(limit) else { return nil }
+        return (length, Int(size))
+    }
+}
+
+/// One frame and the part of the output it fills, handed to the helper thread: the
+/// pointers stay valid until the helper's work is done, and no two jobs share output bytes.
+private struct FrameJob: @unchecked Sendable {
+    let source: UnsafeRawBufferPointer
+    let output: UnsafeMutableRawBufferPointer
+
+    /// Decodes the frame; whether it filled its output exactly.
+    func decode() -> Bool {
+        let size = ZSTD_decompress(output.baseAddress, output.count, source.baseAddress, source.count)
+        return ZSTD_isError(size) == 0 && size == output.count
     }
 }

@@ -51,7 +51,7 @@ public struct FileStatus: Equatable, Sendable {
 /// content hash when asked) and its segments are mapped through this same descriptor, so
 /// the file that was checked is the file that is mapped, whatever happens to its path
 /// meanwhile. Closed when released.
-public final class ImageDescriptor {
+public final class ImageDescriptor: Sendable {
     public let path: String
     let fd: Int32
     /// `fstat` of the open file.

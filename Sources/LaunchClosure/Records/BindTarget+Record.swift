@@ -63,12 +63,16 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
         zip(images, values).map { image, value in image >= 0 ? bases[Int(image)] &+ value : value }
     }
 
-    /// Reads a table of `count` targets; an image target must lie inside its image
-    /// (`imageSizes`). ``UnsafeBindTargetScan`` reads a well-formed table; this loop reads
-    /// what it refused, and says where and what is wrong.
-    static func parse(count: Int, from r: inout ClosureReader, imageSizes: [UInt64]) throws(ClosureError) -> BindTargetTable {
+    /// What ``UnsafeBindTargetScan`` read: both columns and the bytes they took.
+    typealias Scan = (images: [Int32], values: [UInt64], consumed: Int)
+
+    /// Reads a table of `count` targets where `r` is; an image target must lie inside its
+    /// image (`imageSizes`). `scanned` is what ``UnsafeBindTargetScan`` read of these bytes
+    /// (nil when it refused them): kept when every image target lies inside its image. This
+    /// loop reads what the scan refused or the check finds outside, and says where and what is wrong.
+    static func parse(count: Int, from r: inout ClosureReader, imageSizes: [UInt64], scanned: Scan?) throws(ClosureError) -> BindTargetTable {
         var table = BindTargetTable([])
-        if let scanned = UnsafeBindTargetScan.scan(r.bytes[r.position...], count: count, imageSizes: imageSizes) {
+        if let scanned, zip(scanned.images, scanned.values).allSatisfy({ image, offset in image < 0 || offset < imageSizes[Int(image)] }) {
             (table.images, table.values) = (scanned.images, scanned.values)
             r.position += scanned.consumed
             return table

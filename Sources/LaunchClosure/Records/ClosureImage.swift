@@ -3,7 +3,7 @@ import LoaderCore
 /// One image of a closure: identity, mapping plan, dependency edges, initializers, and
 /// its fixups, already resolved and encoded as runs (``FixupRuns``).
 ///
-/// Encoding: `path` string, `installName` string, ``ImageIdentity``, `preferredBase` ULEB,
+/// Encoding (a length-prefixed record in the body, read whole): `path` string, `installName` string, ``ImageIdentity``, `preferredBase` ULEB,
 /// `vmSize` ULEB, segment count + ``SegmentPlan``s, dependency count + ``ClosureDependency``s,
 /// initializer count + ULEB offsets, rpath count + strings, absent-path count + strings,
 /// `rebaseCount` ULEB + rebase runs blob, `bindCount` ULEB + bind runs blob, fixup page
@@ -107,6 +107,21 @@ public struct ClosureImage: Equatable, Sendable {
         }
         for offset in initializers where !plan.isExecutable(offset) {
             throw r.corrupt("initializer at offset 0x\(String(offset, radix: 16)) of \(path) is not in an executable segment")
+        }
+    }
+
+    /// Reads the image records at `records` (ranges of `body`, each one record read
+    /// whole); the first error in record order.
+    static func parse(records: ArraySlice<Range<Int>>, of body: [UInt8], path: String, imageCount: Int) -> Result<[ClosureImage], ClosureError> {
+        Result { () throws(ClosureError) in
+            var images: [ClosureImage] = []
+            images.reserveCapacity(records.count)
+            for record in records {
+                var r = ClosureReader(body[record], path: path)
+                images.append(try ClosureImage(parsing: &r, imageCount: imageCount))
+                guard r.atEnd else { throw r.corrupt("bytes after the record of image \(images[images.count - 1].path)") }
+            }
+            return images
         }
     }
 

@@ -45,7 +45,7 @@ struct ClosureLinkage: Equatable, Sendable {
     /// Reads the rpath count and strings where `r` is: their bytes.
     static func readRPaths(_ r: inout ClosureReader) throws(ClosureError) -> ArraySlice<UInt8> {
         let start = r.position
-        for _ in 0..<(try r.count(of: "rpath")) { _ = try r.blob() }
+        for _ in 0..<(try r.count(of: "rpath")) { _ = try r.blobRange() }
         return r.bytes[start..<r.position]
     }
 
@@ -60,7 +60,7 @@ struct ClosureLinkage: Equatable, Sendable {
         Self.decodingChecked {
             () throws(ClosureError) in
             try Self.forEachDependency(&r, imagePath: "", imageCount: Int.max) { name, kind, target in
-                result.append(ClosureDependency(installName: String(decoding: name, as: UTF8.self), kind: kind, target: target))
+                result.append(ClosureDependency(installName: String(decoding: dependencies[name], as: UTF8.self), kind: kind, target: target))
             }
         }
         return result
@@ -81,19 +81,20 @@ struct ClosureLinkage: Equatable, Sendable {
 
     mutating func setRPaths(_ list: [String]) { rpaths = Self.encoded(list) }
 
-    /// Visits every encoded dependency (count, then records) where `r` is: its name's bytes,
-    /// link kind and target, each checked; the one walk both checking and decoding make.
+    /// Visits every encoded dependency (count, then records) where `r` is: where its name's
+    /// bytes lie in `r.bytes`, its link kind and target, each checked; the one walk both
+    /// checking and decoding make.
     private static func forEachDependency(
         _ r: inout ClosureReader, imagePath: String, imageCount: Int,
-        _ body: (ArraySlice<UInt8>, DylibLinkKind, Int) -> Void
+        _ body: (Range<Int>, DylibLinkKind, Int) -> Void
     ) throws(ClosureError) {
         for _ in 0..<(try r.count(of: "dependency", minimumSize: ClosureDependency.minimumEncodedSize)) {
             let start = r.position
-            let name = try r.blob()
+            let name = try r.blobRange()
             let code = Int(try r.u8())
             let target = try r.sleb()
             guard code < ClosureDependency.linkKindCodes.count, target >= -1, target < Int64(imageCount) else {
-                throw r.corrupt("dependency \(String(decoding: name, as: UTF8.self)) of \(imagePath) has kind \(code) and target \(target)", at: start)
+                throw r.corrupt("dependency \(String(decoding: r.bytes[name], as: UTF8.self)) of \(imagePath) has kind \(code) and target \(target)", at: start)
             }
             body(name, ClosureDependency.linkKindCodes[code], Int(target))
         }

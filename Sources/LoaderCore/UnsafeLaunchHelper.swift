@@ -1,0 +1,215 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// A second thread for one launch: it takes one piece of work at a time while the launch's
+/// own thread does another, joined before either result is used. The fast path gives it
+/// work where two steps read the same inputs and write nothing the other reads: the second
+/// zstd frame of the closure, half of the image records with the bind-target table, the
+/// plan check beside the mapping.
+///
+/// A launch takes it when it starts, so the thread's start-up or wake-up (tens of
+/// microseconds for an idle CPU) is over before the first piece of work, and between pieces
+/// it polls for work for a while before it sleeps (a sleeping CPU would take as long again
+/// to wake). ``finish()`` ends the launch's use before it writes fixups or changes
+/// protections, so those flush no other CPU's TLB: the thread then sleeps, kept for the
+/// process's next launch (its memory as warm as the launch thread's), or exits when another
+/// is already kept. Launches at once in one process each get a thread. Where no thread can
+/// be created, or without a helper (`nil`), the work runs on the calling thread after the
+/// body: the same results, one core.
+public final class LaunchHelper {
+    private var thread: HelperThread?
+
+    /// The process's helper thread kept between launches, when none is in use.
+    private static let kept = Mutex<HelperThread?>(nil)
+
+    /// Takes the kept helper thread and wakes it, or starts one (none when it cannot be
+    /// created: work then runs inline).
+    public init() {
+        if let waiting = Self.kept.withLock({ kept in kept.take() }) {
+            waiting.state.signal(HelperState.idle)
+            thread = waiting
+        } else {
+            thread = HelperThread.start()
+        }
+    }
+
+    deinit { finish() }
+
+    /// Ends this launch's use of the helper: its thread sleeps, kept for the next launch,
+    /// or exits when one is kept already. Later work runs inline.
+    public func finish() {
+        guard let finished = thread else { return }
+        thread = nil
+        finished.state.signal(HelperState.parked)
+        let surplus = Self.kept.withLock { kept -> HelperThread? in
+            guard kept == nil else { return finished }
+            kept = finished
+            return nil
+        }
+        surplus?.stop()
+    }
+
+    /// Runs `helper` on `launchHelper`'s thread while `body` runs here, or both here (the
+    /// body first) without a running helper; returns when both are done.
+    public static func run<Body, Helper: Sendable, Failure: Error>(
+        on launchHelper: LaunchHelper?, helper: @escaping @Sendable () -> Helper, body: () throws(Failure) -> Body
+    ) throws(Failure) -> (body: Body, helper: Helper) {
+        guard let thread = launchHelper?.thread else {
+            let bodyResult = try body()
+            return (bodyResult, helper())
+        }
+        let slot = ResultSlot<Helper>()
+        thread.state.post { slot.value = helper() }
+        let bodyResult: Result<Body, Failure>
+        do throws(Failure) {
+            bodyResult = .success(try body())
+        } catch {
+            bodyResult = .failure(error)
+        }
+        thread.state.awaitDone()
+        return (try bodyResult.get(), slot.value!)
+    }
+}
+
+/// A helper thread and the state it shares with whichever launch holds it.
+private final class HelperThread: @unchecked Sendable {
+    let state: HelperState
+    private let thread: pthread_t
+
+    /// A new thread serving a new state; nil when none can be created.
+    static func start() -> HelperThread? {
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        // The helper's work is shallow: a small stack is enough and cheap to map.
+        pthread_attr_setstacksize(&attributes, 256 * 1024)
+        let state = HelperState()
+        var created = pthread_t()
+        let context = Unmanaged.passRetained(state).toOpaque()
+        guard pthread_create(&created, &attributes, { context in
+            Unmanaged<HelperState>.fromOpaque(context!).takeRetainedValue().serve()
+            return nil
+        }, context) == 0 else {
+            Unmanaged<HelperState>.fromOpaque(context).release()
+            return nil
+        }
+        return HelperThread(state: state, thread: created)
+    }
+
+    private init(state: HelperState, thread: pthread_t) {
+        self.state = state
+        self.thread = thread
+    }
+
+    /// Ends the thread and waits for it.
+    func stop() {
+        state.signal(HelperState.stopping)
+        pthread_join(thread, nil)
+    }
+}
+
+/// What the launch's thread and the helper thread share: the state word and the posted
+/// work. The work is written before the state says `posted` (release) and read after the
+/// helper sees it (acquire); the result slot likewise before `done`.
+///
+/// Between pieces of work the helper polls for ``spinBudgetNanoseconds`` (yielding the
+/// CPU, so a sleeping CPU need not be woken for the next piece), then sleeps on a condition
+/// variable; posting work or stopping wakes it. Parked (between launches), it sleeps until
+/// a launch takes it. The launch's thread waits for `done` by
+/// polling: the two pieces of work are sized to take about as long.
+private final class HelperState: @unchecked Sendable {
+    static let idle = 0, posted = 1, done = 2, stopping = 3, parked = 4
+    /// How long the helper polls for work before it sleeps.
+    static let spinBudgetNanoseconds: UInt64 = 500_000
+    let state = Atomic<Int>(HelperState.idle)
+    private var work: (@Sendable () -> Void)?
+    /// Guards `sleeping`, and the helper's check of `state` before it waits.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var sleeping = false
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(wake, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(wake)
+        pthread_mutex_destroy(mutex)
+        wake.deallocate()
+        mutex.deallocate()
+    }
+
+    func post(_ work: @escaping @Sendable () -> Void) {
+        self.work = work
+        signal(Self.posted)
+    }
+
+    /// Stores `value` (release), then wakes the helper if it sleeps: it either saw the old
+    /// value under the mutex and waits (and this signal reaches it), or sees the new one.
+    func signal(_ value: Int) {
+        state.store(value, ordering: .releasing)
+        pthread_mutex_lock(mutex)
+        if sleeping { pthread_cond_signal(wake) }
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Waits (yielding the CPU, never sleeping) until the posted work is done.
+    func awaitDone() {
+        while state.load(ordering: .acquiring) != Self.done { sched_yield() }
+        work = nil
+        state.store(Self.idle, ordering: .relaxed)
+    }
+
+    /// The helper thread's loop: run posted work, until told to stop.
+    func serve() {
+        var idleSince: UInt64?
+        while true {
+            switch state.load(ordering: .acquiring) {
+            case Self.posted:
+                work?()
+                state.store(Self.done, ordering: .releasing)
+                idleSince = nil
+            case Self.stopping:
+                return
+            case Self.parked:
+                sleepWhile(Self.parked)
+                idleSince = nil
+            default:
+                let now = Self.monotonicNanoseconds()
+                if let since = idleSince, now - since > Self.spinBudgetNanoseconds {
+                    sleepWhile(Self.idle)
+                    idleSince = nil
+                } else {
+                    if idleSince == nil { idleSince = now }
+                    sched_yield()
+                }
+            }
+        }
+    }
+
+    /// Sleeps until the state is no longer `value`.
+    private func sleepWhile(_ value: Int) {
+        pthread_mutex_lock(mutex)
+        sleeping = true
+        while state.load(ordering: .acquiring) == value {
+            pthread_cond_wait(wake, mutex)
+        }
+        sleeping = false
+        pthread_mutex_unlock(mutex)
+    }
+
+    private static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
+
+/// Where the helper leaves its result: written by the helper before it marks its work
+/// done and read only after the launch's thread sees that, so the accesses never overlap.
+private final class ResultSlot<Value>: @unchecked Sendable {
+    var value: Value?
+}

@@ -1,0 +1,121 @@
+import ClosureBuild
+import Foundation
+@testable import LaunchClosure
+import LoaderCore
+import MachOReader
+import Testing
+import TestSupport
+
+/// The launch's second thread (``LaunchHelper``) and the decoding it shares: two zstd
+/// frames for a large body, image records and bind targets read on two cores. Whatever runs
+/// on the helper must give what the calling thread alone gives, and damaged frames must be
+/// refused however they are split.
+@Suite struct LaunchHelperTests {
+    /// Work posted to the helper returns its result; a body that throws still waits for
+    /// the helper; after `finish` the work runs inline, and finishing twice is harmless.
+    /// A finished helper's thread is kept and serves the next helper; helpers taken at
+    /// once get threads of their own.
+    @Test func helperRunsWorkBesideTheBody() throws {
+        struct Refused: Error {}
+        for _ in 0..<3 {
+            let helper = LaunchHelper(), other = LaunchHelper()
+            for round in 0..<50 {
+                let (body, work) = LaunchHelper.run(on: helper, helper: { (0..<1000).reduce(round, +) }) { round * 2 }
+                #expect(body == round * 2 && work == round + 499_500)
+                let (otherBody, otherWork) = LaunchHelper.run(on: other, helper: { round + 1 }) {
+                    LaunchHelper.run(on: helper, helper: { round + 2 }) { round + 3 }
+                }
+                #expect(otherBody == (round + 3, round + 2) && otherWork == round + 1)
+            }
+            #expect(throws: Refused.self) { try LaunchHelper.run(on: helper, helper: { 1 }) { () throws(Refused) in throw Refused() } }
+            helper.finish()
+            helper.finish()
+            let (body, work) = LaunchHelper.run(on: helper, helper: { "inline" }) { "body" }
+            #expect(body == "body" && work == "inline")
+            other.finish()
+        }
+        let (alone, aloneWork) = LaunchHelper.run(on: nil, helper: { 2 }) { 3 }
+        #expect(alone == 3 && aloneWork == 2)
+    }
+
+    /// A body over the two-frame threshold: reproducible bytes from a fixed seed, mixed so
+    /// zstd finds matches and literals alike.
+    static let largeBody: [UInt8] = {
+        var state: UInt64 = 0x9e37_79b9_7f4a_7c15
+        return (0..<(UnsafeCompression.twoFrameThreshold + 44_445)).map { index in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return index % 7 == 0 ? UInt8(truncatingIfNeeded: state >> 56) : UInt8(truncatingIfNeeded: index / 64)
+        }
+    }()
+
+    /// A large body is two frames, one per half, each as compressing that half alone gives;
+    /// it decodes to the body with or without a helper; a small one stays one frame.
+    @Test func largeBodiesAreTwoFramesDecodedAlike() throws {
+        let body = Self.largeBody, middle = body.count / 2
+        let first = UnsafeCompression.compress(Array(body[..<middle])), second = UnsafeCompression.compress(Array(body[middle...]))
+        let frames = UnsafeCompression.compress(body)
+        #expect(frames == first + second)
+        let helper = LaunchHelper()
+        #expect(UnsafeCompression.decompress(ByteView(frames), expectedSize: body.count, helper: helper) == body)
+        #expect(UnsafeCompression.decompress(ByteView(frames), expectedSize: body.count) == body)
+        let small = Array(body[..<1000])
+        #expect(UnsafeCompression.decompress(ByteView(UnsafeCompression.compress(small)), expectedSize: 1000, helper: helper) == small)
+    }
+
+    /// Frames swapped, one missing, a third appended, the data cut short, a body size off
+    /// by one either way: each refused, with and without a helper.
+    @Test func damagedFramePairsAreRefused() throws {
+        let body = Self.largeBody, middle = body.count / 2
+        let first = UnsafeCompression.compress(Array(body[..<middle])), second = UnsafeCompression.compress(Array(body[middle...]))
+        let cases: [(String, [UInt8], Int)] = [
+            ("frames swapped", second + first, body.count),
+            ("second frame missing", first, body.count),
+            ("first frame missing", second, body.count),
+            ("a third frame", first + second + second, body.count),
+            ("last byte cut", Array((first + second).dropLast()), body.count),
+            ("body one byte longer", first + second, body.count + 1),
+            ("body one byte shorter", first + second, body.count - 1),
+        ]
+        #expect(body.count % 2 == 1, "odd, so swapped frames put the longer half first")
+        let helper = LaunchHelper()
+        for (name, data, size) in cases {
+            #expect(UnsafeCompression.decompress(ByteView(data), expectedSize: size, helper: helper) == nil, "\(name)")
+            #expect(UnsafeCompression.decompress(ByteView(data), expectedSize: size) == nil, "\(name)")
+        }
+    }
+
+    /// The generated 100-framework app's closure (over the image count at which a helper
+    /// reads part of the records and the bind targets) decodes to the closure it encodes,
+    /// with and without a helper; an image record with a byte after its last field is
+    /// refused both ways, naming that image.
+    @Test func largeClosureDecodesAlikeOnTwoCores() throws {
+        let base = Paths.repoRoot.appendingPathComponent("build/demo-gen100").path
+        let executable = base + "/gen100.app/gen100"
+        try #require(FileManager.default.fileExists(atPath: executable), "run tools/gen-app --preset 100 --seed 1 --out build/demo-gen100")
+        let closure = try ClosureBuilder.build(roots: [executable], arch: "x86_64", root: base + "/root")
+        #expect(closure.images.count >= LaunchClosure.parallelImageThreshold)
+        let file = ClosureFile.encode(closure)
+        #expect(try ClosureFile.decode(ByteView(file), path: "gen100", helper: LaunchHelper()) == closure)
+        #expect(try ClosureFile.decode(file, path: "gen100") == closure)
+
+        // The last image's record, with one byte more inside its length.
+        let body = closure.encodedBody()
+        var reader = ClosureReader(body, path: "")
+        _ = try ClosureBinding(parsing: &reader)
+        _ = try reader.u8()
+        _ = try reader.uleb()
+        let imageCount = try reader.uleb()
+        for _ in 1..<imageCount { _ = try reader.blobRange() }
+        let lastStart = reader.position
+        var record = ClosureWriter()
+        record.blob(try reader.blob() + [0])
+        let forged = Array(body[..<lastStart]) + record.bytes + Array(body[reader.position...])
+        for helper in [LaunchHelper(), nil] {
+            #expect {
+                try ClosureFile.decode(ByteView(ClosureFile.wrapBody(forged)), path: "forged", helper: helper)
+            } throws: { error in
+                "\(error)".contains("bytes after the record of image \(closure.images[closure.images.count - 1].path)")
+            }
+        }
+    }
+}
