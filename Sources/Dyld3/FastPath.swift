@@ -31,8 +31,8 @@ public enum FastPath {
     /// Launches `request` from the closure at `closurePath`: read and checked
     /// (``ClosureFile/read(_:trusting:helper:)``), then launched as
     /// ``launch(_:closurePath:request:checks:report:clock:helper:)`` does. One
-    /// ``LaunchHelper`` serves both: started first, it decodes part of the closure and
-    /// checks the plans on the second core.
+    /// ``LaunchHelper`` serves both: started when the closure is large, it decodes part of
+    /// it and checks the plans on the second core.
     public static func launch(closurePath: String, request: LaunchOptions, checks: Checks = Checks()) throws -> Launch {
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
@@ -44,11 +44,10 @@ public enum FastPath {
     /// Launches `request` from `closure` (read from `closurePath`, or built in memory and
     /// named so): bound to this request, its images opened once, identified and checked
     /// against their own load commands, mapped from those descriptors, then applied. The
-    /// plans are checked on `helper`'s thread (one is taken when none is given), which the
-    /// launch gives back once the images are mapped, before its first write.
+    /// plans are checked on `helper`'s thread when it runs, which the launch gives back once
+    /// the images are mapped, before its first write.
     public static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions, checks: Checks = Checks(),
                               report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper? = nil) throws -> Launch {
-        let helper = helper ?? LaunchHelper()
         let expected = ClosureBinding(request: request.roots, arch: request.arch, root: request.root)
         if let mismatch = closure.binding.mismatch(with: expected) {
             throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
@@ -58,12 +57,12 @@ public enum FastPath {
         let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)
         report.imagesHashed = hashed
         report.images = closure.images.map(\.path)
-        // The plans are checked on a helper thread while this one maps: both only read the
+        // The plans are checked on the helper thread while this one maps: both only read the
         // descriptors, and nothing is written or run before a disagreement is known.
         let (mapped, disagreement) = try LaunchHelper.run(on: helper, helper: { planDisagreement(closure, files: files) }) {
             try map(closure, closurePath: closurePath, files: files, request: request, report: &report)
         }
-        helper.finish()
+        helper?.finish()
         let (memory, pageIn) = mapped
         if let disagreement {
             memory.release()

@@ -37,6 +37,12 @@ public enum ClosureFile {
     /// the body are decoded on its thread.
     public static func decode(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil,
                               helper: LaunchHelper? = nil) throws(ClosureError) -> LaunchClosure {
+        // A large body is worth a second core: its thread wakes while the header is checked.
+        // The declared size is read before it is checked; a lie costs only the wake-up.
+        if let helper, let fields = try? file.bytes(0, ClosureFileHeader.size),
+           ClosureFileHeader(fieldsOf: fields).bodySize >= UInt64(UnsafeCompression.twoFrameThreshold) {
+            helper.start()
+        }
         let header = try ClosureFileHeader(parsing: file, path: path)
         let signed = file.count - header.signatureSize
         if let trustKey {

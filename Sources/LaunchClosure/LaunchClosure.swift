@@ -61,8 +61,6 @@ public struct LaunchClosure: Equatable, Sendable {
         self.objc = objc
     }
 
-    /// Closures with fewer images are read on one thread: a helper would cost more than it saves.
-    static let parallelImageThreshold = 64
     /// How many bind targets take as long to read as one image record (≈ 6 ns against
     /// ≈ 2.5 µs at 400 frameworks, docs/performance.md): what balances the two threads.
     static let bindTargetsPerImageRecord = 400
@@ -73,8 +71,8 @@ public struct LaunchClosure: Equatable, Sendable {
     /// Decodes and structurally validates a body: every count bounded, every index in range,
     /// every segment inside its image, no mapping overlapping another, every bind target
     /// inside its image, every initializer and the entry point inside an executable segment.
-    /// With a launch's `helper`, part of the image records and the bind-target table are
-    /// read on its thread.
+    /// With a launch's running `helper`, part of the image records and the bind-target table
+    /// are read on its thread.
     init(parsingBody bytes: [UInt8], path: String, helper launchHelper: LaunchHelper? = nil) throws(ClosureError) {
         var r = ClosureReader(bytes, path: path)
         binding = try ClosureBinding(parsing: &r)
@@ -89,14 +87,14 @@ public struct LaunchClosure: Equatable, Sendable {
         for _ in 0..<imageCount { recordRanges.append(try r.blobRange()) }
         let targetCount = try r.count(of: "bind target")
         let table = r.bytes[r.position...]
-        // With a helper, the records and the table are read at once on two cores: the
-        // helper reads the table and the last images, this thread the first ones (split so
-        // both take about as long; a small closure is read here alone).
-        let helperImages = imageCount >= Self.parallelImageThreshold
+        // With a running helper, the records and the table are read at once on two cores:
+        // the helper reads the table and the last images, this thread the first ones (split
+        // so both take about as long).
+        let helperImages = launchHelper?.isRunning == true
             ? min(imageCount, max(0, (imageCount - targetCount / Self.bindTargetsPerImageRecord) / 2)) : 0
         let split = imageCount - helperImages
         let body = bytes, path = path, records = recordRanges
-        let (first, helper) = LaunchHelper.run(on: helperImages > 0 ? launchHelper : nil, helper: {
+        let (first, helper) = LaunchHelper.run(on: launchHelper, helper: {
             (ClosureImage.parse(records: records[split...], of: body, path: path, imageCount: imageCount),
              UnsafeBindTargetScan.scan(table, count: targetCount, imageCount: imageCount))
         }) {

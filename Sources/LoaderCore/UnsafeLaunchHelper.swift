@@ -9,24 +9,34 @@ import Synchronization
 /// zstd frame of the closure, half of the image records with the bind-target table, the
 /// plan check beside the mapping.
 ///
-/// A launch takes it when it starts, so the thread's start-up or wake-up (tens of
-/// microseconds for an idle CPU) is over before the first piece of work, and between pieces
-/// it polls for work for a while before it sleeps (a sleeping CPU would take as long again
-/// to wake). ``finish()`` ends the launch's use before it writes fixups or changes
-/// protections, so those flush no other CPU's TLB: the thread then sleeps, kept for the
-/// process's next launch (its memory as warm as the launch thread's), or exits when another
-/// is already kept. Launches at once in one process each get a thread. Where no thread can
-/// be created, or without a helper (`nil`), the work runs on the calling thread after the
-/// body: the same results, one core.
+/// A launch of a large closure starts it as soon as the closure's header says so, so the
+/// thread's start-up or wake-up (tens of microseconds for an idle CPU) overlaps decoding the
+/// first frame; a small launch never starts it (its wake-up, and the TLB shootdowns its CPU
+/// would then receive from the launch's `mmap`s, would cost more than the work it could
+/// take). Between pieces it polls for work for a while before it sleeps (a sleeping CPU
+/// would take as long again to wake). ``finish()`` ends the launch's use before it writes
+/// fixups or changes protections, so those flush no other CPU's TLB: the thread then
+/// sleeps, kept for the process's next launch (its memory as warm as the launch thread's),
+/// or exits when another is already kept. Launches at once in one process each get a
+/// thread. Where no thread can be created, or without a running helper (`nil`, or not
+/// started), the work runs on the calling thread after the body: the same results, one core.
 public final class LaunchHelper {
     private var thread: HelperThread?
 
     /// The process's helper thread kept between launches, when none is in use.
     private static let kept = Mutex<HelperThread?>(nil)
 
+    private var finished = false
+
+    /// A helper with no thread yet: work runs inline until ``start()``.
+    public init() {}
+
+    deinit { finish() }
+
     /// Takes the kept helper thread and wakes it, or starts one (none when it cannot be
-    /// created: work then runs inline).
-    public init() {
+    /// created: work then runs inline). Does nothing once started or finished.
+    public func start() {
+        guard thread == nil, !finished else { return }
         if let waiting = Self.kept.withLock({ kept in kept.take() }) {
             waiting.state.signal(HelperState.idle)
             thread = waiting
@@ -35,17 +45,19 @@ public final class LaunchHelper {
         }
     }
 
-    deinit { finish() }
+    /// Whether a thread takes the work (``start()`` was called, and it has not finished).
+    public var isRunning: Bool { thread != nil }
 
     /// Ends this launch's use of the helper: its thread sleeps, kept for the next launch,
     /// or exits when one is kept already. Later work runs inline.
     public func finish() {
-        guard let finished = thread else { return }
+        finished = true
+        guard let released = thread else { return }
         thread = nil
-        finished.state.signal(HelperState.parked)
+        released.state.signal(HelperState.parked)
         let surplus = Self.kept.withLock { kept -> HelperThread? in
-            guard kept == nil else { return finished }
-            kept = finished
+            guard kept == nil else { return released }
+            kept = released
             return nil
         }
         surplus?.stop()
