@@ -12,8 +12,10 @@ import Testing
 @Suite(.serialized) struct TamperTests {
     static let appName = "init-order"
     /// A slide that puts the launch region where nothing else lives, so its absence from
-    /// /proc/self/maps after a refused launch is meaningful.
-    static let slide: UInt64 = 0x2f00_0000_0000
+    /// /proc/self/maps after a refused launch is meaningful: above where launches without a
+    /// slide land (`LaunchMemory`: 0x1000_0000_0000 to 0x5000_0000_0000), and apart from the
+    /// other suites' fixed slides, since suites run at once.
+    static let slide: UInt64 = 0x6600_0000_0000
 
     // MARK: damage
 

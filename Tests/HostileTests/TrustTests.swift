@@ -11,7 +11,8 @@ import Testing
 /// image swapped while launching, a bad run under `--mode auto`. Each is one row of the
 /// closure-trust attack table (docs/security.md).
 @Suite(.serialized) struct TrustTests {
-    static let slide: UInt64 = 0x2e00_0000_0000
+    /// A slide of this suite's own, above where launches without a slide land (suites run at once).
+    static let slide: UInt64 = 0x6400_0000_0000
 
     /// The request a launch of `app` makes.
     static func request(_ app: FixtureApp, root: String? = nil, slide: UInt64? = nil) -> LaunchOptions {
