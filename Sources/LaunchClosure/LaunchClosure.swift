@@ -91,18 +91,18 @@ public struct LaunchClosure: Equatable, Sendable {
         // the helper reads the table and the last images, this thread the first ones (split
         // so both take about as long).
         let helperImages = launchHelper?.isRunning == true
-            ? min(imageCount, max(0, (imageCount - targetCount / Self.bindTargetsPerImageRecord) / 2)) : 0
+            ? max(0, (imageCount - targetCount / Self.bindTargetsPerImageRecord) / 2) : 0
         let split = imageCount - helperImages
         let body = bytes, path = path, records = recordRanges
-        let (first, helper) = LaunchHelper.run(on: launchHelper, helper: {
-            (ClosureImage.parse(records: records[split...], of: body, path: path, imageCount: imageCount),
-             UnsafeBindTargetScan.scan(table, count: targetCount, imageCount: imageCount))
+        let (first, rest) = LaunchHelper.run(on: launchHelper, helper: {
+            (images: ClosureImage.parse(records: records[split...], of: body, path: path, imageCount: imageCount),
+             targets: UnsafeBindTargetScan.scan(table, count: targetCount, imageCount: imageCount))
         }) {
             ClosureImage.parse(records: records[..<split], of: body, path: path, imageCount: imageCount)
         }
         images = try first.get()
-        images.append(contentsOf: try helper.0.get())
-        bindTargets = try BindTargetTable.parse(count: targetCount, from: &r, imageSizes: images.map(\.plan.vmSize), scanned: helper.1)
+        images.append(contentsOf: try rest.images.get())
+        bindTargets = try BindTargetTable.parse(count: targetCount, from: &r, imageSizes: images.map(\.plan.vmSize), scanned: rest.targets)
         initializerOrder = []
         for _ in 0..<(try r.count(of: "initializer order entry")) {
             let index = try r.int("initializer image")

@@ -6,8 +6,8 @@ import MachOReader
 /// uses, `ImagePlan(segments:...)`), so segment protections, file ranges, which segments
 /// may receive fixups and which are executable come from the image, never from the closure
 /// alone. The header and load commands are read from the image's file, through the
-/// descriptor the launch maps from (before anything is mapped), and by `verify`: no fixup
-/// parsing, no symbol work.
+/// descriptor the launch maps from (beside the mapping or right after it, before anything
+/// is written or run), and by `verify`: no fixup parsing, no symbol work.
 extension ClosureImage {
     /// The file offset and size of the bytes that hold the image's header and load
     /// commands as the plan maps them: the readable, file-backed segment at the image's base.
