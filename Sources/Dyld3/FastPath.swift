@@ -29,16 +29,23 @@ public enum FastPath {
     }
 
     /// Launches `request` from the closure at `closurePath`: read and checked
-    /// (``ClosureFile/read(_:trusting:helper:)``), then launched as
+    /// (``ClosureFile/read(_:trusting:helper:beside:)``), then launched as
     /// ``launch(_:closurePath:request:checks:report:clock:helper:)`` does. One
     /// ``LaunchHelper`` serves both: started when the closure is large, it decodes part of
-    /// it and checks the plans on the second core.
+    /// it (the bind targets and the rest of the body while this thread checks the binding
+    /// and opens the images) and checks the plans on the second core.
     public static func launch(closurePath: String, request: LaunchOptions, checks: Checks = Checks()) throws -> Launch {
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
         let helper = LaunchHelper()
-        let closure = try ClosureFile.read(closurePath, trusting: checks.trustKey, helper: helper)
-        return try launch(closure, closurePath: closurePath, request: request, checks: checks, report: &report, clock: &clock, helper: helper)
+        var hashed = 0
+        let (closure, files) = try ClosureFile.read(closurePath, trusting: checks.trustKey, helper: helper) { table throws(ClosureError) in
+            try checkBinding(table.binding, request: request, closurePath: closurePath)
+            report.timings[.closure] = clock.lap()
+            return try table.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)
+        }
+        report.imagesHashed = hashed
+        return try launch(closure, files: files, closurePath: closurePath, request: request, report: &report, clock: &clock, helper: helper)
     }
 
     /// Launches `request` from `closure` (read from `closurePath`, or built in memory and
@@ -48,14 +55,26 @@ public enum FastPath {
     /// the images are mapped, before its first write.
     public static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions, checks: Checks = Checks(),
                               report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper? = nil) throws -> Launch {
-        let expected = ClosureBinding(request: request.roots, arch: request.arch, root: request.root)
-        if let mismatch = closure.binding.mismatch(with: expected) {
-            throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
-        }
+        try checkBinding(closure.binding, request: request, closurePath: closurePath)
         report.timings[.closure] = clock.lap()
         var hashed = 0
         let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)
         report.imagesHashed = hashed
+        return try launch(closure, files: files, closurePath: closurePath, request: request, report: &report, clock: &clock, helper: helper)
+    }
+
+    /// Refuses a closure built for another request (roots, architecture or root).
+    static func checkBinding(_ binding: ClosureBinding, request: LaunchOptions, closurePath: String) throws(ClosureError) {
+        let expected = ClosureBinding(request: request.roots, arch: request.arch, root: request.root)
+        if let mismatch = binding.mismatch(with: expected) {
+            throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
+        }
+    }
+
+    /// The launch of `closure` from `files`, its images opened and identified: mapped, the
+    /// plans checked beside the mapping, fixed up, protected, then initializers and main.
+    static func launch(_ closure: LaunchClosure, files: [ImageDescriptor], closurePath: String, request: LaunchOptions,
+                       report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper?) throws -> Launch {
         report.images = closure.images.map(\.path)
         // The plans are checked on the helper thread while this one maps: both only read the
         // descriptors, and nothing is written or run before a disagreement is known.

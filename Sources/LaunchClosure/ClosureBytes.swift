@@ -132,7 +132,7 @@ struct ClosureReader {
     mutating func string() throws(ClosureError) -> String {
         let length = try count(of: "string byte")
         defer { position += length }
-        return String(decoding: bytes[position..<(position + length)], as: UTF8.self)
+        return utf8String(position..<(position + length))
     }
 
     /// A length-prefixed blob: a slice of the body, not a copy.
@@ -152,6 +152,6 @@ struct ClosureReader {
     mutating func raw(_ length: Int) throws(ClosureError) -> [UInt8] {
         guard end - position >= length else { throw corrupt("truncated body") }
         defer { position += length }
-        return Array(bytes[position..<(position + length)])
+        return copy(position..<(position + length))
     }
 }

@@ -37,6 +37,14 @@ public enum ClosureFile {
     /// the body are decoded on its thread.
     public static func decode(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil,
                               helper: LaunchHelper? = nil) throws(ClosureError) -> LaunchClosure {
+        try decode(file, path: path, trusting: trustKey, helper: helper) { _ throws(ClosureError) in }.closure
+    }
+
+    /// ``decode(_:path:trusting:helper:)``, running `beside` on this thread with the image
+    /// table once the image records are read: beside the helper's reading of the rest of the
+    /// body when it runs (``LaunchClosure/parse(body:path:helper:beside:)``), else after it.
+    public static func decode<Beside>(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil, helper: LaunchHelper?,
+                                      beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (closure: LaunchClosure, beside: Beside) {
         // A large body is worth a second core: its thread wakes while the header is checked.
         // The declared size is read before it is checked; a lie costs only the wake-up.
         if let helper, let fields = try? file.bytes(0, ClosureFileHeader.size),
@@ -64,11 +72,13 @@ public enum ClosureFile {
         guard let body = UnsafeCompression.decompress(frame, expectedSize: Int(bodySize), helper: helper) else {
             throw .corrupt(path: path, offset: ClosureFileHeader.size, what: "the zstd frames do not decompress to \(bodySize) bytes (one frame, or two that fill the data exactly)")
         }
-        let closure = try LaunchClosure(parsingBody: body, path: path, helper: helper)
-        guard (header.flags & ClosureFileHeader.contentOnlyIdentityFlag != 0) == closure.contentOnlyIdentity else {
-            throw .corrupt(path: path, offset: 20, what: "the header's content-only flag disagrees with the body")
+        let contentOnlyFlag = header.flags & ClosureFileHeader.contentOnlyIdentityFlag != 0
+        return try LaunchClosure.parse(body: body, path: path, helper: helper) { table throws(ClosureError) in
+            guard contentOnlyFlag == table.contentOnlyIdentity else {
+                throw .corrupt(path: path, offset: 20, what: "the header's content-only flag disagrees with the body")
+            }
+            return try beside(table)
         }
-        return closure
     }
 
     /// The largest closure file read: a closure for thousands of images is a few MiB. A
@@ -80,9 +90,16 @@ public enum ClosureFile {
     /// mapped, not read: the checksum and the decompression read it in place. With a
     /// launch's `helper`, part of the decoding runs on its thread.
     public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil, helper: LaunchHelper? = nil) throws(ClosureError) -> LaunchClosure {
+        try read(path, trusting: trustKey, helper: helper) { _ throws(ClosureError) in }.closure
+    }
+
+    /// ``read(_:trusting:helper:)``, running `beside` with the image table as
+    /// ``decode(_:path:trusting:helper:beside:)`` does.
+    public static func read<Beside>(_ path: String, trusting trustKey: ClosureTrustKey? = nil, helper: LaunchHelper?,
+                                    beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (closure: LaunchClosure, beside: Beside) {
         let file = try openTrusted(path)
         guard let bytes = file.mapAll() else { throw .untrusted(path: path, what: "cannot be mapped") }
-        return try decode(bytes, path: path, trusting: trustKey, helper: helper)
+        return try decode(bytes, path: path, trusting: trustKey, helper: helper, beside: beside)
     }
 
     /// The closure file at `path`, opened once (no symlink followed) and checked on that

@@ -152,11 +152,12 @@ public struct FixupPageIndex: Equatable, Sendable {
         }
         guard cursor.pagesLeft > 0 else { return try cursor.finish() }
         // The streams' run counts (their first numbers): a stream is otherwise decoded only as it is applied.
-        var rebaseRunsLeft = try FixupRunCursor(rebaseRuns, path: path).runsTotal
-        var bindRunsLeft = try FixupRunCursor(bindRuns, path: path).runsTotal
+        var rebaseRunsLeft = try FixupRunCursor.runCount(rebaseRuns, path: path)
+        var bindRunsLeft = try FixupRunCursor.runCount(bindRuns, path: path)
         while let page = try cursor.next() {
+            let entryEnd = cursor.offset
             func bad(_ what: String) -> ClosureError {
-                .corrupt(path: path, offset: cursor.offset, what: "fixup page index of \(path), page \(page.page): \(what)")
+                .corrupt(path: path, offset: entryEnd, what: "fixup page index of \(path), page \(page.page): \(what)")
             }
             let (start, overflow) = page.page.multipliedReportingOverflow(by: size)
             guard !overflow, plan.segments.contains(where: { $0.isWritable && start >= $0.vmOffset && start - $0.vmOffset < $0.vmSize }) else {

@@ -120,10 +120,14 @@ public struct FixupRunCursor {
     /// Whether the cursor covers one page's runs (from a restart point) rather than the stream.
     public let isRestart: Bool
 
+    /// The fewest bytes a run takes (start, count and stride, a byte each): what bounds a
+    /// stream's run count by its length.
+    static let minimumRunSize = 3
+
     /// A cursor over one encoded run stream; reads its run count.
     public init(_ runs: ArraySlice<UInt8>, path: String) throws(ClosureError) {
         reader = ClosureReader(runs, path: path)
-        runsLeft = try reader.count(of: "run", minimumSize: 3)
+        runsLeft = try reader.count(of: "run", minimumSize: Self.minimumRunSize)
         runsTotal = runsLeft
         isRestart = false
     }

@@ -78,6 +78,27 @@ extension ClosureImage {
     }
 }
 
+extension ClosureImage {
+    /// Opens each of `images` once and checks it is the file the closure was built from;
+    /// the first that is not, as a stale-closure error naming `closurePath`.
+    static func openAll(_ images: [ClosureImage], contentOnly: Bool, closurePath: String, alwaysHash: Bool,
+                        hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+        let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
+        var files: [ImageDescriptor] = []
+        files.reserveCapacity(images.count)
+        for index in images.indices {
+            var hashed = false
+            let opened = images[index].openChecked(contentOnly: contentOnly, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed)
+            if hashed { hashedImages += 1 }
+            switch opened {
+            case let .success(file): files.append(file)
+            case let .failure(stale): throw .stale(path: closurePath, image: stale.image, what: stale.what)
+            }
+        }
+        return files
+    }
+}
+
 /// An image that is no longer the file a closure was built from.
 public struct StaleImage: Error, Equatable, Sendable {
     public let image: String
@@ -96,19 +117,8 @@ extension LaunchClosure {
     /// ``openImages(closurePath:alwaysHash:)``, counting in `hashedImages` the images whose
     /// content was hashed (stat differed, the identity is racy or content-only, or `alwaysHash`).
     public func openImages(closurePath: String, alwaysHash: Bool, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
-        let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
-        var files: [ImageDescriptor] = []
-        files.reserveCapacity(images.count)
-        for index in images.indices {
-            var hashed = false
-            let opened = images[index].openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed)
-            if hashed { hashedImages += 1 }
-            switch opened {
-            case let .success(file): files.append(file)
-            case let .failure(stale): throw .stale(path: closurePath, image: stale.image, what: stale.what)
-            }
-        }
-        return files
+        try ClosureImage.openAll(images, contentOnly: contentOnlyIdentity, closurePath: closurePath, alwaysHash: alwaysHash,
+                                 hashedImages: &hashedImages)
     }
 
     /// The first image that changed on disk, as a stale-closure error, or nil if all are current.

@@ -61,48 +61,76 @@ public struct LaunchClosure: Equatable, Sendable {
         self.objc = objc
     }
 
-    /// How many bind targets take as long to read as one image record (≈ 6 ns against
-    /// ≈ 2.5 µs at 400 frameworks, docs/performance.md): what balances the two threads.
-    static let bindTargetsPerImageRecord = 400
-
     public var totalRebases: Int { images.reduce(0) { $0 + $1.rebaseCount } }
     public var totalBinds: Int { images.reduce(0) { $0 + $1.bindCount } }
 
     /// Decodes and structurally validates a body: every count bounded, every index in range,
     /// every segment inside its image, no mapping overlapping another, every bind target
     /// inside its image, every initializer and the entry point inside an executable segment.
-    /// With a launch's running `helper`, part of the image records and the bind-target table
-    /// are read on its thread.
-    init(parsingBody bytes: [UInt8], path: String, helper launchHelper: LaunchHelper? = nil) throws(ClosureError) {
+    /// With a launch's running `helper`, half of the image records are read on its thread.
+    init(parsingBody bytes: [UInt8], path: String, helper: LaunchHelper? = nil) throws(ClosureError) {
+        let (table, tail) = try Self.readImageTable(bytes, path: path, helper: helper)
+        try self.init(table: table, body: bytes, tail: tail, path: path)
+    }
+
+    /// Decodes a body as ``init(parsingBody:path:helper:)`` does, and runs `beside` on this
+    /// thread with the image table as soon as the image records are read. With a running
+    /// `helper`, `beside` runs while the helper reads the bind targets and the rest of the
+    /// body; without one, after the whole body is read. A body error comes first, then
+    /// `beside`'s: the same error as reading the body whole and then calling `beside`.
+    static func parse<Beside>(body bytes: [UInt8], path: String, helper: LaunchHelper?,
+                              beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (LaunchClosure, Beside) {
+        let (table, tail) = try readImageTable(bytes, path: path, helper: helper)
+        guard helper?.isRunning == true else {
+            let closure = try LaunchClosure(table: table, body: bytes, tail: tail, path: path)
+            return (closure, try beside(table))
+        }
+        let (besideResult, closure) = LaunchHelper.run(on: helper, helper: {
+            Result { () throws(ClosureError) in try LaunchClosure(table: table, body: bytes, tail: tail, path: path) }
+        }) {
+            Result { () throws(ClosureError) in try beside(table) }
+        }
+        return (try closure.get(), try besideResult.get())
+    }
+
+    /// Reads the body's header fields and its image records, and where the bind-target table
+    /// starts. Each image record is length-prefixed: one pass finds them all without decoding
+    /// one, and with a running `helper` the second half is read on its thread.
+    private static func readImageTable(_ bytes: [UInt8], path: String, helper: LaunchHelper?) throws(ClosureError) -> (ClosureImageTable, tail: Int) {
         var r = ClosureReader(bytes, path: path)
-        binding = try ClosureBinding(parsing: &r)
-        contentOnlyIdentity = try r.u8() != 0
-        rootCount = try r.int("root count")
+        let binding = try ClosureBinding(parsing: &r)
+        let contentOnlyIdentity = try r.u8() != 0
+        let rootCount = try r.int("root count")
         let imageCount = try r.count(of: "image", minimumSize: ClosureImage.minimumEncodedSize)
         guard rootCount >= 1, rootCount <= imageCount else { throw r.corrupt("root count \(rootCount) with \(imageCount) images") }
-        // Each image record is length-prefixed: one pass finds them all, and the bind-target
-        // table after them, without decoding a record.
         var recordRanges: [Range<Int>] = []
         recordRanges.reserveCapacity(imageCount)
         for _ in 0..<imageCount { recordRanges.append(try r.blobRange()) }
-        let targetCount = try r.count(of: "bind target")
-        let table = r.bytes[r.position...]
-        // With a running helper, the records and the table are read at once on two cores:
-        // the helper reads the table and the last images, this thread the first ones (split
-        // so both take about as long).
-        let helperImages = launchHelper?.isRunning == true
-            ? max(0, (imageCount - targetCount / Self.bindTargetsPerImageRecord) / 2) : 0
-        let split = imageCount - helperImages
+        let split = helper?.isRunning == true ? imageCount - imageCount / 2 : imageCount
         let body = bytes, path = path, records = recordRanges
-        let (first, rest) = LaunchHelper.run(on: launchHelper, helper: {
-            (images: ClosureImage.parse(records: records[split...], of: body, path: path, imageCount: imageCount),
-             targets: UnsafeBindTargetScan.scan(table, count: targetCount, imageCount: imageCount))
+        let (first, rest) = LaunchHelper.run(on: helper, helper: {
+            ClosureImage.parse(records: records[split...], of: body, path: path, imageCount: imageCount)
         }) {
             ClosureImage.parse(records: records[..<split], of: body, path: path, imageCount: imageCount)
         }
-        images = try first.get()
-        images.append(contentsOf: try rest.images.get())
-        bindTargets = try BindTargetTable.parse(count: targetCount, from: &r, imageSizes: images.map(\.plan.vmSize), scanned: rest.targets)
+        var images = try first.get()
+        images.append(contentsOf: try rest.get())
+        return (ClosureImageTable(binding: binding, contentOnlyIdentity: contentOnlyIdentity, rootCount: rootCount, images: images), r.position)
+    }
+
+    /// The closure of `table` and the rest of `body`, read from `tail` (the bind-target
+    /// table's start) to its end.
+    private init(table: ClosureImageTable, body bytes: [UInt8], tail: Int, path: String) throws(ClosureError) {
+        binding = table.binding
+        contentOnlyIdentity = table.contentOnlyIdentity
+        rootCount = table.rootCount
+        images = table.images
+        let imageCount = images.count
+        var r = ClosureReader(bytes, path: path)
+        r.position = tail
+        let targetCount = try r.count(of: "bind target")
+        let scanned = UnsafeBindTargetScan.scan(r.bytes[r.position...], count: targetCount, imageCount: imageCount)
+        bindTargets = try BindTargetTable.parse(count: targetCount, from: &r, imageSizes: images.map(\.plan.vmSize), scanned: scanned)
         initializerOrder = []
         for _ in 0..<(try r.count(of: "initializer order entry")) {
             let index = try r.int("initializer image")

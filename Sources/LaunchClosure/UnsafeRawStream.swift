@@ -99,3 +99,42 @@ struct UnsafeRawStream {
         return FixupRun(start: start, count: count, stride: stride, last: last)
     }
 }
+
+/// Strings and small arrays copied out of the slice a ``ClosureReader`` reads, through a
+/// pointer: no slice of the body is made, so no reference count is touched. The two threads
+/// of a large launch read one body, and every retain and release of its storage would pass
+/// one cache line between their cores (at 400 frameworks that made each image record ≈ 1.7×
+/// slower to read than on one thread, docs/performance.md).
+extension ClosureReader {
+    /// The bytes at `range` (body offsets inside the slice, checked by the caller) decoded
+    /// as UTF-8, invalid sequences repaired.
+    func utf8String(_ range: Range<Int>) -> String {
+        let base = bytes.startIndex
+        return bytes.withUnsafeBufferPointer { buffer in
+            String(decoding: UnsafeBufferPointer(rebasing: buffer[(range.lowerBound - base)..<(range.upperBound - base)]), as: UTF8.self)
+        }
+    }
+
+    /// The bytes at `range` (body offsets inside the slice, checked by the caller), copied.
+    func copy(_ range: Range<Int>) -> [UInt8] {
+        let base = bytes.startIndex
+        return bytes.withUnsafeBufferPointer { buffer in
+            Array(UnsafeBufferPointer(rebasing: buffer[(range.lowerBound - base)..<(range.upperBound - base)]))
+        }
+    }
+}
+
+extension FixupRunCursor {
+    /// The run count a run stream starts with, bounded by its bytes as the cursor bounds it,
+    /// read through a pointer (no reader made); a stream it does not accept goes to the
+    /// checked cursor, which names the offset and what is wrong.
+    static func runCount(_ runs: ArraySlice<UInt8>, path: String) throws(ClosureError) -> Int {
+        let counted: Int? = runs.withUnsafeBytes { bytes in
+            var stream = UnsafeRawStream(bytes)
+            guard let value = stream.uleb(), value <= UInt64((bytes.count - stream.consumed) / minimumRunSize) else { return nil }
+            return Int(value)
+        }
+        if let counted { return counted }
+        return try FixupRunCursor(runs, path: path).runsTotal
+    }
+}

@@ -6,8 +6,8 @@ import Synchronization
 /// A second thread for one launch: it takes one piece of work at a time while the launch's
 /// own thread does another, joined before either result is used. The fast path gives it
 /// work where two steps read the same inputs and write nothing the other reads: the second
-/// zstd frame of the closure, half of the image records with the bind-target table, the
-/// plan check beside the mapping.
+/// zstd frame of the closure, half of the image records, the bind-target table and the rest
+/// of the body beside opening the images, the plan check beside the mapping.
 ///
 /// A launch of a large closure starts it as soon as the closure's header says so, so the
 /// thread's start-up or wake-up (tens of microseconds for an idle CPU) overlaps decoding the

@@ -99,28 +99,41 @@ import TestSupport
         return helper
     }
 
-    /// The generated 100-framework app's closure decodes to the closure it encodes with a
-    /// running helper (which reads part of the records and the bind targets) and without
-    /// one; an image record with a byte after its last field is refused both ways, naming
-    /// that image.
-    @Test func largeClosureDecodesAlikeOnTwoCores() throws {
+    /// The closure of the generated 100-framework app (`make test` generates it).
+    static func gen100Closure() throws -> LaunchClosure {
         let base = Paths.repoRoot.appendingPathComponent("build/demo-gen100").path
         let executable = base + "/gen100.app/gen100"
         try #require(FileManager.default.fileExists(atPath: executable), "run tools/gen-app --preset 100 --seed 1 --out build/demo-gen100")
         let closure = try ClosureBuilder.build(roots: [executable], arch: "x86_64", root: base + "/root")
         #expect(closure.images.count > 100)
+        return closure
+    }
+
+    /// A reader of `body` standing at its first image record (binding, content-only byte,
+    /// root count and image count read).
+    static func readerAtRecords(of body: [UInt8]) throws -> ClosureReader {
+        var reader = ClosureReader(body, path: "")
+        _ = try ClosureBinding(parsing: &reader)
+        _ = try reader.u8()
+        _ = try reader.uleb()
+        _ = try reader.uleb()
+        return reader
+    }
+
+    /// The generated 100-framework app's closure decodes to the closure it encodes with a
+    /// running helper (which reads part of the records and the bind targets) and without
+    /// one; an image record with a byte after its last field is refused both ways, naming
+    /// that image.
+    @Test func largeClosureDecodesAlikeOnTwoCores() throws {
+        let closure = try Self.gen100Closure()
         let file = ClosureFile.encode(closure)
         #expect(try ClosureFile.decode(ByteView(file), path: "gen100", helper: Self.startedHelper()) == closure)
         #expect(try ClosureFile.decode(file, path: "gen100") == closure)
 
         // The last image's record, with one byte more inside its length.
         let body = closure.encodedBody()
-        var reader = ClosureReader(body, path: "")
-        _ = try ClosureBinding(parsing: &reader)
-        _ = try reader.u8()
-        _ = try reader.uleb()
-        let imageCount = try reader.uleb()
-        for _ in 1..<imageCount { _ = try reader.blobRange() }
+        var reader = try Self.readerAtRecords(of: body)
+        for _ in 1..<closure.images.count { _ = try reader.blobRange() }
         let lastStart = reader.position
         var record = ClosureWriter()
         record.blob(try reader.blob() + [0])
@@ -131,6 +144,40 @@ import TestSupport
             } throws: { error in
                 "\(error)".contains("bytes after the record of image \(closure.images[closure.images.count - 1].path)")
             }
+        }
+    }
+    /// A launch reads the image records, then opens the images (`beside`) while the helper
+    /// reads the bind targets and the rest: the closure it gets is the one encoded, `beside`
+    /// sees its images, binding and roots; with a damaged bind-target table the table's
+    /// error comes first, whatever `beside` throws, with a helper and without one.
+    @Test func theRestOfTheBodyIsReadBesideTheImageTable() throws {
+        let closure = try Self.gen100Closure()
+        let file = ClosureFile.encode(closure)
+        for helper in [Self.startedHelper(), nil] {
+            let (decoded, table) = try ClosureFile.decode(ByteView(file), path: "gen100", helper: helper) { table throws(ClosureError) in table }
+            #expect(decoded == closure)
+            #expect(table.images == closure.images && table.binding == closure.binding && table.rootCount == closure.rootCount)
+        }
+
+        // The first bind target's kind byte says 0x7f, a kind no target has.
+        let body = closure.encodedBody()
+        var reader = try Self.readerAtRecords(of: body)
+        for _ in 0..<closure.images.count { _ = try reader.blobRange() }
+        #expect(try reader.uleb() > 0)
+        var forged = body
+        forged[reader.position] = 0x7f
+        let forgedFile = ClosureFile.wrapBody(forged)
+        for helper in [Self.startedHelper(), nil] {
+            var besideRan = false
+            #expect {
+                try ClosureFile.decode(ByteView(forgedFile), path: "forged", helper: helper) { _ throws(ClosureError) in
+                    besideRan = true
+                    throw ClosureError.missing(path: "beside")
+                }
+            } throws: { error in
+                "\(error)".contains("forged") && !"\(error)".contains("beside")
+            }
+            #expect(besideRan == (helper != nil), "beside runs beside the rest only with a running helper")
         }
     }
 }

@@ -118,8 +118,9 @@ public struct ClosureImage: Equatable, Sendable {
             images.reserveCapacity(records.count)
             for record in records {
                 var r = ClosureReader(body[record], path: path)
-                images.append(try ClosureImage(parsing: &r, imageCount: imageCount))
-                guard r.atEnd else { throw r.corrupt("bytes after the record of image \(images[images.count - 1].path)") }
+                let image = try ClosureImage(parsing: &r, imageCount: imageCount)
+                guard r.atEnd else { throw r.corrupt("bytes after the record of image \(image.path)") }
+                images.append(consume image)
             }
             return images
         }
