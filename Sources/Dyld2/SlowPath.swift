@@ -18,7 +18,7 @@ public enum SlowPath {
         for node in graph.nodes {
             plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset))
         }
-        let memory = try LaunchMemory(plans: plans, firstSlide: options.slide)
+        let memory = try LaunchMemory(plans: plans, firstSlide: options.slide, readAhead: true)
         report.slide = memory.images[0].slide
         report.timings[.mapping] = clock.lap()
 

@@ -42,7 +42,8 @@ public enum FastPath {
         let (closure, files) = try ClosureFile.read(closurePath, trusting: checks.trustKey, helper: helper) { table throws(ClosureError) in
             try checkBinding(table.binding, request: request, closurePath: closurePath)
             report.timings[.closure] = clock.lap()
-            return try table.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)
+            return try table.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent,
+                                        readAhead: readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         }
         report.imagesHashed = hashed
         return try launch(closure, files: files, closurePath: closurePath, request: request, report: &report, clock: &clock, helper: helper)
@@ -58,7 +59,8 @@ public enum FastPath {
         try checkBinding(closure.binding, request: request, closurePath: closurePath)
         report.timings[.closure] = clock.lap()
         var hashed = 0
-        let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)
+        let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent,
+                                           readAhead: readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         report.imagesHashed = hashed
         return try launch(closure, files: files, closurePath: closurePath, request: request, report: &report, clock: &clock, helper: helper)
     }
@@ -78,7 +80,11 @@ public enum FastPath {
         report.images = closure.images.map(\.path)
         // The plans are checked on the helper thread while this one maps: both only read the
         // descriptors, and nothing is written or run before a disagreement is known.
-        let (mapped, disagreement) = try LaunchHelper.run(on: helper, helper: { planDisagreement(closure, files: files) }) {
+        let readsAheadOnHelper = readAhead(request, helper: helper) == .onHelper
+        let (mapped, disagreement) = try LaunchHelper.run(on: helper, helper: { () -> (image: Int, what: String)? in
+            if readsAheadOnHelper { readAhead(closure, files: files) }
+            return planDisagreement(closure, files: files)
+        }) {
             try map(closure, closurePath: closurePath, files: files, request: request, report: &report)
         }
         helper?.finish()
@@ -161,6 +167,21 @@ public enum FastPath {
     /// The first image whose plan is not the one its own header and load commands give, and
     /// how: protections, file ranges, writable and executable segments are the image's, not
     /// the closure's. Read through `files`, the descriptors the launch maps from.
+    /// When the images are asked to be read ahead (``ImagePlan/readAheadRange(deferred:)``):
+    /// never under page-in linking; on the helper before its plan check, where the ≈ 1 µs a
+    /// call costs on a warm launch is off the launch thread; else as each image is opened.
+    enum ReadAhead { case never, whileOpening, onHelper }
+
+    static func readAhead(_ request: LaunchOptions, helper: LaunchHelper?) -> ReadAhead {
+        request.fixups == .pageIn ? .never : helper?.isRunning == true ? .onHelper : .whileOpening
+    }
+
+    static func readAhead(_ closure: LaunchClosure, files: [ImageDescriptor]) {
+        for (image, file) in zip(closure.images, files) {
+            if let range = image.plan.readAheadRange() { file.readAhead(range) }
+        }
+    }
+
     static func planDisagreement(_ closure: LaunchClosure, files: [ImageDescriptor]) -> (image: Int, what: String)? {
         for index in closure.images.indices {
             if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[index]) {

@@ -26,11 +26,12 @@ struct MappingFloor {
     var pageCount: Int { pageLocations.reduce(0) { $0 + $1.count } }
 
     /// Maps everything and dirties each fixup page (one 8-byte store at one of its fixups);
-    /// returns the nanoseconds that took and the memory, still mapped.
-    func launch() throws(LoadError) -> (nanoseconds: Int64, memory: LaunchMemory) {
+    /// returns the nanoseconds that took and the memory, still mapped. With `readAhead`
+    /// (cold samples), each image is read ahead as the launch paths do.
+    func launch(readAhead: Bool) throws(LoadError) -> (nanoseconds: Int64, memory: LaunchMemory) {
         let clock = ContinuousClock()
         let start = clock.now
-        let memory = try LaunchMemory(plans: plans, firstSlide: nil)
+        let memory = try LaunchMemory(plans: plans, firstSlide: nil, readAhead: readAhead)
         for (index, locations) in pageLocations.enumerated() {
             let base = memory.images[index].base
             for location in locations {

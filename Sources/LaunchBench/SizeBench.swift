@@ -44,7 +44,7 @@ struct SizeBench {
                 var rounds = WarmRounds(dirtied: dirtied)
                 for round in 0...runs {
                     for path in LaunchPath.allCases {
-                        let sample = try await launch(path, closurePath: closurePath, floor: floor, sessions: sessions)
+                        let sample = try await launch(path, closurePath: closurePath, floor: floor, sessions: sessions, cold: false)
                         guard round > 0 else { continue }  // round 0 warms caches and is discarded
                         rounds.samples[path, default: []].append(sample.nanoseconds)
                         for (phase, time) in sample.phases {
@@ -105,9 +105,10 @@ struct SizeBench {
             })
     }
 
-    /// One launch of `path`, timed as the path times itself, and unmapped again.
+    /// One launch of `path`, timed as the path times itself, and unmapped again. The floor
+    /// reads ahead only when `cold`: warm, the advice would be work it can do without.
     private func launch(_ path: LaunchPath, closurePath: String, floor: MappingFloor,
-                        sessions: [LaunchPath: GlibcHarness.Session]) async throws -> (nanoseconds: Int64, phases: [LaunchReport.Phase: Int64]) {
+                        sessions: [LaunchPath: GlibcHarness.Session], cold: Bool) async throws -> (nanoseconds: Int64, phases: [LaunchReport.Phase: Int64]) {
         switch path {
         case .dyld2:
             let slow = try SlowPath.launch(options)
@@ -118,7 +119,7 @@ struct SizeBench {
             fast.memory.release()
             return (fast.report.timings[.total] ?? 0, fast.report.timings)
         case .floor:
-            let mapped = try floor.launch()
+            let mapped = try floor.launch(readAhead: cold)
             mapped.memory.release()
             return (mapped.nanoseconds, [:])
         case .glibc, .glibcOneDir:
@@ -145,7 +146,7 @@ struct SizeBench {
                 let touched = files[path] ?? []
                 try PageCache.evict(touched, method: eviction)
                 if round == 0 { rounds.resident[path.rawValue] = try PageCache.residentPages(touched) }
-                let sample = try await launch(path, closurePath: closurePath, floor: floor, sessions: sessions)
+                let sample = try await launch(path, closurePath: closurePath, floor: floor, sessions: sessions, cold: true)
                 guard round > 0 else { continue }
                 rounds.samples[path, default: []].append(sample.nanoseconds)
                 if path == .dyld3 {
@@ -194,7 +195,7 @@ struct SizeBench {
         var pages = [
             LaunchPath.dyld2.rawValue: dirty(try SlowPath.launch(options).memory),
             LaunchPath.dyld3.rawValue: dirty(try FastPath.launch(closurePath: closurePath, request: options).memory),
-            LaunchPath.floor.rawValue: dirty(try floor.launch().memory),
+            LaunchPath.floor.rawValue: dirty(try floor.launch(readAhead: false).memory),
         ]
         for (path, session) in sessions { pages[path.rawValue] = try await session.dirtyPages() }
         return pages

@@ -16,9 +16,9 @@ public struct ClosureImageTable: Sendable {
     public let images: [ClosureImage]
 
     /// Opens every image once and checks it is the file the closure was built from (see
-    /// ``LaunchClosure/openImages(closurePath:alwaysHash:hashedImages:)``).
-    public func openImages(closurePath: String, alwaysHash: Bool, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+    /// ``LaunchClosure/openImages(closurePath:alwaysHash:readAhead:hashedImages:)``).
+    public func openImages(closurePath: String, alwaysHash: Bool, readAhead: Bool = false, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         try ClosureImage.openAll(images, contentOnly: contentOnlyIdentity, closurePath: closurePath, alwaysHash: alwaysHash,
-                                 hashedImages: &hashedImages)
+                                 readAhead: readAhead, hashedImages: &hashedImages)
     }
 }

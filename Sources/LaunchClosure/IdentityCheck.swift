@@ -80,9 +80,11 @@ extension ClosureImage {
 
 extension ClosureImage {
     /// Opens each of `images` once and checks it is the file the closure was built from;
-    /// the first that is not, as a stale-closure error naming `closurePath`.
+    /// the first that is not, as a stale-closure error naming `closurePath`. With
+    /// `readAhead`, each image checked is asked to be read ahead
+    /// (``ImagePlan/readAheadRange(deferred:)``) before the next is opened.
     static func openAll(_ images: [ClosureImage], contentOnly: Bool, closurePath: String, alwaysHash: Bool,
-                        hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+                        readAhead: Bool, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
         var files: [ImageDescriptor] = []
         files.reserveCapacity(images.count)
@@ -91,7 +93,9 @@ extension ClosureImage {
             let opened = images[index].openChecked(contentOnly: contentOnly, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed)
             if hashed { hashedImages += 1 }
             switch opened {
-            case let .success(file): files.append(file)
+            case let .success(file):
+                if readAhead, let range = images[index].plan.readAheadRange() { file.readAhead(range) }
+                files.append(file)
             case let .failure(stale): throw .stale(path: closurePath, image: stale.image, what: stale.what)
             }
         }
@@ -116,9 +120,11 @@ extension LaunchClosure {
 
     /// ``openImages(closurePath:alwaysHash:)``, counting in `hashedImages` the images whose
     /// content was hashed (stat differed, the identity is racy or content-only, or `alwaysHash`).
-    public func openImages(closurePath: String, alwaysHash: Bool, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+    /// With `readAhead` (a launch), the kernel is asked to read ahead what the launch will
+    /// touch of each image as soon as it is checked.
+    public func openImages(closurePath: String, alwaysHash: Bool, readAhead: Bool = false, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         try ClosureImage.openAll(images, contentOnly: contentOnlyIdentity, closurePath: closurePath, alwaysHash: alwaysHash,
-                                 hashedImages: &hashedImages)
+                                 readAhead: readAhead, hashedImages: &hashedImages)
     }
 
     /// The first image that changed on disk, as a stale-closure error, or nil if all are current.

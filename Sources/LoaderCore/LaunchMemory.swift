@@ -47,8 +47,11 @@ public final class LaunchMemory {
     ///   - pageIn: page-in linking: the segments marked in `deferred` (per image, per
     ///     segment) are reserved without contents, with their final protection, and
     ///     registered with `pager`, which the caller then starts; needs `descriptors`.
+    ///   - readAhead: each file this opens is asked to be read ahead as soon as it is open
+    ///     (``ImagePlan/readAheadRange(deferred:)``); descriptors given were opened, and read
+    ///     ahead or not, by the caller.
     public init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, firstSlide: UInt64?,
-                pageIn: (pager: FixupPager, deferred: [[Bool]])? = nil) throws(LoadError) {
+                pageIn: (pager: FixupPager, deferred: [[Bool]])? = nil, readAhead: Bool = false) throws(LoadError) {
         pager = pageIn?.pager
         deferred = pageIn?.deferred ?? plans.map { $0.segments.map { _ in false } }
         let (offsets, size) = LaunchMemory.layout(plans)
@@ -83,6 +86,7 @@ public final class LaunchMemory {
                     case let .success(opened): file = opened
                     case let .failure(reason): throw LoadError.mapping(image: plan.path, reason: "open: \(reason)")
                     }
+                    if readAhead, let range = plan.readAheadRange(deferred: deferred[index]) { file.readAhead(range) }
                 }
                 let image = Image(plan: plan, base: regionBase + offset, fileLength: file.status.size)
                 try LaunchMemory.map(image, fd: file.fd, deferred: deferred[index], pager: pager, index: index)

@@ -99,5 +99,16 @@ public final class ImageDescriptor: Sendable {
         }
     }
 
+    /// Asks the kernel to start reading `range` of the file into the page cache
+    /// (`POSIX_FADV_WILLNEED`) and returns without waiting: the reads of a cold launch then
+    /// run while it opens and maps the next images, instead of one fault at a time. Advice
+    /// only: the part past the end of the file is dropped, and a failure changes nothing but
+    /// how long the first access takes.
+    public func readAhead(_ range: Range<UInt64>) {
+        let end = min(range.upperBound, status.size)
+        guard range.lowerBound < end, let offset = off_t(exactly: range.lowerBound), let length = off_t(exactly: end - range.lowerBound) else { return }
+        _ = posix_fadvise(fd, offset, length, POSIX_FADV_WILLNEED)
+    }
+
     deinit { _ = Glibc.close(fd) }
 }

@@ -129,8 +129,8 @@ private final class HelperThread: @unchecked Sendable {
 /// Between pieces of work the helper polls for ``spinBudgetNanoseconds`` (yielding the
 /// CPU, so a sleeping CPU need not be woken for the next piece), then sleeps on a condition
 /// variable; posting work or stopping wakes it. Parked (between launches), it sleeps until
-/// a launch takes it. The launch's thread waits for `done` by
-/// polling: the two pieces of work are sized to take about as long.
+/// a launch takes it. The launch's thread waits for `done` by polling (the two pieces of
+/// work are sized to take about as long), napping once it has polled as long.
 private final class HelperState: @unchecked Sendable {
     static let idle = 0, posted = 1, done = 2, stopping = 3, parked = 4
     /// How long the helper polls for work before it sleeps.
@@ -168,9 +168,24 @@ private final class HelperState: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
-    /// Waits (yielding the CPU, never sleeping) until the posted work is done.
+    /// Waits until the posted work is done: polls (yielding the CPU) for
+    /// ``spinBudgetNanoseconds``, then naps 20 µs at a time. A helper blocked on a disk read
+    /// must not leave this thread spinning: under a real-time policy (`chrt -f`)
+    /// `sched_yield` lets no ordinary thread run, and the kernel worker that completes the
+    /// read may be one (cold launches stalled ≈ 0.9 s, the kernel's real-time throttling,
+    /// before the naps).
     func awaitDone() {
-        while state.load(ordering: .acquiring) != Self.done { sched_yield() }
+        var pollingSince: UInt64?
+        while state.load(ordering: .acquiring) != Self.done {
+            let now = Self.monotonicNanoseconds()
+            if let since = pollingSince, now - since > Self.spinBudgetNanoseconds {
+                var nap = timespec(tv_sec: 0, tv_nsec: 20_000)
+                nanosleep(&nap, nil)
+            } else {
+                if pollingSince == nil { pollingSince = now }
+                sched_yield()
+            }
+        }
         work = nil
         state.store(Self.idle, ordering: .relaxed)
     }
