@@ -78,8 +78,9 @@ public enum FastPath {
     static func launch(_ closure: LaunchClosure, files: [ImageDescriptor], closurePath: String, request: LaunchOptions,
                        report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper?) throws -> Launch {
         report.images = closure.images.map(\.path)
-        // The plans are checked on the helper thread while this one maps: both only read the
-        // descriptors, and nothing is written or run before a disagreement is known.
+        // The plans are checked on the helper thread while this one maps (after it has asked
+        // for the images to be read ahead): both only read the descriptors, and nothing is
+        // written or run before a disagreement is known.
         let readsAheadOnHelper = readAhead(request, helper: helper) == .onHelper
         let (mapped, disagreement) = try LaunchHelper.run(on: helper, helper: { () -> (image: Int, what: String)? in
             if readsAheadOnHelper { readAhead(closure, files: files) }
@@ -164,24 +165,26 @@ public enum FastPath {
         return (try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide), nil)
     }
 
-    /// The first image whose plan is not the one its own header and load commands give, and
-    /// how: protections, file ranges, writable and executable segments are the image's, not
-    /// the closure's. Read through `files`, the descriptors the launch maps from.
     /// When the images are asked to be read ahead (``ImagePlan/readAheadRange(deferred:)``):
     /// never under page-in linking; on the helper before its plan check, where the ≈ 1 µs a
     /// call costs on a warm launch is off the launch thread; else as each image is opened.
     enum ReadAhead { case never, whileOpening, onHelper }
 
+    /// Where `request`'s launch reads ahead, given its `helper`.
     static func readAhead(_ request: LaunchOptions, helper: LaunchHelper?) -> ReadAhead {
         request.fixups == .pageIn ? .never : helper?.isRunning == true ? .onHelper : .whileOpening
     }
 
+    /// Asks the kernel to read ahead each image of `closure` from its descriptor in `files`.
     static func readAhead(_ closure: LaunchClosure, files: [ImageDescriptor]) {
         for (image, file) in zip(closure.images, files) {
             if let range = image.plan.readAheadRange() { file.readAhead(range) }
         }
     }
 
+    /// The first image whose plan is not the one its own header and load commands give, and
+    /// how: protections, file ranges, writable and executable segments are the image's, not
+    /// the closure's. Read through `files`, the descriptors the launch maps from.
     static func planDisagreement(_ closure: LaunchClosure, files: [ImageDescriptor]) -> (image: Int, what: String)? {
         for index in closure.images.indices {
             if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[index]) {
