@@ -80,7 +80,7 @@ let package = Package(
         ]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
-        .testTarget(name: "BenchTests", dependencies: ["LaunchBench", "ProcessRunner", "ClosureBuild", "LaunchClosure", "LoaderCore"]),
+        .testTarget(name: "BenchTests", dependencies: ["LaunchBench", "ProcessRunner", "ClosureBuild", "Dyld3", "LaunchClosure", "LoaderCore", "TestSupport"]),
         .testTarget(name: "ClosureTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld2", "LoaderCore", "MachOReader", "TestSupport"]),
         // Tampered and forged closures, concurrent installs, stale images, cache hygiene.
         .testTarget(name: "HostileTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LoaderCore", "MachOReader", "ProcessRunner", "TestSupport"]),

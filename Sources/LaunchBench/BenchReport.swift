@@ -22,6 +22,9 @@ public struct BenchReport: Codable, Sendable {
 /// The launch paths, in the order they are interleaved.
 public enum LaunchPath: String, Codable, Sendable, CaseIterable {
     case dyld2, dyld3, floor
+    /// The floor, then each image's final protections (`__DATA_CONST` read-only, as dyld3
+    /// and dyld2 leave it): the same final memory as the launch paths, protections included.
+    case floorProtected = "floor-protected"
     /// glibc on the twin laid out like the Mach-O bundle: a directory per framework, each
     /// object's DT_RUNPATH listing its dependencies' directories.
     case glibc
@@ -35,6 +38,7 @@ public enum LaunchPath: String, Codable, Sendable, CaseIterable {
     public var label: String {
         switch self {
         case .dyld2, .dyld3, .floor: rawValue
+        case .floorProtected: "floor + protections"
         case .glibc: "glibc (per-framework dirs)"
         case .glibcOneDir: "glibc (one dir)"
         }

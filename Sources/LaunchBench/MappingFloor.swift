@@ -2,8 +2,10 @@ import LaunchClosure
 import LoaderCore
 
 /// The mapping floor: what no loader can avoid. Reserve the region, map every segment of
-/// every image, and write once to each page that holds a fixup. The page list is worked
-/// out from the closure before timing starts.
+/// every image, and write once to each page that holds a fixup; with protections, then give
+/// each segment its final protection as the launch paths do (dyld's rule: `__DATA_CONST`
+/// read-only once fixups are written). The page list is worked out from the closure before
+/// timing starts.
 struct MappingFloor {
     let plans: [ImagePlan]
     /// Per image: one fixup location (offset from the image's base) in each page with fixups.
@@ -25,10 +27,11 @@ struct MappingFloor {
 
     var pageCount: Int { pageLocations.reduce(0) { $0 + $1.count } }
 
-    /// Maps everything and dirties each fixup page (one 8-byte store at one of its fixups);
-    /// returns the nanoseconds that took and the memory, still mapped. With `readAhead`
-    /// (cold samples), each image is read ahead as the launch paths do.
-    func launch(readAhead: Bool) throws(LoadError) -> (nanoseconds: Int64, memory: LaunchMemory) {
+    /// Maps everything and dirties each fixup page (one 8-byte store at one of its fixups),
+    /// then, with `protections`, applies the final protections; returns the nanoseconds that
+    /// took and the memory, still mapped. With `readAhead` (cold samples), each image is read
+    /// ahead as the launch paths do.
+    func launch(readAhead: Bool, protections: Bool) throws(LoadError) -> (nanoseconds: Int64, memory: LaunchMemory) {
         let clock = ContinuousClock()
         let start = clock.now
         let memory = try LaunchMemory(plans: plans, firstSlide: nil, readAhead: readAhead)
@@ -40,6 +43,7 @@ struct MappingFloor {
                 UnsafeFixupStore.store(base &+ location, at: base &+ location)
             }
         }
+        if protections { try memory.applyProtections() }
         let elapsed = clock.now - start
         return (elapsed.nanoseconds, memory)
     }

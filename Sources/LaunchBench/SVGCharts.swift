@@ -2,7 +2,7 @@ import Foundation
 
 /// The bench's charts, written as plain SVG (the page-in chart only when page-in was measured).
 enum SVGCharts {
-    static let colors: [LaunchPath: String] = [.dyld2: "#d62728", .dyld3: "#1f77b4", .floor: "#7f7f7f", .glibc: "#2ca02c",
+    static let colors: [LaunchPath: String] = [.dyld2: "#d62728", .dyld3: "#1f77b4", .floor: "#7f7f7f", .floorProtected: "#bcbd22", .glibc: "#2ca02c",
                                                   .glibcOneDir: "#8c564b"]
 
     /// Warm median launch time against dylib count, one line per path, both axes log10.
@@ -35,7 +35,7 @@ enum SVGCharts {
                 guard let median = size.warm[path.rawValue]?.median, median > 0 else { return nil }
                 return (x(Double(size.dylibs)), y(Double(median)))
             }
-            let dash = path == .floor ? " stroke-dasharray=\"6 4\"" : ""
+            let dash = path == .floor || path == .floorProtected ? " stroke-dasharray=\"6 4\"" : ""
             svg += "  <polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"\(dash) points=\""
                 + points.map { String(format: "%.1f,%.1f", $0.0, $0.1) }.joined(separator: " ") + "\"/>\n"
             for point in points {
@@ -130,6 +130,7 @@ enum SVGCharts {
         case .dyld2: "dyld2 (slow path)"
         case .dyld3: "dyld3 (closure)"
         case .floor: "mapping floor"
+        case .floorProtected: "floor + protections"
         case .glibc: "glibc (per-fw dirs)"
         case .glibcOneDir: "glibc (one dir)"
         }

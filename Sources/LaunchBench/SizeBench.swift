@@ -118,8 +118,8 @@ struct SizeBench {
             let fast = try FastPath.launch(closurePath: closurePath, request: options)
             fast.memory.release()
             return (fast.report.timings[.total] ?? 0, fast.report.timings)
-        case .floor:
-            let mapped = try floor.launch(readAhead: cold)
+        case .floor, .floorProtected:
+            let mapped = try floor.launch(readAhead: cold, protections: path == .floorProtected)
             mapped.memory.release()
             return (mapped.nanoseconds, [:])
         case .glibc, .glibcOneDir:
@@ -129,14 +129,14 @@ struct SizeBench {
     }
 
     /// `--cold`: `runs` rounds (after a discarded one) of every path, each sample preceded
-    /// by the eviction of the files that path touches: the images (dyld2, the floor), the
+    /// by the eviction of the files that path touches: the images (dyld2, both floors), the
     /// images and the closure (dyld3), the twin's objects in that layout (glibc). In the
     /// discarded round, the pages still resident after each eviction are counted.
     private func coldRounds(runs: Int, eviction: EvictionMethod, closure: LaunchClosure, closurePath: String, floor: MappingFloor,
                             sessions: [LaunchPath: GlibcHarness.Session]) async throws -> ColdRounds {
         let images = closure.images.map(\.path)
         let files: [LaunchPath: [String]] = [
-            .dyld2: images, .dyld3: images + [closurePath], .floor: images,
+            .dyld2: images, .dyld3: images + [closurePath], .floor: images, .floorProtected: images,
             .glibc: app.elfFiles(.perFrameworkDirectories), .glibcOneDir: app.elfFiles(.oneDirectory),
         ]
         log("  cold: \(runs) rounds, each sample after \(eviction.rawValue)")
@@ -195,7 +195,8 @@ struct SizeBench {
         var pages = [
             LaunchPath.dyld2.rawValue: dirty(try SlowPath.launch(options).memory),
             LaunchPath.dyld3.rawValue: dirty(try FastPath.launch(closurePath: closurePath, request: options).memory),
-            LaunchPath.floor.rawValue: dirty(try floor.launch(readAhead: false).memory),
+            LaunchPath.floor.rawValue: dirty(try floor.launch(readAhead: false, protections: false).memory),
+            LaunchPath.floorProtected.rawValue: dirty(try floor.launch(readAhead: false, protections: true).memory),
         ]
         for (path, session) in sessions { pages[path.rawValue] = try await session.dirtyPages() }
         return pages

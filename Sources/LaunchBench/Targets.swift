@@ -11,11 +11,16 @@ enum Targets {
         var checks: [Check] = []
         if let size = report.sizes.first(where: { $0.dylibs == 400 }) {
             func median(_ path: LaunchPath) -> Double { Double(size.warm[path.rawValue]?.median ?? 0) }
-            let (dyld2, dyld3, floor) = (median(.dyld2), median(.dyld3), median(.floor))
+            let (dyld2, dyld3, floor, protected) = (median(.dyld2), median(.dyld3), median(.floor), median(.floorProtected))
             if let best = LaunchPath.fasterGlibc(size.warm), floor > 0, dyld3 > 0 {
                 let glibc = Double(best.median), name = best.path.label
                 checks.append(Check(met: dyld3 <= 1.3 * floor, text: String(format: "400 dylibs: dyld3 ≤ 1.3× the mapping floor (%.2f×)", dyld3 / floor)))
                 checks.append(Check(met: dyld3 <= 1.15 * floor, text: String(format: "400 dylibs: dyld3 ≤ 1.15× the mapping floor (%.2f×)", dyld3 / floor)))
+                if protected > 0 {
+                    checks.append(Check(met: dyld3 <= 1.15 * protected, text: String(
+                        format: "400 dylibs: dyld3 ≤ 1.15× the floor with the images' final protections (the same target against a floor that ends with dyld3's memory; %.2f×)",
+                        dyld3 / protected)))
+                }
                 checks.append(Check(met: dyld3 <= 0.5 * glibc, text: String(format: "400 dylibs: dyld3 ≤ 0.5× best glibc, \(name) (%.2f×)", dyld3 / glibc)))
                 checks.append(Check(met: dyld2 >= 3 * dyld3, text: String(format: "400 dylibs: dyld3 ≥ 3× faster than dyld2 (%.2f×)", dyld2 / dyld3)))
                 checks.append(Check(met: dyld2 <= 1.3 * glibc, text: String(format: "400 dylibs: dyld2 ≤ 1.3× best glibc, \(name) (%.2f×)", dyld2 / glibc)))

@@ -32,7 +32,7 @@ import Testing
         let size = try #require(report.sizes.first)
         #expect(size.dylibs == 1 && size.images == 3 && size.fixups > 0 && size.elfRelocations > 0 && size.fixupPages > 0)
         #expect(report.coldEviction == .fadvise)
-        for path in ["dyld2", "dyld3", "floor", "glibc", "glibc-one-dir"] {
+        for path in ["dyld2", "dyld3", "floor", "floor-protected", "glibc", "glibc-one-dir"] {
             let cold = try #require(size.cold?[path], "no cold samples for \(path)")
             #expect(cold.samples.count == 3 && cold.samples.allSatisfy { $0 > 0 }, "\(path): \(cold.samples)")
             let resident = try #require(size.residentAfterEviction?[path])
