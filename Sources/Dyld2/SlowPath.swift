@@ -44,7 +44,8 @@ public enum SlowPath {
             try objc.store(into: memory)
             report.timings[.objc] = clock.lap()
         }
-        report.digest = try clock.excluding { memory.writableDigest() }
+        let digest = LaunchDigest(options)
+        report.digest = digest == .beforeCode ? try clock.excluding { memory.writableDigest() } : nil
         try memory.applyProtections()
 
         var initializers: [[UInt64]] = []
@@ -57,6 +58,7 @@ public enum SlowPath {
             entryOffset: graph.nodes[mainImage].image.entryPoint?.entryOffset, paths: report.images, arch: options.arch,
             run: options.run, memory: memory, objcLoads: objc?.loads ?? [], report: &report, clock: &clock)
         report.timings[.total] = clock.total()
+        if digest == .afterLaunch { report.digest = memory.writableDigest() }
         return Launch(memory: memory, report: report, fixups: options.recordFixups ? recorded : nil)
     }
 

@@ -33,7 +33,8 @@ public enum FastPath {
     /// ``launch(_:closurePath:request:checks:report:clock:helper:)`` does. One
     /// ``LaunchHelper`` serves both: started when the closure is large, it decodes part of
     /// it (the bind targets and the rest of the body while this thread checks the binding
-    /// and opens the images) and checks the plans on the second core.
+    /// and opens the images), checks the plans and writes part of the fixups on the second
+    /// core.
     public static func launch(closurePath: String, request: LaunchOptions, checks: Checks = Checks()) throws -> Launch {
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
@@ -52,8 +53,8 @@ public enum FastPath {
     /// Launches `request` from `closure` (read from `closurePath`, or built in memory and
     /// named so): bound to this request, its images opened once, identified and checked
     /// against their own load commands, mapped from those descriptors, then applied. The
-    /// plans are checked on `helper`'s thread when it runs, which the launch gives back once
-    /// the images are mapped, before its first write.
+    /// plans are checked on `helper`'s thread when it runs, which then writes part of the
+    /// fixups; the launch gives it back before it changes a protection.
     public static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions, checks: Checks = Checks(),
                               report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper? = nil) throws -> Launch {
         try checkBinding(closure.binding, request: request, closurePath: closurePath)
@@ -88,9 +89,9 @@ public enum FastPath {
         }) {
             try map(closure, closurePath: closurePath, files: files, request: request, report: &report)
         }
-        helper?.finish()
         let (memory, pageIn) = mapped
         if let disagreement {
+            helper?.finish()
             memory.release()
             throw ClosureError.invalid(path: closurePath, image: closure.images[disagreement.image].path, what: disagreement.what)
         }
@@ -98,9 +99,9 @@ public enum FastPath {
         report.timings[.mapping] = clock.lap()
         do throws(ClosureError) {
             let values = closure.bindTargetValues(memory)
-            for index in closure.images.indices where !(pageIn?.indexed[index] ?? false) {
-                try closure.applyFixups(ofImage: index, memory: memory, targetValues: values, closurePath: closurePath)
-            }
+            let eager = closure.images.indices.filter { !(pageIn?.indexed[$0] ?? false) }
+            defer { helper?.finish() }
+            try applyFixups(closure, images: eager, memory: memory, targetValues: values, closurePath: closurePath, helper: helper)
             report.timings[.bind] = clock.lap()
             if !closure.objc.bindRuns.isEmpty {
                 for index in closure.objc.bindRuns.indices {
@@ -115,7 +116,9 @@ public enum FastPath {
         report.rebases = closure.totalRebases
         report.binds = closure.totalBinds
         // A page-in launch leaves its pages untouched: a digest would fault every one in.
-        report.digest = pageIn == nil ? try clock.excluding { memory.writableDigest() } : nil
+        // Taken after the timed launch unless code runs (it would change the memory).
+        let digest = pageIn == nil ? LaunchDigest(request) : .none
+        report.digest = digest == .beforeCode ? try clock.excluding { memory.writableDigest() } : nil
         try memory.applyProtections()
 
         let mainImage = closure.rootCount - 1
@@ -124,8 +127,49 @@ public enum FastPath {
             entryOffset: closure.entryOffset, paths: report.images, arch: closure.arch, run: request.run, memory: memory,
             objcLoads: closure.objc.loads, report: &report, clock: &clock)
         report.timings[.total] = clock.total()
+        if digest == .afterLaunch { report.digest = memory.writableDigest() }
         report.pagesFilled = memory.pager?.pagesFilled ?? 0
         return Launch(memory: memory, report: report, fixups: nil)
+    }
+
+    /// Writes the fixups of `images`. With `helper` running, they are split in two parts of
+    /// about the same size of fixup runs (a proxy for the fixups and the pages they dirty):
+    /// the helper writes the second while this thread writes the first, so the copy-on-write
+    /// faults are taken on two CPUs. Each image is written by one thread, through a writer
+    /// taken beforehand; an error in the first part is reported before one in the second,
+    /// as with one thread.
+    static func applyFixups(_ closure: LaunchClosure, images: [Int], memory: LaunchMemory, targetValues: [UInt64],
+                            closurePath: String, helper: LaunchHelper?) throws(ClosureError) {
+        guard helper?.isRunning == true, images.count >= 2 else {
+            for index in images {
+                try closure.applyFixups(ofImage: index, memory: memory, targetValues: targetValues, closurePath: closurePath)
+            }
+            return
+        }
+        let writers = images.map { memory.writer(image: $0) }
+        let sizes = images.map { closure.images[$0].rebaseRuns.count + closure.images[$0].bindRuns.count }
+        let total = sizes.reduce(0, +)
+        var split = 0, firstPart = 0
+        while split < images.count - 1, 2 * (firstPart + sizes[split]) <= total {
+            firstPart += sizes[split]
+            split += 1
+        }
+        let secondPart = split..<images.count
+        let secondPartFailure = try LaunchHelper.run(on: helper, helper: { () -> ClosureError? in
+            do throws(ClosureError) {
+                for position in secondPart {
+                    try closure.applyFixups(ofImage: images[position], writer: writers[position], targetValues: targetValues, closurePath: closurePath)
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }) { () throws(ClosureError) in
+            for position in 0..<secondPart.lowerBound {
+                try closure.applyFixups(ofImage: images[position], writer: writers[position], targetValues: targetValues, closurePath: closurePath)
+            }
+        }.helper
+        if let secondPartFailure { throw secondPartFailure }
     }
 
     /// Maps the closure's images: eagerly, or for `--fixups page-in` with the segments that

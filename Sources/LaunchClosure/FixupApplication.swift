@@ -13,7 +13,12 @@ extension LaunchClosure {
     /// applied again by the checked loop below, which says what is wrong. A run or target
     /// the image does not allow is the closure's fault: `invalid`, naming `closurePath`.
     public func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
-        let writer = memory.writer(image: index)
+        try applyFixups(ofImage: index, writer: memory.writer(image: index), targetValues: targetValues, closurePath: closurePath)
+    }
+
+    /// ``applyFixups(ofImage:memory:targetValues:closurePath:)`` through image `index`'s
+    /// writer, taken from the launch's memory beforehand: what a second thread is given.
+    public func applyFixups(ofImage index: Int, writer: ImageWriter, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         if UnsafeFixupLoop.applyRebases(images[index].rebaseRuns, writer: writer, vmSize: images[index].plan.vmSize),
            UnsafeFixupLoop.applyBinds(images[index].bindRuns, writer: writer, targetValues: targetValues) {
             return

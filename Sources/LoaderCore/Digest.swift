@@ -34,3 +34,17 @@ extension LaunchMemory {
         }
     }
 }
+
+/// When a launch takes its memory's digest (``LaunchMemory/writableDigest()``): after the
+/// fixups and before anything runs, the time excluded from the launch's, or, when no code
+/// will run, once the launch is timed. Reading every writable page and copying it faults in
+/// pages no fixup touched and evicts the caches: taken inside the timed launch, even
+/// excluded, it would slow the protections and bookkeeping that follow.
+public enum LaunchDigest: Sendable {
+    case beforeCode, afterLaunch, none
+
+    /// `beforeCode` when `request` runs the app's code, else `afterLaunch`.
+    public init(_ request: LaunchOptions) {
+        self = request.run ? .beforeCode : .afterLaunch
+    }
+}

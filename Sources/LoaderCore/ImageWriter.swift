@@ -2,7 +2,7 @@
 /// segments: the check ``LaunchMemory/store(_:image:vmOffset:)`` makes, against ranges
 /// taken from the plan once per image instead of the plan's segments on every store. What
 /// the slow path writes through, fixup by fixup, and the fast path run by run.
-public struct ImageWriter {
+public struct ImageWriter: Sendable {
     /// Where the image's preferred base was mapped.
     public let base: UInt64
     /// Per writable segment of at least 8 bytes: its vm offset, and the largest distance

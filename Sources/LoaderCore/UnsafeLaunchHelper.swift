@@ -7,15 +7,16 @@ import Synchronization
 /// own thread does another, joined before either result is used. The fast path gives it
 /// work where two steps read the same inputs and write nothing the other reads: the second
 /// zstd frame of the closure, half of the image records, the bind-target table and the rest
-/// of the body beside opening the images, the plan check beside the mapping.
+/// of the body beside opening the images, the plan check beside the mapping, the fixups of
+/// part of the images beside those of the rest (each image's pages written by one thread).
 ///
 /// A launch of a large closure starts it as soon as the closure's header says so, so the
 /// thread's start-up or wake-up (tens of microseconds for an idle CPU) overlaps decoding the
 /// first frame; a small launch never starts it (its wake-up, and the TLB shootdowns its CPU
 /// would then receive from the launch's `mmap`s, would cost more than the work it could
 /// take). Between pieces it polls for work for a while before it sleeps (a sleeping CPU
-/// would take as long again to wake). ``finish()`` ends the launch's use before it writes
-/// fixups or changes protections, so those flush no other CPU's TLB: the thread then
+/// would take as long again to wake). ``finish()`` ends the launch's use before it changes
+/// protections, so the `mprotect`s flush no other CPU's TLB: the thread then
 /// sleeps, kept for the process's next launch (its memory as warm as the launch thread's),
 /// or exits when another is already kept. Launches at once in one process each get a
 /// thread. Where no thread can be created, or without a running helper (`nil`, or not

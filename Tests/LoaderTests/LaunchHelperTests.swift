@@ -1,4 +1,5 @@
 import ClosureBuild
+@testable import Dyld3
 import Foundation
 @testable import LaunchClosure
 import LoaderCore
@@ -7,7 +8,8 @@ import Testing
 import TestSupport
 
 /// The launch's second thread (``LaunchHelper``) and the decoding it shares: two zstd
-/// frames for a large body, image records and bind targets read on two cores. Whatever runs
+/// frames for a large body, image records and bind targets read on two cores, fixups written
+/// on two cores. Whatever runs
 /// on the helper must give what the calling thread alone gives, and damaged frames must be
 /// refused however they are split.
 @Suite struct LaunchHelperTests {
@@ -146,6 +148,56 @@ import TestSupport
             }
         }
     }
+    /// Every fixup of the generated 100-framework app written on two threads (the helper
+    /// writes the second part of the images) leaves the memory one thread leaves, byte for
+    /// byte at one slide. A bind run forged to name a target past the table in the last
+    /// image (the helper's part) is refused naming that image; forged in the first image too,
+    /// the first image's error is reported, as with one thread.
+    @Test func fixupsWrittenOnTwoCoresAlike() throws {
+        let closure = try Self.gen100Closure()
+        let slide: UInt64 = 0x6700_0000_0000
+        func launch(_ closure: LaunchClosure, helper: LaunchHelper?) throws -> [LaunchMemory.SegmentSnapshot] {
+            let memory = try LaunchMemory(plans: closure.images.map(\.plan), firstSlide: slide)
+            defer { memory.release() }
+            try FastPath.applyFixups(closure, images: Array(closure.images.indices), memory: memory,
+                                     targetValues: closure.bindTargetValues(memory), closurePath: "gen100", helper: helper)
+            return memory.writableSnapshot()
+        }
+        let alone = try launch(closure, helper: nil)
+        let helper = Self.startedHelper()
+        #expect(helper.isRunning)
+        let twoCores = try launch(closure, helper: helper)
+        #expect(alone.count == twoCores.count && alone.count > closure.images.count)
+        #expect(zip(alone, twoCores).allSatisfy { $0.bytes == $1.bytes && $0.image == $1.image && $0.vmOffset == $1.vmOffset },
+                "the memory written on two cores differs")
+
+        // A bind at the start of an image's first writable segment, its target past the table.
+        func forged(_ closure: inout LaunchClosure, image: Int) throws {
+            let segment = try #require(closure.images[image].plan.segments.first { $0.isWritable && $0.vmSize >= 8 })
+            var runs = ClosureWriter()
+            runs.uleb(1)
+            runs.uleb(Int(segment.vmOffset))
+            runs.uleb(1)
+            runs.uleb(0)
+            runs.uleb(closure.bindTargets.count + 5)
+            runs.sleb(0)
+            closure.images[image].bindRuns = runs.bytes[...]
+        }
+        let (first, last) = (0, closure.images.count - 1)
+        var lastForged = closure
+        try forged(&lastForged, image: last)
+        var bothForged = lastForged
+        try forged(&bothForged, image: first)
+        for helper in [Self.startedHelper(), nil] {
+            #expect { try launch(lastForged, helper: helper) } throws: { error in
+                "\(error)".contains(closure.images[last].path) && "\(error)".contains("past the table")
+            }
+            #expect { try launch(bothForged, helper: helper) } throws: { error in
+                "\(error)".contains(closure.images[first].path) && !"\(error)".contains(closure.images[last].path)
+            }
+        }
+    }
+
     /// A launch reads the image records, then opens the images (`beside`) while the helper
     /// reads the bind targets and the rest: the closure it gets is the one encoded, `beside`
     /// sees its images, binding and roots; with a damaged bind-target table the table's
