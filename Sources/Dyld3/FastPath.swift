@@ -33,8 +33,8 @@ public enum FastPath {
     /// ``launch(_:closurePath:request:checks:report:clock:helper:)`` does. One
     /// ``LaunchHelper`` serves both: started when the closure is large, it decodes part of
     /// it (the bind targets and the rest of the body while this thread checks the binding
-    /// and opens the images), checks the plans and writes part of the fixups on the second
-    /// core.
+    /// and opens the first images), opens and identifies the other images as this thread
+    /// maps them, checks the plans and writes part of the fixups on the second core.
     public static func launch(closurePath: String, request: LaunchOptions, checks: Checks = Checks()) throws -> Launch {
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
@@ -43,11 +43,21 @@ public enum FastPath {
         let (closure, files) = try ClosureFile.read(closurePath, trusting: checks.trustKey, helper: helper) { table throws(ClosureError) in
             try checkBinding(table.binding, request: request, closurePath: closurePath)
             report.timings[.closure] = clock.lap()
-            return try table.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent,
+            return try table.openImages(0..<openedBeforeMapping(table.images.count, request: request, helper: helper),
+                                        closurePath: closurePath, alwaysHash: checks.alwaysHashContent,
                                         readAhead: readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         }
         report.imagesHashed = hashed
-        return try launch(closure, files: files, closurePath: closurePath, request: request, report: &report, clock: &clock, helper: helper)
+        return try launch(closure, files: files, closurePath: closurePath, request: request, checks: checks,
+                          report: &report, clock: &clock, helper: helper)
+    }
+
+    /// How many of `imageCount` images this thread opens before it maps: all, unless the
+    /// helper runs and the launch is eager. Then the first quarter, about what this thread
+    /// opens in the time the helper reads the rest of the body; the helper opens the others
+    /// while this thread maps, handing each over as soon as it is identified.
+    static func openedBeforeMapping(_ imageCount: Int, request: LaunchOptions, helper: LaunchHelper?) -> Int {
+        request.fixups != .pageIn && helper?.isRunning == true ? imageCount / 4 : imageCount
     }
 
     /// Launches `request` from `closure` (read from `closurePath`, or built in memory and
@@ -63,7 +73,8 @@ public enum FastPath {
         let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent,
                                            readAhead: readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         report.imagesHashed = hashed
-        return try launch(closure, files: files, closurePath: closurePath, request: request, report: &report, clock: &clock, helper: helper)
+        return try launch(closure, files: files, closurePath: closurePath, request: request, checks: checks,
+                          report: &report, clock: &clock, helper: helper)
     }
 
     /// Refuses a closure built for another request (roots, architecture or root).
@@ -74,23 +85,54 @@ public enum FastPath {
         }
     }
 
-    /// The launch of `closure` from `files`, its images opened and identified: mapped, the
-    /// plans checked beside the mapping, fixed up, protected, then initializers and main.
-    static func launch(_ closure: LaunchClosure, files: [ImageDescriptor], closurePath: String, request: LaunchOptions,
+    /// The launch of `closure` from `files`, the first of its images opened and identified
+    /// (all of them unless the helper runs; ``openedBeforeMapping(_:request:helper:)``):
+    /// mapped, the others opened and identified and the plans checked beside the mapping,
+    /// fixed up, protected, then initializers and main.
+    static func launch(_ closure: LaunchClosure, files: [ImageDescriptor], closurePath: String, request: LaunchOptions, checks: Checks,
                        report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper?) throws -> Launch {
         report.images = closure.images.map(\.path)
-        // The plans are checked on the helper thread while this one maps (after it has asked
-        // for the images to be read ahead): both only read the descriptors, and nothing is
-        // written or run before a disagreement is known.
-        let readsAheadOnHelper = readAhead(request, helper: helper) == .onHelper
-        let (mapped, disagreement) = try LaunchHelper.run(on: helper, helper: { () -> (image: Int, what: String)? in
-            if readsAheadOnHelper { readAhead(closure, files: files) }
-            return planDisagreement(closure, files: files)
-        }) {
-            try map(closure, closurePath: closurePath, files: files, request: request, report: &report)
+        var files = files, hashed = 0
+        if files.count < closure.images.count, helper?.isRunning != true {
+            files += try closure.openImages(files.count..<closure.images.count, closurePath: closurePath, alwaysHash: checks.alwaysHashContent,
+                                            readAhead: readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         }
-        let (memory, pageIn) = mapped
-        if let disagreement {
+        // The helper opens and identifies the images this thread has not, handing each over
+        // as this thread maps them in order; then it checks the plans (after asking for the
+        // images to be read ahead). Both only read the descriptors, and nothing is written or
+        // run before an image that fails its identity or a disagreement is known. A stale
+        // image is reported before a mapping error, as when every image was opened first.
+        let handOff = files.count < closure.images.count ? DescriptorHandOff(first: files.count, count: closure.images.count) : nil
+        let readsAheadOnHelper = readAhead(request, helper: helper) == .onHelper
+        let (opened, alwaysHash) = (files, checks.alwaysHashContent)
+        let (mapped, checked) = LaunchHelper.run(on: helper, helper: { () -> Result<PlanCheck, ClosureError> in
+            var files = opened, hashed = 0
+            if let handOff {
+                do throws(ClosureError) {
+                    files += try closure.openImages(handOff.first..<handOff.count, closurePath: closurePath, alwaysHash: alwaysHash,
+                                                    handOff: handOff, hashedImages: &hashed)
+                } catch {
+                    return .failure(error)
+                }
+            }
+            if readsAheadOnHelper { readAhead(closure, files: files) }
+            return .success(PlanCheck(hashedImages: hashed, disagreement: planDisagreement(closure, files: files)))
+        }) {
+            Result { () throws -> (LaunchMemory, PageInFixups.Plan?) in
+                try map(closure, closurePath: closurePath, files: files, handOff: handOff, request: request, report: &report)
+            }
+        }
+        let check: PlanCheck
+        switch checked {
+        case let .success(done): check = done
+        case let .failure(stale):
+            helper?.finish()
+            if case let .success((memory, _)) = mapped { memory.release() }
+            throw stale
+        }
+        report.imagesHashed = (report.imagesHashed ?? 0) + hashed + check.hashedImages
+        let (memory, pageIn) = try mapped.get()
+        if let disagreement = check.disagreement {
             helper?.finish()
             memory.release()
             throw ClosureError.invalid(path: closurePath, image: closure.images[disagreement.image].path, what: disagreement.what)
@@ -130,6 +172,13 @@ public enum FastPath {
         if digest == .afterLaunch { report.digest = memory.writableDigest() }
         report.pagesFilled = memory.pager?.pagesFilled ?? 0
         return Launch(memory: memory, report: report, fixups: nil)
+    }
+
+    /// What the helper found beside the mapping: how many images it hashed while identifying
+    /// them, and the first plan an image's load commands disagree with.
+    struct PlanCheck: Sendable {
+        var hashedImages: Int
+        var disagreement: (image: Int, what: String)?
     }
 
     /// Writes the fixups of `images`. With `helper` running, they are split in two parts of
@@ -177,11 +226,11 @@ public enum FastPath {
     /// before anything can touch them. Where userfaultfd is unavailable (or registering or
     /// starting the handler fails), the memory is released and mapped again for an eager
     /// launch, the reason kept in the report.
-    static func map(_ closure: LaunchClosure, closurePath: String, files: [ImageDescriptor], request: LaunchOptions,
-                    report: inout LaunchReport) throws -> (LaunchMemory, PageInFixups.Plan?) {
+    static func map(_ closure: LaunchClosure, closurePath: String, files: [ImageDescriptor], handOff: DescriptorHandOff? = nil,
+                    request: LaunchOptions, report: inout LaunchReport) throws -> (LaunchMemory, PageInFixups.Plan?) {
         let plans = closure.images.map(\.plan)
         guard request.fixups == .pageIn else {
-            return (try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide), nil)
+            return (try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide), nil)
         }
         let pageSize = LaunchMemory.pageSize
         let plan = try PageInFixups.plan(closure, pageSize: pageSize)

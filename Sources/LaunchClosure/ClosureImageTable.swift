@@ -15,10 +15,12 @@ public struct ClosureImageTable: Sendable {
     /// Images in load order, each record read and checked whole.
     public let images: [ClosureImage]
 
-    /// Opens every image once and checks it is the file the closure was built from (see
-    /// ``LaunchClosure/openImages(closurePath:alwaysHash:readAhead:hashedImages:)``).
-    public func openImages(closurePath: String, alwaysHash: Bool, readAhead: Bool = false, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
-        try ClosureImage.openAll(images, contentOnly: contentOnlyIdentity, closurePath: closurePath, alwaysHash: alwaysHash,
-                                 readAhead: readAhead, hashedImages: &hashedImages)
+    /// Opens the images in `range` (every image by default) once each and checks each is the
+    /// file the closure was built from (see
+    /// ``LaunchClosure/openImages(_:closurePath:alwaysHash:readAhead:handOff:hashedImages:)``).
+    public func openImages(_ range: Range<Int>? = nil, closurePath: String, alwaysHash: Bool, readAhead: Bool = false,
+                           hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+        try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
+                                 alwaysHash: alwaysHash, readAhead: readAhead, hashedImages: &hashedImages)
     }
 }

@@ -82,21 +82,26 @@ extension ClosureImage {
     /// Opens each of `images` once and checks it is the file the closure was built from;
     /// the first that is not, as a stale-closure error naming `closurePath`. With
     /// `readAhead`, each image checked is asked to be read ahead
-    /// (``ImagePlan/readAheadRange(deferred:)``) before the next is opened.
-    static func openAll(_ images: [ClosureImage], contentOnly: Bool, closurePath: String, alwaysHash: Bool,
-                        readAhead: Bool, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+    /// (``ImagePlan/readAheadRange(deferred:)``) before the next is opened. With `handOff`,
+    /// each descriptor is also handed over as soon as it is checked, and the hand-off is
+    /// closed at the first image that fails.
+    static func openAll(_ images: ArraySlice<ClosureImage>, contentOnly: Bool, closurePath: String, alwaysHash: Bool,
+                        readAhead: Bool, handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
         var files: [ImageDescriptor] = []
         files.reserveCapacity(images.count)
-        for index in images.indices {
+        for image in images {
             var hashed = false
-            let opened = images[index].openChecked(contentOnly: contentOnly, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed)
+            let opened = image.openChecked(contentOnly: contentOnly, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed)
             if hashed { hashedImages += 1 }
             switch opened {
             case let .success(file):
-                if readAhead, let range = images[index].plan.readAheadRange() { file.readAhead(range) }
+                if readAhead, let range = image.plan.readAheadRange() { file.readAhead(range) }
                 files.append(file)
-            case let .failure(stale): throw .stale(path: closurePath, image: stale.image, what: stale.what)
+                handOff?.hand(file)
+            case let .failure(stale):
+                handOff?.close()
+                throw .stale(path: closurePath, image: stale.image, what: stale.what)
             }
         }
         return files
@@ -121,10 +126,12 @@ extension LaunchClosure {
     /// ``openImages(closurePath:alwaysHash:)``, counting in `hashedImages` the images whose
     /// content was hashed (stat differed, the identity is racy or content-only, or `alwaysHash`).
     /// With `readAhead` (a launch), the kernel is asked to read ahead what the launch will
-    /// touch of each image as soon as it is checked.
-    public func openImages(closurePath: String, alwaysHash: Bool, readAhead: Bool = false, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
-        try ClosureImage.openAll(images, contentOnly: contentOnlyIdentity, closurePath: closurePath, alwaysHash: alwaysHash,
-                                 readAhead: readAhead, hashedImages: &hashedImages)
+    /// touch of each image as soon as it is checked. `range` limits it to those images, and
+    /// `handOff` hands each over as soon as it is checked (``DescriptorHandOff``).
+    public func openImages(_ range: Range<Int>? = nil, closurePath: String, alwaysHash: Bool, readAhead: Bool = false,
+                           handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+        try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
+                                 alwaysHash: alwaysHash, readAhead: readAhead, handOff: handOff, hashedImages: &hashedImages)
     }
 
     /// The first image that changed on disk, as a stale-closure error, or nil if all are current.

@@ -42,6 +42,9 @@ public final class LaunchMemory {
     /// - Parameters:
     ///   - descriptors: per image, the open file to map from (the one whose identity was
     ///     checked); nil opens each plan's path.
+    ///   - handOff: the descriptors of the images from `handOff.first` on, taken as another
+    ///     thread opens and identifies them (`descriptors` then holds those before); an image
+    ///     the hand-off closed before is a mapping error (the opener has the real one).
     ///   - firstSlide: forces the first image's slide (and so the region's address); nil
     ///     picks a random page-aligned one.
     ///   - pageIn: page-in linking: the segments marked in `deferred` (per image, per
@@ -50,7 +53,7 @@ public final class LaunchMemory {
     ///   - readAhead: each file this opens is asked to be read ahead as soon as it is open
     ///     (``ImagePlan/readAheadRange(deferred:)``); descriptors given were opened, and read
     ///     ahead or not, by the caller.
-    public init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, firstSlide: UInt64?,
+    public init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, handOff: DescriptorHandOff? = nil, firstSlide: UInt64?,
                 pageIn: (pager: FixupPager, deferred: [[Bool]])? = nil, readAhead: Bool = false) throws(LoadError) {
         pager = pageIn?.pager
         deferred = pageIn?.deferred ?? plans.map { $0.segments.map { _ in false } }
@@ -79,7 +82,12 @@ public final class LaunchMemory {
         do throws(LoadError) {
             for (index, (plan, offset)) in zip(plans, offsets).enumerated() {
                 let file: ImageDescriptor
-                if let descriptors {
+                if let handOff, index >= handOff.first {
+                    guard let handed = handOff.take(index) else {
+                        throw LoadError.mapping(image: plan.path, reason: "not opened: opening the images stopped before it")
+                    }
+                    file = handed
+                } else if let descriptors {
                     file = descriptors[index]
                 } else {
                     switch ImageDescriptor.open(plan.path) {

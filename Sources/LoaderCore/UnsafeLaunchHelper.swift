@@ -176,10 +176,18 @@ private final class HelperState: @unchecked Sendable {
     /// read may be one (cold launches stalled ≈ 0.9 s, the kernel's real-time throttling,
     /// before the naps).
     func awaitDone() {
+        Self.wait { state.load(ordering: .acquiring) == Self.done }
+        work = nil
+        state.store(Self.idle, ordering: .relaxed)
+    }
+
+    /// Returns once `condition` holds: polls it (yielding the CPU) for
+    /// ``spinBudgetNanoseconds``, then between naps of 20 µs.
+    static func wait(until condition: () -> Bool) {
         var pollingSince: UInt64?
-        while state.load(ordering: .acquiring) != Self.done {
-            let now = Self.monotonicNanoseconds()
-            if let since = pollingSince, now - since > Self.spinBudgetNanoseconds {
+        while !condition() {
+            let now = monotonicNanoseconds()
+            if let since = pollingSince, now - since > spinBudgetNanoseconds {
                 var nap = timespec(tv_sec: 0, tv_nsec: 20_000)
                 nanosleep(&nap, nil)
             } else {
@@ -187,8 +195,6 @@ private final class HelperState: @unchecked Sendable {
                 sched_yield()
             }
         }
-        work = nil
-        state.store(Self.idle, ordering: .relaxed)
     }
 
     /// The helper thread's loop: run posted work, until told to stop.
@@ -240,4 +246,60 @@ private final class HelperState: @unchecked Sendable {
 /// done and read only after the launch's thread sees that, so the accesses never overlap.
 private final class ResultSlot<Value>: @unchecked Sendable {
     var value: Value?
+}
+
+/// Image descriptors opened on one thread and mapped on another, handed over one at a time
+/// in image order: the helper opens and identifies images `first..<count` and hands each
+/// over as soon as it is checked, while the launch's thread maps them in order, taking
+/// each as it arrives. A descriptor is stored before the count of those handed over says
+/// so (release) and read after the taker sees it (acquire). The opener closes the hand-off
+/// at its first failure: images from there on never arrive.
+public final class DescriptorHandOff: @unchecked Sendable {
+    /// The first image handed over; those before it the taker opened itself.
+    public let first: Int
+    public let count: Int
+    private let slots: UnsafeMutablePointer<ImageDescriptor?>
+    /// Images handed over so far (from `first`).
+    private let handed = Atomic<Int>(0)
+    private let closed = Atomic<Bool>(false)
+
+    /// A hand-off of images `first..<count`.
+    public init(first: Int, count: Int) {
+        self.first = first
+        self.count = max(count, first)
+        slots = .allocate(capacity: self.count - first)
+        slots.initialize(repeating: nil, count: self.count - first)
+    }
+
+    deinit {
+        slots.deinitialize(count: count - first)
+        slots.deallocate()
+    }
+
+    /// Hands over the next image's descriptor (the opener's thread only).
+    public func hand(_ descriptor: ImageDescriptor) {
+        let next = handed.load(ordering: .relaxed)
+        precondition(next < count - first, "more images handed over than the hand-off holds")
+        (slots + next).pointee = descriptor
+        handed.store(next + 1, ordering: .releasing)
+    }
+
+    /// No more images will be handed over (the opener stopped at a failure).
+    public func close() {
+        closed.store(true, ordering: .releasing)
+    }
+
+    /// Image `index`'s descriptor, once handed over; nil when the hand-off closed before it.
+    public func take(_ index: Int) -> ImageDescriptor? {
+        precondition(index >= first && index < count, "image \(index) is not in the hand-off")
+        let position = index - first
+        HelperState.wait { handed.load(ordering: .acquiring) > position || closed.load(ordering: .acquiring) }
+        guard handed.load(ordering: .acquiring) > position else { return nil }
+        return (slots + position).pointee
+    }
+
+    /// Every descriptor handed over, in order (once the opener is done).
+    public func handedOver() -> [ImageDescriptor] {
+        (0..<handed.load(ordering: .acquiring)).compactMap { (slots + $0).pointee }
+    }
 }

@@ -198,6 +198,52 @@ import TestSupport
         }
     }
 
+    /// With the helper running, the launch thread opens the first quarter of the images and
+    /// the helper the rest, handing each over as the launch thread maps: the launch leaves
+    /// the memory of a launch that opened every image first, byte for byte at one slide, and
+    /// counts the images hashed on both threads. An image of the helper's part that is no
+    /// longer the file the closure names is reported, naming it, and nothing is left mapped.
+    @Test func imagesOpenedOnTheHelperAsTheyAreMapped() throws {
+        let closure = try Self.gen100Closure()
+        let root = Paths.repoRoot.appendingPathComponent("build/demo-gen100").path
+        let slide: UInt64 = 0x6800_0000_0000
+        let request = LaunchOptions(roots: [root + "/gen100.app/gen100"], arch: "x86_64", root: root + "/root", slide: slide, run: false)
+        func launch(_ closure: LaunchClosure, helper: LaunchHelper?, alwaysHash: Bool = false) throws -> (snapshot: [LaunchMemory.SegmentSnapshot], hashed: Int?) {
+            let checks = FastPath.Checks(alwaysHashContent: alwaysHash)
+            let first = FastPath.openedBeforeMapping(closure.images.count, request: request, helper: helper)
+            var hashed = 0
+            let files = try closure.openImages(0..<first, closurePath: "gen100", alwaysHash: alwaysHash, hashedImages: &hashed)
+            var report = LaunchReport(mode: "dyld3"), clock = PhaseClock()
+            report.imagesHashed = hashed
+            let launched = try FastPath.launch(closure, files: files, closurePath: "gen100", request: request, checks: checks,
+                                               report: &report, clock: &clock, helper: helper)
+            defer { launched.memory.release() }
+            return (launched.memory.writableSnapshot(), launched.report.imagesHashed)
+        }
+        let helper = Self.startedHelper()
+        #expect(FastPath.openedBeforeMapping(closure.images.count, request: request, helper: helper) == closure.images.count / 4)
+        #expect(FastPath.openedBeforeMapping(closure.images.count, request: request, helper: nil) == closure.images.count)
+        let alone = try launch(closure, helper: nil)
+        let twoCores = try launch(closure, helper: helper)
+        #expect(alone.snapshot.count == twoCores.snapshot.count && alone.snapshot.count > closure.images.count)
+        #expect(zip(alone.snapshot, twoCores.snapshot).allSatisfy { $0.bytes == $1.bytes && $0.vmOffset == $1.vmOffset },
+                "the memory of a launch whose images were handed over differs")
+        #expect(try launch(closure, helper: Self.startedHelper(), alwaysHash: true).hashed == closure.images.count)
+
+        let stale = closure.images.count - 3
+        var forged = closure
+        forged.images[stale].identity.size += 1
+        let regionBase = closure.images[0].plan.preferredBase &+ slide
+        for helper in [Self.startedHelper(), nil] {
+            #expect {
+                _ = try launch(forged, helper: helper)
+            } throws: { error in
+                "\(error)".contains(closure.images[stale].path) && "\(error)".contains("changed size")
+            }
+            #expect(try !ProcessMaps.anyMapping(in: regionBase..<(regionBase + 0x1000)), "the refused launch left its region mapped")
+        }
+    }
+
     /// A launch reads the image records, then opens the images (`beside`) while the helper
     /// reads the bind targets and the rest: the closure it gets is the one encoded, `beside`
     /// sees its images, binding and roots; with a damaged bind-target table the table's
