@@ -104,7 +104,7 @@ enum MarkdownReport {
         let objcPhase = report.objc == nil ? [] : ["objc"]
         let phases = ["closure", "mapping", "bind"] + objcPhase + ["total"]
         out += "\n## dyld3 phases (warm medians)\n\n"
-        out += "closure = read, checksum, decompress, decode and check the closure; mapping = open and identify every image, check its plan against its load commands, reserve + mmap every segment (the floor also opens every image; from a 256 KiB closure body, a second thread reads the bind targets and the rest of the body while the images are opened and checks the plans while they are mapped, and any wait for it counts here); bind = write every rebase and bind (from a 256 KiB body, the second thread writes part of the images' while the first writes the rest); the rest is mprotect and initializer bookkeeping.\n\n"
+        out += "closure = read, checksum, decompress, decode and check the closure; mapping = open and identify every image, check its plan against its load commands, reserve + mmap every segment (the floor also opens every image; from a 64 KiB closure body, a second thread reads the bind targets and the rest of the body while the first quarter of the images is opened, then opens the others while the first thread maps them and checks the plans, and any wait for it counts here); bind = write every rebase and bind (from a 64 KiB body, the second thread writes part of the images' while the first writes the rest); the rest is mprotect and initializer bookkeeping.\n\n"
         out += table(["dylibs"] + phases, report.sizes.map { size in
             ["\(size.dylibs)"] + phases.map { size.dyld3Phases[$0].map(time) ?? "–" }
         })

@@ -48,7 +48,7 @@ public enum ClosureFile {
         // A large body is worth a second core: its thread wakes while the header is checked.
         // The declared size is read before it is checked; a lie costs only the wake-up.
         if let helper, let fields = try? file.bytes(0, ClosureFileHeader.size),
-           ClosureFileHeader(fieldsOf: fields).bodySize >= UInt64(UnsafeCompression.twoFrameThreshold) {
+           ClosureFileHeader(fieldsOf: fields).bodySize >= UInt64(helperThreshold) {
             helper.start()
         }
         let header = try ClosureFileHeader(parsing: file, path: path)
@@ -80,6 +80,11 @@ public enum ClosureFile {
             return try beside(table)
         }
     }
+
+    /// Bodies of at least this many bytes (≈ 28 frameworks and up) start the launch's helper:
+    /// from there its share of the work (half the fixups, three quarters of the images
+    /// opened, the plan check) outweighs waking it (docs/performance.md, seventh round).
+    static let helperThreshold = 64 * 1024
 
     /// The largest closure file read: a closure for thousands of images is a few MiB. A
     /// larger file is refused from its `fstat`, unread.

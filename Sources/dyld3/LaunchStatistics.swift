@@ -57,7 +57,7 @@ struct LaunchStatistics {
         case .closure: "read, check and decode the closure"
         case .pathResolution: "find every dependency's file (install names, @rpath)"
         case .parsing: "parse every image's load commands"
-        case .mapping: dyld3 ? "open and identify every image (a large closure's bind targets are read on a second thread meanwhile), check its plan, reserve the region, map every segment" : "reserve the region, map every segment"
+        case .mapping: dyld3 ? "open and identify every image (for a large closure, three quarters of them on a second thread while the first maps them), check its plan, reserve the region, map every segment" : "reserve the region, map every segment"
         case .rebase: "walk the rebase opcodes or chains and slide pointers"
         case .bind: dyld3 ? "write every rebase and bind from the closure (a large closure's on two threads)" : "write every bind, each symbol looked up by name"
         case .objc: dyld3 ? "write the Objective-C selector rewrites and runtime tables from the closure"
