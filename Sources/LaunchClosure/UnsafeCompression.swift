@@ -11,24 +11,30 @@ enum UnsafeCompression {
     /// Compresses `bytes` at a fixed level (reproducible output), with literals stored raw:
     /// a closure body is mostly LEB128 numbers, whose Huffman-coded literals halve zstd's
     /// decoding speed for an 18% smaller file (docs/performance.md, "The closure's frame").
-    /// Level 1: such a body compresses little at any level below 19 (1.15× at level 1,
-    /// 1.28× at 9), and level 1's frames decode about four times as fast as level 9's.
+    /// A body of ``fastLevelThreshold`` bytes or more is compressed at level 1: its fixup
+    /// runs compress little at any level below 19 (1.15× at level 1, 1.28× at 9, for 400
+    /// frameworks) and level 1's frames decode about four times as fast as level 9's. A
+    /// smaller body, where paths weigh more and decoding takes microseconds, at level 9.
     /// A body of ``twoFrameThreshold`` bytes or more becomes two frames, split at its middle.
     static func compress(_ bytes: [UInt8]) -> [UInt8] {
-        guard bytes.count >= twoFrameThreshold else { return compressFrame(bytes[...]) }
+        let level: Int32 = bytes.count >= fastLevelThreshold ? 1 : 9
+        guard bytes.count >= twoFrameThreshold else { return compressFrame(bytes[...], level: level) }
         let middle = bytes.count / 2
-        return compressFrame(bytes[..<middle]) + compressFrame(bytes[middle...])
+        return compressFrame(bytes[..<middle], level: level) + compressFrame(bytes[middle...], level: level)
     }
 
-    /// One zstd frame holding `bytes`, its content size in its header.
-    private static func compressFrame(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+    /// Bodies of at least this many bytes are compressed for decoding speed (level 1).
+    static let fastLevelThreshold = 64 * 1024
+
+    /// One zstd frame holding `bytes` at `level`, its content size in its header.
+    private static func compressFrame(_ bytes: ArraySlice<UInt8>, level: Int32) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: ZSTD_compressBound(bytes.count))
         let context = ZSTD_createCCtx()
         defer { ZSTD_freeCCtx(context) }
-        let level = ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, 1)
+        let levelSet = ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
         // ZSTD_c_literalCompressionMode is a C macro for this parameter, which Swift does not import.
         let literals = ZSTD_CCtx_setParameter(context, ZSTD_c_experimentalParam5, Int32(ZSTD_ps_disable.rawValue))
-        precondition(ZSTD_isError(level) == 0 && ZSTD_isError(literals) == 0, "libzstd accepts these parameters since 1.4.5")
+        precondition(ZSTD_isError(levelSet) == 0 && ZSTD_isError(literals) == 0, "libzstd accepts these parameters since 1.4.5")
         let size = output.withUnsafeMutableBytes { out in
             bytes.withUnsafeBytes { ZSTD_compress2(context, out.baseAddress, out.count, $0.baseAddress, $0.count) }
         }
