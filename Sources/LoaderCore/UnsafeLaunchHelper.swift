@@ -257,6 +257,7 @@ private final class ResultSlot<Value>: @unchecked Sendable {
 public final class DescriptorHandOff: @unchecked Sendable {
     /// The first image handed over; those before it the taker opened itself.
     public let first: Int
+    /// One past the last image handed over: the launch's image count.
     public let count: Int
     private let slots: UnsafeMutablePointer<ImageDescriptor?>
     /// Images handed over so far (from `first`).
@@ -296,10 +297,5 @@ public final class DescriptorHandOff: @unchecked Sendable {
         HelperState.wait { handed.load(ordering: .acquiring) > position || closed.load(ordering: .acquiring) }
         guard handed.load(ordering: .acquiring) > position else { return nil }
         return (slots + position).pointee
-    }
-
-    /// Every descriptor handed over, in order (once the opener is done).
-    public func handedOver() -> [ImageDescriptor] {
-        (0..<handed.load(ordering: .acquiring)).compactMap { (slots + $0).pointee }
     }
 }
