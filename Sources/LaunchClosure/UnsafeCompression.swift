@@ -11,20 +11,17 @@ enum UnsafeCompression {
     /// Compresses `bytes` at a fixed level (reproducible output), with literals stored raw:
     /// a closure body is mostly LEB128 numbers, whose Huffman-coded literals halve zstd's
     /// decoding speed for an 18% smaller file (docs/performance.md, "The closure's frame").
-    /// A body of ``fastLevelThreshold`` bytes or more is compressed at level 1: its fixup
-    /// runs compress little at any level below 19 (1.15× at level 1, 1.28× at 9, for 400
+    /// A body large enough to start the launch's helper (``ClosureFile/helperThreshold``)
+    /// is compressed at level 1: its fixup runs compress little at any level below 19 (1.15× at level 1, 1.28× at 9, for 400
     /// frameworks) and level 1's frames decode about four times as fast as level 9's. A
     /// smaller body, where paths weigh more and decoding takes microseconds, at level 9.
     /// A body of ``twoFrameThreshold`` bytes or more becomes two frames, split at its middle.
     static func compress(_ bytes: [UInt8]) -> [UInt8] {
-        let level: Int32 = bytes.count >= fastLevelThreshold ? 1 : 9
+        let level: Int32 = bytes.count >= ClosureFile.helperThreshold ? 1 : 9
         guard bytes.count >= twoFrameThreshold else { return compressFrame(bytes[...], level: level) }
         let middle = bytes.count / 2
         return compressFrame(bytes[..<middle], level: level) + compressFrame(bytes[middle...], level: level)
     }
-
-    /// Bodies of at least this many bytes are compressed for decoding speed (level 1).
-    static let fastLevelThreshold = 64 * 1024
 
     /// One zstd frame holding `bytes` at `level`, its content size in its header.
     private static func compressFrame(_ bytes: ArraySlice<UInt8>, level: Int32) -> [UInt8] {
