@@ -6,7 +6,7 @@ SWIFT ?= swift
 CORPUS ?= ../shared/corpus
 DYLD3 := .build/release/dyld3
 
-.PHONY: all bootstrap build release reader-fixtures fixtures demo test oracle-check bench fuzz clean
+.PHONY: all bootstrap build release reader-fixtures fixtures demo test oracle-check bench bench-processes fuzz clean
 
 all: build
 
@@ -58,10 +58,16 @@ oracle-check: release reader-fixtures fixtures
 	@tools/compare-with-objdump $(DYLD3) $(CORPUS) build/reader-fixtures build/fixtures
 
 # Launch benchmarks (dyld2, dyld3, the mapping floor, glibc's loader; docs/performance.md),
-# then the micro benchmarks (package-benchmark, a separate package under Benchmarks/).
+# dyld3 against the floor pooled over 8 bench processes, then the micro benchmarks
+# (package-benchmark, a separate package under Benchmarks/).
 bench: release
 	@$(DYLD3) bench --dylibs 1,10,100,400,1000 --runs 11 --out bench/results
+	@tools/bench-processes $(DYLD3) --dylibs 100,400,1000 --runs 11 --processes 8 --out bench/processes
 	cd Benchmarks && $(SWIFT) package benchmark
+
+# Only the pooled comparison of dyld3 with the mapping floor (tools/bench-processes).
+bench-processes: release
+	@tools/bench-processes $(DYLD3) --dylibs 100,400,1000 --runs 11 --processes 8 --out bench/processes
 
 # The fuzz campaign: every libFuzzer target (Fuzz/) to 10 million executions, optimized,
 # two processes each (docs/reliability.md has the last campaign's figures).
