@@ -3,8 +3,16 @@ import Glibc
 #endif
 
 /// The bench's only system calls about its own process: the page size, reading a /proc
-/// file, and the peak RSS. ``ProcessMemory`` is the safe side.
+/// file, the peak RSS, and glibc's heap policy. ``ProcessMemory`` is the safe side.
 enum UnsafeProcessMemory {
+    /// Makes glibc keep the heap memory this process frees instead of giving it back to the
+    /// kernel (`mallopt`: `M_MMAP_THRESHOLD` 32 MiB, `M_TRIM_THRESHOLD` 256 MiB, which also
+    /// turns off their dynamic adjustment); false if glibc refused either.
+    static func keepFreedHeapMemory() -> Bool {
+        let mmapThreshold: Int32 = -3, trimThreshold: Int32 = -1  // M_MMAP_THRESHOLD, M_TRIM_THRESHOLD (malloc.h)
+        return glibcMallopt(mmapThreshold, 32 << 20) == 1 && glibcMallopt(trimThreshold, 256 << 20) == 1
+    }
+
     /// The host's page size.
     static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
@@ -30,3 +38,7 @@ enum UnsafeProcessMemory {
         return usage.ru_maxrss
     }
 }
+
+/// glibc's `mallopt` (malloc.h is not in the Glibc module).
+@_silgen_name("mallopt")
+private func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
