@@ -10,7 +10,7 @@ public enum ClosureBuilder {
         var targets: [BindTarget] = []
         var targetIndex: [BindTarget: Int] = [:]
         // Each image's fixups are encoded as runs as soon as they are resolved.
-        var runs: [(rebases: (bytes: [UInt8], count: Int), binds: (bytes: [UInt8], count: Int))] = []
+        var runs: [(rebases: FixupRuns.Encoded, binds: FixupRuns.Encoded)] = []
         let analysis = try LaunchAnalysis(roots: roots, arch: arch, root: root) { (plan, fixups) throws(LoadError) in
             runs.append((FixupRuns.encodeRebases(fixups, plan: plan),
                          FixupRuns.encodeBinds(fixups, plan: plan, targets: &targets, targetIndex: &targetIndex)))
@@ -33,18 +33,12 @@ public enum ClosureBuilder {
                 throw .unusable(path: node.path, reason: "\(error)")
             }
             let (rebases, binds) = runs[index]
-            let pageIndex: FixupPageIndex
-            do {
-                pageIndex = try FixupPageIndex.derive(rebaseRuns: rebases.bytes[...], bindRuns: binds.bytes[...], path: node.path)
-            } catch {
-                throw .unusable(path: node.path, reason: "its fixup runs do not decode: \(error)")
-            }
             images.append(ClosureImage(
                 path: node.path, installName: node.installName ?? "", identity: identity, plan: analysis.plans[index],
                 dependencies: node.dependencies.map { ClosureDependency(installName: $0.installName, kind: $0.kind, target: $0.target ?? -1) },
                 initializers: analysis.initializers[index], rpaths: node.image.rpaths, absentPaths: node.absentCandidates,
                 rebaseRuns: rebases.bytes[...], bindRuns: binds.bytes[...], rebaseCount: rebases.count, bindCount: binds.count,
-                fixupPageIndex: pageIndex))
+                fixupPageIndex: FixupPageIndex(rebases: rebases.pages, binds: binds.pages)))
         }
         return LaunchClosure(
             binding: ClosureBinding(request: roots, arch: arch, root: root), contentOnlyIdentity: contentOnlyIdentity,

@@ -136,7 +136,7 @@ public struct FixupResolver {
             // the same form chained rebases have.
             let offset = target &- base
             try sink.take(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
-                targetOffset: offset & 0x00ff_ffff_ffff_ffff, high8: UInt8(truncatingIfNeeded: offset >> 56))))
+                targetOffset: RebaseTarget(bits: offset).offset, high8: RebaseTarget(bits: offset).high8)))
             rebases += 1
         }
     }

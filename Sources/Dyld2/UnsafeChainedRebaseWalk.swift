@@ -54,8 +54,9 @@ enum UnsafeChainedRebaseWalk {
                         if pointer >> 63 == 0 {
                             let target = pointer & 0xF_FFFF_FFFF
                             let high8 = (pointer >> 36) & 0xFF
-                            writer.storeInCheckedRun(
-                                (writer.base &+ (target &- targetBias)) | high8 << 56, at: destination &+ UInt64(offset))
+                            // Inside the range the writer accepted above.
+                            UnsafeMutableRawPointer(bitPattern: UInt(destination &+ UInt64(offset)))!.storeBytes(
+                                of: RebaseTarget(offset: target &- targetBias, high8: UInt8(high8)).value(imageBase: writer.base), as: UInt64.self)
                             rebases += 1
                         } else {
                             let ordinal = pointer & 0xFF_FFFF

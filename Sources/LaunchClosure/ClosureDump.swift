@@ -100,7 +100,7 @@ public struct ClosureDump: Sendable {
         }
         out += field("initializers", image.initializers.isEmpty ? "none" : image.initializers.map(hex).joined(separator: ", "), indent: 2)
         out += field("rpaths", image.rpaths.isEmpty ? "none" : image.rpaths.joined(separator: ", "), indent: 2)
-        let fixups = try closure.fixups(ofImage: index)
+        let fixups = try closure.fixups(ofImage: index, closurePath: path)
         let rebases = fixups.filter { if case .rebase = $0.kind { true } else { false } }
         let binds = fixups.filter { if case .bind = $0.kind { true } else { false } }
         for (title, list, runBytes) in [("rebases", rebases, image.rebaseRuns.count), ("binds", binds, image.bindRuns.count)] {

@@ -1,3 +1,5 @@
+import LoaderCore
+
 /// Why a closure cannot be used: each case is one fallback reason a launch can report.
 public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No closure file for this app and architecture.
@@ -19,6 +21,9 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     /// image's own load commands do not have, a fixup outside the image's writable
     /// segments, a target outside its image.
     case invalid(path: String, image: String, what: String)
+    /// A run stream of `image` that does not decode, or a run or target it does not allow
+    /// (outside its writable segments, outside the image, past the bind-target table).
+    case fixups(path: String, image: String, stream: FixupStream, fault: FixupFault)
 
     /// The one-word reason used in `--json` and fallback lines.
     public var kind: String {
@@ -30,7 +35,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case .untrusted: "untrusted"
         case .writeFailed: "write-failed"
         case let .mismatch(_, field, _, _): "wrong-\(field.rawValue)"
-        case .invalid: "invalid"
+        case .invalid, .fixups: "invalid"
         }
     }
 
@@ -45,6 +50,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .mismatch(path, field, expected, found):
             "\(path): built for another \(field.rawValue): \(found.isEmpty ? "(none)" : found), this launch asks for \(expected.isEmpty ? "(none)" : expected)"
         case let .invalid(path, image, what): "\(path): invalid for \(image): \(what)"
+        case let .fixups(path, image, stream, fault): "\(path): invalid for \(image): \(stream.rawValue): \(fault)"
         }
     }
 }

@@ -92,7 +92,7 @@ extension LaunchClosure {
     /// a page missing from it would never get its fixups in a page-in launch.
     private func pageIndexProblems(_ image: ClosureImage) -> [String] {
         do {
-            let derived = try FixupPageIndex.derive(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns, path: image.path)
+            let derived = try FixupPageIndex.derive(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns)
             guard derived != image.fixupPageIndex else { return [] }
             let stored = try image.fixupPageIndex.pages(path: image.path), expected = try derived.pages(path: image.path)
             if stored.pageSize != expected.pageSize {
@@ -282,6 +282,8 @@ public struct ClosureVerification: Sendable {
             (.misplaced, Problem(kind: .misplaced, message: "\(error)"))
         case let .invalid(_, image, what):
             (.invalid, Problem(kind: .invalid, message: "\(image): \(what)"))
+        case let .fixups(_, image, stream, fault):
+            (.invalid, Problem(kind: .invalid, message: "\(image): \(stream.rawValue): \(fault)"))
         }
     }
 }

@@ -10,8 +10,9 @@ extension LaunchClosure {
     /// Writes image `index`'s rebases, then its binds, straight from their runs: one bounds
     /// check per run, one target check per fixup, no allocation, no strings, no lookups.
     /// ``UnsafeFixupLoop`` applies a well-formed stream; anything it does not accept is
-    /// applied again by the checked loop below, which says what is wrong. A run or target
-    /// the image does not allow is the closure's fault: `invalid`, naming `closurePath`.
+    /// applied again by the checked walk (``applyFixupsChecked(ofImage:writer:targetValues:closurePath:)``),
+    /// which says what is wrong. A run or target the image does not allow is the closure's
+    /// fault, named with `closurePath`.
     public func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         try applyFixups(ofImage: index, writer: memory.writer(image: index), targetValues: targetValues, closurePath: closurePath)
     }
@@ -26,66 +27,50 @@ extension LaunchClosure {
         try applyFixupsChecked(ofImage: index, writer: writer, targetValues: targetValues, closurePath: closurePath)
     }
 
-    /// The checked loop: every stream decoded through ``FixupRunCursor``, every failure
-    /// named (offset and what). Applies whatever ``UnsafeFixupLoop`` did not accept.
+    /// The checked loop: both streams walked through ``FixupRunWalk``, each run accepted by
+    /// the writer before its first store, every failure a ``FixupFault``. Applies whatever
+    /// ``UnsafeFixupLoop`` did not accept.
     func applyFixupsChecked(ofImage index: Int, writer: ImageWriter, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
-        let base = writer.base
-        let vmSize = images[index].plan.vmSize
-        func invalid(_ what: String) -> ClosureError { .invalid(path: closurePath, image: images[index].path, what: what) }
-        try Self.reportingInvalid(invalid, "fixup runs") {
-            var rebases = try FixupRunCursor(images[index].rebaseRuns, path: closurePath)
-            var target: UInt64 = 0
-            while let run = try rebases.nextRun() {
-                try writer.checkRun(start: run.start, last: run.last)
-                var address = base &+ run.start
-                for _ in 0..<run.count {
-                    target = try rebases.nextRebaseTarget(after: target)
-                    let offset = target & 0x00ff_ffff_ffff_ffff
-                    guard offset < vmSize else { throw invalid("rebase target 0x\(String(offset, radix: 16)) is outside the image") }
-                    writer.storeInCheckedRun((base &+ offset) | (target & 0xff00_0000_0000_0000), at: address)
-                    address &+= run.stride
-                }
-            }
-            try rebases.finish()
-            try Self.writeBinds(images[index].bindRuns, writer: writer, targetValues: targetValues, closurePath: closurePath, invalid: invalid)
-        }
-    }
-
-    /// Writes one stream of bind runs through `writer`: each run checked before its first
-    /// store, each target index against the table. Image fixups and the Objective-C words
-    /// (``applyObjCWrites(ofImage:memory:targetValues:closurePath:)``) both go through it.
-    /// Called inside ``reportingInvalid(_:_:_:)``, which turns a corrupt stream or a run
-    /// outside the image into `invalid`.
-    static func writeBinds(_ runs: ArraySlice<UInt8>, writer: ImageWriter, targetValues: [UInt64], closurePath: String,
-                           invalid: (String) -> ClosureError) throws {
-        var binds = try FixupRunCursor(runs, path: closurePath)
-        let targetCount = UInt64(targetValues.count)
-        while let run = try binds.nextRun() {
-            try writer.checkRun(start: run.start, last: run.last)
-            var address = writer.base &+ run.start
-            for _ in 0..<run.count {
-                let (targetIndex, addend) = try binds.nextBind()
-                guard targetIndex < targetCount else { throw invalid("bind target index \(targetIndex) is past the table") }
-                writer.storeInCheckedRun(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), at: address)
-                address &+= run.stride
-            }
-        }
-        try binds.finish()
-    }
-
-    /// Runs `body`, turning what it throws into `invalid`: a corrupt stream names its offset
-    /// in `what` ("fixup runs are corrupt at offset ..."), a run outside the image its reason.
-    static func reportingInvalid(_ invalid: (String) -> ClosureError, _ what: String, _ body: () throws -> Void) throws(ClosureError) {
-        do {
-            try body()
-        } catch let error as ClosureError {
-            guard case let .corrupt(_, offset, reason) = error else { throw error }
-            throw invalid("\(what) are corrupt at offset 0x\(String(offset, radix: 16)): \(reason)")
-        } catch let error as LoadError {
-            guard case let .mapping(_, reason) = error else { throw invalid(error.description) }
-            throw invalid(reason)
+        let image = images[index]
+        do throws(FixupFault) {
+            try Self.writeRebases(image.rebaseRuns, writer: writer, vmSize: image.plan.vmSize)
         } catch {
-            throw invalid("\(error)")
+            throw .fixups(path: closurePath, image: image.path, stream: .rebases, fault: error)
+        }
+        do throws(FixupFault) {
+            try Self.writeBinds(image.bindRuns, writer: writer, targetValues: targetValues)
+        } catch {
+            throw .fixups(path: closurePath, image: image.path, stream: .binds, fault: error)
+        }
+    }
+
+    /// Writes one stream of rebase runs through `writer`: each run accepted before its first
+    /// store, each target checked to lie inside the image's `vmSize` bytes.
+    static func writeRebases(_ runs: ArraySlice<UInt8>, writer: ImageWriter, vmSize: UInt64) throws(FixupFault) {
+        var accepted: AcceptedRun?
+        try FixupRunWalk(runs).forEachRebase { (run, _) throws(FixupFault) in
+            accepted = writer.accept(run)
+            if accepted == nil { throw .runOutsideSegments(start: run.start, last: run.last) }
+        } _: { (location, target) throws(FixupFault) in
+            guard target.offset < vmSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
+            writer.store(target.value(imageBase: writer.base), at: location, in: accepted!)
+        }
+    }
+
+    /// Writes one stream of bind runs through `writer`: each run accepted before its first
+    /// store, each target index checked against the table. Image fixups and the
+    /// Objective-C words (``applyObjCWrites(ofImage:memory:targetValues:closurePath:)``)
+    /// both go through it.
+    static func writeBinds(_ runs: ArraySlice<UInt8>, writer: ImageWriter, targetValues: [UInt64]) throws(FixupFault) {
+        var accepted: AcceptedRun?
+        try FixupRunWalk(runs).forEachBind { (run, _) throws(FixupFault) in
+            accepted = writer.accept(run)
+            if accepted == nil { throw .runOutsideSegments(start: run.start, last: run.last) }
+        } _: { (location, targetIndex, addend) throws(FixupFault) in
+            guard targetIndex < UInt64(targetValues.count) else {
+                throw .bindTargetPastTable(index: targetIndex, tableSize: targetValues.count)
+            }
+            writer.store(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), at: location, in: accepted!)
         }
     }
 }

@@ -1,7 +1,7 @@
 import LoaderCore
 
 /// Where one page's runs start in one of an image's run streams: a restart point for a
-/// ``FixupRunCursor``. Runs are delta-coded (each location from the previous run's last,
+/// ``FixupRunWalk``. Runs are delta-coded (each location from the previous run's last,
 /// each rebase target from the previous target), so a cursor that starts mid-stream needs
 /// the delta state the stream had there.
 public struct FixupRestart: Equatable, Sendable {
@@ -84,13 +84,44 @@ public struct FixupPageIndex: Equatable, Sendable {
         bytes = w.bytes[...]
     }
 
-    /// The page index two run streams call for: every run's page, its header's offset and
-    /// the delta state before it, grouped by page. ``absent`` when a run crosses a page
-    /// boundary or a fixup straddles one, or the runs are not in page order. The builder
-    /// writes this; `verify` recomputes it and compares.
-    public static func derive(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, path: String) throws(ClosureError) -> FixupPageIndex {
-        guard let rebases = try restarts(rebaseRuns, path: path, rebases: true),
-              let binds = try restarts(bindRuns, path: path, rebases: false) else { return .absent }
+    /// Where one page's runs start in one stream.
+    public typealias PageRestart = (page: UInt64, restart: FixupRestart)
+
+    /// Groups a stream's runs by page, in stream order, as they are written (the encoder)
+    /// or walked (``derive(rebaseRuns:bindRuns:)``): the one place that decides what a page's
+    /// restart point is and when a stream cannot be indexed (a run that crosses a page
+    /// boundary or holds a fixup straddling one, or pages out of order).
+    struct Collector {
+        private var pages: [PageRestart] = []
+        private var indexable = true
+
+        /// Adds `run`, whose stream state before it is `before` (one run).
+        mutating func add(_ run: FixupRun, before: FixupRestart) {
+            let page = run.start / pageSize
+            guard indexable, run.last / pageSize == page, run.last % pageSize <= pageSize - FixupRunWalk.storeSize else {
+                indexable = false
+                return
+            }
+            if let last = pages.last, last.page == page {
+                pages[pages.count - 1].restart.runs += 1
+            } else if pages.last.map({ $0.page < page }) ?? true {
+                pages.append((page, before))
+            } else {
+                indexable = false
+            }
+        }
+
+        /// The stream's restart points per page; nil when it cannot be indexed.
+        var restarts: [PageRestart]? { indexable ? pages : nil }
+    }
+
+    /// The index of two streams' restart points (``FixupRuns/Encoded/pages``): ``absent``
+    /// when either cannot be indexed.
+    public init(rebases: [PageRestart]?, binds: [PageRestart]?) {
+        guard let rebases, let binds else {
+            self = .absent
+            return
+        }
         var pages: [FixupPage] = []
         var (r, b) = (0, 0)
         while r < rebases.count || b < binds.count {
@@ -100,31 +131,25 @@ public struct FixupPageIndex: Equatable, Sendable {
             if b < binds.count, binds[b].page == page { entry.binds = binds[b].restart; b += 1 }
             pages.append(entry)
         }
-        return FixupPageIndex(pages: pages)
+        self.init(pages: pages)
     }
 
-    /// Per page, in page order, the restart point of one stream; nil when it cannot be indexed.
-    private static func restarts(_ runs: ArraySlice<UInt8>, path: String, rebases: Bool) throws(ClosureError) -> [(page: UInt64, restart: FixupRestart)]? {
-        var result: [(page: UInt64, restart: FixupRestart)] = []
-        var cursor = try FixupRunCursor(runs, path: path)
-        var target: UInt64 = 0
-        while true {
-            let (offset, location, targetBefore) = (cursor.offset, cursor.previousLocation, target)
-            guard let run = try cursor.nextRun() else { break }
-            let page = run.start / pageSize
-            guard run.last / pageSize == page, run.last % pageSize <= pageSize - 8 else { return nil }
-            for _ in 0..<run.count {
-                if rebases { target = try cursor.nextRebaseTarget(after: target) } else { _ = try cursor.nextBind() }
-            }
-            if let last = result.last, last.page == page {
-                result[result.count - 1].restart.runs += 1
-            } else {
-                guard result.last.map({ $0.page < page }) ?? true else { return nil }
-                result.append((page, FixupRestart(runs: 1, offset: offset, location: location, target: rebases ? targetBefore : 0)))
-            }
+    /// The page index two run streams call for, walked (``FixupRunWalk``) and grouped by
+    /// page as the encoder groups them. The builder records the index as it encodes;
+    /// `verify` walks the runs again and compares.
+    public static func derive(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>) throws(FixupStreamFault) -> FixupPageIndex {
+        var rebases = Collector(), binds = Collector()
+        do throws(FixupFault) {
+            try FixupRunWalk(rebaseRuns).forEachRebase { (run, before) throws(FixupFault) in rebases.add(run, before: before) } _: { _, _ in }
+        } catch {
+            throw FixupStreamFault(.rebases, error)
         }
-        try cursor.finish()
-        return result
+        do throws(FixupFault) {
+            try FixupRunWalk(bindRuns).forEachBind { (run, before) throws(FixupFault) in binds.add(run, before: before) } _: { _, _, _ in }
+        } catch {
+            throw FixupStreamFault(.binds, error)
+        }
+        return FixupPageIndex(rebases: rebases.restarts, binds: binds.restarts)
     }
 
     /// Every page of the index, decoded (a page-in launch's lookup table, verify, dump, tests).
@@ -152,8 +177,8 @@ public struct FixupPageIndex: Equatable, Sendable {
         }
         guard cursor.pagesLeft > 0 else { return try cursor.finish() }
         // The streams' run counts (their first numbers): a stream is otherwise decoded only as it is applied.
-        var rebaseRunsLeft = try FixupRunCursor.runCount(rebaseRuns, path: path)
-        var bindRunsLeft = try FixupRunCursor.runCount(bindRuns, path: path)
+        var rebaseRunsLeft = try FixupRunWalk.runCount(rebaseRuns, path: path)
+        var bindRunsLeft = try FixupRunWalk.runCount(bindRuns, path: path)
         while let page = try cursor.next() {
             let entryEnd = cursor.offset
             func bad(_ what: String) -> ClosureError {

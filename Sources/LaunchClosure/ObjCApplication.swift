@@ -8,15 +8,29 @@ extension LaunchClosure {
         guard index < objc.bindRuns.count, !objc.bindRuns[index].isEmpty else { return }
         let writer = memory.writer(image: index)
         if UnsafeFixupLoop.applyBinds(objc.bindRuns[index], writer: writer, targetValues: targetValues) { return }
-        func invalid(_ what: String) -> ClosureError { .invalid(path: closurePath, image: images[index].path, what: "Objective-C writes: \(what)") }
-        try Self.reportingInvalid(invalid, "runs") {
-            try Self.writeBinds(objc.bindRuns[index], writer: writer, targetValues: targetValues, closurePath: closurePath, invalid: invalid)
+        do throws(FixupFault) {
+            try Self.writeBinds(objc.bindRuns[index], writer: writer, targetValues: targetValues)
+        } catch {
+            throw .fixups(path: closurePath, image: images[index].path, stream: .objcWrites, fault: error)
         }
     }
 
     /// Image `index`'s Objective-C writes, decoded (verify, dump, tests).
-    public func objcWrites(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
+    public func objcWrites(ofImage index: Int) throws(FixupStreamFault) -> [ResolvedFixup] {
         guard index < objc.bindRuns.count, !objc.bindRuns[index].isEmpty else { return [] }
-        return try FixupRuns.decode(rebaseRuns: [0], bindRuns: objc.bindRuns[index], targets: bindTargets, path: images[index].path)
+        do throws(FixupFault) {
+            return try FixupRuns.decodeBinds(FixupRunWalk(objc.bindRuns[index]), targets: bindTargets)
+        } catch {
+            throw FixupStreamFault(.objcWrites, error)
+        }
+    }
+
+    /// ``objcWrites(ofImage:)``, a fault named with the closure's path.
+    public func objcWrites(ofImage index: Int, closurePath: String) throws(ClosureError) -> [ResolvedFixup] {
+        do throws(FixupStreamFault) {
+            return try objcWrites(ofImage: index)
+        } catch {
+            throw .fixups(path: closurePath, image: images[index].path, stream: error.stream, fault: error.fault)
+        }
     }
 }

@@ -10,7 +10,7 @@ extension ClosureDump {
         guard !objc.bindRuns.isEmpty || !objc.loads.isEmpty else { return "objective-c: none\n" }
         var out = "objective-c: \(objc.totalWrites) writes, \(objc.loads.count) +load call\(objc.loads.count == 1 ? "" : "s")\n"
         for index in objc.bindRuns.indices where index < closure.images.count {
-            let writes = try closure.objcWrites(ofImage: index)
+            let writes = try closure.objcWrites(ofImage: index, closurePath: path)
             guard !writes.isEmpty else { continue }
             out += "  \(imageLabel(index)): \(writes.count) write\(writes.count == 1 ? "" : "s")"
                 + (ClosureDump.holdsRuntimeTables(writes) ? " (class and category tables)" : " (selectors)") + "\n"

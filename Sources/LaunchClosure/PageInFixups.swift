@@ -71,43 +71,25 @@ public final class PageInFixups: PageFixupSource, @unchecked Sendable {
         guard low < image.pages.count, image.pages[low].page == number else { return nil }
         let entry = image.pages[low]
         let base = page.imageBase
-        var runOffset = 0
-        do throws(ClosureError) {
-            var rebases = FixupRunCursor(image.rebaseRuns, path: image.path, restart: entry.rebases)
-            var target = entry.rebases.target
-            runOffset = rebases.offset
-            while let run = try rebases.nextRun() {
-                guard page.contains(start: run.start, count: run.count, stride: run.stride) else {
-                    return .runOffPage(image: index, vmOffset: page.vmOffset, runStart: run.start)
-                }
-                var location = run.start
-                for _ in 0..<run.count {
-                    target = try rebases.nextRebaseTarget(after: target)
-                    let offset = target & 0x00ff_ffff_ffff_ffff
-                    guard offset < image.vmSize else { return .rebaseTarget(image: index, vmOffset: page.vmOffset, target: offset) }
-                    page.storeInCheckedRun((base &+ offset) | (target & 0xff00_0000_0000_0000), atImageOffset: location)
-                    location &+= run.stride
-                }
-                runOffset = rebases.offset
+        let vmSize = image.vmSize
+        let targetValues = targetValues
+        do throws(FixupFault) {
+            try FixupRunWalk(image.rebaseRuns, restart: entry.rebases).forEachRebase { (run, _) throws(FixupFault) in
+                guard page.contains(run) else { throw .runOffPage(start: run.start) }
+            } _: { (location, target) throws(FixupFault) in
+                guard target.offset < vmSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
+                try page.store(target.value(imageBase: base), atImageOffset: location)
             }
-            var binds = FixupRunCursor(image.bindRuns, path: image.path, restart: entry.binds)
-            let targetCount = UInt64(targetValues.count)
-            runOffset = binds.offset
-            while let run = try binds.nextRun() {
-                guard page.contains(start: run.start, count: run.count, stride: run.stride) else {
-                    return .runOffPage(image: index, vmOffset: page.vmOffset, runStart: run.start)
+            try FixupRunWalk(image.bindRuns, restart: entry.binds).forEachBind { (run, _) throws(FixupFault) in
+                guard page.contains(run) else { throw .runOffPage(start: run.start) }
+            } _: { (location, targetIndex, addend) throws(FixupFault) in
+                guard targetIndex < UInt64(targetValues.count) else {
+                    throw .bindTargetPastTable(index: targetIndex, tableSize: targetValues.count)
                 }
-                var location = run.start
-                for _ in 0..<run.count {
-                    let (targetIndex, addend) = try binds.nextBind()
-                    guard targetIndex < targetCount else { return .bindTarget(image: index, vmOffset: page.vmOffset, index: targetIndex) }
-                    page.storeInCheckedRun(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), atImageOffset: location)
-                    location &+= run.stride
-                }
-                runOffset = binds.offset
+                try page.store(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), atImageOffset: location)
             }
         } catch {
-            return .corruptRuns(image: index, vmOffset: page.vmOffset, byteOffset: runOffset)
+            return .fixups(image: index, vmOffset: page.vmOffset, error)
         }
         return nil
     }

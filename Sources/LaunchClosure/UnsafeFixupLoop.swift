@@ -1,7 +1,7 @@
 import LoaderCore
 
 /// The fast path's apply loop over the raw bytes of a run stream: the same decoding as
-/// ``FixupRunCursor`` and the same checks as the checked loop
+/// ``FixupRunWalk`` and the same checks as the checked loop
 /// (``LaunchClosure/applyFixups(ofImage:memory:targetValues:closurePath:)``), with one
 /// pointer compare per byte instead of a slice's index checks, and the stores written
 /// straight into the run the writer accepted.
@@ -18,7 +18,7 @@ enum UnsafeFixupLoop {
     static func applyRebases(_ runs: ArraySlice<UInt8>, writer: ImageWriter, vmSize: UInt64) -> Bool {
         runs.withUnsafeBytes { bytes in
             var stream = UnsafeRawStream(bytes)
-            guard let runCount = stream.count(minimumSize: 3) else { return false }
+            guard let runCount = stream.count(minimumSize: FixupRunWalk.minimumRunSize) else { return false }
             let base = writer.base
             var location: UInt64 = 0, target: UInt64 = 0
             for _ in 0..<runCount {
@@ -27,9 +27,9 @@ enum UnsafeFixupLoop {
                 for _ in 0..<run.count {
                     guard let delta = stream.sleb() else { return false }
                     target &+= delta
-                    let offset = target & 0x00ff_ffff_ffff_ffff
-                    guard offset < vmSize else { return false }
-                    store((base &+ offset) | (target & 0xff00_0000_0000_0000), at: address)
+                    let rebase = RebaseTarget(bits: target)
+                    guard rebase.offset < vmSize else { return false }
+                    store(rebase.value(imageBase: base), at: address)
                     address &+= run.stride
                 }
             }
@@ -43,7 +43,7 @@ enum UnsafeFixupLoop {
         runs.withUnsafeBytes { bytes in
             targetValues.withUnsafeBufferPointer { values in
                 var stream = UnsafeRawStream(bytes)
-                guard let runCount = stream.count(minimumSize: 3) else { return false }
+                guard let runCount = stream.count(minimumSize: FixupRunWalk.minimumRunSize) else { return false }
                 let targetCount = UInt64(values.count)
                 var location: UInt64 = 0
                 for _ in 0..<runCount {

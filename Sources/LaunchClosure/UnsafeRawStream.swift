@@ -1,3 +1,5 @@
+import LoaderCore
+
 /// Closure bytes read through a pointer (the fast path's apply loop, the bind-target
 /// table): every read compares against the end first, and any malformed number is a nil
 /// that sends the caller to its checked reader.
@@ -85,18 +87,16 @@ struct UnsafeRawStream {
         return Int(value)
     }
 
-    /// The next run's header, as ``FixupRunCursor/nextRun()`` reads and checks it: start (a
-    /// delta from `location`, the previous run's last location, which it updates), count,
-    /// stride; nil for an empty or overflowing run.
+    /// The next run's header, as ``FixupRunWalk`` reads and checks it: start (a delta from
+    /// `location`, the previous run's last location, which it updates), count, stride; nil
+    /// for an empty or overflowing run.
     @inline(__always)
     mutating func run(after location: inout UInt64) -> FixupRun? {
-        guard let delta = uleb(), let count = count(), count > 0, let stride = uleb() else { return nil }
+        guard let delta = uleb(), let count = count(), let stride = uleb() else { return nil }
         let (start, overflow) = location.addingReportingOverflow(delta)
-        let (span, spanOverflow) = UInt64(count - 1).multipliedReportingOverflow(by: stride)
-        let (last, lastOverflow) = start.addingReportingOverflow(span)
-        guard !overflow, !spanOverflow, !lastOverflow else { return nil }
-        location = last
-        return FixupRun(start: start, count: count, stride: stride, last: last)
+        guard !overflow, let run = FixupRun(start: start, count: count, stride: stride) else { return nil }
+        location = run.last
+        return run
     }
 }
 
@@ -124,10 +124,10 @@ extension ClosureReader {
     }
 }
 
-extension FixupRunCursor {
-    /// The run count a run stream starts with, bounded by its bytes as the cursor bounds it,
-    /// read through a pointer (no reader made); a stream it does not accept goes to the
-    /// checked cursor, which names the offset and what is wrong.
+extension FixupRunWalk {
+    /// The run count a run stream starts with, bounded by its bytes as the walk bounds it,
+    /// read through a pointer (no reader made); a count it does not accept is read again by
+    /// the checked reader, which names the offset and what is wrong.
     static func runCount(_ runs: ArraySlice<UInt8>, path: String) throws(ClosureError) -> Int {
         let counted: Int? = runs.withUnsafeBytes { bytes in
             var stream = UnsafeRawStream(bytes)
@@ -135,6 +135,11 @@ extension FixupRunCursor {
             return Int(value)
         }
         if let counted { return counted }
-        return try FixupRunCursor(runs, path: path).runsTotal
+        var reader = FixupStreamReader(runs)
+        do throws(FixupFault) {
+            return try reader.count(minimumSize: minimumRunSize, else: .runCountTooLarge)
+        } catch {
+            throw .corrupt(path: path, offset: reader.position, what: "run stream: \(error)")
+        }
     }
 }

@@ -22,20 +22,20 @@ public struct PageBuffer {
     public let imageBase: UInt64
     public var size: UInt64 { staging.size }
 
-    /// Whether a run of `count` 8-byte locations `stride` apart from `start` (offsets from the
-    /// image's base) lies wholly on this page: the one check per run before its stores.
+    /// Whether `run` (offsets from the image's base) lies wholly on this page: the one
+    /// check per run before its stores.
     @inline(__always)
-    public func contains(start: UInt64, count: Int, stride: UInt64) -> Bool {
-        let (span, spanOverflow) = UInt64(max(count, 1) - 1).multipliedReportingOverflow(by: stride)
-        let (last, lastOverflow) = start.addingReportingOverflow(span)
-        return count > 0 && !spanOverflow && !lastOverflow && start >= vmOffset && last >= start
-            && last - vmOffset <= staging.size - 8
+    public func contains(_ run: FixupRun) -> Bool {
+        run.start >= vmOffset && run.last >= run.start && run.last - vmOffset <= staging.size - 8
     }
 
-    /// Stores a word at `imageOffset`, which must lie in a run ``contains(start:count:stride:)`` accepted.
+    /// Stores a word at `imageOffset` (an offset from the image's base) when its 8 bytes lie
+    /// on this page; a location off the page is a fault, not a store.
     @inline(__always)
-    public func storeInCheckedRun(_ value: UInt64, atImageOffset imageOffset: UInt64) {
-        UnsafeMemory.store64(value, at: staging.address &+ (imageOffset &- vmOffset))
+    public func store(_ value: UInt64, atImageOffset imageOffset: UInt64) throws(FixupFault) {
+        let inPage = imageOffset &- vmOffset
+        guard imageOffset >= vmOffset, inPage <= staging.size - 8 else { throw .runOffPage(start: imageOffset) }
+        UnsafeMemory.store64(value, at: staging.address &+ inPage)
     }
 }
 
@@ -47,12 +47,9 @@ public enum PageFillFailure: Error, Equatable, Sendable, CustomStringConvertible
     /// Reading the page's file bytes failed (errno), or the file is shorter than planned.
     case fileRead(image: Int, vmOffset: UInt64, errno: Int32)
     case fileShort(image: Int, vmOffset: UInt64, got: Int, expected: Int)
-    /// A run read from the page's restart point does not lie on the page.
-    case runOffPage(image: Int, vmOffset: UInt64, runStart: UInt64)
-    /// A rebase target outside the image, a bind-target index past the table, corrupt runs.
-    case rebaseTarget(image: Int, vmOffset: UInt64, target: UInt64)
-    case bindTarget(image: Int, vmOffset: UInt64, index: UInt64)
-    case corruptRuns(image: Int, vmOffset: UInt64, byteOffset: Int)
+    /// The page's fixups: a run off the page, a target outside the image or the table, or
+    /// runs that do not decode (the same fault an eager launch reports).
+    case fixups(image: Int, vmOffset: UInt64, FixupFault)
     /// `UFFDIO_COPY` failed (errno).
     case install(address: UInt64, errno: Int32)
     /// Reading the userfaultfd or waiting on it failed: the handler stopped.
@@ -65,10 +62,7 @@ public enum PageFillFailure: Error, Equatable, Sendable, CustomStringConvertible
         case let .fileRead(image, offset, errno): return "\(page(image, offset)): reading its file bytes failed: \(String(cString: strerror(errno)))"
         case let .fileShort(image, offset, got, expected):
             return "\(page(image, offset)): the file holds \(got) of its \(expected) bytes (it shrank since launch)"
-        case let .runOffPage(image, offset, start): return "\(page(image, offset)): fixup run at +0x\(String(start, radix: 16)) is not on the page"
-        case let .rebaseTarget(image, offset, target): return "\(page(image, offset)): rebase target +0x\(String(target, radix: 16)) is outside the image"
-        case let .bindTarget(image, offset, index): return "\(page(image, offset)): bind target index \(index) is past the table"
-        case let .corruptRuns(image, offset, byteOffset): return "\(page(image, offset)): fixup runs are corrupt at byte \(byteOffset)"
+        case let .fixups(image, offset, fault): return "\(page(image, offset)): \(fault)"
         case let .install(address, errno): return "UFFDIO_COPY at 0x\(String(address, radix: 16)) failed: \(String(cString: strerror(errno)))"
         case .handlerStopped: return "reading or polling the userfaultfd failed: the handler stopped"
         }

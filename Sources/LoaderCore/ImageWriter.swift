@@ -1,7 +1,9 @@
 /// Stores fixups into one mapped image, each checked to lie in one of the image's writable
 /// segments: the check ``LaunchMemory/store(_:image:vmOffset:)`` makes, against ranges
 /// taken from the plan once per image instead of the plan's segments on every store. What
-/// the slow path writes through, fixup by fixup, and the fast path run by run.
+/// the slow path writes through, fixup by fixup, and the fast path's checked loop run by run
+/// (``accept(_:)``, then ``store(_:at:in:)``). Every store here is checked; the unchecked
+/// loops that write through a run the writer accepted live in `Unsafe*` files.
 public struct ImageWriter: Sendable {
     /// Where the image's preferred base was mapped.
     public let base: UInt64
@@ -29,30 +31,41 @@ public struct ImageWriter: Sendable {
         throw .mapping(image: path, reason: "fixup at offset 0x\(String(vmOffset, radix: 16)) is outside every writable segment")
     }
 
-    /// Fails unless a run of `count` 8-byte locations `stride` apart from `start` (offsets
-    /// from the image's base), whose last location the caller computed without overflow as
-    /// `last`, lies inside one writable segment. The fast path's one check per run: stores
-    /// into the run (``storeInCheckedRun(_:at:)``) need no other.
-    @inline(__always)
-    public func checkRun(start: UInt64, last: UInt64) throws(LoadError) {
-        if accepts(start: start, last: last) { return }
-        throw .mapping(image: path, reason: "fixup run 0x\(String(start, radix: 16))-0x\(String(last &+ 8, radix: 16)) is outside every writable segment")
-    }
-
-    /// Whether ``checkRun(start:last:)`` accepts the run: no error built, for loops that
-    /// leave the reporting to a checked pass.
+    /// Whether a run of 8-byte locations from `start` to `last` (offsets from the image's
+    /// base) lies inside one writable segment: the fast path's one check per run.
     @inlinable
     public func accepts(start: UInt64, last: UInt64) -> Bool {
-        for range in writable where start >= range.start && last - range.start <= range.lastStore {
+        for range in writable where start >= range.start && last >= start && last - range.start <= range.lastStore {
             return true
         }
         return false
     }
 
-    /// Stores a word at `address`, which must lie in a run ``checkRun(start:last:)`` accepted.
-    @inline(__always)
-    public func storeInCheckedRun(_ value: UInt64, at address: UInt64) {
-        UnsafeMemory.store64(value, at: address)
+    /// A run this writer accepts, to store into with ``store(_:at:in:)``; nil when the run is
+    /// not inside one writable segment.
+    @inlinable
+    public func accept(_ run: FixupRun) -> AcceptedRun? {
+        accepts(start: run.start, last: run.last) ? AcceptedRun(run: run, base: base) : nil
+    }
+
+    /// Writes `value` at `location` (an offset from the image's base) of a run ``accept(_:)``
+    /// gave: checked against the run's bounds, one comparison, no segment search.
+    @inlinable
+    public func store(_ value: UInt64, at location: UInt64, in accepted: AcceptedRun) {
+        precondition(accepted.base == base && location >= accepted.run.start && location <= accepted.run.last,
+                     "store outside its accepted run")
+        UnsafeMemory.store64(value, at: base &+ location)
+    }
+}
+
+/// A run that an ``ImageWriter`` accepted: only the writer makes one.
+public struct AcceptedRun: Sendable {
+    public let run: FixupRun
+    /// The base of the image whose writer accepted it.
+    @usableFromInline let base: UInt64
+    @usableFromInline init(run: FixupRun, base: UInt64) {
+        self.run = run
+        self.base = base
     }
 }
 

@@ -33,7 +33,7 @@ public struct ResolvedFixup: Equatable, Hashable, Sendable {
     public func value(imageBase: UInt64, imageBases: [UInt64]) -> UInt64 {
         switch kind {
         case let .rebase(targetOffset, high8):
-            return (imageBase &+ targetOffset) | UInt64(high8) << 56
+            return RebaseTarget(offset: targetOffset, high8: high8).value(imageBase: imageBase)
         case let .bind(.image(index, offset), addend):
             return imageBases[index] &+ offset &+ UInt64(bitPattern: addend)
         case let .bind(.absolute(value), addend):

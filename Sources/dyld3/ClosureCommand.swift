@@ -55,7 +55,7 @@ enum ClosureJSON {
         let header = dump.header
         var images: [JSONValue] = []
         for index in closure.images.indices {
-            images.append(try image(index, closure))
+            images.append(try image(index, closure, closurePath: dump.path))
         }
         return .object([
             ("path", .string(dump.path)),
@@ -82,11 +82,11 @@ enum ClosureJSON {
             ("missingWeakDylibs", .array(closure.missingWeakDylibs.map {
                 .object([("installName", .string($0.installName)), ("neededBy", .string($0.neededBy))])
             })),
-            ("objc", try objc(closure)),
+            ("objc", try objc(closure, closurePath: dump.path)),
         ])
     }
 
-    static func image(_ index: Int, _ closure: LaunchClosure) throws(ClosureError) -> JSONValue {
+    static func image(_ index: Int, _ closure: LaunchClosure, closurePath: String) throws(ClosureError) -> JSONValue {
         let image = closure.images[index]
         let identity = image.identity
         return .object([
@@ -128,7 +128,7 @@ enum ClosureJSON {
             ("rebaseRunBytes", .int(Int64(image.rebaseRuns.count))),
             ("bindRunBytes", .int(Int64(image.bindRuns.count))),
             ("fixupPageIndex", try pageIndex(image)),
-            ("fixups", .array(try closure.fixups(ofImage: index).map { fixup($0, image: index) })),
+            ("fixups", .array(try closure.fixups(ofImage: index, closurePath: closurePath).map { fixup($0, image: index) })),
         ])
     }
 

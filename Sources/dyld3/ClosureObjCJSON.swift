@@ -6,12 +6,12 @@ extension ClosureJSON {
     /// The `objc` member of `closure dump --json`: null without an Objective-C step; else
     /// per image with writes its index, write count and whether they are the runtime's
     /// tables, and the `+load` calls in the order they run.
-    static func objc(_ closure: LaunchClosure) throws(ClosureError) -> JSONValue {
+    static func objc(_ closure: LaunchClosure, closurePath: String) throws(ClosureError) -> JSONValue {
         let objc = closure.objc
         guard !objc.bindRuns.isEmpty || !objc.loads.isEmpty else { return .null }
         var images: [JSONValue] = []
         for index in objc.bindRuns.indices where index < closure.images.count {
-            let writes = try closure.objcWrites(ofImage: index)
+            let writes = try closure.objcWrites(ofImage: index, closurePath: closurePath)
             guard !writes.isEmpty else { continue }
             images.append(.object([
                 ("image", .int(Int64(index))),

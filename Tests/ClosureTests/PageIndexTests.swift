@@ -15,7 +15,7 @@ extension ClosureTests {
         let encoded = FixupRuns.encodeRebases(fixups, plan: Self.examplePlan)
         // 2 runs: 0x2ff0 ×2 stride 8, then 0x3000 (0x10 after 0x2ff8) ×2 stride 8.
         #expect(encoded.bytes == [0x02, 0xf0, 0x5f, 0x02, 0x08, 0x80, 0x02, 0x00, 0x08, 0x02, 0x08, 0x00, 0x00])
-        let index = try FixupPageIndex.derive(rebaseRuns: encoded.bytes[...], bindRuns: [0], path: "pages").pages(path: "pages")
+        let index = try FixupPageIndex.derive(rebaseRuns: encoded.bytes[...], bindRuns: [0]).pages(path: "pages")
         #expect(index.pageSize == 4096)
         #expect(index.pages == [
             FixupPage(page: 2, rebases: FixupRestart(runs: 1, offset: 1, location: 0, target: 0), binds: .none),
@@ -35,7 +35,7 @@ extension ClosureTests {
         var table: [BindTarget: Int] = [:]
         let rebaseRuns = FixupRuns.encodeRebases(rebases, plan: Self.examplePlan).bytes
         let bindRuns = FixupRuns.encodeBinds(binds, plan: Self.examplePlan, targets: &targets, targetIndex: &table).bytes
-        let index = try FixupPageIndex.derive(rebaseRuns: rebaseRuns[...], bindRuns: bindRuns[...], path: "example")
+        let index = try FixupPageIndex.derive(rebaseRuns: rebaseRuns[...], bindRuns: bindRuns[...])
         #expect(index.bytes == [
             0x80, 0x20, 0x03,                   // page size 4096, 3 pages
             0x01, 0x01, 0x01, 0x00, 0x00, 0x00, // page 1: 1 rebase run at byte 1, from location 0, target 0; no binds
@@ -48,7 +48,7 @@ extension ClosureTests {
     @Test func aFixupStraddlingPagesLeavesNoIndex() throws {
         let fixups = [ResolvedFixup(vmOffset: 0x2ffc, kind: .rebase(targetOffset: 0x100, high8: 0))]
         let encoded = FixupRuns.encodeRebases(fixups, plan: Self.examplePlan)
-        let index = try FixupPageIndex.derive(rebaseRuns: encoded.bytes[...], bindRuns: [0], path: "straddle")
+        let index = try FixupPageIndex.derive(rebaseRuns: encoded.bytes[...], bindRuns: [0])
         #expect(index == .absent)
         #expect(try index.pages(path: "straddle").pageSize == 0)
     }

@@ -55,7 +55,7 @@ import Testing
             closure.images[main].bindRuns = runs.bytes[...]
             closure.images[main].bindCount = runs.count
         }
-        if let index = try? FixupPageIndex.derive(rebaseRuns: closure.images[main].rebaseRuns, bindRuns: closure.images[main].bindRuns, path: "forged"),
+        if let index = try? FixupPageIndex.derive(rebaseRuns: closure.images[main].rebaseRuns, bindRuns: closure.images[main].bindRuns),
            (try? ClosureFile.decode(ClosureFile.encode({ var c = closure; c.images[main].fixupPageIndex = index; return c }()), path: "forged")) != nil {
             closure.images[main].fixupPageIndex = index
         } else {

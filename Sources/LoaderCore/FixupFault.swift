@@ -1,0 +1,131 @@
+/// A rebase's target as a closure stores it: the offset in its own image in the low 56 bits,
+/// the pointer's top byte (`high8`, such as a tagged C++ type-name pointer's bit 63) above.
+/// The one definition of that bit layout: the run format, the apply loops, the page-in
+/// handler and the memory digest all read it through here.
+public struct RebaseTarget: Equatable, Hashable, Sendable {
+    /// The low 56 bits: an address or an offset.
+    public static let addressMask: UInt64 = 0x00ff_ffff_ffff_ffff
+    /// The top byte, kept as it is when a pointer is slid.
+    public static let high8Mask: UInt64 = 0xff00_0000_0000_0000
+    public static let high8Shift: UInt64 = 56
+
+    /// The packed word (what a rebase run entry delta-codes).
+    public var bits: UInt64
+
+    @inlinable
+    public init(bits: UInt64) { self.bits = bits }
+
+    @inlinable
+    public init(offset: UInt64, high8: UInt8) {
+        bits = (offset & Self.addressMask) | UInt64(high8) << Self.high8Shift
+    }
+
+    /// Offset of the target from its image's preferred base.
+    @inlinable
+    public var offset: UInt64 { bits & Self.addressMask }
+    @inlinable
+    public var high8: UInt8 { UInt8(truncatingIfNeeded: bits >> Self.high8Shift) }
+
+    /// The pointer to store when the image's base is mapped at `imageBase`.
+    @inlinable
+    public func value(imageBase: UInt64) -> UInt64 {
+        (imageBase &+ offset) | (bits & Self.high8Mask)
+    }
+}
+
+/// One run of fixups: `count` 8-byte locations from `start`, `stride` bytes apart (offsets
+/// from the image's base). Whoever made it checked that `last` = start + (count − 1) ×
+/// stride does not overflow and that count is not 0.
+public struct FixupRun: Equatable, Sendable {
+    public let start: UInt64
+    public let count: Int
+    public let stride: UInt64
+    public let last: UInt64
+
+    @inlinable
+    public init(start: UInt64, count: Int, stride: UInt64, last: UInt64) {
+        self.start = start
+        self.count = count
+        self.stride = stride
+        self.last = last
+    }
+
+    /// The run of `count` (≥ 1) locations `stride` apart from `start`, or nil when its last
+    /// location overflows.
+    @inlinable
+    public init?(start: UInt64, count: Int, stride: UInt64) {
+        guard count > 0 else { return nil }
+        let (span, spanOverflow) = UInt64(count - 1).multipliedReportingOverflow(by: stride)
+        let (last, lastOverflow) = start.addingReportingOverflow(span)
+        guard !spanOverflow, !lastOverflow else { return nil }
+        self.init(start: start, count: count, stride: stride, last: last)
+    }
+}
+
+/// What is wrong with a fixup run stream or one of its fixups: the one fault value every
+/// consumer of the run format reports (the eager apply, the page-in handler, decoding,
+/// verification, the page index). Built without allocation, so the page-in handler can
+/// make one; worded only when someone reads it.
+public enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Why a stream does not decode.
+    public enum Corruption: UInt8, Equatable, Sendable, CustomStringConvertible {
+        case truncatedNumber, numberTooLarge, runCountTooLarge, entryCountTooLarge, emptyRun, runOverflows
+        case bytesAfterLastRun, restartPastEnd
+
+        public var description: String {
+            switch self {
+            case .truncatedNumber: "truncated number"
+            case .numberTooLarge: "number too large"
+            case .runCountTooLarge: "the run count is more than the stream holds"
+            case .entryCountTooLarge: "the run's fixup count is more than the stream holds"
+            case .emptyRun: "empty run"
+            case .runOverflows: "run overflows the address space"
+            case .bytesAfterLastRun: "bytes after the last run"
+            case .restartPastEnd: "restart point past the end of the stream"
+            }
+        }
+    }
+
+    /// The stream does not decode at `byteOffset` (an offset in the closure body).
+    case corrupt(byteOffset: Int, Corruption)
+    /// A run whose 8-byte locations from `start` to `last` do not lie inside one writable
+    /// segment of the image.
+    case runOutsideSegments(start: UInt64, last: UInt64)
+    /// A run read from a page's restart point that does not lie on that page.
+    case runOffPage(start: UInt64)
+    /// A rebase whose target offset is not inside the image.
+    case rebaseTargetOutsideImage(target: UInt64)
+    /// A bind whose target index is not in the closure's bind-target table.
+    case bindTargetPastTable(index: UInt64, tableSize: Int)
+
+    public var description: String {
+        func hex(_ value: UInt64) -> String { "0x\(String(value, radix: 16))" }
+        switch self {
+        case let .corrupt(offset, corruption): return "corrupt at offset \(hex(UInt64(offset))) (in the uncompressed body): \(corruption)"
+        case let .runOutsideSegments(start, last): return "fixup run \(hex(start))-\(hex(last &+ 8)) is outside every writable segment"
+        case let .runOffPage(start): return "fixup run at +\(hex(start)) is not on the page"
+        case let .rebaseTargetOutsideImage(target): return "rebase target \(hex(target)) is outside the image"
+        case let .bindTargetPastTable(index, size): return "bind target index \(index) is past the table (\(size) entries)"
+        }
+    }
+}
+
+/// Which run stream of an image a ``FixupFault`` is in: named in messages.
+public enum FixupStream: String, Equatable, Sendable {
+    case rebases = "rebase runs"
+    case binds = "bind runs"
+    case objcWrites = "Objective-C write runs"
+}
+
+/// A ``FixupFault`` and the stream it is in: what decoding one image's runs throws.
+public struct FixupStreamFault: Error, Equatable, Sendable, CustomStringConvertible {
+    public let stream: FixupStream
+    public let fault: FixupFault
+
+    public init(_ stream: FixupStream, _ fault: FixupFault) {
+        self.stream = stream
+        self.fault = fault
+    }
+
+    public var description: String { "\(stream.rawValue): \(fault)" }
+}

@@ -1,0 +1,93 @@
+import Dyld3
+import Foundation
+@testable import LaunchClosure
+import LoaderCore
+import TestSupport
+import Testing
+
+/// Every consumer of the fixup-run format walks one closure and they must agree: the
+/// encoder's page index and the one walked back from the runs, each page's fixups decoded
+/// from its restart point and the whole-stream decode, the checked walk's stores, the
+/// pointer loop's stores and the page-in handler's fills (word for word against the values
+/// the decoded fixups call for), and verification.
+@Suite(.serialized) struct RunFormatAgreementTests {
+    static let launchable = SlowPathTests.apps.filter(\.launches)
+
+    @Test(arguments: launchable)
+    func everyConsumerOfTheRunsAgrees(_ app: FixtureApp) throws {
+        let closure = try app.closure()
+        #expect(closure.consistencyProblems().isEmpty, "\(app)")
+        let slide = PageInTests.randomSlide()
+
+        // Decode, page index, per-page decode.
+        var decoded: [[ResolvedFixup]] = []
+        for index in closure.images.indices {
+            let image = closure.images[index]
+            let all = try closure.fixups(ofImage: index)
+            #expect(all.count == image.rebaseCount + image.bindCount, "\(app) \(image.path)")
+            decoded.append(all)
+            let walked = try FixupPageIndex.derive(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns)
+            #expect(walked == image.fixupPageIndex, "\(app) \(image.path): the encoder's index and the walked one differ")
+            let (pageSize, pages) = try image.fixupPageIndex.pages(path: image.path)
+            var onPages = 0
+            for page in pages {
+                let alone = try closure.fixups(ofImage: index, page: page)
+                #expect(alone == all.filter { $0.vmOffset / pageSize == page.page }, "\(app) \(image.path) page \(page.page)")
+                onPages += alone.count
+            }
+            #expect(pageSize == 0 || onPages == all.count, "\(app) \(image.path)")
+        }
+
+        // The checked walk, the pointer loop and the page-in handler, each into its own
+        // mapping at its own slide: the words the decoded fixups call for, and the same
+        // memory once pointers are taken relative to each region (the launch digest).
+        let plans = closure.images.map(\.plan)
+        let checked = try LaunchMemory(plans: plans, firstSlide: nil)
+        defer { checked.release() }
+        let checkedValues = closure.bindTargetValues(checked)
+        for index in closure.images.indices {
+            try closure.applyFixupsChecked(ofImage: index, writer: checked.writer(image: index), targetValues: checkedValues,
+                                           closurePath: "agreement")
+        }
+        try Self.expectDecodedValues(decoded, in: checked, "\(app) checked walk")
+
+        let fast = try LaunchMemory(plans: plans, firstSlide: nil)
+        defer { fast.release() }
+        let fastValues = closure.bindTargetValues(fast)
+        for index in closure.images.indices {
+            try closure.applyFixups(ofImage: index, memory: fast, targetValues: fastValues, closurePath: "agreement")
+        }
+        try Self.expectDecodedValues(decoded, in: fast, "\(app) pointer loop")
+
+        // The page-in launch writes its Objective-C words after the fixups: so do the others.
+        for index in closure.objc.bindRuns.indices {
+            try closure.applyObjCWrites(ofImage: index, memory: checked, targetValues: checkedValues, closurePath: "agreement")
+            try closure.applyObjCWrites(ofImage: index, memory: fast, targetValues: fastValues, closurePath: "agreement")
+        }
+        let request = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: slide, run: false, fixups: .pageIn)
+        var report = LaunchReport(mode: "dyld3")
+        var clock = PhaseClock()
+        let launch = try FastPath.launch(closure, closurePath: "agreement", request: request, report: &report, clock: &clock)
+        defer { launch.memory.release() }
+        PageInTests.expectPageInOrFallback(launch.report.fixupsMode, launch.report.fixupsFallbackReason, "\(app)")
+        if closure.objc.bindRuns.isEmpty { try Self.expectDecodedValues(decoded, in: launch.memory, "\(app) page-in fills") }
+        let pageIn = launch.memory.writableDigest()
+        #expect(pageIn == checked.writableDigest(), "\(app): the page-in fills differ from the checked walk's stores")
+        #expect(pageIn == fast.writableDigest(), "\(app): the page-in fills differ from the pointer loop's stores")
+    }
+
+    /// Every location of `decoded` (per image) holds the value its last fixup calls for at
+    /// `memory`'s bases.
+    static func expectDecodedValues(_ decoded: [[ResolvedFixup]], in memory: LaunchMemory, _ context: String) throws {
+        let bases = memory.images.map(\.base)
+        for index in decoded.indices {
+            var expected: [UInt64: UInt64] = [:]
+            for fixup in decoded[index] { expected[fixup.vmOffset] = fixup.value(imageBase: bases[index], imageBases: bases) }
+            for (vmOffset, value) in expected.sorted(by: { $0.key < $1.key }) {
+                let found = try memory.load(image: index, vmOffset: vmOffset)
+                #expect(found == value, "\(context): image \(index) +0x\(String(vmOffset, radix: 16))")
+                if found != value { return }
+            }
+        }
+    }
+}
