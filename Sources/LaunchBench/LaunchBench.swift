@@ -10,7 +10,7 @@ public enum LaunchBench {
         // freed. Left to its dynamic thresholds, glibc gave the launch helper's arena back
         // after every dyld3 launch (the records and bind targets it decoded are freed on the
         // launch's thread), and the next launch faulted ≈ 200 pages in again while reading
-        // its closure (docs/performance.md, eighth round). Every in-process path gets the
+        // its closure (docs/performance.md, "The bench keeps its freed heap memory"). Every in-process path gets the
         // same policy (dyld2 allocates the most); fresh samples and glibc are other processes.
         if !UnsafeProcessMemory.keepFreedHeapMemory() { log("warning: glibc refused mallopt; freed heap memory goes back to the kernel") }
         let harness = try await GlibcHarness.build(configuration: configuration)

@@ -1,7 +1,7 @@
 import ClosureBuild
 import Foundation
 
-/// The bench's Markdown: tables per measurement and the issue's targets, measured.
+/// The bench's Markdown: tables per measurement and the product's performance targets, measured.
 enum MarkdownReport {
     static func render(_ report: BenchReport) -> String {
         let paths = LaunchPath.allCases.map(\.rawValue)
@@ -139,7 +139,7 @@ enum MarkdownReport {
             })
         }
 
-        out += "\n## Targets (issues 7 and 13), measured\n\n"
+        out += "\n## Targets, measured\n\n"
         out += Targets.evaluate(report).map { "- \($0.met ? "met" : "**missed**"): \($0.text)" }.joined(separator: "\n") + "\n"
         return out
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The issue's targets, evaluated on a report. Reported, never asserted.
+/// The product's performance targets, evaluated on a report. Reported, never asserted.
 enum Targets {
     struct Check {
         var met: Bool
@@ -57,7 +57,7 @@ enum Targets {
         return checks
     }
 
-    /// Issue 14's page-in targets at 400 dylibs (medians of the same rounds).
+    /// The page-in targets at 400 dylibs (medians of the same rounds).
     static func pageInChecks(_ pageIn: PageInResult) -> [Check] {
         let eager = Double(pageIn.eagerLaunch.median), launch = Double(pageIn.launch.median)
         let full = launch + Double(pageIn.touch["100"]?.median ?? 0)

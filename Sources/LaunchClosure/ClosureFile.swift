@@ -83,7 +83,7 @@ public enum ClosureFile {
 
     /// Bodies of at least this many bytes (≈ 28 frameworks and up) start the launch's helper:
     /// from there its share of the work (half the fixups, three quarters of the images
-    /// opened, the plan check) outweighs waking it (docs/performance.md, seventh round).
+    /// opened, the plan check) outweighs waking it (docs/performance.md, "A second core from a 64 KiB body").
     static let helperThreshold = 64 * 1024
 
     /// The largest closure file read: a closure for thousands of images is a few MiB. A

@@ -104,7 +104,7 @@ struct UnsafeRawStream {
 /// pointer: no slice of the body is made, so no reference count is touched. The two threads
 /// of a large launch read one body, and every retain and release of its storage would pass
 /// one cache line between their cores (at 400 frameworks that made each image record ≈ 1.7×
-/// slower to read than on one thread, docs/performance.md).
+/// slower to read than on one thread, docs/performance.md, "The closure read in place").
 extension ClosureReader {
     /// The bytes at `range` (body offsets inside the slice, checked by the caller) decoded
     /// as UTF-8, invalid sequences repaired.
