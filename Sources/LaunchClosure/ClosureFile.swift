@@ -155,8 +155,10 @@ public enum ClosureFile {
     /// Writes `closure` to `path` atomically, read-only, signed with `signer` if given. A
     /// failure leaves any existing file as it was.
     public static func write(_ closure: LaunchClosure, to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
-        if let failure = UnsafeFileIO.writeAtomically(encode(closure, signedWith: signer), to: path) {
-            throw .writeFailed(path: path, what: failure)
+        do throws(SystemCallFailure) {
+            try UnsafeFileIO.writeAtomically(encode(closure, signedWith: signer), to: path)
+        } catch {
+            throw .systemCallFailed(path: path, error)
         }
     }
 }
