@@ -30,12 +30,15 @@ let package = Package(
         .target(name: "MachOInspect", dependencies: ["MachOReader"]),
         // What both launch paths share: files, path resolution, the dependency graph,
         // mapping, initializer order and discovery, the launch request and its last step.
-        .target(name: "LoaderCore", dependencies: ["MachOReader", "CXXHash", "CUserfault"]),
+        .target(name: "LoaderCore", dependencies: [
+            "MachOReader", "CXXHash", "CUserfault", .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         // The dyld2 slow path: parse, resolve, look up by name, on every launch.
         .target(name: "Dyld2", dependencies: ["LoaderCore", "MachOReader"]),
         // Launch closures: the format, the cache, image identity, verification. Resolves nothing.
         .target(name: "LaunchClosure", dependencies: [
             "LoaderCore", "MachOReader", "CZstd", .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Install time: the slow path's resolution written down as a closure.
         .target(name: "ClosureBuild", dependencies: ["Dyld2", "LaunchClosure", "LoaderCore", "MachOReader"]),

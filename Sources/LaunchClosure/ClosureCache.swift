@@ -41,12 +41,13 @@ public struct ClosureCache: Sendable {
         removeAbandonedWrites()
     }
 
-    /// Why launches by this user would refuse every closure written here (the directory's
-    /// owner or mode, ``ClosureOwnership``), or nil when they would trust them.
-    public func trustProblem() -> String? {
-        guard let status = FileStatus.of(directory) else { return nil }
+    /// Checks that launches by this user would trust closures written here; why they would
+    /// refuse every one of them otherwise (the directory's owner or mode, ``ClosureOwnership``).
+    /// A directory that does not exist yet passes.
+    public func checkTrust() throws(ClosureOwnership.Problem) {
+        guard let status = FileStatus.of(directory) else { return }
         let own = FileStatus(size: 0, mode: 0o100444, ownerID: UnsafeFileIO.effectiveUserID)
-        return ClosureOwnership.problem(file: own, directory: status, user: UnsafeFileIO.effectiveUserID)
+        try ClosureOwnership.check(file: own, directory: status, user: UnsafeFileIO.effectiveUserID)
     }
 
     /// Removes temporary files (`.<name>.tmp.<pid>.<random>`) left by writers that died

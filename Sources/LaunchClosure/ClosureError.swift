@@ -14,6 +14,8 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     case untrusted(path: String, what: String)
     /// Writing a closure failed; nothing that existed was changed.
     case writeFailed(path: String, what: String)
+    /// Writing it failed in a system call (creating, writing, syncing or renaming the file).
+    case systemCallFailed(path: String, SystemCallFailure)
     /// Built for another request (``ClosureBinding``): the field that differs, what the
     /// request asked for and what the closure holds.
     case mismatch(path: String, field: ClosureBinding.Field, expected: String, found: String)
@@ -33,7 +35,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case .incompatible: "incompatible"
         case .stale: "stale"
         case .untrusted: "untrusted"
-        case .writeFailed: "write-failed"
+        case .writeFailed, .systemCallFailed: "write-failed"
         case let .mismatch(_, field, _, _): "wrong-\(field.rawValue)"
         case .invalid, .fixups: "invalid"
         }
@@ -47,6 +49,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .stale(path, image, what): "\(path): stale: \(image) \(what)"
         case let .untrusted(path, what): "\(path): refused: \(what)"
         case let .writeFailed(path, what): "\(path): cannot write: \(what)"
+        case let .systemCallFailed(path, failure): "\(path): cannot write: \(failure)"
         case let .mismatch(path, field, expected, found):
             "\(path): built for another \(field.rawValue): \(found.isEmpty ? "(none)" : found), this launch asks for \(expected.isEmpty ? "(none)" : expected)"
         case let .invalid(path, image, what): "\(path): invalid for \(image): \(what)"

@@ -123,20 +123,14 @@ public enum ClosureFile {
         return file
     }
 
-    /// Why the existing file at `path` would be refused as untrusted, or nil when there is
-    /// none or it is trusted (for `install`, which replaces such a file when it can).
-    public static func trustProblem(_ path: String) -> String? {
+    /// Checks that the file at `path`, if there is one, would be trusted; the refusal
+    /// (``ClosureError/untrusted(path:what:)``) otherwise (for `install`, which replaces such
+    /// a file when it can).
+    public static func checkTrust(_ path: String) throws(ClosureError) {
         switch UnsafeFileIO.openNoFollow(path) {
-        case .failure(.missing): return nil
-        case let .failure(.refused(reason)): return reason
-        case let .success(file):
-            do throws(ClosureError) {
-                try checkOwnership(path, file.status)
-                return nil
-            } catch {
-                if case let .untrusted(_, what) = error { return what }
-                return "\(error)"
-            }
+        case .failure(.missing): return
+        case let .failure(.refused(reason)): throw .untrusted(path: path, what: reason)
+        case let .success(file): try checkOwnership(path, file.status)
         }
     }
 
@@ -147,16 +141,20 @@ public enum ClosureFile {
         guard let directoryStatus = FileStatus.of(directoryPath) else {
             throw .untrusted(path: path, what: "its directory cannot be examined")
         }
-        if let problem = ClosureOwnership.problem(file: status, directory: directoryStatus, user: UnsafeFileIO.effectiveUserID) {
-            throw .untrusted(path: path, what: problem)
+        do throws(ClosureOwnership.Problem) {
+            try ClosureOwnership.check(file: status, directory: directoryStatus, user: UnsafeFileIO.effectiveUserID)
+        } catch {
+            throw .untrusted(path: path, what: error.description)
         }
     }
 
     /// Writes `closure` to `path` atomically, read-only, signed with `signer` if given. A
     /// failure leaves any existing file as it was.
     public static func write(_ closure: LaunchClosure, to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
-        if let failure = UnsafeFileIO.writeAtomically(encode(closure, signedWith: signer), to: path) {
-            throw .writeFailed(path: path, what: failure)
+        do throws(SystemCallFailure) {
+            try UnsafeFileIO.writeAtomically(encode(closure, signedWith: signer), to: path)
+        } catch {
+            throw .systemCallFailed(path: path, error)
         }
     }
 }

@@ -72,7 +72,24 @@ public struct ClosureTrustKey {
 /// A key file that cannot be read, parsed or written.
 public struct ClosureKeyError: Error, CustomStringConvertible, Sendable {
     public let path: String
-    public let what: String
+    /// The system call that failed, when one did.
+    public let failure: SystemCallFailure?
+    private let reason: String
+
+    init(path: String, what: String) {
+        self.path = path
+        failure = nil
+        reason = what
+    }
+
+    init(path: String, failure: SystemCallFailure) {
+        self.path = path
+        self.failure = failure
+        reason = failure.description
+    }
+
+    /// What is wrong with the key file.
+    public var what: String { reason }
     public var description: String { "\(path): \(what)" }
 }
 
@@ -90,8 +107,10 @@ enum ClosureKeyFile {
     }
 
     static func write(_ raw: Data, label: String, to path: String, mode: UInt32) throws(ClosureKeyError) {
-        if let failure = UnsafeFileIO.writeAtomically(Array("\(label) \(raw.base64EncodedString())\n".utf8), to: path, mode: mode) {
-            throw ClosureKeyError(path: path, what: failure)
+        do throws(SystemCallFailure) {
+            try UnsafeFileIO.writeAtomically(Array("\(label) \(raw.base64EncodedString())\n".utf8), to: path, mode: mode)
+        } catch {
+            throw ClosureKeyError(path: path, failure: error)
         }
     }
 }

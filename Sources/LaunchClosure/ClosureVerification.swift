@@ -278,6 +278,8 @@ public struct ClosureVerification: Sendable {
             (.corrupt, Problem(kind: .corrupt, message: "vanished while it was being verified"))
         case let .writeFailed(_, what):
             (.corrupt, Problem(kind: .corrupt, message: what))
+        case let .systemCallFailed(_, failure):
+            (.corrupt, Problem(kind: .corrupt, message: "\(failure)"))
         case .mismatch:
             (.misplaced, Problem(kind: .misplaced, message: "\(error)"))
         case let .invalid(_, image, what):

@@ -26,26 +26,46 @@ extension ImageIdentity {
         return overflow || latest >= builtAt
     }
 
-    /// How the open file `file` differs from this identity, or nil if it is the same file.
+    /// How an open image file differs from the identity a closure recorded for it.
+    enum Staleness: Error, Equatable, Sendable, CustomStringConvertible {
+        /// Its size is not the recorded one.
+        case changedSize(recorded: UInt64, now: UInt64)
+        /// Its content could not be mapped to be hashed.
+        case unreadable
+        /// Another file (another inode) with other content is at its path.
+        case replaced
+        /// The same file with other content.
+        case newContent
+
+        var description: String {
+            switch self {
+            case let .changedSize(recorded, now): "changed size (\(recorded) -> \(now) bytes)"
+            case .unreadable: "cannot be read"
+            case .replaced: "was replaced by another file (content differs)"
+            case .newContent: "has new content"
+            }
+        }
+    }
+
+    /// Checks that the open file `file` is the file this identity describes; how it differs otherwise.
     /// The cheap stat check (size, mtime, ctime, inode) comes first; when stat differs (a
     /// fresh checkout, a touch) but the content hash matches, the image is still the one
     /// the closure was built from. A racy identity (taken within 2 s of the closure's
     /// write), a content-only one, or `alwaysHash` is always hashed. Everything is read
     /// through `file`, the descriptor the launch maps from.
     /// `hashed` is set when the content was hashed.
-    func staleness(of file: ImageDescriptor, contentOnly: Bool, racy: Bool, alwaysHash: Bool, hashed: inout Bool) -> String? {
+    func check(_ file: ImageDescriptor, contentOnly: Bool, racy: Bool, alwaysHash: Bool, hashed: inout Bool) throws(Staleness) {
         let status = file.status
-        if status.size != size { return "changed size (\(size) -> \(status.size) bytes)" }
+        if status.size != size { throw .changedSize(recorded: size, now: status.size) }
         if !contentOnly, !racy, !alwaysHash, status.mtimeSeconds == mtimeSeconds, status.mtimeNanoseconds == mtimeNanoseconds,
            status.ctimeSeconds == ctimeSeconds, status.ctimeNanoseconds == ctimeNanoseconds, status.inode == inode {
-            return nil
+            return
         }
         hashed = true
-        guard let hash = file.contentHash() else { return "cannot be read" }
+        guard let hash = file.contentHash() else { throw .unreadable }
         if hash != contentHash {
-            return status.inode != inode && !contentOnly ? "was replaced by another file (content differs)" : "has new content"
+            throw status.inode != inode && !contentOnly ? .replaced : .newContent
         }
-        return nil
     }
 }
 
@@ -59,7 +79,7 @@ extension ClosureImage {
 
     /// Opens the image and checks it is the file the closure was built from: the
     /// descriptor to map from, or why the closure is stale.
-    /// `hashed` is set when the image's content was hashed (see ``ImageIdentity/staleness``).
+    /// `hashed` is set when the image's content was hashed (see ``ImageIdentity/check(_:contentOnly:racy:alwaysHash:hashed:)``).
     func openChecked(contentOnly: Bool, builtAt: Int64?, alwaysHash: Bool, hashed: inout Bool) -> Result<ImageDescriptor, StaleImage> {
         let file: ImageDescriptor
         switch ImageDescriptor.open(path) {
@@ -68,8 +88,10 @@ extension ClosureImage {
             return .failure(StaleImage(image: path, what: FileStatus.of(path) == nil ? "was removed" : "cannot be opened (\(reason))"))
         }
         let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? false
-        if let what = identity.staleness(of: file, contentOnly: contentOnly, racy: racy, alwaysHash: alwaysHash, hashed: &hashed) {
-            return .failure(StaleImage(image: path, what: what))
+        do throws(ImageIdentity.Staleness) {
+            try identity.check(file, contentOnly: contentOnly, racy: racy, alwaysHash: alwaysHash, hashed: &hashed)
+        } catch {
+            return .failure(StaleImage(image: path, what: error.description))
         }
         if let shadow = shadowingFile() {
             return .failure(StaleImage(image: path, what: "has a dependency shadowed by a new file at \(shadow)"))

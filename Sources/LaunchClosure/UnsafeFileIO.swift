@@ -3,6 +3,7 @@ import Glibc
 #endif
 import LoaderCore
 import MachOReader
+import SystemPackage
 
 /// The closure code's system calls: opening a file once without following symlinks, the
 /// effective user, and writing a file atomically (temp file in the
@@ -33,10 +34,14 @@ enum UnsafeFileIO {
             var bytes = [UInt8](repeating: 0, count: size)
             var done = 0
             while done < size {
-                let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, size - done, off_t(done)) }
-                if got < 0, errno == EINTR { continue }
-                guard got > 0 else { return got == 0 ? Array(bytes.prefix(done)) : nil }
-                done += got
+                let read = bytes.withUnsafeMutableBytes { buffer in
+                    UnsafeSystemCall.retryingInterrupts({ pread(fd, buffer.baseAddress! + done, size - done, off_t(done)) }, failed: { $0 < 0 })
+                }
+                switch read {
+                case .failure: return nil
+                case .success(0): return Array(bytes.prefix(done))
+                case let .success(got): done += got
+                }
             }
             return bytes
         }
@@ -49,8 +54,7 @@ enum UnsafeFileIO {
         func mapAll() -> ByteView? {
             let size = Int(status.size)
             guard size > 0 else { return ByteView([]) }
-            let address = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0)
-            guard let address, address != MAP_FAILED else { return nil }
+            guard case let .success(address) = UnsafeSystemCall.mapping({ mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }) else { return nil }
             return ByteView(ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
                 _ = munmap(UnsafeMutableRawPointer(mutating: start), count)
             })
@@ -62,16 +66,15 @@ enum UnsafeFileIO {
     /// Opens `path` read-only without following a symlink at its last component; refuses
     /// anything but a regular file.
     static func openNoFollow(_ path: String) -> Result<OpenFile, OpenFailure> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else {
-            switch errno {
-            case ENOENT, ENOTDIR: return .failure(.missing)
-            case ELOOP: return .failure(.refused("is a symbolic link"))
-            default: return .failure(.refused("cannot be opened: \(String(cString: strerror(errno)))"))
-            }
+        let fd: Int32
+        switch UnsafeSystemCall.retryingInterrupts({ open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }, failed: { $0 < 0 }) {
+        case let .success(opened): fd = opened
+        case .failure(.noSuchFileOrDirectory), .failure(.notDirectory): return .failure(.missing)
+        case .failure(.tooManySymbolicLinkLevels): return .failure(.refused("is a symbolic link"))
+        case let .failure(errno): return .failure(.refused("cannot be opened: \(errno)"))
         }
         var info = stat()
-        guard fstat(fd, &info) == 0 else {
+        guard case .success = UnsafeSystemCall.retryingInterrupts({ fstat(fd, &info) }, failed: { $0 != 0 }) else {
             close(fd)
             return .failure(.refused("cannot be examined"))
         }
@@ -88,36 +91,43 @@ enum UnsafeFileIO {
         kill(pid, 0) == 0 || errno != ESRCH
     }
 
-    /// Writes `bytes` to `path` atomically with `mode` (0444 unless said). On failure nothing
-    /// at `path` changed.
-    static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o444) -> String? {
+    /// Writes `bytes` to `path` atomically with `mode` (0444 unless said); the call that
+    /// failed otherwise, after which nothing at `path` changed.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o444) throws(SystemCallFailure) {
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let temporary = "\(directory.isEmpty ? "." : directory)/.\(path.split(separator: "/").last ?? "closure").tmp.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return "create \(temporary): \(String(cString: strerror(errno)))" }
-        var failure: String?
+        let fd = try UnsafeSystemCall.retryingInterrupts({ open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }, failed: { $0 < 0 })
+            .failing("create \(temporary)", namesCall: true).get()
+        var failure: SystemCallFailure?
         var written = 0
         while failure == nil, written < bytes.count {
-            let result = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            if result < 0 {
-                if errno != EINTR { failure = "write: \(String(cString: strerror(errno)))" }
-            } else {
-                written += result
+            let result = bytes.withUnsafeBytes { buffer in
+                UnsafeSystemCall.retryingInterrupts({ write(fd, buffer.baseAddress! + written, buffer.count - written) }, failed: { $0 < 0 })
+            }
+            switch result {
+            case let .success(count): written += count
+            case let .failure(errno): failure = SystemCallFailure("write", errno, namesCall: true)
             }
         }
-        if failure == nil, fsync(fd) != 0 { failure = "fsync: \(String(cString: strerror(errno)))" }
-        if failure == nil, fchmod(fd, mode_t(mode)) != 0 { failure = "chmod: \(String(cString: strerror(errno)))" }
-        close(fd)
-        if failure == nil, rename(temporary, path) != 0 { failure = "rename: \(String(cString: strerror(errno)))" }
-        if failure != nil {
-            unlink(temporary)
-            return failure
+        if failure == nil, case let .failure(errno) = UnsafeSystemCall.retryingInterrupts({ fsync(fd) }, failed: { $0 != 0 }) {
+            failure = SystemCallFailure("fsync", errno, namesCall: true)
         }
-        let directoryFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            fsync(directoryFD)
+        if failure == nil, case let .failure(errno) = UnsafeSystemCall.retryingInterrupts({ fchmod(fd, mode_t(mode)) }, failed: { $0 != 0 }) {
+            failure = SystemCallFailure("chmod", errno, namesCall: true)
+        }
+        close(fd)
+        if failure == nil, case let .failure(errno) = UnsafeSystemCall.once({ rename(temporary, path) }, failed: { $0 != 0 }) {
+            failure = SystemCallFailure("rename", errno, namesCall: true)
+        }
+        if let failure {
+            unlink(temporary)
+            throw failure
+        }
+        if case let .success(directoryFD) = UnsafeSystemCall.retryingInterrupts({
+            open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }, failed: { $0 < 0 }) {
+            _ = UnsafeSystemCall.retryingInterrupts({ fsync(directoryFD) }, failed: { $0 != 0 })
             close(directoryFD)
         }
-        return nil
     }
 }

@@ -117,8 +117,10 @@ public final class LaunchMemory {
         func mapRun() throws(LoadError) {
             guard let pending = run else { return }
             run = nil
-            if let reason = UnsafeMemory.mapFile(fd: fd, offset: pending.fileOffset, size: pending.size, at: pending.address) {
-                throw .mapping(image: image.plan.path, reason: "segment \(pending.first): \(reason)")
+            do throws(SystemCallFailure) {
+                try UnsafeMemory.mapFile(fd: fd, offset: pending.fileOffset, size: pending.size, at: pending.address)
+            } catch {
+                throw .mapping(image: image.plan.path, reason: "segment \(pending.first): \(error)")
             }
         }
         for (position, segment) in image.plan.segments.enumerated() {
@@ -130,8 +132,10 @@ public final class LaunchMemory {
             let filePages = (segment.fileSize + page - 1) / page * page
             if deferred[position], let pager {
                 try mapRun()
-                if let reason = UnsafeMemory.mapZeros(size: mappedSize, at: address, protection: finalProtection(segment)) {
-                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name) reservation: \(reason)")
+                do throws(SystemCallFailure) {
+                    try UnsafeMemory.mapZeros(size: mappedSize, at: address, protection: finalProtection(segment))
+                } catch {
+                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name) reservation: \(error)")
                 }
                 do throws(LoadError) {
                     try pager.register(start: address, size: mappedSize, image: index, imageBase: image.base, vmOffset: segment.vmOffset,
@@ -153,17 +157,24 @@ public final class LaunchMemory {
             }
             try mapRun()
             let final = isMappedFinal(segment, fileLength: image.fileLength) ? finalProtection(segment) : nil
-            if filePages > 0, let reason = UnsafeMemory.mapFile(
-                fd: fd, offset: segment.fileOffset, size: filePages, at: address, finalProtection: final) {
-                throw .mapping(image: image.plan.path, reason: "segment \(segment.name): \(reason)")
+            if filePages > 0 {
+                do throws(SystemCallFailure) {
+                    try UnsafeMemory.mapFile(fd: fd, offset: segment.fileOffset, size: filePages, at: address, finalProtection: final)
+                } catch {
+                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name): \(error)")
+                }
             }
             // The last file page may carry bytes past the segment's end: zero them (a page
             // mapped final ends at the end of the file, where the kernel gives zeros).
             if final == nil {
                 UnsafeMemory.zero(address: address + segment.fileSize, size: min(filePages, mappedSize) - segment.fileSize)
             }
-            if mappedSize > filePages, let reason = UnsafeMemory.mapZeros(size: mappedSize - filePages, at: address + filePages) {
-                throw .mapping(image: image.plan.path, reason: "segment \(segment.name) zero fill: \(reason)")
+            if mappedSize > filePages {
+                do throws(SystemCallFailure) {
+                    try UnsafeMemory.mapZeros(size: mappedSize - filePages, at: address + filePages)
+                } catch {
+                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name) zero fill: \(error)")
+                }
             }
         }
         try mapRun()
@@ -199,9 +210,10 @@ public final class LaunchMemory {
                 let final = LaunchMemory.finalProtection(segment)
                 if final == (true, true, false) { continue }
                 let size = (segment.vmSize + page - 1) / page * page
-                if let reason = UnsafeMemory.protect(
-                    address: image.base + segment.vmOffset, size: size, read: final.read, write: final.write, execute: final.execute) {
-                    throw .mapping(image: image.plan.path, reason: "mprotect \(segment.name): \(reason)")
+                do throws(SystemCallFailure) {
+                    try UnsafeMemory.protect(address: image.base + segment.vmOffset, size: size, read: final.read, write: final.write, execute: final.execute)
+                } catch {
+                    throw .mapping(image: image.plan.path, reason: "mprotect \(segment.name): \(error)")
                 }
             }
         }

@@ -17,10 +17,12 @@ enum UnsafeFileMapping {
     /// closed afterwards; the mapping stays.
     static func map(_ fd: Int32, size: Int) -> Result<ByteStorage, SystemCallFailure> {
         guard size > 0 else { return .success(ByteStorage([])) }
-        let address = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0)
-        guard let address, address != MAP_FAILED else { return .failure(SystemCallFailure()) }
-        return .success(ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
-            _ = munmap(UnsafeMutableRawPointer(mutating: start), count)
-        })
+        return UnsafeSystemCall.mapping { mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }
+            .failing("mmap")
+            .map { address in
+                ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
+                    _ = munmap(UnsafeMutableRawPointer(mutating: start), count)
+                }
+            }
     }
 }

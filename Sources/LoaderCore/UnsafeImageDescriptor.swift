@@ -57,20 +57,22 @@ public final class ImageDescriptor: Sendable {
     /// `fstat` of the open file.
     public let status: FileStatus
 
-    /// Opens `path` read-only; nil with the reason when it cannot be opened or is not a regular file.
+    /// Opens `path` read-only; the failed call when it cannot be opened or is not a regular file.
     public static func open(_ path: String) -> Result<ImageDescriptor, SystemCallFailure> {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(SystemCallFailure()) }
+        let fd: Int32
+        switch UnsafeSystemCall.retryingInterrupts({ Glibc.open(path, O_RDONLY | O_CLOEXEC) }, failed: { $0 < 0 }) {
+        case let .success(opened): fd = opened
+        case let .failure(errno): return .failure(SystemCallFailure("open", errno))
+        }
         var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let failure = SystemCallFailure()
+        if case let .failure(errno) = UnsafeSystemCall.retryingInterrupts({ fstat(fd, &info) }, failed: { $0 != 0 }) {
             _ = Glibc.close(fd)
-            return .failure(failure)
+            return .failure(SystemCallFailure("fstat", errno))
         }
         let status = FileStatus(info)
         guard status.isRegularFile else {
             _ = Glibc.close(fd)
-            return .failure(SystemCallFailure(description: "not a regular file"))
+            return .failure(SystemCallFailure("open", refused: "not a regular file"))
         }
         return .success(ImageDescriptor(path: path, fd: fd, status: status))
     }
@@ -86,8 +88,7 @@ public final class ImageDescriptor: Sendable {
     public func contentHash() -> UInt64? {
         let size = Int(status.size)
         guard size > 0 else { return XXH3_64bits(nil, 0) }
-        let address = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0)
-        guard let address, address != MAP_FAILED else { return nil }
+        guard case let .success(address) = UnsafeSystemCall.mapping({ mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }) else { return nil }
         defer { munmap(address, size) }
         return XXH3_64bits(address, size)
     }
@@ -95,7 +96,9 @@ public final class ImageDescriptor: Sendable {
     /// Reads up to `count` bytes at `offset` (fewer at the end of the file).
     public func read(offset: UInt64, count: Int) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: max(0, count)) { buffer, initialized in
-            initialized = count > 0 ? max(0, pread(fd, buffer.baseAddress, count, off_t(offset))) : 0
+            guard count > 0 else { return initialized = 0 }
+            let got = UnsafeSystemCall.retryingInterrupts({ pread(fd, buffer.baseAddress, count, off_t(offset)) }, failed: { $0 < 0 })
+            initialized = (try? got.get()) ?? 0
         }
     }
 

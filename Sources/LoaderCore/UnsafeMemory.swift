@@ -11,40 +11,43 @@ enum UnsafeMemory {
     static let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
 
     /// Reserves `size` bytes of inaccessible address space, at `hint` if it is non-zero and
-    /// free (MAP_FIXED_NOREPLACE), anywhere otherwise. Returns the address, or an errno text.
+    /// free (MAP_FIXED_NOREPLACE), anywhere otherwise. Returns the address, or why `mmap` failed.
     static func reserve(size: UInt64, at hint: UInt64) -> Result<UInt64, SystemCallFailure> {
         let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hint != 0 ? MAP_FIXED_NOREPLACE : 0)
-        let address = mmap(UnsafeMutableRawPointer(bitPattern: UInt(hint)), Int(size), PROT_NONE, flags, -1, 0)
-        guard let address, address != MAP_FAILED else { return .failure(SystemCallFailure()) }
-        return .success(UInt64(UInt(bitPattern: address)))
+        return UnsafeSystemCall.mapping {
+            mmap(UnsafeMutableRawPointer(bitPattern: UInt(hint)), Int(size), PROT_NONE, flags, -1, 0)
+        }
+        .map { UInt64(UInt(bitPattern: $0)) }
+        .failing("mmap")
     }
 
     /// Maps `size` bytes of `fd` at file offset `offset` over `address` (inside a reservation),
     /// copy-on-write: read-write so fixups can be applied, or `finalProtection` directly for a
     /// segment nothing will write.
     static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64,
-                       finalProtection: (read: Bool, write: Bool, execute: Bool)? = nil) -> String? {
+                       finalProtection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
         let protection = finalProtection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
             ?? (PROT_READ | PROT_WRITE)
-        let result = mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size),
-                          protection, MAP_PRIVATE | MAP_FIXED, fd, off_t(offset))
-        return result == MAP_FAILED ? String(cString: strerror(errno)) : nil
+        _ = try UnsafeSystemCall.mapping {
+            mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection, MAP_PRIVATE | MAP_FIXED, fd, off_t(offset))
+        }.failing("mmap").get()
     }
 
     /// Maps `size` bytes of zeros over `address` (inside a reservation), read-write or with `protection`.
-    static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) -> String? {
+    static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
         let flags = protection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
             ?? (PROT_READ | PROT_WRITE)
-        let result = mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size),
-                          flags, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0)
-        return result == MAP_FAILED ? String(cString: strerror(errno)) : nil
+        _ = try UnsafeSystemCall.mapping {
+            mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), flags, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0)
+        }.failing("mmap").get()
     }
 
     /// Sets the protection of a page-aligned range.
-    static func protect(address: UInt64, size: UInt64, read: Bool, write: Bool, execute: Bool) -> String? {
+    static func protect(address: UInt64, size: UInt64, read: Bool, write: Bool, execute: Bool) throws(SystemCallFailure) {
         let protection = (read ? PROT_READ : 0) | (write ? PROT_WRITE : 0) | (execute ? PROT_EXEC : 0)
-        return mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection) == 0
-            ? nil : String(cString: strerror(errno))
+        _ = try UnsafeSystemCall.once({
+            mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection)
+        }, failed: { $0 != 0 }).failing("mprotect").get()
     }
 
     /// Returns a range to the system.
@@ -93,11 +96,4 @@ enum UnsafeMemory {
         }
         return bytes
     }
-}
-
-/// A failed system call: `strerror(errno)` captured right after it.
-public struct SystemCallFailure: Error, CustomStringConvertible {
-    public let description: String
-    init() { description = String(cString: strerror(errno)) }
-    init(description: String) { self.description = description }
 }

@@ -35,8 +35,11 @@ enum UnsafeRootedOpen {
     /// The bytes of `path` (absolute, taken relative to `root`), mapped read-only, and the
     /// path, inside the root, of the file actually mapped (symlinks resolved).
     static func map(_ path: String, inRoot root: String) -> Result<(bytes: ByteStorage, resolved: String), Failure> {
-        let rootFD = Glibc.open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC)
-        guard rootFD >= 0 else { return .failure(.system("open root \(root)", SystemCallFailure())) }
+        let rootFD: Int32
+        switch open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC, call: "open root \(root)") {
+        case let .success(fd): rootFD = fd
+        case let .failure(failure): return .failure(failure)
+        }
         // Directories from the root down: their descriptors and names.
         var directories: [(fd: Int32, name: String)] = [(rootFD, "")]
         defer { for directory in directories { _ = Glibc.close(directory.fd) } }
@@ -49,19 +52,26 @@ enum UnsafeRootedOpen {
                 continue
             }
             let parent = directories[directories.count - 1].fd
-            let fd = Glibc.openat(parent, name, openPathOnly | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else { return .failure(.system("open \(name)", SystemCallFailure())) }
+            let fd: Int32
+            switch open(name, in: parent, openPathOnly | O_NOFOLLOW | O_CLOEXEC) {
+            case let .success(opened): fd = opened
+            case let .failure(failure): return .failure(failure)
+            }
             var info = stat()
-            guard fstat(fd, &info) == 0 else {
+            if case let .failure(failure) = status(fd, name, into: &info) {
                 _ = Glibc.close(fd)
-                return .failure(.system("stat \(name)", SystemCallFailure()))
+                return .failure(failure)
             }
             switch info.st_mode & S_IFMT {
             case S_IFLNK:
                 _ = Glibc.close(fd)
                 links += 1
                 guard links <= maxSymlinks else { return .failure(.symlinkLoop) }
-                guard let target = readLink(parent, name) else { return .failure(.system("readlink \(name)", SystemCallFailure())) }
+                let target: String
+                switch readLink(parent, name) {
+                case let .success(read): target = read
+                case let .failure(failure): return .failure(failure)
+                }
                 if target.hasPrefix("/") {
                     while directories.count > 1 { _ = Glibc.close(directories.removeLast().fd) }
                 }
@@ -87,25 +97,42 @@ enum UnsafeRootedOpen {
         path.split(separator: "/").map(String.init)
     }
 
-    private static func readLink(_ directory: Int32, _ name: String) -> String? {
+    /// `openat(directory, name)` (the current directory when none), as `call` when it fails.
+    private static func open(_ name: String, in directory: Int32 = AT_FDCWD, _ flags: Int32, call: String? = nil) -> Result<Int32, Failure> {
+        UnsafeSystemCall.retryingInterrupts({ Glibc.openat(directory, name, flags) }, failed: { $0 < 0 })
+            .mapError { .system(call ?? "open \(name)", SystemCallFailure("openat", $0)) }
+    }
+
+    /// `fstat(fd)` of the file `name` into `info`.
+    private static func status(_ fd: Int32, _ name: String, into info: inout stat) -> Result<Void, Failure> {
+        UnsafeSystemCall.retryingInterrupts({ fstat(fd, &info) }, failed: { $0 != 0 })
+            .map { _ in () }
+            .mapError { .system("stat \(name)", SystemCallFailure("fstat", $0)) }
+    }
+
+    private static func readLink(_ directory: Int32, _ name: String) -> Result<String, Failure> {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = buffer.withUnsafeMutableBufferPointer { pointer in
-            pointer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: pointer.count) {
-                readlinkat(directory, name, $0, pointer.count - 1)
+            pointer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: pointer.count) { target in
+                UnsafeSystemCall.retryingInterrupts({ readlinkat(directory, name, target, pointer.count - 1) }, failed: { $0 < 0 })
             }
         }
-        guard count >= 0 else { return nil }
-        return String(decoding: buffer[0..<count], as: UTF8.self)
+        return count
+            .map { String(decoding: buffer[0..<$0], as: UTF8.self) }
+            .mapError { .system("readlink \(name)", SystemCallFailure("readlinkat", $0)) }
     }
 
     /// Opens `name` in `directory` without following a link, checks it is still the
     /// regular file `expected` (same device and inode), and maps all of it read-only.
     private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat) -> Result<ByteStorage, Failure> {
-        let fd = Glibc.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(.system("open \(name)", SystemCallFailure())) }
+        let fd: Int32
+        switch open(name, in: directory, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) {
+        case let .success(opened): fd = opened
+        case let .failure(failure): return .failure(failure)
+        }
         defer { _ = Glibc.close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return .failure(.system("stat \(name)", SystemCallFailure())) }
+        if case let .failure(failure) = status(fd, name, into: &info) { return .failure(failure) }
         guard info.st_mode & S_IFMT == S_IFREG, info.st_dev == expected.st_dev, info.st_ino == expected.st_ino else {
             return .failure(.notRegularFile)
         }

@@ -8,8 +8,7 @@ import CUserfault
 /// and reading a page's file bytes. Everything here is called by ``FixupPager`` with
 /// ranges it registered and addresses it checked.
 enum UnsafeUserfault {
-    /// A userfaultfd with the API handshake done; the errno text and whether
-    /// `UFFD_USER_MODE_ONLY` was in effect on failure.
+    /// A userfaultfd with the API handshake done, or the call that failed.
     static func open(userModeOnly: Bool) -> Result<Int32, SystemCallFailure> {
         var throughDevice: Int32 = 0
         let fd = dyld3_uffd_open(userModeOnly ? 1 : 0, &throughDevice)
@@ -92,8 +91,7 @@ enum UnsafeUserfault {
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
     static func duplicate(_ fd: Int32) -> Result<Int32, SystemCallFailure> {
-        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-        return copy >= 0 ? .success(copy) : .failure(SystemCallFailure())
+        UnsafeSystemCall.retryingInterrupts({ fcntl(fd, F_DUPFD_CLOEXEC, 0) }, failed: { $0 < 0 }).failing("fcntl")
     }
 
     /// Reads `count` bytes of `fd` at `offset` into the start of `staging`; the bytes read
@@ -102,13 +100,11 @@ enum UnsafeUserfault {
     static func read(_ fd: Int32, offset: UInt64, count: Int, into staging: StagingPage) -> Int {
         var done = 0
         while done < count {
-            let got = pread(fd, staging.pointer + done, count - done, off_t(offset) + off_t(done))
-            if got < 0 {
-                if errno == EINTR { continue }
-                return -Int(errno)
+            switch UnsafeSystemCall.retryingInterrupts({ pread(fd, staging.pointer + done, count - done, off_t(offset) + off_t(done)) }, failed: { $0 < 0 }) {
+            case let .failure(errno): return -Int(errno.rawValue)
+            case .success(0): return done
+            case let .success(got): done += got
             }
-            if got == 0 { break }
-            done += got
         }
         return done
     }
@@ -127,9 +123,9 @@ enum UnsafeUserfault {
         let size: UInt64
 
         static func allocate(size: UInt64) -> Result<StagingPage, SystemCallFailure> {
-            let address = mmap(nil, Int(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-            guard let address, address != MAP_FAILED else { return .failure(SystemCallFailure()) }
-            return .success(StagingPage(pointer: address, size: size))
+            UnsafeSystemCall.mapping { mmap(nil, Int(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) }
+                .failing("mmap")
+                .map { StagingPage(pointer: $0, size: size) }
         }
 
         var address: UInt64 { UInt64(UInt(bitPattern: pointer)) }
@@ -155,7 +151,7 @@ enum UnsafeUserfault {
         }, context)
         guard result == 0 else {
             Unmanaged<Box>.fromOpaque(context).release()
-            return .failure(SystemCallFailure(description: String(cString: strerror(result))))
+            return .failure(SystemCallFailure("pthread_create", UnsafeSystemCall.errno(returned: result)))
         }
         return .success(thread)
     }
@@ -164,7 +160,8 @@ enum UnsafeUserfault {
 
     static func yield() { _ = sched_yield() }
 
+    /// The failure of a shim call that returned `-errno` (the shim retries `EINTR` itself).
     private static func failure(_ negativeErrno: Int32, _ call: String) -> SystemCallFailure {
-        SystemCallFailure(description: "\(call): \(String(cString: strerror(-negativeErrno)))")
+        SystemCallFailure(call, UnsafeSystemCall.errno(returned: negativeErrno), namesCall: true)
     }
 }

@@ -47,8 +47,10 @@ struct InstallCommand: ParsableCommand {
                 throw ValidationError("--sign \(error)")
             }
         }
-        if let problem = cache.trustProblem() {
-            FileHandle.standardError.write(Data("dyld3: warning: launches will refuse closures in \(cache.directory): \(problem)\n".utf8))
+        do throws(ClosureOwnership.Problem) {
+            try cache.checkTrust()
+        } catch {
+            FileHandle.standardError.write(Data("dyld3: warning: launches will refuse closures in \(cache.directory): \(error)\n".utf8))
         }
         do {
             try cache.prepareForWriting()
@@ -63,7 +65,12 @@ struct InstallCommand: ParsableCommand {
                 let roots = try options.roots(for: app)
                 let closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: options.root, contentOnlyIdentity: contentOnly)
                 let path = cache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
-                let untrusted = ClosureFile.trustProblem(path)
+                var untrusted: String?
+                do throws(ClosureError) {
+                    try ClosureFile.checkTrust(path)
+                } catch {
+                    if case let .untrusted(_, what) = error { untrusted = what } else { untrusted = "\(error)" }
+                }
                 do {
                     try ClosureFile.write(closure, to: path, signedWith: signer)
                 } catch {

@@ -36,8 +36,13 @@ import Testing
             ("root's in a sticky world-writable directory", file(0, 0o444), directory(0, 0o1777), false),
         ]
         for (name, fileStatus, directoryStatus, trusted) in cases {
-            let problem = ClosureOwnership.problem(file: fileStatus, directory: directoryStatus, user: me)
-            #expect((problem == nil) == trusted, "\(name): \(problem ?? "trusted")")
+            var problem: ClosureOwnership.Problem?
+            do throws(ClosureOwnership.Problem) {
+                try ClosureOwnership.check(file: fileStatus, directory: directoryStatus, user: me)
+            } catch {
+                problem = error
+            }
+            #expect((problem == nil) == trusted, "\(name): \(problem.map { "\($0)" } ?? "trusted")")
         }
     }
 

@@ -1,0 +1,99 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SystemPackage
+
+/// The one place a system call's failure is read: `errno` taken as an `Errno` right after
+/// the call, and an interrupted call (`EINTR`) made again here rather than at each caller.
+public enum UnsafeSystemCall {
+    /// Runs `call` again for as long as it fails with `EINTR`; its result, or the `errno` it
+    /// failed with. For calls a signal can interrupt: open, read, pread, write, fstat,
+    /// fsync, ioctl, poll. Not for `close`: on Linux the descriptor is gone even when it
+    /// was interrupted, and closing it again could close another thread's.
+    @inline(__always)
+    public static func retryingInterrupts<T>(_ call: () -> T, failed: (T) -> Bool) -> Result<T, Errno> {
+        while true {
+            let result = call()
+            guard failed(result) else { return .success(result) }
+            let error = Errno(rawValue: Glibc.errno)
+            if error != .interrupted { return .failure(error) }
+        }
+    }
+
+    /// Runs `call` once; its result, or the `errno` it failed with. For calls that are not
+    /// made again when interrupted (`close`) or cannot be (`mmap`, `mprotect`, `rename`).
+    @inline(__always)
+    public static func once<T>(_ call: () -> T, failed: (T) -> Bool) -> Result<T, Errno> {
+        let result = call()
+        return failed(result) ? .failure(Errno(rawValue: Glibc.errno)) : .success(result)
+    }
+
+    /// Runs `mmap` once (it is never interrupted); the address, or the `errno` it failed with.
+    @inline(__always)
+    public static func mapping(_ call: () -> UnsafeMutableRawPointer?) -> Result<UnsafeMutableRawPointer, Errno> {
+        guard let address = call(), address != MAP_FAILED else { return .failure(Errno(rawValue: Glibc.errno)) }
+        return .success(address)
+    }
+
+    /// The `Errno` of a call that returns `-errno` on failure (the C shims) or the error
+    /// number itself (`pthread_create`, `posix_fadvise`).
+    @inline(__always)
+    public static func errno(returned value: Int32) -> Errno {
+        Errno(rawValue: value < 0 ? -value : value)
+    }
+}
+
+/// A failed system call: which call, and the `Errno` it failed with (or, for a call that
+/// succeeded with a result the loader refuses, such as an `open` that found a directory,
+/// why it was refused). Its description is the error's text (`strerror`), after the
+/// call's name where the message names it.
+public struct SystemCallFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Cause: Equatable, Sendable {
+        /// The call failed with this error.
+        case errno(Errno)
+        /// The call succeeded but its result was refused, for this reason.
+        case refused(String)
+    }
+
+    /// The call, as messages name it ("mmap", "UFFDIO_REGISTER", "create /a/.tmp").
+    public let call: String
+    public let cause: Cause
+    /// Whether ``description`` starts with ``call``.
+    public let namesCall: Bool
+
+    /// `call` failed with `errno`; the description names the call when `namesCall`.
+    public init(_ call: String, _ errno: Errno, namesCall: Bool = false) {
+        self.call = call
+        cause = .errno(errno)
+        self.namesCall = namesCall
+    }
+
+    /// `call` succeeded with a result refused for `reason`.
+    public init(_ call: String, refused reason: String, namesCall: Bool = false) {
+        self.call = call
+        cause = .refused(reason)
+        self.namesCall = namesCall
+    }
+
+    /// The error the call failed with; nil when its result was refused.
+    public var errno: Errno? {
+        if case let .errno(errno) = cause { errno } else { nil }
+    }
+
+    public var description: String {
+        let text = switch cause {
+        case let .errno(errno): errno.description
+        case let .refused(reason): reason
+        }
+        return namesCall ? "\(call): \(text)" : text
+    }
+}
+
+extension Result where Failure == Errno {
+    /// The failure as a ``SystemCallFailure`` of `call`.
+    @inline(__always)
+    public func failing(_ call: @autoclosure () -> String, namesCall: Bool = false) -> Result<Success, SystemCallFailure> {
+        mapError { SystemCallFailure(call(), $0, namesCall: namesCall) }
+    }
+}
