@@ -87,9 +87,9 @@ enum UnsafeMemory {
             var offset = 0
             while offset + 8 <= buffer.count {
                 let value = buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                let pointer = value & 0x00ff_ffff_ffff_ffff
+                let pointer = value & RebaseTarget.addressMask
                 if pointer >= regionBase, pointer - regionBase < regionSize {
-                    buffer.storeBytes(of: (pointer - regionBase) | (value & 0xff00_0000_0000_0000), toByteOffset: offset, as: UInt64.self)
+                    buffer.storeBytes(of: (pointer - regionBase) | (value & RebaseTarget.high8Mask), toByteOffset: offset, as: UInt64.self)
                 }
                 offset += 8
             }
