@@ -8,6 +8,8 @@ let package = Package(
         .executable(name: "dyld3", targets: ["Dyld3Tool"]),
         .library(name: "MachOReader", targets: ["MachOReader"]),
         .library(name: "MachOInspect", targets: ["MachOInspect"]),
+        .library(name: "LaunchPlan", targets: ["LaunchPlan"]),
+        .library(name: "ClosureFormat", targets: ["ClosureFormat"]),
         .library(name: "LaunchClosure", targets: ["LaunchClosure"]),
         .library(name: "ClosureBuild", targets: ["ClosureBuild"]),
         .library(name: "LoaderCore", targets: ["LoaderCore"]),
@@ -28,24 +30,36 @@ let package = Package(
         .target(name: "MachOReader"),
         // Renders what the reader found: llvm-objdump-compatible tables and JSON.
         .target(name: "MachOInspect", dependencies: ["MachOReader"]),
+        // What a launch does, as plain values every stage shares: mapping plans, resolved
+        // fixups and their faults, a failed system call, the content hash. No I/O.
+        .target(name: "LaunchPlan", dependencies: [
+            "MachOReader", "CXXHash", .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         // What both launch paths share: files, path resolution, the dependency graph,
         // mapping, initializer order and discovery, the launch request and its last step.
         .target(name: "LoaderCore", dependencies: [
-            "MachOReader", "CXXHash", "CUserfault", .product(name: "SystemPackage", package: "swift-system"),
+            "MachOReader", "LaunchPlan", "CXXHash", "CUserfault", .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // The dyld2 slow path: parse, resolve, look up by name, on every launch.
-        .target(name: "Dyld2", dependencies: ["LoaderCore", "MachOReader"]),
-        // Launch closures: the format, the cache, image identity, verification. Resolves nothing.
+        .target(name: "Dyld2", dependencies: ["LoaderCore", "LaunchPlan", "MachOReader"]),
+        // The closure format: records, encode, decode, the fixup-run walker, the checks that
+        // need no file system. Maps no memory and opens no file.
+        .target(name: "ClosureFormat", dependencies: [
+            "LaunchPlan", "MachOReader", "CZstd", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        // Closures on disk: files read and written, ownership, keys, the cache, image
+        // identity, verification, the dump. Resolves nothing.
         .target(name: "LaunchClosure", dependencies: [
-            "LoaderCore", "MachOReader", "CZstd", .product(name: "Crypto", package: "swift-crypto"),
+            "ClosureFormat", "LaunchPlan", "LoaderCore", "MachOReader", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Install time: the slow path's resolution written down as a closure.
-        .target(name: "ClosureBuild", dependencies: ["Dyld2", "LaunchClosure", "LoaderCore", "MachOReader"]),
-        // The dyld3 fast path: validate a closure and apply it. Cannot see the slow path.
-        .target(name: "Dyld3", dependencies: ["LaunchClosure", "LoaderCore"]),
+        .target(name: "ClosureBuild", dependencies: ["Dyld2", "ClosureFormat", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader"]),
+        // The dyld3 fast path: read a closure (on two cores when it is large), check it and
+        // apply it, eagerly or page by page. Cannot see the slow path.
+        .target(name: "Dyld3", dependencies: ["ClosureFormat", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader"]),
         // `dyld3 compare`: both paths at one slide, memory and fixups side by side.
-        .target(name: "LaunchComparison", dependencies: ["Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader"]),
+        .target(name: "LaunchComparison", dependencies: ["ClosureFormat", "Dyld2", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader"]),
         // The one way the project starts other programs (tools, the glibc harness, `dyld3` in
         // tests): swift-subprocess behind a small async API.
         .target(
@@ -56,9 +70,9 @@ let package = Package(
             ]
         ),
         // `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader, with charts.
-        .target(name: "LaunchBench", dependencies: ["ClosureBuild", "Dyld2", "Dyld3", "LaunchClosure", "LoaderCore", "MachOReader", "ProcessRunner"]),
+        .target(name: "LaunchBench", dependencies: ["ClosureBuild", "ClosureFormat", "Dyld2", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader", "ProcessRunner"]),
         // Stub system roots: stub dylibs and a stub host for real Apple-built binaries.
-        .target(name: "StubRoot", dependencies: ["MachOReader", "LoaderCore", "ProcessRunner"]),
+        .target(name: "StubRoot", dependencies: ["MachOReader", "LaunchPlan", "LoaderCore", "ProcessRunner"]),
         // System libraries, found through pkg-config.
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
@@ -68,24 +82,25 @@ let package = Package(
         .executableTarget(
             name: "Dyld3Tool",
             dependencies: [
-                "MachOReader", "MachOInspect", "LoaderCore", "Dyld2", "LaunchClosure", "ClosureBuild", "Dyld3",
+                "MachOReader", "MachOInspect", "LaunchPlan", "LoaderCore", "Dyld2", "ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld3",
                 "LaunchComparison", "StubRoot", "LaunchBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/dyld3"
         ),
         // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
-        .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect", "LaunchClosure", "ClosureBuild", "ProcessRunner"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect", "ClosureFormat", "LaunchClosure", "ClosureBuild", "ProcessRunner"], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "LoaderTests", dependencies: [
-            "Dyld2", "Dyld3", "ClosureBuild", "LaunchComparison", "LaunchClosure", "LoaderCore", "MachOReader", "ProcessRunner", "StubRoot",
+            "Dyld2", "Dyld3", "ClosureBuild", "ClosureFormat", "LaunchComparison", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader",
+            "ProcessRunner", "StubRoot",
             "TestSupport",
         ]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
-        .testTarget(name: "BenchTests", dependencies: ["LaunchBench", "ProcessRunner", "ClosureBuild", "Dyld3", "LaunchClosure", "LoaderCore", "TestSupport"]),
-        .testTarget(name: "ClosureTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld2", "LoaderCore", "MachOReader", "TestSupport"]),
+        .testTarget(name: "BenchTests", dependencies: ["LaunchBench", "ProcessRunner", "ClosureBuild", "ClosureFormat", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "TestSupport"]),
+        .testTarget(name: "ClosureTests", dependencies: ["ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "TestSupport"]),
         // Tampered and forged closures, concurrent installs, stale images, cache hygiene.
-        .testTarget(name: "HostileTests", dependencies: ["LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LoaderCore", "MachOReader", "ProcessRunner", "TestSupport"]),
+        .testTarget(name: "HostileTests", dependencies: ["ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "ProcessRunner", "TestSupport"]),
     ]
 )

@@ -20,8 +20,11 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MachOReader", package: rootPackage),
+                .product(name: "ClosureFormat", package: rootPackage),
                 .product(name: "LaunchClosure", package: rootPackage),
                 .product(name: "ClosureBuild", package: rootPackage),
+                .product(name: "Dyld3", package: rootPackage),
+                .product(name: "LaunchPlan", package: rootPackage),
                 .product(name: "LoaderCore", package: rootPackage),
                 .product(name: "Dyld2", package: rootPackage),
             ],

@@ -25,8 +25,8 @@ let package = Package(
         .target(
             name: "ClosureMutation",
             dependencies: [
-                .product(name: "LaunchClosure", package: rootPackage),
-                .product(name: "LoaderCore", package: rootPackage),
+                .product(name: "ClosureFormat", package: rootPackage),
+                .product(name: "LaunchPlan", package: rootPackage),
                 .product(name: "MachOReader", package: rootPackage),
             ]),
         .executableTarget(
@@ -34,13 +34,15 @@ let package = Package(
             dependencies: [
                 "FuzzDriver", "ClosureMutation",
                 .product(name: "Dyld3", package: rootPackage),
+                .product(name: "ClosureFormat", package: rootPackage),
                 .product(name: "LaunchClosure", package: rootPackage),
+                .product(name: "LaunchPlan", package: rootPackage),
                 .product(name: "LoaderCore", package: rootPackage),
             ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
         .executableTarget(
             name: "FuzzClosureReader",
-            dependencies: ["FuzzDriver", .product(name: "LaunchClosure", package: rootPackage)],
+            dependencies: ["FuzzDriver", .product(name: "ClosureFormat", package: rootPackage)],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
     ]
 )

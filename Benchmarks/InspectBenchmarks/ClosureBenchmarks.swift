@@ -1,5 +1,7 @@
 import Benchmark
 import ClosureBuild
+import ClosureFormat
+import Dyld3
 import Foundation
 import LaunchClosure
 import LoaderCore

@@ -2,6 +2,7 @@ import Benchmark
 import Dyld2
 import Foundation
 import LoaderCore
+import LaunchPlan
 
 /// dyld2's lookup path: every fixup of the generated 100-framework app resolved as the
 /// slow path does on each launch (chains walked, every import looked up by name in the

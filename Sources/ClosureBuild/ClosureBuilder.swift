@@ -1,5 +1,7 @@
 import LaunchClosure
 import LoaderCore
+import LaunchPlan
+import ClosureFormat
 
 /// Builds a launch closure at install time: runs every analysis the slow path runs
 /// (paths, graph, symbol resolution, initializer order) once, and writes down the result.

@@ -1,6 +1,7 @@
 import Dyld2
 import LoaderCore
 import MachOReader
+import LaunchPlan
 
 /// Everything a launch works out before it touches memory: the graph, the mapping plans,
 /// every fixup resolved, the initializers and the entry point. The closure builder runs

@@ -1,5 +1,6 @@
 import LoaderCore
 import MachOReader
+import LaunchPlan
 
 /// dyld2's fixup work for one image: interprets its rebase and bind opcode streams, or
 /// walks its fixup chains, and looks every bound symbol up by name. Each fixup is handed

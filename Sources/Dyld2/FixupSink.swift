@@ -1,4 +1,5 @@
 import LoaderCore
+import LaunchPlan
 
 /// Where ``FixupResolver`` hands each resolved fixup: the slow path's writer (specialized,
 /// so its loop makes no call through a closure per fixup), or a closure.

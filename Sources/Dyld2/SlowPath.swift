@@ -1,5 +1,6 @@
 import LoaderCore
 import MachOReader
+import LaunchPlan
 
 /// The dyld2 slow path: on every launch, parse every image, resolve every path, interpret
 /// every opcode stream or fixup chain, look every bound symbol up by name, then run the

@@ -1,5 +1,6 @@
 import LoaderCore
 import MachOReader
+import LaunchPlan
 
 /// dyld2's symbol lookup, by name, in the export tries of the images of one launch:
 /// two-level (by library ordinal, following re-exports), flat (every image in load

@@ -1,5 +1,6 @@
 import LoaderCore
 import MachOReader
+import LaunchPlan
 
 /// dyld2's walk over an image's fixup chains in the two 64-bit formats every x86_64 and
 /// arm64 (not arm64e) image uses, `DYLD_CHAINED_PTR_64` and `DYLD_CHAINED_PTR_64_OFFSET`,

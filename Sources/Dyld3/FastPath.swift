@@ -1,5 +1,7 @@
 import LaunchClosure
 import LoaderCore
+import ClosureFormat
+import LaunchPlan
 
 /// The dyld3 fast path: validate a closure and apply it. No Mach-O parsing beyond each
 /// image's own header (read through the descriptor it is mapped from, to check the
@@ -29,7 +31,7 @@ public enum FastPath {
     }
 
     /// Launches `request` from the closure at `closurePath`: read and checked
-    /// (``ClosureFile/read(_:trusting:helper:beside:)``), then launched as
+    /// (``ClosureLaunchDecoder/read(_:trusting:helper:beside:)``), then launched as
     /// ``launch(_:closurePath:request:checks:report:clock:helper:)`` does. One
     /// ``LaunchHelper`` serves both: started when the closure is large, it decodes part of
     /// it (the bind targets and the rest of the body while this thread checks the binding
@@ -40,7 +42,7 @@ public enum FastPath {
         var clock = PhaseClock()
         let helper = LaunchHelper()
         var hashed = 0
-        let (closure, files) = try ClosureFile.read(closurePath, trusting: checks.trustKey, helper: helper) { table throws(ClosureError) in
+        let (closure, files) = try ClosureLaunchDecoder.read(closurePath, trusting: checks.trustKey, helper: helper) { table throws(ClosureError) in
             try checkBinding(table.binding, request: request, closurePath: closurePath)
             report.timings[.closure] = clock.lap()
             return try table.openImages(0..<openedBeforeMapping(table.images.count, request: request, helper: helper),

@@ -1,5 +1,6 @@
 import Foundation
 import LaunchClosure
+import ClosureFormat
 
 /// `dyld3 bench`: dyld2, dyld3, the mapping floor and glibc's loader on generated apps of
 /// each size, measured side by side in one run, plus what the closure costs.

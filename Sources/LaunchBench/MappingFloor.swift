@@ -1,5 +1,7 @@
 import LaunchClosure
 import LoaderCore
+import LaunchPlan
+import ClosureFormat
 
 /// The mapping floor: what no loader can avoid. Reserve the region, map every segment of
 /// every image, and write once to each page that holds a fixup; with protections, then give

@@ -2,6 +2,7 @@ import Dyld3
 import Foundation
 import LaunchClosure
 import LoaderCore
+import ClosureFormat
 
 /// Page-in linking measured beside eager dyld3 (`dyld3 bench --fixups page-in`, docs/page-in.md).
 public struct PageInResult: Codable, Sendable {

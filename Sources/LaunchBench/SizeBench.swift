@@ -5,6 +5,7 @@ import Foundation
 import LaunchClosure
 import LoaderCore
 import MachOReader
+import ClosureFormat
 
 /// The measurements of one app size: setup (apps, closure, page list, harness) outside
 /// any timed region, then the launch paths round-robin: warm, cold (`--cold`), then fresh.

@@ -1,5 +1,7 @@
 import Foundation
 import LoaderCore
+import LaunchPlan
+import ClosureFormat
 
 /// A closure file opened for `dyld3 closure dump`: its header and its decoded closure.
 /// The file goes through every check `ClosureFile.decode` makes; unlike a launch, a dump

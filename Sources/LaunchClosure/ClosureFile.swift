@@ -1,110 +1,26 @@
 import Foundation
+import ClosureFormat
 import LoaderCore
 import MachOReader
+import LaunchPlan
 
-/// The closure file: a 40-byte ``ClosureFileHeader`` and a zstd frame holding the body
-/// (``LaunchClosure``'s encoding).
-public enum ClosureFile {
-    /// No real closure comes near this; a larger declared body is refused unread.
-    public static let maxBodySize = 512 << 20
-
-    /// The file's bytes for a closure: reproducible for the same closure (and key).
-    public static func encode(_ closure: LaunchClosure, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
-        wrapBody(closure.encodedBody(), contentOnlyIdentity: closure.contentOnlyIdentity, signedWith: signer)
-    }
-
-    /// A closure file around `body`: header, checksum and zstd frame (for ``encode(_:)``, and
-    /// for fuzzing and forgery tests that need the body's own checks to be the ones that fire).
-    public static func wrapBody(_ body: [UInt8], contentOnlyIdentity: Bool = false, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
-        let frame = UnsafeCompression.compress(body)
-        let flags = (contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0) | (signer != nil ? ClosureFileHeader.signedFlag : 0)
-        let header = ClosureFileHeader(version: LaunchClosure.formatVersion, flags: flags,
-                                       bodySize: UInt64(body.count), frameSize: UInt64(frame.count))
-        var file = header.file(around: frame)
-        if let signer { file += signer.signature(for: file[...]) }
-        return file
-    }
-
-    /// Checks the signature (with `trustKey`: the file must be signed by it), the header, the
-    /// checksum and the frame, then decodes and validates the body.
-    public static func decode(_ file: [UInt8], path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
-        try decode(ByteView(file), path: path, trusting: trustKey)
-    }
-
-    /// ``decode(_:path:trusting:)`` of a file's bytes in place: a mapped closure file is
-    /// hashed and decompressed where it lies, never copied (a signature check copies the
-    /// signed bytes for swift-crypto). With a launch's `helper`, the second frame and part of
-    /// the body are decoded on its thread.
-    public static func decode(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil,
-                              helper: LaunchHelper? = nil) throws(ClosureError) -> LaunchClosure {
-        try decode(file, path: path, trusting: trustKey, helper: helper) { _ throws(ClosureError) in }.closure
-    }
-
-    /// ``decode(_:path:trusting:helper:)``, running `beside` on this thread with the image
-    /// table once the image records are read: beside the helper's reading of the rest of the
-    /// body when it runs (``LaunchClosure/parse(body:path:helper:beside:)``), else after it.
-    public static func decode<Beside>(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil, helper: LaunchHelper?,
-                                      beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (closure: LaunchClosure, beside: Beside) {
-        // A large body is worth a second core: its thread wakes while the header is checked.
-        // The declared size is read before it is checked; a lie costs only the wake-up.
-        if let helper, let fields = try? file.bytes(0, ClosureFileHeader.size),
-           ClosureFileHeader(fieldsOf: fields).bodySize >= UInt64(helperThreshold) {
-            helper.start()
-        }
-        let header = try ClosureFileHeader(parsing: file, path: path)
-        let signed = file.count - header.signatureSize
-        if let trustKey {
-            guard header.signatureSize > 0 else {
-                throw .untrusted(path: path, what: "is not signed, and --trust accepts only closures signed by its key")
-            }
-            guard let content = try? file.bytes(0, file.count),
-                  trustKey.isValidSignature(content[signed...], for: content[..<signed]) else {
-                throw .untrusted(path: path, what: "its signature does not verify with the trusted key (signed by another key, or changed since)")
-            }
-        }
-        let (bodySize, frameSize) = (header.bodySize, header.frameSize)
-        guard bodySize <= UInt64(maxBodySize) else {
-            throw .corrupt(path: path, offset: 24, what: "declared body of \(bodySize) bytes is over the \(maxBodySize)-byte limit")
-        }
-        guard frameSize == UInt64(signed - ClosureFileHeader.size), let frame = try? file.slice(ClosureFileHeader.size, Int(frameSize)) else {
-            throw .corrupt(path: path, offset: 32, what: "frame size \(frameSize) does not match the file (\(signed - ClosureFileHeader.size) bytes)")
-        }
-        guard let body = UnsafeCompression.decompress(frame, expectedSize: Int(bodySize), helper: helper) else {
-            throw .corrupt(path: path, offset: ClosureFileHeader.size, what: "the zstd frames do not decompress to \(bodySize) bytes (one frame, or two that fill the data exactly)")
-        }
-        let contentOnlyFlag = header.flags & ClosureFileHeader.contentOnlyIdentityFlag != 0
-        return try LaunchClosure.parse(body: body, path: path, helper: helper) { table throws(ClosureError) in
-            guard contentOnlyFlag == table.contentOnlyIdentity else {
-                throw .corrupt(path: path, offset: 20, what: "the header's content-only flag disagrees with the body")
-            }
-            return try beside(table)
-        }
-    }
-
-    /// Bodies of at least this many bytes (≈ 28 frameworks and up) start the launch's helper:
-    /// from there its share of the work (half the fixups, three quarters of the images
-    /// opened, the plan check) outweighs waking it (docs/performance.md, "A second core from a 64 KiB body").
-    static let helperThreshold = 64 * 1024
-
+extension ClosureFile {
     /// The largest closure file read: a closure for thousands of images is a few MiB. A
     /// larger file is refused from its `fstat`, unread.
     public static let maxFileSize = 64 << 20
 
-    /// Maps and decodes the closure at `path`, refusing files others could have written
-    /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``. The file is
-    /// mapped, not read: the checksum and the decompression read it in place. With a
-    /// launch's `helper`, part of the decoding runs on its thread.
-    public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil, helper: LaunchHelper? = nil) throws(ClosureError) -> LaunchClosure {
-        try read(path, trusting: trustKey, helper: helper) { _ throws(ClosureError) in }.closure
+    /// Maps and decodes the closure at `path` (``mapTrusted(_:)``, then ``decode(_:path:trusting:)``).
+    public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
+        try decode(mapTrusted(path), path: path, trusting: trustKey)
     }
 
-    /// ``read(_:trusting:helper:)``, running `beside` with the image table as
-    /// ``decode(_:path:trusting:helper:beside:)`` does.
-    public static func read<Beside>(_ path: String, trusting trustKey: ClosureTrustKey? = nil, helper: LaunchHelper?,
-                                    beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (closure: LaunchClosure, beside: Beside) {
+    /// The bytes of the closure file at `path`, mapped, not read (the checksum and the
+    /// decompression read them in place), refusing files others could have written
+    /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``.
+    public static func mapTrusted(_ path: String) throws(ClosureError) -> ByteView {
         let file = try openTrusted(path)
         guard let bytes = file.mapAll() else { throw .untrusted(path: path, what: "cannot be mapped") }
-        return try decode(bytes, path: path, trusting: trustKey, helper: helper, beside: beside)
+        return bytes
     }
 
     /// The closure file at `path`, opened once (no symlink followed) and checked on that
@@ -156,88 +72,5 @@ public enum ClosureFile {
         } catch {
             throw .systemCallFailed(path: path, error)
         }
-    }
-}
-
-/// The 40-byte header of a closure file, field by field (see docs/closure-format.md).
-///
-///     0  magic "DYLD3CL\0"
-///     8  checksum: xxh3-64 of every byte from offset 16 to the end of the frame
-///    16  format version (u32)     20  flags (u32; bit 0: content-only identity, bit 1: signed)
-///    24  body size (u64)          32  frame size (u64)
-///
-/// A signed file ends with a 64-byte Ed25519 signature of every byte before it.
-public struct ClosureFileHeader: Equatable, Sendable {
-    public static let magic: [UInt8] = Array("DYLD3CL\u{0}".utf8)
-    public static let size = 40
-    public static let contentOnlyIdentityFlag: UInt32 = 1
-    public static let signedFlag: UInt32 = 2
-    public static let signatureLength = 64
-
-    /// Bytes of signature at the end of the file.
-    public var signatureSize: Int { flags & Self.signedFlag != 0 ? Self.signatureLength : 0 }
-
-    /// xxh3-64 of every byte from offset 16 to the end of the file (0 until ``file(around:)`` computes it).
-    public let checksum: UInt64
-    public let version: UInt32
-    /// Bit 0: content-only identity.
-    public let flags: UInt32
-    /// Bytes of the uncompressed body, and of the zstd frame that holds it.
-    public let bodySize: UInt64
-    public let frameSize: UInt64
-
-    public init(version: UInt32, flags: UInt32, bodySize: UInt64, frameSize: UInt64) {
-        checksum = 0
-        self.version = version
-        self.flags = flags
-        self.bodySize = bodySize
-        self.frameSize = frameSize
-    }
-
-    /// Reads the header of `file` and checks its magic, checksum, version and flags.
-    public init(parsing file: ByteView, path: String) throws(ClosureError) {
-        guard file.count >= Self.size, let fields = try? file.bytes(0, Self.size) else {
-            throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes is shorter than the \(Self.size)-byte header")
-        }
-        guard Array(fields[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a closure (bad magic)") }
-        self.init(fieldsOf: fields)
-        guard flags & ~(Self.contentOnlyIdentityFlag | Self.signedFlag) == 0 else {
-            throw .corrupt(path: path, offset: 20, what: "unknown header flags 0x\(String(flags, radix: 16))")
-        }
-        guard file.count - signatureSize >= Self.size else {
-            throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes cannot hold the header and a signature")
-        }
-        guard let checked = try? file.slice(16, file.count - signatureSize - 16), UnsafeHash.xxh3(checked) == checksum else {
-            throw .corrupt(path: path, offset: 8, what: "checksum mismatch")
-        }
-        guard version == LaunchClosure.formatVersion else {
-            throw .incompatible(path: path, what: "format version \(version), this loader reads \(LaunchClosure.formatVersion)")
-        }
-    }
-
-    /// The fields of `file`'s first 40 bytes as they are, unchecked (for a dump of a file
-    /// already decoded, and for tests that damage one field).
-    init(fieldsOf file: [UInt8]) {
-        func word(_ offset: Int) -> UInt64 {
-            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(file[offset + $1]) }
-        }
-        checksum = word(8)
-        version = UInt32(truncatingIfNeeded: word(16))
-        flags = UInt32(truncatingIfNeeded: word(16) >> 32)
-        bodySize = word(24)
-        frameSize = word(32)
-    }
-
-    /// The whole file: this header, with its checksum computed, followed by `frame`.
-    public func file(around frame: [UInt8]) -> [UInt8] {
-        var w = ClosureWriter()
-        w.u64(0)
-        w.u64(UInt64(version) | UInt64(flags) << 32)
-        w.u64(bodySize)
-        w.u64(frameSize)
-        var file = Self.magic + w.bytes + frame
-        let checksum = UnsafeHash.xxh3(file[16...])
-        for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
-        return file
     }
 }

@@ -1,4 +1,5 @@
 import LoaderCore
+import ClosureFormat
 
 /// Who may have written a closure, the way OpenSSH's StrictModes decides whether to trust
 /// `authorized_keys`: a closure is used only if the file and its cache directory are owned

@@ -1,4 +1,5 @@
 import LoaderCore
+import ClosureFormat
 
 extension ImageIdentity {
     /// The identity of the file at `path` as it is now. `contentOnly` leaves out inode,
@@ -177,5 +178,16 @@ extension LaunchClosure {
             }
             return nil
         }
+    }
+}
+
+extension ClosureImageTable {
+    /// Opens the images in `range` (every image by default) once each and checks each is the
+    /// file the closure was built from (see
+    /// ``LaunchClosure/openImages(_:closurePath:alwaysHash:readAhead:handOff:hashedImages:)``).
+    public func openImages(_ range: Range<Int>? = nil, closurePath: String, alwaysHash: Bool, readAhead: Bool = false,
+                           hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+        try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
+                                 alwaysHash: alwaysHash, readAhead: readAhead, hashedImages: &hashedImages)
     }
 }

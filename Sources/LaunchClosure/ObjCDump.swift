@@ -1,4 +1,6 @@
 import LoaderCore
+import LaunchPlan
+import ClosureFormat
 
 extension ClosureDump {
     /// The Objective-C part of `dyld3 closure dump`: per image with writes, how many words

@@ -4,6 +4,8 @@ import Glibc
 import LoaderCore
 import MachOReader
 import SystemPackage
+import LaunchPlan
+import ClosureFormat
 
 /// The closure code's system calls: opening a file once without following symlinks, the
 /// effective user, and writing a file atomically (temp file in the

@@ -3,6 +3,8 @@ import Dyld3
 import LaunchClosure
 import LoaderCore
 import MachOReader
+import LaunchPlan
+import ClosureFormat
 
 /// `dyld3 compare`: the same app launched through the dyld2 slow path and the dyld3 fast
 /// path at the same slide must leave byte-identical writable memory, the same fixups, the

@@ -1,5 +1,6 @@
 import Foundation
 import MachOReader
+import LaunchPlan
 
 /// The images of one launch in load order, with their dependency edges: the roots (the
 /// main executable, or the host then the app) first, then dyld's order: an image's

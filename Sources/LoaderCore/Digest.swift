@@ -1,3 +1,5 @@
+import LaunchPlan
+
 extension LaunchMemory {
     /// xxh3-64 over every writable segment, in image and segment order, with each aligned
     /// 64-bit word that points into the launch's region rewritten relative to the region:

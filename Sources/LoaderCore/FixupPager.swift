@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import LaunchPlan
 
 /// Applies one page's fixups to that page's bytes (the closure's page index, in the fast
 /// path). Called on the handler thread, once per first touch of a page: it must not

@@ -1,5 +1,6 @@
 import Foundation
 import MachOReader
+import LaunchPlan
 
 /// One Mach-O image read from disk for a launch: where it is and its parsed slice.
 public struct ImageFile: Sendable {

@@ -1,3 +1,5 @@
+import LaunchPlan
+
 /// Stores fixups into one mapped image, each checked to lie in one of the image's writable
 /// segments: the check ``LaunchMemory/store(_:image:vmOffset:)`` makes, against ranges
 /// taken from the plan once per image instead of the plan's segments on every store. What

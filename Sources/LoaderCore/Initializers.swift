@@ -1,4 +1,5 @@
 import MachOReader
+import LaunchPlan
 
 /// Finds an image's initializers, the one way both launch paths do: `__init_offsets`
 /// entries as they are, and each `__mod_init_func` slot through the rebase that fixes it

@@ -1,3 +1,5 @@
+import LaunchPlan
+
 /// What to launch and how: the request both launch paths (and `compare`) take.
 public struct LaunchOptions: Sendable {
     /// The images loaded first: the host executable (if any), then the app.

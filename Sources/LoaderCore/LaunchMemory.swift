@@ -1,3 +1,5 @@
+import LaunchPlan
+
 /// The memory of one launch: every image mapped into one reserved region, at one slide
 /// per image. Releasing it (``release()`` or deinit) unmaps everything, so one process can
 /// launch many times.

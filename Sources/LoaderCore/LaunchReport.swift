@@ -1,3 +1,5 @@
+import LaunchPlan
+
 /// What a launch did, for `--stats`, `--json`, `compare` and the benchmarks. Both launch
 /// paths fill the same report.
 public struct LaunchReport: Sendable {

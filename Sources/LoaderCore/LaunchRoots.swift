@@ -1,5 +1,6 @@
 import Foundation
 import MachOReader
+import LaunchPlan
 
 /// Which images a launch of one image starts from. An executable is its own root. A dylib
 /// or a bundle given with a host executable (`--host`, or a stub root's `bin/host`) is

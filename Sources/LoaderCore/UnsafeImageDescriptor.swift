@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CXXHash
+import LaunchPlan
 
 /// What `stat` says about a file.
 public struct FileStatus: Equatable, Sendable {

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import LaunchPlan
 #endif
 
 /// The loader's only contact with raw memory: reserving and mapping address ranges,

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CUserfault
+import LaunchPlan
 
 /// The page-in handler's contact with the kernel: the userfaultfd and its ioctls (through
 /// the `CUserfault` shim), the handler thread, the staging page a page is assembled in,

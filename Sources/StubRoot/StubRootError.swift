@@ -1,4 +1,5 @@
 import LoaderCore
+import LaunchPlan
 
 /// Why a stub root could not be planned or written.
 public enum StubRootError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -3,6 +3,8 @@ import Dyld3
 import Foundation
 import LaunchClosure
 import LoaderCore
+import ClosureFormat
+import LaunchPlan
 
 /// The options every command that loads an app shares: where absolute install names are
 /// found, which slice, which host a bundle or dylib goes into, and which closure cache.

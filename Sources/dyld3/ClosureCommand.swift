@@ -3,6 +3,8 @@ import Foundation
 import LaunchClosure
 import LoaderCore
 import MachOInspect
+import LaunchPlan
+import ClosureFormat
 
 /// `dyld3 closure …`: look inside closure files.
 struct ClosureCommand: ParsableCommand {

@@ -1,6 +1,8 @@
 import LaunchClosure
 import LoaderCore
 import MachOInspect
+import ClosureFormat
+import LaunchPlan
 
 extension ClosureJSON {
     /// The `objc` member of `closure dump --json`: null without an Objective-C step; else

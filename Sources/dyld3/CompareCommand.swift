@@ -7,6 +7,8 @@ import Foundation
 import LaunchClosure
 import LoaderCore
 import MachOInspect
+import ClosureFormat
+import LaunchPlan
 
 /// `dyld3 compare APP`: launches through both paths at the same slide and proves they agree.
 struct CompareCommand: ParsableCommand {

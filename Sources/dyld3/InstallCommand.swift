@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import LaunchClosure
 import LoaderCore
+import ClosureFormat
 
 /// `dyld3 install APP…`: builds launch closures out of process, one per app and arch.
 struct InstallCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LaunchClosure
+import ClosureFormat
 
 /// `dyld3 key generate --out DIR`: an Ed25519 key pair for signing closure caches that travel.
 struct KeyCommand: ParsableCommand {

@@ -7,6 +7,8 @@ import Foundation
 import LoaderCore
 import MachOInspect
 import MachOReader
+import ClosureFormat
+import LaunchPlan
 
 /// `dyld3 launch APP`: load, fix up and run a Mach-O app inside this process.
 struct LaunchCommand: ParsableCommand {

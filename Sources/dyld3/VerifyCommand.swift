@@ -3,6 +3,7 @@ import Dyld3
 import Foundation
 import LaunchClosure
 import MachOInspect
+import ClosureFormat
 
 /// `dyld3 verify`: checks every file of the closure cache, the check CI runs.
 struct VerifyCommand: ParsableCommand {

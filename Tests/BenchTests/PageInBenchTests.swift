@@ -2,8 +2,10 @@ import ClosureBuild
 import Foundation
 @testable import LaunchBench
 import LaunchClosure
+import Dyld3
 import LoaderCore
 import Testing
+import ClosureFormat
 
 /// The page-in bench's private-page counts (docs/page-in.md "Private pages"): counts only,
 /// never timings. The oracle is the eager launch of the same closure, read from

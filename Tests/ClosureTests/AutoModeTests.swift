@@ -2,6 +2,7 @@ import Foundation
 import LaunchClosure
 import Testing
 import TestSupport
+import ClosureFormat
 
 /// `dyld3 launch` as a user runs it: `auto` uses a valid closure, falls back to dyld2 with the
 /// reason for a missing, corrupt or stale one and still gives main's result; `--rebuild`

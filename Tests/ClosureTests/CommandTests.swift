@@ -3,6 +3,7 @@ import Foundation
 import LaunchClosure
 import LoaderCore
 import Testing
+import ClosureFormat
 
 extension ClosureTests {
     /// A cache holding every launchable app's closure verifies clean (what `make test` runs

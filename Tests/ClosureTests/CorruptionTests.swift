@@ -4,6 +4,8 @@ import Foundation
 import LoaderCore
 import MachOReader
 import Testing
+import LaunchPlan
+@testable import ClosureFormat
 
 /// A damaged closure file and what the reader must say about it.
 struct Damage: CustomStringConvertible, Sendable {

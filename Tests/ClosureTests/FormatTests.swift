@@ -3,6 +3,8 @@ import TestSupport
 import LoaderCore
 import MachOReader
 import Testing
+import LaunchPlan
+@testable import ClosureFormat
 
 extension ClosureTests {
     /// The image of the examples: `__DATA_CONST` at 0x1000, `__DATA` at 0x2000.

@@ -4,6 +4,8 @@ import Foundation
 import LaunchClosure
 import LoaderCore
 import Testing
+import ClosureFormat
+import LaunchPlan
 
 extension ClosureTests {
     @Test func fixturesAreBuilt() throws {

@@ -4,6 +4,7 @@ import LaunchClosure
 import LoaderCore
 import Testing
 import TestSupport
+import ClosureFormat
 
 extension ClosureTests {
     /// `dyld3 launch --stats --json`: the pre-main breakdown is complete and consistent

@@ -2,6 +2,8 @@
 import TestSupport
 import LoaderCore
 import Testing
+import LaunchPlan
+@testable import ClosureFormat
 
 /// The fixup page index (docs/closure-format.md, "Fixup page index"): each page's fixups,
 /// decoded from its restart point alone, must be exactly the fixups the whole streams hold

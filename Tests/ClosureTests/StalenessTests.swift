@@ -2,6 +2,7 @@ import TestSupport
 import Foundation
 import LaunchClosure
 import Testing
+import ClosureFormat
 
 /// A change to one image of an installed app, and what verify must say about it.
 struct ImageChange: CustomStringConvertible, Sendable {

@@ -3,6 +3,8 @@ import Foundation
 import LaunchClosure
 import LoaderCore
 import Testing
+import LaunchPlan
+import ClosureFormat
 
 /// Launch closures: install, verify, dump, reproducibility, equality with the slow path,
 /// corruption and staleness.

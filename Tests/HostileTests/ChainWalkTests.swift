@@ -4,6 +4,7 @@ import LoaderCore
 import MachOReader
 import TestSupport
 import Testing
+import LaunchPlan
 
 /// dyld2's raw chain walk (``UnsafeChainedRebaseWalk``, taken when nothing records the
 /// fixups) against the checked cursor (taken when `compare` records them), on every

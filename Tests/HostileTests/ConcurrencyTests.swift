@@ -3,6 +3,7 @@ import LaunchClosure
 import ProcessRunner
 import TestSupport
 import Testing
+import ClosureFormat
 
 /// Installs racing launches and each other, and installs killed mid-flight, through the
 /// built `dyld3` binary: no launch ever reads a torn closure.

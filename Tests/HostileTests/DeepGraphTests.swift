@@ -6,6 +6,8 @@ import LoaderCore
 import MachOReader
 import TestSupport
 import Testing
+import LaunchPlan
+import ClosureFormat
 
 /// Graphs far deeper than any app, generated at test time (`MachOBuilder`): a re-export
 /// chain (5,000 dylibs by default, 100,000 with `DYLD3_REEXPORT_DEPTH=100000`, about 11

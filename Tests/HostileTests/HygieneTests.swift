@@ -2,6 +2,7 @@ import Foundation
 import LaunchClosure
 import TestSupport
 import Testing
+import ClosureFormat
 
 /// Closures others could have written are refused with the reason; a cache that cannot be
 /// written gets a clear error; `verify` names files that are not closures.

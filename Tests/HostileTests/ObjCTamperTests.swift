@@ -3,6 +3,8 @@ import Foundation
 import LoaderCore
 import TestSupport
 import Testing
+import LaunchPlan
+@testable import ClosureFormat
 
 /// Forged Objective-C parts of the objc fixture's closure (valid checksum): each is refused
 /// when the closure is read, before anything is mapped or written.

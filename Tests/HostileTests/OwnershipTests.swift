@@ -3,6 +3,7 @@ import Foundation
 import LoaderCore
 import TestSupport
 import Testing
+@testable import ClosureFormat
 
 /// StrictModes for closures: a closure another user could have written is not used. The
 /// victim runs as `nobody` (through `setpriv`), the other user is `daemon`; the test itself

@@ -3,6 +3,8 @@ import Foundation
 import LoaderCore
 import TestSupport
 import Testing
+import LaunchPlan
+@testable import ClosureFormat
 
 /// Signed caches for distribution: `key generate`, `install --sign`, `--trust`. A signed
 /// content-only cache copied to another directory tree verifies and launches there; one

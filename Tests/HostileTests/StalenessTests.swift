@@ -5,6 +5,7 @@ import Glibc
 @testable import LaunchClosure
 import TestSupport
 import Testing
+@testable import ClosureFormat
 
 /// Every way an image can change after install is caught before the closure is used; the
 /// `auto` launch then falls back and gives what the slow path gives with the files as they

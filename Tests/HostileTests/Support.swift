@@ -3,6 +3,7 @@ import LaunchClosure
 import LoaderCore
 import TestSupport
 import Testing
+import ClosureFormat
 
 struct HostileFailure: Error, CustomStringConvertible {
     let description: String

@@ -1,10 +1,12 @@
 import MachOReader
-import Dyld3
+@testable import Dyld3
 import Foundation
 @testable import LaunchClosure
 import LoaderCore
 import TestSupport
 import Testing
+import LaunchPlan
+@testable import ClosureFormat
 
 /// Damaged and forged closures of a multi-image app: every damage is detected by the
 /// checksum or the structure checks, every forgery with a valid checksum is refused before

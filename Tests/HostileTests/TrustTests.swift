@@ -1,10 +1,12 @@
-import Dyld3
+@testable import Dyld3
 import Foundation
 @testable import LaunchClosure
 import LoaderCore
 import MachOReader
 import TestSupport
 import Testing
+import LaunchPlan
+@testable import ClosureFormat
 
 /// Closures that are genuine or carry a valid checksum, but must still not be trusted: a plan
 /// granting protections the image does not have, a closure bound to another app or root, an

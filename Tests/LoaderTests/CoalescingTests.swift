@@ -5,6 +5,7 @@ import Foundation
 import LoaderCore
 import MachOReader
 import Testing
+import LaunchPlan
 
 /// Weak coalescing on every arch and fixup style, arm64 included (whose code does not run):
 /// every weak-lookup bind of a symbol a manifest lists under `expect.coalesced` must resolve

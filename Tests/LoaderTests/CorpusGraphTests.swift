@@ -8,6 +8,7 @@ import LoaderCore
 import StubRoot
 import Testing
 import TestSupport
+import ClosureFormat
 
 /// Real Apple-built graphs from the corpus, loaded with generated stub roots: the slow
 /// path writes exactly the fixups llvm-objdump-19 lists, the closure of the graph verifies,

@@ -6,6 +6,8 @@ import Foundation
 import LaunchClosure
 import LoaderCore
 import Testing
+import ClosureFormat
+import LaunchPlan
 
 /// The dyld3 fast path: it must give exactly what the slow path gives, and every closure it
 /// cannot trust must be refused with the right reason before anything is written.

@@ -8,6 +8,8 @@ import LoaderCore
 import StubRoot
 import Testing
 import TestSupport
+import ClosureFormat
+import LaunchPlan
 
 /// A dylib given with a host is loaded into it as `dlopen` loads it (`LaunchRoots`): the
 /// hosted-module fixture's `libModule.dylib` (`-undefined dynamic_lookup`, so every import

@@ -6,6 +6,7 @@ import LoaderCore
 import MachOReader
 import Testing
 import TestSupport
+@testable import ClosureFormat
 
 /// The launch's second thread (``LaunchHelper``) and the decoding it shares: two zstd
 /// frames for a large body, image records and bind targets read on two cores, fixups written
@@ -65,10 +66,10 @@ import TestSupport
         #expect(frames == first + second)
         let helper = LaunchHelper()
         helper.start()
-        #expect(UnsafeCompression.decompress(ByteView(frames), expectedSize: body.count, helper: helper) == body)
+        #expect(ClosureFrames(ByteView(frames), expectedSize: body.count).flatMap { ClosureLaunchDecoder.decompress($0, helper: helper) } == body)
         #expect(UnsafeCompression.decompress(ByteView(frames), expectedSize: body.count) == body)
         let small = Array(body[..<1000])
-        #expect(UnsafeCompression.decompress(ByteView(UnsafeCompression.compress(small)), expectedSize: 1000, helper: helper) == small)
+        #expect(ClosureFrames(ByteView(UnsafeCompression.compress(small)), expectedSize: 1000).flatMap { ClosureLaunchDecoder.decompress($0, helper: helper) } == small)
     }
 
     /// Frames swapped, one missing, a third appended, the data cut short, a body size off
@@ -89,7 +90,7 @@ import TestSupport
         let helper = LaunchHelper()
         helper.start()
         for (name, data, size) in cases {
-            #expect(UnsafeCompression.decompress(ByteView(data), expectedSize: size, helper: helper) == nil, "\(name)")
+            #expect(ClosureFrames(ByteView(data), expectedSize: size).flatMap { ClosureLaunchDecoder.decompress($0, helper: helper) } == nil, "\(name)")
             #expect(UnsafeCompression.decompress(ByteView(data), expectedSize: size) == nil, "\(name)")
         }
     }
@@ -129,7 +130,7 @@ import TestSupport
     @Test func largeClosureDecodesAlikeOnTwoCores() throws {
         let closure = try Self.gen100Closure()
         let file = ClosureFile.encode(closure)
-        #expect(try ClosureFile.decode(ByteView(file), path: "gen100", helper: Self.startedHelper()) == closure)
+        #expect(try ClosureLaunchDecoder.decode(ByteView(file), path: "gen100", helper: Self.startedHelper()) { _ throws(ClosureError) in }.closure == closure)
         #expect(try ClosureFile.decode(file, path: "gen100") == closure)
 
         // The last image's record, with one byte more inside its length.
@@ -142,7 +143,7 @@ import TestSupport
         let forged = Array(body[..<lastStart]) + record.bytes + Array(body[reader.position...])
         for helper in [Self.startedHelper(), nil] {
             #expect {
-                try ClosureFile.decode(ByteView(ClosureFile.wrapBody(forged)), path: "forged", helper: helper)
+                try ClosureLaunchDecoder.decode(ByteView(ClosureFile.wrapBody(forged)), path: "forged", helper: helper) { _ throws(ClosureError) in }
             } throws: { error in
                 "\(error)".contains("bytes after the record of image \(closure.images[closure.images.count - 1].path)")
             }
@@ -252,7 +253,7 @@ import TestSupport
         let closure = try Self.gen100Closure()
         let file = ClosureFile.encode(closure)
         for helper in [Self.startedHelper(), nil] {
-            let (decoded, table) = try ClosureFile.decode(ByteView(file), path: "gen100", helper: helper) { table throws(ClosureError) in table }
+            let (decoded, table) = try ClosureLaunchDecoder.decode(ByteView(file), path: "gen100", helper: helper) { table throws(ClosureError) in table }
             #expect(decoded == closure)
             #expect(table.images == closure.images && table.binding == closure.binding && table.rootCount == closure.rootCount)
         }
@@ -268,7 +269,7 @@ import TestSupport
         for helper in [Self.startedHelper(), nil] {
             var besideRan = false
             #expect {
-                try ClosureFile.decode(ByteView(forgedFile), path: "forged", helper: helper) { _ throws(ClosureError) in
+                try ClosureLaunchDecoder.decode(ByteView(forgedFile), path: "forged", helper: helper) { _ throws(ClosureError) in
                     besideRan = true
                     throw ClosureError.missing(path: "beside")
                 }

@@ -7,6 +7,7 @@ import LoaderCore
 import MachOReader
 import TestSupport
 import Testing
+import ClosureFormat
 
 /// The Objective-C step on the objc fixture, every arch and style: both launch paths leave
 /// identical memory and return the plain-C twin's result (x86_64), every selector name has

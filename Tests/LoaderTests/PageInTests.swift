@@ -8,6 +8,7 @@ import Foundation
 import LaunchClosure
 import LoaderCore
 import Testing
+import ClosureFormat
 
 /// Page-in linking (docs/page-in.md): memory filled page by page on first touch must be
 /// exactly what dyld2 writes, whoever touches it first (a second thread, the kernel inside a

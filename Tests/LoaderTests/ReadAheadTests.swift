@@ -3,6 +3,7 @@ import LoaderCore
 import MachOReader
 import Testing
 import TestSupport
+import LaunchPlan
 
 /// What a launch asks the kernel to read ahead of each image
 /// (`ImagePlan.readAheadRange(deferred:)`), against the segments llvm-objdump-19 lists.

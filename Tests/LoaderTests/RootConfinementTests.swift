@@ -3,6 +3,7 @@ import LoaderCore
 import MachOReader
 import TestSupport
 import Testing
+import LaunchPlan
 
 /// Under `--root R`, every file the loader opens for an install name, an rpath or an
 /// `@`-path that lies in R stays in R: `..` stops at R and symlinks resolve as if R were `/`.

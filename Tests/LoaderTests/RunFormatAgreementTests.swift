@@ -1,9 +1,11 @@
-import Dyld3
+@testable import Dyld3
 import Foundation
 @testable import LaunchClosure
 import LoaderCore
 import TestSupport
 import Testing
+import LaunchPlan
+@testable import ClosureFormat
 
 /// Every consumer of the fixup-run format walks one closure and they must agree: the
 /// encoder's page index and the one walked back from the runs, each page's fixups decoded

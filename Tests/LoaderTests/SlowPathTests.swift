@@ -3,6 +3,7 @@ import Dyld2
 import Foundation
 import LoaderCore
 import Testing
+import LaunchPlan
 
 /// The dyld2 slow path against the fixture apps' manifests, whose expected results were
 /// computed without any Mach-O loader (ELF twins, first principles).

@@ -1,5 +1,6 @@
 import ClosureBuild
 import LaunchClosure
+import ClosureFormat
 
 extension FixtureApp {
     /// The app's closure, built as `dyld3 install` builds it.

@@ -1,6 +1,6 @@
-import LaunchClosure
-import LoaderCore
+import ClosureFormat
 import MachOReader
+import LaunchPlan
 
 /// Structure-aware mutations of a launch closure: decode it, change one thing a forger
 /// would change (a count, an offset, a run, a bind target, a protection, the initializer

@@ -1,3 +1,4 @@
+import ClosureFormat
 import ClosureMutation
 import Dyld3
 import FuzzDriver

@@ -1,5 +1,5 @@
 import FuzzDriver
-import LaunchClosure
+import ClosureFormat
 
 /// libFuzzer entry: the closure reader and validator. Each input is tried twice: as a whole
 /// closure file (header, checksum, frame), and as a closure *body* wrapped in a valid header

@@ -1,4 +1,4 @@
-import LoaderCore
+import LaunchPlan
 
 /// The closure's bind targets, kept as the launch reads them: per target its image (or
 /// none) and its offset in that image (or its absolute value), in two flat columns. The
@@ -59,7 +59,7 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
     }
 
     /// Each target's value with image `i` mapped at `bases[i]`: one pass, no enum decoded.
-    func values(bases: [UInt64]) -> [UInt64] {
+    package func values(bases: [UInt64]) -> [UInt64] {
         zip(images, values).map { image, value in image >= 0 ? bases[Int(image)] &+ value : value }
     }
 

@@ -1,4 +1,4 @@
-import LoaderCore
+import LaunchPlan
 
 extension LaunchClosure {
     /// What is wrong with the Objective-C part (``ClosureObjC``) of a closure the reader

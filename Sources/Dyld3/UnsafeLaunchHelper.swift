@@ -2,6 +2,10 @@
 import Glibc
 #endif
 import Synchronization
+import ClosureFormat
+import LaunchClosure
+import LaunchPlan
+import LoaderCore
 
 /// A second thread for one launch: it takes one piece of work at a time while the launch's
 /// own thread does another, joined before either result is used. The fast path gives it
@@ -135,7 +139,7 @@ private final class HelperThread: @unchecked Sendable {
 private final class HelperState: @unchecked Sendable {
     static let idle = 0, posted = 1, done = 2, stopping = 3, parked = 4
     /// How long the helper polls for work before it sleeps.
-    static let spinBudgetNanoseconds: UInt64 = 500_000
+    static let spinBudgetNanoseconds = PollingWait.launchBudgetNanoseconds
     let state = Atomic<Int>(HelperState.idle)
     private var work: (@Sendable () -> Void)?
     /// Guards `sleeping`, and the helper's check of `state` before it waits.
@@ -181,20 +185,9 @@ private final class HelperState: @unchecked Sendable {
         state.store(Self.idle, ordering: .relaxed)
     }
 
-    /// Returns once `condition` holds: polls it (yielding the CPU) for
-    /// ``spinBudgetNanoseconds``, then between naps of 20 µs.
+    /// Returns once `condition` holds (``PollingWait``).
     static func wait(until condition: () -> Bool) {
-        var pollingSince: UInt64?
-        while !condition() {
-            let now = monotonicNanoseconds()
-            if let since = pollingSince, now - since > spinBudgetNanoseconds {
-                var nap = timespec(tv_sec: 0, tv_nsec: 20_000)
-                nanosleep(&nap, nil)
-            } else {
-                if pollingSince == nil { pollingSince = now }
-                sched_yield()
-            }
-        }
+        PollingWait.wait(budgetNanoseconds: spinBudgetNanoseconds, until: condition)
     }
 
     /// The helper thread's loop: run posted work, until told to stop.
@@ -212,7 +205,7 @@ private final class HelperState: @unchecked Sendable {
                 sleepWhile(Self.parked)
                 idleSince = nil
             default:
-                let now = Self.monotonicNanoseconds()
+                let now = PollingWait.monotonicNanoseconds()
                 if let since = idleSince, now - since > Self.spinBudgetNanoseconds {
                     sleepWhile(Self.idle)
                     idleSince = nil
@@ -235,67 +228,10 @@ private final class HelperState: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
-    private static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-    }
 }
 
 /// Where the helper leaves its result: written by the helper before it marks its work
 /// done and read only after the launch's thread sees that, so the accesses never overlap.
 private final class ResultSlot<Value>: @unchecked Sendable {
     var value: Value?
-}
-
-/// Image descriptors opened on one thread and mapped on another, handed over one at a time
-/// in image order: the helper opens and identifies images `first..<count` and hands each
-/// over as soon as it is checked, while the launch's thread maps them in order, taking
-/// each as it arrives. A descriptor is stored before the count of those handed over says
-/// so (release) and read after the taker sees it (acquire). The opener closes the hand-off
-/// at its first failure: images from there on never arrive.
-public final class DescriptorHandOff: @unchecked Sendable {
-    /// The first image handed over; those before it the taker opened itself.
-    public let first: Int
-    /// One past the last image handed over: the launch's image count.
-    public let count: Int
-    private let slots: UnsafeMutablePointer<ImageDescriptor?>
-    /// Images handed over so far (from `first`).
-    private let handed = Atomic<Int>(0)
-    private let closed = Atomic<Bool>(false)
-
-    /// A hand-off of images `first..<count`.
-    public init(first: Int, count: Int) {
-        self.first = first
-        self.count = max(count, first)
-        slots = .allocate(capacity: self.count - first)
-        slots.initialize(repeating: nil, count: self.count - first)
-    }
-
-    deinit {
-        slots.deinitialize(count: count - first)
-        slots.deallocate()
-    }
-
-    /// Hands over the next image's descriptor (the opener's thread only).
-    public func hand(_ descriptor: ImageDescriptor) {
-        let next = handed.load(ordering: .relaxed)
-        precondition(next < count - first, "more images handed over than the hand-off holds")
-        (slots + next).pointee = descriptor
-        handed.store(next + 1, ordering: .releasing)
-    }
-
-    /// No more images will be handed over (the opener stopped at a failure).
-    public func close() {
-        closed.store(true, ordering: .releasing)
-    }
-
-    /// Image `index`'s descriptor, once handed over; nil when the hand-off closed before it.
-    public func take(_ index: Int) -> ImageDescriptor? {
-        precondition(index >= first && index < count, "image \(index) is not in the hand-off")
-        let position = index - first
-        HelperState.wait { handed.load(ordering: .acquiring) > position || closed.load(ordering: .acquiring) }
-        guard handed.load(ordering: .acquiring) > position else { return nil }
-        return (slots + position).pointee
-    }
 }

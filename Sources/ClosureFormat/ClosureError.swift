@@ -1,4 +1,4 @@
-import LoaderCore
+import LaunchPlan
 
 /// Why a closure cannot be used: each case is one fallback reason a launch can report.
 public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import LoaderCore
+import LaunchPlan
 
 /// Where one page's runs start in one of an image's run streams: a restart point for a
 /// ``FixupRunWalk``. Runs are delta-coded (each location from the previous run's last,

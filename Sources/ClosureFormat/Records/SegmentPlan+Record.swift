@@ -1,5 +1,5 @@
-import LoaderCore
 import MachOReader
+import LaunchPlan
 
 /// A segment's mapping plan as a closure record.
 ///

@@ -1,29 +1,29 @@
-import LoaderCore
+import LaunchPlan
 
 /// Closure bytes read through a pointer (the fast path's apply loop, the bind-target
 /// table): every read compares against the end first, and any malformed number is a nil
 /// that sends the caller to its checked reader.
-struct UnsafeRawStream {
+package struct UnsafeRawStream {
     private let start: UnsafeRawPointer
     private var cursor: UnsafeRawPointer
     private let end: UnsafeRawPointer
 
     /// An empty buffer has no address: the stream then starts and ends at a placeholder
     /// never read (every read finds the cursor at the end first).
-    init(_ bytes: UnsafeRawBufferPointer) {
+    package init(_ bytes: UnsafeRawBufferPointer) {
         start = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: MemoryLayout<UInt64>.alignment)!
         cursor = start
         end = start + bytes.count
     }
 
-    var atEnd: Bool { cursor == end }
+    package var atEnd: Bool { cursor == end }
 
     /// Bytes read so far.
-    var consumed: Int { cursor - start }
+    package var consumed: Int { cursor - start }
 
     /// One byte, or nil at the end.
     @inline(__always)
-    mutating func u8() -> UInt8? {
+    package mutating func u8() -> UInt8? {
         guard cursor < end else { return nil }
         defer { cursor += 1 }
         return cursor.load(as: UInt8.self)
@@ -31,7 +31,7 @@ struct UnsafeRawStream {
 
     /// An unsigned LEB128 number, or nil when truncated or over 64 bits.
     @inline(__always)
-    mutating func uleb() -> UInt64? {
+    package mutating func uleb() -> UInt64? {
         guard cursor < end else { return nil }
         let first = cursor.load(as: UInt8.self)
         if first < 0x80 {
@@ -57,7 +57,7 @@ struct UnsafeRawStream {
 
     /// A signed LEB128 number (as its two's-complement bits), or nil when truncated or over 64 bits.
     @inline(__always)
-    mutating func sleb() -> UInt64? {
+    package mutating func sleb() -> UInt64? {
         guard cursor < end else { return nil }
         let first = cursor.load(as: UInt8.self)
         if first < 0x80 {
@@ -82,7 +82,7 @@ struct UnsafeRawStream {
 
     /// A count of items of at least `minimumSize` bytes each, no more than the bytes left hold.
     @inline(__always)
-    mutating func count(minimumSize: Int = 1) -> Int? {
+    package mutating func count(minimumSize: Int = 1) -> Int? {
         guard let value = uleb(), value <= UInt64((end - cursor) / minimumSize) else { return nil }
         return Int(value)
     }
@@ -91,7 +91,7 @@ struct UnsafeRawStream {
     /// `location`, the previous run's last location, which it updates), count, stride; nil
     /// for an empty or overflowing run.
     @inline(__always)
-    mutating func run(after location: inout UInt64) -> FixupRun? {
+    package mutating func run(after location: inout UInt64) -> FixupRun? {
         guard let delta = uleb(), let count = count(), let stride = uleb() else { return nil }
         let (start, overflow) = location.addingReportingOverflow(delta)
         guard !overflow, let run = FixupRun(start: start, count: count, stride: stride) else { return nil }

@@ -1,4 +1,4 @@
-import LoaderCore
+import LaunchPlan
 
 /// A launch closure: everything a launch needs to map the images of an app and fix them
 /// up without parsing Mach-O, searching paths or looking symbols up.
@@ -67,36 +67,33 @@ public struct LaunchClosure: Equatable, Sendable {
     /// Decodes and structurally validates a body: every count bounded, every index in range,
     /// every segment inside its image, no mapping overlapping another, every bind target
     /// inside its image, every initializer and the entry point inside an executable segment.
-    /// With a launch's running `helper`, half of the image records are read on its thread.
-    init(parsingBody bytes: [UInt8], path: String, helper: LaunchHelper? = nil) throws(ClosureError) {
-        let (table, tail) = try Self.readImageTable(bytes, path: path, helper: helper)
-        try self.init(table: table, body: bytes, tail: tail, path: path)
+    init(parsingBody bytes: [UInt8], path: String) throws(ClosureError) {
+        let index = try Self.readImageIndex(bytes, path: path)
+        let table = try index.table(images: ClosureImage.parse(records: index.records[...], of: bytes, path: path, imageCount: index.records.count).get())
+        try self.init(table: table, body: bytes, tail: index.tail, path: path)
     }
 
-    /// Decodes a body as ``init(parsingBody:path:helper:)`` does, and runs `beside` on this
-    /// thread with the image table as soon as the image records are read. With a running
-    /// `helper`, `beside` runs while the helper reads the bind targets and the rest of the
-    /// body; without one, after the whole body is read. A body error comes first, then
-    /// `beside`'s: the same error as reading the body whole and then calling `beside`.
-    static func parse<Beside>(body bytes: [UInt8], path: String, helper: LaunchHelper?,
-                              beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (LaunchClosure, Beside) {
-        let (table, tail) = try readImageTable(bytes, path: path, helper: helper)
-        guard helper?.isRunning == true else {
-            let closure = try LaunchClosure(table: table, body: bytes, tail: tail, path: path)
-            return (closure, try beside(table))
+    /// A body's header fields, where each image record lies and where the bind-target table
+    /// starts: what a reader needs to read the records, and the rest of the body, in the
+    /// order and on the threads it chooses (the fast path reads halves on two cores).
+    package struct ImageIndex: Sendable {
+        package let binding: ClosureBinding
+        package let contentOnlyIdentity: Bool
+        package let rootCount: Int
+        /// Each image record's bytes in the body, in load order.
+        package let records: [Range<Int>]
+        /// Where the bind-target table starts.
+        package let tail: Int
+
+        /// The image table of these fields and `images` (the records, read).
+        package func table(images: [ClosureImage]) -> ClosureImageTable {
+            ClosureImageTable(binding: binding, contentOnlyIdentity: contentOnlyIdentity, rootCount: rootCount, images: images)
         }
-        let (besideResult, closure) = LaunchHelper.run(on: helper, helper: {
-            Result { () throws(ClosureError) in try LaunchClosure(table: table, body: bytes, tail: tail, path: path) }
-        }) {
-            Result { () throws(ClosureError) in try beside(table) }
-        }
-        return (try closure.get(), try besideResult.get())
     }
 
-    /// Reads the body's header fields and its image records, and where the bind-target table
-    /// starts. Each image record is length-prefixed: one pass finds them all without decoding
-    /// one, and with a running `helper` the second half is read on its thread.
-    private static func readImageTable(_ bytes: [UInt8], path: String, helper: LaunchHelper?) throws(ClosureError) -> (ClosureImageTable, tail: Int) {
+    /// Reads the body's header fields and finds its image records. Each image record is
+    /// length-prefixed: one pass finds them all without decoding one.
+    package static func readImageIndex(_ bytes: [UInt8], path: String) throws(ClosureError) -> ImageIndex {
         var r = ClosureReader(bytes, path: path)
         let binding = try ClosureBinding(parsing: &r)
         let contentOnlyIdentity = try r.u8() != 0
@@ -106,21 +103,12 @@ public struct LaunchClosure: Equatable, Sendable {
         var recordRanges: [Range<Int>] = []
         recordRanges.reserveCapacity(imageCount)
         for _ in 0..<imageCount { recordRanges.append(try r.blobRange()) }
-        let split = helper?.isRunning == true ? imageCount - imageCount / 2 : imageCount
-        let body = bytes, path = path, records = recordRanges
-        let (first, rest) = LaunchHelper.run(on: helper, helper: {
-            ClosureImage.parse(records: records[split...], of: body, path: path, imageCount: imageCount)
-        }) {
-            ClosureImage.parse(records: records[..<split], of: body, path: path, imageCount: imageCount)
-        }
-        var images = try first.get()
-        images.append(contentsOf: try rest.get())
-        return (ClosureImageTable(binding: binding, contentOnlyIdentity: contentOnlyIdentity, rootCount: rootCount, images: images), r.position)
+        return ImageIndex(binding: binding, contentOnlyIdentity: contentOnlyIdentity, rootCount: rootCount, records: recordRanges, tail: r.position)
     }
 
     /// The closure of `table` and the rest of `body`, read from `tail` (the bind-target
-    /// table's start) to its end.
-    private init(table: ClosureImageTable, body bytes: [UInt8], tail: Int, path: String) throws(ClosureError) {
+    /// table's start) to its end: everything but the image records.
+    package init(table: ClosureImageTable, body bytes: [UInt8], tail: Int, path: String) throws(ClosureError) {
         binding = table.binding
         contentOnlyIdentity = table.contentOnlyIdentity
         rootCount = table.rootCount

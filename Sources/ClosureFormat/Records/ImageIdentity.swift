@@ -1,4 +1,5 @@
-import LoaderCore
+import LaunchPlan
+
 
 /// How an image on disk is recognized as the one the closure was built from.
 ///

@@ -1,4 +1,5 @@
-import LoaderCore
+import LaunchPlan
+
 
 /// The Objective-C step, precomputed (docs/objc.md): per image, the words the step writes
 /// (selector references and method names rewritten to their canonical selector, the

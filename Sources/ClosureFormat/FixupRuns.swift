@@ -1,4 +1,4 @@
-import LoaderCore
+import LaunchPlan
 
 /// The encoding of an image's resolved fixups as runs: locations that follow each other
 /// at one stride, each with its own target (the layout: ``FixupRunWalk``;

@@ -1,5 +1,5 @@
 import CZstd
-import LoaderCore
+import LaunchPlan
 import MachOReader
 
 /// zstd through libzstd: the only place the closure code hands it raw buffers.
@@ -42,25 +42,63 @@ enum UnsafeCompression {
     /// Decompresses one or two frames that must together expand to exactly `expectedSize`
     /// bytes, each frame's content size in its header; nil if a frame is damaged, the
     /// frames do not fill the data exactly, or they would expand to any other size (a bomb
-    /// cannot allocate more). Two frames are decoded at once, the second on `helper`'s
-    /// thread (here after the first without one), into the two parts of one output. The frames are read in place (a mapped
-    /// closure file is not copied) and the output is not zeroed first: zstd writes every
-    /// byte of it, or the result is refused.
-    static func decompress(_ data: ByteView, expectedSize: Int, helper: LaunchHelper? = nil) -> [UInt8]? {
+    /// cannot allocate more). The frames are read in place (a mapped closure file is not
+    /// copied) and the output is not zeroed first: zstd writes every byte of it, or the
+    /// result is refused. One thread, frame after frame; the fast path decodes the two
+    /// frames of a large body at once (``ClosureFrames``).
+    package static func decompress(_ data: ByteView, expectedSize: Int) -> [UInt8]? {
+        guard let frames = ClosureFrames(data, expectedSize: expectedSize) else { return nil }
+        return frames.decompress { first, second in first() && (second?() ?? true) }
+    }
+}
+
+/// The one or two frames of a closure's compressed data, found and checked, to be decoded
+/// into the two parts of one body in whichever order, and on whichever threads, the reader
+/// chooses: ``decompress(_:)`` hands it one job per frame to run.
+package struct ClosureFrames: @unchecked Sendable {
+    let data: ByteView
+    let firstLength: Int
+    let firstSize: Int
+    let hasSecond: Bool
+    let expectedSize: Int
+
+    /// The frames of `data`, nil unless they cover it exactly and declare contents adding up
+    /// to `expectedSize`, split where the writer splits.
+    package init?(_ data: ByteView, expectedSize: Int) {
+        guard let pair = data.withUnsafeBytes({ FramePair($0, expectedSize: expectedSize) }) else { return nil }
+        self.data = data
+        firstLength = pair.first.count
+        firstSize = pair.firstSize
+        hasSecond = pair.second != nil
+        self.expectedSize = expectedSize
+    }
+
+    /// One frame's decoding into its part of the output: it stays valid while
+    /// ``decompress(_:)`` runs, and no two jobs share output bytes.
+    package struct Job: @unchecked Sendable {
+        let source: UnsafeRawBufferPointer
+        let output: UnsafeMutableRawBufferPointer
+
+        /// Decodes the frame; whether it filled its output exactly.
+        package func callAsFunction() -> Bool {
+            let size = ZSTD_decompress(output.baseAddress, output.count, source.baseAddress, source.count)
+            return ZSTD_isError(size) == 0 && size == output.count
+        }
+    }
+
+    /// The body, or nil when a frame does not fill its part exactly. `run` is given the
+    /// first frame's job and the second's (nil for one frame), runs both before it returns,
+    /// and answers whether both succeeded.
+    package func decompress(_ run: (_ first: Job, _ second: Job?) -> Bool) -> [UInt8]? {
         data.withUnsafeBytes { data -> [UInt8]? in
-            guard let frames = FramePair(data, expectedSize: expectedSize) else { return nil }
             var complete = false
             let output = [UInt8](unsafeUninitializedCapacity: expectedSize) { out, initialized in
                 let output = UnsafeMutableRawBufferPointer(out)
-                if let second = frames.second {
-                    let secondJob = FrameJob(source: second, output: UnsafeMutableRawBufferPointer(rebasing: output[frames.firstSize...]))
-                    let both = LaunchHelper.run(on: helper, helper: { secondJob.decode() }) {
-                        FrameJob(source: frames.first, output: UnsafeMutableRawBufferPointer(rebasing: output[..<frames.firstSize])).decode()
-                    }
-                    complete = both.body && both.helper
-                } else {
-                    complete = FrameJob(source: frames.first, output: output).decode()
-                }
+                let first = Job(source: UnsafeRawBufferPointer(rebasing: data[..<firstLength]),
+                                output: UnsafeMutableRawBufferPointer(rebasing: output[..<(hasSecond ? firstSize : expectedSize)]))
+                let second = hasSecond ? Job(source: UnsafeRawBufferPointer(rebasing: data[firstLength...]),
+                                             output: UnsafeMutableRawBufferPointer(rebasing: output[firstSize...])) : nil
+                complete = run(first, second)
                 // zstd wrote every byte; a short or failed frame leaves none counted as initialized.
                 initialized = complete ? expectedSize : 0
             }
@@ -101,18 +139,5 @@ private struct FramePair {
         let size = ZSTD_getFrameContentSize(data.baseAddress, data.count)
         guard ZSTD_isError(length) == 0, length > 0, length <= data.count, size <= UInt64(limit) else { return nil }
         return (length, Int(size))
-    }
-}
-
-/// One frame and the part of the output it fills, handed to the helper thread: the
-/// pointers stay valid until the helper's work is done, and no two jobs share output bytes.
-private struct FrameJob: @unchecked Sendable {
-    let source: UnsafeRawBufferPointer
-    let output: UnsafeMutableRawBufferPointer
-
-    /// Decodes the frame; whether it filled its output exactly.
-    func decode() -> Bool {
-        let size = ZSTD_decompress(output.baseAddress, output.count, source.baseAddress, source.count)
-        return ZSTD_isError(size) == 0 && size == output.count
     }
 }

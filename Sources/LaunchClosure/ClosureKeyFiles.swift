@@ -1,32 +1,16 @@
+import ClosureFormat
 import Crypto
 import Foundation
 import LoaderCore
+import LaunchPlan
 
-/// The private half of a closure-signing key pair (Ed25519, apple/swift-crypto): `install
-/// --sign KEY` signs each closure it writes, header included, so a cache built in CI can
-/// travel and be trusted where it lands (`--trust PUBLIC_KEY`).
-///
-/// Key files are one line: `dyld3-closure-signing-key-v1 <base64 of the 32-byte seed>`
-/// (mode 0600), and `dyld3-closure-trust-key-v1 <base64 of the 32-byte public key>`.
-public struct ClosureSigningKey {
-    static let label = "dyld3-closure-signing-key-v1"
-    let key: Curve25519.Signing.PrivateKey
-
-    /// A new random key.
-    public init() { key = Curve25519.Signing.PrivateKey() }
-
-    /// Reads a signing key file.
+extension ClosureSigningKey {
+    /// Reads a signing key file (`dyld3-closure-signing-key-v1 <base64 of the 32-byte seed>`, mode 0600).
     public init(contentsOf path: String) throws(ClosureKeyError) {
         let raw = try ClosureKeyFile.read(path, label: Self.label)
-        do {
-            key = try Curve25519.Signing.PrivateKey(rawRepresentation: raw)
-        } catch {
-            throw ClosureKeyError(path: path, what: "is not an Ed25519 private key")
-        }
+        guard let key = ClosureSigningKey(raw: raw) else { throw ClosureKeyError(path: path, what: "is not an Ed25519 private key") }
+        self = key
     }
-
-    /// The key that verifies this key's signatures.
-    public var trustKey: ClosureTrustKey { ClosureTrustKey(key: key.publicKey) }
 
     /// Writes the key pair into `directory` as `closure-signing.key` (0600) and
     /// `closure-signing.pub` (0644); refuses to overwrite either. Returns both paths.
@@ -39,33 +23,14 @@ public struct ClosureSigningKey {
         try ClosureKeyFile.write(key.publicKey.rawRepresentation, label: ClosureTrustKey.label, to: publicPath, mode: 0o644)
         return (privatePath, publicPath)
     }
-
-    func signature(for bytes: ArraySlice<UInt8>) -> [UInt8] {
-        // Ed25519 signing cannot fail for a valid key; an empty signature would be refused on read.
-        (try? Array(key.signature(for: bytes))) ?? []
-    }
 }
 
-/// The public key a launch, compare or verify trusts (`--trust PUBLIC_KEY`): only closures
-/// signed by its private half are used.
-public struct ClosureTrustKey {
-    static let label = "dyld3-closure-trust-key-v1"
-    let key: Curve25519.Signing.PublicKey
-
-    init(key: Curve25519.Signing.PublicKey) { self.key = key }
-
-    /// Reads a trust (public) key file.
+extension ClosureTrustKey {
+    /// Reads a trust (public) key file (`dyld3-closure-trust-key-v1 <base64 of the 32-byte public key>`).
     public init(contentsOf path: String) throws(ClosureKeyError) {
         let raw = try ClosureKeyFile.read(path, label: Self.label)
-        do {
-            key = try Curve25519.Signing.PublicKey(rawRepresentation: raw)
-        } catch {
-            throw ClosureKeyError(path: path, what: "is not an Ed25519 public key")
-        }
-    }
-
-    func isValidSignature(_ signature: ArraySlice<UInt8>, for bytes: ArraySlice<UInt8>) -> Bool {
-        key.isValidSignature(signature, for: bytes)
+        guard let key = ClosureTrustKey(raw: raw) else { throw ClosureKeyError(path: path, what: "is not an Ed25519 public key") }
+        self = key
     }
 }
 

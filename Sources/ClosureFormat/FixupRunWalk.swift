@@ -1,4 +1,4 @@
-import LoaderCore
+import LaunchPlan
 
 /// The one checked walker of the fixup-run format (docs/closure-format.md, "Fixup runs"), in
 /// dyld's `forEach…(block)` shape: it decodes and checks each run header (a count bounded by

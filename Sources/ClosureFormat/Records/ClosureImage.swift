@@ -1,4 +1,4 @@
-import LoaderCore
+import LaunchPlan
 
 /// One image of a closure: identity, mapping plan, dependency edges, initializers, and
 /// its fixups, already resolved and encoded as runs (``FixupRuns``).
@@ -112,7 +112,7 @@ public struct ClosureImage: Equatable, Sendable {
 
     /// Reads the image records at `records` (ranges of `body`, each one record read
     /// whole); the first error in record order.
-    static func parse(records: ArraySlice<Range<Int>>, of body: [UInt8], path: String, imageCount: Int) -> Result<[ClosureImage], ClosureError> {
+    package static func parse(records: ArraySlice<Range<Int>>, of body: [UInt8], path: String, imageCount: Int) -> Result<[ClosureImage], ClosureError> {
         Result { () throws(ClosureError) in
             var images: [ClosureImage] = []
             images.reserveCapacity(records.count)
