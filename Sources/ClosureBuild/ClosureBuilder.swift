@@ -29,10 +29,10 @@ public enum ClosureBuilder {
         var images: [ClosureImage] = []
         for (index, node) in analysis.graph.nodes.enumerated() {
             let identity: ImageIdentity
-            do {
+            do throws(ClosureError) {
                 identity = try ImageIdentity.current(path: node.path, uuid: node.image.uuid, contentOnly: contentOnlyIdentity)
             } catch {
-                throw .unusable(path: node.path, reason: "\(error)")
+                throw .failed(path: node.path, cause: LoadError.Cause(error))
             }
             let (rebases, binds) = runs[index]
             images.append(ClosureImage(

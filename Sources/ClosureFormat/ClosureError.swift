@@ -23,6 +23,9 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     /// image's own load commands do not have, a fixup outside the image's writable
     /// segments, a target outside its image.
     case invalid(path: String, image: String, what: String)
+    /// The closure's mapping plan for `image` is not the one the image's own header and
+    /// load commands give.
+    case plan(path: String, image: String, PlanDisagreement)
     /// A run stream of `image` that does not decode, or a run or target it does not allow
     /// (outside its writable segments, outside the image, past the bind-target table).
     case fixups(path: String, image: String, stream: FixupStream, fault: FixupFault)
@@ -37,7 +40,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case .untrusted: "untrusted"
         case .writeFailed, .systemCallFailed: "write-failed"
         case let .mismatch(_, field, _, _): "wrong-\(field.rawValue)"
-        case .invalid, .fixups: "invalid"
+        case .invalid, .plan, .fixups: "invalid"
         }
     }
 
@@ -53,6 +56,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .mismatch(path, field, expected, found):
             "\(path): built for another \(field.rawValue): \(found.isEmpty ? "(none)" : found), this launch asks for \(expected.isEmpty ? "(none)" : expected)"
         case let .invalid(path, image, what): "\(path): invalid for \(image): \(what)"
+        case let .plan(path, image, disagreement): "\(path): invalid for \(image): \(disagreement)"
         case let .fixups(path, image, stream, fault): "\(path): invalid for \(image): \(stream.rawValue): \(fault)"
         }
     }

@@ -137,7 +137,7 @@ public enum FastPath {
         if let disagreement = check.disagreement {
             helper?.finish()
             memory.release()
-            throw ClosureError.invalid(path: closurePath, image: closure.images[disagreement.image].path, what: disagreement.what)
+            throw ClosureError.plan(path: closurePath, image: closure.images[disagreement.image].path, disagreement.what)
         }
         report.slide = memory.images[0].slide
         report.timings[.mapping] = clock.lap()
@@ -180,7 +180,7 @@ public enum FastPath {
     /// them, and the first plan an image's load commands disagree with.
     struct PlanCheck: Sendable {
         var hashedImages: Int
-        var disagreement: (image: Int, what: String)?
+        var disagreement: (image: Int, what: PlanDisagreement)?
     }
 
     /// Writes the fixups of `images`. With `helper` running, they are split in two parts of
@@ -280,7 +280,7 @@ public enum FastPath {
     /// The first image whose plan is not the one its own header and load commands give, and
     /// how: protections, file ranges, writable and executable segments are the image's, not
     /// the closure's. Read through `files`, the descriptors the launch maps from.
-    static func planDisagreement(_ closure: LaunchClosure, files: [ImageDescriptor]) -> (image: Int, what: String)? {
+    static func planDisagreement(_ closure: LaunchClosure, files: [ImageDescriptor]) -> (image: Int, what: PlanDisagreement)? {
         for index in closure.images.indices {
             if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[index]) {
                 return (index, disagreement)

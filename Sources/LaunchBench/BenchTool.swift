@@ -17,7 +17,7 @@ enum BenchTool {
         do {
             return try await ProcessRunner.run(arguments[0], Array(arguments.dropFirst()), error: .file(stderrPath))
         } catch {
-            throw .failed("cannot run \(arguments[0]): \(error)")
+            throw .process("cannot run \(arguments[0])", error)
         }
     }
 

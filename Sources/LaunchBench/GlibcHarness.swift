@@ -57,7 +57,7 @@ struct GlibcHarness {
             do {
                 try await process.closeInput()
             } catch {
-                throw .failed("glibc harness: \(error)")
+                throw .process("glibc harness", error)
             }
             return Int(try await value(of: "maxrss_kb"))
         }
@@ -66,7 +66,7 @@ struct GlibcHarness {
             do {
                 try await process.send(line)
             } catch {
-                throw .failed("glibc harness: \(error)")
+                throw .process("glibc harness", error)
             }
         }
 
@@ -75,7 +75,7 @@ struct GlibcHarness {
             do {
                 next = try await process.readLine()
             } catch {
-                throw .failed("glibc harness: \(error)")
+                throw .process("glibc harness", error)
             }
             guard let line = next else {
                 throw .failed("glibc harness ended early: \(BenchTool.stderrText(process.errorFile))")

@@ -44,11 +44,11 @@ enum PageCache {
         switch method {
         case .dropCaches:
             if let error = UnsafePageCache.write("3\n", to: dropCachesPath) {
-                throw .failed("\(dropCachesPath): cannot be written (errno \(error))")
+                throw .systemCall(path: dropCachesPath, what: "cannot be written", errno: error)
             }
         case .fadvise:
             for file in files {
-                if let error = UnsafePageCache.adviseDontNeed(file) { throw .failed("\(file): posix_fadvise failed (errno \(error))") }
+                if let error = UnsafePageCache.adviseDontNeed(file) { throw .systemCall(path: file, what: "posix_fadvise failed", errno: error) }
             }
         }
     }

@@ -147,6 +147,8 @@ public struct ClosureVerification: Sendable {
             (.misplaced, Problem(kind: .misplaced, message: "\(error)"))
         case let .invalid(_, image, what):
             (.invalid, Problem(kind: .invalid, message: "\(image): \(what)"))
+        case let .plan(_, image, disagreement):
+            (.invalid, Problem(kind: .invalid, message: "\(image): \(disagreement)"))
         case let .fixups(_, image, stream, fault):
             (.invalid, Problem(kind: .invalid, message: "\(image): \(stream.rawValue): \(fault)"))
         }

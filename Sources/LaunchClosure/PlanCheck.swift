@@ -75,7 +75,7 @@ extension ClosureImage {
     /// segment's first page, checked in place by ``planMatches(arch:commands:text:)``;
     /// longer load commands or a disagreement go through the full derivation. Reading the
     /// descriptor lets the launch check every plan before it maps anything.
-    public func planDisagreement(arch: String, file: ImageDescriptor) -> String? {
+    public func planDisagreement(arch: String, file: ImageDescriptor) -> PlanDisagreement? {
         if let text = headerSegment {
             let first = file.read(offset: text.fileOffset, count: Int(min(text.fileSize, Self.headerReadSize)))
             if first.count >= MachHeader.size {
@@ -121,44 +121,95 @@ extension ClosureImage {
 
     /// The plan's disagreement with the one `ImagePlan(segments:...)` derives from the
     /// image's parsed load commands, described segment by segment (nil when they agree).
-    func derivedPlanDisagreement(arch: String, read: (_ vmOffset: UInt64, _ count: Int) -> [UInt8]?) -> String? {
-        guard let text = headerSegment else { return "the plan maps no readable file bytes at the image's base, where its header lies" }
+    func derivedPlanDisagreement(arch: String, read: (_ vmOffset: UInt64, _ count: Int) -> [UInt8]?) -> PlanDisagreement? {
+        guard let text = headerSegment else { return .noHeaderSegment }
         let table: SegmentTable
         do throws(MachOError) {
-            guard let first = read(0, MachHeader.size) else { return "its header is not mapped" }
+            guard let first = read(0, MachHeader.size) else { return .headerNotMapped }
             let size = try SegmentTable.requiredSize(header: ByteView(first))
             guard UInt64(size) <= text.fileSize, let bytes = read(0, size) else {
-                return "its load commands (\(size) bytes) do not fit in \(text.name)"
+                return .loadCommandsDoNotFit(size: size, segment: text.name)
             }
             table = try SegmentTable(parsing: ByteView(bytes))
         } catch {
-            return "its header does not parse: \(error)"
+            return .unparsable(error)
         }
-        guard table.header.cpu.name == arch else { return "its header is for \(table.header.cpu.name), the closure is for \(arch)" }
+        guard table.header.cpu.name == arch else { return .architecture(image: table.header.cpu.name, closure: arch) }
         // The slice starts where the segment at the image's base says its file offset 0 is.
         guard let baseSegment = table.segments.filter({ SegmentPlan.isMapped(initialProtection: $0.initialProtection, fileSize: $0.fileSize, vmSize: $0.vmSize) })
             .min(by: { $0.vmAddress < $1.vmAddress }), text.fileOffset >= baseSegment.fileOffset else {
-            return "its load commands map nothing at its base"
+            return .nothingMappedAtBase
         }
         let sliceOffset = text.fileOffset - baseSegment.fileOffset
         let derived: ImagePlan
-        do {
+        do throws(LoadError) {
             derived = try ImagePlan(segments: table.segments, path: path, sliceOffset: sliceOffset,
                                     sliceSize: identity.size >= sliceOffset ? identity.size - sliceOffset : 0)
         } catch {
-            return "its load commands give no plan: \(error)"
+            return .noPlan(error)
         }
         if derived.preferredBase != plan.preferredBase || derived.vmSize != plan.vmSize {
-            return "the closure maps it at base 0x\(String(plan.preferredBase, radix: 16)) size 0x\(String(plan.vmSize, radix: 16)), "
-                + "its load commands at 0x\(String(derived.preferredBase, radix: 16)) size 0x\(String(derived.vmSize, radix: 16))"
+            return .extent(closureBase: plan.preferredBase, closureSize: plan.vmSize, imageBase: derived.preferredBase, imageSize: derived.vmSize)
         }
         guard derived.segments.count == plan.segments.count else {
-            return "the closure maps \(plan.segments.count) segments, its load commands \(derived.segments.count)"
+            return .segmentCount(closure: plan.segments.count, image: derived.segments.count)
         }
         for (claimed, actual) in zip(plan.segments, derived.segments) where claimed != actual {
-            return "segment \(claimed.name): the closure says \(Self.describe(claimed)), the image's load commands say \(Self.describe(actual))"
+            return .segment(closure: claimed, image: actual)
         }
         return nil
+    }
+}
+
+/// How a closure's mapping plan for an image differs from the plan the image's own header
+/// and load commands give (the first difference found). The `description` is what a launch
+/// or `verify` reports after the image's path.
+public enum PlanDisagreement: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The plan maps no readable file bytes at the image's base, where the header lies.
+    case noHeaderSegment
+    /// The plan maps none of the header's bytes from the file.
+    case headerNotMapped
+    /// The load commands (`size` bytes with the header) do not fit in the header segment.
+    case loadCommandsDoNotFit(size: Int, segment: String)
+    /// The header or load commands do not parse.
+    case unparsable(MachOError)
+    /// The header is for another architecture than the closure.
+    case architecture(image: String, closure: String)
+    /// The load commands map no segment at the image's base.
+    case nothingMappedAtBase
+    /// The load commands parse but give no mapping plan.
+    case noPlan(LoadError)
+    /// The closure maps the image at another base or size than its load commands.
+    case extent(closureBase: UInt64, closureSize: UInt64, imageBase: UInt64, imageSize: UInt64)
+    /// The closure maps another number of segments than the load commands.
+    case segmentCount(closure: Int, image: Int)
+    /// The first segment the closure maps differently from the load commands.
+    case segment(closure: SegmentPlan, image: SegmentPlan)
+
+    public var description: String {
+        switch self {
+        case .noHeaderSegment:
+            "the plan maps no readable file bytes at the image's base, where its header lies"
+        case .headerNotMapped:
+            "its header is not mapped"
+        case let .loadCommandsDoNotFit(size, segment):
+            "its load commands (\(size) bytes) do not fit in \(segment)"
+        case let .unparsable(error):
+            "its header does not parse: \(error)"
+        case let .architecture(image, closure):
+            "its header is for \(image), the closure is for \(closure)"
+        case .nothingMappedAtBase:
+            "its load commands map nothing at its base"
+        case let .noPlan(error):
+            "its load commands give no plan: \(error)"
+        case let .extent(closureBase, closureSize, imageBase, imageSize):
+            "the closure maps it at base 0x\(String(closureBase, radix: 16)) size 0x\(String(closureSize, radix: 16)), "
+                + "its load commands at 0x\(String(imageBase, radix: 16)) size 0x\(String(imageSize, radix: 16))"
+        case let .segmentCount(closure, image):
+            "the closure maps \(closure) segments, its load commands \(image)"
+        case let .segment(closure, image):
+            "segment \(closure.name): the closure says \(Self.describe(closure)), the image's load commands say \(Self.describe(image))"
+        }
     }
 
     private static func describe(_ segment: SegmentPlan) -> String {

@@ -105,10 +105,10 @@ public struct LaunchComparison: Sendable {
         for index in slowFixups.indices {
             let expected = effective(slowFixups[index])
             let closureFixups: [ResolvedFixup]
-            do {
+            do throws(FixupStreamFault) {
                 closureFixups = try closure.fixups(ofImage: index)
             } catch {
-                throw LoadError.unusable(path: closure.images[index].path, reason: "\(error)")
+                throw LoadError.failed(path: closure.images[index].path, cause: LoadError.Cause(error))
             }
             let actual = effective(closureFixups)
             fixupCount += expected.count

@@ -12,6 +12,9 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
     case wrongArchitecture(path: String, wanted: String, available: [String])
     /// A file exists but cannot be used (unreadable, wrong file type, ...).
     case unusable(path: String, reason: String)
+    /// A file cannot be used because of an error from another layer (its identity could
+    /// not be taken, its closure's fixup runs do not decode, ...): that error, kept whole.
+    case failed(path: String, cause: Cause)
     /// The operating system refused a mapping or protection change.
     case mapping(image: String, reason: String)
 
@@ -29,8 +32,23 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(path): no \(wanted) slice (has \(available.joined(separator: ", ")))"
         case let .unusable(path, reason):
             return "\(path): \(reason)"
+        case let .failed(path, cause):
+            return "\(path): \(cause)"
         case let .mapping(image, reason):
             return "\(image): mapping failed: \(reason)"
         }
+    }
+
+    /// The error a ``LoadError`` wraps, of whatever type the layer below throws (one this
+    /// module may not name). Two causes are equal when they read the same, so `LoadError`
+    /// stays Equatable.
+    public struct Cause: Equatable, Sendable, CustomStringConvertible {
+        public let error: any Error
+
+        public init(_ error: any Error) { self.error = error }
+
+        public var description: String { "\(error)" }
+
+        public static func == (lhs: Cause, rhs: Cause) -> Bool { lhs.description == rhs.description }
     }
 }

@@ -45,8 +45,17 @@ public enum ProcessRunner {
 
     /// A child could not be started, or its pipes failed.
     public struct Failure: Error, CustomStringConvertible, Sendable {
-        public let description: String
-        public init(_ description: String) { self.description = description }
+        /// What failed: the command (or file) and the step, without the cause.
+        public let what: String
+        /// The error swift-subprocess or the system gave, when there is one.
+        public let cause: (any Error)?
+
+        public init(_ what: String, cause: (any Error)? = nil) {
+            self.what = what
+            self.cause = cause
+        }
+
+        public var description: String { cause.map { "\(what): \($0)" } ?? what }
     }
 
     /// A child still running, handed to the closure of ``run(_:_:error:while:)``.
@@ -101,7 +110,7 @@ public enum ProcessRunner {
         } catch let failure as Failure {
             throw failure
         } catch {
-            throw Failure("\(command): \(error)")
+            throw Failure(command, cause: error)
         }
     }
 
@@ -129,7 +138,7 @@ public enum ProcessRunner {
             do {
                 _ = try await input.write(Array((line + "\n").utf8))
             } catch {
-                throw Failure("\(command): cannot write to its stdin: \(error)")
+                throw Failure("\(command): cannot write to its stdin", cause: error)
             }
         }
 
@@ -140,7 +149,7 @@ public enum ProcessRunner {
             do {
                 try await input.finish()
             } catch {
-                throw Failure("\(command): cannot close its stdin: \(error)")
+                throw Failure("\(command): cannot close its stdin", cause: error)
             }
         }
 
@@ -149,7 +158,7 @@ public enum ProcessRunner {
             do {
                 return try await lines.next()
             } catch {
-                throw Failure("\(command): cannot read its stdout: \(error)")
+                throw Failure("\(command): cannot read its stdout", cause: error)
             }
         }
     }
@@ -175,7 +184,7 @@ public enum ProcessRunner {
                 return value
             }
         } catch let error as SubprocessError {
-            throw Failure("\(command): \(error)")
+            throw Failure(command, cause: error)
         }
         return (result.closureResult, status(result.terminationStatus))
     }
@@ -194,7 +203,7 @@ public enum ProcessRunner {
                 permissions: [.ownerReadWrite, .groupRead, .otherRead])
             return .fileDescriptor(descriptor, closeAfterSpawningProcess: true)
         } catch {
-            throw Failure("\(path): cannot be opened for a child's stderr: \(error)")
+            throw Failure("\(path): cannot be opened for a child's stderr", cause: error)
         }
     }
 
