@@ -72,34 +72,25 @@ struct ClosureReader {
 
     @inline(__always)
     mutating func uleb() throws(ClosureError) -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard position < end else { throw corrupt("truncated number") }
-            let byte = bytes[position]
-            position += 1
-            guard shift < 64, !(shift == 63 && byte & 0x7e != 0) else { throw corrupt("number too large", at: position - 1) }
-            result |= UInt64(byte & 0x7f) << shift
-            if byte & 0x80 == 0 { return result }
-            shift += 7
+        switch ClosureLEB128.unsigned(bytes, &position) {
+        case let .success(value): return value
+        case let .failure(failure): throw corrupt(failure)
         }
     }
 
     @inline(__always)
     mutating func sleb() throws(ClosureError) -> Int64 {
-        var result: Int64 = 0
-        var shift: Int64 = 0
-        var byte: UInt8
-        repeat {
-            guard position < end else { throw corrupt("truncated number") }
-            guard shift < 64 else { throw corrupt("number too large") }
-            byte = bytes[position]
-            position += 1
-            result |= Int64(byte & 0x7f) << shift
-            shift += 7
-        } while byte & 0x80 != 0
-        if shift < 64, byte & 0x40 != 0 { result |= -1 << shift }
-        return result
+        switch ClosureLEB128.signed(bytes, &position) {
+        case let .success(value): return value
+        case let .failure(failure): throw corrupt(failure)
+        }
+    }
+
+    func corrupt(_ failure: ClosureLEB128.Failure) -> ClosureError {
+        switch failure {
+        case let .truncated(offset): corrupt("truncated number", at: offset)
+        case let .tooLarge(offset): corrupt("number too large", at: offset)
+        }
     }
 
     /// A count of items each at least `minimumSize` bytes long, checked against the bytes left.
@@ -153,5 +144,50 @@ struct ClosureReader {
         guard end - position >= length else { throw corrupt("truncated body") }
         defer { position += length }
         return copy(position..<(position + length))
+    }
+}
+
+/// The one LEB128 decoder of closure bytes, reading a slice at a position and moving it past
+/// the number: ``ClosureReader`` and the fixup-run walker (``FixupStreamReader``) report its
+/// failures in their own error types.
+enum ClosureLEB128 {
+    /// Where and why a number did not decode.
+    enum Failure: Error {
+        /// The bytes end inside the number (the offset of the end).
+        case truncated(Int)
+        /// The number is over 64 bits (the offset of the byte that makes it so).
+        case tooLarge(Int)
+    }
+
+    @inline(__always)
+    static func unsigned(_ bytes: ArraySlice<UInt8>, _ position: inout Int) -> Result<UInt64, Failure> {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard position < bytes.endIndex else { return .failure(.truncated(position)) }
+            let byte = bytes[position]
+            position += 1
+            guard shift < 64, !(shift == 63 && byte & 0x7e != 0) else { return .failure(.tooLarge(position - 1)) }
+            result |= UInt64(byte & 0x7f) << shift
+            if byte & 0x80 == 0 { return .success(result) }
+            shift += 7
+        }
+    }
+
+    @inline(__always)
+    static func signed(_ bytes: ArraySlice<UInt8>, _ position: inout Int) -> Result<Int64, Failure> {
+        var result: Int64 = 0
+        var shift: Int64 = 0
+        var byte: UInt8
+        repeat {
+            guard position < bytes.endIndex else { return .failure(.truncated(position)) }
+            guard shift < 64 else { return .failure(.tooLarge(position)) }
+            byte = bytes[position]
+            position += 1
+            result |= Int64(byte & 0x7f) << shift
+            shift += 7
+        } while byte & 0x80 != 0
+        if shift < 64, byte & 0x40 != 0 { result |= -1 << shift }
+        return .success(result)
     }
 }

@@ -14,10 +14,9 @@ public struct ClosureImageTable: Sendable {
     /// Images in load order, each record read and checked whole.
     public let images: [ClosureImage]
 
-    package init(binding: ClosureBinding, contentOnlyIdentity: Bool, rootCount: Int, images: [ClosureImage]) {
-        self.binding = binding
-        self.contentOnlyIdentity = contentOnlyIdentity
-        self.rootCount = rootCount
+    /// The table of a body's header fields (`index`) and its image records, read.
+    package init(_ index: LaunchClosure.ImageIndex, images: [ClosureImage]) {
+        (binding, contentOnlyIdentity, rootCount) = (index.binding, index.contentOnlyIdentity, index.rootCount)
         self.images = images
     }
 }

@@ -131,34 +131,25 @@ struct FixupStreamReader {
 
     @inline(__always)
     mutating func uleb() throws(FixupFault) -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard position < bytes.endIndex else { throw .corrupt(byteOffset: position, .truncatedNumber) }
-            let byte = bytes[position]
-            position += 1
-            guard shift < 64, !(shift == 63 && byte & 0x7e != 0) else { throw .corrupt(byteOffset: position - 1, .numberTooLarge) }
-            result |= UInt64(byte & 0x7f) << shift
-            if byte & 0x80 == 0 { return result }
-            shift += 7
+        switch ClosureLEB128.unsigned(bytes, &position) {
+        case let .success(value): return value
+        case let .failure(failure): throw Self.fault(failure)
         }
     }
 
     @inline(__always)
     mutating func sleb() throws(FixupFault) -> Int64 {
-        var result: Int64 = 0
-        var shift: Int64 = 0
-        var byte: UInt8
-        repeat {
-            guard position < bytes.endIndex else { throw .corrupt(byteOffset: position, .truncatedNumber) }
-            guard shift < 64 else { throw .corrupt(byteOffset: position, .numberTooLarge) }
-            byte = bytes[position]
-            position += 1
-            result |= Int64(byte & 0x7f) << shift
-            shift += 7
-        } while byte & 0x80 != 0
-        if shift < 64, byte & 0x40 != 0 { result |= -1 << shift }
-        return result
+        switch ClosureLEB128.signed(bytes, &position) {
+        case let .success(value): return value
+        case let .failure(failure): throw Self.fault(failure)
+        }
+    }
+
+    static func fault(_ failure: ClosureLEB128.Failure) -> FixupFault {
+        switch failure {
+        case let .truncated(offset): .corrupt(byteOffset: offset, .truncatedNumber)
+        case let .tooLarge(offset): .corrupt(byteOffset: offset, .numberTooLarge)
+        }
     }
 
     /// A count of items of at least `minimumSize` bytes each, no more than the bytes left hold.

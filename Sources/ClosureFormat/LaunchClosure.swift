@@ -87,7 +87,7 @@ public struct LaunchClosure: Equatable, Sendable {
 
         /// The image table of these fields and `images` (the records, read).
         package func table(images: [ClosureImage]) -> ClosureImageTable {
-            ClosureImageTable(binding: binding, contentOnlyIdentity: contentOnlyIdentity, rootCount: rootCount, images: images)
+            ClosureImageTable(self, images: images)
         }
     }
 
