@@ -48,7 +48,7 @@ public struct FixupResolver {
     /// ``resolve(image:_:afterRebases:)`` handing each fixup to `sink`'s ``FixupSink/take(_:)``:
     /// the slow path's loop, with no closure call per fixup (the walk pulls pointers from a
     /// ``ChainedPointerCursor``, and `Sink` is specialized).
-    public mutating func resolve<Sink: FixupSink>(
+    package mutating func resolve<Sink: FixupSink>(
         image index: Int, into sink: inout Sink, afterRebases: () -> Void = {}
     ) throws(LoadError) {
         let image = graph.nodes[index].image

@@ -3,7 +3,7 @@ import LaunchPlan
 
 /// Where ``FixupResolver`` hands each resolved fixup: the slow path's writer (specialized,
 /// so its loop makes no call through a closure per fixup), or a closure.
-public protocol FixupSink {
+package protocol FixupSink {
     mutating func take(_ fixup: ResolvedFixup) throws(LoadError)
     /// Where chained rebases may be stored directly, without a ``take(_:)`` each
     /// (``UnsafeChainedRebaseWalk``): for a sink that only writes them. Nil by default.
@@ -11,7 +11,7 @@ public protocol FixupSink {
 }
 
 extension FixupSink {
-    public var rebaseWriter: ImageWriter? { nil }
+    package var rebaseWriter: ImageWriter? { nil }
 }
 
 /// A sink that calls a closure with each fixup.

@@ -68,7 +68,13 @@ public enum FastPath {
     /// plans are checked on `helper`'s thread when it runs, which then writes part of the
     /// fixups; the launch gives it back before it changes a protection.
     public static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions, checks: Checks = Checks(),
-                              report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper? = nil) throws -> Launch {
+                              report: inout LaunchReport, clock: inout PhaseClock) throws -> Launch {
+        try launch(closure, closurePath: closurePath, request: request, checks: checks, report: &report, clock: &clock, helper: nil)
+    }
+
+    /// ``launch(_:closurePath:request:checks:report:clock:)`` with a launch's `helper`.
+    package static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions, checks: Checks = Checks(),
+                               report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper?) throws -> Launch {
         try checkBinding(closure.binding, request: request, closurePath: closurePath)
         report.timings[.closure] = clock.lap()
         var hashed = 0

@@ -22,7 +22,7 @@ extension LaunchClosure {
 
     /// ``applyFixups(ofImage:memory:targetValues:closurePath:)`` through image `index`'s
     /// writer, taken from the launch's memory beforehand: what a second thread is given.
-    public func applyFixups(ofImage index: Int, writer: ImageWriter, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
+    package func applyFixups(ofImage index: Int, writer: ImageWriter, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         if UnsafeFixupLoop.applyRebases(images[index].rebaseRuns, writer: writer, vmSize: images[index].plan.vmSize),
            UnsafeFixupLoop.applyBinds(images[index].bindRuns, writer: writer, targetValues: targetValues) {
             return

@@ -8,7 +8,7 @@ import LaunchClosure
 /// and applies that page's runs from their restart points, with the eager loop's checks
 /// (each run on the page, each rebase target inside the image, each bind index in the table)
 /// and without allocation, strings or lookups.
-public final class PageInFixups: PageFixupSource, @unchecked Sendable {
+package final class PageInFixups: PageFixupSource, @unchecked Sendable {
     /// One image's runs and indexed pages (empty for an image linked eagerly).
     struct ImagePages {
         let rebaseRuns: ArraySlice<UInt8>
@@ -24,20 +24,20 @@ public final class PageInFixups: PageFixupSource, @unchecked Sendable {
 
     /// Which images are indexed at `pageSize` (the host's) and which segments receive
     /// their fixups: the plan of a page-in launch, decided before anything is mapped.
-    public struct Plan: Sendable {
+    package struct Plan: Sendable {
         /// Per image: its indexed pages (empty when the image is linked eagerly).
-        public let pages: [[FixupPage]]
+        package let pages: [[FixupPage]]
         /// Per image: whether its fixups are applied page by page (else eagerly at launch).
-        public let indexed: [Bool]
+        package let indexed: [Bool]
         /// Per image, per segment: reserved without contents and filled on first touch.
-        public let deferred: [[Bool]]
+        package let deferred: [[Bool]]
         /// Pages indexed in all.
-        public var pageCount: Int { pages.reduce(0) { $0 + $1.count } }
+        package var pageCount: Int { pages.reduce(0) { $0 + $1.count } }
     }
 
     /// The page-in plan of `closure` for pages of `pageSize` bytes: an image whose index is
     /// absent or at another page size is linked eagerly.
-    public static func plan(_ closure: LaunchClosure, pageSize: UInt64) throws(ClosureError) -> Plan {
+    package static func plan(_ closure: LaunchClosure, pageSize: UInt64) throws(ClosureError) -> Plan {
         var pages: [[FixupPage]] = [], indexed: [Bool] = [], deferred: [[Bool]] = []
         for image in closure.images {
             let index = try image.fixupPageIndex.pages(path: image.path)
@@ -54,7 +54,7 @@ public final class PageInFixups: PageFixupSource, @unchecked Sendable {
     }
 
     /// The source for one launch of `closure` whose bind targets have `targetValues`.
-    public init(_ closure: LaunchClosure, plan: Plan, targetValues: [UInt64], pageSize: UInt64) {
+    package init(_ closure: LaunchClosure, plan: Plan, targetValues: [UInt64], pageSize: UInt64) {
         images = zip(closure.images, plan.pages).map { image, pages in
             ImagePages(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns, pages: pages, vmSize: image.plan.vmSize, path: image.path)
         }
@@ -62,7 +62,7 @@ public final class PageInFixups: PageFixupSource, @unchecked Sendable {
         self.pageSize = pageSize
     }
 
-    public func applyFixups(image index: Int, to page: inout PageBuffer) -> PageFillFailure? {
+    package func applyFixups(image index: Int, to page: inout PageBuffer) -> PageFillFailure? {
         guard index < images.count else { return nil }
         let image = images[index]
         let number = page.vmOffset / pageSize

@@ -25,7 +25,7 @@ import LoaderCore
 /// or exits when another is already kept. Launches at once in one process each get a
 /// thread. Where no thread can be created, or without a running helper (`nil`, or not
 /// started), the work runs on the calling thread after the body: the same results, one core.
-public final class LaunchHelper {
+package final class LaunchHelper {
     private var thread: HelperThread?
 
     /// The process's helper thread kept between launches, when none is in use.
@@ -34,13 +34,13 @@ public final class LaunchHelper {
     private var finished = false
 
     /// A helper with no thread yet: work runs inline until ``start()``.
-    public init() {}
+    package init() {}
 
     deinit { finish() }
 
     /// Takes the kept helper thread and wakes it, or starts one (none when it cannot be
     /// created: work then runs inline). Does nothing once started or finished.
-    public func start() {
+    package func start() {
         guard thread == nil, !finished else { return }
         if let waiting = Self.kept.withLock({ kept in kept.take() }) {
             waiting.state.signal(HelperState.idle)
@@ -51,11 +51,11 @@ public final class LaunchHelper {
     }
 
     /// Whether a thread takes the work (``start()`` was called, and it has not finished).
-    public var isRunning: Bool { thread != nil }
+    package var isRunning: Bool { thread != nil }
 
     /// Ends this launch's use of the helper: its thread sleeps, kept for the next launch,
     /// or exits when one is kept already. Later work runs inline.
-    public func finish() {
+    package func finish() {
         finished = true
         guard let released = thread else { return }
         thread = nil
@@ -70,7 +70,7 @@ public final class LaunchHelper {
 
     /// Runs `helper` on `launchHelper`'s thread while `body` runs here, or both here (the
     /// body first) without a running helper; returns when both are done.
-    public static func run<Body, Helper: Sendable, Failure: Error>(
+    package static func run<Body, Helper: Sendable, Failure: Error>(
         on launchHelper: LaunchHelper?, helper: @escaping @Sendable () -> Helper, body: () throws(Failure) -> Body
     ) throws(Failure) -> (body: Body, helper: Helper) {
         guard let thread = launchHelper?.thread else {

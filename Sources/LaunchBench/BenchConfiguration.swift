@@ -1,33 +1,33 @@
 import Foundation
 
 /// What `dyld3 bench` measures and where it reads and writes.
-public struct BenchConfiguration: Sendable {
+package struct BenchConfiguration: Sendable {
     /// Framework counts of the generated apps (`tools/gen-app --preset`).
-    public var dylibCounts: [Int]
+    package var dylibCounts: [Int]
     /// Samples per path and size, after one discarded warm-up round.
-    public var runs: Int
+    package var runs: Int
     /// Where the Markdown, JSON and SVG results go.
-    public var outputDirectory: String
-    public var arch: String
+    package var outputDirectory: String
+    package var arch: String
     /// Fixup style of the Mach-O apps: `chained` or `opcodes`.
-    public var style: String
+    package var style: String
     /// The repository: `tools/gen-app` and `tools/glibc-harness.c` are found under it.
-    public var repositoryRoot: String
+    package var repositoryRoot: String
     /// Generated apps (`bench-apps/`), the bench's closure cache and the compiled harness go under here.
-    public var workDirectory: String
+    package var workDirectory: String
     /// The `dyld3` executable spawned for the fresh-process measurements; nil skips them.
-    public var toolPath: String?
+    package var toolPath: String?
     /// Also measure cold samples (page cache emptied before each), after the warm ones.
-    public var cold: Bool
+    package var cold: Bool
     /// How to empty the page cache; nil chooses (``EvictionMethod/choose(requested:dropCachesWritable:)``).
-    public var eviction: EvictionMethod?
+    package var eviction: EvictionMethod?
     /// Also measure page-in linking (`--fixups page-in`): launch, touches, dirty pages.
-    public var pageIn = false
+    package var pageIn = false
     /// Objective-C apps (`tools/gen-app --objc-*`) instead of the C-only ones; nil: C-only.
     /// The glibc paths keep the C-only twin of the same size (an ELF twin has no ObjC).
-    public var objc: ObjCShape?
+    package var objc: ObjCShape?
 
-    public init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11, outputDirectory: String = "bench/results",
+    package init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11, outputDirectory: String = "bench/results",
                 arch: String = "x86_64", style: String = "chained", repositoryRoot: String, workDirectory: String? = nil,
                 toolPath: String?, cold: Bool = false, eviction: EvictionMethod? = nil) {
         self.dylibCounts = dylibCounts
@@ -43,10 +43,10 @@ public struct BenchConfiguration: Sendable {
     }
 
     /// The seed of every generated app: same seed, same bytes, so apps are reused.
-    public static let seed = 1
+    package static let seed = 1
 
     /// The nearest directory at or above `start` holding `tools/gen-app`.
-    public static func findRepositoryRoot(from start: String) -> String? {
+    package static func findRepositoryRoot(from start: String) -> String? {
         var directory = URL(fileURLWithPath: start).standardizedFileURL
         while true {
             if FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("tools/gen-app").path) {

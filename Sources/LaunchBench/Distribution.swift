@@ -1,13 +1,13 @@
 /// The samples of one measurement and their order statistics.
-public struct Distribution: Codable, Sendable, Equatable {
-    public var median: Int64
+package struct Distribution: Codable, Sendable, Equatable {
+    package var median: Int64
     /// Nearest-rank 90th percentile.
-    public var p90: Int64
-    public var min: Int64
-    public var max: Int64
-    public var samples: [Int64]
+    package var p90: Int64
+    package var min: Int64
+    package var max: Int64
+    package var samples: [Int64]
 
-    public init(_ samples: [Int64]) {
+    package init(_ samples: [Int64]) {
         let sorted = samples.sorted()
         self.samples = samples
         median = Distribution.rank(sorted, 0.5)

@@ -4,9 +4,9 @@ import ClosureFormat
 
 /// `dyld3 bench`: dyld2, dyld3, the mapping floor and glibc's loader on generated apps of
 /// each size, measured side by side in one run, plus what the closure costs.
-public enum LaunchBench {
+package enum LaunchBench {
     /// Measures every size in `configuration`; `log` gets progress lines.
-    public static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws -> BenchReport {
+    package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws -> BenchReport {
         // The in-process samples are repeated launches, each allocating what the one before
         // freed. Left to its dynamic thresholds, glibc gave the launch helper's arena back
         // after every dyld3 launch (the records and bind targets it decoded are freed on the
@@ -35,14 +35,14 @@ public enum LaunchBench {
     }
 
     /// The files ``write(_:to:)`` produces for `report` (`page-in.svg` only when page-in was measured).
-    public static func outputFiles(_ report: BenchReport) -> [String] {
+    package static func outputFiles(_ report: BenchReport) -> [String] {
         ["bench.json", "bench.md", "time-vs-dylibs.svg", "dyld3-phases.svg"] + (measuredPageIn(report) ? ["page-in.svg"] : [])
     }
 
     static func measuredPageIn(_ report: BenchReport) -> Bool { report.sizes.contains { $0.pageIn != nil } }
 
     /// Writes the JSON, the Markdown table and the SVG charts into `directory`.
-    public static func write(_ report: BenchReport, to directory: String) throws {
+    package static func write(_ report: BenchReport, to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -1,12 +1,12 @@
 /// The Objective-C part of the bench's apps (`tools/gen-app --objc-classes N
 /// --objc-categories M --objc-selrefs K`): per framework N classes, per image M
 /// categories and K selector references (message sends).
-public struct ObjCShape: Codable, Sendable, Equatable {
-    public var classes: Int
-    public var categories: Int
-    public var selectorReferences: Int
+package struct ObjCShape: Codable, Sendable, Equatable {
+    package var classes: Int
+    package var categories: Int
+    package var selectorReferences: Int
 
-    public init(classes: Int, categories: Int, selectorReferences: Int) {
+    package init(classes: Int, categories: Int, selectorReferences: Int) {
         self.classes = classes
         self.categories = categories
         self.selectorReferences = selectorReferences
@@ -24,18 +24,18 @@ public struct ObjCShape: Codable, Sendable, Equatable {
 /// How much of a launch the Objective-C step takes: its warm median against the
 /// launch's warm median total, for dyld2 (worked out on every launch) and dyld3 (copied
 /// from the closure).
-public struct ObjCShare: Codable, Sendable {
+package struct ObjCShare: Codable, Sendable {
     /// Writes the step makes (selector references, method-list names, the runtime's
     /// tables): the closure's ObjC record.
-    public var writes: Int
-    public var dyld2: Int64
-    public var dyld2Total: Int64
-    public var dyld3: Int64
-    public var dyld3Total: Int64
+    package var writes: Int
+    package var dyld2: Int64
+    package var dyld2Total: Int64
+    package var dyld3: Int64
+    package var dyld3Total: Int64
 
     /// `objc / total` of each path (0 when the total is 0).
-    public var dyld2Fraction: Double { dyld2Total > 0 ? Double(dyld2) / Double(dyld2Total) : 0 }
-    public var dyld3Fraction: Double { dyld3Total > 0 ? Double(dyld3) / Double(dyld3Total) : 0 }
+    package var dyld2Fraction: Double { dyld2Total > 0 ? Double(dyld2) / Double(dyld2Total) : 0 }
+    package var dyld3Fraction: Double { dyld3Total > 0 ? Double(dyld3) / Double(dyld3Total) : 0 }
 
     init(writes: Int, dyld2Phases: [String: Int64], dyld3Phases: [String: Int64]) {
         self.writes = writes

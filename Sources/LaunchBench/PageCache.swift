@@ -1,5 +1,5 @@
 /// How `dyld3 bench --cold` empties the page cache before each cold sample.
-public enum EvictionMethod: String, Codable, Sendable, CaseIterable {
+package enum EvictionMethod: String, Codable, Sendable, CaseIterable {
     /// `echo 3 > /proc/sys/vm/drop_caches`: every clean page-cache page of the
     /// machine, dentries and inodes too (so path lookups and `stat` are cold as well). Root only.
     case dropCaches = "drop_caches"
@@ -10,7 +10,7 @@ public enum EvictionMethod: String, Codable, Sendable, CaseIterable {
     /// The method `--cold` uses: the one requested, else `drop_caches` when this process may
     /// write it (root with a writable /proc/sys), else `posix_fadvise`. Asking for
     /// `drop_caches` without the right to write it is an error, not a silent downgrade.
-    public static func choose(requested: EvictionMethod?, dropCachesWritable: Bool) throws(BenchError) -> EvictionMethod {
+    package static func choose(requested: EvictionMethod?, dropCachesWritable: Bool) throws(BenchError) -> EvictionMethod {
         switch requested {
         case .dropCaches?:
             guard dropCachesWritable else { throw .failed("--evict drop_caches: \(PageCache.dropCachesPath) is not writable (run as root)") }
@@ -21,7 +21,7 @@ public enum EvictionMethod: String, Codable, Sendable, CaseIterable {
     }
 
     /// What the method evicts, for the report.
-    public var explanation: String {
+    package var explanation: String {
         switch self {
         case .dropCaches: "`echo 3 > /proc/sys/vm/drop_caches` (root): the whole page cache, dentries and inodes"
         case .fadvise: "`posix_fadvise(POSIX_FADV_DONTNEED)` on each file the path touches: their cached pages only"

@@ -5,29 +5,29 @@ import LoaderCore
 import ClosureFormat
 
 /// Page-in linking measured beside eager dyld3 (`dyld3 bench --fixups page-in`, docs/page-in.md).
-public struct PageInResult: Codable, Sendable {
+package struct PageInResult: Codable, Sendable {
     /// Why the launches were eager although page-in was asked for (userfaultfd unavailable).
-    public var fallbackReason: String?
+    package var fallbackReason: String?
     /// Pages indexed in the closure (pages that receive fixups), and pages registered with
     /// the handler (every page of the segments that receive fixups).
-    public var fixupPages: Int
-    public var registeredPages: Int
+    package var fixupPages: Int
+    package var registeredPages: Int
     /// Launch to the point where `main` would run: page-in, and eager dyld3 in the same rounds.
-    public var launch: Distribution
-    public var eagerLaunch: Distribution
+    package var launch: Distribution
+    package var eagerLaunch: Distribution
     /// After the page-in launch: time to touch 10%, 50% and 100% of the fixup pages (one
     /// word each, pages in a fixed shuffled order), each from the launch's end.
-    public var touch: [String: Distribution]
+    package var touch: [String: Distribution]
     /// Private pages in the launch's region (``ProcessMemory/privatePages(start:size:)``:
     /// smaps' `Anonymous`, since pages `UFFDIO_COPY` installs are anonymous but never
     /// dirty, and `Private_Dirty` also counts file pages not yet written back): "eager" after an eager launch,
     /// "launch" after a page-in launch, then after touching each share ("10", "50", "100").
     /// The private memory the fixups made; `Private_Dirty` alone reads 0 for page-in.
-    public var privatePages: [String: Int]
+    package var privatePages: [String: Int]
     /// The handler's own count of pages filled in that round ("launch", "10", "50", "100").
-    public var pagesFilled: [String: Int]
+    package var pagesFilled: [String: Int]
 
-    public static let touchLevels = [10, 50, 100]
+    package static let touchLevels = [10, 50, 100]
 }
 
 enum PageInBench {

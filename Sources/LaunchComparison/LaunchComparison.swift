@@ -11,42 +11,42 @@ import ClosureFormat
 /// same initializer order and the same result. Code runs only when a launch of the graph
 /// may run it (``LaunchSequence/reasonNotToRun(run:arch:memory:paths:)``): a graph with an
 /// image from a stub root is compared without running anything.
-public struct LaunchComparison: Sendable {
+package struct LaunchComparison: Sendable {
     /// One difference, located.
-    public struct Difference: Sendable, CustomStringConvertible {
-        public let what: String
-        public let image: String
-        public let segment: String
-        public let offset: UInt64
-        public let detail: String
-        public var description: String {
+    package struct Difference: Sendable, CustomStringConvertible {
+        package let what: String
+        package let image: String
+        package let segment: String
+        package let offset: UInt64
+        package let detail: String
+        package var description: String {
             "\(what): \(image) \(segment)+0x\(String(offset, radix: 16)): \(detail)"
         }
     }
 
-    public let slide: UInt64
-    public let images: Int
-    public let bytesCompared: Int
-    public let fixupsCompared: Int
-    public let initializers: [String]
-    public let dyld2Result: Int32?
-    public let dyld3Result: Int32?
+    package let slide: UInt64
+    package let images: Int
+    package let bytesCompared: Int
+    package let fixupsCompared: Int
+    package let initializers: [String]
+    package let dyld2Result: Int32?
+    package let dyld3Result: Int32?
     /// Why main's result was not compared (no code ran, or no main), when it was not.
-    public let notRunReason: String?
-    public let differences: [Difference]
+    package let notRunReason: String?
+    package let differences: [Difference]
     /// How the dyld3 launch wrote its fixups, and why not page by page when page-in was asked for.
-    public let fixupsMode: FixupsMode
-    public let fixupsFallbackReason: String?
+    package let fixupsMode: FixupsMode
+    package let fixupsFallbackReason: String?
     /// Page-in: pages registered with the handler, and pages it filled while the snapshot
     /// touched every writable byte (all of them, when nothing went wrong).
-    public let pagesRegistered: Int
-    public let pagesFilled: Int
+    package let pagesRegistered: Int
+    package let pagesFilled: Int
 
     /// Launches both ways at the same slide and compares; when `options.run` is set and the
     /// code can run here, both are also run to compare main's result. `closurePath` names
     /// where `closure` came from (in refusals). Throws `LoadError` when a launch fails,
     /// `ClosureError` when the fast path refuses the closure.
-    public static func run(options: LaunchOptions, closure: LaunchClosure, closurePath: String,
+    package static func run(options: LaunchOptions, closure: LaunchClosure, closurePath: String,
                            checks: FastPath.Checks = FastPath.Checks()) throws -> LaunchComparison {
         let runCode = options.run
         var options = options

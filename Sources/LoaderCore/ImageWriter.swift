@@ -6,9 +6,9 @@ import LaunchPlan
 /// the slow path writes through, fixup by fixup, and the fast path's checked loop run by run
 /// (``accept(_:)``, then ``store(_:at:in:)``). Every store here is checked; the unchecked
 /// loops that write through a run the writer accepted live in `Unsafe*` files.
-public struct ImageWriter: Sendable {
+package struct ImageWriter: Sendable {
     /// Where the image's preferred base was mapped.
-    public let base: UInt64
+    package let base: UInt64
     /// Per writable segment of at least 8 bytes: its vm offset, and the largest distance
     /// from it at which an 8-byte store still ends inside the segment.
     @usableFromInline let writable: [(start: UInt64, lastStore: UInt64)]
@@ -25,7 +25,7 @@ public struct ImageWriter: Sendable {
     /// Writes the 64-bit word at `vmOffset` from the image's base, when the 8 bytes lie
     /// inside one writable segment. Inlinable: the slow path calls it for every fixup.
     @inlinable
-    public func store(_ value: UInt64, vmOffset: UInt64) throws(LoadError) {
+    package func store(_ value: UInt64, vmOffset: UInt64) throws(LoadError) {
         for range in writable where vmOffset >= range.start && vmOffset - range.start <= range.lastStore {
             UnsafeMemory.store64(value, at: base &+ vmOffset)
             return
@@ -36,7 +36,7 @@ public struct ImageWriter: Sendable {
     /// Whether a run of 8-byte locations from `start` to `last` (offsets from the image's
     /// base) lies inside one writable segment: the fast path's one check per run.
     @inlinable
-    public func accepts(start: UInt64, last: UInt64) -> Bool {
+    package func accepts(start: UInt64, last: UInt64) -> Bool {
         for range in writable where start >= range.start && last >= start && last - range.start <= range.lastStore {
             return true
         }
@@ -46,14 +46,14 @@ public struct ImageWriter: Sendable {
     /// A run this writer accepts, to store into with ``store(_:at:in:)``; nil when the run is
     /// not inside one writable segment.
     @inlinable
-    public func accept(_ run: FixupRun) -> AcceptedRun? {
+    package func accept(_ run: FixupRun) -> AcceptedRun? {
         accepts(start: run.start, last: run.last) ? AcceptedRun(run: run, base: base) : nil
     }
 
     /// Writes `value` at `location` (an offset from the image's base) of a run ``accept(_:)``
     /// gave: checked against the run's bounds, one comparison, no segment search.
     @inlinable
-    public func store(_ value: UInt64, at location: UInt64, in accepted: AcceptedRun) {
+    package func store(_ value: UInt64, at location: UInt64, in accepted: AcceptedRun) {
         precondition(accepted.base == base && location >= accepted.run.start && location <= accepted.run.last,
                      "store outside its accepted run")
         UnsafeMemory.store64(value, at: base &+ location)
@@ -61,8 +61,8 @@ public struct ImageWriter: Sendable {
 }
 
 /// A run that an ``ImageWriter`` accepted: only the writer makes one.
-public struct AcceptedRun: Sendable {
-    public let run: FixupRun
+package struct AcceptedRun: Sendable {
+    package let run: FixupRun
     /// The base of the image whose writer accepted it.
     @usableFromInline let base: UInt64
     @usableFromInline init(run: FixupRun, base: UInt64) {
@@ -73,7 +73,7 @@ public struct AcceptedRun: Sendable {
 
 extension LaunchMemory {
     /// A writer for image `index`'s fixups.
-    public func writer(image index: Int) -> ImageWriter {
+    package func writer(image index: Int) -> ImageWriter {
         ImageWriter(images[index])
     }
 }

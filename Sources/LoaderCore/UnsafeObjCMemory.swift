@@ -5,7 +5,7 @@ extension LaunchMemory {
     /// mapped bytes (fixed up), without copying. The views read this launch's memory and
     /// must not outlive it, nor be read while the memory is being written: the Objective-C
     /// step reads everything first, then writes.
-    public func objcAddressSpace() -> ObjCAddressSpace {
+    package func objcAddressSpace() -> ObjCAddressSpace {
         var regions: [ObjCAddressSpace.Region] = []
         for (index, image) in images.enumerated() {
             for segment in image.plan.segments where segment.protection.contains(.read) && segment.vmSize > 0 {

@@ -4,10 +4,10 @@ import Glibc
 
 /// `realpath(3)`: a path made absolute, `.` and `..` removed, every symlink resolved,
 /// in one libc call (one `lstat` per component; no URL parsing or path-component strings).
-public enum RealPath {
+package enum RealPath {
     /// The canonical path of the existing file or directory `path`, or nil when some
     /// component does not exist or cannot be searched.
-    public static func of(_ path: String) -> String? {
+    package static func of(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)

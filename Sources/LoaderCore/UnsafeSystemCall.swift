@@ -6,13 +6,13 @@ import LaunchPlan
 
 /// The one place a system call's failure is read: `errno` taken as an `Errno` right after
 /// the call, and an interrupted call (`EINTR`) made again here rather than at each caller.
-public enum UnsafeSystemCall {
+package enum UnsafeSystemCall {
     /// Runs `call` again for as long as it fails with `EINTR`; its result, or the `errno` it
     /// failed with. For calls a signal can interrupt: open, read, pread, write, fstat,
     /// fsync, ioctl, poll. Not for `close`: on Linux the descriptor is gone even when it
     /// was interrupted, and closing it again could close another thread's.
     @inline(__always)
-    public static func retryingInterrupts<T>(_ call: () -> T, failed: (T) -> Bool) -> Result<T, Errno> {
+    package static func retryingInterrupts<T>(_ call: () -> T, failed: (T) -> Bool) -> Result<T, Errno> {
         while true {
             let result = call()
             guard failed(result) else { return .success(result) }
@@ -24,14 +24,14 @@ public enum UnsafeSystemCall {
     /// Runs `call` once; its result, or the `errno` it failed with. For calls that are not
     /// made again when interrupted (`close`) or cannot be (`mmap`, `mprotect`, `rename`).
     @inline(__always)
-    public static func once<T>(_ call: () -> T, failed: (T) -> Bool) -> Result<T, Errno> {
+    package static func once<T>(_ call: () -> T, failed: (T) -> Bool) -> Result<T, Errno> {
         let result = call()
         return failed(result) ? .failure(Errno(rawValue: Glibc.errno)) : .success(result)
     }
 
     /// Runs `mmap` once (it is never interrupted); the address, or the `errno` it failed with.
     @inline(__always)
-    public static func mapping(_ call: () -> UnsafeMutableRawPointer?) -> Result<UnsafeMutableRawPointer, Errno> {
+    package static func mapping(_ call: () -> UnsafeMutableRawPointer?) -> Result<UnsafeMutableRawPointer, Errno> {
         guard let address = call(), address != MAP_FAILED else { return .failure(Errno(rawValue: Glibc.errno)) }
         return .success(address)
     }
@@ -39,7 +39,7 @@ public enum UnsafeSystemCall {
     /// The `Errno` of a call that returns `-errno` on failure (the C shims) or the error
     /// number itself (`pthread_create`, `posix_fadvise`).
     @inline(__always)
-    public static func errno(returned value: Int32) -> Errno {
+    package static func errno(returned value: Int32) -> Errno {
         Errno(rawValue: value < 0 ? -value : value)
     }
 }
@@ -47,7 +47,7 @@ public enum UnsafeSystemCall {
 extension Result where Failure == Errno {
     /// The failure as a ``SystemCallFailure`` of `call`.
     @inline(__always)
-    public func failing(_ call: @autoclosure () -> String, namesCall: Bool = false) -> Result<Success, SystemCallFailure> {
+    package func failing(_ call: @autoclosure () -> String, namesCall: Bool = false) -> Result<Success, SystemCallFailure> {
         mapError { SystemCallFailure(call(), $0, namesCall: namesCall) }
     }
 }

@@ -17,9 +17,9 @@ import SystemPackage
 ///   stdout (the glibc harness: send a command, read its answer).
 ///
 /// Exit statuses are shell-style: the exit code, or 128 + the signal number when killed.
-public enum ProcessRunner {
+package enum ProcessRunner {
     /// Where a child's stderr goes.
-    public enum ErrorOutput: Sendable {
+    package enum ErrorOutput: Sendable {
         /// Collected into ``Result/error``.
         case captured
         /// Into the same pipe as stdout, in order (`2>&1`): ``Result/output`` holds both.
@@ -29,47 +29,47 @@ public enum ProcessRunner {
     }
 
     /// A finished child.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The program and its arguments, space-separated (for messages).
-        public let command: String
-        public let processIdentifier: Int32
+        package let command: String
+        package let processIdentifier: Int32
         /// The exit code, or 128 + the signal number when a signal ended it.
-        public let status: Int32
+        package let status: Int32
         /// Everything it wrote to stdout (UTF-8, invalid bytes replaced).
-        public let output: String
+        package let output: String
         /// Everything it wrote to stderr when ``ErrorOutput/captured``, "" otherwise.
-        public let error: String
+        package let error: String
 
-        public var succeeded: Bool { status == 0 }
+        package var succeeded: Bool { status == 0 }
     }
 
     /// A child could not be started, or its pipes failed.
-    public struct Failure: Error, CustomStringConvertible, Sendable {
+    package struct Failure: Error, CustomStringConvertible, Sendable {
         /// What failed: the command (or file) and the step, without the cause.
-        public let what: String
+        package let what: String
         /// The error swift-subprocess or the system gave, when there is one.
-        public let cause: (any Error)?
+        package let cause: (any Error)?
 
-        public init(_ what: String, cause: (any Error)? = nil) {
+        package init(_ what: String, cause: (any Error)? = nil) {
             self.what = what
             self.cause = cause
         }
 
-        public var description: String { cause.map { "\(what): \($0)" } ?? what }
+        package var description: String { cause.map { "\(what): \($0)" } ?? what }
     }
 
     /// A child still running, handed to the closure of ``run(_:_:error:while:)``.
     /// Valid only inside that closure.
-    public struct RunningProcess {
-        public let processIdentifier: Int32
+    package struct RunningProcess {
+        package let processIdentifier: Int32
         fileprivate let sendKill: () -> Void
 
         /// Sends SIGKILL. A child that has already exited is left alone (no error).
-        public func kill() { sendKill() }
+        package func kill() { sendKill() }
     }
 
     /// Runs `executable` (a path) with `arguments` to its end, no stdin.
-    public static func run(
+    package static func run(
         _ executable: String, _ arguments: [String], error: ErrorOutput = .captured
     ) async throws(Failure) -> Result {
         try await run(executable, arguments, error: error, while: { _ in })
@@ -77,7 +77,7 @@ public enum ProcessRunner {
 
     /// Runs `executable` with `arguments`, no stdin, and `body` alongside it; returns once
     /// both have ended. stdout (and stderr) are collected as by ``run(_:_:error:)``.
-    public static func run(
+    package static func run(
         _ executable: String, _ arguments: [String], error: ErrorOutput = .captured,
         while body: (RunningProcess) async throws -> Void
     ) async throws(Failure) -> Result {
@@ -116,11 +116,11 @@ public enum ProcessRunner {
 
     /// An interactive child: its stdin and stdout are pipes, its stderr goes to a file.
     /// Valid only inside the closure of ``session(_:_:errorFile:_:)``.
-    public final class Session {
+    package final class Session {
         /// The program and its arguments, space-separated (for messages).
-        public let command: String
+        package let command: String
         /// Where its stderr goes.
-        public let errorFile: String
+        package let errorFile: String
         private let input: StandardInputWriter
         private var lines: SubprocessOutputSequence.StringSequence<UTF8>.AsyncIterator
         private var inputOpen = true
@@ -134,7 +134,7 @@ public enum ProcessRunner {
         }
 
         /// Sends one line (a newline is added) to the child's stdin.
-        public func send(_ line: String) async throws(Failure) {
+        package func send(_ line: String) async throws(Failure) {
             do {
                 _ = try await input.write(Array((line + "\n").utf8))
             } catch {
@@ -143,7 +143,7 @@ public enum ProcessRunner {
         }
 
         /// Closes the child's stdin (end of input).
-        public func closeInput() async throws(Failure) {
+        package func closeInput() async throws(Failure) {
             guard inputOpen else { return }
             inputOpen = false
             do {
@@ -154,7 +154,7 @@ public enum ProcessRunner {
         }
 
         /// The next line of the child's stdout without its line break; nil at end of output.
-        public func readLine() async throws(Failure) -> String? {
+        package func readLine() async throws(Failure) -> String? {
             do {
                 return try await lines.next()
             } catch {
@@ -166,7 +166,7 @@ public enum ProcessRunner {
     /// Starts `executable` with `arguments` and runs `body` with its session. When `body`
     /// returns, stdin is closed and the child is waited for; returns `body`'s value and the
     /// child's status.
-    public static func session<Value: Sendable>(
+    package static func session<Value: Sendable>(
         _ executable: String, _ arguments: [String], errorFile: String,
         _ body: (Session) async throws -> Value
     ) async throws -> (value: Value, status: Int32) {

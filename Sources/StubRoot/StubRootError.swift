@@ -2,7 +2,7 @@ import LoaderCore
 import LaunchPlan
 
 /// Why a stub root could not be planned or written.
-public enum StubRootError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum StubRootError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A binary or a library of its graph could not be read, parsed or used.
     case load(LoadError)
     /// A binary has none of the architectures asked for.
@@ -14,7 +14,7 @@ public enum StubRootError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A file or directory could not be written.
     case io(path: String, reason: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .load(error):
             return "\(error)"

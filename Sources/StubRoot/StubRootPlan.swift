@@ -6,104 +6,104 @@ import LoaderCore
 /// and a stub host executable exporting what flat-namespace lookups find in no image.
 ///
 /// Built by ``init(binaries:arches:root:)``, written by ``write(toolchain:)``.
-public struct StubRootPlan: Equatable, Sendable {
+package struct StubRootPlan: Equatable, Sendable {
     /// The stub root directory (absolute).
-    public let root: String
+    package let root: String
     /// Sorted by install name.
-    public var stubs: [StubDylib]
-    public var host: StubHost
+    package var stubs: [StubDylib]
+    package var host: StubHost
     /// Imports nothing in the plan provides (the graphs will fail to bind them).
-    public var unresolved: [UnresolvedImport]
+    package var unresolved: [UnresolvedImport]
     /// Non-weak dependencies found nowhere that a stub cannot stand for (not absolute).
-    public var missingDylibs: [MissingDylib]
+    package var missingDylibs: [MissingDylib]
 
     /// `DIR/bin/host`.
-    public static func hostPath(root: String) -> String { LaunchRoots.hostPath(root: root) }
+    package static func hostPath(root: String) -> String { LaunchRoots.hostPath(root: root) }
 
     /// Distinct exported names summed over the stubs (a name exported by several slices
     /// of one stub counts once).
-    public var stubSymbolCount: Int {
+    package var stubSymbolCount: Int {
         stubs.reduce(0) { $0 + Set($1.slices.flatMap { $0.exports.map(\.name) }).count }
     }
 
     /// Distinct names the host exports over its slices.
-    public var hostSymbolCount: Int { Set(host.slices.flatMap { $0.exports.map(\.name) }).count }
+    package var hostSymbolCount: Int { Set(host.slices.flatMap { $0.exports.map(\.name) }).count }
 
     /// `stub root DIR: N stub dylibs, M symbols; host exports K symbols`.
-    public var summary: String {
+    package var summary: String {
         "stub root \(root): \(stubs.count) stub dylibs, \(stubSymbolCount) symbols; host exports \(hostSymbolCount) symbols"
     }
 }
 
 /// A symbol a stub exports: an 8-byte datum, never code.
-public struct StubExport: Hashable, Comparable, Sendable {
-    public let name: String
+package struct StubExport: Hashable, Comparable, Sendable {
+    package let name: String
     /// Exported as a weak definition, because an importer binds it with weak coalescing.
-    public var isWeakDefinition: Bool
+    package var isWeakDefinition: Bool
 
-    public init(name: String, isWeakDefinition: Bool) {
+    package init(name: String, isWeakDefinition: Bool) {
         self.name = name
         self.isWeakDefinition = isWeakDefinition
     }
 
-    public static func < (a: StubExport, b: StubExport) -> Bool { a.name < b.name }
+    package static func < (a: StubExport, b: StubExport) -> Bool { a.name < b.name }
 }
 
 /// One architecture of a stub file.
-public struct StubSlice: Equatable, Sendable {
-    public let arch: String
+package struct StubSlice: Equatable, Sendable {
+    package let arch: String
     /// Sorted by name.
-    public var exports: [StubExport]
+    package var exports: [StubExport]
 
-    public init(arch: String, exports: [StubExport]) {
+    package init(arch: String, exports: [StubExport]) {
         self.arch = arch
         self.exports = exports
     }
 }
 
 /// A stub dylib: thin, or fat when the graphs need it for several architectures.
-public struct StubDylib: Equatable, Sendable {
+package struct StubDylib: Equatable, Sendable {
     /// Its `LC_ID_DYLIB`: the install name the graphs load.
-    public let installName: String
+    package let installName: String
     /// Where it is written: the install name under the root.
-    public let path: String
+    package let path: String
     /// The highest current and compatibility versions any load command asks for, packed
     /// as `dylib_command` packs them (xxxx.yy.zz).
-    public let currentVersion: UInt32
-    public let compatibilityVersion: UInt32
+    package let currentVersion: UInt32
+    package let compatibilityVersion: UInt32
     /// Sorted by architecture name.
-    public var slices: [StubSlice]
+    package var slices: [StubSlice]
 }
 
 /// The stub host executable (`MH_EXECUTE`), standing for the program (a Python
 /// interpreter, say) that loads the binaries on macOS.
-public struct StubHost: Equatable, Sendable {
-    public let path: String
+package struct StubHost: Equatable, Sendable {
+    package let path: String
     /// One per architecture of the plan, sorted by architecture name.
-    public var slices: [StubSlice]
+    package var slices: [StubSlice]
 }
 
 /// An import the stub root leaves unbound.
-public struct UnresolvedImport: Hashable, Sendable, CustomStringConvertible {
-    public let symbol: String
-    public let importedBy: String
-    public let arch: String
+package struct UnresolvedImport: Hashable, Sendable, CustomStringConvertible {
+    package let symbol: String
+    package let importedBy: String
+    package let arch: String
     /// Where the import looks: an install name, "this image", "the main executable".
-    public let expectedIn: String
+    package let expectedIn: String
 
-    public var description: String {
+    package var description: String {
         "symbol not found: \(symbol)\n  referenced from: \(importedBy) (\(arch))\n  expected in: \(expectedIn)"
     }
 }
 
 /// A non-weak dependency found nowhere whose install name is not absolute.
-public struct MissingDylib: Equatable, Sendable, CustomStringConvertible {
-    public let installName: String
-    public let neededBy: String
-    public let arch: String
-    public let tried: [String]
+package struct MissingDylib: Equatable, Sendable, CustomStringConvertible {
+    package let installName: String
+    package let neededBy: String
+    package let arch: String
+    package let tried: [String]
 
-    public var description: String {
+    package var description: String {
         "library not loaded: \(installName)\n  referenced from: \(neededBy) (\(arch))\n  tried: "
             + (tried.isEmpty ? "(no candidate paths)" : tried.joined(separator: ", "))
     }

@@ -17,7 +17,7 @@ extension StubRootPlan {
     ///   definition, as weak coalescing allows.
     ///
     /// Whatever none of these provides is listed in ``unresolved``.
-    public init(binaries: [String], arches: [String]?, root: String) throws(StubRootError) {
+    package init(binaries: [String], arches: [String]?, root: String) throws(StubRootError) {
         var planner = StubRootPlanner(root: PathResolver.normalize(root))
         for binary in binaries {
             for arch in try planner.architectures(of: binary, wanted: arches) {

@@ -2,16 +2,16 @@ import Foundation
 import ProcessRunner
 
 /// The programs a stub root is built with, and the macOS version it targets.
-public struct StubToolchain: Sendable {
+package struct StubToolchain: Sendable {
     /// Assembles the generated source (`-target ARCH-apple-macosV -c`).
-    public var clang: String
+    package var clang: String
     /// `ld64.lld`: links each slice.
-    public var linker: String
+    package var linker: String
     /// `llvm-lipo`: joins the slices of a stub needed for several architectures.
-    public var lipo: String
-    public var minimumOS: String
+    package var lipo: String
+    package var minimumOS: String
 
-    public init(
+    package init(
         clang: String = "/opt/swift/usr/bin/clang",
         linker: String = "/usr/lib/llvm-19/bin/ld64.lld",
         lipo: String = "/usr/lib/llvm-19/bin/llvm-lipo",
@@ -29,7 +29,7 @@ extension StubRootPlan {
     /// whole. The same plan always writes the same bytes: the sources are generated in a
     /// fixed order and the tools are deterministic (the linker's UUID and ad-hoc signature
     /// depend only on the content and the output's file name, which is the final one).
-    public func write(toolchain: StubToolchain = StubToolchain()) async throws(StubRootError) {
+    package func write(toolchain: StubToolchain = StubToolchain()) async throws(StubRootError) {
         let scratch = FileManager.default.temporaryDirectory.path + "/dyld3-stub-root-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         var builder = StubBuilder(toolchain: toolchain, scratch: scratch)

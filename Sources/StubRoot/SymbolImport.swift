@@ -3,21 +3,21 @@ import MachOReader
 /// One symbol an image binds to: a name looked up the way its library ordinal says
 /// (1...N a dependency, 0 this image, -1 the main executable, -2 flat lookup, -3 weak
 /// lookup). An image has one per distinct (ordinal, name), however many fixups use it.
-public struct SymbolImport: Hashable, Comparable, Sendable {
-    public let name: String
-    public let libraryOrdinal: Int
+package struct SymbolImport: Hashable, Comparable, Sendable {
+    package let name: String
+    package let libraryOrdinal: Int
     /// Every bind of the name allows it to be missing (`BIND_SYMBOL_FLAGS_WEAK_IMPORT`,
     /// chained `weak_import`).
-    public let isWeakImport: Bool
+    package let isWeakImport: Bool
 
-    public init(name: String, libraryOrdinal: Int, isWeakImport: Bool) {
+    package init(name: String, libraryOrdinal: Int, isWeakImport: Bool) {
         self.name = name
         self.libraryOrdinal = libraryOrdinal
         self.isWeakImport = isWeakImport
     }
 
     /// Ordered by ordinal, then name: the order the planner visits imports in.
-    public static func < (a: SymbolImport, b: SymbolImport) -> Bool {
+    package static func < (a: SymbolImport, b: SymbolImport) -> Bool {
         (a.libraryOrdinal, a.name, a.isWeakImport ? 1 : 0) < (b.libraryOrdinal, b.name, b.isWeakImport ? 1 : 0)
     }
 }
@@ -27,7 +27,7 @@ extension MachOImage {
     /// dyld-info bind, lazy-bind and weak-bind streams, sorted. A weak-bind stream's
     /// entries are weak lookups (ordinal -3); its notes of strong definitions in this
     /// image are not imports.
-    public func symbolImports() throws(MachOError) -> [SymbolImport] {
+    package func symbolImports() throws(MachOError) -> [SymbolImport] {
         var weakByKey: [ImportKey: Bool] = [:]
         func add(_ name: String, _ ordinal: Int, weak: Bool) {
             let key = ImportKey(name: name, libraryOrdinal: ordinal)

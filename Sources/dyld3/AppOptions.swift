@@ -31,7 +31,7 @@ struct AppOptions: ParsableArguments {
 
 /// How far a command that uses closures trusts them: `--trust` and `--hash-images`.
 struct TrustOptions: ParsableArguments {
-    @Option(help: "Use only closures signed by the private half of this public key (dyld3 key generate, install --sign).")
+    @Option(help: "Use only closures signed by the private half of this package key (dyld3 key generate, install --sign).")
     var trust: String?
 
     @Flag(help: "Hash every image's content on every use, even when stat says it is unchanged (see docs/security.md for the cost).")

@@ -29,7 +29,7 @@ struct KeyCommand: ParsableCommand {
             do {
                 let paths = try ClosureSigningKey().write(into: out)
                 print("private key: \(paths.privateKey) (mode 0600: keep it secret)")
-                print("public key:  \(paths.publicKey)")
+                print("package key:  \(paths.publicKey)")
             } catch {
                 FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
                 throw ExitCode(1)

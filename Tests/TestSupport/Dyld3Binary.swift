@@ -2,8 +2,8 @@ import Foundation
 import ProcessRunner
 
 /// The built `dyld3` executable, found as `swift test` lays products out.
-public enum Dyld3Binary {
-    public static func path() throws -> String {
+package enum Dyld3Binary {
+    package static func path() throws -> String {
         var candidates: [URL] = []
         if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
         candidates += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
@@ -15,27 +15,27 @@ public enum Dyld3Binary {
         throw FixtureError("no dyld3 executable in \(candidates.map(\.path)): run swift build first")
     }
 
-    public struct Result: Sendable {
-        public let status: Int32
-        public let stdout: String
-        public let stderr: String
+    package struct Result: Sendable {
+        package let status: Int32
+        package let stdout: String
+        package let stderr: String
 
         /// stdout, line by line.
-        public var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+        package var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 
         /// The `--json` launch report.
-        public var json: [String: Any]? {
+        package var json: [String: Any]? {
             (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any]
         }
     }
 
     /// Runs `dyld3 ARGS` to its end (through ``ProcessRunner``).
-    public static func run(_ arguments: [String]) async throws -> Result {
+    package static func run(_ arguments: [String]) async throws -> Result {
         try await run(arguments, while: { _ in })
     }
 
     /// Runs `dyld3 ARGS` with `body` alongside it (which may kill it); returns when both end.
-    public static func run(
+    package static func run(
         _ arguments: [String], while body: (ProcessRunner.RunningProcess) async throws -> Void
     ) async throws -> Result {
         let result = try await ProcessRunner.run(try path(), arguments, error: .captured, while: body)
@@ -44,21 +44,21 @@ public enum Dyld3Binary {
 
     /// Another user to run as (`setpriv --reuid --regid --clear-groups`): ownership tests run
     /// the victim as `nobody` when they run as root.
-    public struct User: Sendable {
-        public let uid: UInt32
-        public let gid: UInt32
-        public init(uid: UInt32, gid: UInt32) {
+    package struct User: Sendable {
+        package let uid: UInt32
+        package let gid: UInt32
+        package init(uid: UInt32, gid: UInt32) {
             self.uid = uid
             self.gid = gid
         }
 
-        public static let nobody = User(uid: 65534, gid: 65534)
-        public static let daemon = User(uid: 1, gid: 1)
-        public static let root = User(uid: 0, gid: 0)
+        package static let nobody = User(uid: 65534, gid: 65534)
+        package static let daemon = User(uid: 1, gid: 1)
+        package static let root = User(uid: 0, gid: 0)
     }
 
     /// Runs `dyld3 arguments` as `user`.
-    public static func run(_ arguments: [String], as user: User) async throws -> Result {
+    package static func run(_ arguments: [String], as user: User) async throws -> Result {
         let result = try await ProcessRunner.run(
             "/usr/bin/setpriv", ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", try path()] + arguments,
             error: .captured, while: { _ in })
@@ -66,12 +66,12 @@ public enum Dyld3Binary {
     }
 
     /// `dyld3 launch APP --mode auto --json` with the app's root and `cache`.
-    public static func launchAuto(_ app: FixtureApp, cache: String) async throws -> Result {
+    package static func launchAuto(_ app: FixtureApp, cache: String) async throws -> Result {
         try await run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "auto", "--json"])
     }
 
     /// `dyld3 verify --cache CACHE [--json]`.
-    public static func verify(_ cache: String, json: Bool = false) async throws -> Result {
+    package static func verify(_ cache: String, json: Bool = false) async throws -> Result {
         try await run(["verify", "--cache", cache] + (json ? ["--json"] : []))
     }
 }

@@ -1,38 +1,38 @@
 import Foundation
 
 /// The fixture apps built by `tools/build-fixtures` and what their manifests expect.
-public struct FixtureApp: CustomStringConvertible, Sendable {
-    public static let buildDirectory = Paths.repoRoot.appendingPathComponent("build/fixtures")
-    public static let variants = ["x86_64-chained", "x86_64-opcodes", "arm64-chained", "arm64-opcodes"]
+package struct FixtureApp: CustomStringConvertible, Sendable {
+    package static let buildDirectory = Paths.repoRoot.appendingPathComponent("build/fixtures")
+    package static let variants = ["x86_64-chained", "x86_64-opcodes", "arm64-chained", "arm64-opcodes"]
 
     /// What a launch must do, from the manifest.
-    public enum Expectation: Sendable {
+    package enum Expectation: Sendable {
         case result(Int32, initOrder: [String]?)
         case missingSymbol(symbol: String, image: String, library: String)
         case missingDylib(image: String, installName: String)
     }
 
-    public let name: String
-    public let variant: String
+    package let name: String
+    package let variant: String
     /// Where the variant directories are (the build directory, or a scratch copy).
-    public let directory: URL
-    public let expectation: Expectation
+    package let directory: URL
+    package let expectation: Expectation
     /// Manifest image name for each shipped path suffix (for naming initializers).
-    public let imagePaths: [(name: String, path: String)]
+    package let imagePaths: [(name: String, path: String)]
 
-    public var arch: String { String(variant.split(separator: "-")[0]) }
-    public var bundle: String { directory.appendingPathComponent("\(variant)/\(name).app").path }
-    public var executable: String { bundle + "/" + name }
-    public var root: String { directory.appendingPathComponent("\(variant)/root").path }
-    public var description: String { "\(name) [\(variant)]" }
+    package var arch: String { String(variant.split(separator: "-")[0]) }
+    package var bundle: String { directory.appendingPathComponent("\(variant)/\(name).app").path }
+    package var executable: String { bundle + "/" + name }
+    package var root: String { directory.appendingPathComponent("\(variant)/root").path }
+    package var description: String { "\(name) [\(variant)]" }
 
     /// Whether the manifest expects a launch (rather than a launch error).
-    public var launches: Bool {
+    package var launches: Bool {
         if case .result = expectation { true } else { false }
     }
 
     /// A copy of the app bundle and its root under a fresh scratch directory, to damage.
-    public func scratchCopy() throws -> FixtureApp {
+    package func scratchCopy() throws -> FixtureApp {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-app-\(UUID().uuidString)")
         let variantDirectory = scratch.appendingPathComponent(variant)
         try FileManager.default.createDirectory(at: variantDirectory, withIntermediateDirectories: true)
@@ -43,13 +43,13 @@ public struct FixtureApp: CustomStringConvertible, Sendable {
     }
 
     /// The manifest name of the image at `path`.
-    public func imageName(_ path: String) -> String {
+    package func imageName(_ path: String) -> String {
         if path == executable { return name }
         return imagePaths.first(where: { path.hasSuffix("/" + $0.path) || path.hasSuffix($0.path) && $0.path.hasPrefix("/") })?.name ?? path
     }
 
     /// Every app in every variant; fails loudly if the fixtures are not built.
-    public static func all() throws -> [FixtureApp] {
+    package static func all() throws -> [FixtureApp] {
         let sources = Paths.repoRoot.appendingPathComponent("Fixtures/apps")
         let names = try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted()
         var apps: [FixtureApp] = []
@@ -65,7 +65,7 @@ public struct FixtureApp: CustomStringConvertible, Sendable {
         return apps
     }
 
-    public init(name: String, variant: String, directory: URL, manifest: Data) throws {
+    package init(name: String, variant: String, directory: URL, manifest: Data) throws {
         guard let object = try JSONSerialization.jsonObject(with: manifest) as? [String: Any],
               let expect = object["expect"] as? [String: Any],
               let images = object["images"] as? [[String: Any]] else {
@@ -95,7 +95,7 @@ public struct FixtureApp: CustomStringConvertible, Sendable {
     }
 }
 
-public struct FixtureError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct FixtureError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

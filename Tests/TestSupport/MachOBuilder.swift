@@ -5,26 +5,26 @@ import Foundation
 /// trie, chained fixups or dyld-info opcodes), an optional `__DATA` segment of whole pages,
 /// and the dylib, re-export and rpath commands a test asks for. Every file it writes is
 /// accepted by `llvm-objdump-19 --macho --private-headers` (checked by the tests that use it).
-public struct MachOBuilder: Sendable {
+package struct MachOBuilder: Sendable {
     /// `MH_EXECUTE` or `MH_DYLIB`.
-    public enum FileType: UInt32, Sendable {
+    package enum FileType: UInt32, Sendable {
         case execute = 2
         case dylib = 6
     }
 
     /// How a dependency is linked.
-    public enum Link: UInt32, Sendable {
+    package enum Link: UInt32, Sendable {
         case load = 0xC            // LC_LOAD_DYLIB
         case reexport = 0x8000_001F // LC_REEXPORT_DYLIB
     }
 
     /// The `__DATA` segment: `pages` pages of `pageSize` bytes, file-backed, and how its
     /// pointers are fixed up.
-    public struct DataSegment: Sendable {
-        public var bytes: [UInt8]
-        public var fixups: Fixups
+    package struct DataSegment: Sendable {
+        package var bytes: [UInt8]
+        package var fixups: Fixups
 
-        public init(bytes: [UInt8], fixups: Fixups) {
+        package init(bytes: [UInt8], fixups: Fixups) {
             self.bytes = bytes
             self.fixups = fixups
         }
@@ -33,30 +33,30 @@ public struct MachOBuilder: Sendable {
     /// LC_DYLD_CHAINED_FIXUPS (`DYLD_CHAINED_PTR_64_OFFSET`, plain `DYLD_CHAINED_IMPORT`s)
     /// with `pageStarts` (page_start[] and any chain_starts[] after it, raw) and `imports`
     /// (name and library ordinal), or an LC_DYLD_INFO_ONLY rebase opcode stream.
-    public enum Fixups: Sendable {
+    package enum Fixups: Sendable {
         case chained(pageSize: UInt16, pageCount: UInt16, pageStarts: [UInt16], imports: [(name: String, ordinal: UInt8)])
         case rebaseOpcodes([UInt8])
     }
 
     /// Where `__DATA` starts, in the file and from the image's base.
-    public static let dataOffset: UInt64 = 0x4000
+    package static let dataOffset: UInt64 = 0x4000
     static let cpuARM64: UInt32 = 0x0100_000C
 
-    public var fileType: FileType
-    public var installName: String?
-    public var dependencies: [(link: Link, name: String)] = []
-    public var rpaths: [String] = []
+    package var fileType: FileType
+    package var installName: String?
+    package var dependencies: [(link: Link, name: String)] = []
+    package var rpaths: [String] = []
     /// One exported symbol and its offset from the image's base (LC_DYLD_EXPORTS_TRIE).
-    public var export: (name: String, offset: UInt64)?
-    public var data: DataSegment?
+    package var export: (name: String, offset: UInt64)?
+    package var data: DataSegment?
 
-    public init(fileType: FileType, installName: String? = nil) {
+    package init(fileType: FileType, installName: String? = nil) {
         self.fileType = fileType
         self.installName = installName
     }
 
     /// The image's bytes.
-    public func bytes() -> [UInt8] {
+    package func bytes() -> [UInt8] {
         let trie = export.map { Self.exportsTrie(name: $0.name, offset: $0.offset) } ?? []
         var fixupsBlob: [UInt8] = []
         var isChained = false
@@ -121,7 +121,7 @@ public struct MachOBuilder: Sendable {
     }
 
     /// Writes the image to `path`.
-    public func write(to path: String) throws {
+    package func write(to path: String) throws {
         try Data(bytes()).write(to: URL(fileURLWithPath: path))
     }
 
@@ -225,7 +225,7 @@ public struct MachOBuilder: Sendable {
     }
 
     /// A `DYLD_CHAINED_PTR_64_OFFSET` bind of import `ordinal`, `next` strides (4 bytes) on.
-    public static func chainedBind(importOrdinal: UInt32, next: UInt64 = 0) -> UInt64 {
+    package static func chainedBind(importOrdinal: UInt32, next: UInt64 = 0) -> UInt64 {
         1 << 63 | next << 51 | UInt64(importOrdinal)
     }
 }

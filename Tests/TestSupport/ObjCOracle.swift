@@ -11,9 +11,9 @@ import MachOReader
 /// sources and architecture, and the addresses from llvm's own decoding of the chained
 /// image: `--dyld-info` (every pointer's target or bound symbol), `--syms` (where each class
 /// and method implementation is) and `--section` listings (selector names).
-public enum ObjCOracle {
+package enum ObjCOracle {
     /// `--syms`: symbol names by address (the first symbol at an address).
-    public static func symbols(_ path: String) async throws -> [UInt64: String] {
+    package static func symbols(_ path: String) async throws -> [UInt64: String] {
         var symbols: [UInt64: String] = [:]
         for line in try await Oracle.objdump(["--syms", path]).split(separator: "\n") where line.count > 25 {
             // "0000000100000960 l     F __TEXT,__text +[Square(MainCat) load]": address, 7 flag columns, section, name.
@@ -29,7 +29,7 @@ public enum ObjCOracle {
     /// Every pointer llvm decodes, by slot address: chained images from `--dyld-info`
     /// (rebase targets and binds), opcode-based ones from `--bind` (binds only: their
     /// rebased pointers hold the target in the file).
-    public static func pointers(_ path: String, chained: Bool) async throws -> [UInt64: ObjCPointer] {
+    package static func pointers(_ path: String, chained: Bool) async throws -> [UInt64: ObjCPointer] {
         var pointers: [UInt64: ObjCPointer] = [:]
         if chained {
             for line in try await Oracle.objdump(["--dyld-info", path]).split(separator: "\n") {
@@ -55,7 +55,7 @@ public enum ObjCOracle {
     /// images: llvm's literal-pointer listing names the string. Chained images: llvm prints
     /// the raw chained pointer, so the name is the `__objc_methname` string at the target
     /// `--dyld-info` decodes.
-    public static func selectorReferences(_ path: String, pointers: [UInt64: ObjCPointer], chained: Bool) async throws -> [(slot: UInt64, name: String)] {
+    package static func selectorReferences(_ path: String, pointers: [UInt64: ObjCPointer], chained: Bool) async throws -> [(slot: UInt64, name: String)] {
         var strings: [UInt64: String] = [:]
         if chained {
             for line in try await Oracle.objdump(["--section=__TEXT,__objc_methname", path]).split(separator: "\n") {
@@ -83,7 +83,7 @@ public enum ObjCOracle {
     /// `--objc-meta-data`, its classes and categories as ``MetadataLines`` lines (other
     /// sections, ivars, protocols and properties left out). A category's `cls`, which llvm
     /// prints as the raw 0 of a bind, is named from `binds`.
-    public static func metadataLines(_ path: String, binds: [UInt64: ObjCPointer]) async throws -> [String] {
+    package static func metadataLines(_ path: String, binds: [UInt64: ObjCPointer]) async throws -> [String] {
         var lines: [String] = []
         var section = ""
         var inMethods = false, inIvars = false
@@ -154,7 +154,7 @@ public enum ObjCOracle {
 /// The reader's classes and categories as the lines ``ObjCOracle/metadataLines(_:binds:)``
 /// makes of llvm-objdump's: addresses as `@hex` (``withoutAddresses(_:)`` blanks them for
 /// comparisons across builds), implementations and pointers named from llvm's symbol table.
-public enum MetadataLines {
+package enum MetadataLines {
     static func at(_ address: UInt64) -> String { "@" + String(address, radix: 16) }
 
     static func pointer(_ pointer: ObjCPointer, symbols: [UInt64: String]) -> String {
@@ -165,7 +165,7 @@ public enum MetadataLines {
         }
     }
 
-    public static func render(_ image: ObjCFileImage, symbols: [UInt64: String]) throws -> [String] {
+    package static func render(_ image: ObjCFileImage, symbols: [UInt64: String]) throws -> [String] {
         var lines: [String] = []
         func object(_ cls: ObjCClassObjectDescription) {
             lines.append("isa \(at({ if case let .address(a) = cls.isa { a } else { 0 } }()))")
@@ -209,7 +209,7 @@ public enum MetadataLines {
     }
 
     /// `lines` with every `@hex` address blanked to `@`.
-    public static func withoutAddresses(_ lines: [String]) -> [String] {
+    package static func withoutAddresses(_ lines: [String]) -> [String] {
         lines.map { line in
             line.split(separator: " ", omittingEmptySubsequences: false)
                 .map { $0.hasPrefix("@") ? "@" : String($0) }.joined(separator: " ")

@@ -4,13 +4,13 @@ import MachOReader
 import ProcessRunner
 
 /// Where tests find the repository, the shared corpus and the built fixtures.
-public enum Paths {
+package enum Paths {
     /// The repository root (this file is Tests/TestSupport/Oracle.swift).
-    public static let repoRoot = URL(fileURLWithPath: #filePath)
+    package static let repoRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// `../shared/corpus` beside the repository, or `$DYLD3_CORPUS`.
-    public static let corpus: URL = {
+    package static let corpus: URL = {
         if let override = ProcessInfo.processInfo.environment["DYLD3_CORPUS"] {
             return URL(fileURLWithPath: override)
         }
@@ -18,21 +18,21 @@ public enum Paths {
     }()
 
     /// Reader fixtures built by `tools/build-reader-fixtures` (run by `make test`).
-    public static let readerFixtures = repoRoot.appendingPathComponent("build/reader-fixtures")
+    package static let readerFixtures = repoRoot.appendingPathComponent("build/reader-fixtures")
 
     /// The oracle: LLVM 19's objdump, installed by tools/bootstrap.
-    public static let objdump = "/usr/lib/llvm-19/bin/llvm-objdump"
+    package static let objdump = "/usr/lib/llvm-19/bin/llvm-objdump"
 }
 
 /// Runs llvm-objdump-19, the independent oracle the reader is checked against.
-public enum Oracle {
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
-        public init(description: String) { self.description = description }
+package enum Oracle {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+        package init(description: String) { self.description = description }
     }
 
     /// `llvm-objdump --macho ARGS`; stdout on success, a thrown failure otherwise.
-    public static func objdump(_ arguments: [String]) async throws -> String {
+    package static func objdump(_ arguments: [String]) async throws -> String {
         guard FileManager.default.isExecutableFile(atPath: Paths.objdump) else {
             throw Failure(description: "\(Paths.objdump) is missing: run tools/bootstrap")
         }
@@ -46,7 +46,7 @@ public enum Oracle {
     /// Whether `llvm-objdump --macho ARGS` opens the file: it exits 0 and does not say
     /// the file "is not an object file" (which it reports with exit status 0); with its
     /// message either way.
-    public static func objdumpAccepts(_ arguments: [String]) async throws -> (accepted: Bool, message: String) {
+    package static func objdumpAccepts(_ arguments: [String]) async throws -> (accepted: Bool, message: String) {
         guard FileManager.default.isExecutableFile(atPath: Paths.objdump) else {
             throw Failure(description: "\(Paths.objdump) is missing: run tools/bootstrap")
         }
@@ -61,7 +61,7 @@ public enum Oracle {
     }
 
     /// Lines with runs of blanks collapsed and ends trimmed: the only differences allowed.
-    public static func normalized(_ text: String) -> [String] {
+    package static func normalized(_ text: String) -> [String] {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
             line.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
         }
@@ -69,13 +69,13 @@ public enum Oracle {
 }
 
 /// The Mach-O files of the shared corpus.
-public enum Corpus {
+package enum Corpus {
     /// Paths of every Mach-O file (thin or universal) under the corpus, sorted.
-    public static func machOFiles() throws -> [String] {
+    package static func machOFiles() throws -> [String] {
         try machOFiles(under: Paths.corpus)
     }
 
-    public static func machOFiles(under root: URL) throws -> [String] {
+    package static func machOFiles(under root: URL) throws -> [String] {
         guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else {
             throw Oracle.Failure(description: "cannot list \(root.path)")
         }
@@ -93,19 +93,19 @@ public enum Corpus {
         return files.sorted()
     }
 
-    public static func bytes(_ path: String) throws -> [UInt8] {
+    package static func bytes(_ path: String) throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
     /// The architecture names of a file's slices.
-    public static func architectures(_ path: String) throws -> [String] {
+    package static func architectures(_ path: String) throws -> [String] {
         try UniversalFile(parsing: bytes(path)).slices.map(\.cpu.name)
     }
 }
 
 /// Compares `dyld3 inspect`'s text with llvm-objdump's for one file, flag and arch choice.
 /// Returns a description of the first difference, or nil when they agree.
-public func inspectDifference(path: String, table: InspectTable, arch: String?) async throws -> String? {
+package func inspectDifference(path: String, table: InspectTable, arch: String?) async throws -> String? {
     var arguments = [table.flag]
     if let arch { arguments.append("--arch=\(arch)") }
     arguments.append(path)

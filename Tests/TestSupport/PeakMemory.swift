@@ -8,12 +8,12 @@ import ProcessRunner
 /// across `exec`. So the program runs under `tools/glibc-harness.c --rss`, a small C
 /// process that forks it, reaps it with `wait4` and prints its `ru_maxrss`; its stdout goes
 /// to `/dev/null` through `sh`, so a program printing gigabytes costs the test nothing.
-public enum PeakMemory {
+package enum PeakMemory {
     /// A finished child: its status, what it wrote to stderr and its peak RSS in bytes.
-    public struct Result: Sendable {
-        public let status: Int32
-        public let stderr: String
-        public let peakResidentBytes: Int
+    package struct Result: Sendable {
+        package let status: Int32
+        package let stderr: String
+        package let peakResidentBytes: Int
     }
 
     /// The harness, compiled with the system `cc` into `build/test-tools/` (atomically: tests
@@ -37,7 +37,7 @@ public enum PeakMemory {
     }
 
     /// Runs `executable arguments` with stdout discarded.
-    public static func run(_ executable: String, _ arguments: [String]) async throws -> Result {
+    package static func run(_ executable: String, _ arguments: [String]) async throws -> Result {
         let harness = try await harness()
         let result = try await ProcessRunner.run(
             harness, ["--rss", "/bin/sh", "-c", "exec \"$0\" \"$@\" > /dev/null", executable] + arguments, error: .captured)

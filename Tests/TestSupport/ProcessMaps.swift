@@ -3,16 +3,16 @@ import Foundation
 /// This process's mappings, from `/proc/self/maps` read to its end (the kernel reports its
 /// size as 0, so it is read until EOF, however many mappings concurrent tests hold). Tests
 /// check address ranges rather than counts, so launches of other tests cannot disturb them.
-public enum ProcessMaps {
+package enum ProcessMaps {
     /// One mapping: its address range and its protection (`r`, `w`, `x` or `-` each, as
     /// maps prints it).
-    public struct Mapping {
-        public let range: Range<UInt64>
-        public let protection: String
+    package struct Mapping {
+        package let range: Range<UInt64>
+        package let protection: String
     }
 
     /// Every mapping, in address order.
-    public static func mappings() throws -> [Mapping] {
+    package static func mappings() throws -> [Mapping] {
         guard let file = FileHandle(forReadingAtPath: "/proc/self/maps") else { throw FixtureError("cannot open /proc/self/maps") }
         defer { try? file.close() }
         let text = String(decoding: try file.readToEnd() ?? Data(), as: UTF8.self)
@@ -26,12 +26,12 @@ public enum ProcessMaps {
     }
 
     /// Every mapping as an address range.
-    public static func ranges() throws -> [Range<UInt64>] {
+    package static func ranges() throws -> [Range<UInt64>] {
         try mappings().map(\.range)
     }
 
     /// The protection of every page in `range`, in order; nil for a page nothing maps.
-    public static func pageProtections(in range: Range<UInt64>, pageSize: UInt64) throws -> [String?] {
+    package static func pageProtections(in range: Range<UInt64>, pageSize: UInt64) throws -> [String?] {
         var pages = [String?](repeating: nil, count: Int((range.upperBound - range.lowerBound) / pageSize))
         for mapping in try mappings() where mapping.range.overlaps(range) {
             let start = max(mapping.range.lowerBound, range.lowerBound), end = min(mapping.range.upperBound, range.upperBound)
@@ -43,7 +43,7 @@ public enum ProcessMaps {
     }
 
     /// Whether anything is mapped in `range`.
-    public static func anyMapping(in range: Range<UInt64>) throws -> Bool {
+    package static func anyMapping(in range: Range<UInt64>) throws -> Bool {
         try ranges().contains { $0.overlaps(range) }
     }
 }
