@@ -1,5 +1,9 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 import PackageDescription
+
+/// Swift's strict memory safety checking: every use of an unsafe construct is marked `unsafe`
+/// (and lives in an `Unsafe*` file), so the compiler shows where memory safety rests on us.
+let strictMemorySafety: [SwiftSetting] = [.strictMemorySafety()]
 
 let package = Package(
     name: "dyld3",
@@ -104,3 +108,8 @@ let package = Package(
         .testTarget(name: "HostileTests", dependencies: ["ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "ProcessRunner", "TestSupport"]),
     ]
 )
+
+// Every library and executable target of the pipeline is checked for strict memory safety.
+for target in package.targets where [.regular, .executable].contains(target.type) {
+    target.swiftSettings = (target.swiftSettings ?? []) + strictMemorySafety
+}

@@ -13,9 +13,9 @@ enum UnsafeBindTargetScan {
         var images: [Int32] = []
         var consumed: Int?
         // Both columns are written once, in order; on failure neither is returned.
-        let values = [UInt64](unsafeUninitializedCapacity: count) { values, valuesInitialized in
-            images = [Int32](unsafeUninitializedCapacity: count) { images, imagesInitialized in
-                consumed = bytes.withUnsafeBytes { raw in fill(raw, count: count, imageCount: imageCount, images: images, values: values) }
+        let values = unsafe [UInt64](unsafeUninitializedCapacity: count) { values, valuesInitialized in
+            images = unsafe [Int32](unsafeUninitializedCapacity: count) { images, imagesInitialized in
+                consumed = unsafe bytes.withUnsafeBytes { raw in unsafe fill(raw, count: count, imageCount: imageCount, images: images, values: values) }
                 imagesInitialized = consumed == nil ? 0 : count
             }
             valuesInitialized = consumed == nil ? 0 : count
@@ -31,22 +31,22 @@ enum UnsafeBindTargetScan {
         _ raw: UnsafeRawBufferPointer, count: Int, imageCount: Int,
         images: UnsafeMutableBufferPointer<Int32>, values: UnsafeMutableBufferPointer<UInt64>
     ) -> Int? {
-        var stream = UnsafeRawStream(raw)
+        var stream = unsafe UnsafeRawStream(raw)
         let imageCount = UInt64(imageCount)
         for index in 0..<count {
             switch stream.u8() {
             case 0:
                 guard let image = stream.uleb(), image <= UInt64(Int32.max), image < imageCount,
                       let offset = stream.uleb() else { return nil }
-                images[index] = Int32(truncatingIfNeeded: image)
-                values[index] = offset
+                unsafe images[index] = Int32(truncatingIfNeeded: image)
+                unsafe values[index] = offset
             case 1:
                 guard let value = stream.uleb() else { return nil }
-                images[index] = BindTargetTable.absolute
-                values[index] = value
+                unsafe images[index] = BindTargetTable.absolute
+                unsafe values[index] = value
             case 2:
-                images[index] = BindTargetTable.missingWeakImport
-                values[index] = 0
+                unsafe images[index] = BindTargetTable.missingWeakImport
+                unsafe values[index] = 0
             default:
                 return nil
             }

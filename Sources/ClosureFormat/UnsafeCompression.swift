@@ -26,14 +26,14 @@ enum UnsafeCompression {
     /// One zstd frame holding `bytes` at `level`, its content size in its header.
     private static func compressFrame(_ bytes: ArraySlice<UInt8>, level: Int32) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: ZSTD_compressBound(bytes.count))
-        let context = ZSTD_createCCtx()
-        defer { ZSTD_freeCCtx(context) }
-        let levelSet = ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+        let context = unsafe ZSTD_createCCtx()
+        defer { unsafe ZSTD_freeCCtx(context) }
+        let levelSet = unsafe ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
         // ZSTD_c_literalCompressionMode is a C macro for this parameter, which Swift does not import.
-        let literals = ZSTD_CCtx_setParameter(context, ZSTD_c_experimentalParam5, Int32(ZSTD_ps_disable.rawValue))
+        let literals = unsafe ZSTD_CCtx_setParameter(context, ZSTD_c_experimentalParam5, Int32(ZSTD_ps_disable.rawValue))
         precondition(ZSTD_isError(levelSet) == 0 && ZSTD_isError(literals) == 0, "libzstd accepts these parameters since 1.4.5")
-        let size = output.withUnsafeMutableBytes { out in
-            bytes.withUnsafeBytes { ZSTD_compress2(context, out.baseAddress, out.count, $0.baseAddress, $0.count) }
+        let size = unsafe output.withUnsafeMutableBytes { out in
+            unsafe bytes.withUnsafeBytes { unsafe ZSTD_compress2(context, out.baseAddress, out.count, $0.baseAddress, $0.count) }
         }
         precondition(ZSTD_isError(size) == 0, "zstd cannot fail on a buffer of compressBound size")
         return Array(output[0..<size])
@@ -65,24 +65,24 @@ package struct ClosureFrames: @unchecked Sendable {
     /// The frames of `data`, nil unless they cover it exactly and declare contents adding up
     /// to `expectedSize`, split where the writer splits.
     package init?(_ data: ByteView, expectedSize: Int) {
-        guard let pair = data.withUnsafeBytes({ FramePair($0, expectedSize: expectedSize) }) else { return nil }
+        guard let pair = unsafe data.withUnsafeBytes({ unsafe FramePair($0, expectedSize: expectedSize) }) else { return nil }
         self.data = data
-        firstLength = pair.first.count
+        firstLength = unsafe pair.first.count
         firstSize = pair.firstSize
-        hasSecond = pair.second != nil
+        hasSecond = unsafe pair.second != nil
         self.expectedSize = expectedSize
     }
 
     /// One frame's decoding into its part of the output: it stays valid while
     /// ``decompress(_:)`` runs, and no two jobs share output bytes.
-    package struct Job: @unchecked Sendable {
+    @safe package struct Job: @unchecked Sendable {
         let source: UnsafeRawBufferPointer
         let output: UnsafeMutableRawBufferPointer
 
         /// Decodes the frame; whether it filled its output exactly.
         package func callAsFunction() -> Bool {
-            let size = ZSTD_decompress(output.baseAddress, output.count, source.baseAddress, source.count)
-            return ZSTD_isError(size) == 0 && size == output.count
+            let size = unsafe ZSTD_decompress(output.baseAddress, output.count, source.baseAddress, source.count)
+            return unsafe ZSTD_isError(size) == 0 && size == output.count
         }
     }
 
@@ -90,13 +90,13 @@ package struct ClosureFrames: @unchecked Sendable {
     /// first frame's job and the second's (nil for one frame), runs both before it returns,
     /// and answers whether both succeeded.
     package func decompress(_ run: (_ first: Job, _ second: Job?) -> Bool) -> [UInt8]? {
-        data.withUnsafeBytes { data -> [UInt8]? in
+        unsafe data.withUnsafeBytes { data -> [UInt8]? in
             var complete = false
-            let output = [UInt8](unsafeUninitializedCapacity: expectedSize) { out, initialized in
+            let output = unsafe [UInt8](unsafeUninitializedCapacity: expectedSize) { out, initialized in
                 let output = UnsafeMutableRawBufferPointer(out)
-                let first = Job(source: UnsafeRawBufferPointer(rebasing: data[..<firstLength]),
+                let first = unsafe Job(source: UnsafeRawBufferPointer(rebasing: data[..<firstLength]),
                                 output: UnsafeMutableRawBufferPointer(rebasing: output[..<(hasSecond ? firstSize : expectedSize)]))
-                let second = hasSecond ? Job(source: UnsafeRawBufferPointer(rebasing: data[firstLength...]),
+                let second = unsafe hasSecond ? Job(source: UnsafeRawBufferPointer(rebasing: data[firstLength...]),
                                              output: UnsafeMutableRawBufferPointer(rebasing: output[firstSize...])) : nil
                 complete = run(first, second)
                 // zstd wrote every byte; a short or failed frame leaves none counted as initialized.
@@ -110,33 +110,33 @@ package struct ClosureFrames: @unchecked Sendable {
 /// The one or two frames of a closure's compressed data, each found by its own header:
 /// nil unless they cover the data exactly and declare contents adding up to the body size,
 /// split where the writer splits (the first half, rounded down, in the first).
-private struct FramePair {
+@safe private struct FramePair {
     let first: UnsafeRawBufferPointer
     let firstSize: Int
     let second: UnsafeRawBufferPointer?
 
     init?(_ data: UnsafeRawBufferPointer, expectedSize: Int) {
-        guard let (firstLength, firstSize) = Self.frame(at: data, limit: expectedSize) else { return nil }
-        first = UnsafeRawBufferPointer(rebasing: data[..<firstLength])
+        guard let (firstLength, firstSize) = unsafe Self.frame(at: data, limit: expectedSize) else { return nil }
+        unsafe first = unsafe UnsafeRawBufferPointer(rebasing: data[..<firstLength])
         self.firstSize = firstSize
         if firstLength == data.count {
             guard firstSize == expectedSize else { return nil }
-            second = nil
+            unsafe second = nil
         } else {
             // The writer's split: the first frame holds the body's first half, rounded down.
             guard firstSize == expectedSize / 2 else { return nil }
-            let rest = UnsafeRawBufferPointer(rebasing: data[firstLength...])
-            guard let (secondLength, secondSize) = Self.frame(at: rest, limit: expectedSize - firstSize),
+            let rest = unsafe UnsafeRawBufferPointer(rebasing: data[firstLength...])
+            guard let (secondLength, secondSize) = unsafe Self.frame(at: rest, limit: expectedSize - firstSize),
                   secondLength == rest.count, firstSize + secondSize == expectedSize else { return nil }
-            second = rest
+            unsafe second = unsafe rest
         }
     }
 
     /// The compressed length and declared content size of the frame starting `data`; nil
     /// when it is no frame, declares no size, or declares more than `limit`.
     private static func frame(at data: UnsafeRawBufferPointer, limit: Int) -> (length: Int, contentSize: Int)? {
-        let length = ZSTD_findFrameCompressedSize(data.baseAddress, data.count)
-        let size = ZSTD_getFrameContentSize(data.baseAddress, data.count)
+        let length = unsafe ZSTD_findFrameCompressedSize(data.baseAddress, data.count)
+        let size = unsafe ZSTD_getFrameContentSize(data.baseAddress, data.count)
         guard ZSTD_isError(length) == 0, length > 0, length <= data.count, size <= UInt64(limit) else { return nil }
         return (length, Int(size))
     }

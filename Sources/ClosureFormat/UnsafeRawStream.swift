@@ -3,7 +3,7 @@ import LaunchPlan
 /// Closure bytes read through a pointer (the fast path's apply loop, the bind-target
 /// table): every read compares against the end first, and any malformed number is a nil
 /// that sends the caller to its checked reader.
-package struct UnsafeRawStream {
+@safe package struct UnsafeRawStream {
     private let start: UnsafeRawPointer
     private var cursor: UnsafeRawPointer
     private let end: UnsafeRawPointer
@@ -11,43 +11,43 @@ package struct UnsafeRawStream {
     /// An empty buffer has no address: the stream then starts and ends at a placeholder
     /// never read (every read finds the cursor at the end first).
     package init(_ bytes: UnsafeRawBufferPointer) {
-        start = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: MemoryLayout<UInt64>.alignment)!
-        cursor = start
-        end = start + bytes.count
+        unsafe start = unsafe bytes.baseAddress ?? UnsafeRawPointer(bitPattern: MemoryLayout<UInt64>.alignment)!
+        unsafe cursor = unsafe start
+        unsafe end = unsafe start + bytes.count
     }
 
-    package var atEnd: Bool { cursor == end }
+    package var atEnd: Bool { unsafe cursor == end }
 
     /// Bytes read so far.
-    package var consumed: Int { cursor - start }
+    package var consumed: Int { unsafe cursor - start }
 
     /// One byte, or nil at the end.
     @inline(__always)
     package mutating func u8() -> UInt8? {
-        guard cursor < end else { return nil }
-        defer { cursor += 1 }
-        return cursor.load(as: UInt8.self)
+        guard unsafe cursor < end else { return nil }
+        defer { unsafe cursor += 1 }
+        return unsafe cursor.load(as: UInt8.self)
     }
 
     /// An unsigned LEB128 number, or nil when truncated or over 64 bits.
     @inline(__always)
     package mutating func uleb() -> UInt64? {
-        guard cursor < end else { return nil }
-        let first = cursor.load(as: UInt8.self)
+        guard unsafe cursor < end else { return nil }
+        let first = unsafe cursor.load(as: UInt8.self)
         if first < 0x80 {
-            cursor += 1
+            unsafe cursor += 1
             return UInt64(first)
         }
-        var pointer = cursor
+        var pointer = unsafe cursor
         var result: UInt64 = 0
         var shift: UInt64 = 0
-        while pointer < end {
-            let byte = pointer.load(as: UInt8.self)
-            pointer += 1
+        while unsafe pointer < end {
+            let byte = unsafe pointer.load(as: UInt8.self)
+            unsafe pointer += 1
             guard shift < 64, !(shift == 63 && byte & 0x7e != 0) else { return nil }
             result |= UInt64(byte & 0x7f) << shift
             if byte & 0x80 == 0 {
-                cursor = pointer
+                unsafe cursor = unsafe pointer
                 return result
             }
             shift += 7
@@ -58,32 +58,32 @@ package struct UnsafeRawStream {
     /// A signed LEB128 number (as its two's-complement bits), or nil when truncated or over 64 bits.
     @inline(__always)
     package mutating func sleb() -> UInt64? {
-        guard cursor < end else { return nil }
-        let first = cursor.load(as: UInt8.self)
+        guard unsafe cursor < end else { return nil }
+        let first = unsafe cursor.load(as: UInt8.self)
         if first < 0x80 {
-            cursor += 1
+            unsafe cursor += 1
             return UInt64(bitPattern: Int64(Int8(bitPattern: first << 1) >> 1))
         }
-        var pointer = cursor
+        var pointer = unsafe cursor
         var result: Int64 = 0
         var shift: Int64 = 0
         var byte: UInt8
         repeat {
-            guard pointer < end, shift < 64 else { return nil }
-            byte = pointer.load(as: UInt8.self)
-            pointer += 1
+            guard unsafe pointer < end, shift < 64 else { return nil }
+            byte = unsafe pointer.load(as: UInt8.self)
+            unsafe pointer += 1
             result |= Int64(byte & 0x7f) << shift
             shift += 7
         } while byte & 0x80 != 0
         if shift < 64, byte & 0x40 != 0 { result |= -1 << shift }
-        cursor = pointer
+        unsafe cursor = unsafe pointer
         return UInt64(bitPattern: result)
     }
 
     /// A count of items of at least `minimumSize` bytes each, no more than the bytes left hold.
     @inline(__always)
     package mutating func count(minimumSize: Int = 1) -> Int? {
-        guard let value = uleb(), value <= UInt64((end - cursor) / minimumSize) else { return nil }
+        guard let value = uleb(), unsafe value <= UInt64((end - cursor) / minimumSize) else { return nil }
         return Int(value)
     }
 
@@ -110,16 +110,16 @@ extension ClosureReader {
     /// as UTF-8, invalid sequences repaired.
     func utf8String(_ range: Range<Int>) -> String {
         let base = bytes.startIndex
-        return bytes.withUnsafeBufferPointer { buffer in
-            String(decoding: UnsafeBufferPointer(rebasing: buffer[(range.lowerBound - base)..<(range.upperBound - base)]), as: UTF8.self)
+        return unsafe bytes.withUnsafeBufferPointer { buffer in
+            unsafe String(decoding: UnsafeBufferPointer(rebasing: buffer[(range.lowerBound - base)..<(range.upperBound - base)]), as: UTF8.self)
         }
     }
 
     /// The bytes at `range` (body offsets inside the slice, checked by the caller), copied.
     func copy(_ range: Range<Int>) -> [UInt8] {
         let base = bytes.startIndex
-        return bytes.withUnsafeBufferPointer { buffer in
-            Array(UnsafeBufferPointer(rebasing: buffer[(range.lowerBound - base)..<(range.upperBound - base)]))
+        return unsafe bytes.withUnsafeBufferPointer { buffer in
+            unsafe Array(UnsafeBufferPointer(rebasing: buffer[(range.lowerBound - base)..<(range.upperBound - base)]))
         }
     }
 }
@@ -129,8 +129,8 @@ extension FixupRunWalk {
     /// read through a pointer (no reader made); a count it does not accept is read again by
     /// the checked reader, which names the offset and what is wrong.
     static func runCount(_ runs: ArraySlice<UInt8>, path: String) throws(ClosureError) -> Int {
-        let counted: Int? = runs.withUnsafeBytes { bytes in
-            var stream = UnsafeRawStream(bytes)
+        let counted: Int? = unsafe runs.withUnsafeBytes { bytes in
+            var stream = unsafe UnsafeRawStream(bytes)
             guard let value = stream.uleb(), value <= UInt64((bytes.count - stream.consumed) / minimumRunSize) else { return nil }
             return Int(value)
         }

@@ -40,7 +40,7 @@ enum UnsafeChainedRebaseWalk {
             // A rebase target is a vm address for DYLD_CHAINED_PTR_64, an offset for _64_OFFSET.
             let targetBias = starts.pointerFormat == .pointer64 ? preferredBase : 0
             let destination = writer.base &+ segmentOffset
-            let walked = data.withUnsafeBytes { raw -> Bool in
+            let walked = unsafe data.withUnsafeBytes { raw -> Bool in
                 guard let source = raw.baseAddress else { return false }
                 let end = raw.count - 8
                 for (page, first) in starts.pageStarts.enumerated() {
@@ -51,12 +51,12 @@ enum UnsafeChainedRebaseWalk {
                     while true {
                         let offset = pageStart + offsetInPage
                         guard offset <= end else { return false }
-                        let pointer = source.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                        let pointer = unsafe source.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
                         if pointer >> 63 == 0 {
                             let target = pointer & 0xF_FFFF_FFFF
                             let high8 = (pointer >> 36) & 0xFF
                             // Inside the range the writer accepted above.
-                            UnsafeMutableRawPointer(bitPattern: UInt(destination &+ UInt64(offset)))!.storeBytes(
+                            unsafe UnsafeMutableRawPointer(bitPattern: UInt(destination &+ UInt64(offset)))!.storeBytes(
                                 of: RebaseTarget(offset: target &- targetBias, high8: UInt8(high8)).value(imageBase: writer.base), as: UInt64.self)
                             rebases += 1
                         } else {

@@ -19,8 +19,8 @@ import LaunchClosure
 enum UnsafeFixupLoop {
     /// Rebase stream `runs` for the image `writer` writes, its address space `vmSize` bytes.
     static func applyRebases(_ runs: ArraySlice<UInt8>, writer: ImageWriter, vmSize: UInt64) -> Bool {
-        runs.withUnsafeBytes { bytes in
-            var stream = UnsafeRawStream(bytes)
+        unsafe runs.withUnsafeBytes { bytes in
+            var stream = unsafe UnsafeRawStream(bytes)
             guard let runCount = stream.count(minimumSize: FixupRunWalk.minimumRunSize) else { return false }
             let base = writer.base
             var location: UInt64 = 0, target: UInt64 = 0
@@ -43,9 +43,9 @@ enum UnsafeFixupLoop {
     /// Bind stream `runs` for the image `writer` writes; each entry's target index into
     /// `targetValues`.
     static func applyBinds(_ runs: ArraySlice<UInt8>, writer: ImageWriter, targetValues: [UInt64]) -> Bool {
-        runs.withUnsafeBytes { bytes in
-            targetValues.withUnsafeBufferPointer { values in
-                var stream = UnsafeRawStream(bytes)
+        unsafe runs.withUnsafeBytes { bytes in
+            unsafe targetValues.withUnsafeBufferPointer { values in
+                var stream = unsafe UnsafeRawStream(bytes)
                 guard let runCount = stream.count(minimumSize: FixupRunWalk.minimumRunSize) else { return false }
                 let targetCount = UInt64(values.count)
                 var location: UInt64 = 0
@@ -54,7 +54,7 @@ enum UnsafeFixupLoop {
                     var address = writer.base &+ run.start
                     for _ in 0..<run.count {
                         guard let index = stream.uleb(), index < targetCount, let addend = stream.sleb() else { return false }
-                        store(values[Int(index)] &+ addend, at: address)
+                        unsafe store(values[Int(index)] &+ addend, at: address)
                         address &+= run.stride
                     }
                 }
@@ -65,6 +65,6 @@ enum UnsafeFixupLoop {
 
     @inline(__always)
     private static func store(_ value: UInt64, at address: UInt64) {
-        UnsafeMutableRawPointer(bitPattern: UInt(address))!.storeBytes(of: value, as: UInt64.self)
+        unsafe UnsafeMutableRawPointer(bitPattern: UInt(address))!.storeBytes(of: value, as: UInt64.self)
     }
 }

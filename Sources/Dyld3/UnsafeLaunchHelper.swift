@@ -98,18 +98,18 @@ private final class HelperThread: @unchecked Sendable {
     /// A new thread serving a new state; nil when none can be created.
     static func start() -> HelperThread? {
         var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
+        unsafe pthread_attr_init(&attributes)
+        defer { unsafe pthread_attr_destroy(&attributes) }
         // The helper's work is shallow: a small stack is enough and cheap to map.
-        pthread_attr_setstacksize(&attributes, 256 * 1024)
+        unsafe pthread_attr_setstacksize(&attributes, 256 * 1024)
         let state = HelperState()
         var created = pthread_t()
-        let context = Unmanaged.passRetained(state).toOpaque()
-        guard pthread_create(&created, &attributes, { context in
-            Unmanaged<HelperState>.fromOpaque(context!).takeRetainedValue().serve()
+        let context = unsafe Unmanaged.passRetained(state).toOpaque()
+        guard unsafe pthread_create(&created, &attributes, { context in
+            unsafe Unmanaged<HelperState>.fromOpaque(context!).takeRetainedValue().serve()
             return nil
-        }, context) == 0 else {
-            Unmanaged<HelperState>.fromOpaque(context).release()
+        }, unsafe context) == 0 else {
+            unsafe Unmanaged<HelperState>.fromOpaque(context).release()
             return nil
         }
         return HelperThread(state: state, thread: created)
@@ -136,7 +136,7 @@ private final class HelperThread: @unchecked Sendable {
 /// variable; posting work or stopping wakes it. Parked (between launches), it sleeps until
 /// a launch takes it. The launch's thread waits for `done` by polling (the two pieces of
 /// work are sized to take about as long), napping once it has polled as long.
-private final class HelperState: @unchecked Sendable {
+@safe private final class HelperState: @unchecked Sendable {
     static let idle = 0, posted = 1, done = 2, stopping = 3, parked = 4
     /// How long the helper polls for work before it sleeps.
     static let spinBudgetNanoseconds = PollingWait.launchBudgetNanoseconds
@@ -148,15 +148,15 @@ private final class HelperState: @unchecked Sendable {
     private var sleeping = false
 
     init() {
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(wake, nil)
+        unsafe pthread_mutex_init(mutex, nil)
+        unsafe pthread_cond_init(wake, nil)
     }
 
     deinit {
-        pthread_cond_destroy(wake)
-        pthread_mutex_destroy(mutex)
-        wake.deallocate()
-        mutex.deallocate()
+        unsafe pthread_cond_destroy(wake)
+        unsafe pthread_mutex_destroy(mutex)
+        unsafe wake.deallocate()
+        unsafe mutex.deallocate()
     }
 
     func post(_ work: @escaping @Sendable () -> Void) {
@@ -168,9 +168,9 @@ private final class HelperState: @unchecked Sendable {
     /// value under the mutex and waits (and this signal reaches it), or sees the new one.
     func signal(_ value: Int) {
         state.store(value, ordering: .releasing)
-        pthread_mutex_lock(mutex)
-        if sleeping { pthread_cond_signal(wake) }
-        pthread_mutex_unlock(mutex)
+        unsafe pthread_mutex_lock(mutex)
+        if sleeping { unsafe pthread_cond_signal(wake) }
+        unsafe pthread_mutex_unlock(mutex)
     }
 
     /// Waits until the posted work is done: polls (yielding the CPU) for
@@ -219,13 +219,13 @@ private final class HelperState: @unchecked Sendable {
 
     /// Sleeps until the state is no longer `value`.
     private func sleepWhile(_ value: Int) {
-        pthread_mutex_lock(mutex)
+        unsafe pthread_mutex_lock(mutex)
         sleeping = true
         while state.load(ordering: .acquiring) == value {
-            pthread_cond_wait(wake, mutex)
+            unsafe pthread_cond_wait(wake, mutex)
         }
         sleeping = false
-        pthread_mutex_unlock(mutex)
+        unsafe pthread_mutex_unlock(mutex)
     }
 
 }

@@ -5,6 +5,6 @@ enum UnsafeFixupStore {
     /// Stores `value` at `address` (nothing at address 0).
     @inline(__always)
     static func store(_ value: UInt64, at address: UInt64) {
-        UnsafeMutableRawPointer(bitPattern: UInt(address))?.storeBytes(of: value, as: UInt64.self)
+        unsafe UnsafeMutableRawPointer(bitPattern: UInt(address))?.storeBytes(of: value, as: UInt64.self)
     }
 }

@@ -5,6 +5,6 @@ enum UnsafePageTouch {
     /// builds made only some of them (3 of 285 pages went untouched at 100 dylibs).
     @_optimize(none) @inline(never)
     static func touch(_ address: UInt64) -> UInt64 {
-        UnsafeRawPointer(bitPattern: UInt(address))?.load(as: UInt64.self) ?? 0
+        unsafe UnsafeRawPointer(bitPattern: UInt(address))?.load(as: UInt64.self) ?? 0
     }
 }

@@ -19,12 +19,12 @@ enum UnsafeProcessMemory {
     /// The bytes of a /proc file, read to its end (its reported size is 0); [] if it
     /// cannot be opened.
     static func contents(ofProcFile path: String) -> [UInt8] {
-        guard let file = fopen(path, "r") else { return [] }
-        defer { fclose(file) }
+        guard let file = unsafe fopen(path, "r") else { return [] }
+        defer { unsafe fclose(file) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+            let count = unsafe chunk.withUnsafeMutableBytes { unsafe fread($0.baseAddress, 1, $0.count, file) }
             if count == 0 { break }
             bytes += chunk[..<count]
         }
@@ -34,7 +34,7 @@ enum UnsafeProcessMemory {
     /// This process's peak RSS in kB (getrusage).
     static func maxRSSKilobytes() -> Int {
         var usage = rusage()
-        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        unsafe getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         return usage.ru_maxrss
     }
 }

@@ -27,14 +27,14 @@ public struct ClosureCache: Sendable {
 
     /// Fails with a clear error unless the cache directory exists (or can be created) and is writable.
     public func prepareForWriting() throws(ClosureError) {
-        var isDirectory: ObjCBool = false
-        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+        let status = FileStatus.of(directory)
+        if status == nil {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
                 throw .writeFailed(path: directory, what: "cannot create the cache directory: \(error.localizedDescription)")
             }
-        } else if !isDirectory.boolValue {
+        } else if status?.isDirectory != true {
             throw .writeFailed(path: directory, what: "the cache path is not a directory")
         }
         guard FileManager.default.isWritableFile(atPath: directory) else {

@@ -34,12 +34,11 @@ public struct ClosureVerification: Sendable {
     /// Checks the file at `path`: extension and magic, ownership, header, checksum, frame and
     /// structure and header flags (`ClosureFile`), consistency (`consistencyProblems()`), then every image's identity against the disk (`staleImages()`).
     public init(checking path: String, trusting trustKey: ClosureTrustKey? = nil, alwaysHash: Bool = false) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        guard let entry = FileStatus.of(path) else {
             self.init(path, .corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
             return
         }
-        guard !isDirectory.boolValue else {
+        guard !entry.isDirectory else {
             self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "is a directory")])
             return
         }

@@ -36,8 +36,8 @@ enum UnsafeFileIO {
             var bytes = [UInt8](repeating: 0, count: size)
             var done = 0
             while done < size {
-                let read = bytes.withUnsafeMutableBytes { buffer in
-                    UnsafeSystemCall.retryingInterrupts({ pread(fd, buffer.baseAddress! + done, size - done, off_t(done)) }, failed: { $0 < 0 })
+                let read = unsafe bytes.withUnsafeMutableBytes { buffer in
+                    UnsafeSystemCall.retryingInterrupts({ unsafe pread(fd, buffer.baseAddress! + done, size - done, off_t(done)) }, failed: { $0 < 0 })
                 }
                 switch read {
                 case .failure: return nil
@@ -56,9 +56,9 @@ enum UnsafeFileIO {
         func mapAll() -> ByteView? {
             let size = Int(status.size)
             guard size > 0 else { return ByteView([]) }
-            guard case let .success(address) = UnsafeSystemCall.mapping({ mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }) else { return nil }
-            return ByteView(ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
-                _ = munmap(UnsafeMutableRawPointer(mutating: start), count)
+            guard case let .success(address) = unsafe UnsafeSystemCall.mapping({ unsafe mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }) else { return nil }
+            return unsafe ByteView(ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
+                _ = unsafe munmap(UnsafeMutableRawPointer(mutating: start), count)
             })
         }
 
@@ -69,14 +69,14 @@ enum UnsafeFileIO {
     /// anything but a regular file.
     static func openNoFollow(_ path: String) -> Result<OpenFile, OpenFailure> {
         let fd: Int32
-        switch UnsafeSystemCall.retryingInterrupts({ open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }, failed: { $0 < 0 }) {
+        switch UnsafeSystemCall.retryingInterrupts({ unsafe open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }, failed: { $0 < 0 }) {
         case let .success(opened): fd = opened
         case .failure(.noSuchFileOrDirectory), .failure(.notDirectory): return .failure(.missing)
         case .failure(.tooManySymbolicLinkLevels): return .failure(.refused("is a symbolic link"))
         case let .failure(errno): return .failure(.refused("cannot be opened: \(errno)"))
         }
         var info = stat()
-        guard case .success = UnsafeSystemCall.retryingInterrupts({ fstat(fd, &info) }, failed: { $0 != 0 }) else {
+        guard case .success = UnsafeSystemCall.retryingInterrupts({ unsafe fstat(fd, &info) }, failed: { $0 != 0 }) else {
             close(fd)
             return .failure(.refused("cannot be examined"))
         }
@@ -98,13 +98,13 @@ enum UnsafeFileIO {
     static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o444) throws(SystemCallFailure) {
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let temporary = "\(directory.isEmpty ? "." : directory)/.\(path.split(separator: "/").last ?? "closure").tmp.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
-        let fd = try UnsafeSystemCall.retryingInterrupts({ open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }, failed: { $0 < 0 })
+        let fd = try UnsafeSystemCall.retryingInterrupts({ unsafe open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }, failed: { $0 < 0 })
             .failing("create \(temporary)", namesCall: true).get()
         var failure: SystemCallFailure?
         var written = 0
         while failure == nil, written < bytes.count {
-            let result = bytes.withUnsafeBytes { buffer in
-                UnsafeSystemCall.retryingInterrupts({ write(fd, buffer.baseAddress! + written, buffer.count - written) }, failed: { $0 < 0 })
+            let result = unsafe bytes.withUnsafeBytes { buffer in
+                UnsafeSystemCall.retryingInterrupts({ unsafe write(fd, buffer.baseAddress! + written, buffer.count - written) }, failed: { $0 < 0 })
             }
             switch result {
             case let .success(count): written += count
@@ -118,15 +118,15 @@ enum UnsafeFileIO {
             failure = SystemCallFailure("chmod", errno, namesCall: true)
         }
         close(fd)
-        if failure == nil, case let .failure(errno) = UnsafeSystemCall.once({ rename(temporary, path) }, failed: { $0 != 0 }) {
+        if failure == nil, case let .failure(errno) = UnsafeSystemCall.once({ unsafe rename(temporary, path) }, failed: { $0 != 0 }) {
             failure = SystemCallFailure("rename", errno, namesCall: true)
         }
         if let failure {
-            unlink(temporary)
+            unsafe unlink(temporary)
             throw failure
         }
         if case let .success(directoryFD) = UnsafeSystemCall.retryingInterrupts({
-            open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            unsafe open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         }, failed: { $0 < 0 }) {
             _ = UnsafeSystemCall.retryingInterrupts({ fsync(directoryFD) }, failed: { $0 != 0 })
             close(directoryFD)

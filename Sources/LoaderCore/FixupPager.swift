@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import SystemPackage
 import LaunchPlan
 
 /// Applies one page's fixups to that page's bytes (the closure's page index, in the fast
@@ -60,11 +61,11 @@ public enum PageFillFailure: Error, Equatable, Sendable, CustomStringConvertible
         func page(_ image: Int, _ offset: UInt64) -> String { "image \(image) page +0x\(String(offset, radix: 16))" }
         switch self {
         case let .outsideRanges(address): return "fault at 0x\(String(address, radix: 16)) is outside every registered range"
-        case let .fileRead(image, offset, errno): return "\(page(image, offset)): reading its file bytes failed: \(String(cString: strerror(errno)))"
+        case let .fileRead(image, offset, errno): return "\(page(image, offset)): reading its file bytes failed: \(Errno(rawValue: errno))"
         case let .fileShort(image, offset, got, expected):
             return "\(page(image, offset)): the file holds \(got) of its \(expected) bytes (it shrank since launch)"
         case let .fixups(image, offset, fault): return "\(page(image, offset)): \(fault)"
-        case let .install(address, errno): return "UFFDIO_COPY at 0x\(String(address, radix: 16)) failed: \(String(cString: strerror(errno)))"
+        case let .install(address, errno): return "UFFDIO_COPY at 0x\(String(address, radix: 16)) failed: \(Errno(rawValue: errno))"
         case .handlerStopped: return "reading or polling the userfaultfd failed: the handler stopped"
         }
     }

@@ -3,19 +3,19 @@
 enum UnsafeCall {
     /// Calls `void f(void)` at `address`.
     static func initializer(at address: UInt64) {
-        let function = unsafeBitCast(UInt(address), to: (@convention(c) () -> Void).self)
+        let function = unsafe unsafeBitCast(UInt(address), to: (@convention(c) () -> Void).self)
         function()
     }
 
     /// Calls a `+load` method, `void f(Class cls, SEL selector)`.
     static func loadMethod(at address: UInt64, cls: UInt64, selector: UInt64) {
-        let function = unsafeBitCast(UInt(address), to: (@convention(c) (UInt, UInt) -> Void).self)
+        let function = unsafe unsafeBitCast(UInt(address), to: (@convention(c) (UInt, UInt) -> Void).self)
         function(UInt(cls), UInt(selector))
     }
 
     /// Calls `int main(void)` at `address` and returns its result.
     static func main(at address: UInt64) -> Int32 {
-        let function = unsafeBitCast(UInt(address), to: (@convention(c) () -> Int32).self)
+        let function = unsafe unsafeBitCast(UInt(address), to: (@convention(c) () -> Int32).self)
         return function()
     }
 }

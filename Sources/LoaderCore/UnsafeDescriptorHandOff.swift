@@ -9,7 +9,7 @@ import Synchronization
 /// each as it arrives. A descriptor is stored before the count of those handed over says
 /// so (release) and read after the taker sees it (acquire). The opener closes the hand-off
 /// at its first failure: images from there on never arrive.
-public final class DescriptorHandOff: @unchecked Sendable {
+@safe public final class DescriptorHandOff: @unchecked Sendable {
     /// The first image handed over; those before it the taker opened itself.
     public let first: Int
     /// One past the last image handed over: the launch's image count.
@@ -23,20 +23,20 @@ public final class DescriptorHandOff: @unchecked Sendable {
     public init(first: Int, count: Int) {
         self.first = first
         self.count = max(count, first)
-        slots = .allocate(capacity: self.count - first)
-        slots.initialize(repeating: nil, count: self.count - first)
+        unsafe slots = .allocate(capacity: self.count - first)
+        unsafe slots.initialize(repeating: nil, count: self.count - first)
     }
 
     deinit {
-        slots.deinitialize(count: count - first)
-        slots.deallocate()
+        unsafe slots.deinitialize(count: count - first)
+        unsafe slots.deallocate()
     }
 
     /// Hands over the next image's descriptor (the opener's thread only).
     public func hand(_ descriptor: ImageDescriptor) {
         let next = handed.load(ordering: .relaxed)
         precondition(next < count - first, "more images handed over than the hand-off holds")
-        (slots + next).pointee = descriptor
+        unsafe (slots + next).pointee = descriptor
         handed.store(next + 1, ordering: .releasing)
     }
 
@@ -51,7 +51,7 @@ public final class DescriptorHandOff: @unchecked Sendable {
         let position = index - first
         PollingWait.wait(budgetNanoseconds: PollingWait.launchBudgetNanoseconds) { handed.load(ordering: .acquiring) > position || closed.load(ordering: .acquiring) }
         guard handed.load(ordering: .acquiring) > position else { return nil }
-        return (slots + position).pointee
+        return unsafe (slots + position).pointee
     }
 }
 
@@ -70,7 +70,7 @@ public enum PollingWait {
             let now = monotonicNanoseconds()
             if let since = pollingSince, now - since > budgetNanoseconds {
                 var nap = timespec(tv_sec: 0, tv_nsec: 20_000)
-                nanosleep(&nap, nil)
+                unsafe nanosleep(&nap, nil)
             } else {
                 if pollingSince == nil { pollingSince = now }
                 sched_yield()
@@ -80,7 +80,7 @@ public enum PollingWait {
 
     public static func monotonicNanoseconds() -> UInt64 {
         var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
+        unsafe clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

@@ -18,11 +18,11 @@ enum UnsafeFileMapping {
     /// closed afterwards; the mapping stays.
     static func map(_ fd: Int32, size: Int) -> Result<ByteStorage, SystemCallFailure> {
         guard size > 0 else { return .success(ByteStorage([])) }
-        return UnsafeSystemCall.mapping { mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }
+        return unsafe UnsafeSystemCall.mapping { unsafe mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }
             .failing("mmap")
             .map { address in
-                ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
-                    _ = munmap(UnsafeMutableRawPointer(mutating: start), count)
+                unsafe ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
+                    _ = unsafe munmap(UnsafeMutableRawPointer(mutating: start), count)
                 }
             }
     }

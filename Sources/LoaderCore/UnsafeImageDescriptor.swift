@@ -16,6 +16,7 @@ public struct FileStatus: Equatable, Sendable {
     public var mode: UInt32
     public var ownerID: UInt32
     public var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+    public var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
 
     /// A status with the given size, mode and owner, and no times (for policy checks).
     public init(size: UInt64, mode: UInt32, ownerID: UInt32) {
@@ -44,7 +45,7 @@ public struct FileStatus: Equatable, Sendable {
     /// `stat(path)`, or nil when the path does not name a file.
     public static func of(_ path: String) -> FileStatus? {
         var info = stat()
-        return stat(path, &info) == 0 ? FileStatus(info) : nil
+        return unsafe stat(path, &info) == 0 ? FileStatus(info) : nil
     }
 }
 
@@ -61,12 +62,12 @@ public final class ImageDescriptor: Sendable {
     /// Opens `path` read-only; the failed call when it cannot be opened or is not a regular file.
     public static func open(_ path: String) -> Result<ImageDescriptor, SystemCallFailure> {
         let fd: Int32
-        switch UnsafeSystemCall.retryingInterrupts({ Glibc.open(path, O_RDONLY | O_CLOEXEC) }, failed: { $0 < 0 }) {
+        switch UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.open(path, O_RDONLY | O_CLOEXEC) }, failed: { $0 < 0 }) {
         case let .success(opened): fd = opened
         case let .failure(errno): return .failure(SystemCallFailure("open", errno))
         }
         var info = stat()
-        if case let .failure(errno) = UnsafeSystemCall.retryingInterrupts({ fstat(fd, &info) }, failed: { $0 != 0 }) {
+        if case let .failure(errno) = UnsafeSystemCall.retryingInterrupts({ unsafe fstat(fd, &info) }, failed: { $0 != 0 }) {
             _ = Glibc.close(fd)
             return .failure(SystemCallFailure("fstat", errno))
         }
@@ -89,16 +90,16 @@ public final class ImageDescriptor: Sendable {
     public func contentHash() -> UInt64? {
         let size = Int(status.size)
         guard size > 0 else { return XXH3_64bits(nil, 0) }
-        guard case let .success(address) = UnsafeSystemCall.mapping({ mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }) else { return nil }
-        defer { munmap(address, size) }
-        return XXH3_64bits(address, size)
+        guard case let .success(address) = unsafe UnsafeSystemCall.mapping({ unsafe mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }) else { return nil }
+        defer { unsafe munmap(address, size) }
+        return unsafe XXH3_64bits(address, size)
     }
 
     /// Reads up to `count` bytes at `offset` (fewer at the end of the file).
     public func read(offset: UInt64, count: Int) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: max(0, count)) { buffer, initialized in
+        unsafe [UInt8](unsafeUninitializedCapacity: max(0, count)) { buffer, initialized in
             guard count > 0 else { return initialized = 0 }
-            let got = UnsafeSystemCall.retryingInterrupts({ pread(fd, buffer.baseAddress, count, off_t(offset)) }, failed: { $0 < 0 })
+            let got = UnsafeSystemCall.retryingInterrupts({ unsafe pread(fd, buffer.baseAddress, count, off_t(offset)) }, failed: { $0 < 0 })
             initialized = (try? got.get()) ?? 0
         }
     }

@@ -15,8 +15,8 @@ enum UnsafeMemory {
     /// free (MAP_FIXED_NOREPLACE), anywhere otherwise. Returns the address, or why `mmap` failed.
     static func reserve(size: UInt64, at hint: UInt64) -> Result<UInt64, SystemCallFailure> {
         let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hint != 0 ? MAP_FIXED_NOREPLACE : 0)
-        return UnsafeSystemCall.mapping {
-            mmap(UnsafeMutableRawPointer(bitPattern: UInt(hint)), Int(size), PROT_NONE, flags, -1, 0)
+        return unsafe UnsafeSystemCall.mapping {
+            unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(hint)), Int(size), PROT_NONE, flags, -1, 0)
         }
         .map { UInt64(UInt(bitPattern: $0)) }
         .failing("mmap")
@@ -29,8 +29,8 @@ enum UnsafeMemory {
                        finalProtection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
         let protection = finalProtection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
             ?? (PROT_READ | PROT_WRITE)
-        _ = try UnsafeSystemCall.mapping {
-            mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection, MAP_PRIVATE | MAP_FIXED, fd, off_t(offset))
+        _ = unsafe try UnsafeSystemCall.mapping {
+            unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection, MAP_PRIVATE | MAP_FIXED, fd, off_t(offset))
         }.failing("mmap").get()
     }
 
@@ -38,8 +38,8 @@ enum UnsafeMemory {
     static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
         let flags = protection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
             ?? (PROT_READ | PROT_WRITE)
-        _ = try UnsafeSystemCall.mapping {
-            mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), flags, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0)
+        _ = unsafe try UnsafeSystemCall.mapping {
+            unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), flags, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0)
         }.failing("mmap").get()
     }
 
@@ -47,35 +47,35 @@ enum UnsafeMemory {
     static func protect(address: UInt64, size: UInt64, read: Bool, write: Bool, execute: Bool) throws(SystemCallFailure) {
         let protection = (read ? PROT_READ : 0) | (write ? PROT_WRITE : 0) | (execute ? PROT_EXEC : 0)
         _ = try UnsafeSystemCall.once({
-            mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection)
+            unsafe mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection)
         }, failed: { $0 != 0 }).failing("mprotect").get()
     }
 
     /// Returns a range to the system.
     static func unmap(address: UInt64, size: UInt64) {
-        _ = munmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size))
+        _ = unsafe munmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size))
     }
 
     /// Zeroes `size` bytes at `address` (the tail of a segment's last file page).
     static func zero(address: UInt64, size: UInt64) {
-        guard size > 0, let pointer = UnsafeMutableRawPointer(bitPattern: UInt(address)) else { return }
-        pointer.initializeMemory(as: UInt8.self, repeating: 0, count: Int(size))
+        guard size > 0, let pointer = unsafe UnsafeMutableRawPointer(bitPattern: UInt(address)) else { return }
+        unsafe pointer.initializeMemory(as: UInt8.self, repeating: 0, count: Int(size))
     }
 
     @inline(__always)
     static func load64(_ address: UInt64) -> UInt64 {
-        UnsafeRawPointer(bitPattern: UInt(address))!.loadUnaligned(as: UInt64.self)
+        unsafe UnsafeRawPointer(bitPattern: UInt(address))!.loadUnaligned(as: UInt64.self)
     }
 
     @inlinable
     static func store64(_ value: UInt64, at address: UInt64) {
-        UnsafeMutableRawPointer(bitPattern: UInt(address))!.storeBytes(of: value, as: UInt64.self)
+        unsafe UnsafeMutableRawPointer(bitPattern: UInt(address))!.storeBytes(of: value, as: UInt64.self)
     }
 
     /// A copy of `size` bytes at `address`.
     static func copy(address: UInt64, size: UInt64) -> [UInt8] {
         guard size > 0 else { return [] }
-        return Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: Int(size)))
+        return unsafe Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: Int(size)))
     }
 
     /// A copy of `size` bytes at `address` in which every aligned 64-bit word whose low 56
@@ -84,13 +84,13 @@ enum UnsafeMemory {
     /// pointer's bit 63, rides above the address).
     static func copyRelativizingPointers(address: UInt64, size: UInt64, regionBase: UInt64, regionSize: UInt64) -> [UInt8] {
         var bytes = copy(address: address, size: size)
-        bytes.withUnsafeMutableBytes { buffer in
+        unsafe bytes.withUnsafeMutableBytes { buffer in
             var offset = 0
             while offset + 8 <= buffer.count {
-                let value = buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                let value = unsafe buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
                 let pointer = value & RebaseTarget.addressMask
                 if pointer >= regionBase, pointer - regionBase < regionSize {
-                    buffer.storeBytes(of: (pointer - regionBase) | (value & RebaseTarget.high8Mask), toByteOffset: offset, as: UInt64.self)
+                    unsafe buffer.storeBytes(of: (pointer - regionBase) | (value & RebaseTarget.high8Mask), toByteOffset: offset, as: UInt64.self)
                 }
                 offset += 8
             }

@@ -9,9 +9,9 @@ extension LaunchMemory {
         var regions: [ObjCAddressSpace.Region] = []
         for (index, image) in images.enumerated() {
             for segment in image.plan.segments where segment.protection.contains(.read) && segment.vmSize > 0 {
-                guard segment.vmSize <= UInt64(Int.max), let start = UnsafeRawPointer(bitPattern: UInt(image.base + segment.vmOffset)) else { continue }
+                guard segment.vmSize <= UInt64(Int.max), let start = unsafe UnsafeRawPointer(bitPattern: UInt(image.base + segment.vmOffset)) else { continue }
                 // The memory stays mapped while this LaunchMemory lives; the storage releases nothing.
-                let storage = ByteStorage(unsafeStart: start, count: Int(segment.vmSize)) { _, _ in }
+                let storage = unsafe ByteStorage(unsafeStart: start, count: Int(segment.vmSize)) { _, _ in }
                 regions.append(ObjCAddressSpace.Region(image: index, start: image.base + segment.vmOffset, vmOffset: segment.vmOffset, view: ByteView(storage)))
             }
         }

@@ -8,8 +8,8 @@ package enum RealPath {
     /// The canonical path of the existing file or directory `path`, or nil when some
     /// component does not exist or cannot be searched.
     package static func of(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
+        guard let resolved = unsafe realpath(path, nil) else { return nil }
+        defer { unsafe free(resolved) }
+        return unsafe String(cString: resolved)
     }
 }

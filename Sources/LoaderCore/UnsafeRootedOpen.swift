@@ -100,22 +100,22 @@ enum UnsafeRootedOpen {
 
     /// `openat(directory, name)` (the current directory when none), as `call` when it fails.
     private static func open(_ name: String, in directory: Int32 = AT_FDCWD, _ flags: Int32, call: String? = nil) -> Result<Int32, Failure> {
-        UnsafeSystemCall.retryingInterrupts({ Glibc.openat(directory, name, flags) }, failed: { $0 < 0 })
+        UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.openat(directory, name, flags) }, failed: { $0 < 0 })
             .mapError { .system(call ?? "open \(name)", SystemCallFailure("openat", $0)) }
     }
 
     /// `fstat(fd)` of the file `name` into `info`.
     private static func status(_ fd: Int32, _ name: String, into info: inout stat) -> Result<Void, Failure> {
-        UnsafeSystemCall.retryingInterrupts({ fstat(fd, &info) }, failed: { $0 != 0 })
+        UnsafeSystemCall.retryingInterrupts({ unsafe fstat(fd, &info) }, failed: { $0 != 0 })
             .map { _ in () }
             .mapError { .system("stat \(name)", SystemCallFailure("fstat", $0)) }
     }
 
     private static func readLink(_ directory: Int32, _ name: String) -> Result<String, Failure> {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = buffer.withUnsafeMutableBufferPointer { pointer in
-            pointer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: pointer.count) { target in
-                UnsafeSystemCall.retryingInterrupts({ readlinkat(directory, name, target, pointer.count - 1) }, failed: { $0 < 0 })
+        let count = unsafe buffer.withUnsafeMutableBufferPointer { pointer in
+            unsafe pointer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: pointer.count) { target in
+                UnsafeSystemCall.retryingInterrupts({ unsafe readlinkat(directory, name, target, pointer.count - 1) }, failed: { $0 < 0 })
             }
         }
         return count

@@ -32,8 +32,8 @@ package enum UnsafeSystemCall {
     /// Runs `mmap` once (it is never interrupted); the address, or the `errno` it failed with.
     @inline(__always)
     package static func mapping(_ call: () -> UnsafeMutableRawPointer?) -> Result<UnsafeMutableRawPointer, Errno> {
-        guard let address = call(), address != MAP_FAILED else { return .failure(Errno(rawValue: Glibc.errno)) }
-        return .success(address)
+        guard let address = unsafe call(), unsafe address != MAP_FAILED else { return unsafe .failure(Errno(rawValue: Glibc.errno)) }
+        return unsafe .success(address)
     }
 
     /// The `Errno` of a call that returns `-errno` on failure (the C shims) or the error

@@ -12,7 +12,7 @@ enum UnsafeUserfault {
     /// A userfaultfd with the API handshake done, or the call that failed.
     static func open(userModeOnly: Bool) -> Result<Int32, SystemCallFailure> {
         var throughDevice: Int32 = 0
-        let fd = dyld3_uffd_open(userModeOnly ? 1 : 0, &throughDevice)
+        let fd = unsafe dyld3_uffd_open(userModeOnly ? 1 : 0, &throughDevice)
         guard fd >= 0 else { return .failure(failure(fd, "userfaultfd")) }
         let api = dyld3_uffd_api(fd)
         guard api == 0 else {
@@ -31,7 +31,7 @@ enum UnsafeUserfault {
     /// failure (EEXIST: the page was already filled, its waiters are woken).
     @inline(__always)
     static func copy(_ fd: Int32, page address: UInt64, from staging: StagingPage) -> Int32 {
-        -dyld3_uffd_copy(fd, address, staging.pointer, staging.size)
+        unsafe -dyld3_uffd_copy(fd, address, staging.pointer, staging.size)
     }
 
     /// Takes `address`'s page away from the handler and from everyone: inaccessible, then
@@ -40,7 +40,7 @@ enum UnsafeUserfault {
     /// matters: unregistering wakes the page's waiters, and one that ran before the page
     /// was inaccessible would fault in a zero page and read zeros as the image's bytes.
     static func poison(_ fd: Int32, page address: UInt64, size: UInt64) {
-        _ = mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), PROT_NONE)
+        _ = unsafe mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), PROT_NONE)
         _ = dyld3_uffd_unregister(fd, address, size)
         _ = dyld3_uffd_wake(fd, address, size)
     }
@@ -57,22 +57,22 @@ enum UnsafeUserfault {
     @inline(__always)
     static func readFaults(_ fd: Int32, into batch: FaultBatch) -> Result<(count: Int, full: Bool), SystemCallFailure> {
         var full: Int32 = 0
-        let result = dyld3_uffd_read_faults(fd, batch.addresses, &full)
+        let result = unsafe dyld3_uffd_read_faults(fd, batch.addresses, &full)
         guard result >= 0 else { return .failure(failure(result, "read(userfaultfd)")) }
         return .success((Int(result), full != 0))
     }
 
     /// Room for the fault addresses one read returns, allocated once per pager.
-    struct FaultBatch: @unchecked Sendable {
+    @safe struct FaultBatch: @unchecked Sendable {
         static let capacity = Int(DYLD3_UFFD_BATCH)
         let addresses: UnsafeMutablePointer<UInt64>
 
-        static func allocate() -> FaultBatch { FaultBatch(addresses: .allocate(capacity: capacity)) }
+        static func allocate() -> FaultBatch { unsafe FaultBatch(addresses: .allocate(capacity: capacity)) }
 
         @inline(__always)
-        subscript(index: Int) -> UInt64 { addresses[index] }
+        subscript(index: Int) -> UInt64 { unsafe addresses[index] }
 
-        func free() { addresses.deallocate() }
+        func free() { unsafe addresses.deallocate() }
     }
 
     static func stopEvent() -> Result<Int32, SystemCallFailure> {
@@ -101,7 +101,7 @@ enum UnsafeUserfault {
     static func read(_ fd: Int32, offset: UInt64, count: Int, into staging: StagingPage) -> Int {
         var done = 0
         while done < count {
-            switch UnsafeSystemCall.retryingInterrupts({ pread(fd, staging.pointer + done, count - done, off_t(offset) + off_t(done)) }, failed: { $0 < 0 }) {
+            switch UnsafeSystemCall.retryingInterrupts({ unsafe pread(fd, staging.pointer + done, count - done, off_t(offset) + off_t(done)) }, failed: { $0 < 0 }) {
             case let .failure(errno): return -Int(errno.rawValue)
             case .success(0): return done
             case let .success(got): done += got
@@ -114,24 +114,24 @@ enum UnsafeUserfault {
     @inline(__always)
     static func zero(_ staging: StagingPage, from: Int) {
         guard from < Int(staging.size) else { return }
-        (staging.pointer + from).initializeMemory(as: UInt8.self, repeating: 0, count: Int(staging.size) - from)
+        unsafe (staging.pointer + from).initializeMemory(as: UInt8.self, repeating: 0, count: Int(staging.size) - from)
     }
 
     /// One page of anonymous memory, never registered, that a page is assembled in before
     /// `UFFDIO_COPY` installs it.
-    struct StagingPage: @unchecked Sendable {
+    @safe struct StagingPage: @unchecked Sendable {
         let pointer: UnsafeMutableRawPointer
         let size: UInt64
 
         static func allocate(size: UInt64) -> Result<StagingPage, SystemCallFailure> {
-            UnsafeSystemCall.mapping { mmap(nil, Int(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) }
+            unsafe UnsafeSystemCall.mapping { unsafe mmap(nil, Int(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) }
                 .failing("mmap")
-                .map { StagingPage(pointer: $0, size: size) }
+                .map { unsafe StagingPage(pointer: $0, size: size) }
         }
 
-        var address: UInt64 { UInt64(UInt(bitPattern: pointer)) }
+        var address: UInt64 { unsafe UInt64(UInt(bitPattern: pointer)) }
 
-        func free() { _ = munmap(pointer, Int(size)) }
+        func free() { _ = unsafe munmap(pointer, Int(size)) }
     }
 
     /// The handler thread's name (`/proc/self/task/*/comm`).
@@ -143,15 +143,15 @@ enum UnsafeUserfault {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
         }
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        let context = unsafe Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { context in
-            _ = dyld3_name_thread(UnsafeUserfault.threadName)
-            Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
+        let result = unsafe pthread_create(&thread, nil, { context in
+            _ = unsafe dyld3_name_thread(UnsafeUserfault.threadName)
+            unsafe Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
             return nil
-        }, context)
+        }, unsafe context)
         guard result == 0 else {
-            Unmanaged<Box>.fromOpaque(context).release()
+            unsafe Unmanaged<Box>.fromOpaque(context).release()
             return .failure(SystemCallFailure("pthread_create", UnsafeSystemCall.errno(returned: result)))
         }
         return .success(thread)

@@ -7,28 +7,28 @@
 /// Only whole strings and ASCII are appended, and chunks end between rows, so every chunk
 /// is valid UTF-8. The buffer is a local of one table's writer: copies of it share the
 /// memory, so it is never copied.
-struct TextBuffer {
+@safe struct TextBuffer {
     /// Bytes held before ``flushIfFull(to:)`` hands them over.
     static let chunkSize = 64 * 1024
 
     /// Owns the memory and frees it with the last reference.
-    private final class Memory {
+    @safe private final class Memory {
         var start: UnsafeMutablePointer<UInt8>
         var capacity: Int
 
         init(capacity: Int) {
-            start = .allocate(capacity: capacity)
+            unsafe start = .allocate(capacity: capacity)
             self.capacity = capacity
         }
 
-        deinit { start.deallocate() }
+        deinit { unsafe start.deallocate() }
 
         /// Makes room for at least `capacity` bytes, keeping the first `count`.
         func grow(to capacity: Int, keeping count: Int) {
             let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
-            larger.update(from: start, count: count)
-            start.deallocate()
-            start = larger
+            unsafe larger.update(from: start, count: count)
+            unsafe start.deallocate()
+            unsafe start = unsafe larger
             self.capacity = capacity
         }
     }
@@ -40,7 +40,7 @@ struct TextBuffer {
     private var count = 0
 
     init() {
-        start = memory.start
+        unsafe start = unsafe memory.start
         capacity = memory.capacity
     }
 
@@ -53,7 +53,7 @@ struct TextBuffer {
     /// Hands whatever the buffer holds to `out`.
     mutating func flush<Output: TextOutputStream>(to out: inout Output) {
         guard count > 0 else { return }
-        out.write(String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self))
+        unsafe out.write(String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self))
         count = 0
     }
 
@@ -65,7 +65,7 @@ struct TextBuffer {
 
     private mutating func grow(_ more: Int) {
         memory.grow(to: max(capacity * 2, count + more), keeping: count)
-        start = memory.start
+        unsafe start = unsafe memory.start
         capacity = memory.capacity
     }
 
@@ -78,7 +78,7 @@ struct TextBuffer {
         text.withUTF8 { utf8 in
             guard let source = utf8.baseAddress else { return }
             reserve(utf8.count)
-            (start + count).update(from: source, count: utf8.count)
+            unsafe (start + count).update(from: source, count: utf8.count)
             count += utf8.count
         }
     }
@@ -87,7 +87,7 @@ struct TextBuffer {
     @inline(__always)
     mutating func write(ascii: UInt8) {
         reserve(1)
-        start[count] = ascii
+        unsafe start[count] = ascii
         count += 1
     }
 
@@ -96,7 +96,7 @@ struct TextBuffer {
     mutating func blanks(_ blanks: Int) {
         guard blanks > 0 else { return }
         reserve(blanks)
-        (start + count).initialize(repeating: UInt8(ascii: " "), count: blanks)
+        unsafe (start + count).initialize(repeating: UInt8(ascii: " "), count: blanks)
         count += blanks
     }
 
@@ -118,10 +118,10 @@ struct TextBuffer {
         for _ in 0..<digits {
             position -= 1
             let digit = UInt8(truncatingIfNeeded: rest) & 0xF
-            start[position] = digit < 10 ? UInt8(ascii: "0") + digit : letterBase + digit
+            unsafe start[position] = digit < 10 ? UInt8(ascii: "0") + digit : letterBase + digit
             rest >>= 4
         }
-        (start + count).initialize(repeating: UInt8(ascii: "0"), count: length - digits)
+        unsafe (start + count).initialize(repeating: UInt8(ascii: "0"), count: length - digits)
         count += length
     }
 
@@ -133,7 +133,7 @@ struct TextBuffer {
         var position = count + length
         repeat {
             position -= 1
-            start[position] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+            unsafe start[position] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
             rest /= 10
         } while rest != 0
         count += length

@@ -10,7 +10,7 @@ import Glibc
 /// file owns that decision, and the reader only reads, always after ``ByteView`` has
 /// checked the range. The bytes never change after creation, so sharing one storage
 /// between threads is safe.
-public final class ByteStorage: @unchecked Sendable {
+@safe public final class ByteStorage: @unchecked Sendable {
     /// The first byte, nil when `count` is 0.
     @usableFromInline let start: UnsafeRawPointer?
     /// Number of readable bytes.
@@ -21,76 +21,76 @@ public final class ByteStorage: @unchecked Sendable {
     public init(_ bytes: [UInt8]) {
         count = bytes.count
         guard !bytes.isEmpty else {
-            start = nil
-            release = nil
+            unsafe start = nil
+            unsafe release = nil
             return
         }
         let memory = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 16)
-        bytes.withUnsafeBytes { memory.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        start = UnsafeRawPointer(memory)
-        release = { pointer, _ in UnsafeMutableRawPointer(mutating: pointer).deallocate() }
+        unsafe bytes.withUnsafeBytes { unsafe memory.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        unsafe start = UnsafeRawPointer(memory)
+        unsafe release = { pointer, _ in unsafe UnsafeMutableRawPointer(mutating: pointer).deallocate() }
     }
 
     /// `count` readable bytes at `start`, which must stay readable and unchanged until
     /// `release(start, count)` runs when the storage is freed.
     public init(unsafeStart start: UnsafeRawPointer, count: Int, release: @escaping @Sendable (UnsafeRawPointer, Int) -> Void) {
-        self.start = start
+        unsafe self.start = unsafe start
         self.count = count
-        self.release = release
+        unsafe self.release = unsafe release
     }
 
     deinit {
-        if let start, let release { release(start, count) }
+        if let start = unsafe start, let release = unsafe release { unsafe release(start, count) }
     }
 
     // The reads below trust their caller (``ByteView``) to have checked the range.
 
     @inlinable @inline(__always)
     func load<T: FixedWidthInteger>(_ offset: Int, as type: T.Type) -> T {
-        T(littleEndian: start.unsafelyUnwrapped.loadUnaligned(fromByteOffset: offset, as: T.self))
+        unsafe T(littleEndian: start.unsafelyUnwrapped.loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 
     @inline(__always)
     func loadBigEndian<T: FixedWidthInteger>(_ offset: Int, as type: T.Type) -> T {
-        T(bigEndian: start.unsafelyUnwrapped.loadUnaligned(fromByteOffset: offset, as: T.self))
+        unsafe T(bigEndian: start.unsafelyUnwrapped.loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 
     /// A copy of `length` bytes at `offset`.
     func array(_ offset: Int, _ length: Int) -> [UInt8] {
         guard length > 0 else { return [] }
-        return Array(UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length))
+        return unsafe Array(UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length))
     }
 
     /// `length` bytes at `offset` decoded as UTF-8 (invalid sequences repaired).
     func string(_ offset: Int, _ length: Int) -> String {
         guard length > 0 else { return "" }
-        return String(decoding: UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length), as: UTF8.self)
+        return unsafe String(decoding: UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length), as: UTF8.self)
     }
 
     /// The offset of the first 0 byte in `[offset, end)`, or nil.
     func firstZero(from offset: Int, to end: Int) -> Int? {
         guard end > offset else { return nil }
-        guard let found = memchr(start.unsafelyUnwrapped + offset, 0, end - offset) else { return nil }
-        return UnsafeRawPointer(found) - start.unsafelyUnwrapped
+        guard let found = unsafe memchr(start.unsafelyUnwrapped + offset, 0, end - offset) else { return nil }
+        return unsafe UnsafeRawPointer(found) - start.unsafelyUnwrapped
     }
 
     /// Whether the `length` bytes at `offset` equal the `length` bytes at `otherOffset` of `other`.
     @inline(__always)
     func bytesEqual(_ offset: Int, _ other: ByteStorage, _ otherOffset: Int, _ length: Int) -> Bool {
         guard length > 0 else { return true }
-        return memcmp(start.unsafelyUnwrapped + offset, other.start.unsafelyUnwrapped + otherOffset, length) == 0
+        return unsafe memcmp(start.unsafelyUnwrapped + offset, other.start.unsafelyUnwrapped + otherOffset, length) == 0
     }
 
     /// Feeds the `length` bytes at `offset` to `hasher`.
     func hashBytes(_ offset: Int, _ length: Int, into hasher: inout Hasher) {
         guard length > 0 else { return hasher.combine(0 as UInt8) }
-        hasher.combine(bytes: UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length))
+        unsafe hasher.combine(bytes: UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length))
     }
 
     /// Calls `body` with the `length` bytes at `offset`, without copying them.
     func withBytes<R>(_ offset: Int, _ length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        guard length > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        return try body(UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length))
+        guard length > 0 else { return unsafe try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return unsafe try body(UnsafeRawBufferPointer(start: start.unsafelyUnwrapped + offset, count: length))
     }
 }
 
@@ -112,6 +112,6 @@ extension ByteView {
     /// Calls `body` with the window's bytes in place (for libraries that take a buffer:
     /// hashing, decompression), without copying them.
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try storage.withBytes(base, count, body)
+        unsafe try storage.withBytes(base, count, body)
     }
 }

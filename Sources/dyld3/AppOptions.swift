@@ -57,11 +57,10 @@ struct TrustOptions: ParsableArguments {
 enum AppLocator {
     /// `X.app` → `X.app/X`; anything else is the image itself.
     static func mainImage(of app: String) throws -> String {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: app, isDirectory: &isDirectory) else {
+        guard let status = FileStatus.of(app) else {
             throw LoadError.unusable(path: app, reason: "no such file or directory")
         }
-        guard isDirectory.boolValue else { return app }
+        guard status.isDirectory else { return app }
         let name = (app as NSString).lastPathComponent
         guard name.hasSuffix(".app") else {
             throw LoadError.unusable(path: app, reason: "is a directory but not a .app bundle")
@@ -77,8 +76,7 @@ enum AppLocator {
     static func expand(_ apps: [String]) throws -> [String] {
         var expanded: [String] = []
         for app in apps {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: app, isDirectory: &isDirectory), isDirectory.boolValue, !app.hasSuffix(".app") {
+            if FileStatus.of(app)?.isDirectory == true, !app.hasSuffix(".app") {
                 let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
                 guard !bundles.isEmpty else {
                     throw LoadError.unusable(path: app, reason: "is a directory holding no .app bundle")

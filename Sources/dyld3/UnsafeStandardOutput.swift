@@ -15,9 +15,9 @@ struct StandardOutput: TextOutputStream {
         string.withUTF8 { utf8 in
             if buffer.count + utf8.count > Self.capacity { flush() }
             if utf8.count >= Self.capacity {
-                Self.writeAll(UnsafeRawBufferPointer(utf8))
+                unsafe Self.writeAll(UnsafeRawBufferPointer(utf8))
             } else {
-                buffer.append(contentsOf: utf8)
+                unsafe buffer.append(contentsOf: utf8)
             }
         }
     }
@@ -25,7 +25,7 @@ struct StandardOutput: TextOutputStream {
     /// Writes out what the buffer holds.
     mutating func flush() {
         guard !buffer.isEmpty else { return }
-        buffer.withUnsafeBytes { Self.writeAll($0) }
+        unsafe buffer.withUnsafeBytes { unsafe Self.writeAll($0) }
         buffer.removeAll(keepingCapacity: true)
     }
 
@@ -34,7 +34,7 @@ struct StandardOutput: TextOutputStream {
     private static func writeAll(_ bytes: UnsafeRawBufferPointer) {
         var done = 0
         while done < bytes.count {
-            let count = Glibc.write(1, bytes.baseAddress! + done, bytes.count - done)
+            let count = unsafe Glibc.write(1, bytes.baseAddress! + done, bytes.count - done)
             if count < 0 {
                 if errno == EINTR { continue }
                 return

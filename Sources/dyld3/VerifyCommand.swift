@@ -2,6 +2,7 @@ import ArgumentParser
 import Dyld3
 import Foundation
 import LaunchClosure
+import LoaderCore
 import MachOInspect
 import ClosureFormat
 
@@ -40,8 +41,7 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         let cache = ClosureCache.resolve(cache)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: cache.directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard FileStatus.of(cache.directory)?.isDirectory == true else {
             let message = "no cache directory at \(cache.directory)"
             if json { print(JSONValue.object([("error", .string(message))]).serialized()) }
             FileHandle.standardError.write(Data("dyld3: verify: \(message)\n".utf8))

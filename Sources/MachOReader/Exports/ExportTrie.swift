@@ -53,9 +53,7 @@ public struct ExportTrie: Sendable {
     /// checked walk then settles with the same answer or the error.
     public func lookup(_ name: ByteView, path: inout LookupPath) throws(MachOError) -> ExportTerminal? {
         guard view.count > 0 else { return nil }
-        let walk = view.storage.withBytes(view.base, view.count) { trie in
-            name.storage.withBytes(name.base, name.count) { nameBytes in UnsafeTrieWalk.find(nameBytes, in: trie) }
-        }
+        let walk = UnsafeTrieWalk.find(name, in: view)
         switch walk {
         case let .found(node, _, _, plain?):
             return ExportTerminal(flags: plain.flags, definition: .image(offset: plain.offset), nodeOffset: node)

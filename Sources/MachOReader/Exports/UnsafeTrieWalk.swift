@@ -25,17 +25,24 @@ enum UnsafeTrieWalk {
 
     /// Looks `name` up in the trie whose bytes are `trie` (not empty).
     /// The nodes on the path are kept on the stack (``ExportTrie/pathScanLimit`` of them).
+    /// ``find(_:in:)`` over the bytes of two views.
+    static func find(_ name: ByteView, in trie: ByteView) -> Result {
+        unsafe trie.storage.withBytes(trie.base, trie.count) { trie in
+            unsafe name.storage.withBytes(name.base, name.count) { name in unsafe find(name, in: trie) }
+        }
+    }
+
     static func find(_ name: UnsafeRawBufferPointer, in trie: UnsafeRawBufferPointer) -> Result {
-        withUnsafeTemporaryAllocation(of: Int.self, capacity: ExportTrie.pathScanLimit) { path in
-            find(name, in: trie, path: path)
+        unsafe withUnsafeTemporaryAllocation(of: Int.self, capacity: ExportTrie.pathScanLimit) { path in
+            unsafe find(name, in: trie, path: path)
         }
     }
 
     private static func find(_ name: UnsafeRawBufferPointer, in trie: UnsafeRawBufferPointer, path: UnsafeMutableBufferPointer<Int>) -> Result {
         guard let start = trie.baseAddress, trie.count > 0 else { return .irregular }
-        let bytes = start.assumingMemoryBound(to: UInt8.self)
+        let bytes = unsafe start.assumingMemoryBound(to: UInt8.self)
         let end = trie.count
-        let nameBytes = name.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let nameBytes = unsafe name.baseAddress?.assumingMemoryBound(to: UInt8.self)
         let nameCount = name.count
 
         /// A ULEB128 at `position` (which moves past it); nil when it runs off the trie or
@@ -45,7 +52,7 @@ enum UnsafeTrieWalk {
             var result = 0
             var shift = 0
             while position < end {
-                let byte = bytes[position]
+                let byte = unsafe bytes[position]
                 position += 1
                 guard shift <= 56 else { return nil }
                 result |= Int(byte & 0x7f) << shift
@@ -57,8 +64,8 @@ enum UnsafeTrieWalk {
 
         var node = 0
         var matched = 0
-        let nodes = path.baseAddress.unsafelyUnwrapped
-        nodes[0] = 0
+        let nodes = unsafe path.baseAddress.unsafelyUnwrapped
+        unsafe nodes[0] = 0
         var depth = 1
         var backward = false
         while true {
@@ -75,7 +82,7 @@ enum UnsafeTrieWalk {
                 return .found(node: node, infoStart: infoStart, infoSize: infoSize, plain: plain)
             }
             position += infoSize
-            let childCount = Int(bytes[position])
+            let childCount = unsafe Int(bytes[position])
             position += 1
             var next = -1
             for _ in 0..<childCount {
@@ -85,11 +92,11 @@ enum UnsafeTrieWalk {
                 var mismatch = false
                 while true {
                     guard position < end else { return .irregular }
-                    let byte = bytes[position]
+                    let byte = unsafe bytes[position]
                     position += 1
                     if byte == 0 { break }
                     if !mismatch {
-                        if nameAt < nameCount, nameBytes.unsafelyUnwrapped[nameAt] == byte { nameAt += 1 } else { mismatch = true }
+                        if nameAt < nameCount, unsafe nameBytes.unsafelyUnwrapped[nameAt] == byte { nameAt += 1 } else { mismatch = true }
                     }
                 }
                 guard let child = uleb(&position) else { return .irregular }
@@ -97,9 +104,9 @@ enum UnsafeTrieWalk {
                     guard child < end, depth < path.count else { return .irregular }
                     if child <= node { backward = true }
                     if backward {
-                        for index in 0..<depth where nodes[index] == child { return .irregular }
+                        for index in 0..<depth where unsafe nodes[index] == child { return .irregular }
                     }
-                    nodes[depth] = child
+                    unsafe nodes[depth] = child
                     depth += 1
                     next = child
                     matched = nameAt
