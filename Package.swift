@@ -1,9 +1,10 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-/// Swift's strict memory safety checking: every use of an unsafe construct is marked `unsafe`
-/// (and lives in an `Unsafe*` file), so the compiler shows where memory safety rests on us.
-let strictMemorySafety: [SwiftSetting] = [.strictMemorySafety()]
+/// Swift's strict memory safety checking, its findings errors: every use of an unsafe construct
+/// is marked `unsafe` (and lives in an `Unsafe*` file), so the compiler shows where memory
+/// safety rests on us.
+let strictMemorySafety: [SwiftSetting] = [.strictMemorySafety(), .treatWarning("StrictMemorySafety", as: .error)]
 
 let package = Package(
     name: "dyld3",
