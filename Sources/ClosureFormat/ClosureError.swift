@@ -19,10 +19,6 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Built for another request (``ClosureBinding``): the field that differs, what the
     /// request asked for and what the closure holds.
     case mismatch(path: String, field: ClosureBinding.Field, expected: String, found: String)
-    /// What the closure says disagrees with an image it is applied to: a mapping plan the
-    /// image's own load commands do not have, a fixup outside the image's writable
-    /// segments, a target outside its image.
-    case invalid(path: String, image: String, what: String)
     /// The closure's mapping plan for `image` is not the one the image's own header and
     /// load commands give.
     case plan(path: String, image: String, PlanDisagreement)
@@ -40,7 +36,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case .untrusted: "untrusted"
         case .writeFailed, .systemCallFailed: "write-failed"
         case let .mismatch(_, field, _, _): "wrong-\(field.rawValue)"
-        case .invalid, .plan, .fixups: "invalid"
+        case .plan, .fixups: "invalid"
         }
     }
 
@@ -55,7 +51,6 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .systemCallFailed(path, failure): "\(path): cannot write: \(failure)"
         case let .mismatch(path, field, expected, found):
             "\(path): built for another \(field.rawValue): \(found.isEmpty ? "(none)" : found), this launch asks for \(expected.isEmpty ? "(none)" : expected)"
-        case let .invalid(path, image, what): "\(path): invalid for \(image): \(what)"
         case let .plan(path, image, disagreement): "\(path): invalid for \(image): \(disagreement)"
         case let .fixups(path, image, stream, fault): "\(path): invalid for \(image): \(stream.rawValue): \(fault)"
         }

@@ -144,8 +144,6 @@ public struct ClosureVerification: Sendable {
             (.corrupt, Problem(kind: .corrupt, message: "\(failure)"))
         case .mismatch:
             (.misplaced, Problem(kind: .misplaced, message: "\(error)"))
-        case let .invalid(_, image, what):
-            (.invalid, Problem(kind: .invalid, message: "\(image): \(what)"))
         case let .plan(_, image, disagreement):
             (.invalid, Problem(kind: .invalid, message: "\(image): \(disagreement)"))
         case let .fixups(_, image, stream, fault):
