@@ -105,6 +105,17 @@ public enum FastPath {
             files += try closure.openImages(files.count..<closure.images.count, closurePath: closurePath, alwaysHash: checks.alwaysHashContent,
                                             readAhead: readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         }
+        // A page-in launch applies its fixups on first touch, after `main` has started: every
+        // run, target and page index entry it can meet is checked now, before anything is
+        // mapped, as an eager launch checks them before its first store.
+        if request.fixups == .pageIn {
+            do throws(ClosureError) {
+                for index in closure.images.indices { try closure.checkFixups(ofImage: index, closurePath: closurePath) }
+            } catch {
+                helper?.finish()
+                throw error
+            }
+        }
         // The helper opens and identifies the images this thread has not, handing each over
         // as this thread maps them in order; then it checks the plans (after asking for the
         // images to be read ahead). Both only read the descriptors, and nothing is written or

@@ -97,6 +97,9 @@ public enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
     case rebaseTargetOutsideImage(target: UInt64)
     /// A bind whose target index is not in the closure's bind-target table.
     case bindTargetPastTable(index: UInt64, tableSize: Int)
+    /// The image's page index does not point `page` (a page number at the index's page
+    /// size) at the runs that write it, or lists it when no run does.
+    case pageIndexDisagrees(page: UInt64)
 
     public var description: String {
         func hex(_ value: UInt64) -> String { "0x\(String(value, radix: 16))" }
@@ -106,6 +109,7 @@ public enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
         case let .runOffPage(start): return "fixup run at +\(hex(start)) is not on the page"
         case let .rebaseTargetOutsideImage(target): return "rebase target \(hex(target)) is outside the image"
         case let .bindTargetPastTable(index, size): return "bind target index \(index) is past the table (\(size) entries)"
+        case let .pageIndexDisagrees(page): return "the fixup page index disagrees with the runs at page \(page)"
         }
     }
 }
@@ -115,6 +119,7 @@ public enum FixupStream: String, Equatable, Sendable {
     case rebases = "rebase runs"
     case binds = "bind runs"
     case objcWrites = "Objective-C write runs"
+    case pageIndex = "fixup page index"
 }
 
 /// A ``FixupFault`` and the stream it is in: what decoding one image's runs throws.

@@ -96,3 +96,32 @@ public struct ImagePlan: Equatable, Sendable {
         self.init(path: path, preferredBase: base, vmSize: end, segments: segments)
     }
 }
+
+/// The ranges of an image that fixups may be written to: per writable segment of at least
+/// 8 bytes, its offset from the image's base and the largest distance from it at which an
+/// 8-byte store still ends inside the segment. The one definition of "a fixup the image
+/// allows", taken from the plan once per image: the writer that stores fixups and the check
+/// a page-in launch makes before anything is mapped both ask it.
+public struct WritableRanges: Sendable {
+    @usableFromInline let ranges: [(start: UInt64, lastStore: UInt64)]
+
+    public init(_ plan: ImagePlan) {
+        ranges = plan.segments.compactMap { segment in
+            segment.isWritable && segment.vmSize >= 8 ? (segment.vmOffset, segment.vmSize - 8) : nil
+        }
+    }
+
+    /// Whether 8-byte stores at every location from `start` to `last` (offsets from the
+    /// image's base) lie inside one writable segment.
+    @inlinable
+    public func accepts(start: UInt64, last: UInt64) -> Bool {
+        for range in ranges where start >= range.start && last >= start && last - range.start <= range.lastStore {
+            return true
+        }
+        return false
+    }
+
+    /// Whether an 8-byte store at `vmOffset` lies inside one writable segment.
+    @inlinable
+    public func accepts(_ vmOffset: UInt64) -> Bool { accepts(start: vmOffset, last: vmOffset) }
+}

@@ -9,16 +9,13 @@ import LaunchPlan
 package struct ImageWriter: Sendable {
     /// Where the image's preferred base was mapped.
     package let base: UInt64
-    /// Per writable segment of at least 8 bytes: its vm offset, and the largest distance
-    /// from it at which an 8-byte store still ends inside the segment.
-    @usableFromInline let writable: [(start: UInt64, lastStore: UInt64)]
+    /// Where fixups may be stored.
+    @usableFromInline let writable: WritableRanges
     @usableFromInline let path: String
 
     init(_ image: LaunchMemory.Image) {
         base = image.base
-        writable = image.plan.segments.compactMap { segment in
-            segment.isWritable && segment.vmSize >= 8 ? (segment.vmOffset, segment.vmSize - 8) : nil
-        }
+        writable = WritableRanges(image.plan)
         path = image.plan.path
     }
 
@@ -26,7 +23,7 @@ package struct ImageWriter: Sendable {
     /// inside one writable segment. Inlinable: the slow path calls it for every fixup.
     @inlinable
     package func store(_ value: UInt64, vmOffset: UInt64) throws(LoadError) {
-        for range in writable where vmOffset >= range.start && vmOffset - range.start <= range.lastStore {
+        if writable.accepts(vmOffset) {
             UnsafeMemory.store64(value, at: base &+ vmOffset)
             return
         }
@@ -37,10 +34,7 @@ package struct ImageWriter: Sendable {
     /// base) lies inside one writable segment: the fast path's one check per run.
     @inlinable
     package func accepts(start: UInt64, last: UInt64) -> Bool {
-        for range in writable where start >= range.start && last >= start && last - range.start <= range.lastStore {
-            return true
-        }
-        return false
+        writable.accepts(start: start, last: last)
     }
 
     /// A run this writer accepts, to store into with ``store(_:at:in:)``; nil when the run is

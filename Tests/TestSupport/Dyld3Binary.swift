@@ -34,6 +34,13 @@ package enum Dyld3Binary {
         try await run(arguments, while: { _ in })
     }
 
+    /// Runs `dyld3 ARGS`, killed (SIGKILL, status 137) if it has not ended after `seconds`:
+    /// a launch that could hang fails its test instead of holding up the run.
+    package static func run(_ arguments: [String], limitSeconds seconds: Int) async throws -> Result {
+        let result = try await ProcessRunner.run("/usr/bin/timeout", ["-s", "KILL", "\(seconds)", try path()] + arguments, error: .captured)
+        return Result(status: result.status, stdout: result.output, stderr: result.error)
+    }
+
     /// Runs `dyld3 ARGS` with `body` alongside it (which may kill it); returns when both end.
     package static func run(
         _ arguments: [String], while body: (ProcessRunner.RunningProcess) async throws -> Void

@@ -32,7 +32,7 @@ package enum PeakMemory {
         let temporary = executable + ".\(UUID().uuidString)"
         let compile = try await ProcessRunner.run("/usr/bin/cc", ["-O2", "-o", temporary, source, "-ldl"])
         guard compile.succeeded else { throw FixtureError("cc \(source): \(compile.error)") }
-        _ = try FileManager.default.replaceItemAt(URL(fileURLWithPath: executable), withItemAt: URL(fileURLWithPath: temporary))
+        guard renameReplacing(temporary, executable) else { throw FixtureError("cannot rename \(temporary)") }
         return executable
     }
 

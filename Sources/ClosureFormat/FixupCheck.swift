@@ -1,0 +1,64 @@
+import LaunchPlan
+
+extension LaunchClosure {
+    /// Walks image `index`'s rebase and bind runs (``FixupRunWalk``) with every check the
+    /// eager apply makes, writing nothing: each run inside one writable segment of the image's
+    /// plan, each rebase target inside the image, each bind target index in the table; and,
+    /// when the image has a page index, that the index is exactly the one its runs call for
+    /// (every page that a run writes points at that page's runs, and no other page is
+    /// listed). What a page-in launch proves before it maps anything, so that its fault
+    /// handler never meets a run it would refuse: the same refusals as an eager launch, as
+    /// early as the closure's other checks.
+    public func checkFixups(ofImage index: Int) throws(FixupStreamFault) {
+        let image = images[index]
+        let writable = WritableRanges(image.plan)
+        let vmSize = image.plan.vmSize
+        let tableSize = bindTargets.count
+        var rebasePages = FixupPageIndex.Collector(), bindPages = FixupPageIndex.Collector()
+        do throws(FixupFault) {
+            try FixupRunWalk(image.rebaseRuns).forEachRebase { (run, before) throws(FixupFault) in
+                guard writable.accepts(start: run.start, last: run.last) else { throw .runOutsideSegments(start: run.start, last: run.last) }
+                rebasePages.add(run, before: before)
+            } _: { (_, target) throws(FixupFault) in
+                guard target.offset < vmSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
+            }
+        } catch {
+            throw FixupStreamFault(.rebases, error)
+        }
+        do throws(FixupFault) {
+            try FixupRunWalk(image.bindRuns).forEachBind { (run, before) throws(FixupFault) in
+                guard writable.accepts(start: run.start, last: run.last) else { throw .runOutsideSegments(start: run.start, last: run.last) }
+                bindPages.add(run, before: before)
+            } _: { (_, targetIndex, _) throws(FixupFault) in
+                guard targetIndex < UInt64(tableSize) else { throw .bindTargetPastTable(index: targetIndex, tableSize: tableSize) }
+            }
+        } catch {
+            throw FixupStreamFault(.binds, error)
+        }
+        guard image.fixupPageIndex != .absent else { return }
+        let expected = FixupPageIndex(rebases: rebasePages.restarts, binds: bindPages.restarts)
+        guard expected != image.fixupPageIndex else { return }
+        throw FixupStreamFault(.pageIndex, .pageIndexDisagrees(page: image.fixupPageIndex.firstDifference(from: expected)))
+    }
+
+    /// ``checkFixups(ofImage:)``, a fault named as the launch names it: with the closure's path.
+    public func checkFixups(ofImage index: Int, closurePath: String) throws(ClosureError) {
+        do throws(FixupStreamFault) {
+            try checkFixups(ofImage: index)
+        } catch {
+            throw .fixups(path: closurePath, image: images[index].path, stream: error.stream, fault: error.fault)
+        }
+    }
+}
+
+extension FixupPageIndex {
+    /// The first page number at which this index and `other` differ (an entry that differs,
+    /// or one only one of them has); for indexes at different page sizes, 0.
+    func firstDifference(from other: FixupPageIndex) -> UInt64 {
+        let path = "page index"
+        guard let mine = try? pages(path: path), let theirs = try? other.pages(path: path), mine.pageSize == theirs.pageSize else { return 0 }
+        for (a, b) in zip(mine.pages, theirs.pages) where a != b { return min(a.page, b.page) }
+        let longer = mine.pages.count > theirs.pages.count ? mine.pages : theirs.pages
+        return longer.count > min(mine.pages.count, theirs.pages.count) ? longer[min(mine.pages.count, theirs.pages.count)].page : 0
+    }
+}

@@ -1,0 +1,126 @@
+@testable import ClosureFormat
+import Dyld3
+import Foundation
+import LaunchClosure
+import LaunchPlan
+import LoaderCore
+import MachOReader
+import TestSupport
+import Testing
+
+/// Closures with a valid checksum whose runs or page index a page-in launch would otherwise
+/// meet only in its fault handler, after `main` has started: each must be refused before
+/// anything is mapped, with the reason an eager launch gives, and `--mode auto` must fall back
+/// to dyld2 and run. The forgeries re-encode a decoded closure, so only the checks under test
+/// can refuse them.
+@Suite(.serialized) struct PageInTamperTests {
+    /// A slide of this suite's own (suites run at once).
+    static let slide: UInt64 = 0x6600_0000_0000
+
+    enum Forgery: String, CaseIterable, CustomStringConvertible, Sendable {
+        /// One bind run naming a target far past the table, the page index made to match.
+        case bindTargetPastTheTable
+        /// One rebase run whose target lies past the image, the page index made to match.
+        case rebaseTargetPastTheImage
+        /// The page index without one of the pages the runs write.
+        case pageMissingFromTheIndex
+        /// Two pages of the index pointing at each other's runs.
+        case pagesPointingAtEachOthersRuns
+        var description: String { rawValue }
+    }
+
+    /// The app and image the forgeries change: one with binds and at least two indexed pages.
+    static func target() throws -> (FixtureApp, LaunchClosure, Int) {
+        let app = try FixtureApp.named("init-order")
+        let closure = try app.closure()
+        let image = try #require(closure.images.indices.first { index in
+            let pages = (try? closure.images[index].fixupPageIndex.pages(path: "").pages.count) ?? 0
+            return closure.images[index].bindCount > 0 && pages >= 2
+        })
+        return (app, closure, image)
+    }
+
+    /// `closure` with `forgery` applied to image `image`, and the fault the checks must name.
+    static func forge(_ forgery: Forgery, _ closure: LaunchClosure, image: Int) throws -> (LaunchClosure, (FixupFault) -> Bool) {
+        var closure = closure
+        let writable = try #require(closure.images[image].plan.segments.first { $0.isWritable })
+        var index = try closure.images[image].fixupPageIndex.pages(path: "").pages
+        switch forgery {
+        case .bindTargetPastTheTable:
+            closure.images[image].bindRuns = (LEB128.unsigned(1) + LEB128.unsigned(writable.vmOffset) + LEB128.unsigned(1)
+                + LEB128.unsigned(0) + LEB128.unsigned(999 + UInt64(closure.bindTargets.count)) + LEB128.signed(0))[...]
+            closure.images[image].bindCount = 1
+            closure.images[image].fixupPageIndex = try FixupPageIndex.derive(rebaseRuns: closure.images[image].rebaseRuns,
+                                                                             bindRuns: closure.images[image].bindRuns)
+            return (closure, { if case .bindTargetPastTable = $0 { true } else { false } })
+        case .rebaseTargetPastTheImage:
+            closure.images[image].rebaseRuns = (LEB128.unsigned(1) + LEB128.unsigned(writable.vmOffset) + LEB128.unsigned(1)
+                + LEB128.unsigned(0) + LEB128.signed(Int64(closure.images[image].plan.vmSize + 0x1000)))[...]
+            closure.images[image].rebaseCount = 1
+            closure.images[image].fixupPageIndex = try FixupPageIndex.derive(rebaseRuns: closure.images[image].rebaseRuns,
+                                                                             bindRuns: closure.images[image].bindRuns)
+            return (closure, { if case .rebaseTargetOutsideImage = $0 { true } else { false } })
+        case .pageMissingFromTheIndex:
+            index.removeLast()
+            closure.images[image].fixupPageIndex = FixupPageIndex(pages: index)
+            return (closure, { if case .pageIndexDisagrees = $0 { true } else { false } })
+        case .pagesPointingAtEachOthersRuns:
+            let (first, second) = (index[0], index[1])
+            index[0] = FixupPage(page: first.page, rebases: second.rebases, binds: second.binds)
+            index[1] = FixupPage(page: second.page, rebases: first.rebases, binds: first.binds)
+            closure.images[image].fixupPageIndex = FixupPageIndex(pages: index)
+            return (closure, { if case .pageIndexDisagrees = $0 { true } else { false } })
+        }
+    }
+
+    /// In process: the page-in launch throws the fault, naming the closure and the image,
+    /// before anything is mapped (no mapping of the region is left, nothing ran).
+    @Test(arguments: Forgery.allCases)
+    func pageInRefusesBeforeMapping(_ forgery: Forgery) throws {
+        let (app, genuine, image) = try Self.target()
+        let (closure, isExpected) = try Self.forge(forgery, genuine, image: image)
+        let cache = try Scratch.directory("pagein-tamper")
+        defer { Scratch.remove(cache) }
+        let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
+        try ClosureFile.write(closure, to: path)
+        let request = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: Self.slide, fixups: .pageIn)
+        #expect { try FastPath.launch(closurePath: path, request: request) } throws: { error in
+            guard let error = error as? ClosureError, case let .fixups(closurePath, imagePath, _, fault) = error else { return false }
+            return closurePath == path && imagePath == closure.images[image].path && isExpected(fault)
+        }
+        #expect(try !ProcessMaps.anyMapping(in: Self.slide..<(Self.slide + (1 << 40))), "\(forgery): a refused launch left a mapping")
+        // An eager launch refuses the runs too, with the same fault (the page index alone is
+        // page-in's: an eager launch does not read it).
+        if forgery == .bindTargetPastTheTable || forgery == .rebaseTargetPastTheImage {
+            var eager = request
+            eager.fixups = .eager
+            #expect { try FastPath.launch(closurePath: path, request: eager) } throws: { error in
+                guard let error = error as? ClosureError, case let .fixups(_, _, _, fault) = error else { return false }
+                return isExpected(fault)
+            }
+        }
+    }
+
+    /// Through the command: `launch --mode auto --fixups page-in` falls back to dyld2 with the
+    /// reason and runs to the app's result; `compare --fixups page-in` refuses without a crash.
+    @Test(arguments: Forgery.allCases)
+    func autoFallsBackAndCompareRefuses(_ forgery: Forgery) async throws {
+        let (app, genuine, image) = try Self.target()
+        let (closure, _) = try Self.forge(forgery, genuine, image: image)
+        let cache = try Scratch.directory("pagein-tamper-cli")
+        defer { Scratch.remove(cache) }
+        let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
+        try ClosureFile.write(closure, to: path)
+        let auto = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "auto",
+                                              "--fixups", "page-in", "--json"], limitSeconds: 30)
+        #expect(auto.status == 0, "\(forgery): \(auto.stderr)")
+        let reason = auto.json?["fallback_reason"] as? String ?? ""
+        #expect(reason.hasPrefix("invalid:") && reason.contains(path), "\(forgery): \(reason)")
+        #expect(auto.json?["mode"] as? String == "dyld2")
+        #expect((auto.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+        let compare = try await Dyld3Binary.run(["compare", app.bundle, "--root", app.root, "--cache", cache, "--fixups", "page-in"],
+                                                limitSeconds: 30)
+        #expect(compare.status == 1, "\(forgery): compare exited \(compare.status): \(compare.stderr)")
+        #expect(compare.stderr.contains(path) && compare.stderr.contains("invalid"), "\(forgery): \(compare.stderr)")
+    }
+}
