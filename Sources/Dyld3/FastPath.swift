@@ -106,15 +106,13 @@ public enum FastPath {
                                             readAhead: readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         }
         // A page-in launch applies its fixups on first touch, after `main` has started: every
-        // run, target and page index entry it can meet is checked now, before anything is
-        // mapped, as an eager launch checks them before its first store.
-        if request.fixups == .pageIn {
-            do throws(ClosureError) {
-                for index in closure.images.indices { try closure.checkFixups(ofImage: index, closurePath: closurePath) }
-            } catch {
-                helper?.finish()
-                throw error
-            }
+        // run, target and page index entry it can meet is checked before anything is written
+        // or run, as an eager launch checks them before its first store. On the helper beside
+        // the mapping when it runs (the plan check's partner there), else here, before it.
+        let checksRunsOnHelper = request.fixups == .pageIn && helper?.isRunning == true
+        if request.fixups == .pageIn, !checksRunsOnHelper, let fault = firstRunFault(closure, closurePath: closurePath) {
+            helper?.finish()
+            throw fault
         }
         // The helper opens and identifies the images this thread has not, handing each over
         // as this thread maps them in order; then it checks the plans (after asking for the
@@ -135,7 +133,8 @@ public enum FastPath {
                 }
             }
             if readsAheadOnHelper { readAhead(closure, files: files) }
-            return .success(PlanCheck(hashedImages: hashed, disagreement: planDisagreement(closure, files: files)))
+            return .success(PlanCheck(hashedImages: hashed, disagreement: planDisagreement(closure, files: files),
+                                      runFault: checksRunsOnHelper ? firstRunFault(closure, closurePath: closurePath) : nil))
         }) {
             Result { () throws -> (LaunchMemory, PageInFixups.Plan?) in
                 try map(closure, closurePath: closurePath, files: files, handOff: handOff, request: request, report: &report)
@@ -155,6 +154,11 @@ public enum FastPath {
             helper?.finish()
             memory.release()
             throw ClosureError.plan(path: closurePath, image: closure.images[disagreement.image].path, disagreement.what)
+        }
+        if let fault = check.runFault {
+            helper?.finish()
+            memory.release()
+            throw fault
         }
         report.slide = memory.images[0].slide
         report.timings[.mapping] = clock.lap()
@@ -198,6 +202,8 @@ public enum FastPath {
     struct PlanCheck: Sendable {
         var hashedImages: Int
         var disagreement: (image: Int, what: PlanDisagreement)?
+        /// Under page-in linking: the first run, target or page index entry refused.
+        var runFault: ClosureError? = nil
     }
 
     /// Writes the fixups of `images`. With `helper` running, they are split in two parts of
@@ -291,6 +297,17 @@ public enum FastPath {
     static func readAhead(_ closure: LaunchClosure, files: [ImageDescriptor]) {
         for (image, file) in zip(closure.images, files) {
             if let range = image.plan.readAheadRange() { file.readAhead(range) }
+        }
+    }
+
+    /// The first run, target or page index entry of `closure` that a page-in launch must
+    /// refuse (``LaunchClosure/checkFixups(ofImage:closurePath:)``), in image order.
+    static func firstRunFault(_ closure: LaunchClosure, closurePath: String) -> ClosureError? {
+        do throws(ClosureError) {
+            for index in closure.images.indices { try closure.checkFixups(ofImage: index, closurePath: closurePath) }
+            return nil
+        } catch {
+            return error
         }
     }
 

@@ -1,4 +1,5 @@
 @testable import ClosureFormat
+import ClosureBuild
 import Dyld3
 import Foundation
 import LaunchClosure
@@ -122,5 +123,33 @@ import Testing
                                                 limitSeconds: 30)
         #expect(compare.status == 1, "\(forgery): compare exited \(compare.status): \(compare.stderr)")
         #expect(compare.stderr.contains(path) && compare.stderr.contains("invalid"), "\(forgery): \(compare.stderr)")
+    }
+
+    /// A large closure (the generated 100-framework app: the launch's helper runs) checks the
+    /// runs on the helper beside the mapping: a bind past the table in the last image is still
+    /// refused, naming it, before anything is written or run, and the mapping is released.
+    @Test func aForgedRunInALargeClosureIsRefusedBesideTheMapping() throws {
+        let base = Paths.repoRoot.appendingPathComponent("build/demo-gen100").path
+        let executable = base + "/gen100.app/gen100"
+        try #require(FileManager.default.fileExists(atPath: executable), "run tools/gen-app --preset 100 --seed 1 --out build/demo-gen100")
+        var closure = try ClosureBuilder.build(roots: [executable], arch: "x86_64", root: base + "/root")
+        #expect(closure.encodedBody().count >= ClosureFile.helperThreshold, "the closure must be large enough to start the helper")
+        let image = try #require(closure.images.indices.last { closure.images[$0].bindCount > 0 })
+        let writable = try #require(closure.images[image].plan.segments.first { $0.isWritable })
+        closure.images[image].bindRuns = (LEB128.unsigned(1) + LEB128.unsigned(writable.vmOffset) + LEB128.unsigned(1)
+            + LEB128.unsigned(0) + LEB128.unsigned(UInt64(closure.bindTargets.count)) + LEB128.signed(0))[...]
+        closure.images[image].bindCount = 1
+        closure.images[image].fixupPageIndex = try FixupPageIndex.derive(rebaseRuns: closure.images[image].rebaseRuns,
+                                                                         bindRuns: closure.images[image].bindRuns)
+        let cache = try Scratch.directory("pagein-tamper-large")
+        defer { Scratch.remove(cache) }
+        let path = ClosureCache(directory: cache).closurePath(forApp: executable, arch: "x86_64")
+        try ClosureFile.write(closure, to: path)
+        let request = LaunchOptions(roots: [executable], arch: "x86_64", root: base + "/root", slide: Self.slide, run: false, fixups: .pageIn)
+        #expect { try FastPath.launch(closurePath: path, request: request) } throws: { error in
+            guard let error = error as? ClosureError, case let .fixups(closurePath, imagePath, _, .bindTargetPastTable) = error else { return false }
+            return closurePath == path && imagePath == closure.images[image].path
+        }
+        #expect(try !ProcessMaps.anyMapping(in: Self.slide..<(Self.slide + (1 << 40))), "a refused launch left a mapping")
     }
 }
