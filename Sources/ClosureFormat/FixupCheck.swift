@@ -15,6 +15,14 @@ extension LaunchClosure {
         let vmSize = image.plan.vmSize
         let tableSize = bindTargets.count
         var rebasePages = FixupPageIndex.Collector(), bindPages = FixupPageIndex.Collector()
+        // The pointer loop answers for well-formed streams; the checked walk below names what
+        // it does not accept.
+        if UnsafeRunCheck.rebases(image.rebaseRuns, writable: writable, vmSize: vmSize, pages: &rebasePages),
+           UnsafeRunCheck.binds(image.bindRuns, writable: writable, tableSize: tableSize, pages: &bindPages) {
+            return try checkPageIndex(of: image, rebases: rebasePages, binds: bindPages)
+        }
+        rebasePages = FixupPageIndex.Collector()
+        bindPages = FixupPageIndex.Collector()
         do throws(FixupFault) {
             try FixupRunWalk(image.rebaseRuns).forEachRebase { (run, before) throws(FixupFault) in
                 guard writable.accepts(start: run.start, last: run.last) else { throw .runOutsideSegments(start: run.start, last: run.last) }
@@ -35,8 +43,14 @@ extension LaunchClosure {
         } catch {
             throw FixupStreamFault(.binds, error)
         }
+        try checkPageIndex(of: image, rebases: rebasePages, binds: bindPages)
+    }
+
+    /// An image's page index, unless absent, must be the one its runs' restart points make.
+    private func checkPageIndex(of image: ClosureImage, rebases: FixupPageIndex.Collector,
+                                binds: FixupPageIndex.Collector) throws(FixupStreamFault) {
         guard image.fixupPageIndex != .absent else { return }
-        let expected = FixupPageIndex(rebases: rebasePages.restarts, binds: bindPages.restarts)
+        let expected = FixupPageIndex(rebases: rebases.restarts, binds: binds.restarts)
         guard expected != image.fixupPageIndex else { return }
         throw FixupStreamFault(.pageIndex, .pageIndexDisagrees(page: image.fixupPageIndex.firstDifference(from: expected)))
     }

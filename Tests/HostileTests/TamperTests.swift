@@ -342,8 +342,15 @@ import LaunchPlan
                     let fastBytes = Self.snapshot(fast)
                     fast.release()
 
+                    // The page-in check's pointer loop accepts exactly what the checked walk applies.
+                    var rebasePages = FixupPageIndex.Collector(), bindPages = FixupPageIndex.Collector()
+                    let writable = WritableRanges(image.plan)
+                    let checkAccepted = UnsafeRunCheck.rebases(image.rebaseRuns, writable: writable, vmSize: image.plan.vmSize, pages: &rebasePages)
+                        && UnsafeRunCheck.binds(image.bindRuns, writable: writable, tableSize: damaged.bindTargets.count, pages: &bindPages)
+
                     cases += 1
                     if !checkedOK { refused += 1 }
+                    #expect(checkAccepted == checkedOK, "page-in check: image \(index) \(binds ? "binds" : "rebases") \(variant.count) bytes")
                     #expect(rawAccepted == checkedOK, "image \(index) \(binds ? "binds" : "rebases") \(variant.count) bytes")
                     if rawAccepted { #expect(rawBytes == checkedBytes) }
                     #expect(fastOK == checkedOK)

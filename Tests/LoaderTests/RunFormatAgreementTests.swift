@@ -11,7 +11,7 @@ import LaunchPlan
 /// encoder's page index and the one walked back from the runs, each page's fixups decoded
 /// from its restart point and the whole-stream decode, the checked walk's stores, the
 /// pointer loop's stores and the page-in handler's fills (word for word against the values
-/// the decoded fixups call for), and verification.
+/// the decoded fixups call for), verification, and the page-in launch's check.
 @Suite(.serialized) struct RunFormatAgreementTests {
     static let launchable = SlowPathTests.apps.filter(\.launches)
 
@@ -19,6 +19,7 @@ import LaunchPlan
     func everyConsumerOfTheRunsAgrees(_ app: FixtureApp) throws {
         let closure = try app.closure()
         #expect(closure.consistencyProblems().isEmpty, "\(app)")
+        for index in closure.images.indices { try closure.checkFixups(ofImage: index) }
         let slide = PageInTests.randomSlide()
 
         // Decode, page index, per-page decode.
