@@ -120,12 +120,12 @@ extension LaunchClosure {
             problems.append("\(image.path): runs hold \(rebases) rebases and \(fixups.count - rebases) binds, "
                 + "the counts say \(image.rebaseCount) and \(image.bindCount)")
         }
-        let writable = image.plan.segments.filter(\.isWritable)
+        let writable = WritableRanges(image.plan)
         var bad: [String] = []
         var badCount = 0
         for fixup in fixups {
             var problem: String?
-            if !writable.contains(where: { fixup.vmOffset >= $0.vmOffset && $0.vmSize >= 8 && fixup.vmOffset - $0.vmOffset <= $0.vmSize - 8 }) {
+            if !writable.accepts(fixup.vmOffset) {
                 problem = "fixup at \(hex(fixup.vmOffset)) is not 8 bytes inside a writable segment"
             } else if case let .rebase(target, _) = fixup.kind, target >= image.plan.vmSize {
                 problem = "rebase at \(hex(fixup.vmOffset)) points to \(hex(target)), outside the image"

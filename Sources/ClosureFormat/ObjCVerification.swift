@@ -20,9 +20,9 @@ extension LaunchClosure {
             if index < objc.bindCounts.count, writes.count != objc.bindCounts[index] {
                 problems.append("\(image.path): Objective-C runs hold \(writes.count) writes, the count says \(objc.bindCounts[index])")
             }
-            let writable = image.plan.segments.filter(\.isWritable)
+            let writable = WritableRanges(image.plan)
             let bad = writes.filter { write in
-                !writable.contains { write.vmOffset >= $0.vmOffset && $0.vmSize >= 8 && write.vmOffset - $0.vmOffset <= $0.vmSize - 8 }
+                !writable.accepts(write.vmOffset)
             }
             for write in bad.prefix(LaunchClosure.fixupProblemLimit) {
                 problems.append("\(image.path): Objective-C write at \(hex(write.vmOffset)) is not 8 bytes inside a writable segment")
