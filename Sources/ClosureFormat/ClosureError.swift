@@ -56,3 +56,15 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension LaunchClosure {
+    /// What `body`, a walk of image `index`'s runs, returns; its fault named as a launch names
+    /// it, with the closure's path.
+    package func naming<T>(_ closurePath: String, image index: Int, _ body: () throws(FixupStreamFault) -> T) throws(ClosureError) -> T {
+        do throws(FixupStreamFault) {
+            return try body()
+        } catch {
+            throw .fixups(path: closurePath, image: images[index].path, stream: error.stream, fault: error.fault)
+        }
+    }
+}

@@ -6,9 +6,9 @@ extension LaunchClosure {
     /// plan, each rebase target inside the image, each bind target index in the table; and,
     /// when the image has a page index, that the index is exactly the one its runs call for
     /// (every page that a run writes points at that page's runs, and no other page is
-    /// listed). What a page-in launch proves before it maps anything, so that its fault
-    /// handler never meets a run it would refuse: the same refusals as an eager launch, as
-    /// early as the closure's other checks.
+    /// listed). What a page-in launch proves before anything is written or run (beside the
+    /// mapping, with the plan check, when its helper runs; before it otherwise), so that its
+    /// fault handler never meets a run it would refuse: the same refusals as an eager launch.
     public func checkFixups(ofImage index: Int) throws(FixupStreamFault) {
         let image = images[index]
         let writable = WritableRanges(image.plan)
@@ -23,25 +23,21 @@ extension LaunchClosure {
         }
         rebasePages = FixupPageIndex.Collector()
         bindPages = FixupPageIndex.Collector()
-        do throws(FixupFault) {
+        try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
             try FixupRunWalk(image.rebaseRuns).forEachRebase { (run, before) throws(FixupFault) in
                 guard writable.accepts(start: run.start, last: run.last) else { throw .runOutsideSegments(start: run.start, last: run.last) }
                 rebasePages.add(run, before: before)
             } _: { (_, target) throws(FixupFault) in
                 guard target.offset < vmSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
             }
-        } catch {
-            throw FixupStreamFault(.rebases, error)
         }
-        do throws(FixupFault) {
+        try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
             try FixupRunWalk(image.bindRuns).forEachBind { (run, before) throws(FixupFault) in
                 guard writable.accepts(start: run.start, last: run.last) else { throw .runOutsideSegments(start: run.start, last: run.last) }
                 bindPages.add(run, before: before)
             } _: { (_, targetIndex, _) throws(FixupFault) in
                 guard targetIndex < UInt64(tableSize) else { throw .bindTargetPastTable(index: targetIndex, tableSize: tableSize) }
             }
-        } catch {
-            throw FixupStreamFault(.binds, error)
         }
         try checkPageIndex(of: image, rebases: rebasePages, binds: bindPages)
     }
@@ -57,11 +53,7 @@ extension LaunchClosure {
 
     /// ``checkFixups(ofImage:)``, a fault named as the launch names it: with the closure's path.
     public func checkFixups(ofImage index: Int, closurePath: String) throws(ClosureError) {
-        do throws(FixupStreamFault) {
-            try checkFixups(ofImage: index)
-        } catch {
-            throw .fixups(path: closurePath, image: images[index].path, stream: error.stream, fault: error.fault)
-        }
+        try naming(closurePath, image: index) { () throws(FixupStreamFault) in try checkFixups(ofImage: index) }
     }
 }
 
@@ -69,10 +61,10 @@ extension FixupPageIndex {
     /// The first page number at which this index and `other` differ (an entry that differs,
     /// or one only one of them has); for indexes at different page sizes, 0.
     func firstDifference(from other: FixupPageIndex) -> UInt64 {
-        let path = "page index"
-        guard let mine = try? pages(path: path), let theirs = try? other.pages(path: path), mine.pageSize == theirs.pageSize else { return 0 }
-        for (a, b) in zip(mine.pages, theirs.pages) where a != b { return min(a.page, b.page) }
-        let longer = mine.pages.count > theirs.pages.count ? mine.pages : theirs.pages
-        return longer.count > min(mine.pages.count, theirs.pages.count) ? longer[min(mine.pages.count, theirs.pages.count)].page : 0
+        guard let mine = try? pages(path: ""), let theirs = try? other.pages(path: ""), mine.pageSize == theirs.pageSize else { return 0 }
+        if let (a, b) = zip(mine.pages, theirs.pages).first(where: { $0 != $1 }) { return min(a.page, b.page) }
+        let common = min(mine.pages.count, theirs.pages.count)
+        let longer = mine.pages.count > common ? mine.pages : theirs.pages
+        return common < longer.count ? longer[common].page : 0
     }
 }

@@ -139,15 +139,11 @@ public struct FixupPageIndex: Equatable, Sendable {
     /// `verify` walks the runs again and compares.
     public static func derive(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>) throws(FixupStreamFault) -> FixupPageIndex {
         var rebases = Collector(), binds = Collector()
-        do throws(FixupFault) {
+        try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
             try FixupRunWalk(rebaseRuns).forEachRebase { (run, before) throws(FixupFault) in rebases.add(run, before: before) } _: { _, _ in }
-        } catch {
-            throw FixupStreamFault(.rebases, error)
         }
-        do throws(FixupFault) {
+        try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
             try FixupRunWalk(bindRuns).forEachBind { (run, before) throws(FixupFault) in binds.add(run, before: before) } _: { _, _, _ in }
-        } catch {
-            throw FixupStreamFault(.binds, error)
         }
         return FixupPageIndex(rebases: rebases.restarts, binds: binds.restarts)
     }

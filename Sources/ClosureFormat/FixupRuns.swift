@@ -124,11 +124,7 @@ extension LaunchClosure {
 
     /// ``fixups(ofImage:)``, a fault named as the launch names it: with the closure's path.
     public func fixups(ofImage index: Int, closurePath: String) throws(ClosureError) -> [ResolvedFixup] {
-        do throws(FixupStreamFault) {
-            return try fixups(ofImage: index)
-        } catch {
-            throw .fixups(path: closurePath, image: images[index].path, stream: error.stream, fault: error.fault)
-        }
+        try naming(closurePath, image: index) { () throws(FixupStreamFault) in try fixups(ofImage: index) }
     }
 
     /// The fixups of one indexed page of image `index`, decoded from its restart points
@@ -149,18 +145,12 @@ extension FixupRuns {
     /// The fixups two walks visit, rebases then binds, each bind's target looked up in `bindTargets`.
     static func decode(rebases: FixupRunWalk, binds: FixupRunWalk, targets bindTargets: BindTargetTable) throws(FixupStreamFault) -> [ResolvedFixup] {
         var fixups: [ResolvedFixup] = []
-        do throws(FixupFault) {
+        try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
             try rebases.forEachRebase { (location, target) throws(FixupFault) in
                 fixups.append(ResolvedFixup(vmOffset: location, kind: .rebase(targetOffset: target.offset, high8: target.high8)))
             }
-        } catch {
-            throw FixupStreamFault(.rebases, error)
         }
-        do throws(FixupFault) {
-            return fixups + (try decodeBinds(binds, targets: bindTargets))
-        } catch {
-            throw FixupStreamFault(.binds, error)
-        }
+        return fixups + (try FixupStreamFault.walking(.binds) { () throws(FixupFault) in try decodeBinds(binds, targets: bindTargets) })
     }
 
     /// The binds a walk visits, each target looked up in `bindTargets`.

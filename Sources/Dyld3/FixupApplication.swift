@@ -35,15 +35,13 @@ extension LaunchClosure {
     /// ``UnsafeFixupLoop`` did not accept.
     func applyFixupsChecked(ofImage index: Int, writer: ImageWriter, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         let image = images[index]
-        do throws(FixupFault) {
-            try Self.writeRebases(image.rebaseRuns, writer: writer, vmSize: image.plan.vmSize)
-        } catch {
-            throw .fixups(path: closurePath, image: image.path, stream: .rebases, fault: error)
-        }
-        do throws(FixupFault) {
-            try Self.writeBinds(image.bindRuns, writer: writer, targetValues: targetValues)
-        } catch {
-            throw .fixups(path: closurePath, image: image.path, stream: .binds, fault: error)
+        try naming(closurePath, image: index) { () throws(FixupStreamFault) in
+            try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
+                try Self.writeRebases(image.rebaseRuns, writer: writer, vmSize: image.plan.vmSize)
+            }
+            try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
+                try Self.writeBinds(image.bindRuns, writer: writer, targetValues: targetValues)
+            }
         }
     }
 

@@ -11,10 +11,10 @@ extension LaunchClosure {
         guard index < objc.bindRuns.count, !objc.bindRuns[index].isEmpty else { return }
         let writer = memory.writer(image: index)
         if UnsafeFixupLoop.applyBinds(objc.bindRuns[index], writer: writer, targetValues: targetValues) { return }
-        do throws(FixupFault) {
-            try Self.writeBinds(objc.bindRuns[index], writer: writer, targetValues: targetValues)
-        } catch {
-            throw .fixups(path: closurePath, image: images[index].path, stream: .objcWrites, fault: error)
+        try naming(closurePath, image: index) { () throws(FixupStreamFault) in
+            try FixupStreamFault.walking(.objcWrites) { () throws(FixupFault) in
+                try Self.writeBinds(objc.bindRuns[index], writer: writer, targetValues: targetValues)
+            }
         }
     }
 }

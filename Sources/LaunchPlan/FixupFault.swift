@@ -134,3 +134,15 @@ public struct FixupStreamFault: Error, Equatable, Sendable, CustomStringConverti
 
     public var description: String { "\(stream.rawValue): \(fault)" }
 }
+
+extension FixupStreamFault {
+    /// What `body`, a walk of `stream`, returns; its fault named with the stream.
+    @inlinable
+    public static func walking<T>(_ stream: FixupStream, _ body: () throws(FixupFault) -> T) throws(FixupStreamFault) -> T {
+        do throws(FixupFault) {
+            return try body()
+        } catch {
+            throw FixupStreamFault(stream, error)
+        }
+    }
+}

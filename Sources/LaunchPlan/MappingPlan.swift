@@ -101,7 +101,7 @@ public struct ImagePlan: Equatable, Sendable {
 /// 8 bytes, its offset from the image's base and the largest distance from it at which an
 /// 8-byte store still ends inside the segment. The one definition of "a fixup the image
 /// allows", taken from the plan once per image: the writer that stores fixups and the check
-/// a page-in launch makes before anything is mapped both ask it.
+/// a page-in launch makes before anything is written or run both ask it.
 public struct WritableRanges: Sendable {
     @usableFromInline let ranges: [(start: UInt64, lastStore: UInt64)]
 
