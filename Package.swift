@@ -43,7 +43,7 @@ let package = Package(
         // What both launch paths share: files, path resolution, the dependency graph,
         // mapping, initializer order and discovery, the launch request and its last step.
         .target(name: "LoaderCore", dependencies: [
-            "MachOReader", "LaunchPlan", "CXXHash", "CUserfault", .product(name: "SystemPackage", package: "swift-system"),
+            "MachOReader", "LaunchPlan", "CXXHash", "CUserfault", "CPageIn", .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // The dyld2 slow path: parse, resolve, look up by name, on every launch.
         .target(name: "Dyld2", dependencies: ["LoaderCore", "LaunchPlan", "MachOReader"]),
@@ -83,6 +83,9 @@ let package = Package(
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         // The userfaultfd system call and ioctls for page-in linking (kernel headers only).
         .systemLibrary(name: "CUserfault"),
+        // Page-in's SIGBUS handler and its registry of live regions: C, because it runs in a
+        // signal handler and keeps process-wide state.
+        .target(name: "CPageIn"),
         // The `dyld3` command line.
         .executableTarget(
             name: "Dyld3Tool",
@@ -111,6 +114,6 @@ let package = Package(
 )
 
 // Every library and executable target of the pipeline is checked for strict memory safety.
-for target in package.targets where [.regular, .executable].contains(target.type) {
+for target in package.targets where [.regular, .executable].contains(target.type) && target.name != "CPageIn" {
     target.swiftSettings = (target.swiftSettings ?? []) + strictMemorySafety
 }

@@ -246,11 +246,11 @@ public enum FastPath {
         if let secondPartFailure { throw secondPartFailure }
     }
 
-    /// Maps the closure's images: eagerly, or for `--fixups page-in` with the segments that
-    /// receive fixups reserved, registered with a userfaultfd and its handler started
-    /// before anything can touch them. Where userfaultfd is unavailable (or registering or
-    /// starting the handler fails), the memory is released and mapped again for an eager
-    /// launch, the reason kept in the report.
+    /// Maps the closure's images: eagerly, or for `--fixups page-in` with the pages that
+    /// receive fixups reserved, registered with a userfaultfd and made live (a touch fills
+    /// the page on the touching thread) before anything can touch them. Where userfaultfd is
+    /// unavailable (or registering or going live fails), the memory is released and mapped
+    /// again for an eager launch, the reason kept in the report.
     static func map(_ closure: LaunchClosure, closurePath: String, files: [ImageDescriptor], handOff: DescriptorHandOff? = nil,
                     request: LaunchOptions, report: inout LaunchReport) throws -> (LaunchMemory, PageInFixups.Plan?) {
         let plans = closure.images.map(\.plan)
@@ -260,19 +260,18 @@ public enum FastPath {
         let pageSize = LaunchMemory.pageSize
         let plan = try PageInFixups.plan(closure, pageSize: pageSize)
         let reason: String
-        switch FixupPager.open(userModeOnly: request.userModeOnlyFaults) {
+        switch FixupPager.open() {
         case let .failure(failure):
             reason = "userfaultfd is not available: \(failure)"
         case let .success(pager):
             var memory: LaunchMemory?
             do {
-                let mapped = try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide, pageIn: (pager, plan.deferred))
+                let mapped = try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide, pageIn: (pager, plan.ranges))
                 memory = mapped
                 try pager.start(source: PageInFixups(closure, plan: plan, targetValues: closure.bindTargetValues(mapped), pageSize: pageSize))
                 report.fixupsMode = .pageIn
                 report.fixupPages = plan.pageCount
                 report.registeredBytes = pager.registeredBytes
-                report.kernelFaultsResolved = pager.resolvesKernelFaults
                 return (mapped, plan)
             } catch {
                 if let memory { memory.release() } else { pager.close() }

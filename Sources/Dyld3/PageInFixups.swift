@@ -22,35 +22,48 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
     private let targetValues: [UInt64]
     private let pageSize: UInt64
 
-    /// Which images are indexed at `pageSize` (the host's) and which segments receive
-    /// their fixups: the plan of a page-in launch, decided before anything is mapped.
+    /// Which images are indexed at `pageSize` (the host's) and which pages receive their
+    /// fixups: the plan of a page-in launch, decided before anything is mapped.
     package struct Plan: Sendable {
         /// Per image: its indexed pages (empty when the image is linked eagerly).
         package let pages: [[FixupPage]]
         /// Per image: whether its fixups are applied page by page (else eagerly at launch).
         package let indexed: [Bool]
-        /// Per image, per segment: reserved without contents and filled on first touch.
-        package let deferred: [[Bool]]
+        /// Per image, per segment: the runs of consecutive indexed pages (offsets from the
+        /// image's base), reserved without contents and filled on first touch. Pages of a
+        /// segment that receive no fixup are mapped from the file as in an eager launch.
+        package let ranges: [[[Range<UInt64>]]]
         /// Pages indexed in all.
         package var pageCount: Int { pages.reduce(0) { $0 + $1.count } }
     }
 
     /// The page-in plan of `closure` for pages of `pageSize` bytes: an image whose index is
-    /// absent or at another page size is linked eagerly.
+    /// absent or at another page size is linked eagerly. Only writable segments' pages are
+    /// paged in.
     package static func plan(_ closure: LaunchClosure, pageSize: UInt64) throws(ClosureError) -> Plan {
-        var pages: [[FixupPage]] = [], indexed: [Bool] = [], deferred: [[Bool]] = []
+        var pages: [[FixupPage]] = [], indexed: [Bool] = [], ranges: [[[Range<UInt64>]]] = []
         for image in closure.images {
             let index = try image.fixupPageIndex.pages(path: image.path)
             let usable = index.pageSize == pageSize
             pages.append(usable ? index.pages : [])
             indexed.append(usable)
-            deferred.append(image.plan.segments.map { segment in
-                usable && segment.isWritable && index.pages.contains { page in
-                    page.page * pageSize >= segment.vmOffset && page.page * pageSize - segment.vmOffset < segment.vmSize
+            ranges.append(image.plan.segments.map { segment in
+                guard usable, segment.isWritable else { return [] }
+                let end = segment.vmOffset + (segment.vmSize + pageSize - 1) / pageSize * pageSize
+                var runs: [Range<UInt64>] = []
+                for page in index.pages {
+                    let (start, overflow) = page.page.multipliedReportingOverflow(by: pageSize)
+                    guard !overflow, start >= segment.vmOffset, start < end else { continue }
+                    if let last = runs.last, last.upperBound == start {
+                        runs[runs.count - 1] = last.lowerBound..<(start + pageSize)
+                    } else {
+                        runs.append(start..<(start + pageSize))
+                    }
                 }
+                return runs
             })
         }
-        return Plan(pages: pages, indexed: indexed, deferred: deferred)
+        return Plan(pages: pages, indexed: indexed, ranges: ranges)
     }
 
     /// The source for one launch of `closure` whose bind targets have `targetValues`.

@@ -63,8 +63,8 @@ enum Targets {
         let full = launch + Double(pageIn.touch["100"]?.median ?? 0)
         let privateEager = pageIn.privatePages["eager"] ?? 0, privateLaunch = pageIn.privatePages["launch"] ?? 0
         return [
-            Check(met: launch <= 0.7 * eager, text: String(format: "400 dylibs: page-in launch ≤ 0.7× eager dyld3 (%.2f×)", launch / eager)),
-            Check(met: full <= 1.5 * eager, text: String(format: "400 dylibs: page-in launch + touching 100%% of the fixup pages ≤ 1.5× eager dyld3 (%.2f×)", full / eager)),
+            Check(met: launch <= 0.6 * eager, text: String(format: "400 dylibs: page-in launch ≤ 0.6× eager dyld3 (%.2f×)", launch / eager)),
+            Check(met: full <= 1.3 * eager, text: String(format: "400 dylibs: page-in launch + touching 100%% of the fixup pages ≤ 1.3× eager dyld3 (%.2f×)", full / eager)),
             Check(met: privateEager > 0 && privateLaunch * 100 <= privateEager, text: String(
                 format: "400 dylibs: private fixup pages after a page-in launch ≤ 1%% of eager's (%d of %d)", privateLaunch, privateEager)),
         ]

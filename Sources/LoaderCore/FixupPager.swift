@@ -6,9 +6,9 @@ import SystemPackage
 import LaunchPlan
 
 /// Applies one page's fixups to that page's bytes (the closure's page index, in the fast
-/// path). Called on the handler thread, once per first touch of a page: it must not
-/// allocate, build strings or look anything up by name, and must never touch the launch's
-/// registered memory (the handler would wait on itself).
+/// path). Called on the thread that touched the page, inside its SIGBUS handler, once per
+/// first touch: it must not allocate, take a lock, build strings or look anything up by
+/// name, and must never touch the launch's registered memory.
 public protocol PageFixupSource: AnyObject, Sendable {
     /// Writes the fixups of image `image` that lie on `page` into it; nil on success.
     func applyFixups(image: Int, to page: inout PageBuffer) -> PageFillFailure?
@@ -22,13 +22,13 @@ public struct PageBuffer {
     public let vmOffset: UInt64
     /// Where the image's base is mapped.
     public let imageBase: UInt64
-    public var size: UInt64 { staging.size }
+    public var size: UInt64 { UnsafeUserfault.pageSize }
 
     /// Whether `run` (offsets from the image's base) lies wholly on this page: the one
     /// check per run before its stores.
     @inline(__always)
     public func contains(_ run: FixupRun) -> Bool {
-        run.start >= vmOffset && run.last >= run.start && run.last - vmOffset <= staging.size - 8
+        run.start >= vmOffset && run.last >= run.start && run.last - vmOffset <= size - 8
     }
 
     /// Stores a word at `imageOffset` (an offset from the image's base) when its 8 bytes lie
@@ -36,16 +36,14 @@ public struct PageBuffer {
     @inline(__always)
     public func store(_ value: UInt64, atImageOffset imageOffset: UInt64) throws(FixupFault) {
         let inPage = imageOffset &- vmOffset
-        guard imageOffset >= vmOffset, inPage <= staging.size - 8 else { throw .runOffPage(start: imageOffset) }
+        guard imageOffset >= vmOffset, inPage <= size - 8 else { throw .runOffPage(start: imageOffset) }
         UnsafeMemory.store64(value, at: staging.address &+ inPage)
     }
 }
 
-/// Why the handler could not fill a page. Built on the handler thread without allocation;
-/// worded by ``description`` when the launch reads it.
+/// Why a page could not be filled. Built on the fault path without allocation; worded by
+/// ``description`` when the launch reads it.
 public enum PageFillFailure: Error, Equatable, Sendable, CustomStringConvertible {
-    /// The kernel reported a fault at an address no registered range holds.
-    case outsideRanges(address: UInt64)
     /// Reading the page's file bytes failed (errno), or the file is shorter than planned.
     case fileRead(image: Int, vmOffset: UInt64, errno: Int32)
     case fileShort(image: Int, vmOffset: UInt64, got: Int, expected: Int)
@@ -54,113 +52,89 @@ public enum PageFillFailure: Error, Equatable, Sendable, CustomStringConvertible
     case fixups(image: Int, vmOffset: UInt64, FixupFault)
     /// `UFFDIO_COPY` failed (errno).
     case install(address: UInt64, errno: Int32)
-    /// Reading the userfaultfd or waiting on it failed: the handler stopped.
-    case handlerStopped
 
     public var description: String {
         func page(_ image: Int, _ offset: UInt64) -> String { "image \(image) page +0x\(String(offset, radix: 16))" }
         switch self {
-        case let .outsideRanges(address): return "fault at 0x\(String(address, radix: 16)) is outside every registered range"
         case let .fileRead(image, offset, errno): return "\(page(image, offset)): reading its file bytes failed: \(Errno(rawValue: errno))"
         case let .fileShort(image, offset, got, expected):
             return "\(page(image, offset)): the file holds \(got) of its \(expected) bytes (it shrank since launch)"
         case let .fixups(image, offset, fault): return "\(page(image, offset)): \(fault)"
         case let .install(address, errno): return "UFFDIO_COPY at 0x\(String(address, radix: 16)) failed: \(Errno(rawValue: errno))"
-        case .handlerStopped: return "reading or polling the userfaultfd failed: the handler stopped"
+        }
+    }
+
+    /// The one line the fault path writes before the process ends (no allocation: a fixed text per kind).
+    var reason: StaticString {
+        switch self {
+        case .fileRead: return "reading its file bytes failed"
+        case .fileShort: return "its image file is shorter than when the launch began (it was truncated)"
+        case .fixups: return "its fixups do not apply (a run off the page, or a target outside its image or the table)"
+        case .install: return "UFFDIO_COPY failed"
         }
     }
 }
 
-/// Page-in linking's fault handler (docs/page-in.md): a userfaultfd on which the launch
-/// registers the segments that receive fixups (reserved without contents), and a thread
-/// that fills each page on its first touch with the file's bytes and that page's fixups,
-/// installed atomically with `UFFDIO_COPY`. A page it cannot fill is made inaccessible and
-/// its waiters woken, so no thread waits forever; the first such failure is kept
-/// (``failure``). Stopped, and its descriptors closed, when the launch memory is released.
+/// Page-in linking (docs/page-in.md): the pages that receive fixups are reserved without
+/// contents and registered with a userfaultfd opened with `UFFD_FEATURE_SIGBUS`, so the
+/// first touch of one raises SIGBUS on the touching thread. That thread fills the page
+/// itself, in the signal handler: the file's bytes and that page's fixups, assembled on its
+/// stack and installed atomically with `UFFDIO_COPY`; then the touch is retried. There is
+/// no handler thread: no thread ever waits for another to fill a page. A page that cannot
+/// be filled is reported in one line and the SIGBUS goes to the handler installed before
+/// (the Swift runtime's crash handler, or the default action): the process ends by SIGBUS,
+/// as a plain launch ends when a mapped file cannot be read. A fault the kernel takes on
+/// the process's behalf (a system call reading or writing an untouched page) fails with
+/// EFAULT. Released (region ended, descriptors closed) with the launch memory.
 public final class FixupPager: @unchecked Sendable {
-    /// One registered segment: where it is mapped and where its file bytes are.
+    /// One registered range: where it is mapped and where its file bytes are.
     struct Range {
         let start: UInt64
         let end: UInt64
         let image: Int
         let imageBase: UInt64
-        /// The segment's offset from its image's base.
+        /// The range's offset from its image's base.
         let vmOffset: UInt64
+        /// The file bytes of the range's first page, and how many bytes the file holds from there.
         let fileOffset: UInt64
         let fileSize: UInt64
         let fd: Int32
     }
 
-    /// The handler thread's name, as `/proc/self/task/*/comm` shows it.
-    public static var threadName: String { UnsafeUserfault.threadName }
-
-    /// Whether kernel-mode faults (a system call touching an untouched page) reach the
-    /// handler: false under `UFFD_USER_MODE_ONLY`, where they fail with EFAULT.
-    public let resolvesKernelFaults: Bool
     private let fd: Int32
-    private let stop: Int32
-    private let staging: UnsafeUserfault.StagingPage
-    private let batch = UnsafeUserfault.FaultBatch.allocate()
-    private let pageSize = UnsafeMemory.pageSize
-    // Written only before start() (ranges and the descriptors behind them), read by the handler.
+    // Written only before start() (ranges and the descriptors behind them), read by the fault path.
     private var ranges: [Range] = []
     private var imageDescriptors: [Int: Int32] = [:]
-    private var source: PageFixupSource?
-    private var thread: pthread_t?
+    private var linePrefixes: [Int: [UInt8]] = [:]
+    private var context: FaultContext?
+    private var slot: Int32?
     private var closed = false
-    private let firstFailure = Mutex<PageFillFailure?>(nil)
-    private let filled = Atomic<Int>(0)
-    private let running = Atomic<Bool>(false)
 
-    /// A pager on a new userfaultfd: without `UFFD_USER_MODE_ONLY` when the kernel allows it
-    /// (root, or `vm.unprivileged_userfaultfd` = 1), with it otherwise, or only with it when
-    /// `userModeOnly`. Fails with the reason when userfaultfd is not available.
-    public static func open(userModeOnly: Bool = false) -> Result<FixupPager, SystemCallFailure> {
-        var attempt = UnsafeUserfault.open(userModeOnly: userModeOnly)
-        var kernelFaults = !userModeOnly
-        if case .failure = attempt, !userModeOnly {
-            attempt = UnsafeUserfault.open(userModeOnly: true)
-            kernelFaults = false
+    /// A pager on a new userfaultfd with `UFFD_FEATURE_SIGBUS` and `UFFD_USER_MODE_ONLY`.
+    /// Fails with the reason when userfaultfd or the feature is not available, or the host's
+    /// pages are not the 4 KiB page-in fills.
+    public static func open() -> Result<FixupPager, SystemCallFailure> {
+        guard UnsafeMemory.pageSize == UnsafeUserfault.pageSize else {
+            return .failure(SystemCallFailure("page size", refused: "page-in needs \(UnsafeUserfault.pageSize)-byte pages; this host's are \(UnsafeMemory.pageSize)"))
         }
-        let fd: Int32
-        switch attempt {
-        case let .success(opened): fd = opened
-        case let .failure(reason): return .failure(reason)
-        }
-        let stop: Int32
-        switch UnsafeUserfault.stopEvent() {
-        case let .success(event): stop = event
-        case let .failure(reason):
-            UnsafeUserfault.close(fd)
-            return .failure(reason)
-        }
-        switch UnsafeUserfault.StagingPage.allocate(size: UnsafeMemory.pageSize) {
-        case let .success(staging): return .success(FixupPager(fd: fd, stop: stop, staging: staging, resolvesKernelFaults: kernelFaults))
-        case let .failure(reason):
-            UnsafeUserfault.close(fd)
-            UnsafeUserfault.close(stop)
-            return .failure(reason)
-        }
+        return UnsafeUserfault.open().map { FixupPager(fd: $0) }
     }
 
-    private init(fd: Int32, stop: Int32, staging: UnsafeUserfault.StagingPage, resolvesKernelFaults: Bool) {
-        self.fd = fd
-        self.stop = stop
-        self.staging = staging
-        self.resolvesKernelFaults = resolvesKernelFaults
-    }
+    private init(fd: Int32) { self.fd = fd }
 
-    /// The first page the handler could not fill, if any.
-    public var failure: PageFillFailure? { firstFailure.withLock { $0 } }
+    /// The first page that could not be filled, if any (the process is ending by then,
+    /// unless the fault came from ``FixupPager/fill(_:)`` outside a fault).
+    public var failure: PageFillFailure? { context?.failure }
     /// Pages filled so far.
-    public var pagesFilled: Int { filled.load(ordering: .sequentiallyConsistent) }
-    /// Bytes registered (every page of every registered segment).
+    public var pagesFilled: Int { context?.filled.load(ordering: .sequentiallyConsistent) ?? 0 }
+    /// Bytes registered (every page of every registered range).
     public var registeredBytes: UInt64 { ranges.reduce(0) { $0 + ($1.end - $1.start) } }
 
-    /// Registers a segment mapped without contents at `start` (page-aligned, `size` rounded
-    /// to pages), whose file bytes are `fileSize` bytes at `fileOffset` of `descriptor`
-    /// (duplicated once per image and kept until ``close()``). Before ``start(source:)`` only.
-    func register(start: UInt64, size: UInt64, image: Int, imageBase: UInt64, vmOffset: UInt64,
+    /// Registers a range mapped without contents at `start` (page-aligned, `size` rounded
+    /// to pages), at `vmOffset` from its image's base, whose file bytes are `fileSize` bytes
+    /// at `fileOffset` of `descriptor` (duplicated once per image and kept until
+    /// ``close()``). Before ``start(source:)`` only.
+    func register(start: UInt64, size: UInt64, image: Int, path: String, imageBase: UInt64, vmOffset: UInt64,
                   fileOffset: UInt64, fileSize: UInt64, descriptor: Int32) throws(LoadError) -> Void {
         let imageFD: Int32
         if let known = imageDescriptors[image] {
@@ -168,81 +142,81 @@ public final class FixupPager: @unchecked Sendable {
         } else {
             switch UnsafeUserfault.duplicate(descriptor) {
             case let .success(copy): imageFD = copy
-            case let .failure(reason): throw .mapping(image: "image \(image)", reason: "dup: \(reason)")
+            case let .failure(reason): throw .mapping(image: path, reason: "dup: \(reason)")
             }
             imageDescriptors[image] = imageFD
+            linePrefixes[image] = Array("dyld3: page-in: \(path): cannot fill ".utf8)
         }
         if let reason = UnsafeUserfault.register(fd, start: start, length: size) {
-            throw .mapping(image: "image \(image)", reason: "\(reason)")
+            throw .mapping(image: path, reason: "\(reason)")
         }
         ranges.append(Range(start: start, end: start + size, image: image, imageBase: imageBase, vmOffset: vmOffset,
                             fileOffset: fileOffset, fileSize: fileSize, fd: imageFD))
     }
 
-    /// Starts the handler thread; from here on a touch of a registered page is resolved.
+    /// Makes the registered ranges live: from here on a touch of a registered page is
+    /// filled by the touching thread. The fill path runs once first on a scratch page (so
+    /// nothing it needs is first set up inside a signal handler).
     public func start(source: PageFixupSource) throws(LoadError) {
         ranges.sort { $0.start < $1.start }
-        self.source = source
-        switch UnsafeUserfault.startThread({ [self] in
-            running.store(true, ordering: .sequentiallyConsistent)
-            handlerLoop()
-        }) {
-        case let .success(started): thread = started
-        case let .failure(reason): throw .mapping(image: "page-in handler", reason: "pthread_create: \(reason)")
+        let context = FaultContext(fd: fd, ranges: ranges, source: source, linePrefixes: linePrefixes)
+        self.context = context
+        if let first = ranges.first {
+            UnsafeUserfault.withScratchPage { scratch in
+                var buffer = PageBuffer(staging: scratch, vmOffset: first.vmOffset, imageBase: first.imageBase)
+                _ = source.applyFixups(image: first.image, to: &buffer)
+            }
         }
-        // Returns once the thread runs (named, polling): a launch's first fault finds it there.
-        while !running.load(ordering: .sequentiallyConsistent) { UnsafeUserfault.yield() }
+        if let reason = UnsafeUserfault.installHandler() { throw .mapping(image: "page-in", reason: "\(reason)") }
+        guard let start = ranges.first?.start, let end = ranges.last?.end else { return }
+        guard let slot = UnsafeUserfault.activate(start: start, end: end, context: context) else {
+            throw .mapping(image: "page-in", reason: "\(UnsafeUserfault.regionCapacity) launches with page-in memory are live in this process")
+        }
+        self.slot = slot
     }
 
-    /// Stops the handler (after the memory is unmapped: a thread still waiting on a page is
-    /// woken and faults on the unmapped address) and closes every descriptor. Safe twice.
+    /// Fills the page holding `address` as a first touch would, outside a fault: whether it
+    /// was filled (or already there). The failure, if any, is kept in ``failure``.
+    package func fill(_ address: UInt64) -> Bool {
+        guard let context else { return false }
+        return UnsafeUserfault.withScratchPage { context.fill(address, staging: $0, reporting: false) }
+    }
+
+    /// Ends the region (waiting for any fill in progress) and closes every descriptor. Call
+    /// after the memory is unmapped: a touch then is a fault on an unmapped address. Safe twice.
     public func close() {
         guard !closed else { return }
         closed = true
-        if let thread {
-            UnsafeUserfault.signalStop(stop)
-            UnsafeUserfault.join(thread)
-        }
+        if let slot { UnsafeUserfault.deactivate(slot) }
         UnsafeUserfault.close(fd)
-        UnsafeUserfault.close(stop)
         for descriptor in imageDescriptors.values { UnsafeUserfault.close(descriptor) }
-        staging.free()
-        batch.free()
-        source = nil
+    }
+}
+
+/// What the fault path reads: set up once before the region goes live, never changed after
+/// (only the counters), so a signal handler can read it on any thread.
+final class FaultContext: @unchecked Sendable {
+    let fd: Int32
+    let ranges: [FixupPager.Range]
+    let source: PageFixupSource
+    /// Per image: the start of the line a failed fill writes.
+    let linePrefixes: [Int: [UInt8]]
+    let pageSize = UnsafeUserfault.pageSize
+    let filled = Atomic<Int>(0)
+    private let firstFailure = Mutex<PageFillFailure?>(nil)
+
+    init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, linePrefixes: [Int: [UInt8]]) {
+        self.fd = fd
+        self.ranges = ranges
+        self.source = source
+        self.linePrefixes = linePrefixes
     }
 
-    private func handlerLoop() {
-        while true {
-            switch UnsafeUserfault.wait(fd, stop: stop) {
-            case .failure:
-                record(.handlerStopped)
-                return
-            case let .success(ready):
-                if ready.fault { drain() }
-                if ready.stop { return }
-            }
-        }
-    }
-
-    /// Fills every pending fault: one read(2) takes all pending messages (up to a batch);
-    /// a batch that was not full means nothing else was pending, so the handler goes back
-    /// to waiting without a read that would only say EAGAIN.
-    private func drain() {
-        while true {
-            switch UnsafeUserfault.readFaults(fd, into: batch) {
-            case let .success((count, full)):
-                for index in 0..<count { fill(batch[index]) }
-                if !full { return }
-            case .failure:
-                record(.handlerStopped)
-                return
-            }
-        }
-    }
+    var failure: PageFillFailure? { firstFailure.withLock { $0 } }
 
     /// The range holding `address` (binary search), or nil.
     @inline(__always)
-    private func range(holding address: UInt64) -> Range? {
+    private func range(holding address: UInt64) -> FixupPager.Range? {
         var low = 0, high = ranges.count
         while low < high {
             let middle = (low + high) / 2
@@ -251,53 +225,63 @@ public final class FixupPager: @unchecked Sendable {
         return low < ranges.count && ranges[low].start <= address ? ranges[low] : nil
     }
 
-    /// Fills the page holding `address`: file bytes, zeros past them, the page's fixups,
-    /// then `UFFDIO_COPY`. No allocation on success.
-    private func fill(_ address: UInt64) {
+    /// Fills the page holding `address` in `staging`: file bytes, zeros past them, the page's
+    /// fixups, then `UFFDIO_COPY`. True when the touch should be retried (the page is there,
+    /// or its range is gone and the retry faults on an unmapped address); false when the
+    /// address is not a registered page, or the page cannot be filled (recorded, and with
+    /// `reporting`, one line on standard error). No allocation, no lock waited on.
+    func fill(_ address: UInt64, staging: UnsafeUserfault.StagingPage, reporting: Bool = true) -> Bool {
         let page = address & ~(pageSize - 1)
-        guard let range = range(holding: page), let source else {
-            fail(.outsideRanges(address: address), page: page)
-            return
-        }
-        let inSegment = page - range.start
-        let vmOffset = range.vmOffset + inSegment
+        guard let range = range(holding: page) else { return false }
+        let inRange = page - range.start
+        let vmOffset = range.vmOffset + inRange
         var fileBytes = 0
-        if inSegment < range.fileSize {
-            let expected = Int(min(pageSize, range.fileSize - inSegment))
-            let got = UnsafeUserfault.read(range.fd, offset: range.fileOffset + inSegment, count: expected, into: staging)
-            guard got >= 0 else { return fail(.fileRead(image: range.image, vmOffset: vmOffset, errno: Int32(-got)), page: page) }
+        if inRange < range.fileSize {
+            let expected = Int(min(pageSize, range.fileSize - inRange))
+            let got = UnsafeUserfault.read(range.fd, offset: range.fileOffset + inRange, count: expected, into: staging)
+            guard got >= 0 else { return fail(.fileRead(image: range.image, vmOffset: vmOffset, errno: Int32(-got)), reporting) }
             guard got == expected else {
-                return fail(.fileShort(image: range.image, vmOffset: vmOffset, got: got, expected: expected), page: page)
+                return fail(.fileShort(image: range.image, vmOffset: vmOffset, got: got, expected: expected), reporting)
             }
             fileBytes = got
         }
         UnsafeUserfault.zero(staging, from: fileBytes)
         var buffer = PageBuffer(staging: staging, vmOffset: vmOffset, imageBase: range.imageBase)
-        if let failure = source.applyFixups(image: range.image, to: &buffer) { return fail(failure, page: page) }
-        // Counted before the copy wakes the faulting thread, so a thread that has touched a
-        // page sees it counted.
-        filled.add(1, ordering: .sequentiallyConsistent)
-        let error = UnsafeUserfault.copy(fd, page: page, from: staging)
-        guard error != 0 else { return }
-        filled.subtract(1, ordering: .sequentiallyConsistent)
-        if error == EEXIST {
-            // Several threads faulted on the page before it was filled: one message each. The
-            // first filled it; this one only woke its waiters, and is not counted again.
-            return
-        } else if error == ENOENT || error == EFAULT {
-            // The range was unmapped (the launch released while a thread waited): let it fault again.
-            UnsafeUserfault.wake(fd, page: page, size: pageSize)
-        } else {
-            fail(.install(address: page, errno: error), page: page)
+        if let failure = source.applyFixups(image: range.image, to: &buffer) { return fail(failure, reporting) }
+        switch UnsafeUserfault.copy(fd, page: page, from: staging) {
+        case 0:
+            filled.add(1, ordering: .sequentiallyConsistent)
+            return true
+        case EEXIST, ENOENT, EFAULT:
+            // Another thread installed it first; or the launch released the range meanwhile.
+            return true
+        case let error:
+            return fail(.install(address: page, errno: error), reporting)
         }
     }
 
-    private func fail(_ failure: PageFillFailure, page: UInt64) {
-        record(failure)
-        UnsafeUserfault.poison(fd, page: page, size: pageSize)
+    private func fail(_ failure: PageFillFailure, _ reporting: Bool) -> Bool {
+        // Never waits: a thread interrupted while holding the lock is recording a failure itself.
+        _ = firstFailure.withLockIfAvailable { if $0 == nil { $0 = failure } }
+        if reporting, case let image = failure.image, let prefix = linePrefixes[image] {
+            UnsafeUserfault.report(prefix: prefix, vmOffset: failure.vmOffset, reason: failure.reason)
+        }
+        return false
+    }
+}
+
+extension PageFillFailure {
+    var image: Int {
+        switch self {
+        case let .fileRead(image, _, _), let .fileShort(image, _, _, _), let .fixups(image, _, _): return image
+        case .install: return -1
+        }
     }
 
-    private func record(_ failure: PageFillFailure) {
-        firstFailure.withLock { if $0 == nil { $0 = failure } }
+    var vmOffset: UInt64 {
+        switch self {
+        case let .fileRead(_, offset, _), let .fileShort(_, offset, _, _), let .fixups(_, offset, _): return offset
+        case let .install(address, _): return address
+        }
     }
 }

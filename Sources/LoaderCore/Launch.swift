@@ -15,13 +15,9 @@ public struct LaunchOptions: Sendable {
     public var recordFixups: Bool
     /// dyld3: write every fixup at launch, or each page's on its first touch (docs/page-in.md).
     public var fixups: FixupsMode
-    /// Page-in: ask for `UFFD_USER_MODE_ONLY` even when the kernel would resolve kernel-mode
-    /// faults (what an unprivileged process gets; a system call touching an untouched page
-    /// then fails with EFAULT).
-    public var userModeOnlyFaults: Bool
 
     public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
-                fixups: FixupsMode = .eager, userModeOnlyFaults: Bool = false) {
+                fixups: FixupsMode = .eager) {
         self.roots = roots
         self.arch = arch
         self.root = root
@@ -29,7 +25,6 @@ public struct LaunchOptions: Sendable {
         self.run = run
         self.recordFixups = recordFixups
         self.fixups = fixups
-        self.userModeOnlyFaults = userModeOnlyFaults
     }
 }
 

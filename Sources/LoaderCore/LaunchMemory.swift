@@ -16,9 +16,12 @@ public final class LaunchMemory {
     }
 
     public private(set) var images: [Image] = []
-    /// Page-in linking's handler, when segments were registered with it (released with the memory).
+    /// Page-in linking's pager, when pages were registered with it (released with the memory).
     public let pager: FixupPager?
-    /// Per image, per segment: reserved without contents and filled by ``pager`` on first touch.
+    /// Per image, per segment: the page ranges (offsets from the image's base) reserved
+    /// without contents and filled by ``pager`` on first touch; empty when none.
+    public let pagedRanges: [[[Range<UInt64>]]]
+    /// Per image, per segment: wholly reserved for page-in (its protection final from the start).
     public let deferred: [[Bool]]
     /// The reserved region holding every image.
     public let regionBase: UInt64
@@ -49,18 +52,25 @@ public final class LaunchMemory {
     ///     the hand-off closed before is a mapping error (the opener has the real one).
     ///   - firstSlide: forces the first image's slide (and so the region's address); nil
     ///     picks a random page-aligned one.
-    ///   - pageIn: page-in linking: the segments marked in `deferred` (per image, per
-    ///     segment) are reserved without contents, with their final protection, and
-    ///     registered with `pager`, which the caller then starts; needs `descriptors`.
+    ///   - pageIn: page-in linking: the page ranges in `ranges` (per image, per segment,
+    ///     offsets from the image's base, page-aligned) are reserved without contents, with
+    ///     their segment's final protection, and registered with `pager`, which the caller
+    ///     then starts; the rest of each segment is mapped as in an eager launch. Needs
+    ///     `descriptors`.
     ///   - readAhead: each file this opens is asked to be read ahead as soon as it is open
     ///     (``ImagePlan/readAheadRange(deferred:)``); descriptors given were opened, and read
     ///     ahead or not, by the caller.
     public init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, handOff: DescriptorHandOff? = nil, firstSlide: UInt64?,
-                pageIn: (pager: FixupPager, deferred: [[Bool]])? = nil, readAhead: Bool = false) throws(LoadError) {
+                pageIn: (pager: FixupPager, ranges: [[[Range<UInt64>]]])? = nil, readAhead: Bool = false) throws(LoadError) {
         pager = pageIn?.pager
-        deferred = pageIn?.deferred ?? plans.map { $0.segments.map { _ in false } }
-        let (offsets, size) = LaunchMemory.layout(plans)
         let page = UnsafeMemory.pageSize
+        pagedRanges = pageIn?.ranges ?? plans.map { $0.segments.map { _ in [] } }
+        deferred = zip(plans, pagedRanges).map { plan, ranges in
+            zip(plan.segments, ranges).map { segment, ranges in
+                ranges.count == 1 && ranges[0] == segment.vmOffset..<(segment.vmOffset + (segment.vmSize + page - 1) / page * page)
+            }
+        }
+        let (offsets, size) = LaunchMemory.layout(plans)
         let hint: UInt64
         if let firstSlide, let first = plans.first {
             hint = first.preferredBase &+ firstSlide
@@ -99,7 +109,7 @@ public final class LaunchMemory {
                     if readAhead, let range = plan.readAheadRange(deferred: deferred[index]) { file.readAhead(range) }
                 }
                 let image = Image(plan: plan, base: regionBase + offset, fileLength: file.status.size)
-                try LaunchMemory.map(image, fd: file.fd, deferred: deferred[index], pager: pager, index: index)
+                try LaunchMemory.map(image, fd: file.fd, paged: pagedRanges[index], deferred: deferred[index], pager: pager, index: index)
                 images.append(image)
             }
         } catch {
@@ -112,9 +122,12 @@ public final class LaunchMemory {
     /// file pages, back to back in the file and in memory (`__DATA_CONST`, `__DATA`), takes
     /// one `mmap`; a segment nothing writes is mapped with its final protection
     /// (``isMappedFinal(_:fileLength:)``); the rest is mapped read-write, its last page's
-    /// tail zeroed and its zero-fill pages mapped anonymous.
-    private static func map(_ image: Image, fd: Int32, deferred: [Bool], pager: FixupPager?, index: Int) throws(LoadError) {
+    /// tail zeroed and its zero-fill pages mapped anonymous. Page-in ranges are then mapped
+    /// over it without contents and registered (a segment they cover wholly is only reserved).
+    private static func map(_ image: Image, fd: Int32, paged: [[Range<UInt64>]], deferred: [Bool], pager: FixupPager?,
+                            index: Int) throws(LoadError) {
         let page = UnsafeMemory.pageSize
+        var overlays: [(range: Range<UInt64>, segment: SegmentPlan)] = []
         var run: (address: UInt64, fileOffset: UInt64, size: UInt64, first: String)?
         func mapRun() throws(LoadError) {
             guard let pending = run else { return }
@@ -132,21 +145,9 @@ public final class LaunchMemory {
             }
             let mappedSize = (segment.vmSize + page - 1) / page * page
             let filePages = (segment.fileSize + page - 1) / page * page
-            if deferred[position], let pager {
-                try mapRun()
-                do throws(SystemCallFailure) {
-                    try UnsafeMemory.mapZeros(size: mappedSize, at: address, protection: finalProtection(segment))
-                } catch {
-                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name) reservation: \(error)")
-                }
-                do throws(LoadError) {
-                    try pager.register(start: address, size: mappedSize, image: index, imageBase: image.base, vmOffset: segment.vmOffset,
-                                       fileOffset: segment.fileOffset, fileSize: segment.fileSize, descriptor: fd)
-                } catch {
-                    guard case let .mapping(_, reason) = error else { throw error }
-                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name) page-in: \(reason)")
-                }
-                continue
+            if pager != nil, !paged[position].isEmpty {
+                overlays += paged[position].map { ($0, segment) }
+                if deferred[position] { continue }
             }
             if segment.isWritable, segment.fileSize > 0, segment.fileSize == mappedSize {
                 if let pending = run, pending.address + pending.size == address, pending.fileOffset + pending.size == segment.fileOffset {
@@ -180,6 +181,29 @@ public final class LaunchMemory {
             }
         }
         try mapRun()
+        guard let pager else { return }
+        for (range, segment) in overlays {
+            let address = image.base + range.lowerBound
+            let size = UInt64(range.count)
+            let intoSegment = range.lowerBound - segment.vmOffset
+            guard range.lowerBound % page == 0, size % page == 0, range.lowerBound >= segment.vmOffset,
+                  range.upperBound - segment.vmOffset <= (segment.vmSize + page - 1) / page * page else {
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name): page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of it")
+            }
+            do throws(SystemCallFailure) {
+                try UnsafeMemory.mapZeros(size: size, at: address, protection: finalProtection(segment))
+            } catch {
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name) page-in reservation: \(error)")
+            }
+            do throws(LoadError) {
+                try pager.register(start: address, size: size, image: index, path: image.plan.path, imageBase: image.base,
+                                   vmOffset: range.lowerBound, fileOffset: segment.fileOffset + intoSegment,
+                                   fileSize: segment.fileSize > intoSegment ? segment.fileSize - intoSegment : 0, descriptor: fd)
+            } catch {
+                guard case let .mapping(_, reason) = error else { throw error }
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name) page-in: \(reason)")
+            }
+        }
     }
 
     /// A segment's protection once fixups are done: `__DATA_CONST` loses write.
@@ -221,8 +245,9 @@ public final class LaunchMemory {
         }
     }
 
-    /// Unmaps everything, then stops the page-in handler and closes its descriptors (a
-    /// thread still waiting on a page faults again on the unmapped address). Safe to call twice.
+    /// Unmaps everything, then ends the page-in region and closes its descriptors (a fill in
+    /// progress finds its range gone, and its touch faults again on the unmapped address).
+    /// Safe to call twice.
     public func release() {
         guard !released else { return }
         released = true

@@ -37,9 +37,6 @@ public struct LaunchReport: Sendable {
     public var registeredBytes: UInt64 = 0
     /// Page-in: pages the handler had filled when the launch returned (after main, if it ran).
     public var pagesFilled = 0
-    /// Page-in: whether a system call touching an untouched page is resolved by the handler
-    /// (false under `UFFD_USER_MODE_ONLY`: it fails with EFAULT).
-    public var kernelFaultsResolved: Bool?
     /// dyld3: how many images' content was hashed to confirm their identity (stat differed,
     /// the identity is racy or content-only, or `--hash-images`); nil for dyld2.
     public var imagesHashed: Int?

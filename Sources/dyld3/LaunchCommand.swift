@@ -171,15 +171,13 @@ enum LaunchOutput {
     }
 
     /// A page-in launch's figures: pages indexed, bytes registered, pages filled by the time
-    /// the launch returned, and whether a system call touching an untouched page is resolved.
+    /// the launch returned.
     static func pageIn(_ report: LaunchReport) -> JSONValue {
         guard report.fixupsMode == .pageIn else { return .null }
-        let kernelFaults: JSONValue = report.kernelFaultsResolved.map { .string($0 ? "resolved" : "efault") } ?? .null
         return .object([
             ("fixup_pages", .int(Int64(report.fixupPages))),
             ("registered_bytes", .uint(report.registeredBytes)),
             ("pages_filled", .int(Int64(report.pagesFilled))),
-            ("kernel_faults", kernelFaults),
         ])
     }
 }

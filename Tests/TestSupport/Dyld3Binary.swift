@@ -36,8 +36,10 @@ package enum Dyld3Binary {
 
     /// Runs `dyld3 ARGS`, killed (SIGKILL, status 137) if it has not ended after `seconds`:
     /// a launch that could hang fails its test instead of holding up the run.
-    package static func run(_ arguments: [String], limitSeconds seconds: Int) async throws -> Result {
-        let result = try await ProcessRunner.run("/usr/bin/timeout", ["-s", "KILL", "\(seconds)", try path()] + arguments, error: .captured)
+    /// `environment` entries (`NAME=value`) are added to the child's environment.
+    package static func run(_ arguments: [String], limitSeconds seconds: Int, environment: [String] = []) async throws -> Result {
+        let result = try await ProcessRunner.run(
+            "/usr/bin/timeout", ["-s", "KILL", "\(seconds)", "/usr/bin/env"] + environment + [try path()] + arguments, error: .captured)
         return Result(status: result.status, stdout: result.output, stderr: result.error)
     }
 
