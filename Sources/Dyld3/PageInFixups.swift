@@ -76,16 +76,35 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
     }
 
     package func applyFixups(image index: Int, to page: inout PageBuffer) -> PageFillFailure? {
-        guard index < images.count else { return nil }
+        guard let entry = entry(image: index, vmOffset: page.vmOffset) else { return nil }
         let image = images[index]
-        let number = page.vmOffset / pageSize
-        var low = 0, high = image.pages.count
+        let vmSize = image.vmSize
+        let targetValues = targetValues
+        if UnsafePageFixupLoop.applyRebases(image.rebaseRuns, restart: entry.rebases, to: page, vmSize: vmSize),
+           UnsafePageFixupLoop.applyBinds(image.bindRuns, restart: entry.binds, to: page, targetValues: targetValues) {
+            return nil
+        }
+        // The checked walk over the same runs names what the pointer loop would not accept.
+        return applyFixupsChecked(image: index, entry: entry, to: &page)
+    }
+
+    /// The index entry of the page at `vmOffset` of image `index`, if the page has one.
+    func entry(image index: Int, vmOffset: UInt64) -> FixupPage? {
+        guard index < images.count else { return nil }
+        let pages = images[index].pages
+        let number = vmOffset / pageSize
+        var low = 0, high = pages.count
         while low < high {
             let middle = (low + high) / 2
-            if image.pages[middle].page < number { low = middle + 1 } else { high = middle }
+            if pages[middle].page < number { low = middle + 1 } else { high = middle }
         }
-        guard low < image.pages.count, image.pages[low].page == number else { return nil }
-        let entry = image.pages[low]
+        return low < pages.count && pages[low].page == number ? pages[low] : nil
+    }
+
+    /// The checked walk (``FixupRunWalk``) of one page's runs: each run on the page, each
+    /// rebase target inside the image, each bind index in the table; the fault it names.
+    func applyFixupsChecked(image index: Int, entry: FixupPage, to page: inout PageBuffer) -> PageFillFailure? {
+        let image = images[index]
         let base = page.imageBase
         let vmSize = image.vmSize
         let targetValues = targetValues

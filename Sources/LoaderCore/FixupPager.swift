@@ -32,12 +32,36 @@ public struct PageBuffer {
     }
 
     /// Stores a word at `imageOffset` (an offset from the image's base) when its 8 bytes lie
+    /// on this page: whether it did (a location off the page is not stored).
+    @inline(__always)
+    public func storeOnPage(_ value: UInt64, atImageOffset imageOffset: UInt64) -> Bool {
+        let inPage = imageOffset &- vmOffset
+        guard imageOffset >= vmOffset, inPage <= size - 8 else { return false }
+        UnsafeMemory.store64(value, at: staging.address &+ inPage)
+        return true
+    }
+
+    /// Stores a word at `imageOffset` (an offset from the image's base) when its 8 bytes lie
     /// on this page; a location off the page is a fault, not a store.
     @inline(__always)
     public func store(_ value: UInt64, atImageOffset imageOffset: UInt64) throws(FixupFault) {
         let inPage = imageOffset &- vmOffset
         guard imageOffset >= vmOffset, inPage <= size - 8 else { throw .runOffPage(start: imageOffset) }
         UnsafeMemory.store64(value, at: staging.address &+ inPage)
+    }
+}
+
+extension PageBuffer {
+    /// Runs `body` on a page of zeros standing for the page at `vmOffset` of an image based
+    /// at `imageBase`, outside any fault: what it returned and the page's bytes after it
+    /// (for tests comparing fill paths).
+    package static func withScratch<Result>(vmOffset: UInt64, imageBase: UInt64, _ body: (inout PageBuffer) -> Result) -> (Result, [UInt8]) {
+        UnsafeUserfault.withScratchPage { staging in
+            UnsafeUserfault.zero(staging, from: 0)
+            var page = PageBuffer(staging: staging, vmOffset: vmOffset, imageBase: imageBase)
+            let result = body(&page)
+            return (result, UnsafeUserfault.bytes(of: staging))
+        }
     }
 }
 

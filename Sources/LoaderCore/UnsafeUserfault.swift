@@ -82,6 +82,11 @@ enum UnsafeUserfault {
         return body(unsafe StagingPage(pointer: pointer))
     }
 
+    /// A copy of `staging`'s bytes.
+    static func bytes(of staging: StagingPage) -> [UInt8] {
+        unsafe [UInt8](UnsafeRawBufferPointer(start: staging.pointer, count: Int(pageSize)))
+    }
+
     // MARK: The SIGBUS handler and its registry of live regions
 
     /// Installs the process-wide SIGBUS handler (once; later calls do nothing).

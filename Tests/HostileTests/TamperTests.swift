@@ -362,6 +362,52 @@ import LaunchPlan
         #expect(cases > 500 && refused > 100 && cases - refused > 20, "\(cases) cases, \(refused) refused")
     }
 
+    /// Page-in's pointer loop for one page (``UnsafePageFixupLoop``) accepts exactly the runs
+    /// the checked page walk applies without an error, leaving the same page bytes, from
+    /// every indexed page's restart points: on every image's intact streams and every byte of
+    /// them flipped (three masks).
+    @Test func pagePointerLoopAgreesWithTheCheckedPageWalk() throws {
+        let closure = try FixtureApp.named(Self.appName).closure()
+        var cases = 0, refused = 0
+        for index in closure.images.indices {
+            for binds in [false, true] {
+                let stream = Array(binds ? closure.images[index].bindRuns : closure.images[index].rebaseRuns)
+                var variants = [stream]
+                for offset in stream.indices {
+                    for mask: UInt8 in [0x01, 0x80, 0xff] {
+                        var flipped = stream
+                        flipped[offset] ^= mask
+                        variants.append(flipped)
+                    }
+                }
+                for variant in variants {
+                    var damaged = closure
+                    if binds { damaged.images[index].bindRuns = variant[...] } else { damaged.images[index].rebaseRuns = variant[...] }
+                    let plan = try PageInFixups.plan(damaged, pageSize: LaunchMemory.pageSize)
+                    let values = damaged.bindTargets.indices.map { 0x7000_0000_0000 &+ UInt64($0) &* 0x10 }
+                    let source = PageInFixups(damaged, plan: plan, targetValues: values, pageSize: LaunchMemory.pageSize)
+                    let image = damaged.images[index]
+                    let base: UInt64 = 0x5000_0000_0000
+                    for entry in plan.pages[index] {
+                        let vmOffset = entry.page * LaunchMemory.pageSize
+                        let (pointerOK, pointerBytes) = PageBuffer.withScratch(vmOffset: vmOffset, imageBase: base) { page in
+                            UnsafePageFixupLoop.applyRebases(image.rebaseRuns, restart: entry.rebases, to: page, vmSize: image.plan.vmSize)
+                                && UnsafePageFixupLoop.applyBinds(image.bindRuns, restart: entry.binds, to: page, targetValues: values)
+                        }
+                        let (checkedFailure, checkedBytes) = PageBuffer.withScratch(vmOffset: vmOffset, imageBase: base) { page in
+                            source.applyFixupsChecked(image: index, entry: entry, to: &page)
+                        }
+                        cases += 1
+                        if checkedFailure != nil { refused += 1 }
+                        #expect(pointerOK == (checkedFailure == nil), "image \(index) page \(entry.page) \(binds ? "binds" : "rebases")")
+                        if pointerOK { #expect(pointerBytes == checkedBytes) }
+                    }
+                }
+            }
+        }
+        #expect(cases > 300 && refused > 50 && cases - refused > 50, "\(cases) cases, \(refused) refused")
+    }
+
     /// Every byte of every mapped segment of every image.
     static func snapshot(_ memory: LaunchMemory) -> [[UInt8]] {
         memory.images.flatMap { image in
