@@ -59,17 +59,15 @@ static inline int dyld3_uffd_register(int fd, uint64_t start, uint64_t length) {
     return 0;
 }
 
-static inline int dyld3_uffd_unregister(int fd, uint64_t start, uint64_t length) {
-    struct uffdio_range range = { .start = start, .len = length };
-    return ioctl(fd, UFFDIO_UNREGISTER, &range) == 0 ? 0 : -errno;
-}
-
-/// Installs `length` bytes from `source` at `destination` atomically. -EEXIST when the page
-/// was already there (another thread filled it first); -ENOENT or -EFAULT when the range
-/// is no longer mapped or registered.
-static inline int dyld3_uffd_copy(int fd, uint64_t destination, const void *source, uint64_t length) {
+/// Installs `length` bytes (whole pages) from `source` at `destination` atomically, the
+/// bytes installed in `*copied`. -EEXIST when a page was already there (another thread
+/// installed it first: `*copied` says how far the copy got); -ENOENT or -EFAULT when the
+/// range is no longer mapped or registered.
+static inline int dyld3_uffd_copy(int fd, uint64_t destination, const void *source, uint64_t length, int64_t *copied) {
     struct uffdio_copy copy = { .dst = destination, .src = (uint64_t)(uintptr_t)source, .len = length, .mode = UFFDIO_COPY_MODE_DONTWAKE };
-    return ioctl(fd, UFFDIO_COPY, &copy) == 0 ? 0 : -errno;
+    int result = ioctl(fd, UFFDIO_COPY, &copy) == 0 ? 0 : -errno;
+    *copied = copy.copy > 0 ? copy.copy : 0;
+    return result;
 }
 
 #endif

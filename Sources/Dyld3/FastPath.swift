@@ -268,7 +268,8 @@ public enum FastPath {
             do {
                 let mapped = try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide, pageIn: (pager, plan.ranges))
                 memory = mapped
-                try pager.start(source: PageInFixups(closure, plan: plan, targetValues: closure.bindTargetValues(mapped), pageSize: pageSize))
+                try pager.start(source: PageInFixups(closure, plan: plan, targetValues: closure.bindTargetValues(mapped), pageSize: pageSize),
+                                faultAround: request.faultAround)
                 report.fixupsMode = .pageIn
                 report.fixupPages = plan.pageCount
                 report.registeredBytes = pager.registeredBytes

@@ -1,3 +1,4 @@
+import LoaderCore
 import Foundation
 
 /// What `dyld3 bench` measures and where it reads and writes.
@@ -23,6 +24,8 @@ package struct BenchConfiguration: Sendable {
     package var eviction: EvictionMethod?
     /// Also measure page-in linking (`--fixups page-in`): launch, touches, dirty pages.
     package var pageIn = false
+    /// Page-in: the pages one fault fills (``LaunchOptions/faultAround``).
+    package var faultAround = FixupPager.defaultFaultAround
     /// Objective-C apps (`tools/gen-app --objc-*`) instead of the C-only ones; nil: C-only.
     /// The glibc paths keep the C-only twin of the same size (an ELF twin has no ObjC).
     package var objc: ObjCShape?

@@ -137,6 +137,14 @@ enum MarkdownReport {
                     "\(dirty[level] ?? 0)" + (filled[level].map { " (\($0) filled)" } ?? "")
                 } + [ratio]
             })
+            out += "\nFaults: first touches the pager resolved, each filling its page and, with fault-around, up to "
+                + "`--fault-around` pages of the same image; the cost of touching 100% of the fixup pages per fault and per page filled:\n\n"
+            out += table(["dylibs", "fault-around", "faults at launch", "after 10%", "after 50%", "after 100%", "per fault", "per page"], pagedSizes.map { size in
+                let result = size.pageIn!
+                let cost = result.costPerFault
+                return ["\(size.dylibs)", "\(result.faultAround)"] + ["launch", "10", "50", "100"].map { "\(result.faults[$0] ?? 0)" }
+                    + [cost.map { String(format: "%.1f µs", $0.fault / 1000) } ?? "–", cost.map { String(format: "%.1f µs", $0.page / 1000) } ?? "–"]
+            })
         }
 
         out += "\n## Targets, measured\n\n"

@@ -24,8 +24,20 @@ package struct PageInResult: Codable, Sendable {
     /// "launch" after a page-in launch, then after touching each share ("10", "50", "100").
     /// The private memory the fixups made; `Private_Dirty` alone reads 0 for page-in.
     package var privatePages: [String: Int]
-    /// The handler's own count of pages filled in that round ("launch", "10", "50", "100").
+    /// The pager's own count of pages filled in that round ("launch", "10", "50", "100").
     package var pagesFilled: [String: Int]
+    /// The faults that filled them, counted by the pager in the same round (cumulative).
+    package var faults: [String: Int]
+    /// The pages one fault filled at most (``LaunchOptions/faultAround``).
+    package var faultAround: Int
+
+    /// The median time of touching 100% of the fixup pages, per fault and per page filled by the touch.
+    package var costPerFault: (fault: Double, page: Double)? {
+        guard let touch = self.touch["100"]?.median, let faults = faults["100"], let pages = pagesFilled["100"] else { return nil }
+        let touchFaults = faults - (self.faults["launch"] ?? 0), touchPages = pages - (pagesFilled["launch"] ?? 0)
+        guard touchFaults > 0, touchPages > 0 else { return nil }
+        return (Double(touch) / Double(touchFaults), Double(touch) / Double(touchPages))
+    }
 
     package static let touchLevels = [10, 50, 100]
 }
@@ -81,19 +93,21 @@ enum PageInBench {
         let paged = try launch(pageIn)
         privatePages["launch"] = ProcessMemory.privatePages(start: paged.memory.regionBase, size: paged.memory.regionSize)
         var filled = ["launch": paged.memory.pager?.pagesFilled ?? 0]
+        var faults = ["launch": paged.memory.pager?.faults ?? 0]
         var touched = 0
         for (level, count) in zip(PageInResult.touchLevels, counts) {
             keep(touch(paged.memory, touched..<count))
             touched = count
             privatePages["\(level)"] = ProcessMemory.privatePages(start: paged.memory.regionBase, size: paged.memory.regionSize)
             filled["\(level)"] = paged.memory.pager?.pagesFilled ?? 0
+            faults["\(level)"] = paged.memory.pager?.faults ?? 0
         }
         paged.memory.release()
         return PageInResult(
             fallbackReason: fallback, fixupPages: pages.count, registeredPages: registered,
             launch: Distribution(launchTimes), eagerLaunch: Distribution(eagerTimes),
             touch: Dictionary(uniqueKeysWithValues: zip(PageInResult.touchLevels.map { "\($0)" }, touchTimes.map(Distribution.init))),
-            privatePages: privatePages, pagesFilled: filled)
+            privatePages: privatePages, pagesFilled: filled, faults: faults, faultAround: options.faultAround)
     }
 
     /// Keeps the loaded words alive, so the optimizer cannot drop a touch whose result is

@@ -75,7 +75,9 @@ struct SizeBench {
         var pageIn: PageInResult?
         if configuration.pageIn {
             log("  page-in: \(runs) rounds of eager and page-in dyld3, touching 10%, 50%, 100% of the fixup pages")
-            pageIn = try PageInBench.measure(closure, closurePath: closurePath, options: options, runs: runs)
+            var pageInOptions = options
+            pageInOptions.faultAround = configuration.faultAround
+            pageIn = try PageInBench.measure(closure, closurePath: closurePath, options: pageInOptions, runs: runs)
         }
 
         let warmDistributions = Dictionary(uniqueKeysWithValues: warm.map { ($0.key.rawValue, Distribution($0.value)) })

@@ -151,6 +151,10 @@ public final class FixupPager: @unchecked Sendable {
     public var failure: PageFillFailure? { context?.failure }
     /// Pages filled so far.
     public var pagesFilled: Int { context?.filled.load(ordering: .sequentiallyConsistent) ?? 0 }
+    /// Faults resolved so far: first touches of a registered page (each filled that page,
+    /// and with fault-around its neighbours; a fault on a page another thread filled first
+    /// is counted too).
+    public var faults: Int { context?.faults.load(ordering: .sequentiallyConsistent) ?? 0 }
     /// Bytes registered (every page of every registered range).
     public var registeredBytes: UInt64 { ranges.reduce(0) { $0 + ($1.end - $1.start) } }
 
@@ -178,12 +182,18 @@ public final class FixupPager: @unchecked Sendable {
                             fileOffset: fileOffset, fileSize: fileSize, fd: imageFD))
     }
 
+    /// The pages one fault fills by default: the faulting page and up to three more of the
+    /// same image's registered pages (docs/page-in.md, "Fault-around": chosen by measurement).
+    public static let defaultFaultAround = 4
+
     /// Makes the registered ranges live: from here on a touch of a registered page is
-    /// filled by the touching thread. The fill path runs once first on a scratch page (so
-    /// nothing it needs is first set up inside a signal handler).
-    public func start(source: PageFixupSource) throws(LoadError) {
+    /// filled by the touching thread, with up to `faultAround - 1` pages after it in its
+    /// range. The fill path runs once first on a scratch page (so nothing it needs is first
+    /// set up inside a signal handler).
+    public func start(source: PageFixupSource, faultAround: Int = FixupPager.defaultFaultAround) throws(LoadError) {
         ranges.sort { $0.start < $1.start }
-        let context = FaultContext(fd: fd, ranges: ranges, source: source, linePrefixes: linePrefixes)
+        let pool = faultAround > 1 ? UnsafeUserfault.StagingPool(slots: 8, pagesPerSlot: min(faultAround, 256)) : nil
+        let context = FaultContext(fd: fd, ranges: ranges, source: source, linePrefixes: linePrefixes, pool: pool)
         self.context = context
         if let first = ranges.first {
             UnsafeUserfault.withScratchPage { scratch in
@@ -226,11 +236,15 @@ final class FaultContext: @unchecked Sendable {
     /// Per image: the start of the line a failed fill writes.
     let linePrefixes: [Int: [UInt8]]
     let pageSize = UnsafeUserfault.pageSize
+    /// Fault-around's staging slots (nil: every fault fills its own page alone).
+    let pool: UnsafeUserfault.StagingPool?
     let filled = Atomic<Int>(0)
+    let faults = Atomic<Int>(0)
     private let firstFailure = Mutex<PageFillFailure?>(nil)
 
-    init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, linePrefixes: [Int: [UInt8]]) {
+    init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, linePrefixes: [Int: [UInt8]], pool: UnsafeUserfault.StagingPool?) {
         self.fd = fd
+        self.pool = pool
         self.ranges = ranges
         self.source = source
         self.linePrefixes = linePrefixes
@@ -238,49 +252,123 @@ final class FaultContext: @unchecked Sendable {
 
     var failure: PageFillFailure? { firstFailure.withLock { $0 } }
 
-    /// The range holding `address` (binary search), or nil.
+    /// The index of the range holding `address` (binary search), or nil.
     @inline(__always)
-    private func range(holding address: UInt64) -> FixupPager.Range? {
+    private func rangeIndex(holding address: UInt64) -> Int? {
         var low = 0, high = ranges.count
         while low < high {
             let middle = (low + high) / 2
             if ranges[middle].end <= address { low = middle + 1 } else { high = middle }
         }
-        return low < ranges.count && ranges[low].start <= address ? ranges[low] : nil
+        return low < ranges.count && ranges[low].start <= address ? low : nil
     }
 
-    /// Fills the page holding `address` in `staging`: file bytes, zeros past them, the page's
-    /// fixups, then `UFFDIO_COPY`. True when the touch should be retried (the page is there,
-    /// or its range is gone and the retry faults on an unmapped address); false when the
-    /// address is not a registered page, or the page cannot be filled (recorded, and with
-    /// `reporting`, one line on standard error). No allocation, no lock waited on.
-    func fill(_ address: UInt64, staging: UnsafeUserfault.StagingPage, reporting: Bool = true) -> Bool {
+    /// Fills the page holding `address`, and with fault-around the image's next registered
+    /// pages after it (then its earlier ones), up to a pool slot's pages: each range's piece
+    /// read with one `pread`, fixed up page by page, installed with one `UFFDIO_COPY`. The
+    /// faulting page is assembled in `staging` (its thread's stack) when fault-around is off
+    /// or every slot is taken. True when the touch should be retried (the page is there, or
+    /// its range is gone and the retry faults on an unmapped address); false when the
+    /// address is not a registered page, or its page cannot be filled (recorded, and with
+    /// `reporting`, one line on standard error). A neighbour that cannot be filled is left
+    /// for its own first touch. No allocation, no lock waited on.
+    func fill(_ address: UInt64, staging stack: UnsafeUserfault.StagingPage, reporting: Bool = true) -> Bool {
         let page = address & ~(pageSize - 1)
-        guard let range = range(holding: page) else { return false }
+        guard let first = rangeIndex(holding: page) else { return false }
+        var budget = 1
+        var staging = stack
+        var slot: Int?
+        if let pool, let claimed = pool.claim() {
+            slot = claimed
+            staging = pool.staging(claimed)
+            budget = pool.pagesPerSlot
+        }
+        defer { if let slot { pool?.release(slot) } }
+        switch fillPiece(first, from: page, pages: budget, staging: staging) {
+        case let .failed(failure): return fail(failure, reporting)
+        case .gone: return true
+        case let .filled(pages): budget -= pages; staging = staging.page(pages)
+        }
+        faults.add(1, ordering: .relaxed)
+        // Fault-around: the image's later ranges, then its earlier ones, then the pages
+        // before the faulting one in its own range.
+        let image = ranges[first].image
+        var next = first + 1
+        while budget > 0, next < ranges.count, ranges[next].image == image {
+            guard case let .filled(pages) = fillPiece(next, from: ranges[next].start, pages: budget, staging: staging) else { return true }
+            budget -= pages
+            staging = staging.page(pages)
+            next += 1
+        }
+        var previous = first
+        while budget > 0, previous > 0, ranges[previous - 1].image == image { previous -= 1 }
+        while budget > 0, previous <= first {
+            let end = previous == first ? page : ranges[previous].end
+            let pages = min(budget, Int((end - ranges[previous].start) / pageSize))
+            if pages > 0 {
+                guard case let .filled(done) = fillPiece(previous, from: end - UInt64(pages) * pageSize, pages: pages, staging: staging) else { return true }
+                budget -= done
+                staging = staging.page(done)
+            }
+            previous += 1
+        }
+        return true
+    }
+
+    enum Piece {
+        /// Pages of staging used (installed now, or found installed).
+        case filled(Int)
+        /// The first page cannot be filled.
+        case failed(PageFillFailure)
+        /// The range was released meanwhile.
+        case gone
+    }
+
+    /// Fills up to `pages` pages of range `index` from `page` on, assembled in `staging`.
+    @inline(__always)
+    private func fillPiece(_ index: Int, from page: UInt64, pages: Int, staging: UnsafeUserfault.StagingPage) -> Piece {
+        let range = ranges[index]
+        var count = min(pages, Int((range.end - page) / pageSize))
         let inRange = page - range.start
         let vmOffset = range.vmOffset + inRange
         var fileBytes = 0
         if inRange < range.fileSize {
-            let expected = Int(min(pageSize, range.fileSize - inRange))
+            let available = range.fileSize - inRange
+            let expected = Int(min(UInt64(count) * pageSize, available))
             let got = UnsafeUserfault.read(range.fd, offset: range.fileOffset + inRange, count: expected, into: staging)
-            guard got >= 0 else { return fail(.fileRead(image: range.image, vmOffset: vmOffset, errno: Int32(-got)), reporting) }
-            guard got == expected else {
-                return fail(.fileShort(image: range.image, vmOffset: vmOffset, got: got, expected: expected), reporting)
+            guard got >= 0 else { return .failed(.fileRead(image: range.image, vmOffset: vmOffset, errno: Int32(-got))) }
+            if got < expected {
+                // Only whole pages read are filled; the first page's bytes must all be there.
+                guard got >= Int(min(pageSize, available)) else {
+                    return .failed(.fileShort(image: range.image, vmOffset: vmOffset, got: got, expected: Int(min(pageSize, available))))
+                }
+                count = max(1, got / Int(pageSize))
             }
-            fileBytes = got
+            fileBytes = min(got, count * Int(pageSize))
         }
-        UnsafeUserfault.zero(staging, from: fileBytes)
-        var buffer = PageBuffer(staging: staging, vmOffset: vmOffset, imageBase: range.imageBase)
-        if let failure = source.applyFixups(image: range.image, to: &buffer) { return fail(failure, reporting) }
-        switch UnsafeUserfault.copy(fd, page: page, from: staging) {
-        case 0:
-            filled.add(1, ordering: .sequentiallyConsistent)
-            return true
-        case EEXIST, ENOENT, EFAULT:
-            // Another thread installed it first; or the launch released the range meanwhile.
-            return true
+        UnsafeUserfault.zero(staging, from: fileBytes, to: count * Int(pageSize))
+        for offset in 0..<count {
+            var buffer = PageBuffer(staging: staging.page(offset), vmOffset: vmOffset + UInt64(offset) * pageSize, imageBase: range.imageBase)
+            if let failure = source.applyFixups(image: range.image, to: &buffer) {
+                guard offset > 0 else { return .failed(failure) }
+                count = offset
+                break
+            }
+        }
+        let (error, installed) = UnsafeUserfault.copy(fd, pages: page, count: count, from: staging)
+        filled.add(installed, ordering: .sequentiallyConsistent)
+        switch error {
+        case 0: return .filled(count)
+        case ENOENT, EFAULT: return .gone
+        case EEXIST:
+            // Another thread installed page `installed` first; install the rest one by one.
+            for next in (installed + 1)..<max(installed + 1, count) {
+                let single = UnsafeUserfault.copy(fd, pages: page + UInt64(next) * pageSize, count: 1, from: staging.page(next))
+                filled.add(single.installed, ordering: .sequentiallyConsistent)
+            }
+            return .filled(count)
         case let error:
-            return fail(.install(address: page, errno: error), reporting)
+            return installed > 0 ? .filled(installed) : .failed(.install(address: page, errno: error))
         }
     }
 

@@ -15,6 +15,9 @@ public struct LaunchOptions: Sendable {
     public var recordFixups: Bool
     /// dyld3: write every fixup at launch, or each page's on its first touch (docs/page-in.md).
     public var fixups: FixupsMode
+    /// Page-in: the pages one fault fills, the faulting page and up to `faultAround - 1`
+    /// more of the same image that receive fixups (1: the faulting page alone).
+    public var faultAround: Int = FixupPager.defaultFaultAround
 
     public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
                 fixups: FixupsMode = .eager) {

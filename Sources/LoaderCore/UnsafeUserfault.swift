@@ -4,6 +4,7 @@ import Glibc
 import CPageIn
 import CUserfault
 import LaunchPlan
+import Synchronization
 
 /// Page-in linking's contact with the kernel: the userfaultfd and its ioctls (the
 /// `CUserfault` shim), the process-wide SIGBUS handler and its registry of live regions
@@ -32,11 +33,14 @@ enum UnsafeUserfault {
         return result == 0 ? nil : failure(result, "UFFDIO_REGISTER")
     }
 
-    /// Installs the staging page at `address`: 0, or the errno (EEXIST: another thread
-    /// installed it first; ENOENT, EFAULT: the range is gone).
+    /// Installs `count` pages from `staging` at `address`: 0 or the errno (EEXIST: a page
+    /// was there already, another thread installed it; ENOENT, EFAULT: the range is gone),
+    /// and how many pages were installed before it stopped.
     @inline(__always)
-    static func copy(_ fd: Int32, page address: UInt64, from staging: StagingPage) -> Int32 {
-        unsafe -dyld3_uffd_copy(fd, address, staging.pointer, pageSize)
+    static func copy(_ fd: Int32, pages address: UInt64, count: Int, from staging: StagingPage) -> (errno: Int32, installed: Int) {
+        var copied: Int64 = 0
+        let result = unsafe dyld3_uffd_copy(fd, address, staging.pointer, UInt64(count) * pageSize, &copied)
+        return (-result, Int(copied / Int64(pageSize)))
     }
 
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
@@ -60,18 +64,69 @@ enum UnsafeUserfault {
         return done
     }
 
-    /// Zeroes `staging` from byte `from` to its end.
+    /// Zeroes `staging` from byte `from` to byte `to` (its first page's end by default).
     @inline(__always)
-    static func zero(_ staging: StagingPage, from: Int) {
-        guard from < Int(pageSize) else { return }
-        unsafe (staging.pointer + from).initializeMemory(as: UInt8.self, repeating: 0, count: Int(pageSize) - from)
+    static func zero(_ staging: StagingPage, from: Int, to end: Int = Int(pageSize)) {
+        guard from < end else { return }
+        unsafe (staging.pointer + from).initializeMemory(as: UInt8.self, repeating: 0, count: end - from)
     }
 
-    /// One page that a page is assembled in before `UFFDIO_COPY` installs it: on the
-    /// faulting thread's stack (the SIGBUS handler's frame), never registered.
+    /// Pages that a page (or, with fault-around, a few neighbouring pages) is assembled in
+    /// before `UFFDIO_COPY` installs it: the SIGBUS handler's one page on the faulting
+    /// thread's stack, or a slot of a ``StagingPool``. Never registered.
     @safe struct StagingPage {
         let pointer: UnsafeMutableRawPointer
         var address: UInt64 { unsafe UInt64(UInt(bitPattern: pointer)) }
+
+        /// The staging page `index` pages further on.
+        @inline(__always)
+        func page(_ index: Int) -> StagingPage { unsafe StagingPage(pointer: pointer + index * Int(UnsafeUserfault.pageSize)) }
+    }
+
+    /// Fault-around's staging: up to 64 slots of `pagesPerSlot` pages each, claimed by a
+    /// compare-and-swap on one bit each and released after the copy. A fault that finds every
+    /// slot taken fills its own page alone on its stack: nothing ever waits for a slot.
+    @safe final class StagingPool: @unchecked Sendable {
+        let base: UnsafeMutableRawPointer
+        let slots: Int
+        let pagesPerSlot: Int
+        private let taken = Atomic<UInt64>(0)
+
+        init?(slots: Int, pagesPerSlot: Int) {
+            precondition(slots >= 1 && slots <= 64 && pagesPerSlot >= 1)
+            let size = slots * pagesPerSlot * Int(UnsafeUserfault.pageSize)
+            guard case let .success(pointer) = unsafe UnsafeSystemCall.mapping({
+                unsafe mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+            }) else { return nil }
+            unsafe base = pointer
+            self.slots = slots
+            self.pagesPerSlot = pagesPerSlot
+        }
+
+        /// A free slot, claimed; nil when every slot is taken.
+        @inline(__always)
+        func claim() -> Int? {
+            var current = taken.load(ordering: .relaxed)
+            while true {
+                let free = ~current & (slots == 64 ? ~0 : (1 << UInt64(slots)) - 1)
+                guard free != 0 else { return nil }
+                let slot = free.trailingZeroBitCount
+                let (exchanged, original) = taken.compareExchange(expected: current, desired: current | (1 << UInt64(slot)),
+                                                                  ordering: .acquiringAndReleasing)
+                if exchanged { return slot }
+                current = original
+            }
+        }
+
+        @inline(__always)
+        func release(_ slot: Int) { taken.bitwiseAnd(~(UInt64(1) << UInt64(slot)), ordering: .releasing) }
+
+        @inline(__always)
+        func staging(_ slot: Int) -> StagingPage {
+            unsafe StagingPage(pointer: base + slot * pagesPerSlot * Int(UnsafeUserfault.pageSize))
+        }
+
+        deinit { _ = unsafe munmap(base, slots * pagesPerSlot * Int(UnsafeUserfault.pageSize)) }
     }
 
     /// A page of heap memory standing in for the stack buffer outside a fault (the fill

@@ -31,10 +31,14 @@ struct CompareCommand: ParsableCommand {
     @Option(help: "How the dyld3 launch writes fixups: eager, or page-in (each page on first touch; the comparison touches every page).")
     var fixups: FixupsMode = .eager
 
+    @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
+    var faultAround = FixupPager.defaultFaultAround
+
     func run() throws {
         do {
             let roots = try options.roots(for: app)
-            let launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, fixups: fixups)
+            var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, fixups: fixups)
+            launchOptions.faultAround = max(1, faultAround)
             let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
             var closureSource = cachedPath
             let closure: LaunchClosure

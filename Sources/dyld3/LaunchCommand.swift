@@ -49,6 +49,9 @@ struct LaunchCommand: ParsableCommand {
     @Option(help: "dyld3: eager writes every fixup at launch; page-in writes each page's fixups when it is first touched (userfaultfd; eager where unavailable, with the reason in --json).")
     var fixups: FixupsMode = .eager
 
+    @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
+    var faultAround = FixupPager.defaultFaultAround
+
     @Flag(help: "Print where the time before main went (each phase and its share), images, fixups, and for dyld3 the closure's size and whether identities were hashed; --json carries the same under \"stats\".")
     var stats = false
 
@@ -110,7 +113,9 @@ struct LaunchCommand: ParsableCommand {
 
     func launchOptions() throws -> LaunchOptions {
         let roots = try options.roots(for: app)
-        return LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, slide: try parseSlide(), run: !noRun, fixups: fixups)
+        var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, slide: try parseSlide(), run: !noRun, fixups: fixups)
+        launchOptions.faultAround = max(1, faultAround)
+        return launchOptions
     }
 
     func parseSlide() throws -> UInt64? {

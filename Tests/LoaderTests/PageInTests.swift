@@ -170,7 +170,7 @@ import ClosureFormat
         #expect(UnsafeKernelTouch.readFromPipe([1, 2, 3, 4, 5, 6, 7, 8], into: address) == EFAULT)
         #expect(pager.pagesFilled == 0)
         for word in 0..<expected.words.count { #expect(UnsafeKernelTouch.load(address + UInt64(word) * 8) == expected.words[word]) }
-        #expect(pager.pagesFilled == 1)
+        #expect(pager.pagesFilled >= 1 && pager.faults == 1)
         #expect(pager.failure == nil)
     }
 
@@ -260,14 +260,14 @@ import ClosureFormat
         let closure = try app.closure()
         let before = try Self.pageInResources(scratch: app.directory.path)
         let totals = try Self.processTotals()
-        var filled = 0
+        var faults = 0
         for _ in 0..<1000 {
             var report = LaunchReport(mode: "dyld3")
             var clock = PhaseClock()
             let launch = try FastPath.launch(closure, closurePath: "(memory)", request: LaunchOptions(
                 roots: [app.executable], arch: app.arch, root: app.root, run: false, fixups: .pageIn), report: &report, clock: &clock)
             if let address = Self.firstPagedAddress(launch.memory) { _ = UnsafeKernelTouch.load(address) }
-            filled += launch.memory.pager?.pagesFilled ?? 0
+            faults += launch.memory.pager?.faults ?? 0
             launch.memory.release()
         }
         let after = try Self.settledResources(notAbove: before, scratch: app.directory.path)
@@ -275,7 +275,7 @@ import ClosureFormat
         #expect(after.userfaultfds <= before.userfaultfds,
                 "before \(before), after \(after); process totals before \(totals), after \(totalsAfter)")
         #expect(after.scratchDescriptors == 0 && after.scratchMappings == 0, "\(after)")
-        if Self.unavailable == nil { #expect(filled == 1000) }
+        if Self.unavailable == nil { #expect(faults == 1000) }
     }
 
     /// ``pageInResources(scratch:)`` once no more userfaultfds are held than in `before`,
