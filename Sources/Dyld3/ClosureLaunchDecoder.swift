@@ -11,20 +11,24 @@ import LoaderCore
 /// then decodes the second zstd frame while this thread decodes the first, reads the second
 /// half of the image records while this thread reads the first, and reads the bind targets
 /// and the rest of the body while this thread runs `beside` with the image table (checking
-/// the binding and opening the first images). The result and the errors are those of
-/// ``ClosureFile/decode(_:path:trusting:)`` on one thread: a body error before `beside`'s.
+/// the binding and opening the first images), then runs `check` on the decoded closure (a
+/// page-in launch's run check). The result and the errors are those of
+/// ``ClosureFile/decode(_:path:trusting:)`` on one thread, then `check`: a body error or
+/// `check`'s before `beside`'s.
 enum ClosureLaunchDecoder {
     /// Maps and decodes the closure at `path` (``ClosureFile/mapTrusted(_:)``) as
     /// ``decode(_:path:trusting:helper:beside:)`` does.
     static func read<Beside>(_ path: String, trusting trustKey: ClosureTrustKey?, helper: LaunchHelper?,
+                             check: (@Sendable (LaunchClosure) -> ClosureError?)? = nil,
                              beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (closure: LaunchClosure, beside: Beside) {
-        try decode(ClosureFile.mapTrusted(path), path: path, trusting: trustKey, helper: helper, beside: beside)
+        try decode(ClosureFile.mapTrusted(path), path: path, trusting: trustKey, helper: helper, check: check, beside: beside)
     }
 
     /// Decodes `file`, running `beside` on this thread with the image table as soon as the
-    /// image records are read: beside the helper's reading of the rest of the body when it
-    /// runs, else after the whole body is read.
+    /// image records are read: beside the helper's reading of the rest of the body and its
+    /// `check` of the closure when it runs, else after the whole body is read and checked.
     static func decode<Beside>(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil, helper: LaunchHelper?,
+                               check: (@Sendable (LaunchClosure) -> ClosureError?)? = nil,
                                beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (closure: LaunchClosure, beside: Beside) {
         // A large body is worth a second core: its thread wakes while the header is checked.
         // The declared size is read before it is checked; a lie costs only the wake-up.
@@ -38,11 +42,16 @@ enum ClosureLaunchDecoder {
         let table = try readImages(index, body: body, path: path, helper: helper)
         guard helper?.isRunning == true else {
             let closure = try LaunchClosure(table: table, body: body, tail: index.tail, path: path)
+            if let fault = check?(closure) { throw fault }
             try ClosureFile.checkFlags(header, table, path: path)
             return (closure, try beside(table))
         }
         let (besideResult, closure) = LaunchHelper.run(on: helper, helper: {
-            Result { () throws(ClosureError) in try LaunchClosure(table: table, body: body, tail: index.tail, path: path) }
+            Result { () throws(ClosureError) in
+                let closure = try LaunchClosure(table: table, body: body, tail: index.tail, path: path)
+                if let fault = check?(closure) { throw fault }
+                return closure
+            }
         }) {
             Result { () throws(ClosureError) -> Beside in
                 try ClosureFile.checkFlags(header, table, path: path)

@@ -42,7 +42,13 @@ public enum FastPath {
         var clock = PhaseClock()
         let helper = LaunchHelper()
         var hashed = 0
-        let (closure, files) = try ClosureLaunchDecoder.read(closurePath, trusting: checks.trustKey, helper: helper) { table throws(ClosureError) in
+        // A page-in launch's run check runs as soon as the closure is decoded: on the helper
+        // while this thread opens and identifies the images, when the helper runs.
+        let runCheck: (@Sendable (LaunchClosure) -> ClosureError?)? = request.fixups == .pageIn ? { @Sendable closure in
+            firstRunFault(closure, closurePath: closurePath)
+        } : nil
+        let (closure, files) = try ClosureLaunchDecoder.read(closurePath, trusting: checks.trustKey, helper: helper,
+                                                             check: runCheck) { table throws(ClosureError) in
             try checkBinding(table.binding, request: request, closurePath: closurePath)
             report.timings[.closure] = clock.lap()
             return try table.openImages(0..<openedBeforeMapping(table.images.count, request: request, helper: helper),
@@ -51,7 +57,7 @@ public enum FastPath {
         }
         report.imagesHashed = hashed
         return try launch(closure, files: files, closurePath: closurePath, request: request, checks: checks,
-                          report: &report, clock: &clock, helper: helper)
+                          report: &report, clock: &clock, helper: helper, runsChecked: true)
     }
 
     /// How many of `imageCount` images this thread opens before it maps: all, unless the
@@ -97,8 +103,9 @@ public enum FastPath {
     /// (all of them unless the helper runs; ``openedBeforeMapping(_:request:helper:)``):
     /// mapped, the others opened and identified and the plans checked beside the mapping,
     /// fixed up, protected, then initializers and main.
+    /// `runsChecked`: a page-in launch's run check was made when the closure was decoded.
     static func launch(_ closure: LaunchClosure, files: [ImageDescriptor], closurePath: String, request: LaunchOptions, checks: Checks,
-                       report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper?) throws -> Launch {
+                       report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper?, runsChecked: Bool = false) throws -> Launch {
         report.images = closure.images.map(\.path)
         var files = files, hashed = 0
         if files.count < closure.images.count, helper?.isRunning != true {
@@ -106,11 +113,10 @@ public enum FastPath {
                                             readAhead: readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         }
         // A page-in launch applies its fixups on first touch, after `main` has started: every
-        // run, target and page index entry it can meet is checked before anything is written
-        // or run, as an eager launch checks them before its first store. On the helper beside
-        // the mapping when it runs (the plan check's partner there), else here, before it.
-        let checksRunsOnHelper = request.fixups == .pageIn && helper?.isRunning == true
-        if request.fixups == .pageIn, !checksRunsOnHelper, let fault = firstRunFault(closure, closurePath: closurePath) {
+        // run, target and page index entry it can meet is checked before anything is mapped,
+        // written or run, as an eager launch checks them before its first store (when the
+        // closure was decoded, or here).
+        if request.fixups == .pageIn, !runsChecked, let fault = firstRunFault(closure, closurePath: closurePath) {
             helper?.finish()
             throw fault
         }
@@ -133,8 +139,7 @@ public enum FastPath {
                 }
             }
             if readsAheadOnHelper { readAhead(closure, files: files) }
-            return .success(PlanCheck(hashedImages: hashed, disagreement: planDisagreement(closure, files: files),
-                                      runFault: checksRunsOnHelper ? firstRunFault(closure, closurePath: closurePath) : nil))
+            return .success(PlanCheck(hashedImages: hashed, disagreement: planDisagreement(closure, files: files)))
         }) {
             Result { () throws -> (LaunchMemory, PageInFixups.Plan?) in
                 try map(closure, closurePath: closurePath, files: files, handOff: handOff, request: request, report: &report)
@@ -154,11 +159,6 @@ public enum FastPath {
             helper?.finish()
             memory.release()
             throw ClosureError.plan(path: closurePath, image: closure.images[disagreement.image].path, disagreement.what)
-        }
-        if let fault = check.runFault {
-            helper?.finish()
-            memory.release()
-            throw fault
         }
         report.slide = memory.images[0].slide
         report.timings[.mapping] = clock.lap()
@@ -202,8 +202,6 @@ public enum FastPath {
     struct PlanCheck: Sendable {
         var hashedImages: Int
         var disagreement: (image: Int, what: PlanDisagreement)?
-        /// Under page-in linking: the first run, target or page index entry refused.
-        var runFault: ClosureError? = nil
     }
 
     /// Writes the fixups of `images`. With `helper` running, they are split in two parts of
