@@ -128,8 +128,9 @@ public final class FixupPager: @unchecked Sendable {
     private let fd: Int32
     // Written only before start() (ranges and the descriptors behind them), read by the fault path.
     private var ranges: [Range] = []
-    private var imageDescriptors: [Int: Int32] = [:]
-    private var linePrefixes: [Int: [UInt8]] = [:]
+    /// The descriptors the images were mapped from, kept open until ``close()``.
+    private var imageDescriptors: [Int: ImageDescriptor] = [:]
+    private var imagePaths: [Int: String] = [:]
     private var context: FaultContext?
     private var slot: Int32?
     private var closed = false
@@ -158,28 +159,30 @@ public final class FixupPager: @unchecked Sendable {
     /// Bytes registered (every page of every registered range).
     public var registeredBytes: UInt64 { ranges.reduce(0) { $0 + ($1.end - $1.start) } }
 
+    /// Registers the launch's whole reservation (anonymous, inaccessible) at once: a range
+    /// of it made accessible with `mprotect` stays registered, one mapped over does not.
+    /// Before ``start(source:)`` only.
+    func registerRegion(start: UInt64, size: UInt64) throws(LoadError) {
+        if let reason = UnsafeUserfault.register(fd, start: start, length: size) {
+            throw .mapping(image: "page-in", reason: "\(reason)")
+        }
+    }
+
     /// Registers a range mapped without contents at `start` (page-aligned, `size` rounded
     /// to pages), at `vmOffset` from its image's base, whose file bytes are `fileSize` bytes
-    /// at `fileOffset` of `descriptor` (duplicated once per image and kept until
-    /// ``close()``). Before ``start(source:)`` only.
+    /// at `fileOffset` of `descriptor` (kept open until ``close()``). `inRegion`: the range is part of the reservation ``registerRegion(start:size:)``
+    /// registered (only recorded here). Before ``start(source:)`` only.
     func register(start: UInt64, size: UInt64, image: Int, path: String, imageBase: UInt64, vmOffset: UInt64,
-                  fileOffset: UInt64, fileSize: UInt64, descriptor: Int32) throws(LoadError) -> Void {
-        let imageFD: Int32
-        if let known = imageDescriptors[image] {
-            imageFD = known
-        } else {
-            switch UnsafeUserfault.duplicate(descriptor) {
-            case let .success(copy): imageFD = copy
-            case let .failure(reason): throw .mapping(image: path, reason: "dup: \(reason)")
-            }
-            imageDescriptors[image] = imageFD
-            linePrefixes[image] = Array("dyld3: page-in: \(path): cannot fill ".utf8)
+                  fileOffset: UInt64, fileSize: UInt64, descriptor: ImageDescriptor, inRegion: Bool = false) throws(LoadError) -> Void {
+        if imageDescriptors[image] == nil {
+            imageDescriptors[image] = descriptor
+            imagePaths[image] = path
         }
-        if let reason = UnsafeUserfault.register(fd, start: start, length: size) {
+        if !inRegion, let reason = UnsafeUserfault.register(fd, start: start, length: size) {
             throw .mapping(image: path, reason: "\(reason)")
         }
         ranges.append(Range(start: start, end: start + size, image: image, imageBase: imageBase, vmOffset: vmOffset,
-                            fileOffset: fileOffset, fileSize: fileSize, fd: imageFD))
+                            fileOffset: fileOffset, fileSize: fileSize, fd: descriptor.fd))
     }
 
     /// The pages one fault fills by default: the faulting page and up to three more of the
@@ -193,7 +196,7 @@ public final class FixupPager: @unchecked Sendable {
     public func start(source: PageFixupSource, faultAround: Int = FixupPager.defaultFaultAround) throws(LoadError) {
         ranges.sort { $0.start < $1.start }
         let pool = faultAround > 1 ? UnsafeUserfault.StagingPool(slots: 8, pagesPerSlot: min(faultAround, 256)) : nil
-        let context = FaultContext(fd: fd, ranges: ranges, source: source, linePrefixes: linePrefixes, pool: pool)
+        let context = FaultContext(fd: fd, ranges: ranges, source: source, imagePaths: imagePaths, pool: pool)
         self.context = context
         if let first = ranges.first {
             UnsafeUserfault.withScratchPage { scratch in
@@ -223,7 +226,7 @@ public final class FixupPager: @unchecked Sendable {
         closed = true
         if let slot { UnsafeUserfault.deactivate(slot) }
         UnsafeUserfault.close(fd)
-        for descriptor in imageDescriptors.values { UnsafeUserfault.close(descriptor) }
+        imageDescriptors = [:]
     }
 }
 
@@ -233,8 +236,8 @@ final class FaultContext: @unchecked Sendable {
     let fd: Int32
     let ranges: [FixupPager.Range]
     let source: PageFixupSource
-    /// Per image: the start of the line a failed fill writes.
-    let linePrefixes: [Int: [UInt8]]
+    /// Per image: its path, for the line a failed fill writes.
+    let imagePaths: [Int: String]
     let pageSize = UnsafeUserfault.pageSize
     /// Fault-around's staging slots (nil: every fault fills its own page alone).
     let pool: UnsafeUserfault.StagingPool?
@@ -242,12 +245,12 @@ final class FaultContext: @unchecked Sendable {
     let faults = Atomic<Int>(0)
     private let firstFailure = Mutex<PageFillFailure?>(nil)
 
-    init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, linePrefixes: [Int: [UInt8]], pool: UnsafeUserfault.StagingPool?) {
+    init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, imagePaths: [Int: String], pool: UnsafeUserfault.StagingPool?) {
         self.fd = fd
         self.pool = pool
         self.ranges = ranges
         self.source = source
-        self.linePrefixes = linePrefixes
+        self.imagePaths = imagePaths
     }
 
     var failure: PageFillFailure? { firstFailure.withLock { $0 } }
@@ -375,8 +378,8 @@ final class FaultContext: @unchecked Sendable {
     private func fail(_ failure: PageFillFailure, _ reporting: Bool) -> Bool {
         // Never waits: a thread interrupted while holding the lock is recording a failure itself.
         _ = firstFailure.withLockIfAvailable { if $0 == nil { $0 = failure } }
-        if reporting, case let image = failure.image, let prefix = linePrefixes[image] {
-            UnsafeUserfault.report(prefix: prefix, vmOffset: failure.vmOffset, reason: failure.reason)
+        if reporting {
+            UnsafeUserfault.report(path: imagePaths[failure.image] ?? "", vmOffset: failure.vmOffset, reason: failure.reason)
         }
         return false
     }

@@ -92,6 +92,9 @@ public final class LaunchMemory {
         }
         regionSize = size
         do throws(LoadError) {
+            // Page-in: the reservation is registered whole, once; the ranges wholly
+            // reserved for page-in are then only given their protection.
+            try pager?.registerRegion(start: regionBase, size: size)
             for (index, (plan, offset)) in zip(plans, offsets).enumerated() {
                 let file: ImageDescriptor
                 if let handOff, index >= handOff.first {
@@ -109,7 +112,7 @@ public final class LaunchMemory {
                     if readAhead, let range = plan.readAheadRange(deferred: deferred[index]) { file.readAhead(range) }
                 }
                 let image = Image(plan: plan, base: regionBase + offset, fileLength: file.status.size)
-                try LaunchMemory.map(image, fd: file.fd, paged: pagedRanges[index], deferred: deferred[index], pager: pager, index: index)
+                try LaunchMemory.map(image, file: file, paged: pagedRanges[index], deferred: deferred[index], pager: pager, index: index)
                 images.append(image)
             }
         } catch {
@@ -124,10 +127,11 @@ public final class LaunchMemory {
     /// (``isMappedFinal(_:fileLength:)``); the rest is mapped read-write, its last page's
     /// tail zeroed and its zero-fill pages mapped anonymous. Page-in ranges are then mapped
     /// over it without contents and registered (a segment they cover wholly is only reserved).
-    private static func map(_ image: Image, fd: Int32, paged: [[Range<UInt64>]], deferred: [Bool], pager: FixupPager?,
+    private static func map(_ image: Image, file: ImageDescriptor, paged: [[Range<UInt64>]], deferred: [Bool], pager: FixupPager?,
                             index: Int) throws(LoadError) {
         let page = UnsafeMemory.pageSize
-        var overlays: [(range: Range<UInt64>, segment: SegmentPlan)] = []
+        let fd = file.fd
+        var overlays: [(range: Range<UInt64>, segment: SegmentPlan, inRegion: Bool)] = []
         var run: (address: UInt64, fileOffset: UInt64, size: UInt64, first: String)?
         func mapRun() throws(LoadError) {
             guard let pending = run else { return }
@@ -146,7 +150,7 @@ public final class LaunchMemory {
             let mappedSize = (segment.vmSize + page - 1) / page * page
             let filePages = (segment.fileSize + page - 1) / page * page
             if pager != nil, !paged[position].isEmpty {
-                overlays += paged[position].map { ($0, segment) }
+                overlays += paged[position].map { ($0, segment, deferred[position]) }
                 if deferred[position] { continue }
             }
             if segment.isWritable, segment.fileSize > 0, segment.fileSize == mappedSize {
@@ -182,7 +186,7 @@ public final class LaunchMemory {
         }
         try mapRun()
         guard let pager else { return }
-        for (range, segment) in overlays {
+        for (range, segment, inRegion) in overlays {
             let address = image.base + range.lowerBound
             let size = UInt64(range.count)
             let intoSegment = range.lowerBound - segment.vmOffset
@@ -190,15 +194,24 @@ public final class LaunchMemory {
                   range.upperBound - segment.vmOffset <= (segment.vmSize + page - 1) / page * page else {
                 throw .mapping(image: image.plan.path, reason: "segment \(segment.name): page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of it")
             }
+            // A segment wholly paged in is still the registered reservation: it only needs its
+            // protection. Pages of a segment mapped from the file are mapped over again,
+            // without contents, and registered on their own.
             do throws(SystemCallFailure) {
-                try UnsafeMemory.mapZeros(size: size, at: address, protection: finalProtection(segment))
+                let final = finalProtection(segment)
+                if inRegion {
+                    try UnsafeMemory.protect(address: address, size: size, read: final.read, write: final.write, execute: final.execute)
+                } else {
+                    try UnsafeMemory.mapZeros(size: size, at: address, protection: final)
+                }
             } catch {
                 throw .mapping(image: image.plan.path, reason: "segment \(segment.name) page-in reservation: \(error)")
             }
             do throws(LoadError) {
                 try pager.register(start: address, size: size, image: index, path: image.plan.path, imageBase: image.base,
                                    vmOffset: range.lowerBound, fileOffset: segment.fileOffset + intoSegment,
-                                   fileSize: segment.fileSize > intoSegment ? segment.fileSize - intoSegment : 0, descriptor: fd)
+                                   fileSize: segment.fileSize > intoSegment ? segment.fileSize - intoSegment : 0, descriptor: file,
+                                   inRegion: inRegion)
             } catch {
                 guard case let .mapping(_, reason) = error else { throw error }
                 throw .mapping(image: image.plan.path, reason: "segment \(segment.name) page-in: \(reason)")

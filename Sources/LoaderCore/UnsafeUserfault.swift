@@ -45,10 +45,6 @@ enum UnsafeUserfault {
 
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
-    static func duplicate(_ fd: Int32) -> Result<Int32, SystemCallFailure> {
-        UnsafeSystemCall.retryingInterrupts({ fcntl(fd, F_DUPFD_CLOEXEC, 0) }, failed: { $0 < 0 }).failing("fcntl")
-    }
-
     /// Reads `count` bytes of `fd` at `offset` into the start of `staging`; the bytes read
     /// (fewer when the file is shorter), or -errno.
     @inline(__always)
@@ -165,10 +161,13 @@ enum UnsafeUserfault {
 
     static let regionCapacity = Int(DYLD3_PAGEIN_REGIONS)
 
-    /// Writes `prefix`, `+0x` and `vmOffset` in hex, `: `, `reason` and a newline to standard
-    /// error, without allocating: a failed fill's one line, from the fault path.
-    static func report(prefix: [UInt8], vmOffset: UInt64, reason: StaticString) {
-        unsafe prefix.withUnsafeBufferPointer { unsafe dyld3_pagein_report($0.baseAddress, UInt64($0.count)) }
+    /// Writes `dyld3: page-in: PATH: cannot fill page +0xVMOFFSET: REASON` and a newline to
+    /// standard error, without allocating: a failed fill's one line, from the fault path.
+    static func report(path: String, vmOffset: UInt64, reason: StaticString) {
+        let start: StaticString = "dyld3: page-in: ", middle: StaticString = ": cannot fill "
+        unsafe dyld3_pagein_report(start.utf8Start, UInt64(start.utf8CodeUnitCount))
+        _ = unsafe path.utf8.withContiguousStorageIfAvailable { unsafe dyld3_pagein_report($0.baseAddress, UInt64($0.count)) }
+        unsafe dyld3_pagein_report(middle.utf8Start, UInt64(middle.utf8CodeUnitCount))
         var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         unsafe withUnsafeMutableBytes(of: &digits) { buffer in
             var length = 0
