@@ -59,10 +59,17 @@ public final class ImageDescriptor: Sendable {
     /// `fstat` of the open file.
     public let status: FileStatus
 
-    /// Opens `path` read-only; the failed call when it cannot be opened or is not a regular file.
+    /// Why a file is refused for being something other than a regular file: the reason the
+    /// slow path gives for the same file (`LoadError.unusable`), word for word.
+    public static let notRegularFile = "not a regular file"
+
+    /// Opens `path` read-only; the failed call when it cannot be opened or is not a regular
+    /// file. The open does not block (`O_NONBLOCK`): a FIFO with no writer, or a device,
+    /// would otherwise hold the open forever; it is refused from `fstat` on the descriptor
+    /// before anything is read (a regular file ignores the flag).
     public static func open(_ path: String) -> Result<ImageDescriptor, SystemCallFailure> {
         let fd: Int32
-        switch UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.open(path, O_RDONLY | O_CLOEXEC) }, failed: { $0 < 0 }) {
+        switch UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }, failed: { $0 < 0 }) {
         case let .success(opened): fd = opened
         case let .failure(errno): return .failure(SystemCallFailure("open", errno))
         }
@@ -74,7 +81,7 @@ public final class ImageDescriptor: Sendable {
         let status = FileStatus(info)
         guard status.isRegularFile else {
             _ = Glibc.close(fd)
-            return .failure(SystemCallFailure("open", refused: "not a regular file"))
+            return .failure(SystemCallFailure("open", refused: notRegularFile))
         }
         return .success(ImageDescriptor(path: path, fd: fd, status: status))
     }
