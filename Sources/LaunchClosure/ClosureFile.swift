@@ -64,6 +64,15 @@ extension ClosureFile {
         }
     }
 
+    /// Whether the file at `path` is a closure whose header says it is signed, read without
+    /// checking the rest: `launch --rebuild` never writes an unsigned closure over a signed one.
+    public static func isSigned(_ path: String) -> Bool {
+        guard case let .success(file) = UnsafeFileIO.openNoFollow(path), file.status.size >= UInt64(ClosureFileHeader.size),
+              file.status.size <= UInt64(maxFileSize), let bytes = file.mapAll(),
+              let fields = try? bytes.bytes(0, ClosureFileHeader.size), Array(fields[0..<8]) == ClosureFileHeader.magic else { return false }
+        return ClosureFileHeader(fieldsOf: fields).signatureSize > 0
+    }
+
     /// Writes `closure` to `path` atomically, read-only, signed with `signer` if given. A
     /// failure leaves any existing file as it was.
     public static func write(_ closure: LaunchClosure, to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
