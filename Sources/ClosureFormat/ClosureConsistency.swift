@@ -14,6 +14,9 @@ extension LaunchClosure {
         if rootCount < 1 || rootCount > images.count {
             problems.append("root count \(rootCount) with \(images.count) images")
         }
+        if rootCount != binding.expectedRootCount {
+            problems.append("root count \(rootCount) disagrees with the binding's host (\(binding.host.isEmpty ? "none" : binding.host))")
+        }
         problems += initializerOrderProblems()
         for (index, target) in bindTargets.enumerated() {
             if case let .image(image, offset) = target, !images.indices.contains(image) || offset >= images[image].plan.vmSize {

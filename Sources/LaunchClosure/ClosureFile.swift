@@ -10,8 +10,12 @@ extension ClosureFile {
     public static let maxFileSize = 64 << 20
 
     /// Maps and decodes the closure at `path` (``mapTrusted(_:)``, then ``decode(_:path:trusting:)``).
+    /// The binding's app and host must be the closure's root images
+    /// (``ClosureBinding/checkRoots(of:rootCount:closurePath:)``).
     public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
-        try decode(mapTrusted(path), path: path, trusting: trustKey)
+        let closure = try decode(mapTrusted(path), path: path, trusting: trustKey)
+        try closure.checkRoots(closurePath: path)
+        return closure
     }
 
     /// The bytes of the closure file at `path`, mapped, not read (the checksum and the
