@@ -63,6 +63,7 @@ extension ClosureFile {
         }
         do throws(ClosureOwnership.Problem) {
             try ClosureOwnership.check(file: status, directory: directoryStatus, user: UnsafeFileIO.effectiveUserID)
+            try ClosureOwnership.checkAncestors(of: directoryPath, user: UnsafeFileIO.effectiveUserID)
         } catch {
             throw .untrusted(path: path, what: error.description)
         }
