@@ -115,4 +115,35 @@ import LaunchPlan
         #expect((result.json?["fallback_reason"] as? String)?.contains(expected) == true, "\(result.stdout)")
         #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
     }
+
+    /// The same for an Objective-C write run: verify's stream stops at it, and the launch
+    /// refuses it before its first store.
+    @Test func anObjectiveCRunLongerThanItsSegmentIsRefused() async throws {
+        let app = try FixtureApp.named("objc")
+        var closure = try app.closure()
+        let index = try #require(closure.objc.bindRuns.indices.first { !closure.objc.bindRuns[$0].isEmpty })
+        let first = try #require(try closure.objcWrites(ofImage: index).first).vmOffset
+        let segment = try #require(closure.images[index].plan.segments.first {
+            $0.isWritable && first >= $0.vmOffset && first - $0.vmOffset < $0.vmSize
+        })
+        let capacity = segment.vmSize / 4
+        var runs = LEB128.unsigned(1) + LEB128.unsigned(first) + LEB128.unsigned(capacity + 1) + LEB128.unsigned(0)
+        runs += [UInt8](repeating: 0, count: 2 * Int(capacity + 1))
+        closure.objc.bindRuns[index] = runs[...]
+        closure.objc.bindCounts[index] = Int(capacity + 1)
+        let decoded = try ClosureFile.decode(ClosureFile.encode(closure), path: "forged")
+        let expected = "claims \(capacity + 1) fixups, more than its segment has room for (\(capacity), one per 4 bytes)"
+        #expect(decoded.objcProblems().contains { $0.contains(expected) }, "\(decoded.objcProblems())")
+        let cache = try Scratch.directory("bounded-objc")
+        defer { Scratch.remove(cache) }
+        let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
+        try ClosureFile.write(closure, to: path)
+        #expect(ClosureVerification(checking: path).status == .corrupt)
+        #expect {
+            _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))
+        } throws: { error in
+            guard let error = error as? ClosureError else { return false }
+            return error.kind == "invalid" && "\(error)".contains(expected)
+        }
+    }
 }
