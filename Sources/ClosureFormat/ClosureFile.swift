@@ -7,9 +7,8 @@ public enum ClosureFile {
     /// No real closure comes near this; a larger declared body is refused unread.
     public static let maxBodySize = 512 << 20
 
-    /// The most a body may expand from its frames. Closures compress 3.3× at most (49
-    /// closures of the fixture apps and a 100-framework app; level 1 frames of larger bodies
-    /// compress less); a body declared larger than this many times its frames is a run of
+    /// The most a body may expand from its frames. Closures compress 3.3× at most (the
+    /// fixture apps' closures; a 100-framework app's level-1 frames 1.2×); a body declared larger than this many times its frames is a run of
     /// repeated bytes or padding, refused before anything is allocated or decompressed.
     public static let maxExpansion = 64
     /// A body up to this size is accepted whatever its frames' size.
