@@ -14,6 +14,9 @@ extension LaunchClosure {
         if rootCount < 1 || rootCount > images.count {
             problems.append("root count \(rootCount) with \(images.count) images")
         }
+        if rootCount != binding.expectedRootCount {
+            problems.append("root count \(rootCount) disagrees with the binding's host (\(binding.host.isEmpty ? "none" : binding.host))")
+        }
         problems += initializerOrderProblems()
         for (index, target) in bindTargets.enumerated() {
             if case let .image(image, offset) = target, !images.indices.contains(image) || offset >= images[image].plan.vmSize {
@@ -106,33 +109,59 @@ extension LaunchClosure {
         }
     }
 
+    /// Image `index`'s runs walked as a stream (``FixupRunWalk``), nothing collected: memory
+    /// stays the same whatever the fixup count. A run outside every writable segment, or a
+    /// rebase outside the image, is listed (the first ``fixupProblemLimit``, then counted);
+    /// a run claiming more locations than its segment has room for stops its stream before
+    /// its first entry, as it stops a launch.
     private func fixupProblems(_ index: Int) -> [String] {
         let image = images[index]
-        let fixups: [ResolvedFixup]
-        do {
-            fixups = try self.fixups(ofImage: index)
+        let writable = WritableRanges(image.plan)
+        let vmSize = image.plan.vmSize
+        let tableSize = bindTargets.count
+        var bad: [String] = []
+        var badCount = 0
+        func note(_ problem: String) {
+            badCount += 1
+            if bad.count < LaunchClosure.fixupProblemLimit { bad.append("\(image.path): \(problem)") }
+        }
+        // Whether the run being walked lies outside every writable segment: each of its
+        // fixups is then listed.
+        var outside = false
+        func check(_ run: FixupRun) throws(FixupFault) {
+            outside = false
+            guard !writable.accepts(run) else { return }
+            let fault = writable.fault(run)
+            guard case .runOutsideSegments = fault else { throw fault }
+            outside = true
+        }
+        func checkLocation(_ location: UInt64) {
+            if outside, !writable.accepts(location) { note("fixup at \(hex(location)) is not 8 bytes inside a writable segment") }
+        }
+        var rebases = 0, binds = 0
+        do throws(FixupStreamFault) {
+            try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
+                try FixupRunWalk(image.rebaseRuns).forEachRebase { (run, _) throws(FixupFault) in try check(run) } _: { (location, target) throws(FixupFault) in
+                    rebases += 1
+                    checkLocation(location)
+                    if target.offset >= vmSize { note("rebase at \(hex(location)) points to \(hex(target.offset)), outside the image") }
+                }
+            }
+            try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
+                try FixupRunWalk(image.bindRuns).forEachBind { (run, _) throws(FixupFault) in try check(run) } _: { (location, targetIndex, _) throws(FixupFault) in
+                    binds += 1
+                    checkLocation(location)
+                    guard targetIndex < UInt64(tableSize) else { throw .bindTargetPastTable(index: targetIndex, tableSize: tableSize) }
+                }
+            }
         } catch {
+            if case .runLongerThanSegment = error.fault { return bad + ["\(image.path): \(error)"] }
             return ["\(image.path): fixup runs do not decode: \(error)"]
         }
         var problems: [String] = []
-        let rebases = fixups.count(where: { if case .rebase = $0.kind { true } else { false } })
-        if rebases != image.rebaseCount || fixups.count - rebases != image.bindCount {
-            problems.append("\(image.path): runs hold \(rebases) rebases and \(fixups.count - rebases) binds, "
+        if rebases != image.rebaseCount || binds != image.bindCount {
+            problems.append("\(image.path): runs hold \(rebases) rebases and \(binds) binds, "
                 + "the counts say \(image.rebaseCount) and \(image.bindCount)")
-        }
-        let writable = WritableRanges(image.plan)
-        var bad: [String] = []
-        var badCount = 0
-        for fixup in fixups {
-            var problem: String?
-            if !writable.accepts(fixup.vmOffset) {
-                problem = "fixup at \(hex(fixup.vmOffset)) is not 8 bytes inside a writable segment"
-            } else if case let .rebase(target, _) = fixup.kind, target >= image.plan.vmSize {
-                problem = "rebase at \(hex(fixup.vmOffset)) points to \(hex(target)), outside the image"
-            }
-            guard let problem else { continue }
-            badCount += 1
-            if bad.count < LaunchClosure.fixupProblemLimit { bad.append("\(image.path): \(problem)") }
         }
         if badCount > bad.count { bad.append("\(image.path): \(badCount - bad.count) more bad fixups") }
         return problems + bad

@@ -25,6 +25,10 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A run stream of `image` that does not decode, or a run or target it does not allow
     /// (outside its writable segments, outside the image, past the bind-target table).
     case fixups(path: String, image: String, stream: FixupStream, fault: FixupFault)
+    /// Mapping `image` as the closure plans it failed (a file offset the kernel will not
+    /// map, a reservation larger than the address space, segments that collide): the plan
+    /// is at fault, so the launch can fall back. `what` is the mapping's own reason.
+    case mapping(path: String, image: String, what: String)
 
     /// The one-word reason used in `--json` and fallback lines.
     public var kind: String {
@@ -36,7 +40,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case .untrusted: "untrusted"
         case .writeFailed, .systemCallFailed: "write-failed"
         case let .mismatch(_, field, _, _): "wrong-\(field.rawValue)"
-        case .plan, .fixups: "invalid"
+        case .plan, .fixups, .mapping: "invalid"
         }
     }
 
@@ -53,6 +57,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
             "\(path): built for another \(field.rawValue): \(found.isEmpty ? "(none)" : found), this launch asks for \(expected.isEmpty ? "(none)" : expected)"
         case let .plan(path, image, disagreement): "\(path): invalid for \(image): \(disagreement)"
         case let .fixups(path, image, stream, fault): "\(path): invalid for \(image): \(stream.rawValue): \(fault)"
+        case let .mapping(path, image, what): "\(path): invalid for \(image): its plan cannot be mapped: \(what)"
         }
     }
 }

@@ -7,6 +7,13 @@ public enum ClosureFile {
     /// No real closure comes near this; a larger declared body is refused unread.
     public static let maxBodySize = 512 << 20
 
+    /// The most a body may expand from its frames. Closures compress 3.3× at most (the
+    /// fixture apps' closures; a 100-framework app's level-1 frames 1.2×); a body declared larger than this many times its frames is a run of
+    /// repeated bytes or padding, refused before anything is allocated or decompressed.
+    public static let maxExpansion = 64
+    /// A body up to this size is accepted whatever its frames' size.
+    public static let bodySizeFreeOfExpansionCap = 1 << 20
+
     /// Bodies of at least this many bytes (≈ 28 frameworks and up) start a launch's second
     /// core, and are written as level-1 frames that decode fast: from there the second core's
     /// share of the work (half the fixups, three quarters of the images opened, the plan
@@ -75,6 +82,10 @@ public enum ClosureFile {
         }
         guard frameSize == UInt64(signed - ClosureFileHeader.size), let frame = try? file.slice(ClosureFileHeader.size, Int(frameSize)) else {
             throw .corrupt(path: path, offset: 32, what: "frame size \(frameSize) does not match the file (\(signed - ClosureFileHeader.size) bytes)")
+        }
+        guard bodySize <= UInt64(max(bodySizeFreeOfExpansionCap, Int(frameSize) * maxExpansion)) else {
+            throw .corrupt(path: path, offset: 24, what: "declared body of \(bodySize) bytes is more than \(maxExpansion) times its \(frameSize) bytes of frames: "
+                + "no closure compresses that well (repeated runs or padding)")
         }
         guard let frames = ClosureFrames(frame, expectedSize: Int(bodySize)) else { throw undecodableFrames(header, path: path) }
         return (header, frames)

@@ -45,3 +45,11 @@ public struct ClosureTrustKey {
         key.isValidSignature(signature, for: bytes)
     }
 }
+
+extension ClosureTrustKey: Equatable {
+    /// The same public key: a signing key's ``ClosureSigningKey/trustKey`` equals the trust
+    /// key that verifies its signatures.
+    public static func == (lhs: ClosureTrustKey, rhs: ClosureTrustKey) -> Bool {
+        lhs.key.rawRepresentation == rhs.key.rawRepresentation
+    }
+}

@@ -25,7 +25,7 @@ extension LaunchClosure {
         bindPages = FixupPageIndex.Collector()
         try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
             try FixupRunWalk(image.rebaseRuns).forEachRebase { (run, before) throws(FixupFault) in
-                guard writable.accepts(start: run.start, last: run.last) else { throw .runOutsideSegments(start: run.start, last: run.last) }
+                guard writable.accepts(run) else { throw writable.fault(run) }
                 rebasePages.add(run, before: before)
             } _: { (_, target) throws(FixupFault) in
                 guard target.offset < vmSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
@@ -33,7 +33,7 @@ extension LaunchClosure {
         }
         try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
             try FixupRunWalk(image.bindRuns).forEachBind { (run, before) throws(FixupFault) in
-                guard writable.accepts(start: run.start, last: run.last) else { throw .runOutsideSegments(start: run.start, last: run.last) }
+                guard writable.accepts(run) else { throw writable.fault(run) }
                 bindPages.add(run, before: before)
             } _: { (_, targetIndex, _) throws(FixupFault) in
                 guard targetIndex < UInt64(tableSize) else { throw .bindTargetPastTable(index: targetIndex, tableSize: tableSize) }

@@ -100,6 +100,13 @@ public struct LaunchClosure: Equatable, Sendable {
         let rootCount = try r.int("root count")
         let imageCount = try r.count(of: "image", minimumSize: ClosureImage.minimumEncodedSize)
         guard rootCount >= 1, rootCount <= imageCount else { throw r.corrupt("root count \(rootCount) with \(imageCount) images") }
+        // The roots are the host (when the binding names one), then the app: the fast path
+        // finds the main image as root count − 1 and the host as image 0, so the two fields
+        // must say the same thing.
+        guard rootCount == binding.expectedRootCount else {
+            throw r.corrupt("root count \(rootCount) disagrees with the binding, which names "
+                + (binding.host.isEmpty ? "no host (1 root: the app)" : "a host (2 roots: host, app)"))
+        }
         var recordRanges: [Range<Int>] = []
         recordRanges.reserveCapacity(imageCount)
         for _ in 0..<imageCount { recordRanges.append(try r.blobRange()) }
@@ -120,9 +127,14 @@ public struct LaunchClosure: Equatable, Sendable {
         let scanned = UnsafeBindTargetScan.scan(r.bytes[r.position...], count: targetCount, imageCount: imageCount)
         bindTargets = try BindTargetTable.parse(count: targetCount, from: &r, imageSizes: images.map(\.plan.vmSize), scanned: scanned)
         initializerOrder = []
+        var ordered = Set<Int>()
         for _ in 0..<(try r.count(of: "initializer order entry")) {
             let index = try r.int("initializer image")
             guard index < imageCount else { throw r.corrupt("initializer image \(index) is out of range") }
+            // dyld runs an image's initializers once: a second entry would run them again.
+            guard ordered.insert(index).inserted else {
+                throw r.corrupt("initializer order names image \(index) (\(images[index].path)) twice: its initializers would run twice")
+            }
             initializerOrder.append(index)
         }
         entryOffset = nil

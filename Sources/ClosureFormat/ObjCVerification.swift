@@ -10,25 +10,42 @@ extension LaunchClosure {
         var problems: [String] = []
         for index in objc.bindRuns.indices where index < images.count {
             let image = images[index]
-            let writes: [ResolvedFixup]
-            do {
-                writes = try objcWrites(ofImage: index)
+            // Walked as a stream, as the images' fixups are (``consistencyProblems()``): a run
+            // claiming more writes than its segment has room for stops the walk before its
+            // entries; writes outside every writable segment are counted, the first few listed.
+            let writable = WritableRanges(image.plan)
+            let tableSize = bindTargets.count
+            var count = 0, bad: [UInt64] = [], badCount = 0, outside = false
+            do throws(FixupStreamFault) {
+                try FixupStreamFault.walking(.objcWrites) { () throws(FixupFault) in
+                    guard !objc.bindRuns[index].isEmpty else { return }
+                    try FixupRunWalk(objc.bindRuns[index]).forEachBind { (run, _) throws(FixupFault) in
+                        outside = false
+                        guard !writable.accepts(run) else { return }
+                        let fault = writable.fault(run)
+                        guard case .runOutsideSegments = fault else { throw fault }
+                        outside = true
+                    } _: { (location, targetIndex, _) throws(FixupFault) in
+                        count += 1
+                        guard targetIndex < UInt64(tableSize) else { throw .bindTargetPastTable(index: targetIndex, tableSize: tableSize) }
+                        if outside, !writable.accepts(location) {
+                            badCount += 1
+                            if bad.count < LaunchClosure.fixupProblemLimit { bad.append(location) }
+                        }
+                    }
+                }
             } catch {
                 problems.append("\(image.path): Objective-C runs do not decode: \(error)")
                 continue
             }
-            if index < objc.bindCounts.count, writes.count != objc.bindCounts[index] {
-                problems.append("\(image.path): Objective-C runs hold \(writes.count) writes, the count says \(objc.bindCounts[index])")
+            if index < objc.bindCounts.count, count != objc.bindCounts[index] {
+                problems.append("\(image.path): Objective-C runs hold \(count) writes, the count says \(objc.bindCounts[index])")
             }
-            let writable = WritableRanges(image.plan)
-            let bad = writes.filter { write in
-                !writable.accepts(write.vmOffset)
+            for location in bad {
+                problems.append("\(image.path): Objective-C write at \(hex(location)) is not 8 bytes inside a writable segment")
             }
-            for write in bad.prefix(LaunchClosure.fixupProblemLimit) {
-                problems.append("\(image.path): Objective-C write at \(hex(write.vmOffset)) is not 8 bytes inside a writable segment")
-            }
-            if bad.count > LaunchClosure.fixupProblemLimit {
-                problems.append("\(image.path): \(bad.count - LaunchClosure.fixupProblemLimit) more bad Objective-C writes")
+            if badCount > bad.count {
+                problems.append("\(image.path): \(badCount - bad.count) more bad Objective-C writes")
             }
         }
         let position = Dictionary(initializerOrder.enumerated().map { ($1, $0) }, uniquingKeysWith: min)

@@ -16,7 +16,7 @@ enum UnsafeRunCheck {
             var location: UInt64 = 0, target: UInt64 = 0
             for _ in 0..<runCount {
                 let before = FixupRestart(runs: 1, offset: stream.consumed, location: location, target: target)
-                guard let run = stream.run(after: &location), writable.accepts(start: run.start, last: run.last) else { return false }
+                guard let run = stream.run(after: &location), writable.accepts(run) else { return false }
                 pages.add(run, before: before)
                 for _ in 0..<run.count {
                     guard let delta = stream.sleb() else { return false }
@@ -38,7 +38,7 @@ enum UnsafeRunCheck {
             var location: UInt64 = 0
             for _ in 0..<runCount {
                 let before = FixupRestart(runs: 1, offset: stream.consumed, location: location, target: 0)
-                guard let run = stream.run(after: &location), writable.accepts(start: run.start, last: run.last) else { return false }
+                guard let run = stream.run(after: &location), writable.accepts(run) else { return false }
                 pages.add(run, before: before)
                 for _ in 0..<run.count {
                     guard let index = stream.uleb(), index < limit, stream.sleb() != nil else { return false }

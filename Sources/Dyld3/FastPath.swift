@@ -50,6 +50,7 @@ public enum FastPath {
         let (closure, files) = try ClosureLaunchDecoder.read(closurePath, trusting: checks.trustKey, helper: helper,
                                                              check: runCheck) { table throws(ClosureError) in
             try checkBinding(table.binding, request: request, closurePath: closurePath)
+            try table.checkRoots(closurePath: closurePath)
             report.timings[.closure] = clock.lap()
             return try table.openImages(0..<openedBeforeMapping(table.images.count, request: request, helper: helper),
                                         closurePath: closurePath, alwaysHash: checks.alwaysHashContent,
@@ -82,6 +83,7 @@ public enum FastPath {
     package static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions, checks: Checks = Checks(),
                                report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper?) throws -> Launch {
         try checkBinding(closure.binding, request: request, closurePath: closurePath)
+        try closure.checkRoots(closurePath: closurePath)
         report.timings[.closure] = clock.lap()
         var hashed = 0
         let files = try closure.openImages(closurePath: closurePath, alwaysHash: checks.alwaysHashContent,
@@ -154,7 +156,7 @@ public enum FastPath {
             throw stale
         }
         report.imagesHashed = (report.imagesHashed ?? 0) + hashed + check.hashedImages
-        let (memory, pageIn) = try mapped.get()
+        let (memory, pageIn) = try planned(mapped, disagreement: check.disagreement, closure, closurePath: closurePath)
         if let disagreement = check.disagreement {
             helper?.finish()
             memory.release()
@@ -195,6 +197,18 @@ public enum FastPath {
         if digest == .afterLaunch { report.digest = memory.writableDigest() }
         report.pagesFilled = memory.pager?.pagesFilled ?? 0
         return Launch(memory: memory, report: report, fixups: nil)
+    }
+
+    /// The mapping's result. A mapping the closure's plan made fail (an offset the kernel
+    /// will not map, a reservation too large, segments that collide) is a `ClosureError`
+    /// naming the closure file, so that `auto` falls back; a plan the image's own load
+    /// commands disagree with is the cause, and is reported first.
+    static func planned<Mapped>(_ mapped: Result<Mapped, any Error>, disagreement: (image: Int, what: PlanDisagreement)?,
+                                _ closure: LaunchClosure, closurePath: String) throws -> Mapped {
+        guard case let .failure(error) = mapped else { return try mapped.get() }
+        guard case let .mapping(image, reason) = error as? LoadError else { throw error }
+        if let disagreement { throw ClosureError.plan(path: closurePath, image: closure.images[disagreement.image].path, disagreement.what) }
+        throw ClosureError.mapping(path: closurePath, image: image, what: reason)
     }
 
     /// What the helper found beside the mapping: how many images it hashed while identifying

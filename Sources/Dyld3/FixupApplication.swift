@@ -51,7 +51,7 @@ extension LaunchClosure {
         var accepted: AcceptedRun?
         try FixupRunWalk(runs).forEachRebase { (run, _) throws(FixupFault) in
             accepted = writer.accept(run)
-            if accepted == nil { throw .runOutsideSegments(start: run.start, last: run.last) }
+            if accepted == nil { throw writer.fault(run) }
         } _: { (location, target) throws(FixupFault) in
             guard target.offset < vmSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
             writer.store(target.value(imageBase: writer.base), at: location, in: accepted!)
@@ -66,7 +66,7 @@ extension LaunchClosure {
         var accepted: AcceptedRun?
         try FixupRunWalk(runs).forEachBind { (run, _) throws(FixupFault) in
             accepted = writer.accept(run)
-            if accepted == nil { throw .runOutsideSegments(start: run.start, last: run.last) }
+            if accepted == nil { throw writer.fault(run) }
         } _: { (location, targetIndex, addend) throws(FixupFault) in
             guard targetIndex < UInt64(targetValues.count) else {
                 throw .bindTargetPastTable(index: targetIndex, tableSize: targetValues.count)

@@ -25,7 +25,7 @@ enum UnsafeFixupLoop {
             let base = writer.base
             var location: UInt64 = 0, target: UInt64 = 0
             for _ in 0..<runCount {
-                guard let run = stream.run(after: &location), writer.accepts(start: run.start, last: run.last) else { return false }
+                guard let run = stream.run(after: &location), writer.accepts(run) else { return false }
                 var address = base &+ run.start
                 for _ in 0..<run.count {
                     guard let delta = stream.sleb() else { return false }
@@ -50,7 +50,7 @@ enum UnsafeFixupLoop {
                 let targetCount = UInt64(values.count)
                 var location: UInt64 = 0
                 for _ in 0..<runCount {
-                    guard let run = stream.run(after: &location), writer.accepts(start: run.start, last: run.last) else { return false }
+                    guard let run = stream.run(after: &location), writer.accepts(run) else { return false }
                     var address = writer.base &+ run.start
                     for _ in 0..<run.count {
                         guard let index = stream.uleb(), index < targetCount, let addend = stream.sleb() else { return false }

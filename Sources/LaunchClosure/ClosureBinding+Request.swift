@@ -18,3 +18,35 @@ extension ClosureBinding {
         RealPath.of(path) ?? URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
 }
+
+extension ClosureBinding {
+    /// The binding names the app (and the host) the closure is for; its image list names the
+    /// files a launch maps as the main image (root count − 1) and the host (image 0). The
+    /// two must be the same files, symlinks resolved (a closure records image paths as they
+    /// were found, the binding as resolved): else the binding was edited apart from the
+    /// images, and a launch would run another app's images under this app's name. Decoding
+    /// has checked the root count against the host already.
+    package func checkRoots(of images: [ClosureImage], rootCount: Int, closurePath: String) throws(ClosureError) {
+        guard rootCount >= 1, rootCount <= images.count else { return }
+        var pairs = [(role: "main image", field: "app", bound: app, image: images[rootCount - 1].path)]
+        if rootCount == 2 { pairs.append((role: "host image", field: "host", bound: host, image: images[0].path)) }
+        for pair in pairs where pair.image != pair.bound && ClosureBinding.resolved(pair.image) != pair.bound {
+            throw .corrupt(path: closurePath, offset: 0,
+                           what: "the \(pair.role) \(pair.image) is not the \(pair.field) the binding names (\(pair.bound.isEmpty ? "none" : pair.bound)): the closure's fields disagree")
+        }
+    }
+}
+
+extension ClosureImageTable {
+    /// ``ClosureBinding/checkRoots(of:rootCount:closurePath:)`` of this table.
+    package func checkRoots(closurePath: String) throws(ClosureError) {
+        try binding.checkRoots(of: images, rootCount: rootCount, closurePath: closurePath)
+    }
+}
+
+extension LaunchClosure {
+    /// ``ClosureBinding/checkRoots(of:rootCount:closurePath:)`` of this closure.
+    package func checkRoots(closurePath: String) throws(ClosureError) {
+        try binding.checkRoots(of: images, rootCount: rootCount, closurePath: closurePath)
+    }
+}

@@ -50,6 +50,7 @@ public struct ClosureCache: Sendable {
         guard let status = FileStatus.of(directory) else { return }
         let own = FileStatus(size: 0, mode: 0o100444, ownerID: UnsafeFileIO.effectiveUserID)
         try ClosureOwnership.check(file: own, directory: status, user: UnsafeFileIO.effectiveUserID)
+        try ClosureOwnership.checkAncestors(of: directory, user: UnsafeFileIO.effectiveUserID)
     }
 
     /// Removes temporary files (`.<name>.tmp.<pid>.<random>`) left by writers that died

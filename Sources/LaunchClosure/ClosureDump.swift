@@ -102,15 +102,34 @@ public struct ClosureDump: Sendable {
         }
         out += field("initializers", image.initializers.isEmpty ? "none" : image.initializers.map(hex).joined(separator: ", "), indent: 2)
         out += field("rpaths", image.rpaths.isEmpty ? "none" : image.rpaths.joined(separator: ", "), indent: 2)
-        let fixups = try closure.fixups(ofImage: index, closurePath: path)
-        let rebases = fixups.filter { if case .rebase = $0.kind { true } else { false } }
-        let binds = fixups.filter { if case .bind = $0.kind { true } else { false } }
-        for (title, list, runBytes) in [("rebases", rebases, image.rebaseRuns.count), ("binds", binds, image.bindRuns.count)] {
-            out += field(title, "\(list.count) (\(runBytes) bytes of runs)", indent: 2)
-            for fixup in list.prefix(max(0, fixupsShown)) {
+        // Walked as a stream: the first `fixupsShown` of each kind are kept, the rest counted.
+        let shown = max(0, fixupsShown)
+        let targets = closure.bindTargets
+        var rebases: [ResolvedFixup] = [], binds: [ResolvedFixup] = []
+        var rebaseTotal = 0, bindTotal = 0
+        try closure.naming(path, image: index) { () throws(FixupStreamFault) in
+            try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
+                try FixupRunWalk(image.rebaseRuns).forEachRebase { (location, target) throws(FixupFault) in
+                    rebaseTotal += 1
+                    if rebases.count < shown {
+                        rebases.append(ResolvedFixup(vmOffset: location, kind: .rebase(targetOffset: target.offset, high8: target.high8)))
+                    }
+                }
+            }
+            try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
+                try FixupRunWalk(image.bindRuns).forEachBind { (location, targetIndex, addend) throws(FixupFault) in
+                    guard targetIndex < UInt64(targets.count) else { throw .bindTargetPastTable(index: targetIndex, tableSize: targets.count) }
+                    bindTotal += 1
+                    if binds.count < shown { binds.append(ResolvedFixup(vmOffset: location, kind: .bind(targets[Int(targetIndex)], addend: addend))) }
+                }
+            }
+        }
+        for (title, list, total, runBytes) in [("rebases", rebases, rebaseTotal, image.rebaseRuns.count), ("binds", binds, bindTotal, image.bindRuns.count)] {
+            out += field(title, "\(total) (\(runBytes) bytes of runs)", indent: 2)
+            for fixup in list {
                 out += "    \(hex(fixup.vmOffset))  \(describe(fixup))\n"
             }
-            if list.count > max(0, fixupsShown) { out += "    ... \(list.count - max(0, fixupsShown)) more\n" }
+            if total > list.count { out += "    ... \(total - list.count) more\n" }
         }
         let index = try image.fixupPageIndex.pages(path: image.path)
         out += field("fixup pages", index.pageSize == 0 ? "no index (a run crosses a page boundary: page-in links this image eagerly)"

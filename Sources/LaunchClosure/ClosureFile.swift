@@ -10,8 +10,12 @@ extension ClosureFile {
     public static let maxFileSize = 64 << 20
 
     /// Maps and decodes the closure at `path` (``mapTrusted(_:)``, then ``decode(_:path:trusting:)``).
+    /// The binding's app and host must be the closure's root images
+    /// (``ClosureBinding/checkRoots(of:rootCount:closurePath:)``).
     public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
-        try decode(mapTrusted(path), path: path, trusting: trustKey)
+        let closure = try decode(mapTrusted(path), path: path, trusting: trustKey)
+        try closure.checkRoots(closurePath: path)
+        return closure
     }
 
     /// The bytes of the closure file at `path`, mapped, not read (the checksum and the
@@ -59,9 +63,19 @@ extension ClosureFile {
         }
         do throws(ClosureOwnership.Problem) {
             try ClosureOwnership.check(file: status, directory: directoryStatus, user: UnsafeFileIO.effectiveUserID)
+            try ClosureOwnership.checkAncestors(of: directoryPath, user: UnsafeFileIO.effectiveUserID)
         } catch {
             throw .untrusted(path: path, what: error.description)
         }
+    }
+
+    /// Whether the file at `path` is a closure whose header says it is signed, read without
+    /// checking the rest: `launch --rebuild` never writes an unsigned closure over a signed one.
+    public static func isSigned(_ path: String) -> Bool {
+        guard case let .success(file) = UnsafeFileIO.openNoFollow(path), file.status.size >= UInt64(ClosureFileHeader.size),
+              file.status.size <= UInt64(maxFileSize), let bytes = file.mapAll(),
+              let fields = try? bytes.bytes(0, ClosureFileHeader.size), Array(fields[0..<8]) == ClosureFileHeader.magic else { return false }
+        return ClosureFileHeader(fieldsOf: fields).signatureSize > 0
     }
 
     /// Writes `closure` to `path` atomically, read-only, signed with `signer` if given. A

@@ -7,7 +7,7 @@ import LaunchPlan
 extension ClosureSigningKey {
     /// Reads a signing key file (`dyld3-closure-signing-key-v1 <base64 of the 32-byte seed>`, mode 0600).
     public init(contentsOf path: String) throws(ClosureKeyError) {
-        let raw = try ClosureKeyFile.read(path, label: Self.label)
+        let raw = try ClosureKeyFile.read(path, label: Self.label, kind: .signing)
         guard let key = ClosureSigningKey(raw: raw) else { throw ClosureKeyError(path: path, what: "is not an Ed25519 private key") }
         self = key
     }
@@ -28,7 +28,7 @@ extension ClosureSigningKey {
 extension ClosureTrustKey {
     /// Reads a trust (public) key file (`dyld3-closure-trust-key-v1 <base64 of the 32-byte public key>`).
     public init(contentsOf path: String) throws(ClosureKeyError) {
-        let raw = try ClosureKeyFile.read(path, label: Self.label)
+        let raw = try ClosureKeyFile.read(path, label: Self.label, kind: .trust)
         guard let key = ClosureTrustKey(raw: raw) else { throw ClosureKeyError(path: path, what: "is not an Ed25519 public key") }
         self = key
     }
@@ -58,10 +58,68 @@ public struct ClosureKeyError: Error, CustomStringConvertible, Sendable {
     public var description: String { "\(path): \(what)" }
 }
 
+/// Who may own and write a key file, as ssh treats its keys: a private (signing) key must
+/// be owned by the invoking user and neither readable nor writable by group or others (ssh's
+/// "unprotected private key file"); a trust (public) key vouches for every closure it
+/// verifies, so it must be owned by the user or root and not writable by group or others
+/// (StrictModes, as for `authorized_keys`). Checked on the descriptor the key is read from.
+public enum ClosureKeyPolicy {
+    /// Which half of a key pair a file holds.
+    public enum Kind: Sendable {
+        case signing, trust
+    }
+
+    /// Why a key file is refused.
+    public enum Problem: Error, Equatable, Sendable, CustomStringConvertible {
+        /// Owned by `owner`, who is not the user (nor root, for a trust key).
+        case owner(kind: Kind, owner: UInt32, user: UInt32)
+        /// A private key others can read or write (`mode`).
+        case privateKeyExposed(mode: UInt32)
+        /// A trust key group or others can write (`mode`).
+        case trustKeyWritable(mode: UInt32)
+
+        public var description: String {
+            switch self {
+            case let .owner(.signing, owner, user):
+                "the private key is owned by uid \(owner), not by you (uid \(user)): use your own key"
+            case let .owner(.trust, owner, user):
+                "the trust key is owned by uid \(owner), not by you (uid \(user)) or root: whoever owns it chooses which closures are trusted"
+            case let .privateKeyExposed(mode):
+                "the private key is readable or writable by group or others (mode \(ClosureOwnership.octal(mode))): chmod 600 it, and treat it as leaked if others could read it"
+            case let .trustKeyWritable(mode):
+                "the trust key is writable by group or others (mode \(ClosureOwnership.octal(mode))): chmod go-w it"
+            }
+        }
+    }
+
+    /// Checks that user `user` may use a key of `kind` whose file has `status`.
+    public static func check(_ status: FileStatus, kind: Kind, user: UInt32) throws(Problem) {
+        switch kind {
+        case .signing:
+            if status.ownerID != user { throw .owner(kind: kind, owner: status.ownerID, user: user) }
+            if status.mode & 0o077 != 0 { throw .privateKeyExposed(mode: status.mode) }
+        case .trust:
+            if status.ownerID != user, status.ownerID != 0 { throw .owner(kind: kind, owner: status.ownerID, user: user) }
+            if status.mode & 0o022 != 0 { throw .trustKeyWritable(mode: status.mode) }
+        }
+    }
+}
+
 /// The one-line key file format.
 enum ClosureKeyFile {
-    static func read(_ path: String, label: String) throws(ClosureKeyError) -> Data {
-        guard case let .success(file) = UnsafeFileIO.openNoFollow(path), file.status.size < 4096, let bytes = file.readAll() else {
+    static func read(_ path: String, label: String, kind: ClosureKeyPolicy.Kind) throws(ClosureKeyError) -> Data {
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(path) {
+        case let .success(opened): file = opened
+        case .failure(.missing): throw ClosureKeyError(path: path, what: "no such file")
+        case let .failure(.refused(reason)): throw ClosureKeyError(path: path, what: reason)
+        }
+        do throws(ClosureKeyPolicy.Problem) {
+            try ClosureKeyPolicy.check(file.status, kind: kind, user: UnsafeFileIO.effectiveUserID)
+        } catch {
+            throw ClosureKeyError(path: path, what: "refused: \(error)")
+        }
+        guard file.status.size < 4096, let bytes = file.readAll() else {
             throw ClosureKeyError(path: path, what: "cannot be read as a key file")
         }
         let fields = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace)

@@ -73,6 +73,7 @@ public struct ClosureVerification: Sendable {
         do throws(ClosureError) {
             try ClosureFile.checkOwnership(path, file.status)
             closure = try ClosureFile.decode(bytes, path: path, trusting: trustKey)
+            try closure.checkRoots(closurePath: path)
         } catch {
             self.init(path, ClosureVerification.problem(for: error))
             return
@@ -148,6 +149,8 @@ public struct ClosureVerification: Sendable {
             (.invalid, Problem(kind: .invalid, message: "\(image): \(disagreement)"))
         case let .fixups(_, image, stream, fault):
             (.invalid, Problem(kind: .invalid, message: "\(image): \(stream.rawValue): \(fault)"))
+        case let .mapping(_, image, what):
+            (.invalid, Problem(kind: .invalid, message: "\(image): its plan cannot be mapped: \(what)"))
         }
     }
 }

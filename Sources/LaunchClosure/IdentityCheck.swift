@@ -85,6 +85,8 @@ extension ClosureImage {
         let file: ImageDescriptor
         switch ImageDescriptor.open(path) {
         case let .success(opened): file = opened
+        case let .failure(reason) where reason.cause == .refused(ImageDescriptor.notRegularFile):
+            return .failure(StaleImage(image: path, what: "is \(reason)"))
         case let .failure(reason):
             return .failure(StaleImage(image: path, what: FileStatus.of(path) == nil ? "was removed" : "cannot be opened (\(reason))"))
         }

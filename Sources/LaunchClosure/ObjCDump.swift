@@ -12,16 +12,34 @@ extension ClosureDump {
         guard !objc.bindRuns.isEmpty || !objc.loads.isEmpty else { return "objective-c: none\n" }
         var out = "objective-c: \(objc.totalWrites) writes, \(objc.loads.count) +load call\(objc.loads.count == 1 ? "" : "s")\n"
         for index in objc.bindRuns.indices where index < closure.images.count {
-            let writes = try closure.objcWrites(ofImage: index, closurePath: path)
-            guard !writes.isEmpty else { continue }
-            out += "  \(imageLabel(index)): \(writes.count) write\(writes.count == 1 ? "" : "s")"
-                + (ClosureDump.holdsRuntimeTables(writes) ? " (class and category tables)" : " (selectors)") + "\n"
+            let (count, runtimeTables) = try objcSummary(ofImage: index)
+            guard count > 0 else { continue }
+            out += "  \(imageLabel(index)): \(count) write\(count == 1 ? "" : "s")"
+                + (runtimeTables ? " (class and category tables)" : " (selectors)") + "\n"
         }
         out += "  +load calls:" + (objc.loads.isEmpty ? " none\n" : "\n")
         for call in objc.loads {
             out += "    \(imageLabel(call.image)): method \(location(call.method)), class \(location(call.cls)), selector \(location(call.selector))\n"
         }
         return out
+    }
+
+    /// How many Objective-C writes image `index` has and whether they are the runtime's
+    /// tables (``holdsRuntimeTables(_:)``), counted as its runs are walked: nothing is collected.
+    func objcSummary(ofImage index: Int) throws(ClosureError) -> (count: Int, runtimeTables: Bool) {
+        guard index < closure.objc.bindRuns.count, !closure.objc.bindRuns[index].isEmpty else { return (0, false) }
+        let targets = closure.bindTargets
+        var count = 0, runtimeTables = false
+        try closure.naming(path, image: index) { () throws(FixupStreamFault) in
+            try FixupStreamFault.walking(.objcWrites) { () throws(FixupFault) in
+                try FixupRunWalk(closure.objc.bindRuns[index]).forEachBind { (_, targetIndex, _) throws(FixupFault) in
+                    guard targetIndex < UInt64(targets.count) else { throw .bindTargetPastTable(index: targetIndex, tableSize: targets.count) }
+                    count += 1
+                    if case .absolute = targets[Int(targetIndex)] { runtimeTables = true }
+                }
+            }
+        }
+        return (count, runtimeTables)
     }
 
     /// Whether `writes` are the runtime's tables: only they store absolute words (the counts).

@@ -91,6 +91,10 @@ public enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
     /// A run whose 8-byte locations from `start` to `last` do not lie inside one writable
     /// segment of the image.
     case runOutsideSegments(start: UInt64, last: UInt64)
+    /// A run inside one writable segment that holds more locations (`count`) than the
+    /// segment has room for (`capacity`: one per 4 bytes of it); a stride of 0 repeats one
+    /// location. Refused before its first entry is read.
+    case runLongerThanSegment(start: UInt64, count: Int, capacity: UInt64)
     /// A run read from a page's restart point that does not lie on that page.
     case runOffPage(start: UInt64)
     /// A rebase whose target offset is not inside the image.
@@ -106,6 +110,8 @@ public enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .corrupt(offset, corruption): return "corrupt at offset \(hex(UInt64(offset))) (in the uncompressed body): \(corruption)"
         case let .runOutsideSegments(start, last): return "fixup run \(hex(start))-\(hex(last &+ 8)) is outside every writable segment"
+        case let .runLongerThanSegment(start, count, capacity):
+            return "fixup run at \(hex(start)) claims \(count) fixups, more than its segment has room for (\(capacity), one per 4 bytes)"
         case let .runOffPage(start): return "fixup run at +\(hex(start)) is not on the page"
         case let .rebaseTargetOutsideImage(target): return "rebase target \(hex(target)) is outside the image"
         case let .bindTargetPastTable(index, size): return "bind target index \(index) is past the table (\(size) entries)"

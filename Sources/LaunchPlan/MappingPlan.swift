@@ -121,6 +121,32 @@ public struct WritableRanges: Sendable {
         return false
     }
 
+    /// How many locations a run from `start` to `last` may hold: one per 4 bytes of the
+    /// writable segment that holds it (the density the reader allows chained fixups; real
+    /// runs hold one per 8 bytes of a page at most); nil when no writable segment holds it.
+    @inlinable
+    public func capacity(start: UInt64, last: UInt64) -> UInt64? {
+        for range in ranges where start >= range.start && last >= start && last - range.start <= range.lastStore {
+            return (range.lastStore + 8) / 4
+        }
+        return nil
+    }
+
+    /// Whether `run` lies inside one writable segment and holds no more locations than
+    /// that segment has room for (``capacity(start:last:)``): what bounds the work a run
+    /// can ask for by the image it writes, checked before its first entry.
+    @inlinable
+    public func accepts(_ run: FixupRun) -> Bool {
+        guard let capacity = capacity(start: run.start, last: run.last) else { return false }
+        return UInt64(run.count) <= capacity
+    }
+
+    /// Why ``accepts(_:)`` refuses `run`.
+    public func fault(_ run: FixupRun) -> FixupFault {
+        guard let capacity = capacity(start: run.start, last: run.last) else { return .runOutsideSegments(start: run.start, last: run.last) }
+        return .runLongerThanSegment(start: run.start, count: run.count, capacity: capacity)
+    }
+
     /// Whether an 8-byte store at `vmOffset` lies inside one writable segment.
     @inlinable
     public func accepts(_ vmOffset: UInt64) -> Bool { accepts(start: vmOffset, last: vmOffset) }

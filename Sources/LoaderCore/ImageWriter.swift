@@ -37,11 +37,24 @@ package struct ImageWriter: Sendable {
         writable.accepts(start: start, last: last)
     }
 
-    /// A run this writer accepts, to store into with ``store(_:at:in:)``; nil when the run is
-    /// not inside one writable segment.
+    /// Whether `run` lies inside one writable segment and holds no more locations than it
+    /// has room for (``WritableRanges/accepts(_:)``): the fast path's one check per run.
+    @inlinable
+    package func accepts(_ run: FixupRun) -> Bool {
+        writable.accepts(run)
+    }
+
+    /// Why ``accepts(_:)`` refuses `run`.
+    package func fault(_ run: FixupRun) -> FixupFault {
+        writable.fault(run)
+    }
+
+    /// A run this writer accepts (``accepts(_:)``), to store into with ``store(_:at:in:)``;
+    /// nil when the run is not inside one writable segment or holds more locations than it
+    /// has room for.
     @inlinable
     package func accept(_ run: FixupRun) -> AcceptedRun? {
-        accepts(start: run.start, last: run.last) ? AcceptedRun(run: run, base: base) : nil
+        accepts(run) ? AcceptedRun(run: run, base: base) : nil
     }
 
     /// Writes `value` at `location` (an offset from the image's base) of a run ``accept(_:)``

@@ -59,10 +59,17 @@ public final class ImageDescriptor: Sendable {
     /// `fstat` of the open file.
     public let status: FileStatus
 
-    /// Opens `path` read-only; the failed call when it cannot be opened or is not a regular file.
+    /// Why a file is refused for being something other than a regular file: the reason the
+    /// slow path gives for the same file (`LoadError.unusable`), word for word.
+    public static let notRegularFile = "not a regular file"
+
+    /// Opens `path` read-only; the failed call when it cannot be opened or is not a regular
+    /// file. The open does not block (`O_NONBLOCK`): a FIFO with no writer, or a device,
+    /// would otherwise hold the open forever; it is refused from `fstat` on the descriptor
+    /// before anything is read (a regular file ignores the flag).
     public static func open(_ path: String) -> Result<ImageDescriptor, SystemCallFailure> {
         let fd: Int32
-        switch UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.open(path, O_RDONLY | O_CLOEXEC) }, failed: { $0 < 0 }) {
+        switch UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }, failed: { $0 < 0 }) {
         case let .success(opened): fd = opened
         case let .failure(errno): return .failure(SystemCallFailure("open", errno))
         }
@@ -74,7 +81,7 @@ public final class ImageDescriptor: Sendable {
         let status = FileStatus(info)
         guard status.isRegularFile else {
             _ = Glibc.close(fd)
-            return .failure(SystemCallFailure("open", refused: "not a regular file"))
+            return .failure(SystemCallFailure("open", refused: notRegularFile))
         }
         return .success(ImageDescriptor(path: path, fd: fd, status: status))
     }
@@ -85,14 +92,64 @@ public final class ImageDescriptor: Sendable {
         self.status = status
     }
 
-    /// xxh3-64 of the whole file as this descriptor sees it (mapped read-only, not copied),
-    /// or nil when it cannot be mapped.
+    /// Bytes of the file read per call while hashing: memory for a hash stays this size
+    /// whatever the file's.
+    public static let hashChunkSize = 1 << 20
+
+    /// Linux `lseek` whences (glibc hides them without `_GNU_SOURCE`): the next byte of data
+    /// at or after an offset, and the next hole.
+    static let seekData: Int32 = 3
+    static let seekHole: Int32 = 4
+
+    /// xxh3-64 of the whole file (its `fstat` size) as this descriptor sees it, streamed
+    /// through one ``hashChunkSize`` buffer, or nil when it cannot be read (or is shorter
+    /// than its `fstat` size now). Holes of a sparse file (`SEEK_DATA`/`SEEK_HOLE`) are hashed
+    /// as the zeros they read as, without reading them: a 4 GB sparse image costs the hash
+    /// of 4 GB of zeros, not 4 GB of page cache or memory.
     public func contentHash() -> UInt64? {
-        let size = Int(status.size)
-        guard size > 0 else { return XXH3_64bits(nil, 0) }
-        guard case let .success(address) = unsafe UnsafeSystemCall.mapping({ unsafe mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }) else { return nil }
-        defer { unsafe munmap(address, size) }
-        return unsafe XXH3_64bits(address, size)
+        guard let state = unsafe XXH3_createState() else { return nil }
+        defer { unsafe XXH3_freeState(state) }
+        guard unsafe XXH3_64bits_reset(state) == XXH_OK else { return nil }
+        let size = status.size
+        let chunk = Self.hashChunkSize
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        let zeros = [UInt8](repeating: 0, count: chunk)
+        func hashZeros(_ count: UInt64) {
+            var left = count
+            while left > 0 {
+                let step = Int(min(left, UInt64(chunk)))
+                unsafe zeros.withUnsafeBytes { _ = unsafe XXH3_64bits_update(state, $0.baseAddress, step) }
+                left -= UInt64(step)
+            }
+        }
+        var offset: UInt64 = 0
+        while offset < size {
+            // Where the next data starts; ENXIO (no data to the end) or a file system without
+            // holes (EINVAL) answers the end, or the offset itself.
+            var dataStart = size
+            switch UnsafeSystemCall.once({ lseek(fd, off_t(offset), Self.seekData) }, failed: { $0 < 0 }) {
+            case let .success(start): dataStart = min(UInt64(start), size)
+            case .failure(.noSuchAddressOrDevice): dataStart = size
+            case .failure: dataStart = offset
+            }
+            hashZeros(dataStart - offset)
+            offset = dataStart
+            guard offset < size else { break }
+            var dataEnd = size
+            if case let .success(hole) = UnsafeSystemCall.once({ lseek(fd, off_t(offset), Self.seekHole) }, failed: { $0 < 0 }), UInt64(hole) > offset {
+                dataEnd = min(UInt64(hole), size)
+            }
+            while offset < dataEnd {
+                let want = Int(min(dataEnd - offset, UInt64(chunk)))
+                let read = unsafe buffer.withUnsafeMutableBytes { bytes in
+                    UnsafeSystemCall.retryingInterrupts({ unsafe pread(fd, bytes.baseAddress, want, off_t(offset)) }, failed: { $0 < 0 })
+                }
+                guard case let .success(got) = read, got > 0 else { return nil }
+                unsafe buffer.withUnsafeBytes { _ = unsafe XXH3_64bits_update(state, $0.baseAddress, got) }
+                offset += UInt64(got)
+            }
+        }
+        return unsafe XXH3_64bits_digest(state)
     }
 
     /// Reads up to `count` bytes at `offset` (fewer at the end of the file).

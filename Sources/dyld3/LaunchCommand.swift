@@ -34,8 +34,11 @@ struct LaunchCommand: ParsableCommand {
     var mode: LaunchMode = .auto
 
 
-    @Flag(help: "After a fallback to dyld2, write a fresh closure.")
+    @Flag(help: "After a fallback to dyld2, write a fresh closure (signed with --sign; under --trust, or over a signed closure, only then).")
     var rebuild = false
+
+    @Option(help: "With --rebuild: sign the fresh closure with this private key (the private half of the --trust key).")
+    var sign: String?
 
 
 
@@ -67,6 +70,7 @@ struct LaunchCommand: ParsableCommand {
         do {
             let request = try launchOptions()
             let checks = try trust.checks()
+            let signer = try signingKey(trusting: checks.trustKey)
             let path = options.closureCache.closurePath(forApp: request.roots.last!, arch: request.arch)
             var fallback: ClosureError?
             var launch: Launch?
@@ -87,7 +91,7 @@ struct LaunchCommand: ParsableCommand {
             guard let launch else { return }
             defer { launch.memory.release() }
             print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: closurePath, fallback: fallback), terminator: "")
-            if rebuild, fallback != nil { writeFreshClosure(request, to: path) }
+            if rebuild, fallback != nil { writeFreshClosure(request, to: path, signedWith: signer, trusting: checks.trustKey) }
         } catch let error as LoadError {
             if json { print(JSONValue.object([("error", .string(error.description))]).serialized()) }
             FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
@@ -98,13 +102,38 @@ struct LaunchCommand: ParsableCommand {
         }
     }
 
+    /// The `--sign` key, read (a key that cannot be read, or one that is not the private
+    /// half of the `--trust` key, is a usage error); nil without `--sign`.
+    func signingKey(trusting trustKey: ClosureTrustKey?) throws -> ClosureSigningKey? {
+        guard let sign else { return nil }
+        guard rebuild else { throw ValidationError("--sign is for --rebuild") }
+        let signer: ClosureSigningKey
+        do {
+            signer = try ClosureSigningKey(contentsOf: sign)
+        } catch {
+            throw ValidationError("--sign \(error)")
+        }
+        if let trustKey, signer.trustKey != trustKey {
+            throw ValidationError("--sign \(sign): not the private half of the --trust key: the closure it signs would be refused")
+        }
+        return signer
+    }
+
     /// `--rebuild` after a dyld2 fallback: a closure that cannot be written (the cache is
-    /// not writable, the app changed) costs a warning, never the launch's result.
-    func writeFreshClosure(_ request: LaunchOptions, to path: String) {
+    /// not writable, the app changed) costs a warning, never the launch's result. An
+    /// unsigned closure is never written under `--trust` (every later `--trust` launch would
+    /// refuse it) or over a signed one (a downgrade): without `--sign`, it says so instead.
+    func writeFreshClosure(_ request: LaunchOptions, to path: String, signedWith signer: ClosureSigningKey?, trusting trustKey: ClosureTrustKey?) {
+        if signer == nil, trustKey != nil || ClosureFile.isSigned(path) {
+            let why = trustKey != nil ? "--trust uses only signed closures" : "the closure there is signed"
+            FileHandle.standardError.write(Data(("dyld3: warning: --rebuild: no closure written to \(path): \(why), and without --sign "
+                + "it would be unsigned; give --sign KEY (the private half of the trust key), or rebuild with `dyld3 install --sign KEY`\n").utf8))
+            return
+        }
         do {
             let closure = try ClosureBuilder.build(roots: request.roots, arch: request.arch, root: options.root)
             try options.closureCache.prepareForWriting()
-            try ClosureFile.write(closure, to: path)
+            try ClosureFile.write(closure, to: path, signedWith: signer)
             if !json { FileHandle.standardError.write(Data("dyld3: wrote a fresh closure to \(path)\n".utf8)) }
         } catch {
             FileHandle.standardError.write(Data("dyld3: warning: --rebuild: no closure written to \(path): \(error)\n".utf8))

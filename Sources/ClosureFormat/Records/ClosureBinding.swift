@@ -26,6 +26,10 @@ public struct ClosureBinding: Equatable, Sendable {
         self.host = host
     }
 
+    /// How many root images a closure with this binding has: the host, if it names one,
+    /// then the app.
+    public var expectedRootCount: Int { host.isEmpty ? 1 : 2 }
+
     /// The binding's fields, named as a mismatch reports them.
     public enum Field: String, Sendable, CaseIterable {
         case builder, arch, root, app, host

@@ -1,0 +1,142 @@
+@testable import Dyld3
+import Foundation
+@testable import LaunchClosure
+import LoaderCore
+import TestSupport
+import Testing
+import LaunchPlan
+@testable import ClosureFormat
+
+/// Forgeries with a valid checksum whose fields disagree with each other: a binding edited
+/// apart from the image list it binds, a root count the host field contradicts, an image
+/// listed twice in the initializer order, and plans whose mapping fails. Each is refused as
+/// a closure error naming the closure file (decode, `verify`, launch), and `auto` falls back.
+@Suite(.serialized) struct FieldAgreementTests {
+    /// Writes `closure` where a launch of `app` looks for its closure, in a new cache.
+    static func plant(_ closure: LaunchClosure, for app: FixtureApp, _ purpose: String) throws -> (cache: String, path: String) {
+        let cache = try Scratch.directory(purpose)
+        let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
+        try ClosureFile.write(closure, to: path)
+        return (cache, path)
+    }
+
+    /// Another app's genuine closure with only its recorded app edited to this app's
+    /// (checksum recomputed, unsigned): the binding now matches the request, the image list
+    /// still runs the other app.
+    @Test func anotherAppsClosureWithOnlyItsAppEditedIsCorrupt() async throws {
+        let victim = try FixtureApp.named("basic"), other = try FixtureApp.named("init-order")
+        var closure = try other.closure()
+        closure.binding.app = ClosureBinding.resolved(victim.executable)
+        let (cache, path) = try Self.plant(closure, for: victim, "agreement-app")
+        defer { Scratch.remove(cache) }
+        #expect {
+            _ = try ClosureFile.read(path)
+        } throws: { error in
+            guard case let .corrupt(closurePath, _, what) = error as? ClosureError else { return false }
+            return closurePath == path && what.contains("main image") && what.contains("init-order") && what.contains("disagree")
+        }
+        #expect {
+            _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [victim.executable], arch: victim.arch, root: victim.root, run: false))
+        } throws: { error in
+            (error as? ClosureError)?.kind == "corrupt"
+        }
+        let verdict = ClosureVerification(checking: path)
+        #expect(verdict.status == .corrupt && verdict.problems.first?.message.contains("disagree") == true, "\(verdict.status): \(verdict.problems)")
+        let result = try await Dyld3Binary.launchAuto(victim, cache: cache)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect((result.json?["fallback_reason"] as? String)?.hasPrefix("corrupt:") == true, "\(result.stdout)")
+        #expect((result.json?["result"] as? Int).map(Int32.init) == (try victim.expectedResult))
+    }
+
+    /// Root count 2 with no host: the fast path would take image 0 for a host and the
+    /// second image for the main executable.
+    @Test func aRootCountTheHostFieldContradictsIsCorrupt() async throws {
+        let app = try FixtureApp.named("basic")
+        var closure = try app.closure()
+        #expect(closure.rootCount == 1 && closure.binding.host.isEmpty && closure.images.count >= 2)
+        closure.rootCount = 2
+        #expect(closure.consistencyProblems().contains { $0.contains("root count 2 disagrees") }, "\(closure.consistencyProblems())")
+        let (cache, path) = try Self.plant(closure, for: app, "agreement-roots")
+        defer { Scratch.remove(cache) }
+        #expect {
+            _ = try ClosureFile.read(path)
+        } throws: { error in
+            guard case let .corrupt(closurePath, offset, what) = error as? ClosureError else { return false }
+            return closurePath == path && offset > 0 && what.contains("root count 2 disagrees with the binding")
+        }
+        #expect(ClosureVerification(checking: path).status == .corrupt)
+        let result = try await Dyld3Binary.launchAuto(app, cache: cache)
+        #expect(result.status == 0, "status \(result.status) (139: SIGSEGV): \(result.stderr)")
+        #expect((result.json?["fallback_reason"] as? String)?.contains("root count 2 disagrees") == true, "\(result.stdout)")
+        #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+    }
+
+    /// One image listed twice in the initializer order: dyld runs an image's initializers once.
+    @Test func anImageListedTwiceInTheInitializerOrderIsRefusedAtDecode() async throws {
+        let app = try FixtureApp.named("init-order")
+        var closure = try app.closure()
+        let first = try #require(closure.initializerOrder.first)
+        closure.initializerOrder.append(first)
+        let (cache, path) = try Self.plant(closure, for: app, "agreement-initializers")
+        defer { Scratch.remove(cache) }
+        #expect {
+            _ = try ClosureFile.read(path)
+        } throws: { error in
+            guard case let .corrupt(_, _, what) = error as? ClosureError else { return false }
+            return what.contains("initializer order names image \(first)") && what.contains("twice")
+        }
+        let result = try await Dyld3Binary.launchAuto(app, cache: cache)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.json?["mode"] as? String == "dyld2", "\(result.stdout)")
+        #expect((result.json?["fallback_reason"] as? String)?.hasPrefix("corrupt:") == true, "\(result.stdout)")
+        #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+    }
+
+    /// A plan whose `__DATA` file offset is not page-aligned passes every structural check
+    /// but cannot be mapped: the launch reports it as the closure's fault, naming the closure
+    /// file, and `auto` falls back instead of failing.
+    @Test func aPlanThatCannotBeMappedFallsBackNamingTheClosure() async throws {
+        let app = try FixtureApp.named("basic")
+        var closure = try app.closure()
+        let main = closure.rootCount - 1
+        var plan = closure.images[main].plan
+        let data = try #require(plan.segments.firstIndex { $0.name == "__DATA" && $0.fileSize > 8 })
+        plan.segments[data].fileOffset += 8
+        plan.segments[data].fileSize -= 8
+        closure.images[main].plan = plan
+        let (cache, path) = try Self.plant(closure, for: app, "agreement-mapping")
+        defer { Scratch.remove(cache) }
+        #expect(try ClosureFile.read(path) == closure, "the forgery passes every structural check")
+        #expect {
+            _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))
+        } throws: { error in
+            guard let error = error as? ClosureError else { return false }
+            return error.kind == "invalid" && "\(error)".hasPrefix(path)
+        }
+        let result = try await Dyld3Binary.launchAuto(app, cache: cache)
+        #expect(result.status == 0, "\(result.stderr)")
+        let reason = result.json?["fallback_reason"] as? String ?? ""
+        #expect(reason.hasPrefix("invalid:") && reason.contains(path) && reason.contains("__DATA"), "\(reason)")
+        #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+    }
+
+    /// Image sizes that together exceed the address space: the reservation fails, and that
+    /// is the closure's fault too.
+    @Test func aReservationLargerThanTheAddressSpaceFallsBack() async throws {
+        let app = try FixtureApp.named("basic")
+        var closure = try app.closure()
+        // Every image as large as the format allows (2^40 bytes), and enough copies of the
+        // last image record to reserve more than the 2^47-byte user address space.
+        for index in closure.images.indices { closure.images[index].plan.vmSize = 1 << 40 }
+        let last = try #require(closure.images.last)
+        while closure.images.count < 131 { closure.images.append(last) }
+        let (cache, path) = try Self.plant(closure, for: app, "agreement-reserve")
+        defer { Scratch.remove(cache) }
+        _ = try ClosureFile.read(path)
+        let result = try await Dyld3Binary.launchAuto(app, cache: cache)
+        #expect(result.status == 0, "\(result.stderr)")
+        let reason = result.json?["fallback_reason"] as? String ?? ""
+        #expect(reason.hasPrefix("invalid:") && reason.contains(path), "\(reason)")
+        #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+    }
+}
