@@ -157,8 +157,8 @@ import Testing
         // The same launch with intact runs gets as far as the mapping, and fails there.
         try ClosureFile.write(try ClosureBuilder.build(roots: [executable], arch: "x86_64", root: base + "/root"), to: path)
         #expect { try FastPath.launch(closurePath: path, request: request) } throws: { error in
-            guard let error = error as? LoadError, case .mapping = error else { return false }
-            return true
+            guard let error = error as? ClosureError, case let .mapping(closurePath, _, what) = error else { return false }
+            return closurePath == path && what.contains("cannot reserve")
         }
     }
 }
