@@ -62,11 +62,11 @@ public enum FastPath {
     }
 
     /// How many of `imageCount` images this thread opens before it maps: all, unless the
-    /// helper runs and the launch is eager. Then the first quarter, about what this thread
-    /// opens in the time the helper reads the rest of the body; the helper opens the others
-    /// while this thread maps, handing each over as soon as it is identified.
+    /// helper runs. Then the first quarter, about what this thread opens in the time the
+    /// helper reads the rest of the body; the helper opens the others while this thread
+    /// maps, handing each over as soon as it is identified.
     static func openedBeforeMapping(_ imageCount: Int, request: LaunchOptions, helper: LaunchHelper?) -> Int {
-        request.fixups != .pageIn && helper?.isRunning == true ? imageCount / 4 : imageCount
+        helper?.isRunning == true ? imageCount / 4 : imageCount
     }
 
     /// Launches `request` from `closure` (read from `closurePath`, or built in memory and
@@ -262,7 +262,8 @@ public enum FastPath {
     /// receive fixups reserved, registered with a userfaultfd and made live (a touch fills
     /// the page on the touching thread) before anything can touch them. Where userfaultfd is
     /// unavailable (or registering or going live fails), the memory is released and mapped
-    /// again for an eager launch, the reason kept in the report.
+    /// again for an eager launch (a hand-off keeps what it handed over), the reason kept in
+    /// the report.
     static func map(_ closure: LaunchClosure, closurePath: String, files: [ImageDescriptor], handOff: DescriptorHandOff? = nil,
                     request: LaunchOptions, report: inout LaunchReport) throws -> (LaunchMemory, PageInFixups.Plan?) {
         let plans = closure.images.map(\.plan)
@@ -278,7 +279,8 @@ public enum FastPath {
         case let .success(pager):
             var memory: LaunchMemory?
             do {
-                let mapped = try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide, pageIn: (pager, plan.ranges))
+                let mapped = try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide,
+                                              pageIn: (pager, plan.ranges))
                 memory = mapped
                 try pager.start(source: PageInFixups(closure, plan: plan, targetValues: closure.bindTargetValues(mapped), pageSize: pageSize),
                                 faultAround: request.faultAround)
@@ -292,7 +294,7 @@ public enum FastPath {
             }
         }
         report.fixupsFallbackReason = reason
-        return (try LaunchMemory(plans: plans, descriptors: files, firstSlide: request.slide), nil)
+        return (try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide), nil)
     }
 
     /// When the images are asked to be read ahead (``ImagePlan/readAheadRange(deferred:)``):

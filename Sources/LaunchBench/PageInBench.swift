@@ -116,7 +116,11 @@ enum PageInBench {
     static func keep(_ sum: UInt64) {}
 
     /// One dyld3 launch of `closure` as `request` asks (eager or page-in).
+    /// A launch as `dyld3 launch` makes it, from the closure file at `closurePath` (read,
+    /// checked and decoded each time, with the launch's helper), or from `closure` in memory
+    /// when there is no such file.
     static func launch(_ closure: LaunchClosure, closurePath: String = "(built in memory)", request: LaunchOptions) throws -> Launch {
+        if FileManager.default.fileExists(atPath: closurePath) { return try FastPath.launch(closurePath: closurePath, request: request) }
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
         return try FastPath.launch(closure, closurePath: closurePath, request: request, report: &report, clock: &clock)
