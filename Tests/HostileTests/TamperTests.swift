@@ -310,14 +310,7 @@ import LaunchPlan
         for index in closure.images.indices {
             for binds in [false, true] {
                 let stream = Array(binds ? closure.images[index].bindRuns : closure.images[index].rebaseRuns)
-                var variants = [stream] + (0..<stream.count).map { Array(stream.prefix($0)) }
-                for offset in stream.indices {
-                    for mask: UInt8 in [0x01, 0x02, 0x40, 0x80, 0xff] {
-                        var flipped = stream
-                        flipped[offset] ^= mask
-                        variants.append(flipped)
-                    }
-                }
+                let variants = Self.damaged(stream, masks: [0x01, 0x02, 0x40, 0x80, 0xff]) + (0..<stream.count).map { Array(stream.prefix($0)) }
                 for variant in variants {
                     var damaged = closure
                     if binds { damaged.images[index].bindRuns = variant[...] } else { damaged.images[index].rebaseRuns = variant[...] }
@@ -372,15 +365,7 @@ import LaunchPlan
         for index in closure.images.indices {
             for binds in [false, true] {
                 let stream = Array(binds ? closure.images[index].bindRuns : closure.images[index].rebaseRuns)
-                var variants = [stream]
-                for offset in stream.indices {
-                    for mask: UInt8 in [0x01, 0x80, 0xff] {
-                        var flipped = stream
-                        flipped[offset] ^= mask
-                        variants.append(flipped)
-                    }
-                }
-                for variant in variants {
+                for variant in Self.damaged(stream, masks: [0x01, 0x80, 0xff]) {
                     var damaged = closure
                     if binds { damaged.images[index].bindRuns = variant[...] } else { damaged.images[index].rebaseRuns = variant[...] }
                     let plan = try PageInFixups.plan(damaged, pageSize: LaunchMemory.pageSize)
@@ -406,6 +391,17 @@ import LaunchPlan
             }
         }
         #expect(cases > 300 && refused > 50 && cases - refused > 50, "\(cases) cases, \(refused) refused")
+    }
+
+    /// `stream` intact, then with each byte flipped by each of `masks`.
+    static func damaged(_ stream: [UInt8], masks: [UInt8]) -> [[UInt8]] {
+        [stream] + stream.indices.flatMap { offset in
+            masks.map { mask in
+                var flipped = stream
+                flipped[offset] ^= mask
+                return flipped
+            }
+        }
     }
 
     /// Every byte of every mapped segment of every image.
