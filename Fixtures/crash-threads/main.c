@@ -3,8 +3,9 @@
  * "a crash is a crash" test, Tests/LoaderTests/PageInCrashTests.swift).
  *
  * main starts 16 threads with clone(2) (the fixtures have no libc), each with its stack in
- * this image's own __bss; each reads pointers from 64 pages of rebased data, in its own
- * order, forever. Once every thread has read its first pointer, main writes through a null
+ * this image's own __bss, in the segment that holds 64 pages of rebased pointers; each reads
+ * those pointers, in its own order, and has the kernel write into a new zero-fill page of
+ * that segment (uname(2)), forever. Once every thread has read its first pointer, main writes through a null
  * pointer: the process must end by SIGSEGV, as it does without page-in. x86_64 Linux only
  * (raw system calls); built by the test with clang and ld64.lld against the fixtures'
  * libSystem.
@@ -25,18 +26,29 @@ static int values[1024];
 #define P4096(n) P1024(n), P1024((n) + 1024), P1024((n) + 2048), P1024((n) + 3072)
 #define P16384(n) P4096(n), P4096((n) + 4096), P4096((n) + 8192), P4096((n) + 12288)
 
-/* 32768 rebased pointers: 64 pages that receive fixups. */
-static int *table[ENTRIES] = { P16384(0), P16384(16384) };
-/* The threads' stacks: zero-fill pages of this image. */
+/* 32768 rebased pointers: 64 pages that receive fixups, in __DATA with the stacks below. */
+__attribute__((section("__DATA,__data"))) static int *table[ENTRIES] = { P16384(0), P16384(16384) };
+/* The threads' stacks: zero-fill pages of the same segment. */
 static char stacks[THREADS][STACK_SIZE] __attribute__((aligned(4096)));
 static volatile unsigned long sinks[THREADS];
 static volatile int started;
+/* Zero-fill pages of the same segment that the kernel writes into (uname(2)), one new page
+   per call: a system call touching untouched pages while main crashes. */
+#define SCRATCH_PAGES 4096
+static char scratch[THREADS][SCRATCH_PAGES][4096] __attribute__((aligned(4096)));
+
+static long uname_into(void *buffer) {
+    long result;
+    __asm__ volatile("syscall" : "=a"(result) : "a"(63L), "D"(buffer) : "rcx", "r11", "memory");
+    return result;
+}
 
 static void worker(long index) {
     unsigned long sum = (unsigned long)table[index * 512];
     __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
-    for (;;) {
+    for (long round = 0;; round++) {
         for (long page = 0; page < PAGES; page++) sum += (unsigned long)table[((page * (index * 2 + 1)) % PAGES) * 512];
+        uname_into(scratch[index][round % SCRATCH_PAGES]);
         sinks[index] = sum;
     }
 }
