@@ -30,7 +30,8 @@ enum CodeSignatureTable {
         }
         if let entitlements = signature.entitlements {
             out.write("  Entitlements (XML, \(entitlements.blob.count) bytes)\n")
-            for line in entitlements.xml.split(separator: "\n", omittingEmptySubsequences: false) {
+            let xml = entitlements.xml.hasSuffix("\n") ? String(entitlements.xml.dropLast()) : entitlements.xml
+            for line in xml.split(separator: "\n", omittingEmptySubsequences: false) {
                 out.write("    \(line)\n")
             }
         }

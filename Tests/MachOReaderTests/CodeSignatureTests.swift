@@ -53,8 +53,8 @@ import TestSupport
 
     @Test func everyDamagedFixtureFailsAtTheDamagedPageOrBlob() throws {
         let damaged = try #require(try Self.manifest()["damaged"] as? [String: [String: Any]])
-        #expect(damaged.count == 45)
-        var pages = 0, blobs = 0
+        #expect(damaged.count == 49)
+        var pages = 0, blobs = 0, sealed = 0
         for (file, expect) in damaged.sorted(by: { $0.key < $1.key }) {
             let path = Self.signedRoot.appendingPathComponent("damaged/\(file)").path
             let result = try Self.verify(path)
@@ -67,8 +67,19 @@ import TestSupport
             if let page = expect["bad_page"] as? Int {
                 #expect(slice.error == nil, "\(file): \(String(describing: slice.error))")
                 #expect(slice.badPages == [page], "\(file)")
-                #expect(slice.problems.count == 1, "\(file): \(slice.problems)")
+                // Every CodeDirectory names the page, and nothing else.
+                #expect(slice.directories.allSatisfy { $0.badPages == [page] }, "\(file)")
+                #expect(slice.problems.count == slice.directories.count, "\(file): \(slice.problems)")
                 pages += 1
+            } else if let name = expect["bad_blob"] as? String {
+                // A blob a special slot seals: every CodeDirectory's slot for it fails, nothing else.
+                #expect(slice.error == nil && slice.badPages.isEmpty, "\(file)")
+                #expect(name == "Entitlements")
+                for directory in slice.directories {
+                    #expect(directory.specialSlots.filter { $0.status != .valid }.map(\.slot) == [CSSLOT_ENTITLEMENTS], "\(file)")
+                }
+                #expect(slice.problems.count == slice.directories.count && slice.problems.allSatisfy { $0.contains("Entitlements blob") })
+                sealed += 1
             } else {
                 let error = try #require(slice.error, "\(file)")
                 let blobOffset = try #require(expect["blob_offset"] as? Int)
@@ -85,7 +96,43 @@ import TestSupport
                 blobs += 1
             }
         }
-        #expect(pages == 27 && blobs == 18)
+        #expect(pages == 29 && blobs == 18 && sealed == 2)
+    }
+
+    /// Signatures written by tools/damage-code-signature from first principles (Python's
+    /// hashlib): a SHA-1 CodeDirectory with SHA-256, SHA-384 and truncated SHA-256
+    /// alternates, seven special slots, requirements, XML and DER entitlements, an empty CMS
+    /// wrapper. Every CodeDirectory's cdHash is hashlib's; the image's is the SHA-384 one's.
+    @Test func multiHashSignaturesVerifyWithHashlibsCdHashes() throws {
+        let resigned = try #require(try Self.manifest()["resigned"] as? [String: [String: Any]])
+        #expect(resigned.count == 2)
+        for (file, expect) in resigned {
+            let path = Self.signedRoot.appendingPathComponent("damaged/\(file)").path
+            let result = try Self.verify(path)
+            let slice = try #require(result.slices.first)
+            #expect(slice.valid, "\(file): \(slice.problems)")
+            #expect(slice.cdHash?.hex == expect["cdhash"] as? String)
+            #expect(slice.hashType == .sha384 && slice.pages == expect["pages"] as? Int)
+            let cdHashes = try #require(expect["cdhashes"] as? [String: String])
+            #expect(Dictionary(uniqueKeysWithValues: slice.directories.map { (String($0.slot), $0.cdHash.hex) }) == cdHashes)
+            #expect(Set(slice.directories.map(\.hashType)) == Set(CSHashType.allCases))
+            for directory in slice.directories {
+                #expect(directory.specialSlots.map(\.slot) == (expect["special_slots"] as? [Int])?.map(UInt32.init))
+                #expect(directory.specialSlots.allSatisfy { $0.status == .valid })
+            }
+            let signature = try #require(try CodeSignature.read(from: try MachOImage(parsing: try Corpus.bytes(path))))
+            #expect(signature.codeDirectories.map(\.slot) == [CSSLOT_CODEDIRECTORY, 0x1000, 0x1001, 0x1002])
+            for directory in signature.codeDirectories {
+                #expect(directory.teamID == expect["team_id"] as? String && directory.identifier == expect["identifier"] as? String)
+                #expect(directory.nSpecialSlots == 7 && directory.flags == CS_ADHOC | CS_RUNTIME)
+                #expect((directory.runtime != nil) == (directory.version >= CS_SUPPORTSRUNTIME))
+            }
+            #expect(signature.derEntitlements?.entries.map(\.key) == expect["der_entitlements"] as? [String])
+            #expect(signature.derEntitlements?.entries.last?.value == "true")
+            #expect(signature.entitlements?.xml.contains("<key>com.apple.security.get-task-allow</key>") == true)
+            #expect(signature.requirements?.entries.map(\.type) == [kSecDesignatedRequirementType])
+            #expect(signature.cms?.cms.count == 0)
+        }
     }
 
     /// The launch check's primitive: one page, one slot, in place.
