@@ -28,8 +28,8 @@ struct CodesignVerifyCommand: ParsableCommand {
             and one line per problem naming the page and its file offset, or the blob); --json \
             prints an array of one object per slice.
             Exit status: 0 when every selected slice is signed and valid; 3 when any signature \
-            is invalid or damaged; else 2 when any slice is unsigned; 1 when a file cannot be \
-            read as Mach-O.
+            is invalid or cannot be read; else 1 when a file cannot be read as a Mach-O file; \
+            else 2 when any slice is unsigned.
             """)
 
     static let unsignedExitCode: Int32 = 2

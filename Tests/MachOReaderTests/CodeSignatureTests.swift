@@ -344,6 +344,11 @@ import TestSupport
         #expect(text.status == 3)
         #expect(text.lines.contains("\(damaged) (x86_64): CodeDirectory: page \(page) (file offset 0x\(String(page * 4096, radix: 16)), 4096 bytes) does not match its hash"))
 
+        let notMachO = Self.signedRoot.appendingPathComponent("damaged/manifest.json").path
+        let unreadable = try await Dyld3Binary.run(["codesign", "verify", notMachO, valid])
+        #expect(unreadable.status == 1 && unreadable.lines.count == 2)
+        #expect(unreadable.stderr.split(separator: "\n").count == 1 && unreadable.stderr.contains("\(notMachO): offset 0x0"))
+
         let truncated = Self.signedRoot.appendingPathComponent("damaged/x86_64-chained-app.truncated-superblob").path
         let refused = try await Dyld3Binary.run(["codesign", "verify", truncated])
         #expect(refused.status == 3)
