@@ -162,14 +162,15 @@ import TestSupport
         }
     }
 
-    /// The arm64 fixture apps (tools/build-fixtures signs them with ld64.lld; the builder
-    /// re-hashes those whose load commands it patches).
-    @Test func everySignedFixtureAppVerifies() throws {
+    /// The fixture apps: tools/build-fixtures signs every image ad hoc with ld64.lld (the
+    /// builder re-hashes those whose load commands it patches), so every image is signed
+    /// and every one verifies. (Objects and link-only stubs under .obj are not images.)
+    @Test func everyFixtureImageIsSignedAndVerifies() throws {
         let root = Paths.repoRoot.appendingPathComponent("build/fixtures")
         var signed = 0
-        for path in try Corpus.machOFiles(under: root) {
-            for slice in try Self.verify(path).slices where slice.signed {
-                #expect(slice.valid, "\(path): \(slice.problems)")
+        for path in try Corpus.machOFiles(under: root) where !path.contains("/.obj/") {
+            for slice in try Self.verify(path).slices {
+                #expect(slice.signed && slice.valid, "\(path) (\(slice.arch)): \(slice.problems)")
                 signed += 1
             }
         }
@@ -299,6 +300,35 @@ import TestSupport
             }
         }
         #expect(refused > 0)
+    }
+
+    /// A CodeDirectory field set to a value that cannot be right is refused at that field's
+    /// offset (cs_blobs.h's layout): the hash type, the hash size, the page size, scatter
+    /// vectors, the slot counts, the identifier offset, the version.
+    @Test func aBadCodeDirectoryFieldIsRefusedAtThatField() throws {
+        let path = Self.signedRoot.appendingPathComponent("x86_64-chained/libbase.dylib").path
+        let signature = try #require(try CodeSignature.read(from: try MachOImage(parsing: try Corpus.bytes(path))))
+        let blob = try #require(signature.superBlob.blob(CSSLOT_CODEDIRECTORY)).view
+        let original = try blob.bytes(0, blob.count)
+        #expect(throws: Never.self) { try CS_CodeDirectory(parsing: ByteView(original), slot: 0) }
+        let cases: [(field: Int, bytes: [UInt8], what: String)] = [
+            (37, [9], "hash type"), (36, [20], "hash size"), (39, [30], "page size"), (44, [0, 0, 0, 1], "scatter"),
+            (28, [0, 0, 0xff, 0xff], "code slots"), (24, [0, 0, 0xff, 0xff], "special slots"),
+            (20, [0xff, 0xff, 0, 0], "identifier offset"), (8, [0, 2, 0, 0], "version"),
+        ]
+        for (field, bytes, what) in cases {
+            var changed = original
+            changed.replaceSubrange(field..<field + bytes.count, with: bytes)
+            do {
+                _ = try CS_CodeDirectory(parsing: ByteView(changed), slot: 0)
+                Issue.record("\(what): accepted")
+            } catch {
+                // Too many special slots for hashOffset: either field can be the wrong one,
+                // and the error names hashOffset with the count.
+                #expect(error.offset == field || (what == "special slots" && error.offset == 16), "\(what): \(error)")
+                #expect(error.structure == "CodeDirectory")
+            }
+        }
     }
 
     @Test func cdHashRoundTripsThroughHex() throws {

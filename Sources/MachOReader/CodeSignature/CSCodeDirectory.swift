@@ -134,6 +134,11 @@ public struct CS_CodeDirectory: Sendable {
         guard Int(hashSize) == hashType.hashSize else {
             throw fail(36, "hash size \(hashSize) is not \(hashType.hashSize), the size of a \(hashType) hash")
         }
+        // Scatter vectors (pages listed out of order, a pre-10.6 form) are not read: a page's
+        // slot would not be its index.
+        if let scatter = scatterOffset, scatter != 0 {
+            throw fail(44, "scatter vectors (scatterOffset 0x\(String(scatter, radix: 16))) are not supported")
+        }
         guard pageSizeShift == 0 || CS_CodeDirectory.pageSizeShifts.contains(pageSizeShift) else {
             throw fail(39, "page size 2^\(pageSizeShift) is outside 2^9...2^24")
         }
