@@ -31,8 +31,8 @@ let package = Package(
     targets: [
         // The pipeline, bottom to top (docs/design.md draws it; tools/check-module-graph keeps
         // this list and that picture the same).
-        // Parses Mach-O bytes. No I/O, no process state.
-        .target(name: "MachOReader"),
+        // Parses Mach-O bytes. No I/O, no process state. Crypto hashes code-signature pages.
+        .target(name: "MachOReader", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Renders what the reader found: llvm-objdump-compatible tables and JSON.
         .target(name: "MachOInspect", dependencies: ["MachOReader"]),
         // What a launch does, as plain values every stage shares: mapping plans, resolved

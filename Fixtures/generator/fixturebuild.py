@@ -38,8 +38,9 @@ STYLES = ("chained", "opcodes")
 MACHO_TARGET = {"x86_64": "x86_64-apple-macos11", "arm64": "arm64-apple-ios14"}
 MACHO_PLATFORM = {"x86_64": ["macos", "11.0", "11.0"], "arm64": ["ios", "14.0", "14.0"]}
 STYLE_FLAG = {"chained": "-fixup_chains", "opcodes": "-no_fixup_chains"}
-# arm64 images carry an ad-hoc code signature, as iOS binaries do (lld signs only arm64 macOS by default).
-SIGN_FLAG = {"x86_64": [], "arm64": ["-adhoc_codesign"]}
+# Every image carries an ad-hoc code signature, as ld64 writes for arm64 and `codesign -s -`
+# for x86_64 (lld signs only arm64 macOS by default, so the flag is explicit).
+SIGN_FLAG = {"x86_64": ["-adhoc_codesign"], "arm64": ["-adhoc_codesign"]}
 ELF = "elf"  # the pseudo-architecture of the ELF twin
 
 CFLAGS = ["-ffreestanding", "-fno-stack-protector", "-fno-builtin", "-O1", "-fvisibility=default"]

@@ -75,6 +75,7 @@ public enum ObjdumpReport {
         case .exportsTrie: try ExportsTrieTable.write(image, to: &out)
         case .deps: DependenciesTable.write(image, to: &out)
         case .objc: try ObjCTable.write(image, to: &out)
+        case .codeSignature: try CodeSignatureTable.write(image, to: &out)
         }
     }
 }

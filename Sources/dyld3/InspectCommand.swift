@@ -31,6 +31,7 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "The exported symbols.") var exportsTrie = false
     @Flag(help: "Dependent dylibs with link kinds, rpaths and the dylib id.") var deps = false
     @Flag(help: "Objective-C classes, categories and selector references (as otool -ov, dyld_info -objc).") var objc = false
+    @Flag(help: "The embedded code signature: SuperBlob, CodeDirectories (with cdHashes), requirements, entitlements, CMS wrapper.") var codeSignature = false
     @Flag(help: "Print JSON instead of text.") var json = false
     @Flag(help: "Decode every fixup and export, and report counts and decoding time.") var stats = false
 
@@ -45,6 +46,7 @@ struct InspectCommand: ParsableCommand {
         if exportsTrie { tables.insert(.exportsTrie) }
         if deps { tables.insert(.deps) }
         if objc { tables.insert(.objc) }
+        if codeSignature { tables.insert(.codeSignature) }
         return tables
     }
 

@@ -1,0 +1,231 @@
+/// `CS_CodeDirectory`: the hashes a signature stands on. The fixed header grows with the
+/// version (scatter, team ID, 64-bit code limit, executable segment, runtime, linkage);
+/// each field is read only when the version has it and the blob holds it. The code slots
+/// follow `hashOffset`, one hash per page of the image up to the code limit; the special
+/// slots precede it, slot N at `hashOffset - N * hashSize`.
+public struct CS_CodeDirectory: Sendable {
+    /// The header's size at each version, for the fields it adds.
+    static let headerSizes: [(version: UInt32, size: Int)] = [
+        (CS_SUPPORTSLINKAGE, 108), (CS_SUPPORTSRUNTIME, 96), (CS_SUPPORTSEXECSEG, 88),
+        (CS_SUPPORTSCODELIMIT64, 64), (CS_SUPPORTSTEAMID, 52), (CS_SUPPORTSSCATTER, 48), (CS_SUPPORTSNONE, 44),
+    ]
+    /// Page sizes (log2) accepted besides 0, which means one page for the whole code.
+    public static let pageSizeShifts: ClosedRange<UInt8> = 9...24
+
+    /// The linkage fields of version 0x20600.
+    public struct Linkage: Equatable, Sendable {
+        public let hashType: UInt8
+        public let applicationType: UInt8
+        public let applicationSubtype: UInt16
+        public let offset: UInt32
+        public let size: UInt32
+    }
+
+    /// The SuperBlob slot it came from (`CSSLOT_CODEDIRECTORY` or an alternate).
+    public let slot: UInt32
+    /// The blob's bytes: exactly its `length` (what its cdHash is taken over).
+    public let blob: ByteView
+    public let version: UInt32
+    public let flags: UInt32
+    public let hashOffset: UInt32
+    public let identOffset: UInt32
+    public let nSpecialSlots: UInt32
+    public let nCodeSlots: UInt32
+    /// The 32-bit `codeLimit` field (see ``codeLimit`` for the one that applies).
+    public let codeLimit32: UInt32
+    public let hashSize: UInt8
+    public let hashType: CSHashType
+    public let platform: UInt8
+    /// log2 of the page size; 0 means the whole code is one page.
+    public let pageSizeShift: UInt8
+    public let scatterOffset: UInt32?
+    public let teamOffset: UInt32?
+    public let codeLimit64: UInt64?
+    public let execSegBase: UInt64?
+    public let execSegLimit: UInt64?
+    public let execSegFlags: UInt64?
+    public let runtime: UInt32?
+    public let preEncryptOffset: UInt32?
+    public let linkage: Linkage?
+    public let identifier: String
+    public let teamID: String?
+
+    /// The number of image bytes the code slots cover: `codeLimit64` when the version has it
+    /// and it is set, else `codeLimit`.
+    public var codeLimit: UInt64 {
+        if let limit = codeLimit64, limit != 0 { return limit }
+        return UInt64(codeLimit32)
+    }
+
+    /// The page size in bytes; 0 when the whole code is one page.
+    public var pageSize: Int { pageSizeShift == 0 ? 0 : 1 << Int(pageSizeShift) }
+
+    /// The structure name errors carry.
+    var structure: String { CS_CodeDirectory.structure(slot) }
+
+    static func structure(_ slot: UInt32) -> String {
+        slot == CSSLOT_CODEDIRECTORY ? "CodeDirectory" : CodeSignatureNames.slotName(slot)
+    }
+
+    /// Parses a CodeDirectory blob (its bytes exactly) from SuperBlob slot `slot`; with
+    /// `imageSize`, the code limit must lie inside the image.
+    public init(parsing blob: ByteView, slot: UInt32, imageSize: Int? = nil) throws(CodeSignatureError) {
+        let structure = CS_CodeDirectory.structure(slot)
+        func fail(_ field: Int, _ what: String) -> CodeSignatureError {
+            CodeSignatureError(offset: blob.absolute(field), structure: structure, what: what)
+        }
+        self.slot = slot
+        self.blob = blob
+        let magic = try reading(structure) { () throws(MachOError) in try blob.u32BE(0) }
+        guard magic == CSMAGIC_CODEDIRECTORY else {
+            throw fail(0, "magic 0x\(String(magic, radix: 16)) is not CSMAGIC_CODEDIRECTORY (0xfade0c02)")
+        }
+        guard blob.count >= 44 else { throw fail(4, "length \(blob.count) is less than the 44-byte header") }
+        let version = try reading(structure) { () throws(MachOError) in try blob.u32BE(8) }
+        guard version >= CS_SUPPORTSNONE else {
+            throw fail(8, "version 0x\(String(version, radix: 16)) is older than the earliest (0x20001)")
+        }
+        let headerSize = CS_CodeDirectory.headerSizes.first { version >= $0.version }!.size
+        guard blob.count >= headerSize else {
+            throw fail(4, "length \(blob.count) is less than the \(headerSize)-byte header of version 0x\(String(version, radix: 16))")
+        }
+        // Every read below lies inside the header just checked.
+        func u32(_ at: Int) throws(CodeSignatureError) -> UInt32 { try reading(structure) { () throws(MachOError) in try blob.u32BE(at) } }
+        func u64(_ at: Int) throws(CodeSignatureError) -> UInt64 { try reading(structure) { () throws(MachOError) in try blob.u64BE(at) } }
+        func u8(_ at: Int) throws(CodeSignatureError) -> UInt8 { try reading(structure) { () throws(MachOError) in try blob.u8(at) } }
+        self.version = version
+        flags = try u32(12)
+        hashOffset = try u32(16)
+        identOffset = try u32(20)
+        nSpecialSlots = try u32(24)
+        nCodeSlots = try u32(28)
+        codeLimit32 = try u32(32)
+        hashSize = try u8(36)
+        let rawHashType = try u8(37)
+        platform = try u8(38)
+        pageSizeShift = try u8(39)
+        scatterOffset = version >= CS_SUPPORTSSCATTER ? try u32(44) : nil
+        teamOffset = version >= CS_SUPPORTSTEAMID ? try u32(48) : nil
+        codeLimit64 = version >= CS_SUPPORTSCODELIMIT64 ? try u64(56) : nil
+        if version >= CS_SUPPORTSEXECSEG {
+            execSegBase = try u64(64)
+            execSegLimit = try u64(72)
+            execSegFlags = try u64(80)
+        } else {
+            (execSegBase, execSegLimit, execSegFlags) = (nil, nil, nil)
+        }
+        if version >= CS_SUPPORTSRUNTIME {
+            runtime = try u32(88)
+            preEncryptOffset = try u32(92)
+        } else {
+            (runtime, preEncryptOffset) = (nil, nil)
+        }
+        if version >= CS_SUPPORTSLINKAGE {
+            let subtype = UInt16(try u8(98)) << 8 | UInt16(try u8(99))
+            linkage = Linkage(hashType: try u8(96), applicationType: try u8(97), applicationSubtype: subtype, offset: try u32(100), size: try u32(104))
+        } else {
+            linkage = nil
+        }
+
+        guard let hashType = CSHashType(rawValue: rawHashType) else {
+            throw fail(37, "hash type \(rawHashType) is not SHA-1, SHA-256, SHA-256 (truncated) or SHA-384")
+        }
+        self.hashType = hashType
+        guard Int(hashSize) == hashType.hashSize else {
+            throw fail(36, "hash size \(hashSize) is not \(hashType.hashSize), the size of a \(hashType) hash")
+        }
+        // Scatter vectors (pages listed out of order, a pre-10.6 form) are not read: a page's
+        // slot would not be its index.
+        if let scatter = scatterOffset, scatter != 0 {
+            throw fail(44, "scatter vectors (scatterOffset 0x\(String(scatter, radix: 16))) are not supported")
+        }
+        guard pageSizeShift == 0 || CS_CodeDirectory.pageSizeShifts.contains(pageSizeShift) else {
+            throw fail(39, "page size 2^\(pageSizeShift) is outside 2^9...2^24")
+        }
+        // The slots: special ones before hashOffset, after the header; code ones after it,
+        // inside the blob. This bounds both counts by the blob's bytes.
+        let size = UInt64(hashSize)
+        let specialBytes = UInt64(nSpecialSlots) * size
+        guard UInt64(hashOffset) >= specialBytes, UInt64(hashOffset) - specialBytes >= UInt64(headerSize) else {
+            throw fail(16, "hash offset 0x\(String(hashOffset, radix: 16)) leaves no room for \(nSpecialSlots) special slots after the \(headerSize)-byte header")
+        }
+        guard UInt64(hashOffset) + UInt64(nCodeSlots) * size <= UInt64(blob.count) else {
+            throw fail(28, "\(nCodeSlots) code slots at 0x\(String(hashOffset, radix: 16)) run past the blob's \(blob.count) bytes")
+        }
+        // The code slots cover exactly the code limit, which lies inside the image.
+        let limit = (codeLimit64 ?? 0) != 0 ? codeLimit64! : UInt64(codeLimit32)
+        if let imageSize, limit > UInt64(imageSize) {
+            throw fail((codeLimit64 ?? 0) != 0 ? 56 : 32, "code limit 0x\(String(limit, radix: 16)) is past the end of the image (0x\(String(imageSize, radix: 16)) bytes)")
+        }
+        let pages: UInt64 = pageSizeShift == 0 ? (limit == 0 ? 0 : 1) : (limit + (1 << UInt64(pageSizeShift)) - 1) >> UInt64(pageSizeShift)
+        guard pages == UInt64(nCodeSlots) else {
+            throw fail(28, "\(nCodeSlots) code slots do not cover the code limit 0x\(String(limit, radix: 16)) in pages of \(pageSizeShift == 0 ? "any size" : String(1 << Int(pageSizeShift))) (\(pages) needed)")
+        }
+        guard identOffset >= UInt32(headerSize), identOffset < UInt32(blob.count) else {
+            throw fail(20, "identifier offset 0x\(String(identOffset, radix: 16)) is outside the blob after its header")
+        }
+        let identAt = Int(identOffset)
+        identifier = try reading("\(structure) identifier") { () throws(MachOError) in try blob.cString(identAt) }
+        if let team = teamOffset, team != 0 {
+            guard team >= UInt32(headerSize), team < UInt32(blob.count) else {
+                throw fail(48, "team ID offset 0x\(String(team, radix: 16)) is outside the blob after its header")
+            }
+            teamID = try reading("\(structure) team ID") { () throws(MachOError) in try blob.cString(Int(team)) }
+        } else {
+            teamID = nil
+        }
+    }
+
+    /// The number of code slots (pages).
+    public var pageCount: Int { Int(nCodeSlots) }
+
+    /// The image bytes code slot `slot` covers, as offsets from the image's start: the
+    /// page, the last one short at the code limit. Empty for a slot out of range.
+    public func pageRange(_ slot: Int) -> Range<Int> {
+        guard slot >= 0, slot < Int(nCodeSlots) else { return 0..<0 }
+        let limit = Int(clamping: codeLimit)
+        guard pageSize != 0 else { return 0..<limit }
+        let start = slot << Int(pageSizeShift)
+        return start..<min(start + pageSize, limit)
+    }
+
+    /// Code slot `slot`'s hash, nil out of range.
+    @inline(__always)
+    public func codeSlotHash(_ slot: Int) -> ByteView? {
+        guard slot >= 0, slot < Int(nCodeSlots) else { return nil }
+        return try? blob.slice(Int(hashOffset) + slot * Int(hashSize), Int(hashSize))
+    }
+
+    /// Special slot `type`'s hash (`CSSLOT_REQUIREMENTS`, ...), nil when the directory has
+    /// fewer special slots.
+    public func specialSlotHash(_ type: UInt32) -> ByteView? {
+        guard type >= 1, type <= nSpecialSlots else { return nil }
+        return try? blob.slice(Int(hashOffset) - Int(type) * Int(hashSize), Int(hashSize))
+    }
+
+    /// The CodeDirectory's cdHash: the hash of its blob under its own hash type, truncated to
+    /// 20 bytes. Allocates nothing.
+    public var cdHash: CDHash { hashType.cdHash(of: blob) }
+
+    /// Whether `page` (the bytes of ``pageRange(_:)``, in place) hashes to code slot `slot`.
+    /// Allocates nothing; a slot out of range never matches.
+    @inline(__always)
+    public func verifyPage(_ page: ByteView, slot: Int) -> Bool {
+        guard let expected = codeSlotHash(slot) else { return false }
+        return hashType.digest(of: page, matches: expected)
+    }
+
+    /// Whether `blob`'s bytes hash to special slot `type` (false when the slot is absent).
+    public func verifySpecialSlot(_ type: UInt32, blob: ByteView) -> Bool {
+        guard let expected = specialSlotHash(type) else { return false }
+        return hashType.digest(of: blob, matches: expected)
+    }
+}
+
+extension ByteView {
+    /// Whether every byte of the window is 0 (an empty special slot).
+    var isAllZero: Bool {
+        for index in 0..<count where (try? u8(index)) != 0 { return false }
+        return true
+    }
+}

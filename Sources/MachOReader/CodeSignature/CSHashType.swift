@@ -1,0 +1,99 @@
+/// A CodeDirectory's hash type (`kSecCodeSignatureHash*`): how its pages, special slots and
+/// its own cdHash are hashed.
+public enum CSHashType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    case sha1 = 1            // kSecCodeSignatureHashSHA1
+    case sha256 = 2          // kSecCodeSignatureHashSHA256
+    case sha256Truncated = 3 // kSecCodeSignatureHashSHA256Truncated
+    case sha384 = 4          // kSecCodeSignatureHashSHA384
+
+    /// The size of a slot's hash (`hashSize`) for this type.
+    public var hashSize: Int {
+        switch self {
+        case .sha1, .sha256Truncated: 20
+        case .sha256: 32
+        case .sha384: 48
+        }
+    }
+
+    /// How strong the type is: the kernel takes the cdHash of the strongest CodeDirectory.
+    public var rank: Int {
+        switch self {
+        case .sha1: 1
+        case .sha256Truncated: 2
+        case .sha256: 3
+        case .sha384: 4
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .sha1: "SHA-1"
+        case .sha256: "SHA-256"
+        case .sha256Truncated: "SHA-256 (truncated)"
+        case .sha384: "SHA-384"
+        }
+    }
+}
+
+/// The 20 bytes that identify a CodeDirectory: its hash, under its own hash type, truncated
+/// (`CS_CDHASH_LEN`). Held inline: making, comparing and passing one allocates nothing.
+public struct CDHash: Hashable, Sendable, CustomStringConvertible {
+    public let high: UInt64
+    public let middle: UInt64
+    public let low: UInt32
+
+    public init(high: UInt64, middle: UInt64, low: UInt32) {
+        self.high = high
+        self.middle = middle
+        self.low = low
+    }
+
+    /// The hash from its 20 bytes (nil for any other length).
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == CS_CDHASH_LEN else { return nil }
+        var high: UInt64 = 0, middle: UInt64 = 0, low: UInt32 = 0
+        for (index, byte) in bytes.enumerated() {
+            switch index {
+            case 0..<8: high = high << 8 | UInt64(byte)
+            case 8..<16: middle = middle << 8 | UInt64(byte)
+            default: low = low << 8 | UInt32(byte)
+            }
+        }
+        self.init(high: high, middle: middle, low: low)
+    }
+
+    /// The hash from 40 hex digits.
+    public init?(hex: String) {
+        var bytes: [UInt8] = []
+        var pending: UInt8?
+        for character in hex {
+            guard let digit = character.hexDigitValue else { return nil }
+            if let first = pending {
+                bytes.append(first << 4 | UInt8(digit))
+                pending = nil
+            } else {
+                pending = UInt8(digit)
+            }
+        }
+        guard pending == nil else { return nil }
+        self.init(bytes: bytes)
+    }
+
+    /// The 20 bytes, in order.
+    public var bytes: [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: middle >> (56 - 8 * $0)) }
+            + (0..<4).map { UInt8(truncatingIfNeeded: low >> (24 - 8 * $0)) }
+    }
+
+    /// 40 lowercase hex digits, as `codesign -d -v` prints it.
+    public var hex: String {
+        func digits<T: BinaryInteger>(_ value: T, _ width: Int) -> String {
+            let text = String(value, radix: 16)
+            return String(repeating: "0", count: width - text.count) + text
+        }
+        return digits(high, 16) + digits(middle, 16) + digits(low, 8)
+    }
+
+    public var description: String { hex }
+}

@@ -1,0 +1,73 @@
+/// An image's embedded code signature, read whole: the SuperBlob `LC_CODE_SIGNATURE` names
+/// and every blob it holds that the reader knows. Offsets in the signature are relative to
+/// the image (a universal file's slice), errors' offsets absolute in the file.
+public struct CodeSignature: Sendable {
+    /// The `LC_CODE_SIGNATURE` command.
+    public let command: LinkeditData
+    public let superBlob: CS_SuperBlob
+    /// The CodeDirectories: the primary one (`CSSLOT_CODEDIRECTORY`) first, then the
+    /// alternates in slot order.
+    public let codeDirectories: [CS_CodeDirectory]
+    public let requirements: CS_Requirements?
+    public let entitlements: CS_Entitlements?
+    public let derEntitlements: CS_DEREntitlements?
+    /// The CMS signature wrapper, if the signature has one.
+    public let cms: CS_BlobWrapper?
+
+    /// The image's signature, nil when it has no `LC_CODE_SIGNATURE`.
+    public static func read(from image: MachOImage) throws(CodeSignatureError) -> CodeSignature? {
+        guard let command = image.codeSignature else { return nil }
+        return try CodeSignature(image: image, command: command)
+    }
+
+    public init(image: MachOImage, command: LinkeditData) throws(CodeSignatureError) {
+        self.command = command
+        let region: ByteView
+        do {
+            region = try image.linkeditBytes(command)
+        } catch {
+            throw CodeSignatureError(
+                offset: error.offset, structure: "LC_CODE_SIGNATURE",
+                what: "data 0x\(String(command.dataOffset, radix: 16))+0x\(String(command.dataSize, radix: 16)) is outside the image (\(image.view.count) bytes)",
+                cause: error)
+        }
+        superBlob = try CS_SuperBlob(parsing: region)
+        var directories: [CS_CodeDirectory] = []
+        var requirements: CS_Requirements?, entitlements: CS_Entitlements?, derEntitlements: CS_DEREntitlements?
+        var cms: CS_BlobWrapper?
+        for blob in superBlob.index.sorted(by: { $0.type < $1.type }) {
+            switch blob.type {
+            case CSSLOT_CODEDIRECTORY, CSSLOT_ALTERNATE_CODEDIRECTORIES..<CSSLOT_ALTERNATE_CODEDIRECTORY_LIMIT:
+                let directory = try CS_CodeDirectory(parsing: blob.view, slot: blob.type, imageSize: image.view.count)
+                directories.append(directory)
+            case CSSLOT_REQUIREMENTS: requirements = try CS_Requirements(parsing: blob)
+            case CSSLOT_ENTITLEMENTS: entitlements = try CS_Entitlements(parsing: blob)
+            case CSSLOT_DER_ENTITLEMENTS: derEntitlements = try CS_DEREntitlements(parsing: blob)
+            case CSSLOT_SIGNATURESLOT: cms = try CS_BlobWrapper(parsing: blob)
+            default: break
+            }
+        }
+        guard directories.first?.slot == CSSLOT_CODEDIRECTORY else {
+            throw CodeSignatureError(offset: superBlob.view.absolute(0), structure: "SuperBlob", what: "holds no CodeDirectory in slot 0")
+        }
+        codeDirectories = directories
+        self.requirements = requirements
+        self.entitlements = entitlements
+        self.derEntitlements = derEntitlements
+        self.cms = cms
+    }
+
+    /// The CodeDirectory with the strongest hash type: the one whose cdHash names the image.
+    public var bestCodeDirectory: CS_CodeDirectory {
+        codeDirectories.max { $0.hashType.rank < $1.hashType.rank }!
+    }
+
+    /// The image's cdHash (the strongest CodeDirectory's).
+    public var cdHash: CDHash { bestCodeDirectory.cdHash }
+
+    /// The blobs a CodeDirectory's special slots can vouch for from the file alone.
+    public static let checkableSpecialSlots: [UInt32] = [
+        CSSLOT_REQUIREMENTS, CSSLOT_ENTITLEMENTS, CSSLOT_DER_ENTITLEMENTS, CSSLOT_LAUNCH_CONSTRAINT_SELF,
+        CSSLOT_LAUNCH_CONSTRAINT_PARENT, CSSLOT_LAUNCH_CONSTRAINT_RESPONSIBLE, CSSLOT_LIBRARY_CONSTRAINT,
+    ]
+}
