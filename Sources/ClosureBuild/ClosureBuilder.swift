@@ -28,9 +28,13 @@ public enum ClosureBuilder {
         }
         var images: [ClosureImage] = []
         for (index, node) in analysis.graph.nodes.enumerated() {
+            // A signed image must verify whole, as dyld2 checks it before code runs; the
+            // closure keeps its cdHash, checked again at every launch.
+            let signature = try CodeSigning.verify(node.image, path: node.path)
             let identity: ImageIdentity
             do throws(ClosureError) {
-                identity = try ImageIdentity.current(path: node.path, uuid: node.image.uuid, contentOnly: contentOnlyIdentity)
+                identity = try ImageIdentity.current(path: node.path, uuid: node.image.uuid, contentOnly: contentOnlyIdentity,
+                                                     signature: signature)
             } catch {
                 throw .failed(path: node.path, cause: LoadError.Cause(error))
             }

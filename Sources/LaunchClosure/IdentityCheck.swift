@@ -1,10 +1,12 @@
 import LoaderCore
 import ClosureFormat
+import LaunchPlan
+import MachOReader
 
 extension ImageIdentity {
     /// The identity of the file at `path` as it is now. `contentOnly` leaves out inode,
     /// mtime and ctime, for closures that travel between machines.
-    public static func current(path: String, uuid: [UInt8]?, contentOnly: Bool) throws(ClosureError) -> ImageIdentity {
+    public static func current(path: String, uuid: [UInt8]?, contentOnly: Bool, signature: SignedImage? = nil) throws(ClosureError) -> ImageIdentity {
         guard case let .success(file) = ImageDescriptor.open(path), let hash = file.contentHash() else {
             throw .stale(path: path, image: path, what: "cannot be read")
         }
@@ -13,7 +15,7 @@ extension ImageIdentity {
             size: status.size, mtimeSeconds: contentOnly ? 0 : status.mtimeSeconds,
             mtimeNanoseconds: contentOnly ? 0 : status.mtimeNanoseconds, inode: contentOnly ? 0 : status.inode,
             ctimeSeconds: contentOnly ? 0 : status.ctimeSeconds, ctimeNanoseconds: contentOnly ? 0 : status.ctimeNanoseconds,
-            uuid: uuid, contentHash: hash)
+            uuid: uuid, contentHash: hash, signature: signature)
     }
 
     /// How close to the closure's write an image may have changed for stat to be untrusted:
@@ -37,6 +39,8 @@ extension ImageIdentity {
         case replaced
         /// The same file with other content.
         case newContent
+        /// Its CodeDirectory is not the one the closure recorded (another cdHash, or gone).
+        case signatureChanged(recorded: CDHash, now: CDHash?)
 
         var description: String {
             switch self {
@@ -44,6 +48,8 @@ extension ImageIdentity {
             case .unreadable: "cannot be read"
             case .replaced: "was replaced by another file (content differs)"
             case .newContent: "has new content"
+            case let .signatureChanged(recorded, now):
+                "has another code signature (cdHash \(now.map(\.hex) ?? "unreadable"), recorded \(recorded.hex))"
             }
         }
     }
@@ -58,6 +64,7 @@ extension ImageIdentity {
     func check(_ file: ImageDescriptor, contentOnly: Bool, racy: Bool, alwaysHash: Bool, hashed: inout Bool) throws(Staleness) {
         let status = file.status
         if status.size != size { throw .changedSize(recorded: size, now: status.size) }
+        try checkSignature(file)
         if !contentOnly, !racy, !alwaysHash, status.mtimeSeconds == mtimeSeconds, status.mtimeNanoseconds == mtimeNanoseconds,
            status.ctimeSeconds == ctimeSeconds, status.ctimeNanoseconds == ctimeNanoseconds, status.inode == inode {
             return
@@ -67,6 +74,20 @@ extension ImageIdentity {
         if hash != contentHash {
             throw status.inode != inode && !contentOnly ? .replaced : .newContent
         }
+    }
+
+    /// A signed image's CodeDirectory, read from `file` where the closure recorded it and
+    /// hashed (the blob, not the file), must have the recorded cdHash: dyld4 identifies
+    /// images by cdHash. The blob's size was checked against the file's (the size check
+    /// comes first), so the read is bounded by the file.
+    func checkSignature(_ file: ImageDescriptor) throws(Staleness) {
+        guard let signature else { return }
+        let (end, overflow) = signature.codeDirectoryOffset.addingReportingOverflow(UInt64(signature.codeDirectorySize))
+        guard !overflow, end <= file.status.size else { throw .signatureChanged(recorded: signature.cdHash, now: nil) }
+        let blob = file.read(offset: signature.codeDirectoryOffset, count: signature.codeDirectorySize)
+        guard blob.count == signature.codeDirectorySize else { throw .signatureChanged(recorded: signature.cdHash, now: nil) }
+        let now = signature.hashType.cdHash(of: ByteView(blob))
+        if now != signature.cdHash { throw .signatureChanged(recorded: signature.cdHash, now: now) }
     }
 }
 

@@ -17,6 +17,8 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
     case failed(path: String, cause: Cause)
     /// The operating system refused a mapping or protection change.
     case mapping(image: String, reason: String)
+    /// A signed image whose signature does not hold: it never runs.
+    case codeSignature(path: String, CodeSignatureFailure)
 
     public var description: String {
         switch self {
@@ -36,6 +38,26 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(path): \(cause)"
         case let .mapping(image, reason):
             return "\(image): mapping failed: \(reason)"
+        case let .codeSignature(path, failure):
+            return "\(path): code signature invalid: \(failure)"
+        }
+    }
+
+    /// How a signed image's signature fails: the signature cannot be read, a page of the
+    /// file does not match its hash, or a blob does not match its special slot.
+    public enum CodeSignatureFailure: Error, Equatable, Sendable, CustomStringConvertible {
+        case unreadable(CodeSignatureError)
+        /// `directory` names the CodeDirectory (its slot and hash type).
+        case page(directory: String, page: Int, fileOffset: UInt64, size: Int)
+        case specialSlot(directory: String, blob: String, what: String)
+
+        public var description: String {
+            switch self {
+            case let .unreadable(error): return "\(error)"
+            case let .page(directory, page, fileOffset, size):
+                return "\(directory): page \(page) (file offset 0x\(String(fileOffset, radix: 16)), \(size) bytes) does not match its hash"
+            case let .specialSlot(directory, blob, what): return "\(directory): \(blob) blob \(what)"
+            }
         }
     }
 

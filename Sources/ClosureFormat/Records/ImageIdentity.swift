@@ -1,10 +1,12 @@
 import LaunchPlan
+import MachOReader
 
 
 /// How an image on disk is recognized as the one the closure was built from.
 ///
 /// Encoding: `size` ULEB, `mtimeSeconds` SLEB, `mtimeNanoseconds` ULEB, `inode` ULEB,
-/// `ctimeSeconds` SLEB, `ctimeNanoseconds` ULEB, UUID flag byte (+16 bytes), `contentHash` u64.
+/// `ctimeSeconds` SLEB, `ctimeNanoseconds` ULEB, UUID flag byte (+16 bytes), `contentHash` u64,
+/// signature flag byte (+ CodeDirectory offset ULEB, size ULEB, hash type u8, cdHash 20 bytes).
 public struct ImageIdentity: Equatable, Sendable {
     public var size: UInt64
     /// Modification time and inode: 0 in content-only closures (caches that travel).
@@ -18,9 +20,11 @@ public struct ImageIdentity: Equatable, Sendable {
     public var uuid: [UInt8]?
     /// xxh3-64 of the whole file.
     public var contentHash: UInt64
+    /// A signed image's best CodeDirectory: its cdHash, and where the blob is in the file.
+    public var signature: SignedImage?
 
     public init(size: UInt64, mtimeSeconds: Int64, mtimeNanoseconds: UInt64, inode: UInt64,
-                ctimeSeconds: Int64 = 0, ctimeNanoseconds: UInt64 = 0, uuid: [UInt8]?, contentHash: UInt64) {
+                ctimeSeconds: Int64 = 0, ctimeNanoseconds: UInt64 = 0, uuid: [UInt8]?, contentHash: UInt64, signature: SignedImage? = nil) {
         self.size = size
         self.mtimeSeconds = mtimeSeconds
         self.mtimeNanoseconds = mtimeNanoseconds
@@ -29,6 +33,7 @@ public struct ImageIdentity: Equatable, Sendable {
         self.ctimeNanoseconds = ctimeNanoseconds
         self.uuid = uuid
         self.contentHash = contentHash
+        self.signature = signature
     }
 
     init(parsing r: inout ClosureReader) throws(ClosureError) {
@@ -40,6 +45,15 @@ public struct ImageIdentity: Equatable, Sendable {
         ctimeNanoseconds = try r.uleb()
         uuid = try r.u8() != 0 ? try r.raw(16) : nil
         contentHash = try r.u64()
+        if try r.u8() != 0 {
+            let offset = try r.uleb(), size = try r.uleb(), type = try r.u8(), hash = try r.raw(20)
+            guard let hashType = CSHashType(rawValue: type), let cdHash = CDHash(bytes: hash), size <= UInt64(Int32.max) else {
+                throw r.corrupt("a code signature record with hash type \(type), size \(size)")
+            }
+            signature = SignedImage(cdHash: cdHash, hashType: hashType, codeDirectoryOffset: offset, codeDirectorySize: Int(size))
+        } else {
+            signature = nil
+        }
     }
 
     func encode(into w: inout ClosureWriter) {
@@ -51,5 +65,14 @@ public struct ImageIdentity: Equatable, Sendable {
         w.uleb(ctimeNanoseconds)
         if let uuid { w.u8(1); for byte in uuid { w.u8(byte) } } else { w.u8(0) }
         w.u64(contentHash)
+        if let signature {
+            w.u8(1)
+            w.uleb(signature.codeDirectoryOffset)
+            w.uleb(UInt64(signature.codeDirectorySize))
+            w.u8(signature.hashType.rawValue)
+            for byte in signature.cdHash.bytes { w.u8(byte) }
+        } else {
+            w.u8(0)
+        }
     }
 }

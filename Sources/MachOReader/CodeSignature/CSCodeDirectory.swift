@@ -61,7 +61,7 @@ public struct CS_CodeDirectory: Sendable {
     public var pageSize: Int { pageSizeShift == 0 ? 0 : 1 << Int(pageSizeShift) }
 
     /// The structure name errors carry.
-    var structure: String { CS_CodeDirectory.structure(slot) }
+    public var structure: String { CS_CodeDirectory.structure(slot) }
 
     static func structure(_ slot: UInt32) -> String {
         slot == CSSLOT_CODEDIRECTORY ? "CodeDirectory" : CodeSignatureNames.slotName(slot)

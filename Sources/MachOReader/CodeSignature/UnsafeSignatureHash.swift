@@ -42,8 +42,9 @@ extension CSHashType {
         unsafe data.withUnsafeBytes { unsafe digest(of: $0, matches: expected) }
     }
 
-    /// The digest of the window's bytes, truncated to a cdHash's 20 bytes.
-    func cdHash(of data: ByteView) -> CDHash {
+    /// The digest of the window's bytes, truncated to a cdHash's 20 bytes (a CodeDirectory
+    /// blob's bytes give its cdHash).
+    public func cdHash(of data: ByteView) -> CDHash {
         unsafe data.withUnsafeBytes { bytes in
             unsafe withDigest(of: bytes) { digest in
                 var high: UInt64 = 0, middle: UInt64 = 0, low: UInt32 = 0
