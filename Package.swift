@@ -97,7 +97,10 @@ let package = Package(
             path: "Sources/dyld3"
         ),
         // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
-        .target(name: "TestSupport", dependencies: ["MachOReader", "MachOInspect", "ClosureFormat", "LaunchClosure", "ClosureBuild", "ProcessRunner"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: [
+            "MachOReader", "MachOInspect", "ClosureFormat", "LaunchClosure", "ClosureBuild", "ProcessRunner",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "LoaderTests", dependencies: [
             "Dyld2", "Dyld3", "ClosureBuild", "ClosureFormat", "LaunchComparison", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader",

@@ -42,10 +42,10 @@ extension ClosureTests {
         #expect(json["mode"] as? String == "dyld2" && (json["fallback_reason"] as? String)?.hasPrefix("corrupt") == true)
         #expect((json["result"] as? NSNumber)?.int32Value == expected)
 
-        // Stale: an image's content changes (same size).
+        // Stale: an image's content changes (same size, signed again).
         let dylib = app.bundle + "/Lib/A/libPick.dylib"
         var image = Array(try Data(contentsOf: URL(fileURLWithPath: dylib)))
-        image[image.count - 1] ^= 0x01
+        try SignedImageEdit.changeUnusedByteAndResign(&image)
         try Data(image).write(to: URL(fileURLWithPath: dylib))
         (json, status) = try await Self.launch(app, cache: cache)
         #expect(json["mode"] as? String == "dyld2" && (json["fallback_reason"] as? String)?.hasPrefix("stale") == true)

@@ -87,9 +87,13 @@ import LaunchPlan
         #expect(try refusal { _ in
             try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 3600)], ofItemAtPath: dylib)
         } == nil)
-        // New content of the same size.
+        // New content of the same size (signed again, as a user who changes a signed image must).
         #expect(try refusal { _ in
-            try rewrite(dylib) { $0[$0.count - 1] ^= 0xff }
+            var failure: (any Error)?
+            try rewrite(dylib) { bytes in
+                do { try SignedImageEdit.changeUnusedByteAndResign(&bytes) } catch { failure = error }
+            }
+            if let failure { throw failure }
         }?.kind == "stale")
         // Removed.
         let removed = try refusal(fallbackLaunches: false) { _ in try FileManager.default.moveItem(atPath: dylib, toPath: dylib + ".gone") }
