@@ -277,6 +277,7 @@ public enum FastPath {
         case let .failure(failure):
             reason = "userfaultfd is not available: \(failure)"
         case let .success(pager):
+            pager.expectSignatures(closure.images.map(\.identity.signature))
             var memory: LaunchMemory?
             do {
                 let mapped = try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide,

@@ -50,6 +50,8 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
         /// `directory` names the CodeDirectory (its slot and hash type).
         case page(directory: String, page: Int, fileOffset: UInt64, size: Int)
         case specialSlot(directory: String, blob: String, what: String)
+        /// Its CodeDirectory is no longer the one identified (another cdHash, or unreadable).
+        case changed(recorded: CDHash, now: CDHash?)
 
         public var description: String {
             switch self {
@@ -57,6 +59,8 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
             case let .page(directory, page, fileOffset, size):
                 return "\(directory): page \(page) (file offset 0x\(String(fileOffset, radix: 16)), \(size) bytes) does not match its hash"
             case let .specialSlot(directory, blob, what): return "\(directory): \(blob) blob \(what)"
+            case let .changed(recorded, now):
+                return "its CodeDirectory changed since the launch identified it (cdHash \(now.map(\.hex) ?? "unreadable"), recorded \(recorded.hex))"
             }
         }
     }

@@ -76,6 +76,8 @@ public enum PageFillFailure: Error, Equatable, Sendable, CustomStringConvertible
     case fixups(image: Int, vmOffset: UInt64, FixupFault)
     /// `UFFDIO_COPY` failed (errno).
     case install(address: UInt64, errno: Int32)
+    /// The page's file bytes do not hash to its code signature's page hash (code slot `slot`).
+    case signature(image: Int, vmOffset: UInt64, slot: Int)
 
     public var description: String {
         func page(_ image: Int, _ offset: UInt64) -> String { "image \(image) page +0x\(String(offset, radix: 16))" }
@@ -85,6 +87,8 @@ public enum PageFillFailure: Error, Equatable, Sendable, CustomStringConvertible
             return "\(page(image, offset)): the file holds \(got) of its \(expected) bytes (it shrank since launch)"
         case let .fixups(image, offset, fault): return "\(page(image, offset)): \(fault)"
         case let .install(address, errno): return "UFFDIO_COPY at 0x\(String(address, radix: 16)) failed: \(Errno(rawValue: errno))"
+        case let .signature(image, offset, slot):
+            return "\(page(image, offset)): does not match its code signature's hash for page \(slot)"
         }
     }
 
@@ -95,6 +99,7 @@ public enum PageFillFailure: Error, Equatable, Sendable, CustomStringConvertible
         case .fileShort: return "its image file is shorter than when the launch began (it was truncated)"
         case .fixups: return "its fixups do not apply (a run off the page, or a target outside its image or the table)"
         case .install: return "UFFDIO_COPY failed"
+        case .signature: return "its bytes do not match its code signature's page hash"
         }
     }
 }
@@ -131,6 +136,10 @@ public final class FixupPager: @unchecked Sendable {
     /// The descriptors the images were mapped from, kept open until ``close()``.
     private var imageDescriptors: [Int: ImageDescriptor] = [:]
     private var imagePaths: [Int: String] = [:]
+    /// Per image: its code signature as the closure recorded it (set before mapping), and
+    /// the CodeDirectory read back and checked when its first range is registered.
+    private var expectedSignatures: [SignedImage?] = []
+    private var pageSignatures: [Int: PageSignature] = [:]
     private var context: FaultContext?
     private var slot: Int32?
     private var closed = false
@@ -159,6 +168,11 @@ public final class FixupPager: @unchecked Sendable {
     /// Bytes registered (every page of every registered range).
     public var registeredBytes: UInt64 { ranges.reduce(0) { $0 + ($1.end - $1.start) } }
 
+    /// The images' code signatures as the closure recorded them (per image, nil when
+    /// unsigned): every page filled from a signed image is checked against its page hash.
+    /// Before mapping.
+    public func expectSignatures(_ signatures: [SignedImage?]) { expectedSignatures = signatures }
+
     /// Registers the launch's whole reservation (anonymous, inaccessible) at once: a range
     /// of it made accessible with `mprotect` stays registered, one mapped over does not.
     /// Before ``start(source:)`` only.
@@ -173,10 +187,18 @@ public final class FixupPager: @unchecked Sendable {
     /// at `fileOffset` of `descriptor` (kept open until ``close()``). `inRegion`: the range is part of the reservation ``registerRegion(start:size:)``
     /// registered (only recorded here). Before ``start(source:)`` only.
     func register(start: UInt64, size: UInt64, image: Int, path: String, imageBase: UInt64, vmOffset: UInt64,
-                  fileOffset: UInt64, fileSize: UInt64, descriptor: ImageDescriptor, inRegion: Bool = false) throws(LoadError) -> Void {
+                  fileOffset: UInt64, fileSize: UInt64, descriptor: ImageDescriptor, sliceOffset: UInt64 = 0,
+                  inRegion: Bool = false) throws(LoadError) -> Void {
         if imageDescriptors[image] == nil {
             imageDescriptors[image] = descriptor
             imagePaths[image] = path
+            if image < expectedSignatures.count, let signature = expectedSignatures[image] {
+                pageSignatures[image] = try PageSignature(signature, of: descriptor, sliceOffset: sliceOffset, path: path)
+            }
+        }
+        if let signature = pageSignatures[image] {
+            try signature.verifyUncheckable(range: start..<(start + size), vmOffset: vmOffset, fileOffset: fileOffset, fileSize: fileSize,
+                                            of: descriptor, image: image, path: path)
         }
         if !inRegion, let reason = UnsafeUserfault.register(fd, start: start, length: size) {
             throw .mapping(image: path, reason: "\(reason)")
@@ -196,7 +218,8 @@ public final class FixupPager: @unchecked Sendable {
     public func start(source: PageFixupSource, faultAround: Int = FixupPager.defaultFaultAround) throws(LoadError) {
         ranges.sort { $0.start < $1.start }
         let pool = faultAround > 1 ? UnsafeUserfault.StagingPool(slots: 8, pagesPerSlot: min(faultAround, 256)) : nil
-        let context = FaultContext(fd: fd, ranges: ranges, source: source, imagePaths: imagePaths, pool: pool)
+        let signatures = (0..<(ranges.map(\.image).max().map { $0 + 1 } ?? 0)).map { pageSignatures[$0] }
+        let context = FaultContext(fd: fd, ranges: ranges, source: source, imagePaths: imagePaths, signatures: signatures, pool: pool)
         self.context = context
         if let first = ranges.first {
             UnsafeUserfault.withScratchPage { scratch in
@@ -238,6 +261,8 @@ final class FaultContext: @unchecked Sendable {
     let source: PageFixupSource
     /// Per image: its path, for the line a failed fill writes.
     let imagePaths: [Int: String]
+    /// Per image: the page hashes its filled pages are checked against (nil: unsigned).
+    let signatures: [PageSignature?]
     let pageSize = UnsafeUserfault.pageSize
     /// Fault-around's staging slots (nil: every fault fills its own page alone).
     let pool: UnsafeUserfault.StagingPool?
@@ -245,7 +270,9 @@ final class FaultContext: @unchecked Sendable {
     let faults = Atomic<Int>(0)
     private let firstFailure = Mutex<PageFillFailure?>(nil)
 
-    init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, imagePaths: [Int: String], pool: UnsafeUserfault.StagingPool?) {
+    init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, imagePaths: [Int: String], signatures: [PageSignature?],
+         pool: UnsafeUserfault.StagingPool?) {
+        self.signatures = signatures
         self.fd = fd
         self.pool = pool
         self.ranges = ranges
@@ -350,6 +377,16 @@ final class FaultContext: @unchecked Sendable {
             fileBytes = min(got, count * Int(pageSize))
         }
         UnsafeUserfault.zero(staging, from: fileBytes, to: count * Int(pageSize))
+        if range.image < signatures.count, let signature = signatures[range.image] {
+            for offset in 0..<count where offset * Int(pageSize) < fileBytes {
+                let fileOffset = range.fileOffset + inRange + UInt64(offset) * pageSize
+                if let slot = signature.failingSlot(staging.page(offset), fileOffset: fileOffset, bytes: min(Int(pageSize), fileBytes - offset * Int(pageSize))) {
+                    guard offset > 0 else { return .failed(.signature(image: range.image, vmOffset: vmOffset, slot: slot)) }
+                    count = offset
+                    break
+                }
+            }
+        }
         for offset in 0..<count {
             var buffer = PageBuffer(staging: staging.page(offset), vmOffset: vmOffset + UInt64(offset) * pageSize, imageBase: range.imageBase)
             if let failure = source.applyFixups(image: range.image, to: &buffer) {
@@ -388,14 +425,14 @@ final class FaultContext: @unchecked Sendable {
 extension PageFillFailure {
     var image: Int {
         switch self {
-        case let .fileRead(image, _, _), let .fileShort(image, _, _, _), let .fixups(image, _, _): return image
+        case let .fileRead(image, _, _), let .fileShort(image, _, _, _), let .fixups(image, _, _), let .signature(image, _, _): return image
         case .install: return -1
         }
     }
 
     var vmOffset: UInt64 {
         switch self {
-        case let .fileRead(_, offset, _), let .fileShort(_, offset, _, _), let .fixups(_, offset, _): return offset
+        case let .fileRead(_, offset, _), let .fileShort(_, offset, _, _), let .fixups(_, offset, _), let .signature(_, offset, _): return offset
         case let .install(address, _): return address
         }
     }

@@ -211,7 +211,7 @@ public final class LaunchMemory {
                 try pager.register(start: address, size: size, image: index, path: image.plan.path, imageBase: image.base,
                                    vmOffset: range.lowerBound, fileOffset: segment.fileOffset + intoSegment,
                                    fileSize: segment.fileSize > intoSegment ? segment.fileSize - intoSegment : 0, descriptor: file,
-                                   inRegion: inRegion)
+                                   sliceOffset: image.plan.segments.first { $0.name == "__TEXT" }?.fileOffset ?? 0, inRegion: inRegion)
             } catch {
                 guard case let .mapping(_, reason) = error else { throw error }
                 throw .mapping(image: image.plan.path, reason: "segment \(segment.name) page-in: \(reason)")

@@ -4,6 +4,7 @@ import Glibc
 import CPageIn
 import CUserfault
 import LaunchPlan
+import MachOReader
 import Synchronization
 
 /// Page-in linking's contact with the kernel: the userfaultfd and its ioctls (the
@@ -136,6 +137,12 @@ enum UnsafeUserfault {
     /// A copy of `staging`'s bytes.
     static func bytes(of staging: StagingPage) -> [UInt8] {
         unsafe [UInt8](UnsafeRawBufferPointer(start: staging.pointer, count: Int(pageSize)))
+    }
+
+    /// Whether the first `count` bytes of `staging` hash to `directory`'s code slot `slot`.
+    @inline(__always)
+    static func verify(_ staging: StagingPage, count: Int, against directory: CS_CodeDirectory, slot: Int) -> Bool {
+        unsafe directory.verifyPage(unsafeBytes: UnsafeRawBufferPointer(start: staging.pointer, count: min(count, Int(pageSize))), slot: slot)
     }
 
     // MARK: The SIGBUS handler and its registry of live regions

@@ -7,6 +7,7 @@ import Dyld3
 import Foundation
 import LaunchClosure
 import LoaderCore
+import LaunchPlan
 import Testing
 import ClosureFormat
 
@@ -225,6 +226,48 @@ import ClosureFormat
         #expect(message.contains("dyld3: page-in: ") && message.contains("/Frameworks/Util.framework/Util: cannot fill page +0x")
                     || message.contains("/basic: cannot fill page +0x"), "\(message.prefix(800))")
         #expect(message.contains("its image file is shorter than when the launch began"), "\(message.prefix(800))")
+    }
+
+    /// A signed image's page changed on disk after the launch identified it (same size,
+    /// same inode): the fault path hashes the page's file bytes before any fixup and finds
+    /// they do not match its code slot, so the page is never installed; the failure names the
+    /// page and the slot (as `codesign verify` reports it), and a system call touching the
+    /// page gets EFAULT, never the changed bytes.
+    @Test func aPageChangedOnDiskAfterLaunchFailsItsSignatureCheck() throws {
+        try #require(Self.unavailable == nil, "userfaultfd unavailable: \(Self.unavailable ?? "")")
+        let app = try #require(Self.launchable.first { $0.name == "basic" && $0.variant == "x86_64-chained" }).scratchCopy()
+        defer { try? FileManager.default.removeItem(at: app.directory) }
+        let launch = try Self.pageInLaunch(app, slide: nil)
+        defer { launch.memory.release() }
+        let image = try #require(launch.memory.pagedRanges.firstIndex { $0.contains { !$0.isEmpty } })
+        let position = try #require(launch.memory.pagedRanges[image].firstIndex { !$0.isEmpty })
+        let mapped = launch.memory.images[image]
+        let segment = mapped.plan.segments[position]
+        let range = launch.memory.pagedRanges[image][position][0]
+        let fileOffset = segment.fileOffset + (range.lowerBound - segment.vmOffset)
+        // The oracle: ld64.lld's signature, read and checked whole before the change.
+        let path = mapped.plan.path
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: fileOffset + 100)
+        let byte = try #require(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: fileOffset + 100)
+        try handle.write(contentsOf: [byte ^ 0x01])
+        try handle.close()
+        let after = try ImageFile.load(path: path, arch: app.arch)
+        #expect(throws: LoadError.self) { try CodeSigning.verify(after.image, path: path) }
+
+        let pager = try #require(launch.memory.pager)
+        let address = mapped.base + range.lowerBound
+        #expect(UnsafeKernelTouch.writeToPipe(from: address, count: 8) == EFAULT)
+        #expect(pager.fill(address) == false)
+        let failure = try #require(pager.failure)
+        guard case let .signature(failedImage, vmOffset, slot) = failure else {
+            Issue.record("unexpected failure \(failure)")
+            return
+        }
+        #expect(failedImage == image && vmOffset == range.lowerBound && slot == Int(fileOffset / 4096))
+        #expect(pager.pagesFilled == 0)
+        #expect(UnsafeKernelTouch.writeToPipe(from: address, count: 8) == EFAULT)
     }
 
     /// Released with every page untouched, and touched after release: nothing is mapped
