@@ -147,8 +147,16 @@ enum MarkdownReport {
             })
         }
 
-        out += "\n## Targets, measured\n\n"
-        out += Targets.evaluate(report).map { "- \($0.met ? "met" : "**missed**"): \($0.text)" }.joined(separator: "\n") + "\n"
+        out += "\n## Performance targets\n\n"
+        out += "The goals dyld3 is built to, checked against this run: at 400 dylibs, a warm dyld3 launch close to the mapping floor "
+        out += "(mapping every segment and writing each fixup page once, the least any loader does), at most half of glibc's best "
+        out += "and at least 3× faster than dyld2; time per fixup flat as apps grow; closures small beside the metadata they replace.\n\n"
+        if !report.sizes.contains(where: { $0.dylibs == 400 }) {
+            out += "This run has no 400-dylib app, so the launch-time goals are not checked here (`make bench` measures 400).\n\n"
+        }
+        let checks = Targets.evaluate(report)
+        out += checks.isEmpty ? "None of the goals applies to the sizes of this run.\n"
+            : checks.map { "- \($0.met ? "met" : "**missed**"): \($0.text)" }.joined(separator: "\n") + "\n"
         return out
     }
 

@@ -42,8 +42,7 @@ struct ClosureCommand: ParsableCommand {
                     print(try dump.text(fixupsShown: fixups), terminator: "")
                 }
             } catch {
-                if json { print(JSONValue.object([("error", .string(error.description))]).serialized()) }
-                FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+                CommandFailure(error).report(json: json)
                 throw ExitCode(1)
             }
         }

@@ -64,7 +64,7 @@ import Testing
         #expect(try JSONDecoder().decode(BenchReport.self, from: json).sizes.first?.fixups == size.fixups)
 
         let markdown = try String(contentsOfFile: out + "/bench.md", encoding: .utf8)
-        #expect(markdown.contains("| dylibs |") && markdown.contains("## Targets"))
+        #expect(markdown.contains("| dylibs |") && markdown.contains("## Performance targets"))
         #expect(markdown.contains("## Cold launches") && markdown.contains("glibc (one dir)") && markdown.contains("glibc (per-framework dirs)"))
 
         #expect(LaunchBench.outputFiles(report).contains("page-in.svg") && markdown.contains("## Page-in linking"))
