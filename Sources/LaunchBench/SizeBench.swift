@@ -222,7 +222,7 @@ struct SizeBench {
                 guard status == 0, let marker, let maxRSS = Int64(text[marker.upperBound...].prefix { $0.isNumber }),
                       case let json = text[..<marker.lowerBound],
                       let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-                      let timings = object["timings"] as? [String: Any], let total = (timings["total"] as? NSNumber)?.int64Value else {
+                      let timings = object["timings_ns"] as? [String: Any], let total = (timings["total"] as? NSNumber)?.int64Value else {
                     throw BenchError.failed("\(child.command) failed (status \(status)): \(BenchTool.stderrText(stderrPath))")
                 }
                 times[mode.rawValue, default: []].append(total)

@@ -32,7 +32,7 @@ struct CommandFailure: Error, CustomStringConvertible {
     var line: String { "dyld3: " + description }
 
     var json: JSONValue {
-        .object([("error", .object([
+        .object([("schema_version", .int(JSONValue.schemaVersion)), ("error", .object([
             ("kind", .string(kind)),
             ("what", .string(what)),
             ("why", .string(why)),

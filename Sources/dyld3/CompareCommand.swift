@@ -58,6 +58,7 @@ struct CompareCommand: ParsableCommand {
             let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, checks: checks)
             if json {
                 print(JSONValue.object([
+                    ("schema_version", .int(JSONValue.schemaVersion)),
                     ("app", .string(app)),
                     ("arch", .string(roots.arch)),
                     ("closure", .string(closureSource)),

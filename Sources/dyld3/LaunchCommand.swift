@@ -178,13 +178,14 @@ enum LaunchOutput {
         let digest: JSONValue = report.digest.map { .string("0x" + String($0, radix: 16)) } ?? .null
         let fallbackReason: JSONValue = report.fixupsFallbackReason.map(JSONValue.string) ?? .null
         return .object([
+            ("schema_version", .int(JSONValue.schemaVersion)),
             ("mode", .string(report.mode)),
             ("images", .array(report.images.map(JSONValue.string))),
             ("rebases", .int(Int64(report.rebases))),
             ("binds", .int(Int64(report.binds))),
             ("symbol_lookups", .int(Int64(report.symbolLookups))),
             ("slide", .uint(report.slide)),
-            ("timings", .object(timings)),
+            ("timings_ns", .object(timings)),
             ("ran", .bool(report.ran)),
             ("result", report.result.map { .int(Int64($0)) } ?? .null),
             ("not_run_reason", report.notRunReason.map(JSONValue.string) ?? .null),

@@ -77,8 +77,8 @@ struct VerifyCommand: ParsableCommand {
         }
         var counts: [(String, JSONValue)] = [("closures", .int(Int64(results.count)))]
         for status in ClosureVerification.Status.allCases {
-            counts.append((status.rawValue, .int(Int64(results.count { $0.status == status }))))
+            counts.append((status.rawValue.replacingOccurrences(of: "-", with: "_"), .int(Int64(results.count { $0.status == status }))))
         }
-        return .object([("cache", .string(cache.directory)), ("files", .array(files)), ("counts", .object(counts))])
+        return .object([("schema_version", .int(JSONValue.schemaVersion)), ("cache", .string(cache.directory)), ("files", .array(files)), ("counts", .object(counts))])
     }
 }

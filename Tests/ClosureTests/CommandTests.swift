@@ -114,8 +114,8 @@ extension ClosureTests {
         }
         #expect(compared == closure.totalRebases + closure.totalBinds)
         #expect(compared > 0)
-        #expect((object["bindTargets"] as? [Any])?.count == closure.bindTargets.count)
-        #expect((object["initializerOrder"] as? [Int]) == closure.initializerOrder)
+        #expect((object["bind_targets"] as? [Any])?.count == closure.bindTargets.count)
+        #expect((object["initializer_order"] as? [Int]) == closure.initializerOrder)
     }
 
     @Test func dumpRefusesADamagedFile() async throws {
