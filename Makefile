@@ -16,10 +16,10 @@ bootstrap:
 build: bootstrap
 	$(SWIFT) build
 
-# On a terminal swift build shows its progress; in a log, one line says what is under way.
+# On a terminal (stderr; stdout is the substitution's pipe) swift build shows its progress; in a log, one line says what is under way.
 release: bootstrap
 	@echo "== building dyld3 (release; a few minutes the first time)"
-	@$(SWIFT) build -c release --product dyld3 $$([ -t 1 ] || echo --quiet)
+	@$(SWIFT) build -c release --product dyld3 $$([ -t 2 ] || echo --quiet)
 
 reader-fixtures: bootstrap
 	@tools/build-reader-fixtures
