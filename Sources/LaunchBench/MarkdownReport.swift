@@ -77,7 +77,7 @@ enum MarkdownReport {
             out += table(["dylibs"] + freshPaths.map(label) + ["dyld2 / dyld3"] + freshPaths.map { "\(label($0)) peak RSS" },
                          report.sizes.map { size in
                              ["\(size.dylibs)"] + freshPaths.map { cell(size.fresh[$0]) } + [ratio(size.fresh, "dyld2", "dyld3")]
-                                 + freshPaths.map { size.freshMaxRSSKilobytes[$0].map { megabytes($0.median) } ?? "–" }
+                                 + freshPaths.map { size.freshMaxRssKilobytes[$0].map { megabytes($0.median) } ?? "–" }
                          })
         }
 
@@ -89,7 +89,7 @@ enum MarkdownReport {
                          ["\(size.dylibs)", "\(size.fixups)", "\(size.elfRelocations)"]
                              + paths.map { String(format: "%.1f", size.nanosecondsPerFixup[$0] ?? 0) }
                              + ["\(size.fixupPages)"] + paths.map { "\(size.pagesDirtied[$0] ?? 0)" }
-                             + [megabytes(Int64(size.benchMaxRSSKilobytes))]
+                             + [megabytes(Int64(size.benchMaxRssKilobytes))]
                      })
 
         out += "\n## The closure\n\n"

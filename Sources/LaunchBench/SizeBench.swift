@@ -89,11 +89,11 @@ struct SizeBench {
         return SizeResult(
             dylibs: app.dylibs, images: closure.images.count, fixups: fixups,
             rebases: closure.totalRebases, binds: closure.totalBinds, elfRelocations: elf.relocations,
-            fixupPages: floor.pageCount, warm: warmDistributions, fresh: fresh, freshMaxRSSKilobytes: freshRSS,
+            fixupPages: floor.pageCount, warm: warmDistributions, fresh: fresh, freshMaxRssKilobytes: freshRSS,
             dyld3Phases: dyld3Phases.mapValues { Distribution($0).median },
             dyld2Phases: dyld2Phases.mapValues { Distribution($0).median },
             nanosecondsPerFixup: perFixup, pagesDirtied: dirtied,
-            benchMaxRSSKilobytes: ProcessMemory.maxRSSKilobytes(),
+            benchMaxRssKilobytes: ProcessMemory.maxRSSKilobytes(),
             closure: ClosureCost(
                 build: build, fileBytes: fileBytes,
                 bytesPerFixup: fixups > 0 ? Double(fileBytes) / Double(fixups) : 0,

@@ -11,7 +11,26 @@ import Testing
 @Suite struct ChartTests {
     static func committedReport() throws -> BenchReport {
         let json = try Data(contentsOf: URL(fileURLWithPath: BenchTests.repository + "/bench/results/bench.json"))
-        return try JSONDecoder().decode(BenchReport.self, from: json)
+        return try LaunchBench.decodeReport(json)
+    }
+
+    /// Every key of a decoded JSON value, at any depth, with a capital letter (camelCase
+    /// where bench.json is snake_case; its maps keyed by path, `floor-protected`, keep their names).
+    static func keysWithCapitals(_ value: Any) -> [String] {
+        if let object = value as? [String: Any] {
+            return object.flatMap { key, member in (key == key.lowercased() ? [] : [key]) + keysWithCapitals(member) }
+        }
+        if let array = value as? [Any] { return array.flatMap(keysWithCapitals) }
+        return []
+    }
+
+    /// The committed bench.json is in the snake_case layout, and reads back.
+    @Test func committedResultsAreSnakeCase() throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: BenchTests.repository + "/bench/results/bench.json"))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(object["schema_version"] as? Int == 1)
+        #expect(Self.keysWithCapitals(object).isEmpty, "\(Set(Self.keysWithCapitals(object)))")
+        #expect(try !Self.committedReport().sizes.isEmpty)
     }
 
     @Test func timeVersusDylibsLegendFits() throws {
