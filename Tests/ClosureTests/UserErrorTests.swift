@@ -102,6 +102,8 @@ extension ClosureTests {
 
         let launch = try await Dyld3Binary.run(["launch", missing], limitSeconds: 60)
         Self.expectFailure(launch, "dyld3: \(missing): no such file or directory")
+        let stubRoot = try await Dyld3Binary.run(["stub-root", missing, "--out", missing + "-root"], limitSeconds: 60)
+        Self.expectFailure(stubRoot, "dyld3: \(missing): no such file or directory")
     }
 
     /// Installing a directory of apps ends with `installed N, failed M: APP (WHY); …`.
