@@ -30,7 +30,7 @@ package struct BenchConfiguration: Sendable {
     /// The glibc paths keep the C-only twin of the same size (an ELF twin has no ObjC).
     package var objc: ObjCShape?
 
-    package init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11, outputDirectory: String = "bench/results",
+    package init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11, outputDirectory: String = "build/bench/results",
                 arch: String = "x86_64", style: String = "chained", repositoryRoot: String, workDirectory: String? = nil,
                 toolPath: String?, cold: Bool = false, eviction: EvictionMethod? = nil) {
         self.dylibCounts = dylibCounts

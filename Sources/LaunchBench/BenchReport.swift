@@ -1,5 +1,8 @@
-/// Everything `dyld3 bench` measured, as written to `bench.json`. Times are nanoseconds.
+/// Everything `dyld3 bench` measured, as written to `bench.json` (snake_case keys:
+/// ``LaunchBench/encoder``). Times are nanoseconds.
 package struct BenchReport: Codable, Sendable {
+    /// The bench.json layout's version (docs/json.md); nil in files written before it had one.
+    package var schemaVersion: Int? = 1
     package var machine: Machine
     package var runs: Int
     package var arch: String
@@ -69,7 +72,7 @@ package struct SizeResult: Codable, Sendable {
     /// Each sample a fresh process: dyld3/dyld2's in-process `timings.total`, glibc's dlopen time.
     package var fresh: [String: Distribution]
     /// Fresh processes: peak RSS (kB), per path.
-    package var freshMaxRSSKilobytes: [String: Distribution]
+    package var freshMaxRssKilobytes: [String: Distribution]
     /// Medians of the dyld3 and dyld2 launch phases (warm), by phase name.
     package var dyld3Phases: [String: Int64]
     package var dyld2Phases: [String: Int64]
@@ -78,7 +81,7 @@ package struct SizeResult: Codable, Sendable {
     /// Pages each path leaves privately dirty in the images' mappings (/proc/self/smaps).
     package var pagesDirtied: [String: Int]
     /// This process's peak RSS (kB) after this size (ru_maxrss: grows monotonically).
-    package var benchMaxRSSKilobytes: Int
+    package var benchMaxRssKilobytes: Int
 
     /// (e) the closure.
     package var closure: ClosureCost

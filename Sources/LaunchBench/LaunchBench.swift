@@ -41,11 +41,24 @@ package enum LaunchBench {
 
     static func measuredPageIn(_ report: BenchReport) -> Bool { report.sizes.contains { $0.pageIn != nil } }
 
+    /// bench.json's encoding: snake_case keys, sorted, pretty-printed.
+    package static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return encoder
+    }
+
+    /// A bench.json as ``encoder`` writes it.
+    package static func decodeReport(_ data: Data) throws -> BenchReport {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try decoder.decode(BenchReport.self, from: data)
+    }
+
     /// Writes the JSON, the Markdown table and the SVG charts into `directory`.
     package static func write(_ report: BenchReport, to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         var contents: [String: Data] = [
             "bench.json": try encoder.encode(report) + Data("\n".utf8),
             "bench.md": Data(MarkdownReport.render(report).utf8),

@@ -77,7 +77,7 @@ enum MarkdownReport {
             out += table(["dylibs"] + freshPaths.map(label) + ["dyld2 / dyld3"] + freshPaths.map { "\(label($0)) peak RSS" },
                          report.sizes.map { size in
                              ["\(size.dylibs)"] + freshPaths.map { cell(size.fresh[$0]) } + [ratio(size.fresh, "dyld2", "dyld3")]
-                                 + freshPaths.map { size.freshMaxRSSKilobytes[$0].map { megabytes($0.median) } ?? "–" }
+                                 + freshPaths.map { size.freshMaxRssKilobytes[$0].map { megabytes($0.median) } ?? "–" }
                          })
         }
 
@@ -89,7 +89,7 @@ enum MarkdownReport {
                          ["\(size.dylibs)", "\(size.fixups)", "\(size.elfRelocations)"]
                              + paths.map { String(format: "%.1f", size.nanosecondsPerFixup[$0] ?? 0) }
                              + ["\(size.fixupPages)"] + paths.map { "\(size.pagesDirtied[$0] ?? 0)" }
-                             + [megabytes(Int64(size.benchMaxRSSKilobytes))]
+                             + [megabytes(Int64(size.benchMaxRssKilobytes))]
                      })
 
         out += "\n## The closure\n\n"
@@ -147,8 +147,16 @@ enum MarkdownReport {
             })
         }
 
-        out += "\n## Targets, measured\n\n"
-        out += Targets.evaluate(report).map { "- \($0.met ? "met" : "**missed**"): \($0.text)" }.joined(separator: "\n") + "\n"
+        out += "\n## Performance targets\n\n"
+        out += "The goals dyld3 is built to, checked against this run: at 400 dylibs, a warm dyld3 launch close to the mapping floor "
+        out += "(mapping every segment and writing each fixup page once, the least any loader does), at most half of glibc's best "
+        out += "and at least 3× faster than dyld2; time per fixup flat as apps grow; closures small beside the metadata they replace.\n\n"
+        if !report.sizes.contains(where: { $0.dylibs == 400 }) {
+            out += "This run has no 400-dylib app, so the launch-time goals are not checked here (`make bench` measures 400).\n\n"
+        }
+        let checks = Targets.evaluate(report)
+        out += checks.isEmpty ? "None of the goals applies to the sizes of this run.\n"
+            : checks.map { "- \($0.met ? "met" : "**missed**"): \($0.text)" }.joined(separator: "\n") + "\n"
         return out
     }
 

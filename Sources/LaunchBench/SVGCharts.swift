@@ -1,13 +1,15 @@
 import Foundation
 
 /// The bench's charts, written as plain SVG (the page-in chart only when page-in was measured).
-enum SVGCharts {
+package enum SVGCharts {
     static let colors: [LaunchPath: String] = [.dyld2: "#d62728", .dyld3: "#1f77b4", .floor: "#7f7f7f", .floorProtected: "#bcbd22", .glibc: "#2ca02c",
                                                   .glibcOneDir: "#8c564b"]
 
     /// Warm median launch time against dylib count, one line per path, both axes log10.
-    static func timeVersusDylibs(_ report: BenchReport) -> String {
-        let (width, height) = (760.0, 460.0)
+    /// Paths whose times coincide (the floor and the floor with protections, often) stay
+    /// apart by marker and dash: each path has its own marker, open ones drawn over filled.
+    package static func timeVersusDylibs(_ report: BenchReport) -> String {
+        let (width, height) = (820.0, 460.0)
         let (left, right, top, bottom) = (80.0, 600.0, 50.0, 400.0)
         let sizes = report.sizes.filter { $0.dylibs > 0 }
         let times = sizes.flatMap { size in LaunchPath.allCases.compactMap { size.warm[$0.rawValue]?.median } }.filter { $0 > 0 }
@@ -35,15 +37,15 @@ enum SVGCharts {
                 guard let median = size.warm[path.rawValue]?.median, median > 0 else { return nil }
                 return (x(Double(size.dylibs)), y(Double(median)))
             }
-            let dash = path == .floor || path == .floorProtected ? " stroke-dasharray=\"6 4\"" : ""
+            let dash = dashes[path].map { " stroke-dasharray=\"\($0)\"" } ?? ""
             svg += "  <polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"\(dash) points=\""
                 + points.map { String(format: "%.1f,%.1f", $0.0, $0.1) }.joined(separator: " ") + "\"/>\n"
-            for point in points {
-                svg += "  <circle cx=\"\(number(point.0))\" cy=\"\(number(point.1))\" r=\"3.5\" fill=\"\(color)\"/>\n"
-            }
+            for point in points { svg += marker(path, point.0, point.1, color) }
             let legendY = top + 10 + Double(row) * 22
-            svg += line(right + 20, legendY, right + 50, legendY, color, width: 3)
-            svg += text(right + 56, legendY + 4, legendName(path), anchor: "start")
+            svg += "  <line x1=\"\(number(right + 16))\" y1=\"\(number(legendY))\" x2=\"\(number(right + 52))\" y2=\"\(number(legendY))\" "
+                + "stroke=\"\(color)\" stroke-width=\"2\"\(dash)/>\n"
+            svg += marker(path, right + 34, legendY, color)
+            svg += text(right + 60, legendY + 4, legendName(path), anchor: "start")
         }
         return svg + "</svg>\n"
     }
@@ -122,10 +124,33 @@ enum SVGCharts {
         return svg + "</svg>\n"
     }
 
+    /// The dash pattern of each path's line (solid when absent).
+    static let dashes: [LaunchPath: String] = [.floor: "6 4", .floorProtected: "2 3", .glibcOneDir: "8 3 2 3"]
+
+    /// A path's marker at (x, y): a filled circle, square or triangle, or an open (larger)
+    /// diamond, circle or square, so markers that coincide still show each path.
+    package static func marker(_ path: LaunchPath, _ x: Double, _ y: Double, _ color: String) -> String {
+        let filled = "fill=\"\(color)\"", open = "fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\""
+        switch path {
+        case .dyld2:
+            return "  <circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"3.5\" \(filled)/>\n"
+        case .dyld3:
+            return "  <rect x=\"\(number(x - 3.5))\" y=\"\(number(y - 3.5))\" width=\"7\" height=\"7\" \(filled)/>\n"
+        case .floor:
+            return "  <polygon points=\"\(number(x)),\(number(y - 7)) \(number(x + 7)),\(number(y)) \(number(x)),\(number(y + 7)) \(number(x - 7)),\(number(y))\" \(open)/>\n"
+        case .floorProtected:
+            return "  <polygon points=\"\(number(x)),\(number(y - 4.5)) \(number(x + 4.5)),\(number(y + 3.5)) \(number(x - 4.5)),\(number(y + 3.5))\" \(filled)/>\n"
+        case .glibc:
+            return "  <circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"6\" \(open)/>\n"
+        case .glibcOneDir:
+            return "  <rect x=\"\(number(x - 5.5))\" y=\"\(number(y - 5.5))\" width=\"11\" height=\"11\" \(open)/>\n"
+        }
+    }
+
     /// A coordinate with one decimal.
     static func number(_ value: Double) -> String { String(format: "%.1f", value) }
 
-    static func legendName(_ path: LaunchPath) -> String {
+    package static func legendName(_ path: LaunchPath) -> String {
         switch path {
         case .dyld2: "dyld2 (slow path)"
         case .dyld3: "dyld3 (closure)"

@@ -89,11 +89,11 @@ struct SizeBench {
         return SizeResult(
             dylibs: app.dylibs, images: closure.images.count, fixups: fixups,
             rebases: closure.totalRebases, binds: closure.totalBinds, elfRelocations: elf.relocations,
-            fixupPages: floor.pageCount, warm: warmDistributions, fresh: fresh, freshMaxRSSKilobytes: freshRSS,
+            fixupPages: floor.pageCount, warm: warmDistributions, fresh: fresh, freshMaxRssKilobytes: freshRSS,
             dyld3Phases: dyld3Phases.mapValues { Distribution($0).median },
             dyld2Phases: dyld2Phases.mapValues { Distribution($0).median },
             nanosecondsPerFixup: perFixup, pagesDirtied: dirtied,
-            benchMaxRSSKilobytes: ProcessMemory.maxRSSKilobytes(),
+            benchMaxRssKilobytes: ProcessMemory.maxRSSKilobytes(),
             closure: ClosureCost(
                 build: build, fileBytes: fileBytes,
                 bytesPerFixup: fixups > 0 ? Double(fileBytes) / Double(fixups) : 0,
@@ -222,7 +222,7 @@ struct SizeBench {
                 guard status == 0, let marker, let maxRSS = Int64(text[marker.upperBound...].prefix { $0.isNumber }),
                       case let json = text[..<marker.lowerBound],
                       let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-                      let timings = object["timings"] as? [String: Any], let total = (timings["total"] as? NSNumber)?.int64Value else {
+                      let timings = object["timings_ns"] as? [String: Any], let total = (timings["total"] as? NSNumber)?.int64Value else {
                     throw BenchError.failed("\(child.command) failed (status \(status)): \(BenchTool.stderrText(stderrPath))")
                 }
                 times[mode.rawValue, default: []].append(total)

@@ -114,19 +114,39 @@ enum ClosureKeyFile {
         case .failure(.missing): throw ClosureKeyError(path: path, what: "no such file")
         case let .failure(.refused(reason)): throw ClosureKeyError(path: path, what: reason)
         }
+        var refusal: ClosureKeyPolicy.Problem?
         do throws(ClosureKeyPolicy.Problem) {
             try ClosureKeyPolicy.check(file.status, kind: kind, user: UnsafeFileIO.effectiveUserID)
         } catch {
-            throw ClosureKeyError(path: path, what: "refused: \(error)")
+            refusal = error
         }
-        guard file.status.size < 4096, let bytes = file.readAll() else {
+        let bytes = file.status.size < 4096 ? file.readAll() : nil
+        let fields = bytes.map { String(decoding: $0, as: UTF8.self).split(whereSeparator: \.isWhitespace) } ?? []
+        // The other half of the pair given where this half was meant: named as such, before
+        // a refusal its mode would earn it (a .pub is 0644, which no private key may be).
+        if fields.count == 2, let mixUp = mixUp(found: String(fields[0]), wanted: kind) {
+            throw ClosureKeyError(path: path, what: mixUp)
+        }
+        if let refusal { throw ClosureKeyError(path: path, what: "refused: \(refusal)") }
+        guard bytes != nil else {
             throw ClosureKeyError(path: path, what: "cannot be read as a key file")
         }
-        let fields = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace)
         guard fields.count == 2, fields[0] == label, let raw = Data(base64Encoded: String(fields[1])), raw.count == 32 else {
             throw ClosureKeyError(path: path, what: "is not a \(label) file")
         }
         return raw
+    }
+
+    /// What to say when a key file holds the other half of the pair than the one wanted.
+    static func mixUp(found label: String, wanted kind: ClosureKeyPolicy.Kind) -> String? {
+        switch kind {
+        case .trust where label == ClosureSigningKey.label:
+            "is the private signing key, not the package key: trusting takes the .pub file (--trust closure-signing.pub); the .key file is for --sign"
+        case .signing where label == ClosureTrustKey.label:
+            "is the package (public) key, not the private signing key: signing takes the .key file (--sign closure-signing.key); the .pub file is for --trust"
+        default:
+            nil
+        }
     }
 
     static func write(_ raw: Data, label: String, to path: String, mode: UInt32) throws(ClosureKeyError) {

@@ -27,7 +27,11 @@ package struct LaunchComparison: Sendable {
     package let slide: UInt64
     package let images: Int
     package let bytesCompared: Int
+    /// Fixup locations compared: the last write to each location, as memory holds it.
     package let fixupsCompared: Int
+    /// Fixups dyld2 wrote (a location written twice, by a rebase and then a weak bind say,
+    /// counts twice): the count `install` and `launch --stats` report.
+    package let fixupsWritten: Int
     package let initializers: [String]
     package let dyld2Result: Int32?
     package let dyld3Result: Int32?
@@ -102,6 +106,7 @@ package struct LaunchComparison: Sendable {
                                           detail: "\(slowSnapshot.count) writable segments vs \(fastSnapshot.count)"))
         }
         var fixupCount = 0
+        let fixupsWritten = slowFixups.reduce(0) { $0 + $1.count }
         for index in slowFixups.indices {
             let expected = effective(slowFixups[index])
             let closureFixups: [ResolvedFixup]
@@ -146,7 +151,7 @@ package struct LaunchComparison: Sendable {
                                               detail: "dyld2 main returned \(results.0.map(String.init) ?? "nothing"), dyld3 \(results.1.map(String.init) ?? "nothing")"))
             }
         }
-        return LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount,
+        return LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount, fixupsWritten: fixupsWritten,
                                 initializers: slowReport.initializers, dyld2Result: results.0, dyld3Result: results.1,
                                 notRunReason: notRunReason, differences: differences, fixupsMode: fast.report.fixupsMode,
                                 fixupsFallbackReason: fast.report.fixupsFallbackReason, pagesRegistered: pagesRegistered, pagesFilled: pagesFilled)

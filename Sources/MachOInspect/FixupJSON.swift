@@ -15,7 +15,7 @@ enum FixupJSON {
             json.end(to: &out)
         }
         for (table, key, stream) in [
-            (InspectTable.bind, "binds", BindStreamKind.regular), (.lazyBind, "lazyBinds", .lazy), (.weakBind, "weakBinds", .weak),
+            (InspectTable.bind, "binds", BindStreamKind.regular), (.lazyBind, "lazy_binds", .lazy), (.weakBind, "weak_binds", .weak),
         ] where tables.contains(table) {
             json.beginArray(key, to: &out)
             try image.forEachBindFixup(in: stream) { (fixup) throws(MachOError) in
@@ -24,7 +24,7 @@ enum FixupJSON {
             json.end(to: &out)
         }
         if tables.contains(.chainedFixups) || tables.contains(.dyldInfo), let chained = try image.parseChainedFixups() {
-            json.beginObject("chainedFixups", to: &out)
+            json.beginObject("chained_fixups", to: &out)
             try writeChained(chained, image, json: &json, to: &out)
             json.end(to: &out)
         }
@@ -40,7 +40,7 @@ enum FixupJSON {
     static func location(_ image: MachOImage, _ location: FixupLocation) -> [(String, JSONValue)] {
         [
             ("segment", .string(image.segments[location.segmentIndex].name)),
-            ("segmentOffset", .uint(location.segmentOffset)),
+            ("segment_offset", .uint(location.segmentOffset)),
             ("address", .uint(location.address)),
         ]
     }
@@ -52,14 +52,14 @@ enum FixupJSON {
     }
 
     static func bind(_ bind: BindFixup, _ image: MachOImage) -> JSONValue {
-        var members: [(String, JSONValue)] = bind.location.map { location(image, $0) } ?? [("strongDefinition", .bool(true))]
+        var members: [(String, JSONValue)] = bind.location.map { location(image, $0) } ?? [("strong_definition", .bool(true))]
         members += [
             ("type", .int(Int64(bind.type.rawValue))),
             ("ordinal", .int(Int64(bind.libraryOrdinal))),
             ("library", library(bind.libraryOrdinal, image)),
             ("symbol", .string(bind.symbolName)),
             ("addend", .int(bind.addend)),
-            ("weakImport", .bool(bind.flags.contains(.weakImport))),
+            ("weak_import", .bool(bind.flags.contains(.weakImport))),
         ]
         return .object(members)
     }
@@ -68,8 +68,8 @@ enum FixupJSON {
         _ chained: ChainedFixups, _ image: MachOImage, json: inout JSONStream, to out: inout Output
     ) throws(MachOError) {
         json.members([
-            ("importsFormat", .string(chained.header.importsFormat.name)),
-            ("pointerFormats", .array(chained.segments.map { .string($0.pointerFormat.name) })),
+            ("imports_format", .string(chained.header.importsFormat.name)),
+            ("pointer_formats", .array(chained.segments.map { .string($0.pointerFormat.name) })),
         ], to: &out)
         json.beginArray("imports", to: &out)
         for entry in chained.imports {
@@ -78,7 +78,7 @@ enum FixupJSON {
                 ("library", library(entry.libraryOrdinal, image)),
                 ("symbol", .string(entry.name)),
                 ("addend", .int(entry.addend)),
-                ("weakImport", .bool(entry.weakImport)),
+                ("weak_import", .bool(entry.weakImport)),
             ]), to: &out)
         }
         json.end(to: &out)
@@ -86,7 +86,7 @@ enum FixupJSON {
         try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in
             var members: [(String, JSONValue)] = [
                 ("segment", .string(image.segments[fixup.segmentIndex].name)),
-                ("segmentOffset", .uint(fixup.offsetInSegment)),
+                ("segment_offset", .uint(fixup.offsetInSegment)),
                 ("address", .uint(fixup.address)),
                 ("raw", .uint(fixup.rawValue)),
             ]
@@ -101,7 +101,7 @@ enum FixupJSON {
             }
             if let auth = fixup.pointer.authentication {
                 members += [("key", .string(auth.key.name)), ("diversity", .int(Int64(auth.diversity))),
-                            ("addressDiversity", .bool(auth.addressDiversity))]
+                            ("address_diversity", .bool(auth.addressDiversity))]
             }
             json.member(nil, .object(members), to: &out)
         }
@@ -112,17 +112,17 @@ enum FixupJSON {
         var members: [(String, JSONValue)] = [
             ("name", .string(symbol.name)),
             ("kind", .string("\(symbol.kind)")),
-            ("weakDefinition", .bool(symbol.isWeakDefinition)),
+            ("weak_definition", .bool(symbol.isWeakDefinition)),
         ]
         switch symbol.definition {
         case let .image(offset):
             members.append(("offset", .uint(offset)))
         case let .stubAndResolver(stub, resolver):
-            members += [("stubOffset", .uint(stub)), ("resolverOffset", .uint(resolver))]
+            members += [("stub_offset", .uint(stub)), ("resolver_offset", .uint(resolver))]
         case let .functionVariant(defaultOffset, tableIndex):
-            members += [("offset", .uint(defaultOffset)), ("variantTable", .uint(tableIndex))]
+            members += [("offset", .uint(defaultOffset)), ("variant_table", .uint(tableIndex))]
         case let .reexport(ordinal, importedName):
-            members += [("reexportOrdinal", .int(Int64(ordinal))), ("importedName", .string(importedName.isEmpty ? symbol.name : importedName))]
+            members += [("reexport_ordinal", .int(Int64(ordinal))), ("imported_name", .string(importedName.isEmpty ? symbol.name : importedName))]
         }
         return .object(members)
     }

@@ -15,7 +15,7 @@ public enum InspectJSON {
             let slices = try ObjdumpReport.selectSlices(file, arch == .host ? .all : arch)
             var json = JSONStream()
             json.beginObject(to: &out)
-            json.members([("file", .string(path)), ("universal", .bool(file.isUniversal))], to: &out)
+            json.members([("schema_version", .int(JSONValue.schemaVersion)), ("file", .string(path)), ("universal", .bool(file.isUniversal))], to: &out)
             json.beginArray("slices", to: &out)
             for (slice, _) in slices {
                 try writeSlice(try file.image(slice), slice: slice, tables: wanted, json: &json, to: &out)
@@ -35,11 +35,11 @@ public enum InspectJSON {
         json.members([
             ("arch", .string(image.header.cpu.name)),
             ("offset", .int(Int64(slice.offset))),
-            ("size", .int(Int64(slice.size))),
-            ("fileType", .string(image.header.fileType.description)),
+            ("size_bytes", .int(Int64(slice.size))),
+            ("file_type", .string(image.header.fileType.description)),
             ("flags", .uint(UInt64(image.header.flags.rawValue))),
             ("uuid", image.uuid.map { .string(ImageSummary.formatUUID($0)) } ?? .null),
-            ("fixupStyle", .string(image.chainedFixups != nil ? "chained" : image.dyldInfo != nil ? "opcodes" : "none")),
+            ("fixup_style", .string(image.chainedFixups != nil ? "chained" : image.dyldInfo != nil ? "opcodes" : "none")),
             ("segments", .array(image.segments.map(segmentObject))),
         ], to: &out)
         if tables.contains(.deps) {
@@ -48,10 +48,10 @@ public enum InspectJSON {
             for (index, dependency) in image.dependencies.enumerated() {
                 json.member(nil, .object([
                     ("ordinal", .int(Int64(index + 1))),
-                    ("installName", .string(dependency.installName)),
+                    ("install_name", .string(dependency.installName)),
                     ("kind", .string(dependency.kind.rawValue)),
-                    ("currentVersion", .string(versionString(dependency.command.currentVersion))),
-                    ("compatibilityVersion", .string(versionString(dependency.command.compatibilityVersion))),
+                    ("current_version", .string(versionString(dependency.command.currentVersion))),
+                    ("compatibility_version", .string(versionString(dependency.command.compatibilityVersion))),
                 ]), to: &out)
             }
             json.end(to: &out)
@@ -66,10 +66,10 @@ public enum InspectJSON {
     static func segmentObject(_ segment: Segment) -> JSONValue {
         .object([
             ("name", .string(segment.name)),
-            ("vmAddress", .uint(segment.vmAddress)),
-            ("vmSize", .uint(segment.vmSize)),
-            ("fileOffset", .uint(segment.fileOffset)),
-            ("fileSize", .uint(segment.fileSize)),
+            ("vm_address", .uint(segment.vmAddress)),
+            ("vm_size_bytes", .uint(segment.vmSize)),
+            ("file_offset", .uint(segment.fileOffset)),
+            ("file_size_bytes", .uint(segment.fileSize)),
             ("protection", .string(segment.initialProtection.description)),
             ("sections", .array(segment.sections.map { .string($0.name) })),
         ])

@@ -10,6 +10,11 @@ public enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
+    /// The version of every JSON document `dyld3` prints or writes (`schema_version`, the
+    /// first member): snake_case keys, units in key names, `{"error": {...}}` on failure
+    /// (docs/json.md). Raised when a key is renamed or removed.
+    public static let schemaVersion: Int64 = 1
+
     public static func == (a: JSONValue, b: JSONValue) -> Bool {
         a.serialized() == b.serialized()
     }

@@ -54,17 +54,17 @@ enum ObjCTable {
             return
         }
         json.beginObject("objc", to: &out)
-        json.member("imageInfo", .object([
+        json.member("image_info", .object([
             ("version", .uint(UInt64(objc.sections.imageInfo.version))), ("flags", .uint(UInt64(objc.sections.imageInfo.flags))),
         ]), to: &out)
         json.beginArray("classes", to: &out)
         for index in 0..<objc.classCount {
             let cls = try objc.classDescription(index)
             json.member(nil, .object([
-                ("listEntry", .uint(cls.listEntry)),
+                ("list_entry", .uint(cls.listEntry)),
                 ("class", object(cls.cls)),
                 ("metaclass", cls.metaclass.map(object) ?? .null),
-                ("superclassName", cls.superclassName.map(JSONValue.string) ?? .null),
+                ("superclass_name", cls.superclassName.map(JSONValue.string) ?? .null),
             ]), to: &out)
         }
         json.end(to: &out)
@@ -72,18 +72,18 @@ enum ObjCTable {
         for index in 0..<objc.categoryCount {
             let category = try objc.categoryDescription(index)
             json.member(nil, .object([
-                ("listEntry", .uint(category.listEntry)),
+                ("list_entry", .uint(category.listEntry)),
                 ("address", .uint(category.address)),
                 ("name", .string(category.name)),
-                ("nameAddress", .uint(category.nameAddress)),
+                ("name_address", .uint(category.nameAddress)),
                 ("class", pointer(category.cls)),
-                ("className", category.className.map(JSONValue.string) ?? .null),
-                ("instanceMethods", methods(category.instanceMethods)),
-                ("classMethods", methods(category.classMethods)),
+                ("class_name", category.className.map(JSONValue.string) ?? .null),
+                ("instance_methods", methods(category.instanceMethods)),
+                ("class_methods", methods(category.classMethods)),
             ]), to: &out)
         }
         json.end(to: &out)
-        json.beginArray("selectorReferences", to: &out)
+        json.beginArray("selector_references", to: &out)
         for index in 0..<objc.selectorReferenceCount {
             let reference = try objc.selectorReference(index)
             json.member(nil, .object([
@@ -112,7 +112,7 @@ enum ObjCTable {
             ("data", .uint(cls.roAddress)),
             ("flags", .uint(UInt64(cls.flags))),
             ("name", .string(cls.name)),
-            ("nameAddress", .uint(cls.nameAddress)),
+            ("name_address", .uint(cls.nameAddress)),
             ("methods", methods(cls.methods)),
         ])
     }
@@ -122,11 +122,11 @@ enum ObjCTable {
         return .object([
             ("address", .uint(list.address)),
             ("relative", .bool(list.isRelative)),
-            ("entrySize", .int(Int64(list.entrySize))),
+            ("entry_size_bytes", .int(Int64(list.entrySize))),
             ("methods", .array(list.methods.map { method in
                 .object([
-                    ("name", .string(method.name)), ("nameAddress", .uint(method.nameAddress)),
-                    ("types", .string(method.types)), ("typesAddress", .uint(method.typesAddress)),
+                    ("name", .string(method.name)), ("name_address", .uint(method.nameAddress)),
+                    ("types", .string(method.types)), ("types_address", .uint(method.typesAddress)),
                     ("imp", .uint(method.imp)),
                 ])
             })),

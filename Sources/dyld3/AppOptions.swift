@@ -21,9 +21,18 @@ struct AppOptions: ParsableArguments {
     @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
     var cache: String?
 
-    /// The launch roots and architecture for `app`.
+    /// The launch roots and architecture for `app`; a `--root` that is not a directory is
+    /// reported as such rather than as the first library it fails to hold.
     func roots(for app: String) throws -> (paths: [String], arch: String) {
-        try AppLocator.roots(for: app, arch: arch, root: root, host: host)
+        if let root, FileStatus.of(root)?.isDirectory != true {
+            throw CommandFailure(what: "--root \(root)", why: FileStatus.of(root) == nil ? "no such directory" : "not a directory", kind: "bad-root")
+        }
+        return try AppLocator.roots(for: app, arch: arch, root: root, host: host)
+    }
+
+    /// What a failure of a command on `app` can suggest.
+    func failureContext(app: String?) -> CommandFailure.Context {
+        CommandFailure.Context(app: app, root: root, cache: cache)
     }
 
     var closureCache: ClosureCache { ClosureCache.resolve(cache) }
@@ -37,13 +46,13 @@ struct TrustOptions: ParsableArguments {
     @Flag(help: "Hash every image's content on every use, even when stat says it is unchanged (see docs/security.md for the cost).")
     var hashImages = false
 
-    /// The trust key, read from `--trust`; a key that cannot be read is a usage error.
+    /// The trust key, read from `--trust`; a key that cannot be read fails the command.
     func trustKey() throws -> ClosureTrustKey? {
         guard let trust else { return nil }
         do {
             return try ClosureTrustKey(contentsOf: trust)
         } catch {
-            throw ValidationError("--trust \(error)")
+            throw CommandFailure(error, option: "--trust")
         }
     }
 

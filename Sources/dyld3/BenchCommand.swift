@@ -26,8 +26,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Samples per path and size.")
     var runs = 11
 
-    @Option(help: "Output directory.")
-    var out = "bench/results"
+    @Option(help: "Output directory. The committed bench/results are refreshed by `make bench` alone.")
+    var out = "build/bench/results"
 
     @Option(help: "Architecture of the Mach-O apps.")
     var arch = "x86_64"
@@ -89,10 +89,11 @@ struct BenchCommand: AsyncParsableCommand {
         do {
             let report = try await LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
             try LaunchBench.write(report, to: out)
-            print(try String(contentsOfFile: out + "/bench.md", encoding: .utf8), terminator: "")
+            // Written unbuffered, so the stderr line after it cannot land inside a table.
+            FileHandle.standardOutput.write(try Data(contentsOf: URL(fileURLWithPath: out + "/bench.md")))
             FileHandle.standardError.write(Data("wrote \(LaunchBench.outputFiles(report).map { out + "/" + $0 }.joined(separator: ", "))\n".utf8))
         } catch {
-            FileHandle.standardError.write(Data("dyld3 bench: \(error)\n".utf8))
+            CommandFailure(error).report(json: false)
             throw ExitCode(1)
         }
     }

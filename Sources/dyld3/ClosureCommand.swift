@@ -42,8 +42,7 @@ struct ClosureCommand: ParsableCommand {
                     print(try dump.text(fixupsShown: fixups), terminator: "")
                 }
             } catch {
-                if json { print(JSONValue.object([("error", .string(error.description))]).serialized()) }
-                FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+                CommandFailure(error).report(json: json)
                 throw ExitCode(1)
             }
         }
@@ -60,29 +59,30 @@ enum ClosureJSON {
             images.append(try image(index, closure, closurePath: dump.path))
         }
         return .object([
+            ("schema_version", .int(JSONValue.schemaVersion)),
             ("path", .string(dump.path)),
             ("header", .object([
                 ("magic", .string("DYLD3CL")),
                 ("version", .uint(UInt64(header.version))),
                 ("flags", .uint(UInt64(header.flags))),
                 ("checksum", .string(hex(header.checksum))),
-                ("bodySize", .uint(header.bodySize)),
-                ("frameSize", .uint(header.frameSize)),
-                ("fileSize", .int(Int64(dump.fileSize))),
+                ("body_size_bytes", .uint(header.bodySize)),
+                ("frame_size_bytes", .uint(header.frameSize)),
+                ("file_size_bytes", .int(Int64(dump.fileSize))),
             ])),
             ("builder", .string(closure.builder)),
             ("arch", .string(closure.arch)),
             ("root", .string(closure.root)),
             ("identity", .string(closure.contentOnlyIdentity ? "content-only" : "full")),
-            ("rootCount", .int(Int64(closure.rootCount))),
+            ("root_count", .int(Int64(closure.rootCount))),
             ("rebases", .int(Int64(closure.totalRebases))),
             ("binds", .int(Int64(closure.totalBinds))),
             ("images", .array(images)),
-            ("bindTargets", .array(closure.bindTargets.map(target))),
-            ("initializerOrder", .array(closure.initializerOrder.map { .int(Int64($0)) })),
+            ("bind_targets", .array(closure.bindTargets.map(target))),
+            ("initializer_order", .array(closure.initializerOrder.map { .int(Int64($0)) })),
             ("entry", closure.entryOffset.map { .object([("image", .int(Int64(closure.rootCount - 1))), ("offset", .uint($0))]) } ?? .null),
-            ("missingWeakDylibs", .array(closure.missingWeakDylibs.map {
-                .object([("installName", .string($0.installName)), ("neededBy", .string($0.neededBy))])
+            ("missing_weak_dylibs", .array(closure.missingWeakDylibs.map {
+                .object([("install_name", .string($0.installName)), ("needed_by", .string($0.neededBy))])
             })),
             ("objc", try objc(closure, closurePath: dump.path)),
         ])
@@ -94,42 +94,42 @@ enum ClosureJSON {
         return .object([
             ("index", .int(Int64(index))),
             ("path", .string(image.path)),
-            ("installName", image.installName.isEmpty ? .null : .string(image.installName)),
+            ("install_name", image.installName.isEmpty ? .null : .string(image.installName)),
             ("identity", .object([
-                ("size", .uint(identity.size)),
-                ("mtimeSeconds", .int(identity.mtimeSeconds)),
-                ("mtimeNanoseconds", .uint(identity.mtimeNanoseconds)),
+                ("size_bytes", .uint(identity.size)),
+                ("mtime_seconds", .int(identity.mtimeSeconds)),
+                ("mtime_ns", .uint(identity.mtimeNanoseconds)),
                 ("inode", .uint(identity.inode)),
                 ("uuid", identity.uuid.map { .string(ClosureDump.uuidString($0)) } ?? .null),
-                ("contentHash", .string(hex(identity.contentHash))),
+                ("content_hash", .string(hex(identity.contentHash))),
             ])),
-            ("preferredBase", .uint(image.plan.preferredBase)),
-            ("vmSize", .uint(image.plan.vmSize)),
+            ("preferred_base", .uint(image.plan.preferredBase)),
+            ("vm_size_bytes", .uint(image.plan.vmSize)),
             ("segments", .array(image.plan.segments.map { segment in
                 .object([
                     ("name", .string(segment.name)),
-                    ("vmOffset", .uint(segment.vmOffset)),
-                    ("vmSize", .uint(segment.vmSize)),
-                    ("fileOffset", .uint(segment.fileOffset)),
-                    ("fileSize", .uint(segment.fileSize)),
+                    ("vm_offset", .uint(segment.vmOffset)),
+                    ("vm_size_bytes", .uint(segment.vmSize)),
+                    ("file_offset", .uint(segment.fileOffset)),
+                    ("file_size_bytes", .uint(segment.fileSize)),
                     ("protection", .string(segment.protection.description)),
-                    ("readOnlyAfterFixups", .bool(segment.readOnlyAfterFixups)),
+                    ("read_only_after_fixups", .bool(segment.readOnlyAfterFixups)),
                 ])
             })),
             ("dependencies", .array(image.dependencies.map { dependency in
                 .object([
-                    ("installName", .string(dependency.installName)),
+                    ("install_name", .string(dependency.installName)),
                     ("kind", .string(dependency.kind.rawValue)),
                     ("target", dependency.target >= 0 ? .int(Int64(dependency.target)) : .null),
                 ])
             })),
             ("initializers", .array(image.initializers.map(JSONValue.uint))),
             ("rpaths", .array(image.rpaths.map(JSONValue.string))),
-            ("rebaseCount", .int(Int64(image.rebaseCount))),
-            ("bindCount", .int(Int64(image.bindCount))),
-            ("rebaseRunBytes", .int(Int64(image.rebaseRuns.count))),
-            ("bindRunBytes", .int(Int64(image.bindRuns.count))),
-            ("fixupPageIndex", try pageIndex(image)),
+            ("rebase_count", .int(Int64(image.rebaseCount))),
+            ("bind_count", .int(Int64(image.bindCount))),
+            ("rebase_run_bytes", .int(Int64(image.rebaseRuns.count))),
+            ("bind_run_bytes", .int(Int64(image.bindRuns.count))),
+            ("fixup_page_index", try pageIndex(image)),
             ("fixups", .array(try closure.fixups(ofImage: index, closurePath: closurePath).map { fixup($0, image: index) })),
         ])
     }
@@ -142,7 +142,7 @@ enum ClosureJSON {
                      ("location", .uint(restart.location)), ("target", .uint(restart.target))])
         }
         return .object([
-            ("pageSize", .uint(pageSize)),
+            ("page_size_bytes", .uint(pageSize)),
             ("pages", .array(pages.map { .object([("page", .uint($0.page)), ("rebases", restart($0.rebases)), ("binds", restart($0.binds))]) })),
         ])
     }

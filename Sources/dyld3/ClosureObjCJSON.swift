@@ -18,7 +18,7 @@ extension ClosureJSON {
             images.append(.object([
                 ("image", .int(Int64(index))),
                 ("writes", .int(Int64(writes.count))),
-                ("runtimeTables", .bool(ClosureDump.holdsRuntimeTables(writes))),
+                ("runtime_tables", .bool(ClosureDump.holdsRuntimeTables(writes))),
             ]))
         }
         func location(_ location: ImageLocation) -> JSONValue {

@@ -35,6 +35,10 @@ struct CompareCommand: ParsableCommand {
     var faultAround = FixupPager.defaultFaultAround
 
     func run() throws {
+        try CommandFailure.reporting(json: json, context: options.failureContext(app: app)) { try compare() }
+    }
+
+    func compare() throws {
         do {
             let roots = try options.roots(for: app)
             var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, fixups: fixups)
@@ -54,6 +58,7 @@ struct CompareCommand: ParsableCommand {
             let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, checks: checks)
             if json {
                 print(JSONValue.object([
+                    ("schema_version", .int(JSONValue.schemaVersion)),
                     ("app", .string(app)),
                     ("arch", .string(roots.arch)),
                     ("closure", .string(closureSource)),
@@ -61,6 +66,7 @@ struct CompareCommand: ParsableCommand {
                     ("images", .int(Int64(comparison.images))),
                     ("bytes_compared", .int(Int64(comparison.bytesCompared))),
                     ("fixups_compared", .int(Int64(comparison.fixupsCompared))),
+                    ("fixups_written", .int(Int64(comparison.fixupsWritten))),
                     ("initializers", .array(comparison.initializers.map(JSONValue.string))),
                     ("dyld2_result", comparison.dyld2Result.map { .int(Int64($0)) } ?? .null),
                     ("dyld3_result", comparison.dyld3Result.map { .int(Int64($0)) } ?? .null),
@@ -77,18 +83,12 @@ struct CompareCommand: ParsableCommand {
                 let result = comparison.dyld2Result.map { ", main returned \($0) both ways" }
                     ?? comparison.notRunReason.map { "; not run: \($0)" } ?? ""
                 print("\(app) [\(roots.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
-                      + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixups, "
+                      + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixup locations (of \(comparison.fixupsWritten) fixups written), "
                       + "slide 0x\(String(comparison.slide, radix: 16))\(comparison.differences.isEmpty ? result : "")"
                       + (comparison.fixupsMode == .pageIn ? "; page-in: \(comparison.pagesFilled) of \(comparison.pagesRegistered) pages filled on touch" : "")
                       + (comparison.fixupsFallbackReason.map { "; page-in fell back to eager: \($0)" } ?? ""))
             }
             if !comparison.differences.isEmpty { throw ExitCode(1) }
-        } catch let error as LoadError {
-            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
-            throw ExitCode(1)
-        } catch let error as ClosureError {
-            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
-            throw ExitCode(1)
         }
     }
 }

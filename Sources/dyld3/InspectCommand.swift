@@ -16,8 +16,8 @@ struct InspectCommand: ParsableCommand {
             which llvm-objdump leaves out. With no table flag, a summary is printed.
             """)
 
-    @Argument(help: "A Mach-O file: thin or universal.")
-    var file: String
+    @Argument(help: "Mach-O files, thin or universal; a .app directory means its executable. Each is inspected in turn; --json prints one object per file.")
+    var files: [String]
 
     @Option(help: "The slice to inspect: an architecture name, or 'all'. Default: x86_64 if present, else all.")
     var arch: String?
@@ -51,13 +51,21 @@ struct InspectCommand: ParsableCommand {
     }
 
     func run() throws {
-        let bytes: ByteView
-        do {
-            bytes = try ImageFile.mapRegularFile(file)
-        } catch {
-            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
-            throw ExitCode(1)
+        var failed = false
+        for name in files {
+            do {
+                try inspect(try AppLocator.mainImage(of: name))
+            } catch {
+                CommandFailure(error).report(json: json)
+                failed = true
+            }
         }
+        if failed { throw ExitCode(1) }
+    }
+
+    /// Prints one file; its errors are the caller's to report.
+    func inspect(_ file: String) throws {
+        let bytes = try ImageFile.mapRegularFile(file)
         let selection = ArchSelection(arch)
         var out = StandardOutput()
         // Tables go out as they are decoded; what was written before an error stays.
@@ -74,8 +82,7 @@ struct InspectCommand: ParsableCommand {
             }
         } catch {
             out.flush()
-            FileHandle.standardError.write(Data("dyld3: error: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw error
         }
     }
 }

@@ -35,9 +35,12 @@ struct InstallCommand: ParsableCommand {
         let cache = options.closureCache
         let targets: [String]
         do {
+            if let root = options.root, FileStatus.of(root)?.isDirectory != true {
+                throw CommandFailure(what: "--root \(root)", why: FileStatus.of(root) == nil ? "no such directory" : "not a directory", kind: "bad-root")
+            }
             targets = try AppLocator.expand(apps)
         } catch {
-            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+            CommandFailure(error).report(json: false)
             throw ExitCode(1)
         }
         var signer: ClosureSigningKey?
@@ -45,7 +48,8 @@ struct InstallCommand: ParsableCommand {
             do {
                 signer = try ClosureSigningKey(contentsOf: sign)
             } catch {
-                throw ValidationError("--sign \(error)")
+                CommandFailure(error, option: "--sign").report(json: false)
+                throw ExitCode(1)
             }
         }
         do throws(ClosureOwnership.Problem) {
@@ -59,9 +63,11 @@ struct InstallCommand: ParsableCommand {
             FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        let progress = isatty(1) != 0
-        var failures = 0
+        // Progress goes to stderr, and only to a terminal; stdout keeps one line per closure.
+        let progress = targets.count > 1 && isatty(2) != 0
+        var failures: [(app: String, why: String)] = []
         for (number, app) in targets.enumerated() {
+            if progress { FileHandle.standardError.write(Data("[\(number + 1)/\(targets.count)] \(app)\n".utf8)) }
             do {
                 let roots = try options.roots(for: app)
                 let closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: options.root, contentOnlyIdentity: contentOnly)
@@ -85,12 +91,22 @@ struct InstallCommand: ParsableCommand {
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
                 let line = "\(app) [\(roots.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
                     + "\(closure.totalBinds) binds -> \(path) (\(size) bytes)"
-                print(progress ? "[\(number + 1)/\(targets.count)] " + line : line)
+                print(line)
             } catch {
-                failures += 1
-                FileHandle.standardError.write(Data("dyld3: \(app): no closure: \(error)\n".utf8))
+                let failure = CommandFailure(error, context: options.failureContext(app: app))
+                failures.append((app, failure.description))
+                FileHandle.standardError.write(Data("dyld3: \(app): no closure: \(failure.description)\n".utf8))
             }
         }
-        if failures > 0 { throw ExitCode(1) }
+        if targets.count > 1 {
+            print(Self.summary(installed: targets.count - failures.count, failures: failures))
+        }
+        if !failures.isEmpty { throw ExitCode(1) }
+    }
+
+    /// `installed N, failed M`, then each failed app with its reason.
+    static func summary(installed: Int, failures: [(app: String, why: String)]) -> String {
+        "installed \(installed), failed \(failures.count)"
+            + (failures.isEmpty ? "" : ": " + failures.map { "\($0.app) (\($0.why))" }.joined(separator: "; "))
     }
 }

@@ -66,44 +66,39 @@ struct LaunchCommand: ParsableCommand {
     }
 
     func run() throws {
+        try CommandFailure.reporting(json: json, context: options.failureContext(app: app)) { try launch() }
+    }
+
+    func launch() throws {
         var closurePath: String?
-        do {
-            let request = try launchOptions()
-            let checks = try trust.checks()
-            let signer = try signingKey(trusting: checks.trustKey)
-            let path = options.closureCache.closurePath(forApp: request.roots.last!, arch: request.arch)
-            var fallback: ClosureError?
-            var launch: Launch?
-            if mode != .dyld2 {
-                do {
-                    launch = try FastPath.launch(closurePath: path, request: request, checks: checks)
-                    closurePath = path
-                } catch let error as ClosureError {
-                    if mode == .dyld3 {
-                        FileHandle.standardError.write(Data("dyld3: --mode dyld3: \(error)\n".utf8))
-                        throw ExitCode(1)
-                    }
-                    fallback = error
-                    if !json { FileHandle.standardError.write(Data("dyld3: closure not used (\(error)); launching with dyld2\n".utf8)) }
+        let request = try launchOptions()
+        let checks = try trust.checks()
+        let signer = try signingKey(trusting: checks.trustKey)
+        let path = options.closureCache.closurePath(forApp: request.roots.last!, arch: request.arch)
+        var fallback: ClosureError?
+        var launch: Launch?
+        if mode != .dyld2 {
+            do {
+                launch = try FastPath.launch(closurePath: path, request: request, checks: checks)
+                closurePath = path
+            } catch let error as ClosureError {
+                if mode == .dyld3 {
+                    let failure = CommandFailure(error, context: options.failureContext(app: app))
+                    throw CommandFailure(what: "--mode dyld3", why: "\(failure.what): \(failure.why)", fix: failure.fix, kind: failure.kind)
                 }
+                fallback = error
+                if !json { FileHandle.standardError.write(Data("dyld3: closure not used (\(error)); launching with dyld2\n".utf8)) }
             }
-            if launch == nil { launch = try SlowPath.launch(request) }
-            guard let launch else { return }
-            defer { launch.memory.release() }
-            print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: closurePath, fallback: fallback), terminator: "")
-            if rebuild, fallback != nil { writeFreshClosure(request, to: path, signedWith: signer, trusting: checks.trustKey) }
-        } catch let error as LoadError {
-            if json { print(JSONValue.object([("error", .string(error.description))]).serialized()) }
-            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
-            throw ExitCode(1)
-        } catch let error as ClosureError {
-            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
-            throw ExitCode(1)
         }
+        if launch == nil { launch = try SlowPath.launch(request) }
+        guard let launch else { return }
+        defer { launch.memory.release() }
+        print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: closurePath, fallback: fallback), terminator: "")
+        if rebuild, fallback != nil { writeFreshClosure(request, to: path, signedWith: signer, trusting: checks.trustKey) }
     }
 
     /// The `--sign` key, read (a key that cannot be read, or one that is not the private
-    /// half of the `--trust` key, is a usage error); nil without `--sign`.
+    /// half of the `--trust` key, fails the launch); nil without `--sign`.
     func signingKey(trusting trustKey: ClosureTrustKey?) throws -> ClosureSigningKey? {
         guard let sign else { return nil }
         guard rebuild else { throw ValidationError("--sign is for --rebuild") }
@@ -111,10 +106,10 @@ struct LaunchCommand: ParsableCommand {
         do {
             signer = try ClosureSigningKey(contentsOf: sign)
         } catch {
-            throw ValidationError("--sign \(error)")
+            throw CommandFailure(error, option: "--sign")
         }
         if let trustKey, signer.trustKey != trustKey {
-            throw ValidationError("--sign \(sign): not the private half of the --trust key: the closure it signs would be refused")
+            throw CommandFailure(what: "--sign \(sign)", why: "not the private half of the --trust key: the closure it signs would be refused", kind: "key")
         }
         return signer
     }
@@ -183,13 +178,14 @@ enum LaunchOutput {
         let digest: JSONValue = report.digest.map { .string("0x" + String($0, radix: 16)) } ?? .null
         let fallbackReason: JSONValue = report.fixupsFallbackReason.map(JSONValue.string) ?? .null
         return .object([
+            ("schema_version", .int(JSONValue.schemaVersion)),
             ("mode", .string(report.mode)),
             ("images", .array(report.images.map(JSONValue.string))),
             ("rebases", .int(Int64(report.rebases))),
             ("binds", .int(Int64(report.binds))),
             ("symbol_lookups", .int(Int64(report.symbolLookups))),
             ("slide", .uint(report.slide)),
-            ("timings", .object(timings)),
+            ("timings_ns", .object(timings)),
             ("ran", .bool(report.ran)),
             ("result", report.result.map { .int(Int64($0)) } ?? .null),
             ("not_run_reason", report.notRunReason.map(JSONValue.string) ?? .null),

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import LaunchPlan
+import LoaderCore
 import StubRoot
 
 /// `dyld3 stub-root BINARY… --out DIR`: stub system libraries and a stub host, so that the
@@ -29,10 +31,14 @@ struct StubRootCommand: AsyncParsableCommand {
     func run() async throws {
         let plan: StubRootPlan
         do {
+            // A binary that is not there is named as the other commands name it.
+            for binary in binaries where FileStatus.of(binary) == nil {
+                throw LoadError.unusable(path: binary, reason: "no such file or directory")
+            }
             plan = try StubRootPlan(binaries: binaries, arches: arch.isEmpty ? nil : arch, root: out)
             try await plan.write()
         } catch {
-            FileHandle.standardError.write(Data("dyld3: error: \(error)\n".utf8))
+            CommandFailure(error).report(json: false)
             throw ExitCode(1)
         }
         print(plan.summary)

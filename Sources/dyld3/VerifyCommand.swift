@@ -42,12 +42,15 @@ struct VerifyCommand: ParsableCommand {
     func run() throws {
         let cache = ClosureCache.resolve(cache)
         guard FileStatus.of(cache.directory)?.isDirectory == true else {
-            let message = "no cache directory at \(cache.directory)"
-            if json { print(JSONValue.object([("error", .string(message))]).serialized()) }
-            FileHandle.standardError.write(Data("dyld3: verify: \(message)\n".utf8))
+            let absolute = cache.directory.hasPrefix("/") ? cache.directory : FileManager.default.currentDirectoryPath + "/" + cache.directory
+            let fix = self.cache == nil && ProcessInfo.processInfo.environment["DYLD3_CACHE"] == nil
+                ? "the default cache is cache/ in the current directory: run from where `dyld3 install` ran, or give --cache DIR"
+                : "give --cache DIR, the directory `dyld3 install --cache DIR` wrote"
+            CommandFailure(what: absolute, why: "no cache directory", fix: fix, kind: "no-cache").report(json: json)
             throw ExitCode(Self.noCacheExitCode)
         }
-        let results = ClosureVerification.verify(cache, trusting: try trust.trustKey(), alwaysHash: trust.hashImages)
+        let trustKey = try CommandFailure.reporting(json: json) { try trust.trustKey() }
+        let results = ClosureVerification.verify(cache, trusting: trustKey, alwaysHash: trust.hashImages)
         let valid = results.count { $0.status == .valid }
         let stale = results.count { $0.status == .stale }
         let unusable = results.count(where: \.isUnusable)
@@ -74,8 +77,8 @@ struct VerifyCommand: ParsableCommand {
         }
         var counts: [(String, JSONValue)] = [("closures", .int(Int64(results.count)))]
         for status in ClosureVerification.Status.allCases {
-            counts.append((status.rawValue, .int(Int64(results.count { $0.status == status }))))
+            counts.append((status.rawValue.replacingOccurrences(of: "-", with: "_"), .int(Int64(results.count { $0.status == status }))))
         }
-        return .object([("cache", .string(cache.directory)), ("files", .array(files)), ("counts", .object(counts))])
+        return .object([("schema_version", .int(JSONValue.schemaVersion)), ("cache", .string(cache.directory)), ("files", .array(files)), ("counts", .object(counts))])
     }
 }

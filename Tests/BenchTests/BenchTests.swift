@@ -47,7 +47,7 @@ import Testing
         if BenchTests.tool != nil {
             for path in ["dyld2", "dyld3", "glibc", "glibc-one-dir"] {
                 #expect(size.fresh[path]?.samples.count == 3 && size.fresh[path]!.samples.allSatisfy { $0 > 0 })
-                #expect((size.freshMaxRSSKilobytes[path]?.median ?? 0) > 0)
+                #expect((size.freshMaxRssKilobytes[path]?.median ?? 0) > 0)
             }
         }
         for phase in ["closure", "mapping", "bind", "total"] {
@@ -56,15 +56,17 @@ import Testing
         }
         #expect(size.closure.build.samples.count == 3 && size.closure.build.min > 0)
         #expect(size.closure.fileBytes > 0 && size.closure.imageMetadataBytes > 0 && size.closure.bytesPerFixup > 0)
-        #expect(size.benchMaxRSSKilobytes > 0)
+        #expect(size.benchMaxRssKilobytes > 0)
 
         let json = try Data(contentsOf: URL(fileURLWithPath: out + "/bench.json"))
         let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
         #expect((object["sizes"] as? [[String: Any]])?.count == 1)
-        #expect(try JSONDecoder().decode(BenchReport.self, from: json).sizes.first?.fixups == size.fixups)
+        #expect(try LaunchBench.decodeReport(json).sizes.first?.fixups == size.fixups)
+        #expect(object["schema_version"] as? Int == 1)
+        #expect(ChartTests.keysWithCapitals(object).isEmpty, "\(ChartTests.keysWithCapitals(object))")
 
         let markdown = try String(contentsOfFile: out + "/bench.md", encoding: .utf8)
-        #expect(markdown.contains("| dylibs |") && markdown.contains("## Targets"))
+        #expect(markdown.contains("| dylibs |") && markdown.contains("## Performance targets"))
         #expect(markdown.contains("## Cold launches") && markdown.contains("glibc (one dir)") && markdown.contains("glibc (per-framework dirs)"))
 
         #expect(LaunchBench.outputFiles(report).contains("page-in.svg") && markdown.contains("## Page-in linking"))

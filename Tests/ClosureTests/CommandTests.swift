@@ -30,7 +30,7 @@ extension ClosureTests {
         let missing = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-no-cache-\(UUID().uuidString)").path
         let result = try await Dyld3Binary.verify(missing)
         #expect(result.status == 2)
-        #expect(result.stderr.contains("no cache directory at \(missing)"))
+        #expect(result.stderr.contains("\(missing): no cache directory"))
         #expect(!FileManager.default.fileExists(atPath: missing), "verify creates nothing")
 
         let empty = try Scratch.directory("empty")
@@ -114,8 +114,8 @@ extension ClosureTests {
         }
         #expect(compared == closure.totalRebases + closure.totalBinds)
         #expect(compared > 0)
-        #expect((object["bindTargets"] as? [Any])?.count == closure.bindTargets.count)
-        #expect((object["initializerOrder"] as? [Int]) == closure.initializerOrder)
+        #expect((object["bind_targets"] as? [Any])?.count == closure.bindTargets.count)
+        #expect((object["initializer_order"] as? [Int]) == closure.initializerOrder)
     }
 
     @Test func dumpRefusesADamagedFile() async throws {

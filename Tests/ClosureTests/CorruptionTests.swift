@@ -278,7 +278,7 @@ extension ClosureTests {
         #expect(statuses["untrusted.dyld3closure"] == "untrusted")
         #expect(statuses[(closurePath as NSString).lastPathComponent] == "valid")
         let counts = try #require(object["counts"] as? [String: Int])
-        #expect(counts["closures"] == 5 && counts["valid"] == 1 && counts["not-a-closure"] == 3 && counts["untrusted"] == 1)
+        #expect(counts["closures"] == 5 && counts["valid"] == 1 && counts["not_a_closure"] == 3 && counts["untrusted"] == 1)
         #expect(counts["corrupt"] == 0 && counts["stale"] == 0 && counts["incompatible"] == 0)
     }
 

@@ -110,7 +110,7 @@ import Testing
         }
         #expect(stale.map { "\($0)" }?.hasSuffix("was removed") == true)
         #expect(auto.status == 1 && dyld2.status == 1)
-        #expect((auto.json?["error"] as? String)?.contains("Net") == true, "\(auto.stdout)")
+        #expect(((auto.json?["error"] as? [String: Any])?["what"] as? String)?.contains("Net") == true, "\(auto.stdout)")
     }
 
     /// A copy of the second libPick appears in `@executable_path/Missing`, the first rpath,

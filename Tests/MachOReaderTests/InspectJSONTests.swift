@@ -48,7 +48,7 @@ import Testing
         let jsonRebases = Self.records(slice, "rebases").compactMap { Self.number($0, "address") }.sorted()
         #expect(jsonRebases == objdumpRebases, "\(name): \(jsonRebases.count) rebases, llvm-objdump \(objdumpRebases.count)")
 
-        for (flag, key) in [("--bind", "binds"), ("--lazy-bind", "lazyBinds")] {
+        for (flag, key) in [("--bind", "binds"), ("--lazy-bind", "lazy_binds")] {
             let rows = try await Self.objdumpRows([flag, path], firstRowAfter: "segment")
             let objdump = rows.compactMap { row in row.lazy.compactMap(Self.address).first.map { "\($0) \(row.last!)" } }.sorted()
             let json = Self.records(slice, key).compactMap { record in
@@ -62,13 +62,13 @@ import Testing
         let jsonExports = Self.records(slice, "exports").compactMap { $0["name"] as? String }.sorted()
         #expect(!jsonExports.isEmpty && jsonExports == objdumpExports, "\(name): \(jsonExports.count) exports, llvm-objdump \(objdumpExports.count)")
 
-        if let chained = slice["chainedFixups"] as? [String: Any] {
+        if let chained = slice["chained_fixups"] as? [String: Any] {
             let rows = try await Self.objdumpRows(["--dyld-info", path], firstRowAfter: "segment")
             let objdump = rows.compactMap { $0.count > 2 ? Self.address($0[2]) : nil }.sorted()
             let json = (chained["fixups"] as? [[String: Any]] ?? []).compactMap { Self.number($0, "address") }.sorted()
             #expect(!json.isEmpty && json == objdump, "\(name): \(json.count) chained fixups, llvm-objdump \(objdump.count) rows")
         } else {
-            #expect(!name.hasPrefix("chained"), "\(name): no chainedFixups member")
+            #expect(!name.hasPrefix("chained"), "\(name): no chained_fixups member")
         }
     }
 

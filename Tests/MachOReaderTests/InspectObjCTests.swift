@@ -30,11 +30,11 @@ import Testing
         var lines: [String] = []
         func methods(_ value: Any?) {
             guard let list = value as? [String: Any], let entries = list["methods"] as? [[String: Any]] else { return }
-            lines.append("entsize \(uint(list["entrySize"]))")
+            lines.append("entsize \(uint(list["entry_size_bytes"]))")
             lines.append("count \(entries.count)")
             for method in entries {
-                lines.append("method \(at(method["nameAddress"])) \(method["name"] as? String ?? "")")
-                lines.append("types \(at(method["typesAddress"])) \(method["types"] as? String ?? "")")
+                lines.append("method \(at(method["name_address"])) \(method["name"] as? String ?? "")")
+                lines.append("types \(at(method["types_address"])) \(method["types"] as? String ?? "")")
                 lines.append("imp \(symbols[uint(method["imp"])] ?? "?")")
             }
         }
@@ -43,13 +43,13 @@ import Testing
             lines.append("superclass \(pointer(cls["superclass"]))")
             lines.append("data \(at(cls["data"]))")
             lines.append("flags 0x\(String(uint(cls["flags"]), radix: 16))")
-            lines.append("name \(at(cls["nameAddress"])) \(cls["name"] as? String ?? "")")
+            lines.append("name \(at(cls["name_address"])) \(cls["name"] as? String ?? "")")
             lines.append("baseMethods \(at((cls["methods"] as? [String: Any])?["address"]))")
             methods(cls["methods"])
         }
         for entry in objc["classes"] as? [[String: Any]] ?? [] {
             let cls = entry["class"] as? [String: Any] ?? [:]
-            lines.append("class \(at(entry["listEntry"])) \(at(cls["address"])) \(symbols[uint(cls["address"])] ?? "")")
+            lines.append("class \(at(entry["list_entry"])) \(at(cls["address"])) \(symbols[uint(cls["address"])] ?? "")")
             object(cls)
             if let metaclass = entry["metaclass"] as? [String: Any] {
                 lines.append("meta")
@@ -57,11 +57,11 @@ import Testing
             }
         }
         for category in objc["categories"] as? [[String: Any]] ?? [] {
-            lines.append("category \(at(category["listEntry"])) \(at(category["address"])) \(symbols[uint(category["address"])] ?? "")")
-            lines.append("name \(at(category["nameAddress"])) \(category["name"] as? String ?? "")")
+            lines.append("category \(at(category["list_entry"])) \(at(category["address"])) \(symbols[uint(category["address"])] ?? "")")
+            lines.append("name \(at(category["name_address"])) \(category["name"] as? String ?? "")")
             lines.append("cls \((category["class"] as? [String: Any]).map { $0["symbol"] as? String ?? at($0["address"]) } ?? "@0")")
-            for key in ["instanceMethods", "classMethods"] {
-                lines.append("\(key) \(at((category[key] as? [String: Any])?["address"]))")
+            for (key, label) in [("instance_methods", "instanceMethods"), ("class_methods", "classMethods")] {
+                lines.append("\(label) \(at((category[key] as? [String: Any])?["address"]))")
                 methods(category[key])
             }
         }
@@ -82,7 +82,7 @@ import Testing
         }
         let pointers = try await ObjCOracle.pointers(image.path, chained: image.chained)
         let references = try await ObjCOracle.selectorReferences(image.path, pointers: pointers, chained: image.chained)
-        let json = (objc["selectorReferences"] as? [[String: Any]] ?? []).map { "\(Self.uint($0["address"])) \($0["name"] as? String ?? "")" }
+        let json = (objc["selector_references"] as? [[String: Any]] ?? []).map { "\(Self.uint($0["address"])) \($0["name"] as? String ?? "")" }
         #expect(json == references.map { "\($0.slot) \($0.name)" }, "\(image)")
     }
 
