@@ -83,6 +83,9 @@ struct CommandFailure: Error, CustomStringConvertible {
             self.init(splitting: error.description, kind: "unusable")
         case .mapping:
             self.init(splitting: error.description, kind: "mapping")
+        case let .codeSignature(path, failure):
+            self.init(what: path, why: "code signature invalid: \(failure)", kind: "code-signature")
+            fix = "sign the image again (or restore it); `dyld3 codesign verify \(path)` shows every page that fails"
         }
     }
 

@@ -37,7 +37,7 @@ extension ClosureTests {
     /// `bash -c script`, killed after `limitSeconds`: its status, stdout and stderr.
     static func runShell(_ script: String, limitSeconds: Int) throws -> (status: Int32, stdout: String, stderr: String) {
         let errorPath = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-walkthrough-\(UUID().uuidString).err").path
-        FileManager.default.createFile(atPath: errorPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: errorPath) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
