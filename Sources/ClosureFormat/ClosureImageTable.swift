@@ -7,6 +7,9 @@
 public struct ClosureImageTable: Sendable {
     /// What the closure was built for.
     public let binding: ClosureBinding
+    /// The binding's hash of the ordered image paths, checked against `images` when the
+    /// closure is read whole.
+    package let imageListHash: UInt64
     /// Identities without inode and mtime, validated by content hash alone.
     public let contentOnlyIdentity: Bool
     /// How many of the first images are the launch's roots.
@@ -17,6 +20,7 @@ public struct ClosureImageTable: Sendable {
     /// The table of a body's header fields (`index`) and its image records, read.
     package init(_ index: LaunchClosure.ImageIndex, images: [ClosureImage]) {
         (binding, contentOnlyIdentity, rootCount) = (index.binding, index.contentOnlyIdentity, index.rootCount)
+        imageListHash = index.imageListHash
         self.images = images
     }
 }

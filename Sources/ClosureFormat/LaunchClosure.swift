@@ -78,6 +78,8 @@ public struct LaunchClosure: Equatable, Sendable {
     /// order and on the threads it chooses (the fast path reads halves on two cores).
     package struct ImageIndex: Sendable {
         package let binding: ClosureBinding
+        /// The binding's hash of the ordered image paths (``ClosureBinding/imageListHash(_:)``).
+        package let imageListHash: UInt64
         package let contentOnlyIdentity: Bool
         package let rootCount: Int
         /// Each image record's bytes in the body, in load order.
@@ -96,6 +98,7 @@ public struct LaunchClosure: Equatable, Sendable {
     package static func readImageIndex(_ bytes: [UInt8], path: String) throws(ClosureError) -> ImageIndex {
         var r = ClosureReader(bytes, path: path)
         let binding = try ClosureBinding(parsing: &r)
+        let imageListHash = try r.u64()
         let contentOnlyIdentity = try r.u8() != 0
         let rootCount = try r.int("root count")
         let imageCount = try r.count(of: "image", minimumSize: ClosureImage.minimumEncodedSize)
@@ -110,7 +113,8 @@ public struct LaunchClosure: Equatable, Sendable {
         var recordRanges: [Range<Int>] = []
         recordRanges.reserveCapacity(imageCount)
         for _ in 0..<imageCount { recordRanges.append(try r.blobRange()) }
-        return ImageIndex(binding: binding, contentOnlyIdentity: contentOnlyIdentity, rootCount: rootCount, records: recordRanges, tail: r.position)
+        return ImageIndex(binding: binding, imageListHash: imageListHash, contentOnlyIdentity: contentOnlyIdentity, rootCount: rootCount,
+                          records: recordRanges, tail: r.position)
     }
 
     /// The closure of `table` and the rest of `body`, read from `tail` (the bind-target
@@ -122,6 +126,10 @@ public struct LaunchClosure: Equatable, Sendable {
         images = table.images
         let imageCount = images.count
         var r = ClosureReader(bytes, path: path)
+        // The binding covers the image list: the paths the records name, in load order.
+        guard ClosureBinding.imageListHash(images.map(\.path)) == table.imageListHash else {
+            throw r.corrupt("the image paths are not the list the binding covers", at: 0)
+        }
         r.position = tail
         let targetCount = try r.count(of: "bind target")
         let scanned = UnsafeBindTargetScan.scan(r.bytes[r.position...], count: targetCount, imageCount: imageCount)
@@ -155,6 +163,7 @@ public struct LaunchClosure: Equatable, Sendable {
     public func encodedBody() -> [UInt8] {
         var w = ClosureWriter()
         binding.encode(into: &w)
+        w.u64(ClosureBinding.imageListHash(images.map(\.path)))
         w.u8(contentOnlyIdentity ? 1 : 0)
         w.uleb(rootCount)
         w.uleb(images.count)

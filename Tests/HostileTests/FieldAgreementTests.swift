@@ -48,6 +48,33 @@ import LaunchPlan
         #expect((result.json?["result"] as? Int).map(Int32.init) == (try victim.expectedResult))
     }
 
+    /// One image record's path edited in the encoded body (same length, checksum computed
+    /// again): the paths are no longer the list the binding covers, and reading the file,
+    /// the launch and `verify` call the closure corrupt.
+    @Test func anImagePathEditedWithoutTheBindingIsCorrupt() throws {
+        let app = try FixtureApp.named("basic")
+        let closure = try app.closure()
+        var body = closure.encodedBody()
+        let original = Array(closure.images[1].path.utf8)
+        let start = try #require((0...(body.count - original.count)).first { body[$0..<($0 + original.count)].elementsEqual(original) })
+        body[start + original.count - 1] ^= 0x01
+        let path = try Scratch.directory("agreement-image-list") + "/forged.dyld3closure"
+        defer { Scratch.remove((path as NSString).deletingLastPathComponent) }
+        try Data(ClosureFile.wrapBody(body)).write(to: URL(fileURLWithPath: path))
+        #expect {
+            _ = try ClosureFile.read(path)
+        } throws: { error in
+            guard case let .corrupt(closurePath, _, what) = error as? ClosureError else { return false }
+            return closurePath == path && what.contains("the image paths are not the list the binding covers")
+        }
+        #expect {
+            _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))
+        } throws: { error in
+            (error as? ClosureError)?.kind == "corrupt"
+        }
+        #expect(ClosureVerification(checking: path).status == .corrupt)
+    }
+
     /// Root count 2 with no host: the fast path would take image 0 for a host and the
     /// second image for the main executable.
     @Test func aRootCountTheHostFieldContradictsIsCorrupt() async throws {

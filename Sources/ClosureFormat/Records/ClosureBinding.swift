@@ -6,7 +6,8 @@ import LaunchPlan
 /// anything else (another app's closure copied under this app's cache name, a closure
 /// launched under another root or host) is refused with the field that differs.
 ///
-/// Encoding: `builder`, `arch`, `root`, `app`, `host` strings.
+/// Encoding: `builder`, `arch`, `root`, `app`, `host` strings; the body then holds the hash
+/// of the image list (``imageListHash(_:)``).
 public struct ClosureBinding: Equatable, Sendable {
     /// Who built it (``LaunchClosure/builderIdentity``).
     public var builder: String
@@ -24,6 +25,14 @@ public struct ClosureBinding: Equatable, Sendable {
         self.root = root
         self.app = app
         self.host = host
+    }
+
+    /// The hash the binding keeps of a closure's ordered image paths (xxh3-64 of the paths,
+    /// each followed by a zero byte): a record whose path was edited without it is refused.
+    public static func imageListHash(_ paths: [String]) -> UInt64 {
+        var bytes: [UInt8] = []
+        for path in paths { bytes += path.utf8; bytes.append(0) }
+        return UnsafeHash.xxh3(bytes)
     }
 
     /// How many root images a closure with this binding has: the host, if it names one,
