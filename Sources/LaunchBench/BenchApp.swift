@@ -66,8 +66,16 @@ struct BenchApp {
                                  log: (String) -> Void) async throws(BenchError) {
         let marker = directory + "/.complete"
         let fingerprint = Data(generatorFingerprint(arguments[0]).utf8)
-        if FileManager.default.contents(atPath: marker) == fingerprint, expecting.map(FileManager.default.fileExists(atPath:)) ?? true { return }
-        try? FileManager.default.removeItem(atPath: marker)
+        func current() -> Bool {
+            FileManager.default.contents(atPath: marker) == fingerprint && (expecting.map(FileManager.default.fileExists(atPath:)) ?? true)
+        }
+        if current() { return }
+        // One preparer at a time (two benches, or tests, asking for the same app): the others
+        // wait, then find it generated. In place: the ELF twins keep their directory's path.
+        try? FileManager.default.createDirectory(atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let lock = UnsafeFileLock.acquire(directory + ".lock")
+        defer { if let lock { UnsafeFileLock.release(lock) } }
+        if current() { return }
         try? FileManager.default.removeItem(atPath: directory)
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let line = try await BenchTool.run(arguments + ["--out", directory], stderrPath: directory + "/.gen-app.stderr")

@@ -46,10 +46,10 @@ enum CodeSignatureTable {
 
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
         guard let signature = try read(image) else {
-            json.member("codeSignature", .null, to: &out)
+            json.member("code_signature", .null, to: &out)
             return
         }
-        json.member("codeSignature", object(signature), to: &out)
+        json.member("code_signature", object(signature), to: &out)
     }
 
     static func object(_ signature: CodeSignature) -> JSONValue {

@@ -396,7 +396,7 @@ import TestSupport
         let json = try await Dyld3Binary.run(["inspect", "--code-signature", "--json", path])
         let root = try #require(json.json)
         let slice = try #require((root["slices"] as? [[String: Any]])?.first)
-        let member = try #require(slice["codeSignature"] as? [String: Any])
+        let member = try #require(slice["code_signature"] as? [String: Any])
         #expect(member["cdhash"] as? String == signature.cdHash.hex)
         let unsigned = try await Dyld3Binary.run(["inspect", "--code-signature", Paths.readerFixtures.appendingPathComponent("arm64-chained/app").path])
         #expect(unsigned.status == 0 && unsigned.lines.last == "Code signature: none")
