@@ -117,6 +117,7 @@ import TestSupport
     static func readerAtRecords(of body: [UInt8]) throws -> ClosureReader {
         var reader = ClosureReader(body, path: "")
         _ = try ClosureBinding(parsing: &reader)
+        _ = try reader.u64()
         _ = try reader.u8()
         _ = try reader.uleb()
         _ = try reader.uleb()
