@@ -86,6 +86,7 @@ public struct ClosureDump: Sendable {
             identityText += ", mtime \(identity.mtimeSeconds).\(String(identity.mtimeNanoseconds).leftPadded(to: 9)), inode \(identity.inode)"
         }
         identityText += ", uuid \(identity.uuid.map(ClosureDump.uuidString) ?? "(none)"), content \(hex(identity.contentHash))"
+        identityText += identity.signature.map { ", cdhash \($0.cdHash.hex) (\($0.hashType))" } ?? ", unsigned"
         out += field("identity", identityText, indent: 2)
         out += field("mapping", "preferred base \(hex(image.plan.preferredBase)), vm size \(hex(image.plan.vmSize))", indent: 2)
         out += "  segments:\n"

@@ -102,6 +102,14 @@ enum ClosureJSON {
                 ("inode", .uint(identity.inode)),
                 ("uuid", identity.uuid.map { .string(ClosureDump.uuidString($0)) } ?? .null),
                 ("content_hash", .string(hex(identity.contentHash))),
+                ("code_signature", identity.signature.map { signature in
+                    .object([
+                        ("cdhash", .string(signature.cdHash.hex)),
+                        ("hash_type", .string(signature.hashType.description)),
+                        ("code_directory_offset", .uint(signature.codeDirectoryOffset)),
+                        ("code_directory_size_bytes", .int(Int64(signature.codeDirectorySize))),
+                    ])
+                } ?? .null),
             ])),
             ("preferred_base", .uint(image.plan.preferredBase)),
             ("vm_size_bytes", .uint(image.plan.vmSize)),
