@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct region {
@@ -105,15 +106,23 @@ int dyld3_pagein_activate(uint64_t start, uint64_t end, void *context, dyld3_pag
     return -1;
 }
 
-void dyld3_pagein_deactivate(int slot) {
-    if (slot < 0 || slot >= DYLD3_PAGEIN_REGIONS) return;
+int dyld3_pagein_deactivate(int slot, uint64_t limit_ns) {
+    if (slot < 0 || slot >= DYLD3_PAGEIN_REGIONS) return 1;
     struct region *region = &regions[slot];
     atomic_store(&region->end, 0);
     atomic_store(&region->start, 0);
     atomic_store(&region->context, 0);
-    while (atomic_load(&region->users) != 0) sched_yield();
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (atomic_load(&region->users) != 0) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        uint64_t waited = (uint64_t)(now.tv_sec - start.tv_sec) * 1000000000ull + (uint64_t)(now.tv_nsec - start.tv_nsec);
+        if (waited > limit_ns) return 0;
+        sched_yield();
+    }
     atomic_store(&region->fill, 0);
     atomic_store(&region->claimed, 0);
+    return 1;
 }
 
 void dyld3_pagein_report(const void *bytes, uint64_t length) {

@@ -242,12 +242,18 @@ public final class FixupPager: @unchecked Sendable {
         return UnsafeUserfault.withScratchPage { context.fill(address, staging: $0, reporting: false) }
     }
 
-    /// Ends the region (waiting for any fill in progress) and closes every descriptor. Call
+    /// Ends the region (waiting up to a second for any fill in progress; a fill that never
+    /// returns keeps the pager and its descriptors alive for good) and closes every descriptor. Call
     /// after the memory is unmapped: a touch then is a fault on an unmapped address. Safe twice.
     public func close() {
         guard !closed else { return }
         closed = true
-        if let slot { UnsafeUserfault.deactivate(slot) }
+        if let slot, !UnsafeUserfault.deactivate(slot) {
+            // A fill still runs (its thread stopped inside it): it may yet read the context
+            // and the descriptors, so none is freed or closed, and no number is reused.
+            UnsafeUserfault.keepForever(self)
+            return
+        }
         UnsafeUserfault.close(fd)
         imageDescriptors = [:]
     }

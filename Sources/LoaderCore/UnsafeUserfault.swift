@@ -163,8 +163,13 @@ enum UnsafeUserfault {
         return slot >= 0 ? slot : nil
     }
 
-    /// Ends a region; returns once no fill for it is running.
-    static func deactivate(_ slot: Int32) { dyld3_pagein_deactivate(slot) }
+    /// Ends a region and waits up to a second for the fills already running: true when none
+    /// is left, false when one still runs (a thread stopped inside its fill).
+    static func deactivate(_ slot: Int32) -> Bool { dyld3_pagein_deactivate(slot, 1_000_000_000) != 0 }
+
+    /// Keeps `object` alive for the rest of the process (what a fill that never returned
+    /// may still read: the region's context, its descriptors).
+    static func keepForever(_ object: AnyObject) { _ = unsafe Unmanaged.passRetained(object) }
 
     static let regionCapacity = Int(DYLD3_PAGEIN_REGIONS)
 

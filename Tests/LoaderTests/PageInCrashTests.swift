@@ -51,8 +51,8 @@ import Testing
     /// fixups in their own orders and have the kernel write into new zero-fill pages of the
     /// same segment, while main writes through a null pointer: eager and page-in alike end by
     /// SIGSEGV (status 139), with the crash handler's report of that null dereference, three
-    /// times each. (With a handler thread filling pages, a thread whose system call waited on
-    /// a page the suspended handler never filled kept the process alive until it was killed.)
+    /// times each: no thread, in user mode or inside a system call, waits on a page another
+    /// thread was to fill.
     @Test func aCrashWhileThreadsFillPagesEndsTheProcessBySIGSEGV() async throws {
         let app = try await Self.buildCrashApp()
         defer { try? FileManager.default.removeItem(at: app.directory) }

@@ -120,8 +120,16 @@ import ClosureFormat
 
     /// The address of the first page a page-in launch registered.
     static func firstPagedAddress(_ memory: LaunchMemory) -> UInt64? {
+        firstPagedRange(memory).map { memory.images[$0.image].base + $0.range.lowerBound }
+    }
+
+    /// The first page range a page-in launch registered: its image, segment and offsets
+    /// from the image's base.
+    static func firstPagedRange(_ memory: LaunchMemory) -> (image: Int, segment: SegmentPlan, range: Range<UInt64>)? {
         for (index, image) in memory.images.enumerated() {
-            for ranges in memory.pagedRanges[index] { if let first = ranges.first { return image.base + first.lowerBound } }
+            for (position, ranges) in memory.pagedRanges[index].enumerated() {
+                if let first = ranges.first { return (index, image.plan.segments[position], first) }
+            }
         }
         return nil
     }
@@ -185,10 +193,7 @@ import ClosureFormat
         defer { try? FileManager.default.removeItem(at: app.directory) }
         let launch = try Self.pageInLaunch(app, slide: nil)
         defer { launch.memory.release() }
-        let image = try #require(launch.memory.pagedRanges.firstIndex { $0.contains { !$0.isEmpty } })
-        let position = try #require(launch.memory.pagedRanges[image].firstIndex { !$0.isEmpty })
-        let segment = launch.memory.images[image].plan.segments[position]
-        let range = launch.memory.pagedRanges[image][position][0]
+        let (image, segment, range) = try #require(Self.firstPagedRange(launch.memory))
         try #require(segment.fileSize > range.lowerBound - segment.vmOffset)
         #expect(truncate(launch.memory.images[image].plan.path, off_t(segment.fileOffset)) == 0)
         let address = launch.memory.images[image].base + range.lowerBound
@@ -215,11 +220,9 @@ import ClosureFormat
             alarm(30)
             guard let app = PageInTests.launchable.first(where: { $0.name == "basic" && $0.variant == "x86_64-chained" }),
                   let copy = try? app.scratchCopy(), let launch = try? PageInTests.pageInLaunch(copy, slide: nil),
-                  let image = launch.memory.pagedRanges.firstIndex(where: { $0.contains { !$0.isEmpty } }),
-                  let position = launch.memory.pagedRanges[image].firstIndex(where: { !$0.isEmpty }) else { exit(3) }
-            let segment = launch.memory.images[image].plan.segments[position]
+                  let (image, segment, range) = PageInTests.firstPagedRange(launch.memory) else { exit(3) }
             guard truncate(launch.memory.images[image].plan.path, off_t(segment.fileOffset)) == 0 else { exit(4) }
-            _ = UnsafeKernelTouch.load(launch.memory.images[image].base + launch.memory.pagedRanges[image][position][0].lowerBound)
+            _ = UnsafeKernelTouch.load(launch.memory.images[image].base + range.lowerBound)
             exit(5)
         }
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
@@ -239,13 +242,10 @@ import ClosureFormat
         defer { try? FileManager.default.removeItem(at: app.directory) }
         let launch = try Self.pageInLaunch(app, slide: nil)
         defer { launch.memory.release() }
-        let image = try #require(launch.memory.pagedRanges.firstIndex { $0.contains { !$0.isEmpty } })
-        let position = try #require(launch.memory.pagedRanges[image].firstIndex { !$0.isEmpty })
+        let (image, segment, range) = try #require(Self.firstPagedRange(launch.memory))
         let mapped = launch.memory.images[image]
-        let segment = mapped.plan.segments[position]
-        let range = launch.memory.pagedRanges[image][position][0]
         let fileOffset = segment.fileOffset + (range.lowerBound - segment.vmOffset)
-        // The oracle: ld64.lld's signature, read and checked whole before the change.
+        // The oracle: the image's own signature (ld64.lld's), checked whole, now fails too.
         let path = mapped.plan.path
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
         try handle.seek(toOffset: fileOffset + 100)

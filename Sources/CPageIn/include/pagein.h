@@ -33,9 +33,11 @@ int dyld3_pagein_install(void);
 /// to deactivate it with, or -1 when every slot is taken.
 int dyld3_pagein_activate(uint64_t start, uint64_t end, void *context, dyld3_pagein_fill fill);
 
-/// Ends a region: no fill starts for it after this returns, and every fill that had
-/// started has returned (waits for them).
-void dyld3_pagein_deactivate(int slot);
+/// Ends a region: no fill starts for it after this returns. Waits up to `limit_ns` for the
+/// fills that had started to return: 1 when they all did (the slot is free again), 0 when
+/// one is still running (a thread stopped inside its fill): the slot then stays taken and
+/// the caller must keep the region's context alive for good.
+int dyld3_pagein_deactivate(int slot, uint64_t limit_ns);
 
 /// Writes `length` bytes to standard error (a failure's one line, from the fault path).
 void dyld3_pagein_report(const void *bytes, uint64_t length);
