@@ -1,8 +1,9 @@
 /// Everything `dyld3 bench` measured, as written to `bench.json` (snake_case keys:
-/// ``LaunchBench/encoder``). Times are nanoseconds.
+/// ``LaunchBench/encoder``). Times are nanoseconds, and every key that holds them says so
+/// (`warm_ns`, `fresh_ns`, `dyld3_phases_ns`, `build_ns`: docs/json.md).
 package struct BenchReport: Codable, Sendable {
     /// The bench.json layout's version (docs/json.md); nil in files written before it had one.
-    package var schemaVersion: Int? = 1
+    package var schemaVersion: Int? = BenchReport.currentSchemaVersion
     package var machine: Machine
     package var runs: Int
     package var arch: String
@@ -13,6 +14,9 @@ package struct BenchReport: Codable, Sendable {
     /// The apps' Objective-C part (`--objc-classes`...); nil for the C-only apps.
     package var objc: ObjCShape?
     package var sizes: [SizeResult]
+
+    /// 2: time keys carry `_ns` (`warm_ns`, `touch_ns`, …); 1 had bare `warm`, `touch`.
+    package static let currentSchemaVersion = 2
 
     /// Where the numbers come from.
     package struct Machine: Codable, Sendable {
@@ -98,6 +102,15 @@ package struct SizeResult: Codable, Sendable {
     package var pageIn: PageInResult?
     /// The Objective-C step's share of dyld2's and dyld3's launch; nil for C-only apps.
     package var objc: ObjCShare?
+
+    /// Keys holding times carry `Ns` (`_ns` once snake-cased).
+    enum CodingKeys: String, CodingKey {
+        case dylibs, images, fixups, rebases, binds, elfRelocations, fixupPages
+        case warm = "warmNs", fresh = "freshNs", freshMaxRssKilobytes
+        case dyld3Phases = "dyld3PhasesNs", dyld2Phases = "dyld2PhasesNs"
+        case nanosecondsPerFixup, pagesDirtied, benchMaxRssKilobytes, closure
+        case cold = "coldNs", coldDyld3Phases = "coldDyld3PhasesNs", residentAfterEviction, pageIn, objc
+    }
 }
 
 /// Pages of a set of files in the page cache, against all their pages.
@@ -118,4 +131,8 @@ package struct ClosureCost: Codable, Sendable {
     package var imageMetadataBytes: Int
     /// fileBytes / imageMetadataBytes.
     package var relativeToMetadata: Double
+
+    enum CodingKeys: String, CodingKey {
+        case build = "buildNs", fileBytes, bytesPerFixup, imageMetadataBytes, relativeToMetadata
+    }
 }

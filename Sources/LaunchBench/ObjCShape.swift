@@ -33,6 +33,10 @@ package struct ObjCShare: Codable, Sendable {
     package var dyld3: Int64
     package var dyld3Total: Int64
 
+    enum CodingKeys: String, CodingKey {
+        case writes, dyld2 = "dyld2Ns", dyld2Total = "dyld2TotalNs", dyld3 = "dyld3Ns", dyld3Total = "dyld3TotalNs"
+    }
+
     /// `objc / total` of each path (0 when the total is 0).
     package var dyld2Fraction: Double { dyld2Total > 0 ? Double(dyld2) / Double(dyld2Total) : 0 }
     package var dyld3Fraction: Double { dyld3Total > 0 ? Double(dyld3) / Double(dyld3Total) : 0 }

@@ -31,6 +31,11 @@ package struct PageInResult: Codable, Sendable {
     /// The pages one fault filled at most (``LaunchOptions/faultAround``).
     package var faultAround: Int
 
+    enum CodingKeys: String, CodingKey {
+        case fallbackReason, fixupPages, registeredPages, launch = "launchNs", eagerLaunch = "eagerLaunchNs", touch = "touchNs"
+        case privatePages, pagesFilled, faults, faultAround
+    }
+
     /// The median time of touching 100% of the fixup pages, per fault and per page filled by the touch.
     package var costPerFault: (fault: Double, page: Double)? {
         guard let touch = self.touch["100"]?.median, let faults = faults["100"], let pages = pagesFilled["100"] else { return nil }

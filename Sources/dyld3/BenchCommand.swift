@@ -59,6 +59,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "How --cold empties the page cache: drop_caches (root) or posix_fadvise; default: drop_caches when writable, else posix_fadvise.")
     var evict: EvictionMethod?
 
+    @Flag(help: "Print bench.json on stdout instead of the Markdown report (the files are written all the same).")
+    var json = false
+
     func validate() throws {
         guard evict == nil || cold else { throw ValidationError("--evict needs --cold") }
         guard runs > 0 else { throw ValidationError("--runs must be positive") }
@@ -76,7 +79,9 @@ struct BenchCommand: AsyncParsableCommand {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         guard let repository = BenchConfiguration.findRepositoryRoot(from: FileManager.default.currentDirectoryPath)
                 ?? BenchConfiguration.findRepositoryRoot(from: executable) else {
-            throw ValidationError("run dyld3 bench inside the repository (tools/gen-app not found)")
+            CommandFailure(what: "bench", why: "tools/gen-app not found above the current directory or the executable",
+                           fix: "run dyld3 bench inside the repository", kind: "no-repository").report(json: json)
+            throw ExitCode(1)
         }
         var configuration = BenchConfiguration(
             dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch, style: style,
@@ -90,10 +95,10 @@ struct BenchCommand: AsyncParsableCommand {
             let report = try await LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
             try LaunchBench.write(report, to: out)
             // Written unbuffered, so the stderr line after it cannot land inside a table.
-            FileHandle.standardOutput.write(try Data(contentsOf: URL(fileURLWithPath: out + "/bench.md")))
+            FileHandle.standardOutput.write(try Data(contentsOf: URL(fileURLWithPath: out + (json ? "/bench.json" : "/bench.md"))))
             FileHandle.standardError.write(Data("wrote \(LaunchBench.outputFiles(report).map { out + "/" + $0 }.joined(separator: ", "))\n".utf8))
         } catch {
-            CommandFailure(error).report(json: false)
+            CommandFailure(error).report(json: json)
             throw ExitCode(1)
         }
     }

@@ -32,12 +32,17 @@ struct CommandFailure: Error, CustomStringConvertible {
     var line: String { "dyld3: " + description }
 
     var json: JSONValue {
-        .object([("schema_version", .int(JSONValue.schemaVersion)), ("error", .object([
+        .object([("schema_version", .int(JSONValue.schemaVersion)), ("error", errorObject)])
+    }
+
+    /// `{"kind", "what", "why", "fix"}`: the failure inside a larger document.
+    var errorObject: JSONValue {
+        .object([
             ("kind", .string(kind)),
             ("what", .string(what)),
             ("why", .string(why)),
             ("fix", fix.map(JSONValue.string) ?? .null),
-        ]))])
+        ])
     }
 
     /// Where a command was when it failed, for the fixes it can suggest.

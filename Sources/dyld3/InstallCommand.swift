@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import LaunchClosure
 import LoaderCore
+import MachOInspect
 import ClosureFormat
 
 /// `dyld3 install APP…`: builds launch closures out of process, one per app and arch.
@@ -21,15 +22,14 @@ struct InstallCommand: ParsableCommand {
 
     @OptionGroup var options: AppOptions
 
-
-
-
-
     @Flag(help: "Identify images by content only (no inode or mtime): for caches that travel between machines.")
     var contentOnly = false
 
     @Option(help: "Sign every closure with this private key (dyld3 key generate): launches with --trust accept only signed closures.")
     var sign: String?
+
+    @Flag(help: "Print one JSON document (docs/json.md): every closure written and every app that got none, with its error.")
+    var json = false
 
     func run() throws {
         let cache = options.closureCache
@@ -40,7 +40,7 @@ struct InstallCommand: ParsableCommand {
             }
             targets = try AppLocator.expand(apps)
         } catch {
-            CommandFailure(error).report(json: false)
+            CommandFailure(error).report(json: json)
             throw ExitCode(1)
         }
         var signer: ClosureSigningKey?
@@ -48,7 +48,7 @@ struct InstallCommand: ParsableCommand {
             do {
                 signer = try ClosureSigningKey(contentsOf: sign)
             } catch {
-                CommandFailure(error, option: "--sign").report(json: false)
+                CommandFailure(error, option: "--sign").report(json: json)
                 throw ExitCode(1)
             }
         }
@@ -60,12 +60,14 @@ struct InstallCommand: ParsableCommand {
         do {
             try cache.prepareForWriting()
         } catch {
-            FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+            CommandFailure(error).report(json: json)
             throw ExitCode(1)
         }
         // Progress goes to stderr, and only to a terminal; stdout keeps one line per closure.
         let progress = targets.count > 1 && isatty(2) != 0
         var failures: [(app: String, why: String)] = []
+        var written: [JSONValue] = []
+        var failed: [JSONValue] = []
         for (number, app) in targets.enumerated() {
             if progress { FileHandle.standardError.write(Data("[\(number + 1)/\(targets.count)] \(app)\n".utf8)) }
             do {
@@ -91,14 +93,29 @@ struct InstallCommand: ParsableCommand {
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
                 let line = "\(app) [\(roots.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
                     + "\(closure.totalBinds) binds -> \(path) (\(size) bytes)"
-                print(line)
+                if json {
+                    written.append(.object([
+                        ("app", .string(app)), ("arch", .string(roots.arch)), ("images", .int(Int64(closure.images.count))),
+                        ("rebases", .int(Int64(closure.totalRebases))), ("binds", .int(Int64(closure.totalBinds))),
+                        ("closure", .string(path)), ("closure_bytes", .int(Int64(size))),
+                    ]))
+                } else {
+                    print(line)
+                }
             } catch {
                 let failure = CommandFailure(error, context: options.failureContext(app: app))
                 failures.append((app, failure.description))
+                failed.append(.object([("app", .string(app)), ("error", failure.errorObject)]))
                 FileHandle.standardError.write(Data("dyld3: \(app): no closure: \(failure.description)\n".utf8))
             }
         }
-        if targets.count > 1 {
+        if json {
+            print(JSONValue.object([
+                ("schema_version", .int(JSONValue.schemaVersion)),
+                ("installed", .int(Int64(written.count))), ("failed", .int(Int64(failed.count))),
+                ("closures", .array(written)), ("failures", .array(failed)),
+            ]).serialized())
+        } else if targets.count > 1 {
             print(Self.summary(installed: targets.count - failures.count, failures: failures))
         }
         if !failures.isEmpty { throw ExitCode(1) }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LaunchClosure
 import ClosureFormat
+import MachOInspect
 
 /// `dyld3 key generate --out DIR`: an Ed25519 key pair for signing closure caches that travel.
 struct KeyCommand: ParsableCommand {
@@ -19,19 +20,29 @@ struct KeyCommand: ParsableCommand {
         @Option(help: "The directory to write the key pair into (created if missing).")
         var out: String
 
+        @Flag(help: "Print the two paths as JSON (docs/json.md).")
+        var json = false
+
         func run() throws {
             do {
                 try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
             } catch {
-                FileHandle.standardError.write(Data("dyld3: \(out): cannot create the directory: \(error.localizedDescription)\n".utf8))
+                CommandFailure(what: out, why: "cannot create the directory: \(error.localizedDescription)", kind: "key").report(json: json)
                 throw ExitCode(1)
             }
             do {
                 let paths = try ClosureSigningKey().write(into: out)
-                print("private key: \(paths.privateKey) (mode 0600: keep it secret)")
-                print("package key:  \(paths.publicKey)")
+                if json {
+                    print(JSONValue.object([
+                        ("schema_version", .int(JSONValue.schemaVersion)),
+                        ("private_key", .string(paths.privateKey)), ("public_key", .string(paths.publicKey)),
+                    ]).serialized())
+                } else {
+                    print("private key: \(paths.privateKey) (mode 0600: keep it secret)")
+                    print("package key:  \(paths.publicKey)")
+                }
             } catch {
-                FileHandle.standardError.write(Data("dyld3: \(error)\n".utf8))
+                CommandFailure(splitting: "\(error)", kind: "key").report(json: json)
                 throw ExitCode(1)
             }
         }

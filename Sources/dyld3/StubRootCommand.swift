@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LaunchPlan
 import LoaderCore
+import MachOInspect
 import StubRoot
 
 /// `dyld3 stub-root BINARY… --out DIR`: stub system libraries and a stub host, so that the
@@ -28,6 +29,9 @@ struct StubRootCommand: AsyncParsableCommand {
     @Option(help: "An architecture to plan for (repeatable). Default: every architecture of each binary.")
     var arch: [String] = []
 
+    @Flag(help: "Print one JSON document (docs/json.md): the stubs written, the host, and what stays unresolved.")
+    var json = false
+
     func run() async throws {
         let plan: StubRootPlan
         do {
@@ -38,14 +42,31 @@ struct StubRootCommand: AsyncParsableCommand {
             plan = try StubRootPlan(binaries: binaries, arches: arch.isEmpty ? nil : arch, root: out)
             try await plan.write()
         } catch {
-            CommandFailure(error).report(json: false)
+            CommandFailure(error).report(json: json)
             throw ExitCode(1)
         }
-        print(plan.summary)
         let problems = plan.missingDylibs.map(\.description) + plan.unresolved.map(\.description)
+        print(json ? Self.jsonReport(plan, problems: problems).serialized() : plan.summary)
         guard problems.isEmpty else {
             FileHandle.standardError.write(Data(problems.map { "dyld3: \($0)\n" }.joined().utf8))
             throw ExitCode(1)
         }
+    }
+
+    /// The stubs (install name, path, architectures, exports), the host, and the problems.
+    static func jsonReport(_ plan: StubRootPlan, problems: [String]) -> JSONValue {
+        func arches(_ slices: [StubSlice]) -> JSONValue { .array(slices.map { .string($0.arch) }) }
+        func exports(_ slices: [StubSlice]) -> Int64 { Int64(Set(slices.flatMap { $0.exports.map(\.name) }).count) }
+        return .object([
+            ("schema_version", .int(JSONValue.schemaVersion)),
+            ("root", .string(plan.root)),
+            ("stubs", .array(plan.stubs.map { stub in
+                .object([("install_name", .string(stub.installName)), ("path", .string(stub.path)),
+                         ("arches", arches(stub.slices)), ("exports", .int(exports(stub.slices)))])
+            })),
+            ("host", .object([("path", .string(plan.host.path)), ("arches", arches(plan.host.slices)),
+                              ("exports", .int(exports(plan.host.slices)))])),
+            ("problems", .array(problems.map(JSONValue.string))),
+        ])
     }
 }

@@ -62,8 +62,10 @@ import Testing
         let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
         #expect((object["sizes"] as? [[String: Any]])?.count == 1)
         #expect(try LaunchBench.decodeReport(json).sizes.first?.fixups == size.fixups)
-        #expect(object["schema_version"] as? Int == 1)
+        #expect(object["schema_version"] as? Int == BenchReport.currentSchemaVersion)
         #expect(ChartTests.keysWithCapitals(object).isEmpty, "\(ChartTests.keysWithCapitals(object))")
+        // This run measured every path, cold and page-in included: every time says its unit.
+        #expect(ChartTests.distributionsWithoutUnit(object).isEmpty, "\(ChartTests.distributionsWithoutUnit(object).prefix(5))")
 
         let markdown = try String(contentsOfFile: out + "/bench.md", encoding: .utf8)
         #expect(markdown.contains("| dylibs |") && markdown.contains("## Performance targets"))

@@ -24,13 +24,32 @@ import Testing
         return []
     }
 
-    /// The committed bench.json is in the snake_case layout, and reads back.
+    /// The paths (key/key/…) of every measured distribution (an object with a `median`)
+    /// that no key on the way to it gives a unit (`_ns`, `_kilobytes`).
+    static func distributionsWithoutUnit(_ value: Any, path: String = "", unit: Bool = false) -> [String] {
+        if let object = value as? [String: Any] {
+            if object["median"] != nil { return unit ? [] : [path] }
+            return object.flatMap { key, member in
+                distributionsWithoutUnit(member, path: path + "/" + key, unit: unit || key.hasSuffix("_ns") || key.hasSuffix("_kilobytes"))
+            }
+        }
+        if let array = value as? [Any] { return array.flatMap { distributionsWithoutUnit($0, path: path + "[]", unit: unit) } }
+        return []
+    }
+
+    /// The committed bench.json is in the current snake_case layout, every time under a key
+    /// that says its unit, and it reads back; so is the pooled summary of tools/bench-processes.
     @Test func committedResultsAreSnakeCase() throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: BenchTests.repository + "/bench/results/bench.json"))
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        #expect(object["schema_version"] as? Int == 1)
+        #expect(object["schema_version"] as? Int == BenchReport.currentSchemaVersion)
         #expect(Self.keysWithCapitals(object).isEmpty, "\(Set(Self.keysWithCapitals(object)))")
+        #expect(Self.distributionsWithoutUnit(object).isEmpty, "\(Self.distributionsWithoutUnit(object).prefix(5))")
         #expect(try !Self.committedReport().sizes.isEmpty)
+        let summary = try Data(contentsOf: URL(fileURLWithPath: BenchTests.repository + "/bench/processes/summary.json"))
+        let pooled = try #require(try JSONSerialization.jsonObject(with: summary) as? [String: Any])
+        #expect(pooled["schema_version"] as? Int == BenchReport.currentSchemaVersion)
+        #expect(Self.keysWithCapitals(pooled).isEmpty, "\(Set(Self.keysWithCapitals(pooled)))")
     }
 
     @Test func timeVersusDylibsLegendFits() throws {

@@ -60,6 +60,39 @@ extension ClosureTests {
             Self.expectConvention(result, name)
         }
 
+        // install, key and stub-root: the document, and what it says agrees with the files.
+        let installJSON = try await Dyld3Binary.run(["install", app.bundle, "--json"] + common, limitSeconds: 60)
+        Self.expectConvention(installJSON, "install")
+        let written = try #require((installJSON.json?["closures"] as? [[String: Any]])?.first)
+        let dump = try await Dyld3Binary.run(["closure", "dump", cache + "/" + closure, "--json"], limitSeconds: 60)
+        let dumpedImages = (dump.json?["images"] as? [Any])?.count
+        #expect(written["closure"] as? String == cache + "/" + closure && written["images"] as? Int == dumpedImages,
+                "\(written) against \(dumpedImages.map(String.init) ?? "no images")")
+        let closureSize = try FileManager.default.attributesOfItem(atPath: cache + "/" + closure)[.size] as? Int
+        #expect(written["closure_bytes"] as? Int == closureSize && installJSON.json?["failed"] as? Int == 0)
+
+        let keys = try Scratch.directory("json-keys")
+        defer { Scratch.remove(keys) }
+        let key = try await Dyld3Binary.run(["key", "generate", "--out", keys + "/pair", "--json"], limitSeconds: 60)
+        Self.expectConvention(key, "key generate")
+        for member in ["private_key", "public_key"] {
+            let path = try #require(key.json?[member] as? String, "\(member): \(key.stdout)")
+            #expect(FileManager.default.fileExists(atPath: path), "\(member): \(path)")
+        }
+        let stubs = try await Dyld3Binary.run(["stub-root", app.executable, "--out", keys + "/root", "--json"], limitSeconds: 120)
+        Self.expectConvention(stubs, "stub-root")
+        for stub in stubs.json?["stubs"] as? [[String: Any]] ?? [] {
+            let path = try #require(stub["path"] as? String)
+            #expect(FileManager.default.fileExists(atPath: path), "\(stub)")
+        }
+        #expect((stubs.json?["stubs"] as? [Any])?.isEmpty == false, "\(stubs.stdout)")
+        // An app that gets no closure is one of the document's failures, with the error object.
+        let failedInstall = try await Dyld3Binary.run(["install", app.bundle, "/nonexistent-dyld3-app", "--json"] + common, limitSeconds: 60)
+        Self.expectConvention(failedInstall, "install with a failure")
+        let failure = (failedInstall.json?["failures"] as? [[String: Any]])?.first
+        #expect(failedInstall.status == 1 && failedInstall.json?["installed"] as? Int == 1 && failure?["app"] as? String == "/nonexistent-dyld3-app")
+        #expect(Set((failure?["error"] as? [String: Any])?.keys.map { $0 } ?? []) == ["kind", "what", "why", "fix"], "\(failedInstall.stdout)")
+
         let missing = "/nonexistent-dyld3-\(UUID().uuidString)"
         let failures: [(String, [String], Int32)] = [
             ("launch", ["launch", missing, "--json"] + common, 1),
@@ -68,6 +101,8 @@ extension ClosureTests {
             ("verify", ["verify", "--cache", missing, "--json"], 2),
             ("closure dump", ["closure", "dump", missing, "--json"], 1),
             ("inspect", ["inspect", missing, "--json"], 1),
+            ("key generate", ["key", "generate", "--out", "/proc/version/keys", "--json"], 1),
+            ("stub-root", ["stub-root", missing, "--out", missing, "--json"], 1),
         ]
         for (name, arguments, status) in failures {
             Self.expectError(try await Dyld3Binary.run(arguments, limitSeconds: 60), name, status: status)
