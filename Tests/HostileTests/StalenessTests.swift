@@ -132,4 +132,26 @@ import Testing
         #expect(Self.result(auto) == Self.result(dyld2) && Self.result(auto) != nil)
         #expect(Self.result(auto) != (try original.expectedResult))
     }
+
+    /// A weak-linked dylib that was missing at install time (its binds read 0) appears at
+    /// the first path dyld would try: a launch would now load it and bind to it, so the
+    /// closure is stale, and the fallback's result is the one with the dylib present.
+    @Test func missingWeakDylibThatAppears() async throws {
+        let original = try FixtureApp.named("weak-import")
+        let closure = try original.closure()
+        let gone = original.bundle + "/Frameworks/libGone.dylib"
+        #expect(closure.missingWeakDylibs.map(\.installName) == ["@rpath/libGone.dylib"], "\(closure.missingWeakDylibs)")
+        #expect(closure.images[0].absentPaths.contains(gone), "\(closure.images[0].absentPaths)")
+        // The build made for linking against, with every symbol the app imports weakly.
+        let built = FixtureApp.buildDirectory.appendingPathComponent(".obj/\(original.variant)/weak-import/linkstub/Frameworks/libGone.dylib").path
+        var appeared = ""
+        let (stale, auto, dyld2) = try await Self.check("weak-import", image: { $0.bundle + "/Frameworks/libGone.dylib" }) { path, _ in
+            appeared = path
+            try FileManager.default.copyItem(atPath: built, toPath: path)
+        }
+        #expect(stale.map { "\($0)" }?.hasSuffix("has a dependency shadowed by a new file at \(appeared)") == true, "\(String(describing: stale))")
+        #expect((auto.json?["fallback_reason"] as? String)?.hasPrefix("stale: ") == true, "\(auto.stdout)")
+        #expect(Self.result(auto) == Self.result(dyld2) && Self.result(auto) != nil, "\(auto.stdout) \(dyld2.stdout)")
+        #expect(Self.result(auto) != (try original.expectedResult))
+    }
 }
