@@ -24,11 +24,46 @@ public struct FixupResolver {
     /// are resolved (reused from image to image: it grows only when an image has more
     /// binds than every image before it).
     private var bindSites: [ChainedBindSite] = []
+    /// The launch's interposing tuples, resolved before any bind (``Interposing``).
+    public private(set) var interposing = Interposing()
 
     public init(graph: DependencyGraph, plans: [ImagePlan]) throws(LoadError) {
         self.graph = graph
         self.plans = plans
         lookup = try SymbolLookup(graph: graph)
+        interposing = try resolveInterposing()
+    }
+
+    /// The tuples of every dylib loaded at launch that has any, in load order: each tuple
+    /// slot's fixup resolved by a walk of that image's fixups (on a copy of this resolver,
+    /// so the launch's counters see each fixup once), before anything is interposed.
+    private func resolveInterposing() throws(LoadError) -> Interposing {
+        var interposing = Interposing()
+        for index in graph.nodes.indices where graph.loadedAtLaunch[index] {
+            let image = graph.nodes[index].image
+            guard image.header.fileType == .dylib else { continue }
+            let sections = Interposing.sections(of: image)
+            guard !sections.isEmpty else { continue }
+            let base = plans[index].preferredBase
+            let slots = sections.map { ($0.address &- base)..<($0.address &- base &+ $0.size) }
+            var found: [UInt64: ResolvedFixup.Kind] = [:]
+            var peek = self
+            try peek.resolve(image: index) { (fixup) throws(LoadError) in
+                if slots.contains(where: { $0.contains(fixup.vmOffset) }) { found[fixup.vmOffset] = fixup.kind }
+            }
+            for slot in slots {
+                // Whole (replacement, replacee) pairs of 8-byte pointers.
+                var tuple = slot.lowerBound
+                while tuple &+ 16 <= slot.upperBound {
+                    if let replacement = Interposing.target(of: found[tuple], image: index),
+                       let replacee = Interposing.target(of: found[tuple + 8], image: index) {
+                        interposing.add(image: index, replacement: replacement, replacee: replacee)
+                    }
+                    tuple += 16
+                }
+            }
+        }
+        return interposing
     }
 
     /// Resolves every fixup of image `index`, handing each to `sink`: first its rebases (its
@@ -118,7 +153,7 @@ public struct FixupResolver {
             let entry = try table.entry(ordinal)
             let name = try table.name(of: entry, index: ordinal)
             if let target = try lookup.resolve(name, ordinal: entry.libraryOrdinal, from: index) {
-                importTargets.append(target)
+                importTargets.append(interposing.apply(target, for: index))
             } else {
                 importTargets.append(try missing(name, weakImport: entry.weakImport, ordinal: entry.libraryOrdinal, from: index))
             }
@@ -151,7 +186,7 @@ public struct FixupResolver {
                 guard let location = entry.location else { continue }  // a strong-definition marker
                 // The weak stream's ordinal is the weak lookup: coalescing.
                 let found = try lookup.resolve(entry.symbolName, ordinal: entry.libraryOrdinal, from: index)
-                let target = if let found { found } else {
+                let target = if let found { interposing.apply(found, for: index) } else {
                     try missing(entry.symbolName, weakImport: entry.flags.contains(.weakImport), ordinal: entry.libraryOrdinal, from: index)
                 }
                 try sink.take(ResolvedFixup(vmOffset: location.address &- base, kind: .bind(target, addend: entry.addend)))

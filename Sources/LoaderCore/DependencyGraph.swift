@@ -51,6 +51,14 @@ public struct DependencyGraph: Sendable {
     public private(set) var missingWeakDylibs: [MissingWeakDylib] = []
     /// Number of `roots` (the host and the app, or just the app): the first nodes.
     public let rootCount: Int
+    /// Number of inserted libraries (`DYLD_INSERT_LIBRARIES`): the nodes right after the roots.
+    public let insertedCount: Int
+    /// The inserted libraries' node indices.
+    public var inserted: Range<Int> { rootCount..<(rootCount + insertedCount) }
+    /// Per node, whether it is loaded at launch: the main executable, the inserted libraries
+    /// and everything they load; not an image loaded into a host (as `dlopen` loads it) nor
+    /// what only it loads. Interposing tuples count only in dylibs loaded at launch.
+    public private(set) var loadedAtLaunch: [Bool] = []
     public let resolver: PathResolver
     /// Time spent reading and parsing image files while building the graph.
     public private(set) var parseNanoseconds: Int64 = 0
@@ -66,15 +74,32 @@ public struct DependencyGraph: Sendable {
     /// Absent paths already recorded on some node: each is recorded once per launch.
     private var recordedAbsent = Set<String>()
 
-    /// Loads `roots` (a host executable first, if any, then the app) and everything they
-    /// depend on, for `arch`, resolving absolute install names under `root`.
-    public init(roots: [String], arch: String, root: String?) throws(LoadError) {
+    /// Loads `roots` (a host executable first, if any, then the app), then the `inserted`
+    /// libraries (as `DYLD_INSERT_LIBRARIES` names them: right after the main executable,
+    /// before its dependencies), and everything they depend on, for `arch`, resolving
+    /// absolute install names under `root`. The roots' dependencies are loaded first, then
+    /// each inserted library's (dyld4 `prepare`: every top-level loader's dependents in turn).
+    public init(roots: [String], inserted: [String] = [], arch: String, root: String?) throws(LoadError) {
         precondition(!roots.isEmpty, "a launch has at least one image")
         resolver = PathResolver(root: root, executablePath: roots[0])
         rootCount = roots.count
+        insertedCount = inserted.count
+        if !inserted.isEmpty, roots.count > 1 {
+            throw .unusable(path: roots[roots.count - 1], reason: "is loaded into a host as dlopen loads it: libraries can be inserted only into a launch of an executable")
+        }
         var index = LoadedIndex()
         for path in roots {
             let file = try timedLoad(PathResolver.normalize(path), arch: arch)
+            append(file, loader: nil, index: &index)
+        }
+        for path in inserted {
+            let file = try timedLoad(PathResolver.normalize(path), arch: arch)
+            guard file.image.header.fileType == .dylib else {
+                throw .unusable(path: file.path, reason: "is \(file.image.header.fileType), not a dylib: only dylibs can be inserted")
+            }
+            if let existing = index.byPath[file.path] ?? file.image.id.flatMap({ index.byInstallName[$0.installName] }) {
+                throw .unusable(path: file.path, reason: "is inserted twice, or is also \(nodes[existing].path)")
+            }
             append(file, loader: nil, index: &index)
         }
         // The recursion as a walk with an explicit stack (a graph thousands deep controls no
@@ -83,7 +108,10 @@ public struct DependencyGraph: Sendable {
         // reached is not entered again (dyld marks an image before loading its dependencies,
         // which is how it stops at cycles).
         var reached = [Bool](repeating: false, count: nodes.count)
-        for root in 0..<rootCount where !reached[root] {
+        // Roots after the first are loaded into it later, as dlopen loads them.
+        loadedAtLaunch = nodes.indices.map { $0 == 0 || $0 >= rootCount }
+        for root in 0..<(rootCount + insertedCount) where !reached[root] {
+            defer { loadedAtLaunch += repeatElement(root == 0 || root >= rootCount, count: nodes.count - loadedAtLaunch.count) }
             var stack: [(node: Int, nextEdge: Int)] = [(root, 0)]
             reached[root] = true
             try resolveDependencies(of: root, arch: arch, index: &index)

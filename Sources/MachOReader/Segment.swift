@@ -33,6 +33,8 @@ public struct Section: Equatable, Sendable {
 
     public static let typeModInitFuncPointers: UInt8 = 0x9
     public static let typeInitFuncOffsets: UInt8 = 0x16
+    /// `S_INTERPOSING`: (replacement, replacee) pointer pairs.
+    public static let typeInterposing: UInt8 = 0xd
 
     public init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, Section.size)

@@ -1,0 +1,100 @@
+import LoaderCore
+import MachOReader
+import LaunchPlan
+
+/// dyld's interposing (dyld4 `RuntimeState::buildInterposingTables`, `appendInterposingTuples`
+/// and `Loader::interpose`; docs/dyld-rules.md): every dylib loaded at launch (not the main
+/// executable, not a bundle, not an image `dlopen`ed later) may carry `(replacement,
+/// replacee)` pointer pairs in a `__DATA*,__interpose` section (or any section of type
+/// `S_INTERPOSING`). Each bind of every other image whose symbol resolves to a replacee then
+/// binds to its replacement instead; the interposing dylib's own binds keep the original, so
+/// that its replacement can call through. When several dylibs interpose the same function,
+/// the last in load order wins for everyone, and each interposer's own binds reach the
+/// replacement before its own (a chain). Tuples with a null half are ignored.
+///
+/// The tuples' pointers are themselves fixups of the interposing dylib (a rebase to its
+/// replacement, a bind to the replacee): they are resolved once, before any bind is
+/// interposed. Only binds are interposed, never rebases, and only the symbol's address (an
+/// addend is added afterwards), as in dyld.
+public struct Interposing: Sendable {
+    /// Binds to `replacee` from any image but those with a specific entry go to `replacement`.
+    struct Generic: Sendable {
+        let replacee: BindTarget
+        var replacement: BindTarget
+    }
+
+    /// Binds to `replacee` from `image` go to `replacement` (the original, or the previous
+    /// interposer's replacement).
+    struct Specific: Sendable {
+        let image: Int
+        let replacee: BindTarget
+        let replacement: BindTarget
+    }
+
+    /// One `(replacement, replacee)` pair as the dylib declares it, both resolved.
+    public struct Tuple: Equatable, Sendable {
+        public let image: Int
+        public let replacement: BindTarget
+        public let replacee: BindTarget
+    }
+
+    private var generic: [Generic] = []
+    private var specific: [Specific] = []
+    /// Every non-null tuple, in load order then section order.
+    public private(set) var tuples: [Tuple] = []
+
+    public var isEmpty: Bool { generic.isEmpty }
+
+    public init() {}
+
+    /// The sections of `image` that hold interposing tuples.
+    public static func sections(of image: MachOImage) -> [Section] {
+        image.sections.filter { section in
+            section.type == Section.typeInterposing
+                || (section.name == "__interpose" && (section.segmentName.hasPrefix("__DATA") || section.segmentName.hasPrefix("__AUTH")))
+        }
+    }
+
+    /// What a bind of image `image` to `target` (a resolved symbol, before its addend) binds to.
+    @inline(__always)
+    public func apply(_ target: BindTarget, for image: Int) -> BindTarget {
+        guard !generic.isEmpty else { return target }
+        return interposed(target, for: image)
+    }
+
+    private func interposed(_ target: BindTarget, for image: Int) -> BindTarget {
+        if target == .missingWeakImport { return target }
+        for entry in specific where entry.image == image && entry.replacee == target { return entry.replacement }
+        for entry in generic where entry.replacee == target { return entry.replacement }
+        return target
+    }
+
+    /// Adds one tuple of `image` (tuples are added in load order, then section order).
+    mutating func add(image: Int, replacement: BindTarget, replacee: BindTarget) {
+        guard replacement != .missingWeakImport, replacee != .missingWeakImport else { return }
+        tuples.append(Tuple(image: image, replacement: replacement, replacee: replacee))
+        var previous: BindTarget?
+        for index in generic.indices where generic[index].replacee == replacee {
+            previous = generic[index].replacement
+            generic[index].replacement = replacement
+        }
+        if previous == nil { generic.append(Generic(replacee: replacee, replacement: replacement)) }
+        specific.append(Specific(image: image, replacee: replacee, replacement: previous ?? replacee))
+    }
+
+    /// What a tuple's pointer slot holds once fixed up, as a bind target: a rebase points
+    /// into its own image; a bind's addend moves it within its target. Nil for a slot no
+    /// fixup writes (a null pointer).
+    static func target(of kind: ResolvedFixup.Kind?, image: Int) -> BindTarget? {
+        switch kind {
+        case nil: return nil
+        case let .rebase(targetOffset, _): return .image(image, offset: targetOffset)
+        case let .bind(target, addend):
+            switch target {
+            case let .image(index, offset): return .image(index, offset: offset &+ UInt64(bitPattern: addend))
+            case let .absolute(value): return .absolute(value &+ UInt64(bitPattern: addend))
+            case .missingWeakImport: return addend == 0 ? .missingWeakImport : .absolute(UInt64(bitPattern: addend))
+            }
+        }
+    }
+}
