@@ -152,6 +152,15 @@ class App:
                 if self.by_name[link.image].kind in ("executable", "bundle"):
                     raise FixtureError("%s: %s links %s, which is not a dylib" % (name, img.name, link.image))
         self.expect = raw.get("expect", {})
+        # Libraries inserted at launch (DYLD_INSERT_LIBRARIES, `dyld3 launch --insert`), and
+        # what that launch must give; "expect" is the launch without them.
+        self.inserted = list(raw.get("insert", []))
+        self.expect_inserted = raw.get("expectInserted")
+        for name in self.inserted:
+            if name not in self.by_name or self.by_name[name].kind != "dylib":
+                raise FixtureError("%s: inserted image %s must be a dylib of the app" % (self.name, name))
+        if bool(self.inserted) != (self.expect_inserted is not None):
+            raise FixtureError("%s: \"insert\" and \"expectInserted\" go together" % self.name)
 
     @property
     def executable(self):
@@ -318,7 +327,9 @@ class AppBuild:
             self.resolution = model.resolve_all()
             try:
                 self.load_order = model.load()[0]
-                self.init_order = model.init_order()
+                # The harness's list holds the inserted libraries too, in the inserted
+                # launch's order: a run without them skips their (weak, absent) entries.
+                self.init_order = LoadModel(app, lambda path: path in self.shipped_paths(), inserted=True).init_order()
             except LoadError:
                 pass
 
@@ -646,9 +657,13 @@ class LoadModel:
     dependencies loaded the same way, depth first, with the rpath chain of its loader.
     """
 
-    def __init__(self, app, exists):
+    def __init__(self, app, exists, inserted=False):
         self.app = app
         self.exists = exists
+        # With the app's inserted libraries: loaded right after the executable, their
+        # dependencies after the executable's, their initializers before the executable's
+        # (dyld4 prepare and runAllInitializersForMain; dyld-852 initializeMainExecutable).
+        self.inserted = [app.by_name[n] for n in app.inserted] if inserted else []
         self.files = {}  # shipped path -> image
         for img in app.images:
             if img.ship:
@@ -686,8 +701,8 @@ class LoadModel:
     def load(self):
         """Returns (load order as [(image, path)], edges {(image, dep): path}) or raises LoadError."""
         exe = self.app.executable
-        order = [(exe, exe.path)]
-        loaded = {exe.path}
+        order = [(exe, exe.path)] + [(img, img.path) for img in self.inserted]
+        loaded = {path for _, path in order}
         edges = {}
 
         processed = set()
@@ -713,6 +728,10 @@ class LoadModel:
                     load_dependents(dep, dep_path, chain)
 
         load_dependents(exe, exe.path, [])
+        exe_chain = self.expand_rpaths(exe.path, exe.rpaths)
+        for img in self.inserted:
+            if img.path not in processed:
+                load_dependents(img, img.path, exe_chain)
         return order, edges
 
     def resolve_all(self):
@@ -767,13 +786,14 @@ class LoadModel:
                     visited.add(link.image)
                     stack.append((link.image, iter(self.app.by_name[link.image].links)))
 
-        dangling = []
-        bottom_up(self.app.executable.name, dangling)
-        while dangling:
-            later = []
-            for name in dangling:
-                bottom_up(name, later)
-            dangling = later
+        for top in [img.name for img in self.inserted] + [self.app.executable.name]:
+            dangling = []
+            bottom_up(top, dangling)
+            while dangling:
+                later = []
+                for name in dangling:
+                    bottom_up(name, later)
+                dangling = later
         return result
 
 
@@ -918,12 +938,16 @@ def check_root_collisions(apps):
 # ELF twin: run and compare
 
 
-def run_elf_twin(layout, app):
-    """Runs the ELF twin; returns {"result": N, "initIds": [...]} or {"stderr": text}."""
+def run_elf_twin(layout, app, inserted=False):
+    """Runs the ELF twin; returns {"result": N, "initIds": [...]} or {"stderr": text}.
+    With `inserted`, the app's inserted libraries are preloaded (LD_PRELOAD: loaded after
+    the executable, before its dependencies, first in the lookup scope after it)."""
     exe = layout.shipped_file(app, app.executable.path)
     # LD_DYNAMIC_WEAK: ld.so keeps looking past a weak definition for a non-weak one (glibc
     # do_lookup_x), which is dyld's rule among the images that take part in coalescing.
     env = {"PATH": "/usr/bin:/bin", "LD_BIND_NOW": "1", "LD_DYNAMIC_WEAK": "1"}
+    if inserted:
+        env["LD_PRELOAD"] = ":".join(layout.shipped_file(app, app.by_name[n].path) for n in app.inserted)
     proc = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=30)
     if proc.returncode != 0:
         return {"exit": proc.returncode, "stderr": proc.stderr.strip()}
@@ -1010,6 +1034,31 @@ def verify_app(layout, app):
             failures.append("%s: dyld model's init order %s, manifest says %s" % (where, modeled, expect["initOrder"]))
         if twin_order != expect["initOrder"]:
             failures.append("%s: ELF twin's init log %s, manifest says %s" % (where, twin_order, expect["initOrder"]))
+    if app.inserted:
+        failures += verify_inserted(layout, app, shipped)
+    return failures
+
+
+def verify_inserted(layout, app, shipped):
+    """expectInserted: the launch with the inserted libraries. The twin runs with them
+    preloaded; its result must be the manifest's, and its init log the dyld model's order
+    for that launch (restricted to the images with an initializer), which must equal the
+    manifest's initOrder when it gives one."""
+    where = app.name + " (inserted)"
+    expect = app.expect_inserted
+    twin = run_elf_twin(layout, app, inserted=True)
+    if "result" not in twin:
+        return ["%s: ELF twin failed: %s" % (where, twin)]
+    failures = []
+    if twin["result"] != expect.get("result"):
+        failures.append("%s: ELF twin returns %d, manifest expects %s" % (where, twin["result"], expect.get("result")))
+    names = {img.id: img.name for img in app.images}
+    twin_order = [names.get(i, "?%d" % i) for i in twin.get("initIds", [])]
+    modeled = [n for n in LoadModel(app, lambda p: p in shipped, inserted=True).init_order() if n in set(twin_order)]
+    if twin_order != modeled:
+        failures.append("%s: ELF twin's init log %s, the dyld model's order %s" % (where, twin_order, modeled))
+    if "initOrder" in expect and modeled != expect["initOrder"]:
+        failures.append("%s: dyld model's init order %s, manifest says %s" % (where, modeled, expect["initOrder"]))
     return failures
 
 

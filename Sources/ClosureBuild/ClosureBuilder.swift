@@ -6,14 +6,16 @@ import ClosureFormat
 /// Builds a launch closure at install time: runs every analysis the slow path runs
 /// (paths, graph, symbol resolution, initializer order) once, and writes down the result.
 public enum ClosureBuilder {
-    /// The closure for launching `roots` (host first, if any) for `arch` under `root`.
-    /// An app that cannot launch gets no closure: the slow path's error is thrown.
-    public static func build(roots: [String], arch: String, root: String?, contentOnlyIdentity: Bool = false) throws(LoadError) -> LaunchClosure {
+    /// The closure for launching `roots` (host first, if any) with the `inserted` libraries
+    /// for `arch` under `root`. An app that cannot launch gets no closure: the slow path's
+    /// error is thrown.
+    public static func build(roots: [String], inserted: [String] = [], arch: String, root: String?,
+                             contentOnlyIdentity: Bool = false) throws(LoadError) -> LaunchClosure {
         var targets: [BindTarget] = []
         var targetIndex: [BindTarget: Int] = [:]
         // Each image's fixups are encoded as runs as soon as they are resolved.
         var runs: [(rebases: FixupRuns.Encoded, binds: FixupRuns.Encoded)] = []
-        let analysis = try LaunchAnalysis(roots: roots, arch: arch, root: root) { (plan, fixups) throws(LoadError) in
+        let analysis = try LaunchAnalysis(roots: roots, inserted: inserted, arch: arch, root: root) { (plan, fixups) throws(LoadError) in
             runs.append((FixupRuns.encodeRebases(fixups, plan: plan),
                          FixupRuns.encodeBinds(fixups, plan: plan, targets: &targets, targetIndex: &targetIndex)))
         }
@@ -47,7 +49,7 @@ public enum ClosureBuilder {
                 fixupPageIndex: FixupPageIndex(rebases: rebases.pages, binds: binds.pages)))
         }
         return LaunchClosure(
-            binding: ClosureBinding(request: roots, arch: arch, root: root), contentOnlyIdentity: contentOnlyIdentity,
+            binding: ClosureBinding(request: roots, inserted: inserted, arch: arch, root: root), contentOnlyIdentity: contentOnlyIdentity,
             images: images, rootCount: analysis.graph.rootCount, bindTargets: targets,
             initializerOrder: analysis.initializerOrder, entryOffset: analysis.entryOffset,
             missingWeakDylibs: analysis.graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) },

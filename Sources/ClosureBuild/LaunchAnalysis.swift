@@ -25,10 +25,10 @@ public struct LaunchAnalysis: Sendable {
     /// Analyses the launch of `roots`; `consume` receives each image's plan and fixups
     /// (rebases first, then binds, as resolved), in load order.
     public init(
-        roots: [String], arch: String, root: String?,
+        roots: [String], inserted: [String] = [], arch: String, root: String?,
         consume: (_ plan: ImagePlan, _ fixups: [ResolvedFixup]) throws(LoadError) -> Void
     ) throws(LoadError) {
-        graph = try DependencyGraph(roots: roots, arch: arch, root: root)
+        graph = try DependencyGraph(roots: roots, inserted: inserted, arch: arch, root: root)
         var plans: [ImagePlan] = []
         for node in graph.nodes {
             plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset))

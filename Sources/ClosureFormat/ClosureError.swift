@@ -54,7 +54,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .writeFailed(path, what): "\(path): cannot write: \(what)"
         case let .systemCallFailed(path, failure): "\(path): cannot write: \(failure)"
         case let .mismatch(path, field, expected, found):
-            "\(path): built for another \(field.rawValue): \(found.isEmpty ? "(none)" : found), this launch asks for \(expected.isEmpty ? "(none)" : expected)"
+            "\(path): built for \(field == .inserted ? "other inserted libraries" : "another \(field.rawValue)"): \(found.isEmpty ? "(none)" : found), this launch asks for \(expected.isEmpty ? "(none)" : expected)"
         case let .plan(path, image, disagreement): "\(path): invalid for \(image): \(disagreement)"
         case let .fixups(path, image, stream, fault): "\(path): invalid for \(image): \(stream.rawValue): \(fault)"
         case let .mapping(path, image, what): "\(path): invalid for \(image): its plan cannot be mapped: \(what)"

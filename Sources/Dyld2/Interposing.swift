@@ -36,6 +36,12 @@ public struct Interposing: Sendable {
         public let image: Int
         public let replacement: BindTarget
         public let replacee: BindTarget
+
+        public init(image: Int, replacement: BindTarget, replacee: BindTarget) {
+            self.image = image
+            self.replacement = replacement
+            self.replacee = replacee
+        }
     }
 
     private var generic: [Generic] = []

@@ -10,7 +10,7 @@ public enum SlowPath {
         var report = LaunchReport(mode: "dyld2")
         var clock = PhaseClock()
 
-        let graph = try DependencyGraph(roots: options.roots, arch: options.arch, root: options.root)
+        let graph = try DependencyGraph(roots: options.roots, inserted: options.inserted, arch: options.arch, root: options.root)
         report.timings[.pathResolution] = clock.lap() - graph.parseNanoseconds
         // Every signed image verifies whole before anything is mapped (the reference check:
         // each page hash and each special slot that can be checked from the file).

@@ -95,7 +95,7 @@ public enum FastPath {
 
     /// Refuses a closure built for another request (roots, architecture or root).
     static func checkBinding(_ binding: ClosureBinding, request: LaunchOptions, closurePath: String) throws(ClosureError) {
-        let expected = ClosureBinding(request: request.roots, arch: request.arch, root: request.root)
+        let expected = ClosureBinding(request: request.roots, inserted: request.inserted, arch: request.arch, root: request.root)
         if let mismatch = binding.mismatch(with: expected) {
             throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
         }

@@ -3,11 +3,13 @@ import Foundation
 import LoaderCore
 
 extension ClosureBinding {
-    /// The binding a launch of `roots` (host first, if any) for `arch` under `root` asks for.
-    public init(request roots: [String], arch: String, root: String?) {
+    /// The binding a launch of `roots` (host first, if any) with the `inserted` libraries
+    /// for `arch` under `root` asks for.
+    public init(request roots: [String], inserted: [String] = [], arch: String, root: String?) {
         self.init(arch: arch, root: root.map(PathResolver.normalize) ?? "",
                   app: ClosureBinding.resolved(roots.last ?? ""),
-                  host: roots.count > 1 ? ClosureBinding.resolved(roots[0]) : "")
+                  host: roots.count > 1 ? ClosureBinding.resolved(roots[0]) : "",
+                  inserted: inserted.map(ClosureBinding.resolved).joined(separator: ":"))
     }
 
     /// `path` made absolute with symlinks resolved: the form bindings and cache names use.
@@ -30,6 +32,13 @@ extension ClosureBinding {
         guard rootCount >= 1, rootCount <= images.count else { return }
         var pairs = [(role: "main image", field: "app", bound: app, image: images[rootCount - 1].path)]
         if rootCount == 2 { pairs.append((role: "host image", field: "host", bound: host, image: images[0].path)) }
+        let inserted = insertedPaths
+        guard rootCount + inserted.count <= images.count else {
+            throw .corrupt(path: closurePath, offset: 0, what: "the binding names \(inserted.count) inserted libraries after \(rootCount) roots, and the closure has \(images.count) images")
+        }
+        for (number, path) in inserted.enumerated() {
+            pairs.append((role: "inserted image", field: "inserted", bound: path, image: images[rootCount + number].path))
+        }
         for pair in pairs where pair.image != pair.bound && ClosureBinding.resolved(pair.image) != pair.bound {
             throw .corrupt(path: closurePath, offset: 0,
                            what: "the \(pair.role) \(pair.image) is not the \(pair.field) the binding names (\(pair.bound.isEmpty ? "none" : pair.bound)): the closure's fields disagree")

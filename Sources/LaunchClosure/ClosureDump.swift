@@ -45,6 +45,7 @@ public struct ClosureDump: Sendable {
         out += field("builder", closure.builder)
         out += field("arch", closure.arch)
         out += field("root", closure.root.isEmpty ? "(none)" : closure.root)
+        out += field("inserted", closure.binding.inserted.isEmpty ? "(none)" : closure.binding.insertedPaths.joined(separator: ", "))
         out += field("identity", closure.contentOnlyIdentity ? "content-only (size and content hash)" : "full (size, mtime, inode; content hash when stat differs)")
         out += field("images", "\(closure.images.count), \(closure.rootCount) root" + (closure.rootCount == 1 ? "" : "s"))
         out += field("fixups", "\(closure.totalRebases) rebases, \(closure.totalBinds) binds, \(closure.bindTargets.count) bind targets")
@@ -78,6 +79,7 @@ public struct ClosureDump: Sendable {
         var roles: [String] = []
         if index < closure.rootCount { roles.append("root") }
         if index == closure.rootCount - 1 { roles.append("main") }
+        if index >= closure.rootCount, index < closure.rootCount + closure.binding.insertedPaths.count { roles.append("inserted") }
         var out = "image \(index): \(image.path)" + (roles.isEmpty ? "" : " [\(roles.joined(separator: ", "))]") + "\n"
         out += field("install name", image.installName.isEmpty ? "(none)" : image.installName, indent: 2)
         let identity = image.identity

@@ -14,9 +14,12 @@
 ///
 /// The walk is iterative: graph depth costs heap, not stack.
 public enum InitializerOrder {
-    /// Node indices in the order their initializers run; `roots` (host, then app) drive it.
+    /// Node indices in the order their initializers run: the inserted libraries first, each
+    /// bottom up (dyld4 `runAllInitializersForMain`, dyld-852 `initializeMainExecutable`),
+    /// then the roots (host, then app).
     public static func compute(_ graph: DependencyGraph) -> [Int] {
         var walk = BottomUpWalk(graph: graph)
+        for inserted in graph.inserted { walk.initializePlusUpwardLinks(inserted) }
         for root in 0..<graph.rootCount { walk.initializePlusUpwardLinks(root) }
         // Anything left (only reachable from images that are themselves unreachable) runs last.
         for node in graph.nodes.indices { walk.initializePlusUpwardLinks(node) }

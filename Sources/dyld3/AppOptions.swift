@@ -21,6 +21,25 @@ struct AppOptions: ParsableArguments {
     @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
     var cache: String?
 
+    @Option(name: .customLong("insert"), help: ArgumentHelp(
+        "A dylib to insert, as DYLD_INSERT_LIBRARIES does: loaded after the main executable and before its dependencies, its initializers first, its interposing applied (repeatable, in order).",
+        valueName: "dylib"))
+    var insert: [String] = []
+
+    /// The `--insert` libraries, each checked to exist; a path with a `:` cannot be one
+    /// (the binding lists them joined by `:`, as `DYLD_INSERT_LIBRARIES` does).
+    func insertedLibraries() throws -> [String] {
+        for path in insert {
+            guard !path.contains(":") else {
+                throw CommandFailure(what: "--insert \(path)", why: "a path with ':' cannot be inserted (DYLD_INSERT_LIBRARIES separates paths by ':')", kind: "bad-insert")
+            }
+            guard let status = FileStatus.of(path), !status.isDirectory else {
+                throw CommandFailure(what: "--insert \(path)", why: FileStatus.of(path) == nil ? "no such file" : "is a directory, not a dylib", kind: "bad-insert")
+            }
+        }
+        return insert
+    }
+
     /// The launch roots and architecture for `app`; a `--root` that is not a directory is
     /// reported as such rather than as the first library it fails to hold.
     func roots(for app: String) throws -> (paths: [String], arch: String) {

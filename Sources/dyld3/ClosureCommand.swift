@@ -73,6 +73,7 @@ enum ClosureJSON {
             ("builder", .string(closure.builder)),
             ("arch", .string(closure.arch)),
             ("root", .string(closure.root)),
+            ("inserted", .array(closure.binding.insertedPaths.map(JSONValue.string))),
             ("identity", .string(closure.contentOnlyIdentity ? "content-only" : "full")),
             ("root_count", .int(Int64(closure.rootCount))),
             ("rebases", .int(Int64(closure.totalRebases))),

@@ -6,8 +6,8 @@ import LaunchPlan
 /// anything else (another app's closure copied under this app's cache name, a closure
 /// launched under another root or host) is refused with the field that differs.
 ///
-/// Encoding: `builder`, `arch`, `root`, `app`, `host` strings; the body then holds the hash
-/// of the image list (``imageListHash(_:)``).
+/// Encoding: `builder`, `arch`, `root`, `app`, `host`, `inserted` strings; the body then
+/// holds the hash of the image list (``imageListHash(_:)``).
 public struct ClosureBinding: Equatable, Sendable {
     /// Who built it (``LaunchClosure/builderIdentity``).
     public var builder: String
@@ -18,14 +18,23 @@ public struct ClosureBinding: Equatable, Sendable {
     public var app: String
     /// The host executable a bundle or dylib was loaded into, symlinks resolved ("" for none).
     public var host: String
+    /// The libraries inserted at launch, symlinks resolved, joined by `:` as
+    /// `DYLD_INSERT_LIBRARIES` lists them ("" for none): a closure built with them is not
+    /// used without them, nor the reverse.
+    public var inserted: String
 
-    public init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String) {
+    public init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String,
+                inserted: String = "") {
         self.builder = builder
         self.arch = arch
         self.root = root
         self.app = app
         self.host = host
+        self.inserted = inserted
     }
+
+    /// The inserted libraries' paths, in order.
+    public var insertedPaths: [String] { inserted.split(separator: ":").map(String.init) }
 
     /// The hash the binding keeps of a closure's ordered image paths (xxh3-64 of the paths,
     /// each followed by a zero byte): a record whose path was edited without it is refused.
@@ -41,7 +50,7 @@ public struct ClosureBinding: Equatable, Sendable {
 
     /// The binding's fields, named as a mismatch reports them.
     public enum Field: String, Sendable, CaseIterable {
-        case builder, arch, root, app, host
+        case builder, arch, root, app, host, inserted
     }
 
     /// The first field in which this closure's binding differs from `request`, with both values.
@@ -59,6 +68,7 @@ public struct ClosureBinding: Equatable, Sendable {
         case .root: root
         case .app: app
         case .host: host
+        case .inserted: inserted
         }
     }
 
@@ -68,6 +78,7 @@ public struct ClosureBinding: Equatable, Sendable {
         root = try r.string()
         app = try r.string()
         host = try r.string()
+        inserted = try r.string()
     }
 
     func encode(into w: inout ClosureWriter) {
@@ -76,5 +87,6 @@ public struct ClosureBinding: Equatable, Sendable {
         w.string(root)
         w.string(app)
         w.string(host)
+        w.string(inserted)
     }
 }
