@@ -43,7 +43,7 @@ let package = Package(
         // What both launch paths share: files, path resolution, the dependency graph,
         // mapping, initializer order and discovery, the launch request and its last step.
         .target(name: "LoaderCore", dependencies: [
-            "MachOReader", "LaunchPlan", "CXXHash", "CUserfault", "CPageIn", .product(name: "SystemPackage", package: "swift-system"),
+            "MachOReader", "LaunchPlan", "CXXHash", "CUserfault", "CPageIn", "CThreadLocal", .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // The dyld2 slow path: parse, resolve, look up by name, on every launch.
         .target(name: "Dyld2", dependencies: ["LoaderCore", "LaunchPlan", "MachOReader"]),
@@ -86,6 +86,9 @@ let package = Package(
         // Page-in's SIGBUS handler and its registry of live regions: C, because it runs in a
         // signal handler and keeps process-wide state.
         .target(name: "CPageIn"),
+        // Thread-local variables of the images a launch runs (the TLV thunk, in assembly,
+        // and its per-thread blocks) and the host services the project's libSystem calls.
+        .target(name: "CThreadLocal"),
         // The `dyld3` command line.
         .executableTarget(
             name: "Dyld3Tool",
@@ -117,6 +120,6 @@ let package = Package(
 )
 
 // Every library and executable target of the pipeline is checked for strict memory safety.
-for target in package.targets where [.regular, .executable].contains(target.type) && target.name != "CPageIn" {
+for target in package.targets where [.regular, .executable].contains(target.type) && !["CPageIn", "CThreadLocal"].contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? []) + strictMemorySafety
 }

@@ -13,6 +13,50 @@ typedef __SIZE_TYPE__ size_t;
 void fixture_stub_binder(void) __asm__("dyld_stub_binder");
 void fixture_stub_binder(void) { __builtin_trap(); }
 
+#if defined(__MACH__)
+/*
+ * The linker binds every thread-local descriptor's thunk here; the loader points each one
+ * at its own thunk before any code runs. Reaching it means a descriptor was left alone: trap.
+ */
+void fixture_tlv_bootstrap(void) __asm__("__tlv_bootstrap");
+void fixture_tlv_bootstrap(void) { __builtin_trap(); }
+
+/* Filled by the loader (the layout of CThreadLocal's struct dyld3_host_services). */
+struct dyld3_host_services {
+    unsigned long version;
+    long (*thread_start)(int (*)(int), int);
+    int (*thread_join)(long);
+};
+struct dyld3_host_services dyld3_host_services;
+
+long fixture_thread_start(int (*function)(int), int argument) {
+    if (dyld3_host_services.version != 1 || !dyld3_host_services.thread_start) __builtin_trap();
+    return dyld3_host_services.thread_start(function, argument);
+}
+
+int fixture_thread_join(long thread) {
+    if (dyld3_host_services.version != 1 || !dyld3_host_services.thread_join) __builtin_trap();
+    return dyld3_host_services.thread_join(thread);
+}
+#else
+/* The ELF twin: each "thread" runs to its end when started, under its own id. */
+int fixture_twin_thread;
+static int twin_results[FIXTURE_TWIN_THREADS];
+static int twin_next_thread = 1;
+
+long fixture_thread_start(int (*function)(int), int argument) {
+    int id = twin_next_thread++;
+    if (id >= FIXTURE_TWIN_THREADS) __builtin_trap();
+    int saved = fixture_twin_thread;
+    fixture_twin_thread = id;
+    twin_results[id] = function(argument);
+    fixture_twin_thread = saved;
+    return id;
+}
+
+int fixture_thread_join(long thread) { return twin_results[thread]; }
+#endif
+
 /* The initializer order log: each image's constructor appends its id. */
 int fixture_init_log[FIXTURE_INIT_LOG_CAPACITY];
 int fixture_init_count;

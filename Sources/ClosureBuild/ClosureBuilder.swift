@@ -53,6 +53,6 @@ public enum ClosureBuilder {
             images: images, rootCount: analysis.graph.rootCount, bindTargets: targets,
             initializerOrder: analysis.initializerOrder, entryOffset: analysis.entryOffset,
             missingWeakDylibs: analysis.graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) },
-            objc: objc)
+            objc: objc, threadLocals: ClosureThreadLocals(setups: analysis.threadLocals, hostServices: analysis.hostServices))
     }
 }

@@ -21,6 +21,9 @@ public struct LaunchAnalysis: Sendable {
     /// The Objective-C step's writes and `+load` calls, worked out on a mapped, fixed-up
     /// copy of the launch (nil when the app needs no such step).
     public let objc: ObjCSetup?
+    /// The thread-local-variable step's setups and the host services table (``ThreadLocals``).
+    public let threadLocals: [ThreadLocalSetup]
+    public let hostServices: HostServicesSlot?
 
     /// Analyses the launch of `roots`; `consume` receives each image's plan and fixups
     /// (rebases first, then binds, as resolved), in load order.
@@ -39,9 +42,17 @@ public struct LaunchAnalysis: Sendable {
         let memory = ObjCSetup.isNeeded(images: graph.nodes.map(\.image)) ? try LaunchMemory(plans: plans, firstSlide: nil) : nil
         defer { memory?.release() }
         var initializers: [[UInt64]] = []
+        // Per image with thread-local descriptors: what each descriptor's first word is fixed up to.
+        var thunkFixups: [Int: [UInt64: ResolvedFixup.Kind]] = [:]
         for index in graph.nodes.indices {
             var imageFixups: [ResolvedFixup] = []
             try resolver.resolve(image: index) { (fixup) throws(LoadError) in imageFixups.append(fixup) }
+            if let layout = try ThreadLocals.layout(of: graph.nodes[index].image, plan: plans[index], path: graph.nodes[index].path) {
+                let slots = Set(layout.descriptors)
+                var kinds: [UInt64: ResolvedFixup.Kind] = [:]
+                for fixup in imageFixups where slots.contains(fixup.vmOffset) { kinds[fixup.vmOffset] = fixup.kind }
+                thunkFixups[index] = kinds
+            }
             // A `__mod_init_func` slot's function is the target of the last rebase written there.
             initializers.append(try Initializers.offsets(of: graph.nodes[index].image, plan: plans[index]) { slot in
                 guard case let .rebase(targetOffset, _) = imageFixups.last(where: { $0.vmOffset == slot })?.kind else { return nil }
@@ -54,6 +65,11 @@ public struct LaunchAnalysis: Sendable {
             }
             try consume(plans[index], imageFixups)
         }
+        let bootstrap = try resolver.flatDefinition(of: "__tlv_bootstrap")
+        threadLocals = try ThreadLocalDiscovery.setups(graph: graph, plans: plans, bootstrap: bootstrap) { image, slot in
+            ThreadLocalDiscovery.thunkTarget(of: thunkFixups[image] ?? [:], slot: slot)
+        }
+        hostServices = try resolver.hostServicesSlot()
         symbolLookups = resolver.symbolLookups
         let order = InitializerOrder.compute(graph)
         initializerOrder = order

@@ -46,10 +46,12 @@ public struct LaunchClosure: Equatable, Sendable {
     public var missingWeakDylibs: [ClosureMissingDylib]
     /// The Objective-C step's writes and `+load` calls (``ClosureObjC/none`` without one).
     public var objc: ClosureObjC
+    /// The thread-local-variable step and the host services table (``ClosureThreadLocals/none`` without either).
+    public var threadLocals: ClosureThreadLocals
 
     public init(binding: ClosureBinding, contentOnlyIdentity: Bool, images: [ClosureImage], rootCount: Int,
                 bindTargets: [BindTarget], initializerOrder: [Int], entryOffset: UInt64?, missingWeakDylibs: [ClosureMissingDylib],
-                objc: ClosureObjC = .none) {
+                objc: ClosureObjC = .none, threadLocals: ClosureThreadLocals = .none) {
         self.binding = binding
         self.contentOnlyIdentity = contentOnlyIdentity
         self.images = images
@@ -59,6 +61,7 @@ public struct LaunchClosure: Equatable, Sendable {
         self.entryOffset = entryOffset
         self.missingWeakDylibs = missingWeakDylibs
         self.objc = objc
+        self.threadLocals = threadLocals
     }
 
     public var totalRebases: Int { images.reduce(0) { $0 + $1.rebaseCount } }
@@ -156,6 +159,7 @@ public struct LaunchClosure: Equatable, Sendable {
             missingWeakDylibs.append(try ClosureMissingDylib(parsing: &r))
         }
         objc = try ClosureObjC(parsing: &r, images: images)
+        threadLocals = try ClosureThreadLocals(parsing: &r, images: images)
         guard r.atEnd else { throw r.corrupt("bytes after the closure body") }
     }
 
@@ -179,6 +183,7 @@ public struct LaunchClosure: Equatable, Sendable {
         w.uleb(missingWeakDylibs.count)
         for missing in missingWeakDylibs { missing.encode(into: &w) }
         objc.encode(into: &w)
+        threadLocals.encode(into: &w)
         return w.bytes
     }
 }

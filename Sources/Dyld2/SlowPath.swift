@@ -40,6 +40,13 @@ public enum SlowPath {
         report.timings[.bind] = bindTime
         report.rebases = resolver.rebases
         report.binds = resolver.binds
+        // Thread-local variables: each descriptor still pointing at `__tlv_bootstrap` (read
+        // back from memory) gets the loader's thunk and its image's key; then the host services.
+        let bootstrap = try resolver.flatDefinition(of: "__tlv_bootstrap")
+        let threadLocals = try ThreadLocalDiscovery.setups(graph: graph, plans: plans, bootstrap: bootstrap) { (image, slot) throws(LoadError) in
+            memory.target(of: try memory.load(image: image, vmOffset: slot))
+        }
+        try ThreadLocals.apply(threadLocals, hostServices: try resolver.hostServicesSlot(), memory: memory)
         report.symbolLookups = resolver.symbolLookups
         let initializerOrder = InitializerOrder.compute(graph)
         let objc = try ObjCSetup.compute(

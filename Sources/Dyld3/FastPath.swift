@@ -180,6 +180,15 @@ public enum FastPath {
             memory.release()
             throw error
         }
+        // Thread-local descriptors and the host services table, from the closure's records.
+        if !closure.threadLocals.setups.isEmpty || closure.threadLocals.hostServices != nil {
+            do throws(LoadError) {
+                try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: memory)
+            } catch {
+                memory.release()
+                throw error
+            }
+        }
         report.rebases = closure.totalRebases
         report.binds = closure.totalBinds
         // A page-in launch leaves its pages untouched: a digest would fault every one in.

@@ -71,6 +71,20 @@ public struct ClosureDump: Sendable {
             out += "  \(missing.installName) (needed by \(missing.neededBy))\n"
         }
         out += try objcText()
+        out += threadLocalText()
+        return out
+    }
+
+    /// The thread-local-variable step's records and the host services table.
+    private func threadLocalText() -> String {
+        let records = closure.threadLocals
+        var out = "thread-local variables:" + (records.setups.isEmpty ? " none\n" : "\n")
+        for setup in records.setups {
+            out += "  \(imageLabel(setup.image)): template +\(hex(setup.templateOffset)) (\(setup.initialSize) bytes initialized, "
+                + "\(setup.totalSize) in all), \(setup.descriptors.count) descriptor\(setup.descriptors.count == 1 ? "" : "s") at "
+                + setup.descriptors.map { "+" + hex($0) }.joined(separator: ", ") + "\n"
+        }
+        out += "host services: " + (records.hostServices.map { "\(imageLabel($0.image)) +\(hex($0.vmOffset))" } ?? "none") + "\n"
         return out
     }
 

@@ -266,6 +266,18 @@ public final class LaunchMemory {
         released = true
         UnsafeMemory.unmap(address: regionBase, size: regionSize)
         pager?.close()
+        for key in threadLocalKeys { UnsafeThreadLocal.releaseKey(key) }
+        threadLocalKeys = []
+    }
+
+    /// The thread-local keys of this launch's images (``ThreadLocals``), released with it.
+    private var threadLocalKeys: [Int64] = []
+
+    /// A thread-local key for a template in this launch's memory, kept until ``release()``; -1 when none is free.
+    func makeThreadLocalKey(template address: UInt64, initialSize: UInt64, totalSize: UInt64) -> Int64 {
+        let key = UnsafeThreadLocal.createKey(template: address, initialSize: initialSize, totalSize: totalSize)
+        if key >= 0 { threadLocalKeys.append(key) }
+        return key
     }
 
     deinit { release() }
@@ -308,6 +320,14 @@ extension LaunchMemory {
     public func store(_ value: UInt64, image index: Int, vmOffset: UInt64) throws(LoadError) {
         try checkWritable(image: index, vmOffset: vmOffset)
         UnsafeMemory.store64(value, at: images[index].base + vmOffset)
+    }
+
+    /// The image and offset `address` points into (the image whose mapping holds it), or nil.
+    public func target(of address: UInt64) -> BindTarget? {
+        for (index, image) in images.enumerated() where address >= image.base && address - image.base < image.plan.vmSize {
+            return .image(index, offset: address - image.base)
+        }
+        return nil
     }
 
     /// Whether `address` lies in an executable segment of image `index` (initializers, main).

@@ -74,6 +74,12 @@ enum ClosureJSON {
             ("arch", .string(closure.arch)),
             ("root", .string(closure.root)),
             ("inserted", .array(closure.binding.insertedPaths.map(JSONValue.string))),
+            ("thread_locals", .array(closure.threadLocals.setups.map { setup in
+                .object([("image", .int(Int64(setup.image))), ("template_offset", .uint(setup.templateOffset)),
+                         ("initial_size_bytes", .uint(setup.initialSize)), ("total_size_bytes", .uint(setup.totalSize)),
+                         ("descriptors", .array(setup.descriptors.map(JSONValue.uint)))])
+            })),
+            ("host_services", closure.threadLocals.hostServices.map { .object([("image", .int(Int64($0.image))), ("vm_offset", .uint($0.vmOffset))]) } ?? .null),
             ("identity", .string(closure.contentOnlyIdentity ? "content-only" : "full")),
             ("root_count", .int(Int64(closure.rootCount))),
             ("rebases", .int(Int64(closure.totalRebases))),

@@ -9,8 +9,8 @@ import LaunchPlan
 
 extension ClosureTests {
     @Test func fixturesAreBuilt() throws {
-        #expect(try FixtureApp.all().count == 56)
-        #expect(Self.launchable.count == 48)
+        #expect(try FixtureApp.all().count == 68)
+        #expect(Self.launchable.count == 60)
         #expect(Self.failing.count == 8)
     }
 

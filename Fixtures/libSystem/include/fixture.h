@@ -32,6 +32,19 @@ void fixture_record_init(int id);
 #define FIXTURE_INITIALIZER() \
     __attribute__((constructor)) static void fixture_initializer(void) { fixture_record_init(FIXTURE_IMAGE_ID); }
 
+/*
+ * Threads of the process the images run in. Under a Mach-O loader, our libSystem calls the
+ * loader's host services (real threads). In the ELF twin, a started thread runs to its end
+ * at once under its own id (fixture_twin_thread, 0 for the main thread), so a twin can keep
+ * thread-local state explicitly, one slot per id; results must not depend on interleaving.
+ */
+long fixture_thread_start(int (*function)(int), int argument);
+int fixture_thread_join(long thread);
+#define FIXTURE_TWIN_THREADS 64
+#if !defined(__MACH__)
+extern int fixture_twin_thread;
+#endif
+
 /* The checksum step: multiply-add on 32-bit unsigned integers (wraps). */
 static inline unsigned fixture_mix(unsigned h, unsigned v) { return h * 16777619u + v; }
 

@@ -1,0 +1,94 @@
+import LaunchPlan
+
+/// The thread-local-variable step and the host services table, as a closure records them
+/// (docs/closure-format.md, "Thread-local variables"): what the slow path works out by name
+/// and by reading each descriptor's thunk, so the fast path only writes.
+///
+/// Encoding: setup count, then per setup `image`, `templateOffset`, `initialSize`,
+/// `totalSize` ULEBs, descriptor count, each descriptor's offset as the ULEB distance from
+/// the previous one (the first from 0); then a byte (1 when there is a host services table)
+/// and its `image` and `vmOffset` ULEBs.
+public struct ClosureThreadLocals: Equatable, Sendable {
+    public var setups: [ThreadLocalSetup]
+    public var hostServices: HostServicesSlot?
+
+    public static let none = ClosureThreadLocals(setups: [], hostServices: nil)
+
+    public init(setups: [ThreadLocalSetup], hostServices: HostServicesSlot?) {
+        self.setups = setups
+        self.hostServices = hostServices
+    }
+
+    /// Reads and checks the records: every image in range and named once, every template
+    /// and descriptor (and the table) inside one writable segment of its image, descriptors
+    /// in increasing order.
+    init(parsing r: inout ClosureReader, images: [ClosureImage]) throws(ClosureError) {
+        setups = []
+        var seen = Set<Int>()
+        for _ in 0..<(try r.count(of: "thread-local setup", minimumSize: 5)) {
+            let start = r.position
+            let image = try r.int("thread-local image")
+            guard image < images.count, seen.insert(image).inserted else {
+                throw r.corrupt("thread-local setup names image \(image), out of range or twice", at: start)
+            }
+            let plan = images[image].plan
+            let templateOffset = try r.uleb(), initialSize = try r.uleb(), totalSize = try r.uleb()
+            guard initialSize <= totalSize, totalSize == 0 || Self.writable(plan, templateOffset, totalSize) else {
+                throw r.corrupt("thread-local template of \(images[image].path) is not inside one writable segment", at: start)
+            }
+            var descriptors: [UInt64] = []
+            var previous: UInt64 = 0
+            for number in 0..<(try r.count(of: "thread-local descriptor")) {
+                let (offset, overflow) = previous.addingReportingOverflow(try r.uleb())
+                guard !overflow, number == 0 || offset > previous,
+                      Self.writable(plan, offset, ThreadLocalSetup.descriptorSize) else {
+                    throw r.corrupt("thread-local descriptor of \(images[image].path) is not inside one writable segment, or out of order")
+                }
+                descriptors.append(offset)
+                previous = offset
+            }
+            setups.append(ThreadLocalSetup(image: image, templateOffset: templateOffset, initialSize: initialSize,
+                                           totalSize: totalSize, descriptors: descriptors))
+        }
+        hostServices = nil
+        if try r.u8() != 0 {
+            let start = r.position
+            let image = try r.int("host services image")
+            let offset = try r.uleb()
+            guard image < images.count, Self.writable(images[image].plan, offset, HostServicesSlot.size) else {
+                throw r.corrupt("host services table is not inside one writable segment of its image", at: start)
+            }
+            hostServices = HostServicesSlot(image: image, vmOffset: offset)
+        }
+    }
+
+    /// Whether `size` bytes at `offset` lie inside one writable segment of `plan`.
+    static func writable(_ plan: ImagePlan, _ offset: UInt64, _ size: UInt64) -> Bool {
+        plan.segments.contains { segment in
+            segment.isWritable && offset >= segment.vmOffset && size <= segment.vmSize && offset - segment.vmOffset <= segment.vmSize - size
+        }
+    }
+
+    func encode(into w: inout ClosureWriter) {
+        w.uleb(setups.count)
+        for setup in setups {
+            w.uleb(setup.image)
+            w.uleb(setup.templateOffset)
+            w.uleb(setup.initialSize)
+            w.uleb(setup.totalSize)
+            w.uleb(setup.descriptors.count)
+            var previous: UInt64 = 0
+            for offset in setup.descriptors {
+                w.uleb(offset - previous)
+                previous = offset
+            }
+        }
+        if let hostServices {
+            w.u8(1)
+            w.uleb(hostServices.image)
+            w.uleb(hostServices.vmOffset)
+        } else {
+            w.u8(0)
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import LoaderCore
+import MachOReader
+import LaunchPlan
+
+/// What the thread-local-variable step and the host services table need to know about a
+/// launch, worked out the way dyld2 does it: `__tlv_bootstrap` and `_dyld3_host_services`
+/// looked up by name (flat, in load order), and each descriptor's thunk compared with the
+/// former once the fixups are written (libdyld's `tlv_initialize_descriptors`: only a
+/// descriptor still pointing at `_tlv_bootstrap` is set up).
+public enum ThreadLocalDiscovery {
+    /// Every image's setup. `thunkTarget` tells where a descriptor's thunk points once the
+    /// image's fixups are applied (nil: nowhere the launch can name).
+    public static func setups(
+        graph: DependencyGraph, plans: [ImagePlan], bootstrap: BindTarget?,
+        thunkTarget: (_ image: Int, _ vmOffset: UInt64) throws(LoadError) -> BindTarget?
+    ) throws(LoadError) -> [ThreadLocalSetup] {
+        var setups: [ThreadLocalSetup] = []
+        for (index, node) in graph.nodes.enumerated() {
+            guard let layout = try ThreadLocals.layout(of: node.image, plan: plans[index], path: node.path) else { continue }
+            var descriptors: [UInt64] = []
+            if let bootstrap {
+                for slot in layout.descriptors where try thunkTarget(index, slot) == bootstrap { descriptors.append(slot) }
+            }
+            guard !descriptors.isEmpty else { continue }
+            setups.append(ThreadLocalSetup(image: index, templateOffset: layout.templateOffset, initialSize: layout.initialSize,
+                                           totalSize: layout.totalSize, descriptors: descriptors))
+        }
+        return setups
+    }
+
+    /// The image offsets a descriptor slot's thunk fixup points at, from an image's
+    /// resolved fixups (the closure builder's view): a bind with no addend, else nil.
+    public static func thunkTarget(of fixups: [UInt64: ResolvedFixup.Kind], slot: UInt64) -> BindTarget? {
+        guard case let .bind(target, 0) = fixups[slot] else { return nil }
+        return target
+    }
+}
+
+extension FixupResolver {
+    /// Where `name` is defined, looked up as a flat-namespace bind from the main executable
+    /// would look it up (the first image in load order that exports it); nil when none does.
+    public mutating func flatDefinition(of name: String) throws(LoadError) -> BindTarget? {
+        try lookup.resolve(ByteView(Array(name.utf8)), ordinal: BindFixup.ordinalFlatLookup, from: 0)
+    }
+
+    /// `_dyld3_host_services` in a writable segment of the image that defines it, if any does.
+    public mutating func hostServicesSlot() throws(LoadError) -> HostServicesSlot? {
+        guard case let .image(image, offset) = try flatDefinition(of: HostServicesSlot.symbol) else { return nil }
+        let fits = plans[image].segments.contains { segment in
+            segment.isWritable && offset >= segment.vmOffset && HostServicesSlot.size <= segment.vmSize
+                && offset - segment.vmOffset <= segment.vmSize - HostServicesSlot.size
+        }
+        return fits ? HostServicesSlot(image: image, vmOffset: offset) : nil
+    }
+}

@@ -1,0 +1,25 @@
+import CThreadLocal
+
+/// The calls into `CThreadLocal` (the TLV thunk and its keys, the host services).
+enum UnsafeThreadLocal {
+    /// The address every set-up descriptor's thunk holds.
+    static var thunk: UInt64 { unsafe dyld3_tlv_thunk() }
+
+    /// The host services table's words: version, thread_start, thread_join.
+    static func hostServicesWords() -> (UInt64, UInt64, UInt64) {
+        var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        unsafe withUnsafeMutableBytes(of: &words) { bytes in
+            unsafe dyld3_host_services_words(bytes.baseAddress!.assumingMemoryBound(to: UInt64.self))
+        }
+        return words
+    }
+
+    /// A key for a template of `initialSize` bytes at `address`, zeros up to `totalSize`; -1 when none is free.
+    static func createKey(template address: UInt64, initialSize: UInt64, totalSize: UInt64) -> Int64 {
+        unsafe dyld3_tlv_key_create(address, initialSize, totalSize)
+    }
+
+    static func releaseKey(_ key: Int64) {
+        unsafe dyld3_tlv_key_release(key)
+    }
+}

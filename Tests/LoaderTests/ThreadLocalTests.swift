@@ -1,0 +1,60 @@
+import ClosureBuild
+import ClosureFormat
+import Dyld2
+import Dyld3
+import Foundation
+import LaunchPlan
+import LoaderCore
+import TestSupport
+import Testing
+
+/// Thread-local variables (docs/dyld-rules.md, rule 23), beyond what the tlv fixture's run
+/// proves through every launch path: which descriptors are set up (against llvm-objdump's
+/// view of the images), and keys that come back when a launch is released.
+@Suite struct ThreadLocalTests {
+    static func app(_ variant: String) throws -> FixtureApp {
+        try #require(try FixtureApp.all().first { $0.name == "tlv" && $0.variant == variant }, "no fixture app tlv [\(variant)]")
+    }
+
+    /// The closure sets up every descriptor of each image's `__thread_vars` (all bound to
+    /// `__tlv_bootstrap`), with the template spanning `__thread_data` and `__thread_bss`, as
+    /// llvm-objdump-19's section table gives them.
+    @Test(arguments: FixtureApp.variants)
+    func setupsCoverTheSectionsObjdumpShows(variant: String) async throws {
+        let app = try Self.app(variant)
+        let closure = try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root)
+        #expect(closure.threadLocals.setups.map(\.image) == [0, 2], "\(closure.threadLocals.setups)")
+        for setup in closure.threadLocals.setups {
+            let image = closure.images[setup.image]
+            let table = try await Oracle.objdump(["--section-headers", image.path])
+            func section(_ name: String) -> (address: UInt64, size: UInt64)? {
+                guard let line = table.split(separator: "\n").first(where: { $0.split(separator: " ").dropFirst().first == Substring(name) }) else { return nil }
+                let fields = line.split(separator: " ")
+                return (UInt64(fields[3], radix: 16)! - image.plan.preferredBase, UInt64(fields[2], radix: 16)!)
+            }
+            let vars = try #require(section("__thread_vars"), "\(image.path)")
+            #expect(setup.descriptors == stride(from: vars.address, to: vars.address + vars.size, by: 24).map { $0 })
+            let data = section("__thread_data"), bss = section("__thread_bss")
+            let start = [data?.address, bss?.address].compactMap { $0 }.min()!
+            let end = [data.map { $0.address + $0.size }, bss.map { $0.address + $0.size }].compactMap { $0 }.max()!
+            #expect(setup.templateOffset == start && setup.totalSize == end - start)
+            #expect(setup.initialSize == (data.map { $0.address + $0.size - start } ?? 0))
+        }
+    }
+
+    /// Keys are released with their launch and reused: 600 launches of a two-image
+    /// thread-local app (1,200 keys, more than the 1,024 a process holds at once) all set
+    /// their descriptors up, and two launches in a row get the same keys.
+    @Test func keysComeBackWhenALaunchIsReleased() throws {
+        let app = try Self.app("x86_64-chained")
+        var keys: [UInt64] = []
+        let setup = try #require(try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root).threadLocals.setups.first)
+        for round in 0..<600 {
+            let launch = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))
+            let key = try launch.memory.load(image: setup.image, vmOffset: setup.descriptors[0] + 8)
+            if round < 2 { keys.append(key) }
+            launch.memory.release()
+        }
+        #expect(keys.count == 2 && keys[0] == keys[1], "\(keys)")
+    }
+}
