@@ -60,6 +60,7 @@ public enum InspectJSON {
         try FixupJSON.write(image, tables: tables, json: &json, to: &out)
         if tables.contains(.objc) { try ObjCTable.writeJSON(image, json: &json, to: &out) }
         if tables.contains(.codeSignature) { try CodeSignatureTable.writeJSON(image, json: &json, to: &out) }
+        try DyldFeaturesTable.writeJSON(image, tables: tables, json: &json, to: &out)
         json.end(to: &out)
     }
 

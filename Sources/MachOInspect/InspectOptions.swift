@@ -3,7 +3,7 @@ import MachOReader
 /// A table `dyld3 inspect` can print. The llvm-objdump-compatible ones print the same
 /// rows as `llvm-objdump-19 --macho --<flag>`.
 public enum InspectTable: String, CaseIterable, Sendable {
-    case rebase, bind, lazyBind, weakBind, dyldInfo, chainedFixups, exportsTrie, deps, objc, codeSignature
+    case rebase, bind, lazyBind, weakBind, dyldInfo, chainedFixups, exportsTrie, deps, objc, codeSignature, threadLocals, interpose
 
     /// The command-line flag, which is also llvm-objdump's flag where it has one.
     public var flag: String {
@@ -18,12 +18,14 @@ public enum InspectTable: String, CaseIterable, Sendable {
         case .deps: "--deps"
         case .objc: "--objc"
         case .codeSignature: "--code-signature"
+        case .threadLocals: "--thread-locals"
+        case .interpose: "--interpose"
         }
     }
 
     /// The order in which llvm-objdump prints its sections when several are asked for.
     static let objdumpOrder: [InspectTable] = [
-        .dyldInfo, .chainedFixups, .deps, .exportsTrie, .rebase, .bind, .lazyBind, .weakBind, .objc, .codeSignature,
+        .dyldInfo, .chainedFixups, .deps, .exportsTrie, .rebase, .bind, .lazyBind, .weakBind, .objc, .codeSignature, .threadLocals, .interpose,
     ]
 }
 

@@ -76,6 +76,8 @@ public enum ObjdumpReport {
         case .deps: DependenciesTable.write(image, to: &out)
         case .objc: try ObjCTable.write(image, to: &out)
         case .codeSignature: try CodeSignatureTable.write(image, to: &out)
+        case .threadLocals: try DyldFeaturesTable.writeThreadLocals(image, to: &out)
+        case .interpose: try DyldFeaturesTable.writeInterpose(image, to: &out)
         }
     }
 }

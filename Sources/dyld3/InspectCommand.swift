@@ -32,6 +32,8 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "Dependent dylibs with link kinds, rpaths and the dylib id.") var deps = false
     @Flag(help: "Objective-C classes, categories and selector references (as otool -ov, dyld_info -objc).") var objc = false
     @Flag(help: "The embedded code signature: SuperBlob, CodeDirectories (with cdHashes), requirements, entitlements, CMS wrapper.") var codeSignature = false
+    @Flag(help: "Thread-local variables: each __thread_vars descriptor (variable, offset, what its thunk is bound to) and the template sections.") var threadLocals = false
+    @Flag(help: "Interposing tuples: each __interpose (replacement, replacee) pair, named.") var interpose = false
     @Flag(help: "Print JSON instead of text.") var json = false
     @Flag(help: "Decode every fixup and export, and report counts and decoding time.") var stats = false
 
@@ -47,6 +49,8 @@ struct InspectCommand: ParsableCommand {
         if deps { tables.insert(.deps) }
         if objc { tables.insert(.objc) }
         if codeSignature { tables.insert(.codeSignature) }
+        if threadLocals { tables.insert(.threadLocals) }
+        if interpose { tables.insert(.interpose) }
         return tables
     }
 

@@ -179,6 +179,8 @@ extension ClosureTests {
             // Its pages would no longer lie in writable segments: the reader refuses that index.
             readOnly.images[index].fixupPageIndex = .absent
         }
+        // Nor would the host services table and thread-local descriptors: the reader refuses those.
+        readOnly.threadLocals = .none
         var miscounted = closure
         miscounted.images[0].rebaseCount += 1
         var outside = closure

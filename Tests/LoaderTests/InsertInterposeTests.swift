@@ -105,6 +105,28 @@ import Testing
         }
     }
 
+    /// `inspect --interpose` against llvm-objdump-19: the tuple's replacement is the address
+    /// `--syms` gives `_my_compute`, its replacee the symbol the fixup tables bind 8 bytes on.
+    @Test(arguments: FixtureApp.variants)
+    func inspectShowsTheTupleObjdumpShows(variant: String) async throws {
+        let app = try Self.app("interpose", variant)
+        let path = app.bundle + "/Frameworks/libInterpose.dylib"
+        let inspected = try await Dyld3Binary.run(["inspect", "--interpose", "--json", path], limitSeconds: 60)
+        let slice = (inspected.json?["slices"] as? [[String: Any]])?.first
+        let tuples = try #require(slice?["interpose"] as? [[String: Any]], "\(inspected.stdout)")
+        let symbols = try await Oracle.objdump(["--syms", path]).split(separator: "\n").map { $0.split(separator: " ") }
+        let replacement = try #require(symbols.first { $0.last == "_my_compute" }.flatMap { UInt64($0[0], radix: 16) })
+        let section = try #require(symbols.first { $0.contains("__DATA,__interpose") }.flatMap { UInt64($0[0], radix: 16) })
+        let fixups = try await Oracle.objdump([variant.hasSuffix("chained") ? "--dyld-info" : "--bind", path])
+        let replaceeLine = fixups.split(separator: "\n").first { line in
+            line.split(separator: " ").contains { $0.hasPrefix("0x") && UInt64($0.dropFirst(2), radix: 16) == section + 8 }
+        }
+        #expect(tuples.count == 1 && (tuples.first?["address"] as? NSNumber)?.uint64Value == section, "\(tuples)")
+        #expect(tuples.first?["replacement"] as? String == "0x\(String(replacement, radix: 16)) _my_compute", "\(tuples)")
+        #expect(replaceeLine?.hasSuffix("_compute") == true && (tuples.first?["replacee"] as? String)?.hasPrefix("_compute (Lib)") == true,
+                "\(replaceeLine ?? "no fixup") \(tuples)")
+    }
+
     /// Interposing is applied where dyld applies it and nowhere else: a dylib loaded into a
     /// host (as dlopen loads it) registers no tuples, and `--insert` into such a launch is
     /// refused with one line naming the image.

@@ -67,13 +67,26 @@ import LaunchPlan
             try closure.applyObjCWrites(ofImage: index, memory: checked, targetValues: checkedValues, closurePath: "agreement")
             try closure.applyObjCWrites(ofImage: index, memory: fast, targetValues: fastValues, closurePath: "agreement")
         }
+        // And its thread-local descriptors and host services table (keys below).
+        for memory in [checked, fast] {
+            try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: memory)
+        }
         let request = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: slide, run: false, fixups: .pageIn)
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
         let launch = try FastPath.launch(closure, closurePath: "agreement", request: request, report: &report, clock: &clock)
         defer { launch.memory.release() }
         PageInTests.expectPageInOrFallback(launch.report.fixupsMode, launch.report.fixupsFallbackReason, "\(app)")
-        if closure.objc.bindRuns.isEmpty { try Self.expectDecodedValues(decoded, in: launch.memory, "\(app) page-in fills") }
+        // A thread-local descriptor's thunk is written over after its fixup; its key is the
+        // launch's own (three launches are live here, each with keys of its own).
+        let descriptors = closure.threadLocals.setups.flatMap { setup in setup.descriptors.map { (setup.image, $0) } }
+        if closure.objc.bindRuns.isEmpty {
+            try Self.expectDecodedValues(decoded, in: launch.memory, "\(app) page-in fills", except: Set(descriptors.map { "\($0.0):\($0.1)" }))
+        }
+        for (image, descriptor) in descriptors {
+            let key = try launch.memory.load(image: image, vmOffset: descriptor + 8)
+            for memory in [checked, fast] { try memory.store(key, image: image, vmOffset: descriptor + 8) }
+        }
         let pageIn = launch.memory.writableDigest()
         #expect(pageIn == checked.writableDigest(), "\(app): the page-in fills differ from the checked walk's stores")
         #expect(pageIn == fast.writableDigest(), "\(app): the page-in fills differ from the pointer loop's stores")
@@ -81,11 +94,14 @@ import LaunchPlan
 
     /// Every location of `decoded` (per image) holds the value its last fixup calls for at
     /// `memory`'s bases.
-    static func expectDecodedValues(_ decoded: [[ResolvedFixup]], in memory: LaunchMemory, _ context: String) throws {
+    static func expectDecodedValues(_ decoded: [[ResolvedFixup]], in memory: LaunchMemory, _ context: String,
+                                    except skipped: Set<String> = []) throws {
         let bases = memory.images.map(\.base)
         for index in decoded.indices {
             var expected: [UInt64: UInt64] = [:]
-            for fixup in decoded[index] { expected[fixup.vmOffset] = fixup.value(imageBase: bases[index], imageBases: bases) }
+            for fixup in decoded[index] where !skipped.contains("\(index):\(fixup.vmOffset)") {
+                expected[fixup.vmOffset] = fixup.value(imageBase: bases[index], imageBases: bases)
+            }
             for (vmOffset, value) in expected.sorted(by: { $0.key < $1.key }) {
                 let found = try memory.load(image: index, vmOffset: vmOffset)
                 #expect(found == value, "\(context): image \(index) +0x\(String(vmOffset, radix: 16))")

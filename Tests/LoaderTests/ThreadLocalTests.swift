@@ -57,4 +57,38 @@ import Testing
         }
         #expect(keys.count == 2 && keys[0] == keys[1], "\(keys)")
     }
+
+    /// `inspect --thread-locals` row for row against llvm-objdump-19: one row per
+    /// `__thread_vars` descriptor, named as `--syms` names the address, its thunk bound to
+    /// `__tlv_bootstrap` as `--dyld-info` (chained) or `--bind` (opcodes) shows, and its
+    /// offset that of the variable's `NAME$tlv$init` symbol in the template.
+    @Test(arguments: FixtureApp.variants)
+    func inspectShowsTheDescriptorsObjdumpShows(variant: String) async throws {
+        let app = try Self.app(variant)
+        for path in [app.executable, app.bundle + "/Frameworks/Counter.framework/Counter"] {
+            let inspected = try await Dyld3Binary.run(["inspect", "--thread-locals", "--json", path], limitSeconds: 60)
+            let slice = (inspected.json?["slices"] as? [[String: Any]])?.first
+            let rows = try #require(slice?["thread_locals"] as? [[String: Any]], "\(inspected.stdout)")
+            let symbols = try await Oracle.objdump(["--syms", path]).split(separator: "\n").map { $0.split(separator: " ") }
+            func address(of name: String) -> UInt64? {
+                symbols.first { $0.last.map(String.init) == name }.flatMap { UInt64($0[0], radix: 16) }
+            }
+            let vars = symbols.filter { $0.contains("__DATA,__thread_vars") }
+            let fixups = try await Oracle.objdump([app.variant.hasSuffix("chained") ? "--dyld-info" : "--bind", path])
+            let templateStart = symbols.filter { $0.contains("__DATA,__thread_data") || $0.contains("__DATA,__thread_bss") }
+                .compactMap { UInt64($0[0], radix: 16) }.min()
+            #expect(rows.count == vars.count && !rows.isEmpty, "\(path): \(rows.count) rows, objdump \(vars.count) descriptors")
+            for row in rows {
+                let name = try #require(row["variable"] as? String, "\(row)")
+                let at = try #require((row["address"] as? NSNumber)?.uint64Value)
+                #expect(address(of: name) == at, "\(name)")
+                let bound = fixups.split(separator: "\n").first { line in
+                    line.split(separator: " ").contains { UInt64($0.dropFirst(2), radix: 16) == at && $0.hasPrefix("0x") }
+                }
+                #expect(bound?.hasSuffix("__tlv_bootstrap") == true && (row["thunk"] as? String)?.hasPrefix("__tlv_bootstrap") == true, "\(name): \(bound ?? "no fixup")")
+                let initial = try #require(address(of: name + "$tlv$init"), "\(name)$tlv$init")
+                #expect((row["offset"] as? NSNumber)?.uint64Value == initial - (templateStart ?? 0), "\(name)")
+            }
+        }
+    }
 }

@@ -1,0 +1,140 @@
+import MachOReader
+
+/// `--thread-locals` and `--interpose`: what a loader sets up beyond fixups (docs/dyld-rules.md,
+/// rules 20 and 23), read from one image. Each slot's fixup comes from the same rows as
+/// `--dyld-info` (chained or opcode fixups); names come from the image's export trie.
+enum DyldFeaturesTable {
+    /// A thread-local descriptor: where it is, the variable it names, what its thunk is bound
+    /// to, and the variable's offset in the image's template.
+    struct Descriptor: Equatable {
+        let address: UInt64
+        let variable: String?
+        let thunk: String
+        let offset: UInt64
+    }
+
+    /// One interposing tuple.
+    struct Tuple: Equatable {
+        let address: UInt64
+        let replacement: String
+        let replacee: String
+    }
+
+    /// The image's fixups by address, as `--dyld-info` rows.
+    static func rows(_ image: MachOImage) throws(MachOError) -> [UInt64: DyldInfoRow] {
+        var byAddress: [UInt64: DyldInfoRow] = [:]
+        if var rows = try ChainedDyldInfoRows(image) {
+            try rows.forEach { byAddress[$0.address] = $0 }
+        } else if image.dyldInfo != nil {
+            try OpcodeDyldInfoRows(image).forEach { byAddress[$0.address] = $0 }
+        }
+        return byAddress
+    }
+
+    /// Exported names by address.
+    static func names(_ image: MachOImage) throws(MachOError) -> [UInt64: String] {
+        var names: [UInt64: String] = [:]
+        for symbol in try image.exportTrie()?.allSymbols() ?? [] {
+            if let offset = symbol.imageOffset, names[image.preferredLoadAddress &+ offset] == nil {
+                names[image.preferredLoadAddress &+ offset] = symbol.name
+            }
+        }
+        return names
+    }
+
+    /// What a fixup row points at, named: `_symbol (dylib)` for a bind, the exported name or
+    /// the address for a rebase, `none` for a slot without a fixup.
+    static func describe(_ row: DyldInfoRow?, names: [UInt64: String]) -> String {
+        guard let row else { return "none" }
+        if row.addend != nil {
+            return row.symbol + (row.dylib.isEmpty ? "" : " (\(row.dylib))") + (row.addend.map { $0 != 0 ? " + \($0)" : "" } ?? "")
+        }
+        let address = "0x" + String(row.targetAddress, radix: 16)
+        return names[row.targetAddress].map { "\(address) \($0)" } ?? address
+    }
+
+    static func descriptors(_ image: MachOImage) throws(MachOError) -> [Descriptor] {
+        let sections = image.sections.filter { $0.type == 0x13 }
+        guard !sections.isEmpty else { return [] }
+        let rows = try rows(image), names = try names(image)
+        var descriptors: [Descriptor] = []
+        for section in sections {
+            var slot: UInt64 = 0
+            while slot + 24 <= section.size {
+                let address = section.address + slot
+                let offset = try image.view.u64(Int(UInt64(section.fileOffset) + slot + 16))
+                descriptors.append(Descriptor(address: address, variable: names[address],
+                                              thunk: describe(rows[address], names: names), offset: offset))
+                slot += 24
+            }
+        }
+        return descriptors
+    }
+
+    static func tuples(_ image: MachOImage) throws(MachOError) -> [Tuple] {
+        let sections = image.sections.filter {
+            $0.type == Section.typeInterposing || ($0.name == "__interpose" && ($0.segmentName.hasPrefix("__DATA") || $0.segmentName.hasPrefix("__AUTH")))
+        }
+        guard !sections.isEmpty else { return [] }
+        let rows = try rows(image), names = try names(image)
+        var tuples: [Tuple] = []
+        for section in sections {
+            var slot: UInt64 = 0
+            while slot + 16 <= section.size {
+                let address = section.address + slot
+                tuples.append(Tuple(address: address, replacement: describe(rows[address], names: names),
+                                    replacee: describe(rows[address + 8], names: names)))
+                slot += 16
+            }
+        }
+        return tuples
+    }
+
+    /// 16 hex digits.
+    static func hex16(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - digits.count)) + digits
+    }
+
+    static func writeThreadLocals<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
+        let descriptors = try descriptors(image)
+        out.write("thread-local variables:" + (descriptors.isEmpty ? " none\n" : "\n"))
+        guard !descriptors.isEmpty else { return }
+        for section in image.sections where [0x11, 0x12].contains(section.type) {
+            out.write("\(section.segmentName),\(section.name) 0x\(String(section.address, radix: 16)) \(section.size) bytes"
+                + (section.type == 0x11 ? " (initial values)" : " (zero-filled)") + "\n")
+        }
+        out.write("address            variable                        offset     thunk\n")
+        for descriptor in descriptors {
+            out.write("0x" + hex16(descriptor.address) + " "
+                + (descriptor.variable ?? "(not exported)").padding(toLength: 31, withPad: " ", startingAt: 0) + " "
+                + ("0x" + String(descriptor.offset, radix: 16)).padding(toLength: 10, withPad: " ", startingAt: 0) + " "
+                + descriptor.thunk + "\n")
+        }
+    }
+
+    static func writeInterpose<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
+        let tuples = try tuples(image)
+        out.write("interposing tuples:" + (tuples.isEmpty ? " none\n" : "\n"))
+        guard !tuples.isEmpty else { return }
+        out.write("address            replacement -> replacee\n")
+        for tuple in tuples {
+            out.write("0x" + hex16(tuple.address) + " \(tuple.replacement) -> \(tuple.replacee)\n")
+        }
+    }
+
+    static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, tables: Set<InspectTable>, json: inout JSONStream,
+                                                    to out: inout Output) throws(MachOError) {
+        if tables.contains(.threadLocals) {
+            json.member("thread_locals", .array(try descriptors(image).map { descriptor in
+                .object([("address", .uint(descriptor.address)), ("variable", descriptor.variable.map(JSONValue.string) ?? .null),
+                         ("offset", .uint(descriptor.offset)), ("thunk", .string(descriptor.thunk))])
+            }), to: &out)
+        }
+        if tables.contains(.interpose) {
+            json.member("interpose", .array(try tuples(image).map { tuple in
+                .object([("address", .uint(tuple.address)), ("replacement", .string(tuple.replacement)), ("replacee", .string(tuple.replacee))])
+            }), to: &out)
+        }
+    }
+}
