@@ -99,11 +99,14 @@ public enum LaunchSequence {
     }
 
     /// Why the code of a launch mapped in `memory` must not run, or nil when it may: not
-    /// asked to (`--no-run`), an image from a stub root (``StubImageMarker``; checked before
-    /// the architecture, so a stub graph says so on every host), or code of another
-    /// architecture. `paths` names the images.
+    /// asked to (`--no-run`), an image with thread-local variables (``ThreadLocalVariables``),
+    /// an image from a stub root (``StubImageMarker``; both checked before the architecture,
+    /// so such a graph says so on every host), or code of another architecture. `paths` names the images.
     public static func reasonNotToRun(run: Bool, arch: String, memory: LaunchMemory, paths: [String]) -> String? {
         guard run else { return "--no-run" }
+        if let tlv = ThreadLocalVariables.firstImageWithDescriptors(in: memory) {
+            return "\(paths[tlv]) has thread-local variables (MH_HAS_TLV_DESCRIPTORS), which this loader does not set up, so none of the graph's code runs"
+        }
         if let stub = StubImageMarker.firstMarkedImage(in: memory) {
             return "\(paths[stub]) is a stub from a stub root (it carries \(StubImageMarker.segmentName),"
                 + "\(StubImageMarker.sectionName)): the graph's code would call into stub data, so none runs"

@@ -42,6 +42,7 @@ struct StubRootCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         print(plan.summary)
+        for line in plan.stubListing { print("  " + line) }
         let problems = plan.missingDylibs.map(\.description) + plan.unresolved.map(\.description)
         guard problems.isEmpty else {
             FileHandle.standardError.write(Data(problems.map { "dyld3: \($0)\n" }.joined().utf8))
