@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LaunchClosure
 import LaunchPlan
 import LoaderCore
 import StubRoot
@@ -19,7 +20,7 @@ struct StubRootCommand: AsyncParsableCommand {
             See docs/stub-roots.md.
             """)
 
-    @Argument(help: "Mach-O binaries (dylibs, bundles, executables; thin or universal).")
+    @Argument(help: "Mach-O binaries (dylibs, bundles, executables; thin or universal), app bundles (X.app, Payload/X.app) or .ipa files.")
     var binaries: [String]
 
     @Option(help: "The stub root directory.")
@@ -28,6 +29,9 @@ struct StubRootCommand: AsyncParsableCommand {
     @Option(help: "An architecture to plan for (repeatable). Default: every architecture of each binary.")
     var arch: [String] = []
 
+    @Option(help: "The closure cache whose work area an .ipa is unpacked into. Default: $DYLD3_CACHE, else cache/.")
+    var cache: String?
+
     func run() async throws {
         let plan: StubRootPlan
         do {
@@ -35,7 +39,9 @@ struct StubRootCommand: AsyncParsableCommand {
             for binary in binaries where FileStatus.of(binary) == nil {
                 throw LoadError.unusable(path: binary, reason: "no such file or directory")
             }
-            plan = try StubRootPlan(binaries: binaries, arches: arch.isEmpty ? nil : arch, root: out)
+            // An app bundle or .ipa stands for its main executable.
+            let images = try binaries.map { try AppLocator.mainImage(of: try AppLocator.unpacked($0, cache: ClosureCache.resolve(cache))) }
+            plan = try StubRootPlan(binaries: images, arches: arch.isEmpty ? nil : arch, root: out)
             try await plan.write()
         } catch {
             CommandFailure(error).report(json: false)
