@@ -63,6 +63,19 @@ struct AppStubRootTests {
         #expect(plan.stubListing.contains("stub \(python.path) (install name @rpath/Python.framework/Python)"))
     }
 
+    @Test func simulatorModuleGetsASimulatorRoot() async throws {
+        let module = StubRootPaths.corpusFile("ios_simulator_x86_64/_speedups.cpython-313-iphonesimulator.so")
+        #expect(try await Self.platforms(module) == ["platform iossimulator"])
+        let (plan, checks, _) = try await StubRootTests.buildAndCheck([module], arches: nil, label: "simulator")
+        defer { try? FileManager.default.removeItem(atPath: plan.root) }
+        #expect(plan.platform == .iOSSimulator)
+        #expect(plan.host.path == plan.root + "/App.app/App")
+        for path in plan.stubs.map(\.path) + [plan.host.path] {
+            #expect(try await Self.platforms(path) == ["platform iossimulator"], "\(path)")
+        }
+        #expect(checks.first?.graph.nodes.contains { $0.path == plan.root + "/App.app/Frameworks/Python.framework/Python" } == true)
+    }
+
     @Test func iosRootIsReproducible() async throws {
         let first = try StubRootPaths.temporaryDirectory("ios-first"), second = try StubRootPaths.temporaryDirectory("ios-second")
         defer {
