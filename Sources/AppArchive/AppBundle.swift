@@ -76,7 +76,7 @@ package enum AppBundle {
     /// `install` and a later `launch` see the same files; otherwise it is unpacked again
     /// into a fresh directory that then replaces it.
     package static func unpack(ipa archive: String, workArea: String, limits: ZipArchive.Limits = ZipArchive.Limits()) throws(AppArchiveError) -> String {
-        let real = (archive as NSString).resolvingSymlinksInPath
+        let real = URL(fileURLWithPath: archive).standardizedFileURL.resolvingSymlinksInPath().path
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: real) else {
             throw .io(path: archive, reason: "no such file")
         }
