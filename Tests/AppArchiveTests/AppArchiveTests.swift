@@ -162,6 +162,29 @@ struct AppArchiveTests {
         #expect(FileManager.default.contents(atPath: directory + "/good/Payload/A.app/A") == Data([1, 2, 3]))
     }
 
+    /// A deflated entry whose stream holds more than its declared size (a zip bomb's
+    /// shape): inflating stops at the declared size plus one byte and refuses it.
+    @Test func deflateStreamLongerThanDeclaredIsRefused() async throws {
+        let directory = try Self.temporaryDirectory("bomb")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/Payload", withIntermediateDirectories: true)
+        try Data(repeating: 0, count: 100_000).write(to: URL(fileURLWithPath: directory + "/Payload/zeros"))
+        _ = try await Self.zipPayload(in: directory, level: "-9")
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory + "/Demo.ipa")))
+        // The central entry's uncompressed size (offset 24 of its record) becomes 10.
+        let central = try #require((0..<(bytes.count - 4)).last { bytes[$0..<($0 + 4)] == [0x50, 0x4b, 0x01, 0x02] })
+        bytes.replaceSubrange((central + 24)..<(central + 28), with: [10, 0, 0, 0])
+        try Data(bytes).write(to: URL(fileURLWithPath: directory + "/bomb.ipa"))
+        let archive = try ZipArchive(path: directory + "/bomb.ipa")
+        #expect(archive.entries.filter { !$0.isDirectory }.map(\.unpackedSize) == [10])
+        #expect {
+            try archive.extract(to: directory + "/out")
+        } throws: { error in
+            "\(error)".contains("entry \"Payload/zeros\" does not inflate to its 10 bytes")
+        }
+        #expect(Self.files(under: directory + "/out").isEmpty)
+    }
+
     @Test func infoPlistExecutableMustBeAFileName() throws {
         let directory = try Self.temporaryDirectory("plist")
         defer { try? FileManager.default.removeItem(atPath: directory) }
