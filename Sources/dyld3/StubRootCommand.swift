@@ -16,8 +16,11 @@ struct StubRootCommand: AsyncParsableCommand {
             exists neither in DIR nor in the graph, writes a Mach-O stub dylib at \
             DIR/<install name> exporting exactly the symbols imported from it, and writes \
             DIR/bin/host, an executable exporting what flat-namespace lookups find in no \
-            image. Imports nothing provides are listed on stderr and the exit status is 1. \
-            See docs/stub-roots.md.
+            image. A dylib or bundle linking a framework by @rpath or @executable_path \
+            that exists nowhere gets an app host instead (DIR/App.app/App on iOS, \
+            DIR/App.app/Contents/MacOS/App on macOS) and a stub framework in the bundle. \
+            Everything is built for the binaries' platform. Imports nothing provides are \
+            listed on stderr and the exit status is 1. See docs/stub-roots.md.
             """)
 
     @Argument(help: "Mach-O binaries (dylibs, bundles, executables; thin or universal), app bundles (X.app, Payload/X.app) or .ipa files.")
