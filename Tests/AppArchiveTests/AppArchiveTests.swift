@@ -199,6 +199,16 @@ struct AppArchiveTests {
         try FileManager.default.removeItem(atPath: app + "/Info.plist")
         try Data([0]).write(to: URL(fileURLWithPath: app + "/X"))
         #expect(try AppBundle.executable(of: app) == app + "/X")
+        // A macOS bundle: Contents/Info.plist names the executable in Contents/MacOS.
+        let mac = directory + "/M.app"
+        try FileManager.default.createDirectory(atPath: mac + "/Contents/MacOS", withIntermediateDirectories: true)
+        try PropertyListSerialization.data(fromPropertyList: ["CFBundleExecutable": "Tool"], format: .xml, options: 0)
+            .write(to: URL(fileURLWithPath: mac + "/Contents/Info.plist"))
+        #expect(throws: AppArchiveError.bundle(path: mac, what: "has no executable Tool (looked for \(mac)/Contents/MacOS/Tool)")) {
+            try AppBundle.executable(of: mac)
+        }
+        try Data([0]).write(to: URL(fileURLWithPath: mac + "/Contents/MacOS/Tool"))
+        #expect(try AppBundle.executable(of: mac) == mac + "/Contents/MacOS/Tool")
     }
 
     /// `stub-root`, `compare`, `install` and `launch` on the app as a directory and as an
