@@ -81,6 +81,9 @@ let package = Package(
         // System libraries, found through pkg-config.
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // App bundles and .ipa archives (a bounded zip reader: stored and deflate).
+        .target(name: "AppArchive", dependencies: ["CZlib"]),
         // The userfaultfd system call and ioctls for page-in linking (kernel headers only).
         .systemLibrary(name: "CUserfault"),
         // Page-in's SIGBUS handler and its registry of live regions: C, because it runs in a
@@ -94,7 +97,7 @@ let package = Package(
             name: "Dyld3Tool",
             dependencies: [
                 "MachOReader", "MachOInspect", "LaunchPlan", "LoaderCore", "Dyld2", "ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld3",
-                "LaunchComparison", "StubRoot", "LaunchBench",
+                "LaunchComparison", "StubRoot", "LaunchBench", "AppArchive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/dyld3"
@@ -112,6 +115,7 @@ let package = Package(
         ]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
+        .testTarget(name: "AppArchiveTests", dependencies: ["AppArchive", "ProcessRunner", "StubRoot", "TestSupport"]),
         .testTarget(name: "BenchTests", dependencies: ["LaunchBench", "ProcessRunner", "ClosureBuild", "ClosureFormat", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "TestSupport"]),
         .testTarget(name: "ClosureTests", dependencies: ["ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "TestSupport"]),
         // Tampered and forged closures, concurrent installs, stale images, cache hygiene.

@@ -102,7 +102,7 @@ public enum LaunchSequence {
 
     /// Why the code of a launch mapped in `memory` must not run, or nil when it may: not
     /// asked to (`--no-run`), an image from a stub root (``StubImageMarker``; checked before
-    /// the architecture, so a stub graph says so on every host), or code of another
+    /// the architecture, so such a graph says so on every host), or code of another
     /// architecture. `paths` names the images.
     public static func reasonNotToRun(run: Bool, arch: String, memory: LaunchMemory, paths: [String]) -> String? {
         guard run else { return "--no-run" }

@@ -6,8 +6,13 @@ import MachOReader
 /// root exists. It is walked like `LoaderCore.DependencyGraph` (install-name matching
 /// first, then `PathResolver`'s candidates in order), but a dependency found nowhere does
 /// not end the walk: an absolute install name becomes a stub node, to be written at its
-/// first candidate path; any other is recorded as missing. Stubs left by an earlier run
-/// count as absent, so that a rerun plans them again.
+/// first candidate path. With an app layout, a dylib or bundle is walked as loaded into
+/// the layout's host (its `@executable_path`, its `LC_RPATH` last in every `@rpath`
+/// search), and a relative install name (`@rpath/...`, `@executable_path/...`,
+/// `@loader_path/...`) found nowhere becomes a stub at its first candidate inside the root
+/// other than the `usr/lib` fallback: for `@rpath/Python.framework/Python`, the app's
+/// `Frameworks/Python.framework/Python`. Any other dependency found nowhere is recorded as
+/// missing. Stubs left by an earlier run count as absent, so that a rerun plans them again.
 struct StubGraph {
     /// One image of the graph.
     enum Node {
@@ -32,10 +37,19 @@ struct StubGraph {
     /// The node whose load command first brought each node in.
     private var loaders: [Int?] = []
 
-    init(binary: String, arch: String, root: String, files: inout StubRootFiles) throws(StubRootError) {
+    /// The host's rpath, searched last by every `@rpath` load (nil: no app host).
+    private let hostRPath: PathResolver.RPath?
+    /// Whether the binary is an `MH_EXECUTE` (its own main executable: no host).
+    let binaryIsExecutable: Bool
+
+    init(binary: String, arch: String, root: String, app: StubAppLayout?, files: inout StubRootFiles) throws(StubRootError) {
         let binary = PathResolver.normalize(binary)
         self.arch = arch
-        let resolver = PathResolver(root: root, executablePath: binary)
+        let main = try files.image(at: binary, arch: arch)
+        binaryIsExecutable = main.image.header.fileType == .execute
+        let hostedApp = binaryIsExecutable ? nil : app
+        hostRPath = hostedApp.map { PathResolver.RPath(path: $0.hostRPath, declaringImageDirectory: PathResolver.directory(of: $0.hostPath)) }
+        let resolver = PathResolver(root: root, executablePath: hostedApp?.hostPath ?? binary)
         var byPath: [String: Int] = [:]
         var byInstallName: [String: Int] = [:]
         func add(_ node: Node, path: String, installName: String?, loader: Int?) -> Int {
@@ -48,7 +62,6 @@ struct StubGraph {
             return index
         }
 
-        let main = try files.image(at: binary, arch: arch)
         _ = add(.image(main), path: binary, installName: main.image.id?.installName, loader: nil)
         var next = 0
         while next < nodes.count {
@@ -74,7 +87,8 @@ struct StubGraph {
                     target = add(.image(found), path: candidate, installName: found.image.id?.installName, loader: next)
                     break
                 }
-                if target == nil, name.hasPrefix("/"), let path = candidates.first {
+                if target == nil, let path = name.hasPrefix("/") ? candidates.first
+                    : hostedApp == nil ? nil : Self.appStubPath(candidates, installName: name, root: root) {
                     if let existing = byPath[path] {
                         target = existing
                     } else {
@@ -96,8 +110,16 @@ struct StubGraph {
         return edges[index][ordinal - 1].target
     }
 
+    /// Where the stub of a relative install name goes: its first candidate inside the root
+    /// that is not the `usr/lib` fallback (the app's own directories), or nil when none is
+    /// (an `@loader_path` next to a binary outside the root: a stub cannot stand there).
+    static func appStubPath(_ candidates: [String], installName: String, root: String) -> String? {
+        let fallback = PathResolver.normalize(root + "/usr/lib/" + (installName as NSString).lastPathComponent)
+        return candidates.first { $0 != fallback && PathResolver.relative($0, inside: root) != nil }
+    }
+
     /// The rpaths `@rpath` searches for a load by `index`: its own, then its loader's, up
-    /// to the binary's.
+    /// to the binary's, then the app host's.
     private func rpathChain(from index: Int) -> [PathResolver.RPath] {
         var chain: [PathResolver.RPath] = []
         var visited = Set<Int>()
@@ -109,6 +131,7 @@ struct StubGraph {
             }
             current = loaders[node]
         }
+        if let hostRPath { chain.append(hostRPath) }
         return chain
     }
 }

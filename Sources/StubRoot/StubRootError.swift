@@ -13,6 +13,10 @@ package enum StubRootError: Error, Equatable, Sendable, CustomStringConvertible 
     case toolFailed(command: String, output: String)
     /// A file or directory could not be written.
     case io(path: String, reason: String)
+    /// A binary's platform is one stub roots are not built for.
+    case unsupportedPlatform(binary: String, arch: String, platform: String)
+    /// The binaries are built for different platforms: one root serves one platform.
+    case mixedPlatforms(binary: String, arch: String, platform: String, others: String)
 
     package var description: String {
         switch self {
@@ -26,6 +30,10 @@ package enum StubRootError: Error, Equatable, Sendable, CustomStringConvertible 
             return "\(command) failed:\n\(output)"
         case let .io(path, reason):
             return "\(path): \(reason)"
+        case let .unsupportedPlatform(binary, arch, platform):
+            return "\(binary) (\(arch)): built for \(platform); stub roots are built for macOS, iOS and the iOS simulator"
+        case let .mixedPlatforms(binary, arch, platform, others):
+            return "\(binary) (\(arch)) is built for \(platform), the other binaries for \(others): make one stub root per platform"
         }
     }
 }

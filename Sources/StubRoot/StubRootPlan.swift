@@ -9,6 +9,8 @@ import LoaderCore
 package struct StubRootPlan: Equatable, Sendable {
     /// The stub root directory (absolute).
     package let root: String
+    /// What the stubs and the host are built for: the binaries' platform.
+    package let platform: StubPlatform
     /// Sorted by install name.
     package var stubs: [StubDylib]
     package var host: StubHost
@@ -32,6 +34,13 @@ package struct StubRootPlan: Equatable, Sendable {
     /// `stub root DIR: N stub dylibs, M symbols; host exports K symbols`.
     package var summary: String {
         "stub root \(root): \(stubs.count) stub dylibs, \(stubSymbolCount) symbols; host exports \(hostSymbolCount) symbols"
+    }
+
+    /// Which files of the root are stubs, one line each: `host PATH (PLATFORM)`, then
+    /// `stub PATH (install name NAME)` per stub.
+    package var stubListing: [String] {
+        ["host \(host.path) (\(platform.rawValue)\(host.rpaths.map { ", LC_RPATH " + $0 }.joined()))"]
+            + stubs.map { "stub \($0.path) (install name \($0.installName))" }
     }
 }
 
@@ -78,7 +87,10 @@ package struct StubDylib: Equatable, Sendable {
 /// The stub host executable (`MH_EXECUTE`), standing for the program (a Python
 /// interpreter, say) that loads the binaries on macOS.
 package struct StubHost: Equatable, Sendable {
+    /// `DIR/bin/host`, or an app bundle's executable (``StubAppLayout``).
     package let path: String
+    /// Its `LC_RPATH`s: an app host's points at the bundle's `Frameworks`.
+    package let rpaths: [String]
     /// One per architecture of the plan, sorted by architecture name.
     package var slices: [StubSlice]
 }

@@ -17,15 +17,17 @@ extension StubRootPlan {
     ///   definition, as weak coalescing allows.
     ///
     /// Whatever none of these provides is listed in ``unresolved``.
+    ///
+    /// When a graph links a relative install name (`@rpath/...`, `@executable_path/...`)
+    /// found nowhere, the plan is made again with an app host (``StubAppLayout``, iOS or
+    /// macOS after the binaries' platform) that provides it, as the app would.
     package init(binaries: [String], arches: [String]?, root: String) throws(StubRootError) {
-        var planner = StubRootPlanner(root: PathResolver.normalize(root))
-        for binary in binaries {
-            for arch in try planner.architectures(of: binary, wanted: arches) {
-                try planner.addGraph(binary: binary, arch: arch)
-            }
+        let root = PathResolver.normalize(root)
+        var planner = try StubRootPlanner.planned(binaries: binaries, arches: arches, root: root, app: nil)
+        if planner.needsAppHost {
+            let app = StubAppLayout(root: root, platform: planner.platform ?? .macOS)
+            planner = try StubRootPlanner.planned(binaries: binaries, arches: arches, root: root, app: app)
         }
-        try planner.resolveTwoLevelImports()
-        try planner.resolveFlatImports()
         self = planner.plan()
     }
 }
@@ -65,7 +67,37 @@ private struct StubRootPlanner {
         let name: String
     }
 
-    init(root: String) { self.root = root }
+    /// The app host the graphs are loaded into, if any.
+    let app: StubAppLayout?
+    /// The binaries' platform (nil before the first graph).
+    private(set) var platform: StubPlatform?
+
+    init(root: String, app: StubAppLayout?) {
+        self.root = root
+        self.app = app
+    }
+
+    /// A planner that has walked every graph and resolved every import.
+    static func planned(binaries: [String], arches: [String]?, root: String, app: StubAppLayout?) throws(StubRootError) -> StubRootPlanner {
+        var planner = StubRootPlanner(root: root, app: app)
+        for binary in binaries {
+            for arch in try planner.architectures(of: binary, wanted: arches) {
+                try planner.addGraph(binary: binary, arch: arch)
+            }
+        }
+        try planner.resolveTwoLevelImports()
+        try planner.resolveFlatImports()
+        return planner
+    }
+
+    /// Whether a dylib or bundle links a relative install name found nowhere, which an
+    /// app host would provide.
+    var needsAppHost: Bool {
+        app == nil && missingDylibs.contains { missing in
+            !missing.installName.hasPrefix("/")
+                && graphs.contains { $0.arch == missing.arch && !$0.binaryIsExecutable }
+        }
+    }
 
     /// The architectures of `binary` to plan for, sorted.
     func architectures(of binary: String, wanted: [String]?) throws(StubRootError) -> [String] {
@@ -83,7 +115,18 @@ private struct StubRootPlanner {
     }
 
     mutating func addGraph(binary: String, arch: String) throws(StubRootError) {
-        let graph = try StubGraph(binary: binary, arch: arch, root: root, files: &files)
+        let graph = try StubGraph(binary: binary, arch: arch, root: root, app: app, files: &files)
+        if case let .image(file) = graph.nodes[0] {
+            let found: StubPlatform
+            switch StubPlatform.of(file.image) {
+            case let .success(platform): found = platform
+            case let .failure(unsupported): throw .unsupportedPlatform(binary: file.path, arch: arch, platform: unsupported.name)
+            }
+            if let platform, platform != found {
+                throw .mixedPlatforms(binary: file.path, arch: arch, platform: found.rawValue, others: platform.rawValue)
+            }
+            platform = found
+        }
         if hostExports[arch] == nil { hostExports[arch] = [] }
         for case let .stub(installName, path) in graph.nodes {
             if stubFiles[path] == nil {
@@ -182,9 +225,11 @@ private struct StubRootPlanner {
                 slices: slices(byPath[path] ?? [:]))
         }.sorted { ($0.installName, $0.path) < ($1.installName, $1.path) }
         let host = StubHost(
-            path: StubRootPlan.hostPath(root: root),
+            path: app?.hostPath ?? StubRootPlan.hostPath(root: root),
+            rpaths: app.map { [$0.hostRPath] } ?? [],
             slices: slices(hostExports.mapValues { Dictionary(uniqueKeysWithValues: $0.map { ($0, false) }) }))
-        return StubRootPlan(root: root, stubs: stubs, host: host, unresolved: unresolved, missingDylibs: missingDylibs)
+        return StubRootPlan(
+            root: root, platform: platform ?? .macOS, stubs: stubs, host: host, unresolved: unresolved, missingDylibs: missingDylibs)
     }
 
     // MARK: Lookup

@@ -1,14 +1,17 @@
 import Foundation
 import ProcessRunner
+import LoaderCore
 
 /// The programs a stub root is built with, and the macOS version it targets.
 package struct StubToolchain: Sendable {
-    /// Assembles the generated source (`-target ARCH-apple-macosV -c`).
+    /// Assembles the generated source (`-target ARCH-apple-macosV -c`, or the plan's
+    /// platform: ``StubPlatform``).
     package var clang: String
     /// `ld64.lld`: links each slice.
     package var linker: String
     /// `llvm-lipo`: joins the slices of a stub needed for several architectures.
     package var lipo: String
+    /// The macOS deployment target (iOS stubs target iOS 14.0).
     package var minimumOS: String
 
     package init(
@@ -32,7 +35,7 @@ extension StubRootPlan {
     package func write(toolchain: StubToolchain = StubToolchain()) async throws(StubRootError) {
         let scratch = FileManager.default.temporaryDirectory.path + "/dyld3-stub-root-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        var builder = StubBuilder(toolchain: toolchain, scratch: scratch)
+        var builder = StubBuilder(toolchain: toolchain, platform: platform, scratch: scratch)
         for stub in stubs {
             try await builder.build(stub.slices, to: stub.path, executable: false) { _ in
                 ["-dylib", "-install_name", stub.installName,
@@ -40,18 +43,23 @@ extension StubRootPlan {
                  "-compatibility_version", StubBuilder.version(stub.compatibilityVersion)]
             }
         }
-        try await builder.build(host.slices, to: host.path, executable: true) { _ in ["-e", StubAssembly.hostEntry] }
+        try await builder.build(host.slices, to: host.path, executable: true) { _ in
+            ["-e", StubAssembly.hostEntry] + host.rpaths.flatMap { ["-rpath", $0] }
+        }
+        try removeOtherStubHosts()
     }
 }
 
 /// Runs the toolchain for one stub root, in a scratch directory.
 private struct StubBuilder {
     let toolchain: StubToolchain
+    let platform: StubPlatform
     let scratch: String
     private var built = 0
 
-    init(toolchain: StubToolchain, scratch: String) {
+    init(toolchain: StubToolchain, platform: StubPlatform, scratch: String) {
         self.toolchain = toolchain
+        self.platform = platform
         self.scratch = scratch
     }
 
@@ -70,9 +78,10 @@ private struct StubBuilder {
             let source = "\(sliceDirectory)/\(leaf).s", object = "\(sliceDirectory)/\(leaf).o"
             let output = "\(sliceDirectory)/\(leaf)"
             try write(Data(try StubAssembly.source(for: slice, withHostEntry: executable).utf8), to: source)
-            try await run(toolchain.clang, ["-target", "\(slice.arch)-apple-macos\(toolchain.minimumOS)", "-c", source, "-o", object])
+            let minimumOS = platform.minimumOS(toolchain)
+            try await run(toolchain.clang, ["-target", platform.clangTarget(arch: slice.arch, minimumOS: minimumOS), "-c", source, "-o", object])
             try await run(toolchain.linker,
-                    ["-arch", slice.arch, "-platform_version", "macos", toolchain.minimumOS, toolchain.minimumOS]
+                    ["-arch", slice.arch, "-platform_version", platform.rawValue, minimumOS, minimumOS]
                         + linkArguments(slice) + [object, "-o", output])
             outputs.append(output)
         }
@@ -130,6 +139,23 @@ private struct StubBuilder {
         }
         guard result.succeeded else {
             throw .toolFailed(command: command, output: result.output)
+        }
+    }
+}
+
+extension StubRootPlan {
+    /// A root has one host: stub hosts a former plan left at the other host locations
+    /// (`LaunchRoots.hostCandidates`) are removed, so that a launch finds this plan's host.
+    /// A real executable there is left alone.
+    func removeOtherStubHosts() throws(StubRootError) {
+        var files = StubRootFiles()
+        for path in LaunchRoots.hostCandidates(root: root) where path != host.path && FileManager.default.fileExists(atPath: path) {
+            guard try !files.isRealImage(path) else { continue }
+            do {
+                try FileManager.default.removeItem(atPath: path)
+            } catch {
+                throw .io(path: path, reason: "cannot remove a former stub host: \(error.localizedDescription)")
+            }
         }
     }
 }

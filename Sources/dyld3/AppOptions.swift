@@ -1,3 +1,4 @@
+import AppArchive
 import ArgumentParser
 import Dyld3
 import Foundation
@@ -46,7 +47,7 @@ struct AppOptions: ParsableArguments {
         if let root, FileStatus.of(root)?.isDirectory != true {
             throw CommandFailure(what: "--root \(root)", why: FileStatus.of(root) == nil ? "no such directory" : "not a directory", kind: "bad-root")
         }
-        return try AppLocator.roots(for: app, arch: arch, root: root, host: host)
+        return try AppLocator.roots(for: try AppLocator.unpacked(app, cache: closureCache), arch: arch, root: root, host: host)
     }
 
     /// What a failure of a command on `app` can suggest.
@@ -83,28 +84,34 @@ struct TrustOptions: ParsableArguments {
 
 /// Finds the images to launch inside what the user named.
 enum AppLocator {
-    /// `X.app` → `X.app/X`; anything else is the image itself.
+    /// `X.app` → its executable (`AppArchive.AppBundle`: Info.plist's `CFBundleExecutable`,
+    /// else `X`, in `X.app/` or `X.app/Contents/MacOS/`); a directory holding
+    /// `Payload/X.app` (an unpacked `.ipa`), or holding one `X.app` (`Payload` itself) →
+    /// that bundle's; anything else is the image itself.
     static func mainImage(of app: String) throws -> String {
         guard let status = FileStatus.of(app) else {
             throw LoadError.unusable(path: app, reason: "no such file or directory")
         }
         guard status.isDirectory else { return app }
-        let name = (app as NSString).lastPathComponent
-        guard name.hasSuffix(".app") else {
-            throw LoadError.unusable(path: app, reason: "is a directory but not a .app bundle")
+        guard !app.hasSuffix(".app") else { return try AppBundle.executable(of: app) }
+        if FileStatus.of(app + "/Payload")?.isDirectory == true {
+            return try AppBundle.executable(of: try AppBundle.payloadApp(in: app))
         }
-        let executable = app + "/" + String(name.dropLast(4))
-        guard FileManager.default.fileExists(atPath: executable) else {
-            throw LoadError.unusable(path: app, reason: "has no executable \(String(name.dropLast(4)))")
-        }
-        return executable
+        return try AppBundle.executable(of: try AppBundle.singleApp(in: app))
+    }
+
+    /// An `.ipa` file unpacked into the cache's work area (`CACHE/.work/`), as its
+    /// `Payload/X.app`; any other app as it is.
+    static func unpacked(_ app: String, cache: ClosureCache) throws -> String {
+        guard app.hasSuffix(".ipa"), FileStatus.of(app)?.isDirectory == false else { return app }
+        return try AppBundle.unpack(ipa: app, workArea: cache.directory + "/.work")
     }
 
     /// Apps named on the command line, with directories of `.app` bundles expanded.
     static func expand(_ apps: [String]) throws -> [String] {
         var expanded: [String] = []
         for app in apps {
-            if FileStatus.of(app)?.isDirectory == true, !app.hasSuffix(".app") {
+            if FileStatus.of(app)?.isDirectory == true, !app.hasSuffix(".app"), FileStatus.of(app + "/Payload") == nil {
                 let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
                 guard !bundles.isEmpty else {
                     throw LoadError.unusable(path: app, reason: "is a directory holding no .app bundle")

@@ -1,3 +1,4 @@
+import AppArchive
 import ArgumentParser
 import ClosureFormat
 import Foundation
@@ -64,6 +65,8 @@ struct CommandFailure: Error, CustomStringConvertible {
             self.init(error, context: context)
         case let error as ClosureError:
             self.init(error, context: context)
+        case let error as AppArchiveError:
+            self.init(splitting: error.description, kind: "app-archive")
         default:
             self.init(splitting: "\(error)", kind: "error")
         }

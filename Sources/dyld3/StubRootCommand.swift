@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LaunchClosure
 import LaunchPlan
 import LoaderCore
 import MachOInspect
@@ -16,11 +17,14 @@ struct StubRootCommand: AsyncParsableCommand {
             exists neither in DIR nor in the graph, writes a Mach-O stub dylib at \
             DIR/<install name> exporting exactly the symbols imported from it, and writes \
             DIR/bin/host, an executable exporting what flat-namespace lookups find in no \
-            image. Imports nothing provides are listed on stderr and the exit status is 1. \
-            See docs/stub-roots.md.
+            image. A dylib or bundle linking a framework by @rpath or @executable_path \
+            that exists nowhere gets an app host instead (DIR/App.app/App on iOS, \
+            DIR/App.app/Contents/MacOS/App on macOS) and a stub framework in the bundle. \
+            Everything is built for the binaries' platform. Imports nothing provides are \
+            listed on stderr and the exit status is 1. See docs/stub-roots.md.
             """)
 
-    @Argument(help: "Mach-O binaries (dylibs, bundles, executables; thin or universal).")
+    @Argument(help: "Mach-O binaries (dylibs, bundles, executables; thin or universal), app bundles (X.app, Payload/X.app) or .ipa files.")
     var binaries: [String]
 
     @Option(help: "The stub root directory.")
@@ -32,6 +36,9 @@ struct StubRootCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON document (docs/json.md): the stubs written, the host, and what stays unresolved.")
     var json = false
 
+    @Option(help: "The closure cache whose work area an .ipa is unpacked into. Default: $DYLD3_CACHE, else cache/.")
+    var cache: String?
+
     func run() async throws {
         let plan: StubRootPlan
         do {
@@ -39,14 +46,21 @@ struct StubRootCommand: AsyncParsableCommand {
             for binary in binaries where FileStatus.of(binary) == nil {
                 throw LoadError.unusable(path: binary, reason: "no such file or directory")
             }
-            plan = try StubRootPlan(binaries: binaries, arches: arch.isEmpty ? nil : arch, root: out)
+            // An app bundle or .ipa stands for its main executable.
+            let images = try binaries.map { try AppLocator.mainImage(of: try AppLocator.unpacked($0, cache: ClosureCache.resolve(cache))) }
+            plan = try StubRootPlan(binaries: images, arches: arch.isEmpty ? nil : arch, root: out)
             try await plan.write()
         } catch {
             CommandFailure(error).report(json: json)
             throw ExitCode(1)
         }
         let problems = plan.missingDylibs.map(\.description) + plan.unresolved.map(\.description)
-        print(json ? Self.jsonReport(plan, problems: problems).serialized() : plan.summary)
+        if json {
+            print(Self.jsonReport(plan, problems: problems).serialized())
+        } else {
+            print(plan.summary)
+            for line in plan.stubListing { print("  " + line) }
+        }
         guard problems.isEmpty else {
             FileHandle.standardError.write(Data(problems.map { "dyld3: \($0)\n" }.joined().utf8))
             throw ExitCode(1)

@@ -34,6 +34,7 @@ import ClosureFormat
             Graph(name: "kiwisolver _cext", binaries: [corpus + "/fat_universal2/_cext.cpython-311-darwin.so"], arch: "x86_64"),
             Graph(name: "kiwisolver _cext", binaries: [corpus + "/fat_universal2/_cext.cpython-311-darwin.so"], arch: "arm64"),
             Graph(name: "ninja", binaries: [corpus + "/fat_universal2/ninja"], arch: "arm64"),
+            Graph(name: "cffi _cffi_backend iOS", binaries: [corpus + "/ios_arm64/_cffi_backend.cpython-313-iphoneos.so"], arch: "arm64"),
         ]
     }()
 
@@ -126,7 +127,8 @@ extension CorpusGraphTests {
 
 extension CorpusGraphTests {
     /// A stub root's images hold no code: with code allowed to run, both paths map the graph,
-    /// write its fixups and stop before the first initializer, naming the stub; `compare`
+    /// write its fixups (and set up its thread-local variables) and stop before the first
+    /// initializer, naming the stub; `compare`
     /// (which used to run the initializers and crash on kiwisolver's x86_64 module) runs
     /// nothing and finds memory, fixups and initializer order identical.
     @Test(arguments: graphs)
@@ -141,6 +143,13 @@ extension CorpusGraphTests {
         let reason = try #require(comparison.notRunReason)
         let stub = try #require(reason.components(separatedBy: " is a stub from a stub root (it carries __DATA,__stub_root)").first)
         #expect(stub.hasPrefix(root + "/") && stub != reason, "\(graph): \(reason)")
+        // An image with thread-local variables (as llvm-objdump reads its header) has them set
+        // up, the same way by both paths (the comparison above covers the descriptors' words).
+        let header = try await Oracle.objdump(["--private-header", "--arch=\(graph.arch)", graph.binaries[0]])
+        if header.contains("MH_HAS_TLV_DESCRIPTORS") {
+            #expect(closure.threadLocals.setups.contains { closure.images[$0.image].path.hasSuffix(graph.binaries[0].split(separator: "/").last.map(String.init) ?? "?") },
+                    "\(graph): \(closure.threadLocals.setups)")
+        }
 
         let slow = try SlowPath.launch(request)
         defer { slow.memory.release() }

@@ -170,7 +170,10 @@ struct StubRootTests {
 
     @Test func importsMatchObjdump() async throws {
         var comparisons = 0
-        for folder in ["chained_arm64", "chained_x86_64", "opcodes_x86_64", "fat_universal2", "graph_arm64_pillow/PIL", "graph_arm64_pillow/PIL/.dylibs"] {
+        for folder in [
+            "chained_arm64", "chained_x86_64", "opcodes_x86_64", "fat_universal2", "graph_arm64_pillow/PIL", "graph_arm64_pillow/PIL/.dylibs", "ios_arm64",
+            "ios_simulator_x86_64",
+        ] {
             let directory = StubRootPaths.corpusFile(folder)
             for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
                 let path = directory + "/" + name

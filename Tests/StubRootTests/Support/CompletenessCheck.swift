@@ -1,9 +1,10 @@
 import LoaderCore
 import MachOReader
+import Testing
 
 /// Checks a written stub root on its own terms, without the plan: loads a binary's graph
-/// with `LoaderCore.DependencyGraph` under the root (the stub host first, unless the
-/// binary is an executable) and binds every import of every image against the export
+/// with `LoaderCore.DependencyGraph` under the root (the stub host first, found as a
+/// launch finds it, unless the binary is an executable) and binds every import of every image against the export
 /// tries of the files on disk:
 ///
 /// - ordinal 1...N: the dylib the ordinal names, re-exports followed;
@@ -27,8 +28,10 @@ struct CompletenessCheck {
     private let tries: [ExportTrie?]
 
     init(binary: String, arch: String, root: String) throws {
-        let isExecutable = try ImageFile.load(path: binary, arch: arch).image.header.fileType == .execute
-        graph = try DependencyGraph(roots: isExecutable ? [binary] : [root + "/bin/host", binary], arch: arch, root: root)
+        let fileType = try ImageFile.load(path: binary, arch: arch).image.header.fileType
+        let roots = try LaunchRoots.roots(for: binary, fileType: fileType, root: root, host: nil)
+        #expect(fileType == .execute || roots.count == 2, "\(binary): the root has no host")
+        graph = try DependencyGraph(roots: roots, arch: arch, root: root)
         tries = try graph.nodes.map { try $0.image.exportTrie() }
         for index in graph.nodes.indices {
             try check(index)

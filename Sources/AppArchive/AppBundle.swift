@@ -1,0 +1,119 @@
+import Foundation
+
+/// Apps as users ship them: an app bundle directory (`X.app`, iOS or macOS layout) and an
+/// `.ipa` archive (a zip holding `Payload/X.app`), unpacked into a work area.
+package enum AppBundle {
+    /// An `Info.plist` larger than this is not read.
+    static let maxInfoPlistBytes = 1 << 20
+
+    /// The main executable of the bundle directory `bundle` (`X.app`): the file its
+    /// `Info.plist` names (`CFBundleExecutable`), else the bundle's own name, in
+    /// `X.app/` (iOS) or `X.app/Contents/MacOS/` (macOS, whose `Info.plist` is in
+    /// `Contents/`).
+    package static func executable(of bundle: String) throws(AppArchiveError) -> String {
+        let name = (bundle as NSString).lastPathComponent
+        guard name.hasSuffix(".app"), name.count > 4 else {
+            throw .bundle(path: bundle, what: "is a directory but not a .app bundle")
+        }
+        let isMacOS = isDirectory(bundle + "/Contents/MacOS")
+        let plist = isMacOS ? bundle + "/Contents/Info.plist" : bundle + "/Info.plist"
+        let executable = try bundleExecutable(plist: plist) ?? String(name.dropLast(4))
+        let path = (isMacOS ? bundle + "/Contents/MacOS/" : bundle + "/") + executable
+        guard FileManager.default.fileExists(atPath: path), !isDirectory(path) else {
+            throw .bundle(path: bundle, what: "has no executable \(executable) (looked for \(path))")
+        }
+        return path
+    }
+
+    /// `CFBundleExecutable` of the property list at `plist` (XML or binary); nil when the
+    /// file does not exist or names none. A name that is not a plain file name is refused.
+    static func bundleExecutable(plist: String) throws(AppArchiveError) -> String? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: plist) else { return nil }
+        let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
+        guard size <= maxInfoPlistBytes else {
+            throw .bundle(path: plist, what: "is \(size) bytes, more than the \(maxInfoPlistBytes) an Info.plist may have")
+        }
+        guard let data = FileManager.default.contents(atPath: plist) else {
+            throw .io(path: plist, reason: "cannot read")
+        }
+        let dictionary: [String: Any]?
+        do {
+            dictionary = try UnsafeFoundation.propertyList(data) as? [String: Any]
+        } catch {
+            throw .bundle(path: plist, what: "is not a property list (\(error.localizedDescription))")
+        }
+        guard let value = dictionary?["CFBundleExecutable"] else { return nil }
+        guard let executable = value as? String, !executable.isEmpty, !executable.contains("/"),
+              executable != ".", executable != "..", !executable.contains("\0") else {
+            throw .bundle(path: plist, what: "CFBundleExecutable \(String(describing: value).debugDescription) is not a file name")
+        }
+        return executable
+    }
+
+    /// The one `.app` bundle in `directory/Payload` (an unpacked `.ipa`).
+    package static func payloadApp(in directory: String) throws(AppArchiveError) -> String {
+        try singleApp(in: directory + "/Payload", named: directory, what: "Payload/X.app bundle")
+    }
+
+    /// The one `.app` bundle directly in `directory` (a `Payload` directory).
+    package static func singleApp(in directory: String) throws(AppArchiveError) -> String {
+        try singleApp(in: directory, named: directory, what: ".app bundle")
+    }
+
+    private static func singleApp(in directory: String, named: String, what: String) throws(AppArchiveError) -> String {
+        let apps = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasSuffix(".app") && isDirectory(directory + "/" + $0) }.sorted()
+        guard apps.count == 1 else {
+            throw .bundle(path: named, what: apps.isEmpty
+                ? "holds no \(what)" : "holds \(apps.count) bundles (\(apps.joined(separator: ", "))): give one")
+        }
+        return directory + "/" + apps[0]
+    }
+
+    /// Unpacks the `.ipa` at `archive` into `workArea` (created if needed) and returns its
+    /// `Payload/X.app`. The unpacked tree is kept, keyed by the archive's real path, and
+    /// reused while the archive's size, modification time and inode are unchanged, so that
+    /// `install` and a later `launch` see the same files; otherwise it is unpacked again
+    /// into a fresh directory that then replaces it.
+    package static func unpack(ipa archive: String, workArea: String, limits: ZipArchive.Limits = ZipArchive.Limits()) throws(AppArchiveError) -> String {
+        let real = URL(fileURLWithPath: archive).standardizedFileURL.resolvingSymlinksInPath().path
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: real) else {
+            throw .io(path: archive, reason: "no such file")
+        }
+        let stamp = [
+            "\((attributes[.size] as? NSNumber)?.intValue ?? -1)",
+            "\((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)",
+            "\((attributes[.systemFileNumber] as? NSNumber)?.intValue ?? -1)",
+            real,
+        ].joined(separator: "\n")
+        let leaf = (real as NSString).lastPathComponent
+        let key = String(UnsafeInflate.crc32(Array(real.utf8)), radix: 16)
+        let unpacked = "\(workArea)/ipa-\(key)-\(leaf.filter { $0.isLetter || $0.isNumber || "._-".contains($0) })"
+        let stampPath = unpacked + ".stamp"
+        if FileManager.default.contents(atPath: stampPath).flatMap({ String(data: $0, encoding: .utf8) }) == stamp,
+           let app = try? payloadApp(in: unpacked) {
+            return app
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: workArea, withIntermediateDirectories: true)
+        } catch {
+            throw .io(path: workArea, reason: "cannot create the work area: \(error.localizedDescription)")
+        }
+        let zip = try ZipArchive(path: real, limits: limits)
+        let fresh = "\(workArea)/.unpacking-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: fresh) }
+        try zip.extract(to: fresh)
+        _ = try payloadApp(in: fresh)
+        do {
+            try? FileManager.default.removeItem(atPath: stampPath)
+            try? FileManager.default.removeItem(atPath: unpacked)
+            try FileManager.default.moveItem(atPath: fresh, toPath: unpacked)
+            try Data(stamp.utf8).write(to: URL(fileURLWithPath: stampPath), options: .atomic)
+        } catch {
+            throw .io(path: unpacked, reason: "cannot install the unpacked archive: \(error.localizedDescription)")
+        }
+        return try payloadApp(in: unpacked)
+    }
+
+    static func isDirectory(_ path: String) -> Bool { UnsafeFoundation.isDirectory(path) }
+}
