@@ -46,7 +46,8 @@ enum StubObjC {
     /// its tables and trapping functions. Exports that are neither classes nor runtime
     /// functions are 8-byte zero data in the marker section, as in every stub.
     static func lines(for slice: StubSlice, isRuntime: Bool) throws(StubRootError) -> [String] {
-        let classes = classNames(in: slice.exports)
+        // The runtime always has the class its canonical protocols' isa points to.
+        let classes = classNames(in: slice.exports + (isRuntime ? [StubExport(name: classPrefix + "Protocol", isWeakDefinition: false)] : []))
         let exported = Dictionary(uniqueKeysWithValues: slice.exports.map { ($0.name, $0) })
         var data: [String] = [], code: [String] = []
         func declare(_ name: String, into lines: inout [String]) throws(StubRootError) -> String {

@@ -99,6 +99,69 @@ import TestSupport
         }
     }
 
+    /// Protocols are uniqued by name across images: `_objc` and `_Foundation` both define
+    /// `NSCopying`; the one of the image loaded last is canonical, its isa is the runtime's
+    /// `Protocol` class, every `@protocol` reference to that name points to it, and both paths
+    /// write the same memory.
+    @Test(arguments: ["x86_64", "arm64"])
+    func protocolsAreUniquedAcrossImages(arch: String) async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-protocols-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let plan = try StubRootPlan(binaries: [Self.foundationModule, Self.objcModule], arches: [arch], root: root)
+        #expect(plan.unresolved.isEmpty, "\(plan.unresolved)")
+        try await plan.write()
+        let roots = [StubRootPlan.hostPath(root: root), Self.foundationModule, Self.objcModule]
+        let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: arch, root: root, run: false))
+        defer { launch.memory.release() }
+        let images = launch.report.images
+        let space = launch.memory.objcAddressSpace()
+        let runtime = try #require(images.firstIndex(of: root + "/usr/lib/libobjc.A.dylib"))
+        let trie = try #require(try ImageFile.load(path: images[runtime], arch: arch).image.exportTrie())
+        guard case let .image(protocolClassOffset) = try #require(try trie.lookup("_OBJC_CLASS_$_Protocol")).definition else {
+            Issue.record("Protocol is not a class of the runtime"); return
+        }
+        let protocolClass = launch.memory.images[runtime].base + protocolClassOffset
+
+        // name → the protocols defining it, in load order, and every reference's value.
+        var definitions: [[UInt8]: [UInt64]] = [:], references: [[UInt8]: Set<UInt64>] = [:]
+        var listed = 0, referenceCount = 0
+        for (index, path) in images.enumerated() {
+            listed += try await Self.sectionSize("__objc_protolist", of: path, arch: arch) / 8
+            let image = try ImageFile.load(path: path, arch: arch).image
+            guard let objc = try ObjCSections(image: image) else { continue }
+            let base = launch.memory.images[index].base
+            for slot in 0..<(objc.protocolList?.pointerCount ?? 0) {
+                let proto = try space.u64(at: base + objc.protocolList!.vmOffset + UInt64(slot * 8), what: "protolist")
+                definitions[try space.cString(at: try space.u64(at: proto + 8, what: "name"), what: "name"), default: []].append(proto)
+            }
+            for slot in 0..<(objc.protocolReferences?.pointerCount ?? 0) {
+                let proto = try space.u64(at: base + objc.protocolReferences!.vmOffset + UInt64(slot * 8), what: "protoref")
+                references[try space.cString(at: try space.u64(at: proto + 8, what: "name"), what: "name"), default: []].insert(proto)
+                referenceCount += 1
+            }
+        }
+        #expect(definitions.values.reduce(0) { $0 + $1.count } == listed, "\(arch): every protolist entry llvm-objdump counts")
+        let copying = try #require(definitions[Array("NSCopying".utf8)])
+        #expect(copying.count == 2, "\(arch): NSCopying in both modules")
+        #expect(referenceCount > 40)
+        var rewrittenAcross = 0
+        for (name, protocols) in definitions {
+            let canonical = protocols.last!
+            #expect(try space.u64(at: canonical, what: "isa") == protocolClass, "\(String(decoding: name, as: UTF8.self))")
+            for other in protocols.dropLast() { #expect(try space.u64(at: other, what: "isa") == 0) }
+            if let refs = references[name] {
+                #expect(refs == [canonical], "\(arch) \(String(decoding: name, as: UTF8.self)): references \(refs), canonical \(canonical)")
+                if protocols.count > 1 { rewrittenAcross += 1 }
+            }
+        }
+        #expect(rewrittenAcross > 0, "\(arch): no reference was rewritten to another image's protocol")
+
+        let closure = try ClosureBuilder.build(roots: roots, arch: arch, root: root)
+        let comparison = try LaunchComparison.run(options: LaunchOptions(roots: roots, arch: arch, root: root, run: false),
+                                                  closure: closure, closurePath: "(built in memory)")
+        #expect(comparison.differences.isEmpty, "\(arch): \(comparison.differences.prefix(3))")
+    }
+
     /// A launch that skips the step says why: no metadata at all, or metadata and no
     /// runtime of ours.
     @Test func skippedStepSaysWhy() async throws {
