@@ -205,6 +205,13 @@ import TestSupport
         for slide in slides {
             launches.append(try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, slide: slide, run: false)))
         }
+        // dyld3's digest, from its closure, at another slide: the same.
+        var report = LaunchReport(mode: "dyld3")
+        var clock = PhaseClock()
+        let fast = try FastPath.launch(closure, closurePath: "(built in memory)", request: LaunchOptions(
+            roots: roots, arch: graph.arch, root: root, slide: 0x1234_5000_0000, run: false), report: &report, clock: &clock)
+        fast.memory.release()
+        #expect(report.digest != nil && report.digest == launches[0].report.digest)
         // The module's first three zero words of __DATA that no fixup writes.
         let module = try #require(launches[0].report.images.firstIndex(of: Self.foundationModule))
         let plan = launches[0].memory.images[module].plan
