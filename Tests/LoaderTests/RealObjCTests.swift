@@ -57,6 +57,46 @@ import TestSupport
         #expect(try space.u64(at: header + 48, what: "category count") == UInt64(categories), "\(arch)")
         #expect(classes > 22, "\(arch): the module's 22 classes and the stub classes it names")
         #expect(moduleCategories == 6 && categories == moduleCategories, "\(arch): every category extends a system class of the root")
+
+        // Each category is attached to the class its `cls` field is bound to: llvm-objdump's
+        // `__objc_catlist` gives the categories, its bind table the class symbol at +8.
+        let module = try #require(launch.report.images.firstIndex(of: Self.objcModule))
+        let meta = try await Oracle.objdump(["--objc-meta-data", "--arch=\(arch)", Self.objcModule])
+        var categoryAddresses: [UInt64] = []
+        var inCatList = false
+        for line in meta.split(separator: "\n") {
+            if line.hasPrefix("Contents of") { inCatList = line.contains("__objc_catlist") ; continue }
+            let fields = line.split(separator: " ")
+            // An entry: its address (16 hex digits), then the category's.
+            if inCatList, fields.count >= 2, fields[0].count == 16, UInt64(fields[0], radix: 16) != nil, fields[1].hasPrefix("0x"),
+               let value = UInt64(fields[1].dropFirst(2), radix: 16) {
+                categoryAddresses.append(value)
+            }
+        }
+        var boundClass: [UInt64: String] = [:]
+        for line in try await Oracle.objdump(["--bind", "--arch=\(arch)", Self.objcModule]).split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 7, fields[2].hasPrefix("0x"), let address = UInt64(fields[2].dropFirst(2), radix: 16),
+                  fields.last!.hasPrefix("_OBJC_CLASS_$_") else { continue }
+            boundClass[address] = String(fields.last!.dropFirst("_OBJC_CLASS_$_".count))
+        }
+        let expected = Dictionary(uniqueKeysWithValues: try categoryAddresses.map { ($0, try #require(boundClass[$0 + 8], "category at 0x\(String($0, radix: 16))")) })
+        #expect(expected.count == 6)
+        let moduleBase = launch.memory.images[module].base
+        let preferred = launch.memory.images[module].plan.preferredBase
+        var attached: [UInt64: String] = [:]
+        let classTable = try space.u64(at: header + 24, what: "class table"), categoryTable = try space.u64(at: header + 32, what: "category table")
+        for entry in 0..<UInt64(classes) {
+            let slot = classTable + entry * 40
+            let count = try space.u64(at: slot + 32, what: "category count")
+            guard count > 0 else { continue }
+            let name = String(decoding: try space.cString(at: try space.u64(at: slot + 16, what: "name"), what: "name"), as: UTF8.self)
+            let first = try space.u64(at: slot + 24, what: "first category")
+            for index in first..<(first + count) {
+                attached[try space.u64(at: categoryTable + index * 8, what: "category") - moduleBase + preferred] = name
+            }
+        }
+        #expect(attached == expected, "\(arch)")
     }
 
     /// Every class a stub exports (`_OBJC_CLASS_$_X`) is a class object llvm-objdump reads
