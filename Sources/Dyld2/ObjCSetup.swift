@@ -9,6 +9,8 @@ import LaunchPlan
 ///   field of a pointer method list) rewritten to it;
 /// * the class table and each class's attached categories, written into our runtime's
 ///   tables (`__DATA,__objc_fxtables` of libobjc);
+/// * protocols uniqued by name: the canonical one's isa set to the `Protocol` class, every
+///   `@protocol` reference rewritten to it;
 /// * the `+load` methods to call, per image, before its initializers.
 ///
 /// It reads fixed-up memory and yields writes as ``ResolvedFixup``s (binds to image
@@ -25,6 +27,10 @@ public struct ObjCSetup: Sendable {
     public var uniqueSelectors = 0
     public var classes = 0
     public var categories = 0
+    /// Protocols of every `__objc_protolist`, and how many names they have (the canonical ones).
+    public var protocols = 0
+    public var uniqueProtocols = 0
+    public var protocolReferences = 0
 
     /// Writes every word into `memory` (each checked to lie in a writable segment of its image).
     public func store(into memory: LaunchMemory) throws(LoadError) {
@@ -47,6 +53,21 @@ public struct ObjCSetup: Sendable {
             }
     }
 
+    /// Why the step does not run on a graph ``isNeeded(images:)`` refuses, in one line:
+    /// no image has Objective-C metadata, or no image is a runtime this loader fills in.
+    public static func skipReason(images: [MachOImage], paths: [String]) -> String {
+        let withMetadata = images.indices.filter { index in
+            do { return try ObjCSections(image: images[index]) != nil } catch { return true }
+        }
+        guard !withMetadata.isEmpty else { return "no image has Objective-C metadata (__objc_imageinfo)" }
+        var reason = "\(withMetadata.count) of \(images.count) images have Objective-C metadata, but no image is a runtime "
+            + "this loader fills in (a libobjc with __DATA,__objc_fxtables)"
+        if let index = paths.indices.first(where: { paths[$0].hasSuffix("/libobjc.A.dylib") }) {
+            reason += ": \(paths[index]) is another runtime; a root written by `dyld3 stub-root` holds one"
+        }
+        return reason
+    }
+
     public static func compute(images: [MachOImage], paths: [String], initializerOrder: [Int], memory: LaunchMemory) throws(LoadError) -> ObjCSetup? {
         var sections: [ObjCSections?] = []
         var runtime: (image: Int, tables: ObjCSections.Range)?
@@ -63,6 +84,7 @@ public struct ObjCSetup: Sendable {
         do throws(ObjCError) {
             try builder.uniqueSelectors()
             try builder.buildClassTable()
+            try builder.uniqueProtocols(runtimeImage: runtime.image)
             try builder.writeTables(runtimeImage: runtime.image, tables: runtime.tables)
             try builder.scheduleLoads(initializerOrder: initializerOrder)
         } catch {
@@ -85,6 +107,8 @@ struct ObjCSetupBuilder {
     /// Registered classes in the runtime's order, and where each is in `classEntries`.
     private var classEntries: [(cls: ImageLocation, metaclass: ImageLocation, name: ImageLocation, categories: [ImageLocation])] = []
     private var classIndex: [ImageLocation: Int] = [:]
+    /// Protocol name → its canonical `protocol_t`.
+    private var canonicalProtocols: [[UInt8]: ImageLocation] = [:]
 
     init(space: ObjCAddressSpace, bases: [UInt64], sections: [ObjCSections?]) {
         self.space = space
@@ -160,6 +184,9 @@ struct ObjCSetupBuilder {
                 try uniqueMethodNames(parsed.instanceMethodsAddress)
                 try uniqueMethodNames(parsed.classMethodsAddress)
             }
+            for proto in try pointers(objc.protocolList, image: image, "__objc_protolist") {
+                for list in try ObjCProtocol(in: space, at: proto).methodListAddresses { try uniqueMethodNames(list) }
+            }
         }
         result.uniqueSelectors = canonical.count
     }
@@ -195,6 +222,49 @@ struct ObjCSetupBuilder {
         }
         result.classes = classEntries.count
     }
+
+    /// Protocols, uniqued by name as dyld3's closure protocol table and objc4's
+    /// `readProtocol` do: images in the runtime's order, each `__objc_protolist` in order,
+    /// the first protocol of a name is canonical (so of two images, the one loaded last);
+    /// its isa is set to the runtime's `Protocol` class when the runtime registers one.
+    /// Then every `@protocol` reference (`__objc_protorefs`, images in load order) to a
+    /// protocol whose name has another canonical one is rewritten to it (objc4
+    /// `remapProtocolRef`); a reference to a name no list has keeps its value.
+    mutating func uniqueProtocols(runtimeImage: Int) throws(ObjCError) {
+        var protocolClass: ImageLocation?
+        for entry in classEntries where entry.cls.image == runtimeImage {
+            if try space.cString(at: address(entry.name), what: "class name") == ObjCSetupBuilder.protocolClassName {
+                protocolClass = entry.cls
+                break
+            }
+        }
+        for image in runtimeOrder {
+            for proto in try pointers(sections[image]!.protocolList, image: image, "__objc_protolist") {
+                let parsed = try ObjCProtocol(in: space, at: proto)
+                let name = try space.cString(at: parsed.nameAddress, what: "protocol name")
+                result.protocols += 1
+                guard canonicalProtocols[name] == nil else { continue }
+                let location = try locate(proto, "protocol")
+                canonicalProtocols[name] = location
+                if let protocolClass, parsed.isa != address(protocolClass) { writePointer(to: protocolClass, at: location) }
+            }
+        }
+        result.uniqueProtocols = canonicalProtocols.count
+        for image in sections.indices {
+            guard let references = sections[image]?.protocolReferences else { continue }
+            for slotIndex in 0..<references.pointerCount {
+                let slot = bases[image] &+ references.vmOffset &+ UInt64(slotIndex * 8)
+                let value = try space.u64(at: slot, what: "protocol reference")
+                result.protocolReferences += 1
+                guard value != 0 else { continue }
+                let name = try space.cString(at: try ObjCProtocol(in: space, at: value).nameAddress, what: "protocol name")
+                guard let canonical = canonicalProtocols[name], address(canonical) != value else { continue }
+                writePointer(to: canonical, at: try locate(slot, "protocol reference"))
+            }
+        }
+    }
+
+    private static let protocolClassName = Array("Protocol".utf8)
 
     /// The runtime's tables: header counts, then each class entry (class, metaclass, name,
     /// first category, category count: 5 words) and the category pointers, latest attached first.

@@ -55,8 +55,18 @@ public enum SlowPath {
             try objc.store(into: memory)
             report.timings[.objc] = clock.lap()
         }
+        // What the Objective-C and thread-local steps wrote over fixups, per image (for the digest).
+        let objcWrites = objc?.writes ?? [], threadLocalWrites = ThreadLocals.writes(threadLocals, imageCount: graph.nodes.count)
+        let laterWrites = graph.nodes.indices.map { index in (index < objcWrites.count ? objcWrites[index] : []) + threadLocalWrites[index] }
         let digest = LaunchDigest(options)
-        report.digest = digest == .beforeCode ? try clock.excluding { memory.writableDigest() } : nil
+        // The digest rewrites the locations fixed up with pointers; they are worked out
+        // again outside the timed launch when the launch did not record them.
+        let takeDigest = { () throws(LoadError) -> UInt64 in
+            memory.writableDigest(slideDependent: try slideDependentLocations(
+                graph: graph, plans: plans, recorded: options.recordFixups ? recorded : nil,
+                later: laterWrites))
+        }
+        report.digest = digest == .beforeCode ? try clock.excluding(takeDigest) : nil
         try memory.applyProtections()
 
         var initializers: [[UInt64]] = []
@@ -69,8 +79,27 @@ public enum SlowPath {
             entryOffset: graph.nodes[mainImage].image.entryPoint?.entryOffset, paths: report.images, arch: options.arch,
             run: options.run, memory: memory, objcLoads: objc?.loads ?? [], report: &report, clock: &clock)
         report.timings[.total] = clock.total()
-        if digest == .afterLaunch { report.digest = memory.writableDigest() }
+        if objc == nil { report.objcSkippedReason = ObjCSetup.skipReason(images: graph.nodes.map(\.image), paths: report.images) }
+        if digest == .afterLaunch { report.digest = try takeDigest() }
         return Launch(memory: memory, report: report, fixups: options.recordFixups ? recorded : nil)
+    }
+
+    /// Per image, the locations the launch fixed up with pointers into the region
+    /// (``LaunchDigest/slideDependentLocations(_:then:)``): from the fixups the launch
+    /// recorded, or resolved again.
+    static func slideDependentLocations(
+        graph: DependencyGraph, plans: [ImagePlan], recorded: [[ResolvedFixup]]?, later: [[ResolvedFixup]]
+    ) throws(LoadError) -> [[UInt64]] {
+        var fixups = recorded ?? []
+        if recorded == nil {
+            var resolver = try FixupResolver(graph: graph, plans: plans)
+            for index in graph.nodes.indices {
+                var imageFixups: [ResolvedFixup] = []
+                try resolver.resolve(image: index) { (fixup) throws(LoadError) in imageFixups.append(fixup) }
+                fixups.append(imageFixups)
+            }
+        }
+        return LaunchDigest.slideDependentLocations(fixups, then: later)
     }
 
     /// An image's initializers, each `__mod_init_func` slot read back from memory after

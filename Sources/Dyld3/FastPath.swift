@@ -194,7 +194,7 @@ public enum FastPath {
         // A page-in launch leaves its pages untouched: a digest would fault every one in.
         // Taken after the timed launch unless code runs (it would change the memory).
         let digest = pageIn == nil ? LaunchDigest(request) : .none
-        report.digest = digest == .beforeCode ? try clock.excluding { memory.writableDigest() } : nil
+        report.digest = digest == .beforeCode ? try clock.excluding { () throws(LoadError) in try digestOf(memory, closure, closurePath: closurePath) } : nil
         try memory.applyProtections()
 
         let mainImage = closure.rootCount - 1
@@ -203,9 +203,30 @@ public enum FastPath {
             entryOffset: closure.entryOffset, paths: report.images, arch: closure.arch, run: request.run, memory: memory,
             objcLoads: closure.objc.loads, report: &report, clock: &clock)
         report.timings[.total] = clock.total()
-        if digest == .afterLaunch { report.digest = memory.writableDigest() }
+        if closure.objc.bindRuns.isEmpty {
+            report.objcSkippedReason = "the closure records no Objective-C step (its builder found no metadata or no runtime of ours; "
+                + "`dyld3 launch --mode dyld2 --stats` says which)"
+        }
+        if digest == .afterLaunch { report.digest = try digestOf(memory, closure, closurePath: closurePath) }
         report.pagesFilled = memory.pager?.pagesFilled ?? 0
         return Launch(memory: memory, report: report, fixups: nil)
+    }
+
+    /// The digest of `memory` after the closure's fixups and Objective-C writes, rewriting
+    /// the locations they fixed up with pointers (the closure decoded again, outside the
+    /// timed launch).
+    static func digestOf(_ memory: LaunchMemory, _ closure: LaunchClosure, closurePath: String) throws(LoadError) -> UInt64 {
+        var fixups: [[ResolvedFixup]] = [], objc: [[ResolvedFixup]] = []
+        do throws(ClosureError) {
+            for index in closure.images.indices {
+                fixups.append(try closure.fixups(ofImage: index, closurePath: closurePath))
+                objc.append(closure.objc.bindRuns.isEmpty ? [] : try closure.objcWrites(ofImage: index, closurePath: closurePath))
+            }
+        } catch {
+            throw LoadError.failed(path: closurePath, cause: LoadError.Cause(error))
+        }
+        let later = zip(objc, ThreadLocals.writes(closure.threadLocals.setups, imageCount: closure.images.count)).map { $0 + $1 }
+        return memory.writableDigest(slideDependent: LaunchDigest.slideDependentLocations(fixups, then: later))
     }
 
     /// The mapping's result. A mapping the closure's plan made fail (an offset the kernel

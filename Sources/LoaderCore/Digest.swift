@@ -1,18 +1,51 @@
 import LaunchPlan
 
 extension LaunchMemory {
-    /// xxh3-64 over every writable segment, in image and segment order, with each aligned
-    /// 64-bit word that points into the launch's region rewritten relative to the region:
-    /// two launches at different slides that wrote the same fixups give the same digest.
-    public func writableDigest() -> UInt64 {
+    /// xxh3-64 over every writable segment, in image and segment order, with exactly the
+    /// words at `slideDependent` (per image, offsets from its preferred base: the locations
+    /// the launch fixed up with a pointer into the region, ``LaunchDigest/slideDependentLocations(_:)``)
+    /// rewritten relative to the region's base. Two launches at different slides that wrote
+    /// the same fixups give the same digest; a data word is never rewritten for its value,
+    /// whatever it holds.
+    public func writableDigest(slideDependent: [[UInt64]]) -> UInt64 {
         var bytes: [UInt8] = []
-        for image in images {
+        for (index, image) in images.enumerated() {
+            let locations = index < slideDependent.count ? slideDependent[index] : []
             for segment in image.plan.segments where segment.isWritable {
-                bytes += UnsafeMemory.copyRelativizingPointers(
-                    address: image.base + segment.vmOffset, size: segment.vmSize, regionBase: regionBase, regionSize: regionSize)
+                var copy = UnsafeMemory.copy(address: image.base + segment.vmOffset, size: segment.vmSize)
+                let end = segment.vmOffset + UInt64(copy.count)
+                for location in locations where location >= segment.vmOffset && location < end && end - location >= 8 {
+                    let at = Int(location - segment.vmOffset)
+                    var value: UInt64 = 0
+                    for byte in 0..<8 { value |= UInt64(copy[at + byte]) << (8 * UInt64(byte)) }
+                    value = value &- regionBase
+                    for byte in 0..<8 { copy[at + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
+                }
+                bytes += copy
             }
         }
         return UnsafeHash.xxh3(bytes)
+    }
+}
+
+extension LaunchDigest {
+    /// Per image, the sorted locations whose final value depends on where the images were
+    /// mapped: the last write there (image fixups in order, then `later` ones, such as the
+    /// Objective-C step's) is a rebase or a bind to an image. Absolute binds and missing
+    /// weak imports are not.
+    public static func slideDependentLocations(_ fixups: [[ResolvedFixup]], then later: [[ResolvedFixup]] = []) -> [[UInt64]] {
+        (0..<max(fixups.count, later.count)).map { index in
+            var last: [UInt64: Bool] = [:]
+            for list in [index < fixups.count ? fixups[index] : [], index < later.count ? later[index] : []] {
+                for fixup in list {
+                    switch fixup.kind {
+                    case .rebase, .bind(.image, _): last[fixup.vmOffset] = true
+                    case .bind(.absolute, _), .bind(.missingWeakImport, _): last[fixup.vmOffset] = false
+                    }
+                }
+            }
+            return last.filter(\.value).keys.sorted()
+        }
     }
 }
 

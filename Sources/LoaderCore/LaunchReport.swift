@@ -23,6 +23,9 @@ public struct LaunchReport: Sendable {
     public var result: Int32?
     /// Why code did not run, when it did not.
     public var notRunReason: String?
+    /// Why the Objective-C step did not run, when it did not (no metadata, or no runtime
+    /// of ours to fill in); nil when it ran.
+    public var objcSkippedReason: String?
     /// Image paths in the order their initializers ran.
     public var initializers: [String] = []
     /// xxh3 of every writable segment after fixups, slide-independent; nil for a page-in

@@ -77,24 +77,4 @@ enum UnsafeMemory {
         guard size > 0 else { return [] }
         return unsafe Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: Int(size)))
     }
-
-    /// A copy of `size` bytes at `address` in which every aligned 64-bit word whose low 56
-    /// bits lie in `[regionBase, regionBase + regionSize)` is rewritten relative to
-    /// `regionBase`, its top byte kept (a rebase's high8, such as a tagged C++ type-name
-    /// pointer's bit 63, rides above the address).
-    static func copyRelativizingPointers(address: UInt64, size: UInt64, regionBase: UInt64, regionSize: UInt64) -> [UInt8] {
-        var bytes = copy(address: address, size: size)
-        unsafe bytes.withUnsafeMutableBytes { buffer in
-            var offset = 0
-            while offset + 8 <= buffer.count {
-                let value = unsafe buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                let pointer = value & RebaseTarget.addressMask
-                if pointer >= regionBase, pointer - regionBase < regionSize {
-                    unsafe buffer.storeBytes(of: (pointer - regionBase) | (value & RebaseTarget.high8Mask), toByteOffset: offset, as: UInt64.self)
-                }
-                offset += 8
-            }
-        }
-        return bytes
-    }
 }

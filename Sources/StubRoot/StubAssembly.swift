@@ -2,7 +2,8 @@ import LoaderCore
 
 /// The assembly source of one stub slice. Every export is an 8-byte zero datum in
 /// `__DATA,__stub_root` under a global label spelling its name (quoted, so any name
-/// works), weak ones marked `.weak_definition`. The section opens with an unexported
+/// works), weak ones marked `.weak_definition`, except Objective-C classes (class
+/// objects) and the functions of the runtime's stub (trapping code): ``StubObjC``. The section opens with an unexported
 /// datum, so that it exists even when nothing is exported: it is how a later run tells
 /// its own stubs from real libraries, and how a launch knows not to run
 /// code (`LoaderCore.StubImageMarker`). A host also gets a private entry point in
@@ -13,19 +14,15 @@ enum StubAssembly {
     /// The host's entry symbol (`-e`): private extern, so it is not exported.
     static let hostEntry = "__dyld3_stub_root_host_entry"
 
-    static func source(for slice: StubSlice, withHostEntry: Bool) throws(StubRootError) -> String {
+    static func source(for slice: StubSlice, withHostEntry: Bool, isRuntime: Bool = false) throws(StubRootError) -> String {
         var lines = [
             "/* dyld3 stub-root: data only, never executed */",
             "\t.section \(markerSegment),\(markerSection)",
             "Lstub_root_marker:",
             "\t.quad 0",
         ]
-        for export in slice.exports {
-            let label = try quoted(export.name)
-            lines.append("\t.globl \(label)")
-            if export.isWeakDefinition { lines.append("\t.weak_definition \(label)") }
-            lines += ["\(label):", "\t.quad 0"]
-        }
+        // Classes become class objects, and the runtime's stub our runtime (StubObjC).
+        lines += try StubObjC.lines(for: slice, isRuntime: isRuntime)
         if withHostEntry {
             lines += [
                 "\t.text",

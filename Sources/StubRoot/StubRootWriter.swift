@@ -37,7 +37,8 @@ extension StubRootPlan {
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         var builder = StubBuilder(toolchain: toolchain, platform: platform, scratch: scratch)
         for stub in stubs {
-            try await builder.build(stub.slices, to: stub.path, executable: false) { _ in
+            try await builder.build(stub.slices, to: stub.path, executable: false,
+                                    isRuntime: stub.installName == StubObjC.runtimeInstallName) { _ in
                 ["-dylib", "-install_name", stub.installName,
                  "-current_version", StubBuilder.version(stub.currentVersion),
                  "-compatibility_version", StubBuilder.version(stub.compatibilityVersion)]
@@ -66,7 +67,7 @@ private struct StubBuilder {
     /// Assembles and links each slice, joins them with lipo when there are several, and
     /// installs the result at `path`.
     mutating func build(
-        _ slices: [StubSlice], to path: String, executable: Bool, linkArguments: (StubSlice) -> [String]
+        _ slices: [StubSlice], to path: String, executable: Bool, isRuntime: Bool = false, linkArguments: (StubSlice) -> [String]
     ) async throws(StubRootError) {
         built += 1
         let leaf = (path as NSString).lastPathComponent
@@ -77,7 +78,7 @@ private struct StubBuilder {
             try makeDirectory(sliceDirectory)
             let source = "\(sliceDirectory)/\(leaf).s", object = "\(sliceDirectory)/\(leaf).o"
             let output = "\(sliceDirectory)/\(leaf)"
-            try write(Data(try StubAssembly.source(for: slice, withHostEntry: executable).utf8), to: source)
+            try write(Data(try StubAssembly.source(for: slice, withHostEntry: executable, isRuntime: isRuntime).utf8), to: source)
             let minimumOS = platform.minimumOS(toolchain)
             try await run(toolchain.clang, ["-target", platform.clangTarget(arch: slice.arch, minimumOS: minimumOS), "-c", source, "-o", object])
             try await run(toolchain.linker,

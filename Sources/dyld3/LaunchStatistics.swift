@@ -32,6 +32,8 @@ struct LaunchStatistics {
     var imagesHashed: Int?
     /// `main`'s own time, when it ran (not part of pre-main).
     var mainNanoseconds: Int64?
+    /// Why the Objective-C step did not run (nil: it ran).
+    var objcSkippedReason: String?
 
     init(_ report: LaunchReport, closurePath: String?) {
         mode = report.mode
@@ -50,6 +52,7 @@ struct LaunchStatistics {
         closureBytes = closurePath.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }
         imagesHashed = report.imagesHashed
         mainNanoseconds = main
+        objcSkippedReason = report.objcSkippedReason
     }
 
     static func meaning(_ phase: LaunchReport.Phase, dyld3: Bool) -> String {
@@ -91,6 +94,7 @@ struct LaunchStatistics {
         if let imagesHashed {
             out += "  identities hashed:     \(imagesHashed == 0 ? "no" : "yes") (\(imagesHashed) of \(images) images)\n"
         }
+        out += "  objective-c:           \(objcSkippedReason.map { "skipped: " + $0 } ?? "ran")\n"
         if let mainNanoseconds { out += "  main (not pre-main):   \(time(mainNanoseconds))\n" }
         return out
     }
@@ -114,6 +118,8 @@ struct LaunchStatistics {
             ("identities_hashed", imagesHashed.map { .bool($0 > 0) } ?? .null),
             ("images_hashed", imagesHashed.map { .int(Int64($0)) } ?? .null),
             ("main_ns", mainNanoseconds.map(JSONValue.int) ?? .null),
+            ("objc_ran", .bool(objcSkippedReason == nil)),
+            ("objc_skipped_reason", objcSkippedReason.map(JSONValue.string) ?? .null),
         ])
     }
 }

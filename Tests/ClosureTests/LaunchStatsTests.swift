@@ -49,12 +49,18 @@ extension ClosureTests {
         #expect(slow.int("symbol_lookups") == inProcess.report.symbolLookups)
         #expect(slow.phaseNames == ["path_resolution", "parsing", "mapping", "rebase", "bind"] + objcPhase, "\(slow.phaseNames)")
         #expect(slow.object["closure_bytes"] is NSNull && slow.object["images_hashed"] is NSNull)
+        // Whether the Objective-C step ran: the launch's own report, and the closure's record.
+        #expect(slow.object["objc_ran"] as? Bool == (inProcess.report.objcSkippedReason == nil))
+        #expect(slow.object["objc_skipped_reason"] as? String == inProcess.report.objcSkippedReason)
+        #expect(fast.object["objc_ran"] as? Bool == !closure.objc.bindRuns.isEmpty)
+        #expect((fast.object["objc_skipped_reason"] is NSNull) == !closure.objc.bindRuns.isEmpty)
+        #expect((inProcess.report.objcSkippedReason == nil) == !closure.objc.bindRuns.isEmpty, "\(app)")
 
         // The text view names the same figures, one line per phase.
         let text = try await Dyld3Binary.run(common + ["--mode", "dyld3"])
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.lines.contains("dyld3 pre-main statistics"))
-        for label in ["total pre-main time:", "closure:", "mapping:", "bind:", "other:", "images:", "fixups:", "identities hashed:"] {
+        for label in ["total pre-main time:", "closure:", "mapping:", "bind:", "other:", "images:", "fixups:", "identities hashed:", "objective-c:"] {
             #expect(text.lines.contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) }, "no \(label) in \(text.stdout)")
         }
         #expect(text.lines.contains("  images:                \(closure.images.count)"))

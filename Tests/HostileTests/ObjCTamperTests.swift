@@ -117,7 +117,7 @@ import LaunchPlan
         let tableLines = lines.filter { $0.hasSuffix("(class and category tables)") }
         #expect(tableLines.count == 1 && tableLines[0].contains("(libobjc.A.dylib)"), "\(app): \(tableLines)")
         let counts = lines.compactMap { line -> Int? in
-            guard line.hasSuffix("(selectors)") || line.hasSuffix("tables)"), let colon = line.range(of: "): ") else { return nil }
+            guard line.hasSuffix("(selectors and protocols)") || line.hasSuffix("tables)"), let colon = line.range(of: "): ") else { return nil }
             return Int(line[colon.upperBound...].prefix { $0.isNumber })
         }
         #expect(counts.count >= 4 && counts.reduce(0, +) == dump.closure.objc.totalWrites, "\(app): \(counts)")

@@ -87,9 +87,12 @@ import LaunchPlan
             let key = try launch.memory.load(image: image, vmOffset: descriptor + 8)
             for memory in [checked, fast] { try memory.store(key, image: image, vmOffset: descriptor + 8) }
         }
-        let pageIn = launch.memory.writableDigest()
-        #expect(pageIn == checked.writableDigest(), "\(app): the page-in fills differ from the checked walk's stores")
-        #expect(pageIn == fast.writableDigest(), "\(app): the page-in fills differ from the pointer loop's stores")
+        let objcWrites = try closure.images.indices.map { closure.objc.bindRuns.isEmpty ? [] : try closure.objcWrites(ofImage: $0) }
+        let later = zip(objcWrites, ThreadLocals.writes(closure.threadLocals.setups, imageCount: closure.images.count)).map { $0 + $1 }
+        let pointers = LaunchDigest.slideDependentLocations(decoded, then: later)
+        let pageIn = launch.memory.writableDigest(slideDependent: pointers)
+        #expect(pageIn == checked.writableDigest(slideDependent: pointers), "\(app): the page-in fills differ from the checked walk's stores")
+        #expect(pageIn == fast.writableDigest(slideDependent: pointers), "\(app): the page-in fills differ from the pointer loop's stores")
     }
 
     /// Every location of `decoded` (per image) holds the value its last fixup calls for at

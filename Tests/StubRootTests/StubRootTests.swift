@@ -101,6 +101,20 @@ struct StubRootTests {
         #expect(libcxx.slices.allSatisfy { $0.exports.contains(StubExport(name: "__ZTISt12length_error", isWeakDefinition: true)) })
     }
 
+    /// pyobjc's Objective-C modules, both architectures: every import binds, and the stubs
+    /// (class objects and the runtime's code beside the data) export exactly the plan's names.
+    @Test func objcGraphsAreComplete() async throws {
+        let (plan, checks, comparisons) = try await Self.buildAndCheck(
+            ["objc_universal2/_objc.cpython-311-darwin.so", "objc_universal2/_Foundation.cpython-311-darwin.so"].map(StubRootPaths.corpusFile),
+            arches: nil, label: "objc")
+        defer { try? FileManager.default.removeItem(atPath: plan.root) }
+        #expect(comparisons > 0)
+        #expect(checks.count == 4)
+        let runtime = try #require(plan.stubs.first { $0.installName == "/usr/lib/libobjc.A.dylib" })
+        #expect(runtime.slices.map(\.arch) == ["arm64", "x86_64"])
+        #expect(runtime.slices.allSatisfy { $0.exports.contains { $0.name == "_OBJC_CLASS_$_NSObject" } })
+    }
+
     @Test func removedExportIsReportedUnresolved() async throws {
         let root = try StubRootPaths.temporaryDirectory("removed")
         defer { try? FileManager.default.removeItem(atPath: root) }

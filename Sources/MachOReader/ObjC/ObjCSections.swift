@@ -15,6 +15,9 @@ public struct ObjCSections: Sendable {
     public let categoryList: Range?
     public let nonLazyCategoryList: Range?
     public let selectorReferences: Range?
+    /// `__objc_protolist` (the image's protocols) and `__objc_protorefs` (`@protocol` references).
+    public let protocolList: Range?
+    public let protocolReferences: Range?
 
     /// nil when the image has no `__objc_imageinfo` (it has no Objective-C metadata).
     public init?(image: MachOImage) throws(MachOError) {
@@ -36,6 +39,8 @@ public struct ObjCSections: Sendable {
         categoryList = try range("__objc_catlist")
         nonLazyCategoryList = try range("__objc_nlcatlist")
         selectorReferences = try range("__objc_selrefs")
+        protocolList = try range("__objc_protolist")
+        protocolReferences = try range("__objc_protorefs")
     }
 
     /// The first section named `name` in a segment whose name starts with `__DATA`.

@@ -89,6 +89,28 @@ public struct ObjCCategory: Equatable, Sendable {
     }
 }
 
+/// `protocol_t` (64-bit): isa (0 in the file; the canonical protocol's is set to the
+/// `Protocol` class at launch), name and its four method lists (the rest is not read).
+public struct ObjCProtocol: Equatable, Sendable {
+    /// isa, mangledName, protocols, instanceMethods, classMethods,
+    /// optionalInstanceMethods, optionalClassMethods.
+    public static let readSize = 56
+
+    public let address: UInt64
+    public let isa: UInt64
+    public let nameAddress: UInt64
+    /// instanceMethods, classMethods, optionalInstanceMethods, optionalClassMethods (0: none).
+    public let methodListAddresses: [UInt64]
+
+    public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
+        let view = try space.view(at: address, length: ObjCProtocol.readSize, what: "protocol_t")
+        self.address = address
+        isa = (try? view.u64(0)) ?? 0
+        nameAddress = (try? view.u64(8)) ?? 0
+        methodListAddresses = [24, 32, 40, 48].map { (try? view.u64($0)) ?? 0 }
+    }
+}
+
 /// `method_list_t`: pointer entries (name, types, imp: 24 bytes) or, with the top flag
 /// bit, relative ones (three signed 32-bit offsets, 12 bytes, each from its own field; the
 /// name's offset leads to a selector reference, not to the string).
