@@ -65,7 +65,7 @@ public struct LaunchAnalysis: Sendable {
             }
             try consume(plans[index], imageFixups)
         }
-        let bootstrap = try resolver.flatDefinition(of: "__tlv_bootstrap")
+        let bootstrap = thunkFixups.isEmpty ? nil : try resolver.flatDefinition(of: "__tlv_bootstrap")
         threadLocals = try ThreadLocalDiscovery.setups(graph: graph, plans: plans, bootstrap: bootstrap) { image, slot in
             ThreadLocalDiscovery.thunkTarget(of: thunkFixups[image] ?? [:], slot: slot)
         }

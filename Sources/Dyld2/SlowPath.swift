@@ -42,7 +42,7 @@ public enum SlowPath {
         report.binds = resolver.binds
         // Thread-local variables: each descriptor still pointing at `__tlv_bootstrap` (read
         // back from memory) gets the loader's thunk and its image's key; then the host services.
-        let bootstrap = try resolver.flatDefinition(of: "__tlv_bootstrap")
+        let bootstrap = graph.nodes.contains { ThreadLocals.hasDescriptors($0.image) } ? try resolver.flatDefinition(of: "__tlv_bootstrap") : nil
         let threadLocals = try ThreadLocalDiscovery.setups(graph: graph, plans: plans, bootstrap: bootstrap) { (image, slot) throws(LoadError) in
             memory.target(of: try memory.load(image: image, vmOffset: slot))
         }

@@ -12,6 +12,12 @@ public enum ThreadLocals {
     /// `S_THREAD_LOCAL_REGULAR`, `S_THREAD_LOCAL_ZEROFILL`, `S_THREAD_LOCAL_VARIABLES`.
     static let regular: UInt8 = 0x11, zerofill: UInt8 = 0x12, variables: UInt8 = 0x13
 
+    /// Whether `image` has a `__thread_vars` section (what dyld's `MH_HAS_TLV_DESCRIPTORS`
+    /// announces): launches whose images have none skip the step, and its lookup by name.
+    public static func hasDescriptors(_ image: MachOImage) -> Bool {
+        image.sections.contains { $0.type == variables }
+    }
+
     /// An image's thread-local layout, as offsets from its preferred base: its template
     /// (start, initialized bytes, total bytes) and every descriptor slot of its
     /// `__thread_vars` sections; nil when it has no descriptors. A template or descriptor
