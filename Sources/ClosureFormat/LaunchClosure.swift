@@ -11,7 +11,7 @@ import LaunchPlan
 /// Each record reads and writes itself; this type only strings them together.
 public struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
-    public static let formatVersion: UInt32 = 7
+    public static let formatVersion: UInt32 = 8
     /// Who built it.
     public static let builderIdentity = "dyld3-swift closure builder 1"
 

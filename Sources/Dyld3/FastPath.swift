@@ -95,7 +95,7 @@ public enum FastPath {
 
     /// Refuses a closure built for another request (roots, architecture or root).
     static func checkBinding(_ binding: ClosureBinding, request: LaunchOptions, closurePath: String) throws(ClosureError) {
-        let expected = ClosureBinding(request: request.roots, arch: request.arch, root: request.root)
+        let expected = ClosureBinding(request: request.roots, arch: request.arch, root: request.root, policy: request.signingPolicy)
         if let mismatch = binding.mismatch(with: expected) {
             throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
         }
@@ -109,6 +109,17 @@ public enum FastPath {
     static func launch(_ closure: LaunchClosure, files: [ImageDescriptor], closurePath: String, request: LaunchOptions, checks: Checks,
                        report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper?, runsChecked: Bool = false) throws -> Launch {
         report.images = closure.images.map(\.path)
+        // The binding named this launch's policy; the images are held to it again from what
+        // the closure recorded (each record tied to its file by the cdHash identity), before
+        // anything is mapped: nothing is parsed for it.
+        if request.signingPolicy != .default {
+            do throws(LoadError) {
+                try request.signingPolicy.check(closure.images.map { ($0.path, $0.identity.signature) })
+            } catch {
+                helper?.finish()
+                throw error
+            }
+        }
         var files = files, hashed = 0
         if files.count < closure.images.count, helper?.isRunning != true {
             files += try closure.openImages(files.count..<closure.images.count, closurePath: closurePath, alwaysHash: checks.alwaysHashContent,

@@ -18,6 +18,8 @@ public struct LaunchOptions: Sendable {
     /// Page-in: the pages one fault fills, the faulting page and up to `faultAround - 1`
     /// more of the same image that receive fixups (1: the faulting page alone).
     public var faultAround: Int = FixupPager.defaultFaultAround
+    /// Which images the launch accepts by their signatures (docs/code-signing.md, "Policy").
+    public var signingPolicy: SigningPolicy = .default
 
     public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
                 fixups: FixupsMode = .eager) {

@@ -73,6 +73,7 @@ enum ClosureJSON {
             ("builder", .string(closure.builder)),
             ("arch", .string(closure.arch)),
             ("root", .string(closure.root)),
+            ("signature_policy", .string(closure.binding.policy.name)),
             ("identity", .string(closure.contentOnlyIdentity ? "content-only" : "full")),
             ("root_count", .int(Int64(closure.rootCount))),
             ("rebases", .int(Int64(closure.totalRebases))),
@@ -108,6 +109,8 @@ enum ClosureJSON {
                         ("hash_type", .string(signature.hashType.description)),
                         ("code_directory_offset", .uint(signature.codeDirectoryOffset)),
                         ("code_directory_size_bytes", .int(Int64(signature.codeDirectorySize))),
+                        ("team_id", signature.teamID.map(JSONValue.string) ?? .null),
+                        ("platform", .int(Int64(signature.platform))),
                     ])
                 } ?? .null),
             ])),

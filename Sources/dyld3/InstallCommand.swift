@@ -70,7 +70,8 @@ struct InstallCommand: ParsableCommand {
             if progress { FileHandle.standardError.write(Data("[\(number + 1)/\(targets.count)] \(app)\n".utf8)) }
             do {
                 let roots = try options.roots(for: app)
-                let closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: options.root, contentOnlyIdentity: contentOnly)
+                let closure = try ClosureBuilder.build(roots: roots.paths, arch: roots.arch, root: options.root, contentOnlyIdentity: contentOnly,
+                                                       policy: options.signingPolicy)
                 let path = cache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
                 var untrusted: String?
                 do throws(ClosureError) {

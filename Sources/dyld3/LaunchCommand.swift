@@ -126,7 +126,7 @@ struct LaunchCommand: ParsableCommand {
             return
         }
         do {
-            let closure = try ClosureBuilder.build(roots: request.roots, arch: request.arch, root: options.root)
+            let closure = try ClosureBuilder.build(roots: request.roots, arch: request.arch, root: options.root, policy: request.signingPolicy)
             try options.closureCache.prepareForWriting()
             try ClosureFile.write(closure, to: path, signedWith: signer)
             if !json { FileHandle.standardError.write(Data("dyld3: wrote a fresh closure to \(path)\n".utf8)) }
@@ -139,6 +139,7 @@ struct LaunchCommand: ParsableCommand {
         let roots = try options.roots(for: app)
         var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, slide: try parseSlide(), run: !noRun, fixups: fixups)
         launchOptions.faultAround = max(1, faultAround)
+        launchOptions.signingPolicy = options.signingPolicy
         return launchOptions
     }
 

@@ -6,7 +6,7 @@ import LaunchPlan
 /// anything else (another app's closure copied under this app's cache name, a closure
 /// launched under another root or host) is refused with the field that differs.
 ///
-/// Encoding: `builder`, `arch`, `root`, `app`, `host` strings; the body then holds the hash
+/// Encoding: `builder`, `arch`, `root`, `app`, `host`, `policy` strings; the body then holds the hash
 /// of the image list (``imageListHash(_:)``).
 public struct ClosureBinding: Equatable, Sendable {
     /// Who built it (``LaunchClosure/builderIdentity``).
@@ -18,13 +18,18 @@ public struct ClosureBinding: Equatable, Sendable {
     public var app: String
     /// The host executable a bundle or dylib was loaded into, symlinks resolved ("" for none).
     public var host: String
+    /// The signature policy the closure's images were accepted under (``SigningPolicy``): a
+    /// closure built under one policy is not used for a launch asking for another.
+    public var policy: SigningPolicy
 
-    public init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String) {
+    public init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String,
+                policy: SigningPolicy = .default) {
         self.builder = builder
         self.arch = arch
         self.root = root
         self.app = app
         self.host = host
+        self.policy = policy
     }
 
     /// The hash the binding keeps of a closure's ordered image paths (xxh3-64 of the paths,
@@ -41,7 +46,7 @@ public struct ClosureBinding: Equatable, Sendable {
 
     /// The binding's fields, named as a mismatch reports them.
     public enum Field: String, Sendable, CaseIterable {
-        case builder, arch, root, app, host
+        case builder, arch, root, app, host, policy
     }
 
     /// The first field in which this closure's binding differs from `request`, with both values.
@@ -59,6 +64,7 @@ public struct ClosureBinding: Equatable, Sendable {
         case .root: root
         case .app: app
         case .host: host
+        case .policy: policy.name
         }
     }
 
@@ -68,6 +74,11 @@ public struct ClosureBinding: Equatable, Sendable {
         root = try r.string()
         app = try r.string()
         host = try r.string()
+        let name = try r.string()
+        guard let policy = SigningPolicy(name: name) else {
+            throw r.corrupt("a binding with signature policy \"\(name)\", none this loader knows")
+        }
+        self.policy = policy
     }
 
     func encode(into w: inout ClosureWriter) {
@@ -76,5 +87,6 @@ public struct ClosureBinding: Equatable, Sendable {
         w.string(root)
         w.string(app)
         w.string(host)
+        w.string(policy.name)
     }
 }
