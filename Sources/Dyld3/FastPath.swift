@@ -175,6 +175,16 @@ public enum FastPath {
         }
         report.slide = memory.images[0].slide
         report.timings[.mapping] = clock.lap()
+        if request.verifyPages {
+            do throws(LoadError) {
+                report.pagesVerified = try EagerPageVerification.verify(memory, signatures: closure.images.map(\.identity.signature)).pages
+            } catch {
+                helper?.finish()
+                memory.release()
+                throw error
+            }
+            report.timings[.parsing] = clock.lap()
+        }
         do throws(ClosureError) {
             let values = closure.bindTargetValues(memory)
             let eager = closure.images.indices.filter { !(pageIn?.indexed[$0] ?? false) }

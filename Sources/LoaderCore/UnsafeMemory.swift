@@ -1,3 +1,4 @@
+import MachOReader
 #if canImport(Glibc)
 import Glibc
 import LaunchPlan
@@ -96,5 +97,13 @@ enum UnsafeMemory {
             }
         }
         return bytes
+    }
+}
+
+extension UnsafeMemory {
+    /// Whether the `count` mapped bytes at `address` hash to code slot `slot` of `directory`
+    /// (hashed where they lie, not copied).
+    static func verifyPage(address: UInt64, count: Int, against directory: CS_CodeDirectory, slot: Int) -> Bool {
+        unsafe directory.verifyPage(unsafeBytes: UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: count), slot: slot)
     }
 }
