@@ -98,6 +98,8 @@ package struct SizeResult: Codable, Sendable {
     package var pageIn: PageInResult?
     /// The Objective-C step's share of dyld2's and dyld3's launch; nil for C-only apps.
     package var objc: ObjCShare?
+    /// What verifying the images' code signatures costs; nil when no image is signed.
+    package var codeSigning: CodeSigningCost? = nil
 }
 
 /// Pages of a set of files in the page cache, against all their pages.
