@@ -1,5 +1,6 @@
 import Dyld3
 import Foundation
+import LaunchClosure
 import LaunchPlan
 import LoaderCore
 import MachOReader
@@ -22,8 +23,14 @@ package struct CodeSigningCost: Codable, Sendable {
     /// The fast path's identity check: every signed image's CodeDirectory read through an
     /// open descriptor and hashed, compared with a recorded cdHash.
     package var cdhashCheck: Distribution
-    /// cdhashCheck's median over the warm eager dyld3 launch's median (the 5% target).
+    /// cdhashCheck's median over the warm eager dyld3 launch's median: the check's serial
+    /// cost, as if one thread made it (the launch identifies most images on its helper).
     package var cdhashShareOfDyld3: Double
+    /// Eager dyld3 launches with the cdHash check switched off (bench only), interleaved
+    /// with ``dyld3Eager``: what the check costs the launch, and its share (the 5% target).
+    package var dyld3WithoutCdhash: Distribution
+    package var cdhashLaunchCostNs: Int64
+    package var cdhashLaunchShare: Double
     /// The hash of one code page against its slot, as page-in's fault path makes it for
     /// each page it fills: every signed page hashed where it lies, per page and per MB.
     package var pageCheckNsPerPage: Double
@@ -65,7 +72,7 @@ enum CodeSigningBench {
         let bytes = signed.reduce(0) { $0 + Int($1.directory.codeLimit) }
 
         var full: [Int64] = [], cdhash: [Int64] = [], pageCheck: [Int64] = []
-        var eager: [Int64] = [], verifying: [Int64] = [], phase: [Int64] = []
+        var eager: [Int64] = [], verifying: [Int64] = [], phase: [Int64] = [], unchecked: [Int64] = []
         var verified = 0
         var withPages = options
         withPages.verifyPages = true
@@ -98,6 +105,13 @@ enum CodeSigningBench {
             plain.memory.release()
             let checked = try FastPath.launch(closurePath: closurePath, request: withPages)
             checked.memory.release()
+            ImageIdentity.benchSkipsSignatureCheck.store(true, ordering: .relaxed)
+            let withoutCdhash: Launch
+            do {
+                defer { ImageIdentity.benchSkipsSignatureCheck.store(false, ordering: .relaxed) }
+                withoutCdhash = try FastPath.launch(closurePath: closurePath, request: options)
+            }
+            withoutCdhash.memory.release()
             verified = checked.report.pagesVerified ?? 0
             guard round > 0 else { continue }  // round 0 warms caches and is discarded
             full.append(fullTime)
@@ -106,10 +120,13 @@ enum CodeSigningBench {
             eager.append(plain.report.timings[.total] ?? 0)
             verifying.append(checked.report.timings[.total] ?? 0)
             phase.append(checked.report.timings[.parsing] ?? 0)
+            unchecked.append(withoutCdhash.report.timings[.total] ?? 0)
         }
         let fullDistribution = Distribution(full), cdhashDistribution = Distribution(cdhash)
         let pageMedian = Double(Distribution(pageCheck).median), phaseDistribution = Distribution(phase)
         let megabytes = Double(bytes) / 1_048_576
+        let eagerDistribution = Distribution(eager), uncheckedDistribution = Distribution(unchecked)
+        let launchCost = eagerDistribution.median - uncheckedDistribution.median
         let verifiedBytes = Double(verified) * 4096 / 1_048_576
         return CodeSigningCost(
             signedImages: signed.count, signedPages: pages, signedBytes: bytes,
@@ -118,8 +135,10 @@ enum CodeSigningBench {
             fullVerificationNsPerMb: ratio(Double(fullDistribution.median), megabytes),
             cdhashCheck: cdhashDistribution,
             cdhashShareOfDyld3: ratio(Double(cdhashDistribution.median), Double(dyld3Median)),
+            dyld3WithoutCdhash: uncheckedDistribution, cdhashLaunchCostNs: launchCost,
+            cdhashLaunchShare: ratio(Double(launchCost), Double(eagerDistribution.median)),
             pageCheckNsPerPage: ratio(pageMedian, Double(pages)), pageCheckNsPerMb: ratio(pageMedian, megabytes),
-            dyld3Eager: Distribution(eager), dyld3VerifyPages: Distribution(verifying), verifyPagesChecked: verified,
+            dyld3Eager: eagerDistribution, dyld3VerifyPages: Distribution(verifying), verifyPagesChecked: verified,
             verifyPagesPhase: phaseDistribution,
             verifyPagesNsPerPage: ratio(Double(phaseDistribution.median), Double(verified)),
             verifyPagesNsPerMb: ratio(Double(phaseDistribution.median), verifiedBytes))

@@ -158,6 +158,12 @@ enum MarkdownReport {
                         cell(cost.cdhashCheck), String(format: "%.1f%%", cost.cdhashShareOfDyld3 * 100),
                         microseconds(cost.pageCheckNsPerPage), milliseconds(cost.pageCheckNsPerMb)]
             })
+            out += "\nWhat the cdHash identity check costs the eager dyld3 launch: launches with it and with it switched off (bench only), interleaved:\n\n"
+            out += table(["dylibs", "dyld3", "without the cdHash check", "cost", "share (target ≤ 5%)"], signedSizes.map { size in
+                let cost = size.codeSigning!
+                return ["\(size.dylibs)", cell(cost.dyld3Eager), cell(cost.dyld3WithoutCdhash), time(cost.cdhashLaunchCostNs),
+                        String(format: "%.1f%%", cost.cdhashLaunchShare * 100)]
+            })
             out += "\nEager dyld3 without and with `--verify-pages` (interleaved; no code run), and the verification's own phase:\n\n"
             out += table(["dylibs", "eager", "--verify-pages", "pages checked", "verification", "per page", "per MB"], signedSizes.map { size in
                 let cost = size.codeSigning!

@@ -96,8 +96,10 @@ struct CodesignSignCommand: ParsableCommand {
         do {
             try sign()
         } catch {
-            let why = (error as? CodeSignatureError).map { "offset 0x\(String($0.offset, radix: 16)): \($0.structure): \($0.what)" } ?? "\(error)"
-            FileHandle.standardError.write(Data("dyld3: \(file): \(why)\n".utf8))
+            // One line that starts with the file (a load error already names it).
+            let line = (error as? CodeSignatureError).map { "\(file): offset 0x\(String($0.offset, radix: 16)): \($0.structure): \($0.what)" }
+                ?? ("\(error)".hasPrefix(file) ? "\(error)" : "\(file): \(error)")
+            FileHandle.standardError.write(Data("dyld3: \(line)\n".utf8))
             throw ExitCode(1)
         }
     }

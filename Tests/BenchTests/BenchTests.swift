@@ -71,10 +71,13 @@ import Testing
         let signing = try #require(size.codeSigning)
         #expect(signing.signedImages == size.images && signing.signedPages >= signing.signedImages)
         #expect(signing.signedBytes <= signing.signedPages * 4096 && signing.signedBytes > (signing.signedPages - signing.signedImages) * 4096)
-        for distribution in [signing.fullVerification, signing.cdhashCheck, signing.dyld3Eager, signing.dyld3VerifyPages, signing.verifyPagesPhase] {
+        for distribution in [signing.fullVerification, signing.cdhashCheck, signing.dyld3Eager, signing.dyld3VerifyPages, signing.verifyPagesPhase,
+                             signing.dyld3WithoutCdhash] {
             #expect(distribution.samples.count == 3 && distribution.samples.allSatisfy { $0 > 0 }, "\(distribution.samples)")
         }
         #expect(signing.verifyPagesChecked == signing.signedPages)
+        #expect(signing.cdhashLaunchCostNs == signing.dyld3Eager.median - signing.dyld3WithoutCdhash.median)
+        #expect(abs(signing.cdhashLaunchShare * Double(signing.dyld3Eager.median) - Double(signing.cdhashLaunchCostNs)) < 1)
         let megabytes = Double(signing.signedBytes) / 1_048_576
         #expect(abs(signing.fullVerificationNsPerPage * Double(signing.signedPages) - Double(signing.fullVerification.median)) < 1)
         #expect(abs(signing.fullVerificationNsPerMb * megabytes - Double(signing.fullVerification.median)) < 1)
@@ -85,7 +88,7 @@ import Testing
         for key in ["signed_images", "signed_pages", "signed_bytes", "full_verification", "full_verification_ns_per_page",
                     "full_verification_ns_per_mb", "cdhash_check", "cdhash_share_of_dyld3", "page_check_ns_per_page",
                     "page_check_ns_per_mb", "dyld3_eager", "dyld3_verify_pages", "verify_pages_checked", "verify_pages_phase",
-                    "verify_pages_ns_per_page", "verify_pages_ns_per_mb"] {
+                    "verify_pages_ns_per_page", "verify_pages_ns_per_mb", "dyld3_without_cdhash", "cdhash_launch_cost_ns", "cdhash_launch_share"] {
             #expect(signingObject[key] != nil, "bench.json code_signing has no \(key)")
         }
 
