@@ -93,7 +93,7 @@ public enum FastPath {
                           report: &report, clock: &clock, helper: helper)
     }
 
-    /// Refuses a closure built for another request (roots, architecture or root).
+    /// Refuses a closure built for another request (roots, architecture, root or signature policy).
     static func checkBinding(_ binding: ClosureBinding, request: LaunchOptions, closurePath: String) throws(ClosureError) {
         let expected = ClosureBinding(request: request.roots, arch: request.arch, root: request.root, policy: request.signingPolicy)
         if let mismatch = binding.mismatch(with: expected) {
