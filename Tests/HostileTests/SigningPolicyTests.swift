@@ -85,6 +85,19 @@ import Testing
             request.fixups = fixups
             #expect(throws: expected, "\(fixups)") { _ = try FastPath.launch(closurePath: path, request: request) }
         }
+        // Library validation from the records alike: the fixture's images are ld64.lld's ad
+        // hoc signatures, the first after the main executable is refused.
+        var adhoc = try FixtureApp.named("basic").closure()
+        adhoc.binding.policy = Self.libraryValidation
+        let adhocPath = ClosureCache(directory: cache).closurePath(forApp: adhoc.images[0].path, arch: app.arch)
+        try ClosureFile.write(adhoc, to: adhocPath)
+        var validating = LaunchOptions(roots: [adhoc.images[0].path], arch: app.arch, root: try FixtureApp.named("basic").root, run: false)
+        validating.signingPolicy = Self.libraryValidation
+        #expect { _ = try FastPath.launch(closurePath: adhocPath, request: validating) } throws: { error in
+            guard let error = error as? LoadError, case let .signingPolicy(path, rule, why) = error else { return false }
+            return path == adhoc.images[1].path && rule == .libraryValidation && why.hasPrefix("signed ad hoc (no team ID)")
+        }
+
         // The default asks nothing of the records, and the binding names another policy.
         request.signingPolicy = .default
         #expect { _ = try FastPath.launch(closurePath: path, request: request) } throws: { error in
