@@ -8,9 +8,10 @@ import ClosureFormat
 public enum ClosureBuilder {
     /// The closure for launching `roots` (host first, if any) with the `inserted` libraries
     /// for `arch` under `root`. An app that cannot launch gets no closure: the slow path's
-    /// error is thrown.
+    /// error is thrown, and so is the first image `policy` refuses (the closure's binding
+    /// records the policy).
     public static func build(roots: [String], inserted: [String] = [], arch: String, root: String?,
-                             contentOnlyIdentity: Bool = false) throws(LoadError) -> LaunchClosure {
+                             contentOnlyIdentity: Bool = false, policy: SigningPolicy = .default) throws(LoadError) -> LaunchClosure {
         var targets: [BindTarget] = []
         var targetIndex: [BindTarget: Int] = [:]
         // Each image's fixups are encoded as runs as soon as they are resolved.
@@ -28,11 +29,14 @@ public enum ClosureBuilder {
                 objc.bindCounts.append(encoded.count)
             }
         }
+        // A signed image must verify whole, as dyld2 checks it before code runs; the closure
+        // keeps its cdHash, checked again at every launch, and what the policy decided by.
+        var signatures: [(path: String, signature: SignedImage?)] = []
+        for node in analysis.graph.nodes { signatures.append((node.path, try CodeSigning.verify(node.image, path: node.path))) }
+        try policy.check(signatures)
         var images: [ClosureImage] = []
         for (index, node) in analysis.graph.nodes.enumerated() {
-            // A signed image must verify whole, as dyld2 checks it before code runs; the
-            // closure keeps its cdHash, checked again at every launch.
-            let signature = try CodeSigning.verify(node.image, path: node.path)
+            let signature = signatures[index].signature
             let identity: ImageIdentity
             do throws(ClosureError) {
                 identity = try ImageIdentity.current(path: node.path, uuid: node.image.uuid, contentOnly: contentOnlyIdentity,
@@ -49,7 +53,7 @@ public enum ClosureBuilder {
                 fixupPageIndex: FixupPageIndex(rebases: rebases.pages, binds: binds.pages)))
         }
         return LaunchClosure(
-            binding: ClosureBinding(request: roots, inserted: inserted, arch: arch, root: root), contentOnlyIdentity: contentOnlyIdentity,
+            binding: ClosureBinding(request: roots, inserted: inserted, arch: arch, root: root, policy: policy), contentOnlyIdentity: contentOnlyIdentity,
             images: images, rootCount: analysis.graph.rootCount, bindTargets: targets,
             initializerOrder: analysis.initializerOrder, entryOffset: analysis.entryOffset,
             missingWeakDylibs: analysis.graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) },

@@ -13,8 +13,11 @@ public enum SlowPath {
         let graph = try DependencyGraph(roots: options.roots, inserted: options.inserted, arch: options.arch, root: options.root)
         report.timings[.pathResolution] = clock.lap() - graph.parseNanoseconds
         // Every signed image verifies whole before anything is mapped (the reference check:
-        // each page hash and each special slot that can be checked from the file).
-        for node in graph.nodes { _ = try CodeSigning.verify(node.image, path: node.path) }
+        // each page hash and each special slot that can be checked from the file), then the
+        // policy decides by what verified (unsigned images, team IDs).
+        var signatures: [(path: String, signature: SignedImage?)] = []
+        for node in graph.nodes { signatures.append((node.path, try CodeSigning.verify(node.image, path: node.path))) }
+        try options.signingPolicy.check(signatures)
         report.timings[.parsing] = graph.parseNanoseconds + clock.lap()
         report.images = graph.nodes.map(\.path)
 

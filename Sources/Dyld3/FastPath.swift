@@ -93,9 +93,10 @@ public enum FastPath {
                           report: &report, clock: &clock, helper: helper)
     }
 
-    /// Refuses a closure built for another request (roots, architecture or root).
+    /// Refuses a closure built for another request (roots, architecture, root or signature policy).
     static func checkBinding(_ binding: ClosureBinding, request: LaunchOptions, closurePath: String) throws(ClosureError) {
-        let expected = ClosureBinding(request: request.roots, inserted: request.inserted, arch: request.arch, root: request.root)
+        let expected = ClosureBinding(request: request.roots, inserted: request.inserted, arch: request.arch, root: request.root,
+                                      policy: request.signingPolicy)
         if let mismatch = binding.mismatch(with: expected) {
             throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
         }
@@ -109,6 +110,17 @@ public enum FastPath {
     static func launch(_ closure: LaunchClosure, files: [ImageDescriptor], closurePath: String, request: LaunchOptions, checks: Checks,
                        report: inout LaunchReport, clock: inout PhaseClock, helper: LaunchHelper?, runsChecked: Bool = false) throws -> Launch {
         report.images = closure.images.map(\.path)
+        // The binding named this launch's policy; the images are held to it again from what
+        // the closure recorded (each record tied to its file by the cdHash identity), before
+        // anything is mapped: nothing is parsed for it.
+        if request.signingPolicy != .default {
+            do throws(LoadError) {
+                try request.signingPolicy.check(closure.images.map { ($0.path, $0.identity.signature) })
+            } catch {
+                helper?.finish()
+                throw error
+            }
+        }
         var files = files, hashed = 0
         if files.count < closure.images.count, helper?.isRunning != true {
             files += try closure.openImages(files.count..<closure.images.count, closurePath: closurePath, alwaysHash: checks.alwaysHashContent,
@@ -164,6 +176,16 @@ public enum FastPath {
         }
         report.slide = memory.images[0].slide
         report.timings[.mapping] = clock.lap()
+        if request.verifyPages {
+            do throws(LoadError) {
+                report.pagesVerified = try EagerPageVerification.verify(memory, signatures: closure.images.map(\.identity.signature)).pages
+            } catch {
+                helper?.finish()
+                memory.release()
+                throw error
+            }
+            report.timings[.parsing] = clock.lap()
+        }
         do throws(ClosureError) {
             let values = closure.bindTargetValues(memory)
             let eager = closure.images.indices.filter { !(pageIn?.indexed[$0] ?? false) }

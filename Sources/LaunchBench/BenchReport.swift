@@ -102,6 +102,8 @@ package struct SizeResult: Codable, Sendable {
     package var pageIn: PageInResult?
     /// The Objective-C step's share of dyld2's and dyld3's launch; nil for C-only apps.
     package var objc: ObjCShare?
+    /// What verifying the images' code signatures costs; nil when no image is signed.
+    package var codeSigning: CodeSigningCost? = nil
 
     /// Keys holding times carry `Ns` (`_ns` once snake-cased).
     enum CodingKeys: String, CodingKey {
@@ -109,7 +111,7 @@ package struct SizeResult: Codable, Sendable {
         case warm = "warmNs", fresh = "freshNs", freshMaxRssKilobytes
         case dyld3Phases = "dyld3PhasesNs", dyld2Phases = "dyld2PhasesNs"
         case nanosecondsPerFixup, pagesDirtied, benchMaxRssKilobytes, closure
-        case cold = "coldNs", coldDyld3Phases = "coldDyld3PhasesNs", residentAfterEviction, pageIn, objc
+        case cold = "coldNs", coldDyld3Phases = "coldDyld3PhasesNs", residentAfterEviction, pageIn, objc, codeSigning
     }
 }
 

@@ -147,6 +147,31 @@ enum MarkdownReport {
             })
         }
 
+        let signedSizes = report.sizes.filter { $0.codeSigning != nil }
+        if !signedSizes.isEmpty {
+            out += "\n## Code-signature verification (docs/code-signing.md): each check on its own, medians (p90)\n\n"
+            out += table(["dylibs", "signed images", "pages", "MB", "dyld2: every page hashed", "per page", "per MB",
+                          "dyld3: cdHash identity", "of the dyld3 launch", "page-in: one page's hash", "per MB"], signedSizes.map { size in
+                let cost = size.codeSigning!
+                return ["\(size.dylibs)", "\(cost.signedImages)", "\(cost.signedPages)", String(format: "%.1f", Double(cost.signedBytes) / 1_048_576),
+                        cell(cost.fullVerification), microseconds(cost.fullVerificationNsPerPage), milliseconds(cost.fullVerificationNsPerMb),
+                        cell(cost.cdhashCheck), String(format: "%.1f%%", cost.cdhashShareOfDyld3 * 100),
+                        microseconds(cost.pageCheckNsPerPage), milliseconds(cost.pageCheckNsPerMb)]
+            })
+            out += "\nWhat the cdHash identity check costs the eager dyld3 launch: launches with it and with it switched off (bench only), interleaved:\n\n"
+            out += table(["dylibs", "dyld3", "without the cdHash check", "cost", "share (target ≤ 5%)"], signedSizes.map { size in
+                let cost = size.codeSigning!
+                return ["\(size.dylibs)", cell(cost.dyld3Eager), cell(cost.dyld3WithoutCdhash), time(cost.cdhashLaunchCostNs),
+                        String(format: "%.1f%%", cost.cdhashLaunchShare * 100)]
+            })
+            out += "\nEager dyld3 without and with `--verify-pages` (interleaved; no code run), and the verification's own phase:\n\n"
+            out += table(["dylibs", "eager", "--verify-pages", "pages checked", "verification", "per page", "per MB"], signedSizes.map { size in
+                let cost = size.codeSigning!
+                return ["\(size.dylibs)", cell(cost.dyld3Eager), cell(cost.dyld3VerifyPages), "\(cost.verifyPagesChecked)", cell(cost.verifyPagesPhase),
+                        microseconds(cost.verifyPagesNsPerPage), milliseconds(cost.verifyPagesNsPerMb)]
+            })
+        }
+
         out += "\n## Performance targets\n\n"
         out += "The goals dyld3 is built to, checked against this run: at 400 dylibs, a warm dyld3 launch close to the mapping floor "
         out += "(mapping every segment and writing each fixup page once, the least any loader does), at most half of glibc's best "
@@ -190,6 +215,9 @@ enum MarkdownReport {
     static func time(_ nanoseconds: Int64) -> String {
         nanoseconds < 1_000_000 ? String(format: "%.0f µs", Double(nanoseconds) / 1e3) : String(format: "%.2f ms", Double(nanoseconds) / 1e6)
     }
+
+    static func microseconds(_ nanoseconds: Double) -> String { String(format: "%.2f µs", nanoseconds / 1e3) }
+    static func milliseconds(_ nanoseconds: Double) -> String { String(format: "%.2f ms", nanoseconds / 1e6) }
 
     static func megabytes(_ kilobytes: Int64) -> String { String(format: "%.1f MB", Double(kilobytes) / 1024) }
 }

@@ -81,6 +81,12 @@ struct SizeBench {
         }
 
         let warmDistributions = Dictionary(uniqueKeysWithValues: warm.map { ($0.key.rawValue, Distribution($0.value)) })
+        var codeSigning: CodeSigningCost?
+        if closure.images.contains(where: { $0.identity.signature != nil }) {
+            log("  code signing: \(runs) rounds of each check, and eager dyld3 without and with --verify-pages")
+            codeSigning = try CodeSigningBench.measure(closure, closurePath: closurePath, options: options, runs: runs,
+                                                       dyld3Median: warmDistributions[LaunchPath.dyld3.rawValue]?.median ?? 0)
+        }
         var perFixup: [String: Double] = [:]
         for (path, distribution) in warmDistributions {
             let count = LaunchPath.glibcPaths.map(\.rawValue).contains(path) ? elf.relocations : fixups
@@ -105,7 +111,7 @@ struct SizeBench {
             objc: configuration.objc.map { _ in
                 ObjCShare(writes: closure.objc.totalWrites, dyld2Phases: dyld2Phases.mapValues { Distribution($0).median },
                           dyld3Phases: dyld3Phases.mapValues { Distribution($0).median })
-            })
+            }, codeSigning: codeSigning)
     }
 
     /// One launch of `path`, timed as the path times itself, and unmapped again. The floor

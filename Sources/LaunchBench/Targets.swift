@@ -48,6 +48,11 @@ enum Targets {
                     + "\(flatSizes[flatSizes.count - 1].dylibs) dylibs (max/min within 1.5: " + String(format: "%.2f", spread) + "; \(perSize) ns)"))
             }
         }
+        for size in report.sizes where [100, 400].contains(size.dylibs) {
+            guard let signing = size.codeSigning, signing.dyld3Eager.median > 0 else { continue }
+            checks.append(Check(met: signing.cdhashLaunchShare <= 0.05, text: String(
+                format: "%d dylibs: the cdHash identity check within 5%% of the dyld3 launch (%.1f%%)", size.dylibs, signing.cdhashLaunchShare * 100)))
+        }
         for size in report.sizes where size.closure.imageMetadataBytes > 0 {
             checks.append(Check(met: size.closure.relativeToMetadata <= 0.4, text: String(
                 format: "%d dylibs: closure ≤ 40%% of the images' fixup and export metadata (%.0f%%)", size.dylibs, size.closure.relativeToMetadata * 100)))

@@ -1,15 +1,16 @@
 import ClosureFormat
 import Foundation
 import LoaderCore
+import LaunchPlan
 
 extension ClosureBinding {
     /// The binding a launch of `roots` (host first, if any) with the `inserted` libraries
-    /// for `arch` under `root` asks for.
-    public init(request roots: [String], inserted: [String] = [], arch: String, root: String?) {
+    /// for `arch` under `root`, with signature policy `policy`, asks for.
+    public init(request roots: [String], inserted: [String] = [], arch: String, root: String?, policy: SigningPolicy = .default) {
         self.init(arch: arch, root: root.map(PathResolver.normalize) ?? "",
                   app: ClosureBinding.resolved(roots.last ?? ""),
                   host: roots.count > 1 ? ClosureBinding.resolved(roots[0]) : "",
-                  inserted: inserted.map(ClosureBinding.resolved).joined(separator: ":"))
+                  inserted: inserted.map(ClosureBinding.resolved).joined(separator: ":"), policy: policy)
     }
 
     /// `path` made absolute with symlinks resolved: the form bindings and cache names use.

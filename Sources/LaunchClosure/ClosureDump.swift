@@ -46,6 +46,7 @@ public struct ClosureDump: Sendable {
         out += field("arch", closure.arch)
         out += field("root", closure.root.isEmpty ? "(none)" : closure.root)
         out += field("inserted", closure.binding.inserted.isEmpty ? "(none)" : closure.binding.insertedPaths.joined(separator: ", "))
+        out += field("policy", closure.binding.policy.name)
         out += field("identity", closure.contentOnlyIdentity ? "content-only (size and content hash)" : "full (size, mtime, inode; content hash when stat differs)")
         out += field("images", "\(closure.images.count), \(closure.rootCount) root" + (closure.rootCount == 1 ? "" : "s"))
         out += field("fixups", "\(closure.totalRebases) rebases, \(closure.totalBinds) binds, \(closure.bindTargets.count) bind targets")
@@ -102,7 +103,10 @@ public struct ClosureDump: Sendable {
             identityText += ", mtime \(identity.mtimeSeconds).\(String(identity.mtimeNanoseconds).leftPadded(to: 9)), inode \(identity.inode)"
         }
         identityText += ", uuid \(identity.uuid.map(ClosureDump.uuidString) ?? "(none)"), content \(hex(identity.contentHash))"
-        identityText += identity.signature.map { ", cdhash \($0.cdHash.hex) (\($0.hashType))" } ?? ", unsigned"
+        identityText += identity.signature.map {
+            ", cdhash \($0.cdHash.hex) (\($0.hashType))" + ($0.teamID.map { ", team ID \($0)" } ?? ", no team ID")
+                + ($0.isPlatformBinary ? ", platform \($0.platform)" : "")
+        } ?? ", unsigned"
         out += field("identity", identityText, indent: 2)
         out += field("mapping", "preferred base \(hex(image.plan.preferredBase)), vm size \(hex(image.plan.vmSize))", indent: 2)
         out += "  segments:\n"

@@ -1,3 +1,4 @@
+import Synchronization
 import LoaderCore
 import ClosureFormat
 import LaunchPlan
@@ -76,12 +77,16 @@ extension ImageIdentity {
         }
     }
 
+    /// `dyld3 bench` alone sets this, around launches it times without the cdHash check
+    /// below, to measure what the check costs a launch (docs/code-signing.md); no launch does.
+    package static let benchSkipsSignatureCheck = Atomic<Bool>(false)
+
     /// A signed image's CodeDirectory, read from `file` where the closure recorded it and
     /// hashed (the blob, not the file), must have the recorded cdHash: dyld4 identifies
     /// images by cdHash. The blob's size was checked against the file's (the size check
     /// comes first), so the read is bounded by the file.
     func checkSignature(_ file: ImageDescriptor) throws(Staleness) {
-        guard let signature else { return }
+        guard let signature, !Self.benchSkipsSignatureCheck.load(ordering: .relaxed) else { return }
         let (end, overflow) = signature.codeDirectoryOffset.addingReportingOverflow(UInt64(signature.codeDirectorySize))
         guard !overflow, end <= file.status.size else { throw .signatureChanged(recorded: signature.cdHash, now: nil) }
         let blob = file.read(offset: signature.codeDirectoryOffset, count: signature.codeDirectorySize)

@@ -10,7 +10,7 @@ import ClosureFormat
 /// The closure code's system calls: opening a file once without following symlinks, the
 /// effective user, and writing a file atomically (temp file in the
 /// same directory, fsync, read-only mode, rename, fsync of the directory).
-enum UnsafeFileIO {
+package enum UnsafeFileIO {
     /// The user this process acts as.
     static var effectiveUserID: UInt32 { UInt32(geteuid()) }
 
@@ -95,7 +95,7 @@ enum UnsafeFileIO {
 
     /// Writes `bytes` to `path` atomically with `mode` (0444 unless said); the call that
     /// failed otherwise, after which nothing at `path` changed.
-    static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o444) throws(SystemCallFailure) {
+    package static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o444) throws(SystemCallFailure) {
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let temporary = "\(directory.isEmpty ? "." : directory)/.\(path.split(separator: "/").last ?? "closure").tmp.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         let fd = try UnsafeSystemCall.retryingInterrupts({ unsafe open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }, failed: { $0 < 0 })

@@ -19,6 +19,8 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
     case mapping(image: String, reason: String)
     /// A signed image whose signature does not hold: it never runs.
     case codeSignature(path: String, CodeSignatureFailure)
+    /// An image the launch's ``SigningPolicy`` refuses: the rule and why.
+    case signingPolicy(path: String, rule: SigningPolicy.Rule, why: String)
 
     public var description: String {
         switch self {
@@ -40,6 +42,8 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(image): mapping failed: \(reason)"
         case let .codeSignature(path, failure):
             return "\(path): code signature invalid: \(failure)"
+        case let .signingPolicy(path, rule, why):
+            return "\(path): refused by \(rule.rawValue): \(why)"
         }
     }
 

@@ -1,7 +1,7 @@
 import MachOReader
 
 /// A signed image as a launch identifies it (docs/code-signing.md, "At launch"): its best
-/// CodeDirectory's cdHash, hash type and place in the file. A closure records it at
+/// CodeDirectory's cdHash, hash type and place in the file, its team ID and platform. A closure records it at
 /// install; the fast path hashes that blob again (not the file) as part of the image's identity.
 public struct SignedImage: Equatable, Sendable {
     public let cdHash: CDHash
@@ -9,11 +9,21 @@ public struct SignedImage: Equatable, Sendable {
     /// The CodeDirectory blob's absolute offset in the file (a fat file's slice included) and size.
     public let codeDirectoryOffset: UInt64
     public let codeDirectorySize: Int
+    /// The CodeDirectory's team ID (nil: none, as in every ad-hoc signature) and `platform`
+    /// field: what library validation decides by (``SigningPolicy``).
+    public let teamID: String?
+    public let platform: UInt8
 
-    public init(cdHash: CDHash, hashType: CSHashType, codeDirectoryOffset: UInt64, codeDirectorySize: Int) {
+    /// A platform binary: the CodeDirectory's `platform` field is non-zero.
+    public var isPlatformBinary: Bool { platform != 0 }
+
+    public init(cdHash: CDHash, hashType: CSHashType, codeDirectoryOffset: UInt64, codeDirectorySize: Int,
+                teamID: String? = nil, platform: UInt8 = 0) {
         self.cdHash = cdHash
         self.hashType = hashType
         self.codeDirectoryOffset = codeDirectoryOffset
         self.codeDirectorySize = codeDirectorySize
+        self.teamID = teamID
+        self.platform = platform
     }
 }

@@ -34,6 +34,6 @@ public enum CodeSigning {
         }
         let best = signature.bestCodeDirectory
         return SignedImage(cdHash: best.cdHash, hashType: best.hashType, codeDirectoryOffset: UInt64(best.blob.base),
-                           codeDirectorySize: best.blob.count)
+                           codeDirectorySize: best.blob.count, teamID: best.teamID, platform: best.platform)
     }
 }

@@ -20,6 +20,12 @@ public struct LaunchOptions: Sendable {
     public var faultAround: Int = FixupPager.defaultFaultAround
     /// Libraries inserted at launch, in order (`DYLD_INSERT_LIBRARIES`: ``DependencyGraph``).
     public var inserted: [String] = []
+    /// Which images the launch accepts by their signatures (docs/code-signing.md, "Policy").
+    public var signingPolicy: SigningPolicy = .default
+    /// dyld3: verify every mapped page of each signed image against its code slot before
+    /// the fixups (`--verify-pages`; ``EagerPageVerification``). dyld2 verifies every page
+    /// whatever this says.
+    public var verifyPages = false
 
     public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
                 fixups: FixupsMode = .eager) {

@@ -43,6 +43,9 @@ public struct LaunchReport: Sendable {
     /// dyld3: how many images' content was hashed to confirm their identity (stat differed,
     /// the identity is racy or content-only, or `--hash-images`); nil for dyld2.
     public var imagesHashed: Int?
+    /// dyld3 `--verify-pages`: the pages of signed images checked against their code slots
+    /// after mapping (timed in the `parsing` phase, where dyld2 verifies); nil otherwise.
+    public var pagesVerified: Int?
 
     public init(mode: String) { self.mode = mode }
 }

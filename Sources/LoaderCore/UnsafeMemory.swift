@@ -1,3 +1,4 @@
+import MachOReader
 #if canImport(Glibc)
 import Glibc
 import LaunchPlan
@@ -76,5 +77,13 @@ enum UnsafeMemory {
     static func copy(address: UInt64, size: UInt64) -> [UInt8] {
         guard size > 0 else { return [] }
         return unsafe Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: Int(size)))
+    }
+}
+
+extension UnsafeMemory {
+    /// Whether the `count` mapped bytes at `address` hash to code slot `slot` of `directory`
+    /// (hashed where they lie, not copied).
+    static func verifyPage(address: UInt64, count: Int, against directory: CS_CodeDirectory, slot: Int) -> Bool {
+        unsafe directory.verifyPage(unsafeBytes: UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: count), slot: slot)
     }
 }

@@ -55,7 +55,16 @@ struct AppOptions: ParsableArguments {
         CommandFailure.Context(app: app, root: root, cache: cache)
     }
 
+    @Flag(help: "Refuse unsigned images (the arm64 rule; docs/code-signing.md). A closure records the policy it was built under.")
+    var requireSignatures = false
+
+    @Flag(help: "Refuse any image not signed with the main executable's team ID, platform binaries excepted (library validation; docs/code-signing.md).")
+    var libraryValidation = false
+
     var closureCache: ClosureCache { ClosureCache.resolve(cache) }
+
+    /// The signature policy `--require-signatures` and `--library-validation` ask for.
+    var signingPolicy: SigningPolicy { SigningPolicy(requireSignatures: requireSignatures, libraryValidation: libraryValidation) }
 }
 
 /// How far a command that uses closures trusts them: `--trust` and `--hash-images`.

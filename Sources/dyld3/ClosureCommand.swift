@@ -80,6 +80,7 @@ enum ClosureJSON {
                          ("descriptors", .array(setup.descriptors.map(JSONValue.uint)))])
             })),
             ("host_services", closure.threadLocals.hostServices.map { .object([("image", .int(Int64($0.image))), ("vm_offset", .uint($0.vmOffset))]) } ?? .null),
+            ("signature_policy", .string(closure.binding.policy.name)),
             ("identity", .string(closure.contentOnlyIdentity ? "content-only" : "full")),
             ("root_count", .int(Int64(closure.rootCount))),
             ("rebases", .int(Int64(closure.totalRebases))),
@@ -115,6 +116,8 @@ enum ClosureJSON {
                         ("hash_type", .string(signature.hashType.description)),
                         ("code_directory_offset", .uint(signature.codeDirectoryOffset)),
                         ("code_directory_size_bytes", .int(Int64(signature.codeDirectorySize))),
+                        ("team_id", signature.teamID.map(JSONValue.string) ?? .null),
+                        ("platform", .int(Int64(signature.platform))),
                     ])
                 } ?? .null),
             ])),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LaunchClosure
 import LoaderCore
 import MachOInspect
 import MachOReader
@@ -8,8 +9,8 @@ import MachOReader
 struct CodesignCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "codesign",
-        abstract: "Check the embedded code signatures of Mach-O files.",
-        subcommands: [CodesignVerifyCommand.self])
+        abstract: "Check the embedded code signatures of Mach-O files, or sign one again ad hoc.",
+        subcommands: [CodesignVerifyCommand.self, CodesignSignCommand.self])
 }
 
 /// `dyld3 codesign verify FILE...`: every page and checkable blob against its CodeDirectory.
@@ -69,5 +70,55 @@ struct CodesignVerifyCommand: ParsableCommand {
         if slices.contains(where: { $0.signed && !$0.valid }) { throw ExitCode(Self.invalidExitCode) }
         if unreadable { throw ExitCode(1) }
         if slices.contains(where: { !$0.signed }) { throw ExitCode(Self.unsignedExitCode) }
+    }
+}
+
+/// `dyld3 codesign sign --adhoc FILE`: the linker's ad-hoc signature written again over a
+/// (patched) image's current bytes, in its `LC_CODE_SIGNATURE` range.
+struct CodesignSignCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sign",
+        abstract: "Sign a thin image again ad hoc, in place, as ld64.lld signs its output.",
+        discussion: """
+            The image must already carry LC_CODE_SIGNATURE (the range is reused; nothing else \
+            moves). The identifier is the current signature's, else the install name's or the \
+            file's last component. The file (or --out) is replaced atomically, its mode kept \
+            (docs/code-signing.md).
+            """)
+
+    @Flag(help: "An ad-hoc signature (the only kind written).") var adhoc = false
+    @Argument(help: "A thin Mach-O image.") var file: String
+    @Option(help: "Write the signed image here instead of replacing FILE.") var out: String?
+    @Option(help: "The CodeDirectory's identifier (default: the current one).") var identifier: String?
+
+    func run() throws {
+        guard adhoc else { throw ValidationError("give --adhoc: only ad-hoc signatures are written") }
+        do {
+            try sign()
+        } catch {
+            // One line that starts with the file (a load error already names it).
+            let line = (error as? CodeSignatureError).map { "\(file): offset 0x\(String($0.offset, radix: 16)): \($0.structure): \($0.what)" }
+                ?? ("\(error)".hasPrefix(file) ? "\(error)" : "\(file): \(error)")
+            FileHandle.standardError.write(Data("dyld3: \(line)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    func sign() throws {
+        let view = try ImageFile.mapRegularFile(file)
+        var bytes = try view.bytes(0, view.count)
+        let container = try UniversalFile(parsing: bytes)
+        guard !container.isUniversal else {
+            throw CodeSignatureError(offset: 0, structure: "universal file", what: "sign each slice's thin file (llvm-lipo -thin) and join them again")
+        }
+        let image = try MachOImage(parsing: bytes)
+        let current = try? CodeSignature.read(from: image)
+        let name = identifier ?? current?.bestCodeDirectory.identifier
+            ?? (image.id?.installName ?? file).split(separator: "/").last.map(String.init) ?? file
+        let signature = try AdHocSignature.signature(for: image, identifier: name)
+        let start = Int(image.codeSignature!.dataOffset)
+        bytes.replaceSubrange(start..<start + signature.count, with: signature)
+        let mode = (try? FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int) ?? 0o755
+        try UnsafeFileIO.writeAtomically(bytes, to: out ?? file, mode: UInt32(mode & 0o7777))
     }
 }

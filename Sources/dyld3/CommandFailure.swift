@@ -94,6 +94,10 @@ struct CommandFailure: Error, CustomStringConvertible {
         case let .codeSignature(path, failure):
             self.init(what: path, why: "code signature invalid: \(failure)", kind: "code-signature")
             fix = "sign the image again (or restore it); `dyld3 codesign verify \(path)` shows every page that fails"
+        case let .signingPolicy(path, rule, why):
+            self.init(what: path, why: "refused by \(rule.rawValue): \(why)", kind: "signing-policy")
+            fix = rule == .requireSignatures ? "sign the image, or launch without --require-signatures"
+                : "sign the image with the main executable's team ID, or launch without --library-validation"
         }
     }
 

@@ -44,16 +44,19 @@ struct CompareCommand: ParsableCommand {
             var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, fixups: fixups)
             launchOptions.faultAround = max(1, faultAround)
             launchOptions.inserted = try options.insertedLibraries()
+            launchOptions.signingPolicy = options.signingPolicy
             let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
             var closureSource = cachedPath
             let closure: LaunchClosure
-            let request = ClosureBinding(request: roots.paths, inserted: launchOptions.inserted, arch: roots.arch, root: options.root)
+            let request = ClosureBinding(request: roots.paths, inserted: launchOptions.inserted, arch: roots.arch, root: options.root,
+                                         policy: options.signingPolicy)
             let checks = try trust.checks()
             if let cached = try? ClosureFile.read(cachedPath, trusting: checks.trustKey), cached.binding.mismatch(with: request) == nil,
                cached.staleImage(closurePath: cachedPath) == nil {
                 closure = cached
             } else {
-                closure = try ClosureBuilder.build(roots: roots.paths, inserted: launchOptions.inserted, arch: roots.arch, root: options.root)
+                closure = try ClosureBuilder.build(roots: roots.paths, inserted: launchOptions.inserted, arch: roots.arch, root: options.root,
+                                                   policy: options.signingPolicy)
                 closureSource = "(built in memory)"
             }
             let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, checks: checks)

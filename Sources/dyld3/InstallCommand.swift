@@ -73,7 +73,7 @@ struct InstallCommand: ParsableCommand {
             do {
                 let roots = try options.roots(for: app)
                 let closure = try ClosureBuilder.build(roots: roots.paths, inserted: try options.insertedLibraries(), arch: roots.arch, root: options.root,
-                                                       contentOnlyIdentity: contentOnly)
+                                                       contentOnlyIdentity: contentOnly, policy: options.signingPolicy)
                 let path = cache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
                 var untrusted: String?
                 do throws(ClosureError) {

@@ -52,6 +52,9 @@ struct LaunchCommand: ParsableCommand {
     @Option(help: "dyld3: eager writes every fixup at launch; page-in writes each page's fixups when it is first touched (userfaultfd; eager where unavailable, with the reason in --json).")
     var fixups: FixupsMode = .eager
 
+    @Flag(help: "dyld3: verify every mapped page of each signed image against its code signature before the fixups (docs/code-signing.md).")
+    var verifyPages = false
+
     @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
     var faultAround = FixupPager.defaultFaultAround
 
@@ -126,7 +129,8 @@ struct LaunchCommand: ParsableCommand {
             return
         }
         do {
-            let closure = try ClosureBuilder.build(roots: request.roots, inserted: request.inserted, arch: request.arch, root: options.root)
+            let closure = try ClosureBuilder.build(roots: request.roots, inserted: request.inserted, arch: request.arch, root: options.root,
+                                                   policy: request.signingPolicy)
             try options.closureCache.prepareForWriting()
             try ClosureFile.write(closure, to: path, signedWith: signer)
             if !json { FileHandle.standardError.write(Data("dyld3: wrote a fresh closure to \(path)\n".utf8)) }
@@ -140,6 +144,8 @@ struct LaunchCommand: ParsableCommand {
         var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, slide: try parseSlide(), run: !noRun, fixups: fixups)
         launchOptions.faultAround = max(1, faultAround)
         launchOptions.inserted = try options.insertedLibraries()
+        launchOptions.signingPolicy = options.signingPolicy
+        launchOptions.verifyPages = verifyPages
         return launchOptions
     }
 

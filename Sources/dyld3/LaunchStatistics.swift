@@ -30,6 +30,8 @@ struct LaunchStatistics {
     var closureBytes: Int?
     /// dyld3: images whose content was hashed to confirm their identity.
     var imagesHashed: Int?
+    /// dyld3 `--verify-pages`: pages checked against their code slots.
+    var pagesVerified: Int?
     /// `main`'s own time, when it ran (not part of pre-main).
     var mainNanoseconds: Int64?
     /// Why the Objective-C step did not run (nil: it ran).
@@ -51,6 +53,7 @@ struct LaunchStatistics {
         self.closurePath = closurePath
         closureBytes = closurePath.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }
         imagesHashed = report.imagesHashed
+        pagesVerified = report.pagesVerified
         mainNanoseconds = main
         objcSkippedReason = report.objcSkippedReason
     }
@@ -59,7 +62,7 @@ struct LaunchStatistics {
         switch phase {
         case .closure: "read, check and decode the closure"
         case .pathResolution: "find every dependency's file (install names, @rpath)"
-        case .parsing: "parse every image's load commands"
+        case .parsing: dyld3 ? "--verify-pages: hash every mapped page of each signed image against its code slot" : "parse every image's load commands, verify every signed image's page hashes"
         case .mapping: dyld3 ? "open and identify every image (for a large closure, three quarters of them on a second thread while the first maps them), check its plan, reserve the region, map every segment" : "reserve the region, map every segment"
         case .rebase: "walk the rebase opcodes or chains and slide pointers"
         case .bind: dyld3 ? "write every rebase and bind from the closure (a large closure's on two threads)" : "write every bind, each symbol looked up by name"
@@ -95,6 +98,7 @@ struct LaunchStatistics {
             out += "  identities hashed:     \(imagesHashed == 0 ? "no" : "yes") (\(imagesHashed) of \(images) images)\n"
         }
         out += "  objective-c:           \(objcSkippedReason.map { "skipped: " + $0 } ?? "ran")\n"
+        if let pagesVerified { out += "  pages verified:        \(pagesVerified)\n" }
         if let mainNanoseconds { out += "  main (not pre-main):   \(time(mainNanoseconds))\n" }
         return out
     }
@@ -117,6 +121,7 @@ struct LaunchStatistics {
             ("closure_bytes", closureBytes.map { .int(Int64($0)) } ?? .null),
             ("identities_hashed", imagesHashed.map { .bool($0 > 0) } ?? .null),
             ("images_hashed", imagesHashed.map { .int(Int64($0)) } ?? .null),
+            ("pages_verified", pagesVerified.map { .int(Int64($0)) } ?? .null),
             ("main_ns", mainNanoseconds.map(JSONValue.int) ?? .null),
             ("objc_ran", .bool(objcSkippedReason == nil)),
             ("objc_skipped_reason", objcSkippedReason.map(JSONValue.string) ?? .null),

@@ -67,8 +67,35 @@ import Testing
         // This run measured every path, cold and page-in included: every time says its unit.
         #expect(ChartTests.distributionsWithoutUnit(object).isEmpty, "\(ChartTests.distributionsWithoutUnit(object).prefix(5))")
 
+        // Code signatures: every image of the generated app is signed (ld64.lld); each check
+        // covers all of them, and the per-page and per-MB figures are their medians over the
+        // counts. `--verify-pages` checks every code slot of an eager launch's images.
+        let signing = try #require(size.codeSigning)
+        #expect(signing.signedImages == size.images && signing.signedPages >= signing.signedImages)
+        #expect(signing.signedBytes <= signing.signedPages * 4096 && signing.signedBytes > (signing.signedPages - signing.signedImages) * 4096)
+        for distribution in [signing.fullVerification, signing.cdhashCheck, signing.dyld3Eager, signing.dyld3VerifyPages, signing.verifyPagesPhase,
+                             signing.dyld3WithoutCdhash] {
+            #expect(distribution.samples.count == 3 && distribution.samples.allSatisfy { $0 > 0 }, "\(distribution.samples)")
+        }
+        #expect(signing.verifyPagesChecked == signing.signedPages)
+        #expect(signing.cdhashLaunchCostNs == signing.dyld3Eager.median - signing.dyld3WithoutCdhash.median)
+        #expect(abs(signing.cdhashLaunchShare * Double(signing.dyld3Eager.median) - Double(signing.cdhashLaunchCostNs)) < 1)
+        let megabytes = Double(signing.signedBytes) / 1_048_576
+        #expect(abs(signing.fullVerificationNsPerPage * Double(signing.signedPages) - Double(signing.fullVerification.median)) < 1)
+        #expect(abs(signing.fullVerificationNsPerMb * megabytes - Double(signing.fullVerification.median)) < 1)
+        #expect(abs(signing.cdhashShareOfDyld3 * Double(size.warm["dyld3"]!.median) - Double(signing.cdhashCheck.median)) < 1)
+        #expect(signing.pageCheckNsPerPage > 0 && abs(signing.pageCheckNsPerMb / signing.pageCheckNsPerPage - Double(signing.signedPages) / megabytes) < 1e-6 * signing.pageCheckNsPerMb)
+        #expect(abs(signing.verifyPagesNsPerPage * Double(signing.verifyPagesChecked) - Double(signing.verifyPagesPhase.median)) < 1)
+        let signingObject = try #require((object["sizes"] as? [[String: Any]])?.first?["code_signing"] as? [String: Any])
+        for key in ["signed_images", "signed_pages", "signed_bytes", "full_verification_ns", "full_verification_ns_per_page",
+                    "full_verification_ns_per_mb", "cdhash_check_ns", "cdhash_share_of_dyld3", "page_check_ns_per_page",
+                    "page_check_ns_per_mb", "dyld3_eager_ns", "dyld3_verify_pages_ns", "verify_pages_checked", "verify_pages_phase_ns",
+                    "verify_pages_ns_per_page", "verify_pages_ns_per_mb", "dyld3_without_cdhash_ns", "cdhash_launch_cost_ns", "cdhash_launch_share"] {
+            #expect(signingObject[key] != nil, "bench.json code_signing has no \(key)")
+        }
+
         let markdown = try String(contentsOfFile: out + "/bench.md", encoding: .utf8)
-        #expect(markdown.contains("| dylibs |") && markdown.contains("## Performance targets"))
+        #expect(markdown.contains("| dylibs |") && markdown.contains("## Performance targets") && markdown.contains("## Code-signature verification"))
         #expect(markdown.contains("## Cold launches") && markdown.contains("glibc (one dir)") && markdown.contains("glibc (per-framework dirs)"))
 
         #expect(LaunchBench.outputFiles(report).contains("page-in.svg") && markdown.contains("## Page-in linking"))

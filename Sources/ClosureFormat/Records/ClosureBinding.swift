@@ -6,8 +6,8 @@ import LaunchPlan
 /// anything else (another app's closure copied under this app's cache name, a closure
 /// launched under another root or host) is refused with the field that differs.
 ///
-/// Encoding: `builder`, `arch`, `root`, `app`, `host`, `inserted` strings; the body then
-/// holds the hash of the image list (``imageListHash(_:)``).
+/// Encoding: `builder`, `arch`, `root`, `app`, `host`, `inserted`, `policy` strings; the body
+/// then holds the hash of the image list (``imageListHash(_:)``).
 public struct ClosureBinding: Equatable, Sendable {
     /// Who built it (``LaunchClosure/builderIdentity``).
     public var builder: String
@@ -22,15 +22,19 @@ public struct ClosureBinding: Equatable, Sendable {
     /// `DYLD_INSERT_LIBRARIES` lists them ("" for none): a closure built with them is not
     /// used without them, nor the reverse.
     public var inserted: String
+    /// The signature policy the closure's images were accepted under (``SigningPolicy``): a
+    /// closure built under one policy is not used for a launch asking for another.
+    public var policy: SigningPolicy
 
     public init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String,
-                inserted: String = "") {
+                inserted: String = "", policy: SigningPolicy = .default) {
         self.builder = builder
         self.arch = arch
         self.root = root
         self.app = app
         self.host = host
         self.inserted = inserted
+        self.policy = policy
     }
 
     /// The inserted libraries' paths, in order.
@@ -50,7 +54,7 @@ public struct ClosureBinding: Equatable, Sendable {
 
     /// The binding's fields, named as a mismatch reports them.
     public enum Field: String, Sendable, CaseIterable {
-        case builder, arch, root, app, host, inserted
+        case builder, arch, root, app, host, inserted, policy
     }
 
     /// The first field in which this closure's binding differs from `request`, with both values.
@@ -69,6 +73,7 @@ public struct ClosureBinding: Equatable, Sendable {
         case .app: app
         case .host: host
         case .inserted: inserted
+        case .policy: policy.name
         }
     }
 
@@ -79,6 +84,11 @@ public struct ClosureBinding: Equatable, Sendable {
         app = try r.string()
         host = try r.string()
         inserted = try r.string()
+        let name = try r.string()
+        guard let policy = SigningPolicy(name: name) else {
+            throw r.corrupt("a binding with signature policy \"\(name)\", none this loader knows")
+        }
+        self.policy = policy
     }
 
     func encode(into w: inout ClosureWriter) {
@@ -88,5 +98,6 @@ public struct ClosureBinding: Equatable, Sendable {
         w.string(app)
         w.string(host)
         w.string(inserted)
+        w.string(policy.name)
     }
 }

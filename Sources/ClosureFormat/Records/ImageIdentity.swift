@@ -6,7 +6,8 @@ import MachOReader
 ///
 /// Encoding: `size` ULEB, `mtimeSeconds` SLEB, `mtimeNanoseconds` ULEB, `inode` ULEB,
 /// `ctimeSeconds` SLEB, `ctimeNanoseconds` ULEB, UUID flag byte (+16 bytes), `contentHash` u64,
-/// signature flag byte (+ CodeDirectory offset ULEB, size ULEB, hash type u8, cdHash 20 bytes).
+/// signature flag byte (+ CodeDirectory offset ULEB, size ULEB, hash type u8, cdHash 20 bytes,
+/// team ID string, "" for none, platform u8).
 public struct ImageIdentity: Equatable, Sendable {
     public var size: UInt64
     /// Modification time and inode: 0 in content-only closures (caches that travel).
@@ -47,10 +48,12 @@ public struct ImageIdentity: Equatable, Sendable {
         contentHash = try r.u64()
         if try r.u8() != 0 {
             let offset = try r.uleb(), size = try r.uleb(), type = try r.u8(), hash = try r.raw(20)
+            let team = try r.string(), platform = try r.u8()
             guard let hashType = CSHashType(rawValue: type), let cdHash = CDHash(bytes: hash), size <= UInt64(Int32.max) else {
                 throw r.corrupt("a code signature record with hash type \(type), size \(size)")
             }
-            signature = SignedImage(cdHash: cdHash, hashType: hashType, codeDirectoryOffset: offset, codeDirectorySize: Int(size))
+            signature = SignedImage(cdHash: cdHash, hashType: hashType, codeDirectoryOffset: offset, codeDirectorySize: Int(size),
+                                    teamID: team.isEmpty ? nil : team, platform: platform)
         } else {
             signature = nil
         }
@@ -71,6 +74,8 @@ public struct ImageIdentity: Equatable, Sendable {
             w.uleb(UInt64(signature.codeDirectorySize))
             w.u8(signature.hashType.rawValue)
             for byte in signature.cdHash.bytes { w.u8(byte) }
+            w.string(signature.teamID ?? "")
+            w.u8(signature.platform)
         } else {
             w.u8(0)
         }

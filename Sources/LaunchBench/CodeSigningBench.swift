@@ -1,0 +1,165 @@
+import Dyld3
+import Foundation
+import LaunchClosure
+import LaunchPlan
+import LoaderCore
+import MachOReader
+import ClosureFormat
+
+/// What code-signature verification costs at one app size (docs/code-signing.md, "What
+/// it costs"): each check measured on its own, over every signed image of the app, in
+/// rounds interleaved with the eager dyld3 launch with and without `--verify-pages`.
+package struct CodeSigningCost: Codable, Sendable {
+    /// Images carrying a signature, the code slots of their best CodeDirectories, and the
+    /// bytes those slots cover (each image's code limit).
+    package var signedImages: Int
+    package var signedPages: Int
+    package var signedBytes: Int
+    /// dyld2's check (and install's): `CodeSigning.verify` of every image, the files
+    /// mapped beforehand (every page hash of every CodeDirectory, the special slots).
+    package var fullVerification: Distribution
+    package var fullVerificationNsPerPage: Double
+    package var fullVerificationNsPerMb: Double
+    /// The fast path's identity check: every signed image's CodeDirectory read through an
+    /// open descriptor and hashed, compared with a recorded cdHash.
+    package var cdhashCheck: Distribution
+    /// cdhashCheck's median over the warm eager dyld3 launch's median: the check's serial
+    /// cost, as if one thread made it (the launch identifies most images on its helper).
+    package var cdhashShareOfDyld3: Double
+    /// Eager dyld3 launches with the cdHash check switched off (bench only), interleaved
+    /// with ``dyld3Eager``: what the check costs the launch, and its share (the 5% target).
+    package var dyld3WithoutCdhash: Distribution
+    package var cdhashLaunchCostNs: Int64
+    package var cdhashLaunchShare: Double
+    /// The hash of one code page against its slot, as page-in's fault path makes it for
+    /// each page it fills: every signed page hashed where it lies, per page and per MB.
+    package var pageCheckNsPerPage: Double
+    package var pageCheckNsPerMb: Double
+    /// Eager dyld3 launches (no code run), without and with `--verify-pages`, interleaved;
+    /// the pages the latter checked, and its own timed share (the `parsing` phase) per page.
+    package var dyld3Eager: Distribution
+    package var dyld3VerifyPages: Distribution
+    package var verifyPagesChecked: Int
+    package var verifyPagesPhase: Distribution
+    package var verifyPagesNsPerPage: Double
+    package var verifyPagesNsPerMb: Double
+
+    /// Keys holding times carry `Ns` (`_ns` once snake-cased).
+    enum CodingKeys: String, CodingKey {
+        case signedImages, signedPages, signedBytes
+        case fullVerification = "fullVerificationNs", fullVerificationNsPerPage, fullVerificationNsPerMb
+        case cdhashCheck = "cdhashCheckNs", cdhashShareOfDyld3, dyld3WithoutCdhash = "dyld3WithoutCdhashNs", cdhashLaunchCostNs, cdhashLaunchShare
+        case pageCheckNsPerPage, pageCheckNsPerMb
+        case dyld3Eager = "dyld3EagerNs", dyld3VerifyPages = "dyld3VerifyPagesNs", verifyPagesChecked, verifyPagesPhase = "verifyPagesPhaseNs"
+        case verifyPagesNsPerPage, verifyPagesNsPerMb
+    }
+}
+
+enum CodeSigningBench {
+    static func measure(_ closure: LaunchClosure, closurePath: String, options: LaunchOptions, runs: Int, dyld3Median: Int64) throws -> CodeSigningCost {
+        struct Signed {
+            let path: String
+            let file: ImageFile
+            let directory: CS_CodeDirectory
+            let descriptor: ImageDescriptor
+            let signature: SignedImage
+        }
+        var signed: [Signed] = []
+        for image in closure.images {
+            guard let signature = image.identity.signature else { continue }
+            let file = try ImageFile.load(path: image.path, arch: options.arch)
+            guard let read = try CodeSignature.read(from: file.image) else {
+                throw BenchError.failed("\(image.path): the closure records a signature the file does not have")
+            }
+            let descriptor: ImageDescriptor
+            switch ImageDescriptor.open(image.path) {
+            case let .success(opened): descriptor = opened
+            case let .failure(failure): throw BenchError.failed("\(image.path): \(failure)")
+            }
+            signed.append(Signed(path: image.path, file: file, directory: read.bestCodeDirectory, descriptor: descriptor, signature: signature))
+        }
+        let pages = signed.reduce(0) { $0 + $1.directory.pageCount }
+        let bytes = signed.reduce(0) { $0 + Int($1.directory.codeLimit) }
+
+        var full: [Int64] = [], cdhash: [Int64] = [], pageCheck: [Int64] = []
+        var eager: [Int64] = [], verifying: [Int64] = [], phase: [Int64] = [], unchecked: [Int64] = []
+        var verified = 0
+        var withPages = options
+        withPages.verifyPages = true
+        for round in 0...runs {
+            var clock = ContinuousClock.now
+            for image in signed { _ = try CodeSigning.verify(image.file.image, path: image.path) }
+            let fullTime = elapsed(since: &clock)
+
+            for image in signed {
+                let signature = image.signature
+                let blob = ByteView(image.descriptor.read(offset: signature.codeDirectoryOffset, count: signature.codeDirectorySize))
+                guard signature.hashType.cdHash(of: blob) == signature.cdHash else {
+                    throw BenchError.failed("\(image.path): its cdHash is not the one recorded")
+                }
+            }
+            let cdhashTime = elapsed(since: &clock)
+
+            for image in signed {
+                let view = image.file.image.view
+                for slot in 0..<image.directory.pageCount {
+                    let range = image.directory.pageRange(slot)
+                    guard image.directory.verifyPage(try view.slice(range.lowerBound, range.count), slot: slot) else {
+                        throw BenchError.failed("\(image.path): page \(slot) does not match its hash")
+                    }
+                }
+            }
+            let pageTime = elapsed(since: &clock)
+
+            let plain = try FastPath.launch(closurePath: closurePath, request: options)
+            plain.memory.release()
+            let checked = try FastPath.launch(closurePath: closurePath, request: withPages)
+            checked.memory.release()
+            ImageIdentity.benchSkipsSignatureCheck.store(true, ordering: .relaxed)
+            let withoutCdhash: Launch
+            do {
+                defer { ImageIdentity.benchSkipsSignatureCheck.store(false, ordering: .relaxed) }
+                withoutCdhash = try FastPath.launch(closurePath: closurePath, request: options)
+            }
+            withoutCdhash.memory.release()
+            verified = checked.report.pagesVerified ?? 0
+            guard round > 0 else { continue }  // round 0 warms caches and is discarded
+            full.append(fullTime)
+            cdhash.append(cdhashTime)
+            pageCheck.append(pageTime)
+            eager.append(plain.report.timings[.total] ?? 0)
+            verifying.append(checked.report.timings[.total] ?? 0)
+            phase.append(checked.report.timings[.parsing] ?? 0)
+            unchecked.append(withoutCdhash.report.timings[.total] ?? 0)
+        }
+        let fullDistribution = Distribution(full), cdhashDistribution = Distribution(cdhash)
+        let pageMedian = Double(Distribution(pageCheck).median), phaseDistribution = Distribution(phase)
+        let megabytes = Double(bytes) / 1_048_576
+        let eagerDistribution = Distribution(eager), uncheckedDistribution = Distribution(unchecked)
+        let launchCost = eagerDistribution.median - uncheckedDistribution.median
+        let verifiedBytes = Double(verified) * 4096 / 1_048_576
+        return CodeSigningCost(
+            signedImages: signed.count, signedPages: pages, signedBytes: bytes,
+            fullVerification: fullDistribution,
+            fullVerificationNsPerPage: ratio(Double(fullDistribution.median), Double(pages)),
+            fullVerificationNsPerMb: ratio(Double(fullDistribution.median), megabytes),
+            cdhashCheck: cdhashDistribution,
+            cdhashShareOfDyld3: ratio(Double(cdhashDistribution.median), Double(dyld3Median)),
+            dyld3WithoutCdhash: uncheckedDistribution, cdhashLaunchCostNs: launchCost,
+            cdhashLaunchShare: ratio(Double(launchCost), Double(eagerDistribution.median)),
+            pageCheckNsPerPage: ratio(pageMedian, Double(pages)), pageCheckNsPerMb: ratio(pageMedian, megabytes),
+            dyld3Eager: eagerDistribution, dyld3VerifyPages: Distribution(verifying), verifyPagesChecked: verified,
+            verifyPagesPhase: phaseDistribution,
+            verifyPagesNsPerPage: ratio(Double(phaseDistribution.median), Double(verified)),
+            verifyPagesNsPerMb: ratio(Double(phaseDistribution.median), verifiedBytes))
+    }
+
+    private static func ratio(_ a: Double, _ b: Double) -> Double { b > 0 ? a / b : 0 }
+
+    private static func elapsed(since clock: inout ContinuousClock.Instant) -> Int64 {
+        let now = ContinuousClock.now
+        let duration = now - clock
+        clock = now
+        return duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+    }
+}

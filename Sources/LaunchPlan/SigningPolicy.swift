@@ -1,0 +1,85 @@
+/// Which images a launch accepts, by their code signatures (docs/code-signing.md,
+/// "Policy"). Every policy refuses a signed image whose signature does not verify; the
+/// default accepts unsigned images (macOS x86_64's rule).
+///
+/// * `requireSignatures` refuses an unsigned image (the arm64 rule: the kernel runs no
+///   unsigned code there).
+/// * `libraryValidation` refuses any image other than the main executable (image 0: the
+///   host, when a bundle or dylib is loaded into one) that is not signed with the main
+///   executable's team ID, as AMFI's library validation does: a platform binary (its
+///   CodeDirectory's `platform` field non-zero) is accepted whatever its team ID, unless the
+///   main executable is itself a platform binary, whose libraries must all be platform
+///   binaries. An image without a team ID (signed ad hoc, or unsigned) is refused even when
+///   the main executable has none either: an ad-hoc signature names no signer, so two of them
+///   share no identity (anyone can write one for any bytes).
+public struct SigningPolicy: Equatable, Hashable, Sendable {
+    public var requireSignatures: Bool
+    public var libraryValidation: Bool
+
+    public init(requireSignatures: Bool = false, libraryValidation: Bool = false) {
+        self.requireSignatures = requireSignatures
+        self.libraryValidation = libraryValidation
+    }
+
+    /// Unsigned images load, signed ones must verify.
+    public static let `default` = SigningPolicy()
+
+    /// The name a closure's binding records and a mismatch reports: `default`,
+    /// `require-signatures`, `library-validation`, or both joined by `+`.
+    public var name: String {
+        switch (requireSignatures, libraryValidation) {
+        case (false, false): "default"
+        case (true, false): "require-signatures"
+        case (false, true): "library-validation"
+        case (true, true): "require-signatures+library-validation"
+        }
+    }
+
+    /// The policy ``name`` names; nil for any other string.
+    public init?(name: String) {
+        switch name {
+        case "default": self.init()
+        case "require-signatures": self.init(requireSignatures: true)
+        case "library-validation": self.init(libraryValidation: true)
+        case "require-signatures+library-validation": self.init(requireSignatures: true, libraryValidation: true)
+        default: return nil
+        }
+    }
+
+    /// The rules a refusal names.
+    public enum Rule: String, Sendable {
+        case requireSignatures = "--require-signatures"
+        case libraryValidation = "--library-validation"
+    }
+
+    /// Checks every image of a launch, in load order (image 0 is the main executable), from
+    /// its verified signature (nil: unsigned). The first image refused is thrown with the
+    /// rule and why. Reads nothing: install and dyld2 pass what they verified, the fast path
+    /// what its closure recorded (tied to each file by the cdHash identity check).
+    public func check(_ images: [(path: String, signature: SignedImage?)]) throws(LoadError) {
+        if requireSignatures, let unsigned = images.first(where: { $0.signature == nil }) {
+            throw .signingPolicy(path: unsigned.path, rule: .requireSignatures,
+                                 why: "the image is unsigned; every image must carry a valid signature")
+        }
+        guard libraryValidation, let main = images.first else { return }
+        let mainTeam = main.signature?.teamID
+        let mainIsPlatform = main.signature?.isPlatformBinary ?? false
+        for image in images.dropFirst() {
+            let signature = image.signature
+            if signature?.isPlatformBinary == true { continue }
+            let why: String
+            if mainIsPlatform {
+                why = "the main executable \(main.path) is a platform binary and this image is not"
+            } else if let team = signature?.teamID, let mainTeam {
+                if team == mainTeam { continue }
+                why = "team ID \(team), not the main executable's (\(mainTeam))"
+            } else if let team = signature?.teamID {
+                why = "team ID \(team), and the main executable \(main.path) has none (\(main.signature == nil ? "unsigned" : "signed ad hoc"))"
+            } else {
+                why = (signature == nil ? "unsigned" : "signed ad hoc (no team ID)")
+                    + ", and not a platform binary; only the main executable's team ID (\(mainTeam ?? "none")) or a platform binary is accepted"
+            }
+            throw .signingPolicy(path: image.path, rule: .libraryValidation, why: why)
+        }
+    }
+}
