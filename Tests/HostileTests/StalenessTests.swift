@@ -154,4 +154,31 @@ import Testing
         #expect(Self.result(auto) == Self.result(dyld2) && Self.result(auto) != nil, "\(auto.stdout) \(dyld2.stdout)")
         #expect(Self.result(auto) != (try original.expectedResult))
     }
+
+    /// A weak-linked dylib that is missing lets the launch go on only for weak imports: a
+    /// strong import from it fails both paths with dyld's missing-symbol error, naming the
+    /// dylib as weak-linked and missing, and the install writes no closure.
+    @Test func strongImportFromAMissingWeakDylibFails() async throws {
+        let directory = try Scratch.directory("weak-strong")
+        defer { Scratch.remove(directory) }
+        var data = [UInt8](repeating: 0, count: 0x1000)
+        withUnsafeBytes(of: MachOBuilder.chainedBind(importOrdinal: 0).littleEndian) { data.replaceSubrange(0..<8, with: $0) }
+        var main = MachOBuilder(fileType: .execute)
+        main.dependencies = [(.weak, "@loader_path/libGone.dylib")]
+        main.data = .init(bytes: data, fixups: .chained(pageSize: 0x1000, pageCount: 1, pageStarts: [0], imports: [("_needed", 1)]))
+        try main.write(to: directory + "/main")
+        let (accepted, message) = try await Oracle.objdumpAccepts(["--macho", "--private-headers", directory + "/main"])
+        #expect(accepted, "\(message)")
+        let headers = try await Oracle.objdump(["--macho", "--private-headers", directory + "/main"])
+        #expect(headers.contains("LC_LOAD_WEAK_DYLIB"), "\(headers)")
+        for mode in ["dyld2", "auto"] {
+            let run = try await Dyld3Binary.run(["launch", directory + "/main", "--mode", mode, "--cache", directory + "/cache", "--json"],
+                                                limitSeconds: 60)
+            let error = run.json?["error"] as? [String: Any]
+            #expect(run.status == 1 && error?["kind"] as? String == "missing-symbol" && error?["what"] as? String == "_needed", "\(mode): \(run.stdout)")
+            #expect((error?["why"] as? String)?.contains("@loader_path/libGone.dylib (weak-linked, missing)") == true, "\(mode): \(run.stdout)")
+        }
+        let install = try await Dyld3Binary.run(["install", directory + "/main", "--cache", directory + "/cache"], limitSeconds: 60)
+        #expect(install.status == 1 && install.stderr.contains("_needed"), "\(install.stderr)")
+    }
 }

@@ -16,6 +16,7 @@ package struct MachOBuilder: Sendable {
     package enum Link: UInt32, Sendable {
         case load = 0xC            // LC_LOAD_DYLIB
         case reexport = 0x8000_001F // LC_REEXPORT_DYLIB
+        case weak = 0x8000_0018     // LC_LOAD_WEAK_DYLIB
     }
 
     /// The `__DATA` segment: `pages` pages of `pageSize` bytes, file-backed, and how its
