@@ -55,10 +55,7 @@ public struct Interposing: Sendable {
 
     /// The sections of `image` that hold interposing tuples.
     public static func sections(of image: MachOImage) -> [Section] {
-        image.sections.filter { section in
-            section.type == Section.typeInterposing
-                || (section.name == "__interpose" && (section.segmentName.hasPrefix("__DATA") || section.segmentName.hasPrefix("__AUTH")))
-        }
+        image.sections.filter(\.holdsInterposingTuples)
     }
 
     /// What a bind of image `image` to `target` (a resolved symbol, before its addend) binds to.

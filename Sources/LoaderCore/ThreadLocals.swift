@@ -9,8 +9,8 @@ import MachOReader
 /// `__tlv_bootstrap` at its own `tlv_get_addr` with that key; the variable's address is then
 /// the calling thread's block for the key plus the descriptor's offset.
 public enum ThreadLocals {
-    /// `S_THREAD_LOCAL_REGULAR`, `S_THREAD_LOCAL_ZEROFILL`, `S_THREAD_LOCAL_VARIABLES`.
-    static let regular: UInt8 = 0x11, zerofill: UInt8 = 0x12, variables: UInt8 = 0x13
+    static let regular = Section.typeThreadLocalRegular, zerofill = Section.typeThreadLocalZerofill
+    static let variables = Section.typeThreadLocalVariables
 
     /// Whether `image` has a `__thread_vars` section (what dyld's `MH_HAS_TLV_DESCRIPTORS`
     /// announces): launches whose images have none skip the step, and its lookup by name.

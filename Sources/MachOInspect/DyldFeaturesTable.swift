@@ -54,7 +54,7 @@ enum DyldFeaturesTable {
     }
 
     static func descriptors(_ image: MachOImage) throws(MachOError) -> [Descriptor] {
-        let sections = image.sections.filter { $0.type == 0x13 }
+        let sections = image.sections.filter { $0.type == Section.typeThreadLocalVariables }
         guard !sections.isEmpty else { return [] }
         let rows = try rows(image), names = try names(image)
         var descriptors: [Descriptor] = []
@@ -72,9 +72,7 @@ enum DyldFeaturesTable {
     }
 
     static func tuples(_ image: MachOImage) throws(MachOError) -> [Tuple] {
-        let sections = image.sections.filter {
-            $0.type == Section.typeInterposing || ($0.name == "__interpose" && ($0.segmentName.hasPrefix("__DATA") || $0.segmentName.hasPrefix("__AUTH")))
-        }
+        let sections = image.sections.filter(\.holdsInterposingTuples)
         guard !sections.isEmpty else { return [] }
         let rows = try rows(image), names = try names(image)
         var tuples: [Tuple] = []
@@ -100,9 +98,9 @@ enum DyldFeaturesTable {
         let descriptors = try descriptors(image)
         out.write("thread-local variables:" + (descriptors.isEmpty ? " none\n" : "\n"))
         guard !descriptors.isEmpty else { return }
-        for section in image.sections where [0x11, 0x12].contains(section.type) {
+        for section in image.sections where [Section.typeThreadLocalRegular, Section.typeThreadLocalZerofill].contains(section.type) {
             out.write("\(section.segmentName),\(section.name) 0x\(String(section.address, radix: 16)) \(section.size) bytes"
-                + (section.type == 0x11 ? " (initial values)" : " (zero-filled)") + "\n")
+                + (section.type == Section.typeThreadLocalRegular ? " (initial values)" : " (zero-filled)") + "\n")
         }
         out.write("address            variable                        offset     thunk\n")
         for descriptor in descriptors {

@@ -35,6 +35,17 @@ public struct Section: Equatable, Sendable {
     public static let typeInitFuncOffsets: UInt8 = 0x16
     /// `S_INTERPOSING`: (replacement, replacee) pointer pairs.
     public static let typeInterposing: UInt8 = 0xd
+    /// `S_THREAD_LOCAL_REGULAR` (`__thread_data`), `S_THREAD_LOCAL_ZEROFILL`
+    /// (`__thread_bss`), `S_THREAD_LOCAL_VARIABLES` (`__thread_vars`: the descriptors).
+    public static let typeThreadLocalRegular: UInt8 = 0x11
+    public static let typeThreadLocalZerofill: UInt8 = 0x12
+    public static let typeThreadLocalVariables: UInt8 = 0x13
+
+    /// Whether the section holds interposing tuples, by dyld's test (dyld4
+    /// `Header::hasInterposingTuples`): its type, or `__interpose` in a `__DATA*` or `__AUTH*` segment.
+    public var holdsInterposingTuples: Bool {
+        type == Section.typeInterposing || (name == "__interpose" && (segmentName.hasPrefix("__DATA") || segmentName.hasPrefix("__AUTH")))
+    }
 
     public init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, Section.size)
