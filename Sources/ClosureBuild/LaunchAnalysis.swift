@@ -47,10 +47,9 @@ public struct LaunchAnalysis: Sendable {
         for index in graph.nodes.indices {
             var imageFixups: [ResolvedFixup] = []
             try resolver.resolve(image: index) { (fixup) throws(LoadError) in imageFixups.append(fixup) }
-            if let layout = try ThreadLocals.layout(of: graph.nodes[index].image, plan: plans[index], path: graph.nodes[index].path) {
-                let slots = Set(layout.descriptors)
+            if ThreadLocals.hasDescriptors(graph.nodes[index].image) {
                 var kinds: [UInt64: ResolvedFixup.Kind] = [:]
-                for fixup in imageFixups where slots.contains(fixup.vmOffset) { kinds[fixup.vmOffset] = fixup.kind }
+                for fixup in imageFixups { kinds[fixup.vmOffset] = fixup.kind }
                 thunkFixups[index] = kinds
             }
             // A `__mod_init_func` slot's function is the target of the last rebase written there.

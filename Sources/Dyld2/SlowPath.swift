@@ -59,8 +59,7 @@ public enum SlowPath {
             report.timings[.objc] = clock.lap()
         }
         // What the Objective-C and thread-local steps wrote over fixups, per image (for the digest).
-        let objcWrites = objc?.writes ?? [], threadLocalWrites = ThreadLocals.writes(threadLocals, imageCount: graph.nodes.count)
-        let laterWrites = graph.nodes.indices.map { index in (index < objcWrites.count ? objcWrites[index] : []) + threadLocalWrites[index] }
+        let laterWrites = LaunchDigest.laterWrites(objc: objc?.writes ?? [], threadLocals: threadLocals, imageCount: graph.nodes.count)
         let digest = LaunchDigest(options)
         // The digest rewrites the locations fixed up with pointers; they are worked out
         // again outside the timed launch when the launch did not record them.

@@ -46,10 +46,6 @@ extension FixupResolver {
     /// `_dyld3_host_services` in a writable segment of the image that defines it, if any does.
     public mutating func hostServicesSlot() throws(LoadError) -> HostServicesSlot? {
         guard case let .image(image, offset) = try flatDefinition(of: HostServicesSlot.symbol) else { return nil }
-        let fits = plans[image].segments.contains { segment in
-            segment.isWritable && offset >= segment.vmOffset && HostServicesSlot.size <= segment.vmSize
-                && offset - segment.vmOffset <= segment.vmSize - HostServicesSlot.size
-        }
-        return fits ? HostServicesSlot(image: image, vmOffset: offset) : nil
+        return plans[image].isWritable(offset: offset, size: HostServicesSlot.size) ? HostServicesSlot(image: image, vmOffset: offset) : nil
     }
 }

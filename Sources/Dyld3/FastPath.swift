@@ -247,7 +247,7 @@ public enum FastPath {
         } catch {
             throw LoadError.failed(path: closurePath, cause: LoadError.Cause(error))
         }
-        let later = zip(objc, ThreadLocals.writes(closure.threadLocals.setups, imageCount: closure.images.count)).map { $0 + $1 }
+        let later = LaunchDigest.laterWrites(objc: objc, threadLocals: closure.threadLocals.setups, imageCount: closure.images.count)
         return memory.writableDigest(slideDependent: LaunchDigest.slideDependentLocations(fixups, then: later))
     }
 

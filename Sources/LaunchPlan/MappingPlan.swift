@@ -60,6 +60,15 @@ public struct ImagePlan: Equatable, Sendable {
         self.segments = segments
     }
 
+    /// Whether the `size` bytes at `offset` (from the image's base) lie inside one writable
+    /// segment: where a launch may write anything besides fixups (thread-local descriptors,
+    /// the host services table, the Objective-C step's words).
+    public func isWritable(offset: UInt64, size: UInt64) -> Bool {
+        segments.contains { segment in
+            segment.isWritable && offset >= segment.vmOffset && size <= segment.vmSize && offset - segment.vmOffset <= segment.vmSize - size
+        }
+    }
+
     /// `SG_READ_ONLY`: the segment becomes read-only once fixups are applied.
     static let segmentReadOnlyFlag: UInt32 = 0x10
 

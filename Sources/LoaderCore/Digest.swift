@@ -29,6 +29,14 @@ extension LaunchMemory {
 }
 
 extension LaunchDigest {
+    /// Per image, what a launch writes over its fixups once they are written: the
+    /// Objective-C step's words (`objc`, per image or empty), then the thread-local step's
+    /// thunks and keys (absolute values, ``ThreadLocals/writes(_:imageCount:)``).
+    public static func laterWrites(objc: [[ResolvedFixup]], threadLocals: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
+        let threadLocalWrites = ThreadLocals.writes(threadLocals, imageCount: imageCount)
+        return (0..<imageCount).map { index in (index < objc.count ? objc[index] : []) + threadLocalWrites[index] }
+    }
+
     /// Per image, the sorted locations whose final value depends on where the images were
     /// mapped: the last write there (image fixups in order, then `later` ones, such as the
     /// Objective-C step's) is a rebase or a bind to an image. Absolute binds and missing

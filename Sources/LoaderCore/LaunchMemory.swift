@@ -302,11 +302,7 @@ extension LaunchMemory {
     @inline(__always)
     public func checkWritable(image index: Int, vmOffset: UInt64, count: UInt64 = 8) throws(LoadError) {
         let plan = images[index].plan
-        for segment in plan.segments where segment.isWritable {
-            if vmOffset >= segment.vmOffset, vmOffset - segment.vmOffset <= segment.vmSize &- count, count <= segment.vmSize {
-                return
-            }
-        }
+        guard !plan.isWritable(offset: vmOffset, size: count) else { return }
         throw .mapping(image: plan.path, reason: "fixup at offset 0x\(String(vmOffset, radix: 16)) is outside every writable segment")
     }
 

@@ -30,10 +30,7 @@ public enum ThreadLocals {
         guard !descriptorSections.isEmpty else { return nil }
         func writable(_ section: Section) throws(LoadError) -> Range<UInt64> {
             let start = section.address &- base
-            let inside = plan.segments.contains { segment in
-                segment.isWritable && start >= segment.vmOffset && section.size <= segment.vmSize && start - segment.vmOffset <= segment.vmSize - section.size
-            }
-            guard inside, section.address >= base else {
+            guard section.address >= base, plan.isWritable(offset: start, size: section.size) else {
                 throw .unusable(path: path, reason: "section \(section.segmentName),\(section.name) is outside the image's writable segments")
             }
             return start..<(start + section.size)

@@ -88,7 +88,7 @@ import LaunchPlan
             for memory in [checked, fast] { try memory.store(key, image: image, vmOffset: descriptor + 8) }
         }
         let objcWrites = try closure.images.indices.map { closure.objc.bindRuns.isEmpty ? [] : try closure.objcWrites(ofImage: $0) }
-        let later = zip(objcWrites, ThreadLocals.writes(closure.threadLocals.setups, imageCount: closure.images.count)).map { $0 + $1 }
+        let later = LaunchDigest.laterWrites(objc: objcWrites, threadLocals: closure.threadLocals.setups, imageCount: closure.images.count)
         let pointers = LaunchDigest.slideDependentLocations(decoded, then: later)
         let pageIn = launch.memory.writableDigest(slideDependent: pointers)
         #expect(pageIn == checked.writableDigest(slideDependent: pointers), "\(app): the page-in fills differ from the checked walk's stores")

@@ -28,17 +28,10 @@ void dyld3_tlv_key_release(int64_t key);
 /// The address every descriptor's thunk is set to.
 uint64_t dyld3_tlv_thunk(void);
 
-/// The project's libSystem exports `_dyld3_host_services` (this layout); the loader fills it
-/// so that code in the images can start and join threads of this process.
-struct dyld3_host_services {
-    uint64_t version;
-    /// Starts a thread running `function(argument)`; a handle for `thread_join`, or 0.
-    int64_t (*thread_start)(int (*function)(int), int argument);
-    /// Waits for the thread and returns what its function returned.
-    int (*thread_join)(int64_t handle);
-};
-
-/// `version` of the layout above.
+/// The project's libSystem exports `_dyld3_host_services`, three words the loader fills so
+/// that code in the images can start and join threads of this process: the version, then
+/// `int64_t thread_start(int (*function)(int), int argument)` (a handle, or 0) and
+/// `int thread_join(int64_t handle)` (waits, returns what the function returned).
 #define DYLD3_HOST_SERVICES_VERSION 1
 
 /// The table's three words as the loader writes them (version, then the two functions'

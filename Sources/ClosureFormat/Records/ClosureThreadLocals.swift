@@ -33,7 +33,7 @@ public struct ClosureThreadLocals: Equatable, Sendable {
             }
             let plan = images[image].plan
             let templateOffset = try r.uleb(), initialSize = try r.uleb(), totalSize = try r.uleb()
-            guard initialSize <= totalSize, totalSize == 0 || Self.writable(plan, templateOffset, totalSize) else {
+            guard initialSize <= totalSize, totalSize == 0 || plan.isWritable(offset: templateOffset, size: totalSize) else {
                 throw r.corrupt("thread-local template of \(images[image].path) is not inside one writable segment", at: start)
             }
             var descriptors: [UInt64] = []
@@ -41,7 +41,7 @@ public struct ClosureThreadLocals: Equatable, Sendable {
             for number in 0..<(try r.count(of: "thread-local descriptor")) {
                 let (offset, overflow) = previous.addingReportingOverflow(try r.uleb())
                 guard !overflow, number == 0 || offset > previous,
-                      Self.writable(plan, offset, ThreadLocalSetup.descriptorSize) else {
+                      plan.isWritable(offset: offset, size: ThreadLocalSetup.descriptorSize) else {
                     throw r.corrupt("thread-local descriptor of \(images[image].path) is not inside one writable segment, or out of order")
                 }
                 descriptors.append(offset)
@@ -55,17 +55,10 @@ public struct ClosureThreadLocals: Equatable, Sendable {
             let start = r.position
             let image = try r.int("host services image")
             let offset = try r.uleb()
-            guard image < images.count, Self.writable(images[image].plan, offset, HostServicesSlot.size) else {
+            guard image < images.count, images[image].plan.isWritable(offset: offset, size: HostServicesSlot.size) else {
                 throw r.corrupt("host services table is not inside one writable segment of its image", at: start)
             }
             hostServices = HostServicesSlot(image: image, vmOffset: offset)
-        }
-    }
-
-    /// Whether `size` bytes at `offset` lie inside one writable segment of `plan`.
-    static func writable(_ plan: ImagePlan, _ offset: UInt64, _ size: UInt64) -> Bool {
-        plan.segments.contains { segment in
-            segment.isWritable && offset >= segment.vmOffset && size <= segment.vmSize && offset - segment.vmOffset <= segment.vmSize - size
         }
     }
 
