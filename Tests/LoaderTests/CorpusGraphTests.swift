@@ -34,10 +34,10 @@ import ClosureFormat
             Graph(name: "kiwisolver _cext", binaries: [corpus + "/fat_universal2/_cext.cpython-311-darwin.so"], arch: "x86_64"),
             Graph(name: "kiwisolver _cext", binaries: [corpus + "/fat_universal2/_cext.cpython-311-darwin.so"], arch: "arm64"),
             Graph(name: "ninja", binaries: [corpus + "/fat_universal2/ninja"], arch: "arm64"),
-            Graph(name: "cffi _cffi_backend iOS", binaries: [corpus + "/ios_arm64/_cffi_backend.cpython-313-iphoneos.so"], arch: "arm64"),
+            Graph(name: "cffi _cffi_backend iOS", binaries: [Paths.bundledCorpus.path + "/ios_arm64/_cffi_backend.cpython-313-iphoneos.so"], arch: "arm64"),
             // Objective-C: the root's libobjc is a runtime of ours, so the step runs (RealObjCTests).
-            Graph(name: "pyobjc _objc", binaries: [corpus + "/objc_universal2/_objc.cpython-311-darwin.so"], arch: "x86_64"),
-            Graph(name: "pyobjc _objc", binaries: [corpus + "/objc_universal2/_objc.cpython-311-darwin.so"], arch: "arm64"),
+            Graph(name: "pyobjc _objc", binaries: [Paths.bundledCorpus.path + "/objc_universal2/_objc.cpython-311-darwin.so"], arch: "x86_64"),
+            Graph(name: "pyobjc _objc", binaries: [Paths.bundledCorpus.path + "/objc_universal2/_objc.cpython-311-darwin.so"], arch: "arm64"),
         ]
     }()
 

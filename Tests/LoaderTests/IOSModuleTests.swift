@@ -22,10 +22,10 @@ import TestSupport
     static let modules = [
         "_speedups.cpython-313-iphoneos.so", "_imagingmath.cpython-313-iphoneos.so",
         "_imagingmorph.cpython-313-iphoneos.so", "_cffi_backend.cpython-313-iphoneos.so",
-    ].map { Paths.corpus.path + "/ios_arm64/" + $0 }
+    ].map { Paths.bundledCorpus.path + "/ios_arm64/" + $0 }
 
     /// markupsafe's module for the iOS simulator on x86_64.
-    static let simulatorModule = Paths.corpus.path + "/ios_simulator_x86_64/_speedups.cpython-313-iphonesimulator.so"
+    static let simulatorModule = Paths.bundledCorpus.path + "/ios_simulator_x86_64/_speedups.cpython-313-iphonesimulator.so"
 
     @Test func iosModulesLoadIntoTheAppHostAndBothPathsAgree() async throws {
         try await Self.check(Self.modules, arch: "arm64")

@@ -17,8 +17,8 @@ import TestSupport
 /// so the Objective-C step runs, registers every class llvm-objdump lists and attaches
 /// every category (all of `_objc`'s extend system classes).
 @Suite(.serialized) struct RealObjCTests {
-    static let objcModule = Paths.corpus.path + "/objc_universal2/_objc.cpython-311-darwin.so"
-    static let foundationModule = Paths.corpus.path + "/objc_universal2/_Foundation.cpython-311-darwin.so"
+    static let objcModule = Paths.bundledCorpus.path + "/objc_universal2/_objc.cpython-311-darwin.so"
+    static let foundationModule = Paths.bundledCorpus.path + "/objc_universal2/_Foundation.cpython-311-darwin.so"
 
     /// The size column of `section` in llvm-objdump's `--section-headers` output, 0 when absent.
     static func sectionSize(_ section: String, of path: String, arch: String) async throws -> Int {

@@ -14,7 +14,7 @@ struct AppStubRootTests {
     static let iosModules = [
         "_speedups.cpython-313-iphoneos.so", "_imagingmath.cpython-313-iphoneos.so",
         "_imagingmorph.cpython-313-iphoneos.so", "_cffi_backend.cpython-313-iphoneos.so",
-    ].map { StubRootPaths.corpusFile("ios_arm64/" + $0) }
+    ].map { StubRootPaths.bundledFile("ios_arm64/" + $0) }
 
     /// `platform NAME` of every `LC_BUILD_VERSION` llvm-objdump lists for `path`.
     static func platforms(_ path: String) async throws -> [String] {
@@ -64,7 +64,7 @@ struct AppStubRootTests {
     }
 
     @Test func simulatorModuleGetsASimulatorRoot() async throws {
-        let module = StubRootPaths.corpusFile("ios_simulator_x86_64/_speedups.cpython-313-iphonesimulator.so")
+        let module = StubRootPaths.bundledFile("ios_simulator_x86_64/_speedups.cpython-313-iphonesimulator.so")
         #expect(try await Self.platforms(module) == ["platform iossimulator"])
         let (plan, checks, _) = try await StubRootTests.buildAndCheck([module], arches: nil, label: "simulator")
         defer { try? FileManager.default.removeItem(atPath: plan.root) }

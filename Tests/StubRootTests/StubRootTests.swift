@@ -105,7 +105,7 @@ struct StubRootTests {
     /// (class objects and the runtime's code beside the data) export exactly the plan's names.
     @Test func objcGraphsAreComplete() async throws {
         let (plan, checks, comparisons) = try await Self.buildAndCheck(
-            ["objc_universal2/_objc.cpython-311-darwin.so", "objc_universal2/_Foundation.cpython-311-darwin.so"].map(StubRootPaths.corpusFile),
+            ["objc_universal2/_objc.cpython-311-darwin.so", "objc_universal2/_Foundation.cpython-311-darwin.so"].map(StubRootPaths.bundledFile),
             arches: nil, label: "objc")
         defer { try? FileManager.default.removeItem(atPath: plan.root) }
         #expect(comparisons > 0)
@@ -185,10 +185,9 @@ struct StubRootTests {
     @Test func importsMatchObjdump() async throws {
         var comparisons = 0
         for folder in [
-            "chained_arm64", "chained_x86_64", "opcodes_x86_64", "fat_universal2", "graph_arm64_pillow/PIL", "graph_arm64_pillow/PIL/.dylibs", "ios_arm64",
-            "ios_simulator_x86_64",
-        ] {
-            let directory = StubRootPaths.corpusFile(folder)
+            "chained_arm64", "chained_x86_64", "opcodes_x86_64", "fat_universal2", "graph_arm64_pillow/PIL", "graph_arm64_pillow/PIL/.dylibs",
+        ].map(StubRootPaths.corpusFile) + ["ios_arm64", "ios_simulator_x86_64"].map(StubRootPaths.bundledFile) {
+            let directory = folder
             for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
                 let path = directory + "/" + name
                 var isDirectory: ObjCBool = false

@@ -9,13 +9,18 @@ package enum Paths {
     package static let repoRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// `../shared/corpus` beside the repository, or `$DYLD3_CORPUS`.
+    /// The shared corpus: `../shared/corpus` beside the repository (read-only, provided by the
+    /// machine), or `$DYLD3_CORPUS`.
     package static let corpus: URL = {
         if let override = ProcessInfo.processInfo.environment["DYLD3_CORPUS"] {
             return URL(fileURLWithPath: override)
         }
         return repoRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
     }()
+
+    /// The real Apple-built files the repository carries itself (`Fixtures/corpus`, origins in
+    /// its README): iOS, iOS-simulator and Objective-C modules the shared corpus lacks.
+    package static let bundledCorpus = repoRoot.appendingPathComponent("Fixtures/corpus")
 
     /// Reader fixtures built by `tools/build-reader-fixtures` (run by `make test`).
     package static let readerFixtures = repoRoot.appendingPathComponent("build/reader-fixtures")
@@ -70,9 +75,10 @@ package enum Oracle {
 
 /// The Mach-O files of the shared corpus.
 package enum Corpus {
-    /// Paths of every Mach-O file (thin or universal) under the corpus, sorted.
+    /// Paths of every Mach-O file (thin or universal) under the shared corpus and the
+    /// repository's own, sorted within each.
     package static func machOFiles() throws -> [String] {
-        try machOFiles(under: Paths.corpus)
+        try machOFiles(under: Paths.corpus) + machOFiles(under: Paths.bundledCorpus)
     }
 
     package static func machOFiles(under root: URL) throws -> [String] {

@@ -10,6 +10,9 @@ enum StubRootPaths {
 
     static func corpusFile(_ relativePath: String) -> String { corpus + "/" + relativePath }
 
+    /// A file of the repository's own corpus (`Fixtures/corpus`).
+    static func bundledFile(_ relativePath: String) -> String { Paths.bundledCorpus.path + "/" + relativePath }
+
     /// A fresh empty directory under the temporary directory.
     static func temporaryDirectory(_ label: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.path + "/stub-root-tests-\(label)-" + UUID().uuidString
