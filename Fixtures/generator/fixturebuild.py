@@ -161,6 +161,15 @@ class App:
                 raise FixtureError("%s: inserted image %s must be a dylib of the app" % (self.name, name))
         if bool(self.inserted) != (self.expect_inserted is not None):
             raise FixtureError("%s: \"insert\" and \"expectInserted\" go together" % self.name)
+        # An image main loads at run time (dlopen): its path as main passes it, the symbols
+        # main looks up in it, and the initializers that dlopen runs, in order.
+        self.dlopen = raw.get("dlopen")
+        if self.dlopen is not None:
+            target = self.by_name.get(self.dlopen.get("image"))
+            if target is None or target.kind not in ("bundle", "dylib"):
+                raise FixtureError("%s: \"dlopen\" must name a bundle or dylib of the app" % self.name)
+            if not self.dlopen.get("path", "").startswith("@executable_path/") or not self.dlopen.get("symbols"):
+                raise FixtureError("%s: \"dlopen\" needs an @executable_path path and its symbols" % self.name)
 
     @property
     def executable(self):
@@ -511,7 +520,11 @@ class AppBuild:
                 argv += ["--as-needed"] + self.reexport_closure(target) + ["--no-as-needed"]
         if image.kind == "executable" and self.load_order:
             direct = {self.resolution.get((image.name, l.image)) for l in image.links}
-            for _, path in self.load_order[1:]:
+            opened = []
+            if self.app.dlopen is not None:
+                # What dlopen adds comes last in the lookup scope, as it loads last.
+                opened = LoadModel(self.app, lambda path: path in self.shipped_paths()).dlopen_load()
+            for _, path in self.load_order[1:] + opened:
                 if path not in direct:
                     file = self.layout.shipped_file(self.app, path)
                     argv.append(file)
@@ -561,8 +574,14 @@ class AppBuild:
             order = [img.id for img in self.app.images]
         obj = os.path.join(self.layout.obj, ELF, self.app.name, "harness.o")
         ensure_dir(os.path.dirname(obj))
-        argv = compile_flags(ELF) + ["-DFIXTURE_TWIN_INITS=" + " ".join("X(%d)" % i for i in order),
-                                     "-c", os.path.join(LIBSYSTEM_DIR, "elf", "harness.c"), "-o", obj]
+        argv = compile_flags(ELF) + ["-DFIXTURE_TWIN_INITS=" + " ".join("X(%d)" % i for i in order)]
+        if self.app.dlopen is not None:
+            model = LoadModel(self.app, lambda path: path in self.shipped_paths())
+            opened = [self.app.by_name[n].id for n in model.dlopen_init_order()]
+            argv += ['-DFIXTURE_TWIN_DLOPEN_PATH="%s"' % self.app.dlopen["path"],
+                     "-DFIXTURE_TWIN_DLOPEN_INITS=" + " ".join("X(%d)" % i for i in opened),
+                     "-DFIXTURE_TWIN_DLSYMS=" + " ".join("S(%s)" % n for n in self.app.dlopen["symbols"])]
+        argv += ["-c", os.path.join(LIBSYSTEM_DIR, "elf", "harness.c"), "-o", obj]
         return obj, self.graph.add("cc:%s" % obj, argv=argv)
 
     def reexport_closure(self, image):
@@ -698,8 +717,10 @@ class LoadModel:
                 out.append(r)
         return out
 
-    def load(self):
-        """Returns (load order as [(image, path)], edges {(image, dep): path}) or raises LoadError."""
+    def load(self, opened=None):
+        """Returns (load order as [(image, path)], edges {(image, dep): path}) or raises LoadError.
+        With `opened` (image, path): then that image is loaded as dlopen loads it, after the
+        launch, its dependencies searched with its own rpaths then the executable's."""
         exe = self.app.executable
         order = [(exe, exe.path)] + [(img, img.path) for img in self.inserted]
         loaded = {path for _, path in order}
@@ -732,7 +753,36 @@ class LoadModel:
         for img in self.inserted:
             if img.path not in processed:
                 load_dependents(img, img.path, exe_chain)
+        if opened is not None:
+            img, path = opened
+            if path not in loaded:
+                loaded.add(path)
+                order.append((img, path))
+            if path not in processed:
+                load_dependents(img, path, exe_chain)
         return order, edges
+
+    def dlopen_root(self):
+        """The image the manifest's "dlopen" path resolves to, as main's dlopen finds it."""
+        exe = self.app.executable
+        path = self.resolve(exe.path, self.expand_rpaths(exe.path, exe.rpaths), self.app.dlopen["path"])
+        if path is None or self.files.get(path) is not self.app.by_name[self.app.dlopen["image"]]:
+            raise FixtureError("%s: the \"dlopen\" path does not resolve to its image" % self.app.name)
+        return self.files[path], path
+
+    def dlopen_load(self):
+        """The images dlopen adds after the launch, in load order, as [(image, path)]."""
+        launch, _ = self.load()
+        order, _ = self.load(opened=self.dlopen_root())
+        return order[len(launch):]
+
+    def dlopen_init_order(self):
+        """Image names whose initializers dlopen runs, in order: bottom up from the opened
+        image over the images the launch did not load (dyld4 dlopen_from,
+        runInitializersBottomUpPlusUpwardLinks; images initialized before are skipped)."""
+        launch, _ = self.load()
+        _, edges = self.load(opened=self.dlopen_root())
+        return self._bottom_up_rounds([self.app.dlopen["image"]], edges, {img.name for img, _ in launch})
 
     def resolve_all(self):
         try:
@@ -763,7 +813,11 @@ class LoadModel:
         were set aside, their own upward links set aside for the next round, until none is
         left. Iterative (an explicit stack)."""
         _, edges = self.load()
-        visited = set()
+        tops = [img.name for img in self.inserted] + [self.app.executable.name]
+        return self._bottom_up_rounds(tops, edges, set())
+
+    def _bottom_up_rounds(self, tops, edges, visited):
+        visited = set(visited)
         result = []
 
         def bottom_up(start, dangling):
@@ -786,7 +840,7 @@ class LoadModel:
                     visited.add(link.image)
                     stack.append((link.image, iter(self.app.by_name[link.image].links)))
 
-        for top in [img.name for img in self.inserted] + [self.app.executable.name]:
+        for top in tops:
             dangling = []
             bottom_up(top, dangling)
             while dangling:
@@ -1028,12 +1082,19 @@ def verify_app(layout, app):
     if "initOrder" in expect:
         names = {img.id: img.name for img in app.images}
         twin_order = [names.get(i, "?%d" % i) for i in twin.get("initIds", [])]
-        ran = set(twin_order)
+        # The log holds what dlopen initialized too, after the launch's.
+        opened = app.dlopen.get("initOrder", []) if app.dlopen is not None else []
+        ran = set(twin_order[:len(twin_order) - len(opened)])
         modeled = [n for n in model_order if n in ran]
         if modeled != expect["initOrder"]:
             failures.append("%s: dyld model's init order %s, manifest says %s" % (where, modeled, expect["initOrder"]))
-        if twin_order != expect["initOrder"]:
-            failures.append("%s: ELF twin's init log %s, manifest says %s" % (where, twin_order, expect["initOrder"]))
+        if twin_order != expect["initOrder"] + opened:
+            failures.append("%s: ELF twin's init log %s, manifest says %s then dlopen's %s" % (where, twin_order, expect["initOrder"], opened))
+        if app.dlopen is not None:
+            ran_opened = set(twin_order[len(twin_order) - len(opened):])
+            modeled_opened = [n for n in model.dlopen_init_order() if n in ran_opened]
+            if modeled_opened != opened:
+                failures.append("%s: dyld model's dlopen init order %s, manifest says %s" % (where, modeled_opened, opened))
     if app.inserted:
         failures += verify_inserted(layout, app, shipped)
     return failures

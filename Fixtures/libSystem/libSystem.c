@@ -21,23 +21,30 @@ void fixture_stub_binder(void) { __builtin_trap(); }
 void fixture_tlv_bootstrap(void) __asm__("__tlv_bootstrap");
 void fixture_tlv_bootstrap(void) { __builtin_trap(); }
 
-/* Filled by the loader (the layout of CThreadLocal's struct dyld3_host_services). */
+/* Filled by the loader (the layout CThreadLocal's threadlocal.h gives: version 2). The dl
+ * functions take the table's address first: it names the launch that mapped this image. */
 struct dyld3_host_services {
     unsigned long version;
     long (*thread_start)(int (*)(int), int);
     int (*thread_join)(long);
+    void *(*dlopen)(const void *table, const char *path, int mode);
+    void *(*dlsym)(const void *table, void *handle, const char *name);
+    int (*dlclose)(const void *table, void *handle);
+    int (*dladdr)(const void *table, const void *address, Dl_info *info);
+    char *(*dlerror)(const void *table);
 };
 struct dyld3_host_services dyld3_host_services;
 
-long fixture_thread_start(int (*function)(int), int argument) {
-    if (dyld3_host_services.version != 1 || !dyld3_host_services.thread_start) __builtin_trap();
-    return dyld3_host_services.thread_start(function, argument);
-}
+/* Each call traps unless the loader filled the table (an unset table is a loader bug). */
+#define HOST(member) (dyld3_host_services.version == 2 && dyld3_host_services.member ? dyld3_host_services.member : (__builtin_trap(), dyld3_host_services.member))
 
-int fixture_thread_join(long thread) {
-    if (dyld3_host_services.version != 1 || !dyld3_host_services.thread_join) __builtin_trap();
-    return dyld3_host_services.thread_join(thread);
-}
+long fixture_thread_start(int (*function)(int), int argument) { return HOST(thread_start)(function, argument); }
+int fixture_thread_join(long thread) { return HOST(thread_join)(thread); }
+void *dlopen(const char *path, int mode) { return HOST(dlopen)(&dyld3_host_services, path, mode); }
+void *dlsym(void *handle, const char *name) { return HOST(dlsym)(&dyld3_host_services, handle, name); }
+int dlclose(void *handle) { return HOST(dlclose)(&dyld3_host_services, handle); }
+int dladdr(const void *address, Dl_info *info) { return HOST(dladdr)(&dyld3_host_services, address, info); }
+char *dlerror(void) { return HOST(dlerror)(&dyld3_host_services); }
 #else
 /* The ELF twin: each "thread" runs to its end when started, under its own id. */
 int fixture_twin_thread;

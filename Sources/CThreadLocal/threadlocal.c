@@ -227,8 +227,44 @@ static int host_thread_join(int64_t handle) {
     return result;
 }
 
-void dyld3_host_services_words(uint64_t words[3]) {
+static struct dyld3_dl_handlers dl_handlers;
+static pthread_once_t dl_once = PTHREAD_ONCE_INIT;
+static struct dyld3_dl_handlers dl_pending;
+
+static void set_dl_handlers(void) { dl_handlers = dl_pending; }
+
+void dyld3_dl_set_handlers(struct dyld3_dl_handlers handlers) {
+    dl_pending = handlers;
+    pthread_once(&dl_once, set_dl_handlers);
+}
+
+static void *host_dlopen(const void *table, const char *path, int mode) {
+    return dl_handlers.open ? (void *)(uintptr_t)dl_handlers.open((uint64_t)(uintptr_t)table, path, mode) : NULL;
+}
+
+static void *host_dlsym(const void *table, void *handle, const char *name) {
+    return dl_handlers.symbol ? (void *)(uintptr_t)dl_handlers.symbol((uint64_t)(uintptr_t)table, (uint64_t)(uintptr_t)handle, name) : NULL;
+}
+
+static int host_dlclose(const void *table, void *handle) {
+    return dl_handlers.close ? dl_handlers.close((uint64_t)(uintptr_t)table, (uint64_t)(uintptr_t)handle) : -1;
+}
+
+static int host_dladdr(const void *table, const void *address, struct dyld3_dl_info *info) {
+    return dl_handlers.address ? dl_handlers.address((uint64_t)(uintptr_t)table, (uint64_t)(uintptr_t)address, info) : 0;
+}
+
+static const char *host_dlerror(const void *table) {
+    return dl_handlers.error ? dl_handlers.error((uint64_t)(uintptr_t)table) : NULL;
+}
+
+void dyld3_host_services_words(uint64_t words[DYLD3_HOST_SERVICES_WORDS]) {
     words[0] = DYLD3_HOST_SERVICES_VERSION;
     words[1] = (uint64_t)(uintptr_t)&host_thread_start;
     words[2] = (uint64_t)(uintptr_t)&host_thread_join;
+    words[3] = (uint64_t)(uintptr_t)&host_dlopen;
+    words[4] = (uint64_t)(uintptr_t)&host_dlsym;
+    words[5] = (uint64_t)(uintptr_t)&host_dlclose;
+    words[6] = (uint64_t)(uintptr_t)&host_dladdr;
+    words[7] = (uint64_t)(uintptr_t)&host_dlerror;
 }

@@ -49,7 +49,12 @@ public enum SlowPath {
         let threadLocals = try ThreadLocalDiscovery.setups(graph: graph, plans: plans, bootstrap: bootstrap) { (image, slot) throws(LoadError) in
             memory.target(of: try memory.load(image: image, vmOffset: slot))
         }
-        try ThreadLocals.apply(threadLocals, hostServices: try resolver.hostServicesSlot(), memory: memory)
+        let hostServices = try resolver.hostServicesSlot()
+        try ThreadLocals.apply(threadLocals, hostServices: hostServices, memory: memory)
+        if let hostServices {
+            memory.attach(SlowDynamicLoader(graph: graph, plans: plans, memory: memory, options: options),
+                          table: memory.images[hostServices.image].base &+ hostServices.vmOffset)
+        }
         report.symbolLookups = resolver.symbolLookups
         let initializerOrder = InitializerOrder.compute(graph)
         let objc = try ObjCSetup.compute(

@@ -28,7 +28,7 @@ public struct ThreadLocalSetup: Equatable, Sendable {
 }
 
 /// Where the project's libSystem keeps `_dyld3_host_services`, the table the loader fills
-/// with the host process's services (threads) for code in the images.
+/// with the host process's services (threads, dlopen and its family) for code in the images.
 public struct HostServicesSlot: Equatable, Sendable {
     public var image: Int
     public var vmOffset: UInt64
@@ -38,8 +38,9 @@ public struct HostServicesSlot: Equatable, Sendable {
         self.vmOffset = vmOffset
     }
 
-    /// The table's size: version, then two function pointers.
-    public static let size: UInt64 = 24
+    /// The table's size: the version, then seven function pointers (threads, dlopen and its
+    /// family: CThreadLocal's threadlocal.h).
+    public static let size: UInt64 = 64
     /// The name dyld2 looks up (flat, in load order).
     public static let symbol = "_dyld3_host_services"
 }

@@ -73,6 +73,8 @@ public struct DependencyGraph: Sendable {
     private var searchParents: [Int] = []
     /// Absent paths already recorded on some node: each is recorded once per launch.
     private var recordedAbsent = Set<String>()
+    /// The loaded nodes by path and install name (kept for ``open(_:arch:)``).
+    private var loaded = LoadedIndex()
 
     /// Loads `roots` (a host executable first, if any, then the app), then the `inserted`
     /// libraries (as `DYLD_INSERT_LIBRARIES` names them: right after the main executable,
@@ -87,49 +89,86 @@ public struct DependencyGraph: Sendable {
         if !inserted.isEmpty, roots.count > 1 {
             throw .unusable(path: roots[roots.count - 1], reason: "is loaded into a host as dlopen loads it: libraries can be inserted only into a launch of an executable")
         }
-        var index = LoadedIndex()
         for path in roots {
             let file = try timedLoad(PathResolver.normalize(path), arch: arch)
-            append(file, loader: nil, index: &index)
+            append(file, loader: nil)
         }
         for path in inserted {
             let file = try timedLoad(PathResolver.normalize(path), arch: arch)
             guard file.image.header.fileType == .dylib else {
                 throw .unusable(path: file.path, reason: "is \(file.image.header.fileType), not a dylib: only dylibs can be inserted")
             }
-            if let existing = index.byPath[file.path] ?? file.image.id.flatMap({ index.byInstallName[$0.installName] }) {
+            if let existing = loaded.byPath[file.path] ?? file.image.id.flatMap({ loaded.byInstallName[$0.installName] }) {
                 throw .unusable(path: file.path, reason: "is inserted twice, or is also \(nodes[existing].path)")
             }
-            append(file, loader: nil, index: &index)
+            append(file, loader: nil)
         }
-        // The recursion as a walk with an explicit stack (a graph thousands deep controls no
-        // recursion depth): a node's dependencies are resolved when the walk first reaches
-        // it, then the walk descends into each of them in load-command order; a node already
-        // reached is not entered again (dyld marks an image before loading its dependencies,
-        // which is how it stops at cycles).
         var reached = [Bool](repeating: false, count: nodes.count)
         // Roots after the first are loaded into it later, as dlopen loads them.
         loadedAtLaunch = nodes.indices.map { $0 == 0 || $0 >= rootCount }
         for root in 0..<(rootCount + insertedCount) where !reached[root] {
             defer { loadedAtLaunch += repeatElement(root == 0 || root >= rootCount, count: nodes.count - loadedAtLaunch.count) }
-            var stack: [(node: Int, nextEdge: Int)] = [(root, 0)]
-            reached[root] = true
-            try resolveDependencies(of: root, arch: arch, index: &index)
-            reached += repeatElement(false, count: nodes.count - reached.count)
-            while let top = stack.last {
-                let edges = nodes[top.node].dependencies
-                var edge = top.nextEdge
-                while edge < edges.count, edges[edge].target.map({ reached[$0] }) ?? true { edge += 1 }
-                guard edge < edges.count, let child = edges[edge].target else {
-                    stack.removeLast()
-                    continue
-                }
-                stack[stack.count - 1].nextEdge = edge + 1
-                reached[child] = true
-                try resolveDependencies(of: child, arch: arch, index: &index)
-                reached += repeatElement(false, count: nodes.count - reached.count)
-                stack.append((child, 0))
+            try loadDependents(of: root, arch: arch, reached: &reached)
+        }
+    }
+
+    /// `dlopen(path)` after the launch: the node `path` names, and the nodes it added (the
+    /// image and every dependency not loaded before, in dyld's order, as a launch loads
+    /// them; empty when the image was loaded already). `path` is resolved as a dependency of
+    /// the main executable would be (`@executable_path`, `@loader_path` and `@rpath` through
+    /// its rpaths; an absolute path under the root), and an image already loaded under that
+    /// install name or at that path is the one returned (dyld's `dlopen` matches both).
+    /// On an error the graph may hold part of the load: work on a copy and keep it only
+    /// when the whole `dlopen` succeeded.
+    public mutating func open(_ path: String, arch: String) throws(LoadError) -> (node: Int, added: Range<Int>) {
+        let first = nodes.count
+        guard path.hasPrefix("/") || path.hasPrefix("@") else {
+            throw .unusable(path: path, reason: "is a relative path: dlopen takes an absolute path or one starting with @executable_path, @loader_path or @rpath")
+        }
+        if let existing = loaded.byInstallName[path] { return (existing, first..<first) }
+        var walk = CandidateWalk(installName: path, from: 0, resolver: resolver)
+        while let (candidate, _) = walk.next(in: self) {
+            if let existing = loaded.byPath[candidate] { return (existing, first..<first) }
+            guard probes.exists(candidate) else { continue }
+            let file = try timedLoad(candidate, arch: arch)
+            switch file.image.header.fileType {
+            case .dylib, .bundle: break
+            default: throw .unusable(path: candidate, reason: "is \(file.image.header.fileType): dlopen loads dylibs and bundles")
             }
+            if let existing = loaded.byPath[file.path] { return (existing, first..<first) }
+            append(file, loader: nil)
+            var reached = [Bool](repeating: true, count: first) + [false]
+            try loadDependents(of: first, arch: arch, reached: &reached)
+            loadedAtLaunch += repeatElement(false, count: nodes.count - loadedAtLaunch.count)
+            return (first, first..<nodes.count)
+        }
+        throw .missingDylib(installName: path, neededBy: "dlopen", tried: resolver.candidates(
+            for: path, loaderDirectory: PathResolver.directory(of: nodes[0].path), rpaths: rpathChain(from: 0)))
+    }
+
+    /// The recursion as a walk with an explicit stack (a graph thousands deep controls no
+    /// recursion depth): a node's dependencies are resolved when the walk first reaches it,
+    /// then the walk descends into each of them in load-command order; a node already
+    /// reached is not entered again (dyld marks an image before loading its dependencies,
+    /// which is how it stops at cycles).
+    private mutating func loadDependents(of root: Int, arch: String, reached: inout [Bool]) throws(LoadError) {
+        var stack: [(node: Int, nextEdge: Int)] = [(root, 0)]
+        reached[root] = true
+        try resolveDependencies(of: root, arch: arch)
+        reached += repeatElement(false, count: nodes.count - reached.count)
+        while let top = stack.last {
+            let edges = nodes[top.node].dependencies
+            var edge = top.nextEdge
+            while edge < edges.count, edges[edge].target.map({ reached[$0] }) ?? true { edge += 1 }
+            guard edge < edges.count, let child = edges[edge].target else {
+                stack.removeLast()
+                continue
+            }
+            stack[stack.count - 1].nextEdge = edge + 1
+            reached[child] = true
+            try resolveDependencies(of: child, arch: arch)
+            reached += repeatElement(false, count: nodes.count - reached.count)
+            stack.append((child, 0))
         }
     }
 
@@ -161,7 +200,7 @@ public struct DependencyGraph: Sendable {
         let directory: Int
     }
 
-    private mutating func append(_ file: ImageFile, loader: Int?, index loaded: inout LoadedIndex) {
+    private mutating func append(_ file: ImageFile, loader: Int?) {
         loaded.add(file, as: nodes.count)
         searchParents.append(loader ?? (nodes.isEmpty ? -1 : 0))
         nodes.append(Node(file: file, installName: file.image.id?.installName, dependencies: [], loader: loader))
@@ -172,7 +211,7 @@ public struct DependencyGraph: Sendable {
         })
     }
 
-    private mutating func resolveDependencies(of index: Int, arch: String, index loaded: inout LoadedIndex) throws(LoadError) {
+    private mutating func resolveDependencies(of index: Int, arch: String) throws(LoadError) {
         let node = nodes[index]
         var edges: [Edge] = []
         var absent: [String] = []
@@ -205,7 +244,7 @@ public struct DependencyGraph: Sendable {
                     found = existing
                 } else {
                     found = nodes.count
-                    append(file, loader: index, index: &loaded)
+                    append(file, loader: index)
                 }
                 break
             }

@@ -25,6 +25,16 @@ public enum InitializerOrder {
         for node in graph.nodes.indices { walk.initializePlusUpwardLinks(node) }
         return walk.order
     }
+
+    /// The nodes a `dlopen` of `root` initializes, in order: bottom up from it, as for a
+    /// launch's root, over the nodes from `firstNew` on (those before were initialized by
+    /// the launch or an earlier `dlopen`: dyld4 `runInitializersBottomUpPlusUpwardLinks` on
+    /// the opened loader skips images already initialized).
+    public static func forOpen(_ graph: DependencyGraph, root: Int, firstNew: Int) -> [Int] {
+        var walk = BottomUpWalk(graph: graph, initializedBefore: firstNew)
+        walk.initializePlusUpwardLinks(root)
+        return walk.order
+    }
 }
 
 /// One bottom-up walk over a launch's graph: the visited marks and the order so far.
@@ -35,10 +45,11 @@ struct BottomUpWalk {
     /// Whether a node is in the current round's upward links set aside (no list search).
     private var setAside: [Bool]
 
-    init(graph: DependencyGraph) {
+    /// `initializedBefore`: the nodes below it count as visited (already initialized).
+    init(graph: DependencyGraph, initializedBefore: Int = 0) {
         self.graph = graph
-        visited = Array(repeating: false, count: graph.nodes.count)
-        setAside = visited
+        visited = Array(repeating: true, count: initializedBefore) + Array(repeating: false, count: graph.nodes.count - initializedBefore)
+        setAside = Array(repeating: false, count: graph.nodes.count)
     }
 
     /// `runInitializersBottomUpPlusUpwardLinks`: `node` bottom up, then the upward links set

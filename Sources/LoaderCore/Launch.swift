@@ -26,6 +26,10 @@ public struct LaunchOptions: Sendable {
     /// the fixups (`--verify-pages`; ``EagerPageVerification``). dyld2 verifies every page
     /// whatever this says.
     public var verifyPages = false
+    /// dyld3: what answers the launch's `dlopen` calls for paths its closure has no dlopen
+    /// closure for (the tool gives dyld2's, `SlowDynamicLoader`); nil: such a call fails.
+    /// The dyld2 path always loads the dyld2 way.
+    public var dynamicLoading: (@Sendable (LaunchOptions, LaunchMemory) -> DynamicLoader)?
 
     public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
                 fixups: FixupsMode = .eager) {

@@ -268,6 +268,23 @@ public final class LaunchMemory {
         pager?.close()
         for key in threadLocalKeys { UnsafeThreadLocal.releaseKey(key) }
         threadLocalKeys = []
+        if let (loader, table) = dynamicLoader {
+            DynamicLoaderRegistry.unregister(table: table)
+            loader.releaseLoaded()
+            dynamicLoader = nil
+        }
+    }
+
+    /// The loader answering this launch's `dlopen` calls, and its libSystem's host services
+    /// table (``attach(_:table:)``).
+    public private(set) var dynamicLoader: (loader: DynamicLoader, table: UInt64)?
+
+    /// Makes `loader` answer the `dlopen` calls of the libSystem whose host services table is
+    /// at `table` until this memory is released, which also releases what it loaded.
+    public func attach(_ loader: DynamicLoader, table: UInt64) {
+        if let previous = dynamicLoader { DynamicLoaderRegistry.unregister(table: previous.table) }
+        dynamicLoader = (loader, table)
+        DynamicLoaderRegistry.register(loader, table: table)
     }
 
     /// The thread-local keys of this launch's images (``ThreadLocals``), released with it.

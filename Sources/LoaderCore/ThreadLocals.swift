@@ -75,9 +75,10 @@ public enum ThreadLocals {
         if let hostServices {
             let words = UnsafeThreadLocal.hostServicesWords()
             try memory.checkWritable(image: hostServices.image, vmOffset: hostServices.vmOffset, count: HostServicesSlot.size)
-            try memory.store(words.0, image: hostServices.image, vmOffset: hostServices.vmOffset)
-            try memory.store(words.1, image: hostServices.image, vmOffset: hostServices.vmOffset + 8)
-            try memory.store(words.2, image: hostServices.image, vmOffset: hostServices.vmOffset + 16)
+            precondition(UInt64(words.count) * 8 == HostServicesSlot.size, "threadlocal.h and HostServicesSlot agree")
+            for (position, word) in words.enumerated() {
+                try memory.store(word, image: hostServices.image, vmOffset: hostServices.vmOffset + UInt64(position) * 8)
+            }
         }
         guard !setups.isEmpty else { return }
         let thunk = UnsafeThreadLocal.thunk

@@ -5,11 +5,11 @@ enum UnsafeThreadLocal {
     /// The address every set-up descriptor's thunk holds.
     static var thunk: UInt64 { unsafe dyld3_tlv_thunk() }
 
-    /// The host services table's words: version, thread_start, thread_join.
-    static func hostServicesWords() -> (UInt64, UInt64, UInt64) {
-        var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        unsafe withUnsafeMutableBytes(of: &words) { bytes in
-            unsafe dyld3_host_services_words(bytes.baseAddress!.assumingMemoryBound(to: UInt64.self))
+    /// The host services table's words (the version, then the functions: threadlocal.h).
+    static func hostServicesWords() -> [UInt64] {
+        var words = [UInt64](repeating: 0, count: Int(DYLD3_HOST_SERVICES_WORDS))
+        unsafe words.withUnsafeMutableBufferPointer { buffer in
+            unsafe dyld3_host_services_words(buffer.baseAddress!)
         }
         return words
     }

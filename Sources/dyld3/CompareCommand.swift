@@ -45,6 +45,7 @@ struct CompareCommand: ParsableCommand {
             launchOptions.faultAround = max(1, faultAround)
             launchOptions.inserted = try options.insertedLibraries()
             launchOptions.signingPolicy = options.signingPolicy
+            launchOptions.dynamicLoading = SlowDynamicLoader.fallback
             let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
             var closureSource = cachedPath
             let closure: LaunchClosure

@@ -146,6 +146,7 @@ struct LaunchCommand: ParsableCommand {
         launchOptions.inserted = try options.insertedLibraries()
         launchOptions.signingPolicy = options.signingPolicy
         launchOptions.verifyPages = verifyPages
+        launchOptions.dynamicLoading = SlowDynamicLoader.fallback
         return launchOptions
     }
 

@@ -45,6 +45,26 @@ int fixture_thread_join(long thread);
 extern int fixture_twin_thread;
 #endif
 
+/*
+ * dlopen and its family, as Darwin declares them. Under a Mach-O loader our libSystem calls
+ * the loader's host services; the ELF twin's harness models them for the one path its
+ * manifest's "dlopen" names (elf/harness.c).
+ */
+#define RTLD_LAZY 0x1
+#define RTLD_NOW 0x2
+#define RTLD_DEFAULT ((void *)-2)
+typedef struct {
+    const char *dli_fname;
+    void *dli_fbase;
+    const char *dli_sname;
+    void *dli_saddr;
+} Dl_info;
+void *dlopen(const char *path, int mode);
+void *dlsym(void *handle, const char *name);
+int dlclose(void *handle);
+int dladdr(const void *address, Dl_info *info);
+char *dlerror(void);
+
 /* The checksum step: multiply-add on 32-bit unsigned integers (wraps). */
 static inline unsigned fixture_mix(unsigned h, unsigned v) { return h * 16777619u + v; }
 

@@ -1,0 +1,183 @@
+import LoaderCore
+import MachOReader
+import LaunchPlan
+
+/// `dlopen` the dyld2 way, in a launch whose code runs: the image and its new dependencies
+/// are found by path search, parsed, mapped into a reservation of their own at a random
+/// slide, their fixups resolved by name against every loaded image (the launch's
+/// interposing applies), protected, and initialized bottom up; `dlsym` looks the name up in
+/// the image's export trie and its re-exports (dyld's `dlsym` also walks tries at run time).
+///
+/// The dyld3 path uses it for a path its closure has no dlopen closure for; the launch's
+/// own graph is then parsed again on the first call (``init(options:memory:)``).
+public final class SlowDynamicLoader: DynamicLoader {
+    /// The launch's graph and plans, extended by every `dlopen` that added images.
+    private var loaded: (graph: DependencyGraph, plans: [ImagePlan])?
+    private let makeGraph: () throws(LoadError) -> (graph: DependencyGraph, plans: [ImagePlan])
+    private let launch: LaunchMemory
+    /// Per node after the launch's: the memory it was mapped into, and its index there.
+    private var placements: [(memory: LaunchMemory, index: Int)] = []
+    private var groups: [LaunchMemory] = []
+    /// Opens not yet closed, per node.
+    private var openCounts: [Int: Int] = [:]
+    private var lookup: SymbolLookup?
+    private let arch: String
+    private let run: Bool
+    private let signingPolicy: SigningPolicy
+    /// The slide of the next `dlopen`'s reservation (compare places both paths' at one
+    /// address); nil picks a random one.
+    public var nextSlide: UInt64?
+    public private(set) var events: [DynamicLoadEvent] = []
+
+    /// For the slow path's own launch: its graph and plans as it loaded them.
+    public init(graph: DependencyGraph, plans: [ImagePlan], memory: LaunchMemory, options: LaunchOptions) {
+        launch = memory
+        arch = options.arch
+        run = options.run
+        signingPolicy = options.signingPolicy
+        let known = (graph, plans)
+        makeGraph = { known }
+    }
+
+    /// For a launch made another way (the fast path): the launch's graph is loaded again
+    /// from `options` on the first call, and must name the images `memory` holds.
+    public init(options: LaunchOptions, memory: LaunchMemory) {
+        launch = memory
+        arch = options.arch
+        run = options.run
+        signingPolicy = options.signingPolicy
+        makeGraph = { () throws(LoadError) in
+            let graph = try DependencyGraph(roots: options.roots, inserted: options.inserted, arch: options.arch, root: options.root)
+            guard graph.nodes.map(\.path) == memory.images.map(\.plan.path) else {
+                throw .unusable(path: options.roots.last ?? "?", reason: "changed since it was launched: its images are no longer those mapped")
+            }
+            return (graph, memory.images.map(\.plan))
+        }
+    }
+
+    /// For ``LaunchOptions/dynamicLoading``: the dyld2 way for paths the fast path's closure
+    /// has no dlopen closure for.
+    public static let fallback: @Sendable (LaunchOptions, LaunchMemory) -> DynamicLoader = { options, memory in
+        SlowDynamicLoader(options: options, memory: memory)
+    }
+
+    private func state() throws(LoadError) -> (graph: DependencyGraph, plans: [ImagePlan]) {
+        if let loaded { return loaded }
+        let made = try makeGraph()
+        loaded = made
+        return made
+    }
+
+    /// Where node `index` is mapped.
+    private func base(of index: Int) -> UInt64 {
+        index < launch.images.count ? launch.images[index].base : placements[index - launch.images.count].memory.images[placements[index - launch.images.count].index].base
+    }
+
+    private func node(handle: UInt64, graph: DependencyGraph) -> Int? {
+        graph.nodes.indices.first { base(of: $0) == handle }
+    }
+
+    public func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64 {
+        var (graph, plans) = try state()
+        let (node, added) = try graph.open(path, arch: arch)
+        guard !added.isEmpty else {
+            openCounts[node, default: 0] += 1
+            events.append(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "dyld2"))
+            return base(of: node)
+        }
+        var signatures: [(path: String, signature: SignedImage?)] = []
+        if signingPolicy != .default { signatures.append((graph.nodes[0].path, try CodeSigning.verify(graph.nodes[0].image, path: graph.nodes[0].path))) }
+        for index in added {
+            let image = graph.nodes[index]
+            signatures.append((image.path, try CodeSigning.verify(image.image, path: image.path)))
+            if ThreadLocals.hasDescriptors(image.image) {
+                throw .unusable(path: image.path, reason: "has thread-local variables: dlopen sets them up only for images loaded at launch")
+            }
+            if (try? ObjCSections(image: image.image)) != nil {
+                throw .unusable(path: image.path, reason: "has Objective-C metadata: dlopen runs the Objective-C step only for images loaded at launch")
+            }
+            plans.append(try ImagePlan(image: image.image, path: image.path, sliceOffset: image.file.sliceOffset))
+        }
+        if signingPolicy != .default { try signingPolicy.check(signatures) }
+        let memory = try LaunchMemory(plans: Array(plans[added]), firstSlide: nextSlide, readAhead: true)
+        do throws(LoadError) {
+            let bases = graph.nodes.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
+            var resolver = try FixupResolver(graph: graph, plans: plans)
+            for index in added {
+                var sink = MemoryFixupSink(writer: memory.writer(image: index - added.lowerBound), imageBases: bases, recorded: nil)
+                try resolver.resolve(image: index, into: &sink)
+            }
+            try memory.applyProtections()
+        } catch {
+            memory.release()
+            throw error
+        }
+        // Committed before any initializer runs: one may call dlopen itself.
+        loaded = (graph, plans)
+        lookup = nil
+        groups.append(memory)
+        placements += added.map { (memory, $0 - added.lowerBound) }
+        openCounts[node] = 1
+        let order = InitializerOrder.forOpen(graph, root: node, firstNew: added.lowerBound)
+        var functions: [CodeRunner.Function] = []
+        var initialized: [String] = []
+        for index in order {
+            let local = index - added.lowerBound
+            let offsets = try SlowPath.initializerOffsets(graph.nodes[index].image, index: local, memory: memory)
+            guard !offsets.isEmpty else { continue }
+            functions += offsets.map { CodeRunner.Function(image: local, address: memory.images[local].base &+ $0) }
+            initialized.append(graph.nodes[index].path)
+        }
+        let paths = Array(plans[added].map(\.path))
+        let runs = LaunchSequence.reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) == nil
+        events.append(DynamicLoadEvent(requested: path, loaded: paths, initialized: runs ? initialized : [], via: "dyld2"))
+        if runs { try CodeRunner.runInitializers(functions, in: memory) }
+        return memory.images[0].base
+    }
+
+    public func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
+        let (graph, _) = try state()
+        if lookup == nil { lookup = try SymbolLookup(graph: graph) }
+        let wanted = ByteView(Array(("_" + name).utf8))
+        let target: BindTarget?
+        if handle == DynamicHandle.defaultSearch {
+            target = try lookup!.findFlat(wanted)
+        } else {
+            guard let index = node(handle: handle, graph: graph) else {
+                throw .unusable(path: name, reason: "handle 0x\(String(handle, radix: 16)) is no loaded image")
+            }
+            target = try lookup!.find(wanted, in: index)
+        }
+        switch target {
+        case let .image(index, offset)?: return base(of: index) &+ offset
+        case let .absolute(value)?: return value
+        default: throw .unusable(path: name, reason: "symbol not found")
+        }
+    }
+
+    public func close(_ handle: UInt64) throws(LoadError) {
+        let (graph, _) = try state()
+        guard let index = node(handle: handle, graph: graph), let count = openCounts[index], count > 0 else {
+            throw .unusable(path: "0x\(String(handle, radix: 16))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
+        }
+        openCounts[index] = count - 1
+    }
+
+    public func describe(_ address: UInt64) -> DynamicAddress? {
+        guard let (graph, plans) = try? state() else { return nil }
+        for index in graph.nodes.indices {
+            let base = base(of: index)
+            if address >= base, address - base < plans[index].vmSize {
+                return DynamicAddress.describe(address, image: graph.nodes[index].image, path: graph.nodes[index].path, base: base)
+            }
+        }
+        return nil
+    }
+
+    /// The memory of each `dlopen` that added images, in order.
+    public var loadedMemories: [LaunchMemory] { groups }
+
+    public func releaseLoaded() {
+        for memory in groups { memory.release() }
+    }
+}

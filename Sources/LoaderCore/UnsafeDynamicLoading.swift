@@ -1,0 +1,137 @@
+import CThreadLocal
+import Glibc
+import LaunchPlan
+import Synchronization
+
+/// The loaders of the launches whose code may call `dlopen` and its family, by the address
+/// of their libSystem's host services table, and the C entry points `CThreadLocal` calls
+/// (its `dyld3_dl_handlers`). A call finds its launch's loader under the lock, then calls
+/// it without the lock (an initializer `dlopen` runs may call `dlopen` again). Strings
+/// handed to C (`dlerror`, `dladdr`'s names) live until the launch is unregistered.
+public enum DynamicLoaderRegistry {
+    /// One registered launch: its loader, and the C strings it has handed out (as addresses).
+    private final class Entry: Sendable {
+        nonisolated(unsafe) let loader: DynamicLoader
+        /// The strings made so far, and the last error (an address in `strings`) with
+        /// whether `dlerror` has yet to report it (threads of the launch may call at once).
+        private let state = Mutex<(strings: [String: UInt], lastError: UInt, pending: Bool)>(([:], 0, false))
+
+        init(loader: DynamicLoader) { unsafe self.loader = loader }
+
+        /// A C string for `text`, made once and kept until ``free()``.
+        func cString(_ text: String) -> UnsafePointer<CChar> {
+            let address = state.withLock { state in
+                if let made = state.strings[text] { return made }
+                let made = UInt(bitPattern: unsafe strdup(text))
+                state.strings[text] = made
+                return made
+            }
+            return unsafe UnsafePointer(bitPattern: address)!
+        }
+
+        func fail(_ message: String) {
+            let address = unsafe UInt(bitPattern: cString(message))
+            state.withLock { $0.lastError = address; $0.pending = true }
+        }
+
+        /// `dlerror`: the last error since the last call, then nil.
+        func takeError() -> UnsafePointer<CChar>? {
+            let address = state.withLock { state -> UInt in
+                defer { state.pending = false }
+                return state.pending ? state.lastError : 0
+            }
+            return unsafe UnsafePointer(bitPattern: address)
+        }
+
+        func free() {
+            let strings = state.withLock { state in
+                defer { state.strings = [:] }
+                return Array(state.strings.values)
+            }
+            for address in strings { unsafe Glibc.free(UnsafeMutableRawPointer(bitPattern: address)) }
+        }
+    }
+
+    private static let entries = Mutex<[UInt64: Entry]>([:])
+
+    /// Makes `loader` answer the calls of the libSystem whose host services table is at
+    /// `table` (an address in the launch's memory), until ``unregister(table:)``.
+    public static func register(_ loader: DynamicLoader, table: UInt64) {
+        installHandlers
+        let entry = Entry(loader: loader)
+        entries.withLock { $0[table] = entry }
+    }
+
+    public static func unregister(table: UInt64) {
+        let entry = entries.withLock { $0.removeValue(forKey: table) }
+        entry?.free()
+    }
+
+    private static func entry(_ table: UInt64) -> Entry? { entries.withLock { $0[table] } }
+
+    private static func open(_ table: UInt64, _ path: UnsafePointer<CChar>?, _ mode: Int32) -> UInt64 {
+        guard let entry = entry(table) else { return 0 }
+        guard let path = unsafe path else {
+            entry.fail("dlopen(NULL): the main executable's handle is not supported")
+            return 0
+        }
+        let text = unsafe String(cString: path)
+        do throws(LoadError) {
+            return try unsafe entry.loader.open(text, mode: mode)
+        } catch {
+            entry.fail("dlopen(\(text), 0x\(String(mode, radix: 16))): \(error)")
+            return 0
+        }
+    }
+
+    private static func symbol(_ table: UInt64, _ handle: UInt64, _ name: UnsafePointer<CChar>?) -> UInt64 {
+        guard let entry = entry(table), let name = unsafe name else { return 0 }
+        let text = unsafe String(cString: name)
+        do throws(LoadError) {
+            return try unsafe entry.loader.symbol(text, handle: handle)
+        } catch {
+            entry.fail("dlsym(0x\(String(handle, radix: 16)), \(text)): \(error)")
+            return 0
+        }
+    }
+
+    private static func close(_ table: UInt64, _ handle: UInt64) -> Int32 {
+        guard let entry = entry(table) else { return -1 }
+        do throws(LoadError) {
+            try unsafe entry.loader.close(handle)
+            return 0
+        } catch {
+            entry.fail("dlclose(0x\(String(handle, radix: 16))): \(error)")
+            return -1
+        }
+    }
+
+    private static func address(_ table: UInt64, _ address: UInt64, _ info: UnsafeMutablePointer<dyld3_dl_info>?) -> Int32 {
+        guard let entry = entry(table), let info = unsafe info else { return 0 }
+        guard let found = unsafe entry.loader.describe(address) else {
+            entry.fail("dladdr(0x\(String(address, radix: 16))): not in any loaded image")
+            return 0
+        }
+        let fname = unsafe entry.cString(found.path)
+        let sname = unsafe found.symbol.map { unsafe entry.cString($0) }
+        unsafe info.pointee = dyld3_dl_info(
+            fname: fname, fbase: UnsafeMutableRawPointer(bitPattern: UInt(found.base)),
+            sname: sname, saddr: UnsafeMutableRawPointer(bitPattern: UInt(found.symbolAddress)))
+        return 1
+    }
+
+    private static func error(_ table: UInt64) -> UnsafePointer<CChar>? {
+        unsafe entry(table)?.takeError()
+    }
+
+    /// Sets `CThreadLocal`'s handlers, once per process.
+    private static let installHandlers: Void = {
+        let handlers = unsafe dyld3_dl_handlers(
+            open: { unsafe DynamicLoaderRegistry.open($0, $1, $2) },
+            symbol: { unsafe DynamicLoaderRegistry.symbol($0, $1, $2) },
+            close: { DynamicLoaderRegistry.close($0, $1) },
+            address: { unsafe DynamicLoaderRegistry.address($0, $1, $2) },
+            error: { unsafe DynamicLoaderRegistry.error($0) })
+        dyld3_dl_set_handlers(handlers)
+    }()
+}
