@@ -2,6 +2,7 @@ import LaunchClosure
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
+import MachOReader
 
 /// Builds a launch closure at install time: runs every analysis the slow path runs
 /// (paths, graph, symbol resolution, initializer order) once, and writes down the result.
@@ -36,21 +37,9 @@ public enum ClosureBuilder {
         try policy.check(signatures)
         var images: [ClosureImage] = []
         for (index, node) in analysis.graph.nodes.enumerated() {
-            let signature = signatures[index].signature
-            let identity: ImageIdentity
-            do throws(ClosureError) {
-                identity = try ImageIdentity.current(path: node.path, uuid: node.image.uuid, contentOnly: contentOnlyIdentity,
-                                                     signature: signature)
-            } catch {
-                throw .failed(path: node.path, cause: LoadError.Cause(error))
-            }
-            let (rebases, binds) = runs[index]
-            images.append(ClosureImage(
-                path: node.path, installName: node.installName ?? "", identity: identity, plan: analysis.plans[index],
-                dependencies: node.dependencies.map { ClosureDependency(installName: $0.installName, kind: $0.kind, target: $0.target ?? -1) },
-                initializers: analysis.initializers[index], rpaths: node.image.rpaths, absentPaths: node.absentCandidates,
-                rebaseRuns: rebases.bytes[...], bindRuns: binds.bytes[...], rebaseCount: rebases.count, bindCount: binds.count,
-                fixupPageIndex: FixupPageIndex(rebases: rebases.pages, binds: binds.pages)))
+            images.append(try imageRecord(node, plan: analysis.plans[index], signature: signatures[index].signature,
+                                          contentOnlyIdentity: contentOnlyIdentity, rebases: runs[index].rebases, binds: runs[index].binds,
+                                          initializers: analysis.initializers[index]))
         }
         return LaunchClosure(
             binding: ClosureBinding(request: roots, inserted: inserted, arch: arch, root: root, policy: policy), contentOnlyIdentity: contentOnlyIdentity,
@@ -58,5 +47,45 @@ public enum ClosureBuilder {
             initializerOrder: analysis.initializerOrder, entryOffset: analysis.entryOffset,
             missingWeakDylibs: analysis.graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) },
             objc: objc, threadLocals: ClosureThreadLocals(setups: analysis.threadLocals, hostServices: analysis.hostServices))
+    }
+
+    /// The record of one image of a closure: its identity taken now (with its verified
+    /// `signature`), its plan, links, fixup runs and initializers.
+    static func imageRecord(_ node: DependencyGraph.Node, plan: ImagePlan, signature: SignedImage?, contentOnlyIdentity: Bool,
+                            rebases: FixupRuns.Encoded, binds: FixupRuns.Encoded, initializers: [UInt64]) throws(LoadError) -> ClosureImage {
+        let identity: ImageIdentity
+        do throws(ClosureError) {
+            identity = try ImageIdentity.current(path: node.path, uuid: node.image.uuid, contentOnly: contentOnlyIdentity, signature: signature)
+        } catch {
+            throw .failed(path: node.path, cause: LoadError.Cause(error))
+        }
+        return ClosureImage(
+            path: node.path, installName: node.installName ?? "", identity: identity, plan: plan,
+            dependencies: node.dependencies.map { ClosureDependency(installName: $0.installName, kind: $0.kind, target: $0.target ?? -1) },
+            initializers: initializers, rpaths: node.image.rpaths, absentPaths: node.absentCandidates,
+            rebaseRuns: rebases.bytes[...], bindRuns: binds.bytes[...], rebaseCount: rebases.count, bindCount: binds.count,
+            fixupPageIndex: FixupPageIndex(rebases: rebases.pages, binds: binds.pages))
+    }
+
+    /// `image` as a dlopen closure lists an image loaded before it: no fixups, no initializers.
+    static func withoutFixups(_ image: ClosureImage) -> ClosureImage {
+        var image = image
+        image.rebaseRuns = []
+        image.bindRuns = []
+        image.rebaseCount = 0
+        image.bindCount = 0
+        image.initializers = []
+        let none = FixupRuns.encodeRebases([], plan: image.plan)
+        image.fixupPageIndex = FixupPageIndex(rebases: none.pages, binds: none.pages)
+        return image
+    }
+
+    /// An image's initializers: each `__mod_init_func` slot's function is the target of the
+    /// last rebase `fixups` write there.
+    static func initializerOffsets(_ image: MachOImage, plan: ImagePlan, fixups: [ResolvedFixup]) throws(LoadError) -> [UInt64] {
+        try Initializers.offsets(of: image, plan: plan) { slot in
+            guard case let .rebase(targetOffset, _) = fixups.last(where: { $0.vmOffset == slot })?.kind else { return nil }
+            return targetOffset
+        }
     }
 }

@@ -52,11 +52,7 @@ public struct LaunchAnalysis: Sendable {
                 for fixup in imageFixups { kinds[fixup.vmOffset] = fixup.kind }
                 thunkFixups[index] = kinds
             }
-            // A `__mod_init_func` slot's function is the target of the last rebase written there.
-            initializers.append(try Initializers.offsets(of: graph.nodes[index].image, plan: plans[index]) { slot in
-                guard case let .rebase(targetOffset, _) = imageFixups.last(where: { $0.vmOffset == slot })?.kind else { return nil }
-                return targetOffset
-            })
+            initializers.append(try ClosureBuilder.initializerOffsets(graph.nodes[index].image, plan: plans[index], fixups: imageFixups))
             if let memory {
                 let writer = memory.writer(image: index)
                 let bases = memory.images.map(\.base)

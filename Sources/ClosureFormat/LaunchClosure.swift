@@ -7,11 +7,11 @@ import LaunchPlan
 /// ``ClosureBinding``, content-only byte, `rootCount` ULEB, image count +
 /// ``ClosureImage``s, bind-target count + ``BindTarget``s, initializer-order count + ULEB
 /// image indices, entry flag byte (+ ULEB offset), missing-dylib count + ``ClosureMissingDylib``s,
-/// ``ClosureObjC``.
+/// ``ClosureObjC``, ``ClosureThreadLocals``, dlopen-closure count + ``ClosureDlopen``s.
 /// Each record reads and writes itself; this type only strings them together.
 public struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
-    public static let formatVersion: UInt32 = 8
+    public static let formatVersion: UInt32 = 9
     /// Who built it.
     public static let builderIdentity = "dyld3-swift closure builder 1"
 
@@ -48,10 +48,12 @@ public struct LaunchClosure: Equatable, Sendable {
     public var objc: ClosureObjC
     /// The thread-local-variable step and the host services table (``ClosureThreadLocals/none`` without either).
     public var threadLocals: ClosureThreadLocals
+    /// The dlopen closures built with it (`--dlopen`), decoded when a `dlopen` uses one.
+    public var dlopens: [ClosureDlopen]
 
     public init(binding: ClosureBinding, contentOnlyIdentity: Bool, images: [ClosureImage], rootCount: Int,
                 bindTargets: [BindTarget], initializerOrder: [Int], entryOffset: UInt64?, missingWeakDylibs: [ClosureMissingDylib],
-                objc: ClosureObjC = .none, threadLocals: ClosureThreadLocals = .none) {
+                objc: ClosureObjC = .none, threadLocals: ClosureThreadLocals = .none, dlopens: [ClosureDlopen] = []) {
         self.binding = binding
         self.contentOnlyIdentity = contentOnlyIdentity
         self.images = images
@@ -62,6 +64,7 @@ public struct LaunchClosure: Equatable, Sendable {
         self.missingWeakDylibs = missingWeakDylibs
         self.objc = objc
         self.threadLocals = threadLocals
+        self.dlopens = dlopens
     }
 
     public var totalRebases: Int { images.reduce(0) { $0 + $1.rebaseCount } }
@@ -160,6 +163,10 @@ public struct LaunchClosure: Equatable, Sendable {
         }
         objc = try ClosureObjC(parsing: &r, images: images)
         threadLocals = try ClosureThreadLocals(parsing: &r, images: images)
+        dlopens = []
+        for _ in 0..<(try r.count(of: "dlopen closure", minimumSize: ClosureDlopen.minimumEncodedSize)) {
+            dlopens.append(try ClosureDlopen(parsing: &r))
+        }
         guard r.atEnd else { throw r.corrupt("bytes after the closure body") }
     }
 
@@ -184,6 +191,8 @@ public struct LaunchClosure: Equatable, Sendable {
         for missing in missingWeakDylibs { missing.encode(into: &w) }
         objc.encode(into: &w)
         threadLocals.encode(into: &w)
+        w.uleb(dlopens.count)
+        for dlopen in dlopens { dlopen.encode(into: &w) }
         return w.bytes
     }
 }

@@ -7,13 +7,10 @@ import LaunchPlan
 /// slide, their fixups resolved by name against every loaded image (the launch's
 /// interposing applies), protected, and initialized bottom up; `dlsym` looks the name up in
 /// the image's export trie and its re-exports (dyld's `dlsym` also walks tries at run time).
-///
-/// The dyld3 path uses it for a path its closure has no dlopen closure for; the launch's
-/// own graph is then parsed again on the first call (``init(options:memory:)``).
 public final class SlowDynamicLoader: DynamicLoader {
     /// The launch's graph and plans, extended by every `dlopen` that added images.
-    private var loaded: (graph: DependencyGraph, plans: [ImagePlan])?
-    private let makeGraph: () throws(LoadError) -> (graph: DependencyGraph, plans: [ImagePlan])
+    private var graph: DependencyGraph
+    private var plans: [ImagePlan]
     private let launch: LaunchMemory
     /// Per node after the launch's: the memory it was mapped into, and its index there.
     private var placements: [(memory: LaunchMemory, index: Int)] = []
@@ -35,37 +32,8 @@ public final class SlowDynamicLoader: DynamicLoader {
         arch = options.arch
         run = options.run
         signingPolicy = options.signingPolicy
-        let known = (graph, plans)
-        makeGraph = { known }
-    }
-
-    /// For a launch made another way (the fast path): the launch's graph is loaded again
-    /// from `options` on the first call, and must name the images `memory` holds.
-    public init(options: LaunchOptions, memory: LaunchMemory) {
-        launch = memory
-        arch = options.arch
-        run = options.run
-        signingPolicy = options.signingPolicy
-        makeGraph = { () throws(LoadError) in
-            let graph = try DependencyGraph(roots: options.roots, inserted: options.inserted, arch: options.arch, root: options.root)
-            guard graph.nodes.map(\.path) == memory.images.map(\.plan.path) else {
-                throw .unusable(path: options.roots.last ?? "?", reason: "changed since it was launched: its images are no longer those mapped")
-            }
-            return (graph, memory.images.map(\.plan))
-        }
-    }
-
-    /// For ``LaunchOptions/dynamicLoading``: the dyld2 way for paths the fast path's closure
-    /// has no dlopen closure for.
-    public static let fallback: @Sendable (LaunchOptions, LaunchMemory) -> DynamicLoader = { options, memory in
-        SlowDynamicLoader(options: options, memory: memory)
-    }
-
-    private func state() throws(LoadError) -> (graph: DependencyGraph, plans: [ImagePlan]) {
-        if let loaded { return loaded }
-        let made = try makeGraph()
-        loaded = made
-        return made
+        self.graph = graph
+        self.plans = plans
     }
 
     /// Where node `index` is mapped.
@@ -73,12 +41,12 @@ public final class SlowDynamicLoader: DynamicLoader {
         index < launch.images.count ? launch.images[index].base : placements[index - launch.images.count].memory.images[placements[index - launch.images.count].index].base
     }
 
-    private func node(handle: UInt64, graph: DependencyGraph) -> Int? {
+    private func node(handle: UInt64) -> Int? {
         graph.nodes.indices.first { base(of: $0) == handle }
     }
 
     public func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64 {
-        var (graph, plans) = try state()
+        var graph = self.graph, plans = self.plans
         let (node, added) = try graph.open(path, arch: arch)
         guard !added.isEmpty else {
             openCounts[node, default: 0] += 1
@@ -113,7 +81,8 @@ public final class SlowDynamicLoader: DynamicLoader {
             throw error
         }
         // Committed before any initializer runs: one may call dlopen itself.
-        loaded = (graph, plans)
+        self.graph = graph
+        self.plans = plans
         lookup = nil
         groups.append(memory)
         placements += added.map { (memory, $0 - added.lowerBound) }
@@ -136,14 +105,13 @@ public final class SlowDynamicLoader: DynamicLoader {
     }
 
     public func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
-        let (graph, _) = try state()
         if lookup == nil { lookup = try SymbolLookup(graph: graph) }
         let wanted = ByteView(Array(("_" + name).utf8))
         let target: BindTarget?
         if handle == DynamicHandle.defaultSearch {
             target = try lookup!.findFlat(wanted)
         } else {
-            guard let index = node(handle: handle, graph: graph) else {
+            guard let index = node(handle: handle) else {
                 throw .unusable(path: name, reason: "handle 0x\(String(handle, radix: 16)) is no loaded image")
             }
             target = try lookup!.find(wanted, in: index)
@@ -156,15 +124,13 @@ public final class SlowDynamicLoader: DynamicLoader {
     }
 
     public func close(_ handle: UInt64) throws(LoadError) {
-        let (graph, _) = try state()
-        guard let index = node(handle: handle, graph: graph), let count = openCounts[index], count > 0 else {
+        guard let index = node(handle: handle), let count = openCounts[index], count > 0 else {
             throw .unusable(path: "0x\(String(handle, radix: 16))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
         }
         openCounts[index] = count - 1
     }
 
     public func describe(_ address: UInt64) -> DynamicAddress? {
-        guard let (graph, plans) = try? state() else { return nil }
         for index in graph.nodes.indices {
             let base = base(of: index)
             if address >= base, address - base < plans[index].vmSize {

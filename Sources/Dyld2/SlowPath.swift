@@ -51,10 +51,8 @@ public enum SlowPath {
         }
         let hostServices = try resolver.hostServicesSlot()
         try ThreadLocals.apply(threadLocals, hostServices: hostServices, memory: memory)
-        if let hostServices {
-            memory.attach(SlowDynamicLoader(graph: graph, plans: plans, memory: memory, options: options),
-                          table: memory.images[hostServices.image].base &+ hostServices.vmOffset)
-        }
+        memory.attach(SlowDynamicLoader(graph: graph, plans: plans, memory: memory, options: options),
+                      table: hostServices.map { memory.images[$0.image].base &+ $0.vmOffset })
         report.symbolLookups = resolver.symbolLookups
         let initializerOrder = InitializerOrder.compute(graph)
         let objc = try ObjCSetup.compute(

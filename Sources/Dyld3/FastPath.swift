@@ -211,11 +211,9 @@ public enum FastPath {
                 throw error
             }
         }
-        // `dlopen` from the launch's code: the dlopen closures first, then what the request
-        // gives for any other path (the tool gives the dyld2 way).
-        if let hostServices = closure.threadLocals.hostServices, let fallback = request.dynamicLoading {
-            memory.attach(fallback(request, memory), table: memory.images[hostServices.image].base &+ hostServices.vmOffset)
-        }
+        // `dlopen` from the launch's code: with dlopen closures (``ClosureDynamicLoader``).
+        memory.attach(ClosureDynamicLoader(launch: closure, closurePath: closurePath, request: request, memory: memory),
+                      table: closure.threadLocals.hostServices.map { memory.images[$0.image].base &+ $0.vmOffset })
         report.rebases = closure.totalRebases
         report.binds = closure.totalBinds
         // A page-in launch leaves its pages untouched: a digest would fault every one in.

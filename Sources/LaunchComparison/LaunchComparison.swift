@@ -38,6 +38,8 @@ package struct LaunchComparison: Sendable {
     /// Why main's result was not compared (no code ran, or no main), when it was not.
     package let notRunReason: String?
     package let differences: [Difference]
+    /// What each `dlopen` did in the dyld3 launch (``run(options:closure:closurePath:checks:dlopen:)``).
+    package let dlopens: [DynamicLoadEvent]
     /// How the dyld3 launch wrote its fixups, and why not page by page when page-in was asked for.
     package let fixupsMode: FixupsMode
     package let fixupsFallbackReason: String?
@@ -50,8 +52,10 @@ package struct LaunchComparison: Sendable {
     /// code can run here, both are also run to compare main's result. `closurePath` names
     /// where `closure` came from (in refusals). Throws `LoadError` when a launch fails,
     /// `ClosureError` when the fast path refuses the closure.
+    /// `dlopen`: paths opened after each launch (before anything runs), in order, as the
+    /// app's code would open them; the images they add are compared too, at one slide.
     package static func run(options: LaunchOptions, closure: LaunchClosure, closurePath: String,
-                           checks: FastPath.Checks = FastPath.Checks()) throws -> LaunchComparison {
+                           checks: FastPath.Checks = FastPath.Checks(), dlopen: [String] = []) throws -> LaunchComparison {
         let runCode = options.run
         var options = options
         options.run = false
@@ -59,9 +63,11 @@ package struct LaunchComparison: Sendable {
         // Both launches must land at the same addresses: take the first one's slide.
         let slow = try SlowPath.launch(options)
         let slide = slow.report.slide
-        let slowSnapshot = slow.memory.writableSnapshot()
+        let (slowOpened, slides) = try open(dlopen, in: slow.memory, slides: nil)
+        let slowSnapshot = snapshot(slow.memory)
         let slowFixups = slow.fixups ?? []
-        let slowReport = slow.report
+        var slowReport = slow.report
+        slowReport.images += slowOpened.flatMap(\.loaded)
         let names = SymbolNames(paths: slowReport.images, arch: options.arch)
         var notRunReason = LaunchSequence.reasonNotToRun(run: runCode, arch: options.arch, memory: slow.memory, paths: slowReport.images)
         slow.memory.release()
@@ -70,7 +76,8 @@ package struct LaunchComparison: Sendable {
         var clock = PhaseClock()
         options.slide = slide
         let fast = try FastPath.launch(closure, closurePath: closurePath, request: options, checks: checks, report: &report, clock: &clock)
-        let fastSnapshot = fast.memory.writableSnapshot()
+        let (fastOpened, _) = try open(dlopen, in: fast.memory, slides: slides)
+        let fastSnapshot = snapshot(fast.memory)
         let pagesRegistered = Int((fast.memory.pager?.registeredBytes ?? 0) / LaunchMemory.pageSize)
         let pagesFilled = fast.memory.pager?.pagesFilled ?? 0
         let pageInFailure = fast.memory.pager?.failure
@@ -90,7 +97,7 @@ package struct LaunchComparison: Sendable {
                 if a.bytes[offset] != b.bytes[offset] {
                     let word = UInt64(offset / 8 * 8)
                     let location = a.vmOffset + word
-                    let fixup = slowFixups[a.image].last { $0.vmOffset == location }
+                    let fixup = a.image < slowFixups.count ? slowFixups[a.image].last { $0.vmOffset == location } : nil
                     differences.append(Difference(
                         what: "memory", image: slowReport.images[a.image], segment: a.segment, offset: word,
                         detail: "dyld2 and dyld3 wrote different bytes" + (fixup.map { " (fixup: \(names.describe($0, image: a.image)))" } ?? "")))
@@ -127,6 +134,10 @@ package struct LaunchComparison: Sendable {
                                               offset: location, detail: "only the closure writes here"))
             }
         }
+        if slowOpened.map(\.loaded) != fastOpened.map(\.loaded) {
+            differences.append(Difference(what: "dlopen", image: "", segment: "", offset: 0,
+                                          detail: "dyld2 loaded \(slowOpened.map(\.loaded)), dyld3 \(fastOpened.map(\.loaded))"))
+        }
         if slowReport.initializers != report.initializers {
             differences.append(Difference(what: "initializers", image: "", segment: "", offset: 0,
                                           detail: "dyld2 \(slowReport.initializers), dyld3 \(report.initializers)"))
@@ -153,8 +164,38 @@ package struct LaunchComparison: Sendable {
         }
         return LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount, fixupsWritten: fixupsWritten,
                                 initializers: slowReport.initializers, dyld2Result: results.0, dyld3Result: results.1,
-                                notRunReason: notRunReason, differences: differences, fixupsMode: fast.report.fixupsMode,
+                                notRunReason: notRunReason, differences: differences, dlopens: fastOpened, fixupsMode: fast.report.fixupsMode,
                                 fixupsFallbackReason: fast.report.fixupsFallbackReason, pagesRegistered: pagesRegistered, pagesFilled: pagesFilled)
+    }
+
+    /// Opens each of `paths` in the launch of `memory` as its code would (nothing runs: the
+    /// launch was made with `run` off), the n-th at `slides[n]` when given; returns what each
+    /// did and the slide of each reservation (nil for an image loaded already).
+    static func open(_ paths: [String], in memory: LaunchMemory, slides: [UInt64?]?) throws -> ([DynamicLoadEvent], [UInt64?]) {
+        guard !paths.isEmpty else { return ([], []) }
+        guard let loader = memory.dynamicLoader?.loader else {
+            throw LoadError.unusable(path: paths[0], reason: "cannot be opened: the launch has no dynamic loader")
+        }
+        var used: [UInt64?] = []
+        for (position, path) in paths.enumerated() {
+            loader.nextSlide = slides?[position]
+            let before = loader.loadedMemories.count
+            _ = try loader.open(path, mode: 2)
+            used.append(loader.loadedMemories.count > before ? loader.loadedMemories.last?.images.first?.slide : nil)
+        }
+        return (loader.events, used)
+    }
+
+    /// Every writable segment of the launch, then of each reservation a `dlopen` added
+    /// (their images numbered after the launch's).
+    static func snapshot(_ memory: LaunchMemory) -> [LaunchMemory.SegmentSnapshot] {
+        var segments = memory.writableSnapshot()
+        var first = memory.images.count
+        for opened in memory.dynamicLoader?.loader.loadedMemories ?? [] {
+            segments += opened.writableSnapshot().map { LaunchMemory.SegmentSnapshot(image: first + $0.image, segment: $0.segment, vmOffset: $0.vmOffset, bytes: $0.bytes) }
+            first += opened.images.count
+        }
+        return segments
     }
 
     /// Location → the fixup that stays there (the last one written).

@@ -65,6 +65,13 @@ extension LaunchMemory {
         /// Offset of the segment from the image's preferred base.
         public let vmOffset: UInt64
         public let bytes: [UInt8]
+
+        public init(image: Int, segment: String, vmOffset: UInt64, bytes: [UInt8]) {
+            self.image = image
+            self.segment = segment
+            self.vmOffset = vmOffset
+            self.bytes = bytes
+        }
     }
 
     /// Copies of every writable segment, in image and segment order (for `compare`).

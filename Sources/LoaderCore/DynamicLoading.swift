@@ -74,7 +74,8 @@ public struct DynamicLoadEvent: Equatable, Sendable {
     public var loaded: [String]
     /// The images whose initializers ran, in order.
     public var initialized: [String]
-    /// How: "closure" (the fast path applied a dlopen closure) or "dyld2".
+    /// How: "closure" (the fast path applied the launch closure's dlopen closure), "runtime
+    /// closure" (one it built at run time), or "dyld2".
     public var via: String
 
     public init(requested: String, loaded: [String], initialized: [String], via: String) {

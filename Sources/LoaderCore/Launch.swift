@@ -26,10 +26,6 @@ public struct LaunchOptions: Sendable {
     /// the fixups (`--verify-pages`; ``EagerPageVerification``). dyld2 verifies every page
     /// whatever this says.
     public var verifyPages = false
-    /// dyld3: what answers the launch's `dlopen` calls for paths its closure has no dlopen
-    /// closure for (the tool gives dyld2's, `SlowDynamicLoader`); nil: such a call fails.
-    /// The dyld2 path always loads the dyld2 way.
-    public var dynamicLoading: (@Sendable (LaunchOptions, LaunchMemory) -> DynamicLoader)?
 
     public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
                 fixups: FixupsMode = .eager) {
@@ -101,9 +97,11 @@ public enum LaunchSequence {
         try CodeRunner.runInitializers(functions, in: memory)
         report.timings[.initializers] = clock.lap()
         guard let entryOffset else {
+            report.dynamicLoads = memory.dynamicLoader?.loader.events ?? []
             report.notRunReason = "\(paths[mainImage]) has no LC_MAIN: loaded as a root image, initializers ran, no main to run"
             return
         }
+        defer { report.dynamicLoads = memory.dynamicLoader?.loader.events ?? [] }
         report.result = try CodeRunner.runMain(
             CodeRunner.Function(image: mainImage, address: memory.images[mainImage].base &+ entryOffset), in: memory)
         report.ran = true

@@ -269,22 +269,24 @@ public final class LaunchMemory {
         for key in threadLocalKeys { UnsafeThreadLocal.releaseKey(key) }
         threadLocalKeys = []
         if let (loader, table) = dynamicLoader {
-            DynamicLoaderRegistry.unregister(table: table)
+            if let table { DynamicLoaderRegistry.unregister(table: table) }
             loader.releaseLoaded()
             dynamicLoader = nil
         }
     }
 
-    /// The loader answering this launch's `dlopen` calls, and its libSystem's host services
-    /// table (``attach(_:table:)``).
-    public private(set) var dynamicLoader: (loader: DynamicLoader, table: UInt64)?
+    /// The loader of this launch's `dlopen`s, and its libSystem's host services table
+    /// (``attach(_:table:)``).
+    public private(set) var dynamicLoader: (loader: DynamicLoader, table: UInt64?)?
 
-    /// Makes `loader` answer the `dlopen` calls of the libSystem whose host services table is
-    /// at `table` until this memory is released, which also releases what it loaded.
-    public func attach(_ loader: DynamicLoader, table: UInt64) {
-        if let previous = dynamicLoader { DynamicLoaderRegistry.unregister(table: previous.table) }
+    /// Makes `loader` the one that opens images into this launch (for `compare --dlopen`),
+    /// and, with `table`, the one answering the `dlopen` calls of the libSystem whose host
+    /// services table is there, until this memory is released, which also releases what it
+    /// loaded.
+    public func attach(_ loader: DynamicLoader, table: UInt64?) {
+        if let previous = dynamicLoader?.table { DynamicLoaderRegistry.unregister(table: previous) }
         dynamicLoader = (loader, table)
-        DynamicLoaderRegistry.register(loader, table: table)
+        if let table { DynamicLoaderRegistry.register(loader, table: table) }
     }
 
     /// The thread-local keys of this launch's images (``ThreadLocals``), released with it.

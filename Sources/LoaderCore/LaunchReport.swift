@@ -28,6 +28,8 @@ public struct LaunchReport: Sendable {
     public var objcSkippedReason: String?
     /// Image paths in the order their initializers ran.
     public var initializers: [String] = []
+    /// What the launch's code opened with `dlopen`, in order.
+    public var dynamicLoads: [DynamicLoadEvent] = []
     /// xxh3 of every writable segment after fixups, slide-independent; nil for a page-in
     /// launch (computing it would fault every page in).
     public var digest: UInt64? = 0

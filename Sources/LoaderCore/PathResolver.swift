@@ -51,6 +51,15 @@ public struct PathResolver: Sendable {
         return paths.filter { seen.insert($0).inserted }
     }
 
+    /// The file `path` (as `dlopen` takes it) names without a search: `@executable_path` and
+    /// `@loader_path` (the main executable's directory) expanded inside the root, an
+    /// absolute path under the root; nil for `@rpath` (found by a search) and relative paths.
+    public func direct(_ path: String) -> String? {
+        if path.hasPrefix("@rpath/") { return nil }
+        if path.hasPrefix("@") { return confined(expand(path, loaderDirectory: executableDirectory)) }
+        return path.hasPrefix("/") ? underRoot(path) : nil
+    }
+
     /// `@executable_path` and `@loader_path` expanded; absolute paths put under the root.
     func expand(_ path: String, loaderDirectory: String) -> String {
         if path.hasPrefix("@executable_path") {

@@ -24,6 +24,10 @@ struct CompareCommand: ParsableCommand {
 
     @OptionGroup var trust: TrustOptions
 
+    @Option(name: .customLong("dlopen"), help: ArgumentHelp(
+        "After each launch, dlopen PATH as the app's code would (@executable_path/..., @rpath/..., a path under --root, or a file inside the app) and compare the images it adds too. Repeatable, in order.",
+        valueName: "PATH"))
+    var dlopen: [String] = []
 
     @Flag(help: "Print the comparison as JSON.")
     var json = false
@@ -35,6 +39,7 @@ struct CompareCommand: ParsableCommand {
     var faultAround = FixupPager.defaultFaultAround
 
     func run() throws {
+        RuntimeDlopenClosures.install(DlopenClosureBuilder.build)
         try CommandFailure.reporting(json: json, context: options.failureContext(app: app)) { try compare() }
     }
 
@@ -45,7 +50,6 @@ struct CompareCommand: ParsableCommand {
             launchOptions.faultAround = max(1, faultAround)
             launchOptions.inserted = try options.insertedLibraries()
             launchOptions.signingPolicy = options.signingPolicy
-            launchOptions.dynamicLoading = SlowDynamicLoader.fallback
             let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
             var closureSource = cachedPath
             let closure: LaunchClosure
@@ -60,7 +64,9 @@ struct CompareCommand: ParsableCommand {
                                                    policy: options.signingPolicy)
                 closureSource = "(built in memory)"
             }
-            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, checks: checks)
+            let opened = dlopen.map { InstallCommand.dlopenPath($0, executable: closure.images[0].path) }
+            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, checks: checks,
+                                                      dlopen: opened)
             if json {
                 print(JSONValue.object([
                     ("schema_version", .int(JSONValue.schemaVersion)),
@@ -73,6 +79,9 @@ struct CompareCommand: ParsableCommand {
                     ("fixups_compared", .int(Int64(comparison.fixupsCompared))),
                     ("fixups_written", .int(Int64(comparison.fixupsWritten))),
                     ("initializers", .array(comparison.initializers.map(JSONValue.string))),
+                    ("dlopen", .array(comparison.dlopens.map { load in
+                        .object([("requested", .string(load.requested)), ("via", .string(load.via)), ("loaded", .array(load.loaded.map(JSONValue.string)))])
+                    })),
                     ("dyld2_result", comparison.dyld2Result.map { .int(Int64($0)) } ?? .null),
                     ("dyld3_result", comparison.dyld3Result.map { .int(Int64($0)) } ?? .null),
                     ("not_run_reason", comparison.notRunReason.map(JSONValue.string) ?? .null),
@@ -89,7 +98,9 @@ struct CompareCommand: ParsableCommand {
                     ?? comparison.notRunReason.map { "; not run: \($0)" } ?? ""
                 print("\(app) [\(roots.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
                       + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixup locations (of \(comparison.fixupsWritten) fixups written), "
-                      + "slide 0x\(String(comparison.slide, radix: 16))\(comparison.differences.isEmpty ? result : "")"
+                      + "slide 0x\(String(comparison.slide, radix: 16))"
+                      + (comparison.dlopens.isEmpty ? "" : "; after dlopen of " + comparison.dlopens.map { "\($0.requested) (\($0.loaded.count) images by \($0.via))" }.joined(separator: ", "))
+                      + "\(comparison.differences.isEmpty ? result : "")"
                       + (comparison.fixupsMode == .pageIn ? "; page-in: \(comparison.pagesFilled) of \(comparison.pagesRegistered) pages filled on touch" : "")
                       + (comparison.fixupsFallbackReason.map { "; page-in fell back to eager: \($0)" } ?? ""))
             }

@@ -5,6 +5,7 @@ import LaunchClosure
 import LoaderCore
 import MachOInspect
 import ClosureFormat
+import LaunchPlan
 
 /// `dyld3 install APP…`: builds launch closures out of process, one per app and arch.
 struct InstallCommand: ParsableCommand {
@@ -30,6 +31,11 @@ struct InstallCommand: ParsableCommand {
 
     @Flag(help: "Print one JSON document (docs/json.md): every closure written and every app that got none, with its error.")
     var json = false
+
+    @Option(name: .customLong("dlopen"), help: ArgumentHelp(
+        "Also build the dlopen closure of PATH, as the app's code passes it to dlopen (@executable_path/..., @rpath/..., or a path under --root), or a file inside the app. Repeatable.",
+        valueName: "PATH"))
+    var dlopen: [String] = []
 
     func run() throws {
         let cache = options.closureCache
@@ -72,8 +78,19 @@ struct InstallCommand: ParsableCommand {
             if progress { FileHandle.standardError.write(Data("[\(number + 1)/\(targets.count)] \(app)\n".utf8)) }
             do {
                 let roots = try options.roots(for: app)
-                let closure = try ClosureBuilder.build(roots: roots.paths, inserted: try options.insertedLibraries(), arch: roots.arch, root: options.root,
+                var closure = try ClosureBuilder.build(roots: roots.paths, inserted: try options.insertedLibraries(), arch: roots.arch, root: options.root,
                                                        contentOnlyIdentity: contentOnly, policy: options.signingPolicy)
+                var request = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root)
+                request.inserted = try options.insertedLibraries()
+                request.signingPolicy = options.signingPolicy
+                for path in dlopen {
+                    let requested = Self.dlopenPath(path, executable: closure.images[0].path)
+                    guard let record = try DlopenClosureBuilder.build(requested, request: request, launch: closure, loaded: closure.images) else {
+                        FileHandle.standardError.write(Data("dyld3: \(app): --dlopen \(path): loaded at launch already, no dlopen closure needed\n".utf8))
+                        continue
+                    }
+                    closure.dlopens.append(record)
+                }
                 let path = cache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
                 var untrusted: String?
                 do throws(ClosureError) {
@@ -93,12 +110,14 @@ struct InstallCommand: ParsableCommand {
                 }
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
                 let line = "\(app) [\(roots.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
-                    + "\(closure.totalBinds) binds -> \(path) (\(size) bytes)"
+                    + "\(closure.totalBinds) binds" + (closure.dlopens.isEmpty ? "" : ", \(closure.dlopens.count) dlopen closures")
+                    + " -> \(path) (\(size) bytes)"
                 if json {
                     written.append(.object([
                         ("app", .string(app)), ("arch", .string(roots.arch)), ("images", .int(Int64(closure.images.count))),
                         ("rebases", .int(Int64(closure.totalRebases))), ("binds", .int(Int64(closure.totalBinds))),
                         ("closure", .string(path)), ("closure_bytes", .int(Int64(size))),
+                        ("dlopen_closures", .array(closure.dlopens.map { .string($0.requested) })),
                     ]))
                 } else {
                     print(line)
@@ -120,6 +139,16 @@ struct InstallCommand: ParsableCommand {
             print(Self.summary(installed: targets.count - failures.count, failures: failures))
         }
         if !failures.isEmpty { throw ExitCode(1) }
+    }
+
+    /// A `--dlopen` argument as the app's code would pass it: a file inside the main
+    /// executable's directory becomes `@executable_path/...`; anything else is kept.
+    static func dlopenPath(_ argument: String, executable: String) -> String {
+        guard !argument.hasPrefix("@"), FileManager.default.fileExists(atPath: argument) else { return argument }
+        let file = PathResolver.normalize(argument)
+        let directory = PathResolver.directory(of: executable)
+        guard file.hasPrefix(directory + "/") else { return argument }
+        return "@executable_path" + file.dropFirst(directory.count)
     }
 
     /// `installed N, failed M`, then each failed app with its reason.

@@ -69,6 +69,7 @@ struct LaunchCommand: ParsableCommand {
     }
 
     func run() throws {
+        RuntimeDlopenClosures.install(DlopenClosureBuilder.build)
         try CommandFailure.reporting(json: json, context: options.failureContext(app: app)) { try launch() }
     }
 
@@ -146,7 +147,6 @@ struct LaunchCommand: ParsableCommand {
         launchOptions.inserted = try options.insertedLibraries()
         launchOptions.signingPolicy = options.signingPolicy
         launchOptions.verifyPages = verifyPages
-        launchOptions.dynamicLoading = SlowDynamicLoader.fallback
         return launchOptions
     }
 

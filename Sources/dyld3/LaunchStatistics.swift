@@ -36,6 +36,8 @@ struct LaunchStatistics {
     var mainNanoseconds: Int64?
     /// Why the Objective-C step did not run (nil: it ran).
     var objcSkippedReason: String?
+    /// What the code opened with `dlopen`.
+    var dynamicLoads: [DynamicLoadEvent]
 
     init(_ report: LaunchReport, closurePath: String?) {
         mode = report.mode
@@ -56,6 +58,7 @@ struct LaunchStatistics {
         pagesVerified = report.pagesVerified
         mainNanoseconds = main
         objcSkippedReason = report.objcSkippedReason
+        dynamicLoads = report.dynamicLoads
     }
 
     static func meaning(_ phase: LaunchReport.Phase, dyld3: Bool) -> String {
@@ -100,6 +103,10 @@ struct LaunchStatistics {
         out += "  objective-c:           \(objcSkippedReason.map { "skipped: " + $0 } ?? "ran")\n"
         if let pagesVerified { out += "  pages verified:        \(pagesVerified)\n" }
         if let mainNanoseconds { out += "  main (not pre-main):   \(time(mainNanoseconds))\n" }
+        for load in dynamicLoads {
+            out += "  dlopen:                \(load.requested): " + (load.loaded.isEmpty ? "loaded already"
+                : "\(load.loaded.count) images by \(["closure": "its dlopen closure", "runtime closure": "a dlopen closure built now"][load.via] ?? load.via), initializers \(load.initialized.count)") + "\n"
+        }
         return out
     }
 
@@ -125,6 +132,10 @@ struct LaunchStatistics {
             ("main_ns", mainNanoseconds.map(JSONValue.int) ?? .null),
             ("objc_ran", .bool(objcSkippedReason == nil)),
             ("objc_skipped_reason", objcSkippedReason.map(JSONValue.string) ?? .null),
+            ("dlopens", .array(dynamicLoads.map { load in
+                .object([("requested", .string(load.requested)), ("via", .string(load.via)),
+                         ("loaded", .array(load.loaded.map(JSONValue.string))), ("initialized", .array(load.initialized.map(JSONValue.string)))])
+            })),
         ])
     }
 }

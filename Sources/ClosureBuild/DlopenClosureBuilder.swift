@@ -1,0 +1,62 @@
+import Dyld2
+import LaunchClosure
+import LoaderCore
+import LaunchPlan
+import MachOReader
+import ClosureFormat
+
+/// Builds dlopen closures (``ClosureDlopen``): the analysis a `dlopen` of one path makes
+/// after a launch, written down. At install time (`dyld3 install APP --dlopen PATH`) the
+/// images loaded before are the launch's; at run time (the fast path's `dlopen` of a path
+/// it has no closure for, as dyld3 built dlopen closures in process) they are the launch's
+/// and those earlier `dlopen`s added.
+public enum DlopenClosureBuilder {
+    /// The dlopen closure of `path` after `launch` (the closure of `request`) and the
+    /// `dlopen`s of `earlier` (each path that added images, in order), whose images are
+    /// `loaded` (the launch's records, then those added: the graph is loaded again and must
+    /// name the same files). Nil when `path` names an image already loaded.
+    public static func build(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
+                             earlier: [String] = []) throws(LoadError) -> ClosureDlopen? {
+        var graph = try DependencyGraph(roots: request.roots, inserted: request.inserted, arch: request.arch, root: request.root)
+        for opened in earlier { _ = try graph.open(opened, arch: request.arch) }
+        guard graph.nodes.map(\.path) == loaded.map(\.path) else {
+            throw .unusable(path: path, reason: "cannot be opened by a dlopen closure: the images loaded so far are no longer the files found on disk")
+        }
+        let (node, added) = try graph.open(path, arch: request.arch)
+        guard !added.isEmpty else { return nil }
+        var plans = loaded.map(\.plan)
+        for index in added {
+            let image = graph.nodes[index]
+            if ThreadLocals.hasDescriptors(image.image) {
+                throw .unusable(path: image.path, reason: "has thread-local variables: dlopen sets them up only for images loaded at launch")
+            }
+            if (try? ObjCSections(image: image.image)) != nil {
+                throw .unusable(path: image.path, reason: "has Objective-C metadata: dlopen runs the Objective-C step only for images loaded at launch")
+            }
+            plans.append(try ImagePlan(image: image.image, path: image.path, sliceOffset: image.file.sliceOffset))
+        }
+        var signatures: [(path: String, signature: SignedImage?)] = [(loaded[0].path, loaded[0].identity.signature)]
+        for index in added { signatures.append((graph.nodes[index].path, try CodeSigning.verify(graph.nodes[index].image, path: graph.nodes[index].path))) }
+        try request.signingPolicy.check(signatures)
+
+        var targets: [BindTarget] = []
+        var targetIndex: [BindTarget: Int] = [:]
+        var resolver = try FixupResolver(graph: graph, plans: plans)
+        var images = loaded.map(ClosureBuilder.withoutFixups)
+        for (position, index) in added.enumerated() {
+            var fixups: [ResolvedFixup] = []
+            try resolver.resolve(image: index) { (fixup) throws(LoadError) in fixups.append(fixup) }
+            let initializers = try ClosureBuilder.initializerOffsets(graph.nodes[index].image, plan: plans[index], fixups: fixups)
+            images.append(try ClosureBuilder.imageRecord(
+                graph.nodes[index], plan: plans[index], signature: signatures[position + 1].signature, contentOnlyIdentity: launch.contentOnlyIdentity,
+                rebases: FixupRuns.encodeRebases(fixups, plan: plans[index]),
+                binds: FixupRuns.encodeBinds(fixups, plan: plans[index], targets: &targets, targetIndex: &targetIndex),
+                initializers: initializers))
+        }
+        let closure = LaunchClosure(
+            binding: launch.binding, contentOnlyIdentity: launch.contentOnlyIdentity, images: images, rootCount: launch.rootCount,
+            bindTargets: targets, initializerOrder: InitializerOrder.forOpen(graph, root: node, firstNew: added.lowerBound), entryOffset: nil,
+            missingWeakDylibs: graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) })
+        return ClosureDlopen(requested: path, resolvedPath: graph.nodes[node].path, opened: node, body: closure.encodedBody())
+    }
+}

@@ -1,0 +1,79 @@
+import LaunchPlan
+
+/// A dlopen closure (dyld3's): what a `dlopen` of one path after the launch loads, resolved
+/// at install time (`dyld3 install APP --dlopen PATH`), so the fast path maps and fixes up
+/// the images it adds with no path search and no symbol lookup.
+///
+/// Encoded (docs/closure-format.md): the path as requested (string), the image it opens
+/// (string), then the dlopen closure's own body as a blob: a closure body whose images are
+/// the launch's, in the same order, then the images the `dlopen` adds; only those carry
+/// fixups and initializers, and its initializer order lists only them. Its bind targets
+/// name images of both. The body is decoded, and checked against the launch's closure, when
+/// a `dlopen` uses it (``closure(within:path:)``).
+public struct ClosureDlopen: Equatable, Sendable {
+    /// The path as the app passes it to `dlopen` (or as given to `--dlopen`).
+    public var requested: String
+    /// The file it opens (after `@executable_path`, `@rpath` and the root).
+    public var resolvedPath: String
+    /// The image it opens, in the dlopen closure's image list.
+    public var opened: Int
+    /// The dlopen closure's body (``LaunchClosure/encodedBody()``).
+    public var body: [UInt8]
+
+    public init(requested: String, resolvedPath: String, opened: Int, body: [UInt8]) {
+        self.requested = requested
+        self.resolvedPath = resolvedPath
+        self.opened = opened
+        self.body = body
+    }
+
+    /// Fewest bytes one record takes: two empty strings, an index, an empty blob.
+    static let minimumEncodedSize = 4
+
+    init(parsing r: inout ClosureReader) throws(ClosureError) {
+        requested = try r.string()
+        resolvedPath = try r.string()
+        opened = try r.int("dlopen opened image")
+        body = Array(try r.blob())
+    }
+
+    func encode(into w: inout ClosureWriter) {
+        w.string(requested)
+        w.string(resolvedPath)
+        w.uleb(opened)
+        w.blob(body[...])
+    }
+
+    /// The dlopen closure, decoded and checked against `launch`, the closure it belongs to
+    /// (read from `path`): the same binding, the launch's images first (same paths,
+    /// identities and plans), then at least one image, the opened one among those; only they
+    /// have fixups or initializers, and nothing the launch alone does (entry point,
+    /// Objective-C, thread-local records, dlopen closures of its own).
+    public func closure(within launch: LaunchClosure, path: String) throws(ClosureError) -> LaunchClosure {
+        let nested = try LaunchClosure(parsingBody: body, path: path)
+        let first = launch.images.count
+        func refuse(_ what: String) -> ClosureError {
+            .corrupt(path: path, offset: 0, what: "dlopen closure for \(requested): \(what)")
+        }
+        guard nested.binding == launch.binding, nested.contentOnlyIdentity == launch.contentOnlyIdentity else {
+            throw refuse("its binding is not the launch's")
+        }
+        guard nested.images.count > first, Array(nested.images[..<first].map(\.path)) == launch.images.map(\.path) else {
+            throw refuse("its first images are not the launch's")
+        }
+        for index in 0..<first where nested.images[index].identity != launch.images[index].identity || nested.images[index].plan != launch.images[index].plan {
+            throw refuse("image \(index) (\(launch.images[index].path)) is not the launch's")
+        }
+        guard opened >= first, opened < nested.images.count, nested.images[opened].path == resolvedPath else {
+            throw refuse("the opened image \(opened) is not one it adds, or not \(resolvedPath)")
+        }
+        for index in 0..<first where nested.images[index].rebaseCount + nested.images[index].bindCount > 0 || !nested.images[index].initializers.isEmpty {
+            throw refuse("it fixes up or initializes the launch's image \(index) (\(launch.images[index].path))")
+        }
+        guard nested.initializerOrder.allSatisfy({ $0 >= first }) else { throw refuse("its initializer order names a launch image") }
+        guard nested.entryOffset == nil, nested.objc == .none, nested.threadLocals == .none, nested.dlopens.isEmpty else {
+            throw refuse("it has an entry point, Objective-C, thread-local or dlopen records")
+        }
+        return nested
+    }
+}

@@ -1,0 +1,235 @@
+import LaunchClosure
+import LoaderCore
+import MachOReader
+import ClosureFormat
+import LaunchPlan
+import Synchronization
+
+/// `dlopen` in a dyld3 launch, with dlopen closures (dyld3's): the closure's prebuilt one for
+/// the path (`dyld3 install APP --dlopen PATH`) when nothing was `dlopen`ed before, else one
+/// built now by ``RuntimeDlopenClosures`` (as dyld3 built a dlopen closure in process), else
+/// the call fails and `dlerror` says how to install one. Applying one is the fast path's
+/// work: the added images identified, checked against their own headers, mapped at one
+/// reservation, their fixups written from the runs, protected, then initialized in the
+/// recorded order; no path search and no symbol lookup.
+///
+/// `dlsym` looks the name up in the export trie of the image and its re-exports (dyld's
+/// `dlsym` walks tries at run time too); each image is parsed once, on its first lookup.
+final class ClosureDynamicLoader: DynamicLoader {
+    private let launch: LaunchClosure
+    private let closurePath: String
+    private let request: LaunchOptions
+    private let launchMemory: LaunchMemory
+    /// The launch's images, then those `dlopen`s added, in load order.
+    private var images: [ClosureImage]
+    /// Per image after the launch's: the memory it was mapped into, and its index there.
+    private var placements: [(memory: LaunchMemory, index: Int)] = []
+    private var groups: [LaunchMemory] = []
+    /// The requested path of each `dlopen` that added images, in order.
+    private var earlier: [String] = []
+    private var openCounts: [Int: Int] = [:]
+    private var parsed: [Int: MachOImage] = [:]
+    private let resolver: PathResolver
+    var nextSlide: UInt64?
+    private(set) var events: [DynamicLoadEvent] = []
+
+    init(launch: LaunchClosure, closurePath: String, request: LaunchOptions, memory: LaunchMemory) {
+        self.launch = launch
+        self.closurePath = closurePath
+        self.request = request
+        launchMemory = memory
+        images = launch.images
+        resolver = PathResolver(root: request.root, executablePath: launch.images[0].path)
+    }
+
+    var loadedMemories: [LaunchMemory] { groups }
+
+    private func base(of index: Int) -> UInt64 {
+        guard index >= launch.images.count else { return launchMemory.images[index].base }
+        let placement = placements[index - launch.images.count]
+        return placement.memory.images[placement.index].base
+    }
+
+    /// The loaded image `path` names: by install name, or by the file it names directly.
+    private func loadedImage(_ path: String) -> Int? {
+        let direct = resolver.direct(path)
+        return images.indices.first { images[$0].installName == path || images[$0].path == direct }
+    }
+
+    func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64 {
+        if let index = loadedImage(path) {
+            openCounts[index, default: 0] += 1
+            events.append(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
+            return base(of: index)
+        }
+        let direct = resolver.direct(path)
+        let prebuilt = images.count == launch.images.count
+            ? launch.dlopens.first { $0.requested == path || (direct != nil && $0.resolvedPath == direct) } : nil
+        var record = prebuilt
+        if record == nil, let build = RuntimeDlopenClosures.builder {
+            record = try build(path, request, launch, images, earlier)
+            if record == nil, let index = loadedImage(path) { return base(of: index) }
+        }
+        guard let record else {
+            throw .unusable(path: path, reason: "has no dlopen closure in \(closurePath): run `dyld3 install` with `--dlopen \(path)`")
+        }
+        let closure: LaunchClosure
+        do throws(ClosureError) {
+            var within = launch
+            within.images = images
+            closure = try record.closure(within: within, path: closurePath)
+        } catch {
+            throw .failed(path: path, cause: LoadError.Cause(error))
+        }
+        let added = images.count..<closure.images.count
+        return try apply(closure, added: added, opened: record.opened, requested: path, via: prebuilt != nil ? "closure" : "runtime closure")
+    }
+
+    /// Maps, fixes up, protects and initializes the images `closure` adds.
+    /// `via`: "closure" (the launch closure's) or "runtime closure" (built now).
+    private func apply(_ closure: LaunchClosure, added: Range<Int>, opened: Int, requested: String, via: String) throws(LoadError) -> UInt64 {
+        if request.signingPolicy != .default {
+            try request.signingPolicy.check([(closure.images[0].path, closure.images[0].identity.signature)]
+                + closure.images[added].map { ($0.path, $0.identity.signature) })
+        }
+        let memory: LaunchMemory
+        do throws(ClosureError) {
+            var hashed = 0
+            let files = try closure.openImages(added, closurePath: closurePath, alwaysHash: false, hashedImages: &hashed)
+            for (position, index) in added.enumerated() {
+                if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[position]) {
+                    throw ClosureError.plan(path: closurePath, image: closure.images[index].path, disagreement)
+                }
+            }
+            do throws(LoadError) {
+                memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide)
+            } catch {
+                throw ClosureError.corrupt(path: closurePath, offset: 0, what: "\(error)")
+            }
+            do throws(ClosureError) {
+                let bases = closure.images.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
+                let values = closure.bindTargets.values(bases: bases)
+                for index in added {
+                    try closure.applyFixups(ofImage: index, writer: memory.writer(image: index - added.lowerBound), targetValues: values,
+                                            closurePath: closurePath)
+                }
+            } catch {
+                memory.release()
+                throw error
+            }
+        } catch {
+            throw .failed(path: requested, cause: LoadError.Cause(error))
+        }
+        do throws(LoadError) {
+            try memory.applyProtections()
+        } catch {
+            memory.release()
+            throw error
+        }
+        // Committed before any initializer runs: one may call dlopen itself.
+        images = closure.images
+        placements += added.map { (memory, $0 - added.lowerBound) }
+        groups.append(memory)
+        earlier.append(requested)
+        openCounts[opened] = 1
+        var functions: [CodeRunner.Function] = []
+        var initialized: [String] = []
+        for index in closure.initializerOrder where !closure.images[index].initializers.isEmpty {
+            let local = index - added.lowerBound
+            functions += closure.images[index].initializers.map { CodeRunner.Function(image: local, address: memory.images[local].base &+ $0) }
+            initialized.append(closure.images[index].path)
+        }
+        let paths = closure.images[added].map(\.path)
+        let runs = LaunchSequence.reasonNotToRun(run: request.run, arch: closure.arch, memory: memory, paths: paths) == nil
+        events.append(DynamicLoadEvent(requested: requested, loaded: paths, initialized: runs ? initialized : [], via: via))
+        if runs { try CodeRunner.runInitializers(functions, in: memory) }
+        return base(of: opened)
+    }
+
+    func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
+        let starts = handle == DynamicHandle.defaultSearch ? Array(images.indices) : images.indices.filter { base(of: $0) == handle }
+        guard !starts.isEmpty else { throw .unusable(path: name, reason: "handle 0x\(String(handle, radix: 16)) is no loaded image") }
+        for start in starts {
+            if let address = try find("_" + name, from: start) { return address }
+        }
+        throw .unusable(path: name, reason: "symbol not found")
+    }
+
+    /// `name` in image `start`'s export trie, then in the dylibs it re-exports (depth first,
+    /// in load-command order, each image once): dyld's `findExportedSymbol`.
+    private func find(_ name: String, from start: Int) throws(LoadError) -> UInt64? {
+        var stack: [(image: Int, name: String)] = [(start, name)]
+        var visited = Set<Int>()
+        while let (index, wanted) = stack.popLast() {
+            guard visited.insert(index).inserted else { continue }
+            let image = try parsedImage(index)
+            let symbol: ExportedSymbol?
+            do {
+                symbol = try image.exportTrie()?.lookup(wanted)
+            } catch {
+                throw .malformed(error.inFile(images[index].path))
+            }
+            if let symbol {
+                switch symbol.definition {
+                case let .image(offset): return symbol.kind == .absolute ? offset : base(of: index) &+ offset
+                case let .stubAndResolver(stubOffset, _): return base(of: index) &+ stubOffset
+                case let .functionVariant(defaultOffset, _): return base(of: index) &+ defaultOffset
+                case let .reexport(ordinal, importedName):
+                    let dependencies = images[index].dependencies
+                    guard ordinal >= 1, ordinal <= dependencies.count, dependencies[ordinal - 1].target >= 0 else { return nil }
+                    visited.remove(dependencies[ordinal - 1].target)
+                    stack.append((dependencies[ordinal - 1].target, importedName.isEmpty ? wanted : importedName))
+                    continue
+                }
+            }
+            for dependency in images[index].dependencies.reversed() where dependency.kind == .reexport && dependency.target >= 0 {
+                stack.append((dependency.target, wanted))
+            }
+        }
+        return nil
+    }
+
+    private func parsedImage(_ index: Int) throws(LoadError) -> MachOImage {
+        if let image = parsed[index] { return image }
+        let image = try ImageFile.load(path: images[index].path, arch: launch.arch).image
+        parsed[index] = image
+        return image
+    }
+
+    func close(_ handle: UInt64) throws(LoadError) {
+        guard let index = images.indices.first(where: { base(of: $0) == handle }), let count = openCounts[index], count > 0 else {
+            throw .unusable(path: "0x\(String(handle, radix: 16))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
+        }
+        openCounts[index] = count - 1
+    }
+
+    func describe(_ address: UInt64) -> DynamicAddress? {
+        for index in images.indices {
+            let base = base(of: index)
+            guard address >= base, address - base < images[index].plan.vmSize else { continue }
+            guard let image = try? parsedImage(index) else { return DynamicAddress(path: images[index].path, base: base, symbol: nil, symbolAddress: 0) }
+            return DynamicAddress.describe(address, image: image, path: images[index].path, base: base)
+        }
+        return nil
+    }
+
+    func releaseLoaded() {
+        for memory in groups { memory.release() }
+    }
+}
+
+/// What builds a dlopen closure at run time, for a path the launch closure has none for:
+/// `DlopenClosureBuilder.build` (ClosureBuild), given by the tool; without it such a
+/// `dlopen` fails and says to install one.
+public enum RuntimeDlopenClosures {
+    public typealias Builder = @Sendable (_ path: String, _ request: LaunchOptions, _ launch: LaunchClosure, _ loaded: [ClosureImage],
+                                          _ earlier: [String]) throws(LoadError) -> ClosureDlopen?
+    private static let current = Mutex<Builder?>(nil)
+
+    /// Sets the builder for every later `dlopen` in a dyld3 launch of this process.
+    public static func install(_ builder: @escaping Builder) {
+        current.withLock { $0 = builder }
+    }
+
+    static var builder: Builder? { current.withLock { $0 } }
+}
