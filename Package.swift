@@ -104,7 +104,7 @@ let package = Package(
         ),
         // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
         .target(name: "TestSupport", dependencies: [
-            "MachOReader", "MachOInspect", "ClosureFormat", "LaunchClosure", "ClosureBuild", "ProcessRunner",
+            "MachOReader", "MachOInspect", "ClosureFormat", "LaunchClosure", "ClosureBuild", "LoaderCore", "ProcessRunner",
             .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),

@@ -14,16 +14,16 @@ public enum DlopenClosureBuilder {
     /// The dlopen closure of `path` after `launch` (the closure of `request`) and the
     /// `dlopen`s of `earlier` (each path that added images, in order), whose images are
     /// `loaded` (the launch's records, then those added: the graph is loaded again and must
-    /// name the same files). Nil when `path` names an image already loaded.
+    /// name the same files); `.loaded` when `path` names an image already loaded.
     public static func build(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
-                             earlier: [String] = []) throws(LoadError) -> ClosureDlopen? {
+                             earlier: [String] = []) throws(LoadError) -> DlopenResolution {
         var graph = try DependencyGraph(roots: request.roots, inserted: request.inserted, arch: request.arch, root: request.root)
         for opened in earlier { _ = try graph.open(opened, arch: request.arch) }
         guard graph.nodes.map(\.path) == loaded.map(\.path) else {
             throw .unusable(path: path, reason: "cannot be opened by a dlopen closure: the images loaded so far are no longer the files found on disk")
         }
         let (node, added) = try graph.open(path, arch: request.arch)
-        guard !added.isEmpty else { return nil }
+        guard !added.isEmpty else { return .loaded(path: graph.nodes[node].path) }
         var plans = loaded.map(\.plan)
         for index in added {
             let image = graph.nodes[index]
@@ -57,6 +57,6 @@ public enum DlopenClosureBuilder {
             binding: launch.binding, contentOnlyIdentity: launch.contentOnlyIdentity, images: images, rootCount: launch.rootCount,
             bindTargets: targets, initializerOrder: InitializerOrder.forOpen(graph, root: node, firstNew: added.lowerBound), entryOffset: nil,
             missingWeakDylibs: graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) })
-        return ClosureDlopen(requested: path, resolvedPath: graph.nodes[node].path, opened: node, body: closure.encodedBody())
+        return .closure(ClosureDlopen(requested: path, resolvedPath: graph.nodes[node].path, opened: node, body: closure.encodedBody()))
     }
 }

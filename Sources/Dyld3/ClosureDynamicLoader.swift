@@ -63,26 +63,43 @@ final class ClosureDynamicLoader: DynamicLoader {
             return base(of: index)
         }
         let direct = resolver.direct(path)
-        let prebuilt = images.count == launch.images.count
-            ? launch.dlopens.first { $0.requested == path || (direct != nil && $0.resolvedPath == direct) } : nil
-        var record = prebuilt
-        if record == nil, let build = RuntimeDlopenClosures.builder {
-            record = try build(path, request, launch, images, earlier)
-            if record == nil, let index = loadedImage(path) { return base(of: index) }
+        // The launch closure's own, while nothing was opened before it.
+        if images.count == launch.images.count,
+           let prebuilt = launch.dlopens.first(where: { $0.requested == path || (direct != nil && $0.resolvedPath == direct) }) {
+            do throws(LoadError) {
+                return try apply(prebuilt, requested: path, via: "closure")
+            } catch {
+                // A changed image makes it stale: build one now when that is possible.
+                guard RuntimeDlopenClosures.builder != nil else { throw error }
+            }
         }
-        guard let record else {
+        guard let build = RuntimeDlopenClosures.builder else {
             throw .unusable(path: path, reason: "has no dlopen closure in \(closurePath): run `dyld3 install` with `--dlopen \(path)`")
         }
+        switch try build(path, request, launch, images, earlier) {
+        case let .closure(record):
+            return try apply(record, requested: path, via: "runtime closure")
+        case let .loaded(loadedPath):  // under another name
+            guard let index = images.firstIndex(where: { $0.path == loadedPath }) else {
+                throw .unusable(path: path, reason: "names \(loadedPath), which the launch did not load")
+            }
+            openCounts[index, default: 0] += 1
+            events.append(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
+            return base(of: index)
+        }
+    }
+
+    /// Decodes `record` against the images loaded so far and applies it.
+    private func apply(_ record: ClosureDlopen, requested: String, via: String) throws(LoadError) -> UInt64 {
         let closure: LaunchClosure
         do throws(ClosureError) {
             var within = launch
             within.images = images
             closure = try record.closure(within: within, path: closurePath)
         } catch {
-            throw .failed(path: path, cause: LoadError.Cause(error))
+            throw .failed(path: requested, cause: LoadError.Cause(error))
         }
-        let added = images.count..<closure.images.count
-        return try apply(closure, added: added, opened: record.opened, requested: path, via: prebuilt != nil ? "closure" : "runtime closure")
+        return try apply(closure, added: images.count..<closure.images.count, opened: record.opened, requested: requested, via: via)
     }
 
     /// Maps, fixes up, protects and initializes the images `closure` adds.
@@ -223,7 +240,7 @@ final class ClosureDynamicLoader: DynamicLoader {
 /// `dlopen` fails and says to install one.
 public enum RuntimeDlopenClosures {
     public typealias Builder = @Sendable (_ path: String, _ request: LaunchOptions, _ launch: LaunchClosure, _ loaded: [ClosureImage],
-                                          _ earlier: [String]) throws(LoadError) -> ClosureDlopen?
+                                          _ earlier: [String]) throws(LoadError) -> DlopenResolution
     private static let current = Mutex<Builder?>(nil)
 
     /// Sets the builder for every later `dlopen` in a dyld3 launch of this process.

@@ -85,7 +85,7 @@ struct InstallCommand: ParsableCommand {
                 request.signingPolicy = options.signingPolicy
                 for path in dlopen {
                     let requested = Self.dlopenPath(path, executable: closure.images[0].path)
-                    guard let record = try DlopenClosureBuilder.build(requested, request: request, launch: closure, loaded: closure.images) else {
+                    guard case let .closure(record) = try DlopenClosureBuilder.build(requested, request: request, launch: closure, loaded: closure.images) else {
                         FileHandle.standardError.write(Data("dyld3: \(app): --dlopen \(path): loaded at launch already, no dlopen closure needed\n".utf8))
                         continue
                     }

@@ -19,6 +19,14 @@ package struct FixtureApp: CustomStringConvertible, Sendable {
     package let expectation: Expectation
     /// Manifest image name for each shipped path suffix (for naming initializers).
     package let imagePaths: [(name: String, path: String)]
+    /// What main opens with `dlopen`, from the manifest's "dlopen": the path as main passes
+    /// it, the image, and the images whose initializers that `dlopen` runs, in order.
+    package struct Dlopen: Sendable {
+        package let path: String
+        package let image: String
+        package let initOrder: [String]
+    }
+    package let dlopen: Dlopen?
 
     package var arch: String { String(variant.split(separator: "-")[0]) }
     package var bundle: String { directory.appendingPathComponent("\(variant)/\(name).app").path }
@@ -77,6 +85,14 @@ package struct FixtureApp: CustomStringConvertible, Sendable {
         imagePaths = images.compactMap { image in
             guard let imageName = image["name"] as? String, let path = image["path"] as? String else { return nil }
             return (imageName, path)
+        }
+        if let dlopen = object["dlopen"] as? [String: Any] {
+            guard let path = dlopen["path"] as? String, let image = dlopen["image"] as? String, let order = dlopen["initOrder"] as? [String] else {
+                throw FixtureError("\(name): manifest's dlopen needs path, image and initOrder")
+            }
+            self.dlopen = Dlopen(path: path, image: image, initOrder: order)
+        } else {
+            dlopen = nil
         }
         if let error = expect["error"] as? [String: String] {
             switch error["kind"] {

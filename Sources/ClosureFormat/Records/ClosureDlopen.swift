@@ -77,3 +77,10 @@ public struct ClosureDlopen: Equatable, Sendable {
         return nested
     }
 }
+
+/// What a `dlopen` of a path needs after the images loaded so far: nothing (the path names
+/// one of them, `loaded`), or the dlopen closure that adds its images.
+public enum DlopenResolution: Equatable, Sendable {
+    case loaded(path: String)
+    case closure(ClosureDlopen)
+}
