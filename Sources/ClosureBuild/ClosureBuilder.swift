@@ -70,13 +70,16 @@ public enum ClosureBuilder {
     /// `image` as a dlopen closure lists an image loaded before it: no fixups, no initializers.
     static func withoutFixups(_ image: ClosureImage) -> ClosureImage {
         var image = image
-        image.rebaseRuns = []
-        image.bindRuns = []
+        var targets: [BindTarget] = []
+        var targetIndex: [BindTarget: Int] = [:]
+        let rebases = FixupRuns.encodeRebases([], plan: image.plan)
+        let binds = FixupRuns.encodeBinds([], plan: image.plan, targets: &targets, targetIndex: &targetIndex)
+        image.rebaseRuns = rebases.bytes[...]
+        image.bindRuns = binds.bytes[...]
         image.rebaseCount = 0
         image.bindCount = 0
         image.initializers = []
-        let none = FixupRuns.encodeRebases([], plan: image.plan)
-        image.fixupPageIndex = FixupPageIndex(rebases: none.pages, binds: none.pages)
+        image.fixupPageIndex = FixupPageIndex(rebases: rebases.pages, binds: binds.pages)
         return image
     }
 

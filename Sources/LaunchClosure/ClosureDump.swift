@@ -86,6 +86,13 @@ public struct ClosureDump: Sendable {
                 + setup.descriptors.map { "+" + hex($0) }.joined(separator: ", ") + "\n"
         }
         out += "host services: " + (records.hostServices.map { "\(imageLabel($0.image)) +\(hex($0.vmOffset))" } ?? "none") + "\n"
+        out += "dlopen closures:" + (closure.dlopens.isEmpty ? " none\n" : "\n")
+        for record in closure.dlopens {
+            let added = (try? record.closure(within: closure, path: "")).map { nested in
+                nested.images[closure.images.count...].map { "\($0.path) (\($0.rebaseCount) rebases, \($0.bindCount) binds)" }.joined(separator: ", ")
+            } ?? "does not decode against this closure"
+            out += "  \(record.requested) -> \(record.resolvedPath): \(added)\n"
+        }
         return out
     }
 

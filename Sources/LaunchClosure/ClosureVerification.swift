@@ -78,14 +78,32 @@ public struct ClosureVerification: Sendable {
             self.init(path, ClosureVerification.problem(for: error))
             return
         }
-        let inconsistencies = closure.consistencyProblems().map { Problem(kind: .corrupt, message: $0) }
+        var inconsistencies = closure.consistencyProblems().map { Problem(kind: .corrupt, message: $0) }
+        // Each dlopen closure, decoded and checked against the launch's, then its own images.
+        var opened: [LaunchClosure] = []
+        for record in closure.dlopens {
+            do throws(ClosureError) {
+                let nested = try record.closure(within: closure, path: path)
+                inconsistencies += nested.consistencyProblems().map { Problem(kind: .corrupt, message: "dlopen closure for \(record.requested): \($0)") }
+                opened.append(nested)
+            } catch {
+                inconsistencies.append(Problem(kind: .corrupt, message: "\(error)"))
+            }
+        }
         guard inconsistencies.isEmpty else {
             self.init(path, .corrupt, inconsistencies)
             return
         }
-        let staleImages = closure.staleImages(closurePath: path, alwaysHash: alwaysHash)
+        let launchImages = Set(closure.images.map(\.path))
+        var staleImages = closure.staleImages(closurePath: path, alwaysHash: alwaysHash)
+        for nested in opened {
+            staleImages += nested.staleImages(closurePath: path, alwaysHash: alwaysHash).filter { !launchImages.contains($0.image) }
+        }
         let stale = staleImages.map { Problem(kind: .stale, message: "\($0.image) \($0.what)") }
-        let invalid = ClosureVerification.planProblems(closure, skipping: Set(staleImages.map(\.image)))
+        var invalid = ClosureVerification.planProblems(closure, skipping: Set(staleImages.map(\.image)))
+        for nested in opened {
+            invalid += ClosureVerification.planProblems(nested, skipping: Set(staleImages.map(\.image)).union(launchImages))
+        }
         let misplaced = ClosureVerification.placementProblems(closure, path: path)
         let status: Status = !invalid.isEmpty ? .invalid : !misplaced.isEmpty ? .misplaced : !stale.isEmpty ? .stale : .valid
         self.init(path, status, invalid + misplaced + stale)
