@@ -1,4 +1,5 @@
 import CThreadLocal
+import Foundation
 import Glibc
 import LaunchPlan
 import Synchronization
@@ -12,11 +13,20 @@ public enum DynamicLoaderRegistry {
     /// One registered launch: its loader, and the C strings it has handed out (as addresses).
     private final class Entry: Sendable {
         nonisolated(unsafe) let loader: DynamicLoader
+        /// Serializes the launch's calls into its loader, as dyld's loaders lock does; recursive,
+        /// since an initializer a `dlopen` runs may call `dlopen` on the same thread.
+        let calls = NSRecursiveLock()
         /// The strings made so far, and the last error (an address in `strings`) with
         /// whether `dlerror` has yet to report it (threads of the launch may call at once).
         private let state = Mutex<(strings: [String: UInt], lastError: UInt, pending: Bool)>(([:], 0, false))
 
         init(loader: DynamicLoader) { unsafe self.loader = loader }
+
+        func serialized<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+            calls.lock()
+            defer { calls.unlock() }
+            return try body()
+        }
 
         /// A C string for `text`, made once and kept until ``free()``.
         func cString(_ text: String) -> UnsafePointer<CChar> {
@@ -77,7 +87,7 @@ public enum DynamicLoaderRegistry {
         }
         let text = unsafe String(cString: path)
         do throws(LoadError) {
-            return try unsafe entry.loader.open(text, mode: mode)
+            return try entry.serialized { () throws(LoadError) in try unsafe entry.loader.open(text, mode: mode) }
         } catch {
             entry.fail("dlopen(\(text), 0x\(String(mode, radix: 16))): \(error)")
             return 0
@@ -88,7 +98,7 @@ public enum DynamicLoaderRegistry {
         guard let entry = entry(table), let name = unsafe name else { return 0 }
         let text = unsafe String(cString: name)
         do throws(LoadError) {
-            return try unsafe entry.loader.symbol(text, handle: handle)
+            return try entry.serialized { () throws(LoadError) in try unsafe entry.loader.symbol(text, handle: handle) }
         } catch {
             entry.fail("dlsym(0x\(String(handle, radix: 16)), \(text)): \(error)")
             return 0
@@ -98,7 +108,7 @@ public enum DynamicLoaderRegistry {
     private static func close(_ table: UInt64, _ handle: UInt64) -> Int32 {
         guard let entry = entry(table) else { return -1 }
         do throws(LoadError) {
-            try unsafe entry.loader.close(handle)
+            try entry.serialized { () throws(LoadError) in try unsafe entry.loader.close(handle) }
             return 0
         } catch {
             entry.fail("dlclose(0x\(String(handle, radix: 16))): \(error)")
@@ -108,7 +118,7 @@ public enum DynamicLoaderRegistry {
 
     private static func address(_ table: UInt64, _ address: UInt64, _ info: UnsafeMutablePointer<dyld3_dl_info>?) -> Int32 {
         guard let entry = entry(table), let info = unsafe info else { return 0 }
-        guard let found = unsafe entry.loader.describe(address) else {
+        guard let found = entry.serialized({ unsafe entry.loader.describe(address) }) else {
             entry.fail("dladdr(0x\(String(address, radix: 16))): not in any loaded image")
             return 0
         }
