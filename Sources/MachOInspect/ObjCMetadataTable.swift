@@ -27,6 +27,9 @@ struct ObjCMetadataTable {
     private var symbolNames: [UInt64: String]?
     /// Regular bind slots to symbol names, built on first use (llvm's bind table lookup).
     private var bindNames: [UInt64: String]?
+    /// Relocation entries by section address, read on first use (object files).
+    private var relocations: [UInt64: [RelocationInfo]] = [:]
+    private var symbolTable: SymbolTable??
     private var metaclassesPrinted = 0
     /// List entries and structures walked so far, against ``entryBudget``.
     private var entriesWalked = 0
@@ -127,6 +130,38 @@ struct ObjCMetadataTable {
         return try bindName(slot)
     }
 
+    /// What llvm's `get_symbol_64` finds for the pointer field at `offset` in `section`
+    /// holding `value`: the symbol of the section's first relocation at that offset when
+    /// it is external (its value as `nValue`), else the symbol table's name for `value`.
+    struct Symbolic {
+        var name: String?
+        var nValue: UInt64 = 0
+    }
+
+    mutating func symbolic(_ section: Section, offset: UInt64, value: UInt64) throws(MachOError) -> Symbolic {
+        if section.relocationCount != 0 {
+            if relocations[section.address] == nil { relocations[section.address] = try image.relocations(of: section) }
+            if let entry = relocations[section.address]?.first(where: { UInt64($0.address) == offset & 0xffff_ffff }), entry.isExtern {
+                if symbolTable == nil { symbolTable = .some(try SymbolTable(image: image)) }
+                guard let table = symbolTable ?? nil, Int(entry.symbolNumber) < table.count else {
+                    throw .malformed("relocation at offset 0x\(String(offset, radix: 16)) of (\(section.segmentName),\(section.name)) names symbol \(entry.symbolNumber), past the symbol table", at: image.view.absolute(Int(section.relocationOffset)))
+                }
+                let symbol = try table.entry(Int(entry.symbolNumber))
+                let name = try table.name(of: symbol)
+                if !name.isEmpty { return Symbolic(name: name, nValue: symbol.value) }
+                return Symbolic(name: try symbolName(value), nValue: symbol.value)
+            }
+        }
+        return Symbolic(name: try symbolName(value))
+    }
+
+    /// A pointer field as llvm prints most of them: with a relocated symbol, its name
+    /// (or value) and `+ value` when the field is not 0; else the value.
+    static func field(_ value: UInt64, _ symbolic: Symbolic) -> String {
+        guard symbolic.nValue != 0 else { return hex(value) }
+        return (symbolic.name ?? hex(symbolic.nValue)) + (value != 0 ? " + " + hex(value) : "")
+    }
+
     /// " STRING" for the string at `address` (llvm's `" %.*s"`), or nothing.
     func string(_ address: UInt64) -> String {
         sections.string(at: address).map { " " + $0 } ?? ""
@@ -144,7 +179,7 @@ struct ObjCMetadataTable {
     /// file holds beyond it; past the file there is nothing to read.
     mutating func structure<Output: TextOutputStream>(
         _ address: UInt64, _ length: Int, _ name: String, to out: inout Output
-    ) throws(MachOError) -> (view: ByteView, extendsPast: Bool)? {
+    ) throws(MachOError) -> Found? {
         try step(address)
         guard let found = sections.structure(at: address, length: length) else { return nil }
         let extendsPast = found.place.left < UInt64(length)
@@ -152,7 +187,26 @@ struct ObjCMetadataTable {
             out.write("   (\(name) at \(Self.hex(address)) extends past the end of the file)\n")
             return nil
         }
-        return (found.view, extendsPast)
+        return Found(view: found.view, extendsPast: extendsPast, section: found.place.section, offset: found.place.offset)
+    }
+
+    /// A structure's bytes, whether it runs past its section, and where it lies.
+    struct Found {
+        let view: ByteView
+        let extendsPast: Bool
+        let section: Section
+        let offset: UInt64
+    }
+
+    /// ``symbolic(_:offset:value:)`` for the field at `fieldOffset` of a structure.
+    mutating func symbolic(_ found: Found, _ fieldOffset: UInt64, _ value: UInt64) throws(MachOError) -> Symbolic {
+        try symbolic(found.section, offset: found.offset &+ fieldOffset, value: value)
+    }
+
+    /// A ``field(_:_:)`` of a structure and where it leads (value plus relocated symbol value).
+    mutating func field(_ found: Found, _ fieldOffset: UInt64, _ value: UInt64) throws(MachOError) -> (text: String, target: UInt64) {
+        let symbolic = try symbolic(found, fieldOffset, value)
+        return (Self.field(value, symbolic), value &+ symbolic.nValue)
     }
 
     // MARK: Lists of pointers
@@ -169,7 +223,7 @@ struct ObjCMetadataTable {
         while index < section.size {
             let size = min(section.size - index, 8)
             guard index + size <= UInt64(contents.count) else {
-                out.write("\(listName) list at \(Self.hex(section.address + index)) extends past the end of the file\n")
+                out.write("\(listName) list at \(Self.hex(section.address &+ index)) extends past the end of the file\n")
                 return
             }
             var pointer: UInt64 = 0
@@ -181,11 +235,15 @@ struct ObjCMetadataTable {
             }
             let slot = section.address &+ index
             var line = String(slot, radix: 16)
-            line = String(repeating: "0", count: max(0, 16 - line.count)) + line + " " + Self.hex(pointer)
-            if let name = try nameOrBind(pointer, slot: slot) { line += " " + name }
+            line = String(repeating: "0", count: max(0, 16 - line.count)) + line + " "
+            let symbolic = try symbolic(section, offset: index, value: pointer)
+            line += symbolic.nValue != 0 ? Self.hex(symbolic.nValue) + (pointer != 0 ? " + " + Self.hex(pointer) : "") : Self.hex(pointer)
+            var name = symbolic.name
+            if name == nil { name = try bindName(slot) }
+            if let name { line += " " + name }
             out.write(line + "\n")
             try step(slot)
-            try body?(&self, pointer, &out)
+            try body?(&self, pointer &+ symbolic.nValue, &out)
             index += 8
         }
     }
@@ -198,17 +256,21 @@ struct ObjCMetadataTable {
         while true {
             guard let found = try structure(address, ObjCClass.size, "class_t", to: &out), !found.extendsPast else { return }
             let cls = ObjCClass(parsing: found.view, at: address)
-            out.write("           isa \(Self.hex(cls.isa))\(try symbolName(cls.isa).map { " " + $0 } ?? "")\n")
-            let superclassName = try nameOrBind(cls.superclass, slot: address &+ 8)
+            let isa = try symbolic(found, 0, cls.isa)
+            out.write("           isa \(Self.hex(cls.isa))\(isa.name.map { " " + $0 } ?? "")\n")
+            var superclassName = try symbolic(found, 8, cls.superclass).name
+            if superclassName == nil { superclassName = try bindName(found.section.address &+ found.offset &+ 8) }
             out.write("    superclass \(Self.hex(cls.superclass))\(superclassName.map { " " + $0 } ?? "")\n")
-            out.write("         cache \(Self.hex(cls.cache))\(try symbolName(cls.cache).map { " " + $0 } ?? "")\n")
-            out.write("        vtable \(Self.hex(cls.vtable))\(try symbolName(cls.vtable).map { " " + $0 } ?? "")\n")
-            out.write("          data \(Self.hex(cls.data)) (struct class_ro_t *)\(cls.data & 0x7 != 0 ? " Swift class" : "")\n")
-            guard let isMeta = try writeClassRO(cls.data & ~0x7, to: &out) else { return }
-            guard !isMeta, cls.isa != address, cls.isa != 0, metaclassesPrinted < Self.metaclassLimit else { return }
+            out.write("         cache \(Self.hex(cls.cache))\(try symbolic(found, 16, cls.cache).name.map { " " + $0 } ?? "")\n")
+            out.write("        vtable \(Self.hex(cls.vtable))\(try symbolic(found, 24, cls.vtable).name.map { " " + $0 } ?? "")\n")
+            let data = try field(found, 32, cls.data)
+            out.write("          data \(data.text) (struct class_ro_t *)\(data.target & 0x7 != 0 ? " Swift class" : "")\n")
+            guard let isMeta = try writeClassRO(data.target & ~0x7, to: &out) else { return }
+            let metaclass = cls.isa &+ isa.nValue
+            guard !isMeta, metaclass != address, metaclass != 0, metaclassesPrinted < Self.metaclassLimit else { return }
             metaclassesPrinted += 1
             out.write("Meta Class\n")
-            address = cls.isa
+            address = metaclass
         }
     }
 
@@ -226,17 +288,23 @@ struct ObjCMetadataTable {
         out.write("                 reserved 0x\(String(ro.reserved, radix: 16))\n")
         out.write("               ivarLayout \(Self.hex(ro.ivarLayoutAddress))\n")
         writeLayoutMap(ro.ivarLayoutAddress, to: &out)
-        out.write("                     name \(Self.hex(ro.nameAddress))\(string(ro.nameAddress))\n")
-        out.write("              baseMethods \(Self.hex(ro.baseMethodsAddress)) (struct method_list_t *)\n")
-        if ro.baseMethodsAddress != 0 { try writeMethodList(ro.baseMethodsAddress, indent: "", to: &out) }
-        out.write("            baseProtocols \(Self.hex(ro.baseProtocolsAddress))\n")
-        if ro.baseProtocolsAddress != 0 { try writeProtocolList(ro.baseProtocolsAddress, to: &out) }
-        out.write("                    ivars \(Self.hex(ro.ivarsAddress))\n")
-        if ro.ivarsAddress != 0 { try writeIvarList(ro.ivarsAddress, to: &out) }
-        out.write("           weakIvarLayout \(Self.hex(ro.weakIvarLayoutAddress))\n")
-        writeLayoutMap(ro.weakIvarLayoutAddress, to: &out)
-        out.write("           baseProperties \(Self.hex(ro.basePropertiesAddress))\n")
-        if ro.basePropertiesAddress != 0 { try writePropertyList(ro.basePropertiesAddress, to: &out) }
+        let name = try field(found, 24, ro.nameAddress)
+        out.write("                     name \(name.text)\(string(name.target))\n")
+        let methods = try field(found, 32, ro.baseMethodsAddress)
+        out.write("              baseMethods \(methods.text) (struct method_list_t *)\n")
+        if methods.target != 0 { try writeMethodList(methods.target, indent: "", to: &out) }
+        let protocols = try field(found, 40, ro.baseProtocolsAddress)
+        out.write("            baseProtocols \(protocols.text)\n")
+        if protocols.target != 0 { try writeProtocolList(protocols.target, to: &out) }
+        let ivars = try field(found, 48, ro.ivarsAddress)
+        out.write("                    ivars \(ivars.text)\n")
+        if ivars.target != 0 { try writeIvarList(ivars.target, to: &out) }
+        let weakLayout = try field(found, 56, ro.weakIvarLayoutAddress)
+        out.write("           weakIvarLayout \(weakLayout.text)\n")
+        writeLayoutMap(weakLayout.target, to: &out)
+        let properties = try field(found, 64, ro.basePropertiesAddress)
+        out.write("           baseProperties \(properties.text)\n")
+        if properties.target != 0 { try writePropertyList(properties.target, to: &out) }
         return ro.isMeta
     }
 
@@ -276,9 +344,16 @@ struct ObjCMetadataTable {
             guard let found = try structure(entry, ObjCMethodList.PointerEntry.size, "method_t", to: &out) else { return }
             if found.extendsPast { out.write("\(indent)   (method_t extends past the end of the section)\n") }
             let method = ObjCMethodList.PointerEntry(parsing: found.view)
-            out.write("\(indent)\t\t      name \(Self.hex(method.name))\(string(method.name))\n")
-            out.write("\(indent)\t\t     types \(Self.hex(method.types))\(string(method.types))\n")
-            out.write("\(indent)\t\t       imp \(try symbolName(method.imp) ?? Self.hex(method.imp) + " ")\n")
+            let name = try field(found, 0, method.name)
+            out.write("\(indent)\t\t      name \(name.text)\(string(name.target))\n")
+            let types = try field(found, 8, method.types)
+            out.write("\(indent)\t\t     types \(types.text)\(string(types.target))\n")
+            let imp = try symbolic(found, 16, method.imp)
+            var line = "\(indent)\t\t       imp "
+            if imp.name == nil {
+                line += imp.nValue != 0 ? Self.hex(imp.nValue) + " " + (method.imp != 0 ? "+ " + Self.hex(method.imp) + " " : "") : Self.hex(method.imp) + " "
+            }
+            out.write(line + (imp.name ?? "") + "\n")
             entry = entry &+ UInt64(ObjCMethodList.PointerEntry.size)
         }
     }
@@ -324,19 +399,23 @@ struct ObjCMetadataTable {
         while index < header.count {
             guard let found = try structure(slot, 8, "protocol_t *", to: &out) else { return }
             if found.extendsPast { out.write("   (protocol_t * entends past the end of the section)\n") }
-            let pointer = (try? found.view.u64(0)) ?? 0
-            out.write("\t\t      list[\(index)] \(Self.hex(pointer)) (struct protocol_t *)\n")
-            guard let proto = try structure(pointer, ObjCProtocol.size, "protocol_t", to: &out) else { return }
+            let value = (try? found.view.u64(0)) ?? 0
+            let pointer = try field(found, 0, value)
+            out.write("\t\t      list[\(index)] \(pointer.text) (struct protocol_t *)\n")
+            guard let proto = try structure(pointer.target, ObjCProtocol.size, "protocol_t", to: &out) else { return }
             if proto.extendsPast { out.write("   (protocol_t entends past the end of the section)\n") }
-            let parsed = ObjCProtocol(parsing: proto.view, at: pointer)
+            let parsed = ObjCProtocol(parsing: proto.view, at: pointer.target)
             out.write("\t\t\t      isa \(Self.hex(parsed.isa))\n")
-            out.write("\t\t\t     name \(Self.hex(parsed.nameAddress))\(string(parsed.nameAddress))\n")
+            let name = try field(proto, 8, parsed.nameAddress)
+            out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
             out.write("\t\t\tprotocols \(Self.hex(parsed.protocolsAddress))\n")
             let lists = parsed.methodListAddresses
-            out.write("\t\t  instanceMethods \(Self.hex(lists[0])) (struct method_list_t *)\n")
-            if lists[0] != 0 { try writeMethodList(lists[0], indent: "\t", to: &out) }
-            out.write("\t\t     classMethods \(Self.hex(lists[1])) (struct method_list_t *)\n")
-            if lists[1] != 0 { try writeMethodList(lists[1], indent: "\t", to: &out) }
+            let instanceMethods = try field(proto, 24, lists[0])
+            out.write("\t\t  instanceMethods \(instanceMethods.text) (struct method_list_t *)\n")
+            if instanceMethods.target != 0 { try writeMethodList(instanceMethods.target, indent: "\t", to: &out) }
+            let classMethods = try field(proto, 32, lists[1])
+            out.write("\t\t     classMethods \(classMethods.text) (struct method_list_t *)\n")
+            if classMethods.target != 0 { try writeMethodList(classMethods.target, indent: "\t", to: &out) }
             out.write("\t  optionalInstanceMethods \(Self.hex(lists[2]))\n")
             out.write("\t     optionalClassMethods \(Self.hex(lists[3]))\n")
             out.write("\t       instanceProperties \(Self.hex(parsed.instancePropertiesAddress))\n")
@@ -345,7 +424,8 @@ struct ObjCMetadataTable {
         }
     }
 
-    /// llvm's `print_ivar_list64_t`.
+    /// llvm's `print_ivar_list64_t` (whose type field takes its relocation symbol, when
+    /// there is none, from the name's value).
     mutating func writeIvarList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
         guard let found = try structure(address, ObjCMethodList.Header.size, "ivar_list_t", to: &out) else { return }
         if found.extendsPast { out.write("   (ivar_list_t entends past the end of the section)\n") }
@@ -357,8 +437,9 @@ struct ObjCMetadataTable {
             guard let found = try structure(entry, ObjCIvar.size, "ivar_t", to: &out) else { return }
             if found.extendsPast { out.write("   (ivar_t entends past the end of the section)\n") }
             let ivar = ObjCIvar(parsing: found.view)
-            var offsetLine = "\t\t\t   offset \(Self.hex(ivar.offsetAddress))"
-            if let place = sections.place(ivar.offsetAddress) {
+            let offset = try field(found, 0, ivar.offsetAddress)
+            var offsetLine = "\t\t\t   offset \(offset.text)"
+            if let place = sections.place(offset.target) {
                 var value: UInt64 = 0
                 for byte in 0..<min(8, place.bytes.count) {
                     value |= UInt64((try? place.bytes.u8(byte)) ?? 0) << (8 * UInt64(byte))
@@ -366,8 +447,10 @@ struct ObjCMetadataTable {
                 offsetLine += " \(value)"
             }
             out.write(offsetLine + "\n")
-            out.write("\t\t\t     name \(Self.hex(ivar.nameAddress))\(string(ivar.nameAddress))\n")
-            out.write("\t\t\t     type \(Self.hex(ivar.typeAddress))\(string(ivar.typeAddress))\n")
+            let name = try field(found, 8, ivar.nameAddress)
+            out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
+            let typeSymbol = try symbolic(found, 16, ivar.nameAddress)
+            out.write("\t\t\t     type \(Self.field(ivar.typeAddress, typeSymbol))\(string(ivar.typeAddress &+ typeSymbol.nValue))\n")
             out.write("\t\t\talignment \(ivar.alignment)\n")
             out.write("\t\t\t     size \(ivar.size)\n")
             entry = entry &+ UInt64(ObjCIvar.size)
@@ -386,8 +469,10 @@ struct ObjCMetadataTable {
             guard let found = try structure(entry, ObjCProperty.size, "objc_property", to: &out) else { return }
             if found.extendsPast { out.write("   (objc_property entends past the end of the section)\n") }
             let property = ObjCProperty(parsing: found.view)
-            out.write("\t\t\t     name \(Self.hex(property.nameAddress))\(string(property.nameAddress))\n")
-            out.write("\t\t\tattributes \(Self.hex(property.attributesAddress))\(string(property.attributesAddress))\n")
+            let name = try field(found, 0, property.nameAddress)
+            out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
+            let attributes = try field(found, 8, property.attributesAddress)
+            out.write("\t\t\tattributes \(attributes.text)\(string(attributes.target))\n")
             entry = entry &+ UInt64(ObjCProperty.size)
         }
     }
@@ -399,17 +484,23 @@ struct ObjCMetadataTable {
         guard let found = try structure(address, ObjCCategory.size, "category_t", to: &out) else { return }
         if found.extendsPast { out.write("   (category_t entends past the end of the section)\n") }
         let category = ObjCCategory(parsing: found.view, at: address)
-        out.write("              name \(Self.hex(category.nameAddress))\(string(category.nameAddress))\n")
-        out.write("               cls \(Self.hex(category.classAddress))\n")
-        if category.classAddress != 0 { try writeClass(category.classAddress, to: &out) }
-        out.write("   instanceMethods \(Self.hex(category.instanceMethodsAddress))\n")
-        if category.instanceMethodsAddress != 0 { try writeMethodList(category.instanceMethodsAddress, indent: "", to: &out) }
-        out.write("      classMethods \(Self.hex(category.classMethodsAddress))\n")
-        if category.classMethodsAddress != 0 { try writeMethodList(category.classMethodsAddress, indent: "", to: &out) }
-        out.write("         protocols \(Self.hex(category.protocolsAddress))\n")
-        if category.protocolsAddress != 0 { try writeProtocolList(category.protocolsAddress, to: &out) }
-        out.write("instanceProperties \(Self.hex(category.instancePropertiesAddress))\n")
-        if category.instancePropertiesAddress != 0 { try writePropertyList(category.instancePropertiesAddress, to: &out) }
+        let name = try field(found, 0, category.nameAddress)
+        out.write("              name \(name.text)\(string(name.target))\n")
+        let cls = try field(found, 8, category.classAddress)
+        out.write("               cls \(cls.text)\n")
+        if cls.target != 0 { try writeClass(cls.target, to: &out) }
+        let instanceMethods = try field(found, 16, category.instanceMethodsAddress)
+        out.write("   instanceMethods \(instanceMethods.text)\n")
+        if instanceMethods.target != 0 { try writeMethodList(instanceMethods.target, indent: "", to: &out) }
+        let classMethods = try field(found, 24, category.classMethodsAddress)
+        out.write("      classMethods \(classMethods.text)\n")
+        if classMethods.target != 0 { try writeMethodList(classMethods.target, indent: "", to: &out) }
+        let protocols = try field(found, 32, category.protocolsAddress)
+        out.write("         protocols \(protocols.text)\n")
+        if protocols.target != 0 { try writeProtocolList(protocols.target, to: &out) }
+        let properties = try field(found, 40, category.instancePropertiesAddress)
+        out.write("instanceProperties \(properties.text)\n")
+        if properties.target != 0 { try writePropertyList(properties.target, to: &out) }
     }
 
     /// llvm's `print_message_refs64`.
@@ -421,8 +512,12 @@ struct ObjCMetadataTable {
             guard let found = try structure(address, ObjCMessageReference.size, "message_ref", to: &out) else { return }
             if found.extendsPast { out.write("   (message_ref entends past the end of the section)\n") }
             let reference = ObjCMessageReference(parsing: found.view)
-            out.write("  imp \(Self.hex(reference.imp)) \(try symbolName(reference.imp).map { " " + $0 } ?? "")\n")
-            out.write("  sel \(Self.hex(reference.selector))\(string(reference.selector))\n")
+            let imp = try symbolic(found, 0, reference.imp)
+            var line = "  imp "
+            line += imp.nValue != 0 ? Self.hex(imp.nValue) + " " + (reference.imp != 0 ? "+ " + Self.hex(reference.imp) + " " : "") : Self.hex(reference.imp) + " "
+            out.write(line + (imp.name.map { " " + $0 } ?? "") + "\n")
+            let selector = try field(found, 8, reference.selector)
+            out.write("  sel \(selector.text)\(string(selector.target))\n")
             index += UInt64(ObjCMessageReference.size)
         }
     }
