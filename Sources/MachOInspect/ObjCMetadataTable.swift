@@ -35,10 +35,11 @@ struct ObjCMetadataTable {
     private var entriesWalked = 0
     private let entryBudget: Int
 
-    init(image: MachOImage) {
+    /// `entryBudget` defaults to 4 per byte of the image, at least 2^20.
+    init(image: MachOImage, entryBudget: Int? = nil) {
         self.image = image
         sections = FileSections(image: image)
-        entryBudget = max(1 << 20, 4 * image.view.count)
+        self.entryBudget = entryBudget ?? max(1 << 20, 4 * image.view.count)
     }
 
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
