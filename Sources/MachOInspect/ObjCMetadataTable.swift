@@ -29,7 +29,9 @@ struct ObjCMetadataTable {
     private var bindNames: [UInt64: String]?
     /// Relocation entries by section address, read on first use (object files).
     private var relocations: [UInt64: [RelocationInfo]] = [:]
-    private var symbolTable: SymbolTable??
+    /// The symbol table behind relocations, read on first use.
+    private var symbolTable: SymbolTable?
+    private var symbolTableRead = false
     private var metaclassesPrinted = 0
     /// List entries and structures walked so far, against ``entryBudget``.
     private var entriesWalked = 0
@@ -143,8 +145,11 @@ struct ObjCMetadataTable {
         if section.relocationCount != 0 {
             if relocations[section.address] == nil { relocations[section.address] = try image.relocations(of: section) }
             if let entry = relocations[section.address]?.first(where: { UInt64($0.address) == offset & 0xffff_ffff }), entry.isExtern {
-                if symbolTable == nil { symbolTable = .some(try SymbolTable(image: image)) }
-                guard let table = symbolTable ?? nil, Int(entry.symbolNumber) < table.count else {
+                if !symbolTableRead {
+                    symbolTable = try SymbolTable(image: image)
+                    symbolTableRead = true
+                }
+                guard let table = symbolTable, Int(entry.symbolNumber) < table.count else {
                     throw .malformed("relocation at offset 0x\(String(offset, radix: 16)) of (\(section.segmentName),\(section.name)) names symbol \(entry.symbolNumber), past the symbol table", at: image.view.absolute(Int(section.relocationOffset)))
                 }
                 let symbol = try table.entry(Int(entry.symbolNumber))
