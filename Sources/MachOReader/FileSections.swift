@@ -21,36 +21,62 @@ public struct FileSections: Sendable {
     public let image: MachOImage
     /// Non-empty sections in load command order.
     private let sections: [Section]
-    /// Indices into `sections` sorted by address, when no two of them overlap (the usual
-    /// case): lookups are then a binary search; otherwise a scan in load command order.
-    private let byAddress: [Int]?
+    /// Disjoint address ranges sorted by start, each with the index of the first section
+    /// (in load command order) covering it: built once in O(n log n), so a lookup is a
+    /// binary search however the sections overlap.
+    private let ranges: [(start: UInt64, end: UInt64, section: Int)]
 
     public init(image: MachOImage) {
         self.image = image
         let sections = image.sections.filter { $0.size != 0 }
         self.sections = sections
-        let sorted = sections.indices.sorted { sections[$0].address < sections[$1].address }
-        var disjoint = true
-        for (previous, next) in zip(sorted, sorted.dropFirst()) {
-            let end = sections[previous].address.addingReportingOverflow(sections[previous].size)
-            if end.overflow || end.partialValue > sections[next].address { disjoint = false; break }
+        ranges = FileSections.firstCovering(sections)
+    }
+
+    /// The sweep behind ``ranges``: at each boundary the covering section with the lowest
+    /// index (a min-heap on index, sections whose range has ended dropped when they surface).
+    static func firstCovering(_ sections: [Section]) -> [(start: UInt64, end: UInt64, section: Int)] {
+        func end(_ section: Section) -> UInt64 {
+            let sum = section.address.addingReportingOverflow(section.size)
+            return sum.overflow ? UInt64.max : sum.partialValue
         }
-        byAddress = disjoint ? sorted : nil
+        var boundaries = Set<UInt64>()
+        for section in sections {
+            boundaries.insert(section.address)
+            boundaries.insert(end(section))
+        }
+        let points = boundaries.sorted()
+        let byStart = sections.indices.sorted { sections[$0].address < sections[$1].address }
+        var heap = IndexHeap()
+        var next = 0
+        var ranges: [(start: UInt64, end: UInt64, section: Int)] = []
+        for (low, high) in zip(points, points.dropFirst()) {
+            while next < byStart.count, sections[byStart[next]].address <= low {
+                heap.push(byStart[next])
+                next += 1
+            }
+            while let top = heap.top, end(sections[top]) <= low { heap.pop() }
+            guard let winner = heap.top else { continue }
+            if let last = ranges.last, last.end == low, last.section == winner {
+                ranges[ranges.count - 1].end = high
+            } else {
+                ranges.append((low, high, winner))
+            }
+        }
+        return ranges
     }
 
     /// The first section holding `address` (nil when none does).
     public func section(containing address: UInt64) -> Section? {
-        if let byAddress {
-            var low = 0, high = byAddress.count
-            while low < high {
-                let mid = (low + high) / 2
-                if sections[byAddress[mid]].address <= address { low = mid + 1 } else { high = mid }
-            }
-            guard low > 0 else { return nil }
-            let section = sections[byAddress[low - 1]]
-            return section.contains(address: address) ? section : nil
+        var low = 0, high = ranges.count
+        while low < high {
+            let mid = (low + high) / 2
+            if ranges[mid].start <= address { low = mid + 1 } else { high = mid }
         }
-        return sections.first { $0.contains(address: address) }
+        guard low > 0 else { return nil }
+        let range = ranges[low - 1]
+        let section = sections[range.section]
+        return address < range.end && section.contains(address: address) ? section : nil
     }
 
     /// Where `address` leads (nil when no section holds it).
@@ -97,5 +123,39 @@ public struct FileSections: Sendable {
         let bytes = place.bytes
         let end = ((try? bytes.firstZero(0, bytes.count)) ?? nil) ?? bytes.count
         return (try? bytes.slice(0, end))?.string ?? ""
+    }
+}
+
+/// A binary min-heap of section indices.
+struct IndexHeap {
+    private var items: [Int] = []
+
+    var top: Int? { items.first }
+
+    mutating func push(_ value: Int) {
+        items.append(value)
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child] < items[parent] else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() {
+        guard !items.isEmpty else { return }
+        items.swapAt(0, items.count - 1)
+        items.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < items.count, items[left] < items[smallest] { smallest = left }
+            if right < items.count, items[right] < items[smallest] { smallest = right }
+            guard smallest != parent else { return }
+            items.swapAt(parent, smallest)
+            parent = smallest
+        }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 @testable import MachOInspect
-import MachOReader
+@testable import MachOReader
 import ProcessRunner
 import TestSupport
 import Testing
@@ -146,6 +146,44 @@ import Testing
             #expect(text.contains("(relative)"), "llvm-objdump shows no relative method list")
         }
         #expect(agreement.slicesWithMetadata == 1)
+    }
+
+    // MARK: Overlapping sections
+
+    /// A `section_64` record at `address` of `size` bytes.
+    static func section(_ index: Int, address: UInt64, size: UInt64) throws -> Section {
+        var bytes = [UInt8](repeating: 0, count: Section.size)
+        for (offset, byte) in Array("__s\(index)".utf8.prefix(16)).enumerated() { bytes[offset] = byte }
+        for (offset, byte) in Array("__DATA".utf8).enumerated() { bytes[16 + offset] = byte }
+        for index in 0..<8 {
+            bytes[32 + index] = UInt8(truncatingIfNeeded: address >> (8 * UInt64(index)))
+            bytes[40 + index] = UInt8(truncatingIfNeeded: size >> (8 * UInt64(index)))
+        }
+        return try Section(parsing: ByteView(bytes))
+    }
+
+    /// Sections overlapping every which way: the address map names, for every address
+    /// tried, the first section in load command order that holds it (llvm's linear
+    /// search), and 20,000 overlapping sections build it without a quadratic walk.
+    @Test func overlappingSectionsResolveToTheFirstHolder() throws {
+        var seed: UInt64 = 0x9e37_79b9_7f4a_7c15
+        func next(_ bound: UInt64) -> UInt64 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return (seed >> 33) % bound
+        }
+        for _ in 0..<50 {
+            let sections = try (0..<Int(1 + next(12))).map { try Self.section($0, address: 0x1000 + next(0x100), size: 1 + next(0x80)) }
+            let ranges = FileSections.firstCovering(sections)
+            for address in UInt64(0xff0)..<0x1200 {
+                let expected = sections.firstIndex { $0.contains(address: address) }
+                let found = ranges.last { $0.start <= address }.flatMap { address < $0.end ? $0.section : nil }
+                #expect(found == expected, "address 0x\(String(address, radix: 16))")
+            }
+        }
+        let many = try (0..<20_000).map { try Self.section($0, address: 0x10000 + UInt64($0) * 8, size: 0x100000) }
+        let ranges = FileSections.firstCovering(many)
+        #expect(ranges.count == 20_000)
+        #expect(ranges.first?.section == 0 && ranges.last?.section == 19_999)
     }
 
     // MARK: Damaged metadata
