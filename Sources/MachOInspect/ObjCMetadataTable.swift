@@ -446,9 +446,12 @@ struct ObjCMetadataTable {
             let offset = try field(found, 0, ivar.offsetAddress)
             var offsetLine = "\t\t\t   offset \(offset.text)"
             if let place = sections.place(offset.target) {
+                // llvm reads 8 bytes even when fewer are left in the section: those after
+                // it come from the file.
+                let word = sections.contents(of: place.section, from: place.offset, pastEnd: 8)
                 var value: UInt64 = 0
-                for byte in 0..<min(8, place.bytes.count) {
-                    value |= UInt64((try? place.bytes.u8(byte)) ?? 0) << (8 * UInt64(byte))
+                for byte in 0..<min(8, word.count) {
+                    value |= UInt64((try? word.u8(byte)) ?? 0) << (8 * UInt64(byte))
                 }
                 offsetLine += " \(value)"
             }

@@ -92,14 +92,16 @@ public struct FileSections: Sendable {
     public static let zeroFillTypes: Set<UInt8> = [0x1, 0xc, 0x12]
 
     /// The file bytes of `section` from `offset` to its end, clamped to the file; none for
-    /// a zero-fill section.
-    public func contents(of section: Section, from offset: UInt64 = 0) -> ByteView {
+    /// a zero-fill section. With `pastEnd`, at least that many bytes when the file holds
+    /// them, read on past the section's end.
+    public func contents(of section: Section, from offset: UInt64 = 0, pastEnd: UInt64 = 0) -> ByteView {
         let file = image.view
         let start = UInt64(section.fileOffset).addingReportingOverflow(offset)
         guard !FileSections.zeroFillTypes.contains(section.type), offset < section.size,
               !start.overflow, start.partialValue < UInt64(file.count) else { return ByteView([]) }
         let available = UInt64(file.count) - start.partialValue
-        return (try? file.slice(Int(start.partialValue), Int(min(available, section.size - offset)))) ?? ByteView([])
+        let wanted = max(section.size - offset, pastEnd)
+        return (try? file.slice(Int(start.partialValue), Int(min(available, wanted)))) ?? ByteView([])
     }
 
     /// `length` bytes at `address` for a structure parser: nil when no section holds the
