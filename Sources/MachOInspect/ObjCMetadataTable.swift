@@ -11,8 +11,10 @@ import MachOReader
 /// encodings and nothing behind them), an address through the first section holding it,
 /// a value named by the symbol table symbol at that address, and list entries and
 /// superclasses with no such symbol by the regular bind opcodes' symbol at their slot.
-/// Its quirks are kept: at most 100 metaclasses per image, method lists stepped by 24
-/// bytes whatever their entsize, a category's `cls` printed without a name.
+/// Object files' external relocations name fields as llvm's `get_symbol_64` does. Its
+/// quirks are kept: at most 100 metaclasses per image, method lists stepped by 24 bytes
+/// whatever their entsize, a category's `cls` printed without a name, an ivar's type
+/// named through the name's value.
 ///
 /// Walks are bounded by the file: a list entry or structure the file does not hold ends
 /// its list with one line, and more entries in all than ``entryBudget`` allows (lists
@@ -27,8 +29,8 @@ struct ObjCMetadataTable {
     private var symbolNames: [UInt64: String]?
     /// Regular bind slots to symbol names, built on first use (llvm's bind table lookup).
     private var bindNames: [UInt64: String]?
-    /// Relocation entries by section address, read on first use (object files).
-    private var relocations: [UInt64: [RelocationInfo]] = [:]
+    /// Relocation entries by the offset of their table, read on first use (object files).
+    private var relocations: [UInt32: [RelocationInfo]] = [:]
     /// The symbol table behind relocations, read on first use.
     private var symbolTable: SymbolTable?
     private var symbolTableRead = false
@@ -127,12 +129,6 @@ struct ObjCMetadataTable {
         return bindNames?[slot]
     }
 
-    /// The symbol at `value`, else the symbol bound at `slot`.
-    mutating func nameOrBind(_ value: UInt64, slot: UInt64) throws(MachOError) -> String? {
-        if let name = try symbolName(value) { return name }
-        return try bindName(slot)
-    }
-
     /// What llvm's `get_symbol_64` finds for the pointer field at `offset` in `section`
     /// holding `value`: the symbol of the section's first relocation at that offset when
     /// it is external (its value as `nValue`), else the symbol table's name for `value`.
@@ -143,8 +139,8 @@ struct ObjCMetadataTable {
 
     mutating func symbolic(_ section: Section, offset: UInt64, value: UInt64) throws(MachOError) -> Symbolic {
         if section.relocationCount != 0 {
-            if relocations[section.address] == nil { relocations[section.address] = try image.relocations(of: section) }
-            if let entry = relocations[section.address]?.first(where: { UInt64($0.address) == offset & 0xffff_ffff }), entry.isExtern {
+            if relocations[section.relocationOffset] == nil { relocations[section.relocationOffset] = try image.relocations(of: section) }
+            if let entry = relocations[section.relocationOffset]?.first(where: { UInt64($0.address) == offset & 0xffff_ffff }), entry.isExtern {
                 if !symbolTableRead {
                     symbolTable = try SymbolTable(image: image)
                     symbolTableRead = true
@@ -181,8 +177,9 @@ struct ObjCMetadataTable {
     }
 
     /// `length` bytes at `address` for a structure, or nil (nothing printed) when no
-    /// section holds the address. Past the section's end llvm-objdump reads what the
-    /// file holds beyond it; past the file there is nothing to read.
+    /// section holds the address. Past the section's end the bytes read as 0 (llvm copies
+    /// what is left and zeroes the rest); bytes the section should hold but the file does
+    /// not end the walk with one line.
     mutating func structure<Output: TextOutputStream>(
         _ address: UInt64, _ length: Int, _ name: String, to out: inout Output
     ) throws(MachOError) -> Found? {
