@@ -366,7 +366,7 @@ struct ObjCMetadataTable {
     mutating func writeRelativeMethods<Output: TextOutputStream>(
         _ header: ObjCMethodList.Header, at first: UInt64, indent: String, to out: inout Output
     ) throws(MachOError) {
-        out.write("\(indent)\t\t   entsize \(header.entrySize) (relative)\n")
+        out.write("\(indent)\t\t   entsize \(header.entrySize) (relative) \n")
         out.write("\(indent)\t\t     count \(header.count)\n")
         var entry = first
         for _ in 0..<header.count {
