@@ -58,7 +58,7 @@ public enum InspectJSON {
             json.member("rpaths", .array(image.rpaths.map(JSONValue.string)), to: &out)
         }
         try FixupJSON.write(image, tables: tables, json: &json, to: &out)
-        if tables.contains(.objc) { try ObjCTable.writeJSON(image, json: &json, to: &out) }
+        if tables.contains(.objc) || tables.contains(.objcSummary) { try ObjCTable.writeJSON(image, json: &json, to: &out) }
         if tables.contains(.codeSignature) { try CodeSignatureTable.writeJSON(image, json: &json, to: &out) }
         try DyldFeaturesTable.writeJSON(image, tables: tables, json: &json, to: &out)
         json.end(to: &out)

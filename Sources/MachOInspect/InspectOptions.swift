@@ -3,7 +3,7 @@ import MachOReader
 /// A table `dyld3 inspect` can print. The llvm-objdump-compatible ones print the same
 /// rows as `llvm-objdump-19 --macho --<flag>`.
 public enum InspectTable: String, CaseIterable, Sendable {
-    case rebase, bind, lazyBind, weakBind, dyldInfo, chainedFixups, exportsTrie, deps, objc, codeSignature, threadLocals, interpose
+    case rebase, bind, lazyBind, weakBind, dyldInfo, chainedFixups, exportsTrie, deps, objc, objcSummary, codeSignature, threadLocals, interpose
 
     /// The command-line flag, which is also llvm-objdump's flag where it has one.
     public var flag: String {
@@ -17,15 +17,25 @@ public enum InspectTable: String, CaseIterable, Sendable {
         case .exportsTrie: "--exports-trie"
         case .deps: "--deps"
         case .objc: "--objc"
+        case .objcSummary: "--objc-summary"
         case .codeSignature: "--code-signature"
         case .threadLocals: "--thread-locals"
         case .interpose: "--interpose"
         }
     }
 
+    /// llvm-objdump's flag printing the same rows (nil for the tables it has no flag for).
+    public var objdumpFlag: String? {
+        switch self {
+        case .objc: "--objc-meta-data"
+        case .deps, .objcSummary, .codeSignature, .threadLocals, .interpose: nil
+        default: flag
+        }
+    }
+
     /// The order in which llvm-objdump prints its sections when several are asked for.
     static let objdumpOrder: [InspectTable] = [
-        .dyldInfo, .chainedFixups, .deps, .exportsTrie, .rebase, .bind, .lazyBind, .weakBind, .objc, .codeSignature, .threadLocals, .interpose,
+        .dyldInfo, .chainedFixups, .deps, .exportsTrie, .rebase, .bind, .lazyBind, .weakBind, .objc, .objcSummary, .codeSignature, .threadLocals, .interpose,
     ]
 }
 

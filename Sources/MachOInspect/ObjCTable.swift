@@ -1,6 +1,6 @@
 import MachOReader
 
-/// `--objc`: an image's Objective-C metadata as ``ObjCFileImage`` reads it, in the spirit of
+/// `--objc-summary`: an image's Objective-C metadata as ``ObjCFileImage`` reads it, in the spirit of
 /// `otool -ov` and `dyld_info -objc`: each class of `__objc_classlist` (name, superclass,
 /// metaclass, instance and class methods with types and implementations), each category of
 /// `__objc_catlist` (name, class, methods) and each selector reference of `__objc_selrefs`.

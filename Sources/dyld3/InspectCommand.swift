@@ -11,7 +11,8 @@ struct InspectCommand: ParsableCommand {
         commandName: "inspect",
         abstract: "Print a Mach-O file's dependencies, fixups, exports and Objective-C metadata.",
         discussion: """
-            Each table flag prints the same rows as `llvm-objdump-19 --macho <flag>`. For \
+            Each table flag prints the same rows as `llvm-objdump-19 --macho <flag>` (--objc: \
+            --objc-meta-data). For \
             opcode-based files --dyld-info also lists the opcode streams' rebases and binds, \
             which llvm-objdump leaves out. With no table flag, a summary is printed.
             """)
@@ -30,7 +31,8 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "The LC_DYLD_CHAINED_FIXUPS structures.") var chainedFixups = false
     @Flag(help: "The exported symbols.") var exportsTrie = false
     @Flag(help: "Dependent dylibs with link kinds, rpaths and the dylib id.") var deps = false
-    @Flag(help: "Objective-C classes, categories and selector references (as otool -ov, dyld_info -objc).") var objc = false
+    @Flag(help: "The Objective-C metadata: classes, class and super references, categories, protocols, message references, image info (llvm-objdump's --objc-meta-data).") var objc = false
+    @Flag(help: "A compact view of the Objective-C metadata with rebases and binds applied: classes, categories and selector references (as otool -ov, dyld_info -objc).") var objcSummary = false
     @Flag(help: "The embedded code signature: SuperBlob, CodeDirectories (with cdHashes), requirements, entitlements, CMS wrapper.") var codeSignature = false
     @Flag(help: "Thread-local variables: each __thread_vars descriptor (variable, offset, what its thunk is bound to) and the template sections.") var threadLocals = false
     @Flag(help: "Interposing tuples: each __interpose (replacement, replacee) pair, named.") var interpose = false
@@ -48,6 +50,7 @@ struct InspectCommand: ParsableCommand {
         if exportsTrie { tables.insert(.exportsTrie) }
         if deps { tables.insert(.deps) }
         if objc { tables.insert(.objc) }
+        if objcSummary { tables.insert(.objcSummary) }
         if codeSignature { tables.insert(.codeSignature) }
         if threadLocals { tables.insert(.threadLocals) }
         if interpose { tables.insert(.interpose) }

@@ -4,7 +4,7 @@ import MachOReader
 import TestSupport
 import Testing
 
-/// `dyld3 inspect --objc`, text and JSON, against llvm-objdump-19 on every image of the
+/// `dyld3 inspect --objc-summary` and `--objc --json`, against llvm-objdump-19 on every image of the
 /// objc fixture app, all four builds (``ObjCOracle``).
 @Suite(.timeLimit(.minutes(10))) struct InspectObjCTests {
     typealias Image = ObjCReaderTests.Image
@@ -86,11 +86,11 @@ import Testing
         #expect(json == references.map { "\($0.slot) \($0.name)" }, "\(image)")
     }
 
-    /// The text: a heading per class at its symbol's address with the name llvm shows, and a
+    /// The `--objc-summary` text: a heading per class at its symbol's address with the name llvm shows, and a
     /// line per method with llvm's name and types and the address of llvm's implementation
     /// symbol (`+[Shape load]` → `+load v16@0:8 imp 0x…`).
     @Test(arguments: ObjCReaderTests.images) func textMatchesObjdump(_ image: Image) async throws {
-        let text = try ObjdumpReport.render(path: image.path, bytes: try Corpus.bytes(image.path), tables: [.objc], arch: .all)
+        let text = try ObjdumpReport.render(path: image.path, bytes: try Corpus.bytes(image.path), tables: [.objcSummary], arch: .all)
         let lines = Set(text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
         let symbols = try await ObjCOracle.symbols(image.path)
         let addresses = Dictionary(symbols.map { ($1, $0) }, uniquingKeysWith: min)

@@ -112,7 +112,7 @@ package enum Corpus {
 /// Compares `dyld3 inspect`'s text with llvm-objdump's for one file, flag and arch choice.
 /// Returns a description of the first difference, or nil when they agree.
 package func inspectDifference(path: String, table: InspectTable, arch: String?) async throws -> String? {
-    var arguments = [table.flag]
+    var arguments = [table.objdumpFlag ?? table.flag]
     if let arch { arguments.append("--arch=\(arch)") }
     arguments.append(path)
     let expected = Oracle.normalized(try await Oracle.objdump(arguments))

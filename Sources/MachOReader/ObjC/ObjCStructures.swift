@@ -8,15 +8,27 @@ public struct ObjCClass: Equatable, Sendable {
     /// The metaclass (for a metaclass: the root metaclass).
     public let isa: UInt64
     public let superclass: UInt64
-    /// The `class_ro_t`.
-    public let roAddress: UInt64
+    /// The method cache and vtable words (0, or `_objc_empty_cache`, in a file).
+    public let cache: UInt64
+    public let vtable: UInt64
+    /// The `data` word as stored: the `class_ro_t` address with flag bits (Swift classes
+    /// set the low bits).
+    public let data: UInt64
+    /// The `class_ro_t`: `data` under ``dataMask``.
+    public var roAddress: UInt64 { data & ObjCClass.dataMask }
 
     public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
-        let view = try space.view(at: address, length: ObjCClass.size, what: "class_t")
+        self.init(parsing: try space.view(at: address, length: ObjCClass.size, what: "class_t"), at: address)
+    }
+
+    /// Parses the first ``size`` bytes of `view` (which must hold them), found at `address`.
+    public init(parsing view: ByteView, at address: UInt64) {
         self.address = address
         isa = (try? view.u64(0)) ?? 0
         superclass = (try? view.u64(8)) ?? 0
-        roAddress = ((try? view.u64(32)) ?? 0) & ObjCClass.dataMask
+        cache = (try? view.u64(16)) ?? 0
+        vtable = (try? view.u64(24)) ?? 0
+        data = (try? view.u64(32)) ?? 0
     }
 }
 
@@ -46,31 +58,56 @@ extension ObjCClass {
     }
 }
 
-/// `class_ro_t` (64-bit): flags, name and base method list.
+/// `class_ro_t` (64-bit): flags, sizes, name, method, protocol, ivar and property lists
+/// and the ivar layouts.
 public struct ObjCClassRO: Equatable, Sendable {
     public static let size = 72
     public static let flagMeta: UInt32 = 0x1
     public static let flagRoot: UInt32 = 0x2
+    /// `RO_HAS_CXX_STRUCTORS`.
+    public static let flagHasCXXStructors: UInt32 = 0x4
 
     public let flags: UInt32
+    public let instanceStart: UInt32
+    public let instanceSize: UInt32
+    public let reserved: UInt32
+    public let ivarLayoutAddress: UInt64
     public let nameAddress: UInt64
     /// 0 when the class has no methods of its own.
     public let baseMethodsAddress: UInt64
+    public let baseProtocolsAddress: UInt64
+    public let ivarsAddress: UInt64
+    public let weakIvarLayoutAddress: UInt64
+    public let basePropertiesAddress: UInt64
 
     public var isMeta: Bool { flags & ObjCClassRO.flagMeta != 0 }
 
     public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
-        let view = try space.view(at: address, length: ObjCClassRO.size, what: "class_ro_t")
+        self.init(parsing: try space.view(at: address, length: ObjCClassRO.size, what: "class_ro_t"))
+    }
+
+    /// Parses the first ``size`` bytes of `view` (which must hold them).
+    public init(parsing view: ByteView) {
         flags = (try? view.u32(0)) ?? 0
+        instanceStart = (try? view.u32(4)) ?? 0
+        instanceSize = (try? view.u32(8)) ?? 0
+        reserved = (try? view.u32(12)) ?? 0
+        ivarLayoutAddress = (try? view.u64(16)) ?? 0
         nameAddress = (try? view.u64(24)) ?? 0
         baseMethodsAddress = (try? view.u64(32)) ?? 0
+        baseProtocolsAddress = (try? view.u64(40)) ?? 0
+        ivarsAddress = (try? view.u64(48)) ?? 0
+        weakIvarLayoutAddress = (try? view.u64(56)) ?? 0
+        basePropertiesAddress = (try? view.u64(64)) ?? 0
     }
 }
 
-/// `category_t` (64-bit): the class it extends and its method lists.
+/// `category_t` (64-bit): the class it extends, its method lists, protocols and properties.
 public struct ObjCCategory: Equatable, Sendable {
-    /// name, cls, instanceMethods, classMethods (the rest is not read).
+    /// name, cls, instanceMethods, classMethods: what the loader reads.
     public static let readSize = 32
+    /// With protocols and instanceProperties.
+    public static let size = 48
 
     public let address: UInt64
     public let nameAddress: UInt64
@@ -78,36 +115,57 @@ public struct ObjCCategory: Equatable, Sendable {
     public let classAddress: UInt64
     public let instanceMethodsAddress: UInt64
     public let classMethodsAddress: UInt64
+    /// 0 when read through ``readSize`` bytes only.
+    public let protocolsAddress: UInt64
+    public let instancePropertiesAddress: UInt64
 
     public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
-        let view = try space.view(at: address, length: ObjCCategory.readSize, what: "category_t")
+        self.init(parsing: try space.view(at: address, length: ObjCCategory.readSize, what: "category_t"), at: address)
+    }
+
+    /// Parses `view` (``readSize`` or ``size`` bytes), found at `address`.
+    public init(parsing view: ByteView, at address: UInt64) {
         self.address = address
         nameAddress = (try? view.u64(0)) ?? 0
         classAddress = (try? view.u64(8)) ?? 0
         instanceMethodsAddress = (try? view.u64(16)) ?? 0
         classMethodsAddress = (try? view.u64(24)) ?? 0
+        protocolsAddress = (try? view.u64(32)) ?? 0
+        instancePropertiesAddress = (try? view.u64(40)) ?? 0
     }
 }
 
 /// `protocol_t` (64-bit): isa (0 in the file; the canonical protocol's is set to the
-/// `Protocol` class at launch), name and its four method lists (the rest is not read).
+/// `Protocol` class at launch), name, its protocols, its four method lists and its
+/// instance properties (the rest is not read).
 public struct ObjCProtocol: Equatable, Sendable {
     /// isa, mangledName, protocols, instanceMethods, classMethods,
-    /// optionalInstanceMethods, optionalClassMethods.
+    /// optionalInstanceMethods, optionalClassMethods: what the loader reads.
     public static let readSize = 56
+    /// With instanceProperties.
+    public static let size = 64
 
     public let address: UInt64
     public let isa: UInt64
     public let nameAddress: UInt64
+    public let protocolsAddress: UInt64
     /// instanceMethods, classMethods, optionalInstanceMethods, optionalClassMethods (0: none).
     public let methodListAddresses: [UInt64]
+    /// 0 when read through ``readSize`` bytes only.
+    public let instancePropertiesAddress: UInt64
 
     public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
-        let view = try space.view(at: address, length: ObjCProtocol.readSize, what: "protocol_t")
+        self.init(parsing: try space.view(at: address, length: ObjCProtocol.readSize, what: "protocol_t"), at: address)
+    }
+
+    /// Parses `view` (``readSize`` or ``size`` bytes), found at `address`.
+    public init(parsing view: ByteView, at address: UInt64) {
         self.address = address
         isa = (try? view.u64(0)) ?? 0
         nameAddress = (try? view.u64(8)) ?? 0
+        protocolsAddress = (try? view.u64(16)) ?? 0
         methodListAddresses = [24, 32, 40, 48].map { (try? view.u64($0)) ?? 0 }
+        instancePropertiesAddress = (try? view.u64(56)) ?? 0
     }
 }
 
@@ -119,6 +177,54 @@ public struct ObjCMethodList: Sendable {
     public static let entsizeMask: UInt32 = 0x0000_fffc
     /// A method list longer than this is corrupt metadata.
     public static let maxCount: UInt32 = 1 << 20
+
+    /// The 8-byte header every `entsize_list_tt` starts with (method, ivar and property
+    /// lists): the entry size with flag bits, and the entry count.
+    public struct Header: Equatable, Sendable {
+        public static let size = 8
+        public let entsizeAndFlags: UInt32
+        public let count: UInt32
+
+        /// Parses the first ``size`` bytes of `view` (which must hold them).
+        public init(parsing view: ByteView) {
+            entsizeAndFlags = (try? view.u32(0)) ?? 0
+            count = (try? view.u32(4)) ?? 0
+        }
+
+        public var isRelative: Bool { entsizeAndFlags & ObjCMethodList.relativeFlag != 0 }
+        public var entrySize: Int { Int(entsizeAndFlags & ObjCMethodList.entsizeMask) }
+    }
+
+    /// `method_t` of a pointer list: the selector (a name string in the file), the type
+    /// encoding string and the implementation.
+    public struct PointerEntry: Equatable, Sendable {
+        public static let size = 24
+        public let name: UInt64
+        public let types: UInt64
+        public let imp: UInt64
+
+        /// Parses the first ``size`` bytes of `view` (which must hold them).
+        public init(parsing view: ByteView) {
+            name = (try? view.u64(0)) ?? 0
+            types = (try? view.u64(8)) ?? 0
+            imp = (try? view.u64(16)) ?? 0
+        }
+    }
+
+    /// A relative `method_t`: each field a signed offset from its own address.
+    public struct RelativeEntry: Equatable, Sendable {
+        public static let size = 12
+        public let name: Int32
+        public let types: Int32
+        public let imp: Int32
+
+        /// Parses the first ``size`` bytes of `view` (which must hold them).
+        public init(parsing view: ByteView) {
+            name = Int32(bitPattern: (try? view.u32(0)) ?? 0)
+            types = Int32(bitPattern: (try? view.u32(4)) ?? 0)
+            imp = Int32(bitPattern: (try? view.u32(8)) ?? 0)
+        }
+    }
 
     /// One method: where its name comes from and its implementation.
     public struct Method: Equatable, Sendable {
@@ -139,21 +245,19 @@ public struct ObjCMethodList: Sendable {
     private let entries: ByteView
 
     public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
-        let header = try space.view(at: address, length: 8, what: "method_list_t header")
-        let flags = (try? header.u32(0)) ?? 0
-        let count = (try? header.u32(4)) ?? 0
-        isRelative = flags & ObjCMethodList.relativeFlag != 0
-        entrySize = Int(flags & ObjCMethodList.entsizeMask)
-        let wanted = isRelative ? 12 : 24
+        let header = Header(parsing: try space.view(at: address, length: Header.size, what: "method_list_t header"))
+        isRelative = header.isRelative
+        entrySize = header.entrySize
+        let wanted = isRelative ? RelativeEntry.size : PointerEntry.size
         guard entrySize >= wanted else {
             throw ObjCError(image: space.location(of: address)?.image, address: address, what: "method list entry size \(entrySize) (needs \(wanted))")
         }
-        guard count <= ObjCMethodList.maxCount else {
-            throw ObjCError(image: space.location(of: address)?.image, address: address, what: "method list count \(count)")
+        guard header.count <= ObjCMethodList.maxCount else {
+            throw ObjCError(image: space.location(of: address)?.image, address: address, what: "method list count \(header.count)")
         }
         self.address = address
-        self.count = Int(count)
-        entries = try space.view(at: address &+ 8, length: Int(count) * entrySize, what: "method list of \(count) entries")
+        self.count = Int(header.count)
+        entries = try space.view(at: address &+ 8, length: count * entrySize, what: "method list of \(count) entries")
     }
 
     /// Method `index` (< `count`).
@@ -161,15 +265,71 @@ public struct ObjCMethodList: Sendable {
         let offset = index * entrySize
         let entryAddress = address &+ 8 &+ UInt64(offset)
         if isRelative {
-            let name = Int64(Int32(bitPattern: (try? entries.u32(offset)) ?? 0))
-            let types = Int64(Int32(bitPattern: (try? entries.u32(offset + 4)) ?? 0))
-            let imp = Int64(Int32(bitPattern: (try? entries.u32(offset + 8)) ?? 0))
-            return Method(nameSlot: entryAddress &+ UInt64(bitPattern: name), nameSlotIsSelectorReference: true,
-                          types: entryAddress &+ 4 &+ UInt64(bitPattern: types),
-                          imp: entryAddress &+ 8 &+ UInt64(bitPattern: imp))
+            let entry = RelativeEntry(parsing: (try? entries.slice(offset, RelativeEntry.size)) ?? ByteView([]))
+            return Method(nameSlot: entryAddress &+ UInt64(bitPattern: Int64(entry.name)), nameSlotIsSelectorReference: true,
+                          types: entryAddress &+ 4 &+ UInt64(bitPattern: Int64(entry.types)),
+                          imp: entryAddress &+ 8 &+ UInt64(bitPattern: Int64(entry.imp)))
         }
-        return Method(nameSlot: entryAddress, nameSlotIsSelectorReference: false,
-                      types: (try? entries.u64(offset + 8)) ?? 0, imp: (try? entries.u64(offset + 16)) ?? 0)
+        let entry = PointerEntry(parsing: (try? entries.slice(offset, PointerEntry.size)) ?? ByteView([]))
+        return Method(nameSlot: entryAddress, nameSlotIsSelectorReference: false, types: entry.types, imp: entry.imp)
+    }
+}
+
+/// `ivar_t` (64-bit): where the ivar's offset variable is, its name and type strings,
+/// its alignment (log2) and size.
+public struct ObjCIvar: Equatable, Sendable {
+    public static let size = 32
+    public let offsetAddress: UInt64
+    public let nameAddress: UInt64
+    public let typeAddress: UInt64
+    public let alignment: UInt32
+    public let size: UInt32
+
+    /// Parses the first ``size`` bytes of `view` (which must hold them).
+    public init(parsing view: ByteView) {
+        offsetAddress = (try? view.u64(0)) ?? 0
+        nameAddress = (try? view.u64(8)) ?? 0
+        typeAddress = (try? view.u64(16)) ?? 0
+        alignment = (try? view.u32(24)) ?? 0
+        size = (try? view.u32(28)) ?? 0
+    }
+}
+
+/// `property_t`: name and attribute strings (its list starts with an
+/// ``ObjCMethodList/Header``).
+public struct ObjCProperty: Equatable, Sendable {
+    public static let size = 16
+    public let nameAddress: UInt64
+    public let attributesAddress: UInt64
+
+    /// Parses the first ``size`` bytes of `view` (which must hold them).
+    public init(parsing view: ByteView) {
+        nameAddress = (try? view.u64(0)) ?? 0
+        attributesAddress = (try? view.u64(8)) ?? 0
+    }
+}
+
+/// `protocol_list_t` (64-bit): a 64-bit count, then that many `protocol_t *`.
+public struct ObjCProtocolListHeader: Equatable, Sendable {
+    public static let size = 8
+    public let count: UInt64
+
+    /// Parses the first ``size`` bytes of `view` (which must hold them).
+    public init(parsing view: ByteView) {
+        count = (try? view.u64(0)) ?? 0
+    }
+}
+
+/// `message_ref_t` (`__objc_msgrefs`): the messenger to call and the selector.
+public struct ObjCMessageReference: Equatable, Sendable {
+    public static let size = 16
+    public let imp: UInt64
+    public let selector: UInt64
+
+    /// Parses the first ``size`` bytes of `view` (which must hold them).
+    public init(parsing view: ByteView) {
+        imp = (try? view.u64(0)) ?? 0
+        selector = (try? view.u64(8)) ?? 0
     }
 }
 
@@ -180,8 +340,14 @@ public struct ObjCImageInfo: Equatable, Sendable {
     public let flags: UInt32
 
     public init(parsing view: ByteView) throws(MachOError) {
-        version = try view.u32(0)
-        flags = try view.u32(4)
+        try view.check(0, ObjCImageInfo.size)
+        self.init(fieldsOf: view)
         guard version == 0 else { throw .malformed("objc_image_info version \(version) (expected 0)", at: view.absolute(0)) }
+    }
+
+    /// The two words as stored, whatever the version (what a dump prints).
+    public init(fieldsOf view: ByteView) {
+        version = (try? view.u32(0)) ?? 0
+        flags = (try? view.u32(4)) ?? 0
     }
 }

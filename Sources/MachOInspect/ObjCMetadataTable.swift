@@ -1,0 +1,551 @@
+import MachOReader
+
+/// `--objc`: an image's Objective-C metadata row for row as `llvm-objdump-19 --macho
+/// --objc-meta-data` prints it (only whitespace may differ): `__objc_classlist` (each
+/// class with its `class_ro_t`, method, protocol, ivar and property lists, then its
+/// metaclass), `__objc_classrefs`, `__objc_superrefs`, `__objc_catlist` (each category),
+/// `__objc_protolist`, `__objc_msgrefs` and `__objc_imageinfo`.
+///
+/// It reads as llvm-objdump reads: every word as the file stores it (``FileSections``: no
+/// rebase applied, no chained pointer decoded, so a chained image shows its on-disk
+/// encodings and nothing behind them), an address through the first section holding it,
+/// a value named by the symbol table symbol at that address, and list entries and
+/// superclasses with no such symbol by the regular bind opcodes' symbol at their slot.
+/// Object files' external relocations name fields as llvm's `get_symbol_64` does. Its
+/// quirks are kept: at most 100 metaclasses per image, method lists stepped by 24 bytes
+/// whatever their entsize, a category's `cls` printed without a name, an ivar's type
+/// named through the name's value.
+///
+/// Walks are bounded by the file: a list entry or structure the file does not hold ends
+/// its list with one line, and more entries in all than ``entryBudget`` allows (lists
+/// that lead into each other over and over) end the table with an error.
+struct ObjCMetadataTable {
+    /// llvm-objdump's depth limit: metaclasses printed per image.
+    static let metaclassLimit = 100
+
+    let image: MachOImage
+    let sections: FileSections
+    /// Symbol table values to names, built on first use (llvm's `CreateSymbolAddressMap`).
+    private var symbolNames: [UInt64: String]?
+    /// Regular bind slots to symbol names, built on first use (llvm's bind table lookup).
+    private var bindNames: [UInt64: String]?
+    /// Relocation entries by the offset of their table, read on first use (object files).
+    private var relocations: [UInt32: [RelocationInfo]] = [:]
+    /// The symbol table behind relocations, read on first use.
+    private var symbolTable: SymbolTable?
+    private var symbolTableRead = false
+    private var metaclassesPrinted = 0
+    /// List entries and structures walked so far, against ``entryBudget``.
+    private var entriesWalked = 0
+    private let entryBudget: Int
+
+    /// `entryBudget` defaults to 4 per byte of the image, at least 2^20.
+    init(image: MachOImage, entryBudget: Int? = nil) {
+        self.image = image
+        sections = FileSections(image: image)
+        self.entryBudget = entryBudget ?? max(1 << 20, 4 * image.view.count)
+    }
+
+    static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
+        var table = ObjCMetadataTable(image: image)
+        try table.write(to: &out)
+    }
+
+    /// The lists llvm-objdump looks for, each under its names in the order it tries them.
+    static func sectionNames(_ legacy: String, _ modern: String) -> [(segment: String, section: String)] {
+        [("__OBJC2", legacy), ("__DATA", modern), ("__DATA_CONST", modern), ("__DATA_DIRTY", modern)]
+    }
+
+    func findSection(_ names: [(segment: String, section: String)]) -> Section? {
+        for name in names {
+            if let section = image.sections.first(where: { $0.segmentName == name.segment && $0.name == name.section }) {
+                return section
+            }
+        }
+        return nil
+    }
+
+    mutating func write<Output: TextOutputStream>(to out: inout Output) throws(MachOError) {
+        if let list = findSection(Self.sectionNames("__class_list", "__objc_classlist")) {
+            try walkPointerList("class", list, to: &out) { (table, pointer, out) throws(MachOError) in try table.writeClass(pointer, to: &out) }
+        }
+        if let list = findSection(Self.sectionNames("__class_refs", "__objc_classrefs")) {
+            try walkPointerList("class refs", list, to: &out, nil)
+        }
+        if let list = findSection(Self.sectionNames("__super_refs", "__objc_superrefs")) {
+            try walkPointerList("super refs", list, to: &out, nil)
+        }
+        if let list = findSection(Self.sectionNames("__category_list", "__objc_catlist")) {
+            try walkPointerList("category", list, to: &out) { (table, pointer, out) throws(MachOError) in try table.writeCategory(pointer, to: &out) }
+        }
+        if let list = findSection(Self.sectionNames("__protocol_list", "__objc_protolist")) {
+            try walkPointerList("protocol", list, to: &out, nil)
+        }
+        if let section = findSection(Self.sectionNames("__message_refs", "__objc_msgrefs")) {
+            try writeMessageReferences(section, to: &out)
+        }
+        if let section = findSection(Self.sectionNames("__image_info", "__objc_imageinfo")) {
+            writeImageInfo(section, to: &out)
+        }
+    }
+
+    // MARK: Names
+
+    static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+
+    /// The symbol table's name for `value` (llvm's `GuessSymbolName`).
+    mutating func symbolName(_ value: UInt64) throws(MachOError) -> String? {
+        if symbolNames == nil { symbolNames = try Self.symbolAddressMap(image) }
+        return symbolNames?[value]
+    }
+
+    /// Every symbol that is neither a stab nor undefined, by value, the last of a value
+    /// winning; names starting with `.objc` left out.
+    static func symbolAddressMap(_ image: MachOImage) throws(MachOError) -> [UInt64: String] {
+        guard let table = try SymbolTable(image: image) else { return [:] }
+        let sectionCount = image.sections.count
+        var names: [UInt64: String] = [:]
+        for index in 0..<table.count {
+            let entry = try table.entry(index)
+            guard !entry.isStab, !entry.isUndefined else { continue }
+            if entry.type & NList64.typeMask == 0x0e, Int(entry.section) > sectionCount {
+                throw .malformed("symbol \(index) names section \(entry.section) of \(sectionCount)", at: image.view.absolute(Int(image.symtab?.symbolOffset ?? 0)) + index * NList64.size)
+            }
+            let name = try table.name(of: entry)
+            if !name.hasPrefix(".objc") { names[entry.value] = name }
+        }
+        return names
+    }
+
+    /// The symbol the regular bind opcodes bind at `slot`.
+    mutating func bindName(_ slot: UInt64) throws(MachOError) -> String? {
+        if bindNames == nil {
+            var names: [UInt64: String] = [:]
+            try image.forEachBindFixup(in: .regular) { (fixup) throws(MachOError) in
+                if let address = fixup.address, !fixup.symbolName.isEmpty { names[address] = fixup.symbolName }
+            }
+            bindNames = names
+        }
+        return bindNames?[slot]
+    }
+
+    /// What llvm's `get_symbol_64` finds for the pointer field at `offset` in `section`
+    /// holding `value`: the symbol of the section's first relocation at that offset when
+    /// it is external (its value as `nValue`), else the symbol table's name for `value`.
+    struct Symbolic {
+        var name: String?
+        var nValue: UInt64 = 0
+    }
+
+    mutating func symbolic(_ section: Section, offset: UInt64, value: UInt64) throws(MachOError) -> Symbolic {
+        if section.relocationCount != 0 {
+            if relocations[section.relocationOffset] == nil { relocations[section.relocationOffset] = try image.relocations(of: section) }
+            if let entry = relocations[section.relocationOffset]?.first(where: { UInt64($0.address) == offset & 0xffff_ffff }), entry.isExtern {
+                if !symbolTableRead {
+                    symbolTable = try SymbolTable(image: image)
+                    symbolTableRead = true
+                }
+                guard let table = symbolTable, Int(entry.symbolNumber) < table.count else {
+                    throw .malformed("relocation at offset 0x\(String(offset, radix: 16)) of (\(section.segmentName),\(section.name)) names symbol \(entry.symbolNumber), past the symbol table", at: image.view.absolute(Int(section.relocationOffset)))
+                }
+                let symbol = try table.entry(Int(entry.symbolNumber))
+                let name = try table.name(of: symbol)
+                if !name.isEmpty { return Symbolic(name: name, nValue: symbol.value) }
+                return Symbolic(name: try symbolName(value), nValue: symbol.value)
+            }
+        }
+        return Symbolic(name: try symbolName(value))
+    }
+
+    /// A pointer field as llvm prints most of them: with a relocated symbol, its name
+    /// (or value) and `+ value` when the field is not 0; else the value.
+    static func field(_ value: UInt64, _ symbolic: Symbolic) -> String {
+        guard symbolic.nValue != 0 else { return hex(value) }
+        return (symbolic.name ?? hex(symbolic.nValue)) + (value != 0 ? " + " + hex(value) : "")
+    }
+
+    /// " STRING" for the string at `address` (llvm's `" %.*s"`), or nothing.
+    func string(_ address: UInt64) -> String {
+        sections.string(at: address).map { " " + $0 } ?? ""
+    }
+
+    mutating func step(_ address: UInt64) throws(MachOError) {
+        entriesWalked += 1
+        guard entriesWalked <= entryBudget else {
+            throw .malformed("Objective-C metadata: more than \(entryBudget) list entries and structures walked (lists lead into each other); stopped at 0x\(String(address, radix: 16))", at: image.view.absolute(0))
+        }
+    }
+
+    /// `length` bytes at `address` for a structure, or nil (nothing printed) when no
+    /// section holds the address. Past the section's end the bytes read as 0 (llvm copies
+    /// what is left and zeroes the rest); bytes the section should hold but the file does
+    /// not end the walk with one line.
+    mutating func structure<Output: TextOutputStream>(
+        _ address: UInt64, _ length: Int, _ name: String, to out: inout Output
+    ) throws(MachOError) -> Found? {
+        try step(address)
+        guard let found = sections.structure(at: address, length: length) else { return nil }
+        let extendsPast = found.place.left < UInt64(length)
+        if found.place.bytes.count < min(UInt64(length), found.place.left) {
+            out.write("   (\(name) at \(Self.hex(address)) extends past the end of the file)\n")
+            return nil
+        }
+        return Found(view: found.view, extendsPast: extendsPast, section: found.place.section, offset: found.place.offset)
+    }
+
+    /// A structure's bytes, whether it runs past its section, and where it lies.
+    struct Found {
+        let view: ByteView
+        let extendsPast: Bool
+        let section: Section
+        let offset: UInt64
+    }
+
+    /// ``symbolic(_:offset:value:)`` for the field at `fieldOffset` of a structure.
+    mutating func symbolic(_ found: Found, _ fieldOffset: UInt64, _ value: UInt64) throws(MachOError) -> Symbolic {
+        try symbolic(found.section, offset: found.offset &+ fieldOffset, value: value)
+    }
+
+    /// A ``field(_:_:)`` of a structure and where it leads (value plus relocated symbol value).
+    mutating func field(_ found: Found, _ fieldOffset: UInt64, _ value: UInt64) throws(MachOError) -> (text: String, target: UInt64) {
+        let symbolic = try symbolic(found, fieldOffset, value)
+        return (Self.field(value, symbolic), value &+ symbolic.nValue)
+    }
+
+    // MARK: Lists of pointers
+
+    /// llvm's `walk_pointer_list_64`: the section's title, then per 8-byte entry its
+    /// address, value and name, and what `body` prints for the value.
+    mutating func walkPointerList<Output: TextOutputStream>(
+        _ listName: String, _ section: Section, to out: inout Output,
+        _ body: ((inout ObjCMetadataTable, UInt64, inout Output) throws(MachOError) -> Void)?
+    ) throws(MachOError) {
+        out.write("Contents of (\(section.segmentName),\(section.name)) section\n")
+        let contents = sections.contents(of: section)
+        var index: UInt64 = 0
+        while index < section.size {
+            let size = min(section.size - index, 8)
+            guard index + size <= UInt64(contents.count) else {
+                out.write("\(listName) list at \(Self.hex(section.address &+ index)) extends past the end of the file\n")
+                return
+            }
+            var pointer: UInt64 = 0
+            for byte in 0..<Int(size) {
+                pointer |= UInt64((try? contents.u8(Int(index) + byte)) ?? 0) << (8 * UInt64(byte))
+            }
+            if index + 8 > section.size {
+                out.write("\(listName) list pointer extends past end of (\(section.segmentName),\(section.name)) section\n")
+            }
+            let slot = section.address &+ index
+            var line = String(slot, radix: 16)
+            line = String(repeating: "0", count: max(0, 16 - line.count)) + line + " "
+            let symbolic = try symbolic(section, offset: index, value: pointer)
+            line += symbolic.nValue != 0 ? Self.hex(symbolic.nValue) + (pointer != 0 ? " + " + Self.hex(pointer) : "") : Self.hex(pointer)
+            var name = symbolic.name
+            if name == nil { name = try bindName(slot) }
+            if let name { line += " " + name }
+            out.write(line + "\n")
+            try step(slot)
+            try body?(&self, pointer &+ symbolic.nValue, &out)
+            index += 8
+        }
+    }
+
+    // MARK: Classes
+
+    /// llvm's `print_class64_t`, the metaclass followed iteratively.
+    mutating func writeClass<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
+        var address = address
+        while true {
+            guard let found = try structure(address, ObjCClass.size, "class_t", to: &out), !found.extendsPast else { return }
+            let cls = ObjCClass(parsing: found.view, at: address)
+            let isa = try symbolic(found, 0, cls.isa)
+            out.write("           isa \(Self.hex(cls.isa))\(isa.name.map { " " + $0 } ?? "")\n")
+            var superclassName = try symbolic(found, 8, cls.superclass).name
+            if superclassName == nil { superclassName = try bindName(found.section.address &+ found.offset &+ 8) }
+            out.write("    superclass \(Self.hex(cls.superclass))\(superclassName.map { " " + $0 } ?? "")\n")
+            out.write("         cache \(Self.hex(cls.cache))\(try symbolic(found, 16, cls.cache).name.map { " " + $0 } ?? "")\n")
+            out.write("        vtable \(Self.hex(cls.vtable))\(try symbolic(found, 24, cls.vtable).name.map { " " + $0 } ?? "")\n")
+            let data = try field(found, 32, cls.data)
+            out.write("          data \(data.text) (struct class_ro_t *)\(data.target & 0x7 != 0 ? " Swift class" : "")\n")
+            guard let isMeta = try writeClassRO(data.target & ~0x7, to: &out) else { return }
+            let metaclass = cls.isa &+ isa.nValue
+            guard !isMeta, metaclass != address, metaclass != 0, metaclassesPrinted < Self.metaclassLimit else { return }
+            metaclassesPrinted += 1
+            out.write("Meta Class\n")
+            address = metaclass
+        }
+    }
+
+    /// llvm's `print_class_ro64_t`: whether the class is a metaclass, nil when nothing was printed.
+    mutating func writeClassRO<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) -> Bool? {
+        guard let found = try structure(address, ObjCClassRO.size, "class_ro_t", to: &out), !found.extendsPast else { return nil }
+        let ro = ObjCClassRO(parsing: found.view)
+        var flags = "                    flags 0x\(String(ro.flags, radix: 16))"
+        if ro.flags & ObjCClassRO.flagMeta != 0 { flags += " RO_META" }
+        if ro.flags & ObjCClassRO.flagRoot != 0 { flags += " RO_ROOT" }
+        if ro.flags & ObjCClassRO.flagHasCXXStructors != 0 { flags += " RO_HAS_CXX_STRUCTORS" }
+        out.write(flags + "\n")
+        out.write("            instanceStart \(ro.instanceStart)\n")
+        out.write("             instanceSize \(ro.instanceSize)\n")
+        out.write("                 reserved 0x\(String(ro.reserved, radix: 16))\n")
+        out.write("               ivarLayout \(Self.hex(ro.ivarLayoutAddress))\n")
+        writeLayoutMap(ro.ivarLayoutAddress, to: &out)
+        let name = try field(found, 24, ro.nameAddress)
+        out.write("                     name \(name.text)\(string(name.target))\n")
+        let methods = try field(found, 32, ro.baseMethodsAddress)
+        out.write("              baseMethods \(methods.text) (struct method_list_t *)\n")
+        if methods.target != 0 { try writeMethodList(methods.target, indent: "", to: &out) }
+        let protocols = try field(found, 40, ro.baseProtocolsAddress)
+        out.write("            baseProtocols \(protocols.text)\n")
+        if protocols.target != 0 { try writeProtocolList(protocols.target, to: &out) }
+        let ivars = try field(found, 48, ro.ivarsAddress)
+        out.write("                    ivars \(ivars.text)\n")
+        if ivars.target != 0 { try writeIvarList(ivars.target, to: &out) }
+        let weakLayout = try field(found, 56, ro.weakIvarLayoutAddress)
+        out.write("           weakIvarLayout \(weakLayout.text)\n")
+        writeLayoutMap(weakLayout.target, to: &out)
+        let properties = try field(found, 64, ro.basePropertiesAddress)
+        out.write("           baseProperties \(properties.text)\n")
+        if properties.target != 0 { try writePropertyList(properties.target, to: &out) }
+        return ro.isMeta
+    }
+
+    /// llvm's `print_layout_map`: the bytes from `address` to the first NUL after the
+    /// first byte, at most to the section's end.
+    func writeLayoutMap<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) {
+        guard address != 0, let place = sections.place(address) else { return }
+        var line = "                layout map: "
+        var index = 0
+        repeat {
+            line += "0x" + hexByte((try? place.bytes.u8(index)) ?? 0) + " "
+            index += 1
+        } while index < place.bytes.count && UInt64(index) < place.left && ((try? place.bytes.u8(index)) ?? 0) != 0
+        out.write(line + "\n")
+    }
+
+    func hexByte(_ byte: UInt8) -> String {
+        let digits = String(byte, radix: 16)
+        return digits.count == 1 ? "0" + digits : digits
+    }
+
+    // MARK: Method, protocol, ivar and property lists
+
+    /// llvm's `print_method_list64_t` (pointer lists) and its relative-list form.
+    mutating func writeMethodList<Output: TextOutputStream>(_ address: UInt64, indent: String, to out: inout Output) throws(MachOError) {
+        guard let found = try structure(address, ObjCMethodList.Header.size, "method_list_t", to: &out) else { return }
+        if found.extendsPast { out.write("   (method_list_t entends past the end of the section)\n") }
+        let header = ObjCMethodList.Header(parsing: found.view)
+        if header.isRelative {
+            try writeRelativeMethods(header, at: address &+ 8, indent: indent, to: &out)
+            return
+        }
+        out.write("\(indent)\t\t   entsize \(header.entsizeAndFlags)\n")
+        out.write("\(indent)\t\t     count \(header.count)\n")
+        var entry = address &+ 8
+        for _ in 0..<header.count {
+            guard let found = try structure(entry, ObjCMethodList.PointerEntry.size, "method_t", to: &out) else { return }
+            if found.extendsPast { out.write("\(indent)   (method_t extends past the end of the section)\n") }
+            let method = ObjCMethodList.PointerEntry(parsing: found.view)
+            let name = try field(found, 0, method.name)
+            out.write("\(indent)\t\t      name \(name.text)\(string(name.target))\n")
+            let types = try field(found, 8, method.types)
+            out.write("\(indent)\t\t     types \(types.text)\(string(types.target))\n")
+            let imp = try symbolic(found, 16, method.imp)
+            var line = "\(indent)\t\t       imp "
+            if imp.name == nil {
+                line += imp.nValue != 0 ? Self.hex(imp.nValue) + " " + (method.imp != 0 ? "+ " + Self.hex(method.imp) + " " : "") : Self.hex(method.imp) + " "
+            }
+            out.write(line + (imp.name ?? "") + "\n")
+            entry = entry &+ UInt64(ObjCMethodList.PointerEntry.size)
+        }
+    }
+
+    /// A relative method list: each field's offset, the address it leads to, and what
+    /// lies there (the selector reference's string, the types, the implementation's symbol).
+    mutating func writeRelativeMethods<Output: TextOutputStream>(
+        _ header: ObjCMethodList.Header, at first: UInt64, indent: String, to out: inout Output
+    ) throws(MachOError) {
+        out.write("\(indent)\t\t   entsize \(header.entrySize) (relative) \n")
+        out.write("\(indent)\t\t     count \(header.count)\n")
+        var entry = first
+        for _ in 0..<header.count {
+            guard let found = try structure(entry, ObjCMethodList.RelativeEntry.size, "relative_method_t", to: &out) else { return }
+            if found.extendsPast { out.write("\(indent)   (relative_method_t extends past the end of the section)\n") }
+            let method = ObjCMethodList.RelativeEntry(parsing: found.view)
+            let nameReference = entry &+ UInt64(bitPattern: Int64(method.name))
+            var nameLine = "\(indent)\t\t      name \(Self.hex32(method.name)) (\(Self.hex32(nameReference)))"
+            if let reference = sections.structure(at: nameReference, length: 8), reference.place.left >= 8 {
+                nameLine += string((try? reference.view.u64(0)) ?? 0)
+            }
+            out.write(nameLine + "\n")
+            let types = entry &+ 4 &+ UInt64(bitPattern: Int64(method.types))
+            out.write("\(indent)\t\t     types \(Self.hex32(method.types)) (\(Self.hex32(types)))\(string(types))\n")
+            let imp = entry &+ 8 &+ UInt64(bitPattern: Int64(method.imp))
+            out.write("\(indent)\t\t       imp \(Self.hex32(method.imp)) (\(Self.hex32(imp)))\(try symbolName(imp).map { " " + $0 } ?? "")\n")
+            entry = entry &+ UInt64(ObjCMethodList.RelativeEntry.size)
+        }
+    }
+
+    /// `0x%x` of a 32-bit field.
+    static func hex32(_ value: Int32) -> String { "0x" + String(UInt32(bitPattern: value), radix: 16) }
+    static func hex32(_ value: UInt64) -> String { "0x" + String(UInt32(truncatingIfNeeded: value), radix: 16) }
+
+    /// llvm's `print_protocol_list64_t`.
+    mutating func writeProtocolList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
+        guard let found = try structure(address, ObjCProtocolListHeader.size, "protocol_list_t", to: &out) else { return }
+        if found.extendsPast { out.write("   (protocol_list_t entends past the end of the section)\n") }
+        let header = ObjCProtocolListHeader(parsing: found.view)
+        out.write("                      count \(header.count)\n")
+        var slot = address &+ 8
+        var index: UInt64 = 0
+        while index < header.count {
+            guard let found = try structure(slot, 8, "protocol_t *", to: &out) else { return }
+            if found.extendsPast { out.write("   (protocol_t * entends past the end of the section)\n") }
+            let value = (try? found.view.u64(0)) ?? 0
+            let pointer = try field(found, 0, value)
+            out.write("\t\t      list[\(index)] \(pointer.text) (struct protocol_t *)\n")
+            guard let proto = try structure(pointer.target, ObjCProtocol.size, "protocol_t", to: &out) else { return }
+            if proto.extendsPast { out.write("   (protocol_t entends past the end of the section)\n") }
+            let parsed = ObjCProtocol(parsing: proto.view, at: pointer.target)
+            out.write("\t\t\t      isa \(Self.hex(parsed.isa))\n")
+            let name = try field(proto, 8, parsed.nameAddress)
+            out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
+            out.write("\t\t\tprotocols \(Self.hex(parsed.protocolsAddress))\n")
+            let lists = parsed.methodListAddresses
+            let instanceMethods = try field(proto, 24, lists[0])
+            out.write("\t\t  instanceMethods \(instanceMethods.text) (struct method_list_t *)\n")
+            if instanceMethods.target != 0 { try writeMethodList(instanceMethods.target, indent: "\t", to: &out) }
+            let classMethods = try field(proto, 32, lists[1])
+            out.write("\t\t     classMethods \(classMethods.text) (struct method_list_t *)\n")
+            if classMethods.target != 0 { try writeMethodList(classMethods.target, indent: "\t", to: &out) }
+            out.write("\t  optionalInstanceMethods \(Self.hex(lists[2]))\n")
+            out.write("\t     optionalClassMethods \(Self.hex(lists[3]))\n")
+            out.write("\t       instanceProperties \(Self.hex(parsed.instancePropertiesAddress))\n")
+            slot = slot &+ 8
+            index += 1
+        }
+    }
+
+    /// llvm's `print_ivar_list64_t` (whose type field takes its relocation symbol, when
+    /// there is none, from the name's value).
+    mutating func writeIvarList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
+        guard let found = try structure(address, ObjCMethodList.Header.size, "ivar_list_t", to: &out) else { return }
+        if found.extendsPast { out.write("   (ivar_list_t entends past the end of the section)\n") }
+        let header = ObjCMethodList.Header(parsing: found.view)
+        out.write("                    entsize \(header.entsizeAndFlags)\n")
+        out.write("                      count \(header.count)\n")
+        var entry = address &+ 8
+        for _ in 0..<header.count {
+            guard let found = try structure(entry, ObjCIvar.size, "ivar_t", to: &out) else { return }
+            if found.extendsPast { out.write("   (ivar_t entends past the end of the section)\n") }
+            let ivar = ObjCIvar(parsing: found.view)
+            let offset = try field(found, 0, ivar.offsetAddress)
+            var offsetLine = "\t\t\t   offset \(offset.text)"
+            if let place = sections.place(offset.target) {
+                // llvm reads 8 bytes even when fewer are left in the section: those after
+                // it come from the file.
+                let word = sections.contents(of: place.section, from: place.offset, pastEnd: 8)
+                var value: UInt64 = 0
+                for byte in 0..<min(8, word.count) {
+                    value |= UInt64((try? word.u8(byte)) ?? 0) << (8 * UInt64(byte))
+                }
+                offsetLine += " \(value)"
+            }
+            out.write(offsetLine + "\n")
+            let name = try field(found, 8, ivar.nameAddress)
+            out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
+            let typeSymbol = try symbolic(found, 16, ivar.nameAddress)
+            out.write("\t\t\t     type \(Self.field(ivar.typeAddress, typeSymbol))\(string(ivar.typeAddress &+ typeSymbol.nValue))\n")
+            out.write("\t\t\talignment \(ivar.alignment)\n")
+            out.write("\t\t\t     size \(ivar.size)\n")
+            entry = entry &+ UInt64(ObjCIvar.size)
+        }
+    }
+
+    /// llvm's `print_objc_property_list64`.
+    mutating func writePropertyList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
+        guard let found = try structure(address, ObjCMethodList.Header.size, "objc_property_list", to: &out) else { return }
+        if found.extendsPast { out.write("   (objc_property_list entends past the end of the section)\n") }
+        let header = ObjCMethodList.Header(parsing: found.view)
+        out.write("                    entsize \(header.entsizeAndFlags)\n")
+        out.write("                      count \(header.count)\n")
+        var entry = address &+ 8
+        for _ in 0..<header.count {
+            guard let found = try structure(entry, ObjCProperty.size, "objc_property", to: &out) else { return }
+            if found.extendsPast { out.write("   (objc_property entends past the end of the section)\n") }
+            let property = ObjCProperty(parsing: found.view)
+            let name = try field(found, 0, property.nameAddress)
+            out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
+            let attributes = try field(found, 8, property.attributesAddress)
+            out.write("\t\t\tattributes \(attributes.text)\(string(attributes.target))\n")
+            entry = entry &+ UInt64(ObjCProperty.size)
+        }
+    }
+
+    // MARK: Categories, message references, image info
+
+    /// llvm's `print_category64_t`.
+    mutating func writeCategory<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
+        guard let found = try structure(address, ObjCCategory.size, "category_t", to: &out) else { return }
+        if found.extendsPast { out.write("   (category_t entends past the end of the section)\n") }
+        let category = ObjCCategory(parsing: found.view, at: address)
+        let name = try field(found, 0, category.nameAddress)
+        out.write("              name \(name.text)\(string(name.target))\n")
+        let cls = try field(found, 8, category.classAddress)
+        out.write("               cls \(cls.text)\n")
+        if cls.target != 0 { try writeClass(cls.target, to: &out) }
+        let instanceMethods = try field(found, 16, category.instanceMethodsAddress)
+        out.write("   instanceMethods \(instanceMethods.text)\n")
+        if instanceMethods.target != 0 { try writeMethodList(instanceMethods.target, indent: "", to: &out) }
+        let classMethods = try field(found, 24, category.classMethodsAddress)
+        out.write("      classMethods \(classMethods.text)\n")
+        if classMethods.target != 0 { try writeMethodList(classMethods.target, indent: "", to: &out) }
+        let protocols = try field(found, 32, category.protocolsAddress)
+        out.write("         protocols \(protocols.text)\n")
+        if protocols.target != 0 { try writeProtocolList(protocols.target, to: &out) }
+        let properties = try field(found, 40, category.instancePropertiesAddress)
+        out.write("instanceProperties \(properties.text)\n")
+        if properties.target != 0 { try writePropertyList(properties.target, to: &out) }
+    }
+
+    /// llvm's `print_message_refs64`.
+    mutating func writeMessageReferences<Output: TextOutputStream>(_ section: Section, to out: inout Output) throws(MachOError) {
+        out.write("Contents of (\(section.segmentName),\(section.name)) section\n")
+        var index: UInt64 = 0
+        while index < section.size {
+            let address = section.address &+ index
+            guard let found = try structure(address, ObjCMessageReference.size, "message_ref", to: &out) else { return }
+            if found.extendsPast { out.write("   (message_ref entends past the end of the section)\n") }
+            let reference = ObjCMessageReference(parsing: found.view)
+            let imp = try symbolic(found, 0, reference.imp)
+            var line = "  imp "
+            line += imp.nValue != 0 ? Self.hex(imp.nValue) + " " + (reference.imp != 0 ? "+ " + Self.hex(reference.imp) + " " : "") : Self.hex(reference.imp) + " "
+            out.write(line + (imp.name.map { " " + $0 } ?? "") + "\n")
+            let selector = try field(found, 8, reference.selector)
+            out.write("  sel \(selector.text)\(string(selector.target))\n")
+            index += UInt64(ObjCMessageReference.size)
+        }
+    }
+
+    /// llvm's `print_image_info64`.
+    func writeImageInfo<Output: TextOutputStream>(_ section: Section, to out: inout Output) {
+        out.write("Contents of (\(section.segmentName),\(section.name)) section\n")
+        guard let found = sections.structure(at: section.address, length: ObjCImageInfo.size) else { return }
+        if found.place.left < UInt64(ObjCImageInfo.size) { out.write("   (objc_image_info entends past the end of the section)\n") }
+        let info = ObjCImageInfo(fieldsOf: found.view)
+        out.write("  version \(info.version)\n")
+        var flags = "    flags 0x\(String(info.flags, radix: 16))"
+        for (bit, name) in [(UInt32(1) << 0, "OBJC_IMAGE_IS_REPLACEMENT"), (1 << 1, "OBJC_IMAGE_SUPPORTS_GC"),
+                            (1 << 5, "OBJC_IMAGE_IS_SIMULATED"), (1 << 6, "OBJC_IMAGE_HAS_CATEGORY_CLASS_PROPERTIES")]
+        where info.flags & bit != 0 {
+            flags += " " + name
+        }
+        let swiftVersion = (info.flags >> 8) & 0xff
+        if swiftVersion != 0 {
+            let names: [UInt32: String] = [1: "Swift 1.0", 2: "Swift 1.1", 3: "Swift 2.0", 4: "Swift 3.0", 5: "Swift 4.0", 6: "Swift 4.1/Swift 4.2", 7: "Swift 5 or later"]
+            flags += " " + (names[swiftVersion] ?? "unknown future Swift version (\(swiftVersion))")
+        }
+        out.write(flags + "\n")
+    }
+}

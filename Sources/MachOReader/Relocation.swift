@@ -1,0 +1,39 @@
+/// `relocation_info`: one relocation entry of a section (object files; linked images have
+/// none in their sections). 64-bit images have no scattered relocations.
+public struct RelocationInfo: Equatable, Sendable {
+    public static let size = 8
+    /// `r_address`: the offset in the section of the bytes to relocate.
+    public let address: UInt32
+    /// `r_symbolnum`: a symbol table index (`r_extern`) or a 1-based section number.
+    public let symbolNumber: UInt32
+    public let isPCRelative: Bool
+    /// `r_length`: log2 of the size relocated.
+    public let length: UInt8
+    public let isExtern: Bool
+    public let type: UInt8
+
+    /// Parses the first ``size`` bytes of `view`.
+    public init(parsing view: ByteView) throws(MachOError) {
+        address = try view.u32(0)
+        let word = try view.u32(4)
+        symbolNumber = word & 0x00ff_ffff
+        isPCRelative = (word >> 24) & 1 != 0
+        length = UInt8((word >> 25) & 3)
+        isExtern = (word >> 27) & 1 != 0
+        type = UInt8(word >> 28)
+    }
+}
+
+extension MachOImage {
+    /// The relocation entries of `section` (its `reloff` and `nreloc`), in file order.
+    public func relocations(of section: Section) throws(MachOError) -> [RelocationInfo] {
+        guard section.relocationCount != 0 else { return [] }
+        let table = try view.slice(offset: UInt64(section.relocationOffset), size: UInt64(section.relocationCount) * UInt64(RelocationInfo.size))
+        var entries: [RelocationInfo] = []
+        entries.reserveCapacity(Int(section.relocationCount))
+        for index in 0..<Int(section.relocationCount) {
+            entries.append(try RelocationInfo(parsing: table.slice(index * RelocationInfo.size, RelocationInfo.size)))
+        }
+        return entries
+    }
+}

@@ -1,0 +1,61 @@
+/// `nlist_64`: one entry of the LC_SYMTAB symbol table.
+public struct NList64: Equatable, Sendable {
+    public static let size = 16
+    /// `N_STAB`: any of these bits makes the entry a debugging (stab) entry.
+    public static let stabMask: UInt8 = 0xe0
+    /// `N_TYPE`: the symbol's kind (`N_UNDF` 0, `N_ABS` 2, `N_SECT` 0xe, `N_PBUD` 0xc, `N_INDR` 0xa).
+    public static let typeMask: UInt8 = 0x0e
+    public static let typeUndefined: UInt8 = 0x0
+
+    /// Offset of the name in the string table.
+    public let stringIndex: UInt32
+    public let type: UInt8
+    /// 1-based section index (`N_SECT`), 0 for none.
+    public let section: UInt8
+    public let desc: UInt16
+    public let value: UInt64
+
+    /// Parses the first ``size`` bytes of `view`.
+    public init(parsing view: ByteView) throws(MachOError) {
+        try view.check(0, NList64.size)
+        stringIndex = try view.u32(0)
+        type = try view.u8(4)
+        section = try view.u8(5)
+        desc = try view.u16(6)
+        value = try view.u64(8)
+    }
+
+    public var isStab: Bool { type & NList64.stabMask != 0 }
+    public var isUndefined: Bool { type & NList64.typeMask == NList64.typeUndefined }
+}
+
+/// The LC_SYMTAB symbol and string tables of an image, read entry by entry.
+public struct SymbolTable: Sendable {
+    public let count: Int
+    private let entries: ByteView
+    private let strings: ByteView
+
+    /// nil when the image has no LC_SYMTAB.
+    public init?(image: MachOImage) throws(MachOError) {
+        guard let command = image.symtab else { return nil }
+        entries = try image.view.slice(offset: UInt64(command.symbolOffset), size: UInt64(command.symbolCount) * UInt64(NList64.size))
+        strings = try image.view.slice(offset: UInt64(command.stringOffset), size: UInt64(command.stringSize))
+        count = Int(command.symbolCount)
+    }
+
+    /// Entry `index` (< ``count``).
+    public func entry(_ index: Int) throws(MachOError) -> NList64 {
+        try NList64(parsing: entries.slice(index * NList64.size, NList64.size))
+    }
+
+    /// The name of `entry`: the string table's bytes from its index to the first NUL (or
+    /// the table's end). An index past the table is an error at the entry's name field.
+    public func name(of entry: NList64) throws(MachOError) -> String {
+        let start = Int(entry.stringIndex)
+        guard start < strings.count else {
+            throw .malformed("symbol name index \(start) is past the \(strings.count)-byte string table", at: strings.absolute(0))
+        }
+        let end = try strings.firstZero(start, strings.count - start) ?? strings.count
+        return try strings.slice(start, end - start).string
+    }
+}
