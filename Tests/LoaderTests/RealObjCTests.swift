@@ -272,6 +272,15 @@ import TestSupport
             }
         }
         #expect(rewrittenAcross > 0, "\(arch): no reference was rewritten to another image's protocol")
+        // The protocol hash table finds each name's canonical protocol (runtime.c's probe).
+        let tables = try #require(ObjCSections.runtimeTables(in: try ImageFile.load(path: images[runtime], arch: arch).image))
+        let header = launch.memory.images[runtime].base + tables.vmOffset
+        #expect(try space.u64(at: header + 56 + 64 + 24, what: "protocol keys") == UInt64(definitions.count))
+        for (name, protocols) in definitions {
+            let found = try Self.probe(name, table: 2, header: header, space: space)
+            let named = try found.first { try space.cString(at: try space.u64(at: $0 + 8, what: "name"), what: "name") == name }
+            #expect(named == protocols.last, "\(arch) \(String(decoding: name, as: UTF8.self))")
+        }
 
         let closure = try ClosureBuilder.build(roots: roots, arch: arch, root: root)
         let comparison = try LaunchComparison.run(options: LaunchOptions(roots: roots, arch: arch, root: root, run: false),
