@@ -38,8 +38,9 @@ extension StubRootPlan {
         var builder = StubBuilder(toolchain: toolchain, platform: platform, scratch: scratch)
         // The runtime first: stubs that link it are linked against its slices.
         var runtimeSlices: [String: String] = [:]
-        for stub in stubs.sorted(by: { ($0.installName == StubObjC.runtimeInstallName ? 0 : 1) < ($1.installName == StubObjC.runtimeInstallName ? 0 : 1) }) {
-            let isRuntime = stub.installName == StubObjC.runtimeInstallName
+        let isRuntime = { (stub: StubDylib) in stub.installName == StubObjC.runtimeInstallName }
+        for stub in stubs.filter(isRuntime) + stubs.filter({ !isRuntime($0) }) {
+            let isRuntime = isRuntime(stub)
             let built = try await builder.build(stub.slices, to: stub.path, executable: false, isRuntime: isRuntime) { (slice) throws(StubRootError) in
                 var arguments = ["-dylib", "-install_name", stub.installName,
                                  "-current_version", StubBuilder.version(stub.currentVersion),
