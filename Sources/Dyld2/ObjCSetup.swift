@@ -9,6 +9,8 @@ import LaunchPlan
 ///   field of a pointer method list) rewritten to it;
 /// * the class table and each class's attached categories, written into our runtime's
 ///   tables (`__DATA,__objc_fxtables` of libobjc);
+/// * the runtime's hash tables: selector name → canonical string, class name → class
+///   entry, protocol name → canonical protocol (``ObjCHashTable``);
 /// * protocols uniqued by name: the canonical one's isa set to the `Protocol` class, every
 ///   `@protocol` reference rewritten to it;
 /// * the `+load` methods to call, per image, before its initializers.
@@ -87,6 +89,7 @@ public struct ObjCSetup: Sendable {
             try builder.uniqueProtocols(runtimeImage: runtime.image)
             try builder.writeTables(runtimeImage: runtime.image, tables: runtime.tables)
             try builder.scheduleLoads(initializerOrder: initializerOrder)
+            try builder.writeHashTables(runtimeImage: runtime.image, tables: runtime.tables)
         } catch {
             let image = error.image ?? runtime.image
             let offset = error.address &- memory.images[image].base
@@ -102,13 +105,19 @@ struct ObjCSetupBuilder {
     let bases: [UInt64]
     let sections: [ObjCSections?]
     var result: ObjCSetup
-    /// Selector name → its canonical string.
+    /// Selector name → its canonical string, and the names in the order they were met.
     private var canonical: [[UInt8]: ImageLocation] = [:]
+    private var selectorNames: [[UInt8]] = []
     /// Registered classes in the runtime's order, and where each is in `classEntries`.
     private var classEntries: [(cls: ImageLocation, metaclass: ImageLocation, name: ImageLocation, categories: [ImageLocation])] = []
     private var classIndex: [ImageLocation: Int] = [:]
-    /// Protocol name → its canonical `protocol_t`.
+    /// The names each class entry is found by: its class's, and its metaclass's when that differs.
+    private var classKeys: [(name: [UInt8], entry: Int)] = []
+    /// Where the class entries are (set by ``writeTables(runtimeImage:tables:)``).
+    private var classTable: ImageLocation?
+    /// Protocol name → its canonical `protocol_t`, and the names in registration order.
     private var canonicalProtocols: [[UInt8]: ImageLocation] = [:]
+    private var protocolNames: [[UInt8]] = []
 
     init(space: ObjCAddressSpace, bases: [UInt64], sections: [ObjCSections?]) {
         self.space = space
@@ -152,6 +161,7 @@ struct ObjCSetupBuilder {
         if let found = canonical[name] { return found }
         let location = try locate(stringAddress, "selector name")
         canonical[name] = location
+        selectorNames.append(name)
         return location
     }
 
@@ -208,6 +218,11 @@ struct ObjCSetupBuilder {
                 let object = try ObjCClass(in: space, at: cls)
                 let ro = try ObjCClassRO(in: space, at: object.roAddress)
                 let location = try locate(cls, "class")
+                let name = try space.cString(at: ro.nameAddress, what: "class name")
+                let metaclassName = try space.cString(
+                    at: try ObjCClassRO(in: space, at: try ObjCClass(in: space, at: object.isa).roAddress).nameAddress, what: "metaclass name")
+                classKeys.append((name, classEntries.count))
+                if metaclassName != name { classKeys.append((metaclassName, classEntries.count)) }
                 classIndex[location] = classEntries.count
                 classEntries.append((location, try locate(object.isa, "metaclass"), try locate(ro.nameAddress, "class name"), []))
             }
@@ -246,6 +261,7 @@ struct ObjCSetupBuilder {
                 guard canonicalProtocols[name] == nil else { continue }
                 let location = try locate(proto, "protocol")
                 canonicalProtocols[name] = location
+                protocolNames.append(name)
                 if let protocolClass, parsed.isa != address(protocolClass) { writePointer(to: protocolClass, at: location) }
             }
         }
@@ -270,16 +286,13 @@ struct ObjCSetupBuilder {
     /// first category, category count: 5 words) and the category pointers, latest attached first.
     mutating func writeTables(runtimeImage: Int, tables: ObjCSections.Range) throws(ObjCError) {
         let header = bases[runtimeImage] &+ tables.vmOffset
-        let view = try space.view(at: header, length: ObjCRuntimeTables.headerSize, what: "runtime tables header")
-        let word = { (index: Int) -> UInt64 in (try? view.u64(index * 8)) ?? 0 }
-        guard word(0) == ObjCRuntimeTables.magic else {
-            throw ObjCError(image: runtimeImage, address: header, what: "runtime tables have magic 0x\(String(word(0), radix: 16))")
-        }
+        let word = try headerWords(runtimeImage: runtimeImage, tables: tables)
         guard UInt64(classEntries.count) <= word(1), UInt64(result.categories) <= word(2) else {
             throw ObjCError(image: runtimeImage, address: header,
                             what: "\(classEntries.count) classes and \(result.categories) categories exceed the runtime's capacity (\(word(1)), \(word(2)))")
         }
         let classTable = try locate(word(3), "runtime class table")
+        self.classTable = classTable
         let categoryTable = try locate(word(4), "runtime category table")
         _ = try space.view(at: word(3), length: classEntries.count * ObjCRuntimeTables.classEntrySize, what: "runtime class table")
         _ = try space.view(at: word(4), length: result.categories * 8, what: "runtime category table")
@@ -302,6 +315,59 @@ struct ObjCSetupBuilder {
             for category in entry.categories.reversed() {
                 writePointer(to: category, at: categoryTable.advanced(by: UInt64(nextCategory * 8)))
                 nextCategory += 1
+            }
+        }
+    }
+
+    /// The runtime's header, as words (its magic checked).
+    private func headerWords(runtimeImage: Int, tables: ObjCSections.Range) throws(ObjCError) -> (Int) -> UInt64 {
+        let header = bases[runtimeImage] &+ tables.vmOffset
+        let view = try space.view(at: header, length: ObjCRuntimeTables.headerSize, what: "runtime tables header")
+        let word = { (index: Int) -> UInt64 in (try? view.u64(index * 8)) ?? 0 }
+        guard word(0) == ObjCRuntimeTables.magic else {
+            throw ObjCError(image: runtimeImage, address: header,
+                            what: "runtime tables have magic 0x\(String(word(0), radix: 16)), not OBJCTAB2 (0x\(String(ObjCRuntimeTables.magic, radix: 16))): "
+                                + "a libobjc of another layout; rebuild it (a stub root: write it again with `dyld3 stub-root`)")
+        }
+        return word
+    }
+
+    /// The runtime's three hash tables (``ObjCHashTable``): selectors (each name's
+    /// canonical string, names in the order they were met), class names (each entry under
+    /// its class's name and, when different, its metaclass's; entries in registration
+    /// order, so that of two classes of one name the probe meets the first registered
+    /// first) and protocols (each name's canonical protocol). Per table its mask and count
+    /// in the header and one pointer per used slot.
+    mutating func writeHashTables(runtimeImage: Int, tables: ObjCSections.Range) throws(ObjCError) {
+        let word = try headerWords(runtimeImage: runtimeImage, tables: tables)
+        let header = ImageLocation(image: runtimeImage, offset: tables.vmOffset)
+        let headerAddress = address(header)
+        let classTable = self.classTable
+        let contents: [(what: String, keys: [[UInt8]], value: (Int) -> ImageLocation?)] = [
+            ("selector", selectorNames, { [canonical, selectorNames] in canonical[selectorNames[$0]] }),
+            ("class name", classKeys.map(\.name), { [classKeys] in
+                classTable?.advanced(by: UInt64(classKeys[$0].entry * ObjCRuntimeTables.classEntrySize)) }),
+            ("protocol", protocolNames, { [canonicalProtocols, protocolNames] in canonicalProtocols[protocolNames[$0]] }),
+        ]
+        for (index, table) in contents.enumerated() {
+            let field = ObjCRuntimeTables.hashTablesOffset + index * ObjCRuntimeTables.hashTableSize
+            let reserved = word(field / 8), slots = word(field / 8 + 1)
+            guard let layout = ObjCHashTable(keys: table.keys, reserved: reserved) else {
+                throw ObjCError(image: runtimeImage, address: headerAddress &+ UInt64(field),
+                                what: "\(table.keys.count) \(table.what) keys need a hash table of \(ObjCHashTable.capacity(for: table.keys.count)) slots, "
+                                    + "the runtime reserves \(reserved): a libobjc with a larger \(table.what) table, or fewer names")
+            }
+            guard !table.keys.isEmpty else { continue }
+            let slotTable = try locate(slots, "runtime \(table.what) table")
+            _ = try space.view(at: slots, length: layout.capacity * 8, what: "runtime \(table.what) table")
+            guard slotTable.image == runtimeImage else {
+                throw ObjCError(image: runtimeImage, address: headerAddress &+ UInt64(field), what: "runtime \(table.what) table points outside the runtime")
+            }
+            write(.bind(.absolute(UInt64(layout.capacity - 1)), addend: 0), at: header.advanced(by: UInt64(field + 16)))
+            write(.bind(.absolute(UInt64(table.keys.count)), addend: 0), at: header.advanced(by: UInt64(field + 24)))
+            for (key, slot) in layout.slots.enumerated() {
+                guard let target = table.value(key) else { continue }
+                writePointer(to: target, at: slotTable.advanced(by: UInt64(slot * 8)))
             }
         }
     }
@@ -349,14 +415,61 @@ struct ObjCSetupBuilder {
 
 /// The layout of our runtime's tables (`Fixtures/libSystem/objc/objc-runtime.h`).
 enum ObjCRuntimeTables {
-    /// "OBJCTAB1", little-endian.
-    static let magic: UInt64 = 0x3142_4154_434a_424f
-    /// magic, class capacity, category capacity, class table, category table, class count, category count.
-    static let headerSize = 56
+    /// "OBJCTAB2", little-endian.
+    static let magic: UInt64 = 0x3242_4154_434a_424f
+    /// magic, class capacity, category capacity, class table, category table, class count,
+    /// category count; then three hash tables (selectors, class names, protocols) of four
+    /// words each: reserved slots, slot array, mask, count.
+    static let headerSize = 152
+    static let hashTablesOffset = 56
+    static let hashTableSize = 32
     /// class, metaclass, name, first category, category count.
     static let classEntrySize = 40
 }
 
 extension ImageLocation {
     func advanced(by bytes: UInt64) -> ImageLocation { ImageLocation(image: image, offset: offset &+ bytes) }
+}
+
+/// Where the keys of one of the runtime's hash tables go: FNV-1a 64 of the name's bytes,
+/// linear probing over a power of two of slots, at most half of them used (capacity: the
+/// smallest power of two at least twice the key count, at least 16). Keys are placed in the
+/// order given, so that of equal keys the probe meets the earlier one first. The runtime
+/// (`Fixtures/libSystem/objc/runtime.c`, `fixture_objc_hash` and `probe`) looks names up
+/// the same way.
+struct ObjCHashTable {
+    let capacity: Int
+    /// Per key, its slot.
+    let slots: [Int]
+
+    static let minimumCapacity = 16
+
+    static func capacity(for count: Int) -> Int {
+        var capacity = minimumCapacity
+        while capacity < count * 2 { capacity *= 2 }
+        return capacity
+    }
+
+    static func hash(_ name: [UInt8]) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return h
+    }
+
+    /// Nil when the table would need more slots than the runtime reserves.
+    init?(keys: [[UInt8]], reserved: UInt64) {
+        capacity = Self.capacity(for: keys.count)
+        guard UInt64(capacity) <= reserved else { return nil }
+        let mask = UInt64(capacity - 1)
+        var used = [Bool](repeating: false, count: capacity)
+        var slots: [Int] = []
+        slots.reserveCapacity(keys.count)
+        for key in keys {
+            var slot = Int(Self.hash(key) & mask)
+            while used[slot] { slot = (slot + 1) & Int(mask) }
+            used[slot] = true
+            slots.append(slot)
+        }
+        self.slots = slots
+    }
 }

@@ -19,7 +19,7 @@ enum MarkdownReport {
             out += "glibc does no Objective-C work.\n\n"
             out += "## The Objective-C step (warm medians)\n\n"
             out += "Writes: the closure's ObjC record (selector references and method-list names rewritten to one address per name, "
-            out += "the runtime's class and category tables). dyld2 works them out after bind on every launch; dyld3 copies them "
+            out += "the runtime's class, category and hash tables). dyld2 works them out after bind on every launch; dyld3 copies them "
             out += "from the closure. Share = the step's median / the launch's median total.\n\n"
             out += table(["dylibs", "ObjC writes", "dyld2 objc", "dyld2 total", "dyld2 share", "dyld3 objc", "dyld3 total", "dyld3 share",
                           "dyld2 objc / dyld3 objc"], report.sizes.map { size in

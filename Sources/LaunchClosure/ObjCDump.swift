@@ -5,7 +5,7 @@ import ClosureFormat
 extension ClosureDump {
     /// The Objective-C part of `dyld3 closure dump`: per image with writes, how many words
     /// the step writes there (selector references and method names rewritten to their
-    /// canonical selector, protocol isas and references; in the runtime, the class and category tables, recognizable by
+    /// canonical selector, protocol isas and references; in the runtime, its class, category and hash tables, recognizable by
     /// their absolute words: counts), then the `+load` calls in the order they run.
     public func objcText() throws(ClosureError) -> String {
         let objc = closure.objc
@@ -15,7 +15,7 @@ extension ClosureDump {
             let (count, runtimeTables) = try objcSummary(ofImage: index)
             guard count > 0 else { continue }
             out += "  \(imageLabel(index)): \(count) write\(count == 1 ? "" : "s")"
-                + (runtimeTables ? " (class and category tables)" : " (selectors and protocols)") + "\n"
+                + (runtimeTables ? " (runtime tables)" : " (selectors and protocols)") + "\n"
         }
         out += "  +load calls:" + (objc.loads.isEmpty ? " none\n" : "\n")
         for call in objc.loads {

@@ -8,7 +8,7 @@
 ///   step registers it and attaches the graph's categories to it;
 /// - the stub of the runtime (``runtimeInstallName``) is the loader's runtime: it carries
 ///   `__DATA,__objc_fxtables` (the header `Fixtures/libSystem/objc/objc-runtime.h`
-///   describes, its entry arrays in zero-filled data), its functions are code that traps
+///   describes, its entry arrays and hash table slots in zero-filled data), its functions are code that traps
 ///   if called, and its data symbols (`__objc_empty_cache`, `_OBJC_EHTYPE_$_X`, ...) are
 ///   zeroed data.
 ///
@@ -22,6 +22,8 @@ enum StubObjC {
     /// Capacities of the runtime's tables (as the project's libobjc has them).
     static let classCapacity = 8192
     static let categoryCapacity = 8192
+    /// Reserved slots of the runtime's hash tables: selectors, class names, protocols.
+    static let hashTableSlots = [("selector", 65536), ("class_name", 16384), ("protocol", 8192)]
     /// `class_ro_t` flags (objc4 `RO_META`, `RO_ROOT`).
     static let roMeta = 0x1, roRoot = 0x2
 
@@ -105,16 +107,21 @@ enum StubObjC {
                 "\t.section __DATA,__objc_fxtables",
                 "\t.p2align 3",
                 "l_stub_objc_tables:",
-                "\t.quad 0x31424154434a424f", // "OBJCTAB1"
+                "\t.quad 0x32424154434a424f", // "OBJCTAB2"
                 "\t.quad \(classCapacity)",
                 "\t.quad \(categoryCapacity)",
                 "\t.quad l_stub_objc_class_entries",
                 "\t.quad l_stub_objc_category_entries",
                 "\t.quad 0, 0",
+            ]
+            // Each hash table: reserved slots, slot array, mask and count (the loader's).
+            for (name, slots) in hashTableSlots { lines += ["\t.quad \(slots)", "\t.quad l_stub_objc_\(name)_slots", "\t.quad 0, 0"] }
+            lines += [
                 // class, metaclass, name, first category, category count: 40 bytes each.
                 "\t.zerofill __DATA,__bss,l_stub_objc_class_entries,\(classCapacity * 40),3",
                 "\t.zerofill __DATA,__bss,l_stub_objc_category_entries,\(categoryCapacity * 8),3",
             ]
+            for (name, slots) in hashTableSlots { lines.append("\t.zerofill __DATA,__bss,l_stub_objc_\(name)_slots,\(slots * 8),3") }
         }
         if !code.isEmpty { lines += ["\t.text"] + code }
         return lines

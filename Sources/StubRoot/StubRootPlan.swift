@@ -63,10 +63,15 @@ package struct StubSlice: Equatable, Sendable {
     package let arch: String
     /// Sorted by name.
     package var exports: [StubExport]
+    /// Links the runtime's stub (`/usr/lib/libobjc.A.dylib`), as a real framework links
+    /// libobjc: set on framework stubs of graphs with Objective-C metadata and on stubs
+    /// exporting classes (``StubObjC``).
+    package var linksRuntime: Bool
 
-    package init(arch: String, exports: [StubExport]) {
+    package init(arch: String, exports: [StubExport], linksRuntime: Bool = false) {
         self.arch = arch
         self.exports = exports
+        self.linksRuntime = linksRuntime
     }
 }
 

@@ -48,6 +48,8 @@ private struct StubRootPlanner {
     private var unresolved: [UnresolvedImport] = []
     private var seenUnresolved = Set<UnresolvedImport>()
     private var missingDylibs: [MissingDylib] = []
+    /// Stub slices that link the runtime's stub (``linkRuntime()``).
+    private var runtimeLinks = Set<StubSliceKey>()
 
     private struct StubFile {
         let installName: String
@@ -87,6 +89,7 @@ private struct StubRootPlanner {
         }
         try planner.resolveTwoLevelImports()
         try planner.resolveFlatImports()
+        try planner.linkRuntime()
         return planner
     }
 
@@ -209,10 +212,52 @@ private struct StubRootPlanner {
         }
     }
 
+    /// On macOS, Foundation, AppKit and every framework with classes link libobjc, so a
+    /// graph with Objective-C metadata always loads the runtime, even when none of its own
+    /// images imports from it (pyobjc's `_machsignals`, `_inlines`). Stubs do the same:
+    /// per architecture whose graphs have an image with Objective-C metadata (an
+    /// `__objc_imageinfo`; a malformed one too, the launch reports it), every framework
+    /// stub links the runtime's stub, and so does every stub exporting a class; the
+    /// runtime's stub is added when no graph loads it. Not when the root holds a real
+    /// libobjc: the launch then names it as another runtime.
+    mutating func linkRuntime() throws(StubRootError) {
+        var objcArches = Set<String>()
+        for graph in graphs {
+            for case let .image(file) in graph.nodes {
+                let hasMetadata: Bool
+                do { hasMetadata = try ObjCSections(image: file.image) != nil } catch { hasMetadata = true }
+                if hasMetadata { objcArches.insert(graph.arch) }
+            }
+        }
+        let runtimePath = stubFiles.first { $0.value.installName == StubObjC.runtimeInstallName }?.key
+            ?? root + StubObjC.runtimeInstallName
+        var arches = Set<String>()
+        for (key, exports) in stubExports where key.path != runtimePath {
+            let isFramework = key.path.contains(".framework/")
+            let exportsClass = exports.keys.contains { $0.hasPrefix(StubObjC.classPrefix) || $0.hasPrefix(StubObjC.metaclassPrefix) }
+            guard (isFramework && objcArches.contains(key.arch)) || exportsClass else { continue }
+            runtimeLinks.insert(key)
+            arches.insert(key.arch)
+        }
+        guard !arches.isEmpty else { return }
+        if stubFiles[runtimePath] == nil {
+            guard try !files.isRealImage(runtimePath) else {
+                runtimeLinks = []
+                return
+            }
+            // libobjc.A.dylib's versions on macOS: current 228.0.0, compatibility 1.0.0.
+            stubFiles[runtimePath] = StubFile(installName: StubObjC.runtimeInstallName, currentVersion: 228 << 16, compatibilityVersion: 1 << 16)
+        }
+        for arch in arches where stubExports[StubSliceKey(path: runtimePath, arch: arch)] == nil {
+            stubExports[StubSliceKey(path: runtimePath, arch: arch)] = [:]
+        }
+    }
+
     func plan() -> StubRootPlan {
-        func slices(_ exports: [String: [String: Bool]]) -> [StubSlice] {
+        func slices(_ exports: [String: [String: Bool]], path: String? = nil) -> [StubSlice] {
             exports.keys.sorted().map { arch in
-                StubSlice(arch: arch, exports: (exports[arch] ?? [:]).map { StubExport(name: $0.key, isWeakDefinition: $0.value) }.sorted())
+                StubSlice(arch: arch, exports: (exports[arch] ?? [:]).map { StubExport(name: $0.key, isWeakDefinition: $0.value) }.sorted(),
+                          linksRuntime: path.map { runtimeLinks.contains(StubSliceKey(path: $0, arch: arch)) } ?? false)
             }
         }
         var byPath: [String: [String: [String: Bool]]] = [:]
@@ -222,7 +267,7 @@ private struct StubRootPlanner {
                 installName: file.installName, path: path,
                 currentVersion: max(file.currentVersion, file.compatibilityVersion),
                 compatibilityVersion: file.compatibilityVersion,
-                slices: slices(byPath[path] ?? [:]))
+                slices: slices(byPath[path] ?? [:], path: path))
         }.sorted { ($0.installName, $0.path) < ($1.installName, $1.path) }
         let host = StubHost(
             path: app?.hostPath ?? StubRootPlan.hostPath(root: root),

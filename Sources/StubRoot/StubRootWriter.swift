@@ -36,13 +36,24 @@ extension StubRootPlan {
         let scratch = FileManager.default.temporaryDirectory.path + "/dyld3-stub-root-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         var builder = StubBuilder(toolchain: toolchain, platform: platform, scratch: scratch)
-        for stub in stubs {
-            try await builder.build(stub.slices, to: stub.path, executable: false,
-                                    isRuntime: stub.installName == StubObjC.runtimeInstallName) { _ in
-                ["-dylib", "-install_name", stub.installName,
-                 "-current_version", StubBuilder.version(stub.currentVersion),
-                 "-compatibility_version", StubBuilder.version(stub.compatibilityVersion)]
+        // The runtime first: stubs that link it are linked against its slices.
+        var runtimeSlices: [String: String] = [:]
+        let isRuntime = { (stub: StubDylib) in stub.installName == StubObjC.runtimeInstallName }
+        for stub in stubs.filter(isRuntime) + stubs.filter({ !isRuntime($0) }) {
+            let isRuntime = isRuntime(stub)
+            let built = try await builder.build(stub.slices, to: stub.path, executable: false, isRuntime: isRuntime) { (slice) throws(StubRootError) in
+                var arguments = ["-dylib", "-install_name", stub.installName,
+                                 "-current_version", StubBuilder.version(stub.currentVersion),
+                                 "-compatibility_version", StubBuilder.version(stub.compatibilityVersion)]
+                if slice.linksRuntime {
+                    guard let runtime = runtimeSlices[slice.arch] else {
+                        throw .io(path: stub.path, reason: "links \(StubObjC.runtimeInstallName), which the plan has no \(slice.arch) stub of")
+                    }
+                    arguments.append(runtime)
+                }
+                return arguments
             }
+            if isRuntime { runtimeSlices = built }
         }
         try await builder.build(host.slices, to: host.path, executable: true) { _ in
             ["-e", StubAssembly.hostEntry] + host.rpaths.flatMap { ["-rpath", $0] }
@@ -65,10 +76,13 @@ private struct StubBuilder {
     }
 
     /// Assembles and links each slice, joins them with lipo when there are several, and
-    /// installs the result at `path`.
+    /// installs the result at `path`. Returns each slice's linked file (in the scratch
+    /// directory), by architecture.
+    @discardableResult
     mutating func build(
-        _ slices: [StubSlice], to path: String, executable: Bool, isRuntime: Bool = false, linkArguments: (StubSlice) -> [String]
-    ) async throws(StubRootError) {
+        _ slices: [StubSlice], to path: String, executable: Bool, isRuntime: Bool = false,
+        linkArguments: (StubSlice) throws(StubRootError) -> [String]
+    ) async throws(StubRootError) -> [String: String] {
         built += 1
         let leaf = (path as NSString).lastPathComponent
         let directory = "\(scratch)/\(built)"
@@ -83,15 +97,16 @@ private struct StubBuilder {
             try await run(toolchain.clang, ["-target", platform.clangTarget(arch: slice.arch, minimumOS: minimumOS), "-c", source, "-o", object])
             try await run(toolchain.linker,
                     ["-arch", slice.arch, "-platform_version", platform.rawValue, minimumOS, minimumOS]
-                        + linkArguments(slice) + [object, "-o", output])
+                        + (try linkArguments(slice)) + [object, "-o", output])
             outputs.append(output)
         }
-        guard var result = outputs.first else { return }
+        guard var result = outputs.first else { return [:] }
         if outputs.count > 1 {
             result = "\(directory)/\(leaf)"
             try await run(toolchain.lipo, ["-create"] + outputs + ["-output", result])
         }
         try install(result, at: path, executable: executable)
+        return Dictionary(uniqueKeysWithValues: zip(slices.map(\.arch), outputs))
     }
 
     /// A packed `xxxx.yy.zz` version as the linker's options spell it.

@@ -70,7 +70,7 @@ struct LaunchStatistics {
         case .rebase: "walk the rebase opcodes or chains and slide pointers"
         case .bind: dyld3 ? "write every rebase and bind from the closure (a large closure's on two threads)" : "write every bind, each symbol looked up by name"
         case .objc: dyld3 ? "write the Objective-C selector rewrites and runtime tables from the closure"
-            : "unique selectors, build the Objective-C class and category tables, find the +load methods"
+            : "unique selectors, build the Objective-C class, category and hash tables, find the +load methods"
         case .initializers: "run the +load methods and the initializers"
         case .main, .total: ""
         }

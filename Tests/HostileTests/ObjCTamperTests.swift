@@ -114,7 +114,7 @@ import LaunchPlan
         let loadIds = try #require((manifest["expect"] as? [String: Any])?["initLog"] as? [Int]).filter { $0 > imageCount }
         let lines = text.split(separator: "\n")
         #expect(lines.filter { $0.contains(": method image ") }.count == loadIds.count, "\(app)")
-        let tableLines = lines.filter { $0.hasSuffix("(class and category tables)") }
+        let tableLines = lines.filter { $0.hasSuffix("(runtime tables)") }
         #expect(tableLines.count == 1 && tableLines[0].contains("(libobjc.A.dylib)"), "\(app): \(tableLines)")
         let counts = lines.compactMap { line -> Int? in
             guard line.hasSuffix("(selectors and protocols)") || line.hasSuffix("tables)"), let colon = line.range(of: "): ") else { return nil }

@@ -19,6 +19,25 @@ import TestSupport
 @Suite(.serialized) struct RealObjCTests {
     static let objcModule = Paths.bundledCorpus.path + "/objc_universal2/_objc.cpython-311-darwin.so"
     static let foundationModule = Paths.bundledCorpus.path + "/objc_universal2/_Foundation.cpython-311-darwin.so"
+    /// An `__objc_imageinfo` and nothing else of Objective-C; imports nothing from libobjc.
+    static let machSignalsModule = Paths.bundledCorpus.path + "/objc_universal2/_machsignals.cpython-311-darwin.so"
+
+    /// The runtime's hash table lookup as `Fixtures/libSystem/objc/runtime.c` (`probe`)
+    /// does it, over launch memory: the slot values from the name's FNV-1a 64 hash on,
+    /// up to the first empty slot. `table` is 0 (selectors), 1 (class names), 2 (protocols).
+    static func probe(_ name: [UInt8], table: Int, header: UInt64, space: ObjCAddressSpace) throws -> [UInt64] {
+        let field = header + 56 + UInt64(table * 32)
+        let slots = try space.u64(at: field + 8, what: "slots"), mask = try space.u64(at: field + 16, what: "mask")
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        var found: [UInt64] = []
+        for step in 0...mask {
+            let value = try space.u64(at: slots + ((hash &+ step) & mask) * 8, what: "slot")
+            if value == 0 { break }
+            found.append(value)
+        }
+        return found
+    }
 
     /// The size column of `section` in llvm-objdump's `--section-headers` output, 0 when absent.
     static func sectionSize(_ section: String, of path: String, arch: String) async throws -> Int {
@@ -97,6 +116,64 @@ import TestSupport
             }
         }
         #expect(attached == expected, "\(arch)")
+
+        // The hash tables: each class llvm-objdump lists in an `__objc_classlist` is found by
+        // its name (the first entry of that name in the probe is its own: no name is
+        // defined twice here), and each selector reference's name leads to the string the
+        // reference points to.
+        var classNames: [UInt64: [UInt8]] = [:]
+        for entry in 0..<UInt64(classes) {
+            let slot = classTable + entry * 40
+            classNames[try space.u64(at: slot, what: "class")] = try space.cString(at: try space.u64(at: slot + 16, what: "name"), what: "name")
+        }
+        #expect(Set(classNames.values).count == classes, "\(arch): one class per name")
+        for (cls, name) in classNames {
+            let entries = try Self.probe(name, table: 1, header: header, space: space)
+            let named = try entries.first { try space.cString(at: try space.u64(at: $0 + 16, what: "name"), what: "name") == name }
+            #expect(try named.map { try space.u64(at: $0, what: "class") } == cls, "\(arch) \(String(decoding: name, as: UTF8.self))")
+        }
+        #expect(try space.u64(at: header + 56 + 32 + 24, what: "class keys") >= UInt64(classes))
+        var selectorReferences = 0
+        for (index, path) in launch.report.images.enumerated() {
+            guard let objc = try ObjCSections(image: try ImageFile.load(path: path, arch: arch).image), let refs = objc.selectorReferences else { continue }
+            for slot in 0..<refs.pointerCount {
+                let value = try space.u64(at: launch.memory.images[index].base + refs.vmOffset + UInt64(slot * 8), what: "selref")
+                let name = try space.cString(at: value, what: "selector")
+                let found = try Self.probe(name, table: 0, header: header, space: space)
+                #expect(try found.first { try space.cString(at: $0, what: "selector") == name } == value, "\(arch) \(String(decoding: name, as: UTF8.self))")
+                selectorReferences += 1
+            }
+        }
+        #expect(selectorReferences == (try await Self.sectionSize("__objc_selrefs", of: Self.objcModule, arch: arch)) / 8)
+    }
+
+    /// pyobjc's `_machsignals` has an `__objc_imageinfo` and imports nothing from libobjc:
+    /// on macOS its frameworks load the runtime. Under a stub root the framework stubs link
+    /// the runtime's stub the same way, so the step runs, and both paths leave the same memory.
+    @Test(arguments: ["x86_64", "arm64"])
+    func stepRunsWhenOnlyFrameworksLinkTheRuntime(arch: String) async throws {
+        let module = Self.machSignalsModule
+        #expect(try await Self.sectionSize("__objc_imageinfo", of: module, arch: arch) == 8)
+        #expect(try await Self.sectionSize("__objc_classlist", of: module, arch: arch) == 0)
+        let used = try await Oracle.objdump(["--dylibs-used", "--arch=\(arch)", module])
+        #expect(used.contains("Foundation.framework") && !used.contains("libobjc"), "\(used)")
+
+        let graph = CorpusGraphTests.Graph(name: "pyobjc _machsignals", binaries: [module], arch: arch)
+        let (root, roots) = try await CorpusGraphTests.prepare(graph)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let foundation = try await Oracle.objdump(["--dylibs-used", root + "/System/Library/Frameworks/Foundation.framework/Versions/C/Foundation"])
+        #expect(foundation.contains("/usr/lib/libobjc.A.dylib"), "\(foundation)")
+        let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: arch, root: root, run: false))
+        defer { launch.memory.release() }
+        #expect(launch.report.objcSkippedReason == nil, "\(arch): \(launch.report.objcSkippedReason ?? "")")
+        #expect(launch.report.timings[.objc] != nil)
+        #expect(launch.report.images.contains(root + "/usr/lib/libobjc.A.dylib"))
+
+        let closure = try ClosureBuilder.build(roots: roots, arch: arch, root: root)
+        #expect(closure.objc.totalWrites > 0)
+        let comparison = try LaunchComparison.run(options: LaunchOptions(roots: roots, arch: arch, root: root, run: false),
+                                                  closure: closure, closurePath: "(built in memory)")
+        #expect(comparison.differences.isEmpty, "\(arch): \(comparison.differences.prefix(3))")
     }
 
     /// Every class a stub exports (`_OBJC_CLASS_$_X`) is a class object llvm-objdump reads
@@ -195,6 +272,15 @@ import TestSupport
             }
         }
         #expect(rewrittenAcross > 0, "\(arch): no reference was rewritten to another image's protocol")
+        // The protocol hash table finds each name's canonical protocol (runtime.c's probe).
+        let tables = try #require(ObjCSections.runtimeTables(in: try ImageFile.load(path: images[runtime], arch: arch).image))
+        let header = launch.memory.images[runtime].base + tables.vmOffset
+        #expect(try space.u64(at: header + 56 + 64 + 24, what: "protocol keys") == UInt64(definitions.count))
+        for (name, protocols) in definitions {
+            let found = try Self.probe(name, table: 2, header: header, space: space)
+            let named = try found.first { try space.cString(at: try space.u64(at: $0 + 8, what: "name"), what: "name") == name }
+            #expect(named == protocols.last, "\(arch) \(String(decoding: name, as: UTF8.self))")
+        }
 
         let closure = try ClosureBuilder.build(roots: roots, arch: arch, root: root)
         let comparison = try LaunchComparison.run(options: LaunchOptions(roots: roots, arch: arch, root: root, run: false),

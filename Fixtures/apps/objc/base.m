@@ -18,4 +18,9 @@
 - (int)area { return -3; }
 @end
 
+extern struct fixture_objc_class_symbol shape_class __asm__("_OBJC_CLASS_$_Shape");
+
+Class base_shape_class(void) { return (Class)&shape_class; }
+SEL base_area_selector(void) { return @selector(area); }
+
 FIXTURE_INITIALIZER()

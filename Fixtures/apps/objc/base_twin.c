@@ -22,6 +22,9 @@ const struct twin_class twin_Shape = {"Shape", &twin_Obj, shape_class_methods, s
 /* __objc_classlist order: Shape, Obj (source order). */
 const struct twin_class *const twin_classes_base[] = {&twin_Shape, &twin_Obj, 0};
 
+const void *base_shape_class(void) { return &twin_Shape; }
+const char *base_area_selector(void) { return twin_sel("area"); }
+
 /* +load: Shape is listed first, but its superclass Obj loads first. */
 __attribute__((constructor)) static void base_init(void) {
     fixture_record_init(41); /* +[Obj load] */

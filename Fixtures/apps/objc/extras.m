@@ -19,7 +19,12 @@
 + (int)sides { return 30; }
 @end
 
+extern struct fixture_objc_class_symbol dup_class __asm__("_OBJC_CLASS_$_Dup");
+
 int extras_dup_tag(void) { return [Dup tag]; }
+Class extras_dup_class(void) { return (Class)&dup_class; }
+SEL extras_tag_selector(void) { return @selector(tag); }
+const void *extras_named_protocol(void) { return (const void *)@protocol(Named); }
 
 int extras_sides_sum(void) { return [Square sides] * 1000 + [Hexagon sides] * 10 + [Shape kind]; }
 

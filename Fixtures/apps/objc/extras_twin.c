@@ -17,7 +17,13 @@ static const struct twin_category extras_cat = {&twin_Shape, extras_cat_class_me
 static const struct twin_category extras_sq = {&twin_Square, extras_sq_class_methods, none};
 const struct twin_category *const twin_categories_extras[] = {&extras_cat, &extras_sq, 0};
 
+static const struct twin_protocol extras_named = {"Named"};
+const struct twin_protocol *const twin_protocols_extras[] = {&extras_named, 0};
+
 int extras_dup_tag(void) { return twin_send_class(&extras_Dup, "tag"); }
+const void *extras_dup_class(void) { return &extras_Dup; }
+const char *extras_tag_selector(void) { return twin_sel("tag"); }
+const void *extras_named_protocol(void) { return twin_protocol_ref(&extras_named); }
 
 int extras_sides_sum(void) {
     return twin_send_class(&twin_Square, "sides") * 1000 + twin_send_class(&twin_Hexagon, "sides") * 10

@@ -59,6 +59,59 @@ const struct twin_class *twin_get_class(const char *name) {
     return 0;
 }
 
+/* Selectors by content, the first pointer seen for a name canonical. */
+const char *twin_sel(const char *name) {
+    static const char *names[32];
+    static unsigned count;
+    for (unsigned i = 0; i < count; i++)
+        if (same(names[i], name)) return names[i];
+    if (count == sizeof names / sizeof *names) return 0;
+    names[count++] = name;
+    return name;
+}
+
+/* Protocols in registration order (Base, Extras, Shapes, main: only Extras and main have one). */
+static const struct twin_protocol main_named = {"Named"};
+static const struct twin_protocol *const twin_protocols_main[] = {&main_named, 0};
+static const struct twin_protocol *const *const protocol_registration_order[] = {twin_protocols_extras, twin_protocols_main};
+
+const void *twin_get_protocol(const char *name) {
+    for (unsigned i = 0; i < sizeof protocol_registration_order / sizeof *protocol_registration_order; i++)
+        for (const struct twin_protocol *const *p = protocol_registration_order[i]; *p; p++)
+            if (same((*p)->name, name)) return *p;
+    return 0;
+}
+
+const void *twin_protocol_ref(const struct twin_protocol *protocol) {
+    const void *canonical = twin_get_protocol(protocol->name);
+    return canonical ? canonical : protocol;
+}
+
+/* main.m's lookups(): the same identities through the twin's rules. */
+static unsigned lookups(void) {
+    unsigned bits = 0;
+    bits |= (unsigned)(twin_get_class("Square") == &twin_Square) << 0;
+    bits |= (unsigned)(twin_get_class("Shape") == base_shape_class()) << 1;
+    bits |= (unsigned)(twin_get_class("Dup") == extras_dup_class()) << 2;
+    bits |= (unsigned)(twin_get_class("Dup") != shapes_dup_class()) << 3;
+    bits |= (unsigned)(twin_get_class("Squar") == 0 && twin_get_class("Squares") == 0) << 4;
+    bits |= (unsigned)(twin_sel("sides") == twin_sel("sides")) << 5;
+    bits |= (unsigned)(twin_sel("kind") == shapes_kind_selector()) << 6;
+    bits |= (unsigned)(twin_sel("tag") == extras_tag_selector()) << 7;
+    bits |= (unsigned)(twin_sel("area") == base_area_selector()) << 8;
+    const char *fresh = twin_sel("notInAnyImage:");
+    bits |= (unsigned)(fresh && twin_sel("notInAnyImage:") == fresh && same(fresh, "notInAnyImage:")
+                       && fresh != twin_sel("tag")) << 9;
+    bits |= (unsigned)(twin_get_protocol("Named") == twin_protocol_ref(&main_named)) << 10;
+    bits |= (unsigned)(twin_get_protocol("Named") == extras_named_protocol()) << 11;
+    bits |= (unsigned)(twin_get_protocol("Unnamed") == 0) << 12;
+    unsigned h = bits;
+    h = fixture_mix(h, (unsigned)twin_send_class(twin_get_class("Hexagon"), "sides"));
+    h = fixture_mix(h, (unsigned)twin_send_class(twin_get_class("Square"), "sides"));
+    h = fixture_mix(h, (unsigned)twin_send_class(twin_get_class("Obj"), "value"));
+    return h;
+}
+
 __attribute__((constructor)) static void main_init(void) {
     fixture_record_init(11); /* +[Square(MainCat) load] */
     fixture_record_init(FIXTURE_IMAGE_ID);
@@ -79,6 +132,7 @@ int main(void) {
     h = fixture_mix(h, (unsigned)extras_dup_tag());
     h = fixture_mix(h, (unsigned)shapes_area_sum());
     h = fixture_mix(h, (unsigned)extras_sides_sum());
+    h = fixture_mix(h, lookups());
     h = fixture_mix_init_log(h);
     return (int)h;
 }

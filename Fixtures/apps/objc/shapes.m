@@ -42,7 +42,11 @@ extern struct fixture_objc_class_symbol triangle_class __asm__("_OBJC_CLASS_$_Tr
 static struct { const void *isa; int side; } square_instance = {&square_class, 3};
 static struct { const void *isa; } triangle_instance = {&triangle_class};
 
+extern struct fixture_objc_class_symbol dup_class __asm__("_OBJC_CLASS_$_Dup");
+
 int shapes_dup_tag(void) { return [Dup tag]; }
+Class shapes_dup_class(void) { return (Class)&dup_class; }
+SEL shapes_kind_selector(void) { return @selector(kind); }
 
 int shapes_area_sum(void) {
     id square = (id)&square_instance;

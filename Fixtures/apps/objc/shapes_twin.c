@@ -38,6 +38,8 @@ static const struct twin_object square_instance = {&twin_Square, 3};
 static const struct twin_object triangle_instance = {&twin_Triangle, 0};
 
 int shapes_dup_tag(void) { return twin_send_class(&shapes_Dup, "tag"); }
+const void *shapes_dup_class(void) { return &shapes_Dup; }
+const char *shapes_kind_selector(void) { return twin_sel("kind"); }
 
 int shapes_area_sum(void) {
     return twin_send(&square_instance, "area") * 100 + twin_send(&triangle_instance, "area");

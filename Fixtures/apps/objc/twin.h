@@ -12,6 +12,10 @@
  *    __objc_catlist order: main's categories are attached last, so they win;
  *  - objc_getClass: the first class registered under the name, registration in that
  *    same reverse load order;
+ *  - selectors: one canonical pointer per name (sel_registerName of a name no image
+ *    uses registers it, so a second call returns the same pointer): twin_sel interns;
+ *  - protocols: per name the first one registered (the same reverse load order) is
+ *    canonical, and every @protocol reference is rewritten to it (twin_protocol_ref);
  *  - +load: per image, in dyld's initializer order and before the image's own
  *    initializers: classes in __objc_nlclslist order, each superclass first, then
  *    categories in __objc_nlcatlist order (objc4 prepare_load_methods,
@@ -53,7 +57,16 @@ extern const struct twin_category *const twin_categories_shapes[], *const twin_c
 
 extern const struct twin_class twin_Obj, twin_Shape, twin_Square, twin_Triangle, twin_Poly, twin_Hexagon;
 
+/* A protocol_t: its name. Per image with protocols, its __objc_protolist (null-terminated). */
+struct twin_protocol {
+    const char *name;
+};
+extern const struct twin_protocol *const twin_protocols_extras[];
+
 /* In main's twin. */
+const char *twin_sel(const char *name);
+const void *twin_get_protocol(const char *name);
+const void *twin_protocol_ref(const struct twin_protocol *protocol);
 int twin_send_class(const struct twin_class *cls, const char *name);
 int twin_send(const struct twin_object *object, const char *name);
 int twin_send_super(const struct twin_class *current, const struct twin_object *object, const char *name);
@@ -63,3 +76,10 @@ int shapes_dup_tag(void);
 int shapes_area_sum(void);
 int extras_dup_tag(void);
 int extras_sides_sum(void);
+const void *base_shape_class(void);
+const char *base_area_selector(void);
+const void *shapes_dup_class(void);
+const char *shapes_kind_selector(void);
+const void *extras_dup_class(void);
+const char *extras_tag_selector(void);
+const void *extras_named_protocol(void);

@@ -67,7 +67,23 @@ struct fixture_objc_class_entry {
     unsigned long category_count;
 };
 
-#define FIXTURE_OBJC_TABLES_MAGIC 0x31424154434a424fUL /* "OBJCTAB1" little-endian */
+#define FIXTURE_OBJC_TABLES_MAGIC 0x32424154434a424fUL /* "OBJCTAB2" little-endian */
+
+/*
+ * A hash table the loader fills in: `reserved` slots (a power of two) of zero-filled
+ * storage in this image; the loader uses the first mask + 1 of them (a power of two, at
+ * most half full) and writes mask and count. A name's slot is fixture_objc_hash(name) &
+ * mask, then the next ones (linear probing) up to an empty slot. Selector slots point to
+ * the canonical selector string, class slots to a class entry (keyed by the class's name,
+ * and by its metaclass's name when that differs), protocol slots to the canonical
+ * protocol_t (keyed by its name).
+ */
+struct fixture_objc_hash_table {
+    unsigned long reserved;
+    const void **slots;
+    unsigned long mask;  /* written by the loader */
+    unsigned long count; /* written by the loader */
+};
 
 struct fixture_objc_tables {
     unsigned long magic;
@@ -77,6 +93,22 @@ struct fixture_objc_tables {
     const struct fixture_objc_category **categories;
     unsigned long class_count;    /* written by the loader */
     unsigned long category_count; /* written by the loader */
+    struct fixture_objc_hash_table selectors;
+    struct fixture_objc_hash_table class_names;
+    struct fixture_objc_hash_table protocols;
+};
+
+/* FNV-1a, 64-bit, over the name's bytes without the NUL (the loader computes the same). */
+static inline unsigned long fixture_objc_hash(const char *name) {
+    unsigned long h = 0xcbf29ce484222325UL;
+    for (; *name; name++) h = (h ^ (unsigned char)*name) * 0x100000001b3UL;
+    return h;
+}
+
+/* protocol_t: what __objc_protolist points at (the fields the runtime reads). */
+struct fixture_objc_protocol {
+    Class isa;
+    const char *name;
 };
 
 #endif

@@ -3,7 +3,7 @@ import LaunchPlan
 
 /// The Objective-C step, precomputed (docs/objc.md): per image, the words the step writes
 /// (selector references and method names rewritten to their canonical selector, the
-/// runtime's class and category tables) as ordinary bind runs over the closure's shared
+/// runtime's class, category and hash tables) as ordinary bind runs over the closure's shared
 /// bind-target table, applied after every image's own fixups; and the `+load` calls in
 /// the order they run. The fast path copies these into memory: it hashes no name and
 /// reads no Objective-C metadata.
