@@ -25,6 +25,9 @@ struct CompareCommand: ParsableCommand {
     @OptionGroup var trust: TrustOptions
 
 
+    @Flag(help: "Compare dyld2 with the launch of the app's prelinked set (install --prelink) instead of its closure.")
+    var prelinked = false
+
     @Flag(help: "Print the comparison as JSON.")
     var json = false
 
@@ -59,7 +62,17 @@ struct CompareCommand: ParsableCommand {
                                                    policy: options.signingPolicy)
                 closureSource = "(built in memory)"
             }
-            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, checks: checks)
+            var setPath: String?
+            if prelinked {
+                setPath = ClosureCache.prelinkedSetPath(forClosure: cachedPath)
+                guard FileStatus.of(setPath!) != nil else {
+                    throw CommandFailure(what: setPath!, why: "no prelinked set", fix: "run `dyld3 install \(app) --prelink` (with the same --root and --cache)",
+                                         kind: "missing")
+                }
+                closureSource = setPath!
+            }
+            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, checks: checks,
+                                                      prelinkedSet: setPath)
             if json {
                 print(JSONValue.object([
                     ("schema_version", .int(JSONValue.schemaVersion)),

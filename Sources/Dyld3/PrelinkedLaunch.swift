@@ -1,0 +1,109 @@
+import LaunchClosure
+import LoaderCore
+import ClosureFormat
+import LaunchPlan
+
+/// The launch of a prelinked set (docs/prelinked.md): the set file opened and checked like
+/// a closure (ownership, checksum, binding to the request), every source image checked by
+/// the status of its path (no open, no mapping), one range reserved and the set's data
+/// mapped over it in one `mmap`, the slide stored into every word that holds an address in
+/// the range, protections set, then the thread-local step, the `+load` calls, the
+/// initializers and `main`, as the fast path runs them.
+///
+/// Every refusal before `main` is a `ClosureError` naming the set file, thrown after
+/// everything mapped was released, so `auto` can fall back to the per-image closure.
+public enum PrelinkedLaunch {
+    /// The report's mode for a launch from a prelinked set.
+    public static let mode = "prelinked"
+
+    /// Launches `request` from the set at `setPath`.
+    public static func launch(setPath: String, request: LaunchOptions, checks: FastPath.Checks = FastPath.Checks()) throws -> Launch {
+        var report = LaunchReport(mode: mode)
+        var clock = PhaseClock()
+        if checks.trustKey != nil {
+            throw ClosureError.untrusted(path: setPath, what: "prelinked sets are not signed, and --trust accepts only signed closures")
+        }
+        guard request.fixups == .eager else {
+            throw ClosureError.incompatible(path: setPath, what: "--fixups page-in is not implemented for prelinked sets; "
+                + "the per-image closure pages its fixups in")
+        }
+        guard !request.verifyPages else {
+            throw ClosureError.incompatible(path: setPath, what: "--verify-pages checks the images' own pages, which a prelinked set does not map")
+        }
+        let opened = try PrelinkedSetFile.open(setPath)
+        let set = opened.set, closure = set.closure
+        try FastPath.checkBinding(closure.binding, request: request, closurePath: setPath)
+        if checks.alwaysHashContent { try opened.checkData() }
+        report.timings[.closure] = clock.lap()
+        var hashed = 0
+        try set.checkSources(setPath: setPath, builtAt: opened.builtAt, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)
+        report.imagesHashed = hashed
+        report.images = closure.images.map(\.path)
+        if request.signingPolicy != .default {
+            try request.signingPolicy.check(closure.images.map { ($0.path, $0.identity.signature) })
+        }
+        let memory: LaunchMemory
+        do throws(LoadError) {
+            memory = try LaunchMemory.mapPrelinked(plans: closure.images.map(\.plan), offsets: set.imageOffsets, rangeSize: set.rangeSize,
+                                                   fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: request.slide)
+        } catch {
+            guard case let .mapping(image, reason) = error else { throw error }
+            throw ClosureError.mapping(path: setPath, image: image, what: reason)
+        }
+        report.slide = memory.images[0].slide
+        report.timings[.mapping] = clock.lap()
+        do throws(ClosureError) {
+            try slide(set, memory: memory, setPath: setPath)
+        } catch {
+            memory.release()
+            throw error
+        }
+        report.timings[.rebase] = clock.lap()
+        report.rebases = set.slideCount
+        do throws(LoadError) {
+            if !closure.threadLocals.setups.isEmpty || closure.threadLocals.hostServices != nil {
+                try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: memory)
+            }
+            let digest = LaunchDigest(request)
+            if digest == .beforeCode { report.digest = try clock.excluding { () throws(LoadError) in digestOf(memory, set) } }
+            try memory.applyPrelinkedProtections()
+            try LaunchSequence.runInitializersThenMain(
+                order: closure.initializerOrder, initializers: closure.images.map(\.initializers), mainImage: closure.rootCount - 1,
+                entryOffset: closure.entryOffset, paths: report.images, arch: closure.arch, run: request.run, memory: memory,
+                objcLoads: closure.objc.loads, report: &report, clock: &clock)
+            report.timings[.total] = clock.total()
+            if closure.objc.bindRuns.isEmpty {
+                report.objcSkippedReason = "the set's closure records no Objective-C step"
+            }
+            if digest == .afterLaunch { report.digest = digestOf(memory, set) }
+        } catch {
+            memory.release()
+            throw error
+        }
+        return Launch(memory: memory, report: report, fixups: nil)
+    }
+
+    /// Stores every slide run's pointer for the region's base: the fast path's loop over
+    /// the runs, the checked walk naming what is wrong when it does not accept them.
+    static func slide(_ set: PrelinkedSet, memory: LaunchMemory, setPath: String) throws(ClosureError) {
+        let writer = memory.regionWriter(set.rangePlan)
+        if UnsafeFixupLoop.applyRebases(set.slideRuns, writer: writer, vmSize: set.rangeSize) { return }
+        do throws(FixupFault) {
+            try LaunchClosure.writeRebases(set.slideRuns, writer: writer, vmSize: set.rangeSize)
+        } catch {
+            throw .fixups(path: setPath, image: "the prelinked range", stream: .rebases, fault: error)
+        }
+    }
+
+    /// The digest of the launch's memory (``LaunchMemory/writableDigest(slideDependent:)``),
+    /// the slide locations as each image's own: comparable with the other paths' digests.
+    static func digestOf(_ memory: LaunchMemory, _ set: PrelinkedSet) -> UInt64 {
+        var locations: [[UInt64]] = set.closure.images.map { _ in [] }
+        try? FixupRunWalk(set.slideRuns).forEachRebase { _, _ in } _: { (location, _) in
+            if let image = set.imageOffsets.lastIndex(where: { $0 <= location }) {
+                locations[image].append(location - set.imageOffsets[image])
+            }
+        }
+        return memory.writableDigest(slideDependent: locations)
+    }
+}
