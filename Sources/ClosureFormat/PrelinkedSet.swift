@@ -60,6 +60,31 @@ public struct PrelinkedSet: Equatable, Sendable {
         return ImagePlan(path: "prelinked set", preferredBase: base, vmSize: rangeSize, segments: segments)
     }
 
+    /// Checks every slide run and page before anything is written: each run inside one
+    /// writable segment of the range, each target inside it, the page index decodable and
+    /// each indexed page inside a writable segment. What a page-in launch checks before it
+    /// maps (an eager one checks each run before its first store), and `verify`.
+    public func checkSlideRuns(path: String) throws(ClosureError) {
+        let plan = rangePlan
+        let writable = WritableRanges(plan)
+        do throws(FixupFault) {
+            try FixupRunWalk(slideRuns).forEachRebase { (run, _) throws(FixupFault) in
+                guard writable.accepts(run) else { throw writable.fault(run) }
+            } _: { (_, target) throws(FixupFault) in
+                guard target.offset < rangeSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
+            }
+        } catch {
+            throw .fixups(path: path, image: "the prelinked range", stream: .rebases, fault: error)
+        }
+        let index = try slidePageIndex.pages(path: path)
+        for page in index.pages {
+            let (start, overflow) = page.page.multipliedReportingOverflow(by: index.pageSize)
+            guard !overflow, plan.isWritable(offset: start, size: 8) else {
+                throw .corrupt(path: path, offset: 0, what: "the slide page index names page \(page.page), outside every writable segment of the range")
+            }
+        }
+    }
+
     /// The closure with its fixup runs taken out: what a set keeps of it.
     public static func stripped(_ closure: LaunchClosure) -> LaunchClosure {
         var stripped = closure

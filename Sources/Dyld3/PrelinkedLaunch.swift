@@ -23,10 +23,6 @@ public enum PrelinkedLaunch {
         if checks.trustKey != nil {
             throw ClosureError.untrusted(path: setPath, what: "prelinked sets are not signed, and --trust accepts only signed closures")
         }
-        guard request.fixups == .eager else {
-            throw ClosureError.incompatible(path: setPath, what: "--fixups page-in is not implemented for prelinked sets; "
-                + "the per-image closure pages its fixups in")
-        }
         guard !request.verifyPages else {
             throw ClosureError.incompatible(path: setPath, what: "--verify-pages checks the images' own pages, which a prelinked set does not map")
         }
@@ -42,29 +38,25 @@ public enum PrelinkedLaunch {
         if request.signingPolicy != .default {
             try request.signingPolicy.check(closure.images.map { ($0.path, $0.identity.signature) })
         }
-        let memory: LaunchMemory
-        do throws(LoadError) {
-            memory = try LaunchMemory.mapPrelinked(plans: closure.images.map(\.plan), offsets: set.imageOffsets, rangeSize: set.rangeSize,
-                                                   fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: request.slide)
-        } catch {
-            guard case let .mapping(image, reason) = error else { throw error }
-            throw ClosureError.mapping(path: setPath, image: image, what: reason)
-        }
+        let (memory, pagedIn) = try map(opened, request: request, report: &report)
         report.slide = memory.images[0].slide
         report.timings[.mapping] = clock.lap()
-        do throws(ClosureError) {
-            try slide(set, memory: memory, setPath: setPath)
-        } catch {
-            memory.release()
-            throw error
+        if !pagedIn {
+            do throws(ClosureError) {
+                try slide(set, memory: memory, setPath: setPath)
+            } catch {
+                memory.release()
+                throw error
+            }
+            report.timings[.rebase] = clock.lap()
         }
-        report.timings[.rebase] = clock.lap()
         report.rebases = set.slideCount
         do throws(LoadError) {
             if !closure.threadLocals.setups.isEmpty || closure.threadLocals.hostServices != nil {
                 try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: memory)
             }
-            let digest = LaunchDigest(request)
+            // A page-in launch leaves its pages untouched: a digest would fault every one in.
+            let digest = pagedIn ? .none : LaunchDigest(request)
             if digest == .beforeCode { report.digest = try clock.excluding { () throws(LoadError) in digestOf(memory, set) } }
             try memory.applyPrelinkedProtections()
             try LaunchSequence.runInitializersThenMain(
@@ -81,6 +73,78 @@ public enum PrelinkedLaunch {
             throw error
         }
         return Launch(memory: memory, report: report, fixups: nil)
+    }
+
+    /// Maps the set: eagerly, or for `--fixups page-in` with the pages that receive slide
+    /// stores reserved, registered with a userfaultfd and made live (every run and page
+    /// checked first). Where userfaultfd is unavailable, or registering fails, the memory is
+    /// mapped again for an eager launch, the reason kept in the report. Whether the pages
+    /// are paged in.
+    static func map(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, report: inout LaunchReport) throws -> (LaunchMemory, Bool) {
+        let set = opened.set, setPath = opened.path
+        let plans = set.closure.images.map(\.plan)
+        func mapEagerly() throws -> LaunchMemory {
+            do throws(LoadError) {
+                return try LaunchMemory.mapPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize,
+                                                     fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: request.slide)
+            } catch {
+                guard case let .mapping(image, reason) = error else { throw error }
+                throw ClosureError.mapping(path: setPath, image: image, what: reason)
+            }
+        }
+        guard request.fixups == .pageIn else { return (try mapEagerly(), false) }
+        try set.checkSlideRuns(path: setPath)
+        let index = try set.slidePageIndex.pages(path: setPath)
+        let pageSize = LaunchMemory.pageSize
+        let reason: String
+        if index.pageSize != pageSize {
+            reason = "the set's slide runs are not indexed by \(pageSize)-byte pages"
+        } else {
+            switch (FixupPager.open(), ImageDescriptor.open(setPath)) {
+            case let (.failure(failure), _):
+                reason = "userfaultfd is not available: \(failure)"
+            case let (.success(pager), .failure(failure)):
+                pager.close()
+                reason = "the set cannot be opened for page-in: \(failure)"
+            case let (.success(pager), .success(descriptor)):
+                guard descriptor.status.inode == opened.status.inode, descriptor.status.size == opened.status.size else {
+                    pager.close()
+                    throw ClosureError.stale(path: setPath, image: setPath, what: "was replaced while it was being opened")
+                }
+                // Consecutive pages of one segment are one range (each segment has its protection).
+                let segments = set.rangePlan.segments
+                var ranges: [Range<UInt64>] = [], lastSegment = -1
+                for page in index.pages {
+                    let start = page.page * pageSize
+                    let segment = segments.firstIndex { start >= $0.vmOffset && start - $0.vmOffset < $0.vmSize } ?? -1
+                    if let last = ranges.last, last.upperBound == start, segment == lastSegment {
+                        ranges[ranges.count - 1] = last.lowerBound..<(start + pageSize)
+                    } else {
+                        ranges.append(start..<(start + pageSize))
+                    }
+                    lastSegment = segment
+                }
+                var mapped: LaunchMemory?
+                do {
+                    let memory = try LaunchMemory.mapPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize, fd: opened.fd,
+                                                               dataOffset: opened.header.dataOffset, firstSlide: request.slide,
+                                                               pageIn: (pager, ranges, set.rangePlan, descriptor))
+                    mapped = memory
+                    try pager.start(source: PageInFixups(slideRuns: set.slideRuns, pages: index.pages, vmSize: set.rangeSize, path: setPath,
+                                                         pageSize: pageSize),
+                                    faultAround: request.faultAround)
+                    report.fixupsMode = .pageIn
+                    report.fixupPages = index.pages.count
+                    report.registeredBytes = pager.registeredBytes
+                    return (memory, true)
+                } catch {
+                    if let mapped { mapped.release() } else { pager.close() }
+                    reason = "page-in setup failed: \(error)"
+                }
+            }
+        }
+        report.fixupsFallbackReason = reason
+        return (try mapEagerly(), false)
     }
 
     /// Stores every slide run's pointer for the region's base: the fast path's loop over

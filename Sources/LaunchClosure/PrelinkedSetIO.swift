@@ -28,6 +28,8 @@ extension PrelinkedSetFile {
         public let set: PrelinkedSet
         /// The descriptor the data is mapped from (alive as long as this).
         package var fd: Int32 { file.fd }
+        /// `fstat` of the set file as opened.
+        public var status: FileStatus { file.status }
         /// The set file's mtime (seconds): identities taken within 2 s of it are racy.
         public var builtAt: Int64 { file.status.mtimeSeconds }
 

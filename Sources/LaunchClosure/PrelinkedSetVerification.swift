@@ -22,19 +22,14 @@ extension ClosureVerification {
         }
         let set = opened.set
         var corrupt = set.closure.consistencyProblems().map { Problem(kind: .corrupt, message: $0) }
-        let writable = WritableRanges(set.rangePlan)
-        do throws(FixupFault) {
-            try FixupRunWalk(set.slideRuns).forEachRebase { (run, _) throws(FixupFault) in
-                guard writable.accepts(run) else { throw writable.fault(run) }
-            } _: { (_, target) throws(FixupFault) in
-                guard target.offset < set.rangeSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
-            }
+        do throws(ClosureError) {
+            try set.checkSlideRuns(path: path)
             let derived = try? FixupPageIndex.derive(rebaseRuns: set.slideRuns, bindRuns: [0])
             if derived != set.slidePageIndex {
                 corrupt.append(Problem(kind: .corrupt, message: "the slide runs' page index is not the one the runs call for"))
             }
         } catch {
-            corrupt.append(Problem(kind: .corrupt, message: "slide runs: \(error)"))
+            corrupt.append(problem(for: error).1)
         }
         guard corrupt.isEmpty else { return (.corrupt, corrupt) }
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")

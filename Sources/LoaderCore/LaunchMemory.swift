@@ -105,9 +105,9 @@ public final class LaunchMemory {
 
     /// The memory of a range mapped whole by the caller (a prelinked set,
     /// ``LaunchMemory/mapPrelinked(plans:offsets:rangeSize:fd:dataOffset:firstSlide:)``):
-    /// `images` lie in the reserved region at `base`, `size` bytes; nothing is paged in.
-    init(mappedRegion base: UInt64, size: UInt64, images: [Image]) {
-        pager = nil
+    /// `images` lie in the reserved region at `base`, `size` bytes; `pager` pages part of it in.
+    init(mappedRegion base: UInt64, size: UInt64, images: [Image], pager: FixupPager? = nil) {
+        self.pager = pager
         pagedRanges = images.map { $0.plan.segments.map { _ in [] } }
         deferred = images.map { $0.plan.segments.map { _ in false } }
         regionBase = base

@@ -5,8 +5,16 @@ extension LaunchMemory {
     /// else at random), the set's `rangeSize` bytes of data mapped over it read-write and
     /// copy-on-write from `fd` at `dataOffset` in one `mmap`, image `i` at `offsets[i]`.
     /// Protections come after the slide (``applyPrelinkedProtections()``).
+    ///
+    /// Page-in (`pageIn`): the page ranges `ranges` (offsets in the region, page-aligned),
+    /// those that receive slide stores, are then mapped again without contents with their
+    /// segment's final protection (`rangePlan`'s) and registered with `pager` as image 0
+    /// of base the region's, their bytes at `dataOffset` + offset of `descriptor` (the set
+    /// file); the caller starts the pager.
     package static func mapPrelinked(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64, fd: Int32, dataOffset: UInt64,
-                                     firstSlide: UInt64?) throws(LoadError) -> LaunchMemory {
+                                     firstSlide: UInt64?,
+                                     pageIn: (pager: FixupPager, ranges: [Range<UInt64>], rangePlan: ImagePlan, descriptor: ImageDescriptor)? = nil)
+        throws(LoadError) -> LaunchMemory {
         let base = try reserveRegion(size: rangeSize, first: plans.first, firstSlide: firstSlide)
         do throws(SystemCallFailure) {
             try UnsafeMemory.mapFile(fd: fd, offset: dataOffset, size: rangeSize, at: base)
@@ -15,7 +23,30 @@ extension LaunchMemory {
             throw .mapping(image: plans.first?.path ?? "?", reason: "the prelinked set's data: \(error)")
         }
         let images = zip(plans, offsets).map { Image(plan: $0, base: base + $1, fileLength: 0) }
-        return LaunchMemory(mappedRegion: base, size: rangeSize, images: images)
+        let memory = LaunchMemory(mappedRegion: base, size: rangeSize, images: images, pager: pageIn?.pager)
+        guard let pageIn else { return memory }
+        let page = UnsafeMemory.pageSize
+        do throws(LoadError) {
+            for range in pageIn.ranges {
+                guard range.lowerBound % page == 0, range.count % Int(page) == 0, range.upperBound <= rangeSize,
+                      let segment = pageIn.rangePlan.segments.first(where: { $0.isWritable && range.lowerBound >= $0.vmOffset
+                          && range.upperBound <= $0.vmOffset + ($0.vmSize + page - 1) / page * page }) else {
+                    throw LoadError.mapping(image: pageIn.rangePlan.path, reason: "page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of one writable segment")
+                }
+                do throws(SystemCallFailure) {
+                    try UnsafeMemory.mapZeros(size: UInt64(range.count), at: base + range.lowerBound, protection: finalProtection(segment))
+                } catch {
+                    throw LoadError.mapping(image: pageIn.rangePlan.path, reason: "page-in reservation: \(error)")
+                }
+                try pageIn.pager.register(start: base + range.lowerBound, size: UInt64(range.count), image: 0, path: pageIn.rangePlan.path,
+                                          imageBase: base, vmOffset: range.lowerBound, fileOffset: dataOffset + range.lowerBound,
+                                          fileSize: rangeSize - range.lowerBound, descriptor: pageIn.descriptor)
+            }
+        } catch {
+            memory.release()
+            throw error
+        }
+        return memory
     }
 
     /// A writer over the whole region, read as the one image `plan` describes (its segments

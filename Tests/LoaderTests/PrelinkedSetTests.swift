@@ -16,7 +16,7 @@ import Testing
 /// leaves at the same slide and returns the fixture's manifest result; a set that was
 /// damaged, truncated, built for another request or whose source images changed is refused
 /// with its reason, and `auto` then takes the closure.
-@Suite struct PrelinkedSetTests {
+@Suite(.serialized) struct PrelinkedSetTests {
     static let launchable = SlowPathTests.apps.filter { $0.launches && ["x86_64-chained", "arm64-opcodes"].contains($0.variant) }
 
     /// A fresh cache directory (mode 0755) holding the closure and the set of `app`; the paths.
@@ -55,6 +55,25 @@ import Testing
         if app.arch == CodeRunner.hostArchitecture, case let .result(expected, _) = app.expectation {
             #expect(comparison.dyld3Result == expected)
         }
+    }
+
+    /// `--fixups page-in` over the set: the slide stored on first touch, page by page from
+    /// the set's per-page index; the comparison touches every page, and memory is dyld2's.
+    /// Where userfaultfd is unavailable, the eager fallback and its reason.
+    @Test(arguments: launchable.filter { $0.variant == "x86_64-chained" })
+    func pagedInSetMemoryIsDyld2s(_ app: FixtureApp) throws {
+        let (cache, closurePath, setPath) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        var options = Self.request(app)
+        options.fixups = .pageIn
+        let comparison = try LaunchComparison.run(options: options, closure: try ClosureFile.read(closurePath), closurePath: setPath,
+                                                  prelinkedSet: setPath)
+        #expect(comparison.differences.isEmpty, "\(app): \(comparison.differences.prefix(3))")
+        PageInTests.expectPageInOrFallback(comparison.fixupsMode, comparison.fixupsFallbackReason, "\(app)")
+        if PageInTests.unavailable == nil {
+            #expect(comparison.pagesRegistered > 0 && comparison.pagesFilled == comparison.pagesRegistered)
+        }
+        if case let .result(expected, _) = app.expectation { #expect(comparison.dyld3Result == expected) }
     }
 
     @Test func prelinkedLaunchRunsInitializersInTheManifestOrder() throws {
