@@ -43,11 +43,15 @@ public struct PrelinkedSet: Equatable, Sendable {
         self.slideRuns = slideRuns
         self.slideCount = slideCount
         self.slidePageIndex = slidePageIndex
+        rangePlan = Self.rangePlan(closure, imageOffsets: imageOffsets, base: base, rangeSize: rangeSize)
     }
 
     /// The whole range read as one image (for the slide runs' writer and checks): every
     /// segment of every image at its offset in the range, named `image-index/segment`.
-    public var rangePlan: ImagePlan {
+    /// Made once, with the set.
+    public private(set) var rangePlan: ImagePlan
+
+    static func rangePlan(_ closure: LaunchClosure, imageOffsets: [UInt64], base: UInt64, rangeSize: UInt64) -> ImagePlan {
         var segments: [SegmentPlan] = []
         for (index, image) in closure.images.enumerated() {
             for segment in image.plan.segments {
@@ -79,7 +83,7 @@ public struct PrelinkedSet: Equatable, Sendable {
         let index = try slidePageIndex.pages(path: path)
         for page in index.pages {
             let (start, overflow) = page.page.multipliedReportingOverflow(by: index.pageSize)
-            guard !overflow, plan.isWritable(offset: start, size: 8) else {
+            guard !overflow, writable.accepts(start) else {
                 throw .corrupt(path: path, offset: 0, what: "the slide page index names page \(page.page), outside every writable segment of the range")
             }
         }
@@ -155,6 +159,7 @@ public struct PrelinkedSet: Equatable, Sendable {
         slidePageIndex = FixupPageIndex(bytes: try r.blob())
         guard r.atEnd else { throw r.corrupt("bytes after the set's metadata") }
         _ = try slidePageIndex.pages(path: path)
+        rangePlan = Self.rangePlan(closure, imageOffsets: imageOffsets, base: base, rangeSize: rangeSize)
     }
 }
 

@@ -111,24 +111,25 @@ public enum PrelinkedLaunch {
                     pager.close()
                     throw ClosureError.stale(path: setPath, image: setPath, what: "was replaced while it was being opened")
                 }
-                // Consecutive pages of one segment are one range (each segment has its protection).
-                let segments = set.rangePlan.segments
-                var ranges: [Range<UInt64>] = [], lastSegment = -1
+                // Consecutive pages of one segment are one range (each segment has its
+                // protection). Pages and segments both ascend: one pass over each.
+                let segments = set.rangePlan.segments.sorted { $0.vmOffset < $1.vmOffset }
+                var ranges: [(range: Range<UInt64>, segment: SegmentPlan)] = [], position = 0
                 for page in index.pages {
                     let start = page.page * pageSize
-                    let segment = segments.firstIndex { start >= $0.vmOffset && start - $0.vmOffset < $0.vmSize } ?? -1
-                    if let last = ranges.last, last.upperBound == start, segment == lastSegment {
-                        ranges[ranges.count - 1] = last.lowerBound..<(start + pageSize)
+                    while position < segments.count, segments[position].vmOffset + segments[position].vmSize <= start { position += 1 }
+                    guard position < segments.count else { break }
+                    if let last = ranges.last, last.range.upperBound == start, last.segment.vmOffset == segments[position].vmOffset {
+                        ranges[ranges.count - 1].range = last.range.lowerBound..<(start + pageSize)
                     } else {
-                        ranges.append(start..<(start + pageSize))
+                        ranges.append((start..<(start + pageSize), segments[position]))
                     }
-                    lastSegment = segment
                 }
                 var mapped: LaunchMemory?
                 do {
                     let memory = try LaunchMemory.mapPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize, fd: opened.fd,
                                                                dataOffset: opened.header.dataOffset, firstSlide: request.slide,
-                                                               pageIn: (pager, ranges, set.rangePlan, descriptor))
+                                                               pageIn: (pager, ranges, setPath, descriptor))
                     mapped = memory
                     try pager.start(source: PageInFixups(slideRuns: set.slideRuns, pages: index.pages, vmSize: set.rangeSize, path: setPath,
                                                          pageSize: pageSize),

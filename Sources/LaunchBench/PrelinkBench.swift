@@ -31,6 +31,25 @@ package struct PrelinkedBenchResult: Codable, Sendable {
     package var pageInFallbackReason: String?
     /// Images whose identity a warm prelinked launch hashed (0 unless the images are younger than 2 s).
     package var imagesHashed: Int
+
+    enum CodingKeys: String, CodingKey {
+        case dylibs, images, slideLocations, slidePages, setBytes, imageBytes, install = "installNs", mappingCalls
+        case warm = "warmNs", cold = "coldNs", pageInFallbackReason, imagesHashed
+    }
+}
+
+/// `prelinked.json`: snake_case keys (``LaunchBench/encoder``), each time in nanoseconds.
+package struct PrelinkedBenchReport: Codable, Sendable {
+    package var schemaVersion = 1
+    package var runs: Int
+    package var coldEviction: EvictionMethod?
+    package var sizes: [PrelinkedBenchResult]
+
+    package init(runs: Int, coldEviction: EvictionMethod?, sizes: [PrelinkedBenchResult]) {
+        self.runs = runs
+        self.coldEviction = coldEviction
+        self.sizes = sizes
+    }
 }
 
 package enum PrelinkBench {

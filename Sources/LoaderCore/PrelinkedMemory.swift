@@ -6,14 +6,14 @@ extension LaunchMemory {
     /// copy-on-write from `fd` at `dataOffset` in one `mmap`, image `i` at `offsets[i]`.
     /// Protections come after the slide (``applyPrelinkedProtections()``).
     ///
-    /// Page-in (`pageIn`): the page ranges `ranges` (offsets in the region, page-aligned),
-    /// those that receive slide stores, are then mapped again without contents with their
-    /// segment's final protection (`rangePlan`'s) and registered with `pager` as image 0
-    /// of base the region's, their bytes at `dataOffset` + offset of `descriptor` (the set
-    /// file); the caller starts the pager.
+    /// Page-in (`pageIn`): the page ranges `ranges` (offsets in the region, page-aligned,
+    /// each with the segment, as an offset in the region, that holds it), those that receive
+    /// slide stores, are then mapped again without contents with their segment's final
+    /// protection and registered with `pager` as image 0 of base the region's, their bytes
+    /// at `dataOffset` + offset of `descriptor` (the set file); the caller starts the pager.
     package static func mapPrelinked(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64, fd: Int32, dataOffset: UInt64,
                                      firstSlide: UInt64?,
-                                     pageIn: (pager: FixupPager, ranges: [Range<UInt64>], rangePlan: ImagePlan, descriptor: ImageDescriptor)? = nil)
+                                     pageIn: (pager: FixupPager, ranges: [(range: Range<UInt64>, segment: SegmentPlan)], path: String, descriptor: ImageDescriptor)? = nil)
         throws(LoadError) -> LaunchMemory {
         let base = try reserveRegion(size: rangeSize, first: plans.first, firstSlide: firstSlide)
         do throws(SystemCallFailure) {
@@ -27,18 +27,17 @@ extension LaunchMemory {
         guard let pageIn else { return memory }
         let page = UnsafeMemory.pageSize
         do throws(LoadError) {
-            for range in pageIn.ranges {
-                guard range.lowerBound % page == 0, range.count % Int(page) == 0, range.upperBound <= rangeSize,
-                      let segment = pageIn.rangePlan.segments.first(where: { $0.isWritable && range.lowerBound >= $0.vmOffset
-                          && range.upperBound <= $0.vmOffset + ($0.vmSize + page - 1) / page * page }) else {
-                    throw LoadError.mapping(image: pageIn.rangePlan.path, reason: "page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of one writable segment")
+            for (range, segment) in pageIn.ranges {
+                guard range.lowerBound % page == 0, range.count % Int(page) == 0, range.upperBound <= rangeSize, segment.isWritable,
+                      range.lowerBound >= segment.vmOffset, range.upperBound <= segment.vmOffset + (segment.vmSize + page - 1) / page * page else {
+                    throw LoadError.mapping(image: pageIn.path, reason: "page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of one writable segment")
                 }
                 do throws(SystemCallFailure) {
                     try UnsafeMemory.mapZeros(size: UInt64(range.count), at: base + range.lowerBound, protection: finalProtection(segment))
                 } catch {
-                    throw LoadError.mapping(image: pageIn.rangePlan.path, reason: "page-in reservation: \(error)")
+                    throw LoadError.mapping(image: pageIn.path, reason: "page-in reservation: \(error)")
                 }
-                try pageIn.pager.register(start: base + range.lowerBound, size: UInt64(range.count), image: 0, path: pageIn.rangePlan.path,
+                try pageIn.pager.register(start: base + range.lowerBound, size: UInt64(range.count), image: 0, path: pageIn.path,
                                           imageBase: base, vmOffset: range.lowerBound, fileOffset: dataOffset + range.lowerBound,
                                           fileSize: rangeSize - range.lowerBound, descriptor: pageIn.descriptor)
             }

@@ -99,7 +99,7 @@ struct BenchCommand: AsyncParsableCommand {
                 let (results, eviction) = try await PrelinkBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
                 try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
                 let markdown = PrelinkBench.markdown(results, runs: runs, cold: eviction)
-                let json = try LaunchBench.encoder.encode(results) + Data("\n".utf8)
+                let json = try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)) + Data("\n".utf8)
                 try json.write(to: URL(fileURLWithPath: out + "/prelinked.json"), options: .atomic)
                 try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/prelinked.md"), options: .atomic)
                 FileHandle.standardOutput.write(self.json ? json : Data(markdown.utf8))
