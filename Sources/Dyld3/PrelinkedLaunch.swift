@@ -164,10 +164,11 @@ public enum PrelinkedLaunch {
     /// the slide locations as each image's own: comparable with the other paths' digests.
     static func digestOf(_ memory: LaunchMemory, _ set: PrelinkedSet) -> UInt64 {
         var locations: [[UInt64]] = set.closure.images.map { _ in [] }
+        // Locations ascend, and so do the images' offsets: one cursor over the images.
+        var image = 0
         try? FixupRunWalk(set.slideRuns).forEachRebase { _, _ in } _: { (location, _) in
-            if let image = set.imageOffsets.lastIndex(where: { $0 <= location }) {
-                locations[image].append(location - set.imageOffsets[image])
-            }
+            while image + 1 < set.imageOffsets.count, set.imageOffsets[image + 1] <= location { image += 1 }
+            if set.imageOffsets[image] <= location { locations[image].append(location - set.imageOffsets[image]) }
         }
         return memory.writableDigest(slideDependent: locations)
     }
