@@ -64,7 +64,7 @@ extension PrelinkedSetFile {
         }
         // The header, then as much as it declares of metadata (bounded; checked with the rest).
         let fields = file.read(offset: 0, count: PrelinkedSetHeader.size)
-        let metadataSize = min(PrelinkedSetHeader.declaredMetadataSize(fields), PrelinkedSetHeader.maxMetadataSize)
+        let metadataSize = min(PrelinkedSetHeader.declaredMetadataSize(fields), PrelinkedSetHeader.maxMetadataSize, file.status.size)
         let prefix = ByteView(file.read(offset: 0, count: PrelinkedSetHeader.size + Int(metadataSize)))
         let (header, set) = try decode(prefix: prefix, fileSize: file.status.size, path: path)
         try set.closure.checkRoots(closurePath: path)
