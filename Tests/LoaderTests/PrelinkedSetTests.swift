@@ -7,6 +7,7 @@ import Glibc
 #endif
 import LaunchClosure
 import LaunchComparison
+import LaunchPlan
 import LoaderCore
 import ProcessRunner
 import TestSupport
@@ -159,6 +160,39 @@ import Testing
         #expect(mismatch?.kind.hasPrefix("wrong-") == true, "\(String(describing: mismatch))")
         // Undamaged, the same app launches from its set.
         #expect(try Self.refusal(app) { _, _ in } == nil)
+    }
+
+    /// Forged sets whose checksum was computed again (what the checksum cannot catch): 300
+    /// seeded byte changes over the metadata are each refused with a reason or launched
+    /// (nothing run), never a crash; every refusal names the set.
+    @Test func forgedMetadataIsRefusedOrHarmless() throws {
+        let app = try #require(Self.launchable.first { $0.name == "reexport" && $0.variant == "x86_64-chained" })
+        let (cache, _, setPath) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let original = Array(try Data(contentsOf: URL(fileURLWithPath: setPath)))
+        let metadataSize = Int(PrelinkedSetHeader.declaredMetadataSize(Array(original[0..<64])))
+        var generator = SystemRandomNumberGenerator()
+        var refused = 0, launched = 0
+        for round in 0..<300 {
+            var bytes = original
+            let at = 64 + Int.random(in: 0..<metadataSize, using: &generator)
+            bytes[at] ^= UInt8.random(in: 1...255, using: &generator)
+            let checksum = UnsafeHash.xxh3(bytes[16..<(64 + metadataSize)])
+            for index in 0..<8 { bytes[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
+            try Self.rewrite(setPath) { $0 = bytes }
+            do {
+                let launch = try PrelinkedLaunch.launch(setPath: setPath, request: Self.request(app, run: false))
+                launch.memory.release()
+                launched += 1
+            } catch let error as ClosureError {
+                #expect("\(error)".hasPrefix(setPath), "round \(round): \(error)")
+                refused += 1
+            } catch let error as LoadError {
+                #expect(!"\(error)".isEmpty)
+                refused += 1
+            }
+        }
+        #expect(refused + launched == 300 && refused > 0)
     }
 
     /// `verify` checks sets: a valid one counts as valid, a damaged one as corrupt, and one
