@@ -6,41 +6,57 @@ extension LaunchMemory {
     /// copy-on-write from `fd` at `dataOffset` in one `mmap`, image `i` at `offsets[i]`.
     /// Protections come after the slide (``applyPrelinkedProtections()``).
     ///
-    /// Page-in (`pageIn`): the page ranges `ranges` (offsets in the region, page-aligned,
-    /// each with the segment, as an offset in the region, that holds it), those that receive
-    /// slide stores, are then mapped again without contents with their segment's final
-    /// protection and registered with `pager` as image 0 of base the region's, their bytes
-    /// at `dataOffset` + offset of `descriptor` (the set file); the caller starts the pager.
+    /// Page-in (`pageIn`): the reservation is registered with `pager` whole, and the page
+    /// ranges `ranges` (offsets in the region, page-aligned, ascending, each with the segment
+    /// that holds it), those that receive slide stores, are left out of the data's mapping:
+    /// they stay the registered reservation, with their segment's final protection, recorded
+    /// as image 0 of base the region's, their bytes at `dataOffset` + offset of `descriptor`
+    /// (the set file). The data is mapped around them. The caller starts the pager.
     package static func mapPrelinked(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64, fd: Int32, dataOffset: UInt64,
                                      firstSlide: UInt64?,
                                      pageIn: (pager: FixupPager, ranges: [(range: Range<UInt64>, segment: SegmentPlan)], path: String, descriptor: ImageDescriptor)? = nil)
         throws(LoadError) -> LaunchMemory {
         let base = try reserveRegion(size: rangeSize, first: plans.first, firstSlide: firstSlide)
-        do throws(SystemCallFailure) {
-            try UnsafeMemory.mapFile(fd: fd, offset: dataOffset, size: rangeSize, at: base)
-        } catch {
-            UnsafeMemory.unmap(address: base, size: rangeSize)
-            throw .mapping(image: plans.first?.path ?? "?", reason: "the prelinked set's data: \(error)")
-        }
         let images = zip(plans, offsets).map { Image(plan: $0, base: base + $1, fileLength: 0) }
         let memory = LaunchMemory(mappedRegion: base, size: rangeSize, images: images, pager: pageIn?.pager)
-        guard let pageIn else { return memory }
         let page = UnsafeMemory.pageSize
-        do throws(LoadError) {
-            for (range, segment) in pageIn.ranges {
-                guard range.lowerBound % page == 0, range.count % Int(page) == 0, range.upperBound <= rangeSize, segment.isWritable,
-                      range.lowerBound >= segment.vmOffset, range.upperBound <= segment.vmOffset + (segment.vmSize + page - 1) / page * page else {
-                    throw LoadError.mapping(image: pageIn.path, reason: "page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of one writable segment")
-                }
-                do throws(SystemCallFailure) {
-                    try UnsafeMemory.mapZeros(size: UInt64(range.count), at: base + range.lowerBound, protection: finalProtection(segment))
-                } catch {
-                    throw LoadError.mapping(image: pageIn.path, reason: "page-in reservation: \(error)")
-                }
-                try pageIn.pager.register(start: base + range.lowerBound, size: UInt64(range.count), image: 0, path: pageIn.path,
-                                          imageBase: base, vmOffset: range.lowerBound, fileOffset: dataOffset + range.lowerBound,
-                                          fileSize: rangeSize - range.lowerBound, descriptor: pageIn.descriptor)
+        var cursor: UInt64 = 0
+        /// Maps the data from `cursor` up to `end` (offsets in the region).
+        func mapData(upTo end: UInt64) throws(LoadError) {
+            guard end > cursor else { return }
+            do throws(SystemCallFailure) {
+                try UnsafeMemory.mapFile(fd: fd, offset: dataOffset + cursor, size: end - cursor, at: base + cursor)
+            } catch {
+                throw .mapping(image: plans.first?.path ?? "?", reason: "the prelinked set's data: \(error)")
             }
+        }
+        do throws(LoadError) {
+            if let pageIn {
+                // The reservation is registered whole, once, as the per-image page-in does;
+                // the data is mapped around the paged ranges, which stay that registered
+                // reservation, given their segment's final protection.
+                try pageIn.pager.registerRegion(start: base, size: rangeSize)
+                for (range, segment) in pageIn.ranges {
+                    guard range.lowerBound >= cursor, range.lowerBound % page == 0, range.count % Int(page) == 0, range.upperBound <= rangeSize,
+                          segment.isWritable, range.lowerBound >= segment.vmOffset,
+                          range.upperBound <= segment.vmOffset + (segment.vmSize + page - 1) / page * page else {
+                        throw LoadError.mapping(image: pageIn.path, reason: "page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of one writable segment after the one before")
+                    }
+                    try mapData(upTo: range.lowerBound)
+                    let final = finalProtection(segment)
+                    do throws(SystemCallFailure) {
+                        try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), read: final.read, write: final.write,
+                                                 execute: final.execute)
+                    } catch {
+                        throw LoadError.mapping(image: pageIn.path, reason: "page-in reservation: \(error)")
+                    }
+                    try pageIn.pager.register(start: base + range.lowerBound, size: UInt64(range.count), image: 0, path: pageIn.path,
+                                              imageBase: base, vmOffset: range.lowerBound, fileOffset: dataOffset + range.lowerBound,
+                                              fileSize: rangeSize - range.lowerBound, descriptor: pageIn.descriptor, inRegion: true)
+                    cursor = range.upperBound
+                }
+            }
+            try mapData(upTo: rangeSize)
         } catch {
             memory.release()
             throw error
