@@ -142,6 +142,19 @@ public struct PrelinkedSet: Equatable, Sendable {
         guard count == closure.images.count else {
             throw r.corrupt("\(count) image offsets for \(closure.images.count) images")
         }
+        // Each segment gets its own protection, page by page: it must start on a page. The
+        // range is read after the launch (the digest, compare): a segment written there must
+        // stay readable.
+        for image in closure.images {
+            for segment in image.plan.segments {
+                guard segment.vmOffset % pageSize == 0 else {
+                    throw r.corrupt("segment \(segment.name) of \(image.path) does not start on a \(pageSize)-byte page")
+                }
+                guard !segment.isWritable || segment.protection.contains(.read) else {
+                    throw r.corrupt("segment \(segment.name) of \(image.path) is written but not readable")
+                }
+            }
+        }
         imageOffsets = []
         var end: UInt64 = 0
         for index in 0..<count {

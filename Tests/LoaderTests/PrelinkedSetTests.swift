@@ -162,18 +162,21 @@ import Testing
         #expect(try Self.refusal(app) { _, _ in } == nil)
     }
 
-    /// Forged sets whose checksum was computed again (what the checksum cannot catch): 300
-    /// seeded byte changes over the metadata are each refused with a reason or launched
-    /// (nothing run), never a crash; every refusal names the set.
-    @Test func forgedMetadataIsRefusedOrHarmless() throws {
+    /// Forged sets whose checksum was computed again (what the checksum cannot catch): seeded
+    /// byte changes over the metadata, launched eagerly and paged in, are each refused with a
+    /// reason naming the set or launched (nothing run), never a crash.
+    @Test(arguments: [(FixupsMode.eager, 600), (FixupsMode.pageIn, 300)])
+    func forgedMetadataIsRefusedOrHarmless(_ mode: FixupsMode, rounds: Int) throws {
         let app = try #require(Self.launchable.first { $0.name == "reexport" && $0.variant == "x86_64-chained" })
         let (cache, _, setPath) = try Self.install(app)
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let original = Array(try Data(contentsOf: URL(fileURLWithPath: setPath)))
         let metadataSize = Int(PrelinkedSetHeader.declaredMetadataSize(Array(original[0..<64])))
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(state: mode == .eager ? 0x5eed : 0xfeed)
+        var request = Self.request(app, run: false)
+        request.fixups = mode
         var refused = 0, launched = 0
-        for round in 0..<300 {
+        for round in 0..<rounds {
             var bytes = original
             let at = 64 + Int.random(in: 0..<metadataSize, using: &generator)
             bytes[at] ^= UInt8.random(in: 1...255, using: &generator)
@@ -181,7 +184,9 @@ import Testing
             for index in 0..<8 { bytes[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
             try Self.rewrite(setPath) { $0 = bytes }
             do {
-                let launch = try PrelinkedLaunch.launch(setPath: setPath, request: Self.request(app, run: false))
+                let launch = try PrelinkedLaunch.launch(setPath: setPath, request: request)
+                // Every byte the set's pages hold, as compare reads them (page-in fills them).
+                _ = launch.memory.writableSnapshot()
                 launch.memory.release()
                 launched += 1
             } catch let error as ClosureError {
@@ -192,7 +197,7 @@ import Testing
                 refused += 1
             }
         }
-        #expect(refused + launched == 300 && refused > 0)
+        #expect(refused + launched == rounds && refused > 0)
     }
 
     /// `verify` checks sets: a valid one counts as valid, a damaged one as corrupt, and one
@@ -251,5 +256,17 @@ import Testing
         #expect(comparison.differences.isEmpty, "\(comparison.differences.prefix(3))")
         #expect(comparison.dyld3Result.map(Int.init) == expected)
         #expect(comparison.dyld2Result.map(Int.init) == expected)
+    }
+}
+
+/// A fixed sequence of numbers (SplitMix64), so every run forges the same sets.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
     }
 }
