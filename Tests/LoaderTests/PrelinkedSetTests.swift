@@ -209,6 +209,17 @@ import Testing
         guard case let .result(expected, _) = app.expectation else { Issue.record("reexport does not launch"); return }
         let (cache, _, setPath) = try Self.install(app)
         defer { try? FileManager.default.removeItem(atPath: cache) }
+        // The command line: install --prelink writes the set beside the closure and says so;
+        // compare --prelinked finds dyld2's memory in it.
+        let installed = try await Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", cache, "--prelink", "--json"],
+                                                  limitSeconds: 60)
+        let written = try #require((installed.json?["closures"] as? [[String: Any]])?.first, "\(installed.stdout)\(installed.stderr)")
+        #expect(written["prelinked_set"] as? String == setPath && (written["prelinked_set_bytes"] as? Int ?? 0) > 0)
+        var dated = [timespec(tv_sec: time(nil), tv_nsec: 0), timespec(tv_sec: time(nil) + 3600, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, setPath, &dated, 0) == 0)
+        let compared = try await Dyld3Binary.run(["compare", app.bundle, "--root", app.root, "--cache", cache, "--prelinked"], limitSeconds: 60)
+        #expect(compared.status == 0 && compared.stdout.contains(": identical: ") && compared.stdout.contains("main returned \(expected) both ways"),
+                "\(compared.stdout)\(compared.stderr)")
         let valid = try await Dyld3Binary.run(["verify", "--cache", cache, "--json"], limitSeconds: 60)
         #expect(valid.status == 0, "\(valid.stdout)\(valid.stderr)")
         #expect(((valid.json?["counts"] as? [String: Any])?["valid"] as? Int) == 2)
