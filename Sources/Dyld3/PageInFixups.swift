@@ -75,6 +75,14 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
         self.pageSize = pageSize
     }
 
+    /// The source for one launch of a prelinked set: its slide runs, read as the rebase runs
+    /// of one image (index 0), the whole range (`vmSize` bytes, at the region's base).
+    package init(slideRuns: ArraySlice<UInt8>, pages: [FixupPage], vmSize: UInt64, path: String, pageSize: UInt64) {
+        images = [ImagePages(rebaseRuns: slideRuns, bindRuns: [0], pages: pages, vmSize: vmSize, path: path)]
+        targetValues = []
+        self.pageSize = pageSize
+    }
+
     package func applyFixups(image index: Int, to page: inout PageBuffer) -> PageFillFailure? {
         guard let entry = entry(image: index, vmOffset: page.vmOffset) else { return nil }
         let image = images[index]

@@ -37,14 +37,8 @@ struct BenchApp {
 
     /// Generates whatever is missing for `dylibs` frameworks; `log` gets one line per build.
     static func prepare(dylibs: Int, configuration: BenchConfiguration, log: (String) -> Void) async throws(BenchError) -> BenchApp {
-        let apps = configuration.workDirectory + "/bench-apps"
-        let app = BenchApp(dylibs: dylibs,
-                           machODirectory: "\(apps)/\(dylibs)-\(configuration.arch)-\(configuration.style)\(configuration.objc?.directorySuffix ?? "")",
-                           elfDirectory: "\(apps)/\(dylibs)-elf")
-        let generator = configuration.repositoryRoot + "/tools/gen-app"
-        let base = [generator, "--dylibs", "\(dylibs)", "--seed", "\(BenchConfiguration.seed)", "--jobs", "2"]
-        try await generate(app.machODirectory, base + ["--arch", configuration.arch, "--style", configuration.style]
-                           + (configuration.objc?.generatorArguments ?? []), log: log)
+        let app = try await prepareMachO(dylibs: dylibs, configuration: configuration, log: log)
+        let base = [configuration.repositoryRoot + "/tools/gen-app", "--dylibs", "\(dylibs)", "--seed", "\(BenchConfiguration.seed)", "--jobs", "2"]
         // A twin generated before gen-app wrote the one-directory layout is generated again.
         try await generate(app.elfDirectory, base + ["--elf"], expecting: app.elfExecutableDirectory(.oneDirectory) + "/" + app.name, log: log)
         for layout in ELFLayout.allCases {
@@ -55,6 +49,19 @@ struct BenchApp {
                 throw .failed("\(app.elfLoadRoot(layout)): cannot be written")
             }
         }
+        return app
+    }
+
+    /// The Mach-O app alone (no ELF twin), generated when missing: what the prelinked bench needs.
+    static func prepareMachO(dylibs: Int, configuration: BenchConfiguration, log: (String) -> Void) async throws(BenchError) -> BenchApp {
+        let apps = configuration.workDirectory + "/bench-apps"
+        let app = BenchApp(dylibs: dylibs,
+                           machODirectory: "\(apps)/\(dylibs)-\(configuration.arch)-\(configuration.style)\(configuration.objc?.directorySuffix ?? "")",
+                           elfDirectory: "\(apps)/\(dylibs)-elf")
+        let generator = configuration.repositoryRoot + "/tools/gen-app"
+        try await generate(app.machODirectory, [generator, "--dylibs", "\(dylibs)", "--seed", "\(BenchConfiguration.seed)", "--jobs", "2",
+                                                "--arch", configuration.arch, "--style", configuration.style]
+                           + (configuration.objc?.generatorArguments ?? []), log: log)
         return app
     }
 

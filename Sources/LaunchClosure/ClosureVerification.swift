@@ -42,6 +42,11 @@ public struct ClosureVerification: Sendable {
             self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "is a directory")])
             return
         }
+        if path.hasSuffix("." + ClosureCache.prelinkedSetExtension) {
+            let (status, problems) = ClosureVerification.verifyPrelinkedSet(path, trusting: trustKey, alwaysHash: alwaysHash)
+            self.init(path, status, problems)
+            return
+        }
         guard path.hasSuffix("." + ClosureCache.fileExtension) else {
             self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "has no .\(ClosureCache.fileExtension) extension")])
             return

@@ -48,6 +48,20 @@ package enum UnsafeFileIO {
             return bytes
         }
 
+        /// Up to `count` bytes at `offset` (fewer at the end of the file or on a read error).
+        func read(offset: UInt64, count: Int) -> [UInt8] {
+            unsafe [UInt8](unsafeUninitializedCapacity: max(0, count)) { buffer, initialized in
+                var done = 0
+                while done < count {
+                    let got = UnsafeSystemCall.retryingInterrupts({ unsafe pread(fd, buffer.baseAddress! + done, count - done, off_t(offset) + off_t(done)) },
+                                                                  failed: { $0 < 0 })
+                    guard case let .success(read) = got, read > 0 else { break }
+                    done += read
+                }
+                initialized = done
+            }
+        }
+
         /// The whole file (its `fstat` size, which the caller has bounded) mapped read-only,
         /// or nil when it cannot be mapped. The mapping outlives the descriptor and is
         /// unmapped with the last view onto it. A file its owner truncates while it is mapped

@@ -52,10 +52,22 @@ package struct LaunchComparison: Sendable {
     /// code can run here, both are also run to compare main's result. `closurePath` names
     /// where `closure` came from (in refusals). Throws `LoadError` when a launch fails,
     /// `ClosureError` when the fast path refuses the closure.
+    /// With `prelinkedSet`, the dyld3 side is the launch of that prelinked set
+    /// (``PrelinkedLaunch``), laid out as the slow path lays out the images, and `closure`
+    /// (the closure it was built from) gives the fixups compared.
     /// `dlopen`: paths opened after each launch (before anything runs), in order, as the
     /// app's code would open them; the images they add are compared too, at one slide.
     package static func run(options: LaunchOptions, closure: LaunchClosure, closurePath: String,
-                           checks: FastPath.Checks = FastPath.Checks(), dlopen: [String] = []) throws -> LaunchComparison {
+                           checks: FastPath.Checks = FastPath.Checks(), prelinkedSet: String? = nil,
+                           dlopen: [String] = []) throws -> LaunchComparison {
+        func fastLaunch(_ request: LaunchOptions, report: inout LaunchReport, clock: inout PhaseClock) throws -> Launch {
+            guard let prelinkedSet else {
+                return try FastPath.launch(closure, closurePath: closurePath, request: request, checks: checks, report: &report, clock: &clock)
+            }
+            let launch = try PrelinkedLaunch.launch(setPath: prelinkedSet, request: request, checks: checks)
+            report = launch.report
+            return launch
+        }
         let runCode = options.run
         var options = options
         options.run = false
@@ -75,7 +87,7 @@ package struct LaunchComparison: Sendable {
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
         options.slide = slide
-        let fast = try FastPath.launch(closure, closurePath: closurePath, request: options, checks: checks, report: &report, clock: &clock)
+        let fast = try fastLaunch(options, report: &report, clock: &clock)
         let (fastOpened, _) = try open(dlopen, in: fast.memory, slides: slides)
         let fastSnapshot = snapshot(fast.memory)
         let pagesRegistered = Int((fast.memory.pager?.registeredBytes ?? 0) / LaunchMemory.pageSize)
@@ -154,7 +166,7 @@ package struct LaunchComparison: Sendable {
             notRunReason = slowRun.report.notRunReason
             slowRun.memory.release()
             var runReport = LaunchReport(mode: "dyld3")
-            let fastRun = try FastPath.launch(closure, closurePath: closurePath, request: options, checks: checks, report: &runReport, clock: &clock)
+            let fastRun = try fastLaunch(options, report: &runReport, clock: &clock)
             results.1 = fastRun.report.result
             fastRun.memory.release()
             if results.0 != results.1 {

@@ -113,21 +113,44 @@ public struct ImagePlan: Equatable, Sendable {
 /// a page-in launch makes before anything is written or run both ask it.
 public struct WritableRanges: Sendable {
     @usableFromInline let ranges: [(start: UInt64, lastStore: UInt64)]
+    /// Whether `ranges` ascend and do not overlap: then the one range that can hold a location is
+    /// found by binary search (a prelinked set's range has a writable segment or two per
+    /// image: hundreds), else by a scan (an image's two or three).
+    @usableFromInline let ascending: Bool
 
     public init(_ plan: ImagePlan) {
         ranges = plan.segments.compactMap { segment in
             segment.isWritable && segment.vmSize >= 8 ? (segment.vmOffset, segment.vmSize - 8) : nil
         }
+        ascending = zip(ranges, ranges.dropFirst()).allSatisfy { $0.start < $1.start && $1.start - $0.start >= 8 && $0.lastStore <= $1.start - $0.start - 8 }
     }
 
     /// Whether 8-byte stores at every location from `start` to `last` (offsets from the
     /// image's base) lie inside one writable segment.
     @inlinable
     public func accepts(start: UInt64, last: UInt64) -> Bool {
-        for range in ranges where start >= range.start && last >= start && last - range.start <= range.lastStore {
-            return true
+        holding(start: start, last: last) != nil
+    }
+
+    /// The range holding 8-byte stores at every location from `start` to `last`, if one does.
+    @inlinable
+    func holding(start: UInt64, last: UInt64) -> (start: UInt64, lastStore: UInt64)? {
+        guard last >= start else { return nil }
+        if ascending, ranges.count > 4 {
+            // The last range starting at or before `start`: the only one that can hold it.
+            var low = 0, high = ranges.count
+            while low < high {
+                let middle = (low + high) / 2
+                if ranges[middle].start <= start { low = middle + 1 } else { high = middle }
+            }
+            guard low > 0 else { return nil }
+            let range = ranges[low - 1]
+            return last - range.start <= range.lastStore ? range : nil
         }
-        return false
+        for range in ranges where start >= range.start && last - range.start <= range.lastStore {
+            return range
+        }
+        return nil
     }
 
     /// How many locations a run from `start` to `last` may hold: one per 4 bytes of the
@@ -135,10 +158,7 @@ public struct WritableRanges: Sendable {
     /// runs hold one per 8 bytes of a page at most); nil when no writable segment holds it.
     @inlinable
     public func capacity(start: UInt64, last: UInt64) -> UInt64? {
-        for range in ranges where start >= range.start && last >= start && last - range.start <= range.lastStore {
-            return (range.lastStore + 8) / 4
-        }
-        return nil
+        holding(start: start, last: last).map { ($0.lastStore + 8) / 4 }
     }
 
     /// Whether `run` lies inside one writable segment and holds no more locations than

@@ -32,7 +32,7 @@ public final class LaunchMemory {
     public static var pageSize: UInt64 { UnsafeMemory.pageSize }
 
     /// Images are laid out in order, each page-aligned, with one guard page between them.
-    static func layout(_ plans: [ImagePlan]) -> (offsets: [UInt64], size: UInt64) {
+    package static func layout(_ plans: [ImagePlan]) -> (offsets: [UInt64], size: UInt64) {
         let page = UnsafeMemory.pageSize
         var offsets: [UInt64] = []
         var cursor: UInt64 = 0
@@ -71,25 +71,7 @@ public final class LaunchMemory {
             }
         }
         let (offsets, size) = LaunchMemory.layout(plans)
-        let hint: UInt64
-        if let firstSlide, let first = plans.first {
-            hint = first.preferredBase &+ firstSlide
-            guard hint % page == 0 else {
-                throw .mapping(image: first.path, reason: "slide 0x\(String(firstSlide, radix: 16)) is not page-aligned")
-            }
-        } else {
-            // A random page in the middle of the user address space (ASLR).
-            hint = UInt64.random(in: 0x1000_0000_0000...0x5000_0000_0000) / page * page
-        }
-        var reservation = UnsafeMemory.reserve(size: size, at: hint)
-        if case .failure = reservation, firstSlide == nil {
-            reservation = UnsafeMemory.reserve(size: size, at: 0)
-        }
-        switch reservation {
-        case let .success(base): regionBase = base
-        case let .failure(reason):
-            throw .mapping(image: plans.first?.path ?? "?", reason: "cannot reserve \(size) bytes at 0x\(String(hint, radix: 16)): \(reason)")
-        }
+        regionBase = try LaunchMemory.reserveRegion(size: size, first: plans.first, firstSlide: firstSlide)
         regionSize = size
         do throws(LoadError) {
             // Page-in: the reservation is registered whole, once; the ranges wholly
@@ -118,6 +100,44 @@ public final class LaunchMemory {
         } catch {
             release()
             throw error
+        }
+    }
+
+    /// The memory of a range mapped whole by the caller (a prelinked set,
+    /// ``LaunchMemory/mapPrelinked(plans:offsets:rangeSize:fd:dataOffset:firstSlide:)``):
+    /// `images` lie in the reserved region at `base`, `size` bytes; `pager` pages part of it in.
+    init(mappedRegion base: UInt64, size: UInt64, images: [Image], pager: FixupPager? = nil) {
+        self.pager = pager
+        pagedRanges = images.map { $0.plan.segments.map { _ in [] } }
+        deferred = images.map { $0.plan.segments.map { _ in false } }
+        regionBase = base
+        regionSize = size
+        self.images = images
+    }
+
+    /// Reserves `size` bytes of address space for a launch whose first image is `first`:
+    /// where `firstSlide` puts that image, else at a random page-aligned address (ASLR),
+    /// else anywhere.
+    static func reserveRegion(size: UInt64, first: ImagePlan?, firstSlide: UInt64?) throws(LoadError) -> UInt64 {
+        let page = UnsafeMemory.pageSize
+        let hint: UInt64
+        if let firstSlide, let first {
+            hint = first.preferredBase &+ firstSlide
+            guard hint % page == 0 else {
+                throw .mapping(image: first.path, reason: "slide 0x\(String(firstSlide, radix: 16)) is not page-aligned")
+            }
+        } else {
+            // A random page in the middle of the user address space (ASLR).
+            hint = UInt64.random(in: 0x1000_0000_0000...0x5000_0000_0000) / page * page
+        }
+        var reservation = UnsafeMemory.reserve(size: size, at: hint)
+        if case .failure = reservation, firstSlide == nil {
+            reservation = UnsafeMemory.reserve(size: size, at: 0)
+        }
+        switch reservation {
+        case let .success(base): return base
+        case let .failure(reason):
+            throw .mapping(image: first?.path ?? "?", reason: "cannot reserve \(size) bytes at 0x\(String(hint, radix: 16)): \(reason)")
         }
     }
 

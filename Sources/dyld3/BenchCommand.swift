@@ -59,6 +59,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "How --cold empties the page cache: drop_caches (root) or posix_fadvise; default: drop_caches when writable, else posix_fadvise.")
     var evict: EvictionMethod?
 
+    @Flag(help: "Measure prelinked sets instead (docs/prelinked.md): the per-image floor, dyld3, the prelinked launch eager and page-in, and the set's own floor; writes prelinked.json and prelinked.md.")
+    var prelinked = false
+
     @Flag(help: "Print bench.json on stdout instead of the Markdown report (the files are written all the same).")
     var json = false
 
@@ -90,6 +93,21 @@ struct BenchCommand: AsyncParsableCommand {
         configuration.faultAround = max(1, faultAround)
         if objcClasses > 0 {
             configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs)
+        }
+        if prelinked {
+            do {
+                let (results, eviction) = try await PrelinkBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                let markdown = PrelinkBench.markdown(results, runs: runs, cold: eviction)
+                let json = try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)) + Data("\n".utf8)
+                try json.write(to: URL(fileURLWithPath: out + "/prelinked.json"), options: .atomic)
+                try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/prelinked.md"), options: .atomic)
+                FileHandle.standardOutput.write(self.json ? json : Data(markdown.utf8))
+            } catch {
+                CommandFailure(error).report(json: json)
+                throw ExitCode(1)
+            }
+            return
         }
         do {
             let report = try await LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }

@@ -29,6 +29,9 @@ struct CompareCommand: ParsableCommand {
         valueName: "PATH"))
     var dlopen: [String] = []
 
+    @Flag(help: "Compare dyld2 with the launch of the app's prelinked set (install --prelink) instead of its closure.")
+    var prelinked = false
+
     @Flag(help: "Print the comparison as JSON.")
     var json = false
 
@@ -64,9 +67,18 @@ struct CompareCommand: ParsableCommand {
                                                    policy: options.signingPolicy)
                 closureSource = "(built in memory)"
             }
+            var setPath: String?
+            if prelinked {
+                setPath = ClosureCache.prelinkedSetPath(forClosure: cachedPath)
+                guard FileStatus.of(setPath!) != nil else {
+                    throw CommandFailure(what: setPath!, why: "no prelinked set", fix: "run `dyld3 install \(app) --prelink` (with the same --root and --cache)",
+                                         kind: "missing")
+                }
+                closureSource = setPath!
+            }
             let opened = dlopen.map { InstallCommand.dlopenPath($0, executable: closure.images[0].path) }
             let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, checks: checks,
-                                                      dlopen: opened)
+                                                      prelinkedSet: setPath, dlopen: opened)
             if json {
                 print(JSONValue.object([
                     ("schema_version", .int(JSONValue.schemaVersion)),

@@ -29,6 +29,9 @@ struct InstallCommand: ParsableCommand {
     @Option(help: "Sign every closure with this private key (dyld3 key generate): launches with --trust accept only signed closures.")
     var sign: String?
 
+    @Flag(help: "Also write a prelinked set beside each closure: the segments of all its images in one file, fixed up for one base (docs/prelinked.md).")
+    var prelink = false
+
     @Flag(help: "Print one JSON document (docs/json.md): every closure written and every app that got none, with its error.")
     var json = false
 
@@ -109,6 +112,7 @@ struct InstallCommand: ParsableCommand {
                     FileHandle.standardError.write(Data("dyld3: \(path): replaced an untrusted closure (\(untrusted))\n".utf8))
                 }
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                let prelinked = prelink ? try PrelinkInstall.write(closure, closurePath: path) : nil
                 let line = "\(app) [\(roots.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
                     + "\(closure.totalBinds) binds" + (closure.dlopens.isEmpty ? "" : ", \(closure.dlopens.count) dlopen closures")
                     + " -> \(path) (\(size) bytes)"
@@ -118,9 +122,10 @@ struct InstallCommand: ParsableCommand {
                         ("rebases", .int(Int64(closure.totalRebases))), ("binds", .int(Int64(closure.totalBinds))),
                         ("closure", .string(path)), ("closure_bytes", .int(Int64(size))),
                         ("dlopen_closures", .array(closure.dlopens.map { .string($0.requested) })),
-                    ]))
+                    ] + (prelinked?.json ?? [])))
                 } else {
                     print(line)
+                    if let prelinked { print(prelinked.line) }
                 }
             } catch {
                 let failure = CommandFailure(error, context: options.failureContext(app: app))

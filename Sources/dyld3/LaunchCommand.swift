@@ -30,7 +30,7 @@ struct LaunchCommand: ParsableCommand {
 
     @OptionGroup var trust: TrustOptions
 
-    @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); auto: dyld3 when a valid closure exists, else dyld2.")
+    @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); prelinked: the app's prelinked set (install --prelink); auto: the prelinked set when there is one and it is fresh, else dyld3 when a valid closure exists, else dyld2.")
     var mode: LaunchMode = .auto
 
 
@@ -65,7 +65,7 @@ struct LaunchCommand: ParsableCommand {
     var json = false
 
     enum LaunchMode: String, ExpressibleByArgument, CaseIterable {
-        case dyld2, dyld3, auto
+        case dyld2, dyld3, auto, prelinked
     }
 
     func run() throws {
@@ -81,7 +81,20 @@ struct LaunchCommand: ParsableCommand {
         let path = options.closureCache.closurePath(forApp: request.roots.last!, arch: request.arch)
         var fallback: ClosureError?
         var launch: Launch?
-        if mode != .dyld2 {
+        let setPath = ClosureCache.prelinkedSetPath(forClosure: path)
+        if mode == .prelinked || (mode == .auto && FileStatus.of(setPath) != nil) {
+            do {
+                launch = try PrelinkedLaunch.launch(setPath: setPath, request: request, checks: checks)
+                closurePath = setPath
+            } catch let error as ClosureError {
+                if mode == .prelinked {
+                    let failure = CommandFailure(error, context: options.failureContext(app: app))
+                    throw CommandFailure(what: "--mode prelinked", why: "\(failure.what): \(failure.why)", fix: failure.fix, kind: failure.kind)
+                }
+                if !json { FileHandle.standardError.write(Data("dyld3: prelinked set not used (\(error)); trying the closure\n".utf8)) }
+            }
+        }
+        if launch == nil, mode == .dyld3 || mode == .auto {
             do {
                 launch = try FastPath.launch(closurePath: path, request: request, checks: checks)
                 closurePath = path

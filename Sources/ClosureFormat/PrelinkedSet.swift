@@ -1,0 +1,304 @@
+import LaunchPlan
+import MachOReader
+
+/// A prelinked image set: every image of one launch laid out in one address range, as the
+/// per-image launch lays them out (load order, each image page-aligned, one guard page
+/// after each), its segments copied into one file with every fixup already applied for one
+/// base address. What a launch has left is in ``closure`` (the app's closure with its
+/// fixup runs taken out: binding, identities, plans, initializers, `+load` calls,
+/// thread-local records) and in the slide runs: every word whose value is an address in
+/// the range, as rebase runs (``FixupRuns``) over the whole range read as one image, with
+/// their per-page index (``FixupPageIndex``). Sliding the set stores each of them again
+/// for the range's new base. docs/prelinked.md.
+public struct PrelinkedSet: Equatable, Sendable {
+    /// The set file format version (the header's).
+    public static let formatVersion: UInt32 = 1
+    /// Where the data starts in the file: a multiple of every page size a host may have.
+    public static let dataAlignment: UInt64 = 16384
+
+    /// The app's closure without fixup runs (rebases, binds and the Objective-C step's
+    /// writes are in the data already).
+    public var closure: LaunchClosure
+    /// The address the data was fixed up for: where the range starts (image 0's region).
+    public var base: UInt64
+    /// The host page size the layout was made for (images and guard pages in its units).
+    public var pageSize: UInt64
+    /// Bytes of the range (and of the data): every image and its guard page.
+    public var rangeSize: UInt64
+    /// Per image: where its preferred base lies in the range.
+    public var imageOffsets: [UInt64]
+    /// The slide runs: rebase runs (locations and targets as offsets from the range's start).
+    public var slideRuns: ArraySlice<UInt8>
+    public var slideCount: Int
+    /// Where each page's slide runs start (page-in).
+    public var slidePageIndex: FixupPageIndex
+
+    public init(closure: LaunchClosure, base: UInt64, pageSize: UInt64, rangeSize: UInt64, imageOffsets: [UInt64],
+                slideRuns: ArraySlice<UInt8>, slideCount: Int, slidePageIndex: FixupPageIndex) {
+        self.closure = closure
+        self.base = base
+        self.pageSize = pageSize
+        self.rangeSize = rangeSize
+        self.imageOffsets = imageOffsets
+        self.slideRuns = slideRuns
+        self.slideCount = slideCount
+        self.slidePageIndex = slidePageIndex
+        rangePlan = Self.rangePlan(closure, imageOffsets: imageOffsets, base: base, rangeSize: rangeSize)
+    }
+
+    /// The whole range read as one image (for the slide runs' writer and checks): every
+    /// segment of every image at its offset in the range, named `image-index/segment`.
+    /// Made once, with the set.
+    public private(set) var rangePlan: ImagePlan
+
+    static func rangePlan(_ closure: LaunchClosure, imageOffsets: [UInt64], base: UInt64, rangeSize: UInt64) -> ImagePlan {
+        var segments: [SegmentPlan] = []
+        for (index, image) in closure.images.enumerated() {
+            for segment in image.plan.segments {
+                var moved = segment
+                moved.vmOffset += imageOffsets[index]
+                moved.name = "\(index)/\(segment.name)"
+                segments.append(moved)
+            }
+        }
+        return ImagePlan(path: "prelinked set", preferredBase: base, vmSize: rangeSize, segments: segments)
+    }
+
+    /// Checks every slide run and page before anything is written: each run inside one
+    /// writable segment of the range, each target inside it, the page index decodable and
+    /// each indexed page inside a writable segment. What a page-in launch checks before it
+    /// maps (an eager one checks each run before its first store), and `verify`.
+    public func checkSlideRuns(path: String) throws(ClosureError) {
+        let plan = rangePlan
+        let writable = WritableRanges(plan)
+        do throws(FixupFault) {
+            try FixupRunWalk(slideRuns).forEachRebase { (run, _) throws(FixupFault) in
+                guard writable.accepts(run) else { throw writable.fault(run) }
+            } _: { (_, target) throws(FixupFault) in
+                guard target.offset < rangeSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
+            }
+        } catch {
+            throw .fixups(path: path, image: "the prelinked range", stream: .rebases, fault: error)
+        }
+        let index = try slidePageIndex.pages(path: path)
+        for page in index.pages {
+            let (start, overflow) = page.page.multipliedReportingOverflow(by: index.pageSize)
+            guard !overflow, writable.accepts(start) else {
+                throw .corrupt(path: path, offset: 0, what: "the slide page index names page \(page.page), outside every writable segment of the range")
+            }
+        }
+    }
+
+    /// The closure with its fixup runs taken out: what a set keeps of it.
+    public static func stripped(_ closure: LaunchClosure) -> LaunchClosure {
+        var stripped = closure
+        // An empty stream is its run count, 0.
+        let noRuns: ArraySlice<UInt8> = [0]
+        for index in stripped.images.indices {
+            stripped.images[index].rebaseRuns = noRuns
+            stripped.images[index].bindRuns = noRuns
+            stripped.images[index].rebaseCount = 0
+            stripped.images[index].bindCount = 0
+            stripped.images[index].fixupPageIndex = FixupPageIndex(rebases: [], binds: [])
+        }
+        stripped.objc.bindRuns = stripped.objc.bindRuns.map { _ in [] }
+        stripped.objc.bindCounts = stripped.objc.bindCounts.map { _ in 0 }
+        stripped.bindTargets = BindTargetTable([])
+        return stripped
+    }
+
+    /// The metadata's bytes: the stripped closure's body (a blob), the base, the page size,
+    /// the range size, the image offsets, the slide count and runs, the page index.
+    func encodedMetadata() -> [UInt8] {
+        var w = ClosureWriter()
+        w.blob(closure.encodedBody()[...])
+        w.u64(base)
+        w.uleb(pageSize)
+        w.uleb(rangeSize)
+        w.uleb(imageOffsets.count)
+        for offset in imageOffsets { w.uleb(offset) }
+        w.uleb(slideCount)
+        w.blob(slideRuns)
+        w.blob(slidePageIndex.bytes)
+        return w.bytes
+    }
+
+    /// Decodes and checks the metadata: the closure's own checks, then the layout (every
+    /// image page-aligned, inside the range, after the one before it) and the page index.
+    init(parsingMetadata bytes: [UInt8], path: String) throws(ClosureError) {
+        var r = ClosureReader(bytes, path: path)
+        let body = try r.blob()
+        closure = try LaunchClosure(parsingBody: Array(body), path: path)
+        base = try r.u64()
+        pageSize = try r.uleb()
+        rangeSize = try r.uleb()
+        guard pageSize >= 4096, pageSize <= PrelinkedSet.dataAlignment, pageSize & (pageSize - 1) == 0 else {
+            throw r.corrupt("page size \(pageSize) is not a power of two from 4096 to \(PrelinkedSet.dataAlignment)")
+        }
+        guard base % pageSize == 0, rangeSize % pageSize == 0 else {
+            throw r.corrupt("base 0x\(String(base, radix: 16)) or range size \(rangeSize) is not page-aligned")
+        }
+        let count = try r.count(of: "image offset")
+        guard count == closure.images.count else {
+            throw r.corrupt("\(count) image offsets for \(closure.images.count) images")
+        }
+        // Each segment gets its own protection, page by page: it must start on a page. The
+        // range is read after the launch (the digest, compare): a segment written there must
+        // stay readable.
+        for image in closure.images {
+            for segment in image.plan.segments {
+                guard segment.vmOffset % pageSize == 0 else {
+                    throw r.corrupt("segment \(segment.name) of \(image.path) does not start on a \(pageSize)-byte page")
+                }
+                guard !segment.isWritable || segment.protection.contains(.read) else {
+                    throw r.corrupt("segment \(segment.name) of \(image.path) is written but not readable")
+                }
+            }
+        }
+        imageOffsets = []
+        var end: UInt64 = 0
+        for index in 0..<count {
+            let offset = try r.uleb()
+            let size = closure.images[index].plan.vmSize
+            guard offset % pageSize == 0, offset >= end, offset <= rangeSize, size <= rangeSize - offset else {
+                throw r.corrupt("image \(index) (\(closure.images[index].path)) at +0x\(String(offset, radix: 16)), \(size) bytes, "
+                    + "is not page-aligned inside the \(rangeSize)-byte range after the image before it")
+            }
+            imageOffsets.append(offset)
+            end = offset + size
+        }
+        slideCount = try r.int("slide count")
+        slideRuns = try r.blob()
+        slidePageIndex = FixupPageIndex(bytes: try r.blob())
+        guard r.atEnd else { throw r.corrupt("bytes after the set's metadata") }
+        _ = try slidePageIndex.pages(path: path)
+        rangePlan = Self.rangePlan(closure, imageOffsets: imageOffsets, base: base, rangeSize: rangeSize)
+    }
+}
+
+/// The set file: a 64-byte ``PrelinkedSetHeader``, the metadata (``PrelinkedSet``'s
+/// encoding, not compressed: it is read at every launch), zeros up to
+/// ``PrelinkedSet/dataAlignment``, then the data, mapped as it lies.
+public enum PrelinkedSetFile {
+    /// The file's bytes: header, metadata, padding, data (`data.count` is the range's size).
+    public static func encode(_ set: PrelinkedSet, data: [UInt8]) -> [UInt8] {
+        let metadata = set.encodedMetadata()
+        let alignment = PrelinkedSet.dataAlignment
+        let dataOffset = (UInt64(PrelinkedSetHeader.size + metadata.count) + alignment - 1) / alignment * alignment
+        let header = PrelinkedSetHeader(metadataSize: UInt64(metadata.count), dataOffset: dataOffset, dataSize: UInt64(data.count),
+                                        dataHash: UnsafeHash.xxh3(data[...]))
+        var file = header.bytes(metadata: metadata)
+        file += [UInt8](repeating: 0, count: Int(dataOffset) - file.count)
+        file += data
+        return file
+    }
+
+    /// Checks the header (magic, version, checksum of the header and metadata, the data's
+    /// extent against `fileSize`) and decodes the metadata. `prefix` holds the file's first
+    /// bytes, at least up to the data. The data itself is not read: `verify` and
+    /// `--hash-images` check its hash (``checkData(_:header:path:)``).
+    public static func decode(prefix: ByteView, fileSize: UInt64, path: String) throws(ClosureError) -> (header: PrelinkedSetHeader, set: PrelinkedSet) {
+        let header = try PrelinkedSetHeader(parsing: prefix, fileSize: fileSize, path: path)
+        guard let metadata = try? prefix.bytes(PrelinkedSetHeader.size, Int(header.metadataSize)) else {
+            throw .corrupt(path: path, offset: PrelinkedSetHeader.size, what: "the metadata runs past the file")
+        }
+        let set = try PrelinkedSet(parsingMetadata: metadata, path: path)
+        guard header.dataSize == set.rangeSize else {
+            throw .corrupt(path: path, offset: 40, what: "\(header.dataSize) bytes of data for a \(set.rangeSize)-byte range")
+        }
+        return (header, set)
+    }
+
+    /// Checks the data's xxh3 against the header's (`data`: the file's bytes from the data offset).
+    public static func checkData(_ data: ByteView, header: PrelinkedSetHeader, path: String) throws(ClosureError) {
+        guard data.count == Int(header.dataSize), UnsafeHash.xxh3(data) == header.dataHash else {
+            throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data's hash is not the one the header records (changed or truncated)")
+        }
+    }
+}
+
+/// The 64-byte header of a set file, field by field (docs/prelinked.md).
+///
+///     0  magic "DYLD3PS\0"
+///     8  checksum: xxh3-64 of every byte from offset 16 to the end of the metadata
+///    16  format version (u32)     20  flags (u32, 0)
+///    24  metadata size (u64)      32  data offset (u64)
+///    40  data size (u64)          48  data hash: xxh3-64 of the data (u64)
+///    56  reserved (u64, 0)
+public struct PrelinkedSetHeader: Equatable, Sendable {
+    public static let magic: [UInt8] = Array("DYLD3PS\u{0}".utf8)
+    public static let size = 64
+    /// No metadata comes near this (a few hundred bytes per image).
+    public static let maxMetadataSize: UInt64 = 64 << 20
+
+    public let checksum: UInt64
+    public let version: UInt32
+    public let metadataSize: UInt64
+    public let dataOffset: UInt64
+    public let dataSize: UInt64
+    public let dataHash: UInt64
+
+    init(metadataSize: UInt64, dataOffset: UInt64, dataSize: UInt64, dataHash: UInt64) {
+        checksum = 0
+        version = PrelinkedSet.formatVersion
+        self.metadataSize = metadataSize
+        self.dataOffset = dataOffset
+        self.dataSize = dataSize
+        self.dataHash = dataHash
+    }
+
+    /// Reads the header from `prefix` (the file's first bytes) and checks it against the
+    /// file's size: magic, version, checksum, the metadata before the data, the data
+    /// aligned and ending at the file's end.
+    public init(parsing prefix: ByteView, fileSize: UInt64, path: String) throws(ClosureError) {
+        guard prefix.count >= Self.size, let fields = try? prefix.bytes(0, Self.size) else {
+            throw .corrupt(path: path, offset: prefix.count, what: "\(prefix.count) bytes is shorter than the \(Self.size)-byte header of a prelinked set")
+        }
+        guard Array(fields[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a prelinked set (bad magic)") }
+        func word(_ offset: Int) -> UInt64 {
+            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[offset + $1]) }
+        }
+        checksum = word(8)
+        version = UInt32(truncatingIfNeeded: word(16))
+        let flags = UInt32(truncatingIfNeeded: word(16) >> 32)
+        metadataSize = word(24)
+        dataOffset = word(32)
+        dataSize = word(40)
+        dataHash = word(48)
+        guard metadataSize <= Self.maxMetadataSize, UInt64(Self.size) + metadataSize <= dataOffset,
+              dataOffset % PrelinkedSet.dataAlignment == 0, dataOffset <= fileSize, fileSize - dataOffset == dataSize else {
+            throw .corrupt(path: path, offset: 24, what: "metadata of \(metadataSize) bytes, data of \(dataSize) bytes at offset \(dataOffset) "
+                + "do not fit the file's \(fileSize) bytes (truncated or damaged)")
+        }
+        guard let checked = try? prefix.slice(16, Self.size - 16 + Int(metadataSize)), UnsafeHash.xxh3(checked) == checksum else {
+            throw .corrupt(path: path, offset: 8, what: "checksum mismatch")
+        }
+        guard version == PrelinkedSet.formatVersion else {
+            throw .incompatible(path: path, what: "prelinked set format version \(version), this loader reads \(PrelinkedSet.formatVersion)")
+        }
+        guard flags == 0, word(56) == 0 else { throw .corrupt(path: path, offset: 20, what: "unknown flags or reserved bits") }
+    }
+
+    /// The metadata size the first bytes of a file declare (0 when they are too short),
+    /// unchecked: how much a reader reads before it checks the header.
+    public static func declaredMetadataSize(_ fields: [UInt8]) -> UInt64 {
+        guard fields.count >= 32 else { return 0 }
+        return (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[24 + $1]) }
+    }
+
+    /// The header, its checksum computed over it and `metadata`, followed by `metadata`.
+    func bytes(metadata: [UInt8]) -> [UInt8] {
+        var w = ClosureWriter()
+        w.u64(0)
+        w.u64(UInt64(version))
+        w.u64(metadataSize)
+        w.u64(dataOffset)
+        w.u64(dataSize)
+        w.u64(dataHash)
+        w.u64(0)
+        var file = Self.magic + w.bytes + metadata
+        let checksum = UnsafeHash.xxh3(file[16...])
+        for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
+        return file
+    }
+}

@@ -1,0 +1,235 @@
+import ClosureBuild
+import ClosureFormat
+import Dyld3
+import Foundation
+import LaunchClosure
+import LaunchPlan
+import LoaderCore
+
+/// `dyld3 bench --prelinked` (docs/prelinked.md): per size, interleaved in one process, the
+/// per-image mapping floor (with and without protections), a dyld3 launch, a launch of the
+/// prelinked set (eager, and with `--fixups page-in`) and the set's own floor (one
+/// reservation, the set's mappings, one write per slide page, protections); with `cold`,
+/// each again after its files were evicted from the page cache. Plus the set's install
+/// time and its size beside the images'. No path runs code.
+package struct PrelinkedBenchResult: Codable, Sendable {
+    package var dylibs: Int
+    package var images: Int
+    package var slideLocations: Int
+    package var slidePages: Int
+    /// The set file, and the images' files it was built from.
+    package var setBytes: UInt64
+    package var imageBytes: UInt64
+    /// Building and writing the set (after the closure), as `install --prelink` does.
+    package var install: Distribution
+    /// The set's mapping calls: one `mmap`, then one `mprotect` per range of one protection.
+    package var mappingCalls: Int
+    /// Per path (``PrelinkBench/paths``): launch times, warm and cold.
+    package var warm: [String: Distribution]
+    package var cold: [String: Distribution]?
+    /// Why page-in launches were eager (userfaultfd unavailable), if they were.
+    package var pageInFallbackReason: String?
+    /// Images whose identity a warm prelinked launch hashed (0 unless the images are younger than 2 s).
+    package var imagesHashed: Int
+
+    enum CodingKeys: String, CodingKey {
+        case dylibs, images, slideLocations, slidePages, setBytes, imageBytes, install = "installNs", mappingCalls
+        case warm = "warmNs", cold = "coldNs", pageInFallbackReason, imagesHashed
+    }
+}
+
+/// `prelinked.json`: snake_case keys (``LaunchBench/encoder``), each time in nanoseconds.
+package struct PrelinkedBenchReport: Codable, Sendable {
+    package var schemaVersion = 1
+    package var runs: Int
+    package var coldEviction: EvictionMethod?
+    package var sizes: [PrelinkedBenchResult]
+
+    package init(runs: Int, coldEviction: EvictionMethod?, sizes: [PrelinkedBenchResult]) {
+        self.runs = runs
+        self.coldEviction = coldEviction
+        self.sizes = sizes
+    }
+}
+
+package enum PrelinkBench {
+    /// The paths measured, in the order each round runs them.
+    package static let paths = ["floor", "floor_protected", "dyld3", "prelinked", "prelinked_page_in", "prelinked_floor"]
+
+    /// Measures every size of `configuration`; `log` gets progress lines. The results, and
+    /// how cold samples emptied the page cache.
+    package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws
+        -> (results: [PrelinkedBenchResult], eviction: EvictionMethod?) {
+        let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache")
+        try cache.prepareForWriting()
+        let eviction = configuration.cold
+            ? try EvictionMethod.choose(requested: configuration.eviction, dropCachesWritable: PageCache.dropCachesWritable) : nil
+        var results: [PrelinkedBenchResult] = []
+        for dylibs in configuration.dylibCounts {
+            log("\(dylibs) dylibs: preparing the app")
+            let app = try await BenchApp.prepareMachO(dylibs: dylibs, configuration: configuration, log: { log("  " + $0) })
+            results.append(try measure(app, configuration: configuration, cache: cache, eviction: eviction, log: log))
+        }
+        return (results, eviction)
+    }
+
+    static func measure(_ app: BenchApp, configuration: BenchConfiguration, cache: ClosureCache, eviction: EvictionMethod?,
+                        log: (String) -> Void) throws -> PrelinkedBenchResult {
+        let options = LaunchOptions(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot, run: false)
+        var pageIn = options
+        pageIn.fixups = .pageIn
+        let closurePath = cache.closurePath(forApp: app.mainImage, arch: configuration.arch)
+        let setPath = ClosureCache.prelinkedSetPath(forClosure: closurePath)
+        let closure = try ClosureBuilder.build(roots: options.roots, arch: configuration.arch, root: app.systemRoot)
+        try ClosureFile.write(closure, to: closurePath)
+        var installs: [Int64] = []
+        let clock = ContinuousClock()
+        var built: PrelinkedSet?
+        for _ in 0..<3 {
+            let start = clock.now
+            let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
+            try PrelinkedSetFile.write(set, data: data, to: setPath)
+            installs.append((clock.now - start).nanoseconds)
+            built = set
+        }
+        guard let set = built else { throw BenchError.failed("no set built") }
+        log("  set: \(set.slideCount) slide locations, \(set.rangeSize) bytes of data")
+        let floor = try MappingFloor(closure)
+        let prelinkedFloor = try PrelinkedFloor(set, setPath: setPath)
+        let images = closure.images.map(\.path)
+        let files: [String: [String]] = [
+            "floor": images, "floor_protected": images, "dyld3": images + [closurePath],
+            "prelinked": [setPath], "prelinked_page_in": [setPath], "prelinked_floor": [setPath],
+        ]
+        var fallback: String?, hashed = 0
+        func launch(_ path: String, cold: Bool) throws -> Int64 {
+            switch path {
+            case "floor", "floor_protected":
+                let mapped = try floor.launch(readAhead: cold, protections: path == "floor_protected")
+                mapped.memory.release()
+                return mapped.nanoseconds
+            case "dyld3":
+                let fast = try FastPath.launch(closurePath: closurePath, request: options)
+                fast.memory.release()
+                return fast.report.timings[.total] ?? 0
+            case "prelinked", "prelinked_page_in":
+                let launch = try PrelinkedLaunch.launch(setPath: setPath, request: path == "prelinked" ? options : pageIn)
+                launch.memory.release()
+                if path == "prelinked_page_in" { fallback = launch.report.fixupsFallbackReason } else { hashed = launch.report.imagesHashed ?? 0 }
+                return launch.report.timings[.total] ?? 0
+            default:
+                return try prelinkedFloor.launch()
+            }
+        }
+        func rounds(cold: Bool) throws -> [String: Distribution] {
+            var samples: [String: [Int64]] = [:]
+            for round in 0...configuration.runs {
+                for path in paths {
+                    if cold, let eviction { try PageCache.evict(files[path] ?? [], method: eviction) }
+                    let time = try launch(path, cold: cold)
+                    if round > 0 { samples[path, default: []].append(time) }
+                }
+            }
+            return samples.mapValues(Distribution.init)
+        }
+        log("  warm: \(configuration.runs) rounds")
+        let warm = try rounds(cold: false)
+        var cold: [String: Distribution]?
+        if eviction != nil {
+            log("  cold: \(configuration.runs) rounds")
+            cold = try rounds(cold: true)
+        }
+        return PrelinkedBenchResult(
+            dylibs: app.dylibs, images: closure.images.count, slideLocations: set.slideCount, slidePages: prelinkedFloor.pages.count,
+            setBytes: FileStatus.of(setPath)?.size ?? 0, imageBytes: closure.images.reduce(0) { $0 + $1.identity.size },
+            install: Distribution(installs), mappingCalls: 1 + prelinkedFloor.protectionCalls, warm: warm, cold: cold,
+            pageInFallbackReason: fallback, imagesHashed: hashed)
+    }
+
+    /// The Markdown table of `results`, with the targets checked.
+    package static func markdown(_ results: [PrelinkedBenchResult], runs: Int, cold: EvictionMethod?) -> String {
+        func ms(_ ns: Int64) -> String { String(format: "%.2f ms", Double(ns) / 1e6) }
+        func ratio(_ a: Int64?, _ b: Int64?) -> String {
+            guard let a, let b, b > 0 else { return "–" }
+            return String(format: "%.2f×", Double(a) / Double(b))
+        }
+        var out = "# Prelinked sets: launch against the per-image mapping floor\n\n"
+        out += "Median of \(runs) samples per path (p90 in parentheses), warm, in one process, interleaved; no path runs code. "
+            + "floor: reserve, open and map every segment of every image, one write per fixup page; floor + protections: then each "
+            + "segment's final protection. prelinked floor: one reservation, the set's one mmap, one write per slide page, its mprotects.\n\n"
+        for (title, pick) in [("warm", { (r: PrelinkedBenchResult) in r.warm }), ("cold", { (r: PrelinkedBenchResult) in r.cold ?? [:] })] {
+            guard results.contains(where: { !pick($0).isEmpty }) else { continue }
+            out += "## \(title)\n\n| dylibs | images | slide locations | " + paths.joined(separator: " | ")
+                + " | prelinked / floor + protections | page-in / floor + protections |\n"
+            out += "| ---: | ---: | ---: |" + String(repeating: " ---: |", count: paths.count + 2) + "\n"
+            for result in results {
+                let samples = pick(result)
+                out += "| \(result.dylibs) | \(result.images) | \(result.slideLocations) | "
+                    + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }.joined(separator: " | ")
+                    + " | \(ratio(samples["prelinked"]?.median, samples["floor_protected"]?.median))"
+                    + " | \(ratio(samples["prelinked_page_in"]?.median, samples["floor_protected"]?.median)) |\n"
+            }
+            out += "\n"
+        }
+        out += "## install and disk\n\n| dylibs | set build + write | set bytes | images' bytes | set / images | mapping calls |\n"
+            + "| ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        for result in results {
+            out += "| \(result.dylibs) | \(ms(result.install.median)) | \(result.setBytes) | \(result.imageBytes) | "
+                + String(format: "%.2f×", Double(result.setBytes) / Double(max(1, result.imageBytes))) + " | \(result.mappingCalls) |\n"
+        }
+        out += "\n## targets (warm medians)\n\n"
+        for result in results where [400, 1000].contains(result.dylibs) {
+            let floor = result.warm["floor_protected"]?.median ?? 0
+            for (path, target) in [("prelinked", 0.5), ("prelinked_page_in", 0.3)] {
+                let value = Double(result.warm[path]?.median ?? 0) / Double(max(1, floor))
+                out += "- \(value <= target ? "met" : "NOT met"): \(result.dylibs) dylibs: \(path) ≤ \(target)× the per-image floor + protections "
+                    + String(format: "(%.2f×)", value) + "\n"
+            }
+        }
+        if let reason = results.compactMap(\.pageInFallbackReason).first { out += "\npage-in fell back to eager: \(reason)\n" }
+        if let cold { out += "\ncold samples: page cache emptied with \(cold.rawValue) before each.\n" }
+        return out
+    }
+}
+
+/// The prelinked set's floor: the least a launch of it does. One reservation, the set's
+/// data mapped in one `mmap`, one write to each page holding a slide location, then the
+/// protections the launch sets (``LaunchMemory/prelinkedProtections()``). No file is
+/// opened but the set (once, before timing), no image is identified.
+struct PrelinkedFloor {
+    let set: PrelinkedSet
+    /// The set, opened once before timing (one `open` and `fstat`, ≈ 5 µs, left out).
+    let opened: PrelinkedSetFile.Opened
+    /// One slide location (offset in the range) in each page holding one.
+    let pages: [UInt64]
+    let protectionCalls: Int
+
+    init(_ set: PrelinkedSet, setPath: String) throws {
+        self.set = set
+        var pages: [UInt64] = []
+        let page = LaunchMemory.pageSize
+        try FixupRunWalk(set.slideRuns).forEachRebase { _, _ in } _: { location, _ in
+            if pages.last.map({ $0 / page != location / page }) ?? true { pages.append(location) }
+        }
+        self.pages = pages
+        let opened = try PrelinkedSetFile.open(setPath)
+        self.opened = opened
+        let memory = try LaunchMemory.mapPrelinked(plans: set.closure.images.map(\.plan), offsets: set.imageOffsets, rangeSize: set.rangeSize,
+                                                   fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: nil)
+        protectionCalls = memory.prelinkedProtections().count
+        memory.release()
+    }
+
+    /// One floor launch: nanoseconds from the reservation to the last protection.
+    func launch() throws -> Int64 {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let memory = try LaunchMemory.mapPrelinked(plans: set.closure.images.map(\.plan), offsets: set.imageOffsets, rangeSize: set.rangeSize,
+                                                   fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: nil)
+        for location in pages { UnsafeFixupStore.store(memory.regionBase &+ location, at: memory.regionBase &+ location) }
+        try memory.applyPrelinkedProtections()
+        let elapsed = (clock.now - start).nanoseconds
+        memory.release()
+        return elapsed
+    }
+}

@@ -1,0 +1,117 @@
+import LaunchPlan
+
+extension LaunchMemory {
+    /// The memory of a prelinked set: one range reserved (where `firstSlide` puts image 0,
+    /// else at random), the set's `rangeSize` bytes of data mapped over it read-write and
+    /// copy-on-write from `fd` at `dataOffset` in one `mmap`, image `i` at `offsets[i]`.
+    /// Protections come after the slide (``applyPrelinkedProtections()``).
+    ///
+    /// Page-in (`pageIn`): the reservation is registered with `pager` whole, and the page
+    /// ranges `ranges` (offsets in the region, page-aligned, ascending, each with the segment
+    /// that holds it), those that receive slide stores, are left out of the data's mapping:
+    /// they stay the registered reservation, with their segment's final protection, recorded
+    /// as image 0 of base the region's, their bytes at `dataOffset` + offset of `descriptor`
+    /// (the set file). The data is mapped around them. The caller starts the pager.
+    package static func mapPrelinked(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64, fd: Int32, dataOffset: UInt64,
+                                     firstSlide: UInt64?,
+                                     pageIn: (pager: FixupPager, ranges: [(range: Range<UInt64>, segment: SegmentPlan)], path: String, descriptor: ImageDescriptor)? = nil)
+        throws(LoadError) -> LaunchMemory {
+        let base = try reserveRegion(size: rangeSize, first: plans.first, firstSlide: firstSlide)
+        let images = zip(plans, offsets).map { Image(plan: $0, base: base + $1, fileLength: 0) }
+        let memory = LaunchMemory(mappedRegion: base, size: rangeSize, images: images, pager: pageIn?.pager)
+        let page = UnsafeMemory.pageSize
+        var cursor: UInt64 = 0
+        /// Maps the data from `cursor` up to `end` (offsets in the region).
+        func mapData(upTo end: UInt64) throws(LoadError) {
+            guard end > cursor else { return }
+            do throws(SystemCallFailure) {
+                try UnsafeMemory.mapFile(fd: fd, offset: dataOffset + cursor, size: end - cursor, at: base + cursor)
+            } catch {
+                throw .mapping(image: plans.first?.path ?? "?", reason: "the prelinked set's data: \(error)")
+            }
+        }
+        do throws(LoadError) {
+            if let pageIn {
+                // The reservation is registered whole, once, as the per-image page-in does;
+                // the data is mapped around the paged ranges, which stay that registered
+                // reservation, given their segment's final protection.
+                try pageIn.pager.registerRegion(start: base, size: rangeSize)
+                for (range, segment) in pageIn.ranges {
+                    guard range.lowerBound >= cursor, range.lowerBound % page == 0, range.count % Int(page) == 0, range.upperBound <= rangeSize,
+                          segment.isWritable, range.lowerBound >= segment.vmOffset,
+                          range.upperBound <= segment.vmOffset + (segment.vmSize + page - 1) / page * page else {
+                        throw LoadError.mapping(image: pageIn.path, reason: "page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of one writable segment after the one before")
+                    }
+                    try mapData(upTo: range.lowerBound)
+                    let final = finalProtection(segment)
+                    do throws(SystemCallFailure) {
+                        try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), read: final.read, write: final.write,
+                                                 execute: final.execute)
+                    } catch {
+                        throw LoadError.mapping(image: pageIn.path, reason: "page-in reservation: \(error)")
+                    }
+                    try pageIn.pager.register(start: base + range.lowerBound, size: UInt64(range.count), image: 0, path: pageIn.path,
+                                              imageBase: base, vmOffset: range.lowerBound, fileOffset: dataOffset + range.lowerBound,
+                                              fileSize: rangeSize - range.lowerBound, descriptor: pageIn.descriptor, inRegion: true)
+                    cursor = range.upperBound
+                }
+            }
+            try mapData(upTo: rangeSize)
+        } catch {
+            memory.release()
+            throw error
+        }
+        return memory
+    }
+
+    /// A writer over the whole region, read as the one image `plan` describes (its segments
+    /// the images' segments at their places in the region): the slide runs' writer.
+    package func regionWriter(_ plan: ImagePlan) -> ImageWriter {
+        ImageWriter(Image(plan: plan, base: regionBase, fileLength: 0))
+    }
+
+    /// The protection changes a prelinked region needs, from its read-write mapping: each
+    /// segment's final protection (``finalProtection(_:)``), everything else (guard pages,
+    /// gaps between segments) none, adjacent ranges of one protection merged, read-write
+    /// ones left as they are. Offsets from the region's base.
+    package func prelinkedProtections() -> [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] {
+        let page = UnsafeMemory.pageSize
+        var ranges: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] = []
+        func add(_ start: UInt64, _ end: UInt64, _ protection: (read: Bool, write: Bool, execute: Bool)) {
+            guard end > start else { return }
+            if let last = ranges.last, last.range.upperBound == start, last.protection == protection {
+                ranges[ranges.count - 1].range = last.range.lowerBound..<end
+            } else {
+                ranges.append((start..<end, protection))
+            }
+        }
+        let none = (read: false, write: false, execute: false)
+        var cursor: UInt64 = 0
+        for image in images {
+            let offset = image.base - regionBase
+            for segment in image.plan.segments.sorted(by: { $0.vmOffset < $1.vmOffset }) {
+                let start = offset + segment.vmOffset
+                let end = start + (segment.vmSize + page - 1) / page * page
+                guard start >= cursor else { continue }
+                add(cursor, start, none)
+                add(start, end, LaunchMemory.finalProtection(segment))
+                cursor = end
+            }
+        }
+        add(cursor, regionSize, none)
+        return ranges.filter { $0.protection != (true, true, false) }
+    }
+
+    /// Gives a prelinked region its protections (``prelinkedProtections()``): one
+    /// `mprotect` per range.
+    package func applyPrelinkedProtections() throws(LoadError) {
+        for (range, protection) in prelinkedProtections() {
+            do throws(SystemCallFailure) {
+                try UnsafeMemory.protect(address: regionBase + range.lowerBound, size: UInt64(range.count),
+                                         read: protection.read, write: protection.write, execute: protection.execute)
+            } catch {
+                throw .mapping(image: images.first?.plan.path ?? "?", reason: "mprotect of the prelinked range +0x\(String(range.lowerBound, radix: 16)): \(error)")
+            }
+        }
+    }
+}

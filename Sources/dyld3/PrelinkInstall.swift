@@ -1,0 +1,39 @@
+import ClosureBuild
+import ClosureFormat
+import Foundation
+import LaunchClosure
+import MachOInspect
+
+/// `install --prelink`: the prelinked set written beside a closure, and what to print about it.
+struct PrelinkInstall {
+    let path: String
+    let images: Int
+    let slideLocations: Int
+    let bytes: UInt64
+    /// The images' files' total size: the disk the set costs on top of them.
+    let imageBytes: UInt64
+    let seconds: Double
+
+    /// Builds the set for `closure` (just written to `closurePath`) and writes it beside it.
+    static func write(_ closure: LaunchClosure, closurePath: String) throws -> PrelinkInstall {
+        let start = ContinuousClock.now
+        let path = ClosureCache.prelinkedSetPath(forClosure: closurePath)
+        let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
+        try PrelinkedSetFile.write(set, data: data, to: path)
+        let elapsed = ContinuousClock.now - start
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? 0
+        return PrelinkInstall(path: path, images: set.closure.images.count, slideLocations: set.slideCount, bytes: bytes,
+                              imageBytes: closure.images.reduce(0) { $0 + $1.identity.size },
+                              seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    var line: String {
+        "  prelinked set: \(images) images, \(slideLocations) slide locations -> \(path) (\(bytes) bytes; images \(imageBytes) bytes; "
+            + String(format: "%.3f s)", seconds)
+    }
+
+    var json: [(String, JSONValue)] {
+        [("prelinked_set", .string(path)), ("prelinked_set_bytes", .uint(bytes)), ("prelinked_image_bytes", .uint(imageBytes)),
+         ("prelinked_slide_locations", .int(Int64(slideLocations)))]
+    }
+}

@@ -1,0 +1,283 @@
+import ClosureBuild
+import ClosureFormat
+import Dyld3
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import LaunchClosure
+import LaunchComparison
+import LaunchPlan
+import LoaderCore
+import ProcessRunner
+import TestSupport
+import Testing
+
+/// Prelinked sets (docs/prelinked.md): the launch of an app's set leaves the memory dyld2
+/// leaves at the same slide and returns the fixture's manifest result; a set that was
+/// damaged, truncated, built for another request or whose source images changed is refused
+/// with its reason, and `auto` then takes the closure.
+@Suite(.serialized) struct PrelinkedSetTests {
+    static let launchable = SlowPathTests.apps.filter { $0.launches && ["x86_64-chained", "arm64-opcodes"].contains($0.variant) }
+
+    /// A fresh cache directory (mode 0755) holding the closure and the set of `app`; the paths.
+    static func install(_ app: FixtureApp) throws -> (cache: String, closure: String, set: String) {
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-prelinked-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let closurePath = try app.install(into: cache)
+        let closure = try ClosureFile.read(closurePath)
+        let setPath = ClosureCache.prelinkedSetPath(forClosure: closurePath)
+        let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
+        try PrelinkedSetFile.write(set, data: data, to: setPath)
+        // Date the set an hour ahead: its images' identities are then not racy, and the
+        // launch checks them by status alone, as it does once install is 2 s old.
+        var times = [timespec(tv_sec: time(nil), tv_nsec: 0), timespec(tv_sec: time(nil) + 3600, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, setPath, &times, 0) == 0)
+        return (cache, closurePath, setPath)
+    }
+
+    /// A scratch copy of the x86_64-chained fixture `name` (its images may be changed).
+    static func scratch(_ name: String) throws -> FixtureApp {
+        try #require(SlowPathTests.apps.first { $0.name == name && $0.variant == "x86_64-chained" }).scratchCopy()
+    }
+
+    static func request(_ app: FixtureApp, run: Bool = true) -> LaunchOptions {
+        LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: run)
+    }
+
+    @Test(arguments: launchable)
+    func prelinkedMemoryIsDyld2s(_ app: FixtureApp) throws {
+        let (cache, closurePath, setPath) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let comparison = try LaunchComparison.run(options: Self.request(app), closure: try ClosureFile.read(closurePath), closurePath: setPath,
+                                                  prelinkedSet: setPath)
+        #expect(comparison.differences.isEmpty, "\(app): \(comparison.differences.prefix(3))")
+        #expect(comparison.bytesCompared > 0 && comparison.fixupsCompared > 0)
+        if app.arch == CodeRunner.hostArchitecture, case let .result(expected, _) = app.expectation {
+            #expect(comparison.dyld3Result == expected)
+        }
+    }
+
+    /// `--fixups page-in` over the set: the slide stored on first touch, page by page from
+    /// the set's per-page index; the comparison touches every page, and memory is dyld2's.
+    /// Where userfaultfd is unavailable, the eager fallback and its reason.
+    @Test(arguments: launchable.filter { $0.variant == "x86_64-chained" })
+    func pagedInSetMemoryIsDyld2s(_ app: FixtureApp) throws {
+        let (cache, closurePath, setPath) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        var options = Self.request(app)
+        options.fixups = .pageIn
+        let comparison = try LaunchComparison.run(options: options, closure: try ClosureFile.read(closurePath), closurePath: setPath,
+                                                  prelinkedSet: setPath)
+        #expect(comparison.differences.isEmpty, "\(app): \(comparison.differences.prefix(3))")
+        PageInTests.expectPageInOrFallback(comparison.fixupsMode, comparison.fixupsFallbackReason, "\(app)")
+        if PageInTests.unavailable == nil {
+            #expect(comparison.pagesRegistered > 0 && comparison.pagesFilled == comparison.pagesRegistered)
+        }
+        if case let .result(expected, _) = app.expectation { #expect(comparison.dyld3Result == expected) }
+    }
+
+    @Test func prelinkedLaunchRunsInitializersInTheManifestOrder() throws {
+        let app = try #require(Self.launchable.first { $0.name == "init-order" && $0.variant == "x86_64-chained" })
+        let (cache, _, setPath) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let launch = try PrelinkedLaunch.launch(setPath: setPath, request: Self.request(app))
+        defer { launch.memory.release() }
+        guard case let .result(expected, initOrder) = app.expectation else { return }
+        #expect(launch.report.mode == "prelinked")
+        #expect(launch.report.result == expected)
+        #expect(launch.report.imagesHashed == 0)
+        if let initOrder { #expect(launch.report.initializers.map(app.imageName) == initOrder) }
+    }
+
+    /// What launching `app`'s set gives after `damage` (given the set's path): the refusal.
+    static func refusal(_ app: FixtureApp, hashImages: Bool = false, request: LaunchOptions? = nil,
+                        _ damage: (_ set: String, _ app: FixtureApp) throws -> Void) throws -> ClosureError? {
+        let (cache, _, setPath) = try install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        try damage(setPath, app)
+        do {
+            let launch = try PrelinkedLaunch.launch(setPath: setPath, request: request ?? Self.request(app, run: false),
+                                                    checks: FastPath.Checks(alwaysHashContent: hashImages))
+            launch.memory.release()
+            return nil
+        } catch let error as ClosureError {
+            return error
+        }
+    }
+
+    static func rewrite(_ path: String, _ change: (inout [UInt8]) -> Void) throws {
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        change(&bytes)
+        try FileManager.default.removeItem(atPath: path)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        chmod(path, 0o444)
+    }
+
+    @Test func damagedTruncatedAndStaleSetsAreRefused() throws {
+        let app = try Self.scratch("reexport")
+        defer { try? FileManager.default.removeItem(atPath: app.directory.path) }
+        // A byte of metadata: the checksum.
+        let metadata = try Self.refusal(app) { set, _ in try Self.rewrite(set) { $0[100] ^= 0x40 } }
+        #expect(metadata?.kind == "corrupt" && "\(metadata!)".contains("checksum mismatch"), "\(String(describing: metadata))")
+        // A byte of data: found by the data hash (--hash-images), as verify finds it.
+        let dataOffset = { (set: String) throws -> Int in
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: set)))
+            return Int(bytes[32..<40].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        }
+        let data = try Self.refusal(app, hashImages: true) { set, _ in
+            let offset = try dataOffset(set)
+            try Self.rewrite(set) { $0[offset + 64] ^= 1 }
+        }
+        #expect(data?.kind == "corrupt" && "\(data!)".contains("data's hash"), "\(String(describing: data))")
+        // Truncated: the data no longer ends where the header says.
+        let truncated = try Self.refusal(app) { set, _ in try Self.rewrite(set) { $0.removeLast(4096) } }
+        #expect(truncated?.kind == "corrupt" && "\(truncated!)".contains("truncated or damaged"), "\(String(describing: truncated))")
+        let short = try Self.refusal(app) { set, _ in try Self.rewrite(set) { $0.removeLast($0.count - 30) } }
+        #expect(short?.kind == "corrupt", "\(String(describing: short))")
+        // Another file's magic.
+        let magic = try Self.refusal(app) { set, _ in try Self.rewrite(set) { $0[0] = 0x58 } }
+        #expect("\(magic!)".contains("bad magic"))
+        // A source image touched (same bytes, new times): stale by its status alone.
+        let touched = try Self.refusal(app) { _, app in
+            let dylib = app.bundle + "/Frameworks/libInner.dylib"
+            var times = [timespec(tv_sec: time(nil) - 100, tv_nsec: 0), timespec(tv_sec: time(nil) - 100, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, dylib, &times, 0) == 0)
+        }
+        #expect(touched?.kind == "stale" && "\(touched!)".contains("libInner.dylib changed since the set was built"), "\(String(describing: touched))")
+        let removed = try Self.refusal(app) { _, app in try FileManager.default.removeItem(atPath: app.bundle + "/Frameworks/libInner.dylib") }
+        #expect(removed?.kind == "stale" && "\(removed!)".contains("was removed"), "\(String(describing: removed))")
+        try FileManager.default.copyItem(atPath: try #require(SlowPathTests.apps.first { $0.name == "reexport" && $0.variant == "x86_64-chained" }).bundle
+                                            + "/Frameworks/libInner.dylib",
+                                         toPath: app.bundle + "/Frameworks/libInner.dylib")
+        // Writable by others: refused as a closure would be.
+        let writable = try Self.refusal(app) { set, _ in chmod(set, 0o666) }
+        #expect(writable?.kind == "untrusted", "\(String(describing: writable))")
+        // Bound to its request: another root is another request.
+        var other = Self.request(app, run: false)
+        other.root = app.root + "/usr"
+        let mismatch = try Self.refusal(app, request: other) { _, _ in }
+        #expect(mismatch?.kind.hasPrefix("wrong-") == true, "\(String(describing: mismatch))")
+        // Undamaged, the same app launches from its set.
+        #expect(try Self.refusal(app) { _, _ in } == nil)
+    }
+
+    /// Forged sets whose checksum was computed again (what the checksum cannot catch): seeded
+    /// byte changes over the metadata, launched eagerly and paged in, are each refused with a
+    /// reason naming the set or launched (nothing run), never a crash.
+    @Test(arguments: [(FixupsMode.eager, 600), (FixupsMode.pageIn, 300)])
+    func forgedMetadataIsRefusedOrHarmless(_ mode: FixupsMode, rounds: Int) throws {
+        let app = try #require(Self.launchable.first { $0.name == "reexport" && $0.variant == "x86_64-chained" })
+        let (cache, _, setPath) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let original = Array(try Data(contentsOf: URL(fileURLWithPath: setPath)))
+        let metadataSize = Int(PrelinkedSetHeader.declaredMetadataSize(Array(original[0..<64])))
+        var generator = SeededGenerator(state: mode == .eager ? 0x5eed : 0xfeed)
+        var request = Self.request(app, run: false)
+        request.fixups = mode
+        var refused = 0, launched = 0
+        for round in 0..<rounds {
+            var bytes = original
+            let at = 64 + Int.random(in: 0..<metadataSize, using: &generator)
+            bytes[at] ^= UInt8.random(in: 1...255, using: &generator)
+            let checksum = UnsafeHash.xxh3(bytes[16..<(64 + metadataSize)])
+            for index in 0..<8 { bytes[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
+            try Self.rewrite(setPath) { $0 = bytes }
+            do {
+                let launch = try PrelinkedLaunch.launch(setPath: setPath, request: request)
+                // Every byte the set's pages hold, as compare reads them (page-in fills them).
+                _ = launch.memory.writableSnapshot()
+                launch.memory.release()
+                launched += 1
+            } catch let error as ClosureError {
+                #expect("\(error)".hasPrefix(setPath), "round \(round): \(error)")
+                refused += 1
+            } catch let error as LoadError {
+                #expect(!"\(error)".isEmpty)
+                refused += 1
+            }
+        }
+        #expect(refused + launched == rounds && refused > 0)
+    }
+
+    /// `verify` checks sets: a valid one counts as valid, a damaged one as corrupt, and one
+    /// whose image changed as stale; `auto` launches a fresh set first, and after a source
+    /// changed says why it did not use the set and takes the closure.
+    @Test func verifyAndAutoModeTakeSetsIntoAccount() async throws {
+        let app = try Self.scratch("reexport")
+        defer { try? FileManager.default.removeItem(atPath: app.directory.path) }
+        guard case let .result(expected, _) = app.expectation else { Issue.record("reexport does not launch"); return }
+        let (cache, _, setPath) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        // The command line: install --prelink writes the set beside the closure and says so;
+        // compare --prelinked finds dyld2's memory in it.
+        let installed = try await Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", cache, "--prelink", "--json"],
+                                                  limitSeconds: 60)
+        let written = try #require((installed.json?["closures"] as? [[String: Any]])?.first, "\(installed.stdout)\(installed.stderr)")
+        #expect(written["prelinked_set"] as? String == setPath && (written["prelinked_set_bytes"] as? Int ?? 0) > 0)
+        var dated = [timespec(tv_sec: time(nil), tv_nsec: 0), timespec(tv_sec: time(nil) + 3600, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, setPath, &dated, 0) == 0)
+        let compared = try await Dyld3Binary.run(["compare", app.bundle, "--root", app.root, "--cache", cache, "--prelinked"], limitSeconds: 60)
+        #expect(compared.status == 0 && compared.stdout.contains(": identical: ") && compared.stdout.contains("main returned \(expected) both ways"),
+                "\(compared.stdout)\(compared.stderr)")
+        let valid = try await Dyld3Binary.run(["verify", "--cache", cache, "--json"], limitSeconds: 60)
+        #expect(valid.status == 0, "\(valid.stdout)\(valid.stderr)")
+        #expect(((valid.json?["counts"] as? [String: Any])?["valid"] as? Int) == 2)
+        let fresh = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--json"], limitSeconds: 60)
+        #expect(fresh.json?["mode"] as? String == "prelinked", "\(fresh.stdout)\(fresh.stderr)")
+        #expect((fresh.json?["result"] as? NSNumber)?.int32Value == expected)
+
+        var times = [timespec(tv_sec: time(nil) - 100, tv_nsec: 0), timespec(tv_sec: time(nil) - 100, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, app.bundle + "/Frameworks/libInner.dylib", &times, 0) == 0)
+        let stale = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 60)
+        #expect(stale.status == 4 && stale.stdout.contains("\(setPath): stale:"), "\(stale.stdout)")
+        let auto = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache], limitSeconds: 60)
+        #expect(auto.status == 0 && auto.stdout == "main returned \(expected)\n", "\(auto.stdout)\(auto.stderr)")
+        #expect(auto.stderr.hasPrefix("dyld3: prelinked set not used (\(setPath): stale:"), "\(auto.stderr)")
+        let forced = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "prelinked"], limitSeconds: 60)
+        #expect(forced.status != 0 && forced.stderr.contains("--mode prelinked") && forced.stderr.contains("stale"), "\(forced.stderr)")
+
+        try Self.rewrite(setPath) { $0[100] ^= 1 }
+        let corrupt = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 60)
+        #expect(corrupt.status == 3 && corrupt.stdout.contains("\(setPath): corrupt: checksum mismatch"), "\(corrupt.stdout)")
+    }
+
+    /// A generated app with Objective-C across frameworks: the set's launch leaves dyld2's
+    /// memory and returns the result the generator computed.
+    @Test func generatedAppMatchesDyld2() async throws {
+        let out = NSTemporaryDirectory() + "gen-app-prelinked-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let generated = try await ProcessRunner.run(
+            Paths.repoRoot.appendingPathComponent("tools/gen-app").path,
+            ["--dylibs", "12", "--seed", "5", "--objc-classes", "2", "--objc-categories", "1", "--objc-selrefs", "4", "--out", out])
+        try #require(generated.succeeded, "\(generated.error)")
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/gen12.app/manifest.json")))
+        let expected = try #require(((manifest as? [String: Any])?["expect"] as? [String: Any])?["result"] as? Int)
+        let options = LaunchOptions(roots: [out + "/gen12.app/gen12"], arch: "x86_64", root: out + "/root")
+        let cache = out + "/cache"
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let closure = try ClosureBuilder.build(roots: options.roots, arch: "x86_64", root: out + "/root")
+        let closurePath = ClosureCache(directory: cache).closurePath(forApp: options.roots[0], arch: "x86_64")
+        try ClosureFile.write(closure, to: closurePath)
+        let setPath = ClosureCache.prelinkedSetPath(forClosure: closurePath)
+        let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
+        try PrelinkedSetFile.write(set, data: data, to: setPath)
+        #expect(set.closure.images.count == closure.images.count && set.closure.images.count > 12 && set.slideCount > 0)
+        let comparison = try LaunchComparison.run(options: options, closure: closure, closurePath: setPath, prelinkedSet: setPath)
+        #expect(comparison.differences.isEmpty, "\(comparison.differences.prefix(3))")
+        #expect(comparison.dyld3Result.map(Int.init) == expected)
+        #expect(comparison.dyld2Result.map(Int.init) == expected)
+    }
+}
+
+/// A fixed sequence of numbers (SplitMix64), so every run forges the same sets.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}
