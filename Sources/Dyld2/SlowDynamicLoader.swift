@@ -24,7 +24,12 @@ public final class SlowDynamicLoader: DynamicLoader {
     /// The slide of the next `dlopen`'s reservation (compare places both paths' at one
     /// address); nil picks a random one.
     public var nextSlide: UInt64?
+    /// The first ``DynamicLoadEvent/limit`` `dlopen`s, in order.
     public private(set) var events: [DynamicLoadEvent] = []
+
+    private func record(_ event: DynamicLoadEvent) {
+        if events.count < DynamicLoadEvent.limit { events.append(event) }
+    }
 
     /// For the slow path's own launch: its graph and plans as it loaded them.
     public init(graph: DependencyGraph, plans: [ImagePlan], memory: LaunchMemory, options: LaunchOptions) {
@@ -50,7 +55,7 @@ public final class SlowDynamicLoader: DynamicLoader {
         let (node, added) = try graph.open(path, arch: arch)
         guard !added.isEmpty else {
             openCounts[node, default: 0] += 1
-            events.append(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "dyld2"))
+            record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "dyld2"))
             return base(of: node)
         }
         var signatures: [(path: String, signature: SignedImage?)] = []
@@ -99,7 +104,7 @@ public final class SlowDynamicLoader: DynamicLoader {
         }
         let paths = Array(plans[added].map(\.path))
         let runs = LaunchSequence.reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) == nil
-        events.append(DynamicLoadEvent(requested: path, loaded: paths, initialized: runs ? initialized : [], via: "dyld2"))
+        record(DynamicLoadEvent(requested: path, loaded: paths, initialized: runs ? initialized : [], via: "dyld2"))
         if runs { try CodeRunner.runInitializers(functions, in: memory) }
         return memory.images[0].base
     }

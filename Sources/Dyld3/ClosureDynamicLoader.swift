@@ -31,7 +31,12 @@ final class ClosureDynamicLoader: DynamicLoader {
     private var parsed: [Int: MachOImage] = [:]
     private let resolver: PathResolver
     var nextSlide: UInt64?
+    /// The first ``DynamicLoadEvent/limit`` `dlopen`s, in order.
     private(set) var events: [DynamicLoadEvent] = []
+
+    private func record(_ event: DynamicLoadEvent) {
+        if events.count < DynamicLoadEvent.limit { events.append(event) }
+    }
 
     init(launch: LaunchClosure, closurePath: String, request: LaunchOptions, memory: LaunchMemory) {
         self.launch = launch
@@ -59,7 +64,7 @@ final class ClosureDynamicLoader: DynamicLoader {
     func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64 {
         if let index = loadedImage(path) {
             openCounts[index, default: 0] += 1
-            events.append(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
+            record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
             return base(of: index)
         }
         let direct = resolver.direct(path)
@@ -84,7 +89,7 @@ final class ClosureDynamicLoader: DynamicLoader {
                 throw .unusable(path: path, reason: "names \(loadedPath), which the launch did not load")
             }
             openCounts[index, default: 0] += 1
-            events.append(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
+            record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
             return base(of: index)
         }
     }
@@ -158,7 +163,7 @@ final class ClosureDynamicLoader: DynamicLoader {
         }
         let paths = closure.images[added].map(\.path)
         let runs = LaunchSequence.reasonNotToRun(run: request.run, arch: closure.arch, memory: memory, paths: paths) == nil
-        events.append(DynamicLoadEvent(requested: requested, loaded: paths, initialized: runs ? initialized : [], via: via))
+        record(DynamicLoadEvent(requested: requested, loaded: paths, initialized: runs ? initialized : [], via: via))
         if runs { try CodeRunner.runInitializers(functions, in: memory) }
         return base(of: opened)
     }
@@ -208,7 +213,7 @@ final class ClosureDynamicLoader: DynamicLoader {
 
     private func parsedImage(_ index: Int) throws(LoadError) -> MachOImage {
         if let image = parsed[index] { return image }
-        let image = try ImageFile.load(path: images[index].path, arch: launch.arch).image
+        let image = try ImageFile.load(path: images[index].path, arch: launch.arch, root: request.root).image
         parsed[index] = image
         return image
     }

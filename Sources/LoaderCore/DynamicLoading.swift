@@ -25,7 +25,8 @@ public protocol DynamicLoader: AnyObject {
     /// The slide of the next `dlopen`'s reservation (`compare` places both paths' images at
     /// one address); nil picks a random one.
     var nextSlide: UInt64? { get set }
-    /// What each `open` did, in order.
+    /// What each `open` did, in order (the first ``DynamicLoadEvent/limit``: code may call
+    /// `dlopen` without end).
     var events: [DynamicLoadEvent] { get }
     /// The memory of each `open` that added images, in order.
     var loadedMemories: [LaunchMemory] { get }
@@ -77,6 +78,9 @@ public struct DynamicLoadEvent: Equatable, Sendable {
     /// How: "closure" (the fast path applied the launch closure's dlopen closure), "runtime
     /// closure" (one it built at run time), or "dyld2".
     public var via: String
+
+    /// The most events a launch keeps.
+    public static let limit = 4096
 
     public init(requested: String, loaded: [String], initialized: [String], via: String) {
         self.requested = requested
