@@ -60,7 +60,9 @@ struct VerifyCommand: ParsableCommand {
             for result in results {
                 for problem in result.problems { print("\(result.path): \(problem)") }
             }
-            print("verify: \(results.count) closures, \(valid) valid, \(unusable) corrupt, \(stale) stale")
+            let sets = results.count { $0.path.hasSuffix("." + ClosureCache.prelinkedSetExtension) }
+            print("verify: \(results.count - sets) closures" + (sets > 0 ? " and \(sets) prelinked sets" : "")
+                  + ", \(valid) valid, \(unusable) corrupt, \(stale) stale")
         }
         if results.contains(where: { $0.status == .untrusted }) { throw ExitCode(Self.untrustedExitCode) }
         if unusable > 0 { throw ExitCode(Self.unusableExitCode) }

@@ -231,6 +231,7 @@ import Testing
         #expect(utimensat(AT_FDCWD, app.bundle + "/Frameworks/libInner.dylib", &times, 0) == 0)
         let stale = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 60)
         #expect(stale.status == 4 && stale.stdout.contains("\(setPath): stale:"), "\(stale.stdout)")
+        #expect(stale.stdout.hasSuffix("verify: 1 closures and 1 prelinked sets, 1 valid, 0 corrupt, 1 stale\n"), "\(stale.stdout)")
         let auto = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache], limitSeconds: 60)
         #expect(auto.status == 0 && auto.stdout == "main returned \(expected)\n", "\(auto.stdout)\(auto.stderr)")
         #expect(auto.stderr.hasPrefix("dyld3: prelinked set not used (\(setPath): stale:"), "\(auto.stderr)")
