@@ -29,7 +29,8 @@ final class ClosureDynamicLoader: DynamicLoader {
     private var earlier: [String] = []
     private var openCounts: [Int: Int] = [:]
     private var parsed: [Int: MachOImage] = [:]
-    private let resolver: PathResolver
+    /// How `dlopen` paths name files: made on the first `dlopen`, not at launch.
+    private lazy var resolver = PathResolver(root: request.root, executablePath: launch.images[0].path)
     var nextSlide: UInt64?
     /// The first ``DynamicLoadEvent/limit`` `dlopen`s, in order.
     private(set) var events: [DynamicLoadEvent] = []
@@ -44,7 +45,6 @@ final class ClosureDynamicLoader: DynamicLoader {
         self.request = request
         launchMemory = memory
         images = launch.images
-        resolver = PathResolver(root: request.root, executablePath: launch.images[0].path)
     }
 
     var loadedMemories: [LaunchMemory] { groups }
@@ -74,7 +74,7 @@ final class ClosureDynamicLoader: DynamicLoader {
             do throws(LoadError) {
                 return try apply(prebuilt, requested: path, via: "closure")
             } catch {
-                // A changed image makes it stale: build one now when that is possible.
+                // One that does not hold (an image changed since install): build one now when that is possible.
                 guard RuntimeDlopenClosures.builder != nil else { throw error }
             }
         }
@@ -114,35 +114,32 @@ final class ClosureDynamicLoader: DynamicLoader {
             try request.signingPolicy.check([(closure.images[0].path, closure.images[0].identity.signature)]
                 + closure.images[added].map { ($0.path, $0.identity.signature) })
         }
-        let memory: LaunchMemory
+        // What the closure says is checked against the files before anything is mapped:
+        // each added image's identity, then its plan against its own header.
+        let files: [ImageDescriptor]
         do throws(ClosureError) {
             var hashed = 0
-            let files = try closure.openImages(added, closurePath: closurePath, alwaysHash: false, hashedImages: &hashed)
+            files = try closure.openImages(added, closurePath: closurePath, alwaysHash: false, hashedImages: &hashed)
             for (position, index) in added.enumerated() {
                 if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[position]) {
                     throw ClosureError.plan(path: closurePath, image: closure.images[index].path, disagreement)
                 }
             }
-            do throws(LoadError) {
-                memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide)
-            } catch {
-                throw ClosureError.corrupt(path: closurePath, offset: 0, what: "\(error)")
-            }
-            do throws(ClosureError) {
-                let bases = closure.images.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
-                let values = closure.bindTargets.values(bases: bases)
-                for index in added {
-                    try closure.applyFixups(ofImage: index, writer: memory.writer(image: index - added.lowerBound), targetValues: values,
-                                            closurePath: closurePath)
-                }
-            } catch {
-                memory.release()
-                throw error
-            }
         } catch {
             throw .failed(path: requested, cause: LoadError.Cause(error))
         }
+        let memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide)
         do throws(LoadError) {
+            let bases = closure.images.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
+            let values = closure.bindTargets.values(bases: bases)
+            for index in added {
+                do throws(ClosureError) {
+                    try closure.applyFixups(ofImage: index, writer: memory.writer(image: index - added.lowerBound), targetValues: values,
+                                            closurePath: closurePath)
+                } catch {
+                    throw LoadError.failed(path: requested, cause: LoadError.Cause(error))
+                }
+            }
             try memory.applyProtections()
         } catch {
             memory.release()

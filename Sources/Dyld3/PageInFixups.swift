@@ -1,5 +1,6 @@
 import LoaderCore
 import LaunchPlan
+import MachOReader
 import ClosureFormat
 import LaunchClosure
 
@@ -101,11 +102,7 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
         guard index < images.count else { return nil }
         let pages = images[index].pages
         let number = vmOffset / pageSize
-        var low = 0, high = pages.count
-        while low < high {
-            let middle = (low + high) / 2
-            if pages[middle].page < number { low = middle + 1 } else { high = middle }
-        }
+        let low = pages.partitionPoint { $0.page < number }
         return low < pages.count && pages[low].page == number ? pages[low] : nil
     }
 

@@ -84,13 +84,16 @@ public struct ClosureVerification: Sendable {
             return
         }
         var inconsistencies = closure.consistencyProblems().map { Problem(kind: .corrupt, message: $0) }
-        // Each dlopen closure, decoded and checked against the launch's, then its own images.
+        // Each dlopen closure, decoded and checked against the launch's; its own images (those
+        // after the launch's, which are checked below) are checked with them.
         var opened: [LaunchClosure] = []
         for record in closure.dlopens {
             do throws(ClosureError) {
                 let nested = try record.closure(within: closure, path: path)
                 inconsistencies += nested.consistencyProblems().map { Problem(kind: .corrupt, message: "dlopen closure for \(record.requested): \($0)") }
-                opened.append(nested)
+                var added = nested
+                added.images.removeFirst(closure.images.count)
+                opened.append(added)
             } catch {
                 inconsistencies.append(Problem(kind: .corrupt, message: "\(error)"))
             }
@@ -99,16 +102,12 @@ public struct ClosureVerification: Sendable {
             self.init(path, .corrupt, inconsistencies)
             return
         }
-        let launchImages = Set(closure.images.map(\.path))
         var staleImages = closure.staleImages(closurePath: path, alwaysHash: alwaysHash)
-        for nested in opened {
-            staleImages += nested.staleImages(closurePath: path, alwaysHash: alwaysHash).filter { !launchImages.contains($0.image) }
-        }
+        for added in opened { staleImages += added.staleImages(closurePath: path, alwaysHash: alwaysHash) }
         let stale = staleImages.map { Problem(kind: .stale, message: "\($0.image) \($0.what)") }
-        var invalid = ClosureVerification.planProblems(closure, skipping: Set(staleImages.map(\.image)))
-        for nested in opened {
-            invalid += ClosureVerification.planProblems(nested, skipping: Set(staleImages.map(\.image)).union(launchImages))
-        }
+        let changed = Set(staleImages.map(\.image))
+        var invalid = ClosureVerification.planProblems(closure, skipping: changed)
+        for added in opened { invalid += ClosureVerification.planProblems(added, skipping: changed) }
         let misplaced = ClosureVerification.placementProblems(closure, path: path)
         let status: Status = !invalid.isEmpty ? .invalid : !misplaced.isEmpty ? .misplaced : !stale.isEmpty ? .stale : .valid
         self.init(path, status, invalid + misplaced + stale)

@@ -138,13 +138,9 @@ public struct WritableRanges: Sendable {
         guard last >= start else { return nil }
         if ascending, ranges.count > 4 {
             // The last range starting at or before `start`: the only one that can hold it.
-            var low = 0, high = ranges.count
-            while low < high {
-                let middle = (low + high) / 2
-                if ranges[middle].start <= start { low = middle + 1 } else { high = middle }
-            }
-            guard low > 0 else { return nil }
-            let range = ranges[low - 1]
+            let after = ranges.partitionPoint { $0.start <= start }
+            guard after > 0 else { return nil }
+            let range = ranges[after - 1]
             return last - range.start <= range.lastStore ? range : nil
         }
         for range in ranges where start >= range.start && last - range.start <= range.lastStore {

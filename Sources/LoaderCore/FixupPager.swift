@@ -4,6 +4,7 @@ import Glibc
 import Synchronization
 import SystemPackage
 import LaunchPlan
+import MachOReader
 
 /// Applies one page's fixups to that page's bytes (the closure's page index, in the fast
 /// path). Called on the thread that touched the page, inside its SIGBUS handler, once per
@@ -291,11 +292,7 @@ final class FaultContext: @unchecked Sendable {
     /// The index of the range holding `address` (binary search), or nil.
     @inline(__always)
     private func rangeIndex(holding address: UInt64) -> Int? {
-        var low = 0, high = ranges.count
-        while low < high {
-            let middle = (low + high) / 2
-            if ranges[middle].end <= address { low = middle + 1 } else { high = middle }
-        }
+        let low = ranges.partitionPoint { $0.end <= address }
         return low < ranges.count && ranges[low].start <= address ? low : nil
     }
 

@@ -6,9 +6,10 @@ import Synchronization
 
 /// The loaders of the launches whose code may call `dlopen` and its family, by the address
 /// of their libSystem's host services table, and the C entry points `CThreadLocal` calls
-/// (its `dyld3_dl_handlers`). A call finds its launch's loader under the lock, then calls
-/// it without the lock (an initializer `dlopen` runs may call `dlopen` again). Strings
-/// handed to C (`dlerror`, `dladdr`'s names) live until the launch is unregistered.
+/// (its `dyld3_dl_handlers`). A call finds its launch's loader under the registry's lock,
+/// then calls it under that launch's own recursive lock (an initializer `dlopen` runs may
+/// call `dlopen` again). `dladdr`'s names live until the launch is unregistered (at most one
+/// per image and exported symbol); `dlerror`'s message until the next error.
 public enum DynamicLoaderRegistry {
     /// One registered launch: its loader, and the C strings it has handed out (as addresses).
     private final class Entry: Sendable {
@@ -16,8 +17,8 @@ public enum DynamicLoaderRegistry {
         /// Serializes the launch's calls into its loader, as dyld's loaders lock does; recursive,
         /// since an initializer a `dlopen` runs may call `dlopen` on the same thread.
         let calls = NSRecursiveLock()
-        /// The strings made so far, and the last error (an address in `strings`) with
-        /// whether `dlerror` has yet to report it (threads of the launch may call at once).
+        /// The names made so far, and the last error's message (its own copy) with whether
+        /// `dlerror` has yet to report it (threads of the launch may call at once).
         private let state = Mutex<(strings: [String: UInt], lastError: UInt, pending: Bool)>(([:], 0, false))
 
         init(loader: DynamicLoader) { unsafe self.loader = loader }
@@ -39,9 +40,15 @@ public enum DynamicLoaderRegistry {
             return unsafe UnsafePointer(bitPattern: address)!
         }
 
+        /// Keeps `message` for `dlerror`, in place of the previous one (freed: messages name
+        /// paths the code chose, so they are not kept one per call).
         func fail(_ message: String) {
-            let address = unsafe UInt(bitPattern: cString(message))
-            state.withLock { $0.lastError = address; $0.pending = true }
+            let address = UInt(bitPattern: unsafe strdup(message))
+            let previous = state.withLock { state in
+                defer { state.lastError = address; state.pending = true }
+                return state.lastError
+            }
+            unsafe Glibc.free(UnsafeMutableRawPointer(bitPattern: previous))
         }
 
         /// `dlerror`: the last error since the last call, then nil.
@@ -55,8 +62,8 @@ public enum DynamicLoaderRegistry {
 
         func free() {
             let strings = state.withLock { state in
-                defer { state.strings = [:] }
-                return Array(state.strings.values)
+                defer { state.strings = [:]; state.lastError = 0; state.pending = false }
+                return Array(state.strings.values) + [state.lastError]
             }
             for address in strings { unsafe Glibc.free(UnsafeMutableRawPointer(bitPattern: address)) }
         }

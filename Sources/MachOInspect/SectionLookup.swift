@@ -36,13 +36,9 @@ struct RangeLookup {
         guard sortedAndDisjoint else { return starts.indices.first { holds($0, value) } }
         if holds(hint, value) { return hint }
         // The last range starting at or below `value`.
-        var low = 0, high = starts.count
-        while low < high {
-            let middle = (low + high) / 2
-            if starts[middle] <= value { low = middle + 1 } else { high = middle }
-        }
-        guard low > 0, holds(low - 1, value) else { return nil }
-        hint = low - 1
+        let after = starts.partitionPoint { $0 <= value }
+        guard after > 0, holds(after - 1, value) else { return nil }
+        hint = after - 1
         return hint
     }
 }

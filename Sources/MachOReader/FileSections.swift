@@ -68,13 +68,9 @@ public struct FileSections: Sendable {
 
     /// The first section holding `address` (nil when none does).
     public func section(containing address: UInt64) -> Section? {
-        var low = 0, high = ranges.count
-        while low < high {
-            let mid = (low + high) / 2
-            if ranges[mid].start <= address { low = mid + 1 } else { high = mid }
-        }
-        guard low > 0 else { return nil }
-        let range = ranges[low - 1]
+        let after = ranges.partitionPoint { $0.start <= address }
+        guard after > 0 else { return nil }
+        let range = ranges[after - 1]
         let section = sections[range.section]
         return address < range.end && section.contains(address: address) ? section : nil
     }

@@ -35,13 +35,9 @@ public struct ObjCAddressSpace: Sendable {
 
     /// The region holding `[address, address + length)` and the offset of `address` in it.
     private func region(containing address: UInt64, length: Int) -> (Region, Int)? {
-        var low = 0, high = regions.count
-        while low < high {
-            let mid = (low + high) / 2
-            if regions[mid].start <= address { low = mid + 1 } else { high = mid }
-        }
-        guard low > 0 else { return nil }
-        let region = regions[low - 1]
+        let after = regions.partitionPoint { $0.start <= address }
+        guard after > 0 else { return nil }
+        let region = regions[after - 1]
         let offset = address - region.start
         guard offset < UInt64(region.view.count), UInt64(length) <= UInt64(region.view.count) - offset else { return nil }
         return (region, Int(offset))
