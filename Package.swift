@@ -114,7 +114,7 @@ let package = Package(
             "TestSupport",
         ]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),
-        .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash"]),
+        .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash", "TestSupport"]),
         .testTarget(name: "AppArchiveTests", dependencies: ["AppArchive", "ProcessRunner", "StubRoot", "TestSupport"]),
         .testTarget(name: "BenchTests", dependencies: ["LaunchBench", "ProcessRunner", "ClosureBuild", "ClosureFormat", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "TestSupport"]),
         .testTarget(name: "ClosureTests", dependencies: ["ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "TestSupport"]),

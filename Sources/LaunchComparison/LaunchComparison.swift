@@ -77,6 +77,7 @@ package struct LaunchComparison: Sendable {
         let slide = slow.report.slide
         let (slowOpened, slides) = try open(dlopen, in: slow.memory, slides: nil)
         let slowSnapshot = snapshot(slow.memory)
+        let slowKeys = slow.memory.threadLocalKeyOfImage
         let slowFixups = slow.fixups ?? []
         var slowReport = slow.report
         slowReport.images += slowOpened.flatMap(\.loaded)
@@ -90,6 +91,7 @@ package struct LaunchComparison: Sendable {
         let fast = try fastLaunch(options, report: &report, clock: &clock)
         let (fastOpened, _) = try open(dlopen, in: fast.memory, slides: slides)
         let fastSnapshot = snapshot(fast.memory)
+        let fastKeys = fast.memory.threadLocalKeyOfImage
         let pagesRegistered = Int((fast.memory.pager?.registeredBytes ?? 0) / LaunchMemory.pageSize)
         let pagesFilled = fast.memory.pager?.pagesFilled ?? 0
         let pageInFailure = fast.memory.pager?.failure
@@ -108,6 +110,12 @@ package struct LaunchComparison: Sendable {
             while offset < min(a.bytes.count, b.bytes.count), reported < 20 {
                 if a.bytes[offset] != b.bytes[offset] {
                     let word = UInt64(offset / 8 * 8)
+                    // A thread-local descriptor's key: each launch's own key for the image.
+                    if let slowKey = slowKeys[a.image], let fastKey = fastKeys[b.image], Int(word) + 8 <= min(a.bytes.count, b.bytes.count),
+                       a.bytes.loadWord(at: Int(word)) == UInt64(slowKey), b.bytes.loadWord(at: Int(word)) == UInt64(fastKey) {
+                        offset = Int(word) + 8
+                        continue
+                    }
                     let location = a.vmOffset + word
                     let fixup = a.image < slowFixups.count ? slowFixups[a.image].last { $0.vmOffset == location } : nil
                     differences.append(Difference(
@@ -245,5 +253,12 @@ struct SymbolNames {
         guard let file = try? ImageFile.load(path: paths[index], arch: arch),
               let symbols = try? file.image.exportTrie()?.allSymbols() else { return nil }
         return symbols.first { $0.imageOffset == offset }?.name
+    }
+}
+
+private extension [UInt8] {
+    /// The little-endian word at `offset` (which has 8 bytes after it).
+    func loadWord(at offset: Int) -> UInt64 {
+        self[offset..<offset + 8].reversed().reduce(0) { $0 << 8 | UInt64($1) }
     }
 }

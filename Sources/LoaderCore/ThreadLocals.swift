@@ -87,7 +87,7 @@ public enum ThreadLocals {
             if setup.totalSize > 0 {
                 try memory.checkWritable(image: setup.image, vmOffset: setup.templateOffset, count: setup.totalSize)
             }
-            let key = memory.makeThreadLocalKey(template: image.base &+ setup.templateOffset, initialSize: setup.initialSize, totalSize: setup.totalSize)
+            let key = memory.makeThreadLocalKey(image: setup.image, template: image.base &+ setup.templateOffset, initialSize: setup.initialSize, totalSize: setup.totalSize)
             guard key >= 0 else {
                 throw .mapping(image: image.plan.path, reason: "thread-local variables: \(DYLD3_TLV_KEYS) images with them are loaded in this process, the most it holds")
             }

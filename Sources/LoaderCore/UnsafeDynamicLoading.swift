@@ -79,8 +79,13 @@ public enum DynamicLoaderRegistry {
         entries.withLock { $0[table] = entry }
     }
 
-    public static func unregister(table: UInt64) {
-        let entry = entries.withLock { $0.removeValue(forKey: table) }
+    /// Ends `loader`'s registration at `table`; one another launch made there since (its
+    /// memory reused the address) stays.
+    public static func unregister(table: UInt64, loader: DynamicLoader) {
+        let entry = entries.withLock { entries -> Entry? in
+            guard let entry = entries[table], unsafe entry.loader === loader else { return nil }
+            return entries.removeValue(forKey: table)
+        }
         entry?.free()
     }
 

@@ -8,7 +8,7 @@ import TestSupport
 /// App bundles and `.ipa` archives: the zip reader against Info-ZIP's `zip`, its refusals
 /// of unsafe archives, and the CLI on an iOS app built here (an executable that links its
 /// own framework by `@rpath`, with a binary Info.plist naming it).
-@Suite(.serialized)
+@Suite(.serialized, .bounded)
 struct AppArchiveTests {
     static func temporaryDirectory(_ label: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.path + "/app-archive-tests-\(label)-" + UUID().uuidString

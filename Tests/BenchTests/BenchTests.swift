@@ -4,11 +4,12 @@ import FoundationXML
 #endif
 import LaunchBench
 import Testing
+import TestSupport
 
 /// `dyld3 bench`'s machinery on the 1-dylib app, 3 runs: every measurement is present and
 /// positive, and the JSON, Markdown and SVG files are well formed. Structure only: no timing
 /// is asserted.
-@Suite struct BenchTests {
+@Suite(.bounded) struct BenchTests {
     static let repository = BenchConfiguration.findRepositoryRoot(from: #filePath)!
 
     /// The `dyld3` executable the same `swift build` produced, for the fresh-process samples.

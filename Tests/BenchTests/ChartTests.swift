@@ -4,11 +4,12 @@ import FoundationXML
 #endif
 import LaunchBench
 import Testing
+import TestSupport
 
 /// The time-vs-dylibs chart drawn from the committed results: every legend label fits in
 /// the picture, and each path is drawn with a marker of its own, so paths whose times
 /// coincide stay visible.
-@Suite struct ChartTests {
+@Suite(.bounded) struct ChartTests {
     static func committedReport() throws -> BenchReport {
         let json = try Data(contentsOf: URL(fileURLWithPath: BenchTests.repository + "/bench/results/bench.json"))
         return try LaunchBench.decodeReport(json)

@@ -2,13 +2,14 @@ import Foundation
 import LaunchBench
 import ProcessRunner
 import Testing
+import TestSupport
 
 /// `tools/gen-app --elf` lays the twin out twice. The one-directory layout must be what an
 /// ELF project ships: every object in one directory, each object's DT_RUNPATH the single
 /// entry `$ORIGIN`, and glibc's own loader (`ld.so --list`) resolving every DT_NEEDED name
 /// inside that directory. Checked with binutils' `readelf` and glibc's `ld.so`, not with
 /// the bench's own ELF reader.
-@Suite struct ELFLayoutTests {
+@Suite(.bounded) struct ELFLayoutTests {
     static let loader = "/lib64/ld-linux-x86-64.so.2"
 
     @Test func oneDirectoryTwinHasOneRunpathEntryAndResolvesInside() async throws {

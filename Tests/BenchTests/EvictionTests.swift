@@ -2,10 +2,11 @@ import Foundation
 @testable import LaunchBench
 import ProcessRunner
 import Testing
+import TestSupport
 
 /// How `--cold` empties the page cache: the choice of method, and that `posix_fadvise`
 /// eviction really leaves none of a file's pages resident (counted with mincore).
-@Suite struct EvictionTests {
+@Suite(.bounded) struct EvictionTests {
     @Test func methodChoice() throws {
         #expect(try EvictionMethod.choose(requested: nil, dropCachesWritable: true) == .dropCaches)
         #expect(try EvictionMethod.choose(requested: nil, dropCachesWritable: false) == .fadvise)

@@ -9,7 +9,7 @@ import TestSupport
 /// for page, the same protection at the same offset from the region's start (the layout is
 /// shared), on every fixture app that launches. The plain floor differs exactly where a
 /// segment becomes read-only after fixups, so the comparison has something to find.
-@Suite struct FloorProtectionTests {
+@Suite(.bounded) struct FloorProtectionTests {
     static let page = UInt64(sysconf(Int32(_SC_PAGESIZE)))
 
     static func protections(_ memory: LaunchMemory) throws -> [String?] {

@@ -5,12 +5,13 @@ import LaunchClosure
 import Dyld3
 import LoaderCore
 import Testing
+import TestSupport
 import ClosureFormat
 
 /// The page-in bench's private-page counts (docs/page-in.md "Private pages"): counts only,
 /// never timings. The oracle is the eager launch of the same closure, read from
 /// `/proc/self/smaps` by the same measure, and the number of pages touched.
-@Suite struct PageInBenchTests {
+@Suite(.bounded) struct PageInBenchTests {
     /// With fault-around off every touch fills exactly its page; with it on, a touch fills
     /// at most that many pages, every filled page is counted private, and the faults are no
     /// more than the pages touched.

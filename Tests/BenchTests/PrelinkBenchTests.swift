@@ -1,11 +1,12 @@
 import Foundation
 import LaunchBench
 import Testing
+import TestSupport
 
 /// `dyld3 bench --prelinked`'s machinery on the 1-dylib app, 2 runs, warm and cold: every
 /// path measured, the set's size and install time present, the JSON snake_case with its
 /// schema version. Structure only: no timing is asserted.
-@Suite struct PrelinkBenchTests {
+@Suite(.bounded) struct PrelinkBenchTests {
     @Test func oneDylibPrelinkedBenchIsComplete() async throws {
         let out = NSTemporaryDirectory() + "prelink-bench-test-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }

@@ -8,7 +8,7 @@ import ClosureFormat
 
 /// Launch closures: install, verify, dump, reproducibility, equality with the slow path,
 /// corruption and staleness.
-@Suite struct ClosureTests {
+@Suite(.bounded) struct ClosureTests {
     static let apps = (try? FixtureApp.all()) ?? []
     static let launchable = apps.filter(\.launches)
     static let failing = apps.filter { !$0.launches }

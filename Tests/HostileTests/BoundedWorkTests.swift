@@ -13,7 +13,7 @@ import LaunchPlan
 /// describes. A body declared far larger than its frames is refused before it is
 /// decompressed, and a run claiming more locations than its segment has room for is refused
 /// before its first entry. Peak memory is the child's own (`PeakMemory`).
-@Suite(.serialized) struct BoundedWorkTests {
+@Suite(.serialized, .bounded) struct BoundedWorkTests {
     static let bound = 100 << 20
 
     /// `app`'s closure with its main image's rebases replaced by one stride-0 run of `count`

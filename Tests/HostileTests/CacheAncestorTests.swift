@@ -10,7 +10,7 @@ import LaunchPlan
 /// real path (symlinks resolved first): each must be owned by the user or root and not
 /// writable by group or others unless sticky. Whoever can rename a directory above the cache
 /// can put another cache, and other closures, in its place.
-@Suite(.serialized) struct CacheAncestorTests {
+@Suite(.serialized, .bounded) struct CacheAncestorTests {
     static var isRoot: Bool { geteuid() == 0 }
 
     /// The policy on a table of directories, for a user other than root.

@@ -12,7 +12,7 @@ import LaunchPlan
 /// rebase to bind, chains sent off their page, import ordinals past the table, page starts
 /// made multi or moved out of the page. Both launches fail with the same error or leave
 /// the same bytes, and the raw walk both takes and refuses images many times over.
-@Suite(.serialized) struct ChainWalkTests {
+@Suite(.serialized, .bounded) struct ChainWalkTests {
     /// A slide of this suite's own, above where launches without a slide land (suites run at
     /// once: it once shared TrustTests' slide, and a launch found the region taken).
     static let slide: UInt64 = 0x6200_0000_0000

@@ -15,7 +15,7 @@ import Testing
 /// signature does not hold never runs, in either path, and a closure identifies each signed
 /// image by the cdHash of its CodeDirectory. The fixture images are signed by ld64.lld
 /// (`-adhoc_codesign`), the independent implementation the checks are held against.
-@Suite(.serialized) struct CodeSignatureLaunchTests {
+@Suite(.serialized, .bounded) struct CodeSignatureLaunchTests {
     /// Each image's closure record names its best CodeDirectory: at the recorded offset the
     /// file holds a CodeDirectory (magic 0xfade0c02, big-endian, and its own length), and
     /// SHA-256 of those bytes, taken here with swift-crypto over the raw file, begins with the

@@ -7,7 +7,7 @@ import ClosureFormat
 
 /// Installs racing launches and each other, and installs killed mid-flight, through the
 /// built `dyld3` binary: no launch ever reads a torn closure.
-@Suite(.serialized) struct ConcurrencyTests {
+@Suite(.serialized, .bounded) struct ConcurrencyTests {
     static let writers = 16
     static let readers = 16
 

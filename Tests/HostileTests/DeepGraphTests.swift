@@ -13,7 +13,7 @@ import ClosureFormat
 /// chain (5,000 dylibs by default, 100,000 with `DYLD3_REEXPORT_DEPTH=100000`, about 11
 /// minutes in a debug build) and a 2,000-deep `@rpath` chain. Each must give the answer
 /// the generator put there, with work proportional to the graph (counted, not timed).
-@Suite(.serialized)
+@Suite(.serialized, .bounded)
 struct DeepGraphTests {
     /// Depth of the re-export chain the closure builder and dyld2's resolver walk
     /// (`DYLD3_REEXPORT_DEPTH` changes it; 100,000 passes, docs/reliability.md).

@@ -10,7 +10,7 @@ import Testing
 
 /// `--verify-pages` (docs/code-signing.md, "Eager page verification"): an eager dyld3 launch
 /// hashes every mapped page of each signed image against its code slot before the fixups.
-@Suite(.serialized) struct EagerPageVerificationTests {
+@Suite(.serialized, .bounded) struct EagerPageVerificationTests {
     /// An intact app: every code slot ld64.lld wrote (`codesign verify`'s page count per
     /// image) is checked, eager; page-in checks fewer (the pages its pager fills are checked
     /// as they are filled) and launches alike.

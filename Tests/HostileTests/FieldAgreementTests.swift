@@ -11,7 +11,7 @@ import LaunchPlan
 /// apart from the image list it binds, a root count the host field contradicts, an image
 /// listed twice in the initializer order, and plans whose mapping fails. Each is refused as
 /// a closure error naming the closure file (decode, `verify`, launch), and `auto` falls back.
-@Suite(.serialized) struct FieldAgreementTests {
+@Suite(.serialized, .bounded) struct FieldAgreementTests {
     /// Writes `closure` where a launch of `app` looks for its closure, in a new cache.
     static func plant(_ closure: LaunchClosure, for app: FixtureApp, _ purpose: String) throws -> (cache: String, path: String) {
         let cache = try Scratch.directory(purpose)

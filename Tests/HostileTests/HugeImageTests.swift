@@ -9,7 +9,7 @@ import LaunchPlan
 /// An image padded to 4 GB (sparse): hashing it for its identity streams it through one
 /// bounded buffer, skipping its holes, so `install` and `launch --hash-images` stay in
 /// bounded memory (peak RSS of the child, measured by `PeakMemory`).
-@Suite(.serialized) struct HugeImageTests {
+@Suite(.serialized, .bounded) struct HugeImageTests {
     static let bound = 100 << 20
 
     @Test func aFourGigabyteSparseDependencyInstallsAndLaunchesInBoundedMemory() async throws {

@@ -6,7 +6,7 @@ import ClosureFormat
 
 /// Closures others could have written are refused with the reason; a cache that cannot be
 /// written gets a clear error; `verify` names files that are not closures.
-@Suite(.serialized) struct HygieneTests {
+@Suite(.serialized, .bounded) struct HygieneTests {
     static func fallback(_ app: FixtureApp, _ cache: String) async throws -> String? {
         try await Dyld3Binary.launchAuto(app, cache: cache).json?["fallback_reason"] as? String
     }

@@ -10,7 +10,7 @@ import LaunchPlan
 /// that belongs to someone else, is refused; a trust key others can write, or that belongs
 /// to another user than the invoking one or root, is refused. `launch --rebuild` under
 /// `--trust` never replaces a signed closure with an unsigned one.
-@Suite(.serialized) struct KeyFileTests {
+@Suite(.serialized, .bounded) struct KeyFileTests {
     static var isRoot: Bool { geteuid() == 0 }
 
     @Test(arguments: [0o644, 0o640, 0o604, 0o660, 0o666])

@@ -8,7 +8,7 @@ import LaunchPlan
 
 /// Forged Objective-C parts of the objc fixture's closure (valid checksum): each is refused
 /// when the closure is read, before anything is mapped or written.
-@Suite struct ObjCTamperTests {
+@Suite(.bounded) struct ObjCTamperTests {
     struct Forgery: CustomStringConvertible, Sendable {
         let description: String
         let forge: @Sendable (inout LaunchClosure) -> Void

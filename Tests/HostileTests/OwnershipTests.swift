@@ -8,7 +8,7 @@ import Testing
 /// StrictModes for closures: a closure another user could have written is not used. The
 /// victim runs as `nobody` (through `setpriv`), the other user is `daemon`; the test itself
 /// must be root to set owners. The policy itself is checked everywhere.
-@Suite(.serialized) struct OwnershipTests {
+@Suite(.serialized, .bounded) struct OwnershipTests {
     static let victim = Dyld3Binary.User.nobody
     static let attacker = Dyld3Binary.User.daemon
 

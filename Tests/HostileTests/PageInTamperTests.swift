@@ -14,7 +14,7 @@ import Testing
 /// anything is mapped, with the reason an eager launch gives, and `--mode auto` must fall back
 /// to dyld2 and run. The forgeries re-encode a decoded closure, so only the checks under test
 /// can refuse them.
-@Suite(.serialized) struct PageInTamperTests {
+@Suite(.serialized, .bounded) struct PageInTamperTests {
     /// A slide of this suite's own (suites run at once).
     static let slide: UInt64 = 0x6600_0000_0000
 

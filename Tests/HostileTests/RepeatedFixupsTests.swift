@@ -9,7 +9,7 @@ import Testing
 /// starts that fall inside the page's earlier chains (new rule), and rebase opcodes that
 /// repeat a run (the reader's per-stream budget). Both launch paths refuse them with one
 /// line, after work bounded by the image.
-@Suite struct RepeatedFixupsTests {
+@Suite(.bounded) struct RepeatedFixupsTests {
     static let pageSize = 0x4000
     static let pages = 4
 

@@ -9,7 +9,7 @@ import LaunchPlan
 /// Signed caches for distribution: `key generate`, `install --sign`, `--trust`. A signed
 /// content-only cache copied to another directory tree verifies and launches there; one
 /// changed byte, a missing signature or the wrong key is refused with a clear reason.
-@Suite(.serialized) struct SignatureTests {
+@Suite(.serialized, .bounded) struct SignatureTests {
     static func keys(_ name: String) async throws -> (directory: String, privateKey: String, publicKey: String) {
         let directory = try Scratch.directory("keys-\(name)")
         let result = try await Dyld3Binary.run(["key", "generate", "--out", directory])

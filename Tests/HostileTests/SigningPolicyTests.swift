@@ -19,7 +19,7 @@ import Testing
 /// ld64.lld (no team ID); unsigned copies lose `LC_CODE_SIGNATURE` (llvm-objdump is the
 /// oracle that it is gone), and team-ID signatures are written by
 /// tools/damage-code-signature (Python's hashlib), independent of the project's reader.
-@Suite(.serialized) struct SigningPolicyTests {
+@Suite(.serialized, .bounded) struct SigningPolicyTests {
     static let requireSignatures = SigningPolicy(requireSignatures: true)
     static let libraryValidation = SigningPolicy(libraryValidation: true)
 

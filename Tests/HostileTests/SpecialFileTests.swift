@@ -9,7 +9,7 @@ import Testing
 /// every command refuses it at once, with the reason dyld2 gives (`not a regular file`),
 /// instead of blocking in `open` for a writer that never comes. Each command runs as a child
 /// killed after a limit, so a regression fails the test (status 137) instead of hanging it.
-@Suite(.serialized) struct SpecialFileTests {
+@Suite(.serialized, .bounded) struct SpecialFileTests {
     static let limitSeconds = 30
     static let reason = "not a regular file"
 

@@ -10,7 +10,7 @@ import Testing
 /// Every way an image can change after install is caught before the closure is used; the
 /// `auto` launch then falls back and gives what the slow path gives with the files as they
 /// are now, never the closure's stale fixups.
-@Suite(.serialized) struct StalenessTests {
+@Suite(.serialized, .bounded) struct StalenessTests {
     /// Installs a scratch copy of `name`, applies `change` to it, and checks what the
     /// closure, `verify` and an `auto` launch say.
     static func check(_ name: String, image pick: (FixtureApp) -> String,

@@ -11,7 +11,7 @@ import LaunchPlan
 /// Damaged and forged closures of a multi-image app: every damage is detected by the
 /// checksum or the structure checks, every forgery with a valid checksum is refused before
 /// anything is written, and nothing crashes.
-@Suite(.serialized) struct TamperTests {
+@Suite(.serialized, .bounded) struct TamperTests {
     static let appName = "init-order"
     /// A slide that puts the launch region where nothing else lives, so its absence from
     /// /proc/self/maps after a refused launch is meaningful: above where launches without a

@@ -9,7 +9,7 @@ import LaunchPlan
 /// Forged thread-local records of the tlv fixture's closure (valid checksum): each would
 /// make the fast path write a thunk, a key or the host services table somewhere the images
 /// do not allow, and is refused when the closure is read, before anything is mapped.
-@Suite struct ThreadLocalTamperTests {
+@Suite(.bounded) struct ThreadLocalTamperTests {
     struct Forgery: CustomStringConvertible, Sendable {
         let description: String
         let forge: @Sendable (inout LaunchClosure) -> Void

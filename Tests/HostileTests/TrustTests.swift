@@ -12,7 +12,7 @@ import LaunchPlan
 /// granting protections the image does not have, a closure bound to another app or root, an
 /// image swapped while launching, a bad run under `--mode auto`. Each is one row of the
 /// closure-trust attack table (docs/security.md).
-@Suite(.serialized) struct TrustTests {
+@Suite(.serialized, .bounded) struct TrustTests {
     /// A slide of this suite's own, above where launches without a slide land (suites run at once).
     static let slide: UInt64 = 0x6400_0000_0000
 

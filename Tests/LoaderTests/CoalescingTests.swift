@@ -12,7 +12,7 @@ import LaunchPlan
 /// into the image the manifest names. Those names come from the fixture builder's
 /// coalescing model (ELF objects' symbol tables, checked against the built images'
 /// MH_WEAK_DEFINES), never from this loader.
-@Suite struct CoalescingTests {
+@Suite(.bounded) struct CoalescingTests {
     static let apps = ((try? FixtureApp.all()) ?? []).filter { !(coalescedWinners($0) ?? [:]).isEmpty }
 
     /// The manifest's `expect.coalesced`: symbol → image name.

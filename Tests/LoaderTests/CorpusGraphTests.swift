@@ -14,7 +14,7 @@ import ClosureFormat
 /// path writes exactly the fixups llvm-objdump-19 lists, the closure of the graph verifies,
 /// and dyld2 and dyld3 leave identical memory. Nothing runs: the stubs hold no code, and a
 /// launch that loaded one runs no initializer and no main (`LaunchSequence.reasonNotToRun`).
-@Suite(.serialized) struct CorpusGraphTests {
+@Suite(.serialized, .bounded) struct CorpusGraphTests {
     /// A graph: its root images and the arch (the stub host goes first for a bundle or dylib).
     struct Graph: CustomStringConvertible, Sendable {
         let name: String

@@ -11,7 +11,7 @@ import LaunchPlan
 
 /// The dyld3 fast path: it must give exactly what the slow path gives, and every closure it
 /// cannot trust must be refused with the right reason before anything is written.
-@Suite struct FastPathTests {
+@Suite(.bounded) struct FastPathTests {
     static let launchable = SlowPathTests.apps.filter(\.launches)
 
     /// A fresh cache directory holding the closure of `app`.

@@ -6,7 +6,7 @@ import TestSupport
 
 /// Every location the slow path writes is one llvm-objdump-19 lists as a fixup, and every
 /// fixup llvm-objdump lists is written: per image, the address sets are equal.
-@Suite struct FixupLocationTests {
+@Suite(.bounded) struct FixupLocationTests {
     /// The addresses llvm-objdump lists for `path`'s `arch` slice: `--dyld-info` rows for
     /// chained images, the four opcode tables otherwise.
     static func objdumpAddresses(_ path: String, arch: String, chained: Bool) async throws -> Set<UInt64> {

@@ -13,7 +13,7 @@ import Testing
 /// dyld3 leave identical memory, both return the result the generator computed from the
 /// runtime's rules (Fixtures/generator/objcgen.py), and the runtime's class table holds as
 /// many classes as the generator wrote.
-@Suite struct GeneratedObjCTests {
+@Suite(.bounded) struct GeneratedObjCTests {
     @Test func generatedObjCAppLaunchesAsTheGeneratorExpects() async throws {
         let out = NSTemporaryDirectory() + "gen-app-objc-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }

@@ -18,7 +18,7 @@ import LaunchPlan
 /// those lookups with the host; the manifest's result (checked against the ELF twin by
 /// `tools/build-fixtures --verify-expected`) is that value, which the host's `main` returns
 /// in an ordinary launch of the app.
-@Suite struct HostedDylibTests {
+@Suite(.bounded) struct HostedDylibTests {
     static let apps = (try? FixtureApp.all().filter { $0.name == "hosted-module" }) ?? []
 
     static func module(_ app: FixtureApp) -> String { app.bundle + "/Frameworks/libModule.dylib" }

@@ -18,7 +18,7 @@ import TestSupport
 /// are stubs, and arm64 could not run here anyway): the slow
 /// path writes exactly the fixups llvm-objdump-19 lists, the closure verifies after a round
 /// trip through its file, and dyld2 and dyld3 leave identical memory.
-@Suite(.serialized) struct IOSModuleTests {
+@Suite(.serialized, .bounded) struct IOSModuleTests {
     static let modules = [
         "_speedups.cpython-313-iphoneos.so", "_imagingmath.cpython-313-iphoneos.so",
         "_imagingmorph.cpython-313-iphoneos.so", "_cffi_backend.cpython-313-iphoneos.so",

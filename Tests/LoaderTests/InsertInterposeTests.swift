@@ -10,7 +10,7 @@ import Testing
 /// `insert` and `interpose` fixture apps' expected results come from their ELF twins (run
 /// with the inserted library preloaded) and the fixture builder's dyld model; the tuples'
 /// targets from llvm-objdump-19's symbol tables.
-@Suite struct InsertInterposeTests {
+@Suite(.bounded) struct InsertInterposeTests {
     /// The `insert` app's launch with its inserted library, as its manifest says it must end.
     struct InsertedExpectation {
         let result: Int32

@@ -13,7 +13,7 @@ import TestSupport
 /// on two cores. Whatever runs
 /// on the helper must give what the calling thread alone gives, and damaged frames must be
 /// refused however they are split.
-@Suite struct LaunchHelperTests {
+@Suite(.bounded) struct LaunchHelperTests {
     /// Work posted to the helper returns its result; a body that throws still waits for
     /// the helper; after `finish` the work runs inline, and finishing twice is harmless.
     /// A finished helper's thread is kept and serves the next helper; helpers taken at

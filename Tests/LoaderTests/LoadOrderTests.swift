@@ -8,7 +8,7 @@ import Testing
 /// one's. The oracle is that rule written out literally as dyld-852's
 /// `recursiveLoadLibraries` is (recursion over a small graph), against `DependencyGraph`'s
 /// iterative walk on the same graph written as Mach-O files.
-@Suite struct LoadOrderTests {
+@Suite(.bounded) struct LoadOrderTests {
     /// dyld-852 `ImageLoader::recursiveLoadLibraries`: mark the image, load each dependency
     /// not yet loaded (appending it to the load order), then recurse into each dependency.
     static func dyldOrder(_ graph: [[Int]]) -> [Int] {

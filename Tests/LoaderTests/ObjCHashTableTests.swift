@@ -10,7 +10,7 @@ import Testing
 /// the step run again over a launch's memory whose runtime header reserves too few slots,
 /// or has another layout's magic, fails with one error naming libobjc; with the header as
 /// built, it writes the same words the launch did.
-@Suite struct ObjCHashTableTests {
+@Suite(.bounded) struct ObjCHashTableTests {
     static let app = ((try? FixtureApp.all()) ?? []).first { $0.name == "objc" && $0.arch == "x86_64" }
 
     /// The step over `launch`'s memory, after `patch` (value, offset in the runtime's header).

@@ -14,7 +14,7 @@ import ClosureFormat
 /// one address after the step, the runtime's class table holds every class of every
 /// `__objc_classlist` (counted by llvm-objdump), and the closure carries one `+load` call
 /// per `+load` id in the twin's init log.
-@Suite struct ObjCTests {
+@Suite(.bounded) struct ObjCTests {
     static let apps = ((try? FixtureApp.all()) ?? []).filter { $0.name == "objc" }
 
     @Test func everyVariantIsBuilt() {

@@ -7,7 +7,7 @@ import Testing
 /// the way it would without page-in, by the same signal, and never hangs. Each launch runs
 /// `dyld3` as a child, killed after `limit` seconds (status 137, failing the test) if it
 /// has not ended: a hang fails the test instead of holding up the run.
-@Suite(.serialized) struct PageInCrashTests {
+@Suite(.serialized, .bounded) struct PageInCrashTests {
     /// Generous for a loaded 2-core machine: the crashing launches below end in well under a
     /// second here. The Swift runtime's crash handler stays on (it suspends every other
     /// thread, the case that once left a thread waiting on a page forever), without

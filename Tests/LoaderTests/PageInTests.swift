@@ -15,7 +15,7 @@ import ClosureFormat
 /// exactly what dyld2 writes, whoever touches it first (a second thread, the kernel inside a
 /// system call), and a launch must leave nothing behind. Where userfaultfd is unavailable,
 /// the same tests assert the eager fallback and its reason instead.
-@Suite(.serialized) struct PageInTests {
+@Suite(.serialized, .bounded) struct PageInTests {
     static let launchable = SlowPathTests.apps.filter(\.launches)
 
     /// nil when this machine gives userfaultfd; else why not (the fallback is then asserted).

@@ -1,11 +1,12 @@
 import Foundation
 import LoaderCore
 import Testing
+import TestSupport
 
 /// `PathResolver.normalize` answers an already-normal path without splitting it; every
 /// absolute path over the alphabet `/`, `.`, `a` up to 8 bytes (and some real ones) is
 /// normalized as a plain component-by-component reference, written here, does it.
-@Suite struct PathNormalizationTests {
+@Suite(.bounded) struct PathNormalizationTests {
     /// The reference: split on `/`, drop empty and `.` components, `..` removes the one before.
     static func reference(_ path: String) -> String {
         var parts: [String] = []

@@ -17,7 +17,7 @@ import Testing
 /// leaves at the same slide and returns the fixture's manifest result; a set that was
 /// damaged, truncated, built for another request or whose source images changed is refused
 /// with its reason, and `auto` then takes the closure.
-@Suite(.serialized) struct PrelinkedSetTests {
+@Suite(.serialized, .bounded) struct PrelinkedSetTests {
     static let launchable = SlowPathTests.apps.filter { $0.launches && ["x86_64-chained", "arm64-opcodes"].contains($0.variant) }
 
     /// A fresh cache directory (mode 0755) holding the closure and the set of `app`; the paths.
@@ -240,7 +240,7 @@ import Testing
 
         try Self.rewrite(setPath) { $0[100] ^= 1 }
         let corrupt = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 60)
-        #expect(corrupt.status == 3 && corrupt.stdout.contains("\(setPath): corrupt: checksum mismatch"), "\(corrupt.stdout)")
+        #expect(corrupt.status == 3 && corrupt.stdout.contains("\(setPath): corrupt: checksum mismatch"), "status \(corrupt.status): \(corrupt.stdout)\(corrupt.stderr)")
     }
 
     /// A generated app with Objective-C across frameworks: the set's launch leaves dyld2's

@@ -7,7 +7,7 @@ import LaunchPlan
 
 /// What a launch asks the kernel to read ahead of each image
 /// (`ImagePlan.readAheadRange(deferred:)`), against the segments llvm-objdump-19 lists.
-@Suite struct ReadAheadTests {
+@Suite(.bounded) struct ReadAheadTests {
     /// One `LC_SEGMENT_64` as `llvm-objdump --macho --private-headers` prints it.
     struct ObjdumpSegment {
         var name = ""

@@ -16,7 +16,7 @@ import TestSupport
 /// the root's libobjc is a runtime of ours and its frameworks' classes are class objects,
 /// so the Objective-C step runs, registers every class llvm-objdump lists and attaches
 /// every category (all of `_objc`'s extend system classes).
-@Suite(.serialized) struct RealObjCTests {
+@Suite(.serialized, .bounded) struct RealObjCTests {
     static let objcModule = Paths.bundledCorpus.path + "/objc_universal2/_objc.cpython-311-darwin.so"
     static let foundationModule = Paths.bundledCorpus.path + "/objc_universal2/_Foundation.cpython-311-darwin.so"
     /// An `__objc_imageinfo` and nothing else of Objective-C; imports nothing from libobjc.

@@ -9,7 +9,7 @@ import LaunchPlan
 /// `@`-path that lies in R stays in R: `..` stops at R and symlinks resolve as if R were `/`.
 /// The trees are built in a temporary directory; "outside" files are real Mach-O images
 /// that would load if they were opened.
-@Suite struct RootConfinementTests {
+@Suite(.bounded) struct RootConfinementTests {
     /// A scratch tree: `base/root` is the root, `base/evil` is outside it.
     struct Tree {
         let base: URL

@@ -12,7 +12,7 @@ import LaunchPlan
 /// from its restart point and the whole-stream decode, the checked walk's stores, the
 /// pointer loop's stores and the page-in handler's fills (word for word against the values
 /// the decoded fixups call for), verification, and the page-in launch's check.
-@Suite(.serialized) struct RunFormatAgreementTests {
+@Suite(.serialized, .bounded) struct RunFormatAgreementTests {
     static let launchable = SlowPathTests.apps.filter(\.launches)
 
     @Test(arguments: launchable)

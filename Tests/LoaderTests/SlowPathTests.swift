@@ -7,7 +7,7 @@ import LaunchPlan
 
 /// The dyld2 slow path against the fixture apps' manifests, whose expected results were
 /// computed without any Mach-O loader (ELF twins, first principles).
-@Suite struct SlowPathTests {
+@Suite(.bounded) struct SlowPathTests {
     static let apps = (try? FixtureApp.all()) ?? []
 
     @Test func fixturesAreBuilt() throws {

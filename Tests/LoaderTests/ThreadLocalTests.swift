@@ -4,14 +4,16 @@ import Dyld2
 import Dyld3
 import Foundation
 import LaunchPlan
+import LaunchComparison
 import LoaderCore
+import Synchronization
 import TestSupport
 import Testing
 
 /// Thread-local variables (docs/dyld-rules.md, rule 23), beyond what the tlv fixture's run
 /// proves through every launch path: which descriptors are set up (against llvm-objdump's
 /// view of the images), and keys that come back when a launch is released.
-@Suite struct ThreadLocalTests {
+@Suite(.bounded) struct ThreadLocalTests {
     static func app(_ variant: String) throws -> FixtureApp {
         try #require(try FixtureApp.all().first { $0.name == "tlv" && $0.variant == variant }, "no fixture app tlv [\(variant)]")
     }
@@ -44,18 +46,44 @@ import Testing
 
     /// Keys are released with their launch and reused: 600 launches of a two-image
     /// thread-local app (1,200 keys, more than the 1,024 a process holds at once) all set
-    /// their descriptors up, and two launches in a row get the same keys.
+    /// their descriptors up, each with the key its launch made for the image.
     @Test func keysComeBackWhenALaunchIsReleased() throws {
         let app = try Self.app("x86_64-chained")
-        var keys: [UInt64] = []
         let setup = try #require(try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root).threadLocals.setups.first)
-        for round in 0..<600 {
+        for _ in 0..<600 {
             let launch = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))
+            defer { launch.memory.release() }
             let key = try launch.memory.load(image: setup.image, vmOffset: setup.descriptors[0] + 8)
-            if round < 2 { keys.append(key) }
-            launch.memory.release()
+            #expect(launch.memory.threadLocalKeyOfImage[setup.image].map(UInt64.init) == key)
         }
-        #expect(keys.count == 2 && keys[0] == keys[1], "\(keys)")
+    }
+
+    /// Keys are the process's: while other launches take and release keys, dyld2's and
+    /// dyld3's launches of one comparison get different numbers, and `compare` still finds
+    /// their memory identical (each descriptor holds its launch's key for its image) and
+    /// the same result.
+    @Test func compareMatchesKeysByImageWhileOtherLaunchesTakeKeys() throws {
+        let app = try Self.app("x86_64-chained")
+        let closure = try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root)
+        guard case let .result(expected, _) = app.expectation else {
+            Issue.record("tlv [\(app.variant)] expects no result")
+            return
+        }
+        let stop = Mutex(false)
+        let churn = Thread {
+            while !stop.withLock({ $0 }) {
+                guard let launch = try? SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false)) else { continue }
+                launch.memory.release()
+            }
+        }
+        churn.start()
+        defer { stop.withLock { $0 = true } }
+        for _ in 0..<40 {
+            let comparison = try LaunchComparison.run(options: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root),
+                                                      closure: closure, closurePath: "(built in memory)")
+            #expect(comparison.differences.isEmpty, "\(comparison.differences.prefix(4))")
+            #expect(comparison.dyld3Result == expected && comparison.dyld2Result == expected)
+        }
     }
 
     /// `inspect --thread-locals` row for row against llvm-objdump-19: one row per

@@ -7,7 +7,7 @@ import TestSupport
 /// signing an lld-signed image again gives exactly lld's bytes, whatever was damaged in its
 /// signature; a page changed and signed again verifies, and differs from lld's output only
 /// in that byte and that page's code slot; changed back and signed again, it is lld's file.
-@Suite struct AdHocSigningTests {
+@Suite(.bounded) struct AdHocSigningTests {
     static let variants = ["x86_64-chained", "arm64-opcodes"]
 
     @Test(arguments: variants.flatMap { variant in ["app", "libbase.dylib"].map { (variant, $0) } })

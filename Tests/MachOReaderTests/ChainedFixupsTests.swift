@@ -7,7 +7,7 @@ import Testing
 /// LC_DYLD_CHAINED_FIXUPS: the `--chained-fixups` and `--dyld-info` tables against
 /// llvm-objdump-19 on every corpus file and reader fixture, and the decoder's bit layouts
 /// and failure modes on hand-built bytes.
-@Suite struct ChainedFixupsTests {
+@Suite(.bounded) struct ChainedFixupsTests {
     // MARK: - Against the oracle
 
     /// Compares every slice of `files`: `--chained-fixups` always, `--dyld-info` when the

@@ -9,7 +9,7 @@ import TestSupport
 /// damaged copies of them and said, from its own reading with Python's struct and hashlib,
 /// which page or blob each change hits and what each pristine file's cdHash is;
 /// llvm-objdump reads LC_CODE_SIGNATURE's range; Apple's ld64 signed the corpus.
-@Suite(.timeLimit(.minutes(5))) struct CodeSignatureTests {
+@Suite(.bounded) struct CodeSignatureTests {
     static let signedRoot = Paths.readerFixtures.appendingPathComponent("signed")
 
     /// tools/damage-code-signature's manifest.

@@ -8,7 +8,7 @@ import Testing
 /// fixture (and on fixtures whose trie is replaced by a hand-built one holding re-exports
 /// and resolvers, which no linker here can emit), lookups against the full walk, and the
 /// decoder's failure modes on hand-built bytes.
-@Suite struct ExportTrieTests {
+@Suite(.bounded) struct ExportTrieTests {
     // MARK: - Against the oracle
 
     /// Compares `--exports-trie` on every slice of `files`; returns the number of comparisons.

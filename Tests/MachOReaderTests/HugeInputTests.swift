@@ -11,7 +11,7 @@ import Testing
 /// child's own peak RSS (``PeakMemory``: `wait4` from a small harness), a resource bound,
 /// not a timing. Inputs are made here:
 /// sparse files with `ftruncate`, tries spliced into a reader fixture.
-@Suite struct HugeInputTests {
+@Suite(.bounded) struct HugeInputTests {
     /// The peak RSS allowed to one `dyld3 inspect` (the debug build's floor is about 25 MB).
     static let memoryBound = 100 << 20
     static let fourGigabytes: UInt64 = 4 << 30

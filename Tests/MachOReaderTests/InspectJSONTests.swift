@@ -6,7 +6,7 @@ import Testing
 /// `dyld3 inspect --json` says what llvm-objdump-19's tables say: the same rebase and bind
 /// addresses and symbols, the same exported names, one chained fixup per `--dyld-info` row.
 /// And it is streamed: a document far larger than the memory bound prints within it.
-@Suite struct InspectJSONTests {
+@Suite(.bounded) struct InspectJSONTests {
     static let files = [
         "opcodes_x86_64/libgfortran.5.dylib",
         "chained_x86_64/libgfortran.5.dylib",

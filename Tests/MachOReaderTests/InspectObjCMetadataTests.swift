@@ -9,7 +9,7 @@ import Testing
 /// slice, only whitespace allowed to differ: every Mach-O file of the corpus, every image
 /// of the fixture builds (the objc app in all four builds, the reader fixtures), an image
 /// with relative method lists linked here, and damaged copies of real images.
-@Suite(.timeLimit(.minutes(5))) struct InspectObjCMetadataTests {
+@Suite(.bounded) struct InspectObjCMetadataTests {
     /// How one file compared: slices compared, slices with Objective-C rows, rows that agreed.
     struct Agreement {
         var slices = 0

@@ -6,7 +6,7 @@ import Testing
 
 /// `dyld3 inspect --objc-summary` and `--objc --json`, against llvm-objdump-19 on every image of the
 /// objc fixture app, all four builds (``ObjCOracle``).
-@Suite(.timeLimit(.minutes(10))) struct InspectObjCTests {
+@Suite(.bounded) struct InspectObjCTests {
     typealias Image = ObjCReaderTests.Image
 
     static func json(_ path: String) throws -> [String: Any] {

@@ -6,7 +6,7 @@ import Testing
 
 /// The reader's header and load commands against `llvm-objdump --macho --private-headers`,
 /// for every slice of every corpus file and reader fixture.
-@Suite struct LoadCommandsTests {
+@Suite(.bounded) struct LoadCommandsTests {
     /// One `Load command N` block of llvm-objdump's output: its fields, and its sections' fields.
     struct ObjdumpCommand {
         var fields: [String: String] = [:]

@@ -7,7 +7,7 @@ import Testing
 /// Damaged input must give a clean `MachOError` (with a file offset) or a successful
 /// parse: never a crash, a hang, or an unbounded allocation. Every decoder is exercised
 /// through `ObjdumpReport` with every table, which walks every fixup and export.
-@Suite(.timeLimit(.minutes(5))) struct MalformedInputTests {
+@Suite(.bounded) struct MalformedInputTests {
     /// Parses everything the reader can parse, on every slice.
     static func decodeEverything(_ bytes: [UInt8]) -> Result<String, MachOError> {
         do {

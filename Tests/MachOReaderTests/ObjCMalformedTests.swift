@@ -6,7 +6,7 @@ import Testing
 /// Hostile Objective-C metadata: each bad structure is refused with one error naming the
 /// image and the address (or, read from a file, the file offset of the list entry), never a
 /// crash, an endless walk or an allocation the input sizes.
-@Suite(.timeLimit(.minutes(5))) struct ObjCMalformedTests {
+@Suite(.bounded) struct ObjCMalformedTests {
     /// An address space of one 4 KiB segment of image 3 at 0x10000, holding `words` (little-endian 64-bit) from its start.
     static func space(_ words: [UInt64], bytes extra: [UInt8] = []) -> ObjCAddressSpace {
         var bytes = words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) } } + extra

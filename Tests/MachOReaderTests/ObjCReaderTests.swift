@@ -7,7 +7,7 @@ import Testing
 /// ``ObjCCategory``, ``ObjCMethodList``) against llvm-objdump-19 on every image of the
 /// objc fixture app, all four builds (see ``ObjCOracle`` for what llvm shows of a chained
 /// image and where the rest comes from).
-@Suite(.timeLimit(.minutes(10))) struct ObjCReaderTests {
+@Suite(.bounded) struct ObjCReaderTests {
     struct Image: CustomStringConvertible, Sendable {
         let variant: String
         let relativePath: String

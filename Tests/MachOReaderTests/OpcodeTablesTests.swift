@@ -7,7 +7,7 @@ import Testing
 /// The dyld-info opcode decoders (rebase, bind, lazy bind, weak bind), checked through
 /// `--rebase`, `--bind`, `--lazy-bind` and `--weak-bind` against llvm-objdump-19, on the
 /// corpus, on the reader fixtures and on hand-assembled opcode streams.
-@Suite(.timeLimit(.minutes(10))) struct OpcodeTablesTests {
+@Suite(.bounded) struct OpcodeTablesTests {
     static let tables: [InspectTable] = [.rebase, .bind, .lazyBind, .weakBind]
 
     /// Compares every opcode table of every slice of `paths` with llvm-objdump's.
@@ -173,7 +173,7 @@ extension OpcodeTablesTests {
     }
 
     /// Hand-assembled opcode streams: every opcode, the special cases, and malformed input.
-    @Suite struct HandAssembledStreams {
+    @Suite(.bounded) struct HandAssembledStreams {
         /// Compares the four opcode tables of `synthetic` with llvm-objdump's.
         func expectObjdumpAgrees(_ synthetic: OpcodeImage, _ name: String) async throws {
             let path = try synthetic.write(name)
@@ -274,7 +274,7 @@ extension OpcodeTablesTests {
             }
         }
 
-        @Test(.timeLimit(.minutes(1))) func hugeRepeatCountsAreErrors() throws {
+        @Test(.bounded(seconds: 60)) func hugeRepeatCountsAreErrors() throws {
             // A 14-byte stream asking for 2^64 - 1 rebases.
             let rebase = OpcodeImage(rebase: [0x11, 0x21, 0x00, 0x60] + OpcodeBytes.uleb(.max))
             #expect(rebase.rebase.count == 14)
@@ -346,7 +346,7 @@ extension OpcodeTablesTests {
         }
 
         /// Random streams end in rows or a `MachOError`: never a crash or a hang.
-        @Test(.timeLimit(.minutes(1))) func randomStreamsEndCleanly() throws {
+        @Test(.bounded(seconds: 60)) func randomStreamsEndCleanly() throws {
             var state: UInt64 = 0x0bc0_de5e_ed00_0001
             func random() -> UInt64 { // SplitMix64
                 state &+= 0x9E37_79B9_7F4A_7C15

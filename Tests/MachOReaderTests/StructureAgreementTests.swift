@@ -16,7 +16,7 @@ import Testing
 /// (each range's end and one byte short of it), random truncations, and seeded 1–4 byte
 /// flips, mostly in the headers and load commands. `DYLD3_AGREEMENT_CASES` sets the random
 /// truncations and flips per file (default 60 each).
-@Suite(.timeLimit(.minutes(10))) struct StructureAgreementTests {
+@Suite(.bounded) struct StructureAgreementTests {
     struct Case: Sendable {
         let file: String
         let mutation: String

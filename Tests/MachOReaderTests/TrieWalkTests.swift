@@ -8,7 +8,7 @@ import Testing
 /// fast path would never run), find each symbol at the node the enumeration reports, agree
 /// with the checked walk on absent names, and hand anything it does not answer for to the
 /// checked walk.
-@Suite struct TrieWalkTests {
+@Suite(.bounded) struct TrieWalkTests {
     /// Per slice of `files`: each exported symbol and its neighbours (absent names) looked
     /// up by the raw walk and by the checked walk. Returns (found, absent, irregular).
     static func compare(_ files: [String]) throws -> (found: Int, absent: Int, irregular: Int) {

@@ -3,11 +3,12 @@ import LoaderCore
 import MachOReader
 import StubRoot
 import Testing
+import TestSupport
 
 /// Stub roots for binaries that link frameworks an app ships (`@rpath/...`,
 /// `@executable_path/...`): the host is laid out as an iOS or macOS app bundle whose
 /// `LC_RPATH` reaches the stub frameworks, everything built for the binaries' platform.
-@Suite(.serialized)
+@Suite(.serialized, .bounded)
 struct AppStubRootTests {
     /// The real iOS extension modules of the corpus (each links `@rpath/Python.framework/Python`
     /// and has no `LC_RPATH`).

@@ -3,8 +3,9 @@ import LoaderCore
 import MachOReader
 import StubRoot
 import Testing
+import TestSupport
 
-@Suite(.serialized)
+@Suite(.serialized, .bounded)
 struct StubRootTests {
     static let pillow = [
         StubRootPaths.corpusFile("graph_arm64_pillow/PIL/_imaging.cpython-311-darwin.so"),

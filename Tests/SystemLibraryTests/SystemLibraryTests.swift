@@ -1,10 +1,11 @@
 import CXXHash
 import CZstd
 import Testing
+import TestSupport
 
 /// The system-library modules link and behave: closures are zstd-compressed and
 /// xxhash-checked, so both libraries must work before anything is built on them.
-@Suite struct SystemLibraryTests {
+@Suite(.bounded) struct SystemLibraryTests {
     @Test func xxh3MatchesPublishedVectors() {
         // Reference values from the xxHash specification's test vectors for empty input.
         let empty: [UInt8] = []

@@ -1,0 +1,97 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// A bound on how long each test case may run: one that is still running after
+/// ``HangBound/seconds`` ends the test process with one line naming it, so a hang fails
+/// the run at once instead of holding it until CI gives up.
+///
+/// Swift Testing's own `.timeLimit` cannot do this: it cancels the test's task, and a test
+/// blocked in synchronous code (a launch that never returns) never sees the cancellation,
+/// while it holds one of the few threads every other test needs. Every suite carries
+/// `.bounded` (a test checks that). The process ends by `abort`, so the Swift runtime's
+/// backtracer prints every thread's stack: where the hang is.
+package struct HangBound: SuiteTrait, TestTrait, TestScoping {
+    /// The bound: `DYLD3_TEST_BOUND_SECONDS`, else 10 minutes (the slowest test case takes
+    /// about 3 minutes alone on 2 cores, and 9 with two more test processes beside it).
+    package static let seconds: Int = {
+        if let text = ProcessInfo.processInfo.environment["DYLD3_TEST_BOUND_SECONDS"], let value = Int(text), value > 0 { return value }
+        return 600
+    }()
+
+    /// This trait's bound (``seconds`` unless a test asks for a tighter one).
+    package let limit: Int
+
+    package var isRecursive: Bool { true }
+
+    package func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        guard !test.isSuite else { return try await function() }
+        let location = test.sourceLocation
+        let token = HangWatchdog.shared.arm("\(test.name) (\(location.fileID):\(location.line))", seconds: limit)
+        defer { HangWatchdog.shared.disarm(token) }
+        try await function()
+    }
+}
+
+extension Trait where Self == HangBound {
+    /// Each test case of the suite (or the test) ends the test process if it runs longer
+    /// than ``HangBound/seconds``.
+    package static var bounded: HangBound { HangBound(limit: HangBound.seconds) }
+
+    /// A tighter bound, for a test whose point is that it ends quickly (its suite's bound
+    /// applies too).
+    package static func bounded(seconds: Int) -> HangBound { HangBound(limit: min(seconds, HangBound.seconds)) }
+}
+
+/// The thread that watches the armed test cases: once a second it looks for one past its
+/// deadline, and ends the process (`abort`) after writing which one to standard error.
+package final class HangWatchdog: Sendable {
+    package static let shared = HangWatchdog()
+
+    private struct Armed {
+        let label: String
+        let seconds: Int
+        let deadline: ContinuousClock.Instant
+    }
+
+    private let state = Mutex<(next: Int, armed: [Int: Armed], started: Bool)>((0, [:], false))
+
+    /// Starts watching `label` for `seconds`; the token disarms it.
+    package func arm(_ label: String, seconds: Int) -> Int {
+        let (token, start) = state.withLock { state -> (Int, Bool) in
+            let token = state.next
+            state.next += 1
+            state.armed[token] = Armed(label: label, seconds: seconds, deadline: .now + .seconds(seconds))
+            defer { state.started = true }
+            return (token, !state.started)
+        }
+        if start {
+            let thread = Thread { [self] in watch() }
+            thread.name = "hang watchdog"
+            thread.start()
+        }
+        return token
+    }
+
+    package func disarm(_ token: Int) {
+        _ = state.withLock { $0.armed.removeValue(forKey: token) }
+    }
+
+    /// The armed labels past their deadline at `now`, oldest first.
+    package func overdue(at now: ContinuousClock.Instant = .now) -> [(label: String, seconds: Int)] {
+        state.withLock { state in
+            state.armed.values.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }.map { ($0.label, $0.seconds) }
+        }
+    }
+
+    private func watch() {
+        while true {
+            Thread.sleep(forTimeInterval: 1)
+            let late = overdue()
+            guard !late.isEmpty else { continue }
+            let lines = late.map { "hang: test \($0.label) is still running after its bound of \($0.seconds) s; ending the test process" }
+            FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+            abort()
+        }
+    }
+}
