@@ -177,30 +177,42 @@ public struct PrelinkedSet: Equatable, Sendable {
 }
 
 /// The set file: a 64-byte ``PrelinkedSetHeader``, the metadata (``PrelinkedSet``'s
-/// encoding, not compressed: it is read at every launch), zeros up to
-/// ``PrelinkedSet/dataAlignment``, then the data, mapped as it lies.
+/// encoding, not compressed: it is read at every launch), in a signed set its signature
+/// block (``PrelinkedSetSignature``), zeros up to ``PrelinkedSet/dataAlignment``, then the
+/// data, mapped as it lies.
 public enum PrelinkedSetFile {
-    /// The file's bytes: header, metadata, padding, data (`data.count` is the range's size).
-    public static func encode(_ set: PrelinkedSet, data: [UInt8]) -> [UInt8] {
+    /// The file's bytes: header, metadata, signature block (with `signer`), padding, data
+    /// (`data.count` is the range's size).
+    public static func encode(_ set: PrelinkedSet, data: [UInt8], signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
         let metadata = set.encodedMetadata()
         let alignment = PrelinkedSet.dataAlignment
-        let dataOffset = (UInt64(PrelinkedSetHeader.size + metadata.count) + alignment - 1) / alignment * alignment
+        let signatureSize = signer == nil ? 0 : PrelinkedSetSignature.size
+        let dataOffset = (UInt64(PrelinkedSetHeader.size + metadata.count + signatureSize) + alignment - 1) / alignment * alignment
         let header = PrelinkedSetHeader(metadataSize: UInt64(metadata.count), dataOffset: dataOffset, dataSize: UInt64(data.count),
-                                        dataHash: UnsafeHash.xxh3(data[...]))
+                                        dataHash: UnsafeHash.xxh3(data[...]), flags: signer == nil ? 0 : PrelinkedSetHeader.signedFlag)
         var file = header.bytes(metadata: metadata)
+        if let signer {
+            file += UnsafeDigest.sha256(data)
+            file += signer.signature(for: file[...])
+        }
         file += [UInt8](repeating: 0, count: Int(dataOffset) - file.count)
         file += data
         return file
     }
 
     /// Checks the header (magic, version, checksum of the header and metadata, the data's
-    /// extent against `fileSize`) and decodes the metadata. `prefix` holds the file's first
-    /// bytes, at least up to the data. The data itself is not read: `verify` and
-    /// `--hash-images` check its hash (``checkData(_:header:path:)``).
-    public static func decode(prefix: ByteView, fileSize: UInt64, path: String) throws(ClosureError) -> (header: PrelinkedSetHeader, set: PrelinkedSet) {
-        let header = try PrelinkedSetHeader(parsing: prefix, fileSize: fileSize, path: path)
+    /// extent against `fileSize`), with `trustKey` the signature block (the set must be
+    /// signed by it), and decodes the metadata. `prefix` holds the file's first bytes, at
+    /// least up to the data. The data itself is not read: ``checkData(_:header:path:)``
+    /// checks it (`verify`, `--hash-images`, and every launch with `--trust`).
+    public static func decode(prefix: ByteView, fileSize: UInt64, path: String,
+                              trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> (header: PrelinkedSetHeader, set: PrelinkedSet) {
+        var header = try PrelinkedSetHeader(parsing: prefix, fileSize: fileSize, path: path)
         guard let metadata = try? prefix.bytes(PrelinkedSetHeader.size, Int(header.metadataSize)) else {
             throw .corrupt(path: path, offset: PrelinkedSetHeader.size, what: "the metadata runs past the file")
+        }
+        if let trustKey {
+            header.signature = try PrelinkedSetSignature(prefix: prefix, header: header, trusting: trustKey, path: path)
         }
         let set = try PrelinkedSet(parsingMetadata: metadata, path: path)
         guard header.dataSize == set.rangeSize else {
@@ -209,11 +221,46 @@ public enum PrelinkedSetFile {
         return (header, set)
     }
 
-    /// Checks the data's xxh3 against the header's (`data`: the file's bytes from the data offset).
+    /// Checks the data (`data`: the file's bytes from the data offset): against the signed
+    /// SHA-256 when the header was checked with a trusted key, else against the header's xxh3.
     public static func checkData(_ data: ByteView, header: PrelinkedSetHeader, path: String) throws(ClosureError) {
-        guard data.count == Int(header.dataSize), UnsafeHash.xxh3(data) == header.dataHash else {
+        guard data.count == Int(header.dataSize) else {
+            throw .corrupt(path: path, offset: Int(header.dataOffset), what: "\(data.count) bytes of data where the header records \(header.dataSize) (truncated)")
+        }
+        if let signature = header.signature {
+            guard UnsafeDigest.sha256(data) == signature.dataDigest else {
+                throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data's SHA-256 is not the signed one (changed since it was signed)")
+            }
+        } else if UnsafeHash.xxh3(data) != header.dataHash {
             throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data's hash is not the one the header records (changed or truncated)")
         }
+    }
+}
+
+/// A signed set's signature block, right after the metadata: the SHA-256 of the data
+/// (32 bytes), then the 64-byte Ed25519 signature (``ClosureSigningKey``) of every byte
+/// before it (header, metadata, data digest). The header's checksum covers neither; the
+/// signature covers the header, so its signed flag cannot be cleared unnoticed by a
+/// trusting reader, which refuses an unsigned set.
+public struct PrelinkedSetSignature: Equatable, Sendable {
+    public static let size = UnsafeDigest.sha256Size + ClosureFileHeader.signatureLength
+    /// The SHA-256 of the data, as signed.
+    public let dataDigest: [UInt8]
+
+    /// Reads the block after the metadata and checks its signature with `trustKey`.
+    init(prefix: ByteView, header: PrelinkedSetHeader, trusting trustKey: ClosureTrustKey, path: String) throws(ClosureError) {
+        guard header.flags & PrelinkedSetHeader.signedFlag != 0 else {
+            throw .untrusted(path: path, what: "is not signed, and --trust accepts only prelinked sets signed by its key (install --prelink --sign KEY)")
+        }
+        let start = PrelinkedSetHeader.size + Int(header.metadataSize)
+        guard let signed = try? prefix.bytes(0, start + UnsafeDigest.sha256Size),
+              let signature = try? prefix.bytes(start + UnsafeDigest.sha256Size, ClosureFileHeader.signatureLength) else {
+            throw .corrupt(path: path, offset: start, what: "the signature block runs past the file")
+        }
+        guard trustKey.isValidSignature(signature[...], for: signed[...]) else {
+            throw .untrusted(path: path, what: "its signature does not verify with the trusted key (signed by another key, or changed since)")
+        }
+        dataDigest = Array(signed[start...])
     }
 }
 
@@ -221,7 +268,7 @@ public enum PrelinkedSetFile {
 ///
 ///     0  magic "DYLD3PS\0"
 ///     8  checksum: xxh3-64 of every byte from offset 16 to the end of the metadata
-///    16  format version (u32)     20  flags (u32, 0)
+///    16  format version (u32)     20  flags (u32; bit 1: signed, ``PrelinkedSetSignature``)
 ///    24  metadata size (u64)      32  data offset (u64)
 ///    40  data size (u64)          48  data hash: xxh3-64 of the data (u64)
 ///    56  reserved (u64, 0)
@@ -230,22 +277,31 @@ public struct PrelinkedSetHeader: Equatable, Sendable {
     public static let size = 64
     /// No metadata comes near this (a few hundred bytes per image).
     public static let maxMetadataSize: UInt64 = 64 << 20
+    /// The flag of a signed set (the closure file's bit).
+    public static let signedFlag = ClosureFileHeader.signedFlag
 
     public let checksum: UInt64
     public let version: UInt32
+    public let flags: UInt32
     public let metadataSize: UInt64
     public let dataOffset: UInt64
     public let dataSize: UInt64
     public let dataHash: UInt64
+    /// The checked signature block, when the header was read trusting a key.
+    public internal(set) var signature: PrelinkedSetSignature?
 
-    init(metadataSize: UInt64, dataOffset: UInt64, dataSize: UInt64, dataHash: UInt64) {
+    init(metadataSize: UInt64, dataOffset: UInt64, dataSize: UInt64, dataHash: UInt64, flags: UInt32) {
         checksum = 0
         version = PrelinkedSet.formatVersion
+        self.flags = flags
         self.metadataSize = metadataSize
         self.dataOffset = dataOffset
         self.dataSize = dataSize
         self.dataHash = dataHash
     }
+
+    /// Bytes of the signature block after the metadata.
+    public var signatureSize: Int { flags & Self.signedFlag != 0 ? PrelinkedSetSignature.size : 0 }
 
     /// Reads the header from `prefix` (the file's first bytes) and checks it against the
     /// file's size: magic, version, checksum, the metadata before the data, the data
@@ -260,12 +316,13 @@ public struct PrelinkedSetHeader: Equatable, Sendable {
         }
         checksum = word(8)
         version = UInt32(truncatingIfNeeded: word(16))
-        let flags = UInt32(truncatingIfNeeded: word(16) >> 32)
+        flags = UInt32(truncatingIfNeeded: word(16) >> 32)
         metadataSize = word(24)
         dataOffset = word(32)
         dataSize = word(40)
         dataHash = word(48)
-        guard metadataSize <= Self.maxMetadataSize, UInt64(Self.size) + metadataSize <= dataOffset,
+        let signatureBlock = UInt64(flags & Self.signedFlag != 0 ? PrelinkedSetSignature.size : 0)
+        guard metadataSize <= Self.maxMetadataSize, UInt64(Self.size) + metadataSize + signatureBlock <= dataOffset,
               dataOffset % PrelinkedSet.dataAlignment == 0, dataOffset <= fileSize, fileSize - dataOffset == dataSize else {
             throw .corrupt(path: path, offset: 24, what: "metadata of \(metadataSize) bytes, data of \(dataSize) bytes at offset \(dataOffset) "
                 + "do not fit the file's \(fileSize) bytes (truncated or damaged)")
@@ -276,21 +333,24 @@ public struct PrelinkedSetHeader: Equatable, Sendable {
         guard version == PrelinkedSet.formatVersion else {
             throw .incompatible(path: path, what: "prelinked set format version \(version), this loader reads \(PrelinkedSet.formatVersion)")
         }
-        guard flags == 0, word(56) == 0 else { throw .corrupt(path: path, offset: 20, what: "unknown flags or reserved bits") }
+        guard flags & ~Self.signedFlag == 0, word(56) == 0 else { throw .corrupt(path: path, offset: 20, what: "unknown flags or reserved bits") }
     }
 
-    /// The metadata size the first bytes of a file declare (0 when they are too short),
-    /// unchecked: how much a reader reads before it checks the header.
+    /// The metadata size the first bytes of a file declare, with the signature block when
+    /// they say it is signed (0 when they are too short), unchecked: how much a reader reads
+    /// after the header before it checks it.
     public static func declaredMetadataSize(_ fields: [UInt8]) -> UInt64 {
         guard fields.count >= 32 else { return 0 }
-        return (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[24 + $1]) }
+        let size = (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[24 + $1]) }
+        let signed = fields[20] & UInt8(truncatingIfNeeded: signedFlag) != 0
+        return size.addingReportingOverflow(signed ? UInt64(PrelinkedSetSignature.size) : 0).partialValue
     }
 
     /// The header, its checksum computed over it and `metadata`, followed by `metadata`.
     func bytes(metadata: [UInt8]) -> [UInt8] {
         var w = ClosureWriter()
         w.u64(0)
-        w.u64(UInt64(version))
+        w.u64(UInt64(version) | UInt64(flags) << 32)
         w.u64(metadataSize)
         w.u64(dataOffset)
         w.u64(dataSize)

@@ -4,7 +4,8 @@ import ClosureFormat
 import LaunchPlan
 
 /// The launch of a prelinked set (docs/prelinked.md): the set file opened and checked like
-/// a closure (ownership, checksum, binding to the request), every source image checked by
+/// a closure (ownership, checksum, binding to the request; with `--trust`, its signature and
+/// its data's signed SHA-256), every source image checked by
 /// the status of its path (no open, no mapping), one range reserved and the set's data
 /// mapped over it in one `mmap`, the slide stored into every word that holds an address in
 /// the range, protections set, then the thread-local step, the `+load` calls, the
@@ -20,16 +21,14 @@ public enum PrelinkedLaunch {
     public static func launch(setPath: String, request: LaunchOptions, checks: FastPath.Checks = FastPath.Checks()) throws -> Launch {
         var report = LaunchReport(mode: mode)
         var clock = PhaseClock()
-        if checks.trustKey != nil {
-            throw ClosureError.untrusted(path: setPath, what: "prelinked sets are not signed, and --trust accepts only signed closures")
-        }
         guard !request.verifyPages else {
             throw ClosureError.incompatible(path: setPath, what: "--verify-pages checks the images' own pages, which a prelinked set does not map")
         }
-        let opened = try PrelinkedSetFile.open(setPath)
+        let opened = try PrelinkedSetFile.open(setPath, trusting: checks.trustKey)
         let set = opened.set, closure = set.closure
         try FastPath.checkBinding(closure.binding, request: request, closurePath: setPath)
-        if checks.alwaysHashContent { try opened.checkData() }
+        // Trusting a key, the data is what was signed: its SHA-256, at every launch.
+        if checks.alwaysHashContent || checks.trustKey != nil { try opened.checkData() }
         report.timings[.closure] = clock.lap()
         var hashed = 0
         try set.checkSources(setPath: setPath, builtAt: opened.builtAt, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)

@@ -40,7 +40,8 @@ extension PrelinkedSetFile {
             self.set = set
         }
 
-        /// Checks the data's hash against the header's (reads the whole data).
+        /// Checks the data against the signed SHA-256 (opened trusting a key) or the
+        /// header's xxh3 (reads the whole data).
         public func checkData() throws(ClosureError) {
             guard let all = file.mapAll(), let data = try? all.slice(Int(header.dataOffset), Int(header.dataSize)) else {
                 throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data cannot be mapped")
@@ -50,8 +51,9 @@ extension PrelinkedSetFile {
     }
 
     /// Opens and checks the set at `path`: ownership (as for closures), header, checksum,
-    /// metadata. The binding and the images' identities are the caller's to check.
-    public static func open(_ path: String) throws(ClosureError) -> Opened {
+    /// with `trustKey` its signature, metadata. The binding, the images' identities and,
+    /// trusting a key, the data (``Opened/checkData()``) are the caller's to check.
+    public static func open(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> Opened {
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
         case let .success(opened): file = opened
@@ -66,15 +68,16 @@ extension PrelinkedSetFile {
         let fields = file.read(offset: 0, count: PrelinkedSetHeader.size)
         let metadataSize = min(PrelinkedSetHeader.declaredMetadataSize(fields), PrelinkedSetHeader.maxMetadataSize, file.status.size)
         let prefix = ByteView(file.read(offset: 0, count: PrelinkedSetHeader.size + Int(metadataSize)))
-        let (header, set) = try decode(prefix: prefix, fileSize: file.status.size, path: path)
+        let (header, set) = try decode(prefix: prefix, fileSize: file.status.size, path: path, trusting: trustKey)
         try set.closure.checkRoots(closurePath: path)
         return Opened(file: file, path: path, header: header, set: set)
     }
 
-    /// Writes the set atomically, read-only. A failure leaves any existing file as it was.
-    public static func write(_ set: PrelinkedSet, data: [UInt8], to path: String) throws(ClosureError) {
+    /// Writes the set atomically, read-only, signed with `signer` if given. A failure leaves
+    /// any existing file as it was.
+    public static func write(_ set: PrelinkedSet, data: [UInt8], to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
         do throws(SystemCallFailure) {
-            try UnsafeFileIO.writeAtomically(encode(set, data: data), to: path)
+            try UnsafeFileIO.writeAtomically(encode(set, data: data, signedWith: signer), to: path)
         } catch {
             throw .systemCallFailed(path: path, error)
         }

@@ -7,14 +7,12 @@ extension ClosureVerification {
     /// checksum and metadata; the data's hash; the closure it keeps, consistent; every slide
     /// run inside a writable segment of the range and pointing into it, and its page index
     /// the one the runs call for; placed under its app's name; every source image unchanged.
-    /// With `trustKey`, untrusted: sets are not signed.
+    /// With `trustKey`, the set must be signed by it, and the data is checked against the
+    /// signed SHA-256.
     static func verifyPrelinkedSet(_ path: String, trusting trustKey: ClosureTrustKey?, alwaysHash: Bool) -> (Status, [Problem]) {
-        if trustKey != nil {
-            return (.untrusted, [Problem(kind: .untrusted, message: "prelinked sets are not signed, and --trust accepts only signed closures")])
-        }
         let opened: PrelinkedSetFile.Opened
         do throws(ClosureError) {
-            opened = try PrelinkedSetFile.open(path)
+            opened = try PrelinkedSetFile.open(path, trusting: trustKey)
             try opened.checkData()
         } catch {
             let (status, problem) = problem(for: error)

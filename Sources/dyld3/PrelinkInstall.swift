@@ -14,12 +14,13 @@ struct PrelinkInstall {
     let imageBytes: UInt64
     let seconds: Double
 
-    /// Builds the set for `closure` (just written to `closurePath`) and writes it beside it.
-    static func write(_ closure: LaunchClosure, closurePath: String) throws -> PrelinkInstall {
+    /// Builds the set for `closure` (just written to `closurePath`) and writes it beside it,
+    /// signed with `signer` as the closure is.
+    static func write(_ closure: LaunchClosure, closurePath: String, signedWith signer: ClosureSigningKey?) throws -> PrelinkInstall {
         let start = ContinuousClock.now
         let path = ClosureCache.prelinkedSetPath(forClosure: closurePath)
         let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
-        try PrelinkedSetFile.write(set, data: data, to: path)
+        try PrelinkedSetFile.write(set, data: data, to: path, signedWith: signer)
         let elapsed = ContinuousClock.now - start
         let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? 0
         return PrelinkInstall(path: path, images: set.closure.images.count, slideLocations: set.slideCount, bytes: bytes,

@@ -243,6 +243,60 @@ import Testing
         #expect(corrupt.status == 3 && corrupt.stdout.contains("\(setPath): corrupt: checksum mismatch"), "status \(corrupt.status): \(corrupt.stdout)\(corrupt.stderr)")
     }
 
+    /// Signed sets, for caches that travel: `install --prelink --sign` signs the set as it
+    /// signs the closure; `verify --trust` and `launch --trust` then accept it (checking its
+    /// data against the signed SHA-256 at every launch) and `auto` launches it. An unsigned
+    /// set, one signed by another key and one whose data changed are refused with their
+    /// reason, and `auto` takes the signed closure instead.
+    @Test func aTrustingLaunchTakesOnlyASetSignedByItsKey() async throws {
+        let app = try Self.scratch("reexport")
+        defer { try? FileManager.default.removeItem(atPath: app.directory.path) }
+        guard case let .result(expected, _) = app.expectation else { Issue.record("reexport does not launch"); return }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-signed-set-\(UUID().uuidString)").path
+        let cache = work + "/cache", keys = work + "/keys"
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let generated = try await Dyld3Binary.run(["key", "generate", "--out", keys], limitSeconds: 60)
+        try #require(generated.status == 0, "\(generated.stderr)")
+        let (signing, trust) = (keys + "/closure-signing.key", keys + "/closure-signing.pub")
+        let installed = try await Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", cache, "--prelink", "--sign", signing],
+                                                  limitSeconds: 60)
+        try #require(installed.status == 0, "\(installed.stdout)\(installed.stderr)")
+        let closurePath = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
+        let setPath = ClosureCache.prelinkedSetPath(forClosure: closurePath)
+
+        let verified = try await Dyld3Binary.run(["verify", "--cache", cache, "--trust", trust], limitSeconds: 60)
+        #expect(verified.status == 0 && verified.stdout.hasSuffix("verify: 1 closures and 1 prelinked sets, 2 valid, 0 corrupt, 0 stale\n"),
+                "\(verified.stdout)\(verified.stderr)")
+        let trusted = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--trust", trust, "--json"],
+                                                limitSeconds: 60)
+        #expect(trusted.json?["mode"] as? String == "prelinked", "\(trusted.stdout)\(trusted.stderr)")
+        #expect((trusted.json?["result"] as? NSNumber)?.int32Value == expected)
+
+        let signed = try Data(contentsOf: URL(fileURLWithPath: setPath))
+        let closure = try ClosureFile.read(closurePath)
+        let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
+        let refusals: [(String, () throws -> Void, String)] = [
+            ("unsigned", { try PrelinkedSetFile.write(set, data: data, to: setPath) }, "is not signed"),
+            ("another key", { try PrelinkedSetFile.write(set, data: data, to: setPath, signedWith: ClosureSigningKey()) }, "does not verify with the trusted key"),
+            ("a data byte changed", { try Self.rewrite(setPath) { $0[$0.count - 1] ^= 1 } }, "the data's SHA-256 is not the signed one"),
+        ]
+        for (name, damage, reason) in refusals {
+            try? FileManager.default.removeItem(atPath: setPath)
+            try signed.write(to: URL(fileURLWithPath: setPath))
+            try damage()
+            let forced = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--trust", trust,
+                                                    "--mode", "prelinked"], limitSeconds: 60)
+            #expect(forced.status != 0 && forced.stderr.contains(reason), "\(name): \(forced.stderr)")
+            let auto = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--trust", trust, "--json"],
+                                                 limitSeconds: 60)
+            #expect(auto.json?["mode"] as? String == "dyld3", "\(name): \(auto.stdout)\(auto.stderr)")
+            #expect((auto.json?["result"] as? NSNumber)?.int32Value == expected, "\(name)")
+            let verify = try await Dyld3Binary.run(["verify", "--cache", cache, "--trust", trust], limitSeconds: 60)
+            #expect(verify.status != 0 && verify.stdout.contains("\(setPath): ") && verify.stdout.contains(reason), "\(name): \(verify.stdout)")
+        }
+    }
+
     /// A generated app with Objective-C across frameworks: the set's launch leaves dyld2's
     /// memory and returns the result the generator computed.
     @Test func generatedAppMatchesDyld2() async throws {
