@@ -34,12 +34,17 @@ package enum Dyld3Binary {
         try await run(arguments, while: { _ in })
     }
 
-    /// Runs `dyld3 ARGS`, killed (SIGKILL, status 137) if it has not ended after `seconds`:
-    /// a launch that could hang fails its test instead of holding up the run.
-    /// `environment` entries (`NAME=value`) are added to the child's environment.
+    /// The least time a run is given, whatever its caller asks: on a CI machine whose two
+    /// cores are busy, a debug build's run that takes a second alone can take a minute.
+    package static let minimumLimitSeconds = 300
+
+    /// Runs `dyld3 ARGS`, killed (SIGKILL, status 137) if it has not ended after `seconds`
+    /// (at least ``minimumLimitSeconds``): a launch that could hang fails its test instead of
+    /// holding up the run. `environment` entries (`NAME=value`) are added to the child's environment.
     package static func run(_ arguments: [String], limitSeconds seconds: Int, environment: [String] = []) async throws -> Result {
+        let limit = max(seconds, minimumLimitSeconds)
         let result = try await ProcessRunner.run(
-            "/usr/bin/timeout", ["-s", "KILL", "\(seconds)", "/usr/bin/env"] + environment + [try path()] + arguments, error: .captured)
+            "/usr/bin/timeout", ["-s", "KILL", "\(limit)", "/usr/bin/env"] + environment + [try path()] + arguments, error: .captured)
         return Result(status: result.status, stdout: result.output, stderr: result.error)
     }
 
