@@ -38,6 +38,24 @@ import TestSupport
         #expect(!watchdog.overdue(at: .now + .seconds(301)).contains { $0.label == "probe" })
     }
 
+    /// The fixed slides the suites launch at are each their own: suites run at once, and two
+    /// launches at one address collide (the second cannot reserve it, and a suite that checks
+    /// nothing is left in its region would see the other's).
+    @Test func suitesFixedSlidesAreTheirOwn() throws {
+        let tests = Paths.repoRoot.appendingPathComponent("Tests")
+        let files = try #require(FileManager.default.enumerator(atPath: tests.path)).compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
+        var owners: [String: [String]] = [:]
+        for file in files {
+            let text = try String(contentsOfFile: tests.appendingPathComponent(file).path, encoding: .utf8)
+            for line in text.split(separator: "\n") where line.contains("let slide: UInt64 = 0x") {
+                let value = line.split(separator: "=").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+                owners[value, default: []].append(file)
+            }
+        }
+        #expect(owners.count >= 4)
+        for (slide, files) in owners { #expect(files.count == 1, "slide \(slide) is fixed by \(files)") }
+    }
+
     /// Every suite under Tests/ carries the bound (a suite without it could hang the run).
     @Test func everySuiteIsBounded() throws {
         let tests = Paths.repoRoot.appendingPathComponent("Tests")

@@ -16,7 +16,7 @@ import Testing
 /// can refuse them.
 @Suite(.serialized, .bounded) struct PageInTamperTests {
     /// A slide of this suite's own (suites run at once).
-    static let slide: UInt64 = 0x6600_0000_0000
+    static let slide: UInt64 = 0x6a00_0000_0000
 
     enum Forgery: String, CaseIterable, CustomStringConvertible, Sendable {
         /// One bind run naming a target far past the table, the page index made to match.
