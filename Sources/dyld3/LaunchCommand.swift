@@ -30,7 +30,7 @@ struct LaunchCommand: ParsableCommand {
 
     @OptionGroup var trust: TrustOptions
 
-    @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); prelinked: the app's prelinked set (install --prelink); auto: the prelinked set when there is one and it is fresh, else dyld3 when a valid closure exists, else dyld2.")
+    @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); prelinked: the app's prelinked set (install --prelink); auto: the prelinked set when there is one and it is fresh (not with --trust), else dyld3 when a valid closure exists, else dyld2.")
     var mode: LaunchMode = .auto
 
 
@@ -82,7 +82,9 @@ struct LaunchCommand: ParsableCommand {
         var fallback: ClosureError?
         var launch: Launch?
         let setPath = ClosureCache.prelinkedSetPath(forClosure: path)
-        if mode == .prelinked || (mode == .auto && FileStatus.of(setPath) != nil) {
+        // Trusting a key, a set's launch hashes all its data (docs/prelinked.md, "Signed
+        // sets"): `auto` then takes the closure, which checks its images by status.
+        if mode == .prelinked || (mode == .auto && checks.trustKey == nil && FileStatus.of(setPath) != nil) {
             do {
                 launch = try PrelinkedLaunch.launch(setPath: setPath, request: request, checks: checks)
                 closurePath = setPath
