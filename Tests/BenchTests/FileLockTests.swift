@@ -1,0 +1,48 @@
+import Foundation
+import Synchronization
+@testable import LaunchBench
+import Testing
+import TestSupport
+
+/// The lock that serializes the generation of one bench app (`UnsafeFileLock`).
+@Suite(.bounded) struct FileLockTests {
+    /// The holder of the lock is a task suspended on something (as a generator waits for its
+    /// child process), and more tasks of this process wait for the lock than the
+    /// cooperative pool has threads: every waiter still gets the lock, one at a time, once the
+    /// holder resumes and releases it. A waiter blocked in flock(2) would take a pool thread
+    /// each, the holder could never resume, and this test would hang (its bound ends it).
+    @Test(.bounded(seconds: 120)) func waitersHoldNoThreadWhileTheHolderIsSuspended() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-lock-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/app.lock"
+        let holder = try #require(await UnsafeFileLock.acquire(path))
+        let waiters = 4 * ProcessInfo.processInfo.activeProcessorCount
+        let inside = ConcurrentCount()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<waiters {
+                group.addTask {
+                    let fd = try #require(await UnsafeFileLock.acquire(path))
+                    #expect(inside.enter() == 1, "two waiters held the lock at once")
+                    try await Task.sleep(for: .milliseconds(2))
+                    inside.leave()
+                    UnsafeFileLock.release(fd)
+                }
+            }
+            // The holder suspends (it needs a pool thread to resume), then releases.
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(inside.entered == 0, "a waiter got the lock while it was held")
+            UnsafeFileLock.release(holder)
+            try await group.waitForAll()
+        }
+        #expect(inside.entered == waiters)
+    }
+}
+
+/// How many tasks are inside the lock now, and how many entered it in all.
+private final class ConcurrentCount: Sendable {
+    private let state = Mutex<(now: Int, total: Int)>((0, 0))
+    func enter() -> Int { state.withLock { $0.now += 1; $0.total += 1; return $0.now } }
+    func leave() { state.withLock { $0.now -= 1 } }
+    var entered: Int { state.withLock { $0.total } }
+}
