@@ -25,6 +25,8 @@ import TestSupport
         #expect(result.status == 128 + SIGABRT, "status \(result.status); stderr: \(result.error.suffix(2000))")
         let line = try #require(result.error.split(separator: "\n").first { $0.hasPrefix("hang: ") }, "stderr: \(result.error.suffix(2000))")
         #expect(line == "hang: test holdsItsThreadWhenAsked() (HostileTests/HangBoundTests.swift:12) is still running after its bound of 2 s; ending the test process")
+        let running = try #require(result.error.split(separator: "\n").first { $0.hasPrefix("hang: running then: ") }, "stderr: \(result.error.suffix(2000))")
+        #expect(running.hasPrefix("hang: running then: holdsItsThreadWhenAsked() (HostileTests/HangBoundTests.swift:12) "), "\(running)")
     }
 
     /// The armed test cases the watchdog would end: none before its deadline, this one after.
@@ -33,6 +35,7 @@ import TestSupport
         let token = watchdog.arm("probe", seconds: 300)
         defer { watchdog.disarm(token) }
         #expect(!watchdog.overdue().contains { $0.label == "probe" })
+        #expect(watchdog.running(at: .now + .seconds(42)).contains { $0.label == "probe" && $0.seconds >= 42 })
         #expect(watchdog.overdue(at: .now + .seconds(301)).contains { $0.label == "probe" && $0.seconds == 300 })
         watchdog.disarm(token)
         #expect(!watchdog.overdue(at: .now + .seconds(301)).contains { $0.label == "probe" })

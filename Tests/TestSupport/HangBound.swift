@@ -44,14 +44,16 @@ extension Trait where Self == HangBound {
 }
 
 /// The thread that watches the armed test cases: once a second it looks for one past its
-/// deadline, and ends the process (`abort`) after writing which one to standard error.
+/// deadline, and ends the process (`abort`) after writing which one to standard error, with
+/// every test case then running and how long it had run.
 package final class HangWatchdog: Sendable {
     package static let shared = HangWatchdog()
 
     private struct Armed {
         let label: String
         let seconds: Int
-        let deadline: ContinuousClock.Instant
+        let started: ContinuousClock.Instant
+        var deadline: ContinuousClock.Instant { started + .seconds(seconds) }
     }
 
     private let state = Mutex<(next: Int, armed: [Int: Armed], started: Bool)>((0, [:], false))
@@ -61,7 +63,7 @@ package final class HangWatchdog: Sendable {
         let (token, start) = state.withLock { state -> (Int, Bool) in
             let token = state.next
             state.next += 1
-            state.armed[token] = Armed(label: label, seconds: seconds, deadline: .now + .seconds(seconds))
+            state.armed[token] = Armed(label: label, seconds: seconds, started: .now)
             defer { state.started = true }
             return (token, !state.started)
         }
@@ -84,6 +86,15 @@ package final class HangWatchdog: Sendable {
         }
     }
 
+    /// Every armed label with the whole seconds it has run at `now`, longest first (once each).
+    package func running(at now: ContinuousClock.Instant = .now) -> [(label: String, seconds: Int64)] {
+        var named = Set<String>()
+        return state.withLock { state in
+            state.armed.values.sorted { $0.started < $1.started }.filter { named.insert($0.label).inserted }
+                .map { ($0.label, (now - $0.started).components.seconds) }
+        }
+    }
+
     private func watch() {
         while true {
             Thread.sleep(forTimeInterval: 1)
@@ -93,7 +104,10 @@ package final class HangWatchdog: Sendable {
             var named = Set<String>()
             let lines = late.filter { named.insert($0.label).inserted }
                 .map { "hang: test \($0.label) is still running after its bound of \($0.seconds) s; ending the test process" }
-            FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+            // The test that holds things up may have started later than the one it keeps
+            // waiting (a test blocked on a thread, another waiting for one): every test then running.
+            let others = running().map { "\($0.label) \($0.seconds) s" }
+            FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\nhang: running then: " + others.joined(separator: ", ") + "\n").utf8))
             abort()
         }
     }
