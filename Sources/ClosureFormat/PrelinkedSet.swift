@@ -321,8 +321,7 @@ public struct PrelinkedSetHeader: Equatable, Sendable {
         dataOffset = word(32)
         dataSize = word(40)
         dataHash = word(48)
-        let signatureBlock = UInt64(flags & Self.signedFlag != 0 ? PrelinkedSetSignature.size : 0)
-        guard metadataSize <= Self.maxMetadataSize, UInt64(Self.size) + metadataSize + signatureBlock <= dataOffset,
+        guard metadataSize <= Self.maxMetadataSize, UInt64(Self.size) + metadataSize + UInt64(signatureSize) <= dataOffset,
               dataOffset % PrelinkedSet.dataAlignment == 0, dataOffset <= fileSize, fileSize - dataOffset == dataSize else {
             throw .corrupt(path: path, offset: 24, what: "metadata of \(metadataSize) bytes, data of \(dataSize) bytes at offset \(dataOffset) "
                 + "do not fit the file's \(fileSize) bytes (truncated or damaged)")

@@ -80,7 +80,7 @@ struct BenchApp {
         // One preparer at a time (two benches, or tests, asking for the same app): the others
         // wait, then find it generated. In place: the ELF twins keep their directory's path.
         try? FileManager.default.createDirectory(atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let lock = await UnsafeFileLock.acquire(directory + ".lock")
+        let lock = try await UnsafeFileLock.acquire(directory + ".lock")
         defer { if let lock { UnsafeFileLock.release(lock) } }
         if current() { return }
         try? FileManager.default.removeItem(atPath: directory)

@@ -16,13 +16,13 @@ import TestSupport
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/app.lock"
-        let holder = try #require(await UnsafeFileLock.acquire(path))
+        let holder = try #require(try await UnsafeFileLock.acquire(path))
         let waiters = 4 * ProcessInfo.processInfo.activeProcessorCount
         let inside = ConcurrentCount()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<waiters {
                 group.addTask {
-                    let fd = try #require(await UnsafeFileLock.acquire(path))
+                    let fd = try #require(try await UnsafeFileLock.acquire(path))
                     #expect(inside.enter() == 1, "two waiters held the lock at once")
                     try await Task.sleep(for: .milliseconds(2))
                     inside.leave()
@@ -36,6 +36,24 @@ import TestSupport
             try await group.waitForAll()
         }
         #expect(inside.entered == waiters)
+    }
+
+    /// A lock another holder keeps past the waiter's limit is an error naming the lock file;
+    /// once released, it is taken at once.
+    @Test(.bounded(seconds: 120)) func aLockHeldPastTheLimitIsAnErrorNamingIt() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-lock-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/app.lock"
+        let holder = try #require(try await UnsafeFileLock.acquire(path))
+        await #expect {
+            _ = try await UnsafeFileLock.acquire(path, waitingAtMost: .milliseconds(200))
+        } throws: { error in
+            "\(error)".hasPrefix("\(path): another process has held this lock for ")
+        }
+        UnsafeFileLock.release(holder)
+        let taken = try #require(try await UnsafeFileLock.acquire(path, waitingAtMost: .milliseconds(200)))
+        UnsafeFileLock.release(taken)
     }
 }
 
