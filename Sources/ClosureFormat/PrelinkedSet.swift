@@ -12,7 +12,7 @@ import MachOReader
 /// for the range's new base. docs/prelinked.md.
 public struct PrelinkedSet: Equatable, Sendable {
     /// The set file format version (the header's).
-    public static let formatVersion: UInt32 = 1
+    public static let formatVersion: UInt32 = 2
     /// Where the data starts in the file: a multiple of every page size a host may have.
     public static let dataAlignment: UInt64 = 16384
 

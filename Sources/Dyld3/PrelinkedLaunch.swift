@@ -37,10 +37,19 @@ public enum PrelinkedLaunch {
         if request.signingPolicy != .default {
             try request.signingPolicy.check(closure.images.map { ($0.path, $0.identity.signature) })
         }
-        let (memory, pagedIn) = try map(opened, request: request, report: &report)
+        let memory: LaunchMemory, pagedIn: Bool
+        if let slid = try mapSlidForBoot(opened, request: request, checks: checks, report: &report) {
+            (memory, pagedIn) = (slid, false)
+        } else {
+            (memory, pagedIn) = try map(opened, request: request, report: &report)
+        }
+        let slidForBoot = report.slidForBoot
+        if slidForBoot, request.fixups == .pageIn {
+            report.fixupsFallbackReason = "the set's copy slid for this boot was mapped: no slide store is left to page in"
+        }
         report.slide = memory.images[0].slide
         report.timings[.mapping] = clock.lap()
-        if !pagedIn {
+        if !pagedIn && !slidForBoot {
             do throws(ClosureError) {
                 try slide(set, memory: memory, setPath: setPath)
             } catch {
@@ -51,6 +60,9 @@ public enum PrelinkedLaunch {
         }
         report.rebases = set.slideCount
         do throws(LoadError) {
+            // The slid copy is mapped read-only: its protections come before the thread-local
+            // step, whose writes all land in segments writable after the launch (checked).
+            if slidForBoot { try memory.applyPrelinkedProtections(from: (true, false, false)) }
             if !closure.threadLocals.setups.isEmpty || closure.threadLocals.hostServices != nil {
                 try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: memory)
             }
@@ -60,7 +72,7 @@ public enum PrelinkedLaunch {
             // A page-in launch leaves its pages untouched: a digest would fault every one in.
             let digest = pagedIn ? .none : LaunchDigest(request)
             if digest == .beforeCode { report.digest = try clock.excluding { () throws(LoadError) in digestOf(memory, set) } }
-            try memory.applyPrelinkedProtections()
+            if !slidForBoot { try memory.applyPrelinkedProtections() }
             try LaunchSequence.runInitializersThenMain(
                 order: closure.initializerOrder, initializers: closure.images.map(\.initializers), mainImage: closure.rootCount - 1,
                 entryOffset: closure.entryOffset, paths: report.images, arch: closure.arch, run: request.run, memory: memory,
@@ -75,6 +87,114 @@ public enum PrelinkedLaunch {
             throw error
         }
         return Launch(memory: memory, report: report, fixups: nil)
+    }
+
+    /// Maps the set slid for this boot (``SlidPrelinkedSetFile``) at its base, writing it
+    /// first when there is none for this boot and set yet; nil, with the reason in the
+    /// report, when the launch slides the set itself instead: `--slide-per-launch`, a
+    /// trusting launch (the signature covers the set's own data), a slide forced elsewhere,
+    /// a thread-local write into a segment that is read-only after the launch, a copy that
+    /// cannot be written, or its range taken in this process.
+    static func mapSlidForBoot(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, checks: FastPath.Checks,
+                               report: inout LaunchReport) throws -> LaunchMemory? {
+        let set = opened.set, plans = set.closure.images.map(\.plan)
+        guard let copy = slidCopy(opened, request: request, checks: checks, report: &report), let first = plans.first else { return nil }
+        if let slide = request.slide, first.preferredBase &+ slide != copy.header.base {
+            report.slideAtLaunchReason = "the slide is forced to 0x\(String(slide, radix: 16)); the copy for this boot is slid elsewhere"
+            return nil
+        }
+        let mapped: LaunchMemory?
+        do throws(LoadError) {
+            mapped = try LaunchMemory.mapSlidPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize, fd: copy.fd,
+                                                       dataOffset: SlidPrelinkedSetHeader.dataOffset, base: copy.header.base)
+        } catch {
+            guard case let .mapping(image, reason) = error else { throw error }
+            throw ClosureError.mapping(path: copy.path, image: image, what: reason)
+        }
+        guard let memory = mapped else {
+            report.slideAtLaunchReason = "the range slid for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process"
+            return nil
+        }
+        report.slidForBoot = true
+        return memory
+    }
+
+    /// The set's copy slid for this boot, opened and checked, written first when there is
+    /// none usable; nil, with the reason in the report, when this launch must slide the set
+    /// itself (``mapSlidForBoot(_:request:checks:report:)``).
+    static func slidCopy(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, checks: FastPath.Checks,
+                         report: inout LaunchReport) -> SlidPrelinkedSetFile.Opened? {
+        let set = opened.set
+        func slideAtLaunch(_ why: String) -> SlidPrelinkedSetFile.Opened? {
+            report.slideAtLaunchReason = why
+            return nil
+        }
+        guard !request.slidePerLaunch else { return slideAtLaunch("--slide-per-launch") }
+        guard checks.trustKey == nil else { return slideAtLaunch("--trust: the signature covers the set's own data, not a copy slid for this boot") }
+        guard !set.closure.images.isEmpty else { return slideAtLaunch("the set has no image") }
+        if let unwritable = firstReadOnlyThreadLocalWrite(set.closure) {
+            return slideAtLaunch("the thread-local step writes \(unwritable), read-only after the launch")
+        }
+        let path = ClosureCache.slidSetPath(forSet: opened.path)
+        func usable() -> Result<SlidPrelinkedSetFile.Opened, SlidPrelinkedSetFile.Unusable> {
+            SlidPrelinkedSetFile.open(path, set: set, setHeader: opened.header).flatMap { copy in
+                guard checks.alwaysHashContent else { return .success(copy) }
+                do throws(ClosureError) {
+                    try copy.checkData()
+                    return .success(copy)
+                } catch {
+                    return .failure(.refused(error))
+                }
+            }
+        }
+        switch usable() {
+        case let .success(found): return found
+        case let .failure(unusable):
+            guard request.slide == nil else { return slideAtLaunch("the slide is forced, and \(unusable)") }
+            do throws(ClosureError) {
+                try SlidPrelinkedSetFile.write(for: opened, to: path)
+            } catch {
+                return slideAtLaunch("\(unusable), and it cannot be written: \(error)")
+            }
+            guard case let .success(written) = usable() else { return slideAtLaunch("the copy just written for this boot cannot be opened") }
+            report.slidSetWritten = true
+            return written
+        }
+    }
+
+    /// The main image's slide in the set's copy slid for this boot (written first when
+    /// there is none), for `compare` to put dyld2 there; nil when a launch with `request`
+    /// would slide the set itself.
+    public static func slideForBoot(setPath: String, request: LaunchOptions, checks: FastPath.Checks = FastPath.Checks()) throws -> UInt64? {
+        var unforced = request
+        unforced.slide = nil
+        let opened = try PrelinkedSetFile.open(setPath, trusting: checks.trustKey)
+        try FastPath.checkBinding(opened.set.closure.binding, request: request, closurePath: setPath)
+        var report = LaunchReport(mode: mode)
+        guard let first = opened.set.closure.images.first, let copy = slidCopy(opened, request: unforced, checks: checks, report: &report) else { return nil }
+        return copy.header.base &- first.plan.preferredBase
+    }
+
+    /// The first thread-local write (a descriptor, or the host services slot) into a
+    /// segment whose final protection is not writable, named; nil when there is none.
+    static func firstReadOnlyThreadLocalWrite(_ closure: LaunchClosure) -> String? {
+        func writable(_ image: Int, _ offset: UInt64, _ count: UInt64) -> Bool {
+            guard image < closure.images.count else { return false }
+            return closure.images[image].plan.segments.contains { segment in
+                offset >= segment.vmOffset && offset <= segment.vmOffset + segment.vmSize && count <= segment.vmOffset + segment.vmSize - offset
+                    && LaunchMemory.finalProtection(segment).write
+            }
+        }
+        let locals = closure.threadLocals
+        if let slot = locals.hostServices, !writable(slot.image, slot.vmOffset, HostServicesSlot.size) {
+            return "the host services slot of image \(slot.image)"
+        }
+        for setup in locals.setups {
+            for descriptor in setup.descriptors where !writable(setup.image, descriptor, 16) {
+                return "a descriptor at +0x\(String(descriptor, radix: 16)) of image \(setup.image)"
+            }
+        }
+        return nil
     }
 
     /// Maps the set: eagerly, or for `--fixups page-in` with the pages that receive slide

@@ -8,8 +8,10 @@ import LoaderCore
 
 /// `dyld3 bench --prelinked` (docs/prelinked.md): per size, interleaved in one process, the
 /// per-image mapping floor (with and without protections), a dyld3 launch, a launch of the
-/// prelinked set (eager, and with `--fixups page-in`) and the set's own floor (one
-/// reservation, the set's mappings, one write per slide page, protections); with `cold`,
+/// prelinked set as `launch --mode prelinked` makes it (its copy slid for this boot mapped,
+/// eager and with `--fixups page-in` asked for), the set slid at launch
+/// (`--slide-per-launch`, eager and page-in) and the set's own floor (its slid copy's one
+/// `mmap` and its protections); with `cold`,
 /// each again after its files were evicted from the page cache. Plus the set's install
 /// time and its size beside the images'. No path runs code.
 package struct PrelinkedBenchResult: Codable, Sendable {
@@ -54,7 +56,8 @@ package struct PrelinkedBenchReport: Codable, Sendable {
 
 package enum PrelinkBench {
     /// The paths measured, in the order each round runs them.
-    package static let paths = ["floor", "floor_protected", "dyld3", "prelinked", "prelinked_page_in", "prelinked_floor"]
+    package static let paths = ["floor", "floor_protected", "dyld3", "prelinked", "prelinked_page_in", "slid_at_launch", "slid_at_launch_page_in",
+                                "prelinked_floor"]
 
     /// Measures every size of `configuration`; `log` gets progress lines. The results, and
     /// how cold samples emptied the page cache.
@@ -97,10 +100,16 @@ package enum PrelinkBench {
         let floor = try MappingFloor(closure)
         let prelinkedFloor = try PrelinkedFloor(set, setPath: setPath)
         let images = closure.images.map(\.path)
+        let slidPath = ClosureCache.slidSetPath(forSet: setPath)
         let files: [String: [String]] = [
             "floor": images, "floor_protected": images, "dyld3": images + [closurePath],
-            "prelinked": [setPath], "prelinked_page_in": [setPath], "prelinked_floor": [setPath],
+            "prelinked": [setPath, slidPath], "prelinked_page_in": [setPath, slidPath], "slid_at_launch": [setPath],
+            "slid_at_launch_page_in": [setPath], "prelinked_floor": [slidPath],
         ]
+        var atLaunch = options, atLaunchPageIn = pageIn
+        atLaunch.slidePerLaunch = true
+        atLaunchPageIn.slidePerLaunch = true
+        let requests = ["prelinked": options, "prelinked_page_in": pageIn, "slid_at_launch": atLaunch, "slid_at_launch_page_in": atLaunchPageIn]
         var fallback: String?, hashed = 0
         func launch(_ path: String, cold: Bool) throws -> Int64 {
             switch path {
@@ -112,10 +121,13 @@ package enum PrelinkBench {
                 let fast = try FastPath.launch(closurePath: closurePath, request: options)
                 fast.memory.release()
                 return fast.report.timings[.total] ?? 0
-            case "prelinked", "prelinked_page_in":
-                let launch = try PrelinkedLaunch.launch(setPath: setPath, request: path == "prelinked" ? options : pageIn)
+            case "prelinked", "prelinked_page_in", "slid_at_launch", "slid_at_launch_page_in":
+                let launch = try PrelinkedLaunch.launch(setPath: setPath, request: requests[path] ?? options)
                 launch.memory.release()
-                if path == "prelinked_page_in" { fallback = launch.report.fixupsFallbackReason } else { hashed = launch.report.imagesHashed ?? 0 }
+                if path == "slid_at_launch_page_in" { fallback = launch.report.fixupsFallbackReason } else { hashed = launch.report.imagesHashed ?? 0 }
+                if path.hasPrefix("prelinked"), !launch.report.slidForBoot {
+                    throw BenchError.failed("\(setPath): the launch slid the set itself: \(launch.report.slideAtLaunchReason ?? "?")")
+                }
                 return launch.report.timings[.total] ?? 0
             default:
                 return try prelinkedFloor.launch()
@@ -156,7 +168,9 @@ package enum PrelinkBench {
         var out = "# Prelinked sets: launch against the per-image mapping floor\n\n"
         out += "Median of \(runs) samples per path (p90 in parentheses), warm, in one process, interleaved; no path runs code. "
             + "floor: reserve, open and map every segment of every image, one write per fixup page; floor + protections: then each "
-            + "segment's final protection. prelinked floor: one reservation, the set's one mmap, one write per slide page, its mprotects.\n\n"
+            + "segment's final protection. prelinked: the set's copy slid for this boot, mapped (page-in asked for in prelinked_page_in: "
+            + "nothing is left to page in); slid_at_launch: the set slid to a new address by the launch (--slide-per-launch), eager and page-in. "
+            + "prelinked floor: the slid copy's one mmap and its mprotects.\n\n"
         for (title, pick) in [("warm", { (r: PrelinkedBenchResult) in r.warm }), ("cold", { (r: PrelinkedBenchResult) in r.cold ?? [:] })] {
             guard results.contains(where: { !pick($0).isEmpty }) else { continue }
             out += "## \(title)\n\n| dylibs | images | slide locations | " + paths.joined(separator: " | ")
@@ -192,20 +206,22 @@ package enum PrelinkBench {
     }
 }
 
-/// The prelinked set's floor: the least a launch of it does. One reservation, the set's
-/// data mapped in one `mmap`, one write to each page holding a slide location, then the
-/// protections the launch sets (``LaunchMemory/prelinkedProtections()``). No file is
-/// opened but the set (once, before timing), no image is identified.
+/// The prelinked set's floor: the least a launch of it does. Its copy slid for this boot
+/// mapped read-only at its base in one `mmap`, then the protections the launch sets
+/// (``LaunchMemory/prelinkedProtections(from:)``). No file is opened but the copy (once,
+/// before timing), no image is identified, no metadata read, nothing stored.
 struct PrelinkedFloor {
     let set: PrelinkedSet
-    /// The set, opened once before timing (one `open` and `fstat`, ≈ 5 µs, left out).
-    let opened: PrelinkedSetFile.Opened
+    let plans: [ImagePlan]
+    /// The copy, written fresh and opened once before timing (one `open` and `fstat`, ≈ 5 µs, left out).
+    let copy: SlidPrelinkedSetFile.Opened
     /// One slide location (offset in the range) in each page holding one.
     let pages: [UInt64]
     let protectionCalls: Int
 
     init(_ set: PrelinkedSet, setPath: String) throws {
         self.set = set
+        plans = set.closure.images.map(\.plan)
         var pages: [UInt64] = []
         let page = LaunchMemory.pageSize
         try FixupRunWalk(set.slideRuns).forEachRebase { _, _ in } _: { location, _ in
@@ -213,21 +229,31 @@ struct PrelinkedFloor {
         }
         self.pages = pages
         let opened = try PrelinkedSetFile.open(setPath)
-        self.opened = opened
-        let memory = try LaunchMemory.mapPrelinked(plans: set.closure.images.map(\.plan), offsets: set.imageOffsets, rangeSize: set.rangeSize,
-                                                   fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: nil)
-        protectionCalls = memory.prelinkedProtections().count
+        let copyPath = ClosureCache.slidSetPath(forSet: setPath)
+        try SlidPrelinkedSetFile.write(for: opened, to: copyPath)
+        switch SlidPrelinkedSetFile.open(copyPath, set: set, setHeader: opened.header) {
+        case let .success(copy): self.copy = copy
+        case let .failure(unusable): throw BenchError.failed("\(copyPath): \(unusable)")
+        }
+        let memory = try Self.map(set, plans: plans, copy: copy)
+        protectionCalls = memory.prelinkedProtections(from: (true, false, false)).count
         memory.release()
     }
 
-    /// One floor launch: nanoseconds from the reservation to the last protection.
+    private static func map(_ set: PrelinkedSet, plans: [ImagePlan], copy: SlidPrelinkedSetFile.Opened) throws -> LaunchMemory {
+        guard let memory = try LaunchMemory.mapSlidPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize,
+                                                             fd: copy.fd, dataOffset: SlidPrelinkedSetHeader.dataOffset, base: copy.header.base) else {
+            throw BenchError.failed("\(copy.path): the range it is slid to is taken")
+        }
+        return memory
+    }
+
+    /// One floor launch: nanoseconds from the `mmap` to the last protection.
     func launch() throws -> Int64 {
         let clock = ContinuousClock()
         let start = clock.now
-        let memory = try LaunchMemory.mapPrelinked(plans: set.closure.images.map(\.plan), offsets: set.imageOffsets, rangeSize: set.rangeSize,
-                                                   fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: nil)
-        for location in pages { UnsafeFixupStore.store(memory.regionBase &+ location, at: memory.regionBase &+ location) }
-        try memory.applyPrelinkedProtections()
+        let memory = try Self.map(set, plans: plans, copy: copy)
+        try memory.applyPrelinkedProtections(from: (true, false, false))
         let elapsed = (clock.now - start).nanoseconds
         memory.release()
         return elapsed

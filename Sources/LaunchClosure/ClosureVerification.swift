@@ -47,6 +47,11 @@ public struct ClosureVerification: Sendable {
             self.init(path, status, problems)
             return
         }
+        if path.hasSuffix("." + ClosureCache.slidSetExtension) {
+            let (status, problems) = ClosureVerification.verifySlidSet(path)
+            self.init(path, status, problems)
+            return
+        }
         guard path.hasSuffix("." + ClosureCache.fileExtension) else {
             self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "has no .\(ClosureCache.fileExtension) extension")])
             return

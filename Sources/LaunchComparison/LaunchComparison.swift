@@ -47,6 +47,10 @@ package struct LaunchComparison: Sendable {
     /// touched every writable byte (all of them, when nothing went wrong).
     package let pagesRegistered: Int
     package let pagesFilled: Int
+    /// A prelinked set: whether the dyld3 side mapped its copy slid for this boot, and when
+    /// not, why it slid the set at launch.
+    package var slidForBoot = false
+    package var slideAtLaunchReason: String?
 
     /// Launches both ways at the same slide and compares; when `options.run` is set and the
     /// code can run here, both are also run to compare main's result. `closurePath` names
@@ -72,6 +76,10 @@ package struct LaunchComparison: Sendable {
         var options = options
         options.run = false
         options.recordFixups = true
+        // A prelinked set maps its copy slid for this boot where that copy lies: dyld2 goes there.
+        if let prelinkedSet, options.slide == nil, let slide = try PrelinkedLaunch.slideForBoot(setPath: prelinkedSet, request: options, checks: checks) {
+            options.slide = slide
+        }
         // Both launches must land at the same addresses: take the first one's slide.
         let slow = try SlowPath.launch(options)
         let slide = slow.report.slide
@@ -182,10 +190,13 @@ package struct LaunchComparison: Sendable {
                                               detail: "dyld2 main returned \(results.0.map(String.init) ?? "nothing"), dyld3 \(results.1.map(String.init) ?? "nothing")"))
             }
         }
-        return LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount, fixupsWritten: fixupsWritten,
-                                initializers: slowReport.initializers, dyld2Result: results.0, dyld3Result: results.1,
-                                notRunReason: notRunReason, differences: differences, dlopens: fastOpened, fixupsMode: fast.report.fixupsMode,
-                                fixupsFallbackReason: fast.report.fixupsFallbackReason, pagesRegistered: pagesRegistered, pagesFilled: pagesFilled)
+        var comparison = LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount, fixupsWritten: fixupsWritten,
+                                          initializers: slowReport.initializers, dyld2Result: results.0, dyld3Result: results.1,
+                                          notRunReason: notRunReason, differences: differences, dlopens: fastOpened, fixupsMode: fast.report.fixupsMode,
+                                          fixupsFallbackReason: fast.report.fixupsFallbackReason, pagesRegistered: pagesRegistered, pagesFilled: pagesFilled)
+        comparison.slidForBoot = report.slidForBoot
+        comparison.slideAtLaunchReason = report.slideAtLaunchReason
+        return comparison
     }
 
     /// Opens each of `paths` in the launch of `memory` as its code would (nothing runs: the

@@ -26,6 +26,9 @@ public struct LaunchOptions: Sendable {
     /// the fixups (`--verify-pages`; ``EagerPageVerification``). dyld2 verifies every page
     /// whatever this says.
     public var verifyPages = false
+    /// A prelinked launch: slide the set at this launch, to a new random address, rather
+    /// than map its copy slid for this boot (`--slide-per-launch`; docs/prelinked.md).
+    public var slidePerLaunch = false
 
     public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
                 fixups: FixupsMode = .eager) {

@@ -31,14 +31,18 @@ public final class LaunchMemory {
     /// The host's page size: the unit of mapping, protection and page-in.
     public static var pageSize: UInt64 { UnsafeMemory.pageSize }
 
-    /// Images are laid out in order, each page-aligned, with one guard page between them.
+    /// Images are laid out in order, each page-aligned, back to back (as the shared cache
+    /// packs its dylibs): no guard page between them, so that a prelinked set of the same
+    /// layout gives each image's run of protections without one more `mprotect` per image.
+    /// An image's last segment is `__LINKEDIT` (read-only), so a write running off an
+    /// image's data still faults before the next image.
     package static func layout(_ plans: [ImagePlan]) -> (offsets: [UInt64], size: UInt64) {
         let page = UnsafeMemory.pageSize
         var offsets: [UInt64] = []
         var cursor: UInt64 = 0
         for plan in plans {
             offsets.append(cursor)
-            cursor += (plan.vmSize + page - 1) / page * page + page
+            cursor += max(page, (plan.vmSize + page - 1) / page * page)
         }
         return (offsets, cursor)
     }
@@ -115,6 +119,12 @@ public final class LaunchMemory {
         self.images = images
     }
 
+    /// A random page in the middle of the user address space (ASLR): where a launch puts
+    /// its region, and a set slid for a boot its range.
+    package static func randomBase(pageSize page: UInt64) -> UInt64 {
+        UInt64.random(in: 0x1000_0000_0000...0x5000_0000_0000) / page * page
+    }
+
     /// Reserves `size` bytes of address space for a launch whose first image is `first`:
     /// where `firstSlide` puts that image, else at a random page-aligned address (ASLR),
     /// else anywhere.
@@ -127,8 +137,7 @@ public final class LaunchMemory {
                 throw .mapping(image: first.path, reason: "slide 0x\(String(firstSlide, radix: 16)) is not page-aligned")
             }
         } else {
-            // A random page in the middle of the user address space (ASLR).
-            hint = UInt64.random(in: 0x1000_0000_0000...0x5000_0000_0000) / page * page
+            hint = randomBase(pageSize: page)
         }
         var reservation = UnsafeMemory.reserve(size: size, at: hint)
         if case .failure = reservation, firstSlide == nil {
@@ -240,7 +249,7 @@ public final class LaunchMemory {
     }
 
     /// A segment's protection once fixups are done: `__DATA_CONST` loses write.
-    static func finalProtection(_ segment: SegmentPlan) -> (read: Bool, write: Bool, execute: Bool) {
+    package static func finalProtection(_ segment: SegmentPlan) -> (read: Bool, write: Bool, execute: Bool) {
         (segment.protection.contains(.read), segment.protection.contains(.write) && !segment.readOnlyAfterFixups,
          segment.protection.contains(.execute))
     }

@@ -48,6 +48,12 @@ public struct LaunchReport: Sendable {
     /// dyld3 `--verify-pages`: the pages of signed images checked against their code slots
     /// after mapping (timed in the `parsing` phase, where dyld2 verifies); nil otherwise.
     public var pagesVerified: Int?
+    /// A prelinked launch: whether it mapped the set slid for this boot (and stored no
+    /// slide), whether it wrote that copy first, and when it slid the set at launch instead,
+    /// why; false and nil for the other modes.
+    public var slidForBoot = false
+    public var slidSetWritten = false
+    public var slideAtLaunchReason: String?
 
     public init(mode: String) { self.mode = mode }
 }

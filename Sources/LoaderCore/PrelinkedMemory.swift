@@ -70,11 +70,29 @@ extension LaunchMemory {
         ImageWriter(Image(plan: plan, base: regionBase, fileLength: 0))
     }
 
-    /// The protection changes a prelinked region needs, from its read-write mapping: each
-    /// segment's final protection (``finalProtection(_:)``), everything else (guard pages,
-    /// gaps between segments) none, adjacent ranges of one protection merged, read-write
-    /// ones left as they are. Offsets from the region's base.
-    package func prelinkedProtections() -> [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] {
+    /// The memory of a prelinked set slid for this boot: its data (`rangeSize` bytes of `fd`
+    /// at `dataOffset`) mapped read-only and copy-on-write at exactly `base`, image `i` at
+    /// `offsets[i]`, in one `mmap` that is also the reservation. Nil when that range is not
+    /// free (another mapping holds part of it): the caller slides the set at launch instead.
+    /// Protections come next (``applyPrelinkedProtections(from:)`` from read-only).
+    package static func mapSlidPrelinked(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64, fd: Int32, dataOffset: UInt64,
+                                         base: UInt64) throws(LoadError) -> LaunchMemory? {
+        switch UnsafeMemory.mapFileIfFree(fd: fd, offset: dataOffset, size: rangeSize, at: base) {
+        case .success(false): return nil
+        case let .failure(failure): throw .mapping(image: plans.first?.path ?? "?", reason: "the slid set's data: \(failure)")
+        case .success(true):
+            let images = zip(plans, offsets).map { Image(plan: $0, base: base + $1, fileLength: 0) }
+            return LaunchMemory(mappedRegion: base, size: rangeSize, images: images, pager: nil)
+        }
+    }
+
+    /// The protection changes a prelinked region needs, from its mapping's protection
+    /// `mapped` (read-write, or read-only for a set slid for this boot): each segment's
+    /// final protection (``finalProtection(_:)``), everything else (gaps between segments,
+    /// the range's tail) none, adjacent ranges of one protection merged, those already
+    /// `mapped`'s left as they are. Offsets from the region's base.
+    package func prelinkedProtections(from mapped: (read: Bool, write: Bool, execute: Bool) = (true, true, false))
+        -> [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] {
         let page = UnsafeMemory.pageSize
         var ranges: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] = []
         func add(_ start: UInt64, _ end: UInt64, _ protection: (read: Bool, write: Bool, execute: Bool)) {
@@ -99,13 +117,13 @@ extension LaunchMemory {
             }
         }
         add(cursor, regionSize, none)
-        return ranges.filter { $0.protection != (true, true, false) }
+        return ranges.filter { $0.protection != mapped }
     }
 
-    /// Gives a prelinked region its protections (``prelinkedProtections()``): one
+    /// Gives a prelinked region its protections (``prelinkedProtections(from:)``): one
     /// `mprotect` per range.
-    package func applyPrelinkedProtections() throws(LoadError) {
-        for (range, protection) in prelinkedProtections() {
+    package func applyPrelinkedProtections(from mapped: (read: Bool, write: Bool, execute: Bool) = (true, true, false)) throws(LoadError) {
+        for (range, protection) in prelinkedProtections(from: mapped) {
             do throws(SystemCallFailure) {
                 try UnsafeMemory.protect(address: regionBase + range.lowerBound, size: UInt64(range.count),
                                          read: protection.read, write: protection.write, execute: protection.execute)

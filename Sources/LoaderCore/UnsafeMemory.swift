@@ -35,6 +35,25 @@ enum UnsafeMemory {
         }.failing("mmap").get()
     }
 
+    /// Maps `size` bytes of `fd` at file offset `offset` read-only and copy-on-write at
+    /// exactly `address`, only if that range is free (MAP_FIXED_NOREPLACE): false when it is
+    /// not (or the kernel placed it elsewhere, which is undone).
+    static func mapFileIfFree(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64) -> Result<Bool, SystemCallFailure> {
+        let mapped = unsafe UnsafeSystemCall.mapping {
+            unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, off_t(offset))
+        }.map { UInt64(UInt(bitPattern: $0)) }
+        switch mapped {
+        case let .success(at):
+            if at == address { return .success(true) }
+            unmap(address: at, size: size)
+            return .success(false)
+        case .failure(.fileExists):
+            return .success(false)
+        case let .failure(errno):
+            return .failure(SystemCallFailure("mmap", errno))
+        }
+    }
+
     /// Maps `size` bytes of zeros over `address` (inside a reservation), read-write or with `protection`.
     static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
         let flags = protection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }

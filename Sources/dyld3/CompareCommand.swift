@@ -32,6 +32,9 @@ struct CompareCommand: ParsableCommand {
     @Flag(help: "Compare dyld2 with the launch of the app's prelinked set (install --prelink) instead of its closure.")
     var prelinked = false
 
+    @Flag(help: "With --prelinked: slide the set at the launch instead of mapping its copy slid for this boot.")
+    var slidePerLaunch = false
+
     @Flag(help: "Print the comparison as JSON.")
     var json = false
 
@@ -53,6 +56,7 @@ struct CompareCommand: ParsableCommand {
             launchOptions.faultAround = max(1, faultAround)
             launchOptions.inserted = try options.insertedLibraries()
             launchOptions.signingPolicy = options.signingPolicy
+            launchOptions.slidePerLaunch = slidePerLaunch
             let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
             var closureSource = cachedPath
             let closure: LaunchClosure
@@ -101,6 +105,8 @@ struct CompareCommand: ParsableCommand {
                     ("fixups_fallback_reason", comparison.fixupsFallbackReason.map(JSONValue.string) ?? .null),
                     ("pages_registered", .int(Int64(comparison.pagesRegistered))),
                     ("pages_filled", .int(Int64(comparison.pagesFilled))),
+                    ("slid_for_boot", .bool(comparison.slidForBoot)),
+                    ("slide_at_launch_reason", comparison.slideAtLaunchReason.map(JSONValue.string) ?? .null),
                     ("identical", .bool(comparison.differences.isEmpty)),
                     ("differences", .array(comparison.differences.map { .string($0.description) })),
                 ]).serialized())
@@ -114,7 +120,8 @@ struct CompareCommand: ParsableCommand {
                       + (comparison.dlopens.isEmpty ? "" : "; after dlopen of " + comparison.dlopens.map { "\($0.requested) (\($0.loaded.count) images by \($0.via))" }.joined(separator: ", "))
                       + "\(comparison.differences.isEmpty ? result : "")"
                       + (comparison.fixupsMode == .pageIn ? "; page-in: \(comparison.pagesFilled) of \(comparison.pagesRegistered) pages filled on touch" : "")
-                      + (comparison.fixupsFallbackReason.map { "; page-in fell back to eager: \($0)" } ?? ""))
+                      + (comparison.fixupsFallbackReason.map { "; page-in fell back to eager: \($0)" } ?? "")
+                      + (prelinked ? (comparison.slidForBoot ? "; the set's copy slid for this boot" : "; the set slid at launch (\(comparison.slideAtLaunchReason ?? "?"))") : ""))
             }
             if !comparison.differences.isEmpty { throw ExitCode(1) }
         }

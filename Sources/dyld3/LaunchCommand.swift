@@ -45,6 +45,8 @@ struct LaunchCommand: ParsableCommand {
     @Option(help: "Force the main image's slide (hex with 0x, or decimal; page-aligned).")
     var slide: String?
 
+    @Flag(help: "prelinked: slide the set at this launch, to a new random address, instead of mapping its copy slid for this boot (docs/prelinked.md).")
+    var slidePerLaunch = false
 
     @Flag(help: "Stop after fixups: run no initializer and no main.")
     var noRun = false
@@ -162,6 +164,7 @@ struct LaunchCommand: ParsableCommand {
         launchOptions.inserted = try options.insertedLibraries()
         launchOptions.signingPolicy = options.signingPolicy
         launchOptions.verifyPages = verifyPages
+        launchOptions.slidePerLaunch = slidePerLaunch
         return launchOptions
     }
 
@@ -200,6 +203,7 @@ enum LaunchOutput {
         }
         let digest: JSONValue = report.digest.map { .string("0x" + String($0, radix: 16)) } ?? .null
         let fallbackReason: JSONValue = report.fixupsFallbackReason.map(JSONValue.string) ?? .null
+        let slideReason: JSONValue = report.slideAtLaunchReason.map(JSONValue.string) ?? .null
         return .object([
             ("schema_version", .int(JSONValue.schemaVersion)),
             ("mode", .string(report.mode)),
@@ -217,6 +221,9 @@ enum LaunchOutput {
             ("fixups_mode", .string(report.fixupsMode.rawValue)),
             ("fixups_fallback_reason", fallbackReason),
             ("page_in", pageIn(report)),
+            ("slid_for_boot", .bool(report.slidForBoot)),
+            ("slid_set_written", .bool(report.slidSetWritten)),
+            ("slide_at_launch_reason", slideReason),
             ("closure", closure.map(JSONValue.string) ?? .null),
             ("fallback_reason", fallback.map { .string("\($0.kind): \($0)") } ?? .null),
             ("stats", LaunchStatistics(report, closurePath: closure).json),

@@ -61,7 +61,9 @@ struct VerifyCommand: ParsableCommand {
                 for problem in result.problems { print("\(result.path): \(problem)") }
             }
             let sets = results.count { $0.path.hasSuffix("." + ClosureCache.prelinkedSetExtension) }
-            print("verify: \(results.count - sets) closures" + (sets > 0 ? " and \(sets) prelinked sets" : "")
+            let slid = results.count { $0.path.hasSuffix("." + ClosureCache.slidSetExtension) }
+            print("verify: \(results.count - sets - slid) closures" + (sets > 0 ? " and \(sets) prelinked sets" : "")
+                  + (slid > 0 ? " (\(slid) slid for a boot)" : "")
                   + ", \(valid) valid, \(unusable) corrupt, \(stale) stale")
         }
         if results.contains(where: { $0.status == .untrusted }) { throw ExitCode(Self.untrustedExitCode) }

@@ -45,17 +45,80 @@ import Testing
         LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: run)
     }
 
+    /// Both ways a set launches: its copy slid for this boot mapped as it lies (written by
+    /// the first launch), and the set slid by the launch itself (`--slide-per-launch`).
     @Test(arguments: launchable)
     func prelinkedMemoryIsDyld2s(_ app: FixtureApp) throws {
         let (cache, closurePath, setPath) = try Self.install(app)
         defer { try? FileManager.default.removeItem(atPath: cache) }
-        let comparison = try LaunchComparison.run(options: Self.request(app), closure: try ClosureFile.read(closurePath), closurePath: setPath,
-                                                  prelinkedSet: setPath)
-        #expect(comparison.differences.isEmpty, "\(app): \(comparison.differences.prefix(3))")
-        #expect(comparison.bytesCompared > 0 && comparison.fixupsCompared > 0)
-        if app.arch == CodeRunner.hostArchitecture, case let .result(expected, _) = app.expectation {
-            #expect(comparison.dyld3Result == expected)
+        try #require(SlidPrelinkedSetFile.bootID != nil, "this machine's boot id cannot be read")
+        for perLaunch in [false, true] {
+            var options = Self.request(app)
+            options.slidePerLaunch = perLaunch
+            let comparison = try LaunchComparison.run(options: options, closure: try ClosureFile.read(closurePath), closurePath: setPath,
+                                                      prelinkedSet: setPath)
+            #expect(comparison.differences.isEmpty, "\(app) per launch \(perLaunch): \(comparison.differences.prefix(3))")
+            #expect(comparison.bytesCompared > 0 && comparison.fixupsCompared > 0)
+            #expect(comparison.slidForBoot == !perLaunch, "\(app): \(comparison.slideAtLaunchReason ?? "")")
+            if app.arch == CodeRunner.hostArchitecture, case let .result(expected, _) = app.expectation {
+                #expect(comparison.dyld3Result == expected)
+            }
         }
+    }
+
+    /// The copy slid for this boot: the first launch writes it and maps it, the next maps it
+    /// at the same address; a second launch while the first holds that range slides the set
+    /// itself; a copy for another boot, one others can write, one with a damaged header or
+    /// (with `--hash-images`) damaged data, is written again, never used; a forced slide
+    /// elsewhere slides the set. Each launch returns the fixture's result.
+    @Test func aSetSlidForThisBootIsMappedAsItLies() throws {
+        let app = try #require(Self.launchable.first { $0.name == "init-order" && $0.variant == "x86_64-chained" })
+        guard case let .result(expected, _) = app.expectation else { Issue.record("init-order does not launch"); return }
+        try #require(SlidPrelinkedSetFile.bootID != nil, "this machine's boot id cannot be read")
+        let (cache, _, setPath) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let copyPath = ClosureCache.slidSetPath(forSet: setPath)
+        func launch(_ request: LaunchOptions? = nil, hash: Bool = false) throws -> Launch {
+            try PrelinkedLaunch.launch(setPath: setPath, request: request ?? Self.request(app), checks: FastPath.Checks(alwaysHashContent: hash))
+        }
+        let first = try launch()
+        #expect(first.report.slidForBoot && first.report.slidSetWritten && first.report.result == expected, "\(first.report.slideAtLaunchReason ?? "")")
+        let header = try SlidPrelinkedSetHeader(parsing: Array(Data(contentsOf: URL(fileURLWithPath: copyPath)).prefix(SlidPrelinkedSetHeader.size)),
+                                                fileSize: FileStatus.of(copyPath)?.size ?? 0, rangeSize: first.memory.regionSize, path: copyPath)
+        #expect(header.base == first.memory.regionBase && header.bootID == SlidPrelinkedSetFile.bootID)
+        let beside = try launch()
+        #expect(!beside.report.slidForBoot && beside.report.result == expected)
+        #expect(beside.report.slideAtLaunchReason?.contains("is taken in this process") == true, "\(beside.report.slideAtLaunchReason ?? "")")
+        beside.memory.release()
+        first.memory.release()
+        let again = try launch()
+        #expect(again.report.slidForBoot && !again.report.slidSetWritten && again.memory.regionBase == header.base && again.report.result == expected)
+        again.memory.release()
+
+        let damages: [(String, Bool, () throws -> Void)] = [
+            ("another boot", false, {
+                let other = SlidPrelinkedSetHeader(setChecksum: header.setChecksum, setDataHash: header.setDataHash, base: header.base,
+                                                   bootID: header.bootID.map { $0 ^ 0xff }, dataHash: header.dataHash)
+                try Self.rewrite(copyPath) { $0.replaceSubrange(0..<SlidPrelinkedSetHeader.size, with: other.bytes) }
+            }),
+            ("a header byte", false, { try Self.rewrite(copyPath) { $0[44] ^= 1 } }),
+            ("writable by others", false, { chmod(copyPath, 0o666) }),
+            ("a data byte, hashed", true, { try Self.rewrite(copyPath) { $0[$0.count - 1] ^= 1 } }),
+        ]
+        for (name, hash, damage) in damages {
+            try damage()
+            let rewritten = try launch(hash: hash)
+            #expect(rewritten.report.slidForBoot && rewritten.report.slidSetWritten && rewritten.report.result == expected,
+                    "\(name): \(rewritten.report.slideAtLaunchReason ?? "")")
+            rewritten.memory.release()
+            #expect(FileStatus.of(copyPath).map { $0.mode & 0o777 } == 0o444, "\(name)")
+        }
+        var forced = Self.request(app)
+        forced.slide = 0x7100_0000_0000
+        let elsewhere = try launch(forced)
+        #expect(!elsewhere.report.slidForBoot && elsewhere.report.result == expected && elsewhere.report.slide == 0x7100_0000_0000)
+        #expect(elsewhere.report.slideAtLaunchReason?.contains("the slide is forced") == true)
+        elsewhere.memory.release()
     }
 
     /// `--fixups page-in` over the set: the slide stored on first touch, page by page from
@@ -67,6 +130,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: cache) }
         var options = Self.request(app)
         options.fixups = .pageIn
+        options.slidePerLaunch = true
         let comparison = try LaunchComparison.run(options: options, closure: try ClosureFile.read(closurePath), closurePath: setPath,
                                                   prelinkedSet: setPath)
         #expect(comparison.differences.isEmpty, "\(app): \(comparison.differences.prefix(3))")
@@ -222,7 +286,7 @@ import Testing
                 "\(compared.stdout)\(compared.stderr)")
         let valid = try await Dyld3Binary.run(["verify", "--cache", cache, "--json"], limitSeconds: 60)
         #expect(valid.status == 0, "\(valid.stdout)\(valid.stderr)")
-        #expect(((valid.json?["counts"] as? [String: Any])?["valid"] as? Int) == 2)
+        #expect(((valid.json?["counts"] as? [String: Any])?["valid"] as? Int) == 3)
         let fresh = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--json"], limitSeconds: 60)
         #expect(fresh.json?["mode"] as? String == "prelinked", "\(fresh.stdout)\(fresh.stderr)")
         #expect((fresh.json?["result"] as? NSNumber)?.int32Value == expected)
@@ -231,7 +295,7 @@ import Testing
         #expect(utimensat(AT_FDCWD, app.bundle + "/Frameworks/libInner.dylib", &times, 0) == 0)
         let stale = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 60)
         #expect(stale.status == 4 && stale.stdout.contains("\(setPath): stale:"), "\(stale.stdout)")
-        #expect(stale.stdout.hasSuffix("verify: 1 closures and 1 prelinked sets, 1 valid, 0 corrupt, 1 stale\n"), "\(stale.stdout)")
+        #expect(stale.stdout.hasSuffix("verify: 1 closures and 1 prelinked sets (1 slid for a boot), 2 valid, 0 corrupt, 1 stale\n"), "\(stale.stdout)")
         let auto = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache], limitSeconds: 60)
         #expect(auto.status == 0 && auto.stdout == "main returned \(expected)\n", "\(auto.stdout)\(auto.stderr)")
         #expect(auto.stderr.hasPrefix("dyld3: prelinked set not used (\(setPath): stale:"), "\(auto.stderr)")
@@ -266,7 +330,7 @@ import Testing
         let setPath = ClosureCache.prelinkedSetPath(forClosure: closurePath)
 
         let verified = try await Dyld3Binary.run(["verify", "--cache", cache, "--trust", trust], limitSeconds: 60)
-        #expect(verified.status == 0 && verified.stdout.hasSuffix("verify: 1 closures and 1 prelinked sets, 2 valid, 0 corrupt, 0 stale\n"),
+        #expect(verified.status == 0 && verified.stdout.hasSuffix("verify: 1 closures and 1 prelinked sets (1 slid for a boot), 3 valid, 0 corrupt, 0 stale\n"),
                 "\(verified.stdout)\(verified.stderr)")
         let trusted = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--trust", trust,
                                                  "--mode", "prelinked", "--json"], limitSeconds: 60)

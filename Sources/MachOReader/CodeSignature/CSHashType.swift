@@ -48,7 +48,10 @@ public struct CDHash: Hashable, Sendable, CustomStringConvertible {
         self.low = low
     }
 
-    /// The hash from its 20 bytes (nil for any other length).
+    /// The hash from its 20 bytes (nil for any other length). Inlinable: a closure's
+    /// decode reads one per image, and the unspecialized generic walk cost more than the rest
+    /// of the image's record.
+    @inlinable
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == CS_CDHASH_LEN else { return nil }
         var high: UInt64 = 0, middle: UInt64 = 0, low: UInt32 = 0
