@@ -43,13 +43,13 @@ public struct PrelinkedSet: Equatable, Sendable {
         self.slideRuns = slideRuns
         self.slideCount = slideCount
         self.slidePageIndex = slidePageIndex
-        rangePlan = Self.rangePlan(closure, imageOffsets: imageOffsets, base: base, rangeSize: rangeSize)
     }
 
     /// The whole range read as one image (for the slide runs' writer and checks): every
     /// segment of every image at its offset in the range, named `image-index/segment`.
-    /// Made once, with the set.
-    public private(set) var rangePlan: ImagePlan
+    /// Made when asked for (a launch of the set slid for this boot never needs it): keep it
+    /// rather than ask twice.
+    public var rangePlan: ImagePlan { Self.rangePlan(closure, imageOffsets: imageOffsets, base: base, rangeSize: rangeSize) }
 
     static func rangePlan(_ closure: LaunchClosure, imageOffsets: [UInt64], base: UInt64, rangeSize: UInt64) -> ImagePlan {
         var segments: [SegmentPlan] = []
@@ -124,7 +124,7 @@ public struct PrelinkedSet: Equatable, Sendable {
     }
 
     /// Decodes and checks the metadata: the closure's own checks, then the layout (every
-    /// image page-aligned, inside the range, after the one before it) and the page index.
+    /// image page-aligned, inside the range, after the one before it).
     init(parsingMetadata bytes: [UInt8], path: String) throws(ClosureError) {
         var r = ClosureReader(bytes, path: path)
         let body = try r.blob()
@@ -171,8 +171,8 @@ public struct PrelinkedSet: Equatable, Sendable {
         slideRuns = try r.blob()
         slidePageIndex = FixupPageIndex(bytes: try r.blob())
         guard r.atEnd else { throw r.corrupt("bytes after the set's metadata") }
-        _ = try slidePageIndex.pages(path: path)
-        rangePlan = Self.rangePlan(closure, imageOffsets: imageOffsets, base: base, rangeSize: rangeSize)
+        // The page index is decoded and checked where it is used: a page-in launch and
+        // `verify` (``checkSlideRuns(path:)``).
     }
 }
 

@@ -7,66 +7,119 @@ import MachOReader
 /// finds the copy for the running boot, for its set, maps it at that base and stores
 /// nothing: no slide location is written, no page is dirtied. docs/prelinked.md.
 ///
-/// The file: a 72-byte header, zeros up to ``PrelinkedSet/dataAlignment``, the data (the
-/// set's range size).
+/// The file: an 88-byte header, the protection runs, zeros up to the data offset (a multiple
+/// of ``PrelinkedSet/dataAlignment``), the data (the set's range size). The protection runs
+/// are what the launch gives the range once it is mapped read-only, computed from the set's
+/// plans when the copy was written: a launch maps and protects the copy while it decodes
+/// the set on its other core, then checks the runs against the plans before anything runs.
 ///
 ///     0  magic "DYLD3PB\0"
-///     8  checksum: xxh3-64 of bytes 16 to 72
+///     8  checksum: xxh3-64 of bytes 16 to the end of the protection runs
 ///    16  format version (u32)       20  flags (u32, 0)
 ///    24  the set's header checksum (its metadata: which set this is a copy of)
 ///    32  the set's data hash (its data)
 ///    40  base: the address the data is slid to (the range's start)
 ///    48  boot id (16 bytes: /proc/sys/kernel/random/boot_id)
 ///    64  data hash: xxh3-64 of this file's data
+///    72  data offset                80  protection run count
+///    88  protection runs: start, size (offsets in the range), protection (bit 0 read,
+///        bit 1 write, bit 2 execute), a u64 each
 public struct SlidPrelinkedSetHeader: Equatable, Sendable {
     public static let magic: [UInt8] = Array("DYLD3PB\u{0}".utf8)
-    public static let size = 72
+    public static let size = 88
+    public static let runSize = 24
     public static let formatVersion: UInt32 = 1
+
+    /// One run of pages of one protection, from the range's start.
+    public struct ProtectionRun: Equatable, Sendable {
+        public let range: Range<UInt64>
+        public let read: Bool, write: Bool, execute: Bool
+
+        public init(range: Range<UInt64>, read: Bool, write: Bool, execute: Bool) {
+            self.range = range
+            self.read = read
+            self.write = write
+            self.execute = execute
+        }
+    }
 
     public let setChecksum: UInt64
     public let setDataHash: UInt64
     public let base: UInt64
     public let bootID: [UInt8]
     public let dataHash: UInt64
+    public let dataOffset: UInt64
+    public let protections: [ProtectionRun]
 
-    public init(setChecksum: UInt64, setDataHash: UInt64, base: UInt64, bootID: [UInt8], dataHash: UInt64) {
+    public init(setChecksum: UInt64, setDataHash: UInt64, base: UInt64, bootID: [UInt8], dataHash: UInt64, protections: [ProtectionRun]) {
         self.setChecksum = setChecksum
         self.setDataHash = setDataHash
         self.base = base
         self.bootID = bootID
         self.dataHash = dataHash
+        self.protections = protections
+        let alignment = PrelinkedSet.dataAlignment
+        dataOffset = (UInt64(Self.size + protections.count * Self.runSize) + alignment - 1) / alignment * alignment
     }
 
-    /// Where the data starts.
-    public static var dataOffset: UInt64 { PrelinkedSet.dataAlignment }
+    /// How many bytes the header and its protection runs take, as the first ``size`` bytes
+    /// declare it (unchecked, bounded by `limit`): how much a reader reads before it checks.
+    public static func declaredSize(_ fields: [UInt8], limit: Int) -> Int {
+        guard fields.count >= size else { return size }
+        let count = (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[80 + $1]) }
+        return size + Int(min(count, UInt64(max(0, limit - size) / runSize))) * runSize
+    }
 
-    /// Reads and checks the header (magic, checksum, version, extent against `fileSize` for
-    /// a range of `rangeSize` bytes).
-    public init(parsing fields: [UInt8], fileSize: UInt64, rangeSize: UInt64, path: String) throws(ClosureError) {
-        guard fields.count >= Self.size else {
-            throw .corrupt(path: path, offset: fields.count, what: "\(fields.count) bytes is shorter than the \(Self.size)-byte header of a slid set")
+    /// Reads and checks the header and its protection runs (`bytes`: the file's first bytes,
+    /// at least ``declaredSize(_:limit:)``): magic, checksum, version, the data's extent
+    /// against `fileSize` for a range of `rangeSize` bytes, each run page-aligned (`pageSize`),
+    /// inside the range, after the one before, never writable and executable.
+    public init(parsing bytes: [UInt8], fileSize: UInt64, rangeSize: UInt64, pageSize: UInt64, path: String) throws(ClosureError) {
+        guard bytes.count >= Self.size else {
+            throw .corrupt(path: path, offset: bytes.count, what: "\(bytes.count) bytes is shorter than the \(Self.size)-byte header of a slid set")
         }
-        guard Array(fields[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a slid prelinked set (bad magic)") }
+        guard Array(bytes[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a slid prelinked set (bad magic)") }
         func word(_ offset: Int) -> UInt64 {
-            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[offset + $1]) }
+            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[offset + $1]) }
         }
-        guard UnsafeHash.xxh3(fields[16..<Self.size]) == word(8) else { throw .corrupt(path: path, offset: 8, what: "checksum mismatch") }
+        let count = word(80)
+        guard count <= rangeSize / pageSize, bytes.count >= Self.size + Int(count) * Self.runSize else {
+            throw .corrupt(path: path, offset: 80, what: "\(count) protection runs do not fit the file or the range")
+        }
+        let end = Self.size + Int(count) * Self.runSize
+        guard UnsafeHash.xxh3(bytes[16..<end]) == word(8) else { throw .corrupt(path: path, offset: 8, what: "checksum mismatch") }
         let version = UInt32(truncatingIfNeeded: word(16))
         guard version == Self.formatVersion else {
             throw .incompatible(path: path, what: "slid set format version \(version), this loader reads \(Self.formatVersion)")
         }
         guard word(16) >> 32 == 0 else { throw .corrupt(path: path, offset: 20, what: "unknown flags") }
-        guard fileSize >= Self.dataOffset, fileSize - Self.dataOffset == rangeSize else {
-            throw .corrupt(path: path, offset: 0, what: "\(fileSize) bytes do not hold the set's \(rangeSize)-byte range after the header (truncated or damaged)")
+        dataOffset = word(72)
+        guard dataOffset >= UInt64(end), dataOffset % PrelinkedSet.dataAlignment == 0, dataOffset <= fileSize, fileSize - dataOffset == rangeSize else {
+            throw .corrupt(path: path, offset: 72, what: "data at offset \(dataOffset) of a \(fileSize)-byte file does not hold the set's \(rangeSize)-byte range "
+                + "(truncated or damaged)")
         }
+        var runs: [ProtectionRun] = []
+        var cursor: UInt64 = 0
+        for index in 0..<Int(count) {
+            let at = Self.size + index * Self.runSize
+            let (start, size, bits) = (word(at), word(at + 8), word(at + 16))
+            guard start >= cursor, start % pageSize == 0, size > 0, size % pageSize == 0, start <= rangeSize, size <= rangeSize - start,
+                  bits & ~7 == 0, bits & 6 != 6 else {
+                throw .corrupt(path: path, offset: at, what: "protection run \(index) (+0x\(String(start, radix: 16)), \(size) bytes, \(bits)) "
+                    + "is not whole pages inside the range after the run before, or is writable and executable")
+            }
+            runs.append(ProtectionRun(range: start..<(start + size), read: bits & 1 != 0, write: bits & 2 != 0, execute: bits & 4 != 0))
+            cursor = start + size
+        }
+        protections = runs
         setChecksum = word(24)
         setDataHash = word(32)
         base = word(40)
-        bootID = Array(fields[48..<64])
+        bootID = Array(bytes[48..<64])
         dataHash = word(64)
     }
 
-    /// The header's bytes, its checksum computed.
+    /// The header and protection runs' bytes, the checksum computed.
     public var bytes: [UInt8] {
         var w = ClosureWriter()
         w.u64(0)
@@ -74,10 +127,16 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
         w.u64(setChecksum)
         w.u64(setDataHash)
         w.u64(base)
-        var file = Self.magic + w.bytes + bootID
         var tail = ClosureWriter()
         tail.u64(dataHash)
-        file += tail.bytes
+        tail.u64(dataOffset)
+        tail.u64(UInt64(protections.count))
+        for run in protections {
+            tail.u64(run.range.lowerBound)
+            tail.u64(UInt64(run.range.count))
+            tail.u64((run.read ? 1 : 0) | (run.write ? 2 : 0) | (run.execute ? 4 : 0))
+        }
+        var file = Self.magic + w.bytes + bootID + tail.bytes
         let checksum = UnsafeHash.xxh3(file[16...])
         for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
         return file

@@ -17,6 +17,10 @@ public enum PrelinkedLaunch {
     /// The report's mode for a launch from a prelinked set.
     public static let mode = "prelinked"
 
+    /// A set whose metadata is this large (about a hundred images) opens and checks itself
+    /// on the launch's helper thread even when there is no copy to map beside it.
+    static let helperMetadata = 64 * 1024
+
     /// Launches `request` from the set at `setPath`.
     public static func launch(setPath: String, request: LaunchOptions, checks: FastPath.Checks = FastPath.Checks()) throws -> Launch {
         var report = LaunchReport(mode: mode)
@@ -24,25 +28,81 @@ public enum PrelinkedLaunch {
         guard !request.verifyPages else {
             throw ClosureError.incompatible(path: setPath, what: "--verify-pages checks the images' own pages, which a prelinked set does not map")
         }
-        let opened = try PrelinkedSetFile.open(setPath, trusting: checks.trustKey)
+        // The set's copy slid for this boot, when there is one, is mapped and protected on
+        // this thread while the helper opens, decodes and checks the set and the status of its
+        // source images; then the copy is checked against the set before anything runs.
+        let helper = LaunchHelper()
+        defer { helper.finish() }
+        let declared = PrelinkedSetFile.declaredIdentity(setPath)
+        let early = declared.flatMap { earlyCopy(setPath: setPath, identity: $0, request: request, checks: checks) }
+        if early != nil || (declared?.metadataSize ?? 0) >= UInt64(helperMetadata) { helper.start() }
+        let (trust, alwaysHash, copy) = (HelperHandoff(checks.trustKey), checks.alwaysHashContent, HelperHandoff(early))
+        let (earlyRange, checked) = try LaunchHelper.run(on: helper, helper: {
+            @Sendable () -> Result<HelperHandoff<(opened: PrelinkedSetFile.Opened, hashed: Int, mismatch: String?)>, ClosureError> in
+            do throws(ClosureError) {
+                let opened = try PrelinkedSetFile.open(setPath, trusting: trust.value)
+                try FastPath.checkBinding(opened.set.closure.binding, request: request, closurePath: setPath)
+                // Trusting a key, the data is what was signed: its SHA-256, at every launch.
+                if alwaysHash || trust.value != nil { try opened.checkData() }
+                var hashed = 0
+                try opened.set.checkSources(setPath: setPath, builtAt: opened.builtAt, alwaysHash: alwaysHash, hashedImages: &hashed)
+                return .success(HelperHandoff((opened, hashed, copy.value?.mismatch(with: opened, request: request))))
+            } catch {
+                return .failure(error)
+            }
+        }, body: { () throws(LoadError) -> LaunchMemory.SlidRange? in
+            guard let early else { return nil }
+            return try LaunchMemory.SlidRange.map(fd: early.copy.fd, dataOffset: early.copy.header.dataOffset, size: early.rangeSize,
+                                                  base: early.copy.header.base, protections: early.copy.header.protections.map {
+                                                      ($0.range, ($0.read, $0.write, $0.execute))
+                                                  }, path: early.copy.path)
+        })
+        let opened: PrelinkedSetFile.Opened, earlyMismatch: String?
+        switch checked {
+        case let .success(handoff):
+            (opened, earlyMismatch) = (handoff.value.opened, handoff.value.mismatch)
+            report.imagesHashed = handoff.value.hashed
+        case let .failure(refusal):
+            earlyRange?.release()
+            throw refusal
+        }
         let set = opened.set, closure = set.closure
-        try FastPath.checkBinding(closure.binding, request: request, closurePath: setPath)
-        // Trusting a key, the data is what was signed: its SHA-256, at every launch.
-        if checks.alwaysHashContent || checks.trustKey != nil { try opened.checkData() }
         report.timings[.closure] = clock.lap()
-        var hashed = 0
-        try set.checkSources(setPath: setPath, builtAt: opened.builtAt, alwaysHash: checks.alwaysHashContent, hashedImages: &hashed)
-        report.imagesHashed = hashed
         report.images = closure.images.map(\.path)
         if request.signingPolicy != .default {
-            try request.signingPolicy.check(closure.images.map { ($0.path, $0.identity.signature) })
+            do {
+                try request.signingPolicy.check(closure.images.map { ($0.path, $0.identity.signature) })
+            } catch {
+                earlyRange?.release()
+                throw error
+            }
         }
-        let memory: LaunchMemory, pagedIn: Bool
-        if let slid = try mapSlidForBoot(opened, request: request, checks: checks, report: &report) {
-            (memory, pagedIn) = (slid, false)
-        } else {
-            (memory, pagedIn) = try map(opened, request: request, report: &report)
+        var memory: LaunchMemory?, pagedIn = false
+        if let early {
+            if let range = earlyRange {
+                if earlyMismatch != nil {
+                    // Not this launch's copy after all: the sequential way below decides again,
+                    // writing the copy anew when it is the copy that is wrong.
+                    range.release()
+                } else {
+                    memory = range.adopt(plans: closure.images.map(\.plan), offsets: set.imageOffsets)
+                    report.slidForBoot = true
+                }
+            } else {
+                report.slideAtLaunchReason = "the range slid for this boot (0x\(String(early.copy.header.base, radix: 16))) is taken in this process"
+            }
         }
+        if memory == nil, report.slideAtLaunchReason == nil, let slid = try mapSlidForBoot(opened, request: request, checks: checks, report: &report) {
+            do throws(LoadError) {
+                try slid.applyPrelinkedProtections(from: (true, false, false))
+            } catch {
+                slid.release()
+                throw error
+            }
+            memory = slid
+        }
+        if memory == nil { (memory, pagedIn) = try map(opened, request: request, report: &report) }
+        guard let memory else { throw ClosureError.mapping(path: setPath, image: setPath, what: "the set was not mapped") }
         let slidForBoot = report.slidForBoot
         if slidForBoot, request.fixups == .pageIn {
             report.fixupsFallbackReason = "the set's copy slid for this boot was mapped: no slide store is left to page in"
@@ -60,9 +120,6 @@ public enum PrelinkedLaunch {
         }
         report.rebases = set.slideCount
         do throws(LoadError) {
-            // The slid copy is mapped read-only: its protections come before the thread-local
-            // step, whose writes all land in segments writable after the launch (checked).
-            if slidForBoot { try memory.applyPrelinkedProtections(from: (true, false, false)) }
             if !closure.threadLocals.setups.isEmpty || closure.threadLocals.hostServices != nil {
                 try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: memory)
             }
@@ -89,6 +146,44 @@ public enum PrelinkedLaunch {
         return Launch(memory: memory, report: report, fixups: nil)
     }
 
+    /// The set's copy slid for this boot, found before the set is decoded (its header read
+    /// for the identity the copy names), when this launch may map it: not with
+    /// `--slide-per-launch`, `--trust` or `--hash-images` (those take the sequential way).
+    struct EarlyCopy {
+        let copy: SlidPrelinkedSetFile.Opened
+        let rangeSize: UInt64
+
+        /// Why the copy, mapped, is not this launch's after all (the set decoded): the set
+        /// changed between the two reads, the copy's protection runs are not the plans',
+        /// a thread-local write lands in a segment read-only after the launch, or a slide is
+        /// forced elsewhere. Nil when it is.
+        func mismatch(with opened: PrelinkedSetFile.Opened, request: LaunchOptions) -> String? {
+            let set = opened.set
+            guard copy.header.setChecksum == opened.header.checksum, copy.header.setDataHash == opened.header.dataHash,
+                  rangeSize == set.rangeSize, let first = set.closure.images.first else {
+                return "the set changed while it was being opened"
+            }
+            guard copy.header.protections == SlidPrelinkedSetFile.protections(of: set) else {
+                return "\(copy.path): its protection runs are not the ones the set's plans call for"
+            }
+            if let unwritable = firstReadOnlyThreadLocalWrite(set.closure) {
+                return "the thread-local step writes \(unwritable), read-only after the launch"
+            }
+            if let slide = request.slide, first.plan.preferredBase &+ slide != copy.header.base {
+                return "the slide is forced to 0x\(String(slide, radix: 16)); the copy for this boot is slid elsewhere"
+            }
+            return nil
+        }
+    }
+
+    static func earlyCopy(setPath: String, identity: PrelinkedSetFile.DeclaredIdentity, request: LaunchOptions,
+                          checks: FastPath.Checks) -> EarlyCopy? {
+        guard !request.slidePerLaunch, checks.trustKey == nil, !checks.alwaysHashContent,
+              case let .success(copy) = SlidPrelinkedSetFile.open(ClosureCache.slidSetPath(forSet: setPath), setChecksum: identity.checksum,
+                                                                  setDataHash: identity.dataHash, rangeSize: identity.dataSize) else { return nil }
+        return EarlyCopy(copy: copy, rangeSize: identity.dataSize)
+    }
+
     /// Maps the set slid for this boot (``SlidPrelinkedSetFile``) at its base, writing it
     /// first when there is none for this boot and set yet; nil, with the reason in the
     /// report, when the launch slides the set itself instead: `--slide-per-launch`, a
@@ -106,7 +201,7 @@ public enum PrelinkedLaunch {
         let mapped: LaunchMemory?
         do throws(LoadError) {
             mapped = try LaunchMemory.mapSlidPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize, fd: copy.fd,
-                                                       dataOffset: SlidPrelinkedSetHeader.dataOffset, base: copy.header.base)
+                                                       dataOffset: copy.header.dataOffset, base: copy.header.base)
         } catch {
             guard case let .mapping(image, reason) = error else { throw error }
             throw ClosureError.mapping(path: copy.path, image: image, what: reason)
@@ -137,7 +232,7 @@ public enum PrelinkedLaunch {
         }
         let path = ClosureCache.slidSetPath(forSet: opened.path)
         func usable() -> Result<SlidPrelinkedSetFile.Opened, SlidPrelinkedSetFile.Unusable> {
-            SlidPrelinkedSetFile.open(path, set: set, setHeader: opened.header).flatMap { copy in
+            SlidPrelinkedSetFile.open(path, for: opened).flatMap { copy in
                 guard checks.alwaysHashContent else { return .success(copy) }
                 do throws(ClosureError) {
                     try copy.checkData()

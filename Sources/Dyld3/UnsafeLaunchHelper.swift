@@ -235,3 +235,10 @@ private final class HelperThread: @unchecked Sendable {
 private final class ResultSlot<Value>: @unchecked Sendable {
     var value: Value?
 }
+
+/// A value handed from the helper's work to the launch that waits for it: ``LaunchHelper/run``
+/// returns only once the helper is done, so the value is never shared while it is used.
+package struct HelperHandoff<Value>: @unchecked Sendable {
+    package let value: Value
+    package init(_ value: Value) { self.value = value }
+}

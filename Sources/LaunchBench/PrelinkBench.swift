@@ -231,7 +231,7 @@ struct PrelinkedFloor {
         let opened = try PrelinkedSetFile.open(setPath)
         let copyPath = ClosureCache.slidSetPath(forSet: setPath)
         try SlidPrelinkedSetFile.write(for: opened, to: copyPath)
-        switch SlidPrelinkedSetFile.open(copyPath, set: set, setHeader: opened.header) {
+        switch SlidPrelinkedSetFile.open(copyPath, for: opened) {
         case let .success(copy): self.copy = copy
         case let .failure(unusable): throw BenchError.failed("\(copyPath): \(unusable)")
         }
@@ -242,7 +242,7 @@ struct PrelinkedFloor {
 
     private static func map(_ set: PrelinkedSet, plans: [ImagePlan], copy: SlidPrelinkedSetFile.Opened) throws -> LaunchMemory {
         guard let memory = try LaunchMemory.mapSlidPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize,
-                                                             fd: copy.fd, dataOffset: SlidPrelinkedSetHeader.dataOffset, base: copy.header.base) else {
+                                                             fd: copy.fd, dataOffset: copy.header.dataOffset, base: copy.header.base) else {
             throw BenchError.failed("\(copy.path): the range it is slid to is taken")
         }
         return memory

@@ -73,6 +73,25 @@ extension PrelinkedSetFile {
         return Opened(file: file, path: path, header: header, set: set)
     }
 
+    /// What a set's header declares of it, unchecked: what a launch matches the set's copy
+    /// slid for this boot against before the set is opened and checked (then compared).
+    public struct DeclaredIdentity: Sendable {
+        public let checksum: UInt64
+        public let metadataSize: UInt64
+        public let dataSize: UInt64
+        public let dataHash: UInt64
+    }
+
+    /// The identity the first bytes of the set at `path` declare; nil when it cannot be
+    /// opened (no symlink followed) or is not a set.
+    public static func declaredIdentity(_ path: String) -> DeclaredIdentity? {
+        guard case let .success(file) = UnsafeFileIO.openNoFollow(path) else { return nil }
+        let fields = file.read(offset: 0, count: PrelinkedSetHeader.size)
+        guard fields.count == PrelinkedSetHeader.size, Array(fields[0..<8]) == PrelinkedSetHeader.magic else { return nil }
+        func word(_ offset: Int) -> UInt64 { (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[offset + $1]) } }
+        return DeclaredIdentity(checksum: word(8), metadataSize: word(24), dataSize: word(40), dataHash: word(48))
+    }
+
     /// Writes the set atomically, read-only, signed with `signer` if given. A failure leaves
     /// any existing file as it was.
     public static func write(_ set: PrelinkedSet, data: [UInt8], to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {

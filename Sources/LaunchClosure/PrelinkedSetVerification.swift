@@ -51,8 +51,9 @@ extension ClosureVerification {
 extension ClosureVerification {
     /// The verdict on the copy slid for a boot at `path` (``SlidPrelinkedSetFile``): its set
     /// beside it opens; ownership, header and checksum; a copy of that set, for this boot
-    /// (another boot's copy is stale: the next launch writes it again); and its data is the
-    /// set's data slid to its base, recomputed from the set.
+    /// (another boot's copy is stale: the next launch writes it again); its protection runs
+    /// the ones the set's plans call for; and its data the set's data slid to its base,
+    /// recomputed from the set.
     static func verifySlidSet(_ path: String) -> (Status, [Problem]) {
         let suffix = "." + ClosureCache.slidSetExtension
         let setPath = String(path.dropLast(suffix.count)) + "." + ClosureCache.prelinkedSetExtension
@@ -63,7 +64,7 @@ extension ClosureVerification {
             return (.stale, [Problem(kind: .stale, message: "its prelinked set \(setPath) cannot be used: \(error)")])
         }
         let copy: SlidPrelinkedSetFile.Opened
-        switch SlidPrelinkedSetFile.open(path, set: opened.set, setHeader: opened.header) {
+        switch SlidPrelinkedSetFile.open(path, for: opened) {
         case let .success(found): copy = found
         case .failure(.missing): return (.corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
         case let .failure(.refused(error)):
@@ -72,13 +73,16 @@ extension ClosureVerification {
         }
         do throws(ClosureError) {
             try copy.checkData()
+            guard copy.header.protections == SlidPrelinkedSetFile.protections(of: opened.set) else {
+                throw ClosureError.corrupt(path: path, offset: SlidPrelinkedSetHeader.size, what: "its protection runs are not the ones its set's plans call for")
+            }
             try opened.set.checkSlideRuns(path: setPath)
             guard let all = opened.file.mapAll(), let data = try? all.slice(Int(opened.header.dataOffset), Int(opened.header.dataSize)) else {
                 throw ClosureError.corrupt(path: setPath, offset: Int(opened.header.dataOffset), what: "the data cannot be mapped")
             }
             let expected = try opened.set.slid(data, to: copy.header.base, path: setPath)
             guard UnsafeHash.xxh3(expected) == copy.header.dataHash else {
-                throw ClosureError.corrupt(path: path, offset: Int(SlidPrelinkedSetHeader.dataOffset),
+                throw ClosureError.corrupt(path: path, offset: Int(copy.header.dataOffset),
                                            what: "the data is not its set's data slid to 0x\(String(copy.header.base, radix: 16))")
             }
         } catch {

@@ -53,11 +53,11 @@ public enum SlidPrelinkedSetFile {
 
         /// Checks the data against the header's hash (reads all of it).
         public func checkData() throws(ClosureError) {
-            guard let all = file.mapAll(), let data = try? all.slice(Int(SlidPrelinkedSetHeader.dataOffset), all.count - Int(SlidPrelinkedSetHeader.dataOffset)) else {
-                throw .corrupt(path: path, offset: Int(SlidPrelinkedSetHeader.dataOffset), what: "the data cannot be mapped")
+            guard let all = file.mapAll(), let data = try? all.slice(Int(header.dataOffset), all.count - Int(header.dataOffset)) else {
+                throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data cannot be mapped")
             }
             guard UnsafeHash.xxh3(data) == header.dataHash else {
-                throw .corrupt(path: path, offset: Int(SlidPrelinkedSetHeader.dataOffset), what: "the data's hash is not the one the header records")
+                throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data's hash is not the one the header records")
             }
         }
     }
@@ -75,10 +75,11 @@ public enum SlidPrelinkedSetFile {
         }
     }
 
-    /// Opens the copy at `path` and checks it is this boot's copy of `set` (whose header is
-    /// `setHeader`): ownership as for closures, header, checksum, the set's checksum and data
-    /// hash, the boot id, the size.
-    public static func open(_ path: String, set: PrelinkedSet, setHeader: PrelinkedSetHeader) -> Result<Opened, Unusable> {
+    /// Opens the copy at `path` and checks it is this boot's copy of the set whose header
+    /// declares `setChecksum`, `setDataHash` and a range of `rangeSize` bytes: ownership as
+    /// for closures, header, checksum, protection runs, the set's checksum and data hash,
+    /// the boot id, the size.
+    public static func open(_ path: String, setChecksum: UInt64, setDataHash: UInt64, rangeSize: UInt64) -> Result<Opened, Unusable> {
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
         case let .success(opened): file = opened
@@ -87,20 +88,44 @@ public enum SlidPrelinkedSetFile {
         }
         do throws(ClosureError) {
             try ClosureFile.checkOwnership(path, file.status)
-            let header = try SlidPrelinkedSetHeader(parsing: file.read(offset: 0, count: SlidPrelinkedSetHeader.size), fileSize: file.status.size,
-                                                    rangeSize: set.rangeSize, path: path)
-            guard header.setChecksum == setHeader.checksum, header.setDataHash == setHeader.dataHash else {
+            let page = LaunchMemory.pageSize
+            let fields = file.read(offset: 0, count: SlidPrelinkedSetHeader.size)
+            let limit = Int(min(file.status.size, UInt64(SlidPrelinkedSetHeader.size) + rangeSize / page * UInt64(SlidPrelinkedSetHeader.runSize)))
+            let prefix = fields.count < SlidPrelinkedSetHeader.size ? fields
+                : file.read(offset: 0, count: SlidPrelinkedSetHeader.declaredSize(fields, limit: limit))
+            let header = try SlidPrelinkedSetHeader(parsing: prefix, fileSize: file.status.size, rangeSize: rangeSize, pageSize: page, path: path)
+            guard header.setChecksum == setChecksum, header.setDataHash == setDataHash else {
                 throw ClosureError.stale(path: path, image: path, what: "is a copy of another prelinked set")
             }
             guard let bootID, header.bootID == bootID else {
                 throw ClosureError.stale(path: path, image: path, what: "was slid for another boot")
             }
-            guard header.base % set.pageSize == 0, header.base <= UInt64.max - set.rangeSize else {
+            guard header.base % page == 0, header.base <= UInt64.max - rangeSize else {
                 throw ClosureError.corrupt(path: path, offset: 40, what: "base 0x\(String(header.base, radix: 16)) is not a page-aligned range start")
             }
             return .success(Opened(file: file, path: path, header: header))
         } catch {
             return .failure(.refused(error))
+        }
+    }
+
+    /// ``open(_:setChecksum:setDataHash:rangeSize:)`` for the set `opened`, its protection
+    /// runs checked against the set's plans too.
+    public static func open(_ path: String, for opened: PrelinkedSetFile.Opened) -> Result<Opened, Unusable> {
+        open(path, setChecksum: opened.header.checksum, setDataHash: opened.header.dataHash, rangeSize: opened.set.rangeSize).flatMap { copy in
+            guard copy.header.protections == protections(of: opened.set) else {
+                return .failure(.refused(.corrupt(path: path, offset: SlidPrelinkedSetHeader.size,
+                                                  what: "its protection runs are not the ones its set's plans call for")))
+            }
+            return .success(copy)
+        }
+    }
+
+    /// The protection runs the set's range takes once mapped read-only, from its plans.
+    public static func protections(of set: PrelinkedSet) -> [SlidPrelinkedSetHeader.ProtectionRun] {
+        LaunchMemory.prelinkedProtections(plans: set.closure.images.map(\.plan), offsets: set.imageOffsets, rangeSize: set.rangeSize,
+                                          from: (true, false, false)).map {
+            SlidPrelinkedSetHeader.ProtectionRun(range: $0.range, read: $0.protection.read, write: $0.protection.write, execute: $0.protection.execute)
         }
     }
 
@@ -118,9 +143,9 @@ public enum SlidPrelinkedSetFile {
         let base = LaunchMemory.randomBase(pageSize: set.pageSize)
         let slid = try set.slid(data, to: base, path: opened.path)
         let header = SlidPrelinkedSetHeader(setChecksum: opened.header.checksum, setDataHash: opened.header.dataHash, base: base,
-                                            bootID: bootID, dataHash: UnsafeHash.xxh3(slid))
+                                            bootID: bootID, dataHash: UnsafeHash.xxh3(slid), protections: protections(of: set))
         var file = header.bytes
-        file += [UInt8](repeating: 0, count: Int(SlidPrelinkedSetHeader.dataOffset) - file.count)
+        file += [UInt8](repeating: 0, count: Int(header.dataOffset) - file.count)
         file += slid
         do throws(SystemCallFailure) {
             try UnsafeFileIO.writeAtomically(file, to: path)

@@ -70,6 +70,42 @@ extension LaunchMemory {
         ImageWriter(Image(plan: plan, base: regionBase, fileLength: 0))
     }
 
+    /// The range of a prelinked set slid for this boot, mapped before its set's metadata is
+    /// decoded: `size` bytes of `fd` at `dataOffset`, read-only and copy-on-write at exactly
+    /// `base` in one `mmap` that is also the reservation, then given `protections` (offsets
+    /// in the range), one `mprotect` each. Nil when that range is not free (another mapping
+    /// holds part of it). ``adopt(plans:offsets:)`` makes it a launch's memory; until then
+    /// ``release()`` returns it.
+    package struct SlidRange: Sendable {
+        package let base: UInt64
+        package let size: UInt64
+
+        package static func map(fd: Int32, dataOffset: UInt64, size: UInt64, base: UInt64,
+                                protections: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))],
+                                path: String) throws(LoadError) -> SlidRange? {
+            switch UnsafeMemory.mapFileIfFree(fd: fd, offset: dataOffset, size: size, at: base) {
+            case .success(false): return nil
+            case let .failure(failure): throw .mapping(image: path, reason: "the slid set's data: \(failure)")
+            case .success(true): break
+            }
+            let range = SlidRange(base: base, size: size)
+            do throws(LoadError) {
+                try LaunchMemory.protect(base: base, protections, path: path)
+            } catch {
+                range.release()
+                throw error
+            }
+            return range
+        }
+
+        /// The launch's memory over this range: images `plans` at `offsets`.
+        package func adopt(plans: [ImagePlan], offsets: [UInt64]) -> LaunchMemory {
+            LaunchMemory(mappedRegion: base, size: size, images: zip(plans, offsets).map { Image(plan: $0, base: base + $1, fileLength: 0) }, pager: nil)
+        }
+
+        package func release() { UnsafeMemory.unmap(address: base, size: size) }
+    }
+
     /// The memory of a prelinked set slid for this boot: its data (`rangeSize` bytes of `fd`
     /// at `dataOffset`) mapped read-only and copy-on-write at exactly `base`, image `i` at
     /// `offsets[i]`, in one `mmap` that is also the reservation. Nil when that range is not
@@ -93,6 +129,13 @@ extension LaunchMemory {
     /// `mapped`'s left as they are. Offsets from the region's base.
     package func prelinkedProtections(from mapped: (read: Bool, write: Bool, execute: Bool) = (true, true, false))
         -> [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] {
+        Self.prelinkedProtections(plans: images.map(\.plan), offsets: images.map { $0.base - regionBase }, rangeSize: regionSize, from: mapped)
+    }
+
+    /// ``prelinkedProtections(from:)`` for images `plans` at `offsets` in a range of `rangeSize` bytes.
+    package static func prelinkedProtections(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64,
+                                             from mapped: (read: Bool, write: Bool, execute: Bool))
+        -> [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] {
         let page = UnsafeMemory.pageSize
         var ranges: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] = []
         func add(_ start: UInt64, _ end: UInt64, _ protection: (read: Bool, write: Bool, execute: Bool)) {
@@ -105,30 +148,35 @@ extension LaunchMemory {
         }
         let none = (read: false, write: false, execute: false)
         var cursor: UInt64 = 0
-        for image in images {
-            let offset = image.base - regionBase
-            for segment in image.plan.segments.sorted(by: { $0.vmOffset < $1.vmOffset }) {
+        for (plan, offset) in zip(plans, offsets) {
+            for segment in plan.segments.sorted(by: { $0.vmOffset < $1.vmOffset }) {
                 let start = offset + segment.vmOffset
                 let end = start + (segment.vmSize + page - 1) / page * page
                 guard start >= cursor else { continue }
                 add(cursor, start, none)
-                add(start, end, LaunchMemory.finalProtection(segment))
+                add(start, end, finalProtection(segment))
                 cursor = end
             }
         }
-        add(cursor, regionSize, none)
+        add(cursor, rangeSize, none)
         return ranges.filter { $0.protection != mapped }
     }
 
     /// Gives a prelinked region its protections (``prelinkedProtections(from:)``): one
     /// `mprotect` per range.
     package func applyPrelinkedProtections(from mapped: (read: Bool, write: Bool, execute: Bool) = (true, true, false)) throws(LoadError) {
-        for (range, protection) in prelinkedProtections(from: mapped) {
+        try Self.protect(base: regionBase, prelinkedProtections(from: mapped), path: images.first?.plan.path ?? "?")
+    }
+
+    /// One `mprotect` per range of `protections` (offsets from `base`).
+    static func protect(base: UInt64, _ protections: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))],
+                        path: String) throws(LoadError) {
+        for (range, protection) in protections {
             do throws(SystemCallFailure) {
-                try UnsafeMemory.protect(address: regionBase + range.lowerBound, size: UInt64(range.count),
+                try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count),
                                          read: protection.read, write: protection.write, execute: protection.execute)
             } catch {
-                throw .mapping(image: images.first?.plan.path ?? "?", reason: "mprotect of the prelinked range +0x\(String(range.lowerBound, radix: 16)): \(error)")
+                throw .mapping(image: path, reason: "mprotect of the prelinked range +0x\(String(range.lowerBound, radix: 16)): \(error)")
             }
         }
     }

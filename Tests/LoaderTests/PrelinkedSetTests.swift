@@ -68,9 +68,9 @@ import Testing
 
     /// The copy slid for this boot: the first launch writes it and maps it, the next maps it
     /// at the same address; a second launch while the first holds that range slides the set
-    /// itself; a copy for another boot, one others can write, one with a damaged header or
-    /// (with `--hash-images`) damaged data, is written again, never used; a forced slide
-    /// elsewhere slides the set. Each launch returns the fixture's result.
+    /// itself; a copy for another boot, one others can write, one with a damaged header,
+    /// forged protection runs or (with `--hash-images`) damaged data, is written again, never
+    /// used; a forced slide elsewhere slides the set. Each launch returns the fixture's result.
     @Test func aSetSlidForThisBootIsMappedAsItLies() throws {
         let app = try #require(Self.launchable.first { $0.name == "init-order" && $0.variant == "x86_64-chained" })
         guard case let .result(expected, _) = app.expectation else { Issue.record("init-order does not launch"); return }
@@ -83,8 +83,9 @@ import Testing
         }
         let first = try launch()
         #expect(first.report.slidForBoot && first.report.slidSetWritten && first.report.result == expected, "\(first.report.slideAtLaunchReason ?? "")")
-        let header = try SlidPrelinkedSetHeader(parsing: Array(Data(contentsOf: URL(fileURLWithPath: copyPath)).prefix(SlidPrelinkedSetHeader.size)),
-                                                fileSize: FileStatus.of(copyPath)?.size ?? 0, rangeSize: first.memory.regionSize, path: copyPath)
+        let header = try SlidPrelinkedSetHeader(parsing: Array(Data(contentsOf: URL(fileURLWithPath: copyPath))), fileSize: FileStatus.of(copyPath)?.size ?? 0,
+                                                rangeSize: first.memory.regionSize, pageSize: LaunchMemory.pageSize, path: copyPath)
+        #expect(header.protections.count == first.memory.prelinkedProtections(from: (true, false, false)).count && !header.protections.isEmpty)
         #expect(header.base == first.memory.regionBase && header.bootID == SlidPrelinkedSetFile.bootID)
         let beside = try launch()
         #expect(!beside.report.slidForBoot && beside.report.result == expected)
@@ -98,10 +99,26 @@ import Testing
         let damages: [(String, Bool, () throws -> Void)] = [
             ("another boot", false, {
                 let other = SlidPrelinkedSetHeader(setChecksum: header.setChecksum, setDataHash: header.setDataHash, base: header.base,
-                                                   bootID: header.bootID.map { $0 ^ 0xff }, dataHash: header.dataHash)
-                try Self.rewrite(copyPath) { $0.replaceSubrange(0..<SlidPrelinkedSetHeader.size, with: other.bytes) }
+                                                   bootID: header.bootID.map { $0 ^ 0xff }, dataHash: header.dataHash, protections: header.protections)
+                try Self.rewrite(copyPath) { $0.replaceSubrange(0..<other.bytes.count, with: other.bytes) }
             }),
             ("a header byte", false, { try Self.rewrite(copyPath) { $0[44] ^= 1 } }),
+            // Forged protection runs, their checksum computed again: one run fewer (mapped
+            // and protected, then found not to be the plans' runs before anything runs), and
+            // one writable and executable (refused as it is read).
+            ("a protection run fewer", false, {
+                let forged = SlidPrelinkedSetHeader(setChecksum: header.setChecksum, setDataHash: header.setDataHash, base: header.base,
+                                                    bootID: header.bootID, dataHash: header.dataHash, protections: Array(header.protections.dropLast()))
+                try #require(forged.dataOffset == header.dataOffset)
+                try Self.rewrite(copyPath) { $0.replaceSubrange(0..<forged.bytes.count, with: forged.bytes) }
+            }),
+            ("a writable and executable run", false, {
+                let first = header.protections[0]
+                let forged = SlidPrelinkedSetHeader(setChecksum: header.setChecksum, setDataHash: header.setDataHash, base: header.base,
+                                                    bootID: header.bootID, dataHash: header.dataHash,
+                                                    protections: [.init(range: first.range, read: true, write: true, execute: true)] + header.protections.dropFirst())
+                try Self.rewrite(copyPath) { $0.replaceSubrange(0..<forged.bytes.count, with: forged.bytes) }
+            }),
             ("writable by others", false, { chmod(copyPath, 0o666) }),
             ("a data byte, hashed", true, { try Self.rewrite(copyPath) { $0[$0.count - 1] ^= 1 } }),
         ]
