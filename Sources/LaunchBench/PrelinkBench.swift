@@ -24,7 +24,11 @@ package struct PrelinkedBenchResult: Codable, Sendable {
     package var imageBytes: UInt64
     /// Building and writing the set (after the closure), as `install --prelink` does.
     package var install: Distribution
-    /// The set's mapping calls: one `mmap`, then one `mprotect` per range of one protection.
+    /// The set's copy slid for this boot: writing it (once per boot: the first launch, or
+    /// install), and its size.
+    package var slidWrite: Int64
+    package var slidBytes: UInt64
+    /// The slid copy's mapping calls: one `mmap`, then one `mprotect` per run of one protection.
     package var mappingCalls: Int
     /// Per path (``PrelinkBench/paths``): launch times, warm and cold.
     package var warm: [String: Distribution]
@@ -35,7 +39,7 @@ package struct PrelinkedBenchResult: Codable, Sendable {
     package var imagesHashed: Int
 
     enum CodingKeys: String, CodingKey {
-        case dylibs, images, slideLocations, slidePages, setBytes, imageBytes, install = "installNs", mappingCalls
+        case dylibs, images, slideLocations, slidePages, setBytes, imageBytes, install = "installNs", slidWrite = "slidWriteNs", slidBytes, mappingCalls
         case warm = "warmNs", cold = "coldNs", pageInFallbackReason, imagesHashed
     }
 }
@@ -154,7 +158,8 @@ package enum PrelinkBench {
         return PrelinkedBenchResult(
             dylibs: app.dylibs, images: closure.images.count, slideLocations: set.slideCount, slidePages: prelinkedFloor.pages.count,
             setBytes: FileStatus.of(setPath)?.size ?? 0, imageBytes: closure.images.reduce(0) { $0 + $1.identity.size },
-            install: Distribution(installs), mappingCalls: 1 + prelinkedFloor.protectionCalls, warm: warm, cold: cold,
+            install: Distribution(installs), slidWrite: prelinkedFloor.writeNanoseconds, slidBytes: FileStatus.of(slidPath)?.size ?? 0,
+            mappingCalls: 1 + prelinkedFloor.protectionCalls, warm: warm, cold: cold,
             pageInFallbackReason: fallback, imagesHashed: hashed)
     }
 
@@ -185,11 +190,12 @@ package enum PrelinkBench {
             }
             out += "\n"
         }
-        out += "## install and disk\n\n| dylibs | set build + write | set bytes | images' bytes | set / images | mapping calls |\n"
-            + "| ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        out += "## install and disk\n\n| dylibs | set build + write | set bytes | images' bytes | set / images | copy slid for the boot: write | copy bytes "
+            + "| mapping calls |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
         for result in results {
             out += "| \(result.dylibs) | \(ms(result.install.median)) | \(result.setBytes) | \(result.imageBytes) | "
-                + String(format: "%.2f×", Double(result.setBytes) / Double(max(1, result.imageBytes))) + " | \(result.mappingCalls) |\n"
+                + String(format: "%.2f×", Double(result.setBytes) / Double(max(1, result.imageBytes)))
+                + " | \(ms(result.slidWrite)) | \(result.slidBytes) | \(result.mappingCalls) |\n"
         }
         out += "\n## targets (warm medians)\n\n"
         for result in results where [400, 1000].contains(result.dylibs) {
@@ -218,6 +224,8 @@ struct PrelinkedFloor {
     /// One slide location (offset in the range) in each page holding one.
     let pages: [UInt64]
     let protectionCalls: Int
+    /// Writing the copy (slid to a new random base).
+    let writeNanoseconds: Int64
 
     init(_ set: PrelinkedSet, setPath: String) throws {
         self.set = set
@@ -230,7 +238,9 @@ struct PrelinkedFloor {
         self.pages = pages
         let opened = try PrelinkedSetFile.open(setPath)
         let copyPath = ClosureCache.slidSetPath(forSet: setPath)
+        let start = ContinuousClock.now
         try SlidPrelinkedSetFile.write(for: opened, to: copyPath)
+        writeNanoseconds = (ContinuousClock.now - start).nanoseconds
         switch SlidPrelinkedSetFile.open(copyPath, for: opened) {
         case let .success(copy): self.copy = copy
         case let .failure(unusable): throw BenchError.failed("\(copyPath): \(unusable)")

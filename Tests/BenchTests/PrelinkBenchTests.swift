@@ -18,8 +18,10 @@ import TestSupport
         #expect(results.count == 1 && size.dylibs == 1 && size.images == 3)
         #expect(size.slideLocations > 0 && size.slidePages > 0 && size.setBytes > size.imageBytes / 2 && size.imageBytes > 0)
         #expect(size.install.samples.count == 3 && size.install.min > 0)
-        // One mmap, then at least one mprotect per image (its __TEXT).
+        // One mmap, then at least one mprotect per image (its __TEXT); the copy slid for the
+        // boot is the set's data after a header.
         #expect(size.mappingCalls > size.images)
+        #expect(size.slidWrite > 0 && size.slidBytes > 0 && size.slidBytes <= size.setBytes + 65536)
         for path in PrelinkBench.paths {
             let warm = try #require(size.warm[path], "no warm samples for \(path)")
             #expect(warm.samples.count == 2 && warm.samples.allSatisfy { $0 > 0 }, "\(path): \(warm.samples)")
@@ -30,7 +32,7 @@ import TestSupport
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         #expect(json["schema_version"] as? Int == 1)
         let first = try #require((json["sizes"] as? [[String: Any]])?.first)
-        #expect(first["warm_ns"] != nil && first["install_ns"] != nil && first["set_bytes"] != nil)
+        #expect(first["warm_ns"] != nil && first["install_ns"] != nil && first["set_bytes"] != nil && first["slid_write_ns"] != nil)
         let markdown = PrelinkBench.markdown(results, runs: 2, cold: eviction)
         #expect(markdown.contains("| 1 | 3 |") && markdown.contains("## cold") && markdown.contains("set / images"))
     }

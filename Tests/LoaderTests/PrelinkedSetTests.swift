@@ -244,8 +244,8 @@ import Testing
     }
 
     /// Forged sets whose checksum was computed again (what the checksum cannot catch): seeded
-    /// byte changes over the metadata, launched eagerly and paged in, are each refused with a
-    /// reason naming the set or launched (nothing run), never a crash.
+    /// byte changes over the metadata, slid at launch eagerly and paged in, are each refused
+    /// with a reason naming the set or launched (nothing run), never a crash.
     @Test(arguments: [(FixupsMode.eager, 600), (FixupsMode.pageIn, 300)])
     func forgedMetadataIsRefusedOrHarmless(_ mode: FixupsMode, rounds: Int) throws {
         let app = try #require(Self.launchable.first { $0.name == "reexport" && $0.variant == "x86_64-chained" })
@@ -256,6 +256,7 @@ import Testing
         var generator = SeededGenerator(state: mode == .eager ? 0x5eed : 0xfeed)
         var request = Self.request(app, run: false)
         request.fixups = mode
+        request.slidePerLaunch = true
         var refused = 0, launched = 0
         for round in 0..<rounds {
             var bytes = original
@@ -279,6 +280,39 @@ import Testing
             }
         }
         #expect(refused + launched == rounds && refused > 0)
+    }
+
+    /// 200 copies slid for this boot with seeded byte changes in their protection runs, the
+    /// checksum computed again: each is refused as it is read, or mapped, protected and then
+    /// found not to be the plans' runs before anything runs; either way it is written again
+    /// and the launch returns the fixture's result.
+    @Test func forgedProtectionRunsAreNeverKept() throws {
+        let app = try #require(Self.launchable.first { $0.name == "reexport" && $0.variant == "x86_64-chained" })
+        guard case let .result(expected, _) = app.expectation else { Issue.record("reexport does not launch"); return }
+        let (cache, _, setPath) = try Self.install(app)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let copyPath = ClosureCache.slidSetPath(forSet: setPath)
+        let first = try PrelinkedLaunch.launch(setPath: setPath, request: Self.request(app))
+        first.memory.release()
+        let original = Array(try Data(contentsOf: URL(fileURLWithPath: copyPath)))
+        let runs = Int(original[80]) | Int(original[81]) << 8
+        try #require(runs > 0 && original.count > SlidPrelinkedSetHeader.size + runs * SlidPrelinkedSetHeader.runSize)
+        var generator = SeededGenerator(state: 0x5_1d)
+        for round in 0..<200 {
+            var bytes = original
+            for _ in 0...Int.random(in: 0..<3, using: &generator) {
+                bytes[SlidPrelinkedSetHeader.size + Int.random(in: 0..<(runs * SlidPrelinkedSetHeader.runSize), using: &generator)]
+                    ^= UInt8.random(in: 1...255, using: &generator)
+            }
+            let end = SlidPrelinkedSetHeader.size + runs * SlidPrelinkedSetHeader.runSize
+            let checksum = UnsafeHash.xxh3(bytes[16..<end])
+            for index in 0..<8 { bytes[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
+            try Self.rewrite(copyPath) { $0 = bytes }
+            let launch = try PrelinkedLaunch.launch(setPath: setPath, request: Self.request(app))
+            #expect(launch.report.slidForBoot && launch.report.slidSetWritten && launch.report.result == expected,
+                    "round \(round): \(launch.report.slideAtLaunchReason ?? "")")
+            launch.memory.release()
+        }
     }
 
     /// `verify` checks sets: a valid one counts as valid, a damaged one as corrupt, and one
