@@ -5,11 +5,12 @@ import LaunchPlan
 
 /// The launch of a prelinked set (docs/prelinked.md): the set file opened and checked like
 /// a closure (ownership, checksum, binding to the request; with `--trust`, its signature and
-/// its data's signed SHA-256), every source image checked by
-/// the status of its path (no open, no mapping), one range reserved and the set's data
-/// mapped over it in one `mmap`, the slide stored into every word that holds an address in
-/// the range, protections set, then the thread-local step, the `+load` calls, the
-/// initializers and `main`, as the fast path runs them.
+/// its data's signed SHA-256), every source image checked by the status of its path (no
+/// open, no mapping). Its copy slid for this boot is mapped as it lies, in one `mmap`, and
+/// given its protection runs, on this thread while the helper does those checks; without
+/// a usable copy the set's own data is mapped in one `mmap` and the slide stored into every
+/// word that holds an address in the range (or paged in), then protections set. Then the
+/// thread-local step, the `+load` calls, the initializers and `main`, as the fast path runs them.
 ///
 /// Every refusal before `main` is a `ClosureError` naming the set file, thrown after
 /// everything mapped was released, so `auto` can fall back to the per-image closure.
@@ -77,32 +78,8 @@ public enum PrelinkedLaunch {
                 throw error
             }
         }
-        var memory: LaunchMemory?, pagedIn = false
-        if let early {
-            if let range = earlyRange {
-                if earlyMismatch != nil {
-                    // Not this launch's copy after all: the sequential way below decides again,
-                    // writing the copy anew when it is the copy that is wrong.
-                    range.release()
-                } else {
-                    memory = range.adopt(plans: closure.images.map(\.plan), offsets: set.imageOffsets)
-                    report.slidForBoot = true
-                }
-            } else {
-                report.slideAtLaunchReason = "the range slid for this boot (0x\(String(early.copy.header.base, radix: 16))) is taken in this process"
-            }
-        }
-        if memory == nil, report.slideAtLaunchReason == nil, let slid = try mapSlidForBoot(opened, request: request, checks: checks, report: &report) {
-            do throws(LoadError) {
-                try slid.applyPrelinkedProtections(from: (true, false, false))
-            } catch {
-                slid.release()
-                throw error
-            }
-            memory = slid
-        }
-        if memory == nil { (memory, pagedIn) = try map(opened, request: request, report: &report) }
-        guard let memory else { throw ClosureError.mapping(path: setPath, image: setPath, what: "the set was not mapped") }
+        let (memory, pagedIn) = try mapRange(opened, early: early.map { ($0, earlyRange, earlyMismatch) }, request: request, checks: checks,
+                                             report: &report)
         let slidForBoot = report.slidForBoot
         if slidForBoot, request.fixups == .pageIn {
             report.fixupsFallbackReason = "the set's copy slid for this boot was mapped: no slide store is left to page in"
@@ -144,6 +121,40 @@ public enum PrelinkedLaunch {
             throw error
         }
         return Launch(memory: memory, report: report, fixups: nil)
+    }
+
+    /// The set's range, once the set is checked: the copy slid for this boot mapped early
+    /// (`early`: the copy, its range unless it was taken, and why it is not this launch's
+    /// after all, if it is not), else the copy mapped now (written first when there is none
+    /// usable), else the set's own data to be slid by the launch, eagerly or paged in.
+    /// Whether it is paged in.
+    static func mapRange(_ opened: PrelinkedSetFile.Opened, early: (copy: EarlyCopy, range: LaunchMemory.SlidRange?, mismatch: String?)?,
+                         request: LaunchOptions, checks: FastPath.Checks, report: inout LaunchReport) throws -> (LaunchMemory, Bool) {
+        let set = opened.set
+        if let early {
+            if let range = early.range {
+                guard early.mismatch != nil else {
+                    report.slidForBoot = true
+                    return (range.adopt(plans: set.closure.images.map(\.plan), offsets: set.imageOffsets), false)
+                }
+                // Not this launch's copy after all: the way below decides again, writing the
+                // copy anew when it is the copy that is wrong.
+                range.release()
+            } else {
+                report.slideAtLaunchReason = "the range slid for this boot (0x\(String(early.copy.copy.header.base, radix: 16))) is taken in this process"
+                return try map(opened, request: request, report: &report)
+            }
+        }
+        if let slid = try mapSlidForBoot(opened, request: request, checks: checks, report: &report) {
+            do throws(LoadError) {
+                try slid.applyPrelinkedProtections(from: (true, false, false))
+            } catch {
+                slid.release()
+                throw error
+            }
+            return (slid, false)
+        }
+        return try map(opened, request: request, report: &report)
     }
 
     /// The set's copy slid for this boot, found before the set is decoded (its header read

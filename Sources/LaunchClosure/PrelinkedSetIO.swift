@@ -9,9 +9,13 @@ extension ClosureCache {
 
     /// The prelinked set's path for the closure at `closurePath`: the same name, its own extension.
     public static func prelinkedSetPath(forClosure closurePath: String) -> String {
-        let suffix = "." + fileExtension
-        let stem = closurePath.hasSuffix(suffix) ? String(closurePath.dropLast(suffix.count)) : closurePath
-        return stem + "." + prelinkedSetExtension
+        sibling(of: closurePath, extension: fileExtension, as: prelinkedSetExtension)
+    }
+
+    /// `path` with its extension `old` (when it has it) replaced by `new`: a file kept beside another.
+    static func sibling(of path: String, extension old: String, as new: String) -> String {
+        let suffix = "." + old
+        return (path.hasSuffix(suffix) ? String(path.dropLast(suffix.count)) : path) + "." + new
     }
 }
 

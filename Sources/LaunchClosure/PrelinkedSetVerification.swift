@@ -55,8 +55,7 @@ extension ClosureVerification {
     /// the ones the set's plans call for; and its data the set's data slid to its base,
     /// recomputed from the set.
     static func verifySlidSet(_ path: String) -> (Status, [Problem]) {
-        let suffix = "." + ClosureCache.slidSetExtension
-        let setPath = String(path.dropLast(suffix.count)) + "." + ClosureCache.prelinkedSetExtension
+        let setPath = ClosureCache.sibling(of: path, extension: ClosureCache.slidSetExtension, as: ClosureCache.prelinkedSetExtension)
         let opened: PrelinkedSetFile.Opened
         do throws(ClosureError) {
             opened = try PrelinkedSetFile.open(setPath)

@@ -9,9 +9,7 @@ extension ClosureCache {
 
     /// The slid copy's path for the set at `setPath`: the same name, its own extension.
     public static func slidSetPath(forSet setPath: String) -> String {
-        let suffix = "." + prelinkedSetExtension
-        let stem = setPath.hasSuffix(suffix) ? String(setPath.dropLast(suffix.count)) : setPath
-        return stem + "." + slidSetExtension
+        sibling(of: setPath, extension: prelinkedSetExtension, as: slidSetExtension)
     }
 }
 
