@@ -95,7 +95,7 @@ public enum PrelinkedLaunch {
             }
             report.timings[.rebase] = clock.lap()
         }
-        report.rebases = set.slideCount
+        report.rebases = slidForBoot ? 0 : set.slideCount
         do throws(LoadError) {
             if !closure.threadLocals.setups.isEmpty || closure.threadLocals.hostServices != nil {
                 try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: memory)

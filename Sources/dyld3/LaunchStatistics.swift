@@ -32,6 +32,9 @@ struct LaunchStatistics {
     var imagesHashed: Int?
     /// dyld3 `--verify-pages`: pages checked against their code slots.
     var pagesVerified: Int?
+    /// A prelinked launch: whether it mapped the set's copy slid for this boot, else why it slid the set.
+    var slidForBoot: Bool?
+    var slideAtLaunchReason: String?
     /// `main`'s own time, when it ran (not part of pre-main).
     var mainNanoseconds: Int64?
     /// Why the Objective-C step did not run (nil: it ran).
@@ -45,7 +48,7 @@ struct LaunchStatistics {
         preMainNanoseconds = max(0, (report.timings[.total] ?? 0) - (main ?? 0))
         phases = LaunchReport.Phase.allCases.compactMap { phase in
             guard phase != .main, phase != .total, let nanoseconds = report.timings[phase] else { return nil }
-            return Phase(name: phase.rawValue, nanoseconds: nanoseconds, meaning: LaunchStatistics.meaning(phase, dyld3: report.mode == "dyld3"))
+            return Phase(name: phase.rawValue, nanoseconds: nanoseconds, meaning: LaunchStatistics.meaning(phase, mode: report.mode))
         }
         otherNanoseconds = max(0, preMainNanoseconds - phases.reduce(0) { $0 + $1.nanoseconds })
         images = report.images.count
@@ -56,13 +59,26 @@ struct LaunchStatistics {
         closureBytes = closurePath.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }
         imagesHashed = report.imagesHashed
         pagesVerified = report.pagesVerified
+        if report.mode == "prelinked" {
+            slidForBoot = report.slidForBoot
+            slideAtLaunchReason = report.slideAtLaunchReason
+        }
         mainNanoseconds = main
         objcSkippedReason = report.objcSkippedReason
         dynamicLoads = report.dynamicLoads
     }
 
-    static func meaning(_ phase: LaunchReport.Phase, dyld3: Bool) -> String {
-        switch phase {
+    static func meaning(_ phase: LaunchReport.Phase, mode: String) -> String {
+        let dyld3 = mode == "dyld3"
+        if mode == "prelinked" {
+            switch phase {
+            case .closure: return "open, check and decode the set, stat every source image (on a second thread, while this one maps the copy slid for this boot)"
+            case .mapping: return "map the set's range: its copy slid for this boot taken, or the set's own data mapped"
+            case .rebase: return "store the slide into every pointer of the range (slid at launch)"
+            default: break
+            }
+        }
+        return switch phase {
         case .closure: "read, check and decode the closure"
         case .pathResolution: "find every dependency's file (install names, @rpath)"
         case .parsing: dyld3 ? "--verify-pages: hash every mapped page of each signed image against its code slot" : "parse every image's load commands, verify every signed image's page hashes"
@@ -102,6 +118,9 @@ struct LaunchStatistics {
         }
         out += "  objective-c:           \(objcSkippedReason.map { "skipped: " + $0 } ?? "ran")\n"
         if let pagesVerified { out += "  pages verified:        \(pagesVerified)\n" }
+        if let slidForBoot {
+            out += "  prelinked set:         " + (slidForBoot ? "its copy slid for this boot, mapped as it lies" : "slid at launch (\(slideAtLaunchReason ?? "?"))") + "\n"
+        }
         if let mainNanoseconds { out += "  main (not pre-main):   \(time(mainNanoseconds))\n" }
         for load in dynamicLoads {
             out += "  dlopen:                \(load.requested): " + (load.loaded.isEmpty ? "loaded already"
@@ -129,6 +148,7 @@ struct LaunchStatistics {
             ("identities_hashed", imagesHashed.map { .bool($0 > 0) } ?? .null),
             ("images_hashed", imagesHashed.map { .int(Int64($0)) } ?? .null),
             ("pages_verified", pagesVerified.map { .int(Int64($0)) } ?? .null),
+            ("slid_for_boot", slidForBoot.map(JSONValue.bool) ?? .null),
             ("main_ns", mainNanoseconds.map(JSONValue.int) ?? .null),
             ("objc_ran", .bool(objcSkippedReason == nil)),
             ("objc_skipped_reason", objcSkippedReason.map(JSONValue.string) ?? .null),
