@@ -13,3 +13,19 @@ extension RandomAccessCollection where Index == Int {
         return low
     }
 }
+
+extension Array {
+    /// ``RandomAccessCollection/partitionPoint(_:)`` over an array, reading elements through
+    /// the array's own subscript: the generic search reads them through a protocol witness
+    /// whose unoptimized build allocates, and a page-in fill, which must not allocate, runs
+    /// its searches inside a SIGBUS handler.
+    @inlinable
+    public func partitionPoint(_ isBefore: (Element) -> Bool) -> Int {
+        var low = 0, high = count
+        while low < high {
+            let middle = low + (high - low) / 2
+            if isBefore(self[middle]) { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}
