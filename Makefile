@@ -38,6 +38,12 @@ demo: release fixtures
 	@echo "== installing, launching (dyld2, dyld3) and comparing every app"
 	@tools/demo $(DYLD3) build/fixtures cache --runs 5 --extra build/demo-gen100 x86_64 chained
 	@echo
+	@echo "== the 100-framework app as a prelinked set (docs/prelinked.md): installed with its copy slid for this boot,"
+	@echo "   launched from that copy (mapped as it lies, nothing stored), compared with dyld2 at the copy's address"
+	@$(DYLD3) install build/demo-gen100/gen100.app --root build/demo-gen100/root --cache cache --prelink
+	@$(DYLD3) launch build/demo-gen100/gen100.app --root build/demo-gen100/root --cache cache --mode prelinked --stats | grep -E "main returned|total pre-main|prelinked set:"
+	@$(DYLD3) compare build/demo-gen100/gen100.app --root build/demo-gen100/root --cache cache --prelinked
+	@echo
 	@echo "== dyld3 inspect $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib (built by Apple's ld64)"
 	@$(DYLD3) inspect $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib
 	@echo "== its bind table, first rows (the same rows as llvm-objdump-19 --macho --bind)"
