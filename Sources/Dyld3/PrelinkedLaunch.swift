@@ -51,13 +51,7 @@ public enum PrelinkedLaunch {
             } catch {
                 return .failure(error)
             }
-        }, body: { () throws(LoadError) -> LaunchMemory.SlidRange? in
-            guard let early else { return nil }
-            return try LaunchMemory.SlidRange.map(fd: early.copy.fd, dataOffset: early.copy.header.dataOffset, size: early.rangeSize,
-                                                  base: early.copy.header.base, protections: early.copy.header.protections.map {
-                                                      ($0.range, ($0.read, $0.write, $0.execute))
-                                                  }, path: early.copy.path)
-        })
+        }, body: { () throws(ClosureError) -> LaunchMemory.SlidRange? in try early?.copy.mapRange() })
         let opened: PrelinkedSetFile.Opened, earlyMismatch: String?
         switch checked {
         case let .success(handoff):
@@ -145,15 +139,7 @@ public enum PrelinkedLaunch {
                 return try map(opened, request: request, report: &report)
             }
         }
-        if let slid = try mapSlidForBoot(opened, request: request, checks: checks, report: &report) {
-            do throws(LoadError) {
-                try slid.applyPrelinkedProtections(from: (true, false, false))
-            } catch {
-                slid.release()
-                throw error
-            }
-            return (slid, false)
-        }
+        if let slid = try mapSlidForBoot(opened, request: request, checks: checks, report: &report) { return (slid, false) }
         return try map(opened, request: request, report: &report)
     }
 
@@ -162,7 +148,6 @@ public enum PrelinkedLaunch {
     /// `--slide-per-launch`, `--trust` or `--hash-images` (those take the sequential way).
     struct EarlyCopy {
         let copy: SlidPrelinkedSetFile.Opened
-        let rangeSize: UInt64
 
         /// Why the copy, mapped, is not this launch's after all (the set decoded): the set
         /// changed between the two reads, the copy's protection runs are not the plans',
@@ -171,7 +156,7 @@ public enum PrelinkedLaunch {
         func mismatch(with opened: PrelinkedSetFile.Opened, request: LaunchOptions) -> String? {
             let set = opened.set
             guard copy.header.setChecksum == opened.header.checksum, copy.header.setDataHash == opened.header.dataHash,
-                  rangeSize == set.rangeSize, let first = set.closure.images.first else {
+                  copy.rangeSize == set.rangeSize, let first = set.closure.images.first else {
                 return "the set changed while it was being opened"
             }
             guard copy.header.protections == SlidPrelinkedSetFile.protections(of: set) else {
@@ -180,11 +165,14 @@ public enum PrelinkedLaunch {
             if let unwritable = firstReadOnlyThreadLocalWrite(set.closure) {
                 return "the thread-local step writes \(unwritable), read-only after the launch"
             }
-            if let slide = request.slide, first.plan.preferredBase &+ slide != copy.header.base {
-                return "the slide is forced to 0x\(String(slide, radix: 16)); the copy for this boot is slid elsewhere"
-            }
-            return nil
+            return forcedSlideMismatch(request, first: first.plan, copy: copy)
         }
+    }
+
+    /// Why a slide the request forces is not the copy's; nil when none is forced or it is.
+    static func forcedSlideMismatch(_ request: LaunchOptions, first: ImagePlan, copy: SlidPrelinkedSetFile.Opened) -> String? {
+        guard let slide = request.slide, first.preferredBase &+ slide != copy.header.base else { return nil }
+        return "the slide is forced to 0x\(String(slide, radix: 16)); the copy for this boot is slid elsewhere"
     }
 
     static func earlyCopy(setPath: String, identity: PrelinkedSetFile.DeclaredIdentity, request: LaunchOptions,
@@ -192,7 +180,7 @@ public enum PrelinkedLaunch {
         guard !request.slidePerLaunch, checks.trustKey == nil, !checks.alwaysHashContent,
               case let .success(copy) = SlidPrelinkedSetFile.open(ClosureCache.slidSetPath(forSet: setPath), setChecksum: identity.checksum,
                                                                   setDataHash: identity.dataHash, rangeSize: identity.dataSize) else { return nil }
-        return EarlyCopy(copy: copy, rangeSize: identity.dataSize)
+        return EarlyCopy(copy: copy)
     }
 
     /// Maps the set slid for this boot (``SlidPrelinkedSetFile``) at its base, writing it
@@ -205,24 +193,16 @@ public enum PrelinkedLaunch {
                                report: inout LaunchReport) throws -> LaunchMemory? {
         let set = opened.set, plans = set.closure.images.map(\.plan)
         guard let copy = slidCopy(opened, request: request, checks: checks, report: &report), let first = plans.first else { return nil }
-        if let slide = request.slide, first.preferredBase &+ slide != copy.header.base {
-            report.slideAtLaunchReason = "the slide is forced to 0x\(String(slide, radix: 16)); the copy for this boot is slid elsewhere"
+        if let mismatch = forcedSlideMismatch(request, first: first, copy: copy) {
+            report.slideAtLaunchReason = mismatch
             return nil
         }
-        let mapped: LaunchMemory?
-        do throws(LoadError) {
-            mapped = try LaunchMemory.mapSlidPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize, fd: copy.fd,
-                                                       dataOffset: copy.header.dataOffset, base: copy.header.base)
-        } catch {
-            guard case let .mapping(image, reason) = error else { throw error }
-            throw ClosureError.mapping(path: copy.path, image: image, what: reason)
-        }
-        guard let memory = mapped else {
+        guard let range = try copy.mapRange() else {
             report.slideAtLaunchReason = "the range slid for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process"
             return nil
         }
         report.slidForBoot = true
-        return memory
+        return range.adopt(plans: plans, offsets: set.imageOffsets)
     }
 
     /// The set's copy slid for this boot, opened and checked, written first when there is

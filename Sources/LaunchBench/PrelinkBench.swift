@@ -213,23 +213,20 @@ package enum PrelinkBench {
 }
 
 /// The prelinked set's floor: the least a launch of it does. Its copy slid for this boot
-/// mapped read-only at its base in one `mmap`, then the protections the launch sets
-/// (``LaunchMemory/prelinkedProtections(from:)``). No file is opened but the copy (once,
-/// before timing), no image is identified, no metadata read, nothing stored.
+/// mapped read-only at its base in one `mmap`, then given its protection runs
+/// (``SlidPrelinkedSetFile/Opened/mapRange()``, what the launch calls). No file is opened
+/// but the copy (once, before timing), no image is identified, no metadata read, nothing
+/// stored.
 struct PrelinkedFloor {
-    let set: PrelinkedSet
-    let plans: [ImagePlan]
     /// The copy, written fresh and opened once before timing (one `open` and `fstat`, ≈ 5 µs, left out).
     let copy: SlidPrelinkedSetFile.Opened
     /// One slide location (offset in the range) in each page holding one.
     let pages: [UInt64]
-    let protectionCalls: Int
+    var protectionCalls: Int { copy.header.protections.count }
     /// Writing the copy (slid to a new random base).
     let writeNanoseconds: Int64
 
     init(_ set: PrelinkedSet, setPath: String) throws {
-        self.set = set
-        plans = set.closure.images.map(\.plan)
         var pages: [UInt64] = []
         let page = LaunchMemory.pageSize
         try FixupRunWalk(set.slideRuns).forEachRebase { _, _ in } _: { location, _ in
@@ -245,27 +242,15 @@ struct PrelinkedFloor {
         case let .success(copy): self.copy = copy
         case let .failure(unusable): throw BenchError.failed("\(copyPath): \(unusable)")
         }
-        let memory = try Self.map(set, plans: plans, copy: copy)
-        protectionCalls = memory.prelinkedProtections(from: (true, false, false)).count
-        memory.release()
-    }
-
-    private static func map(_ set: PrelinkedSet, plans: [ImagePlan], copy: SlidPrelinkedSetFile.Opened) throws -> LaunchMemory {
-        guard let memory = try LaunchMemory.mapSlidPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize,
-                                                             fd: copy.fd, dataOffset: copy.header.dataOffset, base: copy.header.base) else {
-            throw BenchError.failed("\(copy.path): the range it is slid to is taken")
-        }
-        return memory
     }
 
     /// One floor launch: nanoseconds from the `mmap` to the last protection.
     func launch() throws -> Int64 {
         let clock = ContinuousClock()
         let start = clock.now
-        let memory = try Self.map(set, plans: plans, copy: copy)
-        try memory.applyPrelinkedProtections(from: (true, false, false))
+        guard let range = try copy.mapRange() else { throw BenchError.failed("\(copy.path): the range it is slid to is taken") }
         let elapsed = (clock.now - start).nanoseconds
-        memory.release()
+        range.release()
         return elapsed
     }
 }

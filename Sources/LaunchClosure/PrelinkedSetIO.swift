@@ -47,10 +47,15 @@ extension PrelinkedSetFile {
         /// Checks the data against the signed SHA-256 (opened trusting a key) or the
         /// header's xxh3 (reads the whole data).
         public func checkData() throws(ClosureError) {
+            try PrelinkedSetFile.checkData(try data(), header: header, path: path)
+        }
+
+        /// The data, mapped read-only from the descriptor the set was opened on.
+        public func data() throws(ClosureError) -> ByteView {
             guard let all = file.mapAll(), let data = try? all.slice(Int(header.dataOffset), Int(header.dataSize)) else {
                 throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data cannot be mapped")
             }
-            try PrelinkedSetFile.checkData(data, header: header, path: path)
+            return data
         }
     }
 

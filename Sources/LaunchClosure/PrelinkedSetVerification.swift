@@ -71,15 +71,10 @@ extension ClosureVerification {
             return (status, [problem])
         }
         do throws(ClosureError) {
+            // The protection runs were checked against the set's plans as it was opened.
             try copy.checkData()
-            guard copy.header.protections == SlidPrelinkedSetFile.protections(of: opened.set) else {
-                throw ClosureError.corrupt(path: path, offset: SlidPrelinkedSetHeader.size, what: "its protection runs are not the ones its set's plans call for")
-            }
             try opened.set.checkSlideRuns(path: setPath)
-            guard let all = opened.file.mapAll(), let data = try? all.slice(Int(opened.header.dataOffset), Int(opened.header.dataSize)) else {
-                throw ClosureError.corrupt(path: setPath, offset: Int(opened.header.dataOffset), what: "the data cannot be mapped")
-            }
-            let expected = try opened.set.slid(data, to: copy.header.base, path: setPath)
+            let expected = try opened.set.slid(try opened.data(), to: copy.header.base, path: setPath)
             guard UnsafeHash.xxh3(expected) == copy.header.dataHash else {
                 throw ClosureError.corrupt(path: path, offset: Int(copy.header.dataOffset),
                                            what: "the data is not its set's data slid to 0x\(String(copy.header.base, radix: 16))")

@@ -41,12 +41,27 @@ public enum SlidPrelinkedSetFile {
         let file: UnsafeFileIO.OpenFile
         public let path: String
         public let header: SlidPrelinkedSetHeader
-        package var fd: Int32 { file.fd }
+        /// The range's size (the data's).
+        public let rangeSize: UInt64
 
-        init(file: UnsafeFileIO.OpenFile, path: String, header: SlidPrelinkedSetHeader) {
+        init(file: UnsafeFileIO.OpenFile, path: String, header: SlidPrelinkedSetHeader, rangeSize: UInt64) {
             self.file = file
             self.path = path
             self.header = header
+            self.rangeSize = rangeSize
+        }
+
+        /// The copy's data mapped read-only at its base and given its protection runs
+        /// (``LaunchMemory/SlidRange``); nil when that range is taken in this process.
+        package func mapRange() throws(ClosureError) -> LaunchMemory.SlidRange? {
+            do throws(LoadError) {
+                return try LaunchMemory.SlidRange.map(fd: file.fd, dataOffset: header.dataOffset, size: rangeSize, base: header.base,
+                                                      protections: header.protections.map { ($0.range, ($0.read, $0.write, $0.execute)) },
+                                                      path: path)
+            } catch {
+                guard case let .mapping(image, reason) = error else { throw .mapping(path: path, image: path, what: "\(error)") }
+                throw .mapping(path: path, image: image, what: reason)
+            }
         }
 
         /// Checks the data against the header's hash (reads all of it).
@@ -86,6 +101,11 @@ public enum SlidPrelinkedSetFile {
         }
         do throws(ClosureError) {
             try ClosureFile.checkOwnership(path, file.status)
+            // A set's limit bounds its copy, and so what is read of the copy's protection runs.
+            guard file.status.size <= PrelinkedSetFile.maxFileSize, rangeSize <= PrelinkedSetFile.maxFileSize else {
+                throw ClosureError.corrupt(path: path, offset: 0, what: "\(file.status.size) bytes (a \(rangeSize)-byte range) is over the "
+                    + "\(PrelinkedSetFile.maxFileSize)-byte limit for a prelinked set")
+            }
             let page = LaunchMemory.pageSize
             let fields = file.read(offset: 0, count: SlidPrelinkedSetHeader.size)
             let limit = Int(min(file.status.size, UInt64(SlidPrelinkedSetHeader.size) + rangeSize / page * UInt64(SlidPrelinkedSetHeader.runSize)))
@@ -101,7 +121,7 @@ public enum SlidPrelinkedSetFile {
             guard header.base % page == 0, header.base <= UInt64.max - rangeSize else {
                 throw ClosureError.corrupt(path: path, offset: 40, what: "base 0x\(String(header.base, radix: 16)) is not a page-aligned range start")
             }
-            return .success(Opened(file: file, path: path, header: header))
+            return .success(Opened(file: file, path: path, header: header, rangeSize: rangeSize))
         } catch {
             return .failure(.refused(error))
         }
@@ -135,11 +155,8 @@ public enum SlidPrelinkedSetFile {
         }
         let set = opened.set
         try set.checkSlideRuns(path: opened.path)
-        guard let all = opened.file.mapAll(), let data = try? all.slice(Int(opened.header.dataOffset), Int(opened.header.dataSize)) else {
-            throw .corrupt(path: opened.path, offset: Int(opened.header.dataOffset), what: "the data cannot be mapped")
-        }
         let base = LaunchMemory.randomBase(pageSize: set.pageSize)
-        let slid = try set.slid(data, to: base, path: opened.path)
+        let slid = try set.slid(try opened.data(), to: base, path: opened.path)
         let header = SlidPrelinkedSetHeader(setChecksum: opened.header.checksum, setDataHash: opened.header.dataHash, base: base,
                                             bootID: bootID, dataHash: UnsafeHash.xxh3(slid), protections: protections(of: set))
         var file = header.bytes

@@ -106,33 +106,12 @@ extension LaunchMemory {
         package func release() { UnsafeMemory.unmap(address: base, size: size) }
     }
 
-    /// The memory of a prelinked set slid for this boot: its data (`rangeSize` bytes of `fd`
-    /// at `dataOffset`) mapped read-only and copy-on-write at exactly `base`, image `i` at
-    /// `offsets[i]`, in one `mmap` that is also the reservation. Nil when that range is not
-    /// free (another mapping holds part of it): the caller slides the set at launch instead.
-    /// Protections come next (``applyPrelinkedProtections(from:)`` from read-only).
-    package static func mapSlidPrelinked(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64, fd: Int32, dataOffset: UInt64,
-                                         base: UInt64) throws(LoadError) -> LaunchMemory? {
-        switch UnsafeMemory.mapFileIfFree(fd: fd, offset: dataOffset, size: rangeSize, at: base) {
-        case .success(false): return nil
-        case let .failure(failure): throw .mapping(image: plans.first?.path ?? "?", reason: "the slid set's data: \(failure)")
-        case .success(true):
-            let images = zip(plans, offsets).map { Image(plan: $0, base: base + $1, fileLength: 0) }
-            return LaunchMemory(mappedRegion: base, size: rangeSize, images: images, pager: nil)
-        }
-    }
-
-    /// The protection changes a prelinked region needs, from its mapping's protection
-    /// `mapped` (read-write, or read-only for a set slid for this boot): each segment's
-    /// final protection (``finalProtection(_:)``), everything else (gaps between segments,
-    /// the range's tail) none, adjacent ranges of one protection merged, those already
-    /// `mapped`'s left as they are. Offsets from the region's base.
-    package func prelinkedProtections(from mapped: (read: Bool, write: Bool, execute: Bool) = (true, true, false))
-        -> [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] {
-        Self.prelinkedProtections(plans: images.map(\.plan), offsets: images.map { $0.base - regionBase }, rangeSize: regionSize, from: mapped)
-    }
-
-    /// ``prelinkedProtections(from:)`` for images `plans` at `offsets` in a range of `rangeSize` bytes.
+    /// The protection changes a prelinked region of images `plans` at `offsets` in a range of
+    /// `rangeSize` bytes needs, from its mapping's protection `mapped` (read-write, or
+    /// read-only for a set slid for this boot): each segment's final protection
+    /// (``finalProtection(_:)``), everything else (gaps between segments, the range's tail)
+    /// none, adjacent ranges of one protection merged, those already `mapped`'s left as they
+    /// are. Offsets from the region's base.
     package static func prelinkedProtections(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64,
                                              from mapped: (read: Bool, write: Bool, execute: Bool))
         -> [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] {
@@ -162,10 +141,12 @@ extension LaunchMemory {
         return ranges.filter { $0.protection != mapped }
     }
 
-    /// Gives a prelinked region its protections (``prelinkedProtections(from:)``): one
-    /// `mprotect` per range.
-    package func applyPrelinkedProtections(from mapped: (read: Bool, write: Bool, execute: Bool) = (true, true, false)) throws(LoadError) {
-        try Self.protect(base: regionBase, prelinkedProtections(from: mapped), path: images.first?.plan.path ?? "?")
+    /// Gives a prelinked region mapped read-write its protections
+    /// (``prelinkedProtections(plans:offsets:rangeSize:from:)``): one `mprotect` per range.
+    package func applyPrelinkedProtections() throws(LoadError) {
+        let protections = Self.prelinkedProtections(plans: images.map(\.plan), offsets: images.map { $0.base - regionBase }, rangeSize: regionSize,
+                                                    from: (true, true, false))
+        try Self.protect(base: regionBase, protections, path: images.first?.plan.path ?? "?")
     }
 
     /// One `mprotect` per range of `protections` (offsets from `base`).

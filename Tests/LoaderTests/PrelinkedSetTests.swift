@@ -85,7 +85,16 @@ import Testing
         #expect(first.report.slidForBoot && first.report.slidSetWritten && first.report.result == expected, "\(first.report.slideAtLaunchReason ?? "")")
         let header = try SlidPrelinkedSetHeader(parsing: Array(Data(contentsOf: URL(fileURLWithPath: copyPath))), fileSize: FileStatus.of(copyPath)?.size ?? 0,
                                                 rangeSize: first.memory.regionSize, pageSize: LaunchMemory.pageSize, path: copyPath)
-        #expect(header.protections.count == first.memory.prelinkedProtections(from: (true, false, false)).count && !header.protections.isEmpty)
+        // Every image's __TEXT runs read-execute, its __DATA read-write; nothing is writable and executable.
+        for image in first.memory.images {
+            for segment in image.plan.segments where segment.name == "__TEXT" || segment.name == "__DATA" {
+                let start = image.base - first.memory.regionBase + segment.vmOffset
+                let run = header.protections.first { $0.range.contains(start) }
+                #expect(run.map { $0.read && $0.write == (segment.name == "__DATA") && $0.execute == (segment.name == "__TEXT") } == true,
+                        "\(image.plan.path) \(segment.name): \(String(describing: run))")
+            }
+        }
+        #expect(!header.protections.contains { $0.write && $0.execute })
         #expect(header.base == first.memory.regionBase && header.bootID == SlidPrelinkedSetFile.bootID)
         let beside = try launch()
         #expect(!beside.report.slidForBoot && beside.report.result == expected)
