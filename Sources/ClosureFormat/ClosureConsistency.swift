@@ -148,10 +148,9 @@ extension LaunchClosure {
                 }
             }
             try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
-                try FixupRunWalk(image.bindRuns).forEachBind { (run, _) throws(FixupFault) in try check(run) } _: { (location, targetIndex, _) throws(FixupFault) in
+                try FixupRunWalk(image.bindRuns).forEachBind(tableSize: tableSize) { (run, _) throws(FixupFault) in try check(run) } _: { (location, _, _) throws(FixupFault) in
                     binds += 1
                     checkLocation(location)
-                    guard targetIndex < UInt64(tableSize) else { throw .bindTargetPastTable(index: targetIndex, tableSize: tableSize) }
                 }
             }
         } catch {

@@ -15,29 +15,11 @@ extension LaunchClosure {
         let vmSize = image.plan.vmSize
         let tableSize = bindTargets.count
         var rebasePages = FixupPageIndex.Collector(), bindPages = FixupPageIndex.Collector()
-        // The pointer loop answers for well-formed streams; the checked walk below names what
-        // it does not accept.
-        if UnsafeRunCheck.rebases(image.rebaseRuns, writable: writable, vmSize: vmSize, pages: &rebasePages),
-           UnsafeRunCheck.binds(image.bindRuns, writable: writable, tableSize: tableSize, pages: &bindPages) {
-            return try checkPageIndex(of: image, rebases: rebasePages, binds: bindPages)
-        }
-        rebasePages = FixupPageIndex.Collector()
-        bindPages = FixupPageIndex.Collector()
         try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
-            try FixupRunWalk(image.rebaseRuns).forEachRebase { (run, before) throws(FixupFault) in
-                guard writable.accepts(run) else { throw writable.fault(run) }
-                rebasePages.add(run, before: before)
-            } _: { (_, target) throws(FixupFault) in
-                guard target.offset < vmSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
-            }
+            try FixupRunWalk(image.rebaseRuns).rebases(within: writable, imageSize: vmSize, into: &rebasePages)
         }
         try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
-            try FixupRunWalk(image.bindRuns).forEachBind { (run, before) throws(FixupFault) in
-                guard writable.accepts(run) else { throw writable.fault(run) }
-                bindPages.add(run, before: before)
-            } _: { (_, targetIndex, _) throws(FixupFault) in
-                guard targetIndex < UInt64(tableSize) else { throw .bindTargetPastTable(index: targetIndex, tableSize: tableSize) }
-            }
+            try FixupRunWalk(image.bindRuns).binds(within: writable, tableSize: tableSize, into: &bindPages)
         }
         try checkPageIndex(of: image, rebases: rebasePages, binds: bindPages)
     }

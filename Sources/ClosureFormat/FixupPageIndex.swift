@@ -91,7 +91,7 @@ public struct FixupPageIndex: Equatable, Sendable {
     /// or walked (``derive(rebaseRuns:bindRuns:)``): the one place that decides what a page's
     /// restart point is and when a stream cannot be indexed (a run that crosses a page
     /// boundary or holds a fixup straddling one, or pages out of order).
-    struct Collector {
+    struct Collector: FixupRunVisitor {
         private var pages: [PageRestart] = []
         private var indexable = true
 
@@ -109,6 +109,11 @@ public struct FixupPageIndex: Equatable, Sendable {
             } else {
                 indexable = false
             }
+        }
+
+        /// A walk's visitor: each run added as the walk accepts it.
+        mutating func visitRun(_ accepted: FixupRun, _ run: FixupRun, before: FixupRestart) {
+            add(run, before: before)
         }
 
         /// The stream's restart points per page; nil when it cannot be indexed.
@@ -140,10 +145,10 @@ public struct FixupPageIndex: Equatable, Sendable {
     public static func derive(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>) throws(FixupStreamFault) -> FixupPageIndex {
         var rebases = Collector(), binds = Collector()
         try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
-            try FixupRunWalk(rebaseRuns).forEachRebase { (run, before) throws(FixupFault) in rebases.add(run, before: before) } _: { _, _ in }
+            try FixupRunWalk(rebaseRuns).rebases(within: EveryRun(), imageSize: .max, into: &rebases)
         }
         try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
-            try FixupRunWalk(bindRuns).forEachBind { (run, before) throws(FixupFault) in binds.add(run, before: before) } _: { _, _, _ in }
+            try FixupRunWalk(bindRuns).binds(within: EveryRun(), tableSize: .max, into: &binds)
         }
         return FixupPageIndex(rebases: rebases.restarts, binds: binds.restarts)
     }

@@ -1,15 +1,20 @@
 import LaunchPlan
 
-/// The one checked walker of the fixup-run format (docs/closure-format.md, "Fixup runs"), in
-/// dyld's `forEach…(block)` shape: it decodes and checks each run header (a count bounded by
-/// the bytes left, not empty, no overflow) and hands it to `run` before any of its entries,
-/// then hands over each entry; a whole stream must end at its last run. Whatever a visitor
-/// throws stops the walk and is what the walk throws.
+/// The one walker of the fixup-run format (docs/closure-format.md, "Fixup runs"), in dyld's
+/// `forEachRebase`/`forEachBind` shape, and the only code that decodes it. It owns every
+/// check the format needs before a store:
+/// - each run header decoded and checked (a count bounded by the bytes left, not empty, no
+///   overflow) and accepted by the walk's ``FixupRunBounds`` (a writer's writable segments,
+///   a page, the image's writable ranges) before any of its entries;
+/// - each rebase target inside the image (`imageSize`), each bind target index inside the
+///   table (`tableSize`);
+/// - a whole stream ends at its last run.
 ///
-/// Every consumer of the format walks through here: the eager apply's checked loop and the
-/// page-in handler (which store), decoding, verification and the page index (which read).
-/// Its faults are ``FixupFault``s, built without allocation. ``UnsafeFixupLoop`` is the one
-/// twin, the eager launch's pointer loop over the same bytes, differential-tested against it.
+/// Every consumer is a ``FixupRunVisitor`` over it: the eager apply and the page-in fill
+/// (which store), the run check, the slide, decoding, verification, the page index, the
+/// digest and the dump (which read). It reads through a pointer with one compare per byte
+/// and allocates nothing, so the page-in fill runs it inside its fault handler; its faults
+/// are ``FixupFault``s naming the byte offset in the closure body.
 ///
 /// A stream's layout, all numbers LEB128:
 ///
@@ -27,10 +32,11 @@ public struct FixupRunWalk {
     /// The bytes every fixup writes.
     public static let storeSize: UInt64 = 8
 
-    let runs: ArraySlice<UInt8>
-    let restart: FixupRestart?
+    @usableFromInline let runs: ArraySlice<UInt8>
+    @usableFromInline let restart: FixupRestart?
 
     /// A walk of a whole stream (its run count first, nothing after its last run).
+    @inlinable
     public init(_ runs: ArraySlice<UInt8>) {
         self.runs = runs
         restart = nil
@@ -38,126 +44,216 @@ public struct FixupRunWalk {
 
     /// A walk of one page's runs of a stream, from the page index's restart point: the byte
     /// offset of the page's first run header, the delta state there and the page's run count.
+    @inlinable
     public init(_ runs: ArraySlice<UInt8>, restart: FixupRestart) {
         self.runs = runs
         self.restart = restart
     }
 
-    /// Walks a rebase stream: `run` gets each run and the restart point before it (the
-    /// stream's state there, as the page index records it), `rebase` each location and target.
-    @inline(__always)
-    public func forEachRebase(run visitRun: (_ run: FixupRun, _ before: FixupRestart) throws(FixupFault) -> Void = { _, _ in },
-                              _ rebase: (_ location: UInt64, _ target: RebaseTarget) throws(FixupFault) -> Void) throws(FixupFault) {
-        var target = restart?.target ?? 0
-        try walk { (run, offset, location) throws(FixupFault) in
-            try visitRun(run, FixupRestart(runs: 1, offset: offset, location: location, target: target))
-        } entries: { (run, reader) throws(FixupFault) in
-            var location = run.start
-            for _ in 0..<run.count {
-                target &+= UInt64(bitPattern: try reader.sleb())
-                try rebase(location, RebaseTarget(bits: target))
-                location &+= run.stride
+    /// Walks a rebase stream: each run accepted by `bounds` (else its fault), each target
+    /// checked to lie below `imageSize`, handed to `visitor`.
+    @inlinable @inline(__always)
+    public func rebases<Bounds: FixupRunBounds, Visitor: FixupRunVisitor>(
+        within bounds: Bounds, imageSize: UInt64, into visitor: inout Visitor
+    ) throws(FixupFault) where Visitor.Accepted == Bounds.Accepted {
+        try rebases(within: bounds, imageSize: imageSize) { (accepted, run, before) throws(FixupFault) in
+            try visitor.visitRun(accepted, run, before: before)
+        } rebase: { (location, target, accepted) throws(FixupFault) in
+            try visitor.visitRebase(at: location, target: target, in: accepted)
+        }
+    }
+
+    /// Walks a bind stream: each run accepted by `bounds` (else its fault), each target
+    /// index checked to lie below `tableSize`, handed to `visitor`.
+    @inlinable @inline(__always)
+    public func binds<Bounds: FixupRunBounds, Visitor: FixupRunVisitor>(
+        within bounds: Bounds, tableSize: Int, into visitor: inout Visitor
+    ) throws(FixupFault) where Visitor.Accepted == Bounds.Accepted {
+        try binds(within: bounds, tableSize: tableSize) { (accepted, run, before) throws(FixupFault) in
+            try visitor.visitRun(accepted, run, before: before)
+        } bind: { (location, targetIndex, addend, accepted) throws(FixupFault) in
+            try visitor.visitBind(at: location, targetIndex: targetIndex, addend: addend, in: accepted)
+        }
+    }
+
+    /// ``rebases(within:imageSize:into:)`` with the visitor's two steps as closures.
+    @inlinable @inline(__always)
+    func rebases<Bounds: FixupRunBounds>(
+        within bounds: Bounds, imageSize: UInt64,
+        run visitRun: (Bounds.Accepted, FixupRun, FixupRestart) throws(FixupFault) -> Void,
+        rebase: (UInt64, RebaseTarget, Bounds.Accepted) throws(FixupFault) -> Void
+    ) throws(FixupFault) {
+        try withStream { (stream) throws(FixupFault) in
+            var target = restart?.target ?? 0
+            try walk(&stream, bounds) { (run, accepted, before, stream) throws(FixupFault) in
+                try visitRun(accepted, run, FixupRestart(runs: 1, offset: before.offset, location: before.location, target: target))
+                var location = run.start
+                for _ in 0..<run.count {
+                    guard let delta = stream.sleb() else { throw fault(at: stream.consumed, signed: true) }
+                    target &+= delta
+                    let rebaseTarget = RebaseTarget(bits: target)
+                    guard rebaseTarget.offset < imageSize else { throw .rebaseTargetOutsideImage(target: rebaseTarget.offset) }
+                    try rebase(location, rebaseTarget, accepted)
+                    location &+= run.stride
+                }
             }
         }
     }
 
-    /// Walks a bind stream: `run` gets each run and the restart point before it, `bind` each
-    /// location, target index (not checked against any table: the visitor knows the table)
-    /// and addend.
-    @inline(__always)
-    public func forEachBind(run visitRun: (_ run: FixupRun, _ before: FixupRestart) throws(FixupFault) -> Void = { _, _ in },
-                            _ bind: (_ location: UInt64, _ targetIndex: UInt64, _ addend: Int64) throws(FixupFault) -> Void) throws(FixupFault) {
-        try walk { (run, offset, location) throws(FixupFault) in
-            try visitRun(run, FixupRestart(runs: 1, offset: offset, location: location, target: 0))
-        } entries: { (run, reader) throws(FixupFault) in
-            var location = run.start
-            for _ in 0..<run.count {
-                let index = try reader.uleb()
-                try bind(location, index, try reader.sleb())
-                location &+= run.stride
+    /// ``binds(within:tableSize:into:)`` with the visitor's two steps as closures.
+    @inlinable @inline(__always)
+    func binds<Bounds: FixupRunBounds>(
+        within bounds: Bounds, tableSize: Int,
+        run visitRun: (Bounds.Accepted, FixupRun, FixupRestart) throws(FixupFault) -> Void,
+        bind: (UInt64, Int, Int64, Bounds.Accepted) throws(FixupFault) -> Void
+    ) throws(FixupFault) {
+        try withStream { (stream) throws(FixupFault) in
+            let limit = UInt64(tableSize)
+            try walk(&stream, bounds) { (run, accepted, before, stream) throws(FixupFault) in
+                try visitRun(accepted, run, before)
+                var location = run.start
+                for _ in 0..<run.count {
+                    guard let index = stream.uleb() else { throw fault(at: stream.consumed, signed: false) }
+                    guard let addend = stream.sleb() else { throw fault(at: stream.consumed, signed: true) }
+                    guard index < limit else { throw .bindTargetPastTable(index: index, tableSize: tableSize) }
+                    try bind(location, Int(index), Int64(bitPattern: addend), accepted)
+                    location &+= run.stride
+                }
             }
         }
     }
 
-    /// The runs, each header checked, handed to `run` with its header's offset in the stream
-    /// and the previous run's last location, then to `entries` to read its entries.
-    @inline(__always)
-    func walk(run visitRun: (_ run: FixupRun, _ offset: Int, _ previousLocation: UInt64) throws(FixupFault) -> Void,
-              entries: (_ run: FixupRun, _ reader: inout FixupStreamReader) throws(FixupFault) -> Void) throws(FixupFault) {
-        var reader = FixupStreamReader(runs)
+    /// The runs, each header decoded, checked and accepted by `bounds`, handed to `entries`
+    /// with the restart point before it (its header's offset in the stream and the previous
+    /// run's last location) to read its entries.
+    @inlinable @inline(__always)
+    func walk<Bounds: FixupRunBounds>(
+        _ stream: inout UnsafeRawStream, _ bounds: Bounds,
+        entries: (_ run: FixupRun, _ accepted: Bounds.Accepted, _ before: FixupRestart, _ stream: inout UnsafeRawStream) throws(FixupFault) -> Void
+    ) throws(FixupFault) {
         var runsLeft: Int
         var location: UInt64
         if let restart {
             guard restart.offset >= 0, restart.offset <= runs.count else {
                 throw .corrupt(byteOffset: runs.startIndex, .restartPastEnd)
             }
-            reader.position = runs.startIndex + restart.offset
+            stream.skip(restart.offset)
             runsLeft = restart.runs
             location = restart.location
         } else {
-            runsLeft = try reader.count(minimumSize: Self.minimumRunSize, else: .runCountTooLarge)
+            runsLeft = try count(&stream, minimumSize: Self.minimumRunSize, else: .runCountTooLarge)
             location = 0
         }
         while runsLeft > 0 {
             runsLeft -= 1
-            let header = reader.position
-            let (start, overflow) = location.addingReportingOverflow(try reader.uleb())
-            let count = try reader.count(minimumSize: 1, else: .entryCountTooLarge)
-            let stride = try reader.uleb()
-            guard count > 0 else { throw .corrupt(byteOffset: header, .emptyRun) }
+            let header = stream.consumed
+            guard let delta = stream.uleb() else { throw fault(at: stream.consumed, signed: false) }
+            let count = try count(&stream, minimumSize: 1, else: .entryCountTooLarge)
+            guard let stride = stream.uleb() else { throw fault(at: stream.consumed, signed: false) }
+            guard count > 0 else { throw .corrupt(byteOffset: runs.startIndex + header, .emptyRun) }
+            let (start, overflow) = location.addingReportingOverflow(delta)
             guard !overflow, let run = FixupRun(start: start, count: count, stride: stride) else {
-                throw .corrupt(byteOffset: header, .runOverflows)
+                throw .corrupt(byteOffset: runs.startIndex + header, .runOverflows)
             }
-            try visitRun(run, header - runs.startIndex, location)
+            guard let accepted = bounds.accept(run) else { throw bounds.fault(run) }
+            try entries(run, accepted, FixupRestart(runs: 1, offset: header, location: location, target: 0), &stream)
             location = run.last
-            try entries(run, &reader)
         }
-        if restart == nil, reader.position != runs.endIndex {
-            throw .corrupt(byteOffset: reader.position, .bytesAfterLastRun)
-        }
-    }
-}
-
-/// LEB128 numbers of a run stream, every read checked against the end; a failure is a
-/// ``FixupFault`` naming the offset (the slice's own index: an offset in the closure body).
-struct FixupStreamReader {
-    let bytes: ArraySlice<UInt8>
-    var position: Int
-
-    init(_ bytes: ArraySlice<UInt8>) {
-        self.bytes = bytes
-        position = bytes.startIndex
-    }
-
-    @inline(__always)
-    mutating func uleb() throws(FixupFault) -> UInt64 {
-        switch ClosureLEB128.unsigned(bytes, &position) {
-        case let .success(value): return value
-        case let .failure(failure): throw Self.fault(failure)
-        }
-    }
-
-    @inline(__always)
-    mutating func sleb() throws(FixupFault) -> Int64 {
-        switch ClosureLEB128.signed(bytes, &position) {
-        case let .success(value): return value
-        case let .failure(failure): throw Self.fault(failure)
-        }
-    }
-
-    static func fault(_ failure: ClosureLEB128.Failure) -> FixupFault {
-        switch failure {
-        case let .truncated(offset): .corrupt(byteOffset: offset, .truncatedNumber)
-        case let .tooLarge(offset): .corrupt(byteOffset: offset, .numberTooLarge)
+        if restart == nil, !stream.atEnd {
+            throw .corrupt(byteOffset: runs.startIndex + stream.consumed, .bytesAfterLastRun)
         }
     }
 
     /// A count of items of at least `minimumSize` bytes each, no more than the bytes left hold.
-    @inline(__always)
-    mutating func count(minimumSize: Int, else corruption: FixupFault.Corruption) throws(FixupFault) -> Int {
-        let start = position
-        let value = try uleb()
-        guard value <= UInt64((bytes.endIndex - position) / minimumSize) else { throw .corrupt(byteOffset: start, corruption) }
+    @inlinable @inline(__always)
+    func count(_ stream: inout UnsafeRawStream, minimumSize: Int, else corruption: FixupFault.Corruption) throws(FixupFault) -> Int {
+        let start = stream.consumed
+        guard let value = stream.uleb() else { throw fault(at: start, signed: false) }
+        guard value <= UInt64(stream.remaining / minimumSize) else { throw .corrupt(byteOffset: runs.startIndex + start, corruption) }
         return Int(value)
+    }
+
+    /// Why the number at `offset` (from the slice's start) does not decode: read again by the
+    /// closure's LEB128 decoder, which tells a truncated number from one over 64 bits. Off
+    /// the fast path: only a stream that is refused gets here.
+    @usableFromInline
+    func fault(at offset: Int, signed: Bool) -> FixupFault {
+        var position = runs.startIndex + offset
+        let failure: ClosureLEB128.Failure?
+        if signed {
+            if case let .failure(why) = ClosureLEB128.signed(runs, &position) { failure = why } else { failure = nil }
+        } else {
+            if case let .failure(why) = ClosureLEB128.unsigned(runs, &position) { failure = why } else { failure = nil }
+        }
+        switch failure {
+        case let .truncated(at): return .corrupt(byteOffset: at, .truncatedNumber)
+        case let .tooLarge(at): return .corrupt(byteOffset: at, .numberTooLarge)
+        case nil: return .corrupt(byteOffset: runs.startIndex + offset, .truncatedNumber)
+        }
+    }
+
+    /// The run count a stream starts with, bounded by its bytes as the walk bounds it; a
+    /// count it refuses is the closure at `path` corrupt, at the end of that number.
+    static func runCount(_ runs: ArraySlice<UInt8>, path: String) throws(ClosureError) -> Int {
+        let walk = FixupRunWalk(runs)
+        do throws(FixupFault) {
+            return try walk.withStream { (stream) throws(FixupFault) in
+                try walk.count(&stream, minimumSize: minimumRunSize, else: .runCountTooLarge)
+            }
+        } catch {
+            var end = runs.startIndex
+            _ = ClosureLEB128.unsigned(runs, &end)
+            throw .corrupt(path: path, offset: end, what: "run stream: \(error)")
+        }
+    }
+}
+
+/// A consumer of a run stream: each accepted run before its entries, then its entries, every
+/// one already checked by the walk.
+public protocol FixupRunVisitor {
+    associatedtype Accepted
+    /// A run, accepted, and the restart point before it (the stream's state at its header).
+    mutating func visitRun(_ accepted: Accepted, _ run: FixupRun, before: FixupRestart) throws(FixupFault)
+    /// A rebase at `location` (an offset from the image's base) to `target`, inside the image.
+    mutating func visitRebase(at location: UInt64, target: RebaseTarget, in run: Accepted) throws(FixupFault)
+    /// A bind at `location` to entry `targetIndex` of the table (inside it), plus `addend`.
+    mutating func visitBind(at location: UInt64, targetIndex: Int, addend: Int64, in run: Accepted) throws(FixupFault)
+}
+
+extension FixupRunVisitor {
+    @inlinable public mutating func visitRun(_ accepted: Accepted, _ run: FixupRun, before: FixupRestart) throws(FixupFault) {}
+    @inlinable public mutating func visitRebase(at location: UInt64, target: RebaseTarget, in run: Accepted) throws(FixupFault) {}
+    @inlinable public mutating func visitBind(at location: UInt64, targetIndex: Int, addend: Int64, in run: Accepted) throws(FixupFault) {}
+}
+
+/// A visitor that keeps nothing: for walks whose checks are the point.
+public struct ChecksOnly: FixupRunVisitor {
+    public typealias Accepted = FixupRun
+    @inlinable public init() {}
+}
+
+extension FixupRunWalk {
+    /// Walks a rebase stream with closures, every run accepted (``EveryRun``), each target
+    /// below `imageSize`: `run` gets each run and the restart point before it (the stream's
+    /// state there, as the page index records it), `rebase` each location and target.
+    public func forEachRebase(imageSize: UInt64 = .max, run visitRun: (_ run: FixupRun, _ before: FixupRestart) throws(FixupFault) -> Void = { _, _ in },
+                              _ rebase: (_ location: UInt64, _ target: RebaseTarget) throws(FixupFault) -> Void) throws(FixupFault) {
+        try rebases(within: EveryRun(), imageSize: imageSize) { (_, run, before) throws(FixupFault) in
+            try visitRun(run, before)
+        } rebase: { (location, target, _) throws(FixupFault) in
+            try rebase(location, target)
+        }
+    }
+
+    /// Walks a bind stream with closures, every run accepted, each target index below
+    /// `tableSize`: `run` gets each run and the restart point before it, `bind` each
+    /// location, target index and addend.
+    public func forEachBind(tableSize: Int = .max, run visitRun: (_ run: FixupRun, _ before: FixupRestart) throws(FixupFault) -> Void = { _, _ in },
+                            _ bind: (_ location: UInt64, _ targetIndex: Int, _ addend: Int64) throws(FixupFault) -> Void) throws(FixupFault) {
+        try binds(within: EveryRun(), tableSize: tableSize) { (_, run, before) throws(FixupFault) in
+            try visitRun(run, before)
+        } bind: { (location, targetIndex, addend, _) throws(FixupFault) in
+            try bind(location, targetIndex, addend)
+        }
     }
 }

@@ -156,9 +156,8 @@ extension FixupRuns {
     /// The binds a walk visits, each target looked up in `bindTargets`.
     static func decodeBinds(_ binds: FixupRunWalk, targets bindTargets: BindTargetTable) throws(FixupFault) -> [ResolvedFixup] {
         var fixups: [ResolvedFixup] = []
-        try binds.forEachBind { (location, targetIndex, addend) throws(FixupFault) in
-            guard targetIndex < UInt64(bindTargets.count) else { throw .bindTargetPastTable(index: targetIndex, tableSize: bindTargets.count) }
-            fixups.append(ResolvedFixup(vmOffset: location, kind: .bind(bindTargets[Int(targetIndex)], addend: addend)))
+        try binds.forEachBind(tableSize: bindTargets.count) { (location, targetIndex, addend) throws(FixupFault) in
+            fixups.append(ResolvedFixup(vmOffset: location, kind: .bind(bindTargets[targetIndex], addend: addend)))
         }
         return fixups
     }

@@ -19,15 +19,14 @@ extension LaunchClosure {
             do throws(FixupStreamFault) {
                 try FixupStreamFault.walking(.objcWrites) { () throws(FixupFault) in
                     guard !objc.bindRuns[index].isEmpty else { return }
-                    try FixupRunWalk(objc.bindRuns[index]).forEachBind { (run, _) throws(FixupFault) in
+                    try FixupRunWalk(objc.bindRuns[index]).forEachBind(tableSize: tableSize) { (run, _) throws(FixupFault) in
                         outside = false
                         guard !writable.accepts(run) else { return }
                         let fault = writable.fault(run)
                         guard case .runOutsideSegments = fault else { throw fault }
                         outside = true
-                    } _: { (location, targetIndex, _) throws(FixupFault) in
+                    } _: { (location, _, _) throws(FixupFault) in
                         count += 1
-                        guard targetIndex < UInt64(tableSize) else { throw .bindTargetPastTable(index: targetIndex, tableSize: tableSize) }
                         if outside, !writable.accepts(location) {
                             badCount += 1
                             if bad.count < LaunchClosure.fixupProblemLimit { bad.append(location) }

@@ -72,11 +72,8 @@ public struct PrelinkedSet: Equatable, Sendable {
         let plan = rangePlan
         let writable = WritableRanges(plan)
         do throws(FixupFault) {
-            try FixupRunWalk(slideRuns).forEachRebase { (run, _) throws(FixupFault) in
-                guard writable.accepts(run) else { throw writable.fault(run) }
-            } _: { (_, target) throws(FixupFault) in
-                guard target.offset < rangeSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
-            }
+            var checksOnly = ChecksOnly()
+            try FixupRunWalk(slideRuns).rebases(within: writable, imageSize: rangeSize, into: &checksOnly)
         } catch {
             throw .fixups(path: path, image: "the prelinked range", stream: .rebases, fault: error)
         }

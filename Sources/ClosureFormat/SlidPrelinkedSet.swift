@@ -153,7 +153,7 @@ extension PrelinkedSet {
         }
         let size = rangeSize
         do throws(FixupFault) {
-            try FixupRunWalk(slideRuns).forEachRebase { location, target throws(FixupFault) in
+            try FixupRunWalk(slideRuns).forEachRebase(imageSize: size) { location, target throws(FixupFault) in
                 guard location <= size - 8 else { throw .runOutsideSegments(start: location, last: location) }
                 let value = target.value(imageBase: newBase)
                 for byte in 0..<8 { bytes[Int(location) + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }

@@ -3,26 +3,36 @@ import LaunchPlan
 /// Closure bytes read through a pointer (the fast path's apply loop, the bind-target
 /// table): every read compares against the end first, and any malformed number is a nil
 /// that sends the caller to its checked reader.
-@safe package struct UnsafeRawStream {
-    private let start: UnsafeRawPointer
-    private var cursor: UnsafeRawPointer
-    private let end: UnsafeRawPointer
+@safe @usableFromInline package struct UnsafeRawStream {
+    @usableFromInline let start: UnsafeRawPointer
+    @usableFromInline var cursor: UnsafeRawPointer
+    @usableFromInline let end: UnsafeRawPointer
 
     /// An empty buffer has no address: the stream then starts and ends at a placeholder
     /// never read (every read finds the cursor at the end first).
+    @inlinable
     package init(_ bytes: UnsafeRawBufferPointer) {
         unsafe start = unsafe bytes.baseAddress ?? UnsafeRawPointer(bitPattern: MemoryLayout<UInt64>.alignment)!
         unsafe cursor = unsafe start
         unsafe end = unsafe start + bytes.count
     }
 
-    package var atEnd: Bool { unsafe cursor == end }
+    @inlinable package var atEnd: Bool { unsafe cursor == end }
 
     /// Bytes read so far.
-    package var consumed: Int { unsafe cursor - start }
+    @inlinable package var consumed: Int { unsafe cursor - start }
+
+    /// Bytes left.
+    @inlinable package var remaining: Int { unsafe end - cursor }
+
+    /// Moves past `count` bytes (no more than are left: the caller checked).
+    @inlinable
+    package mutating func skip(_ count: Int) {
+        unsafe cursor += min(count, remaining)
+    }
 
     /// One byte, or nil at the end.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func u8() -> UInt8? {
         guard unsafe cursor < end else { return nil }
         defer { unsafe cursor += 1 }
@@ -30,7 +40,7 @@ import LaunchPlan
     }
 
     /// An unsigned LEB128 number, or nil when truncated or over 64 bits.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func uleb() -> UInt64? {
         guard unsafe cursor < end else { return nil }
         let first = unsafe cursor.load(as: UInt8.self)
@@ -56,7 +66,7 @@ import LaunchPlan
     }
 
     /// A signed LEB128 number (as its two's-complement bits), or nil when truncated or over 64 bits.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func sleb() -> UInt64? {
         guard unsafe cursor < end else { return nil }
         let first = unsafe cursor.load(as: UInt8.self)
@@ -78,25 +88,6 @@ import LaunchPlan
         if shift < 64, byte & 0x40 != 0 { result |= -1 << shift }
         unsafe cursor = unsafe pointer
         return UInt64(bitPattern: result)
-    }
-
-    /// A count of items of at least `minimumSize` bytes each, no more than the bytes left hold.
-    @inline(__always)
-    package mutating func count(minimumSize: Int = 1) -> Int? {
-        guard let value = uleb(), unsafe value <= UInt64((end - cursor) / minimumSize) else { return nil }
-        return Int(value)
-    }
-
-    /// The next run's header, as ``FixupRunWalk`` reads and checks it: start (a delta from
-    /// `location`, the previous run's last location, which it updates), count, stride; nil
-    /// for an empty or overflowing run.
-    @inline(__always)
-    package mutating func run(after location: inout UInt64) -> FixupRun? {
-        guard let delta = uleb(), let count = count(), let stride = uleb() else { return nil }
-        let (start, overflow) = location.addingReportingOverflow(delta)
-        guard !overflow, let run = FixupRun(start: start, count: count, stride: stride) else { return nil }
-        location = run.last
-        return run
     }
 }
 
@@ -125,21 +116,18 @@ extension ClosureReader {
 }
 
 extension FixupRunWalk {
-    /// The run count a run stream starts with, bounded by its bytes as the walk bounds it,
-    /// read through a pointer (no reader made); a count it does not accept is read again by
-    /// the checked reader, which names the offset and what is wrong.
-    static func runCount(_ runs: ArraySlice<UInt8>, path: String) throws(ClosureError) -> Int {
-        let counted: Int? = unsafe runs.withUnsafeBytes { bytes in
+    /// Runs `body` over a stream reading this walk's bytes through a pointer: the one place
+    /// the walk touches its bytes. A body that throws has its fault passed on as it is.
+    @inlinable @inline(__always)
+    func withStream<Value>(_ body: (inout UnsafeRawStream) throws(FixupFault) -> Value) throws(FixupFault) -> Value {
+        let outcome: Result<Value, FixupFault> = unsafe runs.withUnsafeBytes { bytes in
             var stream = unsafe UnsafeRawStream(bytes)
-            guard let value = stream.uleb(), value <= UInt64((bytes.count - stream.consumed) / minimumRunSize) else { return nil }
-            return Int(value)
+            do throws(FixupFault) {
+                return .success(try body(&stream))
+            } catch {
+                return .failure(error)
+            }
         }
-        if let counted { return counted }
-        var reader = FixupStreamReader(runs)
-        do throws(FixupFault) {
-            return try reader.count(minimumSize: minimumRunSize, else: .runCountTooLarge)
-        } catch {
-            throw .corrupt(path: path, offset: reader.position, what: "run stream: \(error)")
-        }
+        return try outcome.get()
     }
 }

@@ -84,17 +84,25 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
         self.pageSize = pageSize
     }
 
+    /// Applies the fixups of the page `page` stands for from their restart points
+    /// (``FixupRunWalk``): each run on the page, each rebase target inside the image, each
+    /// bind index in the table; the fault it names. Allocates nothing: it runs in the
+    /// fault handler.
     package func applyFixups(image index: Int, to page: inout PageBuffer) -> PageFillFailure? {
         guard let entry = entry(image: index, vmOffset: page.vmOffset) else { return nil }
         let image = images[index]
-        let vmSize = image.vmSize
-        let targetValues = targetValues
-        if UnsafePageFixupLoop.applyRebases(image.rebaseRuns, restart: entry.rebases, to: page, vmSize: vmSize),
-           UnsafePageFixupLoop.applyBinds(image.bindRuns, restart: entry.binds, to: page, targetValues: targetValues) {
-            return nil
+        var stores = PageStores(page: page, targetValues: targetValues)
+        do throws(FixupFault) {
+            if entry.rebases.runs > 0 {
+                try FixupRunWalk(image.rebaseRuns, restart: entry.rebases).rebases(within: page, imageSize: image.vmSize, into: &stores)
+            }
+            if entry.binds.runs > 0 {
+                try FixupRunWalk(image.bindRuns, restart: entry.binds).binds(within: page, tableSize: targetValues.count, into: &stores)
+            }
+        } catch {
+            return .fixups(image: index, vmOffset: page.vmOffset, error)
         }
-        // The checked walk over the same runs names what the pointer loop would not accept.
-        return applyFixupsChecked(image: index, entry: entry, to: &page)
+        return nil
     }
 
     /// The index entry of the page at `vmOffset` of image `index`, if the page has one.
@@ -105,32 +113,21 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
         let low = pages.partitionPoint { $0.page < number }
         return low < pages.count && pages[low].page == number ? pages[low] : nil
     }
+}
 
-    /// The checked walk (``FixupRunWalk``) of one page's runs: each run on the page, each
-    /// rebase target inside the image, each bind index in the table; the fault it names.
-    func applyFixupsChecked(image index: Int, entry: FixupPage, to page: inout PageBuffer) -> PageFillFailure? {
-        let image = images[index]
-        let base = page.imageBase
-        let vmSize = image.vmSize
-        let targetValues = targetValues
-        do throws(FixupFault) {
-            try FixupRunWalk(image.rebaseRuns, restart: entry.rebases).forEachRebase { (run, _) throws(FixupFault) in
-                guard page.contains(run) else { throw .runOffPage(start: run.start) }
-            } _: { (location, target) throws(FixupFault) in
-                guard target.offset < vmSize else { throw .rebaseTargetOutsideImage(target: target.offset) }
-                try page.store(target.value(imageBase: base), atImageOffset: location)
-            }
-            try FixupRunWalk(image.bindRuns, restart: entry.binds).forEachBind { (run, _) throws(FixupFault) in
-                guard page.contains(run) else { throw .runOffPage(start: run.start) }
-            } _: { (location, targetIndex, addend) throws(FixupFault) in
-                guard targetIndex < UInt64(targetValues.count) else {
-                    throw .bindTargetPastTable(index: targetIndex, tableSize: targetValues.count)
-                }
-                try page.store(targetValues[Int(targetIndex)] &+ UInt64(bitPattern: addend), atImageOffset: location)
-            }
-        } catch {
-            return .fixups(image: index, vmOffset: page.vmOffset, error)
-        }
-        return nil
+/// The page fill's visitor: every fixup stored on the page being filled, inside the run the
+/// page accepted (``PageBuffer`` bounds the walk).
+struct PageStores: FixupRunVisitor {
+    let page: PageBuffer
+    let targetValues: [UInt64]
+
+    @inline(__always)
+    func visitRebase(at location: UInt64, target: RebaseTarget, in run: FixupRun) throws(FixupFault) {
+        try page.store(target.value(imageBase: page.imageBase), atImageOffset: location)
+    }
+
+    @inline(__always)
+    func visitBind(at location: UInt64, targetIndex: Int, addend: Int64, in run: FixupRun) throws(FixupFault) {
+        try page.store(targetValues[targetIndex] &+ UInt64(bitPattern: addend), atImageOffset: location)
     }
 }

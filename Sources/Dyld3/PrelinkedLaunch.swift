@@ -356,11 +356,9 @@ public enum PrelinkedLaunch {
         return (try mapEagerly(), false)
     }
 
-    /// Stores every slide run's pointer for the region's base: the fast path's loop over
-    /// the runs, the checked walk naming what is wrong when it does not accept them.
+    /// Stores every slide run's pointer for the region's base (``FixupRunWalk``).
     static func slide(_ set: PrelinkedSet, memory: LaunchMemory, setPath: String) throws(ClosureError) {
         let writer = memory.regionWriter(set.rangePlan)
-        if UnsafeFixupLoop.applyRebases(set.slideRuns, writer: writer, vmSize: set.rangeSize) { return }
         do throws(FixupFault) {
             try LaunchClosure.writeRebases(set.slideRuns, writer: writer, vmSize: set.rangeSize)
         } catch {

@@ -145,10 +145,9 @@ public struct ClosureDump: Sendable {
                 }
             }
             try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
-                try FixupRunWalk(image.bindRuns).forEachBind { (location, targetIndex, addend) throws(FixupFault) in
-                    guard targetIndex < UInt64(targets.count) else { throw .bindTargetPastTable(index: targetIndex, tableSize: targets.count) }
+                try FixupRunWalk(image.bindRuns).forEachBind(tableSize: targets.count) { (location, targetIndex, addend) throws(FixupFault) in
                     bindTotal += 1
-                    if binds.count < shown { binds.append(ResolvedFixup(vmOffset: location, kind: .bind(targets[Int(targetIndex)], addend: addend))) }
+                    if binds.count < shown { binds.append(ResolvedFixup(vmOffset: location, kind: .bind(targets[targetIndex], addend: addend))) }
                 }
             }
         }

@@ -32,10 +32,9 @@ extension ClosureDump {
         var count = 0, runtimeTables = false
         try closure.naming(path, image: index) { () throws(FixupStreamFault) in
             try FixupStreamFault.walking(.objcWrites) { () throws(FixupFault) in
-                try FixupRunWalk(closure.objc.bindRuns[index]).forEachBind { (_, targetIndex, _) throws(FixupFault) in
-                    guard targetIndex < UInt64(targets.count) else { throw .bindTargetPastTable(index: targetIndex, tableSize: targets.count) }
+                try FixupRunWalk(closure.objc.bindRuns[index]).forEachBind(tableSize: targets.count) { (_, targetIndex, _) throws(FixupFault) in
                     count += 1
-                    if case .absolute = targets[Int(targetIndex)] { runtimeTables = true }
+                    if case .absolute = targets[targetIndex] { runtimeTables = true }
                 }
             }
         }

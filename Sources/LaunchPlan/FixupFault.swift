@@ -152,3 +152,30 @@ extension FixupStreamFault {
         }
     }
 }
+
+/// What a walk accepts a run into before any of its entries: the check that every store of
+/// the run lands where it may.
+public protocol FixupRunBounds {
+    /// What an accepted run gives the visitor (the run itself, or a writer's proof that it
+    /// may store there).
+    associatedtype Accepted
+    /// `run`, accepted; nil when it is refused.
+    func accept(_ run: FixupRun) -> Accepted?
+    /// Why ``accept(_:)`` refuses `run`.
+    func fault(_ run: FixupRun) -> FixupFault
+}
+
+/// Bounds that accept every run as it is: for walks that read (decode, dump, digest, the
+/// page index), whose runs were or will be checked against their image by the walks that store.
+public struct EveryRun: FixupRunBounds {
+    @inlinable public init() {}
+    @inlinable public func accept(_ run: FixupRun) -> FixupRun? { run }
+    public func fault(_ run: FixupRun) -> FixupFault { .runOutsideSegments(start: run.start, last: run.last) }
+}
+
+extension WritableRanges: FixupRunBounds {
+    /// `run`, when it lies inside one writable segment and holds no more locations than it
+    /// has room for.
+    @inlinable public func accept(_ run: FixupRun) -> FixupRun? { accepts(run) ? run : nil }
+}
+

@@ -33,16 +33,6 @@ public struct PageBuffer {
     }
 
     /// Stores a word at `imageOffset` (an offset from the image's base) when its 8 bytes lie
-    /// on this page: whether it did (a location off the page is not stored).
-    @inline(__always)
-    public func storeOnPage(_ value: UInt64, atImageOffset imageOffset: UInt64) -> Bool {
-        let inPage = imageOffset &- vmOffset
-        guard imageOffset >= vmOffset, inPage <= size - 8 else { return false }
-        UnsafeMemory.store64(value, at: staging.address &+ inPage)
-        return true
-    }
-
-    /// Stores a word at `imageOffset` (an offset from the image's base) when its 8 bytes lie
     /// on this page; a location off the page is a fault, not a store.
     @inline(__always)
     public func store(_ value: UInt64, atImageOffset imageOffset: UInt64) throws(FixupFault) {
@@ -439,4 +429,13 @@ extension PageFillFailure {
         case let .install(address, _): return address
         }
     }
+}
+
+/// A page bounds the walk of its runs (``FixupRunWalk``): a run is accepted when it lies
+/// wholly on the page.
+extension PageBuffer: FixupRunBounds {
+    @inline(__always)
+    public func accept(_ run: FixupRun) -> FixupRun? { contains(run) ? run : nil }
+
+    public func fault(_ run: FixupRun) -> FixupFault { .runOffPage(start: run.start) }
 }

@@ -84,3 +84,7 @@ extension LaunchMemory {
         ImageWriter(images[index])
     }
 }
+
+/// A writer bounds the walk of a run stream (``FixupRunWalk``): a run is accepted inside one
+/// writable segment of the image.
+extension ImageWriter: FixupRunBounds {}

@@ -9,9 +9,9 @@ import LaunchPlan
 
 /// Every consumer of the fixup-run format walks one closure and they must agree: the
 /// encoder's page index and the one walked back from the runs, each page's fixups decoded
-/// from its restart point and the whole-stream decode, the checked walk's stores, the
-/// pointer loop's stores and the page-in handler's fills (word for word against the values
-/// the decoded fixups call for), verification, and the page-in launch's check.
+/// from its restart point and the whole-stream decode, the eager apply's stores and the
+/// page-in handler's fills (word for word against the values the decoded fixups call for),
+/// verification, and the page-in launch's check.
 @Suite(.serialized, .bounded) struct RunFormatAgreementTests {
     static let launchable = SlowPathTests.apps.filter(\.launches)
 
@@ -41,36 +41,24 @@ import LaunchPlan
             #expect(pageSize == 0 || onPages == all.count, "\(app) \(image.path)")
         }
 
-        // The checked walk, the pointer loop and the page-in handler, each into its own
-        // mapping at its own slide: the words the decoded fixups call for, and the same
-        // memory once pointers are taken relative to each region (the launch digest).
+        // The eager apply and the page-in handler, each into its own mapping at its own
+        // slide: the words the decoded fixups call for, and the same memory once pointers are
+        // taken relative to each region (the launch digest).
         let plans = closure.images.map(\.plan)
-        let checked = try LaunchMemory(plans: plans, firstSlide: nil)
-        defer { checked.release() }
-        let checkedValues = closure.bindTargetValues(checked)
+        let eager = try LaunchMemory(plans: plans, firstSlide: nil)
+        defer { eager.release() }
+        let eagerValues = closure.bindTargetValues(eager)
         for index in closure.images.indices {
-            try closure.applyFixupsChecked(ofImage: index, writer: checked.writer(image: index), targetValues: checkedValues,
-                                           closurePath: "agreement")
+            try closure.applyFixups(ofImage: index, memory: eager, targetValues: eagerValues, closurePath: "agreement")
         }
-        try Self.expectDecodedValues(decoded, in: checked, "\(app) checked walk")
-
-        let fast = try LaunchMemory(plans: plans, firstSlide: nil)
-        defer { fast.release() }
-        let fastValues = closure.bindTargetValues(fast)
-        for index in closure.images.indices {
-            try closure.applyFixups(ofImage: index, memory: fast, targetValues: fastValues, closurePath: "agreement")
-        }
-        try Self.expectDecodedValues(decoded, in: fast, "\(app) pointer loop")
+        try Self.expectDecodedValues(decoded, in: eager, "\(app) eager apply")
 
         // The page-in launch writes its Objective-C words after the fixups: so do the others.
         for index in closure.objc.bindRuns.indices {
-            try closure.applyObjCWrites(ofImage: index, memory: checked, targetValues: checkedValues, closurePath: "agreement")
-            try closure.applyObjCWrites(ofImage: index, memory: fast, targetValues: fastValues, closurePath: "agreement")
+            try closure.applyObjCWrites(ofImage: index, memory: eager, targetValues: eagerValues, closurePath: "agreement")
         }
         // And its thread-local descriptors and host services table (keys below).
-        for memory in [checked, fast] {
-            try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: memory)
-        }
+        try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: eager)
         let request = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: slide, run: false, fixups: .pageIn)
         var report = LaunchReport(mode: "dyld3")
         var clock = PhaseClock()
@@ -85,14 +73,13 @@ import LaunchPlan
         }
         for (image, descriptor) in descriptors {
             let key = try launch.memory.load(image: image, vmOffset: descriptor + 8)
-            for memory in [checked, fast] { try memory.store(key, image: image, vmOffset: descriptor + 8) }
+            try eager.store(key, image: image, vmOffset: descriptor + 8)
         }
         let objcWrites = try closure.images.indices.map { closure.objc.bindRuns.isEmpty ? [] : try closure.objcWrites(ofImage: $0) }
         let later = LaunchDigest.laterWrites(objc: objcWrites, threadLocals: closure.threadLocals.setups, imageCount: closure.images.count)
         let pointers = LaunchDigest.slideDependentLocations(decoded, then: later)
         let pageIn = launch.memory.writableDigest(slideDependent: pointers)
-        #expect(pageIn == checked.writableDigest(slideDependent: pointers), "\(app): the page-in fills differ from the checked walk's stores")
-        #expect(pageIn == fast.writableDigest(slideDependent: pointers), "\(app): the page-in fills differ from the pointer loop's stores")
+        #expect(pageIn == eager.writableDigest(slideDependent: pointers), "\(app): the page-in fills differ from the eager apply's stores")
     }
 
     /// Every location of `decoded` (per image) holds the value its last fixup calls for at
