@@ -57,17 +57,13 @@ public struct ObjCSetup: Sendable {
 
     /// Why the step does not run on a graph ``isNeeded(images:)`` refuses, in one line:
     /// no image has Objective-C metadata, or no image is a runtime this loader fills in.
-    public static func skipReason(images: [MachOImage], paths: [String]) -> String {
+    public static func skipReason(images: [MachOImage], paths: [String]) -> ObjCSkipReason {
         let withMetadata = images.indices.filter { index in
             do { return try ObjCSections(image: images[index]) != nil } catch { return true }
         }
-        guard !withMetadata.isEmpty else { return "no image has Objective-C metadata (__objc_imageinfo)" }
-        var reason = "\(withMetadata.count) of \(images.count) images have Objective-C metadata, but no image is a runtime "
-            + "this loader fills in (a libobjc with __DATA,__objc_fxtables)"
-        if let index = paths.indices.first(where: { paths[$0].hasSuffix("/libobjc.A.dylib") }) {
-            reason += ": \(paths[index]) is another runtime; a root written by `dyld3 stub-root` holds one"
-        }
-        return reason
+        guard !withMetadata.isEmpty else { return .noMetadata }
+        return .noRuntime(withMetadata: withMetadata.count, of: images.count,
+                          otherRuntime: paths.first { $0.hasSuffix("/libobjc.A.dylib") })
     }
 
     public static func compute(images: [MachOImage], paths: [String], initializerOrder: [Int], memory: LaunchMemory) throws(LoadError) -> ObjCSetup? {

@@ -103,7 +103,7 @@ public final class SlowDynamicLoader: DynamicLoader {
             initialized.append(graph.nodes[index].path)
         }
         let paths = Array(plans[added].map(\.path))
-        let runs = LaunchSequence.reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) == nil
+        let runs = LaunchTail.reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) == nil
         record(DynamicLoadEvent(requested: path, loaded: paths, initialized: runs ? initialized : [], via: "dyld2"))
         if runs { try CodeRunner.runInitializers(functions, in: memory) }
         return memory.images[0].base

@@ -26,67 +26,63 @@ public enum SlowPath {
             plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset))
         }
         let memory = try LaunchMemory(plans: plans, firstSlide: options.slide, readAhead: true)
-        report.slide = memory.images[0].slide
-        report.timings[.mapping] = clock.lap()
+        return try memory.releasedOnFailure { () throws(LoadError) in
+            report.slide = memory.images[0].slide
+            report.timings[.mapping] = clock.lap()
 
-        var resolver = try FixupResolver(graph: graph, plans: plans)
-        var recorded: [[ResolvedFixup]] = []
-        var rebaseTime: Int64 = 0, bindTime: Int64 = 0
-        let bases = memory.images.map(\.base)
-        for index in graph.nodes.indices {
-            var sink = MemoryFixupSink(writer: memory.writer(image: index), imageBases: bases, recorded: options.recordFixups ? [] : nil)
-            try resolver.resolve(image: index, into: &sink) { rebaseTime += clock.lap() }
-            bindTime += clock.lap()
-            if let fixups = sink.recorded { recorded.append(fixups) }
+            var resolver = try FixupResolver(graph: graph, plans: plans)
+            var recorded: [[ResolvedFixup]] = []
+            var rebaseTime: Int64 = 0, bindTime: Int64 = 0
+            let bases = memory.images.map(\.base)
+            for index in graph.nodes.indices {
+                var sink = MemoryFixupSink(writer: memory.writer(image: index), imageBases: bases, recorded: options.recordFixups ? [] : nil)
+                try resolver.resolve(image: index, into: &sink) { rebaseTime += clock.lap() }
+                bindTime += clock.lap()
+                if let fixups = sink.recorded { recorded.append(fixups) }
+            }
+            report.timings[.rebase] = rebaseTime
+            report.timings[.bind] = bindTime
+            report.rebases = resolver.rebases
+            report.binds = resolver.binds
+            // Thread-local variables: each descriptor still pointing at `__tlv_bootstrap` (read
+            // back from memory) gets the loader's thunk and its image's key (in the launch's
+            // last steps, with the host services).
+            let bootstrap = graph.nodes.contains { ThreadLocals.hasDescriptors($0.image) } ? try resolver.flatDefinition(of: "__tlv_bootstrap") : nil
+            let threadLocals = try ThreadLocalDiscovery.setups(graph: graph, plans: plans, bootstrap: bootstrap) { (image, slot) throws(LoadError) in
+                memory.target(of: try memory.load(image: image, vmOffset: slot))
+            }
+            let hostServices = try resolver.hostServicesSlot()
+            report.symbolLookups = resolver.symbolLookups
+            let initializerOrder = InitializerOrder.compute(graph)
+            let objc = try ObjCSetup.compute(
+                images: graph.nodes.map(\.image), paths: report.images, initializerOrder: initializerOrder, memory: memory)
+            if let objc {
+                try objc.store(into: memory)
+                report.timings[.objc] = clock.lap()
+            } else {
+                report.objcSkipped = ObjCSetup.skipReason(images: graph.nodes.map(\.image), paths: report.images)
+            }
+            // What the Objective-C and thread-local steps wrote over fixups, per image (for the digest).
+            let laterWrites = LaunchDigest.laterWrites(objc: objc?.writes ?? [], threadLocals: threadLocals, imageCount: graph.nodes.count)
+            var initializers: [[UInt64]] = []
+            for index in graph.nodes.indices {
+                initializers.append(try initializerOffsets(graph.nodes[index].image, index: index, memory: memory))
+            }
+            let mainImage = graph.rootCount - 1
+            // The digest rewrites the locations fixed up with pointers; they are worked out
+            // again outside the timed launch when the launch did not record them.
+            let tail = LaunchTail(
+                threadLocals: threadLocals, hostServices: hostServices,
+                dynamicLoader: SlowDynamicLoader(graph: graph, plans: plans, memory: memory, options: options), protections: .segments,
+                digest: { (memory) throws(LoadError) in
+                    memory.writableDigest(slideDependent: try slideDependentLocations(
+                        graph: graph, plans: plans, recorded: options.recordFixups ? recorded : nil, later: laterWrites))
+                },
+                initializers: initializers, initializerOrder: initializerOrder, objcLoads: objc?.loads ?? [], mainImage: mainImage,
+                entryOffset: graph.nodes[mainImage].image.entryPoint?.entryOffset, arch: options.arch)
+            try tail.run(memory: memory, request: options, report: &report, clock: &clock)
+            return Launch(memory: memory, report: report, fixups: options.recordFixups ? recorded : nil)
         }
-        report.timings[.rebase] = rebaseTime
-        report.timings[.bind] = bindTime
-        report.rebases = resolver.rebases
-        report.binds = resolver.binds
-        // Thread-local variables: each descriptor still pointing at `__tlv_bootstrap` (read
-        // back from memory) gets the loader's thunk and its image's key; then the host services.
-        let bootstrap = graph.nodes.contains { ThreadLocals.hasDescriptors($0.image) } ? try resolver.flatDefinition(of: "__tlv_bootstrap") : nil
-        let threadLocals = try ThreadLocalDiscovery.setups(graph: graph, plans: plans, bootstrap: bootstrap) { (image, slot) throws(LoadError) in
-            memory.target(of: try memory.load(image: image, vmOffset: slot))
-        }
-        let hostServices = try resolver.hostServicesSlot()
-        try ThreadLocals.apply(threadLocals, hostServices: hostServices, memory: memory)
-        memory.attach(SlowDynamicLoader(graph: graph, plans: plans, memory: memory, options: options),
-                      table: hostServices.map { memory.images[$0.image].base &+ $0.vmOffset })
-        report.symbolLookups = resolver.symbolLookups
-        let initializerOrder = InitializerOrder.compute(graph)
-        let objc = try ObjCSetup.compute(
-            images: graph.nodes.map(\.image), paths: report.images, initializerOrder: initializerOrder, memory: memory)
-        if let objc {
-            try objc.store(into: memory)
-            report.timings[.objc] = clock.lap()
-        }
-        // What the Objective-C and thread-local steps wrote over fixups, per image (for the digest).
-        let laterWrites = LaunchDigest.laterWrites(objc: objc?.writes ?? [], threadLocals: threadLocals, imageCount: graph.nodes.count)
-        let digest = LaunchDigest(options)
-        // The digest rewrites the locations fixed up with pointers; they are worked out
-        // again outside the timed launch when the launch did not record them.
-        let takeDigest = { () throws(LoadError) -> UInt64 in
-            memory.writableDigest(slideDependent: try slideDependentLocations(
-                graph: graph, plans: plans, recorded: options.recordFixups ? recorded : nil,
-                later: laterWrites))
-        }
-        report.digest = digest == .beforeCode ? try clock.excluding(takeDigest) : nil
-        try memory.applyProtections()
-
-        var initializers: [[UInt64]] = []
-        for index in graph.nodes.indices {
-            initializers.append(try initializerOffsets(graph.nodes[index].image, index: index, memory: memory))
-        }
-        let mainImage = graph.rootCount - 1
-        try LaunchSequence.runInitializersThenMain(
-            order: initializerOrder, initializers: initializers, mainImage: mainImage,
-            entryOffset: graph.nodes[mainImage].image.entryPoint?.entryOffset, paths: report.images, arch: options.arch,
-            run: options.run, memory: memory, objcLoads: objc?.loads ?? [], report: &report, clock: &clock)
-        report.timings[.total] = clock.total()
-        if objc == nil { report.objcSkippedReason = ObjCSetup.skipReason(images: graph.nodes.map(\.image), paths: report.images) }
-        if digest == .afterLaunch { report.digest = try takeDigest() }
-        return Launch(memory: memory, report: report, fixups: options.recordFixups ? recorded : nil)
     }
 
     /// Per image, the locations the launch fixed up with pointers into the region

@@ -3,11 +3,11 @@ import LoaderCore
 import MachOReader
 import ClosureFormat
 import LaunchPlan
-import Synchronization
 
 /// `dlopen` in a dyld3 launch, with dlopen closures (dyld3's): the closure's prebuilt one for
 /// the path (`dyld3 install APP --dlopen PATH`) when nothing was `dlopen`ed before, else one
-/// built now by ``RuntimeDlopenClosures`` (as dyld3 built a dlopen closure in process), else
+/// built now by the launch's ``LaunchConfiguration/dlopenClosures`` (as dyld3 built a dlopen
+/// closure in process), else
 /// the call fails and `dlerror` says how to install one. Applying one is the fast path's
 /// work: the added images identified, checked against their own headers, mapped at one
 /// reservation, their fixups written from the runs, protected, then initialized in the
@@ -19,6 +19,7 @@ final class ClosureDynamicLoader: DynamicLoader {
     private let launch: LaunchClosure
     private let closurePath: String
     private let request: LaunchOptions
+    private let configuration: LaunchConfiguration
     private let launchMemory: LaunchMemory
     /// The launch's images, then those `dlopen`s added, in load order.
     private var images: [ClosureImage]
@@ -39,10 +40,11 @@ final class ClosureDynamicLoader: DynamicLoader {
         if events.count < DynamicLoadEvent.limit { events.append(event) }
     }
 
-    init(launch: LaunchClosure, closurePath: String, request: LaunchOptions, memory: LaunchMemory) {
+    init(launch: LaunchClosure, closurePath: String, request: LaunchOptions, configuration: LaunchConfiguration, memory: LaunchMemory) {
         self.launch = launch
         self.closurePath = closurePath
         self.request = request
+        self.configuration = configuration
         launchMemory = memory
         images = launch.images
     }
@@ -75,10 +77,10 @@ final class ClosureDynamicLoader: DynamicLoader {
                 return try apply(prebuilt, requested: path, via: "closure")
             } catch {
                 // One that does not hold (an image changed since install): build one now when that is possible.
-                guard RuntimeDlopenClosures.builder != nil else { throw error }
+                guard configuration.dlopenClosures != nil else { throw error }
             }
         }
-        guard let build = RuntimeDlopenClosures.builder else {
+        guard let build = configuration.dlopenClosures else {
             throw .unusable(path: path, reason: "has no dlopen closure in \(closurePath): run `dyld3 install` with `--dlopen \(path)`")
         }
         switch try build(path, request, launch, images, earlier) {
@@ -119,7 +121,7 @@ final class ClosureDynamicLoader: DynamicLoader {
         let files: [ImageDescriptor]
         do throws(ClosureError) {
             var hashed = 0
-            files = try closure.openImages(added, closurePath: closurePath, alwaysHash: false, hashedImages: &hashed)
+            files = try closure.openImages(added, closurePath: closurePath, checks: configuration.identityChecks, hashedImages: &hashed)
             for (position, index) in added.enumerated() {
                 if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[position]) {
                     throw ClosureError.plan(path: closurePath, image: closure.images[index].path, disagreement)
@@ -129,7 +131,7 @@ final class ClosureDynamicLoader: DynamicLoader {
             throw .failed(path: requested, cause: LoadError.Cause(error))
         }
         let memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide)
-        do throws(LoadError) {
+        try memory.releasedOnFailure { () throws(LoadError) in
             let bases = closure.images.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
             let values = closure.bindTargets.values(bases: bases)
             for index in added {
@@ -141,9 +143,6 @@ final class ClosureDynamicLoader: DynamicLoader {
                 }
             }
             try memory.applyProtections()
-        } catch {
-            memory.release()
-            throw error
         }
         // Committed before any initializer runs: one may call dlopen itself.
         images = closure.images
@@ -159,7 +158,7 @@ final class ClosureDynamicLoader: DynamicLoader {
             initialized.append(closure.images[index].path)
         }
         let paths = closure.images[added].map(\.path)
-        let runs = LaunchSequence.reasonNotToRun(run: request.run, arch: closure.arch, memory: memory, paths: paths) == nil
+        let runs = LaunchTail.reasonNotToRun(run: request.run, arch: closure.arch, memory: memory, paths: paths) == nil
         record(DynamicLoadEvent(requested: requested, loaded: paths, initialized: runs ? initialized : [], via: via))
         if runs { try CodeRunner.runInitializers(functions, in: memory) }
         return base(of: opened)
@@ -235,20 +234,4 @@ final class ClosureDynamicLoader: DynamicLoader {
     func releaseLoaded() {
         for memory in groups { memory.release() }
     }
-}
-
-/// What builds a dlopen closure at run time, for a path the launch closure has none for:
-/// `DlopenClosureBuilder.build` (ClosureBuild), given by the tool; without it such a
-/// `dlopen` fails and says to install one.
-public enum RuntimeDlopenClosures {
-    public typealias Builder = @Sendable (_ path: String, _ request: LaunchOptions, _ launch: LaunchClosure, _ loaded: [ClosureImage],
-                                          _ earlier: [String]) throws(LoadError) -> DlopenResolution
-    private static let current = Mutex<Builder?>(nil)
-
-    /// Sets the builder for every later `dlopen` in a dyld3 launch of this process.
-    public static func install(_ builder: @escaping Builder) {
-        current.withLock { $0 = builder }
-    }
-
-    static var builder: Builder? { current.withLock { $0 } }
 }

@@ -105,6 +105,24 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
         return nil
     }
 
+    /// Maps with `pager` (`map` hands it the pager's ranges) and starts it filling from
+    /// `source`: the memory, its `pages` registered, or nil with why in the report (the pager
+    /// and anything mapped given back) for the caller to map eagerly instead.
+    static func map(with pager: FixupPager, pages: Int, faultAround: Int, report: inout LaunchReport,
+                    _ map: () throws -> LaunchMemory, source: (LaunchMemory) -> PageInFixups) -> LaunchMemory? {
+        do {
+            let memory = try pager.closedOnFailure(map)
+            try memory.releasedOnFailure { () throws(LoadError) in try pager.start(source: source(memory), faultAround: faultAround) }
+            report.fixupsMode = .pageIn
+            report.fixupPages = pages
+            report.registeredBytes = pager.registeredBytes
+            return memory
+        } catch {
+            report.pageInFallback = .setupFailed("\(error)")
+            return nil
+        }
+    }
+
     /// The index entry of the page at `vmOffset` of image `index`, if the page has one.
     func entry(image index: Int, vmOffset: UInt64) -> FixupPage? {
         guard index < images.count else { return nil }

@@ -23,98 +23,8 @@ public enum PrelinkedLaunch {
     static let helperMetadata = 64 * 1024
 
     /// Launches `request` from the set at `setPath`.
-    public static func launch(setPath: String, request: LaunchOptions, checks: FastPath.Checks = FastPath.Checks()) throws -> Launch {
-        var report = LaunchReport(mode: mode)
-        var clock = PhaseClock()
-        guard !request.verifyPages else {
-            throw ClosureError.incompatible(path: setPath, what: "--verify-pages checks the images' own pages, which a prelinked set does not map")
-        }
-        // The set's copy slid for this boot, when there is one, is mapped and protected on
-        // this thread while the helper opens, decodes and checks the set and the status of its
-        // source images; then the copy is checked against the set before anything runs.
-        let helper = LaunchHelper()
-        defer { helper.finish() }
-        let declared = PrelinkedSetFile.declaredIdentity(setPath)
-        let early = declared.flatMap { earlyCopy(setPath: setPath, identity: $0, request: request, checks: checks) }
-        if early != nil || (declared?.metadataSize ?? 0) >= UInt64(helperMetadata) { helper.start() }
-        let (trust, alwaysHash, copy) = (HelperHandoff(checks.trustKey), checks.alwaysHashContent, HelperHandoff(early))
-        let (earlyRange, checked) = try LaunchHelper.run(on: helper, helper: {
-            @Sendable () -> Result<HelperHandoff<(opened: PrelinkedSetFile.Opened, hashed: Int, mismatch: String?)>, ClosureError> in
-            do throws(ClosureError) {
-                let opened = try PrelinkedSetFile.open(setPath, trusting: trust.value)
-                try FastPath.checkBinding(opened.set.closure.binding, request: request, closurePath: setPath)
-                // Trusting a key, the data is what was signed: its SHA-256, at every launch.
-                if alwaysHash || trust.value != nil { try opened.checkData() }
-                var hashed = 0
-                try opened.set.checkSources(setPath: setPath, builtAt: opened.builtAt, alwaysHash: alwaysHash, hashedImages: &hashed)
-                return .success(HelperHandoff((opened, hashed, copy.value?.mismatch(with: opened, request: request))))
-            } catch {
-                return .failure(error)
-            }
-        }, body: { () throws(ClosureError) -> LaunchMemory.SlidRange? in try early?.copy.mapRange() })
-        let opened: PrelinkedSetFile.Opened, earlyMismatch: String?
-        switch checked {
-        case let .success(handoff):
-            (opened, earlyMismatch) = (handoff.value.opened, handoff.value.mismatch)
-            report.imagesHashed = handoff.value.hashed
-        case let .failure(refusal):
-            earlyRange?.release()
-            throw refusal
-        }
-        let set = opened.set, closure = set.closure
-        report.timings[.closure] = clock.lap()
-        report.images = closure.images.map(\.path)
-        if request.signingPolicy != .default {
-            do {
-                try request.signingPolicy.check(closure.images.map { ($0.path, $0.identity.signature) })
-            } catch {
-                earlyRange?.release()
-                throw error
-            }
-        }
-        let (memory, pagedIn) = try mapRange(opened, early: early.map { ($0, earlyRange, earlyMismatch) }, request: request, checks: checks,
-                                             report: &report)
-        let slidForBoot = report.slidForBoot
-        if slidForBoot, request.fixups == .pageIn {
-            report.fixupsFallbackReason = "the set's copy slid for this boot was mapped: no slide store is left to page in"
-        }
-        report.slide = memory.images[0].slide
-        report.timings[.mapping] = clock.lap()
-        if !pagedIn && !slidForBoot {
-            do throws(ClosureError) {
-                try slide(set, memory: memory, setPath: setPath)
-            } catch {
-                memory.release()
-                throw error
-            }
-            report.timings[.rebase] = clock.lap()
-        }
-        report.rebases = slidForBoot ? 0 : set.slideCount
-        do throws(LoadError) {
-            if !closure.threadLocals.setups.isEmpty || closure.threadLocals.hostServices != nil {
-                try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: memory)
-            }
-            // `dlopen` from the launch's code: the set's closure's dlopen closures, as a per-image launch.
-            memory.attach(ClosureDynamicLoader(launch: closure, closurePath: setPath, request: request, memory: memory),
-                          table: closure.threadLocals.hostServices.map { memory.images[$0.image].base &+ $0.vmOffset })
-            // A page-in launch leaves its pages untouched: a digest would fault every one in.
-            let digest = pagedIn ? .none : LaunchDigest(request)
-            if digest == .beforeCode { report.digest = try clock.excluding { () throws(LoadError) in digestOf(memory, set) } }
-            if !slidForBoot { try memory.applyPrelinkedProtections() }
-            try LaunchSequence.runInitializersThenMain(
-                order: closure.initializerOrder, initializers: closure.images.map(\.initializers), mainImage: closure.rootCount - 1,
-                entryOffset: closure.entryOffset, paths: report.images, arch: closure.arch, run: request.run, memory: memory,
-                objcLoads: closure.objc.loads, report: &report, clock: &clock)
-            report.timings[.total] = clock.total()
-            if closure.objc.bindRuns.isEmpty {
-                report.objcSkippedReason = "the set's closure records no Objective-C step"
-            }
-            if digest == .afterLaunch { report.digest = digestOf(memory, set) }
-        } catch {
-            memory.release()
-            throw error
-        }
-        return Launch(memory: memory, report: report, fixups: nil)
+    public static func launch(setPath: String, request: LaunchOptions, configuration: LaunchConfiguration = LaunchConfiguration()) throws -> Launch {
+        try Launcher.run(PrelinkedLaunchSource(setPath: setPath), request: request, configuration: configuration, helper: LaunchHelper())
     }
 
     /// The set's range, once the set is checked: the copy slid for this boot mapped early
@@ -122,12 +32,12 @@ public enum PrelinkedLaunch {
     /// after all, if it is not), else the copy mapped now (written first when there is none
     /// usable), else the set's own data to be slid by the launch, eagerly or paged in.
     /// Whether it is paged in.
-    static func mapRange(_ opened: PrelinkedSetFile.Opened, early: (copy: EarlyCopy, range: LaunchMemory.SlidRange?, mismatch: String?)?,
-                         request: LaunchOptions, checks: FastPath.Checks, report: inout LaunchReport) throws -> (LaunchMemory, Bool) {
+    static func mapRange(_ opened: PrelinkedSetFile.Opened, early: (copy: EarlyCopy, range: LaunchMemory.SlidRange?, fits: Bool)?,
+                         request: LaunchOptions, checks: LaunchConfiguration, report: inout LaunchReport) throws -> (LaunchMemory, Bool) {
         let set = opened.set
         if let early {
             if let range = early.range {
-                guard early.mismatch != nil else {
+                guard !early.fits else {
                     report.slidForBoot = true
                     return (range.adopt(plans: set.closure.images.map(\.plan), offsets: set.imageOffsets), false)
                 }
@@ -135,7 +45,7 @@ public enum PrelinkedLaunch {
                 // copy anew when it is the copy that is wrong.
                 range.release()
             } else {
-                report.slideAtLaunchReason = "the range slid for this boot (0x\(String(early.copy.copy.header.base, radix: 16))) is taken in this process"
+                report.slideAtLaunch = .rangeTaken(base: early.copy.copy.header.base)
                 return try map(opened, request: request, report: &report)
             }
         }
@@ -149,34 +59,27 @@ public enum PrelinkedLaunch {
     struct EarlyCopy {
         let copy: SlidPrelinkedSetFile.Opened
 
-        /// Why the copy, mapped, is not this launch's after all (the set decoded): the set
-        /// changed between the two reads, the copy's protection runs are not the plans',
-        /// a thread-local write lands in a segment read-only after the launch, or a slide is
-        /// forced elsewhere. Nil when it is.
-        func mismatch(with opened: PrelinkedSetFile.Opened, request: LaunchOptions) -> String? {
+        /// Whether the copy, mapped, is this launch's after all (the set decoded): not when
+        /// the set changed between the two reads, the copy's protection runs are not the
+        /// plans', a thread-local write lands in a segment read-only after the launch, or a
+        /// slide is forced elsewhere (the sequential way then decides again, and says why).
+        func fits(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions) -> Bool {
             let set = opened.set
             guard copy.header.setChecksum == opened.header.checksum, copy.header.setDataHash == opened.header.dataHash,
-                  copy.rangeSize == set.rangeSize, let first = set.closure.images.first else {
-                return "the set changed while it was being opened"
-            }
-            guard copy.header.protections == SlidPrelinkedSetFile.protections(of: set) else {
-                return "\(copy.path): its protection runs are not the ones the set's plans call for"
-            }
-            if let unwritable = firstReadOnlyThreadLocalWrite(set.closure) {
-                return "the thread-local step writes \(unwritable), read-only after the launch"
-            }
-            return forcedSlideMismatch(request, first: first.plan, copy: copy)
+                  copy.rangeSize == set.rangeSize, let first = set.closure.images.first else { return false }
+            return copy.header.protections == SlidPrelinkedSetFile.protections(of: set) && firstReadOnlyThreadLocalWrite(set.closure) == nil
+                && forcedSlideMismatch(request, first: first.plan, copy: copy) == nil
         }
     }
 
     /// Why a slide the request forces is not the copy's; nil when none is forced or it is.
-    static func forcedSlideMismatch(_ request: LaunchOptions, first: ImagePlan, copy: SlidPrelinkedSetFile.Opened) -> String? {
+    static func forcedSlideMismatch(_ request: LaunchOptions, first: ImagePlan, copy: SlidPrelinkedSetFile.Opened) -> SlideAtLaunchReason? {
         guard let slide = request.slide, first.preferredBase &+ slide != copy.header.base else { return nil }
-        return "the slide is forced to 0x\(String(slide, radix: 16)); the copy for this boot is slid elsewhere"
+        return .slideForced(slide)
     }
 
     static func earlyCopy(setPath: String, identity: PrelinkedSetFile.DeclaredIdentity, request: LaunchOptions,
-                          checks: FastPath.Checks) -> EarlyCopy? {
+                          checks: LaunchConfiguration) -> EarlyCopy? {
         guard !request.slidePerLaunch, checks.trustKey == nil, !checks.alwaysHashContent,
               case let .success(copy) = SlidPrelinkedSetFile.open(ClosureCache.slidSetPath(forSet: setPath), setChecksum: identity.checksum,
                                                                   setDataHash: identity.dataHash, rangeSize: identity.dataSize) else { return nil }
@@ -189,16 +92,16 @@ public enum PrelinkedLaunch {
     /// trusting launch (the signature covers the set's own data), a slide forced elsewhere,
     /// a thread-local write into a segment that is read-only after the launch, a copy that
     /// cannot be written, or its range taken in this process.
-    static func mapSlidForBoot(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, checks: FastPath.Checks,
+    static func mapSlidForBoot(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, checks: LaunchConfiguration,
                                report: inout LaunchReport) throws -> LaunchMemory? {
         let set = opened.set, plans = set.closure.images.map(\.plan)
         guard let copy = slidCopy(opened, request: request, checks: checks, report: &report), let first = plans.first else { return nil }
         if let mismatch = forcedSlideMismatch(request, first: first, copy: copy) {
-            report.slideAtLaunchReason = mismatch
+            report.slideAtLaunch = mismatch
             return nil
         }
         guard let range = try copy.mapRange() else {
-            report.slideAtLaunchReason = "the range slid for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process"
+            report.slideAtLaunch = .rangeTaken(base: copy.header.base)
             return nil
         }
         report.slidForBoot = true
@@ -208,19 +111,17 @@ public enum PrelinkedLaunch {
     /// The set's copy slid for this boot, opened and checked, written first when there is
     /// none usable; nil, with the reason in the report, when this launch must slide the set
     /// itself (``mapSlidForBoot(_:request:checks:report:)``).
-    static func slidCopy(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, checks: FastPath.Checks,
+    static func slidCopy(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, checks: LaunchConfiguration,
                          report: inout LaunchReport) -> SlidPrelinkedSetFile.Opened? {
         let set = opened.set
-        func slideAtLaunch(_ why: String) -> SlidPrelinkedSetFile.Opened? {
-            report.slideAtLaunchReason = why
+        func slideAtLaunch(_ why: SlideAtLaunchReason) -> SlidPrelinkedSetFile.Opened? {
+            report.slideAtLaunch = why
             return nil
         }
-        guard !request.slidePerLaunch else { return slideAtLaunch("--slide-per-launch") }
-        guard checks.trustKey == nil else { return slideAtLaunch("--trust: the signature covers the set's own data, not a copy slid for this boot") }
-        guard !set.closure.images.isEmpty else { return slideAtLaunch("the set has no image") }
-        if let unwritable = firstReadOnlyThreadLocalWrite(set.closure) {
-            return slideAtLaunch("the thread-local step writes \(unwritable), read-only after the launch")
-        }
+        guard !request.slidePerLaunch else { return slideAtLaunch(.slidePerLaunch) }
+        guard checks.trustKey == nil else { return slideAtLaunch(.trusted) }
+        guard !set.closure.images.isEmpty else { return slideAtLaunch(.noImage) }
+        if let unwritable = firstReadOnlyThreadLocalWrite(set.closure) { return slideAtLaunch(.threadLocalWriteReadOnly(unwritable)) }
         let path = ClosureCache.slidSetPath(forSet: opened.path)
         func usable() -> Result<SlidPrelinkedSetFile.Opened, SlidPrelinkedSetFile.Unusable> {
             SlidPrelinkedSetFile.open(path, for: opened).flatMap { copy in
@@ -236,13 +137,13 @@ public enum PrelinkedLaunch {
         switch usable() {
         case let .success(found): return found
         case let .failure(unusable):
-            guard request.slide == nil else { return slideAtLaunch("the slide is forced, and \(unusable)") }
+            guard request.slide == nil else { return slideAtLaunch(.forcedAndUnusable("\(unusable)")) }
             do throws(ClosureError) {
                 try SlidPrelinkedSetFile.write(for: opened, to: path)
             } catch {
-                return slideAtLaunch("\(unusable), and it cannot be written: \(error)")
+                return slideAtLaunch(.unwritable(unusable: "\(unusable)", error: "\(error)"))
             }
-            guard case let .success(written) = usable() else { return slideAtLaunch("the copy just written for this boot cannot be opened") }
+            guard case let .success(written) = usable() else { return slideAtLaunch(.writtenUnopenable) }
             report.slidSetWritten = true
             return written
         }
@@ -251,11 +152,11 @@ public enum PrelinkedLaunch {
     /// The main image's slide in the set's copy slid for this boot (written first when
     /// there is none), for `compare` to put dyld2 there; nil when a launch with `request`
     /// would slide the set itself.
-    public static func slideForBoot(setPath: String, request: LaunchOptions, checks: FastPath.Checks = FastPath.Checks()) throws -> UInt64? {
+    public static func slideForBoot(setPath: String, request: LaunchOptions, configuration checks: LaunchConfiguration = LaunchConfiguration()) throws -> UInt64? {
         var unforced = request
         unforced.slide = nil
         let opened = try PrelinkedSetFile.open(setPath, trusting: checks.trustKey)
-        try FastPath.checkBinding(opened.set.closure.binding, request: request, closurePath: setPath)
+        try Launcher.checkBinding(opened.set.closure.binding, request: request, closurePath: setPath)
         var report = LaunchReport(mode: mode)
         guard let first = opened.set.closure.images.first, let copy = slidCopy(opened, request: unforced, checks: checks, report: &report) else { return nil }
         return copy.header.base &- first.plan.preferredBase
@@ -304,55 +205,47 @@ public enum PrelinkedLaunch {
         try set.checkSlideRuns(path: setPath)
         let index = try set.slidePageIndex.pages(path: setPath)
         let pageSize = LaunchMemory.pageSize
-        let reason: String
-        if index.pageSize != pageSize {
-            reason = "the set's slide runs are not indexed by \(pageSize)-byte pages"
-        } else {
-            switch (FixupPager.open(), ImageDescriptor.open(setPath)) {
-            case let (.failure(failure), _):
-                reason = "userfaultfd is not available: \(failure)"
-            case let (.success(pager), .failure(failure)):
-                pager.close()
-                reason = "the set cannot be opened for page-in: \(failure)"
-            case let (.success(pager), .success(descriptor)):
-                guard descriptor.status.inode == opened.status.inode, descriptor.status.size == opened.status.size else {
-                    pager.close()
-                    throw ClosureError.stale(path: setPath, image: setPath, what: "was replaced while it was being opened")
-                }
-                // Consecutive pages of one segment are one range (each segment has its
-                // protection). Pages and segments both ascend: one pass over each.
-                let segments = set.rangePlan.segments.sorted { $0.vmOffset < $1.vmOffset }
-                var ranges: [(range: Range<UInt64>, segment: SegmentPlan)] = [], position = 0
-                for page in index.pages {
-                    let start = page.page * pageSize
-                    while position < segments.count, segments[position].vmOffset + segments[position].vmSize <= start { position += 1 }
-                    guard position < segments.count else { break }
-                    if let last = ranges.last, last.range.upperBound == start, last.segment.vmOffset == segments[position].vmOffset {
-                        ranges[ranges.count - 1].range = last.range.lowerBound..<(start + pageSize)
-                    } else {
-                        ranges.append((start..<(start + pageSize), segments[position]))
-                    }
-                }
-                var mapped: LaunchMemory?
-                do {
-                    let memory = try LaunchMemory.mapPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize, fd: opened.fd,
-                                                               dataOffset: opened.header.dataOffset, firstSlide: request.slide,
-                                                               pageIn: (pager, ranges, setPath, descriptor))
-                    mapped = memory
-                    try pager.start(source: PageInFixups(slideRuns: set.slideRuns, pages: index.pages, vmSize: set.rangeSize, path: setPath,
-                                                         pageSize: pageSize),
-                                    faultAround: request.faultAround)
-                    report.fixupsMode = .pageIn
-                    report.fixupPages = index.pages.count
-                    report.registeredBytes = pager.registeredBytes
-                    return (memory, true)
-                } catch {
-                    if let mapped { mapped.release() } else { pager.close() }
-                    reason = "page-in setup failed: \(error)"
-                }
+        guard index.pageSize == pageSize else {
+            report.pageInFallback = .otherPageSize(pageSize)
+            return (try mapEagerly(), false)
+        }
+        let pager: FixupPager, descriptor: ImageDescriptor
+        switch (FixupPager.open(), ImageDescriptor.open(setPath)) {
+        case let (.failure(failure), _):
+            report.pageInFallback = .userfaultfdUnavailable("\(failure)")
+            return (try mapEagerly(), false)
+        case let (.success(opened), .failure(failure)):
+            opened.close()
+            report.pageInFallback = .setUnopenable("\(failure)")
+            return (try mapEagerly(), false)
+        case let (.success(openedPager), .success(openedSet)):
+            (pager, descriptor) = (openedPager, openedSet)
+        }
+        guard descriptor.status.inode == opened.status.inode, descriptor.status.size == opened.status.size else {
+            pager.close()
+            throw ClosureError.stale(path: setPath, image: setPath, what: "was replaced while it was being opened")
+        }
+        // Consecutive pages of one segment are one range (each segment has its
+        // protection). Pages and segments both ascend: one pass over each.
+        let segments = set.rangePlan.segments.sorted { $0.vmOffset < $1.vmOffset }
+        var ranges: [(range: Range<UInt64>, segment: SegmentPlan)] = [], position = 0
+        for page in index.pages {
+            let start = page.page * pageSize
+            while position < segments.count, segments[position].vmOffset + segments[position].vmSize <= start { position += 1 }
+            guard position < segments.count else { break }
+            if let last = ranges.last, last.range.upperBound == start, last.segment.vmOffset == segments[position].vmOffset {
+                ranges[ranges.count - 1].range = last.range.lowerBound..<(start + pageSize)
+            } else {
+                ranges.append((start..<(start + pageSize), segments[position]))
             }
         }
-        report.fixupsFallbackReason = reason
+        let pagedIn = PageInFixups.map(with: pager, pages: index.pages.count, faultAround: request.faultAround, report: &report) {
+            try LaunchMemory.mapPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize, fd: opened.fd,
+                                          dataOffset: opened.header.dataOffset, firstSlide: request.slide, pageIn: (pager, ranges, setPath, descriptor))
+        } source: { _ in
+            PageInFixups(slideRuns: set.slideRuns, pages: index.pages, vmSize: set.rangeSize, path: setPath, pageSize: pageSize)
+        }
+        if let pagedIn { return (pagedIn, true) }
         return (try mapEagerly(), false)
     }
 
@@ -377,5 +270,84 @@ public enum PrelinkedLaunch {
             if set.imageOffsets[image] <= location { locations[image].append(location - set.imageOffsets[image]) }
         }
         return memory.writableDigest(slideDependent: locations)
+    }
+}
+
+/// A prelinked set as a source of images: the set opened and checked like a closure, its
+/// copy slid for this boot mapped as it lies (early, while the helper checks the set), or
+/// the set's own data mapped and slid at launch, eagerly or paged in.
+struct PrelinkedLaunchSource: LaunchSource {
+    let setPath: String
+    var mode: String { PrelinkedLaunch.mode }
+
+    func map(_ launch: inout LaunchState) throws -> MappedLaunch {
+        let request = launch.request, configuration = launch.configuration, setPath = setPath
+        guard !request.verifyPages else {
+            throw ClosureError.incompatible(path: setPath, what: "--verify-pages checks the images' own pages, which a prelinked set does not map")
+        }
+        // The set's copy slid for this boot, when there is one, is mapped and protected on
+        // this thread while the helper opens, decodes and checks the set and the status of its
+        // source images; then the copy is checked against the set before anything runs.
+        let helper = launch.helper
+        let declared = PrelinkedSetFile.declaredIdentity(setPath)
+        let early = declared.flatMap { PrelinkedLaunch.earlyCopy(setPath: setPath, identity: $0, request: request, checks: configuration) }
+        if early != nil || (declared?.metadataSize ?? 0) >= UInt64(PrelinkedLaunch.helperMetadata) { helper?.start() }
+        let (trust, alwaysHash, copy) = (HelperHandoff(configuration.trustKey), configuration.alwaysHashContent, HelperHandoff(early))
+        let (earlyRange, checked) = try LaunchHelper.run(on: helper, helper: {
+            @Sendable () -> Result<HelperHandoff<(opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool)>, ClosureError> in
+            do throws(ClosureError) {
+                let opened = try PrelinkedSetFile.open(setPath, trusting: trust.value)
+                try Launcher.checkBinding(opened.set.closure.binding, request: request, closurePath: setPath)
+                // Trusting a key, the data is what was signed: its SHA-256, at every launch.
+                if alwaysHash || trust.value != nil { try opened.checkData() }
+                var hashed = 0
+                try opened.set.checkSources(setPath: setPath, builtAt: opened.builtAt, alwaysHash: alwaysHash, hashedImages: &hashed)
+                return .success(HelperHandoff((opened, hashed, copy.value?.fits(opened, request: request) ?? false)))
+            } catch {
+                return .failure(error)
+            }
+        }, body: { () throws(ClosureError) -> LaunchMemory.SlidRange? in try early?.copy.mapRange() })
+        // Until the set is known and checked, the early range is released on any refusal;
+        // then mapRange adopts it or releases it before anything else can fail.
+        let handoff = try earlyRange.releasedOnFailure { () throws -> (opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool) in
+            let handoff = try checked.get().value
+            try Launcher.checkSigningPolicy(handoff.opened.set.closure, request: request)
+            return handoff
+        }
+        let set = handoff.opened.set
+        launch.report.imagesHashed = handoff.hashed
+        launch.report.timings[.closure] = launch.clock.lap()
+        launch.report.images = set.closure.images.map(\.path)
+        let (memory, pagedIn) = try PrelinkedLaunch.mapRange(handoff.opened, early: early.map { ($0, earlyRange, handoff.fits) },
+                                                             request: request, checks: configuration, report: &launch.report)
+        return memory.releasedOnFailure { () -> MappedLaunch in
+            let slidForBoot = launch.report.slidForBoot
+            if slidForBoot, request.fixups == .pageIn { launch.report.pageInFallback = .slidForBoot }
+            launch.report.slide = memory.images[0].slide
+            launch.report.timings[.mapping] = launch.clock.lap()
+            launch.report.rebases = slidForBoot ? 0 : set.slideCount
+            return MappedLaunch(closure: set.closure, path: setPath, memory: memory, protections: slidForBoot ? .asMapped : .prelinkedRange,
+                                pagedIn: pagedIn, pending: pagedIn || slidForBoot ? .none : .slide(set)) { memory in
+                PrelinkedLaunch.digestOf(memory, set)
+            }
+        }
+    }
+
+    func writeFixups(_ mapped: MappedLaunch, _ launch: inout LaunchState) throws {
+        guard case let .slide(set) = mapped.pending else { return }
+        try PrelinkedLaunch.slide(set, memory: mapped.memory, setPath: setPath)
+        launch.report.timings[.rebase] = launch.clock.lap()
+    }
+}
+
+extension Optional where Wrapped == LaunchMemory.SlidRange {
+    /// What `body` returns; when it throws, the range (if any) is released first.
+    func releasedOnFailure<Value>(_ body: () throws -> Value) throws -> Value {
+        do {
+            return try body()
+        } catch {
+            self?.release()
+            throw error
+        }
     }
 }

@@ -115,12 +115,9 @@ enum CodeSigningBench {
             plain.memory.release()
             let checked = try FastPath.launch(closurePath: closurePath, request: withPages)
             checked.memory.release()
-            ImageIdentity.benchSkipsSignatureCheck.store(true, ordering: .relaxed)
-            let withoutCdhash: Launch
-            do {
-                defer { ImageIdentity.benchSkipsSignatureCheck.store(false, ordering: .relaxed) }
-                withoutCdhash = try FastPath.launch(closurePath: closurePath, request: options)
-            }
+            var withoutCdhashCheck = LaunchConfiguration()
+            withoutCdhashCheck.checksCodeDirectories = false
+            let withoutCdhash = try FastPath.launch(closurePath: closurePath, request: options, configuration: withoutCdhashCheck)
             withoutCdhash.memory.release()
             verified = checked.report.pagesVerified ?? 0
             guard round > 0 else { continue }  // round 0 warms caches and is discarded

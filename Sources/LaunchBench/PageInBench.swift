@@ -74,7 +74,7 @@ enum PageInBench {
             let eager = try launch(options)
             eager.memory.release()
             let paged = try launch(pageIn)
-            fallback = paged.report.fixupsFallbackReason
+            fallback = paged.report.pageInFallback.map(String.init(describing:))
             registered = Int((paged.memory.pager?.registeredBytes ?? 0) / LaunchMemory.pageSize)
             var touched = 0, sink: UInt64 = 0
             let start = clock.now
@@ -126,9 +126,7 @@ enum PageInBench {
     /// when there is no such file.
     static func launch(_ closure: LaunchClosure, closurePath: String = "(built in memory)", request: LaunchOptions) throws -> Launch {
         if FileManager.default.fileExists(atPath: closurePath) { return try FastPath.launch(closurePath: closurePath, request: request) }
-        var report = LaunchReport(mode: "dyld3")
-        var clock = PhaseClock()
-        return try FastPath.launch(closure, closurePath: closurePath, request: request, report: &report, clock: &clock)
+        return try FastPath.launch(closure, closurePath: closurePath, request: request)
     }
 }
 

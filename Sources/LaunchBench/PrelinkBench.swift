@@ -128,9 +128,9 @@ package enum PrelinkBench {
             case "prelinked", "prelinked_page_in", "slid_at_launch", "slid_at_launch_page_in":
                 let launch = try PrelinkedLaunch.launch(setPath: setPath, request: requests[path] ?? options)
                 launch.memory.release()
-                if path == "slid_at_launch_page_in" { fallback = launch.report.fixupsFallbackReason } else { hashed = launch.report.imagesHashed ?? 0 }
+                if path == "slid_at_launch_page_in" { fallback = launch.report.pageInFallback.map(String.init(describing:)) } else { hashed = launch.report.imagesHashed ?? 0 }
                 if path.hasPrefix("prelinked"), !launch.report.slidForBoot {
-                    throw BenchError.failed("\(setPath): the launch slid the set itself: \(launch.report.slideAtLaunchReason ?? "?")")
+                    throw BenchError.failed("\(setPath): the launch slid the set itself: \(launch.report.slideAtLaunch.map(String.init(describing:)) ?? "?")")
                 }
                 return launch.report.timings[.total] ?? 0
             default:

@@ -1,4 +1,3 @@
-import Synchronization
 import LoaderCore
 import ClosureFormat
 import LaunchPlan
@@ -62,11 +61,11 @@ extension ImageIdentity {
     /// write), a content-only one, or `alwaysHash` is always hashed. Everything is read
     /// through `file`, the descriptor the launch maps from.
     /// `hashed` is set when the content was hashed.
-    func check(_ file: ImageDescriptor, contentOnly: Bool, racy: Bool, alwaysHash: Bool, hashed: inout Bool) throws(Staleness) {
+    func check(_ file: ImageDescriptor, contentOnly: Bool, racy: Bool, checks: IdentityChecks, hashed: inout Bool) throws(Staleness) {
         let status = file.status
         if status.size != size { throw .changedSize(recorded: size, now: status.size) }
-        try checkSignature(file)
-        if !contentOnly, !racy, !alwaysHash, status.mtimeSeconds == mtimeSeconds, status.mtimeNanoseconds == mtimeNanoseconds,
+        if checks.codeDirectory { try checkSignature(file) }
+        if !contentOnly, !racy, !checks.alwaysHash, status.mtimeSeconds == mtimeSeconds, status.mtimeNanoseconds == mtimeNanoseconds,
            status.ctimeSeconds == ctimeSeconds, status.ctimeNanoseconds == ctimeNanoseconds, status.inode == inode {
             return
         }
@@ -77,22 +76,32 @@ extension ImageIdentity {
         }
     }
 
-    /// `dyld3 bench` alone sets this, around launches it times without the cdHash check
-    /// below, to measure what the check costs a launch (docs/code-signing.md); no launch does.
-    package static let benchSkipsSignatureCheck = Atomic<Bool>(false)
-
     /// A signed image's CodeDirectory, read from `file` where the closure recorded it and
     /// hashed (the blob, not the file), must have the recorded cdHash: dyld4 identifies
     /// images by cdHash. The blob's size was checked against the file's (the size check
     /// comes first), so the read is bounded by the file.
     func checkSignature(_ file: ImageDescriptor) throws(Staleness) {
-        guard let signature, !Self.benchSkipsSignatureCheck.load(ordering: .relaxed) else { return }
+        guard let signature else { return }
         let (end, overflow) = signature.codeDirectoryOffset.addingReportingOverflow(UInt64(signature.codeDirectorySize))
         guard !overflow, end <= file.status.size else { throw .signatureChanged(recorded: signature.cdHash, now: nil) }
         let blob = file.read(offset: signature.codeDirectoryOffset, count: signature.codeDirectorySize)
         guard blob.count == signature.codeDirectorySize else { throw .signatureChanged(recorded: signature.cdHash, now: nil) }
         let now = signature.hashType.cdHash(of: ByteView(blob))
         if now != signature.cdHash { throw .signatureChanged(recorded: signature.cdHash, now: now) }
+    }
+}
+
+/// How a launch checks that an image is the file its closure was built from.
+public struct IdentityChecks: Sendable {
+    /// Hash the content whatever stat says (`--hash-images`).
+    public var alwaysHash: Bool
+    /// Hash a signed image's CodeDirectory against its recorded cdHash (off only in the
+    /// bench's launches that measure what the check costs).
+    public var codeDirectory: Bool
+
+    public init(alwaysHash: Bool = false, codeDirectory: Bool = true) {
+        self.alwaysHash = alwaysHash
+        self.codeDirectory = codeDirectory
     }
 }
 
@@ -106,8 +115,8 @@ extension ClosureImage {
 
     /// Opens the image and checks it is the file the closure was built from: the
     /// descriptor to map from, or why the closure is stale.
-    /// `hashed` is set when the image's content was hashed (see ``ImageIdentity/check(_:contentOnly:racy:alwaysHash:hashed:)``).
-    func openChecked(contentOnly: Bool, builtAt: Int64?, alwaysHash: Bool, hashed: inout Bool) -> Result<ImageDescriptor, StaleImage> {
+    /// `hashed` is set when the image's content was hashed (see ``ImageIdentity/check(_:contentOnly:racy:checks:hashed:)``).
+    func openChecked(contentOnly: Bool, builtAt: Int64?, checks: IdentityChecks, hashed: inout Bool) -> Result<ImageDescriptor, StaleImage> {
         let file: ImageDescriptor
         switch ImageDescriptor.open(path) {
         case let .success(opened): file = opened
@@ -118,7 +127,7 @@ extension ClosureImage {
         }
         let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? false
         do throws(ImageIdentity.Staleness) {
-            try identity.check(file, contentOnly: contentOnly, racy: racy, alwaysHash: alwaysHash, hashed: &hashed)
+            try identity.check(file, contentOnly: contentOnly, racy: racy, checks: checks, hashed: &hashed)
         } catch {
             return .failure(StaleImage(image: path, what: error.description))
         }
@@ -136,14 +145,14 @@ extension ClosureImage {
     /// (``ImagePlan/readAheadRange(deferred:)``) before the next is opened. With `handOff`,
     /// each descriptor is also handed over as soon as it is checked, and the hand-off is
     /// closed at the first image that fails.
-    static func openAll(_ images: ArraySlice<ClosureImage>, contentOnly: Bool, closurePath: String, alwaysHash: Bool,
+    static func openAll(_ images: ArraySlice<ClosureImage>, contentOnly: Bool, closurePath: String, checks: IdentityChecks,
                         readAhead: Bool, handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
         var files: [ImageDescriptor] = []
         files.reserveCapacity(images.count)
         for image in images {
             var hashed = false
-            let opened = image.openChecked(contentOnly: contentOnly, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed)
+            let opened = image.openChecked(contentOnly: contentOnly, builtAt: builtAt, checks: checks, hashed: &hashed)
             if hashed { hashedImages += 1 }
             switch opened {
             case let .success(file):
@@ -171,18 +180,19 @@ extension LaunchClosure {
     /// the check is never the one mapped). `alwaysHash` hashes every image whatever stat says.
     public func openImages(closurePath: String, alwaysHash: Bool = false) throws(ClosureError) -> [ImageDescriptor] {
         var hashedImages = 0
-        return try openImages(closurePath: closurePath, alwaysHash: alwaysHash, hashedImages: &hashedImages)
+        return try openImages(closurePath: closurePath, checks: IdentityChecks(alwaysHash: alwaysHash), hashedImages: &hashedImages)
     }
 
-    /// ``openImages(closurePath:alwaysHash:)``, counting in `hashedImages` the images whose
-    /// content was hashed (stat differed, the identity is racy or content-only, or `alwaysHash`).
+    /// ``openImages(closurePath:alwaysHash:)`` with `checks`, counting in `hashedImages` the
+    /// images whose content was hashed (stat differed, the identity is racy or content-only,
+    /// or `checks.alwaysHash`).
     /// With `readAhead` (a launch), the kernel is asked to read ahead what the launch will
     /// touch of each image as soon as it is checked. `range` limits it to those images, and
     /// `handOff` hands each over as soon as it is checked (``DescriptorHandOff``).
-    public func openImages(_ range: Range<Int>? = nil, closurePath: String, alwaysHash: Bool, readAhead: Bool = false,
+    public func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
                            handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
-                                 alwaysHash: alwaysHash, readAhead: readAhead, handOff: handOff, hashedImages: &hashedImages)
+                                 checks: checks, readAhead: readAhead, handOff: handOff, hashedImages: &hashedImages)
     }
 
     /// The first image that changed on disk, as a stale-closure error, or nil if all are current.
@@ -201,7 +211,8 @@ extension LaunchClosure {
         let builtAt = closurePath.flatMap(FileStatus.of).map(\.mtimeSeconds)
         return images.compactMap { image in
             var hashed = false
-            if case let .failure(stale) = image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt, alwaysHash: alwaysHash, hashed: &hashed) {
+            if case let .failure(stale) = image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt,
+                                                            checks: IdentityChecks(alwaysHash: alwaysHash), hashed: &hashed) {
                 return (stale.image, stale.what)
             }
             return nil
@@ -212,10 +223,10 @@ extension LaunchClosure {
 extension ClosureImageTable {
     /// Opens the images in `range` (every image by default) once each and checks each is the
     /// file the closure was built from (see
-    /// ``LaunchClosure/openImages(_:closurePath:alwaysHash:readAhead:handOff:hashedImages:)``).
-    public func openImages(_ range: Range<Int>? = nil, closurePath: String, alwaysHash: Bool, readAhead: Bool = false,
+    /// ``LaunchClosure/openImages(_:closurePath:checks:readAhead:handOff:hashedImages:)``).
+    public func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
                            hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
-                                 alwaysHash: alwaysHash, readAhead: readAhead, hashedImages: &hashedImages)
+                                 checks: checks, readAhead: readAhead, hashedImages: &hashedImages)
     }
 }

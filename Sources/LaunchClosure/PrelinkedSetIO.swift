@@ -137,7 +137,7 @@ extension PrelinkedSet {
             let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? true
             if alwaysHash || racy {
                 var hashed = false
-                switch image.openChecked(contentOnly: false, builtAt: nil, alwaysHash: true, hashed: &hashed) {
+                switch image.openChecked(contentOnly: false, builtAt: nil, checks: IdentityChecks(alwaysHash: true), hashed: &hashed) {
                 case .success: hashedImages += 1
                 case let .failure(stale): throw .stale(path: setPath, image: stale.image, what: stale.what)
                 }

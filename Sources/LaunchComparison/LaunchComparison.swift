@@ -9,7 +9,7 @@ import ClosureFormat
 /// `dyld3 compare`: the same app launched through the dyld2 slow path and the dyld3 fast
 /// path at the same slide must leave byte-identical writable memory, the same fixups, the
 /// same initializer order and the same result. Code runs only when a launch of the graph
-/// may run it (``LaunchSequence/reasonNotToRun(run:arch:memory:paths:)``): a graph with an
+/// may run it (``LaunchTail/reasonNotToRun(run:arch:memory:paths:)``): a graph with an
 /// image from a stub root is compared without running anything.
 package struct LaunchComparison: Sendable {
     /// One difference, located.
@@ -36,13 +36,13 @@ package struct LaunchComparison: Sendable {
     package let dyld2Result: Int32?
     package let dyld3Result: Int32?
     /// Why main's result was not compared (no code ran, or no main), when it was not.
-    package let notRunReason: String?
+    package let notRun: NotRunReason?
     package let differences: [Difference]
-    /// What each `dlopen` did in the dyld3 launch (``run(options:closure:closurePath:checks:dlopen:)``).
+    /// What each `dlopen` did in the dyld3 launch (``run(options:closure:closurePath:configuration:prelinkedSet:dlopen:)``).
     package let dlopens: [DynamicLoadEvent]
     /// How the dyld3 launch wrote its fixups, and why not page by page when page-in was asked for.
     package let fixupsMode: FixupsMode
-    package let fixupsFallbackReason: String?
+    package let pageInFallback: PageInFallback?
     /// Page-in: pages registered with the handler, and pages it filled while the snapshot
     /// touched every writable byte (all of them, when nothing went wrong).
     package let pagesRegistered: Int
@@ -50,7 +50,7 @@ package struct LaunchComparison: Sendable {
     /// A prelinked set: whether the dyld3 side mapped its copy slid for this boot, and when
     /// not, why it slid the set at launch.
     package var slidForBoot = false
-    package var slideAtLaunchReason: String?
+    package var slideAtLaunch: SlideAtLaunchReason?
 
     /// Launches both ways at the same slide and compares; when `options.run` is set and the
     /// code can run here, both are also run to compare main's result. `closurePath` names
@@ -62,22 +62,20 @@ package struct LaunchComparison: Sendable {
     /// `dlopen`: paths opened after each launch (before anything runs), in order, as the
     /// app's code would open them; the images they add are compared too, at one slide.
     package static func run(options: LaunchOptions, closure: LaunchClosure, closurePath: String,
-                           checks: FastPath.Checks = FastPath.Checks(), prelinkedSet: String? = nil,
+                           configuration: LaunchConfiguration = LaunchConfiguration(), prelinkedSet: String? = nil,
                            dlopen: [String] = []) throws -> LaunchComparison {
-        func fastLaunch(_ request: LaunchOptions, report: inout LaunchReport, clock: inout PhaseClock) throws -> Launch {
+        func fastLaunch(_ request: LaunchOptions) throws -> Launch {
             guard let prelinkedSet else {
-                return try FastPath.launch(closure, closurePath: closurePath, request: request, checks: checks, report: &report, clock: &clock)
+                return try FastPath.launch(closure, closurePath: closurePath, request: request, configuration: configuration)
             }
-            let launch = try PrelinkedLaunch.launch(setPath: prelinkedSet, request: request, checks: checks)
-            report = launch.report
-            return launch
+            return try PrelinkedLaunch.launch(setPath: prelinkedSet, request: request, configuration: configuration)
         }
         let runCode = options.run
         var options = options
         options.run = false
         options.recordFixups = true
         // A prelinked set maps its copy slid for this boot where that copy lies: dyld2 goes there.
-        if let prelinkedSet, options.slide == nil, let slide = try PrelinkedLaunch.slideForBoot(setPath: prelinkedSet, request: options, checks: checks) {
+        if let prelinkedSet, options.slide == nil, let slide = try PrelinkedLaunch.slideForBoot(setPath: prelinkedSet, request: options, configuration: configuration) {
             options.slide = slide
         }
         // Both launches must land at the same addresses: take the first one's slide.
@@ -90,13 +88,12 @@ package struct LaunchComparison: Sendable {
         var slowReport = slow.report
         slowReport.images += slowOpened.flatMap(\.loaded)
         let names = SymbolNames(paths: slowReport.images, arch: options.arch)
-        var notRunReason = LaunchSequence.reasonNotToRun(run: runCode, arch: options.arch, memory: slow.memory, paths: slowReport.images)
+        var notRun = LaunchTail.reasonNotToRun(run: runCode, arch: options.arch, memory: slow.memory, paths: slowReport.images)
         slow.memory.release()
 
-        var report = LaunchReport(mode: "dyld3")
-        var clock = PhaseClock()
         options.slide = slide
-        let fast = try fastLaunch(options, report: &report, clock: &clock)
+        let fast = try fastLaunch(options)
+        let report = fast.report
         let (fastOpened, _) = try open(dlopen, in: fast.memory, slides: slides)
         let fastSnapshot = snapshot(fast.memory)
         let fastKeys = fast.memory.threadLocalKeyOfImage
@@ -173,16 +170,15 @@ package struct LaunchComparison: Sendable {
 
         // main's result, when the code can run here.
         var results: (Int32?, Int32?) = (nil, nil)
-        if notRunReason == nil {
+        if notRun == nil {
             options.run = true
             options.recordFixups = false
             options.slide = slide
             let slowRun = try SlowPath.launch(options)
             results.0 = slowRun.report.result
-            notRunReason = slowRun.report.notRunReason
+            notRun = slowRun.report.notRun
             slowRun.memory.release()
-            var runReport = LaunchReport(mode: "dyld3")
-            let fastRun = try fastLaunch(options, report: &runReport, clock: &clock)
+            let fastRun = try fastLaunch(options)
             results.1 = fastRun.report.result
             fastRun.memory.release()
             if results.0 != results.1 {
@@ -192,10 +188,10 @@ package struct LaunchComparison: Sendable {
         }
         var comparison = LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount, fixupsWritten: fixupsWritten,
                                           initializers: slowReport.initializers, dyld2Result: results.0, dyld3Result: results.1,
-                                          notRunReason: notRunReason, differences: differences, dlopens: fastOpened, fixupsMode: fast.report.fixupsMode,
-                                          fixupsFallbackReason: fast.report.fixupsFallbackReason, pagesRegistered: pagesRegistered, pagesFilled: pagesFilled)
+                                          notRun: notRun, differences: differences, dlopens: fastOpened, fixupsMode: fast.report.fixupsMode,
+                                          pageInFallback: fast.report.pageInFallback, pagesRegistered: pagesRegistered, pagesFilled: pagesFilled)
         comparison.slidForBoot = report.slidForBoot
-        comparison.slideAtLaunchReason = report.slideAtLaunchReason
+        comparison.slideAtLaunch = report.slideAtLaunch
         return comparison
     }
 

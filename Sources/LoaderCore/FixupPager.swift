@@ -236,6 +236,17 @@ public final class FixupPager: @unchecked Sendable {
     /// Ends the region (waiting up to a second for any fill in progress; a fill that never
     /// returns keeps the pager and its descriptors alive for good) and closes every descriptor. Call
     /// after the memory is unmapped: a touch then is a fault on an unmapped address. Safe twice.
+    /// What `body` returns (the memory the pager is given to); when it throws, the pager is
+    /// closed first, as no memory owns it yet.
+    package func closedOnFailure<Value>(_ body: () throws -> Value) throws -> Value {
+        do {
+            return try body()
+        } catch {
+            close()
+            throw error
+        }
+    }
+
     public func close() {
         guard !closed else { return }
         closed = true

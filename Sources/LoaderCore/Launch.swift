@@ -63,24 +63,82 @@ public struct Launch {
     public let fixups: [[ResolvedFixup]]?
 }
 
-/// The last step of every launch, shared by both paths: run the initializers in the order
-/// given, then `main`; or record why code does not run (`--no-run`, an image from a stub
-/// root, another architecture, no `LC_MAIN`).
-public enum LaunchSequence {
-    /// Runs `initializers` (per image, offsets from its base) in `order`, then the main
-    /// image's entry point. `paths` names the images for the report.
-    public static func runInitializersThenMain(
-        order: [Int], initializers: [[UInt64]], mainImage: Int, entryOffset: UInt64?,
-        paths: [String], arch: String, run: Bool, memory: LaunchMemory,
-        objcLoads: [ObjCLoadCall] = [],
-        report: inout LaunchReport, clock: inout PhaseClock
-    ) throws(LoadError) {
+/// The steps every launch ends with once its images are mapped and fixed up, whatever their
+/// source (dyld2's parse, a closure, a prelinked set, its copy slid for the boot): the
+/// thread-local step, `dlopen` attached, the digest, the final protections, then `+load`
+/// methods and initializers in order, then `main`. The one place a launch runs code.
+package struct LaunchTail {
+    /// How the images get their final protections.
+    package enum Protections {
+        /// Segment by segment, from each image's plan.
+        case segments
+        /// A prelinked range's runs (``LaunchMemory/applyPrelinkedProtections()``).
+        case prelinkedRange
+        /// Mapped with them already (a copy slid for the boot).
+        case asMapped
+    }
+
+    package var threadLocals: [ThreadLocalSetup]
+    package var hostServices: HostServicesSlot?
+    /// Who answers the launch's `dlopen`s.
+    package var dynamicLoader: DynamicLoader
+    package var protections: Protections
+    /// The digest of the launch's memory, when one is taken (not under page-in: it would
+    /// fault every page in).
+    package var digest: ((LaunchMemory) throws(LoadError) -> UInt64)?
+    /// Per image, in load order: its initializers (offsets from its base).
+    package var initializers: [[UInt64]]
+    package var initializerOrder: [Int]
+    /// `+load` methods, each run just before its image's initializers.
+    package var objcLoads: [ObjCLoadCall]
+    package var mainImage: Int
+    package var entryOffset: UInt64?
+    package var arch: String
+
+    package init(threadLocals: [ThreadLocalSetup], hostServices: HostServicesSlot?, dynamicLoader: DynamicLoader, protections: Protections,
+                 digest: ((LaunchMemory) throws(LoadError) -> UInt64)?, initializers: [[UInt64]], initializerOrder: [Int],
+                 objcLoads: [ObjCLoadCall], mainImage: Int, entryOffset: UInt64?, arch: String) {
+        self.threadLocals = threadLocals
+        self.hostServices = hostServices
+        self.dynamicLoader = dynamicLoader
+        self.protections = protections
+        self.digest = digest
+        self.initializers = initializers
+        self.initializerOrder = initializerOrder
+        self.objcLoads = objcLoads
+        self.mainImage = mainImage
+        self.entryOffset = entryOffset
+        self.arch = arch
+    }
+
+    /// Runs the steps over `memory` for `request`, into `report`.
+    package func run(memory: LaunchMemory, request: LaunchOptions, report: inout LaunchReport, clock: inout PhaseClock) throws(LoadError) {
+        if !threadLocals.isEmpty || hostServices != nil {
+            try ThreadLocals.apply(threadLocals, hostServices: hostServices, memory: memory)
+        }
+        memory.attach(dynamicLoader, table: hostServices.map { memory.images[$0.image].base &+ $0.vmOffset })
+        let when = digest == nil ? LaunchDigest.none : LaunchDigest(request)
+        report.digest = nil
+        if when == .beforeCode, let digest { report.digest = try clock.excluding { () throws(LoadError) in try digest(memory) } }
+        switch protections {
+        case .segments: try memory.applyProtections()
+        case .prelinkedRange: try memory.applyPrelinkedProtections()
+        case .asMapped: break
+        }
+        try runInitializersThenMain(memory: memory, run: request.run, paths: report.images, report: &report, clock: &clock)
+        report.timings[.total] = clock.total()
+        if when == .afterLaunch, let digest { report.digest = try digest(memory) }
+    }
+
+    /// Runs the initializers in order (each image's `+load` methods first), then the main
+    /// image's entry point; or records why code does not run.
+    func runInitializersThenMain(memory: LaunchMemory, run: Bool, paths: [String], report: inout LaunchReport, clock: inout PhaseClock) throws(LoadError) {
         var functions: [CodeRunner.Function] = []
         report.initializers = []
         // `+load` methods run just before their image's initializers (dyld's notifyObjCInit, then the initializers).
         var loadsByImage: [[ObjCLoadCall]] = Array(repeating: [], count: initializers.count)
         for call in objcLoads where call.image < loadsByImage.count { loadsByImage[call.image].append(call) }
-        for index in order {
+        for index in initializerOrder {
             for call in loadsByImage[index] {
                 let bases = (memory.images[call.method.image].base, memory.images[call.cls.image].base, memory.images[call.selector.image].base)
                 functions.append(CodeRunner.Function(
@@ -92,8 +150,8 @@ public enum LaunchSequence {
             functions += initializers[index].map { CodeRunner.Function(image: index, address: base &+ $0) }
             report.initializers.append(paths[index])
         }
-        if let reason = reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) {
-            report.notRunReason = reason
+        if let reason = Self.reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) {
+            report.notRun = reason
             return
         }
         _ = clock.lap()
@@ -101,7 +159,7 @@ public enum LaunchSequence {
         report.timings[.initializers] = clock.lap()
         guard let entryOffset else {
             report.dynamicLoads = memory.dynamicLoader?.loader.events ?? []
-            report.notRunReason = "\(paths[mainImage]) has no LC_MAIN: loaded as a root image, initializers ran, no main to run"
+            report.notRun = .noMain(path: paths[mainImage])
             return
         }
         defer { report.dynamicLoads = memory.dynamicLoader?.loader.events ?? [] }
@@ -115,15 +173,10 @@ public enum LaunchSequence {
     /// asked to (`--no-run`), an image from a stub root (``StubImageMarker``; checked before
     /// the architecture, so such a graph says so on every host), or code of another
     /// architecture. `paths` names the images.
-    public static func reasonNotToRun(run: Bool, arch: String, memory: LaunchMemory, paths: [String]) -> String? {
-        guard run else { return "--no-run" }
-        if let stub = StubImageMarker.firstMarkedImage(in: memory) {
-            return "\(paths[stub]) is a stub from a stub root (it carries \(StubImageMarker.segmentName),"
-                + "\(StubImageMarker.sectionName)): the graph's code would call into stub data, so none runs"
-        }
-        guard arch == CodeRunner.hostArchitecture else {
-            return "\(arch) code cannot run on this \(CodeRunner.hostArchitecture) host"
-        }
+    package static func reasonNotToRun(run: Bool, arch: String, memory: LaunchMemory, paths: [String]) -> NotRunReason? {
+        guard run else { return .notAsked }
+        if let stub = StubImageMarker.firstMarkedImage(in: memory) { return .stubImage(path: paths[stub]) }
+        guard arch == CodeRunner.hostArchitecture else { return .otherArchitecture(arch) }
         return nil
     }
 }

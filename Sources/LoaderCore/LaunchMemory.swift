@@ -392,3 +392,16 @@ extension LaunchMemory {
         }
     }
 }
+
+extension LaunchMemory {
+    /// What `body` returns; when it throws, this memory is released first. The one way a
+    /// launch that fails after mapping gives back what it mapped: no error path releases by hand.
+    package func releasedOnFailure<Value, Failure: Error>(of body: () throws(Failure) -> Value) throws(Failure) -> Value {
+        do {
+            return try body()
+        } catch {
+            release()
+            throw error
+        }
+    }
+}

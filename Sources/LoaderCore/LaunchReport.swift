@@ -22,10 +22,10 @@ public struct LaunchReport: Sendable {
     public var ran = false
     public var result: Int32?
     /// Why code did not run, when it did not.
-    public var notRunReason: String?
+    public var notRun: NotRunReason?
     /// Why the Objective-C step did not run, when it did not (no metadata, or no runtime
     /// of ours to fill in); nil when it ran.
-    public var objcSkippedReason: String?
+    public var objcSkipped: ObjCSkipReason?
     /// Image paths in the order their initializers ran.
     public var initializers: [String] = []
     /// What the launch's code opened with `dlopen`, in order.
@@ -36,7 +36,7 @@ public struct LaunchReport: Sendable {
     /// How fixups were written: `eager` or `page-in`.
     public var fixupsMode: FixupsMode = .eager
     /// Why a page-in launch was asked for but fixups were written eagerly.
-    public var fixupsFallbackReason: String?
+    public var pageInFallback: PageInFallback?
     /// Page-in: pages indexed, and bytes registered with the handler.
     public var fixupPages = 0
     public var registeredBytes: UInt64 = 0
@@ -53,9 +53,115 @@ public struct LaunchReport: Sendable {
     /// why; false and nil for the other modes.
     public var slidForBoot = false
     public var slidSetWritten = false
-    public var slideAtLaunchReason: String?
+    public var slideAtLaunch: SlideAtLaunchReason?
 
     public init(mode: String) { self.mode = mode }
+}
+
+/// Why a launch's code did not run: the report says so once, in these words.
+public enum NotRunReason: Equatable, Sendable, CustomStringConvertible {
+    /// `--no-run`.
+    case notAsked
+    /// An image from a stub root (``StubImageMarker``): its code would call into stub data.
+    case stubImage(path: String)
+    /// Code of another architecture than the host's.
+    case otherArchitecture(String)
+    /// The main image has no `LC_MAIN`: initializers ran, there is no `main`.
+    case noMain(path: String)
+
+    public var description: String {
+        switch self {
+        case .notAsked: "--no-run"
+        case let .stubImage(path):
+            "\(path) is a stub from a stub root (it carries \(StubImageMarker.segmentName),"
+                + "\(StubImageMarker.sectionName)): the graph's code would call into stub data, so none runs"
+        case let .otherArchitecture(arch): "\(arch) code cannot run on this \(CodeRunner.hostArchitecture) host"
+        case let .noMain(path): "\(path) has no LC_MAIN: loaded as a root image, initializers ran, no main to run"
+        }
+    }
+}
+
+/// Why a launch ran no Objective-C step.
+public enum ObjCSkipReason: Equatable, Sendable, CustomStringConvertible {
+    /// No image has `__objc_imageinfo`.
+    case noMetadata
+    /// Some images have metadata, but none is a runtime this loader fills in; `otherRuntime`
+    /// names a libobjc of another kind when the graph loads one.
+    case noRuntime(withMetadata: Int, of: Int, otherRuntime: String?)
+    /// A closure or a prelinked set records no Objective-C step (its builder found none to record).
+    case notInClosure(prelinked: Bool)
+
+    public var description: String {
+        switch self {
+        case .noMetadata: return "no image has Objective-C metadata (__objc_imageinfo)"
+        case let .noRuntime(withMetadata, count, otherRuntime):
+            var reason = "\(withMetadata) of \(count) images have Objective-C metadata, but no image is a runtime "
+                + "this loader fills in (a libobjc with __DATA,__objc_fxtables)"
+            if let otherRuntime { reason += ": \(otherRuntime) is another runtime; a root written by `dyld3 stub-root` holds one" }
+            return reason
+        case .notInClosure(prelinked: true): return "the set's closure records no Objective-C step"
+        case .notInClosure(prelinked: false):
+            return "the closure records no Objective-C step (its builder found no metadata or no runtime of ours; "
+                + "`dyld3 launch --mode dyld2 --stats` says which)"
+        }
+    }
+}
+
+/// Why a launch asked to page its fixups in wrote them eagerly.
+public enum PageInFallback: Equatable, Sendable, CustomStringConvertible {
+    /// The kernel offers no userfaultfd to this process.
+    case userfaultfdUnavailable(String)
+    /// Registering the pages or starting the handler failed.
+    case setupFailed(String)
+    /// A prelinked set's slide runs are indexed by pages of another size.
+    case otherPageSize(UInt64)
+    /// A prelinked set's file could not be opened again for the handler.
+    case setUnopenable(String)
+    /// The set's copy slid for this boot was mapped: there is no slide left to page in.
+    case slidForBoot
+
+    public var description: String {
+        switch self {
+        case let .userfaultfdUnavailable(why): "userfaultfd is not available: \(why)"
+        case let .setupFailed(why): "page-in setup failed: \(why)"
+        case let .otherPageSize(size): "the set's slide runs are not indexed by \(size)-byte pages"
+        case let .setUnopenable(why): "the set cannot be opened for page-in: \(why)"
+        case .slidForBoot: "the set's copy slid for this boot was mapped: no slide store is left to page in"
+        }
+    }
+}
+
+/// Why a prelinked launch slid the set itself rather than map its copy slid for this boot.
+public enum SlideAtLaunchReason: Equatable, Sendable, CustomStringConvertible {
+    case slidePerLaunch
+    case trusted
+    case noImage
+    /// The thread-local step writes into a segment that is read-only after the launch.
+    case threadLocalWriteReadOnly(String)
+    /// The copy's range (at `base`) is taken in this process.
+    case rangeTaken(base: UInt64)
+    /// The slide is forced elsewhere than the copy's.
+    case slideForced(UInt64)
+    /// The slide is forced and the copy is not usable (why).
+    case forcedAndUnusable(String)
+    /// The copy is not usable and cannot be written (why not, and why not written).
+    case unwritable(unusable: String, error: String)
+    /// The copy just written cannot be opened.
+    case writtenUnopenable
+
+    public var description: String {
+        switch self {
+        case .slidePerLaunch: "--slide-per-launch"
+        case .trusted: "--trust: the signature covers the set's own data, not a copy slid for this boot"
+        case .noImage: "the set has no image"
+        case let .threadLocalWriteReadOnly(what): "the thread-local step writes \(what), read-only after the launch"
+        case let .rangeTaken(base): "the range slid for this boot (0x\(String(base, radix: 16))) is taken in this process"
+        case let .slideForced(slide): "the slide is forced to 0x\(String(slide, radix: 16)); the copy for this boot is slid elsewhere"
+        case let .forcedAndUnusable(why): "the slide is forced, and \(why)"
+        case let .unwritable(unusable, error): "\(unusable), and it cannot be written: \(error)"
+        case .writtenUnopenable: "the copy just written for this boot cannot be opened"
+        }
+    }
 }
 
 /// Nanosecond stopwatch for launch phases.

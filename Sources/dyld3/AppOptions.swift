@@ -1,3 +1,4 @@
+import ClosureBuild
 import AppArchive
 import ArgumentParser
 import Dyld3
@@ -85,9 +86,10 @@ struct TrustOptions: ParsableArguments {
         }
     }
 
-    /// The fast path's checks these options ask for.
-    func checks() throws -> FastPath.Checks {
-        FastPath.Checks(alwaysHashContent: hashImages, trustKey: try trustKey())
+    /// The dyld3 launch configuration these options ask for: their checks, and `dlopen`
+    /// closures built at run time where the launch closure has none.
+    func checks() throws -> LaunchConfiguration {
+        LaunchConfiguration(alwaysHashContent: hashImages, trustKey: try trustKey(), dlopenClosures: DlopenClosureBuilder.build)
     }
 }
 

@@ -45,7 +45,6 @@ struct CompareCommand: ParsableCommand {
     var faultAround = FixupPager.defaultFaultAround
 
     func run() throws {
-        RuntimeDlopenClosures.install(DlopenClosureBuilder.build)
         try CommandFailure.reporting(json: json, context: options.failureContext(app: app)) { try compare() }
     }
 
@@ -81,7 +80,7 @@ struct CompareCommand: ParsableCommand {
                 closureSource = setPath!
             }
             let opened = dlopen.map { InstallCommand.dlopenPath($0, executable: closure.images[0].path) }
-            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, checks: checks,
+            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, configuration: checks,
                                                       prelinkedSet: setPath, dlopen: opened)
             if json {
                 print(JSONValue.object([
@@ -100,28 +99,28 @@ struct CompareCommand: ParsableCommand {
                     })),
                     ("dyld2_result", comparison.dyld2Result.map { .int(Int64($0)) } ?? .null),
                     ("dyld3_result", comparison.dyld3Result.map { .int(Int64($0)) } ?? .null),
-                    ("not_run_reason", comparison.notRunReason.map(JSONValue.string) ?? .null),
+                    ("not_run_reason", comparison.notRun.map { .string("\($0)") } ?? .null),
                     ("fixups_mode", .string(comparison.fixupsMode.rawValue)),
-                    ("fixups_fallback_reason", comparison.fixupsFallbackReason.map(JSONValue.string) ?? .null),
+                    ("fixups_fallback_reason", comparison.pageInFallback.map { .string("\($0)") } ?? .null),
                     ("pages_registered", .int(Int64(comparison.pagesRegistered))),
                     ("pages_filled", .int(Int64(comparison.pagesFilled))),
                     ("slid_for_boot", .bool(comparison.slidForBoot)),
-                    ("slide_at_launch_reason", comparison.slideAtLaunchReason.map(JSONValue.string) ?? .null),
+                    ("slide_at_launch_reason", comparison.slideAtLaunch.map { .string("\($0)") } ?? .null),
                     ("identical", .bool(comparison.differences.isEmpty)),
                     ("differences", .array(comparison.differences.map { .string($0.description) })),
                 ]).serialized())
             } else {
                 for difference in comparison.differences { print("DIFFERS \(difference)") }
                 let result = comparison.dyld2Result.map { ", main returned \($0) both ways" }
-                    ?? comparison.notRunReason.map { "; not run: \($0)" } ?? ""
+                    ?? comparison.notRun.map { "; not run: \($0)" } ?? ""
                 print("\(app) [\(roots.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
                       + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixup locations (of \(comparison.fixupsWritten) fixups written), "
                       + "slide 0x\(String(comparison.slide, radix: 16))"
                       + (comparison.dlopens.isEmpty ? "" : "; after dlopen of " + comparison.dlopens.map { "\($0.requested) (\($0.loaded.count) images by \($0.via))" }.joined(separator: ", "))
                       + "\(comparison.differences.isEmpty ? result : "")"
                       + (comparison.fixupsMode == .pageIn ? "; page-in: \(comparison.pagesFilled) of \(comparison.pagesRegistered) pages filled on touch" : "")
-                      + (comparison.fixupsFallbackReason.map { "; page-in fell back to eager: \($0)" } ?? "")
-                      + (prelinked ? (comparison.slidForBoot ? "; the set's copy slid for this boot" : "; the set slid at launch (\(comparison.slideAtLaunchReason ?? "?"))") : ""))
+                      + (comparison.pageInFallback.map { "; page-in fell back to eager: \($0)" } ?? "")
+                      + (prelinked ? (comparison.slidForBoot ? "; the set's copy slid for this boot" : "; the set slid at launch (\(comparison.slideAtLaunch.map(String.init(describing:)) ?? "?"))") : ""))
             }
             if !comparison.differences.isEmpty { throw ExitCode(1) }
         }

@@ -71,7 +71,6 @@ struct LaunchCommand: ParsableCommand {
     }
 
     func run() throws {
-        RuntimeDlopenClosures.install(DlopenClosureBuilder.build)
         try CommandFailure.reporting(json: json, context: options.failureContext(app: app)) { try launch() }
     }
 
@@ -88,7 +87,7 @@ struct LaunchCommand: ParsableCommand {
         // sets"): `auto` then takes the closure, which checks its images by status.
         if mode == .prelinked || (mode == .auto && checks.trustKey == nil && FileStatus.of(setPath) != nil) {
             do {
-                launch = try PrelinkedLaunch.launch(setPath: setPath, request: request, checks: checks)
+                launch = try PrelinkedLaunch.launch(setPath: setPath, request: request, configuration: checks)
                 closurePath = setPath
             } catch let error as ClosureError {
                 if mode == .prelinked {
@@ -100,7 +99,7 @@ struct LaunchCommand: ParsableCommand {
         }
         if launch == nil, mode == .dyld3 || mode == .auto {
             do {
-                launch = try FastPath.launch(closurePath: path, request: request, checks: checks)
+                launch = try FastPath.launch(closurePath: path, request: request, configuration: checks)
                 closurePath = path
             } catch let error as ClosureError {
                 if mode == .dyld3 {
@@ -186,7 +185,7 @@ enum LaunchOutput {
         if report.ran, let result = report.result {
             out += "main returned \(result)\n"
         } else {
-            out += "loaded and fixed up \(report.images.count) images; not run: \(report.notRunReason ?? "?")\n"
+            out += "loaded and fixed up \(report.images.count) images; not run: \(report.notRun.map(String.init(describing:)) ?? "?")\n"
         }
         if stats {
             out += LaunchStatistics(report, closurePath: closure).text
@@ -202,8 +201,8 @@ enum LaunchOutput {
             if let nanoseconds = report.timings[phase] { timings.append((phase.rawValue, .int(nanoseconds))) }
         }
         let digest: JSONValue = report.digest.map { .string("0x" + String($0, radix: 16)) } ?? .null
-        let fallbackReason: JSONValue = report.fixupsFallbackReason.map(JSONValue.string) ?? .null
-        let slideReason: JSONValue = report.slideAtLaunchReason.map(JSONValue.string) ?? .null
+        let fallbackReason: JSONValue = report.pageInFallback.map { .string("\($0)") } ?? .null
+        let slideReason: JSONValue = report.slideAtLaunch.map { .string("\($0)") } ?? .null
         return .object([
             ("schema_version", .int(JSONValue.schemaVersion)),
             ("mode", .string(report.mode)),
@@ -215,7 +214,7 @@ enum LaunchOutput {
             ("timings_ns", .object(timings)),
             ("ran", .bool(report.ran)),
             ("result", report.result.map { .int(Int64($0)) } ?? .null),
-            ("not_run_reason", report.notRunReason.map(JSONValue.string) ?? .null),
+            ("not_run_reason", report.notRun.map { .string("\($0)") } ?? .null),
             ("initializers", .array(report.initializers.map(JSONValue.string))),
             ("digest", digest),
             ("fixups_mode", .string(report.fixupsMode.rawValue)),

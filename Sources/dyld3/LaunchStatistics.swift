@@ -34,11 +34,11 @@ struct LaunchStatistics {
     var pagesVerified: Int?
     /// A prelinked launch: whether it mapped the set's copy slid for this boot, else why it slid the set.
     var slidForBoot: Bool?
-    var slideAtLaunchReason: String?
+    var slideAtLaunch: SlideAtLaunchReason?
     /// `main`'s own time, when it ran (not part of pre-main).
     var mainNanoseconds: Int64?
     /// Why the Objective-C step did not run (nil: it ran).
-    var objcSkippedReason: String?
+    var objcSkipped: ObjCSkipReason?
     /// What the code opened with `dlopen`.
     var dynamicLoads: [DynamicLoadEvent]
 
@@ -61,10 +61,10 @@ struct LaunchStatistics {
         pagesVerified = report.pagesVerified
         if report.mode == "prelinked" {
             slidForBoot = report.slidForBoot
-            slideAtLaunchReason = report.slideAtLaunchReason
+            slideAtLaunch = report.slideAtLaunch
         }
         mainNanoseconds = main
-        objcSkippedReason = report.objcSkippedReason
+        objcSkipped = report.objcSkipped
         dynamicLoads = report.dynamicLoads
     }
 
@@ -116,10 +116,10 @@ struct LaunchStatistics {
         if let imagesHashed {
             out += "  identities hashed:     \(imagesHashed == 0 ? "no" : "yes") (\(imagesHashed) of \(images) images)\n"
         }
-        out += "  objective-c:           \(objcSkippedReason.map { "skipped: " + $0 } ?? "ran")\n"
+        out += "  objective-c:           \(objcSkipped.map { "skipped: \($0)" } ?? "ran")\n"
         if let pagesVerified { out += "  pages verified:        \(pagesVerified)\n" }
         if let slidForBoot {
-            out += "  prelinked set:         " + (slidForBoot ? "its copy slid for this boot, mapped as it lies" : "slid at launch (\(slideAtLaunchReason ?? "?"))") + "\n"
+            out += "  prelinked set:         " + (slidForBoot ? "its copy slid for this boot, mapped as it lies" : "slid at launch (\(slideAtLaunch.map(String.init(describing:)) ?? "?"))") + "\n"
         }
         if let mainNanoseconds { out += "  main (not pre-main):   \(time(mainNanoseconds))\n" }
         for load in dynamicLoads {
@@ -150,8 +150,8 @@ struct LaunchStatistics {
             ("pages_verified", pagesVerified.map { .int(Int64($0)) } ?? .null),
             ("slid_for_boot", slidForBoot.map(JSONValue.bool) ?? .null),
             ("main_ns", mainNanoseconds.map(JSONValue.int) ?? .null),
-            ("objc_ran", .bool(objcSkippedReason == nil)),
-            ("objc_skipped_reason", objcSkippedReason.map(JSONValue.string) ?? .null),
+            ("objc_ran", .bool(objcSkipped == nil)),
+            ("objc_skipped_reason", objcSkipped.map { .string("\($0)") } ?? .null),
             ("dlopens", .array(dynamicLoads.map { load in
                 .object([("requested", .string(load.requested)), ("via", .string(load.via)),
                          ("loaded", .array(load.loaded.map(JSONValue.string))), ("initialized", .array(load.initialized.map(JSONValue.string)))])

@@ -50,11 +50,11 @@ extension ClosureTests {
         #expect(slow.phaseNames == ["path_resolution", "parsing", "mapping", "rebase", "bind"] + objcPhase, "\(slow.phaseNames)")
         #expect(slow.object["closure_bytes"] is NSNull && slow.object["images_hashed"] is NSNull)
         // Whether the Objective-C step ran: the launch's own report, and the closure's record.
-        #expect(slow.object["objc_ran"] as? Bool == (inProcess.report.objcSkippedReason == nil))
-        #expect(slow.object["objc_skipped_reason"] as? String == inProcess.report.objcSkippedReason)
+        #expect(slow.object["objc_ran"] as? Bool == (inProcess.report.objcSkipped?.description == nil))
+        #expect(slow.object["objc_skipped_reason"] as? String == inProcess.report.objcSkipped?.description)
         #expect(fast.object["objc_ran"] as? Bool == !closure.objc.bindRuns.isEmpty)
         #expect((fast.object["objc_skipped_reason"] is NSNull) == !closure.objc.bindRuns.isEmpty)
-        #expect((inProcess.report.objcSkippedReason == nil) == !closure.objc.bindRuns.isEmpty, "\(app)")
+        #expect((inProcess.report.objcSkipped?.description == nil) == !closure.objc.bindRuns.isEmpty, "\(app)")
 
         // The text view names the same figures, one line per phase.
         let text = try await Dyld3Binary.run(common + ["--mode", "dyld3"])

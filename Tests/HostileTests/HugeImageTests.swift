@@ -32,7 +32,7 @@ import LaunchPlan
         #expect(recorded.size == 4 << 30)
         var hashed = false
         let file = try ImageDescriptor.open(dylib).get()
-        #expect(throws: Never.self) { try recorded.check(file, contentOnly: true, racy: false, alwaysHash: true, hashed: &hashed) }
+        #expect(throws: Never.self) { try recorded.check(file, contentOnly: true, racy: false, checks: IdentityChecks(alwaysHash: true), hashed: &hashed) }
         #expect(hashed)
     }
 

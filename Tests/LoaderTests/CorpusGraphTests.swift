@@ -13,7 +13,7 @@ import ClosureFormat
 /// Real Apple-built graphs from the corpus, loaded with generated stub roots: the slow
 /// path writes exactly the fixups llvm-objdump-19 lists, the closure of the graph verifies,
 /// and dyld2 and dyld3 leave identical memory. Nothing runs: the stubs hold no code, and a
-/// launch that loaded one runs no initializer and no main (`LaunchSequence.reasonNotToRun`).
+/// launch that loaded one runs no initializer and no main (`LaunchTail.reasonNotToRun`).
 @Suite(.serialized, .bounded) struct CorpusGraphTests {
     /// A graph: its root images and the arch (the stub host goes first for a bundle or dylib).
     struct Graph: CustomStringConvertible, Sendable {
@@ -100,7 +100,7 @@ import ClosureFormat
             let comparison = try LaunchComparison.run(options: options, closure: closure, closurePath: "(built in memory)")
             #expect(comparison.differences.isEmpty, "\(graph) slide 0x\(String(comparison.slide, radix: 16)): \(comparison.differences.prefix(5))")
             #expect(comparison.fixupsCompared > 100)
-            PageInTests.expectPageInOrFallback(comparison.fixupsMode, comparison.fixupsFallbackReason, "\(graph)")
+            PageInTests.expectPageInOrFallback(comparison.fixupsMode, comparison.pageInFallback?.description, "\(graph)")
             if PageInTests.unavailable == nil {
                 #expect(comparison.pagesRegistered > 0 && comparison.pagesFilled == comparison.pagesRegistered, "\(graph)")
             }
@@ -143,7 +143,7 @@ extension CorpusGraphTests {
         let comparison = try LaunchComparison.run(options: request, closure: closure, closurePath: "(built in memory)")
         #expect(comparison.differences.isEmpty, "\(graph): \(comparison.differences.prefix(5))")
         #expect(comparison.dyld2Result == nil && comparison.dyld3Result == nil)
-        let reason = try #require(comparison.notRunReason)
+        let reason = try #require(comparison.notRun?.description)
         let stub = try #require(reason.components(separatedBy: " is a stub from a stub root (it carries __DATA,__stub_root)").first)
         #expect(stub.hasPrefix(root + "/") && stub != reason, "\(graph): \(reason)")
         // An image with thread-local variables (as llvm-objdump reads its header) has them set
@@ -156,12 +156,10 @@ extension CorpusGraphTests {
 
         let slow = try SlowPath.launch(request)
         defer { slow.memory.release() }
-        var report = LaunchReport(mode: "dyld3")
-        var clock = PhaseClock()
-        let fast = try FastPath.launch(closure, closurePath: "(built in memory)", request: request, report: &report, clock: &clock)
+        let fast = try FastPath.launch(closure, closurePath: "(built in memory)", request: request)
         defer { fast.memory.release() }
         for launched in [slow.report, fast.report] {
-            #expect(launched.notRunReason == reason)
+            #expect(launched.notRun?.description == reason)
             #expect(!launched.ran && launched.result == nil)
             #expect(launched.timings[.initializers] == nil, "\(graph): an initializer ran")
         }
@@ -177,6 +175,6 @@ extension CorpusGraphTests {
         let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, run: true))
         defer { launch.memory.release() }
         #expect(launch.report.initializers == [graph.binaries[0]])
-        #expect(CodeRunner.hostArchitecture != "x86_64" || launch.report.notRunReason?.contains("stub") == true)
+        #expect(CodeRunner.hostArchitecture != "x86_64" || launch.report.notRun?.description.contains("stub") == true)
     }
 }

@@ -52,9 +52,9 @@ import LaunchPlan
         }
         if let initOrder { #expect(launch.report.initializers.map(app.imageName) == initOrder) }
         if app.arch == CodeRunner.hostArchitecture {
-            #expect(launch.report.timings[.initializers] != nil, "\(app): \(launch.report.notRunReason ?? "")")
+            #expect(launch.report.timings[.initializers] != nil, "\(app): \(launch.report.notRun?.description ?? "")")
             #expect(try Self.registeredState(launch, host: app.executable, arch: app.arch) == expected)
-            #expect(launch.report.notRunReason?.contains("no LC_MAIN") == true)
+            #expect(launch.report.notRun?.description.contains("no LC_MAIN") == true)
         } else {
             #expect(try Self.registeredState(launch, host: app.executable, arch: app.arch) == 0)
         }
@@ -121,8 +121,8 @@ import LaunchPlan
         let comparison = try LaunchComparison.run(options: LaunchOptions(roots: roots, arch: app.arch, root: root), closure: closure, closurePath: "(built in memory)")
         #expect(comparison.differences.isEmpty, "\(app): \(comparison.differences)")
         #expect(comparison.dyld2Result == nil && comparison.dyld3Result == nil)
-        #expect(comparison.notRunReason?.contains(StubRootPlan.hostPath(root: root) + " is a stub from a stub root") == true,
-                "\(comparison.notRunReason ?? "nil")")
+        #expect(comparison.notRun?.description.contains(StubRootPlan.hostPath(root: root) + " is a stub from a stub root") == true,
+                "\(comparison.notRun?.description ?? "nil")")
 
         let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: app.arch, root: root, recordFixups: true))
         defer { launch.memory.release() }

@@ -211,20 +211,19 @@ import TestSupport
         let slide: UInt64 = 0x6800_0000_0000
         let request = LaunchOptions(roots: [root + "/gen100.app/gen100"], arch: "x86_64", root: root + "/root", slide: slide, run: false)
         func launch(_ closure: LaunchClosure, helper: LaunchHelper?, alwaysHash: Bool = false) throws -> (snapshot: [LaunchMemory.SegmentSnapshot], hashed: Int?) {
-            let checks = FastPath.Checks(alwaysHashContent: alwaysHash)
-            let first = FastPath.openedBeforeMapping(closure.images.count, request: request, helper: helper)
+            let configuration = LaunchConfiguration(alwaysHashContent: alwaysHash)
+            let first = FastPath.openedBeforeMapping(closure.images.count, helper: helper)
             var hashed = 0
-            let files = try closure.openImages(0..<first, closurePath: "gen100", alwaysHash: alwaysHash, hashedImages: &hashed)
-            var report = LaunchReport(mode: "dyld3"), clock = PhaseClock()
-            report.imagesHashed = hashed
-            let launched = try FastPath.launch(closure, files: files, closurePath: "gen100", request: request, checks: checks,
-                                               report: &report, clock: &clock, helper: helper)
+            let files = try closure.openImages(0..<first, closurePath: "gen100", checks: IdentityChecks(alwaysHash: alwaysHash),
+                                               hashedImages: &hashed)
+            let launched = try Launcher.run(ClosureLaunchSource(.decoded(closure, path: "gen100", opened: (files, hashed))), request: request,
+                                            configuration: configuration, helper: helper)
             defer { launched.memory.release() }
             return (launched.memory.writableSnapshot(), launched.report.imagesHashed)
         }
         let helper = Self.startedHelper()
-        #expect(FastPath.openedBeforeMapping(closure.images.count, request: request, helper: helper) == closure.images.count / 4)
-        #expect(FastPath.openedBeforeMapping(closure.images.count, request: request, helper: nil) == closure.images.count)
+        #expect(FastPath.openedBeforeMapping(closure.images.count, helper: helper) == closure.images.count / 4)
+        #expect(FastPath.openedBeforeMapping(closure.images.count, helper: nil) == closure.images.count)
         let alone = try launch(closure, helper: nil)
         let twoCores = try launch(closure, helper: helper)
         #expect(alone.snapshot.count == twoCores.snapshot.count && alone.snapshot.count > closure.images.count)

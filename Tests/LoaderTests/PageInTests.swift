@@ -47,7 +47,7 @@ import ClosureFormat
             let options = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: Self.randomSlide(), fixups: .pageIn)
             let comparison = try LaunchComparison.run(options: options, closure: closure, closurePath: "(built in memory)")
             #expect(comparison.differences.isEmpty, "\(app) slide 0x\(String(comparison.slide, radix: 16)): \(comparison.differences)")
-            Self.expectPageInOrFallback(comparison.fixupsMode, comparison.fixupsFallbackReason, "\(app)")
+            Self.expectPageInOrFallback(comparison.fixupsMode, comparison.pageInFallback?.description, "\(app)")
             if Self.unavailable == nil {
                 #expect(comparison.pagesRegistered > 0 && comparison.pagesFilled == comparison.pagesRegistered, "\(app)")
             }
@@ -68,7 +68,7 @@ import ClosureFormat
             let comparison = try LaunchComparison.run(options: options, closure: closure, closurePath: "(built in memory)")
             #expect(comparison.differences.isEmpty, "\(comparison.differences.prefix(5))")
             #expect(comparison.images > 100)
-            Self.expectPageInOrFallback(comparison.fixupsMode, comparison.fixupsFallbackReason, "gen100")
+            Self.expectPageInOrFallback(comparison.fixupsMode, comparison.pageInFallback?.description, "gen100")
         }
     }
 
@@ -90,10 +90,8 @@ import ClosureFormat
     /// released before the page-in launch.
     static func deferredPages(_ app: FixtureApp, slide: UInt64) throws -> [(image: Int, vmOffset: UInt64, words: [UInt64], writable: Bool)] {
         let closure = try app.closure()
-        var report = LaunchReport(mode: "dyld3")
-        var clock = PhaseClock()
         let eager = try FastPath.launch(closure, closurePath: "(memory)", request: LaunchOptions(
-            roots: [app.executable], arch: app.arch, root: app.root, slide: slide, run: false), report: &report, clock: &clock)
+            roots: [app.executable], arch: app.arch, root: app.root, slide: slide, run: false))
         defer { eager.memory.release() }
         let plan = try PageInFixups.plan(closure, pageSize: LaunchMemory.pageSize)
         var pages: [(image: Int, vmOffset: UInt64, words: [UInt64], writable: Bool)] = []
@@ -111,11 +109,8 @@ import ClosureFormat
     }
 
     static func pageInLaunch(_ app: FixtureApp, slide: UInt64?) throws -> Launch {
-        var report = LaunchReport(mode: "dyld3")
-        var clock = PhaseClock()
         return try FastPath.launch(try app.closure(), closurePath: "(memory)", request: LaunchOptions(
-            roots: [app.executable], arch: app.arch, root: app.root, slide: slide, run: false, fixups: .pageIn),
-            report: &report, clock: &clock)
+            roots: [app.executable], arch: app.arch, root: app.root, slide: slide, run: false, fixups: .pageIn))
     }
 
     /// The address of the first page a page-in launch registered.
@@ -144,7 +139,7 @@ import ClosureFormat
         #expect(expected.count >= 8)
         let launch = try Self.pageInLaunch(app, slide: slide)
         defer { launch.memory.release() }
-        Self.expectPageInOrFallback(launch.report.fixupsMode, launch.report.fixupsFallbackReason, "\(app)")
+        Self.expectPageInOrFallback(launch.report.fixupsMode, launch.report.pageInFallback?.description, "\(app)")
         let bases = launch.memory.images.map(\.base)
         let mismatches = Mutex(0)
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
@@ -305,10 +300,8 @@ import ClosureFormat
         let totals = try Self.processTotals()
         var faults = 0
         for _ in 0..<1000 {
-            var report = LaunchReport(mode: "dyld3")
-            var clock = PhaseClock()
             let launch = try FastPath.launch(closure, closurePath: "(memory)", request: LaunchOptions(
-                roots: [app.executable], arch: app.arch, root: app.root, run: false, fixups: .pageIn), report: &report, clock: &clock)
+                roots: [app.executable], arch: app.arch, root: app.root, run: false, fixups: .pageIn))
             if let address = Self.firstPagedAddress(launch.memory) { _ = UnsafeKernelTouch.load(address) }
             faults += launch.memory.pager?.faults ?? 0
             launch.memory.release()

@@ -59,7 +59,7 @@ import Testing
                                                       prelinkedSet: setPath)
             #expect(comparison.differences.isEmpty, "\(app) per launch \(perLaunch): \(comparison.differences.prefix(3))")
             #expect(comparison.bytesCompared > 0 && comparison.fixupsCompared > 0)
-            #expect(comparison.slidForBoot == !perLaunch, "\(app): \(comparison.slideAtLaunchReason ?? "")")
+            #expect(comparison.slidForBoot == !perLaunch, "\(app): \(comparison.slideAtLaunch?.description ?? "")")
             if app.arch == CodeRunner.hostArchitecture, case let .result(expected, _) = app.expectation {
                 #expect(comparison.dyld3Result == expected)
             }
@@ -79,10 +79,10 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let copyPath = ClosureCache.slidSetPath(forSet: setPath)
         func launch(_ request: LaunchOptions? = nil, hash: Bool = false) throws -> Launch {
-            try PrelinkedLaunch.launch(setPath: setPath, request: request ?? Self.request(app), checks: FastPath.Checks(alwaysHashContent: hash))
+            try PrelinkedLaunch.launch(setPath: setPath, request: request ?? Self.request(app), configuration: LaunchConfiguration(alwaysHashContent: hash))
         }
         let first = try launch()
-        #expect(first.report.slidForBoot && first.report.slidSetWritten && first.report.result == expected, "\(first.report.slideAtLaunchReason ?? "")")
+        #expect(first.report.slidForBoot && first.report.slidSetWritten && first.report.result == expected, "\(first.report.slideAtLaunch?.description ?? "")")
         let header = try SlidPrelinkedSetHeader(parsing: Array(Data(contentsOf: URL(fileURLWithPath: copyPath))), fileSize: FileStatus.of(copyPath)?.size ?? 0,
                                                 rangeSize: first.memory.regionSize, pageSize: LaunchMemory.pageSize, path: copyPath)
         // Every image's __TEXT runs read-execute, its __DATA read-write; nothing is writable and executable.
@@ -98,7 +98,7 @@ import Testing
         #expect(header.base == first.memory.regionBase && header.bootID == SlidPrelinkedSetFile.bootID)
         let beside = try launch()
         #expect(!beside.report.slidForBoot && beside.report.result == expected)
-        #expect(beside.report.slideAtLaunchReason?.contains("is taken in this process") == true, "\(beside.report.slideAtLaunchReason ?? "")")
+        #expect(beside.report.slideAtLaunch?.description.contains("is taken in this process") == true, "\(beside.report.slideAtLaunch?.description ?? "")")
         beside.memory.release()
         first.memory.release()
         let again = try launch()
@@ -136,7 +136,7 @@ import Testing
             try damage()
             let rewritten = try launch(hash: hash)
             #expect(rewritten.report.slidForBoot && rewritten.report.slidSetWritten && rewritten.report.result == expected,
-                    "\(name): \(rewritten.report.slideAtLaunchReason ?? "")")
+                    "\(name): \(rewritten.report.slideAtLaunch?.description ?? "")")
             rewritten.memory.release()
             #expect(FileStatus.of(copyPath).map { $0.mode & 0o777 } == 0o444, "\(name)")
         }
@@ -144,7 +144,7 @@ import Testing
         forced.slide = 0x7100_0000_0000
         let elsewhere = try launch(forced)
         #expect(!elsewhere.report.slidForBoot && elsewhere.report.result == expected && elsewhere.report.slide == 0x7100_0000_0000)
-        #expect(elsewhere.report.slideAtLaunchReason?.contains("the slide is forced") == true)
+        #expect(elsewhere.report.slideAtLaunch?.description.contains("the slide is forced") == true)
         elsewhere.memory.release()
     }
 
@@ -161,7 +161,7 @@ import Testing
         let comparison = try LaunchComparison.run(options: options, closure: try ClosureFile.read(closurePath), closurePath: setPath,
                                                   prelinkedSet: setPath)
         #expect(comparison.differences.isEmpty, "\(app): \(comparison.differences.prefix(3))")
-        PageInTests.expectPageInOrFallback(comparison.fixupsMode, comparison.fixupsFallbackReason, "\(app)")
+        PageInTests.expectPageInOrFallback(comparison.fixupsMode, comparison.pageInFallback?.description, "\(app)")
         if PageInTests.unavailable == nil {
             #expect(comparison.pagesRegistered > 0 && comparison.pagesFilled == comparison.pagesRegistered)
         }
@@ -189,7 +189,7 @@ import Testing
         try damage(setPath, app)
         do {
             let launch = try PrelinkedLaunch.launch(setPath: setPath, request: request ?? Self.request(app, run: false),
-                                                    checks: FastPath.Checks(alwaysHashContent: hashImages))
+                                                    configuration: LaunchConfiguration(alwaysHashContent: hashImages))
             launch.memory.release()
             return nil
         } catch let error as ClosureError {
@@ -320,7 +320,7 @@ import Testing
             try Self.rewrite(copyPath) { $0 = bytes }
             let launch = try PrelinkedLaunch.launch(setPath: setPath, request: Self.request(app))
             #expect(launch.report.slidForBoot && launch.report.slidSetWritten && launch.report.result == expected,
-                    "round \(round): \(launch.report.slideAtLaunchReason ?? "")")
+                    "round \(round): \(launch.report.slideAtLaunch?.description ?? "")")
             launch.memory.release()
         }
     }

@@ -56,7 +56,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: root) }
         let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: arch, root: root, run: false))
         defer { launch.memory.release() }
-        #expect(launch.report.objcSkippedReason == nil, "\(arch): \(launch.report.objcSkippedReason ?? "")")
+        #expect(launch.report.objcSkipped?.description == nil, "\(arch): \(launch.report.objcSkipped?.description ?? "")")
         #expect(launch.report.timings[.objc] != nil)
 
         var classes = 0, categories = 0, moduleCategories = 0
@@ -165,7 +165,7 @@ import TestSupport
         #expect(foundation.contains("/usr/lib/libobjc.A.dylib"), "\(foundation)")
         let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: arch, root: root, run: false))
         defer { launch.memory.release() }
-        #expect(launch.report.objcSkippedReason == nil, "\(arch): \(launch.report.objcSkippedReason ?? "")")
+        #expect(launch.report.objcSkipped?.description == nil, "\(arch): \(launch.report.objcSkipped?.description ?? "")")
         #expect(launch.report.timings[.objc] != nil)
         #expect(launch.report.images.contains(root + "/usr/lib/libobjc.A.dylib"))
 
@@ -296,20 +296,17 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: root) }
         let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, run: false))
         defer { launch.memory.release() }
-        #expect(launch.report.objcSkippedReason == "no image has Objective-C metadata (__objc_imageinfo)")
+        #expect(launch.report.objcSkipped?.description == "no image has Objective-C metadata (__objc_imageinfo)")
         #expect(launch.report.timings[.objc] == nil)
         let closure = try ClosureBuilder.build(roots: roots, arch: graph.arch, root: root)
-        var report = LaunchReport(mode: "dyld3")
-        var clock = PhaseClock()
-        let fast = try FastPath.launch(closure, closurePath: "(built in memory)", request: LaunchOptions(roots: roots, arch: graph.arch, root: root, run: false),
-                                       report: &report, clock: &clock)
+        let fast = try FastPath.launch(closure, closurePath: "(built in memory)", request: LaunchOptions(roots: roots, arch: graph.arch, root: root, run: false))
         fast.memory.release()
-        #expect(report.objcSkippedReason?.hasPrefix("the closure records no Objective-C step") == true)
+        #expect(fast.report.objcSkipped?.description.hasPrefix("the closure records no Objective-C step") == true)
 
         let module = try ImageFile.load(path: Self.objcModule, arch: "x86_64").image
         let otherRuntime = "/usr/lib/libobjc.A.dylib"
         #expect(!ObjCSetup.isNeeded(images: [module]))
-        #expect(ObjCSetup.skipReason(images: [module, module], paths: [Self.objcModule, otherRuntime])
+        #expect(ObjCSetup.skipReason(images: [module, module], paths: [Self.objcModule, otherRuntime]).description
             == "2 of 2 images have Objective-C metadata, but no image is a runtime this loader fills in (a libobjc with "
             + "__DATA,__objc_fxtables): \(otherRuntime) is another runtime; a root written by `dyld3 stub-root` holds one")
     }
@@ -332,12 +329,10 @@ import TestSupport
             launches.append(try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, slide: slide, run: false)))
         }
         // dyld3's digest, from its closure, at another slide: the same.
-        var report = LaunchReport(mode: "dyld3")
-        var clock = PhaseClock()
         let fast = try FastPath.launch(closure, closurePath: "(built in memory)", request: LaunchOptions(
-            roots: roots, arch: graph.arch, root: root, slide: 0x1234_5000_0000, run: false), report: &report, clock: &clock)
+            roots: roots, arch: graph.arch, root: root, slide: 0x1234_5000_0000, run: false))
         fast.memory.release()
-        #expect(report.digest != nil && report.digest == launches[0].report.digest)
+        #expect(fast.report.digest != nil && fast.report.digest == launches[0].report.digest)
         // The module's first three zero words of __DATA that no fixup writes.
         let module = try #require(launches[0].report.images.firstIndex(of: Self.foundationModule))
         let plan = launches[0].memory.images[module].plan

@@ -60,11 +60,9 @@ import LaunchPlan
         // And its thread-local descriptors and host services table (keys below).
         try ThreadLocals.apply(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, memory: eager)
         let request = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: slide, run: false, fixups: .pageIn)
-        var report = LaunchReport(mode: "dyld3")
-        var clock = PhaseClock()
-        let launch = try FastPath.launch(closure, closurePath: "agreement", request: request, report: &report, clock: &clock)
+        let launch = try FastPath.launch(closure, closurePath: "agreement", request: request)
         defer { launch.memory.release() }
-        PageInTests.expectPageInOrFallback(launch.report.fixupsMode, launch.report.fixupsFallbackReason, "\(app)")
+        PageInTests.expectPageInOrFallback(launch.report.fixupsMode, launch.report.pageInFallback?.description, "\(app)")
         // A thread-local descriptor's thunk is written over after its fixup; its key is the
         // launch's own (three launches are live here, each with keys of its own).
         let descriptors = closure.threadLocals.setups.flatMap { setup in setup.descriptors.map { (setup.image, $0) } }

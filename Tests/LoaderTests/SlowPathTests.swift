@@ -26,7 +26,7 @@ import LaunchPlan
                 #expect(launch.report.result == expected, "\(app)")
             } else {
                 #expect(!launch.report.ran)
-                #expect(launch.report.notRunReason?.contains("cannot run") == true)
+                #expect(launch.report.notRun?.description.contains("cannot run") == true)
             }
             if let initOrder {
                 // Initializer order is computed for every arch; images without initializers are absent.

@@ -17,9 +17,7 @@ public func fuzzClosureLaunch(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int
     let binding = closure.binding
     let request = LaunchOptions(roots: binding.host.isEmpty ? [binding.app] : [binding.host, binding.app],
                                 arch: binding.arch, root: binding.root.isEmpty ? nil : binding.root, run: false)
-    var report = LaunchReport(mode: "dyld3")
-    var clock = PhaseClock()
-    if let launch = try? FastPath.launch(closure, closurePath: "fuzz", request: request, report: &report, clock: &clock) {
+    if let launch = try? FastPath.launch(closure, closurePath: "fuzz", request: request) {
         launch.memory.release()
     }
     return 0
