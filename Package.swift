@@ -99,8 +99,7 @@ let package = Package(
                 "MachOReader", "MachOInspect", "LaunchPlan", "LoaderCore", "Dyld2", "ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld3",
                 "LaunchComparison", "StubRoot", "LaunchBench", "AppArchive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Sources/dyld3"
+            ]
         ),
         // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
         .target(name: "TestSupport", dependencies: [
