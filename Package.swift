@@ -15,7 +15,7 @@ let package = Package(
         .library(name: "MachOInspect", targets: ["MachOInspect"]),
         .library(name: "LaunchPlan", targets: ["LaunchPlan"]),
         .library(name: "ClosureFormat", targets: ["ClosureFormat"]),
-        .library(name: "LaunchClosure", targets: ["LaunchClosure"]),
+        .library(name: "ClosureCache", targets: ["ClosureCache"]),
         .library(name: "ClosureBuild", targets: ["ClosureBuild"]),
         .library(name: "LoaderCore", targets: ["LoaderCore"]),
         .library(name: "Dyld3", targets: ["Dyld3"]),
@@ -54,17 +54,17 @@ let package = Package(
         ]),
         // Closures on disk: files read and written, ownership, keys, the cache, image
         // identity, verification, the dump. Resolves nothing.
-        .target(name: "LaunchClosure", dependencies: [
+        .target(name: "ClosureCache", dependencies: [
             "ClosureFormat", "LaunchPlan", "LoaderCore", "MachOReader", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Install time: the slow path's resolution written down as a closure.
-        .target(name: "ClosureBuild", dependencies: ["Dyld2", "ClosureFormat", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader"]),
+        .target(name: "ClosureBuild", dependencies: ["Dyld2", "ClosureFormat", "ClosureCache", "LaunchPlan", "LoaderCore", "MachOReader"]),
         // The dyld3 fast path: read a closure (on two cores when it is large), check it and
         // apply it, eagerly or page by page. Cannot see the slow path.
-        .target(name: "Dyld3", dependencies: ["ClosureFormat", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader"]),
+        .target(name: "Dyld3", dependencies: ["ClosureFormat", "ClosureCache", "LaunchPlan", "LoaderCore", "MachOReader"]),
         // `dyld3 compare`: both paths at one slide, memory and fixups side by side.
-        .target(name: "LaunchComparison", dependencies: ["ClosureFormat", "Dyld2", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader"]),
+        .target(name: "LaunchComparison", dependencies: ["ClosureFormat", "Dyld2", "Dyld3", "ClosureCache", "LaunchPlan", "LoaderCore", "MachOReader"]),
         // The one way the project starts other programs (tools, the glibc harness, `dyld3` in
         // tests): swift-subprocess behind a small async API.
         .target(
@@ -75,7 +75,7 @@ let package = Package(
             ]
         ),
         // `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader, with charts.
-        .target(name: "LaunchBench", dependencies: ["ClosureBuild", "ClosureFormat", "Dyld2", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader", "ProcessRunner"]),
+        .target(name: "LaunchBench", dependencies: ["ClosureBuild", "ClosureFormat", "Dyld2", "Dyld3", "ClosureCache", "LaunchPlan", "LoaderCore", "MachOReader", "ProcessRunner"]),
         // Stub system roots: stub dylibs and a stub host for real Apple-built binaries.
         .target(name: "StubRoot", dependencies: ["MachOReader", "LaunchPlan", "LoaderCore", "ProcessRunner"]),
         // System libraries, found through pkg-config.
@@ -96,29 +96,29 @@ let package = Package(
         .executableTarget(
             name: "Dyld3Tool",
             dependencies: [
-                "MachOReader", "MachOInspect", "LaunchPlan", "LoaderCore", "Dyld2", "ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld3",
+                "MachOReader", "MachOInspect", "LaunchPlan", "LoaderCore", "Dyld2", "ClosureFormat", "ClosureCache", "ClosureBuild", "Dyld3",
                 "LaunchComparison", "StubRoot", "LaunchBench", "AppArchive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
         .target(name: "TestSupport", dependencies: [
-            "MachOReader", "MachOInspect", "ClosureFormat", "LaunchClosure", "ClosureBuild", "LoaderCore", "ProcessRunner",
+            "MachOReader", "MachOInspect", "ClosureFormat", "ClosureCache", "ClosureBuild", "LoaderCore", "ProcessRunner",
             .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "LoaderTests", dependencies: [
-            "Dyld2", "Dyld3", "ClosureBuild", "ClosureFormat", "LaunchComparison", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader",
+            "Dyld2", "Dyld3", "ClosureBuild", "ClosureFormat", "LaunchComparison", "ClosureCache", "LaunchPlan", "LoaderCore", "MachOReader",
             "ProcessRunner", "StubRoot",
             "TestSupport",
         ]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash", "TestSupport"]),
         .testTarget(name: "AppArchiveTests", dependencies: ["AppArchive", "ProcessRunner", "StubRoot", "TestSupport"]),
-        .testTarget(name: "BenchTests", dependencies: ["LaunchBench", "ProcessRunner", "ClosureBuild", "ClosureFormat", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "TestSupport"]),
-        .testTarget(name: "ClosureTests", dependencies: ["ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "TestSupport"]),
+        .testTarget(name: "BenchTests", dependencies: ["LaunchBench", "ProcessRunner", "ClosureBuild", "ClosureFormat", "Dyld3", "ClosureCache", "LaunchPlan", "LoaderCore", "TestSupport"]),
+        .testTarget(name: "ClosureTests", dependencies: ["ClosureFormat", "ClosureCache", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "TestSupport"]),
         // Tampered and forged closures, concurrent installs, stale images, cache hygiene.
-        .testTarget(name: "HostileTests", dependencies: ["ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "ProcessRunner", "TestSupport"]),
+        .testTarget(name: "HostileTests", dependencies: ["ClosureFormat", "ClosureCache", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "ProcessRunner", "TestSupport"]),
     ]
 )
 

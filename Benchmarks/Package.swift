@@ -21,7 +21,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MachOReader", package: rootPackage),
                 .product(name: "ClosureFormat", package: rootPackage),
-                .product(name: "LaunchClosure", package: rootPackage),
+                .product(name: "ClosureCache", package: rootPackage),
                 .product(name: "ClosureBuild", package: rootPackage),
                 .product(name: "Dyld3", package: rootPackage),
                 .product(name: "LaunchPlan", package: rootPackage),

@@ -3,7 +3,7 @@ import ClosureBuild
 import ClosureFormat
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 
 /// The closure's hot spots: decoding a closure file, and the fast path's fixup loop.

@@ -1,5 +1,5 @@
 import Dyld2
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import LaunchPlan
 import MachOReader

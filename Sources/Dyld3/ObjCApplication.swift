@@ -1,7 +1,7 @@
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
-import LaunchClosure
+import ClosureCache
 
 extension LaunchClosure {
     /// Writes image `index`'s Objective-C words (``ClosureObjC``) straight from their bind

@@ -2,7 +2,7 @@ import LoaderCore
 import LaunchPlan
 import MachOReader
 import ClosureFormat
-import LaunchClosure
+import ClosureCache
 
 /// A closure's fixups, page by page, for page-in linking's handler: each image's page index
 /// decoded once at launch into a sorted array, so a fault finds its page by binary search

@@ -1,7 +1,7 @@
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
-import LaunchClosure
+import ClosureCache
 
 /// The fast path's apply loop over the raw bytes of a run stream: the same decoding as
 /// ``FixupRunWalk`` and the same checks as the checked loop

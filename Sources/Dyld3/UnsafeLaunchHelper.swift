@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Synchronization
 import ClosureFormat
-import LaunchClosure
+import ClosureCache
 import LaunchPlan
 import LoaderCore
 

@@ -2,7 +2,7 @@ import AppArchive
 import ArgumentParser
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import ClosureFormat
 import LaunchPlan

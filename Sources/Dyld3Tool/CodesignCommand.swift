@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import MachOInspect
 import MachOReader

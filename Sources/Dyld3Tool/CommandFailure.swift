@@ -2,7 +2,7 @@ import AppArchive
 import ArgumentParser
 import ClosureFormat
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LaunchPlan
 import LoaderCore
 import MachOInspect

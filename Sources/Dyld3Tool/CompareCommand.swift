@@ -4,7 +4,7 @@ import ArgumentParser
 import Dyld2
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import MachOInspect
 import ClosureFormat

@@ -1,7 +1,7 @@
 import ClosureBuild
 import ArgumentParser
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import MachOInspect
 import ClosureFormat

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LaunchClosure
+import ClosureCache
 import ClosureFormat
 import MachOInspect
 

@@ -2,7 +2,7 @@ import ClosureBuild
 import ArgumentParser
 import Dyld2
 import Dyld3
-import LaunchClosure
+import ClosureCache
 import Foundation
 import LoaderCore
 import MachOInspect

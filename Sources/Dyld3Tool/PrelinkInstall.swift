@@ -1,7 +1,7 @@
 import ClosureBuild
 import ClosureFormat
 import Foundation
-import LaunchClosure
+import ClosureCache
 import MachOInspect
 
 /// `install --prelink`: the prelinked set written beside a closure, and what to print about it.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LaunchPlan
 import LoaderCore
 import MachOInspect

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import MachOInspect
 import ClosureFormat

@@ -1,6 +1,6 @@
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import ClosureFormat
 

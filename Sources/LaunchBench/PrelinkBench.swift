@@ -2,7 +2,7 @@ import ClosureBuild
 import ClosureFormat
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LaunchPlan
 import LoaderCore
 

@@ -1,6 +1,6 @@
 import Dyld2
 import Dyld3
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import MachOReader
 import LaunchPlan

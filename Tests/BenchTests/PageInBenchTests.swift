@@ -1,7 +1,7 @@
 import ClosureBuild
 import Foundation
 @testable import LaunchBench
-import LaunchClosure
+import ClosureCache
 import Dyld3
 import LoaderCore
 import Testing

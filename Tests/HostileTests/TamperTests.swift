@@ -1,7 +1,7 @@
 import MachOReader
 @testable import Dyld3
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import TestSupport
 import Testing

@@ -1,7 +1,7 @@
 import ClosureBuild
 @testable import Dyld3
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import MachOReader
 import Testing

@@ -5,7 +5,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import LaunchClosure
+import ClosureCache
 import LaunchComparison
 import LaunchPlan
 import LoaderCore
