@@ -26,6 +26,7 @@ let package = Package(
                 .product(name: "Dyld3", package: rootPackage),
                 .product(name: "LaunchPlan", package: rootPackage),
                 .product(name: "LoaderCore", package: rootPackage),
+                .product(name: "LaunchMemory", package: rootPackage),
                 .product(name: "Dyld2", package: rootPackage),
             ],
             path: "InspectBenchmarks",

@@ -5,6 +5,7 @@ import Dyld3
 import Foundation
 import ClosureCache
 import LoaderCore
+import LaunchMemory
 
 /// The closure's hot spots: decoding a closure file, and the fast path's fixup loop.
 /// Uses the generated 100-framework app (`make demo` or `make test` builds it).

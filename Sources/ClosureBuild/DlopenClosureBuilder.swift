@@ -4,6 +4,7 @@ import LoaderCore
 import LaunchPlan
 import MachOReader
 import ClosureFormat
+import RuntimeServices
 
 /// Builds dlopen closures (``ClosureDlopen``): the analysis a `dlopen` of one path makes
 /// after a launch, written down. At install time (`dyld3 install APP --dlopen PATH`) the

@@ -2,6 +2,7 @@ import Foundation
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
+import LoaderSystem
 
 /// The closure cache: one file per app and architecture, named by a hash of the app's
 /// real path, in `cache/` at the project root unless `--cache` or `DYLD3_CACHE` says otherwise.

@@ -3,6 +3,7 @@ import ClosureFormat
 import LoaderCore
 import MachOReader
 import LaunchPlan
+import LoaderSystem
 
 extension ClosureFile {
     /// The largest closure file read: a closure for thousands of images is a few MiB. A

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import LoaderCore
 import LaunchPlan
+import LoaderSystem
 
 extension ClosureSigningKey {
     /// Reads a signing key file (`dyld3-closure-signing-key-v1 <base64 of the 32-byte seed>`, mode 0600).

@@ -1,5 +1,6 @@
 import LoaderCore
 import ClosureFormat
+import LoaderSystem
 
 /// Who may have written a closure, the way OpenSSH's StrictModes decides whether to trust
 /// `authorized_keys`: a closure is used only if the file and its cache directory are owned

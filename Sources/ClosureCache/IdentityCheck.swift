@@ -3,6 +3,7 @@ import LoaderCore
 import ClosureFormat
 import LaunchPlan
 import MachOReader
+import LoaderSystem
 
 extension ImageIdentity {
     /// The identity of the file at `path` as it is now. `contentOnly` leaves out inode,

@@ -2,6 +2,7 @@ import LoaderCore
 import MachOReader
 import LaunchPlan
 import ClosureFormat
+import LoaderSystem
 
 /// The image decides protections: a closure's mapping plan for an image must be exactly the
 /// plan the image's own header and load commands give (the same derivation the slow path

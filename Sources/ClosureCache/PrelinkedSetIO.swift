@@ -2,6 +2,7 @@ import ClosureFormat
 import LoaderCore
 import LaunchPlan
 import MachOReader
+import LoaderSystem
 
 extension ClosureCache {
     /// The file extension of a prelinked set, written beside its app's closure.

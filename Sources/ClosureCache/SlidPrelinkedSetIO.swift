@@ -2,6 +2,7 @@ import ClosureFormat
 import LoaderCore
 import LaunchPlan
 import MachOReader
+import LaunchMemory
 
 extension ClosureCache {
     /// The file extension of a set slid for this boot, written beside its set.

@@ -6,6 +6,7 @@ import MachOReader
 import SystemPackage
 import LaunchPlan
 import ClosureFormat
+import LoaderSystem
 
 /// The closure code's system calls: opening a file once without following symlinks, the
 /// effective user, and writing a file atomically (temp file in the

@@ -2,6 +2,7 @@ import LoaderCore
 import LaunchPlan
 import ClosureFormat
 import ClosureCache
+import LaunchMemory
 
 extension LaunchClosure {
     /// The value each bind target stands for in this launch's memory, computed once per

@@ -2,6 +2,7 @@ import LoaderCore
 import LaunchPlan
 import ClosureFormat
 import ClosureCache
+import LaunchMemory
 
 extension LaunchClosure {
     /// Writes image `index`'s Objective-C words (``ClosureObjC``) straight from their bind

@@ -3,6 +3,7 @@ import LaunchPlan
 import MachOReader
 import ClosureFormat
 import ClosureCache
+import Pager
 
 /// A closure's fixups, page by page, for page-in linking's handler: each image's page index
 /// decoded once at launch into a sorted array, so a fault finds its page by binary search

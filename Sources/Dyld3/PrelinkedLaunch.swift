@@ -2,6 +2,10 @@ import ClosureCache
 import LoaderCore
 import ClosureFormat
 import LaunchPlan
+import LoaderSystem
+import Pager
+import LaunchMemory
+import RuntimeServices
 
 /// The launch of a prelinked set (docs/prelinked.md): the set file opened and checked like
 /// a closure (ownership, checksum, binding to the request; with `--trust`, its signature and

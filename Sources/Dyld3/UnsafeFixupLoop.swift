@@ -2,6 +2,7 @@ import LoaderCore
 import LaunchPlan
 import ClosureFormat
 import ClosureCache
+import LaunchMemory
 
 /// The fast path's apply loop over the raw bytes of a run stream: the same decoding as
 /// ``FixupRunWalk`` and the same checks as the checked loop

@@ -6,6 +6,7 @@ import ClosureFormat
 import ClosureCache
 import LaunchPlan
 import LoaderCore
+import LoaderSystem
 
 /// A second thread for one launch: it takes one piece of work at a time while the launch's
 /// own thread does another, joined before either result is used. The fast path gives it

@@ -1,6 +1,7 @@
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
+import Pager
 
 /// Page-in's apply loop for one page over the raw bytes of its runs, from the page index's
 /// restart points: the decoding of ``FixupRunWalk`` (from a restart) and the checks of the

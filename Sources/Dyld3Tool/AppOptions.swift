@@ -6,6 +6,7 @@ import ClosureCache
 import LoaderCore
 import ClosureFormat
 import LaunchPlan
+import LoaderSystem
 
 /// The options every command that loads an app shares: where absolute install names are
 /// found, which slice, which host a bundle or dylib goes into, and which closure cache.

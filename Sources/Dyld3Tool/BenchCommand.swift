@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LaunchBench
 import LoaderCore
+import Pager
 
 /// `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader on generated apps.
 struct BenchCommand: AsyncParsableCommand {

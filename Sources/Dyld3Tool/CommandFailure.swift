@@ -6,6 +6,7 @@ import ClosureCache
 import LaunchPlan
 import LoaderCore
 import MachOInspect
+import LoaderSystem
 
 /// A user error as every command reports it: one line on stderr, `dyld3: WHAT: WHY`, with
 /// the fix after it when there is one (`dyld3: WHAT: WHY; FIX`), and exit status 1. Under

@@ -9,6 +9,8 @@ import LoaderCore
 import MachOInspect
 import ClosureFormat
 import LaunchPlan
+import LoaderSystem
+import Pager
 
 /// `dyld3 compare APP`: launches through both paths at the same slide and proves they agree.
 struct CompareCommand: ParsableCommand {

@@ -6,6 +6,7 @@ import LoaderCore
 import MachOInspect
 import ClosureFormat
 import LaunchPlan
+import LoaderSystem
 
 /// `dyld3 install APP…`: builds launch closures out of process, one per app and arch.
 struct InstallCommand: ParsableCommand {

@@ -9,6 +9,8 @@ import MachOInspect
 import MachOReader
 import ClosureFormat
 import LaunchPlan
+import LoaderSystem
+import Pager
 
 /// `dyld3 launch APP`: load, fix up and run a Mach-O app inside this process.
 struct LaunchCommand: ParsableCommand {

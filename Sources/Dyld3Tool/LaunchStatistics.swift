@@ -1,6 +1,7 @@
 import Foundation
 import LoaderCore
 import MachOInspect
+import RuntimeServices
 
 /// `dyld3 launch --stats`: where the time before `main` went, in the spirit of dyld's
 /// `DYLD_PRINT_STATISTICS`: the pre-main total, each phase with its share of it, the

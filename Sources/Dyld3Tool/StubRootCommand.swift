@@ -5,6 +5,7 @@ import LaunchPlan
 import LoaderCore
 import MachOInspect
 import StubRoot
+import LoaderSystem
 
 /// `dyld3 stub-root BINARY… --out DIR`: stub system libraries and a stub host, so that the
 /// binaries' dependency graphs load from DIR without macOS.

@@ -5,6 +5,7 @@ import ClosureCache
 import LoaderCore
 import MachOInspect
 import ClosureFormat
+import LoaderSystem
 
 /// `dyld3 verify`: checks every file of the closure cache, the check CI runs.
 struct VerifyCommand: ParsableCommand {

@@ -3,6 +3,7 @@ import Foundation
 import ClosureCache
 import LoaderCore
 import ClosureFormat
+import LaunchMemory
 
 /// Page-in linking measured beside eager dyld3 (`dyld3 bench --fixups page-in`, docs/page-in.md).
 package struct PageInResult: Codable, Sendable {

@@ -6,6 +6,7 @@ import ClosureCache
 import LoaderCore
 import MachOReader
 import ClosureFormat
+import LaunchMemory
 
 /// The measurements of one app size: setup (apps, closure, page list, harness) outside
 /// any timed region, then the launch paths round-robin: warm, cold (`--cold`), then fresh.

@@ -1,4 +1,6 @@
 import LaunchPlan
+import Pager
+import LaunchMemory
 
 /// What to launch and how: the request both launch paths (and `compare`) take.
 public struct LaunchOptions: Sendable {

@@ -7,6 +7,7 @@ import LoaderCore
 import Testing
 import TestSupport
 import ClosureFormat
+import LaunchMemory
 
 /// The page-in bench's private-page counts (docs/page-in.md "Private pages"): counts only,
 /// never timings. The oracle is the eager launch of the same closure, read from

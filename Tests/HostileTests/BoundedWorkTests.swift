@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 import LaunchPlan
 @testable import ClosureFormat
+import LoaderSystem
 
 /// Work bounded by the input: a closure cannot make `verify`, `closure dump` or a launch do
 /// work, or hold memory, in proportion to what it claims rather than to the images it

@@ -4,6 +4,7 @@ import LoaderCore
 import TestSupport
 import Testing
 @testable import ClosureFormat
+import LoaderSystem
 
 /// StrictModes for closures: a closure another user could have written is not used. The
 /// victim runs as `nobody` (through `setpriv`), the other user is `daemon`; the test itself

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 import LaunchPlan
 @testable import ClosureFormat
+import LoaderSystem
 
 /// Signed caches for distribution: `key generate`, `install --sign`, `--trust`. A signed
 /// content-only cache copied to another directory tree verifies and launches there; one

@@ -7,6 +7,8 @@ import TestSupport
 import Testing
 import LaunchPlan
 @testable import ClosureFormat
+import Pager
+import LaunchMemory
 
 /// Damaged and forged closures of a multi-image app: every damage is detected by the
 /// checksum or the structure checks, every forgery with a valid checksum is refused before

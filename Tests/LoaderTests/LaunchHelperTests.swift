@@ -7,6 +7,7 @@ import MachOReader
 import Testing
 import TestSupport
 @testable import ClosureFormat
+import LaunchMemory
 
 /// The launch's second thread (``LaunchHelper``) and the decoding it shares: two zstd
 /// frames for a large body, image records and bind targets read on two cores, fixups written

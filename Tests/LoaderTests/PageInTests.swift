@@ -10,6 +10,8 @@ import LoaderCore
 import LaunchPlan
 import Testing
 import ClosureFormat
+import Pager
+import LaunchMemory
 
 /// Page-in linking (docs/page-in.md): memory filled page by page on first touch must be
 /// exactly what dyld2 writes, whoever touches it first (a second thread, the kernel inside a

@@ -1,5 +1,6 @@
 import MachOReader
 import LaunchPlan
+import LoaderSystem
 
 /// A signed image's page hashes as page-in checks them (docs/code-signing.md, "At launch"):
 /// its best CodeDirectory, read back through the descriptor the image is mapped from when

@@ -8,13 +8,13 @@ import LaunchPlan
 /// changing protections, and reading and writing words inside them. Everything here is
 /// called with addresses the caller has already bounds-checked against a mapping it owns.
 @usableFromInline
-enum UnsafeMemory {
+package enum UnsafeMemory {
     /// The host's page size.
-    static let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+    package static let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
 
     /// Reserves `size` bytes of inaccessible address space, at `hint` if it is non-zero and
     /// free (MAP_FIXED_NOREPLACE), anywhere otherwise. Returns the address, or why `mmap` failed.
-    static func reserve(size: UInt64, at hint: UInt64) -> Result<UInt64, SystemCallFailure> {
+    package static func reserve(size: UInt64, at hint: UInt64) -> Result<UInt64, SystemCallFailure> {
         let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hint != 0 ? MAP_FIXED_NOREPLACE : 0)
         return unsafe UnsafeSystemCall.mapping {
             unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(hint)), Int(size), PROT_NONE, flags, -1, 0)
@@ -26,7 +26,7 @@ enum UnsafeMemory {
     /// Maps `size` bytes of `fd` at file offset `offset` over `address` (inside a reservation),
     /// copy-on-write: read-write so fixups can be applied, or `finalProtection` directly for a
     /// segment nothing will write.
-    static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64,
+    package static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64,
                        finalProtection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
         let protection = finalProtection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
             ?? (PROT_READ | PROT_WRITE)
@@ -38,7 +38,7 @@ enum UnsafeMemory {
     /// Maps `size` bytes of `fd` at file offset `offset` read-only and copy-on-write at
     /// exactly `address`, only if that range is free (MAP_FIXED_NOREPLACE): false when it is
     /// not (or the kernel placed it elsewhere, which is undone).
-    static func mapFileIfFree(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64) -> Result<Bool, SystemCallFailure> {
+    package static func mapFileIfFree(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64) -> Result<Bool, SystemCallFailure> {
         let mapped = unsafe UnsafeSystemCall.mapping {
             unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, off_t(offset))
         }.map { UInt64(UInt(bitPattern: $0)) }
@@ -55,7 +55,7 @@ enum UnsafeMemory {
     }
 
     /// Maps `size` bytes of zeros over `address` (inside a reservation), read-write or with `protection`.
-    static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
+    package static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
         let flags = protection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
             ?? (PROT_READ | PROT_WRITE)
         _ = unsafe try UnsafeSystemCall.mapping {
@@ -64,7 +64,7 @@ enum UnsafeMemory {
     }
 
     /// Sets the protection of a page-aligned range.
-    static func protect(address: UInt64, size: UInt64, read: Bool, write: Bool, execute: Bool) throws(SystemCallFailure) {
+    package static func protect(address: UInt64, size: UInt64, read: Bool, write: Bool, execute: Bool) throws(SystemCallFailure) {
         let protection = (read ? PROT_READ : 0) | (write ? PROT_WRITE : 0) | (execute ? PROT_EXEC : 0)
         _ = try UnsafeSystemCall.once({
             unsafe mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection)
@@ -72,28 +72,28 @@ enum UnsafeMemory {
     }
 
     /// Returns a range to the system.
-    static func unmap(address: UInt64, size: UInt64) {
+    package static func unmap(address: UInt64, size: UInt64) {
         _ = unsafe munmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size))
     }
 
     /// Zeroes `size` bytes at `address` (the tail of a segment's last file page).
-    static func zero(address: UInt64, size: UInt64) {
+    package static func zero(address: UInt64, size: UInt64) {
         guard size > 0, let pointer = unsafe UnsafeMutableRawPointer(bitPattern: UInt(address)) else { return }
         unsafe pointer.initializeMemory(as: UInt8.self, repeating: 0, count: Int(size))
     }
 
     @inline(__always)
-    static func load64(_ address: UInt64) -> UInt64 {
+    package static func load64(_ address: UInt64) -> UInt64 {
         unsafe UnsafeRawPointer(bitPattern: UInt(address))!.loadUnaligned(as: UInt64.self)
     }
 
     @inlinable
-    static func store64(_ value: UInt64, at address: UInt64) {
+    package static func store64(_ value: UInt64, at address: UInt64) {
         unsafe UnsafeMutableRawPointer(bitPattern: UInt(address))!.storeBytes(of: value, as: UInt64.self)
     }
 
     /// A copy of `size` bytes at `address`.
-    static func copy(address: UInt64, size: UInt64) -> [UInt8] {
+    package static func copy(address: UInt64, size: UInt64) -> [UInt8] {
         guard size > 0 else { return [] }
         return unsafe Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: Int(size)))
     }
@@ -102,7 +102,7 @@ enum UnsafeMemory {
 extension UnsafeMemory {
     /// Whether the `count` mapped bytes at `address` hash to code slot `slot` of `directory`
     /// (hashed where they lie, not copied).
-    static func verifyPage(address: UInt64, count: Int, against directory: CS_CodeDirectory, slot: Int) -> Bool {
+    package static func verifyPage(address: UInt64, count: Int, against directory: CS_CodeDirectory, slot: Int) -> Bool {
         unsafe directory.verifyPage(unsafeBytes: UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: count), slot: slot)
     }
 }

@@ -1,5 +1,6 @@
 import MachOReader
 import LaunchPlan
+import LaunchMemory
 
 /// `dlopen`, `dlsym`, `dlclose` and `dladdr` for code a launch runs (docs/dyld-rules.md,
 /// rule 24). The project's libSystem exports them as calls through its host services table

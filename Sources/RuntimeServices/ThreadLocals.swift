@@ -1,6 +1,7 @@
 import CThreadLocal
 import LaunchPlan
 import MachOReader
+import LaunchMemory
 
 /// The thread-local-variable step both launch paths end their fixups with, and the host
 /// services table (docs/dyld-rules.md, rule 23). dyld (libdyld's
@@ -75,7 +76,7 @@ public enum ThreadLocals {
         if let hostServices {
             let words = UnsafeThreadLocal.hostServicesWords()
             try memory.checkWritable(image: hostServices.image, vmOffset: hostServices.vmOffset, count: HostServicesSlot.size)
-            precondition(UInt64(words.count) * 8 == HostServicesSlot.size, "threadlocal.h and HostServicesSlot agree")
+            precondition(UInt64(words.count) * 8 == HostServicesSlot.size, "hostservices.h and HostServicesSlot agree")
             for (position, word) in words.enumerated() {
                 try memory.store(word, image: hostServices.image, vmOffset: hostServices.vmOffset + UInt64(position) * 8)
             }

@@ -1,4 +1,6 @@
 import LaunchPlan
+import LoaderSystem
+import Pager
 
 /// The memory of one launch: every image mapped into one reserved region, at one slide
 /// per image. Releasing it (``release()`` or deinit) unmaps everything, so one process can
@@ -293,51 +295,26 @@ public final class LaunchMemory {
     public func release() {
         guard !released else { return }
         released = true
-        // The table's address is in this memory: its registration ends before another
-        // launch can map there and register the same address.
-        if let (loader, table) = dynamicLoader {
-            if let table { DynamicLoaderRegistry.unregister(table: table, loader: loader) }
-            loader.releaseLoaded()
-            dynamicLoader = nil
-        }
+        // The runtime services end first: the host services table's address is in this
+        // memory, so its registration ends before another launch can map there and register
+        // the same address.
+        runtime?.release()
+        runtime = nil
         UnsafeMemory.unmap(address: regionBase, size: regionSize)
         pager?.close()
-        for key in threadLocalKeys { UnsafeThreadLocal.releaseKey(key) }
-        threadLocalKeys = []
     }
 
-    /// The loader of this launch's `dlopen`s, and its libSystem's host services table
-    /// (``attach(_:table:)``).
-    public private(set) var dynamicLoader: (loader: DynamicLoader, table: UInt64?)?
-
-    /// Makes `loader` the one that opens images into this launch (for `compare --dlopen`),
-    /// and, with `table`, the one answering the `dlopen` calls of the libSystem whose host
-    /// services table is there, until this memory is released, which also releases what it
-    /// loaded.
-    public func attach(_ loader: DynamicLoader, table: UInt64?) {
-        if let (previous, table) = dynamicLoader, let table { DynamicLoaderRegistry.unregister(table: table, loader: previous) }
-        dynamicLoader = (loader, table)
-        if let table { DynamicLoaderRegistry.register(loader, table: table) }
-    }
-
-    /// The thread-local keys of this launch's images (``ThreadLocals``), released with it.
-    private var threadLocalKeys: [Int64] = []
-    /// Each image's thread-local key, by image index. Keys are the process's (the lowest
-    /// free one is taken), so two launches of one app get different numbers while another
-    /// launch in the process holds some: `compare` matches them by image.
-    package private(set) var threadLocalKeyOfImage: [Int: Int64] = [:]
-
-    /// A thread-local key for image `image`'s template in this launch's memory, kept until ``release()``; -1 when none is free.
-    func makeThreadLocalKey(image: Int, template address: UInt64, initialSize: UInt64, totalSize: UInt64) -> Int64 {
-        let key = UnsafeThreadLocal.createKey(template: address, initialSize: initialSize, totalSize: totalSize)
-        if key >= 0 {
-            threadLocalKeys.append(key)
-            threadLocalKeyOfImage[image] = key
-        }
-        return key
-    }
+    /// What the runtime services keep for this launch (its `dlopen` loader, its images'
+    /// thread-local keys: the RuntimeServices module), released first by ``release()``.
+    package var runtime: (any LaunchRuntime)?
 
     deinit { release() }
+}
+
+/// What a module above the memory keeps for one launch, held by its ``LaunchMemory`` and
+/// given back when the memory is released, before anything is unmapped.
+package protocol LaunchRuntime: AnyObject {
+    func release()
 }
 
 extension LaunchMemory {

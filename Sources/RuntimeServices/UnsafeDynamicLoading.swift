@@ -1,11 +1,11 @@
-import CThreadLocal
+import CHostServices
 import Foundation
 import Glibc
 import LaunchPlan
 import Synchronization
 
 /// The loaders of the launches whose code may call `dlopen` and its family, by the address
-/// of their libSystem's host services table, and the C entry points `CThreadLocal` calls
+/// of their libSystem's host services table, and the C entry points `CHostServices` calls
 /// (its `dyld3_dl_handlers`). A call finds its launch's loader under the registry's lock,
 /// then calls it under that launch's own recursive lock (an initializer `dlopen` runs may
 /// call `dlopen` again). `dladdr`'s names live until the launch is unregistered (at most one
@@ -146,7 +146,7 @@ public enum DynamicLoaderRegistry {
         unsafe entry(table)?.takeError()
     }
 
-    /// Sets `CThreadLocal`'s handlers, once per process.
+    /// Sets `CHostServices`' handlers, once per process.
     private static let installHandlers: Void = {
         let handlers = unsafe dyld3_dl_handlers(
             open: { unsafe DynamicLoaderRegistry.open($0, $1, $2) },

@@ -1,5 +1,6 @@
 import MachOReader
 import LaunchPlan
+import LoaderSystem
 
 /// `--verify-pages`: every mapped page of each signed image checked against its code slot
 /// after the mapping and before any fixup, by hashing the mapped memory (what the launch

@@ -1,4 +1,6 @@
 import LaunchPlan
+import LoaderSystem
+import Pager
 
 extension LaunchMemory {
     /// The memory of a prelinked set: one range reserved (where `firstSlide` puts image 0,

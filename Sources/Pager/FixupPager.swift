@@ -5,6 +5,7 @@ import Synchronization
 import SystemPackage
 import LaunchPlan
 import MachOReader
+import LoaderSystem
 
 /// Applies one page's fixups to that page's bytes (the closure's page index, in the fast
 /// path). Called on the thread that touched the page, inside its SIGBUS handler, once per
@@ -177,7 +178,7 @@ public final class FixupPager: @unchecked Sendable {
     /// Registers the launch's whole reservation (anonymous, inaccessible) at once: a range
     /// of it made accessible with `mprotect` stays registered, one mapped over does not.
     /// Before ``start(source:)`` only.
-    func registerRegion(start: UInt64, size: UInt64) throws(LoadError) {
+    package func registerRegion(start: UInt64, size: UInt64) throws(LoadError) {
         if let reason = UnsafeUserfault.register(fd, start: start, length: size) {
             throw .mapping(image: "page-in", reason: "\(reason)")
         }
@@ -187,7 +188,7 @@ public final class FixupPager: @unchecked Sendable {
     /// to pages), at `vmOffset` from its image's base, whose file bytes are `fileSize` bytes
     /// at `fileOffset` of `descriptor` (kept open until ``close()``). `inRegion`: the range is part of the reservation ``registerRegion(start:size:)``
     /// registered (only recorded here). Before ``start(source:)`` only.
-    func register(start: UInt64, size: UInt64, image: Int, path: String, imageBase: UInt64, vmOffset: UInt64,
+    package func register(start: UInt64, size: UInt64, image: Int, path: String, imageBase: UInt64, vmOffset: UInt64,
                   fileOffset: UInt64, fileSize: UInt64, descriptor: ImageDescriptor, sliceOffset: UInt64 = 0,
                   inRegion: Bool = false) throws(LoadError) -> Void {
         if imageDescriptors[image] == nil {

@@ -55,7 +55,7 @@ public struct FileStatus: Equatable, Sendable {
 /// meanwhile. Closed when released.
 public final class ImageDescriptor: Sendable {
     public let path: String
-    let fd: Int32
+    package let fd: Int32
     /// `fstat` of the open file.
     public let status: FileStatus
 

@@ -6,6 +6,7 @@ import CUserfault
 import LaunchPlan
 import MachOReader
 import Synchronization
+import LoaderSystem
 
 /// Page-in linking's contact with the kernel: the userfaultfd and its ioctls (the
 /// `CUserfault` shim), the process-wide SIGBUS handler and its registry of live regions

@@ -1,4 +1,5 @@
 import LaunchPlan
+import LoaderSystem
 
 /// Stores fixups into one mapped image, each checked to lie in one of the image's writable
 /// segments: the check ``LaunchMemory/store(_:image:vmOffset:)`` makes, against ranges
