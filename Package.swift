@@ -15,8 +15,12 @@ let package = Package(
         .library(name: "MachOInspect", targets: ["MachOInspect"]),
         .library(name: "LaunchPlan", targets: ["LaunchPlan"]),
         .library(name: "ClosureFormat", targets: ["ClosureFormat"]),
-        .library(name: "LaunchClosure", targets: ["LaunchClosure"]),
+        .library(name: "ClosureCache", targets: ["ClosureCache"]),
         .library(name: "ClosureBuild", targets: ["ClosureBuild"]),
+        .library(name: "LoaderSystem", targets: ["LoaderSystem"]),
+        .library(name: "Pager", targets: ["Pager"]),
+        .library(name: "LaunchMemory", targets: ["LaunchMemory"]),
+        .library(name: "RuntimeServices", targets: ["RuntimeServices"]),
         .library(name: "LoaderCore", targets: ["LoaderCore"]),
         .library(name: "Dyld3", targets: ["Dyld3"]),
         .library(name: "Dyld2", targets: ["Dyld2"]),
@@ -40,13 +44,31 @@ let package = Package(
         .target(name: "LaunchPlan", dependencies: [
             "MachOReader", "CXXHash", .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        // What both launch paths share: files, path resolution, the dependency graph,
-        // mapping, initializer order and discovery, the launch request and its last step.
+        // The loader's contact with the kernel: the open descriptors of the images it maps
+        // (identity, reads, read-ahead) and their hand-off between threads, system calls
+        // retried on EINTR, raw memory (reserve, map, protect, load and store).
+        .target(name: "LoaderSystem", dependencies: [
+            "MachOReader", "LaunchPlan", "CXXHash", .product(name: "SystemPackage", package: "swift-system"),
+        ]),
+        // Page-in linking: the userfaultfd pager that fills each page with its fixups on
+        // first touch, and checks each page it fills against its code slot.
+        .target(name: "Pager", dependencies: [
+            "LoaderSystem", "LaunchPlan", "MachOReader", "CUserfault", "CPageIn", .product(name: "SystemPackage", package: "swift-system"),
+        ]),
+        // A launch's memory: images mapped into one region (or a prelinked set mapped whole),
+        // their protections, the checked writers fixups are stored through.
+        .target(name: "LaunchMemory", dependencies: ["LoaderSystem", "Pager", "LaunchPlan", "MachOReader"]),
+        // What code a launch runs calls back into: thread-local variables, `dlopen` and its
+        // family, the host services table; kept with the launch's memory, released with it.
+        .target(name: "RuntimeServices", dependencies: ["LaunchMemory", "LaunchPlan", "MachOReader", "CThreadLocal", "CHostServices"]),
+        // What both launch paths share above the memory: files and path resolution, the
+        // dependency graph, initializer order and discovery, the launch request, its report,
+        // its digest and its last step.
         .target(name: "LoaderCore", dependencies: [
-            "MachOReader", "LaunchPlan", "CXXHash", "CUserfault", "CPageIn", "CThreadLocal", .product(name: "SystemPackage", package: "swift-system"),
+            "LoaderSystem", "Pager", "LaunchMemory", "RuntimeServices", "MachOReader", "LaunchPlan",
         ]),
         // The dyld2 slow path: parse, resolve, look up by name, on every launch.
-        .target(name: "Dyld2", dependencies: ["LoaderCore", "LaunchPlan", "MachOReader"]),
+        .target(name: "Dyld2", dependencies: ["LoaderCore", "LaunchMemory", "RuntimeServices", "LaunchPlan", "MachOReader"]),
         // The closure format: records, encode, decode, the fixup-run walker, the checks that
         // need no file system. Maps no memory and opens no file.
         .target(name: "ClosureFormat", dependencies: [
@@ -54,17 +76,21 @@ let package = Package(
         ]),
         // Closures on disk: files read and written, ownership, keys, the cache, image
         // identity, verification, the dump. Resolves nothing.
-        .target(name: "LaunchClosure", dependencies: [
-            "ClosureFormat", "LaunchPlan", "LoaderCore", "MachOReader", .product(name: "Crypto", package: "swift-crypto"),
+        .target(name: "ClosureCache", dependencies: [
+            "ClosureFormat", "LaunchPlan", "LoaderCore", "LoaderSystem", "LaunchMemory", "MachOReader", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Install time: the slow path's resolution written down as a closure.
-        .target(name: "ClosureBuild", dependencies: ["Dyld2", "ClosureFormat", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader"]),
+        .target(name: "ClosureBuild", dependencies: ["Dyld2", "ClosureFormat", "ClosureCache", "LaunchPlan", "LoaderCore", "LaunchMemory", "RuntimeServices", "MachOReader"]),
         // The dyld3 fast path: read a closure (on two cores when it is large), check it and
         // apply it, eagerly or page by page. Cannot see the slow path.
-        .target(name: "Dyld3", dependencies: ["ClosureFormat", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader"]),
+        .target(name: "Dyld3", dependencies: [
+            "ClosureFormat", "ClosureCache", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager", "LaunchMemory", "RuntimeServices", "MachOReader",
+        ]),
         // `dyld3 compare`: both paths at one slide, memory and fixups side by side.
-        .target(name: "LaunchComparison", dependencies: ["ClosureFormat", "Dyld2", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader"]),
+        .target(name: "LaunchComparison", dependencies: [
+            "ClosureFormat", "Dyld2", "Dyld3", "ClosureCache", "LaunchPlan", "LoaderCore", "LaunchMemory", "RuntimeServices", "MachOReader",
+        ]),
         // The one way the project starts other programs (tools, the glibc harness, `dyld3` in
         // tests): swift-subprocess behind a small async API.
         .target(
@@ -75,7 +101,10 @@ let package = Package(
             ]
         ),
         // `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader, with charts.
-        .target(name: "LaunchBench", dependencies: ["ClosureBuild", "ClosureFormat", "Dyld2", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader", "ProcessRunner"]),
+        .target(name: "LaunchBench", dependencies: [
+            "ClosureBuild", "ClosureFormat", "Dyld2", "Dyld3", "ClosureCache", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager", "LaunchMemory",
+            "MachOReader", "ProcessRunner",
+        ]),
         // Stub system roots: stub dylibs and a stub host for real Apple-built binaries.
         .target(name: "StubRoot", dependencies: ["MachOReader", "LaunchPlan", "LoaderCore", "ProcessRunner"]),
         // System libraries, found through pkg-config.
@@ -89,41 +118,49 @@ let package = Package(
         // Page-in's SIGBUS handler and its registry of live regions: C, because it runs in a
         // signal handler and keeps process-wide state.
         .target(name: "CPageIn"),
-        // Thread-local variables of the images a launch runs (the TLV thunk, in assembly,
-        // and its per-thread blocks) and the host services the project's libSystem calls.
+        // Thread-local variables of the images a launch runs: the TLV thunk, in assembly,
+        // its keys and per-thread blocks.
         .target(name: "CThreadLocal"),
+        // The host services the project's libSystem calls: threads, and `dlopen` and its
+        // family handed to the loader registered for the calling launch.
+        .target(name: "CHostServices"),
         // The `dyld3` command line.
         .executableTarget(
             name: "Dyld3Tool",
             dependencies: [
-                "MachOReader", "MachOInspect", "LaunchPlan", "LoaderCore", "Dyld2", "ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld3",
+                "MachOReader", "MachOInspect", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager", "RuntimeServices", "Dyld2", "ClosureFormat",
+                "ClosureCache", "ClosureBuild", "Dyld3",
                 "LaunchComparison", "StubRoot", "LaunchBench", "AppArchive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Sources/dyld3"
+            ]
         ),
         // Shared by the test targets: the llvm-objdump oracle, the corpus, the fixtures.
         .target(name: "TestSupport", dependencies: [
-            "MachOReader", "MachOInspect", "ClosureFormat", "LaunchClosure", "ClosureBuild", "LoaderCore", "ProcessRunner",
+            "MachOReader", "MachOInspect", "ClosureFormat", "ClosureCache", "ClosureBuild", "LoaderCore", "ProcessRunner",
             .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "LoaderTests", dependencies: [
-            "Dyld2", "Dyld3", "ClosureBuild", "ClosureFormat", "LaunchComparison", "LaunchClosure", "LaunchPlan", "LoaderCore", "MachOReader",
-            "ProcessRunner", "StubRoot",
+            "Dyld2", "Dyld3", "ClosureBuild", "ClosureFormat", "LaunchComparison", "ClosureCache", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager",
+            "LaunchMemory", "RuntimeServices", "MachOReader", "ProcessRunner", "StubRoot",
             "TestSupport",
         ]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash", "TestSupport"]),
         .testTarget(name: "AppArchiveTests", dependencies: ["AppArchive", "ProcessRunner", "StubRoot", "TestSupport"]),
-        .testTarget(name: "BenchTests", dependencies: ["LaunchBench", "ProcessRunner", "ClosureBuild", "ClosureFormat", "Dyld3", "LaunchClosure", "LaunchPlan", "LoaderCore", "TestSupport"]),
-        .testTarget(name: "ClosureTests", dependencies: ["ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "TestSupport"]),
+        .testTarget(name: "BenchTests", dependencies: [
+            "LaunchBench", "ProcessRunner", "ClosureBuild", "ClosureFormat", "Dyld3", "ClosureCache", "LaunchPlan", "LoaderCore", "LaunchMemory", "TestSupport",
+        ]),
+        .testTarget(name: "ClosureTests", dependencies: ["ClosureFormat", "ClosureCache", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "TestSupport"]),
         // Tampered and forged closures, concurrent installs, stale images, cache hygiene.
-        .testTarget(name: "HostileTests", dependencies: ["ClosureFormat", "LaunchClosure", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "MachOReader", "ProcessRunner", "TestSupport"]),
+        .testTarget(name: "HostileTests", dependencies: [
+            "ClosureFormat", "ClosureCache", "ClosureBuild", "Dyld2", "Dyld3", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager", "LaunchMemory", "MachOReader",
+            "ProcessRunner", "TestSupport",
+        ]),
     ]
 )
 
 // Every library and executable target of the pipeline is checked for strict memory safety.
-for target in package.targets where [.regular, .executable].contains(target.type) && !["CPageIn", "CThreadLocal"].contains(target.name) {
+for target in package.targets where [.regular, .executable].contains(target.type) && !["CPageIn", "CThreadLocal", "CHostServices"].contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? []) + strictMemorySafety
 }

@@ -35,7 +35,7 @@ let package = Package(
                 "FuzzDriver", "ClosureMutation",
                 .product(name: "Dyld3", package: rootPackage),
                 .product(name: "ClosureFormat", package: rootPackage),
-                .product(name: "LaunchClosure", package: rootPackage),
+                .product(name: "ClosureCache", package: rootPackage),
                 .product(name: "LaunchPlan", package: rootPackage),
                 .product(name: "LoaderCore", package: rootPackage),
             ],

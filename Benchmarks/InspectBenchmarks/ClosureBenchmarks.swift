@@ -3,8 +3,9 @@ import ClosureBuild
 import ClosureFormat
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
+import LaunchMemory
 
 /// The closure's hot spots: decoding a closure file, and the fast path's fixup loop.
 /// Uses the generated 100-framework app (`make demo` or `make test` builds it).

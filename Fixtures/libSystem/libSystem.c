@@ -21,7 +21,7 @@ void fixture_stub_binder(void) { __builtin_trap(); }
 void fixture_tlv_bootstrap(void) __asm__("__tlv_bootstrap");
 void fixture_tlv_bootstrap(void) { __builtin_trap(); }
 
-/* Filled by the loader (the layout CThreadLocal's threadlocal.h gives: version 2). The dl
+/* Filled by the loader (the layout CHostServices' hostservices.h gives: version 2). The dl
  * functions take the table's address first: it names the launch that mapped this image. */
 struct dyld3_host_services {
     unsigned long version;

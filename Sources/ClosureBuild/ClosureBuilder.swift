@@ -1,4 +1,4 @@
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import LaunchPlan
 import ClosureFormat

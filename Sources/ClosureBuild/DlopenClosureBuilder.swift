@@ -1,9 +1,10 @@
 import Dyld2
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import LaunchPlan
 import MachOReader
 import ClosureFormat
+import RuntimeServices
 
 /// Builds dlopen closures (``ClosureDlopen``): the analysis a `dlopen` of one path makes
 /// after a launch, written down. At install time (`dyld3 install APP --dlopen PATH`) the

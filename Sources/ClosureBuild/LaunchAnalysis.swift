@@ -2,6 +2,8 @@ import Dyld2
 import LoaderCore
 import MachOReader
 import LaunchPlan
+import LaunchMemory
+import RuntimeServices
 
 /// Everything a launch works out before it touches memory: the graph, the mapping plans,
 /// every fixup resolved, the initializers and the entry point. The closure builder runs

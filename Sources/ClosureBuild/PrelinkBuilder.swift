@@ -1,7 +1,8 @@
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
+import LaunchMemory
 
 /// Builds a prelinked set at install time from an app's closure (docs/prelinked.md): every
 /// image's segments copied from the very files the closure identifies into one range laid

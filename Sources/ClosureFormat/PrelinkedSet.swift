@@ -2,9 +2,9 @@ import LaunchPlan
 import MachOReader
 
 /// A prelinked image set: every image of one launch laid out in one address range, as the
-/// per-image launch lays them out (load order, each image page-aligned, one guard page
-/// after each), its segments copied into one file with every fixup already applied for one
-/// base address. What a launch has left is in ``closure`` (the app's closure with its
+/// per-image launch lays them out (load order, each image page-aligned, no guard page
+/// between them), its segments copied into one file with every fixup already applied for
+/// one base address. What a launch has left is in ``closure`` (the app's closure with its
 /// fixup runs taken out: binding, identities, plans, initializers, `+load` calls,
 /// thread-local records) and in the slide runs: every word whose value is an address in
 /// the range, as rebase runs (``FixupRuns``) over the whole range read as one image, with
@@ -21,9 +21,9 @@ public struct PrelinkedSet: Equatable, Sendable {
     public var closure: LaunchClosure
     /// The address the data was fixed up for: where the range starts (image 0's region).
     public var base: UInt64
-    /// The host page size the layout was made for (images and guard pages in its units).
+    /// The host page size the layout was made for (each image's offset and size in its units).
     public var pageSize: UInt64
-    /// Bytes of the range (and of the data): every image and its guard page.
+    /// Bytes of the range (and of the data): every image, each rounded up to whole pages.
     public var rangeSize: UInt64
     /// Per image: where its preferred base lies in the range.
     public var imageOffsets: [UInt64]

@@ -1,5 +1,6 @@
 import LoaderCore
 import LaunchPlan
+import LaunchMemory
 
 /// Where ``FixupResolver`` hands each resolved fixup: the slow path's writer (specialized,
 /// so its loop makes no call through a closure per fixup), or a closure.

@@ -1,6 +1,7 @@
 import LoaderCore
 import MachOReader
 import LaunchPlan
+import LaunchMemory
 
 /// The Objective-C step of a launch, after bind and before the initializers, as the
 /// runtime's `map_images` and `load_images` do it (docs/objc.md has every rule):

@@ -1,6 +1,8 @@
 import LoaderCore
 import MachOReader
 import LaunchPlan
+import LaunchMemory
+import RuntimeServices
 
 /// `dlopen` the dyld2 way, in a launch whose code runs: the image and its new dependencies
 /// are found by path search, parsed, mapped into a reservation of their own at a random

@@ -1,6 +1,8 @@
 import LoaderCore
 import MachOReader
 import LaunchPlan
+import LaunchMemory
+import RuntimeServices
 
 /// The dyld2 slow path: on every launch, parse every image, resolve every path, interpret
 /// every opcode stream or fixup chain, look every bound symbol up by name, then run the

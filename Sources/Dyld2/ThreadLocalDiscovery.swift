@@ -1,6 +1,7 @@
 import LoaderCore
 import MachOReader
 import LaunchPlan
+import RuntimeServices
 
 /// What the thread-local-variable step and the host services table need to know about a
 /// launch, worked out the way dyld2 does it: `__tlv_bootstrap` and `_dyld3_host_services`

@@ -1,6 +1,7 @@
 import LoaderCore
 import MachOReader
 import LaunchPlan
+import LaunchMemory
 
 /// dyld2's walk over an image's fixup chains in the two 64-bit formats every x86_64 and
 /// arm64 (not arm64e) image uses, `DYLD_CHAINED_PTR_64` and `DYLD_CHAINED_PTR_64_OFFSET`,

@@ -1,8 +1,11 @@
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import MachOReader
 import ClosureFormat
 import LaunchPlan
+import LoaderSystem
+import LaunchMemory
+import RuntimeServices
 
 /// `dlopen` in a dyld3 launch, with dlopen closures (dyld3's): the closure's prebuilt one for
 /// the path (`dyld3 install APP --dlopen PATH`) when nothing was `dlopen`ed before, else one

@@ -1,5 +1,5 @@
 import ClosureFormat
-import LaunchClosure
+import ClosureCache
 import MachOReader
 import LaunchPlan
 import LoaderCore

@@ -1,7 +1,11 @@
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import ClosureFormat
 import LaunchPlan
+import LoaderSystem
+import Pager
+import LaunchMemory
+import RuntimeServices
 
 /// The dyld3 fast path: validate a closure and apply it. No Mach-O parsing beyond each
 /// image's own header (read through the descriptor it is mapped from, to check the

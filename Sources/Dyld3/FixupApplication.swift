@@ -1,7 +1,8 @@
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
-import LaunchClosure
+import ClosureCache
+import LaunchMemory
 
 extension LaunchClosure {
     /// The value each bind target stands for in this launch's memory, computed once per

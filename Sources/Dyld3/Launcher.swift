@@ -1,7 +1,8 @@
 import ClosureFormat
-import LaunchClosure
+import ClosureCache
 import LaunchPlan
 import LoaderCore
+import LaunchMemory
 
 /// How far a dyld3 launch trusts the disk, and what it may build on the way: one value per
 /// launch, passed to it (nothing process-wide changes what a launch checks).

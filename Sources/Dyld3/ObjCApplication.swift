@@ -1,7 +1,8 @@
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
-import LaunchClosure
+import ClosureCache
+import LaunchMemory
 
 extension LaunchClosure {
     /// Writes image `index`'s Objective-C words (``ClosureObjC``) straight from their bind

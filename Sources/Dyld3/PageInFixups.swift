@@ -1,8 +1,10 @@
 import LoaderCore
+import LaunchMemory
 import LaunchPlan
 import MachOReader
 import ClosureFormat
-import LaunchClosure
+import ClosureCache
+import Pager
 
 /// A closure's fixups, page by page, for page-in linking's handler: each image's page index
 /// decoded once at launch into a sorted array, so a fault finds its page by binary search

@@ -1,7 +1,11 @@
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import ClosureFormat
 import LaunchPlan
+import LoaderSystem
+import Pager
+import LaunchMemory
+import RuntimeServices
 
 /// The launch of a prelinked set (docs/prelinked.md): the set file opened and checked like
 /// a closure (ownership, checksum, binding to the request; with `--trust`, its signature and

@@ -3,9 +3,10 @@ import Glibc
 #endif
 import Synchronization
 import ClosureFormat
-import LaunchClosure
+import ClosureCache
 import LaunchPlan
 import LoaderCore
+import LoaderSystem
 
 /// A second thread for one launch: it takes one piece of work at a time while the launch's
 /// own thread does another, joined before either result is used. The fast path gives it

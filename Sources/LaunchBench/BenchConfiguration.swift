@@ -1,5 +1,6 @@
 import LoaderCore
 import Foundation
+import Pager
 
 /// What `dyld3 bench` measures and where it reads and writes.
 package struct BenchConfiguration: Sendable {

@@ -1,10 +1,11 @@
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LaunchPlan
 import LoaderCore
 import MachOReader
 import ClosureFormat
+import LoaderSystem
 
 /// What code-signature verification costs at one app size (docs/code-signing.md, "What
 /// it costs"): each check measured on its own, over every signed image of the app, in

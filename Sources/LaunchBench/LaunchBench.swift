@@ -1,5 +1,5 @@
 import Foundation
-import LaunchClosure
+import ClosureCache
 import ClosureFormat
 
 /// `dyld3 bench`: dyld2, dyld3, the mapping floor and glibc's loader on generated apps of

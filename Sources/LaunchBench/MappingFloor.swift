@@ -1,7 +1,8 @@
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
+import LaunchMemory
 
 /// The mapping floor: what no loader can avoid. Reserve the region, map every segment of
 /// every image, and write once to each page that holds a fixup; with protections, then give

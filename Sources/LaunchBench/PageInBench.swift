@@ -1,8 +1,9 @@
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import ClosureFormat
+import LaunchMemory
 
 /// Page-in linking measured beside eager dyld3 (`dyld3 bench --fixups page-in`, docs/page-in.md).
 package struct PageInResult: Codable, Sendable {

@@ -2,9 +2,11 @@ import ClosureBuild
 import ClosureFormat
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LaunchPlan
 import LoaderCore
+import LoaderSystem
+import LaunchMemory
 
 /// `dyld3 bench --prelinked` (docs/prelinked.md): per size, interleaved in one process, the
 /// per-image mapping floor (with and without protections), a dyld3 launch, a launch of the

@@ -2,10 +2,11 @@ import ClosureBuild
 import Dyld2
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import MachOReader
 import ClosureFormat
+import LaunchMemory
 
 /// The measurements of one app size: setup (apps, closure, page list, harness) outside
 /// any timed region, then the launch paths round-robin: warm, cold (`--cold`), then fresh.

@@ -1,10 +1,12 @@
 import Dyld2
 import Dyld3
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import MachOReader
 import LaunchPlan
 import ClosureFormat
+import LaunchMemory
+import RuntimeServices
 
 /// `dyld3 compare`: the same app launched through the dyld2 slow path and the dyld3 fast
 /// path at the same slide must leave byte-identical writable memory, the same fixups, the

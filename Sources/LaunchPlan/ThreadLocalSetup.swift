@@ -39,7 +39,7 @@ public struct HostServicesSlot: Equatable, Sendable {
     }
 
     /// The table's size: the version, then seven function pointers (threads, dlopen and its
-    /// family: CThreadLocal's threadlocal.h).
+    /// family: CHostServices' hostservices.h).
     public static let size: UInt64 = 64
     /// The name dyld2 looks up (flat, in load order).
     public static let symbol = "_dyld3_host_services"

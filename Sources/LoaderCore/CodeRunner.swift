@@ -1,4 +1,5 @@
 import LaunchPlan
+import LaunchMemory
 
 /// Runs loaded code: initializers in order, then `main`. Only when the images are for the
 /// host's architecture; every address is checked to lie in an executable segment first.

@@ -1,4 +1,7 @@
 import LaunchPlan
+import LoaderSystem
+import LaunchMemory
+import RuntimeServices
 
 extension LaunchMemory {
     /// xxh3-64 over every writable segment, in image and segment order, with exactly the

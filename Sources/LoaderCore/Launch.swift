@@ -1,4 +1,7 @@
 import LaunchPlan
+import Pager
+import LaunchMemory
+import RuntimeServices
 
 /// What to launch and how: the request both launch paths (and `compare`) take.
 public struct LaunchOptions: Sendable {

@@ -1,4 +1,5 @@
 import LaunchPlan
+import RuntimeServices
 
 /// What a launch did, for `--stats`, `--json`, `compare` and the benchmarks. Both launch
 /// paths fill the same report.

@@ -1,4 +1,5 @@
 import MachOReader
+import LaunchMemory
 
 /// The mark of an image written by `dyld3 stub-root` (docs/stub-roots.md): a
 /// `__DATA,__stub_root` section, which every stub dylib and every stub host carries. Such an

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import MachOReader
 import LaunchPlan
+import LoaderSystem
 
 /// Whole image files mapped read-only (`PROT_READ`, `MAP_PRIVATE`) for the reader, instead
 /// of read into memory: the reader touches only the pages it parses, so memory follows what

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import MachOReader
 import LaunchPlan
+import LoaderSystem
 
 /// Opens a file inside a root directory as if the root were `/`: `..` never climbs above
 /// the root and symbolic links (relative or absolute) are resolved inside it, one

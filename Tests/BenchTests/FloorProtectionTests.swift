@@ -4,6 +4,7 @@ import Foundation
 import LoaderCore
 import Testing
 import TestSupport
+import LaunchMemory
 
 /// The floor with protections ends with the memory dyld3 leaves, protections included: page
 /// for page, the same protection at the same offset from the region's start (the layout is

@@ -1,12 +1,13 @@
 import ClosureBuild
 import Foundation
 @testable import LaunchBench
-import LaunchClosure
+import ClosureCache
 import Dyld3
 import LoaderCore
 import Testing
 import TestSupport
 import ClosureFormat
+import LaunchMemory
 
 /// The page-in bench's private-page counts (docs/page-in.md "Private pages"): counts only,
 /// never timings. The oracle is the eager launch of the same closure, read from

@@ -1,5 +1,5 @@
 import Foundation
-import LaunchClosure
+import ClosureCache
 import Testing
 import TestSupport
 import ClosureFormat

@@ -1,6 +1,6 @@
 import TestSupport
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import MachOReader
 import Testing

@@ -1,4 +1,4 @@
-@testable import LaunchClosure
+@testable import ClosureCache
 import TestSupport
 import LoaderCore
 import MachOReader

@@ -1,7 +1,7 @@
 import TestSupport
 import Dyld2
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import Testing
 import ClosureFormat

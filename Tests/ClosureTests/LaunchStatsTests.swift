@@ -1,6 +1,6 @@
 import Dyld2
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import Testing
 import TestSupport

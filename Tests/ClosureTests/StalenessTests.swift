@@ -1,6 +1,6 @@
 import TestSupport
 import Foundation
-import LaunchClosure
+import ClosureCache
 import Testing
 import ClosureFormat
 

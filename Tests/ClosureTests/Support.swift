@@ -1,6 +1,6 @@
 import TestSupport
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import Testing
 import LaunchPlan

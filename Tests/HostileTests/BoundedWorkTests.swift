@@ -1,12 +1,13 @@
 @testable import Dyld3
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import MachOReader
 import TestSupport
 import Testing
 import LaunchPlan
 @testable import ClosureFormat
+import LoaderSystem
 
 /// Work bounded by the input: a closure cannot make `verify`, `closure dump` or a launch do
 /// work, or hold memory, in proportion to what it claims rather than to the images it

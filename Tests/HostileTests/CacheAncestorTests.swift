@@ -1,10 +1,11 @@
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import TestSupport
 import Testing
 import LaunchPlan
 @testable import ClosureFormat
+import LoaderSystem
 
 /// The directories above the cache, checked as OpenSSH's `secure_path` checks them, on the
 /// real path (symlinks resolved first): each must be owned by the user or root and not

@@ -5,6 +5,7 @@ import MachOReader
 import TestSupport
 import Testing
 import LaunchPlan
+import LaunchMemory
 
 /// dyld2's raw chain walk (``UnsafeChainedRebaseWalk``, taken when nothing records the
 /// fixups) against the checked cursor (taken when `compare` records them), on every

@@ -4,7 +4,7 @@ import Crypto
 import Dyld2
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LaunchPlan
 import LoaderCore
 import MachOReader

@@ -1,7 +1,7 @@
 import ClosureBuild
 import Dyld2
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import MachOReader
 import TestSupport

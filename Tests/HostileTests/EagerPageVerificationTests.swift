@@ -2,7 +2,7 @@
 import Dyld2
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LaunchPlan
 import LoaderCore
 import TestSupport

@@ -1,10 +1,11 @@
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import TestSupport
 import Testing
 import LaunchPlan
 @testable import ClosureFormat
+import LoaderSystem
 
 /// An image padded to 4 GB (sparse): hashing it for its identity streams it through one
 /// bounded buffer, skipping its holes, so `install` and `launch --hash-images` stay in

@@ -1,5 +1,5 @@
 import Foundation
-import LaunchClosure
+import ClosureCache
 import TestSupport
 import Testing
 import ClosureFormat

@@ -1,10 +1,11 @@
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import TestSupport
 import Testing
 import LaunchPlan
 @testable import ClosureFormat
+import LoaderSystem
 
 /// Key files checked as ssh checks its keys: a private key others can read or write, or
 /// that belongs to someone else, is refused; a trust key others can write, or that belongs

@@ -1,9 +1,10 @@
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import TestSupport
 import Testing
 @testable import ClosureFormat
+import LoaderSystem
 
 /// StrictModes for closures: a closure another user could have written is not used. The
 /// victim runs as `nobody` (through `setpriv`), the other user is `daemon`; the test itself

@@ -1,10 +1,11 @@
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import TestSupport
 import Testing
 import LaunchPlan
 @testable import ClosureFormat
+import LoaderSystem
 
 /// Signed caches for distribution: `key generate`, `install --sign`, `--trust`. A signed
 /// content-only cache copied to another directory tree verifies and launches there; one

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import LaunchClosure
+@testable import ClosureCache
 import TestSupport
 import Testing
 @testable import ClosureFormat

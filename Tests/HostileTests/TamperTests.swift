@@ -1,12 +1,14 @@
 import MachOReader
 @testable import Dyld3
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import TestSupport
 import Testing
 import LaunchPlan
 @testable import ClosureFormat
+import Pager
+import LaunchMemory
 
 /// Damaged and forged closures of a multi-image app: every damage is detected by the
 /// checksum or the structure checks, every forgery with a valid checksum is refused before

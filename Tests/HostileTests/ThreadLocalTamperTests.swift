@@ -1,5 +1,5 @@
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import TestSupport
 import Testing

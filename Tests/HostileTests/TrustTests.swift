@@ -1,6 +1,6 @@
 @testable import Dyld3
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import MachOReader
 import TestSupport

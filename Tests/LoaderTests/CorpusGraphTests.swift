@@ -3,7 +3,7 @@ import ClosureBuild
 import Dyld2
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import StubRoot
 import Testing

@@ -3,7 +3,7 @@ import TestSupport
 import Dyld2
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import Testing
 import ClosureFormat

@@ -2,7 +2,7 @@ import ClosureBuild
 import Dyld2
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LaunchComparison
 import LoaderCore
 import StubRoot

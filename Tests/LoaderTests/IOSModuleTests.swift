@@ -3,7 +3,7 @@ import ClosureFormat
 import Dyld2
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LaunchComparison
 import LoaderCore
 import MachOReader

@@ -1,12 +1,13 @@
 import ClosureBuild
 @testable import Dyld3
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import MachOReader
 import Testing
 import TestSupport
 @testable import ClosureFormat
+import LaunchMemory
 
 /// The launch's second thread (``LaunchHelper``) and the decoding it shares: two zstd
 /// frames for a large body, image records and bind targets read on two cores, fixups written

@@ -5,11 +5,13 @@ import TestSupport
 import Dyld2
 import Dyld3
 import Foundation
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 import LaunchPlan
 import Testing
 import ClosureFormat
+import Pager
+import LaunchMemory
 
 /// Page-in linking (docs/page-in.md): memory filled page by page on first touch must be
 /// exactly what dyld2 writes, whoever touches it first (a second thread, the kernel inside a

@@ -5,13 +5,15 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import LaunchClosure
+import ClosureCache
 import LaunchComparison
 import LaunchPlan
 import LoaderCore
 import ProcessRunner
 import TestSupport
 import Testing
+import LoaderSystem
+import LaunchMemory
 
 /// Prelinked sets (docs/prelinked.md): the launch of an app's set leaves the memory dyld2
 /// leaves at the same slide and returns the fixture's manifest result; a set that was

@@ -4,6 +4,7 @@ import MachOReader
 import Testing
 import TestSupport
 import LaunchPlan
+import LoaderSystem
 
 /// What a launch asks the kernel to read ahead of each image
 /// (`ImagePlan.readAheadRange(deferred:)`), against the segments llvm-objdump-19 lists.

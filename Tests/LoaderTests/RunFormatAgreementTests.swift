@@ -1,11 +1,13 @@
 @testable import Dyld3
 import Foundation
-@testable import LaunchClosure
+@testable import ClosureCache
 import LoaderCore
 import TestSupport
 import Testing
 import LaunchPlan
 @testable import ClosureFormat
+import LaunchMemory
+import RuntimeServices
 
 /// Every consumer of the fixup-run format walks one closure and they must agree: the
 /// encoder's page index and the one walked back from the runs, each page's fixups decoded

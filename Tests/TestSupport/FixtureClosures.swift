@@ -1,5 +1,5 @@
 import ClosureBuild
-import LaunchClosure
+import ClosureCache
 import ClosureFormat
 import LoaderCore
 

@@ -11,7 +11,7 @@ package struct AddressBlock {
     package init?(at address: UInt64) {
         let result = unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), 4096, PROT_NONE,
                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
-        guard let result = unsafe result, unsafe result != MAP_FAILED, unsafe UInt64(UInt(bitPattern: result)) == address else { return nil }
+        guard let result = unsafe result, unsafe result != MAP_FAILED, UInt64(UInt(bitPattern: result)) == address else { return nil }
         self.address = address
     }
 

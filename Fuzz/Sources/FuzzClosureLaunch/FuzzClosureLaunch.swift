@@ -2,7 +2,7 @@ import ClosureFormat
 import ClosureMutation
 import Dyld3
 import FuzzDriver
-import LaunchClosure
+import ClosureCache
 import LoaderCore
 
 /// libFuzzer entry: a closure through the fast path, as far as a launch goes without

@@ -1,0 +1,91 @@
+import Foundation
+import ClosureFormat
+import LoaderCore
+import MachOReader
+import LaunchPlan
+import LoaderSystem
+
+extension ClosureFile {
+    /// The largest closure file read: a closure for thousands of images is a few MiB. A
+    /// larger file is refused from its `fstat`, unread.
+    public static let maxFileSize = 64 << 20
+
+    /// Maps and decodes the closure at `path` (``mapTrusted(_:)``, then ``decode(_:path:trusting:)``).
+    /// The binding's app and host must be the closure's root images
+    /// (``ClosureBinding/checkRoots(of:rootCount:closurePath:)``).
+    public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
+        let closure = try decode(mapTrusted(path), path: path, trusting: trustKey)
+        try closure.checkRoots(closurePath: path)
+        return closure
+    }
+
+    /// The bytes of the closure file at `path`, mapped, not read (the checksum and the
+    /// decompression read them in place), refusing files others could have written
+    /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``.
+    public static func mapTrusted(_ path: String) throws(ClosureError) -> ByteView {
+        let file = try openTrusted(path)
+        guard let bytes = file.mapAll() else { throw .untrusted(path: path, what: "cannot be mapped") }
+        return bytes
+    }
+
+    /// The closure file at `path`, opened once (no symlink followed) and checked on that
+    /// descriptor for ownership and size before a byte is read.
+    static func openTrusted(_ path: String) throws(ClosureError) -> UnsafeFileIO.OpenFile {
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(path) {
+        case let .success(opened): file = opened
+        case .failure(.missing): throw .missing(path: path)
+        case let .failure(.refused(reason)): throw .untrusted(path: path, what: reason)
+        }
+        try checkOwnership(path, file.status)
+        guard file.status.size <= UInt64(maxFileSize) else {
+            throw .corrupt(path: path, offset: 0, what: "\(file.status.size) bytes is over the \(maxFileSize)-byte limit for a closure file")
+        }
+        return file
+    }
+
+    /// Checks that the file at `path`, if there is one, would be trusted; the refusal
+    /// (``ClosureError/untrusted(path:what:)``) otherwise (for `install`, which replaces such
+    /// a file when it can).
+    public static func checkTrust(_ path: String) throws(ClosureError) {
+        switch UnsafeFileIO.openNoFollow(path) {
+        case .failure(.missing): return
+        case let .failure(.refused(reason)): throw .untrusted(path: path, what: reason)
+        case let .success(file): try checkOwnership(path, file.status)
+        }
+    }
+
+    /// A closure file, or its directory, that another user can write could have been forged.
+    static func checkOwnership(_ path: String, _ status: FileStatus) throws(ClosureError) {
+        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let directoryPath = directory.isEmpty ? (path.hasPrefix("/") ? "/" : ".") : directory
+        guard let directoryStatus = FileStatus.of(directoryPath) else {
+            throw .untrusted(path: path, what: "its directory cannot be examined")
+        }
+        do throws(ClosureOwnership.Problem) {
+            try ClosureOwnership.check(file: status, directory: directoryStatus, user: UnsafeFileIO.effectiveUserID)
+            try ClosureOwnership.checkAncestors(of: directoryPath, user: UnsafeFileIO.effectiveUserID)
+        } catch {
+            throw .untrusted(path: path, what: error.description)
+        }
+    }
+
+    /// Whether the file at `path` is a closure whose header says it is signed, read without
+    /// checking the rest: `launch --rebuild` never writes an unsigned closure over a signed one.
+    public static func isSigned(_ path: String) -> Bool {
+        guard case let .success(file) = UnsafeFileIO.openNoFollow(path), file.status.size >= UInt64(ClosureFileHeader.size),
+              file.status.size <= UInt64(maxFileSize), let bytes = file.mapAll(),
+              let fields = try? bytes.bytes(0, ClosureFileHeader.size), Array(fields[0..<8]) == ClosureFileHeader.magic else { return false }
+        return ClosureFileHeader(fieldsOf: fields).signatureSize > 0
+    }
+
+    /// Writes `closure` to `path` atomically, read-only, signed with `signer` if given. A
+    /// failure leaves any existing file as it was.
+    public static func write(_ closure: LaunchClosure, to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
+        do throws(SystemCallFailure) {
+            try UnsafeFileIO.writeAtomically(encode(closure, signedWith: signer), to: path)
+        } catch {
+            throw .systemCallFailed(path: path, error)
+        }
+    }
+}

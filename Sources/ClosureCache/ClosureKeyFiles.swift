@@ -1,0 +1,160 @@
+import ClosureFormat
+import Crypto
+import Foundation
+import LoaderCore
+import LaunchPlan
+import LoaderSystem
+
+extension ClosureSigningKey {
+    /// Reads a signing key file (`dyld3-closure-signing-key-v1 <base64 of the 32-byte seed>`, mode 0600).
+    public init(contentsOf path: String) throws(ClosureKeyError) {
+        let raw = try ClosureKeyFile.read(path, label: Self.label, kind: .signing)
+        guard let key = ClosureSigningKey(raw: raw) else { throw ClosureKeyError(path: path, what: "is not an Ed25519 private key") }
+        self = key
+    }
+
+    /// Writes the key pair into `directory` as `closure-signing.key` (0600) and
+    /// `closure-signing.pub` (0644); refuses to overwrite either. Returns both paths.
+    public func write(into directory: String) throws(ClosureKeyError) -> (privateKey: String, publicKey: String) {
+        let privatePath = directory + "/closure-signing.key", publicPath = directory + "/closure-signing.pub"
+        for path in [privatePath, publicPath] where FileStatus.of(path) != nil {
+            throw ClosureKeyError(path: path, what: "already exists: keys are never overwritten")
+        }
+        try ClosureKeyFile.write(key.rawRepresentation, label: Self.label, to: privatePath, mode: 0o600)
+        try ClosureKeyFile.write(key.publicKey.rawRepresentation, label: ClosureTrustKey.label, to: publicPath, mode: 0o644)
+        return (privatePath, publicPath)
+    }
+}
+
+extension ClosureTrustKey {
+    /// Reads a trust (public) key file (`dyld3-closure-trust-key-v1 <base64 of the 32-byte public key>`).
+    public init(contentsOf path: String) throws(ClosureKeyError) {
+        let raw = try ClosureKeyFile.read(path, label: Self.label, kind: .trust)
+        guard let key = ClosureTrustKey(raw: raw) else { throw ClosureKeyError(path: path, what: "is not an Ed25519 public key") }
+        self = key
+    }
+}
+
+/// A key file that cannot be read, parsed or written.
+public struct ClosureKeyError: Error, CustomStringConvertible, Sendable {
+    public let path: String
+    /// The system call that failed, when one did.
+    public let failure: SystemCallFailure?
+    private let reason: String
+
+    init(path: String, what: String) {
+        self.path = path
+        failure = nil
+        reason = what
+    }
+
+    init(path: String, failure: SystemCallFailure) {
+        self.path = path
+        self.failure = failure
+        reason = failure.description
+    }
+
+    /// What is wrong with the key file.
+    public var what: String { reason }
+    public var description: String { "\(path): \(what)" }
+}
+
+/// Who may own and write a key file, as ssh treats its keys: a private (signing) key must
+/// be owned by the invoking user and neither readable nor writable by group or others (ssh's
+/// "unprotected private key file"); a trust (public) key vouches for every closure it
+/// verifies, so it must be owned by the user or root and not writable by group or others
+/// (StrictModes, as for `authorized_keys`). Checked on the descriptor the key is read from.
+public enum ClosureKeyPolicy {
+    /// Which half of a key pair a file holds.
+    public enum Kind: Sendable {
+        case signing, trust
+    }
+
+    /// Why a key file is refused.
+    public enum Problem: Error, Equatable, Sendable, CustomStringConvertible {
+        /// Owned by `owner`, who is not the user (nor root, for a trust key).
+        case owner(kind: Kind, owner: UInt32, user: UInt32)
+        /// A private key others can read or write (`mode`).
+        case privateKeyExposed(mode: UInt32)
+        /// A trust key group or others can write (`mode`).
+        case trustKeyWritable(mode: UInt32)
+
+        public var description: String {
+            switch self {
+            case let .owner(.signing, owner, user):
+                "the private key is owned by uid \(owner), not by you (uid \(user)): use your own key"
+            case let .owner(.trust, owner, user):
+                "the trust key is owned by uid \(owner), not by you (uid \(user)) or root: whoever owns it chooses which closures are trusted"
+            case let .privateKeyExposed(mode):
+                "the private key is readable or writable by group or others (mode \(ClosureOwnership.octal(mode))): chmod 600 it, and treat it as leaked if others could read it"
+            case let .trustKeyWritable(mode):
+                "the trust key is writable by group or others (mode \(ClosureOwnership.octal(mode))): chmod go-w it"
+            }
+        }
+    }
+
+    /// Checks that user `user` may use a key of `kind` whose file has `status`.
+    public static func check(_ status: FileStatus, kind: Kind, user: UInt32) throws(Problem) {
+        switch kind {
+        case .signing:
+            if status.ownerID != user { throw .owner(kind: kind, owner: status.ownerID, user: user) }
+            if status.mode & 0o077 != 0 { throw .privateKeyExposed(mode: status.mode) }
+        case .trust:
+            if status.ownerID != user, status.ownerID != 0 { throw .owner(kind: kind, owner: status.ownerID, user: user) }
+            if status.mode & 0o022 != 0 { throw .trustKeyWritable(mode: status.mode) }
+        }
+    }
+}
+
+/// The one-line key file format.
+enum ClosureKeyFile {
+    static func read(_ path: String, label: String, kind: ClosureKeyPolicy.Kind) throws(ClosureKeyError) -> Data {
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(path) {
+        case let .success(opened): file = opened
+        case .failure(.missing): throw ClosureKeyError(path: path, what: "no such file")
+        case let .failure(.refused(reason)): throw ClosureKeyError(path: path, what: reason)
+        }
+        var refusal: ClosureKeyPolicy.Problem?
+        do throws(ClosureKeyPolicy.Problem) {
+            try ClosureKeyPolicy.check(file.status, kind: kind, user: UnsafeFileIO.effectiveUserID)
+        } catch {
+            refusal = error
+        }
+        let bytes = file.status.size < 4096 ? file.readAll() : nil
+        let fields = bytes.map { String(decoding: $0, as: UTF8.self).split(whereSeparator: \.isWhitespace) } ?? []
+        // The other half of the pair given where this half was meant: named as such, before
+        // a refusal its mode would earn it (a .pub is 0644, which no private key may be).
+        if fields.count == 2, let mixUp = mixUp(found: String(fields[0]), wanted: kind) {
+            throw ClosureKeyError(path: path, what: mixUp)
+        }
+        if let refusal { throw ClosureKeyError(path: path, what: "refused: \(refusal)") }
+        guard bytes != nil else {
+            throw ClosureKeyError(path: path, what: "cannot be read as a key file")
+        }
+        guard fields.count == 2, fields[0] == label, let raw = Data(base64Encoded: String(fields[1])), raw.count == 32 else {
+            throw ClosureKeyError(path: path, what: "is not a \(label) file")
+        }
+        return raw
+    }
+
+    /// What to say when a key file holds the other half of the pair than the one wanted.
+    static func mixUp(found label: String, wanted kind: ClosureKeyPolicy.Kind) -> String? {
+        switch kind {
+        case .trust where label == ClosureSigningKey.label:
+            "is the private signing key, not the package key: trusting takes the .pub file (--trust closure-signing.pub); the .key file is for --sign"
+        case .signing where label == ClosureTrustKey.label:
+            "is the package (public) key, not the private signing key: signing takes the .key file (--sign closure-signing.key); the .pub file is for --trust"
+        default:
+            nil
+        }
+    }
+
+    static func write(_ raw: Data, label: String, to path: String, mode: UInt32) throws(ClosureKeyError) {
+        do throws(SystemCallFailure) {
+            try UnsafeFileIO.writeAtomically(Array("\(label) \(raw.base64EncodedString())\n".utf8), to: path, mode: mode)
+        } catch {
+            throw ClosureKeyError(path: path, failure: error)
+        }
+    }
+}

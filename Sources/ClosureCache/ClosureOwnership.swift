@@ -1,0 +1,87 @@
+import LoaderCore
+import ClosureFormat
+import LoaderSystem
+
+/// Who may have written a closure, the way OpenSSH's StrictModes decides whether to trust
+/// `authorized_keys`: a closure is used only if the file and its cache directory are owned
+/// by the invoking user or root and are not writable by group or others. A sticky directory
+/// writable by others (`/tmp`-like) is acceptable only for a file the invoking user owns: the
+/// sticky bit stops others from replacing it, not from planting their own.
+public enum ClosureOwnership {
+    /// Why a closure cannot be trusted: who owns or can write what.
+    public enum Problem: Error, Equatable, Sendable, CustomStringConvertible {
+        /// The file's owner (`owner`) is neither the user nor root.
+        case fileOwner(owner: UInt32, user: UInt32)
+        /// The file is writable by group or others.
+        case fileWritable(mode: UInt32)
+        /// The directory's owner (`owner`) is neither the user nor root.
+        case directoryOwner(owner: UInt32, user: UInt32)
+        /// The directory is sticky and writable by others, and the file (owned by `fileOwner`) is not the user's.
+        case stickyDirectory(fileOwner: UInt32)
+        /// The directory is writable by group or others.
+        case directoryWritable(mode: UInt32)
+        /// The directory's real path (symlinks resolved) cannot be found.
+        case unresolvable(directory: String)
+        /// A directory above the closure's, on its real path, is owned by `owner`, neither
+        /// the user nor root.
+        case ancestorOwner(path: String, owner: UInt32, user: UInt32)
+        /// A directory above the closure's, on its real path, is writable by group or others
+        /// without the sticky bit: they could rename the directories below it.
+        case ancestorWritable(path: String, mode: UInt32)
+
+        public var description: String {
+            switch self {
+            case let .fileOwner(owner, user): "the file is owned by uid \(owner), not by you (uid \(user)) or root"
+            case let .fileWritable(mode): "the file is writable by group or others (mode \(octal(mode)))"
+            case let .directoryOwner(owner, user): "its directory is owned by uid \(owner), not by you (uid \(user)) or root"
+            case let .stickyDirectory(fileOwner): "its directory is sticky but writable by others, and the file is not yours (uid \(fileOwner))"
+            case let .directoryWritable(mode): "its directory is writable by group or others (mode \(octal(mode)))"
+            case let .unresolvable(directory): "its directory \(directory) cannot be resolved to a real path"
+            case let .ancestorOwner(path, owner, user):
+                "\(path), above its directory, is owned by uid \(owner), not by you (uid \(user)) or root: its owner could replace the cache"
+            case let .ancestorWritable(path, mode):
+                "\(path), above its directory, is writable by group or others (mode \(octal(mode))) and not sticky: they could replace the cache"
+            }
+        }
+    }
+
+    /// Checks that user `user` can trust a closure with status `file` in a directory with
+    /// status `directory`; the problem when it cannot.
+    public static func check(file: FileStatus, directory: FileStatus, user: UInt32) throws(Problem) {
+        if file.ownerID != user, file.ownerID != 0 { throw .fileOwner(owner: file.ownerID, user: user) }
+        if file.mode & 0o022 != 0 { throw .fileWritable(mode: file.mode) }
+        if directory.ownerID != user, directory.ownerID != 0 { throw .directoryOwner(owner: directory.ownerID, user: user) }
+        if directory.mode & 0o022 != 0 {
+            let sticky = directory.mode & 0o1000 != 0
+            if sticky, file.ownerID == user { return }
+            throw sticky ? .stickyDirectory(fileOwner: file.ownerID) : .directoryWritable(mode: directory.mode)
+        }
+    }
+
+    /// Checks every directory above `directory` the way OpenSSH's `secure_path` does, on the
+    /// real path (symlinks resolved first, so a link cannot hide where the cache is): each
+    /// must be owned by `user` or root and not writable by group or others, except that a
+    /// sticky one (`/tmp`) is accepted, since others cannot rename what it holds (OpenSSH
+    /// refuses those too; a cache under `/tmp/USER-owned-dir` is common and safe). The
+    /// directory itself is ``check(file:directory:user:)``'s. `status` stats a path (the
+    /// file system, or a table in tests). Costs one `realpath` and one `stat` per component.
+    public static func checkAncestors(of directory: String, user: UInt32, realPath: (String) -> String?,
+                                      status: (String) -> FileStatus?) throws(Problem) {
+        guard let resolved = realPath(directory) else { throw .unresolvable(directory: directory) }
+        var components = resolved.split(separator: "/").map(String.init)
+        while !components.isEmpty {
+            components.removeLast()
+            let ancestor = "/" + components.joined(separator: "/")
+            guard let info = status(ancestor) else { throw .unresolvable(directory: directory) }
+            if info.ownerID != user, info.ownerID != 0 { throw .ancestorOwner(path: ancestor, owner: info.ownerID, user: user) }
+            if info.mode & 0o022 != 0, info.mode & 0o1000 == 0 { throw .ancestorWritable(path: ancestor, mode: info.mode) }
+        }
+    }
+
+    /// ``checkAncestors(of:user:realPath:status:)`` on the file system.
+    public static func checkAncestors(of directory: String, user: UInt32) throws(Problem) {
+        try checkAncestors(of: directory, user: user, realPath: RealPath.of, status: FileStatus.of)
+    }
+
+    static func octal(_ mode: UInt32) -> String { String(mode & 0o7777, radix: 8) }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import LoaderCore
+import LaunchPlan
+import ClosureFormat
+import LoaderSystem
+
+/// The verdict on one file of the closure cache, as `dyld3 verify` reports it: whether it
+/// is a closure, whether it reads, whether it is consistent, and whether its images are
+/// still the ones on disk.
+public struct ClosureVerification: Sendable {
+    /// The verdict: a `valid` closure can be launched and a `stale` one rebuilt; every other
+    /// status means the file is unusable.
+    public enum Status: String, Sendable, CaseIterable {
+        case valid, corrupt, stale, incompatible
+        case notAClosure = "not-a-closure"
+        case untrusted
+        /// The closure's mapping plan disagrees with an image's own load commands.
+        case invalid
+        /// The closure is bound to another app or architecture than its file name says
+        /// (another app's closure copied under this name).
+        case misplaced
+    }
+
+    /// One thing wrong with the file, and which status it calls for (never `valid`).
+    public struct Problem: Equatable, Sendable, CustomStringConvertible {
+        public let kind: Status
+        public let message: String
+        public var description: String { "\(kind.rawValue): \(message)" }
+    }
+
+    public let path: String
+    public let status: Status
+    public let problems: [Problem]
+
+    /// Checks the file at `path`: extension and magic, ownership, header, checksum, frame and
+    /// structure and header flags (`ClosureFile`), consistency (`consistencyProblems()`), then every image's identity against the disk (`staleImages()`).
+    public init(checking path: String, trusting trustKey: ClosureTrustKey? = nil, alwaysHash: Bool = false) {
+        guard let entry = FileStatus.of(path) else {
+            self.init(path, .corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
+            return
+        }
+        guard !entry.isDirectory else {
+            self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "is a directory")])
+            return
+        }
+        if path.hasSuffix("." + ClosureCache.prelinkedSetExtension) {
+            let (status, problems) = ClosureVerification.verifyPrelinkedSet(path, trusting: trustKey, alwaysHash: alwaysHash)
+            self.init(path, status, problems)
+            return
+        }
+        if path.hasSuffix("." + ClosureCache.slidSetExtension) {
+            let (status, problems) = ClosureVerification.verifySlidSet(path)
+            self.init(path, status, problems)
+            return
+        }
+        guard path.hasSuffix("." + ClosureCache.fileExtension) else {
+            self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "has no .\(ClosureCache.fileExtension) extension")])
+            return
+        }
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(path) {
+        case let .success(opened): file = opened
+        case .failure(.missing):
+            self.init(path, .corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
+            return
+        case let .failure(.refused(reason)):
+            self.init(path, .untrusted, [Problem(kind: .untrusted, message: reason)])
+            return
+        }
+        guard file.status.size <= UInt64(ClosureFile.maxFileSize) else {
+            self.init(path, .corrupt, [Problem(kind: .corrupt, message: "\(file.status.size) bytes is over the \(ClosureFile.maxFileSize)-byte limit for a closure file")])
+            return
+        }
+        guard let bytes = file.readAll() else {
+            self.init(path, .untrusted, [Problem(kind: .untrusted, message: "cannot be read")])
+            return
+        }
+        let magicLength = min(bytes.count, ClosureFileHeader.magic.count)
+        guard bytes[0..<magicLength].elementsEqual(ClosureFileHeader.magic[0..<magicLength]) else {
+            self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "bad magic (a closure starts with DYLD3CL)")])
+            return
+        }
+        let closure: LaunchClosure
+        do throws(ClosureError) {
+            try ClosureFile.checkOwnership(path, file.status)
+            closure = try ClosureFile.decode(bytes, path: path, trusting: trustKey)
+            try closure.checkRoots(closurePath: path)
+        } catch {
+            self.init(path, ClosureVerification.problem(for: error))
+            return
+        }
+        var inconsistencies = closure.consistencyProblems().map { Problem(kind: .corrupt, message: $0) }
+        // Each dlopen closure, decoded and checked against the launch's; its own images (those
+        // after the launch's, which are checked below) are checked with them.
+        var opened: [LaunchClosure] = []
+        for record in closure.dlopens {
+            do throws(ClosureError) {
+                let nested = try record.closure(within: closure, path: path)
+                inconsistencies += nested.consistencyProblems().map { Problem(kind: .corrupt, message: "dlopen closure for \(record.requested): \($0)") }
+                var added = nested
+                added.images.removeFirst(closure.images.count)
+                opened.append(added)
+            } catch {
+                inconsistencies.append(Problem(kind: .corrupt, message: "\(error)"))
+            }
+        }
+        guard inconsistencies.isEmpty else {
+            self.init(path, .corrupt, inconsistencies)
+            return
+        }
+        var staleImages = closure.staleImages(closurePath: path, alwaysHash: alwaysHash)
+        for added in opened { staleImages += added.staleImages(closurePath: path, alwaysHash: alwaysHash) }
+        let stale = staleImages.map { Problem(kind: .stale, message: "\($0.image) \($0.what)") }
+        let changed = Set(staleImages.map(\.image))
+        var invalid = ClosureVerification.planProblems(closure, skipping: changed)
+        for added in opened { invalid += ClosureVerification.planProblems(added, skipping: changed) }
+        let misplaced = ClosureVerification.placementProblems(closure, path: path)
+        let status: Status = !invalid.isEmpty ? .invalid : !misplaced.isEmpty ? .misplaced : !stale.isEmpty ? .stale : .valid
+        self.init(path, status, invalid + misplaced + stale)
+    }
+
+    /// Each image's plan against the header and load commands in its file (read at the
+    /// plan's own file offsets, as a launch reads them). Images in
+    /// `stale` changed since install: their plans are not checked.
+    static func planProblems(_ closure: LaunchClosure, skipping stale: Set<String>) -> [Problem] {
+        closure.images.compactMap { image in
+            guard !stale.contains(image.path), case let .success(file) = ImageDescriptor.open(image.path) else { return nil }
+            return image.planDisagreement(arch: closure.arch, file: file).map { Problem(kind: .invalid, message: "\(image.path): \($0)") }
+        }
+    }
+
+    /// The file name says which app and architecture the closure is for: its binding must agree.
+    static func placementProblems(_ closure: LaunchClosure, path: String) -> [Problem] {
+        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let expected = ClosureCache(directory: directory.isEmpty ? "." : directory).closurePath(forApp: closure.binding.app, arch: closure.arch)
+        guard expected.split(separator: "/").last != path.split(separator: "/").last else { return [] }
+        return [Problem(kind: .misplaced, message: "built for \(closure.binding.app) (\(closure.arch)), which the cache names \(expected.split(separator: "/").last ?? "")")]
+    }
+
+    private init(_ path: String, _ status: Status, _ problems: [Problem]) {
+        self.path = path
+        self.status = status
+        self.problems = problems
+    }
+
+    private init(_ path: String, _ verdict: (Status, Problem)) {
+        self.init(path, verdict.0, [verdict.1])
+    }
+
+    /// Whether the file cannot be used at all (as opposed to valid, or stale and rebuildable).
+    public var isUnusable: Bool { status != .valid && status != .stale }
+
+    /// Every file in `cache`, sorted by path.
+    public static func verify(_ cache: ClosureCache, trusting trustKey: ClosureTrustKey? = nil, alwaysHash: Bool = false) -> [ClosureVerification] {
+        cache.files().map { ClosureVerification(checking: $0, trusting: trustKey, alwaysHash: alwaysHash) }
+    }
+
+    static func problem(for error: ClosureError) -> (Status, Problem) {
+        switch error {
+        case let .corrupt(_, offset, what):
+            (.corrupt, Problem(kind: .corrupt, message: "\(what) (offset \(hex(UInt64(max(0, offset)))))"))
+        case let .incompatible(_, what):
+            (.incompatible, Problem(kind: .incompatible, message: what))
+        case let .untrusted(_, what):
+            (.untrusted, Problem(kind: .untrusted, message: what))
+        case let .stale(_, image, what):
+            (.stale, Problem(kind: .stale, message: "\(image) \(what)"))
+        case .missing:
+            (.corrupt, Problem(kind: .corrupt, message: "vanished while it was being verified"))
+        case let .writeFailed(_, what):
+            (.corrupt, Problem(kind: .corrupt, message: what))
+        case let .systemCallFailed(_, failure):
+            (.corrupt, Problem(kind: .corrupt, message: "\(failure)"))
+        case .mismatch:
+            (.misplaced, Problem(kind: .misplaced, message: "\(error)"))
+        case let .plan(_, image, disagreement):
+            (.invalid, Problem(kind: .invalid, message: "\(image): \(disagreement)"))
+        case let .fixups(_, image, stream, fault):
+            (.invalid, Problem(kind: .invalid, message: "\(image): \(stream.rawValue): \(fault)"))
+        case let .mapping(_, image, what):
+            (.invalid, Problem(kind: .invalid, message: "\(image): its plan cannot be mapped: \(what)"))
+        }
+    }
+}
+

@@ -1,0 +1,233 @@
+import LoaderCore
+import ClosureFormat
+import LaunchPlan
+import MachOReader
+import LoaderSystem
+
+extension ImageIdentity {
+    /// The identity of the file at `path` as it is now. `contentOnly` leaves out inode,
+    /// mtime and ctime, for closures that travel between machines.
+    public static func current(path: String, uuid: [UInt8]?, contentOnly: Bool, signature: SignedImage? = nil) throws(ClosureError) -> ImageIdentity {
+        guard case let .success(file) = ImageDescriptor.open(path), let hash = file.contentHash() else {
+            throw .stale(path: path, image: path, what: "cannot be read")
+        }
+        let status = file.status
+        return ImageIdentity(
+            size: status.size, mtimeSeconds: contentOnly ? 0 : status.mtimeSeconds,
+            mtimeNanoseconds: contentOnly ? 0 : status.mtimeNanoseconds, inode: contentOnly ? 0 : status.inode,
+            ctimeSeconds: contentOnly ? 0 : status.ctimeSeconds, ctimeNanoseconds: contentOnly ? 0 : status.ctimeNanoseconds,
+            uuid: uuid, contentHash: hash, signature: signature)
+    }
+
+    /// How close to the closure's write an image may have changed for stat to be untrusted:
+    /// above any file system's timestamp granularity.
+    static let racyWindowSeconds: Int64 = 2
+
+    /// Whether this identity was taken so close to `builtAt` (the closure file's mtime, in seconds) that
+    /// the image could have been rewritten afterwards within the same timestamp tick.
+    func isRacy(builtAt: Int64) -> Bool {
+        let (latest, overflow) = Swift.max(mtimeSeconds, ctimeSeconds).addingReportingOverflow(ImageIdentity.racyWindowSeconds)
+        return overflow || latest >= builtAt
+    }
+
+    /// How an open image file differs from the identity a closure recorded for it.
+    enum Staleness: Error, Equatable, Sendable, CustomStringConvertible {
+        /// Its size is not the recorded one.
+        case changedSize(recorded: UInt64, now: UInt64)
+        /// Its content could not be mapped to be hashed.
+        case unreadable
+        /// Another file (another inode) with other content is at its path.
+        case replaced
+        /// The same file with other content.
+        case newContent
+        /// Its CodeDirectory is not the one the closure recorded (another cdHash, or gone).
+        case signatureChanged(recorded: CDHash, now: CDHash?)
+
+        var description: String {
+            switch self {
+            case let .changedSize(recorded, now): "changed size (\(recorded) -> \(now) bytes)"
+            case .unreadable: "cannot be read"
+            case .replaced: "was replaced by another file (content differs)"
+            case .newContent: "has new content"
+            case let .signatureChanged(recorded, now):
+                "has another code signature (cdHash \(now.map(\.hex) ?? "unreadable"), recorded \(recorded.hex))"
+            }
+        }
+    }
+
+    /// Checks that the open file `file` is the file this identity describes; how it differs otherwise.
+    /// The cheap stat check (size, mtime, ctime, inode) comes first; when stat differs (a
+    /// fresh checkout, a touch) but the content hash matches, the image is still the one
+    /// the closure was built from. A racy identity (taken within 2 s of the closure's
+    /// write), a content-only one, or `alwaysHash` is always hashed. Everything is read
+    /// through `file`, the descriptor the launch maps from.
+    /// `hashed` is set when the content was hashed.
+    func check(_ file: ImageDescriptor, contentOnly: Bool, racy: Bool, checks: IdentityChecks, hashed: inout Bool) throws(Staleness) {
+        let status = file.status
+        if status.size != size { throw .changedSize(recorded: size, now: status.size) }
+        if checks.codeDirectory { try checkSignature(file) }
+        if !contentOnly, !racy, !checks.alwaysHash, status.mtimeSeconds == mtimeSeconds, status.mtimeNanoseconds == mtimeNanoseconds,
+           status.ctimeSeconds == ctimeSeconds, status.ctimeNanoseconds == ctimeNanoseconds, status.inode == inode {
+            return
+        }
+        hashed = true
+        guard let hash = file.contentHash() else { throw .unreadable }
+        if hash != contentHash {
+            throw status.inode != inode && !contentOnly ? .replaced : .newContent
+        }
+    }
+
+    /// A signed image's CodeDirectory, read from `file` where the closure recorded it and
+    /// hashed (the blob, not the file), must have the recorded cdHash: dyld4 identifies
+    /// images by cdHash. The blob's size was checked against the file's (the size check
+    /// comes first), so the read is bounded by the file.
+    func checkSignature(_ file: ImageDescriptor) throws(Staleness) {
+        guard let signature else { return }
+        let (end, overflow) = signature.codeDirectoryOffset.addingReportingOverflow(UInt64(signature.codeDirectorySize))
+        guard !overflow, end <= file.status.size else { throw .signatureChanged(recorded: signature.cdHash, now: nil) }
+        let blob = file.read(offset: signature.codeDirectoryOffset, count: signature.codeDirectorySize)
+        guard blob.count == signature.codeDirectorySize else { throw .signatureChanged(recorded: signature.cdHash, now: nil) }
+        let now = signature.hashType.cdHash(of: ByteView(blob))
+        if now != signature.cdHash { throw .signatureChanged(recorded: signature.cdHash, now: now) }
+    }
+}
+
+/// How a launch checks that an image is the file its closure was built from.
+public struct IdentityChecks: Sendable {
+    /// Hash the content whatever stat says (`--hash-images`).
+    public var alwaysHash: Bool
+    /// Hash a signed image's CodeDirectory against its recorded cdHash (off only in the
+    /// bench's launches that measure what the check costs).
+    public var codeDirectory: Bool
+
+    public init(alwaysHash: Bool = false, codeDirectory: Bool = true) {
+        self.alwaysHash = alwaysHash
+        self.codeDirectory = codeDirectory
+    }
+}
+
+extension ClosureImage {
+    /// A file now present where the dependency search found nothing at install time: it
+    /// would shadow the dylib the closure resolved, so the closure no longer says what a
+    /// launch would load.
+    func shadowingFile() -> String? {
+        absentPaths.first { FileStatus.of($0) != nil }
+    }
+
+    /// Opens the image and checks it is the file the closure was built from: the
+    /// descriptor to map from, or why the closure is stale.
+    /// `hashed` is set when the image's content was hashed (see ``ImageIdentity/check(_:contentOnly:racy:checks:hashed:)``).
+    func openChecked(contentOnly: Bool, builtAt: Int64?, checks: IdentityChecks, hashed: inout Bool) -> Result<ImageDescriptor, StaleImage> {
+        let file: ImageDescriptor
+        switch ImageDescriptor.open(path) {
+        case let .success(opened): file = opened
+        case let .failure(reason) where reason.cause == .refused(ImageDescriptor.notRegularFile):
+            return .failure(StaleImage(image: path, what: "is \(reason)"))
+        case let .failure(reason):
+            return .failure(StaleImage(image: path, what: FileStatus.of(path) == nil ? "was removed" : "cannot be opened (\(reason))"))
+        }
+        let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? false
+        do throws(ImageIdentity.Staleness) {
+            try identity.check(file, contentOnly: contentOnly, racy: racy, checks: checks, hashed: &hashed)
+        } catch {
+            return .failure(StaleImage(image: path, what: error.description))
+        }
+        if let shadow = shadowingFile() {
+            return .failure(StaleImage(image: path, what: "has a dependency shadowed by a new file at \(shadow)"))
+        }
+        return .success(file)
+    }
+}
+
+extension ClosureImage {
+    /// Opens each of `images` once and checks it is the file the closure was built from;
+    /// the first that is not, as a stale-closure error naming `closurePath`. With
+    /// `readAhead`, each image checked is asked to be read ahead
+    /// (``ImagePlan/readAheadRange(deferred:)``) before the next is opened. With `handOff`,
+    /// each descriptor is also handed over as soon as it is checked, and the hand-off is
+    /// closed at the first image that fails.
+    static func openAll(_ images: ArraySlice<ClosureImage>, contentOnly: Bool, closurePath: String, checks: IdentityChecks,
+                        readAhead: Bool, handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+        let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
+        var files: [ImageDescriptor] = []
+        files.reserveCapacity(images.count)
+        for image in images {
+            var hashed = false
+            let opened = image.openChecked(contentOnly: contentOnly, builtAt: builtAt, checks: checks, hashed: &hashed)
+            if hashed { hashedImages += 1 }
+            switch opened {
+            case let .success(file):
+                if readAhead, let range = image.plan.readAheadRange() { file.readAhead(range) }
+                files.append(file)
+                handOff?.hand(file)
+            case let .failure(stale):
+                handOff?.close()
+                throw .stale(path: closurePath, image: stale.image, what: stale.what)
+            }
+        }
+        return files
+    }
+}
+
+/// An image that is no longer the file a closure was built from.
+public struct StaleImage: Error, Equatable, Sendable {
+    public let image: String
+    public let what: String
+}
+
+extension LaunchClosure {
+    /// Opens every image once and checks it is the file the closure was built from; the
+    /// launch maps from these very descriptors (so a file renamed over an image path after
+    /// the check is never the one mapped). `alwaysHash` hashes every image whatever stat says.
+    public func openImages(closurePath: String, alwaysHash: Bool = false) throws(ClosureError) -> [ImageDescriptor] {
+        var hashedImages = 0
+        return try openImages(closurePath: closurePath, checks: IdentityChecks(alwaysHash: alwaysHash), hashedImages: &hashedImages)
+    }
+
+    /// ``openImages(closurePath:alwaysHash:)`` with `checks`, counting in `hashedImages` the
+    /// images whose content was hashed (stat differed, the identity is racy or content-only,
+    /// or `checks.alwaysHash`).
+    /// With `readAhead` (a launch), the kernel is asked to read ahead what the launch will
+    /// touch of each image as soon as it is checked. `range` limits it to those images, and
+    /// `handOff` hands each over as soon as it is checked (``DescriptorHandOff``).
+    public func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
+                           handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+        try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
+                                 checks: checks, readAhead: readAhead, handOff: handOff, hashedImages: &hashedImages)
+    }
+
+    /// The first image that changed on disk, as a stale-closure error, or nil if all are current.
+    public func staleImage(closurePath: String) -> ClosureError? {
+        do {
+            _ = try openImages(closurePath: closurePath)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Every image that changed on disk, for `verify`. With `closurePath`, images whose
+    /// identity is racy against the closure file's mtime are hashed.
+    public func staleImages(closurePath: String? = nil, alwaysHash: Bool = false) -> [(image: String, what: String)] {
+        let builtAt = closurePath.flatMap(FileStatus.of).map(\.mtimeSeconds)
+        return images.compactMap { image in
+            var hashed = false
+            if case let .failure(stale) = image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt,
+                                                            checks: IdentityChecks(alwaysHash: alwaysHash), hashed: &hashed) {
+                return (stale.image, stale.what)
+            }
+            return nil
+        }
+    }
+}
+
+extension ClosureImageTable {
+    /// Opens the images in `range` (every image by default) once each and checks each is the
+    /// file the closure was built from (see
+    /// ``LaunchClosure/openImages(_:closurePath:checks:readAhead:handOff:hashedImages:)``).
+    public func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
+                           hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+        try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
+                                 checks: checks, readAhead: readAhead, hashedImages: &hashedImages)
+    }
+}

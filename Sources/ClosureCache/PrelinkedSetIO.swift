@@ -1,0 +1,151 @@
+import ClosureFormat
+import LoaderCore
+import LaunchPlan
+import MachOReader
+import LoaderSystem
+
+extension ClosureCache {
+    /// The file extension of a prelinked set, written beside its app's closure.
+    public static let prelinkedSetExtension = "dyld3prelinked"
+
+    /// The prelinked set's path for the closure at `closurePath`: the same name, its own extension.
+    public static func prelinkedSetPath(forClosure closurePath: String) -> String {
+        sibling(of: closurePath, extension: fileExtension, as: prelinkedSetExtension)
+    }
+
+    /// `path` with its extension `old` (when it has it) replaced by `new`: a file kept beside another.
+    static func sibling(of path: String, extension old: String, as new: String) -> String {
+        let suffix = "." + old
+        return (path.hasSuffix(suffix) ? String(path.dropLast(suffix.count)) : path) + "." + new
+    }
+}
+
+extension PrelinkedSetFile {
+    /// The largest set file opened: thousands of frameworks' segments are a few hundred MiB.
+    public static let maxFileSize: UInt64 = 4 << 30
+
+    /// A set file opened once (no symlink followed), checked for ownership on that
+    /// descriptor, its header and metadata read and checked; the data is mapped from `fd`.
+    public final class Opened {
+        let file: UnsafeFileIO.OpenFile
+        public let path: String
+        public let header: PrelinkedSetHeader
+        public let set: PrelinkedSet
+        /// The descriptor the data is mapped from (alive as long as this).
+        package var fd: Int32 { file.fd }
+        /// `fstat` of the set file as opened.
+        public var status: FileStatus { file.status }
+        /// The set file's mtime (seconds): identities taken within 2 s of it are racy.
+        public var builtAt: Int64 { file.status.mtimeSeconds }
+
+        init(file: UnsafeFileIO.OpenFile, path: String, header: PrelinkedSetHeader, set: PrelinkedSet) {
+            self.file = file
+            self.path = path
+            self.header = header
+            self.set = set
+        }
+
+        /// Checks the data against the signed SHA-256 (opened trusting a key) or the
+        /// header's xxh3 (reads the whole data).
+        public func checkData() throws(ClosureError) {
+            try PrelinkedSetFile.checkData(try data(), header: header, path: path)
+        }
+
+        /// The data, mapped read-only from the descriptor the set was opened on.
+        public func data() throws(ClosureError) -> ByteView {
+            guard let all = file.mapAll(), let data = try? all.slice(Int(header.dataOffset), Int(header.dataSize)) else {
+                throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data cannot be mapped")
+            }
+            return data
+        }
+    }
+
+    /// Opens and checks the set at `path`: ownership (as for closures), header, checksum,
+    /// with `trustKey` its signature, metadata. The binding, the images' identities and,
+    /// trusting a key, the data (``Opened/checkData()``) are the caller's to check.
+    public static func open(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> Opened {
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(path) {
+        case let .success(opened): file = opened
+        case .failure(.missing): throw .missing(path: path)
+        case let .failure(.refused(reason)): throw .untrusted(path: path, what: reason)
+        }
+        try ClosureFile.checkOwnership(path, file.status)
+        guard file.status.size <= maxFileSize else {
+            throw .corrupt(path: path, offset: 0, what: "\(file.status.size) bytes is over the \(maxFileSize)-byte limit for a prelinked set")
+        }
+        // The header, then as much as it declares of metadata (bounded; checked with the rest).
+        let fields = file.read(offset: 0, count: PrelinkedSetHeader.size)
+        let metadataSize = min(PrelinkedSetHeader.declaredMetadataSize(fields), PrelinkedSetHeader.maxMetadataSize, file.status.size)
+        let prefix = ByteView(file.read(offset: 0, count: PrelinkedSetHeader.size + Int(metadataSize)))
+        let (header, set) = try decode(prefix: prefix, fileSize: file.status.size, path: path, trusting: trustKey)
+        try set.closure.checkRoots(closurePath: path)
+        return Opened(file: file, path: path, header: header, set: set)
+    }
+
+    /// What a set's header declares of it, unchecked: what a launch matches the set's copy
+    /// slid for this boot against before the set is opened and checked (then compared).
+    public struct DeclaredIdentity: Sendable {
+        public let checksum: UInt64
+        public let metadataSize: UInt64
+        public let dataSize: UInt64
+        public let dataHash: UInt64
+    }
+
+    /// The identity the first bytes of the set at `path` declare; nil when it cannot be
+    /// opened (no symlink followed) or is not a set.
+    public static func declaredIdentity(_ path: String) -> DeclaredIdentity? {
+        guard case let .success(file) = UnsafeFileIO.openNoFollow(path) else { return nil }
+        let fields = file.read(offset: 0, count: PrelinkedSetHeader.size)
+        guard fields.count == PrelinkedSetHeader.size, Array(fields[0..<8]) == PrelinkedSetHeader.magic else { return nil }
+        func word(_ offset: Int) -> UInt64 { (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[offset + $1]) } }
+        return DeclaredIdentity(checksum: word(8), metadataSize: word(24), dataSize: word(40), dataHash: word(48))
+    }
+
+    /// Writes the set atomically, read-only, signed with `signer` if given. A failure leaves
+    /// any existing file as it was.
+    public static func write(_ set: PrelinkedSet, data: [UInt8], to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
+        do throws(SystemCallFailure) {
+            try UnsafeFileIO.writeAtomically(encode(set, data: data, signedWith: signer), to: path)
+        } catch {
+            throw .systemCallFailed(path: path, error)
+        }
+    }
+}
+
+extension PrelinkedSet {
+    /// Checks that every source image is still the file the set was built from, by its
+    /// path's status alone (`stat`: size, mtime, ctime, inode; no open, no mapping), and
+    /// that no absent path of the dependency search has appeared. The images were copied
+    /// into the set: a changed status makes the set stale even when the content is the
+    /// same. An identity taken within 2 s of the set's write, or `alwaysHash`
+    /// (`--hash-images`), opens and hashes the image as well. The first stale image, as a
+    /// stale error naming `setPath`.
+    public func checkSources(setPath: String, builtAt: Int64?, alwaysHash: Bool, hashedImages: inout Int) throws(ClosureError) {
+        for image in closure.images {
+            let identity = image.identity
+            guard let status = FileStatus.of(image.path) else {
+                throw .stale(path: setPath, image: image.path, what: "was removed")
+            }
+            guard status.isRegularFile else { throw .stale(path: setPath, image: image.path, what: "is not a regular file") }
+            if status.size != identity.size {
+                throw .stale(path: setPath, image: image.path, what: ImageIdentity.Staleness.changedSize(recorded: identity.size, now: status.size).description)
+            }
+            guard status.inode == identity.inode, status.mtimeSeconds == identity.mtimeSeconds, status.mtimeNanoseconds == identity.mtimeNanoseconds,
+                  status.ctimeSeconds == identity.ctimeSeconds, status.ctimeNanoseconds == identity.ctimeNanoseconds else {
+                throw .stale(path: setPath, image: image.path, what: "changed since the set was built (inode or times differ)")
+            }
+            let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? true
+            if alwaysHash || racy {
+                var hashed = false
+                switch image.openChecked(contentOnly: false, builtAt: nil, checks: IdentityChecks(alwaysHash: true), hashed: &hashed) {
+                case .success: hashedImages += 1
+                case let .failure(stale): throw .stale(path: setPath, image: stale.image, what: stale.what)
+                }
+            }
+            if let shadow = image.shadowingFile() {
+                throw .stale(path: setPath, image: image.path, what: "has a dependency shadowed by a new file at \(shadow)")
+            }
+        }
+    }
+}

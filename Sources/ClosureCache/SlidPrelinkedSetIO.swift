@@ -1,0 +1,172 @@
+import ClosureFormat
+import LoaderCore
+import LaunchPlan
+import MachOReader
+import LaunchMemory
+
+extension ClosureCache {
+    /// The file extension of a set slid for this boot, written beside its set.
+    public static let slidSetExtension = "dyld3slid"
+
+    /// The slid copy's path for the set at `setPath`: the same name, its own extension.
+    public static func slidSetPath(forSet setPath: String) -> String {
+        sibling(of: setPath, extension: prelinkedSetExtension, as: slidSetExtension)
+    }
+}
+
+/// The set slid for this boot (``SlidPrelinkedSetHeader``): found, checked and written
+/// beside its set. It is a cache of the set: whatever is wrong with it (missing, another
+/// boot's, another set's, damaged) is a reason to slide the set at launch and write it again,
+/// never a refusal of the launch.
+public enum SlidPrelinkedSetFile {
+    /// This boot's identity: the 16 bytes of `/proc/sys/kernel/random/boot_id`; nil when it
+    /// cannot be read (then nothing is slid for a boot).
+    public static let bootID: [UInt8]? = {
+        guard case let .success(file) = UnsafeFileIO.openNoFollow("/proc/sys/kernel/random/boot_id") else { return nil }
+        var bytes: [UInt8] = [], pending: UInt8?
+        for character in file.read(offset: 0, count: 64) {
+            guard let digit = Character(Unicode.Scalar(character)).hexDigitValue.map(UInt8.init) else { continue }
+            if let high = pending {
+                bytes.append(high << 4 | digit)
+                pending = nil
+            } else {
+                pending = digit
+            }
+        }
+        return bytes.count == 16 ? bytes : nil
+    }()
+
+    /// A slid copy opened and checked for `set`: its descriptor (the data is mapped from
+    /// it) and header.
+    public final class Opened {
+        let file: UnsafeFileIO.OpenFile
+        public let path: String
+        public let header: SlidPrelinkedSetHeader
+        /// The range's size (the data's).
+        public let rangeSize: UInt64
+
+        init(file: UnsafeFileIO.OpenFile, path: String, header: SlidPrelinkedSetHeader, rangeSize: UInt64) {
+            self.file = file
+            self.path = path
+            self.header = header
+            self.rangeSize = rangeSize
+        }
+
+        /// The copy's data mapped read-only at its base and given its protection runs
+        /// (``LaunchMemory/SlidRange``); nil when that range is taken in this process.
+        package func mapRange() throws(ClosureError) -> LaunchMemory.SlidRange? {
+            do throws(LoadError) {
+                return try LaunchMemory.SlidRange.map(fd: file.fd, dataOffset: header.dataOffset, size: rangeSize, base: header.base,
+                                                      protections: header.protections.map { ($0.range, ($0.read, $0.write, $0.execute)) },
+                                                      path: path)
+            } catch {
+                guard case let .mapping(image, reason) = error else { throw .mapping(path: path, image: path, what: "\(error)") }
+                throw .mapping(path: path, image: image, what: reason)
+            }
+        }
+
+        /// Checks the data against the header's hash (reads all of it).
+        public func checkData() throws(ClosureError) {
+            guard let all = file.mapAll(), let data = try? all.slice(Int(header.dataOffset), all.count - Int(header.dataOffset)) else {
+                throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data cannot be mapped")
+            }
+            guard UnsafeHash.xxh3(data) == header.dataHash else {
+                throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data's hash is not the one the header records")
+            }
+        }
+    }
+
+    /// Why a slid copy cannot be used: missing, or the error naming it.
+    public enum Unusable: Error, CustomStringConvertible {
+        case missing
+        case refused(ClosureError)
+
+        public var description: String {
+            switch self {
+            case .missing: "no copy slid for this boot yet"
+            case let .refused(error): "\(error)"
+            }
+        }
+    }
+
+    /// Opens the copy at `path` and checks it is this boot's copy of the set whose header
+    /// declares `setChecksum`, `setDataHash` and a range of `rangeSize` bytes: ownership as
+    /// for closures, header, checksum, protection runs, the set's checksum and data hash,
+    /// the boot id, the size.
+    public static func open(_ path: String, setChecksum: UInt64, setDataHash: UInt64, rangeSize: UInt64) -> Result<Opened, Unusable> {
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(path) {
+        case let .success(opened): file = opened
+        case .failure(.missing): return .failure(.missing)
+        case let .failure(.refused(reason)): return .failure(.refused(.untrusted(path: path, what: reason)))
+        }
+        do throws(ClosureError) {
+            try ClosureFile.checkOwnership(path, file.status)
+            // A set's limit bounds its copy, and so what is read of the copy's protection runs.
+            guard file.status.size <= PrelinkedSetFile.maxFileSize, rangeSize <= PrelinkedSetFile.maxFileSize else {
+                throw ClosureError.corrupt(path: path, offset: 0, what: "\(file.status.size) bytes (a \(rangeSize)-byte range) is over the "
+                    + "\(PrelinkedSetFile.maxFileSize)-byte limit for a prelinked set")
+            }
+            let page = LaunchMemory.pageSize
+            let fields = file.read(offset: 0, count: SlidPrelinkedSetHeader.size)
+            let limit = Int(min(file.status.size, UInt64(SlidPrelinkedSetHeader.size) + rangeSize / page * UInt64(SlidPrelinkedSetHeader.runSize)))
+            let prefix = fields.count < SlidPrelinkedSetHeader.size ? fields
+                : file.read(offset: 0, count: SlidPrelinkedSetHeader.declaredSize(fields, limit: limit))
+            let header = try SlidPrelinkedSetHeader(parsing: prefix, fileSize: file.status.size, rangeSize: rangeSize, pageSize: page, path: path)
+            guard header.setChecksum == setChecksum, header.setDataHash == setDataHash else {
+                throw ClosureError.stale(path: path, image: path, what: "is a copy of another prelinked set")
+            }
+            guard let bootID, header.bootID == bootID else {
+                throw ClosureError.stale(path: path, image: path, what: "was slid for another boot")
+            }
+            guard header.base % page == 0, header.base <= UInt64.max - rangeSize else {
+                throw ClosureError.corrupt(path: path, offset: 40, what: "base 0x\(String(header.base, radix: 16)) is not a page-aligned range start")
+            }
+            return .success(Opened(file: file, path: path, header: header, rangeSize: rangeSize))
+        } catch {
+            return .failure(.refused(error))
+        }
+    }
+
+    /// ``open(_:setChecksum:setDataHash:rangeSize:)`` for the set `opened`, its protection
+    /// runs checked against the set's plans too.
+    public static func open(_ path: String, for opened: PrelinkedSetFile.Opened) -> Result<Opened, Unusable> {
+        open(path, setChecksum: opened.header.checksum, setDataHash: opened.header.dataHash, rangeSize: opened.set.rangeSize).flatMap { copy in
+            guard copy.header.protections == protections(of: opened.set) else {
+                return .failure(.refused(.corrupt(path: path, offset: SlidPrelinkedSetHeader.size,
+                                                  what: "its protection runs are not the ones its set's plans call for")))
+            }
+            return .success(copy)
+        }
+    }
+
+    /// The protection runs the set's range takes once mapped read-only, from its plans.
+    public static func protections(of set: PrelinkedSet) -> [SlidPrelinkedSetHeader.ProtectionRun] {
+        LaunchMemory.prelinkedProtections(plans: set.closure.images.map(\.plan), offsets: set.imageOffsets, rangeSize: set.rangeSize,
+                                          from: (true, false, false)).map {
+            SlidPrelinkedSetHeader.ProtectionRun(range: $0.range, read: $0.protection.read, write: $0.protection.write, execute: $0.protection.execute)
+        }
+    }
+
+    /// Slides `set`'s data (from `opened`, the set file) to a random base and writes it
+    /// atomically, read-only, at `path`, for this boot. The slide runs are checked first.
+    public static func write(for opened: PrelinkedSetFile.Opened, to path: String) throws(ClosureError) {
+        guard let bootID else {
+            throw .incompatible(path: path, what: "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read: nothing is slid for a boot")
+        }
+        let set = opened.set
+        try set.checkSlideRuns(path: opened.path)
+        let base = LaunchMemory.randomBase(pageSize: set.pageSize)
+        let slid = try set.slid(try opened.data(), to: base, path: opened.path)
+        let header = SlidPrelinkedSetHeader(setChecksum: opened.header.checksum, setDataHash: opened.header.dataHash, base: base,
+                                            bootID: bootID, dataHash: UnsafeHash.xxh3(slid), protections: protections(of: set))
+        var file = header.bytes
+        file += [UInt8](repeating: 0, count: Int(header.dataOffset) - file.count)
+        file += slid
+        do throws(SystemCallFailure) {
+            try UnsafeFileIO.writeAtomically(file, to: path)
+        } catch {
+            throw .systemCallFailed(path: path, error)
+        }
+    }
+}

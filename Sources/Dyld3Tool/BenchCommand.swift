@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import LaunchBench
+import LoaderCore
+import Pager
+
+/// `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader on generated apps.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Benchmark dyld2, dyld3, the mapping floor and glibc's dlopen on generated apps of each size.",
+        discussion: """
+            Generates (once, under build/bench-apps/) the apps of tools/gen-app --seed 1 and their \
+            ELF twins, then for each size measures, interleaved in one process: a dyld2 launch, a dyld3 \
+            launch, the mapping floor (map every segment, write each fixup page once) and glibc's \
+            dlopen(RTLD_NOW) of the ELF twin in its two layouts (a directory per framework; one \
+            directory); with --cold, each again with the page cache emptied before every sample; then \
+            each as a fresh process; and the closure's build time and size. No path runs code. Writes \
+            bench.json, bench.md and two SVG charts. With --objc-classes the Mach-O apps have \
+            Objective-C (cached apart), the report gives the ObjC step's share of dyld2's and dyld3's \
+            launch, and glibc keeps the C-only twin.
+            """)
+
+    @Option(help: "Comma-separated dylib counts.")
+    var dylibs = "1,10,100,400,1000"
+
+    @Option(help: "Samples per path and size.")
+    var runs = 11
+
+    @Option(help: "Output directory. The committed bench/results are refreshed by `make bench` alone.")
+    var out = "build/bench/results"
+
+    @Option(help: "Architecture of the Mach-O apps.")
+    var arch = "x86_64"
+
+    @Option(help: "Fixup style of the Mach-O apps: chained or opcodes.")
+    var style = "chained"
+
+    @Flag(help: "Skip the fresh-process measurements.")
+    var noFresh = false
+
+    @Flag(help: "Also measure cold launches: the page cache emptied of the path's files before each sample.")
+    var cold = false
+
+    @Option(help: "eager: dyld3 as usual; page-in: also measure page-in linking beside it (launch to main, touching 10/50/100% of the fixup pages, private pages).")
+    var fixups: FixupsMode = .eager
+
+    @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
+    var faultAround = FixupPager.defaultFaultAround
+
+    @Option(help: "Objective-C classes per framework (tools/gen-app --objc-classes); 0: the C-only apps.")
+    var objcClasses = 0
+
+    @Option(help: "Objective-C categories per image (needs --objc-classes).")
+    var objcCategories = 0
+
+    @Option(help: "Objective-C selector references (message sends) per image (needs --objc-classes).")
+    var objcSelrefs = 0
+
+    @Option(help: "How --cold empties the page cache: drop_caches (root) or posix_fadvise; default: drop_caches when writable, else posix_fadvise.")
+    var evict: EvictionMethod?
+
+    @Flag(help: "Measure prelinked sets instead (docs/prelinked.md): the per-image floor, dyld3, the prelinked launch eager and page-in, and the set's own floor; writes prelinked.json and prelinked.md.")
+    var prelinked = false
+
+    @Flag(help: "Print bench.json on stdout instead of the Markdown report (the files are written all the same).")
+    var json = false
+
+    func validate() throws {
+        guard evict == nil || cold else { throw ValidationError("--evict needs --cold") }
+        guard runs > 0 else { throw ValidationError("--runs must be positive") }
+        guard ["chained", "opcodes"].contains(style) else { throw ValidationError("--style must be chained or opcodes") }
+        guard min(objcClasses, objcCategories, objcSelrefs) >= 0 else { throw ValidationError("--objc-* counts must not be negative") }
+        guard objcClasses > 0 || (objcCategories == 0 && objcSelrefs == 0) else {
+            throw ValidationError("--objc-categories and --objc-selrefs need --objc-classes")
+        }
+        guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--dylibs must list positive counts") }
+    }
+
+    var counts: [Int] { dylibs.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+
+    func run() async throws {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        guard let repository = BenchConfiguration.findRepositoryRoot(from: FileManager.default.currentDirectoryPath)
+                ?? BenchConfiguration.findRepositoryRoot(from: executable) else {
+            CommandFailure(what: "bench", why: "tools/gen-app not found above the current directory or the executable",
+                           fix: "run dyld3 bench inside the repository", kind: "no-repository").report(json: json)
+            throw ExitCode(1)
+        }
+        var configuration = BenchConfiguration(
+            dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch, style: style,
+            repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
+        configuration.pageIn = fixups == .pageIn
+        configuration.faultAround = max(1, faultAround)
+        if objcClasses > 0 {
+            configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs)
+        }
+        if prelinked {
+            do {
+                let (results, eviction) = try await PrelinkBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                let markdown = PrelinkBench.markdown(results, runs: runs, cold: eviction)
+                let json = try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)) + Data("\n".utf8)
+                try json.write(to: URL(fileURLWithPath: out + "/prelinked.json"), options: .atomic)
+                try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/prelinked.md"), options: .atomic)
+                FileHandle.standardOutput.write(self.json ? json : Data(markdown.utf8))
+            } catch {
+                CommandFailure(error).report(json: json)
+                throw ExitCode(1)
+            }
+            return
+        }
+        do {
+            let report = try await LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+            try LaunchBench.write(report, to: out)
+            // Written unbuffered, so the stderr line after it cannot land inside a table.
+            FileHandle.standardOutput.write(try Data(contentsOf: URL(fileURLWithPath: out + (json ? "/bench.json" : "/bench.md"))))
+            FileHandle.standardError.write(Data("wrote \(LaunchBench.outputFiles(report).map { out + "/" + $0 }.joined(separator: ", "))\n".utf8))
+        } catch {
+            CommandFailure(error).report(json: json)
+            throw ExitCode(1)
+        }
+    }
+}
+
+extension EvictionMethod: ExpressibleByArgument {}

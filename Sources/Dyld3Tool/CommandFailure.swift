@@ -1,0 +1,174 @@
+import AppArchive
+import ArgumentParser
+import ClosureFormat
+import Foundation
+import ClosureCache
+import LaunchPlan
+import LoaderCore
+import MachOInspect
+import LoaderSystem
+
+/// A user error as every command reports it: one line on stderr, `dyld3: WHAT: WHY`, with
+/// the fix after it when there is one (`dyld3: WHAT: WHY; FIX`), and exit status 1. Under
+/// `--json` stdout also gets `{"error": {"kind", "what", "why", "fix"}}`.
+struct CommandFailure: Error, CustomStringConvertible {
+    /// What failed: a path, an install name, or an option with its value.
+    let what: String
+    /// Why it failed.
+    let why: String
+    /// What to do about it, when something can be done.
+    var fix: String?
+    /// A stable word for scripts: `missing-library`, `no-closure`, `bad-root`, `key`, ….
+    let kind: String
+
+    init(what: String, why: String, fix: String? = nil, kind: String) {
+        self.what = what
+        self.why = why
+        self.fix = fix
+        self.kind = kind
+    }
+
+    var description: String { "\(what): \(why)" + (fix.map { "; \($0)" } ?? "") }
+
+    /// The line written to stderr.
+    var line: String { "dyld3: " + description }
+
+    var json: JSONValue {
+        .object([("schema_version", .int(JSONValue.schemaVersion)), ("error", errorObject)])
+    }
+
+    /// `{"kind", "what", "why", "fix"}`: the failure inside a larger document.
+    var errorObject: JSONValue {
+        .object([
+            ("kind", .string(kind)),
+            ("what", .string(what)),
+            ("why", .string(why)),
+            ("fix", fix.map(JSONValue.string) ?? .null),
+        ])
+    }
+
+    /// Where a command was when it failed, for the fixes it can suggest.
+    struct Context {
+        /// The app named on the command line, when there is one.
+        var app: String?
+        /// `--root`, when given.
+        var root: String?
+        /// `--cache`, when given.
+        var cache: String?
+    }
+
+    /// Any error a command meets, as the line it reports.
+    init(_ error: any Error, context: Context = Context()) {
+        switch error {
+        case let failure as CommandFailure:
+            self = failure
+        case let error as LoadError:
+            self.init(error, context: context)
+        case let error as ClosureError:
+            self.init(error, context: context)
+        case let error as AppArchiveError:
+            self.init(splitting: error.description, kind: "app-archive")
+        default:
+            self.init(splitting: "\(error)", kind: "error")
+        }
+    }
+
+    init(_ error: LoadError, context: Context) {
+        switch error {
+        case let .missingDylib(installName, neededBy, tried):
+            let triedText = tried.isEmpty ? "no candidate paths" : "tried " + tried.joined(separator: ", ")
+            self.init(what: installName, why: "library not loaded (referenced from \(neededBy); \(triedText))", kind: "missing-library")
+            if context.root == nil, installName.hasPrefix("/") {
+                fix = "give --root DIR, the system root that holds \(installName)"
+                    + (Self.suggestedRoot(for: context.app).map { " (for this app: --root \($0))" } ?? "")
+            }
+        case let .missingSymbol(symbol, importedBy, expectedIn):
+            self.init(what: symbol, why: "symbol not found (referenced from \(importedBy); expected in \(expectedIn))", kind: "missing-symbol")
+        case .malformed:
+            self.init(splitting: error.description, kind: "malformed")
+        case .wrongArchitecture:
+            self.init(splitting: error.description, kind: "wrong-architecture")
+        case .unusable, .failed:
+            self.init(splitting: error.description, kind: "unusable")
+        case .mapping:
+            self.init(splitting: error.description, kind: "mapping")
+        case let .codeSignature(path, failure):
+            self.init(what: path, why: "code signature invalid: \(failure)", kind: "code-signature")
+            fix = "sign the image again (or restore it); `dyld3 codesign verify \(path)` shows every page that fails"
+        case let .signingPolicy(path, rule, why):
+            self.init(what: path, why: "refused by \(rule.rawValue): \(why)", kind: "signing-policy")
+            fix = rule == .requireSignatures ? "sign the image, or launch without --require-signatures"
+                : "sign the image with the main executable's team ID, or launch without --library-validation"
+        }
+    }
+
+    init(_ error: ClosureError, context: Context) {
+        switch error {
+        case let .missing(path):
+            var install = "dyld3 install " + (context.app ?? "APP")
+            if let root = context.root { install += " --root \(root)" }
+            if let cache = context.cache { install += " --cache \(cache)" }
+            self.init(what: path, why: "no closure", fix: "run `\(install)` first", kind: "no-closure")
+        default:
+            self.init(splitting: error.description, kind: error.kind)
+        }
+    }
+
+    /// A key file given to `option` that cannot be used.
+    init(_ error: ClosureKeyError, option: String) {
+        self.init(what: "\(option) \(error.path)", why: error.what, kind: "key")
+    }
+
+    /// `PATH: WHY…` split at its first ": " (a multi-line description joined with "; ").
+    init(splitting text: String, kind: String) {
+        let flat = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "; ")
+        if let colon = flat.range(of: ": ") {
+            self.init(what: String(flat[..<colon.lowerBound]), why: String(flat[colon.upperBound...]), kind: kind)
+        } else {
+            self.init(what: "error", why: flat, kind: kind)
+        }
+    }
+
+    /// The system root beside an app built as the fixtures are (`DIR/X.app` with `DIR/root`).
+    static func suggestedRoot(for app: String?) -> String? {
+        guard let app else { return nil }
+        var directory = (app as NSString).deletingLastPathComponent
+        if (directory as NSString).lastPathComponent.hasSuffix(".app") { directory = (directory as NSString).deletingLastPathComponent }
+        let root = (directory.isEmpty ? "." : directory) + "/root"
+        return FileStatus.of(root)?.isDirectory == true ? root : nil
+    }
+
+    /// Writes the failure (stderr; stdout too under `--json`).
+    func report(json: Bool) {
+        if json { print(self.json.serialized()) }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// Runs a command's body: any error but an exit status is reported as one failure and
+    /// ends the command with status 1.
+    static func reporting<T>(json: Bool = false, context: Context = Context(), _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let exit as ExitCode {
+            throw exit
+        } catch let usage as ValidationError {
+            throw usage
+        } catch {
+            CommandFailure(error, context: context).report(json: json)
+            throw ExitCode(1)
+        }
+    }
+
+    static func reporting<T>(json: Bool = false, context: Context = Context(), _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let exit as ExitCode {
+            throw exit
+        } catch let usage as ValidationError {
+            throw usage
+        } catch {
+            CommandFailure(error, context: context).report(json: json)
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import ClosureBuild
+import ArgumentParser
+import Foundation
+import ClosureCache
+import LoaderCore
+import MachOInspect
+import ClosureFormat
+import LaunchPlan
+import LoaderSystem
+
+/// `dyld3 install APP…`: builds launch closures out of process, one per app and arch.
+struct InstallCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "install",
+        abstract: "Build and cache launch closures for apps.",
+        discussion: """
+            APP is a .app directory, a directory of .app bundles, an executable, a dylib or a \
+            bundle. Each gets one closure per architecture in the cache, written atomically. \
+            An app that cannot launch gets no closure and the launch error.
+            """)
+
+    @Argument(help: "Apps to install.")
+    var apps: [String]
+
+    @OptionGroup var options: AppOptions
+
+    @Flag(help: "Identify images by content only (no inode or mtime): for caches that travel between machines.")
+    var contentOnly = false
+
+    @Option(help: "Sign every closure with this private key (dyld3 key generate): launches with --trust accept only signed closures.")
+    var sign: String?
+
+    @Flag(help: "Also write a prelinked set beside each closure: the segments of all its images in one file, fixed up for one base (docs/prelinked.md).")
+    var prelink = false
+
+    @Flag(help: "Print one JSON document (docs/json.md): every closure written and every app that got none, with its error.")
+    var json = false
+
+    @Option(name: .customLong("dlopen"), help: ArgumentHelp(
+        "Also build the dlopen closure of PATH, as the app's code passes it to dlopen (@executable_path/..., @rpath/..., or a path under --root), or a file inside the app. Repeatable.",
+        valueName: "PATH"))
+    var dlopen: [String] = []
+
+    func run() throws {
+        let cache = options.closureCache
+        let targets: [String]
+        do {
+            if let root = options.root, FileStatus.of(root)?.isDirectory != true {
+                throw CommandFailure(what: "--root \(root)", why: FileStatus.of(root) == nil ? "no such directory" : "not a directory", kind: "bad-root")
+            }
+            targets = try AppLocator.expand(apps)
+        } catch {
+            CommandFailure(error).report(json: json)
+            throw ExitCode(1)
+        }
+        var signer: ClosureSigningKey?
+        if let sign {
+            do {
+                signer = try ClosureSigningKey(contentsOf: sign)
+            } catch {
+                CommandFailure(error, option: "--sign").report(json: json)
+                throw ExitCode(1)
+            }
+        }
+        do throws(ClosureOwnership.Problem) {
+            try cache.checkTrust()
+        } catch {
+            FileHandle.standardError.write(Data("dyld3: warning: launches will refuse closures in \(cache.directory): \(error)\n".utf8))
+        }
+        do {
+            try cache.prepareForWriting()
+        } catch {
+            CommandFailure(error).report(json: json)
+            throw ExitCode(1)
+        }
+        // Progress goes to stderr, and only to a terminal; stdout keeps one line per closure.
+        let progress = targets.count > 1 && isatty(2) != 0
+        var failures: [(app: String, why: String)] = []
+        var written: [JSONValue] = []
+        var failed: [JSONValue] = []
+        for (number, app) in targets.enumerated() {
+            if progress { FileHandle.standardError.write(Data("[\(number + 1)/\(targets.count)] \(app)\n".utf8)) }
+            do {
+                let roots = try options.roots(for: app)
+                var closure = try ClosureBuilder.build(roots: roots.paths, inserted: try options.insertedLibraries(), arch: roots.arch, root: options.root,
+                                                       contentOnlyIdentity: contentOnly, policy: options.signingPolicy)
+                var request = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root)
+                request.inserted = try options.insertedLibraries()
+                request.signingPolicy = options.signingPolicy
+                for path in dlopen {
+                    let requested = Self.dlopenPath(path, executable: closure.images[0].path)
+                    guard case let .closure(record) = try DlopenClosureBuilder.build(requested, request: request, launch: closure, loaded: closure.images) else {
+                        FileHandle.standardError.write(Data("dyld3: \(app): --dlopen \(path): loaded at launch already, no dlopen closure needed\n".utf8))
+                        continue
+                    }
+                    closure.dlopens.append(record)
+                }
+                let path = cache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
+                var untrusted: String?
+                do throws(ClosureError) {
+                    try ClosureFile.checkTrust(path)
+                } catch {
+                    if case let .untrusted(_, what) = error { untrusted = what } else { untrusted = "\(error)" }
+                }
+                do {
+                    try ClosureFile.write(closure, to: path, signedWith: signer)
+                } catch {
+                    guard let untrusted else { throw error }
+                    throw ClosureError.writeFailed(path: path, what: "cannot replace the untrusted closure there (\(untrusted)): \(error); "
+                        + "launches refuse it; remove it as its owner or root, or use another --cache")
+                }
+                if let untrusted {
+                    FileHandle.standardError.write(Data("dyld3: \(path): replaced an untrusted closure (\(untrusted))\n".utf8))
+                }
+                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                let prelinked = prelink ? try PrelinkInstall.write(closure, closurePath: path, signedWith: signer) : nil
+                let line = "\(app) [\(roots.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
+                    + "\(closure.totalBinds) binds" + (closure.dlopens.isEmpty ? "" : ", \(closure.dlopens.count) dlopen closures")
+                    + " -> \(path) (\(size) bytes)"
+                if json {
+                    written.append(.object([
+                        ("app", .string(app)), ("arch", .string(roots.arch)), ("images", .int(Int64(closure.images.count))),
+                        ("rebases", .int(Int64(closure.totalRebases))), ("binds", .int(Int64(closure.totalBinds))),
+                        ("closure", .string(path)), ("closure_bytes", .int(Int64(size))),
+                        ("dlopen_closures", .array(closure.dlopens.map { .string($0.requested) })),
+                    ] + (prelinked?.json ?? [])))
+                } else {
+                    print(line)
+                    if let prelinked { print(prelinked.line) }
+                }
+            } catch {
+                let failure = CommandFailure(error, context: options.failureContext(app: app))
+                failures.append((app, failure.description))
+                failed.append(.object([("app", .string(app)), ("error", failure.errorObject)]))
+                FileHandle.standardError.write(Data("dyld3: \(app): no closure: \(failure.description)\n".utf8))
+            }
+        }
+        if json {
+            print(JSONValue.object([
+                ("schema_version", .int(JSONValue.schemaVersion)),
+                ("installed", .int(Int64(written.count))), ("failed", .int(Int64(failed.count))),
+                ("closures", .array(written)), ("failures", .array(failed)),
+            ]).serialized())
+        } else if targets.count > 1 {
+            print(Self.summary(installed: targets.count - failures.count, failures: failures))
+        }
+        if !failures.isEmpty { throw ExitCode(1) }
+    }
+
+    /// A `--dlopen` argument as the app's code would pass it: a file inside the main
+    /// executable's directory becomes `@executable_path/...`; anything else is kept.
+    static func dlopenPath(_ argument: String, executable: String) -> String {
+        guard !argument.hasPrefix("@"), FileManager.default.fileExists(atPath: argument) else { return argument }
+        let file = PathResolver.normalize(argument)
+        let directory = PathResolver.directory(of: executable)
+        guard file.hasPrefix(directory + "/") else { return argument }
+        return "@executable_path" + file.dropFirst(directory.count)
+    }
+
+    /// `installed N, failed M`, then each failed app with its reason.
+    static func summary(installed: Int, failures: [(app: String, why: String)]) -> String {
+        "installed \(installed), failed \(failures.count)"
+            + (failures.isEmpty ? "" : ": " + failures.map { "\($0.app) (\($0.why))" }.joined(separator: "; "))
+    }
+}

@@ -1,0 +1,244 @@
+import ClosureBuild
+import ArgumentParser
+import Dyld2
+import Dyld3
+import ClosureCache
+import Foundation
+import LoaderCore
+import MachOInspect
+import MachOReader
+import ClosureFormat
+import LaunchPlan
+import LoaderSystem
+import Pager
+
+/// `dyld3 launch APP`: load, fix up and run a Mach-O app inside this process.
+struct LaunchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "launch",
+        abstract: "Load, fix up and run a Mach-O app in this process.",
+        discussion: """
+            APP is an executable, a .app directory, a dylib or a bundle. A dylib or bundle is \
+            loaded into its host executable (--host, else ROOT/bin/host) as dlopen loads it, like \
+            a Python extension module (its initializers run, there is no main); without a host it \
+            is loaded alone as the root image. x86_64 code runs on this x86_64 host; other \
+            architectures, and graphs holding an image from a stub root, stop after fixups.
+            """)
+
+    @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.")
+    var app: String
+
+    @OptionGroup var options: AppOptions
+
+    @OptionGroup var trust: TrustOptions
+
+    @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); prelinked: the app's prelinked set (install --prelink); auto: the prelinked set when there is one and it is fresh (not with --trust), else dyld3 when a valid closure exists, else dyld2.")
+    var mode: LaunchMode = .auto
+
+
+    @Flag(help: "After a fallback to dyld2, write a fresh closure (signed with --sign; under --trust, or over a signed closure, only then).")
+    var rebuild = false
+
+    @Option(help: "With --rebuild: sign the fresh closure with this private key (the private half of the --trust key).")
+    var sign: String?
+
+
+
+    @Option(help: "Force the main image's slide (hex with 0x, or decimal; page-aligned).")
+    var slide: String?
+
+    @Flag(help: "prelinked: slide the set at this launch, to a new random address, instead of mapping its copy slid for this boot (docs/prelinked.md).")
+    var slidePerLaunch = false
+
+    @Flag(help: "Stop after fixups: run no initializer and no main.")
+    var noRun = false
+
+    @Option(help: "dyld3: eager writes every fixup at launch; page-in writes each page's fixups when it is first touched (userfaultfd; eager where unavailable, with the reason in --json).")
+    var fixups: FixupsMode = .eager
+
+    @Flag(help: "dyld3: verify every mapped page of each signed image against its code signature before the fixups (docs/code-signing.md).")
+    var verifyPages = false
+
+    @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
+    var faultAround = FixupPager.defaultFaultAround
+
+    @Flag(help: "Print where the time before main went (each phase and its share), images, fixups, and for dyld3 the closure's size and whether identities were hashed; --json carries the same under \"stats\".")
+    var stats = false
+
+    @Flag(help: "Print the launch report as JSON.")
+    var json = false
+
+    enum LaunchMode: String, ExpressibleByArgument, CaseIterable {
+        case dyld2, dyld3, auto, prelinked
+    }
+
+    func run() throws {
+        try CommandFailure.reporting(json: json, context: options.failureContext(app: app)) { try launch() }
+    }
+
+    func launch() throws {
+        var closurePath: String?
+        let request = try launchOptions()
+        let checks = try trust.checks()
+        let signer = try signingKey(trusting: checks.trustKey)
+        let path = options.closureCache.closurePath(forApp: request.roots.last!, arch: request.arch)
+        var fallback: ClosureError?
+        var launch: Launch?
+        let setPath = ClosureCache.prelinkedSetPath(forClosure: path)
+        // Trusting a key, a set's launch hashes all its data (docs/prelinked.md, "Signed
+        // sets"): `auto` then takes the closure, which checks its images by status.
+        if mode == .prelinked || (mode == .auto && checks.trustKey == nil && FileStatus.of(setPath) != nil) {
+            do {
+                launch = try PrelinkedLaunch.launch(setPath: setPath, request: request, configuration: checks)
+                closurePath = setPath
+            } catch let error as ClosureError {
+                if mode == .prelinked {
+                    let failure = CommandFailure(error, context: options.failureContext(app: app))
+                    throw CommandFailure(what: "--mode prelinked", why: "\(failure.what): \(failure.why)", fix: failure.fix, kind: failure.kind)
+                }
+                if !json { FileHandle.standardError.write(Data("dyld3: prelinked set not used (\(error)); trying the closure\n".utf8)) }
+            }
+        }
+        if launch == nil, mode == .dyld3 || mode == .auto {
+            do {
+                launch = try FastPath.launch(closurePath: path, request: request, configuration: checks)
+                closurePath = path
+            } catch let error as ClosureError {
+                if mode == .dyld3 {
+                    let failure = CommandFailure(error, context: options.failureContext(app: app))
+                    throw CommandFailure(what: "--mode dyld3", why: "\(failure.what): \(failure.why)", fix: failure.fix, kind: failure.kind)
+                }
+                fallback = error
+                if !json { FileHandle.standardError.write(Data("dyld3: closure not used (\(error)); launching with dyld2\n".utf8)) }
+            }
+        }
+        if launch == nil { launch = try SlowPath.launch(request) }
+        guard let launch else { return }
+        defer { launch.memory.release() }
+        print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: closurePath, fallback: fallback), terminator: "")
+        if rebuild, fallback != nil { writeFreshClosure(request, to: path, signedWith: signer, trusting: checks.trustKey) }
+    }
+
+    /// The `--sign` key, read (a key that cannot be read, or one that is not the private
+    /// half of the `--trust` key, fails the launch); nil without `--sign`.
+    func signingKey(trusting trustKey: ClosureTrustKey?) throws -> ClosureSigningKey? {
+        guard let sign else { return nil }
+        guard rebuild else { throw ValidationError("--sign is for --rebuild") }
+        let signer: ClosureSigningKey
+        do {
+            signer = try ClosureSigningKey(contentsOf: sign)
+        } catch {
+            throw CommandFailure(error, option: "--sign")
+        }
+        if let trustKey, signer.trustKey != trustKey {
+            throw CommandFailure(what: "--sign \(sign)", why: "not the private half of the --trust key: the closure it signs would be refused", kind: "key")
+        }
+        return signer
+    }
+
+    /// `--rebuild` after a dyld2 fallback: a closure that cannot be written (the cache is
+    /// not writable, the app changed) costs a warning, never the launch's result. An
+    /// unsigned closure is never written under `--trust` (every later `--trust` launch would
+    /// refuse it) or over a signed one (a downgrade): without `--sign`, it says so instead.
+    func writeFreshClosure(_ request: LaunchOptions, to path: String, signedWith signer: ClosureSigningKey?, trusting trustKey: ClosureTrustKey?) {
+        if signer == nil, trustKey != nil || ClosureFile.isSigned(path) {
+            let why = trustKey != nil ? "--trust uses only signed closures" : "the closure there is signed"
+            FileHandle.standardError.write(Data(("dyld3: warning: --rebuild: no closure written to \(path): \(why), and without --sign "
+                + "it would be unsigned; give --sign KEY (the private half of the trust key), or rebuild with `dyld3 install --sign KEY`\n").utf8))
+            return
+        }
+        do {
+            let closure = try ClosureBuilder.build(roots: request.roots, inserted: request.inserted, arch: request.arch, root: options.root,
+                                                   policy: request.signingPolicy)
+            try options.closureCache.prepareForWriting()
+            try ClosureFile.write(closure, to: path, signedWith: signer)
+            if !json { FileHandle.standardError.write(Data("dyld3: wrote a fresh closure to \(path)\n".utf8)) }
+        } catch {
+            FileHandle.standardError.write(Data("dyld3: warning: --rebuild: no closure written to \(path): \(error)\n".utf8))
+        }
+    }
+
+    func launchOptions() throws -> LaunchOptions {
+        let roots = try options.roots(for: app)
+        var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, slide: try parseSlide(), run: !noRun, fixups: fixups)
+        launchOptions.faultAround = max(1, faultAround)
+        launchOptions.inserted = try options.insertedLibraries()
+        launchOptions.signingPolicy = options.signingPolicy
+        launchOptions.verifyPages = verifyPages
+        launchOptions.slidePerLaunch = slidePerLaunch
+        return launchOptions
+    }
+
+    func parseSlide() throws -> UInt64? {
+        guard let slide else { return nil }
+        let value = slide.hasPrefix("0x") ? UInt64(slide.dropFirst(2), radix: 16) : UInt64(slide)
+        guard let value else { throw ValidationError("--slide \(slide) is not a number") }
+        return value
+    }
+}
+
+extension FixupsMode: ExpressibleByArgument {}
+
+/// The text and JSON views of a launch report.
+enum LaunchOutput {
+    static func render(_ report: LaunchReport, json: Bool, stats: Bool, closure: String?, fallback: ClosureError?) -> String {
+        if json { return jsonObject(report, closure: closure, fallback: fallback).serialized() + "\n" }
+        var out = ""
+        if report.ran, let result = report.result {
+            out += "main returned \(result)\n"
+        } else {
+            out += "loaded and fixed up \(report.images.count) images; not run: \(report.notRun.map(String.init(describing:)) ?? "?")\n"
+        }
+        if stats {
+            out += LaunchStatistics(report, closurePath: closure).text
+            out += "  slide:                 0x\(String(report.slide, radix: 16))\n"
+            if let fallback { out += "  closure not used:      \(fallback)\n" }
+        }
+        return out
+    }
+
+    static func jsonObject(_ report: LaunchReport, closure: String?, fallback: ClosureError?) -> JSONValue {
+        var timings: [(String, JSONValue)] = []
+        for phase in LaunchReport.Phase.allCases {
+            if let nanoseconds = report.timings[phase] { timings.append((phase.rawValue, .int(nanoseconds))) }
+        }
+        let digest: JSONValue = report.digest.map { .string("0x" + String($0, radix: 16)) } ?? .null
+        let fallbackReason: JSONValue = report.pageInFallback.map { .string("\($0)") } ?? .null
+        let slideReason: JSONValue = report.slideAtLaunch.map { .string("\($0)") } ?? .null
+        return .object([
+            ("schema_version", .int(JSONValue.schemaVersion)),
+            ("mode", .string(report.mode)),
+            ("images", .array(report.images.map(JSONValue.string))),
+            ("rebases", .int(Int64(report.rebases))),
+            ("binds", .int(Int64(report.binds))),
+            ("symbol_lookups", .int(Int64(report.symbolLookups))),
+            ("slide", .uint(report.slide)),
+            ("timings_ns", .object(timings)),
+            ("ran", .bool(report.ran)),
+            ("result", report.result.map { .int(Int64($0)) } ?? .null),
+            ("not_run_reason", report.notRun.map { .string("\($0)") } ?? .null),
+            ("initializers", .array(report.initializers.map(JSONValue.string))),
+            ("digest", digest),
+            ("fixups_mode", .string(report.fixupsMode.rawValue)),
+            ("fixups_fallback_reason", fallbackReason),
+            ("page_in", pageIn(report)),
+            ("slid_for_boot", .bool(report.slidForBoot)),
+            ("slid_set_written", .bool(report.slidSetWritten)),
+            ("slide_at_launch_reason", slideReason),
+            ("closure", closure.map(JSONValue.string) ?? .null),
+            ("fallback_reason", fallback.map { .string("\($0.kind): \($0)") } ?? .null),
+            ("stats", LaunchStatistics(report, closurePath: closure).json),
+        ])
+    }
+
+    /// A page-in launch's figures: pages indexed, bytes registered, pages filled by the time
+    /// the launch returned.
+    static func pageIn(_ report: LaunchReport) -> JSONValue {
+        guard report.fixupsMode == .pageIn else { return .null }
+        return .object([
+            ("fixup_pages", .int(Int64(report.fixupPages))),
+            ("registered_bytes", .uint(report.registeredBytes)),
+            ("pages_filled", .int(Int64(report.pagesFilled))),
+        ])
+    }
+}

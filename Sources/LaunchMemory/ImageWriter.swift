@@ -1,0 +1,91 @@
+import LaunchPlan
+import LoaderSystem
+
+/// Stores fixups into one mapped image, each checked to lie in one of the image's writable
+/// segments: the check ``LaunchMemory/store(_:image:vmOffset:)`` makes, against ranges
+/// taken from the plan once per image instead of the plan's segments on every store. What
+/// the slow path writes through, fixup by fixup, and the fast path's checked loop run by run
+/// (``accept(_:)``, then ``store(_:at:in:)``). Every store here is checked; the unchecked
+/// loops that write through a run the writer accepted live in `Unsafe*` files.
+package struct ImageWriter: Sendable {
+    /// Where the image's preferred base was mapped.
+    package let base: UInt64
+    /// Where fixups may be stored.
+    @usableFromInline let writable: WritableRanges
+    @usableFromInline let path: String
+
+    init(_ image: LaunchMemory.Image) {
+        base = image.base
+        writable = WritableRanges(image.plan)
+        path = image.plan.path
+    }
+
+    /// Writes the 64-bit word at `vmOffset` from the image's base, when the 8 bytes lie
+    /// inside one writable segment. Inlinable: the slow path calls it for every fixup.
+    @inlinable
+    package func store(_ value: UInt64, vmOffset: UInt64) throws(LoadError) {
+        if writable.accepts(vmOffset) {
+            UnsafeMemory.store64(value, at: base &+ vmOffset)
+            return
+        }
+        throw .mapping(image: path, reason: "fixup at offset 0x\(String(vmOffset, radix: 16)) is outside every writable segment")
+    }
+
+    /// Whether a run of 8-byte locations from `start` to `last` (offsets from the image's
+    /// base) lies inside one writable segment: the fast path's one check per run.
+    @inlinable
+    package func accepts(start: UInt64, last: UInt64) -> Bool {
+        writable.accepts(start: start, last: last)
+    }
+
+    /// Whether `run` lies inside one writable segment and holds no more locations than it
+    /// has room for (``WritableRanges/accepts(_:)``): the fast path's one check per run.
+    @inlinable
+    package func accepts(_ run: FixupRun) -> Bool {
+        writable.accepts(run)
+    }
+
+    /// Why ``accepts(_:)`` refuses `run`.
+    package func fault(_ run: FixupRun) -> FixupFault {
+        writable.fault(run)
+    }
+
+    /// A run this writer accepts (``accepts(_:)``), to store into with ``store(_:at:in:)``;
+    /// nil when the run is not inside one writable segment or holds more locations than it
+    /// has room for.
+    @inlinable
+    package func accept(_ run: FixupRun) -> AcceptedRun? {
+        accepts(run) ? AcceptedRun(run: run, base: base) : nil
+    }
+
+    /// Writes `value` at `location` (an offset from the image's base) of a run ``accept(_:)``
+    /// gave: checked against the run's bounds, one comparison, no segment search.
+    @inlinable
+    package func store(_ value: UInt64, at location: UInt64, in accepted: AcceptedRun) {
+        precondition(accepted.base == base && location >= accepted.run.start && location <= accepted.run.last,
+                     "store outside its accepted run")
+        UnsafeMemory.store64(value, at: base &+ location)
+    }
+}
+
+/// A run that an ``ImageWriter`` accepted: only the writer makes one.
+package struct AcceptedRun: Sendable {
+    package let run: FixupRun
+    /// The base of the image whose writer accepted it.
+    @usableFromInline let base: UInt64
+    @usableFromInline init(run: FixupRun, base: UInt64) {
+        self.run = run
+        self.base = base
+    }
+}
+
+extension LaunchMemory {
+    /// A writer for image `index`'s fixups.
+    package func writer(image index: Int) -> ImageWriter {
+        ImageWriter(images[index])
+    }
+}
+
+/// A writer bounds the walk of a run stream (``FixupRunWalk``): a run is accepted inside one
+/// writable segment of the image.
+extension ImageWriter: FixupRunBounds {}

@@ -1,0 +1,384 @@
+import LaunchPlan
+import LoaderSystem
+import Pager
+
+/// The memory of one launch: every image mapped into one reserved region, at one slide
+/// per image. Releasing it (``release()`` or deinit) unmaps everything, so one process can
+/// launch many times.
+public final class LaunchMemory {
+    /// One image as mapped.
+    public struct Image: Sendable {
+        public let plan: ImagePlan
+        /// Where the image's preferred base was mapped.
+        public let base: UInt64
+        /// The size of the file it was mapped from.
+        let fileLength: UInt64
+        /// `base - preferredBase` (wrapping): what a rebase adds.
+        public var slide: UInt64 { base &- plan.preferredBase }
+    }
+
+    public private(set) var images: [Image] = []
+    /// Page-in linking's pager, when pages were registered with it (released with the memory).
+    public let pager: FixupPager?
+    /// Per image, per segment: the page ranges (offsets from the image's base) reserved
+    /// without contents and filled by ``pager`` on first touch; empty when none.
+    public let pagedRanges: [[[Range<UInt64>]]]
+    /// Per image, per segment: wholly reserved for page-in (its protection final from the start).
+    public let deferred: [[Bool]]
+    /// The reserved region holding every image.
+    public let regionBase: UInt64
+    public let regionSize: UInt64
+    private var released = false
+
+    /// The host's page size: the unit of mapping, protection and page-in.
+    public static var pageSize: UInt64 { UnsafeMemory.pageSize }
+
+    /// Images are laid out in order, each page-aligned, back to back (as the shared cache
+    /// packs its dylibs): no guard page between them, so that a prelinked set of the same
+    /// layout gives each image's run of protections without one more `mprotect` per image.
+    /// An image's last segment is `__LINKEDIT` (read-only), so a write running off an
+    /// image's data still faults before the next image.
+    package static func layout(_ plans: [ImagePlan]) -> (offsets: [UInt64], size: UInt64) {
+        let page = UnsafeMemory.pageSize
+        var offsets: [UInt64] = []
+        var cursor: UInt64 = 0
+        for plan in plans {
+            offsets.append(cursor)
+            cursor += max(page, (plan.vmSize + page - 1) / page * page)
+        }
+        return (offsets, cursor)
+    }
+
+    /// Reserves the region and maps every image into it, read-write (fixups come next).
+    /// - Parameters:
+    ///   - descriptors: per image, the open file to map from (the one whose identity was
+    ///     checked); nil opens each plan's path.
+    ///   - handOff: the descriptors of the images from `handOff.first` on, taken as another
+    ///     thread opens and identifies them (`descriptors` then holds those before); an image
+    ///     the hand-off closed before is a mapping error (the opener has the real one).
+    ///   - firstSlide: forces the first image's slide (and so the region's address); nil
+    ///     picks a random page-aligned one.
+    ///   - pageIn: page-in linking: the page ranges in `ranges` (per image, per segment,
+    ///     offsets from the image's base, page-aligned) are reserved without contents, with
+    ///     their segment's final protection, and registered with `pager`, which the caller
+    ///     then starts; the rest of each segment is mapped as in an eager launch. Needs
+    ///     `descriptors`.
+    ///   - readAhead: each file this opens is asked to be read ahead as soon as it is open
+    ///     (``ImagePlan/readAheadRange(deferred:)``); descriptors given were opened, and read
+    ///     ahead or not, by the caller.
+    public init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, handOff: DescriptorHandOff? = nil, firstSlide: UInt64?,
+                pageIn: (pager: FixupPager, ranges: [[[Range<UInt64>]]])? = nil, readAhead: Bool = false) throws(LoadError) {
+        pager = pageIn?.pager
+        let page = UnsafeMemory.pageSize
+        pagedRanges = pageIn?.ranges ?? plans.map { $0.segments.map { _ in [] } }
+        deferred = zip(plans, pagedRanges).map { plan, ranges in
+            zip(plan.segments, ranges).map { segment, ranges in
+                ranges.count == 1 && ranges[0] == segment.vmOffset..<(segment.vmOffset + (segment.vmSize + page - 1) / page * page)
+            }
+        }
+        let (offsets, size) = LaunchMemory.layout(plans)
+        regionBase = try LaunchMemory.reserveRegion(size: size, first: plans.first, firstSlide: firstSlide)
+        regionSize = size
+        do throws(LoadError) {
+            // Page-in: the reservation is registered whole, once; the ranges wholly
+            // reserved for page-in are then only given their protection.
+            try pager?.registerRegion(start: regionBase, size: size)
+            for (index, (plan, offset)) in zip(plans, offsets).enumerated() {
+                let file: ImageDescriptor
+                if let handOff, index >= handOff.first {
+                    guard let handed = handOff.take(index) else {
+                        throw LoadError.mapping(image: plan.path, reason: "not opened: opening the images stopped before it")
+                    }
+                    file = handed
+                } else if let descriptors {
+                    file = descriptors[index]
+                } else {
+                    switch ImageDescriptor.open(plan.path) {
+                    case let .success(opened): file = opened
+                    case let .failure(reason): throw LoadError.mapping(image: plan.path, reason: "open: \(reason)")
+                    }
+                    if readAhead, let range = plan.readAheadRange(deferred: deferred[index]) { file.readAhead(range) }
+                }
+                let image = Image(plan: plan, base: regionBase + offset, fileLength: file.status.size)
+                try LaunchMemory.map(image, file: file, paged: pagedRanges[index], deferred: deferred[index], pager: pager, index: index)
+                images.append(image)
+            }
+        } catch {
+            release()
+            throw error
+        }
+    }
+
+    /// The memory of a range mapped whole by the caller (a prelinked set,
+    /// ``LaunchMemory/mapPrelinked(plans:offsets:rangeSize:fd:dataOffset:firstSlide:)``):
+    /// `images` lie in the reserved region at `base`, `size` bytes; `pager` pages part of it in.
+    init(mappedRegion base: UInt64, size: UInt64, images: [Image], pager: FixupPager? = nil) {
+        self.pager = pager
+        pagedRanges = images.map { $0.plan.segments.map { _ in [] } }
+        deferred = images.map { $0.plan.segments.map { _ in false } }
+        regionBase = base
+        regionSize = size
+        self.images = images
+    }
+
+    /// A random page in the middle of the user address space (ASLR): where a launch puts
+    /// its region, and a set slid for a boot its range.
+    package static func randomBase(pageSize page: UInt64) -> UInt64 {
+        UInt64.random(in: 0x1000_0000_0000...0x5000_0000_0000) / page * page
+    }
+
+    /// Reserves `size` bytes of address space for a launch whose first image is `first`:
+    /// where `firstSlide` puts that image, else at a random page-aligned address (ASLR),
+    /// else anywhere.
+    static func reserveRegion(size: UInt64, first: ImagePlan?, firstSlide: UInt64?) throws(LoadError) -> UInt64 {
+        let page = UnsafeMemory.pageSize
+        let hint: UInt64
+        if let firstSlide, let first {
+            hint = first.preferredBase &+ firstSlide
+            guard hint % page == 0 else {
+                throw .mapping(image: first.path, reason: "slide 0x\(String(firstSlide, radix: 16)) is not page-aligned")
+            }
+        } else {
+            hint = randomBase(pageSize: page)
+        }
+        var reservation = UnsafeMemory.reserve(size: size, at: hint)
+        if case .failure = reservation, firstSlide == nil {
+            reservation = UnsafeMemory.reserve(size: size, at: 0)
+        }
+        switch reservation {
+        case let .success(base): return base
+        case let .failure(reason):
+            throw .mapping(image: first?.path ?? "?", reason: "cannot reserve \(size) bytes at 0x\(String(hint, radix: 16)): \(reason)")
+        }
+    }
+
+    /// Maps each segment of `image` from `fd`. A run of read-write segments that are whole
+    /// file pages, back to back in the file and in memory (`__DATA_CONST`, `__DATA`), takes
+    /// one `mmap`; a segment nothing writes is mapped with its final protection
+    /// (``isMappedFinal(_:fileLength:)``); the rest is mapped read-write, its last page's
+    /// tail zeroed and its zero-fill pages mapped anonymous. Page-in ranges are then mapped
+    /// over it without contents and registered (a segment they cover wholly is only reserved).
+    private static func map(_ image: Image, file: ImageDescriptor, paged: [[Range<UInt64>]], deferred: [Bool], pager: FixupPager?,
+                            index: Int) throws(LoadError) {
+        let page = UnsafeMemory.pageSize
+        let fd = file.fd
+        var overlays: [(range: Range<UInt64>, segment: SegmentPlan, inRegion: Bool)] = []
+        var run: (address: UInt64, fileOffset: UInt64, size: UInt64, first: String)?
+        func mapRun() throws(LoadError) {
+            guard let pending = run else { return }
+            run = nil
+            do throws(SystemCallFailure) {
+                try UnsafeMemory.mapFile(fd: fd, offset: pending.fileOffset, size: pending.size, at: pending.address)
+            } catch {
+                throw .mapping(image: image.plan.path, reason: "segment \(pending.first): \(error)")
+            }
+        }
+        for (position, segment) in image.plan.segments.enumerated() {
+            let address = image.base + segment.vmOffset
+            guard address % page == 0, segment.fileOffset % page == 0 else {
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name) is not page-aligned")
+            }
+            let mappedSize = (segment.vmSize + page - 1) / page * page
+            let filePages = (segment.fileSize + page - 1) / page * page
+            if pager != nil, !paged[position].isEmpty {
+                overlays += paged[position].map { ($0, segment, deferred[position]) }
+                if deferred[position] { continue }
+            }
+            if segment.isWritable, segment.fileSize > 0, segment.fileSize == mappedSize {
+                if let pending = run, pending.address + pending.size == address, pending.fileOffset + pending.size == segment.fileOffset {
+                    run?.size += segment.fileSize
+                } else {
+                    try mapRun()
+                    run = (address, segment.fileOffset, segment.fileSize, segment.name)
+                }
+                continue
+            }
+            try mapRun()
+            let final = isMappedFinal(segment, fileLength: image.fileLength) ? finalProtection(segment) : nil
+            if filePages > 0 {
+                do throws(SystemCallFailure) {
+                    try UnsafeMemory.mapFile(fd: fd, offset: segment.fileOffset, size: filePages, at: address, finalProtection: final)
+                } catch {
+                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name): \(error)")
+                }
+            }
+            // The last file page may carry bytes past the segment's end: zero them (a page
+            // mapped final ends at the end of the file, where the kernel gives zeros).
+            if final == nil {
+                UnsafeMemory.zero(address: address + segment.fileSize, size: min(filePages, mappedSize) - segment.fileSize)
+            }
+            if mappedSize > filePages {
+                do throws(SystemCallFailure) {
+                    try UnsafeMemory.mapZeros(size: mappedSize - filePages, at: address + filePages)
+                } catch {
+                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name) zero fill: \(error)")
+                }
+            }
+        }
+        try mapRun()
+        guard let pager else { return }
+        for (range, segment, inRegion) in overlays {
+            let address = image.base + range.lowerBound
+            let size = UInt64(range.count)
+            let intoSegment = range.lowerBound - segment.vmOffset
+            guard range.lowerBound % page == 0, size % page == 0, range.lowerBound >= segment.vmOffset,
+                  range.upperBound - segment.vmOffset <= (segment.vmSize + page - 1) / page * page else {
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name): page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of it")
+            }
+            // A segment wholly paged in is still the registered reservation: it only needs its
+            // protection. Pages of a segment mapped from the file are mapped over again,
+            // without contents, and registered on their own.
+            do throws(SystemCallFailure) {
+                let final = finalProtection(segment)
+                if inRegion {
+                    try UnsafeMemory.protect(address: address, size: size, read: final.read, write: final.write, execute: final.execute)
+                } else {
+                    try UnsafeMemory.mapZeros(size: size, at: address, protection: final)
+                }
+            } catch {
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name) page-in reservation: \(error)")
+            }
+            do throws(LoadError) {
+                try pager.register(start: address, size: size, image: index, path: image.plan.path, imageBase: image.base,
+                                   vmOffset: range.lowerBound, fileOffset: segment.fileOffset + intoSegment,
+                                   fileSize: segment.fileSize > intoSegment ? segment.fileSize - intoSegment : 0, descriptor: file,
+                                   sliceOffset: image.plan.segments.first { $0.name == "__TEXT" }?.fileOffset ?? 0, inRegion: inRegion)
+            } catch {
+                guard case let .mapping(_, reason) = error else { throw error }
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name) page-in: \(reason)")
+            }
+        }
+    }
+
+    /// A segment's protection once fixups are done: `__DATA_CONST` loses write.
+    package static func finalProtection(_ segment: SegmentPlan) -> (read: Bool, write: Bool, execute: Bool) {
+        (segment.protection.contains(.read), segment.protection.contains(.write) && !segment.readOnlyAfterFixups,
+         segment.protection.contains(.execute))
+    }
+
+    /// A segment nothing writes, wholly backed by file pages, is mapped with its final
+    /// protection at once (one mmap, no mprotect later): its size a whole number of pages,
+    /// or its last page partly past the end of the file (`__LINKEDIT`), where the kernel
+    /// maps zeros, so no tail needs zeroing.
+    static func isMappedFinal(_ segment: SegmentPlan, fileLength: UInt64) -> Bool {
+        let page = UnsafeMemory.pageSize
+        let mappedSize = (segment.vmSize + page - 1) / page * page
+        let filePages = (segment.fileSize + page - 1) / page * page
+        let (end, overflow) = segment.fileOffset.addingReportingOverflow(segment.fileSize)
+        return !segment.isWritable && mappedSize == filePages
+            && (segment.fileSize % page == 0 || (!overflow && end == fileLength))
+    }
+
+    /// Gives every segment its final protection: `__DATA_CONST` becomes read-only. Segments
+    /// mapped final already, deferred ones (reserved with it), and plain read-write ones,
+    /// need no call.
+    public func applyProtections() throws(LoadError) {
+        let page = UnsafeMemory.pageSize
+        for (index, image) in images.enumerated() {
+            for (position, segment) in image.plan.segments.enumerated()
+            where !LaunchMemory.isMappedFinal(segment, fileLength: image.fileLength) && !deferred[index][position] {
+                let final = LaunchMemory.finalProtection(segment)
+                if final == (true, true, false) { continue }
+                let size = (segment.vmSize + page - 1) / page * page
+                do throws(SystemCallFailure) {
+                    try UnsafeMemory.protect(address: image.base + segment.vmOffset, size: size, read: final.read, write: final.write, execute: final.execute)
+                } catch {
+                    throw .mapping(image: image.plan.path, reason: "mprotect \(segment.name): \(error)")
+                }
+            }
+        }
+    }
+
+    /// Unmaps everything, then ends the page-in region and closes its descriptors (a fill in
+    /// progress finds its range gone, and its touch faults again on the unmapped address).
+    /// Safe to call twice.
+    public func release() {
+        guard !released else { return }
+        released = true
+        // The runtime services end first: the host services table's address is in this
+        // memory, so its registration ends before another launch can map there and register
+        // the same address.
+        runtime?.release()
+        runtime = nil
+        UnsafeMemory.unmap(address: regionBase, size: regionSize)
+        pager?.close()
+    }
+
+    /// What the runtime services keep for this launch (its `dlopen` loader, its images'
+    /// thread-local keys: the RuntimeServices module), released first by ``release()``.
+    package var runtime: (any LaunchRuntime)?
+
+    deinit { release() }
+}
+
+/// What a module above the memory keeps for one launch, held by its ``LaunchMemory`` and
+/// given back when the memory is released, before anything is unmapped.
+package protocol LaunchRuntime: AnyObject {
+    func release()
+}
+
+extension LaunchMemory {
+    /// A copy of `count` bytes at `vmOffset` from image `index`'s base, when they lie in one
+    /// readable segment backed by file bytes (an image's header and load commands, read back
+    /// from its mapped `__TEXT`); nil otherwise.
+    public func mappedFileBytes(image index: Int, vmOffset: UInt64, count: Int) -> [UInt8]? {
+        let image = images[index]
+        for segment in image.plan.segments where segment.protection.contains(.read) {
+            if vmOffset >= segment.vmOffset, UInt64(count) <= segment.fileSize, vmOffset - segment.vmOffset <= segment.fileSize - UInt64(count) {
+                return UnsafeMemory.copy(address: image.base + vmOffset, size: UInt64(count))
+            }
+        }
+        return nil
+    }
+
+    /// Fails unless the 8 bytes at `vmOffset` from image `index`'s base lie inside one of
+    /// its writable segments (where fixups may go).
+    @inline(__always)
+    public func checkWritable(image index: Int, vmOffset: UInt64, count: UInt64 = 8) throws(LoadError) {
+        let plan = images[index].plan
+        guard !plan.isWritable(offset: vmOffset, size: count) else { return }
+        throw .mapping(image: plan.path, reason: "fixup at offset 0x\(String(vmOffset, radix: 16)) is outside every writable segment")
+    }
+
+    /// Reads the 64-bit word at `vmOffset` from image `index`'s base (checked writable).
+    public func load(image index: Int, vmOffset: UInt64) throws(LoadError) -> UInt64 {
+        try checkWritable(image: index, vmOffset: vmOffset)
+        return UnsafeMemory.load64(images[index].base + vmOffset)
+    }
+
+    /// Writes the 64-bit word at `vmOffset` from image `index`'s base (checked writable).
+    public func store(_ value: UInt64, image index: Int, vmOffset: UInt64) throws(LoadError) {
+        try checkWritable(image: index, vmOffset: vmOffset)
+        UnsafeMemory.store64(value, at: images[index].base + vmOffset)
+    }
+
+    /// The image and offset `address` points into (the image whose mapping holds it), or nil.
+    public func target(of address: UInt64) -> BindTarget? {
+        for (index, image) in images.enumerated() where address >= image.base && address - image.base < image.plan.vmSize {
+            return .image(index, offset: address - image.base)
+        }
+        return nil
+    }
+
+    /// Whether `address` lies in an executable segment of image `index` (initializers, main).
+    public func isExecutable(_ address: UInt64, image index: Int) -> Bool {
+        let image = images[index]
+        return image.plan.segments.contains { segment in
+            segment.protection.contains(.execute) && address >= image.base + segment.vmOffset
+                && address - (image.base + segment.vmOffset) < segment.vmSize
+        }
+    }
+}
+
+extension LaunchMemory {
+    /// What `body` returns; when it throws, this memory is released first. The one way a
+    /// launch that fails after mapping gives back what it mapped: no error path releases by hand.
+    package func releasedOnFailure<Value, Failure: Error>(of body: () throws(Failure) -> Value) throws(Failure) -> Value {
+        do {
+            return try body()
+        } catch {
+            release()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,166 @@
+import LaunchPlan
+import LoaderSystem
+import Pager
+
+extension LaunchMemory {
+    /// The memory of a prelinked set: one range reserved (where `firstSlide` puts image 0,
+    /// else at random), the set's `rangeSize` bytes of data mapped over it read-write and
+    /// copy-on-write from `fd` at `dataOffset` in one `mmap`, image `i` at `offsets[i]`.
+    /// Protections come after the slide (``applyPrelinkedProtections()``).
+    ///
+    /// Page-in (`pageIn`): the reservation is registered with `pager` whole, and the page
+    /// ranges `ranges` (offsets in the region, page-aligned, ascending, each with the segment
+    /// that holds it), those that receive slide stores, are left out of the data's mapping:
+    /// they stay the registered reservation, with their segment's final protection, recorded
+    /// as image 0 of base the region's, their bytes at `dataOffset` + offset of `descriptor`
+    /// (the set file). The data is mapped around them. The caller starts the pager.
+    package static func mapPrelinked(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64, fd: Int32, dataOffset: UInt64,
+                                     firstSlide: UInt64?,
+                                     pageIn: (pager: FixupPager, ranges: [(range: Range<UInt64>, segment: SegmentPlan)], path: String, descriptor: ImageDescriptor)? = nil)
+        throws(LoadError) -> LaunchMemory {
+        let base = try reserveRegion(size: rangeSize, first: plans.first, firstSlide: firstSlide)
+        let images = zip(plans, offsets).map { Image(plan: $0, base: base + $1, fileLength: 0) }
+        let memory = LaunchMemory(mappedRegion: base, size: rangeSize, images: images, pager: pageIn?.pager)
+        let page = UnsafeMemory.pageSize
+        var cursor: UInt64 = 0
+        /// Maps the data from `cursor` up to `end` (offsets in the region).
+        func mapData(upTo end: UInt64) throws(LoadError) {
+            guard end > cursor else { return }
+            do throws(SystemCallFailure) {
+                try UnsafeMemory.mapFile(fd: fd, offset: dataOffset + cursor, size: end - cursor, at: base + cursor)
+            } catch {
+                throw .mapping(image: plans.first?.path ?? "?", reason: "the prelinked set's data: \(error)")
+            }
+        }
+        do throws(LoadError) {
+            if let pageIn {
+                // The reservation is registered whole, once, as the per-image page-in does;
+                // the data is mapped around the paged ranges, which stay that registered
+                // reservation, given their segment's final protection.
+                try pageIn.pager.registerRegion(start: base, size: rangeSize)
+                for (range, segment) in pageIn.ranges {
+                    guard range.lowerBound >= cursor, range.lowerBound % page == 0, range.count % Int(page) == 0, range.upperBound <= rangeSize,
+                          segment.isWritable, range.lowerBound >= segment.vmOffset,
+                          range.upperBound <= segment.vmOffset + (segment.vmSize + page - 1) / page * page else {
+                        throw LoadError.mapping(image: pageIn.path, reason: "page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of one writable segment after the one before")
+                    }
+                    try mapData(upTo: range.lowerBound)
+                    let final = finalProtection(segment)
+                    do throws(SystemCallFailure) {
+                        try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), read: final.read, write: final.write,
+                                                 execute: final.execute)
+                    } catch {
+                        throw LoadError.mapping(image: pageIn.path, reason: "page-in reservation: \(error)")
+                    }
+                    try pageIn.pager.register(start: base + range.lowerBound, size: UInt64(range.count), image: 0, path: pageIn.path,
+                                              imageBase: base, vmOffset: range.lowerBound, fileOffset: dataOffset + range.lowerBound,
+                                              fileSize: rangeSize - range.lowerBound, descriptor: pageIn.descriptor, inRegion: true)
+                    cursor = range.upperBound
+                }
+            }
+            try mapData(upTo: rangeSize)
+        } catch {
+            memory.release()
+            throw error
+        }
+        return memory
+    }
+
+    /// A writer over the whole region, read as the one image `plan` describes (its segments
+    /// the images' segments at their places in the region): the slide runs' writer.
+    package func regionWriter(_ plan: ImagePlan) -> ImageWriter {
+        ImageWriter(Image(plan: plan, base: regionBase, fileLength: 0))
+    }
+
+    /// The range of a prelinked set slid for this boot, mapped before its set's metadata is
+    /// decoded: `size` bytes of `fd` at `dataOffset`, read-only and copy-on-write at exactly
+    /// `base` in one `mmap` that is also the reservation, then given `protections` (offsets
+    /// in the range), one `mprotect` each. Nil when that range is not free (another mapping
+    /// holds part of it). ``adopt(plans:offsets:)`` makes it a launch's memory; until then
+    /// ``release()`` returns it.
+    package struct SlidRange: Sendable {
+        package let base: UInt64
+        package let size: UInt64
+
+        package static func map(fd: Int32, dataOffset: UInt64, size: UInt64, base: UInt64,
+                                protections: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))],
+                                path: String) throws(LoadError) -> SlidRange? {
+            switch UnsafeMemory.mapFileIfFree(fd: fd, offset: dataOffset, size: size, at: base) {
+            case .success(false): return nil
+            case let .failure(failure): throw .mapping(image: path, reason: "the slid set's data: \(failure)")
+            case .success(true): break
+            }
+            let range = SlidRange(base: base, size: size)
+            do throws(LoadError) {
+                try LaunchMemory.protect(base: base, protections, path: path)
+            } catch {
+                range.release()
+                throw error
+            }
+            return range
+        }
+
+        /// The launch's memory over this range: images `plans` at `offsets`.
+        package func adopt(plans: [ImagePlan], offsets: [UInt64]) -> LaunchMemory {
+            LaunchMemory(mappedRegion: base, size: size, images: zip(plans, offsets).map { Image(plan: $0, base: base + $1, fileLength: 0) }, pager: nil)
+        }
+
+        package func release() { UnsafeMemory.unmap(address: base, size: size) }
+    }
+
+    /// The protection changes a prelinked region of images `plans` at `offsets` in a range of
+    /// `rangeSize` bytes needs, from its mapping's protection `mapped` (read-write, or
+    /// read-only for a set slid for this boot): each segment's final protection
+    /// (``finalProtection(_:)``), everything else (gaps between segments, the range's tail)
+    /// none, adjacent ranges of one protection merged, those already `mapped`'s left as they
+    /// are. Offsets from the region's base.
+    package static func prelinkedProtections(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64,
+                                             from mapped: (read: Bool, write: Bool, execute: Bool))
+        -> [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] {
+        let page = UnsafeMemory.pageSize
+        var ranges: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] = []
+        func add(_ start: UInt64, _ end: UInt64, _ protection: (read: Bool, write: Bool, execute: Bool)) {
+            guard end > start else { return }
+            if let last = ranges.last, last.range.upperBound == start, last.protection == protection {
+                ranges[ranges.count - 1].range = last.range.lowerBound..<end
+            } else {
+                ranges.append((start..<end, protection))
+            }
+        }
+        let none = (read: false, write: false, execute: false)
+        var cursor: UInt64 = 0
+        for (plan, offset) in zip(plans, offsets) {
+            for segment in plan.segments.sorted(by: { $0.vmOffset < $1.vmOffset }) {
+                let start = offset + segment.vmOffset
+                let end = start + (segment.vmSize + page - 1) / page * page
+                guard start >= cursor else { continue }
+                add(cursor, start, none)
+                add(start, end, finalProtection(segment))
+                cursor = end
+            }
+        }
+        add(cursor, rangeSize, none)
+        return ranges.filter { $0.protection != mapped }
+    }
+
+    /// Gives a prelinked region mapped read-write its protections
+    /// (``prelinkedProtections(plans:offsets:rangeSize:from:)``): one `mprotect` per range.
+    package func applyPrelinkedProtections() throws(LoadError) {
+        let protections = Self.prelinkedProtections(plans: images.map(\.plan), offsets: images.map { $0.base - regionBase }, rangeSize: regionSize,
+                                                    from: (true, true, false))
+        try Self.protect(base: regionBase, protections, path: images.first?.plan.path ?? "?")
+    }
+
+    /// One `mprotect` per range of `protections` (offsets from `base`).
+    static func protect(base: UInt64, _ protections: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))],
+                        path: String) throws(LoadError) {
+        for (range, protection) in protections {
+            do throws(SystemCallFailure) {
+                try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count),
+                                         read: protection.read, write: protection.write, execute: protection.execute)
+            } catch {
+                throw .mapping(image: path, reason: "mprotect of the prelinked range +0x\(String(range.lowerBound, radix: 16)): \(error)")
+            }
+        }
+    }
+}

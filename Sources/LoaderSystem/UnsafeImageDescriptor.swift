@@ -1,0 +1,176 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CXXHash
+import LaunchPlan
+
+/// What `stat` says about a file.
+public struct FileStatus: Equatable, Sendable {
+    public var size: UInt64
+    public var mtimeSeconds: Int64
+    public var mtimeNanoseconds: UInt64
+    public var inode: UInt64
+    /// Status-change time: set by the kernel on every write, chmod or utimes, never settable.
+    public var ctimeSeconds: Int64
+    public var ctimeNanoseconds: UInt64
+    public var mode: UInt32
+    public var ownerID: UInt32
+    public var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+    public var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
+
+    /// A status with the given size, mode and owner, and no times (for policy checks).
+    public init(size: UInt64, mode: UInt32, ownerID: UInt32) {
+        self.size = size
+        mtimeSeconds = 0
+        mtimeNanoseconds = 0
+        inode = 0
+        ctimeSeconds = 0
+        ctimeNanoseconds = 0
+        self.mode = mode
+        self.ownerID = ownerID
+    }
+
+    /// The fields of a `stat` the caller filled.
+    public init(_ info: stat) {
+        size = UInt64(info.st_size)
+        mtimeSeconds = Int64(info.st_mtim.tv_sec)
+        mtimeNanoseconds = UInt64(info.st_mtim.tv_nsec)
+        inode = UInt64(info.st_ino)
+        ctimeSeconds = Int64(info.st_ctim.tv_sec)
+        ctimeNanoseconds = UInt64(info.st_ctim.tv_nsec)
+        mode = UInt32(info.st_mode)
+        ownerID = UInt32(info.st_uid)
+    }
+
+    /// `stat(path)`, or nil when the path does not name a file.
+    public static func of(_ path: String) -> FileStatus? {
+        var info = stat()
+        return unsafe stat(path, &info) == 0 ? FileStatus(info) : nil
+    }
+}
+
+/// One image file opened once for a launch: its identity is taken (`fstat`, and the
+/// content hash when asked) and its segments are mapped through this same descriptor, so
+/// the file that was checked is the file that is mapped, whatever happens to its path
+/// meanwhile. Closed when released.
+public final class ImageDescriptor: Sendable {
+    public let path: String
+    package let fd: Int32
+    /// `fstat` of the open file.
+    public let status: FileStatus
+
+    /// Why a file is refused for being something other than a regular file: the reason the
+    /// slow path gives for the same file (`LoadError.unusable`), word for word.
+    public static let notRegularFile = "not a regular file"
+
+    /// Opens `path` read-only; the failed call when it cannot be opened or is not a regular
+    /// file. The open does not block (`O_NONBLOCK`): a FIFO with no writer, or a device,
+    /// would otherwise hold the open forever; it is refused from `fstat` on the descriptor
+    /// before anything is read (a regular file ignores the flag).
+    public static func open(_ path: String) -> Result<ImageDescriptor, SystemCallFailure> {
+        let fd: Int32
+        switch UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }, failed: { $0 < 0 }) {
+        case let .success(opened): fd = opened
+        case let .failure(errno): return .failure(SystemCallFailure("open", errno))
+        }
+        var info = stat()
+        if case let .failure(errno) = UnsafeSystemCall.retryingInterrupts({ unsafe fstat(fd, &info) }, failed: { $0 != 0 }) {
+            _ = Glibc.close(fd)
+            return .failure(SystemCallFailure("fstat", errno))
+        }
+        let status = FileStatus(info)
+        guard status.isRegularFile else {
+            _ = Glibc.close(fd)
+            return .failure(SystemCallFailure("open", refused: notRegularFile))
+        }
+        return .success(ImageDescriptor(path: path, fd: fd, status: status))
+    }
+
+    private init(path: String, fd: Int32, status: FileStatus) {
+        self.path = path
+        self.fd = fd
+        self.status = status
+    }
+
+    /// Bytes of the file read per call while hashing: memory for a hash stays this size
+    /// whatever the file's.
+    public static let hashChunkSize = 1 << 20
+
+    /// Linux `lseek` whences (glibc hides them without `_GNU_SOURCE`): the next byte of data
+    /// at or after an offset, and the next hole.
+    static let seekData: Int32 = 3
+    static let seekHole: Int32 = 4
+
+    /// xxh3-64 of the whole file (its `fstat` size) as this descriptor sees it, streamed
+    /// through one ``hashChunkSize`` buffer, or nil when it cannot be read (or is shorter
+    /// than its `fstat` size now). Holes of a sparse file (`SEEK_DATA`/`SEEK_HOLE`) are hashed
+    /// as the zeros they read as, without reading them: a 4 GB sparse image costs the hash
+    /// of 4 GB of zeros, not 4 GB of page cache or memory.
+    public func contentHash() -> UInt64? {
+        guard let state = unsafe XXH3_createState() else { return nil }
+        defer { unsafe XXH3_freeState(state) }
+        guard unsafe XXH3_64bits_reset(state) == XXH_OK else { return nil }
+        let size = status.size
+        let chunk = Self.hashChunkSize
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        let zeros = [UInt8](repeating: 0, count: chunk)
+        func hashZeros(_ count: UInt64) {
+            var left = count
+            while left > 0 {
+                let step = Int(min(left, UInt64(chunk)))
+                unsafe zeros.withUnsafeBytes { _ = unsafe XXH3_64bits_update(state, $0.baseAddress, step) }
+                left -= UInt64(step)
+            }
+        }
+        var offset: UInt64 = 0
+        while offset < size {
+            // Where the next data starts; ENXIO (no data to the end) or a file system without
+            // holes (EINVAL) answers the end, or the offset itself.
+            var dataStart = size
+            switch UnsafeSystemCall.once({ lseek(fd, off_t(offset), Self.seekData) }, failed: { $0 < 0 }) {
+            case let .success(start): dataStart = min(UInt64(start), size)
+            case .failure(.noSuchAddressOrDevice): dataStart = size
+            case .failure: dataStart = offset
+            }
+            hashZeros(dataStart - offset)
+            offset = dataStart
+            guard offset < size else { break }
+            var dataEnd = size
+            if case let .success(hole) = UnsafeSystemCall.once({ lseek(fd, off_t(offset), Self.seekHole) }, failed: { $0 < 0 }), UInt64(hole) > offset {
+                dataEnd = min(UInt64(hole), size)
+            }
+            while offset < dataEnd {
+                let want = Int(min(dataEnd - offset, UInt64(chunk)))
+                let read = unsafe buffer.withUnsafeMutableBytes { bytes in
+                    UnsafeSystemCall.retryingInterrupts({ unsafe pread(fd, bytes.baseAddress, want, off_t(offset)) }, failed: { $0 < 0 })
+                }
+                guard case let .success(got) = read, got > 0 else { return nil }
+                unsafe buffer.withUnsafeBytes { _ = unsafe XXH3_64bits_update(state, $0.baseAddress, got) }
+                offset += UInt64(got)
+            }
+        }
+        return unsafe XXH3_64bits_digest(state)
+    }
+
+    /// Reads up to `count` bytes at `offset` (fewer at the end of the file).
+    public func read(offset: UInt64, count: Int) -> [UInt8] {
+        unsafe [UInt8](unsafeUninitializedCapacity: max(0, count)) { buffer, initialized in
+            guard count > 0 else { return initialized = 0 }
+            let got = UnsafeSystemCall.retryingInterrupts({ unsafe pread(fd, buffer.baseAddress, count, off_t(offset)) }, failed: { $0 < 0 })
+            initialized = (try? got.get()) ?? 0
+        }
+    }
+
+    /// Asks the kernel to start reading `range` of the file into the page cache
+    /// (`POSIX_FADV_WILLNEED`) and returns without waiting: the reads of a cold launch then
+    /// run while it opens and maps the next images, instead of one fault at a time. Advice
+    /// only: the part past the end of the file is dropped, and a failure changes nothing but
+    /// how long the first access takes.
+    public func readAhead(_ range: Range<UInt64>) {
+        let end = min(range.upperBound, status.size)
+        guard range.lowerBound < end, let offset = off_t(exactly: range.lowerBound), let length = off_t(exactly: end - range.lowerBound) else { return }
+        _ = posix_fadvise(fd, offset, length, POSIX_FADV_WILLNEED)
+    }
+
+    deinit { _ = Glibc.close(fd) }
+}

@@ -1,0 +1,108 @@
+import MachOReader
+#if canImport(Glibc)
+import Glibc
+import LaunchPlan
+#endif
+
+/// The loader's only contact with raw memory: reserving and mapping address ranges,
+/// changing protections, and reading and writing words inside them. Everything here is
+/// called with addresses the caller has already bounds-checked against a mapping it owns.
+@usableFromInline
+package enum UnsafeMemory {
+    /// The host's page size.
+    package static let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+
+    /// Reserves `size` bytes of inaccessible address space, at `hint` if it is non-zero and
+    /// free (MAP_FIXED_NOREPLACE), anywhere otherwise. Returns the address, or why `mmap` failed.
+    package static func reserve(size: UInt64, at hint: UInt64) -> Result<UInt64, SystemCallFailure> {
+        let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hint != 0 ? MAP_FIXED_NOREPLACE : 0)
+        return unsafe UnsafeSystemCall.mapping {
+            unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(hint)), Int(size), PROT_NONE, flags, -1, 0)
+        }
+        .map { UInt64(UInt(bitPattern: $0)) }
+        .failing("mmap")
+    }
+
+    /// Maps `size` bytes of `fd` at file offset `offset` over `address` (inside a reservation),
+    /// copy-on-write: read-write so fixups can be applied, or `finalProtection` directly for a
+    /// segment nothing will write.
+    package static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64,
+                       finalProtection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
+        let protection = finalProtection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
+            ?? (PROT_READ | PROT_WRITE)
+        _ = unsafe try UnsafeSystemCall.mapping {
+            unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection, MAP_PRIVATE | MAP_FIXED, fd, off_t(offset))
+        }.failing("mmap").get()
+    }
+
+    /// Maps `size` bytes of `fd` at file offset `offset` read-only and copy-on-write at
+    /// exactly `address`, only if that range is free (MAP_FIXED_NOREPLACE): false when it is
+    /// not (or the kernel placed it elsewhere, which is undone).
+    package static func mapFileIfFree(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64) -> Result<Bool, SystemCallFailure> {
+        let mapped = unsafe UnsafeSystemCall.mapping {
+            unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, off_t(offset))
+        }.map { UInt64(UInt(bitPattern: $0)) }
+        switch mapped {
+        case let .success(at):
+            if at == address { return .success(true) }
+            unmap(address: at, size: size)
+            return .success(false)
+        case .failure(.fileExists):
+            return .success(false)
+        case let .failure(errno):
+            return .failure(SystemCallFailure("mmap", errno))
+        }
+    }
+
+    /// Maps `size` bytes of zeros over `address` (inside a reservation), read-write or with `protection`.
+    package static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
+        let flags = protection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
+            ?? (PROT_READ | PROT_WRITE)
+        _ = unsafe try UnsafeSystemCall.mapping {
+            unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), flags, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0)
+        }.failing("mmap").get()
+    }
+
+    /// Sets the protection of a page-aligned range.
+    package static func protect(address: UInt64, size: UInt64, read: Bool, write: Bool, execute: Bool) throws(SystemCallFailure) {
+        let protection = (read ? PROT_READ : 0) | (write ? PROT_WRITE : 0) | (execute ? PROT_EXEC : 0)
+        _ = try UnsafeSystemCall.once({
+            unsafe mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection)
+        }, failed: { $0 != 0 }).failing("mprotect").get()
+    }
+
+    /// Returns a range to the system.
+    package static func unmap(address: UInt64, size: UInt64) {
+        _ = unsafe munmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size))
+    }
+
+    /// Zeroes `size` bytes at `address` (the tail of a segment's last file page).
+    package static func zero(address: UInt64, size: UInt64) {
+        guard size > 0, let pointer = unsafe UnsafeMutableRawPointer(bitPattern: UInt(address)) else { return }
+        unsafe pointer.initializeMemory(as: UInt8.self, repeating: 0, count: Int(size))
+    }
+
+    @inline(__always)
+    package static func load64(_ address: UInt64) -> UInt64 {
+        unsafe UnsafeRawPointer(bitPattern: UInt(address))!.loadUnaligned(as: UInt64.self)
+    }
+
+    @inlinable
+    package static func store64(_ value: UInt64, at address: UInt64) {
+        unsafe UnsafeMutableRawPointer(bitPattern: UInt(address))!.storeBytes(of: value, as: UInt64.self)
+    }
+
+    /// A copy of `size` bytes at `address`.
+    package static func copy(address: UInt64, size: UInt64) -> [UInt8] {
+        guard size > 0 else { return [] }
+        return unsafe Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: Int(size)))
+    }
+}
+
+extension UnsafeMemory {
+    /// Whether the `count` mapped bytes at `address` hash to code slot `slot` of `directory`
+    /// (hashed where they lie, not copied).
+    package static func verifyPage(address: UInt64, count: Int, against directory: CS_CodeDirectory, slot: Int) -> Bool {
+        unsafe directory.verifyPage(unsafeBytes: UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: count), slot: slot)
+    }
+}

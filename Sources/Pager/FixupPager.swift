@@ -1,0 +1,453 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+import SystemPackage
+import LaunchPlan
+import MachOReader
+import LoaderSystem
+
+/// Applies one page's fixups to that page's bytes (the closure's page index, in the fast
+/// path). Called on the thread that touched the page, inside its SIGBUS handler, once per
+/// first touch: it must not allocate, take a lock, build strings or look anything up by
+/// name, and must never touch the launch's registered memory.
+public protocol PageFixupSource: AnyObject, Sendable {
+    /// Writes the fixups of image `image` that lie on `page` into it; nil on success.
+    func applyFixups(image: Int, to page: inout PageBuffer) -> PageFillFailure?
+}
+
+/// The bytes of one page being filled, before they are installed: the file's bytes (zeros
+/// past the file), which ``PageFixupSource/applyFixups(image:to:)`` fixes up in place.
+public struct PageBuffer {
+    let staging: UnsafeUserfault.StagingPage
+    /// The page's offset from its image's base.
+    public let vmOffset: UInt64
+    /// Where the image's base is mapped.
+    public let imageBase: UInt64
+    public var size: UInt64 { UnsafeUserfault.pageSize }
+
+    /// Whether `run` (offsets from the image's base) lies wholly on this page: the one
+    /// check per run before its stores.
+    @inline(__always)
+    public func contains(_ run: FixupRun) -> Bool {
+        run.start >= vmOffset && run.last >= run.start && run.last - vmOffset <= size - 8
+    }
+
+    /// Stores a word at `imageOffset` (an offset from the image's base) when its 8 bytes lie
+    /// on this page; a location off the page is a fault, not a store.
+    @inline(__always)
+    public func store(_ value: UInt64, atImageOffset imageOffset: UInt64) throws(FixupFault) {
+        let inPage = imageOffset &- vmOffset
+        guard imageOffset >= vmOffset, inPage <= size - 8 else { throw .runOffPage(start: imageOffset) }
+        UnsafeMemory.store64(value, at: staging.address &+ inPage)
+    }
+}
+
+extension PageBuffer {
+    /// Runs `body` on a page of zeros standing for the page at `vmOffset` of an image based
+    /// at `imageBase`, outside any fault: what it returned and the page's bytes after it
+    /// (for tests comparing fill paths).
+    package static func withScratch<Result>(vmOffset: UInt64, imageBase: UInt64, _ body: (inout PageBuffer) -> Result) -> (Result, [UInt8]) {
+        UnsafeUserfault.withScratchPage { staging in
+            UnsafeUserfault.zero(staging, from: 0)
+            var page = PageBuffer(staging: staging, vmOffset: vmOffset, imageBase: imageBase)
+            let result = body(&page)
+            return (result, UnsafeUserfault.bytes(of: staging))
+        }
+    }
+}
+
+/// Why a page could not be filled. Built on the fault path without allocation; worded by
+/// ``description`` when the launch reads it.
+public enum PageFillFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Reading the page's file bytes failed (errno), or the file is shorter than planned.
+    case fileRead(image: Int, vmOffset: UInt64, errno: Int32)
+    case fileShort(image: Int, vmOffset: UInt64, got: Int, expected: Int)
+    /// The page's fixups: a run off the page, a target outside the image or the table, or
+    /// runs that do not decode (the same fault an eager launch reports).
+    case fixups(image: Int, vmOffset: UInt64, FixupFault)
+    /// `UFFDIO_COPY` failed (errno).
+    case install(address: UInt64, errno: Int32)
+    /// The page's file bytes do not hash to its code signature's page hash (code slot `slot`).
+    case signature(image: Int, vmOffset: UInt64, slot: Int)
+
+    public var description: String {
+        func page(_ image: Int, _ offset: UInt64) -> String { "image \(image) page +0x\(String(offset, radix: 16))" }
+        switch self {
+        case let .fileRead(image, offset, errno): return "\(page(image, offset)): reading its file bytes failed: \(Errno(rawValue: errno))"
+        case let .fileShort(image, offset, got, expected):
+            return "\(page(image, offset)): the file holds \(got) of its \(expected) bytes (it shrank since launch)"
+        case let .fixups(image, offset, fault): return "\(page(image, offset)): \(fault)"
+        case let .install(address, errno): return "UFFDIO_COPY at 0x\(String(address, radix: 16)) failed: \(Errno(rawValue: errno))"
+        case let .signature(image, offset, slot):
+            return "\(page(image, offset)): does not match its code signature's hash for page \(slot)"
+        }
+    }
+
+    /// The one line the fault path writes before the process ends (no allocation: a fixed text per kind).
+    var reason: StaticString {
+        switch self {
+        case .fileRead: return "reading its file bytes failed"
+        case .fileShort: return "its image file is shorter than when the launch began (it was truncated)"
+        case .fixups: return "its fixups do not apply (a run off the page, or a target outside its image or the table)"
+        case .install: return "UFFDIO_COPY failed"
+        case .signature: return "its bytes do not match its code signature's page hash"
+        }
+    }
+}
+
+/// Page-in linking (docs/page-in.md): the pages that receive fixups are reserved without
+/// contents and registered with a userfaultfd opened with `UFFD_FEATURE_SIGBUS`, so the
+/// first touch of one raises SIGBUS on the touching thread. That thread fills the page
+/// itself, in the signal handler: the file's bytes and that page's fixups, assembled on its
+/// stack and installed atomically with `UFFDIO_COPY`; then the touch is retried. There is
+/// no handler thread: no thread ever waits for another to fill a page. A page that cannot
+/// be filled is reported in one line and the SIGBUS goes to the handler installed before
+/// (the Swift runtime's crash handler, or the default action): the process ends by SIGBUS,
+/// as a plain launch ends when a mapped file cannot be read. A fault the kernel takes on
+/// the process's behalf (a system call reading or writing an untouched page) fails with
+/// EFAULT. Released (region ended, descriptors closed) with the launch memory.
+public final class FixupPager: @unchecked Sendable {
+    /// One registered range: where it is mapped and where its file bytes are.
+    struct Range {
+        let start: UInt64
+        let end: UInt64
+        let image: Int
+        let imageBase: UInt64
+        /// The range's offset from its image's base.
+        let vmOffset: UInt64
+        /// The file bytes of the range's first page, and how many bytes the file holds from there.
+        let fileOffset: UInt64
+        let fileSize: UInt64
+        let fd: Int32
+    }
+
+    private let fd: Int32
+    // Written only before start() (ranges and the descriptors behind them), read by the fault path.
+    private var ranges: [Range] = []
+    /// The descriptors the images were mapped from, kept open until ``close()``.
+    private var imageDescriptors: [Int: ImageDescriptor] = [:]
+    private var imagePaths: [Int: String] = [:]
+    /// Per image: its code signature as the closure recorded it (set before mapping), and
+    /// the CodeDirectory read back and checked when its first range is registered.
+    private var expectedSignatures: [SignedImage?] = []
+    private var pageSignatures: [Int: PageSignature] = [:]
+    private var context: FaultContext?
+    private var slot: Int32?
+    private var closed = false
+
+    /// A pager on a new userfaultfd with `UFFD_FEATURE_SIGBUS` and `UFFD_USER_MODE_ONLY`.
+    /// Fails with the reason when userfaultfd or the feature is not available, or the host's
+    /// pages are not the 4 KiB page-in fills.
+    public static func open() -> Result<FixupPager, SystemCallFailure> {
+        guard UnsafeMemory.pageSize == UnsafeUserfault.pageSize else {
+            return .failure(SystemCallFailure("page size", refused: "page-in needs \(UnsafeUserfault.pageSize)-byte pages; this host's are \(UnsafeMemory.pageSize)"))
+        }
+        return UnsafeUserfault.open().map { FixupPager(fd: $0) }
+    }
+
+    private init(fd: Int32) { self.fd = fd }
+
+    /// The first page that could not be filled, if any (the process is ending by then,
+    /// unless the fault came from ``FixupPager/fill(_:)`` outside a fault).
+    public var failure: PageFillFailure? { context?.failure }
+    /// Pages filled so far.
+    public var pagesFilled: Int { context?.filled.load(ordering: .sequentiallyConsistent) ?? 0 }
+    /// Faults resolved so far: first touches of a registered page (each filled that page,
+    /// and with fault-around its neighbours; a fault on a page another thread filled first
+    /// is counted too).
+    public var faults: Int { context?.faults.load(ordering: .sequentiallyConsistent) ?? 0 }
+    /// Bytes registered (every page of every registered range).
+    public var registeredBytes: UInt64 { ranges.reduce(0) { $0 + ($1.end - $1.start) } }
+
+    /// The images' code signatures as the closure recorded them (per image, nil when
+    /// unsigned): every page filled from a signed image is checked against its page hash.
+    /// Before mapping.
+    public func expectSignatures(_ signatures: [SignedImage?]) { expectedSignatures = signatures }
+
+    /// Registers the launch's whole reservation (anonymous, inaccessible) at once: a range
+    /// of it made accessible with `mprotect` stays registered, one mapped over does not.
+    /// Before ``start(source:)`` only.
+    package func registerRegion(start: UInt64, size: UInt64) throws(LoadError) {
+        if let reason = UnsafeUserfault.register(fd, start: start, length: size) {
+            throw .mapping(image: "page-in", reason: "\(reason)")
+        }
+    }
+
+    /// Registers a range mapped without contents at `start` (page-aligned, `size` rounded
+    /// to pages), at `vmOffset` from its image's base, whose file bytes are `fileSize` bytes
+    /// at `fileOffset` of `descriptor` (kept open until ``close()``). `inRegion`: the range is part of the reservation ``registerRegion(start:size:)``
+    /// registered (only recorded here). Before ``start(source:)`` only.
+    package func register(start: UInt64, size: UInt64, image: Int, path: String, imageBase: UInt64, vmOffset: UInt64,
+                  fileOffset: UInt64, fileSize: UInt64, descriptor: ImageDescriptor, sliceOffset: UInt64 = 0,
+                  inRegion: Bool = false) throws(LoadError) -> Void {
+        if imageDescriptors[image] == nil {
+            imageDescriptors[image] = descriptor
+            imagePaths[image] = path
+            if image < expectedSignatures.count, let signature = expectedSignatures[image] {
+                pageSignatures[image] = try PageSignature(signature, of: descriptor, sliceOffset: sliceOffset, path: path)
+            }
+        }
+        if let signature = pageSignatures[image] {
+            try signature.verifyUncheckable(range: start..<(start + size), vmOffset: vmOffset, fileOffset: fileOffset, fileSize: fileSize,
+                                            of: descriptor, image: image, path: path)
+        }
+        if !inRegion, let reason = UnsafeUserfault.register(fd, start: start, length: size) {
+            throw .mapping(image: path, reason: "\(reason)")
+        }
+        ranges.append(Range(start: start, end: start + size, image: image, imageBase: imageBase, vmOffset: vmOffset,
+                            fileOffset: fileOffset, fileSize: fileSize, fd: descriptor.fd))
+    }
+
+    /// The pages one fault fills by default: the faulting page and up to three more of the
+    /// same image's registered pages (docs/page-in.md, "Fault-around": chosen by measurement).
+    public static let defaultFaultAround = 4
+
+    /// Makes the registered ranges live: from here on a touch of a registered page is
+    /// filled by the touching thread, with up to `faultAround - 1` pages after it in its
+    /// range. The fill path runs once first on a scratch page (so nothing it needs is first
+    /// set up inside a signal handler).
+    public func start(source: PageFixupSource, faultAround: Int = FixupPager.defaultFaultAround) throws(LoadError) {
+        ranges.sort { $0.start < $1.start }
+        let pool = faultAround > 1 ? UnsafeUserfault.StagingPool(slots: 8, pagesPerSlot: min(faultAround, 256)) : nil
+        let signatures = (0..<(ranges.map(\.image).max().map { $0 + 1 } ?? 0)).map { pageSignatures[$0] }
+        let context = FaultContext(fd: fd, ranges: ranges, source: source, imagePaths: imagePaths, signatures: signatures, pool: pool)
+        self.context = context
+        if let first = ranges.first {
+            UnsafeUserfault.withScratchPage { scratch in
+                var buffer = PageBuffer(staging: scratch, vmOffset: first.vmOffset, imageBase: first.imageBase)
+                _ = source.applyFixups(image: first.image, to: &buffer)
+            }
+        }
+        if let reason = UnsafeUserfault.installHandler() { throw .mapping(image: "page-in", reason: "\(reason)") }
+        guard let start = ranges.first?.start, let end = ranges.last?.end else { return }
+        guard let slot = UnsafeUserfault.activate(start: start, end: end, context: context) else {
+            throw .mapping(image: "page-in", reason: "\(UnsafeUserfault.regionCapacity) launches with page-in memory are live in this process")
+        }
+        self.slot = slot
+    }
+
+    /// Fills the page holding `address` as a first touch would, outside a fault: whether it
+    /// was filled (or already there). The failure, if any, is kept in ``failure``.
+    package func fill(_ address: UInt64) -> Bool {
+        guard let context else { return false }
+        return UnsafeUserfault.withScratchPage { context.fill(address, staging: $0, reporting: false) }
+    }
+
+    /// Ends the region (waiting up to a second for any fill in progress; a fill that never
+    /// returns keeps the pager and its descriptors alive for good) and closes every descriptor. Call
+    /// after the memory is unmapped: a touch then is a fault on an unmapped address. Safe twice.
+    /// What `body` returns (the memory the pager is given to); when it throws, the pager is
+    /// closed first, as no memory owns it yet.
+    package func closedOnFailure<Value>(_ body: () throws -> Value) throws -> Value {
+        do {
+            return try body()
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        if let slot, !UnsafeUserfault.deactivate(slot) {
+            // A fill still runs (its thread stopped inside it): it may yet read the context
+            // and the descriptors, so none is freed or closed, and no number is reused.
+            UnsafeUserfault.keepForever(self)
+            return
+        }
+        UnsafeUserfault.close(fd)
+        imageDescriptors = [:]
+    }
+}
+
+/// What the fault path reads: set up once before the region goes live, never changed after
+/// (only the counters), so a signal handler can read it on any thread.
+final class FaultContext: @unchecked Sendable {
+    let fd: Int32
+    let ranges: [FixupPager.Range]
+    let source: PageFixupSource
+    /// Per image: its path, for the line a failed fill writes.
+    let imagePaths: [Int: String]
+    /// Per image: the page hashes its filled pages are checked against (nil: unsigned).
+    let signatures: [PageSignature?]
+    let pageSize = UnsafeUserfault.pageSize
+    /// Fault-around's staging slots (nil: every fault fills its own page alone).
+    let pool: UnsafeUserfault.StagingPool?
+    let filled = Atomic<Int>(0)
+    let faults = Atomic<Int>(0)
+    private let firstFailure = Mutex<PageFillFailure?>(nil)
+
+    init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, imagePaths: [Int: String], signatures: [PageSignature?],
+         pool: UnsafeUserfault.StagingPool?) {
+        self.signatures = signatures
+        self.fd = fd
+        self.pool = pool
+        self.ranges = ranges
+        self.source = source
+        self.imagePaths = imagePaths
+    }
+
+    var failure: PageFillFailure? { firstFailure.withLock { $0 } }
+
+    /// The index of the range holding `address` (binary search), or nil.
+    @inline(__always)
+    private func rangeIndex(holding address: UInt64) -> Int? {
+        let low = ranges.partitionPoint { $0.end <= address }
+        return low < ranges.count && ranges[low].start <= address ? low : nil
+    }
+
+    /// Fills the page holding `address`, and with fault-around the image's next registered
+    /// pages after it (then its earlier ones), up to a pool slot's pages: each range's piece
+    /// read with one `pread`, fixed up page by page, installed with one `UFFDIO_COPY`. The
+    /// faulting page is assembled in `staging` (its thread's stack) when fault-around is off
+    /// or every slot is taken. True when the touch should be retried (the page is there, or
+    /// its range is gone and the retry faults on an unmapped address); false when the
+    /// address is not a registered page, or its page cannot be filled (recorded, and with
+    /// `reporting`, one line on standard error). A neighbour that cannot be filled is left
+    /// for its own first touch. No allocation, no lock waited on.
+    func fill(_ address: UInt64, staging stack: UnsafeUserfault.StagingPage, reporting: Bool = true) -> Bool {
+        let page = address & ~(pageSize - 1)
+        guard let first = rangeIndex(holding: page) else { return false }
+        var budget = 1
+        var staging = stack
+        var slot: Int?
+        if let pool, let claimed = pool.claim() {
+            slot = claimed
+            staging = pool.staging(claimed)
+            budget = pool.pagesPerSlot
+        }
+        defer { if let slot { pool?.release(slot) } }
+        switch fillPiece(first, from: page, pages: budget, staging: staging) {
+        case let .failed(failure): return fail(failure, reporting)
+        case .gone: return true
+        case let .filled(pages): budget -= pages; staging = staging.page(pages)
+        }
+        faults.add(1, ordering: .relaxed)
+        // Fault-around: the image's later ranges, then its earlier ones, then the pages
+        // before the faulting one in its own range.
+        let image = ranges[first].image
+        var next = first + 1
+        while budget > 0, next < ranges.count, ranges[next].image == image {
+            guard case let .filled(pages) = fillPiece(next, from: ranges[next].start, pages: budget, staging: staging) else { return true }
+            budget -= pages
+            staging = staging.page(pages)
+            next += 1
+        }
+        var previous = first
+        while budget > 0, previous > 0, ranges[previous - 1].image == image { previous -= 1 }
+        while budget > 0, previous <= first {
+            let end = previous == first ? page : ranges[previous].end
+            let pages = min(budget, Int((end - ranges[previous].start) / pageSize))
+            if pages > 0 {
+                guard case let .filled(done) = fillPiece(previous, from: end - UInt64(pages) * pageSize, pages: pages, staging: staging) else { return true }
+                budget -= done
+                staging = staging.page(done)
+            }
+            previous += 1
+        }
+        return true
+    }
+
+    enum Piece {
+        /// Pages of staging used (installed now, or found installed).
+        case filled(Int)
+        /// The first page cannot be filled.
+        case failed(PageFillFailure)
+        /// The range was released meanwhile.
+        case gone
+    }
+
+    /// Fills up to `pages` pages of range `index` from `page` on, assembled in `staging`.
+    @inline(__always)
+    private func fillPiece(_ index: Int, from page: UInt64, pages: Int, staging: UnsafeUserfault.StagingPage) -> Piece {
+        let range = ranges[index]
+        var count = min(pages, Int((range.end - page) / pageSize))
+        let inRange = page - range.start
+        let vmOffset = range.vmOffset + inRange
+        var fileBytes = 0
+        if inRange < range.fileSize {
+            let available = range.fileSize - inRange
+            let expected = Int(min(UInt64(count) * pageSize, available))
+            let got = UnsafeUserfault.read(range.fd, offset: range.fileOffset + inRange, count: expected, into: staging)
+            guard got >= 0 else { return .failed(.fileRead(image: range.image, vmOffset: vmOffset, errno: Int32(-got))) }
+            if got < expected {
+                // Only whole pages read are filled; the first page's bytes must all be there.
+                guard got >= Int(min(pageSize, available)) else {
+                    return .failed(.fileShort(image: range.image, vmOffset: vmOffset, got: got, expected: Int(min(pageSize, available))))
+                }
+                count = max(1, got / Int(pageSize))
+            }
+            fileBytes = min(got, count * Int(pageSize))
+        }
+        UnsafeUserfault.zero(staging, from: fileBytes, to: count * Int(pageSize))
+        if range.image < signatures.count, let signature = signatures[range.image] {
+            for offset in 0..<count where offset * Int(pageSize) < fileBytes {
+                let fileOffset = range.fileOffset + inRange + UInt64(offset) * pageSize
+                if let slot = signature.failingSlot(staging.page(offset), fileOffset: fileOffset, bytes: min(Int(pageSize), fileBytes - offset * Int(pageSize))) {
+                    guard offset > 0 else { return .failed(.signature(image: range.image, vmOffset: vmOffset, slot: slot)) }
+                    count = offset
+                    break
+                }
+            }
+        }
+        for offset in 0..<count {
+            var buffer = PageBuffer(staging: staging.page(offset), vmOffset: vmOffset + UInt64(offset) * pageSize, imageBase: range.imageBase)
+            if let failure = source.applyFixups(image: range.image, to: &buffer) {
+                guard offset > 0 else { return .failed(failure) }
+                count = offset
+                break
+            }
+        }
+        let (error, installed) = UnsafeUserfault.copy(fd, pages: page, count: count, from: staging)
+        filled.add(installed, ordering: .sequentiallyConsistent)
+        switch error {
+        case 0: return .filled(count)
+        case ENOENT, EFAULT: return .gone
+        case EEXIST:
+            // Another thread installed page `installed` first; install the rest one by one.
+            for next in (installed + 1)..<max(installed + 1, count) {
+                let single = UnsafeUserfault.copy(fd, pages: page + UInt64(next) * pageSize, count: 1, from: staging.page(next))
+                filled.add(single.installed, ordering: .sequentiallyConsistent)
+            }
+            return .filled(count)
+        case let error:
+            return installed > 0 ? .filled(installed) : .failed(.install(address: page, errno: error))
+        }
+    }
+
+    private func fail(_ failure: PageFillFailure, _ reporting: Bool) -> Bool {
+        // Never waits: a thread interrupted while holding the lock is recording a failure itself.
+        _ = firstFailure.withLockIfAvailable { if $0 == nil { $0 = failure } }
+        if reporting {
+            UnsafeUserfault.report(path: imagePaths[failure.image] ?? "", vmOffset: failure.vmOffset, reason: failure.reason)
+        }
+        return false
+    }
+}
+
+extension PageFillFailure {
+    var image: Int {
+        switch self {
+        case let .fileRead(image, _, _), let .fileShort(image, _, _, _), let .fixups(image, _, _), let .signature(image, _, _): return image
+        case .install: return -1
+        }
+    }
+
+    var vmOffset: UInt64 {
+        switch self {
+        case let .fileRead(_, offset, _), let .fileShort(_, offset, _, _), let .fixups(_, offset, _), let .signature(_, offset, _): return offset
+        case let .install(address, _): return address
+        }
+    }
+}
+
+/// A page bounds the walk of its runs (``FixupRunWalk``): a run is accepted when it lies
+/// wholly on the page.
+extension PageBuffer: FixupRunBounds {
+    @inline(__always)
+    public func accept(_ run: FixupRun) -> FixupRun? { contains(run) ? run : nil }
+
+    public func fault(_ run: FixupRun) -> FixupFault { .runOffPage(start: run.start) }
+}

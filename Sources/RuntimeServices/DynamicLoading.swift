@@ -1,0 +1,92 @@
+import MachOReader
+import LaunchPlan
+import LaunchMemory
+
+/// `dlopen`, `dlsym`, `dlclose` and `dladdr` for code a launch runs (docs/dyld-rules.md,
+/// rule 24). The project's libSystem exports them as calls through its host services table
+/// (``ThreadLocals``); the table's address names the launch, and the loader registered for
+/// it (``DynamicLoaderRegistry``) answers. The dyld2 path loads the slow way; the dyld3
+/// path applies a dlopen closure when the closure has one for the path.
+public protocol DynamicLoader: AnyObject {
+    /// Loads `path` (and what it needs that is not loaded), runs the initializers it adds,
+    /// and returns its handle: the address of its Mach-O header. An image already loaded
+    /// returns the same handle again (each `open` is matched by a `close`).
+    func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64
+    /// The address `name` (a C name, without the leading underscore) has in the image of
+    /// `handle`, or its re-exports; ``DynamicHandle/defaultSearch`` searches every image
+    /// in load order.
+    func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64
+    /// Balances one ``open(_:mode:)``. Images stay mapped until the launch's memory is
+    /// released (as dyld keeps an image whose code may still be running).
+    func close(_ handle: UInt64) throws(LoadError)
+    /// The image holding `address` and the nearest exported symbol at or below it.
+    func describe(_ address: UInt64) -> DynamicAddress?
+    /// Releases the memory of every image it loaded (with the launch's memory).
+    func releaseLoaded()
+    /// The slide of the next `dlopen`'s reservation (`compare` places both paths' images at
+    /// one address); nil picks a random one.
+    var nextSlide: UInt64? { get set }
+    /// What each `open` did, in order (the first ``DynamicLoadEvent/limit``: code may call
+    /// `dlopen` without end).
+    var events: [DynamicLoadEvent] { get }
+    /// The memory of each `open` that added images, in order.
+    var loadedMemories: [LaunchMemory] { get }
+}
+
+/// Handles `dlsym` takes besides an image's.
+public enum DynamicHandle {
+    /// `RTLD_DEFAULT` (Darwin: `(void *)-2`): every image, in load order.
+    public static let defaultSearch = UInt64(bitPattern: -2)
+}
+
+/// What `dladdr` reports.
+public struct DynamicAddress: Equatable, Sendable {
+    public var path: String
+    public var base: UInt64
+    public var symbol: String?
+    public var symbolAddress: UInt64
+
+    public init(path: String, base: UInt64, symbol: String?, symbolAddress: UInt64) {
+        self.path = path
+        self.base = base
+        self.symbol = symbol
+        self.symbolAddress = symbolAddress
+    }
+
+    /// `dladdr`'s answer for `address` in an image mapped at `base` (the nearest symbol of
+    /// its export trie at or below the address; no symbol when none is).
+    public static func describe(_ address: UInt64, image: MachOImage, path: String, base: UInt64) -> DynamicAddress {
+        var best: (name: String, address: UInt64)?
+        try? image.exportTrie()?.forEachSymbol { symbol in
+            guard case let .image(offset) = symbol.definition, symbol.kind != .absolute else { return }
+            let symbolAddress = base &+ offset
+            if symbolAddress <= address, best.map({ symbolAddress > $0.address }) ?? true {
+                best = (String(symbol.name.dropFirst(symbol.name.hasPrefix("_") ? 1 : 0)), symbolAddress)
+            }
+        }
+        return DynamicAddress(path: path, base: base, symbol: best?.name, symbolAddress: best?.address ?? 0)
+    }
+}
+
+/// What a launch's `dlopen`s did, in order (for the report and tests).
+public struct DynamicLoadEvent: Equatable, Sendable {
+    /// The path as code passed it.
+    public var requested: String
+    /// The images it added, in load order (none when the image was loaded already).
+    public var loaded: [String]
+    /// The images whose initializers ran, in order.
+    public var initialized: [String]
+    /// How: "closure" (the fast path applied the launch closure's dlopen closure), "runtime
+    /// closure" (one it built at run time), or "dyld2".
+    public var via: String
+
+    /// The most events a launch keeps.
+    public static let limit = 4096
+
+    public init(requested: String, loaded: [String], initialized: [String], via: String) {
+        self.requested = requested
+        self.loaded = loaded
+        self.initialized = initialized
+        self.via = via
+    }
+}

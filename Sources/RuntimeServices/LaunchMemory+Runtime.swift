@@ -1,0 +1,71 @@
+import LaunchMemory
+
+/// The runtime services of one launch: the loader answering its `dlopen`s, with its
+/// libSystem's host services table, and its images' thread-local keys. Its memory holds it
+/// (``LaunchMemory/runtime``) and releases it before unmapping anything.
+final class LaunchRuntimeState: LaunchRuntime {
+    /// The loader of this launch's `dlopen`s, and its libSystem's host services table.
+    var dynamicLoader: (loader: DynamicLoader, table: UInt64?)?
+    /// The thread-local keys of this launch's images (``ThreadLocals``), released with it.
+    var threadLocalKeys: [Int64] = []
+    /// Each image's thread-local key, by image index.
+    var threadLocalKeyOfImage: [Int: Int64] = [:]
+
+    /// Ends the table's registration (its address is in the memory about to be unmapped, where
+    /// another launch may then map and register the same address), releases what the loader
+    /// loaded, and frees the keys.
+    func release() {
+        if let (loader, table) = dynamicLoader {
+            if let table { DynamicLoaderRegistry.unregister(table: table, loader: loader) }
+            loader.releaseLoaded()
+            dynamicLoader = nil
+        }
+        for key in threadLocalKeys { UnsafeThreadLocal.releaseKey(key) }
+        threadLocalKeys = []
+    }
+}
+
+extension LaunchMemory {
+    /// This launch's runtime services, made on first use.
+    private var runtimeState: LaunchRuntimeState {
+        if let state = runtime as? LaunchRuntimeState { return state }
+        let state = LaunchRuntimeState()
+        runtime = state
+        return state
+    }
+
+    /// The loader of this launch's `dlopen`s, and its libSystem's host services table
+    /// (``attach(_:table:)``).
+    public var dynamicLoader: (loader: DynamicLoader, table: UInt64?)? {
+        (runtime as? LaunchRuntimeState)?.dynamicLoader
+    }
+
+    /// Makes `loader` the one that opens images into this launch (for `compare --dlopen`),
+    /// and, with `table`, the one answering the `dlopen` calls of the libSystem whose host
+    /// services table is there, until this memory is released, which also releases what it
+    /// loaded.
+    public func attach(_ loader: DynamicLoader, table: UInt64?) {
+        let state = runtimeState
+        if let (previous, table) = state.dynamicLoader, let table { DynamicLoaderRegistry.unregister(table: table, loader: previous) }
+        state.dynamicLoader = (loader, table)
+        if let table { DynamicLoaderRegistry.register(loader, table: table) }
+    }
+
+    /// Each image's thread-local key, by image index. Keys are the process's (the lowest
+    /// free one is taken), so two launches of one app get different numbers while another
+    /// launch in the process holds some: `compare` matches them by image.
+    package var threadLocalKeyOfImage: [Int: Int64] {
+        (runtime as? LaunchRuntimeState)?.threadLocalKeyOfImage ?? [:]
+    }
+
+    /// A thread-local key for image `image`'s template in this launch's memory, kept until ``release()``; -1 when none is free.
+    func makeThreadLocalKey(image: Int, template address: UInt64, initialSize: UInt64, totalSize: UInt64) -> Int64 {
+        let key = UnsafeThreadLocal.createKey(template: address, initialSize: initialSize, totalSize: totalSize)
+        if key >= 0 {
+            let state = runtimeState
+            state.threadLocalKeys.append(key)
+            state.threadLocalKeyOfImage[image] = key
+        }
+        return key
+    }
+}

@@ -1,0 +1,101 @@
+import CThreadLocal
+import LaunchPlan
+import MachOReader
+import LaunchMemory
+
+/// The thread-local-variable step both launch paths end their fixups with, and the host
+/// services table (docs/dyld-rules.md, rule 23). dyld (libdyld's
+/// `tlv_initialize_descriptors`, dyld4 `RuntimeState::setUpTLVs`) gives each image with
+/// thread-local variables a key, then points every descriptor whose thunk is still
+/// `__tlv_bootstrap` at its own `tlv_get_addr` with that key; the variable's address is then
+/// the calling thread's block for the key plus the descriptor's offset.
+public enum ThreadLocals {
+    static let regular = Section.typeThreadLocalRegular, zerofill = Section.typeThreadLocalZerofill
+    static let variables = Section.typeThreadLocalVariables
+
+    /// Whether `image` has a `__thread_vars` section (what dyld's `MH_HAS_TLV_DESCRIPTORS`
+    /// announces): launches whose images have none skip the step, and its lookup by name.
+    public static func hasDescriptors(_ image: MachOImage) -> Bool {
+        image.sections.contains { $0.type == variables }
+    }
+
+    /// An image's thread-local layout, as offsets from its preferred base: its template
+    /// (start, initialized bytes, total bytes) and every descriptor slot of its
+    /// `__thread_vars` sections; nil when it has no descriptors. A template or descriptor
+    /// section outside every writable segment is malformed.
+    public static func layout(of image: MachOImage, plan: ImagePlan, path: String) throws(LoadError)
+        -> (templateOffset: UInt64, initialSize: UInt64, totalSize: UInt64, descriptors: [UInt64])? {
+        let base = plan.preferredBase
+        let sections = image.sections
+        let descriptorSections = sections.filter { $0.type == variables }
+        guard !descriptorSections.isEmpty else { return nil }
+        func writable(_ section: Section) throws(LoadError) -> Range<UInt64> {
+            let start = section.address &- base
+            guard section.address >= base, plan.isWritable(offset: start, size: section.size) else {
+                throw .unusable(path: path, reason: "section \(section.segmentName),\(section.name) is outside the image's writable segments")
+            }
+            return start..<(start + section.size)
+        }
+        var descriptors: [UInt64] = []
+        for section in descriptorSections {
+            let range = try writable(section)
+            var slot = range.lowerBound
+            while slot + ThreadLocalSetup.descriptorSize <= range.upperBound {
+                descriptors.append(slot)
+                slot += ThreadLocalSetup.descriptorSize
+            }
+        }
+        var start = UInt64.max, initialEnd: UInt64 = 0, end: UInt64 = 0
+        for section in sections where section.type == regular || section.type == zerofill {
+            let range = try writable(section)
+            start = min(start, range.lowerBound)
+            end = max(end, range.upperBound)
+            if section.type == regular { initialEnd = max(initialEnd, range.upperBound) }
+        }
+        guard start != .max else { return (0, 0, 0, descriptors) }
+        return (start, initialEnd > start ? initialEnd - start : 0, end - start, descriptors)
+    }
+
+    /// The step's writes as fixups of absolute values, per image (for the digest, which must
+    /// not take a thunk or a key, written over a descriptor's fixup, for a pointer into the region).
+    public static func writes(_ setups: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
+        var writes = [[ResolvedFixup]](repeating: [], count: imageCount)
+        for setup in setups where setup.image < imageCount {
+            for descriptor in setup.descriptors {
+                writes[setup.image].append(ResolvedFixup(vmOffset: descriptor, kind: .bind(.absolute(0), addend: 0)))
+                writes[setup.image].append(ResolvedFixup(vmOffset: descriptor + 8, kind: .bind(.absolute(0), addend: 0)))
+            }
+        }
+        return writes
+    }
+
+    /// Sets up every image's thread-local variables in `memory` (a key each, then each
+    /// descriptor's thunk and key), and fills the host services table when the launch has
+    /// one. The keys are released with the memory.
+    public static func apply(_ setups: [ThreadLocalSetup], hostServices: HostServicesSlot?, memory: LaunchMemory) throws(LoadError) {
+        if let hostServices {
+            let words = UnsafeThreadLocal.hostServicesWords()
+            try memory.checkWritable(image: hostServices.image, vmOffset: hostServices.vmOffset, count: HostServicesSlot.size)
+            precondition(UInt64(words.count) * 8 == HostServicesSlot.size, "hostservices.h and HostServicesSlot agree")
+            for (position, word) in words.enumerated() {
+                try memory.store(word, image: hostServices.image, vmOffset: hostServices.vmOffset + UInt64(position) * 8)
+            }
+        }
+        guard !setups.isEmpty else { return }
+        let thunk = UnsafeThreadLocal.thunk
+        for setup in setups {
+            let image = memory.images[setup.image]
+            if setup.totalSize > 0 {
+                try memory.checkWritable(image: setup.image, vmOffset: setup.templateOffset, count: setup.totalSize)
+            }
+            let key = memory.makeThreadLocalKey(image: setup.image, template: image.base &+ setup.templateOffset, initialSize: setup.initialSize, totalSize: setup.totalSize)
+            guard key >= 0 else {
+                throw .mapping(image: image.plan.path, reason: "thread-local variables: \(DYLD3_TLV_KEYS) images with them are loaded in this process, the most it holds")
+            }
+            for descriptor in setup.descriptors {
+                try memory.store(thunk, image: setup.image, vmOffset: descriptor)
+                try memory.store(UInt64(key), image: setup.image, vmOffset: descriptor + 8)
+            }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import CHostServices
+import Foundation
+import Glibc
+import LaunchPlan
+import Synchronization
+
+/// The loaders of the launches whose code may call `dlopen` and its family, by the address
+/// of their libSystem's host services table, and the C entry points `CHostServices` calls
+/// (its `dyld3_dl_handlers`). A call finds its launch's loader under the registry's lock,
+/// then calls it under that launch's own recursive lock (an initializer `dlopen` runs may
+/// call `dlopen` again). `dladdr`'s names live until the launch is unregistered (at most one
+/// per image and exported symbol); `dlerror`'s message until the next error.
+public enum DynamicLoaderRegistry {
+    /// One registered launch: its loader, and the C strings it has handed out (as addresses).
+    private final class Entry: Sendable {
+        nonisolated(unsafe) let loader: DynamicLoader
+        /// Serializes the launch's calls into its loader, as dyld's loaders lock does; recursive,
+        /// since an initializer a `dlopen` runs may call `dlopen` on the same thread.
+        let calls = NSRecursiveLock()
+        /// The names made so far, and the last error's message (its own copy) with whether
+        /// `dlerror` has yet to report it (threads of the launch may call at once).
+        private let state = Mutex<(strings: [String: UInt], lastError: UInt, pending: Bool)>(([:], 0, false))
+
+        init(loader: DynamicLoader) { unsafe self.loader = loader }
+
+        func serialized<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+            calls.lock()
+            defer { calls.unlock() }
+            return try body()
+        }
+
+        /// A C string for `text`, made once and kept until ``free()``.
+        func cString(_ text: String) -> UnsafePointer<CChar> {
+            let address = state.withLock { state in
+                if let made = state.strings[text] { return made }
+                let made = UInt(bitPattern: unsafe strdup(text))
+                state.strings[text] = made
+                return made
+            }
+            return unsafe UnsafePointer(bitPattern: address)!
+        }
+
+        /// Keeps `message` for `dlerror`, in place of the previous one (freed: messages name
+        /// paths the code chose, so they are not kept one per call).
+        func fail(_ message: String) {
+            let address = UInt(bitPattern: unsafe strdup(message))
+            let previous = state.withLock { state in
+                defer { state.lastError = address; state.pending = true }
+                return state.lastError
+            }
+            unsafe Glibc.free(UnsafeMutableRawPointer(bitPattern: previous))
+        }
+
+        /// `dlerror`: the last error since the last call, then nil.
+        func takeError() -> UnsafePointer<CChar>? {
+            let address = state.withLock { state -> UInt in
+                defer { state.pending = false }
+                return state.pending ? state.lastError : 0
+            }
+            return unsafe UnsafePointer(bitPattern: address)
+        }
+
+        func free() {
+            let strings = state.withLock { state in
+                defer { state.strings = [:]; state.lastError = 0; state.pending = false }
+                return Array(state.strings.values) + [state.lastError]
+            }
+            for address in strings { unsafe Glibc.free(UnsafeMutableRawPointer(bitPattern: address)) }
+        }
+    }
+
+    private static let entries = Mutex<[UInt64: Entry]>([:])
+
+    /// Makes `loader` answer the calls of the libSystem whose host services table is at
+    /// `table` (an address in the launch's memory), until ``unregister(table:)``.
+    public static func register(_ loader: DynamicLoader, table: UInt64) {
+        installHandlers
+        let entry = Entry(loader: loader)
+        entries.withLock { $0[table] = entry }
+    }
+
+    /// Ends `loader`'s registration at `table`; one another launch made there since (its
+    /// memory reused the address) stays.
+    public static func unregister(table: UInt64, loader: DynamicLoader) {
+        let entry = entries.withLock { entries -> Entry? in
+            guard let entry = entries[table], unsafe entry.loader === loader else { return nil }
+            return entries.removeValue(forKey: table)
+        }
+        entry?.free()
+    }
+
+    private static func entry(_ table: UInt64) -> Entry? { entries.withLock { $0[table] } }
+
+    private static func open(_ table: UInt64, _ path: UnsafePointer<CChar>?, _ mode: Int32) -> UInt64 {
+        guard let entry = entry(table) else { return 0 }
+        guard let path = unsafe path else {
+            entry.fail("dlopen(NULL): the main executable's handle is not supported")
+            return 0
+        }
+        let text = unsafe String(cString: path)
+        do throws(LoadError) {
+            return try entry.serialized { () throws(LoadError) in try unsafe entry.loader.open(text, mode: mode) }
+        } catch {
+            entry.fail("dlopen(\(text), 0x\(String(mode, radix: 16))): \(error)")
+            return 0
+        }
+    }
+
+    private static func symbol(_ table: UInt64, _ handle: UInt64, _ name: UnsafePointer<CChar>?) -> UInt64 {
+        guard let entry = entry(table), let name = unsafe name else { return 0 }
+        let text = unsafe String(cString: name)
+        do throws(LoadError) {
+            return try entry.serialized { () throws(LoadError) in try unsafe entry.loader.symbol(text, handle: handle) }
+        } catch {
+            entry.fail("dlsym(0x\(String(handle, radix: 16)), \(text)): \(error)")
+            return 0
+        }
+    }
+
+    private static func close(_ table: UInt64, _ handle: UInt64) -> Int32 {
+        guard let entry = entry(table) else { return -1 }
+        do throws(LoadError) {
+            try entry.serialized { () throws(LoadError) in try unsafe entry.loader.close(handle) }
+            return 0
+        } catch {
+            entry.fail("dlclose(0x\(String(handle, radix: 16))): \(error)")
+            return -1
+        }
+    }
+
+    private static func address(_ table: UInt64, _ address: UInt64, _ info: UnsafeMutablePointer<dyld3_dl_info>?) -> Int32 {
+        guard let entry = entry(table), let info = unsafe info else { return 0 }
+        guard let found = entry.serialized({ unsafe entry.loader.describe(address) }) else {
+            entry.fail("dladdr(0x\(String(address, radix: 16))): not in any loaded image")
+            return 0
+        }
+        let fname = unsafe entry.cString(found.path)
+        let sname = unsafe found.symbol.map { unsafe entry.cString($0) }
+        unsafe info.pointee = dyld3_dl_info(
+            fname: fname, fbase: UnsafeMutableRawPointer(bitPattern: UInt(found.base)),
+            sname: sname, saddr: UnsafeMutableRawPointer(bitPattern: UInt(found.symbolAddress)))
+        return 1
+    }
+
+    private static func error(_ table: UInt64) -> UnsafePointer<CChar>? {
+        unsafe entry(table)?.takeError()
+    }
+
+    /// Sets `CHostServices`' handlers, once per process.
+    private static let installHandlers: Void = {
+        let handlers = unsafe dyld3_dl_handlers(
+            open: { unsafe DynamicLoaderRegistry.open($0, $1, $2) },
+            symbol: { unsafe DynamicLoaderRegistry.symbol($0, $1, $2) },
+            close: { DynamicLoaderRegistry.close($0, $1) },
+            address: { unsafe DynamicLoaderRegistry.address($0, $1, $2) },
+            error: { unsafe DynamicLoaderRegistry.error($0) })
+        dyld3_dl_set_handlers(handlers)
+    }()
+}
