@@ -133,7 +133,7 @@ struct FixupStreamReader {
     mutating func uleb() throws(FixupFault) -> UInt64 {
         switch ClosureLEB128.unsigned(bytes, &position) {
         case let .success(value): return value
-        case let .failure(failure): throw Self.fault(failure)
+        case let .failure(fault): throw fault
         }
     }
 
@@ -141,14 +141,7 @@ struct FixupStreamReader {
     mutating func sleb() throws(FixupFault) -> Int64 {
         switch ClosureLEB128.signed(bytes, &position) {
         case let .success(value): return value
-        case let .failure(failure): throw Self.fault(failure)
-        }
-    }
-
-    static func fault(_ failure: ClosureLEB128.Failure) -> FixupFault {
-        switch failure {
-        case let .truncated(offset): .corrupt(byteOffset: offset, .truncatedNumber)
-        case let .tooLarge(offset): .corrupt(byteOffset: offset, .numberTooLarge)
+        case let .failure(fault): throw fault
         }
     }
 

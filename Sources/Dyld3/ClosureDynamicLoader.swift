@@ -102,7 +102,7 @@ final class ClosureDynamicLoader: DynamicLoader {
             within.images = images
             closure = try record.closure(within: within, path: closurePath)
         } catch {
-            throw .failed(path: requested, cause: LoadError.Cause(error))
+            throw .failed(path: requested, cause: error)
         }
         return try apply(closure, added: images.count..<closure.images.count, opened: record.opened, requested: requested, via: via)
     }
@@ -126,7 +126,7 @@ final class ClosureDynamicLoader: DynamicLoader {
                 }
             }
         } catch {
-            throw .failed(path: requested, cause: LoadError.Cause(error))
+            throw .failed(path: requested, cause: error)
         }
         let memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide)
         do throws(LoadError) {
@@ -137,7 +137,7 @@ final class ClosureDynamicLoader: DynamicLoader {
                     try closure.applyFixups(ofImage: index, writer: memory.writer(image: index - added.lowerBound), targetValues: values,
                                             closurePath: closurePath)
                 } catch {
-                    throw LoadError.failed(path: requested, cause: LoadError.Cause(error))
+                    throw LoadError.failed(path: requested, cause: error)
                 }
             }
             try memory.applyProtections()

@@ -222,14 +222,14 @@ public enum PrelinkedLaunch {
             return slideAtLaunch("the thread-local step writes \(unwritable), read-only after the launch")
         }
         let path = ClosureCache.slidSetPath(forSet: opened.path)
-        func usable() -> Result<SlidPrelinkedSetFile.Opened, SlidPrelinkedSetFile.Unusable> {
+        func usable() -> Result<SlidPrelinkedSetFile.Opened, ClosureError> {
             SlidPrelinkedSetFile.open(path, for: opened).flatMap { copy in
                 guard checks.alwaysHashContent else { return .success(copy) }
                 do throws(ClosureError) {
                     try copy.checkData()
                     return .success(copy)
                 } catch {
-                    return .failure(.refused(error))
+                    return .failure(error)
                 }
             }
         }

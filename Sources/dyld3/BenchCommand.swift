@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LaunchBench
+import LaunchPlan
 import LoaderCore
 
 /// `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader on generated apps.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dyld3
 import Foundation
 import LaunchClosure
+import LaunchPlan
 import LoaderCore
 import MachOInspect
 import ClosureFormat
