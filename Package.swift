@@ -96,6 +96,7 @@ let package = Package(
         .target(
             name: "ProcessRunner",
             dependencies: [
+                "LaunchPlan",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
@@ -112,7 +113,7 @@ let package = Package(
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // App bundles and .ipa archives (a bounded zip reader: stored and deflate).
-        .target(name: "AppArchive", dependencies: ["CZlib"]),
+        .target(name: "AppArchive", dependencies: ["CZlib", "MachOReader"]),
         // The userfaultfd system call and ioctls for page-in linking (kernel headers only).
         .systemLibrary(name: "CUserfault"),
         // Page-in's SIGBUS handler and its registry of live regions: C, because it runs in a
@@ -145,9 +146,9 @@ let package = Package(
             "LaunchMemory", "RuntimeServices", "MachOReader", "ProcessRunner", "StubRoot",
             "TestSupport",
         ]),
-        .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),
+        .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LaunchPlan", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),
         .testTarget(name: "SystemLibraryTests", dependencies: ["CZstd", "CXXHash", "TestSupport"]),
-        .testTarget(name: "AppArchiveTests", dependencies: ["AppArchive", "ProcessRunner", "StubRoot", "TestSupport"]),
+        .testTarget(name: "AppArchiveTests", dependencies: ["AppArchive", "MachOReader", "ProcessRunner", "StubRoot", "TestSupport"]),
         .testTarget(name: "BenchTests", dependencies: [
             "LaunchBench", "ProcessRunner", "ClosureBuild", "ClosureFormat", "Dyld3", "ClosureCache", "LaunchPlan", "LoaderCore", "LaunchMemory", "TestSupport",
         ]),

@@ -1,4 +1,5 @@
 import Foundation
+import MachOReader
 
 /// Apps as users ship them: an app bundle directory (`X.app`, iOS or macOS layout) and an
 /// `.ipa` archive (a zip holding `Payload/X.app`), unpacked into a work area.
@@ -10,7 +11,7 @@ package enum AppBundle {
     /// `Info.plist` names (`CFBundleExecutable`), else the bundle's own name, in
     /// `X.app/` (iOS) or `X.app/Contents/MacOS/` (macOS, whose `Info.plist` is in
     /// `Contents/`).
-    package static func executable(of bundle: String) throws(AppArchiveError) -> String {
+    package static func executable(of bundle: String) throws(MachOError) -> String {
         let name = (bundle as NSString).lastPathComponent
         guard name.hasSuffix(".app"), name.count > 4 else {
             throw .bundle(path: bundle, what: "is a directory but not a .app bundle")
@@ -27,7 +28,7 @@ package enum AppBundle {
 
     /// `CFBundleExecutable` of the property list at `plist` (XML or binary); nil when the
     /// file does not exist or names none. A name that is not a plain file name is refused.
-    static func bundleExecutable(plist: String) throws(AppArchiveError) -> String? {
+    static func bundleExecutable(plist: String) throws(MachOError) -> String? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: plist) else { return nil }
         let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
         guard size <= maxInfoPlistBytes else {
@@ -51,16 +52,16 @@ package enum AppBundle {
     }
 
     /// The one `.app` bundle in `directory/Payload` (an unpacked `.ipa`).
-    package static func payloadApp(in directory: String) throws(AppArchiveError) -> String {
+    package static func payloadApp(in directory: String) throws(MachOError) -> String {
         try singleApp(in: directory + "/Payload", named: directory, what: "Payload/X.app bundle")
     }
 
     /// The one `.app` bundle directly in `directory` (a `Payload` directory).
-    package static func singleApp(in directory: String) throws(AppArchiveError) -> String {
+    package static func singleApp(in directory: String) throws(MachOError) -> String {
         try singleApp(in: directory, named: directory, what: ".app bundle")
     }
 
-    private static func singleApp(in directory: String, named: String, what: String) throws(AppArchiveError) -> String {
+    private static func singleApp(in directory: String, named: String, what: String) throws(MachOError) -> String {
         let apps = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0.hasSuffix(".app") && isDirectory(directory + "/" + $0) }.sorted()
         guard apps.count == 1 else {
@@ -75,7 +76,7 @@ package enum AppBundle {
     /// reused while the archive's size, modification time and inode are unchanged, so that
     /// `install` and a later `launch` see the same files; otherwise it is unpacked again
     /// into a fresh directory that then replaces it.
-    package static func unpack(ipa archive: String, workArea: String, limits: ZipArchive.Limits = ZipArchive.Limits()) throws(AppArchiveError) -> String {
+    package static func unpack(ipa archive: String, workArea: String, limits: ZipArchive.Limits = ZipArchive.Limits()) throws(MachOError) -> String {
         let real = URL(fileURLWithPath: archive).standardizedFileURL.resolvingSymlinksInPath().path
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: real) else {
             throw .io(path: archive, reason: "no such file")

@@ -1,4 +1,5 @@
 import Foundation
+import MachOReader
 
 /// A zip archive (an `.ipa`) read through its central directory, with every bound checked
 /// before anything is unpacked: entry count, total unpacked size, archive size. Entries
@@ -43,7 +44,7 @@ package struct ZipArchive: Sendable {
     private let centralDirectoryOffset: Int
 
     /// Reads the central directory of the archive at `path`.
-    package init(path: String, limits: Limits = Limits()) throws(AppArchiveError) {
+    package init(path: String, limits: Limits = Limits()) throws(MachOError) {
         self.path = path
         let file = try ArchiveFile(path: path)
         archiveSize = file.size
@@ -134,7 +135,7 @@ package struct ZipArchive: Sendable {
     private static func entry(
         name: String, archive: String, madeBy: UInt16, flags: UInt16, method: UInt16,
         external: UInt32, crc: UInt32, compressed: Int, unpacked: Int, local: Int
-    ) throws(AppArchiveError) -> Entry {
+    ) throws(MachOError) -> Entry {
         guard flags & 1 == 0 else { throw .unsafeEntry(archive: archive, entry: name, what: "is encrypted") }
         guard method == 0 || method == 8 else {
             throw .unsafeEntry(archive: archive, entry: name, what: "uses compression method \(method) (only stored and deflate are read)")
@@ -171,7 +172,7 @@ package struct ZipArchive: Sendable {
     /// Unpacks every entry under `directory`, which must not exist yet: it is created, and
     /// nothing else is written outside it. A file's bytes are inflated into a buffer of
     /// its declared size and checked against its CRC-32 before they are written.
-    package func extract(to directory: String) throws(AppArchiveError) {
+    package func extract(to directory: String) throws(MachOError) {
         let file = try ArchiveFile(path: path)
         try Self.createDirectory(directory, exclusive: true)
         for entry in entries {
@@ -192,7 +193,7 @@ package struct ZipArchive: Sendable {
     }
 
     /// The unpacked bytes of `entry`, read through its local header.
-    private func contents(of entry: Entry, in file: ArchiveFile) throws(AppArchiveError) -> [UInt8] {
+    private func contents(of entry: Entry, in file: ArchiveFile) throws(MachOError) -> [UInt8] {
         let header = try file.read(at: entry.localHeaderOffset, count: 30)
         guard header.count == 30, u32(header, 0) == 0x0403_4b50 else {
             throw .malformed(archive: path, offset: entry.localHeaderOffset, what: "no local header for \(entry.name.debugDescription)")
@@ -220,7 +221,7 @@ package struct ZipArchive: Sendable {
         return bytes
     }
 
-    private static func createDirectory(_ path: String, exclusive: Bool) throws(AppArchiveError) {
+    private static func createDirectory(_ path: String, exclusive: Bool) throws(MachOError) {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: !exclusive)
         } catch {
@@ -244,32 +245,32 @@ private struct ArchiveFile {
     let size: Int
     private let handle: FileHandle
 
-    init(path: String) throws(AppArchiveError) {
+    init(path: String) throws(MachOError) {
         self.path = path
         do {
             let attributes = try FileManager.default.attributesOfItem(atPath: path)
             guard attributes[.type] as? FileAttributeType == .typeRegular else {
-                throw AppArchiveError.io(path: path, reason: "not a regular file")
+                throw MachOError.io(path: path, reason: "not a regular file")
             }
             size = (attributes[.size] as? NSNumber)?.intValue ?? 0
             handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        } catch let error as AppArchiveError {
+        } catch let error as MachOError {
             throw error
         } catch {
             throw .io(path: path, reason: "cannot read: \(error.localizedDescription)")
         }
     }
 
-    func read(at offset: Int, count: Int) throws(AppArchiveError) -> [UInt8] {
+    func read(at offset: Int, count: Int) throws(MachOError) -> [UInt8] {
         guard offset >= 0, count >= 0, offset + count <= size else {
             throw .malformed(archive: path, offset: offset, what: "\(count) bytes are needed past the end of the file (\(size) bytes)")
         }
         do {
             try handle.seek(toOffset: UInt64(offset))
             let data = try handle.read(upToCount: count) ?? Data()
-            guard data.count == count else { throw AppArchiveError.io(path: path, reason: "short read at offset \(offset)") }
+            guard data.count == count else { throw MachOError.io(path: path, reason: "short read at offset \(offset)") }
             return [UInt8](data)
-        } catch let error as AppArchiveError {
+        } catch let error as MachOError {
             throw error
         } catch {
             throw .io(path: path, reason: "cannot read at offset \(offset): \(error.localizedDescription)")

@@ -57,7 +57,7 @@ public enum ClosureBuilder {
         do throws(ClosureError) {
             identity = try ImageIdentity.current(path: node.path, uuid: node.image.uuid, contentOnly: contentOnlyIdentity, signature: signature)
         } catch {
-            throw .failed(path: node.path, cause: LoadError.Cause(error))
+            throw .failed(path: node.path, cause: error)
         }
         return ClosureImage(
             path: node.path, installName: node.installName ?? "", identity: identity, plan: plan,

@@ -47,11 +47,11 @@ public struct ClosureCache: Sendable {
     /// Checks that launches by this user would trust closures written here; why they would
     /// refuse every one of them otherwise (the directory's owner or mode, ``ClosureOwnership``).
     /// A directory that does not exist yet passes.
-    public func checkTrust() throws(ClosureOwnership.Problem) {
-        guard let status = FileStatus.of(directory) else { return }
+    public func checkTrust() -> ClosureOwnership.Problem? {
+        guard let status = FileStatus.of(directory) else { return nil }
         let own = FileStatus(size: 0, mode: 0o100444, ownerID: UnsafeFileIO.effectiveUserID)
-        try ClosureOwnership.check(file: own, directory: status, user: UnsafeFileIO.effectiveUserID)
-        try ClosureOwnership.checkAncestors(of: directory, user: UnsafeFileIO.effectiveUserID)
+        return ClosureOwnership.check(file: own, directory: status, user: UnsafeFileIO.effectiveUserID)
+            ?? ClosureOwnership.checkAncestors(of: directory, user: UnsafeFileIO.effectiveUserID)
     }
 
     /// Removes temporary files (`.<name>.tmp.<pid>.<random>`) left by writers that died

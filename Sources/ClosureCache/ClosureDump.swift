@@ -16,8 +16,7 @@ public struct ClosureDump: Sendable {
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
         case let .success(opened): file = opened
-        case .failure(.missing): throw .missing(path: path)
-        case let .failure(.refused(reason)): throw .untrusted(path: path, what: reason)
+        case let .failure(error): throw error
         }
         guard file.status.size <= UInt64(ClosureFile.maxFileSize) else {
             throw .corrupt(path: path, offset: 0, what: "\(file.status.size) bytes is over the \(ClosureFile.maxFileSize)-byte limit for a closure file")
@@ -135,8 +134,8 @@ public struct ClosureDump: Sendable {
         let targets = closure.bindTargets
         var rebases: [ResolvedFixup] = [], binds: [ResolvedFixup] = []
         var rebaseTotal = 0, bindTotal = 0
-        try closure.naming(path, image: index) { () throws(FixupStreamFault) in
-            try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
+        try closure.naming(path, image: index) { () throws(ClosureError) in
+            try ClosureError.walking(.rebases) { () throws(FixupFault) in
                 try FixupRunWalk(image.rebaseRuns).forEachRebase { (location, target) throws(FixupFault) in
                     rebaseTotal += 1
                     if rebases.count < shown {
@@ -144,7 +143,7 @@ public struct ClosureDump: Sendable {
                     }
                 }
             }
-            try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
+            try ClosureError.walking(.binds) { () throws(FixupFault) in
                 try FixupRunWalk(image.bindRuns).forEachBind(tableSize: targets.count) { (location, targetIndex, addend) throws(FixupFault) in
                     bindTotal += 1
                     if binds.count < shown { binds.append(ResolvedFixup(vmOffset: location, kind: .bind(targets[targetIndex], addend: addend))) }

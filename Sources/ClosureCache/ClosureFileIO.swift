@@ -34,8 +34,7 @@ extension ClosureFile {
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
         case let .success(opened): file = opened
-        case .failure(.missing): throw .missing(path: path)
-        case let .failure(.refused(reason)): throw .untrusted(path: path, what: reason)
+        case let .failure(error): throw error
         }
         try checkOwnership(path, file.status)
         guard file.status.size <= UInt64(maxFileSize) else {
@@ -50,7 +49,7 @@ extension ClosureFile {
     public static func checkTrust(_ path: String) throws(ClosureError) {
         switch UnsafeFileIO.openNoFollow(path) {
         case .failure(.missing): return
-        case let .failure(.refused(reason)): throw .untrusted(path: path, what: reason)
+        case let .failure(error): throw error
         case let .success(file): try checkOwnership(path, file.status)
         }
     }
@@ -62,11 +61,9 @@ extension ClosureFile {
         guard let directoryStatus = FileStatus.of(directoryPath) else {
             throw .untrusted(path: path, what: "its directory cannot be examined")
         }
-        do throws(ClosureOwnership.Problem) {
-            try ClosureOwnership.check(file: status, directory: directoryStatus, user: UnsafeFileIO.effectiveUserID)
-            try ClosureOwnership.checkAncestors(of: directoryPath, user: UnsafeFileIO.effectiveUserID)
-        } catch {
-            throw .untrusted(path: path, what: error.description)
+        if let problem = ClosureOwnership.check(file: status, directory: directoryStatus, user: UnsafeFileIO.effectiveUserID)
+            ?? ClosureOwnership.checkAncestors(of: directoryPath, user: UnsafeFileIO.effectiveUserID) {
+            throw .untrusted(path: path, what: problem.description)
         }
     }
 
@@ -82,7 +79,7 @@ extension ClosureFile {
     /// Writes `closure` to `path` atomically, read-only, signed with `signer` if given. A
     /// failure leaves any existing file as it was.
     public static func write(_ closure: LaunchClosure, to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
-        do throws(SystemCallFailure) {
+        do throws(LoadError) {
             try UnsafeFileIO.writeAtomically(encode(closure, signedWith: signer), to: path)
         } catch {
             throw .systemCallFailed(path: path, error)

@@ -7,18 +7,18 @@ import LoaderSystem
 
 extension ClosureSigningKey {
     /// Reads a signing key file (`dyld3-closure-signing-key-v1 <base64 of the 32-byte seed>`, mode 0600).
-    public init(contentsOf path: String) throws(ClosureKeyError) {
+    public init(contentsOf path: String) throws(CommandFailure) {
         let raw = try ClosureKeyFile.read(path, label: Self.label, kind: .signing)
-        guard let key = ClosureSigningKey(raw: raw) else { throw ClosureKeyError(path: path, what: "is not an Ed25519 private key") }
+        guard let key = ClosureSigningKey(raw: raw) else { throw CommandFailure.key(path, "is not an Ed25519 private key") }
         self = key
     }
 
     /// Writes the key pair into `directory` as `closure-signing.key` (0600) and
     /// `closure-signing.pub` (0644); refuses to overwrite either. Returns both paths.
-    public func write(into directory: String) throws(ClosureKeyError) -> (privateKey: String, publicKey: String) {
+    public func write(into directory: String) throws(CommandFailure) -> (privateKey: String, publicKey: String) {
         let privatePath = directory + "/closure-signing.key", publicPath = directory + "/closure-signing.pub"
         for path in [privatePath, publicPath] where FileStatus.of(path) != nil {
-            throw ClosureKeyError(path: path, what: "already exists: keys are never overwritten")
+            throw CommandFailure.key(path, "already exists: keys are never overwritten")
         }
         try ClosureKeyFile.write(key.rawRepresentation, label: Self.label, to: privatePath, mode: 0o600)
         try ClosureKeyFile.write(key.publicKey.rawRepresentation, label: ClosureTrustKey.label, to: publicPath, mode: 0o644)
@@ -28,35 +28,11 @@ extension ClosureSigningKey {
 
 extension ClosureTrustKey {
     /// Reads a trust (public) key file (`dyld3-closure-trust-key-v1 <base64 of the 32-byte public key>`).
-    public init(contentsOf path: String) throws(ClosureKeyError) {
+    public init(contentsOf path: String) throws(CommandFailure) {
         let raw = try ClosureKeyFile.read(path, label: Self.label, kind: .trust)
-        guard let key = ClosureTrustKey(raw: raw) else { throw ClosureKeyError(path: path, what: "is not an Ed25519 public key") }
+        guard let key = ClosureTrustKey(raw: raw) else { throw CommandFailure.key(path, "is not an Ed25519 public key") }
         self = key
     }
-}
-
-/// A key file that cannot be read, parsed or written.
-public struct ClosureKeyError: Error, CustomStringConvertible, Sendable {
-    public let path: String
-    /// The system call that failed, when one did.
-    public let failure: SystemCallFailure?
-    private let reason: String
-
-    init(path: String, what: String) {
-        self.path = path
-        failure = nil
-        reason = what
-    }
-
-    init(path: String, failure: SystemCallFailure) {
-        self.path = path
-        self.failure = failure
-        reason = failure.description
-    }
-
-    /// What is wrong with the key file.
-    public var what: String { reason }
-    public var description: String { "\(path): \(what)" }
 }
 
 /// Who may own and write a key file, as ssh treats its keys: a private (signing) key must
@@ -70,8 +46,8 @@ public enum ClosureKeyPolicy {
         case signing, trust
     }
 
-    /// Why a key file is refused.
-    public enum Problem: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Why a key file is refused (worded in the key's ``CommandFailure``).
+    public enum Problem: Equatable, Sendable, CustomStringConvertible {
         /// Owned by `owner`, who is not the user (nor root, for a trust key).
         case owner(kind: Kind, owner: UInt32, user: UInt32)
         /// A private key others can read or write (`mode`).
@@ -94,46 +70,43 @@ public enum ClosureKeyPolicy {
     }
 
     /// Checks that user `user` may use a key of `kind` whose file has `status`.
-    public static func check(_ status: FileStatus, kind: Kind, user: UInt32) throws(Problem) {
+    public static func check(_ status: FileStatus, kind: Kind, user: UInt32) -> Problem? {
         switch kind {
         case .signing:
-            if status.ownerID != user { throw .owner(kind: kind, owner: status.ownerID, user: user) }
-            if status.mode & 0o077 != 0 { throw .privateKeyExposed(mode: status.mode) }
+            if status.ownerID != user { return .owner(kind: kind, owner: status.ownerID, user: user) }
+            if status.mode & 0o077 != 0 { return .privateKeyExposed(mode: status.mode) }
         case .trust:
-            if status.ownerID != user, status.ownerID != 0 { throw .owner(kind: kind, owner: status.ownerID, user: user) }
-            if status.mode & 0o022 != 0 { throw .trustKeyWritable(mode: status.mode) }
+            if status.ownerID != user, status.ownerID != 0 { return .owner(kind: kind, owner: status.ownerID, user: user) }
+            if status.mode & 0o022 != 0 { return .trustKeyWritable(mode: status.mode) }
         }
+        return nil
     }
 }
 
 /// The one-line key file format.
 enum ClosureKeyFile {
-    static func read(_ path: String, label: String, kind: ClosureKeyPolicy.Kind) throws(ClosureKeyError) -> Data {
+    static func read(_ path: String, label: String, kind: ClosureKeyPolicy.Kind) throws(CommandFailure) -> Data {
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
         case let .success(opened): file = opened
-        case .failure(.missing): throw ClosureKeyError(path: path, what: "no such file")
-        case let .failure(.refused(reason)): throw ClosureKeyError(path: path, what: reason)
+        case .failure(.missing): throw CommandFailure.key(path, "no such file")
+        case let .failure(.untrusted(_, reason)): throw CommandFailure.key(path, reason)
+        case let .failure(error): throw CommandFailure.key(path, "\(error)")
         }
-        var refusal: ClosureKeyPolicy.Problem?
-        do throws(ClosureKeyPolicy.Problem) {
-            try ClosureKeyPolicy.check(file.status, kind: kind, user: UnsafeFileIO.effectiveUserID)
-        } catch {
-            refusal = error
-        }
+        let refusal = ClosureKeyPolicy.check(file.status, kind: kind, user: UnsafeFileIO.effectiveUserID)
         let bytes = file.status.size < 4096 ? file.readAll() : nil
         let fields = bytes.map { String(decoding: $0, as: UTF8.self).split(whereSeparator: \.isWhitespace) } ?? []
         // The other half of the pair given where this half was meant: named as such, before
         // a refusal its mode would earn it (a .pub is 0644, which no private key may be).
         if fields.count == 2, let mixUp = mixUp(found: String(fields[0]), wanted: kind) {
-            throw ClosureKeyError(path: path, what: mixUp)
+            throw CommandFailure.key(path, mixUp)
         }
-        if let refusal { throw ClosureKeyError(path: path, what: "refused: \(refusal)") }
+        if let refusal { throw CommandFailure.key(path, "refused: \(refusal)") }
         guard bytes != nil else {
-            throw ClosureKeyError(path: path, what: "cannot be read as a key file")
+            throw CommandFailure.key(path, "cannot be read as a key file")
         }
         guard fields.count == 2, fields[0] == label, let raw = Data(base64Encoded: String(fields[1])), raw.count == 32 else {
-            throw ClosureKeyError(path: path, what: "is not a \(label) file")
+            throw CommandFailure.key(path, "is not a \(label) file")
         }
         return raw
     }
@@ -150,11 +123,18 @@ enum ClosureKeyFile {
         }
     }
 
-    static func write(_ raw: Data, label: String, to path: String, mode: UInt32) throws(ClosureKeyError) {
-        do throws(SystemCallFailure) {
+    static func write(_ raw: Data, label: String, to path: String, mode: UInt32) throws(CommandFailure) {
+        do throws(LoadError) {
             try UnsafeFileIO.writeAtomically(Array("\(label) \(raw.base64EncodedString())\n".utf8), to: path, mode: mode)
         } catch {
-            throw ClosureKeyError(path: path, failure: error)
+            throw .key(path, "\(error)")
         }
+    }
+}
+
+extension CommandFailure {
+    /// The key file at `path` cannot be read, parsed or written, for `why`.
+    static func key(_ path: String, _ why: String) -> CommandFailure {
+        CommandFailure(what: path, why: why, kind: "key")
     }
 }

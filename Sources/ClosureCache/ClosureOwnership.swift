@@ -8,8 +8,9 @@ import LoaderSystem
 /// writable by others (`/tmp`-like) is acceptable only for a file the invoking user owns: the
 /// sticky bit stops others from replacing it, not from planting their own.
 public enum ClosureOwnership {
-    /// Why a closure cannot be trusted: who owns or can write what.
-    public enum Problem: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Why a closure cannot be trusted: who owns or can write what (worded in a
+    /// ``ClosureError/untrusted(path:what:)``).
+    public enum Problem: Equatable, Sendable, CustomStringConvertible {
         /// The file's owner (`owner`) is neither the user nor root.
         case fileOwner(owner: UInt32, user: UInt32)
         /// The file is writable by group or others.
@@ -47,15 +48,14 @@ public enum ClosureOwnership {
 
     /// Checks that user `user` can trust a closure with status `file` in a directory with
     /// status `directory`; the problem when it cannot.
-    public static func check(file: FileStatus, directory: FileStatus, user: UInt32) throws(Problem) {
-        if file.ownerID != user, file.ownerID != 0 { throw .fileOwner(owner: file.ownerID, user: user) }
-        if file.mode & 0o022 != 0 { throw .fileWritable(mode: file.mode) }
-        if directory.ownerID != user, directory.ownerID != 0 { throw .directoryOwner(owner: directory.ownerID, user: user) }
-        if directory.mode & 0o022 != 0 {
-            let sticky = directory.mode & 0o1000 != 0
-            if sticky, file.ownerID == user { return }
-            throw sticky ? .stickyDirectory(fileOwner: file.ownerID) : .directoryWritable(mode: directory.mode)
-        }
+    public static func check(file: FileStatus, directory: FileStatus, user: UInt32) -> Problem? {
+        if file.ownerID != user, file.ownerID != 0 { return .fileOwner(owner: file.ownerID, user: user) }
+        if file.mode & 0o022 != 0 { return .fileWritable(mode: file.mode) }
+        if directory.ownerID != user, directory.ownerID != 0 { return .directoryOwner(owner: directory.ownerID, user: user) }
+        guard directory.mode & 0o022 != 0 else { return nil }
+        let sticky = directory.mode & 0o1000 != 0
+        if sticky, file.ownerID == user { return nil }
+        return sticky ? .stickyDirectory(fileOwner: file.ownerID) : .directoryWritable(mode: directory.mode)
     }
 
     /// Checks every directory above `directory` the way OpenSSH's `secure_path` does, on the
@@ -66,21 +66,22 @@ public enum ClosureOwnership {
     /// directory itself is ``check(file:directory:user:)``'s. `status` stats a path (the
     /// file system, or a table in tests). Costs one `realpath` and one `stat` per component.
     public static func checkAncestors(of directory: String, user: UInt32, realPath: (String) -> String?,
-                                      status: (String) -> FileStatus?) throws(Problem) {
-        guard let resolved = realPath(directory) else { throw .unresolvable(directory: directory) }
+                                      status: (String) -> FileStatus?) -> Problem? {
+        guard let resolved = realPath(directory) else { return .unresolvable(directory: directory) }
         var components = resolved.split(separator: "/").map(String.init)
         while !components.isEmpty {
             components.removeLast()
             let ancestor = "/" + components.joined(separator: "/")
-            guard let info = status(ancestor) else { throw .unresolvable(directory: directory) }
-            if info.ownerID != user, info.ownerID != 0 { throw .ancestorOwner(path: ancestor, owner: info.ownerID, user: user) }
-            if info.mode & 0o022 != 0, info.mode & 0o1000 == 0 { throw .ancestorWritable(path: ancestor, mode: info.mode) }
+            guard let info = status(ancestor) else { return .unresolvable(directory: directory) }
+            if info.ownerID != user, info.ownerID != 0 { return .ancestorOwner(path: ancestor, owner: info.ownerID, user: user) }
+            if info.mode & 0o022 != 0, info.mode & 0o1000 == 0 { return .ancestorWritable(path: ancestor, mode: info.mode) }
         }
+        return nil
     }
 
     /// ``checkAncestors(of:user:realPath:status:)`` on the file system.
-    public static func checkAncestors(of directory: String, user: UInt32) throws(Problem) {
-        try checkAncestors(of: directory, user: user, realPath: RealPath.of, status: FileStatus.of)
+    public static func checkAncestors(of directory: String, user: UInt32) -> Problem? {
+        checkAncestors(of: directory, user: user, realPath: RealPath.of, status: FileStatus.of)
     }
 
     static func octal(_ mode: UInt32) -> String { String(mode & 0o7777, radix: 8) }

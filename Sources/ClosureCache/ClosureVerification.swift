@@ -63,7 +63,8 @@ public struct ClosureVerification: Sendable {
         case .failure(.missing):
             self.init(path, .corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
             return
-        case let .failure(.refused(reason)):
+        case let .failure(error):
+            let reason = if case let .untrusted(_, what) = error { what } else { "\(error)" }
             self.init(path, .untrusted, [Problem(kind: .untrusted, message: reason)])
             return
         }
@@ -165,7 +166,7 @@ public struct ClosureVerification: Sendable {
             (.untrusted, Problem(kind: .untrusted, message: what))
         case let .stale(_, image, what):
             (.stale, Problem(kind: .stale, message: "\(image) \(what)"))
-        case .missing:
+        case .missing, .noSlidCopy:
             (.corrupt, Problem(kind: .corrupt, message: "vanished while it was being verified"))
         case let .writeFailed(_, what):
             (.corrupt, Problem(kind: .corrupt, message: what))
@@ -176,7 +177,7 @@ public struct ClosureVerification: Sendable {
         case let .plan(_, image, disagreement):
             (.invalid, Problem(kind: .invalid, message: "\(image): \(disagreement)"))
         case let .fixups(_, image, stream, fault):
-            (.invalid, Problem(kind: .invalid, message: "\(image): \(stream.rawValue): \(fault)"))
+            (.invalid, Problem(kind: .invalid, message: "\(image ?? "?"): \(stream.rawValue): \(fault)"))
         case let .mapping(_, image, what):
             (.invalid, Problem(kind: .invalid, message: "\(image): its plan cannot be mapped: \(what)"))
         }

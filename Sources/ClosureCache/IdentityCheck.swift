@@ -30,8 +30,9 @@ extension ImageIdentity {
         return overflow || latest >= builtAt
     }
 
-    /// How an open image file differs from the identity a closure recorded for it.
-    enum Staleness: Error, Equatable, Sendable, CustomStringConvertible {
+    /// How an open image file differs from the identity a closure recorded for it: a kind,
+    /// worded in a ``ClosureError/stale(path:image:what:)``.
+    enum Staleness: Equatable, Sendable, CustomStringConvertible {
         /// Its size is not the recorded one.
         case changedSize(recorded: UInt64, now: UInt64)
         /// Its content could not be mapped to be hashed.
@@ -59,36 +60,37 @@ extension ImageIdentity {
     /// The cheap stat check (size, mtime, ctime, inode) comes first; when stat differs (a
     /// fresh checkout, a touch) but the content hash matches, the image is still the one
     /// the closure was built from. A racy identity (taken within 2 s of the closure's
-    /// write), a content-only one, or `alwaysHash` is always hashed. Everything is read
+    /// write), a content-only one, or `checks.alwaysHash` is always hashed. Everything is read
     /// through `file`, the descriptor the launch maps from.
     /// `hashed` is set when the content was hashed.
-    func check(_ file: ImageDescriptor, contentOnly: Bool, racy: Bool, checks: IdentityChecks, hashed: inout Bool) throws(Staleness) {
+    func check(_ file: ImageDescriptor, contentOnly: Bool, racy: Bool, checks: IdentityChecks, hashed: inout Bool) -> Staleness? {
         let status = file.status
-        if status.size != size { throw .changedSize(recorded: size, now: status.size) }
-        if checks.codeDirectory { try checkSignature(file) }
+        if status.size != size { return .changedSize(recorded: size, now: status.size) }
+        if checks.codeDirectory, let changed = checkSignature(file) { return changed }
         if !contentOnly, !racy, !checks.alwaysHash, status.mtimeSeconds == mtimeSeconds, status.mtimeNanoseconds == mtimeNanoseconds,
            status.ctimeSeconds == ctimeSeconds, status.ctimeNanoseconds == ctimeNanoseconds, status.inode == inode {
-            return
+            return nil
         }
         hashed = true
-        guard let hash = file.contentHash() else { throw .unreadable }
+        guard let hash = file.contentHash() else { return .unreadable }
         if hash != contentHash {
-            throw status.inode != inode && !contentOnly ? .replaced : .newContent
+            return status.inode != inode && !contentOnly ? .replaced : .newContent
         }
+        return nil
     }
 
     /// A signed image's CodeDirectory, read from `file` where the closure recorded it and
     /// hashed (the blob, not the file), must have the recorded cdHash: dyld4 identifies
     /// images by cdHash. The blob's size was checked against the file's (the size check
     /// comes first), so the read is bounded by the file.
-    func checkSignature(_ file: ImageDescriptor) throws(Staleness) {
-        guard let signature else { return }
+    func checkSignature(_ file: ImageDescriptor) -> Staleness? {
+        guard let signature else { return nil }
         let (end, overflow) = signature.codeDirectoryOffset.addingReportingOverflow(UInt64(signature.codeDirectorySize))
-        guard !overflow, end <= file.status.size else { throw .signatureChanged(recorded: signature.cdHash, now: nil) }
+        guard !overflow, end <= file.status.size else { return .signatureChanged(recorded: signature.cdHash, now: nil) }
         let blob = file.read(offset: signature.codeDirectoryOffset, count: signature.codeDirectorySize)
-        guard blob.count == signature.codeDirectorySize else { throw .signatureChanged(recorded: signature.cdHash, now: nil) }
+        guard blob.count == signature.codeDirectorySize else { return .signatureChanged(recorded: signature.cdHash, now: nil) }
         let now = signature.hashType.cdHash(of: ByteView(blob))
-        if now != signature.cdHash { throw .signatureChanged(recorded: signature.cdHash, now: now) }
+        return now != signature.cdHash ? .signatureChanged(recorded: signature.cdHash, now: now) : nil
     }
 }
 
@@ -114,28 +116,26 @@ extension ClosureImage {
         absentPaths.first { FileStatus.of($0) != nil }
     }
 
-    /// Opens the image and checks it is the file the closure was built from: the
-    /// descriptor to map from, or why the closure is stale.
+    /// Opens the image and checks it is the file the closure at `closurePath` was built
+    /// from: the descriptor to map from, or why the closure is stale.
     /// `hashed` is set when the image's content was hashed (see ``ImageIdentity/check(_:contentOnly:racy:checks:hashed:)``).
-    func openChecked(contentOnly: Bool, builtAt: Int64?, checks: IdentityChecks, hashed: inout Bool) -> Result<ImageDescriptor, StaleImage> {
+    func openChecked(closurePath: String, contentOnly: Bool, builtAt: Int64?, checks: IdentityChecks, hashed: inout Bool) throws(ClosureError) -> ImageDescriptor {
         let file: ImageDescriptor
         switch ImageDescriptor.open(path) {
         case let .success(opened): file = opened
-        case let .failure(reason) where reason.cause == .refused(ImageDescriptor.notRegularFile):
-            return .failure(StaleImage(image: path, what: "is \(reason)"))
+        case let .failure(.systemCall(reason)) where reason.cause == .refused(ImageDescriptor.notRegularFile):
+            throw .stale(path: closurePath, image: path, what: "is \(reason)")
         case let .failure(reason):
-            return .failure(StaleImage(image: path, what: FileStatus.of(path) == nil ? "was removed" : "cannot be opened (\(reason))"))
+            throw .stale(path: closurePath, image: path, what: FileStatus.of(path) == nil ? "was removed" : "cannot be opened (\(reason))")
         }
         let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? false
-        do throws(ImageIdentity.Staleness) {
-            try identity.check(file, contentOnly: contentOnly, racy: racy, checks: checks, hashed: &hashed)
-        } catch {
-            return .failure(StaleImage(image: path, what: error.description))
+        if let staleness = identity.check(file, contentOnly: contentOnly, racy: racy, checks: checks, hashed: &hashed) {
+            throw .stale(path: closurePath, image: path, what: staleness.description)
         }
         if let shadow = shadowingFile() {
-            return .failure(StaleImage(image: path, what: "has a dependency shadowed by a new file at \(shadow)"))
+            throw .stale(path: closurePath, image: path, what: "has a dependency shadowed by a new file at \(shadow)")
         }
-        return .success(file)
+        return file
     }
 }
 
@@ -153,26 +153,20 @@ extension ClosureImage {
         files.reserveCapacity(images.count)
         for image in images {
             var hashed = false
-            let opened = image.openChecked(contentOnly: contentOnly, builtAt: builtAt, checks: checks, hashed: &hashed)
-            if hashed { hashedImages += 1 }
-            switch opened {
-            case let .success(file):
-                if readAhead, let range = image.plan.readAheadRange() { file.readAhead(range) }
-                files.append(file)
-                handOff?.hand(file)
-            case let .failure(stale):
+            defer { if hashed { hashedImages += 1 } }
+            let file: ImageDescriptor
+            do throws(ClosureError) {
+                file = try image.openChecked(closurePath: closurePath, contentOnly: contentOnly, builtAt: builtAt, checks: checks, hashed: &hashed)
+            } catch {
                 handOff?.close()
-                throw .stale(path: closurePath, image: stale.image, what: stale.what)
+                throw error
             }
+            if readAhead, let range = image.plan.readAheadRange() { file.readAhead(range) }
+            files.append(file)
+            handOff?.hand(file)
         }
         return files
     }
-}
-
-/// An image that is no longer the file a closure was built from.
-public struct StaleImage: Error, Equatable, Sendable {
-    public let image: String
-    public let what: String
 }
 
 extension LaunchClosure {
@@ -212,11 +206,14 @@ extension LaunchClosure {
         let builtAt = closurePath.flatMap(FileStatus.of).map(\.mtimeSeconds)
         return images.compactMap { image in
             var hashed = false
-            if case let .failure(stale) = image.openChecked(contentOnly: contentOnlyIdentity, builtAt: builtAt,
-                                                            checks: IdentityChecks(alwaysHash: alwaysHash), hashed: &hashed) {
-                return (stale.image, stale.what)
+            do throws(ClosureError) {
+                _ = try image.openChecked(closurePath: closurePath ?? image.path, contentOnly: contentOnlyIdentity, builtAt: builtAt,
+                                          checks: IdentityChecks(alwaysHash: alwaysHash), hashed: &hashed)
+                return nil
+            } catch {
+                guard case let .stale(_, image, what) = error else { return (image.path, "\(error)") }
+                return (image, what)
             }
-            return nil
         }
     }
 }

@@ -30,8 +30,8 @@ extension ClosureDump {
         guard index < closure.objc.bindRuns.count, !closure.objc.bindRuns[index].isEmpty else { return (0, false) }
         let targets = closure.bindTargets
         var count = 0, runtimeTables = false
-        try closure.naming(path, image: index) { () throws(FixupStreamFault) in
-            try FixupStreamFault.walking(.objcWrites) { () throws(FixupFault) in
+        try closure.naming(path, image: index) { () throws(ClosureError) in
+            try ClosureError.walking(.objcWrites) { () throws(FixupFault) in
                 try FixupRunWalk(closure.objc.bindRuns[index]).forEachBind(tableSize: targets.count) { (_, targetIndex, _) throws(FixupFault) in
                     count += 1
                     if case .absolute = targets[targetIndex] { runtimeTables = true }

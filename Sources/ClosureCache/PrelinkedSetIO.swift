@@ -67,8 +67,7 @@ extension PrelinkedSetFile {
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
         case let .success(opened): file = opened
-        case .failure(.missing): throw .missing(path: path)
-        case let .failure(.refused(reason)): throw .untrusted(path: path, what: reason)
+        case let .failure(error): throw error
         }
         try ClosureFile.checkOwnership(path, file.status)
         guard file.status.size <= maxFileSize else {
@@ -105,7 +104,7 @@ extension PrelinkedSetFile {
     /// Writes the set atomically, read-only, signed with `signer` if given. A failure leaves
     /// any existing file as it was.
     public static func write(_ set: PrelinkedSet, data: [UInt8], to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
-        do throws(SystemCallFailure) {
+        do throws(LoadError) {
             try UnsafeFileIO.writeAtomically(encode(set, data: data, signedWith: signer), to: path)
         } catch {
             throw .systemCallFailed(path: path, error)
@@ -138,10 +137,8 @@ extension PrelinkedSet {
             let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? true
             if alwaysHash || racy {
                 var hashed = false
-                switch image.openChecked(contentOnly: false, builtAt: nil, checks: IdentityChecks(alwaysHash: true), hashed: &hashed) {
-                case .success: hashedImages += 1
-                case let .failure(stale): throw .stale(path: setPath, image: stale.image, what: stale.what)
-                }
+                _ = try image.openChecked(closurePath: setPath, contentOnly: false, builtAt: nil, checks: IdentityChecks(alwaysHash: true), hashed: &hashed)
+                hashedImages += 1
             }
             if let shadow = image.shadowingFile() {
                 throw .stale(path: setPath, image: image.path, what: "has a dependency shadowed by a new file at \(shadow)")

@@ -65,8 +65,8 @@ extension ClosureVerification {
         let copy: SlidPrelinkedSetFile.Opened
         switch SlidPrelinkedSetFile.open(path, for: opened) {
         case let .success(found): copy = found
-        case .failure(.missing): return (.corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
-        case let .failure(.refused(error)):
+        case .failure(.noSlidCopy): return (.corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
+        case let .failure(error):
             let (status, problem) = problem(for: error)
             return (status, [problem])
         }

@@ -76,29 +76,16 @@ public enum SlidPrelinkedSetFile {
         }
     }
 
-    /// Why a slid copy cannot be used: missing, or the error naming it.
-    public enum Unusable: Error, CustomStringConvertible {
-        case missing
-        case refused(ClosureError)
-
-        public var description: String {
-            switch self {
-            case .missing: "no copy slid for this boot yet"
-            case let .refused(error): "\(error)"
-            }
-        }
-    }
-
     /// Opens the copy at `path` and checks it is this boot's copy of the set whose header
     /// declares `setChecksum`, `setDataHash` and a range of `rangeSize` bytes: ownership as
     /// for closures, header, checksum, protection runs, the set's checksum and data hash,
     /// the boot id, the size.
-    public static func open(_ path: String, setChecksum: UInt64, setDataHash: UInt64, rangeSize: UInt64) -> Result<Opened, Unusable> {
+    public static func open(_ path: String, setChecksum: UInt64, setDataHash: UInt64, rangeSize: UInt64) -> Result<Opened, ClosureError> {
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
         case let .success(opened): file = opened
-        case .failure(.missing): return .failure(.missing)
-        case let .failure(.refused(reason)): return .failure(.refused(.untrusted(path: path, what: reason)))
+        case .failure(.missing): return .failure(.noSlidCopy(path: path))
+        case let .failure(error): return .failure(error)
         }
         do throws(ClosureError) {
             try ClosureFile.checkOwnership(path, file.status)
@@ -124,17 +111,17 @@ public enum SlidPrelinkedSetFile {
             }
             return .success(Opened(file: file, path: path, header: header, rangeSize: rangeSize))
         } catch {
-            return .failure(.refused(error))
+            return .failure(error)
         }
     }
 
     /// ``open(_:setChecksum:setDataHash:rangeSize:)`` for the set `opened`, its protection
     /// runs checked against the set's plans too.
-    public static func open(_ path: String, for opened: PrelinkedSetFile.Opened) -> Result<Opened, Unusable> {
+    public static func open(_ path: String, for opened: PrelinkedSetFile.Opened) -> Result<Opened, ClosureError> {
         open(path, setChecksum: opened.header.checksum, setDataHash: opened.header.dataHash, rangeSize: opened.set.rangeSize).flatMap { copy in
             guard copy.header.protections == protections(of: opened.set) else {
-                return .failure(.refused(.corrupt(path: path, offset: SlidPrelinkedSetHeader.size,
-                                                  what: "its protection runs are not the ones its set's plans call for")))
+                return .failure(.corrupt(path: path, offset: SlidPrelinkedSetHeader.size,
+                                         what: "its protection runs are not the ones its set's plans call for"))
             }
             return .success(copy)
         }
@@ -163,7 +150,7 @@ public enum SlidPrelinkedSetFile {
         var file = header.bytes
         file += [UInt8](repeating: 0, count: Int(header.dataOffset) - file.count)
         file += slid
-        do throws(SystemCallFailure) {
+        do throws(LoadError) {
             try UnsafeFileIO.writeAtomically(file, to: path)
         } catch {
             throw .systemCallFailed(path: path, error)

@@ -15,12 +15,6 @@ package enum UnsafeFileIO {
     /// The user this process acts as.
     static var effectiveUserID: UInt32 { UInt32(geteuid()) }
 
-    /// Why a file could not be opened for reading.
-    enum OpenFailure: Error {
-        case missing
-        case refused(String)
-    }
-
     /// A regular file opened read-only, and its `fstat`.
     final class OpenFile {
         let fd: Int32
@@ -81,24 +75,24 @@ package enum UnsafeFileIO {
     }
 
     /// Opens `path` read-only without following a symlink at its last component; refuses
-    /// anything but a regular file.
-    static func openNoFollow(_ path: String) -> Result<OpenFile, OpenFailure> {
+    /// anything but a regular file (``ClosureError/untrusted(path:what:)``).
+    static func openNoFollow(_ path: String) -> Result<OpenFile, ClosureError> {
         let fd: Int32
         switch UnsafeSystemCall.retryingInterrupts({ unsafe open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }, failed: { $0 < 0 }) {
         case let .success(opened): fd = opened
-        case .failure(.noSuchFileOrDirectory), .failure(.notDirectory): return .failure(.missing)
-        case .failure(.tooManySymbolicLinkLevels): return .failure(.refused("is a symbolic link"))
-        case let .failure(errno): return .failure(.refused("cannot be opened: \(errno)"))
+        case .failure(.noSuchFileOrDirectory), .failure(.notDirectory): return .failure(.missing(path: path))
+        case .failure(.tooManySymbolicLinkLevels): return .failure(.untrusted(path: path, what: "is a symbolic link"))
+        case let .failure(errno): return .failure(.untrusted(path: path, what: "cannot be opened: \(errno)"))
         }
         var info = stat()
         guard case .success = UnsafeSystemCall.retryingInterrupts({ unsafe fstat(fd, &info) }, failed: { $0 != 0 }) else {
             close(fd)
-            return .failure(.refused("cannot be examined"))
+            return .failure(.untrusted(path: path, what: "cannot be examined"))
         }
         let status = FileStatus(info)
         guard status.isRegularFile else {
             close(fd)
-            return .failure(.refused("is not a regular file"))
+            return .failure(.untrusted(path: path, what: "is not a regular file"))
         }
         return .success(OpenFile(fd: fd, status: status))
     }
@@ -110,7 +104,7 @@ package enum UnsafeFileIO {
 
     /// Writes `bytes` to `path` atomically with `mode` (0444 unless said); the call that
     /// failed otherwise, after which nothing at `path` changed.
-    package static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o444) throws(SystemCallFailure) {
+    package static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o444) throws(LoadError) {
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let temporary = "\(directory.isEmpty ? "." : directory)/.\(path.split(separator: "/").last ?? "closure").tmp.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         let fd = try UnsafeSystemCall.retryingInterrupts({ unsafe open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }, failed: { $0 < 0 })
@@ -138,7 +132,7 @@ package enum UnsafeFileIO {
         }
         if let failure {
             unsafe unlink(temporary)
-            throw failure
+            throw .systemCall(failure)
         }
         if case let .success(directoryFD) = UnsafeSystemCall.retryingInterrupts({
             unsafe open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -1,4 +1,5 @@
 import MachOReader
+import LaunchPlan
 
 /// Writes the closure body: LEB128 integers, length-prefixed strings and raw bytes.
 struct ClosureWriter {
@@ -86,11 +87,9 @@ struct ClosureReader {
         }
     }
 
-    func corrupt(_ failure: ClosureLEB128.Failure) -> ClosureError {
-        switch failure {
-        case let .truncated(offset): corrupt("truncated number", at: offset)
-        case let .tooLarge(offset): corrupt("number too large", at: offset)
-        }
+    func corrupt(_ fault: FixupFault) -> ClosureError {
+        guard case let .corrupt(offset, corruption) = fault else { return corrupt("\(fault)") }
+        return corrupt("\(corruption)", at: offset)
     }
 
     /// A count of items each at least `minimumSize` bytes long, checked against the bytes left.
@@ -148,26 +147,20 @@ struct ClosureReader {
 }
 
 /// The one LEB128 decoder of closure bytes, reading a slice at a position and moving it past
-/// the number: ``ClosureReader`` and the fixup-run walker (``FixupStreamReader``) report its
-/// failures in their own error types.
+/// the number: where and why a number did not decode is a ``FixupFault/corrupt(byteOffset:_:)``
+/// (bytes that end inside the number, at the end's offset, or a number over 64 bits, at the
+/// byte that makes it so), which ``ClosureReader`` reports as a corrupt closure.
 enum ClosureLEB128 {
-    /// Where and why a number did not decode.
-    enum Failure: Error {
-        /// The bytes end inside the number (the offset of the end).
-        case truncated(Int)
-        /// The number is over 64 bits (the offset of the byte that makes it so).
-        case tooLarge(Int)
-    }
 
     @inline(__always)
-    static func unsigned(_ bytes: ArraySlice<UInt8>, _ position: inout Int) -> Result<UInt64, Failure> {
+    static func unsigned(_ bytes: ArraySlice<UInt8>, _ position: inout Int) -> Result<UInt64, FixupFault> {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
-            guard position < bytes.endIndex else { return .failure(.truncated(position)) }
+            guard position < bytes.endIndex else { return .failure(.corrupt(byteOffset: position, .truncatedNumber)) }
             let byte = bytes[position]
             position += 1
-            guard shift < 64, !(shift == 63 && byte & 0x7e != 0) else { return .failure(.tooLarge(position - 1)) }
+            guard shift < 64, !(shift == 63 && byte & 0x7e != 0) else { return .failure(.corrupt(byteOffset: position - 1, .numberTooLarge)) }
             result |= UInt64(byte & 0x7f) << shift
             if byte & 0x80 == 0 { return .success(result) }
             shift += 7
@@ -175,13 +168,13 @@ enum ClosureLEB128 {
     }
 
     @inline(__always)
-    static func signed(_ bytes: ArraySlice<UInt8>, _ position: inout Int) -> Result<Int64, Failure> {
+    static func signed(_ bytes: ArraySlice<UInt8>, _ position: inout Int) -> Result<Int64, FixupFault> {
         var result: Int64 = 0
         var shift: Int64 = 0
         var byte: UInt8
         repeat {
-            guard position < bytes.endIndex else { return .failure(.truncated(position)) }
-            guard shift < 64 else { return .failure(.tooLarge(position)) }
+            guard position < bytes.endIndex else { return .failure(.corrupt(byteOffset: position, .truncatedNumber)) }
+            guard shift < 64 else { return .failure(.corrupt(byteOffset: position, .numberTooLarge)) }
             byte = bytes[position]
             position += 1
             result |= Int64(byte & 0x7f) << shift

@@ -139,22 +139,22 @@ extension LaunchClosure {
             if outside, !writable.accepts(location) { note("fixup at \(hex(location)) is not 8 bytes inside a writable segment") }
         }
         var rebases = 0, binds = 0
-        do throws(FixupStreamFault) {
-            try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
+        do throws(ClosureError) {
+            try ClosureError.walking(.rebases) { () throws(FixupFault) in
                 try FixupRunWalk(image.rebaseRuns).forEachRebase { (run, _) throws(FixupFault) in try check(run) } _: { (location, target) throws(FixupFault) in
                     rebases += 1
                     checkLocation(location)
                     if target.offset >= vmSize { note("rebase at \(hex(location)) points to \(hex(target.offset)), outside the image") }
                 }
             }
-            try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
+            try ClosureError.walking(.binds) { () throws(FixupFault) in
                 try FixupRunWalk(image.bindRuns).forEachBind(tableSize: tableSize) { (run, _) throws(FixupFault) in try check(run) } _: { (location, _, _) throws(FixupFault) in
                     binds += 1
                     checkLocation(location)
                 }
             }
         } catch {
-            if case .runLongerThanSegment = error.fault { return bad + ["\(image.path): \(error)"] }
+            if case .runLongerThanSegment = error.fixupFault { return bad + ["\(image.path): \(error)"] }
             return ["\(image.path): fixup runs do not decode: \(error)"]
         }
         var problems: [String] = []

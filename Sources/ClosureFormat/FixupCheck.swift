@@ -9,16 +9,16 @@ extension LaunchClosure {
     /// listed). What a page-in launch proves before anything is written or run (beside the
     /// mapping, with the plan check, when its helper runs; before it otherwise), so that its
     /// fault handler never meets a run it would refuse: the same refusals as an eager launch.
-    public func checkFixups(ofImage index: Int) throws(FixupStreamFault) {
+    public func checkFixups(ofImage index: Int) throws(ClosureError) {
         let image = images[index]
         let writable = WritableRanges(image.plan)
         let vmSize = image.plan.vmSize
         let tableSize = bindTargets.count
         var rebasePages = FixupPageIndex.Collector(), bindPages = FixupPageIndex.Collector()
-        try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
+        try ClosureError.walking(.rebases) { () throws(FixupFault) in
             try FixupRunWalk(image.rebaseRuns).rebases(within: writable, imageSize: vmSize, into: &rebasePages)
         }
-        try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
+        try ClosureError.walking(.binds) { () throws(FixupFault) in
             try FixupRunWalk(image.bindRuns).binds(within: writable, tableSize: tableSize, into: &bindPages)
         }
         try checkPageIndex(of: image, rebases: rebasePages, binds: bindPages)
@@ -26,16 +26,16 @@ extension LaunchClosure {
 
     /// An image's page index, unless absent, must be the one its runs' restart points make.
     private func checkPageIndex(of image: ClosureImage, rebases: FixupPageIndex.Collector,
-                                binds: FixupPageIndex.Collector) throws(FixupStreamFault) {
+                                binds: FixupPageIndex.Collector) throws(ClosureError) {
         guard image.fixupPageIndex != .absent else { return }
         let expected = FixupPageIndex(rebases: rebases.restarts, binds: binds.restarts)
         guard expected != image.fixupPageIndex else { return }
-        throw FixupStreamFault(.pageIndex, .pageIndexDisagrees(page: image.fixupPageIndex.firstDifference(from: expected)))
+        throw ClosureError.fixups(path: nil, image: nil, stream: .pageIndex, fault: .pageIndexDisagrees(page: image.fixupPageIndex.firstDifference(from: expected)))
     }
 
     /// ``checkFixups(ofImage:)``, a fault named as the launch names it: with the closure's path.
     public func checkFixups(ofImage index: Int, closurePath: String) throws(ClosureError) {
-        try naming(closurePath, image: index) { () throws(FixupStreamFault) in try checkFixups(ofImage: index) }
+        try naming(closurePath, image: index) { () throws(ClosureError) in try checkFixups(ofImage: index) }
     }
 }
 

@@ -142,12 +142,12 @@ public struct FixupPageIndex: Equatable, Sendable {
     /// The page index two run streams call for, walked (``FixupRunWalk``) and grouped by
     /// page as the encoder groups them. The builder records the index as it encodes;
     /// `verify` walks the runs again and compares.
-    public static func derive(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>) throws(FixupStreamFault) -> FixupPageIndex {
+    public static func derive(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>) throws(ClosureError) -> FixupPageIndex {
         var rebases = Collector(), binds = Collector()
-        try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
+        try ClosureError.walking(.rebases) { () throws(FixupFault) in
             try FixupRunWalk(rebaseRuns).rebases(within: EveryRun(), imageSize: .max, into: &rebases)
         }
-        try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
+        try ClosureError.walking(.binds) { () throws(FixupFault) in
             try FixupRunWalk(bindRuns).binds(within: EveryRun(), tableSize: .max, into: &binds)
         }
         return FixupPageIndex(rebases: rebases.restarts, binds: binds.restarts)

@@ -179,17 +179,9 @@ public struct FixupRunWalk {
     @usableFromInline
     func fault(at offset: Int, signed: Bool) -> FixupFault {
         var position = runs.startIndex + offset
-        let failure: ClosureLEB128.Failure?
-        if signed {
-            if case let .failure(why) = ClosureLEB128.signed(runs, &position) { failure = why } else { failure = nil }
-        } else {
-            if case let .failure(why) = ClosureLEB128.unsigned(runs, &position) { failure = why } else { failure = nil }
-        }
-        switch failure {
-        case let .truncated(at): return .corrupt(byteOffset: at, .truncatedNumber)
-        case let .tooLarge(at): return .corrupt(byteOffset: at, .numberTooLarge)
-        case nil: return .corrupt(byteOffset: runs.startIndex + offset, .truncatedNumber)
-        }
+        let decoded = signed ? ClosureLEB128.signed(runs, &position).map(UInt64.init(bitPattern:)) : ClosureLEB128.unsigned(runs, &position)
+        if case let .failure(fault) = decoded { return fault }
+        return .corrupt(byteOffset: runs.startIndex + offset, .truncatedNumber)
     }
 
     /// The run count a stream starts with, bounded by its bytes as the walk bounds it; a

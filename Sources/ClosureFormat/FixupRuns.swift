@@ -117,19 +117,19 @@ public enum FixupRuns {
 
 extension LaunchClosure {
     /// Every fixup of image `index`, decoded from its runs: rebases, then binds (verify, dump, tests).
-    public func fixups(ofImage index: Int) throws(FixupStreamFault) -> [ResolvedFixup] {
+    public func fixups(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
         let image = images[index]
         return try FixupRuns.decode(rebases: FixupRunWalk(image.rebaseRuns), binds: FixupRunWalk(image.bindRuns), targets: bindTargets)
     }
 
     /// ``fixups(ofImage:)``, a fault named as the launch names it: with the closure's path.
     public func fixups(ofImage index: Int, closurePath: String) throws(ClosureError) -> [ResolvedFixup] {
-        try naming(closurePath, image: index) { () throws(FixupStreamFault) in try fixups(ofImage: index) }
+        try naming(closurePath, image: index) { () throws(ClosureError) in try fixups(ofImage: index) }
     }
 
     /// The fixups of one indexed page of image `index`, decoded from its restart points
     /// alone: rebases, then binds (verify, tests).
-    public func fixups(ofImage index: Int, page: FixupPage) throws(FixupStreamFault) -> [ResolvedFixup] {
+    public func fixups(ofImage index: Int, page: FixupPage) throws(ClosureError) -> [ResolvedFixup] {
         let image = images[index]
         return try FixupRuns.decode(rebases: FixupRunWalk(image.rebaseRuns, restart: page.rebases),
                                     binds: FixupRunWalk(image.bindRuns, restart: page.binds), targets: bindTargets)
@@ -138,19 +138,19 @@ extension LaunchClosure {
 
 extension FixupRuns {
     /// The fixups two whole run streams hold, rebases then binds.
-    static func decode(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, targets bindTargets: BindTargetTable) throws(FixupStreamFault) -> [ResolvedFixup] {
+    static func decode(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, targets bindTargets: BindTargetTable) throws(ClosureError) -> [ResolvedFixup] {
         try decode(rebases: FixupRunWalk(rebaseRuns), binds: FixupRunWalk(bindRuns), targets: bindTargets)
     }
 
     /// The fixups two walks visit, rebases then binds, each bind's target looked up in `bindTargets`.
-    static func decode(rebases: FixupRunWalk, binds: FixupRunWalk, targets bindTargets: BindTargetTable) throws(FixupStreamFault) -> [ResolvedFixup] {
+    static func decode(rebases: FixupRunWalk, binds: FixupRunWalk, targets bindTargets: BindTargetTable) throws(ClosureError) -> [ResolvedFixup] {
         var fixups: [ResolvedFixup] = []
-        try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
+        try ClosureError.walking(.rebases) { () throws(FixupFault) in
             try rebases.forEachRebase { (location, target) throws(FixupFault) in
                 fixups.append(ResolvedFixup(vmOffset: location, kind: .rebase(targetOffset: target.offset, high8: target.high8)))
             }
         }
-        return fixups + (try FixupStreamFault.walking(.binds) { () throws(FixupFault) in try decodeBinds(binds, targets: bindTargets) })
+        return fixups + (try ClosureError.walking(.binds) { () throws(FixupFault) in try decodeBinds(binds, targets: bindTargets) })
     }
 
     /// The binds a walk visits, each target looked up in `bindTargets`.
@@ -160,5 +160,17 @@ extension FixupRuns {
             fixups.append(ResolvedFixup(vmOffset: location, kind: .bind(bindTargets[targetIndex], addend: addend)))
         }
         return fixups
+    }
+}
+
+extension LaunchClosure {
+    /// What `body`, a walk of image `index`'s runs, returns; its fault named as a launch names
+    /// it, with the closure's path.
+    package func naming<T>(_ closurePath: String, image index: Int, _ body: () throws(ClosureError) -> T) throws(ClosureError) -> T {
+        do throws(ClosureError) {
+            return try body()
+        } catch {
+            throw error.naming(closurePath, image: images[index].path)
+        }
     }
 }

@@ -16,8 +16,8 @@ extension LaunchClosure {
             let writable = WritableRanges(image.plan)
             let tableSize = bindTargets.count
             var count = 0, bad: [UInt64] = [], badCount = 0, outside = false
-            do throws(FixupStreamFault) {
-                try FixupStreamFault.walking(.objcWrites) { () throws(FixupFault) in
+            do throws(ClosureError) {
+                try ClosureError.walking(.objcWrites) { () throws(FixupFault) in
                     guard !objc.bindRuns[index].isEmpty else { return }
                     try FixupRunWalk(objc.bindRuns[index]).forEachBind(tableSize: tableSize) { (run, _) throws(FixupFault) in
                         outside = false

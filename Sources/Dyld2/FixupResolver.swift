@@ -204,7 +204,7 @@ public struct FixupResolver {
         } catch let error as MachOError {
             throw .malformed(error.inFile(graph.nodes[index].path))
         } catch {
-            throw .failed(path: graph.nodes[index].path, cause: LoadError.Cause(error))
+            throw .unusable(path: graph.nodes[index].path, reason: "\(error)")
         }
     }
 

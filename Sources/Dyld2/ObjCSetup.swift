@@ -80,7 +80,7 @@ public struct ObjCSetup: Sendable {
         }
         guard let runtime, sections.contains(where: { $0 != nil }) else { return nil }
         var builder = ObjCSetupBuilder(space: memory.objcAddressSpace(), bases: memory.images.map(\.base), sections: sections)
-        do throws(ObjCError) {
+        do throws(MachOError) {
             try builder.uniqueSelectors()
             try builder.buildClassTable()
             try builder.uniqueProtocols(runtimeImage: runtime.image)
@@ -88,9 +88,9 @@ public struct ObjCSetup: Sendable {
             try builder.scheduleLoads(initializerOrder: initializerOrder)
             try builder.writeHashTables(runtimeImage: runtime.image, tables: runtime.tables)
         } catch {
-            let image = error.image ?? runtime.image
-            let offset = error.address &- memory.images[image].base
-            throw .unusable(path: paths[image], reason: "offset 0x\(String(offset, radix: 16)): \(error.what)")
+            guard case let .objCMetadata(image, address, what) = error.reason else { throw .malformed(error) }
+            let offset = address &- memory.images[image ?? runtime.image].base
+            throw .unusable(path: paths[image ?? runtime.image], reason: "offset 0x\(String(offset, radix: 16)): \(what)")
         }
         return builder.result
     }
@@ -127,9 +127,9 @@ struct ObjCSetupBuilder {
     /// order (objc4 `map_images_nolock` walks dyld's list backwards).
     private var runtimeOrder: [Int] { sections.indices.reversed().filter { sections[$0] != nil } }
 
-    private func locate(_ address: UInt64, _ what: String) throws(ObjCError) -> ImageLocation {
+    private func locate(_ address: UInt64, _ what: String) throws(MachOError) -> ImageLocation {
         guard let (image, offset) = space.location(of: address) else {
-            throw ObjCError(image: nil, address: address, what: "\(what) points to 0x\(String(address, radix: 16)), outside every image")
+            throw MachOError(image: nil, address: address, what: "\(what) points to 0x\(String(address, radix: 16)), outside every image")
         }
         return ImageLocation(image: image, offset: offset)
     }
@@ -137,7 +137,7 @@ struct ObjCSetupBuilder {
     private func address(_ location: ImageLocation) -> UInt64 { bases[location.image] &+ location.offset }
 
     /// The pointers of one list section of image `image`.
-    private func pointers(_ range: ObjCSections.Range?, image: Int, _ what: String) throws(ObjCError) -> [UInt64] {
+    private func pointers(_ range: ObjCSections.Range?, image: Int, _ what: String) throws(MachOError) -> [UInt64] {
         guard let range else { return [] }
         let start = bases[image] &+ range.vmOffset
         let view = try space.view(at: start, length: Int(range.size), what: what)
@@ -153,7 +153,7 @@ struct ObjCSetupBuilder {
     }
 
     /// The canonical string for the name at `stringAddress`, registering it when new.
-    private mutating func canonicalSelector(at stringAddress: UInt64) throws(ObjCError) -> ImageLocation {
+    private mutating func canonicalSelector(at stringAddress: UInt64) throws(MachOError) -> ImageLocation {
         let name = try space.cString(at: stringAddress, what: "selector name")
         if let found = canonical[name] { return found }
         let location = try locate(stringAddress, "selector name")
@@ -163,7 +163,7 @@ struct ObjCSetupBuilder {
     }
 
     /// Rewrites the selector pointer in `slot` to its canonical string, unless it already is.
-    private mutating func uniqueSlot(_ slot: UInt64) throws(ObjCError) {
+    private mutating func uniqueSlot(_ slot: UInt64) throws(MachOError) {
         let value = try space.u64(at: slot, what: "selector reference")
         let target = try canonicalSelector(at: value)
         if address(target) != value { writePointer(to: target, at: try locate(slot, "selector reference")) }
@@ -171,7 +171,7 @@ struct ObjCSetupBuilder {
 
     /// Selector references first, every image in load order (the first reference to a name
     /// in load order gives its canonical string), then the names of pointer method lists.
-    mutating func uniqueSelectors() throws(ObjCError) {
+    mutating func uniqueSelectors() throws(MachOError) {
         for image in sections.indices {
             for slotIndex in 0..<(sections[image]?.selectorReferences?.pointerCount ?? 0) {
                 try uniqueSlot(bases[image] &+ sections[image]!.selectorReferences!.vmOffset &+ UInt64(slotIndex * 8))
@@ -199,7 +199,7 @@ struct ObjCSetupBuilder {
     }
 
     /// Relative lists name their selectors through selector references (already unique).
-    private mutating func uniqueMethodNames(_ list: UInt64) throws(ObjCError) {
+    private mutating func uniqueMethodNames(_ list: UInt64) throws(MachOError) {
         guard list != 0 else { return }
         let methods = try ObjCMethodList(in: space, at: list)
         guard !methods.isRelative else { return }
@@ -209,7 +209,7 @@ struct ObjCSetupBuilder {
     /// Classes registered in the runtime's order (per image, `__objc_classlist` order);
     /// categories attached in that order too (per image, `__objc_catlist` order). A
     /// category whose class is missing (0) or not registered is not attached.
-    mutating func buildClassTable() throws(ObjCError) {
+    mutating func buildClassTable() throws(MachOError) {
         for image in runtimeOrder {
             for cls in try pointers(sections[image]!.classList, image: image, "__objc_classlist") {
                 let object = try ObjCClass(in: space, at: cls)
@@ -242,7 +242,7 @@ struct ObjCSetupBuilder {
     /// Then every `@protocol` reference (`__objc_protorefs`, images in load order) to a
     /// protocol whose name has another canonical one is rewritten to it (objc4
     /// `remapProtocolRef`); a reference to a name no list has keeps its value.
-    mutating func uniqueProtocols(runtimeImage: Int) throws(ObjCError) {
+    mutating func uniqueProtocols(runtimeImage: Int) throws(MachOError) {
         var protocolClass: ImageLocation?
         for entry in classEntries where entry.cls.image == runtimeImage {
             if try space.cString(at: address(entry.name), what: "class name") == ObjCSetupBuilder.protocolClassName {
@@ -281,11 +281,11 @@ struct ObjCSetupBuilder {
 
     /// The runtime's tables: header counts, then each class entry (class, metaclass, name,
     /// first category, category count: 5 words) and the category pointers, latest attached first.
-    mutating func writeTables(runtimeImage: Int, tables: ObjCSections.Range) throws(ObjCError) {
+    mutating func writeTables(runtimeImage: Int, tables: ObjCSections.Range) throws(MachOError) {
         let header = bases[runtimeImage] &+ tables.vmOffset
         let word = try headerWords(runtimeImage: runtimeImage, tables: tables)
         guard UInt64(classEntries.count) <= word(1), UInt64(result.categories) <= word(2) else {
-            throw ObjCError(image: runtimeImage, address: header,
+            throw MachOError(image: runtimeImage, address: header,
                             what: "\(classEntries.count) classes and \(result.categories) categories exceed the runtime's capacity (\(word(1)), \(word(2)))")
         }
         let classTable = try locate(word(3), "runtime class table")
@@ -294,7 +294,7 @@ struct ObjCSetupBuilder {
         _ = try space.view(at: word(3), length: classEntries.count * ObjCRuntimeTables.classEntrySize, what: "runtime class table")
         _ = try space.view(at: word(4), length: result.categories * 8, what: "runtime category table")
         guard classTable.image == runtimeImage, categoryTable.image == runtimeImage else {
-            throw ObjCError(image: runtimeImage, address: header, what: "runtime tables point outside the runtime")
+            throw MachOError(image: runtimeImage, address: header, what: "runtime tables point outside the runtime")
         }
         let headerLocation = ImageLocation(image: runtimeImage, offset: tables.vmOffset)
         write(.bind(.absolute(UInt64(classEntries.count)), addend: 0), at: headerLocation.advanced(by: 40))
@@ -317,12 +317,12 @@ struct ObjCSetupBuilder {
     }
 
     /// The runtime's header, as words (its magic checked).
-    private func headerWords(runtimeImage: Int, tables: ObjCSections.Range) throws(ObjCError) -> (Int) -> UInt64 {
+    private func headerWords(runtimeImage: Int, tables: ObjCSections.Range) throws(MachOError) -> (Int) -> UInt64 {
         let header = bases[runtimeImage] &+ tables.vmOffset
         let view = try space.view(at: header, length: ObjCRuntimeTables.headerSize, what: "runtime tables header")
         let word = { (index: Int) -> UInt64 in (try? view.u64(index * 8)) ?? 0 }
         guard word(0) == ObjCRuntimeTables.magic else {
-            throw ObjCError(image: runtimeImage, address: header,
+            throw MachOError(image: runtimeImage, address: header,
                             what: "runtime tables have magic 0x\(String(word(0), radix: 16)), not OBJCTAB2 (0x\(String(ObjCRuntimeTables.magic, radix: 16))): "
                                 + "a libobjc of another layout; rebuild it (a stub root: write it again with `dyld3 stub-root`)")
         }
@@ -335,7 +335,7 @@ struct ObjCSetupBuilder {
     /// order, so that of two classes of one name the probe meets the first registered
     /// first) and protocols (each name's canonical protocol). Per table its mask and count
     /// in the header and one pointer per used slot.
-    mutating func writeHashTables(runtimeImage: Int, tables: ObjCSections.Range) throws(ObjCError) {
+    mutating func writeHashTables(runtimeImage: Int, tables: ObjCSections.Range) throws(MachOError) {
         let word = try headerWords(runtimeImage: runtimeImage, tables: tables)
         let header = ImageLocation(image: runtimeImage, offset: tables.vmOffset)
         let headerAddress = address(header)
@@ -350,7 +350,7 @@ struct ObjCSetupBuilder {
             let field = ObjCRuntimeTables.hashTablesOffset + index * ObjCRuntimeTables.hashTableSize
             let reserved = word(field / 8), slots = word(field / 8 + 1)
             guard let layout = ObjCHashTable(keys: table.keys, reserved: reserved) else {
-                throw ObjCError(image: runtimeImage, address: headerAddress &+ UInt64(field),
+                throw MachOError(image: runtimeImage, address: headerAddress &+ UInt64(field),
                                 what: "\(table.keys.count) \(table.what) keys need a hash table of \(ObjCHashTable.capacity(for: table.keys.count)) slots, "
                                     + "the runtime reserves \(reserved): a libobjc with a larger \(table.what) table, or fewer names")
             }
@@ -358,7 +358,7 @@ struct ObjCSetupBuilder {
             let slotTable = try locate(slots, "runtime \(table.what) table")
             _ = try space.view(at: slots, length: layout.capacity * 8, what: "runtime \(table.what) table")
             guard slotTable.image == runtimeImage else {
-                throw ObjCError(image: runtimeImage, address: headerAddress &+ UInt64(field), what: "runtime \(table.what) table points outside the runtime")
+                throw MachOError(image: runtimeImage, address: headerAddress &+ UInt64(field), what: "runtime \(table.what) table points outside the runtime")
             }
             write(.bind(.absolute(UInt64(layout.capacity - 1)), addend: 0), at: header.advanced(by: UInt64(field + 16)))
             write(.bind(.absolute(UInt64(table.keys.count)), addend: 0), at: header.advanced(by: UInt64(field + 24)))
@@ -372,7 +372,7 @@ struct ObjCSetupBuilder {
     /// `+load` calls, images in initializer order: classes of `__objc_nlclslist` (each
     /// superclass with a `+load` first, each class once), then categories of
     /// `__objc_nlcatlist` whose class is present (objc4 `prepare_load_methods`).
-    mutating func scheduleLoads(initializerOrder: [Int]) throws(ObjCError) {
+    mutating func scheduleLoads(initializerOrder: [Int]) throws(MachOError) {
         var scheduled: Set<UInt64> = []
         for image in initializerOrder where image < sections.count {
             guard let objc = sections[image] else { continue }
@@ -395,7 +395,7 @@ struct ObjCSetupBuilder {
 
     private static let loadName = Array("load".utf8)
 
-    private mutating func scheduleLoad(from list: UInt64, cls: UInt64, image: Int) throws(ObjCError) {
+    private mutating func scheduleLoad(from list: UInt64, cls: UInt64, image: Int) throws(MachOError) {
         guard list != 0 else { return }
         let methods = try ObjCMethodList(in: space, at: list)
         for index in 0..<methods.count {

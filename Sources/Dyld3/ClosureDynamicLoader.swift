@@ -107,7 +107,7 @@ final class ClosureDynamicLoader: DynamicLoader {
             within.images = images
             closure = try record.closure(within: within, path: closurePath)
         } catch {
-            throw .failed(path: requested, cause: LoadError.Cause(error))
+            throw .failed(path: requested, cause: error)
         }
         return try apply(closure, added: images.count..<closure.images.count, opened: record.opened, requested: requested, via: via)
     }
@@ -131,7 +131,7 @@ final class ClosureDynamicLoader: DynamicLoader {
                 }
             }
         } catch {
-            throw .failed(path: requested, cause: LoadError.Cause(error))
+            throw .failed(path: requested, cause: error)
         }
         let memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide)
         try memory.releasedOnFailure { () throws(LoadError) in
@@ -142,7 +142,7 @@ final class ClosureDynamicLoader: DynamicLoader {
                     try closure.applyFixups(ofImage: index, writer: memory.writer(image: index - added.lowerBound), targetValues: values,
                                             closurePath: closurePath)
                 } catch {
-                    throw LoadError.failed(path: requested, cause: LoadError.Cause(error))
+                    throw LoadError.failed(path: requested, cause: error)
                 }
             }
             try memory.applyProtections()

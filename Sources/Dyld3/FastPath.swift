@@ -99,7 +99,7 @@ public enum FastPath {
                 objc.append(closure.objc.bindRuns.isEmpty ? [] : try closure.objcWrites(ofImage: index, closurePath: closurePath))
             }
         } catch {
-            throw LoadError.failed(path: closurePath, cause: LoadError.Cause(error))
+            throw LoadError.failed(path: closurePath, cause: error)
         }
         let later = LaunchDigest.laterWrites(objc: objc, threadLocals: closure.threadLocals.setups, imageCount: closure.images.count)
         return memory.writableDigest(slideDependent: LaunchDigest.slideDependentLocations(fixups, then: later))

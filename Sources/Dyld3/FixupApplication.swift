@@ -23,11 +23,11 @@ extension LaunchClosure {
     /// writer, taken from the launch's memory beforehand: what a second thread is given.
     package func applyFixups(ofImage index: Int, writer: ImageWriter, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         let image = images[index]
-        try naming(closurePath, image: index) { () throws(FixupStreamFault) in
-            try FixupStreamFault.walking(.rebases) { () throws(FixupFault) in
+        try naming(closurePath, image: index) { () throws(ClosureError) in
+            try ClosureError.walking(.rebases) { () throws(FixupFault) in
                 try Self.writeRebases(image.rebaseRuns, writer: writer, vmSize: image.plan.vmSize)
             }
-            try FixupStreamFault.walking(.binds) { () throws(FixupFault) in
+            try ClosureError.walking(.binds) { () throws(FixupFault) in
                 try Self.writeBinds(image.bindRuns, writer: writer, targetValues: targetValues)
             }
         }

@@ -11,8 +11,8 @@ extension LaunchClosure {
     public func applyObjCWrites(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         guard index < objc.bindRuns.count, !objc.bindRuns[index].isEmpty else { return }
         let writer = memory.writer(image: index)
-        try naming(closurePath, image: index) { () throws(FixupStreamFault) in
-            try FixupStreamFault.walking(.objcWrites) { () throws(FixupFault) in
+        try naming(closurePath, image: index) { () throws(ClosureError) in
+            try ClosureError.walking(.objcWrites) { () throws(FixupFault) in
                 try Self.writeBinds(objc.bindRuns[index], writer: writer, targetValues: targetValues)
             }
         }

@@ -127,14 +127,14 @@ public enum PrelinkedLaunch {
         guard !set.closure.images.isEmpty else { return slideAtLaunch(.noImage) }
         if let unwritable = firstReadOnlyThreadLocalWrite(set.closure) { return slideAtLaunch(.threadLocalWriteReadOnly(unwritable)) }
         let path = ClosureCache.slidSetPath(forSet: opened.path)
-        func usable() -> Result<SlidPrelinkedSetFile.Opened, SlidPrelinkedSetFile.Unusable> {
+        func usable() -> Result<SlidPrelinkedSetFile.Opened, ClosureError> {
             SlidPrelinkedSetFile.open(path, for: opened).flatMap { copy in
                 guard checks.alwaysHashContent else { return .success(copy) }
                 do throws(ClosureError) {
                     try copy.checkData()
                     return .success(copy)
                 } catch {
-                    return .failure(.refused(error))
+                    return .failure(error)
                 }
             }
         }

@@ -80,7 +80,7 @@ struct TrustOptions: ParsableArguments {
     /// The trust key, read from `--trust`; a key that cannot be read fails the command.
     func trustKey() throws -> ClosureTrustKey? {
         guard let trust else { return nil }
-        do {
+        do throws(CommandFailure) {
             return try ClosureTrustKey(contentsOf: trust)
         } catch {
             throw CommandFailure(error, option: "--trust")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LaunchBench
+import LaunchPlan
 import LoaderCore
 import Pager
 

@@ -97,8 +97,10 @@ struct CodesignSignCommand: ParsableCommand {
             try sign()
         } catch {
             // One line that starts with the file (a load error already names it).
-            let line = (error as? CodeSignatureError).map { "\(file): offset 0x\(String($0.offset, radix: 16)): \($0.structure): \($0.what)" }
-                ?? ("\(error)".hasPrefix(file) ? "\(error)" : "\(file): \(error)")
+            var line = "\(error)".hasPrefix(file) ? "\(error)" : "\(file): \(error)"
+            if let error = error as? MachOError, let signature = error.codeSignature {
+                line = "\(file): offset 0x\(String(error.offset, radix: 16)): \(signature.structure): \(signature.what)"
+            }
             FileHandle.standardError.write(Data("dyld3: \(line)\n".utf8))
             throw ExitCode(1)
         }
@@ -109,7 +111,7 @@ struct CodesignSignCommand: ParsableCommand {
         var bytes = try view.bytes(0, view.count)
         let container = try UniversalFile(parsing: bytes)
         guard !container.isUniversal else {
-            throw CodeSignatureError(offset: 0, structure: "universal file", what: "sign each slice's thin file (llvm-lipo -thin) and join them again")
+            throw MachOError(offset: 0, structure: "universal file", what: "sign each slice's thin file (llvm-lipo -thin) and join them again")
         }
         let image = try MachOImage(parsing: bytes)
         let current = try? CodeSignature.read(from: image)

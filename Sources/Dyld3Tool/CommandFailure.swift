@@ -1,4 +1,4 @@
-import AppArchive
+import MachOReader
 import ArgumentParser
 import ClosureFormat
 import Foundation
@@ -8,31 +8,9 @@ import LoaderCore
 import MachOInspect
 import LoaderSystem
 
-/// A user error as every command reports it: one line on stderr, `dyld3: WHAT: WHY`, with
-/// the fix after it when there is one (`dyld3: WHAT: WHY; FIX`), and exit status 1. Under
-/// `--json` stdout also gets `{"error": {"kind", "what", "why", "fix"}}`.
-struct CommandFailure: Error, CustomStringConvertible {
-    /// What failed: a path, an install name, or an option with its value.
-    let what: String
-    /// Why it failed.
-    let why: String
-    /// What to do about it, when something can be done.
-    var fix: String?
-    /// A stable word for scripts: `missing-library`, `no-closure`, `bad-root`, `key`, ….
-    let kind: String
-
-    init(what: String, why: String, fix: String? = nil, kind: String) {
-        self.what = what
-        self.why = why
-        self.fix = fix
-        self.kind = kind
-    }
-
-    var description: String { "\(what): \(why)" + (fix.map { "; \($0)" } ?? "") }
-
-    /// The line written to stderr.
-    var line: String { "dyld3: " + description }
-
+/// How a command reports a failure: under `--json` stdout also gets
+/// `{"error": {"kind", "what", "why", "fix"}}`; any error becomes the one line it reports.
+extension CommandFailure {
     var json: JSONValue {
         .object([("schema_version", .int(JSONValue.schemaVersion)), ("error", errorObject)])
     }
@@ -66,8 +44,8 @@ struct CommandFailure: Error, CustomStringConvertible {
             self.init(error, context: context)
         case let error as ClosureError:
             self.init(error, context: context)
-        case let error as AppArchiveError:
-            self.init(splitting: error.description, kind: "app-archive")
+        case let error as MachOError:
+            self.init(splitting: error.description, kind: error.isArchive ? "app-archive" : "error")
         default:
             self.init(splitting: "\(error)", kind: "error")
         }
@@ -90,6 +68,8 @@ struct CommandFailure: Error, CustomStringConvertible {
             self.init(splitting: error.description, kind: "wrong-architecture")
         case .unusable, .failed:
             self.init(splitting: error.description, kind: "unusable")
+        case .systemCall:
+            self.init(splitting: error.description, kind: "error")
         case .mapping:
             self.init(splitting: error.description, kind: "mapping")
         case let .codeSignature(path, failure):
@@ -115,18 +95,9 @@ struct CommandFailure: Error, CustomStringConvertible {
     }
 
     /// A key file given to `option` that cannot be used.
-    init(_ error: ClosureKeyError, option: String) {
-        self.init(what: "\(option) \(error.path)", why: error.what, kind: "key")
-    }
-
-    /// `PATH: WHY…` split at its first ": " (a multi-line description joined with "; ").
-    init(splitting text: String, kind: String) {
-        let flat = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "; ")
-        if let colon = flat.range(of: ": ") {
-            self.init(what: String(flat[..<colon.lowerBound]), why: String(flat[colon.upperBound...]), kind: kind)
-        } else {
-            self.init(what: "error", why: flat, kind: kind)
-        }
+    init(_ error: CommandFailure, option: String) {
+        self = error
+        what = "\(option) \(error.what)"
     }
 
     /// The system root beside an app built as the fixtures are (`DIR/X.app` with `DIR/root`).

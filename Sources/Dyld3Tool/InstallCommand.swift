@@ -55,17 +55,15 @@ struct InstallCommand: ParsableCommand {
         }
         var signer: ClosureSigningKey?
         if let sign {
-            do {
+            do throws(CommandFailure) {
                 signer = try ClosureSigningKey(contentsOf: sign)
             } catch {
                 CommandFailure(error, option: "--sign").report(json: json)
                 throw ExitCode(1)
             }
         }
-        do throws(ClosureOwnership.Problem) {
-            try cache.checkTrust()
-        } catch {
-            FileHandle.standardError.write(Data("dyld3: warning: launches will refuse closures in \(cache.directory): \(error)\n".utf8))
+        if let problem = cache.checkTrust() {
+            FileHandle.standardError.write(Data("dyld3: warning: launches will refuse closures in \(cache.directory): \(problem)\n".utf8))
         }
         do {
             try cache.prepareForWriting()

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ClosureCache
 import ClosureFormat
+import LaunchPlan
 import MachOInspect
 
 /// `dyld3 key generate --out DIR`: an Ed25519 key pair for signing closure caches that travel.
@@ -42,7 +43,7 @@ struct KeyCommand: ParsableCommand {
                     print("package key:  \(paths.publicKey)")
                 }
             } catch {
-                CommandFailure(splitting: "\(error)", kind: "key").report(json: json)
+                CommandFailure(error).report(json: json)
                 throw ExitCode(1)
             }
         }

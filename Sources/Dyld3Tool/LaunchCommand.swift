@@ -125,7 +125,7 @@ struct LaunchCommand: ParsableCommand {
         guard let sign else { return nil }
         guard rebuild else { throw ValidationError("--sign is for --rebuild") }
         let signer: ClosureSigningKey
-        do {
+        do throws(CommandFailure) {
             signer = try ClosureSigningKey(contentsOf: sign)
         } catch {
             throw CommandFailure(error, option: "--sign")

@@ -3,6 +3,7 @@ import ClosureFormat
 import Foundation
 import ClosureCache
 import MachOInspect
+import LaunchPlan
 
 /// `install --prelink`: the prelinked set written beside a closure, and what to print about it.
 struct PrelinkInstall {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dyld3
 import Foundation
 import ClosureCache
+import LaunchPlan
 import LoaderCore
 import MachOInspect
 import ClosureFormat

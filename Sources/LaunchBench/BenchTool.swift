@@ -1,4 +1,5 @@
 import Foundation
+import LaunchPlan
 import ProcessRunner
 
 /// The programs the bench runs to completion (`cc`, `tools/gen-app`), through
@@ -6,14 +7,14 @@ import ProcessRunner
 enum BenchTool {
     /// Runs `arguments` (a path, then its arguments) to completion; returns its stdout
     /// without the final line break, or throws with its stderr.
-    static func run(_ arguments: [String], stderrPath: String) async throws(BenchError) -> String {
+    static func run(_ arguments: [String], stderrPath: String) async throws(CommandFailure) -> String {
         let result = try await start(arguments, stderrPath: stderrPath)
         guard result.succeeded else { throw .failed("\(result.command) exited with \(result.status): \(stderrText(stderrPath))") }
         return withoutFinalLineBreak(result.output)
     }
 
     /// Runs `arguments` to completion; its status and stdout, whatever the status.
-    static func start(_ arguments: [String], stderrPath: String) async throws(BenchError) -> ProcessRunner.Result {
+    static func start(_ arguments: [String], stderrPath: String) async throws(CommandFailure) -> ProcessRunner.Result {
         do {
             return try await ProcessRunner.run(arguments[0], Array(arguments.dropFirst()), error: .file(stderrPath))
         } catch {

@@ -70,12 +70,12 @@ enum CodeSigningBench {
             guard let signature = image.identity.signature else { continue }
             let file = try ImageFile.load(path: image.path, arch: options.arch)
             guard let read = try CodeSignature.read(from: file.image) else {
-                throw BenchError.failed("\(image.path): the closure records a signature the file does not have")
+                throw CommandFailure.failed("\(image.path): the closure records a signature the file does not have")
             }
             let descriptor: ImageDescriptor
             switch ImageDescriptor.open(image.path) {
             case let .success(opened): descriptor = opened
-            case let .failure(failure): throw BenchError.failed("\(image.path): \(failure)")
+            case let .failure(failure): throw CommandFailure.failed("\(image.path): \(failure)")
             }
             signed.append(Signed(path: image.path, file: file, directory: read.bestCodeDirectory, descriptor: descriptor, signature: signature))
         }
@@ -96,7 +96,7 @@ enum CodeSigningBench {
                 let signature = image.signature
                 let blob = ByteView(image.descriptor.read(offset: signature.codeDirectoryOffset, count: signature.codeDirectorySize))
                 guard signature.hashType.cdHash(of: blob) == signature.cdHash else {
-                    throw BenchError.failed("\(image.path): its cdHash is not the one recorded")
+                    throw CommandFailure.failed("\(image.path): its cdHash is not the one recorded")
                 }
             }
             let cdhashTime = elapsed(since: &clock)
@@ -106,7 +106,7 @@ enum CodeSigningBench {
                 for slot in 0..<image.directory.pageCount {
                     let range = image.directory.pageRange(slot)
                     guard image.directory.verifyPage(try view.slice(range.lowerBound, range.count), slot: slot) else {
-                        throw BenchError.failed("\(image.path): page \(slot) does not match its hash")
+                        throw CommandFailure.failed("\(image.path): page \(slot) does not match its hash")
                     }
                 }
             }

@@ -1,3 +1,5 @@
+import LaunchPlan
+
 /// The dynamic section of an x86_64 ELF file, enough for the glibc side of the bench: how
 /// many relocations glibc's loader applies, and the DF_1_PIE flag that stops `dlopen`.
 struct ELFDynamic {
@@ -15,8 +17,8 @@ struct ELFDynamic {
     let entries: [Entry]
 
     /// Parses the PT_DYNAMIC segment of a 64-bit little-endian ELF file.
-    init(_ bytes: [UInt8], path: String) throws(BenchError) {
-        func word(_ offset: Int, _ size: Int) throws(BenchError) -> UInt64 {
+    init(_ bytes: [UInt8], path: String) throws(CommandFailure) {
+        func word(_ offset: Int, _ size: Int) throws(CommandFailure) -> UInt64 {
             guard offset >= 0, size <= 8, offset <= bytes.count - size else { throw .failed("\(path): truncated ELF at offset \(offset)") }
             var value: UInt64 = 0
             for index in (0..<size).reversed() { value = value << 8 | UInt64(bytes[offset + index]) }
@@ -53,7 +55,7 @@ struct ELFDynamic {
 
     /// `bytes` with DF_1_PIE cleared, so glibc's `dlopen` accepts the twin's executable as
     /// the root of the load (it is position-independent code either way).
-    static func clearingPIE(_ bytes: [UInt8], path: String) throws(BenchError) -> [UInt8] {
+    static func clearingPIE(_ bytes: [UInt8], path: String) throws(CommandFailure) -> [UInt8] {
         var patched = bytes
         for entry in try ELFDynamic(bytes, path: path).entries where entry.tag == flags1Tag {
             let cleared = entry.value & ~pieFlag

@@ -1,4 +1,5 @@
 import Foundation
+import LaunchPlan
 import ProcessRunner
 
 /// glibc's loader, driven through `tools/glibc-harness.c` (compiled here with the system
@@ -7,7 +8,7 @@ struct GlibcHarness {
     let executable: String
 
     /// Compiles the harness into `workDirectory/bench-tools/` (every bench run: it takes ms).
-    static func build(configuration: BenchConfiguration) async throws(BenchError) -> GlibcHarness {
+    static func build(configuration: BenchConfiguration) async throws(CommandFailure) -> GlibcHarness {
         let tools = configuration.workDirectory + "/bench-tools"
         try? FileManager.default.createDirectory(atPath: tools, withIntermediateDirectories: true)
         let source = configuration.repositoryRoot + "/tools/glibc-harness.c"
@@ -28,7 +29,7 @@ struct GlibcHarness {
             let value = try await body(session)
             return (value, try await session.finish())
         }
-        guard status == 0 else { throw BenchError.failed("glibc harness exited with \(status): \(BenchTool.stderrText(stderrPath))") }
+        guard status == 0 else { throw CommandFailure.failed("glibc harness exited with \(status): \(BenchTool.stderrText(stderrPath))") }
         return (result.0, result.1)
     }
 
@@ -41,19 +42,19 @@ struct GlibcHarness {
         }
 
         /// Nanoseconds of one `dlopen(RTLD_NOW)`.
-        func load() async throws(BenchError) -> Int64 {
+        func load() async throws(CommandFailure) -> Int64 {
             try await send("load")
             return try await Int64(value(of: "ns"))
         }
 
         /// Pages privately dirty in the twin's file mappings while it is loaded.
-        func dirtyPages() async throws(BenchError) -> Int {
+        func dirtyPages() async throws(CommandFailure) -> Int {
             try await send("dirty")
             return try await Int(value(of: "dirty_kb")) * 1024 / ProcessMemory.pageSize
         }
 
         /// Ends the input; returns the harness's peak RSS in kB, its last line.
-        fileprivate func finish() async throws(BenchError) -> Int {
+        fileprivate func finish() async throws(CommandFailure) -> Int {
             do {
                 try await process.closeInput()
             } catch {
@@ -62,7 +63,7 @@ struct GlibcHarness {
             return Int(try await value(of: "maxrss_kb"))
         }
 
-        private func send(_ line: String) async throws(BenchError) {
+        private func send(_ line: String) async throws(CommandFailure) {
             do {
                 try await process.send(line)
             } catch {
@@ -70,7 +71,7 @@ struct GlibcHarness {
             }
         }
 
-        private func value(of key: String) async throws(BenchError) -> Int64 {
+        private func value(of key: String) async throws(CommandFailure) -> Int64 {
             let next: String?
             do {
                 next = try await process.readLine()

@@ -1,3 +1,5 @@
+import LaunchPlan
+
 /// How `dyld3 bench --cold` empties the page cache before each cold sample.
 package enum EvictionMethod: String, Codable, Sendable, CaseIterable {
     /// `echo 3 > /proc/sys/vm/drop_caches`: every clean page-cache page of the
@@ -10,7 +12,7 @@ package enum EvictionMethod: String, Codable, Sendable, CaseIterable {
     /// The method `--cold` uses: the one requested, else `drop_caches` when this process may
     /// write it (root with a writable /proc/sys), else `posix_fadvise`. Asking for
     /// `drop_caches` without the right to write it is an error, not a silent downgrade.
-    package static func choose(requested: EvictionMethod?, dropCachesWritable: Bool) throws(BenchError) -> EvictionMethod {
+    package static func choose(requested: EvictionMethod?, dropCachesWritable: Bool) throws(CommandFailure) -> EvictionMethod {
         switch requested {
         case .dropCaches?:
             guard dropCachesWritable else { throw .failed("--evict drop_caches: \(PageCache.dropCachesPath) is not writable (run as root)") }
@@ -40,7 +42,7 @@ enum PageCache {
     /// Empties the page cache of `files` (``EvictionMethod/fadvise``) or of everything
     /// (``EvictionMethod/dropCaches``). Pages still mapped by a process stay: evict after
     /// the previous launch was unmapped.
-    static func evict(_ files: [String], method: EvictionMethod) throws(BenchError) {
+    static func evict(_ files: [String], method: EvictionMethod) throws(CommandFailure) {
         switch method {
         case .dropCaches:
             if let error = UnsafePageCache.write("3\n", to: dropCachesPath) {
@@ -55,7 +57,7 @@ enum PageCache {
 
     /// Pages of `files` in the page cache (mincore over a read-only mapping; reads nothing),
     /// and their total pages.
-    static func residentPages(_ files: [String]) throws(BenchError) -> ResidentPages {
+    static func residentPages(_ files: [String]) throws(CommandFailure) -> ResidentPages {
         var pages = ResidentPages(resident: 0, total: 0)
         for file in files {
             guard let counted = UnsafePageCache.residentPages(file) else { throw .failed("\(file): cannot be mapped to count resident pages") }

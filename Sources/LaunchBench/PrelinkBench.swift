@@ -101,7 +101,7 @@ package enum PrelinkBench {
             installs.append((clock.now - start).nanoseconds)
             built = set
         }
-        guard let set = built else { throw BenchError.failed("no set built") }
+        guard let set = built else { throw CommandFailure.failed("no set built") }
         log("  set: \(set.slideCount) slide locations, \(set.rangeSize) bytes of data")
         let floor = try MappingFloor(closure)
         let prelinkedFloor = try PrelinkedFloor(set, setPath: setPath)
@@ -132,7 +132,7 @@ package enum PrelinkBench {
                 launch.memory.release()
                 if path == "slid_at_launch_page_in" { fallback = launch.report.pageInFallback.map(String.init(describing:)) } else { hashed = launch.report.imagesHashed ?? 0 }
                 if path.hasPrefix("prelinked"), !launch.report.slidForBoot {
-                    throw BenchError.failed("\(setPath): the launch slid the set itself: \(launch.report.slideAtLaunch.map(String.init(describing:)) ?? "?")")
+                    throw CommandFailure.failed("\(setPath): the launch slid the set itself: \(launch.report.slideAtLaunch.map(String.init(describing:)) ?? "?")")
                 }
                 return launch.report.timings[.total] ?? 0
             default:
@@ -242,7 +242,7 @@ struct PrelinkedFloor {
         writeNanoseconds = (ContinuousClock.now - start).nanoseconds
         switch SlidPrelinkedSetFile.open(copyPath, for: opened) {
         case let .success(copy): self.copy = copy
-        case let .failure(unusable): throw BenchError.failed("\(copyPath): \(unusable)")
+        case let .failure(unusable): throw CommandFailure.failed("\(copyPath): \(unusable)")
         }
     }
 
@@ -250,7 +250,7 @@ struct PrelinkedFloor {
     func launch() throws -> Int64 {
         let clock = ContinuousClock()
         let start = clock.now
-        guard let range = try copy.mapRange() else { throw BenchError.failed("\(copy.path): the range it is slid to is taken") }
+        guard let range = try copy.mapRange() else { throw CommandFailure.failed("\(copy.path): the range it is slid to is taken") }
         let elapsed = (clock.now - start).nanoseconds
         range.release()
         return elapsed

@@ -3,6 +3,7 @@ import Dyld2
 import Dyld3
 import Foundation
 import ClosureCache
+import LaunchPlan
 import LoaderCore
 import MachOReader
 import ClosureFormat
@@ -133,7 +134,7 @@ struct SizeBench {
             mapped.memory.release()
             return (mapped.nanoseconds, [:])
         case .glibc, .glibcOneDir:
-            guard let session = sessions[path] else { throw BenchError.failed("no glibc harness for \(path.label)") }
+            guard let session = sessions[path] else { throw CommandFailure.failed("no glibc harness for \(path.label)") }
             return (try await session.load(), [:])
         }
     }
@@ -230,7 +231,7 @@ struct SizeBench {
                       case let json = text[..<marker.lowerBound],
                       let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
                       let timings = object["timings_ns"] as? [String: Any], let total = (timings["total"] as? NSNumber)?.int64Value else {
-                    throw BenchError.failed("\(child.command) failed (status \(status)): \(BenchTool.stderrText(stderrPath))")
+                    throw CommandFailure.failed("\(child.command) failed (status \(status)): \(BenchTool.stderrText(stderrPath))")
                 }
                 times[mode.rawValue, default: []].append(total)
                 rss[mode.rawValue, default: []].append(maxRSS)

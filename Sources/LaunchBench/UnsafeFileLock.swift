@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import LaunchPlan
 #endif
 
 /// An exclusive `flock(2)` on a lock file beside what it guards, held until released:
@@ -18,7 +19,7 @@ enum UnsafeFileLock {
     /// be opened or the task is cancelled while it waits (the caller goes on unlocked). A
     /// lock still held after `limit` (a live holder: the kernel drops the lock of a process
     /// that ends) is an error naming the lock file.
-    static func acquire(_ path: String, waitingAtMost limit: Duration = .seconds(1800)) async throws(BenchError) -> Int32? {
+    static func acquire(_ path: String, waitingAtMost limit: Duration = .seconds(1800)) async throws(CommandFailure) -> Int32? {
         let fd = unsafe open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return nil }
         let deadline = ContinuousClock.now + limit

@@ -144,10 +144,10 @@ package struct LaunchComparison: Sendable {
         for index in slowFixups.indices {
             let expected = effective(slowFixups[index])
             let closureFixups: [ResolvedFixup]
-            do throws(FixupStreamFault) {
+            do throws(ClosureError) {
                 closureFixups = try closure.fixups(ofImage: index)
             } catch {
-                throw LoadError.failed(path: closure.images[index].path, cause: LoadError.Cause(error))
+                throw LoadError.failed(path: closure.images[index].path, cause: error)
             }
             let actual = effective(closureFixups)
             fixupCount += expected.count

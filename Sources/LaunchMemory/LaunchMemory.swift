@@ -167,7 +167,7 @@ public final class LaunchMemory {
         func mapRun() throws(LoadError) {
             guard let pending = run else { return }
             run = nil
-            do throws(SystemCallFailure) {
+            do throws(LoadError) {
                 try UnsafeMemory.mapFile(fd: fd, offset: pending.fileOffset, size: pending.size, at: pending.address)
             } catch {
                 throw .mapping(image: image.plan.path, reason: "segment \(pending.first): \(error)")
@@ -196,7 +196,7 @@ public final class LaunchMemory {
             try mapRun()
             let final = isMappedFinal(segment, fileLength: image.fileLength) ? finalProtection(segment) : nil
             if filePages > 0 {
-                do throws(SystemCallFailure) {
+                do throws(LoadError) {
                     try UnsafeMemory.mapFile(fd: fd, offset: segment.fileOffset, size: filePages, at: address, finalProtection: final)
                 } catch {
                     throw .mapping(image: image.plan.path, reason: "segment \(segment.name): \(error)")
@@ -208,7 +208,7 @@ public final class LaunchMemory {
                 UnsafeMemory.zero(address: address + segment.fileSize, size: min(filePages, mappedSize) - segment.fileSize)
             }
             if mappedSize > filePages {
-                do throws(SystemCallFailure) {
+                do throws(LoadError) {
                     try UnsafeMemory.mapZeros(size: mappedSize - filePages, at: address + filePages)
                 } catch {
                     throw .mapping(image: image.plan.path, reason: "segment \(segment.name) zero fill: \(error)")
@@ -228,7 +228,7 @@ public final class LaunchMemory {
             // A segment wholly paged in is still the registered reservation: it only needs its
             // protection. Pages of a segment mapped from the file are mapped over again,
             // without contents, and registered on their own.
-            do throws(SystemCallFailure) {
+            do throws(LoadError) {
                 let final = finalProtection(segment)
                 if inRegion {
                     try UnsafeMemory.protect(address: address, size: size, read: final.read, write: final.write, execute: final.execute)
@@ -280,7 +280,7 @@ public final class LaunchMemory {
                 let final = LaunchMemory.finalProtection(segment)
                 if final == (true, true, false) { continue }
                 let size = (segment.vmSize + page - 1) / page * page
-                do throws(SystemCallFailure) {
+                do throws(LoadError) {
                     try UnsafeMemory.protect(address: image.base + segment.vmOffset, size: size, read: final.read, write: final.write, execute: final.execute)
                 } catch {
                     throw .mapping(image: image.plan.path, reason: "mprotect \(segment.name): \(error)")

@@ -26,7 +26,7 @@ extension LaunchMemory {
         /// Maps the data from `cursor` up to `end` (offsets in the region).
         func mapData(upTo end: UInt64) throws(LoadError) {
             guard end > cursor else { return }
-            do throws(SystemCallFailure) {
+            do throws(LoadError) {
                 try UnsafeMemory.mapFile(fd: fd, offset: dataOffset + cursor, size: end - cursor, at: base + cursor)
             } catch {
                 throw .mapping(image: plans.first?.path ?? "?", reason: "the prelinked set's data: \(error)")
@@ -46,7 +46,7 @@ extension LaunchMemory {
                     }
                     try mapData(upTo: range.lowerBound)
                     let final = finalProtection(segment)
-                    do throws(SystemCallFailure) {
+                    do throws(LoadError) {
                         try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), read: final.read, write: final.write,
                                                  execute: final.execute)
                     } catch {
@@ -155,7 +155,7 @@ extension LaunchMemory {
     static func protect(base: UInt64, _ protections: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))],
                         path: String) throws(LoadError) {
         for (range, protection) in protections {
-            do throws(SystemCallFailure) {
+            do throws(LoadError) {
                 try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count),
                                          read: protection.read, write: protection.write, execute: protection.execute)
             } catch {

@@ -128,31 +128,6 @@ public enum FixupStream: String, Equatable, Sendable {
     case pageIndex = "fixup page index"
 }
 
-/// A ``FixupFault`` and the stream it is in: what decoding one image's runs throws.
-public struct FixupStreamFault: Error, Equatable, Sendable, CustomStringConvertible {
-    public let stream: FixupStream
-    public let fault: FixupFault
-
-    public init(_ stream: FixupStream, _ fault: FixupFault) {
-        self.stream = stream
-        self.fault = fault
-    }
-
-    public var description: String { "\(stream.rawValue): \(fault)" }
-}
-
-extension FixupStreamFault {
-    /// What `body`, a walk of `stream`, returns; its fault named with the stream.
-    @inlinable
-    public static func walking<T>(_ stream: FixupStream, _ body: () throws(FixupFault) -> T) throws(FixupStreamFault) -> T {
-        do throws(FixupFault) {
-            return try body()
-        } catch {
-            throw FixupStreamFault(stream, error)
-        }
-    }
-}
-
 /// What a walk accepts a run into before any of its entries: the check that every store of
 /// the run lands where it may.
 public protocol FixupRunBounds {

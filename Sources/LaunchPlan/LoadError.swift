@@ -12,9 +12,11 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
     case wrongArchitecture(path: String, wanted: String, available: [String])
     /// A file exists but cannot be used (unreadable, wrong file type, ...).
     case unusable(path: String, reason: String)
-    /// A file cannot be used because of an error from another layer (its identity could
-    /// not be taken, its closure's fixup runs do not decode, ...): that error, kept whole.
-    case failed(path: String, cause: Cause)
+    /// A file cannot be used because its closure (or the identity a closure records, or
+    /// its fixup runs) is refused: that error, kept whole.
+    indirect case failed(path: String, cause: ClosureError)
+    /// A system call failed (the caller says what it was doing when that matters).
+    case systemCall(SystemCallFailure)
     /// The operating system refused a mapping or protection change.
     case mapping(image: String, reason: String)
     /// A signed image whose signature does not hold: it never runs.
@@ -38,6 +40,8 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(path): \(reason)"
         case let .failed(path, cause):
             return "\(path): \(cause)"
+        case let .systemCall(failure):
+            return "\(failure)"
         case let .mapping(image, reason):
             return "\(image): mapping failed: \(reason)"
         case let .codeSignature(path, failure):
@@ -49,8 +53,8 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// How a signed image's signature fails: the signature cannot be read, a page of the
     /// file does not match its hash, or a blob does not match its special slot.
-    public enum CodeSignatureFailure: Error, Equatable, Sendable, CustomStringConvertible {
-        case unreadable(CodeSignatureError)
+    public enum CodeSignatureFailure: Equatable, Sendable, CustomStringConvertible {
+        case unreadable(MachOError)
         /// `directory` names the CodeDirectory (its slot and hash type).
         case page(directory: String, page: Int, fileOffset: UInt64, size: Int)
         case specialSlot(directory: String, blob: String, what: String)
@@ -67,18 +71,5 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
                 return "its CodeDirectory changed since the launch identified it (cdHash \(now.map(\.hex) ?? "unreadable"), recorded \(recorded.hex))"
             }
         }
-    }
-
-    /// The error a ``LoadError`` wraps, of whatever type the layer below throws (one this
-    /// module may not name). Two causes are equal when they read the same, so `LoadError`
-    /// stays Equatable.
-    public struct Cause: Equatable, Sendable, CustomStringConvertible {
-        public let error: any Error
-
-        public init(_ error: any Error) { self.error = error }
-
-        public var description: String { "\(error)" }
-
-        public static func == (lhs: Cause, rhs: Cause) -> Bool { lhs.description == rhs.description }
     }
 }

@@ -3,8 +3,8 @@ import SystemPackage
 /// A failed system call: which call, and the `Errno` it failed with (or, for a call that
 /// succeeded with a result the loader refuses, such as an `open` that found a directory,
 /// why it was refused). Its description is the error's text (`strerror`), after the
-/// call's name where the message names it.
-public struct SystemCallFailure: Error, Equatable, Sendable, CustomStringConvertible {
+/// call's name where the message names it. A kind, thrown as ``LoadError/systemCall(_:)``.
+public struct SystemCallFailure: Equatable, Sendable, CustomStringConvertible {
     /// What went wrong.
     public enum Cause: Equatable, Sendable {
         /// The call failed with this error.

@@ -36,7 +36,7 @@ public struct ImageFile: Sendable {
         } catch let error as LoadError {
             throw error
         } catch {
-            throw .failed(path: resolvedPath, cause: LoadError.Cause(error))
+            throw .unusable(path: resolvedPath, reason: "\(error)")
         }
     }
 

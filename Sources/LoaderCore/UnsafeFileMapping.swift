@@ -15,12 +15,12 @@ import LoaderSystem
 /// segments from the same files anyway, and the alternative, copying every file, is what
 /// this replaces. Files are opened by the loader's own checks first (regular files only).
 enum UnsafeFileMapping {
-    /// The first `size` bytes of the open file `fd`, mapped read-only. The descriptor may be
-    /// closed afterwards; the mapping stays.
-    static func map(_ fd: Int32, size: Int) -> Result<ByteStorage, SystemCallFailure> {
+    /// The first `size` bytes of the open file `fd`, mapped read-only; a failure names the
+    /// call `call`. The descriptor may be closed afterwards; the mapping stays.
+    static func map(_ fd: Int32, size: Int, call: String) -> Result<ByteStorage, LoadError> {
         guard size > 0 else { return .success(ByteStorage([])) }
         return unsafe UnsafeSystemCall.mapping { unsafe mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }
-            .failing("mmap")
+            .failing(call, namesCall: true)
             .map { address in
                 unsafe ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
                     _ = unsafe munmap(UnsafeMutableRawPointer(mutating: start), count)

@@ -17,26 +17,14 @@ enum UnsafeRootedOpen {
     /// file without opening it for reading, so FIFOs and devices are never opened.
     static let openPathOnly: Int32 = 0o10000000
 
-    /// Why a rooted read failed.
-    enum Failure: Error, CustomStringConvertible {
-        case system(String, SystemCallFailure)
-        case symlinkLoop
-        case notRegularFile
-        case notADirectory(String)
-
-        var description: String {
-            switch self {
-            case let .system(call, failure): "\(call): \(failure)"
-            case .symlinkLoop: "too many levels of symbolic links inside the root"
-            case .notRegularFile: "not a regular file"
-            case let .notADirectory(name): "\(name) is not a directory"
-            }
-        }
+    /// A rooted read refused without a failed call, for `reason`.
+    static func refused(_ reason: String) -> LoadError {
+        .systemCall(SystemCallFailure("open", refused: reason))
     }
 
     /// The bytes of `path` (absolute, taken relative to `root`), mapped read-only, and the
     /// path, inside the root, of the file actually mapped (symlinks resolved).
-    static func map(_ path: String, inRoot root: String) -> Result<(bytes: ByteStorage, resolved: String), Failure> {
+    static func map(_ path: String, inRoot root: String) -> Result<(bytes: ByteStorage, resolved: String), LoadError> {
         let rootFD: Int32
         switch open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC, call: "open root \(root)") {
         case let .success(fd): rootFD = fd
@@ -68,7 +56,7 @@ enum UnsafeRootedOpen {
             case S_IFLNK:
                 _ = Glibc.close(fd)
                 links += 1
-                guard links <= maxSymlinks else { return .failure(.symlinkLoop) }
+                guard links <= maxSymlinks else { return .failure(refused("too many levels of symbolic links inside the root")) }
                 let target: String
                 switch readLink(parent, name) {
                 case let .success(read): target = read
@@ -86,13 +74,13 @@ enum UnsafeRootedOpen {
                 return mapRegular(parent, name, expecting: info).map { ($0, resolved) }
             case S_IFREG:
                 _ = Glibc.close(fd)
-                return .failure(.notADirectory(name))
+                return .failure(refused("\(name) is not a directory"))
             default:
                 _ = Glibc.close(fd)
-                return .failure(.notRegularFile)
+                return .failure(refused("not a regular file"))
             }
         }
-        return .failure(.notRegularFile)
+        return .failure(refused("not a regular file"))
     }
 
     private static func components(_ path: String) -> [String] {
@@ -100,19 +88,19 @@ enum UnsafeRootedOpen {
     }
 
     /// `openat(directory, name)` (the current directory when none), as `call` when it fails.
-    private static func open(_ name: String, in directory: Int32 = AT_FDCWD, _ flags: Int32, call: String? = nil) -> Result<Int32, Failure> {
+    private static func open(_ name: String, in directory: Int32 = AT_FDCWD, _ flags: Int32, call: String? = nil) -> Result<Int32, LoadError> {
         UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.openat(directory, name, flags) }, failed: { $0 < 0 })
-            .mapError { .system(call ?? "open \(name)", SystemCallFailure("openat", $0)) }
+            .failing(call ?? "open \(name)", namesCall: true)
     }
 
     /// `fstat(fd)` of the file `name` into `info`.
-    private static func status(_ fd: Int32, _ name: String, into info: inout stat) -> Result<Void, Failure> {
+    private static func status(_ fd: Int32, _ name: String, into info: inout stat) -> Result<Void, LoadError> {
         UnsafeSystemCall.retryingInterrupts({ unsafe fstat(fd, &info) }, failed: { $0 != 0 })
             .map { _ in () }
-            .mapError { .system("stat \(name)", SystemCallFailure("fstat", $0)) }
+            .failing("stat \(name)", namesCall: true)
     }
 
-    private static func readLink(_ directory: Int32, _ name: String) -> Result<String, Failure> {
+    private static func readLink(_ directory: Int32, _ name: String) -> Result<String, LoadError> {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = unsafe buffer.withUnsafeMutableBufferPointer { pointer in
             unsafe pointer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: pointer.count) { target in
@@ -121,12 +109,12 @@ enum UnsafeRootedOpen {
         }
         return count
             .map { String(decoding: buffer[0..<$0], as: UTF8.self) }
-            .mapError { .system("readlink \(name)", SystemCallFailure("readlinkat", $0)) }
+            .failing("readlink \(name)", namesCall: true)
     }
 
     /// Opens `name` in `directory` without following a link, checks it is still the
     /// regular file `expected` (same device and inode), and maps all of it read-only.
-    private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat) -> Result<ByteStorage, Failure> {
+    private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat) -> Result<ByteStorage, LoadError> {
         let fd: Int32
         switch open(name, in: directory, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) {
         case let .success(opened): fd = opened
@@ -136,8 +124,8 @@ enum UnsafeRootedOpen {
         var info = stat()
         if case let .failure(failure) = status(fd, name, into: &info) { return .failure(failure) }
         guard info.st_mode & S_IFMT == S_IFREG, info.st_dev == expected.st_dev, info.st_ino == expected.st_ino else {
-            return .failure(.notRegularFile)
+            return .failure(refused("not a regular file"))
         }
-        return UnsafeFileMapping.map(fd, size: Int(info.st_size)).mapError { .system("mmap \(name)", $0) }
+        return UnsafeFileMapping.map(fd, size: Int(info.st_size), call: "mmap \(name)")
     }
 }

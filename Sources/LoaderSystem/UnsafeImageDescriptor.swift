@@ -67,21 +67,21 @@ public final class ImageDescriptor: Sendable {
     /// file. The open does not block (`O_NONBLOCK`): a FIFO with no writer, or a device,
     /// would otherwise hold the open forever; it is refused from `fstat` on the descriptor
     /// before anything is read (a regular file ignores the flag).
-    public static func open(_ path: String) -> Result<ImageDescriptor, SystemCallFailure> {
+    public static func open(_ path: String) -> Result<ImageDescriptor, LoadError> {
         let fd: Int32
         switch UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }, failed: { $0 < 0 }) {
         case let .success(opened): fd = opened
-        case let .failure(errno): return .failure(SystemCallFailure("open", errno))
+        case let .failure(errno): return .failure(.systemCall(SystemCallFailure("open", errno)))
         }
         var info = stat()
         if case let .failure(errno) = UnsafeSystemCall.retryingInterrupts({ unsafe fstat(fd, &info) }, failed: { $0 != 0 }) {
             _ = Glibc.close(fd)
-            return .failure(SystemCallFailure("fstat", errno))
+            return .failure(.systemCall(SystemCallFailure("fstat", errno)))
         }
         let status = FileStatus(info)
         guard status.isRegularFile else {
             _ = Glibc.close(fd)
-            return .failure(SystemCallFailure("open", refused: notRegularFile))
+            return .failure(.systemCall(SystemCallFailure("open", refused: notRegularFile)))
         }
         return .success(ImageDescriptor(path: path, fd: fd, status: status))
     }

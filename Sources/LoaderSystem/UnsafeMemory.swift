@@ -14,7 +14,7 @@ package enum UnsafeMemory {
 
     /// Reserves `size` bytes of inaccessible address space, at `hint` if it is non-zero and
     /// free (MAP_FIXED_NOREPLACE), anywhere otherwise. Returns the address, or why `mmap` failed.
-    package static func reserve(size: UInt64, at hint: UInt64) -> Result<UInt64, SystemCallFailure> {
+    package static func reserve(size: UInt64, at hint: UInt64) -> Result<UInt64, LoadError> {
         let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hint != 0 ? MAP_FIXED_NOREPLACE : 0)
         return unsafe UnsafeSystemCall.mapping {
             unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(hint)), Int(size), PROT_NONE, flags, -1, 0)
@@ -27,7 +27,7 @@ package enum UnsafeMemory {
     /// copy-on-write: read-write so fixups can be applied, or `finalProtection` directly for a
     /// segment nothing will write.
     package static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64,
-                       finalProtection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
+                       finalProtection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(LoadError) {
         let protection = finalProtection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
             ?? (PROT_READ | PROT_WRITE)
         _ = unsafe try UnsafeSystemCall.mapping {
@@ -38,7 +38,7 @@ package enum UnsafeMemory {
     /// Maps `size` bytes of `fd` at file offset `offset` read-only and copy-on-write at
     /// exactly `address`, only if that range is free (MAP_FIXED_NOREPLACE): false when it is
     /// not (or the kernel placed it elsewhere, which is undone).
-    package static func mapFileIfFree(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64) -> Result<Bool, SystemCallFailure> {
+    package static func mapFileIfFree(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64) -> Result<Bool, LoadError> {
         let mapped = unsafe UnsafeSystemCall.mapping {
             unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, off_t(offset))
         }.map { UInt64(UInt(bitPattern: $0)) }
@@ -50,12 +50,12 @@ package enum UnsafeMemory {
         case .failure(.fileExists):
             return .success(false)
         case let .failure(errno):
-            return .failure(SystemCallFailure("mmap", errno))
+            return .failure(.systemCall(SystemCallFailure("mmap", errno)))
         }
     }
 
     /// Maps `size` bytes of zeros over `address` (inside a reservation), read-write or with `protection`.
-    package static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(SystemCallFailure) {
+    package static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(LoadError) {
         let flags = protection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
             ?? (PROT_READ | PROT_WRITE)
         _ = unsafe try UnsafeSystemCall.mapping {
@@ -64,7 +64,7 @@ package enum UnsafeMemory {
     }
 
     /// Sets the protection of a page-aligned range.
-    package static func protect(address: UInt64, size: UInt64, read: Bool, write: Bool, execute: Bool) throws(SystemCallFailure) {
+    package static func protect(address: UInt64, size: UInt64, read: Bool, write: Bool, execute: Bool) throws(LoadError) {
         let protection = (read ? PROT_READ : 0) | (write ? PROT_WRITE : 0) | (execute ? PROT_EXEC : 0)
         _ = try UnsafeSystemCall.once({
             unsafe mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection)

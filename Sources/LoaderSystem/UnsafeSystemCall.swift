@@ -45,9 +45,9 @@ package enum UnsafeSystemCall {
 }
 
 extension Result where Failure == Errno {
-    /// The failure as a ``SystemCallFailure`` of `call`.
+    /// The failure as a ``LoadError/systemCall(_:)`` of `call`.
     @inline(__always)
-    package func failing(_ call: @autoclosure () -> String, namesCall: Bool = false) -> Result<Success, SystemCallFailure> {
-        mapError { SystemCallFailure(call(), $0, namesCall: namesCall) }
+    package func failing(_ call: @autoclosure () -> String, namesCall: Bool = false) -> Result<Success, LoadError> {
+        mapError { .systemCall(SystemCallFailure(call(), $0, namesCall: namesCall)) }
     }
 }

@@ -127,11 +127,7 @@ enum CodeSignatureTable {
     }
 
     static func read(_ image: MachOImage) throws(MachOError) -> CodeSignature? {
-        do {
-            return try CodeSignature.read(from: image)
-        } catch {
-            throw error.machOError
-        }
+        try CodeSignature.read(from: image)
     }
 
     static func hex(_ value: UInt32) -> String { Text.hex(UInt64(value)) }

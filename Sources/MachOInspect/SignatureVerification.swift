@@ -24,7 +24,7 @@ public struct SignatureVerification: Sendable {
         /// One line per problem found (a bad page with its file offset, a bad blob).
         public let problems: [String]
         /// Why the signature could not be read, if it could not.
-        public let error: CodeSignatureError?
+        public let error: MachOError?
     }
 
     public let path: String
@@ -102,7 +102,7 @@ public struct SignatureVerification: Sendable {
                 ])
             })))
             members.append(("problems", .array(slice.problems.map(JSONValue.string))))
-            members.append(("error", slice.error.map { .object([("offset", .int(Int64($0.offset))), ("structure", .string($0.structure)), ("what", .string($0.what))]) } ?? .null))
+            members.append(("error", slice.error.map { .object([("offset", .int(Int64($0.offset))), ("structure", .string($0.codeSignature?.structure ?? "")), ("what", .string($0.codeSignature?.what ?? "\($0)"))]) } ?? .null))
             return .object(members)
         }
     }

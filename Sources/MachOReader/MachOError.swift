@@ -1,11 +1,13 @@
-/// A failure to read Mach-O bytes: where it happened and what was wrong.
+/// A failure to read a file's bytes: where it happened (the file, an absolute offset in it)
+/// and what was wrong. Mach-O structures, code signatures, Objective-C metadata and app
+/// archives all report their failures as one of these.
 ///
 /// `offset` is an absolute offset in the file that was given to the reader (for a
 /// slice of a universal file it already includes the slice's own offset), so a user
 /// can look at the very byte with `xxd -s`.
 public struct MachOError: Error, Equatable, Sendable, CustomStringConvertible {
     /// What was wrong.
-    public enum Reason: Equatable, Sendable {
+    public indirect enum Reason: Equatable, Sendable {
         /// A read of `needed` bytes ran past the end of the bounded region.
         case truncated(needed: Int, available: Int)
         /// The first bytes are not a Mach-O or universal magic.
@@ -16,6 +18,37 @@ public struct MachOError: Error, Equatable, Sendable, CustomStringConvertible {
         case malformed(String)
         /// A feature that is recognized but deliberately not supported.
         case unsupported(String)
+        /// A code signature's `structure` (`SuperBlob`, `CodeDirectory (slot 0x1000)`, ...)
+        /// that cannot be right: why (``malformed(_:)``), or the bounded read that failed in it.
+        case codeSignature(structure: String, Reason)
+        /// Objective-C metadata at runtime `address` (in image `image` of its address
+        /// space, when the address lies in one) that cannot be right.
+        case objCMetadata(image: Int?, address: UInt64, what: String)
+        /// An `.ipa` whose zip structure is broken at the offset.
+        case notZip(String)
+        /// An archive entry that would not unpack safely or faithfully (a path escape, a
+        /// symbolic link, an encrypted or unsupported entry), named as the archive spells it.
+        case unsafeEntry(entry: String, what: String)
+        /// An archive over a bound (entries, unpacked bytes, archive size).
+        case overLimit(String)
+        /// A file that cannot be read or written, or an app bundle without a usable executable.
+        case unusable(String)
+
+        /// The reason alone, as it follows the file and offset.
+        var text: String {
+            switch self {
+            case let .truncated(needed, available): "truncated: needs \(needed) bytes, only \(available) available"
+            // The bytes are not echoed: the file may be anything (a secret, a device).
+            case .badMagic: "not a Mach-O file (no Mach-O or universal magic)"
+            case let .noSuchArchitecture(arch): "no slice for architecture \(arch)"
+            case let .malformed(what), let .overLimit(what), let .unusable(what): what
+            case let .unsupported(what): "unsupported: \(what)"
+            case let .codeSignature(structure, reason): "code signature: \(structure): \(reason.text)"
+            case let .objCMetadata(_, address, what): "Objective-C metadata at 0x\(String(address, radix: 16)): \(what)"
+            case let .notZip(what): "\(what) (re-export the .ipa)"
+            case let .unsafeEntry(entry, what): "entry \(entry.debugDescription) \(what)"
+            }
+        }
     }
 
     /// Absolute file offset of the offending bytes.
@@ -36,6 +69,21 @@ public struct MachOError: Error, Equatable, Sendable, CustomStringConvertible {
         MachOError(offset: offset, .malformed(what))
     }
 
+    /// A code signature's `structure` that cannot be right at `offset`.
+    public init(offset: Int, structure: String, what: String) {
+        self.init(offset: offset, .codeSignature(structure: structure, .malformed(what)))
+    }
+
+    /// A failed read inside code signature structure `structure`, at the read's own offset.
+    public init(_ structure: String, wrapping cause: MachOError) {
+        self.init(offset: cause.offset, .codeSignature(structure: structure, cause.reason), file: cause.file)
+    }
+
+    /// Objective-C metadata at `address` that cannot be right.
+    public init(image: Int?, address: UInt64, what: String) {
+        self.init(offset: 0, .objCMetadata(image: image, address: address, what: what))
+    }
+
     /// The same error, attributed to `file`.
     public func inFile(_ file: String) -> MachOError {
         var copy = self
@@ -43,20 +91,38 @@ public struct MachOError: Error, Equatable, Sendable, CustomStringConvertible {
         return copy
     }
 
-    public var description: String {
-        let place = "\(file ?? "<bytes>"): offset 0x\(String(offset, radix: 16))"
+    /// The code signature structure and what was wrong in it, for a code signature's error.
+    public var codeSignature: (structure: String, what: String)? {
+        guard case let .codeSignature(structure, reason) = reason else { return nil }
+        return (structure, reason.text)
+    }
+
+    /// Whether the error is an app archive's or bundle's (it names no offset in a Mach-O file).
+    public var isArchive: Bool {
         switch reason {
-        case let .truncated(needed, available):
-            return "\(place): truncated: needs \(needed) bytes, only \(available) available"
-        case .badMagic:
-            // The bytes are not echoed: the file may be anything (a secret, a device).
-            return "\(place): not a Mach-O file (no Mach-O or universal magic)"
-        case let .noSuchArchitecture(arch):
-            return "\(place): no slice for architecture \(arch)"
-        case let .malformed(what):
-            return "\(place): \(what)"
-        case let .unsupported(what):
-            return "\(place): unsupported: \(what)"
+        case .notZip, .unsafeEntry, .overLimit, .unusable: true
+        default: false
         }
+    }
+
+    public var description: String {
+        let file = file ?? "<bytes>"
+        switch reason {
+        case .objCMetadata: return reason.text
+        case .notZip: return "\(file): not a readable zip archive at offset \(offset): \(reason.text)"
+        case .unsafeEntry, .overLimit: return "\(file): \(reason.text); not unpacked (unpack it yourself and give the Payload/X.app directory)"
+        case .unusable: return "\(file): \(reason.text)"
+        default: return "\(file): offset 0x\(String(offset, radix: 16)): \(reason.text)"
+        }
+    }
+}
+
+/// Runs bounded reads of code signature structure `structure`, naming it in a failed read.
+@inline(__always)
+func reading<T>(_ structure: String, _ body: () throws(MachOError) -> T) throws(MachOError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw MachOError(structure, wrapping: error)
     }
 }

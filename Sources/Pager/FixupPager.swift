@@ -57,9 +57,10 @@ extension PageBuffer {
     }
 }
 
-/// Why a page could not be filled. Built on the fault path without allocation; worded by
+/// Why a page could not be filled: a kind, not an error (the page-in handler reports it in
+/// one line and ends the process). Built on the fault path without allocation; worded by
 /// ``description`` when the launch reads it.
-public enum PageFillFailure: Error, Equatable, Sendable, CustomStringConvertible {
+public enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
     /// Reading the page's file bytes failed (errno), or the file is shorter than planned.
     case fileRead(image: Int, vmOffset: UInt64, errno: Int32)
     case fileShort(image: Int, vmOffset: UInt64, got: Int, expected: Int)
@@ -139,9 +140,9 @@ public final class FixupPager: @unchecked Sendable {
     /// A pager on a new userfaultfd with `UFFD_FEATURE_SIGBUS` and `UFFD_USER_MODE_ONLY`.
     /// Fails with the reason when userfaultfd or the feature is not available, or the host's
     /// pages are not the 4 KiB page-in fills.
-    public static func open() -> Result<FixupPager, SystemCallFailure> {
+    public static func open() -> Result<FixupPager, LoadError> {
         guard UnsafeMemory.pageSize == UnsafeUserfault.pageSize else {
-            return .failure(SystemCallFailure("page size", refused: "page-in needs \(UnsafeUserfault.pageSize)-byte pages; this host's are \(UnsafeMemory.pageSize)"))
+            return .failure(.systemCall(SystemCallFailure("page size", refused: "page-in needs \(UnsafeUserfault.pageSize)-byte pages; this host's are \(UnsafeMemory.pageSize)")))
         }
         return UnsafeUserfault.open().map { FixupPager(fd: $0) }
     }

@@ -18,14 +18,14 @@ enum UnsafeUserfault {
     static let pageSize = UInt64(DYLD3_PAGEIN_PAGE_SIZE)
 
     /// A userfaultfd with the API handshake done (`UFFD_FEATURE_SIGBUS`), or the call that failed.
-    static func open() -> Result<Int32, SystemCallFailure> {
+    static func open() -> Result<Int32, LoadError> {
         var throughDevice: Int32 = 0
         let fd = unsafe dyld3_uffd_open(&throughDevice)
-        guard fd >= 0 else { return .failure(failure(fd, "userfaultfd")) }
+        guard fd >= 0 else { return .failure(.systemCall(failure(fd, "userfaultfd"))) }
         let api = dyld3_uffd_api(fd)
         guard api == 0 else {
             Glibc.close(fd)
-            return .failure(failure(api, "UFFDIO_API (UFFD_FEATURE_SIGBUS)"))
+            return .failure(.systemCall(failure(api, "UFFDIO_API (UFFD_FEATURE_SIGBUS)")))
         }
         return .success(fd)
     }

@@ -1,3 +1,4 @@
+import LaunchPlan
 import Subprocess
 import SystemPackage
 
@@ -43,21 +44,6 @@ package enum ProcessRunner {
         package var succeeded: Bool { status == 0 }
     }
 
-    /// A child could not be started, or its pipes failed.
-    package struct Failure: Error, CustomStringConvertible, Sendable {
-        /// What failed: the command (or file) and the step, without the cause.
-        package let what: String
-        /// The error swift-subprocess or the system gave, when there is one.
-        package let cause: (any Error)?
-
-        package init(_ what: String, cause: (any Error)? = nil) {
-            self.what = what
-            self.cause = cause
-        }
-
-        package var description: String { cause.map { "\(what): \($0)" } ?? what }
-    }
-
     /// A child still running, handed to the closure of ``run(_:_:error:while:)``.
     /// Valid only inside that closure.
     package struct RunningProcess {
@@ -71,7 +57,7 @@ package enum ProcessRunner {
     /// Runs `executable` (a path) with `arguments` to its end, no stdin.
     package static func run(
         _ executable: String, _ arguments: [String], error: ErrorOutput = .captured
-    ) async throws(Failure) -> Result {
+    ) async throws(CommandFailure) -> Result {
         try await run(executable, arguments, error: error, while: { _ in })
     }
 
@@ -80,7 +66,7 @@ package enum ProcessRunner {
     package static func run(
         _ executable: String, _ arguments: [String], error: ErrorOutput = .captured,
         while body: (RunningProcess) async throws -> Void
-    ) async throws(Failure) -> Result {
+    ) async throws(CommandFailure) -> Result {
         let command = commandLine(executable, arguments)
         do {
             switch error {
@@ -107,10 +93,10 @@ package enum ProcessRunner {
                 return Result(command: command, processIdentifier: result.processIdentifier.value,
                               status: status(result.terminationStatus), output: text(result.standardOutput), error: "")
             }
-        } catch let failure as Failure {
+        } catch let failure as CommandFailure {
             throw failure
         } catch {
-            throw Failure(command, cause: error)
+            throw CommandFailure(command, cause: error)
         }
     }
 
@@ -134,31 +120,31 @@ package enum ProcessRunner {
         }
 
         /// Sends one line (a newline is added) to the child's stdin.
-        package func send(_ line: String) async throws(Failure) {
+        package func send(_ line: String) async throws(CommandFailure) {
             do {
                 _ = try await input.write(Array((line + "\n").utf8))
             } catch {
-                throw Failure("\(command): cannot write to its stdin", cause: error)
+                throw CommandFailure("\(command): cannot write to its stdin", cause: error)
             }
         }
 
         /// Closes the child's stdin (end of input).
-        package func closeInput() async throws(Failure) {
+        package func closeInput() async throws(CommandFailure) {
             guard inputOpen else { return }
             inputOpen = false
             do {
                 try await input.finish()
             } catch {
-                throw Failure("\(command): cannot close its stdin", cause: error)
+                throw CommandFailure("\(command): cannot close its stdin", cause: error)
             }
         }
 
         /// The next line of the child's stdout without its line break; nil at end of output.
-        package func readLine() async throws(Failure) -> String? {
+        package func readLine() async throws(CommandFailure) -> String? {
             do {
                 return try await lines.next()
             } catch {
-                throw Failure("\(command): cannot read its stdout", cause: error)
+                throw CommandFailure("\(command): cannot read its stdout", cause: error)
             }
         }
     }
@@ -184,7 +170,7 @@ package enum ProcessRunner {
                 return value
             }
         } catch let error as SubprocessError {
-            throw Failure(command, cause: error)
+            throw CommandFailure(command, cause: error)
         }
         return (result.closureResult, status(result.terminationStatus))
     }
@@ -196,14 +182,14 @@ package enum ProcessRunner {
                        sendKill: { try? execution.send(signal: .kill) })
     }
 
-    private static func errorFile(_ path: String) throws(Failure) -> FileDescriptorOutput {
+    private static func errorFile(_ path: String) throws(CommandFailure) -> FileDescriptorOutput {
         do {
             let descriptor = try FileDescriptor.open(
                 FilePath(path), .writeOnly, options: [.create, .truncate, .closeOnExec],
                 permissions: [.ownerReadWrite, .groupRead, .otherRead])
             return .fileDescriptor(descriptor, closeAfterSpawningProcess: true)
         } catch {
-            throw Failure("\(path): cannot be opened for a child's stderr", cause: error)
+            throw CommandFailure("\(path): cannot be opened for a child's stderr", cause: error)
         }
     }
 
@@ -218,5 +204,13 @@ package enum ProcessRunner {
 
     private static func commandLine(_ executable: String, _ arguments: [String]) -> String {
         ([executable] + arguments).joined(separator: " ")
+    }
+}
+
+extension CommandFailure {
+    /// A child that could not be started, or whose pipes failed: what failed (the command
+    /// or file and the step) and the error swift-subprocess or the system gave.
+    init(_ what: String, cause: any Error) {
+        self.init(splitting: "\(what): \(cause)", kind: "error")
     }
 }

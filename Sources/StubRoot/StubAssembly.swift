@@ -1,3 +1,4 @@
+import LaunchPlan
 import LoaderCore
 
 /// The assembly source of one stub slice. Every export is an 8-byte zero datum in
@@ -14,7 +15,7 @@ enum StubAssembly {
     /// The host's entry symbol (`-e`): private extern, so it is not exported.
     static let hostEntry = "__dyld3_stub_root_host_entry"
 
-    static func source(for slice: StubSlice, withHostEntry: Bool, isRuntime: Bool = false) throws(StubRootError) -> String {
+    static func source(for slice: StubSlice, withHostEntry: Bool, isRuntime: Bool = false) throws(CommandFailure) -> String {
         var lines = [
             "/* dyld3 stub-root: data only, never executed */",
             "\t.section \(markerSegment),\(markerSection)",
@@ -36,7 +37,7 @@ enum StubAssembly {
 
     /// `name` as a quoted assembler symbol: backslashes and quotes escaped, control
     /// characters and the empty name refused.
-    static func quoted(_ name: String) throws(StubRootError) -> String {
+    static func quoted(_ name: String) throws(CommandFailure) -> String {
         guard !name.isEmpty else { throw .unrepresentableSymbol(name) }
         var text = "\""
         for scalar in name.unicodeScalars {

@@ -1,4 +1,5 @@
 import Foundation
+import LaunchPlan
 import LoaderCore
 import MachOReader
 
@@ -42,7 +43,7 @@ struct StubGraph {
     /// Whether the binary is an `MH_EXECUTE` (its own main executable: no host).
     let binaryIsExecutable: Bool
 
-    init(binary: String, arch: String, root: String, app: StubAppLayout?, files: inout StubRootFiles) throws(StubRootError) {
+    init(binary: String, arch: String, root: String, app: StubAppLayout?, files: inout StubRootFiles) throws(CommandFailure) {
         let binary = PathResolver.normalize(binary)
         self.arch = arch
         let main = try files.image(at: binary, arch: arch)
@@ -143,7 +144,7 @@ struct StubRootFiles {
     private var realImages: [String: Bool] = [:]
 
     /// The slice for `arch` of the file at `path`.
-    mutating func image(at path: String, arch: String) throws(StubRootError) -> ImageFile {
+    mutating func image(at path: String, arch: String) throws(CommandFailure) -> ImageFile {
         let key = arch + ":" + path
         if let known = images[key] { return known }
         let file: ImageFile
@@ -158,7 +159,7 @@ struct StubRootFiles {
 
     /// Whether `path` holds a file that is not a stub of an earlier run (a stub carries
     /// the marker section in every slice).
-    mutating func isRealImage(_ path: String) throws(StubRootError) -> Bool {
+    mutating func isRealImage(_ path: String) throws(CommandFailure) -> Bool {
         if let known = realImages[path] { return known }
         guard FileManager.default.fileExists(atPath: path) else {
             realImages[path] = false

@@ -1,3 +1,5 @@
+import LaunchPlan
+
 /// What a stub slice holds for Objective-C, so that the loader's Objective-C step runs on
 /// real graphs under a stub root:
 ///
@@ -47,12 +49,12 @@ enum StubObjC {
     /// The assembly for the exports of `slice`, with class objects and, for the runtime,
     /// its tables and trapping functions. Exports that are neither classes nor runtime
     /// functions are 8-byte zero data in the marker section, as in every stub.
-    static func lines(for slice: StubSlice, isRuntime: Bool) throws(StubRootError) -> [String] {
+    static func lines(for slice: StubSlice, isRuntime: Bool) throws(CommandFailure) -> [String] {
         // The runtime always has the class its canonical protocols' isa points to.
         let classes = classNames(in: slice.exports + (isRuntime ? [StubExport(name: classPrefix + "Protocol", isWeakDefinition: false)] : []))
         let exported = Dictionary(uniqueKeysWithValues: slice.exports.map { ($0.name, $0) })
         var data: [String] = [], code: [String] = []
-        func declare(_ name: String, into lines: inout [String]) throws(StubRootError) -> String {
+        func declare(_ name: String, into lines: inout [String]) throws(CommandFailure) -> String {
             let label = try StubAssembly.quoted(name)
             if let export = exported[name] {
                 lines.append("\t.globl \(label)")

@@ -1,3 +1,4 @@
+import LaunchPlan
 import LoaderCore
 import MachOReader
 
@@ -19,24 +20,20 @@ package enum StubPlatform: String, Equatable, Sendable {
         }
     }
 
-    /// The platform of `image`, or the name of the platform stub roots are not built for
-    /// (tvOS, watchOS, ...). `LC_VERSION_MIN_IPHONEOS` on x86 is the simulator.
-    static func of(_ image: MachOImage) -> Result<StubPlatform, UnsupportedPlatform> {
+    /// The platform of `image` (the `arch` slice of `binary`); a platform stub roots are not
+    /// built for (tvOS, watchOS, ...) is refused. `LC_VERSION_MIN_IPHONEOS` on x86 is the simulator.
+    static func of(_ image: MachOImage, binary: String, arch: String) throws(CommandFailure) -> StubPlatform {
         if let version = image.buildVersion {
             guard let platform = StubPlatform(buildVersionPlatform: version.platform) else {
-                return .failure(UnsupportedPlatform(name: "LC_BUILD_VERSION platform \(version.platform)"))
+                throw .unsupportedPlatform(binary: binary, arch: arch, platform: "LC_BUILD_VERSION platform \(version.platform)")
             }
-            return .success(platform)
+            return platform
         }
         switch image.versionMin?.type {
-        case nil, .some(.versionMinMacOSX): return .success(.macOS)
-        case .some(.versionMinIPhoneOS): return .success(image.header.cpu.type & ~CPUType.abi64 == CPUType.x86Type ? .iOSSimulator : .iOS)
-        case let .some(other): return .failure(UnsupportedPlatform(name: other.description))
+        case nil, .some(.versionMinMacOSX): return .macOS
+        case .some(.versionMinIPhoneOS): return image.header.cpu.type & ~CPUType.abi64 == CPUType.x86Type ? .iOSSimulator : .iOS
+        case let .some(other): throw .unsupportedPlatform(binary: binary, arch: arch, platform: other.description)
         }
-    }
-
-    struct UnsupportedPlatform: Error {
-        let name: String
     }
 
     /// Whether an app of this platform is laid out the iOS way (`App.app/App`, frameworks in

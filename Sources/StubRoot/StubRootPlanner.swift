@@ -1,3 +1,4 @@
+import LaunchPlan
 import LoaderCore
 import MachOReader
 
@@ -21,7 +22,7 @@ extension StubRootPlan {
     /// When a graph links a relative install name (`@rpath/...`, `@executable_path/...`)
     /// found nowhere, the plan is made again with an app host (``StubAppLayout``, iOS or
     /// macOS after the binaries' platform) that provides it, as the app would.
-    package init(binaries: [String], arches: [String]?, root: String) throws(StubRootError) {
+    package init(binaries: [String], arches: [String]?, root: String) throws(CommandFailure) {
         let root = PathResolver.normalize(root)
         var planner = try StubRootPlanner.planned(binaries: binaries, arches: arches, root: root, app: nil)
         if planner.needsAppHost {
@@ -80,7 +81,7 @@ private struct StubRootPlanner {
     }
 
     /// A planner that has walked every graph and resolved every import.
-    static func planned(binaries: [String], arches: [String]?, root: String, app: StubAppLayout?) throws(StubRootError) -> StubRootPlanner {
+    static func planned(binaries: [String], arches: [String]?, root: String, app: StubAppLayout?) throws(CommandFailure) -> StubRootPlanner {
         var planner = StubRootPlanner(root: root, app: app)
         for binary in binaries {
             for arch in try planner.architectures(of: binary, wanted: arches) {
@@ -103,7 +104,7 @@ private struct StubRootPlanner {
     }
 
     /// The architectures of `binary` to plan for, sorted.
-    func architectures(of binary: String, wanted: [String]?) throws(StubRootError) -> [String] {
+    func architectures(of binary: String, wanted: [String]?) throws(CommandFailure) -> [String] {
         let available: [String]
         do {
             available = try ImageFile.architectures(path: binary)
@@ -117,14 +118,10 @@ private struct StubRootPlanner {
         return selected
     }
 
-    mutating func addGraph(binary: String, arch: String) throws(StubRootError) {
+    mutating func addGraph(binary: String, arch: String) throws(CommandFailure) {
         let graph = try StubGraph(binary: binary, arch: arch, root: root, app: app, files: &files)
         if case let .image(file) = graph.nodes[0] {
-            let found: StubPlatform
-            switch StubPlatform.of(file.image) {
-            case let .success(platform): found = platform
-            case let .failure(unsupported): throw .unsupportedPlatform(binary: file.path, arch: arch, platform: unsupported.name)
-            }
+            let found = try StubPlatform.of(file.image, binary: file.path, arch: arch)
             if let platform, platform != found {
                 throw .mixedPlatforms(binary: file.path, arch: arch, platform: found.rawValue, others: platform.rawValue)
             }
@@ -152,7 +149,7 @@ private struct StubRootPlanner {
 
     /// Binds every import that names a library ordinal of 1 or more, 0 or -1, making stubs
     /// export what is looked up in them; flat and weak lookups are kept for later.
-    mutating func resolveTwoLevelImports() throws(StubRootError) {
+    mutating func resolveTwoLevelImports() throws(CommandFailure) {
         for g in graphs.indices {
             let graph = graphs[g]
             for (index, node) in graph.nodes.enumerated() {
@@ -199,7 +196,7 @@ private struct StubRootPlanner {
 
     /// Looks every flat and weak lookup up in the images of its graph, stubs exporting
     /// what the two-level imports gave them; flat lookups found nowhere go to the host.
-    mutating func resolveFlatImports() throws(StubRootError) {
+    mutating func resolveFlatImports() throws(CommandFailure) {
         for (g, entry) in flatImports {
             var found = false
             for index in graphs[g].nodes.indices where try locate(entry.name, in: index, graph: g) != nil {
@@ -220,7 +217,7 @@ private struct StubRootPlanner {
     /// stub links the runtime's stub, and so does every stub exporting a class; the
     /// runtime's stub is added when no graph loads it. Not when the root holds a real
     /// libobjc: the launch then names it as another runtime.
-    mutating func linkRuntime() throws(StubRootError) {
+    mutating func linkRuntime() throws(CommandFailure) {
         var objcArches = Set<String>()
         for graph in graphs {
             for case let .image(file) in graph.nodes {
@@ -282,7 +279,7 @@ private struct StubRootPlanner {
     /// Binds `name` to node `target` of graph `g`: found there (or in what it re-exports)
     /// in a real image or in a stub already exporting it, else exported by the first stub
     /// it would be looked up in. False when neither.
-    private mutating func bind(_ name: String, in target: Int, graph g: Int, weakDefinition: Bool) throws(StubRootError) -> Bool {
+    private mutating func bind(_ name: String, in target: Int, graph g: Int, weakDefinition: Bool) throws(CommandFailure) -> Bool {
         var found = try locate(name, in: target, graph: g)
         if found == nil { found = try locate(name, in: target, graph: g, claimingStubs: true) }
         guard let found else { return false }
@@ -297,14 +294,14 @@ private struct StubRootPlanner {
     /// export trie, re-exports followed (renamed ones under their new name), then the
     /// dylibs it re-exports whole. A stub counts when it already exports the name or,
     /// with `claimingStubs`, always.
-    private mutating func locate(_ name: String, in index: Int, graph g: Int, claimingStubs: Bool = false) throws(StubRootError) -> Found? {
+    private mutating func locate(_ name: String, in index: Int, graph g: Int, claimingStubs: Bool = false) throws(CommandFailure) -> Found? {
         var visited = Set<Int>()
         return try locate(name, in: index, graph: g, claimingStubs: claimingStubs, visited: &visited)
     }
 
     private mutating func locate(
         _ name: String, in index: Int, graph g: Int, claimingStubs: Bool, visited: inout Set<Int>
-    ) throws(StubRootError) -> Found? {
+    ) throws(CommandFailure) -> Found? {
         guard visited.insert(index).inserted else { return nil }
         let graph = graphs[g]
         switch graph.nodes[index] {
@@ -328,7 +325,7 @@ private struct StubRootPlanner {
         }
     }
 
-    private func lookup(_ name: String, in trie: ExportTrie, of file: ImageFile) throws(StubRootError) -> ExportedSymbol? {
+    private func lookup(_ name: String, in trie: ExportTrie, of file: ImageFile) throws(CommandFailure) -> ExportedSymbol? {
         do {
             return try trie.lookup(name)
         } catch {
@@ -336,7 +333,7 @@ private struct StubRootPlanner {
         }
     }
 
-    private mutating func exportTrie(of file: ImageFile, arch: String) throws(StubRootError) -> ExportTrie? {
+    private mutating func exportTrie(of file: ImageFile, arch: String) throws(CommandFailure) -> ExportTrie? {
         let key = arch + ":" + file.path
         if let known = tries[key] { return known }
         do {
@@ -348,7 +345,7 @@ private struct StubRootPlanner {
         }
     }
 
-    private mutating func imports(of file: ImageFile, arch: String) throws(StubRootError) -> [SymbolImport] {
+    private mutating func imports(of file: ImageFile, arch: String) throws(CommandFailure) -> [SymbolImport] {
         let key = arch + ":" + file.path
         if let known = importsByImage[key] { return known }
         do {

@@ -1,4 +1,5 @@
 import Foundation
+import LaunchPlan
 import ProcessRunner
 import LoaderCore
 
@@ -32,7 +33,7 @@ extension StubRootPlan {
     /// whole. The same plan always writes the same bytes: the sources are generated in a
     /// fixed order and the tools are deterministic (the linker's UUID and ad-hoc signature
     /// depend only on the content and the output's file name, which is the final one).
-    package func write(toolchain: StubToolchain = StubToolchain()) async throws(StubRootError) {
+    package func write(toolchain: StubToolchain = StubToolchain()) async throws(CommandFailure) {
         let scratch = FileManager.default.temporaryDirectory.path + "/dyld3-stub-root-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         var builder = StubBuilder(toolchain: toolchain, platform: platform, scratch: scratch)
@@ -41,7 +42,7 @@ extension StubRootPlan {
         let isRuntime = { (stub: StubDylib) in stub.installName == StubObjC.runtimeInstallName }
         for stub in stubs.filter(isRuntime) + stubs.filter({ !isRuntime($0) }) {
             let isRuntime = isRuntime(stub)
-            let built = try await builder.build(stub.slices, to: stub.path, executable: false, isRuntime: isRuntime) { (slice) throws(StubRootError) in
+            let built = try await builder.build(stub.slices, to: stub.path, executable: false, isRuntime: isRuntime) { (slice) throws(CommandFailure) in
                 var arguments = ["-dylib", "-install_name", stub.installName,
                                  "-current_version", StubBuilder.version(stub.currentVersion),
                                  "-compatibility_version", StubBuilder.version(stub.compatibilityVersion)]
@@ -81,8 +82,8 @@ private struct StubBuilder {
     @discardableResult
     mutating func build(
         _ slices: [StubSlice], to path: String, executable: Bool, isRuntime: Bool = false,
-        linkArguments: (StubSlice) throws(StubRootError) -> [String]
-    ) async throws(StubRootError) -> [String: String] {
+        linkArguments: (StubSlice) throws(CommandFailure) -> [String]
+    ) async throws(CommandFailure) -> [String: String] {
         built += 1
         let leaf = (path as NSString).lastPathComponent
         let directory = "\(scratch)/\(built)"
@@ -114,7 +115,7 @@ private struct StubBuilder {
         "\(packed >> 16).\((packed >> 8) & 0xff).\(packed & 0xff)"
     }
 
-    private func install(_ built: String, at path: String, executable: Bool) throws(StubRootError) {
+    private func install(_ built: String, at path: String, executable: Bool) throws(CommandFailure) {
         guard let data = FileManager.default.contents(atPath: built) else {
             throw .io(path: built, reason: "the built file cannot be read")
         }
@@ -127,7 +128,7 @@ private struct StubBuilder {
         }
     }
 
-    private func makeDirectory(_ path: String) throws(StubRootError) {
+    private func makeDirectory(_ path: String) throws(CommandFailure) {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
@@ -136,7 +137,7 @@ private struct StubBuilder {
     }
 
     /// Writes `data` to a temporary file next to `path` and renames it over `path`.
-    private func write(_ data: Data, to path: String) throws(StubRootError) {
+    private func write(_ data: Data, to path: String) throws(CommandFailure) {
         do {
             try data.write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
@@ -145,7 +146,7 @@ private struct StubBuilder {
     }
 
     /// Runs one tool of the toolchain; its stdout and stderr together are the error text.
-    private func run(_ tool: String, _ arguments: [String]) async throws(StubRootError) {
+    private func run(_ tool: String, _ arguments: [String]) async throws(CommandFailure) {
         let command = ([tool] + arguments).joined(separator: " ")
         let result: ProcessRunner.Result
         do {
@@ -163,7 +164,7 @@ extension StubRootPlan {
     /// A root has one host: stub hosts a former plan left at the other host locations
     /// (`LaunchRoots.hostCandidates`) are removed, so that a launch finds this plan's host.
     /// A real executable there is left alone.
-    func removeOtherStubHosts() throws(StubRootError) {
+    func removeOtherStubHosts() throws(CommandFailure) {
         var files = StubRootFiles()
         for path in LaunchRoots.hostCandidates(root: root) where path != host.path && FileManager.default.fileExists(atPath: path) {
             guard try !files.isRealImage(path) else { continue }

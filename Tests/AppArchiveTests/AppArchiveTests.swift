@@ -1,5 +1,6 @@
 import AppArchive
 import Foundation
+import MachOReader
 import ProcessRunner
 import StubRoot
 import Testing
@@ -192,7 +193,7 @@ struct AppArchiveTests {
         try FileManager.default.createDirectory(atPath: app, withIntermediateDirectories: true)
         try PropertyListSerialization.data(fromPropertyList: ["CFBundleExecutable": "../../bin/sh"], format: .xml, options: 0)
             .write(to: URL(fileURLWithPath: app + "/Info.plist"))
-        #expect(throws: AppArchiveError.bundle(path: app + "/Info.plist", what: "CFBundleExecutable \"../../bin/sh\" is not a file name")) {
+        #expect(throws: MachOError.bundle(path: app + "/Info.plist", what: "CFBundleExecutable \"../../bin/sh\" is not a file name")) {
             try AppBundle.executable(of: app)
         }
         // Without an Info.plist, the bundle's name is the executable's.
@@ -204,7 +205,7 @@ struct AppArchiveTests {
         try FileManager.default.createDirectory(atPath: mac + "/Contents/MacOS", withIntermediateDirectories: true)
         try PropertyListSerialization.data(fromPropertyList: ["CFBundleExecutable": "Tool"], format: .xml, options: 0)
             .write(to: URL(fileURLWithPath: mac + "/Contents/Info.plist"))
-        #expect(throws: AppArchiveError.bundle(path: mac, what: "has no executable Tool (looked for \(mac)/Contents/MacOS/Tool)")) {
+        #expect(throws: MachOError.bundle(path: mac, what: "has no executable Tool (looked for \(mac)/Contents/MacOS/Tool)")) {
             try AppBundle.executable(of: mac)
         }
         try Data([0]).write(to: URL(fileURLWithPath: mac + "/Contents/MacOS/Tool"))

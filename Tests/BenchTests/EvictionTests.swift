@@ -1,4 +1,5 @@
 import Foundation
+import LaunchPlan
 @testable import LaunchBench
 import ProcessRunner
 import Testing
@@ -12,7 +13,7 @@ import TestSupport
         #expect(try EvictionMethod.choose(requested: nil, dropCachesWritable: false) == .fadvise)
         #expect(try EvictionMethod.choose(requested: .fadvise, dropCachesWritable: true) == .fadvise)
         #expect(try EvictionMethod.choose(requested: .dropCaches, dropCachesWritable: true) == .dropCaches)
-        #expect(throws: BenchError.self) { try EvictionMethod.choose(requested: .dropCaches, dropCachesWritable: false) }
+        #expect(throws: CommandFailure.self) { try EvictionMethod.choose(requested: .dropCaches, dropCachesWritable: false) }
     }
 
     @Test func fadviseEvictsEveryPageOfTheFile() async throws {

@@ -103,7 +103,7 @@ import LoaderSystem
         #expect {
             try read.checkFixups(ofImage: main)
         } throws: { error in
-            (error as? FixupStreamFault)?.fault == .runLongerThanSegment(start: data.vmOffset, count: Int(capacity) + 1, capacity: capacity)
+            (error as? ClosureError)?.fixupFault == .runLongerThanSegment(start: data.vmOffset, count: Int(capacity) + 1, capacity: capacity)
         }
         #expect {
             _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))

@@ -38,12 +38,7 @@ import LoaderSystem
             ("root's in a sticky world-writable directory", file(0, 0o444), directory(0, 0o1777), false),
         ]
         for (name, fileStatus, directoryStatus, trusted) in cases {
-            var problem: ClosureOwnership.Problem?
-            do throws(ClosureOwnership.Problem) {
-                try ClosureOwnership.check(file: fileStatus, directory: directoryStatus, user: me)
-            } catch {
-                problem = error
-            }
+            let problem = ClosureOwnership.check(file: fileStatus, directory: directoryStatus, user: me)
             #expect((problem == nil) == trusted, "\(name): \(problem.map { "\($0)" } ?? "trusted")")
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 @testable import ClosureCache
+import LaunchPlan
 import TestSupport
 import Testing
 @testable import ClosureFormat

@@ -2,6 +2,7 @@ import ClosureBuild
 @testable import Dyld3
 import Foundation
 @testable import ClosureCache
+import LaunchPlan
 import LoaderCore
 import MachOReader
 import Testing

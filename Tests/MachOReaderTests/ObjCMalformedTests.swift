@@ -16,13 +16,17 @@ import Testing
 
     static func methodListHeader(flags: UInt32, count: UInt32) -> UInt64 { UInt64(flags) | UInt64(count) << 32 }
 
-    /// The ``ObjCError`` `body` throws (nil when it returns; any other error fails the test).
-    static func error(_ body: () throws -> Void) -> ObjCError? {
+    /// The Objective-C metadata error `body` throws (nil when it returns; any other error fails the test).
+    static func error(_ body: () throws -> Void) -> (image: Int?, address: UInt64, what: String)? {
         do {
             try body()
             return nil
-        } catch let error as ObjCError {
-            return error
+        } catch let error as MachOError {
+            guard case let .objCMetadata(image, address, what) = error.reason else {
+                Issue.record("unexpected \(error)")
+                return nil
+            }
+            return (image, address, what)
         } catch {
             Issue.record("unexpected \(error)")
             return nil

@@ -1,4 +1,5 @@
 import Foundation
+import LaunchPlan
 import LoaderCore
 import MachOReader
 import StubRoot
@@ -178,7 +179,7 @@ struct AppStubRootTests {
         #expect {
             _ = try StubRootPlan(binaries: [macOS, Self.iosModules[0]], arches: nil, root: "/nonexistent-stub-root")
         } throws: { error in
-            (error as? StubRootError) == .mixedPlatforms(binary: Self.iosModules[0], arch: "arm64", platform: "ios", others: "macos")
+            (error as? CommandFailure) == .mixedPlatforms(binary: Self.iosModules[0], arch: "arm64", platform: "ios", others: "macos")
         }
     }
 }

@@ -53,9 +53,7 @@ public struct ClosureBinding: Equatable, Sendable {
     public var expectedRootCount: Int { host.isEmpty ? 1 : 2 }
 
     /// The binding's fields, named as a mismatch reports them.
-    public enum Field: String, Sendable, CaseIterable {
-        case builder, arch, root, app, host, inserted, policy
-    }
+    public typealias Field = ClosureError.BindingField
 
     /// The first field in which this closure's binding differs from `request`, with both values.
     public func mismatch(with request: ClosureBinding) -> (field: Field, expected: String, found: String)? {

@@ -1,4 +1,5 @@
 import MachOReader
+import LaunchPlan
 
 /// One dependency edge of a closure image, in load-command order.
 ///

@@ -1,4 +1,5 @@
 import MachOReader
+import LaunchPlan
 
 /// How an image was linked and found at install time: its install name, its dependency
 /// edges and its LC_RPATHs. A launch needs none of it (it serves `verify`, the dump and

@@ -19,17 +19,17 @@ public enum AdHocSignature {
     /// `identifier`: exactly `image.codeSignature.dataSize` bytes, or an error naming why it
     /// cannot be written in place (no `LC_CODE_SIGNATURE`, a range outside the image, no
     /// `__TEXT`, or a signature of another size than the range holds).
-    public static func signature(for image: MachOImage, identifier: String) throws(CodeSignatureError) -> [UInt8] {
+    public static func signature(for image: MachOImage, identifier: String) throws(MachOError) -> [UInt8] {
         guard let command = image.codeSignature else {
-            throw CodeSignatureError(offset: 0, structure: "LC_CODE_SIGNATURE", what: "the image has none: only an image signed before can be signed in place")
+            throw MachOError(offset: 0, structure: "LC_CODE_SIGNATURE", what: "the image has none: only an image signed before can be signed in place")
         }
         let codeLimit = Int(command.dataOffset), available = Int(command.dataSize)
         guard codeLimit % 16 == 0, codeLimit + available <= image.view.count else {
-            throw CodeSignatureError(offset: codeLimit, structure: "LC_CODE_SIGNATURE",
+            throw MachOError(offset: codeLimit, structure: "LC_CODE_SIGNATURE",
                                      what: "its range 0x\(String(codeLimit, radix: 16))+0x\(String(available, radix: 16)) is not 16-aligned inside the image of \(image.view.count) bytes")
         }
         guard let text = image.segments.first(where: { $0.name == "__TEXT" }) else {
-            throw CodeSignatureError(offset: 0, structure: "__TEXT", what: "the image has no __TEXT segment to name as its executable segment")
+            throw MachOError(offset: 0, structure: "__TEXT", what: "the image has no __TEXT segment to name as its executable segment")
         }
         let name = Array(identifier.utf8)
         let pageSize = 1 << pageSizeShift, hashSize = 32
@@ -37,7 +37,7 @@ public enum AdHocSignature {
         let allHeadersSize = (fixedHeadersSize + name.count + 1 + 15) / 16 * 16
         let size = (allHeadersSize + pages * hashSize + 15) / 16 * 16
         guard size == available else {
-            throw CodeSignatureError(offset: codeLimit, structure: "LC_CODE_SIGNATURE",
+            throw MachOError(offset: codeLimit, structure: "LC_CODE_SIGNATURE",
                                      what: "the signature for identifier \"\(identifier)\" takes \(size) bytes, the range holds \(available): sign with the identifier it was linked with")
         }
         var out: [UInt8] = []
@@ -64,7 +64,7 @@ public enum AdHocSignature {
             do {
                 bytes = try image.view.slice(start, min(pageSize, codeLimit - start))
             } catch {
-                throw CodeSignatureError("code page \(page)", wrapping: error)
+                throw MachOError("code page \(page)", wrapping: error)
             }
             out += CSHashType.sha256.digestBytes(of: bytes)
         }

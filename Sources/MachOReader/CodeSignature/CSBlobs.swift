@@ -16,14 +16,14 @@ public struct CS_Requirements: Sendable {
     public let blob: ByteView
     public let entries: [Entry]
 
-    public init(parsing index: CS_BlobIndex) throws(CodeSignatureError) {
+    public init(parsing index: CS_BlobIndex) throws(MachOError) {
         try index.expect(CSMAGIC_REQUIREMENTS, "CSMAGIC_REQUIREMENTS")
         let view = index.view
         let structure = "Requirements"
         let count = try reading(structure) { () throws(MachOError) in try view.u32BE(8) }
         let indexEnd = 12 + UInt64(count) * 8
         guard indexEnd <= UInt64(view.count) else {
-            throw CodeSignatureError(offset: view.absolute(8), structure: structure, what: "count \(count) needs \(indexEnd) bytes, the blob has \(view.count)")
+            throw MachOError(offset: view.absolute(8), structure: structure, what: "count \(count) needs \(indexEnd) bytes, the blob has \(view.count)")
         }
         var entries: [Entry] = []
         entries.reserveCapacity(Int(count))
@@ -32,16 +32,16 @@ public struct CS_Requirements: Sendable {
             let (type, offset) = try reading(structure) { () throws(MachOError) in (try view.u32BE(at), try view.u32BE(at + 4)) }
             let name = "\(structure) entry \(entry) (\(CodeSignatureNames.requirementTypeName(type)))"
             guard UInt64(offset) >= indexEnd, UInt64(offset) + 12 <= UInt64(view.count) else {
-                throw CodeSignatureError(offset: view.absolute(at + 4), structure: name, what: "offset 0x\(String(offset, radix: 16)) is outside the set's requirements")
+                throw MachOError(offset: view.absolute(at + 4), structure: name, what: "offset 0x\(String(offset, radix: 16)) is outside the set's requirements")
             }
             let (magic, length, kind) = try reading(name) { () throws(MachOError) in
                 (try view.u32BE(Int(offset)), try view.u32BE(Int(offset) + 4), try view.u32BE(Int(offset) + 8))
             }
             guard magic == CSMAGIC_REQUIREMENT else {
-                throw CodeSignatureError(offset: view.absolute(Int(offset)), structure: name, what: "magic 0x\(String(magic, radix: 16)) is not CSMAGIC_REQUIREMENT (0xfade0c00)")
+                throw MachOError(offset: view.absolute(Int(offset)), structure: name, what: "magic 0x\(String(magic, radix: 16)) is not CSMAGIC_REQUIREMENT (0xfade0c00)")
             }
             guard length >= 12, UInt64(offset) + UInt64(length) <= UInt64(view.count) else {
-                throw CodeSignatureError(offset: view.absolute(Int(offset) + 4), structure: name, what: "length \(length) runs past the set's \(view.count) bytes")
+                throw MachOError(offset: view.absolute(Int(offset) + 4), structure: name, what: "length \(length) runs past the set's \(view.count) bytes")
             }
             let requirement = try reading(name) { () throws(MachOError) in try view.slice(Int(offset), Int(length)) }
             entries.append(Entry(type: type, offset: offset, view: requirement, kind: kind))
@@ -57,7 +57,7 @@ public struct CS_Entitlements: Sendable {
     /// The property list's text.
     public let xml: String
 
-    public init(parsing index: CS_BlobIndex) throws(CodeSignatureError) {
+    public init(parsing index: CS_BlobIndex) throws(MachOError) {
         try index.expect(CSMAGIC_EMBEDDED_ENTITLEMENTS, "CSMAGIC_EMBEDDED_ENTITLEMENTS")
         blob = index.view
         xml = index.payload.string
@@ -79,38 +79,38 @@ public struct CS_DEREntitlements: Sendable {
     public let version: Int
     public let entries: [Entry]
 
-    public init(parsing index: CS_BlobIndex) throws(CodeSignatureError) {
+    public init(parsing index: CS_BlobIndex) throws(MachOError) {
         try index.expect(CSMAGIC_EMBEDDED_DER_ENTITLEMENTS, "CSMAGIC_EMBEDDED_DER_ENTITLEMENTS")
         blob = index.view
         let structure = "DER entitlements"
         let payload = index.payload
         let outer = try DERElement(payload, at: 0, structure)
         guard outer.tag == 0x70, outer.end == payload.count else {
-            throw CodeSignatureError(offset: payload.absolute(0), structure: structure, what: "not one [APPLICATION 16] element filling the blob (tag 0x\(String(outer.tag, radix: 16)))")
+            throw MachOError(offset: payload.absolute(0), structure: structure, what: "not one [APPLICATION 16] element filling the blob (tag 0x\(String(outer.tag, radix: 16)))")
         }
         let versionElement = try DERElement(payload, at: outer.contentStart, structure)
         guard versionElement.tag == 0x02, versionElement.length >= 1, versionElement.length <= 8 else {
-            throw CodeSignatureError(offset: payload.absolute(outer.contentStart), structure: structure, what: "the version is not an INTEGER")
+            throw MachOError(offset: payload.absolute(outer.contentStart), structure: structure, what: "the version is not an INTEGER")
         }
         version = Int(truncatingIfNeeded: try versionElement.unsignedValue(payload, structure))
         let dictionary = try DERElement(payload, at: versionElement.end, structure)
         guard dictionary.tag == 0xb0, dictionary.end <= outer.end else {
-            throw CodeSignatureError(offset: payload.absolute(versionElement.end), structure: structure, what: "the dictionary is not a [16] element inside the blob (tag 0x\(String(dictionary.tag, radix: 16)))")
+            throw MachOError(offset: payload.absolute(versionElement.end), structure: structure, what: "the dictionary is not a [16] element inside the blob (tag 0x\(String(dictionary.tag, radix: 16)))")
         }
         var entries: [Entry] = []
         var position = dictionary.contentStart
         while position < dictionary.end {
             let pair = try DERElement(payload, at: position, structure)
             guard pair.tag == 0x30, pair.end <= dictionary.end else {
-                throw CodeSignatureError(offset: payload.absolute(position), structure: structure, what: "a dictionary entry is not a SEQUENCE inside the dictionary")
+                throw MachOError(offset: payload.absolute(position), structure: structure, what: "a dictionary entry is not a SEQUENCE inside the dictionary")
             }
             let key = try DERElement(payload, at: pair.contentStart, structure)
             guard key.tag == 0x0c, key.end < pair.end else {
-                throw CodeSignatureError(offset: payload.absolute(pair.contentStart), structure: structure, what: "a dictionary key is not a UTF8String followed by a value")
+                throw MachOError(offset: payload.absolute(pair.contentStart), structure: structure, what: "a dictionary key is not a UTF8String followed by a value")
             }
             let value = try DERElement(payload, at: key.end, structure)
             guard value.end == pair.end else {
-                throw CodeSignatureError(offset: payload.absolute(key.end), structure: structure, what: "a dictionary entry holds more than a key and a value")
+                throw MachOError(offset: payload.absolute(key.end), structure: structure, what: "a dictionary entry holds more than a key and a value")
             }
             entries.append(Entry(key: try key.text(payload, structure), value: try value.summary(payload, structure)))
             position = pair.end
@@ -127,7 +127,7 @@ struct DERElement {
     let length: Int
     var end: Int { contentStart + length }
 
-    init(_ view: ByteView, at offset: Int, _ structure: String) throws(CodeSignatureError) {
+    init(_ view: ByteView, at offset: Int, _ structure: String) throws(MachOError) {
         let (tag, first) = try reading(structure) { () throws(MachOError) in (try view.u8(offset), try view.u8(offset + 1)) }
         var length = 0
         var start = offset + 2
@@ -136,7 +136,7 @@ struct DERElement {
         } else {
             let digits = Int(first & 0x7f)
             guard digits >= 1, digits <= 4 else {
-                throw CodeSignatureError(offset: view.absolute(offset + 1), structure: structure, what: "DER length with \(digits) length bytes (indefinite or over 4) is not supported")
+                throw MachOError(offset: view.absolute(offset + 1), structure: structure, what: "DER length with \(digits) length bytes (indefinite or over 4) is not supported")
             }
             for index in 0..<digits {
                 let byte = try reading(structure) { () throws(MachOError) in try view.u8(offset + 2 + index) }
@@ -145,18 +145,18 @@ struct DERElement {
             start += digits
         }
         guard start <= view.count, length <= view.count - start else {
-            throw CodeSignatureError(offset: view.absolute(offset), structure: structure, what: "DER element of \(length) bytes runs past its blob")
+            throw MachOError(offset: view.absolute(offset), structure: structure, what: "DER element of \(length) bytes runs past its blob")
         }
         self.tag = tag
         contentStart = start
         self.length = length
     }
 
-    func text(_ view: ByteView, _ structure: String) throws(CodeSignatureError) -> String {
+    func text(_ view: ByteView, _ structure: String) throws(MachOError) -> String {
         try reading(structure) { () throws(MachOError) in try view.slice(contentStart, length) }.string
     }
 
-    func unsignedValue(_ view: ByteView, _ structure: String) throws(CodeSignatureError) -> UInt64 {
+    func unsignedValue(_ view: ByteView, _ structure: String) throws(MachOError) -> UInt64 {
         var value: UInt64 = 0
         for index in 0..<min(length, 8) {
             value = value << 8 | UInt64(try reading(structure) { () throws(MachOError) in try view.u8(contentStart + index) })
@@ -165,7 +165,7 @@ struct DERElement {
     }
 
     /// A value as text: booleans, integers and strings themselves, containers by size.
-    func summary(_ view: ByteView, _ structure: String) throws(CodeSignatureError) -> String {
+    func summary(_ view: ByteView, _ structure: String) throws(MachOError) -> String {
         switch tag {
         case 0x01: return (try unsignedValue(view, structure)) != 0 ? "true" : "false"
         case 0x02: return String(try unsignedValue(view, structure))
@@ -184,7 +184,7 @@ public struct CS_BlobWrapper: Sendable {
     /// The CMS (PKCS #7) data.
     public var cms: ByteView { (try? blob.slice(8, blob.count - 8)) ?? blob }
 
-    public init(parsing index: CS_BlobIndex) throws(CodeSignatureError) {
+    public init(parsing index: CS_BlobIndex) throws(MachOError) {
         try index.expect(CSMAGIC_BLOBWRAPPER, "CSMAGIC_BLOBWRAPPER")
         blob = index.view
     }

@@ -69,10 +69,10 @@ public struct CS_CodeDirectory: Sendable {
 
     /// Parses a CodeDirectory blob (its bytes exactly) from SuperBlob slot `slot`; with
     /// `imageSize`, the code limit must lie inside the image.
-    public init(parsing blob: ByteView, slot: UInt32, imageSize: Int? = nil) throws(CodeSignatureError) {
+    public init(parsing blob: ByteView, slot: UInt32, imageSize: Int? = nil) throws(MachOError) {
         let structure = CS_CodeDirectory.structure(slot)
-        func fail(_ field: Int, _ what: String) -> CodeSignatureError {
-            CodeSignatureError(offset: blob.absolute(field), structure: structure, what: what)
+        func fail(_ field: Int, _ what: String) -> MachOError {
+            MachOError(offset: blob.absolute(field), structure: structure, what: what)
         }
         self.slot = slot
         self.blob = blob
@@ -90,9 +90,9 @@ public struct CS_CodeDirectory: Sendable {
             throw fail(4, "length \(blob.count) is less than the \(headerSize)-byte header of version 0x\(String(version, radix: 16))")
         }
         // Every read below lies inside the header just checked.
-        func u32(_ at: Int) throws(CodeSignatureError) -> UInt32 { try reading(structure) { () throws(MachOError) in try blob.u32BE(at) } }
-        func u64(_ at: Int) throws(CodeSignatureError) -> UInt64 { try reading(structure) { () throws(MachOError) in try blob.u64BE(at) } }
-        func u8(_ at: Int) throws(CodeSignatureError) -> UInt8 { try reading(structure) { () throws(MachOError) in try blob.u8(at) } }
+        func u32(_ at: Int) throws(MachOError) -> UInt32 { try reading(structure) { () throws(MachOError) in try blob.u32BE(at) } }
+        func u64(_ at: Int) throws(MachOError) -> UInt64 { try reading(structure) { () throws(MachOError) in try blob.u64BE(at) } }
+        func u8(_ at: Int) throws(MachOError) -> UInt8 { try reading(structure) { () throws(MachOError) in try blob.u8(at) } }
         self.version = version
         flags = try u32(12)
         hashOffset = try u32(16)

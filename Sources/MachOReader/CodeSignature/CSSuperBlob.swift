@@ -27,21 +27,21 @@ public struct CS_SuperBlob: Sendable {
     public let index: [CS_BlobIndex]
 
     /// Parses the SuperBlob at the start of `region` (the `LC_CODE_SIGNATURE` range).
-    public init(parsing region: ByteView) throws(CodeSignatureError) {
+    public init(parsing region: ByteView) throws(MachOError) {
         let structure = "SuperBlob"
         let magic = try reading(structure) { () throws(MachOError) in try region.u32BE(0) }
         guard magic == CSMAGIC_EMBEDDED_SIGNATURE else {
             let what = magic == CSMAGIC_EMBEDDED_SIGNATURE_OLD
                 ? "old-style embedded signature (magic 0xfade0b02) is not supported"
                 : "magic 0x\(String(magic, radix: 16)) is not CSMAGIC_EMBEDDED_SIGNATURE (0xfade0cc0)"
-            throw CodeSignatureError(offset: region.absolute(0), structure: structure, what: what)
+            throw MachOError(offset: region.absolute(0), structure: structure, what: what)
         }
         let (length, count) = try reading(structure) { () throws(MachOError) in (try region.u32BE(4), try region.u32BE(8)) }
         guard Int(length) >= CS_SuperBlob.headerSize else {
-            throw CodeSignatureError(offset: region.absolute(4), structure: structure, what: "length \(length) is less than its 12-byte header")
+            throw MachOError(offset: region.absolute(4), structure: structure, what: "length \(length) is less than its 12-byte header")
         }
         guard Int(length) <= region.count else {
-            throw CodeSignatureError(
+            throw MachOError(
                 offset: region.absolute(4), structure: structure,
                 what: "length \(length) runs past the \(region.count) bytes LC_CODE_SIGNATURE gives it")
         }
@@ -49,7 +49,7 @@ public struct CS_SuperBlob: Sendable {
         // The index must fit in the SuperBlob: this bounds the count by the bytes present.
         let indexEnd = UInt64(CS_SuperBlob.headerSize) + UInt64(count) * UInt64(CS_SuperBlob.indexEntrySize)
         guard indexEnd <= UInt64(length) else {
-            throw CodeSignatureError(
+            throw MachOError(
                 offset: view.absolute(8), structure: structure,
                 what: "count \(count) needs an index of \(indexEnd) bytes, more than its length \(length)")
         }
@@ -60,10 +60,10 @@ public struct CS_SuperBlob: Sendable {
             let (type, offset) = try reading(structure) { () throws(MachOError) in (try view.u32BE(at), try view.u32BE(at + 4)) }
             let blobStructure = "\(structure) index entry \(entry) (\(CodeSignatureNames.slotName(type)))"
             if index.contains(where: { $0.type == type }) {
-                throw CodeSignatureError(offset: view.absolute(at), structure: blobStructure, what: "a second blob for slot 0x\(String(type, radix: 16))")
+                throw MachOError(offset: view.absolute(at), structure: blobStructure, what: "a second blob for slot 0x\(String(type, radix: 16))")
             }
             guard UInt64(offset) >= indexEnd, UInt64(offset) + 8 <= UInt64(length) else {
-                throw CodeSignatureError(
+                throw MachOError(
                     offset: view.absolute(at + 4), structure: blobStructure,
                     what: "blob offset 0x\(String(offset, radix: 16)) is outside the SuperBlob's blobs (0x\(String(indexEnd, radix: 16))..<0x\(String(length, radix: 16)))")
             }
@@ -72,10 +72,10 @@ public struct CS_SuperBlob: Sendable {
                 (try view.u32BE(blobStart), try view.u32BE(blobStart + 4))
             }
             guard blobLength >= 8 else {
-                throw CodeSignatureError(offset: view.absolute(blobStart + 4), structure: blobStructure, what: "blob length \(blobLength) is less than its 8-byte header")
+                throw MachOError(offset: view.absolute(blobStart + 4), structure: blobStructure, what: "blob length \(blobLength) is less than its 8-byte header")
             }
             guard UInt64(offset) + UInt64(blobLength) <= UInt64(length) else {
-                throw CodeSignatureError(
+                throw MachOError(
                     offset: view.absolute(blobStart + 4), structure: blobStructure,
                     what: "blob of \(blobLength) bytes at 0x\(String(offset, radix: 16)) runs past the SuperBlob's end (length \(length))")
             }
@@ -96,9 +96,9 @@ public struct CS_SuperBlob: Sendable {
 
 extension CS_BlobIndex {
     /// Fails unless the blob's magic is `expected`.
-    func expect(_ expected: UInt32, _ name: String) throws(CodeSignatureError) {
+    func expect(_ expected: UInt32, _ name: String) throws(MachOError) {
         guard magic == expected else {
-            throw CodeSignatureError(
+            throw MachOError(
                 offset: view.absolute(0), structure: self.name,
                 what: "magic 0x\(String(magic, radix: 16)) is not \(name) (0x\(String(expected, radix: 16)))")
         }

@@ -15,21 +15,20 @@ public struct CodeSignature: Sendable {
     public let cms: CS_BlobWrapper?
 
     /// The image's signature, nil when it has no `LC_CODE_SIGNATURE`.
-    public static func read(from image: MachOImage) throws(CodeSignatureError) -> CodeSignature? {
+    public static func read(from image: MachOImage) throws(MachOError) -> CodeSignature? {
         guard let command = image.codeSignature else { return nil }
         return try CodeSignature(image: image, command: command)
     }
 
-    public init(image: MachOImage, command: LinkeditData) throws(CodeSignatureError) {
+    public init(image: MachOImage, command: LinkeditData) throws(MachOError) {
         self.command = command
         let region: ByteView
         do {
             region = try image.linkeditBytes(command)
         } catch {
-            throw CodeSignatureError(
+            throw MachOError(
                 offset: error.offset, structure: "LC_CODE_SIGNATURE",
-                what: "data 0x\(String(command.dataOffset, radix: 16))+0x\(String(command.dataSize, radix: 16)) is outside the image (\(image.view.count) bytes)",
-                cause: error)
+                what: "data 0x\(String(command.dataOffset, radix: 16))+0x\(String(command.dataSize, radix: 16)) is outside the image (\(image.view.count) bytes)")
         }
         superBlob = try CS_SuperBlob(parsing: region)
         var directories: [CS_CodeDirectory] = []
@@ -48,7 +47,7 @@ public struct CodeSignature: Sendable {
             }
         }
         guard directories.first?.slot == CSSLOT_CODEDIRECTORY else {
-            throw CodeSignatureError(offset: superBlob.view.absolute(0), structure: "SuperBlob", what: "holds no CodeDirectory in slot 0")
+            throw MachOError(offset: superBlob.view.absolute(0), structure: "SuperBlob", what: "holds no CodeDirectory in slot 0")
         }
         codeDirectories = directories
         self.requirements = requirements

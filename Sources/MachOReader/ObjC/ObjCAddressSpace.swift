@@ -1,6 +1,6 @@
 /// Images as the Objective-C reader sees them: each readable segment a bounded view at its
 /// runtime address. Every read names an address, is checked to lie inside one segment and
-/// fails with an ``ObjCError`` otherwise, so a pointer in the metadata can lead only into
+/// fails with a ``MachOError`` otherwise, so a pointer in the metadata can lead only into
 /// the images given. Built over mapped, fixed-up memory by the loader (pointers are then
 /// runtime addresses), over plain file bytes for images whose pointers need no fixup.
 public struct ObjCAddressSpace: Sendable {
@@ -44,27 +44,27 @@ public struct ObjCAddressSpace: Sendable {
     }
 
     /// The bounded view of `length` bytes at `address`.
-    public func view(at address: UInt64, length: Int, what: String) throws(ObjCError) -> ByteView {
+    public func view(at address: UInt64, length: Int, what: String) throws(MachOError) -> ByteView {
         guard let (region, offset) = region(containing: address, length: length),
               let view = try? region.view.slice(offset, length) else {
-            throw ObjCError(image: location(of: address)?.image, address: address, what: "\(what) (\(length) bytes) is outside every segment")
+            throw MachOError(image: location(of: address)?.image, address: address, what: "\(what) (\(length) bytes) is outside every segment")
         }
         return view
     }
 
-    public func u64(at address: UInt64, what: String) throws(ObjCError) -> UInt64 {
+    public func u64(at address: UInt64, what: String) throws(MachOError) -> UInt64 {
         let view = try view(at: address, length: 8, what: what)
         return (try? view.u64(0)) ?? 0
     }
 
     /// A NUL-terminated string's bytes (without the NUL), at most `limit` long.
-    public func cString(at address: UInt64, limit: Int = ObjCAddressSpace.maxNameLength, what: String) throws(ObjCError) -> [UInt8] {
+    public func cString(at address: UInt64, limit: Int = ObjCAddressSpace.maxNameLength, what: String) throws(MachOError) -> [UInt8] {
         guard let (region, offset) = region(containing: address, length: 1) else {
-            throw ObjCError(image: nil, address: address, what: "\(what) is outside every segment")
+            throw MachOError(image: nil, address: address, what: "\(what) is outside every segment")
         }
         let available = min(limit + 1, region.view.count - offset)
         guard let end = try? region.view.firstZero(offset, available), let bytes = try? region.view.bytes(offset, end - offset) else {
-            throw ObjCError(image: region.image, address: address, what: "\(what) has no NUL within \(limit) bytes")
+            throw MachOError(image: region.image, address: address, what: "\(what) has no NUL within \(limit) bytes")
         }
         return bytes
     }

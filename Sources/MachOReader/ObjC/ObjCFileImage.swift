@@ -58,14 +58,14 @@ public struct ObjCFileImage: Sendable {
     }
 
     /// What the pointer at `slot` holds.
-    public func pointer(at slot: UInt64, what: String) throws(ObjCError) -> ObjCPointer {
+    public func pointer(at slot: UInt64, what: String) throws(MachOError) -> ObjCPointer {
         let value = try space.u64(at: slot, what: what)
         if let bind = binds[slot] { return .symbol(bind.name, addend: bind.addend) }
         return value == 0 ? .null : .address(value)
     }
 
     /// The NUL-terminated string at `address` (at most ``ObjCAddressSpace/maxNameLength`` bytes).
-    public func string(at address: UInt64, what: String) throws(ObjCError) -> String {
+    public func string(at address: UInt64, what: String) throws(MachOError) -> String {
         String(decoding: try space.cString(at: address, what: what), as: UTF8.self)
     }
 
@@ -76,7 +76,7 @@ public struct ObjCFileImage: Sendable {
     /// Entry `index` of `__objc_classlist` (< ``classCount``).
     public func classDescription(_ index: Int) throws(MachOError) -> ObjCClassDescription {
         let entry = listEntry(sections.classList, index)
-        return try reading("__objc_classlist", index, entry) { () throws(ObjCError) in
+        return try reading("__objc_classlist", index, entry) { () throws(MachOError) in
             let address = try localAddress(at: entry, what: "class pointer")
             let cls = try classObject(at: address)
             var metaclass: ObjCClassObjectDescription?
@@ -88,7 +88,7 @@ public struct ObjCFileImage: Sendable {
     /// Entry `index` of `__objc_catlist` (< ``categoryCount``).
     public func categoryDescription(_ index: Int) throws(MachOError) -> ObjCCategoryDescription {
         let entry = listEntry(sections.categoryList, index)
-        return try reading("__objc_catlist", index, entry) { () throws(ObjCError) in
+        return try reading("__objc_catlist", index, entry) { () throws(MachOError) in
             let address = try localAddress(at: entry, what: "category pointer")
             let category = try ObjCCategory(in: space, at: address)
             let cls = try pointer(at: address &+ 8, what: "category's class")
@@ -103,7 +103,7 @@ public struct ObjCFileImage: Sendable {
     /// Entry `index` of `__objc_selrefs` (< ``selectorReferenceCount``).
     public func selectorReference(_ index: Int) throws(MachOError) -> ObjCSelectorReferenceDescription {
         let entry = listEntry(sections.selectorReferences, index)
-        return try reading("__objc_selrefs", index, entry) { () throws(ObjCError) in
+        return try reading("__objc_selrefs", index, entry) { () throws(MachOError) in
             let target = try pointer(at: entry, what: "selector reference")
             guard case let .address(address) = target else { return ObjCSelectorReferenceDescription(slot: entry, target: target, name: nil) }
             return ObjCSelectorReferenceDescription(slot: entry, target: target, name: try string(at: address, what: "selector name"))
@@ -114,8 +114,8 @@ public struct ObjCFileImage: Sendable {
         image.preferredLoadAddress &+ (range?.vmOffset ?? 0) &+ UInt64(index * 8)
     }
 
-    /// Runs `body`, turning its ``ObjCError`` into a ``MachOError`` at the entry's file offset.
-    private func reading<T>(_ list: String, _ index: Int, _ entry: UInt64, _ body: () throws(ObjCError) -> T) throws(MachOError) -> T {
+    /// Runs `body`, turning its Objective-C metadata error into a malformed entry at the entry's file offset.
+    private func reading<T>(_ list: String, _ index: Int, _ entry: UInt64, _ body: () throws(MachOError) -> T) throws(MachOError) -> T {
         do {
             return try body()
         } catch {
@@ -131,14 +131,14 @@ public struct ObjCFileImage: Sendable {
         return image.view.absolute(0)
     }
 
-    private func localAddress(at slot: UInt64, what: String) throws(ObjCError) -> UInt64 {
+    private func localAddress(at slot: UInt64, what: String) throws(MachOError) -> UInt64 {
         guard case let .address(address) = try pointer(at: slot, what: what) else {
-            throw ObjCError(image: 0, address: slot, what: "\(what) is not an address in the image")
+            throw MachOError(image: 0, address: slot, what: "\(what) is not an address in the image")
         }
         return address
     }
 
-    private func classObject(at address: UInt64) throws(ObjCError) -> ObjCClassObjectDescription {
+    private func classObject(at address: UInt64) throws(MachOError) -> ObjCClassObjectDescription {
         let cls = try ObjCClass(in: space, at: address)
         let ro = try ObjCClassRO(in: space, at: cls.roAddress)
         return ObjCClassObjectDescription(
@@ -149,7 +149,7 @@ public struct ObjCFileImage: Sendable {
 
     /// The name of the class `pointer` leads to: its `class_ro_t` name, or the bound
     /// symbol without its `_OBJC_CLASS_$_` prefix; nil for a null pointer.
-    private func className(_ pointer: ObjCPointer) throws(ObjCError) -> String? {
+    private func className(_ pointer: ObjCPointer) throws(MachOError) -> String? {
         switch pointer {
         case .null: return nil
         case let .address(address):
@@ -163,7 +163,7 @@ public struct ObjCFileImage: Sendable {
         }
     }
 
-    private func methodList(at address: UInt64) throws(ObjCError) -> ObjCMethodListDescription? {
+    private func methodList(at address: UInt64) throws(MachOError) -> ObjCMethodListDescription? {
         guard address != 0 else { return nil }
         let list = try ObjCMethodList(in: space, at: address)
         var methods: [ObjCMethodDescription] = []

@@ -17,7 +17,7 @@ public struct ObjCClass: Equatable, Sendable {
     /// The `class_ro_t`: `data` under ``dataMask``.
     public var roAddress: UInt64 { data & ObjCClass.dataMask }
 
-    public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
+    public init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         self.init(parsing: try space.view(at: address, length: ObjCClass.size, what: "class_t"), at: address)
     }
 
@@ -39,17 +39,17 @@ extension ObjCClass {
     /// naming the class the walk started from.
     public static func superclassChain(
         in space: ObjCAddressSpace, from address: UInt64, limit: Int, stop: (UInt64) -> Bool = { _ in false }
-    ) throws(ObjCError) -> [UInt64] {
+    ) throws(MachOError) -> [UInt64] {
         var chain: [UInt64] = []
         var seen: Set<UInt64> = []
         var current = address
         while current != 0, !stop(current) {
             guard seen.insert(current).inserted else {
-                throw ObjCError(image: space.location(of: address)?.image, address: address,
+                throw MachOError(image: space.location(of: address)?.image, address: address,
                                 what: "superclass chain of the class at 0x\(String(address, radix: 16)) loops back to 0x\(String(current, radix: 16))")
             }
             guard chain.count < limit else {
-                throw ObjCError(image: space.location(of: address)?.image, address: address, what: "superclass chain longer than \(limit)")
+                throw MachOError(image: space.location(of: address)?.image, address: address, what: "superclass chain longer than \(limit)")
             }
             chain.append(current)
             current = try ObjCClass(in: space, at: current).superclass
@@ -82,7 +82,7 @@ public struct ObjCClassRO: Equatable, Sendable {
 
     public var isMeta: Bool { flags & ObjCClassRO.flagMeta != 0 }
 
-    public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
+    public init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         self.init(parsing: try space.view(at: address, length: ObjCClassRO.size, what: "class_ro_t"))
     }
 
@@ -119,7 +119,7 @@ public struct ObjCCategory: Equatable, Sendable {
     public let protocolsAddress: UInt64
     public let instancePropertiesAddress: UInt64
 
-    public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
+    public init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         self.init(parsing: try space.view(at: address, length: ObjCCategory.readSize, what: "category_t"), at: address)
     }
 
@@ -154,7 +154,7 @@ public struct ObjCProtocol: Equatable, Sendable {
     /// 0 when read through ``readSize`` bytes only.
     public let instancePropertiesAddress: UInt64
 
-    public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
+    public init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         self.init(parsing: try space.view(at: address, length: ObjCProtocol.readSize, what: "protocol_t"), at: address)
     }
 
@@ -244,16 +244,16 @@ public struct ObjCMethodList: Sendable {
     public let count: Int
     private let entries: ByteView
 
-    public init(in space: ObjCAddressSpace, at address: UInt64) throws(ObjCError) {
+    public init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         let header = Header(parsing: try space.view(at: address, length: Header.size, what: "method_list_t header"))
         isRelative = header.isRelative
         entrySize = header.entrySize
         let wanted = isRelative ? RelativeEntry.size : PointerEntry.size
         guard entrySize >= wanted else {
-            throw ObjCError(image: space.location(of: address)?.image, address: address, what: "method list entry size \(entrySize) (needs \(wanted))")
+            throw MachOError(image: space.location(of: address)?.image, address: address, what: "method list entry size \(entrySize) (needs \(wanted))")
         }
         guard header.count <= ObjCMethodList.maxCount else {
-            throw ObjCError(image: space.location(of: address)?.image, address: address, what: "method list count \(header.count)")
+            throw MachOError(image: space.location(of: address)?.image, address: address, what: "method list count \(header.count)")
         }
         self.address = address
         self.count = Int(header.count)

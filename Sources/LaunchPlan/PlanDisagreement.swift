@@ -1,10 +1,9 @@
-import LaunchPlan
 import MachOReader
 
 /// How a closure's mapping plan for an image differs from the plan the image's own header
 /// and load commands give (the first difference found). The `description` is what a launch
 /// or `verify` reports after the image's path.
-public enum PlanDisagreement: Error, Equatable, Sendable, CustomStringConvertible {
+public enum PlanDisagreement: Equatable, Sendable, CustomStringConvertible {
     /// The plan maps no readable file bytes at the image's base, where the header lies.
     case noHeaderSegment
     /// The plan maps none of the header's bytes from the file.
