@@ -184,3 +184,10 @@ enum ClosureLEB128 {
         return .success(result)
     }
 }
+
+extension [UInt8] {
+    /// The little-endian 64-bit word at `offset` (a header field; the caller checked the bounds).
+    func littleEndianWord(_ offset: Int) -> UInt64 {
+        (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(self[offset + $1]) }
+    }
+}

@@ -164,9 +164,7 @@ public struct ClosureFileHeader: Equatable, Sendable {
     /// The fields of `file`'s first 40 bytes as they are, unchecked (for a dump of a file
     /// already decoded, and for tests that damage one field).
     package init(fieldsOf file: [UInt8]) {
-        func word(_ offset: Int) -> UInt64 {
-            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(file[offset + $1]) }
-        }
+        let word = file.littleEndianWord
         checksum = word(8)
         version = UInt32(truncatingIfNeeded: word(16))
         flags = UInt32(truncatingIfNeeded: word(16) >> 32)

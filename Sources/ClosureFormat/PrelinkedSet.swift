@@ -308,9 +308,7 @@ public struct PrelinkedSetHeader: Equatable, Sendable {
             throw .corrupt(path: path, offset: prefix.count, what: "\(prefix.count) bytes is shorter than the \(Self.size)-byte header of a prelinked set")
         }
         guard Array(fields[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a prelinked set (bad magic)") }
-        func word(_ offset: Int) -> UInt64 {
-            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[offset + $1]) }
-        }
+        let word = fields.littleEndianWord
         checksum = word(8)
         version = UInt32(truncatingIfNeeded: word(16))
         flags = UInt32(truncatingIfNeeded: word(16) >> 32)

@@ -115,31 +115,21 @@ extension CommandFailure {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
-    /// Runs a command's body: any error but an exit status is reported as one failure and
-    /// ends the command with status 1.
+    /// Runs a command's body: any error but an exit status or a usage error is reported as
+    /// one failure and ends the command with status 1.
     static func reporting<T>(json: Bool = false, context: Context = Context(), _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let exit as ExitCode {
-            throw exit
-        } catch let usage as ValidationError {
-            throw usage
-        } catch {
-            CommandFailure(error, context: context).report(json: json)
-            throw ExitCode(1)
-        }
+        do { return try body() } catch { throw ending(error, json: json, context: context) }
     }
 
     static func reporting<T>(json: Bool = false, context: Context = Context(), _ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let exit as ExitCode {
-            throw exit
-        } catch let usage as ValidationError {
-            throw usage
-        } catch {
-            CommandFailure(error, context: context).report(json: json)
-            throw ExitCode(1)
-        }
+        do { return try await body() } catch { throw ending(error, json: json, context: context) }
+    }
+
+    /// What a command that failed with `error` ends with: an exit status or a usage error as
+    /// it is, anything else reported (as ``report(json:)``) and replaced by status 1.
+    private static func ending(_ error: any Error, json: Bool, context: Context) -> any Error {
+        if error is ExitCode || error is ValidationError { return error }
+        CommandFailure(error, context: context).report(json: json)
+        return ExitCode(1)
     }
 }

@@ -88,35 +88,42 @@ struct LaunchCommand: ParsableCommand {
         // Trusting a key, a set's launch hashes all its data (docs/prelinked.md, "Signed
         // sets"): `auto` then takes the closure, which checks its images by status.
         if mode == .prelinked || (mode == .auto && checks.trustKey == nil && FileStatus.of(setPath) != nil) {
-            do {
-                launch = try PrelinkedLaunch.launch(setPath: setPath, request: request, configuration: checks)
-                closurePath = setPath
-            } catch let error as ClosureError {
-                if mode == .prelinked {
-                    let failure = CommandFailure(error, context: options.failureContext(app: app))
-                    throw CommandFailure(what: "--mode prelinked", why: "\(failure.what): \(failure.why)", fix: failure.fix, kind: failure.kind)
-                }
-                if !json { FileHandle.standardError.write(Data("dyld3: prelinked set not used (\(error)); trying the closure\n".utf8)) }
+            launch = try attempt(.prelinked, "prelinked set not used", then: "trying the closure") {
+                try PrelinkedLaunch.launch(setPath: setPath, request: request, configuration: checks)
             }
+            if launch != nil { closurePath = setPath }
         }
         if launch == nil, mode == .dyld3 || mode == .auto {
-            do {
-                launch = try FastPath.launch(closurePath: path, request: request, configuration: checks)
-                closurePath = path
-            } catch let error as ClosureError {
-                if mode == .dyld3 {
-                    let failure = CommandFailure(error, context: options.failureContext(app: app))
-                    throw CommandFailure(what: "--mode dyld3", why: "\(failure.what): \(failure.why)", fix: failure.fix, kind: failure.kind)
-                }
-                fallback = error
-                if !json { FileHandle.standardError.write(Data("dyld3: closure not used (\(error)); launching with dyld2\n".utf8)) }
-            }
+            launch = try attempt(.dyld3, "closure not used", then: "launching with dyld2") {
+                try FastPath.launch(closurePath: path, request: request, configuration: checks)
+            } refused: { fallback = $0 }
+            if launch != nil { closurePath = path }
         }
         if launch == nil { launch = try SlowPath.launch(request) }
         guard let launch else { return }
         defer { launch.memory.release() }
         print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: closurePath, fallback: fallback), terminator: "")
         if rebuild, fallback != nil { writeFreshClosure(request, to: path, signedWith: signer, trusting: checks.trustKey) }
+    }
+
+    /// A launch from a closure or a set; when it is refused, the failure is the command's
+    /// if `--mode` asked for `forced`, else `refused` hears of it, stderr says `notUsed`
+    /// and what comes `then`, and the launch is nil.
+    func attempt(
+        _ forced: LaunchMode, _ notUsed: String, then: String, _ body: () throws -> Launch,
+        refused: (ClosureError) -> Void = { _ in }
+    ) throws -> Launch? {
+        do {
+            return try body()
+        } catch let error as ClosureError {
+            if mode == forced {
+                let failure = CommandFailure(error, context: options.failureContext(app: app))
+                throw CommandFailure(what: "--mode \(forced.rawValue)", why: "\(failure.what): \(failure.why)", fix: failure.fix, kind: failure.kind)
+            }
+            refused(error)
+            if !json { FileHandle.standardError.write(Data("dyld3: \(notUsed) (\(error)); \(then)\n".utf8)) }
+            return nil
+        }
     }
 
     /// The `--sign` key, read (a key that cannot be read, or one that is not the private

@@ -2,6 +2,7 @@ import Dyld3
 import Foundation
 import ClosureCache
 import LoaderCore
+import MachOReader
 import ClosureFormat
 import LaunchMemory
 
@@ -58,7 +59,7 @@ enum PageInBench {
         // Every indexed page as (image, offset), in a fixed pseudo-random order.
         var pages: [(image: Int, offset: UInt64)] = []
         for (index, list) in plan.pages.enumerated() { pages += list.map { (index, $0.page * LaunchMemory.pageSize) } }
-        var generator = SplitMix(seed: 1)
+        var generator = SplitMix64(seed: 1)
         pages.shuffle(using: &generator)
         let counts = PageInResult.touchLevels.map { (pages.count * $0 + 99) / 100 }
 
@@ -128,19 +129,6 @@ enum PageInBench {
     static func launch(_ closure: LaunchClosure, closurePath: String = "(built in memory)", request: LaunchOptions) throws -> Launch {
         if FileManager.default.fileExists(atPath: closurePath) { return try FastPath.launch(closurePath: closurePath, request: request) }
         return try FastPath.launch(closure, closurePath: closurePath, request: request)
-    }
-}
-
-/// A small deterministic generator, so every run touches pages in the same order.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }
 

@@ -189,7 +189,7 @@ struct SizeBench {
         for image in closure.images {
             let parsed = try ImageFile.load(path: image.path, arch: configuration.arch).image
             if let info = parsed.dyldInfo {
-                total += Int(info.rebaseSize) + Int(info.bindSize) + Int(info.weakBindSize) + Int(info.lazyBindSize) + Int(info.exportSize)
+                total += Int(info.rebase.dataSize) + Int(info.bind.dataSize) + Int(info.weakBind.dataSize) + Int(info.lazyBind.dataSize) + Int(info.export.dataSize)
             }
             total += Int(parsed.chainedFixups?.dataSize ?? 0) + Int(parsed.exportsTrie?.dataSize ?? 0)
         }

@@ -53,20 +53,15 @@ enum DyldInfoFormatter {
 
     /// The column-title line.
     static func writeTitles(_ widths: Widths, to text: inout TextBuffer) {
-        text.padded("segment", widths.segment)
-        text.write(" ")
-        text.padded("section", widths.section)
-        text.write(" ")
-        text.padded("address", widths.address)
-        text.write(" ")
-        text.padded("pointer", widths.pointer)
-        text.write(" ")
-        text.padded("type", widths.type)
-        text.write(" ")
-        text.padded("addend", widths.addend)
-        text.write(" ")
-        text.padded("dylib", widths.dylib)
-        text.write(" symbol/vm address\n")
+        let columns = [
+            ("segment", widths.segment), ("section", widths.section), ("address", widths.address), ("pointer", widths.pointer),
+            ("type", widths.type), ("addend", widths.addend), ("dylib", widths.dylib),
+        ]
+        for (title, width) in columns {
+            text.padded(title, width)
+            text.write(" ")
+        }
+        text.write("symbol/vm address\n")
     }
 
     /// One row's line.

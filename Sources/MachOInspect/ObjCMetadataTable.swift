@@ -427,25 +427,37 @@ struct ObjCMetadataTable {
         }
     }
 
-    /// llvm's `print_ivar_list64_t` (whose type field takes its relocation symbol, when
-    /// there is none, from the name's value).
-    mutating func writeIvarList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
-        guard let found = try structure(address, ObjCMethodList.Header.size, "ivar_list_t", to: &out) else { return }
-        if found.extendsPast { out.write("   (ivar_list_t entends past the end of the section)\n") }
+    /// A list with an `entsize` and `count` header (ivars, properties): the header's two
+    /// lines, then `body` with each entry's structure, until the count or a missing entry.
+    mutating func writeEntries<Output: TextOutputStream>(
+        _ address: UInt64, list: String, entry: String, entrySize: Int, to out: inout Output,
+        _ body: (inout Self, Found, inout Output) throws(MachOError) -> Void
+    ) throws(MachOError) {
+        guard let found = try structure(address, ObjCMethodList.Header.size, list, to: &out) else { return }
+        if found.extendsPast { out.write("   (\(list) entends past the end of the section)\n") }
         let header = ObjCMethodList.Header(parsing: found.view)
         out.write("                    entsize \(header.entsizeAndFlags)\n")
         out.write("                      count \(header.count)\n")
-        var entry = address &+ 8
+        var entryAddress = address &+ 8
         for _ in 0..<header.count {
-            guard let found = try structure(entry, ObjCIvar.size, "ivar_t", to: &out) else { return }
-            if found.extendsPast { out.write("   (ivar_t entends past the end of the section)\n") }
+            guard let found = try structure(entryAddress, entrySize, entry, to: &out) else { return }
+            if found.extendsPast { out.write("   (\(entry) entends past the end of the section)\n") }
+            try body(&self, found, &out)
+            entryAddress = entryAddress &+ UInt64(entrySize)
+        }
+    }
+
+    /// llvm's `print_ivar_list64_t` (whose type field takes its relocation symbol, when
+    /// there is none, from the name's value).
+    mutating func writeIvarList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
+        try writeEntries(address, list: "ivar_list_t", entry: "ivar_t", entrySize: ObjCIvar.size, to: &out) { table, found, out throws(MachOError) in
             let ivar = ObjCIvar(parsing: found.view)
-            let offset = try field(found, 0, ivar.offsetAddress)
+            let offset = try table.field(found, 0, ivar.offsetAddress)
             var offsetLine = "\t\t\t   offset \(offset.text)"
-            if let place = sections.place(offset.target) {
+            if let place = table.sections.place(offset.target) {
                 // llvm reads 8 bytes even when fewer are left in the section: those after
                 // it come from the file.
-                let word = sections.contents(of: place.section, from: place.offset, pastEnd: 8)
+                let word = table.sections.contents(of: place.section, from: place.offset, pastEnd: 8)
                 var value: UInt64 = 0
                 for byte in 0..<min(8, word.count) {
                     value |= UInt64((try? word.u8(byte)) ?? 0) << (8 * UInt64(byte))
@@ -453,33 +465,23 @@ struct ObjCMetadataTable {
                 offsetLine += " \(value)"
             }
             out.write(offsetLine + "\n")
-            let name = try field(found, 8, ivar.nameAddress)
-            out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
-            let typeSymbol = try symbolic(found, 16, ivar.nameAddress)
-            out.write("\t\t\t     type \(Self.field(ivar.typeAddress, typeSymbol))\(string(ivar.typeAddress &+ typeSymbol.nValue))\n")
+            let name = try table.field(found, 8, ivar.nameAddress)
+            out.write("\t\t\t     name \(name.text)\(table.string(name.target))\n")
+            let typeSymbol = try table.symbolic(found, 16, ivar.nameAddress)
+            out.write("\t\t\t     type \(Self.field(ivar.typeAddress, typeSymbol))\(table.string(ivar.typeAddress &+ typeSymbol.nValue))\n")
             out.write("\t\t\talignment \(ivar.alignment)\n")
             out.write("\t\t\t     size \(ivar.size)\n")
-            entry = entry &+ UInt64(ObjCIvar.size)
         }
     }
 
     /// llvm's `print_objc_property_list64`.
     mutating func writePropertyList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
-        guard let found = try structure(address, ObjCMethodList.Header.size, "objc_property_list", to: &out) else { return }
-        if found.extendsPast { out.write("   (objc_property_list entends past the end of the section)\n") }
-        let header = ObjCMethodList.Header(parsing: found.view)
-        out.write("                    entsize \(header.entsizeAndFlags)\n")
-        out.write("                      count \(header.count)\n")
-        var entry = address &+ 8
-        for _ in 0..<header.count {
-            guard let found = try structure(entry, ObjCProperty.size, "objc_property", to: &out) else { return }
-            if found.extendsPast { out.write("   (objc_property entends past the end of the section)\n") }
+        try writeEntries(address, list: "objc_property_list", entry: "objc_property", entrySize: ObjCProperty.size, to: &out) { table, found, out throws(MachOError) in
             let property = ObjCProperty(parsing: found.view)
-            let name = try field(found, 0, property.nameAddress)
-            out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
-            let attributes = try field(found, 8, property.attributesAddress)
-            out.write("\t\t\tattributes \(attributes.text)\(string(attributes.target))\n")
-            entry = entry &+ UInt64(ObjCProperty.size)
+            let name = try table.field(found, 0, property.nameAddress)
+            out.write("\t\t\t     name \(name.text)\(table.string(name.target))\n")
+            let attributes = try table.field(found, 8, property.attributesAddress)
+            out.write("\t\t\tattributes \(attributes.text)\(table.string(attributes.target))\n")
         }
     }
 

@@ -12,9 +12,4 @@ enum Text {
         return count >= width ? text : text + String(repeating: " ", count: width - count)
     }
 
-    /// `text` right-aligned: padded with blanks on the left to `width` bytes (`%*s`).
-    static func padLeft(_ text: String, _ width: Int) -> String {
-        let count = text.utf8.count
-        return count >= width ? text : String(repeating: " ", count: width - count) + text
-    }
 }

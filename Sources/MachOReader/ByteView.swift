@@ -57,25 +57,17 @@ public struct ByteView: Sendable {
         return try slice(Int(offset), Int(size))
     }
 
-    public func u8(_ offset: Int) throws(MachOError) -> UInt8 {
-        try check(offset, 1)
-        return storage.load(base + offset, as: UInt8.self)
+    /// The little-endian integer at `offset`.
+    @inline(__always)
+    private func load<T: FixedWidthInteger>(_ offset: Int, as type: T.Type) throws(MachOError) -> T {
+        try check(offset, MemoryLayout<T>.size)
+        return storage.load(base + offset, as: type)
     }
 
-    public func u16(_ offset: Int) throws(MachOError) -> UInt16 {
-        try check(offset, 2)
-        return storage.load(base + offset, as: UInt16.self)
-    }
-
-    public func u32(_ offset: Int) throws(MachOError) -> UInt32 {
-        try check(offset, 4)
-        return storage.load(base + offset, as: UInt32.self)
-    }
-
-    public func u64(_ offset: Int) throws(MachOError) -> UInt64 {
-        try check(offset, 8)
-        return storage.load(base + offset, as: UInt64.self)
-    }
+    public func u8(_ offset: Int) throws(MachOError) -> UInt8 { try load(offset, as: UInt8.self) }
+    public func u16(_ offset: Int) throws(MachOError) -> UInt16 { try load(offset, as: UInt16.self) }
+    public func u32(_ offset: Int) throws(MachOError) -> UInt32 { try load(offset, as: UInt32.self) }
+    public func u64(_ offset: Int) throws(MachOError) -> UInt64 { try load(offset, as: UInt64.self) }
 
     /// Big-endian 32-bit read (universal headers are big-endian).
     public func u32BE(_ offset: Int) throws(MachOError) -> UInt32 {
@@ -160,11 +152,7 @@ public struct ByteView: Sendable {
 
     /// A NUL-terminated string and its length in bytes, not counting the terminator.
     public func cStringAndLength(_ offset: Int) throws(MachOError) -> (string: String, length: Int) {
-        try check(offset, 0)
-        let start = base + offset
-        guard let end = storage.firstZero(from: start, to: base + count) else {
-            throw MachOError(offset: start, .malformed("string is not NUL-terminated inside its region"))
-        }
-        return (storage.string(start, end - start), end - start)
+        let bytes = try cStringBytes(offset)
+        return (bytes.string, bytes.count)
     }
 }

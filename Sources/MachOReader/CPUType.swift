@@ -21,8 +21,6 @@ public struct CPUType: Equatable, Hashable, Sendable, CustomStringConvertible {
     /// The subtype without its capability bits.
     public var baseSubtype: Int32 { subtype & ~CPUType.subtypeMask }
 
-    public var is64Bit: Bool { type & CPUType.abi64 != 0 }
-
     /// The architecture name used by `lipo`, `llvm-objdump --arch` and this tool.
     public var name: String {
         switch (type, baseSubtype) {

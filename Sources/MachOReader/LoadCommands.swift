@@ -123,33 +123,30 @@ public struct DysymtabCommand: Equatable, Sendable {
 }
 
 /// `linkedit_data_command`: a blob in `__LINKEDIT` (code signature, function starts,
-/// chained fixups, exports trie, ...).
+/// chained fixups, exports trie, ...); also each offset and size pair of `dyld_info_command`.
 public struct LinkeditData: Equatable, Sendable {
     public let dataOffset: UInt32
     public let dataSize: UInt32
 
-    public init(parsing view: ByteView) throws(MachOError) {
-        dataOffset = try view.u32(8)
-        dataSize = try view.u32(12)
+    /// The offset and size fields at `fieldOffset` (8 in a `linkedit_data_command`).
+    public init(parsing view: ByteView, at fieldOffset: Int = 8) throws(MachOError) {
+        dataOffset = try view.u32(fieldOffset)
+        dataSize = try view.u32(fieldOffset + 4)
     }
 }
 
 /// `dyld_info_command` (LC_DYLD_INFO and LC_DYLD_INFO_ONLY): where the opcode streams
 /// and the export trie live.
 public struct DyldInfo: Equatable, Sendable {
-    public let rebaseOffset: UInt32, rebaseSize: UInt32
-    public let bindOffset: UInt32, bindSize: UInt32
-    public let weakBindOffset: UInt32, weakBindSize: UInt32
-    public let lazyBindOffset: UInt32, lazyBindSize: UInt32
-    public let exportOffset: UInt32, exportSize: UInt32
+    public let rebase, bind, weakBind, lazyBind, export: LinkeditData
 
     public init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, 48)
-        rebaseOffset = try view.u32(8); rebaseSize = try view.u32(12)
-        bindOffset = try view.u32(16); bindSize = try view.u32(20)
-        weakBindOffset = try view.u32(24); weakBindSize = try view.u32(28)
-        lazyBindOffset = try view.u32(32); lazyBindSize = try view.u32(36)
-        exportOffset = try view.u32(40); exportSize = try view.u32(44)
+        rebase = try LinkeditData(parsing: view, at: 8)
+        bind = try LinkeditData(parsing: view, at: 16)
+        weakBind = try LinkeditData(parsing: view, at: 24)
+        lazyBind = try LinkeditData(parsing: view, at: 32)
+        export = try LinkeditData(parsing: view, at: 40)
     }
 }
 

@@ -170,20 +170,4 @@ public struct MachOImage: Sendable {
         return offsets
     }
 
-    /// Function start addresses from LC_FUNCTION_STARTS (ULEB128 deltas from `__TEXT`).
-    public func functionStartAddresses() throws(MachOError) -> [UInt64] {
-        guard let data = functionStarts else { return [] }
-        var cursor = ByteCursor(try linkeditBytes(data))
-        var address = preferredLoadAddress
-        var starts: [UInt64] = []
-        while !cursor.atEnd {
-            let delta = try cursor.uleb128()
-            if delta == 0 { break }
-            let (sum, overflow) = address.addingReportingOverflow(delta)
-            if overflow { throw MachOError.malformed("function start overflows the address space", at: cursor.absoluteOffset) }
-            address = sum
-            starts.append(address)
-        }
-        return starts
-    }
 }

@@ -10,12 +10,6 @@ package struct SymbolImport: Hashable, Comparable, Sendable {
     /// chained `weak_import`).
     package let isWeakImport: Bool
 
-    package init(name: String, libraryOrdinal: Int, isWeakImport: Bool) {
-        self.name = name
-        self.libraryOrdinal = libraryOrdinal
-        self.isWeakImport = isWeakImport
-    }
-
     /// Ordered by ordinal, then name: the order the planner visits imports in.
     package static func < (a: SymbolImport, b: SymbolImport) -> Bool {
         (a.libraryOrdinal, a.name, a.isWeakImport ? 1 : 0) < (b.libraryOrdinal, b.name, b.isWeakImport ? 1 : 0)

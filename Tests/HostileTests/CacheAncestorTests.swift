@@ -43,23 +43,14 @@ import LoaderSystem
     /// symlink from a safe place: launches refuse its closure (auto falls back), verify
     /// calls it untrusted. Made safe again, the same cache is used through the link.
     @Test func aCacheUnderAGroupWritableDirectoryIsRefusedThroughASymlinkToo() async throws {
-        let app = try FixtureApp.named("basic")
-        let scratch = try Scratch.directory("ancestor-writable")
+        let (app, scratch, parent, real) = try Self.installUnderParent("ancestor-writable", parent: "shared")
         defer { Scratch.remove(scratch) }
-        let parent = scratch + "/shared"
-        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: false)
-        let real = parent + "/cache"
-        try app.install(into: real)
         #expect(chmod(parent, 0o775) == 0)
         let link = scratch + "/cache-link"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
         for cache in [real, link] {
-            let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
-            #expect {
-                _ = try ClosureFile.read(path)
-            } throws: { error in
-                guard case let .untrusted(_, what) = error as? ClosureError else { return false }
-                return what == "\(parent), above its directory, is writable by group or others (mode 775) and not sticky: they could replace the cache"
+            Self.expectUntrusted(app, cache: cache) {
+                $0 == "\(parent), above its directory, is writable by group or others (mode 775) and not sticky: they could replace the cache"
             }
             let launch = try await Dyld3Binary.launchAuto(app, cache: cache)
             #expect(launch.status == 0, "\(launch.stderr)")
@@ -74,24 +65,36 @@ import LoaderSystem
 
     @Test(.enabled(if: CacheAncestorTests.isRoot, "chown needs root"))
     func aCacheUnderADirectoryOwnedByAnotherUserIsRefused() async throws {
-        let app = try FixtureApp.named("basic")
-        let scratch = try Scratch.directory("ancestor-owner")
+        let (app, scratch, parent, real) = try Self.installUnderParent("ancestor-owner", parent: "theirs")
         defer { Scratch.remove(scratch) }
-        let parent = scratch + "/theirs"
-        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: false)
-        let real = parent + "/cache"
-        try app.install(into: real)
         #expect(chown(parent, 65534, 65534) == 0)
-        let path = ClosureCache(directory: real).closurePath(forApp: app.executable, arch: app.arch)
-        #expect {
-            _ = try ClosureFile.read(path)
-        } throws: { error in
-            guard case let .untrusted(_, what) = error as? ClosureError else { return false }
-            return what.hasPrefix("\(parent), above its directory, is owned by uid 65534, not by you (uid 0) or root")
+        Self.expectUntrusted(app, cache: real) {
+            $0.hasPrefix("\(parent), above its directory, is owned by uid 65534, not by you (uid 0) or root")
         }
         let launch = try await Dyld3Binary.launchAuto(app, cache: real)
         #expect((launch.json?["fallback_reason"] as? String)?.hasPrefix("untrusted:") == true, "\(launch.stdout)")
         let install = try await Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", real])
         #expect(install.stderr.contains("launches will refuse closures in \(real)") && install.stderr.contains("uid 65534"), "\(install.stderr)")
+    }
+
+    /// The basic fixture installed into `<scratch>/<parent>/cache` (the caller removes `scratch`).
+    static func installUnderParent(_ name: String, parent: String) throws -> (app: FixtureApp, scratch: String, parent: String, cache: String) {
+        let app = try FixtureApp.named("basic")
+        let scratch = try Scratch.directory(name)
+        let parent = scratch + "/" + parent
+        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: false)
+        try app.install(into: parent + "/cache")
+        return (app, scratch, parent, parent + "/cache")
+    }
+
+    /// Expects the app's closure in `cache` to be refused as untrusted, for a reason `reason` accepts.
+    static func expectUntrusted(_ app: FixtureApp, cache: String, _ reason: (String) -> Bool) {
+        let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
+        #expect {
+            _ = try ClosureFile.read(path)
+        } throws: { error in
+            guard case let .untrusted(_, what) = error as? ClosureError else { return false }
+            return reason(what)
+        }
     }
 }

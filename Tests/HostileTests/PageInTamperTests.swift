@@ -74,16 +74,26 @@ import Testing
         }
     }
 
+    /// The target's closure with `forgery`, written into a new cache `name` (the caller
+    /// removes it): the app, the forged closure, its forged image, the fault expected, the
+    /// cache and the closure's path.
+    static func installForged(_ forgery: Forgery, _ name: String) throws -> (
+        app: FixtureApp, closure: LaunchClosure, image: Int, isExpected: (FixupFault) -> Bool, cache: String, path: String
+    ) {
+        let (app, genuine, image) = try target()
+        let (closure, isExpected) = try forge(forgery, genuine, image: image)
+        let cache = try Scratch.directory(name)
+        let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
+        try ClosureFile.write(closure, to: path)
+        return (app, closure, image, isExpected, cache, path)
+    }
+
     /// In process: the page-in launch throws the fault, naming the closure and the image,
     /// before anything is mapped (no mapping of the region is left, nothing ran).
     @Test(arguments: Forgery.allCases)
     func pageInRefusesBeforeMapping(_ forgery: Forgery) throws {
-        let (app, genuine, image) = try Self.target()
-        let (closure, isExpected) = try Self.forge(forgery, genuine, image: image)
-        let cache = try Scratch.directory("pagein-tamper")
+        let (app, closure, image, isExpected, cache, path) = try Self.installForged(forgery, "pagein-tamper")
         defer { Scratch.remove(cache) }
-        let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
-        try ClosureFile.write(closure, to: path)
         let request = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, slide: Self.slide, fixups: .pageIn)
         #expect { try FastPath.launch(closurePath: path, request: request) } throws: { error in
             guard let error = error as? ClosureError, case let .fixups(closurePath, imagePath, _, fault) = error else { return false }
@@ -106,12 +116,8 @@ import Testing
     /// reason and runs to the app's result; `compare --fixups page-in` refuses without a crash.
     @Test(arguments: Forgery.allCases)
     func autoFallsBackAndCompareRefuses(_ forgery: Forgery) async throws {
-        let (app, genuine, image) = try Self.target()
-        let (closure, _) = try Self.forge(forgery, genuine, image: image)
-        let cache = try Scratch.directory("pagein-tamper-cli")
+        let (app, _, _, _, cache, path) = try Self.installForged(forgery, "pagein-tamper-cli")
         defer { Scratch.remove(cache) }
-        let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
-        try ClosureFile.write(closure, to: path)
         let auto = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "auto",
                                               "--fixups", "page-in", "--json"], limitSeconds: 30)
         #expect(auto.status == 0, "\(forgery): \(auto.stderr)")

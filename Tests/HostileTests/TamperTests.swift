@@ -89,9 +89,18 @@ import LaunchMemory
 
     // MARK: forgeries refused when the closure is read
 
+    /// One change to a decoded closure, encoded again with a valid checksum.
     struct Forgery: CustomStringConvertible, Sendable {
         let description: String
         let forge: @Sendable (inout LaunchClosure) -> Void
+
+        /// Expects `closure`, forged and encoded, to be refused when it is read.
+        func expectRefusedWhenRead(_ closure: LaunchClosure) {
+            var closure = closure
+            forge(&closure)
+            let file = ClosureFile.encode(closure)
+            #expect(throws: ClosureError.self, "\(self)") { try ClosureFile.decode(file, path: "forged") }
+        }
     }
 
     static let decodeForgeries: [Forgery] = [
@@ -164,11 +173,9 @@ import LaunchMemory
 
     @Test(arguments: decodeForgeries)
     func forgeryRefusedWhenRead(_ forgery: Forgery) throws {
-        var closure = try FixtureApp.named(Self.appName).closure()
+        let closure = try FixtureApp.named(Self.appName).closure()
         #expect(!closure.bindTargets.isEmpty && !closure.images[0].dependencies.isEmpty)
-        forgery.forge(&closure)
-        let file = ClosureFile.encode(closure)
-        #expect(throws: ClosureError.self, "\(forgery)") { try ClosureFile.decode(file, path: "forged") }
+        forgery.expectRefusedWhenRead(closure)
     }
 
     /// Bodies no builder writes, with absurd counts and sizes, each framed with a valid checksum.

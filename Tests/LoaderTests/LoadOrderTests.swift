@@ -1,5 +1,6 @@
 import Foundation
 import LoaderCore
+import MachOReader
 import TestSupport
 import Testing
 

@@ -110,6 +110,18 @@ import LaunchMemory
         return pages
     }
 
+    /// A scratch copy of the basic chained fixture (the caller removes its directory),
+    /// launched with page-in.
+    static func pagedBasicCopy() throws -> (app: FixtureApp, launch: Launch) {
+        let app = try #require(launchable.first { $0.name == "basic" && $0.variant == "x86_64-chained" }).scratchCopy()
+        do {
+            return (app, try pageInLaunch(app, slide: nil))
+        } catch {
+            try? FileManager.default.removeItem(at: app.directory)
+            throw error
+        }
+    }
+
     static func pageInLaunch(_ app: FixtureApp, slide: UInt64?) throws -> Launch {
         return try FastPath.launch(try app.closure(), closurePath: "(memory)", request: LaunchOptions(
             roots: [app.executable], arch: app.arch, root: app.root, slide: slide, run: false, fixups: .pageIn))
@@ -186,10 +198,11 @@ import LaunchMemory
     /// SIGBUS: `aTouchOfAPageThatCannotBeFilledEndsTheProcessBySIGBUS`).
     @Test func aPageThatCannotBeFilledIsReportedAndNobodyWaits() throws {
         try #require(Self.unavailable == nil, "userfaultfd unavailable: \(Self.unavailable ?? "")")
-        let app = try #require(Self.launchable.first { $0.name == "basic" && $0.variant == "x86_64-chained" }).scratchCopy()
-        defer { try? FileManager.default.removeItem(at: app.directory) }
-        let launch = try Self.pageInLaunch(app, slide: nil)
-        defer { launch.memory.release() }
+        let (app, launch) = try Self.pagedBasicCopy()
+        defer {
+            launch.memory.release()
+            try? FileManager.default.removeItem(at: app.directory)
+        }
         let (image, segment, range) = try #require(Self.firstPagedRange(launch.memory))
         try #require(segment.fileSize > range.lowerBound - segment.vmOffset)
         #expect(truncate(launch.memory.images[image].plan.path, off_t(segment.fileOffset)) == 0)
@@ -235,10 +248,11 @@ import LaunchMemory
     /// page gets EFAULT, never the changed bytes.
     @Test func aPageChangedOnDiskAfterLaunchFailsItsSignatureCheck() throws {
         try #require(Self.unavailable == nil, "userfaultfd unavailable: \(Self.unavailable ?? "")")
-        let app = try #require(Self.launchable.first { $0.name == "basic" && $0.variant == "x86_64-chained" }).scratchCopy()
-        defer { try? FileManager.default.removeItem(at: app.directory) }
-        let launch = try Self.pageInLaunch(app, slide: nil)
-        defer { launch.memory.release() }
+        let (app, launch) = try Self.pagedBasicCopy()
+        defer {
+            launch.memory.release()
+            try? FileManager.default.removeItem(at: app.directory)
+        }
         let (image, segment, range) = try #require(Self.firstPagedRange(launch.memory))
         let mapped = launch.memory.images[image]
         let fileOffset = segment.fileOffset + (range.lowerBound - segment.vmOffset)

@@ -9,6 +9,7 @@ import ClosureCache
 import LaunchComparison
 import LaunchPlan
 import LoaderCore
+import MachOReader
 import ProcessRunner
 import TestSupport
 import Testing
@@ -265,7 +266,7 @@ import LaunchMemory
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let original = Array(try Data(contentsOf: URL(fileURLWithPath: setPath)))
         let metadataSize = Int(PrelinkedSetHeader.declaredMetadataSize(Array(original[0..<64])))
-        var generator = SeededGenerator(state: mode == .eager ? 0x5eed : 0xfeed)
+        var generator = SplitMix64(seed: mode == .eager ? 0x5eed : 0xfeed)
         var request = Self.request(app, run: false)
         request.fixups = mode
         request.slidePerLaunch = true
@@ -309,7 +310,7 @@ import LaunchMemory
         let original = Array(try Data(contentsOf: URL(fileURLWithPath: copyPath)))
         let runs = Int(original[80]) | Int(original[81]) << 8
         try #require(runs > 0 && original.count > SlidPrelinkedSetHeader.size + runs * SlidPrelinkedSetHeader.runSize)
-        var generator = SeededGenerator(state: 0x5_1d)
+        var generator = SplitMix64(seed: 0x5_1d)
         for round in 0..<200 {
             var bytes = original
             for _ in 0...Int.random(in: 0..<3, using: &generator) {
@@ -454,14 +455,3 @@ import LaunchMemory
     }
 }
 
-/// A fixed sequence of numbers (SplitMix64), so every run forges the same sets.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-}

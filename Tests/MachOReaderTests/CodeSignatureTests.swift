@@ -84,10 +84,10 @@ import TestSupport
                 let error = try #require(slice.error, "\(file)")
                 let blobOffset = try #require(expect["blob_offset"] as? Int)
                 let field = try #require(expect["offset"] as? Int)
-                #expect((error.codeSignature?.structure ?? "").contains("CodeDirectory"), "\(file): \(error)")
+                #expect(error.codeSignature?.structure.contains("CodeDirectory") == true, "\(file): \(error)")
                 if expect["kind"] as? String == "code-limit" {
                     #expect(error.offset == field, "\(file): \(error)")
-                    #expect((error.codeSignature?.what ?? "").contains("code limit"), "\(file): \(error)")
+                    #expect(error.codeSignature?.what.contains("code limit") == true, "\(file): \(error)")
                 } else {
                     // The SuperBlob now ends inside the CodeDirectory: the error names that blob's header.
                     #expect((blobOffset..<blobOffset + 8).contains(error.offset), "\(file): \(error)")

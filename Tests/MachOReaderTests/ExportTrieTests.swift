@@ -56,7 +56,7 @@ import Testing
             range = (Int(data.dataOffset), Int(data.dataSize))
         } else {
             let info = try #require(image.dyldInfo)
-            range = (Int(info.exportOffset), Int(info.exportSize))
+            range = (Int(info.export.dataOffset), Int(info.export.dataSize))
         }
         let trie = TrieNode(children: [
             ("_re", TrieNode(children: [
@@ -94,27 +94,36 @@ import Testing
     /// real ones (a prefix, one more character) are absent.
     static func checkLookups(_ files: [String]) throws -> (found: Int, absent: Int) {
         var found = 0, absent = 0
+        try forEachTrie(files) { path, slice, trie, symbols, names throws in
+            #expect(names.count == symbols.count, "\(path): a name is exported twice")
+            for symbol in symbols {
+                #expect(try trie.lookup(symbol.name) == symbol, "\(path) \(slice.cpu.name): \(symbol.name)")
+                found += 1
+                let utf8 = Array(symbol.name.utf8)
+                var neighbours = [symbol.name + "_", symbol.name + "\u{7f}"]
+                if !utf8.isEmpty, let prefix = String(validating: utf8.dropLast(), as: UTF8.self) { neighbours.append(prefix) }
+                for name in neighbours where !names.contains(name) {
+                    #expect(try trie.lookup(name) == nil, "\(path) \(slice.cpu.name): \(name) should be absent")
+                    absent += 1
+                }
+            }
+        }
+        return (found, absent)
+    }
+
+    /// Calls `body` with each slice of `files` that has an exports trie: the trie, its
+    /// symbols as the walk finds them, and their names.
+    static func forEachTrie(
+        _ files: [String], _ body: (String, UniversalFile.Slice, ExportTrie, [ExportedSymbol], Set<String>) throws -> Void
+    ) throws {
         for path in files {
             let file = try UniversalFile(parsing: try Corpus.bytes(path))
             for slice in file.slices {
                 guard let trie = try file.image(slice).exportTrie() else { continue }
                 let symbols = try trie.allSymbols()
-                let names = Set(symbols.map(\.name))
-                #expect(names.count == symbols.count, "\(path): a name is exported twice")
-                for symbol in symbols {
-                    #expect(try trie.lookup(symbol.name) == symbol, "\(path) \(slice.cpu.name): \(symbol.name)")
-                    found += 1
-                    let utf8 = Array(symbol.name.utf8)
-                    var neighbours = [symbol.name + "_", symbol.name + "\u{7f}"]
-                    if !utf8.isEmpty, let prefix = String(validating: utf8.dropLast(), as: UTF8.self) { neighbours.append(prefix) }
-                    for name in neighbours where !names.contains(name) {
-                        #expect(try trie.lookup(name) == nil, "\(path) \(slice.cpu.name): \(name) should be absent")
-                        absent += 1
-                    }
-                }
+                try body(path, slice, trie, symbols, Set(symbols.map(\.name)))
             }
         }
-        return (found, absent)
     }
 
     @Test func corpusLookupsAgreeWithTheWalk() throws {
@@ -136,7 +145,7 @@ import Testing
         for (fixture, chained) in [("x86_64-opcodes/libbase.dylib", false), ("x86_64-chained/libbase.dylib", true)] {
             let image = try MachOImage(parsing: try Corpus.bytes(Paths.readerFixtures.appendingPathComponent(fixture).path))
             let trie = try #require(try image.exportTrie())
-            let base = try #require(chained ? image.exportsTrie?.dataOffset : image.dyldInfo?.exportOffset)
+            let base = try #require(chained ? image.exportsTrie?.dataOffset : image.dyldInfo?.export.dataOffset)
             #expect(trie.view.base == Int(base))
             let tls = try #require(try trie.lookup("_base_tls_counter"))
             #expect(tls.kind == .threadLocal)

@@ -56,6 +56,10 @@ import Testing
             let where_ = "load command at 0x\(String(command.offset, radix: 16))"
             check(command.type.name ?? "", objdump.fields["cmd"], "\(where_) cmd")
             check(String(command.size), objdump.fields["cmdsize"], "\(where_) cmdsize")
+            /// Each decimal field against objdump's field of that name.
+            func numbers(_ fields: KeyValuePairs<String, any BinaryInteger>) {
+                for (name, value) in fields { check("\(value)", objdump.fields[name], "\(where_) \(name)") }
+            }
             switch command.payload {
             case let .segment(segment):
                 check(segment.name, objdump.fields["segname"], "\(where_) segname")
@@ -78,26 +82,18 @@ import Testing
             case let .uuid(bytes):
                 check(ImageSummary.formatUUID(bytes), objdump.fields["uuid"], "\(where_) uuid")
             case let .main(entry):
-                check(String(entry.entryOffset), objdump.fields["entryoff"], "\(where_) entryoff")
-                check(String(entry.stackSize), objdump.fields["stacksize"], "\(where_) stacksize")
+                numbers(["entryoff": entry.entryOffset, "stacksize": entry.stackSize])
             case let .symtab(table):
-                check(String(table.symbolOffset), objdump.fields["symoff"], "\(where_) symoff")
-                check(String(table.symbolCount), objdump.fields["nsyms"], "\(where_) nsyms")
-                check(String(table.stringOffset), objdump.fields["stroff"], "\(where_) stroff")
-                check(String(table.stringSize), objdump.fields["strsize"], "\(where_) strsize")
+                numbers(["symoff": table.symbolOffset, "nsyms": table.symbolCount, "stroff": table.stringOffset, "strsize": table.stringSize])
             case let .dysymtab(table):
-                check(String(table.indirectSymbolsOffset), objdump.fields["indirectsymoff"], "\(where_) indirectsymoff")
-                check(String(table.indirectSymbolsCount), objdump.fields["nindirectsyms"], "\(where_) nindirectsyms")
-                check(String(table.undefinedSymbolsCount), objdump.fields["nundefsym"], "\(where_) nundefsym")
+                numbers(["indirectsymoff": table.indirectSymbolsOffset, "nindirectsyms": table.indirectSymbolsCount, "nundefsym": table.undefinedSymbolsCount])
             case let .dyldInfo(info):
-                check(String(info.rebaseOffset), objdump.fields["rebase_off"], "\(where_) rebase_off")
-                check(String(info.bindSize), objdump.fields["bind_size"], "\(where_) bind_size")
-                check(String(info.weakBindOffset), objdump.fields["weak_bind_off"], "\(where_) weak_bind_off")
-                check(String(info.lazyBindSize), objdump.fields["lazy_bind_size"], "\(where_) lazy_bind_size")
-                check(String(info.exportOffset), objdump.fields["export_off"], "\(where_) export_off")
+                numbers([
+                    "rebase_off": info.rebase.dataOffset, "bind_size": info.bind.dataSize, "weak_bind_off": info.weakBind.dataOffset,
+                    "lazy_bind_size": info.lazyBind.dataSize, "export_off": info.export.dataOffset,
+                ])
             case let .linkeditData(data):
-                check(String(data.dataOffset), objdump.fields["dataoff"], "\(where_) dataoff")
-                check(String(data.dataSize), objdump.fields["datasize"], "\(where_) datasize")
+                numbers(["dataoff": data.dataOffset, "datasize": data.dataSize])
             case let .dylinker(name):
                 check("\(name) (offset 12)", objdump.fields["name"], "\(where_) name")
             case .buildVersion, .versionMin, .raw:

@@ -347,14 +347,8 @@ extension OpcodeTablesTests {
 
         /// Random streams end in rows or a `MachOError`: never a crash or a hang.
         @Test(.bounded(seconds: 60)) func randomStreamsEndCleanly() throws {
-            var state: UInt64 = 0x0bc0_de5e_ed00_0001
-            func random() -> UInt64 { // SplitMix64
-                state &+= 0x9E37_79B9_7F4A_7C15
-                var z = state
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                return z ^ (z >> 31)
-            }
+            var generator = SplitMix64(seed: 0x0bc0_de5e_ed00_0001)
+            func random() -> UInt64 { generator.next() }
             func stream() -> [UInt8] { (0..<Int(random() % 48)).map { _ in UInt8(truncatingIfNeeded: random()) } }
             var decoded = 0, rejected = 0
             for _ in 0..<2_000 {

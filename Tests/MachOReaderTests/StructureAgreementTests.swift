@@ -56,8 +56,8 @@ import Testing
                 ranges.append((UInt64(symtab.stringOffset), UInt64(symtab.stringSize)))
             }
             if let info = image.dyldInfo {
-                ranges += [(info.rebaseOffset, info.rebaseSize), (info.bindOffset, info.bindSize),
-                           (info.lazyBindOffset, info.lazyBindSize), (info.exportOffset, info.exportSize)]
+                ranges += [(info.rebase.dataOffset, info.rebase.dataSize), (info.bind.dataOffset, info.bind.dataSize),
+                           (info.lazyBind.dataOffset, info.lazyBind.dataSize), (info.export.dataOffset, info.export.dataSize)]
                     .map { (UInt64($0.0), UInt64($0.1)) }
             }
             for (offset, size) in ranges where size > 0 {

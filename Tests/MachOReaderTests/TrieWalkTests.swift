@@ -13,37 +13,31 @@ import Testing
     /// up by the raw walk and by the checked walk. Returns (found, absent, irregular).
     static func compare(_ files: [String]) throws -> (found: Int, absent: Int, irregular: Int) {
         var found = 0, absent = 0, irregular = 0
-        for path in files {
-            let file = try UniversalFile(parsing: try Corpus.bytes(path))
-            for slice in file.slices {
-                guard let trie = try file.image(slice).exportTrie() else { continue }
-                let symbols = try trie.allSymbols()
-                let names = Set(symbols.map(\.name))
-                var scratch = ExportTrie.LookupPath()
-                for symbol in symbols {
-                    let utf8 = Array(symbol.name.utf8)
-                    var candidates = [(utf8, true), (utf8 + [0x5F], false), (utf8 + [0x7F], false)]
-                    if !utf8.isEmpty { candidates.append((Array(utf8.dropLast()), false)) }
-                    for (name, exported) in candidates where exported || !names.contains(String(decoding: name, as: UTF8.self)) {
-                        let raw = trie.view.storage.withBytes(trie.view.base, trie.view.count) { bytes in
-                            name.withUnsafeBytes { UnsafeTrieWalk.find($0, in: bytes) }
+        try ExportTrieTests.forEachTrie(files) { path, _, trie, symbols, names throws in
+            var scratch = ExportTrie.LookupPath()
+            for symbol in symbols {
+                let utf8 = Array(symbol.name.utf8)
+                var candidates = [(utf8, true), (utf8 + [0x5F], false), (utf8 + [0x7F], false)]
+                if !utf8.isEmpty { candidates.append((Array(utf8.dropLast()), false)) }
+                for (name, exported) in candidates where exported || !names.contains(String(decoding: name, as: UTF8.self)) {
+                    let raw = trie.view.storage.withBytes(trie.view.base, trie.view.count) { bytes in
+                        name.withUnsafeBytes { UnsafeTrieWalk.find($0, in: bytes) }
+                    }
+                    let checked = try trie.checkedLookup(ByteView(name), path: &scratch)
+                    switch raw {
+                    case let .found(node, _, _, plain):
+                        #expect(exported && node == symbol.nodeOffset && checked?.nodeOffset == node, "\(path): \(symbol.name)")
+                        if let plain {
+                            // The in-place decode of a plain terminal: what the checked decode says.
+                            #expect(checked?.flags == plain.flags && checked?.imageOffset == plain.offset
+                                    && symbol.definition == .image(offset: plain.offset), "\(path): \(symbol.name)")
                         }
-                        let checked = try trie.checkedLookup(ByteView(name), path: &scratch)
-                        switch raw {
-                        case let .found(node, _, _, plain):
-                            #expect(exported && node == symbol.nodeOffset && checked?.nodeOffset == node, "\(path): \(symbol.name)")
-                            if let plain {
-                                // The in-place decode of a plain terminal: what the checked decode says.
-                                #expect(checked?.flags == plain.flags && checked?.imageOffset == plain.offset
-                                        && symbol.definition == .image(offset: plain.offset), "\(path): \(symbol.name)")
-                            }
-                            found += 1
-                        case .notFound:
-                            #expect(!exported && checked == nil, "\(path): \(String(decoding: name, as: UTF8.self))")
-                            absent += 1
-                        case .irregular:
-                            irregular += 1
-                        }
+                        found += 1
+                    case .notFound:
+                        #expect(!exported && checked == nil, "\(path): \(String(decoding: name, as: UTF8.self))")
+                        absent += 1
+                    case .irregular:
+                        irregular += 1
                     }
                 }
             }

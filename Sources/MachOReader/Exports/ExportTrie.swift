@@ -274,7 +274,7 @@ extension MachOImage {
 
     /// The trie in LC_DYLD_INFO's export range, or nil when the range is empty or absent.
     public func dyldInfoExportTrie() throws(MachOError) -> ExportTrie? {
-        guard let info = dyldInfo, info.exportSize > 0 else { return nil }
-        return try ExportTrie(parsing: try linkeditBytes(offset: info.exportOffset, size: info.exportSize))
+        guard let info = dyldInfo, info.export.dataSize > 0 else { return nil }
+        return try ExportTrie(parsing: try linkeditBytes(offset: info.export.dataOffset, size: info.export.dataSize))
     }
 }

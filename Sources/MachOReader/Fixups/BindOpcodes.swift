@@ -90,14 +90,11 @@ public struct BindOpcodeEntry: Sendable {
 /// as in dyld. The weak-lookup ordinal (-3) is accepted (llvm-objdump 19 refuses it).
 public struct BindOpcodeDecoder: Sendable {
     public let stream: BindStreamKind
-    private var cursor: ByteCursor
-    private var checker: FixupLocationChecker
+    private var opcodes: OpcodeStream
     private let libraryCount: Int
     /// Window position of the last non-zero byte (lazy streams: where DONE really ends).
     private let lastNonZeroPosition: Int
 
-    private var segmentIndex: Int?
-    private var segmentOffset: UInt64 = 0
     private var type: BindType
     private var libraryOrdinal: Int?
     private var symbolName: ByteView?
@@ -105,18 +102,13 @@ public struct BindOpcodeDecoder: Sendable {
     private var symbolNameString: String?
     private var flags = BindSymbolFlags()
     private var addend: Int64 = 0
-    /// Binds still owed by the last DO_BIND opcode, `stride` bytes apart.
-    private var pendingCount: UInt64 = 0
-    private var stride: UInt64 = 0
-    private var pendingOpcodeOffset = 0
-    private var finished = false
 
     /// A decoder over one of the image's own bind streams (empty without LC_DYLD_INFO).
     public init(_ image: MachOImage, stream: BindStreamKind) throws(MachOError) {
         let opcodes = switch stream {
-        case .regular: try image.dyldInfoStream(\.bindOffset, \.bindSize)
-        case .lazy: try image.dyldInfoStream(\.lazyBindOffset, \.lazyBindSize)
-        case .weak: try image.dyldInfoStream(\.weakBindOffset, \.weakBindSize)
+        case .regular: try image.dyldInfoStream(\.bind)
+        case .lazy: try image.dyldInfoStream(\.lazyBind)
+        case .weak: try image.dyldInfoStream(\.weakBind)
         }
         self.init(opcodes: opcodes, stream: stream, image: image)
     }
@@ -124,8 +116,7 @@ public struct BindOpcodeDecoder: Sendable {
     /// A decoder over `opcodes`, read as a `stream` stream of `image`.
     public init(opcodes: ByteView, stream: BindStreamKind, image: MachOImage) {
         self.stream = stream
-        cursor = ByteCursor(opcodes)
-        checker = FixupLocationChecker(image)
+        self.opcodes = OpcodeStream(opcodes, image: image)
         libraryCount = image.dependencies.count
         var last = opcodes.count - 1
         while stream == .lazy, last >= 0, (try? opcodes.u8(last)) == 0 { last -= 1 }
@@ -145,21 +136,15 @@ public struct BindOpcodeDecoder: Sendable {
     /// The next bind (or strong definition) with its symbol name left as bytes of the
     /// stream, or nil at the end of the stream: what a loader binds from, with no string made.
     public mutating func nextEntry() throws(MachOError) -> BindOpcodeEntry? {
-        while pendingCount == 0 {
-            if finished || cursor.atEnd { return nil }
-            let opcodeOffset = cursor.absoluteOffset
-            let byte = try cursor.u8()
-            let (decoded, immediate) = BindOpcode.split(byte)
-            guard let opcode = decoded else {
-                throw MachOError.malformed("unknown bind opcode 0x\(String(byte & 0xf0, radix: 16))", at: opcodeOffset)
-            }
+        while opcodes.pendingCount == 0 {
+            guard let (opcode, immediate, opcodeOffset): (BindOpcode, UInt8, Int) = try opcodes.nextOpcode("bind") else { return nil }
             switch opcode {
             case .done:
-                if stream != .lazy || cursor.position > lastNonZeroPosition { finished = true }
+                if stream != .lazy || opcodes.cursor.position > lastNonZeroPosition { opcodes.finished = true }
             case .setDylibOrdinalImm:
                 try setOrdinal(UInt64(immediate), at: opcodeOffset, opcode)
             case .setDylibOrdinalULEB:
-                try setOrdinal(try cursor.uleb128(), at: opcodeOffset, opcode)
+                try setOrdinal(try opcodes.cursor.uleb128(), at: opcodeOffset, opcode)
             case .setDylibSpecialImm: // 0, or sign-extended -1...-16
                 try refuseInWeakStream(at: opcodeOffset, opcode)
                 let special = immediate == 0 ? 0 : Int(Int8(bitPattern: 0xf0 | immediate))
@@ -169,7 +154,7 @@ public struct BindOpcodeDecoder: Sendable {
                 libraryOrdinal = special
             case .setSymbolTrailingFlagsImm:
                 flags = BindSymbolFlags(rawValue: immediate)
-                let name = try cursor.cStringBytes()
+                let name = try opcodes.cursor.cStringBytes()
                 symbolName = name
                 symbolNameString = nil
                 if stream == .weak, flags.contains(.nonWeakDefinition) {
@@ -181,37 +166,32 @@ public struct BindOpcodeDecoder: Sendable {
                 }
                 type = BindType(rawValue: immediate)
             case .setAddendSLEB:
-                addend = try cursor.sleb128()
+                addend = try opcodes.cursor.sleb128()
             case .setSegmentAndOffsetULEB:
-                try checker.checkSegmentIndex(Int(immediate), opcodeOffset: opcodeOffset, opcode: opcode.name)
-                segmentIndex = Int(immediate)
-                segmentOffset = try cursor.uleb128()
+                try opcodes.setSegment(immediate, at: opcodeOffset, opcode.name)
             case .addAddrULEB: // wraps, as dyld's arithmetic does
-                segmentOffset &+= try cursor.uleb128()
+                opcodes.segmentOffset &+= try opcodes.cursor.uleb128()
             case .doBind:
                 try schedule(1, skip: 0, at: opcodeOffset, opcode)
             case .doBindAddAddrULEB:
                 try refuseInLazyStream(at: opcodeOffset, opcode)
-                let skip = try cursor.uleb128()
+                let skip = try opcodes.cursor.uleb128()
                 try schedule(1, skip: skip, at: opcodeOffset, opcode)
             case .doBindAddAddrImmScaled:
                 try refuseInLazyStream(at: opcodeOffset, opcode)
                 try schedule(1, skip: UInt64(immediate) * FixupLocationChecker.pointerSize, at: opcodeOffset, opcode)
             case .doBindULEBTimesSkippingULEB:
                 try refuseInLazyStream(at: opcodeOffset, opcode)
-                let count = try cursor.uleb128()
-                let skip = try cursor.uleb128()
+                let count = try opcodes.cursor.uleb128()
+                let skip = try opcodes.cursor.uleb128()
                 try schedule(count, skip: skip, at: opcodeOffset, opcode)
             case .threaded:
                 throw MachOError(offset: opcodeOffset, .unsupported("threaded bind opcodes (arm64e)"))
             }
         }
-        // `schedule` validated every pending location, so segmentIndex is set.
-        let location = try checker.location(segmentIndex: segmentIndex ?? 0, offset: segmentOffset, opcodeOffset: pendingOpcodeOffset)
-        segmentOffset &+= stride
-        pendingCount -= 1
+        let location = try opcodes.nextLocation()
         guard let symbolName else {  // `schedule` refuses a bind before any symbol
-            throw MachOError.malformed("bind before any BIND_OPCODE_SET_SYMBOL_TRAILING_FLAGS_IMM", at: pendingOpcodeOffset)
+            throw MachOError.malformed("bind before any BIND_OPCODE_SET_SYMBOL_TRAILING_FLAGS_IMM", at: opcodes.pendingOpcodeOffset)
         }
         return entry(at: location, name: symbolName)
     }
@@ -251,11 +231,7 @@ public struct BindOpcodeDecoder: Sendable {
         guard libraryOrdinal != nil || stream == .weak else {
             throw MachOError.malformed("\(opcode.name) before any BIND_OPCODE_SET_DYLIB_ORDINAL_* opcode", at: opcodeOffset)
         }
-        stride = try checker.checkRun(
-            segmentIndex: segmentIndex, offset: segmentOffset, count: count, skip: skip,
-            opcodeOffset: opcodeOffset, opcode: opcode.name)
-        pendingCount = count
-        pendingOpcodeOffset = opcodeOffset
+        try opcodes.schedule(count, skip: skip, at: opcodeOffset, opcode.name)
     }
 }
 

@@ -101,10 +101,70 @@ struct FixupLocationChecker: Sendable {
     private func hex(_ value: UInt64) -> String { String(value, radix: 16) }
 }
 
+/// What the rebase and bind opcode decoders share: the stream's cursor, the segment and
+/// offset its opcodes set, and the run of fixups its last DO opcode queued.
+struct OpcodeStream: Sendable {
+    var cursor: ByteCursor
+    private var checker: FixupLocationChecker
+    private var segmentIndex: Int?
+    var segmentOffset: UInt64 = 0
+    /// Fixups still owed by the last DO opcode, `stride` bytes apart.
+    private(set) var pendingCount: UInt64 = 0
+    private var stride: UInt64 = 0
+    /// The offset of the opcode that queued them.
+    private(set) var pendingOpcodeOffset = 0
+    var finished = false
+
+    init(_ opcodes: ByteView, image: MachOImage) {
+        cursor = ByteCursor(opcodes)
+        checker = FixupLocationChecker(image)
+    }
+
+    /// The next opcode (the byte's high nibble), its immediate (the low nibble) and its
+    /// offset; nil once the stream is finished or at its end.
+    mutating func nextOpcode<Opcode: RawRepresentable<UInt8>>(
+        _ stream: String
+    ) throws(MachOError) -> (opcode: Opcode, immediate: UInt8, offset: Int)? {
+        if finished || cursor.atEnd { return nil }
+        let offset = cursor.absoluteOffset
+        let byte = try cursor.u8()
+        guard let opcode = Opcode(rawValue: byte & 0xf0) else {
+            throw MachOError.malformed("unknown \(stream) opcode 0x\(String(byte & 0xf0, radix: 16))", at: offset)
+        }
+        return (opcode, byte & 0x0f, offset)
+    }
+
+    /// SET_SEGMENT_AND_OFFSET_ULEB: segment `index` (checked now, as dyld does) and the
+    /// offset that follows the opcode.
+    mutating func setSegment(_ index: UInt8, at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+        try checker.checkSegmentIndex(Int(index), opcodeOffset: opcodeOffset, opcode: opcode)
+        segmentIndex = Int(index)
+        segmentOffset = try cursor.uleb128()
+    }
+
+    /// Queues `count` fixups from the current offset, each `skip` bytes past the end of the last.
+    mutating func schedule(_ count: UInt64, skip: UInt64, at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
+        stride = try checker.checkRun(
+            segmentIndex: segmentIndex, offset: segmentOffset, count: count, skip: skip,
+            opcodeOffset: opcodeOffset, opcode: opcode)
+        pendingCount = count
+        pendingOpcodeOffset = opcodeOffset
+    }
+
+    /// The location of the next queued fixup (``schedule(_:skip:at:_:)`` validated it, so a
+    /// segment is set).
+    mutating func nextLocation() throws(MachOError) -> FixupLocation {
+        let location = try checker.location(segmentIndex: segmentIndex ?? 0, offset: segmentOffset, opcodeOffset: pendingOpcodeOffset)
+        segmentOffset &+= stride
+        pendingCount -= 1
+        return location
+    }
+}
+
 extension MachOImage {
     /// The bytes of one dyld-info opcode stream (empty when the image has no LC_DYLD_INFO).
-    func dyldInfoStream(_ offset: KeyPath<DyldInfo, UInt32>, _ size: KeyPath<DyldInfo, UInt32>) throws(MachOError) -> ByteView {
-        guard let info = dyldInfo, info[keyPath: size] != 0 else { return try view.slice(0, 0) }
-        return try linkeditBytes(offset: info[keyPath: offset], size: info[keyPath: size])
+    func dyldInfoStream(_ stream: KeyPath<DyldInfo, LinkeditData>) throws(MachOError) -> ByteView {
+        guard let range = dyldInfo?[keyPath: stream], range.dataSize != 0 else { return try view.slice(0, 0) }
+        return try linkeditBytes(offset: range.dataOffset, size: range.dataSize)
     }
 }

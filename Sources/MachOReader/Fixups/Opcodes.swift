@@ -24,12 +24,6 @@ public enum RebaseOpcode: UInt8, CaseIterable, Sendable {
         case .doRebaseULEBTimesSkippingULEB: "REBASE_OPCODE_DO_REBASE_ULEB_TIMES_SKIPPING_ULEB"
         }
     }
-
-    /// The opcode and immediate of one byte; nil opcode for an unknown high nibble.
-    @inline(__always)
-    static func split(_ byte: UInt8) -> (opcode: RebaseOpcode?, immediate: UInt8) {
-        (RebaseOpcode(rawValue: byte & 0xf0), byte & 0x0f)
-    }
 }
 
 /// `BIND_OPCODE_*`: the high nibble of a bind opcode byte (the low nibble is its immediate).
@@ -68,11 +62,5 @@ public enum BindOpcode: UInt8, CaseIterable, Sendable {
         case .doBindULEBTimesSkippingULEB: "BIND_OPCODE_DO_BIND_ULEB_TIMES_SKIPPING_ULEB"
         case .threaded: "BIND_OPCODE_THREADED"
         }
-    }
-
-    /// The opcode and immediate of one byte; nil opcode for an unknown high nibble.
-    @inline(__always)
-    static func split(_ byte: UInt8) -> (opcode: BindOpcode?, immediate: UInt8) {
-        (BindOpcode(rawValue: byte & 0xf0), byte & 0x0f)
     }
 }

@@ -33,82 +33,52 @@ public struct RebaseFixup: Hashable, Sendable {
 /// bounded by the segment and the image, never by the counts the stream claims. A repeat
 /// count of 0 makes no rebase, as in dyld (llvm-objdump shows one).
 public struct RebaseOpcodeDecoder: Sendable {
-    private var cursor: ByteCursor
-    private var checker: FixupLocationChecker
-    private var segmentIndex: Int?
-    private var segmentOffset: UInt64 = 0
+    private var stream: OpcodeStream
     private var type = RebaseType(rawValue: 0)
-    /// Rebases still owed by the last DO_REBASE opcode, `stride` bytes apart.
-    private var pendingCount: UInt64 = 0
-    private var stride: UInt64 = 0
-    private var pendingOpcodeOffset = 0
-    private var finished = false
 
     /// A decoder over the image's own rebase stream (empty without LC_DYLD_INFO).
     public init(_ image: MachOImage) throws(MachOError) {
-        self.init(opcodes: try image.dyldInfoStream(\.rebaseOffset, \.rebaseSize), image: image)
+        self.init(opcodes: try image.dyldInfoStream(\.rebase), image: image)
     }
 
     /// A decoder over `opcodes`, whose locations refer to `image`'s segments.
     public init(opcodes: ByteView, image: MachOImage) {
-        cursor = ByteCursor(opcodes)
-        checker = FixupLocationChecker(image)
+        stream = OpcodeStream(opcodes, image: image)
     }
 
     /// The next rebase, or nil at `REBASE_OPCODE_DONE` or the end of the stream.
     public mutating func next() throws(MachOError) -> RebaseFixup? {
-        while pendingCount == 0 {
-            if finished || cursor.atEnd { return nil }
-            let opcodeOffset = cursor.absoluteOffset
-            let byte = try cursor.u8()
-            let (decoded, immediate) = RebaseOpcode.split(byte)
-            guard let opcode = decoded else {
-                throw MachOError.malformed("unknown rebase opcode 0x\(String(byte & 0xf0, radix: 16))", at: opcodeOffset)
-            }
+        while stream.pendingCount == 0 {
+            guard let (opcode, immediate, opcodeOffset): (RebaseOpcode, UInt8, Int) = try stream.nextOpcode("rebase") else { return nil }
             switch opcode {
             case .done:
-                finished = true
+                stream.finished = true
             case .setTypeImm:
                 guard immediate <= RebaseType.textPCRelative32.rawValue else {
                     throw MachOError.malformed("\(opcode.name) sets unknown rebase type \(immediate)", at: opcodeOffset)
                 }
                 type = RebaseType(rawValue: immediate)
             case .setSegmentAndOffsetULEB:
-                try checker.checkSegmentIndex(Int(immediate), opcodeOffset: opcodeOffset, opcode: opcode.name)
-                segmentIndex = Int(immediate)
-                segmentOffset = try cursor.uleb128()
+                try stream.setSegment(immediate, at: opcodeOffset, opcode.name)
             case .addAddrULEB: // wraps, as dyld's arithmetic does
-                segmentOffset &+= try cursor.uleb128()
+                stream.segmentOffset &+= try stream.cursor.uleb128()
             case .addAddrImmScaled:
-                segmentOffset &+= UInt64(immediate) * FixupLocationChecker.pointerSize
+                stream.segmentOffset &+= UInt64(immediate) * FixupLocationChecker.pointerSize
             case .doRebaseImmTimes:
-                try schedule(UInt64(immediate), skip: 0, at: opcodeOffset, opcode.name)
+                try stream.schedule(UInt64(immediate), skip: 0, at: opcodeOffset, opcode.name)
             case .doRebaseULEBTimes:
-                let count = try cursor.uleb128()
-                try schedule(count, skip: 0, at: opcodeOffset, opcode.name)
+                let count = try stream.cursor.uleb128()
+                try stream.schedule(count, skip: 0, at: opcodeOffset, opcode.name)
             case .doRebaseAddAddrULEB:
-                let skip = try cursor.uleb128()
-                try schedule(1, skip: skip, at: opcodeOffset, opcode.name)
+                let skip = try stream.cursor.uleb128()
+                try stream.schedule(1, skip: skip, at: opcodeOffset, opcode.name)
             case .doRebaseULEBTimesSkippingULEB:
-                let count = try cursor.uleb128()
-                let skip = try cursor.uleb128()
-                try schedule(count, skip: skip, at: opcodeOffset, opcode.name)
+                let count = try stream.cursor.uleb128()
+                let skip = try stream.cursor.uleb128()
+                try stream.schedule(count, skip: skip, at: opcodeOffset, opcode.name)
             }
         }
-        // `schedule` validated every pending location, so segmentIndex is set.
-        let location = try checker.location(segmentIndex: segmentIndex ?? 0, offset: segmentOffset, opcodeOffset: pendingOpcodeOffset)
-        segmentOffset &+= stride
-        pendingCount -= 1
-        return RebaseFixup(location: location, type: type)
-    }
-
-    /// Queues `count` rebases from the current offset, each `skip` bytes past the end of the last.
-    private mutating func schedule(_ count: UInt64, skip: UInt64, at opcodeOffset: Int, _ opcode: String) throws(MachOError) {
-        stride = try checker.checkRun(
-            segmentIndex: segmentIndex, offset: segmentOffset, count: count, skip: skip,
-            opcodeOffset: opcodeOffset, opcode: opcode)
-        pendingCount = count
-        pendingOpcodeOffset = opcodeOffset
+        return RebaseFixup(location: try stream.nextLocation(), type: type)
     }
 }
 
