@@ -57,7 +57,7 @@ public enum SlidPrelinkedSetFile {
         package func mapRange() throws(ClosureError) -> LaunchMemory.SlidRange? {
             do throws(LoadError) {
                 return try LaunchMemory.SlidRange.map(fd: file.fd, dataOffset: header.dataOffset, size: rangeSize, base: header.base,
-                                                      protections: header.protections.map { ($0.range, ($0.read, $0.write, $0.execute)) },
+                                                      protections: header.protections.map { ($0.range, $0.protection) },
                                                       path: path)
             } catch {
                 guard case let .mapping(image, reason) = error else { throw .mapping(path: path, image: path, what: "\(error)") }
@@ -130,8 +130,8 @@ public enum SlidPrelinkedSetFile {
     /// The protection runs the set's range takes once mapped read-only, from its plans.
     public static func protections(of set: PrelinkedSet) -> [SlidPrelinkedSetHeader.ProtectionRun] {
         LaunchMemory.prelinkedProtections(plans: set.closure.images.map(\.plan), offsets: set.imageOffsets, rangeSize: set.rangeSize,
-                                          from: (true, false, false)).map {
-            SlidPrelinkedSetHeader.ProtectionRun(range: $0.range, read: $0.protection.read, write: $0.protection.write, execute: $0.protection.execute)
+                                          from: .read).map {
+            SlidPrelinkedSetHeader.ProtectionRun(range: $0.range, protection: $0.protection)
         }
     }
 

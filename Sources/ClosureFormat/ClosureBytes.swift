@@ -146,42 +146,30 @@ struct ClosureReader {
     }
 }
 
-/// The one LEB128 decoder of closure bytes, reading a slice at a position and moving it past
-/// the number: where and why a number did not decode is a ``FixupFault/corrupt(byteOffset:_:)``
+/// Closure bytes read by the one LEB128 decoder (``LEB128/unsigned(at:_:)``), a slice at a
+/// position moved past the number: where and why a number did not decode is a ``FixupFault/corrupt(byteOffset:_:)``
 /// (bytes that end inside the number, at the end's offset, or a number over 64 bits, at the
 /// byte that makes it so), which ``ClosureReader`` reports as a corrupt closure.
 enum ClosureLEB128 {
 
     @inline(__always)
     static func unsigned(_ bytes: ArraySlice<UInt8>, _ position: inout Int) -> Result<UInt64, FixupFault> {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard position < bytes.endIndex else { return .failure(.corrupt(byteOffset: position, .truncatedNumber)) }
-            let byte = bytes[position]
-            position += 1
-            guard shift < 64, !(shift == 63 && byte & 0x7e != 0) else { return .failure(.corrupt(byteOffset: position - 1, .numberTooLarge)) }
-            result |= UInt64(byte & 0x7f) << shift
-            if byte & 0x80 == 0 { return .success(result) }
-            shift += 7
-        }
+        read(LEB128.unsigned(at: &position) { $0 < bytes.endIndex ? bytes[$0] : nil })
     }
 
     @inline(__always)
     static func signed(_ bytes: ArraySlice<UInt8>, _ position: inout Int) -> Result<Int64, FixupFault> {
-        var result: Int64 = 0
-        var shift: Int64 = 0
-        var byte: UInt8
-        repeat {
-            guard position < bytes.endIndex else { return .failure(.corrupt(byteOffset: position, .truncatedNumber)) }
-            guard shift < 64 else { return .failure(.corrupt(byteOffset: position, .numberTooLarge)) }
-            byte = bytes[position]
-            position += 1
-            result |= Int64(byte & 0x7f) << shift
-            shift += 7
-        } while byte & 0x80 != 0
-        if shift < 64, byte & 0x40 != 0 { result |= -1 << shift }
-        return .success(result)
+        read(LEB128.signed(at: &position) { $0 < bytes.endIndex ? bytes[$0] : nil })
+    }
+
+    /// A number, or its failure as a fault naming the offset.
+    @inline(__always)
+    static func read<Value>(_ decoded: LEB128Read<Value>) -> Result<Value, FixupFault> {
+        switch decoded {
+        case let .value(value): .success(value)
+        case let .truncated(at): .failure(.corrupt(byteOffset: at, .truncatedNumber))
+        case let .tooLarge(at): .failure(.corrupt(byteOffset: at, .numberTooLarge))
+        }
     }
 }
 

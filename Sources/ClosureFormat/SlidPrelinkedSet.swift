@@ -33,13 +33,11 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
     /// One run of pages of one protection, from the range's start.
     public struct ProtectionRun: Equatable, Sendable {
         public let range: Range<UInt64>
-        public let read: Bool, write: Bool, execute: Bool
+        public let protection: VMProtection
 
-        public init(range: Range<UInt64>, read: Bool, write: Bool, execute: Bool) {
+        public init(range: Range<UInt64>, protection: VMProtection) {
             self.range = range
-            self.read = read
-            self.write = write
-            self.execute = execute
+            self.protection = protection
         }
     }
 
@@ -108,7 +106,7 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
                 throw .corrupt(path: path, offset: at, what: "protection run \(index) (+0x\(String(start, radix: 16)), \(size) bytes, \(bits)) "
                     + "is not whole pages inside the range after the run before, or is writable and executable")
             }
-            runs.append(ProtectionRun(range: start..<(start + size), read: bits & 1 != 0, write: bits & 2 != 0, execute: bits & 4 != 0))
+            runs.append(ProtectionRun(range: start..<(start + size), protection: VMProtection(rawValue: Int32(bits))))
             cursor = start + size
         }
         protections = runs
@@ -134,7 +132,7 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
         for run in protections {
             tail.u64(run.range.lowerBound)
             tail.u64(UInt64(run.range.count))
-            tail.u64((run.read ? 1 : 0) | (run.write ? 2 : 0) | (run.execute ? 4 : 0))
+            tail.u64(UInt64(run.protection.rawValue))
         }
         var file = Self.magic + w.bytes + bootID + tail.bytes
         let checksum = UnsafeHash.xxh3(file[16...])

@@ -1,3 +1,4 @@
+import MachOReader
 import LaunchPlan
 
 /// Closure bytes read through a pointer (the fast path's apply loop, the bind-target
@@ -48,21 +49,10 @@ import LaunchPlan
             unsafe cursor += 1
             return UInt64(first)
         }
-        var pointer = unsafe cursor
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while unsafe pointer < end {
-            let byte = unsafe pointer.load(as: UInt8.self)
-            unsafe pointer += 1
-            guard shift < 64, !(shift == 63 && byte & 0x7e != 0) else { return nil }
-            result |= UInt64(byte & 0x7f) << shift
-            if byte & 0x80 == 0 {
-                unsafe cursor = unsafe pointer
-                return result
-            }
-            shift += 7
-        }
-        return nil
+        var offset = consumed
+        guard case let .value(value) = LEB128.unsigned(at: &offset, { byte(at: $0) }) else { return nil }
+        unsafe cursor = unsafe start + offset
+        return value
     }
 
     /// A signed LEB128 number (as its two's-complement bits), or nil when truncated or over 64 bits.
@@ -74,20 +64,17 @@ import LaunchPlan
             unsafe cursor += 1
             return UInt64(bitPattern: Int64(Int8(bitPattern: first << 1) >> 1))
         }
-        var pointer = unsafe cursor
-        var result: Int64 = 0
-        var shift: Int64 = 0
-        var byte: UInt8
-        repeat {
-            guard unsafe pointer < end, shift < 64 else { return nil }
-            byte = unsafe pointer.load(as: UInt8.self)
-            unsafe pointer += 1
-            result |= Int64(byte & 0x7f) << shift
-            shift += 7
-        } while byte & 0x80 != 0
-        if shift < 64, byte & 0x40 != 0 { result |= -1 << shift }
-        unsafe cursor = unsafe pointer
-        return UInt64(bitPattern: result)
+        var offset = consumed
+        guard case let .value(value) = LEB128.signed(at: &offset, { byte(at: $0) }) else { return nil }
+        unsafe cursor = unsafe start + offset
+        return UInt64(bitPattern: value)
+    }
+
+    /// The byte at `offset` from the stream's start, or nil at or past its end.
+    @inlinable @inline(__always)
+    func byte(at offset: Int) -> UInt8? {
+        guard offset < remaining + consumed else { return nil }
+        return unsafe (start + offset).load(as: UInt8.self)
     }
 }
 

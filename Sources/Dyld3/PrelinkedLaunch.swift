@@ -173,7 +173,7 @@ public enum PrelinkedLaunch {
             guard image < closure.images.count else { return false }
             return closure.images[image].plan.segments.contains { segment in
                 offset >= segment.vmOffset && offset <= segment.vmOffset + segment.vmSize && count <= segment.vmOffset + segment.vmSize - offset
-                    && LaunchMemory.finalProtection(segment).write
+                    && LaunchMemory.finalProtection(segment).contains(.write)
             }
         }
         let locals = closure.threadLocals

@@ -1,3 +1,4 @@
+import MachOReader
 import LaunchPlan
 import LoaderSystem
 import Pager
@@ -231,7 +232,7 @@ public final class LaunchMemory {
             do throws(LoadError) {
                 let final = finalProtection(segment)
                 if inRegion {
-                    try UnsafeMemory.protect(address: address, size: size, read: final.read, write: final.write, execute: final.execute)
+                    try UnsafeMemory.protect(address: address, size: size, final)
                 } else {
                     try UnsafeMemory.mapZeros(size: size, at: address, protection: final)
                 }
@@ -251,9 +252,8 @@ public final class LaunchMemory {
     }
 
     /// A segment's protection once fixups are done: `__DATA_CONST` loses write.
-    package static func finalProtection(_ segment: SegmentPlan) -> (read: Bool, write: Bool, execute: Bool) {
-        (segment.protection.contains(.read), segment.protection.contains(.write) && !segment.readOnlyAfterFixups,
-         segment.protection.contains(.execute))
+    package static func finalProtection(_ segment: SegmentPlan) -> VMProtection {
+        segment.protection.intersection([.read, .write, .execute]).subtracting(segment.readOnlyAfterFixups ? .write : [])
     }
 
     /// A segment nothing writes, wholly backed by file pages, is mapped with its final
@@ -278,10 +278,10 @@ public final class LaunchMemory {
             for (position, segment) in image.plan.segments.enumerated()
             where !LaunchMemory.isMappedFinal(segment, fileLength: image.fileLength) && !deferred[index][position] {
                 let final = LaunchMemory.finalProtection(segment)
-                if final == (true, true, false) { continue }
+                if final == [.read, .write] { continue }
                 let size = (segment.vmSize + page - 1) / page * page
                 do throws(LoadError) {
-                    try UnsafeMemory.protect(address: image.base + segment.vmOffset, size: size, read: final.read, write: final.write, execute: final.execute)
+                    try UnsafeMemory.protect(address: image.base + segment.vmOffset, size: size, final)
                 } catch {
                     throw .mapping(image: image.plan.path, reason: "mprotect \(segment.name): \(error)")
                 }

@@ -1,3 +1,4 @@
+import MachOReader
 import LaunchPlan
 import LoaderSystem
 import Pager
@@ -47,8 +48,7 @@ extension LaunchMemory {
                     try mapData(upTo: range.lowerBound)
                     let final = finalProtection(segment)
                     do throws(LoadError) {
-                        try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), read: final.read, write: final.write,
-                                                 execute: final.execute)
+                        try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), final)
                     } catch {
                         throw LoadError.mapping(image: pageIn.path, reason: "page-in reservation: \(error)")
                     }
@@ -83,7 +83,7 @@ extension LaunchMemory {
         package let size: UInt64
 
         package static func map(fd: Int32, dataOffset: UInt64, size: UInt64, base: UInt64,
-                                protections: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))],
+                                protections: [(range: Range<UInt64>, protection: VMProtection)],
                                 path: String) throws(LoadError) -> SlidRange? {
             switch UnsafeMemory.mapFileIfFree(fd: fd, offset: dataOffset, size: size, at: base) {
             case .success(false): return nil
@@ -115,11 +115,11 @@ extension LaunchMemory {
     /// none, adjacent ranges of one protection merged, those already `mapped`'s left as they
     /// are. Offsets from the region's base.
     package static func prelinkedProtections(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64,
-                                             from mapped: (read: Bool, write: Bool, execute: Bool))
-        -> [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] {
+                                             from mapped: VMProtection)
+        -> [(range: Range<UInt64>, protection: VMProtection)] {
         let page = UnsafeMemory.pageSize
-        var ranges: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))] = []
-        func add(_ start: UInt64, _ end: UInt64, _ protection: (read: Bool, write: Bool, execute: Bool)) {
+        var ranges: [(range: Range<UInt64>, protection: VMProtection)] = []
+        func add(_ start: UInt64, _ end: UInt64, _ protection: VMProtection) {
             guard end > start else { return }
             if let last = ranges.last, last.range.upperBound == start, last.protection == protection {
                 ranges[ranges.count - 1].range = last.range.lowerBound..<end
@@ -127,7 +127,7 @@ extension LaunchMemory {
                 ranges.append((start..<end, protection))
             }
         }
-        let none = (read: false, write: false, execute: false)
+        let none: VMProtection = []
         var cursor: UInt64 = 0
         for (plan, offset) in zip(plans, offsets) {
             for segment in plan.segments.sorted(by: { $0.vmOffset < $1.vmOffset }) {
@@ -147,17 +147,16 @@ extension LaunchMemory {
     /// (``prelinkedProtections(plans:offsets:rangeSize:from:)``): one `mprotect` per range.
     package func applyPrelinkedProtections() throws(LoadError) {
         let protections = Self.prelinkedProtections(plans: images.map(\.plan), offsets: images.map { $0.base - regionBase }, rangeSize: regionSize,
-                                                    from: (true, true, false))
+                                                    from: [.read, .write])
         try Self.protect(base: regionBase, protections, path: images.first?.plan.path ?? "?")
     }
 
     /// One `mprotect` per range of `protections` (offsets from `base`).
-    static func protect(base: UInt64, _ protections: [(range: Range<UInt64>, protection: (read: Bool, write: Bool, execute: Bool))],
+    static func protect(base: UInt64, _ protections: [(range: Range<UInt64>, protection: VMProtection)],
                         path: String) throws(LoadError) {
         for (range, protection) in protections {
             do throws(LoadError) {
-                try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count),
-                                         read: protection.read, write: protection.write, execute: protection.execute)
+                try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), protection)
             } catch {
                 throw .mapping(image: path, reason: "mprotect of the prelinked range +0x\(String(range.lowerBound, radix: 16)): \(error)")
             }

@@ -27,9 +27,8 @@ package enum UnsafeMemory {
     /// copy-on-write: read-write so fixups can be applied, or `finalProtection` directly for a
     /// segment nothing will write.
     package static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64,
-                       finalProtection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(LoadError) {
-        let protection = finalProtection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
-            ?? (PROT_READ | PROT_WRITE)
+                       finalProtection: VMProtection? = nil) throws(LoadError) {
+        let protection = (finalProtection ?? [.read, .write]).mmapFlags
         _ = unsafe try UnsafeSystemCall.mapping {
             unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection, MAP_PRIVATE | MAP_FIXED, fd, off_t(offset))
         }.failing("mmap").get()
@@ -55,19 +54,17 @@ package enum UnsafeMemory {
     }
 
     /// Maps `size` bytes of zeros over `address` (inside a reservation), read-write or with `protection`.
-    package static func mapZeros(size: UInt64, at address: UInt64, protection: (read: Bool, write: Bool, execute: Bool)? = nil) throws(LoadError) {
-        let flags = protection.map { ($0.read ? PROT_READ : 0) | ($0.write ? PROT_WRITE : 0) | ($0.execute ? PROT_EXEC : 0) }
-            ?? (PROT_READ | PROT_WRITE)
+    package static func mapZeros(size: UInt64, at address: UInt64, protection: VMProtection? = nil) throws(LoadError) {
+        let flags = (protection ?? [.read, .write]).mmapFlags
         _ = unsafe try UnsafeSystemCall.mapping {
             unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), flags, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0)
         }.failing("mmap").get()
     }
 
     /// Sets the protection of a page-aligned range.
-    package static func protect(address: UInt64, size: UInt64, read: Bool, write: Bool, execute: Bool) throws(LoadError) {
-        let protection = (read ? PROT_READ : 0) | (write ? PROT_WRITE : 0) | (execute ? PROT_EXEC : 0)
+    package static func protect(address: UInt64, size: UInt64, _ protection: VMProtection) throws(LoadError) {
         _ = try UnsafeSystemCall.once({
-            unsafe mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection)
+            unsafe mprotect(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection.mmapFlags)
         }, failed: { $0 != 0 }).failing("mprotect").get()
     }
 
@@ -104,5 +101,12 @@ extension UnsafeMemory {
     /// (hashed where they lie, not copied).
     package static func verifyPage(address: UInt64, count: Int, against directory: CS_CodeDirectory, slot: Int) -> Bool {
         unsafe directory.verifyPage(unsafeBytes: UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: UInt(address)), count: count), slot: slot)
+    }
+}
+
+extension VMProtection {
+    /// The `PROT_*` bits of `mmap` and `mprotect` for this protection.
+    var mmapFlags: Int32 {
+        (contains(.read) ? PROT_READ : 0) | (contains(.write) ? PROT_WRITE : 0) | (contains(.execute) ? PROT_EXEC : 0)
     }
 }

@@ -43,22 +43,7 @@ public struct ByteCursor: Sendable {
 
     /// A signed LEB128 value; more than 64 significant bits is an error.
     public mutating func sleb128() throws(MachOError) -> Int64 {
-        let start = absoluteOffset
-        var result: Int64 = 0
-        var shift: Int64 = 0
-        var byte: UInt8
-        repeat {
-            byte = try u8()
-            if shift >= 64 {
-                throw MachOError.malformed("sleb128 value is too large", at: start)
-            }
-            result |= Int64(byte & 0x7f) << shift
-            shift += 7
-        } while byte & 0x80 != 0
-        if shift < 64, byte & 0x40 != 0 {
-            result |= -1 << shift
-        }
-        return result
+        try view.sleb128(at: &position)
     }
 
     /// The bytes of a NUL-terminated string, terminator excluded (nothing is copied); the

@@ -85,19 +85,24 @@ public struct ByteView: Sendable {
     @inline(__always)
     public func uleb128(at position: inout Int) throws(MachOError) -> UInt64 {
         let start = absolute(position)
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            let byte = try u8(position)
-            position += 1
-            let bits = UInt64(byte & 0x7f)
-            if shift >= 64 || (shift == 63 && bits > 1) {
-                throw MachOError.malformed("uleb128 value is too large", at: start)
-            }
-            result |= bits << shift
-            shift += 7
-            if byte & 0x80 == 0 { return result }
+        switch LEB128.unsigned(at: &position, { try? u8($0) }) {
+        case let .value(value): return value
+        case let .truncated(at): _ = try u8(at)
+        case .tooLarge: break
         }
+        throw MachOError.malformed("uleb128 value is too large", at: start)
+    }
+
+    /// The signed LEB128 number at `position`, which moves past it.
+    @inline(__always)
+    public func sleb128(at position: inout Int) throws(MachOError) -> Int64 {
+        let start = absolute(position)
+        switch LEB128.signed(at: &position, { try? u8($0) }) {
+        case let .value(value): return value
+        case let .truncated(at): _ = try u8(at)
+        case .tooLarge: break
+        }
+        throw MachOError.malformed("sleb128 value is too large", at: start)
     }
 
     /// Whether the two windows hold the same bytes (compared in place).

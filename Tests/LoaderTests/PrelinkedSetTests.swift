@@ -93,11 +93,12 @@ import LaunchMemory
             for segment in image.plan.segments where segment.name == "__TEXT" || segment.name == "__DATA" {
                 let start = image.base - first.memory.regionBase + segment.vmOffset
                 let run = header.protections.first { $0.range.contains(start) }
-                #expect(run.map { $0.read && $0.write == (segment.name == "__DATA") && $0.execute == (segment.name == "__TEXT") } == true,
+                #expect(run.map { $0.protection.contains(.read) && $0.protection.contains(.write) == (segment.name == "__DATA")
+                    && $0.protection.contains(.execute) == (segment.name == "__TEXT") } == true,
                         "\(image.plan.path) \(segment.name): \(String(describing: run))")
             }
         }
-        #expect(!header.protections.contains { $0.write && $0.execute })
+        #expect(!header.protections.contains { $0.protection.isSuperset(of: [.write, .execute]) })
         #expect(header.base == first.memory.regionBase && header.bootID == SlidPrelinkedSetFile.bootID)
         let beside = try launch()
         #expect(!beside.report.slidForBoot && beside.report.result == expected)
@@ -129,7 +130,7 @@ import LaunchMemory
                 let first = header.protections[0]
                 let forged = SlidPrelinkedSetHeader(setChecksum: header.setChecksum, setDataHash: header.setDataHash, base: header.base,
                                                     bootID: header.bootID, dataHash: header.dataHash,
-                                                    protections: [.init(range: first.range, read: true, write: true, execute: true)] + header.protections.dropFirst())
+                                                    protections: [.init(range: first.range, protection: [.read, .write, .execute])] + header.protections.dropFirst())
                 try Self.rewrite(copyPath) { $0.replaceSubrange(0..<forged.bytes.count, with: forged.bytes) }
             }),
             ("writable by others", false, { chmod(copyPath, 0o666) }),

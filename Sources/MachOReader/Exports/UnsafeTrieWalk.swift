@@ -49,17 +49,9 @@ enum UnsafeTrieWalk {
         /// has more than 63 significant bits (the checked walk words the error).
         @inline(__always)
         func uleb(_ position: inout Int) -> Int? {
-            var result = 0
-            var shift = 0
-            while position < end {
-                let byte = unsafe bytes[position]
-                position += 1
-                guard shift <= 56 else { return nil }
-                result |= Int(byte & 0x7f) << shift
-                if byte & 0x80 == 0 { return result >= 0 ? result : nil }
-                shift += 7
-            }
-            return nil
+            guard case let .value(value) = LEB128.unsigned(at: &position, { $0 < end ? unsafe bytes[$0] : nil }),
+                  value <= UInt64(Int.max) else { return nil }
+            return Int(value)
         }
 
         var node = 0
