@@ -69,17 +69,8 @@ public enum ClosureBuilder {
 
     /// `image` as a dlopen closure lists an image loaded before it: no fixups, no initializers.
     static func withoutFixups(_ image: ClosureImage) -> ClosureImage {
-        var image = image
-        var targets: [BindTarget] = []
-        var targetIndex: [BindTarget: Int] = [:]
-        let rebases = FixupRuns.encodeRebases([], plan: image.plan)
-        let binds = FixupRuns.encodeBinds([], plan: image.plan, targets: &targets, targetIndex: &targetIndex)
-        image.rebaseRuns = rebases.bytes[...]
-        image.bindRuns = binds.bytes[...]
-        image.rebaseCount = 0
-        image.bindCount = 0
+        var image = image.withoutFixups()
         image.initializers = []
-        image.fixupPageIndex = FixupPageIndex(rebases: rebases.pages, binds: binds.pages)
         return image
     }
 

@@ -6,11 +6,9 @@ import MachOReader
 import ClosureFormat
 import RuntimeServices
 
-/// Builds dlopen closures (``ClosureDlopen``): the analysis a `dlopen` of one path makes
-/// after a launch, written down. At install time (`dyld3 install APP --dlopen PATH`) the
-/// images loaded before are the launch's; at run time (the fast path's `dlopen` of a path
-/// it has no closure for, as dyld3 built dlopen closures in process) they are the launch's
-/// and those earlier `dlopen`s added.
+/// Builds dlopen closures (``ClosureDlopen``): the analysis a `dlopen` of one path makes after
+/// a launch, written down, at install time (`--dlopen PATH`) or, as dyld3 did, in process for
+/// a path the fast path has no closure for (then after earlier `dlopen`s too).
 public enum DlopenClosureBuilder {
     /// The dlopen closure of `path` after `launch` (the closure of `request`) and the
     /// `dlopen`s of `earlier` (each path that added images, in order), whose images are

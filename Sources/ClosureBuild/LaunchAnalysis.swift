@@ -5,11 +5,9 @@ import LaunchPlan
 import LaunchMemory
 import RuntimeServices
 
-/// Everything a launch works out before it touches memory: the graph, the mapping plans,
-/// every fixup resolved, the initializers and the entry point. The closure builder runs
-/// this once at install time and writes it down; the slow path does the same work inline
-/// on every launch. Each image's resolved fixups are handed to the caller as soon as the
-/// image is done, and not kept: the analysis holds one image's fixups at a time.
+/// Everything a launch works out before it touches memory: the graph, the mapping plans, every
+/// fixup resolved, the initializers and the entry point; the closure builder writes it down.
+/// Each image's fixups are handed to the caller as soon as they are resolved, not kept.
 public struct LaunchAnalysis: Sendable {
     public let graph: DependencyGraph
     public let plans: [ImagePlan]
@@ -68,9 +66,8 @@ public struct LaunchAnalysis: Sendable {
         }
         hostServices = try resolver.hostServicesSlot()
         symbolLookups = resolver.symbolLookups
-        let order = InitializerOrder.compute(graph)
+        let order = InitializerOrder.compute(graph), nodes = graph.nodes
         initializerOrder = order
-        let nodes = graph.nodes
         objc = try memory.flatMap { (memory) throws(LoadError) in
             try ObjCSetup.compute(images: nodes.map(\.image), paths: nodes.map(\.path), initializerOrder: order, memory: memory)
         }

@@ -5,10 +5,9 @@ import ClosureFormat
 import LaunchMemory
 
 /// Builds a prelinked set at install time from an app's closure (docs/prelinked.md): every
-/// image's segments copied from the very files the closure identifies into one range laid
-/// out as a launch lays the images out (``LaunchMemory/layout(_:)``), every fixup and every
-/// Objective-C write of the closure applied for the range's base, and the words that then
-/// hold an address in the range recorded as slide runs.
+/// image's segments copied from the files the closure identifies into one range laid out as a
+/// launch lays them out, every fixup and Objective-C write applied for the range's base, and
+/// the words that then hold an address in the range recorded as slide runs.
 public enum PrelinkBuilder {
     /// The address the data is fixed up for (a launch slides it to wherever it maps it).
     public static let base: UInt64 = 0x2_0000_0000
@@ -68,14 +67,12 @@ public enum PrelinkBuilder {
                 slides.append(ResolvedFixup(vmOffset: at, kind: .rebase(targetOffset: offset, high8: target.high8)))
             }
         }
-        let set = PrelinkedSet(closure: PrelinkedSet.stripped(closure), base: base, pageSize: LaunchMemory.pageSize, rangeSize: rangeSize,
+        var set = PrelinkedSet(closure: PrelinkedSet.stripped(closure), base: base, pageSize: LaunchMemory.pageSize, rangeSize: rangeSize,
                                imageOffsets: offsets, slideRuns: [], slideCount: 0, slidePageIndex: .absent)
         let encoded = FixupRuns.encodeRebases(slides, plan: set.rangePlan)
-        var finished = set
-        finished.slideRuns = encoded.bytes[...]
-        finished.slideCount = encoded.count
-        finished.slidePageIndex = FixupPageIndex(rebases: encoded.pages, binds: [])
-        return (finished, data)
+        (set.slideRuns, set.slideCount) = (encoded.bytes[...], encoded.count)
+        set.slidePageIndex = FixupPageIndex(rebases: encoded.pages, binds: [])
+        return (set, data)
     }
 
     static func store(_ value: UInt64, at offset: Int, in data: inout [UInt8]) {

@@ -13,22 +13,17 @@ extension ClosureBinding {
                   inserted: inserted.map(ClosureBinding.resolved).joined(separator: ":"), policy: policy)
     }
 
-    /// `path` made absolute with symlinks resolved: the form bindings and cache names use.
-    /// `realpath` for a file that exists (every launch asks this: one libc call); Foundation's
-    /// resolution, which keeps what does not exist, for one that does not (the two agree
-    /// wherever both answer).
+    /// `path` made absolute with symlinks resolved, as bindings and cache names use it:
+    /// `realpath` for a file that exists, else Foundation's resolution (which keeps what does not).
     public static func resolved(_ path: String) -> String {
         RealPath.of(path) ?? URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
 }
 
 extension ClosureBinding {
-    /// The binding names the app (and the host) the closure is for; its image list names the
-    /// files a launch maps as the main image (root count − 1) and the host (image 0). The
-    /// two must be the same files, symlinks resolved (a closure records image paths as they
-    /// were found, the binding as resolved): else the binding was edited apart from the
-    /// images, and a launch would run another app's images under this app's name. Decoding
-    /// has checked the root count against the host already.
+    /// The binding's app, host and inserted libraries must be the files the image list maps
+    /// in their places, symlinks resolved: else the binding was edited apart from the images,
+    /// and a launch would run another app's images under this app's name.
     package func checkRoots(of images: [ClosureImage], rootCount: Int, closurePath: String) throws(ClosureError) {
         guard rootCount >= 1, rootCount <= images.count else { return }
         var pairs = [(role: "main image", field: "app", bound: app, image: images[rootCount - 1].path)]

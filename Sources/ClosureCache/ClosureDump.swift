@@ -3,9 +3,8 @@ import LoaderCore
 import LaunchPlan
 import ClosureFormat
 
-/// A closure file opened for `dyld3 closure dump`: its header and its decoded closure.
-/// The file goes through every check `ClosureFile.decode` makes; unlike a launch, a dump
-/// does not refuse a file other users can write, since it only shows what is inside.
+/// A closure file opened for `dyld3 closure dump`: its header and its decoded closure, with
+/// every check `ClosureFile.decode` makes but ownership (a dump only shows what is inside).
 public struct ClosureDump: Sendable {
     public let path: String
     public let header: ClosureFileHeader
@@ -13,11 +12,7 @@ public struct ClosureDump: Sendable {
     public let fileSize: Int
 
     public init(path: String) throws(ClosureError) {
-        let file: UnsafeFileIO.OpenFile
-        switch UnsafeFileIO.openNoFollow(path) {
-        case let .success(opened): file = opened
-        case let .failure(error): throw error
-        }
+        let file = try UnsafeFileIO.openNoFollow(path).get()
         guard file.status.size <= UInt64(ClosureFile.maxFileSize) else {
             throw .corrupt(path: path, offset: 0, what: "\(file.status.size) bytes is over the \(ClosureFile.maxFileSize)-byte limit for a closure file")
         }

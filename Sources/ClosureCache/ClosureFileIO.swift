@@ -6,21 +6,17 @@ import LaunchPlan
 import LoaderSystem
 
 extension ClosureFile {
-    /// The largest closure file read: a closure for thousands of images is a few MiB. A
-    /// larger file is refused from its `fstat`, unread.
+    /// The largest closure file read (thousands of images take a few MiB), from its `fstat`.
     public static let maxFileSize = 64 << 20
 
-    /// Maps and decodes the closure at `path` (``mapTrusted(_:)``, then ``decode(_:path:trusting:)``).
-    /// The binding's app and host must be the closure's root images
-    /// (``ClosureBinding/checkRoots(of:rootCount:closurePath:)``).
+    /// Maps and decodes the closure at `path`; the binding's app and host must be its root images.
     public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
         let closure = try decode(mapTrusted(path), path: path, trusting: trustKey)
         try closure.checkRoots(closurePath: path)
         return closure
     }
 
-    /// The bytes of the closure file at `path`, mapped, not read (the checksum and the
-    /// decompression read them in place), refusing files others could have written
+    /// The closure file at `path`, mapped, refusing files others could have written
     /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``.
     public static func mapTrusted(_ path: String) throws(ClosureError) -> ByteView {
         let file = try openTrusted(path)
@@ -31,11 +27,7 @@ extension ClosureFile {
     /// The closure file at `path`, opened once (no symlink followed) and checked on that
     /// descriptor for ownership and size before a byte is read.
     static func openTrusted(_ path: String) throws(ClosureError) -> UnsafeFileIO.OpenFile {
-        let file: UnsafeFileIO.OpenFile
-        switch UnsafeFileIO.openNoFollow(path) {
-        case let .success(opened): file = opened
-        case let .failure(error): throw error
-        }
+        let file = try UnsafeFileIO.openNoFollow(path).get()
         try checkOwnership(path, file.status)
         guard file.status.size <= UInt64(maxFileSize) else {
             throw .corrupt(path: path, offset: 0, what: "\(file.status.size) bytes is over the \(maxFileSize)-byte limit for a closure file")
@@ -43,9 +35,8 @@ extension ClosureFile {
         return file
     }
 
-    /// Checks that the file at `path`, if there is one, would be trusted; the refusal
-    /// (``ClosureError/untrusted(path:what:)``) otherwise (for `install`, which replaces such
-    /// a file when it can).
+    /// Checks that the file at `path`, if there is one, would be trusted (`install` replaces
+    /// one that would not, when it can).
     public static func checkTrust(_ path: String) throws(ClosureError) {
         switch UnsafeFileIO.openNoFollow(path) {
         case .failure(.missing): return
@@ -67,8 +58,8 @@ extension ClosureFile {
         }
     }
 
-    /// Whether the file at `path` is a closure whose header says it is signed, read without
-    /// checking the rest: `launch --rebuild` never writes an unsigned closure over a signed one.
+    /// Whether the closure at `path` says it is signed, unchecked: `launch --rebuild` never
+    /// writes an unsigned closure over a signed one.
     public static func isSigned(_ path: String) -> Bool {
         guard case let .success(file) = UnsafeFileIO.openNoFollow(path), file.status.size >= UInt64(ClosureFileHeader.size),
               file.status.size <= UInt64(maxFileSize), let bytes = file.mapAll(),
@@ -76,8 +67,7 @@ extension ClosureFile {
         return ClosureFileHeader(fieldsOf: fields).signatureSize > 0
     }
 
-    /// Writes `closure` to `path` atomically, read-only, signed with `signer` if given. A
-    /// failure leaves any existing file as it was.
+    /// Writes `closure` to `path` atomically, read-only; a failure leaves any existing file as it was.
     public static func write(_ closure: LaunchClosure, to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
         do throws(LoadError) {
             try UnsafeFileIO.writeAtomically(encode(closure, signedWith: signer), to: path)

@@ -14,7 +14,7 @@ extension ClosureSigningKey {
     }
 
     /// Writes the key pair into `directory` as `closure-signing.key` (0600) and
-    /// `closure-signing.pub` (0644); refuses to overwrite either. Returns both paths.
+    /// `closure-signing.pub` (0644), never overwriting either; both paths.
     public func write(into directory: String) throws(CommandFailure) -> (privateKey: String, publicKey: String) {
         let privatePath = directory + "/closure-signing.key", publicPath = directory + "/closure-signing.pub"
         for path in [privatePath, publicPath] where FileStatus.of(path) != nil {
@@ -35,24 +35,20 @@ extension ClosureTrustKey {
     }
 }
 
-/// Who may own and write a key file, as ssh treats its keys: a private (signing) key must
-/// be owned by the invoking user and neither readable nor writable by group or others (ssh's
-/// "unprotected private key file"); a trust (public) key vouches for every closure it
-/// verifies, so it must be owned by the user or root and not writable by group or others
-/// (StrictModes, as for `authorized_keys`). Checked on the descriptor the key is read from.
+/// Who may own and write a key file, as ssh treats its keys: a private (signing) key must be
+/// owned by the invoking user and neither readable nor writable by group or others; a trust
+/// (public) key vouches for every closure it verifies, so it must be owned by the user or root
+/// and not writable by group or others (StrictModes). Checked on the descriptor read from.
 public enum ClosureKeyPolicy {
     /// Which half of a key pair a file holds.
     public enum Kind: Sendable {
         case signing, trust
     }
 
-    /// Why a key file is refused (worded in the key's ``CommandFailure``).
+    /// Why a key file is refused: its owner, or its mode.
     public enum Problem: Equatable, Sendable, CustomStringConvertible {
-        /// Owned by `owner`, who is not the user (nor root, for a trust key).
         case owner(kind: Kind, owner: UInt32, user: UInt32)
-        /// A private key others can read or write (`mode`).
         case privateKeyExposed(mode: UInt32)
-        /// A trust key group or others can write (`mode`).
         case trustKeyWritable(mode: UInt32)
 
         public var description: String {

@@ -9,25 +9,18 @@ import LoaderSystem
 /// sticky bit stops others from replacing it, not from planting their own.
 public enum ClosureOwnership {
     /// Why a closure cannot be trusted: who owns or can write what (worded in a
-    /// ``ClosureError/untrusted(path:what:)``).
+    /// ``ClosureError/untrusted(path:what:)``). Ancestors are the directories above the
+    /// closure's on its real path.
     public enum Problem: Equatable, Sendable, CustomStringConvertible {
-        /// The file's owner (`owner`) is neither the user nor root.
         case fileOwner(owner: UInt32, user: UInt32)
-        /// The file is writable by group or others.
         case fileWritable(mode: UInt32)
-        /// The directory's owner (`owner`) is neither the user nor root.
         case directoryOwner(owner: UInt32, user: UInt32)
-        /// The directory is sticky and writable by others, and the file (owned by `fileOwner`) is not the user's.
+        /// The directory is sticky and writable by others, and the file is not the user's.
         case stickyDirectory(fileOwner: UInt32)
-        /// The directory is writable by group or others.
         case directoryWritable(mode: UInt32)
-        /// The directory's real path (symlinks resolved) cannot be found.
         case unresolvable(directory: String)
-        /// A directory above the closure's, on its real path, is owned by `owner`, neither
-        /// the user nor root.
         case ancestorOwner(path: String, owner: UInt32, user: UInt32)
-        /// A directory above the closure's, on its real path, is writable by group or others
-        /// without the sticky bit: they could rename the directories below it.
+        /// Writable by group or others without the sticky bit: they could rename what is below.
         case ancestorWritable(path: String, mode: UInt32)
 
         public var description: String {
@@ -58,13 +51,11 @@ public enum ClosureOwnership {
         return sticky ? .stickyDirectory(fileOwner: file.ownerID) : .directoryWritable(mode: directory.mode)
     }
 
-    /// Checks every directory above `directory` the way OpenSSH's `secure_path` does, on the
-    /// real path (symlinks resolved first, so a link cannot hide where the cache is): each
-    /// must be owned by `user` or root and not writable by group or others, except that a
-    /// sticky one (`/tmp`) is accepted, since others cannot rename what it holds (OpenSSH
-    /// refuses those too; a cache under `/tmp/USER-owned-dir` is common and safe). The
-    /// directory itself is ``check(file:directory:user:)``'s. `status` stats a path (the
-    /// file system, or a table in tests). Costs one `realpath` and one `stat` per component.
+    /// Checks every directory above `directory` as OpenSSH's `secure_path` does, on the real
+    /// path (a link cannot hide where the cache is): each owned by `user` or root and not
+    /// writable by group or others, except that a sticky one (`/tmp`) is accepted, since others
+    /// cannot rename what it holds (a cache under `/tmp/USER-owned-dir` is common and safe).
+    /// `status` stats a path (the file system, or a table in tests).
     public static func checkAncestors(of directory: String, user: UInt32, realPath: (String) -> String?,
                                       status: (String) -> FileStatus?) -> Problem? {
         guard let resolved = realPath(directory) else { return .unresolvable(directory: directory) }

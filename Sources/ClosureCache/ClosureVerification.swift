@@ -32,54 +32,47 @@ public struct ClosureVerification: Sendable {
     public let status: Status
     public let problems: [Problem]
 
-    /// Checks the file at `path`: extension and magic, ownership, header, checksum, frame and
-    /// structure and header flags (`ClosureFile`), consistency (`consistencyProblems()`), then every image's identity against the disk (`staleImages()`).
+    /// Checks the file at `path`: extension and magic, ownership, header, checksum, frame,
+    /// structure and header flags, consistency (`consistencyProblems()`), then every image's
+    /// identity against the disk (`staleImages()`).
     public init(checking path: String, trusting trustKey: ClosureTrustKey? = nil, alwaysHash: Bool = false) {
-        guard let entry = FileStatus.of(path) else {
-            self.init(path, .corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
-            return
-        }
-        guard !entry.isDirectory else {
-            self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "is a directory")])
-            return
-        }
+        self.path = path
+        (status, problems) = Self.verdict(path, trusting: trustKey, alwaysHash: alwaysHash)
+    }
+
+    /// A status and the problems that call for it.
+    typealias Verdict = (status: Status, problems: [Problem])
+
+    /// The verdict of one problem: its kind.
+    static func failed(_ problem: Problem) -> Verdict { (problem.kind, [problem]) }
+    static func failed(_ kind: Status, _ message: String) -> Verdict { failed(Problem(kind: kind, message: message)) }
+    static let vanished = "vanished while it was being verified"
+
+    static func verdict(_ path: String, trusting trustKey: ClosureTrustKey?, alwaysHash: Bool) -> Verdict {
+        guard let entry = FileStatus.of(path) else { return failed(.corrupt, vanished) }
+        guard !entry.isDirectory else { return failed(.notAClosure, "is a directory") }
         if path.hasSuffix("." + ClosureCache.prelinkedSetExtension) {
-            let (status, problems) = ClosureVerification.verifyPrelinkedSet(path, trusting: trustKey, alwaysHash: alwaysHash)
-            self.init(path, status, problems)
-            return
+            return verifyPrelinkedSet(path, trusting: trustKey, alwaysHash: alwaysHash)
         }
-        if path.hasSuffix("." + ClosureCache.slidSetExtension) {
-            let (status, problems) = ClosureVerification.verifySlidSet(path)
-            self.init(path, status, problems)
-            return
-        }
+        if path.hasSuffix("." + ClosureCache.slidSetExtension) { return verifySlidSet(path) }
         guard path.hasSuffix("." + ClosureCache.fileExtension) else {
-            self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "has no .\(ClosureCache.fileExtension) extension")])
-            return
+            return failed(.notAClosure, "has no .\(ClosureCache.fileExtension) extension")
         }
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
         case let .success(opened): file = opened
-        case .failure(.missing):
-            self.init(path, .corrupt, [Problem(kind: .corrupt, message: "vanished while it was being verified")])
-            return
+        case .failure(.missing): return failed(.corrupt, vanished)
         case let .failure(error):
             let reason = if case let .untrusted(_, what) = error { what } else { "\(error)" }
-            self.init(path, .untrusted, [Problem(kind: .untrusted, message: reason)])
-            return
+            return failed(.untrusted, reason)
         }
         guard file.status.size <= UInt64(ClosureFile.maxFileSize) else {
-            self.init(path, .corrupt, [Problem(kind: .corrupt, message: "\(file.status.size) bytes is over the \(ClosureFile.maxFileSize)-byte limit for a closure file")])
-            return
+            return failed(.corrupt, "\(file.status.size) bytes is over the \(ClosureFile.maxFileSize)-byte limit for a closure file")
         }
-        guard let bytes = file.readAll() else {
-            self.init(path, .untrusted, [Problem(kind: .untrusted, message: "cannot be read")])
-            return
-        }
+        guard let bytes = file.readAll() else { return failed(.untrusted, "cannot be read") }
         let magicLength = min(bytes.count, ClosureFileHeader.magic.count)
         guard bytes[0..<magicLength].elementsEqual(ClosureFileHeader.magic[0..<magicLength]) else {
-            self.init(path, .notAClosure, [Problem(kind: .notAClosure, message: "bad magic (a closure starts with DYLD3CL)")])
-            return
+            return failed(.notAClosure, "bad magic (a closure starts with DYLD3CL)")
         }
         let closure: LaunchClosure
         do throws(ClosureError) {
@@ -87,8 +80,7 @@ public struct ClosureVerification: Sendable {
             closure = try ClosureFile.decode(bytes, path: path, trusting: trustKey)
             try closure.checkRoots(closurePath: path)
         } catch {
-            self.init(path, ClosureVerification.problem(for: error))
-            return
+            return failed(problem(for: error))
         }
         var inconsistencies = closure.consistencyProblems().map { Problem(kind: .corrupt, message: $0) }
         // Each dlopen closure, decoded and checked against the launch's; its own images (those
@@ -105,10 +97,7 @@ public struct ClosureVerification: Sendable {
                 inconsistencies.append(Problem(kind: .corrupt, message: "\(error)"))
             }
         }
-        guard inconsistencies.isEmpty else {
-            self.init(path, .corrupt, inconsistencies)
-            return
-        }
+        guard inconsistencies.isEmpty else { return (.corrupt, inconsistencies) }
         var staleImages = closure.staleImages(closurePath: path, alwaysHash: alwaysHash)
         for added in opened { staleImages += added.staleImages(closurePath: path, alwaysHash: alwaysHash) }
         let stale = staleImages.map { Problem(kind: .stale, message: "\($0.image) \($0.what)") }
@@ -117,12 +106,11 @@ public struct ClosureVerification: Sendable {
         for added in opened { invalid += ClosureVerification.planProblems(added, skipping: changed) }
         let misplaced = ClosureVerification.placementProblems(closure, path: path)
         let status: Status = !invalid.isEmpty ? .invalid : !misplaced.isEmpty ? .misplaced : !stale.isEmpty ? .stale : .valid
-        self.init(path, status, invalid + misplaced + stale)
+        return (status, invalid + misplaced + stale)
     }
 
-    /// Each image's plan against the header and load commands in its file (read at the
-    /// plan's own file offsets, as a launch reads them). Images in
-    /// `stale` changed since install: their plans are not checked.
+    /// Each image's plan against the header and load commands in its file, as a launch reads
+    /// them, but for images in `stale` (changed since install).
     static func planProblems(_ closure: LaunchClosure, skipping stale: Set<String>) -> [Problem] {
         closure.images.compactMap { image in
             guard !stale.contains(image.path), case let .success(file) = ImageDescriptor.open(image.path) else { return nil }
@@ -130,22 +118,14 @@ public struct ClosureVerification: Sendable {
         }
     }
 
-    /// The file name says which app and architecture the closure is for: its binding must agree.
-    static func placementProblems(_ closure: LaunchClosure, path: String) -> [Problem] {
+    /// The file name says which app and architecture the closure is for (`name`: the file's
+    /// path beside that closure's): its binding must agree.
+    static func placementProblems(_ closure: LaunchClosure, path: String, name: (String) -> String = { $0 }) -> [Problem] {
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        let expected = ClosureCache(directory: directory.isEmpty ? "." : directory).closurePath(forApp: closure.binding.app, arch: closure.arch)
+        let cache = ClosureCache(directory: directory.isEmpty ? "." : directory)
+        let expected = name(cache.closurePath(forApp: closure.binding.app, arch: closure.arch))
         guard expected.split(separator: "/").last != path.split(separator: "/").last else { return [] }
         return [Problem(kind: .misplaced, message: "built for \(closure.binding.app) (\(closure.arch)), which the cache names \(expected.split(separator: "/").last ?? "")")]
-    }
-
-    private init(_ path: String, _ status: Status, _ problems: [Problem]) {
-        self.path = path
-        self.status = status
-        self.problems = problems
-    }
-
-    private init(_ path: String, _ verdict: (Status, Problem)) {
-        self.init(path, verdict.0, [verdict.1])
     }
 
     /// Whether the file cannot be used at all (as opposed to valid, or stale and rebuildable).
@@ -156,30 +136,20 @@ public struct ClosureVerification: Sendable {
         cache.files().map { ClosureVerification(checking: $0, trusting: trustKey, alwaysHash: alwaysHash) }
     }
 
-    static func problem(for error: ClosureError) -> (Status, Problem) {
+    /// The problem `error` is, its kind the status it calls for.
+    static func problem(for error: ClosureError) -> Problem {
         switch error {
-        case let .corrupt(_, offset, what):
-            (.corrupt, Problem(kind: .corrupt, message: "\(what) (offset \(hex(UInt64(max(0, offset)))))"))
-        case let .incompatible(_, what):
-            (.incompatible, Problem(kind: .incompatible, message: what))
-        case let .untrusted(_, what):
-            (.untrusted, Problem(kind: .untrusted, message: what))
-        case let .stale(_, image, what):
-            (.stale, Problem(kind: .stale, message: "\(image) \(what)"))
-        case .missing, .noSlidCopy:
-            (.corrupt, Problem(kind: .corrupt, message: "vanished while it was being verified"))
-        case let .writeFailed(_, what):
-            (.corrupt, Problem(kind: .corrupt, message: what))
-        case let .systemCallFailed(_, failure):
-            (.corrupt, Problem(kind: .corrupt, message: "\(failure)"))
-        case .mismatch:
-            (.misplaced, Problem(kind: .misplaced, message: "\(error)"))
-        case let .plan(_, image, disagreement):
-            (.invalid, Problem(kind: .invalid, message: "\(image): \(disagreement)"))
-        case let .fixups(_, image, stream, fault):
-            (.invalid, Problem(kind: .invalid, message: "\(image ?? "?"): \(stream.rawValue): \(fault)"))
-        case let .mapping(_, image, what):
-            (.invalid, Problem(kind: .invalid, message: "\(image): its plan cannot be mapped: \(what)"))
+        case let .corrupt(_, offset, what): Problem(kind: .corrupt, message: "\(what) (offset \(hex(UInt64(max(0, offset)))))")
+        case let .incompatible(_, what): Problem(kind: .incompatible, message: what)
+        case let .untrusted(_, what): Problem(kind: .untrusted, message: what)
+        case let .stale(_, image, what): Problem(kind: .stale, message: "\(image) \(what)")
+        case .missing, .noSlidCopy: Problem(kind: .corrupt, message: vanished)
+        case let .writeFailed(_, what): Problem(kind: .corrupt, message: what)
+        case let .systemCallFailed(_, failure): Problem(kind: .corrupt, message: "\(failure)")
+        case .mismatch: Problem(kind: .misplaced, message: "\(error)")
+        case let .plan(_, image, disagreement): Problem(kind: .invalid, message: "\(image): \(disagreement)")
+        case let .fixups(_, image, stream, fault): Problem(kind: .invalid, message: "\(image ?? "?"): \(stream.rawValue): \(fault)")
+        case let .mapping(_, image, what): Problem(kind: .invalid, message: "\(image): its plan cannot be mapped: \(what)")
         }
     }
 }

@@ -23,25 +23,21 @@ extension ImageIdentity {
     /// above any file system's timestamp granularity.
     static let racyWindowSeconds: Int64 = 2
 
-    /// Whether this identity was taken so close to `builtAt` (the closure file's mtime, in seconds) that
-    /// the image could have been rewritten afterwards within the same timestamp tick.
+    /// Whether this identity was taken so close to `builtAt` (the closure file's mtime, in
+    /// seconds) that the image could have been rewritten within the same timestamp tick.
     func isRacy(builtAt: Int64) -> Bool {
         let (latest, overflow) = Swift.max(mtimeSeconds, ctimeSeconds).addingReportingOverflow(ImageIdentity.racyWindowSeconds)
         return overflow || latest >= builtAt
     }
 
-    /// How an open image file differs from the identity a closure recorded for it: a kind,
-    /// worded in a ``ClosureError/stale(path:image:what:)``.
+    /// How an open image file differs from the identity a closure recorded for it (worded in a
+    /// ``ClosureError/stale(path:image:what:)``): its size, its content unreadable, another
+    /// file (inode) with other content, the same file with other content, or its CodeDirectory.
     enum Staleness: Equatable, Sendable, CustomStringConvertible {
-        /// Its size is not the recorded one.
         case changedSize(recorded: UInt64, now: UInt64)
-        /// Its content could not be mapped to be hashed.
         case unreadable
-        /// Another file (another inode) with other content is at its path.
         case replaced
-        /// The same file with other content.
         case newContent
-        /// Its CodeDirectory is not the one the closure recorded (another cdHash, or gone).
         case signatureChanged(recorded: CDHash, now: CDHash?)
 
         var description: String {
@@ -56,13 +52,10 @@ extension ImageIdentity {
         }
     }
 
-    /// Checks that the open file `file` is the file this identity describes; how it differs otherwise.
-    /// The cheap stat check (size, mtime, ctime, inode) comes first; when stat differs (a
-    /// fresh checkout, a touch) but the content hash matches, the image is still the one
-    /// the closure was built from. A racy identity (taken within 2 s of the closure's
-    /// write), a content-only one, or `checks.alwaysHash` is always hashed. Everything is read
-    /// through `file`, the descriptor the launch maps from.
-    /// `hashed` is set when the content was hashed.
+    /// How the open `file` (the descriptor the launch maps from) differs from this identity.
+    /// The stat check (size, mtime, ctime, inode) comes first; when stat differs (a fresh
+    /// checkout, a touch) but the content hash matches, the image is the same. A racy or
+    /// content-only identity, or `checks.alwaysHash`, is always hashed (then `hashed` is set).
     func check(_ file: ImageDescriptor, contentOnly: Bool, racy: Bool, checks: IdentityChecks, hashed: inout Bool) -> Staleness? {
         let status = file.status
         if status.size != size { return .changedSize(recorded: size, now: status.size) }
@@ -79,10 +72,8 @@ extension ImageIdentity {
         return nil
     }
 
-    /// A signed image's CodeDirectory, read from `file` where the closure recorded it and
-    /// hashed (the blob, not the file), must have the recorded cdHash: dyld4 identifies
-    /// images by cdHash. The blob's size was checked against the file's (the size check
-    /// comes first), so the read is bounded by the file.
+    /// A signed image's CodeDirectory, read where the closure recorded it and hashed, must have
+    /// the recorded cdHash (dyld4 identifies images by cdHash). The read is bounded by the file.
     func checkSignature(_ file: ImageDescriptor) -> Staleness? {
         guard let signature else { return nil }
         let (end, overflow) = signature.codeDirectoryOffset.addingReportingOverflow(UInt64(signature.codeDirectorySize))
@@ -109,16 +100,14 @@ public struct IdentityChecks: Sendable {
 }
 
 extension ClosureImage {
-    /// A file now present where the dependency search found nothing at install time: it
-    /// would shadow the dylib the closure resolved, so the closure no longer says what a
-    /// launch would load.
+    /// A file now present where the dependency search found nothing at install time: it would
+    /// shadow the dylib the closure resolved.
     func shadowingFile() -> String? {
         absentPaths.first { FileStatus.of($0) != nil }
     }
 
-    /// Opens the image and checks it is the file the closure at `closurePath` was built
-    /// from: the descriptor to map from, or why the closure is stale.
-    /// `hashed` is set when the image's content was hashed (see ``ImageIdentity/check(_:contentOnly:racy:checks:hashed:)``).
+    /// Opens the image and checks it is the file the closure at `closurePath` was built from:
+    /// the descriptor to map from, or why the closure is stale (`hashed`: its content was hashed).
     func openChecked(closurePath: String, contentOnly: Bool, builtAt: Int64?, checks: IdentityChecks, hashed: inout Bool) throws(ClosureError) -> ImageDescriptor {
         let file: ImageDescriptor
         switch ImageDescriptor.open(path) {
@@ -140,12 +129,10 @@ extension ClosureImage {
 }
 
 extension ClosureImage {
-    /// Opens each of `images` once and checks it is the file the closure was built from;
-    /// the first that is not, as a stale-closure error naming `closurePath`. With
-    /// `readAhead`, each image checked is asked to be read ahead
-    /// (``ImagePlan/readAheadRange(deferred:)``) before the next is opened. With `handOff`,
-    /// each descriptor is also handed over as soon as it is checked, and the hand-off is
-    /// closed at the first image that fails.
+    /// Opens each of `images` once and checks it is the file the closure was built from; the
+    /// first that is not, as a stale-closure error. With `readAhead`, each is asked to be read
+    /// ahead before the next is opened; with `handOff`, handed over as soon as it is checked
+    /// (the hand-off closed at the first image that fails).
     static func openAll(_ images: ArraySlice<ClosureImage>, contentOnly: Bool, closurePath: String, checks: IdentityChecks,
                         readAhead: Bool, handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
@@ -170,20 +157,17 @@ extension ClosureImage {
 }
 
 extension LaunchClosure {
-    /// Opens every image once and checks it is the file the closure was built from; the
-    /// launch maps from these very descriptors (so a file renamed over an image path after
-    /// the check is never the one mapped). `alwaysHash` hashes every image whatever stat says.
+    /// Opens every image once and checks it is the file the closure was built from; the launch
+    /// maps from these very descriptors (a file renamed over an image path after the check is
+    /// never the one mapped).
     public func openImages(closurePath: String, alwaysHash: Bool = false) throws(ClosureError) -> [ImageDescriptor] {
         var hashedImages = 0
         return try openImages(closurePath: closurePath, checks: IdentityChecks(alwaysHash: alwaysHash), hashedImages: &hashedImages)
     }
 
-    /// ``openImages(closurePath:alwaysHash:)`` with `checks`, counting in `hashedImages` the
-    /// images whose content was hashed (stat differed, the identity is racy or content-only,
-    /// or `checks.alwaysHash`).
-    /// With `readAhead` (a launch), the kernel is asked to read ahead what the launch will
-    /// touch of each image as soon as it is checked. `range` limits it to those images, and
-    /// `handOff` hands each over as soon as it is checked (``DescriptorHandOff``).
+    /// ``openImages(closurePath:alwaysHash:)`` of the images in `range` with `checks`, counting
+    /// in `hashedImages` the images whose content was hashed; `readAhead` and `handOff` as
+    /// ``ClosureImage/openAll(_:contentOnly:closurePath:checks:readAhead:handOff:hashedImages:)``.
     public func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
                            handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
@@ -219,9 +203,7 @@ extension LaunchClosure {
 }
 
 extension ClosureImageTable {
-    /// Opens the images in `range` (every image by default) once each and checks each is the
-    /// file the closure was built from (see
-    /// ``LaunchClosure/openImages(_:closurePath:checks:readAhead:handOff:hashedImages:)``).
+    /// ``LaunchClosure/openImages(_:closurePath:checks:readAhead:handOff:hashedImages:)`` of this table.
     public func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
                            hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,

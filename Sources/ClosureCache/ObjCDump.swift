@@ -3,10 +3,9 @@ import LaunchPlan
 import ClosureFormat
 
 extension ClosureDump {
-    /// The Objective-C part of `dyld3 closure dump`: per image with writes, how many words
-    /// the step writes there (selector references and method names rewritten to their
-    /// canonical selector, protocol isas and references; in the runtime, its class, category and hash tables, recognizable by
-    /// their absolute words: counts), then the `+load` calls in the order they run.
+    /// The Objective-C part of `dyld3 closure dump`: per image with writes, how many words the
+    /// step writes (selectors and protocols; or the runtime's tables, recognizable by their
+    /// absolute words), then the `+load` calls in the order they run.
     public func objcText() throws(ClosureError) -> String {
         let objc = closure.objc
         guard !objc.bindRuns.isEmpty || !objc.loads.isEmpty else { return "objective-c: none\n" }
@@ -24,8 +23,8 @@ extension ClosureDump {
         return out
     }
 
-    /// How many Objective-C writes image `index` has and whether they are the runtime's
-    /// tables (``holdsRuntimeTables(_:)``), counted as its runs are walked: nothing is collected.
+    /// How many Objective-C writes image `index` has and whether they are the runtime's tables,
+    /// counted as its runs are walked.
     func objcSummary(ofImage index: Int) throws(ClosureError) -> (count: Int, runtimeTables: Bool) {
         guard index < closure.objc.bindRuns.count, !closure.objc.bindRuns[index].isEmpty else { return (0, false) }
         let targets = closure.bindTargets

@@ -5,24 +5,19 @@ import ClosureFormat
 import LoaderSystem
 
 /// The image decides protections: a closure's mapping plan for an image must be exactly the
-/// plan the image's own header and load commands give (the same derivation the slow path
-/// uses, `ImagePlan(segments:...)`), so segment protections, file ranges, which segments
-/// may receive fixups and which are executable come from the image, never from the closure
-/// alone. The header and load commands are read from the image's file, through the
-/// descriptor the launch maps from (beside the mapping or right after it, before anything
-/// is written or run), and by `verify`: no fixup parsing, no symbol work.
+/// plan the image's own header and load commands give (the slow path's derivation,
+/// `ImagePlan(segments:...)`), so protections, file ranges, writable and executable segments
+/// come from the image, never from the closure alone. The header and load commands are read
+/// through the descriptor the launch maps from, before anything is written or run.
 extension ClosureImage {
-    /// The file offset and size of the bytes that hold the image's header and load
-    /// commands as the plan maps them: the readable, file-backed segment at the image's base.
-    /// nil when the plan maps no such segment (then nothing can be checked: refused).
+    /// The segment that holds the image's header and load commands as the plan maps them: the
+    /// readable, file-backed segment at the image's base (nil: nothing can be checked, refused).
     var headerSegment: SegmentPlan? {
         plan.segments.first { $0.vmOffset == 0 && $0.fileSize >= UInt64(MachHeader.size) && $0.protection.contains(.read) }
     }
 
-    /// Whether `commands` (the header and load commands) give exactly this plan, checked
-    /// field by field on the bytes: no parse into structures, no strings, no allocation.
-    /// The mapping rules are `SegmentPlan.isMapped` and `isReadOnlyAfterFixups`, the ones
-    /// `ImagePlan(segments:...)` applies.
+    /// Whether `commands` (the header and load commands) give exactly this plan, checked field
+    /// by field on the bytes with `ImagePlan(segments:...)`'s rules: no parse, no allocation.
     func planMatches(arch: String, commands: ArraySlice<UInt8>, text: SegmentPlan) -> Bool {
         guard Self.word32(commands, 0) == MachHeader.magic64,
               CPUType(type: Int32(bitPattern: Self.word32(commands, 4)), subtype: Int32(bitPattern: Self.word32(commands, 8))).matches(arch) else {
@@ -69,13 +64,10 @@ extension ClosureImage {
         return mapped == plan.segments.count && end == plan.vmSize
     }
 
-    /// Why this image's plan is not the one its own load commands give for `arch`, or nil
-    /// when they agree. The header and load commands are read from `file`, the descriptor
-    /// the launch maps the image from (so the bytes checked are the bytes mapped), at the
-    /// plan's own file offsets. The common case is one `pread` of the header
-    /// segment's first page, checked in place by ``planMatches(arch:commands:text:)``;
-    /// longer load commands or a disagreement go through the full derivation. Reading the
-    /// descriptor lets the launch check every plan before it maps anything.
+    /// Why this image's plan is not the one its own load commands give for `arch` (nil when they
+    /// agree), read from `file`, the descriptor the launch maps from, at the plan's own file
+    /// offsets. The common case is one `pread` of the header segment's first page, checked in
+    /// place; longer load commands or a disagreement go through the full derivation.
     public func planDisagreement(arch: String, file: ImageDescriptor) -> PlanDisagreement? {
         if let text = headerSegment {
             let first = file.read(offset: text.fileOffset, count: Int(min(text.fileSize, Self.headerReadSize)))
@@ -92,12 +84,10 @@ extension ClosureImage {
         }
     }
 
-    /// What the first read of an image's header takes: one page holds the header and load
-    /// commands of nearly every image.
+    /// One page holds the header and load commands of nearly every image.
     static let headerReadSize: UInt64 = 4096
 
-    /// The little-endian 32- and 64-bit words at `offset` of `bytes`, a slice starting at 0
-    /// (callers keep `offset` in range).
+    /// The little-endian 32- and 64-bit words at `offset` of `bytes` (a slice starting at 0, `offset` in range).
     static func word32(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt32 {
         UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
     }
@@ -120,8 +110,8 @@ extension ClosureImage {
         return true
     }
 
-    /// The plan's disagreement with the one `ImagePlan(segments:...)` derives from the
-    /// image's parsed load commands, described segment by segment (nil when they agree).
+    /// The plan's disagreement with the one `ImagePlan(segments:...)` derives from the image's
+    /// parsed load commands (nil when they agree).
     func derivedPlanDisagreement(arch: String, read: (_ vmOffset: UInt64, _ count: Int) -> [UInt8]?) -> PlanDisagreement? {
         guard let text = headerSegment else { return .noHeaderSegment }
         let table: SegmentTable

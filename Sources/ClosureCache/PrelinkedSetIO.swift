@@ -24,8 +24,8 @@ extension PrelinkedSetFile {
     /// The largest set file opened: thousands of frameworks' segments are a few hundred MiB.
     public static let maxFileSize: UInt64 = 4 << 30
 
-    /// A set file opened once (no symlink followed), checked for ownership on that
-    /// descriptor, its header and metadata read and checked; the data is mapped from `fd`.
+    /// A set file opened once (no symlink followed), its ownership, header and metadata
+    /// checked; the data is mapped from `fd`.
     public final class Opened {
         let file: UnsafeFileIO.OpenFile
         public let path: String
@@ -45,8 +45,7 @@ extension PrelinkedSetFile {
             self.set = set
         }
 
-        /// Checks the data against the signed SHA-256 (opened trusting a key) or the
-        /// header's xxh3 (reads the whole data).
+        /// Checks the data against the signed SHA-256 or the header's xxh3 (reads all of it).
         public func checkData() throws(ClosureError) {
             try PrelinkedSetFile.checkData(try data(), header: header, path: path)
         }
@@ -60,15 +59,10 @@ extension PrelinkedSetFile {
         }
     }
 
-    /// Opens and checks the set at `path`: ownership (as for closures), header, checksum,
-    /// with `trustKey` its signature, metadata. The binding, the images' identities and,
-    /// trusting a key, the data (``Opened/checkData()``) are the caller's to check.
+    /// Opens and checks the set at `path`: ownership, header, checksum, with `trustKey` its
+    /// signature, metadata. The images' identities and the data are the caller's to check.
     public static func open(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> Opened {
-        let file: UnsafeFileIO.OpenFile
-        switch UnsafeFileIO.openNoFollow(path) {
-        case let .success(opened): file = opened
-        case let .failure(error): throw error
-        }
+        let file = try UnsafeFileIO.openNoFollow(path).get()
         try ClosureFile.checkOwnership(path, file.status)
         guard file.status.size <= maxFileSize else {
             throw .corrupt(path: path, offset: 0, what: "\(file.status.size) bytes is over the \(maxFileSize)-byte limit for a prelinked set")
@@ -82,8 +76,8 @@ extension PrelinkedSetFile {
         return Opened(file: file, path: path, header: header, set: set)
     }
 
-    /// What a set's header declares of it, unchecked: what a launch matches the set's copy
-    /// slid for this boot against before the set is opened and checked (then compared).
+    /// What a set's header declares, unchecked: what a launch matches the set's slid copy
+    /// against before the set is opened and checked.
     public struct DeclaredIdentity: Sendable {
         public let checksum: UInt64
         public let metadataSize: UInt64
@@ -91,8 +85,7 @@ extension PrelinkedSetFile {
         public let dataHash: UInt64
     }
 
-    /// The identity the first bytes of the set at `path` declare; nil when it cannot be
-    /// opened (no symlink followed) or is not a set.
+    /// The identity the first bytes of the set at `path` declare; nil when it is not a set.
     public static func declaredIdentity(_ path: String) -> DeclaredIdentity? {
         guard case let .success(file) = UnsafeFileIO.openNoFollow(path) else { return nil }
         let fields = file.read(offset: 0, count: PrelinkedSetHeader.size)
@@ -101,8 +94,7 @@ extension PrelinkedSetFile {
         return DeclaredIdentity(checksum: word(8), metadataSize: word(24), dataSize: word(40), dataHash: word(48))
     }
 
-    /// Writes the set atomically, read-only, signed with `signer` if given. A failure leaves
-    /// any existing file as it was.
+    /// Writes the set atomically, read-only; a failure leaves any existing file as it was.
     public static func write(_ set: PrelinkedSet, data: [UInt8], to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
         do throws(LoadError) {
             try UnsafeFileIO.writeAtomically(encode(set, data: data, signedWith: signer), to: path)
@@ -113,13 +105,10 @@ extension PrelinkedSetFile {
 }
 
 extension PrelinkedSet {
-    /// Checks that every source image is still the file the set was built from, by its
-    /// path's status alone (`stat`: size, mtime, ctime, inode; no open, no mapping), and
-    /// that no absent path of the dependency search has appeared. The images were copied
-    /// into the set: a changed status makes the set stale even when the content is the
-    /// same. An identity taken within 2 s of the set's write, or `alwaysHash`
-    /// (`--hash-images`), opens and hashes the image as well. The first stale image, as a
-    /// stale error naming `setPath`.
+    /// Checks that every source image is still the file the set was built from by its `stat`
+    /// alone (the images were copied: a changed status makes the set stale even with the same
+    /// content), and that no absent path of the dependency search has appeared. A racy identity
+    /// or `alwaysHash` (`--hash-images`) hashes the image as well.
     public func checkSources(setPath: String, builtAt: Int64?, alwaysHash: Bool, hashedImages: inout Int) throws(ClosureError) {
         for image in closure.images {
             let identity = image.identity

@@ -14,13 +14,11 @@ extension ClosureCache {
     }
 }
 
-/// The set slid for this boot (``SlidPrelinkedSetHeader``): found, checked and written
-/// beside its set. It is a cache of the set: whatever is wrong with it (missing, another
-/// boot's, another set's, damaged) is a reason to slide the set at launch and write it again,
-/// never a refusal of the launch.
+/// The set slid for this boot (``SlidPrelinkedSetHeader``), beside its set. A cache of the set:
+/// whatever is wrong with it is a reason to slide the set at launch and write it again, never
+/// a refusal of the launch.
 public enum SlidPrelinkedSetFile {
-    /// This boot's identity: the 16 bytes of `/proc/sys/kernel/random/boot_id`; nil when it
-    /// cannot be read (then nothing is slid for a boot).
+    /// The 16 bytes of `/proc/sys/kernel/random/boot_id`; nil when it cannot be read.
     public static let bootID: [UInt8]? = {
         guard case let .success(file) = UnsafeFileIO.openNoFollow("/proc/sys/kernel/random/boot_id") else { return nil }
         var bytes: [UInt8] = [], pending: UInt8?
@@ -36,13 +34,11 @@ public enum SlidPrelinkedSetFile {
         return bytes.count == 16 ? bytes : nil
     }()
 
-    /// A slid copy opened and checked for `set`: its descriptor (the data is mapped from
-    /// it) and header.
+    /// A slid copy opened and checked: its descriptor (the data is mapped from it) and header.
     public final class Opened {
         let file: UnsafeFileIO.OpenFile
         public let path: String
         public let header: SlidPrelinkedSetHeader
-        /// The range's size (the data's).
         public let rangeSize: UInt64
 
         init(file: UnsafeFileIO.OpenFile, path: String, header: SlidPrelinkedSetHeader, rangeSize: UInt64) {
@@ -77,9 +73,8 @@ public enum SlidPrelinkedSetFile {
     }
 
     /// Opens the copy at `path` and checks it is this boot's copy of the set whose header
-    /// declares `setChecksum`, `setDataHash` and a range of `rangeSize` bytes: ownership as
-    /// for closures, header, checksum, protection runs, the set's checksum and data hash,
-    /// the boot id, the size.
+    /// declares `setChecksum`, `setDataHash` and a `rangeSize`-byte range: ownership, header,
+    /// checksum, protection runs, the set's checksum and data hash, the boot id, the size.
     public static func open(_ path: String, setChecksum: UInt64, setDataHash: UInt64, rangeSize: UInt64) -> Result<Opened, ClosureError> {
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
@@ -135,8 +130,8 @@ public enum SlidPrelinkedSetFile {
         }
     }
 
-    /// Slides `set`'s data (from `opened`, the set file) to a random base and writes it
-    /// atomically, read-only, at `path`, for this boot. The slide runs are checked first.
+    /// Slides the set's data to a random base and writes it atomically, read-only, at `path`,
+    /// for this boot. The slide runs are checked first.
     public static func write(for opened: PrelinkedSetFile.Opened, to path: String) throws(ClosureError) {
         guard let bootID else {
             throw .incompatible(path: path, what: "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read: nothing is slid for a boot")

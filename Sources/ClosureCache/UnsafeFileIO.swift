@@ -9,8 +9,8 @@ import ClosureFormat
 import LoaderSystem
 
 /// The closure code's system calls: opening a file once without following symlinks, the
-/// effective user, and writing a file atomically (temp file in the
-/// same directory, fsync, read-only mode, rename, fsync of the directory).
+/// effective user, and writing a file atomically (temp file beside it, fsync, read-only
+/// mode, rename, fsync of the directory).
 package enum UnsafeFileIO {
     /// The user this process acts as.
     static var effectiveUserID: UInt32 { UInt32(geteuid()) }
@@ -57,11 +57,9 @@ package enum UnsafeFileIO {
             }
         }
 
-        /// The whole file (its `fstat` size, which the caller has bounded) mapped read-only,
-        /// or nil when it cannot be mapped. The mapping outlives the descriptor and is
-        /// unmapped with the last view onto it. A file its owner truncates while it is mapped
-        /// makes a read past the new end fault, as for any mapped file: closures are replaced
-        /// by rename, never rewritten in place (see docs/security.md).
+        /// The whole file (its bounded `fstat` size) mapped read-only, or nil; unmapped with the
+        /// last view onto it. Truncating a mapped file makes reads past its end fault: closures
+        /// are replaced by rename, never rewritten in place (docs/security.md).
         func mapAll() -> ByteView? {
             let size = Int(status.size)
             guard size > 0 else { return ByteView([]) }

@@ -29,23 +29,27 @@ struct ClosureWriter {
 
     /// Bytes already encoded (a record kept as read).
     mutating func raw(_ value: ArraySlice<UInt8>) { bytes += value }
+
+    /// A file header's layout: `magic` (8 bytes), the xxh3-64 of every byte from offset 16 on,
+    /// then these bytes and `payload`.
+    func checksummed(magic: [UInt8], payload: [UInt8] = []) -> [UInt8] {
+        var file = magic + [UInt8](repeating: 0, count: 8) + bytes + payload
+        let checksum = UnsafeHash.xxh3(file[16...])
+        for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
+        return file
+    }
 }
 
-/// Reads the closure body, trusting nothing: every read is bounds-checked, every count is
-/// checked against the bytes left before anything is allocated, and every failure names
-/// the offset in the uncompressed body.
-///
-/// It reads a slice of the body in place: positions are the body's own offsets, and a blob
-/// comes back as a slice sharing the body's storage (decoding copies no fixup runs).
+/// Reads the closure body, trusting nothing: every read is bounds-checked, every count checked
+/// against the bytes left before anything is allocated, every failure names its body offset.
+/// It reads a slice of the body in place: positions are the body's own offsets, and a blob is
+/// a slice sharing the body's storage (decoding copies no fixup runs).
 struct ClosureReader {
     let bytes: ArraySlice<UInt8>
     var position: Int
     let path: String
 
-    /// A reader of all of `bytes`.
-    init(_ bytes: [UInt8], path: String) {
-        self.init(bytes[...], path: path)
-    }
+    init(_ bytes: [UInt8], path: String) { self.init(bytes[...], path: path) }
 
     /// A reader of `bytes`, a slice of the body (offsets stay the body's).
     init(_ bytes: ArraySlice<UInt8>, path: String) {
@@ -54,8 +58,7 @@ struct ClosureReader {
         self.path = path
     }
 
-    /// The end of the slice read (its own `endIndex`, so a read's check and the slice's
-    /// subscript check are one comparison).
+    /// The slice's own `endIndex`: a read's check and the subscript's check are one comparison.
     var end: Int { bytes.endIndex }
 
     var atEnd: Bool { position >= end }
@@ -113,10 +116,8 @@ struct ClosureReader {
 
     mutating func u64() throws(ClosureError) -> UInt64 {
         guard end - position >= 8 else { throw corrupt("truncated body") }
-        var value: UInt64 = 0
-        for index in (0..<8).reversed() { value = value << 8 | UInt64(bytes[position + index]) }
-        position += 8
-        return value
+        defer { position += 8 }
+        return bytes.littleEndianWord(position)
     }
 
     mutating func string() throws(ClosureError) -> String {
@@ -130,8 +131,7 @@ struct ClosureReader {
         bytes[try blobRange()]
     }
 
-    /// Steps over a length-prefixed blob: where its bytes lie in the body (no slice is made,
-    /// so a check that only walks a record shares no storage).
+    /// Steps over a length-prefixed blob: where its bytes lie (no slice made, no storage shared).
     @inline(__always)
     mutating func blobRange() throws(ClosureError) -> Range<Int> {
         let length = try count(of: "blob byte")
@@ -146,12 +146,10 @@ struct ClosureReader {
     }
 }
 
-/// Closure bytes read by the one LEB128 decoder (``LEB128/unsigned(at:_:)``), a slice at a
-/// position moved past the number: where and why a number did not decode is a ``FixupFault/corrupt(byteOffset:_:)``
-/// (bytes that end inside the number, at the end's offset, or a number over 64 bits, at the
-/// byte that makes it so), which ``ClosureReader`` reports as a corrupt closure.
+/// Closure bytes read by the one LEB128 decoder (``LEB128/unsigned(at:_:)``), moving `position` past the number. A failure is a
+/// ``FixupFault/corrupt(byteOffset:_:)``: truncated (at the end's offset) or over 64 bits (at
+/// the byte that makes it so); ``ClosureReader`` reports it as a corrupt closure.
 enum ClosureLEB128 {
-
     @inline(__always)
     static func unsigned(_ bytes: ArraySlice<UInt8>, _ position: inout Int) -> Result<UInt64, FixupFault> {
         read(LEB128.unsigned(at: &position) { $0 < bytes.endIndex ? bytes[$0] : nil })
@@ -173,8 +171,8 @@ enum ClosureLEB128 {
     }
 }
 
-extension [UInt8] {
-    /// The little-endian 64-bit word at `offset` (a header field; the caller checked the bounds).
+extension Collection<UInt8> where Index == Int {
+    /// The little-endian 64-bit word at `offset` (the caller checked the bounds).
     func littleEndianWord(_ offset: Int) -> UInt64 {
         (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(self[offset + $1]) }
     }

@@ -4,11 +4,10 @@ extension LaunchClosure {
     /// How many bad fixups of one image are listed before the rest are only counted.
     static let fixupProblemLimit = 8
 
-    /// What is wrong inside a closure that `ClosureFile.read` accepted: the reader checks
-    /// each field as it decodes; this checks how the fields fit together. Every fixup lies
-    /// 8 bytes inside a writable segment of its image, every rebase points into its image,
-    /// every image index is in range, no two segments of an image overlap, every missing
-    /// dependency is a weak one that is listed, the Objective-C part fits (``objcProblems()``). Empty for any closure the builder wrote.
+    /// What is wrong inside a closure the reader accepted: how its fields fit together. Every
+    /// fixup 8 bytes inside a writable segment of its image, every rebase into its image, every
+    /// image index in range, no segments overlapping, every missing dependency a listed weak one,
+    /// the Objective-C part fitting (``objcProblems()``). Empty for any closure the builder wrote.
     public func consistencyProblems() -> [String] {
         var problems: [String] = []
         if rootCount < 1 || rootCount > images.count {
@@ -90,8 +89,8 @@ extension LaunchClosure {
         return problems
     }
 
-    /// The page index must be exactly the one the runs call for (``FixupPageIndex/derive``):
-    /// a page missing from it would never get its fixups in a page-in launch.
+    /// The page index must be the one the runs call for: a page missing from it would never get
+    /// its fixups in a page-in launch.
     private func pageIndexProblems(_ image: ClosureImage) -> [String] {
         do {
             let derived = try FixupPageIndex.derive(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns)
@@ -109,11 +108,10 @@ extension LaunchClosure {
         }
     }
 
-    /// Image `index`'s runs walked as a stream (``FixupRunWalk``), nothing collected: memory
-    /// stays the same whatever the fixup count. A run outside every writable segment, or a
-    /// rebase outside the image, is listed (the first ``fixupProblemLimit``, then counted);
-    /// a run claiming more locations than its segment has room for stops its stream before
-    /// its first entry, as it stops a launch.
+    /// Image `index`'s runs walked as a stream, nothing collected. A fixup outside every writable
+    /// segment, or a rebase outside the image, is listed (the first ``fixupProblemLimit``, then
+    /// counted); a run claiming more locations than its segment has room for stops its stream
+    /// before its first entry, as it stops a launch.
     private func fixupProblems(_ index: Int) -> [String] {
         let image = images[index]
         let writable = WritableRanges(image.plan)
@@ -125,8 +123,7 @@ extension LaunchClosure {
             badCount += 1
             if bad.count < LaunchClosure.fixupProblemLimit { bad.append("\(image.path): \(problem)") }
         }
-        // Whether the run being walked lies outside every writable segment: each of its
-        // fixups is then listed.
+        // Whether the run being walked lies outside every writable segment: its fixups are checked.
         var outside = false
         func check(_ run: FixupRun) throws(FixupFault) {
             outside = false

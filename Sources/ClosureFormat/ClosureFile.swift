@@ -7,9 +7,9 @@ public enum ClosureFile {
     /// No real closure comes near this; a larger declared body is refused unread.
     public static let maxBodySize = 512 << 20
 
-    /// The most a body may expand from its frames. Closures compress 3.3× at most (the
-    /// fixture apps' closures; a 100-framework app's level-1 frames 1.2×); a body declared larger than this many times its frames is a run of
-    /// repeated bytes or padding, refused before anything is allocated or decompressed.
+    /// The most a body may expand from its frames. Closures compress 3.3× at most (a
+    /// 100-framework app's level-1 frames 1.2×); a body declared larger is repeated bytes or
+    /// padding, refused before anything is allocated or decompressed.
     public static let maxExpansion = 64
     /// A body up to this size is accepted whatever its frames' size.
     public static let bodySizeFreeOfExpansionCap = 1 << 20
@@ -25,8 +25,7 @@ public enum ClosureFile {
         wrapBody(closure.encodedBody(), contentOnlyIdentity: closure.contentOnlyIdentity, signedWith: signer)
     }
 
-    /// A closure file around `body`: header, checksum and zstd frame (for ``encode(_:)``, and
-    /// for fuzzing and forgery tests that need the body's own checks to be the ones that fire).
+    /// A closure file around `body` (also for fuzzing and forgeries whose body checks must fire).
     public static func wrapBody(_ body: [UInt8], contentOnlyIdentity: Bool = false, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
         let frame = UnsafeCompression.compress(body)
         let flags = (contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0) | (signer != nil ? ClosureFileHeader.signedFlag : 0)
@@ -43,16 +42,12 @@ public enum ClosureFile {
         try decode(ByteView(file), path: path, trusting: trustKey)
     }
 
-    /// ``decode(_:path:trusting:)`` of a file's bytes in place: a mapped closure file is
-    /// hashed and decompressed where it lies, never copied (a signature check copies the
-    /// signed bytes for swift-crypto). One thread; the fast path runs the same steps
-    /// (``checkedFrames(_:path:trusting:)``, the frames, ``LaunchClosure/readImageIndex(_:path:)``,
-    /// the records and the rest, ``checkFlags(_:_:path:)``) on two cores.
+    /// ``decode(_:path:trusting:)`` of bytes in place: a mapped file is hashed and decompressed
+    /// where it lies (a signature check copies the signed bytes for swift-crypto). One thread;
+    /// the fast path runs the same steps on two cores.
     public static func decode(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
         let (header, frames) = try checkedFrames(file, path: path, trusting: trustKey)
-        guard let body = frames.decompress({ first, second in first() && (second?() ?? true) }) else {
-            throw undecodableFrames(header, path: path)
-        }
+        guard let body = frames.decompress() else { throw undecodableFrames(header, path: path) }
         let index = try LaunchClosure.readImageIndex(body, path: path)
         let table = index.table(images: try ClosureImage.parse(records: index.records[...], of: body, path: path,
                                                                imageCount: index.records.count).get())
@@ -62,7 +57,7 @@ public enum ClosureFile {
     }
 
     /// Everything checked before the body is decompressed: the signature (with `trustKey`),
-    /// the header's magic, checksum, version and flags, the declared sizes, and the frames.
+    /// the header, the declared sizes, and the frames.
     package static func checkedFrames(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey?) throws(ClosureError)
         -> (header: ClosureFileHeader, frames: ClosureFrames) {
         let header = try ClosureFileHeader(parsing: file, path: path)
@@ -105,7 +100,7 @@ public enum ClosureFile {
     }
 }
 
-/// The 40-byte header of a closure file, field by field (see docs/closure-format.md).
+/// The 40-byte header of a closure file (docs/closure-format.md).
 ///
 ///     0  magic "DYLD3CL\0"
 ///     8  checksum: xxh3-64 of every byte from offset 16 to the end of the frame
@@ -123,10 +118,9 @@ public struct ClosureFileHeader: Equatable, Sendable {
     /// Bytes of signature at the end of the file.
     public var signatureSize: Int { flags & Self.signedFlag != 0 ? Self.signatureLength : 0 }
 
-    /// xxh3-64 of every byte from offset 16 to the end of the file (0 until ``file(around:)`` computes it).
+    /// 0 until ``file(around:)`` computes it.
     public let checksum: UInt64
     public let version: UInt32
-    /// Bit 0: content-only identity.
     public let flags: UInt32
     /// Bytes of the uncompressed body, and of the zstd frame that holds it.
     public let bodySize: UInt64
@@ -161,8 +155,7 @@ public struct ClosureFileHeader: Equatable, Sendable {
         }
     }
 
-    /// The fields of `file`'s first 40 bytes as they are, unchecked (for a dump of a file
-    /// already decoded, and for tests that damage one field).
+    /// The fields of `file`'s first 40 bytes, unchecked (a dump of a decoded file, tests).
     package init(fieldsOf file: [UInt8]) {
         let word = file.littleEndianWord
         checksum = word(8)
@@ -175,13 +168,9 @@ public struct ClosureFileHeader: Equatable, Sendable {
     /// The whole file: this header, with its checksum computed, followed by `frame`.
     public func file(around frame: [UInt8]) -> [UInt8] {
         var w = ClosureWriter()
-        w.u64(0)
         w.u64(UInt64(version) | UInt64(flags) << 32)
         w.u64(bodySize)
         w.u64(frameSize)
-        var file = Self.magic + w.bytes + frame
-        let checksum = UnsafeHash.xxh3(file[16...])
-        for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
-        return file
+        return w.checksummed(magic: Self.magic, payload: frame)
     }
 }

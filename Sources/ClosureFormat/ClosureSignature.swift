@@ -1,10 +1,9 @@
 import Crypto
 import Foundation
 
-/// The private half of a closure-signing key pair (Ed25519, apple/swift-crypto): `install
-/// --sign KEY` signs each closure it writes, header included, so a cache built in CI can
-/// travel and be trusted where it lands (`--trust PUBLIC_KEY`). Key files: LaunchClosure's
-/// `ClosureKeyFiles.swift`.
+/// The private half of a closure-signing key pair (Ed25519): `install --sign KEY` signs each
+/// closure it writes, header included, so a cache built in CI can be trusted where it lands
+/// (`--trust PUBLIC_KEY`). Key files: ClosureCache's `ClosureKeyFiles.swift`.
 public struct ClosureSigningKey {
     package static let label = "dyld3-closure-signing-key-v1"
     package let key: Curve25519.Signing.PrivateKey
@@ -35,7 +34,6 @@ public struct ClosureTrustKey {
 
     init(key: Curve25519.Signing.PublicKey) { self.key = key }
 
-    /// The key whose raw representation is `raw` (32 bytes); nil for any other bytes.
     package init?(raw: Data) {
         guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else { return nil }
         self.key = key
@@ -47,8 +45,7 @@ public struct ClosureTrustKey {
 }
 
 extension ClosureTrustKey: Equatable {
-    /// The same public key: a signing key's ``ClosureSigningKey/trustKey`` equals the trust
-    /// key that verifies its signatures.
+    /// The same public key.
     public static func == (lhs: ClosureTrustKey, rhs: ClosureTrustKey) -> Bool {
         lhs.key.rawRepresentation == rhs.key.rawRepresentation
     }

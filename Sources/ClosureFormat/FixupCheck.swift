@@ -1,35 +1,16 @@
 import LaunchPlan
 
 extension LaunchClosure {
-    /// Walks image `index`'s rebase and bind runs (``FixupRunWalk``) with every check the
-    /// eager apply makes, writing nothing: each run inside one writable segment of the image's
-    /// plan, each rebase target inside the image, each bind target index in the table; and,
-    /// when the image has a page index, that the index is exactly the one its runs call for
-    /// (every page that a run writes points at that page's runs, and no other page is
-    /// listed). What a page-in launch proves before anything is written or run (beside the
-    /// mapping, with the plan check, when its helper runs; before it otherwise), so that its
-    /// fault handler never meets a run it would refuse: the same refusals as an eager launch.
+    /// Walks image `index`'s runs with every check the eager apply makes, writing nothing
+    /// (each run inside one writable segment, each rebase target inside the image, each bind
+    /// target index in the table) and, when the image has a page index, checks it is exactly
+    /// the one its runs call for. What a page-in launch proves before anything is written or
+    /// run, so that its fault handler never meets a run it would refuse.
     public func checkFixups(ofImage index: Int) throws(ClosureError) {
         let image = images[index]
-        let writable = WritableRanges(image.plan)
-        let vmSize = image.plan.vmSize
-        let tableSize = bindTargets.count
-        var rebasePages = FixupPageIndex.Collector(), bindPages = FixupPageIndex.Collector()
-        try ClosureError.walking(.rebases) { () throws(FixupFault) in
-            try FixupRunWalk(image.rebaseRuns).rebases(within: writable, imageSize: vmSize, into: &rebasePages)
-        }
-        try ClosureError.walking(.binds) { () throws(FixupFault) in
-            try FixupRunWalk(image.bindRuns).binds(within: writable, tableSize: tableSize, into: &bindPages)
-        }
-        try checkPageIndex(of: image, rebases: rebasePages, binds: bindPages)
-    }
-
-    /// An image's page index, unless absent, must be the one its runs' restart points make.
-    private func checkPageIndex(of image: ClosureImage, rebases: FixupPageIndex.Collector,
-                                binds: FixupPageIndex.Collector) throws(ClosureError) {
-        guard image.fixupPageIndex != .absent else { return }
-        let expected = FixupPageIndex(rebases: rebases.restarts, binds: binds.restarts)
-        guard expected != image.fixupPageIndex else { return }
+        let expected = try FixupPageIndex.derive(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns, within: WritableRanges(image.plan),
+                                                 imageSize: image.plan.vmSize, tableSize: bindTargets.count)
+        guard image.fixupPageIndex != .absent, expected != image.fixupPageIndex else { return }
         throw ClosureError.fixups(path: nil, image: nil, stream: .pageIndex, fault: .pageIndexDisagrees(page: image.fixupPageIndex.firstDifference(from: expected)))
     }
 

@@ -1,9 +1,7 @@
 import LaunchPlan
 
-/// Where one page's runs start in one of an image's run streams: a restart point for a
-/// ``FixupRunWalk``. Runs are delta-coded (each location from the previous run's last,
-/// each rebase target from the previous target), so a cursor that starts mid-stream needs
-/// the delta state the stream had there.
+/// Where one page's runs start in a run stream: a restart point for a ``FixupRunWalk``. Runs
+/// are delta-coded, so a walk that starts mid-stream needs the delta state there.
 public struct FixupRestart: Equatable, Sendable {
     /// How many runs of the stream lie on the page (0: none; the other fields are then 0).
     public var runs: Int
@@ -39,9 +37,8 @@ public struct FixupPage: Equatable, Sendable {
 }
 
 /// An image's fixup page index (docs/closure-format.md, "Fixup page index"): for every page
-/// that receives a fixup, where that page's runs start in the rebase and bind streams. The
-/// builder cuts runs at page boundaries, so a page's fixups are whole runs; page-in linking
-/// applies one page's fixups when that page is first touched, without decoding the rest.
+/// that receives a fixup, where its runs start in the rebase and bind streams. Runs are cut at
+/// page boundaries, so page-in linking applies one page's fixups without decoding the rest.
 ///
 /// Encoded as a blob: `uleb pageSize` (0: no index), `uleb pageCount`, then per page, pages
 /// strictly increasing, `uleb pageDelta` (page − previous page − 1; the first page's number),
@@ -56,8 +53,7 @@ public struct FixupPageIndex: Equatable, Sendable {
 
     public init(bytes: ArraySlice<UInt8>) { self.bytes = bytes }
 
-    /// An image without an index: some run crosses a page boundary (a fixup straddling
-    /// two pages), so page-in linking cannot split its fixups by page.
+    /// An image without an index: a fixup straddles two pages.
     public static let absent = FixupPageIndex(pages: [], pageSize: 0)
 
     /// The index of `pages` (sorted, at `pageSize`).
@@ -87,15 +83,13 @@ public struct FixupPageIndex: Equatable, Sendable {
     /// Where one page's runs start in one stream.
     public typealias PageRestart = (page: UInt64, restart: FixupRestart)
 
-    /// Groups a stream's runs by page, in stream order, as they are written (the encoder)
-    /// or walked (``derive(rebaseRuns:bindRuns:)``): the one place that decides what a page's
-    /// restart point is and when a stream cannot be indexed (a run that crosses a page
-    /// boundary or holds a fixup straddling one, or pages out of order).
+    /// Groups a stream's runs by page as they are written or walked: the one place that decides
+    /// a page's restart point and when a stream cannot be indexed (a run or fixup crossing a
+    /// page boundary, pages out of order).
     struct Collector: FixupRunVisitor {
         private var pages: [PageRestart] = []
         private var indexable = true
 
-        /// Adds `run`, whose stream state before it is `before` (one run).
         mutating func add(_ run: FixupRun, before: FixupRestart) {
             let page = run.start / pageSize
             guard indexable, run.last / pageSize == page, run.last % pageSize <= pageSize - FixupRunWalk.storeSize else {
@@ -111,7 +105,6 @@ public struct FixupPageIndex: Equatable, Sendable {
             }
         }
 
-        /// A walk's visitor: each run added as the walk accepts it.
         mutating func visitRun(_ accepted: FixupRun, _ run: FixupRun, before: FixupRestart) {
             add(run, before: before)
         }
@@ -120,8 +113,7 @@ public struct FixupPageIndex: Equatable, Sendable {
         var restarts: [PageRestart]? { indexable ? pages : nil }
     }
 
-    /// The index of two streams' restart points (``FixupRuns/Encoded/pages``): ``absent``
-    /// when either cannot be indexed.
+    /// The index of two streams' restart points: ``absent`` when either cannot be indexed.
     public init(rebases: [PageRestart]?, binds: [PageRestart]?) {
         guard let rebases, let binds else {
             self = .absent
@@ -139,21 +131,28 @@ public struct FixupPageIndex: Equatable, Sendable {
         self.init(pages: pages)
     }
 
-    /// The page index two run streams call for, walked (``FixupRunWalk``) and grouped by
-    /// page as the encoder groups them. The builder records the index as it encodes;
-    /// `verify` walks the runs again and compares.
+    /// The page index two run streams call for, grouped as the encoder groups them (`verify`
+    /// compares it with the recorded one).
     public static func derive(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>) throws(ClosureError) -> FixupPageIndex {
+        try derive(rebaseRuns: rebaseRuns, bindRuns: bindRuns, within: EveryRun(), imageSize: .max, tableSize: .max)
+    }
+
+    /// ``derive(rebaseRuns:bindRuns:)`` with each run accepted by `bounds`, each rebase target
+    /// below `imageSize` and each bind target index below `tableSize`.
+    static func derive<Bounds: FixupRunBounds>(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, within bounds: Bounds,
+                                               imageSize: UInt64, tableSize: Int) throws(ClosureError) -> FixupPageIndex
+        where Bounds.Accepted == FixupRun {
         var rebases = Collector(), binds = Collector()
         try ClosureError.walking(.rebases) { () throws(FixupFault) in
-            try FixupRunWalk(rebaseRuns).rebases(within: EveryRun(), imageSize: .max, into: &rebases)
+            try FixupRunWalk(rebaseRuns).rebases(within: bounds, imageSize: imageSize, into: &rebases)
         }
         try ClosureError.walking(.binds) { () throws(FixupFault) in
-            try FixupRunWalk(bindRuns).binds(within: EveryRun(), tableSize: .max, into: &binds)
+            try FixupRunWalk(bindRuns).binds(within: bounds, tableSize: tableSize, into: &binds)
         }
         return FixupPageIndex(rebases: rebases.restarts, binds: binds.restarts)
     }
 
-    /// Every page of the index, decoded (a page-in launch's lookup table, verify, dump, tests).
+    /// Every page of the index, decoded.
     public func pages(path: String) throws(ClosureError) -> (pageSize: UInt64, pages: [FixupPage]) {
         var cursor = try FixupPageCursor(bytes, path: path)
         var pages: [FixupPage] = []
@@ -162,11 +161,9 @@ public struct FixupPageIndex: Equatable, Sendable {
         return (cursor.pageSize, pages)
     }
 
-    /// Checks the index against its image as the reader does for every field: a page size
-    /// of 0 (no index, no pages) or a power of two from 4 KiB to 64 KiB; pages strictly
-    /// increasing, each starting inside a writable segment of `plan`; each page with at
-    /// least one run, every restart offset inside its stream, and no more runs in all than
-    /// the stream holds.
+    /// Checks the index against its image: a page size of 0 (no pages) or a power of two from
+    /// 4 KiB to 64 KiB; pages strictly increasing, each inside a writable segment of `plan`, each
+    /// with a run; every restart offset inside its stream, no more runs in all than it holds.
     func validate(plan: ImagePlan, rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, path: String) throws(ClosureError) {
         var cursor = try FixupPageCursor(bytes, path: path)
         let size = cursor.pageSize
@@ -186,7 +183,7 @@ public struct FixupPageIndex: Equatable, Sendable {
                 .corrupt(path: path, offset: entryEnd, what: "fixup page index of \(path), page \(page.page): \(what)")
             }
             let (start, overflow) = page.page.multipliedReportingOverflow(by: size)
-            guard !overflow, plan.segments.contains(where: { $0.isWritable && start >= $0.vmOffset && start - $0.vmOffset < $0.vmSize }) else {
+            guard !overflow, plan.segments.contains(where: { $0.isWritable && $0.contains(start) }) else {
                 throw bad("the page is not inside a writable segment")
             }
             guard page.rebases.runs + page.binds.runs > 0 else { throw bad("the page has no runs") }
@@ -201,9 +198,8 @@ public struct FixupPageIndex: Equatable, Sendable {
     }
 }
 
-/// The one reader of a ``FixupPageIndex``: its page size and page count, then one
-/// ``FixupPage`` per ``next()``, refusing a page number that does not increase and bytes
-/// after the last page.
+/// The one reader of a ``FixupPageIndex``: its page size and page count, then one page per
+/// ``next()``, refusing a page number that does not increase and bytes after the last page.
 public struct FixupPageCursor {
     private var reader: ClosureReader
     public let pageSize: UInt64
@@ -219,7 +215,6 @@ public struct FixupPageCursor {
     /// Byte offset of the next entry in the index.
     public var offset: Int { reader.position }
 
-    /// Refuses bytes after the last page.
     public func finish() throws(ClosureError) {
         guard reader.atEnd else { throw reader.corrupt("bytes after the last fixup page") }
     }

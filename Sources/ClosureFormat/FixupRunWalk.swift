@@ -1,20 +1,12 @@
 import LaunchPlan
 
-/// The one walker of the fixup-run format (docs/closure-format.md, "Fixup runs"), in dyld's
-/// `forEachRebase`/`forEachBind` shape, and the only code that decodes it. It owns every
-/// check the format needs before a store:
-/// - each run header decoded and checked (a count bounded by the bytes left, not empty, no
-///   overflow) and accepted by the walk's ``FixupRunBounds`` (a writer's writable segments,
-///   a page, the image's writable ranges) before any of its entries;
-/// - each rebase target inside the image (`imageSize`), each bind target index inside the
-///   table (`tableSize`);
-/// - a whole stream ends at its last run.
-///
-/// Every consumer is a ``FixupRunVisitor`` over it: the eager apply and the page-in fill
-/// (which store), the run check, the slide, decoding, verification, the page index, the
-/// digest and the dump (which read). It reads through a pointer with one compare per byte
-/// and allocates nothing, so the page-in fill runs it inside its fault handler; its faults
-/// are ``FixupFault``s naming the byte offset in the closure body.
+/// The one walker and decoder of the fixup-run format (docs/closure-format.md, "Fixup runs"),
+/// in dyld's `forEachRebase`/`forEachBind` shape. It owns every check before a store: each run
+/// header decoded (a count bounded by the bytes left, not empty, no overflow) and accepted by
+/// the walk's ``FixupRunBounds`` before any of its entries; each rebase target inside the
+/// image, each bind target index inside the table; a whole stream ending at its last run.
+/// It reads through a pointer with one compare per byte and allocates nothing, so the page-in
+/// fill runs it inside its fault handler; its faults name the byte offset in the closure body.
 ///
 /// A stream's layout, all numbers LEB128:
 ///
@@ -26,8 +18,7 @@ import LaunchPlan
 ///                                    stream's previous target; 0 at the start)
 ///                       bind runs:   uleb targetIndex, sleb addend
 public struct FixupRunWalk {
-    /// The fewest bytes a run takes (delta, count and stride, a byte each): what bounds a
-    /// stream's run count by its length.
+    /// The fewest bytes a run takes (delta, count and stride): bounds a stream's run count.
     public static let minimumRunSize = 3
     /// The bytes every fixup writes.
     public static let storeSize: UInt64 = 8
@@ -42,16 +33,14 @@ public struct FixupRunWalk {
         restart = nil
     }
 
-    /// A walk of one page's runs of a stream, from the page index's restart point: the byte
-    /// offset of the page's first run header, the delta state there and the page's run count.
+    /// A walk of one page's runs of a stream, from the page index's restart point.
     @inlinable
     public init(_ runs: ArraySlice<UInt8>, restart: FixupRestart) {
         self.runs = runs
         self.restart = restart
     }
 
-    /// Walks a rebase stream: each run accepted by `bounds` (else its fault), each target
-    /// checked to lie below `imageSize`, handed to `visitor`.
+    /// Walks a rebase stream: each run accepted by `bounds`, each target below `imageSize`.
     @inlinable @inline(__always)
     public func rebases<Bounds: FixupRunBounds, Visitor: FixupRunVisitor>(
         within bounds: Bounds, imageSize: UInt64, into visitor: inout Visitor
@@ -63,8 +52,7 @@ public struct FixupRunWalk {
         }
     }
 
-    /// Walks a bind stream: each run accepted by `bounds` (else its fault), each target
-    /// index checked to lie below `tableSize`, handed to `visitor`.
+    /// Walks a bind stream: each run accepted by `bounds`, each target index below `tableSize`.
     @inlinable @inline(__always)
     public func binds<Bounds: FixupRunBounds, Visitor: FixupRunVisitor>(
         within bounds: Bounds, tableSize: Int, into visitor: inout Visitor
@@ -124,8 +112,7 @@ public struct FixupRunWalk {
     }
 
     /// The runs, each header decoded, checked and accepted by `bounds`, handed to `entries`
-    /// with the restart point before it (its header's offset in the stream and the previous
-    /// run's last location) to read its entries.
+    /// with the restart point before it to read its entries.
     @inlinable @inline(__always)
     func walk<Bounds: FixupRunBounds>(
         _ stream: inout UnsafeRawStream, _ bounds: Bounds,
@@ -173,9 +160,8 @@ public struct FixupRunWalk {
         return Int(value)
     }
 
-    /// Why the number at `offset` (from the slice's start) does not decode: read again by the
-    /// closure's LEB128 decoder, which tells a truncated number from one over 64 bits. Off
-    /// the fast path: only a stream that is refused gets here.
+    /// Why the number at `offset` (from the slice's start) does not decode, read again by the
+    /// checked decoder (truncated or over 64 bits): only a refused stream gets here.
     @usableFromInline
     func fault(at offset: Int, signed: Bool) -> FixupFault {
         var position = runs.startIndex + offset
@@ -184,8 +170,7 @@ public struct FixupRunWalk {
         return .corrupt(byteOffset: runs.startIndex + offset, .truncatedNumber)
     }
 
-    /// The run count a stream starts with, bounded by its bytes as the walk bounds it; a
-    /// count it refuses is the closure at `path` corrupt, at the end of that number.
+    /// The run count a stream starts with, bounded as the walk bounds it.
     static func runCount(_ runs: ArraySlice<UInt8>, path: String) throws(ClosureError) -> Int {
         let walk = FixupRunWalk(runs)
         do throws(FixupFault) {
@@ -200,15 +185,12 @@ public struct FixupRunWalk {
     }
 }
 
-/// A consumer of a run stream: each accepted run before its entries, then its entries, every
-/// one already checked by the walk.
+/// A consumer of a run stream: each accepted run (with the stream's state at its header), then
+/// its entries, every one already checked by the walk (locations are offsets from the image's base).
 public protocol FixupRunVisitor {
     associatedtype Accepted
-    /// A run, accepted, and the restart point before it (the stream's state at its header).
     mutating func visitRun(_ accepted: Accepted, _ run: FixupRun, before: FixupRestart) throws(FixupFault)
-    /// A rebase at `location` (an offset from the image's base) to `target`, inside the image.
     mutating func visitRebase(at location: UInt64, target: RebaseTarget, in run: Accepted) throws(FixupFault)
-    /// A bind at `location` to entry `targetIndex` of the table (inside it), plus `addend`.
     mutating func visitBind(at location: UInt64, targetIndex: Int, addend: Int64, in run: Accepted) throws(FixupFault)
 }
 
@@ -218,16 +200,11 @@ extension FixupRunVisitor {
     @inlinable public mutating func visitBind(at location: UInt64, targetIndex: Int, addend: Int64, in run: Accepted) throws(FixupFault) {}
 }
 
-/// A visitor that keeps nothing: for walks whose checks are the point.
-public struct ChecksOnly: FixupRunVisitor {
-    public typealias Accepted = FixupRun
-    @inlinable public init() {}
-}
+
 
 extension FixupRunWalk {
     /// Walks a rebase stream with closures, every run accepted (``EveryRun``), each target
-    /// below `imageSize`: `run` gets each run and the restart point before it (the stream's
-    /// state there, as the page index records it), `rebase` each location and target.
+    /// below `imageSize`: `run` gets each run and its restart point, `rebase` each fixup.
     public func forEachRebase(imageSize: UInt64 = .max, run visitRun: (_ run: FixupRun, _ before: FixupRestart) throws(FixupFault) -> Void = { _, _ in },
                               _ rebase: (_ location: UInt64, _ target: RebaseTarget) throws(FixupFault) -> Void) throws(FixupFault) {
         try rebases(within: EveryRun(), imageSize: imageSize) { (_, run, before) throws(FixupFault) in
@@ -237,9 +214,7 @@ extension FixupRunWalk {
         }
     }
 
-    /// Walks a bind stream with closures, every run accepted, each target index below
-    /// `tableSize`: `run` gets each run and the restart point before it, `bind` each
-    /// location, target index and addend.
+    /// ``forEachRebase(imageSize:run:_:)`` for a bind stream, each target index below `tableSize`.
     public func forEachBind(tableSize: Int = .max, run visitRun: (_ run: FixupRun, _ before: FixupRestart) throws(FixupFault) -> Void = { _, _ in },
                             _ bind: (_ location: UInt64, _ targetIndex: Int, _ addend: Int64) throws(FixupFault) -> Void) throws(FixupFault) {
         try binds(within: EveryRun(), tableSize: tableSize) { (_, run, before) throws(FixupFault) in

@@ -1,31 +1,25 @@
 import LaunchPlan
 
-/// The encoding of an image's resolved fixups as runs: locations that follow each other
-/// at one stride, each with its own target (the layout: ``FixupRunWalk``;
-/// docs/closure-format.md). The encoder records, as it writes each run, where the run's page
-/// starts in the stream, so the page index comes with the bytes and is never decoded back.
+/// The encoding of an image's resolved fixups as runs: locations that follow each other at
+/// one stride, each with its own target (layout: ``FixupRunWalk``). The encoder records each
+/// page's restart point as it writes, so the page index comes with the bytes.
 public enum FixupRuns {
-    /// One encoded run stream: its bytes, how many fixups it holds, and its page restart
-    /// points (nil when a fixup straddles a page boundary: no page index for the image).
+    /// One encoded run stream, its fixup count and page restart points (nil: no page index).
     public struct Encoded {
         public var bytes: [UInt8]
         public var count: Int
         public var pages: [FixupPageIndex.PageRestart]?
     }
 
-    /// Encodes locations sorted by vmOffset (stable: equal locations keep their order).
-    /// A run never crosses a segment boundary, so the fast path can check each run against
-    /// one segment, nor a page boundary (``FixupPageIndex/pageSize``), so each page's
-    /// fixups are whole runs that the page index can point at. `writeRun` writes the entries
-    /// `range` of the run and is told the run's restart point (its header's offset and the
-    /// previous run's last location) to complete and record.
+    /// Encodes locations sorted by vmOffset (stable). A run never crosses a segment boundary
+    /// (the fast path checks each run against one segment) nor a page boundary (each page's
+    /// fixups are whole runs the page index points at). `writeRun` writes the entries `range`
+    /// of the run, told its restart point to complete and record.
     static func encode<Entry>(
         _ entries: [(vmOffset: UInt64, entry: Entry)], plan: ImagePlan,
         writeRun: (inout ClosureWriter, Range<Int>, _ run: FixupRun, _ before: FixupRestart) -> Void
     ) -> [UInt8] {
-        let segmentOf = { (offset: UInt64) -> Int in
-            plan.segments.firstIndex { offset >= $0.vmOffset && offset - $0.vmOffset < $0.vmSize } ?? -1
-        }
+        let segmentOf = { (offset: UInt64) -> Int in plan.segments.firstIndex { $0.contains(offset) } ?? -1 }
         let pageOf = { (offset: UInt64) -> UInt64 in offset / FixupPageIndex.pageSize }
         var runs: [(start: Int, count: Int, stride: UInt64)] = []
         var index = 0
@@ -116,7 +110,7 @@ public enum FixupRuns {
 }
 
 extension LaunchClosure {
-    /// Every fixup of image `index`, decoded from its runs: rebases, then binds (verify, dump, tests).
+    /// Every fixup of image `index`, decoded from its runs: rebases, then binds.
     public func fixups(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
         let image = images[index]
         return try FixupRuns.decode(rebases: FixupRunWalk(image.rebaseRuns), binds: FixupRunWalk(image.bindRuns), targets: bindTargets)
@@ -127,8 +121,7 @@ extension LaunchClosure {
         try naming(closurePath, image: index) { () throws(ClosureError) in try fixups(ofImage: index) }
     }
 
-    /// The fixups of one indexed page of image `index`, decoded from its restart points
-    /// alone: rebases, then binds (verify, tests).
+    /// The fixups of one indexed page of image `index`, decoded from its restart points alone.
     public func fixups(ofImage index: Int, page: FixupPage) throws(ClosureError) -> [ResolvedFixup] {
         let image = images[index]
         return try FixupRuns.decode(rebases: FixupRunWalk(image.rebaseRuns, restart: page.rebases),
@@ -137,11 +130,6 @@ extension LaunchClosure {
 }
 
 extension FixupRuns {
-    /// The fixups two whole run streams hold, rebases then binds.
-    static func decode(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, targets bindTargets: BindTargetTable) throws(ClosureError) -> [ResolvedFixup] {
-        try decode(rebases: FixupRunWalk(rebaseRuns), binds: FixupRunWalk(bindRuns), targets: bindTargets)
-    }
-
     /// The fixups two walks visit, rebases then binds, each bind's target looked up in `bindTargets`.
     static func decode(rebases: FixupRunWalk, binds: FixupRunWalk, targets bindTargets: BindTargetTable) throws(ClosureError) -> [ResolvedFixup] {
         var fixups: [ResolvedFixup] = []
@@ -164,8 +152,7 @@ extension FixupRuns {
 }
 
 extension LaunchClosure {
-    /// What `body`, a walk of image `index`'s runs, returns; its fault named as a launch names
-    /// it, with the closure's path.
+    /// What `body`, a walk of image `index`'s runs, returns; its fault named with the closure's path.
     package func naming<T>(_ closurePath: String, image index: Int, _ body: () throws(ClosureError) -> T) throws(ClosureError) -> T {
         do throws(ClosureError) {
             return try body()

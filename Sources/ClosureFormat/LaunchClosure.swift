@@ -17,20 +17,9 @@ public struct LaunchClosure: Equatable, Sendable {
 
     /// What the closure was built for: a launch uses it only for that very request.
     public var binding: ClosureBinding
-    /// Who built it.
-    public var builder: String {
-        get { binding.builder }
-        set { binding.builder = newValue }
-    }
-    public var arch: String {
-        get { binding.arch }
-        set { binding.arch = newValue }
-    }
-    /// The system root used for absolute install names ("" for none).
-    public var root: String {
-        get { binding.root }
-        set { binding.root = newValue }
-    }
+    public var builder: String { get { binding.builder } set { binding.builder = newValue } }
+    public var arch: String { get { binding.arch } set { binding.arch = newValue } }
+    public var root: String { get { binding.root } set { binding.root = newValue } }
     /// Identities without inode and mtime, validated by content hash alone.
     public var contentOnlyIdentity: Bool
     /// Images in load order; the first `rootCount` are the launch's roots (host, app).
@@ -70,9 +59,9 @@ public struct LaunchClosure: Equatable, Sendable {
     public var totalRebases: Int { images.reduce(0) { $0 + $1.rebaseCount } }
     public var totalBinds: Int { images.reduce(0) { $0 + $1.bindCount } }
 
-    /// Decodes and structurally validates a body: every count bounded, every index in range,
-    /// every segment inside its image, no mapping overlapping another, every bind target
-    /// inside its image, every initializer and the entry point inside an executable segment.
+    /// Decodes and validates a body: every count bounded, every index in range, every segment
+    /// inside its image and not overlapping another, every bind target inside its image, every
+    /// initializer and the entry point inside an executable segment.
     init(parsingBody bytes: [UInt8], path: String) throws(ClosureError) {
         let index = try Self.readImageIndex(bytes, path: path)
         let table = try index.table(images: ClosureImage.parse(records: index.records[...], of: bytes, path: path, imageCount: index.records.count).get())
@@ -80,27 +69,22 @@ public struct LaunchClosure: Equatable, Sendable {
     }
 
     /// A body's header fields, where each image record lies and where the bind-target table
-    /// starts: what a reader needs to read the records, and the rest of the body, in the
-    /// order and on the threads it chooses (the fast path reads halves on two cores).
+    /// starts (`tail`): what a reader needs to read the records and the rest in the order, and
+    /// on the threads, it chooses.
     package struct ImageIndex: Sendable {
         package let binding: ClosureBinding
-        /// The binding's hash of the ordered image paths (``ClosureBinding/imageListHash(_:)``).
         package let imageListHash: UInt64
         package let contentOnlyIdentity: Bool
         package let rootCount: Int
-        /// Each image record's bytes in the body, in load order.
         package let records: [Range<Int>]
-        /// Where the bind-target table starts.
         package let tail: Int
 
-        /// The image table of these fields and `images` (the records, read).
         package func table(images: [ClosureImage]) -> ClosureImageTable {
             ClosureImageTable(self, images: images)
         }
     }
 
-    /// Reads the body's header fields and finds its image records. Each image record is
-    /// length-prefixed: one pass finds them all without decoding one.
+    /// Reads the body's header fields and finds its length-prefixed image records, decoding none.
     package static func readImageIndex(_ bytes: [UInt8], path: String) throws(ClosureError) -> ImageIndex {
         var r = ClosureReader(bytes, path: path)
         let binding = try ClosureBinding(parsing: &r)
@@ -123,8 +107,7 @@ public struct LaunchClosure: Equatable, Sendable {
                           records: recordRanges, tail: r.position)
     }
 
-    /// The closure of `table` and the rest of `body`, read from `tail` (the bind-target
-    /// table's start) to its end: everything but the image records.
+    /// The closure of `table` and the rest of `body`, read from `tail` to its end.
     package init(table: ClosureImageTable, body bytes: [UInt8], tail: Int, path: String) throws(ClosureError) {
         binding = table.binding
         contentOnlyIdentity = table.contentOnlyIdentity

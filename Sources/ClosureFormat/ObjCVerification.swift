@@ -1,18 +1,15 @@
 import LaunchPlan
 
 extension LaunchClosure {
-    /// What is wrong with the Objective-C part (``ClosureObjC``) of a closure the reader
-    /// accepted, checked like the images' own fixups: its runs decode to as many writes as
-    /// its counts say, every write lies 8 bytes inside a writable segment of its image, every
-    /// `+load` call's class and selector lie inside a segment of their image, and the calls
-    /// run in initializer order (an image's calls before any later image's).
+    /// What is wrong with the Objective-C part of a closure the reader accepted, checked like the
+    /// images' fixups: runs holding as many writes as the counts say, each 8 bytes inside a
+    /// writable segment; each `+load` call's class and selector inside a segment of their image,
+    /// the calls in initializer order.
     public func objcProblems() -> [String] {
         var problems: [String] = []
         for index in objc.bindRuns.indices where index < images.count {
             let image = images[index]
-            // Walked as a stream, as the images' fixups are (``consistencyProblems()``): a run
-            // claiming more writes than its segment has room for stops the walk before its
-            // entries; writes outside every writable segment are counted, the first few listed.
+            // Walked as a stream, as the images' fixups are (``consistencyProblems()``).
             let writable = WritableRanges(image.plan)
             let tableSize = bindTargets.count
             var count = 0, bad: [UInt64] = [], badCount = 0, outside = false
@@ -56,8 +53,8 @@ extension LaunchClosure {
                     problems.append("+load call \(number): \(what) in image \(location.image) of \(images.count)")
                     continue
                 }
-                let segments = images[location.image].plan.segments
-                if !segments.contains(where: { (writable ? $0.isWritable : $0.protection.contains(.read)) && location.offset >= $0.vmOffset && location.offset - $0.vmOffset < $0.vmSize }) {
+                let segments = images[location.image].plan.segments.filter { writable ? $0.isWritable : $0.protection.contains(.read) }
+                if !segments.contains(where: { $0.contains(location.offset) }) {
                     problems.append("+load call \(number): \(what) at \(hex(location.offset)) is in no \(writable ? "writable" : "readable") segment of \(images[location.image].path)")
                 }
             }

@@ -1,36 +1,31 @@
 import LaunchPlan
 import MachOReader
 
-/// A prelinked image set: every image of one launch laid out in one address range, as the
-/// per-image launch lays them out (load order, each image page-aligned, no guard page
-/// between them), its segments copied into one file with every fixup already applied for
-/// one base address. What a launch has left is in ``closure`` (the app's closure with its
-/// fixup runs taken out: binding, identities, plans, initializers, `+load` calls,
-/// thread-local records) and in the slide runs: every word whose value is an address in
-/// the range, as rebase runs (``FixupRuns``) over the whole range read as one image, with
-/// their per-page index (``FixupPageIndex``). Sliding the set stores each of them again
-/// for the range's new base. docs/prelinked.md.
+/// A prelinked image set (docs/prelinked.md): every image of one launch laid out in one range
+/// as the per-image launch lays them out (load order, page-aligned, no guard pages), copied into
+/// one file with every fixup applied for one base address. What a launch has left is in
+/// ``closure`` (the app's closure without its fixup runs) and in the slide runs: every word
+/// holding an address in the range, as rebase runs over the range read as one image, with their
+/// page index. Sliding the set stores each again for the range's new base.
 public struct PrelinkedSet: Equatable, Sendable {
     /// The set file format version (the header's).
     public static let formatVersion: UInt32 = 2
     /// Where the data starts in the file: a multiple of every page size a host may have.
     public static let dataAlignment: UInt64 = 16384
 
-    /// The app's closure without fixup runs (rebases, binds and the Objective-C step's
-    /// writes are in the data already).
+    /// The app's closure without fixup runs (their writes are in the data already).
     public var closure: LaunchClosure
     /// The address the data was fixed up for: where the range starts (image 0's region).
     public var base: UInt64
-    /// The host page size the layout was made for (each image's offset and size in its units).
+    /// The host page size the layout was made for.
     public var pageSize: UInt64
     /// Bytes of the range (and of the data): every image, each rounded up to whole pages.
     public var rangeSize: UInt64
     /// Per image: where its preferred base lies in the range.
     public var imageOffsets: [UInt64]
-    /// The slide runs: rebase runs (locations and targets as offsets from the range's start).
+    /// Rebase runs whose locations and targets are offsets from the range's start.
     public var slideRuns: ArraySlice<UInt8>
     public var slideCount: Int
-    /// Where each page's slide runs start (page-in).
     public var slidePageIndex: FixupPageIndex
 
     public init(closure: LaunchClosure, base: UInt64, pageSize: UInt64, rangeSize: UInt64, imageOffsets: [UInt64],
@@ -45,13 +40,9 @@ public struct PrelinkedSet: Equatable, Sendable {
         self.slidePageIndex = slidePageIndex
     }
 
-    /// The whole range read as one image (for the slide runs' writer and checks): every
-    /// segment of every image at its offset in the range, named `image-index/segment`.
-    /// Made when asked for (a launch of the set slid for this boot never needs it): keep it
-    /// rather than ask twice.
-    public var rangePlan: ImagePlan { Self.rangePlan(closure, imageOffsets: imageOffsets, base: base, rangeSize: rangeSize) }
-
-    static func rangePlan(_ closure: LaunchClosure, imageOffsets: [UInt64], base: UInt64, rangeSize: UInt64) -> ImagePlan {
+    /// The whole range read as one image: every segment of every image at its offset in the
+    /// range, named `image-index/segment`. Made on each use: keep it rather than ask twice.
+    public var rangePlan: ImagePlan {
         var segments: [SegmentPlan] = []
         for (index, image) in closure.images.enumerated() {
             for segment in image.plan.segments {
@@ -64,16 +55,13 @@ public struct PrelinkedSet: Equatable, Sendable {
         return ImagePlan(path: "prelinked set", preferredBase: base, vmSize: rangeSize, segments: segments)
     }
 
-    /// Checks every slide run and page before anything is written: each run inside one
-    /// writable segment of the range, each target inside it, the page index decodable and
-    /// each indexed page inside a writable segment. What a page-in launch checks before it
-    /// maps (an eager one checks each run before its first store), and `verify`.
+    /// Checks every slide run and page before anything is written (a page-in launch, `verify`):
+    /// each run inside one writable segment, each target inside the range, each indexed page
+    /// inside a writable segment.
     public func checkSlideRuns(path: String) throws(ClosureError) {
-        let plan = rangePlan
-        let writable = WritableRanges(plan)
+        let writable = WritableRanges(rangePlan)
         do throws(FixupFault) {
-            var checksOnly = ChecksOnly()
-            try FixupRunWalk(slideRuns).rebases(within: writable, imageSize: rangeSize, into: &checksOnly)
+            try FixupRunWalk(slideRuns).rebases(within: writable, imageSize: rangeSize, run: { _, _, _ in }, rebase: { _, _, _ in })
         } catch {
             throw .fixups(path: path, image: "the prelinked range", stream: .rebases, fault: error)
         }
@@ -89,23 +77,14 @@ public struct PrelinkedSet: Equatable, Sendable {
     /// The closure with its fixup runs taken out: what a set keeps of it.
     public static func stripped(_ closure: LaunchClosure) -> LaunchClosure {
         var stripped = closure
-        // An empty stream is its run count, 0.
-        let noRuns: ArraySlice<UInt8> = [0]
-        for index in stripped.images.indices {
-            stripped.images[index].rebaseRuns = noRuns
-            stripped.images[index].bindRuns = noRuns
-            stripped.images[index].rebaseCount = 0
-            stripped.images[index].bindCount = 0
-            stripped.images[index].fixupPageIndex = FixupPageIndex(rebases: [], binds: [])
-        }
+        stripped.images = closure.images.map { $0.withoutFixups() }
         stripped.objc.bindRuns = stripped.objc.bindRuns.map { _ in [] }
         stripped.objc.bindCounts = stripped.objc.bindCounts.map { _ in 0 }
         stripped.bindTargets = BindTargetTable([])
         return stripped
     }
 
-    /// The metadata's bytes: the stripped closure's body (a blob), the base, the page size,
-    /// the range size, the image offsets, the slide count and runs, the page index.
+    /// The closure's body (a blob), base, page size, range size, image offsets, slide count and runs, page index.
     func encodedMetadata() -> [UInt8] {
         var w = ClosureWriter()
         w.blob(closure.encodedBody()[...])
@@ -166,20 +145,17 @@ public struct PrelinkedSet: Equatable, Sendable {
         }
         slideCount = try r.int("slide count")
         slideRuns = try r.blob()
+        // The page index is checked where it is used: a page-in launch and `verify`.
         slidePageIndex = FixupPageIndex(bytes: try r.blob())
         guard r.atEnd else { throw r.corrupt("bytes after the set's metadata") }
-        // The page index is decoded and checked where it is used: a page-in launch and
-        // `verify` (``checkSlideRuns(path:)``).
     }
 }
 
-/// The set file: a 64-byte ``PrelinkedSetHeader``, the metadata (``PrelinkedSet``'s
-/// encoding, not compressed: it is read at every launch), in a signed set its signature
-/// block (``PrelinkedSetSignature``), zeros up to ``PrelinkedSet/dataAlignment``, then the
-/// data, mapped as it lies.
+/// The set file: a 64-byte ``PrelinkedSetHeader``, the metadata (not compressed: it is read at
+/// every launch), a signed set's ``PrelinkedSetSignature``, zeros up to
+/// ``PrelinkedSet/dataAlignment``, then the data, mapped as it lies.
 public enum PrelinkedSetFile {
-    /// The file's bytes: header, metadata, signature block (with `signer`), padding, data
-    /// (`data.count` is the range's size).
+    /// The file's bytes (`data.count` is the range's size).
     public static func encode(_ set: PrelinkedSet, data: [UInt8], signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
         let metadata = set.encodedMetadata()
         let alignment = PrelinkedSet.dataAlignment
@@ -197,11 +173,9 @@ public enum PrelinkedSetFile {
         return file
     }
 
-    /// Checks the header (magic, version, checksum of the header and metadata, the data's
-    /// extent against `fileSize`), with `trustKey` the signature block (the set must be
-    /// signed by it), and decodes the metadata. `prefix` holds the file's first bytes, at
-    /// least up to the data. The data itself is not read: ``checkData(_:header:path:)``
-    /// checks it (`verify`, `--hash-images`, and every launch with `--trust`).
+    /// Checks the header against `fileSize`, with `trustKey` the signature block, and decodes
+    /// the metadata. `prefix` holds the file's first bytes, at least up to the data. The data
+    /// is not read: ``checkData(_:header:path:)`` checks it (`verify`, `--hash-images`, `--trust`).
     public static func decode(prefix: ByteView, fileSize: UInt64, path: String,
                               trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> (header: PrelinkedSetHeader, set: PrelinkedSet) {
         var header = try PrelinkedSetHeader(parsing: prefix, fileSize: fileSize, path: path)
@@ -218,8 +192,8 @@ public enum PrelinkedSetFile {
         return (header, set)
     }
 
-    /// Checks the data (`data`: the file's bytes from the data offset): against the signed
-    /// SHA-256 when the header was checked with a trusted key, else against the header's xxh3.
+    /// Checks the data against the signed SHA-256 when the header was checked with a trusted
+    /// key, else against the header's xxh3.
     public static func checkData(_ data: ByteView, header: PrelinkedSetHeader, path: String) throws(ClosureError) {
         guard data.count == Int(header.dataSize) else {
             throw .corrupt(path: path, offset: Int(header.dataOffset), what: "\(data.count) bytes of data where the header records \(header.dataSize) (truncated)")
@@ -244,7 +218,6 @@ public struct PrelinkedSetSignature: Equatable, Sendable {
     /// The SHA-256 of the data, as signed.
     public let dataDigest: [UInt8]
 
-    /// Reads the block after the metadata and checks its signature with `trustKey`.
     init(prefix: ByteView, header: PrelinkedSetHeader, trusting trustKey: ClosureTrustKey, path: String) throws(ClosureError) {
         guard header.flags & PrelinkedSetHeader.signedFlag != 0 else {
             throw .untrusted(path: path, what: "is not signed, and --trust accepts only prelinked sets signed by its key (install --prelink --sign KEY)")
@@ -330,12 +303,11 @@ public struct PrelinkedSetHeader: Equatable, Sendable {
         guard flags & ~Self.signedFlag == 0, word(56) == 0 else { throw .corrupt(path: path, offset: 20, what: "unknown flags or reserved bits") }
     }
 
-    /// The metadata size the first bytes of a file declare, with the signature block when
-    /// they say it is signed (0 when they are too short), unchecked: how much a reader reads
-    /// after the header before it checks it.
+    /// The metadata size (with a signed set's signature block) the first bytes declare,
+    /// unchecked (0 when too short): how much a reader reads after the header before checking.
     public static func declaredMetadataSize(_ fields: [UInt8]) -> UInt64 {
         guard fields.count >= 32 else { return 0 }
-        let size = (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[24 + $1]) }
+        let size = fields.littleEndianWord(24)
         let signed = fields[20] & UInt8(truncatingIfNeeded: signedFlag) != 0
         return size.addingReportingOverflow(signed ? UInt64(PrelinkedSetSignature.size) : 0).partialValue
     }
@@ -343,16 +315,12 @@ public struct PrelinkedSetHeader: Equatable, Sendable {
     /// The header, its checksum computed over it and `metadata`, followed by `metadata`.
     func bytes(metadata: [UInt8]) -> [UInt8] {
         var w = ClosureWriter()
-        w.u64(0)
         w.u64(UInt64(version) | UInt64(flags) << 32)
         w.u64(metadataSize)
         w.u64(dataOffset)
         w.u64(dataSize)
         w.u64(dataHash)
         w.u64(0)
-        var file = Self.magic + w.bytes + metadata
-        let checksum = UnsafeHash.xxh3(file[16...])
-        for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
-        return file
+        return w.checksummed(magic: Self.magic, payload: metadata)
     }
 }

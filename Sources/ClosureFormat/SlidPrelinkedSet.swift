@@ -1,17 +1,14 @@
 import LaunchPlan
 import MachOReader
 
-/// A prelinked set slid for this boot: a copy of a set's data with every slide location
-/// already stored for one base address, chosen at random once per boot, as the dyld shared
-/// cache is slid once per boot and then mapped by every process as it lies. A launch that
-/// finds the copy for the running boot, for its set, maps it at that base and stores
-/// nothing: no slide location is written, no page is dirtied. docs/prelinked.md.
+/// A prelinked set slid for this boot (docs/prelinked.md): a copy of a set's data with every
+/// slide location stored for one base chosen at random once per boot, as the dyld shared cache
+/// is slid once per boot. A launch that finds it maps it at that base and stores nothing.
 ///
 /// The file: an 88-byte header, the protection runs, zeros up to the data offset (a multiple
-/// of ``PrelinkedSet/dataAlignment``), the data (the set's range size). The protection runs
-/// are what the launch gives the range once it is mapped read-only, computed from the set's
-/// plans when the copy was written: a launch maps and protects the copy while it decodes
-/// the set on its other core, then checks the runs against the plans before anything runs.
+/// of ``PrelinkedSet/dataAlignment``), the data. The protection runs, computed from the set's
+/// plans, let a launch protect the copy while it decodes the set on its other core; it checks
+/// them against the plans before anything runs.
 ///
 ///     0  magic "DYLD3PB\0"
 ///     8  checksum: xxh3-64 of bytes 16 to the end of the protection runs
@@ -60,11 +57,11 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
         dataOffset = (UInt64(Self.size + protections.count * Self.runSize) + alignment - 1) / alignment * alignment
     }
 
-    /// How many bytes the header and its protection runs take, as the first ``size`` bytes
-    /// declare it (unchecked, bounded by `limit`): how much a reader reads before it checks.
+    /// The header and protection runs' size the first ``size`` bytes declare, unchecked and
+    /// bounded by `limit`: how much a reader reads before it checks.
     public static func declaredSize(_ fields: [UInt8], limit: Int) -> Int {
         guard fields.count >= size else { return size }
-        let count = (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[80 + $1]) }
+        let count = fields.littleEndianWord(80)
         return size + Int(min(count, UInt64(max(0, limit - size) / runSize))) * runSize
     }
 
@@ -77,9 +74,7 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
             throw .corrupt(path: path, offset: bytes.count, what: "\(bytes.count) bytes is shorter than the \(Self.size)-byte header of a slid set")
         }
         guard Array(bytes[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a slid prelinked set (bad magic)") }
-        func word(_ offset: Int) -> UInt64 {
-            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[offset + $1]) }
-        }
+        let word = bytes.littleEndianWord
         let count = word(80)
         guard count <= rangeSize / pageSize, bytes.count >= Self.size + Int(count) * Self.runSize else {
             throw .corrupt(path: path, offset: 80, what: "\(count) protection runs do not fit the file or the range")
@@ -120,31 +115,21 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
     /// The header and protection runs' bytes, the checksum computed.
     public var bytes: [UInt8] {
         var w = ClosureWriter()
-        w.u64(0)
-        w.u64(UInt64(Self.formatVersion))
-        w.u64(setChecksum)
-        w.u64(setDataHash)
-        w.u64(base)
-        var tail = ClosureWriter()
-        tail.u64(dataHash)
-        tail.u64(dataOffset)
-        tail.u64(UInt64(protections.count))
+        for field in [UInt64(Self.formatVersion), setChecksum, setDataHash, base] { w.u64(field) }
+        w.raw(bootID[...])
+        for field in [dataHash, dataOffset, UInt64(protections.count)] { w.u64(field) }
         for run in protections {
-            tail.u64(run.range.lowerBound)
-            tail.u64(UInt64(run.range.count))
-            tail.u64(UInt64(run.protection.rawValue))
+            w.u64(run.range.lowerBound)
+            w.u64(UInt64(run.range.count))
+            w.u64(UInt64(run.protection.rawValue))
         }
-        var file = Self.magic + w.bytes + bootID + tail.bytes
-        let checksum = UnsafeHash.xxh3(file[16...])
-        for index in 0..<8 { file[8 + index] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(index))) }
-        return file
+        return w.checksummed(magic: Self.magic)
     }
 }
 
 extension PrelinkedSet {
-    /// The set's data slid to `base` (the range starting there): every slide location's
-    /// target stored for it, over a copy of `data` (the set's data, for its own base). The
-    /// slide runs must have been checked (``checkSlideRuns(path:)``).
+    /// A copy of the set's `data` with every slide location's target stored for a range at
+    /// `newBase`. The slide runs must have been checked (``checkSlideRuns(path:)``).
     public func slid(_ data: ByteView, to newBase: UInt64, path: String) throws(ClosureError) -> [UInt8] {
         guard data.count == Int(rangeSize), var bytes = try? data.bytes(0, data.count) else {
             throw .corrupt(path: path, offset: 0, what: "\(data.count) bytes of data for a \(rangeSize)-byte range")

@@ -1,10 +1,7 @@
-/// The bind-target table read through a pointer into its two columns
-/// (``BindTargetTable``): the same records and checks as the checked parse, one compare
-/// per byte, except that an image target's offset is checked against its image's size
-/// afterwards (``BindTargetTable/parse(count:from:imageSizes:scanned:)``), so the scan can
-/// run before the image records are read. It answers only for a table it reads whole; at
-/// anything else (a truncated or oversized number, an unknown kind, an image index out of
-/// range) it returns nil and the checked parse reads the table again to say what is wrong.
+/// The bind-target table read through a pointer into its two columns: the checked parse's
+/// records and checks, one compare per byte, except that image targets' offsets are checked
+/// afterwards, so the scan can run before the image records are read. At anything it does not
+/// accept it returns nil, and the checked parse reads the table again to say what is wrong.
 enum UnsafeBindTargetScan {
     /// `count` targets from the start of `bytes`: the columns and the bytes they took.
     static func scan(_ bytes: ArraySlice<UInt8>, count: Int, imageCount: Int) -> BindTargetTable.Scan? {
@@ -24,9 +21,8 @@ enum UnsafeBindTargetScan {
         return (images, values, consumed)
     }
 
-    /// Reads `count` targets from `raw` into the first `count` entries of both columns
-    /// (which have room for them): the bytes read, or nil at the first thing it does not
-    /// accept. The stream is this function's own, so the loop keeps it in registers.
+    /// Reads `count` targets into both columns: the bytes read, or nil. The stream is this
+    /// function's own, so the loop keeps it in registers.
     private static func fill(
         _ raw: UnsafeRawBufferPointer, count: Int, imageCount: Int,
         images: UnsafeMutableBufferPointer<Int32>, values: UnsafeMutableBufferPointer<UInt64>

@@ -8,14 +8,12 @@ enum UnsafeCompression {
     /// a launch decodes at once on two cores (``LaunchHelper``); smaller ones as one frame.
     static let twoFrameThreshold = 256 * 1024
 
-    /// Compresses `bytes` at a fixed level (reproducible output), with literals stored raw:
-    /// a closure body is mostly LEB128 numbers, whose Huffman-coded literals halve zstd's
-    /// decoding speed for an 18% smaller file (docs/performance.md, "The closure's frame").
-    /// A body large enough to start the launch's helper (``ClosureFile/helperThreshold``)
-    /// is compressed at level 1: its fixup runs compress little at any level below 19 (1.15× at level 1, 1.28× at 9, for 400
-    /// frameworks) and level 1's frames decode about four times as fast as level 9's. A
-    /// smaller body, where paths weigh more and decoding takes microseconds, at level 9.
-    /// A body of ``twoFrameThreshold`` bytes or more becomes two frames, split at its middle.
+    /// Compresses `bytes` at a fixed level (reproducible output), literals stored raw: a body is
+    /// mostly LEB128 numbers, whose Huffman-coded literals halve zstd's decoding speed for an 18%
+    /// smaller file (docs/performance.md, "The closure's frame"). A body that starts the launch's
+    /// helper (``ClosureFile/helperThreshold``) at level 1: its runs compress little below level
+    /// 19 (1.15× at 1, 1.28× at 9, for 400 frameworks) and level 1 decodes four times as fast.
+    /// Smaller bodies, where paths weigh more, at level 9. Two frames from ``twoFrameThreshold``.
     static func compress(_ bytes: [UInt8]) -> [UInt8] {
         let level: Int32 = bytes.count >= ClosureFile.helperThreshold ? 1 : 9
         guard bytes.count >= twoFrameThreshold else { return compressFrame(bytes[...], level: level) }
@@ -39,22 +37,11 @@ enum UnsafeCompression {
         return Array(output[0..<size])
     }
 
-    /// Decompresses one or two frames that must together expand to exactly `expectedSize`
-    /// bytes, each frame's content size in its header; nil if a frame is damaged, the
-    /// frames do not fill the data exactly, or they would expand to any other size (a bomb
-    /// cannot allocate more). The frames are read in place (a mapped closure file is not
-    /// copied) and the output is not zeroed first: zstd writes every byte of it, or the
-    /// result is refused. One thread, frame after frame; the fast path decodes the two
-    /// frames of a large body at once (``ClosureFrames``).
-    package static func decompress(_ data: ByteView, expectedSize: Int) -> [UInt8]? {
-        guard let frames = ClosureFrames(data, expectedSize: expectedSize) else { return nil }
-        return frames.decompress { first, second in first() && (second?() ?? true) }
-    }
 }
 
-/// The one or two frames of a closure's compressed data, found and checked, to be decoded
-/// into the two parts of one body in whichever order, and on whichever threads, the reader
-/// chooses: ``decompress(_:)`` hands it one job per frame to run.
+/// The one or two frames of a closure's compressed data, found and checked, decoded into the
+/// two parts of one body in whichever order, on whichever threads, the reader chooses. Read in
+/// place; the output is not zeroed first (zstd writes every byte of it, or it is refused).
 package struct ClosureFrames: @unchecked Sendable {
     let data: ByteView
     let firstLength: Int
@@ -86,10 +73,10 @@ package struct ClosureFrames: @unchecked Sendable {
         }
     }
 
-    /// The body, or nil when a frame does not fill its part exactly. `run` is given the
-    /// first frame's job and the second's (nil for one frame), runs both before it returns,
-    /// and answers whether both succeeded.
-    package func decompress(_ run: (_ first: Job, _ second: Job?) -> Bool) -> [UInt8]? {
+    /// The body, or nil when a frame does not fill its part exactly. `run` is given the first
+    /// frame's job and the second's (nil for one frame), runs both (by default on this thread,
+    /// one after the other) before it returns, and answers whether both succeeded.
+    package func decompress(_ run: (_ first: Job, _ second: Job?) -> Bool = { $0() && ($1?() ?? true) }) -> [UInt8]? {
         unsafe data.withUnsafeBytes { data -> [UInt8]? in
             var complete = false
             let output = unsafe [UInt8](unsafeUninitializedCapacity: expectedSize) { out, initialized in

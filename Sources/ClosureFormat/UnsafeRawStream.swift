@@ -9,8 +9,7 @@ import LaunchPlan
     @usableFromInline var cursor: UnsafeRawPointer
     @usableFromInline let end: UnsafeRawPointer
 
-    /// An empty buffer has no address: the stream then starts and ends at a placeholder
-    /// never read (every read finds the cursor at the end first).
+    /// An empty buffer has no address: the stream then starts and ends at a placeholder never read.
     @inlinable
     package init(_ bytes: UnsafeRawBufferPointer) {
         unsafe start = unsafe bytes.baseAddress ?? UnsafeRawPointer(bitPattern: MemoryLayout<UInt64>.alignment)!
@@ -78,14 +77,12 @@ import LaunchPlan
     }
 }
 
-/// Strings and small arrays copied out of the slice a ``ClosureReader`` reads, through a
-/// pointer: no slice of the body is made, so no reference count is touched. The two threads
-/// of a large launch read one body, and every retain and release of its storage would pass
-/// one cache line between their cores (at 400 frameworks that made each image record ≈ 1.7×
-/// slower to read than on one thread, docs/performance.md, "The closure read in place").
+/// Strings and small arrays copied out of a ``ClosureReader``'s slice through a pointer, so no
+/// reference count is touched: the two threads of a large launch read one body, and each
+/// retain would pass a cache line between their cores (docs/performance.md, "The closure read
+/// in place"). Ranges are body offsets inside the slice, checked by the caller.
 extension ClosureReader {
-    /// The bytes at `range` (body offsets inside the slice, checked by the caller) decoded
-    /// as UTF-8, invalid sequences repaired.
+    /// The bytes at `range` as UTF-8, invalid sequences repaired.
     func utf8String(_ range: Range<Int>) -> String {
         let base = bytes.startIndex
         return unsafe bytes.withUnsafeBufferPointer { buffer in
@@ -93,7 +90,7 @@ extension ClosureReader {
         }
     }
 
-    /// The bytes at `range` (body offsets inside the slice, checked by the caller), copied.
+    /// The bytes at `range`, copied.
     func copy(_ range: Range<Int>) -> [UInt8] {
         let base = bytes.startIndex
         return unsafe bytes.withUnsafeBufferPointer { buffer in
@@ -103,8 +100,7 @@ extension ClosureReader {
 }
 
 extension FixupRunWalk {
-    /// Runs `body` over a stream reading this walk's bytes through a pointer: the one place
-    /// the walk touches its bytes. A body that throws has its fault passed on as it is.
+    /// Runs `body` over a stream reading this walk's bytes: the one place the walk touches them.
     @inlinable @inline(__always)
     func withStream<Value>(_ body: (inout UnsafeRawStream) throws(FixupFault) -> Value) throws(FixupFault) -> Value {
         let outcome: Result<Value, FixupFault> = unsafe runs.withUnsafeBytes { bytes in

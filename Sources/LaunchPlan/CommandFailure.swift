@@ -1,14 +1,10 @@
-/// A failure of what the command line asked for (an option's value, a key file, a stub
-/// root, a benchmark's tool or child process), as every command reports it: one line on
-/// stderr, `dyld3: WHAT: WHY`, with the fix after it when there is one
-/// (`dyld3: WHAT: WHY; FIX`). The other errors become one of these only where a command
-/// reports them (the `dyld3` tool's `CommandFailure.init(_:context:)`).
+/// A failure of what the command line asked for (an option's value, a key file, a stub root,
+/// a benchmark's tool), as every command reports it: `dyld3: WHAT: WHY[; FIX]` on stderr. The
+/// other errors become one of these only where a command reports them.
 public struct CommandFailure: Error, Equatable, Sendable, CustomStringConvertible {
-    /// What failed: a path, an install name, or an option with its value.
+    /// A path, an install name, or an option with its value.
     public var what: String
-    /// Why it failed.
     public let why: String
-    /// What to do about it, when something can be done.
     public var fix: String?
     /// A stable word for scripts: `missing-library`, `no-closure`, `bad-root`, `key`, ….
     public let kind: String
@@ -34,6 +30,5 @@ public struct CommandFailure: Error, Equatable, Sendable, CustomStringConvertibl
 
     public var description: String { "\(what): \(why)" + (fix.map { "; \($0)" } ?? "") }
 
-    /// The line written to stderr.
     public var line: String { "dyld3: " + description }
 }

@@ -1,9 +1,7 @@
 /// A rebase's target as a closure stores it: the offset in its own image in the low 56 bits,
 /// the pointer's top byte (`high8`, such as a tagged C++ type-name pointer's bit 63) above.
-/// The one definition of that bit layout: the run format, the apply loops, the page-in
-/// handler and the memory digest all read it through here.
+/// The one definition of that layout.
 public struct RebaseTarget: Equatable, Hashable, Sendable {
-    /// The low 56 bits: an address or an offset.
     public static let addressMask: UInt64 = 0x00ff_ffff_ffff_ffff
     /// The top byte, kept as it is when a pointer is slid.
     public static let high8Mask: UInt64 = 0xff00_0000_0000_0000
@@ -62,12 +60,9 @@ public struct FixupRun: Equatable, Sendable {
     }
 }
 
-/// What is wrong with a fixup run stream or one of its fixups: the one fault value every
-/// consumer of the run format reports (the eager apply, the page-in handler, decoding,
-/// verification, the page index). Built without allocation, so the page-in handler can
-/// make one; worded only when someone reads it.
+/// What is wrong with a fixup run stream or one of its fixups, as every consumer of the run
+/// format reports it. Built without allocation (the page-in handler makes them), worded when read.
 public enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
-    /// Why a stream does not decode.
     public enum Corruption: UInt8, Equatable, Sendable, CustomStringConvertible {
         case truncatedNumber, numberTooLarge, runCountTooLarge, entryCountTooLarge, emptyRun, runOverflows
         case bytesAfterLastRun, restartPastEnd
@@ -128,20 +123,16 @@ public enum FixupStream: String, Equatable, Sendable {
     case pageIndex = "fixup page index"
 }
 
-/// What a walk accepts a run into before any of its entries: the check that every store of
-/// the run lands where it may.
+/// What a walk accepts a run into before any of its entries: the check that every store of the
+/// run lands where it may. `Accepted` is the run itself, or a writer's proof it may store there.
 public protocol FixupRunBounds {
-    /// What an accepted run gives the visitor (the run itself, or a writer's proof that it
-    /// may store there).
     associatedtype Accepted
-    /// `run`, accepted; nil when it is refused.
+    /// `run`, accepted; nil when refused (then ``fault(_:)`` says why).
     func accept(_ run: FixupRun) -> Accepted?
-    /// Why ``accept(_:)`` refuses `run`.
     func fault(_ run: FixupRun) -> FixupFault
 }
 
-/// Bounds that accept every run as it is: for walks that read (decode, dump, digest, the
-/// page index), whose runs were or will be checked against their image by the walks that store.
+/// Bounds that accept every run: for walks that read, whose runs the walks that store check.
 public struct EveryRun: FixupRunBounds {
     @inlinable public init() {}
     @inlinable public func accept(_ run: FixupRun) -> FixupRun? { run }
@@ -149,8 +140,6 @@ public struct EveryRun: FixupRunBounds {
 }
 
 extension WritableRanges: FixupRunBounds {
-    /// `run`, when it lies inside one writable segment and holds no more locations than it
-    /// has room for.
     @inlinable public func accept(_ run: FixupRun) -> FixupRun? { accepts(run) ? run : nil }
 }
 

@@ -1,8 +1,7 @@
 import MachOReader
 
-/// How to map one segment: where it goes relative to the image's base, which file bytes
-/// back it, and its protections. The slow path derives plans from Mach-O load commands on
-/// every launch; a launch closure stores them.
+/// How to map one segment: where it goes relative to the image's base, which file bytes back
+/// it, and its protections.
 public struct SegmentPlan: Equatable, Sendable {
     public var name: String
     /// Offset of the segment from the image's preferred base (its lowest mapped vmaddr).
@@ -29,14 +28,12 @@ public struct SegmentPlan: Equatable, Sendable {
     /// Whether fixups may be written into this segment.
     public var isWritable: Bool { protection.contains(.write) || readOnlyAfterFixups }
 
-    /// Whether a segment command is mapped at all: `__PAGEZERO` (no protections, no file
-    /// bytes) and empty segments are not.
+    /// Whether a segment command is mapped: `__PAGEZERO` (no protections, no file bytes) and empty segments are not.
     @inline(__always)
     public static func isMapped(initialProtection: VMProtection, fileSize: UInt64, vmSize: UInt64) -> Bool {
         !(initialProtection.isEmpty && fileSize == 0) && vmSize > 0
     }
 
-    /// Whether a segment is writable while fixups are applied and read-only after:
     /// `__DATA_CONST`, or any segment with `SG_READ_ONLY`.
     @inline(__always)
     public static func isReadOnlyAfterFixups(isDataConst: Bool, flags: UInt32) -> Bool {
@@ -77,11 +74,9 @@ public struct ImagePlan: Equatable, Sendable {
         try self.init(segments: image.segments, path: path, sliceOffset: UInt64(sliceOffset), sliceSize: UInt64(image.view.count))
     }
 
-    /// The plan for `segments` (an image's `LC_SEGMENT_64`s, in order) of the image at
-    /// `path`, whose slice of `sliceSize` bytes starts at `sliceOffset` in the file. Both
-    /// launch paths derive plans here: the slow path from the parsed image, the fast path
-    /// from the header it mapped, to check the closure's plan against the image.
-    /// `__PAGEZERO` (no protections, no file bytes) is not mapped.
+    /// The plan for `segments` (an image's `LC_SEGMENT_64`s, in order) of the image at `path`,
+    /// whose `sliceSize`-byte slice starts at `sliceOffset`: the one derivation, from the parsed
+    /// image or from the header a launch mapped to check its closure's plan.
     public init(segments imageSegments: [Segment], path: String, sliceOffset: UInt64, sliceSize: UInt64) throws(LoadError) {
         let mapped = imageSegments.filter { SegmentPlan.isMapped(initialProtection: $0.initialProtection, fileSize: $0.fileSize, vmSize: $0.vmSize) }
         guard let base = mapped.map(\.vmAddress).min() else {
@@ -106,16 +101,13 @@ public struct ImagePlan: Equatable, Sendable {
     }
 }
 
-/// The ranges of an image that fixups may be written to: per writable segment of at least
-/// 8 bytes, its offset from the image's base and the largest distance from it at which an
-/// 8-byte store still ends inside the segment. The one definition of "a fixup the image
-/// allows", taken from the plan once per image: the writer that stores fixups and the check
-/// a page-in launch makes before anything is written or run both ask it.
+/// The ranges of an image that fixups may be written to: per writable segment of at least 8
+/// bytes, its offset and the largest distance from it at which an 8-byte store still fits. The
+/// one definition of "a fixup the image allows", for the writer and the page-in check alike.
 public struct WritableRanges: Sendable {
     @usableFromInline let ranges: [(start: UInt64, lastStore: UInt64)]
-    /// Whether `ranges` ascend and do not overlap: then the one range that can hold a location is
-    /// found by binary search (a prelinked set's range has a writable segment or two per
-    /// image: hundreds), else by a scan (an image's two or three).
+    /// Whether `ranges` ascend without overlap: then a location's range is found by binary
+    /// search (a prelinked set has hundreds), else by a scan (an image's two or three).
     @usableFromInline let ascending: Bool
 
     public init(_ plan: ImagePlan) {
@@ -149,24 +141,21 @@ public struct WritableRanges: Sendable {
         return nil
     }
 
-    /// How many locations a run from `start` to `last` may hold: one per 4 bytes of the
-    /// writable segment that holds it (the density the reader allows chained fixups; real
-    /// runs hold one per 8 bytes of a page at most); nil when no writable segment holds it.
+    /// How many locations a run from `start` to `last` may hold: one per 4 bytes of its writable
+    /// segment (the density the reader allows chained fixups); nil when none holds it.
     @inlinable
     public func capacity(start: UInt64, last: UInt64) -> UInt64? {
         holding(start: start, last: last).map { ($0.lastStore + 8) / 4 }
     }
 
-    /// Whether `run` lies inside one writable segment and holds no more locations than
-    /// that segment has room for (``capacity(start:last:)``): what bounds the work a run
-    /// can ask for by the image it writes, checked before its first entry.
+    /// Whether `run` lies inside one writable segment and holds no more locations than it has
+    /// room for: the work a run can ask for is bounded by the image it writes.
     @inlinable
     public func accepts(_ run: FixupRun) -> Bool {
         guard let capacity = capacity(start: run.start, last: run.last) else { return false }
         return UInt64(run.count) <= capacity
     }
 
-    /// Why ``accepts(_:)`` refuses `run`.
     public func fault(_ run: FixupRun) -> FixupFault {
         guard let capacity = capacity(start: run.start, last: run.last) else { return .runOutsideSegments(start: run.start, last: run.last) }
         return .runLongerThanSegment(start: run.start, count: run.count, capacity: capacity)

@@ -9,10 +9,8 @@ public struct ImageLocation: Equatable, Hashable, Sendable {
     }
 }
 
-/// One `+load` method to call, `method(cls, selector)`, just before the initializers of
-/// image `image` (the image being initialized: the method's own, or the image whose
-/// subclass made a superclass's `+load` due). The Objective-C step works these out; a
-/// closure stores them.
+/// One `+load` method to call, `method(cls, selector)`, just before the initializers of image
+/// `image` (the method's own, or the one whose subclass made a superclass's `+load` due).
 public struct ObjCLoadCall: Equatable, Hashable, Sendable {
     public let image: Int
     public let method: ImageLocation

@@ -1,17 +1,12 @@
-/// Which images a launch accepts, by their code signatures (docs/code-signing.md,
-/// "Policy"). Every policy refuses a signed image whose signature does not verify; the
-/// default accepts unsigned images (macOS x86_64's rule).
+/// Which images a launch accepts, by their code signatures (docs/code-signing.md, "Policy").
+/// Every policy refuses a signed image whose signature does not verify; the default accepts
+/// unsigned images (macOS x86_64's rule).
 ///
-/// * `requireSignatures` refuses an unsigned image (the arm64 rule: the kernel runs no
-///   unsigned code there).
-/// * `libraryValidation` refuses any image other than the main executable (image 0: the
-///   host, when a bundle or dylib is loaded into one) that is not signed with the main
-///   executable's team ID, as AMFI's library validation does: a platform binary (its
-///   CodeDirectory's `platform` field non-zero) is accepted whatever its team ID, unless the
-///   main executable is itself a platform binary, whose libraries must all be platform
-///   binaries. An image without a team ID (signed ad hoc, or unsigned) is refused even when
-///   the main executable has none either: an ad-hoc signature names no signer, so two of them
-///   share no identity (anyone can write one for any bytes).
+/// * `requireSignatures` refuses an unsigned image (the arm64 rule).
+/// * `libraryValidation` refuses, as AMFI does, any image but the main executable (image 0)
+///   not signed with its team ID: a platform binary is accepted whatever its team ID, unless
+///   the main executable is one, whose libraries must all be. An image without a team ID is
+///   refused even when the main executable has none: an ad-hoc signature names no signer.
 public struct SigningPolicy: Equatable, Hashable, Sendable {
     public var requireSignatures: Bool
     public var libraryValidation: Bool
@@ -46,16 +41,14 @@ public struct SigningPolicy: Equatable, Hashable, Sendable {
         }
     }
 
-    /// The rules a refusal names.
     public enum Rule: String, Sendable {
         case requireSignatures = "--require-signatures"
         case libraryValidation = "--library-validation"
     }
 
-    /// Checks every image of a launch, in load order (image 0 is the main executable), from
-    /// its verified signature (nil: unsigned). The first image refused is thrown with the
-    /// rule and why. Reads nothing: install and dyld2 pass what they verified, the fast path
-    /// what its closure recorded (tied to each file by the cdHash identity check).
+    /// Checks every image of a launch, in load order, from its verified signature (nil:
+    /// unsigned); the first refused is thrown with the rule and why. Reads nothing: install and
+    /// dyld2 pass what they verified, the fast path what its closure recorded.
     public func check(_ images: [(path: String, signature: SignedImage?)]) throws(LoadError) {
         if requireSignatures, let unsigned = images.first(where: { $0.signature == nil }) {
             throw .signingPolicy(path: unsigned.path, rule: .requireSignatures,

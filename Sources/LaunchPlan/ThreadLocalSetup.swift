@@ -1,9 +1,7 @@
-/// One image's thread-local variables as a launch sets them up (docs/dyld-rules.md, rule
-/// 23): its template (the `__thread_data` bytes, then zeros up to the end of
-/// `__thread_bss`, as offsets from the image's preferred base) and the descriptors in its
-/// `__thread_vars` whose thunk the linker bound to `__tlv_bootstrap`: the launch points each
-/// of those at the loader's thunk and gives it the image's key. Worked out by the slow path
-/// on every launch, recorded in the closure for the fast path.
+/// One image's thread-local variables as a launch sets them up (docs/dyld-rules.md, rule 23):
+/// its template (`__thread_data`, then zeros to the end of `__thread_bss`) and the descriptors
+/// in `__thread_vars` whose thunk the linker bound to `__tlv_bootstrap`, each pointed at the
+/// loader's thunk and given the image's key.
 public struct ThreadLocalSetup: Equatable, Sendable {
     public var image: Int
     /// Where the template starts: the lowest `__thread_data`/`__thread_bss` address.
@@ -38,8 +36,7 @@ public struct HostServicesSlot: Equatable, Sendable {
         self.vmOffset = vmOffset
     }
 
-    /// The table's size: the version, then seven function pointers (threads, dlopen and its
-    /// family: CHostServices' hostservices.h).
+    /// The version, then seven function pointers (CHostServices' hostservices.h).
     public static let size: UInt64 = 64
     /// The name dyld2 looks up (flat, in load order).
     public static let symbol = "_dyld3_host_services"

@@ -36,7 +36,8 @@ extension ClosureTests {
         #expect(encodedBinds.bytes == [0x01, 0x80, 0x60, 0x03, 0x08, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10])
         #expect(targets == [a, b])
 
-        let decoded = try FixupRuns.decode(rebaseRuns: encodedRebases.bytes[...], bindRuns: encodedBinds.bytes[...], targets: BindTargetTable(targets))
+        let decoded = try FixupRuns.decode(rebases: FixupRunWalk(encodedRebases.bytes[...]), binds: FixupRunWalk(encodedBinds.bytes[...]),
+                                           targets: BindTargetTable(targets))
         #expect(decoded == rebases + binds)
     }
 
@@ -48,7 +49,7 @@ extension ClosureTests {
             ResolvedFixup(vmOffset: 0x2008, kind: .rebase(targetOffset: 0x3, high8: 0x7f)),
         ]
         let encoded = FixupRuns.encodeRebases(fixups, plan: Self.examplePlan)
-        let decoded = try FixupRuns.decode(rebaseRuns: encoded.bytes[...], bindRuns: [0], targets: [])
+        let decoded = try FixupRuns.decode(rebases: FixupRunWalk(encoded.bytes[...]), binds: FixupRunWalk([0]), targets: [])
         #expect(decoded == [fixups[2], fixups[0], fixups[1]])
         #expect(finalFixups(decoded)[0x2010] == .rebase(targetOffset: 0x2, high8: 0))
     }

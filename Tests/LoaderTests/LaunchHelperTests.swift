@@ -69,7 +69,7 @@ import LaunchMemory
         let helper = LaunchHelper()
         helper.start()
         #expect(ClosureFrames(ByteView(frames), expectedSize: body.count).flatMap { ClosureLaunchDecoder.decompress($0, helper: helper) } == body)
-        #expect(UnsafeCompression.decompress(ByteView(frames), expectedSize: body.count) == body)
+        #expect(ClosureFrames(ByteView(frames), expectedSize: body.count)?.decompress() == body)
         let small = Array(body[..<1000])
         #expect(ClosureFrames(ByteView(UnsafeCompression.compress(small)), expectedSize: 1000).flatMap { ClosureLaunchDecoder.decompress($0, helper: helper) } == small)
     }
@@ -93,7 +93,7 @@ import LaunchMemory
         helper.start()
         for (name, data, size) in cases {
             #expect(ClosureFrames(ByteView(data), expectedSize: size).flatMap { ClosureLaunchDecoder.decompress($0, helper: helper) } == nil, "\(name)")
-            #expect(UnsafeCompression.decompress(ByteView(data), expectedSize: size) == nil, "\(name)")
+            #expect(ClosureFrames(ByteView(data), expectedSize: size)?.decompress() == nil, "\(name)")
         }
     }
 

@@ -1,10 +1,8 @@
 import LaunchPlan
 
-/// The closure's bind targets, kept as the launch reads them: per target its image (or
-/// none) and its offset in that image (or its absolute value), in two flat columns. The
-/// launch turns them into values in one pass once the images are mapped
-/// (``LaunchClosure/bindTargetValues(_:)``); everyone else reads ``BindTarget``s through
-/// the collection.
+/// The closure's bind targets in two flat columns, as the launch reads them: per target its
+/// image (or none) and its offset there (or its absolute value), turned into values in one pass
+/// once the images are mapped; everyone else reads ``BindTarget``s through the collection.
 ///
 /// Encoding of a target: kind byte, then 0 `image` ULEB `offset` ULEB | 1 `value` ULEB | 2 (missing weak import).
 public struct BindTargetTable: RandomAccessCollection, MutableCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
@@ -24,9 +22,7 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
         for target in targets { append(target) }
     }
 
-    public init(arrayLiteral targets: BindTarget...) {
-        self.init(targets)
-    }
+    public init(arrayLiteral targets: BindTarget...) { self.init(targets) }
 
     private mutating func append(_ target: BindTarget) {
         let (image, value) = Self.columns(target)
@@ -53,9 +49,7 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
             case let image: .image(Int(image), offset: values[position])
             }
         }
-        set {
-            (images[position], values[position]) = Self.columns(newValue)
-        }
+        set { (images[position], values[position]) = Self.columns(newValue) }
     }
 
     /// Each target's value with image `i` mapped at `bases[i]`: one pass, no enum decoded.
@@ -66,10 +60,9 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
     /// What ``UnsafeBindTargetScan`` read: both columns and the bytes they took.
     typealias Scan = (images: [Int32], values: [UInt64], consumed: Int)
 
-    /// Reads a table of `count` targets where `r` is; an image target must lie inside its
-    /// image (`imageSizes`). `scanned` is what ``UnsafeBindTargetScan`` read of these bytes
-    /// (nil when it refused them): kept when every image target lies inside its image. This
-    /// loop reads what the scan refused or the check finds outside, and says where and what is wrong.
+    /// Reads a table of `count` targets where `r` is; an image target must lie inside its image
+    /// (`imageSizes`). `scanned`, what ``UnsafeBindTargetScan`` read (nil: refused), is kept when
+    /// every image target is inside; else this loop reads them again and says what is wrong.
     static func parse(count: Int, from r: inout ClosureReader, imageSizes: [UInt64], scanned: Scan?) throws(ClosureError) -> BindTargetTable {
         var table = BindTargetTable([])
         if let scanned, zip(scanned.images, scanned.values).allSatisfy({ image, offset in image < 0 || offset < imageSizes[Int(image)] }) {

@@ -1,10 +1,8 @@
 import LaunchPlan
 
-
-/// What a closure was built for: one app, under one root, in one host, for one
-/// architecture, by one builder. A closure is used only for the very request it binds;
-/// anything else (another app's closure copied under this app's cache name, a closure
-/// launched under another root or host) is refused with the field that differs.
+/// What a closure was built for: one app, under one root, in one host, for one architecture,
+/// by one builder. A closure is used only for the very request it binds; anything else is
+/// refused with the field that differs.
 ///
 /// Encoding: `builder`, `arch`, `root`, `app`, `host`, `inserted`, `policy` strings; the body
 /// then holds the hash of the image list (``imageListHash(_:)``).
@@ -18,12 +16,9 @@ public struct ClosureBinding: Equatable, Sendable {
     public var app: String
     /// The host executable a bundle or dylib was loaded into, symlinks resolved ("" for none).
     public var host: String
-    /// The libraries inserted at launch, symlinks resolved, joined by `:` as
-    /// `DYLD_INSERT_LIBRARIES` lists them ("" for none): a closure built with them is not
-    /// used without them, nor the reverse.
+    /// The libraries inserted at launch, symlinks resolved, joined by `:` ("" for none).
     public var inserted: String
-    /// The signature policy the closure's images were accepted under (``SigningPolicy``): a
-    /// closure built under one policy is not used for a launch asking for another.
+    /// The signature policy the closure's images were accepted under.
     public var policy: SigningPolicy
 
     public init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String,
@@ -48,11 +43,9 @@ public struct ClosureBinding: Equatable, Sendable {
         return UnsafeHash.xxh3(bytes)
     }
 
-    /// How many root images a closure with this binding has: the host, if it names one,
-    /// then the app.
+    /// How many root images a closure with this binding has: the host, if it names one, then the app.
     public var expectedRootCount: Int { host.isEmpty ? 1 : 2 }
 
-    /// The binding's fields, named as a mismatch reports them.
     public typealias Field = ClosureError.BindingField
 
     /// The first field in which this closure's binding differs from `request`, with both values.

@@ -1,15 +1,12 @@
 import LaunchPlan
 
-/// A dlopen closure (dyld3's): what a `dlopen` of one path after the launch loads, resolved
-/// at install time (`dyld3 install APP --dlopen PATH`), so the fast path maps and fixes up
-/// the images it adds with no path search and no symbol lookup.
+/// A dlopen closure (dyld3's): what a `dlopen` of one path after the launch loads, resolved at
+/// install time (`dyld3 install APP --dlopen PATH`): no path search, no symbol lookup.
 ///
 /// Encoded (docs/closure-format.md): the path as requested (string), the image it opens
-/// (string), then the dlopen closure's own body as a blob: a closure body whose images are
-/// the launch's, in the same order, then the images the `dlopen` adds; only those carry
-/// fixups and initializers, and its initializer order lists only them. Its bind targets
-/// name images of both. The body is decoded, and checked against the launch's closure, when
-/// a `dlopen` uses it (``closure(within:path:)``).
+/// (string), then a closure body as a blob whose images are the launch's, in order, then the
+/// ones the `dlopen` adds, which alone carry fixups and initializers. It is decoded and
+/// checked against the launch's closure when a `dlopen` uses it (``closure(within:path:)``).
 public struct ClosureDlopen: Equatable, Sendable {
     /// The path as the app passes it to `dlopen` (or as given to `--dlopen`).
     public var requested: String
@@ -44,11 +41,10 @@ public struct ClosureDlopen: Equatable, Sendable {
         w.blob(body[...])
     }
 
-    /// The dlopen closure, decoded and checked against `launch`, the closure it belongs to
-    /// (read from `path`): the same binding, the launch's images first (same paths,
-    /// identities and plans), then at least one image, the opened one among those; only they
-    /// have fixups or initializers, and nothing the launch alone does (entry point,
-    /// Objective-C, thread-local records, dlopen closures of its own).
+    /// The dlopen closure, checked against `launch` (read from `path`): the same binding, the
+    /// launch's images first (same paths, identities and plans), then at least one image, the
+    /// opened one among those; only they have fixups or initializers, and nothing the launch
+    /// alone does (entry point, Objective-C, thread-local records, dlopen closures).
     public func closure(within launch: LaunchClosure, path: String) throws(ClosureError) -> LaunchClosure {
         let nested = try LaunchClosure(parsingBody: body, path: path)
         let first = launch.images.count

@@ -1,13 +1,13 @@
 import LaunchPlan
 
-/// One image of a closure: identity, mapping plan, dependency edges, initializers, and
-/// its fixups, already resolved and encoded as runs (``FixupRuns``).
+/// One image of a closure: identity, mapping plan, dependency edges, initializers, and its
+/// fixups, resolved and encoded as runs (``FixupRuns``).
 ///
-/// Encoding (a length-prefixed record in the body, read whole): `path` string, `installName` string, ``ImageIdentity``, `preferredBase` ULEB,
-/// `vmSize` ULEB, segment count + ``SegmentPlan``s, dependency count + ``ClosureDependency``s,
-/// initializer count + ULEB offsets, rpath count + strings, absent-path count + strings,
-/// `rebaseCount` ULEB + rebase runs blob, `bindCount` ULEB + bind runs blob, fixup page
-/// index blob (``FixupPageIndex``, format version 4).
+/// Encoding (a length-prefixed record, read whole): `path` string, `installName` string,
+/// ``ImageIdentity``, `preferredBase` ULEB, `vmSize` ULEB, segment count + ``SegmentPlan``s,
+/// dependency count + ``ClosureDependency``s, initializer count + ULEB offsets, rpath count +
+/// strings, absent-path count + strings, `rebaseCount` ULEB + rebase runs blob, `bindCount` ULEB
+/// + bind runs blob, fixup page index blob (``FixupPageIndex``).
 public struct ClosureImage: Equatable, Sendable {
     public var path: String
     public var identity: ImageIdentity
@@ -31,17 +31,14 @@ public struct ClosureImage: Equatable, Sendable {
     }
     /// Initializer functions, as offsets from the image's base, in the order they run.
     public var initializers: [UInt64]
-    /// Paths tried and found absent before each dependency of this image was found (or all
-    /// of a missing weak dylib's candidates): a file appearing at one would now be loaded
-    /// instead, so the closure is stale while any of them exists.
+    /// Paths tried and found absent before each dependency was found (or all of a missing weak
+    /// dylib's candidates): the closure is stale while any of them exists.
     public var absentPaths: [String]
-    /// Encoded rebase runs and bind runs (decoded closures: slices of the body, not copies).
+    /// Encoded rebase runs and bind runs (decoded closures: slices of the body).
     public var rebaseRuns: ArraySlice<UInt8>
     public var bindRuns: ArraySlice<UInt8>
     public var rebaseCount: Int
     public var bindCount: Int
-    /// Where each page's runs start, for page-in linking (``FixupPageIndex/absent`` when
-    /// a run crosses a page boundary).
     public var fixupPageIndex: FixupPageIndex
 
     public init(path: String, installName: String, identity: ImageIdentity, plan: ImagePlan, dependencies: [ClosureDependency],
@@ -62,13 +59,12 @@ public struct ClosureImage: Equatable, Sendable {
 
     static let minimumEncodedSize = 16
 
-    /// Reads one image and checks what can be checked within it: segments inside the image
-    /// and its file and not overlapping, a bounded address space, dependency targets among
-    /// `imageCount` images, initializers inside executable segments. Install name,
-    /// dependencies and rpaths are checked and kept encoded (``ClosureLinkage``).
+    /// Reads one image and checks what can be checked within it: segments inside the image and
+    /// its file and not overlapping, a bounded address space, dependency targets among
+    /// `imageCount` images, initializers inside executable segments.
     init(parsing r: inout ClosureReader, imageCount: Int) throws(ClosureError) {
         path = try r.string()
-        let installName = try ClosureLinkage.readInstallName(&r)
+        let installName = try r.blob()
         identity = try ImageIdentity(parsing: &r)
         let preferredBase = try r.uleb()
         let vmSize = try r.uleb()
@@ -90,7 +86,7 @@ public struct ClosureImage: Equatable, Sendable {
         initializers = []
         initializers.reserveCapacity(initializerCount)
         for _ in 0..<initializerCount { initializers.append(try r.uleb()) }
-        linkage = ClosureLinkage(encodedInstallName: installName, dependencies: dependencies, rpaths: try ClosureLinkage.readRPaths(&r))
+        linkage = ClosureLinkage(installName: installName, dependencies: dependencies, rpaths: try ClosureLinkage.readRPaths(&r))
         absentPaths = []
         for _ in 0..<(try r.count(of: "absent path")) { absentPaths.append(try r.string()) }
         rebaseCount = try r.int("rebase count")
@@ -110,8 +106,7 @@ public struct ClosureImage: Equatable, Sendable {
         }
     }
 
-    /// Reads the image records at `records` (ranges of `body`, each one record read
-    /// whole); the first error in record order.
+    /// Reads the image records at `records` (ranges of `body`); the first error in record order.
     package static func parse(records: ArraySlice<Range<Int>>, of body: [UInt8], path: String, imageCount: Int) -> Result<[ClosureImage], ClosureError> {
         Result { () throws(ClosureError) in
             var images: [ClosureImage] = []
@@ -124,6 +119,14 @@ public struct ClosureImage: Equatable, Sendable {
             }
             return images
         }
+    }
+
+    /// The record with no fixups: empty run streams (each its run count, 0), no page index entries.
+    package func withoutFixups() -> ClosureImage {
+        var image = self
+        (image.rebaseRuns, image.bindRuns, image.rebaseCount, image.bindCount) = ([0], [0], 0, 0)
+        image.fixupPageIndex = FixupPageIndex(rebases: [], binds: [])
+        return image
     }
 
     func encode(into w: inout ClosureWriter) {

@@ -1,11 +1,10 @@
 import MachOReader
 import LaunchPlan
 
-/// How an image was linked and found at install time: its install name, its dependency
-/// edges and its LC_RPATHs. A launch needs none of it (it serves `verify`, the dump and
-/// error messages), so a closure keeps these fields as they are encoded in the image
-/// record, checked when the record is read, and decodes them when asked: a launch of 400
-/// frameworks makes no `String` for its ~4,400 dependency edges.
+/// How an image was linked and found at install time: install name, dependency edges and
+/// LC_RPATHs. A launch needs none of it, so they are kept as encoded in the image record,
+/// checked when it is read, and decoded when asked: a launch of 400 frameworks makes no
+/// `String` for its ~4,400 dependency edges.
 ///
 /// Encoding (the image record's, docs/closure-format.md): `installName` string; later in
 /// the record, dependency count + ``ClosureDependency``s, and rpath count + strings.
@@ -16,24 +15,6 @@ struct ClosureLinkage: Equatable, Sendable {
     private(set) var dependencies: ArraySlice<UInt8>
     /// The rpath count and strings, as encoded.
     private(set) var rpaths: ArraySlice<UInt8>
-
-    init(installName: String, dependencies: [ClosureDependency], rpaths: [String]) {
-        self.installName = ArraySlice(installName.utf8)
-        self.dependencies = Self.encoded(dependencies)
-        self.rpaths = Self.encoded(rpaths)
-    }
-
-    /// The three fields as read from an image record (see the `read` functions).
-    init(encodedInstallName: ArraySlice<UInt8>, dependencies: ArraySlice<UInt8>, rpaths: ArraySlice<UInt8>) {
-        installName = encodedInstallName
-        self.dependencies = dependencies
-        self.rpaths = rpaths
-    }
-
-    /// Reads the install name where `r` is: its bytes.
-    static func readInstallName(_ r: inout ClosureReader) throws(ClosureError) -> ArraySlice<UInt8> {
-        try r.blob()
-    }
 
     /// Reads the dependency count and records where `r` is, checks each (a known link
     /// kind, a target among `imageCount` images or -1) without decoding its name: their bytes.
@@ -58,8 +39,7 @@ struct ClosureLinkage: Equatable, Sendable {
     var decodedDependencies: [ClosureDependency] {
         var r = ClosureReader(dependencies, path: "")
         var result: [ClosureDependency] = []
-        Self.decodingChecked {
-            () throws(ClosureError) in
+        Self.decodingChecked { () throws(ClosureError) in
             try Self.forEachDependency(&r, imagePath: "", imageCount: Int.max) { name, kind, target in
                 result.append(ClosureDependency(installName: String(decoding: dependencies[name], as: UTF8.self), kind: kind, target: target))
             }
@@ -73,8 +53,7 @@ struct ClosureLinkage: Equatable, Sendable {
     var decodedRPaths: [String] {
         var r = ClosureReader(rpaths, path: "")
         var result: [String] = []
-        Self.decodingChecked {
-            () throws(ClosureError) in
+        Self.decodingChecked { () throws(ClosureError) in
             for _ in 0..<(try r.count(of: "rpath")) { result.append(try r.string()) }
         }
         return result
@@ -82,9 +61,8 @@ struct ClosureLinkage: Equatable, Sendable {
 
     mutating func setRPaths(_ list: [String]) { rpaths = Self.encoded(list) }
 
-    /// Visits every encoded dependency (count, then records) where `r` is: where its name's
-    /// bytes lie in `r.bytes`, its link kind and target, each checked; the one walk both
-    /// checking and decoding make.
+    /// Visits every encoded dependency where `r` is, checked: where its name's bytes lie in
+    /// `r.bytes`, its link kind and target. The one walk both checking and decoding make.
     private static func forEachDependency(
         _ r: inout ClosureReader, imagePath: String, imageCount: Int,
         _ body: (Range<Int>, DylibLinkKind, Int) -> Void
@@ -101,8 +79,7 @@ struct ClosureLinkage: Equatable, Sendable {
         }
     }
 
-    /// Runs a decode of bytes that were checked when the record was read, or written by
-    /// ``encoded(_:)``: it cannot fail, and a failure would be a bug in this file.
+    /// Runs a decode of bytes checked when read or written by ``encoded(_:)``: it cannot fail.
     private static func decodingChecked(_ decode: () throws(ClosureError) -> Void) {
         do throws(ClosureError) {
             try decode()
@@ -123,5 +100,11 @@ struct ClosureLinkage: Equatable, Sendable {
         w.uleb(rpaths.count)
         for rpath in rpaths { w.string(rpath) }
         return w.bytes[...]
+    }
+}
+
+extension ClosureLinkage {
+    init(installName: String, dependencies: [ClosureDependency], rpaths: [String]) {
+        self.init(installName: ArraySlice(installName.utf8), dependencies: Self.encoded(dependencies), rpaths: Self.encoded(rpaths))
     }
 }

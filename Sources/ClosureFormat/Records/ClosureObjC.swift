@@ -1,20 +1,16 @@
 import LaunchPlan
 
-
 /// The Objective-C step, precomputed (docs/objc.md): per image, the words the step writes
-/// (selector references and method names rewritten to their canonical selector, the
-/// runtime's class, category and hash tables) as ordinary bind runs over the closure's shared
-/// bind-target table, applied after every image's own fixups; and the `+load` calls in
-/// the order they run. The fast path copies these into memory: it hashes no name and
-/// reads no Objective-C metadata.
+/// (canonical selectors, the runtime's class, category and hash tables) as bind runs over the
+/// shared bind-target table, applied after every image's own fixups; and the `+load` calls in
+/// the order they run. The fast path hashes no name and reads no Objective-C metadata.
 ///
 /// Encoding: image count ULEB (0: no Objective-C step, else the closure's image count),
 /// per image its bind-run count ULEB and bind-run blob; then the `+load` count ULEB and per
 /// call seven ULEBs: image, method image and offset, class image and offset, selector image
 /// and offset.
 public struct ClosureObjC: Equatable, Sendable {
-    /// Per image (empty when the app has no Objective-C step): its writes' bind runs
-    /// (decoded closures: slices of the body).
+    /// Per image (empty without an Objective-C step): its writes' bind runs.
     public var bindRuns: [ArraySlice<UInt8>]
     /// Per image: how many words its runs write.
     public var bindCounts: [Int]

@@ -1,8 +1,7 @@
 import LaunchPlan
 
 /// The thread-local-variable step and the host services table, as a closure records them
-/// (docs/closure-format.md, "Thread-local variables"): what the slow path works out by name
-/// and by reading each descriptor's thunk, so the fast path only writes.
+/// (docs/closure-format.md, "Thread-local variables"), so the fast path only writes.
 ///
 /// Encoding: setup count, then per setup `image`, `templateOffset`, `initialSize`,
 /// `totalSize` ULEBs, descriptor count, each descriptor's offset as the ULEB distance from
@@ -19,9 +18,8 @@ public struct ClosureThreadLocals: Equatable, Sendable {
         self.hostServices = hostServices
     }
 
-    /// Reads and checks the records: every image in range and named once, every template
-    /// and descriptor (and the table) inside one writable segment of its image, descriptors
-    /// in increasing order.
+    /// Reads and checks the records: every image in range and named once, every template,
+    /// descriptor and the table inside one writable segment, descriptors increasing.
     init(parsing r: inout ClosureReader, images: [ClosureImage]) throws(ClosureError) {
         setups = []
         var seen = Set<Int>()

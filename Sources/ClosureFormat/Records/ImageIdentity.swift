@@ -1,7 +1,6 @@
 import LaunchPlan
 import MachOReader
 
-
 /// How an image on disk is recognized as the one the closure was built from.
 ///
 /// Encoding: `size` ULEB, `mtimeSeconds` SLEB, `mtimeNanoseconds` ULEB, `inode` ULEB,
@@ -14,8 +13,7 @@ public struct ImageIdentity: Equatable, Sendable {
     public var mtimeSeconds: Int64
     public var mtimeNanoseconds: UInt64
     public var inode: UInt64
-    /// Status-change time (0 in content-only closures): a rewrite with the mtime set back
-    /// still moves it, so the stat check cannot be fooled by `utimes`.
+    /// Status-change time (0 in content-only closures): `utimes` cannot set it back.
     public var ctimeSeconds: Int64
     public var ctimeNanoseconds: UInt64
     public var uuid: [UInt8]?
