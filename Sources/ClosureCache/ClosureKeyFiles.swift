@@ -113,7 +113,7 @@ enum ClosureKeyFile {
         case .trust where label == ClosureSigningKey.label:
             "is the private signing key, not the package key: trusting takes the .pub file (--trust closure-signing.pub); the .key file is for --sign"
         case .signing where label == ClosureTrustKey.label:
-            "is the package (public) key, not the private signing key: signing takes the .key file (--sign closure-signing.key); the .pub file is for --trust"
+            "is the trust (public) key, not the private signing key: signing takes the .key file (--sign closure-signing.key); the .pub file is for --trust"
         default:
             nil
         }

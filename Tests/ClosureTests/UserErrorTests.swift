@@ -79,7 +79,7 @@ extension ClosureTests {
             + "trusting takes the .pub file (--trust closure-signing.pub); the .key file is for --sign")
 
         let sign = try await Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", cache, "--sign", packageKey], limitSeconds: 60)
-        Self.expectFailure(sign, "dyld3: --sign \(packageKey): is the package (public) key, not the private signing key: "
+        Self.expectFailure(sign, "dyld3: --sign \(packageKey): is the trust (public) key, not the private signing key: "
             + "signing takes the .key file (--sign closure-signing.key); the .pub file is for --trust")
 
         let verify = try await Dyld3Binary.run(["verify", "--cache", cache, "--trust", privateKey], limitSeconds: 60)
