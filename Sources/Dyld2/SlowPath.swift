@@ -62,7 +62,9 @@ public enum SlowPath {
             // What the Objective-C and thread-local steps wrote over fixups, per image (for the digest).
             let laterWrites = LaunchDigest.laterWrites(objc: objc?.writes ?? [], threadLocals: threadLocals, imageCount: graph.nodes.count)
             var initializers: [[UInt64]] = []
-            for index in graph.nodes.indices { initializers.append(try initializerOffsets(graph.nodes[index].image, index: index, memory: memory)) }
+            for index in graph.nodes.indices {
+                initializers.append(try initializerOffsets(graph.nodes[index].image, index: index, memory: memory))
+            }
             let mainImage = graph.rootCount - 1
             // The digest rewrites the locations fixed up with pointers; they are worked out
             // again outside the timed launch when the launch did not record them.

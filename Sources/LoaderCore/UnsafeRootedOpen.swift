@@ -5,25 +5,21 @@ import MachOReader
 import LaunchPlan
 import LoaderSystem
 
-/// Opens a file inside a root directory as if the root were `/`: `..` never climbs above
-/// the root and symbolic links (relative or absolute) are resolved inside it, one
-/// component at a time with `openat(openPathOnly | O_NOFOLLOW)` and `readlinkat` (what
-/// `openat2(RESOLVE_IN_ROOT)` does, without needing the Linux 5.6 system call). Only
-/// regular files are opened for reading, so a FIFO or a device never blocks the loader.
+/// Opens a file inside a root directory as if the root were `/`: `..` stops at the root and
+/// symlinks resolve inside it, one component at a time with `openat(O_PATH | O_NOFOLLOW)` and
+/// `readlinkat` (`openat2(RESOLVE_IN_ROOT)` without Linux 5.6). Only regular files are opened
+/// for reading, so a FIFO or a device never blocks the loader.
 enum UnsafeRootedOpen {
     /// Links followed per lookup before giving up, as the kernel's `ELOOP` limit.
     static let maxSymlinks = 40
-    /// Linux `O_PATH` (glibc hides it without `_GNU_SOURCE`): a descriptor that names a
-    /// file without opening it for reading, so FIFOs and devices are never opened.
+    /// Linux `O_PATH` (glibc hides it without `_GNU_SOURCE`): names a file without opening it for reading.
     static let openPathOnly: Int32 = 0o10000000
 
-    /// A rooted read refused without a failed call, for `reason`.
     static func refused(_ reason: String) -> LoadError {
         .systemCall(SystemCallFailure("open", refused: reason))
     }
 
-    /// The bytes of `path` (absolute, taken relative to `root`), mapped read-only, and the
-    /// path, inside the root, of the file actually mapped (symlinks resolved).
+    /// `path` (relative to `root`) mapped read-only, and the path inside the root of the file mapped.
     static func map(_ path: String, inRoot root: String) -> Result<(bytes: ByteStorage, resolved: String), LoadError> {
         let rootFD: Int32
         switch open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC, call: "open root \(root)") {
@@ -87,13 +83,12 @@ enum UnsafeRootedOpen {
         path.split(separator: "/").map(String.init)
     }
 
-    /// `openat(directory, name)` (the current directory when none), as `call` when it fails.
+    /// `openat(directory, name)`, named `call` when it fails.
     private static func open(_ name: String, in directory: Int32 = AT_FDCWD, _ flags: Int32, call: String? = nil) -> Result<Int32, LoadError> {
         UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.openat(directory, name, flags) }, failed: { $0 < 0 })
             .failing(call ?? "open \(name)", namesCall: true)
     }
 
-    /// `fstat(fd)` of the file `name` into `info`.
     private static func status(_ fd: Int32, _ name: String, into info: inout stat) -> Result<Void, LoadError> {
         UnsafeSystemCall.retryingInterrupts({ unsafe fstat(fd, &info) }, failed: { $0 != 0 })
             .map { _ in () }
@@ -112,8 +107,8 @@ enum UnsafeRootedOpen {
             .failing("readlink \(name)", namesCall: true)
     }
 
-    /// Opens `name` in `directory` without following a link, checks it is still the
-    /// regular file `expected` (same device and inode), and maps all of it read-only.
+    /// Maps `name` read-only, opened without following a link, once it is still the regular
+    /// file `expected` (same device and inode).
     private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat) -> Result<ByteStorage, LoadError> {
         let fd: Int32
         switch open(name, in: directory, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) {
