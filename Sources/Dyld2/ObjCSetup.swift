@@ -59,11 +59,7 @@ public struct ObjCSetup: Sendable {
         var sections: [ObjCSections?] = []
         var runtime: (image: Int, tables: ObjCSections.Range)?
         for (index, image) in images.enumerated() {
-            do {
-                sections.append(try ObjCSections(image: image))
-            } catch {
-                throw .malformed(error.inFile(paths[index]))
-            }
+            sections.append(try LoadError.reading(paths[index]) { () throws(MachOError) in try ObjCSections(image: image) })
             if runtime == nil, let tables = ObjCSections.runtimeTables(in: image) { runtime = (index, tables) }
         }
         guard let runtime, sections.contains(where: { $0 != nil }) else { return nil }

@@ -48,11 +48,7 @@ struct SymbolLookup {
         var reexportStart: [Int] = [], reexportTargets: [Int] = []
         var weakDefinitionImages: [Int] = []
         for (index, node) in graph.nodes.enumerated() {
-            do {
-                tries.append(try node.image.exportTrie())
-            } catch {
-                throw .malformed(error.inFile(node.path))
-            }
+            tries.append(try LoadError.reading(node.path) { () throws(MachOError) in try node.image.exportTrie() })
             ordinalStart.append(ordinalTargets.count)
             reexportStart.append(reexportTargets.count)
             for edge in node.dependencies {
@@ -137,10 +133,8 @@ struct SymbolLookup {
               let target = target(of: ordinal, in: image) else { return false }
         var wanted = name
         if !importedName.isEmpty, let trie = tries[image] {
-            do {
-                wanted = try reexport.importedName(importedName, in: trie.view)
-            } catch {
-                throw .malformed(error.inFile(graph.nodes[image].path))
+            wanted = try LoadError.reading(graph.nodes[image].path) { () throws(MachOError) in
+                try reexport.importedName(importedName, in: trie.view)
             }
         }
         searchStack[depth] = ReexportSearch(name: wanted, image: target, nextEdge: -1)

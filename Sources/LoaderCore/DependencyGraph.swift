@@ -8,7 +8,6 @@ import LaunchPlan
 /// dyld4 `JustInTimeLoader::loadDependents`; docs/dyld-rules.md, rule 6). Every file is
 /// loaded once, matched by install name and by path.
 public struct DependencyGraph: Sendable {
-    /// One loaded image.
     public struct Node: Sendable {
         public let file: ImageFile
         /// `LC_ID_DYLIB`, for dylibs.
@@ -49,7 +48,6 @@ public struct DependencyGraph: Sendable {
     public let rootCount: Int
     /// Number of inserted libraries (`DYLD_INSERT_LIBRARIES`): the nodes right after the roots.
     public let insertedCount: Int
-    /// The inserted libraries' node indices.
     public var inserted: Range<Int> { rootCount..<(rootCount + insertedCount) }
     /// Per node, whether it is loaded at launch (the main executable, the inserted libraries
     /// and what they load; not an image loaded into a host): interposing counts only there.
@@ -80,10 +78,7 @@ public struct DependencyGraph: Sendable {
         if !inserted.isEmpty, roots.count > 1 {
             throw .unusable(path: roots[roots.count - 1], reason: "is loaded into a host as dlopen loads it: libraries can be inserted only into a launch of an executable")
         }
-        for path in roots {
-            let file = try timedLoad(PathResolver.normalize(path), arch: arch)
-            append(file, loader: nil)
-        }
+        for path in roots { append(try timedLoad(PathResolver.normalize(path), arch: arch), loader: nil) }
         for path in inserted {
             let file = try timedLoad(PathResolver.normalize(path), arch: arch)
             guard file.image.header.fileType == .dylib else {

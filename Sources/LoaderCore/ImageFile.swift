@@ -41,13 +41,12 @@ public struct ImageFile: Sendable {
         let absolute = PathResolver.normalize(path)
         let base = root.map(PathResolver.normalize)
         let inside = base.flatMap { PathResolver.relative(absolute, inside: $0) }
-        switch UnsafeRootedOpen.map(inside ?? absolute, inRoot: inside == nil ? "/" : base!) {
-        case let .success((storage, resolved)):
-            let bytes = ByteView(storage)
-            guard let base, inside != nil else { return (bytes, absolute) }
-            return (bytes, base + resolved)
-        case let .failure(failure):
-            throw .unusable(path: absolute, reason: inside == nil ? "\(failure)" : "\(failure) (resolved inside the root \(base!))")
+        do throws(LoadError) {
+            let (storage, resolved) = try UnsafeRootedOpen.map(inside ?? absolute, inRoot: inside == nil ? "/" : base!)
+            guard let base, inside != nil else { return (ByteView(storage), absolute) }
+            return (ByteView(storage), base + resolved)
+        } catch {
+            throw .unusable(path: absolute, reason: inside == nil ? "\(error)" : "\(error) (resolved inside the root \(base!))")
         }
     }
 
@@ -58,8 +57,15 @@ public struct ImageFile: Sendable {
 
     public static func architectures(path: String) throws(LoadError) -> [String] {
         let bytes = try map(path, root: nil).bytes
+        return try LoadError.reading(path) { () throws(MachOError) in try UniversalFile(parsing: bytes).slices.map(\.cpu.name) }
+    }
+}
+
+extension LoadError {
+    /// What `body` returns; a reader error it throws, attributed to the file at `path`.
+    package static func reading<T>(_ path: String, _ body: () throws(MachOError) -> T) throws(LoadError) -> T {
         do {
-            return try UniversalFile(parsing: bytes).slices.map(\.cpu.name)
+            return try body()
         } catch {
             throw .malformed(error.inFile(path))
         }

@@ -20,10 +20,8 @@ public enum Initializers {
                     offsets.append(target)
                 }
             } else {
-                do {
-                    offsets += try image.initializerOffsets(in: section).map(UInt64.init)
-                } catch {
-                    throw .malformed(error.inFile(plan.path))
+                offsets += try LoadError.reading(plan.path) { () throws(MachOError) in
+                    try image.initializerOffsets(in: section).map(UInt64.init)
                 }
             }
         }

@@ -110,9 +110,7 @@ package struct LaunchTail {
     }
 
     package func run(memory: LaunchMemory, request: LaunchOptions, report: inout LaunchReport, clock: inout PhaseClock) throws(LoadError) {
-        if !threadLocals.isEmpty || hostServices != nil {
-            try ThreadLocals.apply(threadLocals, hostServices: hostServices, memory: memory)
-        }
+        try ThreadLocals.apply(threadLocals, hostServices: hostServices, memory: memory)
         memory.attach(dynamicLoader, table: hostServices.map { memory.images[$0.image].base &+ $0.vmOffset })
         let when = digest == nil ? LaunchDigest.none : LaunchDigest(request)
         report.digest = nil

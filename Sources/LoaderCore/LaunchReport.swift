@@ -54,13 +54,9 @@ public struct LaunchReport: Sendable {
 
 /// Why a launch's code did not run: the report says so once, in these words.
 public enum NotRunReason: Equatable, Sendable, CustomStringConvertible {
-    /// `--no-run`.
     case notAsked
-    /// An image from a stub root (``StubImageMarker``): its code would call into stub data.
     case stubImage(path: String)
-    /// Code of another architecture than the host's.
     case otherArchitecture(String)
-    /// The main image has no `LC_MAIN`: initializers ran, there is no `main`.
     case noMain(path: String)
 
     public var description: String {
@@ -77,11 +73,8 @@ public enum NotRunReason: Equatable, Sendable, CustomStringConvertible {
 
 /// Why a launch ran no Objective-C step.
 public enum ObjCSkipReason: Equatable, Sendable, CustomStringConvertible {
-    /// No image has `__objc_imageinfo`.
     case noMetadata
-    /// Some images have metadata, but none is a runtime this loader fills in; `otherRuntime`: a libobjc of another kind.
     case noRuntime(withMetadata: Int, of: Int, otherRuntime: String?)
-    /// A closure or a prelinked set records no Objective-C step (its builder found none to record).
     case notInClosure(prelinked: Bool)
 
     public var description: String {
@@ -102,15 +95,10 @@ public enum ObjCSkipReason: Equatable, Sendable, CustomStringConvertible {
 
 /// Why a launch asked to page its fixups in wrote them eagerly.
 public enum PageInFallback: Equatable, Sendable, CustomStringConvertible {
-    /// The kernel offers no userfaultfd to this process.
     case userfaultfdUnavailable(String)
-    /// Registering the pages or starting the handler failed.
     case setupFailed(String)
-    /// A prelinked set's slide runs are indexed by pages of another size.
     case otherPageSize(UInt64)
-    /// A prelinked set's file could not be opened again for the handler.
     case setUnopenable(String)
-    /// The set's copy slid for this boot was mapped: there is no slide left to page in.
     case slidForBoot
 
     public var description: String {
@@ -129,17 +117,11 @@ public enum SlideAtLaunchReason: Equatable, Sendable, CustomStringConvertible {
     case slidePerLaunch
     case trusted
     case noImage
-    /// The thread-local step writes into a segment that is read-only after the launch.
     case threadLocalWriteReadOnly(String)
-    /// The copy's range (at `base`) is taken in this process.
     case rangeTaken(base: UInt64)
-    /// The slide is forced elsewhere than the copy's.
     case slideForced(UInt64)
-    /// The slide is forced and the copy is not usable (why).
     case forcedAndUnusable(String)
-    /// The copy is not usable and cannot be written (why not, and why not written).
     case unwritable(unusable: String, error: String)
-    /// The copy just written cannot be opened.
     case writtenUnopenable
 
     public var description: String {

@@ -20,12 +20,8 @@ enum UnsafeRootedOpen {
     }
 
     /// `path` (relative to `root`) mapped read-only, and the path inside the root of the file mapped.
-    static func map(_ path: String, inRoot root: String) -> Result<(bytes: ByteStorage, resolved: String), LoadError> {
-        let rootFD: Int32
-        switch open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC, call: "open root \(root)") {
-        case let .success(fd): rootFD = fd
-        case let .failure(failure): return .failure(failure)
-        }
+    static func map(_ path: String, inRoot root: String) throws(LoadError) -> (bytes: ByteStorage, resolved: String) {
+        let rootFD = try open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC, call: "open root \(root)").get()
         // Directories from the root down: their descriptors and names.
         var directories: [(fd: Int32, name: String)] = [(rootFD, "")]
         defer { for directory in directories { _ = Glibc.close(directory.fd) } }
@@ -38,26 +34,18 @@ enum UnsafeRootedOpen {
                 continue
             }
             let parent = directories[directories.count - 1].fd
-            let fd: Int32
-            switch open(name, in: parent, openPathOnly | O_NOFOLLOW | O_CLOEXEC) {
-            case let .success(opened): fd = opened
-            case let .failure(failure): return .failure(failure)
-            }
+            let fd = try open(name, in: parent, openPathOnly | O_NOFOLLOW | O_CLOEXEC).get()
             var info = stat()
             if case let .failure(failure) = status(fd, name, into: &info) {
                 _ = Glibc.close(fd)
-                return .failure(failure)
+                throw failure
             }
             switch info.st_mode & S_IFMT {
             case S_IFLNK:
                 _ = Glibc.close(fd)
                 links += 1
-                guard links <= maxSymlinks else { return .failure(refused("too many levels of symbolic links inside the root")) }
-                let target: String
-                switch readLink(parent, name) {
-                case let .success(read): target = read
-                case let .failure(failure): return .failure(failure)
-                }
+                guard links <= maxSymlinks else { throw refused("too many levels of symbolic links inside the root") }
+                let target = try readLink(parent, name).get()
                 if target.hasPrefix("/") {
                     while directories.count > 1 { _ = Glibc.close(directories.removeLast().fd) }
                 }
@@ -67,16 +55,16 @@ enum UnsafeRootedOpen {
             case S_IFREG where pending.isEmpty:
                 _ = Glibc.close(fd)
                 let resolved = "/" + (directories.dropFirst().map(\.name) + [name]).joined(separator: "/")
-                return mapRegular(parent, name, expecting: info).map { ($0, resolved) }
+                return (try mapRegular(parent, name, expecting: info), resolved)
             case S_IFREG:
                 _ = Glibc.close(fd)
-                return .failure(refused("\(name) is not a directory"))
+                throw refused("\(name) is not a directory")
             default:
                 _ = Glibc.close(fd)
-                return .failure(refused("not a regular file"))
+                throw refused("not a regular file")
             }
         }
-        return .failure(refused("not a regular file"))
+        throw refused("not a regular file")
     }
 
     private static func components(_ path: String) -> [String] {
@@ -109,18 +97,14 @@ enum UnsafeRootedOpen {
 
     /// Maps `name` read-only, opened without following a link, once it is still the regular
     /// file `expected` (same device and inode).
-    private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat) -> Result<ByteStorage, LoadError> {
-        let fd: Int32
-        switch open(name, in: directory, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) {
-        case let .success(opened): fd = opened
-        case let .failure(failure): return .failure(failure)
-        }
+    private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat) throws(LoadError) -> ByteStorage {
+        let fd = try open(name, in: directory, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC).get()
         defer { _ = Glibc.close(fd) }
         var info = stat()
-        if case let .failure(failure) = status(fd, name, into: &info) { return .failure(failure) }
+        try status(fd, name, into: &info).get()
         guard info.st_mode & S_IFMT == S_IFREG, info.st_dev == expected.st_dev, info.st_ino == expected.st_ino else {
-            return .failure(refused("not a regular file"))
+            throw refused("not a regular file")
         }
-        return UnsafeFileMapping.map(fd, size: Int(info.st_size), call: "mmap \(name)")
+        return try UnsafeFileMapping.map(fd, size: Int(info.st_size), call: "mmap \(name)").get()
     }
 }

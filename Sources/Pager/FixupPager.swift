@@ -48,9 +48,7 @@ public enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
     case fileShort(image: Int, vmOffset: UInt64, got: Int, expected: Int)
     /// The page's fixups do not apply (the same fault an eager launch reports).
     case fixups(image: Int, vmOffset: UInt64, FixupFault)
-    /// `UFFDIO_COPY` failed (errno).
     case install(address: UInt64, errno: Int32)
-    /// The page's file bytes do not hash to its code slot `slot`.
     case signature(image: Int, vmOffset: UInt64, slot: Int)
 
     public var description: String {
@@ -147,7 +145,7 @@ public final class FixupPager: @unchecked Sendable {
     /// (kept open until ``close()``); `inRegion`: already registered with the reservation.
     package func register(start: UInt64, size: UInt64, image: Int, path: String, imageBase: UInt64, vmOffset: UInt64,
                   fileOffset: UInt64, fileSize: UInt64, descriptor: ImageDescriptor, sliceOffset: UInt64 = 0,
-                  inRegion: Bool = false) throws(LoadError) -> Void {
+                  inRegion: Bool = false) throws(LoadError) {
         if imageDescriptors[image] == nil {
             imageDescriptors[image] = descriptor
             imagePaths[image] = path

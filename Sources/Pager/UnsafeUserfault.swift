@@ -168,13 +168,12 @@ enum UnsafeUserfault {
         unsafe withUnsafeMutableBytes(of: &digits) { buffer in
             var length = 0
             for byte in "page +0x".utf8 { unsafe buffer[length] = byte; length += 1 }
-            var shift = 60
-            while shift > 0 && (vmOffset >> UInt64(shift)) & 0xf == 0 { shift -= 4 }
-            while shift >= 0 {
+            var top = 60
+            while top > 0 && (vmOffset >> UInt64(top)) & 0xf == 0 { top -= 4 }
+            for shift in stride(from: top, through: 0, by: -4) {
                 let nibble = UInt8((vmOffset >> UInt64(shift)) & 0xf)
                 unsafe buffer[length] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble
                 length += 1
-                shift -= 4
             }
             unsafe buffer[length] = 0x3a; unsafe buffer[length + 1] = 0x20
             unsafe dyld3_pagein_report(buffer.baseAddress, UInt64(length + 2))

@@ -34,12 +34,8 @@ public enum ThreadLocals {
         }
         var descriptors: [UInt64] = []
         for section in descriptorSections {
-            let range = try writable(section)
-            var slot = range.lowerBound
-            while slot + ThreadLocalSetup.descriptorSize <= range.upperBound {
-                descriptors.append(slot)
-                slot += ThreadLocalSetup.descriptorSize
-            }
+            let range = try writable(section), size = ThreadLocalSetup.descriptorSize
+            descriptors += (0..<(range.upperBound - range.lowerBound) / size).map { range.lowerBound + $0 * size }
         }
         var start = UInt64.max, initialEnd: UInt64 = 0, end: UInt64 = 0
         for section in sections where section.type == regular || section.type == zerofill {
