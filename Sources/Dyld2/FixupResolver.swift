@@ -2,10 +2,9 @@ import LoaderCore
 import MachOReader
 import LaunchPlan
 
-/// dyld2's fixup work for one image: interprets its rebase and bind opcode streams, or
-/// walks its fixup chains, and looks every bound symbol up by name. Each fixup is handed
-/// to `sink` as it is found, fully resolved; the slow path writes it, the closure builder
-/// records it.
+/// dyld2's fixup work: an image's opcode streams or fixup chains interpreted, every bound
+/// symbol looked up by name, each fixup handed on fully resolved (the slow path writes it,
+/// the closure builder records it).
 public struct FixupResolver {
     public let graph: DependencyGraph
     public let plans: [ImagePlan]
@@ -14,15 +13,10 @@ public struct FixupResolver {
     public var symbolLookups: Int { lookup.lookups }
     public private(set) var rebases = 0
     public private(set) var binds = 0
-    /// Binds answered by dyld2's last-lookup cache (same image, ordinal and name as the
-    /// resolution before).
-    public var lastLookupHits: Int { lookup.lastLookupHits }
-    /// The current chained image's imports, resolved (reused from image to image).
+    /// The current chained image's resolved imports, and its binds met by the walk, written
+    /// once the imports are resolved (all reused from image to image).
     private var importTargets: [BindTarget] = []
     private var importAddends: [Int64] = []
-    /// The current chained image's binds, met by the walk and written once its imports
-    /// are resolved (reused from image to image: it grows only when an image has more
-    /// binds than every image before it).
     private var bindSites: [ChainedBindSite] = []
     /// The launch's interposing tuples, resolved before any bind (``Interposing``).
     public private(set) var interposing = Interposing()
@@ -34,15 +28,14 @@ public struct FixupResolver {
         interposing = try resolveInterposing()
     }
 
-    /// The tuples of every dylib loaded at launch that has any, in load order: each tuple
-    /// slot's fixup resolved by a walk of that image's fixups (on a copy of this resolver,
-    /// so the launch's counters see each fixup once), before anything is interposed.
+    /// The tuples of every dylib loaded at launch, in load order, each slot's fixup found by a
+    /// walk on a copy of this resolver (so the launch's counters see each fixup once).
     private func resolveInterposing() throws(LoadError) -> Interposing {
         var interposing = Interposing()
         for index in graph.nodes.indices where graph.loadedAtLaunch[index] {
             let image = graph.nodes[index].image
             guard image.header.fileType == .dylib else { continue }
-            let sections = Interposing.sections(of: image)
+            let sections = image.sections.filter(\.holdsInterposingTuples)
             guard !sections.isEmpty else { continue }
             let base = plans[index].preferredBase
             let slots = sections.map { ($0.address &- base)..<($0.address &- base &+ $0.size) }
@@ -51,15 +44,13 @@ public struct FixupResolver {
             try peek.resolve(image: index) { (fixup) throws(LoadError) in
                 if slots.contains(where: { $0.contains(fixup.vmOffset) }) { found[fixup.vmOffset] = fixup.kind }
             }
+            // Whole (replacement, replacee) pairs of 8-byte pointers.
             for slot in slots {
-                // Whole (replacement, replacee) pairs of 8-byte pointers.
-                var tuple = slot.lowerBound
-                while tuple &+ 16 <= slot.upperBound {
+                for tuple in stride(from: slot.lowerBound, to: slot.upperBound, by: 16) where tuple &+ 16 <= slot.upperBound {
                     if let replacement = Interposing.target(of: found[tuple], image: index),
                        let replacee = Interposing.target(of: found[tuple + 8], image: index) {
                         interposing.add(image: index, replacement: replacement, replacee: replacee)
                     }
-                    tuple += 16
                 }
             }
         }
@@ -67,10 +58,9 @@ public struct FixupResolver {
     }
 
     /// Resolves every fixup of image `index`, handing each to `sink`: first its rebases (its
-    /// rebase opcode stream, or the rebases of its chains, walked once: the walk also notes
-    /// where each bind is), then, after `afterRebases` is called, its binds, every symbol looked up by name (its bind,
-    /// lazy-bind and weak-bind streams, or the binds of its chains, each import resolved once).
-    /// Names are read as bytes of the image; nothing is allocated per fixup.
+    /// rebase opcode stream, or its chains, walked once, noting where each bind is), then,
+    /// after `afterRebases`, its binds, every symbol looked up by name (bind, lazy-bind and
+    /// weak-bind streams, or each chained import once). Nothing is allocated per fixup.
     public mutating func resolve(
         image index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void, afterRebases: () -> Void = {}
     ) throws(LoadError) {
@@ -80,9 +70,8 @@ public struct FixupResolver {
         }
     }
 
-    /// ``resolve(image:_:afterRebases:)`` handing each fixup to `sink`'s ``FixupSink/take(_:)``:
-    /// the slow path's loop, with no closure call per fixup (the walk pulls pointers from a
-    /// ``ChainedPointerCursor``, and `Sink` is specialized).
+    /// ``resolve(image:_:afterRebases:)`` into a specialized `sink`: the slow path's loop, with
+    /// no closure call per fixup.
     package mutating func resolve<Sink: FixupSink>(
         image index: Int, into sink: inout Sink, afterRebases: () -> Void = {}
     ) throws(LoadError) {
@@ -91,10 +80,9 @@ public struct FixupResolver {
         try reading(index) { () throws in
             if image.chainedFixups != nil {
                 guard let chains = try image.parseChainedFixupChains() else { return afterRebases() }
-                // One walk over the chains, as dyld2 makes: rebases are stored (or handed on)
-                // as they are met, binds are kept (location, import ordinal, addend) and
-                // handed on once the imports are resolved. The buffer is reused from image
-                // to image. A sink that only writes takes rebases straight from the raw walk.
+                // One walk over the chains, as dyld2 makes: rebases handed on as they are met,
+                // binds kept until the imports are resolved. A sink that only writes takes
+                // rebases straight from the raw walk.
                 bindSites.removeAll(keepingCapacity: true)
                 if let writer = sink.rebaseWriter,
                    let stored = UnsafeChainedRebaseWalk.walk(chains, image: image, preferredBase: base, writer: writer, binds: &bindSites) {
@@ -117,10 +105,9 @@ public struct FixupResolver {
         }
     }
 
-    /// The chains of image `index` walked through the checked cursor: every rebase handed
-    /// to `sink`, every bind noted in `bindSites` (emptied first: a raw walk that stopped
-    /// may have noted some). The walk for a sink that records, or for what
-    /// ``UnsafeChainedRebaseWalk`` does not take; it fails where the image is wrong.
+    /// The chains walked through the checked cursor, for a sink that records or an image
+    /// ``UnsafeChainedRebaseWalk`` does not take: rebases to `sink`, binds into `bindSites`
+    /// (emptied first: a raw walk that stopped may have noted some).
     private mutating func walkChecked<Sink: FixupSink>(
         _ chains: ChainedFixupChains, image: MachOImage, index: Int, base: UInt64, _ sink: inout Sink
     ) throws {
@@ -143,8 +130,7 @@ public struct FixupResolver {
         }
     }
 
-    /// Every import of the chained fixups resolved once, in import order, into
-    /// `importTargets` and `importAddends` (reused from image to image).
+    /// Every chained import resolved once, in import order, into `importTargets` and `importAddends`.
     private mutating func resolveChainedImports(_ chains: ChainedFixupChains, index: Int) throws {
         let table = chains.importTable
         importTargets.removeAll(keepingCapacity: true)
@@ -166,13 +152,10 @@ public struct FixupResolver {
         let view = image.view
         let segmentFileOffsets = image.segments.map(\.fileOffset)
         while let fixup = try decoder.next() {
-            // The unslid pointer the linker wrote is in the file.
-            let target = try view.u64(Int(segmentFileOffsets[fixup.segmentIndex] + fixup.segmentOffset))
-            // A tagged pointer (C++ RTTI sets the top bit) keeps its top byte as high8,
-            // the same form chained rebases have.
-            let offset = target &- base
-            try sink.take(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(
-                targetOffset: RebaseTarget(bits: offset).offset, high8: RebaseTarget(bits: offset).high8)))
+            // The unslid pointer the linker wrote is in the file. A tagged pointer (C++ RTTI
+            // sets the top bit) keeps its top byte as high8, as chained rebases do.
+            let target = RebaseTarget(bits: try view.u64(Int(segmentFileOffsets[fixup.segmentIndex] + fixup.segmentOffset)) &- base)
+            try sink.take(ResolvedFixup(vmOffset: fixup.address &- base, kind: .rebase(targetOffset: target.offset, high8: target.high8)))
             rebases += 1
         }
     }
@@ -212,18 +195,14 @@ public struct FixupResolver {
     /// error. Called only then: a call on every lookup would copy the resolver's state.
     private func missing(_ name: ByteView, weakImport: Bool, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget {
         if weakImport { return .missingWeakImport }
-        if lookup.namesMissingDylib(ordinal: ordinal, from: index) {
-            // The whole weak-linked dylib is missing: only weak imports may use it.
-            throw .missingSymbol(symbol: name.string, importedBy: graph.nodes[index].path,
-                                 expectedIn: lookup.libraryName(ordinal: ordinal, from: index) + " (weak-linked, missing)")
-        }
+        // A whole weak-linked dylib missing: only weak imports may use it.
+        let missingDylib = lookup.namesMissingDylib(ordinal: ordinal, from: index) ? " (weak-linked, missing)" : ""
         throw .missingSymbol(symbol: name.string, importedBy: graph.nodes[index].path,
-                             expectedIn: lookup.libraryName(ordinal: ordinal, from: index))
+                             expectedIn: lookup.libraryName(ordinal: ordinal, from: index) + missingDylib)
     }
 }
 
-/// A chained bind the walk met: where it is (offset from the image's preferred base) and
-/// what it binds, written once the image's imports are resolved.
+/// A chained bind the walk met (offset from the image's preferred base), written once the imports are resolved.
 struct ChainedBindSite {
     let vmOffset: UInt64
     let importOrdinal: Int

@@ -3,11 +3,10 @@ import LaunchPlan
 import LaunchMemory
 
 /// Where ``FixupResolver`` hands each resolved fixup: the slow path's writer (specialized,
-/// so its loop makes no call through a closure per fixup), or a closure.
+/// so its loop makes no closure call per fixup), or a closure.
 package protocol FixupSink {
     mutating func take(_ fixup: ResolvedFixup) throws(LoadError)
-    /// Where chained rebases may be stored directly, without a ``take(_:)`` each
-    /// (``UnsafeChainedRebaseWalk``): for a sink that only writes them. Nil by default.
+    /// Where ``UnsafeChainedRebaseWalk`` may store chained rebases directly: for a sink that only writes them.
     var rebaseWriter: ImageWriter? { get }
 }
 
@@ -22,12 +21,10 @@ struct CallingSink: FixupSink {
     func take(_ fixup: ResolvedFixup) throws(LoadError) { try body(fixup) }
 }
 
-/// The slow path's sink: stores each fixup's value into its mapped image and, when asked
-/// (`dyld3 compare`), records it.
+/// The slow path's sink: stores each fixup into its mapped image and, for `dyld3 compare`, records it.
 struct MemoryFixupSink: FixupSink {
     let writer: ImageWriter
     let imageBases: [UInt64]
-    /// The fixups written so far, when they are recorded.
     var recorded: [ResolvedFixup]?
 
     @inline(__always)

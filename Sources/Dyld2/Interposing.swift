@@ -2,20 +2,17 @@ import LoaderCore
 import MachOReader
 import LaunchPlan
 
-/// dyld's interposing (dyld4 `RuntimeState::buildInterposingTables`, `appendInterposingTuples`
-/// and `Loader::interpose`; docs/dyld-rules.md): every dylib loaded at launch (not the main
-/// executable, not a bundle, not an image `dlopen`ed later) may carry `(replacement,
-/// replacee)` pointer pairs in a `__DATA*,__interpose` section (or any section of type
-/// `S_INTERPOSING`). Each bind of every other image whose symbol resolves to a replacee then
-/// binds to its replacement instead; the interposing dylib's own binds keep the original, so
-/// that its replacement can call through. When several dylibs interpose the same function,
-/// the last in load order wins for everyone, and each interposer's own binds reach the
-/// replacement before its own (a chain). Tuples with a null half are ignored.
+/// dyld's interposing (dyld4 `RuntimeState::buildInterposingTables` and `Loader::interpose`;
+/// docs/dyld-rules.md): every dylib loaded at launch (not the main executable, a bundle or a
+/// later `dlopen`) may carry `(replacement, replacee)` pointer pairs in a `__DATA*,__interpose`
+/// section (or any `S_INTERPOSING` one). Each bind of every other image to a replacee goes to
+/// its replacement; the interposer's own binds keep the original, so it can call through.
+/// Of several interposers of one function the last in load order wins for everyone, each
+/// interposer's own binds reaching the one before (a chain). Tuples with a null half are ignored.
 ///
-/// The tuples' pointers are themselves fixups of the interposing dylib (a rebase to its
-/// replacement, a bind to the replacee): they are resolved once, before any bind is
-/// interposed. Only binds are interposed, never rebases, and only the symbol's address (an
-/// addend is added afterwards), as in dyld.
+/// The tuples are themselves fixups of the interposer, resolved before any bind is
+/// interposed. Only binds are interposed, and only the symbol's address (the addend is added
+/// afterwards), as in dyld.
 public struct Interposing: Sendable {
     /// Binds to `replacee` from any image but those with a specific entry go to `replacement`.
     struct Generic: Sendable {
@@ -49,14 +46,7 @@ public struct Interposing: Sendable {
     /// Every non-null tuple, in load order then section order.
     public private(set) var tuples: [Tuple] = []
 
-    public var isEmpty: Bool { generic.isEmpty }
-
     public init() {}
-
-    /// The sections of `image` that hold interposing tuples.
-    public static func sections(of image: MachOImage) -> [Section] {
-        image.sections.filter(\.holdsInterposingTuples)
-    }
 
     /// What a bind of image `image` to `target` (a resolved symbol, before its addend) binds to.
     @inline(__always)
@@ -85,9 +75,7 @@ public struct Interposing: Sendable {
         specific.append(Specific(image: image, replacee: replacee, replacement: previous ?? replacee))
     }
 
-    /// What a tuple's pointer slot holds once fixed up, as a bind target: a rebase points
-    /// into its own image; a bind's addend moves it within its target. Nil for a slot no
-    /// fixup writes (a null pointer).
+    /// What a tuple's pointer slot holds once fixed up, as a bind target; nil for a slot no fixup writes (null).
     static func target(of kind: ResolvedFixup.Kind?, image: Int) -> BindTarget? {
         switch kind {
         case nil: return nil

@@ -4,23 +4,13 @@ import LaunchPlan
 import LaunchMemory
 
 /// The Objective-C step of a launch, after bind and before the initializers, as the
-/// runtime's `map_images` and `load_images` do it (docs/objc.md has every rule):
+/// runtime's `map_images` and `load_images` do it (docs/objc.md has every rule): selectors
+/// and protocols uniqued, the class table with each class's categories and the hash tables
+/// written into our runtime's `__DATA,__objc_fxtables`, and the `+load` methods scheduled.
 ///
-/// * one canonical address per selector name, every selector reference (and every name
-///   field of a pointer method list) rewritten to it;
-/// * the class table and each class's attached categories, written into our runtime's
-///   tables (`__DATA,__objc_fxtables` of libobjc);
-/// * the runtime's hash tables: selector name → canonical string, class name → class
-///   entry, protocol name → canonical protocol (``ObjCHashTable``);
-/// * protocols uniqued by name: the canonical one's isa set to the `Protocol` class, every
-///   `@protocol` reference rewritten to it;
-/// * the `+load` methods to call, per image, before its initializers.
-///
-/// It reads fixed-up memory and yields writes as ``ResolvedFixup``s (binds to image
-/// offsets and absolute values) and `+load` calls as ``ObjCLoadCall``s: the slow path
-/// stores the writes at once, the closure builder records them. The step runs only when
-/// the graph holds our runtime (an image with `__objc_fxtables`) and some image has
-/// `__objc_imageinfo`; otherwise there is nothing to do (``compute(images:paths:initializerOrder:memory:)`` returns nil).
+/// It reads fixed-up memory and yields writes as ``ResolvedFixup``s and `+load` calls as
+/// ``ObjCLoadCall``s: the slow path stores the writes at once, the closure builder records
+/// them. Nil when the graph has no runtime of ours or no image has `__objc_imageinfo`.
 public struct ObjCSetup: Sendable {
     /// Per image, in load order: the words to write (after the image's own fixups).
     public var writes: [[ResolvedFixup]]
@@ -35,7 +25,7 @@ public struct ObjCSetup: Sendable {
     public var uniqueProtocols = 0
     public var protocolReferences = 0
 
-    /// Writes every word into `memory` (each checked to lie in a writable segment of its image).
+    /// Writes every word into `memory` (each checked to lie in a writable segment).
     public func store(into memory: LaunchMemory) throws(LoadError) {
         let bases = memory.images.map(\.base)
         for (index, imageWrites) in writes.enumerated() where !imageWrites.isEmpty {
@@ -47,21 +37,19 @@ public struct ObjCSetup: Sendable {
     /// A bound on superclass chains (longer is a cycle or corrupt metadata).
     static let maxSuperclassDepth = 4096
 
-    /// Whether the graph needs the step at all: it holds our runtime and some image has
-    /// `__objc_imageinfo` (or a malformed one, which ``compute(images:paths:initializerOrder:memory:)`` reports).
+    /// Whether the graph needs the step at all: it holds our runtime and some image has metadata.
     public static func isNeeded(images: [MachOImage]) -> Bool {
-        images.contains { ObjCSections.runtimeTables(in: $0) != nil }
-            && images.contains { image in
-                do { return try ObjCSections(image: image) != nil } catch { return true }
-            }
+        images.contains { ObjCSections.runtimeTables(in: $0) != nil } && images.contains(where: hasMetadata)
     }
 
-    /// Why the step does not run on a graph ``isNeeded(images:)`` refuses, in one line:
-    /// no image has Objective-C metadata, or no image is a runtime this loader fills in.
+    /// Whether `image` has `__objc_imageinfo`, or a malformed one (which ``compute(images:paths:initializerOrder:memory:)`` reports).
+    private static func hasMetadata(_ image: MachOImage) -> Bool {
+        do { return try ObjCSections(image: image) != nil } catch { return true }
+    }
+
+    /// Why the step does not run on a graph ``isNeeded(images:)`` refuses.
     public static func skipReason(images: [MachOImage], paths: [String]) -> ObjCSkipReason {
-        let withMetadata = images.indices.filter { index in
-            do { return try ObjCSections(image: images[index]) != nil } catch { return true }
-        }
+        let withMetadata = images.filter(hasMetadata)
         guard !withMetadata.isEmpty else { return .noMetadata }
         return .noRuntime(withMetadata: withMetadata.count, of: images.count,
                           otherRuntime: paths.first { $0.hasSuffix("/libobjc.A.dylib") })
@@ -71,11 +59,7 @@ public struct ObjCSetup: Sendable {
         var sections: [ObjCSections?] = []
         var runtime: (image: Int, tables: ObjCSections.Range)?
         for (index, image) in images.enumerated() {
-            do {
-                sections.append(try ObjCSections(image: image))
-            } catch {
-                throw .malformed(error.inFile(paths[index]))
-            }
+            sections.append(try LoadError.reading(paths[index]) { () throws(MachOError) in try ObjCSections(image: image) })
             if runtime == nil, let tables = ObjCSections.runtimeTables(in: image) { runtime = (index, tables) }
         }
         guard let runtime, sections.contains(where: { $0 != nil }) else { return nil }
@@ -102,7 +86,7 @@ struct ObjCSetupBuilder {
     let bases: [UInt64]
     let sections: [ObjCSections?]
     var result: ObjCSetup
-    /// Selector name → its canonical string, and the names in the order they were met.
+    /// Selector name → its canonical string, and the names in the order met.
     private var canonical: [[UInt8]: ImageLocation] = [:]
     private var selectorNames: [[UInt8]] = []
     /// Registered classes in the runtime's order, and where each is in `classEntries`.
@@ -123,8 +107,7 @@ struct ObjCSetupBuilder {
         result = ObjCSetup(writes: Array(repeating: [], count: bases.count), loads: [])
     }
 
-    /// Images with Objective-C metadata in the runtime's order: the reverse of the load
-    /// order (objc4 `map_images_nolock` walks dyld's list backwards).
+    /// Images with metadata in the runtime's order: objc4 `map_images_nolock` walks dyld's list backwards.
     private var runtimeOrder: [Int] { sections.indices.reversed().filter { sections[$0] != nil } }
 
     private func locate(_ address: UInt64, _ what: String) throws(MachOError) -> ImageLocation {
@@ -169,8 +152,8 @@ struct ObjCSetupBuilder {
         if address(target) != value { writePointer(to: target, at: try locate(slot, "selector reference")) }
     }
 
-    /// Selector references first, every image in load order (the first reference to a name
-    /// in load order gives its canonical string), then the names of pointer method lists.
+    /// Selector references first, images in load order (the first reference to a name gives
+    /// its canonical string), then the names of pointer method lists.
     mutating func uniqueSelectors() throws(MachOError) {
         for image in sections.indices {
             for slotIndex in 0..<(sections[image]?.selectorReferences?.pointerCount ?? 0) {
@@ -206,9 +189,8 @@ struct ObjCSetupBuilder {
         for index in 0..<methods.count { try uniqueSlot(methods.method(index).nameSlot) }
     }
 
-    /// Classes registered in the runtime's order (per image, `__objc_classlist` order);
-    /// categories attached in that order too (per image, `__objc_catlist` order). A
-    /// category whose class is missing (0) or not registered is not attached.
+    /// Classes registered in the runtime's order (per image, `__objc_classlist` order), then
+    /// categories attached likewise; one whose class is 0 or unregistered is not attached.
     mutating func buildClassTable() throws(MachOError) {
         for image in runtimeOrder {
             for cls in try pointers(sections[image]!.classList, image: image, "__objc_classlist") {
@@ -235,13 +217,11 @@ struct ObjCSetupBuilder {
         result.classes = classEntries.count
     }
 
-    /// Protocols, uniqued by name as dyld3's closure protocol table and objc4's
-    /// `readProtocol` do: images in the runtime's order, each `__objc_protolist` in order,
-    /// the first protocol of a name is canonical (so of two images, the one loaded last);
-    /// its isa is set to the runtime's `Protocol` class when the runtime registers one.
-    /// Then every `@protocol` reference (`__objc_protorefs`, images in load order) to a
-    /// protocol whose name has another canonical one is rewritten to it (objc4
-    /// `remapProtocolRef`); a reference to a name no list has keeps its value.
+    /// Protocols uniqued by name as dyld3's closure protocol table and objc4's `readProtocol`
+    /// do: in the runtime's order the first of a name is canonical (of two images, the one
+    /// loaded last), its isa set to the runtime's `Protocol` class if registered. Then every
+    /// `__objc_protorefs` slot is rewritten to its name's canonical protocol (objc4
+    /// `remapProtocolRef`); one to a name no list has keeps its value.
     mutating func uniqueProtocols(runtimeImage: Int) throws(MachOError) {
         var protocolClass: ImageLocation?
         for entry in classEntries where entry.cls.image == runtimeImage {
@@ -329,12 +309,10 @@ struct ObjCSetupBuilder {
         return word
     }
 
-    /// The runtime's three hash tables (``ObjCHashTable``): selectors (each name's
-    /// canonical string, names in the order they were met), class names (each entry under
-    /// its class's name and, when different, its metaclass's; entries in registration
-    /// order, so that of two classes of one name the probe meets the first registered
-    /// first) and protocols (each name's canonical protocol). Per table its mask and count
-    /// in the header and one pointer per used slot.
+    /// The runtime's three hash tables (``ObjCHashTable``): selectors, class names (each entry
+    /// under its class's and metaclass's names, in registration order, so the probe meets the
+    /// first registered first) and protocols. Per table its mask and count in the header and
+    /// one pointer per used slot.
     mutating func writeHashTables(runtimeImage: Int, tables: ObjCSections.Range) throws(MachOError) {
         let word = try headerWords(runtimeImage: runtimeImage, tables: tables)
         let header = ImageLocation(image: runtimeImage, offset: tables.vmOffset)
@@ -369,9 +347,9 @@ struct ObjCSetupBuilder {
         }
     }
 
-    /// `+load` calls, images in initializer order: classes of `__objc_nlclslist` (each
-    /// superclass with a `+load` first, each class once), then categories of
-    /// `__objc_nlcatlist` whose class is present (objc4 `prepare_load_methods`).
+    /// `+load` calls, images in initializer order: `__objc_nlclslist` classes (superclasses
+    /// first, each once), then `__objc_nlcatlist` categories whose class is present (objc4
+    /// `prepare_load_methods`).
     mutating func scheduleLoads(initializerOrder: [Int]) throws(MachOError) {
         var scheduled: Set<UInt64> = []
         for image in initializerOrder where image < sections.count {
@@ -429,20 +407,16 @@ extension ImageLocation {
 }
 
 /// Where the keys of one of the runtime's hash tables go: FNV-1a 64 of the name's bytes,
-/// linear probing over a power of two of slots, at most half of them used (capacity: the
-/// smallest power of two at least twice the key count, at least 16). Keys are placed in the
-/// order given, so that of equal keys the probe meets the earlier one first. The runtime
-/// (`Fixtures/libSystem/objc/runtime.c`, `fixture_objc_hash` and `probe`) looks names up
-/// the same way.
+/// linear probing over a power of two of slots, at least 16 and at least twice the keys. Keys
+/// are placed in order, so of equal keys the probe meets the earlier first. The runtime
+/// (`Fixtures/libSystem/objc/runtime.c`, `fixture_objc_hash` and `probe`) looks names up the same way.
 struct ObjCHashTable {
     let capacity: Int
     /// Per key, its slot.
     let slots: [Int]
 
-    static let minimumCapacity = 16
-
     static func capacity(for count: Int) -> Int {
-        var capacity = minimumCapacity
+        var capacity = 16
         while capacity < count * 2 { capacity *= 2 }
         return capacity
     }

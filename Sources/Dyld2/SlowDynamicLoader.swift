@@ -4,11 +4,10 @@ import LaunchPlan
 import LaunchMemory
 import RuntimeServices
 
-/// `dlopen` the dyld2 way, in a launch whose code runs: the image and its new dependencies
-/// are found by path search, parsed, mapped into a reservation of their own at a random
-/// slide, their fixups resolved by name against every loaded image (the launch's
-/// interposing applies), protected, and initialized bottom up; `dlsym` looks the name up in
-/// the image's export trie and its re-exports (dyld's `dlsym` also walks tries at run time).
+/// `dlopen` the dyld2 way: the image and its new dependencies found by path search, parsed,
+/// mapped into a reservation of their own, their fixups resolved by name against every
+/// loaded image (interposing applies), protected, initialized bottom up; `dlsym` walks the
+/// export tries, as dyld's does at run time.
 public final class SlowDynamicLoader: DynamicLoader {
     /// The launch's graph and plans, extended by every `dlopen` that added images.
     private var graph: DependencyGraph
@@ -23,17 +22,13 @@ public final class SlowDynamicLoader: DynamicLoader {
     private let arch: String
     private let run: Bool
     private let signingPolicy: SigningPolicy
-    /// The slide of the next `dlopen`'s reservation (compare places both paths' at one
-    /// address); nil picks a random one.
     public var nextSlide: UInt64?
-    /// The first ``DynamicLoadEvent/limit`` `dlopen`s, in order.
     public private(set) var events: [DynamicLoadEvent] = []
 
     private func record(_ event: DynamicLoadEvent) {
         if events.count < DynamicLoadEvent.limit { events.append(event) }
     }
 
-    /// For the slow path's own launch: its graph and plans as it loaded them.
     public init(graph: DependencyGraph, plans: [ImagePlan], memory: LaunchMemory, options: LaunchOptions) {
         launch = memory
         arch = options.arch
@@ -147,7 +142,6 @@ public final class SlowDynamicLoader: DynamicLoader {
         return nil
     }
 
-    /// The memory of each `dlopen` that added images, in order.
     public var loadedMemories: [LaunchMemory] { groups }
 
     public func releaseLoaded() {

@@ -14,9 +14,8 @@ public enum SlowPath {
 
         let graph = try DependencyGraph(roots: options.roots, inserted: options.inserted, arch: options.arch, root: options.root)
         report.timings[.pathResolution] = clock.lap() - graph.parseNanoseconds
-        // Every signed image verifies whole before anything is mapped (the reference check:
-        // each page hash and each special slot that can be checked from the file), then the
-        // policy decides by what verified (unsigned images, team IDs).
+        // Every signed image verifies whole before anything is mapped, then the policy decides
+        // by what verified (unsigned images, team IDs).
         var signatures: [(path: String, signature: SignedImage?)] = []
         for node in graph.nodes { signatures.append((node.path, try CodeSigning.verify(node.image, path: node.path))) }
         try options.signingPolicy.check(signatures)
@@ -24,9 +23,7 @@ public enum SlowPath {
         report.images = graph.nodes.map(\.path)
 
         var plans: [ImagePlan] = []
-        for node in graph.nodes {
-            plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset))
-        }
+        for node in graph.nodes { plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset)) }
         let memory = try LaunchMemory(plans: plans, firstSlide: options.slide, readAhead: true)
         return try memory.releasedOnFailure { () throws(LoadError) in
             report.slide = memory.images[0].slide
@@ -46,9 +43,7 @@ public enum SlowPath {
             report.timings[.bind] = bindTime
             report.rebases = resolver.rebases
             report.binds = resolver.binds
-            // Thread-local variables: each descriptor still pointing at `__tlv_bootstrap` (read
-            // back from memory) gets the loader's thunk and its image's key (in the launch's
-            // last steps, with the host services).
+            // Thread-local descriptors still pointing at `__tlv_bootstrap`, read back from memory.
             let bootstrap = graph.nodes.contains { ThreadLocals.hasDescriptors($0.image) } ? try resolver.flatDefinition(of: "__tlv_bootstrap") : nil
             let threadLocals = try ThreadLocalDiscovery.setups(graph: graph, plans: plans, bootstrap: bootstrap) { (image, slot) throws(LoadError) in
                 memory.target(of: try memory.load(image: image, vmOffset: slot))
@@ -87,9 +82,8 @@ public enum SlowPath {
         }
     }
 
-    /// Per image, the locations the launch fixed up with pointers into the region
-    /// (``LaunchDigest/slideDependentLocations(_:then:)``): from the fixups the launch
-    /// recorded, or resolved again.
+    /// Per image, the locations fixed up with pointers into the region
+    /// (``LaunchDigest/slideDependentLocations(_:then:)``), from the recorded fixups or resolved again.
     static func slideDependentLocations(
         graph: DependencyGraph, plans: [ImagePlan], recorded: [[ResolvedFixup]]?, later: [[ResolvedFixup]]
     ) throws(LoadError) -> [[UInt64]] {
@@ -105,8 +99,7 @@ public enum SlowPath {
         return LaunchDigest.slideDependentLocations(fixups, then: later)
     }
 
-    /// An image's initializers, each `__mod_init_func` slot read back from memory after
-    /// its rebase was written.
+    /// An image's initializers, each `__mod_init_func` slot read back after its rebase was written.
     static func initializerOffsets(_ image: MachOImage, index: Int, memory: LaunchMemory) throws(LoadError) -> [UInt64] {
         let mapped = memory.images[index]
         return try Initializers.offsets(of: image, plan: mapped.plan) { (slot) throws(LoadError) -> UInt64? in

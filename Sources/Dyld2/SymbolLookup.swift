@@ -2,17 +2,14 @@ import LoaderCore
 import MachOReader
 import LaunchPlan
 
-/// dyld2's symbol lookup, by name, in the export tries of the images of one launch:
-/// two-level (by library ordinal, following re-exports), flat (every image in load
-/// order) and weak-definition coalescing (over the images with `MH_WEAK_DEFINES`: the
-/// first non-weak definition in load order, else the first weak one). Tries are parsed
-/// once per launch; nothing survives the launch.
+/// dyld2's symbol lookup, by name, in the export tries of one launch's images: two-level
+/// (by library ordinal, following re-exports), flat (every image in load order) and
+/// weak-definition coalescing. Tries are parsed once per launch.
 ///
-/// Names are the bytes of the importing image, compared with the tries' edge labels in
-/// place. Like dyld2 (`ImageLoaderMachOCompressed::resolve`'s `LastLookup`), the last
-/// resolution is remembered: bind opcodes for one symbol come in runs, and a repeat of the
-/// last (image, ordinal, name) costs a comparison of its bytes. Every other table is
-/// built once per launch, so a lookup allocates nothing once the reused buffers have grown.
+/// Names are the importing image's bytes, compared with the tries' edge labels in place.
+/// Like dyld2 (`ImageLoaderMachOCompressed::resolve`'s `LastLookup`), the last resolution
+/// is remembered: bind opcodes for one symbol come in runs. A lookup allocates nothing once
+/// the reused buffers have grown.
 struct SymbolLookup {
     let graph: DependencyGraph
     private var tries: [ExportTrie?]
@@ -29,9 +26,8 @@ struct SymbolLookup {
     /// Weak coalescing's answer per name, each name searched once per launch (dyld2's
     /// `weakBind` also settles each name once, for every image that binds it).
     private var coalesced: [SymbolName: BindTarget?] = [:]
-    /// The last resolution: (image, ordinal, name) and what it resolved to; image -1
-    /// before the first. Kept as fields, not an optional structure, so that checking it
-    /// copies nothing.
+    /// The last resolution: (image, ordinal, name) and its result; image -1 before the
+    /// first. Fields, not an optional structure, so that checking it copies nothing.
     private var lastImage = -1
     private var lastOrdinal = 0
     private var lastName: ByteView
@@ -44,8 +40,6 @@ struct SymbolLookup {
     private var generation: UInt32 = 0
     /// Lookups by name in a trie performed, for `--stats`.
     private(set) var lookups = 0
-    /// Resolutions answered by the last-lookup cache.
-    private(set) var lastLookupHits = 0
 
     init(graph: DependencyGraph) throws(LoadError) {
         self.graph = graph
@@ -54,11 +48,7 @@ struct SymbolLookup {
         var reexportStart: [Int] = [], reexportTargets: [Int] = []
         var weakDefinitionImages: [Int] = []
         for (index, node) in graph.nodes.enumerated() {
-            do {
-                tries.append(try node.image.exportTrie())
-            } catch {
-                throw .malformed(error.inFile(node.path))
-            }
+            tries.append(try LoadError.reading(node.path) { () throws(MachOError) in try node.image.exportTrie() })
             ordinalStart.append(ordinalTargets.count)
             reexportStart.append(reexportTargets.count)
             for edge in node.dependencies {
@@ -79,9 +69,8 @@ struct SymbolLookup {
         lastName = graph.nodes.first?.image.view ?? ByteView([])
     }
 
-    /// The node library `ordinal` (1-based) of image `index` names, nil for a missing
-    /// weak-linked dylib or an ordinal the image does not have. Always inlined: called from
-    /// a mutating method, a call would copy the whole lookup state (296 bytes) per lookup.
+    /// The node library `ordinal` (1-based) of image `index` names, nil for a missing weak-linked
+    /// dylib or an ordinal the image lacks. Inlined: a call would copy the whole lookup state.
     @inline(__always)
     private func target(of ordinal: Int, in index: Int) -> Int? {
         let slot = ordinalStart[index] + ordinal - 1
@@ -90,10 +79,9 @@ struct SymbolLookup {
         return target >= 0 ? target : nil
     }
 
-    /// The definition `name` resolves to in image `index` itself or, failing that, in the
-    /// dylibs it re-exports (depth first, in load-command order, each image searched once):
-    /// dyld's `findExportedSymbol` through re-exported dylibs. Walked with an explicit stack,
-    /// so a re-export chain of any depth costs memory, never stack.
+    /// The definition `name` resolves to in image `index` or, failing that, in the dylibs it
+    /// re-exports (depth first, in load-command order, each image once): dyld's
+    /// `findExportedSymbol`. An explicit stack: a re-export chain of any depth costs no stack.
     mutating func find(_ name: ByteView, in index: Int) throws(LoadError) -> BindTarget? {
         // The common case, a definition in the image's own trie, needs no search state.
         let own = try exported(name, by: index)
@@ -137,19 +125,16 @@ struct SymbolLookup {
         return nil
     }
 
-    /// A re-export found for `name` by the image of frame `depth`: the answer is the
-    /// re-exported symbol's, whatever it is, so the frame becomes the search for it.
-    /// False when the re-exporting ordinal names a missing dylib.
+    /// A re-export found for `name` by frame `depth`'s image: the frame becomes the search for
+    /// the re-exported symbol. False when the ordinal names a missing dylib.
     private mutating func follow(_ reexport: ExportTerminal, of name: ByteView, depth: Int) throws(LoadError) -> Bool {
         let image = searchStack[depth].image
         guard case let .reexport(ordinal, importedName) = reexport.definition,
               let target = target(of: ordinal, in: image) else { return false }
         var wanted = name
         if !importedName.isEmpty, let trie = tries[image] {
-            do {
-                wanted = try reexport.importedName(importedName, in: trie.view)
-            } catch {
-                throw .malformed(error.inFile(graph.nodes[image].path))
+            wanted = try LoadError.reading(graph.nodes[image].path) { () throws(MachOError) in
+                try reexport.importedName(importedName, in: trie.view)
             }
         }
         searchStack[depth] = ReexportSearch(name: wanted, image: target, nextEdge: -1)
@@ -196,11 +181,10 @@ struct SymbolLookup {
         return nil
     }
 
-    /// Weak-definition coalescing, over the images that carry `MH_WEAK_DEFINES` only: the
-    /// first non-weak definition of `name` among them in load order, else the first weak
-    /// one. A definition in an image without the flag takes no part, however early it
-    /// loads. Each image looks in its own export trie only (re-exports are not followed).
-    /// Every weak bind of `name` in every image goes to the winner. dyld4:
+    /// Weak-definition coalescing, over the images that carry `MH_WEAK_DEFINES` only (however
+    /// early another loads): the first non-weak definition of `name` in load order, else the
+    /// first weak one, each image's own trie only (no re-exports). Every weak bind of `name`
+    /// goes to the winner. dyld4:
     /// `Loader::resolveSymbol` (`BIND_SPECIAL_DYLIB_WEAK_LOOKUP`, `if (ldr->hasWeakDefs)`);
     /// dyld-852: `MachOAnalyzerSet::mas_fromImageWeakDefLookup`, `ImageLoader::weakBind`.
     mutating func findCoalesced(_ name: ByteView) throws(LoadError) -> BindTarget? {
@@ -219,14 +203,10 @@ struct SymbolLookup {
         return result
     }
 
-    /// Resolves an import of image `index` by library ordinal (special ordinals included).
-    /// Returns nil when the symbol is nowhere to be found. A repeat of the last
-    /// resolution's image, ordinal and name is answered from it.
+    /// Resolves an import of image `index` by library ordinal (special ordinals included); nil
+    /// when the symbol is nowhere.
     mutating func resolve(_ name: ByteView, ordinal: Int, from index: Int) throws(LoadError) -> BindTarget? {
-        if lastImage == index, lastOrdinal == ordinal, lastName.sameBytes(as: name) {
-            lastLookupHits += 1
-            return lastResult
-        }
+        if lastImage == index, lastOrdinal == ordinal, lastName.sameBytes(as: name) { return lastResult }
         let result: BindTarget?
         switch ordinal {
         case BindFixup.ordinalSelf: result = try find(name, in: index)

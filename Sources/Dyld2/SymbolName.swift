@@ -8,7 +8,4 @@ struct SymbolName: Hashable {
     static func == (lhs: SymbolName, rhs: SymbolName) -> Bool { lhs.bytes.sameBytes(as: rhs.bytes) }
 
     func hash(into hasher: inout Hasher) { bytes.hashBytes(into: &hasher) }
-
-    /// The name as text, for error messages.
-    var text: String { bytes.string }
 }

@@ -3,14 +3,12 @@ import MachOReader
 import LaunchPlan
 import RuntimeServices
 
-/// What the thread-local-variable step and the host services table need to know about a
-/// launch, worked out the way dyld2 does it: `__tlv_bootstrap` and `_dyld3_host_services`
-/// looked up by name (flat, in load order), and each descriptor's thunk compared with the
-/// former once the fixups are written (libdyld's `tlv_initialize_descriptors`: only a
-/// descriptor still pointing at `_tlv_bootstrap` is set up).
+/// What the thread-local step and the host services table need, found as dyld2 does:
+/// `__tlv_bootstrap` and `_dyld3_host_services` looked up flat by name, and each descriptor
+/// set up only while its thunk still points at the former once the fixups are written
+/// (libdyld's `tlv_initialize_descriptors`).
 public enum ThreadLocalDiscovery {
-    /// Every image's setup. `thunkTarget` tells where a descriptor's thunk points once the
-    /// image's fixups are applied (nil: nowhere the launch can name).
+    /// Every image's setup. `thunkTarget`: where a descriptor's thunk points once fixed up (nil: nowhere nameable).
     public static func setups(
         graph: DependencyGraph, plans: [ImagePlan], bootstrap: BindTarget?,
         thunkTarget: (_ image: Int, _ vmOffset: UInt64) throws(LoadError) -> BindTarget?
@@ -29,8 +27,7 @@ public enum ThreadLocalDiscovery {
         return setups
     }
 
-    /// The image offsets a descriptor slot's thunk fixup points at, from an image's
-    /// resolved fixups (the closure builder's view): a bind with no addend, else nil.
+    /// Where a descriptor slot's thunk fixup points, from an image's resolved fixups: a bind with no addend, else nil.
     public static func thunkTarget(of fixups: [UInt64: ResolvedFixup.Kind], slot: UInt64) -> BindTarget? {
         guard case let .bind(target, 0) = fixups[slot] else { return nil }
         return target
@@ -38,8 +35,7 @@ public enum ThreadLocalDiscovery {
 }
 
 extension FixupResolver {
-    /// Where `name` is defined, looked up as a flat-namespace bind from the main executable
-    /// would look it up (the first image in load order that exports it); nil when none does.
+    /// Where `name` is defined, as a flat-namespace bind from the main executable finds it.
     public mutating func flatDefinition(of name: String) throws(LoadError) -> BindTarget? {
         try lookup.resolve(ByteView(Array(name.utf8)), ordinal: BindFixup.ordinalFlatLookup, from: 0)
     }

@@ -3,22 +3,19 @@ import MachOReader
 import LaunchPlan
 import LaunchMemory
 
-/// dyld2's walk over an image's fixup chains in the two 64-bit formats every x86_64 and
-/// arm64 (not arm64e) image uses, `DYLD_CHAINED_PTR_64` and `DYLD_CHAINED_PTR_64_OFFSET`,
-/// over raw bytes: each pointer read from the file, each rebase stored into the mapped
-/// image as it is met, each bind noted (location, import ordinal, addend) for the resolver.
-/// Per pointer: one load, one bounds compare, one store or one append.
+/// dyld2's walk over raw bytes of the fixup chains in the formats every x86_64 and arm64 (not
+/// arm64e) image uses, `DYLD_CHAINED_PTR_64` and `_64_OFFSET`: each rebase stored into the
+/// mapped image as it is met, each bind noted for the resolver. Per pointer: one load, one
+/// bounds compare, one store or one append.
 ///
 /// It answers only for an image it walks whole. At anything else (another format, a page
-/// with several chains, a start or a chain leaving its page or its segment's data, an
-/// import ordinal past the table, a segment whose data is not inside one writable
-/// segment of the mapping) it returns nil, having stored only rebases met before that
-/// point, and ``ChainedPointerCursor`` walks the image again from the start: it stores
-/// the same values and fails where and how the image is wrong.
+/// with several chains, a chain leaving its page or its segment's data, an import ordinal
+/// past the table, data not inside one writable segment of the mapping) it returns nil, and
+/// ``ChainedPointerCursor`` walks the image again from the start: it stores the same values
+/// and fails where and how the image is wrong.
 enum UnsafeChainedRebaseWalk {
-    /// Walks every chain of `image` (whose parsed LC_DYLD_CHAINED_FIXUPS are `chains`),
-    /// storing rebases through `writer` and appending binds to `binds`: the number of
-    /// rebases stored, or nil where the checked cursor must take over.
+    /// Walks every chain of `image`, storing rebases through `writer` and appending binds to
+    /// `binds`: the number of rebases stored, or nil where the checked cursor must take over.
     static func walk(
         _ chains: ChainedFixupChains, image: MachOImage, preferredBase: UInt64, writer: ImageWriter,
         binds: inout [ChainedBindSite]
@@ -33,8 +30,7 @@ enum UnsafeChainedRebaseWalk {
             guard pageSize > 0, segment.fileSize >= 8, let data = try? image.view.slice(offset: segment.fileOffset, size: segment.fileSize)
             else { return nil }
             let segmentOffset = segment.vmAddress &- preferredBase
-            // Every location is at most data.count - 8 bytes into the segment: inside one
-            // writable segment of the mapping when the whole data range is.
+            // Every location is at most data.count - 8 bytes into the segment.
             let lastLocation = UInt64(data.count - 8)
             guard segmentOffset <= UInt64.max - lastLocation,
                   writer.accepts(start: segmentOffset, last: segmentOffset + lastLocation) else { return nil }

@@ -15,7 +15,7 @@ public enum CodeRunner {
         #endif
     }
 
-    /// An initializer or entry point: which image it belongs to and its address.
+    /// An initializer or entry point, and its image.
     public struct Function: Sendable {
         public let image: Int
         public let address: UInt64
@@ -28,7 +28,6 @@ public enum CodeRunner {
         }
     }
 
-    /// Calls each initializer (or `+load` method) in order.
     public static func runInitializers(_ functions: [Function], in memory: LaunchMemory) throws(LoadError) {
         for function in functions {
             try check(function, memory)
@@ -40,7 +39,6 @@ public enum CodeRunner {
         }
     }
 
-    /// Calls `main` and returns its result.
     public static func runMain(_ function: Function, in memory: LaunchMemory) throws(LoadError) -> Int32 {
         try check(function, memory)
         return UnsafeCall.main(at: function.address)

@@ -1,13 +1,11 @@
 import MachOReader
 import LaunchPlan
 
-/// The signature check dyld2 makes before an image's code can run, and install makes
-/// before it writes a closure: a signed image must verify whole, every CodeDirectory's
-/// page hashes up to the code limit and every special slot that can be checked from the
-/// file; an unsigned image loads (macOS x86_64's default rule).
+/// The signature check dyld2 makes before an image's code can run, and install makes before
+/// it writes a closure: a signed image must verify whole (every CodeDirectory's page hashes
+/// and every special slot checkable from the file); an unsigned one loads (macOS x86_64's rule).
 public enum CodeSigning {
-    /// `image`'s signature checked whole: nil when it is unsigned, its identity when it
-    /// verifies; the first problem otherwise (the page and its file offset, or the blob).
+    /// Nil when `image` is unsigned, its identity when it verifies; else the first problem.
     public static func verify(_ image: MachOImage, path: String) throws(LoadError) -> SignedImage? {
         let signature: CodeSignature?
         do {

@@ -2,14 +2,12 @@ import Foundation
 import MachOReader
 import LaunchPlan
 
-/// The images of one launch in load order, with their dependency edges: the roots (the
-/// main executable, or the host then the app) first, then dyld's order: an image's
-/// dependencies are loaded in load-command order, then each of them has its own loaded, in
-/// that order, depth first, before the next image's (dyld-852 `recursiveLoadLibraries`,
+/// The images of one launch in load order, with their dependency edges: the roots (the main
+/// executable, or the host then the app) first, then dyld's order: an image's dependencies in
+/// load-command order, then each one's own, depth first (dyld-852 `recursiveLoadLibraries`,
 /// dyld4 `JustInTimeLoader::loadDependents`; docs/dyld-rules.md, rule 6). Every file is
 /// loaded once, matched by install name and by path.
 public struct DependencyGraph: Sendable {
-    /// One loaded image.
     public struct Node: Sendable {
         public let file: ImageFile
         /// `LC_ID_DYLIB`, for dylibs.
@@ -17,18 +15,15 @@ public struct DependencyGraph: Sendable {
         /// One edge per dependent-dylib load command, in load-command order: library
         /// ordinal N is `dependencies[N - 1]`.
         public internal(set) var dependencies: [Edge]
-        /// The node whose load command first brought this one in (nil for roots); its
-        /// rpaths follow this node's when resolving `@rpath`.
+        /// The node whose load command first brought this one in (nil for roots): its rpaths follow this node's.
         public let loader: Int?
-        /// Candidate paths tried for this node's dependencies and found absent before a
-        /// match (every candidate of a missing weak dylib), in the order they were tried: a
+        /// Candidate paths tried for this node's dependencies and found absent, in order: a
         /// file appearing at one of them would change what a launch loads.
         public internal(set) var absentCandidates: [String] = []
 
         public var path: String { file.path }
         public var image: MachOImage { file.image }
-        /// Whether the image carries `MH_WEAK_DEFINES`: only such images take part in weak
-        /// coalescing (dyld4 `Loader::hasWeakDefs`, dyld-852 `ImageLoaderMachO::hasCoalescedExports`).
+        /// `MH_WEAK_DEFINES`: only such images take part in weak coalescing (dyld4 `Loader::hasWeakDefs`).
         public var hasWeakDefs: Bool { file.image.header.flags.contains(.weakDefines) }
     }
 
@@ -53,34 +48,28 @@ public struct DependencyGraph: Sendable {
     public let rootCount: Int
     /// Number of inserted libraries (`DYLD_INSERT_LIBRARIES`): the nodes right after the roots.
     public let insertedCount: Int
-    /// The inserted libraries' node indices.
     public var inserted: Range<Int> { rootCount..<(rootCount + insertedCount) }
-    /// Per node, whether it is loaded at launch: the main executable, the inserted libraries
-    /// and everything they load; not an image loaded into a host (as `dlopen` loads it) nor
-    /// what only it loads. Interposing tuples count only in dylibs loaded at launch.
+    /// Per node, whether it is loaded at launch (the main executable, the inserted libraries
+    /// and what they load; not an image loaded into a host): interposing counts only there.
     public private(set) var loadedAtLaunch: [Bool] = []
     public let resolver: PathResolver
     /// Time spent reading and parsing image files while building the graph.
     public private(set) var parseNanoseconds: Int64 = 0
-    /// File-system probes (`stat`s of candidate paths and search directories) the path
-    /// search made: each path and each directory is probed at most once per launch.
+    /// `stat`s of candidate paths and search directories the path search made (each at most once).
     public var pathProbes: Int { probes.count }
     private var probes = PathProbes()
-    /// Per node, its rpaths expanded once, and the node whose rpaths `@rpath` searches
-    /// next: its loader, or for a root the main executable (-1 after that). A loader is
-    /// always loaded before the nodes it brings in, so the chain only goes down to node 0.
+    /// Per node, its rpaths expanded once, and the node whose rpaths `@rpath` searches next:
+    /// its loader, or for a root the main executable (-1 after that).
     private var searchDirectories: [[SearchDirectory]] = []
     private var searchParents: [Int] = []
     /// Absent paths already recorded on some node: each is recorded once per launch.
     private var recordedAbsent = Set<String>()
-    /// The loaded nodes by path and install name (kept for ``open(_:arch:)``).
+    /// The loaded nodes by path and install name.
     private var loaded = LoadedIndex()
 
-    /// Loads `roots` (a host executable first, if any, then the app), then the `inserted`
-    /// libraries (as `DYLD_INSERT_LIBRARIES` names them: right after the main executable,
-    /// before its dependencies), and everything they depend on, for `arch`, resolving
-    /// absolute install names under `root`. The roots' dependencies are loaded first, then
-    /// each inserted library's (dyld4 `prepare`: every top-level loader's dependents in turn).
+    /// Loads `roots` (a host executable first, if any), then the `inserted` libraries
+    /// (`DYLD_INSERT_LIBRARIES`), then the roots' dependencies, then each inserted library's
+    /// (dyld4 `prepare`), for `arch`, absolute install names under `root`.
     public init(roots: [String], inserted: [String] = [], arch: String, root: String?) throws(LoadError) {
         precondition(!roots.isEmpty, "a launch has at least one image")
         resolver = PathResolver(root: root, executablePath: roots[0])
@@ -89,10 +78,7 @@ public struct DependencyGraph: Sendable {
         if !inserted.isEmpty, roots.count > 1 {
             throw .unusable(path: roots[roots.count - 1], reason: "is loaded into a host as dlopen loads it: libraries can be inserted only into a launch of an executable")
         }
-        for path in roots {
-            let file = try timedLoad(PathResolver.normalize(path), arch: arch)
-            append(file, loader: nil)
-        }
+        for path in roots { append(try timedLoad(PathResolver.normalize(path), arch: arch), loader: nil) }
         for path in inserted {
             let file = try timedLoad(PathResolver.normalize(path), arch: arch)
             guard file.image.header.fileType == .dylib else {
@@ -112,14 +98,10 @@ public struct DependencyGraph: Sendable {
         }
     }
 
-    /// `dlopen(path)` after the launch: the node `path` names, and the nodes it added (the
-    /// image and every dependency not loaded before, in dyld's order, as a launch loads
-    /// them; empty when the image was loaded already). `path` is resolved as a dependency of
-    /// the main executable would be (`@executable_path`, `@loader_path` and `@rpath` through
-    /// its rpaths; an absolute path under the root), and an image already loaded under that
-    /// install name or at that path is the one returned (dyld's `dlopen` matches both).
-    /// On an error the graph may hold part of the load: work on a copy and keep it only
-    /// when the whole `dlopen` succeeded.
+    /// `dlopen(path)` after the launch: the node `path` names and the nodes it added, in dyld's
+    /// order (none when already loaded under that install name or path, as dyld matches both).
+    /// `path` resolves as a dependency of the main executable would. On an error the graph may
+    /// hold part of the load: work on a copy and keep it only when the `dlopen` succeeded.
     public mutating func open(_ path: String, arch: String) throws(LoadError) -> (node: Int, added: Range<Int>) {
         let first = nodes.count
         guard path.hasPrefix("/") || path.hasPrefix("@") else {
@@ -146,11 +128,9 @@ public struct DependencyGraph: Sendable {
             for: path, loaderDirectory: PathResolver.directory(of: nodes[0].path), rpaths: rpathChain(from: 0)))
     }
 
-    /// The recursion as a walk with an explicit stack (a graph thousands deep controls no
-    /// recursion depth): a node's dependencies are resolved when the walk first reaches it,
-    /// then the walk descends into each of them in load-command order; a node already
-    /// reached is not entered again (dyld marks an image before loading its dependencies,
-    /// which is how it stops at cycles).
+    /// dyld's recursion as a walk with an explicit stack (a graph thousands deep controls no
+    /// recursion depth): a node's dependencies resolved when first reached, then each entered
+    /// in load-command order; a node already reached is not entered again (cycles end there).
     private mutating func loadDependents(of root: Int, arch: String, reached: inout [Bool]) throws(LoadError) {
         var stack: [(node: Int, nextEdge: Int)] = [(root, 0)]
         reached[root] = true
@@ -173,16 +153,11 @@ public struct DependencyGraph: Sendable {
     }
 
     private mutating func timedLoad(_ path: String, arch: String) throws(LoadError) -> ImageFile {
-        let clock = ContinuousClock()
-        let start = clock.now
-        defer {
-            let elapsed = clock.now - start
-            parseNanoseconds += elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
-        }
+        let start = ContinuousClock.now
+        defer { parseNanoseconds += PhaseClock.nanoseconds(ContinuousClock.now - start) }
         return try ImageFile.load(path: path, arch: arch, root: resolver.root)
     }
 
-    /// Loaded nodes by path and by install name.
     private struct LoadedIndex {
         var byPath: [String: Int] = [:]
         var byInstallName: [String: Int] = [:]
@@ -193,8 +168,7 @@ public struct DependencyGraph: Sendable {
         }
     }
 
-    /// One rpath of a loaded image: as `@executable_path`/`@loader_path`-expanded (what a
-    /// candidate is built from) and the id of its normalized directory in `probes`.
+    /// One rpath of a loaded image, `@executable_path`/`@loader_path`-expanded, and its directory's id in `probes`.
     private struct SearchDirectory {
         let expanded: String
         let directory: Int
@@ -264,18 +238,15 @@ public struct DependencyGraph: Sendable {
         nodes[index].absentCandidates = absent
     }
 
-    /// The candidate paths for one install name needed by one node, produced one at a time
-    /// in the order `PathResolver.candidates` lists them, so a search that finds its dylib
-    /// early builds no further paths. With each `@rpath` candidate comes the id of its rpath
-    /// directory; a candidate whose directory is known to be absent is skipped without
-    /// building its path (it cannot exist, and the directory is already among the launch's
-    /// absent paths). The rpaths are those of the loading chain (the node's, its loader's,
-    /// ..., then the main executable's), each expanded once when its image was loaded.
+    /// The candidate paths for one install name needed by one node, one at a time in
+    /// `PathResolver.candidates`' order, so an early find builds no further paths. Each
+    /// `@rpath` candidate comes with its rpath directory's id; one under a directory known
+    /// absent is skipped unbuilt (the directory is already among the absent paths).
     private struct CandidateWalk {
         let installName: String
         /// What follows `@rpath/`, or nil for any other install name.
         let rpathRest: String?
-        /// Whether `rpathRest` is a plain relative path, which stays inside its rpath directory.
+        /// Whether `rpathRest` stays inside its rpath directory (no `.` or `..`).
         let staysInside: Bool
         let fallback: String
         /// The node whose load command names the dylib.
@@ -333,9 +304,8 @@ public struct DependencyGraph: Sendable {
         }
     }
 
-    /// The rpaths `@rpath` searches for a load by `index`: its own, then its loader's, and
-    /// so on up to a root, then the main executable's (for the list of tried paths in an
-    /// error; the search itself walks `searchDirectories`).
+    /// The rpaths `@rpath` searches for a load by `index`, up the loading chain to the main
+    /// executable's (for an error's tried paths; the search walks `searchDirectories`).
     func rpathChain(from index: Int) -> [PathResolver.RPath] {
         var chain: [PathResolver.RPath] = []
         var visited = Set<Int>()

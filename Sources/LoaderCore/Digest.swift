@@ -4,12 +4,10 @@ import LaunchMemory
 import RuntimeServices
 
 extension LaunchMemory {
-    /// xxh3-64 over every writable segment, in image and segment order, with exactly the
-    /// words at `slideDependent` (per image, offsets from its preferred base: the locations
-    /// the launch fixed up with a pointer into the region, ``LaunchDigest/slideDependentLocations(_:)``)
-    /// rewritten relative to the region's base. Two launches at different slides that wrote
-    /// the same fixups give the same digest; a data word is never rewritten for its value,
-    /// whatever it holds.
+    /// xxh3-64 over every writable segment, in image and segment order, with exactly the words
+    /// at `slideDependent` (per image, ``LaunchDigest/slideDependentLocations(_:then:)``) made
+    /// relative to the region's base: launches at different slides that wrote the same fixups
+    /// agree, and a data word is never rewritten for its value.
     public func writableDigest(slideDependent: [[UInt64]]) -> UInt64 {
         var bytes: [UInt8] = []
         for (index, image) in images.enumerated() {
@@ -32,18 +30,15 @@ extension LaunchMemory {
 }
 
 extension LaunchDigest {
-    /// Per image, what a launch writes over its fixups once they are written: the
-    /// Objective-C step's words (`objc`, per image or empty), then the thread-local step's
-    /// thunks and keys (absolute values, ``ThreadLocals/writes(_:imageCount:)``).
+    /// Per image, what a launch writes over its fixups: the Objective-C step's words, then the
+    /// thread-local step's (``ThreadLocals/writes(_:imageCount:)``).
     public static func laterWrites(objc: [[ResolvedFixup]], threadLocals: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
         let threadLocalWrites = ThreadLocals.writes(threadLocals, imageCount: imageCount)
         return (0..<imageCount).map { index in (index < objc.count ? objc[index] : []) + threadLocalWrites[index] }
     }
 
     /// Per image, the sorted locations whose final value depends on where the images were
-    /// mapped: the last write there (image fixups in order, then `later` ones, such as the
-    /// Objective-C step's) is a rebase or a bind to an image. Absolute binds and missing
-    /// weak imports are not.
+    /// mapped: the last write there (fixups, then `later` ones) is a rebase or a bind to an image.
     public static func slideDependentLocations(_ fixups: [[ResolvedFixup]], then later: [[ResolvedFixup]] = []) -> [[UInt64]] {
         (0..<max(fixups.count, later.count)).map { index in
             var last: [UInt64: Bool] = [:]
@@ -61,11 +56,10 @@ extension LaunchDigest {
 }
 
 extension LaunchMemory {
-    /// A copy of one writable segment after fixups.
+    /// A copy of one writable segment after fixups (`vmOffset` from the image's preferred base).
     public struct SegmentSnapshot: Sendable {
         public let image: Int
         public let segment: String
-        /// Offset of the segment from the image's preferred base.
         public let vmOffset: UInt64
         public let bytes: [UInt8]
 
@@ -88,11 +82,9 @@ extension LaunchMemory {
     }
 }
 
-/// When a launch takes its memory's digest (``LaunchMemory/writableDigest()``): after the
-/// fixups and before anything runs, the time excluded from the launch's, or, when no code
-/// will run, once the launch is timed. Reading every writable page and copying it faults in
-/// pages no fixup touched and evicts the caches: taken inside the timed launch, even
-/// excluded, it would slow the protections and bookkeeping that follow.
+/// When a launch takes its memory's digest: before any code runs (its time excluded), or,
+/// when none will, once the launch is timed: copying every writable page faults in pages and
+/// evicts the caches, which would slow even untimed the steps that follow.
 public enum LaunchDigest: Sendable {
     case beforeCode, afterLaunch, none
 

@@ -4,18 +4,14 @@ import LaunchPlan
 
 /// One Mach-O image read from disk for a launch: where it is and its parsed slice.
 public struct ImageFile: Sendable {
-    /// The path the image was found at (as resolved, symlinks followed).
+    /// The path the image was found at, symlinks followed.
     public let path: String
-    /// The selected slice's offset in the file (0 for a thin file): segment file offsets
-    /// are relative to it.
+    /// The slice's offset in the file, which segment file offsets are relative to.
     public let sliceOffset: Int
     public let image: MachOImage
 
     /// Maps `path` read-only and parses the slice for `arch`. A path inside `root` is opened
-    /// inside it: `..` and symlinks resolve as if the root were `/`, so nothing outside the
-    /// root is opened; the image's path is then the file actually mapped. Only regular files
-    /// are opened. The image's ``MachOImage/view`` reads the mapping, which lasts as long as
-    /// the image.
+    /// inside it (``UnsafeRootedOpen``); the image's path is then the file actually mapped.
     public static func load(path: String, arch: String, root: String? = nil) throws(LoadError) -> ImageFile {
         let (bytes, resolvedPath) = try map(path, root: root)
         do {
@@ -40,34 +36,36 @@ public struct ImageFile: Sendable {
         }
     }
 
-    /// The bytes of a regular file, mapped read-only, opened inside `root` when the path
-    /// lies in it (else with `/` as the root), and the path of the file mapped.
+    /// A regular file mapped read-only, opened inside `root` when it lies there, and the path mapped.
     static func map(_ path: String, root: String?) throws(LoadError) -> (bytes: ByteView, path: String) {
         let absolute = PathResolver.normalize(path)
         let base = root.map(PathResolver.normalize)
         let inside = base.flatMap { PathResolver.relative(absolute, inside: $0) }
-        switch UnsafeRootedOpen.map(inside ?? absolute, inRoot: inside == nil ? "/" : base!) {
-        case let .success((storage, resolved)):
-            let bytes = ByteView(storage)
-            guard let base, inside != nil else { return (bytes, absolute) }
-            return (bytes, base + resolved)
-        case let .failure(failure):
-            throw .unusable(path: absolute, reason: inside == nil ? "\(failure)" : "\(failure) (resolved inside the root \(base!))")
+        do throws(LoadError) {
+            let (storage, resolved) = try UnsafeRootedOpen.map(inside ?? absolute, inRoot: inside == nil ? "/" : base!)
+            guard let base, inside != nil else { return (ByteView(storage), absolute) }
+            return (ByteView(storage), base + resolved)
+        } catch {
+            throw .unusable(path: absolute, reason: inside == nil ? "\(error)" : "\(error) (resolved inside the root \(base!))")
         }
     }
 
-    /// The bytes of the regular file at `path`, mapped read-only (nothing is read until
-    /// the view is); a FIFO, a device or a directory is refused without being opened for
-    /// reading.
+    /// The regular file at `path`, mapped read-only; anything else is refused unopened.
     public static func mapRegularFile(_ path: String) throws(LoadError) -> ByteView {
         try map(path, root: nil).bytes
     }
 
-    /// The architectures a file holds, for choosing a default.
     public static func architectures(path: String) throws(LoadError) -> [String] {
         let bytes = try map(path, root: nil).bytes
+        return try LoadError.reading(path) { () throws(MachOError) in try UniversalFile(parsing: bytes).slices.map(\.cpu.name) }
+    }
+}
+
+extension LoadError {
+    /// What `body` returns; a reader error it throws, attributed to the file at `path`.
+    package static func reading<T>(_ path: String, _ body: () throws(MachOError) -> T) throws(LoadError) -> T {
         do {
-            return try UniversalFile(parsing: bytes).slices.map(\.cpu.name)
+            return try body()
         } catch {
             throw .malformed(error.inFile(path))
         }

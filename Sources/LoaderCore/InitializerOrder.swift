@@ -2,15 +2,11 @@
 /// `Loader::runInitializersBottomUpPlusUpwardLinks`; dyld-852 `ImageLoader::processInitializers`
 /// and dyld3 `ClosureBuilder::computeInitOrder` agree):
 ///
-/// * bottom up from each root: an image's non-upward dependencies are initialized first,
-///   depth-first in load-command order, then the image itself; an image is marked visited
-///   when it is entered, so a dependency cycle ends at the image already being visited;
-/// * an upward dependency is not followed where it is named but set aside (once); after
-///   the root's own initializers have run, the images set aside are initialized bottom up
-///   in the order they were set aside, and the upward links found while doing so are set
-///   aside for the next round, until none is left (dyld-852 `processInitializers` repeats
-///   until no upward dependency remains). An image also reached through an ordinary link
-///   is initialized where that link puts it.
+/// * bottom up from each root: non-upward dependencies first, depth-first in load-command
+///   order, then the image; an image is marked when entered, so a cycle ends there;
+/// * an upward dependency is set aside (once); after the root's initializers, those set aside
+///   are initialized bottom up in order, their own upward links set aside for the next round,
+///   until none is left. An image also reached by an ordinary link runs where that puts it.
 ///
 /// The walk is iterative: graph depth costs heap, not stack.
 public enum InitializerOrder {
@@ -26,10 +22,8 @@ public enum InitializerOrder {
         return walk.order
     }
 
-    /// The nodes a `dlopen` of `root` initializes, in order: bottom up from it, as for a
-    /// launch's root, over the nodes from `firstNew` on (those before were initialized by
-    /// the launch or an earlier `dlopen`: dyld4 `runInitializersBottomUpPlusUpwardLinks` on
-    /// the opened loader skips images already initialized).
+    /// The nodes a `dlopen` of `root` initializes, in order: bottom up, as for a launch's root,
+    /// over the nodes from `firstNew` on (dyld4 skips images already initialized).
     public static func forOpen(_ graph: DependencyGraph, root: Int, firstNew: Int) -> [Int] {
         var walk = BottomUpWalk(graph: graph, initializedBefore: firstNew)
         walk.initializePlusUpwardLinks(root)
@@ -52,8 +46,7 @@ struct BottomUpWalk {
         setAside = Array(repeating: false, count: graph.nodes.count)
     }
 
-    /// `runInitializersBottomUpPlusUpwardLinks`: `node` bottom up, then the upward links set
-    /// aside, round after round.
+    /// `runInitializersBottomUpPlusUpwardLinks`: `node` bottom up, then the upward links set aside, round after round.
     mutating func initializePlusUpwardLinks(_ node: Int) {
         var danglingUpwards: [Int] = []
         initializeBottomUp(node, danglingUpwards: &danglingUpwards)

@@ -1,13 +1,11 @@
 import MachOReader
 import LaunchPlan
 
-/// Finds an image's initializers, the one way both launch paths do: `__init_offsets`
-/// entries as they are, and each `__mod_init_func` slot through the rebase that fixes it
-/// up (a slot that is not rebased into its own image is refused).
+/// An image's initializers, found the one way both launch paths do: `__init_offsets` entries
+/// as they are, each `__mod_init_func` slot through its rebase (one not into its own image is refused).
 public enum Initializers {
-    /// The image's initializer functions as offsets from its preferred base, in section
-    /// order. `rebasedTarget` gives the target offset of the rebase that stays at a slot
-    /// (a vmOffset), or nil when the slot is not rebased into the image.
+    /// Offsets from the preferred base, in section order. `rebasedTarget`: the target offset
+    /// of the rebase at a slot, or nil when it is not rebased into the image.
     public static func offsets(
         of image: MachOImage, plan: ImagePlan, rebasedTarget: (UInt64) throws(LoadError) -> UInt64?
     ) throws(LoadError) -> [UInt64] {
@@ -22,10 +20,8 @@ public enum Initializers {
                     offsets.append(target)
                 }
             } else {
-                do {
-                    offsets += try image.initializerOffsets(in: section).map(UInt64.init)
-                } catch {
-                    throw .malformed(error.inFile(plan.path))
+                offsets += try LoadError.reading(plan.path) { () throws(MachOError) in
+                    try image.initializerOffsets(in: section).map(UInt64.init)
                 }
             }
         }

@@ -14,23 +14,21 @@ public struct LaunchOptions: Sendable {
     public var slide: UInt64?
     /// Run initializers and main (when the architecture is the host's).
     public var run: Bool
-    /// Keep every resolved fixup of every image in the result (for compare and tests).
+    /// Keep every resolved fixup in the result (for compare and tests).
     public var recordFixups: Bool
     /// dyld3: write every fixup at launch, or each page's on its first touch (docs/page-in.md).
     public var fixups: FixupsMode
-    /// Page-in: the pages one fault fills, the faulting page and up to `faultAround - 1`
-    /// more of the same image that receive fixups (1: the faulting page alone).
+    /// Page-in: the pages one fault fills (1: the faulting page alone).
     public var faultAround: Int = FixupPager.defaultFaultAround
     /// Libraries inserted at launch, in order (`DYLD_INSERT_LIBRARIES`: ``DependencyGraph``).
     public var inserted: [String] = []
     /// Which images the launch accepts by their signatures (docs/code-signing.md, "Policy").
     public var signingPolicy: SigningPolicy = .default
-    /// dyld3: verify every mapped page of each signed image against its code slot before
-    /// the fixups (`--verify-pages`; ``EagerPageVerification``). dyld2 verifies every page
-    /// whatever this says.
+    /// dyld3 `--verify-pages`: every mapped page of signed images checked before the fixups
+    /// (``EagerPageVerification``). dyld2 verifies every page whatever this says.
     public var verifyPages = false
-    /// A prelinked launch: slide the set at this launch, to a new random address, rather
-    /// than map its copy slid for this boot (`--slide-per-launch`; docs/prelinked.md).
+    /// A prelinked launch slides the set now rather than map its copy slid for this boot
+    /// (`--slide-per-launch`; docs/prelinked.md).
     public var slidePerLaunch = false
 
     public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
@@ -51,8 +49,7 @@ public enum FixupsMode: String, Sendable, CaseIterable {
     case pageIn = "page-in"
 }
 
-/// A finished launch: its memory (mapped until released), its report, and optionally every
-/// fixup it wrote.
+/// A finished launch: its memory (mapped until released), its report, and optionally every fixup it wrote.
 public struct Launch {
     public init(memory: LaunchMemory, report: LaunchReport, fixups: [[ResolvedFixup]]?) {
         self.memory = memory
@@ -67,9 +64,8 @@ public struct Launch {
 }
 
 /// The steps every launch ends with once its images are mapped and fixed up, whatever their
-/// source (dyld2's parse, a closure, a prelinked set, its copy slid for the boot): the
-/// thread-local step, `dlopen` attached, the digest, the final protections, then `+load`
-/// methods and initializers in order, then `main`. The one place a launch runs code.
+/// source: the thread-local step, `dlopen` attached, the digest, the final protections, then
+/// `+load` methods and initializers in order, then `main`. The one place a launch runs code.
 package struct LaunchTail {
     /// How the images get their final protections.
     package enum Protections {
@@ -86,8 +82,7 @@ package struct LaunchTail {
     /// Who answers the launch's `dlopen`s.
     package var dynamicLoader: DynamicLoader
     package var protections: Protections
-    /// The digest of the launch's memory, when one is taken (not under page-in: it would
-    /// fault every page in).
+    /// The digest of the launch's memory; nil under page-in (it would fault every page in).
     package var digest: ((LaunchMemory) throws(LoadError) -> UInt64)?
     /// Per image, in load order: its initializers (offsets from its base).
     package var initializers: [[UInt64]]
@@ -114,11 +109,8 @@ package struct LaunchTail {
         self.arch = arch
     }
 
-    /// Runs the steps over `memory` for `request`, into `report`.
     package func run(memory: LaunchMemory, request: LaunchOptions, report: inout LaunchReport, clock: inout PhaseClock) throws(LoadError) {
-        if !threadLocals.isEmpty || hostServices != nil {
-            try ThreadLocals.apply(threadLocals, hostServices: hostServices, memory: memory)
-        }
+        try ThreadLocals.apply(threadLocals, hostServices: hostServices, memory: memory)
         memory.attach(dynamicLoader, table: hostServices.map { memory.images[$0.image].base &+ $0.vmOffset })
         let when = digest == nil ? LaunchDigest.none : LaunchDigest(request)
         report.digest = nil
@@ -133,12 +125,11 @@ package struct LaunchTail {
         if when == .afterLaunch, let digest { report.digest = try digest(memory) }
     }
 
-    /// Runs the initializers in order (each image's `+load` methods first), then the main
-    /// image's entry point; or records why code does not run.
+    /// Runs the initializers in order (each image's `+load` methods first), then `main`; or records why code does not run.
     func runInitializersThenMain(memory: LaunchMemory, run: Bool, paths: [String], report: inout LaunchReport, clock: inout PhaseClock) throws(LoadError) {
         var functions: [CodeRunner.Function] = []
         report.initializers = []
-        // `+load` methods run just before their image's initializers (dyld's notifyObjCInit, then the initializers).
+        // dyld's notifyObjCInit: `+load` methods just before their image's initializers.
         var loadsByImage: [[ObjCLoadCall]] = Array(repeating: [], count: initializers.count)
         for call in objcLoads where call.image < loadsByImage.count { loadsByImage[call.image].append(call) }
         for index in initializerOrder {
@@ -160,22 +151,19 @@ package struct LaunchTail {
         _ = clock.lap()
         try CodeRunner.runInitializers(functions, in: memory)
         report.timings[.initializers] = clock.lap()
+        defer { report.dynamicLoads = memory.dynamicLoader?.loader.events ?? [] }
         guard let entryOffset else {
-            report.dynamicLoads = memory.dynamicLoader?.loader.events ?? []
             report.notRun = .noMain(path: paths[mainImage])
             return
         }
-        defer { report.dynamicLoads = memory.dynamicLoader?.loader.events ?? [] }
         report.result = try CodeRunner.runMain(
             CodeRunner.Function(image: mainImage, address: memory.images[mainImage].base &+ entryOffset), in: memory)
         report.ran = true
         report.timings[.main] = clock.lap()
     }
 
-    /// Why the code of a launch mapped in `memory` must not run, or nil when it may: not
-    /// asked to (`--no-run`), an image from a stub root (``StubImageMarker``; checked before
-    /// the architecture, so such a graph says so on every host), or code of another
-    /// architecture. `paths` names the images.
+    /// Why the code mapped in `memory` must not run, or nil: `--no-run`, a stub root's image
+    /// (``StubImageMarker``; before the architecture, so every host says so), or another architecture.
     package static func reasonNotToRun(run: Bool, arch: String, memory: LaunchMemory, paths: [String]) -> NotRunReason? {
         guard run else { return .notAsked }
         if let stub = StubImageMarker.firstMarkedImage(in: memory) { return .stubImage(path: paths[stub]) }

@@ -1,8 +1,7 @@
 import LaunchPlan
 import RuntimeServices
 
-/// What a launch did, for `--stats`, `--json`, `compare` and the benchmarks. Both launch
-/// paths fill the same report.
+/// What a launch did, for `--stats`, `--json`, `compare` and the benchmarks, from either path.
 public struct LaunchReport: Sendable {
     /// The phases of a launch, in order.
     public enum Phase: String, CaseIterable, Sendable {
@@ -24,17 +23,14 @@ public struct LaunchReport: Sendable {
     public var result: Int32?
     /// Why code did not run, when it did not.
     public var notRun: NotRunReason?
-    /// Why the Objective-C step did not run, when it did not (no metadata, or no runtime
-    /// of ours to fill in); nil when it ran.
+    /// Why the Objective-C step did not run; nil when it ran.
     public var objcSkipped: ObjCSkipReason?
     /// Image paths in the order their initializers ran.
     public var initializers: [String] = []
     /// What the launch's code opened with `dlopen`, in order.
     public var dynamicLoads: [DynamicLoadEvent] = []
-    /// xxh3 of every writable segment after fixups, slide-independent; nil for a page-in
-    /// launch (computing it would fault every page in).
+    /// xxh3 of every writable segment after fixups, slide-independent; nil under page-in.
     public var digest: UInt64? = 0
-    /// How fixups were written: `eager` or `page-in`.
     public var fixupsMode: FixupsMode = .eager
     /// Why a page-in launch was asked for but fixups were written eagerly.
     public var pageInFallback: PageInFallback?
@@ -43,15 +39,12 @@ public struct LaunchReport: Sendable {
     public var registeredBytes: UInt64 = 0
     /// Page-in: pages the handler had filled when the launch returned (after main, if it ran).
     public var pagesFilled = 0
-    /// dyld3: how many images' content was hashed to confirm their identity (stat differed,
-    /// the identity is racy or content-only, or `--hash-images`); nil for dyld2.
+    /// dyld3: how many images' content was hashed to confirm their identity; nil for dyld2.
     public var imagesHashed: Int?
-    /// dyld3 `--verify-pages`: the pages of signed images checked against their code slots
-    /// after mapping (timed in the `parsing` phase, where dyld2 verifies); nil otherwise.
+    /// dyld3 `--verify-pages`: the pages checked after mapping (timed as `parsing`); nil otherwise.
     public var pagesVerified: Int?
-    /// A prelinked launch: whether it mapped the set slid for this boot (and stored no
-    /// slide), whether it wrote that copy first, and when it slid the set at launch instead,
-    /// why; false and nil for the other modes.
+    /// A prelinked launch: whether it mapped the set slid for this boot, whether it wrote that
+    /// copy first, and why it slid the set at launch instead.
     public var slidForBoot = false
     public var slidSetWritten = false
     public var slideAtLaunch: SlideAtLaunchReason?
@@ -61,13 +54,9 @@ public struct LaunchReport: Sendable {
 
 /// Why a launch's code did not run: the report says so once, in these words.
 public enum NotRunReason: Equatable, Sendable, CustomStringConvertible {
-    /// `--no-run`.
     case notAsked
-    /// An image from a stub root (``StubImageMarker``): its code would call into stub data.
     case stubImage(path: String)
-    /// Code of another architecture than the host's.
     case otherArchitecture(String)
-    /// The main image has no `LC_MAIN`: initializers ran, there is no `main`.
     case noMain(path: String)
 
     public var description: String {
@@ -84,12 +73,8 @@ public enum NotRunReason: Equatable, Sendable, CustomStringConvertible {
 
 /// Why a launch ran no Objective-C step.
 public enum ObjCSkipReason: Equatable, Sendable, CustomStringConvertible {
-    /// No image has `__objc_imageinfo`.
     case noMetadata
-    /// Some images have metadata, but none is a runtime this loader fills in; `otherRuntime`
-    /// names a libobjc of another kind when the graph loads one.
     case noRuntime(withMetadata: Int, of: Int, otherRuntime: String?)
-    /// A closure or a prelinked set records no Objective-C step (its builder found none to record).
     case notInClosure(prelinked: Bool)
 
     public var description: String {
@@ -110,15 +95,10 @@ public enum ObjCSkipReason: Equatable, Sendable, CustomStringConvertible {
 
 /// Why a launch asked to page its fixups in wrote them eagerly.
 public enum PageInFallback: Equatable, Sendable, CustomStringConvertible {
-    /// The kernel offers no userfaultfd to this process.
     case userfaultfdUnavailable(String)
-    /// Registering the pages or starting the handler failed.
     case setupFailed(String)
-    /// A prelinked set's slide runs are indexed by pages of another size.
     case otherPageSize(UInt64)
-    /// A prelinked set's file could not be opened again for the handler.
     case setUnopenable(String)
-    /// The set's copy slid for this boot was mapped: there is no slide left to page in.
     case slidForBoot
 
     public var description: String {
@@ -137,17 +117,11 @@ public enum SlideAtLaunchReason: Equatable, Sendable, CustomStringConvertible {
     case slidePerLaunch
     case trusted
     case noImage
-    /// The thread-local step writes into a segment that is read-only after the launch.
     case threadLocalWriteReadOnly(String)
-    /// The copy's range (at `base`) is taken in this process.
     case rangeTaken(base: UInt64)
-    /// The slide is forced elsewhere than the copy's.
     case slideForced(UInt64)
-    /// The slide is forced and the copy is not usable (why).
     case forcedAndUnusable(String)
-    /// The copy is not usable and cannot be written (why not, and why not written).
     case unwritable(unusable: String, error: String)
-    /// The copy just written cannot be opened.
     case writtenUnopenable
 
     public var description: String {
@@ -178,7 +152,7 @@ public struct PhaseClock: Sendable {
         last = start
     }
 
-    /// Nanoseconds since the previous lap (or the start).
+    /// Nanoseconds since the previous lap.
     public mutating func lap() -> Int64 {
         let now = clock.now
         defer { last = now }

@@ -1,15 +1,14 @@
 import Foundation
 
-/// What one launch's path search has asked the file system, remembered so that no path and
-/// no search directory is probed twice: each `stat` answer (present or absent) by path, and
-/// which rpath directories are known to be absent (every candidate under an absent directory
-/// is absent without a probe). A 2,000-deep `@rpath` chain whose images each add an absent
-/// rpath then costs a few probes per image instead of one per image per ancestor.
+/// What one launch's path search has asked the file system, so no path or search directory
+/// is probed twice, and which rpath directories are absent (so are their candidates, unprobed):
+/// a 2,000-deep `@rpath` chain adding an absent rpath each costs a few probes per image, not
+/// one per image per ancestor.
 struct PathProbes {
-    /// `stat` calls made so far (files and directories).
+    /// `stat` calls made so far.
     private(set) var count = 0
     private var answers: [String: Bool] = [:]
-    /// Search directories by id (`directoryID(_:)`), and whether each is known absent.
+    /// Search directories by id, and whether each is known absent.
     private var directoryIDs: [String: Int] = [:]
     private var directoryPaths: [String] = []
     private var directoryAbsent: [Bool] = []
@@ -23,7 +22,7 @@ struct PathProbes {
         return found
     }
 
-    /// A small integer naming the search directory `path` (already normalized).
+    /// The id of the (normalized) search directory `path`.
     mutating func directoryID(_ path: String) -> Int {
         if let id = directoryIDs[path] { return id }
         directoryIDs[path] = directoryPaths.count
@@ -32,11 +31,10 @@ struct PathProbes {
         return directoryPaths.count - 1
     }
 
-    /// Whether directory `id` was probed and found absent.
     func isKnownAbsent(_ id: Int) -> Bool { directoryAbsent[id] }
 
-    /// After a candidate under directory `id` was absent: probes the directory itself once
-    /// and returns its path when it is absent too (nil when present or already known).
+    /// After a candidate under directory `id` was absent: the directory's path when it is
+    /// absent too, probed once (nil when present or already known).
     mutating func settleAbsentDirectory(_ id: Int) -> String? {
         let path = directoryPaths[id]
         guard answers[path] == nil else { return nil }

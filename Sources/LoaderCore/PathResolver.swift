@@ -1,8 +1,7 @@
 import Foundation
 
-/// Turns an install name into candidate file paths the way dyld does: `@executable_path`,
-/// `@loader_path`, `@rpath` over the rpaths of the whole loading chain, absolute paths under
-/// the system root, and the root's `/usr/lib` as the last fallback.
+/// Turns an install name into candidate paths as dyld does: `@executable_path`, `@loader_path`,
+/// `@rpath` over the loading chain's rpaths, absolute paths under the root, the root's `/usr/lib` last.
 public struct PathResolver: Sendable {
     /// The system root absolute install names are looked up under (dyld's root path).
     public let root: String?
@@ -14,8 +13,7 @@ public struct PathResolver: Sendable {
         self.executableDirectory = PathResolver.directory(of: executablePath)
     }
 
-    /// An rpath as declared by an image, with the directory of the image that declared it
-    /// (what `@loader_path` in the rpath means).
+    /// An rpath as declared, with the declaring image's directory (its `@loader_path`).
     public struct RPath: Equatable, Sendable {
         public let path: String
         public let declaringImageDirectory: String
@@ -25,11 +23,8 @@ public struct PathResolver: Sendable {
         }
     }
 
-    /// Candidate paths for `installName`, in the order dyld tries them.
-    /// - Parameters:
-    ///   - loaderDirectory: the directory of the image whose load command names the dylib.
-    ///   - rpaths: the rpaths of the loading chain, the requesting image's first, then its
-    ///     loader's, up to the main executable's.
+    /// Candidate paths for `installName`, in the order dyld tries them. `loaderDirectory`: the
+    /// naming image's directory; `rpaths`: the loading chain's, the requester's first.
     public func candidates(for installName: String, loaderDirectory: String, rpaths: [RPath]) -> [String] {
         var paths: [String] = []
         if installName.hasPrefix("@rpath/") {
@@ -51,9 +46,8 @@ public struct PathResolver: Sendable {
         return paths.filter { seen.insert($0).inserted }
     }
 
-    /// The file `path` (as `dlopen` takes it) names without a search: `@executable_path` and
-    /// `@loader_path` (the main executable's directory) expanded inside the root, an
-    /// absolute path under the root; nil for `@rpath` (found by a search) and relative paths.
+    /// The file a `dlopen` path names without a search (`@loader_path` is the main executable's
+    /// directory); nil for `@rpath` and relative paths.
     public func direct(_ path: String) -> String? {
         if path.hasPrefix("@rpath/") { return nil }
         if path.hasPrefix("@") { return confined(expand(path, loaderDirectory: executableDirectory)) }
@@ -78,16 +72,13 @@ public struct PathResolver: Sendable {
         return root + PathResolver.normalize("/" + path)
     }
 
-    /// `path` normalized; a path that starts inside the root stays inside it (`..` stops
-    /// at the root). Symlinks are resolved inside the root when the file is read
-    /// (`ImageFile.load`).
+    /// `path` normalized; one inside the root stays inside it (symlinks resolve there when read).
     func confined(_ path: String) -> String {
         guard let root, let inside = PathResolver.relative(path, inside: root) else { return PathResolver.normalize(path) }
         return underRoot(inside)
     }
 
-    /// `path` relative to `root` (starting with `/`) when it lies inside the root, else nil.
-    /// Only the prefix is compared: `..` below it is the caller's to clamp.
+    /// `path` relative to `root` (starting with `/`) when inside it, else nil; `..` is the caller's to clamp.
     public static func relative(_ path: String, inside root: String) -> String? {
         guard root != "/" else { return nil }
         if path == root { return "/" }
@@ -114,9 +105,8 @@ public struct PathResolver: Sendable {
         return "/" + parts.joined(separator: "/")
     }
 
-    /// Whether `path` is already what ``normalize(_:)`` makes of it: absolute, and no
-    /// component empty (a doubled or trailing slash), `.` or `..`. Most paths a launch
-    /// resolves are, and one pass over their bytes spares splitting and joining them.
+    /// Whether ``normalize(_:)`` would leave `path` as it is (absolute, no empty, `.` or `..`
+    /// component): most paths a launch resolves are, and one pass spares splitting them.
     static func isNormalized(_ path: String) -> Bool {
         var utf8 = path.utf8.makeIterator()
         guard utf8.next() == UInt8(ascii: "/") else { return false }

@@ -2,10 +2,9 @@ import MachOReader
 import LaunchMemory
 
 /// The mark of an image written by `dyld3 stub-root` (docs/stub-roots.md): a
-/// `__DATA,__stub_root` section, which every stub dylib and every stub host carries. Such an
-/// image holds no code of the library it stands for (its exports are zero data, its entry
-/// point one trapping instruction), so a launch that loaded one maps it and writes its
-/// fixups but never runs code: initializers of real images would call into the stubs.
+/// `__DATA,__stub_root` section. Such an image holds no code (its exports are zero data), so a
+/// launch that loaded one maps it and writes its fixups but never runs code: initializers
+/// of real images would call into the stubs.
 public enum StubImageMarker {
     public static let segmentName = "__DATA"
     public static let sectionName = "__stub_root"
@@ -15,9 +14,8 @@ public enum StubImageMarker {
         section.segmentName == segmentName && section.name == sectionName
     }
 
-    /// Whether the image whose header and load commands open `view` carries the marker.
-    /// Walks the load commands once (their count and sizes bounded by the header's
-    /// `sizeofcmds`), reading sections only of `__DATA` segment commands.
+    /// Whether the image whose header and load commands open `view` carries the marker (load
+    /// commands bounded by `sizeofcmds`; sections read only of `__DATA`).
     public static func isCarried(byHeaderAndCommands view: ByteView) throws(MachOError) -> Bool {
         let header = try MachHeader(parsing: view)
         guard header.commandCount <= MachOImage.maxLoadCommands else {
@@ -41,9 +39,8 @@ public enum StubImageMarker {
         return false
     }
 
-    /// The first image of `memory` (in load order) that carries the marker, read back from
-    /// its mapped header and load commands; nil when none does. An image whose header cannot
-    /// be read back is not taken for a stub (both launch paths have checked it already).
+    /// The first image of `memory` that carries the marker, read back from its mapped header;
+    /// one that cannot be read back is not taken for a stub (both paths checked it already).
     public static func firstMarkedImage(in memory: LaunchMemory) -> Int? {
         for index in memory.images.indices {
             guard let first = memory.mappedFileBytes(image: index, vmOffset: 0, count: MachHeader.size),

@@ -1,19 +1,18 @@
 /// Calling into loaded x86_64 code: initializers and `main`. The addresses come from
 /// fixed-up images whose `__TEXT` is mapped executable; the caller checked each lies in it.
 enum UnsafeCall {
-    /// Calls `void f(void)` at `address`.
     static func initializer(at address: UInt64) {
         let function = unsafe unsafeBitCast(UInt(address), to: (@convention(c) () -> Void).self)
         function()
     }
 
-    /// Calls a `+load` method, `void f(Class cls, SEL selector)`.
+    /// A `+load` method, `void f(Class cls, SEL selector)`.
     static func loadMethod(at address: UInt64, cls: UInt64, selector: UInt64) {
         let function = unsafe unsafeBitCast(UInt(address), to: (@convention(c) (UInt, UInt) -> Void).self)
         function(UInt(cls), UInt(selector))
     }
 
-    /// Calls `int main(void)` at `address` and returns its result.
+    /// `int main(void)`.
     static func main(at address: UInt64) -> Int32 {
         let function = unsafe unsafeBitCast(UInt(address), to: (@convention(c) () -> Int32).self)
         return function()

@@ -5,31 +5,23 @@ import MachOReader
 import LaunchPlan
 import LoaderSystem
 
-/// Opens a file inside a root directory as if the root were `/`: `..` never climbs above
-/// the root and symbolic links (relative or absolute) are resolved inside it, one
-/// component at a time with `openat(openPathOnly | O_NOFOLLOW)` and `readlinkat` (what
-/// `openat2(RESOLVE_IN_ROOT)` does, without needing the Linux 5.6 system call). Only
-/// regular files are opened for reading, so a FIFO or a device never blocks the loader.
+/// Opens a file inside a root directory as if the root were `/`: `..` stops at the root and
+/// symlinks resolve inside it, one component at a time with `openat(O_PATH | O_NOFOLLOW)` and
+/// `readlinkat` (`openat2(RESOLVE_IN_ROOT)` without Linux 5.6). Only regular files are opened
+/// for reading, so a FIFO or a device never blocks the loader.
 enum UnsafeRootedOpen {
     /// Links followed per lookup before giving up, as the kernel's `ELOOP` limit.
     static let maxSymlinks = 40
-    /// Linux `O_PATH` (glibc hides it without `_GNU_SOURCE`): a descriptor that names a
-    /// file without opening it for reading, so FIFOs and devices are never opened.
+    /// Linux `O_PATH` (glibc hides it without `_GNU_SOURCE`): names a file without opening it for reading.
     static let openPathOnly: Int32 = 0o10000000
 
-    /// A rooted read refused without a failed call, for `reason`.
     static func refused(_ reason: String) -> LoadError {
         .systemCall(SystemCallFailure("open", refused: reason))
     }
 
-    /// The bytes of `path` (absolute, taken relative to `root`), mapped read-only, and the
-    /// path, inside the root, of the file actually mapped (symlinks resolved).
-    static func map(_ path: String, inRoot root: String) -> Result<(bytes: ByteStorage, resolved: String), LoadError> {
-        let rootFD: Int32
-        switch open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC, call: "open root \(root)") {
-        case let .success(fd): rootFD = fd
-        case let .failure(failure): return .failure(failure)
-        }
+    /// `path` (relative to `root`) mapped read-only, and the path inside the root of the file mapped.
+    static func map(_ path: String, inRoot root: String) throws(LoadError) -> (bytes: ByteStorage, resolved: String) {
+        let rootFD = try open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC, call: "open root \(root)").get()
         // Directories from the root down: their descriptors and names.
         var directories: [(fd: Int32, name: String)] = [(rootFD, "")]
         defer { for directory in directories { _ = Glibc.close(directory.fd) } }
@@ -42,26 +34,18 @@ enum UnsafeRootedOpen {
                 continue
             }
             let parent = directories[directories.count - 1].fd
-            let fd: Int32
-            switch open(name, in: parent, openPathOnly | O_NOFOLLOW | O_CLOEXEC) {
-            case let .success(opened): fd = opened
-            case let .failure(failure): return .failure(failure)
-            }
+            let fd = try open(name, in: parent, openPathOnly | O_NOFOLLOW | O_CLOEXEC).get()
             var info = stat()
             if case let .failure(failure) = status(fd, name, into: &info) {
                 _ = Glibc.close(fd)
-                return .failure(failure)
+                throw failure
             }
             switch info.st_mode & S_IFMT {
             case S_IFLNK:
                 _ = Glibc.close(fd)
                 links += 1
-                guard links <= maxSymlinks else { return .failure(refused("too many levels of symbolic links inside the root")) }
-                let target: String
-                switch readLink(parent, name) {
-                case let .success(read): target = read
-                case let .failure(failure): return .failure(failure)
-                }
+                guard links <= maxSymlinks else { throw refused("too many levels of symbolic links inside the root") }
+                let target = try readLink(parent, name).get()
                 if target.hasPrefix("/") {
                     while directories.count > 1 { _ = Glibc.close(directories.removeLast().fd) }
                 }
@@ -71,29 +55,28 @@ enum UnsafeRootedOpen {
             case S_IFREG where pending.isEmpty:
                 _ = Glibc.close(fd)
                 let resolved = "/" + (directories.dropFirst().map(\.name) + [name]).joined(separator: "/")
-                return mapRegular(parent, name, expecting: info).map { ($0, resolved) }
+                return (try mapRegular(parent, name, expecting: info), resolved)
             case S_IFREG:
                 _ = Glibc.close(fd)
-                return .failure(refused("\(name) is not a directory"))
+                throw refused("\(name) is not a directory")
             default:
                 _ = Glibc.close(fd)
-                return .failure(refused("not a regular file"))
+                throw refused("not a regular file")
             }
         }
-        return .failure(refused("not a regular file"))
+        throw refused("not a regular file")
     }
 
     private static func components(_ path: String) -> [String] {
         path.split(separator: "/").map(String.init)
     }
 
-    /// `openat(directory, name)` (the current directory when none), as `call` when it fails.
+    /// `openat(directory, name)`, named `call` when it fails.
     private static func open(_ name: String, in directory: Int32 = AT_FDCWD, _ flags: Int32, call: String? = nil) -> Result<Int32, LoadError> {
         UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.openat(directory, name, flags) }, failed: { $0 < 0 })
             .failing(call ?? "open \(name)", namesCall: true)
     }
 
-    /// `fstat(fd)` of the file `name` into `info`.
     private static func status(_ fd: Int32, _ name: String, into info: inout stat) -> Result<Void, LoadError> {
         UnsafeSystemCall.retryingInterrupts({ unsafe fstat(fd, &info) }, failed: { $0 != 0 })
             .map { _ in () }
@@ -112,20 +95,16 @@ enum UnsafeRootedOpen {
             .failing("readlink \(name)", namesCall: true)
     }
 
-    /// Opens `name` in `directory` without following a link, checks it is still the
-    /// regular file `expected` (same device and inode), and maps all of it read-only.
-    private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat) -> Result<ByteStorage, LoadError> {
-        let fd: Int32
-        switch open(name, in: directory, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) {
-        case let .success(opened): fd = opened
-        case let .failure(failure): return .failure(failure)
-        }
+    /// Maps `name` read-only, opened without following a link, once it is still the regular
+    /// file `expected` (same device and inode).
+    private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat) throws(LoadError) -> ByteStorage {
+        let fd = try open(name, in: directory, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC).get()
         defer { _ = Glibc.close(fd) }
         var info = stat()
-        if case let .failure(failure) = status(fd, name, into: &info) { return .failure(failure) }
+        try status(fd, name, into: &info).get()
         guard info.st_mode & S_IFMT == S_IFREG, info.st_dev == expected.st_dev, info.st_ino == expected.st_ino else {
-            return .failure(refused("not a regular file"))
+            throw refused("not a regular file")
         }
-        return UnsafeFileMapping.map(fd, size: Int(info.st_size), call: "mmap \(name)")
+        return try UnsafeFileMapping.map(fd, size: Int(info.st_size), call: "mmap \(name)").get()
     }
 }

@@ -7,17 +7,16 @@ import LaunchPlan
 import MachOReader
 import LoaderSystem
 
-/// Applies one page's fixups to that page's bytes (the closure's page index, in the fast
-/// path). Called on the thread that touched the page, inside its SIGBUS handler, once per
-/// first touch: it must not allocate, take a lock, build strings or look anything up by
-/// name, and must never touch the launch's registered memory.
+/// Applies one page's fixups to that page's bytes. Called inside the SIGBUS handler of the
+/// thread that first touched the page: it must not allocate, take a lock, build strings or
+/// look anything up by name, and must never touch the launch's registered memory.
 public protocol PageFixupSource: AnyObject, Sendable {
     /// Writes the fixups of image `image` that lie on `page` into it; nil on success.
     func applyFixups(image: Int, to page: inout PageBuffer) -> PageFillFailure?
 }
 
-/// The bytes of one page being filled, before they are installed: the file's bytes (zeros
-/// past the file), which ``PageFixupSource/applyFixups(image:to:)`` fixes up in place.
+/// One page being filled, before it is installed: the file's bytes (zeros past the file),
+/// fixed up in place by ``PageFixupSource/applyFixups(image:to:)``.
 public struct PageBuffer {
     let staging: UnsafeUserfault.StagingPage
     /// The page's offset from its image's base.
@@ -26,15 +25,13 @@ public struct PageBuffer {
     public let imageBase: UInt64
     public var size: UInt64 { UnsafeUserfault.pageSize }
 
-    /// Whether `run` (offsets from the image's base) lies wholly on this page: the one
-    /// check per run before its stores.
+    /// Whether `run` lies wholly on this page: the one check per run before its stores.
     @inline(__always)
     public func contains(_ run: FixupRun) -> Bool {
         run.start >= vmOffset && run.last >= run.start && run.last - vmOffset <= size - 8
     }
 
-    /// Stores a word at `imageOffset` (an offset from the image's base) when its 8 bytes lie
-    /// on this page; a location off the page is a fault, not a store.
+    /// Stores a word at `imageOffset` from the image's base; a location off the page is a fault.
     @inline(__always)
     public func store(_ value: UInt64, atImageOffset imageOffset: UInt64) throws(FixupFault) {
         let inPage = imageOffset &- vmOffset
@@ -43,33 +40,15 @@ public struct PageBuffer {
     }
 }
 
-extension PageBuffer {
-    /// Runs `body` on a page of zeros standing for the page at `vmOffset` of an image based
-    /// at `imageBase`, outside any fault: what it returned and the page's bytes after it
-    /// (for tests comparing fill paths).
-    package static func withScratch<Result>(vmOffset: UInt64, imageBase: UInt64, _ body: (inout PageBuffer) -> Result) -> (Result, [UInt8]) {
-        UnsafeUserfault.withScratchPage { staging in
-            UnsafeUserfault.zero(staging, from: 0)
-            var page = PageBuffer(staging: staging, vmOffset: vmOffset, imageBase: imageBase)
-            let result = body(&page)
-            return (result, UnsafeUserfault.bytes(of: staging))
-        }
-    }
-}
-
-/// Why a page could not be filled: a kind, not an error (the page-in handler reports it in
-/// one line and ends the process). Built on the fault path without allocation; worded by
-/// ``description`` when the launch reads it.
+/// Why a page could not be filled: a kind, not an error (the fault path reports it in one
+/// line and ends the process), built without allocation; worded when the launch reads it.
 public enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
     /// Reading the page's file bytes failed (errno), or the file is shorter than planned.
     case fileRead(image: Int, vmOffset: UInt64, errno: Int32)
     case fileShort(image: Int, vmOffset: UInt64, got: Int, expected: Int)
-    /// The page's fixups: a run off the page, a target outside the image or the table, or
-    /// runs that do not decode (the same fault an eager launch reports).
+    /// The page's fixups do not apply (the same fault an eager launch reports).
     case fixups(image: Int, vmOffset: UInt64, FixupFault)
-    /// `UFFDIO_COPY` failed (errno).
     case install(address: UInt64, errno: Int32)
-    /// The page's file bytes do not hash to its code signature's page hash (code slot `slot`).
     case signature(image: Int, vmOffset: UInt64, slot: Int)
 
     public var description: String {
@@ -85,7 +64,7 @@ public enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The one line the fault path writes before the process ends (no allocation: a fixed text per kind).
+    /// The fault path's line before the process ends: a fixed text per kind, no allocation.
     var reason: StaticString {
         switch self {
         case .fileRead: return "reading its file bytes failed"
@@ -97,17 +76,13 @@ public enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Page-in linking (docs/page-in.md): the pages that receive fixups are reserved without
-/// contents and registered with a userfaultfd opened with `UFFD_FEATURE_SIGBUS`, so the
-/// first touch of one raises SIGBUS on the touching thread. That thread fills the page
-/// itself, in the signal handler: the file's bytes and that page's fixups, assembled on its
-/// stack and installed atomically with `UFFDIO_COPY`; then the touch is retried. There is
-/// no handler thread: no thread ever waits for another to fill a page. A page that cannot
-/// be filled is reported in one line and the SIGBUS goes to the handler installed before
-/// (the Swift runtime's crash handler, or the default action): the process ends by SIGBUS,
-/// as a plain launch ends when a mapped file cannot be read. A fault the kernel takes on
-/// the process's behalf (a system call reading or writing an untouched page) fails with
-/// EFAULT. Released (region ended, descriptors closed) with the launch memory.
+/// Page-in linking (docs/page-in.md): the pages that receive fixups are reserved empty and
+/// registered with a userfaultfd opened with `UFFD_FEATURE_SIGBUS`, so a first touch raises
+/// SIGBUS on the touching thread, which fills the page itself in the handler (file bytes and
+/// fixups, assembled on its stack, installed with `UFFDIO_COPY`) and retries: no thread ever
+/// waits for another. A page that cannot be filled is reported in one line and the SIGBUS
+/// goes to the previous handler: the process ends, as a plain launch does when a mapped file
+/// cannot be read. A system call touching an untouched page fails with EFAULT.
 public final class FixupPager: @unchecked Sendable {
     /// One registered range: where it is mapped and where its file bytes are.
     struct Range {
@@ -115,9 +90,8 @@ public final class FixupPager: @unchecked Sendable {
         let end: UInt64
         let image: Int
         let imageBase: UInt64
-        /// The range's offset from its image's base.
+        /// The range's offset from its image's base; where its file bytes are, and how many.
         let vmOffset: UInt64
-        /// The file bytes of the range's first page, and how many bytes the file holds from there.
         let fileOffset: UInt64
         let fileSize: UInt64
         let fd: Int32
@@ -129,16 +103,14 @@ public final class FixupPager: @unchecked Sendable {
     /// The descriptors the images were mapped from, kept open until ``close()``.
     private var imageDescriptors: [Int: ImageDescriptor] = [:]
     private var imagePaths: [Int: String] = [:]
-    /// Per image: its code signature as the closure recorded it (set before mapping), and
-    /// the CodeDirectory read back and checked when its first range is registered.
+    /// Per image: its code signature as recorded, and its CodeDirectory read back at its first range.
     private var expectedSignatures: [SignedImage?] = []
     private var pageSignatures: [Int: PageSignature] = [:]
     private var context: FaultContext?
     private var slot: Int32?
     private var closed = false
 
-    /// A pager on a new userfaultfd with `UFFD_FEATURE_SIGBUS` and `UFFD_USER_MODE_ONLY`.
-    /// Fails with the reason when userfaultfd or the feature is not available, or the host's
+    /// A pager on a new userfaultfd; fails with the reason when it is unavailable or the host's
     /// pages are not the 4 KiB page-in fills.
     public static func open() -> Result<FixupPager, LoadError> {
         guard UnsafeMemory.pageSize == UnsafeUserfault.pageSize else {
@@ -149,39 +121,31 @@ public final class FixupPager: @unchecked Sendable {
 
     private init(fd: Int32) { self.fd = fd }
 
-    /// The first page that could not be filled, if any (the process is ending by then,
-    /// unless the fault came from ``FixupPager/fill(_:)`` outside a fault).
+    /// The first page that could not be filled (the process is ending by then, unless from ``fill(_:)``).
     public var failure: PageFillFailure? { context?.failure }
-    /// Pages filled so far.
     public var pagesFilled: Int { context?.filled.load(ordering: .sequentiallyConsistent) ?? 0 }
-    /// Faults resolved so far: first touches of a registered page (each filled that page,
-    /// and with fault-around its neighbours; a fault on a page another thread filled first
-    /// is counted too).
+    /// Faults resolved so far (one fills its page and, with fault-around, its neighbours).
     public var faults: Int { context?.faults.load(ordering: .sequentiallyConsistent) ?? 0 }
-    /// Bytes registered (every page of every registered range).
     public var registeredBytes: UInt64 { ranges.reduce(0) { $0 + ($1.end - $1.start) } }
 
-    /// The images' code signatures as the closure recorded them (per image, nil when
-    /// unsigned): every page filled from a signed image is checked against its page hash.
-    /// Before mapping.
+    /// Per image, its recorded code signature (nil: unsigned), which every page filled is
+    /// checked against. Before mapping.
     public func expectSignatures(_ signatures: [SignedImage?]) { expectedSignatures = signatures }
 
-    /// Registers the launch's whole reservation (anonymous, inaccessible) at once: a range
-    /// of it made accessible with `mprotect` stays registered, one mapped over does not.
-    /// Before ``start(source:)`` only.
+    /// Registers the launch's whole reservation at once: a range made accessible with
+    /// `mprotect` stays registered, one mapped over does not. Before ``start(source:faultAround:)``.
     package func registerRegion(start: UInt64, size: UInt64) throws(LoadError) {
         if let reason = UnsafeUserfault.register(fd, start: start, length: size) {
             throw .mapping(image: "page-in", reason: "\(reason)")
         }
     }
 
-    /// Registers a range mapped without contents at `start` (page-aligned, `size` rounded
-    /// to pages), at `vmOffset` from its image's base, whose file bytes are `fileSize` bytes
-    /// at `fileOffset` of `descriptor` (kept open until ``close()``). `inRegion`: the range is part of the reservation ``registerRegion(start:size:)``
-    /// registered (only recorded here). Before ``start(source:)`` only.
+    /// Registers a range mapped without contents at `start` (page-aligned), `vmOffset` from its
+    /// image's base, whose file bytes are `fileSize` bytes at `fileOffset` of `descriptor`
+    /// (kept open until ``close()``); `inRegion`: already registered with the reservation.
     package func register(start: UInt64, size: UInt64, image: Int, path: String, imageBase: UInt64, vmOffset: UInt64,
                   fileOffset: UInt64, fileSize: UInt64, descriptor: ImageDescriptor, sliceOffset: UInt64 = 0,
-                  inRegion: Bool = false) throws(LoadError) -> Void {
+                  inRegion: Bool = false) throws(LoadError) {
         if imageDescriptors[image] == nil {
             imageDescriptors[image] = descriptor
             imagePaths[image] = path
@@ -200,14 +164,11 @@ public final class FixupPager: @unchecked Sendable {
                             fileOffset: fileOffset, fileSize: fileSize, fd: descriptor.fd))
     }
 
-    /// The pages one fault fills by default: the faulting page and up to three more of the
-    /// same image's registered pages (docs/page-in.md, "Fault-around": chosen by measurement).
+    /// The pages one fault fills by default (docs/page-in.md, "Fault-around": chosen by measurement).
     public static let defaultFaultAround = 4
 
-    /// Makes the registered ranges live: from here on a touch of a registered page is
-    /// filled by the touching thread, with up to `faultAround - 1` pages after it in its
-    /// range. The fill path runs once first on a scratch page (so nothing it needs is first
-    /// set up inside a signal handler).
+    /// Makes the registered ranges live, each fault filling up to `faultAround` pages. The fill
+    /// path runs once first on a scratch page, so nothing it needs is first set up in a handler.
     public func start(source: PageFixupSource, faultAround: Int = FixupPager.defaultFaultAround) throws(LoadError) {
         ranges.sort { $0.start < $1.start }
         let pool = faultAround > 1 ? UnsafeUserfault.StagingPool(slots: 8, pagesPerSlot: min(faultAround, 256)) : nil
@@ -228,18 +189,14 @@ public final class FixupPager: @unchecked Sendable {
         self.slot = slot
     }
 
-    /// Fills the page holding `address` as a first touch would, outside a fault: whether it
-    /// was filled (or already there). The failure, if any, is kept in ``failure``.
+    /// Fills the page holding `address` as a first touch would: whether it is there (else see ``failure``).
     package func fill(_ address: UInt64) -> Bool {
         guard let context else { return false }
         return UnsafeUserfault.withScratchPage { context.fill(address, staging: $0, reporting: false) }
     }
 
-    /// Ends the region (waiting up to a second for any fill in progress; a fill that never
-    /// returns keeps the pager and its descriptors alive for good) and closes every descriptor. Call
-    /// after the memory is unmapped: a touch then is a fault on an unmapped address. Safe twice.
     /// What `body` returns (the memory the pager is given to); when it throws, the pager is
-    /// closed first, as no memory owns it yet.
+    /// closed, as no memory owns it yet.
     package func closedOnFailure<Value>(_ body: () throws -> Value) throws -> Value {
         do {
             return try body()
@@ -249,6 +206,9 @@ public final class FixupPager: @unchecked Sendable {
         }
     }
 
+    /// Ends the region (waiting up to a second for a fill in progress; one that never returns
+    /// keeps the pager alive for good) and closes every descriptor. After the memory is
+    /// unmapped. Safe twice.
     public func close() {
         guard !closed else { return }
         closed = true
@@ -263,8 +223,7 @@ public final class FixupPager: @unchecked Sendable {
     }
 }
 
-/// What the fault path reads: set up once before the region goes live, never changed after
-/// (only the counters), so a signal handler can read it on any thread.
+/// What the fault path reads: set once before the region goes live, then only the counters change.
 final class FaultContext: @unchecked Sendable {
     let fd: Int32
     let ranges: [FixupPager.Range]
@@ -292,22 +251,19 @@ final class FaultContext: @unchecked Sendable {
 
     var failure: PageFillFailure? { firstFailure.withLock { $0 } }
 
-    /// The index of the range holding `address` (binary search), or nil.
     @inline(__always)
     private func rangeIndex(holding address: UInt64) -> Int? {
         let low = ranges.partitionPoint { $0.end <= address }
         return low < ranges.count && ranges[low].start <= address ? low : nil
     }
 
-    /// Fills the page holding `address`, and with fault-around the image's next registered
-    /// pages after it (then its earlier ones), up to a pool slot's pages: each range's piece
-    /// read with one `pread`, fixed up page by page, installed with one `UFFDIO_COPY`. The
-    /// faulting page is assembled in `staging` (its thread's stack) when fault-around is off
-    /// or every slot is taken. True when the touch should be retried (the page is there, or
-    /// its range is gone and the retry faults on an unmapped address); false when the
-    /// address is not a registered page, or its page cannot be filled (recorded, and with
-    /// `reporting`, one line on standard error). A neighbour that cannot be filled is left
-    /// for its own first touch. No allocation, no lock waited on.
+    /// Fills the page holding `address` and, with fault-around, the image's registered pages
+    /// after it (then before it), up to a pool slot's: each range's piece read with one
+    /// `pread`, installed with one `UFFDIO_COPY`; in `staging` (the stack) when no slot is free.
+    /// True when the touch should be retried (the page is there, or its range is gone); false
+    /// when the address is not registered or its page cannot be filled (recorded and, with
+    /// `reporting`, reported). A neighbour that fails is left for its own touch. No allocation,
+    /// no lock waited on.
     func fill(_ address: UInt64, staging stack: UnsafeUserfault.StagingPage, reporting: Bool = true) -> Bool {
         let page = address & ~(pageSize - 1)
         guard let first = rangeIndex(holding: page) else { return false }
@@ -360,7 +316,6 @@ final class FaultContext: @unchecked Sendable {
         case gone
     }
 
-    /// Fills up to `pages` pages of range `index` from `page` on, assembled in `staging`.
     @inline(__always)
     private func fillPiece(_ index: Int, from page: UInt64, pages: Int, staging: UnsafeUserfault.StagingPage) -> Piece {
         let range = ranges[index]
@@ -422,30 +377,26 @@ final class FaultContext: @unchecked Sendable {
         // Never waits: a thread interrupted while holding the lock is recording a failure itself.
         _ = firstFailure.withLockIfAvailable { if $0 == nil { $0 = failure } }
         if reporting {
-            UnsafeUserfault.report(path: imagePaths[failure.image] ?? "", vmOffset: failure.vmOffset, reason: failure.reason)
+            let (image, vmOffset) = failure.page
+            UnsafeUserfault.report(path: imagePaths[image] ?? "", vmOffset: vmOffset, reason: failure.reason)
         }
         return false
     }
 }
 
 extension PageFillFailure {
-    var image: Int {
+    /// The page's image and offset (for `install`, no image and the address).
+    var page: (image: Int, vmOffset: UInt64) {
         switch self {
-        case let .fileRead(image, _, _), let .fileShort(image, _, _, _), let .fixups(image, _, _), let .signature(image, _, _): return image
-        case .install: return -1
-        }
-    }
-
-    var vmOffset: UInt64 {
-        switch self {
-        case let .fileRead(_, offset, _), let .fileShort(_, offset, _, _), let .fixups(_, offset, _), let .signature(_, offset, _): return offset
-        case let .install(address, _): return address
+        case let .fileRead(image, offset, _), let .fileShort(image, offset, _, _), let .fixups(image, offset, _),
+             let .signature(image, offset, _):
+            return (image, offset)
+        case let .install(address, _): return (-1, address)
         }
     }
 }
 
-/// A page bounds the walk of its runs (``FixupRunWalk``): a run is accepted when it lies
-/// wholly on the page.
+/// A page bounds the walk of its runs (``FixupRunWalk``): a run must lie wholly on it.
 extension PageBuffer: FixupRunBounds {
     @inline(__always)
     public func accept(_ run: FixupRun) -> FixupRun? { contains(run) ? run : nil }

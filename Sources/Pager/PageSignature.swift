@@ -3,12 +3,10 @@ import LaunchPlan
 import LoaderSystem
 
 /// A signed image's page hashes as page-in checks them (docs/code-signing.md, "At launch"):
-/// its best CodeDirectory, read back through the descriptor the image is mapped from when
-/// its first page range is registered and checked against the cdHash the closure recorded.
-/// Each page the fault path fills is hashed (its file bytes, before any fixup) and compared
-/// with its code slot, as the kernel checks a page when it faults it in; a page whose slot
-/// the filled bytes do not cover exactly (a signature page size other than 4096, a slot cut
-/// short by the segment's file size) is checked once at registration instead.
+/// its best CodeDirectory, read back through the image's descriptor at its first range and
+/// checked against the recorded cdHash. Each filled page's file bytes are hashed against its
+/// code slot, as the kernel checks a page it faults in; a page whose slot the filled bytes
+/// do not cover exactly (another page size, a slot cut short) is checked at registration.
 struct PageSignature: Sendable {
     let directory: CS_CodeDirectory
     /// Where the image's slice starts in the file: code slots count from there.
@@ -30,8 +28,7 @@ struct PageSignature: Sendable {
         self.sliceOffset = sliceOffset
     }
 
-    /// The code slot of the page whose file bytes start at `fileOffset`, when `bytes` bytes
-    /// of it (all the fault path reads) cover the slot exactly or more; nil otherwise.
+    /// The code slot of the page at `fileOffset` when the `bytes` the fault path reads cover it; nil otherwise.
     @inline(__always)
     func slot(fileOffset: UInt64, bytes: Int) -> Int? {
         guard directory.pageSize == Int(UnsafeUserfault.pageSize), fileOffset >= sliceOffset else { return nil }
@@ -42,17 +39,15 @@ struct PageSignature: Sendable {
         return !range.isEmpty && range.count <= bytes ? slot : nil
     }
 
-    /// The fault path's check of one staged page (its file bytes, before fixups): the slot
-    /// whose hash it fails, or nil (it matches, or lies past the code limit, or was checked
-    /// at registration). No allocation in this project's code.
+    /// The fault path's check of one staged page, before fixups: the slot whose hash it fails,
+    /// or nil (it matches, lies past the code limit, or was checked at registration).
     @inline(__always)
     func failingSlot(_ staging: UnsafeUserfault.StagingPage, fileOffset: UInt64, bytes: Int) -> Int? {
         guard let slot = slot(fileOffset: fileOffset, bytes: bytes) else { return nil }
         return UnsafeUserfault.verify(staging, count: directory.pageRange(slot).count, against: directory, slot: slot) ? nil : slot
     }
 
-    /// Checks, now, every page of a registered range whose slot the fault path cannot check
-    /// from the bytes it reads; the first that fails, as the launch's error.
+    /// Checks now every page of a range whose slot the fault path cannot check; the first failure throws.
     func verifyUncheckable(range: Range<UInt64>, vmOffset: UInt64, fileOffset: UInt64, fileSize: UInt64, of file: ImageDescriptor,
                            image: Int, path: String) throws(LoadError) {
         let page = UnsafeUserfault.pageSize

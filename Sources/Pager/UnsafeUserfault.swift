@@ -8,11 +8,9 @@ import MachOReader
 import Synchronization
 import LoaderSystem
 
-/// Page-in linking's contact with the kernel: the userfaultfd and its ioctls (the
-/// `CUserfault` shim), the process-wide SIGBUS handler and its registry of live regions
-/// (the `CPageIn` library), the staging page a page is assembled in on the faulting
-/// thread's stack, and reading a page's file bytes. Everything here is called by
-/// ``FixupPager`` with ranges it registered and addresses it checked.
+/// Page-in linking's contact with the kernel: the userfaultfd and its ioctls (`CUserfault`),
+/// the process-wide SIGBUS handler and its live regions (`CPageIn`), staging pages and file
+/// reads. Called by ``FixupPager`` with ranges it registered and addresses it checked.
 enum UnsafeUserfault {
     /// The one page size page-in works with (the size of the staging buffer).
     static let pageSize = UInt64(DYLD3_PAGEIN_PAGE_SIZE)
@@ -35,9 +33,8 @@ enum UnsafeUserfault {
         return result == 0 ? nil : failure(result, "UFFDIO_REGISTER")
     }
 
-    /// Installs `count` pages from `staging` at `address`: 0 or the errno (EEXIST: a page
-    /// was there already, another thread installed it; ENOENT, EFAULT: the range is gone),
-    /// and how many pages were installed before it stopped.
+    /// Installs `count` pages from `staging` at `address`: 0 or the errno (EEXIST: another
+    /// thread installed a page; ENOENT, EFAULT: the range is gone), and the pages installed.
     @inline(__always)
     static func copy(_ fd: Int32, pages address: UInt64, count: Int, from staging: StagingPage) -> (errno: Int32, installed: Int) {
         var copied: Int64 = 0
@@ -47,8 +44,7 @@ enum UnsafeUserfault {
 
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
-    /// Reads `count` bytes of `fd` at `offset` into the start of `staging`; the bytes read
-    /// (fewer when the file is shorter), or -errno.
+    /// Reads `count` bytes of `fd` at `offset` into `staging`: the bytes read (fewer at the file's end), or -errno.
     @inline(__always)
     static func read(_ fd: Int32, offset: UInt64, count: Int, into staging: StagingPage) -> Int {
         var done = 0
@@ -62,16 +58,14 @@ enum UnsafeUserfault {
         return done
     }
 
-    /// Zeroes `staging` from byte `from` to byte `to` (its first page's end by default).
     @inline(__always)
-    static func zero(_ staging: StagingPage, from: Int, to end: Int = Int(pageSize)) {
+    static func zero(_ staging: StagingPage, from: Int, to end: Int) {
         guard from < end else { return }
         unsafe (staging.pointer + from).initializeMemory(as: UInt8.self, repeating: 0, count: end - from)
     }
 
-    /// Pages that a page (or, with fault-around, a few neighbouring pages) is assembled in
-    /// before `UFFDIO_COPY` installs it: the SIGBUS handler's one page on the faulting
-    /// thread's stack, or a slot of a ``StagingPool``. Never registered.
+    /// Where pages are assembled before `UFFDIO_COPY` installs them: the SIGBUS handler's one
+    /// page on the faulting thread's stack, or a ``StagingPool`` slot. Never registered.
     @safe struct StagingPage {
         let pointer: UnsafeMutableRawPointer
         var address: UInt64 { unsafe UInt64(UInt(bitPattern: pointer)) }
@@ -81,9 +75,8 @@ enum UnsafeUserfault {
         func page(_ index: Int) -> StagingPage { unsafe StagingPage(pointer: pointer + index * Int(UnsafeUserfault.pageSize)) }
     }
 
-    /// Fault-around's staging: up to 64 slots of `pagesPerSlot` pages each, claimed by a
-    /// compare-and-swap on one bit each and released after the copy. A fault that finds every
-    /// slot taken fills its own page alone on its stack: nothing ever waits for a slot.
+    /// Fault-around's staging: up to 64 slots of `pagesPerSlot` pages, each claimed by a
+    /// compare-and-swap on its bit. A fault finding all taken fills its page alone: none waits.
     @safe final class StagingPool: @unchecked Sendable {
         let base: UnsafeMutableRawPointer
         let slots: Int
@@ -127,17 +120,11 @@ enum UnsafeUserfault {
         deinit { _ = unsafe munmap(base, slots * pagesPerSlot * Int(UnsafeUserfault.pageSize)) }
     }
 
-    /// A page of heap memory standing in for the stack buffer outside a fault (the fill
-    /// path run once before a region goes live), and its release.
+    /// A heap page standing in for the stack buffer outside a fault.
     static func withScratchPage<Result>(_ body: (StagingPage) -> Result) -> Result {
         let pointer = UnsafeMutableRawPointer.allocate(byteCount: Int(pageSize), alignment: 64)
         defer { unsafe pointer.deallocate() }
         return body(unsafe StagingPage(pointer: pointer))
-    }
-
-    /// A copy of `staging`'s bytes.
-    static func bytes(of staging: StagingPage) -> [UInt8] {
-        unsafe [UInt8](UnsafeRawBufferPointer(start: staging.pointer, count: Int(pageSize)))
     }
 
     /// Whether the first `count` bytes of `staging` hash to `directory`'s code slot `slot`.
@@ -154,8 +141,7 @@ enum UnsafeUserfault {
         return result == 0 ? nil : failure(result, "sigaction(SIGBUS)")
     }
 
-    /// Makes `[start, end)` live: a SIGBUS there calls `context.fill`. The slot, or nil when
-    /// every slot is taken (``regionCapacity`` launches at once).
+    /// Makes `[start, end)` live (a SIGBUS there calls `context.fill`): its slot, or nil when all ``regionCapacity`` are taken.
     static func activate(start: UInt64, end: UInt64, context: FaultContext) -> Int32? {
         let slot = unsafe dyld3_pagein_activate(start, end, Unmanaged.passUnretained(context).toOpaque(), { owner, address, staging in
             let context = unsafe Unmanaged<FaultContext>.fromOpaque(owner!).takeUnretainedValue()
@@ -164,18 +150,15 @@ enum UnsafeUserfault {
         return slot >= 0 ? slot : nil
     }
 
-    /// Ends a region and waits up to a second for the fills already running: true when none
-    /// is left, false when one still runs (a thread stopped inside its fill).
+    /// Ends a region and waits up to a second for running fills: false when one still runs.
     static func deactivate(_ slot: Int32) -> Bool { dyld3_pagein_deactivate(slot, 1_000_000_000) != 0 }
 
-    /// Keeps `object` alive for the rest of the process (what a fill that never returned
-    /// may still read: the region's context, its descriptors).
+    /// Keeps `object` alive for good (what a fill that never returned may still read).
     static func keepForever(_ object: AnyObject) { _ = unsafe Unmanaged.passRetained(object) }
 
     static let regionCapacity = Int(DYLD3_PAGEIN_REGIONS)
 
-    /// Writes `dyld3: page-in: PATH: cannot fill page +0xVMOFFSET: REASON` and a newline to
-    /// standard error, without allocating: a failed fill's one line, from the fault path.
+    /// Writes `dyld3: page-in: PATH: cannot fill page +0xVMOFFSET: REASON\n` to standard error, without allocating.
     static func report(path: String, vmOffset: UInt64, reason: StaticString) {
         let start: StaticString = "dyld3: page-in: ", middle: StaticString = ": cannot fill "
         unsafe dyld3_pagein_report(start.utf8Start, UInt64(start.utf8CodeUnitCount))
@@ -185,13 +168,12 @@ enum UnsafeUserfault {
         unsafe withUnsafeMutableBytes(of: &digits) { buffer in
             var length = 0
             for byte in "page +0x".utf8 { unsafe buffer[length] = byte; length += 1 }
-            var shift = 60
-            while shift > 0 && (vmOffset >> UInt64(shift)) & 0xf == 0 { shift -= 4 }
-            while shift >= 0 {
+            var top = 60
+            while top > 0 && (vmOffset >> UInt64(top)) & 0xf == 0 { top -= 4 }
+            for shift in stride(from: top, through: 0, by: -4) {
                 let nibble = UInt8((vmOffset >> UInt64(shift)) & 0xf)
                 unsafe buffer[length] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble
                 length += 1
-                shift -= 4
             }
             unsafe buffer[length] = 0x3a; unsafe buffer[length + 1] = 0x20
             unsafe dyld3_pagein_report(buffer.baseAddress, UInt64(length + 2))

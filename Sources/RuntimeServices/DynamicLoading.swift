@@ -3,31 +3,24 @@ import LaunchPlan
 import LaunchMemory
 
 /// `dlopen`, `dlsym`, `dlclose` and `dladdr` for code a launch runs (docs/dyld-rules.md,
-/// rule 24). The project's libSystem exports them as calls through its host services table
-/// (``ThreadLocals``); the table's address names the launch, and the loader registered for
-/// it (``DynamicLoaderRegistry``) answers. The dyld2 path loads the slow way; the dyld3
-/// path applies a dlopen closure when the closure has one for the path.
+/// rule 24), which the project's libSystem calls through its host services table; the
+/// table's address names the launch whose loader answers (``DynamicLoaderRegistry``).
 public protocol DynamicLoader: AnyObject {
-    /// Loads `path` (and what it needs that is not loaded), runs the initializers it adds,
-    /// and returns its handle: the address of its Mach-O header. An image already loaded
-    /// returns the same handle again (each `open` is matched by a `close`).
+    /// Loads `path` and what it needs, runs the initializers it adds, and returns its handle
+    /// (its Mach-O header's address), the same again for an image already loaded.
     func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64
-    /// The address `name` (a C name, without the leading underscore) has in the image of
-    /// `handle`, or its re-exports; ``DynamicHandle/defaultSearch`` searches every image
-    /// in load order.
+    /// The address of `name` (a C name) in the image of `handle` or its re-exports;
+    /// ``DynamicHandle/defaultSearch`` searches every image in load order.
     func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64
-    /// Balances one ``open(_:mode:)``. Images stay mapped until the launch's memory is
-    /// released (as dyld keeps an image whose code may still be running).
+    /// Balances one ``open(_:mode:)``; images stay mapped until the launch's memory is released.
     func close(_ handle: UInt64) throws(LoadError)
     /// The image holding `address` and the nearest exported symbol at or below it.
     func describe(_ address: UInt64) -> DynamicAddress?
     /// Releases the memory of every image it loaded (with the launch's memory).
     func releaseLoaded()
-    /// The slide of the next `dlopen`'s reservation (`compare` places both paths' images at
-    /// one address); nil picks a random one.
+    /// The slide of the next `dlopen`'s reservation (`compare` uses one for both paths); nil: random.
     var nextSlide: UInt64? { get set }
-    /// What each `open` did, in order (the first ``DynamicLoadEvent/limit``: code may call
-    /// `dlopen` without end).
+    /// What each `open` did, in order (the first ``DynamicLoadEvent/limit``).
     var events: [DynamicLoadEvent] { get }
     /// The memory of each `open` that added images, in order.
     var loadedMemories: [LaunchMemory] { get }
@@ -53,8 +46,7 @@ public struct DynamicAddress: Equatable, Sendable {
         self.symbolAddress = symbolAddress
     }
 
-    /// `dladdr`'s answer for `address` in an image mapped at `base` (the nearest symbol of
-    /// its export trie at or below the address; no symbol when none is).
+    /// `dladdr`'s answer for `address` in an image mapped at `base`: the nearest exported symbol at or below it.
     public static func describe(_ address: UInt64, image: MachOImage, path: String, base: UInt64) -> DynamicAddress {
         var best: (name: String, address: UInt64)?
         try? image.exportTrie()?.forEachSymbol { symbol in
@@ -76,8 +68,7 @@ public struct DynamicLoadEvent: Equatable, Sendable {
     public var loaded: [String]
     /// The images whose initializers ran, in order.
     public var initialized: [String]
-    /// How: "closure" (the fast path applied the launch closure's dlopen closure), "runtime
-    /// closure" (one it built at run time), or "dyld2".
+    /// How: "closure" (the launch closure's dlopen closure), "runtime closure" (built at run time), or "dyld2".
     public var via: String
 
     /// The most events a launch keeps.

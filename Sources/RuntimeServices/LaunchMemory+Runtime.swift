@@ -4,16 +4,13 @@ import LaunchMemory
 /// libSystem's host services table, and its images' thread-local keys. Its memory holds it
 /// (``LaunchMemory/runtime``) and releases it before unmapping anything.
 final class LaunchRuntimeState: LaunchRuntime {
-    /// The loader of this launch's `dlopen`s, and its libSystem's host services table.
     var dynamicLoader: (loader: DynamicLoader, table: UInt64?)?
-    /// The thread-local keys of this launch's images (``ThreadLocals``), released with it.
+    /// The thread-local keys of this launch's images, and each image's.
     var threadLocalKeys: [Int64] = []
-    /// Each image's thread-local key, by image index.
     var threadLocalKeyOfImage: [Int: Int64] = [:]
 
-    /// Ends the table's registration (its address is in the memory about to be unmapped, where
-    /// another launch may then map and register the same address), releases what the loader
-    /// loaded, and frees the keys.
+    /// Ends the table's registration (another launch may map and register its address once it
+    /// is unmapped), releases what the loader loaded, and frees the keys.
     func release() {
         if let (loader, table) = dynamicLoader {
             if let table { DynamicLoaderRegistry.unregister(table: table, loader: loader) }
@@ -34,16 +31,13 @@ extension LaunchMemory {
         return state
     }
 
-    /// The loader of this launch's `dlopen`s, and its libSystem's host services table
-    /// (``attach(_:table:)``).
+    /// The loader of this launch's `dlopen`s, and its libSystem's host services table.
     public var dynamicLoader: (loader: DynamicLoader, table: UInt64?)? {
         (runtime as? LaunchRuntimeState)?.dynamicLoader
     }
 
-    /// Makes `loader` the one that opens images into this launch (for `compare --dlopen`),
-    /// and, with `table`, the one answering the `dlopen` calls of the libSystem whose host
-    /// services table is there, until this memory is released, which also releases what it
-    /// loaded.
+    /// Makes `loader` the one that opens images into this launch and, with `table`, the one
+    /// answering the calls of the libSystem whose host services table is there, until release.
     public func attach(_ loader: DynamicLoader, table: UInt64?) {
         let state = runtimeState
         if let (previous, table) = state.dynamicLoader, let table { DynamicLoaderRegistry.unregister(table: table, loader: previous) }
@@ -51,9 +45,8 @@ extension LaunchMemory {
         if let table { DynamicLoaderRegistry.register(loader, table: table) }
     }
 
-    /// Each image's thread-local key, by image index. Keys are the process's (the lowest
-    /// free one is taken), so two launches of one app get different numbers while another
-    /// launch in the process holds some: `compare` matches them by image.
+    /// Each image's thread-local key. Keys are the process's, so two launches of one app may
+    /// get different numbers: `compare` matches them by image.
     package var threadLocalKeyOfImage: [Int: Int64] {
         (runtime as? LaunchRuntimeState)?.threadLocalKeyOfImage ?? [:]
     }

@@ -4,25 +4,21 @@ import MachOReader
 import LaunchMemory
 
 /// The thread-local-variable step both launch paths end their fixups with, and the host
-/// services table (docs/dyld-rules.md, rule 23). dyld (libdyld's
-/// `tlv_initialize_descriptors`, dyld4 `RuntimeState::setUpTLVs`) gives each image with
-/// thread-local variables a key, then points every descriptor whose thunk is still
-/// `__tlv_bootstrap` at its own `tlv_get_addr` with that key; the variable's address is then
-/// the calling thread's block for the key plus the descriptor's offset.
+/// services table (docs/dyld-rules.md, rule 23). dyld (libdyld's `tlv_initialize_descriptors`,
+/// dyld4 `RuntimeState::setUpTLVs`) gives each image with thread-local variables a key and
+/// points every descriptor whose thunk is still `__tlv_bootstrap` at its `tlv_get_addr`.
 public enum ThreadLocals {
     static let regular = Section.typeThreadLocalRegular, zerofill = Section.typeThreadLocalZerofill
     static let variables = Section.typeThreadLocalVariables
 
-    /// Whether `image` has a `__thread_vars` section (what dyld's `MH_HAS_TLV_DESCRIPTORS`
-    /// announces): launches whose images have none skip the step, and its lookup by name.
+    /// Whether `image` has `__thread_vars` (dyld's `MH_HAS_TLV_DESCRIPTORS`): without, the step and its lookup are skipped.
     public static func hasDescriptors(_ image: MachOImage) -> Bool {
         image.sections.contains { $0.type == variables }
     }
 
-    /// An image's thread-local layout, as offsets from its preferred base: its template
-    /// (start, initialized bytes, total bytes) and every descriptor slot of its
-    /// `__thread_vars` sections; nil when it has no descriptors. A template or descriptor
-    /// section outside every writable segment is malformed.
+    /// An image's thread-local template (start, initialized bytes, total bytes) and descriptor
+    /// slots, offsets from its preferred base; nil without descriptors. Either outside the
+    /// writable segments is malformed.
     public static func layout(of image: MachOImage, plan: ImagePlan, path: String) throws(LoadError)
         -> (templateOffset: UInt64, initialSize: UInt64, totalSize: UInt64, descriptors: [UInt64])? {
         let base = plan.preferredBase
@@ -38,12 +34,8 @@ public enum ThreadLocals {
         }
         var descriptors: [UInt64] = []
         for section in descriptorSections {
-            let range = try writable(section)
-            var slot = range.lowerBound
-            while slot + ThreadLocalSetup.descriptorSize <= range.upperBound {
-                descriptors.append(slot)
-                slot += ThreadLocalSetup.descriptorSize
-            }
+            let range = try writable(section), size = ThreadLocalSetup.descriptorSize
+            descriptors += (0..<(range.upperBound - range.lowerBound) / size).map { range.lowerBound + $0 * size }
         }
         var start = UInt64.max, initialEnd: UInt64 = 0, end: UInt64 = 0
         for section in sections where section.type == regular || section.type == zerofill {
@@ -56,8 +48,8 @@ public enum ThreadLocals {
         return (start, initialEnd > start ? initialEnd - start : 0, end - start, descriptors)
     }
 
-    /// The step's writes as fixups of absolute values, per image (for the digest, which must
-    /// not take a thunk or a key, written over a descriptor's fixup, for a pointer into the region).
+    /// The step's writes, per image, as absolute values: the digest must not take a thunk or a
+    /// key written over a descriptor's fixup for a pointer into the region.
     public static func writes(_ setups: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
         var writes = [[ResolvedFixup]](repeating: [], count: imageCount)
         for setup in setups where setup.image < imageCount {
@@ -69,9 +61,8 @@ public enum ThreadLocals {
         return writes
     }
 
-    /// Sets up every image's thread-local variables in `memory` (a key each, then each
-    /// descriptor's thunk and key), and fills the host services table when the launch has
-    /// one. The keys are released with the memory.
+    /// Sets up every image's thread-local variables in `memory` (keys released with it), and
+    /// fills the host services table when the launch has one.
     public static func apply(_ setups: [ThreadLocalSetup], hostServices: HostServicesSlot?, memory: LaunchMemory) throws(LoadError) {
         if let hostServices {
             let words = UnsafeThreadLocal.hostServicesWords()

@@ -4,21 +4,18 @@ import Glibc
 import LaunchPlan
 import Synchronization
 
-/// The loaders of the launches whose code may call `dlopen` and its family, by the address
-/// of their libSystem's host services table, and the C entry points `CHostServices` calls
-/// (its `dyld3_dl_handlers`). A call finds its launch's loader under the registry's lock,
-/// then calls it under that launch's own recursive lock (an initializer `dlopen` runs may
-/// call `dlopen` again). `dladdr`'s names live until the launch is unregistered (at most one
-/// per image and exported symbol); `dlerror`'s message until the next error.
+/// The loaders of the launches whose code may call `dlopen` and its family, by the address of
+/// their libSystem's host services table, and the C entry points `CHostServices` calls. A call
+/// finds its loader under the registry's lock, then calls it under the launch's recursive lock
+/// (an initializer `dlopen` runs may call `dlopen`). `dladdr`'s names live until the launch is
+/// unregistered; `dlerror`'s message until the next error.
 public enum DynamicLoaderRegistry {
-    /// One registered launch: its loader, and the C strings it has handed out (as addresses).
+    /// One registered launch: its loader, and the C strings it handed out (as addresses).
     private final class Entry: Sendable {
         nonisolated(unsafe) let loader: DynamicLoader
-        /// Serializes the launch's calls into its loader, as dyld's loaders lock does; recursive,
-        /// since an initializer a `dlopen` runs may call `dlopen` on the same thread.
+        /// Serializes the launch's calls into its loader, as dyld's loaders lock does.
         let calls = NSRecursiveLock()
-        /// The names made so far, and the last error's message (its own copy) with whether
-        /// `dlerror` has yet to report it (threads of the launch may call at once).
+        /// The names made so far, and the last error's message with whether `dlerror` has yet to report it.
         private let state = Mutex<(strings: [String: UInt], lastError: UInt, pending: Bool)>(([:], 0, false))
 
         init(loader: DynamicLoader) { unsafe self.loader = loader }
@@ -40,8 +37,7 @@ public enum DynamicLoaderRegistry {
             return unsafe UnsafePointer(bitPattern: address)!
         }
 
-        /// Keeps `message` for `dlerror`, in place of the previous one (freed: messages name
-        /// paths the code chose, so they are not kept one per call).
+        /// Keeps `message` for `dlerror`, freeing the previous one (not kept one per call).
         func fail(_ message: String) {
             let address = UInt(bitPattern: unsafe strdup(message))
             let previous = state.withLock { state in
@@ -71,16 +67,14 @@ public enum DynamicLoaderRegistry {
 
     private static let entries = Mutex<[UInt64: Entry]>([:])
 
-    /// Makes `loader` answer the calls of the libSystem whose host services table is at
-    /// `table` (an address in the launch's memory), until ``unregister(table:)``.
+    /// Makes `loader` answer the calls of the libSystem whose host services table is at `table`.
     public static func register(_ loader: DynamicLoader, table: UInt64) {
         installHandlers
         let entry = Entry(loader: loader)
         entries.withLock { $0[table] = entry }
     }
 
-    /// Ends `loader`'s registration at `table`; one another launch made there since (its
-    /// memory reused the address) stays.
+    /// Ends `loader`'s registration at `table`; another launch's made there since stays.
     public static func unregister(table: UInt64, loader: DynamicLoader) {
         let entry = entries.withLock { entries -> Entry? in
             guard let entry = entries[table], unsafe entry.loader === loader else { return nil }
@@ -91,40 +85,42 @@ public enum DynamicLoaderRegistry {
 
     private static func entry(_ table: UInt64) -> Entry? { entries.withLock { $0[table] } }
 
+    /// `body` with the loader of the launch at `table`, under its lock; on an error, `failed`,
+    /// and "`call`: error" kept for `dlerror`.
+    private static func calling<T>(_ table: UInt64, _ call: @autoclosure () -> String, failed: T,
+                                   _ body: (DynamicLoader) throws(LoadError) -> T) -> T {
+        guard let entry = entry(table) else { return failed }
+        do throws(LoadError) {
+            return try entry.serialized { () throws(LoadError) in try body(unsafe entry.loader) }
+        } catch {
+            entry.fail("\(call()): \(error)")
+            return failed
+        }
+    }
+
     private static func open(_ table: UInt64, _ path: UnsafePointer<CChar>?, _ mode: Int32) -> UInt64 {
-        guard let entry = entry(table) else { return 0 }
         guard let path = unsafe path else {
-            entry.fail("dlopen(NULL): the main executable's handle is not supported")
+            entry(table)?.fail("dlopen(NULL): the main executable's handle is not supported")
             return 0
         }
         let text = unsafe String(cString: path)
-        do throws(LoadError) {
-            return try entry.serialized { () throws(LoadError) in try unsafe entry.loader.open(text, mode: mode) }
-        } catch {
-            entry.fail("dlopen(\(text), 0x\(String(mode, radix: 16))): \(error)")
-            return 0
+        return calling(table, "dlopen(\(text), 0x\(String(mode, radix: 16)))", failed: 0) { (loader) throws(LoadError) in
+            try loader.open(text, mode: mode)
         }
     }
 
     private static func symbol(_ table: UInt64, _ handle: UInt64, _ name: UnsafePointer<CChar>?) -> UInt64 {
-        guard let entry = entry(table), let name = unsafe name else { return 0 }
+        guard let name = unsafe name else { return 0 }
         let text = unsafe String(cString: name)
-        do throws(LoadError) {
-            return try entry.serialized { () throws(LoadError) in try unsafe entry.loader.symbol(text, handle: handle) }
-        } catch {
-            entry.fail("dlsym(0x\(String(handle, radix: 16)), \(text)): \(error)")
-            return 0
+        return calling(table, "dlsym(0x\(String(handle, radix: 16)), \(text))", failed: 0) { (loader) throws(LoadError) in
+            try loader.symbol(text, handle: handle)
         }
     }
 
     private static func close(_ table: UInt64, _ handle: UInt64) -> Int32 {
-        guard let entry = entry(table) else { return -1 }
-        do throws(LoadError) {
-            try entry.serialized { () throws(LoadError) in try unsafe entry.loader.close(handle) }
+        calling(table, "dlclose(0x\(String(handle, radix: 16)))", failed: -1) { (loader) throws(LoadError) in
+            try loader.close(handle)
             return 0
-        } catch {
-            entry.fail("dlclose(0x\(String(handle, radix: 16))): \(error)")
-            return -1
         }
     }
 

@@ -1,7 +1,7 @@
 import CHostServices
 import CThreadLocal
 
-/// The calls into `CThreadLocal` (the TLV thunk and its keys) and `CHostServices` (the host services).
+/// The calls into `CThreadLocal` (the TLV thunk and its keys) and `CHostServices`.
 enum UnsafeThreadLocal {
     /// The address every set-up descriptor's thunk holds.
     static var thunk: UInt64 { dyld3_tlv_thunk() }
