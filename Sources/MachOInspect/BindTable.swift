@@ -37,7 +37,7 @@ enum BindTable {
         try places.place(of: location, in: image).write(to: &text)
         switch fixup.stream {
         case .regular:
-            text.padded(typeName(fixup.type), 8)
+            text.padded(RebaseTable.typeName(fixup.type), 8)
             text.write(" ")
             text.decimal(fixup.addend, width: 8)
             text.write(" ")
@@ -50,21 +50,11 @@ enum BindTable {
             text.write(" ")
             text.write(fixup.symbolName)
         case .weak:
-            text.padded(typeName(fixup.type), 8)
+            text.padded(RebaseTable.typeName(fixup.type), 8)
             text.write(" ")
             text.decimal(fixup.addend, width: 8)
             text.write("   ")
             text.write(fixup.symbolName)
-        }
-    }
-
-    /// llvm's names for bind types.
-    static func typeName(_ type: BindType) -> String {
-        switch type {
-        case .pointer: "pointer"
-        case .textAbsolute32: "text abs32"
-        case .textPCRelative32: "text rel32"
-        default: "unknown"
         }
     }
 }

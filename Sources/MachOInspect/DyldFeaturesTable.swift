@@ -59,13 +59,11 @@ enum DyldFeaturesTable {
         let rows = try rows(image), names = try names(image)
         var descriptors: [Descriptor] = []
         for section in sections {
-            var slot: UInt64 = 0
-            while slot + 24 <= section.size {
+            for slot in stride(from: 0, to: section.size - section.size % 24, by: 24) {
                 let address = section.address + slot
                 let offset = try image.view.u64(Int(UInt64(section.fileOffset) + slot + 16))
-                descriptors.append(Descriptor(address: address, variable: names[address],
-                                              thunk: describe(rows[address], names: names), offset: offset))
-                slot += 24
+                let thunk = describe(rows[address], names: names)
+                descriptors.append(Descriptor(address: address, variable: names[address], thunk: thunk, offset: offset))
             }
         }
         return descriptors
@@ -77,21 +75,12 @@ enum DyldFeaturesTable {
         let rows = try rows(image), names = try names(image)
         var tuples: [Tuple] = []
         for section in sections {
-            var slot: UInt64 = 0
-            while slot + 16 <= section.size {
-                let address = section.address + slot
-                tuples.append(Tuple(address: address, replacement: describe(rows[address], names: names),
-                                    replacee: describe(rows[address + 8], names: names)))
-                slot += 16
+            for address in stride(from: section.address, to: section.address + section.size - section.size % 16, by: 16) {
+                tuples.append(Tuple(
+                    address: address, replacement: describe(rows[address], names: names), replacee: describe(rows[address + 8], names: names)))
             }
         }
         return tuples
-    }
-
-    /// 16 hex digits.
-    static func hex16(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: max(0, 16 - digits.count)) + digits
     }
 
     static func writeThreadLocals<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
@@ -104,7 +93,7 @@ enum DyldFeaturesTable {
         }
         out.write("address            variable                        offset     thunk\n")
         for descriptor in descriptors {
-            out.write("0x" + hex16(descriptor.address) + " "
+            out.write("0x" + Text.hex(descriptor.address, width: 16, uppercase: false) + " "
                 + (descriptor.variable ?? "(not exported)").padding(toLength: 31, withPad: " ", startingAt: 0) + " "
                 + ("0x" + String(descriptor.offset, radix: 16)).padding(toLength: 10, withPad: " ", startingAt: 0) + " "
                 + descriptor.thunk + "\n")
@@ -117,7 +106,7 @@ enum DyldFeaturesTable {
         guard !tuples.isEmpty else { return }
         out.write("address            replacement -> replacee\n")
         for tuple in tuples {
-            out.write("0x" + hex16(tuple.address) + " \(tuple.replacement) -> \(tuple.replacee)\n")
+            out.write("0x" + Text.hex(tuple.address, width: 16, uppercase: false) + " \(tuple.replacement) -> \(tuple.replacee)\n")
         }
     }
 

@@ -16,32 +16,31 @@ public enum InspectStatistics {
                 let parse = try best { () throws(MachOError) in image = try file.image(slice); return image.loadCommands.count }
                 out += line("load commands", parse)
                 out += line("rebases (opcodes)", try best { () throws(MachOError) in
-                    var count = 0
-                    try image.forEachRebaseFixup { _ in count += 1 }
-                    return count
+                    try count { (body) throws(MachOError) in try image.forEachRebaseFixup(body) }
                 })
                 for stream in BindStreamKind.allCases {
                     out += line("\(stream.rawValue) binds (opcodes)", try best { () throws(MachOError) in
-                        var count = 0
-                        try image.forEachBindFixup(in: stream) { _ in count += 1 }
-                        return count
+                        try count { (body) throws(MachOError) in try image.forEachBindFixup(in: stream, body) }
                     })
                 }
                 out += line("chained fixups", try best { () throws(MachOError) in
-                    var count = 0
-                    try image.forEachChainedFixup { _ in count += 1 }
-                    return count
+                    try count { (body) throws(MachOError) in try image.forEachChainedFixup(body) }
                 })
                 out += line("exports", try best { () throws(MachOError) in
-                    var count = 0
-                    try image.exportTrie()?.forEachSymbol { _ in count += 1 }
-                    return count
+                    try count { (body) throws(MachOError) in try image.exportTrie()?.forEachSymbol(body) }
                 })
             }
             return out
         } catch {
             throw error.inFile(path)
         }
+    }
+
+    /// How many items `walk` hands its body.
+    static func count<Item>(_ walk: ((Item) throws(MachOError) -> Void) throws(MachOError) -> Void) throws(MachOError) -> Int {
+        var count = 0
+        try walk { _ in count += 1 }
+        return count
     }
 
     /// The count `work` returns and its fastest time over `runs` runs.

@@ -178,10 +178,10 @@ struct ObjCMetadataTable {
 
     /// `length` bytes at `address` for a structure, or nil (nothing printed) when no
     /// section holds the address. Past the section's end the bytes read as 0 (llvm copies
-    /// what is left and zeroes the rest); bytes the section should hold but the file does
-    /// not end the walk with one line.
+    /// what is left and zeroes the rest), noted in a line (llvm's wording) unless `quiet`;
+    /// bytes the section should hold but the file does not end the walk with one line.
     mutating func structure<Output: TextOutputStream>(
-        _ address: UInt64, _ length: Int, _ name: String, to out: inout Output
+        _ address: UInt64, _ length: Int, _ name: String, quiet: Bool = false, to out: inout Output
     ) throws(MachOError) -> Found? {
         try step(address)
         guard let found = sections.structure(at: address, length: length) else { return nil }
@@ -190,6 +190,7 @@ struct ObjCMetadataTable {
             out.write("   (\(name) at \(Self.hex(address)) extends past the end of the file)\n")
             return nil
         }
+        if extendsPast && !quiet { out.write("   (\(name) entends past the end of the section)\n") }
         return Found(view: found.view, extendsPast: extendsPast, section: found.place.section, offset: found.place.offset)
     }
 
@@ -237,10 +238,8 @@ struct ObjCMetadataTable {
                 out.write("\(listName) list pointer extends past end of (\(section.segmentName),\(section.name)) section\n")
             }
             let slot = section.address &+ index
-            var line = String(slot, radix: 16)
-            line = String(repeating: "0", count: max(0, 16 - line.count)) + line + " "
             let symbolic = try symbolic(section, offset: index, value: pointer)
-            line += symbolic.nValue != 0 ? Self.hex(symbolic.nValue) + (pointer != 0 ? " + " + Self.hex(pointer) : "") : Self.hex(pointer)
+            var line = Text.hex(slot, width: 16, uppercase: false) + " " + Self.field(pointer, symbolic)
             var name = symbolic.name
             if name == nil { name = try bindName(slot) }
             if let name { line += " " + name }
@@ -257,7 +256,7 @@ struct ObjCMetadataTable {
     mutating func writeClass<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
         var address = address
         while true {
-            guard let found = try structure(address, ObjCClass.size, "class_t", to: &out), !found.extendsPast else { return }
+            guard let found = try structure(address, ObjCClass.size, "class_t", quiet: true, to: &out), !found.extendsPast else { return }
             let cls = ObjCClass(parsing: found.view, at: address)
             let isa = try symbolic(found, 0, cls.isa)
             out.write("           isa \(Self.hex(cls.isa))\(isa.name.map { " " + $0 } ?? "")\n")
@@ -279,7 +278,7 @@ struct ObjCMetadataTable {
 
     /// llvm's `print_class_ro64_t`: whether the class is a metaclass, nil when nothing was printed.
     mutating func writeClassRO<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) -> Bool? {
-        guard let found = try structure(address, ObjCClassRO.size, "class_ro_t", to: &out), !found.extendsPast else { return nil }
+        guard let found = try structure(address, ObjCClassRO.size, "class_ro_t", quiet: true, to: &out), !found.extendsPast else { return nil }
         let ro = ObjCClassRO(parsing: found.view)
         var flags = "                    flags 0x\(String(ro.flags, radix: 16))"
         if ro.flags & ObjCClassRO.flagMeta != 0 { flags += " RO_META" }
@@ -318,15 +317,10 @@ struct ObjCMetadataTable {
         var line = "                layout map: "
         var index = 0
         repeat {
-            line += "0x" + hexByte((try? place.bytes.u8(index)) ?? 0) + " "
+            line += "0x" + Text.hex(UInt64((try? place.bytes.u8(index)) ?? 0), width: 2, uppercase: false) + " "
             index += 1
         } while index < place.bytes.count && UInt64(index) < place.left && ((try? place.bytes.u8(index)) ?? 0) != 0
         out.write(line + "\n")
-    }
-
-    func hexByte(_ byte: UInt8) -> String {
-        let digits = String(byte, radix: 16)
-        return digits.count == 1 ? "0" + digits : digits
     }
 
     // MARK: Method, protocol, ivar and property lists
@@ -334,7 +328,6 @@ struct ObjCMetadataTable {
     /// llvm's `print_method_list64_t` (pointer lists) and its relative-list form.
     mutating func writeMethodList<Output: TextOutputStream>(_ address: UInt64, indent: String, to out: inout Output) throws(MachOError) {
         guard let found = try structure(address, ObjCMethodList.Header.size, "method_list_t", to: &out) else { return }
-        if found.extendsPast { out.write("   (method_list_t entends past the end of the section)\n") }
         let header = ObjCMethodList.Header(parsing: found.view)
         if header.isRelative {
             try writeRelativeMethods(header, at: address &+ 8, indent: indent, to: &out)
@@ -344,7 +337,7 @@ struct ObjCMetadataTable {
         out.write("\(indent)\t\t     count \(header.count)\n")
         var entry = address &+ 8
         for _ in 0..<header.count {
-            guard let found = try structure(entry, ObjCMethodList.PointerEntry.size, "method_t", to: &out) else { return }
+            guard let found = try structure(entry, ObjCMethodList.PointerEntry.size, "method_t", quiet: true, to: &out) else { return }
             if found.extendsPast { out.write("\(indent)   (method_t extends past the end of the section)\n") }
             let method = ObjCMethodList.PointerEntry(parsing: found.view)
             let name = try field(found, 0, method.name)
@@ -370,7 +363,7 @@ struct ObjCMetadataTable {
         out.write("\(indent)\t\t     count \(header.count)\n")
         var entry = first
         for _ in 0..<header.count {
-            guard let found = try structure(entry, ObjCMethodList.RelativeEntry.size, "relative_method_t", to: &out) else { return }
+            guard let found = try structure(entry, ObjCMethodList.RelativeEntry.size, "relative_method_t", quiet: true, to: &out) else { return }
             if found.extendsPast { out.write("\(indent)   (relative_method_t extends past the end of the section)\n") }
             let method = ObjCMethodList.RelativeEntry(parsing: found.view)
             let nameReference = entry &+ UInt64(bitPattern: Int64(method.name))
@@ -394,19 +387,16 @@ struct ObjCMetadataTable {
     /// llvm's `print_protocol_list64_t`.
     mutating func writeProtocolList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
         guard let found = try structure(address, ObjCProtocolListHeader.size, "protocol_list_t", to: &out) else { return }
-        if found.extendsPast { out.write("   (protocol_list_t entends past the end of the section)\n") }
         let header = ObjCProtocolListHeader(parsing: found.view)
         out.write("                      count \(header.count)\n")
         var slot = address &+ 8
         var index: UInt64 = 0
         while index < header.count {
             guard let found = try structure(slot, 8, "protocol_t *", to: &out) else { return }
-            if found.extendsPast { out.write("   (protocol_t * entends past the end of the section)\n") }
             let value = (try? found.view.u64(0)) ?? 0
             let pointer = try field(found, 0, value)
             out.write("\t\t      list[\(index)] \(pointer.text) (struct protocol_t *)\n")
             guard let proto = try structure(pointer.target, ObjCProtocol.size, "protocol_t", to: &out) else { return }
-            if proto.extendsPast { out.write("   (protocol_t entends past the end of the section)\n") }
             let parsed = ObjCProtocol(parsing: proto.view, at: pointer.target)
             out.write("\t\t\t      isa \(Self.hex(parsed.isa))\n")
             let name = try field(proto, 8, parsed.nameAddress)
@@ -434,14 +424,12 @@ struct ObjCMetadataTable {
         _ body: (inout Self, Found, inout Output) throws(MachOError) -> Void
     ) throws(MachOError) {
         guard let found = try structure(address, ObjCMethodList.Header.size, list, to: &out) else { return }
-        if found.extendsPast { out.write("   (\(list) entends past the end of the section)\n") }
         let header = ObjCMethodList.Header(parsing: found.view)
         out.write("                    entsize \(header.entsizeAndFlags)\n")
         out.write("                      count \(header.count)\n")
         var entryAddress = address &+ 8
         for _ in 0..<header.count {
             guard let found = try structure(entryAddress, entrySize, entry, to: &out) else { return }
-            if found.extendsPast { out.write("   (\(entry) entends past the end of the section)\n") }
             try body(&self, found, &out)
             entryAddress = entryAddress &+ UInt64(entrySize)
         }
@@ -490,7 +478,6 @@ struct ObjCMetadataTable {
     /// llvm's `print_category64_t`.
     mutating func writeCategory<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
         guard let found = try structure(address, ObjCCategory.size, "category_t", to: &out) else { return }
-        if found.extendsPast { out.write("   (category_t entends past the end of the section)\n") }
         let category = ObjCCategory(parsing: found.view, at: address)
         let name = try field(found, 0, category.nameAddress)
         out.write("              name \(name.text)\(string(name.target))\n")
@@ -518,7 +505,6 @@ struct ObjCMetadataTable {
         while index < section.size {
             let address = section.address &+ index
             guard let found = try structure(address, ObjCMessageReference.size, "message_ref", to: &out) else { return }
-            if found.extendsPast { out.write("   (message_ref entends past the end of the section)\n") }
             let reference = ObjCMessageReference(parsing: found.view)
             let imp = try symbolic(found, 0, reference.imp)
             var line = "  imp "

@@ -17,7 +17,7 @@ enum RebaseTable {
         }
     }
 
-    /// llvm's names for rebase types.
+    /// llvm's names for rebase and bind types.
     static func typeName(_ type: RebaseType) -> String {
         switch type {
         case .pointer: "pointer"

@@ -48,20 +48,17 @@ public struct SignatureVerification: Sendable {
 
     static func check(_ image: MachOImage, slice: UniversalFile.Slice, path: String) -> Slice {
         let arch = image.header.cpu.name
+        func unchecked(signed: Bool, _ error: MachOError?) -> Slice {
+            Slice(arch: arch, offset: slice.offset, signed: signed, valid: false, cdHash: nil, hashType: nil, pageSize: nil,
+                  pages: nil, badPages: [], directories: [], problems: error.map { [$0.description] } ?? [], error: error)
+        }
         let signature: CodeSignature?
         do {
             signature = try CodeSignature.read(from: image)
         } catch {
-            let located = error.inFile(path)
-            return Slice(
-                arch: arch, offset: slice.offset, signed: true, valid: false, cdHash: nil, hashType: nil, pageSize: nil,
-                pages: nil, badPages: [], directories: [], problems: [located.description], error: located)
+            return unchecked(signed: true, error.inFile(path))
         }
-        guard let signature else {
-            return Slice(
-                arch: arch, offset: slice.offset, signed: false, valid: false, cdHash: nil, hashType: nil, pageSize: nil,
-                pages: nil, badPages: [], directories: [], problems: [], error: nil)
-        }
+        guard let signature else { return unchecked(signed: false, nil) }
         let check = CodeSignatureCheck(signature, image: image)
         let best = signature.bestCodeDirectory
         let bestCheck = check.directories.first { $0.slot == best.slot }!

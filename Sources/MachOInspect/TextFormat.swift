@@ -1,8 +1,8 @@
 /// printf-style formatting shared by the tables: widths count bytes, as printf does.
 enum Text {
-    /// Upper-case hexadecimal, zero-padded to `width` digits.
-    static func hex(_ value: UInt64, width: Int = 0) -> String {
-        let digits = String(value, radix: 16, uppercase: true)
+    /// Hexadecimal (upper-case unless `uppercase` is false), zero-padded to `width` digits.
+    static func hex(_ value: UInt64, width: Int = 0, uppercase: Bool = true) -> String {
+        let digits = String(value, radix: 16, uppercase: uppercase)
         return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }
 
@@ -11,5 +11,4 @@ enum Text {
         let count = text.utf8.count
         return count >= width ? text : text + String(repeating: " ", count: width - count)
     }
-
 }

@@ -56,8 +56,6 @@ public struct ByteCursor: Sendable {
 
     /// A NUL-terminated string; the cursor moves past the terminator.
     public mutating func cString() throws(MachOError) -> String {
-        let (string, length) = try view.cStringAndLength(position)
-        position += length + 1
-        return string
+        try cStringBytes().string
     }
 }

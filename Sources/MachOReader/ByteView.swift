@@ -141,7 +141,7 @@ public struct ByteView: Sendable {
 
     /// A NUL-terminated string starting at `offset`, which must end inside the window.
     public func cString(_ offset: Int) throws(MachOError) -> String {
-        try cStringAndLength(offset).string
+        try cStringBytes(offset).string
     }
 
     /// The bytes of the NUL-terminated string at `offset`, terminator excluded; the string
@@ -153,11 +153,5 @@ public struct ByteView: Sendable {
             throw MachOError(offset: start, .malformed("string is not NUL-terminated inside its region"))
         }
         return ByteView(storage: storage, base: start, count: end - start)
-    }
-
-    /// A NUL-terminated string and its length in bytes, not counting the terminator.
-    public func cStringAndLength(_ offset: Int) throws(MachOError) -> (string: String, length: Int) {
-        let bytes = try cStringBytes(offset)
-        return (bytes.string, bytes.count)
     }
 }

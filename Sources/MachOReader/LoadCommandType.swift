@@ -60,11 +60,9 @@ public struct LoadCommandType: RawRepresentable, Equatable, Hashable, Sendable, 
     public static let buildVersion = Self(rawValue: 0x32)
     public static let dyldExportsTrie = Self(rawValue: 0x33 | requiredByDyld)
     public static let dyldChainedFixups = Self(rawValue: 0x34 | requiredByDyld)
-    public static let filesetEntry = Self(rawValue: 0x35 | requiredByDyld)
     public static let atomInfo = Self(rawValue: 0x36)
     public static let functionVariants = Self(rawValue: 0x37)
     public static let functionVariantFixups = Self(rawValue: 0x38)
-    public static let targetTriple = Self(rawValue: 0x39)
 
     private static let names: [UInt32: String] = [
         0x1: "LC_SEGMENT", 0x2: "LC_SYMTAB", 0x3: "LC_SYMSEG", 0x4: "LC_THREAD",

@@ -36,8 +36,7 @@ public struct EntryPoint: Equatable, Sendable {
     public let stackSize: UInt64
 
     public init(parsing view: ByteView) throws(MachOError) {
-        entryOffset = try view.u64(8)
-        stackSize = try view.u64(16)
+        (entryOffset, stackSize) = (try view.u64(8), try view.u64(16))
     }
 }
 
@@ -76,23 +75,18 @@ public struct VersionMin: Equatable, Sendable {
     public let sdk: UInt32
 
     public init(parsing view: ByteView) throws(MachOError) {
-        version = try view.u32(8)
-        sdk = try view.u32(12)
+        (version, sdk) = (try view.u32(8), try view.u32(12))
     }
 }
 
 /// `symtab_command` (LC_SYMTAB).
 public struct SymtabCommand: Equatable, Sendable {
-    public let symbolOffset: UInt32
-    public let symbolCount: UInt32
-    public let stringOffset: UInt32
-    public let stringSize: UInt32
+    public let symbolOffset: UInt32, symbolCount: UInt32
+    public let stringOffset: UInt32, stringSize: UInt32
 
     public init(parsing view: ByteView) throws(MachOError) {
-        symbolOffset = try view.u32(8)
-        symbolCount = try view.u32(12)
-        stringOffset = try view.u32(16)
-        stringSize = try view.u32(20)
+        symbolOffset = try view.u32(8); symbolCount = try view.u32(12)
+        stringOffset = try view.u32(16); stringSize = try view.u32(20)
     }
 }
 
@@ -130,8 +124,7 @@ public struct LinkeditData: Equatable, Sendable {
 
     /// The offset and size fields at `fieldOffset` (8 in a `linkedit_data_command`).
     public init(parsing view: ByteView, at fieldOffset: Int = 8) throws(MachOError) {
-        dataOffset = try view.u32(fieldOffset)
-        dataSize = try view.u32(fieldOffset + 4)
+        (dataOffset, dataSize) = (try view.u32(fieldOffset), try view.u32(fieldOffset + 4))
     }
 }
 

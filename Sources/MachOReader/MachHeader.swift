@@ -21,36 +21,18 @@ public struct MachHeader: Equatable, Sendable {
         /// `MH_OBJECT` through `MH_FILESET`: the types LLVM recognizes a Mach-O file by.
         public static let known: ClosedRange<UInt32> = 1...12
 
-        public var description: String {
-            switch self {
-            case .object: "MH_OBJECT"
-            case .execute: "MH_EXECUTE"
-            case .core: "MH_CORE"
-            case .dylib: "MH_DYLIB"
-            case .dylinker: "MH_DYLINKER"
-            case .bundle: "MH_BUNDLE"
-            case .dylibStub: "MH_DYLIB_STUB"
-            case .dsym: "MH_DSYM"
-            case .kextBundle: "MH_KEXT_BUNDLE"
-            case .fileset: "MH_FILESET"
-            default: "filetype(\(rawValue))"
-            }
-        }
+        private static let names: [UInt32: String] = [
+            1: "MH_OBJECT", 2: "MH_EXECUTE", 4: "MH_CORE", 6: "MH_DYLIB", 7: "MH_DYLINKER", 8: "MH_BUNDLE", 9: "MH_DYLIB_STUB",
+            10: "MH_DSYM", 11: "MH_KEXT_BUNDLE", 12: "MH_FILESET",
+        ]
+        public var description: String { Self.names[rawValue] ?? "filetype(\(rawValue))" }
     }
 
     /// Header flags (`MH_TWOLEVEL`, `MH_WEAK_DEFINES`, ...).
     public struct Flags: OptionSet, Sendable {
         public let rawValue: UInt32
         public init(rawValue: UInt32) { self.rawValue = rawValue }
-        public static let noUndefs = Flags(rawValue: 0x1)
-        public static let dyldLink = Flags(rawValue: 0x4)
-        public static let twoLevel = Flags(rawValue: 0x80)
-        public static let forceFlat = Flags(rawValue: 0x100)
         public static let weakDefines = Flags(rawValue: 0x8000)
-        public static let bindsToWeak = Flags(rawValue: 0x10000)
-        public static let pie = Flags(rawValue: 0x200000)
-        public static let hasTLVDescriptors = Flags(rawValue: 0x800000)
-        public static let noReexportedDylibs = Flags(rawValue: 0x100000)
     }
 
     public let cpu: CPUType
@@ -75,5 +57,15 @@ public struct MachHeader: Equatable, Sendable {
         flags = Flags(rawValue: try view.u32(24))
         // 4 reserved bytes at 28 complete the 32-byte header.
         try view.check(0, MachHeader.size)
+    }
+
+    /// The header, its load command count bounded by ``MachOImage/maxLoadCommands`` and its
+    /// `sizeofcmds` bytes of load commands inside `view`.
+    init(parsingWithCommands view: ByteView) throws(MachOError) {
+        try self.init(parsing: view)
+        guard commandCount <= MachOImage.maxLoadCommands else {
+            throw MachOError.malformed("header claims \(commandCount) load commands", at: view.absolute(16))
+        }
+        try view.check(MachHeader.size, Int(commandsSize))
     }
 }

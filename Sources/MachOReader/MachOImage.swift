@@ -15,22 +15,22 @@ public struct MachOImage: Sendable {
     public let loadCommandsExtent: Int
 
     // Derived once at parse time, in load-command order.
-    public let segments: [Segment]
+    public private(set) var segments: [Segment] = []
     /// Dependent dylibs in load-command order; library ordinal N is `dependencies[N - 1]`.
-    public let dependencies: [Dependency]
-    public let rpaths: [String]
-    public let id: DylibCommand?
-    public let uuid: [UInt8]?
-    public let entryPoint: EntryPoint?
-    public let dyldInfo: DyldInfo?
-    public let chainedFixups: LinkeditData?
-    public let exportsTrie: LinkeditData?
-    public let functionStarts: LinkeditData?
-    public let codeSignature: LinkeditData?
-    public let symtab: SymtabCommand?
-    public let dysymtab: DysymtabCommand?
-    public let buildVersion: BuildVersion?
-    public let versionMin: (type: LoadCommandType, version: VersionMin)?
+    public private(set) var dependencies: [Dependency] = []
+    public private(set) var rpaths: [String] = []
+    public private(set) var id: DylibCommand?
+    public private(set) var uuid: [UInt8]?
+    public private(set) var entryPoint: EntryPoint?
+    public private(set) var dyldInfo: DyldInfo?
+    public private(set) var chainedFixups: LinkeditData?
+    public private(set) var exportsTrie: LinkeditData?
+    public private(set) var functionStarts: LinkeditData?
+    public private(set) var codeSignature: LinkeditData?
+    public private(set) var symtab: SymtabCommand?
+    public private(set) var dysymtab: DysymtabCommand?
+    public private(set) var buildVersion: BuildVersion?
+    public private(set) var versionMin: (type: LoadCommandType, version: VersionMin)?
 
     /// A dylib this image links against.
     public struct Dependency: Equatable, Sendable {
@@ -41,12 +41,8 @@ public struct MachOImage: Sendable {
 
     public init(parsing view: ByteView) throws(MachOError) {
         self.view = view
-        header = try MachHeader(parsing: view)
-        guard header.commandCount <= MachOImage.maxLoadCommands else {
-            throw MachOError.malformed("header claims \(header.commandCount) load commands", at: view.absolute(16))
-        }
+        header = try MachHeader(parsingWithCommands: view)
         let commandsEnd = MachHeader.size + Int(header.commandsSize)
-        try view.check(MachHeader.size, Int(header.commandsSize))
 
         // Every command is checked as llvm-objdump checks it before it is parsed.
         var checks = try StructureCheck(header: header, view: view)
@@ -74,11 +70,6 @@ public struct MachOImage: Sendable {
         loadCommands = commands
         loadCommandsExtent = offset - MachHeader.size
 
-        var segments: [Segment] = [], dependencies: [Dependency] = [], rpaths: [String] = []
-        var id: DylibCommand?, uuid: [UInt8]?, entryPoint: EntryPoint?, dyldInfo: DyldInfo?
-        var chainedFixups: LinkeditData?, exportsTrie: LinkeditData?, functionStarts: LinkeditData?
-        var codeSignature: LinkeditData?, symtab: SymtabCommand?, dysymtab: DysymtabCommand?
-        var buildVersion: BuildVersion?, versionMin: (LoadCommandType, VersionMin)?
         for command in commands {
             switch command.payload {
             case let .segment(segment): segments.append(segment)
@@ -103,21 +94,6 @@ public struct MachOImage: Sendable {
             case .dylinker, .raw: break
             }
         }
-        self.segments = segments
-        self.dependencies = dependencies
-        self.rpaths = rpaths
-        self.id = id
-        self.uuid = uuid
-        self.entryPoint = entryPoint
-        self.dyldInfo = dyldInfo
-        self.chainedFixups = chainedFixups
-        self.exportsTrie = exportsTrie
-        self.functionStarts = functionStarts
-        self.codeSignature = codeSignature
-        self.symtab = symtab
-        self.dysymtab = dysymtab
-        self.buildVersion = buildVersion
-        self.versionMin = versionMin
     }
 
     /// Parses a thin file's image directly from its bytes.
@@ -139,12 +115,6 @@ public struct MachOImage: Sendable {
     /// (`__TEXT`), or 0.
     public var preferredLoadAddress: UInt64 {
         segments.first(where: { $0.fileOffset == 0 && $0.fileSize != 0 })?.vmAddress ?? 0
-    }
-
-    /// The segment and section holding `address`, if any.
-    public func location(ofAddress address: UInt64) -> (segment: Segment, section: Section?)? {
-        guard let segment = segments.first(where: { $0.contains(address: address) }) else { return nil }
-        return (segment, segment.sections.first(where: { $0.contains(address: address) }))
     }
 
     /// All sections, in load-command order.
@@ -169,5 +139,4 @@ public struct MachOImage: Sendable {
         for index in stride(from: 0, to: bytes.count, by: 4) { offsets.append(try bytes.u32(index)) }
         return offsets
     }
-
 }

@@ -24,9 +24,7 @@ public struct Section: Equatable, Sendable {
     public let relocationOffset: UInt32
     public let relocationCount: UInt32
     public let flags: UInt32
-    public let reserved1: UInt32
-    public let reserved2: UInt32
-    public let reserved3: UInt32
+    public let reserved1: UInt32, reserved2: UInt32, reserved3: UInt32
 
     /// `SECTION_TYPE`: the low byte of `flags`.
     public var type: UInt8 { UInt8(flags & 0xff) }
@@ -58,9 +56,7 @@ public struct Section: Equatable, Sendable {
         relocationOffset = try view.u32(56)
         relocationCount = try view.u32(60)
         flags = try view.u32(64)
-        reserved1 = try view.u32(68)
-        reserved2 = try view.u32(72)
-        reserved3 = try view.u32(76)
+        (reserved1, reserved2, reserved3) = (try view.u32(68), try view.u32(72), try view.u32(76))
     }
 
     /// Whether `address` lies inside this section.

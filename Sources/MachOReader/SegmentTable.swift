@@ -15,12 +15,8 @@ public struct SegmentTable: Sendable {
 
     /// Parses the header and walks every load command of `view`, keeping the segments.
     public init(parsing view: ByteView) throws(MachOError) {
-        header = try MachHeader(parsing: view)
-        guard header.commandCount <= MachOImage.maxLoadCommands else {
-            throw MachOError.malformed("header claims \(header.commandCount) load commands", at: view.absolute(16))
-        }
+        header = try MachHeader(parsingWithCommands: view)
         let commandsEnd = MachHeader.size + Int(header.commandsSize)
-        try view.check(MachHeader.size, Int(header.commandsSize))
         var segments: [Segment] = []
         var offset = MachHeader.size
         for _ in 0..<header.commandCount {

@@ -1,7 +1,7 @@
 import TestSupport
 import Foundation
 import MachOInspect
-import MachOReader
+@testable import MachOReader
 import Testing
 
 /// LC_DYLD_CHAINED_FIXUPS: the `--chained-fixups` and `--dyld-info` tables against
@@ -210,9 +210,9 @@ import Testing
         let starts = try #require(fixups.segments.first)
         #expect(starts.pageStarts == [0x8001])
 
-        var chainStarts: [UInt16] = []
-        try starts.forEachChainStart(inPage: 0) { (start, _) throws(MachOError) in chainStarts.append(start) }
-        #expect(chainStarts == [0x10, 0x100, 0x400])
+        // The multi-start list of page 0: entries 1 to 3, the last one flagged.
+        let chainStarts = try (1...3).map { (entry) throws(MachOError) in try starts.chainStartEntry(entry) }
+        #expect(chainStarts == [0x10, 0x100, 0x400 | ChainedStartsInSegment.startLast])
 
         let found = try fixups.fixups(in: image)
         #expect(found.map(\.offsetInSegment) == [0x10, 0x18, 0x100, 0x400])
@@ -233,7 +233,7 @@ import Testing
         let image = try SyntheticImage(format: .pointer64Offset, pageStarts: [8, 0], pageCount: 2, data: data).image()
         var visited: [ChainedFixup] = []
         try image.forEachChainedFixup { (fixup) throws(MachOError) in visited.append(fixup) }
-        #expect(visited == (try image.chainedFixupList()))
+        #expect(visited == (try image.parseChainedFixups()?.fixups(in: image) ?? []))
         #expect(visited.map(\.segmentIndex) == [1, 1, 1])
         #expect(visited.map(\.offsetInSegment) == [0x8, 0x10, 0x1000])
         #expect(visited.map(\.address) == [0x1008, 0x1010, 0x2000])
@@ -250,7 +250,7 @@ import Testing
         var data = [UInt8](repeating: 0, count: 0x2000)
         put64(&data, 0xFF8, 2 << 51 | 0x10)  // next would be 0xFF8 + 8 = 0x1000: the next page
         let image = try SyntheticImage(format: .pointer64, pageStarts: [0xFF8, 0xFFFF], pageCount: 2, data: data).image()
-        let error = failure { () throws(MachOError) in _ = try image.chainedFixupList() }
+        let error = failure { () throws(MachOError) in _ = try image.parseChainedFixups()?.fixups(in: image) ?? [] }
         #expect(error?.offset == SyntheticImage.dataFileOffset + 0xFF8)
         #expect(error.map { "\($0)" }?.contains("outside its 4096-byte page") == true)
     }
@@ -260,7 +260,7 @@ import Testing
         put64(&data, 0x10, 0)
         // Page 1 is outside the segment's 0x1000 file bytes.
         let image = try SyntheticImage(format: .pointer64, pageStarts: [0x10, 0x20], pageCount: 2, data: data).image()
-        let error = failure { () throws(MachOError) in _ = try image.chainedFixupList() }
+        let error = failure { () throws(MachOError) in _ = try image.parseChainedFixups()?.fixups(in: image) ?? [] }
         #expect(error?.offset == SyntheticImage.dataFileOffset + 0x1000)
     }
 
@@ -281,7 +281,7 @@ import Testing
         let unterminated = try SyntheticImage(
             format: .pointer32, pageStarts: [0x8001, 0x10, 0x20], pageCount: 1,
             data: [UInt8](repeating: 0, count: 0x1000)).image()
-        let listError = failure { () throws(MachOError) in _ = try unterminated.chainedFixupList() }
+        let listError = failure { () throws(MachOError) in _ = try unterminated.parseChainedFixups()?.fixups(in: unterminated) }
         #expect(listError != nil)
         if case .truncated? = listError?.reason {} else { Issue.record("expected truncation, got \(String(describing: listError))") }
     }
@@ -290,7 +290,7 @@ import Testing
         var data = [UInt8](repeating: 0, count: 0x1000)
         put64(&data, 0x20, 1 << 63 | 2)  // only imports 0 and 1 exist
         let image = try SyntheticImage(format: .pointer64, pageStarts: [0x20], pageCount: 1, data: data).image()
-        let error = failure { () throws(MachOError) in _ = try image.chainedFixupList() }
+        let error = failure { () throws(MachOError) in _ = try image.parseChainedFixups()?.fixups(in: image) ?? [] }
         #expect(error?.offset == SyntheticImage.dataFileOffset + 0x20)
     }
 

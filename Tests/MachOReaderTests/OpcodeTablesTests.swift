@@ -386,3 +386,12 @@ extension OpcodeTablesTests {
         }
     }
 }
+
+extension MachOImage {
+    /// Every rebase of the LC_DYLD_INFO rebase stream, in stream order (empty without one).
+    func rebaseFixups() throws(MachOError) -> [RebaseFixup] {
+        var fixups: [RebaseFixup] = []
+        try forEachRebaseFixup { fixups.append($0) }
+        return fixups
+    }
+}

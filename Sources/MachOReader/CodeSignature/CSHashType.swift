@@ -7,32 +7,10 @@ public enum CSHashType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case sha384 = 4          // kSecCodeSignatureHashSHA384
 
     /// The size of a slot's hash (`hashSize`) for this type.
-    public var hashSize: Int {
-        switch self {
-        case .sha1, .sha256Truncated: 20
-        case .sha256: 32
-        case .sha384: 48
-        }
-    }
-
+    public var hashSize: Int { [20, 32, 20, 48][Int(rawValue) - 1] }
     /// How strong the type is: the kernel takes the cdHash of the strongest CodeDirectory.
-    public var rank: Int {
-        switch self {
-        case .sha1: 1
-        case .sha256Truncated: 2
-        case .sha256: 3
-        case .sha384: 4
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .sha1: "SHA-1"
-        case .sha256: "SHA-256"
-        case .sha256Truncated: "SHA-256 (truncated)"
-        case .sha384: "SHA-384"
-        }
-    }
+    public var rank: Int { [1, 3, 2, 4][Int(rawValue) - 1] }
+    public var description: String { ["SHA-1", "SHA-256", "SHA-256 (truncated)", "SHA-384"][Int(rawValue) - 1] }
 }
 
 /// The 20 bytes that identify a CodeDirectory: its hash, under its own hash type, truncated

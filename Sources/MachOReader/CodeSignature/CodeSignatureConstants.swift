@@ -6,8 +6,6 @@
 public let CSMAGIC_EMBEDDED_SIGNATURE: UInt32 = 0xfade_0cc0
 /// The embedded signature of old (10.5-era) tools.
 public let CSMAGIC_EMBEDDED_SIGNATURE_OLD: UInt32 = 0xfade_0b02
-/// A detached signature (a SuperBlob of its own, not inside an image).
-public let CSMAGIC_DETACHED_SIGNATURE: UInt32 = 0xfade_0cc1
 /// One requirement (an expression in the requirement language, compiled).
 public let CSMAGIC_REQUIREMENT: UInt32 = 0xfade_0c00
 /// The requirement set: a SuperBlob-like index of requirements by type.
@@ -18,8 +16,6 @@ public let CSMAGIC_CODEDIRECTORY: UInt32 = 0xfade_0c02
 public let CSMAGIC_EMBEDDED_ENTITLEMENTS: UInt32 = 0xfade_7171
 /// Entitlements as DER.
 public let CSMAGIC_EMBEDDED_DER_ENTITLEMENTS: UInt32 = 0xfade_7172
-/// A launch constraint (DER).
-public let CSMAGIC_EMBEDDED_LAUNCH_CONSTRAINT: UInt32 = 0xfade_8181
 /// A wrapper around foreign data: the CMS signature.
 public let CSMAGIC_BLOBWRAPPER: UInt32 = 0xfade_0b01
 
@@ -54,12 +50,6 @@ public let CS_SUPPORTSEXECSEG: UInt32 = 0x20400
 public let CS_SUPPORTSRUNTIME: UInt32 = 0x20500
 public let CS_SUPPORTSLINKAGE: UInt32 = 0x20600
 
-/// Hash types (`CS_CodeDirectory.hashType`).
-public let kSecCodeSignatureNoHash: UInt8 = 0
-public let kSecCodeSignatureHashSHA1: UInt8 = 1
-public let kSecCodeSignatureHashSHA256: UInt8 = 2
-public let kSecCodeSignatureHashSHA256Truncated: UInt8 = 3
-public let kSecCodeSignatureHashSHA384: UInt8 = 4
 /// A cdHash is the CodeDirectory's hash truncated to this many bytes.
 public let CS_CDHASH_LEN = 20
 
@@ -157,13 +147,7 @@ public enum CodeSignatureNames {
 
     /// The name of a requirement type.
     public static func requirementTypeName(_ type: UInt32) -> String {
-        switch type {
-        case kSecHostRequirementType: "host"
-        case kSecGuestRequirementType: "guest"
-        case kSecDesignatedRequirementType: "designated"
-        case kSecLibraryRequirementType: "library"
-        case kSecPluginRequirementType: "plugin"
-        default: "type \(type)"
-        }
+        (kSecHostRequirementType...kSecPluginRequirementType).contains(type)
+            ? ["host", "guest", "designated", "library", "plugin"][Int(type) - 1] : "type \(type)"
     }
 }

@@ -45,15 +45,7 @@ extension CSHashType {
     /// The digest of the window's bytes, truncated to a cdHash's 20 bytes (a CodeDirectory
     /// blob's bytes give its cdHash).
     public func cdHash(of data: ByteView) -> CDHash {
-        unsafe data.withUnsafeBytes { bytes in
-            unsafe withDigest(of: bytes) { digest in
-                var high: UInt64 = 0, middle: UInt64 = 0, low: UInt32 = 0
-                for index in 0..<8 { high = high << 8 | UInt64(unsafe digest[index]) }
-                for index in 8..<16 { middle = middle << 8 | UInt64(unsafe digest[index]) }
-                for index in 16..<20 { low = low << 8 | UInt32(unsafe digest[index]) }
-                return CDHash(high: high, middle: middle, low: low)
-            }
-        }
+        unsafe data.withUnsafeBytes { bytes in unsafe withDigest(of: bytes) { unsafe CDHash(bytes: $0.prefix(CS_CDHASH_LEN))! } }
     }
 
     /// The full digest of the window's bytes (for printing a special slot's expected value).

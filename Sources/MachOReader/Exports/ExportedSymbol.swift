@@ -14,23 +14,8 @@ public struct ExportedSymbol: Equatable, Sendable {
         case absolute = 2
     }
 
-    /// Where the symbol's definition is.
-    public enum Definition: Equatable, Sendable {
-        /// In this image, `offset` bytes from its mach header (for an absolute symbol, the
-        /// value itself).
-        case image(offset: UInt64)
-        /// `EXPORT_SYMBOL_FLAGS_STUB_AND_RESOLVER`: `stubOffset` is what the static linker
-        /// bound clients to; dyld calls the resolver at `resolverOffset` for the real address.
-        case stubAndResolver(stubOffset: UInt64, resolverOffset: UInt64)
-        /// Flag 0x20 followed by a table index: current dyld's
-        /// `EXPORT_SYMBOL_FLAGS_FUNCTION_VARIANT`, whose address is chosen at load time from
-        /// entry `tableIndex` of LC_FUNCTION_VARIANTS, `defaultOffset` being the fallback.
-        case functionVariant(defaultOffset: UInt64, tableIndex: UInt64)
-        /// `EXPORT_SYMBOL_FLAGS_REEXPORT`: defined by the dylib with `libraryOrdinal`
-        /// (1-based, in the image's dependency order) under `importedName`, which is empty
-        /// when it is the symbol's own name.
-        case reexport(libraryOrdinal: Int, importedName: String)
-    }
+    /// Where the symbol's definition is, a re-export's imported name as a string.
+    public typealias Definition = ExportDefinition<String>
 
     public static let kindMask: UInt64 = 0x03
     public static let weakDefinitionFlag: UInt64 = 0x04
@@ -53,29 +38,12 @@ public struct ExportedSymbol: Equatable, Sendable {
     public var isWeakDefinition: Bool { flags & Self.weakDefinitionFlag != 0 }
     /// `EXPORT_SYMBOL_FLAGS_REEXPORT`.
     public var isReexport: Bool { flags & Self.reexportFlag != 0 }
-    /// `EXPORT_SYMBOL_FLAGS_STUB_AND_RESOLVER` (ignored on a re-export).
-    public var isStubAndResolver: Bool { if case .stubAndResolver = definition { true } else { false } }
-    /// Flag 0x20 (see ``staticResolverFlag``).
-    public var hasStaticResolverFlag: Bool { flags & Self.staticResolverFlag != 0 }
+    /// See ``ExportDefinition/imageOffset``.
+    public var imageOffset: UInt64? { definition.imageOffset }
 
-    /// The symbol's offset from the image's mach header (its stub for a stub-and-resolver,
-    /// its default for a function variant, its value when absolute); nil for a re-export.
-    public var imageOffset: UInt64? {
-        switch definition {
-        case let .image(offset): offset
-        case let .stubAndResolver(stubOffset, _): stubOffset
-        case let .functionVariant(defaultOffset, _): defaultOffset
-        case .reexport: nil
-        }
-    }
+}
 
-    public init(name: String, flags: UInt64, definition: Definition, nodeOffset: Int) {
-        self.name = name
-        self.flags = flags
-        self.definition = definition
-        self.nodeOffset = nodeOffset
-    }
-
+extension ExportedSymbol {
     /// Decodes a terminal's export info; `info` spans exactly the terminal's bytes.
     public init(name: String, parsing info: ByteView, nodeOffset: Int) throws(MachOError) {
         try self.init(name: name, terminal: try ExportTerminal(parsing: info, nodeOffset: nodeOffset, name: name), in: info)
@@ -85,10 +53,10 @@ public struct ExportedSymbol: Equatable, Sendable {
     public init(name: String, terminal: ExportTerminal, in trie: ByteView) throws(MachOError) {
         let definition: Definition = switch terminal.definition {
         case let .image(offset): .image(offset: offset)
-        case let .stubAndResolver(stubOffset, resolverOffset): .stubAndResolver(stubOffset: stubOffset, resolverOffset: resolverOffset)
-        case let .functionVariant(defaultOffset, tableIndex): .functionVariant(defaultOffset: defaultOffset, tableIndex: tableIndex)
-        case let .reexport(ordinal, importedName):
-            .reexport(libraryOrdinal: ordinal, importedName: try terminal.importedName(importedName, in: trie).string)
+        case let .stubAndResolver(stub, resolver): .stubAndResolver(stubOffset: stub, resolverOffset: resolver)
+        case let .functionVariant(defaultOffset, index): .functionVariant(defaultOffset: defaultOffset, tableIndex: index)
+        case let .reexport(ordinal, range):
+            .reexport(libraryOrdinal: ordinal, importedName: try terminal.importedName(range, in: trie).string)
         }
         self.init(name: name, flags: terminal.flags, definition: definition, nodeOffset: terminal.nodeOffset)
     }
@@ -98,15 +66,9 @@ public struct ExportedSymbol: Equatable, Sendable {
 /// is in the file: what a loader's lookup by name needs, with no string made and nothing
 /// to retain (``ExportedSymbol`` is the same information with names).
 public struct ExportTerminal: Sendable {
-    /// Where the symbol's definition is (see ``ExportedSymbol/Definition``).
-    public enum Definition: Sendable {
-        case image(offset: UInt64)
-        case stubAndResolver(stubOffset: UInt64, resolverOffset: UInt64)
-        case functionVariant(defaultOffset: UInt64, tableIndex: UInt64)
-        /// `importedName`: the absolute file offsets of the imported name's bytes (see
-        /// ``importedName(_:in:)``), empty when it is the symbol's own name.
-        case reexport(libraryOrdinal: Int, importedName: Range<Int>)
-    }
+    /// Where the symbol's definition is, a re-export's imported name as the absolute file
+    /// offsets of its bytes (see ``importedName(_:in:)``), empty when it is the symbol's own name.
+    public typealias Definition = ExportDefinition<Range<Int>>
 
     /// The raw flags word.
     public let flags: UInt64
@@ -118,16 +80,8 @@ public struct ExportTerminal: Sendable {
     /// `EXPORT_SYMBOL_FLAGS_WEAK_DEFINITION`.
     public var isWeakDefinition: Bool { flags & ExportedSymbol.weakDefinitionFlag != 0 }
 
-    /// The symbol's offset from the image's mach header (its stub for a stub-and-resolver,
-    /// its default for a function variant, its value when absolute); nil for a re-export.
-    public var imageOffset: UInt64? {
-        switch definition {
-        case let .image(offset): offset
-        case let .stubAndResolver(stubOffset, _): stubOffset
-        case let .functionVariant(defaultOffset, _): defaultOffset
-        case .reexport: nil
-        }
-    }
+    /// See ``ExportDefinition/imageOffset``.
+    public var imageOffset: UInt64? { definition.imageOffset }
 
     /// A re-export's imported name: the bytes at `range` of `view` (the trie, or any window
     /// of the file that holds them).
@@ -135,12 +89,9 @@ public struct ExportTerminal: Sendable {
         try view.slice(range.lowerBound - view.base, range.count)
     }
 
-    init(flags: UInt64, definition: Definition, nodeOffset: Int) {
-        self.flags = flags
-        self.definition = definition
-        self.nodeOffset = nodeOffset
-    }
+}
 
+extension ExportTerminal {
     /// Decodes the export info `info` (exactly the terminal's bytes); `name` is called only
     /// to word an error.
     public init(parsing info: ByteView, nodeOffset: Int, name: @autoclosure () -> String) throws(MachOError) {
@@ -149,6 +100,7 @@ public struct ExportTerminal: Sendable {
         guard flags & ExportedSymbol.kindMask != ExportedSymbol.kindMask else {
             throw MachOError.malformed("export \(name()) has unknown symbol kind 3 (flags 0x\(String(flags, radix: 16)))", at: info.base)
         }
+        let definition: Definition
         if flags & ExportedSymbol.reexportFlag != 0 {
             let ordinalOffset = cursor.absoluteOffset
             let ordinal = try cursor.uleb128()
@@ -172,7 +124,35 @@ public struct ExportTerminal: Sendable {
                 "export info of \(name()) is \(info.count) bytes but its fields end after \(cursor.position)",
                 at: cursor.absoluteOffset)
         }
-        self.flags = flags
-        self.nodeOffset = nodeOffset
+        self.init(flags: flags, definition: definition, nodeOffset: nodeOffset)
+    }
+}
+
+/// Where an exported symbol's definition is; a re-export's imported name is an `ImportedName`.
+public enum ExportDefinition<ImportedName: Equatable & Sendable>: Equatable, Sendable {
+    /// In this image, `offset` bytes from its mach header (for an absolute symbol, the
+    /// value itself).
+    case image(offset: UInt64)
+    /// `EXPORT_SYMBOL_FLAGS_STUB_AND_RESOLVER`: `stubOffset` is what the static linker
+    /// bound clients to; dyld calls the resolver at `resolverOffset` for the real address.
+    case stubAndResolver(stubOffset: UInt64, resolverOffset: UInt64)
+    /// Flag 0x20 followed by a table index: current dyld's
+    /// `EXPORT_SYMBOL_FLAGS_FUNCTION_VARIANT`, whose address is chosen at load time from
+    /// entry `tableIndex` of LC_FUNCTION_VARIANTS, `defaultOffset` being the fallback.
+    case functionVariant(defaultOffset: UInt64, tableIndex: UInt64)
+    /// `EXPORT_SYMBOL_FLAGS_REEXPORT`: defined by the dylib with `libraryOrdinal`
+    /// (1-based, in the image's dependency order) under `importedName`, which is empty
+    /// when it is the symbol's own name.
+    case reexport(libraryOrdinal: Int, importedName: ImportedName)
+
+    /// The symbol's offset from the image's mach header (its stub for a stub-and-resolver,
+    /// its default for a function variant, its value when absolute); nil for a re-export.
+    public var imageOffset: UInt64? {
+        switch self {
+        case let .image(offset): offset
+        case let .stubAndResolver(stubOffset, _): stubOffset
+        case let .functionVariant(defaultOffset, _): defaultOffset
+        case .reexport: nil
+        }
     }
 }

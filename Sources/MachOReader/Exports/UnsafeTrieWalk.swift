@@ -23,9 +23,8 @@ enum UnsafeTrieWalk {
     /// Flags a plain terminal has none of: re-export, stub and resolver, function variant.
     static let plainFlagsMask = Int(ExportedSymbol.reexportFlag | ExportedSymbol.stubAndResolverFlag | ExportedSymbol.staticResolverFlag)
 
-    /// Looks `name` up in the trie whose bytes are `trie` (not empty).
-    /// The nodes on the path are kept on the stack (``ExportTrie/pathScanLimit`` of them).
-    /// ``find(_:in:)`` over the bytes of two views.
+    /// Looks `name` up in the trie whose bytes are `trie` (not empty), keeping the nodes on
+    /// the path on the stack (``ExportTrie/pathScanLimit`` of them).
     static func find(_ name: ByteView, in trie: ByteView) -> Result {
         unsafe trie.storage.withBytes(trie.base, trie.count) { trie in
             unsafe name.storage.withBytes(name.base, name.count) { name in unsafe find(name, in: trie) }

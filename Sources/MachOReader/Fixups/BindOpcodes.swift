@@ -3,18 +3,8 @@ public enum BindStreamKind: String, Sendable, CaseIterable {
     case regular, lazy, weak
 }
 
-/// `BIND_TYPE_*`: how a bind writes the bound address.
-public struct BindType: RawRepresentable, Hashable, Sendable {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-
-    /// `BIND_TYPE_POINTER`: a pointer-sized absolute address.
-    public static let pointer = BindType(rawValue: 1)
-    /// `BIND_TYPE_TEXT_ABSOLUTE32`: a 32-bit absolute address in code.
-    public static let textAbsolute32 = BindType(rawValue: 2)
-    /// `BIND_TYPE_TEXT_PCREL32`: a 32-bit PC-relative address in code.
-    public static let textPCRelative32 = BindType(rawValue: 3)
-}
+/// `BIND_TYPE_*`: the values and meanings of `REBASE_TYPE_*`.
+public typealias BindType = RebaseType
 
 /// `BIND_SYMBOL_FLAGS_*`: the flags set with a bind's symbol name.
 public struct BindSymbolFlags: OptionSet, Hashable, Sendable {
@@ -78,12 +68,8 @@ public struct BindOpcodeEntry: Sendable {
 
 /// Decodes a bind, lazy-bind or weak-bind opcode stream one entry at a time.
 ///
-/// Every opcode is understood: `BIND_OPCODE_DONE`, `SET_DYLIB_ORDINAL_IMM`,
-/// `SET_DYLIB_ORDINAL_ULEB`, `SET_DYLIB_SPECIAL_IMM`, `SET_SYMBOL_TRAILING_FLAGS_IMM`,
-/// `SET_TYPE_IMM`, `SET_ADDEND_SLEB`, `SET_SEGMENT_AND_OFFSET_ULEB`, `ADD_ADDR_ULEB`,
-/// `DO_BIND`, `DO_BIND_ADD_ADDR_ULEB`, `DO_BIND_ADD_ADDR_IMM_SCALED` and
-/// `DO_BIND_ULEB_TIMES_SKIPPING_ULEB`. `BIND_OPCODE_THREADED` (arm64e) is refused as
-/// unsupported. Stream rules follow llvm's reader: in the lazy stream `DONE` ends one
+/// Every ``BindOpcode`` but `BIND_OPCODE_THREADED` (arm64e, refused as unsupported) is
+/// understood. Stream rules follow llvm's reader: in the lazy stream `DONE` ends one
 /// entry and the stream ends only when no non-zero byte follows; the lazy stream allows only
 /// `DO_BIND`; the weak stream sets no library ordinals. A stream may end without `DONE`.
 /// Locations are checked as in ``RebaseOpcodeDecoder``; a repeat count of 0 binds nothing,

@@ -5,32 +5,19 @@ public struct ChainedFixupsHeader: Equatable, Sendable {
 
     /// Offsets of the header's fields, for error offsets.
     enum Field {
-        static let fixupsVersion = 0
-        static let startsOffset = 4
-        static let importsOffset = 8
-        static let symbolsOffset = 12
-        static let importsCount = 16
-        static let importsFormat = 20
-        static let symbolsFormat = 24
+        static let fixupsVersion = 0, startsOffset = 4, importsOffset = 8, symbolsOffset = 12
+        static let importsCount = 16, importsFormat = 20, symbolsFormat = 24
     }
 
-    /// `symbols_format` of a plain (uncompressed) symbols pool.
-    public static let symbolsUncompressed: UInt32 = 0
-    /// `symbols_format` of a zlib-compressed symbols pool.
-    public static let symbolsZlib: UInt32 = 1
+    /// `symbols_format` of a plain symbols pool, and of a zlib-compressed one.
+    public static let symbolsUncompressed: UInt32 = 0, symbolsZlib: UInt32 = 1
 
     /// `fixups_version`: always 0.
     public let fixupsVersion: UInt32
-    /// Offset of `dyld_chained_starts_in_image` in the blob.
-    public let startsOffset: UInt32
-    /// Offset of the imports table in the blob.
-    public let importsOffset: UInt32
-    /// Offset of the symbol names in the blob.
-    public let symbolsOffset: UInt32
-    /// Number of entries in the imports table.
+    /// Offsets in the blob of `dyld_chained_starts_in_image`, the imports table and the symbol names.
+    public let startsOffset: UInt32, importsOffset: UInt32, symbolsOffset: UInt32
     public let importsCount: UInt32
     public let importsFormat: ChainedImportFormat
-    /// 0 for plain names, 1 for a zlib-compressed pool.
     public let symbolsFormat: UInt32
 
     public init(parsing view: ByteView) throws(MachOError) {
@@ -52,19 +39,16 @@ public struct ChainedFixupsHeader: Equatable, Sendable {
     }
 }
 
-/// The decoded LC_DYLD_CHAINED_FIXUPS blob: header, chain starts per segment and the
-/// imports table. The chains themselves live in the segments' data; walk them with
-/// ``forEachFixup(in:_:)`` or ``fixups(in:)``.
+/// The decoded LC_DYLD_CHAINED_FIXUPS blob: ``ChainedFixupChains`` (whose fields read as
+/// its own, `fixups.header`) with the imports' names decoded. The chains themselves live
+/// in the segments' data; walk them with ``forEachFixup(in:_:)`` or ``fixups(in:)``.
+@dynamicMemberLookup
 public struct ChainedFixups: Sendable {
     /// The blob without its imports' names decoded, which does the walking.
     public let chains: ChainedFixupChains
-    public var header: ChainedFixupsHeader { chains.header }
-    public var startsInImage: ChainedStartsInImage { chains.startsInImage }
-    /// The starts of every segment that has fixups (non-zero `seg_info_offset`), in order.
-    public var segments: [ChainedStartsInSegment] { chains.segments }
     public let imports: [ChainedImport]
-    /// The whole blob.
-    public var blob: ByteView { chains.blob }
+
+    public subscript<Value>(dynamicMember field: KeyPath<ChainedFixupChains, Value>) -> Value { chains[keyPath: field] }
 
     /// Parses the blob of an LC_DYLD_CHAINED_FIXUPS command.
     public init(parsing blob: ByteView) throws(MachOError) {
@@ -74,9 +58,8 @@ public struct ChainedFixups: Sendable {
 
     /// The NUL-terminated string at `offset` of the symbols pool.
     public func symbolName(atOffset offset: UInt32) throws(MachOError) -> String {
-        let start = Int(header.symbolsOffset)
-        return try ChainedImport.symbolName(
-            at: offset, in: try blob.slice(start, blob.count - start), for: blob)
+        let blob = chains.blob, start = Int(chains.header.symbolsOffset)
+        return try ChainedImportTable.nameBytes(at: offset, in: try blob.slice(start, blob.count - start), for: blob.base).string
     }
 
     /// Walks every chain as ``ChainedFixupChains/forEachPointer(in:_:)`` does, calling
@@ -206,11 +189,6 @@ public struct ChainedFixup: Equatable, Sendable {
     /// For a bind, the import its ordinal names.
     public let boundImport: ChainedImport?
 
-    public init(site: ChainedPointerSite, boundImport: ChainedImport?) {
-        self.site = site
-        self.boundImport = boundImport
-    }
-
     public subscript<Value>(dynamicMember field: KeyPath<ChainedPointerSite, Value>) -> Value {
         site[keyPath: field]
     }
@@ -234,10 +212,5 @@ extension MachOImage {
     /// Calls `body` with every chained fixup of the image (none without chained fixups).
     public func forEachChainedFixup(_ body: (ChainedFixup) throws(MachOError) -> Void) throws(MachOError) {
         try parseChainedFixups()?.forEachFixup(in: self, body)
-    }
-
-    /// Every chained fixup of the image, in chain order (empty without chained fixups).
-    public func chainedFixupList() throws(MachOError) -> [ChainedFixup] {
-        try parseChainedFixups()?.fixups(in: self) ?? []
     }
 }

@@ -9,60 +9,19 @@ public enum ChainedImportFormat: UInt32, Equatable, Hashable, Sendable, CaseIter
     case addend64 = 3
 
     /// The C name, e.g. `DYLD_CHAINED_IMPORT_ADDEND`.
-    public var name: String {
-        switch self {
-        case .plain: "DYLD_CHAINED_IMPORT"
-        case .addend: "DYLD_CHAINED_IMPORT_ADDEND"
-        case .addend64: "DYLD_CHAINED_IMPORT_ADDEND64"
-        }
-    }
-
-    /// Bytes per table entry.
-    public var entrySize: Int {
-        switch self {
-        case .plain: 4
-        case .addend: 8
-        case .addend64: 16
-        }
-    }
+    public var name: String { ["DYLD_CHAINED_IMPORT", "DYLD_CHAINED_IMPORT_ADDEND", "DYLD_CHAINED_IMPORT_ADDEND64"][Int(rawValue) - 1] }
+    /// Bytes per table entry: 4, 8 or 16.
+    public var entrySize: Int { 2 << rawValue }
 }
 
-/// One chained import: the symbol a bind with this import ordinal binds to.
+/// One chained import: the symbol a bind with this import ordinal binds to, its entry's
+/// fields read as its own (`entry.addend` as `import.addend`).
+@dynamicMemberLookup
 public struct ChainedImport: Equatable, Sendable {
-    /// The library ordinal: 1-based index into the image's dependencies, or a special
-    /// ordinal (0 this image, -1 main executable, -2 flat lookup, -3 weak lookup). Encoded
-    /// values above 0xF0 (0xFFF0 for `addend64`) are negative, as dyld reads them.
-    public let libraryOrdinal: Int
-    /// A missing symbol binds to 0 instead of failing the load.
-    public let weakImport: Bool
-    /// Offset of the name in the symbols pool.
-    public let nameOffset: UInt32
+    public let entry: ChainedImportEntry
     public let name: String
-    /// Added to the symbol's address (0 for `DYLD_CHAINED_IMPORT`).
-    public let addend: Int64
-    /// The entry's first word as stored (32 bits, or 64 for `addend64`), for tools that
-    /// show the raw encoding.
-    public let rawValue: UInt64
 
-    /// Parses one entry of `format` at the start of `entry`; names come from `symbols`.
-    public init(parsing entry: ByteView, format: ChainedImportFormat, symbols: ByteView) throws(MachOError) {
-        let fields = try ChainedImportEntry(parsing: entry, format: format)
-        self.init(fields, name: try ChainedImportTable.nameBytes(at: fields.nameOffset, in: symbols, for: entry.base).string)
-    }
-
-    init(_ fields: ChainedImportEntry, name: String) {
-        libraryOrdinal = fields.libraryOrdinal
-        weakImport = fields.weakImport
-        nameOffset = fields.nameOffset
-        addend = fields.addend
-        rawValue = fields.rawValue
-        self.name = name
-    }
-
-    /// The NUL-terminated name at `offset` of the symbols pool.
-    static func symbolName(at offset: UInt32, in symbols: ByteView, for entry: ByteView) throws(MachOError) -> String {
-        try ChainedImportTable.nameBytes(at: offset, in: symbols, for: entry.base).string
-    }
+    public subscript<Value>(dynamicMember field: KeyPath<ChainedImportEntry, Value>) -> Value { entry[keyPath: field] }
 
     /// The imports table described by `header` inside the fixups blob `blob`.
     static func parseTable(_ blob: ByteView, header: ChainedFixupsHeader) throws(MachOError) -> [ChainedImport] {
@@ -71,19 +30,34 @@ public struct ChainedImport: Equatable, Sendable {
         imports.reserveCapacity(table.count)
         for index in 0..<table.count {
             let fields = try table.entry(index)
-            imports.append(ChainedImport(fields, name: try table.name(of: fields, index: index).string))
+            imports.append(ChainedImport(entry: fields, name: try table.name(of: fields, index: index).string))
         }
         return imports
     }
 }
 
-/// The fields of one chained import, its name left in the symbols pool (see
-/// ``ChainedImport`` for their meaning).
+extension ChainedImport {
+    /// Parses one entry of `format` at the start of `entry`; names come from `symbols`.
+    public init(parsing entry: ByteView, format: ChainedImportFormat, symbols: ByteView) throws(MachOError) {
+        let fields = try ChainedImportEntry(parsing: entry, format: format)
+        self.init(entry: fields, name: try ChainedImportTable.nameBytes(at: fields.nameOffset, in: symbols, for: entry.base).string)
+    }
+}
+
+/// The fields of one chained import, its name left in the symbols pool.
 public struct ChainedImportEntry: Equatable, Sendable {
+    /// The library ordinal: 1-based index into the image's dependencies, or a special
+    /// ordinal (0 this image, -1 main executable, -2 flat lookup, -3 weak lookup). Encoded
+    /// values above 0xF0 (0xFFF0 for `addend64`) are negative, as dyld reads them.
     public let libraryOrdinal: Int
+    /// A missing symbol binds to 0 instead of failing the load.
     public let weakImport: Bool
+    /// Offset of the name in the symbols pool.
     public let nameOffset: UInt32
+    /// Added to the symbol's address (0 for `DYLD_CHAINED_IMPORT`).
     public let addend: Int64
+    /// The entry's first word as stored (32 bits, or 64 for `addend64`), for tools that
+    /// show the raw encoding.
     public let rawValue: UInt64
 
     /// Parses one entry of `format` at the start of `entry`.

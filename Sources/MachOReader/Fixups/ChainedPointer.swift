@@ -15,22 +15,11 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
     case arm64eUserland24 = 12
 
     /// The C name, e.g. `DYLD_CHAINED_PTR_64_OFFSET`.
-    public var name: String {
-        switch self {
-        case .arm64e: "DYLD_CHAINED_PTR_ARM64E"
-        case .pointer64: "DYLD_CHAINED_PTR_64"
-        case .pointer32: "DYLD_CHAINED_PTR_32"
-        case .pointer32Cache: "DYLD_CHAINED_PTR_32_CACHE"
-        case .pointer32Firmware: "DYLD_CHAINED_PTR_32_FIRMWARE"
-        case .pointer64Offset: "DYLD_CHAINED_PTR_64_OFFSET"
-        case .arm64eKernel: "DYLD_CHAINED_PTR_ARM64E_KERNEL"
-        case .pointer64KernelCache: "DYLD_CHAINED_PTR_64_KERNEL_CACHE"
-        case .arm64eUserland: "DYLD_CHAINED_PTR_ARM64E_USERLAND"
-        case .arm64eFirmware: "DYLD_CHAINED_PTR_ARM64E_FIRMWARE"
-        case .x86_64KernelCache: "DYLD_CHAINED_PTR_X86_64_KERNEL_CACHE"
-        case .arm64eUserland24: "DYLD_CHAINED_PTR_ARM64E_USERLAND24"
-        }
-    }
+    public var name: String { "DYLD_CHAINED_PTR_" + Self.names[Int(rawValue) - 1] }
+    private static let names = [
+        "ARM64E", "64", "32", "32_CACHE", "32_FIRMWARE", "64_OFFSET", "ARM64E_KERNEL", "64_KERNEL_CACHE", "ARM64E_USERLAND",
+        "ARM64E_FIRMWARE", "X86_64_KERNEL_CACHE", "ARM64E_USERLAND24",
+    ]
 
     /// Bytes per unit of a pointer's `next` field.
     @inlinable
@@ -70,14 +59,16 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
     public func decode(_ raw: UInt64, maxValidPointer: UInt32 = 0) -> (pointer: ChainedPointer, next: UInt32) {
         func bits(_ low: UInt64, _ count: UInt64) -> UInt64 { (raw >> low) & ((1 << count) - 1) }
         let targetKind: ChainedRebase.TargetKind = rebaseTargetIsVMAddress ? .vmAddress : .imageOffset
+        // arm64e's signing fields, read only for an authenticated pointer.
+        var auth: PointerAuthentication {
+            let key = PointerAuthentication.Key(lowBits: UInt8(bits(49, 2)))
+            return PointerAuthentication(diversity: UInt16(bits(32, 16)), addressDiversity: bits(48, 1) == 1, key: key)
+        }
         switch self {
         case .arm64e, .arm64eKernel, .arm64eUserland, .arm64eFirmware, .arm64eUserland24:
             let next = UInt32(bits(51, 11))
             let isAuth = bits(63, 1) == 1, isBind = bits(62, 1) == 1
             let ordinalWidth: UInt64 = self == .arm64eUserland24 ? 24 : 16
-            let auth = PointerAuthentication(
-                diversity: UInt16(bits(32, 16)), addressDiversity: bits(48, 1) == 1,
-                key: PointerAuthentication.Key(lowBits: UInt8(bits(49, 2))))
             switch (isAuth, isBind) {
             case (false, false):
                 let rebase = ChainedRebase(target: bits(0, 43), kind: targetKind, high8: UInt8(bits(43, 8)))
@@ -105,9 +96,6 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
             let rebase = ChainedRebase(
                 target: bits(0, 30), kind: .imageOffset, high8: 0, cacheLevel: UInt8(bits(30, 2)))
             guard bits(63, 1) == 1 else { return (.rebase(rebase), next) }
-            let auth = PointerAuthentication(
-                diversity: UInt16(bits(32, 16)), addressDiversity: bits(48, 1) == 1,
-                key: PointerAuthentication.Key(lowBits: UInt8(bits(49, 2))))
             return (.authRebase(rebase, auth), next)
         case .pointer32:
             let next = UInt32(bits(26, 5))
@@ -220,24 +208,10 @@ public struct PointerAuthentication: Equatable, Hashable, Sendable {
 
         /// The key named by the two low bits of `lowBits`.
         @inlinable
-        public init(lowBits: UInt8) {
-            switch lowBits & 3 {
-            case 0: self = .ia
-            case 1: self = .ib
-            case 2: self = .da
-            default: self = .db
-            }
-        }
+        public init(lowBits: UInt8) { self = Self(rawValue: lowBits & 3)! }
 
         /// `IA`, `IB`, `DA` or `DB`.
-        public var name: String {
-            switch self {
-            case .ia: "IA"
-            case .ib: "IB"
-            case .da: "DA"
-            case .db: "DB"
-            }
-        }
+        public var name: String { ["IA", "IB", "DA", "DB"][Int(rawValue)] }
     }
 
     /// The 16-bit constant discriminator.

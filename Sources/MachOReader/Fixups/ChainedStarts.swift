@@ -94,29 +94,4 @@ public struct ChainedStartsInSegment: Sendable {
     func chainStartEntry(_ index: Int) throws(MachOError) -> UInt16 {
         try view.u16(ChainedStartsInSegment.fixedSize + 2 * index)
     }
-
-    /// Calls `body` with the offset in page of each chain that starts in page `page`:
-    /// none for `startNone`, one for a plain start, each listed start for a multi start.
-    /// A multi-start list without its last-entry flag fails where the structure ends.
-    public func forEachChainStart(
-        inPage page: Int, _ body: (_ offsetInPage: UInt16, _ entry: Int) throws(MachOError) -> Void
-    ) throws(MachOError) {
-        guard page >= 0, page < pageStarts.count else {
-            throw MachOError.malformed("page \(page) is not among the \(pageStarts.count) chained pages", at: view.base)
-        }
-        let start = pageStarts[page]
-        if start == ChainedStartsInSegment.startNone { return }
-        guard start & ChainedStartsInSegment.startMulti != 0 else {
-            try body(start, page)
-            return
-        }
-        // Each step reads a further entry of the bounded structure, so the list ends.
-        var index = Int(start & ~ChainedStartsInSegment.startMulti)
-        while true {
-            let entry = try chainStartEntry(index)
-            try body(entry & ~ChainedStartsInSegment.startLast, index)
-            if entry & ChainedStartsInSegment.startLast != 0 { return }
-            index += 1
-        }
-    }
 }

@@ -1,13 +1,13 @@
-/// `REBASE_TYPE_*`: how a rebase adjusts the bytes at its location.
+/// `REBASE_TYPE_*` (and `BIND_TYPE_*`): how a rebase or bind writes the bytes at its location.
 public struct RebaseType: RawRepresentable, Hashable, Sendable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
-    /// `REBASE_TYPE_POINTER`: a pointer-sized absolute address.
+    /// `*_TYPE_POINTER`: a pointer-sized absolute address.
     public static let pointer = RebaseType(rawValue: 1)
-    /// `REBASE_TYPE_TEXT_ABSOLUTE32`: a 32-bit absolute address in code.
+    /// `*_TYPE_TEXT_ABSOLUTE32`: a 32-bit absolute address in code.
     public static let textAbsolute32 = RebaseType(rawValue: 2)
-    /// `REBASE_TYPE_TEXT_PCREL32`: a 32-bit PC-relative address in code.
+    /// `*_TYPE_TEXT_PCREL32`: a 32-bit PC-relative address in code.
     public static let textPCRelative32 = RebaseType(rawValue: 3)
 }
 
@@ -25,10 +25,7 @@ public struct RebaseFixup: Hashable, Sendable {
 
 /// Decodes a rebase opcode stream one rebase at a time.
 ///
-/// Every opcode is understood: `REBASE_OPCODE_DONE`, `SET_TYPE_IMM`,
-/// `SET_SEGMENT_AND_OFFSET_ULEB`, `ADD_ADDR_ULEB`, `ADD_ADDR_IMM_SCALED`,
-/// `DO_REBASE_IMM_TIMES`, `DO_REBASE_ULEB_TIMES`, `DO_REBASE_ADD_ADDR_ULEB` and
-/// `DO_REBASE_ULEB_TIMES_SKIPPING_ULEB`. A stream may end without `DONE`. Every run of
+/// Every ``RebaseOpcode`` is understood. A stream may end without `DONE`. Every run of
 /// rebases is checked against its segment before the first one is produced, so the work is
 /// bounded by the segment and the image, never by the counts the stream claims. A repeat
 /// count of 0 makes no rebase, as in dyld (llvm-objdump shows one).
@@ -89,12 +86,5 @@ extension MachOImage {
         while let fixup = try decoder.next() {
             try body(fixup)
         }
-    }
-
-    /// Every rebase of the LC_DYLD_INFO rebase stream, in stream order (empty without one).
-    public func rebaseFixups() throws(MachOError) -> [RebaseFixup] {
-        var fixups: [RebaseFixup] = []
-        try forEachRebaseFixup { fixups.append($0) }
-        return fixups
     }
 }

@@ -1,3 +1,7 @@
+// Objective-C runtime structures (objc4, 64-bit). Each `init(parsing:)` reads the first
+// `size` bytes of its view (`readSize` or `size` where a type has both), which the caller
+// has checked it holds; `init(in:at:)` reads them at an address of an ``ObjCAddressSpace``.
+
 /// `class_t` (objc4, 64-bit): a class or metaclass object.
 public struct ObjCClass: Equatable, Sendable {
     public static let size = 40
@@ -21,7 +25,6 @@ public struct ObjCClass: Equatable, Sendable {
         self.init(parsing: try space.view(at: address, length: ObjCClass.size, what: "class_t"), at: address)
     }
 
-    /// Parses the first ``size`` bytes of `view` (which must hold them), found at `address`.
     public init(parsing view: ByteView, at address: UInt64) {
         self.address = address
         isa = (try? view.u64(0)) ?? 0
@@ -86,7 +89,6 @@ public struct ObjCClassRO: Equatable, Sendable {
         self.init(parsing: try space.view(at: address, length: ObjCClassRO.size, what: "class_ro_t"))
     }
 
-    /// Parses the first ``size`` bytes of `view` (which must hold them).
     public init(parsing view: ByteView) {
         flags = (try? view.u32(0)) ?? 0
         instanceStart = (try? view.u32(4)) ?? 0
@@ -123,7 +125,6 @@ public struct ObjCCategory: Equatable, Sendable {
         self.init(parsing: try space.view(at: address, length: ObjCCategory.readSize, what: "category_t"), at: address)
     }
 
-    /// Parses `view` (``readSize`` or ``size`` bytes), found at `address`.
     public init(parsing view: ByteView, at address: UInt64) {
         self.address = address
         nameAddress = (try? view.u64(0)) ?? 0
@@ -158,7 +159,6 @@ public struct ObjCProtocol: Equatable, Sendable {
         self.init(parsing: try space.view(at: address, length: ObjCProtocol.readSize, what: "protocol_t"), at: address)
     }
 
-    /// Parses `view` (``readSize`` or ``size`` bytes), found at `address`.
     public init(parsing view: ByteView, at address: UInt64) {
         self.address = address
         isa = (try? view.u64(0)) ?? 0
@@ -185,7 +185,6 @@ public struct ObjCMethodList: Sendable {
         public let entsizeAndFlags: UInt32
         public let count: UInt32
 
-        /// Parses the first ``size`` bytes of `view` (which must hold them).
         public init(parsing view: ByteView) {
             entsizeAndFlags = (try? view.u32(0)) ?? 0
             count = (try? view.u32(4)) ?? 0
@@ -203,7 +202,6 @@ public struct ObjCMethodList: Sendable {
         public let types: UInt64
         public let imp: UInt64
 
-        /// Parses the first ``size`` bytes of `view` (which must hold them).
         public init(parsing view: ByteView) {
             name = (try? view.u64(0)) ?? 0
             types = (try? view.u64(8)) ?? 0
@@ -218,7 +216,6 @@ public struct ObjCMethodList: Sendable {
         public let types: Int32
         public let imp: Int32
 
-        /// Parses the first ``size`` bytes of `view` (which must hold them).
         public init(parsing view: ByteView) {
             name = Int32(bitPattern: (try? view.u32(0)) ?? 0)
             types = Int32(bitPattern: (try? view.u32(4)) ?? 0)
@@ -285,7 +282,6 @@ public struct ObjCIvar: Equatable, Sendable {
     public let alignment: UInt32
     public let size: UInt32
 
-    /// Parses the first ``size`` bytes of `view` (which must hold them).
     public init(parsing view: ByteView) {
         offsetAddress = (try? view.u64(0)) ?? 0
         nameAddress = (try? view.u64(8)) ?? 0
@@ -302,7 +298,6 @@ public struct ObjCProperty: Equatable, Sendable {
     public let nameAddress: UInt64
     public let attributesAddress: UInt64
 
-    /// Parses the first ``size`` bytes of `view` (which must hold them).
     public init(parsing view: ByteView) {
         nameAddress = (try? view.u64(0)) ?? 0
         attributesAddress = (try? view.u64(8)) ?? 0
@@ -314,7 +309,6 @@ public struct ObjCProtocolListHeader: Equatable, Sendable {
     public static let size = 8
     public let count: UInt64
 
-    /// Parses the first ``size`` bytes of `view` (which must hold them).
     public init(parsing view: ByteView) {
         count = (try? view.u64(0)) ?? 0
     }
@@ -326,7 +320,6 @@ public struct ObjCMessageReference: Equatable, Sendable {
     public let imp: UInt64
     public let selector: UInt64
 
-    /// Parses the first ``size`` bytes of `view` (which must hold them).
     public init(parsing view: ByteView) {
         imp = (try? view.u64(0)) ?? 0
         selector = (try? view.u64(8)) ?? 0
