@@ -46,10 +46,15 @@ struct AppOptions: ParsableArguments {
     /// The launch roots and architecture for `app`; a `--root` that is not a directory is
     /// reported as such rather than as the first library it fails to hold.
     func roots(for app: String) throws -> (paths: [String], arch: String) {
+        try checkRoot()
+        return try AppLocator.roots(for: try AppLocator.unpacked(app, cache: closureCache), arch: arch, root: root, host: host)
+    }
+
+    /// Fails when `--root` is given but is not a directory.
+    func checkRoot() throws(CommandFailure) {
         if let root, FileStatus.of(root)?.isDirectory != true {
             throw CommandFailure(what: "--root \(root)", why: FileStatus.of(root) == nil ? "no such directory" : "not a directory", kind: "bad-root")
         }
-        return try AppLocator.roots(for: try AppLocator.unpacked(app, cache: closureCache), arch: arch, root: root, host: host)
     }
 
     /// What a failure of a command on `app` can suggest.

@@ -96,30 +96,23 @@ struct BenchCommand: AsyncParsableCommand {
         if objcClasses > 0 {
             configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs)
         }
-        if prelinked {
-            do {
-                let (results, eviction) = try await PrelinkBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        let log = { (line: String) in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        try await CommandFailure.reporting(json: json) {
+            if prelinked {
+                let (results, eviction) = try await PrelinkBench.run(configuration, log: log)
                 try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
                 let markdown = PrelinkBench.markdown(results, runs: runs, cold: eviction)
                 let json = try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)) + Data("\n".utf8)
                 try json.write(to: URL(fileURLWithPath: out + "/prelinked.json"), options: .atomic)
                 try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/prelinked.md"), options: .atomic)
                 FileHandle.standardOutput.write(self.json ? json : Data(markdown.utf8))
-            } catch {
-                CommandFailure(error).report(json: json)
-                throw ExitCode(1)
+                return
             }
-            return
-        }
-        do {
-            let report = try await LaunchBench.run(configuration) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+            let report = try await LaunchBench.run(configuration, log: log)
             try LaunchBench.write(report, to: out)
             // Written unbuffered, so the stderr line after it cannot land inside a table.
             FileHandle.standardOutput.write(try Data(contentsOf: URL(fileURLWithPath: out + (json ? "/bench.json" : "/bench.md"))))
-            FileHandle.standardError.write(Data("wrote \(LaunchBench.outputFiles(report).map { out + "/" + $0 }.joined(separator: ", "))\n".utf8))
-        } catch {
-            CommandFailure(error).report(json: json)
-            throw ExitCode(1)
+            log("wrote \(LaunchBench.outputFiles(report).map { out + "/" + $0 }.joined(separator: ", "))")
         }
     }
 }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import ClosureCache
-import LoaderCore
 import MachOInspect
 import LaunchPlan
 import ClosureFormat
@@ -34,16 +33,13 @@ struct ClosureCommand: ParsableCommand {
         var json = false
 
         func run() throws {
-            do {
+            try CommandFailure.reporting(json: json) {
                 let dump = try ClosureDump(path: file)
                 if json {
                     print(try ClosureJSON.object(dump).serialized())
                 } else {
                     print(try dump.text(fixupsShown: fixups), terminator: "")
                 }
-            } catch {
-                CommandFailure(error).report(json: json)
-                throw ExitCode(1)
             }
         }
     }
@@ -52,27 +48,17 @@ struct ClosureCommand: ParsableCommand {
 /// The JSON view of a closure file.
 enum ClosureJSON {
     static func object(_ dump: ClosureDump) throws(ClosureError) -> JSONValue {
-        let closure = dump.closure
-        let header = dump.header
+        let closure = dump.closure, header = dump.header
         var images: [JSONValue] = []
-        for index in closure.images.indices {
-            images.append(try image(index, closure, closurePath: dump.path))
-        }
+        for index in closure.images.indices { images.append(try image(index, closure, closurePath: dump.path)) }
         return .object([
-            ("schema_version", .int(JSONValue.schemaVersion)),
-            ("path", .string(dump.path)),
+            ("schema_version", .int(JSONValue.schemaVersion)), ("path", .string(dump.path)),
             ("header", .object([
-                ("magic", .string("DYLD3CL")),
-                ("version", .uint(UInt64(header.version))),
-                ("flags", .uint(UInt64(header.flags))),
-                ("checksum", .string(hex(header.checksum))),
-                ("body_size_bytes", .uint(header.bodySize)),
-                ("frame_size_bytes", .uint(header.frameSize)),
-                ("file_size_bytes", .int(Int64(dump.fileSize))),
+                ("magic", .string("DYLD3CL")), ("version", .uint(UInt64(header.version))), ("flags", .uint(UInt64(header.flags))),
+                ("checksum", .string(hex(header.checksum))), ("body_size_bytes", .uint(header.bodySize)),
+                ("frame_size_bytes", .uint(header.frameSize)), ("file_size_bytes", .int(Int64(dump.fileSize))),
             ])),
-            ("builder", .string(closure.builder)),
-            ("arch", .string(closure.arch)),
-            ("root", .string(closure.root)),
+            ("builder", .string(closure.builder)), ("arch", .string(closure.arch)), ("root", .string(closure.root)),
             ("inserted", .array(closure.binding.insertedPaths.map(JSONValue.string))),
             ("thread_locals", .array(closure.threadLocals.setups.map { setup in
                 .object([("image", .int(Int64(setup.image))), ("template_offset", .uint(setup.templateOffset)),
@@ -81,11 +67,8 @@ enum ClosureJSON {
             })),
             ("host_services", closure.threadLocals.hostServices.map { .object([("image", .int(Int64($0.image))), ("vm_offset", .uint($0.vmOffset))]) } ?? .null),
             ("signature_policy", .string(closure.binding.policy.name)),
-            ("identity", .string(closure.contentOnlyIdentity ? "content-only" : "full")),
-            ("root_count", .int(Int64(closure.rootCount))),
-            ("rebases", .int(Int64(closure.totalRebases))),
-            ("binds", .int(Int64(closure.totalBinds))),
-            ("images", .array(images)),
+            ("identity", .string(closure.contentOnlyIdentity ? "content-only" : "full")), ("root_count", .int(Int64(closure.rootCount))),
+            ("rebases", .int(Int64(closure.totalRebases))), ("binds", .int(Int64(closure.totalBinds))), ("images", .array(images)),
             ("bind_targets", .array(closure.bindTargets.map(target))),
             ("initializer_order", .array(closure.initializerOrder.map { .int(Int64($0)) })),
             ("entry", closure.entryOffset.map { .object([("image", .int(Int64(closure.rootCount - 1))), ("offset", .uint($0))]) } ?? .null),
@@ -97,56 +80,39 @@ enum ClosureJSON {
     }
 
     static func image(_ index: Int, _ closure: LaunchClosure, closurePath: String) throws(ClosureError) -> JSONValue {
-        let image = closure.images[index]
-        let identity = image.identity
+        let image = closure.images[index], identity = image.identity
         return .object([
-            ("index", .int(Int64(index))),
-            ("path", .string(image.path)),
+            ("index", .int(Int64(index))), ("path", .string(image.path)),
             ("install_name", image.installName.isEmpty ? .null : .string(image.installName)),
             ("identity", .object([
-                ("size_bytes", .uint(identity.size)),
-                ("mtime_seconds", .int(identity.mtimeSeconds)),
-                ("mtime_ns", .uint(identity.mtimeNanoseconds)),
-                ("inode", .uint(identity.inode)),
+                ("size_bytes", .uint(identity.size)), ("mtime_seconds", .int(identity.mtimeSeconds)),
+                ("mtime_ns", .uint(identity.mtimeNanoseconds)), ("inode", .uint(identity.inode)),
                 ("uuid", identity.uuid.map { .string(ClosureDump.uuidString($0)) } ?? .null),
                 ("content_hash", .string(hex(identity.contentHash))),
                 ("code_signature", identity.signature.map { signature in
                     .object([
-                        ("cdhash", .string(signature.cdHash.hex)),
-                        ("hash_type", .string(signature.hashType.description)),
+                        ("cdhash", .string(signature.cdHash.hex)), ("hash_type", .string(signature.hashType.description)),
                         ("code_directory_offset", .uint(signature.codeDirectoryOffset)),
                         ("code_directory_size_bytes", .int(Int64(signature.codeDirectorySize))),
-                        ("team_id", signature.teamID.map(JSONValue.string) ?? .null),
-                        ("platform", .int(Int64(signature.platform))),
+                        ("team_id", signature.teamID.map(JSONValue.string) ?? .null), ("platform", .int(Int64(signature.platform))),
                     ])
                 } ?? .null),
             ])),
-            ("preferred_base", .uint(image.plan.preferredBase)),
-            ("vm_size_bytes", .uint(image.plan.vmSize)),
+            ("preferred_base", .uint(image.plan.preferredBase)), ("vm_size_bytes", .uint(image.plan.vmSize)),
             ("segments", .array(image.plan.segments.map { segment in
                 .object([
-                    ("name", .string(segment.name)),
-                    ("vm_offset", .uint(segment.vmOffset)),
-                    ("vm_size_bytes", .uint(segment.vmSize)),
-                    ("file_offset", .uint(segment.fileOffset)),
-                    ("file_size_bytes", .uint(segment.fileSize)),
-                    ("protection", .string(segment.protection.description)),
-                    ("read_only_after_fixups", .bool(segment.readOnlyAfterFixups)),
+                    ("name", .string(segment.name)), ("vm_offset", .uint(segment.vmOffset)), ("vm_size_bytes", .uint(segment.vmSize)),
+                    ("file_offset", .uint(segment.fileOffset)), ("file_size_bytes", .uint(segment.fileSize)),
+                    ("protection", .string(segment.protection.description)), ("read_only_after_fixups", .bool(segment.readOnlyAfterFixups)),
                 ])
             })),
             ("dependencies", .array(image.dependencies.map { dependency in
-                .object([
-                    ("install_name", .string(dependency.installName)),
-                    ("kind", .string(dependency.kind.rawValue)),
-                    ("target", dependency.target >= 0 ? .int(Int64(dependency.target)) : .null),
-                ])
+                .object([("install_name", .string(dependency.installName)), ("kind", .string(dependency.kind.rawValue)),
+                         ("target", dependency.target >= 0 ? .int(Int64(dependency.target)) : .null)])
             })),
-            ("initializers", .array(image.initializers.map(JSONValue.uint))),
-            ("rpaths", .array(image.rpaths.map(JSONValue.string))),
-            ("rebase_count", .int(Int64(image.rebaseCount))),
-            ("bind_count", .int(Int64(image.bindCount))),
-            ("rebase_run_bytes", .int(Int64(image.rebaseRuns.count))),
-            ("bind_run_bytes", .int(Int64(image.bindRuns.count))),
+            ("initializers", .array(image.initializers.map(JSONValue.uint))), ("rpaths", .array(image.rpaths.map(JSONValue.string))),
+            ("rebase_count", .int(Int64(image.rebaseCount))), ("bind_count", .int(Int64(image.bindCount))),
+            ("rebase_run_bytes", .int(Int64(image.rebaseRuns.count))), ("bind_run_bytes", .int(Int64(image.bindRuns.count))),
             ("fixup_page_index", try pageIndex(image)),
             ("fixups", .array(try closure.fixups(ofImage: index, closurePath: closurePath).map { fixup($0, image: index) })),
         ])
@@ -169,19 +135,13 @@ enum ClosureJSON {
         switch fixup.kind {
         case let .rebase(targetOffset, high8):
             .object([
-                ("location", .uint(fixup.vmOffset)),
-                ("kind", .string("rebase")),
+                ("location", .uint(fixup.vmOffset)), ("kind", .string("rebase")),
                 ("target", .object([("kind", .string("image")), ("image", .int(Int64(image))), ("offset", .uint(targetOffset))])),
-                ("high8", .uint(UInt64(high8))),
-                ("addend", .int(0)),
+                ("high8", .uint(UInt64(high8))), ("addend", .int(0)),
             ])
         case let .bind(bindTarget, addend):
-            .object([
-                ("location", .uint(fixup.vmOffset)),
-                ("kind", .string("bind")),
-                ("target", target(bindTarget)),
-                ("addend", .int(addend)),
-            ])
+            .object([("location", .uint(fixup.vmOffset)), ("kind", .string("bind")), ("target", target(bindTarget)),
+                     ("addend", .int(addend))])
         }
     }
 

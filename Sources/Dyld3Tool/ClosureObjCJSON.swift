@@ -1,5 +1,4 @@
 import ClosureCache
-import LoaderCore
 import MachOInspect
 import ClosureFormat
 import LaunchPlan

@@ -1,10 +1,7 @@
 import MachOReader
 import ArgumentParser
-import ClosureFormat
 import Foundation
-import ClosureCache
 import LaunchPlan
-import LoaderCore
 import MachOInspect
 import LoaderSystem
 
@@ -17,22 +14,13 @@ extension CommandFailure {
 
     /// `{"kind", "what", "why", "fix"}`: the failure inside a larger document.
     var errorObject: JSONValue {
-        .object([
-            ("kind", .string(kind)),
-            ("what", .string(what)),
-            ("why", .string(why)),
-            ("fix", fix.map(JSONValue.string) ?? .null),
-        ])
+        .object([("kind", .string(kind)), ("what", .string(what)), ("why", .string(why)), ("fix", fix.map(JSONValue.string) ?? .null)])
     }
 
     /// Where a command was when it failed, for the fixes it can suggest.
     struct Context {
-        /// The app named on the command line, when there is one.
-        var app: String?
-        /// `--root`, when given.
-        var root: String?
-        /// `--cache`, when given.
-        var cache: String?
+        /// The app named on the command line, `--root` and `--cache`, each when given.
+        var app: String?, root: String?, cache: String?
     }
 
     /// Any error a command meets, as the line it reports.

@@ -1,8 +1,6 @@
 import LaunchComparison
 import ClosureBuild
 import ArgumentParser
-import Dyld2
-import Dyld3
 import Foundation
 import ClosureCache
 import LoaderCore
@@ -51,80 +49,71 @@ struct CompareCommand: ParsableCommand {
     }
 
     func compare() throws {
-        do {
-            let roots = try options.roots(for: app)
-            var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, fixups: fixups)
-            launchOptions.faultAround = max(1, faultAround)
-            launchOptions.inserted = try options.insertedLibraries()
-            launchOptions.signingPolicy = options.signingPolicy
-            launchOptions.slidePerLaunch = slidePerLaunch
-            let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
-            var closureSource = cachedPath
-            let closure: LaunchClosure
-            let request = ClosureBinding(request: roots.paths, inserted: launchOptions.inserted, arch: roots.arch, root: options.root,
-                                         policy: options.signingPolicy)
-            let checks = try trust.checks()
-            if let cached = try? ClosureFile.read(cachedPath, trusting: checks.trustKey), cached.binding.mismatch(with: request) == nil,
-               cached.staleImage(closurePath: cachedPath) == nil {
-                closure = cached
-            } else {
-                closure = try ClosureBuilder.build(roots: roots.paths, inserted: launchOptions.inserted, arch: roots.arch, root: options.root,
-                                                   policy: options.signingPolicy)
-                closureSource = "(built in memory)"
-            }
-            var setPath: String?
-            if prelinked {
-                setPath = ClosureCache.prelinkedSetPath(forClosure: cachedPath)
-                guard FileStatus.of(setPath!) != nil else {
-                    throw CommandFailure(what: setPath!, why: "no prelinked set", fix: "run `dyld3 install \(app) --prelink` (with the same --root and --cache)",
-                                         kind: "missing")
-                }
-                closureSource = setPath!
-            }
-            let opened = dlopen.map { InstallCommand.dlopenPath($0, executable: closure.images[0].path) }
-            let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, configuration: checks,
-                                                      prelinkedSet: setPath, dlopen: opened)
-            if json {
-                print(JSONValue.object([
-                    ("schema_version", .int(JSONValue.schemaVersion)),
-                    ("app", .string(app)),
-                    ("arch", .string(roots.arch)),
-                    ("closure", .string(closureSource)),
-                    ("slide", .uint(comparison.slide)),
-                    ("images", .int(Int64(comparison.images))),
-                    ("bytes_compared", .int(Int64(comparison.bytesCompared))),
-                    ("fixups_compared", .int(Int64(comparison.fixupsCompared))),
-                    ("fixups_written", .int(Int64(comparison.fixupsWritten))),
-                    ("initializers", .array(comparison.initializers.map(JSONValue.string))),
-                    ("dlopen", .array(comparison.dlopens.map { load in
-                        .object([("requested", .string(load.requested)), ("via", .string(load.via)), ("loaded", .array(load.loaded.map(JSONValue.string)))])
-                    })),
-                    ("dyld2_result", comparison.dyld2Result.map { .int(Int64($0)) } ?? .null),
-                    ("dyld3_result", comparison.dyld3Result.map { .int(Int64($0)) } ?? .null),
-                    ("not_run_reason", comparison.notRun.map { .string("\($0)") } ?? .null),
-                    ("fixups_mode", .string(comparison.fixupsMode.rawValue)),
-                    ("fixups_fallback_reason", comparison.pageInFallback.map { .string("\($0)") } ?? .null),
-                    ("pages_registered", .int(Int64(comparison.pagesRegistered))),
-                    ("pages_filled", .int(Int64(comparison.pagesFilled))),
-                    ("slid_for_boot", .bool(comparison.slidForBoot)),
-                    ("slide_at_launch_reason", comparison.slideAtLaunch.map { .string("\($0)") } ?? .null),
-                    ("identical", .bool(comparison.differences.isEmpty)),
-                    ("differences", .array(comparison.differences.map { .string($0.description) })),
-                ]).serialized())
-            } else {
-                for difference in comparison.differences { print("DIFFERS \(difference)") }
-                let result = comparison.dyld2Result.map { ", main returned \($0) both ways" }
-                    ?? comparison.notRun.map { "; not run: \($0)" } ?? ""
-                print("\(app) [\(roots.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
-                      + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixup locations (of \(comparison.fixupsWritten) fixups written), "
-                      + "slide 0x\(String(comparison.slide, radix: 16))"
-                      + (comparison.dlopens.isEmpty ? "" : "; after dlopen of " + comparison.dlopens.map { "\($0.requested) (\($0.loaded.count) images by \($0.via))" }.joined(separator: ", "))
-                      + "\(comparison.differences.isEmpty ? result : "")"
-                      + (comparison.fixupsMode == .pageIn ? "; page-in: \(comparison.pagesFilled) of \(comparison.pagesRegistered) pages filled on touch" : "")
-                      + (comparison.pageInFallback.map { "; page-in fell back to eager: \($0)" } ?? "")
-                      + (prelinked ? (comparison.slidForBoot ? "; the set's copy slid for this boot" : "; the set slid at launch (\(comparison.slideAtLaunch.map(String.init(describing:)) ?? "?"))") : ""))
-            }
-            if !comparison.differences.isEmpty { throw ExitCode(1) }
+        let roots = try options.roots(for: app)
+        var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, fixups: fixups)
+        launchOptions.faultAround = max(1, faultAround)
+        launchOptions.inserted = try options.insertedLibraries()
+        launchOptions.signingPolicy = options.signingPolicy
+        launchOptions.slidePerLaunch = slidePerLaunch
+        let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
+        var closureSource = cachedPath
+        let closure: LaunchClosure
+        let request = ClosureBinding(request: roots.paths, inserted: launchOptions.inserted, arch: roots.arch, root: options.root,
+                                     policy: options.signingPolicy)
+        let checks = try trust.checks()
+        if let cached = try? ClosureFile.read(cachedPath, trusting: checks.trustKey), cached.binding.mismatch(with: request) == nil,
+           cached.staleImage(closurePath: cachedPath) == nil {
+            closure = cached
+        } else {
+            closure = try ClosureBuilder.build(roots: roots.paths, inserted: launchOptions.inserted, arch: roots.arch, root: options.root,
+                                               policy: options.signingPolicy)
+            closureSource = "(built in memory)"
         }
+        var setPath: String?
+        if prelinked {
+            setPath = ClosureCache.prelinkedSetPath(forClosure: cachedPath)
+            guard FileStatus.of(setPath!) != nil else {
+                throw CommandFailure(what: setPath!, why: "no prelinked set", fix: "run `dyld3 install \(app) --prelink` (with the same --root and --cache)",
+                                     kind: "missing")
+            }
+            closureSource = setPath!
+        }
+        let opened = dlopen.map { InstallCommand.dlopenPath($0, executable: closure.images[0].path) }
+        let comparison = try LaunchComparison.run(options: launchOptions, closure: closure, closurePath: closureSource, configuration: checks,
+                                                  prelinkedSet: setPath, dlopen: opened)
+        if json {
+            print(JSONValue.object([
+                ("schema_version", .int(JSONValue.schemaVersion)), ("app", .string(app)), ("arch", .string(roots.arch)),
+                ("closure", .string(closureSource)), ("slide", .uint(comparison.slide)), ("images", .int(Int64(comparison.images))),
+                ("bytes_compared", .int(Int64(comparison.bytesCompared))), ("fixups_compared", .int(Int64(comparison.fixupsCompared))),
+                ("fixups_written", .int(Int64(comparison.fixupsWritten))),
+                ("initializers", .array(comparison.initializers.map(JSONValue.string))),
+                ("dlopen", .array(comparison.dlopens.map { load in
+                    .object([("requested", .string(load.requested)), ("via", .string(load.via)), ("loaded", .array(load.loaded.map(JSONValue.string)))])
+                })),
+                ("dyld2_result", comparison.dyld2Result.map { .int(Int64($0)) } ?? .null),
+                ("dyld3_result", comparison.dyld3Result.map { .int(Int64($0)) } ?? .null),
+                ("not_run_reason", comparison.notRun.map { .string("\($0)") } ?? .null), ("fixups_mode", .string(comparison.fixupsMode.rawValue)),
+                ("fixups_fallback_reason", comparison.pageInFallback.map { .string("\($0)") } ?? .null),
+                ("pages_registered", .int(Int64(comparison.pagesRegistered))), ("pages_filled", .int(Int64(comparison.pagesFilled))),
+                ("slid_for_boot", .bool(comparison.slidForBoot)),
+                ("slide_at_launch_reason", comparison.slideAtLaunch.map { .string("\($0)") } ?? .null),
+                ("identical", .bool(comparison.differences.isEmpty)),
+                ("differences", .array(comparison.differences.map { .string($0.description) })),
+            ]).serialized())
+        } else {
+            for difference in comparison.differences { print("DIFFERS \(difference)") }
+            let result = comparison.dyld2Result.map { ", main returned \($0) both ways" }
+                ?? comparison.notRun.map { "; not run: \($0)" } ?? ""
+            print("\(app) [\(roots.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
+                  + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixup locations (of \(comparison.fixupsWritten) fixups written), "
+                  + "slide 0x\(String(comparison.slide, radix: 16))"
+                  + (comparison.dlopens.isEmpty ? "" : "; after dlopen of " + comparison.dlopens.map { "\($0.requested) (\($0.loaded.count) images by \($0.via))" }.joined(separator: ", "))
+                  + "\(comparison.differences.isEmpty ? result : "")"
+                  + (comparison.fixupsMode == .pageIn ? "; page-in: \(comparison.pagesFilled) of \(comparison.pagesRegistered) pages filled on touch" : "")
+                  + (comparison.pageInFallback.map { "; page-in fell back to eager: \($0)" } ?? "")
+                  + (prelinked ? (comparison.slidForBoot ? "; the set's copy slid for this boot" : "; the set slid at launch (\(comparison.slideAtLaunch.map(String.init(describing:)) ?? "?"))") : ""))
+        }
+        if !comparison.differences.isEmpty { throw ExitCode(1) }
     }
 }

@@ -3,7 +3,6 @@ import Foundation
 import LaunchPlan
 import LoaderCore
 import MachOInspect
-import MachOReader
 
 /// `dyld3 inspect FILE`: the reader's view of a Mach-O file, in llvm-objdump's table
 /// formats or as JSON.
@@ -41,21 +40,12 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "Decode every fixup and export, and report counts and decoding time.") var stats = false
 
     var tables: Set<InspectTable> {
-        var tables: Set<InspectTable> = []
-        if rebase { tables.insert(.rebase) }
-        if bind { tables.insert(.bind) }
-        if lazyBind { tables.insert(.lazyBind) }
-        if weakBind { tables.insert(.weakBind) }
-        if dyldInfo { tables.insert(.dyldInfo) }
-        if chainedFixups { tables.insert(.chainedFixups) }
-        if exportsTrie { tables.insert(.exportsTrie) }
-        if deps { tables.insert(.deps) }
-        if objc { tables.insert(.objc) }
-        if objcSummary { tables.insert(.objcSummary) }
-        if codeSignature { tables.insert(.codeSignature) }
-        if threadLocals { tables.insert(.threadLocals) }
-        if interpose { tables.insert(.interpose) }
-        return tables
+        let flags: [(Bool, InspectTable)] = [
+            (rebase, .rebase), (bind, .bind), (lazyBind, .lazyBind), (weakBind, .weakBind), (dyldInfo, .dyldInfo),
+            (chainedFixups, .chainedFixups), (exportsTrie, .exportsTrie), (deps, .deps), (objc, .objc), (objcSummary, .objcSummary),
+            (codeSignature, .codeSignature), (threadLocals, .threadLocals), (interpose, .interpose),
+        ]
+        return Set(flags.filter(\.0).map(\.1))
     }
 
     func run() throws {
@@ -78,19 +68,14 @@ struct InspectCommand: ParsableCommand {
         var out = StandardOutput()
         // Tables go out as they are decoded; what was written before an error stays.
         defer { out.flush() }
-        do {
-            if stats {
-                out.write(try InspectStatistics.render(path: file, file: bytes, arch: selection))
-            } else if json {
-                try InspectJSON.write(path: file, file: bytes, tables: tables, arch: selection, to: &out)
-            } else if tables.isEmpty {
-                try ImageSummary.write(path: file, file: bytes, arch: selection, to: &out)
-            } else {
-                try ObjdumpReport.write(path: file, file: bytes, tables: tables, arch: selection, to: &out)
-            }
-        } catch {
-            out.flush()
-            throw error
+        if stats {
+            out.write(try InspectStatistics.render(path: file, file: bytes, arch: selection))
+        } else if json {
+            try InspectJSON.write(path: file, file: bytes, tables: tables, arch: selection, to: &out)
+        } else if tables.isEmpty {
+            try ImageSummary.write(path: file, file: bytes, arch: selection, to: &out)
+        } else {
+            try ObjdumpReport.write(path: file, file: bytes, tables: tables, arch: selection, to: &out)
         }
     }
 }

@@ -1,7 +1,6 @@
 import ClosureBuild
 import ArgumentParser
 import Foundation
-import ClosureCache
 import LoaderCore
 import MachOInspect
 import ClosureFormat
@@ -43,34 +42,19 @@ struct InstallCommand: ParsableCommand {
 
     func run() throws {
         let cache = options.closureCache
-        let targets: [String]
-        do {
-            if let root = options.root, FileStatus.of(root)?.isDirectory != true {
-                throw CommandFailure(what: "--root \(root)", why: FileStatus.of(root) == nil ? "no such directory" : "not a directory", kind: "bad-root")
-            }
-            targets = try AppLocator.expand(apps)
-        } catch {
-            CommandFailure(error).report(json: json)
-            throw ExitCode(1)
-        }
-        var signer: ClosureSigningKey?
-        if let sign {
+        let (targets, signer) = try CommandFailure.reporting(json: json) { () throws -> ([String], ClosureSigningKey?) in
+            try options.checkRoot()
+            let targets = try AppLocator.expand(apps)
             do throws(CommandFailure) {
-                signer = try ClosureSigningKey(contentsOf: sign)
+                return (targets, try sign.map { (key) throws(CommandFailure) in try ClosureSigningKey(contentsOf: key) })
             } catch {
-                CommandFailure(error, option: "--sign").report(json: json)
-                throw ExitCode(1)
+                throw CommandFailure(error, option: "--sign")
             }
         }
         if let problem = cache.checkTrust() {
             FileHandle.standardError.write(Data("dyld3: warning: launches will refuse closures in \(cache.directory): \(problem)\n".utf8))
         }
-        do {
-            try cache.prepareForWriting()
-        } catch {
-            CommandFailure(error).report(json: json)
-            throw ExitCode(1)
-        }
+        try CommandFailure.reporting(json: json) { try cache.prepareForWriting() }
         // Progress goes to stderr, and only to a terminal; stdout keeps one line per closure.
         let progress = targets.count > 1 && isatty(2) != 0
         var failures: [(app: String, why: String)] = []

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import ClosureCache
 import ClosureFormat
 import LaunchPlan
 import MachOInspect
@@ -31,7 +30,7 @@ struct KeyCommand: ParsableCommand {
                 CommandFailure(what: out, why: "cannot create the directory: \(error.localizedDescription)", kind: "key").report(json: json)
                 throw ExitCode(1)
             }
-            do {
+            try CommandFailure.reporting(json: json) {
                 let paths = try ClosureSigningKey().write(into: out)
                 if json {
                     print(JSONValue.object([
@@ -42,9 +41,6 @@ struct KeyCommand: ParsableCommand {
                     print("private key: \(paths.privateKey) (mode 0600: keep it secret)")
                     print("package key:  \(paths.publicKey)")
                 }
-            } catch {
-                CommandFailure(error).report(json: json)
-                throw ExitCode(1)
             }
         }
     }

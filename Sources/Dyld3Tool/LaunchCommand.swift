@@ -6,7 +6,6 @@ import ClosureCache
 import Foundation
 import LoaderCore
 import MachOInspect
-import MachOReader
 import ClosureFormat
 import LaunchPlan
 import LoaderSystem
@@ -35,14 +34,11 @@ struct LaunchCommand: ParsableCommand {
     @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); prelinked: the app's prelinked set (install --prelink); auto: the prelinked set when there is one and it is fresh (not with --trust), else dyld3 when a valid closure exists, else dyld2.")
     var mode: LaunchMode = .auto
 
-
     @Flag(help: "After a fallback to dyld2, write a fresh closure (signed with --sign; under --trust, or over a signed closure, only then).")
     var rebuild = false
 
     @Option(help: "With --rebuild: sign the fresh closure with this private key (the private half of the --trust key).")
     var sign: String?
-
-
 
     @Option(help: "Force the main image's slide (hex with 0x, or decimal; page-aligned).")
     var slide: String?
@@ -213,26 +209,17 @@ enum LaunchOutput {
         let fallbackReason: JSONValue = report.pageInFallback.map { .string("\($0)") } ?? .null
         let slideReason: JSONValue = report.slideAtLaunch.map { .string("\($0)") } ?? .null
         return .object([
-            ("schema_version", .int(JSONValue.schemaVersion)),
-            ("mode", .string(report.mode)),
-            ("images", .array(report.images.map(JSONValue.string))),
-            ("rebases", .int(Int64(report.rebases))),
-            ("binds", .int(Int64(report.binds))),
-            ("symbol_lookups", .int(Int64(report.symbolLookups))),
-            ("slide", .uint(report.slide)),
-            ("timings_ns", .object(timings)),
-            ("ran", .bool(report.ran)),
+            ("schema_version", .int(JSONValue.schemaVersion)), ("mode", .string(report.mode)),
+            ("images", .array(report.images.map(JSONValue.string))), ("rebases", .int(Int64(report.rebases))),
+            ("binds", .int(Int64(report.binds))), ("symbol_lookups", .int(Int64(report.symbolLookups))),
+            ("slide", .uint(report.slide)), ("timings_ns", .object(timings)), ("ran", .bool(report.ran)),
             ("result", report.result.map { .int(Int64($0)) } ?? .null),
             ("not_run_reason", report.notRun.map { .string("\($0)") } ?? .null),
             ("initializers", .array(report.initializers.map(JSONValue.string))),
-            ("digest", digest),
-            ("fixups_mode", .string(report.fixupsMode.rawValue)),
-            ("fixups_fallback_reason", fallbackReason),
-            ("page_in", pageIn(report)),
-            ("slid_for_boot", .bool(report.slidForBoot)),
-            ("slid_set_written", .bool(report.slidSetWritten)),
-            ("slide_at_launch_reason", slideReason),
-            ("closure", closure.map(JSONValue.string) ?? .null),
+            ("digest", digest), ("fixups_mode", .string(report.fixupsMode.rawValue)),
+            ("fixups_fallback_reason", fallbackReason), ("page_in", pageIn(report)),
+            ("slid_for_boot", .bool(report.slidForBoot)), ("slid_set_written", .bool(report.slidSetWritten)),
+            ("slide_at_launch_reason", slideReason), ("closure", closure.map(JSONValue.string) ?? .null),
             ("fallback_reason", fallback.map { .string("\($0.kind): \($0)") } ?? .null),
             ("stats", LaunchStatistics(report, closurePath: closure).json),
         ])
@@ -242,10 +229,7 @@ enum LaunchOutput {
     /// the launch returned.
     static func pageIn(_ report: LaunchReport) -> JSONValue {
         guard report.fixupsMode == .pageIn else { return .null }
-        return .object([
-            ("fixup_pages", .int(Int64(report.fixupPages))),
-            ("registered_bytes", .uint(report.registeredBytes)),
-            ("pages_filled", .int(Int64(report.pagesFilled))),
-        ])
+        return .object([("fixup_pages", .int(Int64(report.fixupPages))), ("registered_bytes", .uint(report.registeredBytes)),
+                        ("pages_filled", .int(Int64(report.pagesFilled)))])
     }
 }

@@ -16,57 +16,32 @@ struct LaunchStatistics {
         var meaning: String
     }
 
-    var mode: String
+    let report: LaunchReport
     /// Everything before `main`: the launch's total less `main`'s time.
-    var preMainNanoseconds: Int64
-    var phases: [Phase]
+    let preMainNanoseconds: Int64
+    let phases: [Phase]
     /// Pre-main time no phase accounts for (protections, initializer bookkeeping).
-    var otherNanoseconds: Int64
-    var images: Int
-    var rebases: Int
-    var binds: Int
-    var symbolLookups: Int
+    let otherNanoseconds: Int64
     /// dyld3: the closure file and its size in bytes.
-    var closurePath: String?
-    var closureBytes: Int?
-    /// dyld3: images whose content was hashed to confirm their identity.
-    var imagesHashed: Int?
-    /// dyld3 `--verify-pages`: pages checked against their code slots.
-    var pagesVerified: Int?
-    /// A prelinked launch: whether it mapped the set's copy slid for this boot, else why it slid the set.
-    var slidForBoot: Bool?
-    var slideAtLaunch: SlideAtLaunchReason?
+    let closurePath: String?
+    let closureBytes: Int?
+    /// A prelinked launch: whether it mapped the set's copy slid for this boot (nil for other modes).
+    let slidForBoot: Bool?
     /// `main`'s own time, when it ran (not part of pre-main).
-    var mainNanoseconds: Int64?
-    /// Why the Objective-C step did not run (nil: it ran).
-    var objcSkipped: ObjCSkipReason?
-    /// What the code opened with `dlopen`.
-    var dynamicLoads: [DynamicLoadEvent]
+    let mainNanoseconds: Int64?
 
     init(_ report: LaunchReport, closurePath: String?) {
-        mode = report.mode
-        let main = report.ran ? report.timings[.main] : nil
-        preMainNanoseconds = max(0, (report.timings[.total] ?? 0) - (main ?? 0))
+        self.report = report
+        mainNanoseconds = report.ran ? report.timings[.main] : nil
+        preMainNanoseconds = max(0, (report.timings[.total] ?? 0) - (mainNanoseconds ?? 0))
         phases = LaunchReport.Phase.allCases.compactMap { phase in
             guard phase != .main, phase != .total, let nanoseconds = report.timings[phase] else { return nil }
             return Phase(name: phase.rawValue, nanoseconds: nanoseconds, meaning: LaunchStatistics.meaning(phase, mode: report.mode))
         }
         otherNanoseconds = max(0, preMainNanoseconds - phases.reduce(0) { $0 + $1.nanoseconds })
-        images = report.images.count
-        rebases = report.rebases
-        binds = report.binds
-        symbolLookups = report.symbolLookups
         self.closurePath = closurePath
         closureBytes = closurePath.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }
-        imagesHashed = report.imagesHashed
-        pagesVerified = report.pagesVerified
-        if report.mode == "prelinked" {
-            slidForBoot = report.slidForBoot
-            slideAtLaunch = report.slideAtLaunch
-        }
-        mainNanoseconds = main
-        objcSkipped = report.objcSkipped
-        dynamicLoads = report.dynamicLoads
+        slidForBoot = report.mode == "prelinked" ? report.slidForBoot : nil
     }
 
     static func meaning(_ phase: LaunchReport.Phase, mode: String) -> String {
@@ -102,7 +77,8 @@ struct LaunchStatistics {
     var text: String {
         func time(_ nanoseconds: Int64) -> String { String(format: "%10.3f ms", Double(nanoseconds) / 1e6) }
         func share(_ part: Int64) -> String { String(format: "%5.1f%%", Double(basisPoints(part)) / 100) }
-        var out = "\(mode) pre-main statistics\n"
+        let (rebases, binds, images) = (report.rebases, report.binds, report.images.count)
+        var out = "\(report.mode) pre-main statistics\n"
         out += "  total pre-main time:   \(time(preMainNanoseconds)) (100.0%)\n"
         for phase in phases {
             out += "    \((phase.name + ":").padding(toLength: 20, withPad: " ", startingAt: 0))\(time(phase.nanoseconds)) (\(share(phase.nanoseconds)))  \(phase.meaning)\n"
@@ -110,20 +86,20 @@ struct LaunchStatistics {
         out += "    \("other:".padding(toLength: 20, withPad: " ", startingAt: 0))\(time(otherNanoseconds)) (\(share(otherNanoseconds)))  protections, initializer list\n"
         out += "  images:                \(images)\n"
         out += "  fixups:                \(rebases + binds) (\(rebases) rebases, \(binds) binds)\n"
-        out += "  symbol lookups:        \(symbolLookups)\n"
+        out += "  symbol lookups:        \(report.symbolLookups)\n"
         if let closurePath {
             out += "  closure:               \(closureBytes.map { "\($0) bytes" } ?? "size unknown"), \(closurePath)\n"
         }
-        if let imagesHashed {
+        if let imagesHashed = report.imagesHashed {
             out += "  identities hashed:     \(imagesHashed == 0 ? "no" : "yes") (\(imagesHashed) of \(images) images)\n"
         }
-        out += "  objective-c:           \(objcSkipped.map { "skipped: \($0)" } ?? "ran")\n"
-        if let pagesVerified { out += "  pages verified:        \(pagesVerified)\n" }
+        out += "  objective-c:           \(report.objcSkipped.map { "skipped: \($0)" } ?? "ran")\n"
+        if let pagesVerified = report.pagesVerified { out += "  pages verified:        \(pagesVerified)\n" }
         if let slidForBoot {
-            out += "  prelinked set:         " + (slidForBoot ? "its copy slid for this boot, mapped as it lies" : "slid at launch (\(slideAtLaunch.map(String.init(describing:)) ?? "?"))") + "\n"
+            out += "  prelinked set:         " + (slidForBoot ? "its copy slid for this boot, mapped as it lies" : "slid at launch (\(report.slideAtLaunch.map(String.init(describing:)) ?? "?"))") + "\n"
         }
         if let mainNanoseconds { out += "  main (not pre-main):   \(time(mainNanoseconds))\n" }
-        for load in dynamicLoads {
+        for load in report.dynamicLoads {
             out += "  dlopen:                \(load.requested): " + (load.loaded.isEmpty ? "loaded already"
                 : "\(load.loaded.count) images by \(["closure": "its dlopen closure", "runtime closure": "a dlopen closure built now"][load.via] ?? load.via), initializers \(load.initialized.count)") + "\n"
         }
@@ -137,23 +113,16 @@ struct LaunchStatistics {
             ("phases", .array(phases.map { phase in
                 .object([("name", .string(phase.name)), ("ns", .int(phase.nanoseconds)), ("share_basis_points", .int(basisPoints(phase.nanoseconds)))])
             })),
-            ("other_ns", .int(otherNanoseconds)),
-            ("other_share_basis_points", .int(basisPoints(otherNanoseconds))),
-            ("images", .int(Int64(images))),
-            ("fixups", .int(Int64(rebases + binds))),
-            ("rebases", .int(Int64(rebases))),
-            ("binds", .int(Int64(binds))),
-            ("symbol_lookups", .int(Int64(symbolLookups))),
-            ("closure", closurePath.map(JSONValue.string) ?? .null),
-            ("closure_bytes", closureBytes.map { .int(Int64($0)) } ?? .null),
-            ("identities_hashed", imagesHashed.map { .bool($0 > 0) } ?? .null),
-            ("images_hashed", imagesHashed.map { .int(Int64($0)) } ?? .null),
-            ("pages_verified", pagesVerified.map { .int(Int64($0)) } ?? .null),
-            ("slid_for_boot", slidForBoot.map(JSONValue.bool) ?? .null),
-            ("main_ns", mainNanoseconds.map(JSONValue.int) ?? .null),
-            ("objc_ran", .bool(objcSkipped == nil)),
-            ("objc_skipped_reason", objcSkipped.map { .string("\($0)") } ?? .null),
-            ("dlopens", .array(dynamicLoads.map { load in
+            ("other_ns", .int(otherNanoseconds)), ("other_share_basis_points", .int(basisPoints(otherNanoseconds))),
+            ("images", .int(Int64(report.images.count))), ("fixups", .int(Int64(report.rebases + report.binds))),
+            ("rebases", .int(Int64(report.rebases))), ("binds", .int(Int64(report.binds))), ("symbol_lookups", .int(Int64(report.symbolLookups))),
+            ("closure", closurePath.map(JSONValue.string) ?? .null), ("closure_bytes", closureBytes.map { .int(Int64($0)) } ?? .null),
+            ("identities_hashed", report.imagesHashed.map { .bool($0 > 0) } ?? .null),
+            ("images_hashed", report.imagesHashed.map { .int(Int64($0)) } ?? .null),
+            ("pages_verified", report.pagesVerified.map { .int(Int64($0)) } ?? .null),
+            ("slid_for_boot", slidForBoot.map(JSONValue.bool) ?? .null), ("main_ns", mainNanoseconds.map(JSONValue.int) ?? .null),
+            ("objc_ran", .bool(report.objcSkipped == nil)), ("objc_skipped_reason", report.objcSkipped.map { .string("\($0)") } ?? .null),
+            ("dlopens", .array(report.dynamicLoads.map { load in
                 .object([("requested", .string(load.requested)), ("via", .string(load.via)),
                          ("loaded", .array(load.loaded.map(JSONValue.string))), ("initialized", .array(load.initialized.map(JSONValue.string)))])
             })),

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import ClosureCache
 import LaunchPlan
-import LoaderCore
 import MachOInspect
 import StubRoot
 import LoaderSystem
@@ -41,19 +40,16 @@ struct StubRootCommand: AsyncParsableCommand {
     var cache: String?
 
     func run() async throws {
-        let plan: StubRootPlan
-        do {
+        let plan = try await CommandFailure.reporting(json: json) {
             // A binary that is not there is named as the other commands name it.
             for binary in binaries where FileStatus.of(binary) == nil {
                 throw LoadError.unusable(path: binary, reason: "no such file or directory")
             }
             // An app bundle or .ipa stands for its main executable.
             let images = try binaries.map { try AppLocator.mainImage(of: try AppLocator.unpacked($0, cache: ClosureCache.resolve(cache))) }
-            plan = try StubRootPlan(binaries: images, arches: arch.isEmpty ? nil : arch, root: out)
+            let plan = try StubRootPlan(binaries: images, arches: arch.isEmpty ? nil : arch, root: out)
             try await plan.write()
-        } catch {
-            CommandFailure(error).report(json: json)
-            throw ExitCode(1)
+            return plan
         }
         let problems = plan.missingDylibs.map(\.description) + plan.unresolved.map(\.description)
         if json {

@@ -1,11 +1,8 @@
 import ArgumentParser
-import Dyld3
 import Foundation
 import ClosureCache
 import LaunchPlan
-import LoaderCore
 import MachOInspect
-import ClosureFormat
 import LoaderSystem
 
 /// `dyld3 verify`: checks every file of the closure cache, the check CI runs.

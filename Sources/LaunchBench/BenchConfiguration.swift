@@ -1,5 +1,5 @@
-import LoaderCore
 import Foundation
+import LaunchPlan
 import Pager
 
 /// What `dyld3 bench` measures and where it reads and writes.
@@ -44,6 +44,11 @@ package struct BenchConfiguration: Sendable {
         self.toolPath = toolPath
         self.cold = cold
         self.eviction = eviction
+    }
+
+    /// How `--cold` samples empty the page cache (``EvictionMethod/choose(requested:dropCachesWritable:)``); nil without `--cold`.
+    func evictionMethod() throws(CommandFailure) -> EvictionMethod? {
+        cold ? try EvictionMethod.choose(requested: eviction, dropCachesWritable: PageCache.dropCachesWritable) : nil
     }
 
     /// The seed of every generated app: same seed, same bytes, so apps are reused.

@@ -1,6 +1,5 @@
 import Dyld3
 import Foundation
-import ClosureCache
 import LaunchPlan
 import LoaderCore
 import MachOReader
@@ -156,8 +155,7 @@ enum CodeSigningBench {
 
     private static func elapsed(since clock: inout ContinuousClock.Instant) -> Int64 {
         let now = ContinuousClock.now
-        let duration = now - clock
-        clock = now
-        return duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        defer { clock = now }
+        return (now - clock).nanoseconds
     }
 }

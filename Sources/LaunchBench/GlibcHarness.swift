@@ -34,12 +34,8 @@ struct GlibcHarness {
     }
 
     /// A running harness for one app: each ``load()`` is one timed dlopen + dlclose.
-    final class Session {
-        private let process: ProcessRunner.Session
-
-        fileprivate init(process: ProcessRunner.Session) {
-            self.process = process
-        }
+    struct Session {
+        fileprivate let process: ProcessRunner.Session
 
         /// Nanoseconds of one `dlopen(RTLD_NOW)`.
         func load() async throws(CommandFailure) -> Int64 {
@@ -55,30 +51,21 @@ struct GlibcHarness {
 
         /// Ends the input; returns the harness's peak RSS in kB, its last line.
         fileprivate func finish() async throws(CommandFailure) -> Int {
-            do {
-                try await process.closeInput()
-            } catch {
-                throw .process("glibc harness", error)
-            }
+            try await talking { () async throws(CommandFailure) in try await process.closeInput() }
             return Int(try await value(of: "maxrss_kb"))
         }
 
         private func send(_ line: String) async throws(CommandFailure) {
-            do {
-                try await process.send(line)
-            } catch {
-                throw .process("glibc harness", error)
-            }
+            try await talking { () async throws(CommandFailure) in try await process.send(line) }
+        }
+
+        /// `body`'s result; a failure of the pipes is the harness's.
+        private func talking<T>(_ body: () async throws(CommandFailure) -> T) async throws(CommandFailure) -> T {
+            do { return try await body() } catch { throw .process("glibc harness", error) }
         }
 
         private func value(of key: String) async throws(CommandFailure) -> Int64 {
-            let next: String?
-            do {
-                next = try await process.readLine()
-            } catch {
-                throw .process("glibc harness", error)
-            }
-            guard let line = next else {
+            guard let line = try await talking({ () async throws(CommandFailure) in try await process.readLine() }) else {
                 throw .failed("glibc harness ended early: \(BenchTool.stderrText(process.errorFile))")
             }
             let fields = line.split(separator: " ", maxSplits: 1)

@@ -1,6 +1,5 @@
 import Foundation
 import ClosureCache
-import ClosureFormat
 
 /// `dyld3 bench`: dyld2, dyld3, the mapping floor and glibc's loader on generated apps of
 /// each size, measured side by side in one run, plus what the closure costs.
@@ -16,8 +15,7 @@ package enum LaunchBench {
         if !UnsafeProcessMemory.keepFreedHeapMemory() { log("warning: glibc refused mallopt; freed heap memory goes back to the kernel") }
         let harness = try await GlibcHarness.build(configuration: configuration)
         let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache")
-        let eviction = configuration.cold
-            ? try EvictionMethod.choose(requested: configuration.eviction, dropCachesWritable: PageCache.dropCachesWritable) : nil
+        let eviction = try configuration.evictionMethod()
         if let eviction { log("cold samples: evicting with \(eviction.rawValue)") }
         var sizes: [SizeResult] = []
         for dylibs in configuration.dylibCounts {

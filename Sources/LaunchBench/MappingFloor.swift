@@ -1,5 +1,3 @@
-import ClosureCache
-import LoaderCore
 import LaunchPlan
 import ClosureFormat
 import LaunchMemory

@@ -1,4 +1,3 @@
-import ClosureBuild
 import Foundation
 
 /// The bench's Markdown: tables per measurement and the product's performance targets, measured.

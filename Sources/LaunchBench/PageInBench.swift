@@ -1,6 +1,5 @@
 import Dyld3
 import Foundation
-import ClosureCache
 import LoaderCore
 import MachOReader
 import ClosureFormat
@@ -84,7 +83,7 @@ enum PageInBench {
             for count in counts {
                 sink &+= touch(paged.memory, touched..<count)
                 touched = count
-                levels.append(PhaseClock.nanosecondsSince(start, clock))
+                levels.append((clock.now - start).nanoseconds)
             }
             paged.memory.release()
             keep(sink)
@@ -122,20 +121,10 @@ enum PageInBench {
     @_optimize(none) @inline(never)
     static func keep(_ sum: UInt64) {}
 
-    /// One dyld3 launch of `closure` as `request` asks (eager or page-in).
-    /// A launch as `dyld3 launch` makes it, from the closure file at `closurePath` (read,
-    /// checked and decoded each time, with the launch's helper), or from `closure` in memory
-    /// when there is no such file.
+    /// One dyld3 launch as `request` asks (eager or page-in), as `dyld3 launch` makes it: from
+    /// the closure file at `closurePath` (read and checked each time), else from `closure` in memory.
     static func launch(_ closure: LaunchClosure, closurePath: String = "(built in memory)", request: LaunchOptions) throws -> Launch {
         if FileManager.default.fileExists(atPath: closurePath) { return try FastPath.launch(closurePath: closurePath, request: request) }
         return try FastPath.launch(closure, closurePath: closurePath, request: request)
-    }
-}
-
-extension PhaseClock {
-    /// Nanoseconds from `start` on `clock` to now.
-    static func nanosecondsSince(_ start: ContinuousClock.Instant, _ clock: ContinuousClock) -> Int64 {
-        let elapsed = clock.now - start
-        return elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
     }
 }

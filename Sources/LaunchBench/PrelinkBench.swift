@@ -71,8 +71,7 @@ package enum PrelinkBench {
         -> (results: [PrelinkedBenchResult], eviction: EvictionMethod?) {
         let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache")
         try cache.prepareForWriting()
-        let eviction = configuration.cold
-            ? try EvictionMethod.choose(requested: configuration.eviction, dropCachesWritable: PageCache.dropCachesWritable) : nil
+        let eviction = try configuration.evictionMethod()
         var results: [PrelinkedBenchResult] = []
         for dylibs in configuration.dylibCounts {
             log("\(dylibs) dylibs: preparing the app")
@@ -180,25 +179,22 @@ package enum PrelinkBench {
             + "prelinked floor: the slid copy's one mmap and its mprotects.\n\n"
         for (title, pick) in [("warm", { (r: PrelinkedBenchResult) in r.warm }), ("cold", { (r: PrelinkedBenchResult) in r.cold ?? [:] })] {
             guard results.contains(where: { !pick($0).isEmpty }) else { continue }
-            out += "## \(title)\n\n| dylibs | images | slide locations | " + paths.joined(separator: " | ")
-                + " | prelinked / floor + protections | page-in / floor + protections |\n"
-            out += "| ---: | ---: | ---: |" + String(repeating: " ---: |", count: paths.count + 2) + "\n"
-            for result in results {
-                let samples = pick(result)
-                out += "| \(result.dylibs) | \(result.images) | \(result.slideLocations) | "
-                    + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }.joined(separator: " | ")
-                    + " | \(ratio(samples["prelinked"]?.median, samples["floor_protected"]?.median))"
-                    + " | \(ratio(samples["prelinked_page_in"]?.median, samples["floor_protected"]?.median)) |\n"
-            }
-            out += "\n"
+            out += "## \(title)\n\n" + MarkdownReport.table(
+                ["dylibs", "images", "slide locations"] + paths + ["prelinked / floor + protections", "page-in / floor + protections"],
+                results.map { result in
+                    let samples = pick(result), floor = samples["floor_protected"]?.median
+                    return ["\(result.dylibs)", "\(result.images)", "\(result.slideLocations)"]
+                        + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
+                        + [ratio(samples["prelinked"]?.median, floor), ratio(samples["prelinked_page_in"]?.median, floor)]
+                }) + "\n"
         }
-        out += "## install and disk\n\n| dylibs | set build + write | set bytes | images' bytes | set / images | copy slid for the boot: write | copy bytes "
-            + "| mapping calls |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
-        for result in results {
-            out += "| \(result.dylibs) | \(ms(result.install.median)) | \(result.setBytes) | \(result.imageBytes) | "
-                + String(format: "%.2f×", Double(result.setBytes) / Double(max(1, result.imageBytes)))
-                + " | \(ms(result.slidWrite)) | \(result.slidBytes) | \(result.mappingCalls) |\n"
-        }
+        out += "## install and disk\n\n" + MarkdownReport.table(
+            ["dylibs", "set build + write", "set bytes", "images' bytes", "set / images", "copy slid for the boot: write", "copy bytes", "mapping calls"],
+            results.map { result in
+                ["\(result.dylibs)", ms(result.install.median), "\(result.setBytes)", "\(result.imageBytes)",
+                 String(format: "%.2f×", Double(result.setBytes) / Double(max(1, result.imageBytes))), ms(result.slidWrite),
+                 "\(result.slidBytes)", "\(result.mappingCalls)"]
+            })
         out += "\n## targets (warm medians)\n\n"
         for result in results where [400, 1000].contains(result.dylibs) {
             let floor = result.warm["floor_protected"]?.median ?? 0

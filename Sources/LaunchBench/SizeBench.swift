@@ -5,7 +5,6 @@ import Foundation
 import ClosureCache
 import LaunchPlan
 import LoaderCore
-import MachOReader
 import ClosureFormat
 import LaunchMemory
 
@@ -63,8 +62,7 @@ struct SizeBench {
                 return rounds
             }.value
         }
-        let (dirtied, warm) = (warmRounds.dirtied, warmRounds.samples)
-        let (dyld3Phases, dyld2Phases) = (warmRounds.dyld3Phases, warmRounds.dyld2Phases)
+        let (dyld3Phases, dyld2Phases) = (medians(warmRounds.dyld3Phases), medians(warmRounds.dyld2Phases))
 
         var fresh: [String: Distribution] = [:], freshRSS: [String: Distribution] = [:]
         if let tool = configuration.toolPath {
@@ -82,7 +80,7 @@ struct SizeBench {
             pageIn = try PageInBench.measure(closure, closurePath: closurePath, options: pageInOptions, runs: runs)
         }
 
-        let warmDistributions = Dictionary(uniqueKeysWithValues: warm.map { ($0.key.rawValue, Distribution($0.value)) })
+        let warmDistributions = distributions(warmRounds.samples)
         var codeSigning: CodeSigningCost?
         if closure.images.contains(where: { $0.identity.signature != nil }) {
             log("  code signing: \(runs) rounds of each check, and eager dyld3 without and with --verify-pages")
@@ -98,23 +96,26 @@ struct SizeBench {
             dylibs: app.dylibs, images: closure.images.count, fixups: fixups,
             rebases: closure.totalRebases, binds: closure.totalBinds, elfRelocations: elf.relocations,
             fixupPages: floor.pageCount, warm: warmDistributions, fresh: fresh, freshMaxRssKilobytes: freshRSS,
-            dyld3Phases: dyld3Phases.mapValues { Distribution($0).median },
-            dyld2Phases: dyld2Phases.mapValues { Distribution($0).median },
-            nanosecondsPerFixup: perFixup, pagesDirtied: dirtied,
+            dyld3Phases: dyld3Phases, dyld2Phases: dyld2Phases, nanosecondsPerFixup: perFixup, pagesDirtied: warmRounds.dirtied,
             benchMaxRssKilobytes: ProcessMemory.maxRSSKilobytes(),
             closure: ClosureCost(
                 build: build, fileBytes: fileBytes,
                 bytesPerFixup: fixups > 0 ? Double(fileBytes) / Double(fixups) : 0,
                 imageMetadataBytes: metadata,
                 relativeToMetadata: metadata > 0 ? Double(fileBytes) / Double(metadata) : 0),
-            cold: warmRounds.cold.map { Dictionary(uniqueKeysWithValues: $0.samples.map { ($0.key.rawValue, Distribution($0.value)) }) },
-            coldDyld3Phases: warmRounds.cold.map { $0.dyld3Phases.mapValues { Distribution($0).median } },
+            cold: warmRounds.cold.map { distributions($0.samples) }, coldDyld3Phases: warmRounds.cold.map { medians($0.dyld3Phases) },
             residentAfterEviction: warmRounds.cold?.resident, pageIn: pageIn,
-            objc: configuration.objc.map { _ in
-                ObjCShare(writes: closure.objc.totalWrites, dyld2Phases: dyld2Phases.mapValues { Distribution($0).median },
-                          dyld3Phases: dyld3Phases.mapValues { Distribution($0).median })
-            }, codeSigning: codeSigning)
+            objc: configuration.objc.map { _ in ObjCShare(writes: closure.objc.totalWrites, dyld2Phases: dyld2Phases, dyld3Phases: dyld3Phases) },
+            codeSigning: codeSigning)
     }
+
+    /// Each path's samples as a distribution, by path name.
+    private func distributions(_ samples: [LaunchPath: [Int64]]) -> [String: Distribution] {
+        Dictionary(uniqueKeysWithValues: samples.map { ($0.key.rawValue, Distribution($0.value)) })
+    }
+
+    /// Each phase's median, by phase name.
+    private func medians(_ samples: [String: [Int64]]) -> [String: Int64] { samples.mapValues { Distribution($0).median } }
 
     /// One launch of `path`, timed as the path times itself, and unmapped again. The floor
     /// reads ahead only when `cold`: warm, the advice would be work it can do without.

@@ -1,8 +1,6 @@
 import Dyld2
 import Dyld3
-import ClosureCache
 import LoaderCore
-import MachOReader
 import LaunchPlan
 import ClosureFormat
 import LaunchMemory
@@ -23,6 +21,11 @@ package struct LaunchComparison: Sendable {
         package let detail: String
         package var description: String {
             "\(what): \(image) \(segment)+0x\(String(offset, radix: 16)): \(detail)"
+        }
+
+        /// A difference of the whole launch, at no one place.
+        static func launch(_ what: String, _ detail: String) -> Difference {
+            Difference(what: what, image: "", segment: "", offset: 0, detail: detail)
         }
     }
 
@@ -106,7 +109,7 @@ package struct LaunchComparison: Sendable {
 
         var differences: [Difference] = []
         if let pageInFailure {
-            differences.append(Difference(what: "page-in", image: "", segment: "", offset: 0, detail: "the handler failed: \(pageInFailure)"))
+            differences.append(.launch("page-in", "the handler failed: \(pageInFailure)"))
         }
         var bytes = 0
         for (a, b) in zip(slowSnapshot, fastSnapshot) {
@@ -136,8 +139,7 @@ package struct LaunchComparison: Sendable {
             }
         }
         if slowSnapshot.count != fastSnapshot.count {
-            differences.append(Difference(what: "segments", image: "", segment: "", offset: 0,
-                                          detail: "\(slowSnapshot.count) writable segments vs \(fastSnapshot.count)"))
+            differences.append(.launch("segments", "\(slowSnapshot.count) writable segments vs \(fastSnapshot.count)"))
         }
         var fixupCount = 0
         let fixupsWritten = slowFixups.reduce(0) { $0 + $1.count }
@@ -162,12 +164,10 @@ package struct LaunchComparison: Sendable {
             }
         }
         if slowOpened.map(\.loaded) != fastOpened.map(\.loaded) {
-            differences.append(Difference(what: "dlopen", image: "", segment: "", offset: 0,
-                                          detail: "dyld2 loaded \(slowOpened.map(\.loaded)), dyld3 \(fastOpened.map(\.loaded))"))
+            differences.append(.launch("dlopen", "dyld2 loaded \(slowOpened.map(\.loaded)), dyld3 \(fastOpened.map(\.loaded))"))
         }
         if slowReport.initializers != report.initializers {
-            differences.append(Difference(what: "initializers", image: "", segment: "", offset: 0,
-                                          detail: "dyld2 \(slowReport.initializers), dyld3 \(report.initializers)"))
+            differences.append(.launch("initializers", "dyld2 \(slowReport.initializers), dyld3 \(report.initializers)"))
         }
 
         // main's result, when the code can run here.
@@ -184,8 +184,7 @@ package struct LaunchComparison: Sendable {
             results.1 = fastRun.report.result
             fastRun.memory.release()
             if results.0 != results.1 {
-                differences.append(Difference(what: "result", image: "", segment: "", offset: 0,
-                                              detail: "dyld2 main returned \(results.0.map(String.init) ?? "nothing"), dyld3 \(results.1.map(String.init) ?? "nothing")"))
+                differences.append(.launch("result", "dyld2 main returned \(results.0.map(String.init) ?? "nothing"), dyld3 \(results.1.map(String.init) ?? "nothing")"))
             }
         }
         var comparison = LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount, fixupsWritten: fixupsWritten,

@@ -2,21 +2,11 @@ import LaunchPlan
 import Subprocess
 import SystemPackage
 
-/// The project's one way to start another program: the toolchain behind stub roots, the
-/// bench's `cc`, `tools/gen-app` and glibc harness, and `dyld3` or `llvm-objdump` in tests.
-///
-/// A thin async layer over swift-subprocess (1.0.2). Everything is `async` and waits
-/// without blocking a thread: swift-subprocess watches children through pidfds on its own
-/// monitor thread and reads pipes through epoll, so many children can run at once from the
-/// cooperative pool. Nothing here blocks a pool thread on async work.
-///
-/// Three shapes:
-/// - ``run(_:_:error:)``: run to the end, collect stdout (and stderr), return the status.
-/// - ``run(_:_:error:while:)``: the same, with a closure that runs while the child does
-///   and can kill it (a process killed mid-write).
-/// - ``session(_:_:errorFile:_:)``: an interactive child, line by line over its stdin and
-///   stdout (the glibc harness: send a command, read its answer).
-///
+/// The project's one way to start another program (the stub-root toolchain, the bench's tools,
+/// `dyld3` or `llvm-objdump` in tests): a thin async layer over swift-subprocess (1.0.2), which
+/// watches children through pidfds and reads pipes through epoll, so no pool thread blocks.
+/// ``run(_:_:error:)`` runs to the end and collects the output; ``run(_:_:error:while:)`` also
+/// runs a closure that may kill the child; ``session(_:_:errorFile:_:)`` talks to it line by line.
 /// Exit statuses are shell-style: the exit code, or 128 + the signal number when killed.
 package enum ProcessRunner {
     /// Where a child's stderr goes.

@@ -1,14 +1,11 @@
 import LaunchPlan
 import LoaderCore
 
-/// The assembly source of one stub slice. Every export is an 8-byte zero datum in
-/// `__DATA,__stub_root` under a global label spelling its name (quoted, so any name
-/// works), weak ones marked `.weak_definition`, except Objective-C classes (class
-/// objects) and the functions of the runtime's stub (trapping code): ``StubObjC``. The section opens with an unexported
-/// datum, so that it exists even when nothing is exported: it is how a later run tells
-/// its own stubs from real libraries, and how a launch knows not to run
-/// code (`LoaderCore.StubImageMarker`). A host also gets a private entry point in
-/// `__TEXT,__text`: one trapping instruction, never run.
+/// The assembly source of one stub slice: every export an 8-byte zero datum under a quoted
+/// global label (weak ones `.weak_definition`), but classes and the runtime's functions
+/// (``StubObjC``). The marker section opens with an unexported datum, so it always exists: it
+/// tells a later run its own stubs, and a launch not to run code (`LoaderCore.StubImageMarker`).
+/// A host also gets a private entry point: one trapping instruction, never run.
 enum StubAssembly {
     static let markerSegment = StubImageMarker.segmentName
     static let markerSection = StubImageMarker.sectionName

@@ -3,17 +3,13 @@ import LaunchPlan
 import LoaderCore
 import MachOReader
 
-/// The dependency graph of one binary for one architecture as it will load once the stub
-/// root exists. It is walked like `LoaderCore.DependencyGraph` (install-name matching
-/// first, then `PathResolver`'s candidates in order), but a dependency found nowhere does
-/// not end the walk: an absolute install name becomes a stub node, to be written at its
-/// first candidate path. With an app layout, a dylib or bundle is walked as loaded into
-/// the layout's host (its `@executable_path`, its `LC_RPATH` last in every `@rpath`
-/// search), and a relative install name (`@rpath/...`, `@executable_path/...`,
-/// `@loader_path/...`) found nowhere becomes a stub at its first candidate inside the root
-/// other than the `usr/lib` fallback: for `@rpath/Python.framework/Python`, the app's
-/// `Frameworks/Python.framework/Python`. Any other dependency found nowhere is recorded as
-/// missing. Stubs left by an earlier run count as absent, so that a rerun plans them again.
+/// One binary's dependency graph for one architecture as it will load once the stub root
+/// exists, walked like `LoaderCore.DependencyGraph`, but an absolute install name found
+/// nowhere becomes a stub node at its first candidate path. With an app layout, a dylib or
+/// bundle is walked as loaded into the layout's host, and a relative install name found
+/// nowhere becomes a stub at its first candidate inside the root other than the `usr/lib`
+/// fallback (``appStubPath(_:installName:root:)``). Any other dependency found nowhere is
+/// missing. Stubs of an earlier run count as absent, so that a rerun plans them again.
 struct StubGraph {
     /// One image of the graph.
     enum Node {

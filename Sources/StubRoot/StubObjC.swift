@@ -1,21 +1,13 @@
 import LaunchPlan
 
-/// What a stub slice holds for Objective-C, so that the loader's Objective-C step runs on
-/// real graphs under a stub root:
-///
-/// - every class a stub exports (`_OBJC_CLASS_$_X` or `_OBJC_METACLASS_$_X`, either one
-///   imported is enough) is a real class object: a root `class_t` whose `class_ro_t` names
-///   it, and its root metaclass (isa to itself, superclass the class, as objc4 lays out a
-///   root class), listed in `__objc_classlist` beside an `__objc_imageinfo`, so that the
-///   step registers it and attaches the graph's categories to it;
-/// - the stub of the runtime (``runtimeInstallName``) is the loader's runtime: it carries
-///   `__DATA,__objc_fxtables` (the header `Fixtures/libSystem/objc/objc-runtime.h`
-///   describes, its entry arrays and hash table slots in zero-filled data), its functions are code that traps
-///   if called, and its data symbols (`__objc_empty_cache`, `_OBJC_EHTYPE_$_X`, ...) are
-///   zeroed data.
-///
-/// Nothing of it runs: every stub carries the stub-root marker, so a launch under the root
-/// maps, fixes up and runs the Objective-C step, then runs no code.
+/// What a stub slice holds so that the loader's Objective-C step runs under a stub root (the
+/// stub-root marker keeps any of it from running):
+/// - every class a stub exports (`_OBJC_CLASS_$_X` or `_OBJC_METACLASS_$_X`) is a root
+///   `class_t` and its root metaclass (isa to itself, superclass the class, as objc4 lays out
+///   a root class), in `__objc_classlist` beside an `__objc_imageinfo`, so categories attach;
+/// - the runtime's stub (``runtimeInstallName``) carries `__DATA,__objc_fxtables` (as
+///   `Fixtures/libSystem/objc/objc-runtime.h` describes, tables zero-filled), its functions
+///   trap if called, and its data symbols (`__objc_empty_cache`, `_OBJC_EHTYPE_$_X`, ...) are zeroed.
 enum StubObjC {
     /// The runtime's install name on macOS.
     static let runtimeInstallName = "/usr/lib/libobjc.A.dylib"

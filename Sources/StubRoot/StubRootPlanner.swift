@@ -75,11 +75,6 @@ private struct StubRootPlanner {
     /// The binaries' platform (nil before the first graph).
     private(set) var platform: StubPlatform?
 
-    init(root: String, app: StubAppLayout?) {
-        self.root = root
-        self.app = app
-    }
-
     /// A planner that has walked every graph and resolved every import.
     static func planned(binaries: [String], arches: [String]?, root: String, app: StubAppLayout?) throws(CommandFailure) -> StubRootPlanner {
         var planner = StubRootPlanner(root: root, app: app)
@@ -334,24 +329,21 @@ private struct StubRootPlanner {
     }
 
     private mutating func exportTrie(of file: ImageFile, arch: String) throws(CommandFailure) -> ExportTrie? {
-        let key = arch + ":" + file.path
-        if let known = tries[key] { return known }
-        do {
-            let trie = try file.image.exportTrie()
-            tries[key] = trie
-            return trie
-        } catch {
-            throw .load(.malformed(error.inFile(file.path)))
-        }
+        try Self.memo(&tries, arch + ":" + file.path, file) { (image) throws(MachOError) in try image.exportTrie() }
     }
 
     private mutating func imports(of file: ImageFile, arch: String) throws(CommandFailure) -> [SymbolImport] {
-        let key = arch + ":" + file.path
-        if let known = importsByImage[key] { return known }
+        try Self.memo(&importsByImage, arch + ":" + file.path, file) { (image) throws(MachOError) in try image.symbolImports() }
+    }
+
+    /// `cache[key]`, else what `read` makes of the file's image (kept there); a malformed image fails the plan.
+    private static func memo<T>(_ cache: inout [String: T], _ key: String, _ file: ImageFile,
+                                _ read: (MachOImage) throws(MachOError) -> T) throws(CommandFailure) -> T {
+        if let known = cache[key] { return known }
         do {
-            let entries = try file.image.symbolImports()
-            importsByImage[key] = entries
-            return entries
+            let value = try read(file.image)
+            cache[key] = value
+            return value
         } catch {
             throw .load(.malformed(error.inFile(file.path)))
         }

@@ -68,13 +68,8 @@ private struct StubBuilder {
     let toolchain: StubToolchain
     let platform: StubPlatform
     let scratch: String
-    private var built = 0
-
-    init(toolchain: StubToolchain, platform: StubPlatform, scratch: String) {
-        self.toolchain = toolchain
-        self.platform = platform
-        self.scratch = scratch
-    }
+    /// Stubs built so far: each gets its own scratch directory.
+    var built = 0
 
     /// Assembles and links each slice, joins them with lipo when there are several, and
     /// installs the result at `path`. Returns each slice's linked file (in the scratch
