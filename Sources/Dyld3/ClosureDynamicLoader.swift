@@ -7,17 +7,15 @@ import LoaderSystem
 import LaunchMemory
 import RuntimeServices
 
-/// `dlopen` in a dyld3 launch, with dlopen closures (dyld3's): the closure's prebuilt one for
-/// the path (`dyld3 install APP --dlopen PATH`) when nothing was `dlopen`ed before, else one
-/// built now by the launch's ``LaunchConfiguration/dlopenClosures`` (as dyld3 built a dlopen
-/// closure in process), else
-/// the call fails and `dlerror` says how to install one. Applying one is the fast path's
-/// work: the added images identified, checked against their own headers, mapped at one
-/// reservation, their fixups written from the runs, protected, then initialized in the
-/// recorded order; no path search and no symbol lookup.
+/// `dlopen` in a dyld3 launch, with dlopen closures: the launch closure's prebuilt one for the
+/// path (`dyld3 install APP --dlopen PATH`) when nothing was `dlopen`ed before, else one built
+/// now by ``LaunchConfiguration/dlopenClosures`` (as dyld3 built one in process), else the
+/// call fails and `dlerror` says how to install one. Applying one is the fast path's work:
+/// the added images identified, checked against their headers, mapped at one reservation,
+/// fixed up from the runs, protected, then initialized in the recorded order.
 ///
-/// `dlsym` looks the name up in the export trie of the image and its re-exports (dyld's
-/// `dlsym` walks tries at run time too); each image is parsed once, on its first lookup.
+/// `dlsym` walks the export tries of the image and its re-exports (as dyld's does); each
+/// image is parsed once, on its first lookup.
 final class ClosureDynamicLoader: DynamicLoader {
     private let launch: LaunchClosure
     private let closurePath: String
@@ -28,7 +26,8 @@ final class ClosureDynamicLoader: DynamicLoader {
     private var images: [ClosureImage]
     /// Per image after the launch's: the memory it was mapped into, and its index there.
     private var placements: [(memory: LaunchMemory, index: Int)] = []
-    private var groups: [LaunchMemory] = []
+    /// The memory of each `dlopen` that added images, in order.
+    private(set) var loadedMemories: [LaunchMemory] = []
     /// The requested path of each `dlopen` that added images, in order.
     private var earlier: [String] = []
     private var openCounts: [Int: Int] = [:]
@@ -43,6 +42,13 @@ final class ClosureDynamicLoader: DynamicLoader {
         if events.count < DynamicLoadEvent.limit { events.append(event) }
     }
 
+    /// `dlopen` of an image already loaded: one more open of it, nothing added.
+    private func reopen(_ index: Int, requested path: String) -> UInt64 {
+        openCounts[index, default: 0] += 1
+        record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
+        return base(of: index)
+    }
+
     init(launch: LaunchClosure, closurePath: String, request: LaunchOptions, configuration: LaunchConfiguration, memory: LaunchMemory) {
         self.launch = launch
         self.closurePath = closurePath
@@ -51,8 +57,6 @@ final class ClosureDynamicLoader: DynamicLoader {
         launchMemory = memory
         images = launch.images
     }
-
-    var loadedMemories: [LaunchMemory] { groups }
 
     private func base(of index: Int) -> UInt64 {
         guard index >= launch.images.count else { return launchMemory.images[index].base }
@@ -67,11 +71,7 @@ final class ClosureDynamicLoader: DynamicLoader {
     }
 
     func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64 {
-        if let index = loadedImage(path) {
-            openCounts[index, default: 0] += 1
-            record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
-            return base(of: index)
-        }
+        if let index = loadedImage(path) { return reopen(index, requested: path) }
         let direct = resolver.direct(path)
         // The launch closure's own, while nothing was opened before it.
         if images.count == launch.images.count,
@@ -93,9 +93,7 @@ final class ClosureDynamicLoader: DynamicLoader {
             guard let index = images.firstIndex(where: { $0.path == loadedPath }) else {
                 throw .unusable(path: path, reason: "names \(loadedPath), which the launch did not load")
             }
-            openCounts[index, default: 0] += 1
-            record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
-            return base(of: index)
+            return reopen(index, requested: path)
         }
     }
 
@@ -150,7 +148,7 @@ final class ClosureDynamicLoader: DynamicLoader {
         // Committed before any initializer runs: one may call dlopen itself.
         images = closure.images
         placements += added.map { (memory, $0 - added.lowerBound) }
-        groups.append(memory)
+        loadedMemories.append(memory)
         earlier.append(requested)
         openCounts[opened] = 1
         var functions: [CodeRunner.Function] = []
@@ -235,6 +233,6 @@ final class ClosureDynamicLoader: DynamicLoader {
     }
 
     func releaseLoaded() {
-        for memory in groups { memory.release() }
+        for memory in loadedMemories { memory.release() }
     }
 }

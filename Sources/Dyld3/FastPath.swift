@@ -7,53 +7,43 @@ import Pager
 import LaunchMemory
 import RuntimeServices
 
-/// The dyld3 fast path: validate a closure and apply it. No Mach-O parsing beyond each
-/// image's own header (read through the descriptor it is mapped from, to check the
-/// closure's mapping plan against it, on a second core while the images are mapped), no
-/// path search, no symbol lookup: map the images as planned, write the resolved fixups,
-/// then the launch's last steps (``Launcher``).
+/// The dyld3 fast path: validate a closure and apply it. No Mach-O parsing beyond each image's
+/// own header (its plan checked against it on a second core while the images are mapped), no
+/// path search, no symbol lookup: map the images as planned, write the resolved fixups, then
+/// the launch's last steps (``Launcher``).
 ///
-/// Every failure the closure causes before `main` (a binding for another request, a stale
-/// or swapped image, a plan the image does not have, a bad run or target) is a
-/// `ClosureError` naming the closure file, thrown after everything mapped was released, so
-/// a caller can fall back to the slow path. `LoadError` is left for failures of the launch
-/// itself (no address space, an initializer the image marks executable that crashes...).
+/// Every failure the closure causes before `main` (another request's binding, a stale image, a
+/// plan the image does not have, a bad run or target) is a `ClosureError` naming the closure
+/// file, thrown after everything mapped was released, so a caller can fall back to the slow
+/// path. `LoadError` is left for failures of the launch itself (no address space, ...).
 public enum FastPath {
-    /// Launches `request` from the closure at `closurePath`: read and checked
-    /// (``ClosureLaunchDecoder/read(_:trusting:helper:check:beside:)``), then mapped and
-    /// applied. One ``LaunchHelper`` serves both: started when the closure is large, it
-    /// decodes part of it (the bind targets and the rest of the body while this thread
-    /// checks the binding and opens the first images), opens and identifies the other
-    /// images as this thread maps them, checks the plans and writes part of the fixups on
-    /// the second core.
+    /// Launches `request` from the closure at `closurePath`, read
+    /// (``ClosureLaunchDecoder/read(_:trusting:helper:check:beside:)``), mapped and applied with
+    /// one ``LaunchHelper``: started when the closure is large, it decodes part of it, opens
+    /// the images this thread has not as it maps them, checks the plans and writes part of the fixups.
     public static func launch(closurePath: String, request: LaunchOptions,
                               configuration: LaunchConfiguration = LaunchConfiguration()) throws -> Launch {
         try Launcher.run(ClosureLaunchSource(.file(closurePath)), request: request, configuration: configuration, helper: LaunchHelper())
     }
 
-    /// Launches `request` from `closure` (read from `closurePath`, or built in memory and
-    /// named so): bound to this request, its images opened once, identified and checked
-    /// against their own load commands, mapped from those descriptors, then applied.
+    /// Launches `request` from `closure` (read from `closurePath`, or built in memory and named so).
     public static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions,
                               configuration: LaunchConfiguration = LaunchConfiguration()) throws -> Launch {
         try Launcher.run(ClosureLaunchSource(.decoded(closure, path: closurePath, opened: nil)), request: request,
                          configuration: configuration, helper: nil)
     }
 
-    /// How many of `imageCount` images this thread opens before it maps: all, unless the
-    /// helper runs. Then the first quarter, about what this thread opens in the time the
-    /// helper reads the rest of the body; the helper opens the others while this thread
-    /// maps, handing each over as soon as it is identified.
+    /// How many of `imageCount` images this thread opens before it maps: all, unless the helper
+    /// runs; then the first quarter, about what it opens while the helper reads the rest of
+    /// the body (the helper opens the others as this thread maps).
     static func openedBeforeMapping(_ imageCount: Int, helper: LaunchHelper?) -> Int {
         helper?.isRunning == true ? imageCount / 4 : imageCount
     }
 
     /// Writes the fixups of `images`. With `helper` running, they are split in two parts of
-    /// about the same size of fixup runs (a proxy for the fixups and the pages they dirty):
-    /// the helper writes the second while this thread writes the first, so the copy-on-write
-    /// faults are taken on two CPUs. Each image is written by one thread, through a writer
-    /// taken beforehand; an error in the first part is reported before one in the second,
-    /// as with one thread.
+    /// about the same size of runs (a proxy for the pages they dirty), the second written by
+    /// the helper, so the copy-on-write faults are taken on two CPUs; each image by one thread.
+    /// An error in the first part is reported before one in the second, as with one thread.
     static func applyFixups(_ closure: LaunchClosure, images: [Int], memory: LaunchMemory, targetValues: [UInt64],
                             closurePath: String, helper: LaunchHelper?) throws(ClosureError) {
         guard helper?.isRunning == true, images.count >= 2 else {
@@ -71,26 +61,18 @@ public enum FastPath {
             split += 1
         }
         let secondPart = split..<images.count
-        let secondPartFailure = try LaunchHelper.run(on: helper, helper: { () -> ClosureError? in
-            do throws(ClosureError) {
-                for position in secondPart {
-                    try closure.applyFixups(ofImage: images[position], writer: writers[position], targetValues: targetValues, closurePath: closurePath)
-                }
-                return nil
-            } catch {
-                return error
-            }
-        }) { () throws(ClosureError) in
-            for position in 0..<secondPart.lowerBound {
+        @Sendable func apply(_ positions: Range<Int>) throws(ClosureError) {
+            for position in positions {
                 try closure.applyFixups(ofImage: images[position], writer: writers[position], targetValues: targetValues, closurePath: closurePath)
             }
-        }.helper
-        if let secondPartFailure { throw secondPartFailure }
+        }
+        try LaunchHelper.run(on: helper, helper: { Result { () throws(ClosureError) in try apply(secondPart) } }) {
+            () throws(ClosureError) in try apply(0..<secondPart.lowerBound)
+        }.helper.get()
     }
 
-    /// The digest of `memory` after the closure's fixups and Objective-C writes, rewriting
-    /// the locations they fixed up with pointers (the closure decoded again, outside the
-    /// timed launch).
+    /// The digest of `memory` after the closure's fixups and Objective-C writes, rewriting the
+    /// locations they fixed up with pointers (decoded again, outside the timed launch).
     static func digestOf(_ memory: LaunchMemory, _ closure: LaunchClosure, closurePath: String) throws(LoadError) -> UInt64 {
         var fixups: [[ResolvedFixup]] = [], objc: [[ResolvedFixup]] = []
         do throws(ClosureError) {
@@ -117,16 +99,15 @@ public enum FastPath {
     }
 }
 
-/// A per-image closure as a source of images: its file read and checked (or a closure in
-/// memory), its images opened, identified and checked against their own load commands,
-/// mapped from those descriptors, then fixed up from the closure's runs.
+/// A per-image closure (a file, or decoded in memory) as a source of images: its images opened,
+/// identified and checked against their own load commands, mapped from those descriptors,
+/// then fixed up from the closure's runs.
 struct ClosureLaunchSource: LaunchSource {
     enum Input {
         /// The closure file at a path, read and decoded by the launch.
         case file(String)
-        /// A decoded closure named `path`; `opened`: the descriptors of its first images,
-        /// already opened and identified, and how many of them were hashed (nil: the launch
-        /// opens them all).
+        /// A decoded closure named `path`; `opened`: its first images' descriptors, opened and
+        /// identified, and how many were hashed (nil: the launch opens them all).
         case decoded(LaunchClosure, path: String, opened: (files: [ImageDescriptor], hashed: Int)?)
     }
 
@@ -164,22 +145,18 @@ struct ClosureLaunchSource: LaunchSource {
             try Launcher.checkBinding(closure.binding, request: request, closurePath: path)
             try closure.checkRoots(closurePath: path)
             launch.report.timings[.closure] = launch.clock.lap()
-            var files = opened?.files ?? []
-            launch.report.imagesHashed = opened?.hashed
-            if opened == nil {
-                var hashed = 0
-                files = try closure.openImages(closurePath: path, checks: checks,
-                                               readAhead: Self.readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
-                launch.report.imagesHashed = hashed
-            }
+            var hashed = opened?.hashed ?? 0
+            let files = try opened?.files ?? closure.openImages(closurePath: path, checks: checks,
+                                                                readAhead: Self.readAhead(request, helper: helper) == .whileOpening,
+                                                                hashedImages: &hashed)
+            launch.report.imagesHashed = hashed
             return try map(closure, files: files, path: path, runsChecked: false, &launch)
         }
     }
 
-    /// The mapping of `closure` from `files`, the first of its images opened and identified
-    /// (all of them unless the helper runs; ``FastPath/openedBeforeMapping(_:helper:)``):
-    /// the others opened and identified and the plans checked beside the mapping.
-    /// `runsChecked`: a page-in launch's run check was made when the closure was decoded.
+    /// The mapping of `closure` from `files`, its first images' descriptors
+    /// (``FastPath/openedBeforeMapping(_:helper:)``): the others opened and the plans checked
+    /// beside the mapping. `runsChecked`: a page-in launch's run check was made on decoding.
     func map(_ closure: LaunchClosure, files: [ImageDescriptor], path: String, runsChecked: Bool, _ launch: inout LaunchState) throws -> MappedLaunch {
         let request = launch.request, checks = launch.configuration.identityChecks, helper = launch.helper
         launch.report.images = closure.images.map(\.path)
@@ -193,27 +170,23 @@ struct ClosureLaunchSource: LaunchSource {
         // run, target and page index entry it can meet is checked before anything is mapped,
         // written or run, as an eager launch checks them before its first store.
         if request.fixups == .pageIn, !runsChecked, let fault = FastPath.firstRunFault(closure, closurePath: path) { throw fault }
-        // The helper opens and identifies the images this thread has not, handing each over
-        // as this thread maps them in order; then it checks the plans (after asking for the
-        // images to be read ahead). Both only read the descriptors, and nothing is written or
-        // run before an image that fails its identity or a disagreement is known. A stale
-        // image is reported before a mapping error, as when every image was opened first.
+        // The helper opens and identifies the images this thread has not, handing each over as
+        // this thread maps them in order, then checks the plans. Both only read the descriptors;
+        // nothing is written or run before a stale image or a disagreement is known.
         let handOff = files.count < closure.images.count ? DescriptorHandOff(first: files.count, count: closure.images.count) : nil
         let readsAheadOnHelper = Self.readAhead(request, helper: helper) == .onHelper
         let opened = files
         var report = launch.report
-        let (mapped, checked) = LaunchHelper.run(on: helper, helper: { () -> Result<PlanCheck, ClosureError> in
-            var files = opened, hashed = 0
-            if let handOff {
-                do throws(ClosureError) {
+        let (mapped, checked) = LaunchHelper.run(on: helper, helper: {
+            Result { () throws(ClosureError) -> PlanCheck in
+                var files = opened, hashed = 0
+                if let handOff {
                     files += try closure.openImages(handOff.first..<handOff.count, closurePath: path, checks: checks,
                                                     handOff: handOff, hashedImages: &hashed)
-                } catch {
-                    return .failure(error)
                 }
+                if readsAheadOnHelper { Self.readAhead(closure, files: files) }
+                return PlanCheck(hashedImages: hashed, disagreement: Self.planDisagreement(closure, files: files))
             }
-            if readsAheadOnHelper { Self.readAhead(closure, files: files) }
-            return .success(PlanCheck(hashedImages: hashed, disagreement: Self.planDisagreement(closure, files: files)))
         }) {
             Result { () throws -> (LaunchMemory, PageInFixups.Plan?) in
                 try Self.mapImages(closure, path: path, files: files, handOff: handOff, request: request, report: &report)
@@ -259,12 +232,10 @@ struct ClosureLaunchSource: LaunchSource {
         launch.report.binds = closure.totalBinds
     }
 
-    /// The memory the mapping gave, unless the helper found a stale image (reported first)
-    /// or the mapping failed: a mapping the closure's plan made fail (an offset the kernel
-    /// will not map, a reservation too large, segments that collide) is a `ClosureError`
-    /// naming the closure file, so that `auto` falls back; a plan the image's own load
-    /// commands disagree with is the cause, and is reported first. Memory mapped for a
-    /// launch refused here is released.
+    /// The memory the mapping gave, unless the helper found a stale image (reported first) or
+    /// the mapping failed: a mapping the plan made fail is a `ClosureError` naming the closure
+    /// file, so that `auto` falls back, and a plan the image's load commands disagree with is
+    /// its cause, reported first. Memory mapped for a launch refused here is released.
     static func planned(_ mapped: Result<(LaunchMemory, PageInFixups.Plan?), any Error>, checked: Result<PlanCheck, ClosureError>,
                         _ closure: LaunchClosure, path: String) throws -> (LaunchMemory, PageInFixups.Plan?) {
         let check: PlanCheck
@@ -289,12 +260,10 @@ struct ClosureLaunchSource: LaunchSource {
         var disagreement: (image: Int, what: PlanDisagreement)?
     }
 
-    /// Maps the closure's images: eagerly, or for `--fixups page-in` with the pages that
-    /// receive fixups reserved, registered with a userfaultfd and made live (a touch fills
-    /// the page on the touching thread) before anything can touch them. Where userfaultfd is
-    /// unavailable (or registering or going live fails), the memory is released and mapped
-    /// again for an eager launch (a hand-off keeps what it handed over), the reason kept in
-    /// the report.
+    /// Maps the closure's images: eagerly, or for `--fixups page-in` with the pages that receive
+    /// fixups reserved, registered with a userfaultfd and made live before anything can touch
+    /// them. Where that fails, the memory is mapped again for an eager launch (a hand-off keeps
+    /// what it handed over), the reason kept in the report.
     static func mapImages(_ closure: LaunchClosure, path: String, files: [ImageDescriptor], handOff: DescriptorHandOff?,
                           request: LaunchOptions, report: inout LaunchReport) throws -> (LaunchMemory, PageInFixups.Plan?) {
         let plans = closure.images.map(\.plan)
@@ -318,9 +287,9 @@ struct ClosureLaunchSource: LaunchSource {
         return (try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide), nil)
     }
 
-    /// When the images are asked to be read ahead (``ImagePlan/readAheadRange(deferred:)``):
-    /// never under page-in linking; on the helper before its plan check, where the ≈ 1 µs a
-    /// call costs on a warm launch is off the launch thread; else as each image is opened.
+    /// When the images are read ahead (``ImagePlan/readAheadRange(deferred:)``): never under
+    /// page-in; on the helper before its plan check (the ≈ 1 µs a call costs is off the launch
+    /// thread); else as each image is opened.
     enum ReadAhead { case never, whileOpening, onHelper }
 
     /// Where `request`'s launch reads ahead, given its `helper`.
@@ -335,15 +304,11 @@ struct ClosureLaunchSource: LaunchSource {
         }
     }
 
-    /// The first image whose plan is not the one its own header and load commands give, and
-    /// how: protections, file ranges, writable and executable segments are the image's, not
-    /// the closure's. Read through `files`, the descriptors the launch maps from.
+    /// The first image whose plan is not the one its own header and load commands give (read
+    /// through `files`, the descriptors the launch maps from), and how.
     static func planDisagreement(_ closure: LaunchClosure, files: [ImageDescriptor]) -> (image: Int, what: PlanDisagreement)? {
-        for index in closure.images.indices {
-            if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[index]) {
-                return (index, disagreement)
-            }
-        }
-        return nil
+        closure.images.indices.lazy.compactMap { index in
+            closure.images[index].planDisagreement(arch: closure.arch, file: files[index]).map { (index, $0) }
+        }.first
     }
 }

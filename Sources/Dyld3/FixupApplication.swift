@@ -5,22 +5,21 @@ import ClosureCache
 import LaunchMemory
 
 extension LaunchClosure {
-    /// The value each bind target stands for in this launch's memory, computed once per
-    /// launch (targets were checked to lie inside their images when the closure was read).
+    /// The value each bind target stands for in this launch's memory (checked to lie inside
+    /// their images when the closure was read).
     public func bindTargetValues(_ memory: LaunchMemory) -> [UInt64] {
         bindTargets.values(bases: memory.images.map(\.base))
     }
 
-    /// Writes image `index`'s rebases, then its binds, straight from their runs
-    /// (``FixupRunWalk``): one bounds check per run, one target check per fixup, no
-    /// allocation, no strings, no lookups. A run or target the image does not allow is the
-    /// closure's fault, named with `closurePath`.
+    /// Writes image `index`'s rebases, then its binds, straight from their runs (``FixupRunWalk``):
+    /// one bounds check per run, one target check per fixup, no allocation. A run or target the
+    /// image does not allow is the closure's fault, named with `closurePath`.
     public func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         try applyFixups(ofImage: index, writer: memory.writer(image: index), targetValues: targetValues, closurePath: closurePath)
     }
 
-    /// ``applyFixups(ofImage:memory:targetValues:closurePath:)`` through image `index`'s
-    /// writer, taken from the launch's memory beforehand: what a second thread is given.
+    /// ``applyFixups(ofImage:memory:targetValues:closurePath:)`` through a writer taken
+    /// beforehand: what a second thread is given.
     package func applyFixups(ofImage index: Int, writer: ImageWriter, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         let image = images[index]
         try naming(closurePath, image: index) { () throws(ClosureError) in
@@ -33,17 +32,15 @@ extension LaunchClosure {
         }
     }
 
-    /// Writes one stream of rebase runs through `writer`: each run accepted before its first
-    /// store, each target inside the image's `vmSize` bytes.
+    /// Writes one stream of rebase runs, each target inside the image's `vmSize` bytes.
     @inline(__always)
     static func writeRebases(_ runs: ArraySlice<UInt8>, writer: ImageWriter, vmSize: UInt64) throws(FixupFault) {
         var stores = FixupStores(writer: writer, targetValues: [])
         try FixupRunWalk(runs).rebases(within: writer, imageSize: vmSize, into: &stores)
     }
 
-    /// Writes one stream of bind runs through `writer`: each run accepted before its first
-    /// store, each target index in the table. Image fixups and the Objective-C words
-    /// (``applyObjCWrites(ofImage:memory:targetValues:closurePath:)``) both go through it.
+    /// Writes one stream of bind runs, each target index in the table: image fixups and the
+    /// Objective-C words (``applyObjCWrites(ofImage:memory:targetValues:closurePath:)``).
     @inline(__always)
     static func writeBinds(_ runs: ArraySlice<UInt8>, writer: ImageWriter, targetValues: [UInt64]) throws(FixupFault) {
         var stores = FixupStores(writer: writer, targetValues: targetValues)
@@ -51,8 +48,7 @@ extension LaunchClosure {
     }
 }
 
-/// The eager apply's visitor: every fixup stored through the image's writer, inside the run
-/// the writer accepted.
+/// The eager apply's visitor: every fixup stored through the writer, inside the run it accepted.
 struct FixupStores: FixupRunVisitor {
     let writer: ImageWriter
     let targetValues: [UInt64]

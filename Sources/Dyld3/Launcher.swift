@@ -5,25 +5,22 @@ import LoaderCore
 import LaunchMemory
 
 /// How far a dyld3 launch trusts the disk, and what it may build on the way: one value per
-/// launch, passed to it (nothing process-wide changes what a launch checks).
+/// launch (nothing process-wide changes what a launch checks).
 public struct LaunchConfiguration {
-    /// Hash every image's content even when stat says it is unchanged (catches a change
-    /// made through an existing shared writable mapping, which keeps size, mtime, ctime
-    /// and inode; costs a read of every image per launch). Images `dlopen` adds too.
+    /// Hash every image's content (`dlopen`'s too) even when stat says it is unchanged: catches
+    /// a change through a shared writable mapping, which keeps size, times and inode.
     public var alwaysHashContent: Bool
     /// Use only closures and sets signed by this key (`--trust`).
     public var trustKey: ClosureTrustKey?
-    /// What builds a dlopen closure at run time, for a path the launch closure has none for
-    /// (`DlopenClosureBuilder.build`, in ClosureBuild); without one such a `dlopen` fails and
-    /// says to install one.
+    /// What builds a dlopen closure for a path the launch closure has none for
+    /// (`DlopenClosureBuilder.build`); without one such a `dlopen` fails.
     public var dlopenClosures: DlopenBuilder?
-    /// Whether each signed image's CodeDirectory is hashed against its recorded cdHash.
-    /// Only `dyld3 bench` turns it off, for the launches it times to measure what the check
-    /// costs (docs/code-signing.md); no command-line option reaches it.
+    /// Whether each signed image's CodeDirectory is hashed against its recorded cdHash. Only
+    /// `dyld3 bench` turns it off, to measure what the check costs (docs/code-signing.md).
     package var checksCodeDirectories = true
 
-    /// What builds a dlopen closure at run time: for `path`, requested in a launch of
-    /// `launch` whose images so far are `loaded`, after the `dlopen`s of `earlier`.
+    /// Builds a dlopen closure for `path` in a launch of `launch` whose images so far are
+    /// `loaded`, after the `dlopen`s of `earlier`.
     public typealias DlopenBuilder = @Sendable (_ path: String, _ request: LaunchOptions, _ launch: LaunchClosure, _ loaded: [ClosureImage],
                                                 _ earlier: [String]) throws(LoadError) -> DlopenResolution
 
@@ -33,24 +30,19 @@ public struct LaunchConfiguration {
         self.dlopenClosures = dlopenClosures
     }
 
-    /// How an image's identity is checked in a launch with this configuration.
-    var identityChecks: IdentityChecks {
-        IdentityChecks(alwaysHash: alwaysHashContent, codeDirectory: checksCodeDirectories)
-    }
+    var identityChecks: IdentityChecks { IdentityChecks(alwaysHash: alwaysHashContent, codeDirectory: checksCodeDirectories) }
 }
 
-/// One source of images for a dyld3 launch: a per-image closure (``ClosureLaunchSource``), a
-/// prelinked set slid at launch or its copy slid for this boot (``PrelinkedLaunchSource``).
-/// A source opens and checks what it reads, maps the images (its two threads overlapping
-/// the two where it can) and writes the fixups the mapping left; ``Launcher`` runs the rest.
+/// One source of images for a dyld3 launch: a per-image closure (``ClosureLaunchSource``) or a
+/// prelinked set (``PrelinkedLaunchSource``). It opens and checks what it reads, maps the
+/// images and writes the fixups the mapping left; ``Launcher`` runs the rest.
 protocol LaunchSource {
     /// The report's mode.
     var mode: String { get }
-    /// Opens, checks and maps; everything the source refuses is refused here, before any
-    /// store into the images. The memory returned is the launch's: the launcher owns it.
+    /// Opens, checks and maps; everything the source refuses is refused here, before any store
+    /// into the images. The launcher owns the memory returned.
     func map(_ launch: inout LaunchState) throws -> MappedLaunch
-    /// Writes the fixups `mapped` still needs (eagerly; a page-in launch's are written on
-    /// first touch; a copy slid for the boot needs none).
+    /// Writes the fixups `mapped` still needs (``PendingFixups``).
     func writeFixups(_ mapped: MappedLaunch, _ launch: inout LaunchState) throws
 }
 
@@ -58,18 +50,10 @@ protocol LaunchSource {
 struct LaunchState {
     let request: LaunchOptions
     let configuration: LaunchConfiguration
-    /// The launch's second core (``LaunchHelper``), when its source uses one; given back
-    /// before any protection changes.
+    /// The launch's second core, when its source uses one; given back before protections change.
     let helper: LaunchHelper?
     var report: LaunchReport
     var clock = PhaseClock()
-
-    init(mode: String, request: LaunchOptions, configuration: LaunchConfiguration, helper: LaunchHelper?) {
-        self.request = request
-        self.configuration = configuration
-        self.helper = helper
-        report = LaunchReport(mode: mode)
-    }
 }
 
 /// A source's images, mapped.
@@ -79,11 +63,9 @@ struct MappedLaunch {
     /// The file the closure came from, named in every refusal.
     let path: String
     let memory: LaunchMemory
-    /// How they get their final protections.
     let protections: LaunchTail.Protections
     /// Whether their fixups are written on first touch (no digest is then taken).
     let pagedIn: Bool
-    /// What the source still writes after the mapping.
     let pending: PendingFixups
     /// The digest of the launch's memory, rewriting what the fixups made slide-dependent.
     let digest: (LaunchMemory) throws(LoadError) -> UInt64
@@ -99,13 +81,12 @@ enum PendingFixups {
     case none
 }
 
-/// The one dyld3 launcher: every source of images runs open → map → fixups, then the
-/// launch's last steps (``LaunchTail``: thread-locals → `dlopen` attached → protections →
-/// initializers → `main`). Once mapped, the memory is released on every failure, here only.
+/// The one dyld3 launcher: every source runs open → map → fixups, then the launch's last steps
+/// (``LaunchTail``). Once mapped, the memory is released on every failure, here only.
 enum Launcher {
     static func run(_ source: some LaunchSource, request: LaunchOptions, configuration: LaunchConfiguration,
                     helper: LaunchHelper?) throws -> Launch {
-        var launch = LaunchState(mode: source.mode, request: request, configuration: configuration, helper: helper)
+        var launch = LaunchState(request: request, configuration: configuration, helper: helper, report: LaunchReport(mode: source.mode))
         defer { helper?.finish() }
         let mapped = try source.map(&launch)
         let memory = mapped.memory
@@ -136,8 +117,8 @@ enum Launcher {
         }
     }
 
-    /// Holds `closure`'s images to the request's signing policy, from what the closure
-    /// recorded (each record tied to its file by the cdHash identity): nothing is parsed.
+    /// Holds `closure`'s images to the request's signing policy, from what the closure recorded
+    /// (tied to each file by the cdHash identity): nothing is parsed.
     static func checkSigningPolicy(_ closure: LaunchClosure, request: LaunchOptions) throws(LoadError) {
         guard request.signingPolicy != .default else { return }
         try request.signingPolicy.check(closure.images.map { ($0.path, $0.identity.signature) })

@@ -5,9 +5,8 @@ import ClosureCache
 import LaunchMemory
 
 extension LaunchClosure {
-    /// Writes image `index`'s Objective-C words (``ClosureObjC``) straight from their bind
-    /// runs, after every image's own fixups: one bounds check per run, one target check per
-    /// word, as ``applyFixups(ofImage:memory:targetValues:closurePath:)`` does.
+    /// Writes image `index`'s Objective-C words (``ClosureObjC``) from their bind runs, after
+    /// every image's own fixups, checked as ``applyFixups(ofImage:memory:targetValues:closurePath:)`` does.
     public func applyObjCWrites(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         guard index < objc.bindRuns.count, !objc.bindRuns[index].isEmpty else { return }
         let writer = memory.writer(image: index)

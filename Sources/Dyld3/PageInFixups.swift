@@ -7,10 +7,9 @@ import ClosureCache
 import Pager
 
 /// A closure's fixups, page by page, for page-in linking's handler: each image's page index
-/// decoded once at launch into a sorted array, so a fault finds its page by binary search
-/// and applies that page's runs from their restart points, with the eager loop's checks
-/// (each run on the page, each rebase target inside the image, each bind index in the table)
-/// and without allocation, strings or lookups.
+/// decoded once at launch into a sorted array, so a fault finds its page by binary search and
+/// applies its runs from their restart points, with the eager loop's checks and without
+/// allocation, strings or lookups.
 package final class PageInFixups: PageFixupSource, @unchecked Sendable {
     /// One image's runs and indexed pages (empty for an image linked eagerly).
     struct ImagePages {
@@ -25,24 +24,22 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
     private let targetValues: [UInt64]
     private let pageSize: UInt64
 
-    /// Which images are indexed at `pageSize` (the host's) and which pages receive their
-    /// fixups: the plan of a page-in launch, decided before anything is mapped.
+    /// Which images are indexed at the host's page size and which pages receive their fixups:
+    /// decided before anything is mapped.
     package struct Plan: Sendable {
         /// Per image: its indexed pages (empty when the image is linked eagerly).
         package let pages: [[FixupPage]]
         /// Per image: whether its fixups are applied page by page (else eagerly at launch).
         package let indexed: [Bool]
-        /// Per image, per segment: the runs of consecutive indexed pages (offsets from the
-        /// image's base), reserved without contents and filled on first touch. Pages of a
-        /// segment that receive no fixup are mapped from the file as in an eager launch.
+        /// Per image, per segment: the runs of consecutive indexed pages (offsets from the image's
+        /// base), reserved without contents and filled on first touch; the rest is mapped from the file.
         package let ranges: [[[Range<UInt64>]]]
         /// Pages indexed in all.
         package var pageCount: Int { pages.reduce(0) { $0 + $1.count } }
     }
 
-    /// The page-in plan of `closure` for pages of `pageSize` bytes: an image whose index is
-    /// absent or at another page size is linked eagerly. Only writable segments' pages are
-    /// paged in.
+    /// The page-in plan of `closure` for pages of `pageSize` bytes: an image whose index is absent
+    /// or at another page size is linked eagerly. Only writable segments' pages are paged in.
     package static func plan(_ closure: LaunchClosure, pageSize: UInt64) throws(ClosureError) -> Plan {
         var pages: [[FixupPage]] = [], indexed: [Bool] = [], ranges: [[[Range<UInt64>]]] = []
         for image in closure.images {
@@ -78,8 +75,8 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
         self.pageSize = pageSize
     }
 
-    /// The source for one launch of a prelinked set: its slide runs, read as the rebase runs
-    /// of one image (index 0), the whole range (`vmSize` bytes, at the region's base).
+    /// The source for one launch of a prelinked set: its slide runs as the rebase runs of one
+    /// image 0, the whole range (`vmSize` bytes at the region's base).
     package init(slideRuns: ArraySlice<UInt8>, pages: [FixupPage], vmSize: UInt64, path: String, pageSize: UInt64) {
         images = [ImagePages(rebaseRuns: slideRuns, bindRuns: [0], pages: pages, vmSize: vmSize, path: path)]
         targetValues = []
@@ -87,9 +84,7 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
     }
 
     /// Applies the fixups of the page `page` stands for from their restart points
-    /// (``FixupRunWalk``): each run on the page, each rebase target inside the image, each
-    /// bind index in the table; the fault it names. Allocates nothing: it runs in the
-    /// fault handler.
+    /// (``FixupRunWalk``); the fault it finds. Allocates nothing: it runs in the fault handler.
     package func applyFixups(image index: Int, to page: inout PageBuffer) -> PageFillFailure? {
         guard let entry = entry(image: index, vmOffset: page.vmOffset) else { return nil }
         let image = images[index]
@@ -107,9 +102,8 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
         return nil
     }
 
-    /// Maps with `pager` (`map` hands it the pager's ranges) and starts it filling from
-    /// `source`: the memory, its `pages` registered, or nil with why in the report (the pager
-    /// and anything mapped given back) for the caller to map eagerly instead.
+    /// Maps with `pager` (`map` registers the ranges) and starts it filling from `source`: the
+    /// memory, or nil with why in the report (everything given back) to map eagerly instead.
     static func map(with pager: FixupPager, pages: Int, faultAround: Int, report: inout LaunchReport,
                     _ map: () throws -> LaunchMemory, source: (LaunchMemory) -> PageInFixups) -> LaunchMemory? {
         do {
@@ -135,8 +129,7 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
     }
 }
 
-/// The page fill's visitor: every fixup stored on the page being filled, inside the run the
-/// page accepted (``PageBuffer`` bounds the walk).
+/// The page fill's visitor: every fixup stored on the page being filled (``PageBuffer`` bounds the walk).
 struct PageStores: FixupRunVisitor {
     let page: PageBuffer
     let targetValues: [UInt64]

@@ -7,14 +7,12 @@ import Pager
 import LaunchMemory
 import RuntimeServices
 
-/// The launch of a prelinked set (docs/prelinked.md): the set file opened and checked like
-/// a closure (ownership, checksum, binding to the request; with `--trust`, its signature and
-/// its data's signed SHA-256), every source image checked by the status of its path (no
-/// open, no mapping). Its copy slid for this boot is mapped as it lies, in one `mmap`, and
-/// given its protection runs, on this thread while the helper does those checks; without
-/// a usable copy the set's own data is mapped in one `mmap` and the slide stored into every
-/// word that holds an address in the range (or paged in), then protections set. Then the
-/// thread-local step, the `+load` calls, the initializers and `main`, as the fast path runs them.
+/// The launch of a prelinked set (docs/prelinked.md): the set file checked like a closure
+/// (ownership, checksum, binding; with `--trust`, its signature and its data's signed
+/// SHA-256), every source image by the status of its path (no open, no mapping). Its copy
+/// slid for this boot is mapped as it lies, in one `mmap`, with its protections, while the
+/// helper makes those checks; without one the set's data is mapped in one `mmap` and slid
+/// (or paged in), then protected. Then the launch's last steps, as the fast path runs them.
 ///
 /// Every refusal before `main` is a `ClosureError` naming the set file, thrown after
 /// everything mapped was released, so `auto` can fall back to the per-image closure.
@@ -31,12 +29,10 @@ public enum PrelinkedLaunch {
         try Launcher.run(PrelinkedLaunchSource(setPath: setPath), request: request, configuration: configuration, helper: LaunchHelper())
     }
 
-    /// The set's range, once the set is checked: the copy slid for this boot mapped early
-    /// (`early`: the copy, its range unless it was taken, and why it is not this launch's
-    /// after all, if it is not), else the copy mapped now (written first when there is none
-    /// usable), else the set's own data to be slid by the launch, eagerly or paged in.
-    /// Whether it is paged in.
-    static func mapRange(_ opened: PrelinkedSetFile.Opened, early: (copy: EarlyCopy, range: LaunchMemory.SlidRange?, fits: Bool)?,
+    /// The set's range, once the set is checked, and whether it is paged in: the copy slid for
+    /// this boot mapped early (`early`: the copy, its range unless taken, whether it fits),
+    /// else the copy mapped now (written first when none is usable), else the set's own data.
+    static func mapRange(_ opened: PrelinkedSetFile.Opened, early: (copy: SlidPrelinkedSetFile.Opened, range: LaunchMemory.SlidRange?, fits: Bool)?,
                          request: LaunchOptions, checks: LaunchConfiguration, report: inout LaunchReport) throws -> (LaunchMemory, Bool) {
         let set = opened.set
         if let early {
@@ -49,7 +45,7 @@ public enum PrelinkedLaunch {
                 // copy anew when it is the copy that is wrong.
                 range.release()
             } else {
-                report.slideAtLaunch = .rangeTaken(base: early.copy.copy.header.base)
+                report.slideAtLaunch = .rangeTaken(base: early.copy.header.base)
                 return try map(opened, request: request, report: &report)
             }
         }
@@ -57,23 +53,15 @@ public enum PrelinkedLaunch {
         return try map(opened, request: request, report: &report)
     }
 
-    /// The set's copy slid for this boot, found before the set is decoded (its header read
-    /// for the identity the copy names), when this launch may map it: not with
-    /// `--slide-per-launch`, `--trust` or `--hash-images` (those take the sequential way).
-    struct EarlyCopy {
-        let copy: SlidPrelinkedSetFile.Opened
-
-        /// Whether the copy, mapped, is this launch's after all (the set decoded): not when
-        /// the set changed between the two reads, the copy's protection runs are not the
-        /// plans', a thread-local write lands in a segment read-only after the launch, or a
-        /// slide is forced elsewhere (the sequential way then decides again, and says why).
-        func fits(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions) -> Bool {
-            let set = opened.set
-            guard copy.header.setChecksum == opened.header.checksum, copy.header.setDataHash == opened.header.dataHash,
-                  copy.rangeSize == set.rangeSize, let first = set.closure.images.first else { return false }
-            return copy.header.protections == SlidPrelinkedSetFile.protections(of: set) && firstReadOnlyThreadLocalWrite(set.closure) == nil
-                && forcedSlideMismatch(request, first: first.plan, copy: copy) == nil
-        }
+    /// Whether `copy`, mapped early, is this launch's after all, the set decoded: not when the set
+    /// changed between the reads, the protections are not the plans', a thread-local write lands
+    /// read-only, or a slide is forced elsewhere (the sequential way then says why).
+    static func fits(_ copy: SlidPrelinkedSetFile.Opened, _ opened: PrelinkedSetFile.Opened, request: LaunchOptions) -> Bool {
+        let set = opened.set
+        guard copy.header.setChecksum == opened.header.checksum, copy.header.setDataHash == opened.header.dataHash,
+              copy.rangeSize == set.rangeSize, let first = set.closure.images.first else { return false }
+        return copy.header.protections == SlidPrelinkedSetFile.protections(of: set) && firstReadOnlyThreadLocalWrite(set.closure) == nil
+            && forcedSlideMismatch(request, first: first.plan, copy: copy) == nil
     }
 
     /// Why a slide the request forces is not the copy's; nil when none is forced or it is.
@@ -82,20 +70,18 @@ public enum PrelinkedLaunch {
         return .slideForced(slide)
     }
 
+    /// The set's copy slid for this boot, found before the set is decoded (by the identity its
+    /// header declares): not with `--slide-per-launch`, `--trust` or `--hash-images`.
     static func earlyCopy(setPath: String, identity: PrelinkedSetFile.DeclaredIdentity, request: LaunchOptions,
-                          checks: LaunchConfiguration) -> EarlyCopy? {
-        guard !request.slidePerLaunch, checks.trustKey == nil, !checks.alwaysHashContent,
-              case let .success(copy) = SlidPrelinkedSetFile.open(ClosureCache.slidSetPath(forSet: setPath), setChecksum: identity.checksum,
-                                                                  setDataHash: identity.dataHash, rangeSize: identity.dataSize) else { return nil }
-        return EarlyCopy(copy: copy)
+                          checks: LaunchConfiguration) -> SlidPrelinkedSetFile.Opened? {
+        guard !request.slidePerLaunch, checks.trustKey == nil, !checks.alwaysHashContent else { return nil }
+        return try? SlidPrelinkedSetFile.open(ClosureCache.slidSetPath(forSet: setPath), setChecksum: identity.checksum,
+                                              setDataHash: identity.dataHash, rangeSize: identity.dataSize).get()
     }
 
-    /// Maps the set slid for this boot (``SlidPrelinkedSetFile``) at its base, writing it
-    /// first when there is none for this boot and set yet; nil, with the reason in the
-    /// report, when the launch slides the set itself instead: `--slide-per-launch`, a
-    /// trusting launch (the signature covers the set's own data), a slide forced elsewhere,
-    /// a thread-local write into a segment that is read-only after the launch, a copy that
-    /// cannot be written, or its range taken in this process.
+    /// Maps the set slid for this boot (``SlidPrelinkedSetFile``) at its base, written first
+    /// when there is none yet; nil, the reason in the report, when the launch slides the set
+    /// itself (``slidCopy(_:request:checks:report:)``, a slide forced elsewhere, the range taken).
     static func mapSlidForBoot(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, checks: LaunchConfiguration,
                                report: inout LaunchReport) throws -> LaunchMemory? {
         let set = opened.set, plans = set.closure.images.map(\.plan)
@@ -112,9 +98,10 @@ public enum PrelinkedLaunch {
         return range.adopt(plans: plans, offsets: set.imageOffsets)
     }
 
-    /// The set's copy slid for this boot, opened and checked, written first when there is
-    /// none usable; nil, with the reason in the report, when this launch must slide the set
-    /// itself (``mapSlidForBoot(_:request:checks:report:)``).
+    /// The set's copy slid for this boot, opened and checked, written first when none is usable;
+    /// nil, the reason in the report, when this launch must slide the set itself:
+    /// `--slide-per-launch`, a trusting launch (the signature covers the set's own data), a
+    /// thread-local write into a read-only segment, a copy that cannot be written.
     static func slidCopy(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, checks: LaunchConfiguration,
                          report: inout LaunchReport) -> SlidPrelinkedSetFile.Opened? {
         let set = opened.set
@@ -129,12 +116,9 @@ public enum PrelinkedLaunch {
         let path = ClosureCache.slidSetPath(forSet: opened.path)
         func usable() -> Result<SlidPrelinkedSetFile.Opened, ClosureError> {
             SlidPrelinkedSetFile.open(path, for: opened).flatMap { copy in
-                guard checks.alwaysHashContent else { return .success(copy) }
-                do throws(ClosureError) {
-                    try copy.checkData()
-                    return .success(copy)
-                } catch {
-                    return .failure(error)
+                Result { () throws(ClosureError) in
+                    if checks.alwaysHashContent { try copy.checkData() }
+                    return copy
                 }
             }
         }
@@ -153,9 +137,8 @@ public enum PrelinkedLaunch {
         }
     }
 
-    /// The main image's slide in the set's copy slid for this boot (written first when
-    /// there is none), for `compare` to put dyld2 there; nil when a launch with `request`
-    /// would slide the set itself.
+    /// The main image's slide in the set's copy slid for this boot (written first when there is
+    /// none), for `compare` to put dyld2 there; nil when a launch would slide the set itself.
     public static func slideForBoot(setPath: String, request: LaunchOptions, configuration checks: LaunchConfiguration = LaunchConfiguration()) throws -> UInt64? {
         var unforced = request
         unforced.slide = nil
@@ -188,40 +171,41 @@ public enum PrelinkedLaunch {
         return nil
     }
 
-    /// Maps the set: eagerly, or for `--fixups page-in` with the pages that receive slide
-    /// stores reserved, registered with a userfaultfd and made live (every run and page
-    /// checked first). Where userfaultfd is unavailable, or registering fails, the memory is
-    /// mapped again for an eager launch, the reason kept in the report. Whether the pages
-    /// are paged in.
+    /// Maps the set, and whether it is paged in: for `--fixups page-in` with the pages that
+    /// receive slide stores paged in (``mapPagedIn(_:request:report:)``), else eagerly.
     static func map(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, report: inout LaunchReport) throws -> (LaunchMemory, Bool) {
-        let set = opened.set, setPath = opened.path
-        let plans = set.closure.images.map(\.plan)
-        func mapEagerly() throws -> LaunchMemory {
-            do throws(LoadError) {
-                return try LaunchMemory.mapPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize,
-                                                     fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: request.slide)
-            } catch {
-                guard case let .mapping(image, reason) = error else { throw error }
-                throw ClosureError.mapping(path: setPath, image: image, what: reason)
-            }
+        if request.fixups == .pageIn, let pagedIn = try mapPagedIn(opened, request: request, report: &report) { return (pagedIn, true) }
+        let set = opened.set, plans = set.closure.images.map(\.plan)
+        do throws(LoadError) {
+            return (try LaunchMemory.mapPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize,
+                                                  fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: request.slide), false)
+        } catch {
+            guard case let .mapping(image, reason) = error else { throw error }
+            throw ClosureError.mapping(path: opened.path, image: image, what: reason)
         }
-        guard request.fixups == .pageIn else { return (try mapEagerly(), false) }
+    }
+
+    /// The set mapped with the pages that receive slide stores reserved, registered with a
+    /// userfaultfd and made live (every run and page checked first); nil, the reason in the
+    /// report, where that cannot be done.
+    static func mapPagedIn(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, report: inout LaunchReport) throws -> LaunchMemory? {
+        let set = opened.set, setPath = opened.path, plans = set.closure.images.map(\.plan)
         try set.checkSlideRuns(path: setPath)
         let index = try set.slidePageIndex.pages(path: setPath)
         let pageSize = LaunchMemory.pageSize
         guard index.pageSize == pageSize else {
             report.pageInFallback = .otherPageSize(pageSize)
-            return (try mapEagerly(), false)
+            return nil
         }
         let pager: FixupPager, descriptor: ImageDescriptor
         switch (FixupPager.open(), ImageDescriptor.open(setPath)) {
         case let (.failure(failure), _):
             report.pageInFallback = .userfaultfdUnavailable("\(failure)")
-            return (try mapEagerly(), false)
+            return nil
         case let (.success(opened), .failure(failure)):
             opened.close()
             report.pageInFallback = .setUnopenable("\(failure)")
-            return (try mapEagerly(), false)
+            return nil
         case let (.success(openedPager), .success(openedSet)):
             (pager, descriptor) = (openedPager, openedSet)
         }
@@ -243,14 +227,12 @@ public enum PrelinkedLaunch {
                 ranges.append((start..<(start + pageSize), segments[position]))
             }
         }
-        let pagedIn = PageInFixups.map(with: pager, pages: index.pages.count, faultAround: request.faultAround, report: &report) {
+        return PageInFixups.map(with: pager, pages: index.pages.count, faultAround: request.faultAround, report: &report) {
             try LaunchMemory.mapPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize, fd: opened.fd,
                                           dataOffset: opened.header.dataOffset, firstSlide: request.slide, pageIn: (pager, ranges, setPath, descriptor))
         } source: { _ in
             PageInFixups(slideRuns: set.slideRuns, pages: index.pages, vmSize: set.rangeSize, path: setPath, pageSize: pageSize)
         }
-        if let pagedIn { return (pagedIn, true) }
-        return (try mapEagerly(), false)
     }
 
     /// Stores every slide run's pointer for the region's base (``FixupRunWalk``).
@@ -277,9 +259,7 @@ public enum PrelinkedLaunch {
     }
 }
 
-/// A prelinked set as a source of images: the set opened and checked like a closure, its
-/// copy slid for this boot mapped as it lies (early, while the helper checks the set), or
-/// the set's own data mapped and slid at launch, eagerly or paged in.
+/// A prelinked set as a source of images (``PrelinkedLaunch``).
 struct PrelinkedLaunchSource: LaunchSource {
     let setPath: String
     var mode: String { PrelinkedLaunch.mode }
@@ -289,9 +269,8 @@ struct PrelinkedLaunchSource: LaunchSource {
         guard !request.verifyPages else {
             throw ClosureError.incompatible(path: setPath, what: "--verify-pages checks the images' own pages, which a prelinked set does not map")
         }
-        // The set's copy slid for this boot, when there is one, is mapped and protected on
-        // this thread while the helper opens, decodes and checks the set and the status of its
-        // source images; then the copy is checked against the set before anything runs.
+        // The copy slid for this boot is mapped and protected here while the helper opens and
+        // checks the set and its source images; then the copy is checked against the set.
         let helper = launch.helper
         let declared = PrelinkedSetFile.declaredIdentity(setPath)
         let early = declared.flatMap { PrelinkedLaunch.earlyCopy(setPath: setPath, identity: $0, request: request, checks: configuration) }
@@ -306,11 +285,11 @@ struct PrelinkedLaunchSource: LaunchSource {
                 if alwaysHash || trust.value != nil { try opened.checkData() }
                 var hashed = 0
                 try opened.set.checkSources(setPath: setPath, builtAt: opened.builtAt, alwaysHash: alwaysHash, hashedImages: &hashed)
-                return .success(HelperHandoff((opened, hashed, copy.value?.fits(opened, request: request) ?? false)))
+                return .success(HelperHandoff((opened, hashed, copy.value.map { PrelinkedLaunch.fits($0, opened, request: request) } ?? false)))
             } catch {
                 return .failure(error)
             }
-        }, body: { () throws(ClosureError) -> LaunchMemory.SlidRange? in try early?.copy.mapRange() })
+        }, body: { () throws(ClosureError) -> LaunchMemory.SlidRange? in try early?.mapRange() })
         // Until the set is known and checked, the early range is released on any refusal;
         // then mapRange adopts it or releases it before anything else can fail.
         let handoff = try earlyRange.releasedOnFailure { () throws -> (opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool) in

@@ -9,23 +9,19 @@ import LoaderCore
 import LoaderSystem
 
 /// A second thread for one launch: it takes one piece of work at a time while the launch's
-/// own thread does another, joined before either result is used. The fast path gives it
-/// work where two steps read the same inputs and write nothing the other reads: the second
-/// zstd frame of the closure, half of the image records, the bind-target table and the rest
-/// of the body beside opening the images, the plan check beside the mapping, the fixups of
-/// part of the images beside those of the rest (each image's pages written by one thread).
+/// thread does another, joined before either result is used. The fast path gives it steps
+/// that read the same inputs and write nothing the other reads: the second zstd frame, half
+/// of the image records, the rest of the body beside opening the images, the plan check
+/// beside the mapping, part of the images' fixups (each image written by one thread).
 ///
-/// A launch of a large closure starts it as soon as the closure's header says so, so the
-/// thread's start-up or wake-up (tens of microseconds for an idle CPU) overlaps decoding the
-/// first frame; a small launch never starts it (its wake-up, and the TLB shootdowns its CPU
-/// would then receive from the launch's `mmap`s, would cost more than the work it could
-/// take). Between pieces it polls for work for a while before it sleeps (a sleeping CPU
-/// would take as long again to wake). ``finish()`` ends the launch's use before it changes
-/// protections, so the `mprotect`s flush no other CPU's TLB: the thread then
-/// sleeps, kept for the process's next launch (its memory as warm as the launch thread's),
-/// or exits when another is already kept. Launches at once in one process each get a
-/// thread. Where no thread can be created, or without a running helper (`nil`, or not
-/// started), the work runs on the calling thread after the body: the same results, one core.
+/// A large closure's launch starts it as soon as the header says so, so its wake-up (tens of
+/// microseconds) overlaps decoding the first frame; a small launch never does (the wake-up
+/// and the TLB shootdowns from the launch's `mmap`s would cost more than the work). Between
+/// pieces it polls a while before it sleeps. ``finish()`` ends the launch's use before
+/// protections change, so the `mprotect`s flush no other CPU's TLB: the thread sleeps, kept
+/// for the process's next launch, or exits when one is kept already. Without a running
+/// helper (`nil`, not started, or no thread could be created) the work runs on the calling
+/// thread after the body: the same results, one core.
 package final class LaunchHelper {
     private var thread: HelperThread?
 
@@ -34,13 +30,12 @@ package final class LaunchHelper {
 
     private var finished = false
 
-    /// A helper with no thread yet: work runs inline until ``start()``.
     package init() {}
 
     deinit { finish() }
 
-    /// Takes the kept helper thread and wakes it, or starts one (none when it cannot be
-    /// created: work then runs inline). Does nothing once started or finished.
+    /// Takes the kept helper thread and wakes it, or starts one (work runs inline when none can
+    /// be created). Does nothing once started or finished.
     package func start() {
         guard thread == nil, !finished else { return }
         if let waiting = Self.kept.withLock({ kept in kept.take() }) {
@@ -54,8 +49,7 @@ package final class LaunchHelper {
     /// Whether a thread takes the work (``start()`` was called, and it has not finished).
     package var isRunning: Bool { thread != nil }
 
-    /// Ends this launch's use of the helper: its thread sleeps, kept for the next launch,
-    /// or exits when one is kept already. Later work runs inline.
+    /// Ends this launch's use of the helper (its thread kept or ended); later work runs inline.
     package func finish() {
         finished = true
         guard let released = thread else { return }
@@ -80,12 +74,7 @@ package final class LaunchHelper {
         }
         let slot = ResultSlot<Helper>()
         thread.state.post { slot.value = helper() }
-        let bodyResult: Result<Body, Failure>
-        do throws(Failure) {
-            bodyResult = .success(try body())
-        } catch {
-            bodyResult = .failure(error)
-        }
+        let bodyResult = Result<Body, Failure>(catching: body)
         thread.state.awaitDone()
         return (try bodyResult.get(), slot.value!)
     }
@@ -128,15 +117,11 @@ private final class HelperThread: @unchecked Sendable {
     }
 }
 
-/// What the launch's thread and the helper thread share: the state word and the posted
-/// work. The work is written before the state says `posted` (release) and read after the
-/// helper sees it (acquire); the result slot likewise before `done`.
-///
-/// Between pieces of work the helper polls for ``spinBudgetNanoseconds`` (yielding the
-/// CPU, so a sleeping CPU need not be woken for the next piece), then sleeps on a condition
-/// variable; posting work or stopping wakes it. Parked (between launches), it sleeps until
-/// a launch takes it. The launch's thread waits for `done` by polling (the two pieces of
-/// work are sized to take about as long), napping once it has polled as long.
+/// What the launch's thread and the helper thread share: the state word and the posted work,
+/// written before the state says `posted` (release) and read after the helper sees it
+/// (acquire); the result slot likewise before `done`. Between pieces the helper polls for
+/// ``spinBudgetNanoseconds`` (yielding the CPU), then sleeps on a condition variable that
+/// posting or stopping signals; parked (between launches), it sleeps until a launch takes it.
 @safe private final class HelperState: @unchecked Sendable {
     static let idle = 0, posted = 1, done = 2, stopping = 3, parked = 4
     /// How long the helper polls for work before it sleeps.
@@ -174,21 +159,14 @@ private final class HelperThread: @unchecked Sendable {
         unsafe pthread_mutex_unlock(mutex)
     }
 
-    /// Waits until the posted work is done: polls (yielding the CPU) for
-    /// ``spinBudgetNanoseconds``, then naps 20 µs at a time. A helper blocked on a disk read
-    /// must not leave this thread spinning: under a real-time policy (`chrt -f`)
-    /// `sched_yield` lets no ordinary thread run, and the kernel worker that completes the
-    /// read may be one (cold launches stalled ≈ 0.9 s, the kernel's real-time throttling,
-    /// before the naps).
+    /// Waits until the posted work is done (``PollingWait``: it naps once it has polled its
+    /// budget). A helper blocked on a disk read must not leave this thread spinning: under a
+    /// real-time policy `sched_yield` lets no ordinary thread run, and the kernel worker that
+    /// completes the read may be one (cold launches stalled ≈ 0.9 s before the naps).
     func awaitDone() {
-        Self.wait { state.load(ordering: .acquiring) == Self.done }
+        PollingWait.wait(budgetNanoseconds: Self.spinBudgetNanoseconds) { state.load(ordering: .acquiring) == Self.done }
         work = nil
         state.store(Self.idle, ordering: .relaxed)
-    }
-
-    /// Returns once `condition` holds (``PollingWait``).
-    static func wait(until condition: () -> Bool) {
-        PollingWait.wait(budgetNanoseconds: spinBudgetNanoseconds, until: condition)
     }
 
     /// The helper thread's loop: run posted work, until told to stop.
@@ -228,17 +206,15 @@ private final class HelperThread: @unchecked Sendable {
         sleeping = false
         unsafe pthread_mutex_unlock(mutex)
     }
-
 }
 
-/// Where the helper leaves its result: written by the helper before it marks its work
-/// done and read only after the launch's thread sees that, so the accesses never overlap.
+/// Where the helper leaves its result: written before it marks its work done, read after.
 private final class ResultSlot<Value>: @unchecked Sendable {
     var value: Value?
 }
 
-/// A value handed from the helper's work to the launch that waits for it: ``LaunchHelper/run``
-/// returns only once the helper is done, so the value is never shared while it is used.
+/// A value handed from the helper's work to the launch: ``LaunchHelper/run`` returns only once
+/// the helper is done, so the value is never shared while it is used.
 package struct HelperHandoff<Value>: @unchecked Sendable {
     package let value: Value
     package init(_ value: Value) { self.value = value }

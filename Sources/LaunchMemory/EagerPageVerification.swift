@@ -2,13 +2,11 @@ import MachOReader
 import LaunchPlan
 import LoaderSystem
 
-/// `--verify-pages`: every mapped page of each signed image checked against its code slot
-/// after the mapping and before any fixup, by hashing the mapped memory (what the launch
-/// will run and fix up), as the kernel would check each page on its first fault
-/// (docs/code-signing.md, "Eager page verification"). The CodeDirectory is read from the
-/// mapped `__LINKEDIT` and must hash to the cdHash the closure recorded (the identity check
-/// compared that cdHash with the file's), so the slots come from the identified signature.
-/// Pages page-in registered with its pager are skipped: it verifies each one as it fills it.
+/// `--verify-pages`: every mapped page of each signed image hashed against its code slot after
+/// the mapping and before any fixup, as the kernel would check each page on its first fault
+/// (docs/code-signing.md, "Eager page verification"). The CodeDirectory, read from the mapped
+/// `__LINKEDIT`, must hash to the cdHash the closure recorded (and the identity check
+/// compared). Pages page-in registered are skipped: its pager verifies each as it fills it.
 public enum EagerPageVerification {
     /// The pages checked and their bytes, for the report and the bench.
     public struct Counts: Sendable, Equatable {
@@ -16,9 +14,9 @@ public enum EagerPageVerification {
         public var bytes = 0
     }
 
-    /// Checks every signed image of `memory` (`signatures` in load order, nil: unsigned).
-    /// The first page that does not match, or a CodeDirectory that is no longer the one
-    /// identified, is thrown as the image's code-signature error (its page and file offset).
+    /// Checks every signed image of `memory` (`signatures` in load order, nil: unsigned). The
+    /// first page that does not match, or a CodeDirectory no longer the one identified, is
+    /// thrown as the image's code-signature error.
     public static func verify(_ memory: LaunchMemory, signatures: [SignedImage?]) throws(LoadError) -> Counts {
         var counts = Counts()
         for (index, signature) in signatures.enumerated() where index < memory.images.count {

@@ -1,12 +1,9 @@
 import LaunchPlan
 import LoaderSystem
 
-/// Stores fixups into one mapped image, each checked to lie in one of the image's writable
-/// segments: the check ``LaunchMemory/store(_:image:vmOffset:)`` makes, against ranges
-/// taken from the plan once per image instead of the plan's segments on every store. What
-/// the slow path writes through, fixup by fixup, and the fast path's checked loop run by run
-/// (``accept(_:)``, then ``store(_:at:in:)``). Every store here is checked; the unchecked
-/// loops that write through a run the writer accepted live in `Unsafe*` files.
+/// Stores fixups into one mapped image, each checked to lie in one of its writable segments
+/// (ranges taken from the plan once per image): the slow path writes through it fixup by
+/// fixup, the fast path run by run (``accept(_:)``, then ``store(_:at:in:)``).
 package struct ImageWriter: Sendable {
     /// Where the image's preferred base was mapped.
     package let base: UInt64
@@ -20,8 +17,8 @@ package struct ImageWriter: Sendable {
         path = image.plan.path
     }
 
-    /// Writes the 64-bit word at `vmOffset` from the image's base, when the 8 bytes lie
-    /// inside one writable segment. Inlinable: the slow path calls it for every fixup.
+    /// Writes the 64-bit word at `vmOffset` from the image's base, when the 8 bytes lie inside
+    /// one writable segment. Inlinable: the slow path calls it for every fixup.
     @inlinable
     package func store(_ value: UInt64, vmOffset: UInt64) throws(LoadError) {
         if writable.accepts(vmOffset) {
@@ -38,28 +35,21 @@ package struct ImageWriter: Sendable {
         writable.accepts(start: start, last: last)
     }
 
-    /// Whether `run` lies inside one writable segment and holds no more locations than it
-    /// has room for (``WritableRanges/accepts(_:)``): the fast path's one check per run.
-    @inlinable
-    package func accepts(_ run: FixupRun) -> Bool {
-        writable.accepts(run)
-    }
-
-    /// Why ``accepts(_:)`` refuses `run`.
+    /// Why ``accept(_:)`` refuses `run`.
     package func fault(_ run: FixupRun) -> FixupFault {
         writable.fault(run)
     }
 
-    /// A run this writer accepts (``accepts(_:)``), to store into with ``store(_:at:in:)``;
-    /// nil when the run is not inside one writable segment or holds more locations than it
-    /// has room for.
+    /// `run`, to store into with ``store(_:at:in:)``, when it lies inside one writable segment
+    /// and holds no more locations than it has room for (``WritableRanges/accepts(_:)``): the
+    /// fast path's one check per run.
     @inlinable
     package func accept(_ run: FixupRun) -> AcceptedRun? {
-        accepts(run) ? AcceptedRun(run: run, base: base) : nil
+        writable.accepts(run) ? AcceptedRun(run: run, base: base) : nil
     }
 
-    /// Writes `value` at `location` (an offset from the image's base) of a run ``accept(_:)``
-    /// gave: checked against the run's bounds, one comparison, no segment search.
+    /// Writes `value` at `location` (from the image's base) of a run ``accept(_:)`` gave:
+    /// checked against the run's bounds, no segment search.
     @inlinable
     package func store(_ value: UInt64, at location: UInt64, in accepted: AcceptedRun) {
         precondition(accepted.base == base && location >= accepted.run.start && location <= accepted.run.last,
@@ -86,6 +76,5 @@ extension LaunchMemory {
     }
 }
 
-/// A writer bounds the walk of a run stream (``FixupRunWalk``): a run is accepted inside one
-/// writable segment of the image.
+/// A writer bounds the walk of a run stream (``FixupRunWalk``).
 extension ImageWriter: FixupRunBounds {}

@@ -3,9 +3,8 @@ import LaunchPlan
 import LoaderSystem
 import Pager
 
-/// The memory of one launch: every image mapped into one reserved region, at one slide
-/// per image. Releasing it (``release()`` or deinit) unmaps everything, so one process can
-/// launch many times.
+/// The memory of one launch: every image mapped into one reserved region. Releasing it
+/// (``release()`` or deinit) unmaps everything, so one process can launch many times.
 public final class LaunchMemory {
     /// One image as mapped.
     public struct Image: Sendable {
@@ -34,10 +33,9 @@ public final class LaunchMemory {
     /// The host's page size: the unit of mapping, protection and page-in.
     public static var pageSize: UInt64 { UnsafeMemory.pageSize }
 
-    /// Images are laid out in order, each page-aligned, back to back (as the shared cache
-    /// packs its dylibs): no guard page between them, so that a prelinked set of the same
-    /// layout gives each image's run of protections without one more `mprotect` per image.
-    /// An image's last segment is `__LINKEDIT` (read-only), so a write running off an
+    /// Images are laid out in order, page-aligned, back to back (as the shared cache packs its
+    /// dylibs): no guard page, so a prelinked set of the same layout needs no `mprotect` per
+    /// image. An image's last segment is `__LINKEDIT` (read-only): a write running off an
     /// image's data still faults before the next image.
     package static func layout(_ plans: [ImagePlan]) -> (offsets: [UInt64], size: UInt64) {
         let page = UnsafeMemory.pageSize
@@ -52,21 +50,15 @@ public final class LaunchMemory {
 
     /// Reserves the region and maps every image into it, read-write (fixups come next).
     /// - Parameters:
-    ///   - descriptors: per image, the open file to map from (the one whose identity was
-    ///     checked); nil opens each plan's path.
-    ///   - handOff: the descriptors of the images from `handOff.first` on, taken as another
-    ///     thread opens and identifies them (`descriptors` then holds those before); an image
-    ///     the hand-off closed before is a mapping error (the opener has the real one).
-    ///   - firstSlide: forces the first image's slide (and so the region's address); nil
-    ///     picks a random page-aligned one.
-    ///   - pageIn: page-in linking: the page ranges in `ranges` (per image, per segment,
-    ///     offsets from the image's base, page-aligned) are reserved without contents, with
-    ///     their segment's final protection, and registered with `pager`, which the caller
-    ///     then starts; the rest of each segment is mapped as in an eager launch. Needs
-    ///     `descriptors`.
-    ///   - readAhead: each file this opens is asked to be read ahead as soon as it is open
-    ///     (``ImagePlan/readAheadRange(deferred:)``); descriptors given were opened, and read
-    ///     ahead or not, by the caller.
+    ///   - descriptors: per image, the open file whose identity was checked; nil opens each plan's path.
+    ///   - handOff: the descriptors from `handOff.first` on, taken as another thread opens and
+    ///     identifies them; an image the hand-off closed before is a mapping error (the opener
+    ///     has the real one).
+    ///   - firstSlide: forces the first image's slide; nil picks a random page-aligned one.
+    ///   - pageIn: the page ranges `ranges` (per image, per segment, page-aligned offsets from
+    ///     the image's base) are reserved without contents, with their segment's final
+    ///     protection, and registered with `pager`, which the caller then starts. Needs `descriptors`.
+    ///   - readAhead: each file this opens is read ahead (``ImagePlan/readAheadRange(deferred:)``).
     public init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, handOff: DescriptorHandOff? = nil, firstSlide: UInt64?,
                 pageIn: (pager: FixupPager, ranges: [[[Range<UInt64>]]])? = nil, readAhead: Bool = false) throws(LoadError) {
         pager = pageIn?.pager
@@ -110,9 +102,8 @@ public final class LaunchMemory {
         }
     }
 
-    /// The memory of a range mapped whole by the caller (a prelinked set,
-    /// ``LaunchMemory/mapPrelinked(plans:offsets:rangeSize:fd:dataOffset:firstSlide:)``):
-    /// `images` lie in the reserved region at `base`, `size` bytes; `pager` pages part of it in.
+    /// The memory of a region of `size` bytes at `base` mapped whole by the caller (a prelinked
+    /// set): `images` lie in it; `pager` pages part of it in.
     init(mappedRegion base: UInt64, size: UInt64, images: [Image], pager: FixupPager? = nil) {
         self.pager = pager
         pagedRanges = images.map { $0.plan.segments.map { _ in [] } }
@@ -128,9 +119,8 @@ public final class LaunchMemory {
         UInt64.random(in: 0x1000_0000_0000...0x5000_0000_0000) / page * page
     }
 
-    /// Reserves `size` bytes of address space for a launch whose first image is `first`:
-    /// where `firstSlide` puts that image, else at a random page-aligned address (ASLR),
-    /// else anywhere.
+    /// Reserves `size` bytes of address space for a launch whose first image is `first`: where
+    /// `firstSlide` puts that image, else at a random page-aligned address (ASLR), else anywhere.
     static func reserveRegion(size: UInt64, first: ImagePlan?, firstSlide: UInt64?) throws(LoadError) -> UInt64 {
         let page = UnsafeMemory.pageSize
         let hint: UInt64
@@ -153,12 +143,20 @@ public final class LaunchMemory {
         }
     }
 
-    /// Maps each segment of `image` from `fd`. A run of read-write segments that are whole
-    /// file pages, back to back in the file and in memory (`__DATA_CONST`, `__DATA`), takes
-    /// one `mmap`; a segment nothing writes is mapped with its final protection
-    /// (``isMappedFinal(_:fileLength:)``); the rest is mapped read-write, its last page's
-    /// tail zeroed and its zero-fill pages mapped anonymous. Page-in ranges are then mapped
-    /// over it without contents and registered (a segment they cover wholly is only reserved).
+    /// Runs `body`; its failure becomes a mapping error of `image`: "`what`: the failure".
+    static func asMappingError(_ image: String, _ what: @autoclosure () -> String, _ body: () throws(LoadError) -> Void) throws(LoadError) {
+        do {
+            try body()
+        } catch {
+            throw .mapping(image: image, reason: "\(what()): \(error)")
+        }
+    }
+
+    /// Maps each segment of `image` from `file`. Read-write segments of whole file pages, back to
+    /// back in file and memory (`__DATA_CONST`, `__DATA`), take one `mmap`; a segment nothing
+    /// writes is mapped final (``isMappedFinal(_:fileLength:)``); the rest read-write, the last
+    /// page's tail zeroed, zero-fill pages anonymous. Page-in ranges are then mapped over it
+    /// without contents and registered (a segment they cover wholly is only reserved).
     private static func map(_ image: Image, file: ImageDescriptor, paged: [[Range<UInt64>]], deferred: [Bool], pager: FixupPager?,
                             index: Int) throws(LoadError) {
         let page = UnsafeMemory.pageSize
@@ -168,10 +166,8 @@ public final class LaunchMemory {
         func mapRun() throws(LoadError) {
             guard let pending = run else { return }
             run = nil
-            do throws(LoadError) {
+            try asMappingError(image.plan.path, "segment \(pending.first)") { () throws(LoadError) in
                 try UnsafeMemory.mapFile(fd: fd, offset: pending.fileOffset, size: pending.size, at: pending.address)
-            } catch {
-                throw .mapping(image: image.plan.path, reason: "segment \(pending.first): \(error)")
             }
         }
         for (position, segment) in image.plan.segments.enumerated() {
@@ -197,10 +193,8 @@ public final class LaunchMemory {
             try mapRun()
             let final = isMappedFinal(segment, fileLength: image.fileLength) ? finalProtection(segment) : nil
             if filePages > 0 {
-                do throws(LoadError) {
+                try asMappingError(image.plan.path, "segment \(segment.name)") { () throws(LoadError) in
                     try UnsafeMemory.mapFile(fd: fd, offset: segment.fileOffset, size: filePages, at: address, finalProtection: final)
-                } catch {
-                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name): \(error)")
                 }
             }
             // The last file page may carry bytes past the segment's end: zero them (a page
@@ -209,10 +203,8 @@ public final class LaunchMemory {
                 UnsafeMemory.zero(address: address + segment.fileSize, size: min(filePages, mappedSize) - segment.fileSize)
             }
             if mappedSize > filePages {
-                do throws(LoadError) {
+                try asMappingError(image.plan.path, "segment \(segment.name) zero fill") { () throws(LoadError) in
                     try UnsafeMemory.mapZeros(size: mappedSize - filePages, at: address + filePages)
-                } catch {
-                    throw .mapping(image: image.plan.path, reason: "segment \(segment.name) zero fill: \(error)")
                 }
             }
         }
@@ -229,15 +221,13 @@ public final class LaunchMemory {
             // A segment wholly paged in is still the registered reservation: it only needs its
             // protection. Pages of a segment mapped from the file are mapped over again,
             // without contents, and registered on their own.
-            do throws(LoadError) {
+            try asMappingError(image.plan.path, "segment \(segment.name) page-in reservation") { () throws(LoadError) in
                 let final = finalProtection(segment)
                 if inRegion {
                     try UnsafeMemory.protect(address: address, size: size, final)
                 } else {
                     try UnsafeMemory.mapZeros(size: size, at: address, protection: final)
                 }
-            } catch {
-                throw .mapping(image: image.plan.path, reason: "segment \(segment.name) page-in reservation: \(error)")
             }
             do throws(LoadError) {
                 try pager.register(start: address, size: size, image: index, path: image.plan.path, imageBase: image.base,
@@ -257,9 +247,8 @@ public final class LaunchMemory {
     }
 
     /// A segment nothing writes, wholly backed by file pages, is mapped with its final
-    /// protection at once (one mmap, no mprotect later): its size a whole number of pages,
-    /// or its last page partly past the end of the file (`__LINKEDIT`), where the kernel
-    /// maps zeros, so no tail needs zeroing.
+    /// protection at once (no mprotect later): its size whole pages, or its last page partly
+    /// past the end of the file (`__LINKEDIT`), where the kernel maps zeros.
     static func isMappedFinal(_ segment: SegmentPlan, fileLength: UInt64) -> Bool {
         let page = UnsafeMemory.pageSize
         let mappedSize = (segment.vmSize + page - 1) / page * page
@@ -270,8 +259,7 @@ public final class LaunchMemory {
     }
 
     /// Gives every segment its final protection: `__DATA_CONST` becomes read-only. Segments
-    /// mapped final already, deferred ones (reserved with it), and plain read-write ones,
-    /// need no call.
+    /// mapped final, deferred ones (reserved with it) and plain read-write ones need no call.
     public func applyProtections() throws(LoadError) {
         let page = UnsafeMemory.pageSize
         for (index, image) in images.enumerated() {
@@ -280,24 +268,20 @@ public final class LaunchMemory {
                 let final = LaunchMemory.finalProtection(segment)
                 if final == [.read, .write] { continue }
                 let size = (segment.vmSize + page - 1) / page * page
-                do throws(LoadError) {
+                try LaunchMemory.asMappingError(image.plan.path, "mprotect \(segment.name)") { () throws(LoadError) in
                     try UnsafeMemory.protect(address: image.base + segment.vmOffset, size: size, final)
-                } catch {
-                    throw .mapping(image: image.plan.path, reason: "mprotect \(segment.name): \(error)")
                 }
             }
         }
     }
 
     /// Unmaps everything, then ends the page-in region and closes its descriptors (a fill in
-    /// progress finds its range gone, and its touch faults again on the unmapped address).
-    /// Safe to call twice.
+    /// progress finds its range gone). Safe to call twice.
     public func release() {
         guard !released else { return }
         released = true
-        // The runtime services end first: the host services table's address is in this
-        // memory, so its registration ends before another launch can map there and register
-        // the same address.
+        // The runtime services end first: the host services table's address is in this memory,
+        // so its registration ends before another launch can map and register the same address.
         runtime?.release()
         runtime = nil
         UnsafeMemory.unmap(address: regionBase, size: regionSize)
@@ -319,8 +303,7 @@ package protocol LaunchRuntime: AnyObject {
 
 extension LaunchMemory {
     /// A copy of `count` bytes at `vmOffset` from image `index`'s base, when they lie in one
-    /// readable segment backed by file bytes (an image's header and load commands, read back
-    /// from its mapped `__TEXT`); nil otherwise.
+    /// readable segment's file bytes (a header read back from the mapped `__TEXT`); else nil.
     public func mappedFileBytes(image index: Int, vmOffset: UInt64, count: Int) -> [UInt8]? {
         let image = images[index]
         for segment in image.plan.segments where segment.protection.contains(.read) {
@@ -331,8 +314,8 @@ extension LaunchMemory {
         return nil
     }
 
-    /// Fails unless the 8 bytes at `vmOffset` from image `index`'s base lie inside one of
-    /// its writable segments (where fixups may go).
+    /// Fails unless the `count` bytes at `vmOffset` from image `index`'s base lie inside one
+    /// of its writable segments (where fixups may go).
     @inline(__always)
     public func checkWritable(image index: Int, vmOffset: UInt64, count: UInt64 = 8) throws(LoadError) {
         let plan = images[index].plan
@@ -368,9 +351,7 @@ extension LaunchMemory {
                 && address - (image.base + segment.vmOffset) < segment.vmSize
         }
     }
-}
 
-extension LaunchMemory {
     /// What `body` returns; when it throws, this memory is released first. The one way a
     /// launch that fails after mapping gives back what it mapped: no error path releases by hand.
     package func releasedOnFailure<Value, Failure: Error>(of body: () throws(Failure) -> Value) throws(Failure) -> Value {

@@ -4,17 +4,16 @@ import LoaderSystem
 import Pager
 
 extension LaunchMemory {
-    /// The memory of a prelinked set: one range reserved (where `firstSlide` puts image 0,
-    /// else at random), the set's `rangeSize` bytes of data mapped over it read-write and
+    /// The memory of a prelinked set: one range reserved (where `firstSlide` puts image 0, else
+    /// at random), the set's `rangeSize` bytes of data mapped over it read-write and
     /// copy-on-write from `fd` at `dataOffset` in one `mmap`, image `i` at `offsets[i]`.
     /// Protections come after the slide (``applyPrelinkedProtections()``).
     ///
-    /// Page-in (`pageIn`): the reservation is registered with `pager` whole, and the page
-    /// ranges `ranges` (offsets in the region, page-aligned, ascending, each with the segment
-    /// that holds it), those that receive slide stores, are left out of the data's mapping:
-    /// they stay the registered reservation, with their segment's final protection, recorded
-    /// as image 0 of base the region's, their bytes at `dataOffset` + offset of `descriptor`
-    /// (the set file). The data is mapped around them. The caller starts the pager.
+    /// Page-in: the page ranges `pageIn.ranges` that receive slide stores (region offsets,
+    /// page-aligned, ascending, each with its segment) are left out of the data's mapping and
+    /// stay the reservation registered with the pager, with their segment's final protection,
+    /// as image 0 at the region's base, their bytes at `dataOffset` + offset of `descriptor`
+    /// (the set file). The caller starts the pager.
     package static func mapPrelinked(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64, fd: Int32, dataOffset: UInt64,
                                      firstSlide: UInt64?,
                                      pageIn: (pager: FixupPager, ranges: [(range: Range<UInt64>, segment: SegmentPlan)], path: String, descriptor: ImageDescriptor)? = nil)
@@ -27,17 +26,12 @@ extension LaunchMemory {
         /// Maps the data from `cursor` up to `end` (offsets in the region).
         func mapData(upTo end: UInt64) throws(LoadError) {
             guard end > cursor else { return }
-            do throws(LoadError) {
+            try asMappingError(plans.first?.path ?? "?", "the prelinked set's data") { () throws(LoadError) in
                 try UnsafeMemory.mapFile(fd: fd, offset: dataOffset + cursor, size: end - cursor, at: base + cursor)
-            } catch {
-                throw .mapping(image: plans.first?.path ?? "?", reason: "the prelinked set's data: \(error)")
             }
         }
         do throws(LoadError) {
             if let pageIn {
-                // The reservation is registered whole, once, as the per-image page-in does;
-                // the data is mapped around the paged ranges, which stay that registered
-                // reservation, given their segment's final protection.
                 try pageIn.pager.registerRegion(start: base, size: rangeSize)
                 for (range, segment) in pageIn.ranges {
                     guard range.lowerBound >= cursor, range.lowerBound % page == 0, range.count % Int(page) == 0, range.upperBound <= rangeSize,
@@ -46,11 +40,8 @@ extension LaunchMemory {
                         throw LoadError.mapping(image: pageIn.path, reason: "page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of one writable segment after the one before")
                     }
                     try mapData(upTo: range.lowerBound)
-                    let final = finalProtection(segment)
-                    do throws(LoadError) {
-                        try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), final)
-                    } catch {
-                        throw LoadError.mapping(image: pageIn.path, reason: "page-in reservation: \(error)")
+                    try asMappingError(pageIn.path, "page-in reservation") { () throws(LoadError) in
+                        try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), finalProtection(segment))
                     }
                     try pageIn.pager.register(start: base + range.lowerBound, size: UInt64(range.count), image: 0, path: pageIn.path,
                                               imageBase: base, vmOffset: range.lowerBound, fileOffset: dataOffset + range.lowerBound,
@@ -74,10 +65,9 @@ extension LaunchMemory {
 
     /// The range of a prelinked set slid for this boot, mapped before its set's metadata is
     /// decoded: `size` bytes of `fd` at `dataOffset`, read-only and copy-on-write at exactly
-    /// `base` in one `mmap` that is also the reservation, then given `protections` (offsets
-    /// in the range), one `mprotect` each. Nil when that range is not free (another mapping
-    /// holds part of it). ``adopt(plans:offsets:)`` makes it a launch's memory; until then
-    /// ``release()`` returns it.
+    /// `base` in one `mmap` that is also the reservation, then given `protections` (offsets in
+    /// the range). Nil when that range is not free. ``adopt(plans:offsets:)`` makes it a
+    /// launch's memory; until then ``release()`` returns it.
     package struct SlidRange: Sendable {
         package let base: UInt64
         package let size: UInt64
@@ -109,14 +99,12 @@ extension LaunchMemory {
     }
 
     /// The protection changes a prelinked region of images `plans` at `offsets` in a range of
-    /// `rangeSize` bytes needs, from its mapping's protection `mapped` (read-write, or
-    /// read-only for a set slid for this boot): each segment's final protection
-    /// (``finalProtection(_:)``), everything else (gaps between segments, the range's tail)
-    /// none, adjacent ranges of one protection merged, those already `mapped`'s left as they
-    /// are. Offsets from the region's base.
+    /// `rangeSize` bytes needs from its mapping's protection `mapped` (read-write, or read-only
+    /// for a set slid for this boot): each segment's ``finalProtection(_:)``, gaps and the tail
+    /// none, adjacent ranges of one protection merged, those already `mapped` left out.
+    /// Offsets from the region's base.
     package static func prelinkedProtections(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64,
-                                             from mapped: VMProtection)
-        -> [(range: Range<UInt64>, protection: VMProtection)] {
+                                             from mapped: VMProtection) -> [(range: Range<UInt64>, protection: VMProtection)] {
         let page = UnsafeMemory.pageSize
         var ranges: [(range: Range<UInt64>, protection: VMProtection)] = []
         func add(_ start: UInt64, _ end: UInt64, _ protection: VMProtection) {
@@ -146,19 +134,16 @@ extension LaunchMemory {
     /// Gives a prelinked region mapped read-write its protections
     /// (``prelinkedProtections(plans:offsets:rangeSize:from:)``): one `mprotect` per range.
     package func applyPrelinkedProtections() throws(LoadError) {
-        let protections = Self.prelinkedProtections(plans: images.map(\.plan), offsets: images.map { $0.base - regionBase }, rangeSize: regionSize,
-                                                    from: [.read, .write])
-        try Self.protect(base: regionBase, protections, path: images.first?.plan.path ?? "?")
+        let offsets = images.map { $0.base - regionBase }
+        try Self.protect(base: regionBase, Self.prelinkedProtections(plans: images.map(\.plan), offsets: offsets, rangeSize: regionSize,
+                                                                 from: [.read, .write]), path: images.first?.plan.path ?? "?")
     }
 
     /// One `mprotect` per range of `protections` (offsets from `base`).
-    static func protect(base: UInt64, _ protections: [(range: Range<UInt64>, protection: VMProtection)],
-                        path: String) throws(LoadError) {
+    static func protect(base: UInt64, _ protections: [(range: Range<UInt64>, protection: VMProtection)], path: String) throws(LoadError) {
         for (range, protection) in protections {
-            do throws(LoadError) {
+            try asMappingError(path, "mprotect of the prelinked range +0x\(String(range.lowerBound, radix: 16))") { () throws(LoadError) in
                 try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), protection)
-            } catch {
-                throw .mapping(image: path, reason: "mprotect of the prelinked range +0x\(String(range.lowerBound, radix: 16)): \(error)")
             }
         }
     }

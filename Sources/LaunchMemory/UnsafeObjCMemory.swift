@@ -1,10 +1,9 @@
 import MachOReader
 
 extension LaunchMemory {
-    /// The mapped images as an ``ObjCAddressSpace``: each readable segment a view of its
-    /// mapped bytes (fixed up), without copying. The views read this launch's memory and
-    /// must not outlive it, nor be read while the memory is being written: the Objective-C
-    /// step reads everything first, then writes.
+    /// The mapped images as an ``ObjCAddressSpace``: each readable segment a view of its mapped
+    /// (fixed-up) bytes, uncopied. The views must not outlive the memory, nor be read while it
+    /// is written: the Objective-C step reads everything first, then writes.
     package func objcAddressSpace() -> ObjCAddressSpace {
         var regions: [ObjCAddressSpace.Region] = []
         for (index, image) in images.enumerated() {

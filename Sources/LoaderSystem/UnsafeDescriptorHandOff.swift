@@ -3,12 +3,10 @@ import Glibc
 #endif
 import Synchronization
 
-/// Image descriptors opened on one thread and mapped on another, handed over one at a time
-/// in image order: the helper opens and identifies images `first..<count` and hands each
-/// over as soon as it is checked, while the launch's thread maps them in order, taking
-/// each as it arrives. A descriptor is stored before the count of those handed over says
-/// so (release) and read after the taker sees it (acquire). The opener closes the hand-off
-/// at its first failure: images from there on never arrive.
+/// Image descriptors opened and identified on one thread (images `first..<count`) and mapped
+/// in order on another, each taken as it arrives. A descriptor is stored before the count
+/// says so (release) and read after the taker sees it (acquire). The opener closes the
+/// hand-off at its first failure: images from there on never arrive.
 @safe public final class DescriptorHandOff: @unchecked Sendable {
     /// The first image handed over; those before it the taker opened itself.
     public let first: Int
@@ -19,7 +17,6 @@ import Synchronization
     private let handed = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
 
-    /// A hand-off of images `first..<count`.
     public init(first: Int, count: Int) {
         self.first = first
         self.count = max(count, first)
@@ -55,15 +52,13 @@ import Synchronization
     }
 }
 
-/// How a launch's two threads wait for each other: the pieces of work are sized to take
-/// about as long, so the waiter polls (yielding the CPU) rather than sleeping, and naps once
-/// it has polled for its budget.
+/// How a launch's two threads wait for each other: the pieces of work are sized to take about
+/// as long, so the waiter polls (yielding the CPU), and naps once it has polled for its budget.
 public enum PollingWait {
     /// The launch's budget: 0.5 ms of polling.
     public static let launchBudgetNanoseconds: UInt64 = 500_000
 
-    /// Returns once `condition` holds: polls it (yielding the CPU) for
-    /// `budgetNanoseconds`, then between naps of 20 µs.
+    /// Returns once `condition` holds: polls it for `budgetNanoseconds`, then between naps of 20 µs.
     public static func wait(budgetNanoseconds: UInt64, until condition: () -> Bool) {
         var pollingSince: UInt64?
         while !condition() {

@@ -20,14 +20,8 @@ public struct FileStatus: Equatable, Sendable {
 
     /// A status with the given size, mode and owner, and no times (for policy checks).
     public init(size: UInt64, mode: UInt32, ownerID: UInt32) {
-        self.size = size
-        mtimeSeconds = 0
-        mtimeNanoseconds = 0
-        inode = 0
-        ctimeSeconds = 0
-        ctimeNanoseconds = 0
-        self.mode = mode
-        self.ownerID = ownerID
+        (self.size, mtimeSeconds, mtimeNanoseconds, inode, ctimeSeconds, ctimeNanoseconds) = (size, 0, 0, 0, 0, 0)
+        (self.mode, self.ownerID) = (mode, ownerID)
     }
 
     /// The fields of a `stat` the caller filled.
@@ -64,9 +58,8 @@ public final class ImageDescriptor: Sendable {
     public static let notRegularFile = "not a regular file"
 
     /// Opens `path` read-only; the failed call when it cannot be opened or is not a regular
-    /// file. The open does not block (`O_NONBLOCK`): a FIFO with no writer, or a device,
-    /// would otherwise hold the open forever; it is refused from `fstat` on the descriptor
-    /// before anything is read (a regular file ignores the flag).
+    /// file. `O_NONBLOCK`: a FIFO with no writer, or a device, would otherwise hold the open
+    /// forever; `fstat` refuses it before anything is read (a regular file ignores the flag).
     public static func open(_ path: String) -> Result<ImageDescriptor, LoadError> {
         let fd: Int32
         switch UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }, failed: { $0 < 0 }) {
@@ -92,8 +85,7 @@ public final class ImageDescriptor: Sendable {
         self.status = status
     }
 
-    /// Bytes of the file read per call while hashing: memory for a hash stays this size
-    /// whatever the file's.
+    /// Bytes read per call while hashing: a hash's memory, whatever the file's size.
     public static let hashChunkSize = 1 << 20
 
     /// Linux `lseek` whences (glibc hides them without `_GNU_SOURCE`): the next byte of data
@@ -101,11 +93,9 @@ public final class ImageDescriptor: Sendable {
     static let seekData: Int32 = 3
     static let seekHole: Int32 = 4
 
-    /// xxh3-64 of the whole file (its `fstat` size) as this descriptor sees it, streamed
-    /// through one ``hashChunkSize`` buffer, or nil when it cannot be read (or is shorter
-    /// than its `fstat` size now). Holes of a sparse file (`SEEK_DATA`/`SEEK_HOLE`) are hashed
-    /// as the zeros they read as, without reading them: a 4 GB sparse image costs the hash
-    /// of 4 GB of zeros, not 4 GB of page cache or memory.
+    /// xxh3-64 of the whole file (its `fstat` size) through one ``hashChunkSize`` buffer, or nil
+    /// when it cannot be read (or is now shorter). Holes of a sparse file (`SEEK_DATA`/`SEEK_HOLE`)
+    /// are hashed as the zeros they read as, unread: a 4 GB sparse image costs no page cache.
     public func contentHash() -> UInt64? {
         guard let state = unsafe XXH3_createState() else { return nil }
         defer { unsafe XXH3_freeState(state) }
@@ -161,11 +151,9 @@ public final class ImageDescriptor: Sendable {
         }
     }
 
-    /// Asks the kernel to start reading `range` of the file into the page cache
-    /// (`POSIX_FADV_WILLNEED`) and returns without waiting: the reads of a cold launch then
-    /// run while it opens and maps the next images, instead of one fault at a time. Advice
-    /// only: the part past the end of the file is dropped, and a failure changes nothing but
-    /// how long the first access takes.
+    /// Asks the kernel to start reading `range` into the page cache (`POSIX_FADV_WILLNEED`)
+    /// without waiting: a cold launch's reads then overlap opening and mapping the next
+    /// images. Advice only: the part past the end of the file is dropped, a failure ignored.
     public func readAhead(_ range: Range<UInt64>) {
         let end = min(range.upperBound, status.size)
         guard range.lowerBound < end, let offset = off_t(exactly: range.lowerBound), let length = off_t(exactly: end - range.lowerBound) else { return }

@@ -4,9 +4,8 @@ import Glibc
 import LaunchPlan
 #endif
 
-/// The loader's only contact with raw memory: reserving and mapping address ranges,
-/// changing protections, and reading and writing words inside them. Everything here is
-/// called with addresses the caller has already bounds-checked against a mapping it owns.
+/// The loader's only contact with raw memory: reserving, mapping and protecting address ranges,
+/// reading and writing words in them, at addresses the caller bounds-checked against its mapping.
 @usableFromInline
 package enum UnsafeMemory {
     /// The host's page size.
@@ -23,9 +22,8 @@ package enum UnsafeMemory {
         .failing("mmap")
     }
 
-    /// Maps `size` bytes of `fd` at file offset `offset` over `address` (inside a reservation),
-    /// copy-on-write: read-write so fixups can be applied, or `finalProtection` directly for a
-    /// segment nothing will write.
+    /// Maps `size` bytes of `fd` at `offset` over `address` (inside a reservation), copy-on-write:
+    /// read-write for fixups, or `finalProtection` for a segment nothing will write.
     package static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64,
                        finalProtection: VMProtection? = nil) throws(LoadError) {
         let protection = (finalProtection ?? [.read, .write]).mmapFlags
@@ -34,9 +32,8 @@ package enum UnsafeMemory {
         }.failing("mmap").get()
     }
 
-    /// Maps `size` bytes of `fd` at file offset `offset` read-only and copy-on-write at
-    /// exactly `address`, only if that range is free (MAP_FIXED_NOREPLACE): false when it is
-    /// not (or the kernel placed it elsewhere, which is undone).
+    /// Maps `size` bytes of `fd` at `offset` read-only, copy-on-write, at exactly `address` if
+    /// that range is free (MAP_FIXED_NOREPLACE): false when it is not.
     package static func mapFileIfFree(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64) -> Result<Bool, LoadError> {
         let mapped = unsafe UnsafeSystemCall.mapping {
             unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, off_t(offset))

@@ -7,10 +7,9 @@ import LaunchPlan
 /// The one place a system call's failure is read: `errno` taken as an `Errno` right after
 /// the call, and an interrupted call (`EINTR`) made again here rather than at each caller.
 package enum UnsafeSystemCall {
-    /// Runs `call` again for as long as it fails with `EINTR`; its result, or the `errno` it
-    /// failed with. For calls a signal can interrupt: open, read, pread, write, fstat,
-    /// fsync, ioctl, poll. Not for `close`: on Linux the descriptor is gone even when it
-    /// was interrupted, and closing it again could close another thread's.
+    /// Runs `call` again while it fails with `EINTR`; its result, or the `errno` it failed with.
+    /// Not for `close`: on Linux the descriptor is gone even when interrupted, and closing it
+    /// again could close another thread's.
     @inline(__always)
     package static func retryingInterrupts<T>(_ call: () -> T, failed: (T) -> Bool) -> Result<T, Errno> {
         while true {
