@@ -239,7 +239,9 @@ struct ObjCMetadataTable {
             }
             let slot = section.address &+ index
             let symbolic = try symbolic(section, offset: index, value: pointer)
-            var line = Text.hex(slot, width: 16, uppercase: false) + " " + Self.field(pointer, symbolic)
+            // llvm prints the list slot's n_value (not its symbol's name: the name follows once).
+            var line = Text.hex(slot, width: 16, uppercase: false) + " "
+                + (symbolic.nValue != 0 ? Self.hex(symbolic.nValue) + (pointer != 0 ? " + " + Self.hex(pointer) : "") : Self.hex(pointer))
             var name = symbolic.name
             if name == nil { name = try bindName(slot) }
             if let name { line += " " + name }
