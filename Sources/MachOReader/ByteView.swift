@@ -85,24 +85,26 @@ public struct ByteView: Sendable {
     @inline(__always)
     public func uleb128(at position: inout Int) throws(MachOError) -> UInt64 {
         let start = absolute(position)
-        switch LEB128.unsigned(at: &position, { try? u8($0) }) {
-        case let .value(value): return value
-        case let .truncated(at): _ = try u8(at)
-        case .tooLarge: break
-        }
-        throw MachOError.malformed("uleb128 value is too large", at: start)
+        return try leb128(LEB128.unsigned(at: &position, { try? u8($0) }), "uleb128", start: start)
     }
 
     /// The signed LEB128 number at `position`, which moves past it.
     @inline(__always)
     public func sleb128(at position: inout Int) throws(MachOError) -> Int64 {
         let start = absolute(position)
-        switch LEB128.signed(at: &position, { try? u8($0) }) {
+        return try leb128(LEB128.signed(at: &position, { try? u8($0) }), "sleb128", start: start)
+    }
+
+    /// A decoded number, or its failure: the out-of-bounds read where the bytes end, else a
+    /// number over 64 bits, named `kind` at `start`.
+    @inline(__always)
+    func leb128<Value>(_ read: LEB128Read<Value>, _ kind: String, start: Int) throws(MachOError) -> Value {
+        switch read {
         case let .value(value): return value
         case let .truncated(at): _ = try u8(at)
         case .tooLarge: break
         }
-        throw MachOError.malformed("sleb128 value is too large", at: start)
+        throw MachOError.malformed("\(kind) value is too large", at: start)
     }
 
     /// Whether the two windows hold the same bytes (compared in place).
