@@ -6,12 +6,12 @@ import MachOReader
 
 /// Builds a launch closure at install time: runs every analysis the slow path runs
 /// (paths, graph, symbol resolution, initializer order) once, and writes down the result.
-public enum ClosureBuilder {
+package enum ClosureBuilder {
     /// The closure for launching `roots` (host first, if any) with the `inserted` libraries
     /// for `arch` under `root`. An app that cannot launch gets no closure: the slow path's
     /// error is thrown, and so is the first image `policy` refuses (the closure's binding
     /// records the policy).
-    public static func build(roots: [String], inserted: [String] = [], arch: String, root: String?,
+    package static func build(roots: [String], inserted: [String] = [], arch: String, root: String?,
                              contentOnlyIdentity: Bool = false, policy: SigningPolicy = .default) throws(LoadError) -> LaunchClosure {
         var targets: [BindTarget] = []
         var targetIndex: [BindTarget: Int] = [:]

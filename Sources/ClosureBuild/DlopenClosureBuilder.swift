@@ -9,12 +9,12 @@ import RuntimeServices
 /// Builds dlopen closures (``ClosureDlopen``): the analysis a `dlopen` of one path makes after
 /// a launch, written down, at install time (`--dlopen PATH`) or, as dyld3 did, in process for
 /// a path the fast path has no closure for (then after earlier `dlopen`s too).
-public enum DlopenClosureBuilder {
+package enum DlopenClosureBuilder {
     /// The dlopen closure of `path` after `launch` (the closure of `request`) and the
     /// `dlopen`s of `earlier` (each path that added images, in order), whose images are
     /// `loaded` (the launch's records, then those added: the graph is loaded again and must
     /// name the same files); `.loaded` when `path` names an image already loaded.
-    public static func build(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
+    package static func build(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
                              earlier: [String] = []) throws(LoadError) -> DlopenResolution {
         var graph = try DependencyGraph(roots: request.roots, inserted: request.inserted, arch: request.arch, root: request.root)
         for opened in earlier { _ = try graph.open(opened, arch: request.arch) }

@@ -8,26 +8,26 @@ import RuntimeServices
 /// Everything a launch works out before it touches memory: the graph, the mapping plans, every
 /// fixup resolved, the initializers and the entry point; the closure builder writes it down.
 /// Each image's fixups are handed to the caller as soon as they are resolved, not kept.
-public struct LaunchAnalysis: Sendable {
-    public let graph: DependencyGraph
-    public let plans: [ImagePlan]
+package struct LaunchAnalysis: Sendable {
+    package let graph: DependencyGraph
+    package let plans: [ImagePlan]
     /// Node indices in initializer order.
-    public let initializerOrder: [Int]
+    package let initializerOrder: [Int]
     /// Per image: its initializer functions as offsets from its preferred base.
-    public let initializers: [[UInt64]]
+    package let initializers: [[UInt64]]
     /// The main image's entry point (offset from its base), if it has LC_MAIN.
-    public let entryOffset: UInt64?
-    public let symbolLookups: Int
+    package let entryOffset: UInt64?
+    package let symbolLookups: Int
     /// The Objective-C step's writes and `+load` calls, worked out on a mapped, fixed-up
     /// copy of the launch (nil when the app needs no such step).
-    public let objc: ObjCSetup?
+    package let objc: ObjCSetup?
     /// The thread-local-variable step's setups and the host services table (``ThreadLocals``).
-    public let threadLocals: [ThreadLocalSetup]
-    public let hostServices: HostServicesSlot?
+    package let threadLocals: [ThreadLocalSetup]
+    package let hostServices: HostServicesSlot?
 
     /// Analyses the launch of `roots`; `consume` receives each image's plan and fixups
     /// (rebases first, then binds, as resolved), in load order.
-    public init(
+    package init(
         roots: [String], inserted: [String] = [], arch: String, root: String?,
         consume: (_ plan: ImagePlan, _ fixups: [ResolvedFixup]) throws(LoadError) -> Void
     ) throws(LoadError) {

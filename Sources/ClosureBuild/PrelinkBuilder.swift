@@ -8,13 +8,13 @@ import LaunchMemory
 /// image's segments copied from the files the closure identifies into one range laid out as a
 /// launch lays them out, every fixup and Objective-C write applied for the range's base, and
 /// the words that then hold an address in the range recorded as slide runs.
-public enum PrelinkBuilder {
+package enum PrelinkBuilder {
     /// The address the data is fixed up for (a launch slides it to wherever it maps it).
-    public static let base: UInt64 = 0x2_0000_0000
+    package static let base: UInt64 = 0x2_0000_0000
 
     /// The set for `closure` (read from, or written to, `closurePath`) and its data. Images
     /// that changed since the closure was built refuse the set (the closure is stale too).
-    public static func build(_ closure: LaunchClosure, closurePath: String) throws(ClosureError) -> (set: PrelinkedSet, data: [UInt8]) {
+    package static func build(_ closure: LaunchClosure, closurePath: String) throws(ClosureError) -> (set: PrelinkedSet, data: [UInt8]) {
         guard !closure.contentOnlyIdentity else {
             throw .incompatible(path: closurePath, what: "a content-only closure (for caches that travel) gets no prelinked set: "
                 + "a set is identified by its images' inode and times; install without --content-only")

@@ -6,7 +6,7 @@ import LaunchPlan
 extension ClosureBinding {
     /// The binding a launch of `roots` (host first, if any) with the `inserted` libraries
     /// for `arch` under `root`, with signature policy `policy`, asks for.
-    public init(request roots: [String], inserted: [String] = [], arch: String, root: String?, policy: SigningPolicy = .default) {
+    package init(request roots: [String], inserted: [String] = [], arch: String, root: String?, policy: SigningPolicy = .default) {
         self.init(arch: arch, root: root.map(PathResolver.normalize) ?? "",
                   app: ClosureBinding.resolved(roots.last ?? ""),
                   host: roots.count > 1 ? ClosureBinding.resolved(roots[0]) : "",
@@ -15,7 +15,7 @@ extension ClosureBinding {
 
     /// `path` made absolute with symlinks resolved, as bindings and cache names use it:
     /// `realpath` for a file that exists, else Foundation's resolution (which keeps what does not).
-    public static func resolved(_ path: String) -> String {
+    package static func resolved(_ path: String) -> String {
         RealPath.of(path) ?? URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
 }

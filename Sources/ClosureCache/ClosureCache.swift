@@ -6,28 +6,28 @@ import LoaderSystem
 
 /// The closure cache: one file per app and architecture, named by a hash of the app's
 /// real path, in `cache/` at the project root unless `--cache` or `DYLD3_CACHE` says otherwise.
-public struct ClosureCache: Sendable {
-    public static let fileExtension = "dyld3closure"
-    public let directory: String
+package struct ClosureCache: Sendable {
+    package static let fileExtension = "dyld3closure"
+    package let directory: String
 
-    public init(directory: String) {
+    package init(directory: String) {
         self.directory = PathResolver.normalize(directory)
     }
 
     /// `--cache`, else `$DYLD3_CACHE`, else `cache/` in the current directory.
-    public static func resolve(_ option: String?) -> ClosureCache {
+    package static func resolve(_ option: String?) -> ClosureCache {
         ClosureCache(directory: option ?? ProcessInfo.processInfo.environment["DYLD3_CACHE"] ?? "cache")
     }
 
     /// The closure path for the app whose main image is `appPath`, for `arch`.
-    public func closurePath(forApp appPath: String, arch: String) -> String {
+    package func closurePath(forApp appPath: String, arch: String) -> String {
         let real = ClosureBinding.resolved(appPath)
         let key = UnsafeHash.xxh3(Array(real.utf8))
         return directory + "/" + String(key, radix: 16).leftPadded(to: 16) + "-" + arch + "." + ClosureCache.fileExtension
     }
 
     /// Fails with a clear error unless the cache directory exists (or can be created) and is writable.
-    public func prepareForWriting() throws(ClosureError) {
+    package func prepareForWriting() throws(ClosureError) {
         let status = FileStatus.of(directory)
         if status == nil {
             do {
@@ -47,7 +47,7 @@ public struct ClosureCache: Sendable {
     /// Checks that launches by this user would trust closures written here; why they would
     /// refuse every one of them otherwise (the directory's owner or mode, ``ClosureOwnership``).
     /// A directory that does not exist yet passes.
-    public func checkTrust() -> ClosureOwnership.Problem? {
+    package func checkTrust() -> ClosureOwnership.Problem? {
         guard let status = FileStatus.of(directory) else { return nil }
         let own = FileStatus(size: 0, mode: 0o100444, ownerID: UnsafeFileIO.effectiveUserID)
         return ClosureOwnership.check(file: own, directory: status, user: UnsafeFileIO.effectiveUserID)
@@ -57,7 +57,7 @@ public struct ClosureCache: Sendable {
     /// Removes temporary files (`.<name>.tmp.<pid>.<random>`) left by writers that died
     /// before renaming them (SIGKILL, power loss); a live writer's file is kept. They are
     /// never read as closures (`files()` skips dot files), this only reclaims the space.
-    public func removeAbandonedWrites() {
+    package func removeAbandonedWrites() {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(".") {
             let parts = name.split(separator: ".")
             guard parts.count >= 4, parts[parts.count - 3] == "tmp", let pid = Int32(parts[parts.count - 2]),
@@ -67,7 +67,7 @@ public struct ClosureCache: Sendable {
     }
 
     /// Every file in the cache directory, closures and others, sorted.
-    public func files() -> [String] {
+    package func files() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { !$0.hasPrefix(".") }.sorted().map { directory + "/" + $0 }
     }

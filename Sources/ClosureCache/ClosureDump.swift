@@ -5,13 +5,13 @@ import ClosureFormat
 
 /// A closure file opened for `dyld3 closure dump`: its header and its decoded closure, with
 /// every check `ClosureFile.decode` makes but ownership (a dump only shows what is inside).
-public struct ClosureDump: Sendable {
-    public let path: String
-    public let header: ClosureFileHeader
-    public let closure: LaunchClosure
-    public let fileSize: Int
+package struct ClosureDump: Sendable {
+    package let path: String
+    package let header: ClosureFileHeader
+    package let closure: LaunchClosure
+    package let fileSize: Int
 
-    public init(path: String) throws(ClosureError) {
+    package init(path: String) throws(ClosureError) {
         let file = try UnsafeFileIO.openNoFollow(path).get()
         guard file.status.size <= UInt64(ClosureFile.maxFileSize) else {
             throw .corrupt(path: path, offset: 0, what: "\(file.status.size) bytes is over the \(ClosureFile.maxFileSize)-byte limit for a closure file")
@@ -25,7 +25,7 @@ public struct ClosureDump: Sendable {
 
     /// The human-readable view: header, closure-wide fields, each image with up to
     /// `fixupsShown` of its rebases and of its binds decoded, then the shared tables.
-    public func text(fixupsShown: Int = 8) throws(ClosureError) -> String {
+    package func text(fixupsShown: Int = 8) throws(ClosureError) -> String {
         var out = "\(path):\n"
         out += "header:\n"
         out += field("magic", "DYLD3CL")
@@ -159,7 +159,7 @@ public struct ClosureDump: Sendable {
     }
 
     /// A fixup's effect: the value it stores, in terms of images and bind targets.
-    public func describe(_ fixup: ResolvedFixup) -> String {
+    package func describe(_ fixup: ResolvedFixup) -> String {
         switch fixup.kind {
         case let .rebase(targetOffset, high8):
             "rebase -> +\(hex(targetOffset))" + (high8 == 0 ? "" : " (top byte \(hex(UInt64(high8))))")
@@ -169,7 +169,7 @@ public struct ClosureDump: Sendable {
     }
 
     /// A bind target: an image and offset, an absolute value, or a missing weak import.
-    public func describe(_ target: BindTarget) -> String {
+    package func describe(_ target: BindTarget) -> String {
         switch target {
         case let .image(index, offset): "\(imageLabel(index)) +\(hex(offset))"
         case let .absolute(value): "absolute \(hex(value))"
@@ -178,13 +178,13 @@ public struct ClosureDump: Sendable {
     }
 
     /// `image N (leaf name)`.
-    public func imageLabel(_ index: Int) -> String {
+    package func imageLabel(_ index: Int) -> String {
         guard closure.images.indices.contains(index) else { return "image \(index)" }
         return "image \(index) (\((closure.images[index].path as NSString).lastPathComponent))"
     }
 
     /// A UUID as `8-4-4-4-12` uppercase hex digits.
-    public static func uuidString(_ bytes: [UInt8]) -> String {
+    package static func uuidString(_ bytes: [UInt8]) -> String {
         var text = ""
         for (index, byte) in bytes.enumerated() {
             if [4, 6, 8, 10].contains(index) { text += "-" }

@@ -7,10 +7,10 @@ import LoaderSystem
 
 extension ClosureFile {
     /// The largest closure file read (thousands of images take a few MiB), from its `fstat`.
-    public static let maxFileSize = 64 << 20
+    package static let maxFileSize = 64 << 20
 
     /// Maps and decodes the closure at `path`; the binding's app and host must be its root images.
-    public static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
+    package static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
         let closure = try decode(mapTrusted(path), path: path, trusting: trustKey)
         try closure.checkRoots(closurePath: path)
         return closure
@@ -18,7 +18,7 @@ extension ClosureFile {
 
     /// The closure file at `path`, mapped, refusing files others could have written
     /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``.
-    public static func mapTrusted(_ path: String) throws(ClosureError) -> ByteView {
+    package static func mapTrusted(_ path: String) throws(ClosureError) -> ByteView {
         let file = try openTrusted(path)
         guard let bytes = file.mapAll() else { throw .untrusted(path: path, what: "cannot be mapped") }
         return bytes
@@ -37,7 +37,7 @@ extension ClosureFile {
 
     /// Checks that the file at `path`, if there is one, would be trusted (`install` replaces
     /// one that would not, when it can).
-    public static func checkTrust(_ path: String) throws(ClosureError) {
+    package static func checkTrust(_ path: String) throws(ClosureError) {
         switch UnsafeFileIO.openNoFollow(path) {
         case .failure(.missing): return
         case let .failure(error): throw error
@@ -60,7 +60,7 @@ extension ClosureFile {
 
     /// Whether the closure at `path` says it is signed, unchecked: `launch --rebuild` never
     /// writes an unsigned closure over a signed one.
-    public static func isSigned(_ path: String) -> Bool {
+    package static func isSigned(_ path: String) -> Bool {
         guard case let .success(file) = UnsafeFileIO.openNoFollow(path), file.status.size >= UInt64(ClosureFileHeader.size),
               file.status.size <= UInt64(maxFileSize), let bytes = file.mapAll(),
               let fields = try? bytes.bytes(0, ClosureFileHeader.size), Array(fields[0..<8]) == ClosureFileHeader.magic else { return false }
@@ -68,7 +68,7 @@ extension ClosureFile {
     }
 
     /// Writes `closure` to `path` atomically, read-only; a failure leaves any existing file as it was.
-    public static func write(_ closure: LaunchClosure, to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
+    package static func write(_ closure: LaunchClosure, to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
         do throws(LoadError) {
             try UnsafeFileIO.writeAtomically(encode(closure, signedWith: signer), to: path)
         } catch {

@@ -7,7 +7,7 @@ import LoaderSystem
 
 extension ClosureSigningKey {
     /// Reads a signing key file (`dyld3-closure-signing-key-v1 <base64 of the 32-byte seed>`, mode 0600).
-    public init(contentsOf path: String) throws(CommandFailure) {
+    package init(contentsOf path: String) throws(CommandFailure) {
         let raw = try ClosureKeyFile.read(path, label: Self.label, kind: .signing)
         guard let key = ClosureSigningKey(raw: raw) else { throw CommandFailure.key(path, "is not an Ed25519 private key") }
         self = key
@@ -15,7 +15,7 @@ extension ClosureSigningKey {
 
     /// Writes the key pair into `directory` as `closure-signing.key` (0600) and
     /// `closure-signing.pub` (0644), never overwriting either; both paths.
-    public func write(into directory: String) throws(CommandFailure) -> (privateKey: String, publicKey: String) {
+    package func write(into directory: String) throws(CommandFailure) -> (privateKey: String, publicKey: String) {
         let privatePath = directory + "/closure-signing.key", publicPath = directory + "/closure-signing.pub"
         for path in [privatePath, publicPath] where FileStatus.of(path) != nil {
             throw CommandFailure.key(path, "already exists: keys are never overwritten")
@@ -28,7 +28,7 @@ extension ClosureSigningKey {
 
 extension ClosureTrustKey {
     /// Reads a trust (public) key file (`dyld3-closure-trust-key-v1 <base64 of the 32-byte public key>`).
-    public init(contentsOf path: String) throws(CommandFailure) {
+    package init(contentsOf path: String) throws(CommandFailure) {
         let raw = try ClosureKeyFile.read(path, label: Self.label, kind: .trust)
         guard let key = ClosureTrustKey(raw: raw) else { throw CommandFailure.key(path, "is not an Ed25519 public key") }
         self = key
@@ -39,19 +39,19 @@ extension ClosureTrustKey {
 /// owned by the invoking user and neither readable nor writable by group or others; a trust
 /// (public) key vouches for every closure it verifies, so it must be owned by the user or root
 /// and not writable by group or others (StrictModes). Checked on the descriptor read from.
-public enum ClosureKeyPolicy {
+package enum ClosureKeyPolicy {
     /// Which half of a key pair a file holds.
-    public enum Kind: Sendable {
+    package enum Kind: Sendable {
         case signing, trust
     }
 
     /// Why a key file is refused: its owner, or its mode.
-    public enum Problem: Equatable, Sendable, CustomStringConvertible {
+    package enum Problem: Equatable, Sendable, CustomStringConvertible {
         case owner(kind: Kind, owner: UInt32, user: UInt32)
         case privateKeyExposed(mode: UInt32)
         case trustKeyWritable(mode: UInt32)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case let .owner(.signing, owner, user):
                 "the private key is owned by uid \(owner), not by you (uid \(user)): use your own key"
@@ -66,7 +66,7 @@ public enum ClosureKeyPolicy {
     }
 
     /// Checks that user `user` may use a key of `kind` whose file has `status`.
-    public static func check(_ status: FileStatus, kind: Kind, user: UInt32) -> Problem? {
+    package static func check(_ status: FileStatus, kind: Kind, user: UInt32) -> Problem? {
         switch kind {
         case .signing:
             if status.ownerID != user { return .owner(kind: kind, owner: status.ownerID, user: user) }

@@ -7,11 +7,11 @@ import LoaderSystem
 /// by the invoking user or root and are not writable by group or others. A sticky directory
 /// writable by others (`/tmp`-like) is acceptable only for a file the invoking user owns: the
 /// sticky bit stops others from replacing it, not from planting their own.
-public enum ClosureOwnership {
+package enum ClosureOwnership {
     /// Why a closure cannot be trusted: who owns or can write what (worded in a
     /// ``ClosureError/untrusted(path:what:)``). Ancestors are the directories above the
     /// closure's on its real path.
-    public enum Problem: Equatable, Sendable, CustomStringConvertible {
+    package enum Problem: Equatable, Sendable, CustomStringConvertible {
         case fileOwner(owner: UInt32, user: UInt32)
         case fileWritable(mode: UInt32)
         case directoryOwner(owner: UInt32, user: UInt32)
@@ -23,7 +23,7 @@ public enum ClosureOwnership {
         /// Writable by group or others without the sticky bit: they could rename what is below.
         case ancestorWritable(path: String, mode: UInt32)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case let .fileOwner(owner, user): "the file is owned by uid \(owner), not by you (uid \(user)) or root"
             case let .fileWritable(mode): "the file is writable by group or others (mode \(octal(mode)))"
@@ -41,7 +41,7 @@ public enum ClosureOwnership {
 
     /// Checks that user `user` can trust a closure with status `file` in a directory with
     /// status `directory`; the problem when it cannot.
-    public static func check(file: FileStatus, directory: FileStatus, user: UInt32) -> Problem? {
+    package static func check(file: FileStatus, directory: FileStatus, user: UInt32) -> Problem? {
         if file.ownerID != user, file.ownerID != 0 { return .fileOwner(owner: file.ownerID, user: user) }
         if file.mode & 0o022 != 0 { return .fileWritable(mode: file.mode) }
         if directory.ownerID != user, directory.ownerID != 0 { return .directoryOwner(owner: directory.ownerID, user: user) }
@@ -56,7 +56,7 @@ public enum ClosureOwnership {
     /// writable by group or others, except that a sticky one (`/tmp`) is accepted, since others
     /// cannot rename what it holds (a cache under `/tmp/USER-owned-dir` is common and safe).
     /// `status` stats a path (the file system, or a table in tests).
-    public static func checkAncestors(of directory: String, user: UInt32, realPath: (String) -> String?,
+    package static func checkAncestors(of directory: String, user: UInt32, realPath: (String) -> String?,
                                       status: (String) -> FileStatus?) -> Problem? {
         guard let resolved = realPath(directory) else { return .unresolvable(directory: directory) }
         var components = resolved.split(separator: "/").map(String.init)
@@ -71,7 +71,7 @@ public enum ClosureOwnership {
     }
 
     /// ``checkAncestors(of:user:realPath:status:)`` on the file system.
-    public static func checkAncestors(of directory: String, user: UInt32) -> Problem? {
+    package static func checkAncestors(of directory: String, user: UInt32) -> Problem? {
         checkAncestors(of: directory, user: user, realPath: RealPath.of, status: FileStatus.of)
     }
 

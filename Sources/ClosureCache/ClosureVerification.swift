@@ -7,10 +7,10 @@ import LoaderSystem
 /// The verdict on one file of the closure cache, as `dyld3 verify` reports it: whether it
 /// is a closure, whether it reads, whether it is consistent, and whether its images are
 /// still the ones on disk.
-public struct ClosureVerification: Sendable {
+package struct ClosureVerification: Sendable {
     /// The verdict: a `valid` closure can be launched and a `stale` one rebuilt; every other
     /// status means the file is unusable.
-    public enum Status: String, Sendable, CaseIterable {
+    package enum Status: String, Sendable, CaseIterable {
         case valid, corrupt, stale, incompatible
         case notAClosure = "not-a-closure"
         case untrusted
@@ -22,20 +22,20 @@ public struct ClosureVerification: Sendable {
     }
 
     /// One thing wrong with the file, and which status it calls for (never `valid`).
-    public struct Problem: Equatable, Sendable, CustomStringConvertible {
-        public let kind: Status
-        public let message: String
-        public var description: String { "\(kind.rawValue): \(message)" }
+    package struct Problem: Equatable, Sendable, CustomStringConvertible {
+        package let kind: Status
+        package let message: String
+        package var description: String { "\(kind.rawValue): \(message)" }
     }
 
-    public let path: String
-    public let status: Status
-    public let problems: [Problem]
+    package let path: String
+    package let status: Status
+    package let problems: [Problem]
 
     /// Checks the file at `path`: extension and magic, ownership, header, checksum, frame,
     /// structure and header flags, consistency (`consistencyProblems()`), then every image's
     /// identity against the disk (`staleImages()`).
-    public init(checking path: String, trusting trustKey: ClosureTrustKey? = nil, alwaysHash: Bool = false) {
+    package init(checking path: String, trusting trustKey: ClosureTrustKey? = nil, alwaysHash: Bool = false) {
         self.path = path
         (status, problems) = Self.verdict(path, trusting: trustKey, alwaysHash: alwaysHash)
     }
@@ -129,10 +129,10 @@ public struct ClosureVerification: Sendable {
     }
 
     /// Whether the file cannot be used at all (as opposed to valid, or stale and rebuildable).
-    public var isUnusable: Bool { status != .valid && status != .stale }
+    package var isUnusable: Bool { status != .valid && status != .stale }
 
     /// Every file in `cache`, sorted by path.
-    public static func verify(_ cache: ClosureCache, trusting trustKey: ClosureTrustKey? = nil, alwaysHash: Bool = false) -> [ClosureVerification] {
+    package static func verify(_ cache: ClosureCache, trusting trustKey: ClosureTrustKey? = nil, alwaysHash: Bool = false) -> [ClosureVerification] {
         cache.files().map { ClosureVerification(checking: $0, trusting: trustKey, alwaysHash: alwaysHash) }
     }
 

@@ -7,7 +7,7 @@ import LoaderSystem
 extension ImageIdentity {
     /// The identity of the file at `path` as it is now. `contentOnly` leaves out inode,
     /// mtime and ctime, for closures that travel between machines.
-    public static func current(path: String, uuid: [UInt8]?, contentOnly: Bool, signature: SignedImage? = nil) throws(ClosureError) -> ImageIdentity {
+    package static func current(path: String, uuid: [UInt8]?, contentOnly: Bool, signature: SignedImage? = nil) throws(ClosureError) -> ImageIdentity {
         guard case let .success(file) = ImageDescriptor.open(path), let hash = file.contentHash() else {
             throw .stale(path: path, image: path, what: "cannot be read")
         }
@@ -86,14 +86,14 @@ extension ImageIdentity {
 }
 
 /// How a launch checks that an image is the file its closure was built from.
-public struct IdentityChecks: Sendable {
+package struct IdentityChecks: Sendable {
     /// Hash the content whatever stat says (`--hash-images`).
-    public var alwaysHash: Bool
+    package var alwaysHash: Bool
     /// Hash a signed image's CodeDirectory against its recorded cdHash (off only in the
     /// bench's launches that measure what the check costs).
-    public var codeDirectory: Bool
+    package var codeDirectory: Bool
 
-    public init(alwaysHash: Bool = false, codeDirectory: Bool = true) {
+    package init(alwaysHash: Bool = false, codeDirectory: Bool = true) {
         self.alwaysHash = alwaysHash
         self.codeDirectory = codeDirectory
     }
@@ -160,7 +160,7 @@ extension LaunchClosure {
     /// Opens every image once and checks it is the file the closure was built from; the launch
     /// maps from these very descriptors (a file renamed over an image path after the check is
     /// never the one mapped).
-    public func openImages(closurePath: String, alwaysHash: Bool = false) throws(ClosureError) -> [ImageDescriptor] {
+    package func openImages(closurePath: String, alwaysHash: Bool = false) throws(ClosureError) -> [ImageDescriptor] {
         var hashedImages = 0
         return try openImages(closurePath: closurePath, checks: IdentityChecks(alwaysHash: alwaysHash), hashedImages: &hashedImages)
     }
@@ -168,14 +168,14 @@ extension LaunchClosure {
     /// ``openImages(closurePath:alwaysHash:)`` of the images in `range` with `checks`, counting
     /// in `hashedImages` the images whose content was hashed; `readAhead` and `handOff` as
     /// ``ClosureImage/openAll(_:contentOnly:closurePath:checks:readAhead:handOff:hashedImages:)``.
-    public func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
+    package func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
                            handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
                                  checks: checks, readAhead: readAhead, handOff: handOff, hashedImages: &hashedImages)
     }
 
     /// The first image that changed on disk, as a stale-closure error, or nil if all are current.
-    public func staleImage(closurePath: String) -> ClosureError? {
+    package func staleImage(closurePath: String) -> ClosureError? {
         do {
             _ = try openImages(closurePath: closurePath)
             return nil
@@ -186,7 +186,7 @@ extension LaunchClosure {
 
     /// Every image that changed on disk, for `verify`. With `closurePath`, images whose
     /// identity is racy against the closure file's mtime are hashed.
-    public func staleImages(closurePath: String? = nil, alwaysHash: Bool = false) -> [(image: String, what: String)] {
+    package func staleImages(closurePath: String? = nil, alwaysHash: Bool = false) -> [(image: String, what: String)] {
         let builtAt = closurePath.flatMap(FileStatus.of).map(\.mtimeSeconds)
         return images.compactMap { image in
             var hashed = false
@@ -204,7 +204,7 @@ extension LaunchClosure {
 
 extension ClosureImageTable {
     /// ``LaunchClosure/openImages(_:closurePath:checks:readAhead:handOff:hashedImages:)`` of this table.
-    public func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
+    package func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
                            hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
         try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
                                  checks: checks, readAhead: readAhead, hashedImages: &hashedImages)

@@ -6,7 +6,7 @@ extension ClosureDump {
     /// The Objective-C part of `dyld3 closure dump`: per image with writes, how many words the
     /// step writes (selectors and protocols; or the runtime's tables, recognizable by their
     /// absolute words), then the `+load` calls in the order they run.
-    public func objcText() throws(ClosureError) -> String {
+    package func objcText() throws(ClosureError) -> String {
         let objc = closure.objc
         guard !objc.bindRuns.isEmpty || !objc.loads.isEmpty else { return "objective-c: none\n" }
         var out = "objective-c: \(objc.totalWrites) writes, \(objc.loads.count) +load call\(objc.loads.count == 1 ? "" : "s")\n"
@@ -41,7 +41,7 @@ extension ClosureDump {
     }
 
     /// Whether `writes` are the runtime's tables: only they store absolute words (the counts).
-    public static func holdsRuntimeTables(_ writes: [ResolvedFixup]) -> Bool {
+    package static func holdsRuntimeTables(_ writes: [ResolvedFixup]) -> Bool {
         writes.contains { if case .bind(.absolute, _) = $0.kind { true } else { false } }
     }
 

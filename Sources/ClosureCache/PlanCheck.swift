@@ -68,7 +68,7 @@ extension ClosureImage {
     /// agree), read from `file`, the descriptor the launch maps from, at the plan's own file
     /// offsets. The common case is one `pread` of the header segment's first page, checked in
     /// place; longer load commands or a disagreement go through the full derivation.
-    public func planDisagreement(arch: String, file: ImageDescriptor) -> PlanDisagreement? {
+    package func planDisagreement(arch: String, file: ImageDescriptor) -> PlanDisagreement? {
         if let text = headerSegment {
             let first = file.read(offset: text.fileOffset, count: Int(min(text.fileSize, Self.headerReadSize)))
             if first.count >= MachHeader.size {

@@ -6,10 +6,10 @@ import LoaderSystem
 
 extension ClosureCache {
     /// The file extension of a prelinked set, written beside its app's closure.
-    public static let prelinkedSetExtension = "dyld3prelinked"
+    package static let prelinkedSetExtension = "dyld3prelinked"
 
     /// The prelinked set's path for the closure at `closurePath`: the same name, its own extension.
-    public static func prelinkedSetPath(forClosure closurePath: String) -> String {
+    package static func prelinkedSetPath(forClosure closurePath: String) -> String {
         sibling(of: closurePath, extension: fileExtension, as: prelinkedSetExtension)
     }
 
@@ -22,21 +22,21 @@ extension ClosureCache {
 
 extension PrelinkedSetFile {
     /// The largest set file opened: thousands of frameworks' segments are a few hundred MiB.
-    public static let maxFileSize: UInt64 = 4 << 30
+    package static let maxFileSize: UInt64 = 4 << 30
 
     /// A set file opened once (no symlink followed), its ownership, header and metadata
     /// checked; the data is mapped from `fd`.
-    public final class Opened {
+    package final class Opened {
         let file: UnsafeFileIO.OpenFile
-        public let path: String
-        public let header: PrelinkedSetHeader
-        public let set: PrelinkedSet
+        package let path: String
+        package let header: PrelinkedSetHeader
+        package let set: PrelinkedSet
         /// The descriptor the data is mapped from (alive as long as this).
         package var fd: Int32 { file.fd }
         /// `fstat` of the set file as opened.
-        public var status: FileStatus { file.status }
+        package var status: FileStatus { file.status }
         /// The set file's mtime (seconds): identities taken within 2 s of it are racy.
-        public var builtAt: Int64 { file.status.mtimeSeconds }
+        package var builtAt: Int64 { file.status.mtimeSeconds }
 
         init(file: UnsafeFileIO.OpenFile, path: String, header: PrelinkedSetHeader, set: PrelinkedSet) {
             self.file = file
@@ -46,12 +46,12 @@ extension PrelinkedSetFile {
         }
 
         /// Checks the data against the signed SHA-256 or the header's xxh3 (reads all of it).
-        public func checkData() throws(ClosureError) {
+        package func checkData() throws(ClosureError) {
             try PrelinkedSetFile.checkData(try data(), header: header, path: path)
         }
 
         /// The data, mapped read-only from the descriptor the set was opened on.
-        public func data() throws(ClosureError) -> ByteView {
+        package func data() throws(ClosureError) -> ByteView {
             guard let all = file.mapAll(), let data = try? all.slice(Int(header.dataOffset), Int(header.dataSize)) else {
                 throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data cannot be mapped")
             }
@@ -61,7 +61,7 @@ extension PrelinkedSetFile {
 
     /// Opens and checks the set at `path`: ownership, header, checksum, with `trustKey` its
     /// signature, metadata. The images' identities and the data are the caller's to check.
-    public static func open(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> Opened {
+    package static func open(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> Opened {
         let file = try UnsafeFileIO.openNoFollow(path).get()
         try ClosureFile.checkOwnership(path, file.status)
         guard file.status.size <= maxFileSize else {
@@ -78,15 +78,15 @@ extension PrelinkedSetFile {
 
     /// What a set's header declares, unchecked: what a launch matches the set's slid copy
     /// against before the set is opened and checked.
-    public struct DeclaredIdentity: Sendable {
-        public let checksum: UInt64
-        public let metadataSize: UInt64
-        public let dataSize: UInt64
-        public let dataHash: UInt64
+    package struct DeclaredIdentity: Sendable {
+        package let checksum: UInt64
+        package let metadataSize: UInt64
+        package let dataSize: UInt64
+        package let dataHash: UInt64
     }
 
     /// The identity the first bytes of the set at `path` declare; nil when it is not a set.
-    public static func declaredIdentity(_ path: String) -> DeclaredIdentity? {
+    package static func declaredIdentity(_ path: String) -> DeclaredIdentity? {
         guard case let .success(file) = UnsafeFileIO.openNoFollow(path) else { return nil }
         let fields = file.read(offset: 0, count: PrelinkedSetHeader.size)
         guard fields.count == PrelinkedSetHeader.size, Array(fields[0..<8]) == PrelinkedSetHeader.magic else { return nil }
@@ -95,7 +95,7 @@ extension PrelinkedSetFile {
     }
 
     /// Writes the set atomically, read-only; a failure leaves any existing file as it was.
-    public static func write(_ set: PrelinkedSet, data: [UInt8], to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
+    package static func write(_ set: PrelinkedSet, data: [UInt8], to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
         do throws(LoadError) {
             try UnsafeFileIO.writeAtomically(encode(set, data: data, signedWith: signer), to: path)
         } catch {
@@ -109,7 +109,7 @@ extension PrelinkedSet {
     /// alone (the images were copied: a changed status makes the set stale even with the same
     /// content), and that no absent path of the dependency search has appeared. A racy identity
     /// or `alwaysHash` (`--hash-images`) hashes the image as well.
-    public func checkSources(setPath: String, builtAt: Int64?, alwaysHash: Bool, hashedImages: inout Int) throws(ClosureError) {
+    package func checkSources(setPath: String, builtAt: Int64?, alwaysHash: Bool, hashedImages: inout Int) throws(ClosureError) {
         for image in closure.images {
             let identity = image.identity
             guard let status = FileStatus.of(image.path) else {

@@ -6,10 +6,10 @@ import LaunchMemory
 
 extension ClosureCache {
     /// The file extension of a set slid for this boot, written beside its set.
-    public static let slidSetExtension = "dyld3slid"
+    package static let slidSetExtension = "dyld3slid"
 
     /// The slid copy's path for the set at `setPath`: the same name, its own extension.
-    public static func slidSetPath(forSet setPath: String) -> String {
+    package static func slidSetPath(forSet setPath: String) -> String {
         sibling(of: setPath, extension: prelinkedSetExtension, as: slidSetExtension)
     }
 }
@@ -17,9 +17,9 @@ extension ClosureCache {
 /// The set slid for this boot (``SlidPrelinkedSetHeader``), beside its set. A cache of the set:
 /// whatever is wrong with it is a reason to slide the set at launch and write it again, never
 /// a refusal of the launch.
-public enum SlidPrelinkedSetFile {
+package enum SlidPrelinkedSetFile {
     /// The 16 bytes of `/proc/sys/kernel/random/boot_id`; nil when it cannot be read.
-    public static let bootID: [UInt8]? = {
+    package static let bootID: [UInt8]? = {
         guard case let .success(file) = UnsafeFileIO.openNoFollow("/proc/sys/kernel/random/boot_id") else { return nil }
         var bytes: [UInt8] = [], pending: UInt8?
         for character in file.read(offset: 0, count: 64) {
@@ -35,11 +35,11 @@ public enum SlidPrelinkedSetFile {
     }()
 
     /// A slid copy opened and checked: its descriptor (the data is mapped from it) and header.
-    public final class Opened {
+    package final class Opened {
         let file: UnsafeFileIO.OpenFile
-        public let path: String
-        public let header: SlidPrelinkedSetHeader
-        public let rangeSize: UInt64
+        package let path: String
+        package let header: SlidPrelinkedSetHeader
+        package let rangeSize: UInt64
 
         init(file: UnsafeFileIO.OpenFile, path: String, header: SlidPrelinkedSetHeader, rangeSize: UInt64) {
             self.file = file
@@ -62,7 +62,7 @@ public enum SlidPrelinkedSetFile {
         }
 
         /// Checks the data against the header's hash (reads all of it).
-        public func checkData() throws(ClosureError) {
+        package func checkData() throws(ClosureError) {
             guard let all = file.mapAll(), let data = try? all.slice(Int(header.dataOffset), all.count - Int(header.dataOffset)) else {
                 throw .corrupt(path: path, offset: Int(header.dataOffset), what: "the data cannot be mapped")
             }
@@ -75,7 +75,7 @@ public enum SlidPrelinkedSetFile {
     /// Opens the copy at `path` and checks it is this boot's copy of the set whose header
     /// declares `setChecksum`, `setDataHash` and a `rangeSize`-byte range: ownership, header,
     /// checksum, protection runs, the set's checksum and data hash, the boot id, the size.
-    public static func open(_ path: String, setChecksum: UInt64, setDataHash: UInt64, rangeSize: UInt64) -> Result<Opened, ClosureError> {
+    package static func open(_ path: String, setChecksum: UInt64, setDataHash: UInt64, rangeSize: UInt64) -> Result<Opened, ClosureError> {
         let file: UnsafeFileIO.OpenFile
         switch UnsafeFileIO.openNoFollow(path) {
         case let .success(opened): file = opened
@@ -112,7 +112,7 @@ public enum SlidPrelinkedSetFile {
 
     /// ``open(_:setChecksum:setDataHash:rangeSize:)`` for the set `opened`, its protection
     /// runs checked against the set's plans too.
-    public static func open(_ path: String, for opened: PrelinkedSetFile.Opened) -> Result<Opened, ClosureError> {
+    package static func open(_ path: String, for opened: PrelinkedSetFile.Opened) -> Result<Opened, ClosureError> {
         open(path, setChecksum: opened.header.checksum, setDataHash: opened.header.dataHash, rangeSize: opened.set.rangeSize).flatMap { copy in
             guard copy.header.protections == protections(of: opened.set) else {
                 return .failure(.corrupt(path: path, offset: SlidPrelinkedSetHeader.size,
@@ -123,7 +123,7 @@ public enum SlidPrelinkedSetFile {
     }
 
     /// The protection runs the set's range takes once mapped read-only, from its plans.
-    public static func protections(of set: PrelinkedSet) -> [SlidPrelinkedSetHeader.ProtectionRun] {
+    package static func protections(of set: PrelinkedSet) -> [SlidPrelinkedSetHeader.ProtectionRun] {
         LaunchMemory.prelinkedProtections(plans: set.closure.images.map(\.plan), offsets: set.imageOffsets, rangeSize: set.rangeSize,
                                           from: .read).map {
             SlidPrelinkedSetHeader.ProtectionRun(range: $0.range, protection: $0.protection)
@@ -132,7 +132,7 @@ public enum SlidPrelinkedSetFile {
 
     /// Slides the set's data to a random base and writes it atomically, read-only, at `path`,
     /// for this boot. The slide runs are checked first.
-    public static func write(for opened: PrelinkedSetFile.Opened, to path: String) throws(ClosureError) {
+    package static func write(for opened: PrelinkedSetFile.Opened, to path: String) throws(ClosureError) {
         guard let bootID else {
             throw .incompatible(path: path, what: "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read: nothing is slid for a boot")
         }

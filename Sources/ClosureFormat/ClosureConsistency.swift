@@ -8,7 +8,7 @@ extension LaunchClosure {
     /// fixup 8 bytes inside a writable segment of its image, every rebase into its image, every
     /// image index in range, no segments overlapping, every missing dependency a listed weak one,
     /// the Objective-C part fitting (``objcProblems()``). Empty for any closure the builder wrote.
-    public func consistencyProblems() -> [String] {
+    package func consistencyProblems() -> [String] {
         var problems: [String] = []
         if rootCount < 1 || rootCount > images.count {
             problems.append("root count \(rootCount) with \(images.count) images")

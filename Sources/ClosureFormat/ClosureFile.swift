@@ -3,16 +3,16 @@ import MachOReader
 
 /// The closure file: a 40-byte ``ClosureFileHeader`` and a zstd frame holding the body
 /// (``LaunchClosure``'s encoding).
-public enum ClosureFile {
+package enum ClosureFile {
     /// No real closure comes near this; a larger declared body is refused unread.
-    public static let maxBodySize = 512 << 20
+    package static let maxBodySize = 512 << 20
 
     /// The most a body may expand from its frames. Closures compress 3.3× at most (a
     /// 100-framework app's level-1 frames 1.2×); a body declared larger is repeated bytes or
     /// padding, refused before anything is allocated or decompressed.
-    public static let maxExpansion = 64
+    package static let maxExpansion = 64
     /// A body up to this size is accepted whatever its frames' size.
-    public static let bodySizeFreeOfExpansionCap = 1 << 20
+    package static let bodySizeFreeOfExpansionCap = 1 << 20
 
     /// Bodies of at least this many bytes (≈ 28 frameworks and up) start a launch's second
     /// core, and are written as level-1 frames that decode fast: from there the second core's
@@ -21,12 +21,12 @@ public enum ClosureFile {
     package static let helperThreshold = 64 * 1024
 
     /// The file's bytes for a closure: reproducible for the same closure (and key).
-    public static func encode(_ closure: LaunchClosure, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
+    package static func encode(_ closure: LaunchClosure, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
         wrapBody(closure.encodedBody(), contentOnlyIdentity: closure.contentOnlyIdentity, signedWith: signer)
     }
 
     /// A closure file around `body` (also for fuzzing and forgeries whose body checks must fire).
-    public static func wrapBody(_ body: [UInt8], contentOnlyIdentity: Bool = false, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
+    package static func wrapBody(_ body: [UInt8], contentOnlyIdentity: Bool = false, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
         let frame = UnsafeCompression.compress(body)
         let flags = (contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0) | (signer != nil ? ClosureFileHeader.signedFlag : 0)
         let header = ClosureFileHeader(version: LaunchClosure.formatVersion, flags: flags,
@@ -38,14 +38,14 @@ public enum ClosureFile {
 
     /// Checks the signature (with `trustKey`: the file must be signed by it), the header, the
     /// checksum and the frame, then decodes and validates the body.
-    public static func decode(_ file: [UInt8], path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
+    package static func decode(_ file: [UInt8], path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
         try decode(ByteView(file), path: path, trusting: trustKey)
     }
 
     /// ``decode(_:path:trusting:)`` of bytes in place: a mapped file is hashed and decompressed
     /// where it lies (a signature check copies the signed bytes for swift-crypto). One thread;
     /// the fast path runs the same steps on two cores.
-    public static func decode(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
+    package static func decode(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
         let (header, frames) = try checkedFrames(file, path: path, trusting: trustKey)
         guard let body = frames.decompress() else { throw undecodableFrames(header, path: path) }
         let index = try LaunchClosure.readImageIndex(body, path: path)
@@ -108,25 +108,25 @@ public enum ClosureFile {
 ///    24  body size (u64)          32  frame size (u64)
 ///
 /// A signed file ends with a 64-byte Ed25519 signature of every byte before it.
-public struct ClosureFileHeader: Equatable, Sendable {
-    public static let magic: [UInt8] = Array("DYLD3CL\u{0}".utf8)
-    public static let size = 40
-    public static let contentOnlyIdentityFlag: UInt32 = 1
-    public static let signedFlag: UInt32 = 2
-    public static let signatureLength = 64
+package struct ClosureFileHeader: Equatable, Sendable {
+    package static let magic: [UInt8] = Array("DYLD3CL\u{0}".utf8)
+    package static let size = 40
+    package static let contentOnlyIdentityFlag: UInt32 = 1
+    package static let signedFlag: UInt32 = 2
+    package static let signatureLength = 64
 
     /// Bytes of signature at the end of the file.
-    public var signatureSize: Int { flags & Self.signedFlag != 0 ? Self.signatureLength : 0 }
+    package var signatureSize: Int { flags & Self.signedFlag != 0 ? Self.signatureLength : 0 }
 
     /// 0 until ``file(around:)`` computes it.
-    public let checksum: UInt64
-    public let version: UInt32
-    public let flags: UInt32
+    package let checksum: UInt64
+    package let version: UInt32
+    package let flags: UInt32
     /// Bytes of the uncompressed body, and of the zstd frame that holds it.
-    public let bodySize: UInt64
-    public let frameSize: UInt64
+    package let bodySize: UInt64
+    package let frameSize: UInt64
 
-    public init(version: UInt32, flags: UInt32, bodySize: UInt64, frameSize: UInt64) {
+    package init(version: UInt32, flags: UInt32, bodySize: UInt64, frameSize: UInt64) {
         checksum = 0
         self.version = version
         self.flags = flags
@@ -135,7 +135,7 @@ public struct ClosureFileHeader: Equatable, Sendable {
     }
 
     /// Reads the header of `file` and checks its magic, checksum, version and flags.
-    public init(parsing file: ByteView, path: String) throws(ClosureError) {
+    package init(parsing file: ByteView, path: String) throws(ClosureError) {
         guard file.count >= Self.size, let fields = try? file.bytes(0, Self.size) else {
             throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes is shorter than the \(Self.size)-byte header")
         }
@@ -166,7 +166,7 @@ public struct ClosureFileHeader: Equatable, Sendable {
     }
 
     /// The whole file: this header, with its checksum computed, followed by `frame`.
-    public func file(around frame: [UInt8]) -> [UInt8] {
+    package func file(around frame: [UInt8]) -> [UInt8] {
         var w = ClosureWriter()
         w.u64(UInt64(version) | UInt64(flags) << 32)
         w.u64(bodySize)

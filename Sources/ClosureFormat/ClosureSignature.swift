@@ -4,12 +4,12 @@ import Foundation
 /// The private half of a closure-signing key pair (Ed25519): `install --sign KEY` signs each
 /// closure it writes, header included, so a cache built in CI can be trusted where it lands
 /// (`--trust PUBLIC_KEY`). Key files: ClosureCache's `ClosureKeyFiles.swift`.
-public struct ClosureSigningKey {
+package struct ClosureSigningKey {
     package static let label = "dyld3-closure-signing-key-v1"
     package let key: Curve25519.Signing.PrivateKey
 
     /// A new random key.
-    public init() { key = Curve25519.Signing.PrivateKey() }
+    package init() { key = Curve25519.Signing.PrivateKey() }
 
     /// The key whose raw representation is `raw` (32 bytes); nil for any other bytes.
     package init?(raw: Data) {
@@ -18,7 +18,7 @@ public struct ClosureSigningKey {
     }
 
     /// The key that verifies this key's signatures.
-    public var trustKey: ClosureTrustKey { ClosureTrustKey(key: key.publicKey) }
+    package var trustKey: ClosureTrustKey { ClosureTrustKey(key: key.publicKey) }
 
     func signature(for bytes: ArraySlice<UInt8>) -> [UInt8] {
         // Ed25519 signing cannot fail for a valid key; an empty signature would be refused on read.
@@ -28,7 +28,7 @@ public struct ClosureSigningKey {
 
 /// The public key a launch, compare or verify trusts (`--trust PUBLIC_KEY`): only closures
 /// signed by its private half are used.
-public struct ClosureTrustKey {
+package struct ClosureTrustKey {
     package static let label = "dyld3-closure-trust-key-v1"
     package let key: Curve25519.Signing.PublicKey
 
@@ -46,7 +46,7 @@ public struct ClosureTrustKey {
 
 extension ClosureTrustKey: Equatable {
     /// The same public key.
-    public static func == (lhs: ClosureTrustKey, rhs: ClosureTrustKey) -> Bool {
+    package static func == (lhs: ClosureTrustKey, rhs: ClosureTrustKey) -> Bool {
         lhs.key.rawRepresentation == rhs.key.rawRepresentation
     }
 }

@@ -6,7 +6,7 @@ extension LaunchClosure {
     /// target index in the table) and, when the image has a page index, checks it is exactly
     /// the one its runs call for. What a page-in launch proves before anything is written or
     /// run, so that its fault handler never meets a run it would refuse.
-    public func checkFixups(ofImage index: Int) throws(ClosureError) {
+    package func checkFixups(ofImage index: Int) throws(ClosureError) {
         let image = images[index]
         let expected = try FixupPageIndex.derive(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns, within: WritableRanges(image.plan),
                                                  imageSize: image.plan.vmSize, tableSize: bindTargets.count)
@@ -15,7 +15,7 @@ extension LaunchClosure {
     }
 
     /// ``checkFixups(ofImage:)``, a fault named as the launch names it: with the closure's path.
-    public func checkFixups(ofImage index: Int, closurePath: String) throws(ClosureError) {
+    package func checkFixups(ofImage index: Int, closurePath: String) throws(ClosureError) {
         try naming(closurePath, image: index) { () throws(ClosureError) in try checkFixups(ofImage: index) }
     }
 }

@@ -2,19 +2,19 @@ import LaunchPlan
 
 /// Where one page's runs start in a run stream: a restart point for a ``FixupRunWalk``. Runs
 /// are delta-coded, so a walk that starts mid-stream needs the delta state there.
-public struct FixupRestart: Equatable, Sendable {
+package struct FixupRestart: Equatable, Sendable {
     /// How many runs of the stream lie on the page (0: none; the other fields are then 0).
-    public var runs: Int
+    package var runs: Int
     /// Byte offset, in the run stream, of the page's first run header.
-    public var offset: Int
+    package var offset: Int
     /// The last location of the run before it (0 when it is the stream's first run).
-    public var location: UInt64
+    package var location: UInt64
     /// Rebase streams: the target of the rebase before it (0 when none). Bind streams: 0.
-    public var target: UInt64
+    package var target: UInt64
 
-    public static let none = FixupRestart(runs: 0, offset: 0, location: 0, target: 0)
+    package static let none = FixupRestart(runs: 0, offset: 0, location: 0, target: 0)
 
-    public init(runs: Int, offset: Int, location: UInt64, target: UInt64) {
+    package init(runs: Int, offset: Int, location: UInt64, target: UInt64) {
         self.runs = runs
         self.offset = offset
         self.location = location
@@ -23,13 +23,13 @@ public struct FixupRestart: Equatable, Sendable {
 }
 
 /// One page of an image that receives fixups, and where its rebase and bind runs start.
-public struct FixupPage: Equatable, Sendable {
+package struct FixupPage: Equatable, Sendable {
     /// The page number: the page's offset from the image's base / the index's page size.
-    public var page: UInt64
-    public var rebases: FixupRestart
-    public var binds: FixupRestart
+    package var page: UInt64
+    package var rebases: FixupRestart
+    package var binds: FixupRestart
 
-    public init(page: UInt64, rebases: FixupRestart, binds: FixupRestart) {
+    package init(page: UInt64, rebases: FixupRestart, binds: FixupRestart) {
         self.page = page
         self.rebases = rebases
         self.binds = binds
@@ -44,20 +44,20 @@ public struct FixupPage: Equatable, Sendable {
 /// strictly increasing, `uleb pageDelta` (page − previous page − 1; the first page's number),
 /// `uleb rebaseRuns` [+ `uleb offset, uleb location, uleb target`], `uleb bindRuns`
 /// [+ `uleb offset, uleb location`]. Read through ``FixupPageCursor``.
-public struct FixupPageIndex: Equatable, Sendable {
+package struct FixupPageIndex: Equatable, Sendable {
     /// The page size the builder cuts runs at (the x86_64 and arm64 Linux base page).
-    public static let pageSize: UInt64 = 4096
+    package static let pageSize: UInt64 = 4096
 
     /// The encoded index (decoded closures: a slice of the body).
-    public var bytes: ArraySlice<UInt8>
+    package var bytes: ArraySlice<UInt8>
 
-    public init(bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+    package init(bytes: ArraySlice<UInt8>) { self.bytes = bytes }
 
     /// An image without an index: a fixup straddles two pages.
-    public static let absent = FixupPageIndex(pages: [], pageSize: 0)
+    package static let absent = FixupPageIndex(pages: [], pageSize: 0)
 
     /// The index of `pages` (sorted, at `pageSize`).
-    public init(pages: [FixupPage], pageSize: UInt64 = FixupPageIndex.pageSize) {
+    package init(pages: [FixupPage], pageSize: UInt64 = FixupPageIndex.pageSize) {
         var w = ClosureWriter()
         w.uleb(pageSize)
         w.uleb(pages.count)
@@ -81,7 +81,7 @@ public struct FixupPageIndex: Equatable, Sendable {
     }
 
     /// Where one page's runs start in one stream.
-    public typealias PageRestart = (page: UInt64, restart: FixupRestart)
+    package typealias PageRestart = (page: UInt64, restart: FixupRestart)
 
     /// Groups a stream's runs by page as they are written or walked: the one place that decides
     /// a page's restart point and when a stream cannot be indexed (a run or fixup crossing a
@@ -114,7 +114,7 @@ public struct FixupPageIndex: Equatable, Sendable {
     }
 
     /// The index of two streams' restart points: ``absent`` when either cannot be indexed.
-    public init(rebases: [PageRestart]?, binds: [PageRestart]?) {
+    package init(rebases: [PageRestart]?, binds: [PageRestart]?) {
         guard let rebases, let binds else {
             self = .absent
             return
@@ -133,7 +133,7 @@ public struct FixupPageIndex: Equatable, Sendable {
 
     /// The page index two run streams call for, grouped as the encoder groups them (`verify`
     /// compares it with the recorded one).
-    public static func derive(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>) throws(ClosureError) -> FixupPageIndex {
+    package static func derive(rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>) throws(ClosureError) -> FixupPageIndex {
         try derive(rebaseRuns: rebaseRuns, bindRuns: bindRuns, within: EveryRun(), imageSize: .max, tableSize: .max)
     }
 
@@ -153,7 +153,7 @@ public struct FixupPageIndex: Equatable, Sendable {
     }
 
     /// Every page of the index, decoded.
-    public func pages(path: String) throws(ClosureError) -> (pageSize: UInt64, pages: [FixupPage]) {
+    package func pages(path: String) throws(ClosureError) -> (pageSize: UInt64, pages: [FixupPage]) {
         var cursor = try FixupPageCursor(bytes, path: path)
         var pages: [FixupPage] = []
         pages.reserveCapacity(cursor.pagesLeft)
@@ -200,27 +200,27 @@ public struct FixupPageIndex: Equatable, Sendable {
 
 /// The one reader of a ``FixupPageIndex``: its page size and page count, then one page per
 /// ``next()``, refusing a page number that does not increase and bytes after the last page.
-public struct FixupPageCursor {
+package struct FixupPageCursor {
     private var reader: ClosureReader
-    public let pageSize: UInt64
-    public private(set) var pagesLeft: Int
+    package let pageSize: UInt64
+    package private(set) var pagesLeft: Int
     private var nextPage: UInt64 = 0
 
-    public init(_ bytes: ArraySlice<UInt8>, path: String) throws(ClosureError) {
+    package init(_ bytes: ArraySlice<UInt8>, path: String) throws(ClosureError) {
         reader = ClosureReader(bytes, path: path)
         pageSize = try reader.uleb()
         pagesLeft = try reader.count(of: "fixup page", minimumSize: 3)
     }
 
     /// Byte offset of the next entry in the index.
-    public var offset: Int { reader.position }
+    package var offset: Int { reader.position }
 
-    public func finish() throws(ClosureError) {
+    package func finish() throws(ClosureError) {
         guard reader.atEnd else { throw reader.corrupt("bytes after the last fixup page") }
     }
 
     /// The next page, or nil after the last (then the index must be at its end).
-    public mutating func next() throws(ClosureError) -> FixupPage? {
+    package mutating func next() throws(ClosureError) -> FixupPage? {
         guard pagesLeft > 0 else {
             try finish()
             return nil

@@ -17,32 +17,32 @@ import LaunchPlan
 ///       count entries:  rebase runs: sleb targetDelta (a RebaseTarget's bits, from the
 ///                                    stream's previous target; 0 at the start)
 ///                       bind runs:   uleb targetIndex, sleb addend
-public struct FixupRunWalk {
+package struct FixupRunWalk {
     /// The fewest bytes a run takes (delta, count and stride): bounds a stream's run count.
-    public static let minimumRunSize = 3
+    package static let minimumRunSize = 3
     /// The bytes every fixup writes.
-    public static let storeSize: UInt64 = 8
+    package static let storeSize: UInt64 = 8
 
     @usableFromInline let runs: ArraySlice<UInt8>
     @usableFromInline let restart: FixupRestart?
 
     /// A walk of a whole stream (its run count first, nothing after its last run).
     @inlinable
-    public init(_ runs: ArraySlice<UInt8>) {
+    package init(_ runs: ArraySlice<UInt8>) {
         self.runs = runs
         restart = nil
     }
 
     /// A walk of one page's runs of a stream, from the page index's restart point.
     @inlinable
-    public init(_ runs: ArraySlice<UInt8>, restart: FixupRestart) {
+    package init(_ runs: ArraySlice<UInt8>, restart: FixupRestart) {
         self.runs = runs
         self.restart = restart
     }
 
     /// Walks a rebase stream: each run accepted by `bounds`, each target below `imageSize`.
     @inlinable @inline(__always)
-    public func rebases<Bounds: FixupRunBounds, Visitor: FixupRunVisitor>(
+    package func rebases<Bounds: FixupRunBounds, Visitor: FixupRunVisitor>(
         within bounds: Bounds, imageSize: UInt64, into visitor: inout Visitor
     ) throws(FixupFault) where Visitor.Accepted == Bounds.Accepted {
         try rebases(within: bounds, imageSize: imageSize) { (accepted, run, before) throws(FixupFault) in
@@ -54,7 +54,7 @@ public struct FixupRunWalk {
 
     /// Walks a bind stream: each run accepted by `bounds`, each target index below `tableSize`.
     @inlinable @inline(__always)
-    public func binds<Bounds: FixupRunBounds, Visitor: FixupRunVisitor>(
+    package func binds<Bounds: FixupRunBounds, Visitor: FixupRunVisitor>(
         within bounds: Bounds, tableSize: Int, into visitor: inout Visitor
     ) throws(FixupFault) where Visitor.Accepted == Bounds.Accepted {
         try binds(within: bounds, tableSize: tableSize) { (accepted, run, before) throws(FixupFault) in
@@ -187,7 +187,7 @@ public struct FixupRunWalk {
 
 /// A consumer of a run stream: each accepted run (with the stream's state at its header), then
 /// its entries, every one already checked by the walk (locations are offsets from the image's base).
-public protocol FixupRunVisitor {
+package protocol FixupRunVisitor {
     associatedtype Accepted
     mutating func visitRun(_ accepted: Accepted, _ run: FixupRun, before: FixupRestart) throws(FixupFault)
     mutating func visitRebase(at location: UInt64, target: RebaseTarget, in run: Accepted) throws(FixupFault)
@@ -195,9 +195,9 @@ public protocol FixupRunVisitor {
 }
 
 extension FixupRunVisitor {
-    @inlinable public mutating func visitRun(_ accepted: Accepted, _ run: FixupRun, before: FixupRestart) throws(FixupFault) {}
-    @inlinable public mutating func visitRebase(at location: UInt64, target: RebaseTarget, in run: Accepted) throws(FixupFault) {}
-    @inlinable public mutating func visitBind(at location: UInt64, targetIndex: Int, addend: Int64, in run: Accepted) throws(FixupFault) {}
+    @inlinable package mutating func visitRun(_ accepted: Accepted, _ run: FixupRun, before: FixupRestart) throws(FixupFault) {}
+    @inlinable package mutating func visitRebase(at location: UInt64, target: RebaseTarget, in run: Accepted) throws(FixupFault) {}
+    @inlinable package mutating func visitBind(at location: UInt64, targetIndex: Int, addend: Int64, in run: Accepted) throws(FixupFault) {}
 }
 
 
@@ -205,7 +205,7 @@ extension FixupRunVisitor {
 extension FixupRunWalk {
     /// Walks a rebase stream with closures, every run accepted (``EveryRun``), each target
     /// below `imageSize`: `run` gets each run and its restart point, `rebase` each fixup.
-    public func forEachRebase(imageSize: UInt64 = .max, run visitRun: (_ run: FixupRun, _ before: FixupRestart) throws(FixupFault) -> Void = { _, _ in },
+    package func forEachRebase(imageSize: UInt64 = .max, run visitRun: (_ run: FixupRun, _ before: FixupRestart) throws(FixupFault) -> Void = { _, _ in },
                               _ rebase: (_ location: UInt64, _ target: RebaseTarget) throws(FixupFault) -> Void) throws(FixupFault) {
         try rebases(within: EveryRun(), imageSize: imageSize) { (_, run, before) throws(FixupFault) in
             try visitRun(run, before)
@@ -215,7 +215,7 @@ extension FixupRunWalk {
     }
 
     /// ``forEachRebase(imageSize:run:_:)`` for a bind stream, each target index below `tableSize`.
-    public func forEachBind(tableSize: Int = .max, run visitRun: (_ run: FixupRun, _ before: FixupRestart) throws(FixupFault) -> Void = { _, _ in },
+    package func forEachBind(tableSize: Int = .max, run visitRun: (_ run: FixupRun, _ before: FixupRestart) throws(FixupFault) -> Void = { _, _ in },
                             _ bind: (_ location: UInt64, _ targetIndex: Int, _ addend: Int64) throws(FixupFault) -> Void) throws(FixupFault) {
         try binds(within: EveryRun(), tableSize: tableSize) { (_, run, before) throws(FixupFault) in
             try visitRun(run, before)

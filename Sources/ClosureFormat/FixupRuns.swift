@@ -3,12 +3,12 @@ import LaunchPlan
 /// The encoding of an image's resolved fixups as runs: locations that follow each other at
 /// one stride, each with its own target (layout: ``FixupRunWalk``). The encoder records each
 /// page's restart point as it writes, so the page index comes with the bytes.
-public enum FixupRuns {
+package enum FixupRuns {
     /// One encoded run stream, its fixup count and page restart points (nil: no page index).
-    public struct Encoded {
-        public var bytes: [UInt8]
-        public var count: Int
-        public var pages: [FixupPageIndex.PageRestart]?
+    package struct Encoded {
+        package var bytes: [UInt8]
+        package var count: Int
+        package var pages: [FixupPageIndex.PageRestart]?
     }
 
     /// Encodes locations sorted by vmOffset (stable). A run never crosses a segment boundary
@@ -57,7 +57,7 @@ public enum FixupRuns {
     }
 
     /// Rebase runs for `fixups` (the rebases among them).
-    public static func encodeRebases(_ fixups: [ResolvedFixup], plan: ImagePlan) -> Encoded {
+    package static func encodeRebases(_ fixups: [ResolvedFixup], plan: ImagePlan) -> Encoded {
         let rebases: [(vmOffset: UInt64, entry: RebaseTarget)] = fixups.compactMap { fixup in
             guard case let .rebase(targetOffset, high8) = fixup.kind else { return nil }
             return (fixup.vmOffset, RebaseTarget(offset: targetOffset, high8: high8))
@@ -78,7 +78,7 @@ public enum FixupRuns {
     }
 
     /// Bind runs for `fixups` (the binds among them); new targets are added to `targets`.
-    public static func encodeBinds(_ fixups: [ResolvedFixup], plan: ImagePlan, targets: inout [BindTarget], targetIndex: inout [BindTarget: Int]) -> Encoded {
+    package static func encodeBinds(_ fixups: [ResolvedFixup], plan: ImagePlan, targets: inout [BindTarget], targetIndex: inout [BindTarget: Int]) -> Encoded {
         var binds: [(vmOffset: UInt64, entry: (Int, Int64))] = []
         for fixup in fixups {
             guard case let .bind(target, addend) = fixup.kind else { continue }
@@ -111,18 +111,18 @@ public enum FixupRuns {
 
 extension LaunchClosure {
     /// Every fixup of image `index`, decoded from its runs: rebases, then binds.
-    public func fixups(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
+    package func fixups(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
         let image = images[index]
         return try FixupRuns.decode(rebases: FixupRunWalk(image.rebaseRuns), binds: FixupRunWalk(image.bindRuns), targets: bindTargets)
     }
 
     /// ``fixups(ofImage:)``, a fault named as the launch names it: with the closure's path.
-    public func fixups(ofImage index: Int, closurePath: String) throws(ClosureError) -> [ResolvedFixup] {
+    package func fixups(ofImage index: Int, closurePath: String) throws(ClosureError) -> [ResolvedFixup] {
         try naming(closurePath, image: index) { () throws(ClosureError) in try fixups(ofImage: index) }
     }
 
     /// The fixups of one indexed page of image `index`, decoded from its restart points alone.
-    public func fixups(ofImage index: Int, page: FixupPage) throws(ClosureError) -> [ResolvedFixup] {
+    package func fixups(ofImage index: Int, page: FixupPage) throws(ClosureError) -> [ResolvedFixup] {
         let image = images[index]
         return try FixupRuns.decode(rebases: FixupRunWalk(image.rebaseRuns, restart: page.rebases),
                                     binds: FixupRunWalk(image.bindRuns, restart: page.binds), targets: bindTargets)

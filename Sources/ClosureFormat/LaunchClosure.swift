@@ -9,38 +9,38 @@ import LaunchPlan
 /// image indices, entry flag byte (+ ULEB offset), missing-dylib count + ``ClosureMissingDylib``s,
 /// ``ClosureObjC``, ``ClosureThreadLocals``, dlopen-closure count + ``ClosureDlopen``s.
 /// Each record reads and writes itself; this type only strings them together.
-public struct LaunchClosure: Equatable, Sendable {
+package struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
-    public static let formatVersion: UInt32 = 9
+    package static let formatVersion: UInt32 = 9
     /// Who built it.
-    public static let builderIdentity = "dyld3-swift closure builder 1"
+    package static let builderIdentity = "dyld3-swift closure builder 1"
 
     /// What the closure was built for: a launch uses it only for that very request.
-    public var binding: ClosureBinding
-    public var builder: String { get { binding.builder } set { binding.builder = newValue } }
-    public var arch: String { get { binding.arch } set { binding.arch = newValue } }
-    public var root: String { get { binding.root } set { binding.root = newValue } }
+    package var binding: ClosureBinding
+    package var builder: String { get { binding.builder } set { binding.builder = newValue } }
+    package var arch: String { get { binding.arch } set { binding.arch = newValue } }
+    package var root: String { get { binding.root } set { binding.root = newValue } }
     /// Identities without inode and mtime, validated by content hash alone.
-    public var contentOnlyIdentity: Bool
+    package var contentOnlyIdentity: Bool
     /// Images in load order; the first `rootCount` are the launch's roots (host, app).
-    public var images: [ClosureImage]
-    public var rootCount: Int
+    package var images: [ClosureImage]
+    package var rootCount: Int
     /// Every distinct bind target, shared by the images' bind runs.
-    public var bindTargets: BindTargetTable
+    package var bindTargets: BindTargetTable
     /// Image indices in initializer order.
-    public var initializerOrder: [Int]
+    package var initializerOrder: [Int]
     /// The main image's entry point, an offset from its base.
-    public var entryOffset: UInt64?
+    package var entryOffset: UInt64?
     /// Weak-linked dylibs that were missing at install time, and who needed them.
-    public var missingWeakDylibs: [ClosureMissingDylib]
+    package var missingWeakDylibs: [ClosureMissingDylib]
     /// The Objective-C step's writes and `+load` calls (``ClosureObjC/none`` without one).
-    public var objc: ClosureObjC
+    package var objc: ClosureObjC
     /// The thread-local-variable step and the host services table (``ClosureThreadLocals/none`` without either).
-    public var threadLocals: ClosureThreadLocals
+    package var threadLocals: ClosureThreadLocals
     /// The dlopen closures built with it (`--dlopen`), decoded when a `dlopen` uses one.
-    public var dlopens: [ClosureDlopen]
+    package var dlopens: [ClosureDlopen]
 
-    public init(binding: ClosureBinding, contentOnlyIdentity: Bool, images: [ClosureImage], rootCount: Int,
+    package init(binding: ClosureBinding, contentOnlyIdentity: Bool, images: [ClosureImage], rootCount: Int,
                 bindTargets: [BindTarget], initializerOrder: [Int], entryOffset: UInt64?, missingWeakDylibs: [ClosureMissingDylib],
                 objc: ClosureObjC = .none, threadLocals: ClosureThreadLocals = .none, dlopens: [ClosureDlopen] = []) {
         self.binding = binding
@@ -56,8 +56,8 @@ public struct LaunchClosure: Equatable, Sendable {
         self.dlopens = dlopens
     }
 
-    public var totalRebases: Int { images.reduce(0) { $0 + $1.rebaseCount } }
-    public var totalBinds: Int { images.reduce(0) { $0 + $1.bindCount } }
+    package var totalRebases: Int { images.reduce(0) { $0 + $1.rebaseCount } }
+    package var totalBinds: Int { images.reduce(0) { $0 + $1.bindCount } }
 
     /// Decodes and validates a body: every count bounded, every index in range, every segment
     /// inside its image and not overlapping another, every bind target inside its image, every
@@ -154,7 +154,7 @@ public struct LaunchClosure: Equatable, Sendable {
     }
 
     /// The body's bytes: reproducible for the same closure.
-    public func encodedBody() -> [UInt8] {
+    package func encodedBody() -> [UInt8] {
         var w = ClosureWriter()
         binding.encode(into: &w)
         w.u64(ClosureBinding.imageListHash(images.map(\.path)))

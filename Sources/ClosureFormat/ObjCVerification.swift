@@ -5,7 +5,7 @@ extension LaunchClosure {
     /// images' fixups: runs holding as many writes as the counts say, each 8 bytes inside a
     /// writable segment; each `+load` call's class and selector inside a segment of their image,
     /// the calls in initializer order.
-    public func objcProblems() -> [String] {
+    package func objcProblems() -> [String] {
         var problems: [String] = []
         for index in objc.bindRuns.indices where index < images.count {
             let image = images[index]

@@ -2,7 +2,7 @@ import LaunchPlan
 
 extension LaunchClosure {
     /// Image `index`'s Objective-C writes, decoded (verify, dump, tests).
-    public func objcWrites(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
+    package func objcWrites(ofImage index: Int) throws(ClosureError) -> [ResolvedFixup] {
         guard index < objc.bindRuns.count, !objc.bindRuns[index].isEmpty else { return [] }
         return try ClosureError.walking(.objcWrites) { () throws(FixupFault) in
             try FixupRuns.decodeBinds(FixupRunWalk(objc.bindRuns[index]), targets: bindTargets)
@@ -10,7 +10,7 @@ extension LaunchClosure {
     }
 
     /// ``objcWrites(ofImage:)``, a fault named with the closure's path.
-    public func objcWrites(ofImage index: Int, closurePath: String) throws(ClosureError) -> [ResolvedFixup] {
+    package func objcWrites(ofImage index: Int, closurePath: String) throws(ClosureError) -> [ResolvedFixup] {
         try naming(closurePath, image: index) { () throws(ClosureError) in try objcWrites(ofImage: index) }
     }
 }

@@ -7,28 +7,28 @@ import MachOReader
 /// ``closure`` (the app's closure without its fixup runs) and in the slide runs: every word
 /// holding an address in the range, as rebase runs over the range read as one image, with their
 /// page index. Sliding the set stores each again for the range's new base.
-public struct PrelinkedSet: Equatable, Sendable {
+package struct PrelinkedSet: Equatable, Sendable {
     /// The set file format version (the header's).
-    public static let formatVersion: UInt32 = 2
+    package static let formatVersion: UInt32 = 2
     /// Where the data starts in the file: a multiple of every page size a host may have.
-    public static let dataAlignment: UInt64 = 16384
+    package static let dataAlignment: UInt64 = 16384
 
     /// The app's closure without fixup runs (their writes are in the data already).
-    public var closure: LaunchClosure
+    package var closure: LaunchClosure
     /// The address the data was fixed up for: where the range starts (image 0's region).
-    public var base: UInt64
+    package var base: UInt64
     /// The host page size the layout was made for.
-    public var pageSize: UInt64
+    package var pageSize: UInt64
     /// Bytes of the range (and of the data): every image, each rounded up to whole pages.
-    public var rangeSize: UInt64
+    package var rangeSize: UInt64
     /// Per image: where its preferred base lies in the range.
-    public var imageOffsets: [UInt64]
+    package var imageOffsets: [UInt64]
     /// Rebase runs whose locations and targets are offsets from the range's start.
-    public var slideRuns: ArraySlice<UInt8>
-    public var slideCount: Int
-    public var slidePageIndex: FixupPageIndex
+    package var slideRuns: ArraySlice<UInt8>
+    package var slideCount: Int
+    package var slidePageIndex: FixupPageIndex
 
-    public init(closure: LaunchClosure, base: UInt64, pageSize: UInt64, rangeSize: UInt64, imageOffsets: [UInt64],
+    package init(closure: LaunchClosure, base: UInt64, pageSize: UInt64, rangeSize: UInt64, imageOffsets: [UInt64],
                 slideRuns: ArraySlice<UInt8>, slideCount: Int, slidePageIndex: FixupPageIndex) {
         self.closure = closure
         self.base = base
@@ -42,7 +42,7 @@ public struct PrelinkedSet: Equatable, Sendable {
 
     /// The whole range read as one image: every segment of every image at its offset in the
     /// range, named `image-index/segment`. Made on each use: keep it rather than ask twice.
-    public var rangePlan: ImagePlan {
+    package var rangePlan: ImagePlan {
         var segments: [SegmentPlan] = []
         for (index, image) in closure.images.enumerated() {
             for segment in image.plan.segments {
@@ -58,7 +58,7 @@ public struct PrelinkedSet: Equatable, Sendable {
     /// Checks every slide run and page before anything is written (a page-in launch, `verify`):
     /// each run inside one writable segment, each target inside the range, each indexed page
     /// inside a writable segment.
-    public func checkSlideRuns(path: String) throws(ClosureError) {
+    package func checkSlideRuns(path: String) throws(ClosureError) {
         let writable = WritableRanges(rangePlan)
         do throws(FixupFault) {
             try FixupRunWalk(slideRuns).rebases(within: writable, imageSize: rangeSize, run: { _, _, _ in }, rebase: { _, _, _ in })
@@ -75,7 +75,7 @@ public struct PrelinkedSet: Equatable, Sendable {
     }
 
     /// The closure with its fixup runs taken out: what a set keeps of it.
-    public static func stripped(_ closure: LaunchClosure) -> LaunchClosure {
+    package static func stripped(_ closure: LaunchClosure) -> LaunchClosure {
         var stripped = closure
         stripped.images = closure.images.map { $0.withoutFixups() }
         stripped.objc.bindRuns = stripped.objc.bindRuns.map { _ in [] }
@@ -154,9 +154,9 @@ public struct PrelinkedSet: Equatable, Sendable {
 /// The set file: a 64-byte ``PrelinkedSetHeader``, the metadata (not compressed: it is read at
 /// every launch), a signed set's ``PrelinkedSetSignature``, zeros up to
 /// ``PrelinkedSet/dataAlignment``, then the data, mapped as it lies.
-public enum PrelinkedSetFile {
+package enum PrelinkedSetFile {
     /// The file's bytes (`data.count` is the range's size).
-    public static func encode(_ set: PrelinkedSet, data: [UInt8], signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
+    package static func encode(_ set: PrelinkedSet, data: [UInt8], signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
         let metadata = set.encodedMetadata()
         let alignment = PrelinkedSet.dataAlignment
         let signatureSize = signer == nil ? 0 : PrelinkedSetSignature.size
@@ -176,7 +176,7 @@ public enum PrelinkedSetFile {
     /// Checks the header against `fileSize`, with `trustKey` the signature block, and decodes
     /// the metadata. `prefix` holds the file's first bytes, at least up to the data. The data
     /// is not read: ``checkData(_:header:path:)`` checks it (`verify`, `--hash-images`, `--trust`).
-    public static func decode(prefix: ByteView, fileSize: UInt64, path: String,
+    package static func decode(prefix: ByteView, fileSize: UInt64, path: String,
                               trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> (header: PrelinkedSetHeader, set: PrelinkedSet) {
         var header = try PrelinkedSetHeader(parsing: prefix, fileSize: fileSize, path: path)
         guard let metadata = try? prefix.bytes(PrelinkedSetHeader.size, Int(header.metadataSize)) else {
@@ -194,7 +194,7 @@ public enum PrelinkedSetFile {
 
     /// Checks the data against the signed SHA-256 when the header was checked with a trusted
     /// key, else against the header's xxh3.
-    public static func checkData(_ data: ByteView, header: PrelinkedSetHeader, path: String) throws(ClosureError) {
+    package static func checkData(_ data: ByteView, header: PrelinkedSetHeader, path: String) throws(ClosureError) {
         guard data.count == Int(header.dataSize) else {
             throw .corrupt(path: path, offset: Int(header.dataOffset), what: "\(data.count) bytes of data where the header records \(header.dataSize) (truncated)")
         }
@@ -213,10 +213,10 @@ public enum PrelinkedSetFile {
 /// before it (header, metadata, data digest). The header's checksum covers neither; the
 /// signature covers the header, so its signed flag cannot be cleared unnoticed by a
 /// trusting reader, which refuses an unsigned set.
-public struct PrelinkedSetSignature: Equatable, Sendable {
-    public static let size = UnsafeDigest.sha256Size + ClosureFileHeader.signatureLength
+package struct PrelinkedSetSignature: Equatable, Sendable {
+    package static let size = UnsafeDigest.sha256Size + ClosureFileHeader.signatureLength
     /// The SHA-256 of the data, as signed.
-    public let dataDigest: [UInt8]
+    package let dataDigest: [UInt8]
 
     init(prefix: ByteView, header: PrelinkedSetHeader, trusting trustKey: ClosureTrustKey, path: String) throws(ClosureError) {
         guard header.flags & PrelinkedSetHeader.signedFlag != 0 else {
@@ -242,23 +242,23 @@ public struct PrelinkedSetSignature: Equatable, Sendable {
 ///    24  metadata size (u64)      32  data offset (u64)
 ///    40  data size (u64)          48  data hash: xxh3-64 of the data (u64)
 ///    56  reserved (u64, 0)
-public struct PrelinkedSetHeader: Equatable, Sendable {
-    public static let magic: [UInt8] = Array("DYLD3PS\u{0}".utf8)
-    public static let size = 64
+package struct PrelinkedSetHeader: Equatable, Sendable {
+    package static let magic: [UInt8] = Array("DYLD3PS\u{0}".utf8)
+    package static let size = 64
     /// No metadata comes near this (a few hundred bytes per image).
-    public static let maxMetadataSize: UInt64 = 64 << 20
+    package static let maxMetadataSize: UInt64 = 64 << 20
     /// The flag of a signed set (the closure file's bit).
-    public static let signedFlag = ClosureFileHeader.signedFlag
+    package static let signedFlag = ClosureFileHeader.signedFlag
 
-    public let checksum: UInt64
-    public let version: UInt32
-    public let flags: UInt32
-    public let metadataSize: UInt64
-    public let dataOffset: UInt64
-    public let dataSize: UInt64
-    public let dataHash: UInt64
+    package let checksum: UInt64
+    package let version: UInt32
+    package let flags: UInt32
+    package let metadataSize: UInt64
+    package let dataOffset: UInt64
+    package let dataSize: UInt64
+    package let dataHash: UInt64
     /// The checked signature block, when the header was read trusting a key.
-    public internal(set) var signature: PrelinkedSetSignature?
+    package internal(set) var signature: PrelinkedSetSignature?
 
     init(metadataSize: UInt64, dataOffset: UInt64, dataSize: UInt64, dataHash: UInt64, flags: UInt32) {
         checksum = 0
@@ -271,12 +271,12 @@ public struct PrelinkedSetHeader: Equatable, Sendable {
     }
 
     /// Bytes of the signature block after the metadata.
-    public var signatureSize: Int { flags & Self.signedFlag != 0 ? PrelinkedSetSignature.size : 0 }
+    package var signatureSize: Int { flags & Self.signedFlag != 0 ? PrelinkedSetSignature.size : 0 }
 
     /// Reads the header from `prefix` (the file's first bytes) and checks it against the
     /// file's size: magic, version, checksum, the metadata before the data, the data
     /// aligned and ending at the file's end.
-    public init(parsing prefix: ByteView, fileSize: UInt64, path: String) throws(ClosureError) {
+    package init(parsing prefix: ByteView, fileSize: UInt64, path: String) throws(ClosureError) {
         guard prefix.count >= Self.size, let fields = try? prefix.bytes(0, Self.size) else {
             throw .corrupt(path: path, offset: prefix.count, what: "\(prefix.count) bytes is shorter than the \(Self.size)-byte header of a prelinked set")
         }
@@ -305,7 +305,7 @@ public struct PrelinkedSetHeader: Equatable, Sendable {
 
     /// The metadata size (with a signed set's signature block) the first bytes declare,
     /// unchecked (0 when too short): how much a reader reads after the header before checking.
-    public static func declaredMetadataSize(_ fields: [UInt8]) -> UInt64 {
+    package static func declaredMetadataSize(_ fields: [UInt8]) -> UInt64 {
         guard fields.count >= 32 else { return 0 }
         let size = fields.littleEndianWord(24)
         let signed = fields[20] & UInt8(truncatingIfNeeded: signedFlag) != 0

@@ -21,32 +21,32 @@ import MachOReader
 ///    72  data offset                80  protection run count
 ///    88  protection runs: start, size (offsets in the range), protection (bit 0 read,
 ///        bit 1 write, bit 2 execute), a u64 each
-public struct SlidPrelinkedSetHeader: Equatable, Sendable {
-    public static let magic: [UInt8] = Array("DYLD3PB\u{0}".utf8)
-    public static let size = 88
-    public static let runSize = 24
-    public static let formatVersion: UInt32 = 1
+package struct SlidPrelinkedSetHeader: Equatable, Sendable {
+    package static let magic: [UInt8] = Array("DYLD3PB\u{0}".utf8)
+    package static let size = 88
+    package static let runSize = 24
+    package static let formatVersion: UInt32 = 1
 
     /// One run of pages of one protection, from the range's start.
-    public struct ProtectionRun: Equatable, Sendable {
-        public let range: Range<UInt64>
-        public let protection: VMProtection
+    package struct ProtectionRun: Equatable, Sendable {
+        package let range: Range<UInt64>
+        package let protection: VMProtection
 
-        public init(range: Range<UInt64>, protection: VMProtection) {
+        package init(range: Range<UInt64>, protection: VMProtection) {
             self.range = range
             self.protection = protection
         }
     }
 
-    public let setChecksum: UInt64
-    public let setDataHash: UInt64
-    public let base: UInt64
-    public let bootID: [UInt8]
-    public let dataHash: UInt64
-    public let dataOffset: UInt64
-    public let protections: [ProtectionRun]
+    package let setChecksum: UInt64
+    package let setDataHash: UInt64
+    package let base: UInt64
+    package let bootID: [UInt8]
+    package let dataHash: UInt64
+    package let dataOffset: UInt64
+    package let protections: [ProtectionRun]
 
-    public init(setChecksum: UInt64, setDataHash: UInt64, base: UInt64, bootID: [UInt8], dataHash: UInt64, protections: [ProtectionRun]) {
+    package init(setChecksum: UInt64, setDataHash: UInt64, base: UInt64, bootID: [UInt8], dataHash: UInt64, protections: [ProtectionRun]) {
         self.setChecksum = setChecksum
         self.setDataHash = setDataHash
         self.base = base
@@ -59,7 +59,7 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
 
     /// The header and protection runs' size the first ``size`` bytes declare, unchecked and
     /// bounded by `limit`: how much a reader reads before it checks.
-    public static func declaredSize(_ fields: [UInt8], limit: Int) -> Int {
+    package static func declaredSize(_ fields: [UInt8], limit: Int) -> Int {
         guard fields.count >= size else { return size }
         let count = fields.littleEndianWord(80)
         return size + Int(min(count, UInt64(max(0, limit - size) / runSize))) * runSize
@@ -69,7 +69,7 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
     /// at least ``declaredSize(_:limit:)``): magic, checksum, version, the data's extent
     /// against `fileSize` for a range of `rangeSize` bytes, each run page-aligned (`pageSize`),
     /// inside the range, after the one before, never writable and executable.
-    public init(parsing bytes: [UInt8], fileSize: UInt64, rangeSize: UInt64, pageSize: UInt64, path: String) throws(ClosureError) {
+    package init(parsing bytes: [UInt8], fileSize: UInt64, rangeSize: UInt64, pageSize: UInt64, path: String) throws(ClosureError) {
         guard bytes.count >= Self.size else {
             throw .corrupt(path: path, offset: bytes.count, what: "\(bytes.count) bytes is shorter than the \(Self.size)-byte header of a slid set")
         }
@@ -113,7 +113,7 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
     }
 
     /// The header and protection runs' bytes, the checksum computed.
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         var w = ClosureWriter()
         for field in [UInt64(Self.formatVersion), setChecksum, setDataHash, base] { w.u64(field) }
         w.raw(bootID[...])
@@ -130,7 +130,7 @@ public struct SlidPrelinkedSetHeader: Equatable, Sendable {
 extension PrelinkedSet {
     /// A copy of the set's `data` with every slide location's target stored for a range at
     /// `newBase`. The slide runs must have been checked (``checkSlideRuns(path:)``).
-    public func slid(_ data: ByteView, to newBase: UInt64, path: String) throws(ClosureError) -> [UInt8] {
+    package func slid(_ data: ByteView, to newBase: UInt64, path: String) throws(ClosureError) -> [UInt8] {
         guard data.count == Int(rangeSize), var bytes = try? data.bytes(0, data.count) else {
             throw .corrupt(path: path, offset: 0, what: "\(data.count) bytes of data for a \(rangeSize)-byte range")
         }

@@ -5,23 +5,23 @@ import LaunchPlan
 /// dyld2's fixup work: an image's opcode streams or fixup chains interpreted, every bound
 /// symbol looked up by name, each fixup handed on fully resolved (the slow path writes it,
 /// the closure builder records it).
-public struct FixupResolver {
-    public let graph: DependencyGraph
-    public let plans: [ImagePlan]
+package struct FixupResolver {
+    package let graph: DependencyGraph
+    package let plans: [ImagePlan]
     var lookup: SymbolLookup
     /// Symbol lookups by name so far.
-    public var symbolLookups: Int { lookup.lookups }
-    public private(set) var rebases = 0
-    public private(set) var binds = 0
+    package var symbolLookups: Int { lookup.lookups }
+    package private(set) var rebases = 0
+    package private(set) var binds = 0
     /// The current chained image's resolved imports, and its binds met by the walk, written
     /// once the imports are resolved (all reused from image to image).
     private var importTargets: [BindTarget] = []
     private var importAddends: [Int64] = []
     private var bindSites: [ChainedBindSite] = []
     /// The launch's interposing tuples, resolved before any bind (``Interposing``).
-    public private(set) var interposing = Interposing()
+    package private(set) var interposing = Interposing()
 
-    public init(graph: DependencyGraph, plans: [ImagePlan]) throws(LoadError) {
+    package init(graph: DependencyGraph, plans: [ImagePlan]) throws(LoadError) {
         self.graph = graph
         self.plans = plans
         lookup = try SymbolLookup(graph: graph)
@@ -61,7 +61,7 @@ public struct FixupResolver {
     /// rebase opcode stream, or its chains, walked once, noting where each bind is), then,
     /// after `afterRebases`, its binds, every symbol looked up by name (bind, lazy-bind and
     /// weak-bind streams, or each chained import once). Nothing is allocated per fixup.
-    public mutating func resolve(
+    package mutating func resolve(
         image index: Int, _ sink: (ResolvedFixup) throws(LoadError) -> Void, afterRebases: () -> Void = {}
     ) throws(LoadError) {
         try withoutActuallyEscaping(sink) { (body) throws(LoadError) in

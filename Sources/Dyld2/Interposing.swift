@@ -13,7 +13,7 @@ import LaunchPlan
 /// The tuples are themselves fixups of the interposer, resolved before any bind is
 /// interposed. Only binds are interposed, and only the symbol's address (the addend is added
 /// afterwards), as in dyld.
-public struct Interposing: Sendable {
+package struct Interposing: Sendable {
     /// Binds to `replacee` from any image but those with a specific entry go to `replacement`.
     struct Generic: Sendable {
         let replacee: BindTarget
@@ -29,12 +29,12 @@ public struct Interposing: Sendable {
     }
 
     /// One `(replacement, replacee)` pair as the dylib declares it, both resolved.
-    public struct Tuple: Equatable, Sendable {
-        public let image: Int
-        public let replacement: BindTarget
-        public let replacee: BindTarget
+    package struct Tuple: Equatable, Sendable {
+        package let image: Int
+        package let replacement: BindTarget
+        package let replacee: BindTarget
 
-        public init(image: Int, replacement: BindTarget, replacee: BindTarget) {
+        package init(image: Int, replacement: BindTarget, replacee: BindTarget) {
             self.image = image
             self.replacement = replacement
             self.replacee = replacee
@@ -44,13 +44,13 @@ public struct Interposing: Sendable {
     private var generic: [Generic] = []
     private var specific: [Specific] = []
     /// Every non-null tuple, in load order then section order.
-    public private(set) var tuples: [Tuple] = []
+    package private(set) var tuples: [Tuple] = []
 
-    public init() {}
+    package init() {}
 
     /// What a bind of image `image` to `target` (a resolved symbol, before its addend) binds to.
     @inline(__always)
-    public func apply(_ target: BindTarget, for image: Int) -> BindTarget {
+    package func apply(_ target: BindTarget, for image: Int) -> BindTarget {
         guard !generic.isEmpty else { return target }
         return interposed(target, for: image)
     }

@@ -11,22 +11,22 @@ import LaunchMemory
 /// It reads fixed-up memory and yields writes as ``ResolvedFixup``s and `+load` calls as
 /// ``ObjCLoadCall``s: the slow path stores the writes at once, the closure builder records
 /// them. Nil when the graph has no runtime of ours or no image has `__objc_imageinfo`.
-public struct ObjCSetup: Sendable {
+package struct ObjCSetup: Sendable {
     /// Per image, in load order: the words to write (after the image's own fixups).
-    public var writes: [[ResolvedFixup]]
+    package var writes: [[ResolvedFixup]]
     /// `+load` calls in the order they run.
-    public var loads: [ObjCLoadCall]
-    public var selectorReferences = 0
-    public var uniqueSelectors = 0
-    public var classes = 0
-    public var categories = 0
+    package var loads: [ObjCLoadCall]
+    package var selectorReferences = 0
+    package var uniqueSelectors = 0
+    package var classes = 0
+    package var categories = 0
     /// Protocols of every `__objc_protolist`, and how many names they have (the canonical ones).
-    public var protocols = 0
-    public var uniqueProtocols = 0
-    public var protocolReferences = 0
+    package var protocols = 0
+    package var uniqueProtocols = 0
+    package var protocolReferences = 0
 
     /// Writes every word into `memory` (each checked to lie in a writable segment).
-    public func store(into memory: LaunchMemory) throws(LoadError) {
+    package func store(into memory: LaunchMemory) throws(LoadError) {
         let bases = memory.images.map(\.base)
         for (index, imageWrites) in writes.enumerated() where !imageWrites.isEmpty {
             let writer = memory.writer(image: index)
@@ -38,7 +38,7 @@ public struct ObjCSetup: Sendable {
     static let maxSuperclassDepth = 4096
 
     /// Whether the graph needs the step at all: it holds our runtime and some image has metadata.
-    public static func isNeeded(images: [MachOImage]) -> Bool {
+    package static func isNeeded(images: [MachOImage]) -> Bool {
         images.contains { ObjCSections.runtimeTables(in: $0) != nil } && images.contains(where: hasMetadata)
     }
 
@@ -48,14 +48,14 @@ public struct ObjCSetup: Sendable {
     }
 
     /// Why the step does not run on a graph ``isNeeded(images:)`` refuses.
-    public static func skipReason(images: [MachOImage], paths: [String]) -> ObjCSkipReason {
+    package static func skipReason(images: [MachOImage], paths: [String]) -> ObjCSkipReason {
         let withMetadata = images.filter(hasMetadata)
         guard !withMetadata.isEmpty else { return .noMetadata }
         return .noRuntime(withMetadata: withMetadata.count, of: images.count,
                           otherRuntime: paths.first { $0.hasSuffix("/libobjc.A.dylib") })
     }
 
-    public static func compute(images: [MachOImage], paths: [String], initializerOrder: [Int], memory: LaunchMemory) throws(LoadError) -> ObjCSetup? {
+    package static func compute(images: [MachOImage], paths: [String], initializerOrder: [Int], memory: LaunchMemory) throws(LoadError) -> ObjCSetup? {
         var sections: [ObjCSections?] = []
         var runtime: (image: Int, tables: ObjCSections.Range)?
         for (index, image) in images.enumerated() {

@@ -8,7 +8,7 @@ import RuntimeServices
 /// mapped into a reservation of their own, their fixups resolved by name against every
 /// loaded image (interposing applies), protected, initialized bottom up; `dlsym` walks the
 /// export tries, as dyld's does at run time.
-public final class SlowDynamicLoader: DynamicLoader {
+package final class SlowDynamicLoader: DynamicLoader {
     /// The launch's graph and plans, extended by every `dlopen` that added images.
     private var graph: DependencyGraph
     private var plans: [ImagePlan]
@@ -22,14 +22,14 @@ public final class SlowDynamicLoader: DynamicLoader {
     private let arch: String
     private let run: Bool
     private let signingPolicy: SigningPolicy
-    public var nextSlide: UInt64?
-    public private(set) var events: [DynamicLoadEvent] = []
+    package var nextSlide: UInt64?
+    package private(set) var events: [DynamicLoadEvent] = []
 
     private func record(_ event: DynamicLoadEvent) {
         if events.count < DynamicLoadEvent.limit { events.append(event) }
     }
 
-    public init(graph: DependencyGraph, plans: [ImagePlan], memory: LaunchMemory, options: LaunchOptions) {
+    package init(graph: DependencyGraph, plans: [ImagePlan], memory: LaunchMemory, options: LaunchOptions) {
         launch = memory
         arch = options.arch
         run = options.run
@@ -47,7 +47,7 @@ public final class SlowDynamicLoader: DynamicLoader {
         graph.nodes.indices.first { base(of: $0) == handle }
     }
 
-    public func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64 {
+    package func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64 {
         var graph = self.graph, plans = self.plans
         let (node, added) = try graph.open(path, arch: arch)
         guard !added.isEmpty else {
@@ -106,7 +106,7 @@ public final class SlowDynamicLoader: DynamicLoader {
         return memory.images[0].base
     }
 
-    public func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
+    package func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
         if lookup == nil { lookup = try SymbolLookup(graph: graph) }
         let wanted = ByteView(Array(("_" + name).utf8))
         let target: BindTarget?
@@ -125,14 +125,14 @@ public final class SlowDynamicLoader: DynamicLoader {
         }
     }
 
-    public func close(_ handle: UInt64) throws(LoadError) {
+    package func close(_ handle: UInt64) throws(LoadError) {
         guard let index = node(handle: handle), let count = openCounts[index], count > 0 else {
             throw .unusable(path: "0x\(String(handle, radix: 16))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
         }
         openCounts[index] = count - 1
     }
 
-    public func describe(_ address: UInt64) -> DynamicAddress? {
+    package func describe(_ address: UInt64) -> DynamicAddress? {
         for index in graph.nodes.indices {
             let base = base(of: index)
             if address >= base, address - base < plans[index].vmSize {
@@ -142,9 +142,9 @@ public final class SlowDynamicLoader: DynamicLoader {
         return nil
     }
 
-    public var loadedMemories: [LaunchMemory] { groups }
+    package var loadedMemories: [LaunchMemory] { groups }
 
-    public func releaseLoaded() {
+    package func releaseLoaded() {
         for memory in groups { memory.release() }
     }
 }

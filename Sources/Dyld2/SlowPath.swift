@@ -7,8 +7,8 @@ import RuntimeServices
 /// The dyld2 slow path: on every launch, parse every image, resolve every path, interpret
 /// every opcode stream or fixup chain, look every bound symbol up by name, then run the
 /// initializers and main. Nothing is cached between launches.
-public enum SlowPath {
-    public static func launch(_ options: LaunchOptions) throws(LoadError) -> Launch {
+package enum SlowPath {
+    package static func launch(_ options: LaunchOptions) throws(LoadError) -> Launch {
         var report = LaunchReport(mode: "dyld2")
         var clock = PhaseClock()
 

@@ -7,9 +7,9 @@ import RuntimeServices
 /// `__tlv_bootstrap` and `_dyld3_host_services` looked up flat by name, and each descriptor
 /// set up only while its thunk still points at the former once the fixups are written
 /// (libdyld's `tlv_initialize_descriptors`).
-public enum ThreadLocalDiscovery {
+package enum ThreadLocalDiscovery {
     /// Every image's setup. `thunkTarget`: where a descriptor's thunk points once fixed up (nil: nowhere nameable).
-    public static func setups(
+    package static func setups(
         graph: DependencyGraph, plans: [ImagePlan], bootstrap: BindTarget?,
         thunkTarget: (_ image: Int, _ vmOffset: UInt64) throws(LoadError) -> BindTarget?
     ) throws(LoadError) -> [ThreadLocalSetup] {
@@ -28,7 +28,7 @@ public enum ThreadLocalDiscovery {
     }
 
     /// Where a descriptor slot's thunk fixup points, from an image's resolved fixups: a bind with no addend, else nil.
-    public static func thunkTarget(of fixups: [UInt64: ResolvedFixup.Kind], slot: UInt64) -> BindTarget? {
+    package static func thunkTarget(of fixups: [UInt64: ResolvedFixup.Kind], slot: UInt64) -> BindTarget? {
         guard case let .bind(target, 0) = fixups[slot] else { return nil }
         return target
     }
@@ -36,12 +36,12 @@ public enum ThreadLocalDiscovery {
 
 extension FixupResolver {
     /// Where `name` is defined, as a flat-namespace bind from the main executable finds it.
-    public mutating func flatDefinition(of name: String) throws(LoadError) -> BindTarget? {
+    package mutating func flatDefinition(of name: String) throws(LoadError) -> BindTarget? {
         try lookup.resolve(ByteView(Array(name.utf8)), ordinal: BindFixup.ordinalFlatLookup, from: 0)
     }
 
     /// `_dyld3_host_services` in a writable segment of the image that defines it, if any does.
-    public mutating func hostServicesSlot() throws(LoadError) -> HostServicesSlot? {
+    package mutating func hostServicesSlot() throws(LoadError) -> HostServicesSlot? {
         guard case let .image(image, offset) = try flatDefinition(of: HostServicesSlot.symbol) else { return nil }
         return plans[image].isWritable(offset: offset, size: HostServicesSlot.size) ? HostServicesSlot(image: image, vmOffset: offset) : nil
     }

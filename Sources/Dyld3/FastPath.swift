@@ -16,18 +16,18 @@ import RuntimeServices
 /// plan the image does not have, a bad run or target) is a `ClosureError` naming the closure
 /// file, thrown after everything mapped was released, so a caller can fall back to the slow
 /// path. `LoadError` is left for failures of the launch itself (no address space, ...).
-public enum FastPath {
+package enum FastPath {
     /// Launches `request` from the closure at `closurePath`, read
     /// (``ClosureLaunchDecoder/read(_:trusting:helper:check:beside:)``), mapped and applied with
     /// one ``LaunchHelper``: started when the closure is large, it decodes part of it, opens
     /// the images this thread has not as it maps them, checks the plans and writes part of the fixups.
-    public static func launch(closurePath: String, request: LaunchOptions,
+    package static func launch(closurePath: String, request: LaunchOptions,
                               configuration: LaunchConfiguration = LaunchConfiguration()) throws -> Launch {
         try Launcher.run(ClosureLaunchSource(.file(closurePath)), request: request, configuration: configuration, helper: LaunchHelper())
     }
 
     /// Launches `request` from `closure` (read from `closurePath`, or built in memory and named so).
-    public static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions,
+    package static func launch(_ closure: LaunchClosure, closurePath: String, request: LaunchOptions,
                               configuration: LaunchConfiguration = LaunchConfiguration()) throws -> Launch {
         try Launcher.run(ClosureLaunchSource(.decoded(closure, path: closurePath, opened: nil)), request: request,
                          configuration: configuration, helper: nil)

@@ -7,14 +7,14 @@ import LaunchMemory
 extension LaunchClosure {
     /// The value each bind target stands for in this launch's memory (checked to lie inside
     /// their images when the closure was read).
-    public func bindTargetValues(_ memory: LaunchMemory) -> [UInt64] {
+    package func bindTargetValues(_ memory: LaunchMemory) -> [UInt64] {
         bindTargets.values(bases: memory.images.map(\.base))
     }
 
     /// Writes image `index`'s rebases, then its binds, straight from their runs (``FixupRunWalk``):
     /// one bounds check per run, one target check per fixup, no allocation. A run or target the
     /// image does not allow is the closure's fault, named with `closurePath`.
-    public func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
+    package func applyFixups(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         try applyFixups(ofImage: index, writer: memory.writer(image: index), targetValues: targetValues, closurePath: closurePath)
     }
 

@@ -6,25 +6,25 @@ import LaunchMemory
 
 /// How far a dyld3 launch trusts the disk, and what it may build on the way: one value per
 /// launch (nothing process-wide changes what a launch checks).
-public struct LaunchConfiguration {
+package struct LaunchConfiguration {
     /// Hash every image's content (`dlopen`'s too) even when stat says it is unchanged: catches
     /// a change through a shared writable mapping, which keeps size, times and inode.
-    public var alwaysHashContent: Bool
+    package var alwaysHashContent: Bool
     /// Use only closures and sets signed by this key (`--trust`).
-    public var trustKey: ClosureTrustKey?
+    package var trustKey: ClosureTrustKey?
     /// What builds a dlopen closure for a path the launch closure has none for
     /// (`DlopenClosureBuilder.build`); without one such a `dlopen` fails.
-    public var dlopenClosures: DlopenBuilder?
+    package var dlopenClosures: DlopenBuilder?
     /// Whether each signed image's CodeDirectory is hashed against its recorded cdHash. Only
     /// `dyld3 bench` turns it off, to measure what the check costs (docs/code-signing.md).
     package var checksCodeDirectories = true
 
     /// Builds a dlopen closure for `path` in a launch of `launch` whose images so far are
     /// `loaded`, after the `dlopen`s of `earlier`.
-    public typealias DlopenBuilder = @Sendable (_ path: String, _ request: LaunchOptions, _ launch: LaunchClosure, _ loaded: [ClosureImage],
+    package typealias DlopenBuilder = @Sendable (_ path: String, _ request: LaunchOptions, _ launch: LaunchClosure, _ loaded: [ClosureImage],
                                                 _ earlier: [String]) throws(LoadError) -> DlopenResolution
 
-    public init(alwaysHashContent: Bool = false, trustKey: ClosureTrustKey? = nil, dlopenClosures: DlopenBuilder? = nil) {
+    package init(alwaysHashContent: Bool = false, trustKey: ClosureTrustKey? = nil, dlopenClosures: DlopenBuilder? = nil) {
         self.alwaysHashContent = alwaysHashContent
         self.trustKey = trustKey
         self.dlopenClosures = dlopenClosures

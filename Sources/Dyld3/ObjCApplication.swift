@@ -7,7 +7,7 @@ import LaunchMemory
 extension LaunchClosure {
     /// Writes image `index`'s Objective-C words (``ClosureObjC``) from their bind runs, after
     /// every image's own fixups, checked as ``applyFixups(ofImage:memory:targetValues:closurePath:)`` does.
-    public func applyObjCWrites(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
+    package func applyObjCWrites(ofImage index: Int, memory: LaunchMemory, targetValues: [UInt64], closurePath: String) throws(ClosureError) {
         guard index < objc.bindRuns.count, !objc.bindRuns[index].isEmpty else { return }
         let writer = memory.writer(image: index)
         try naming(closurePath, image: index) { () throws(ClosureError) in

@@ -16,16 +16,16 @@ import RuntimeServices
 ///
 /// Every refusal before `main` is a `ClosureError` naming the set file, thrown after
 /// everything mapped was released, so `auto` can fall back to the per-image closure.
-public enum PrelinkedLaunch {
+package enum PrelinkedLaunch {
     /// The report's mode for a launch from a prelinked set.
-    public static let mode = "prelinked"
+    package static let mode = "prelinked"
 
     /// A set whose metadata is this large (about a hundred images) opens and checks itself
     /// on the launch's helper thread even when there is no copy to map beside it.
     static let helperMetadata = 64 * 1024
 
     /// Launches `request` from the set at `setPath`.
-    public static func launch(setPath: String, request: LaunchOptions, configuration: LaunchConfiguration = LaunchConfiguration()) throws -> Launch {
+    package static func launch(setPath: String, request: LaunchOptions, configuration: LaunchConfiguration = LaunchConfiguration()) throws -> Launch {
         try Launcher.run(PrelinkedLaunchSource(setPath: setPath), request: request, configuration: configuration, helper: LaunchHelper())
     }
 
@@ -139,7 +139,7 @@ public enum PrelinkedLaunch {
 
     /// The main image's slide in the set's copy slid for this boot (written first when there is
     /// none), for `compare` to put dyld2 there; nil when a launch would slide the set itself.
-    public static func slideForBoot(setPath: String, request: LaunchOptions, configuration checks: LaunchConfiguration = LaunchConfiguration()) throws -> UInt64? {
+    package static func slideForBoot(setPath: String, request: LaunchOptions, configuration checks: LaunchConfiguration = LaunchConfiguration()) throws -> UInt64? {
         var unforced = request
         unforced.slide = nil
         let opened = try PrelinkedSetFile.open(setPath, trusting: checks.trustKey)

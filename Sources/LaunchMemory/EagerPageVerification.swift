@@ -7,17 +7,17 @@ import LoaderSystem
 /// (docs/code-signing.md, "Eager page verification"). The CodeDirectory, read from the mapped
 /// `__LINKEDIT`, must hash to the cdHash the closure recorded (and the identity check
 /// compared). Pages page-in registered are skipped: its pager verifies each as it fills it.
-public enum EagerPageVerification {
+package enum EagerPageVerification {
     /// The pages checked and their bytes, for the report and the bench.
-    public struct Counts: Sendable, Equatable {
-        public var pages = 0
-        public var bytes = 0
+    package struct Counts: Sendable, Equatable {
+        package var pages = 0
+        package var bytes = 0
     }
 
     /// Checks every signed image of `memory` (`signatures` in load order, nil: unsigned). The
     /// first page that does not match, or a CodeDirectory no longer the one identified, is
     /// thrown as the image's code-signature error.
-    public static func verify(_ memory: LaunchMemory, signatures: [SignedImage?]) throws(LoadError) -> Counts {
+    package static func verify(_ memory: LaunchMemory, signatures: [SignedImage?]) throws(LoadError) -> Counts {
         var counts = Counts()
         for (index, signature) in signatures.enumerated() where index < memory.images.count {
             guard let signature else { continue }

@@ -7,7 +7,7 @@ extension ImagePlan {
     /// them is never read by a closure launch; segments marked `deferred` (page-in) are left
     /// to their faults. Just the header's page when nothing writable has file bytes; nil when
     /// no segment has any.
-    public func readAheadRange(deferred: [Bool]? = nil) -> Range<UInt64>? {
+    package func readAheadRange(deferred: [Bool]? = nil) -> Range<UInt64>? {
         let fileBacked = segments.filter { $0.fileSize > 0 }
         guard let start = fileBacked.map(\.fileOffset).min() else { return nil }
         var end = start &+ LaunchMemory.pageSize

@@ -5,33 +5,33 @@ import Pager
 
 /// The memory of one launch: every image mapped into one reserved region. Releasing it
 /// (``release()`` or deinit) unmaps everything, so one process can launch many times.
-public final class LaunchMemory {
+package final class LaunchMemory {
     /// One image as mapped.
-    public struct Image: Sendable {
-        public let plan: ImagePlan
+    package struct Image: Sendable {
+        package let plan: ImagePlan
         /// Where the image's preferred base was mapped.
-        public let base: UInt64
+        package let base: UInt64
         /// The size of the file it was mapped from.
         let fileLength: UInt64
         /// `base - preferredBase` (wrapping): what a rebase adds.
-        public var slide: UInt64 { base &- plan.preferredBase }
+        package var slide: UInt64 { base &- plan.preferredBase }
     }
 
-    public private(set) var images: [Image] = []
+    package private(set) var images: [Image] = []
     /// Page-in linking's pager, when pages were registered with it (released with the memory).
-    public let pager: FixupPager?
+    package let pager: FixupPager?
     /// Per image, per segment: the page ranges (offsets from the image's base) reserved
     /// without contents and filled by ``pager`` on first touch; empty when none.
-    public let pagedRanges: [[[Range<UInt64>]]]
+    package let pagedRanges: [[[Range<UInt64>]]]
     /// Per image, per segment: wholly reserved for page-in (its protection final from the start).
-    public let deferred: [[Bool]]
+    package let deferred: [[Bool]]
     /// The reserved region holding every image.
-    public let regionBase: UInt64
-    public let regionSize: UInt64
+    package let regionBase: UInt64
+    package let regionSize: UInt64
     private var released = false
 
     /// The host's page size: the unit of mapping, protection and page-in.
-    public static var pageSize: UInt64 { UnsafeMemory.pageSize }
+    package static var pageSize: UInt64 { UnsafeMemory.pageSize }
 
     /// Images are laid out in order, page-aligned, back to back (as the shared cache packs its
     /// dylibs): no guard page, so a prelinked set of the same layout needs no `mprotect` per
@@ -59,7 +59,7 @@ public final class LaunchMemory {
     ///     the image's base) are reserved without contents, with their segment's final
     ///     protection, and registered with `pager`, which the caller then starts. Needs `descriptors`.
     ///   - readAhead: each file this opens is read ahead (``ImagePlan/readAheadRange(deferred:)``).
-    public init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, handOff: DescriptorHandOff? = nil, firstSlide: UInt64?,
+    package init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, handOff: DescriptorHandOff? = nil, firstSlide: UInt64?,
                 pageIn: (pager: FixupPager, ranges: [[[Range<UInt64>]]])? = nil, readAhead: Bool = false) throws(LoadError) {
         pager = pageIn?.pager
         let page = UnsafeMemory.pageSize
@@ -260,7 +260,7 @@ public final class LaunchMemory {
 
     /// Gives every segment its final protection: `__DATA_CONST` becomes read-only. Segments
     /// mapped final, deferred ones (reserved with it) and plain read-write ones need no call.
-    public func applyProtections() throws(LoadError) {
+    package func applyProtections() throws(LoadError) {
         let page = UnsafeMemory.pageSize
         for (index, image) in images.enumerated() {
             for (position, segment) in image.plan.segments.enumerated()
@@ -277,7 +277,7 @@ public final class LaunchMemory {
 
     /// Unmaps everything, then ends the page-in region and closes its descriptors (a fill in
     /// progress finds its range gone). Safe to call twice.
-    public func release() {
+    package func release() {
         guard !released else { return }
         released = true
         // The runtime services end first: the host services table's address is in this memory,
@@ -304,7 +304,7 @@ package protocol LaunchRuntime: AnyObject {
 extension LaunchMemory {
     /// A copy of `count` bytes at `vmOffset` from image `index`'s base, when they lie in one
     /// readable segment's file bytes (a header read back from the mapped `__TEXT`); else nil.
-    public func mappedFileBytes(image index: Int, vmOffset: UInt64, count: Int) -> [UInt8]? {
+    package func mappedFileBytes(image index: Int, vmOffset: UInt64, count: Int) -> [UInt8]? {
         let image = images[index]
         for segment in image.plan.segments where segment.protection.contains(.read) {
             if vmOffset >= segment.vmOffset, UInt64(count) <= segment.fileSize, vmOffset - segment.vmOffset <= segment.fileSize - UInt64(count) {
@@ -317,26 +317,26 @@ extension LaunchMemory {
     /// Fails unless the `count` bytes at `vmOffset` from image `index`'s base lie inside one
     /// of its writable segments (where fixups may go).
     @inline(__always)
-    public func checkWritable(image index: Int, vmOffset: UInt64, count: UInt64 = 8) throws(LoadError) {
+    package func checkWritable(image index: Int, vmOffset: UInt64, count: UInt64 = 8) throws(LoadError) {
         let plan = images[index].plan
         guard !plan.isWritable(offset: vmOffset, size: count) else { return }
         throw .mapping(image: plan.path, reason: "fixup at offset 0x\(String(vmOffset, radix: 16)) is outside every writable segment")
     }
 
     /// Reads the 64-bit word at `vmOffset` from image `index`'s base (checked writable).
-    public func load(image index: Int, vmOffset: UInt64) throws(LoadError) -> UInt64 {
+    package func load(image index: Int, vmOffset: UInt64) throws(LoadError) -> UInt64 {
         try checkWritable(image: index, vmOffset: vmOffset)
         return UnsafeMemory.load64(images[index].base + vmOffset)
     }
 
     /// Writes the 64-bit word at `vmOffset` from image `index`'s base (checked writable).
-    public func store(_ value: UInt64, image index: Int, vmOffset: UInt64) throws(LoadError) {
+    package func store(_ value: UInt64, image index: Int, vmOffset: UInt64) throws(LoadError) {
         try checkWritable(image: index, vmOffset: vmOffset)
         UnsafeMemory.store64(value, at: images[index].base + vmOffset)
     }
 
     /// The image and offset `address` points into (the image whose mapping holds it), or nil.
-    public func target(of address: UInt64) -> BindTarget? {
+    package func target(of address: UInt64) -> BindTarget? {
         for (index, image) in images.enumerated() where address >= image.base && address - image.base < image.plan.vmSize {
             return .image(index, offset: address - image.base)
         }
@@ -344,7 +344,7 @@ extension LaunchMemory {
     }
 
     /// Whether `address` lies in an executable segment of image `index` (initializers, main).
-    public func isExecutable(_ address: UInt64, image index: Int) -> Bool {
+    package func isExecutable(_ address: UInt64, image index: Int) -> Bool {
         let image = images[index]
         return image.plan.segments.contains { segment in
             segment.protection.contains(.execute) && address >= image.base + segment.vmOffset

@@ -1,7 +1,7 @@
 /// Why a closure, a prelinked set or its copy slid for this boot cannot be used or written:
 /// each case is one fallback reason a launch can report, with where (the file, the image)
 /// and the cause underneath kept whole.
-public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No closure file for this app and architecture.
     case missing(path: String)
     /// No copy of a prelinked set slid for this boot at `path` yet.
@@ -34,7 +34,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     case mapping(path: String, image: String, what: String)
 
     /// The one-word reason used in `--json` and fallback lines.
-    public var kind: String {
+    package var kind: String {
         switch self {
         case .missing, .noSlidCopy: "missing"
         case .corrupt: "corrupt"
@@ -47,7 +47,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .missing(path): "\(path): no closure"
         case .noSlidCopy: "no copy slid for this boot yet"
@@ -67,18 +67,18 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// The fields of a closure's binding (``ClosureBinding``), named as a mismatch reports them.
-    public enum BindingField: String, Sendable, CaseIterable {
+    package enum BindingField: String, Sendable, CaseIterable {
         case builder, arch, root, app, host, inserted, policy
     }
 
     /// The fault of a fixup run stream that does not decode or is not allowed.
-    public var fixupFault: FixupFault? {
+    package var fixupFault: FixupFault? {
         if case let .fixups(_, _, _, fault) = self { fault } else { nil }
     }
 
     /// What `body`, a walk of `stream`, returns; its fault named with the stream.
     @inlinable
-    public static func walking<T>(_ stream: FixupStream, _ body: () throws(FixupFault) -> T) throws(ClosureError) -> T {
+    package static func walking<T>(_ stream: FixupStream, _ body: () throws(FixupFault) -> T) throws(ClosureError) -> T {
         do throws(FixupFault) {
             return try body()
         } catch {
@@ -87,7 +87,7 @@ public enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// The same error, a fixup walk's fault naming the closure at `path` and its image `image`.
-    public func naming(_ path: String, image: String) -> ClosureError {
+    package func naming(_ path: String, image: String) -> ClosureError {
         guard case let .fixups(nil, nil, stream, fault) = self else { return self }
         return .fixups(path: path, image: image, stream: stream, fault: fault)
     }

@@ -1,15 +1,15 @@
 /// A failure of what the command line asked for (an option's value, a key file, a stub root,
 /// a benchmark's tool), as every command reports it: `dyld3: WHAT: WHY[; FIX]` on stderr. The
 /// other errors become one of these only where a command reports them.
-public struct CommandFailure: Error, Equatable, Sendable, CustomStringConvertible {
+package struct CommandFailure: Error, Equatable, Sendable, CustomStringConvertible {
     /// A path, an install name, or an option with its value.
-    public var what: String
-    public let why: String
-    public var fix: String?
+    package var what: String
+    package let why: String
+    package var fix: String?
     /// A stable word for scripts: `missing-library`, `no-closure`, `bad-root`, `key`, ….
-    public let kind: String
+    package let kind: String
 
-    public init(what: String, why: String, fix: String? = nil, kind: String) {
+    package init(what: String, why: String, fix: String? = nil, kind: String) {
         self.what = what
         self.why = why
         self.fix = fix
@@ -17,7 +17,7 @@ public struct CommandFailure: Error, Equatable, Sendable, CustomStringConvertibl
     }
 
     /// `PATH: WHY…` split at its first ": " (a multi-line description joined with "; ").
-    public init(splitting text: String, kind: String) {
+    package init(splitting text: String, kind: String) {
         let flat = text.split(separator: "\n").map { line in
             String(line.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
         }.joined(separator: "; ")
@@ -28,7 +28,7 @@ public struct CommandFailure: Error, Equatable, Sendable, CustomStringConvertibl
         }
     }
 
-    public var description: String { "\(what): \(why)" + (fix.map { "; \($0)" } ?? "") }
+    package var description: String { "\(what): \(why)" + (fix.map { "; \($0)" } ?? "") }
 
-    public var line: String { "dyld3: " + description }
+    package var line: String { "dyld3: " + description }
 }

@@ -1,32 +1,32 @@
 /// A rebase's target as a closure stores it: the offset in its own image in the low 56 bits,
 /// the pointer's top byte (`high8`, such as a tagged C++ type-name pointer's bit 63) above.
 /// The one definition of that layout.
-public struct RebaseTarget: Equatable, Hashable, Sendable {
-    public static let addressMask: UInt64 = 0x00ff_ffff_ffff_ffff
+package struct RebaseTarget: Equatable, Hashable, Sendable {
+    package static let addressMask: UInt64 = 0x00ff_ffff_ffff_ffff
     /// The top byte, kept as it is when a pointer is slid.
-    public static let high8Mask: UInt64 = 0xff00_0000_0000_0000
-    public static let high8Shift: UInt64 = 56
+    package static let high8Mask: UInt64 = 0xff00_0000_0000_0000
+    package static let high8Shift: UInt64 = 56
 
     /// The packed word (what a rebase run entry delta-codes).
-    public var bits: UInt64
+    package var bits: UInt64
 
     @inlinable
-    public init(bits: UInt64) { self.bits = bits }
+    package init(bits: UInt64) { self.bits = bits }
 
     @inlinable
-    public init(offset: UInt64, high8: UInt8) {
+    package init(offset: UInt64, high8: UInt8) {
         bits = (offset & Self.addressMask) | UInt64(high8) << Self.high8Shift
     }
 
     /// Offset of the target from its image's preferred base.
     @inlinable
-    public var offset: UInt64 { bits & Self.addressMask }
+    package var offset: UInt64 { bits & Self.addressMask }
     @inlinable
-    public var high8: UInt8 { UInt8(truncatingIfNeeded: bits >> Self.high8Shift) }
+    package var high8: UInt8 { UInt8(truncatingIfNeeded: bits >> Self.high8Shift) }
 
     /// The pointer to store when the image's base is mapped at `imageBase`.
     @inlinable
-    public func value(imageBase: UInt64) -> UInt64 {
+    package func value(imageBase: UInt64) -> UInt64 {
         (imageBase &+ offset) | (bits & Self.high8Mask)
     }
 }
@@ -34,14 +34,14 @@ public struct RebaseTarget: Equatable, Hashable, Sendable {
 /// One run of fixups: `count` 8-byte locations from `start`, `stride` bytes apart (offsets
 /// from the image's base). Whoever made it checked that `last` = start + (count − 1) ×
 /// stride does not overflow and that count is not 0.
-public struct FixupRun: Equatable, Sendable {
-    public let start: UInt64
-    public let count: Int
-    public let stride: UInt64
-    public let last: UInt64
+package struct FixupRun: Equatable, Sendable {
+    package let start: UInt64
+    package let count: Int
+    package let stride: UInt64
+    package let last: UInt64
 
     @inlinable
-    public init(start: UInt64, count: Int, stride: UInt64, last: UInt64) {
+    package init(start: UInt64, count: Int, stride: UInt64, last: UInt64) {
         self.start = start
         self.count = count
         self.stride = stride
@@ -51,7 +51,7 @@ public struct FixupRun: Equatable, Sendable {
     /// The run of `count` (≥ 1) locations `stride` apart from `start`, or nil when its last
     /// location overflows.
     @inlinable
-    public init?(start: UInt64, count: Int, stride: UInt64) {
+    package init?(start: UInt64, count: Int, stride: UInt64) {
         guard count > 0 else { return nil }
         let (span, spanOverflow) = UInt64(count - 1).multipliedReportingOverflow(by: stride)
         let (last, lastOverflow) = start.addingReportingOverflow(span)
@@ -62,12 +62,12 @@ public struct FixupRun: Equatable, Sendable {
 
 /// What is wrong with a fixup run stream or one of its fixups, as every consumer of the run
 /// format reports it. Built without allocation (the page-in handler makes them), worded when read.
-public enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
-    public enum Corruption: UInt8, Equatable, Sendable, CustomStringConvertible {
+package enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum Corruption: UInt8, Equatable, Sendable, CustomStringConvertible {
         case truncatedNumber, numberTooLarge, runCountTooLarge, entryCountTooLarge, emptyRun, runOverflows
         case bytesAfterLastRun, restartPastEnd
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .truncatedNumber: "truncated number"
             case .numberTooLarge: "number too large"
@@ -100,7 +100,7 @@ public enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
     /// size) at the runs that write it, or lists it when no run does.
     case pageIndexDisagrees(page: UInt64)
 
-    public var description: String {
+    package var description: String {
         func hex(_ value: UInt64) -> String { "0x\(String(value, radix: 16))" }
         switch self {
         case let .corrupt(offset, corruption): return "corrupt at offset \(hex(UInt64(offset))) (in the uncompressed body): \(corruption)"
@@ -116,7 +116,7 @@ public enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Which run stream of an image a ``FixupFault`` is in: named in messages.
-public enum FixupStream: String, Equatable, Sendable {
+package enum FixupStream: String, Equatable, Sendable {
     case rebases = "rebase runs"
     case binds = "bind runs"
     case objcWrites = "Objective-C write runs"
@@ -125,7 +125,7 @@ public enum FixupStream: String, Equatable, Sendable {
 
 /// What a walk accepts a run into before any of its entries: the check that every store of the
 /// run lands where it may. `Accepted` is the run itself, or a writer's proof it may store there.
-public protocol FixupRunBounds {
+package protocol FixupRunBounds {
     associatedtype Accepted
     /// `run`, accepted; nil when refused (then ``fault(_:)`` says why).
     func accept(_ run: FixupRun) -> Accepted?
@@ -133,13 +133,13 @@ public protocol FixupRunBounds {
 }
 
 /// Bounds that accept every run: for walks that read, whose runs the walks that store check.
-public struct EveryRun: FixupRunBounds {
-    @inlinable public init() {}
-    @inlinable public func accept(_ run: FixupRun) -> FixupRun? { run }
-    public func fault(_ run: FixupRun) -> FixupFault { .runOutsideSegments(start: run.start, last: run.last) }
+package struct EveryRun: FixupRunBounds {
+    @inlinable package init() {}
+    @inlinable package func accept(_ run: FixupRun) -> FixupRun? { run }
+    package func fault(_ run: FixupRun) -> FixupFault { .runOutsideSegments(start: run.start, last: run.last) }
 }
 
 extension WritableRanges: FixupRunBounds {
-    @inlinable public func accept(_ run: FixupRun) -> FixupRun? { accepts(run) ? run : nil }
+    @inlinable package func accept(_ run: FixupRun) -> FixupRun? { accepts(run) ? run : nil }
 }
 

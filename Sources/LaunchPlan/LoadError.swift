@@ -1,7 +1,7 @@
 import MachOReader
 
 /// Why a launch could not happen, worded so a user can act on it.
-public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A non-weak dependency was found nowhere: the install name, who needed it, every path tried.
     case missingDylib(installName: String, neededBy: String, tried: [String])
     /// A non-weak import was not exported by the library it was expected in.
@@ -24,7 +24,7 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
     /// An image the launch's ``SigningPolicy`` refuses: the rule and why.
     case signingPolicy(path: String, rule: SigningPolicy.Rule, why: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .missingDylib(installName, neededBy, tried):
             return "library not loaded: \(installName)\n  referenced from: \(neededBy)\n  tried: "
@@ -53,7 +53,7 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// How a signed image's signature fails: the signature cannot be read, a page of the
     /// file does not match its hash, or a blob does not match its special slot.
-    public enum CodeSignatureFailure: Equatable, Sendable, CustomStringConvertible {
+    package enum CodeSignatureFailure: Equatable, Sendable, CustomStringConvertible {
         case unreadable(MachOError)
         /// `directory` names the CodeDirectory (its slot and hash type).
         case page(directory: String, page: Int, fileOffset: UInt64, size: Int)
@@ -61,7 +61,7 @@ public enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
         /// Its CodeDirectory is no longer the one identified (another cdHash, or unreadable).
         case changed(recorded: CDHash, now: CDHash?)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case let .unreadable(error): return "\(error)"
             case let .page(directory, page, fileOffset, size):

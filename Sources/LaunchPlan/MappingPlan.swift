@@ -2,19 +2,19 @@ import MachOReader
 
 /// How to map one segment: where it goes relative to the image's base, which file bytes back
 /// it, and its protections.
-public struct SegmentPlan: Equatable, Sendable {
-    public var name: String
+package struct SegmentPlan: Equatable, Sendable {
+    package var name: String
     /// Offset of the segment from the image's preferred base (its lowest mapped vmaddr).
-    public var vmOffset: UInt64
-    public var vmSize: UInt64
+    package var vmOffset: UInt64
+    package var vmSize: UInt64
     /// Absolute offset in the file (a universal slice's offset included).
-    public var fileOffset: UInt64
-    public var fileSize: UInt64
-    public var protection: VMProtection
+    package var fileOffset: UInt64
+    package var fileSize: UInt64
+    package var protection: VMProtection
     /// `__DATA_CONST` (or `SG_READ_ONLY`): writable while fixups are applied, then read-only.
-    public var readOnlyAfterFixups: Bool
+    package var readOnlyAfterFixups: Bool
 
-    public init(name: String, vmOffset: UInt64, vmSize: UInt64, fileOffset: UInt64, fileSize: UInt64,
+    package init(name: String, vmOffset: UInt64, vmSize: UInt64, fileOffset: UInt64, fileSize: UInt64,
                 protection: VMProtection, readOnlyAfterFixups: Bool) {
         self.name = name
         self.vmOffset = vmOffset
@@ -26,31 +26,31 @@ public struct SegmentPlan: Equatable, Sendable {
     }
 
     /// Whether fixups may be written into this segment.
-    public var isWritable: Bool { protection.contains(.write) || readOnlyAfterFixups }
+    package var isWritable: Bool { protection.contains(.write) || readOnlyAfterFixups }
 
     /// Whether a segment command is mapped: `__PAGEZERO` (no protections, no file bytes) and empty segments are not.
     @inline(__always)
-    public static func isMapped(initialProtection: VMProtection, fileSize: UInt64, vmSize: UInt64) -> Bool {
+    package static func isMapped(initialProtection: VMProtection, fileSize: UInt64, vmSize: UInt64) -> Bool {
         !(initialProtection.isEmpty && fileSize == 0) && vmSize > 0
     }
 
     /// `__DATA_CONST`, or any segment with `SG_READ_ONLY`.
     @inline(__always)
-    public static func isReadOnlyAfterFixups(isDataConst: Bool, flags: UInt32) -> Bool {
+    package static func isReadOnlyAfterFixups(isDataConst: Bool, flags: UInt32) -> Bool {
         isDataConst || flags & ImagePlan.segmentReadOnlyFlag != 0
     }
 }
 
 /// How to map one image: its file, its preferred base and its segments.
-public struct ImagePlan: Equatable, Sendable {
-    public var path: String
+package struct ImagePlan: Equatable, Sendable {
+    package var path: String
     /// The lowest vmaddr of a mapped segment (`__TEXT`'s, 0 for a dylib).
-    public var preferredBase: UInt64
+    package var preferredBase: UInt64
     /// Bytes from the preferred base to the end of the last segment.
-    public var vmSize: UInt64
-    public var segments: [SegmentPlan]
+    package var vmSize: UInt64
+    package var segments: [SegmentPlan]
 
-    public init(path: String, preferredBase: UInt64, vmSize: UInt64, segments: [SegmentPlan]) {
+    package init(path: String, preferredBase: UInt64, vmSize: UInt64, segments: [SegmentPlan]) {
         self.path = path
         self.preferredBase = preferredBase
         self.vmSize = vmSize
@@ -60,7 +60,7 @@ public struct ImagePlan: Equatable, Sendable {
     /// Whether the `size` bytes at `offset` (from the image's base) lie inside one writable
     /// segment: where a launch may write anything besides fixups (thread-local descriptors,
     /// the host services table, the Objective-C step's words).
-    public func isWritable(offset: UInt64, size: UInt64) -> Bool {
+    package func isWritable(offset: UInt64, size: UInt64) -> Bool {
         segments.contains { segment in
             segment.isWritable && offset >= segment.vmOffset && size <= segment.vmSize && offset - segment.vmOffset <= segment.vmSize - size
         }
@@ -70,14 +70,14 @@ public struct ImagePlan: Equatable, Sendable {
     static let segmentReadOnlyFlag: UInt32 = 0x10
 
     /// The plan for a parsed image found at `path`, whose slice starts at `sliceOffset`.
-    public init(image: MachOImage, path: String, sliceOffset: Int) throws(LoadError) {
+    package init(image: MachOImage, path: String, sliceOffset: Int) throws(LoadError) {
         try self.init(segments: image.segments, path: path, sliceOffset: UInt64(sliceOffset), sliceSize: UInt64(image.view.count))
     }
 
     /// The plan for `segments` (an image's `LC_SEGMENT_64`s, in order) of the image at `path`,
     /// whose `sliceSize`-byte slice starts at `sliceOffset`: the one derivation, from the parsed
     /// image or from the header a launch mapped to check its closure's plan.
-    public init(segments imageSegments: [Segment], path: String, sliceOffset: UInt64, sliceSize: UInt64) throws(LoadError) {
+    package init(segments imageSegments: [Segment], path: String, sliceOffset: UInt64, sliceSize: UInt64) throws(LoadError) {
         let mapped = imageSegments.filter { SegmentPlan.isMapped(initialProtection: $0.initialProtection, fileSize: $0.fileSize, vmSize: $0.vmSize) }
         guard let base = mapped.map(\.vmAddress).min() else {
             throw .unusable(path: path, reason: "has no segment to map")
@@ -104,13 +104,13 @@ public struct ImagePlan: Equatable, Sendable {
 /// The ranges of an image that fixups may be written to: per writable segment of at least 8
 /// bytes, its offset and the largest distance from it at which an 8-byte store still fits. The
 /// one definition of "a fixup the image allows", for the writer and the page-in check alike.
-public struct WritableRanges: Sendable {
+package struct WritableRanges: Sendable {
     @usableFromInline let ranges: [(start: UInt64, lastStore: UInt64)]
     /// Whether `ranges` ascend without overlap: then a location's range is found by binary
     /// search (a prelinked set has hundreds), else by a scan (an image's two or three).
     @usableFromInline let ascending: Bool
 
-    public init(_ plan: ImagePlan) {
+    package init(_ plan: ImagePlan) {
         ranges = plan.segments.compactMap { segment in
             segment.isWritable && segment.vmSize >= 8 ? (segment.vmOffset, segment.vmSize - 8) : nil
         }
@@ -120,7 +120,7 @@ public struct WritableRanges: Sendable {
     /// Whether 8-byte stores at every location from `start` to `last` (offsets from the
     /// image's base) lie inside one writable segment.
     @inlinable
-    public func accepts(start: UInt64, last: UInt64) -> Bool {
+    package func accepts(start: UInt64, last: UInt64) -> Bool {
         holding(start: start, last: last) != nil
     }
 
@@ -144,24 +144,24 @@ public struct WritableRanges: Sendable {
     /// How many locations a run from `start` to `last` may hold: one per 4 bytes of its writable
     /// segment (the density the reader allows chained fixups); nil when none holds it.
     @inlinable
-    public func capacity(start: UInt64, last: UInt64) -> UInt64? {
+    package func capacity(start: UInt64, last: UInt64) -> UInt64? {
         holding(start: start, last: last).map { ($0.lastStore + 8) / 4 }
     }
 
     /// Whether `run` lies inside one writable segment and holds no more locations than it has
     /// room for: the work a run can ask for is bounded by the image it writes.
     @inlinable
-    public func accepts(_ run: FixupRun) -> Bool {
+    package func accepts(_ run: FixupRun) -> Bool {
         guard let capacity = capacity(start: run.start, last: run.last) else { return false }
         return UInt64(run.count) <= capacity
     }
 
-    public func fault(_ run: FixupRun) -> FixupFault {
+    package func fault(_ run: FixupRun) -> FixupFault {
         guard let capacity = capacity(start: run.start, last: run.last) else { return .runOutsideSegments(start: run.start, last: run.last) }
         return .runLongerThanSegment(start: run.start, count: run.count, capacity: capacity)
     }
 
     /// Whether an 8-byte store at `vmOffset` lies inside one writable segment.
     @inlinable
-    public func accepts(_ vmOffset: UInt64) -> Bool { accepts(start: vmOffset, last: vmOffset) }
+    package func accepts(_ vmOffset: UInt64) -> Bool { accepts(start: vmOffset, last: vmOffset) }
 }

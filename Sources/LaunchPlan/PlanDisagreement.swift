@@ -3,7 +3,7 @@ import MachOReader
 /// How a closure's mapping plan for an image differs from the plan the image's own header
 /// and load commands give (the first difference found). The `description` is what a launch
 /// or `verify` reports after the image's path.
-public enum PlanDisagreement: Equatable, Sendable, CustomStringConvertible {
+package enum PlanDisagreement: Equatable, Sendable, CustomStringConvertible {
     /// The plan maps no readable file bytes at the image's base, where the header lies.
     case noHeaderSegment
     /// The plan maps none of the header's bytes from the file.
@@ -25,7 +25,7 @@ public enum PlanDisagreement: Equatable, Sendable, CustomStringConvertible {
     /// The first segment the closure maps differently from the load commands.
     case segment(closure: SegmentPlan, image: SegmentPlan)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .noHeaderSegment:
             "the plan maps no readable file bytes at the image's base, where its header lies"

@@ -1,5 +1,5 @@
 /// Where a bound symbol resolved to.
-public enum BindTarget: Equatable, Hashable, Sendable {
+package enum BindTarget: Equatable, Hashable, Sendable {
     /// `offset` bytes from image `image`'s mach header (its preferred base).
     case image(Int, offset: UInt64)
     /// An absolute value (EXPORT_SYMBOL_FLAGS_KIND_ABSOLUTE).
@@ -10,8 +10,8 @@ public enum BindTarget: Equatable, Hashable, Sendable {
 
 /// One fixup with everything resolved: where it goes in its image and what to write
 /// there. The slow path works these out on every launch; a closure stores them.
-public struct ResolvedFixup: Equatable, Hashable, Sendable {
-    public enum Kind: Equatable, Hashable, Sendable {
+package struct ResolvedFixup: Equatable, Hashable, Sendable {
+    package enum Kind: Equatable, Hashable, Sendable {
         /// A pointer into its own image: base + `targetOffset`, with `high8` as its top byte.
         case rebase(targetOffset: UInt64, high8: UInt8)
         /// A pointer to a symbol, plus `addend`.
@@ -19,10 +19,10 @@ public struct ResolvedFixup: Equatable, Hashable, Sendable {
     }
 
     /// Offset of the 8-byte location from the image's preferred base.
-    public let vmOffset: UInt64
-    public let kind: Kind
+    package let vmOffset: UInt64
+    package let kind: Kind
 
-    public init(vmOffset: UInt64, kind: Kind) {
+    package init(vmOffset: UInt64, kind: Kind) {
         self.vmOffset = vmOffset
         self.kind = kind
     }
@@ -30,7 +30,7 @@ public struct ResolvedFixup: Equatable, Hashable, Sendable {
     /// The 64-bit value to store, given where the images were mapped: `imageBase` for the
     /// fixup's own image, `imageBases[i]` for image `i`.
     @inlinable
-    public func value(imageBase: UInt64, imageBases: [UInt64]) -> UInt64 {
+    package func value(imageBase: UInt64, imageBases: [UInt64]) -> UInt64 {
         switch kind {
         case let .rebase(targetOffset, high8):
             return RebaseTarget(offset: targetOffset, high8: high8).value(imageBase: imageBase)

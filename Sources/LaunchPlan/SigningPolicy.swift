@@ -7,21 +7,21 @@
 ///   not signed with its team ID: a platform binary is accepted whatever its team ID, unless
 ///   the main executable is one, whose libraries must all be. An image without a team ID is
 ///   refused even when the main executable has none: an ad-hoc signature names no signer.
-public struct SigningPolicy: Equatable, Hashable, Sendable {
-    public var requireSignatures: Bool
-    public var libraryValidation: Bool
+package struct SigningPolicy: Equatable, Hashable, Sendable {
+    package var requireSignatures: Bool
+    package var libraryValidation: Bool
 
-    public init(requireSignatures: Bool = false, libraryValidation: Bool = false) {
+    package init(requireSignatures: Bool = false, libraryValidation: Bool = false) {
         self.requireSignatures = requireSignatures
         self.libraryValidation = libraryValidation
     }
 
     /// Unsigned images load, signed ones must verify.
-    public static let `default` = SigningPolicy()
+    package static let `default` = SigningPolicy()
 
     /// The name a closure's binding records and a mismatch reports: `default`,
     /// `require-signatures`, `library-validation`, or both joined by `+`.
-    public var name: String {
+    package var name: String {
         switch (requireSignatures, libraryValidation) {
         case (false, false): "default"
         case (true, false): "require-signatures"
@@ -31,7 +31,7 @@ public struct SigningPolicy: Equatable, Hashable, Sendable {
     }
 
     /// The policy ``name`` names; nil for any other string.
-    public init?(name: String) {
+    package init?(name: String) {
         switch name {
         case "default": self.init()
         case "require-signatures": self.init(requireSignatures: true)
@@ -41,7 +41,7 @@ public struct SigningPolicy: Equatable, Hashable, Sendable {
         }
     }
 
-    public enum Rule: String, Sendable {
+    package enum Rule: String, Sendable {
         case requireSignatures = "--require-signatures"
         case libraryValidation = "--library-validation"
     }
@@ -49,7 +49,7 @@ public struct SigningPolicy: Equatable, Hashable, Sendable {
     /// Checks every image of a launch, in load order, from its verified signature (nil:
     /// unsigned); the first refused is thrown with the rule and why. Reads nothing: install and
     /// dyld2 pass what they verified, the fast path what its closure recorded.
-    public func check(_ images: [(path: String, signature: SignedImage?)]) throws(LoadError) {
+    package func check(_ images: [(path: String, signature: SignedImage?)]) throws(LoadError) {
         if requireSignatures, let unsigned = images.first(where: { $0.signature == nil }) {
             throw .signingPolicy(path: unsigned.path, rule: .requireSignatures,
                                  why: "the image is unsigned; every image must carry a valid signature")

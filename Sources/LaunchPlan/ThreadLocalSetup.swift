@@ -2,18 +2,18 @@
 /// its template (`__thread_data`, then zeros to the end of `__thread_bss`) and the descriptors
 /// in `__thread_vars` whose thunk the linker bound to `__tlv_bootstrap`, each pointed at the
 /// loader's thunk and given the image's key.
-public struct ThreadLocalSetup: Equatable, Sendable {
-    public var image: Int
+package struct ThreadLocalSetup: Equatable, Sendable {
+    package var image: Int
     /// Where the template starts: the lowest `__thread_data`/`__thread_bss` address.
-    public var templateOffset: UInt64
+    package var templateOffset: UInt64
     /// Bytes copied from the image into each thread's block (the `__thread_data` part).
-    public var initialSize: UInt64
+    package var initialSize: UInt64
     /// The block's size: the template's extent, `__thread_bss` included.
-    public var totalSize: UInt64
+    package var totalSize: UInt64
     /// Each descriptor to set up, as the offset of its first word (thunk, then key, then offset).
-    public var descriptors: [UInt64]
+    package var descriptors: [UInt64]
 
-    public init(image: Int, templateOffset: UInt64, initialSize: UInt64, totalSize: UInt64, descriptors: [UInt64]) {
+    package init(image: Int, templateOffset: UInt64, initialSize: UInt64, totalSize: UInt64, descriptors: [UInt64]) {
         self.image = image
         self.templateOffset = templateOffset
         self.initialSize = initialSize
@@ -22,22 +22,22 @@ public struct ThreadLocalSetup: Equatable, Sendable {
     }
 
     /// The size of one descriptor: thunk, key, offset.
-    public static let descriptorSize: UInt64 = 24
+    package static let descriptorSize: UInt64 = 24
 }
 
 /// Where the project's libSystem keeps `_dyld3_host_services`, the table the loader fills
 /// with the host process's services (threads, dlopen and its family) for code in the images.
-public struct HostServicesSlot: Equatable, Sendable {
-    public var image: Int
-    public var vmOffset: UInt64
+package struct HostServicesSlot: Equatable, Sendable {
+    package var image: Int
+    package var vmOffset: UInt64
 
-    public init(image: Int, vmOffset: UInt64) {
+    package init(image: Int, vmOffset: UInt64) {
         self.image = image
         self.vmOffset = vmOffset
     }
 
     /// The version, then seven function pointers (CHostServices' hostservices.h).
-    public static let size: UInt64 = 64
+    package static let size: UInt64 = 64
     /// The name dyld2 looks up (flat, in load order).
-    public static let symbol = "_dyld3_host_services"
+    package static let symbol = "_dyld3_host_services"
 }

@@ -3,9 +3,9 @@ import LaunchMemory
 
 /// Runs loaded code: initializers in order, then `main`. Only when the images are for the
 /// host's architecture; every address is checked to lie in an executable segment first.
-public enum CodeRunner {
+package enum CodeRunner {
     /// The architecture whose code can run in this process.
-    public static var hostArchitecture: String {
+    package static var hostArchitecture: String {
         #if arch(x86_64)
         "x86_64"
         #elseif arch(arm64)
@@ -16,19 +16,19 @@ public enum CodeRunner {
     }
 
     /// An initializer or entry point, and its image.
-    public struct Function: Sendable {
-        public let image: Int
-        public let address: UInt64
+    package struct Function: Sendable {
+        package let image: Int
+        package let address: UInt64
         /// For a `+load` method: its class and selector arguments; nil for an initializer.
-        public let loadArguments: (cls: UInt64, selector: UInt64)?
-        public init(image: Int, address: UInt64, loadArguments: (cls: UInt64, selector: UInt64)? = nil) {
+        package let loadArguments: (cls: UInt64, selector: UInt64)?
+        package init(image: Int, address: UInt64, loadArguments: (cls: UInt64, selector: UInt64)? = nil) {
             self.image = image
             self.address = address
             self.loadArguments = loadArguments
         }
     }
 
-    public static func runInitializers(_ functions: [Function], in memory: LaunchMemory) throws(LoadError) {
+    package static func runInitializers(_ functions: [Function], in memory: LaunchMemory) throws(LoadError) {
         for function in functions {
             try check(function, memory)
             if let arguments = function.loadArguments {
@@ -39,7 +39,7 @@ public enum CodeRunner {
         }
     }
 
-    public static func runMain(_ function: Function, in memory: LaunchMemory) throws(LoadError) -> Int32 {
+    package static func runMain(_ function: Function, in memory: LaunchMemory) throws(LoadError) -> Int32 {
         try check(function, memory)
         return UnsafeCall.main(at: function.address)
     }

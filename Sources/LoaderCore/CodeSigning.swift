@@ -4,9 +4,9 @@ import LaunchPlan
 /// The signature check dyld2 makes before an image's code can run, and install makes before
 /// it writes a closure: a signed image must verify whole (every CodeDirectory's page hashes
 /// and every special slot checkable from the file); an unsigned one loads (macOS x86_64's rule).
-public enum CodeSigning {
+package enum CodeSigning {
     /// Nil when `image` is unsigned, its identity when it verifies; else the first problem.
-    public static func verify(_ image: MachOImage, path: String) throws(LoadError) -> SignedImage? {
+    package static func verify(_ image: MachOImage, path: String) throws(LoadError) -> SignedImage? {
         let signature: CodeSignature?
         do {
             signature = try CodeSignature.read(from: image)

@@ -7,56 +7,56 @@ import LaunchPlan
 /// load-command order, then each one's own, depth first (dyld-852 `recursiveLoadLibraries`,
 /// dyld4 `JustInTimeLoader::loadDependents`; docs/dyld-rules.md, rule 6). Every file is
 /// loaded once, matched by install name and by path.
-public struct DependencyGraph: Sendable {
-    public struct Node: Sendable {
-        public let file: ImageFile
+package struct DependencyGraph: Sendable {
+    package struct Node: Sendable {
+        package let file: ImageFile
         /// `LC_ID_DYLIB`, for dylibs.
-        public let installName: String?
+        package let installName: String?
         /// One edge per dependent-dylib load command, in load-command order: library
         /// ordinal N is `dependencies[N - 1]`.
-        public internal(set) var dependencies: [Edge]
+        package internal(set) var dependencies: [Edge]
         /// The node whose load command first brought this one in (nil for roots): its rpaths follow this node's.
-        public let loader: Int?
+        package let loader: Int?
         /// Candidate paths tried for this node's dependencies and found absent, in order: a
         /// file appearing at one of them would change what a launch loads.
-        public internal(set) var absentCandidates: [String] = []
+        package internal(set) var absentCandidates: [String] = []
 
-        public var path: String { file.path }
-        public var image: MachOImage { file.image }
+        package var path: String { file.path }
+        package var image: MachOImage { file.image }
         /// `MH_WEAK_DEFINES`: only such images take part in weak coalescing (dyld4 `Loader::hasWeakDefs`).
-        public var hasWeakDefs: Bool { file.image.header.flags.contains(.weakDefines) }
+        package var hasWeakDefs: Bool { file.image.header.flags.contains(.weakDefines) }
     }
 
     /// A dependency as named by a load command, and what it resolved to.
-    public struct Edge: Equatable, Sendable {
-        public let installName: String
-        public let kind: DylibLinkKind
+    package struct Edge: Equatable, Sendable {
+        package let installName: String
+        package let kind: DylibLinkKind
         /// The node index, or nil for a weak-linked dylib that is missing.
-        public let target: Int?
+        package let target: Int?
     }
 
     /// A weak-linked dylib that was found nowhere (its binds read 0).
-    public struct MissingWeakDylib: Equatable, Sendable {
-        public let installName: String
-        public let neededBy: String
-        public let tried: [String]
+    package struct MissingWeakDylib: Equatable, Sendable {
+        package let installName: String
+        package let neededBy: String
+        package let tried: [String]
     }
 
-    public private(set) var nodes: [Node] = []
-    public private(set) var missingWeakDylibs: [MissingWeakDylib] = []
+    package private(set) var nodes: [Node] = []
+    package private(set) var missingWeakDylibs: [MissingWeakDylib] = []
     /// Number of `roots` (the host and the app, or just the app): the first nodes.
-    public let rootCount: Int
+    package let rootCount: Int
     /// Number of inserted libraries (`DYLD_INSERT_LIBRARIES`): the nodes right after the roots.
-    public let insertedCount: Int
-    public var inserted: Range<Int> { rootCount..<(rootCount + insertedCount) }
+    package let insertedCount: Int
+    package var inserted: Range<Int> { rootCount..<(rootCount + insertedCount) }
     /// Per node, whether it is loaded at launch (the main executable, the inserted libraries
     /// and what they load; not an image loaded into a host): interposing counts only there.
-    public private(set) var loadedAtLaunch: [Bool] = []
-    public let resolver: PathResolver
+    package private(set) var loadedAtLaunch: [Bool] = []
+    package let resolver: PathResolver
     /// Time spent reading and parsing image files while building the graph.
-    public private(set) var parseNanoseconds: Int64 = 0
+    package private(set) var parseNanoseconds: Int64 = 0
     /// `stat`s of candidate paths and search directories the path search made (each at most once).
-    public var pathProbes: Int { probes.count }
+    package var pathProbes: Int { probes.count }
     private var probes = PathProbes()
     /// Per node, its rpaths expanded once, and the node whose rpaths `@rpath` searches next:
     /// its loader, or for a root the main executable (-1 after that).
@@ -70,7 +70,7 @@ public struct DependencyGraph: Sendable {
     /// Loads `roots` (a host executable first, if any), then the `inserted` libraries
     /// (`DYLD_INSERT_LIBRARIES`), then the roots' dependencies, then each inserted library's
     /// (dyld4 `prepare`), for `arch`, absolute install names under `root`.
-    public init(roots: [String], inserted: [String] = [], arch: String, root: String?) throws(LoadError) {
+    package init(roots: [String], inserted: [String] = [], arch: String, root: String?) throws(LoadError) {
         precondition(!roots.isEmpty, "a launch has at least one image")
         resolver = PathResolver(root: root, executablePath: roots[0])
         rootCount = roots.count
@@ -102,7 +102,7 @@ public struct DependencyGraph: Sendable {
     /// order (none when already loaded under that install name or path, as dyld matches both).
     /// `path` resolves as a dependency of the main executable would. On an error the graph may
     /// hold part of the load: work on a copy and keep it only when the `dlopen` succeeded.
-    public mutating func open(_ path: String, arch: String) throws(LoadError) -> (node: Int, added: Range<Int>) {
+    package mutating func open(_ path: String, arch: String) throws(LoadError) -> (node: Int, added: Range<Int>) {
         let first = nodes.count
         guard path.hasPrefix("/") || path.hasPrefix("@") else {
             throw .unusable(path: path, reason: "is a relative path: dlopen takes an absolute path or one starting with @executable_path, @loader_path or @rpath")
@@ -319,7 +319,7 @@ public struct DependencyGraph: Sendable {
     }
 
     /// The node an image's library ordinal names: nil for a missing weak dylib.
-    public func target(of ordinal: Int, in index: Int) -> Int? {
+    package func target(of ordinal: Int, in index: Int) -> Int? {
         let edges = nodes[index].dependencies
         guard ordinal >= 1, ordinal <= edges.count else { return nil }
         return edges[ordinal - 1].target

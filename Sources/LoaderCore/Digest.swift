@@ -8,7 +8,7 @@ extension LaunchMemory {
     /// at `slideDependent` (per image, ``LaunchDigest/slideDependentLocations(_:then:)``) made
     /// relative to the region's base: launches at different slides that wrote the same fixups
     /// agree, and a data word is never rewritten for its value.
-    public func writableDigest(slideDependent: [[UInt64]]) -> UInt64 {
+    package func writableDigest(slideDependent: [[UInt64]]) -> UInt64 {
         var bytes: [UInt8] = []
         for (index, image) in images.enumerated() {
             let locations = index < slideDependent.count ? slideDependent[index] : []
@@ -32,14 +32,14 @@ extension LaunchMemory {
 extension LaunchDigest {
     /// Per image, what a launch writes over its fixups: the Objective-C step's words, then the
     /// thread-local step's (``ThreadLocals/writes(_:imageCount:)``).
-    public static func laterWrites(objc: [[ResolvedFixup]], threadLocals: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
+    package static func laterWrites(objc: [[ResolvedFixup]], threadLocals: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
         let threadLocalWrites = ThreadLocals.writes(threadLocals, imageCount: imageCount)
         return (0..<imageCount).map { index in (index < objc.count ? objc[index] : []) + threadLocalWrites[index] }
     }
 
     /// Per image, the sorted locations whose final value depends on where the images were
     /// mapped: the last write there (fixups, then `later` ones) is a rebase or a bind to an image.
-    public static func slideDependentLocations(_ fixups: [[ResolvedFixup]], then later: [[ResolvedFixup]] = []) -> [[UInt64]] {
+    package static func slideDependentLocations(_ fixups: [[ResolvedFixup]], then later: [[ResolvedFixup]] = []) -> [[UInt64]] {
         (0..<max(fixups.count, later.count)).map { index in
             var last: [UInt64: Bool] = [:]
             for list in [index < fixups.count ? fixups[index] : [], index < later.count ? later[index] : []] {
@@ -57,13 +57,13 @@ extension LaunchDigest {
 
 extension LaunchMemory {
     /// A copy of one writable segment after fixups (`vmOffset` from the image's preferred base).
-    public struct SegmentSnapshot: Sendable {
-        public let image: Int
-        public let segment: String
-        public let vmOffset: UInt64
-        public let bytes: [UInt8]
+    package struct SegmentSnapshot: Sendable {
+        package let image: Int
+        package let segment: String
+        package let vmOffset: UInt64
+        package let bytes: [UInt8]
 
-        public init(image: Int, segment: String, vmOffset: UInt64, bytes: [UInt8]) {
+        package init(image: Int, segment: String, vmOffset: UInt64, bytes: [UInt8]) {
             self.image = image
             self.segment = segment
             self.vmOffset = vmOffset
@@ -72,7 +72,7 @@ extension LaunchMemory {
     }
 
     /// Copies of every writable segment, in image and segment order (for `compare`).
-    public func writableSnapshot() -> [SegmentSnapshot] {
+    package func writableSnapshot() -> [SegmentSnapshot] {
         images.enumerated().flatMap { index, image in
             image.plan.segments.filter(\.isWritable).map { segment in
                 SegmentSnapshot(image: index, segment: segment.name, vmOffset: segment.vmOffset,
@@ -85,11 +85,11 @@ extension LaunchMemory {
 /// When a launch takes its memory's digest: before any code runs (its time excluded), or,
 /// when none will, once the launch is timed: copying every writable page faults in pages and
 /// evicts the caches, which would slow even untimed the steps that follow.
-public enum LaunchDigest: Sendable {
+package enum LaunchDigest: Sendable {
     case beforeCode, afterLaunch, none
 
     /// `beforeCode` when `request` runs the app's code, else `afterLaunch`.
-    public init(_ request: LaunchOptions) {
+    package init(_ request: LaunchOptions) {
         self = request.run ? .beforeCode : .afterLaunch
     }
 }

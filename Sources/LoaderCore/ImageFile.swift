@@ -3,16 +3,16 @@ import MachOReader
 import LaunchPlan
 
 /// One Mach-O image read from disk for a launch: where it is and its parsed slice.
-public struct ImageFile: Sendable {
+package struct ImageFile: Sendable {
     /// The path the image was found at, symlinks followed.
-    public let path: String
+    package let path: String
     /// The slice's offset in the file, which segment file offsets are relative to.
-    public let sliceOffset: Int
-    public let image: MachOImage
+    package let sliceOffset: Int
+    package let image: MachOImage
 
     /// Maps `path` read-only and parses the slice for `arch`. A path inside `root` is opened
     /// inside it (``UnsafeRootedOpen``); the image's path is then the file actually mapped.
-    public static func load(path: String, arch: String, root: String? = nil) throws(LoadError) -> ImageFile {
+    package static func load(path: String, arch: String, root: String? = nil) throws(LoadError) -> ImageFile {
         let (bytes, resolvedPath) = try map(path, root: root)
         do {
             let file = try UniversalFile(parsing: bytes)
@@ -51,11 +51,11 @@ public struct ImageFile: Sendable {
     }
 
     /// The regular file at `path`, mapped read-only; anything else is refused unopened.
-    public static func mapRegularFile(_ path: String) throws(LoadError) -> ByteView {
+    package static func mapRegularFile(_ path: String) throws(LoadError) -> ByteView {
         try map(path, root: nil).bytes
     }
 
-    public static func architectures(path: String) throws(LoadError) -> [String] {
+    package static func architectures(path: String) throws(LoadError) -> [String] {
         let bytes = try map(path, root: nil).bytes
         return try LoadError.reading(path) { () throws(MachOError) in try UniversalFile(parsing: bytes).slices.map(\.cpu.name) }
     }

@@ -9,11 +9,11 @@
 ///   until none is left. An image also reached by an ordinary link runs where that puts it.
 ///
 /// The walk is iterative: graph depth costs heap, not stack.
-public enum InitializerOrder {
+package enum InitializerOrder {
     /// Node indices in the order their initializers run: the inserted libraries first, each
     /// bottom up (dyld4 `runAllInitializersForMain`, dyld-852 `initializeMainExecutable`),
     /// then the roots (host, then app).
-    public static func compute(_ graph: DependencyGraph) -> [Int] {
+    package static func compute(_ graph: DependencyGraph) -> [Int] {
         var walk = BottomUpWalk(graph: graph)
         for inserted in graph.inserted { walk.initializePlusUpwardLinks(inserted) }
         for root in 0..<graph.rootCount { walk.initializePlusUpwardLinks(root) }
@@ -24,7 +24,7 @@ public enum InitializerOrder {
 
     /// The nodes a `dlopen` of `root` initializes, in order: bottom up, as for a launch's root,
     /// over the nodes from `firstNew` on (dyld4 skips images already initialized).
-    public static func forOpen(_ graph: DependencyGraph, root: Int, firstNew: Int) -> [Int] {
+    package static func forOpen(_ graph: DependencyGraph, root: Int, firstNew: Int) -> [Int] {
         var walk = BottomUpWalk(graph: graph, initializedBefore: firstNew)
         walk.initializePlusUpwardLinks(root)
         return walk.order

@@ -3,10 +3,10 @@ import LaunchPlan
 
 /// An image's initializers, found the one way both launch paths do: `__init_offsets` entries
 /// as they are, each `__mod_init_func` slot through its rebase (one not into its own image is refused).
-public enum Initializers {
+package enum Initializers {
     /// Offsets from the preferred base, in section order. `rebasedTarget`: the target offset
     /// of the rebase at a slot, or nil when it is not rebased into the image.
-    public static func offsets(
+    package static func offsets(
         of image: MachOImage, plan: ImagePlan, rebasedTarget: (UInt64) throws(LoadError) -> UInt64?
     ) throws(LoadError) -> [UInt64] {
         var offsets: [UInt64] = []

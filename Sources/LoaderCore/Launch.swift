@@ -4,34 +4,34 @@ import LaunchMemory
 import RuntimeServices
 
 /// What to launch and how: the request both launch paths (and `compare`) take.
-public struct LaunchOptions: Sendable {
+package struct LaunchOptions: Sendable {
     /// The images loaded first: the host executable (if any), then the app.
-    public var roots: [String]
-    public var arch: String
+    package var roots: [String]
+    package var arch: String
     /// The system root absolute install names are looked up under.
-    public var root: String?
+    package var root: String?
     /// Forces the main image's slide; nil for a random one.
-    public var slide: UInt64?
+    package var slide: UInt64?
     /// Run initializers and main (when the architecture is the host's).
-    public var run: Bool
+    package var run: Bool
     /// Keep every resolved fixup in the result (for compare and tests).
-    public var recordFixups: Bool
+    package var recordFixups: Bool
     /// dyld3: write every fixup at launch, or each page's on its first touch (docs/page-in.md).
-    public var fixups: FixupsMode
+    package var fixups: FixupsMode
     /// Page-in: the pages one fault fills (1: the faulting page alone).
-    public var faultAround: Int = FixupPager.defaultFaultAround
+    package var faultAround: Int = FixupPager.defaultFaultAround
     /// Libraries inserted at launch, in order (`DYLD_INSERT_LIBRARIES`: ``DependencyGraph``).
-    public var inserted: [String] = []
+    package var inserted: [String] = []
     /// Which images the launch accepts by their signatures (docs/code-signing.md, "Policy").
-    public var signingPolicy: SigningPolicy = .default
+    package var signingPolicy: SigningPolicy = .default
     /// dyld3 `--verify-pages`: every mapped page of signed images checked before the fixups
     /// (``EagerPageVerification``). dyld2 verifies every page whatever this says.
-    public var verifyPages = false
+    package var verifyPages = false
     /// A prelinked launch slides the set now rather than map its copy slid for this boot
     /// (`--slide-per-launch`; docs/prelinked.md).
-    public var slidePerLaunch = false
+    package var slidePerLaunch = false
 
-    public init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
+    package init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
                 fixups: FixupsMode = .eager) {
         self.roots = roots
         self.arch = arch
@@ -44,23 +44,23 @@ public struct LaunchOptions: Sendable {
 }
 
 /// When the fast path writes fixups: all at launch, or each page's when it is first touched.
-public enum FixupsMode: String, Sendable, CaseIterable {
+package enum FixupsMode: String, Sendable, CaseIterable {
     case eager
     case pageIn = "page-in"
 }
 
 /// A finished launch: its memory (mapped until released), its report, and optionally every fixup it wrote.
-public struct Launch {
-    public init(memory: LaunchMemory, report: LaunchReport, fixups: [[ResolvedFixup]]?) {
+package struct Launch {
+    package init(memory: LaunchMemory, report: LaunchReport, fixups: [[ResolvedFixup]]?) {
         self.memory = memory
         self.report = report
         self.fixups = fixups
     }
 
-    public let memory: LaunchMemory
-    public let report: LaunchReport
+    package let memory: LaunchMemory
+    package let report: LaunchReport
     /// Per image, in load order: every fixup written, when recorded.
-    public let fixups: [[ResolvedFixup]]?
+    package let fixups: [[ResolvedFixup]]?
 }
 
 /// The steps every launch ends with once its images are mapped and fixed up, whatever their

@@ -2,64 +2,64 @@ import LaunchPlan
 import RuntimeServices
 
 /// What a launch did, for `--stats`, `--json`, `compare` and the benchmarks, from either path.
-public struct LaunchReport: Sendable {
+package struct LaunchReport: Sendable {
     /// The phases of a launch, in order.
-    public enum Phase: String, CaseIterable, Sendable {
+    package enum Phase: String, CaseIterable, Sendable {
         case closure, pathResolution = "path_resolution", parsing, mapping, rebase, bind, objc
         case initializers, main, total
     }
 
-    public var mode: String
+    package var mode: String
     /// Image paths in load order.
-    public var images: [String] = []
-    public var rebases = 0
-    public var binds = 0
-    public var symbolLookups = 0
+    package var images: [String] = []
+    package var rebases = 0
+    package var binds = 0
+    package var symbolLookups = 0
     /// The main (first) image's slide.
-    public var slide: UInt64 = 0
-    public var timings: [Phase: Int64] = [:]
+    package var slide: UInt64 = 0
+    package var timings: [Phase: Int64] = [:]
     /// Whether main ran, and what it returned.
-    public var ran = false
-    public var result: Int32?
+    package var ran = false
+    package var result: Int32?
     /// Why code did not run, when it did not.
-    public var notRun: NotRunReason?
+    package var notRun: NotRunReason?
     /// Why the Objective-C step did not run; nil when it ran.
-    public var objcSkipped: ObjCSkipReason?
+    package var objcSkipped: ObjCSkipReason?
     /// Image paths in the order their initializers ran.
-    public var initializers: [String] = []
+    package var initializers: [String] = []
     /// What the launch's code opened with `dlopen`, in order.
-    public var dynamicLoads: [DynamicLoadEvent] = []
+    package var dynamicLoads: [DynamicLoadEvent] = []
     /// xxh3 of every writable segment after fixups, slide-independent; nil under page-in.
-    public var digest: UInt64? = 0
-    public var fixupsMode: FixupsMode = .eager
+    package var digest: UInt64? = 0
+    package var fixupsMode: FixupsMode = .eager
     /// Why a page-in launch was asked for but fixups were written eagerly.
-    public var pageInFallback: PageInFallback?
+    package var pageInFallback: PageInFallback?
     /// Page-in: pages indexed, and bytes registered with the handler.
-    public var fixupPages = 0
-    public var registeredBytes: UInt64 = 0
+    package var fixupPages = 0
+    package var registeredBytes: UInt64 = 0
     /// Page-in: pages the handler had filled when the launch returned (after main, if it ran).
-    public var pagesFilled = 0
+    package var pagesFilled = 0
     /// dyld3: how many images' content was hashed to confirm their identity; nil for dyld2.
-    public var imagesHashed: Int?
+    package var imagesHashed: Int?
     /// dyld3 `--verify-pages`: the pages checked after mapping (timed as `parsing`); nil otherwise.
-    public var pagesVerified: Int?
+    package var pagesVerified: Int?
     /// A prelinked launch: whether it mapped the set slid for this boot, whether it wrote that
     /// copy first, and why it slid the set at launch instead.
-    public var slidForBoot = false
-    public var slidSetWritten = false
-    public var slideAtLaunch: SlideAtLaunchReason?
+    package var slidForBoot = false
+    package var slidSetWritten = false
+    package var slideAtLaunch: SlideAtLaunchReason?
 
-    public init(mode: String) { self.mode = mode }
+    package init(mode: String) { self.mode = mode }
 }
 
 /// Why a launch's code did not run: the report says so once, in these words.
-public enum NotRunReason: Equatable, Sendable, CustomStringConvertible {
+package enum NotRunReason: Equatable, Sendable, CustomStringConvertible {
     case notAsked
     case stubImage(path: String)
     case otherArchitecture(String)
     case noMain(path: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notAsked: "--no-run"
         case let .stubImage(path):
@@ -72,12 +72,12 @@ public enum NotRunReason: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Why a launch ran no Objective-C step.
-public enum ObjCSkipReason: Equatable, Sendable, CustomStringConvertible {
+package enum ObjCSkipReason: Equatable, Sendable, CustomStringConvertible {
     case noMetadata
     case noRuntime(withMetadata: Int, of: Int, otherRuntime: String?)
     case notInClosure(prelinked: Bool)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .noMetadata: return "no image has Objective-C metadata (__objc_imageinfo)"
         case let .noRuntime(withMetadata, count, otherRuntime):
@@ -94,14 +94,14 @@ public enum ObjCSkipReason: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Why a launch asked to page its fixups in wrote them eagerly.
-public enum PageInFallback: Equatable, Sendable, CustomStringConvertible {
+package enum PageInFallback: Equatable, Sendable, CustomStringConvertible {
     case userfaultfdUnavailable(String)
     case setupFailed(String)
     case otherPageSize(UInt64)
     case setUnopenable(String)
     case slidForBoot
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .userfaultfdUnavailable(why): "userfaultfd is not available: \(why)"
         case let .setupFailed(why): "page-in setup failed: \(why)"
@@ -113,7 +113,7 @@ public enum PageInFallback: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Why a prelinked launch slid the set itself rather than map its copy slid for this boot.
-public enum SlideAtLaunchReason: Equatable, Sendable, CustomStringConvertible {
+package enum SlideAtLaunchReason: Equatable, Sendable, CustomStringConvertible {
     case slidePerLaunch
     case trusted
     case noImage
@@ -124,7 +124,7 @@ public enum SlideAtLaunchReason: Equatable, Sendable, CustomStringConvertible {
     case unwritable(unusable: String, error: String)
     case writtenUnopenable
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .slidePerLaunch: "--slide-per-launch"
         case .trusted: "--trust: the signature covers the set's own data, not a copy slid for this boot"
@@ -140,30 +140,30 @@ public enum SlideAtLaunchReason: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Nanosecond stopwatch for launch phases.
-public struct PhaseClock: Sendable {
+package struct PhaseClock: Sendable {
     private let clock = ContinuousClock()
     private var last: ContinuousClock.Instant
     private let start: ContinuousClock.Instant
     /// Time spent in diagnostics (the digest), kept out of every phase and the total.
     private var excluded: Duration = .zero
 
-    public init() {
+    package init() {
         start = clock.now
         last = start
     }
 
     /// Nanoseconds since the previous lap.
-    public mutating func lap() -> Int64 {
+    package mutating func lap() -> Int64 {
         let now = clock.now
         defer { last = now }
         return PhaseClock.nanoseconds(now - last)
     }
 
     /// Nanoseconds since the start, diagnostics excluded.
-    public func total() -> Int64 { PhaseClock.nanoseconds(clock.now - start - excluded) }
+    package func total() -> Int64 { PhaseClock.nanoseconds(clock.now - start - excluded) }
 
     /// Runs `body` off the clock: its time counts toward no phase and not toward the total.
-    public mutating func excluding<T>(_ body: () throws(LoadError) -> T) throws(LoadError) -> T {
+    package mutating func excluding<T>(_ body: () throws(LoadError) -> T) throws(LoadError) -> T {
         let before = clock.now
         let result = try body()
         let spent = clock.now - before

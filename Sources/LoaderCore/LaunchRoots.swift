@@ -6,9 +6,9 @@ import LaunchPlan
 /// bundle with a host executable (`--host`, or a stub root's) is loaded into it as `dlopen`
 /// would: the host first, the main executable for `@executable_path`, ordinal -1 and flat
 /// lookups. Without a host, it is loaded alone as the root image.
-public enum LaunchRoots {
+package enum LaunchRoots {
     /// The roots (host first, if any) for `image`: `host`, else the first of `root`'s ``hostCandidates(root:)`` that exists.
-    public static func roots(for image: String, fileType: MachHeader.FileType, root: String?, host: String?) throws(LoadError) -> [String] {
+    package static func roots(for image: String, fileType: MachHeader.FileType, root: String?, host: String?) throws(LoadError) -> [String] {
         guard fileType == .bundle || fileType == .dylib else { return [image] }
         if let host {
             guard FileManager.default.fileExists(atPath: host) else {
@@ -23,13 +23,13 @@ public enum LaunchRoots {
     }
 
     /// Where a system root keeps its host executable (a stub root's stub host).
-    public static func hostPath(root: String) -> String { root + "/bin/host" }
+    package static func hostPath(root: String) -> String { root + "/bin/host" }
 
     /// The name of a stub root's host app bundle (`App.app`) and of its executable.
-    public static let appBundleName = "App"
+    package static let appBundleName = "App"
 
     /// Where a root may keep its host, in order: an iOS app bundle's executable, a macOS one's, `bin/host`.
-    public static func hostCandidates(root: String) -> [String] {
+    package static func hostCandidates(root: String) -> [String] {
         let bundle = "\(root)/\(appBundleName).app"
         return ["\(bundle)/\(appBundleName)", "\(bundle)/Contents/MacOS/\(appBundleName)", hostPath(root: root)]
     }

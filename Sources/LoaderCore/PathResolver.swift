@@ -2,22 +2,22 @@ import Foundation
 
 /// Turns an install name into candidate paths as dyld does: `@executable_path`, `@loader_path`,
 /// `@rpath` over the loading chain's rpaths, absolute paths under the root, the root's `/usr/lib` last.
-public struct PathResolver: Sendable {
+package struct PathResolver: Sendable {
     /// The system root absolute install names are looked up under (dyld's root path).
-    public let root: String?
+    package let root: String?
     /// The directory of the main executable (`@executable_path`).
-    public let executableDirectory: String
+    package let executableDirectory: String
 
-    public init(root: String?, executablePath: String) {
+    package init(root: String?, executablePath: String) {
         self.root = root.map { PathResolver.normalize($0) }
         self.executableDirectory = PathResolver.directory(of: executablePath)
     }
 
     /// An rpath as declared, with the declaring image's directory (its `@loader_path`).
-    public struct RPath: Equatable, Sendable {
-        public let path: String
-        public let declaringImageDirectory: String
-        public init(path: String, declaringImageDirectory: String) {
+    package struct RPath: Equatable, Sendable {
+        package let path: String
+        package let declaringImageDirectory: String
+        package init(path: String, declaringImageDirectory: String) {
             self.path = path
             self.declaringImageDirectory = declaringImageDirectory
         }
@@ -25,7 +25,7 @@ public struct PathResolver: Sendable {
 
     /// Candidate paths for `installName`, in the order dyld tries them. `loaderDirectory`: the
     /// naming image's directory; `rpaths`: the loading chain's, the requester's first.
-    public func candidates(for installName: String, loaderDirectory: String, rpaths: [RPath]) -> [String] {
+    package func candidates(for installName: String, loaderDirectory: String, rpaths: [RPath]) -> [String] {
         var paths: [String] = []
         if installName.hasPrefix("@rpath/") {
             let rest = String(installName.dropFirst("@rpath/".count))
@@ -48,7 +48,7 @@ public struct PathResolver: Sendable {
 
     /// The file a `dlopen` path names without a search (`@loader_path` is the main executable's
     /// directory); nil for `@rpath` and relative paths.
-    public func direct(_ path: String) -> String? {
+    package func direct(_ path: String) -> String? {
         if path.hasPrefix("@rpath/") { return nil }
         if path.hasPrefix("@") { return confined(expand(path, loaderDirectory: executableDirectory)) }
         return path.hasPrefix("/") ? underRoot(path) : nil
@@ -79,19 +79,19 @@ public struct PathResolver: Sendable {
     }
 
     /// `path` relative to `root` (starting with `/`) when inside it, else nil; `..` is the caller's to clamp.
-    public static func relative(_ path: String, inside root: String) -> String? {
+    package static func relative(_ path: String, inside root: String) -> String? {
         guard root != "/" else { return nil }
         if path == root { return "/" }
         guard path.hasPrefix(root + "/") else { return nil }
         return String(path.dropFirst(root.count))
     }
 
-    public static func directory(of path: String) -> String {
+    package static func directory(of path: String) -> String {
         (normalize(path) as NSString).deletingLastPathComponent
     }
 
     /// An absolute path with `.`, `..` and doubled slashes removed (symlinks are kept).
-    public static func normalize(_ path: String) -> String {
+    package static func normalize(_ path: String) -> String {
         if isNormalized(path) { return path }
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         var parts: [Substring] = []

@@ -5,18 +5,18 @@ import LaunchMemory
 /// `__DATA,__stub_root` section. Such an image holds no code (its exports are zero data), so a
 /// launch that loaded one maps it and writes its fixups but never runs code: initializers
 /// of real images would call into the stubs.
-public enum StubImageMarker {
-    public static let segmentName = "__DATA"
-    public static let sectionName = "__stub_root"
+package enum StubImageMarker {
+    package static let segmentName = "__DATA"
+    package static let sectionName = "__stub_root"
 
     /// Whether `section` is the marker section.
-    public static func isMarker(_ section: Section) -> Bool {
+    package static func isMarker(_ section: Section) -> Bool {
         section.segmentName == segmentName && section.name == sectionName
     }
 
     /// Whether the image whose header and load commands open `view` carries the marker (load
     /// commands bounded by `sizeofcmds`; sections read only of `__DATA`).
-    public static func isCarried(byHeaderAndCommands view: ByteView) throws(MachOError) -> Bool {
+    package static func isCarried(byHeaderAndCommands view: ByteView) throws(MachOError) -> Bool {
         let header = try MachHeader(parsing: view)
         guard header.commandCount <= MachOImage.maxLoadCommands else {
             throw MachOError.malformed("header claims \(header.commandCount) load commands", at: view.absolute(16))
@@ -41,7 +41,7 @@ public enum StubImageMarker {
 
     /// The first image of `memory` that carries the marker, read back from its mapped header;
     /// one that cannot be read back is not taken for a stub (both paths checked it already).
-    public static func firstMarkedImage(in memory: LaunchMemory) -> Int? {
+    package static func firstMarkedImage(in memory: LaunchMemory) -> Int? {
         for index in memory.images.indices {
             guard let first = memory.mappedFileBytes(image: index, vmOffset: 0, count: MachHeader.size),
                   let size = try? SegmentTable.requiredSize(header: ByteView(first)),

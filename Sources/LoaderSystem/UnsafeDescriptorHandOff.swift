@@ -7,17 +7,17 @@ import Synchronization
 /// in order on another, each taken as it arrives. A descriptor is stored before the count
 /// says so (release) and read after the taker sees it (acquire). The opener closes the
 /// hand-off at its first failure: images from there on never arrive.
-@safe public final class DescriptorHandOff: @unchecked Sendable {
+@safe package final class DescriptorHandOff: @unchecked Sendable {
     /// The first image handed over; those before it the taker opened itself.
-    public let first: Int
+    package let first: Int
     /// One past the last image handed over: the launch's image count.
-    public let count: Int
+    package let count: Int
     private let slots: UnsafeMutablePointer<ImageDescriptor?>
     /// Images handed over so far (from `first`).
     private let handed = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
 
-    public init(first: Int, count: Int) {
+    package init(first: Int, count: Int) {
         self.first = first
         self.count = max(count, first)
         unsafe slots = .allocate(capacity: self.count - first)
@@ -30,7 +30,7 @@ import Synchronization
     }
 
     /// Hands over the next image's descriptor (the opener's thread only).
-    public func hand(_ descriptor: ImageDescriptor) {
+    package func hand(_ descriptor: ImageDescriptor) {
         let next = handed.load(ordering: .relaxed)
         precondition(next < count - first, "more images handed over than the hand-off holds")
         unsafe (slots + next).pointee = descriptor
@@ -38,12 +38,12 @@ import Synchronization
     }
 
     /// No more images will be handed over (the opener stopped at a failure).
-    public func close() {
+    package func close() {
         closed.store(true, ordering: .releasing)
     }
 
     /// Image `index`'s descriptor, once handed over; nil when the hand-off closed before it.
-    public func take(_ index: Int) -> ImageDescriptor? {
+    package func take(_ index: Int) -> ImageDescriptor? {
         precondition(index >= first && index < count, "image \(index) is not in the hand-off")
         let position = index - first
         PollingWait.wait(budgetNanoseconds: PollingWait.launchBudgetNanoseconds) { handed.load(ordering: .acquiring) > position || closed.load(ordering: .acquiring) }
@@ -54,12 +54,12 @@ import Synchronization
 
 /// How a launch's two threads wait for each other: the pieces of work are sized to take about
 /// as long, so the waiter polls (yielding the CPU), and naps once it has polled for its budget.
-public enum PollingWait {
+package enum PollingWait {
     /// The launch's budget: 0.5 ms of polling.
-    public static let launchBudgetNanoseconds: UInt64 = 500_000
+    package static let launchBudgetNanoseconds: UInt64 = 500_000
 
     /// Returns once `condition` holds: polls it for `budgetNanoseconds`, then between naps of 20 µs.
-    public static func wait(budgetNanoseconds: UInt64, until condition: () -> Bool) {
+    package static func wait(budgetNanoseconds: UInt64, until condition: () -> Bool) {
         var pollingSince: UInt64?
         while !condition() {
             let now = monotonicNanoseconds()
@@ -73,7 +73,7 @@ public enum PollingWait {
         }
     }
 
-    public static func monotonicNanoseconds() -> UInt64 {
+    package static func monotonicNanoseconds() -> UInt64 {
         var now = timespec()
         unsafe clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)

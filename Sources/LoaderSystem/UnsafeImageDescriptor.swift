@@ -5,27 +5,27 @@ import CXXHash
 import LaunchPlan
 
 /// What `stat` says about a file.
-public struct FileStatus: Equatable, Sendable {
-    public var size: UInt64
-    public var mtimeSeconds: Int64
-    public var mtimeNanoseconds: UInt64
-    public var inode: UInt64
+package struct FileStatus: Equatable, Sendable {
+    package var size: UInt64
+    package var mtimeSeconds: Int64
+    package var mtimeNanoseconds: UInt64
+    package var inode: UInt64
     /// Status-change time: set by the kernel on every write, chmod or utimes, never settable.
-    public var ctimeSeconds: Int64
-    public var ctimeNanoseconds: UInt64
-    public var mode: UInt32
-    public var ownerID: UInt32
-    public var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
-    public var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
+    package var ctimeSeconds: Int64
+    package var ctimeNanoseconds: UInt64
+    package var mode: UInt32
+    package var ownerID: UInt32
+    package var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+    package var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
 
     /// A status with the given size, mode and owner, and no times (for policy checks).
-    public init(size: UInt64, mode: UInt32, ownerID: UInt32) {
+    package init(size: UInt64, mode: UInt32, ownerID: UInt32) {
         (self.size, mtimeSeconds, mtimeNanoseconds, inode, ctimeSeconds, ctimeNanoseconds) = (size, 0, 0, 0, 0, 0)
         (self.mode, self.ownerID) = (mode, ownerID)
     }
 
     /// The fields of a `stat` the caller filled.
-    public init(_ info: stat) {
+    package init(_ info: stat) {
         size = UInt64(info.st_size)
         mtimeSeconds = Int64(info.st_mtim.tv_sec)
         mtimeNanoseconds = UInt64(info.st_mtim.tv_nsec)
@@ -37,7 +37,7 @@ public struct FileStatus: Equatable, Sendable {
     }
 
     /// `stat(path)`, or nil when the path does not name a file.
-    public static func of(_ path: String) -> FileStatus? {
+    package static func of(_ path: String) -> FileStatus? {
         var info = stat()
         return unsafe stat(path, &info) == 0 ? FileStatus(info) : nil
     }
@@ -47,20 +47,20 @@ public struct FileStatus: Equatable, Sendable {
 /// content hash when asked) and its segments are mapped through this same descriptor, so
 /// the file that was checked is the file that is mapped, whatever happens to its path
 /// meanwhile. Closed when released.
-public final class ImageDescriptor: Sendable {
-    public let path: String
+package final class ImageDescriptor: Sendable {
+    package let path: String
     package let fd: Int32
     /// `fstat` of the open file.
-    public let status: FileStatus
+    package let status: FileStatus
 
     /// Why a file is refused for being something other than a regular file: the reason the
     /// slow path gives for the same file (`LoadError.unusable`), word for word.
-    public static let notRegularFile = "not a regular file"
+    package static let notRegularFile = "not a regular file"
 
     /// Opens `path` read-only; the failed call when it cannot be opened or is not a regular
     /// file. `O_NONBLOCK`: a FIFO with no writer, or a device, would otherwise hold the open
     /// forever; `fstat` refuses it before anything is read (a regular file ignores the flag).
-    public static func open(_ path: String) -> Result<ImageDescriptor, LoadError> {
+    package static func open(_ path: String) -> Result<ImageDescriptor, LoadError> {
         let fd: Int32
         switch UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }, failed: { $0 < 0 }) {
         case let .success(opened): fd = opened
@@ -86,7 +86,7 @@ public final class ImageDescriptor: Sendable {
     }
 
     /// Bytes read per call while hashing: a hash's memory, whatever the file's size.
-    public static let hashChunkSize = 1 << 20
+    package static let hashChunkSize = 1 << 20
 
     /// Linux `lseek` whences (glibc hides them without `_GNU_SOURCE`): the next byte of data
     /// at or after an offset, and the next hole.
@@ -96,7 +96,7 @@ public final class ImageDescriptor: Sendable {
     /// xxh3-64 of the whole file (its `fstat` size) through one ``hashChunkSize`` buffer, or nil
     /// when it cannot be read (or is now shorter). Holes of a sparse file (`SEEK_DATA`/`SEEK_HOLE`)
     /// are hashed as the zeros they read as, unread: a 4 GB sparse image costs no page cache.
-    public func contentHash() -> UInt64? {
+    package func contentHash() -> UInt64? {
         guard let state = unsafe XXH3_createState() else { return nil }
         defer { unsafe XXH3_freeState(state) }
         guard unsafe XXH3_64bits_reset(state) == XXH_OK else { return nil }
@@ -143,7 +143,7 @@ public final class ImageDescriptor: Sendable {
     }
 
     /// Reads up to `count` bytes at `offset` (fewer at the end of the file).
-    public func read(offset: UInt64, count: Int) -> [UInt8] {
+    package func read(offset: UInt64, count: Int) -> [UInt8] {
         unsafe [UInt8](unsafeUninitializedCapacity: max(0, count)) { buffer, initialized in
             guard count > 0 else { return initialized = 0 }
             let got = UnsafeSystemCall.retryingInterrupts({ unsafe pread(fd, buffer.baseAddress, count, off_t(offset)) }, failed: { $0 < 0 })
@@ -154,7 +154,7 @@ public final class ImageDescriptor: Sendable {
     /// Asks the kernel to start reading `range` into the page cache (`POSIX_FADV_WILLNEED`)
     /// without waiting: a cold launch's reads then overlap opening and mapping the next
     /// images. Advice only: the part past the end of the file is dropped, a failure ignored.
-    public func readAhead(_ range: Range<UInt64>) {
+    package func readAhead(_ range: Range<UInt64>) {
         let end = min(range.upperBound, status.size)
         guard range.lowerBound < end, let offset = off_t(exactly: range.lowerBound), let length = off_t(exactly: end - range.lowerBound) else { return }
         _ = posix_fadvise(fd, offset, length, POSIX_FADV_WILLNEED)

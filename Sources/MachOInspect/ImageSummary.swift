@@ -2,9 +2,9 @@ import MachOReader
 
 /// The default `dyld3 inspect` output: one block per selected slice with the header,
 /// identity, segments, dependencies and the kind of fixup information.
-public enum ImageSummary {
+package enum ImageSummary {
     /// Writes the summary of each selected slice of the file at `path` to `out`.
-    public static func write<Output: TextOutputStream>(
+    package static func write<Output: TextOutputStream>(
         path: String, file bytes: ByteView, arch: ArchSelection, to out: inout Output
     ) throws(MachOError) {
         do {
@@ -19,7 +19,7 @@ public enum ImageSummary {
     }
 
     /// ``write(path:file:arch:to:)`` into a string (tests).
-    public static func render(path: String, bytes: [UInt8], arch: ArchSelection) throws(MachOError) -> String {
+    package static func render(path: String, bytes: [UInt8], arch: ArchSelection) throws(MachOError) -> String {
         var out = ""
         try write(path: path, file: ByteView(bytes), arch: arch, to: &out)
         return out
@@ -58,7 +58,7 @@ public enum ImageSummary {
         return "none"
     }
 
-    public static func formatUUID(_ bytes: [UInt8]) -> String {
+    package static func formatUUID(_ bytes: [UInt8]) -> String {
         let hexDigits = bytes.map { Text.hex(UInt64($0), width: 2) }
         let groups = [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { hexDigits[$0].joined() }
         return groups.joined(separator: "-")

@@ -5,8 +5,8 @@ import MachOReader
 /// plus one member per asked-for table (all of them when none is asked for). The document
 /// is written as it is decoded (``JSONStream``), so a table of any length costs constant
 /// memory; after an error, what was written stays and the document is left unfinished.
-public enum InspectJSON {
-    public static func write<Output: TextOutputStream>(
+package enum InspectJSON {
+    package static func write<Output: TextOutputStream>(
         path: String, file bytes: ByteView, tables: Set<InspectTable>, arch: ArchSelection, to out: inout Output
     ) throws(MachOError) {
         do {

@@ -2,11 +2,11 @@ import MachOReader
 
 /// A table `dyld3 inspect` can print. The llvm-objdump-compatible ones print the same
 /// rows as `llvm-objdump-19 --macho --<flag>`.
-public enum InspectTable: String, CaseIterable, Sendable {
+package enum InspectTable: String, CaseIterable, Sendable {
     case rebase, bind, lazyBind, weakBind, dyldInfo, chainedFixups, exportsTrie, deps, objc, objcSummary, codeSignature, threadLocals, interpose
 
     /// The command-line flag, which is also llvm-objdump's flag where it has one.
-    public var flag: String {
+    package var flag: String {
         switch self {
         case .rebase: "--rebase"
         case .bind: "--bind"
@@ -25,7 +25,7 @@ public enum InspectTable: String, CaseIterable, Sendable {
     }
 
     /// llvm-objdump's flag printing the same rows (nil for the tables it has no flag for).
-    public var objdumpFlag: String? {
+    package var objdumpFlag: String? {
         switch self {
         case .objc: "--objc-meta-data"
         case .deps, .objcSummary, .codeSignature, .threadLocals, .interpose: nil
@@ -40,7 +40,7 @@ public enum InspectTable: String, CaseIterable, Sendable {
 }
 
 /// Which slices of a universal file to inspect.
-public enum ArchSelection: Equatable, Sendable {
+package enum ArchSelection: Equatable, Sendable {
     /// llvm-objdump's default: the host's architecture when the file has it, else every slice.
     case host
     /// Every slice.
@@ -48,7 +48,7 @@ public enum ArchSelection: Equatable, Sendable {
     /// One named architecture.
     case named(String)
 
-    public init(_ argument: String?) {
+    package init(_ argument: String?) {
         switch argument {
         case nil: self = .host
         case "all"?: self = .all

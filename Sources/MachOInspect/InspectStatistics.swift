@@ -2,11 +2,11 @@ import MachOReader
 
 /// `dyld3 inspect --stats`: decodes every fixup and export of each slice and reports the
 /// counts and how long each decoder took (the best of a few runs, to damp noise).
-public enum InspectStatistics {
+package enum InspectStatistics {
     /// Runs per decoder; the fastest is reported.
     static let runs = 5
 
-    public static func render(path: String, file bytes: ByteView, arch: ArchSelection) throws(MachOError) -> String {
+    package static func render(path: String, file bytes: ByteView, arch: ArchSelection) throws(MachOError) -> String {
         do {
             let file = try UniversalFile(parsing: bytes)
             var out = ""

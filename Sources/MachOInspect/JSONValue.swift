@@ -1,7 +1,7 @@
 /// A JSON document built in memory and written with keys in insertion order, so
 /// `dyld3 inspect --json` output is stable and diffable. Documents too long to hold go
 /// out through ``JSONStream`` instead, in the same layout.
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -13,14 +13,14 @@ public enum JSONValue: Sendable, Equatable {
     /// The version of every JSON document `dyld3` prints or writes (`schema_version`, the
     /// first member): snake_case keys, units in key names, `{"error": {...}}` on failure
     /// (docs/json.md). Raised when a key is renamed or removed.
-    public static let schemaVersion: Int64 = 1
+    package static let schemaVersion: Int64 = 1
 
-    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+    package static func == (a: JSONValue, b: JSONValue) -> Bool {
         a.serialized() == b.serialized()
     }
 
     /// Compact when `indent` is nil, else pretty-printed with that many spaces per level.
-    public func serialized(indent: Int? = 2) -> String {
+    package func serialized(indent: Int? = 2) -> String {
         var out = ""
         write(to: &out, indent: indent, level: 0)
         return out

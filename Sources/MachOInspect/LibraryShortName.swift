@@ -2,17 +2,17 @@ import MachOReader
 
 /// The short library names llvm-objdump prints for library ordinals (`libSystem` for
 /// `/usr/lib/libSystem.B.dylib`, `Foundation` for a framework), reproduced rule for rule.
-public enum LibraryShortName {
+package enum LibraryShortName {
     /// The short name of an install name, or the install name itself when it matches none
     /// of the recognized forms (`Foo.framework/Foo`, `Foo.framework/Versions/A/Foo`,
     /// `libFoo.A.dylib`, `libFoo.dylib`, `Foo.qtx`).
-    public static func of(_ installName: String) -> String {
+    package static func of(_ installName: String) -> String {
         let guess = guess(Array(installName.utf8))
         return guess.isEmpty ? installName : String(decoding: guess, as: UTF8.self)
     }
 
     /// The name printed for a library ordinal of `image`, special ordinals included.
-    public static func forOrdinal(_ ordinal: Int, in image: MachOImage) -> String {
+    package static func forOrdinal(_ ordinal: Int, in image: MachOImage) -> String {
         switch ordinal {
         case 0: return "this-image"
         case -1: return "main-executable"

@@ -3,13 +3,13 @@ import MachOReader
 /// Text output of `dyld3 inspect`, laid out as `llvm-objdump --macho` lays it out: a
 /// `FILE:` or `FILE (architecture A):` line per slice, then each asked-for table in
 /// llvm-objdump's order.
-public enum ObjdumpReport {
+package enum ObjdumpReport {
     /// The architecture llvm-objdump treats as the host's (it prefers that slice).
-    public static let hostArchitecture = "x86_64"
+    package static let hostArchitecture = "x86_64"
 
     /// The slices `selection` picks, each with the architecture name its header line shows
     /// (nil when llvm-objdump would print the plain `FILE:` line).
-    public static func selectSlices(
+    package static func selectSlices(
         _ file: UniversalFile, _ selection: ArchSelection
     ) throws(MachOError) -> [(slice: UniversalFile.Slice, shownArch: String?)] {
         guard file.isUniversal else {
@@ -35,7 +35,7 @@ public enum ObjdumpReport {
     /// Writes `tables` for the selected slices of the file at `path` to `out`, row by row
     /// as they are decoded: nothing grows with the file but what a table needs to lay out
     /// its columns. Rows written before an error stay written, as llvm-objdump's do.
-    public static func write<Output: TextOutputStream>(
+    package static func write<Output: TextOutputStream>(
         path: String, file bytes: ByteView, tables: Set<InspectTable>, arch: ArchSelection, to out: inout Output
     ) throws(MachOError) {
         do {
@@ -53,7 +53,7 @@ public enum ObjdumpReport {
     }
 
     /// ``write(path:file:tables:arch:to:)`` into a string (tests and the fuzzer).
-    public static func render(
+    package static func render(
         path: String, bytes: [UInt8], tables: Set<InspectTable>, arch: ArchSelection
     ) throws(MachOError) -> String {
         var out = ""
@@ -62,7 +62,7 @@ public enum ObjdumpReport {
     }
 
     /// Writes one table for one image, as llvm-objdump prints it after the file line.
-    public static func writeTable<Output: TextOutputStream>(
+    package static func writeTable<Output: TextOutputStream>(
         _ table: InspectTable, _ image: MachOImage, to out: inout Output
     ) throws(MachOError) {
         switch table {

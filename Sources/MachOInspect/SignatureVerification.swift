@@ -3,36 +3,36 @@ import MachOReader
 /// `dyld3 codesign verify`'s check of one file: for each selected slice, whether it is
 /// signed, and if so whether every CodeDirectory's pages and checkable special slots match
 /// the file, with the image's cdHash.
-public struct SignatureVerification: Sendable {
+package struct SignatureVerification: Sendable {
     /// One slice's outcome.
-    public struct Slice: Sendable {
-        public let arch: String
+    package struct Slice: Sendable {
+        package let arch: String
         /// The slice's offset in the file.
-        public let offset: Int
-        public let signed: Bool
+        package let offset: Int
+        package let signed: Bool
         /// The signature could be read and every check passed.
-        public let valid: Bool
+        package let valid: Bool
         /// The strongest CodeDirectory's cdHash (nil when unsigned or unreadable).
-        public let cdHash: CDHash?
-        public let hashType: CSHashType?
-        public let pageSize: Int?
-        public let pages: Int?
+        package let cdHash: CDHash?
+        package let hashType: CSHashType?
+        package let pageSize: Int?
+        package let pages: Int?
         /// The strongest CodeDirectory's pages that do not match, ascending.
-        public let badPages: [Int]
+        package let badPages: [Int]
         /// Every CodeDirectory's check (empty when unsigned or unreadable).
-        public let directories: [CodeSignatureCheck.Directory]
+        package let directories: [CodeSignatureCheck.Directory]
         /// One line per problem found (a bad page with its file offset, a bad blob).
-        public let problems: [String]
+        package let problems: [String]
         /// Why the signature could not be read, if it could not.
-        public let error: MachOError?
+        package let error: MachOError?
     }
 
-    public let path: String
-    public let slices: [Slice]
+    package let path: String
+    package let slices: [Slice]
 
     /// Checks the slices `arch` selects of the file at `path` (its bytes in `bytes`). A
     /// file that is not a readable Mach-O throws; a damaged signature is a slice's result.
-    public init(path: String, file bytes: ByteView, arch: ArchSelection) throws(MachOError) {
+    package init(path: String, file bytes: ByteView, arch: ArchSelection) throws(MachOError) {
         self.path = path
         do {
             let file = try UniversalFile(parsing: bytes)
@@ -70,7 +70,7 @@ public struct SignatureVerification: Sendable {
     }
 
     /// One JSON object per slice.
-    public func jsonObjects() -> [JSONValue] {
+    package func jsonObjects() -> [JSONValue] {
         slices.map { slice in
             var members: [(String, JSONValue)] = [
                 ("file", .string(path)),
@@ -106,7 +106,7 @@ public struct SignatureVerification: Sendable {
 
     /// One line per slice: `PATH (ARCH): valid, cdhash ..., N pages of S bytes (TYPE)`,
     /// `unsigned`, or `INVALID` followed by one line per problem.
-    public func textLines() -> [String] {
+    package func textLines() -> [String] {
         var lines: [String] = []
         for slice in slices {
             let head = "\(path) (\(slice.arch))"

@@ -1,61 +1,61 @@
 /// A sequential reader over a ``ByteView``: fixed-width integers, LEB128 and C strings.
 ///
 /// Used for opcode streams, export tries and other variable-length encodings.
-public struct ByteCursor: Sendable {
+package struct ByteCursor: Sendable {
     /// The bounded region being read.
-    public let view: ByteView
+    package let view: ByteView
     /// The window-relative offset of the next byte.
-    public var position: Int
+    package var position: Int
 
-    public init(_ view: ByteView, at position: Int = 0) {
+    package init(_ view: ByteView, at position: Int = 0) {
         self.view = view
         self.position = position
     }
 
     /// True when every byte has been consumed.
-    public var atEnd: Bool { position >= view.count }
+    package var atEnd: Bool { position >= view.count }
 
     /// The absolute file offset of the next byte.
-    public var absoluteOffset: Int { view.absolute(position) }
+    package var absoluteOffset: Int { view.absolute(position) }
 
-    public mutating func u8() throws(MachOError) -> UInt8 {
+    package mutating func u8() throws(MachOError) -> UInt8 {
         let value = try view.u8(position)
         position += 1
         return value
     }
 
-    public mutating func u32() throws(MachOError) -> UInt32 {
+    package mutating func u32() throws(MachOError) -> UInt32 {
         let value = try view.u32(position)
         position += 4
         return value
     }
 
-    public mutating func u64() throws(MachOError) -> UInt64 {
+    package mutating func u64() throws(MachOError) -> UInt64 {
         let value = try view.u64(position)
         position += 8
         return value
     }
 
     /// An unsigned LEB128 value; more than 64 significant bits is an error.
-    public mutating func uleb128() throws(MachOError) -> UInt64 {
+    package mutating func uleb128() throws(MachOError) -> UInt64 {
         try view.uleb128(at: &position)
     }
 
     /// A signed LEB128 value; more than 64 significant bits is an error.
-    public mutating func sleb128() throws(MachOError) -> Int64 {
+    package mutating func sleb128() throws(MachOError) -> Int64 {
         try view.sleb128(at: &position)
     }
 
     /// The bytes of a NUL-terminated string, terminator excluded (nothing is copied); the
     /// cursor moves past the terminator.
-    public mutating func cStringBytes() throws(MachOError) -> ByteView {
+    package mutating func cStringBytes() throws(MachOError) -> ByteView {
         let bytes = try view.cStringBytes(position)
         position += bytes.count + 1
         return bytes
     }
 
     /// A NUL-terminated string; the cursor moves past the terminator.
-    public mutating func cString() throws(MachOError) -> String {
+    package mutating func cString() throws(MachOError) -> String {
         try cStringBytes().string
     }
 }

@@ -3,21 +3,21 @@
 /// Every read is bounds-checked against the window and fails with a ``MachOError``
 /// carrying the absolute file offset. Windows share the file's storage (a read-only
 /// mapping of the file, or a copy of an array): slicing one is cheap and never copies.
-public struct ByteView: Sendable {
+package struct ByteView: Sendable {
     /// The whole file.
-    public let storage: ByteStorage
+    package let storage: ByteStorage
     /// Absolute offset of the window's first byte in `storage`.
-    public let base: Int
+    package let base: Int
     /// Number of bytes in the window.
-    public let count: Int
+    package let count: Int
 
     /// A window onto a copy of `bytes`.
-    public init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         self.init(ByteStorage(bytes))
     }
 
     /// A window onto all of `storage`.
-    public init(_ storage: ByteStorage) {
+    package init(_ storage: ByteStorage) {
         self.storage = storage
         self.base = 0
         self.count = storage.count
@@ -31,11 +31,11 @@ public struct ByteView: Sendable {
 
     /// The absolute file offset of a window-relative offset.
     @inline(__always)
-    public func absolute(_ offset: Int) -> Int { base + offset }
+    package func absolute(_ offset: Int) -> Int { base + offset }
 
     /// Fails unless `[offset, offset + length)` lies inside the window.
     @inline(__always)
-    public func check(_ offset: Int, _ length: Int) throws(MachOError) {
+    package func check(_ offset: Int, _ length: Int) throws(MachOError) {
         guard offset >= 0, length >= 0, offset <= count, length <= count - offset else {
             throw MachOError(
                 offset: base + max(0, min(offset, count)),
@@ -44,13 +44,13 @@ public struct ByteView: Sendable {
     }
 
     /// A sub-window of `length` bytes at `offset`.
-    public func slice(_ offset: Int, _ length: Int) throws(MachOError) -> ByteView {
+    package func slice(_ offset: Int, _ length: Int) throws(MachOError) -> ByteView {
         try check(offset, length)
         return ByteView(storage: storage, base: base + offset, count: length)
     }
 
     /// A sub-window given by 64-bit file fields (offset and size from a load command).
-    public func slice(offset: UInt64, size: UInt64) throws(MachOError) -> ByteView {
+    package func slice(offset: UInt64, size: UInt64) throws(MachOError) -> ByteView {
         guard offset <= UInt64(Int.max), size <= UInt64(Int.max) else {
             throw MachOError(offset: base, .malformed("range 0x\(String(offset, radix: 16))+0x\(String(size, radix: 16)) is out of bounds"))
         }
@@ -64,33 +64,33 @@ public struct ByteView: Sendable {
         return storage.load(base + offset, as: type)
     }
 
-    public func u8(_ offset: Int) throws(MachOError) -> UInt8 { try load(offset, as: UInt8.self) }
-    public func u16(_ offset: Int) throws(MachOError) -> UInt16 { try load(offset, as: UInt16.self) }
-    public func u32(_ offset: Int) throws(MachOError) -> UInt32 { try load(offset, as: UInt32.self) }
-    public func u64(_ offset: Int) throws(MachOError) -> UInt64 { try load(offset, as: UInt64.self) }
+    package func u8(_ offset: Int) throws(MachOError) -> UInt8 { try load(offset, as: UInt8.self) }
+    package func u16(_ offset: Int) throws(MachOError) -> UInt16 { try load(offset, as: UInt16.self) }
+    package func u32(_ offset: Int) throws(MachOError) -> UInt32 { try load(offset, as: UInt32.self) }
+    package func u64(_ offset: Int) throws(MachOError) -> UInt64 { try load(offset, as: UInt64.self) }
 
     /// Big-endian 32-bit read (universal headers are big-endian).
-    public func u32BE(_ offset: Int) throws(MachOError) -> UInt32 {
+    package func u32BE(_ offset: Int) throws(MachOError) -> UInt32 {
         try check(offset, 4)
         return storage.loadBigEndian(base + offset, as: UInt32.self)
     }
 
     /// Big-endian 64-bit read.
-    public func u64BE(_ offset: Int) throws(MachOError) -> UInt64 {
+    package func u64BE(_ offset: Int) throws(MachOError) -> UInt64 {
         UInt64(try u32BE(offset)) << 32 | UInt64(try u32BE(offset + 4))
     }
 
     /// The unsigned LEB128 value at `position`, which moves past it; more than 64
     /// significant bits is an error.
     @inline(__always)
-    public func uleb128(at position: inout Int) throws(MachOError) -> UInt64 {
+    package func uleb128(at position: inout Int) throws(MachOError) -> UInt64 {
         let start = absolute(position)
         return try leb128(LEB128.unsigned(at: &position, { try? u8($0) }), "uleb128", start: start)
     }
 
     /// The signed LEB128 number at `position`, which moves past it.
     @inline(__always)
-    public func sleb128(at position: inout Int) throws(MachOError) -> Int64 {
+    package func sleb128(at position: inout Int) throws(MachOError) -> Int64 {
         let start = absolute(position)
         return try leb128(LEB128.signed(at: &position, { try? u8($0) }), "sleb128", start: start)
     }
@@ -109,32 +109,32 @@ public struct ByteView: Sendable {
 
     /// Whether the two windows hold the same bytes (compared in place).
     @inline(__always)
-    public func sameBytes(as other: ByteView) -> Bool {
+    package func sameBytes(as other: ByteView) -> Bool {
         count == other.count && storage.bytesEqual(base, other.storage, other.base, count)
     }
 
     /// Feeds the window's bytes to `hasher` (for keys compared with ``sameBytes(as:)``).
-    public func hashBytes(into hasher: inout Hasher) {
+    package func hashBytes(into hasher: inout Hasher) {
         storage.hashBytes(base, count, into: &hasher)
     }
 
     /// The window's bytes decoded as UTF-8 (invalid sequences repaired).
-    public var string: String { storage.string(base, count) }
+    package var string: String { storage.string(base, count) }
 
     /// A copy of `length` raw bytes.
-    public func bytes(_ offset: Int, _ length: Int) throws(MachOError) -> [UInt8] {
+    package func bytes(_ offset: Int, _ length: Int) throws(MachOError) -> [UInt8] {
         try check(offset, length)
         return storage.array(base + offset, length)
     }
 
     /// The window-relative offset of the first 0 byte in `[offset, offset + length)`, or nil.
-    public func firstZero(_ offset: Int, _ length: Int) throws(MachOError) -> Int? {
+    package func firstZero(_ offset: Int, _ length: Int) throws(MachOError) -> Int? {
         try check(offset, length)
         return storage.firstZero(from: base + offset, to: base + offset + length).map { $0 - base }
     }
 
     /// A fixed-size, NUL-padded name field such as `segname[16]`.
-    public func fixedString(_ offset: Int, _ length: Int) throws(MachOError) -> String {
+    package func fixedString(_ offset: Int, _ length: Int) throws(MachOError) -> String {
         try check(offset, length)
         let start = base + offset
         let end = storage.firstZero(from: start, to: start + length) ?? start + length
@@ -142,13 +142,13 @@ public struct ByteView: Sendable {
     }
 
     /// A NUL-terminated string starting at `offset`, which must end inside the window.
-    public func cString(_ offset: Int) throws(MachOError) -> String {
+    package func cString(_ offset: Int) throws(MachOError) -> String {
         try cStringBytes(offset).string
     }
 
     /// The bytes of the NUL-terminated string at `offset`, terminator excluded; the string
     /// must end inside the window. Nothing is copied.
-    public func cStringBytes(_ offset: Int) throws(MachOError) -> ByteView {
+    package func cStringBytes(_ offset: Int) throws(MachOError) -> ByteView {
         try check(offset, 0)
         let start = base + offset
         guard let end = storage.firstZero(from: start, to: base + count) else {

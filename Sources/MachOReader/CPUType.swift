@@ -1,28 +1,28 @@
 /// The architecture of a Mach-O image: `cputype` and `cpusubtype` from its header.
-public struct CPUType: Equatable, Hashable, Sendable, CustomStringConvertible {
-    public let type: Int32
-    public let subtype: Int32
+package struct CPUType: Equatable, Hashable, Sendable, CustomStringConvertible {
+    package let type: Int32
+    package let subtype: Int32
 
-    public init(type: Int32, subtype: Int32) {
+    package init(type: Int32, subtype: Int32) {
         self.type = type
         self.subtype = subtype
     }
 
-    public static let abi64: Int32 = 0x0100_0000
-    public static let x86Type: Int32 = 7
-    public static let armType: Int32 = 12
+    package static let abi64: Int32 = 0x0100_0000
+    package static let x86Type: Int32 = 7
+    package static let armType: Int32 = 12
     /// `CPU_SUBTYPE_MASK`: the capability bits of `cpusubtype`.
-    public static let subtypeMask: Int32 = Int32(bitPattern: 0xff00_0000)
+    package static let subtypeMask: Int32 = Int32(bitPattern: 0xff00_0000)
 
-    public static let x86_64 = CPUType(type: x86Type | abi64, subtype: 3)
-    public static let arm64 = CPUType(type: armType | abi64, subtype: 0)
-    public static let arm64e = CPUType(type: armType | abi64, subtype: 2)
+    package static let x86_64 = CPUType(type: x86Type | abi64, subtype: 3)
+    package static let arm64 = CPUType(type: armType | abi64, subtype: 0)
+    package static let arm64e = CPUType(type: armType | abi64, subtype: 2)
 
     /// The subtype without its capability bits.
-    public var baseSubtype: Int32 { subtype & ~CPUType.subtypeMask }
+    package var baseSubtype: Int32 { subtype & ~CPUType.subtypeMask }
 
     /// The architecture name used by `lipo`, `llvm-objdump --arch` and this tool.
-    public var name: String {
+    package var name: String {
         switch (type, baseSubtype) {
         case (CPUType.x86Type | CPUType.abi64, 8): return "x86_64h"
         case (CPUType.x86Type | CPUType.abi64, _): return "x86_64"
@@ -37,8 +37,8 @@ public struct CPUType: Equatable, Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { name }
+    package var description: String { name }
 
     /// Whether a user's `--arch` name selects this architecture.
-    public func matches(_ archName: String) -> Bool { name == archName }
+    package func matches(_ archName: String) -> Bool { name == archName }
 }

@@ -5,20 +5,20 @@
 /// load command order, whose `[addr, addr + size)` holds it, and what lies there is that
 /// section's file bytes (`offset + (address - addr)`), clamped to the file (a zero-fill
 /// section has none).
-public struct FileSections: Sendable {
+package struct FileSections: Sendable {
     /// What an address leads to.
-    public struct Place: Sendable {
-        public let section: Section
+    package struct Place: Sendable {
+        package let section: Section
         /// The address's offset in the section.
-        public let offset: UInt64
+        package let offset: UInt64
         /// Bytes from the address to the section's end, by its size field.
-        public let left: UInt64
+        package let left: UInt64
         /// The file bytes from the address to the section's end, clamped to the file:
         /// shorter than `left` when the section's range runs past the file (zero-fill).
-        public let bytes: ByteView
+        package let bytes: ByteView
     }
 
-    public let image: MachOImage
+    package let image: MachOImage
     /// Non-empty sections in load command order.
     private let sections: [Section]
     /// Disjoint address ranges sorted by start, each with the index of the first section
@@ -26,7 +26,7 @@ public struct FileSections: Sendable {
     /// binary search however the sections overlap.
     private let ranges: [(start: UInt64, end: UInt64, section: Int)]
 
-    public init(image: MachOImage) {
+    package init(image: MachOImage) {
         self.image = image
         let sections = image.sections.filter { $0.size != 0 }
         self.sections = sections
@@ -67,7 +67,7 @@ public struct FileSections: Sendable {
     }
 
     /// The first section holding `address` (nil when none does).
-    public func section(containing address: UInt64) -> Section? {
+    package func section(containing address: UInt64) -> Section? {
         let after = ranges.partitionPoint { $0.start <= address }
         guard after > 0 else { return nil }
         let range = ranges[after - 1]
@@ -76,7 +76,7 @@ public struct FileSections: Sendable {
     }
 
     /// Where `address` leads (nil when no section holds it).
-    public func place(_ address: UInt64) -> Place? {
+    package func place(_ address: UInt64) -> Place? {
         guard let section = section(containing: address) else { return nil }
         let offset = address - section.address
         let left = section.size - offset
@@ -85,12 +85,12 @@ public struct FileSections: Sendable {
 
     /// Zero-fill section types (`S_ZEROFILL`, `S_GB_ZEROFILL`, `S_THREAD_LOCAL_ZEROFILL`):
     /// their bytes are not in the file.
-    public static let zeroFillTypes: Set<UInt8> = [0x1, 0xc, 0x12]
+    package static let zeroFillTypes: Set<UInt8> = [0x1, 0xc, 0x12]
 
     /// The file bytes of `section` from `offset` to its end, clamped to the file; none for
     /// a zero-fill section. With `pastEnd`, at least that many bytes when the file holds
     /// them, read on past the section's end.
-    public func contents(of section: Section, from offset: UInt64 = 0, pastEnd: UInt64 = 0) -> ByteView {
+    package func contents(of section: Section, from offset: UInt64 = 0, pastEnd: UInt64 = 0) -> ByteView {
         let file = image.view
         let start = UInt64(section.fileOffset).addingReportingOverflow(offset)
         guard !FileSections.zeroFillTypes.contains(section.type), offset < section.size,
@@ -103,7 +103,7 @@ public struct FileSections: Sendable {
     /// `length` bytes at `address` for a structure parser: nil when no section holds the
     /// address; bytes the section (or the file) does not hold read as 0, and `complete`
     /// says whether all of them were there.
-    public func structure(at address: UInt64, length: Int) -> (view: ByteView, complete: Bool, place: Place)? {
+    package func structure(at address: UInt64, length: Int) -> (view: ByteView, complete: Bool, place: Place)? {
         guard let place = place(address) else { return nil }
         let present = min(place.bytes.count, length)
         if present == length, let view = try? place.bytes.slice(0, length) {
@@ -116,7 +116,7 @@ public struct FileSections: Sendable {
 
     /// The string at `address` as `printf("%.*s", left, p)` prints it: up to its NUL, the
     /// section's end or the file's end, whichever comes first; nil when no section holds it.
-    public func string(at address: UInt64) -> String? {
+    package func string(at address: UInt64) -> String? {
         guard let place = place(address) else { return nil }
         let bytes = place.bytes
         let end = ((try? bytes.firstZero(0, bytes.count)) ?? nil) ?? bytes.count

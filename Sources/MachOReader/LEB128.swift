@@ -1,10 +1,10 @@
 /// LEB128, the variable-length integers of opcode streams, tries, closure records and fixup
 /// runs: the one encoder (the closure format and the tests that hand-make streams write
 /// through it) and the one decoder (``unsigned(at:_:)``, ``signed(at:_:)``).
-public enum LEB128 {
+@usableFromInline package enum LEB128 {
     /// Appends `value` as unsigned LEB128.
     @inline(__always)
-    public static func appendUnsigned(_ value: UInt64, to bytes: inout [UInt8]) {
+    package static func appendUnsigned(_ value: UInt64, to bytes: inout [UInt8]) {
         var value = value
         repeat {
             let byte = UInt8(value & 0x7f)
@@ -15,7 +15,7 @@ public enum LEB128 {
 
     /// Appends `value` as signed LEB128.
     @inline(__always)
-    public static func appendSigned(_ value: Int64, to bytes: inout [UInt8]) {
+    package static func appendSigned(_ value: Int64, to bytes: inout [UInt8]) {
         var value = value
         while true {
             let byte = UInt8(value & 0x7f)
@@ -27,14 +27,14 @@ public enum LEB128 {
     }
 
     /// `value` as unsigned LEB128 bytes.
-    public static func unsigned(_ value: UInt64) -> [UInt8] {
+    package static func unsigned(_ value: UInt64) -> [UInt8] {
         var bytes: [UInt8] = []
         appendUnsigned(value, to: &bytes)
         return bytes
     }
 
     /// `value` as signed LEB128 bytes.
-    public static func signed(_ value: Int64) -> [UInt8] {
+    package static func signed(_ value: Int64) -> [UInt8] {
         var bytes: [UInt8] = []
         appendSigned(value, to: &bytes)
         return bytes
@@ -43,7 +43,7 @@ public enum LEB128 {
 
 /// A LEB128 number read by ``LEB128/unsigned(at:_:)`` or ``LEB128/signed(at:_:)``, or where
 /// and why it did not decode; each reader words the failure in its own error.
-public enum LEB128Read<Value> {
+@usableFromInline package enum LEB128Read<Value> {
     case value(Value)
     /// The bytes end inside the number (the index of the end).
     case truncated(at: Int)
@@ -56,7 +56,7 @@ extension LEB128 {
     /// `position` on (nil past the end), `position` moved past it. Every reader of the format
     /// (Mach-O opcode streams and tries, closure records, fixup runs) goes through here.
     @inlinable @inline(__always)
-    public static func unsigned(at position: inout Int, _ byte: (Int) -> UInt8?) -> LEB128Read<UInt64> {
+    package static func unsigned(at position: inout Int, _ byte: (Int) -> UInt8?) -> LEB128Read<UInt64> {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -72,7 +72,7 @@ extension LEB128 {
     /// The signed number whose bytes `byte` gives from index `position` on, as
     /// ``unsigned(at:_:)`` reads an unsigned one.
     @inlinable @inline(__always)
-    public static func signed(at position: inout Int, _ byte: (Int) -> UInt8?) -> LEB128Read<Int64> {
+    package static func signed(at position: inout Int, _ byte: (Int) -> UInt8?) -> LEB128Read<Int64> {
         var result: Int64 = 0
         var shift: Int64 = 0
         var next: UInt8

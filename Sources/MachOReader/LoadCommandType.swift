@@ -1,68 +1,68 @@
 /// The `cmd` field of a load command. Every type in `<mach-o/loader.h>` has a name;
 /// an unknown value is kept and printed as a number.
-public struct LoadCommandType: RawRepresentable, Equatable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
+package struct LoadCommandType: RawRepresentable, Equatable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: UInt32
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// `LC_REQ_DYLD`: dyld must understand the command or refuse the image.
-    public static let requiredByDyld: UInt32 = 0x8000_0000
+    package static let requiredByDyld: UInt32 = 0x8000_0000
 
-    public static let segment = Self(rawValue: 0x1)
-    public static let symtab = Self(rawValue: 0x2)
-    public static let symseg = Self(rawValue: 0x3)
-    public static let thread = Self(rawValue: 0x4)
-    public static let unixThread = Self(rawValue: 0x5)
-    public static let loadFVMLib = Self(rawValue: 0x6)
-    public static let idFVMLib = Self(rawValue: 0x7)
-    public static let ident = Self(rawValue: 0x8)
-    public static let fvmFile = Self(rawValue: 0x9)
-    public static let prepage = Self(rawValue: 0xa)
-    public static let dysymtab = Self(rawValue: 0xb)
-    public static let loadDylib = Self(rawValue: 0xc)
-    public static let idDylib = Self(rawValue: 0xd)
-    public static let loadDylinker = Self(rawValue: 0xe)
-    public static let idDylinker = Self(rawValue: 0xf)
-    public static let preboundDylib = Self(rawValue: 0x10)
-    public static let routines = Self(rawValue: 0x11)
-    public static let subFramework = Self(rawValue: 0x12)
-    public static let subUmbrella = Self(rawValue: 0x13)
-    public static let subClient = Self(rawValue: 0x14)
-    public static let subLibrary = Self(rawValue: 0x15)
-    public static let twoLevelHints = Self(rawValue: 0x16)
-    public static let prebindChecksum = Self(rawValue: 0x17)
-    public static let loadWeakDylib = Self(rawValue: 0x18 | requiredByDyld)
-    public static let segment64 = Self(rawValue: 0x19)
-    public static let routines64 = Self(rawValue: 0x1a)
-    public static let uuid = Self(rawValue: 0x1b)
-    public static let rpath = Self(rawValue: 0x1c | requiredByDyld)
-    public static let codeSignature = Self(rawValue: 0x1d)
-    public static let segmentSplitInfo = Self(rawValue: 0x1e)
-    public static let reexportDylib = Self(rawValue: 0x1f | requiredByDyld)
-    public static let lazyLoadDylib = Self(rawValue: 0x20)
-    public static let encryptionInfo = Self(rawValue: 0x21)
-    public static let dyldInfo = Self(rawValue: 0x22)
-    public static let dyldInfoOnly = Self(rawValue: 0x22 | requiredByDyld)
-    public static let loadUpwardDylib = Self(rawValue: 0x23 | requiredByDyld)
-    public static let versionMinMacOSX = Self(rawValue: 0x24)
-    public static let versionMinIPhoneOS = Self(rawValue: 0x25)
-    public static let functionStarts = Self(rawValue: 0x26)
-    public static let dyldEnvironment = Self(rawValue: 0x27)
-    public static let main = Self(rawValue: 0x28 | requiredByDyld)
-    public static let dataInCode = Self(rawValue: 0x29)
-    public static let sourceVersion = Self(rawValue: 0x2a)
-    public static let dylibCodeSignDRs = Self(rawValue: 0x2b)
-    public static let encryptionInfo64 = Self(rawValue: 0x2c)
-    public static let linkerOption = Self(rawValue: 0x2d)
-    public static let linkerOptimizationHint = Self(rawValue: 0x2e)
-    public static let versionMinTVOS = Self(rawValue: 0x2f)
-    public static let versionMinWatchOS = Self(rawValue: 0x30)
-    public static let note = Self(rawValue: 0x31)
-    public static let buildVersion = Self(rawValue: 0x32)
-    public static let dyldExportsTrie = Self(rawValue: 0x33 | requiredByDyld)
-    public static let dyldChainedFixups = Self(rawValue: 0x34 | requiredByDyld)
-    public static let atomInfo = Self(rawValue: 0x36)
-    public static let functionVariants = Self(rawValue: 0x37)
-    public static let functionVariantFixups = Self(rawValue: 0x38)
+    package static let segment = Self(rawValue: 0x1)
+    package static let symtab = Self(rawValue: 0x2)
+    package static let symseg = Self(rawValue: 0x3)
+    package static let thread = Self(rawValue: 0x4)
+    package static let unixThread = Self(rawValue: 0x5)
+    package static let loadFVMLib = Self(rawValue: 0x6)
+    package static let idFVMLib = Self(rawValue: 0x7)
+    package static let ident = Self(rawValue: 0x8)
+    package static let fvmFile = Self(rawValue: 0x9)
+    package static let prepage = Self(rawValue: 0xa)
+    package static let dysymtab = Self(rawValue: 0xb)
+    package static let loadDylib = Self(rawValue: 0xc)
+    package static let idDylib = Self(rawValue: 0xd)
+    package static let loadDylinker = Self(rawValue: 0xe)
+    package static let idDylinker = Self(rawValue: 0xf)
+    package static let preboundDylib = Self(rawValue: 0x10)
+    package static let routines = Self(rawValue: 0x11)
+    package static let subFramework = Self(rawValue: 0x12)
+    package static let subUmbrella = Self(rawValue: 0x13)
+    package static let subClient = Self(rawValue: 0x14)
+    package static let subLibrary = Self(rawValue: 0x15)
+    package static let twoLevelHints = Self(rawValue: 0x16)
+    package static let prebindChecksum = Self(rawValue: 0x17)
+    package static let loadWeakDylib = Self(rawValue: 0x18 | requiredByDyld)
+    package static let segment64 = Self(rawValue: 0x19)
+    package static let routines64 = Self(rawValue: 0x1a)
+    package static let uuid = Self(rawValue: 0x1b)
+    package static let rpath = Self(rawValue: 0x1c | requiredByDyld)
+    package static let codeSignature = Self(rawValue: 0x1d)
+    package static let segmentSplitInfo = Self(rawValue: 0x1e)
+    package static let reexportDylib = Self(rawValue: 0x1f | requiredByDyld)
+    package static let lazyLoadDylib = Self(rawValue: 0x20)
+    package static let encryptionInfo = Self(rawValue: 0x21)
+    package static let dyldInfo = Self(rawValue: 0x22)
+    package static let dyldInfoOnly = Self(rawValue: 0x22 | requiredByDyld)
+    package static let loadUpwardDylib = Self(rawValue: 0x23 | requiredByDyld)
+    package static let versionMinMacOSX = Self(rawValue: 0x24)
+    package static let versionMinIPhoneOS = Self(rawValue: 0x25)
+    package static let functionStarts = Self(rawValue: 0x26)
+    package static let dyldEnvironment = Self(rawValue: 0x27)
+    package static let main = Self(rawValue: 0x28 | requiredByDyld)
+    package static let dataInCode = Self(rawValue: 0x29)
+    package static let sourceVersion = Self(rawValue: 0x2a)
+    package static let dylibCodeSignDRs = Self(rawValue: 0x2b)
+    package static let encryptionInfo64 = Self(rawValue: 0x2c)
+    package static let linkerOption = Self(rawValue: 0x2d)
+    package static let linkerOptimizationHint = Self(rawValue: 0x2e)
+    package static let versionMinTVOS = Self(rawValue: 0x2f)
+    package static let versionMinWatchOS = Self(rawValue: 0x30)
+    package static let note = Self(rawValue: 0x31)
+    package static let buildVersion = Self(rawValue: 0x32)
+    package static let dyldExportsTrie = Self(rawValue: 0x33 | requiredByDyld)
+    package static let dyldChainedFixups = Self(rawValue: 0x34 | requiredByDyld)
+    package static let atomInfo = Self(rawValue: 0x36)
+    package static let functionVariants = Self(rawValue: 0x37)
+    package static let functionVariantFixups = Self(rawValue: 0x38)
 
     private static let names: [UInt32: String] = [
         0x1: "LC_SEGMENT", 0x2: "LC_SYMTAB", 0x3: "LC_SYMSEG", 0x4: "LC_THREAD",
@@ -87,7 +87,7 @@ public struct LoadCommandType: RawRepresentable, Equatable, Hashable, Sendable, 
     ]
 
     /// The `LC_` name, or nil for a type this reader does not know.
-    public var name: String? { Self.names[rawValue] }
+    package var name: String? { Self.names[rawValue] }
 
-    public var description: String { name ?? "LC_0x\(String(rawValue, radix: 16))" }
+    package var description: String { name ?? "LC_0x\(String(rawValue, radix: 16))" }
 }

@@ -1,5 +1,5 @@
 /// How a dependent dylib is linked, from the load command that names it.
-public enum DylibLinkKind: String, Equatable, Hashable, Sendable, Codable {
+package enum DylibLinkKind: String, Equatable, Hashable, Sendable, Codable {
     case regular, weak, reexport, upward, lazy
 
     init?(_ type: LoadCommandType) {
@@ -15,13 +15,13 @@ public enum DylibLinkKind: String, Equatable, Hashable, Sendable, Codable {
 }
 
 /// `dylib_command`: an install name with its versions (LC_ID_DYLIB and LC_*_DYLIB).
-public struct DylibCommand: Equatable, Sendable {
-    public let installName: String
-    public let timestamp: UInt32
-    public let currentVersion: UInt32
-    public let compatibilityVersion: UInt32
+package struct DylibCommand: Equatable, Sendable {
+    package let installName: String
+    package let timestamp: UInt32
+    package let currentVersion: UInt32
+    package let compatibilityVersion: UInt32
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         installName = try view.lcString(at: 8)
         timestamp = try view.u32(12)
         currentVersion = try view.u32(16)
@@ -30,30 +30,30 @@ public struct DylibCommand: Equatable, Sendable {
 }
 
 /// `entry_point_command` (LC_MAIN).
-public struct EntryPoint: Equatable, Sendable {
+package struct EntryPoint: Equatable, Sendable {
     /// File offset of `main` within the image's `__TEXT`.
-    public let entryOffset: UInt64
-    public let stackSize: UInt64
+    package let entryOffset: UInt64
+    package let stackSize: UInt64
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         (entryOffset, stackSize) = (try view.u64(8), try view.u64(16))
     }
 }
 
 /// `build_version_command` (LC_BUILD_VERSION).
-public struct BuildVersion: Equatable, Sendable {
-    public let platform: UInt32
-    public let minOS: UInt32
-    public let sdk: UInt32
+package struct BuildVersion: Equatable, Sendable {
+    package let platform: UInt32
+    package let minOS: UInt32
+    package let sdk: UInt32
     /// (tool, version) pairs.
-    public let tools: [(tool: UInt32, version: UInt32)]
+    package let tools: [(tool: UInt32, version: UInt32)]
 
-    public static func == (a: BuildVersion, b: BuildVersion) -> Bool {
+    package static func == (a: BuildVersion, b: BuildVersion) -> Bool {
         a.platform == b.platform && a.minOS == b.minOS && a.sdk == b.sdk
             && a.tools.elementsEqual(b.tools, by: { $0 == $1 })
     }
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         platform = try view.u32(8)
         minOS = try view.u32(12)
         sdk = try view.u32(16)
@@ -70,39 +70,39 @@ public struct BuildVersion: Equatable, Sendable {
 }
 
 /// `version_min_command` (LC_VERSION_MIN_*).
-public struct VersionMin: Equatable, Sendable {
-    public let version: UInt32
-    public let sdk: UInt32
+package struct VersionMin: Equatable, Sendable {
+    package let version: UInt32
+    package let sdk: UInt32
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         (version, sdk) = (try view.u32(8), try view.u32(12))
     }
 }
 
 /// `symtab_command` (LC_SYMTAB).
-public struct SymtabCommand: Equatable, Sendable {
-    public let symbolOffset: UInt32, symbolCount: UInt32
-    public let stringOffset: UInt32, stringSize: UInt32
+package struct SymtabCommand: Equatable, Sendable {
+    package let symbolOffset: UInt32, symbolCount: UInt32
+    package let stringOffset: UInt32, stringSize: UInt32
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         symbolOffset = try view.u32(8); symbolCount = try view.u32(12)
         stringOffset = try view.u32(16); stringSize = try view.u32(20)
     }
 }
 
 /// `dysymtab_command` (LC_DYSYMTAB).
-public struct DysymtabCommand: Equatable, Sendable {
-    public let localSymbolsIndex: UInt32, localSymbolsCount: UInt32
-    public let externalSymbolsIndex: UInt32, externalSymbolsCount: UInt32
-    public let undefinedSymbolsIndex: UInt32, undefinedSymbolsCount: UInt32
-    public let tocOffset: UInt32, tocCount: UInt32
-    public let moduleTableOffset: UInt32, moduleTableCount: UInt32
-    public let referencedSymbolsOffset: UInt32, referencedSymbolsCount: UInt32
-    public let indirectSymbolsOffset: UInt32, indirectSymbolsCount: UInt32
-    public let externalRelocationsOffset: UInt32, externalRelocationsCount: UInt32
-    public let localRelocationsOffset: UInt32, localRelocationsCount: UInt32
+package struct DysymtabCommand: Equatable, Sendable {
+    package let localSymbolsIndex: UInt32, localSymbolsCount: UInt32
+    package let externalSymbolsIndex: UInt32, externalSymbolsCount: UInt32
+    package let undefinedSymbolsIndex: UInt32, undefinedSymbolsCount: UInt32
+    package let tocOffset: UInt32, tocCount: UInt32
+    package let moduleTableOffset: UInt32, moduleTableCount: UInt32
+    package let referencedSymbolsOffset: UInt32, referencedSymbolsCount: UInt32
+    package let indirectSymbolsOffset: UInt32, indirectSymbolsCount: UInt32
+    package let externalRelocationsOffset: UInt32, externalRelocationsCount: UInt32
+    package let localRelocationsOffset: UInt32, localRelocationsCount: UInt32
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, 80)
         localSymbolsIndex = try view.u32(8); localSymbolsCount = try view.u32(12)
         externalSymbolsIndex = try view.u32(16); externalSymbolsCount = try view.u32(20)
@@ -118,22 +118,22 @@ public struct DysymtabCommand: Equatable, Sendable {
 
 /// `linkedit_data_command`: a blob in `__LINKEDIT` (code signature, function starts,
 /// chained fixups, exports trie, ...); also each offset and size pair of `dyld_info_command`.
-public struct LinkeditData: Equatable, Sendable {
-    public let dataOffset: UInt32
-    public let dataSize: UInt32
+package struct LinkeditData: Equatable, Sendable {
+    package let dataOffset: UInt32
+    package let dataSize: UInt32
 
     /// The offset and size fields at `fieldOffset` (8 in a `linkedit_data_command`).
-    public init(parsing view: ByteView, at fieldOffset: Int = 8) throws(MachOError) {
+    package init(parsing view: ByteView, at fieldOffset: Int = 8) throws(MachOError) {
         (dataOffset, dataSize) = (try view.u32(fieldOffset), try view.u32(fieldOffset + 4))
     }
 }
 
 /// `dyld_info_command` (LC_DYLD_INFO and LC_DYLD_INFO_ONLY): where the opcode streams
 /// and the export trie live.
-public struct DyldInfo: Equatable, Sendable {
-    public let rebase, bind, weakBind, lazyBind, export: LinkeditData
+package struct DyldInfo: Equatable, Sendable {
+    package let rebase, bind, weakBind, lazyBind, export: LinkeditData
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, 48)
         rebase = try LinkeditData(parsing: view, at: 8)
         bind = try LinkeditData(parsing: view, at: 16)
@@ -144,9 +144,9 @@ public struct DyldInfo: Equatable, Sendable {
 }
 
 /// One load command: its type, where it is, and what it says.
-public struct LoadCommand: Equatable, Sendable {
+package struct LoadCommand: Equatable, Sendable {
     /// What the reader understood of a command's body.
-    public enum Payload: Equatable, Sendable {
+    package enum Payload: Equatable, Sendable {
         case segment(Segment)
         case dylib(DylibLinkKind, DylibCommand)
         case idDylib(DylibCommand)
@@ -167,14 +167,14 @@ public struct LoadCommand: Equatable, Sendable {
         case raw
     }
 
-    public let type: LoadCommandType
+    package let type: LoadCommandType
     /// Offset of the command within its image.
-    public let offset: Int
-    public let size: UInt32
-    public let payload: Payload
+    package let offset: Int
+    package let size: UInt32
+    package let payload: Payload
 
     /// Parses one command; `view` spans exactly its `cmdsize` bytes.
-    public init(parsing view: ByteView, offsetInImage: Int) throws(MachOError) {
+    package init(parsing view: ByteView, offsetInImage: Int) throws(MachOError) {
         type = LoadCommandType(rawValue: try view.u32(0))
         size = try view.u32(4)
         offset = offsetInImage

@@ -1,48 +1,48 @@
 /// `mach_header_64`: the first 32 bytes of a 64-bit Mach-O image.
-public struct MachHeader: Equatable, Sendable {
-    public static let magic64: UInt32 = 0xfeed_facf
-    public static let magic32: UInt32 = 0xfeed_face
-    public static let size = 32
+package struct MachHeader: Equatable, Sendable {
+    package static let magic64: UInt32 = 0xfeed_facf
+    package static let magic32: UInt32 = 0xfeed_face
+    package static let size = 32
 
     /// `MH_EXECUTE`, `MH_DYLIB`, `MH_BUNDLE`, ...
-    public struct FileType: RawRepresentable, Equatable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: UInt32
-        public init(rawValue: UInt32) { self.rawValue = rawValue }
-        public static let object = FileType(rawValue: 1)
-        public static let execute = FileType(rawValue: 2)
-        public static let core = FileType(rawValue: 4)
-        public static let dylib = FileType(rawValue: 6)
-        public static let dylinker = FileType(rawValue: 7)
-        public static let bundle = FileType(rawValue: 8)
-        public static let dylibStub = FileType(rawValue: 9)
-        public static let dsym = FileType(rawValue: 10)
-        public static let kextBundle = FileType(rawValue: 11)
-        public static let fileset = FileType(rawValue: 12)
+    package struct FileType: RawRepresentable, Equatable, Hashable, Sendable, CustomStringConvertible {
+        package let rawValue: UInt32
+        package init(rawValue: UInt32) { self.rawValue = rawValue }
+        package static let object = FileType(rawValue: 1)
+        package static let execute = FileType(rawValue: 2)
+        package static let core = FileType(rawValue: 4)
+        package static let dylib = FileType(rawValue: 6)
+        package static let dylinker = FileType(rawValue: 7)
+        package static let bundle = FileType(rawValue: 8)
+        package static let dylibStub = FileType(rawValue: 9)
+        package static let dsym = FileType(rawValue: 10)
+        package static let kextBundle = FileType(rawValue: 11)
+        package static let fileset = FileType(rawValue: 12)
         /// `MH_OBJECT` through `MH_FILESET`: the types LLVM recognizes a Mach-O file by.
-        public static let known: ClosedRange<UInt32> = 1...12
+        package static let known: ClosedRange<UInt32> = 1...12
 
         private static let names: [UInt32: String] = [
             1: "MH_OBJECT", 2: "MH_EXECUTE", 4: "MH_CORE", 6: "MH_DYLIB", 7: "MH_DYLINKER", 8: "MH_BUNDLE", 9: "MH_DYLIB_STUB",
             10: "MH_DSYM", 11: "MH_KEXT_BUNDLE", 12: "MH_FILESET",
         ]
-        public var description: String { Self.names[rawValue] ?? "filetype(\(rawValue))" }
+        package var description: String { Self.names[rawValue] ?? "filetype(\(rawValue))" }
     }
 
     /// Header flags (`MH_TWOLEVEL`, `MH_WEAK_DEFINES`, ...).
-    public struct Flags: OptionSet, Sendable {
-        public let rawValue: UInt32
-        public init(rawValue: UInt32) { self.rawValue = rawValue }
-        public static let weakDefines = Flags(rawValue: 0x8000)
+    package struct Flags: OptionSet, Sendable {
+        package let rawValue: UInt32
+        package init(rawValue: UInt32) { self.rawValue = rawValue }
+        package static let weakDefines = Flags(rawValue: 0x8000)
     }
 
-    public let cpu: CPUType
-    public let fileType: FileType
-    public let commandCount: UInt32
-    public let commandsSize: UInt32
-    public let flags: Flags
+    package let cpu: CPUType
+    package let fileType: FileType
+    package let commandCount: UInt32
+    package let commandsSize: UInt32
+    package let flags: Flags
 
     /// Parses the header at the start of `view`. Only 64-bit little-endian images are accepted.
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         let magic = try view.u32(0)
         guard magic == MachHeader.magic64 else {
             if magic == MachHeader.magic32 {

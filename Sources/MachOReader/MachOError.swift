@@ -5,9 +5,9 @@
 /// `offset` is an absolute offset in the file that was given to the reader (for a
 /// slice of a universal file it already includes the slice's own offset), so a user
 /// can look at the very byte with `xxd -s`.
-public struct MachOError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct MachOError: Error, Equatable, Sendable, CustomStringConvertible {
     /// What was wrong.
-    public indirect enum Reason: Equatable, Sendable {
+    package indirect enum Reason: Equatable, Sendable {
         /// A read of `needed` bytes ran past the end of the bounded region.
         case truncated(needed: Int, available: Int)
         /// The first bytes are not a Mach-O or universal magic.
@@ -52,60 +52,60 @@ public struct MachOError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Absolute file offset of the offending bytes.
-    public var offset: Int
+    package var offset: Int
     /// What was wrong.
-    public var reason: Reason
+    package var reason: Reason
     /// The file the bytes came from, once known (the reader itself does no I/O).
-    public var file: String?
+    package var file: String?
 
-    public init(offset: Int, _ reason: Reason, file: String? = nil) {
+    package init(offset: Int, _ reason: Reason, file: String? = nil) {
         self.offset = offset
         self.reason = reason
         self.file = file
     }
 
     /// Convenience for the most common case.
-    public static func malformed(_ what: String, at offset: Int) -> MachOError {
+    package static func malformed(_ what: String, at offset: Int) -> MachOError {
         MachOError(offset: offset, .malformed(what))
     }
 
     /// A code signature's `structure` that cannot be right at `offset`.
-    public init(offset: Int, structure: String, what: String) {
+    package init(offset: Int, structure: String, what: String) {
         self.init(offset: offset, .codeSignature(structure: structure, .malformed(what)))
     }
 
     /// A failed read inside code signature structure `structure`, at the read's own offset.
-    public init(_ structure: String, wrapping cause: MachOError) {
+    package init(_ structure: String, wrapping cause: MachOError) {
         self.init(offset: cause.offset, .codeSignature(structure: structure, cause.reason), file: cause.file)
     }
 
     /// Objective-C metadata at `address` that cannot be right.
-    public init(image: Int?, address: UInt64, what: String) {
+    package init(image: Int?, address: UInt64, what: String) {
         self.init(offset: 0, .objCMetadata(image: image, address: address, what: what))
     }
 
     /// The same error, attributed to `file`.
-    public func inFile(_ file: String) -> MachOError {
+    package func inFile(_ file: String) -> MachOError {
         var copy = self
         copy.file = file
         return copy
     }
 
     /// The code signature structure and what was wrong in it, for a code signature's error.
-    public var codeSignature: (structure: String, what: String)? {
+    package var codeSignature: (structure: String, what: String)? {
         guard case let .codeSignature(structure, reason) = reason else { return nil }
         return (structure, reason.text)
     }
 
     /// Whether the error is an app archive's or bundle's (it names no offset in a Mach-O file).
-    public var isArchive: Bool {
+    package var isArchive: Bool {
         switch reason {
         case .notZip, .unsafeEntry, .overLimit, .unusable: true
         default: false
         }
     }
 
-    public var description: String {
+    package var description: String {
         let file = file ?? "<bytes>"
         switch reason {
         case .objCMetadata: return reason.text

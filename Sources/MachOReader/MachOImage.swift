@@ -1,45 +1,45 @@
 /// One parsed 64-bit Mach-O image: its header and load commands, with typed accessors
 /// for what a loader needs. Fixups and exports are decoded on demand from `view`
 /// (see the `Fixups` and `Exports` extensions).
-public struct MachOImage: Sendable {
+package struct MachOImage: Sendable {
     /// A real image has far fewer; the cap bounds the work an absurd header can ask for.
-    public static let maxLoadCommands: UInt32 = 65_536
+    package static let maxLoadCommands: UInt32 = 65_536
 
     /// The image's bytes (a slice of its file for a universal file).
-    public let view: ByteView
-    public let header: MachHeader
-    public let loadCommands: [LoadCommand]
+    package let view: ByteView
+    package let header: MachHeader
+    package let loadCommands: [LoadCommand]
     /// Bytes from the end of the header to the end of the last load command. LLVM lets the
     /// last command run past `sizeofcmds` (inside the file); dyld does not, and neither do
     /// the launch paths (``ImageFile``).
-    public let loadCommandsExtent: Int
+    package let loadCommandsExtent: Int
 
     // Derived once at parse time, in load-command order.
-    public private(set) var segments: [Segment] = []
+    package private(set) var segments: [Segment] = []
     /// Dependent dylibs in load-command order; library ordinal N is `dependencies[N - 1]`.
-    public private(set) var dependencies: [Dependency] = []
-    public private(set) var rpaths: [String] = []
-    public private(set) var id: DylibCommand?
-    public private(set) var uuid: [UInt8]?
-    public private(set) var entryPoint: EntryPoint?
-    public private(set) var dyldInfo: DyldInfo?
-    public private(set) var chainedFixups: LinkeditData?
-    public private(set) var exportsTrie: LinkeditData?
-    public private(set) var functionStarts: LinkeditData?
-    public private(set) var codeSignature: LinkeditData?
-    public private(set) var symtab: SymtabCommand?
-    public private(set) var dysymtab: DysymtabCommand?
-    public private(set) var buildVersion: BuildVersion?
-    public private(set) var versionMin: (type: LoadCommandType, version: VersionMin)?
+    package private(set) var dependencies: [Dependency] = []
+    package private(set) var rpaths: [String] = []
+    package private(set) var id: DylibCommand?
+    package private(set) var uuid: [UInt8]?
+    package private(set) var entryPoint: EntryPoint?
+    package private(set) var dyldInfo: DyldInfo?
+    package private(set) var chainedFixups: LinkeditData?
+    package private(set) var exportsTrie: LinkeditData?
+    package private(set) var functionStarts: LinkeditData?
+    package private(set) var codeSignature: LinkeditData?
+    package private(set) var symtab: SymtabCommand?
+    package private(set) var dysymtab: DysymtabCommand?
+    package private(set) var buildVersion: BuildVersion?
+    package private(set) var versionMin: (type: LoadCommandType, version: VersionMin)?
 
     /// A dylib this image links against.
-    public struct Dependency: Equatable, Sendable {
-        public let kind: DylibLinkKind
-        public let command: DylibCommand
-        public var installName: String { command.installName }
+    package struct Dependency: Equatable, Sendable {
+        package let kind: DylibLinkKind
+        package let command: DylibCommand
+        package var installName: String { command.installName }
     }
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         self.view = view
         header = try MachHeader(parsingWithCommands: view)
         let commandsEnd = MachHeader.size + Int(header.commandsSize)
@@ -97,36 +97,36 @@ public struct MachOImage: Sendable {
     }
 
     /// Parses a thin file's image directly from its bytes.
-    public init(parsing bytes: [UInt8]) throws(MachOError) {
+    package init(parsing bytes: [UInt8]) throws(MachOError) {
         try self.init(parsing: ByteView(bytes))
     }
 
     /// The bytes of a `__LINKEDIT` blob named by file offset and size (relative to the image).
-    public func linkeditBytes(offset: UInt32, size: UInt32) throws(MachOError) -> ByteView {
+    package func linkeditBytes(offset: UInt32, size: UInt32) throws(MachOError) -> ByteView {
         try view.slice(offset: UInt64(offset), size: UInt64(size))
     }
 
     /// The bytes of a linkedit-data load command's blob.
-    public func linkeditBytes(_ data: LinkeditData) throws(MachOError) -> ByteView {
+    package func linkeditBytes(_ data: LinkeditData) throws(MachOError) -> ByteView {
         try linkeditBytes(offset: data.dataOffset, size: data.dataSize)
     }
 
     /// The image's preferred load address: the vmaddr of the segment mapped at file offset 0
     /// (`__TEXT`), or 0.
-    public var preferredLoadAddress: UInt64 {
+    package var preferredLoadAddress: UInt64 {
         segments.first(where: { $0.fileOffset == 0 && $0.fileSize != 0 })?.vmAddress ?? 0
     }
 
     /// All sections, in load-command order.
-    public var sections: [Section] { segments.flatMap(\.sections) }
+    package var sections: [Section] { segments.flatMap(\.sections) }
 
     /// `__mod_init_func` and `__init_offsets` style sections, by section type.
-    public var initializerSections: [Section] {
+    package var initializerSections: [Section] {
         sections.filter { $0.type == Section.typeModInitFuncPointers || $0.type == Section.typeInitFuncOffsets }
     }
 
     /// The 32-bit image offsets in an `S_INIT_FUNC_OFFSETS` section.
-    public func initializerOffsets(in section: Section) throws(MachOError) -> [UInt32] {
+    package func initializerOffsets(in section: Section) throws(MachOError) -> [UInt32] {
         guard section.type == Section.typeInitFuncOffsets else {
             throw MachOError.malformed("section \(section.segmentName),\(section.name) is not S_INIT_FUNC_OFFSETS", at: view.base)
         }

@@ -4,7 +4,7 @@ extension RandomAccessCollection where Index == Int {
     /// does not hold for). The one search over sorted ranges: "the last range starting at or
     /// before X" is the element before `partitionPoint { $0.start <= X }`.
     @inlinable
-    public func partitionPoint(_ isBefore: (Element) -> Bool) -> Int {
+    package func partitionPoint(_ isBefore: (Element) -> Bool) -> Int {
         var low = startIndex, high = endIndex
         while low < high {
             let middle = low + (high - low) / 2
@@ -20,7 +20,7 @@ extension Array {
     /// whose unoptimized build allocates, and a page-in fill, which must not allocate, runs
     /// its searches inside a SIGBUS handler.
     @inlinable
-    public func partitionPoint(_ isBefore: (Element) -> Bool) -> Int {
+    package func partitionPoint(_ isBefore: (Element) -> Bool) -> Int {
         var low = 0, high = count
         while low < high {
             let middle = low + (high - low) / 2

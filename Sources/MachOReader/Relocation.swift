@@ -1,19 +1,19 @@
 /// `relocation_info`: one relocation entry of a section (object files; linked images have
 /// none in their sections). 64-bit images have no scattered relocations.
-public struct RelocationInfo: Equatable, Sendable {
-    public static let size = 8
+package struct RelocationInfo: Equatable, Sendable {
+    package static let size = 8
     /// `r_address`: the offset in the section of the bytes to relocate.
-    public let address: UInt32
+    package let address: UInt32
     /// `r_symbolnum`: a symbol table index (`r_extern`) or a 1-based section number.
-    public let symbolNumber: UInt32
-    public let isPCRelative: Bool
+    package let symbolNumber: UInt32
+    package let isPCRelative: Bool
     /// `r_length`: log2 of the size relocated.
-    public let length: UInt8
-    public let isExtern: Bool
-    public let type: UInt8
+    package let length: UInt8
+    package let isExtern: Bool
+    package let type: UInt8
 
     /// Parses the first ``size`` bytes of `view`.
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         address = try view.u32(0)
         let word = try view.u32(4)
         symbolNumber = word & 0x00ff_ffff
@@ -26,7 +26,7 @@ public struct RelocationInfo: Equatable, Sendable {
 
 extension MachOImage {
     /// The relocation entries of `section` (its `reloff` and `nreloc`), in file order.
-    public func relocations(of section: Section) throws(MachOError) -> [RelocationInfo] {
+    package func relocations(of section: Section) throws(MachOError) -> [RelocationInfo] {
         guard section.relocationCount != 0 else { return [] }
         let table = try view.slice(offset: UInt64(section.relocationOffset), size: UInt64(section.relocationCount) * UInt64(RelocationInfo.size))
         var entries: [RelocationInfo] = []

@@ -1,51 +1,51 @@
 /// VM protection bits (`VM_PROT_READ`, `VM_PROT_WRITE`, `VM_PROT_EXECUTE`).
-public struct VMProtection: OptionSet, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: Int32
-    public init(rawValue: Int32) { self.rawValue = rawValue }
-    public static let read = VMProtection(rawValue: 1)
-    public static let write = VMProtection(rawValue: 2)
-    public static let execute = VMProtection(rawValue: 4)
+package struct VMProtection: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: Int32
+    package init(rawValue: Int32) { self.rawValue = rawValue }
+    package static let read = VMProtection(rawValue: 1)
+    package static let write = VMProtection(rawValue: 2)
+    package static let execute = VMProtection(rawValue: 4)
 
     /// `r-x` style.
-    public var description: String {
+    package var description: String {
         (contains(.read) ? "r" : "-") + (contains(.write) ? "w" : "-") + (contains(.execute) ? "x" : "-")
     }
 }
 
 /// `section_64`: a named range inside a segment.
-public struct Section: Equatable, Sendable {
-    public static let size = 80
-    public let name: String
-    public let segmentName: String
-    public let address: UInt64
-    public let size: UInt64
-    public let fileOffset: UInt32
-    public let alignment: UInt32
-    public let relocationOffset: UInt32
-    public let relocationCount: UInt32
-    public let flags: UInt32
-    public let reserved1: UInt32, reserved2: UInt32, reserved3: UInt32
+package struct Section: Equatable, Sendable {
+    package static let size = 80
+    package let name: String
+    package let segmentName: String
+    package let address: UInt64
+    package let size: UInt64
+    package let fileOffset: UInt32
+    package let alignment: UInt32
+    package let relocationOffset: UInt32
+    package let relocationCount: UInt32
+    package let flags: UInt32
+    package let reserved1: UInt32, reserved2: UInt32, reserved3: UInt32
 
     /// `SECTION_TYPE`: the low byte of `flags`.
-    public var type: UInt8 { UInt8(flags & 0xff) }
+    package var type: UInt8 { UInt8(flags & 0xff) }
 
-    public static let typeModInitFuncPointers: UInt8 = 0x9
-    public static let typeInitFuncOffsets: UInt8 = 0x16
+    package static let typeModInitFuncPointers: UInt8 = 0x9
+    package static let typeInitFuncOffsets: UInt8 = 0x16
     /// `S_INTERPOSING`: (replacement, replacee) pointer pairs.
-    public static let typeInterposing: UInt8 = 0xd
+    package static let typeInterposing: UInt8 = 0xd
     /// `S_THREAD_LOCAL_REGULAR` (`__thread_data`), `S_THREAD_LOCAL_ZEROFILL`
     /// (`__thread_bss`), `S_THREAD_LOCAL_VARIABLES` (`__thread_vars`: the descriptors).
-    public static let typeThreadLocalRegular: UInt8 = 0x11
-    public static let typeThreadLocalZerofill: UInt8 = 0x12
-    public static let typeThreadLocalVariables: UInt8 = 0x13
+    package static let typeThreadLocalRegular: UInt8 = 0x11
+    package static let typeThreadLocalZerofill: UInt8 = 0x12
+    package static let typeThreadLocalVariables: UInt8 = 0x13
 
     /// Whether the section holds interposing tuples, by dyld's test (dyld4
     /// `Header::hasInterposingTuples`): its type, or `__interpose` in a `__DATA*` or `__AUTH*` segment.
-    public var holdsInterposingTuples: Bool {
+    package var holdsInterposingTuples: Bool {
         type == Section.typeInterposing || (name == "__interpose" && (segmentName.hasPrefix("__DATA") || segmentName.hasPrefix("__AUTH")))
     }
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, Section.size)
         name = try view.fixedString(0, 16)
         segmentName = try view.fixedString(16, 16)
@@ -60,28 +60,28 @@ public struct Section: Equatable, Sendable {
     }
 
     /// Whether `address` lies inside this section.
-    public func contains(address value: UInt64) -> Bool {
+    package func contains(address value: UInt64) -> Bool {
         value >= address && value - address < size
     }
 }
 
 /// `segment_command_64`: a range of the file mapped at a virtual address, with its sections.
-public struct Segment: Equatable, Sendable {
-    public static let commandSize = 72
-    public let name: String
-    public let vmAddress: UInt64
-    public let vmSize: UInt64
-    public let fileOffset: UInt64
-    public let fileSize: UInt64
-    public let maxProtection: VMProtection
-    public let initialProtection: VMProtection
-    public let flags: UInt32
-    public let sections: [Section]
+package struct Segment: Equatable, Sendable {
+    package static let commandSize = 72
+    package let name: String
+    package let vmAddress: UInt64
+    package let vmSize: UInt64
+    package let fileOffset: UInt64
+    package let fileSize: UInt64
+    package let maxProtection: VMProtection
+    package let initialProtection: VMProtection
+    package let flags: UInt32
+    package let sections: [Section]
 
     /// Parses a segment command; `view` spans exactly its `cmdsize` bytes. Without
     /// `withSections` the section headers are bounds-checked but not read (`sections` is
     /// empty): what a loader needs to check a mapping plan.
-    public init(parsing view: ByteView, withSections: Bool = true) throws(MachOError) {
+    package init(parsing view: ByteView, withSections: Bool = true) throws(MachOError) {
         try view.check(0, Segment.commandSize)
         name = try view.fixedString(8, 16)
         vmAddress = try view.u64(24)
@@ -106,7 +106,7 @@ public struct Segment: Equatable, Sendable {
     }
 
     /// Whether `address` lies inside this segment's VM range.
-    public func contains(address value: UInt64) -> Bool {
+    package func contains(address value: UInt64) -> Bool {
         value >= vmAddress && value - vmAddress < vmSize
     }
 }

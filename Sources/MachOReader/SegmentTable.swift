@@ -1,20 +1,20 @@
 /// An image's header and segment commands alone, read from its first bytes (the header
 /// and load commands that open `__TEXT`): what a loader checks a mapping plan against
 /// without reading the rest of the file. No linkedit, no fixups, no symbols.
-public struct SegmentTable: Sendable {
-    public let header: MachHeader
+package struct SegmentTable: Sendable {
+    package let header: MachHeader
     /// The `LC_SEGMENT_64` commands, in load-command order, without their sections.
-    public let segments: [Segment]
+    package let segments: [Segment]
 
     /// Bytes of the image the header and load commands take, from the header alone
     /// (`view` needs only its first 32 bytes).
-    public static func requiredSize(header view: ByteView) throws(MachOError) -> Int {
+    package static func requiredSize(header view: ByteView) throws(MachOError) -> Int {
         let header = try MachHeader(parsing: view)
         return MachHeader.size + Int(header.commandsSize)
     }
 
     /// Parses the header and walks every load command of `view`, keeping the segments.
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         header = try MachHeader(parsingWithCommands: view)
         let commandsEnd = MachHeader.size + Int(header.commandsSize)
         var segments: [Segment] = []

@@ -1,22 +1,22 @@
 /// `nlist_64`: one entry of the LC_SYMTAB symbol table.
-public struct NList64: Equatable, Sendable {
-    public static let size = 16
+package struct NList64: Equatable, Sendable {
+    package static let size = 16
     /// `N_STAB`: any of these bits makes the entry a debugging (stab) entry.
-    public static let stabMask: UInt8 = 0xe0
+    package static let stabMask: UInt8 = 0xe0
     /// `N_TYPE`: the symbol's kind (`N_UNDF` 0, `N_ABS` 2, `N_SECT` 0xe, `N_PBUD` 0xc, `N_INDR` 0xa).
-    public static let typeMask: UInt8 = 0x0e
-    public static let typeUndefined: UInt8 = 0x0
+    package static let typeMask: UInt8 = 0x0e
+    package static let typeUndefined: UInt8 = 0x0
 
     /// Offset of the name in the string table.
-    public let stringIndex: UInt32
-    public let type: UInt8
+    package let stringIndex: UInt32
+    package let type: UInt8
     /// 1-based section index (`N_SECT`), 0 for none.
-    public let section: UInt8
-    public let desc: UInt16
-    public let value: UInt64
+    package let section: UInt8
+    package let desc: UInt16
+    package let value: UInt64
 
     /// Parses the first ``size`` bytes of `view`.
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, NList64.size)
         stringIndex = try view.u32(0)
         type = try view.u8(4)
@@ -25,18 +25,18 @@ public struct NList64: Equatable, Sendable {
         value = try view.u64(8)
     }
 
-    public var isStab: Bool { type & NList64.stabMask != 0 }
-    public var isUndefined: Bool { type & NList64.typeMask == NList64.typeUndefined }
+    package var isStab: Bool { type & NList64.stabMask != 0 }
+    package var isUndefined: Bool { type & NList64.typeMask == NList64.typeUndefined }
 }
 
 /// The LC_SYMTAB symbol and string tables of an image, read entry by entry.
-public struct SymbolTable: Sendable {
-    public let count: Int
+package struct SymbolTable: Sendable {
+    package let count: Int
     private let entries: ByteView
     private let strings: ByteView
 
     /// nil when the image has no LC_SYMTAB.
-    public init?(image: MachOImage) throws(MachOError) {
+    package init?(image: MachOImage) throws(MachOError) {
         guard let command = image.symtab else { return nil }
         entries = try image.view.slice(offset: UInt64(command.symbolOffset), size: UInt64(command.symbolCount) * UInt64(NList64.size))
         strings = try image.view.slice(offset: UInt64(command.stringOffset), size: UInt64(command.stringSize))
@@ -44,13 +44,13 @@ public struct SymbolTable: Sendable {
     }
 
     /// Entry `index` (< ``count``).
-    public func entry(_ index: Int) throws(MachOError) -> NList64 {
+    package func entry(_ index: Int) throws(MachOError) -> NList64 {
         try NList64(parsing: entries.slice(index * NList64.size, NList64.size))
     }
 
     /// The name of `entry`: the string table's bytes from its index to the first NUL (or
     /// the table's end). An index past the table is an error at the entry's name field.
-    public func name(of entry: NList64) throws(MachOError) -> String {
+    package func name(of entry: NList64) throws(MachOError) -> String {
         let start = Int(entry.stringIndex)
         guard start < strings.count else {
             throw .malformed("symbol name index \(start) is past the \(strings.count)-byte string table", at: strings.absolute(0))

@@ -1,35 +1,35 @@
 /// A file as the reader finds it: one thin Mach-O image or a universal (fat) file of
 /// several, each a ``Slice``.
-public struct UniversalFile: Sendable {
-    public static let fatMagic: UInt32 = 0xcafe_babe
-    public static let fatMagic64: UInt32 = 0xcafe_babf
+package struct UniversalFile: Sendable {
+    package static let fatMagic: UInt32 = 0xcafe_babe
+    package static let fatMagic64: UInt32 = 0xcafe_babf
     /// A real universal file never holds more; the cap also bounds the allocation.
-    public static let maxSlices: UInt32 = 64
+    package static let maxSlices: UInt32 = 64
     /// The largest slice alignment (2^15) llvm-objdump accepts.
-    public static let maxAlignment: UInt32 = 15
+    package static let maxAlignment: UInt32 = 15
 
     /// One architecture's image inside the file.
-    public struct Slice: Sendable {
-        public let cpu: CPUType
+    package struct Slice: Sendable {
+        package let cpu: CPUType
         /// Absolute offset of the image in the file (0 for a thin file).
-        public let offset: Int
-        public let size: Int
+        package let offset: Int
+        package let size: Int
         /// `align` from the fat_arch entry (a power of two); 0 for a thin file.
-        public let alignment: UInt32
+        package let alignment: UInt32
     }
 
     /// The whole file.
-    public let view: ByteView
+    package let view: ByteView
     /// True for a universal file, even one holding a single architecture.
-    public let isUniversal: Bool
-    public let slices: [Slice]
+    package let isUniversal: Bool
+    package let slices: [Slice]
 
     /// Reads the container structure of `bytes`: which images it holds and where.
-    public init(parsing bytes: [UInt8]) throws(MachOError) {
+    package init(parsing bytes: [UInt8]) throws(MachOError) {
         try self.init(parsing: ByteView(bytes))
     }
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         self.view = view
         let magicBE = try view.u32BE(0)
         if magicBE == UniversalFile.fatMagic || magicBE == UniversalFile.fatMagic64 {
@@ -81,7 +81,7 @@ public struct UniversalFile: Sendable {
     }
 
     /// The slice for `arch`, or an error naming the architectures present.
-    public func slice(for arch: String) throws(MachOError) -> Slice {
+    package func slice(for arch: String) throws(MachOError) -> Slice {
         guard let slice = slices.first(where: { $0.cpu.matches(arch) }) else {
             let present = slices.map(\.cpu.name).joined(separator: ", ")
             throw MachOError(offset: view.base, .noSuchArchitecture("\(arch) (file has \(present))"))
@@ -90,7 +90,7 @@ public struct UniversalFile: Sendable {
     }
 
     /// Parses the image of one slice, whose header must name the slice's CPU type.
-    public func image(_ slice: Slice) throws(MachOError) -> MachOImage {
+    package func image(_ slice: Slice) throws(MachOError) -> MachOImage {
         let image = try MachOImage(parsing: try view.slice(slice.offset - view.base, slice.size))
         guard image.header.cpu.type == slice.cpu.type else {
             throw MachOError.malformed(

@@ -10,15 +10,15 @@ import Glibc
 /// file owns that decision, and the reader only reads, always after ``ByteView`` has
 /// checked the range. The bytes never change after creation, so sharing one storage
 /// between threads is safe.
-@safe public final class ByteStorage: @unchecked Sendable {
+@safe package final class ByteStorage: @unchecked Sendable {
     /// The first byte, nil when `count` is 0.
     @usableFromInline let start: UnsafeRawPointer?
     /// Number of readable bytes.
-    public let count: Int
+    package let count: Int
     private let release: (@Sendable (UnsafeRawPointer, Int) -> Void)?
 
     /// A copy of `bytes`.
-    public init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         count = bytes.count
         guard !bytes.isEmpty else {
             unsafe start = nil
@@ -33,7 +33,7 @@ import Glibc
 
     /// `count` readable bytes at `start`, which must stay readable and unchanged until
     /// `release(start, count)` runs when the storage is freed.
-    public init(unsafeStart start: UnsafeRawPointer, count: Int, release: @escaping @Sendable (UnsafeRawPointer, Int) -> Void) {
+    package init(unsafeStart start: UnsafeRawPointer, count: Int, release: @escaping @Sendable (UnsafeRawPointer, Int) -> Void) {
         unsafe self.start = unsafe start
         self.count = count
         unsafe self.release = unsafe release
@@ -111,7 +111,7 @@ extension ByteView {
 
     /// Calls `body` with the window's bytes in place (for libraries that take a buffer:
     /// hashing, decompression), without copying them.
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         unsafe try storage.withBytes(base, count, body)
     }
 }

@@ -10,30 +10,30 @@ import LoaderSystem
 /// Applies one page's fixups to that page's bytes. Called inside the SIGBUS handler of the
 /// thread that first touched the page: it must not allocate, take a lock, build strings or
 /// look anything up by name, and must never touch the launch's registered memory.
-public protocol PageFixupSource: AnyObject, Sendable {
+package protocol PageFixupSource: AnyObject, Sendable {
     /// Writes the fixups of image `image` that lie on `page` into it; nil on success.
     func applyFixups(image: Int, to page: inout PageBuffer) -> PageFillFailure?
 }
 
 /// One page being filled, before it is installed: the file's bytes (zeros past the file),
 /// fixed up in place by ``PageFixupSource/applyFixups(image:to:)``.
-public struct PageBuffer {
+package struct PageBuffer {
     let staging: UnsafeUserfault.StagingPage
     /// The page's offset from its image's base.
-    public let vmOffset: UInt64
+    package let vmOffset: UInt64
     /// Where the image's base is mapped.
-    public let imageBase: UInt64
-    public var size: UInt64 { UnsafeUserfault.pageSize }
+    package let imageBase: UInt64
+    package var size: UInt64 { UnsafeUserfault.pageSize }
 
     /// Whether `run` lies wholly on this page: the one check per run before its stores.
     @inline(__always)
-    public func contains(_ run: FixupRun) -> Bool {
+    package func contains(_ run: FixupRun) -> Bool {
         run.start >= vmOffset && run.last >= run.start && run.last - vmOffset <= size - 8
     }
 
     /// Stores a word at `imageOffset` from the image's base; a location off the page is a fault.
     @inline(__always)
-    public func store(_ value: UInt64, atImageOffset imageOffset: UInt64) throws(FixupFault) {
+    package func store(_ value: UInt64, atImageOffset imageOffset: UInt64) throws(FixupFault) {
         let inPage = imageOffset &- vmOffset
         guard imageOffset >= vmOffset, inPage <= size - 8 else { throw .runOffPage(start: imageOffset) }
         UnsafeMemory.store64(value, at: staging.address &+ inPage)
@@ -42,7 +42,7 @@ public struct PageBuffer {
 
 /// Why a page could not be filled: a kind, not an error (the fault path reports it in one
 /// line and ends the process), built without allocation; worded when the launch reads it.
-public enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
+package enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
     /// Reading the page's file bytes failed (errno), or the file is shorter than planned.
     case fileRead(image: Int, vmOffset: UInt64, errno: Int32)
     case fileShort(image: Int, vmOffset: UInt64, got: Int, expected: Int)
@@ -51,7 +51,7 @@ public enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
     case install(address: UInt64, errno: Int32)
     case signature(image: Int, vmOffset: UInt64, slot: Int)
 
-    public var description: String {
+    package var description: String {
         func page(_ image: Int, _ offset: UInt64) -> String { "image \(image) page +0x\(String(offset, radix: 16))" }
         switch self {
         case let .fileRead(image, offset, errno): return "\(page(image, offset)): reading its file bytes failed: \(Errno(rawValue: errno))"
@@ -83,7 +83,7 @@ public enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
 /// waits for another. A page that cannot be filled is reported in one line and the SIGBUS
 /// goes to the previous handler: the process ends, as a plain launch does when a mapped file
 /// cannot be read. A system call touching an untouched page fails with EFAULT.
-public final class FixupPager: @unchecked Sendable {
+package final class FixupPager: @unchecked Sendable {
     /// One registered range: where it is mapped and where its file bytes are.
     struct Range {
         let start: UInt64
@@ -112,7 +112,7 @@ public final class FixupPager: @unchecked Sendable {
 
     /// A pager on a new userfaultfd; fails with the reason when it is unavailable or the host's
     /// pages are not the 4 KiB page-in fills.
-    public static func open() -> Result<FixupPager, LoadError> {
+    package static func open() -> Result<FixupPager, LoadError> {
         guard UnsafeMemory.pageSize == UnsafeUserfault.pageSize else {
             return .failure(.systemCall(SystemCallFailure("page size", refused: "page-in needs \(UnsafeUserfault.pageSize)-byte pages; this host's are \(UnsafeMemory.pageSize)")))
         }
@@ -122,15 +122,15 @@ public final class FixupPager: @unchecked Sendable {
     private init(fd: Int32) { self.fd = fd }
 
     /// The first page that could not be filled (the process is ending by then, unless from ``fill(_:)``).
-    public var failure: PageFillFailure? { context?.failure }
-    public var pagesFilled: Int { context?.filled.load(ordering: .sequentiallyConsistent) ?? 0 }
+    package var failure: PageFillFailure? { context?.failure }
+    package var pagesFilled: Int { context?.filled.load(ordering: .sequentiallyConsistent) ?? 0 }
     /// Faults resolved so far (one fills its page and, with fault-around, its neighbours).
-    public var faults: Int { context?.faults.load(ordering: .sequentiallyConsistent) ?? 0 }
-    public var registeredBytes: UInt64 { ranges.reduce(0) { $0 + ($1.end - $1.start) } }
+    package var faults: Int { context?.faults.load(ordering: .sequentiallyConsistent) ?? 0 }
+    package var registeredBytes: UInt64 { ranges.reduce(0) { $0 + ($1.end - $1.start) } }
 
     /// Per image, its recorded code signature (nil: unsigned), which every page filled is
     /// checked against. Before mapping.
-    public func expectSignatures(_ signatures: [SignedImage?]) { expectedSignatures = signatures }
+    package func expectSignatures(_ signatures: [SignedImage?]) { expectedSignatures = signatures }
 
     /// Registers the launch's whole reservation at once: a range made accessible with
     /// `mprotect` stays registered, one mapped over does not. Before ``start(source:faultAround:)``.
@@ -165,11 +165,11 @@ public final class FixupPager: @unchecked Sendable {
     }
 
     /// The pages one fault fills by default (docs/page-in.md, "Fault-around": chosen by measurement).
-    public static let defaultFaultAround = 4
+    package static let defaultFaultAround = 4
 
     /// Makes the registered ranges live, each fault filling up to `faultAround` pages. The fill
     /// path runs once first on a scratch page, so nothing it needs is first set up in a handler.
-    public func start(source: PageFixupSource, faultAround: Int = FixupPager.defaultFaultAround) throws(LoadError) {
+    package func start(source: PageFixupSource, faultAround: Int = FixupPager.defaultFaultAround) throws(LoadError) {
         ranges.sort { $0.start < $1.start }
         let pool = faultAround > 1 ? UnsafeUserfault.StagingPool(slots: 8, pagesPerSlot: min(faultAround, 256)) : nil
         let signatures = (0..<(ranges.map(\.image).max().map { $0 + 1 } ?? 0)).map { pageSignatures[$0] }
@@ -209,7 +209,7 @@ public final class FixupPager: @unchecked Sendable {
     /// Ends the region (waiting up to a second for a fill in progress; one that never returns
     /// keeps the pager alive for good) and closes every descriptor. After the memory is
     /// unmapped. Safe twice.
-    public func close() {
+    package func close() {
         guard !closed else { return }
         closed = true
         if let slot, !UnsafeUserfault.deactivate(slot) {
@@ -399,7 +399,7 @@ extension PageFillFailure {
 /// A page bounds the walk of its runs (``FixupRunWalk``): a run must lie wholly on it.
 extension PageBuffer: FixupRunBounds {
     @inline(__always)
-    public func accept(_ run: FixupRun) -> FixupRun? { contains(run) ? run : nil }
+    package func accept(_ run: FixupRun) -> FixupRun? { contains(run) ? run : nil }
 
-    public func fault(_ run: FixupRun) -> FixupFault { .runOffPage(start: run.start) }
+    package func fault(_ run: FixupRun) -> FixupFault { .runOffPage(start: run.start) }
 }

@@ -5,7 +5,7 @@ import LaunchMemory
 /// `dlopen`, `dlsym`, `dlclose` and `dladdr` for code a launch runs (docs/dyld-rules.md,
 /// rule 24), which the project's libSystem calls through its host services table; the
 /// table's address names the launch whose loader answers (``DynamicLoaderRegistry``).
-public protocol DynamicLoader: AnyObject {
+package protocol DynamicLoader: AnyObject {
     /// Loads `path` and what it needs, runs the initializers it adds, and returns its handle
     /// (its Mach-O header's address), the same again for an image already loaded.
     func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64
@@ -27,19 +27,19 @@ public protocol DynamicLoader: AnyObject {
 }
 
 /// Handles `dlsym` takes besides an image's.
-public enum DynamicHandle {
+package enum DynamicHandle {
     /// `RTLD_DEFAULT` (Darwin: `(void *)-2`): every image, in load order.
-    public static let defaultSearch = UInt64(bitPattern: -2)
+    package static let defaultSearch = UInt64(bitPattern: -2)
 }
 
 /// What `dladdr` reports.
-public struct DynamicAddress: Equatable, Sendable {
-    public var path: String
-    public var base: UInt64
-    public var symbol: String?
-    public var symbolAddress: UInt64
+package struct DynamicAddress: Equatable, Sendable {
+    package var path: String
+    package var base: UInt64
+    package var symbol: String?
+    package var symbolAddress: UInt64
 
-    public init(path: String, base: UInt64, symbol: String?, symbolAddress: UInt64) {
+    package init(path: String, base: UInt64, symbol: String?, symbolAddress: UInt64) {
         self.path = path
         self.base = base
         self.symbol = symbol
@@ -47,7 +47,7 @@ public struct DynamicAddress: Equatable, Sendable {
     }
 
     /// `dladdr`'s answer for `address` in an image mapped at `base`: the nearest exported symbol at or below it.
-    public static func describe(_ address: UInt64, image: MachOImage, path: String, base: UInt64) -> DynamicAddress {
+    package static func describe(_ address: UInt64, image: MachOImage, path: String, base: UInt64) -> DynamicAddress {
         var best: (name: String, address: UInt64)?
         try? image.exportTrie()?.forEachSymbol { symbol in
             guard case let .image(offset) = symbol.definition, symbol.kind != .absolute else { return }
@@ -61,20 +61,20 @@ public struct DynamicAddress: Equatable, Sendable {
 }
 
 /// What a launch's `dlopen`s did, in order (for the report and tests).
-public struct DynamicLoadEvent: Equatable, Sendable {
+package struct DynamicLoadEvent: Equatable, Sendable {
     /// The path as code passed it.
-    public var requested: String
+    package var requested: String
     /// The images it added, in load order (none when the image was loaded already).
-    public var loaded: [String]
+    package var loaded: [String]
     /// The images whose initializers ran, in order.
-    public var initialized: [String]
+    package var initialized: [String]
     /// How: "closure" (the launch closure's dlopen closure), "runtime closure" (built at run time), or "dyld2".
-    public var via: String
+    package var via: String
 
     /// The most events a launch keeps.
-    public static let limit = 4096
+    package static let limit = 4096
 
-    public init(requested: String, loaded: [String], initialized: [String], via: String) {
+    package init(requested: String, loaded: [String], initialized: [String], via: String) {
         self.requested = requested
         self.loaded = loaded
         self.initialized = initialized

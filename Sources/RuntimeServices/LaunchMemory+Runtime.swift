@@ -32,13 +32,13 @@ extension LaunchMemory {
     }
 
     /// The loader of this launch's `dlopen`s, and its libSystem's host services table.
-    public var dynamicLoader: (loader: DynamicLoader, table: UInt64?)? {
+    package var dynamicLoader: (loader: DynamicLoader, table: UInt64?)? {
         (runtime as? LaunchRuntimeState)?.dynamicLoader
     }
 
     /// Makes `loader` the one that opens images into this launch and, with `table`, the one
     /// answering the calls of the libSystem whose host services table is there, until release.
-    public func attach(_ loader: DynamicLoader, table: UInt64?) {
+    package func attach(_ loader: DynamicLoader, table: UInt64?) {
         let state = runtimeState
         if let (previous, table) = state.dynamicLoader, let table { DynamicLoaderRegistry.unregister(table: table, loader: previous) }
         state.dynamicLoader = (loader, table)

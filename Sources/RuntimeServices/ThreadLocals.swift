@@ -7,19 +7,19 @@ import LaunchMemory
 /// services table (docs/dyld-rules.md, rule 23). dyld (libdyld's `tlv_initialize_descriptors`,
 /// dyld4 `RuntimeState::setUpTLVs`) gives each image with thread-local variables a key and
 /// points every descriptor whose thunk is still `__tlv_bootstrap` at its `tlv_get_addr`.
-public enum ThreadLocals {
+package enum ThreadLocals {
     static let regular = Section.typeThreadLocalRegular, zerofill = Section.typeThreadLocalZerofill
     static let variables = Section.typeThreadLocalVariables
 
     /// Whether `image` has `__thread_vars` (dyld's `MH_HAS_TLV_DESCRIPTORS`): without, the step and its lookup are skipped.
-    public static func hasDescriptors(_ image: MachOImage) -> Bool {
+    package static func hasDescriptors(_ image: MachOImage) -> Bool {
         image.sections.contains { $0.type == variables }
     }
 
     /// An image's thread-local template (start, initialized bytes, total bytes) and descriptor
     /// slots, offsets from its preferred base; nil without descriptors. Either outside the
     /// writable segments is malformed.
-    public static func layout(of image: MachOImage, plan: ImagePlan, path: String) throws(LoadError)
+    package static func layout(of image: MachOImage, plan: ImagePlan, path: String) throws(LoadError)
         -> (templateOffset: UInt64, initialSize: UInt64, totalSize: UInt64, descriptors: [UInt64])? {
         let base = plan.preferredBase
         let sections = image.sections
@@ -50,7 +50,7 @@ public enum ThreadLocals {
 
     /// The step's writes, per image, as absolute values: the digest must not take a thunk or a
     /// key written over a descriptor's fixup for a pointer into the region.
-    public static func writes(_ setups: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
+    package static func writes(_ setups: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
         var writes = [[ResolvedFixup]](repeating: [], count: imageCount)
         for setup in setups where setup.image < imageCount {
             for descriptor in setup.descriptors {
@@ -63,7 +63,7 @@ public enum ThreadLocals {
 
     /// Sets up every image's thread-local variables in `memory` (keys released with it), and
     /// fills the host services table when the launch has one.
-    public static func apply(_ setups: [ThreadLocalSetup], hostServices: HostServicesSlot?, memory: LaunchMemory) throws(LoadError) {
+    package static func apply(_ setups: [ThreadLocalSetup], hostServices: HostServicesSlot?, memory: LaunchMemory) throws(LoadError) {
         if let hostServices {
             let words = UnsafeThreadLocal.hostServicesWords()
             try memory.checkWritable(image: hostServices.image, vmOffset: hostServices.vmOffset, count: HostServicesSlot.size)

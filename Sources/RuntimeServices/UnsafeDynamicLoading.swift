@@ -9,7 +9,7 @@ import Synchronization
 /// finds its loader under the registry's lock, then calls it under the launch's recursive lock
 /// (an initializer `dlopen` runs may call `dlopen`). `dladdr`'s names live until the launch is
 /// unregistered; `dlerror`'s message until the next error.
-public enum DynamicLoaderRegistry {
+package enum DynamicLoaderRegistry {
     /// One registered launch: its loader, and the C strings it handed out (as addresses).
     private final class Entry: Sendable {
         nonisolated(unsafe) let loader: DynamicLoader
@@ -68,14 +68,14 @@ public enum DynamicLoaderRegistry {
     private static let entries = Mutex<[UInt64: Entry]>([:])
 
     /// Makes `loader` answer the calls of the libSystem whose host services table is at `table`.
-    public static func register(_ loader: DynamicLoader, table: UInt64) {
+    package static func register(_ loader: DynamicLoader, table: UInt64) {
         installHandlers
         let entry = Entry(loader: loader)
         entries.withLock { $0[table] = entry }
     }
 
     /// Ends `loader`'s registration at `table`; another launch's made there since stays.
-    public static func unregister(table: UInt64, loader: DynamicLoader) {
+    package static func unregister(table: UInt64, loader: DynamicLoader) {
         let entry = entries.withLock { entries -> Entry? in
             guard let entry = entries[table], unsafe entry.loader === loader else { return nil }
             return entries.removeValue(forKey: table)

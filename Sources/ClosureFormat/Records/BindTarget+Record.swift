@@ -5,7 +5,7 @@ import LaunchPlan
 /// once the images are mapped; everyone else reads ``BindTarget``s through the collection.
 ///
 /// Encoding of a target: kind byte, then 0 `image` ULEB `offset` ULEB | 1 `value` ULEB | 2 (missing weak import).
-public struct BindTargetTable: RandomAccessCollection, MutableCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
+package struct BindTargetTable: RandomAccessCollection, MutableCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
     /// Per target: its image's index, or ``absolute`` or ``missingWeakImport`` (negative).
     /// A closure holds at most `Int32.max` images (``ClosureReader/int(_:)``).
     private var images: [Int32]
@@ -14,7 +14,7 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
     static let absolute: Int32 = -1
     static let missingWeakImport: Int32 = -2
 
-    public init(_ targets: [BindTarget]) {
+    package init(_ targets: [BindTarget]) {
         images = []
         values = []
         images.reserveCapacity(targets.count)
@@ -22,7 +22,7 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
         for target in targets { append(target) }
     }
 
-    public init(arrayLiteral targets: BindTarget...) { self.init(targets) }
+    package init(arrayLiteral targets: BindTarget...) { self.init(targets) }
 
     private mutating func append(_ target: BindTarget) {
         let (image, value) = Self.columns(target)
@@ -38,10 +38,10 @@ public struct BindTargetTable: RandomAccessCollection, MutableCollection, Expres
         }
     }
 
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { images.count }
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { images.count }
 
-    public subscript(position: Int) -> BindTarget {
+    package subscript(position: Int) -> BindTarget {
         get {
             switch images[position] {
             case Self.absolute: .absolute(values[position])

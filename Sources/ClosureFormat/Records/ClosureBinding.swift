@@ -6,22 +6,22 @@ import LaunchPlan
 ///
 /// Encoding: `builder`, `arch`, `root`, `app`, `host`, `inserted`, `policy` strings; the body
 /// then holds the hash of the image list (``imageListHash(_:)``).
-public struct ClosureBinding: Equatable, Sendable {
+package struct ClosureBinding: Equatable, Sendable {
     /// Who built it (``LaunchClosure/builderIdentity``).
-    public var builder: String
-    public var arch: String
+    package var builder: String
+    package var arch: String
     /// The system root absolute install names were looked up under, normalized ("" for none).
-    public var root: String
+    package var root: String
     /// The app's main image, symlinks resolved.
-    public var app: String
+    package var app: String
     /// The host executable a bundle or dylib was loaded into, symlinks resolved ("" for none).
-    public var host: String
+    package var host: String
     /// The libraries inserted at launch, symlinks resolved, joined by `:` ("" for none).
-    public var inserted: String
+    package var inserted: String
     /// The signature policy the closure's images were accepted under.
-    public var policy: SigningPolicy
+    package var policy: SigningPolicy
 
-    public init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String,
+    package init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String,
                 inserted: String = "", policy: SigningPolicy = .default) {
         self.builder = builder
         self.arch = arch
@@ -33,30 +33,30 @@ public struct ClosureBinding: Equatable, Sendable {
     }
 
     /// The inserted libraries' paths, in order.
-    public var insertedPaths: [String] { inserted.split(separator: ":").map(String.init) }
+    package var insertedPaths: [String] { inserted.split(separator: ":").map(String.init) }
 
     /// The hash the binding keeps of a closure's ordered image paths (xxh3-64 of the paths,
     /// each followed by a zero byte): a record whose path was edited without it is refused.
-    public static func imageListHash(_ paths: [String]) -> UInt64 {
+    package static func imageListHash(_ paths: [String]) -> UInt64 {
         var bytes: [UInt8] = []
         for path in paths { bytes += path.utf8; bytes.append(0) }
         return UnsafeHash.xxh3(bytes)
     }
 
     /// How many root images a closure with this binding has: the host, if it names one, then the app.
-    public var expectedRootCount: Int { host.isEmpty ? 1 : 2 }
+    package var expectedRootCount: Int { host.isEmpty ? 1 : 2 }
 
-    public typealias Field = ClosureError.BindingField
+    package typealias Field = ClosureError.BindingField
 
     /// The first field in which this closure's binding differs from `request`, with both values.
-    public func mismatch(with request: ClosureBinding) -> (field: Field, expected: String, found: String)? {
+    package func mismatch(with request: ClosureBinding) -> (field: Field, expected: String, found: String)? {
         for field in Field.allCases where self[field] != request[field] {
             return (field, request[field], self[field])
         }
         return nil
     }
 
-    public subscript(field: Field) -> String {
+    package subscript(field: Field) -> String {
         switch field {
         case .builder: builder
         case .arch: arch

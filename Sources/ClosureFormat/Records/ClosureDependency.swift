@@ -5,13 +5,13 @@ import LaunchPlan
 ///
 /// Encoding: `installName` string, link-kind byte (index in ``linkKindCodes``), `target`
 /// SLEB (a node index, or -1 for a missing weak dylib). Read and checked by ``ClosureLinkage``.
-public struct ClosureDependency: Equatable, Sendable {
-    public var installName: String
-    public var kind: DylibLinkKind
+package struct ClosureDependency: Equatable, Sendable {
+    package var installName: String
+    package var kind: DylibLinkKind
     /// The node the edge resolved to, or -1 for a weak dylib that was missing.
-    public var target: Int
+    package var target: Int
 
-    public init(installName: String, kind: DylibLinkKind, target: Int) {
+    package init(installName: String, kind: DylibLinkKind, target: Int) {
         self.installName = installName
         self.kind = kind
         self.target = target
@@ -31,11 +31,11 @@ public struct ClosureDependency: Equatable, Sendable {
 /// A weak-linked dylib that was missing at install time, and the image that needed it.
 ///
 /// Encoding: `installName` string, `neededBy` string.
-public struct ClosureMissingDylib: Equatable, Sendable {
-    public var installName: String
-    public var neededBy: String
+package struct ClosureMissingDylib: Equatable, Sendable {
+    package var installName: String
+    package var neededBy: String
 
-    public init(installName: String, neededBy: String) {
+    package init(installName: String, neededBy: String) {
         self.installName = installName
         self.neededBy = neededBy
     }

@@ -7,17 +7,17 @@ import LaunchPlan
 /// (string), then a closure body as a blob whose images are the launch's, in order, then the
 /// ones the `dlopen` adds, which alone carry fixups and initializers. It is decoded and
 /// checked against the launch's closure when a `dlopen` uses it (``closure(within:path:)``).
-public struct ClosureDlopen: Equatable, Sendable {
+package struct ClosureDlopen: Equatable, Sendable {
     /// The path as the app passes it to `dlopen` (or as given to `--dlopen`).
-    public var requested: String
+    package var requested: String
     /// The file it opens (after `@executable_path`, `@rpath` and the root).
-    public var resolvedPath: String
+    package var resolvedPath: String
     /// The image it opens, in the dlopen closure's image list.
-    public var opened: Int
+    package var opened: Int
     /// The dlopen closure's body (``LaunchClosure/encodedBody()``).
-    public var body: [UInt8]
+    package var body: [UInt8]
 
-    public init(requested: String, resolvedPath: String, opened: Int, body: [UInt8]) {
+    package init(requested: String, resolvedPath: String, opened: Int, body: [UInt8]) {
         self.requested = requested
         self.resolvedPath = resolvedPath
         self.opened = opened
@@ -45,7 +45,7 @@ public struct ClosureDlopen: Equatable, Sendable {
     /// launch's images first (same paths, identities and plans), then at least one image, the
     /// opened one among those; only they have fixups or initializers, and nothing the launch
     /// alone does (entry point, Objective-C, thread-local records, dlopen closures).
-    public func closure(within launch: LaunchClosure, path: String) throws(ClosureError) -> LaunchClosure {
+    package func closure(within launch: LaunchClosure, path: String) throws(ClosureError) -> LaunchClosure {
         let nested = try LaunchClosure(parsingBody: body, path: path)
         let first = launch.images.count
         func refuse(_ what: String) -> ClosureError {
@@ -76,7 +76,7 @@ public struct ClosureDlopen: Equatable, Sendable {
 
 /// What a `dlopen` of a path needs after the images loaded so far: nothing (the path names
 /// one of them, `loaded`), or the dlopen closure that adds its images.
-public enum DlopenResolution: Equatable, Sendable {
+package enum DlopenResolution: Equatable, Sendable {
     case loaded(path: String)
     case closure(ClosureDlopen)
 }

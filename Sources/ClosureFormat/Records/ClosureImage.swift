@@ -8,40 +8,40 @@ import LaunchPlan
 /// dependency count + ``ClosureDependency``s, initializer count + ULEB offsets, rpath count +
 /// strings, absent-path count + strings, `rebaseCount` ULEB + rebase runs blob, `bindCount` ULEB
 /// + bind runs blob, fixup page index blob (``FixupPageIndex``).
-public struct ClosureImage: Equatable, Sendable {
-    public var path: String
-    public var identity: ImageIdentity
-    public var plan: ImagePlan
+package struct ClosureImage: Equatable, Sendable {
+    package var path: String
+    package var identity: ImageIdentity
+    package var plan: ImagePlan
     /// Install name, dependencies and rpaths, kept encoded until asked for.
     var linkage: ClosureLinkage
     /// The image's install name ("" for none).
-    public var installName: String {
+    package var installName: String {
         get { linkage.installNameString }
         set { linkage.setInstallName(newValue) }
     }
     /// Dependencies in load-command order (decoded on each use).
-    public var dependencies: [ClosureDependency] {
+    package var dependencies: [ClosureDependency] {
         get { linkage.decodedDependencies }
         set { linkage.setDependencies(newValue) }
     }
     /// The image's LC_RPATHs: inputs that affected path resolution (decoded on each use).
-    public var rpaths: [String] {
+    package var rpaths: [String] {
         get { linkage.decodedRPaths }
         set { linkage.setRPaths(newValue) }
     }
     /// Initializer functions, as offsets from the image's base, in the order they run.
-    public var initializers: [UInt64]
+    package var initializers: [UInt64]
     /// Paths tried and found absent before each dependency was found (or all of a missing weak
     /// dylib's candidates): the closure is stale while any of them exists.
-    public var absentPaths: [String]
+    package var absentPaths: [String]
     /// Encoded rebase runs and bind runs (decoded closures: slices of the body).
-    public var rebaseRuns: ArraySlice<UInt8>
-    public var bindRuns: ArraySlice<UInt8>
-    public var rebaseCount: Int
-    public var bindCount: Int
-    public var fixupPageIndex: FixupPageIndex
+    package var rebaseRuns: ArraySlice<UInt8>
+    package var bindRuns: ArraySlice<UInt8>
+    package var rebaseCount: Int
+    package var bindCount: Int
+    package var fixupPageIndex: FixupPageIndex
 
-    public init(path: String, installName: String, identity: ImageIdentity, plan: ImagePlan, dependencies: [ClosureDependency],
+    package init(path: String, installName: String, identity: ImageIdentity, plan: ImagePlan, dependencies: [ClosureDependency],
                 initializers: [UInt64], rpaths: [String], absentPaths: [String],
                 rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, rebaseCount: Int, bindCount: Int, fixupPageIndex: FixupPageIndex = .absent) {
         self.path = path

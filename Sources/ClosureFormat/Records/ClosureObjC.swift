@@ -9,24 +9,24 @@ import LaunchPlan
 /// per image its bind-run count ULEB and bind-run blob; then the `+load` count ULEB and per
 /// call seven ULEBs: image, method image and offset, class image and offset, selector image
 /// and offset.
-public struct ClosureObjC: Equatable, Sendable {
+package struct ClosureObjC: Equatable, Sendable {
     /// Per image (empty without an Objective-C step): its writes' bind runs.
-    public var bindRuns: [ArraySlice<UInt8>]
+    package var bindRuns: [ArraySlice<UInt8>]
     /// Per image: how many words its runs write.
-    public var bindCounts: [Int]
+    package var bindCounts: [Int]
     /// `+load` calls in the order they run.
-    public var loads: [ObjCLoadCall]
+    package var loads: [ObjCLoadCall]
 
-    public init(bindRuns: [ArraySlice<UInt8>], bindCounts: [Int], loads: [ObjCLoadCall]) {
+    package init(bindRuns: [ArraySlice<UInt8>], bindCounts: [Int], loads: [ObjCLoadCall]) {
         self.bindRuns = bindRuns
         self.bindCounts = bindCounts
         self.loads = loads
     }
 
     /// No Objective-C step.
-    public static let none = ClosureObjC(bindRuns: [], bindCounts: [], loads: [])
+    package static let none = ClosureObjC(bindRuns: [], bindCounts: [], loads: [])
 
-    public var totalWrites: Int { bindCounts.reduce(0, +) }
+    package var totalWrites: Int { bindCounts.reduce(0, +) }
 
     /// Two ULEBs per image, seven per call.
     static let minimumLoadSize = 7

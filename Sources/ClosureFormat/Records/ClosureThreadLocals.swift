@@ -7,13 +7,13 @@ import LaunchPlan
 /// `totalSize` ULEBs, descriptor count, each descriptor's offset as the ULEB distance from
 /// the previous one (the first from 0); then a byte (1 when there is a host services table)
 /// and its `image` and `vmOffset` ULEBs.
-public struct ClosureThreadLocals: Equatable, Sendable {
-    public var setups: [ThreadLocalSetup]
-    public var hostServices: HostServicesSlot?
+package struct ClosureThreadLocals: Equatable, Sendable {
+    package var setups: [ThreadLocalSetup]
+    package var hostServices: HostServicesSlot?
 
-    public static let none = ClosureThreadLocals(setups: [], hostServices: nil)
+    package static let none = ClosureThreadLocals(setups: [], hostServices: nil)
 
-    public init(setups: [ThreadLocalSetup], hostServices: HostServicesSlot?) {
+    package init(setups: [ThreadLocalSetup], hostServices: HostServicesSlot?) {
         self.setups = setups
         self.hostServices = hostServices
     }

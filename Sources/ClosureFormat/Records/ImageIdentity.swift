@@ -7,22 +7,22 @@ import MachOReader
 /// `ctimeSeconds` SLEB, `ctimeNanoseconds` ULEB, UUID flag byte (+16 bytes), `contentHash` u64,
 /// signature flag byte (+ CodeDirectory offset ULEB, size ULEB, hash type u8, cdHash 20 bytes,
 /// team ID string, "" for none, platform u8).
-public struct ImageIdentity: Equatable, Sendable {
-    public var size: UInt64
+package struct ImageIdentity: Equatable, Sendable {
+    package var size: UInt64
     /// Modification time and inode: 0 in content-only closures (caches that travel).
-    public var mtimeSeconds: Int64
-    public var mtimeNanoseconds: UInt64
-    public var inode: UInt64
+    package var mtimeSeconds: Int64
+    package var mtimeNanoseconds: UInt64
+    package var inode: UInt64
     /// Status-change time (0 in content-only closures): `utimes` cannot set it back.
-    public var ctimeSeconds: Int64
-    public var ctimeNanoseconds: UInt64
-    public var uuid: [UInt8]?
+    package var ctimeSeconds: Int64
+    package var ctimeNanoseconds: UInt64
+    package var uuid: [UInt8]?
     /// xxh3-64 of the whole file.
-    public var contentHash: UInt64
+    package var contentHash: UInt64
     /// A signed image's best CodeDirectory: its cdHash, and where the blob is in the file.
-    public var signature: SignedImage?
+    package var signature: SignedImage?
 
-    public init(size: UInt64, mtimeSeconds: Int64, mtimeNanoseconds: UInt64, inode: UInt64,
+    package init(size: UInt64, mtimeSeconds: Int64, mtimeNanoseconds: UInt64, inode: UInt64,
                 ctimeSeconds: Int64 = 0, ctimeNanoseconds: UInt64 = 0, uuid: [UInt8]?, contentHash: UInt64, signature: SignedImage? = nil) {
         self.size = size
         self.mtimeSeconds = mtimeSeconds

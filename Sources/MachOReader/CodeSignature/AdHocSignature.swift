@@ -6,7 +6,7 @@
 /// the signature's offset, `__TEXT` as the executable segment, `CS_EXECSEG_MAIN_BINARY` for an
 /// executable), the identifier padded so that the hashes start 16-aligned from the SuperBlob,
 /// the whole padded to 16 bytes.
-public enum AdHocSignature {
+package enum AdHocSignature {
     static let superBlobHeaderSize = 12 + 8
     /// `alignTo<8>(sizeof(CS_SuperBlob) + sizeof(CS_BlobIndex))`: where the CodeDirectory starts.
     static let blobHeadersSize = 24
@@ -19,7 +19,7 @@ public enum AdHocSignature {
     /// `identifier`: exactly `image.codeSignature.dataSize` bytes, or an error naming why it
     /// cannot be written in place (no `LC_CODE_SIGNATURE`, a range outside the image, no
     /// `__TEXT`, or a signature of another size than the range holds).
-    public static func signature(for image: MachOImage, identifier: String) throws(MachOError) -> [UInt8] {
+    package static func signature(for image: MachOImage, identifier: String) throws(MachOError) -> [UInt8] {
         guard let command = image.codeSignature else {
             throw MachOError(offset: 0, structure: "LC_CODE_SIGNATURE", what: "the image has none: only an image signed before can be signed in place")
         }

@@ -1,22 +1,22 @@
 /// `CS_Requirements`: the requirement set, an index of compiled requirements by type
 /// (host, guest, designated, library, plugin). Read and bounded, not evaluated.
-public struct CS_Requirements: Sendable {
+package struct CS_Requirements: Sendable {
     /// One `CS_Requirement` of the set.
-    public struct Entry: Sendable {
-        public let type: UInt32
-        public let offset: UInt32
+    package struct Entry: Sendable {
+        package let type: UInt32
+        package let offset: UInt32
         /// The requirement blob (`CSMAGIC_REQUIREMENT`), its length exactly.
-        public let view: ByteView
+        package let view: ByteView
         /// The expression's form (1: expression form).
-        public let kind: UInt32
-        public var typeName: String { CodeSignatureNames.requirementTypeName(type) }
+        package let kind: UInt32
+        package var typeName: String { CodeSignatureNames.requirementTypeName(type) }
     }
 
     /// The whole set's blob, the bytes its special slot hashes.
-    public let blob: ByteView
-    public let entries: [Entry]
+    package let blob: ByteView
+    package let entries: [Entry]
 
-    public init(parsing index: CS_BlobIndex) throws(MachOError) {
+    package init(parsing index: CS_BlobIndex) throws(MachOError) {
         try index.expect(CSMAGIC_REQUIREMENTS, "CSMAGIC_REQUIREMENTS")
         let view = index.view
         let structure = "Requirements"
@@ -52,12 +52,12 @@ public struct CS_Requirements: Sendable {
 }
 
 /// `CSMAGIC_EMBEDDED_ENTITLEMENTS`: the entitlements as an XML property list.
-public struct CS_Entitlements: Sendable {
-    public let blob: ByteView
+package struct CS_Entitlements: Sendable {
+    package let blob: ByteView
     /// The property list's text.
-    public let xml: String
+    package let xml: String
 
-    public init(parsing index: CS_BlobIndex) throws(MachOError) {
+    package init(parsing index: CS_BlobIndex) throws(MachOError) {
         try index.expect(CSMAGIC_EMBEDDED_ENTITLEMENTS, "CSMAGIC_EMBEDDED_ENTITLEMENTS")
         blob = index.view
         xml = index.payload.string
@@ -68,18 +68,18 @@ public struct CS_Entitlements: Sendable {
 /// INTEGER version, [16] { SEQUENCE { UTF8String key, value }... } }`. The dictionary's
 /// entries are read (keys, and a short form of each value); nested values are bounded,
 /// not decoded.
-public struct CS_DEREntitlements: Sendable {
+package struct CS_DEREntitlements: Sendable {
     /// One entitlement: its key and its value, as text.
-    public struct Entry: Equatable, Sendable {
-        public let key: String
-        public let value: String
+    package struct Entry: Equatable, Sendable {
+        package let key: String
+        package let value: String
     }
 
-    public let blob: ByteView
-    public let version: Int
-    public let entries: [Entry]
+    package let blob: ByteView
+    package let version: Int
+    package let entries: [Entry]
 
-    public init(parsing index: CS_BlobIndex) throws(MachOError) {
+    package init(parsing index: CS_BlobIndex) throws(MachOError) {
         try index.expect(CSMAGIC_EMBEDDED_DER_ENTITLEMENTS, "CSMAGIC_EMBEDDED_DER_ENTITLEMENTS")
         blob = index.view
         let structure = "DER entitlements"
@@ -179,12 +179,12 @@ struct DERElement {
 
 /// `CSMAGIC_BLOBWRAPPER` in the signature slot: the CMS signature. Recognised and sized,
 /// never validated (no certificate chain is checked). Empty in an ad-hoc signature.
-public struct CS_BlobWrapper: Sendable {
-    public let blob: ByteView
+package struct CS_BlobWrapper: Sendable {
+    package let blob: ByteView
     /// The CMS (PKCS #7) data.
-    public var cms: ByteView { (try? blob.slice(8, blob.count - 8)) ?? blob }
+    package var cms: ByteView { (try? blob.slice(8, blob.count - 8)) ?? blob }
 
-    public init(parsing index: CS_BlobIndex) throws(MachOError) {
+    package init(parsing index: CS_BlobIndex) throws(MachOError) {
         try index.expect(CSMAGIC_BLOBWRAPPER, "CSMAGIC_BLOBWRAPPER")
         blob = index.view
     }

@@ -3,65 +3,65 @@
 /// each field is read only when the version has it and the blob holds it. The code slots
 /// follow `hashOffset`, one hash per page of the image up to the code limit; the special
 /// slots precede it, slot N at `hashOffset - N * hashSize`.
-public struct CS_CodeDirectory: Sendable {
+package struct CS_CodeDirectory: Sendable {
     /// The header's size at each version, for the fields it adds.
     static let headerSizes: [(version: UInt32, size: Int)] = [
         (CS_SUPPORTSLINKAGE, 108), (CS_SUPPORTSRUNTIME, 96), (CS_SUPPORTSEXECSEG, 88),
         (CS_SUPPORTSCODELIMIT64, 64), (CS_SUPPORTSTEAMID, 52), (CS_SUPPORTSSCATTER, 48), (CS_SUPPORTSNONE, 44),
     ]
     /// Page sizes (log2) accepted besides 0, which means one page for the whole code.
-    public static let pageSizeShifts: ClosedRange<UInt8> = 9...24
+    package static let pageSizeShifts: ClosedRange<UInt8> = 9...24
 
     /// The linkage fields of version 0x20600.
-    public struct Linkage: Equatable, Sendable {
-        public let hashType: UInt8
-        public let applicationType: UInt8
-        public let applicationSubtype: UInt16
-        public let offset: UInt32
-        public let size: UInt32
+    package struct Linkage: Equatable, Sendable {
+        package let hashType: UInt8
+        package let applicationType: UInt8
+        package let applicationSubtype: UInt16
+        package let offset: UInt32
+        package let size: UInt32
     }
 
     /// The SuperBlob slot it came from (`CSSLOT_CODEDIRECTORY` or an alternate).
-    public let slot: UInt32
+    package let slot: UInt32
     /// The blob's bytes: exactly its `length` (what its cdHash is taken over).
-    public let blob: ByteView
-    public let version: UInt32
-    public let flags: UInt32
-    public let hashOffset: UInt32
-    public let identOffset: UInt32
-    public let nSpecialSlots: UInt32
-    public let nCodeSlots: UInt32
+    package let blob: ByteView
+    package let version: UInt32
+    package let flags: UInt32
+    package let hashOffset: UInt32
+    package let identOffset: UInt32
+    package let nSpecialSlots: UInt32
+    package let nCodeSlots: UInt32
     /// The 32-bit `codeLimit` field (see ``codeLimit`` for the one that applies).
-    public let codeLimit32: UInt32
-    public let hashSize: UInt8
-    public let hashType: CSHashType
-    public let platform: UInt8
+    package let codeLimit32: UInt32
+    package let hashSize: UInt8
+    package let hashType: CSHashType
+    package let platform: UInt8
     /// log2 of the page size; 0 means the whole code is one page.
-    public let pageSizeShift: UInt8
-    public let scatterOffset: UInt32?
-    public let teamOffset: UInt32?
-    public let codeLimit64: UInt64?
-    public let execSegBase: UInt64?
-    public let execSegLimit: UInt64?
-    public let execSegFlags: UInt64?
-    public let runtime: UInt32?
-    public let preEncryptOffset: UInt32?
-    public let linkage: Linkage?
-    public let identifier: String
-    public let teamID: String?
+    package let pageSizeShift: UInt8
+    package let scatterOffset: UInt32?
+    package let teamOffset: UInt32?
+    package let codeLimit64: UInt64?
+    package let execSegBase: UInt64?
+    package let execSegLimit: UInt64?
+    package let execSegFlags: UInt64?
+    package let runtime: UInt32?
+    package let preEncryptOffset: UInt32?
+    package let linkage: Linkage?
+    package let identifier: String
+    package let teamID: String?
 
     /// The number of image bytes the code slots cover: `codeLimit64` when the version has it
     /// and it is set, else `codeLimit`.
-    public var codeLimit: UInt64 {
+    package var codeLimit: UInt64 {
         if let limit = codeLimit64, limit != 0 { return limit }
         return UInt64(codeLimit32)
     }
 
     /// The page size in bytes; 0 when the whole code is one page.
-    public var pageSize: Int { pageSizeShift == 0 ? 0 : 1 << Int(pageSizeShift) }
+    package var pageSize: Int { pageSizeShift == 0 ? 0 : 1 << Int(pageSizeShift) }
 
     /// The structure name errors carry.
-    public var structure: String { CS_CodeDirectory.structure(slot) }
+    package var structure: String { CS_CodeDirectory.structure(slot) }
 
     static func structure(_ slot: UInt32) -> String {
         slot == CSSLOT_CODEDIRECTORY ? "CodeDirectory" : CodeSignatureNames.slotName(slot)
@@ -69,7 +69,7 @@ public struct CS_CodeDirectory: Sendable {
 
     /// Parses a CodeDirectory blob (its bytes exactly) from SuperBlob slot `slot`; with
     /// `imageSize`, the code limit must lie inside the image.
-    public init(parsing blob: ByteView, slot: UInt32, imageSize: Int? = nil) throws(MachOError) {
+    package init(parsing blob: ByteView, slot: UInt32, imageSize: Int? = nil) throws(MachOError) {
         let structure = CS_CodeDirectory.structure(slot)
         func fail(_ field: Int, _ what: String) -> MachOError {
             MachOError(offset: blob.absolute(field), structure: structure, what: what)
@@ -177,11 +177,11 @@ public struct CS_CodeDirectory: Sendable {
     }
 
     /// The number of code slots (pages).
-    public var pageCount: Int { Int(nCodeSlots) }
+    package var pageCount: Int { Int(nCodeSlots) }
 
     /// The image bytes code slot `slot` covers, as offsets from the image's start: the
     /// page, the last one short at the code limit. Empty for a slot out of range.
-    public func pageRange(_ slot: Int) -> Range<Int> {
+    package func pageRange(_ slot: Int) -> Range<Int> {
         guard slot >= 0, slot < Int(nCodeSlots) else { return 0..<0 }
         let limit = Int(clamping: codeLimit)
         guard pageSize != 0 else { return 0..<limit }
@@ -191,32 +191,32 @@ public struct CS_CodeDirectory: Sendable {
 
     /// Code slot `slot`'s hash, nil out of range.
     @inline(__always)
-    public func codeSlotHash(_ slot: Int) -> ByteView? {
+    package func codeSlotHash(_ slot: Int) -> ByteView? {
         guard slot >= 0, slot < Int(nCodeSlots) else { return nil }
         return try? blob.slice(Int(hashOffset) + slot * Int(hashSize), Int(hashSize))
     }
 
     /// Special slot `type`'s hash (`CSSLOT_REQUIREMENTS`, ...), nil when the directory has
     /// fewer special slots.
-    public func specialSlotHash(_ type: UInt32) -> ByteView? {
+    package func specialSlotHash(_ type: UInt32) -> ByteView? {
         guard type >= 1, type <= nSpecialSlots else { return nil }
         return try? blob.slice(Int(hashOffset) - Int(type) * Int(hashSize), Int(hashSize))
     }
 
     /// The CodeDirectory's cdHash: the hash of its blob under its own hash type, truncated to
     /// 20 bytes. Allocates nothing.
-    public var cdHash: CDHash { hashType.cdHash(of: blob) }
+    package var cdHash: CDHash { hashType.cdHash(of: blob) }
 
     /// Whether `page` (the bytes of ``pageRange(_:)``, in place) hashes to code slot `slot`.
     /// Allocates nothing; a slot out of range never matches.
     @inline(__always)
-    public func verifyPage(_ page: ByteView, slot: Int) -> Bool {
+    package func verifyPage(_ page: ByteView, slot: Int) -> Bool {
         guard let expected = codeSlotHash(slot) else { return false }
         return hashType.digest(of: page, matches: expected)
     }
 
     /// Whether `blob`'s bytes hash to special slot `type` (false when the slot is absent).
-    public func verifySpecialSlot(_ type: UInt32, blob: ByteView) -> Bool {
+    package func verifySpecialSlot(_ type: UInt32, blob: ByteView) -> Bool {
         guard let expected = specialSlotHash(type) else { return false }
         return hashType.digest(of: blob, matches: expected)
     }

@@ -1,26 +1,26 @@
 /// A CodeDirectory's hash type (`kSecCodeSignatureHash*`): how its pages, special slots and
 /// its own cdHash are hashed.
-public enum CSHashType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+package enum CSHashType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case sha1 = 1            // kSecCodeSignatureHashSHA1
     case sha256 = 2          // kSecCodeSignatureHashSHA256
     case sha256Truncated = 3 // kSecCodeSignatureHashSHA256Truncated
     case sha384 = 4          // kSecCodeSignatureHashSHA384
 
     /// The size of a slot's hash (`hashSize`) for this type.
-    public var hashSize: Int { [20, 32, 20, 48][Int(rawValue) - 1] }
+    package var hashSize: Int { [20, 32, 20, 48][Int(rawValue) - 1] }
     /// How strong the type is: the kernel takes the cdHash of the strongest CodeDirectory.
-    public var rank: Int { [1, 3, 2, 4][Int(rawValue) - 1] }
-    public var description: String { ["SHA-1", "SHA-256", "SHA-256 (truncated)", "SHA-384"][Int(rawValue) - 1] }
+    package var rank: Int { [1, 3, 2, 4][Int(rawValue) - 1] }
+    package var description: String { ["SHA-1", "SHA-256", "SHA-256 (truncated)", "SHA-384"][Int(rawValue) - 1] }
 }
 
 /// The 20 bytes that identify a CodeDirectory: its hash, under its own hash type, truncated
 /// (`CS_CDHASH_LEN`). Held inline: making, comparing and passing one allocates nothing.
-public struct CDHash: Hashable, Sendable, CustomStringConvertible {
-    public let high: UInt64
-    public let middle: UInt64
-    public let low: UInt32
+package struct CDHash: Hashable, Sendable, CustomStringConvertible {
+    package let high: UInt64
+    package let middle: UInt64
+    package let low: UInt32
 
-    public init(high: UInt64, middle: UInt64, low: UInt32) {
+    package init(high: UInt64, middle: UInt64, low: UInt32) {
         self.high = high
         self.middle = middle
         self.low = low
@@ -30,7 +30,7 @@ public struct CDHash: Hashable, Sendable, CustomStringConvertible {
     /// decode reads one per image, and the unspecialized generic walk cost more than the rest
     /// of the image's record.
     @inlinable
-    public init?(bytes: some Collection<UInt8>) {
+    package init?(bytes: some Collection<UInt8>) {
         guard bytes.count == CS_CDHASH_LEN else { return nil }
         var high: UInt64 = 0, middle: UInt64 = 0, low: UInt32 = 0
         for (index, byte) in bytes.enumerated() {
@@ -44,7 +44,7 @@ public struct CDHash: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The hash from 40 hex digits.
-    public init?(hex: String) {
+    package init?(hex: String) {
         var bytes: [UInt8] = []
         var pending: UInt8?
         for character in hex {
@@ -61,14 +61,14 @@ public struct CDHash: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The 20 bytes, in order.
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) }
             + (0..<8).map { UInt8(truncatingIfNeeded: middle >> (56 - 8 * $0)) }
             + (0..<4).map { UInt8(truncatingIfNeeded: low >> (24 - 8 * $0)) }
     }
 
     /// 40 lowercase hex digits, as `codesign -d -v` prints it.
-    public var hex: String {
+    package var hex: String {
         func digits<T: BinaryInteger>(_ value: T, _ width: Int) -> String {
             let text = String(value, radix: 16)
             return String(repeating: "0", count: width - text.count) + text
@@ -76,5 +76,5 @@ public struct CDHash: Hashable, Sendable, CustomStringConvertible {
         return digits(high, 16) + digits(middle, 16) + digits(low, 8)
     }
 
-    public var description: String { hex }
+    package var description: String { hex }
 }

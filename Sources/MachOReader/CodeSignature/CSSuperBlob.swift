@@ -1,33 +1,33 @@
 /// `CS_BlobIndex` and the blob it points at: the slot type, where the blob lies and its
 /// generic header (`CS_GenericBlob`: magic and length).
-public struct CS_BlobIndex: Sendable {
+package struct CS_BlobIndex: Sendable {
     /// The slot type (`CSSLOT_*`).
-    public let type: UInt32
+    package let type: UInt32
     /// Offset of the blob from the SuperBlob's start.
-    public let offset: UInt32
+    package let offset: UInt32
     /// The blob's magic (`CSMAGIC_*`).
-    public let magic: UInt32
+    package let magic: UInt32
     /// The blob's bytes: exactly its `length`, header included.
-    public let view: ByteView
+    package let view: ByteView
 
-    public var name: String { CodeSignatureNames.slotName(type) }
+    package var name: String { CodeSignatureNames.slotName(type) }
 }
 
 /// `CS_SuperBlob`: the embedded signature's container, `LC_CODE_SIGNATURE`'s bytes. A
 /// big-endian header (magic, length, count) and `count` index entries, each naming a blob
 /// that must lie whole inside the SuperBlob, after the index.
-public struct CS_SuperBlob: Sendable {
-    public static let headerSize = 12
-    public static let indexEntrySize = 8
+package struct CS_SuperBlob: Sendable {
+    package static let headerSize = 12
+    package static let indexEntrySize = 8
 
     /// The SuperBlob's bytes: exactly its `length`.
-    public let view: ByteView
-    public let magic: UInt32
-    public let length: UInt32
-    public let index: [CS_BlobIndex]
+    package let view: ByteView
+    package let magic: UInt32
+    package let length: UInt32
+    package let index: [CS_BlobIndex]
 
     /// Parses the SuperBlob at the start of `region` (the `LC_CODE_SIGNATURE` range).
-    public init(parsing region: ByteView) throws(MachOError) {
+    package init(parsing region: ByteView) throws(MachOError) {
         let structure = "SuperBlob"
         let magic = try reading(structure) { () throws(MachOError) in try region.u32BE(0) }
         guard magic == CSMAGIC_EMBEDDED_SIGNATURE else {
@@ -89,7 +89,7 @@ public struct CS_SuperBlob: Sendable {
     }
 
     /// The blob in slot `type`, if any.
-    public func blob(_ type: UInt32) -> CS_BlobIndex? {
+    package func blob(_ type: UInt32) -> CS_BlobIndex? {
         index.first { $0.type == type }
     }
 }

@@ -1,26 +1,26 @@
 /// An image's embedded code signature, read whole: the SuperBlob `LC_CODE_SIGNATURE` names
 /// and every blob it holds that the reader knows. Offsets in the signature are relative to
 /// the image (a universal file's slice), errors' offsets absolute in the file.
-public struct CodeSignature: Sendable {
+package struct CodeSignature: Sendable {
     /// The `LC_CODE_SIGNATURE` command.
-    public let command: LinkeditData
-    public let superBlob: CS_SuperBlob
+    package let command: LinkeditData
+    package let superBlob: CS_SuperBlob
     /// The CodeDirectories: the primary one (`CSSLOT_CODEDIRECTORY`) first, then the
     /// alternates in slot order.
-    public let codeDirectories: [CS_CodeDirectory]
-    public let requirements: CS_Requirements?
-    public let entitlements: CS_Entitlements?
-    public let derEntitlements: CS_DEREntitlements?
+    package let codeDirectories: [CS_CodeDirectory]
+    package let requirements: CS_Requirements?
+    package let entitlements: CS_Entitlements?
+    package let derEntitlements: CS_DEREntitlements?
     /// The CMS signature wrapper, if the signature has one.
-    public let cms: CS_BlobWrapper?
+    package let cms: CS_BlobWrapper?
 
     /// The image's signature, nil when it has no `LC_CODE_SIGNATURE`.
-    public static func read(from image: MachOImage) throws(MachOError) -> CodeSignature? {
+    package static func read(from image: MachOImage) throws(MachOError) -> CodeSignature? {
         guard let command = image.codeSignature else { return nil }
         return try CodeSignature(image: image, command: command)
     }
 
-    public init(image: MachOImage, command: LinkeditData) throws(MachOError) {
+    package init(image: MachOImage, command: LinkeditData) throws(MachOError) {
         self.command = command
         let region: ByteView
         do {
@@ -57,15 +57,15 @@ public struct CodeSignature: Sendable {
     }
 
     /// The CodeDirectory with the strongest hash type: the one whose cdHash names the image.
-    public var bestCodeDirectory: CS_CodeDirectory {
+    package var bestCodeDirectory: CS_CodeDirectory {
         codeDirectories.max { $0.hashType.rank < $1.hashType.rank }!
     }
 
     /// The image's cdHash (the strongest CodeDirectory's).
-    public var cdHash: CDHash { bestCodeDirectory.cdHash }
+    package var cdHash: CDHash { bestCodeDirectory.cdHash }
 
     /// The blobs a CodeDirectory's special slots can vouch for from the file alone.
-    public static let checkableSpecialSlots: [UInt32] = [
+    package static let checkableSpecialSlots: [UInt32] = [
         CSSLOT_REQUIREMENTS, CSSLOT_ENTITLEMENTS, CSSLOT_DER_ENTITLEMENTS, CSSLOT_LAUNCH_CONSTRAINT_SELF,
         CSSLOT_LAUNCH_CONSTRAINT_PARENT, CSSLOT_LAUNCH_CONSTRAINT_RESPONSIBLE, CSSLOT_LIBRARY_CONSTRAINT,
     ]

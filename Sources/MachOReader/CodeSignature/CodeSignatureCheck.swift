@@ -1,8 +1,8 @@
 /// What checking a signature against its image found: per CodeDirectory, its cdHash, which
 /// pages do not match their code slots, and the special slots that could be checked.
-public struct CodeSignatureCheck: Sendable {
+package struct CodeSignatureCheck: Sendable {
     /// A special slot's outcome.
-    public enum SlotStatus: String, Sendable {
+    package enum SlotStatus: String, Sendable {
         /// The blob is present and hashes to the slot.
         case valid
         /// The blob is present and does not hash to the slot.
@@ -14,37 +14,37 @@ public struct CodeSignatureCheck: Sendable {
     }
 
     /// One special slot's check.
-    public struct SpecialSlot: Sendable {
-        public let slot: UInt32
-        public let status: SlotStatus
-        public var name: String { CodeSignatureNames.slotName(slot) }
+    package struct SpecialSlot: Sendable {
+        package let slot: UInt32
+        package let status: SlotStatus
+        package var name: String { CodeSignatureNames.slotName(slot) }
     }
 
     /// One CodeDirectory's check.
-    public struct Directory: Sendable {
-        public let slot: UInt32
-        public let hashType: CSHashType
-        public let cdHash: CDHash
-        public let pageSize: Int
-        public let pages: Int
+    package struct Directory: Sendable {
+        package let slot: UInt32
+        package let hashType: CSHashType
+        package let cdHash: CDHash
+        package let pageSize: Int
+        package let pages: Int
         /// Code slots whose page does not hash to them, ascending.
-        public let badPages: [Int]
-        public let specialSlots: [SpecialSlot]
-        public var valid: Bool { badPages.isEmpty && specialSlots.allSatisfy { $0.status == .valid } }
+        package let badPages: [Int]
+        package let specialSlots: [SpecialSlot]
+        package var valid: Bool { badPages.isEmpty && specialSlots.allSatisfy { $0.status == .valid } }
     }
 
-    public let directories: [Directory]
+    package let directories: [Directory]
     /// The image's offset in its file (a universal file's slice offset).
-    public let imageOffset: Int
+    package let imageOffset: Int
     /// The cdHash that names the image: the strongest CodeDirectory's.
-    public let cdHash: CDHash
-    public var valid: Bool { directories.allSatisfy(\.valid) }
+    package let cdHash: CDHash
+    package var valid: Bool { directories.allSatisfy(\.valid) }
 
     /// Checks every CodeDirectory of `signature` against `image`: every page up to the code
     /// limit (which the signature's reading has checked lies inside the image), and each
     /// blob a special slot can vouch for. The work is one hash of each page per directory,
     /// bounded by the image's size.
-    public init(_ signature: CodeSignature, image: MachOImage) {
+    package init(_ signature: CodeSignature, image: MachOImage) {
         var directories: [Directory] = []
         for directory in signature.codeDirectories {
             var bad: [Int] = []
@@ -80,7 +80,7 @@ public struct CodeSignatureCheck: Sendable {
 
     /// One line per problem: which CodeDirectory, which page (with its file offset) or
     /// which blob.
-    public func problems(_ signature: CodeSignature) -> [String] {
+    package func problems(_ signature: CodeSignature) -> [String] {
         var lines: [String] = []
         for (check, directory) in zip(directories, signature.codeDirectories) {
             let name = directory.structure

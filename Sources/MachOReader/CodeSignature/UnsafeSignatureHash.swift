@@ -44,7 +44,7 @@ extension CSHashType {
 
     /// The digest of the window's bytes, truncated to a cdHash's 20 bytes (a CodeDirectory
     /// blob's bytes give its cdHash).
-    public func cdHash(of data: ByteView) -> CDHash {
+    package func cdHash(of data: ByteView) -> CDHash {
         unsafe data.withUnsafeBytes { bytes in unsafe withDigest(of: bytes) { unsafe CDHash(bytes: $0.prefix(CS_CDHASH_LEN))! } }
     }
 
@@ -59,7 +59,7 @@ extension CS_CodeDirectory {
     /// to code slot `slot`. The bytes must be the whole page as the signature covers it:
     /// ``pageRange(_:)`` bytes of the image, the last page short. Allocates nothing; a slot
     /// out of range never matches.
-    public func verifyPage(unsafeBytes page: UnsafeRawBufferPointer, slot: Int) -> Bool {
+    package func verifyPage(unsafeBytes page: UnsafeRawBufferPointer, slot: Int) -> Bool {
         guard let expected = codeSlotHash(slot) else { return false }
         return unsafe hashType.digest(of: page, matches: expected)
     }

@@ -11,19 +11,19 @@
 /// make either loop or blow up: both visit a node at most once (a child leading back to a
 /// node on the path is a cycle, a node with two parents is an error too), and a name may
 /// not grow longer than the trie.
-public struct ExportTrie: Sendable {
+package struct ExportTrie: Sendable {
     /// The trie's bytes.
-    public let view: ByteView
+    package let view: ByteView
 
     /// A trie over `view`; the root node, when there is one, must be well formed.
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         self.view = view
         if view.count > 0 { _ = try node(at: 0) }
     }
 
     /// The exported symbol named `name` (compared byte for byte in UTF-8), or nil: a
     /// convenience over ``lookup(_:path:)``, which makes no string.
-    public func lookup(_ name: String) throws(MachOError) -> ExportedSymbol? {
+    package func lookup(_ name: String) throws(MachOError) -> ExportedSymbol? {
         var path = LookupPath()
         guard let terminal = try lookup(ByteView(Array(name.utf8)), path: &path) else { return nil }
         return try ExportedSymbol(name: name, terminal: terminal, in: view)
@@ -32,9 +32,9 @@ public struct ExportTrie: Sendable {
     /// Memory a lookup reuses: the offsets of the nodes on the path it walked (to refuse a
     /// cycle). Kept by the caller between lookups, so that once it has grown to the
     /// deepest path a lookup allocates nothing.
-    public struct LookupPath: Sendable {
+    package struct LookupPath: Sendable {
         var nodes: [Int] = []
-        public init() {}
+        package init() {}
     }
 
     /// Paths deeper than this many nodes are checked for cycles with a set instead of a
@@ -51,7 +51,7 @@ public struct ExportTrie: Sendable {
     /// Walked over raw memory (``UnsafeTrieWalk``) unless that walk meets something it
     /// does not answer for (a bad trie, a path deeper than ``pathScanLimit``), which the
     /// checked walk then settles with the same answer or the error.
-    public func lookup(_ name: ByteView, path: inout LookupPath) throws(MachOError) -> ExportTerminal? {
+    package func lookup(_ name: ByteView, path: inout LookupPath) throws(MachOError) -> ExportTerminal? {
         guard view.count > 0 else { return nil }
         let walk = UnsafeTrieWalk.find(name, in: view)
         switch walk {
@@ -120,10 +120,10 @@ public struct ExportTrie: Sendable {
     /// The deepest node a walk follows: far beyond any linker's output (depth grows by one
     /// per edge, and real names are a few hundred bytes), and it bounds the walk's stack
     /// (16 bytes a level) whatever the trie holds.
-    public static let maxDepth = 1 << 20
+    package static let maxDepth = 1 << 20
     /// The longest exported name a walk builds (bytes), which bounds the name buffer and
     /// each name handed out.
-    public static let maxNameLength = 1 << 24
+    package static let maxNameLength = 1 << 24
 
     /// Calls `body` with every exported symbol in llvm-objdump's order: depth first, children
     /// in the order the trie lists them, a node's own symbol after those of its children.
@@ -133,7 +133,7 @@ public struct ExportTrie: Sendable {
     /// the nodes reached, never for the names already handed out: a linear trie that
     /// spells `a`, `aa`, `aaa`, … costs its longest name, however much text its names add
     /// up to.
-    public func forEachSymbol(_ body: (ExportedSymbol) throws(MachOError) -> Void) throws(MachOError) {
+    package func forEachSymbol(_ body: (ExportedSymbol) throws(MachOError) -> Void) throws(MachOError) {
         guard view.count > 0 else { return }
         let root = try node(at: 0)
         if !root.isTerminal, root.childCount == 0 { return }
@@ -203,7 +203,7 @@ public struct ExportTrie: Sendable {
     }
 
     /// Every exported symbol, in ``forEachSymbol(_:)``'s order.
-    public func allSymbols() throws(MachOError) -> [ExportedSymbol] {
+    package func allSymbols() throws(MachOError) -> [ExportedSymbol] {
         var symbols: [ExportedSymbol] = []
         try forEachSymbol { symbol throws(MachOError) in symbols.append(symbol) }
         return symbols
@@ -265,7 +265,7 @@ public struct ExportTrie: Sendable {
 extension MachOImage {
     /// The image's export trie, as dyld finds it: LC_DYLD_EXPORTS_TRIE when it has bytes,
     /// else the export range of LC_DYLD_INFO; nil when neither has any.
-    public func exportTrie() throws(MachOError) -> ExportTrie? {
+    package func exportTrie() throws(MachOError) -> ExportTrie? {
         if let data = exportsTrie, data.dataSize > 0 {
             return try ExportTrie(parsing: try linkeditBytes(data))
         }
@@ -273,7 +273,7 @@ extension MachOImage {
     }
 
     /// The trie in LC_DYLD_INFO's export range, or nil when the range is empty or absent.
-    public func dyldInfoExportTrie() throws(MachOError) -> ExportTrie? {
+    package func dyldInfoExportTrie() throws(MachOError) -> ExportTrie? {
         guard let info = dyldInfo, info.export.dataSize > 0 else { return nil }
         return try ExportTrie(parsing: try linkeditBytes(offset: info.export.dataOffset, size: info.export.dataSize))
     }

@@ -3,9 +3,9 @@
 /// The terminal's export info is a ULEB128 `flags` word followed by what the flags call
 /// for: a re-export's library ordinal and imported name, a stub-and-resolver pair, or the
 /// symbol's offset from the image's mach header.
-public struct ExportedSymbol: Equatable, Sendable {
+package struct ExportedSymbol: Equatable, Sendable {
     /// `EXPORT_SYMBOL_FLAGS_KIND_MASK`: what the symbol's value is.
-    public enum Kind: UInt8, Equatable, Sendable {
+    package enum Kind: UInt8, Equatable, Sendable {
         /// `EXPORT_SYMBOL_FLAGS_KIND_REGULAR`: code or data in the image.
         case regular = 0
         /// `EXPORT_SYMBOL_FLAGS_KIND_THREAD_LOCAL`: a thread-local variable's descriptor.
@@ -15,42 +15,42 @@ public struct ExportedSymbol: Equatable, Sendable {
     }
 
     /// Where the symbol's definition is, a re-export's imported name as a string.
-    public typealias Definition = ExportDefinition<String>
+    package typealias Definition = ExportDefinition<String>
 
-    public static let kindMask: UInt64 = 0x03
-    public static let weakDefinitionFlag: UInt64 = 0x04
-    public static let reexportFlag: UInt64 = 0x08
-    public static let stubAndResolverFlag: UInt64 = 0x10
+    package static let kindMask: UInt64 = 0x03
+    package static let weakDefinitionFlag: UInt64 = 0x04
+    package static let reexportFlag: UInt64 = 0x08
+    package static let stubAndResolverFlag: UInt64 = 0x10
     /// `EXPORT_SYMBOL_FLAGS_STATIC_RESOLVER` in older `mach-o/loader.h` (no payload, never
     /// read by dyld); current dyld gives the bit to `EXPORT_SYMBOL_FLAGS_FUNCTION_VARIANT`.
-    public static let staticResolverFlag: UInt64 = 0x20
+    package static let staticResolverFlag: UInt64 = 0x20
 
     /// The symbol's name (the trie's edge labels, concatenated).
-    public let name: String
+    package let name: String
     /// The raw flags word.
-    public let flags: UInt64
-    public let definition: Definition
+    package let flags: UInt64
+    package let definition: Definition
     /// Offset of the symbol's terminal node from the start of the trie.
-    public let nodeOffset: Int
+    package let nodeOffset: Int
 
-    public var kind: Kind { Kind(rawValue: UInt8(flags & Self.kindMask)) ?? .regular }
+    package var kind: Kind { Kind(rawValue: UInt8(flags & Self.kindMask)) ?? .regular }
     /// `EXPORT_SYMBOL_FLAGS_WEAK_DEFINITION`.
-    public var isWeakDefinition: Bool { flags & Self.weakDefinitionFlag != 0 }
+    package var isWeakDefinition: Bool { flags & Self.weakDefinitionFlag != 0 }
     /// `EXPORT_SYMBOL_FLAGS_REEXPORT`.
-    public var isReexport: Bool { flags & Self.reexportFlag != 0 }
+    package var isReexport: Bool { flags & Self.reexportFlag != 0 }
     /// See ``ExportDefinition/imageOffset``.
-    public var imageOffset: UInt64? { definition.imageOffset }
+    package var imageOffset: UInt64? { definition.imageOffset }
 
 }
 
 extension ExportedSymbol {
     /// Decodes a terminal's export info; `info` spans exactly the terminal's bytes.
-    public init(name: String, parsing info: ByteView, nodeOffset: Int) throws(MachOError) {
+    package init(name: String, parsing info: ByteView, nodeOffset: Int) throws(MachOError) {
         try self.init(name: name, terminal: try ExportTerminal(parsing: info, nodeOffset: nodeOffset, name: name), in: info)
     }
 
     /// The symbol named `name` whose terminal is `terminal`, found in `trie`.
-    public init(name: String, terminal: ExportTerminal, in trie: ByteView) throws(MachOError) {
+    package init(name: String, terminal: ExportTerminal, in trie: ByteView) throws(MachOError) {
         let definition: Definition = switch terminal.definition {
         case let .image(offset): .image(offset: offset)
         case let .stubAndResolver(stub, resolver): .stubAndResolver(stubOffset: stub, resolverOffset: resolver)
@@ -65,27 +65,27 @@ extension ExportedSymbol {
 /// A terminal's export info decoded in place, a re-export's imported name left where it
 /// is in the file: what a loader's lookup by name needs, with no string made and nothing
 /// to retain (``ExportedSymbol`` is the same information with names).
-public struct ExportTerminal: Sendable {
+package struct ExportTerminal: Sendable {
     /// Where the symbol's definition is, a re-export's imported name as the absolute file
     /// offsets of its bytes (see ``importedName(_:in:)``), empty when it is the symbol's own name.
-    public typealias Definition = ExportDefinition<Range<Int>>
+    package typealias Definition = ExportDefinition<Range<Int>>
 
     /// The raw flags word.
-    public let flags: UInt64
-    public let definition: Definition
+    package let flags: UInt64
+    package let definition: Definition
     /// Offset of the terminal node from the start of the trie.
-    public let nodeOffset: Int
+    package let nodeOffset: Int
 
-    public var kind: ExportedSymbol.Kind { ExportedSymbol.Kind(rawValue: UInt8(flags & ExportedSymbol.kindMask)) ?? .regular }
+    package var kind: ExportedSymbol.Kind { ExportedSymbol.Kind(rawValue: UInt8(flags & ExportedSymbol.kindMask)) ?? .regular }
     /// `EXPORT_SYMBOL_FLAGS_WEAK_DEFINITION`.
-    public var isWeakDefinition: Bool { flags & ExportedSymbol.weakDefinitionFlag != 0 }
+    package var isWeakDefinition: Bool { flags & ExportedSymbol.weakDefinitionFlag != 0 }
 
     /// See ``ExportDefinition/imageOffset``.
-    public var imageOffset: UInt64? { definition.imageOffset }
+    package var imageOffset: UInt64? { definition.imageOffset }
 
     /// A re-export's imported name: the bytes at `range` of `view` (the trie, or any window
     /// of the file that holds them).
-    public func importedName(_ range: Range<Int>, in view: ByteView) throws(MachOError) -> ByteView {
+    package func importedName(_ range: Range<Int>, in view: ByteView) throws(MachOError) -> ByteView {
         try view.slice(range.lowerBound - view.base, range.count)
     }
 
@@ -94,7 +94,7 @@ public struct ExportTerminal: Sendable {
 extension ExportTerminal {
     /// Decodes the export info `info` (exactly the terminal's bytes); `name` is called only
     /// to word an error.
-    public init(parsing info: ByteView, nodeOffset: Int, name: @autoclosure () -> String) throws(MachOError) {
+    package init(parsing info: ByteView, nodeOffset: Int, name: @autoclosure () -> String) throws(MachOError) {
         var cursor = ByteCursor(info)
         let flags = try cursor.uleb128()
         guard flags & ExportedSymbol.kindMask != ExportedSymbol.kindMask else {
@@ -129,7 +129,7 @@ extension ExportTerminal {
 }
 
 /// Where an exported symbol's definition is; a re-export's imported name is an `ImportedName`.
-public enum ExportDefinition<ImportedName: Equatable & Sendable>: Equatable, Sendable {
+package enum ExportDefinition<ImportedName: Equatable & Sendable>: Equatable, Sendable {
     /// In this image, `offset` bytes from its mach header (for an absolute symbol, the
     /// value itself).
     case image(offset: UInt64)
@@ -147,7 +147,7 @@ public enum ExportDefinition<ImportedName: Equatable & Sendable>: Equatable, Sen
 
     /// The symbol's offset from the image's mach header (its stub for a stub-and-resolver,
     /// its default for a function variant, its value when absolute); nil for a re-export.
-    public var imageOffset: UInt64? {
+    package var imageOffset: UInt64? {
         switch self {
         case let .image(offset): offset
         case let .stubAndResolver(stubOffset, _): stubOffset

@@ -1,21 +1,21 @@
 /// Which of the three dyld-info bind streams a bind comes from.
-public enum BindStreamKind: String, Sendable, CaseIterable {
+package enum BindStreamKind: String, Sendable, CaseIterable {
     case regular, lazy, weak
 }
 
 /// `BIND_TYPE_*`: the values and meanings of `REBASE_TYPE_*`.
-public typealias BindType = RebaseType
+package typealias BindType = RebaseType
 
 /// `BIND_SYMBOL_FLAGS_*`: the flags set with a bind's symbol name.
-public struct BindSymbolFlags: OptionSet, Hashable, Sendable {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
+package struct BindSymbolFlags: OptionSet, Hashable, Sendable {
+    package let rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// `BIND_SYMBOL_FLAGS_WEAK_IMPORT`: a missing symbol binds to 0 instead of failing.
-    public static let weakImport = BindSymbolFlags(rawValue: 0x1)
+    package static let weakImport = BindSymbolFlags(rawValue: 0x1)
     /// `BIND_SYMBOL_FLAGS_NON_WEAK_DEFINITION`: in the weak-bind stream, this image has a
     /// strong definition of the symbol that overrides weak definitions elsewhere.
-    public static let nonWeakDefinition = BindSymbolFlags(rawValue: 0x8)
+    package static let nonWeakDefinition = BindSymbolFlags(rawValue: 0x8)
 }
 
 /// One entry of a dyld-info bind, lazy-bind or weak-bind opcode stream: the address of
@@ -23,47 +23,47 @@ public struct BindSymbolFlags: OptionSet, Hashable, Sendable {
 ///
 /// A weak-bind stream also announces strong definitions (``isStrongDefinition``): those name
 /// a symbol and have no location.
-public struct BindFixup: Hashable, Sendable {
+package struct BindFixup: Hashable, Sendable {
     /// `BIND_SPECIAL_DYLIB_SELF`: the symbol is looked up in this image.
-    public static let ordinalSelf = 0
+    package static let ordinalSelf = 0
     /// `BIND_SPECIAL_DYLIB_MAIN_EXECUTABLE`.
-    public static let ordinalMainExecutable = -1
+    package static let ordinalMainExecutable = -1
     /// `BIND_SPECIAL_DYLIB_FLAT_LOOKUP`: every loaded image, in load order.
-    public static let ordinalFlatLookup = -2
+    package static let ordinalFlatLookup = -2
     /// `BIND_SPECIAL_DYLIB_WEAK_LOOKUP`: weak coalescing; every weak-bind entry has it.
-    public static let ordinalWeakLookup = -3
+    package static let ordinalWeakLookup = -3
 
-    public let stream: BindStreamKind
+    package let stream: BindStreamKind
     /// Where the bound address goes; nil only for a strong definition.
-    public let location: FixupLocation?
+    package let location: FixupLocation?
     /// The type in force (0 when a regular or weak stream never set one; lazy binds are pointers).
-    public let type: BindType
+    package let type: BindType
     /// 1...N for the image's dependencies (N = `dependencies[N - 1]`), or one of the special
     /// ordinals, 0 and below.
-    public let libraryOrdinal: Int
-    public let symbolName: String
-    public let flags: BindSymbolFlags
-    public let addend: Int64
+    package let libraryOrdinal: Int
+    package let symbolName: String
+    package let flags: BindSymbolFlags
+    package let addend: Int64
 
     /// A weak-bind stream's note that this image strongly defines `symbolName`.
-    public var isStrongDefinition: Bool { location == nil }
+    package var isStrongDefinition: Bool { location == nil }
 
-    public var segmentIndex: Int? { location?.segmentIndex }
-    public var segmentOffset: UInt64? { location?.segmentOffset }
-    public var address: UInt64? { location?.address }
+    package var segmentIndex: Int? { location?.segmentIndex }
+    package var segmentOffset: UInt64? { location?.segmentOffset }
+    package var address: UInt64? { location?.address }
 }
 
 /// One entry of a bind opcode stream as ``BindOpcodeDecoder/nextEntry()`` hands it out:
 /// a ``BindFixup`` whose symbol name is still the bytes of the stream.
-public struct BindOpcodeEntry: Sendable {
+package struct BindOpcodeEntry: Sendable {
     /// Where the bound address goes; nil only for a strong definition.
-    public let location: FixupLocation?
-    public let type: BindType
-    public let libraryOrdinal: Int
+    package let location: FixupLocation?
+    package let type: BindType
+    package let libraryOrdinal: Int
     /// The name's bytes in the stream (NUL excluded).
-    public let symbolName: ByteView
-    public let flags: BindSymbolFlags
-    public let addend: Int64
+    package let symbolName: ByteView
+    package let flags: BindSymbolFlags
+    package let addend: Int64
 }
 
 /// Decodes a bind, lazy-bind or weak-bind opcode stream one entry at a time.
@@ -74,8 +74,8 @@ public struct BindOpcodeEntry: Sendable {
 /// `DO_BIND`; the weak stream sets no library ordinals. A stream may end without `DONE`.
 /// Locations are checked as in ``RebaseOpcodeDecoder``; a repeat count of 0 binds nothing,
 /// as in dyld. The weak-lookup ordinal (-3) is accepted (llvm-objdump 19 refuses it).
-public struct BindOpcodeDecoder: Sendable {
-    public let stream: BindStreamKind
+package struct BindOpcodeDecoder: Sendable {
+    package let stream: BindStreamKind
     private var opcodes: OpcodeStream
     private let libraryCount: Int
     /// Window position of the last non-zero byte (lazy streams: where DONE really ends).
@@ -90,7 +90,7 @@ public struct BindOpcodeDecoder: Sendable {
     private var addend: Int64 = 0
 
     /// A decoder over one of the image's own bind streams (empty without LC_DYLD_INFO).
-    public init(_ image: MachOImage, stream: BindStreamKind) throws(MachOError) {
+    package init(_ image: MachOImage, stream: BindStreamKind) throws(MachOError) {
         let opcodes = switch stream {
         case .regular: try image.dyldInfoStream(\.bind)
         case .lazy: try image.dyldInfoStream(\.lazyBind)
@@ -100,7 +100,7 @@ public struct BindOpcodeDecoder: Sendable {
     }
 
     /// A decoder over `opcodes`, read as a `stream` stream of `image`.
-    public init(opcodes: ByteView, stream: BindStreamKind, image: MachOImage) {
+    package init(opcodes: ByteView, stream: BindStreamKind, image: MachOImage) {
         self.stream = stream
         self.opcodes = OpcodeStream(opcodes, image: image)
         libraryCount = image.dependencies.count
@@ -111,7 +111,7 @@ public struct BindOpcodeDecoder: Sendable {
     }
 
     /// The next bind (or strong definition), or nil at the end of the stream.
-    public mutating func next() throws(MachOError) -> BindFixup? {
+    package mutating func next() throws(MachOError) -> BindFixup? {
         guard let entry = try nextEntry() else { return nil }
         if symbolNameString == nil { symbolNameString = entry.symbolName.string }
         return BindFixup(
@@ -121,7 +121,7 @@ public struct BindOpcodeDecoder: Sendable {
 
     /// The next bind (or strong definition) with its symbol name left as bytes of the
     /// stream, or nil at the end of the stream: what a loader binds from, with no string made.
-    public mutating func nextEntry() throws(MachOError) -> BindOpcodeEntry? {
+    package mutating func nextEntry() throws(MachOError) -> BindOpcodeEntry? {
         while opcodes.pendingCount == 0 {
             guard let (opcode, immediate, opcodeOffset): (BindOpcode, UInt8, Int) = try opcodes.nextOpcode("bind") else { return nil }
             switch opcode {
@@ -223,7 +223,7 @@ public struct BindOpcodeDecoder: Sendable {
 
 extension MachOImage {
     /// Calls `body` with each entry of one LC_DYLD_INFO bind stream, in stream order.
-    public func forEachBindFixup(in stream: BindStreamKind, _ body: (BindFixup) throws(MachOError) -> Void) throws(MachOError) {
+    package func forEachBindFixup(in stream: BindStreamKind, _ body: (BindFixup) throws(MachOError) -> Void) throws(MachOError) {
         var decoder = try BindOpcodeDecoder(self, stream: stream)
         while let fixup = try decoder.next() {
             try body(fixup)
@@ -231,7 +231,7 @@ extension MachOImage {
     }
 
     /// Every entry of one LC_DYLD_INFO bind stream, in stream order (empty without one).
-    public func bindFixups(_ stream: BindStreamKind) throws(MachOError) -> [BindFixup] {
+    package func bindFixups(_ stream: BindStreamKind) throws(MachOError) -> [BindFixup] {
         var fixups: [BindFixup] = []
         try forEachBindFixup(in: stream) { fixups.append($0) }
         return fixups

@@ -1,7 +1,7 @@
 /// `dyld_chained_fixups_header`: the start of the LC_DYLD_CHAINED_FIXUPS blob, locating
 /// the chain starts, the imports table and the symbol names.
-public struct ChainedFixupsHeader: Equatable, Sendable {
-    public static let size = 28
+package struct ChainedFixupsHeader: Equatable, Sendable {
+    package static let size = 28
 
     /// Offsets of the header's fields, for error offsets.
     enum Field {
@@ -10,17 +10,17 @@ public struct ChainedFixupsHeader: Equatable, Sendable {
     }
 
     /// `symbols_format` of a plain symbols pool, and of a zlib-compressed one.
-    public static let symbolsUncompressed: UInt32 = 0, symbolsZlib: UInt32 = 1
+    package static let symbolsUncompressed: UInt32 = 0, symbolsZlib: UInt32 = 1
 
     /// `fixups_version`: always 0.
-    public let fixupsVersion: UInt32
+    package let fixupsVersion: UInt32
     /// Offsets in the blob of `dyld_chained_starts_in_image`, the imports table and the symbol names.
-    public let startsOffset: UInt32, importsOffset: UInt32, symbolsOffset: UInt32
-    public let importsCount: UInt32
-    public let importsFormat: ChainedImportFormat
-    public let symbolsFormat: UInt32
+    package let startsOffset: UInt32, importsOffset: UInt32, symbolsOffset: UInt32
+    package let importsCount: UInt32
+    package let importsFormat: ChainedImportFormat
+    package let symbolsFormat: UInt32
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, ChainedFixupsHeader.size)
         fixupsVersion = try view.u32(Field.fixupsVersion)
         guard fixupsVersion == 0 else {
@@ -43,28 +43,28 @@ public struct ChainedFixupsHeader: Equatable, Sendable {
 /// its own, `fixups.header`) with the imports' names decoded. The chains themselves live
 /// in the segments' data; walk them with ``forEachFixup(in:_:)`` or ``fixups(in:)``.
 @dynamicMemberLookup
-public struct ChainedFixups: Sendable {
+package struct ChainedFixups: Sendable {
     /// The blob without its imports' names decoded, which does the walking.
-    public let chains: ChainedFixupChains
-    public let imports: [ChainedImport]
+    package let chains: ChainedFixupChains
+    package let imports: [ChainedImport]
 
-    public subscript<Value>(dynamicMember field: KeyPath<ChainedFixupChains, Value>) -> Value { chains[keyPath: field] }
+    package subscript<Value>(dynamicMember field: KeyPath<ChainedFixupChains, Value>) -> Value { chains[keyPath: field] }
 
     /// Parses the blob of an LC_DYLD_CHAINED_FIXUPS command.
-    public init(parsing blob: ByteView) throws(MachOError) {
+    package init(parsing blob: ByteView) throws(MachOError) {
         chains = try ChainedFixupChains(parsing: blob)
         imports = try ChainedImport.parseTable(blob, header: chains.header)
     }
 
     /// The NUL-terminated string at `offset` of the symbols pool.
-    public func symbolName(atOffset offset: UInt32) throws(MachOError) -> String {
+    package func symbolName(atOffset offset: UInt32) throws(MachOError) -> String {
         let blob = chains.blob, start = Int(chains.header.symbolsOffset)
         return try ChainedImportTable.nameBytes(at: offset, in: try blob.slice(start, blob.count - start), for: blob.base).string
     }
 
     /// Walks every chain as ``ChainedFixupChains/forEachPointer(in:_:)`` does, calling
     /// `body` with each fixup and, for a bind, the import it names.
-    public func forEachFixup(
+    package func forEachFixup(
         in image: MachOImage, _ body: (ChainedFixup) throws(MachOError) -> Void
     ) throws(MachOError) {
         try chains.forEachPointer(in: image) { (site) throws(MachOError) in
@@ -73,7 +73,7 @@ public struct ChainedFixups: Sendable {
     }
 
     /// Every fixup, in the order ``forEachFixup(in:_:)`` visits them.
-    public func fixups(in image: MachOImage) throws(MachOError) -> [ChainedFixup] {
+    package func fixups(in image: MachOImage) throws(MachOError) -> [ChainedFixup] {
         var all: [ChainedFixup] = []
         try forEachFixup(in: image) { (fixup) throws(MachOError) in all.append(fixup) }
         return all
@@ -83,17 +83,17 @@ public struct ChainedFixups: Sendable {
 /// The LC_DYLD_CHAINED_FIXUPS blob as a loader reads it on every launch: header, chain
 /// starts per segment, and the imports table read in place (no names decoded). Walks the
 /// chains with ``forEachPointer(in:_:)``.
-public struct ChainedFixupChains: Sendable {
-    public let header: ChainedFixupsHeader
-    public let startsInImage: ChainedStartsInImage
+package struct ChainedFixupChains: Sendable {
+    package let header: ChainedFixupsHeader
+    package let startsInImage: ChainedStartsInImage
     /// The starts of every segment that has fixups (non-zero `seg_info_offset`), in order.
-    public let segments: [ChainedStartsInSegment]
-    public let importTable: ChainedImportTable
+    package let segments: [ChainedStartsInSegment]
+    package let importTable: ChainedImportTable
     /// The whole blob.
-    public let blob: ByteView
+    package let blob: ByteView
 
     /// Parses the blob of an LC_DYLD_CHAINED_FIXUPS command.
-    public init(parsing blob: ByteView) throws(MachOError) {
+    package init(parsing blob: ByteView) throws(MachOError) {
         self.blob = blob
         header = try ChainedFixupsHeader(parsing: blob)
         guard UInt64(header.startsOffset) < UInt64(blob.count) else {
@@ -142,7 +142,7 @@ public struct ChainedFixupChains: Sendable {
     /// `stride` bytes of its segments' file data, however its page starts repeat (dyld's
     /// `ChainedFixups::validLinkedit` requires a page's starts in ascending order; starts
     /// that fall inside an earlier chain of the page would still repeat its locations).
-    public func forEachPointer(
+    package func forEachPointer(
         in image: MachOImage, _ body: (ChainedPointerSite) throws(MachOError) -> Void
     ) throws(MachOError) {
         var cursor = ChainedPointerCursor(self, in: image)
@@ -152,20 +152,20 @@ public struct ChainedFixupChains: Sendable {
 
 /// One pointer of a chain, as ``ChainedFixupChains/forEachPointer(in:_:)`` finds it:
 /// where it is, what is on disk and what it means (a bind's import is only its ordinal).
-public struct ChainedPointerSite: Equatable, Sendable {
+package struct ChainedPointerSite: Equatable, Sendable {
     /// Index of the segment holding the fixup, in load-command order.
-    public let segmentIndex: Int
+    package let segmentIndex: Int
     /// Offset of the fixup from the start of its segment.
-    public let offsetInSegment: UInt64
+    package let offsetInSegment: UInt64
     /// The fixup's unslid vm address (segment vmaddr + offset).
-    public let address: UInt64
+    package let address: UInt64
     /// Absolute file offset of the on-disk pointer.
-    public let fileOffset: Int
+    package let fileOffset: Int
     /// The pointer as stored on disk (4 or 8 bytes, zero-extended).
-    public let rawValue: UInt64
-    public let format: ChainedPointerFormat
+    package let rawValue: UInt64
+    package let format: ChainedPointerFormat
     /// The decoded pointer.
-    public let pointer: ChainedPointer
+    package let pointer: ChainedPointer
 
     @usableFromInline
     init(segmentIndex: Int, offsetInSegment: UInt64, address: UInt64, fileOffset: Int, rawValue: UInt64,
@@ -184,12 +184,12 @@ public struct ChainedPointerSite: Equatable, Sendable {
 /// (where it is, what is on disk and what it means; its fields read as the fixup's own,
 /// `fixup.address`), and for a bind the import its ordinal names.
 @dynamicMemberLookup
-public struct ChainedFixup: Equatable, Sendable {
-    public let site: ChainedPointerSite
+package struct ChainedFixup: Equatable, Sendable {
+    package let site: ChainedPointerSite
     /// For a bind, the import its ordinal names.
-    public let boundImport: ChainedImport?
+    package let boundImport: ChainedImport?
 
-    public subscript<Value>(dynamicMember field: KeyPath<ChainedPointerSite, Value>) -> Value {
+    package subscript<Value>(dynamicMember field: KeyPath<ChainedPointerSite, Value>) -> Value {
         site[keyPath: field]
     }
 }
@@ -197,20 +197,20 @@ public struct ChainedFixup: Equatable, Sendable {
 extension MachOImage {
     /// The decoded LC_DYLD_CHAINED_FIXUPS blob, or nil when the image has none (or, like a
     /// dylib stub, has the command with a zero data offset).
-    public func parseChainedFixups() throws(MachOError) -> ChainedFixups? {
+    package func parseChainedFixups() throws(MachOError) -> ChainedFixups? {
         guard let data = chainedFixups, data.dataOffset != 0 else { return nil }
         return try ChainedFixups(parsing: try linkeditBytes(data))
     }
 
     /// The LC_DYLD_CHAINED_FIXUPS blob ready to walk, its imports read in place (no names
     /// decoded), or nil as for ``parseChainedFixups()``.
-    public func parseChainedFixupChains() throws(MachOError) -> ChainedFixupChains? {
+    package func parseChainedFixupChains() throws(MachOError) -> ChainedFixupChains? {
         guard let data = chainedFixups, data.dataOffset != 0 else { return nil }
         return try ChainedFixupChains(parsing: try linkeditBytes(data))
     }
 
     /// Calls `body` with every chained fixup of the image (none without chained fixups).
-    public func forEachChainedFixup(_ body: (ChainedFixup) throws(MachOError) -> Void) throws(MachOError) {
+    package func forEachChainedFixup(_ body: (ChainedFixup) throws(MachOError) -> Void) throws(MachOError) {
         try parseChainedFixups()?.forEachFixup(in: self, body)
     }
 }

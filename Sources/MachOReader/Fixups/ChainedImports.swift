@@ -1,5 +1,5 @@
 /// `dyld_chained_fixups_header.imports_format`: the layout of the chained imports table.
-public enum ChainedImportFormat: UInt32, Equatable, Hashable, Sendable, CaseIterable {
+package enum ChainedImportFormat: UInt32, Equatable, Hashable, Sendable, CaseIterable {
     /// `DYLD_CHAINED_IMPORT`: 32 bits, 8-bit library ordinal, no addend.
     case plain = 1
     /// `DYLD_CHAINED_IMPORT_ADDEND`: 8-bit library ordinal and a 32-bit signed addend.
@@ -9,19 +9,19 @@ public enum ChainedImportFormat: UInt32, Equatable, Hashable, Sendable, CaseIter
     case addend64 = 3
 
     /// The C name, e.g. `DYLD_CHAINED_IMPORT_ADDEND`.
-    public var name: String { ["DYLD_CHAINED_IMPORT", "DYLD_CHAINED_IMPORT_ADDEND", "DYLD_CHAINED_IMPORT_ADDEND64"][Int(rawValue) - 1] }
+    package var name: String { ["DYLD_CHAINED_IMPORT", "DYLD_CHAINED_IMPORT_ADDEND", "DYLD_CHAINED_IMPORT_ADDEND64"][Int(rawValue) - 1] }
     /// Bytes per table entry: 4, 8 or 16.
-    public var entrySize: Int { 2 << rawValue }
+    package var entrySize: Int { 2 << rawValue }
 }
 
 /// One chained import: the symbol a bind with this import ordinal binds to, its entry's
 /// fields read as its own (`entry.addend` as `import.addend`).
 @dynamicMemberLookup
-public struct ChainedImport: Equatable, Sendable {
-    public let entry: ChainedImportEntry
-    public let name: String
+package struct ChainedImport: Equatable, Sendable {
+    package let entry: ChainedImportEntry
+    package let name: String
 
-    public subscript<Value>(dynamicMember field: KeyPath<ChainedImportEntry, Value>) -> Value { entry[keyPath: field] }
+    package subscript<Value>(dynamicMember field: KeyPath<ChainedImportEntry, Value>) -> Value { entry[keyPath: field] }
 
     /// The imports table described by `header` inside the fixups blob `blob`.
     static func parseTable(_ blob: ByteView, header: ChainedFixupsHeader) throws(MachOError) -> [ChainedImport] {
@@ -38,30 +38,30 @@ public struct ChainedImport: Equatable, Sendable {
 
 extension ChainedImport {
     /// Parses one entry of `format` at the start of `entry`; names come from `symbols`.
-    public init(parsing entry: ByteView, format: ChainedImportFormat, symbols: ByteView) throws(MachOError) {
+    package init(parsing entry: ByteView, format: ChainedImportFormat, symbols: ByteView) throws(MachOError) {
         let fields = try ChainedImportEntry(parsing: entry, format: format)
         self.init(entry: fields, name: try ChainedImportTable.nameBytes(at: fields.nameOffset, in: symbols, for: entry.base).string)
     }
 }
 
 /// The fields of one chained import, its name left in the symbols pool.
-public struct ChainedImportEntry: Equatable, Sendable {
+package struct ChainedImportEntry: Equatable, Sendable {
     /// The library ordinal: 1-based index into the image's dependencies, or a special
     /// ordinal (0 this image, -1 main executable, -2 flat lookup, -3 weak lookup). Encoded
     /// values above 0xF0 (0xFFF0 for `addend64`) are negative, as dyld reads them.
-    public let libraryOrdinal: Int
+    package let libraryOrdinal: Int
     /// A missing symbol binds to 0 instead of failing the load.
-    public let weakImport: Bool
+    package let weakImport: Bool
     /// Offset of the name in the symbols pool.
-    public let nameOffset: UInt32
+    package let nameOffset: UInt32
     /// Added to the symbol's address (0 for `DYLD_CHAINED_IMPORT`).
-    public let addend: Int64
+    package let addend: Int64
     /// The entry's first word as stored (32 bits, or 64 for `addend64`), for tools that
     /// show the raw encoding.
-    public let rawValue: UInt64
+    package let rawValue: UInt64
 
     /// Parses one entry of `format` at the start of `entry`.
-    public init(parsing entry: ByteView, format: ChainedImportFormat) throws(MachOError) {
+    package init(parsing entry: ByteView, format: ChainedImportFormat) throws(MachOError) {
         try self.init(parsing: entry, at: 0, format: format)
     }
 
@@ -92,10 +92,10 @@ public struct ChainedImportEntry: Equatable, Sendable {
 /// The chained imports table read in place: entries decoded one at a time, names handed
 /// out as bytes of the symbols pool. What a loader needs on every launch, with no string
 /// made; ``ChainedImport/parseTable(_:header:)`` builds the named list from it.
-public struct ChainedImportTable: Sendable {
-    public let format: ChainedImportFormat
+package struct ChainedImportTable: Sendable {
+    package let format: ChainedImportFormat
     /// `imports_count`.
-    public let count: Int
+    package let count: Int
     /// The table's bytes.
     private let entries: ByteView
     /// The symbols pool: from `symbols_offset` to the end of the blob.
@@ -103,7 +103,7 @@ public struct ChainedImportTable: Sendable {
 
     /// The table `header` describes inside the fixups blob `blob`, its extent checked
     /// before anything is read.
-    public init(_ blob: ByteView, header: ChainedFixupsHeader) throws(MachOError) {
+    package init(_ blob: ByteView, header: ChainedFixupsHeader) throws(MachOError) {
         format = header.importsFormat
         guard UInt64(header.importsOffset) <= UInt64(blob.count) else {
             throw MachOError.malformed(
@@ -128,12 +128,12 @@ public struct ChainedImportTable: Sendable {
     }
 
     /// Entry `index` (below ``count``).
-    public func entry(_ index: Int) throws(MachOError) -> ChainedImportEntry {
+    package func entry(_ index: Int) throws(MachOError) -> ChainedImportEntry {
         try ChainedImportEntry(parsing: entries, at: index * format.entrySize, format: format)
     }
 
     /// The name of `entry` (entry `index` of the table): its bytes in the symbols pool.
-    public func name(of entry: ChainedImportEntry, index: Int) throws(MachOError) -> ByteView {
+    package func name(of entry: ChainedImportEntry, index: Int) throws(MachOError) -> ByteView {
         try Self.nameBytes(at: entry.nameOffset, in: symbols, for: entries.absolute(index * format.entrySize))
     }
 

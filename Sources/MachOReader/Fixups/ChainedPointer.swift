@@ -1,6 +1,6 @@
 /// `DYLD_CHAINED_PTR_*`: how the pointers of one segment's fixup chains are laid out
 /// (`dyld_chained_starts_in_segment.pointer_format`).
-public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIterable {
+package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIterable {
     case arm64e = 1
     case pointer64 = 2
     case pointer32 = 3
@@ -15,7 +15,7 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
     case arm64eUserland24 = 12
 
     /// The C name, e.g. `DYLD_CHAINED_PTR_64_OFFSET`.
-    public var name: String { "DYLD_CHAINED_PTR_" + Self.names[Int(rawValue) - 1] }
+    package var name: String { "DYLD_CHAINED_PTR_" + Self.names[Int(rawValue) - 1] }
     private static let names = [
         "ARM64E", "64", "32", "32_CACHE", "32_FIRMWARE", "64_OFFSET", "ARM64E_KERNEL", "64_KERNEL_CACHE", "ARM64E_USERLAND",
         "ARM64E_FIRMWARE", "X86_64_KERNEL_CACHE", "ARM64E_USERLAND24",
@@ -23,7 +23,7 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
 
     /// Bytes per unit of a pointer's `next` field.
     @inlinable
-    public var stride: Int {
+    package var stride: Int {
         switch self {
         case .arm64e, .arm64eUserland, .arm64eUserland24: 8
         case .arm64eKernel, .arm64eFirmware, .pointer64, .pointer64Offset, .pointer64KernelCache,
@@ -34,7 +34,7 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
 
     /// Bytes each fixup occupies on disk.
     @inlinable
-    public var pointerSize: Int {
+    package var pointerSize: Int {
         switch self {
         case .pointer32, .pointer32Cache, .pointer32Firmware: 4
         default: 8
@@ -44,7 +44,7 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
     /// Whether an unauthenticated rebase target is a vm address; otherwise it is an offset
     /// from the start of the image (or, for kernel caches, of the cache level).
     @inlinable
-    public var rebaseTargetIsVMAddress: Bool {
+    package var rebaseTargetIsVMAddress: Bool {
         switch self {
         case .arm64e, .arm64eFirmware, .pointer64, .pointer32, .pointer32Firmware: true
         default: false
@@ -56,7 +56,7 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
     /// `maxValidPointer` is the segment's `max_valid_pointer`; only `DYLD_CHAINED_PTR_32`
     /// uses it, to tell non-pointer values smuggled into the chain from rebases.
     @inlinable
-    public func decode(_ raw: UInt64, maxValidPointer: UInt32 = 0) -> (pointer: ChainedPointer, next: UInt32) {
+    package func decode(_ raw: UInt64, maxValidPointer: UInt32 = 0) -> (pointer: ChainedPointer, next: UInt32) {
         func bits(_ low: UInt64, _ count: UInt64) -> UInt64 { (raw >> low) & ((1 << count) - 1) }
         let targetKind: ChainedRebase.TargetKind = rebaseTargetIsVMAddress ? .vmAddress : .imageOffset
         // arm64e's signing fields, read only for an authenticated pointer.
@@ -119,7 +119,7 @@ public enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIte
 }
 
 /// What one chained pointer asks the loader to do.
-public enum ChainedPointer: Equatable, Hashable, Sendable {
+package enum ChainedPointer: Equatable, Hashable, Sendable {
     /// Slide a pointer into this image.
     case rebase(ChainedRebase)
     /// Store the address of an import (plus an addend).
@@ -132,7 +132,7 @@ public enum ChainedPointer: Equatable, Hashable, Sendable {
     case nonPointer(UInt32)
 
     /// The bind part, for both plain and authenticated binds.
-    public var bind: ChainedBind? {
+    package var bind: ChainedBind? {
         switch self {
         case let .bind(bind), let .authBind(bind, _): bind
         default: nil
@@ -140,7 +140,7 @@ public enum ChainedPointer: Equatable, Hashable, Sendable {
     }
 
     /// The rebase part, for both plain and authenticated rebases.
-    public var rebase: ChainedRebase? {
+    package var rebase: ChainedRebase? {
         switch self {
         case let .rebase(rebase), let .authRebase(rebase, _): rebase
         default: nil
@@ -148,7 +148,7 @@ public enum ChainedPointer: Equatable, Hashable, Sendable {
     }
 
     /// The signing parameters of an authenticated pointer.
-    public var authentication: PointerAuthentication? {
+    package var authentication: PointerAuthentication? {
         switch self {
         case let .authRebase(_, auth), let .authBind(_, auth): auth
         default: nil
@@ -157,9 +157,9 @@ public enum ChainedPointer: Equatable, Hashable, Sendable {
 }
 
 /// A chained rebase: where the pointer points inside the image.
-public struct ChainedRebase: Equatable, Hashable, Sendable {
+package struct ChainedRebase: Equatable, Hashable, Sendable {
     /// How `target` is expressed, which depends on the pointer format.
-    public enum TargetKind: Equatable, Hashable, Sendable {
+    package enum TargetKind: Equatable, Hashable, Sendable {
         /// An unslid vm address (`DYLD_CHAINED_PTR_64`, `DYLD_CHAINED_PTR_ARM64E`, ...).
         case vmAddress
         /// An offset from the image's preferred load address (`DYLD_CHAINED_PTR_64_OFFSET`,
@@ -167,14 +167,14 @@ public struct ChainedRebase: Equatable, Hashable, Sendable {
         case imageOffset
     }
 
-    public let target: UInt64
-    public let kind: TargetKind
+    package let target: UInt64
+    package let kind: TargetKind
     /// The pointer's top byte (tagged pointers), applied as is on top of the slid target.
-    public let high8: UInt8
+    package let high8: UInt8
     /// Kernel-cache formats: which cache level `target` is relative to.
-    public let cacheLevel: UInt8
+    package let cacheLevel: UInt8
 
-    public init(target: UInt64, kind: TargetKind, high8: UInt8, cacheLevel: UInt8 = 0) {
+    package init(target: UInt64, kind: TargetKind, high8: UInt8, cacheLevel: UInt8 = 0) {
         self.target = target
         self.kind = kind
         self.high8 = high8
@@ -183,44 +183,44 @@ public struct ChainedRebase: Equatable, Hashable, Sendable {
 
     /// The unslid vm address of the target for an image whose preferred load address is
     /// `imageBase`, without the top byte.
-    public func targetAddress(imageBase: UInt64) -> UInt64 {
+    package func targetAddress(imageBase: UInt64) -> UInt64 {
         kind == .vmAddress ? target : imageBase &+ target
     }
 }
 
 /// A chained bind: which import (an index into the chained imports table) and the addend
 /// stored inline in the pointer, to be added to the import's own addend.
-public struct ChainedBind: Equatable, Hashable, Sendable {
-    public let importOrdinal: UInt32
-    public let addend: Int64
+package struct ChainedBind: Equatable, Hashable, Sendable {
+    package let importOrdinal: UInt32
+    package let addend: Int64
 
-    public init(importOrdinal: UInt32, addend: Int64) {
+    package init(importOrdinal: UInt32, addend: Int64) {
         self.importOrdinal = importOrdinal
         self.addend = addend
     }
 }
 
 /// arm64e pointer-authentication parameters of a signed pointer.
-public struct PointerAuthentication: Equatable, Hashable, Sendable {
+package struct PointerAuthentication: Equatable, Hashable, Sendable {
     /// The ptrauth key.
-    public enum Key: UInt8, Equatable, Hashable, Sendable {
+    package enum Key: UInt8, Equatable, Hashable, Sendable {
         case ia = 0, ib = 1, da = 2, db = 3
 
         /// The key named by the two low bits of `lowBits`.
         @inlinable
-        public init(lowBits: UInt8) { self = Self(rawValue: lowBits & 3)! }
+        package init(lowBits: UInt8) { self = Self(rawValue: lowBits & 3)! }
 
         /// `IA`, `IB`, `DA` or `DB`.
-        public var name: String { ["IA", "IB", "DA", "DB"][Int(rawValue)] }
+        package var name: String { ["IA", "IB", "DA", "DB"][Int(rawValue)] }
     }
 
     /// The 16-bit constant discriminator.
-    public let diversity: UInt16
+    package let diversity: UInt16
     /// Whether the pointer's own address is blended into the discriminator.
-    public let addressDiversity: Bool
-    public let key: Key
+    package let addressDiversity: Bool
+    package let key: Key
 
-    public init(diversity: UInt16, addressDiversity: Bool, key: Key) {
+    package init(diversity: UInt16, addressDiversity: Bool, key: Key) {
         self.diversity = diversity
         self.addressDiversity = addressDiversity
         self.key = key

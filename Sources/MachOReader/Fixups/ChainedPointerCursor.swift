@@ -2,7 +2,7 @@
 /// from, with no closure per pointer. Visits the pointers in segment, page and chain order
 /// and makes the checks ``ChainedFixupChains/forEachPointer(in:_:)`` documents (which is
 /// built on it), failing with the same errors at the same points.
-public struct ChainedPointerCursor {
+package struct ChainedPointerCursor {
     @usableFromInline let chains: ChainedFixupChains
     @usableFromInline let segments: [Segment]
     @usableFromInline let imageView: ByteView
@@ -31,7 +31,7 @@ public struct ChainedPointerCursor {
     @usableFromInline var pendingError: MachOError?
 
     /// A cursor over every chain of `image`, whose LC_DYLD_CHAINED_FIXUPS blob is `chains`.
-    public init(_ chains: ChainedFixupChains, in image: MachOImage) {
+    package init(_ chains: ChainedFixupChains, in image: MachOImage) {
         self.chains = chains
         segments = image.segments
         imageView = image.view
@@ -42,7 +42,7 @@ public struct ChainedPointerCursor {
     /// The next pointer, or nil after the last. Inlinable, with ``pointer(at:)``, so that a
     /// loader's loop over the pointers makes no call per pointer.
     @inlinable
-    public mutating func next() throws(MachOError) -> ChainedPointerSite? {
+    package mutating func next() throws(MachOError) -> ChainedPointerSite? {
         if let pendingError { throw pendingError }
         while true {
             if let offsetInPage = chainOffset { return try pointer(at: offsetInPage) }

@@ -1,15 +1,15 @@
 /// `dyld_chained_starts_in_image`: one `seg_info_offset` per segment of the image, each
 /// the offset (from this structure) of that segment's `dyld_chained_starts_in_segment`,
 /// or 0 when the segment has no fixups.
-public struct ChainedStartsInImage: Equatable, Sendable {
+package struct ChainedStartsInImage: Equatable, Sendable {
     /// `seg_info_offset[]`, indexed like the image's segments.
-    public let segmentInfoOffsets: [UInt32]
+    package let segmentInfoOffsets: [UInt32]
 
     /// `seg_count`.
-    public var segmentCount: Int { segmentInfoOffsets.count }
+    package var segmentCount: Int { segmentInfoOffsets.count }
 
     /// Parses the structure at the start of `view` (which runs to the end of the fixups blob).
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         let count = try view.u32(0)
         // Bound the count by the bytes that could hold it before allocating.
         guard UInt64(count) * 4 <= UInt64(view.count - 4) else {
@@ -25,41 +25,41 @@ public struct ChainedStartsInImage: Equatable, Sendable {
 
 /// `dyld_chained_starts_in_segment`: the pointer format of one segment's chains and, per
 /// page, where the first fixup of the page's chain is.
-public struct ChainedStartsInSegment: Sendable {
+package struct ChainedStartsInSegment: Sendable {
     /// `page_start[]` value of a page without fixups.
-    public static let startNone: UInt16 = 0xFFFF
+    package static let startNone: UInt16 = 0xFFFF
     /// `page_start[]` flag: the low 15 bits index a list of starts in the `chain_starts[]`
     /// overflow area that follows `page_start[]`.
-    public static let startMulti: UInt16 = 0x8000
+    package static let startMulti: UInt16 = 0x8000
     /// `chain_starts[]` flag marking the last start of a page's list.
-    public static let startLast: UInt16 = 0x8000
+    package static let startLast: UInt16 = 0x8000
     /// Size of the fixed fields before `page_start[]`.
-    public static let fixedSize = 22
+    package static let fixedSize = 22
 
     /// Index of the segment (in load-command order) these starts describe.
-    public let segmentIndex: Int
+    package let segmentIndex: Int
     /// `seg_info_offset[segmentIndex]`: where this structure is, from the starts in image.
-    public let infoOffset: UInt32
+    package let infoOffset: UInt32
     /// `size`: bytes of this structure, overflow area included.
-    public let size: UInt32
+    package let size: UInt32
     /// `page_size`: 0x1000 or 0x4000.
-    public let pageSize: UInt16
-    public let pointerFormat: ChainedPointerFormat
+    package let pageSize: UInt16
+    package let pointerFormat: ChainedPointerFormat
     /// `segment_offset`: the segment's vm offset from the image's preferred load address.
-    public let segmentOffset: UInt64
+    package let segmentOffset: UInt64
     /// `max_valid_pointer`: for `DYLD_CHAINED_PTR_32`, larger rebase targets are values.
-    public let maxValidPointer: UInt32
+    package let maxValidPointer: UInt32
     /// `page_start[]`: one raw entry per page (offset in page, `startNone` or a multi index).
-    public let pageStarts: [UInt16]
+    package let pageStarts: [UInt16]
 
     /// The structure's own bytes (`size` of them), for the overflow area.
     private let view: ByteView
 
     /// `page_count`.
-    public var pageCount: Int { pageStarts.count }
+    package var pageCount: Int { pageStarts.count }
 
     /// Parses the structure at the start of `view`, which may run past its end.
-    public init(parsing view: ByteView, segmentIndex: Int, infoOffset: UInt32) throws(MachOError) {
+    package init(parsing view: ByteView, segmentIndex: Int, infoOffset: UInt32) throws(MachOError) {
         try view.check(0, ChainedStartsInSegment.fixedSize)
         size = try view.u32(0)
         pageSize = try view.u16(4)
@@ -86,7 +86,7 @@ public struct ChainedStartsInSegment: Sendable {
     }
 
     /// The absolute file offset of entry `index` of `page_start[]` (overflow area included).
-    public func absoluteOffset(ofStartEntry index: Int) -> Int {
+    package func absoluteOffset(ofStartEntry index: Int) -> Int {
         view.absolute(ChainedStartsInSegment.fixedSize + 2 * index)
     }
 

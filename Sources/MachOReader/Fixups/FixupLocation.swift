@@ -1,12 +1,12 @@
 /// Where a dyld-info rebase or bind writes: a segment, named by its index among the
 /// image's `LC_SEGMENT_64` commands (dyld's segment index), and an offset inside it.
-public struct FixupLocation: Hashable, Sendable {
+package struct FixupLocation: Hashable, Sendable {
     /// Index into ``MachOImage/segments``.
-    public let segmentIndex: Int
+    package let segmentIndex: Int
     /// Offset of the fixed-up bytes from the segment's start.
-    public let segmentOffset: UInt64
+    package let segmentOffset: UInt64
     /// The unslid virtual address of the fixed-up bytes (segment vmaddr + offset).
-    public let address: UInt64
+    package let address: UInt64
 }
 
 /// Checks the places an opcode stream names against the image's segments and bounds the

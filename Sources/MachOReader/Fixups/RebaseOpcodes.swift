@@ -1,26 +1,26 @@
 /// `REBASE_TYPE_*` (and `BIND_TYPE_*`): how a rebase or bind writes the bytes at its location.
-public struct RebaseType: RawRepresentable, Hashable, Sendable {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
+package struct RebaseType: RawRepresentable, Hashable, Sendable {
+    package let rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// `*_TYPE_POINTER`: a pointer-sized absolute address.
-    public static let pointer = RebaseType(rawValue: 1)
+    package static let pointer = RebaseType(rawValue: 1)
     /// `*_TYPE_TEXT_ABSOLUTE32`: a 32-bit absolute address in code.
-    public static let textAbsolute32 = RebaseType(rawValue: 2)
+    package static let textAbsolute32 = RebaseType(rawValue: 2)
     /// `*_TYPE_TEXT_PCREL32`: a 32-bit PC-relative address in code.
-    public static let textPCRelative32 = RebaseType(rawValue: 3)
+    package static let textPCRelative32 = RebaseType(rawValue: 3)
 }
 
 /// One rebase from the LC_DYLD_INFO rebase opcode stream: the bytes at `location` hold an
 /// unslid address that a loader slides by the image's load offset.
-public struct RebaseFixup: Hashable, Sendable {
-    public let location: FixupLocation
+package struct RebaseFixup: Hashable, Sendable {
+    package let location: FixupLocation
     /// The type in force when the rebase was made (0 when the stream never set one).
-    public let type: RebaseType
+    package let type: RebaseType
 
-    public var segmentIndex: Int { location.segmentIndex }
-    public var segmentOffset: UInt64 { location.segmentOffset }
-    public var address: UInt64 { location.address }
+    package var segmentIndex: Int { location.segmentIndex }
+    package var segmentOffset: UInt64 { location.segmentOffset }
+    package var address: UInt64 { location.address }
 }
 
 /// Decodes a rebase opcode stream one rebase at a time.
@@ -29,22 +29,22 @@ public struct RebaseFixup: Hashable, Sendable {
 /// rebases is checked against its segment before the first one is produced, so the work is
 /// bounded by the segment and the image, never by the counts the stream claims. A repeat
 /// count of 0 makes no rebase, as in dyld (llvm-objdump shows one).
-public struct RebaseOpcodeDecoder: Sendable {
+package struct RebaseOpcodeDecoder: Sendable {
     private var stream: OpcodeStream
     private var type = RebaseType(rawValue: 0)
 
     /// A decoder over the image's own rebase stream (empty without LC_DYLD_INFO).
-    public init(_ image: MachOImage) throws(MachOError) {
+    package init(_ image: MachOImage) throws(MachOError) {
         self.init(opcodes: try image.dyldInfoStream(\.rebase), image: image)
     }
 
     /// A decoder over `opcodes`, whose locations refer to `image`'s segments.
-    public init(opcodes: ByteView, image: MachOImage) {
+    package init(opcodes: ByteView, image: MachOImage) {
         stream = OpcodeStream(opcodes, image: image)
     }
 
     /// The next rebase, or nil at `REBASE_OPCODE_DONE` or the end of the stream.
-    public mutating func next() throws(MachOError) -> RebaseFixup? {
+    package mutating func next() throws(MachOError) -> RebaseFixup? {
         while stream.pendingCount == 0 {
             guard let (opcode, immediate, opcodeOffset): (RebaseOpcode, UInt8, Int) = try stream.nextOpcode("rebase") else { return nil }
             switch opcode {
@@ -81,7 +81,7 @@ public struct RebaseOpcodeDecoder: Sendable {
 
 extension MachOImage {
     /// Calls `body` with each rebase of the LC_DYLD_INFO rebase stream, in stream order.
-    public func forEachRebaseFixup(_ body: (RebaseFixup) throws(MachOError) -> Void) throws(MachOError) {
+    package func forEachRebaseFixup(_ body: (RebaseFixup) throws(MachOError) -> Void) throws(MachOError) {
         var decoder = try RebaseOpcodeDecoder(self)
         while let fixup = try decoder.next() {
             try body(fixup)

@@ -3,16 +3,16 @@
 /// fails with a ``MachOError`` otherwise, so a pointer in the metadata can lead only into
 /// the images given. Built over mapped, fixed-up memory by the loader (pointers are then
 /// runtime addresses), over plain file bytes for images whose pointers need no fixup.
-public struct ObjCAddressSpace: Sendable {
+package struct ObjCAddressSpace: Sendable {
     /// One segment: the image it belongs to, where it starts (runtime address and offset
     /// from its image's base) and its bytes.
-    public struct Region: Sendable {
-        public let image: Int
-        public let start: UInt64
-        public let vmOffset: UInt64
-        public let view: ByteView
+    package struct Region: Sendable {
+        package let image: Int
+        package let start: UInt64
+        package let vmOffset: UInt64
+        package let view: ByteView
 
-        public init(image: Int, start: UInt64, vmOffset: UInt64, view: ByteView) {
+        package init(image: Int, start: UInt64, vmOffset: UInt64, view: ByteView) {
             self.image = image
             self.start = start
             self.vmOffset = vmOffset
@@ -23,12 +23,12 @@ public struct ObjCAddressSpace: Sendable {
     /// Sorted by start, not overlapping.
     private let regions: [Region]
 
-    public init(regions: [Region]) {
+    package init(regions: [Region]) {
         self.regions = regions.sorted { $0.start < $1.start }
     }
 
     /// Where `address` lies: its image and offset from that image's base; nil outside every segment.
-    public func location(of address: UInt64) -> (image: Int, vmOffset: UInt64)? {
+    package func location(of address: UInt64) -> (image: Int, vmOffset: UInt64)? {
         guard let (region, offset) = region(containing: address, length: 1) else { return nil }
         return (region.image, region.vmOffset + UInt64(offset))
     }
@@ -44,7 +44,7 @@ public struct ObjCAddressSpace: Sendable {
     }
 
     /// The bounded view of `length` bytes at `address`.
-    public func view(at address: UInt64, length: Int, what: String) throws(MachOError) -> ByteView {
+    package func view(at address: UInt64, length: Int, what: String) throws(MachOError) -> ByteView {
         guard let (region, offset) = region(containing: address, length: length),
               let view = try? region.view.slice(offset, length) else {
             throw MachOError(image: location(of: address)?.image, address: address, what: "\(what) (\(length) bytes) is outside every segment")
@@ -52,13 +52,13 @@ public struct ObjCAddressSpace: Sendable {
         return view
     }
 
-    public func u64(at address: UInt64, what: String) throws(MachOError) -> UInt64 {
+    package func u64(at address: UInt64, what: String) throws(MachOError) -> UInt64 {
         let view = try view(at: address, length: 8, what: what)
         return (try? view.u64(0)) ?? 0
     }
 
     /// A NUL-terminated string's bytes (without the NUL), at most `limit` long.
-    public func cString(at address: UInt64, limit: Int = ObjCAddressSpace.maxNameLength, what: String) throws(MachOError) -> [UInt8] {
+    package func cString(at address: UInt64, limit: Int = ObjCAddressSpace.maxNameLength, what: String) throws(MachOError) -> [UInt8] {
         guard let (region, offset) = region(containing: address, length: 1) else {
             throw MachOError(image: nil, address: address, what: "\(what) is outside every segment")
         }
@@ -70,5 +70,5 @@ public struct ObjCAddressSpace: Sendable {
     }
 
     /// The longest class, category or selector name read.
-    public static let maxNameLength = 4096
+    package static let maxNameLength = 4096
 }

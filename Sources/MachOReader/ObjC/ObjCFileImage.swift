@@ -8,15 +8,15 @@
 ///
 /// Errors are ``MachOError``s at the file offset of the list entry being read, naming the
 /// list, the entry and the address that was wrong.
-public struct ObjCFileImage: Sendable {
-    public let image: MachOImage
-    public let sections: ObjCSections
-    public let space: ObjCAddressSpace
+package struct ObjCFileImage: Sendable {
+    package let image: MachOImage
+    package let sections: ObjCSections
+    package let space: ObjCAddressSpace
     /// Bound pointers by slot address: the symbol and addend.
     private let binds: [UInt64: (name: String, addend: Int64)]
 
     /// nil when the image has no `__objc_imageinfo`.
-    public init?(image: MachOImage) throws(MachOError) {
+    package init?(image: MachOImage) throws(MachOError) {
         guard let sections = try ObjCSections(image: image) else { return nil }
         self.image = image
         self.sections = sections
@@ -58,23 +58,23 @@ public struct ObjCFileImage: Sendable {
     }
 
     /// What the pointer at `slot` holds.
-    public func pointer(at slot: UInt64, what: String) throws(MachOError) -> ObjCPointer {
+    package func pointer(at slot: UInt64, what: String) throws(MachOError) -> ObjCPointer {
         let value = try space.u64(at: slot, what: what)
         if let bind = binds[slot] { return .symbol(bind.name, addend: bind.addend) }
         return value == 0 ? .null : .address(value)
     }
 
     /// The NUL-terminated string at `address` (at most ``ObjCAddressSpace/maxNameLength`` bytes).
-    public func string(at address: UInt64, what: String) throws(MachOError) -> String {
+    package func string(at address: UInt64, what: String) throws(MachOError) -> String {
         String(decoding: try space.cString(at: address, what: what), as: UTF8.self)
     }
 
-    public var classCount: Int { sections.classList?.pointerCount ?? 0 }
-    public var categoryCount: Int { sections.categoryList?.pointerCount ?? 0 }
-    public var selectorReferenceCount: Int { sections.selectorReferences?.pointerCount ?? 0 }
+    package var classCount: Int { sections.classList?.pointerCount ?? 0 }
+    package var categoryCount: Int { sections.categoryList?.pointerCount ?? 0 }
+    package var selectorReferenceCount: Int { sections.selectorReferences?.pointerCount ?? 0 }
 
     /// Entry `index` of `__objc_classlist` (< ``classCount``).
-    public func classDescription(_ index: Int) throws(MachOError) -> ObjCClassDescription {
+    package func classDescription(_ index: Int) throws(MachOError) -> ObjCClassDescription {
         let entry = listEntry(sections.classList, index)
         return try reading("__objc_classlist", index, entry) { () throws(MachOError) in
             let address = try localAddress(at: entry, what: "class pointer")
@@ -86,7 +86,7 @@ public struct ObjCFileImage: Sendable {
     }
 
     /// Entry `index` of `__objc_catlist` (< ``categoryCount``).
-    public func categoryDescription(_ index: Int) throws(MachOError) -> ObjCCategoryDescription {
+    package func categoryDescription(_ index: Int) throws(MachOError) -> ObjCCategoryDescription {
         let entry = listEntry(sections.categoryList, index)
         return try reading("__objc_catlist", index, entry) { () throws(MachOError) in
             let address = try localAddress(at: entry, what: "category pointer")
@@ -101,7 +101,7 @@ public struct ObjCFileImage: Sendable {
     }
 
     /// Entry `index` of `__objc_selrefs` (< ``selectorReferenceCount``).
-    public func selectorReference(_ index: Int) throws(MachOError) -> ObjCSelectorReferenceDescription {
+    package func selectorReference(_ index: Int) throws(MachOError) -> ObjCSelectorReferenceDescription {
         let entry = listEntry(sections.selectorReferences, index)
         return try reading("__objc_selrefs", index, entry) { () throws(MachOError) in
             let target = try pointer(at: entry, what: "selector reference")
@@ -124,7 +124,7 @@ public struct ObjCFileImage: Sendable {
     }
 
     /// The file offset of the bytes at `address` (0 when no segment's file bytes hold it).
-    public func fileOffset(of address: UInt64) -> Int {
+    package func fileOffset(of address: UInt64) -> Int {
         for segment in image.segments where address >= segment.vmAddress && address - segment.vmAddress < segment.fileSize {
             return image.view.absolute(Int(segment.fileOffset + (address - segment.vmAddress)))
         }

@@ -1,26 +1,26 @@
 /// Where an image keeps its Objective-C metadata: the `__objc_*` sections of its data
 /// segments, as ranges of offsets from its preferred base.
-public struct ObjCSections: Sendable {
+package struct ObjCSections: Sendable {
     /// A section as an offset from the image's preferred base and a size.
-    public struct Range: Equatable, Sendable {
-        public let vmOffset: UInt64
-        public let size: UInt64
+    package struct Range: Equatable, Sendable {
+        package let vmOffset: UInt64
+        package let size: UInt64
         /// Number of 8-byte pointers it holds.
-        public var pointerCount: Int { Int(size / 8) }
+        package var pointerCount: Int { Int(size / 8) }
     }
 
-    public let imageInfo: ObjCImageInfo
-    public let classList: Range?
-    public let nonLazyClassList: Range?
-    public let categoryList: Range?
-    public let nonLazyCategoryList: Range?
-    public let selectorReferences: Range?
+    package let imageInfo: ObjCImageInfo
+    package let classList: Range?
+    package let nonLazyClassList: Range?
+    package let categoryList: Range?
+    package let nonLazyCategoryList: Range?
+    package let selectorReferences: Range?
     /// `__objc_protolist` (the image's protocols) and `__objc_protorefs` (`@protocol` references).
-    public let protocolList: Range?
-    public let protocolReferences: Range?
+    package let protocolList: Range?
+    package let protocolReferences: Range?
 
     /// nil when the image has no `__objc_imageinfo` (it has no Objective-C metadata).
-    public init?(image: MachOImage) throws(MachOError) {
+    package init?(image: MachOImage) throws(MachOError) {
         guard let info = ObjCSections.section("__objc_imageinfo", in: image) else { return nil }
         guard info.size >= UInt64(ObjCImageInfo.size) else {
             throw .malformed("__objc_imageinfo is \(info.size) bytes", at: Int(info.fileOffset))
@@ -52,7 +52,7 @@ public struct ObjCSections: Sendable {
     }
 
     /// The runtime's table section (our libobjc's `__DATA,__objc_fxtables`), if `image` has it.
-    public static func runtimeTables(in image: MachOImage) -> Range? {
+    package static func runtimeTables(in image: MachOImage) -> Range? {
         guard let section = section("__objc_fxtables", in: image), section.address >= image.preferredLoadAddress else { return nil }
         return Range(vmOffset: section.address - image.preferredLoadAddress, size: section.size)
     }

@@ -3,29 +3,29 @@
 // has checked it holds; `init(in:at:)` reads them at an address of an ``ObjCAddressSpace``.
 
 /// `class_t` (objc4, 64-bit): a class or metaclass object.
-public struct ObjCClass: Equatable, Sendable {
-    public static let size = 40
+package struct ObjCClass: Equatable, Sendable {
+    package static let size = 40
     /// objc4's FAST_DATA_MASK: the low bits and the top of `data` are flags.
-    public static let dataMask: UInt64 = 0x0000_7fff_ffff_fff8
+    package static let dataMask: UInt64 = 0x0000_7fff_ffff_fff8
 
-    public let address: UInt64
+    package let address: UInt64
     /// The metaclass (for a metaclass: the root metaclass).
-    public let isa: UInt64
-    public let superclass: UInt64
+    package let isa: UInt64
+    package let superclass: UInt64
     /// The method cache and vtable words (0, or `_objc_empty_cache`, in a file).
-    public let cache: UInt64
-    public let vtable: UInt64
+    package let cache: UInt64
+    package let vtable: UInt64
     /// The `data` word as stored: the `class_ro_t` address with flag bits (Swift classes
     /// set the low bits).
-    public let data: UInt64
+    package let data: UInt64
     /// The `class_ro_t`: `data` under ``dataMask``.
-    public var roAddress: UInt64 { data & ObjCClass.dataMask }
+    package var roAddress: UInt64 { data & ObjCClass.dataMask }
 
-    public init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
+    package init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         self.init(parsing: try space.view(at: address, length: ObjCClass.size, what: "class_t"), at: address)
     }
 
-    public init(parsing view: ByteView, at address: UInt64) {
+    package init(parsing view: ByteView, at address: UInt64) {
         self.address = address
         isa = (try? view.u64(0)) ?? 0
         superclass = (try? view.u64(8)) ?? 0
@@ -40,7 +40,7 @@ extension ObjCClass {
     /// `stop` accepts (not included). Walked iteratively: more than `limit` classes, or a
     /// class met twice (a cycle, which the runtime would follow forever), is an error
     /// naming the class the walk started from.
-    public static func superclassChain(
+    package static func superclassChain(
         in space: ObjCAddressSpace, from address: UInt64, limit: Int, stop: (UInt64) -> Bool = { _ in false }
     ) throws(MachOError) -> [UInt64] {
         var chain: [UInt64] = []
@@ -63,33 +63,33 @@ extension ObjCClass {
 
 /// `class_ro_t` (64-bit): flags, sizes, name, method, protocol, ivar and property lists
 /// and the ivar layouts.
-public struct ObjCClassRO: Equatable, Sendable {
-    public static let size = 72
-    public static let flagMeta: UInt32 = 0x1
-    public static let flagRoot: UInt32 = 0x2
+package struct ObjCClassRO: Equatable, Sendable {
+    package static let size = 72
+    package static let flagMeta: UInt32 = 0x1
+    package static let flagRoot: UInt32 = 0x2
     /// `RO_HAS_CXX_STRUCTORS`.
-    public static let flagHasCXXStructors: UInt32 = 0x4
+    package static let flagHasCXXStructors: UInt32 = 0x4
 
-    public let flags: UInt32
-    public let instanceStart: UInt32
-    public let instanceSize: UInt32
-    public let reserved: UInt32
-    public let ivarLayoutAddress: UInt64
-    public let nameAddress: UInt64
+    package let flags: UInt32
+    package let instanceStart: UInt32
+    package let instanceSize: UInt32
+    package let reserved: UInt32
+    package let ivarLayoutAddress: UInt64
+    package let nameAddress: UInt64
     /// 0 when the class has no methods of its own.
-    public let baseMethodsAddress: UInt64
-    public let baseProtocolsAddress: UInt64
-    public let ivarsAddress: UInt64
-    public let weakIvarLayoutAddress: UInt64
-    public let basePropertiesAddress: UInt64
+    package let baseMethodsAddress: UInt64
+    package let baseProtocolsAddress: UInt64
+    package let ivarsAddress: UInt64
+    package let weakIvarLayoutAddress: UInt64
+    package let basePropertiesAddress: UInt64
 
-    public var isMeta: Bool { flags & ObjCClassRO.flagMeta != 0 }
+    package var isMeta: Bool { flags & ObjCClassRO.flagMeta != 0 }
 
-    public init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
+    package init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         self.init(parsing: try space.view(at: address, length: ObjCClassRO.size, what: "class_ro_t"))
     }
 
-    public init(parsing view: ByteView) {
+    package init(parsing view: ByteView) {
         flags = (try? view.u32(0)) ?? 0
         instanceStart = (try? view.u32(4)) ?? 0
         instanceSize = (try? view.u32(8)) ?? 0
@@ -105,27 +105,27 @@ public struct ObjCClassRO: Equatable, Sendable {
 }
 
 /// `category_t` (64-bit): the class it extends, its method lists, protocols and properties.
-public struct ObjCCategory: Equatable, Sendable {
+package struct ObjCCategory: Equatable, Sendable {
     /// name, cls, instanceMethods, classMethods: what the loader reads.
-    public static let readSize = 32
+    package static let readSize = 32
     /// With protocols and instanceProperties.
-    public static let size = 48
+    package static let size = 48
 
-    public let address: UInt64
-    public let nameAddress: UInt64
+    package let address: UInt64
+    package let nameAddress: UInt64
     /// 0 when the class is missing (a weak-imported class that is absent).
-    public let classAddress: UInt64
-    public let instanceMethodsAddress: UInt64
-    public let classMethodsAddress: UInt64
+    package let classAddress: UInt64
+    package let instanceMethodsAddress: UInt64
+    package let classMethodsAddress: UInt64
     /// 0 when read through ``readSize`` bytes only.
-    public let protocolsAddress: UInt64
-    public let instancePropertiesAddress: UInt64
+    package let protocolsAddress: UInt64
+    package let instancePropertiesAddress: UInt64
 
-    public init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
+    package init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         self.init(parsing: try space.view(at: address, length: ObjCCategory.readSize, what: "category_t"), at: address)
     }
 
-    public init(parsing view: ByteView, at address: UInt64) {
+    package init(parsing view: ByteView, at address: UInt64) {
         self.address = address
         nameAddress = (try? view.u64(0)) ?? 0
         classAddress = (try? view.u64(8)) ?? 0
@@ -139,27 +139,27 @@ public struct ObjCCategory: Equatable, Sendable {
 /// `protocol_t` (64-bit): isa (0 in the file; the canonical protocol's is set to the
 /// `Protocol` class at launch), name, its protocols, its four method lists and its
 /// instance properties (the rest is not read).
-public struct ObjCProtocol: Equatable, Sendable {
+package struct ObjCProtocol: Equatable, Sendable {
     /// isa, mangledName, protocols, instanceMethods, classMethods,
     /// optionalInstanceMethods, optionalClassMethods: what the loader reads.
-    public static let readSize = 56
+    package static let readSize = 56
     /// With instanceProperties.
-    public static let size = 64
+    package static let size = 64
 
-    public let address: UInt64
-    public let isa: UInt64
-    public let nameAddress: UInt64
-    public let protocolsAddress: UInt64
+    package let address: UInt64
+    package let isa: UInt64
+    package let nameAddress: UInt64
+    package let protocolsAddress: UInt64
     /// instanceMethods, classMethods, optionalInstanceMethods, optionalClassMethods (0: none).
-    public let methodListAddresses: [UInt64]
+    package let methodListAddresses: [UInt64]
     /// 0 when read through ``readSize`` bytes only.
-    public let instancePropertiesAddress: UInt64
+    package let instancePropertiesAddress: UInt64
 
-    public init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
+    package init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         self.init(parsing: try space.view(at: address, length: ObjCProtocol.readSize, what: "protocol_t"), at: address)
     }
 
-    public init(parsing view: ByteView, at address: UInt64) {
+    package init(parsing view: ByteView, at address: UInt64) {
         self.address = address
         isa = (try? view.u64(0)) ?? 0
         nameAddress = (try? view.u64(8)) ?? 0
@@ -172,37 +172,37 @@ public struct ObjCProtocol: Equatable, Sendable {
 /// `method_list_t`: pointer entries (name, types, imp: 24 bytes) or, with the top flag
 /// bit, relative ones (three signed 32-bit offsets, 12 bytes, each from its own field; the
 /// name's offset leads to a selector reference, not to the string).
-public struct ObjCMethodList: Sendable {
-    public static let relativeFlag: UInt32 = 0x8000_0000
-    public static let entsizeMask: UInt32 = 0x0000_fffc
+package struct ObjCMethodList: Sendable {
+    package static let relativeFlag: UInt32 = 0x8000_0000
+    package static let entsizeMask: UInt32 = 0x0000_fffc
     /// A method list longer than this is corrupt metadata.
-    public static let maxCount: UInt32 = 1 << 20
+    package static let maxCount: UInt32 = 1 << 20
 
     /// The 8-byte header every `entsize_list_tt` starts with (method, ivar and property
     /// lists): the entry size with flag bits, and the entry count.
-    public struct Header: Equatable, Sendable {
-        public static let size = 8
-        public let entsizeAndFlags: UInt32
-        public let count: UInt32
+    package struct Header: Equatable, Sendable {
+        package static let size = 8
+        package let entsizeAndFlags: UInt32
+        package let count: UInt32
 
-        public init(parsing view: ByteView) {
+        package init(parsing view: ByteView) {
             entsizeAndFlags = (try? view.u32(0)) ?? 0
             count = (try? view.u32(4)) ?? 0
         }
 
-        public var isRelative: Bool { entsizeAndFlags & ObjCMethodList.relativeFlag != 0 }
-        public var entrySize: Int { Int(entsizeAndFlags & ObjCMethodList.entsizeMask) }
+        package var isRelative: Bool { entsizeAndFlags & ObjCMethodList.relativeFlag != 0 }
+        package var entrySize: Int { Int(entsizeAndFlags & ObjCMethodList.entsizeMask) }
     }
 
     /// `method_t` of a pointer list: the selector (a name string in the file), the type
     /// encoding string and the implementation.
-    public struct PointerEntry: Equatable, Sendable {
-        public static let size = 24
-        public let name: UInt64
-        public let types: UInt64
-        public let imp: UInt64
+    package struct PointerEntry: Equatable, Sendable {
+        package static let size = 24
+        package let name: UInt64
+        package let types: UInt64
+        package let imp: UInt64
 
-        public init(parsing view: ByteView) {
+        package init(parsing view: ByteView) {
             name = (try? view.u64(0)) ?? 0
             types = (try? view.u64(8)) ?? 0
             imp = (try? view.u64(16)) ?? 0
@@ -210,13 +210,13 @@ public struct ObjCMethodList: Sendable {
     }
 
     /// A relative `method_t`: each field a signed offset from its own address.
-    public struct RelativeEntry: Equatable, Sendable {
-        public static let size = 12
-        public let name: Int32
-        public let types: Int32
-        public let imp: Int32
+    package struct RelativeEntry: Equatable, Sendable {
+        package static let size = 12
+        package let name: Int32
+        package let types: Int32
+        package let imp: Int32
 
-        public init(parsing view: ByteView) {
+        package init(parsing view: ByteView) {
             name = Int32(bitPattern: (try? view.u32(0)) ?? 0)
             types = Int32(bitPattern: (try? view.u32(4)) ?? 0)
             imp = Int32(bitPattern: (try? view.u32(8)) ?? 0)
@@ -224,24 +224,24 @@ public struct ObjCMethodList: Sendable {
     }
 
     /// One method: where its name comes from and its implementation.
-    public struct Method: Equatable, Sendable {
+    package struct Method: Equatable, Sendable {
         /// Pointer lists: the address of the entry's name field (a `SEL` the loader may rewrite).
         /// Relative lists: the address of the selector reference the name offset leads to.
-        public let nameSlot: UInt64
+        package let nameSlot: UInt64
         /// Whether `nameSlot` is the list's own field (a pointer list) or a selector reference.
-        public let nameSlotIsSelectorReference: Bool
+        package let nameSlotIsSelectorReference: Bool
         /// The address of the type encoding string.
-        public let types: UInt64
-        public let imp: UInt64
+        package let types: UInt64
+        package let imp: UInt64
     }
 
-    public let address: UInt64
-    public let isRelative: Bool
-    public let entrySize: Int
-    public let count: Int
+    package let address: UInt64
+    package let isRelative: Bool
+    package let entrySize: Int
+    package let count: Int
     private let entries: ByteView
 
-    public init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
+    package init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         let header = Header(parsing: try space.view(at: address, length: Header.size, what: "method_list_t header"))
         isRelative = header.isRelative
         entrySize = header.entrySize
@@ -258,7 +258,7 @@ public struct ObjCMethodList: Sendable {
     }
 
     /// Method `index` (< `count`).
-    public func method(_ index: Int) -> Method {
+    package func method(_ index: Int) -> Method {
         let offset = index * entrySize
         let entryAddress = address &+ 8 &+ UInt64(offset)
         if isRelative {
@@ -274,15 +274,15 @@ public struct ObjCMethodList: Sendable {
 
 /// `ivar_t` (64-bit): where the ivar's offset variable is, its name and type strings,
 /// its alignment (log2) and size.
-public struct ObjCIvar: Equatable, Sendable {
-    public static let size = 32
-    public let offsetAddress: UInt64
-    public let nameAddress: UInt64
-    public let typeAddress: UInt64
-    public let alignment: UInt32
-    public let size: UInt32
+package struct ObjCIvar: Equatable, Sendable {
+    package static let size = 32
+    package let offsetAddress: UInt64
+    package let nameAddress: UInt64
+    package let typeAddress: UInt64
+    package let alignment: UInt32
+    package let size: UInt32
 
-    public init(parsing view: ByteView) {
+    package init(parsing view: ByteView) {
         offsetAddress = (try? view.u64(0)) ?? 0
         nameAddress = (try? view.u64(8)) ?? 0
         typeAddress = (try? view.u64(16)) ?? 0
@@ -293,53 +293,53 @@ public struct ObjCIvar: Equatable, Sendable {
 
 /// `property_t`: name and attribute strings (its list starts with an
 /// ``ObjCMethodList/Header``).
-public struct ObjCProperty: Equatable, Sendable {
-    public static let size = 16
-    public let nameAddress: UInt64
-    public let attributesAddress: UInt64
+package struct ObjCProperty: Equatable, Sendable {
+    package static let size = 16
+    package let nameAddress: UInt64
+    package let attributesAddress: UInt64
 
-    public init(parsing view: ByteView) {
+    package init(parsing view: ByteView) {
         nameAddress = (try? view.u64(0)) ?? 0
         attributesAddress = (try? view.u64(8)) ?? 0
     }
 }
 
 /// `protocol_list_t` (64-bit): a 64-bit count, then that many `protocol_t *`.
-public struct ObjCProtocolListHeader: Equatable, Sendable {
-    public static let size = 8
-    public let count: UInt64
+package struct ObjCProtocolListHeader: Equatable, Sendable {
+    package static let size = 8
+    package let count: UInt64
 
-    public init(parsing view: ByteView) {
+    package init(parsing view: ByteView) {
         count = (try? view.u64(0)) ?? 0
     }
 }
 
 /// `message_ref_t` (`__objc_msgrefs`): the messenger to call and the selector.
-public struct ObjCMessageReference: Equatable, Sendable {
-    public static let size = 16
-    public let imp: UInt64
-    public let selector: UInt64
+package struct ObjCMessageReference: Equatable, Sendable {
+    package static let size = 16
+    package let imp: UInt64
+    package let selector: UInt64
 
-    public init(parsing view: ByteView) {
+    package init(parsing view: ByteView) {
         imp = (try? view.u64(0)) ?? 0
         selector = (try? view.u64(8)) ?? 0
     }
 }
 
 /// `objc_image_info`: version (always 0) and flags.
-public struct ObjCImageInfo: Equatable, Sendable {
-    public static let size = 8
-    public let version: UInt32
-    public let flags: UInt32
+package struct ObjCImageInfo: Equatable, Sendable {
+    package static let size = 8
+    package let version: UInt32
+    package let flags: UInt32
 
-    public init(parsing view: ByteView) throws(MachOError) {
+    package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, ObjCImageInfo.size)
         self.init(fieldsOf: view)
         guard version == 0 else { throw .malformed("objc_image_info version \(version) (expected 0)", at: view.absolute(0)) }
     }
 
     /// The two words as stored, whatever the version (what a dump prints).
-    public init(fieldsOf view: ByteView) {
+    package init(fieldsOf view: ByteView) {
         version = (try? view.u32(0)) ?? 0
         flags = (try? view.u32(4)) ?? 0
     }
