@@ -27,19 +27,34 @@ package enum AppBundle {
     }
 
     /// `CFBundleExecutable` of the property list at `plist` (XML or binary); nil when the
-    /// file does not exist or names none. A name that is not a plain file name is refused.
+    /// file does not exist or names none. The file is opened once without following a
+    /// symbolic link, bounded by `fstat` of what was opened and read from that descriptor. A
+    /// name that is not a plain file name is refused.
     static func bundleExecutable(plist: String) throws(MachOError) -> String? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: plist) else { return nil }
-        let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
+        let file: UnsafeFileAt.Descriptor
+        switch UnsafeFileAt.open(plist, noFollow: true) {
+        case let .success(opened): file = opened
+        case .failure(ENOENT), .failure(ENOTDIR): return nil
+        case .failure(ELOOP): throw .bundle(path: plist, what: "is a symbolic link, which is not followed: make it the file itself")
+        case let .failure(errno): throw .io(path: plist, reason: "cannot read: \(UnsafeFileAt.describe(errno))")
+        }
+        let size: Int
+        switch file.status() {
+        case let .success(status) where status.isRegularFile: size = status.size
+        case .success: throw .bundle(path: plist, what: "is not a regular file")
+        case let .failure(errno): throw .io(path: plist, reason: "cannot examine: \(UnsafeFileAt.describe(errno))")
+        }
         guard size <= maxInfoPlistBytes else {
             throw .bundle(path: plist, what: "is \(size) bytes, more than the \(maxInfoPlistBytes) an Info.plist may have")
         }
-        guard let data = FileManager.default.contents(atPath: plist) else {
-            throw .io(path: plist, reason: "cannot read")
+        let bytes: [UInt8]
+        switch file.read(at: 0, count: size) {
+        case let .success(read): bytes = read
+        case let .failure(errno): throw .io(path: plist, reason: "cannot read: \(UnsafeFileAt.describe(errno))")
         }
         let dictionary: [String: Any]?
         do {
-            dictionary = try UnsafeFoundation.propertyList(data) as? [String: Any]
+            dictionary = try UnsafeFoundation.propertyList(Data(bytes)) as? [String: Any]
         } catch {
             throw .bundle(path: plist, what: "is not a property list (\(error.localizedDescription))")
         }
