@@ -86,49 +86,17 @@ package enum AppBundle {
         return directory + "/" + apps[0]
     }
 
-    /// Unpacks the `.ipa` at `archive` into `workArea` (created if needed) and returns its
-    /// `Payload/X.app`. The unpacked tree is kept, keyed by the archive's real path, and
-    /// reused while the archive's size, modification time and inode are unchanged, so that
-    /// `install` and a later `launch` see the same files; otherwise it is unpacked again
-    /// into a fresh directory that then replaces it.
-    package static func unpack(ipa archive: String, workArea: String, limits: ZipArchive.Limits = ZipArchive.Limits()) throws(MachOError) -> String {
+    /// Unpacks the `.ipa` at `archive` into the work area `workArea` (``WorkArea``) and
+    /// returns its `Payload/X.app`. A tree unpacked from the archive as it is now (its
+    /// size, modification time, inode, device and real path) is reused, so that `install`
+    /// and a later `launch` see the same files; a changed archive is unpacked into a new
+    /// tree beside the old one, which stays (a launch may be using it).
+    package static func unpack(ipa archive: String, workArea: String, limits: ZipArchive.Limits = ZipArchive.Limits(),
+                               check: WorkArea.Check) throws(MachOError) -> String {
         let real = URL(fileURLWithPath: archive).standardizedFileURL.resolvingSymlinksInPath().path
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: real) else {
-            throw .io(path: archive, reason: "no such file")
-        }
-        let stamp = [
-            "\((attributes[.size] as? NSNumber)?.intValue ?? -1)",
-            "\((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)",
-            "\((attributes[.systemFileNumber] as? NSNumber)?.intValue ?? -1)",
-            real,
-        ].joined(separator: "\n")
-        let leaf = (real as NSString).lastPathComponent
-        let key = String(UnsafeInflate.crc32(Array(real.utf8)), radix: 16)
-        let unpacked = "\(workArea)/ipa-\(key)-\(leaf.filter { $0.isLetter || $0.isNumber || "._-".contains($0) })"
-        let stampPath = unpacked + ".stamp"
-        if FileManager.default.contents(atPath: stampPath).flatMap({ String(data: $0, encoding: .utf8) }) == stamp,
-           let app = try? payloadApp(in: unpacked) {
-            return app
-        }
-        do {
-            try FileManager.default.createDirectory(atPath: workArea, withIntermediateDirectories: true)
-        } catch {
-            throw .io(path: workArea, reason: "cannot create the work area: \(error.localizedDescription)")
-        }
-        let zip = try ZipArchive(path: real, limits: limits)
-        let fresh = "\(workArea)/.unpacking-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: fresh) }
-        try zip.extract(to: fresh)
-        _ = try payloadApp(in: fresh)
-        do {
-            try? FileManager.default.removeItem(atPath: stampPath)
-            try? FileManager.default.removeItem(atPath: unpacked)
-            try FileManager.default.moveItem(atPath: fresh, toPath: unpacked)
-            try Data(stamp.utf8).write(to: URL(fileURLWithPath: stampPath), options: .atomic)
-        } catch {
-            throw .io(path: unpacked, reason: "cannot install the unpacked archive: \(error.localizedDescription)")
-        }
-        return try payloadApp(in: unpacked)
+        let file = try ArchiveFile(path: real)
+        let work = try WorkArea(path: workArea, check: check)
+        return try work.tree(of: file, limits: limits)
     }
 
     static func isDirectory(_ path: String) -> Bool { UnsafeFoundation.isDirectory(path) }
