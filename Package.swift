@@ -113,7 +113,9 @@ let package = Package(
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // App bundles and .ipa archives (a bounded zip reader: stored and deflate).
-        .target(name: "AppArchive", dependencies: ["CZlib", "MachOReader"]),
+        .target(name: "AppArchive", dependencies: ["CZlib", "CUnpack", "MachOReader"]),
+        // openat2 and renameat2 for the unpacker (kernel headers only).
+        .systemLibrary(name: "CUnpack"),
         // The userfaultfd system call and ioctls for page-in linking (kernel headers only).
         .systemLibrary(name: "CUserfault"),
         // Page-in's SIGBUS handler and its registry of live regions: C, because it runs in a

@@ -27,19 +27,34 @@ package enum AppBundle {
     }
 
     /// `CFBundleExecutable` of the property list at `plist` (XML or binary); nil when the
-    /// file does not exist or names none. A name that is not a plain file name is refused.
+    /// file does not exist or names none. The file is opened once without following a
+    /// symbolic link, bounded by `fstat` of what was opened and read from that descriptor. A
+    /// name that is not a plain file name is refused.
     static func bundleExecutable(plist: String) throws(MachOError) -> String? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: plist) else { return nil }
-        let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
+        let file: UnsafeFileAt.Descriptor
+        switch UnsafeFileAt.open(plist, noFollow: true) {
+        case let .success(opened): file = opened
+        case .failure(ENOENT), .failure(ENOTDIR): return nil
+        case .failure(ELOOP): throw .bundle(path: plist, what: "is a symbolic link, which is not followed: make it the file itself")
+        case let .failure(errno): throw .io(path: plist, reason: "cannot read: \(UnsafeFileAt.describe(errno))")
+        }
+        let size: Int
+        switch file.status() {
+        case let .success(status) where status.isRegularFile: size = status.size
+        case .success: throw .bundle(path: plist, what: "is not a regular file")
+        case let .failure(errno): throw .io(path: plist, reason: "cannot examine: \(UnsafeFileAt.describe(errno))")
+        }
         guard size <= maxInfoPlistBytes else {
             throw .bundle(path: plist, what: "is \(size) bytes, more than the \(maxInfoPlistBytes) an Info.plist may have")
         }
-        guard let data = FileManager.default.contents(atPath: plist) else {
-            throw .io(path: plist, reason: "cannot read")
+        let bytes: [UInt8]
+        switch file.read(at: 0, count: size) {
+        case let .success(read): bytes = read
+        case let .failure(errno): throw .io(path: plist, reason: "cannot read: \(UnsafeFileAt.describe(errno))")
         }
         let dictionary: [String: Any]?
         do {
-            dictionary = try UnsafeFoundation.propertyList(data) as? [String: Any]
+            dictionary = try UnsafeFoundation.propertyList(Data(bytes)) as? [String: Any]
         } catch {
             throw .bundle(path: plist, what: "is not a property list (\(error.localizedDescription))")
         }
@@ -71,49 +86,17 @@ package enum AppBundle {
         return directory + "/" + apps[0]
     }
 
-    /// Unpacks the `.ipa` at `archive` into `workArea` (created if needed) and returns its
-    /// `Payload/X.app`. The unpacked tree is kept, keyed by the archive's real path, and
-    /// reused while the archive's size, modification time and inode are unchanged, so that
-    /// `install` and a later `launch` see the same files; otherwise it is unpacked again
-    /// into a fresh directory that then replaces it.
-    package static func unpack(ipa archive: String, workArea: String, limits: ZipArchive.Limits = ZipArchive.Limits()) throws(MachOError) -> String {
+    /// Unpacks the `.ipa` at `archive` into the work area `workArea` (``WorkArea``) and
+    /// returns its `Payload/X.app`. A tree unpacked from the archive as it is now (its
+    /// size, modification time, inode, device and real path) is reused, so that `install`
+    /// and a later `launch` see the same files; a changed archive is unpacked into a new
+    /// tree beside the old one, which stays (a launch may be using it).
+    package static func unpack(ipa archive: String, workArea: String, limits: ZipArchive.Limits = ZipArchive.Limits(),
+                               check: WorkArea.Check) throws(MachOError) -> String {
         let real = URL(fileURLWithPath: archive).standardizedFileURL.resolvingSymlinksInPath().path
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: real) else {
-            throw .io(path: archive, reason: "no such file")
-        }
-        let stamp = [
-            "\((attributes[.size] as? NSNumber)?.intValue ?? -1)",
-            "\((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)",
-            "\((attributes[.systemFileNumber] as? NSNumber)?.intValue ?? -1)",
-            real,
-        ].joined(separator: "\n")
-        let leaf = (real as NSString).lastPathComponent
-        let key = String(UnsafeInflate.crc32(Array(real.utf8)), radix: 16)
-        let unpacked = "\(workArea)/ipa-\(key)-\(leaf.filter { $0.isLetter || $0.isNumber || "._-".contains($0) })"
-        let stampPath = unpacked + ".stamp"
-        if FileManager.default.contents(atPath: stampPath).flatMap({ String(data: $0, encoding: .utf8) }) == stamp,
-           let app = try? payloadApp(in: unpacked) {
-            return app
-        }
-        do {
-            try FileManager.default.createDirectory(atPath: workArea, withIntermediateDirectories: true)
-        } catch {
-            throw .io(path: workArea, reason: "cannot create the work area: \(error.localizedDescription)")
-        }
-        let zip = try ZipArchive(path: real, limits: limits)
-        let fresh = "\(workArea)/.unpacking-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: fresh) }
-        try zip.extract(to: fresh)
-        _ = try payloadApp(in: fresh)
-        do {
-            try? FileManager.default.removeItem(atPath: stampPath)
-            try? FileManager.default.removeItem(atPath: unpacked)
-            try FileManager.default.moveItem(atPath: fresh, toPath: unpacked)
-            try Data(stamp.utf8).write(to: URL(fileURLWithPath: stampPath), options: .atomic)
-        } catch {
-            throw .io(path: unpacked, reason: "cannot install the unpacked archive: \(error.localizedDescription)")
-        }
-        return try payloadApp(in: unpacked)
+        let file = try ArchiveFile(path: real)
+        let work = try WorkArea(path: workArea, check: check)
+        return try work.tree(of: file, limits: limits)
     }
 
     static func isDirectory(_ path: String) -> Bool { UnsafeFoundation.isDirectory(path) }

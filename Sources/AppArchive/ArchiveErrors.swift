@@ -27,4 +27,9 @@ extension MachOError {
     package static func bundle(path: String, what: String) -> MachOError {
         MachOError(offset: 0, .unusable(what), file: path)
     }
+
+    /// A work area that cannot be trusted or used: what is wrong and the fix.
+    package static func workArea(path: String, what: String) -> MachOError {
+        MachOError(offset: 0, .unusable(what), file: path)
+    }
 }

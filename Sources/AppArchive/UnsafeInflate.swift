@@ -1,6 +1,6 @@
 import CZlib
 
-/// zlib's raw inflate and crc32: the only pointer code of the archive reader.
+/// zlib's raw inflate and crc32, the archive reader's pointer code beside its system calls (`UnsafeFileAt`).
 enum UnsafeInflate {
     /// `input`, a raw deflate stream (zip method 8), inflated into exactly `size` bytes; nil
     /// when the stream is malformed, ends before `size` bytes or holds more. The output

@@ -2,11 +2,13 @@ import Foundation
 import MachOReader
 
 /// A zip archive (an `.ipa`) read through its central directory, with every bound checked
-/// before anything is unpacked: entry count, total unpacked size, archive size. Entries
-/// are stored (method 0) or deflated (method 8); ZIP64, multi-disk and encrypted archives
-/// are refused. Names must be relative paths that stay inside the destination (no `/`
-/// start, no `.`/`..`/empty component, no backslash or NUL); symbolic links and other
-/// special files are refused, never created, so unpacking follows no link.
+/// before anything is read or unpacked: entry count, total unpacked size, archive size, and
+/// every size and offset an entry claims against the archive's own size. Entries are stored
+/// (method 0) or deflated (method 8); ZIP64, multi-disk and encrypted archives are refused.
+/// Names are checked as bytes: relative paths that stay inside the destination (no `/`
+/// start, no `.`/`..`/empty component, no backslash or NUL), of bounded length and depth.
+/// Symbolic links and other special files are refused, never created; files are created
+/// relative to a descriptor of the destination without following a link at any level.
 package struct ZipArchive: Sendable {
     /// Bounds on what an archive may make the reader allocate or write.
     package struct Limits: Sendable {
@@ -21,12 +23,24 @@ package struct ZipArchive: Sendable {
         }
     }
 
+    /// The longest entry name read, in bytes (a path deeper or longer than this is no app's).
+    package static let maxNameBytes = 1024
+    /// The most components an entry name may have.
+    package static let maxNameComponents = 64
+    /// The most a deflate stream expands its input: 258 bytes from one bit-and-a-half
+    /// length code (1032:1), plus a stream's few bytes of framing.
+    static let maxDeflateRatio = 1032
+    /// The most a deflate stream may be longer than what it holds: a sane encoder falls back
+    /// to stored blocks (5 bytes per 65,535), so twice the unpacked size and a constant are
+    /// far above any real stream.
+    static func maxDeflatedBytes(unpacked: Int) -> Int { 2 * unpacked + 1024 }
+
     /// One central-directory entry.
     package struct Entry: Equatable, Sendable {
         /// The name as the archive spells it (a trailing `/` for a directory).
         package let name: String
-        /// Its path components, checked.
-        package let components: [String]
+        /// Its path components, checked, as the bytes the archive holds.
+        package let components: [[UInt8]]
         package let isDirectory: Bool
         package let method: UInt16
         package let crc32: UInt32
@@ -35,19 +49,27 @@ package struct ZipArchive: Sendable {
         package let localHeaderOffset: Int
         /// Whether a Unix mode gives any execute bit.
         package let isExecutable: Bool
+        /// Where the entry's slot ends: the next entry's local header, or the central
+        /// directory. Its local header and data lie before it.
+        package let slotEnd: Int
     }
 
     package let path: String
     package let entries: [Entry]
-    private let archiveSize: Int
-    /// Where the central directory starts: every entry's data lies before it.
-    private let centralDirectoryOffset: Int
+    /// The archive, opened once: what the central directory was read from is what is unpacked.
+    private let file: ArchiveFile
 
     /// Reads the central directory of the archive at `path`.
     package init(path: String, limits: Limits = Limits()) throws(MachOError) {
+        try self.init(file: ArchiveFile(path: path), limits: limits)
+    }
+
+    /// Reads the central directory of the archive open as `file`.
+    init(file: ArchiveFile, limits: Limits) throws(MachOError) {
+        let path = file.path
         self.path = path
-        let file = try ArchiveFile(path: path)
-        archiveSize = file.size
+        self.file = file
+        let archiveSize = file.size
         guard archiveSize <= limits.maxArchiveBytes else {
             throw .limit(archive: path, what: "the archive is \(archiveSize) bytes, more than the \(limits.maxArchiveBytes) allowed")
         }
@@ -78,15 +100,16 @@ package struct ZipArchive: Sendable {
         guard count <= limits.maxEntries else {
             throw .limit(archive: path, what: "\(count) entries, more than the \(limits.maxEntries) allowed")
         }
-        guard cdOffset + cdSize <= eocdOffset else {
-            throw .malformed(archive: path, offset: eocdOffset, what: "the central directory (\(cdSize) bytes at \(cdOffset)) overlaps its end record")
+        // Each entry takes at least its 46-byte record: a count the directory cannot hold is
+        // refused before anything is allocated for it.
+        guard cdOffset + cdSize <= eocdOffset, count * 46 <= cdSize else {
+            throw .malformed(archive: path, offset: eocdOffset, what: "the central directory (\(cdSize) bytes at \(cdOffset) for \(count) entries) does not fit before its end record")
         }
-        centralDirectoryOffset = cdOffset
         let directory = try file.read(at: cdOffset, count: cdSize)
 
-        var entries: [Entry] = []
-        var named = Set<String>()
-        var kinds: [String: Bool] = [:]  // path → is a directory
+        var parsed: [Entry] = []
+        parsed.reserveCapacity(count)
+        var tree = NameTree()
         var unpacked = 0
         var offset = 0
         for _ in 0..<count {
@@ -101,41 +124,66 @@ package struct ZipArchive: Sendable {
                 throw .malformed(archive: path, offset: cdOffset + offset, what: "a central-directory entry runs past the directory")
             }
             let nameBytes = Array(directory[(offset + 46)..<(offset + 46 + nameLength)])
-            guard let name = String(validating: nameBytes, as: UTF8.self) else {
-                throw .malformed(archive: path, offset: cdOffset + offset + 46, what: "an entry name is not UTF-8")
-            }
             let entry = try Self.entry(
-                name: name, archive: path, madeBy: madeBy, flags: flags, method: method,
+                nameBytes: nameBytes, archive: path, madeBy: madeBy, flags: flags, method: method,
                 external: u32(directory, offset + 38), crc: u32(directory, offset + 16),
                 compressed: Int(u32(directory, offset + 20)), unpacked: Int(u32(directory, offset + 24)),
-                local: Int(u32(directory, offset + 42)))
+                local: Int(u32(directory, offset + 42)), dataEnd: cdOffset, at: cdOffset + offset)
             unpacked += entry.unpackedSize
             guard unpacked <= limits.maxUnpackedBytes else {
                 throw .limit(archive: path, what: "it unpacks to more than the \(limits.maxUnpackedBytes) bytes allowed")
             }
-            // A name is not used twice, nor as a file and as a directory (every prefix of a
-            // name is a directory).
-            let joined = entry.components.joined(separator: "/")
-            guard named.insert(joined).inserted else { throw .unsafeEntry(archive: path, entry: name, what: "appears twice") }
-            for depth in 1...entry.components.count {
-                let prefix = entry.components[..<depth].joined(separator: "/")
-                let isDirectory = depth < entry.components.count || entry.isDirectory
-                if let known = kinds[prefix], known != isDirectory {
-                    throw .unsafeEntry(archive: path, entry: name, what: "is both a file and a directory")
-                }
-                kinds[prefix] = isDirectory
+            if let problem = tree.insert(entry.components, isDirectory: entry.isDirectory) {
+                throw .unsafeEntry(archive: path, entry: Self.shown(entry.name), what: problem)
             }
-            entries.append(entry)
+            parsed.append(entry)
             offset = end
         }
-        self.entries = entries
+        entries = try Self.slotted(parsed, archive: path, centralDirectory: cdOffset)
     }
 
-    /// An entry checked: its method, its flags, its kind and its name.
+    /// `entries` with their slots: each entry's local header and data (at least 30 bytes and
+    /// its compressed size) end before the next entry's local header or the central
+    /// directory, so no byte of the archive is read for two entries and everything read is
+    /// bounded by the archive's size.
+    private static func slotted(_ entries: [Entry], archive: String, centralDirectory: Int) throws(MachOError) -> [Entry] {
+        let order = entries.indices.sorted { entries[$0].localHeaderOffset < entries[$1].localHeaderOffset }
+        var ends = [Int](repeating: centralDirectory, count: entries.count)
+        for (position, index) in order.enumerated() {
+            let entry = entries[index]
+            let end = position + 1 < order.count ? entries[order[position + 1]].localHeaderOffset : centralDirectory
+            guard entry.localHeaderOffset + 30 + entry.compressedSize <= end else {
+                throw .malformed(archive: archive, offset: entry.localHeaderOffset, what: "entry \(shown(entry.name).debugDescription) (\(entry.compressedSize) compressed bytes) overlaps the next entry or the central directory at \(end)")
+            }
+            ends[index] = end
+        }
+        return entries.indices.map { index in
+            let entry = entries[index]
+            return Entry(
+                name: entry.name, components: entry.components, isDirectory: entry.isDirectory, method: entry.method,
+                crc32: entry.crc32, compressedSize: entry.compressedSize, unpackedSize: entry.unpackedSize,
+                localHeaderOffset: entry.localHeaderOffset, isExecutable: entry.isExecutable, slotEnd: ends[index])
+        }
+    }
+
+    /// A name as an error shows it: whole when short, else its start and its length.
+    static func shown(_ name: String) -> String {
+        name.utf8.count <= 200 ? name : String(decoding: name.utf8.prefix(120), as: UTF8.self) + "… (\(name.utf8.count) bytes)"
+    }
+
+    /// An entry checked: its method, its flags, its kind, its name and the sizes it claims
+    /// (bounded by `dataEnd`, where the central directory starts, before anything is read).
     private static func entry(
-        name: String, archive: String, madeBy: UInt16, flags: UInt16, method: UInt16,
-        external: UInt32, crc: UInt32, compressed: Int, unpacked: Int, local: Int
+        nameBytes: [UInt8], archive: String, madeBy: UInt16, flags: UInt16, method: UInt16,
+        external: UInt32, crc: UInt32, compressed: Int, unpacked: Int, local: Int, dataEnd: Int, at offset: Int
     ) throws(MachOError) -> Entry {
+        guard nameBytes.count <= maxNameBytes else {
+            throw .unsafeEntry(archive: archive, entry: shown(String(decoding: nameBytes, as: UTF8.self)),
+                               what: "has a \(nameBytes.count)-byte name, more than the \(maxNameBytes) allowed")
+        }
+        guard let name = String(validating: nameBytes, as: UTF8.self) else {
+            throw .malformed(archive: archive, offset: offset + 46, what: "an entry name is not UTF-8")
+        }
         guard flags & 1 == 0 else { throw .unsafeEntry(archive: archive, entry: name, what: "is encrypted") }
         guard method == 0 || method == 8 else {
             throw .unsafeEntry(archive: archive, entry: name, what: "uses compression method \(method) (only stored and deflate are read)")
@@ -151,82 +199,251 @@ package struct ZipArchive: Sendable {
         case 0o120000: throw .unsafeEntry(archive: archive, entry: name, what: "is a symbolic link")
         default: throw .unsafeEntry(archive: archive, entry: name, what: "is a special file (mode \(String(mode, radix: 8)))")
         }
-        let isDirectory = name.hasSuffix("/") || mode & 0o170000 == 0o040000
-        guard !name.hasPrefix("/") else { throw .unsafeEntry(archive: archive, entry: name, what: "is an absolute path") }
-        guard !name.contains("\\"), !name.contains("\0") else {
-            throw .unsafeEntry(archive: archive, entry: name, what: "contains a backslash or NUL")
+        let components: [[UInt8]]
+        switch checkedComponents(nameBytes) {
+        case let .success(checked): components = checked
+        case let .failure(problem): throw .unsafeEntry(archive: archive, entry: name, what: problem.description)
         }
-        var components = name.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        if name.hasSuffix("/") { components.removeLast() }
-        guard !components.isEmpty, !components.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
-            throw .unsafeEntry(archive: archive, entry: name, what: "has an empty, . or .. component (it could leave the unpack directory)")
-        }
+        let isDirectory = nameBytes.last == UInt8(ascii: "/") || mode & 0o170000 == 0o040000
         guard !isDirectory || unpacked == 0 else {
             throw .unsafeEntry(archive: archive, entry: name, what: "is a directory holding \(unpacked) bytes")
         }
+        // Every size is bounded before a byte of the entry is read: its data lies between its
+        // local header and the central directory, a stored entry's two sizes agree, and a
+        // deflated entry's sizes are within what deflate can do.
+        guard local + 30 + compressed <= dataEnd else {
+            throw .malformed(archive: archive, offset: offset, what: "entry \(name.debugDescription) claims \(compressed) bytes at \(local), past the central directory at \(dataEnd)")
+        }
+        if method == 0 {
+            guard compressed == unpacked else {
+                throw .malformed(archive: archive, offset: offset, what: "stored entry \(name.debugDescription) has two sizes")
+            }
+        } else {
+            guard compressed <= maxDeflatedBytes(unpacked: unpacked), unpacked <= compressed * maxDeflateRatio else {
+                throw .malformed(archive: archive, offset: offset, what: "deflated entry \(name.debugDescription) claims \(compressed) bytes for \(unpacked), which no deflate stream holds")
+            }
+        }
         return Entry(
             name: name, components: components, isDirectory: isDirectory, method: method, crc32: crc,
-            compressedSize: compressed, unpackedSize: unpacked, localHeaderOffset: local, isExecutable: mode & 0o111 != 0)
+            compressedSize: compressed, unpackedSize: unpacked, localHeaderOffset: local,
+            isExecutable: mode & 0o111 != 0, slotEnd: dataEnd)
     }
 
-    /// Unpacks every entry under `directory`, which must not exist yet: it is created, and
-    /// nothing else is written outside it. A file's bytes are inflated into a buffer of
-    /// its declared size and checked against its CRC-32 before they are written.
+    /// Why an entry name cannot be unpacked.
+    package enum NameProblem: Error, Equatable, CustomStringConvertible {
+        case absolute, nul, backslash, escape, tooDeep
+
+        package var description: String {
+            switch self {
+            case .absolute: "is an absolute path"
+            case .nul: "contains a NUL byte"
+            case .backslash: "contains a backslash (a path separator to other unzips)"
+            case .escape: "has an empty, . or .. component (it could leave the unpack directory)"
+            case .tooDeep: "has more than \(ZipArchive.maxNameComponents) components"
+            }
+        }
+    }
+
+    /// The components of entry name `name`, checked as bytes in one pass: components are
+    /// split on `/` (and a `\\` is refused, being a separator to other unzips), none empty,
+    /// `.` or `..`, no NUL, not absolute, at most ``maxNameComponents``; one trailing `/`
+    /// marks a directory. Bytes are never decoded first: what is checked is what the kernel
+    /// will split.
+    package static func checkedComponents(_ name: [UInt8]) -> Result<[[UInt8]], NameProblem> {
+        let slash = UInt8(ascii: "/"), backslash = UInt8(ascii: "\\"), dot = UInt8(ascii: ".")
+        guard let first = name.first else { return .failure(.escape) }
+        guard first != slash else { return .failure(.absolute) }
+        let end = name.last == slash ? name.count - 1 : name.count
+        var components: [[UInt8]] = []
+        var start = 0
+        for index in 0...end {
+            if index < end {
+                switch name[index] {
+                case 0: return .failure(.nul)
+                case backslash: return .failure(.backslash)
+                case slash: break
+                default: continue
+                }
+            }
+            let length = index - start
+            if length == 0 || (length == 1 && name[start] == dot) || (length == 2 && name[start] == dot && name[start + 1] == dot) {
+                return .failure(.escape)
+            }
+            guard components.count < maxNameComponents else { return .failure(.tooDeep) }
+            components.append(Array(name[start..<index]))
+            start = index + 1
+        }
+        return .success(components)
+    }
+
+    /// Unpacks every entry under `directory`, which must not exist yet: it is created
+    /// (mode 0700), and nothing else is written outside it.
     package func extract(to directory: String) throws(MachOError) {
-        let file = try ArchiveFile(path: path)
-        try Self.createDirectory(directory, exclusive: true)
+        if let errno = UnsafeFileAt.makeDirectory(directory, mode: 0o700) {
+            throw .io(path: directory, reason: "cannot create the unpack directory: \(UnsafeFileAt.describe(errno))")
+        }
+        let root: UnsafeFileAt.Descriptor
+        switch UnsafeFileAt.open(directory, noFollow: true, directory: true) {
+        case let .success(opened): root = opened
+        case let .failure(errno): throw .io(path: directory, reason: "cannot open the unpack directory: \(UnsafeFileAt.describe(errno))")
+        }
+        try extract(into: root, named: directory)
+    }
+
+    /// Unpacks every entry into the directory open as `root` (shown as `name`): every file
+    /// and directory is created relative to it, through no symbolic link at any level. A
+    /// file's bytes are inflated into a buffer of its declared size and checked against its
+    /// CRC-32 before they are written.
+    func extract(into root: UnsafeFileAt.Descriptor, named name: String) throws(MachOError) {
+        var directories = DirectoryWalker(root: root, rootName: name)
         for entry in entries {
-            let target = directory + "/" + entry.components.joined(separator: "/")
             if entry.isDirectory {
-                try Self.createDirectory(target, exclusive: false)
+                _ = try directories.open(entry.components[...])
                 continue
             }
-            try Self.createDirectory(directory + "/" + entry.components.dropLast().joined(separator: "/"), exclusive: false)
-            let bytes = try contents(of: entry, in: file)
-            do {
-                try Data(bytes).write(to: URL(fileURLWithPath: target), options: .withoutOverwriting)
-                try FileManager.default.setAttributes([.posixPermissions: entry.isExecutable ? 0o755 : 0o644], ofItemAtPath: target)
-            } catch {
-                throw .io(path: target, reason: "cannot write an unpacked entry: \(error.localizedDescription)")
+            let parent = try directories.open(entry.components.dropLast())
+            let target = name + "/" + entry.name
+            let bytes = try contents(of: entry)
+            let created: UnsafeFileAt.Descriptor
+            switch UnsafeFileAt.createFile(entry.components[entry.components.count - 1], in: parent) {
+            case let .success(opened): created = opened
+            case let .failure(errno): throw .io(path: target, reason: "cannot create an unpacked entry: \(UnsafeFileAt.describe(errno))")
+            }
+            if let errno = created.write(bytes) ?? created.setMode(entry.isExecutable ? 0o755 : 0o644) {
+                throw .io(path: target, reason: "cannot write an unpacked entry: \(UnsafeFileAt.describe(errno))")
             }
         }
     }
 
-    /// The unpacked bytes of `entry`, read through its local header.
-    private func contents(of entry: Entry, in file: ArchiveFile) throws(MachOError) -> [UInt8] {
+    /// The unpacked bytes of `entry`, read through its local header within its slot.
+    private func contents(of entry: Entry) throws(MachOError) -> [UInt8] {
         let header = try file.read(at: entry.localHeaderOffset, count: 30)
-        guard header.count == 30, u32(header, 0) == 0x0403_4b50 else {
-            throw .malformed(archive: path, offset: entry.localHeaderOffset, what: "no local header for \(entry.name.debugDescription)")
+        guard u32(header, 0) == 0x0403_4b50 else {
+            throw .malformed(archive: path, offset: entry.localHeaderOffset, what: "no local header for \(Self.shown(entry.name).debugDescription)")
         }
         let dataOffset = entry.localHeaderOffset + 30 + Int(u16(header, 26)) + Int(u16(header, 28))
-        guard dataOffset + entry.compressedSize <= centralDirectoryOffset else {
-            throw .malformed(archive: path, offset: entry.localHeaderOffset, what: "the data of \(entry.name.debugDescription) runs into the central directory")
+        guard dataOffset + entry.compressedSize <= entry.slotEnd else {
+            throw .malformed(archive: path, offset: entry.localHeaderOffset, what: "the data of \(Self.shown(entry.name).debugDescription) runs into the next entry or the central directory")
         }
         let stored = try file.read(at: dataOffset, count: entry.compressedSize)
         let bytes: [UInt8]
         if entry.method == 0 {
-            guard entry.compressedSize == entry.unpackedSize else {
-                throw .malformed(archive: path, offset: dataOffset, what: "stored entry \(entry.name.debugDescription) has two sizes")
-            }
             bytes = stored
         } else {
             guard let inflated = UnsafeInflate.inflate(stored, size: entry.unpackedSize) else {
-                throw .malformed(archive: path, offset: dataOffset, what: "entry \(entry.name.debugDescription) does not inflate to its \(entry.unpackedSize) bytes")
+                throw .malformed(archive: path, offset: dataOffset, what: "entry \(Self.shown(entry.name).debugDescription) does not inflate to its \(entry.unpackedSize) bytes")
             }
             bytes = inflated
         }
         guard UnsafeInflate.crc32(bytes) == entry.crc32 else {
-            throw .malformed(archive: path, offset: dataOffset, what: "entry \(entry.name.debugDescription) fails its CRC-32")
+            throw .malformed(archive: path, offset: dataOffset, what: "entry \(Self.shown(entry.name).debugDescription) fails its CRC-32")
         }
         return bytes
     }
+}
 
-    private static func createDirectory(_ path: String, exclusive: Bool) throws(MachOError) {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: !exclusive)
-        } catch {
-            throw .io(path: path, reason: "cannot create a directory: \(error.localizedDescription)")
+/// The names an archive holds, as a tree of components: each name is used once, and no
+/// path is both a file and a directory (every component but a name's last is a directory).
+/// Work is linear in the names' lengths.
+private struct NameTree {
+    private struct Key: Hashable {
+        let parent: Int
+        let component: [UInt8]
+    }
+
+    private struct Node {
+        let id: Int
+        var isDirectory: Bool
+        /// Whether an entry names this path itself (not only a path below it).
+        var isNamed: Bool
+    }
+
+    private var nodes: [Key: Node] = [:]
+
+    /// Records a name; why it conflicts with one recorded before, if it does.
+    mutating func insert(_ components: [[UInt8]], isDirectory: Bool) -> String? {
+        var parent = 0
+        for (index, component) in components.enumerated() {
+            let isLast = index == components.count - 1
+            let key = Key(parent: parent, component: component)
+            let kind = !isLast || isDirectory
+            if var node = nodes[key] {
+                if isLast, node.isNamed { return "appears twice" }
+                if node.isDirectory != kind { return "is both a file and a directory" }
+                if isLast {
+                    node.isNamed = true
+                    nodes[key] = node
+                }
+                parent = node.id
+            } else {
+                let node = Node(id: nodes.count + 1, isDirectory: kind, isNamed: isLast)
+                nodes[key] = node
+                parent = node.id
+            }
         }
+        return nil
+    }
+}
+
+/// Opens (creating where missing) the directories entries are unpacked into, relative to
+/// the unpack root and through no symbolic link: `openat2` resolves an existing path
+/// beneath the root in one call; otherwise each component is opened with `O_NOFOLLOW |
+/// O_DIRECTORY` (created by `mkdirat` first when missing), iteratively. The last directory
+/// opened is kept, since entries of one directory usually follow each other.
+private struct DirectoryWalker {
+    let root: UnsafeFileAt.Descriptor
+    let rootName: String
+    private var last: (path: ArraySlice<[UInt8]>, directory: UnsafeFileAt.Descriptor)?
+
+    init(root: UnsafeFileAt.Descriptor, rootName: String) {
+        (self.root, self.rootName) = (root, rootName)
+    }
+
+    mutating func open(_ components: ArraySlice<[UInt8]>) throws(MachOError) -> UnsafeFileAt.Descriptor {
+        if components.isEmpty { return root }
+        if let last, last.path == components { return last.directory }
+        let joined = Array(components.joined(separator: [UInt8(ascii: "/")]))
+        let directory: UnsafeFileAt.Descriptor
+        switch UnsafeFileAt.openDirectoryBeneath(joined, in: root) {
+        case let .success(opened):
+            directory = opened
+        case .failure(ELOOP), .failure(EXDEV), .failure(ENOTDIR):
+            throw .io(path: shown(joined), reason: "a symbolic link or a file is where the unpack expects a directory")
+        case .failure:
+            // Missing (ENOENT), or no openat2 (ENOSYS, or refused by a seccomp filter): one
+            // component at a time.
+            directory = try walk(components)
+        }
+        last = (components, directory)
+        return directory
+    }
+
+    private func walk(_ components: ArraySlice<[UInt8]>) throws(MachOError) -> UnsafeFileAt.Descriptor {
+        var current = root
+        var depth = components.startIndex
+        for component in components {
+            depth += 1
+            var opened = UnsafeFileAt.openDirectory(component, in: current)
+            if case .failure(ENOENT) = opened {
+                if let errno = UnsafeFileAt.makeDirectory(component, in: current, mode: 0o755), errno != EEXIST {
+                    throw .io(path: shown(Array(components[..<depth].joined(separator: [UInt8(ascii: "/")]))),
+                              reason: "cannot create a directory: \(UnsafeFileAt.describe(errno))")
+                }
+                opened = UnsafeFileAt.openDirectory(component, in: current)
+            }
+            switch opened {
+            case let .success(next): current = next
+            case let .failure(errno):
+                let reason = errno.errno == ELOOP || errno.errno == ENOTDIR
+                    ? "a symbolic link or a file is where the unpack expects a directory" : "cannot open a directory: \(UnsafeFileAt.describe(errno))"
+                throw .io(path: shown(Array(components[..<depth].joined(separator: [UInt8(ascii: "/")]))), reason: reason)
+            }
+        }
+        return current
+    }
+
+    private func shown(_ relative: [UInt8]) -> String {
+        rootName + "/" + ZipArchive.shown(String(decoding: relative, as: UTF8.self))
     }
 }
 
@@ -239,41 +456,34 @@ private func u32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
     UInt32(u16(bytes, offset)) | UInt32(u16(bytes, offset + 2)) << 16
 }
 
-/// The archive file, read by offset and count (never past its size).
-private struct ArchiveFile {
+/// The archive file, opened once and read by offset and count (never past its size).
+final class ArchiveFile: Sendable {
     let path: String
-    let size: Int
-    private let handle: FileHandle
+    let status: UnsafeFileAt.Status
+    var size: Int { status.size }
+    private let descriptor: UnsafeFileAt.Descriptor
 
     init(path: String) throws(MachOError) {
         self.path = path
-        do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: path)
-            guard attributes[.type] as? FileAttributeType == .typeRegular else {
-                throw MachOError.io(path: path, reason: "not a regular file")
-            }
-            size = (attributes[.size] as? NSNumber)?.intValue ?? 0
-            handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        } catch let error as MachOError {
-            throw error
-        } catch {
-            throw .io(path: path, reason: "cannot read: \(error.localizedDescription)")
+        switch UnsafeFileAt.open(path) {
+        case let .success(opened): descriptor = opened
+        case let .failure(errno): throw .io(path: path, reason: errno.errno == ENOENT ? "no such file" : "cannot read: \(UnsafeFileAt.describe(errno))")
         }
+        switch descriptor.status() {
+        case let .success(status): self.status = status
+        case let .failure(errno): throw .io(path: path, reason: "cannot examine: \(UnsafeFileAt.describe(errno))")
+        }
+        guard status.isRegularFile else { throw .io(path: path, reason: "not a regular file") }
     }
 
     func read(at offset: Int, count: Int) throws(MachOError) -> [UInt8] {
-        guard offset >= 0, count >= 0, offset + count <= size else {
+        guard offset >= 0, count >= 0, offset <= size, count <= size - offset else {
             throw .malformed(archive: path, offset: offset, what: "\(count) bytes are needed past the end of the file (\(size) bytes)")
         }
-        do {
-            try handle.seek(toOffset: UInt64(offset))
-            let data = try handle.read(upToCount: count) ?? Data()
-            guard data.count == count else { throw MachOError.io(path: path, reason: "short read at offset \(offset)") }
-            return [UInt8](data)
-        } catch let error as MachOError {
-            throw error
-        } catch {
-            throw .io(path: path, reason: "cannot read at offset \(offset): \(error.localizedDescription)")
+        switch descriptor.read(at: offset, count: count) {
+        case let .success(bytes) where bytes.count == count: return bytes
+        case .success: throw .io(path: path, reason: "short read at offset \(offset)")
+        case let .failure(errno): throw .io(path: path, reason: "cannot read at offset \(offset): \(UnsafeFileAt.describe(errno))")
         }
     }
 }

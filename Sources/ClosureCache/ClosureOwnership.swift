@@ -75,5 +75,29 @@ package enum ClosureOwnership {
         checkAncestors(of: directory, user: user, realPath: RealPath.of, status: FileStatus.of)
     }
 
+    /// Checks the `.ipa` work area (`CACHE/.work`, status `workArea` of what was opened
+    /// without following a link) in the cache directory `cacheDirectory` (status `cache`) by
+    /// the rules a closure in that directory meets (``check(file:directory:user:)``, and
+    /// ``checkAncestors(of:user:)``); what is wrong and the fix, in one line, when it fails.
+    public static func checkWorkArea(_ workArea: FileStatus, cache: FileStatus, cacheDirectory: String, user: UInt32) -> String? {
+        guard let problem = check(file: workArea, directory: cache, user: user)
+            ?? checkAncestors(of: cacheDirectory, user: user) else { return nil }
+        switch problem {
+        case let .fileOwner(owner, user):
+            return "the work area is owned by uid \(owner), not by you (uid \(user)) or root: another user may have planted it; remove it, or use a cache of your own (--cache)"
+        case let .fileWritable(mode):
+            return "the work area is writable by group or others (mode \(octal(mode))): another user could plant files in it; chmod 700 it"
+        case let .stickyDirectory(fileOwner):
+            return "the work area is not yours (uid \(fileOwner)) and its cache directory is writable by others: remove it, or use a cache of your own (--cache)"
+        default:
+            return "the work area's cache cannot be trusted: \(problem.description); use a cache directory only you can write (--cache)"
+        }
+    }
+
+    /// ``checkWorkArea(_:cache:cacheDirectory:user:)`` for the user this process acts as.
+    public static func checkWorkArea(_ workArea: FileStatus, cache: FileStatus, cacheDirectory: String) -> String? {
+        checkWorkArea(workArea, cache: cache, cacheDirectory: cacheDirectory, user: UnsafeFileIO.effectiveUserID)
+    }
+
     static func octal(_ mode: UInt32) -> String { String(mode & 0o7777, radix: 8) }
 }

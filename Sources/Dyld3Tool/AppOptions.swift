@@ -118,10 +118,15 @@ enum AppLocator {
     }
 
     /// An `.ipa` file unpacked into the cache's work area (`CACHE/.work/`), as its
-    /// `Payload/X.app`; any other app as it is.
+    /// `Payload/X.app`; any other app as it is. The work area is trusted as the cache's
+    /// closures are (``ClosureOwnership``).
     static func unpacked(_ app: String, cache: ClosureCache) throws -> String {
         guard app.hasSuffix(".ipa"), FileStatus.of(app)?.isDirectory == false else { return app }
-        return try AppBundle.unpack(ipa: app, workArea: cache.directory + "/.work")
+        return try AppBundle.unpack(ipa: app, workArea: cache.directory + "/.work") { workArea, parent in
+            ClosureOwnership.checkWorkArea(
+                FileStatus(size: 0, mode: workArea.mode, ownerID: workArea.owner),
+                cache: FileStatus(size: 0, mode: parent.mode, ownerID: parent.owner), cacheDirectory: cache.directory)
+        }
     }
 
     /// Apps named on the command line, with directories of `.app` bundles expanded.
