@@ -79,7 +79,7 @@ package enum ClosureOwnership {
     /// without following a link) in the cache directory `cacheDirectory` (status `cache`) by
     /// the rules a closure in that directory meets (``check(file:directory:user:)``, and
     /// ``checkAncestors(of:user:)``); what is wrong and the fix, in one line, when it fails.
-    public static func checkWorkArea(_ workArea: FileStatus, cache: FileStatus, cacheDirectory: String, user: UInt32) -> String? {
+    package static func checkWorkArea(_ workArea: FileStatus, cache: FileStatus, cacheDirectory: String, user: UInt32) -> String? {
         guard let problem = check(file: workArea, directory: cache, user: user)
             ?? checkAncestors(of: cacheDirectory, user: user) else { return nil }
         switch problem {
@@ -95,7 +95,7 @@ package enum ClosureOwnership {
     }
 
     /// ``checkWorkArea(_:cache:cacheDirectory:user:)`` for the user this process acts as.
-    public static func checkWorkArea(_ workArea: FileStatus, cache: FileStatus, cacheDirectory: String) -> String? {
+    package static func checkWorkArea(_ workArea: FileStatus, cache: FileStatus, cacheDirectory: String) -> String? {
         checkWorkArea(workArea, cache: cache, cacheDirectory: cacheDirectory, user: UnsafeFileIO.effectiveUserID)
     }
 
