@@ -13,14 +13,34 @@ import LoaderSystem
 /// (`SIGBUS`), the exposure dyld has for the images it maps; copying every file is the alternative.
 enum UnsafeFileMapping {
     /// The first `size` bytes of `fd`, mapped read-only (the descriptor may then be closed).
+    /// The storage keeps a duplicate of the descriptor to answer where the file's holes are
+    /// (`SEEK_HOLE`), so that a check can refuse to hash gigabytes that were never written.
     static func map(_ fd: Int32, size: Int, call: String) -> Result<ByteStorage, LoadError> {
         guard size > 0 else { return .success(ByteStorage([])) }
-        return unsafe UnsafeSystemCall.mapping { unsafe mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }
-            .failing(call, namesCall: true)
-            .map { address in
-                unsafe ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
-                    _ = unsafe munmap(UnsafeMutableRawPointer(mutating: start), count)
-                }
-            }
+        let mapped = unsafe UnsafeSystemCall.mapping { unsafe mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }.failing(call, namesCall: true)
+        let address: UnsafeMutableRawPointer
+        switch unsafe mapped {
+        case let .success(mapping): unsafe address = unsafe mapping
+        case let .failure(error): return .failure(error)
+        }
+        let probe = fcntl(fd, F_DUPFD_CLOEXEC, Int32(0))
+        let holes: (@Sendable (Int, Bool) -> Int)? = probe < 0 ? nil : { @Sendable offset, data in seek(probe, offset, data: data) }
+        let release: @Sendable (UnsafeRawPointer, Int) -> Void = { start, count in
+            _ = unsafe munmap(UnsafeMutableRawPointer(mutating: start), count)
+            if probe >= 0 { close(probe) }
+        }
+        return .success(unsafe ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size, holes: holes, release: release))
     }
+
+    /// Where the next hole (or with `data`, the next data) of `fd`'s file starts at or after
+    /// `offset`. A file system without holes answers the end; a failure (ENXIO: no data up to
+    /// the end) answers past every offset.
+    private static func seek(_ fd: Int32, _ offset: Int, data: Bool) -> Int {
+        let found = lseek(fd, off_t(offset), data ? seekData : seekHole)
+        return found < 0 ? Int.max : Int(found)
+    }
+
+    /// Linux's `SEEK_DATA` and `SEEK_HOLE` (glibc hides them without `_GNU_SOURCE`).
+    static let seekData: Int32 = 3
+    static let seekHole: Int32 = 4
 }

@@ -109,7 +109,7 @@ enum CodeSignatureTable {
             ("team ID", directory.teamID ?? "none"),
             ("hash type", "\(directory.hashType) (\(directory.hashSize) bytes)"),
             ("platform", String(directory.platform)),
-            ("page size", directory.pageSize == 0 ? "whole code" : String(directory.pageSize)),
+            ("page size", String(directory.pageSize)),
             ("code limit", "0x\(Text.hex(directory.codeLimit))"),
             ("code slots", String(directory.nCodeSlots)),
             ("special slots", String(directory.nSpecialSlots)),

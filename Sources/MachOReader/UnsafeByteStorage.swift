@@ -16,6 +16,10 @@ import Glibc
     /// Number of readable bytes.
     package let count: Int
     private let release: (@Sendable (UnsafeRawPointer, Int) -> Void)?
+    /// For a file mapping: where the next hole (`SEEK_HOLE`), or with `true` the next data
+    /// (`SEEK_DATA`), of the sparse file starts at or after an offset; past the end when there
+    /// is none. Nil for memory that has no holes.
+    private let holeProbe: (@Sendable (_ offset: Int, _ data: Bool) -> Int)?
 
     /// A copy of `bytes`.
     package init(_ bytes: [UInt8]) {
@@ -23,20 +27,43 @@ import Glibc
         guard !bytes.isEmpty else {
             unsafe start = nil
             unsafe release = nil
+            holeProbe = nil
             return
         }
         let memory = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 16)
         unsafe bytes.withUnsafeBytes { unsafe memory.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         unsafe start = UnsafeRawPointer(memory)
         unsafe release = { pointer, _ in unsafe UnsafeMutableRawPointer(mutating: pointer).deallocate() }
+        holeProbe = nil
     }
 
     /// `count` readable bytes at `start`, which must stay readable and unchanged until
-    /// `release(start, count)` runs when the storage is freed.
-    package init(unsafeStart start: UnsafeRawPointer, count: Int, release: @escaping @Sendable (UnsafeRawPointer, Int) -> Void) {
+    /// `release(start, count)` runs when the storage is freed; `holes` answers where the
+    /// mapped file's next hole starts (see ``nextHole(from:)``).
+    package init(unsafeStart start: UnsafeRawPointer, count: Int, holes: (@Sendable (_ offset: Int, _ data: Bool) -> Int)? = nil,
+                 release: @escaping @Sendable (UnsafeRawPointer, Int) -> Void) {
         unsafe self.start = unsafe start
         self.count = count
         unsafe self.release = unsafe release
+        holeProbe = holes
+    }
+
+    /// The holes of `[offset, end)` (ranges of a sparse file that hold no data and read as
+    /// zeros), ascending; none for memory that is not a file mapping. Two `lseek` calls per
+    /// hole, one when there is none: the list is as long as the file's data is fragmented.
+    package func holes(from offset: Int, to end: Int) -> [Range<Int>] {
+        guard let holeProbe else { return [] }
+        let end = min(end, count)
+        var holes: [Range<Int>] = []
+        var position = offset
+        while position < end {
+            let hole = max(holeProbe(position, false), position)
+            guard hole < end else { break }
+            let data = max(holeProbe(hole, true), hole + 1)
+            holes.append(hole..<min(data, end))
+            position = data
+        }
+        return holes
     }
 
     deinit {

@@ -9,8 +9,9 @@ package struct CS_CodeDirectory: Sendable {
         (CS_SUPPORTSLINKAGE, 108), (CS_SUPPORTSRUNTIME, 96), (CS_SUPPORTSEXECSEG, 88),
         (CS_SUPPORTSCODELIMIT64, 64), (CS_SUPPORTSTEAMID, 52), (CS_SUPPORTSSCATTER, 48), (CS_SUPPORTSNONE, 44),
     ]
-    /// Page sizes (log2) accepted besides 0, which means one page for the whole code.
-    package static let pageSizeShifts: ClosedRange<UInt8> = 9...24
+    /// Page sizes (log2) accepted: xnu refuses a CodeDirectory whose pages are smaller than
+    /// 4 KiB or larger than the machine's page (16 KiB on arm64), 0 (one page) included.
+    package static let pageSizeShifts: ClosedRange<UInt8> = 12...14
 
     /// The linkage fields of version 0x20600.
     package struct Linkage: Equatable, Sendable {
@@ -58,7 +59,7 @@ package struct CS_CodeDirectory: Sendable {
     }
 
     /// The page size in bytes; 0 when the whole code is one page.
-    package var pageSize: Int { pageSizeShift == 0 ? 0 : 1 << Int(pageSizeShift) }
+    package var pageSize: Int { 1 << Int(pageSizeShift) }
 
     /// The structure name errors carry.
     package var structure: String { CS_CodeDirectory.structure(slot) }
@@ -68,8 +69,9 @@ package struct CS_CodeDirectory: Sendable {
     }
 
     /// Parses a CodeDirectory blob (its bytes exactly) from SuperBlob slot `slot`; with
-    /// `imageSize`, the code limit must lie inside the image.
-    package init(parsing blob: ByteView, slot: UInt32, imageSize: Int? = nil) throws(MachOError) {
+    /// `signatureOffset`, the code limit must not pass it: a signature covers the bytes before
+    /// it (codesign and ld64 set the limit to the signature's offset), never itself or more.
+    package init(parsing blob: ByteView, slot: UInt32, signatureOffset: Int? = nil) throws(MachOError) {
         let structure = CS_CodeDirectory.structure(slot)
         func fail(_ field: Int, _ what: String) -> MachOError {
             MachOError(offset: blob.absolute(field), structure: structure, what: what)
@@ -139,8 +141,8 @@ package struct CS_CodeDirectory: Sendable {
         if let scatter = scatterOffset, scatter != 0 {
             throw fail(44, "scatter vectors (scatterOffset 0x\(String(scatter, radix: 16))) are not supported")
         }
-        guard pageSizeShift == 0 || CS_CodeDirectory.pageSizeShifts.contains(pageSizeShift) else {
-            throw fail(39, "page size 2^\(pageSizeShift) is outside 2^9...2^24")
+        guard CS_CodeDirectory.pageSizeShifts.contains(pageSizeShift) else {
+            throw fail(39, "page size 2^\(pageSizeShift) is outside 2^12...2^14 (4 KiB to arm64's 16 KiB pages, the sizes the kernel accepts)")
         }
         // The slots: special ones before hashOffset, after the header; code ones after it,
         // inside the blob. This bounds both counts by the blob's bytes.
@@ -152,14 +154,15 @@ package struct CS_CodeDirectory: Sendable {
         guard UInt64(hashOffset) + UInt64(nCodeSlots) * size <= UInt64(blob.count) else {
             throw fail(28, "\(nCodeSlots) code slots at 0x\(String(hashOffset, radix: 16)) run past the blob's \(blob.count) bytes")
         }
-        // The code slots cover exactly the code limit, which lies inside the image.
+        // The code slots cover exactly the code limit, which lies before the signature.
         let limit = (codeLimit64 ?? 0) != 0 ? codeLimit64! : UInt64(codeLimit32)
-        if let imageSize, limit > UInt64(imageSize) {
-            throw fail((codeLimit64 ?? 0) != 0 ? 56 : 32, "code limit 0x\(String(limit, radix: 16)) is past the end of the image (0x\(String(imageSize, radix: 16)) bytes)")
+        if let signatureOffset, limit > UInt64(signatureOffset) {
+            throw fail((codeLimit64 ?? 0) != 0 ? 56 : 32,
+                       "code limit 0x\(String(limit, radix: 16)) is past the signature's own offset 0x\(String(signatureOffset, radix: 16)) (a signature covers the bytes before it)")
         }
-        let pages: UInt64 = pageSizeShift == 0 ? (limit == 0 ? 0 : 1) : (limit + (1 << UInt64(pageSizeShift)) - 1) >> UInt64(pageSizeShift)
+        let pages = (limit + (1 << UInt64(pageSizeShift)) - 1) >> UInt64(pageSizeShift)
         guard pages == UInt64(nCodeSlots) else {
-            throw fail(28, "\(nCodeSlots) code slots do not cover the code limit 0x\(String(limit, radix: 16)) in pages of \(pageSizeShift == 0 ? "any size" : String(1 << Int(pageSizeShift))) (\(pages) needed)")
+            throw fail(28, "\(nCodeSlots) code slots do not cover the code limit 0x\(String(limit, radix: 16)) in pages of \(1 << Int(pageSizeShift)) (\(pages) needed)")
         }
         guard identOffset >= UInt32(headerSize), identOffset < UInt32(blob.count) else {
             throw fail(20, "identifier offset 0x\(String(identOffset, radix: 16)) is outside the blob after its header")
@@ -184,7 +187,6 @@ package struct CS_CodeDirectory: Sendable {
     package func pageRange(_ slot: Int) -> Range<Int> {
         guard slot >= 0, slot < Int(nCodeSlots) else { return 0..<0 }
         let limit = Int(clamping: codeLimit)
-        guard pageSize != 0 else { return 0..<limit }
         let start = slot << Int(pageSizeShift)
         return start..<min(start + pageSize, limit)
     }

@@ -37,7 +37,7 @@ package struct CodeSignature: Sendable {
         for blob in superBlob.index.sorted(by: { $0.type < $1.type }) {
             switch blob.type {
             case CSSLOT_CODEDIRECTORY, CSSLOT_ALTERNATE_CODEDIRECTORIES..<CSSLOT_ALTERNATE_CODEDIRECTORY_LIMIT:
-                let directory = try CS_CodeDirectory(parsing: blob.view, slot: blob.type, imageSize: image.view.count)
+                let directory = try CS_CodeDirectory(parsing: blob.view, slot: blob.type, signatureOffset: Int(command.dataOffset))
                 directories.append(directory)
             case CSSLOT_REQUIREMENTS: requirements = try CS_Requirements(parsing: blob)
             case CSSLOT_ENTITLEMENTS: entitlements = try CS_Entitlements(parsing: blob)

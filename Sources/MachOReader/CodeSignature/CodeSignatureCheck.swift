@@ -41,15 +41,27 @@ package struct CodeSignatureCheck: Sendable {
     package var valid: Bool { directories.allSatisfy(\.valid) }
 
     /// Checks every CodeDirectory of `signature` against `image`: every page up to the code
-    /// limit (which the signature's reading has checked lies inside the image), and each
-    /// blob a special slot can vouch for. The work is one hash of each page per directory,
-    /// bounded by the image's size.
+    /// limit (which the signature's reading has checked lies before the signature), and each
+    /// blob a special slot can vouch for. A page in a hole of a sparse file (never stored,
+    /// read as zeros) is compared with the hash of zeros, computed once, and never touched:
+    /// the work is bounded by the bytes the file holds, not the gigabytes a hole can claim.
     package init(_ signature: CodeSignature, image: MachOImage) {
         var directories: [Directory] = []
+        let holes = image.view.holes(before: Int(clamping: signature.codeDirectories.map(\.codeLimit).max() ?? 0))
         for directory in signature.codeDirectories {
             var bad: [Int] = []
+            var zerosDigest: (count: Int, digest: ByteView)?
+            var nextHole = 0
             for slot in 0..<directory.pageCount {
                 let range = directory.pageRange(slot)
+                while nextHole < holes.count, holes[nextHole].upperBound <= range.lowerBound { nextHole += 1 }
+                if nextHole < holes.count, holes[nextHole].lowerBound <= range.lowerBound, range.upperBound <= holes[nextHole].upperBound {
+                    if zerosDigest?.count != range.count {
+                        zerosDigest = (range.count, ByteView(directory.hashType.digestBytes(of: ByteView([UInt8](repeating: 0, count: range.count)))))
+                    }
+                    if let zeros = zerosDigest?.digest, directory.codeSlotHash(slot)?.sameBytes(as: zeros) != true { bad.append(slot) }
+                    continue
+                }
                 guard let page = try? image.view.slice(range.lowerBound, range.count), directory.verifyPage(page, slot: slot) else {
                     bad.append(slot)
                     continue
