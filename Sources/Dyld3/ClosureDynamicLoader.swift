@@ -133,6 +133,11 @@ final class ClosureDynamicLoader: DynamicLoader {
         }
         let memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide)
         try memory.releasedOnFailure { () throws(LoadError) in
+            // The launch's page checks cover what dlopen adds: `--verify-pages`, and page-in's
+            // check of each page it fills (a dlopen maps eagerly, so its pages are checked now).
+            if request.verifyPages || request.fixups == .pageIn {
+                _ = try EagerPageVerification.verify(memory, signatures: closure.images[added].map(\.identity.signature))
+            }
             let bases = closure.images.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
             let values = closure.bindTargets.values(bases: bases)
             for index in added {

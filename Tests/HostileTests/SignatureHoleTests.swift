@@ -72,11 +72,12 @@ import TestSupport
         try #require(stored < 8 << 20, "the file system keeps no holes (\(stored) bytes stored): nothing to check")
 
         func verify(_ path: String) async throws -> (cdHash: String, valid: Bool, residentKiB: Int) {
-            let result = try await ProcessRunner.run("/usr/bin/time", ["-f", "%M", try Dyld3Binary.path(), "codesign", "verify", "--json", path])
-            try #require(result.status == 0, "\(result.error)")
-            let slices = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]])
-            let resident = try #require(Int(result.error.split(separator: "\n").last ?? ""))
-            return (try #require(slices.first?["cdhash"] as? String), slices.first?["valid"] as? Bool == true, resident)
+            let result = try await Dyld3Binary.run(["codesign", "verify", "--json", path], limitSeconds: 60)
+            try #require(result.status == 0, "\(result.stderr)")
+            let slices = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+            let peak = try await PeakMemory.run(try Dyld3Binary.path(), ["codesign", "verify", path])
+            try #require(peak.status == 0, "\(peak.stderr)")
+            return (try #require(slices.first?["cdhash"] as? String), slices.first?["valid"] as? Bool == true, peak.peakResidentBytes / 1024)
         }
         let whole = try await verify(dense), holey = try await verify(sparse)
         #expect(whole.valid && holey.valid)
