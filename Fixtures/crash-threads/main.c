@@ -9,6 +9,10 @@
  * pointer: the process must end by SIGSEGV, as it does without page-in. x86_64 Linux only
  * (raw system calls); built by the test with clang and ld64.lld against the fixtures'
  * libSystem.
+ *
+ * Built with -DROUNDS=N it is the page-in storm instead (tools/pagein-storm, PageInStormTests):
+ * no crash; each thread makes N rounds and exits, and main returns 0 once all have, so any
+ * other end of the process is a failure of the launch.
  */
 #define THREADS 16
 #define STACK_SIZE 65536
@@ -32,6 +36,7 @@ __attribute__((section("__DATA,__data"))) static int *table[ENTRIES] = { P16384(
 static char stacks[THREADS][STACK_SIZE] __attribute__((aligned(4096)));
 static volatile unsigned long sinks[THREADS];
 static volatile int started;
+static volatile int finished;
 /* Zero-fill pages of the same segment that the kernel writes into (uname(2)), one new page
    per call: a system call touching untouched pages while main crashes. */
 #define SCRATCH_PAGES 4096
@@ -46,11 +51,16 @@ static long uname_into(void *buffer) {
 static void worker(long index) {
     unsigned long sum = (unsigned long)table[index * 512];
     __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+#ifdef ROUNDS
+    for (long round = 0; round < ROUNDS; round++) {
+#else
     for (long round = 0;; round++) {
+#endif
         for (long page = 0; page < PAGES; page++) sum += (unsigned long)table[((page * (index * 2 + 1)) % PAGES) * 512];
         uname_into(scratch[index][round % SCRATCH_PAGES]);
         sinks[index] = sum;
     }
+    __atomic_add_fetch(&finished, 1, __ATOMIC_SEQ_CST);
 }
 
 /* clone(2) sharing everything (a thread), its stack at `top`: the child pops `fn` and
@@ -85,6 +95,11 @@ int main(void) {
         if (spawn(worker, index, stacks[index] + STACK_SIZE) < 0) return 1;
     }
     while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < THREADS) {}
+#ifdef ROUNDS
+    /* A thread counts itself finished just before its exit(2): let it get there. */
+    while (__atomic_load_n(&finished, __ATOMIC_SEQ_CST) < THREADS) {}
+#else
     *(volatile int *)16 = 1;
+#endif
     return 0;
 }

@@ -272,11 +272,10 @@ struct ClosureLaunchSource: LaunchSource {
         }
         let pageSize = LaunchMemory.pageSize
         let plan = try PageInFixups.plan(closure, pageSize: pageSize)
-        switch FixupPager.open() {
+        switch FixupPager.open(signatures: closure.images.map(\.identity.signature)) {
         case let .failure(failure):
             report.pageInFallback = .userfaultfdUnavailable("\(failure)")
         case let .success(pager):
-            pager.expectSignatures(closure.images.map(\.identity.signature))
             let pagedIn = PageInFixups.map(with: pager, pages: plan.pageCount, faultAround: request.faultAround, report: &report) {
                 try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide, pageIn: (pager, plan.ranges))
             } source: { memory in

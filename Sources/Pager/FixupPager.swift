@@ -8,8 +8,11 @@ import MachOReader
 import LoaderSystem
 
 /// Applies one page's fixups to that page's bytes. Called inside the SIGBUS handler of the
-/// thread that first touched the page: it must not allocate, take a lock, build strings or
-/// look anything up by name, and must never touch the launch's registered memory.
+/// thread that first touched the page (any thread, interrupted anywhere, many at once): it
+/// must not allocate, take a lock, touch a thread-local (errno included), build strings or
+/// look anything up by name, must read only what was set before the pager started (no
+/// `var` of a class: exclusivity checking keeps its accesses in a thread-local), and must
+/// never touch the launch's registered memory.
 package protocol PageFixupSource: AnyObject, Sendable {
     /// Writes the fixups of image `image` that lie on `page` into it; nil on success.
     func applyFixups(image: Int, to page: inout PageBuffer) -> PageFillFailure?
@@ -80,9 +83,13 @@ package enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
 /// registered with a userfaultfd opened with `UFFD_FEATURE_SIGBUS`, so a first touch raises
 /// SIGBUS on the touching thread, which fills the page itself in the handler (file bytes and
 /// fixups, assembled on its stack, installed with `UFFDIO_COPY`) and retries: no thread ever
-/// waits for another. A page that cannot be filled is reported in one line and the SIGBUS
-/// goes to the previous handler: the process ends, as a plain launch does when a mapped file
-/// cannot be read. A system call touching an untouched page fails with EFAULT.
+/// waits for another. A page that cannot be filled is reported in one line and the process
+/// ends by SIGBUS, as a plain launch does when a mapped file cannot be read. A system call
+/// touching an untouched page fails with EFAULT.
+///
+/// Set up on one thread (`register`), then ``start(source:faultAround:)`` builds the fault
+/// path's ``FaultContext``, immutable, and only then makes the region live: the fill reads
+/// nothing else.
 package final class FixupPager: @unchecked Sendable {
     /// One registered range: where it is mapped and where its file bytes are.
     struct Range {
@@ -98,39 +105,41 @@ package final class FixupPager: @unchecked Sendable {
     }
 
     private let fd: Int32
-    // Written only before start() (ranges and the descriptors behind them), read by the fault path.
+    /// Per image: its code signature as recorded (nil: unsigned), which every page filled is checked against.
+    private let expectedSignatures: [SignedImage?]
+    // Written only before start(), on the thread setting up; the fault path reads the
+    // FaultContext made from them.
     private var ranges: [Range] = []
     /// The descriptors the images were mapped from, kept open until ``close()``.
     private var imageDescriptors: [Int: ImageDescriptor] = [:]
     private var imagePaths: [Int: String] = [:]
-    /// Per image: its code signature as recorded, and its CodeDirectory read back at its first range.
-    private var expectedSignatures: [SignedImage?] = []
+    /// Per image: its CodeDirectory read back at its first range.
     private var pageSignatures: [Int: PageSignature] = [:]
     private var context: FaultContext?
     private var slot: Int32?
     private var closed = false
 
-    /// A pager on a new userfaultfd; fails with the reason when it is unavailable or the host's
-    /// pages are not the 4 KiB page-in fills.
-    package static func open() -> Result<FixupPager, LoadError> {
+    /// A pager on a new userfaultfd that checks every page it fills of image N against
+    /// `signatures[N]` (nil or absent: unsigned); fails with the reason when userfaultfd is
+    /// unavailable or the host's pages are not the 4 KiB page-in fills.
+    package static func open(signatures: [SignedImage?] = []) -> Result<FixupPager, LoadError> {
         guard UnsafeMemory.pageSize == UnsafeUserfault.pageSize else {
             return .failure(.systemCall(SystemCallFailure("page size", refused: "page-in needs \(UnsafeUserfault.pageSize)-byte pages; this host's are \(UnsafeMemory.pageSize)")))
         }
-        return UnsafeUserfault.open().map { FixupPager(fd: $0) }
+        return UnsafeUserfault.open().map { FixupPager(fd: $0, signatures: signatures) }
     }
 
-    private init(fd: Int32) { self.fd = fd }
+    private init(fd: Int32, signatures: [SignedImage?]) {
+        self.fd = fd
+        expectedSignatures = signatures
+    }
 
     /// The first page that could not be filled (the process is ending by then, unless from ``fill(_:)``).
-    package var failure: PageFillFailure? { context?.failure }
+    package var failure: PageFillFailure? { context?.firstFailure.value }
     package var pagesFilled: Int { context?.filled.load(ordering: .sequentiallyConsistent) ?? 0 }
     /// Faults resolved so far (one fills its page and, with fault-around, its neighbours).
     package var faults: Int { context?.faults.load(ordering: .sequentiallyConsistent) ?? 0 }
     package var registeredBytes: UInt64 { ranges.reduce(0) { $0 + ($1.end - $1.start) } }
-
-    /// Per image, its recorded code signature (nil: unsigned), which every page filled is
-    /// checked against. Before mapping.
-    package func expectSignatures(_ signatures: [SignedImage?]) { expectedSignatures = signatures }
 
     /// Registers the launch's whole reservation at once: a range made accessible with
     /// `mprotect` stays registered, one mapped over does not. Before ``start(source:faultAround:)``.
@@ -172,8 +181,10 @@ package final class FixupPager: @unchecked Sendable {
     package func start(source: PageFixupSource, faultAround: Int = FixupPager.defaultFaultAround) throws(LoadError) {
         ranges.sort { $0.start < $1.start }
         let pool = faultAround > 1 ? UnsafeUserfault.StagingPool(slots: 8, pagesPerSlot: min(faultAround, 256)) : nil
-        let signatures = (0..<(ranges.map(\.image).max().map { $0 + 1 } ?? 0)).map { pageSignatures[$0] }
-        let context = FaultContext(fd: fd, ranges: ranges, source: source, imagePaths: imagePaths, signatures: signatures, pool: pool)
+        let images = (0..<(ranges.map(\.image).max().map { $0 + 1 } ?? 0)).map {
+            FaultContext.Image(path: Array((imagePaths[$0] ?? "").utf8), hashes: pageSignatures[$0]?.hashes)
+        }
+        let context = FaultContext(fd: fd, ranges: ranges, source: source, images: images, pool: pool)
         self.context = context
         if let first = ranges.first {
             UnsafeUserfault.withScratchPage { scratch in
@@ -192,7 +203,7 @@ package final class FixupPager: @unchecked Sendable {
     /// Fills the page holding `address` as a first touch would: whether it is there (else see ``failure``).
     package func fill(_ address: UInt64) -> Bool {
         guard let context else { return false }
-        return UnsafeUserfault.withScratchPage { context.fill(address, staging: $0, reporting: false) }
+        return UnsafeUserfault.withScratchPage { context.fill(address, staging: $0, reporting: false) } == .retry
     }
 
     /// What `body` returns (the memory the pager is given to); when it throws, the pager is
@@ -223,33 +234,48 @@ package final class FixupPager: @unchecked Sendable {
     }
 }
 
-/// What the fault path reads: set once before the region goes live, then only the counters change.
+/// What the fault path reads, all of it set before the region goes live and never changed
+/// after (`let`s of plain values, arrays and immutable objects): nothing it reads is guarded
+/// by exclusivity checking, nothing is built on first use. Only the counters and the first
+/// failure change, atomically.
 final class FaultContext: @unchecked Sendable {
+    /// One image as the fill reports and checks it.
+    struct Image {
+        /// Its path's UTF-8 bytes, for the line a failed fill writes.
+        let path: [UInt8]
+        /// The page hashes its filled pages are checked against (nil: unsigned).
+        let hashes: PageHashes?
+    }
+
+    /// What a fill did with a fault (the SIGBUS handler's `DYLD3_PAGEIN_*`).
+    enum Outcome {
+        /// The address is not registered: the previous handler decides.
+        case notRegistered
+        /// The page is there, or its range is gone: retry the touch.
+        case retry
+        /// The page cannot be filled (recorded and, when reporting, reported): the process ends.
+        case failed
+    }
+
     let fd: Int32
     let ranges: [FixupPager.Range]
     let source: PageFixupSource
-    /// Per image: its path, for the line a failed fill writes.
-    let imagePaths: [Int: String]
-    /// Per image: the page hashes its filled pages are checked against (nil: unsigned).
-    let signatures: [PageSignature?]
+    /// Per image number (the ranges' `image`).
+    let images: [Image]
     let pageSize = UnsafeUserfault.pageSize
     /// Fault-around's staging slots (nil: every fault fills its own page alone).
     let pool: UnsafeUserfault.StagingPool?
     let filled = Atomic<Int>(0)
     let faults = Atomic<Int>(0)
-    private let firstFailure = Mutex<PageFillFailure?>(nil)
+    let firstFailure = UnsafeUserfault.FirstFailure()
 
-    init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, imagePaths: [Int: String], signatures: [PageSignature?],
-         pool: UnsafeUserfault.StagingPool?) {
-        self.signatures = signatures
+    init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, images: [Image], pool: UnsafeUserfault.StagingPool?) {
         self.fd = fd
-        self.pool = pool
         self.ranges = ranges
         self.source = source
-        self.imagePaths = imagePaths
+        self.images = images
+        self.pool = pool
     }
-
-    var failure: PageFillFailure? { firstFailure.withLock { $0 } }
 
     @inline(__always)
     private func rangeIndex(holding address: UInt64) -> Int? {
@@ -260,13 +286,12 @@ final class FaultContext: @unchecked Sendable {
     /// Fills the page holding `address` and, with fault-around, the image's registered pages
     /// after it (then before it), up to a pool slot's: each range's piece read with one
     /// `pread`, installed with one `UFFDIO_COPY`; in `staging` (the stack) when no slot is free.
-    /// True when the touch should be retried (the page is there, or its range is gone); false
-    /// when the address is not registered or its page cannot be filled (recorded and, with
-    /// `reporting`, reported). A neighbour that fails is left for its own touch. No allocation,
-    /// no lock waited on.
-    func fill(_ address: UInt64, staging stack: UnsafeUserfault.StagingPage, reporting: Bool = true) -> Bool {
+    /// Retry when the page is there or its range is gone; failed when it cannot be filled
+    /// (recorded and, with `reporting`, reported). A neighbour that fails is left for its own
+    /// touch. No allocation, no lock, no thread-local.
+    func fill(_ address: UInt64, staging stack: UnsafeUserfault.StagingPage, reporting: Bool = true) -> Outcome {
         let page = address & ~(pageSize - 1)
-        guard let first = rangeIndex(holding: page) else { return false }
+        guard let first = rangeIndex(holding: page) else { return .notRegistered }
         var budget = 1
         var staging = stack
         var slot: Int?
@@ -278,7 +303,7 @@ final class FaultContext: @unchecked Sendable {
         defer { if let slot { pool?.release(slot) } }
         switch fillPiece(first, from: page, pages: budget, staging: staging) {
         case let .failed(failure): return fail(failure, reporting)
-        case .gone: return true
+        case .gone: return .retry
         case let .filled(pages): budget -= pages; staging = staging.page(pages)
         }
         faults.add(1, ordering: .relaxed)
@@ -287,7 +312,7 @@ final class FaultContext: @unchecked Sendable {
         let image = ranges[first].image
         var next = first + 1
         while budget > 0, next < ranges.count, ranges[next].image == image {
-            guard case let .filled(pages) = fillPiece(next, from: ranges[next].start, pages: budget, staging: staging) else { return true }
+            guard case let .filled(pages) = fillPiece(next, from: ranges[next].start, pages: budget, staging: staging) else { return .retry }
             budget -= pages
             staging = staging.page(pages)
             next += 1
@@ -298,13 +323,13 @@ final class FaultContext: @unchecked Sendable {
             let end = previous == first ? page : ranges[previous].end
             let pages = min(budget, Int((end - ranges[previous].start) / pageSize))
             if pages > 0 {
-                guard case let .filled(done) = fillPiece(previous, from: end - UInt64(pages) * pageSize, pages: pages, staging: staging) else { return true }
+                guard case let .filled(done) = fillPiece(previous, from: end - UInt64(pages) * pageSize, pages: pages, staging: staging) else { return .retry }
                 budget -= done
                 staging = staging.page(done)
             }
             previous += 1
         }
-        return true
+        return .retry
     }
 
     enum Piece {
@@ -338,10 +363,10 @@ final class FaultContext: @unchecked Sendable {
             fileBytes = min(got, count * Int(pageSize))
         }
         UnsafeUserfault.zero(staging, from: fileBytes, to: count * Int(pageSize))
-        if range.image < signatures.count, let signature = signatures[range.image] {
+        if range.image < images.count, let hashes = images[range.image].hashes {
             for offset in 0..<count where offset * Int(pageSize) < fileBytes {
                 let fileOffset = range.fileOffset + inRange + UInt64(offset) * pageSize
-                if let slot = signature.failingSlot(staging.page(offset), fileOffset: fileOffset, bytes: min(Int(pageSize), fileBytes - offset * Int(pageSize))) {
+                if let slot = hashes.failingSlot(staging.page(offset), fileOffset: fileOffset, bytes: min(Int(pageSize), fileBytes - offset * Int(pageSize))) {
                     guard offset > 0 else { return .failed(.signature(image: range.image, vmOffset: vmOffset, slot: slot)) }
                     count = offset
                     break
@@ -373,14 +398,13 @@ final class FaultContext: @unchecked Sendable {
         }
     }
 
-    private func fail(_ failure: PageFillFailure, _ reporting: Bool) -> Bool {
-        // Never waits: a thread interrupted while holding the lock is recording a failure itself.
-        _ = firstFailure.withLockIfAvailable { if $0 == nil { $0 = failure } }
+    private func fail(_ failure: PageFillFailure, _ reporting: Bool) -> Outcome {
+        firstFailure.record(failure)
         if reporting {
             let (image, vmOffset) = failure.page
-            UnsafeUserfault.report(path: imagePaths[image] ?? "", vmOffset: vmOffset, reason: failure.reason)
+            UnsafeUserfault.report(path: image >= 0 && image < images.count ? images[image].path : [], vmOffset: vmOffset, reason: failure.reason)
         }
-        return false
+        return .failed
     }
 }
 

@@ -9,8 +9,8 @@ import LoaderSystem
 /// do not cover exactly (another page size, a slot cut short) is checked at registration.
 struct PageSignature: Sendable {
     let directory: CS_CodeDirectory
-    /// Where the image's slice starts in the file: code slots count from there.
-    let sliceOffset: UInt64
+    /// What the fault path checks a filled page against.
+    let hashes: PageHashes
 
     init(_ signature: SignedImage, of file: ImageDescriptor, sliceOffset: UInt64, path: String) throws(LoadError) {
         let (end, overflow) = signature.codeDirectoryOffset.addingReportingOverflow(UInt64(signature.codeDirectorySize))
@@ -22,30 +22,16 @@ struct PageSignature: Sendable {
         }
         do {
             directory = try CS_CodeDirectory(parsing: blob, slot: 0)
+            hashes = try PageHashes(directory, sliceOffset: sliceOffset)
         } catch {
             throw .codeSignature(path: path, .unreadable(error))
         }
-        self.sliceOffset = sliceOffset
     }
 
-    /// The code slot of the page at `fileOffset` when the `bytes` the fault path reads cover it; nil otherwise.
-    @inline(__always)
-    func slot(fileOffset: UInt64, bytes: Int) -> Int? {
-        guard directory.pageSize == Int(UnsafeUserfault.pageSize), fileOffset >= sliceOffset else { return nil }
-        let inSlice = fileOffset - sliceOffset
-        guard inSlice % UnsafeUserfault.pageSize == 0 else { return nil }
-        let slot = Int(inSlice / UnsafeUserfault.pageSize)
-        let range = directory.pageRange(slot)
-        return !range.isEmpty && range.count <= bytes ? slot : nil
-    }
+    var sliceOffset: UInt64 { hashes.sliceOffset }
 
-    /// The fault path's check of one staged page, before fixups: the slot whose hash it fails,
-    /// or nil (it matches, lies past the code limit, or was checked at registration).
-    @inline(__always)
-    func failingSlot(_ staging: UnsafeUserfault.StagingPage, fileOffset: UInt64, bytes: Int) -> Int? {
-        guard let slot = slot(fileOffset: fileOffset, bytes: bytes) else { return nil }
-        return UnsafeUserfault.verify(staging, count: directory.pageRange(slot).count, against: directory, slot: slot) ? nil : slot
-    }
+    /// See ``PageHashes/slot(fileOffset:bytes:)``.
+    func slot(fileOffset: UInt64, bytes: Int) -> Int? { hashes.slot(fileOffset: fileOffset, bytes: bytes) }
 
     /// Checks now every page of a range whose slot the fault path cannot check; the first failure throws.
     func verifyUncheckable(range: Range<UInt64>, vmOffset: UInt64, fileOffset: UInt64, fileSize: UInt64, of file: ImageDescriptor,
@@ -68,5 +54,63 @@ struct PageSignature: Sendable {
                                                        fileOffset: sliceOffset + UInt64(slotRange.lowerBound), size: slotRange.count))
             }
         }
+    }
+}
+
+/// One signed image's code slots as the fault path checks a filled page against them: plain
+/// numbers and the window of the slots' hashes, taken from its CodeDirectory before the
+/// region goes live. The fill reads no string, copies no CodeDirectory and hashes in C
+/// (``UnsafeUserfault/verify(_:count:against:slot:)``): nothing it does allocates.
+struct PageHashes: Sendable {
+    /// The CodeDirectory's `hashType` (`kSecCodeSignatureHash*`) and `hashSize`.
+    let hashType: UInt8
+    let hashSize: Int
+    /// The CodeDirectory's page size in bytes (0: the whole code is one page).
+    let pageSize: Int
+    let pageSizeShift: Int
+    let codeLimit: Int
+    let codeSlots: Int
+    /// The code slots' hashes, `codeSlots * hashSize` bytes, slot 0 first.
+    let slots: ByteView
+    /// Where the image's slice starts in the file: code slots count from there.
+    let sliceOffset: UInt64
+
+    init(_ directory: CS_CodeDirectory, sliceOffset: UInt64) throws(MachOError) {
+        hashType = directory.hashType.rawValue
+        hashSize = Int(directory.hashSize)
+        pageSize = directory.pageSize
+        pageSizeShift = Int(directory.pageSizeShift)
+        codeLimit = Int(clamping: directory.codeLimit)
+        codeSlots = Int(directory.nCodeSlots)
+        slots = try directory.blob.slice(Int(directory.hashOffset), codeSlots * hashSize)
+        self.sliceOffset = sliceOffset
+    }
+
+    /// The bytes code slot `slot` covers (``CS_CodeDirectory/pageRange(_:)``'s count): 0 for a slot out of range.
+    @inline(__always)
+    func slotBytes(_ slot: Int) -> Int {
+        guard slot >= 0, slot < codeSlots else { return 0 }
+        guard pageSize != 0 else { return codeLimit }
+        let start = slot << pageSizeShift
+        return max(0, min(start + pageSize, codeLimit) - start)
+    }
+
+    /// The code slot of the page at `fileOffset` when the `bytes` the fault path reads cover it; nil otherwise.
+    @inline(__always)
+    func slot(fileOffset: UInt64, bytes: Int) -> Int? {
+        guard pageSize == Int(UnsafeUserfault.pageSize), fileOffset >= sliceOffset else { return nil }
+        let inSlice = fileOffset - sliceOffset
+        guard inSlice % UnsafeUserfault.pageSize == 0, inSlice / UnsafeUserfault.pageSize < UInt64(codeSlots) else { return nil }
+        let slot = Int(inSlice / UnsafeUserfault.pageSize)
+        let count = slotBytes(slot)
+        return count > 0 && count <= bytes ? slot : nil
+    }
+
+    /// The fault path's check of one staged page, before fixups: the slot whose hash it fails,
+    /// or nil (it matches, lies past the code limit, or was checked at registration).
+    @inline(__always)
+    func failingSlot(_ staging: UnsafeUserfault.StagingPage, fileOffset: UInt64, bytes: Int) -> Int? {
+        guard let slot = slot(fileOffset: fileOffset, bytes: bytes) else { return nil }
+        return UnsafeUserfault.verify(staging, count: slotBytes(slot), against: self, slot: slot) ? nil : slot
     }
 }

@@ -35,25 +35,25 @@ enum UnsafeUserfault {
 
     /// Installs `count` pages from `staging` at `address`: 0 or the errno (EEXIST: another
     /// thread installed a page; ENOENT, EFAULT: the range is gone), and the pages installed.
+    /// From the fault path: errno is left alone.
     @inline(__always)
     static func copy(_ fd: Int32, pages address: UInt64, count: Int, from staging: StagingPage) -> (errno: Int32, installed: Int) {
         var copied: Int64 = 0
-        let result = unsafe dyld3_uffd_copy(fd, address, staging.pointer, UInt64(count) * pageSize, &copied)
+        let result = unsafe dyld3_pagein_copy(fd, address, staging.pointer, UInt64(count) * pageSize, &copied)
         return (-result, Int(copied / Int64(pageSize)))
     }
 
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
-    /// Reads `count` bytes of `fd` at `offset` into `staging`: the bytes read (fewer at the file's end), or -errno.
+    /// Reads `count` bytes of `fd` at `offset` into `staging`: the bytes read (fewer at the
+    /// file's end), or -errno. From the fault path: errno is left alone.
     @inline(__always)
     static func read(_ fd: Int32, offset: UInt64, count: Int, into staging: StagingPage) -> Int {
         var done = 0
         while done < count {
-            switch UnsafeSystemCall.retryingInterrupts({ unsafe pread(fd, staging.pointer + done, count - done, off_t(offset) + off_t(done)) }, failed: { $0 < 0 }) {
-            case let .failure(errno): return -Int(errno.rawValue)
-            case .success(0): return done
-            case let .success(got): done += got
-            }
+            let got = unsafe dyld3_pagein_pread(fd, staging.pointer + done, UInt64(count - done), offset + UInt64(done))
+            guard got > 0 else { return got == 0 ? done : Int(got) }
+            done += Int(got)
         }
         return done
     }
@@ -127,10 +127,39 @@ enum UnsafeUserfault {
         return body(unsafe StagingPage(pointer: pointer))
     }
 
-    /// Whether the first `count` bytes of `staging` hash to `directory`'s code slot `slot`.
+    /// Whether the first `count` bytes of `staging` hash to code slot `slot` of `hashes`
+    /// (a slot ``PageHashes/slot(fileOffset:bytes:)`` gave): hashed in C on the stack.
     @inline(__always)
-    static func verify(_ staging: StagingPage, count: Int, against directory: CS_CodeDirectory, slot: Int) -> Bool {
-        unsafe directory.verifyPage(unsafeBytes: UnsafeRawBufferPointer(start: staging.pointer, count: min(count, Int(pageSize))), slot: slot)
+    static func verify(_ staging: StagingPage, count: Int, against hashes: PageHashes, slot: Int) -> Bool {
+        unsafe hashes.slots.withUnsafeBytes { slots in
+            unsafe dyld3_pagein_hash_matches(hashes.hashType, staging.pointer, UInt64(min(count, Int(pageSize))),
+                                             slots.baseAddress.unsafelyUnwrapped + slot * hashes.hashSize, UInt64(hashes.hashSize)) != 0
+        }
+    }
+
+    /// The first page that could not be filled, as the fault path records it: claimed by one
+    /// compare-and-swap, written once into memory allocated with the context, then published.
+    /// Never a lock, never an allocation; a later failure is dropped.
+    @safe final class FirstFailure: @unchecked Sendable {
+        /// 0: none; 1: being written; 2: written.
+        private let state = Atomic<Int>(0)
+        private let storage: UnsafeMutablePointer<PageFillFailure>
+
+        init() { unsafe storage = .allocate(capacity: 1) }
+
+        @inline(__always)
+        func record(_ failure: PageFillFailure) {
+            guard state.compareExchange(expected: 0, desired: 1, ordering: .relaxed).exchanged else { return }
+            unsafe storage.initialize(to: failure)
+            state.store(2, ordering: .releasing)
+        }
+
+        var value: PageFillFailure? { state.load(ordering: .acquiring) == 2 ? unsafe storage.pointee : nil }
+
+        deinit {
+            if state.load(ordering: .acquiring) == 2 { unsafe storage.deinitialize(count: 1) }
+            unsafe storage.deallocate()
+        }
     }
 
     // MARK: The SIGBUS handler and its registry of live regions
@@ -141,11 +170,19 @@ enum UnsafeUserfault {
         return result == 0 ? nil : failure(result, "sigaction(SIGBUS)")
     }
 
-    /// Makes `[start, end)` live (a SIGBUS there calls `context.fill`): its slot, or nil when all ``regionCapacity`` are taken.
+    /// Makes `[start, end)` live (a SIGBUS there calls `context.fill`): its slot, or nil when
+    /// all ``regionCapacity`` are taken. The registry holds `context` unretained: the caller
+    /// keeps it alive until ``deactivate(_:)`` says no fill runs, and the fill borrows it
+    /// without a retain or a release.
     static func activate(start: UInt64, end: UInt64, context: FaultContext) -> Int32? {
         let slot = unsafe dyld3_pagein_activate(start, end, Unmanaged.passUnretained(context).toOpaque(), { owner, address, staging in
-            let context = unsafe Unmanaged<FaultContext>.fromOpaque(owner!).takeUnretainedValue()
-            return unsafe context.fill(address, staging: StagingPage(pointer: staging!)) ? 1 : 0
+            unsafe Unmanaged<FaultContext>.fromOpaque(owner.unsafelyUnwrapped)._withUnsafeGuaranteedRef { context in
+                switch unsafe context.fill(address, staging: StagingPage(pointer: staging.unsafelyUnwrapped)) {
+                case .notRegistered: Int32(DYLD3_PAGEIN_NOT_MINE)
+                case .retry: Int32(DYLD3_PAGEIN_RETRY)
+                case .failed: Int32(DYLD3_PAGEIN_FAILED)
+                }
+            }
         })
         return slot >= 0 ? slot : nil
     }
@@ -158,29 +195,12 @@ enum UnsafeUserfault {
 
     static let regionCapacity = Int(DYLD3_PAGEIN_REGIONS)
 
-    /// Writes `dyld3: page-in: PATH: cannot fill page +0xVMOFFSET: REASON\n` to standard error, without allocating.
-    static func report(path: String, vmOffset: UInt64, reason: StaticString) {
-        let start: StaticString = "dyld3: page-in: ", middle: StaticString = ": cannot fill "
-        unsafe dyld3_pagein_report(start.utf8Start, UInt64(start.utf8CodeUnitCount))
-        _ = unsafe path.utf8.withContiguousStorageIfAvailable { unsafe dyld3_pagein_report($0.baseAddress, UInt64($0.count)) }
-        unsafe dyld3_pagein_report(middle.utf8Start, UInt64(middle.utf8CodeUnitCount))
-        var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        unsafe withUnsafeMutableBytes(of: &digits) { buffer in
-            var length = 0
-            for byte in "page +0x".utf8 { unsafe buffer[length] = byte; length += 1 }
-            var top = 60
-            while top > 0 && (vmOffset >> UInt64(top)) & 0xf == 0 { top -= 4 }
-            for shift in stride(from: top, through: 0, by: -4) {
-                let nibble = UInt8((vmOffset >> UInt64(shift)) & 0xf)
-                unsafe buffer[length] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble
-                length += 1
-            }
-            unsafe buffer[length] = 0x3a; unsafe buffer[length + 1] = 0x20
-            unsafe dyld3_pagein_report(buffer.baseAddress, UInt64(length + 2))
+    /// Writes `dyld3: page-in: PATH: cannot fill page +0xVMOFFSET: REASON\n` to standard error,
+    /// without allocating (`path`: its UTF-8 bytes).
+    static func report(path: [UInt8], vmOffset: UInt64, reason: StaticString) {
+        unsafe path.withUnsafeBufferPointer { path in
+            unsafe dyld3_pagein_report_failure(path.baseAddress, UInt64(path.count), vmOffset, reason.utf8Start, UInt64(reason.utf8CodeUnitCount))
         }
-        unsafe dyld3_pagein_report(reason.utf8Start, UInt64(reason.utf8CodeUnitCount))
-        var newline: UInt8 = 0x0a
-        unsafe dyld3_pagein_report(&newline, 1)
     }
 
     /// The failure of a shim call that returned `-errno`.

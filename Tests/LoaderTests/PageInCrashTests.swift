@@ -23,7 +23,9 @@ import Testing
         let root: String
     }
 
-    static func buildCrashApp() async throws -> CrashApp {
+    /// With `defines` (`-DNAME=VALUE`) on its compile line; `signed`: with an ad-hoc code
+    /// signature, so a page-in launch hashes every page it fills against its code slot.
+    static func buildCrashApp(defines: [String] = [], signed: Bool = false) async throws -> CrashApp {
         let root = Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path
         let libSystem = root + "/usr/lib/libSystem.B.dylib"
         try #require(FileManager.default.fileExists(atPath: libSystem), "run make fixtures")
@@ -33,11 +35,12 @@ import Testing
         let object = directory.appendingPathComponent("main.o").path
         let source = Paths.repoRoot.appendingPathComponent("Fixtures/crash-threads/main.c").path
         let compile = try await ProcessRunner.run("/opt/swift/usr/bin/clang", [
-            "-target", "x86_64-apple-macos11", "-ffreestanding", "-fno-stack-protector", "-fno-builtin", "-O1", "-c", source, "-o", object,
-        ], error: .mergedIntoOutput)
+            "-target", "x86_64-apple-macos11", "-ffreestanding", "-fno-stack-protector", "-fno-builtin", "-O1",
+        ] + defines + ["-c", source, "-o", object], error: .mergedIntoOutput)
         try #require(compile.status == 0, "\(compile.output)")
         let link = try await ProcessRunner.run("/usr/lib/llvm-19/bin/ld64.lld", [
             "-arch", "x86_64", "-platform_version", "macos", "11.0", "11.0", "-fixup_chains",
+        ] + (signed ? ["-adhoc_codesign"] : []) + [
             "-o", bundle.appendingPathComponent("crash-threads").path, object, libSystem,
         ], error: .mergedIntoOutput)
         try #require(link.status == 0, "\(link.output)")
