@@ -73,7 +73,8 @@ package enum SlowPath {
                 dynamicLoader: SlowDynamicLoader(graph: graph, plans: plans, memory: memory, options: options), protections: .segments,
                 digest: { (memory) throws(LoadError) in
                     memory.writableDigest(slideDependent: try slideDependentLocations(
-                        graph: graph, plans: plans, recorded: options.recordFixups ? recorded : nil, later: laterWrites))
+                        graph: graph, plans: plans, recorded: options.recordFixups ? recorded : nil, later: laterWrites),
+                                          loaderPointers: LaunchDigest.loaderPointers(threadLocals, hostServices: hostServices, imageCount: graph.nodes.count))
                 },
                 initializers: initializers, initializerOrder: initializerOrder, objcLoads: objc?.loads ?? [], mainImage: mainImage,
                 entryOffset: graph.nodes[mainImage].image.entryPoint?.entryOffset, arch: options.arch)

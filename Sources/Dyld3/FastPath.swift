@@ -84,7 +84,8 @@ package enum FastPath {
             throw LoadError.failed(path: closurePath, cause: error)
         }
         let later = LaunchDigest.laterWrites(objc: objc, threadLocals: closure.threadLocals.setups, imageCount: closure.images.count)
-        return memory.writableDigest(slideDependent: LaunchDigest.slideDependentLocations(fixups, then: later))
+        return memory.writableDigest(slideDependent: LaunchDigest.slideDependentLocations(fixups, then: later),
+                                     loaderPointers: LaunchDigest.loaderPointers(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, imageCount: closure.images.count))
     }
 
     /// The first run, target or page index entry of `closure` that a page-in launch must

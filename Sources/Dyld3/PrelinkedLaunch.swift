@@ -255,7 +255,8 @@ package enum PrelinkedLaunch {
             while image + 1 < set.imageOffsets.count, set.imageOffsets[image + 1] <= location { image += 1 }
             if set.imageOffsets[image] <= location { locations[image].append(location - set.imageOffsets[image]) }
         }
-        return memory.writableDigest(slideDependent: locations)
+        return memory.writableDigest(slideDependent: locations,
+                                     loaderPointers: LaunchDigest.loaderPointers(set.closure.threadLocals.setups, hostServices: set.closure.threadLocals.hostServices, imageCount: set.closure.images.count))
     }
 }
 

@@ -7,11 +7,14 @@ extension LaunchMemory {
     /// xxh3-64 over every writable segment, in image and segment order, with exactly the words
     /// at `slideDependent` (per image, ``LaunchDigest/slideDependentLocations(_:then:)``) made
     /// relative to the region's base: launches at different slides that wrote the same fixups
-    /// agree, and a data word is never rewritten for its value.
-    package func writableDigest(slideDependent: [[UInt64]]) -> UInt64 {
+    /// agree, and a data word is never rewritten for its value. The words at `loaderPointers`
+    /// (``LaunchDigest/loaderPointers(_:hostServices:imageCount:)``) point into the loader itself, which
+    /// every process maps elsewhere: they count as the loader's pointer, 0.
+    package func writableDigest(slideDependent: [[UInt64]], loaderPointers: [[UInt64]] = []) -> UInt64 {
         var bytes: [UInt8] = []
         for (index, image) in images.enumerated() {
             let locations = index < slideDependent.count ? slideDependent[index] : []
+            let loader = index < loaderPointers.count ? loaderPointers[index] : []
             for segment in image.plan.segments where segment.isWritable {
                 var copy = UnsafeMemory.copy(address: image.base + segment.vmOffset, size: segment.vmSize)
                 let end = segment.vmOffset + UInt64(copy.count)
@@ -21,6 +24,10 @@ extension LaunchMemory {
                     for byte in 0..<8 { value |= UInt64(copy[at + byte]) << (8 * UInt64(byte)) }
                     value = value &- regionBase
                     for byte in 0..<8 { copy[at + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
+                }
+                for location in loader where location >= segment.vmOffset && location < end && end - location >= 8 {
+                    let at = Int(location - segment.vmOffset)
+                    copy.replaceSubrange(at..<at + 8, with: repeatElement(0, count: 8))
                 }
                 bytes += copy
             }
@@ -35,6 +42,18 @@ extension LaunchDigest {
     package static func laterWrites(objc: [[ResolvedFixup]], threadLocals: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
         let threadLocalWrites = ThreadLocals.writes(threadLocals, imageCount: imageCount)
         return (0..<imageCount).map { index in (index < objc.count ? objc[index] : []) + threadLocalWrites[index] }
+    }
+
+    /// Per image, the words the thread-local step sets to addresses in the loader itself, not
+    /// in the images: each descriptor's thunk, and the host services table's functions (every
+    /// word after its version).
+    package static func loaderPointers(_ threadLocals: [ThreadLocalSetup], hostServices: HostServicesSlot?, imageCount: Int) -> [[UInt64]] {
+        var pointers = [[UInt64]](repeating: [], count: imageCount)
+        for setup in threadLocals where setup.image < imageCount { pointers[setup.image] += setup.descriptors }
+        if let hostServices, hostServices.image < imageCount {
+            pointers[hostServices.image] += stride(from: hostServices.vmOffset + 8, to: hostServices.vmOffset + HostServicesSlot.size, by: 8)
+        }
+        return pointers
     }
 
     /// Per image, the sorted locations whose final value depends on where the images were

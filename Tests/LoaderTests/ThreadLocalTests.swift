@@ -18,6 +18,25 @@ import Testing
         try #require(try FixtureApp.all().first { $0.name == "tlv" && $0.variant == variant }, "no fixture app tlv [\(variant)]")
     }
 
+    /// The digest counts the words the launch points into the loader itself (each descriptor's
+    /// thunk, the host services table) as the loader's pointer: at one slide, launches in two
+    /// processes, whose loaders are mapped at different addresses, give one digest, both ways.
+    @Test func theDigestIsTheSameInEveryProcessAtOneSlide() async throws {
+        let app = try Self.app("\(CodeRunner.hostArchitecture)-chained")
+        let cache = try DlopenTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        _ = try app.install(into: cache)
+        var digests: [String] = []
+        for mode in ["dyld2", "dyld3", "dyld2", "dyld3"] {
+            let launch = try await Dyld3Binary.run(["launch", "--mode", mode, "--root", app.root, "--cache", cache, "--slide", "0x10000000",
+                                                    "--json", app.bundle], limitSeconds: 60)
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(launch.stdout.utf8)) as? [String: Any], "\(launch.stderr)")
+            #expect(report["mode"] as? String == mode && report["slide"] as? Int == 0x1000_0000, "\(report)")
+            digests.append(try #require(report["digest"] as? String))
+        }
+        #expect(Set(digests).count == 1, "\(digests)")
+    }
+
     /// The closure sets up every descriptor of each image's `__thread_vars` (all bound to
     /// `__tlv_bootstrap`), with the template spanning `__thread_data` and `__thread_bss`, as
     /// llvm-objdump-19's section table gives them.
