@@ -101,8 +101,12 @@ package enum SlidPrelinkedSetFile {
             guard let bootID, header.bootID == bootID else {
                 throw ClosureError.stale(path: path, image: path, what: "was slid for another boot")
             }
-            guard header.base % page == 0, header.base <= UInt64.max - rangeSize else {
-                throw ClosureError.corrupt(path: path, offset: 40, what: "base 0x\(String(header.base, radix: 16)) is not a page-aligned range start")
+            // A copy is slid to a random base (``LaunchMemory/randomBase(pageSize:)``): one
+            // elsewhere (0, the kernel's half, past user space) was not written by a launch and
+            // is written again rather than refused at every launch.
+            guard header.base % page == 0, LaunchMemory.randomBases.contains(header.base) else {
+                throw ClosureError.corrupt(path: path, offset: 40, what: "base 0x\(String(header.base, radix: 16)) is not a page-aligned start in "
+                    + "0x\(String(LaunchMemory.randomBases.lowerBound, radix: 16))...0x\(String(LaunchMemory.randomBases.upperBound, radix: 16)), where a copy is slid")
             }
             return .success(Opened(file: file, path: path, header: header, rangeSize: rangeSize))
         } catch {

@@ -78,7 +78,7 @@ struct LaunchCommand: ParsableCommand {
         let checks = try trust.checks()
         let signer = try signingKey(trusting: checks.trustKey)
         let path = options.closureCache.closurePath(forApp: request.roots.last!, arch: request.arch)
-        var fallback: ClosureError?
+        var fallback: ClosureError?, setFallback: ClosureError?
         var launch: Launch?
         let setPath = ClosureCache.prelinkedSetPath(forClosure: path)
         // Trusting a key, a set's launch hashes all its data (docs/prelinked.md, "Signed
@@ -86,7 +86,7 @@ struct LaunchCommand: ParsableCommand {
         if mode == .prelinked || (mode == .auto && checks.trustKey == nil && FileStatus.of(setPath) != nil) {
             launch = try attempt(.prelinked, "prelinked set not used", then: "trying the closure") {
                 try PrelinkedLaunch.launch(setPath: setPath, request: request, configuration: checks)
-            }
+            } refused: { setFallback = $0 }
             if launch != nil { closurePath = setPath }
         }
         if launch == nil, mode == .dyld3 || mode == .auto {
@@ -98,7 +98,8 @@ struct LaunchCommand: ParsableCommand {
         if launch == nil { launch = try SlowPath.launch(request) }
         guard let launch else { return }
         defer { launch.memory.release() }
-        print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: closurePath, fallback: fallback), terminator: "")
+        print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: closurePath, fallback: fallback, setFallback: setFallback),
+              terminator: "")
         if rebuild, fallback != nil { writeFreshClosure(request, to: path, signedWith: signer, trusting: checks.trustKey) }
     }
 
@@ -184,8 +185,10 @@ extension FixupsMode: ExpressibleByArgument {}
 
 /// The text and JSON views of a launch report.
 enum LaunchOutput {
-    static func render(_ report: LaunchReport, json: Bool, stats: Bool, closure: String?, fallback: ClosureError?) -> String {
-        if json { return jsonObject(report, closure: closure, fallback: fallback).serialized() + "\n" }
+    /// `fallback`: why the closure was not used; `setFallback`: why the prelinked set was not.
+    static func render(_ report: LaunchReport, json: Bool, stats: Bool, closure: String?, fallback: ClosureError?,
+                       setFallback: ClosureError? = nil) -> String {
+        if json { return jsonObject(report, closure: closure, fallback: fallback, setFallback: setFallback).serialized() + "\n" }
         var out = ""
         if report.ran, let result = report.result {
             out += "main returned \(result)\n"
@@ -195,12 +198,13 @@ enum LaunchOutput {
         if stats {
             out += LaunchStatistics(report, closurePath: closure).text
             out += "  slide:                 0x\(String(report.slide, radix: 16))\n"
+            if let setFallback { out += "  prelinked set not used: \(setFallback)\n" }
             if let fallback { out += "  closure not used:      \(fallback)\n" }
         }
         return out
     }
 
-    static func jsonObject(_ report: LaunchReport, closure: String?, fallback: ClosureError?) -> JSONValue {
+    static func jsonObject(_ report: LaunchReport, closure: String?, fallback: ClosureError?, setFallback: ClosureError? = nil) -> JSONValue {
         var timings: [(String, JSONValue)] = []
         for phase in LaunchReport.Phase.allCases {
             if let nanoseconds = report.timings[phase] { timings.append((phase.rawValue, .int(nanoseconds))) }
@@ -220,6 +224,7 @@ enum LaunchOutput {
             ("fixups_fallback_reason", fallbackReason), ("page_in", pageIn(report)),
             ("slid_for_boot", .bool(report.slidForBoot)), ("slid_set_written", .bool(report.slidSetWritten)),
             ("slide_at_launch_reason", slideReason), ("closure", closure.map(JSONValue.string) ?? .null),
+            ("prelinked_fallback_reason", setFallback.map { .string("\($0.kind): \($0)") } ?? .null),
             ("fallback_reason", fallback.map { .string("\($0.kind): \($0)") } ?? .null),
             ("stats", LaunchStatistics(report, closurePath: closure).json),
         ])

@@ -113,10 +113,14 @@ package final class LaunchMemory {
         self.images = images
     }
 
+    /// Where a random base lies: the middle of the user address space of every 64-bit
+    /// platform the launches run on (47-bit user space and more).
+    package static let randomBases: ClosedRange<UInt64> = 0x1000_0000_0000...0x5000_0000_0000
+
     /// A random page in the middle of the user address space (ASLR): where a launch puts
     /// its region, and a set slid for a boot its range.
     package static func randomBase(pageSize page: UInt64) -> UInt64 {
-        UInt64.random(in: 0x1000_0000_0000...0x5000_0000_0000) / page * page
+        UInt64.random(in: randomBases) / page * page
     }
 
     /// Reserves `size` bytes of address space for a launch whose first image is `first`: where

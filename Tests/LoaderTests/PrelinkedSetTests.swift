@@ -134,6 +134,15 @@ import LaunchMemory
                 try Self.rewrite(copyPath) { $0.replaceSubrange(0..<forged.bytes.count, with: forged.bytes) }
             }),
             ("writable by others", false, { chmod(copyPath, 0o666) }),
+        ] + [0, 0xffff_8000_0000_0000, 0x8000_0000_0000].map { (base: UInt64) in
+            // An owner-forged base no launch slides a copy to: 0, the kernel's half, past user
+            // space (its checksum computed again): written again, not refused at every launch.
+            ("base 0x\(String(base, radix: 16))", false, {
+                let forged = SlidPrelinkedSetHeader(setChecksum: header.setChecksum, setDataHash: header.setDataHash, base: base,
+                                                    bootID: header.bootID, dataHash: header.dataHash, protections: header.protections)
+                try Self.rewrite(copyPath) { $0.replaceSubrange(0..<forged.bytes.count, with: forged.bytes) }
+            })
+        } + [
             ("a data byte, hashed", true, { try Self.rewrite(copyPath) { $0[$0.count - 1] ^= 1 } }),
         ]
         for (name, hash, damage) in damages {
@@ -364,6 +373,9 @@ import LaunchMemory
         let auto = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache], limitSeconds: 60)
         #expect(auto.status == 0 && auto.stdout == "main returned \(expected)\n", "\(auto.stdout)\(auto.stderr)")
         #expect(auto.stderr.hasPrefix("dyld3: prelinked set not used (\(setPath): stale:"), "\(auto.stderr)")
+        let autoJSON = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--json"], limitSeconds: 60)
+        #expect(autoJSON.json?["mode"] as? String == "dyld3" && autoJSON.json?["fallback_reason"] is NSNull, "\(autoJSON.stdout)")
+        #expect((autoJSON.json?["prelinked_fallback_reason"] as? String)?.hasPrefix("stale: \(setPath): stale:") == true, "\(autoJSON.stdout)")
         let forced = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "prelinked"], limitSeconds: 60)
         #expect(forced.status != 0 && forced.stderr.contains("--mode prelinked") && forced.stderr.contains("stale"), "\(forced.stderr)")
 
