@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "ClosureFormat", targets: ["ClosureFormat"]),
         .library(name: "ClosureCache", targets: ["ClosureCache"]),
         .library(name: "ClosureBuild", targets: ["ClosureBuild"]),
+        .library(name: "SharedCache", targets: ["SharedCache"]),
         .library(name: "LoaderSystem", targets: ["LoaderSystem"]),
         .library(name: "Pager", targets: ["Pager"]),
         .library(name: "LaunchMemory", targets: ["LaunchMemory"]),
@@ -82,6 +83,11 @@ let package = Package(
         ]),
         // Install time: the slow path's resolution written down as a closure.
         .target(name: "ClosureBuild", dependencies: ["Dyld2", "ClosureFormat", "ClosureCache", "LaunchPlan", "LoaderCore", "LaunchMemory", "RuntimeServices", "MachOReader"]),
+        // The dyld shared cache in Apple's format: its tables read and written, and its build from a root.
+        .target(name: "SharedCache", dependencies: [
+            "ClosureBuild", "ClosureCache", "ClosureFormat", "LaunchMemory", "LaunchPlan", "LoaderCore", "LoaderSystem", "MachOInspect", "MachOReader",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         // The dyld3 fast path: read a closure (on two cores when it is large), check it and
         // apply it, eagerly or page by page. Cannot see the slow path.
         .target(name: "Dyld3", dependencies: [
@@ -133,7 +139,7 @@ let package = Package(
             dependencies: [
                 "MachOReader", "MachOInspect", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager", "RuntimeServices", "Dyld2", "ClosureFormat",
                 "ClosureCache", "ClosureBuild", "Dyld3",
-                "LaunchComparison", "StubRoot", "LaunchBench", "AppArchive",
+                "LaunchComparison", "StubRoot", "LaunchBench", "AppArchive", "SharedCache",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -145,7 +151,7 @@ let package = Package(
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "LoaderTests", dependencies: [
             "Dyld2", "Dyld3", "ClosureBuild", "ClosureFormat", "LaunchComparison", "ClosureCache", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager",
-            "LaunchMemory", "RuntimeServices", "MachOReader", "ProcessRunner", "StubRoot",
+            "LaunchMemory", "RuntimeServices", "MachOReader", "ProcessRunner", "SharedCache", "StubRoot",
             "TestSupport",
         ]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LaunchPlan", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),

@@ -7,5 +7,5 @@ struct Dyld3Command: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dyld3",
         abstract: "A dyld3-style launch-closure builder and loader for Mach-O apps.",
-        subcommands: [InspectCommand.self, InstallCommand.self, LaunchCommand.self, CompareCommand.self, StubRootCommand.self, VerifyCommand.self, CodesignCommand.self, ClosureCommand.self, KeyCommand.self, BenchCommand.self])
+        subcommands: [InspectCommand.self, InstallCommand.self, LaunchCommand.self, CompareCommand.self, StubRootCommand.self, VerifyCommand.self, CodesignCommand.self, ClosureCommand.self, KeyCommand.self, BenchCommand.self, SharedCacheCommand.self])
 }

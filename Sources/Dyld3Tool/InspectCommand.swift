@@ -64,6 +64,7 @@ struct InspectCommand: ParsableCommand {
     /// Prints one file; its errors are the caller's to report.
     func inspect(_ file: String) throws {
         let bytes = try ImageFile.mapRegularFile(file)
+        if (try? bytes.bytes(0, 7)) == Array("dyld_v1".utf8) { return try SharedCacheCommand.inspect(file, bytes: bytes, json: json) }
         let selection = ArchSelection(arch)
         var out = StandardOutput()
         // Tables go out as they are decoded; what was written before an error stays.

@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import LaunchPlan
+import LoaderCore
+import MachOInspect
+import MachOReader
+import SharedCache
+
+/// `dyld3 shared-cache`: the system's dylibs built once into one file in Apple's format.
+struct SharedCacheCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shared-cache",
+        abstract: "Build a dyld shared cache of a root's dylibs (docs/shared-cache.md); `dyld3 inspect CACHE` lists one.",
+        subcommands: [SharedCacheBuildCommand.self])
+
+    /// `dyld3 inspect` of a file with the `dyld_v1` magic.
+    static func inspect(_ path: String, bytes: ByteView, json: Bool) throws {
+        let cache: DyldCacheFile
+        do {
+            cache = try DyldCacheFile(parsing: bytes)
+        } catch {
+            throw error.inFile(path)
+        }
+        var out = StandardOutput()
+        defer { out.flush() }
+        do {
+            out.write(json ? try DyldCacheReport.json(cache, path: path).serialized() + "\n" : try DyldCacheReport.text(cache, path: path))
+        } catch {
+            throw error.inFile(path)
+        }
+    }
+}
+
+/// `dyld3 shared-cache build --root ROOT`.
+struct SharedCacheBuildCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build",
+        abstract: "Build the shared cache of every dylib of a root, where Apple keeps it for the root's platform.",
+        discussion: """
+            Every Mach-O dylib of ROOT (each file once) is laid out in one range at the shared \
+            region's address (0x7ff800000000 for x86_64, 0x180000000 for arm64), each image's \
+            segments together; every fixup between them is applied and only the slide is left, \
+            in slide info version 2. The file is written atomically at \
+            ROOT/System/Library/dyld/dyld_shared_cache_ARCH (macOS roots) or \
+            ROOT/System/Library/Caches/com.apple.dyld/dyld_shared_cache_ARCH (iOS roots), or at --out.
+            """)
+
+    @Option(help: "The root whose dylibs the cache holds.") var root: String
+    @Option(help: "The architecture (x86_64 or arm64).") var arch: String = "x86_64"
+    @Option(help: "Where to write the cache instead of its place in the root.") var out: String?
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let built: SharedCacheBuilder.Built
+        do {
+            built = try SharedCacheBuilder.build(root: root, arch: arch, output: out)
+        } catch {
+            CommandFailure(error).report(json: json)
+            throw ExitCode(1)
+        }
+        if json {
+            print(JSONValue.object([
+                ("cache", .string(built.path)), ("arch", .string(built.arch)), ("images", .int(Int64(built.images.count))),
+                ("mappings", .int(Int64(built.mappings.count))), ("bytes", .int(Int64(built.size))),
+                ("slide_locations", .int(Int64(built.slideLocations))),
+            ]).serialized())
+        } else {
+            print("\(built.path): \(built.images.count) images, \(built.mappings.count) mappings, \(built.size) bytes, \(built.slideLocations) slide locations")
+        }
+    }
+}

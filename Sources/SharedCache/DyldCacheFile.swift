@@ -1,0 +1,94 @@
+import MachOReader
+
+/// A dyld shared cache read from its bytes: header, mappings, images, each bounded by the file
+/// (nothing a table claims is read past its end, no count is trusted beyond what the bytes hold).
+package struct DyldCacheFile: Sendable {
+    package let header: DyldCache.Header
+    package let mappings: [DyldCache.Mapping]
+    package let images: [DyldCache.Image]
+    package let view: ByteView
+
+    package init(parsing view: ByteView) throws(MachOError) {
+        self.view = view
+        header = try DyldCache.Header(parsing: view)
+        func table(_ offset: UInt64, _ count: UInt64, _ size: Int, _ what: String) throws(MachOError) -> ByteView {
+            let (bytes, overflow) = count.multipliedReportingOverflow(by: UInt64(size))
+            guard !overflow, offset <= UInt64(view.count), bytes <= UInt64(view.count) - offset else {
+                throw MachOError(offset: view.absolute(0), structure: "dyld_cache_header",
+                                 what: "\(count) \(what) at 0x\(String(offset, radix: 16)) run past the file's \(view.count) bytes")
+            }
+            return try view.slice(Int(offset), Int(bytes))
+        }
+        var mappings: [DyldCache.Mapping] = []
+        if header.mappingWithSlideCount > 0 {
+            let entries = try table(UInt64(header.mappingWithSlideOffset), UInt64(header.mappingWithSlideCount), DyldCache.Mapping.size, "mappings with slide info")
+            for index in 0..<Int(header.mappingWithSlideCount) {
+                mappings.append(try DyldCache.Mapping(parsing: try entries.slice(index * DyldCache.Mapping.size, DyldCache.Mapping.size)))
+            }
+        } else {
+            let entries = try table(UInt64(header.mappingOffset), UInt64(header.mappingCount), DyldCache.Mapping.plainSize, "mappings")
+            for index in 0..<Int(header.mappingCount) {
+                mappings.append(try DyldCache.Mapping(parsingPlain: try entries.slice(index * DyldCache.Mapping.plainSize, DyldCache.Mapping.plainSize)))
+            }
+        }
+        var end: UInt64 = 0
+        for (index, mapping) in mappings.enumerated() {
+            guard mapping.fileOffset <= UInt64(view.count), mapping.size <= UInt64(view.count) - mapping.fileOffset else {
+                throw MachOError(offset: view.absolute(0), structure: "dyld_cache_mapping_info",
+                                 what: "mapping \(index) (0x\(String(mapping.fileOffset, radix: 16))+0x\(String(mapping.size, radix: 16))) runs past the file's \(view.count) bytes")
+            }
+            guard mapping.address >= end else {
+                throw MachOError(offset: view.absolute(0), structure: "dyld_cache_mapping_info", what: "mapping \(index) at 0x\(String(mapping.address, radix: 16)) overlaps or precedes the mapping before it")
+            }
+            end = mapping.address &+ mapping.size
+        }
+        self.mappings = mappings
+        let infos = try table(UInt64(header.imagesOffset), UInt64(header.imagesCount), DyldCache.Image.infoSize, "images")
+        let texts = header.imagesTextCount == UInt64(header.imagesCount)
+            ? try table(header.imagesTextOffset, header.imagesTextCount, DyldCache.Image.textInfoSize, "image text infos") : nil
+        var images: [DyldCache.Image] = []
+        images.reserveCapacity(Int(header.imagesCount))
+        for index in 0..<Int(header.imagesCount) {
+            let info = try infos.slice(index * DyldCache.Image.infoSize, DyldCache.Image.infoSize)
+            let pathOffset = Int(try info.u32(24))
+            guard pathOffset < view.count else {
+                throw MachOError(offset: info.absolute(24), structure: "dyld_cache_image_info", what: "image \(index)'s path offset 0x\(String(pathOffset, radix: 16)) is past the file")
+            }
+            let text = try texts?.slice(index * DyldCache.Image.textInfoSize, DyldCache.Image.textInfoSize)
+            images.append(DyldCache.Image(address: try info.u64(0), modTime: try info.u64(8), inode: try info.u64(16), path: try view.cString(pathOffset),
+                                          uuid: try text?.bytes(0, 16) ?? [], textSegmentSize: try text?.u32(24) ?? 0))
+        }
+        self.images = images
+    }
+
+    /// The file bytes mapped at `address`, `count` long, when one mapping holds them all.
+    package func bytes(at address: UInt64, count: Int) throws(MachOError) -> ByteView {
+        for mapping in mappings where address >= mapping.address && address - mapping.address < mapping.size {
+            let into = address - mapping.address
+            guard UInt64(count) <= mapping.size - into else { break }
+            return try view.slice(Int(mapping.fileOffset + into), count)
+        }
+        throw MachOError(offset: 0, structure: "dyld shared cache", what: "0x\(String(address, radix: 16))+0x\(String(count, radix: 16)) is in no mapping")
+    }
+
+    /// The image at `index` as a Mach-O image read in place (its header and load commands;
+    /// segments address the cache, so its bytes run to the end of its mapping).
+    package func image(_ index: Int) throws(MachOError) -> MachOImage {
+        let address = images[index].address
+        for mapping in mappings where address >= mapping.address && address - mapping.address < mapping.size {
+            let into = address - mapping.address
+            return try MachOImage(parsing: try view.slice(Int(mapping.fileOffset + into), Int(mapping.size - into)))
+        }
+        throw MachOError(offset: 0, structure: "dyld shared cache", what: "image \(index) (\(images[index].path)) at 0x\(String(address, radix: 16)) is in no mapping")
+    }
+
+    /// Slide info v2 of mapping `index`, nil when it has none.
+    package func slideInfo(_ index: Int) throws(MachOError) -> DyldCache.SlideInfoV2? {
+        let mapping = mappings[index]
+        guard mapping.slideInfoFileSize > 0 else { return nil }
+        guard mapping.slideInfoFileOffset <= UInt64(view.count), mapping.slideInfoFileSize <= UInt64(view.count) - mapping.slideInfoFileOffset else {
+            throw MachOError(offset: 0, structure: "dyld_cache_mapping_and_slide_info", what: "mapping \(index)'s slide info runs past the file")
+        }
+        return try DyldCache.SlideInfoV2(parsing: try view.slice(Int(mapping.slideInfoFileOffset), Int(mapping.slideInfoFileSize)), mappingSize: mapping.size)
+    }
+}

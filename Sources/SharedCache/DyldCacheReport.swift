@@ -1,0 +1,67 @@
+import MachOInspect
+import MachOReader
+
+/// What `dyld3 inspect` prints for a dyld shared cache: the header, the mappings with their
+/// slide info, and the images (address, UUID, path), as `dyld_shared_cache_util -list` lists them.
+package enum DyldCacheReport {
+    static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+    static func protection(_ bits: UInt32) -> String {
+        (bits & 1 != 0 ? "r" : "-") + (bits & 2 != 0 ? "w" : "-") + (bits & 4 != 0 ? "x" : "-")
+    }
+    static func uuid(_ bytes: [UInt8]) -> String {
+        let digits = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined()
+        guard digits.count == 32 else { return digits }
+        let parts = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
+            String(digits[digits.index(digits.startIndex, offsetBy: range.lowerBound)..<digits.index(digits.startIndex, offsetBy: range.upperBound)])
+        }
+        return parts.joined(separator: "-")
+    }
+
+    package static func text(_ cache: DyldCacheFile, path: String) throws(MachOError) -> String {
+        let header = cache.header
+        var out = "\(path): dyld shared cache (\(header.arch))\n"
+        out += "  uuid:            \(uuid(header.uuid))\n"
+        out += "  platform:        \(header.platform), os version \(header.osVersion >> 16).\((header.osVersion >> 8) & 0xff)\n"
+        out += "  shared region:   \(hex(header.sharedRegionStart)) + \(hex(header.sharedRegionSize)), max slide \(hex(header.maxSlide))\n"
+        out += "  mappings:        \(cache.mappings.count)\n"
+        for (index, mapping) in cache.mappings.enumerated() {
+            var line = "    \(index): \(hex(mapping.address))-\(hex(mapping.address &+ mapping.size)) \(protection(mapping.initProt))/\(protection(mapping.maxProt)) file \(hex(mapping.fileOffset))"
+            if let slide = try cache.slideInfo(index) {
+                var count = 0
+                try slide.forEachLocation(in: try cache.view.slice(Int(mapping.fileOffset), Int(mapping.size))) { _, _ in count += 1 }
+                line += ", slide info v2: \(slide.pageStarts.count) pages, \(count) locations"
+            }
+            out += line + "\n"
+        }
+        out += "  images:          \(cache.images.count)\n"
+        for image in cache.images {
+            out += "    \(hex(image.address)) \(uuid(image.uuid)) \(image.path)\n"
+        }
+        return out
+    }
+
+    package static func json(_ cache: DyldCacheFile, path: String) throws(MachOError) -> JSONValue {
+        let header = cache.header
+        var mappings: [JSONValue] = []
+        for (index, mapping) in cache.mappings.enumerated() {
+            var locations = 0
+            let slide = try cache.slideInfo(index)
+            if let slide { try slide.forEachLocation(in: try cache.view.slice(Int(mapping.fileOffset), Int(mapping.size))) { _, _ in locations += 1 } }
+            mappings.append(.object([
+                ("address", .uint(mapping.address)), ("size", .uint(mapping.size)), ("file_offset", .uint(mapping.fileOffset)),
+                ("init_prot", .string(protection(mapping.initProt))), ("max_prot", .string(protection(mapping.maxProt))),
+                ("slide_info_version", slide == nil ? .null : .int(2)), ("slide_locations", .int(Int64(locations))),
+            ]))
+        }
+        return .object([
+            ("file", .string(path)), ("kind", .string("dyld_shared_cache")), ("arch", .string(header.arch)), ("uuid", .string(uuid(header.uuid))),
+            ("platform", .int(Int64(header.platform))), ("shared_region_start", .uint(header.sharedRegionStart)),
+            ("shared_region_size", .uint(header.sharedRegionSize)), ("max_slide", .uint(header.maxSlide)),
+            ("mappings", .array(mappings)),
+            ("images", .array(cache.images.map { image in
+                .object([("address", .uint(image.address)), ("uuid", .string(uuid(image.uuid))), ("path", .string(image.path)),
+                         ("inode", .uint(image.inode)), ("mod_time", .uint(image.modTime))])
+            })),
+        ])
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import MachOReader
+import ProcessRunner
+import SharedCache
+import TestSupport
+import Testing
+
+/// The dyld shared cache `dyld3 shared-cache build` writes, read back by an independent reader
+/// of Apple's format (DyldExtractor, from PyPI, through tools/dsc-oracle) and checked against
+/// llvm-objdump's view of the source dylibs: every pointer the slide info names holds the
+/// address in the cache of what the source image's rebase or bind points to.
+@Suite(.serialized, .bounded) struct SharedCacheTests {
+    /// A root of 100 generated frameworks and their libSystem (`build/demo-gen100`).
+    static func generatedRoot() throws -> String {
+        let generated = Paths.repoRoot.appendingPathComponent("build/demo-gen100")
+        try #require(FileManager.default.fileExists(atPath: generated.appendingPathComponent("root").path),
+                     "run tools/gen-app --preset 100 --seed 1 --out build/demo-gen100")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root + "/Library", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: generated.appendingPathComponent("root/usr").path, toPath: root + "/usr")
+        try FileManager.default.copyItem(atPath: generated.appendingPathComponent("gen100.app/Frameworks").path, toPath: root + "/Library/Frameworks")
+        return root
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text.prefix(400))")
+    }
+
+    /// llvm-objdump's hexadecimal column.
+    static func hex(_ field: Substring) -> UInt64? { UInt64(field.hasPrefix("0x") ? field.dropFirst(2) : field, radix: 16) }
+
+    @Test func aCacheReadsTheSameInAnIndependentReaderAndHoldsObjdumpsTargets() async throws {
+        let root = try Self.generatedRoot()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let built = try await Dyld3Binary.run(["shared-cache", "build", "--root", root, "--json"], limitSeconds: 120)
+        let summary = try Self.json(built.stdout)
+        let cache = try #require(summary["cache"] as? String, "\(built.stderr)")
+        #expect(cache == root + "/System/Library/dyld/dyld_shared_cache_x86_64")
+        let ours = try Self.json(try await Dyld3Binary.run(["inspect", "--json", cache], limitSeconds: 60).stdout)
+        let oracle = try await ProcessRunner.run(Paths.repoRoot.appendingPathComponent("tools/dsc-oracle").path, [cache])
+        try #require(oracle.status == 0, "\(oracle.error)")
+        let theirs = try Self.json(oracle.output)
+
+        // The tables, field by field.
+        #expect(theirs["magic"] as? String == "dyld_v1  x86_64" && theirs["platform"] as? Int == 1)
+        #expect((theirs["uuid"] as? String)?.uppercased() == (ours["uuid"] as? String)?.replacingOccurrences(of: "-", with: ""))
+        let ourMappings = try #require(ours["mappings"] as? [[String: Any]]), theirMappings = try #require(theirs["mappings"] as? [[String: Any]])
+        #expect(ourMappings.count == theirMappings.count && ourMappings.count == summary["mappings"] as? Int)
+        for (mine, other) in zip(ourMappings, theirMappings) {
+            #expect(mine["address"] as? UInt64 == (other["address"] as? NSNumber)?.uint64Value && mine["size"] as? UInt64 == (other["size"] as? NSNumber)?.uint64Value)
+            #expect((mine["file_offset"] as? NSNumber)?.uint64Value == (other["file_offset"] as? NSNumber)?.uint64Value)
+            #expect((mine["slide_info_version"] as? Int) == (other["slide_info_version"] as? Int))
+        }
+        let ourImages = try #require(ours["images"] as? [[String: Any]]), theirImages = try #require(theirs["images"] as? [[String: Any]])
+        #expect(ourImages.count == summary["images"] as? Int && theirImages.count == ourImages.count && ourImages.count > 100)
+        var cacheAddress: [String: UInt64] = [:]
+        for (mine, other) in zip(ourImages, theirImages) {
+            let address = try #require((other["address"] as? NSNumber)?.uint64Value)
+            #expect(mine["path"] as? String == other["path"] as? String && (mine["address"] as? NSNumber)?.uint64Value == address)
+            // Its own Mach-O header, as the independent reader parses it, says where it is.
+            let segments = try #require(other["segments"] as? [[String: Any]])
+            #expect((segments.first?["vmaddr"] as? NSNumber)?.uint64Value == address && segments.first?["name"] as? String == "__TEXT")
+            cacheAddress[try #require(other["path"] as? String)] = address
+        }
+
+        // Each source dylib's rebases and binds (llvm-objdump), where the cache must hold them.
+        let slides = try #require(theirs["slides"] as? [String: Any]).reduce(into: [UInt64: UInt64]()) { map, entry in
+            map[UInt64(entry.key)!] = (entry.value as? NSNumber)?.uint64Value
+        }
+        #expect(slides.count == summary["slide_locations"] as? Int)
+        let files = try SharedCacheBuilder.dylibs(root: root, arch: "x86_64")
+        #expect(files.count == ourImages.count)
+        var exports: [String: [String: UInt64]] = [:]  // image leaf name -> symbol -> address in the cache
+        var sources: [(file: String, address: UInt64)] = []
+        for file in files {
+            let name = try #require(try MachOImage(parsing: try Corpus.bytes(file)).id?.installName)
+            let address = try #require(cacheAddress[name], "\(name) is not in the cache")
+            let leaf = String(name.split(separator: "/").last!).replacingOccurrences(of: ".B.dylib", with: "").replacingOccurrences(of: ".dylib", with: "")
+            sources.append((file, address))
+            for line in try await Oracle.objdump(["--macho", "--exports-trie", file]).split(separator: "\n") {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count >= 2, let offset = Self.hex(fields[0]) else { continue }
+                exports[leaf, default: [:]][String(fields[1])] = address + offset
+            }
+        }
+        var expected: [UInt64: Set<UInt64>] = [:]
+        for (file, address) in sources {
+            for line in try await Oracle.objdump(["--macho", "--dyld-info", file]).split(separator: "\n").dropFirst(3) {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count >= 6, let location = Self.hex(fields[2]) else { continue }
+                if fields[4] == "rebase", let target = Self.hex(fields[5]) {
+                    expected[address + location] = [address + target]
+                } else if fields[4] == "bind", fields.count >= 8, let addend = Self.hex(fields[5]) {
+                    let symbol = String(fields[7])
+                    var targets = Set([exports[String(fields[6])]?[symbol]].compactMap { $0 })
+                    // A weak definition may be coalesced to another image's.
+                    for table in exports.values { if let other = table[symbol] { targets.insert(other) } }
+                    expected[address + location] = Set(targets.map { $0 &+ addend })
+                }
+            }
+        }
+        #expect(expected.count > 40_000 && Set(expected.keys) == Set(slides.keys), "\(expected.count) objdump locations, \(slides.count) slid")
+        let wrong = slides.filter { location, value in !(expected[location]?.contains(value) ?? false) }
+        #expect(wrong.isEmpty, "\(wrong.count) pointers differ, e.g. \(wrong.first.map { "0x\(String($0.key, radix: 16)) = 0x\(String($0.value, radix: 16))" } ?? "")")
+    }
+
+    /// Every truncation of a cache's tables, and forged counts and offsets, are refused with
+    /// an error (never a crash or a read past the bytes); the whole file reads.
+    @Test func truncatedAndForgedTablesAreRefused() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
+        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
+        let bytes = try Corpus.bytes(built.path)
+        let whole = try DyldCacheFile(parsing: ByteView(bytes))
+        #expect(whole.images.map(\.path) == ["/usr/lib/libSystem.B.dylib", "/usr/lib/libfixture_paths_abs.dylib", "/usr/lib/libobjc.A.dylib"])
+        let tablesEnd = Int(whole.header.imagesTextOffset) + whole.images.count * DyldCache.Image.textInfoSize
+        for length in stride(from: 0, to: tablesEnd, by: 3) {
+            #expect(throws: MachOError.self, "\(length) bytes") { try DyldCacheFile(parsing: ByteView(Array(bytes.prefix(length)))) }
+        }
+        func forged(_ offset: Int, _ value: UInt32) -> [UInt8] {
+            var copy = bytes
+            for byte in 0..<4 { copy[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt32(byte))) }
+            return copy
+        }
+        // Counts that claim more than the file holds, a mapping past the file, a path past it.
+        for (field, value) in [(316, UInt32.max), (452, 0x1000_0000), (312, UInt32(bytes.count - 8))] {
+            #expect(throws: MachOError.self, "field \(field)") { try DyldCacheFile(parsing: ByteView(forged(field, value))) }
+        }
+        let mapping1 = Int(whole.header.mappingWithSlideOffset) + DyldCache.Mapping.size
+        #expect(throws: MachOError.self) { try DyldCacheFile(parsing: ByteView(forged(mapping1 + 8, UInt32(bytes.count)))) }
+        #expect(throws: MachOError.self) { try DyldCacheFile(parsing: ByteView(forged(Int(whole.header.imagesOffset) + 24, UInt32(bytes.count + 10)))) }
+    }
+}
