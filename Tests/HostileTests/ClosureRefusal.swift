@@ -35,4 +35,14 @@ enum ClosureRefusal {
         }
         return nil
     }
+
+    /// `auto`'s launch of `app` (`result`) fell back to dyld2 for a reason `isExpected` accepts
+    /// and returned the app's own result.
+    static func expectFallback(_ result: Dyld3Binary.Result, of app: FixtureApp, sourceLocation: SourceLocation = #_sourceLocation,
+                               reason isExpected: (String) -> Bool) throws {
+        #expect(result.status == 0, "status \(result.status) (139: SIGSEGV): \(result.stderr)", sourceLocation: sourceLocation)
+        let reason = result.json?["fallback_reason"] as? String
+        #expect(reason.map(isExpected) == true, "\(reason ?? result.stdout)", sourceLocation: sourceLocation)
+        #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult), sourceLocation: sourceLocation)
+    }
 }
