@@ -66,20 +66,17 @@ struct ObjCMetadataTable {
     }
 
     mutating func write<Output: TextOutputStream>(to out: inout Output) throws(MachOError) {
-        if let list = findSection(Self.sectionNames("__class_list", "__objc_classlist")) {
-            try walkPointerList("class", list, to: &out) { (table, pointer, out) throws(MachOError) in try table.writeClass(pointer, to: &out) }
-        }
-        if let list = findSection(Self.sectionNames("__class_refs", "__objc_classrefs")) {
-            try walkPointerList("class refs", list, to: &out, nil)
-        }
-        if let list = findSection(Self.sectionNames("__super_refs", "__objc_superrefs")) {
-            try walkPointerList("super refs", list, to: &out, nil)
-        }
-        if let list = findSection(Self.sectionNames("__category_list", "__objc_catlist")) {
-            try walkPointerList("category", list, to: &out) { (table, pointer, out) throws(MachOError) in try table.writeCategory(pointer, to: &out) }
-        }
-        if let list = findSection(Self.sectionNames("__protocol_list", "__objc_protolist")) {
-            try walkPointerList("protocol", list, to: &out, nil)
+        typealias Entry = (inout ObjCMetadataTable, UInt64, inout Output) throws(MachOError) -> Void
+        let pointerLists: [(legacy: String, modern: String, title: String, entry: Entry?)] = [
+            ("__class_list", "__objc_classlist", "class", { (table, pointer, out) throws(MachOError) in try table.writeClass(pointer, to: &out) }),
+            ("__class_refs", "__objc_classrefs", "class refs", nil),
+            ("__super_refs", "__objc_superrefs", "super refs", nil),
+            ("__category_list", "__objc_catlist", "category", { (table, pointer, out) throws(MachOError) in try table.writeCategory(pointer, to: &out) }),
+            ("__protocol_list", "__objc_protolist", "protocol", nil),
+        ]
+        for list in pointerLists {
+            guard let section = findSection(Self.sectionNames(list.legacy, list.modern)) else { continue }
+            try walkPointerList(list.title, section, to: &out, list.entry)
         }
         if let section = findSection(Self.sectionNames("__message_refs", "__objc_msgrefs")) {
             try writeMessageReferences(section, to: &out)
