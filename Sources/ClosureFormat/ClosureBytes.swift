@@ -176,4 +176,12 @@ extension Collection<UInt8> where Index == Int {
     func littleEndianWord(_ offset: Int) -> UInt64 {
         (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(self[offset + $1]) }
     }
+
+    /// The words after the magic of a file ``ClosureWriter/checksummed(magic:payload:)``
+    /// wrote, where its header starts with a version and flags (the caller checked there
+    /// are 24 bytes): the checksum, the version (u32) and the flags (u32).
+    var checksumVersionAndFlags: (checksum: UInt64, version: UInt32, flags: UInt32) {
+        let versionAndFlags = littleEndianWord(16)
+        return (littleEndianWord(8), UInt32(truncatingIfNeeded: versionAndFlags), UInt32(truncatingIfNeeded: versionAndFlags >> 32))
+    }
 }

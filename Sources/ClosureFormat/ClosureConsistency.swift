@@ -117,41 +117,29 @@ extension LaunchClosure {
         let writable = WritableRanges(image.plan)
         let vmSize = image.plan.vmSize
         let tableSize = bindTargets.count
-        var bad: [String] = []
-        var badCount = 0
-        func note(_ problem: String) {
-            badCount += 1
-            if bad.count < LaunchClosure.fixupProblemLimit { bad.append("\(image.path): \(problem)") }
-        }
-        // Whether the run being walked lies outside every writable segment: its fixups are checked.
-        var outside = false
-        func check(_ run: FixupRun) throws(FixupFault) {
-            outside = false
-            guard !writable.accepts(run) else { return }
-            let fault = writable.fault(run)
-            guard case .runOutsideSegments = fault else { throw fault }
-            outside = true
-        }
+        var bad = LimitedProblems()
+        func note(_ problem: String) { bad.note("\(image.path): \(problem)") }
+        var outside = OutsideWriteCheck(writable)
         func checkLocation(_ location: UInt64) {
-            if outside, !writable.accepts(location) { note("fixup at \(hex(location)) is not 8 bytes inside a writable segment") }
+            if outside.isBad(location) { note("fixup at \(hex(location)) is not 8 bytes inside a writable segment") }
         }
         var rebases = 0, binds = 0
         do throws(ClosureError) {
             try ClosureError.walking(.rebases) { () throws(FixupFault) in
-                try FixupRunWalk(image.rebaseRuns).forEachRebase { (run, _) throws(FixupFault) in try check(run) } _: { (location, target) throws(FixupFault) in
+                try FixupRunWalk(image.rebaseRuns).forEachRebase { (run, _) throws(FixupFault) in try outside.enter(run) } _: { (location, target) throws(FixupFault) in
                     rebases += 1
                     checkLocation(location)
                     if target.offset >= vmSize { note("rebase at \(hex(location)) points to \(hex(target.offset)), outside the image") }
                 }
             }
             try ClosureError.walking(.binds) { () throws(FixupFault) in
-                try FixupRunWalk(image.bindRuns).forEachBind(tableSize: tableSize) { (run, _) throws(FixupFault) in try check(run) } _: { (location, _, _) throws(FixupFault) in
+                try FixupRunWalk(image.bindRuns).forEachBind(tableSize: tableSize) { (run, _) throws(FixupFault) in try outside.enter(run) } _: { (location, _, _) throws(FixupFault) in
                     binds += 1
                     checkLocation(location)
                 }
             }
         } catch {
-            if case .runLongerThanSegment = error.fixupFault { return bad + ["\(image.path): \(error)"] }
+            if case .runLongerThanSegment = error.fixupFault { return bad.listed + ["\(image.path): \(error)"] }
             return ["\(image.path): fixup runs do not decode: \(error)"]
         }
         var problems: [String] = []
@@ -159,9 +147,44 @@ extension LaunchClosure {
             problems.append("\(image.path): runs hold \(rebases) rebases and \(binds) binds, "
                 + "the counts say \(image.rebaseCount) and \(image.bindCount)")
         }
-        if badCount > bad.count { bad.append("\(image.path): \(badCount - bad.count) more bad fixups") }
-        return problems + bad
+        return problems + bad.all { "\(image.path): \($0) more bad fixups" }
     }
+}
+
+/// Problems of one kind: the first ``LaunchClosure/fixupProblemLimit`` listed, the rest counted.
+struct LimitedProblems {
+    private(set) var listed: [String] = []
+    private var count = 0
+
+    mutating func note(_ problem: String) {
+        count += 1
+        if listed.count < LaunchClosure.fixupProblemLimit { listed.append(problem) }
+    }
+
+    /// The listed problems, then `more(n)` for the `n` not listed.
+    func all(more: (Int) -> String) -> [String] { count > listed.count ? listed + [more(count - listed.count)] : listed }
+}
+
+/// The check the closure's verifiers make of the locations a stream of runs writes: a run that
+/// lies in no writable segment (``FixupFault/runOutsideSegments``) has each location checked
+/// on its own; any other fault of the run stops the walk.
+struct OutsideWriteCheck {
+    let writable: WritableRanges
+    /// Whether the run being walked lies outside every writable segment.
+    private var outside = false
+
+    init(_ writable: WritableRanges) { self.writable = writable }
+
+    mutating func enter(_ run: FixupRun) throws(FixupFault) {
+        outside = false
+        guard !writable.accepts(run) else { return }
+        let fault = writable.fault(run)
+        guard case .runOutsideSegments = fault else { throw fault }
+        outside = true
+    }
+
+    /// Whether `location`, in the run entered last, is not 8 bytes inside a writable segment.
+    func isBad(_ location: UInt64) -> Bool { outside && !writable.accepts(location) }
 }
 
 /// `0x` and lowercase hex digits.

@@ -158,9 +158,7 @@ package struct ClosureFileHeader: Equatable, Sendable {
     /// The fields of `file`'s first 40 bytes, unchecked (a dump of a decoded file, tests).
     package init(fieldsOf file: [UInt8]) {
         let word = file.littleEndianWord
-        checksum = word(8)
-        version = UInt32(truncatingIfNeeded: word(16))
-        flags = UInt32(truncatingIfNeeded: word(16) >> 32)
+        (checksum, version, flags) = file.checksumVersionAndFlags
         bodySize = word(24)
         frameSize = word(32)
     }

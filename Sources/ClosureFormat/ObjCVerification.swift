@@ -12,21 +12,16 @@ extension LaunchClosure {
             // Walked as a stream, as the images' fixups are (``consistencyProblems()``).
             let writable = WritableRanges(image.plan)
             let tableSize = bindTargets.count
-            var count = 0, bad: [UInt64] = [], badCount = 0, outside = false
+            var count = 0, bad = LimitedProblems(), outside = OutsideWriteCheck(writable)
             do throws(ClosureError) {
                 try ClosureError.walking(.objcWrites) { () throws(FixupFault) in
                     guard !objc.bindRuns[index].isEmpty else { return }
                     try FixupRunWalk(objc.bindRuns[index]).forEachBind(tableSize: tableSize) { (run, _) throws(FixupFault) in
-                        outside = false
-                        guard !writable.accepts(run) else { return }
-                        let fault = writable.fault(run)
-                        guard case .runOutsideSegments = fault else { throw fault }
-                        outside = true
+                        try outside.enter(run)
                     } _: { (location, _, _) throws(FixupFault) in
                         count += 1
-                        if outside, !writable.accepts(location) {
-                            badCount += 1
-                            if bad.count < LaunchClosure.fixupProblemLimit { bad.append(location) }
+                        if outside.isBad(location) {
+                            bad.note("\(image.path): Objective-C write at \(hex(location)) is not 8 bytes inside a writable segment")
                         }
                     }
                 }
@@ -37,12 +32,7 @@ extension LaunchClosure {
             if index < objc.bindCounts.count, count != objc.bindCounts[index] {
                 problems.append("\(image.path): Objective-C runs hold \(count) writes, the count says \(objc.bindCounts[index])")
             }
-            for location in bad {
-                problems.append("\(image.path): Objective-C write at \(hex(location)) is not 8 bytes inside a writable segment")
-            }
-            if badCount > bad.count {
-                problems.append("\(image.path): \(badCount - bad.count) more bad Objective-C writes")
-            }
+            problems += bad.all { "\(image.path): \($0) more bad Objective-C writes" }
         }
         let position = Dictionary(initializerOrder.enumerated().map { ($1, $0) }, uniquingKeysWith: min)
         var lastPosition = -1

@@ -282,9 +282,7 @@ package struct PrelinkedSetHeader: Equatable, Sendable {
         }
         guard Array(fields[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a prelinked set (bad magic)") }
         let word = fields.littleEndianWord
-        checksum = word(8)
-        version = UInt32(truncatingIfNeeded: word(16))
-        flags = UInt32(truncatingIfNeeded: word(16) >> 32)
+        (checksum, version, flags) = fields.checksumVersionAndFlags
         metadataSize = word(24)
         dataOffset = word(32)
         dataSize = word(40)

@@ -50,6 +50,15 @@ struct AppOptions: ParsableArguments {
         return try AppLocator.roots(for: try AppLocator.unpacked(app, cache: closureCache), arch: arch, root: root, host: host)
     }
 
+    /// The launch of `app` these options ask for: its roots and architecture, the root, the
+    /// inserted libraries and the signature policy.
+    func launchOptions(for app: String) throws -> LaunchOptions {
+        let roots = try roots(for: app)
+        var launch = LaunchOptions(roots: roots.paths, arch: roots.arch, root: root)
+        (launch.inserted, launch.signingPolicy) = (try insertedLibraries(), signingPolicy)
+        return launch
+    }
+
     /// Fails when `--root` is given but is not a directory.
     func checkRoot() throws(CommandFailure) {
         if let root, FileStatus.of(root)?.isDirectory != true {

@@ -49,23 +49,19 @@ struct CompareCommand: ParsableCommand {
     }
 
     func compare() throws {
-        let roots = try options.roots(for: app)
-        var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, fixups: fixups)
-        launchOptions.faultAround = max(1, faultAround)
-        launchOptions.inserted = try options.insertedLibraries()
-        launchOptions.signingPolicy = options.signingPolicy
-        launchOptions.slidePerLaunch = slidePerLaunch
-        let cachedPath = options.closureCache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
+        var launchOptions = try options.launchOptions(for: app)
+        (launchOptions.fixups, launchOptions.faultAround, launchOptions.slidePerLaunch) = (fixups, max(1, faultAround), slidePerLaunch)
+        let cachedPath = options.closureCache.closurePath(forApp: launchOptions.roots.last!, arch: launchOptions.arch)
         var closureSource = cachedPath
         let closure: LaunchClosure
-        let request = ClosureBinding(request: roots.paths, inserted: launchOptions.inserted, arch: roots.arch, root: options.root,
+        let request = ClosureBinding(request: launchOptions.roots, inserted: launchOptions.inserted, arch: launchOptions.arch, root: options.root,
                                      policy: options.signingPolicy)
         let checks = try trust.checks()
         if let cached = try? ClosureFile.read(cachedPath, trusting: checks.trustKey), cached.binding.mismatch(with: request) == nil,
            cached.staleImage(closurePath: cachedPath) == nil {
             closure = cached
         } else {
-            closure = try ClosureBuilder.build(roots: roots.paths, inserted: launchOptions.inserted, arch: roots.arch, root: options.root,
+            closure = try ClosureBuilder.build(roots: launchOptions.roots, inserted: launchOptions.inserted, arch: launchOptions.arch, root: options.root,
                                                policy: options.signingPolicy)
             closureSource = "(built in memory)"
         }
@@ -83,7 +79,7 @@ struct CompareCommand: ParsableCommand {
                                                   prelinkedSet: setPath, dlopen: opened)
         if json {
             print(JSONValue.object([
-                ("schema_version", .int(JSONValue.schemaVersion)), ("app", .string(app)), ("arch", .string(roots.arch)),
+                ("schema_version", .int(JSONValue.schemaVersion)), ("app", .string(app)), ("arch", .string(launchOptions.arch)),
                 ("closure", .string(closureSource)), ("slide", .uint(comparison.slide)), ("images", .int(Int64(comparison.images))),
                 ("bytes_compared", .int(Int64(comparison.bytesCompared))), ("fixups_compared", .int(Int64(comparison.fixupsCompared))),
                 ("fixups_written", .int(Int64(comparison.fixupsWritten))),
@@ -105,7 +101,7 @@ struct CompareCommand: ParsableCommand {
             for difference in comparison.differences { print("DIFFERS \(difference)") }
             let result = comparison.dyld2Result.map { ", main returned \($0) both ways" }
                 ?? comparison.notRun.map { "; not run: \($0)" } ?? ""
-            print("\(app) [\(roots.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
+            print("\(app) [\(launchOptions.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
                   + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixup locations (of \(comparison.fixupsWritten) fixups written), "
                   + "slide 0x\(String(comparison.slide, radix: 16))"
                   + (comparison.dlopens.isEmpty ? "" : "; after dlopen of " + comparison.dlopens.map { "\($0.requested) (\($0.loaded.count) images by \($0.via))" }.joined(separator: ", "))

@@ -63,12 +63,9 @@ struct InstallCommand: ParsableCommand {
         for (number, app) in targets.enumerated() {
             if progress { FileHandle.standardError.write(Data("[\(number + 1)/\(targets.count)] \(app)\n".utf8)) }
             do {
-                let roots = try options.roots(for: app)
-                var closure = try ClosureBuilder.build(roots: roots.paths, inserted: try options.insertedLibraries(), arch: roots.arch, root: options.root,
+                let request = try options.launchOptions(for: app)
+                var closure = try ClosureBuilder.build(roots: request.roots, inserted: request.inserted, arch: request.arch, root: options.root,
                                                        contentOnlyIdentity: contentOnly, policy: options.signingPolicy)
-                var request = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root)
-                request.inserted = try options.insertedLibraries()
-                request.signingPolicy = options.signingPolicy
                 for path in dlopen {
                     let requested = Self.dlopenPath(path, executable: closure.images[0].path)
                     guard case let .closure(record) = try DlopenClosureBuilder.build(requested, request: request, launch: closure, loaded: closure.images) else {
@@ -77,7 +74,7 @@ struct InstallCommand: ParsableCommand {
                     }
                     closure.dlopens.append(record)
                 }
-                let path = cache.closurePath(forApp: roots.paths.last!, arch: roots.arch)
+                let path = cache.closurePath(forApp: request.roots.last!, arch: request.arch)
                 var untrusted: String?
                 do throws(ClosureError) {
                     try ClosureFile.checkTrust(path)
@@ -96,12 +93,12 @@ struct InstallCommand: ParsableCommand {
                 }
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
                 let prelinked = prelink ? try PrelinkInstall.write(closure, closurePath: path, signedWith: signer) : nil
-                let line = "\(app) [\(roots.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
+                let line = "\(app) [\(request.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
                     + "\(closure.totalBinds) binds" + (closure.dlopens.isEmpty ? "" : ", \(closure.dlopens.count) dlopen closures")
                     + " -> \(path) (\(size) bytes)"
                 if json {
                     written.append(.object([
-                        ("app", .string(app)), ("arch", .string(roots.arch)), ("images", .int(Int64(closure.images.count))),
+                        ("app", .string(app)), ("arch", .string(request.arch)), ("images", .int(Int64(closure.images.count))),
                         ("rebases", .int(Int64(closure.totalRebases))), ("binds", .int(Int64(closure.totalBinds))),
                         ("closure", .string(path)), ("closure_bytes", .int(Int64(size))),
                         ("dlopen_closures", .array(closure.dlopens.map { .string($0.requested) })),

@@ -163,13 +163,9 @@ struct LaunchCommand: ParsableCommand {
     }
 
     func launchOptions() throws -> LaunchOptions {
-        let roots = try options.roots(for: app)
-        var launchOptions = LaunchOptions(roots: roots.paths, arch: roots.arch, root: options.root, slide: try parseSlide(), run: !noRun, fixups: fixups)
-        launchOptions.faultAround = max(1, faultAround)
-        launchOptions.inserted = try options.insertedLibraries()
-        launchOptions.signingPolicy = options.signingPolicy
-        launchOptions.verifyPages = verifyPages
-        launchOptions.slidePerLaunch = slidePerLaunch
+        var launchOptions = try options.launchOptions(for: app)
+        (launchOptions.slide, launchOptions.run, launchOptions.fixups) = (try parseSlide(), !noRun, fixups)
+        (launchOptions.faultAround, launchOptions.verifyPages, launchOptions.slidePerLaunch) = (max(1, faultAround), verifyPages, slidePerLaunch)
         return launchOptions
     }
 

@@ -80,11 +80,7 @@ package enum SVGCharts {
         }
         svg += line(left, bottom, right, bottom, "#000000")
         svg += text((left + right) / 2, bottom + 38, "dylibs in the app (total above each bar)", anchor: "middle")
-        for (row, phase) in phases.enumerated() {
-            let legendY = top + 10 + Double(row) * 22
-            svg += "  <rect x=\"\(number(right + 20))\" y=\"\(number(legendY - 7))\" width=\"14\" height=\"14\" fill=\"\(phase.color)\"/>\n"
-            svg += text(right + 40, legendY + 4, phase.name, anchor: "start")
-        }
+        svg += swatchLegend(phases, x: right + 20, top: top)
         return svg + "</svg>\n"
     }
 
@@ -116,11 +112,7 @@ package enum SVGCharts {
             svg += text(left + slot * (Double(column) + 0.5), bottom + 18, "\(size.dylibs) dylibs, \(result.fixupPages) fixup pages\(mode)", anchor: "middle")
         }
         svg += line(left, bottom, right, bottom, "#000000")
-        for (row, bar) in bars.enumerated() {
-            let legendY = top + 10 + Double(row) * 22
-            svg += "  <rect x=\"\(number(right + 20))\" y=\"\(number(legendY - 7))\" width=\"14\" height=\"14\" fill=\"\(bar.color)\"/>\n"
-            svg += text(right + 40, legendY + 4, bar.name, anchor: "start")
-        }
+        svg += swatchLegend(bars, x: right + 20, top: top)
         return svg + "</svg>\n"
     }
 
@@ -182,6 +174,15 @@ package enum SVGCharts {
         String(format: "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n", width, height, width, height)
             + "  <rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
             + text(width / 2, 24, title, anchor: "middle", size: 15)
+    }
+
+    /// A legend of colour swatches, one row per entry, from (`x`, `top`).
+    static func swatchLegend(_ entries: [(name: String, color: String)], x: Double, top: Double) -> String {
+        entries.enumerated().map { row, entry in
+            let legendY = top + 10 + Double(row) * 22
+            return "  <rect x=\"\(number(x))\" y=\"\(number(legendY - 7))\" width=\"14\" height=\"14\" fill=\"\(entry.color)\"/>\n"
+                + text(x + 20, legendY + 4, entry.name, anchor: "start")
+        }.joined()
     }
 
     static func line(_ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, _ color: String, width: Double = 1) -> String {

@@ -66,20 +66,17 @@ struct ObjCMetadataTable {
     }
 
     mutating func write<Output: TextOutputStream>(to out: inout Output) throws(MachOError) {
-        if let list = findSection(Self.sectionNames("__class_list", "__objc_classlist")) {
-            try walkPointerList("class", list, to: &out) { (table, pointer, out) throws(MachOError) in try table.writeClass(pointer, to: &out) }
-        }
-        if let list = findSection(Self.sectionNames("__class_refs", "__objc_classrefs")) {
-            try walkPointerList("class refs", list, to: &out, nil)
-        }
-        if let list = findSection(Self.sectionNames("__super_refs", "__objc_superrefs")) {
-            try walkPointerList("super refs", list, to: &out, nil)
-        }
-        if let list = findSection(Self.sectionNames("__category_list", "__objc_catlist")) {
-            try walkPointerList("category", list, to: &out) { (table, pointer, out) throws(MachOError) in try table.writeCategory(pointer, to: &out) }
-        }
-        if let list = findSection(Self.sectionNames("__protocol_list", "__objc_protolist")) {
-            try walkPointerList("protocol", list, to: &out, nil)
+        typealias Entry = (inout ObjCMetadataTable, UInt64, inout Output) throws(MachOError) -> Void
+        let pointerLists: [(legacy: String, modern: String, title: String, entry: Entry?)] = [
+            ("__class_list", "__objc_classlist", "class", { (table, pointer, out) throws(MachOError) in try table.writeClass(pointer, to: &out) }),
+            ("__class_refs", "__objc_classrefs", "class refs", nil),
+            ("__super_refs", "__objc_superrefs", "super refs", nil),
+            ("__category_list", "__objc_catlist", "category", { (table, pointer, out) throws(MachOError) in try table.writeCategory(pointer, to: &out) }),
+            ("__protocol_list", "__objc_protolist", "protocol", nil),
+        ]
+        for list in pointerLists {
+            guard let section = findSection(Self.sectionNames(list.legacy, list.modern)) else { continue }
+            try walkPointerList(list.title, section, to: &out, list.entry)
         }
         if let section = findSection(Self.sectionNames("__message_refs", "__objc_msgrefs")) {
             try writeMessageReferences(section, to: &out)
@@ -213,6 +210,30 @@ struct ObjCMetadataTable {
         return (Self.field(value, symbolic), value &+ symbolic.nValue)
     }
 
+    /// What a structure's pointer field leads to, printed after the field's line.
+    enum Referent {
+        case `class`, methodList(indent: String), protocolList, ivarList, propertyList, layoutMap
+    }
+
+    /// One pointer field's line (`label`, the ``field(_:_:_:)`` and `note`), then what its
+    /// target holds, as `referent` says, unless it is null.
+    mutating func writePointerField<Output: TextOutputStream>(
+        _ label: String, _ found: Found, _ fieldOffset: UInt64, _ value: UInt64, note: String = "",
+        then referent: Referent, to out: inout Output
+    ) throws(MachOError) {
+        let field = try field(found, fieldOffset, value)
+        out.write("\(label) \(field.text)\(note)\n")
+        guard field.target != 0 else { return }
+        switch referent {
+        case .class: try writeClass(field.target, to: &out)
+        case .methodList(let indent): try writeMethodList(field.target, indent: indent, to: &out)
+        case .protocolList: try writeProtocolList(field.target, to: &out)
+        case .ivarList: try writeIvarList(field.target, to: &out)
+        case .propertyList: try writePropertyList(field.target, to: &out)
+        case .layoutMap: writeLayoutMap(field.target, to: &out)
+        }
+    }
+
     // MARK: Lists of pointers
 
     /// llvm's `walk_pointer_list_64`: the section's title, then per 8-byte entry its
@@ -294,21 +315,11 @@ struct ObjCMetadataTable {
         writeLayoutMap(ro.ivarLayoutAddress, to: &out)
         let name = try field(found, 24, ro.nameAddress)
         out.write("                     name \(name.text)\(string(name.target))\n")
-        let methods = try field(found, 32, ro.baseMethodsAddress)
-        out.write("              baseMethods \(methods.text) (struct method_list_t *)\n")
-        if methods.target != 0 { try writeMethodList(methods.target, indent: "", to: &out) }
-        let protocols = try field(found, 40, ro.baseProtocolsAddress)
-        out.write("            baseProtocols \(protocols.text)\n")
-        if protocols.target != 0 { try writeProtocolList(protocols.target, to: &out) }
-        let ivars = try field(found, 48, ro.ivarsAddress)
-        out.write("                    ivars \(ivars.text)\n")
-        if ivars.target != 0 { try writeIvarList(ivars.target, to: &out) }
-        let weakLayout = try field(found, 56, ro.weakIvarLayoutAddress)
-        out.write("           weakIvarLayout \(weakLayout.text)\n")
-        writeLayoutMap(weakLayout.target, to: &out)
-        let properties = try field(found, 64, ro.basePropertiesAddress)
-        out.write("           baseProperties \(properties.text)\n")
-        if properties.target != 0 { try writePropertyList(properties.target, to: &out) }
+        try writePointerField("              baseMethods", found, 32, ro.baseMethodsAddress, note: " (struct method_list_t *)", then: .methodList(indent: ""), to: &out)
+        try writePointerField("            baseProtocols", found, 40, ro.baseProtocolsAddress, then: .protocolList, to: &out)
+        try writePointerField("                    ivars", found, 48, ro.ivarsAddress, then: .ivarList, to: &out)
+        try writePointerField("           weakIvarLayout", found, 56, ro.weakIvarLayoutAddress, then: .layoutMap, to: &out)
+        try writePointerField("           baseProperties", found, 64, ro.basePropertiesAddress, then: .propertyList, to: &out)
         return ro.isMeta
     }
 
@@ -405,12 +416,8 @@ struct ObjCMetadataTable {
             out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
             out.write("\t\t\tprotocols \(Self.hex(parsed.protocolsAddress))\n")
             let lists = parsed.methodListAddresses
-            let instanceMethods = try field(proto, 24, lists[0])
-            out.write("\t\t  instanceMethods \(instanceMethods.text) (struct method_list_t *)\n")
-            if instanceMethods.target != 0 { try writeMethodList(instanceMethods.target, indent: "\t", to: &out) }
-            let classMethods = try field(proto, 32, lists[1])
-            out.write("\t\t     classMethods \(classMethods.text) (struct method_list_t *)\n")
-            if classMethods.target != 0 { try writeMethodList(classMethods.target, indent: "\t", to: &out) }
+            try writePointerField("\t\t  instanceMethods", proto, 24, lists[0], note: " (struct method_list_t *)", then: .methodList(indent: "\t"), to: &out)
+            try writePointerField("\t\t     classMethods", proto, 32, lists[1], note: " (struct method_list_t *)", then: .methodList(indent: "\t"), to: &out)
             out.write("\t  optionalInstanceMethods \(Self.hex(lists[2]))\n")
             out.write("\t     optionalClassMethods \(Self.hex(lists[3]))\n")
             out.write("\t       instanceProperties \(Self.hex(parsed.instancePropertiesAddress))\n")
@@ -483,21 +490,11 @@ struct ObjCMetadataTable {
         let category = ObjCCategory(parsing: found.view, at: address)
         let name = try field(found, 0, category.nameAddress)
         out.write("              name \(name.text)\(string(name.target))\n")
-        let cls = try field(found, 8, category.classAddress)
-        out.write("               cls \(cls.text)\n")
-        if cls.target != 0 { try writeClass(cls.target, to: &out) }
-        let instanceMethods = try field(found, 16, category.instanceMethodsAddress)
-        out.write("   instanceMethods \(instanceMethods.text)\n")
-        if instanceMethods.target != 0 { try writeMethodList(instanceMethods.target, indent: "", to: &out) }
-        let classMethods = try field(found, 24, category.classMethodsAddress)
-        out.write("      classMethods \(classMethods.text)\n")
-        if classMethods.target != 0 { try writeMethodList(classMethods.target, indent: "", to: &out) }
-        let protocols = try field(found, 32, category.protocolsAddress)
-        out.write("         protocols \(protocols.text)\n")
-        if protocols.target != 0 { try writeProtocolList(protocols.target, to: &out) }
-        let properties = try field(found, 40, category.instancePropertiesAddress)
-        out.write("instanceProperties \(properties.text)\n")
-        if properties.target != 0 { try writePropertyList(properties.target, to: &out) }
+        try writePointerField("               cls", found, 8, category.classAddress, then: .class, to: &out)
+        try writePointerField("   instanceMethods", found, 16, category.instanceMethodsAddress, then: .methodList(indent: ""), to: &out)
+        try writePointerField("      classMethods", found, 24, category.classMethodsAddress, then: .methodList(indent: ""), to: &out)
+        try writePointerField("         protocols", found, 32, category.protocolsAddress, then: .protocolList, to: &out)
+        try writePointerField("instanceProperties", found, 40, category.instancePropertiesAddress, then: .propertyList, to: &out)
     }
 
     /// llvm's `print_message_refs64`.

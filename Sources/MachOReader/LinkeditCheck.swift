@@ -11,9 +11,7 @@ extension StructureCheck {
 
     /// LC_SYMTAB: exactly 24 bytes, once; the symbol and string tables inside the file.
     mutating func checkSymtab(_ site: LoadCommandSite) throws(MachOError) {
-        try size(site, atLeast: 24)
-        try once("LC_SYMTAB", site)
-        try size(site, is: 24)
+        try size(site, is: 24, once: "LC_SYMTAB")
         let table = try SymtabCommand(parsing: site.view)
         try claimTable(site, offsetField: 8, count: table.symbolCount, entrySize: 16, name: "symbol table", fields: ("symoff", "nsyms times 16"))
         try claimTable(site, offsetField: 16, count: table.stringSize, entrySize: 1, name: "string table", fields: ("stroff", "strsize"))
@@ -22,9 +20,7 @@ extension StructureCheck {
 
     /// LC_DYSYMTAB: exactly 80 bytes, once; its six tables inside the file.
     mutating func checkDysymtab(_ site: LoadCommandSite) throws(MachOError) {
-        try size(site, atLeast: 80)
-        try once("LC_DYSYMTAB", site)
-        try size(site, is: 80)
+        try size(site, is: 80, once: "LC_DYSYMTAB")
         let table = try DysymtabCommand(parsing: site.view)
         try claimTable(site, offsetField: 32, count: table.tocCount, entrySize: 8, name: "table of contents", fields: ("tocoff", "ntoc times 8"))
         try claimTable(site, offsetField: 40, count: table.moduleTableCount, entrySize: 56, name: "module table", fields: ("modtaboff", "nmodtab times 56"))
@@ -38,9 +34,7 @@ extension StructureCheck {
     /// LC_DYLD_INFO(_ONLY): exactly 48 bytes, once; the rebase, bind, weak-bind, lazy-bind
     /// and export streams inside the file.
     mutating func checkDyldInfo(_ site: LoadCommandSite) throws(MachOError) {
-        try size(site, atLeast: 48)
-        try once("LC_DYLD_INFO or LC_DYLD_INFO_ONLY", site)
-        try size(site, is: 48)
+        try size(site, is: 48, once: "LC_DYLD_INFO or LC_DYLD_INFO_ONLY")
         for (field, name) in [(8, "rebase"), (16, "bind"), (24, "weak_bind"), (32, "lazy_bind"), (40, "export")] {
             try claimTable(
                 site, offsetField: field, count: try site.view.u32(field + 4), entrySize: 1,
@@ -52,9 +46,7 @@ extension StructureCheck {
     /// LC_DYLD_CHAINED_FIXUPS, LC_DYLD_EXPORTS_TRIE, ...): exactly 16 bytes, once per
     /// kind; its blob inside the file.
     mutating func checkLinkeditData(_ site: LoadCommandSite) throws(MachOError) {
-        try size(site, atLeast: 16)
-        try once(site.type.description, site)
-        try size(site, is: 16)
+        try size(site, is: 16, once: site.type.description)
         try claimTable(
             site, offsetField: 8, count: try site.view.u32(12), entrySize: 1,
             name: "\(site.type) data", fields: ("dataoff", "datasize"))

@@ -63,6 +63,15 @@ struct StructureCheck {
         }
     }
 
+    /// Fails unless `cmdsize` is exactly `expected` and this is the first command of `kind`
+    /// (``once(_:_:)``), checking first that it is at least `expected`, then that it is the
+    /// first, then its exact size.
+    mutating func size(_ site: LoadCommandSite, is expected: Int, once kind: String) throws(MachOError) {
+        try size(site, atLeast: expected)
+        try once(kind, site)
+        try size(site, is: expected)
+    }
+
     /// Checks one load command; `view` spans exactly its `cmdsize` bytes.
     mutating func check(_ view: ByteView, index: Int) throws(MachOError) {
         let type = LoadCommandType(rawValue: try view.u32(0))

@@ -66,13 +66,7 @@ package struct StubSlice: Equatable, Sendable {
     /// Links the runtime's stub (`/usr/lib/libobjc.A.dylib`), as a real framework links
     /// libobjc: set on framework stubs of graphs with Objective-C metadata and on stubs
     /// exporting classes (``StubObjC``).
-    package var linksRuntime: Bool
-
-    package init(arch: String, exports: [StubExport], linksRuntime: Bool = false) {
-        self.arch = arch
-        self.exports = exports
-        self.linksRuntime = linksRuntime
-    }
+    package var linksRuntime = false
 }
 
 /// A stub dylib: thin, or fat when the graphs need it for several architectures.

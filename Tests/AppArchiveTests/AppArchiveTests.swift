@@ -99,31 +99,10 @@ struct AppArchiveTests {
 
     /// A zip of stored entries: (name, bytes, Unix mode); `badCRC` spoils the first CRC.
     static func zip(_ entries: [(String, [UInt8], UInt32)], badCRC: Bool = false) -> [UInt8] {
-        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff)] }
-        func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(v >> (8 * $0) & 0xff) } }
-        func crc32(_ bytes: [UInt8]) -> UInt32 {
-            var crc: UInt32 = 0xffff_ffff
-            for byte in bytes {
-                crc ^= UInt32(byte)
-                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xedb8_8320 : crc >> 1 }
-            }
-            return ~crc
-        }
-        var out: [UInt8] = [], central: [UInt8] = []
-        for (index, (name, bytes, mode)) in entries.enumerated() {
-            let nameBytes = Array(name.utf8), crc = crc32(bytes) ^ (badCRC && index == 0 ? 1 : 0)
-            let offset = UInt32(out.count)
-            out += le32(0x0403_4b50) + le16(10) + le16(0) + le16(0) + le16(0) + le16(0) + le32(crc)
-                + le32(UInt32(bytes.count)) + le32(UInt32(bytes.count)) + le16(nameBytes.count) + le16(0) + nameBytes + bytes
-            central += le32(0x0201_4b50) + le16(3 << 8 | 20) + le16(10) + le16(0) + le16(0) + le16(0) + le16(0) + le32(crc)
-                + le32(UInt32(bytes.count)) + le32(UInt32(bytes.count)) + le16(nameBytes.count) + le16(0) + le16(0)
-                + le16(0) + le16(0) + le32(mode << 16) + le32(offset) + nameBytes
-        }
-        let cdOffset = out.count
-        out += central
-        out += le32(0x0605_4b50) + le16(0) + le16(0) + le16(entries.count) + le16(entries.count)
-            + le32(UInt32(central.count)) + le32(UInt32(cdOffset)) + le16(0)
-        return out
+        var raw = entries.map { RawEntry($0.0, bytes: $0.1, mode: $0.2) }
+        if badCRC, !raw.isEmpty { raw[0].crc = zipCRC32(raw[0].bytes) ^ 1 }
+        let (local, tail) = handBuiltZip(raw, version: 10)
+        return local + tail
     }
 
     @Test func unsafeArchivesAreRefusedWithOneLineNamingTheEntry() throws {

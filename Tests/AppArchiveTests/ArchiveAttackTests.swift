@@ -13,51 +13,13 @@ import TestSupport
 /// archive.
 @Suite(.serialized, .bounded)
 struct ArchiveAttackTests {
-    /// One entry of a hand-built zip: its name's bytes, its data, its Unix mode and method,
-    /// and the sizes its central-directory record claims (its real ones unless given).
-    struct RawEntry {
-        var name: [UInt8]
-        var bytes: [UInt8] = [1]
-        var mode: UInt32 = 0o100644
-        var method: UInt16 = 0
-        var compressed: UInt32?
-        var unpacked: UInt32?
-
-        init(_ name: String, bytes: [UInt8] = [1], mode: UInt32 = 0o100644, method: UInt16 = 0, compressed: UInt32? = nil, unpacked: UInt32? = nil) {
-            self.name = Array(name.utf8)
-            (self.bytes, self.mode, self.method, self.compressed, self.unpacked) = (bytes, mode, method, compressed, unpacked)
-        }
-    }
-
     /// Writes a zip of `entries` to `path`, with a hole of `hole` bytes (never written, so
     /// sparse) between the entries' data and the central directory.
     static func writeZip(_ entries: [RawEntry], to path: String, hole: Int = 0) throws {
-        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff)] }
-        func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(v >> (8 * $0) & 0xff) } }
-        func crc32(_ bytes: [UInt8]) -> UInt32 {
-            var crc: UInt32 = 0xffff_ffff
-            for byte in bytes {
-                crc ^= UInt32(byte)
-                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xedb8_8320 : crc >> 1 }
-            }
-            return ~crc
-        }
-        var local: [UInt8] = [], central: [UInt8] = []
-        for entry in entries {
-            let crc = crc32(entry.bytes), offset = UInt32(local.count)
-            let compressed = entry.compressed ?? UInt32(entry.bytes.count), unpacked = entry.unpacked ?? UInt32(entry.bytes.count)
-            local += le32(0x0403_4b50) + le16(20) + le16(0) + le16(Int(entry.method)) + le16(0) + le16(0) + le32(crc)
-                + le32(compressed) + le32(unpacked) + le16(entry.name.count) + le16(0) + entry.name + entry.bytes
-            central += le32(0x0201_4b50) + le16(3 << 8 | 20) + le16(20) + le16(0) + le16(Int(entry.method)) + le16(0) + le16(0) + le32(crc)
-                + le32(compressed) + le32(unpacked) + le16(entry.name.count) + le16(0) + le16(0)
-                + le16(0) + le16(0) + le32(entry.mode << 16) + le32(offset) + entry.name
-        }
-        let cdOffset = local.count + hole
-        let tail = central + le32(0x0605_4b50) + le16(0) + le16(0) + le16(entries.count) + le16(entries.count)
-            + le32(UInt32(central.count)) + le32(UInt32(cdOffset)) + le16(0)
+        let (local, tail) = handBuiltZip(entries, hole: hole)
         try Data(local).write(to: URL(fileURLWithPath: path))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        try handle.seek(toOffset: UInt64(cdOffset))
+        try handle.seek(toOffset: UInt64(local.count + hole))
         try handle.write(contentsOf: Data(tail))
         try handle.close()
     }

@@ -105,16 +105,10 @@ import LoaderSystem
         } throws: { error in
             (error as? ClosureError)?.fixupFault == .runLongerThanSegment(start: data.vmOffset, count: Int(capacity) + 1, capacity: capacity)
         }
-        #expect {
-            _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))
-        } throws: { error in
-            guard let error = error as? ClosureError else { return false }
-            return error.kind == "invalid" && "\(error)".contains(expected)
-        }
+        let refusal = try #require(ClosureRefusal.launchError(app, closurePath: path))
+        #expect(refusal.kind == "invalid" && "\(refusal)".contains(expected))
         let result = try await Dyld3Binary.launchAuto(app, cache: cache)
-        #expect(result.status == 0, "\(result.stderr)")
-        #expect((result.json?["fallback_reason"] as? String)?.contains(expected) == true, "\(result.stdout)")
-        #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+        try ClosureRefusal.expectFallback(result, of: app) { $0.contains(expected) }
     }
 
     /// The same for an Objective-C write run: verify's stream stops at it, and the launch
@@ -140,11 +134,7 @@ import LoaderSystem
         let path = ClosureCache(directory: cache).closurePath(forApp: app.executable, arch: app.arch)
         try ClosureFile.write(closure, to: path)
         #expect(ClosureVerification(checking: path).status == .corrupt)
-        #expect {
-            _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))
-        } throws: { error in
-            guard let error = error as? ClosureError else { return false }
-            return error.kind == "invalid" && "\(error)".contains(expected)
-        }
+        let refusal = try #require(ClosureRefusal.launchError(app, closurePath: path))
+        #expect(refusal.kind == "invalid" && "\(refusal)".contains(expected))
     }
 }

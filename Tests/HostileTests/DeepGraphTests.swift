@@ -27,12 +27,7 @@ struct DeepGraphTests {
     /// `main` binds `_bottom` from `l1.dylib` (its only dependency, ordinal 1); each `lK`
     /// re-exports `lK+1`; the last exports `_bottom` at `bottomOffset`.
     static func writeReexportChain(depth: Int, in directory: String) throws -> String {
-        var data = [UInt8](repeating: 0, count: 0x1000)
-        withUnsafeBytes(of: MachOBuilder.chainedBind(importOrdinal: 0).littleEndian) { data.replaceSubrange(0..<8, with: $0) }
-        var main = MachOBuilder(fileType: .execute)
-        main.dependencies = [(.load, "@loader_path/l1.dylib")]
-        main.data = .init(bytes: data, fixups: .chained(pageSize: 0x1000, pageCount: 1, pageStarts: [0], imports: [("_bottom", 1)]))
-        try main.write(to: directory + "/main")
+        try MachOBuilder.executable(binding: "_bottom", from: "@loader_path/l1.dylib", .load).write(to: directory + "/main")
         for level in 1...depth {
             var dylib = MachOBuilder(fileType: .dylib, installName: "@loader_path/l\(level).dylib")
             if level < depth {

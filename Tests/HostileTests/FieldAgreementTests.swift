@@ -29,23 +29,13 @@ import LaunchPlan
         closure.binding.app = ClosureBinding.resolved(victim.executable)
         let (cache, path) = try Self.plant(closure, for: victim, "agreement-app")
         defer { Scratch.remove(cache) }
-        #expect {
-            _ = try ClosureFile.read(path)
-        } throws: { error in
-            guard case let .corrupt(closurePath, _, what) = error as? ClosureError else { return false }
-            return closurePath == path && what.contains("main image") && what.contains("init-order") && what.contains("disagree")
-        }
-        #expect {
-            _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [victim.executable], arch: victim.arch, root: victim.root, run: false))
-        } throws: { error in
-            (error as? ClosureError)?.kind == "corrupt"
-        }
+        let corrupt = try #require(ClosureRefusal.corruption(path))
+        #expect(corrupt.path == path && corrupt.what.contains("main image") && corrupt.what.contains("init-order") && corrupt.what.contains("disagree"))
+        #expect(ClosureRefusal.launchError(victim, closurePath: path)?.kind == "corrupt")
         let verdict = ClosureVerification(checking: path)
         #expect(verdict.status == .corrupt && verdict.problems.first?.message.contains("disagree") == true, "\(verdict.status): \(verdict.problems)")
         let result = try await Dyld3Binary.launchAuto(victim, cache: cache)
-        #expect(result.status == 0, "\(result.stderr)")
-        #expect((result.json?["fallback_reason"] as? String)?.hasPrefix("corrupt:") == true, "\(result.stdout)")
-        #expect((result.json?["result"] as? Int).map(Int32.init) == (try victim.expectedResult))
+        try ClosureRefusal.expectFallback(result, of: victim) { $0.hasPrefix("corrupt:") }
     }
 
     /// One image record's path edited in the encoded body (same length, checksum computed
@@ -61,17 +51,9 @@ import LaunchPlan
         let path = try Scratch.directory("agreement-image-list") + "/forged.dyld3closure"
         defer { Scratch.remove((path as NSString).deletingLastPathComponent) }
         try Data(ClosureFile.wrapBody(body)).write(to: URL(fileURLWithPath: path))
-        #expect {
-            _ = try ClosureFile.read(path)
-        } throws: { error in
-            guard case let .corrupt(closurePath, _, what) = error as? ClosureError else { return false }
-            return closurePath == path && what.contains("the image paths are not the list the binding covers")
-        }
-        #expect {
-            _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))
-        } throws: { error in
-            (error as? ClosureError)?.kind == "corrupt"
-        }
+        let corrupt = try #require(ClosureRefusal.corruption(path))
+        #expect(corrupt.path == path && corrupt.what.contains("the image paths are not the list the binding covers"))
+        #expect(ClosureRefusal.launchError(app, closurePath: path)?.kind == "corrupt")
         #expect(ClosureVerification(checking: path).status == .corrupt)
     }
 
@@ -85,17 +67,11 @@ import LaunchPlan
         #expect(closure.consistencyProblems().contains { $0.contains("root count 2 disagrees") }, "\(closure.consistencyProblems())")
         let (cache, path) = try Self.plant(closure, for: app, "agreement-roots")
         defer { Scratch.remove(cache) }
-        #expect {
-            _ = try ClosureFile.read(path)
-        } throws: { error in
-            guard case let .corrupt(closurePath, offset, what) = error as? ClosureError else { return false }
-            return closurePath == path && offset > 0 && what.contains("root count 2 disagrees with the binding")
-        }
+        let corrupt = try #require(ClosureRefusal.corruption(path))
+        #expect(corrupt.path == path && corrupt.offset > 0 && corrupt.what.contains("root count 2 disagrees with the binding"))
         #expect(ClosureVerification(checking: path).status == .corrupt)
         let result = try await Dyld3Binary.launchAuto(app, cache: cache)
-        #expect(result.status == 0, "status \(result.status) (139: SIGSEGV): \(result.stderr)")
-        #expect((result.json?["fallback_reason"] as? String)?.contains("root count 2 disagrees") == true, "\(result.stdout)")
-        #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+        try ClosureRefusal.expectFallback(result, of: app) { $0.contains("root count 2 disagrees") }
     }
 
     /// One image listed twice in the initializer order: dyld runs an image's initializers once.
@@ -106,17 +82,11 @@ import LaunchPlan
         closure.initializerOrder.append(first)
         let (cache, path) = try Self.plant(closure, for: app, "agreement-initializers")
         defer { Scratch.remove(cache) }
-        #expect {
-            _ = try ClosureFile.read(path)
-        } throws: { error in
-            guard case let .corrupt(_, _, what) = error as? ClosureError else { return false }
-            return what.contains("initializer order names image \(first)") && what.contains("twice")
-        }
+        let corrupt = try #require(ClosureRefusal.corruption(path))
+        #expect(corrupt.what.contains("initializer order names image \(first)") && corrupt.what.contains("twice"))
         let result = try await Dyld3Binary.launchAuto(app, cache: cache)
-        #expect(result.status == 0, "\(result.stderr)")
         #expect(result.json?["mode"] as? String == "dyld2", "\(result.stdout)")
-        #expect((result.json?["fallback_reason"] as? String)?.hasPrefix("corrupt:") == true, "\(result.stdout)")
-        #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+        try ClosureRefusal.expectFallback(result, of: app) { $0.hasPrefix("corrupt:") }
     }
 
     /// A plan whose `__DATA` file offset is not page-aligned passes every structural check
@@ -134,17 +104,10 @@ import LaunchPlan
         let (cache, path) = try Self.plant(closure, for: app, "agreement-mapping")
         defer { Scratch.remove(cache) }
         #expect(try ClosureFile.read(path) == closure, "the forgery passes every structural check")
-        #expect {
-            _ = try FastPath.launch(closurePath: path, request: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))
-        } throws: { error in
-            guard let error = error as? ClosureError else { return false }
-            return error.kind == "invalid" && "\(error)".hasPrefix(path)
-        }
+        let refusal = try #require(ClosureRefusal.launchError(app, closurePath: path))
+        #expect(refusal.kind == "invalid" && "\(refusal)".hasPrefix(path))
         let result = try await Dyld3Binary.launchAuto(app, cache: cache)
-        #expect(result.status == 0, "\(result.stderr)")
-        let reason = result.json?["fallback_reason"] as? String ?? ""
-        #expect(reason.hasPrefix("invalid:") && reason.contains(path) && reason.contains("__DATA"), "\(reason)")
-        #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+        try ClosureRefusal.expectFallback(result, of: app) { reason in reason.hasPrefix("invalid:") && reason.contains(path) && reason.contains("__DATA") }
     }
 
     /// Image sizes that together exceed the address space: the reservation fails, and that
@@ -161,9 +124,6 @@ import LaunchPlan
         defer { Scratch.remove(cache) }
         _ = try ClosureFile.read(path)
         let result = try await Dyld3Binary.launchAuto(app, cache: cache)
-        #expect(result.status == 0, "\(result.stderr)")
-        let reason = result.json?["fallback_reason"] as? String ?? ""
-        #expect(reason.hasPrefix("invalid:") && reason.contains(path), "\(reason)")
-        #expect((result.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+        try ClosureRefusal.expectFallback(result, of: app) { reason in reason.hasPrefix("invalid:") && reason.contains(path) }
     }
 }

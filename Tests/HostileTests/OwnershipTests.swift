@@ -84,10 +84,7 @@ import LoaderSystem
         }
         defer { Scratch.remove(cache) }
         let launch = try await Self.launchAsVictim(app, cache: cache)
-        #expect(launch.status == 0, "\(launch.stderr)")
-        let reason = launch.json?["fallback_reason"] as? String ?? ""
-        #expect(reason.hasPrefix("untrusted:") && reason.contains(closure), "\(kind): \(reason)")
-        #expect((launch.json?["result"] as? Int).map(Int32.init) == (try app.expectedResult))
+        try ClosureRefusal.expectFallback(launch, of: app) { reason in reason.hasPrefix("untrusted:") && reason.contains(closure) }
 
         let verify = try await Dyld3Binary.run(["verify", "--cache", cache], as: Self.victim)
         #expect(verify.status == 5, "\(kind): \(verify.stdout)")

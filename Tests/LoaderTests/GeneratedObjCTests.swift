@@ -14,17 +14,22 @@ import Testing
 /// runtime's rules (Fixtures/generator/objcgen.py), and the runtime's class table holds as
 /// many classes as the generator wrote.
 @Suite(.bounded) struct GeneratedObjCTests {
+    /// Generates into `out` an app of 12 frameworks (two layers, so subclasses and categories
+    /// cross frameworks) with this much Objective-C (`tools/gen-app`), and returns its manifest.
+    static func generate(into out: String, seed: Int, classes: Int, categories: Int, selectorReferences: Int) async throws -> [String: Any] {
+        let generated = try await ProcessRunner.run(Paths.repoRoot.appendingPathComponent("tools/gen-app").path, [
+            "--dylibs", "12", "--seed", "\(seed)", "--objc-classes", "\(classes)", "--objc-categories", "\(categories)",
+            "--objc-selrefs", "\(selectorReferences)", "--out", out,
+        ])
+        try #require(generated.succeeded, "\(generated.error)")
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/gen12.app/manifest.json")))
+        return try #require(manifest as? [String: Any])
+    }
+
     @Test func generatedObjCAppLaunchesAsTheGeneratorExpects() async throws {
         let out = NSTemporaryDirectory() + "gen-app-objc-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }
-        // 12 frameworks: two layers, so subclasses and categories cross frameworks.
-        let generated = try await ProcessRunner.run(
-            Paths.repoRoot.appendingPathComponent("tools/gen-app").path,
-            ["--dylibs", "12", "--seed", "3", "--objc-classes", "3", "--objc-categories", "2", "--objc-selrefs", "6", "--out", out])
-        try #require(generated.succeeded, "\(generated.error)")
-
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/gen12.app/manifest.json")))
-        let object = try #require(manifest as? [String: Any])
+        let object = try await Self.generate(into: out, seed: 3, classes: 3, categories: 2, selectorReferences: 6)
         let expected = try #require((object["expect"] as? [String: Any])?["result"] as? Int)
         let classes = try #require((object["objc"] as? [String: Any])?["classes"] as? Int)
         #expect(classes == 12 * 3)

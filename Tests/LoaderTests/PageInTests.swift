@@ -110,16 +110,19 @@ import LaunchMemory
         return pages
     }
 
-    /// A scratch copy of the basic chained fixture (the caller removes its directory),
-    /// launched with page-in.
-    static func pagedBasicCopy() throws -> (app: FixtureApp, launch: Launch) {
+    /// Runs `body` on a scratch copy of the basic chained fixture launched with page-in, and
+    /// the first page range it registered (``firstPagedRange(_:)``); then releases the launch
+    /// and removes the copy. Needs userfaultfd.
+    static func withPagedBasicCopy(
+        _ body: (FixtureApp, Launch, _ image: Int, SegmentPlan, Range<UInt64>) throws -> Void
+    ) throws {
+        try #require(unavailable == nil, "userfaultfd unavailable: \(unavailable ?? "")")
         let app = try #require(launchable.first { $0.name == "basic" && $0.variant == "x86_64-chained" }).scratchCopy()
-        do {
-            return (app, try pageInLaunch(app, slide: nil))
-        } catch {
-            try? FileManager.default.removeItem(at: app.directory)
-            throw error
-        }
+        defer { try? FileManager.default.removeItem(at: app.directory) }
+        let launch = try pageInLaunch(app, slide: nil)
+        defer { launch.memory.release() }
+        let (image, segment, range) = try #require(firstPagedRange(launch.memory))
+        try body(app, launch, image, segment, range)
     }
 
     static func pageInLaunch(_ app: FixtureApp, slide: UInt64?) throws -> Launch {
@@ -197,27 +200,22 @@ import LaunchMemory
     /// and why, without installing anything (a user-mode touch would end the process by
     /// SIGBUS: `aTouchOfAPageThatCannotBeFilledEndsTheProcessBySIGBUS`).
     @Test func aPageThatCannotBeFilledIsReportedAndNobodyWaits() throws {
-        try #require(Self.unavailable == nil, "userfaultfd unavailable: \(Self.unavailable ?? "")")
-        let (app, launch) = try Self.pagedBasicCopy()
-        defer {
-            launch.memory.release()
-            try? FileManager.default.removeItem(at: app.directory)
+        try Self.withPagedBasicCopy { app, launch, image, segment, range in
+            try #require(segment.fileSize > range.lowerBound - segment.vmOffset)
+            #expect(truncate(launch.memory.images[image].plan.path, off_t(segment.fileOffset)) == 0)
+            let address = launch.memory.images[image].base + range.lowerBound
+            #expect(UnsafeKernelTouch.writeToPipe(from: address, count: 8) == EFAULT)
+            let pager = try #require(launch.memory.pager)
+            #expect(pager.fill(address) == false)
+            let failure = try #require(pager.failure)
+            guard case let .fileShort(failedImage, vmOffset, got, _) = failure else {
+                Issue.record("unexpected failure \(failure)")
+                return
+            }
+            #expect(failedImage == image && vmOffset == range.lowerBound && got == 0)
+            #expect(pager.pagesFilled == 0)
+            #expect(UnsafeKernelTouch.writeToPipe(from: address, count: 8) == EFAULT)
         }
-        let (image, segment, range) = try #require(Self.firstPagedRange(launch.memory))
-        try #require(segment.fileSize > range.lowerBound - segment.vmOffset)
-        #expect(truncate(launch.memory.images[image].plan.path, off_t(segment.fileOffset)) == 0)
-        let address = launch.memory.images[image].base + range.lowerBound
-        #expect(UnsafeKernelTouch.writeToPipe(from: address, count: 8) == EFAULT)
-        let pager = try #require(launch.memory.pager)
-        #expect(pager.fill(address) == false)
-        let failure = try #require(pager.failure)
-        guard case let .fileShort(failedImage, vmOffset, got, _) = failure else {
-            Issue.record("unexpected failure \(failure)")
-            return
-        }
-        #expect(failedImage == image && vmOffset == range.lowerBound && got == 0)
-        #expect(pager.pagesFilled == 0)
-        #expect(UnsafeKernelTouch.writeToPipe(from: address, count: 8) == EFAULT)
     }
 
     /// A user-mode touch of a page that cannot be filled (its image file shrank after the
@@ -247,38 +245,33 @@ import LaunchMemory
     /// page and the slot (as `codesign verify` reports it), and a system call touching the
     /// page gets EFAULT, never the changed bytes.
     @Test func aPageChangedOnDiskAfterLaunchFailsItsSignatureCheck() throws {
-        try #require(Self.unavailable == nil, "userfaultfd unavailable: \(Self.unavailable ?? "")")
-        let (app, launch) = try Self.pagedBasicCopy()
-        defer {
-            launch.memory.release()
-            try? FileManager.default.removeItem(at: app.directory)
-        }
-        let (image, segment, range) = try #require(Self.firstPagedRange(launch.memory))
-        let mapped = launch.memory.images[image]
-        let fileOffset = segment.fileOffset + (range.lowerBound - segment.vmOffset)
-        // The oracle: the image's own signature (ld64.lld's), checked whole, now fails too.
-        let path = mapped.plan.path
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
-        try handle.seek(toOffset: fileOffset + 100)
-        let byte = try #require(try handle.read(upToCount: 1)?.first)
-        try handle.seek(toOffset: fileOffset + 100)
-        try handle.write(contentsOf: [byte ^ 0x01])
-        try handle.close()
-        let after = try ImageFile.load(path: path, arch: app.arch)
-        #expect(throws: LoadError.self) { try CodeSigning.verify(after.image, path: path) }
+        try Self.withPagedBasicCopy { app, launch, image, segment, range in
+            let mapped = launch.memory.images[image]
+            let fileOffset = segment.fileOffset + (range.lowerBound - segment.vmOffset)
+            // The oracle: the image's own signature (ld64.lld's), checked whole, now fails too.
+            let path = mapped.plan.path
+            let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+            try handle.seek(toOffset: fileOffset + 100)
+            let byte = try #require(try handle.read(upToCount: 1)?.first)
+            try handle.seek(toOffset: fileOffset + 100)
+            try handle.write(contentsOf: [byte ^ 0x01])
+            try handle.close()
+            let after = try ImageFile.load(path: path, arch: app.arch)
+            #expect(throws: LoadError.self) { try CodeSigning.verify(after.image, path: path) }
 
-        let pager = try #require(launch.memory.pager)
-        let address = mapped.base + range.lowerBound
-        #expect(UnsafeKernelTouch.writeToPipe(from: address, count: 8) == EFAULT)
-        #expect(pager.fill(address) == false)
-        let failure = try #require(pager.failure)
-        guard case let .signature(failedImage, vmOffset, slot) = failure else {
-            Issue.record("unexpected failure \(failure)")
-            return
+            let pager = try #require(launch.memory.pager)
+            let address = mapped.base + range.lowerBound
+            #expect(UnsafeKernelTouch.writeToPipe(from: address, count: 8) == EFAULT)
+            #expect(pager.fill(address) == false)
+            let failure = try #require(pager.failure)
+            guard case let .signature(failedImage, vmOffset, slot) = failure else {
+                Issue.record("unexpected failure \(failure)")
+                return
+            }
+            #expect(failedImage == image && vmOffset == range.lowerBound && slot == Int(fileOffset / 4096))
+            #expect(pager.pagesFilled == 0)
+            #expect(UnsafeKernelTouch.writeToPipe(from: address, count: 8) == EFAULT)
         }
-        #expect(failedImage == image && vmOffset == range.lowerBound && slot == Int(fileOffset / 4096))
-        #expect(pager.pagesFilled == 0)
-        #expect(UnsafeKernelTouch.writeToPipe(from: address, count: 8) == EFAULT)
     }
 
     /// Released with every page untouched, and touched after release: nothing is mapped

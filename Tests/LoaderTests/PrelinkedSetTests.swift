@@ -445,12 +445,8 @@ import LaunchMemory
     @Test func generatedAppMatchesDyld2() async throws {
         let out = NSTemporaryDirectory() + "gen-app-prelinked-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let generated = try await ProcessRunner.run(
-            Paths.repoRoot.appendingPathComponent("tools/gen-app").path,
-            ["--dylibs", "12", "--seed", "5", "--objc-classes", "2", "--objc-categories", "1", "--objc-selrefs", "4", "--out", out])
-        try #require(generated.succeeded, "\(generated.error)")
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/gen12.app/manifest.json")))
-        let expected = try #require(((manifest as? [String: Any])?["expect"] as? [String: Any])?["result"] as? Int)
+        let manifest = try await GeneratedObjCTests.generate(into: out, seed: 5, classes: 2, categories: 1, selectorReferences: 4)
+        let expected = try #require((manifest["expect"] as? [String: Any])?["result"] as? Int)
         let options = LaunchOptions(roots: [out + "/gen12.app/gen12"], arch: "x86_64", root: out + "/root")
         let cache = out + "/cache"
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])

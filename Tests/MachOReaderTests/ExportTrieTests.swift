@@ -164,6 +164,15 @@ import Testing
         try ExportTrie(parsing: try ByteView(Array(repeating: 0xEE, count: padding) + bytes).slice(padding, bytes.count))
     }
 
+    /// Both the walk of every symbol and the lookup of `name` fail at `offset` in the trie.
+    static func expectWalkAndLookupFail(_ trie: ExportTrie, lookup name: String, atTrieOffset offset: Int,
+                                        sourceLocation: SourceLocation = #_sourceLocation) {
+        let walk = #expect(throws: MachOError.self, sourceLocation: sourceLocation) { try trie.allSymbols() }
+        #expect(walk?.offset == padding + offset, sourceLocation: sourceLocation)
+        let lookup = #expect(throws: MachOError.self, sourceLocation: sourceLocation) { try trie.lookup(name) }
+        #expect(lookup?.offset == padding + offset, sourceLocation: sourceLocation)
+    }
+
     @Test func reexportsAndStubAndResolver() throws {
         let trie = try Self.trie(TrieNode(children: [
             ("_plain", TrieNode(terminal: reexportInfo(flags: 0x08, ordinal: 2, importedName: ""))),
@@ -226,20 +235,14 @@ import Testing
         // root: no export, one child "_a" -> node 7; node 7: no export, child "b" -> node 0.
         let bytes: [UInt8] = [0x00, 0x01, 0x5F, 0x61, 0x00, 0x07, 0x00, 0x00, 0x01, 0x62, 0x00, 0x00]
         let trie = try Self.trie(bytes)
-        let walk = #expect(throws: MachOError.self) { try trie.allSymbols() }
-        #expect(walk?.offset == Self.padding + 11)
-        let lookup = #expect(throws: MachOError.self) { try trie.lookup("_ab_ab_a") }
-        #expect(lookup?.offset == Self.padding + 11)
+        Self.expectWalkAndLookupFail(trie, lookup: "_ab_ab_a", atTrieOffset: 11)
     }
 
     @Test func aChildThatIsItsOwnParentIsACycle() throws {
         // root -> "_a" -> node 6, which names itself as its child "a".
         let bytes: [UInt8] = [0x00, 0x01, 0x5F, 0x61, 0x00, 0x06, 0x00, 0x01, 0x61, 0x00, 0x06]
         let trie = try Self.trie(bytes)
-        let walk = #expect(throws: MachOError.self) { try trie.allSymbols() }
-        #expect(walk?.offset == Self.padding + 10)
-        let lookup = #expect(throws: MachOError.self) { try trie.lookup("_aaaa") }
-        #expect(lookup?.offset == Self.padding + 10)
+        Self.expectWalkAndLookupFail(trie, lookup: "_aaaa", atTrieOffset: 10)
     }
 
     @Test func aNodeWithTwoParentsIsRejectedByTheWalk() throws {
@@ -255,10 +258,7 @@ import Testing
         // root: one child "_a" at 0x40, in a 7-byte trie.
         let bytes: [UInt8] = [0x00, 0x01, 0x5F, 0x61, 0x00, 0x40, 0x00]
         let trie = try Self.trie(bytes)
-        let walk = #expect(throws: MachOError.self) { try trie.allSymbols() }
-        #expect(walk?.offset == Self.padding + 5)
-        let lookup = #expect(throws: MachOError.self) { try trie.lookup("_a") }
-        #expect(lookup?.offset == Self.padding + 5)
+        Self.expectWalkAndLookupFail(trie, lookup: "_a", atTrieOffset: 5)
         #expect(try trie.lookup("_b") == nil)
     }
 
@@ -276,10 +276,7 @@ import Testing
         // A child offset of eleven 0xFF bytes.
         let bytes: [UInt8] = [0x00, 0x01, 0x5F, 0x00] + Array(repeating: 0xFF, count: 11) + [0x01]
         let trie = try Self.trie(bytes)
-        let walk = #expect(throws: MachOError.self) { try trie.allSymbols() }
-        #expect(walk?.offset == Self.padding + 4)
-        let lookup = #expect(throws: MachOError.self) { try trie.lookup("_") }
-        #expect(lookup?.offset == Self.padding + 4)
+        Self.expectWalkAndLookupFail(trie, lookup: "_", atTrieOffset: 4)
     }
 
     @Test func malformedExportInfoIsAnError() throws {

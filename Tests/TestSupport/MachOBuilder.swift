@@ -56,6 +56,17 @@ package struct MachOBuilder: Sendable {
         self.installName = installName
     }
 
+    /// An executable whose one `__DATA` page starts with a chained bind to `symbol`, imported
+    /// from its one dependency `dylib` (ordinal 1), linked as `link`.
+    package static func executable(binding symbol: String, from dylib: String, _ link: Link) -> MachOBuilder {
+        let data = quad(chainedBind(importOrdinal: 0)) + [UInt8](repeating: 0, count: 0x1000 - 8)
+        var main = MachOBuilder(fileType: .execute)
+        main.dependencies = [(link, dylib)]
+        let imports: [(name: String, ordinal: UInt8)] = [(symbol, 1)]
+        main.data = .init(bytes: data, fixups: .chained(pageSize: 0x1000, pageCount: 1, pageStarts: [0], imports: imports))
+        return main
+    }
+
     /// The image's bytes.
     package func bytes() -> [UInt8] {
         let trie = export.map { Self.exportsTrie(name: $0.name, offset: $0.offset) } ?? []

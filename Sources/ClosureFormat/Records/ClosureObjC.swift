@@ -17,17 +17,13 @@ package struct ClosureObjC: Equatable, Sendable {
     /// `+load` calls in the order they run.
     package var loads: [ObjCLoadCall]
 
-    package init(bindRuns: [ArraySlice<UInt8>], bindCounts: [Int], loads: [ObjCLoadCall]) {
-        self.bindRuns = bindRuns
-        self.bindCounts = bindCounts
-        self.loads = loads
-    }
-
     /// No Objective-C step.
     package static let none = ClosureObjC(bindRuns: [], bindCounts: [], loads: [])
 
     package var totalWrites: Int { bindCounts.reduce(0, +) }
+}
 
+extension ClosureObjC {
     /// Two ULEBs per image, seven per call.
     static let minimumLoadSize = 7
 

@@ -27,11 +27,7 @@ package struct ObjCClass: Equatable, Sendable {
 
     package init(parsing view: ByteView, at address: UInt64) {
         self.address = address
-        isa = (try? view.u64(0)) ?? 0
-        superclass = (try? view.u64(8)) ?? 0
-        cache = (try? view.u64(16)) ?? 0
-        vtable = (try? view.u64(24)) ?? 0
-        data = (try? view.u64(32)) ?? 0
+        (isa, superclass, cache, vtable, data) = (view.field64(0), view.field64(8), view.field64(16), view.field64(24), view.field64(32))
     }
 }
 
@@ -90,17 +86,10 @@ package struct ObjCClassRO: Equatable, Sendable {
     }
 
     package init(parsing view: ByteView) {
-        flags = (try? view.u32(0)) ?? 0
-        instanceStart = (try? view.u32(4)) ?? 0
-        instanceSize = (try? view.u32(8)) ?? 0
-        reserved = (try? view.u32(12)) ?? 0
-        ivarLayoutAddress = (try? view.u64(16)) ?? 0
-        nameAddress = (try? view.u64(24)) ?? 0
-        baseMethodsAddress = (try? view.u64(32)) ?? 0
-        baseProtocolsAddress = (try? view.u64(40)) ?? 0
-        ivarsAddress = (try? view.u64(48)) ?? 0
-        weakIvarLayoutAddress = (try? view.u64(56)) ?? 0
-        basePropertiesAddress = (try? view.u64(64)) ?? 0
+        (flags, instanceStart, instanceSize, reserved, ivarLayoutAddress, nameAddress,
+         baseMethodsAddress, baseProtocolsAddress, ivarsAddress, weakIvarLayoutAddress, basePropertiesAddress)
+            = (view.field32(0), view.field32(4), view.field32(8), view.field32(12), view.field64(16), view.field64(24),
+               view.field64(32), view.field64(40), view.field64(48), view.field64(56), view.field64(64))
     }
 }
 
@@ -127,12 +116,8 @@ package struct ObjCCategory: Equatable, Sendable {
 
     package init(parsing view: ByteView, at address: UInt64) {
         self.address = address
-        nameAddress = (try? view.u64(0)) ?? 0
-        classAddress = (try? view.u64(8)) ?? 0
-        instanceMethodsAddress = (try? view.u64(16)) ?? 0
-        classMethodsAddress = (try? view.u64(24)) ?? 0
-        protocolsAddress = (try? view.u64(32)) ?? 0
-        instancePropertiesAddress = (try? view.u64(40)) ?? 0
+        (nameAddress, classAddress, instanceMethodsAddress, classMethodsAddress, protocolsAddress, instancePropertiesAddress)
+            = (view.field64(0), view.field64(8), view.field64(16), view.field64(24), view.field64(32), view.field64(40))
     }
 }
 
@@ -161,11 +146,9 @@ package struct ObjCProtocol: Equatable, Sendable {
 
     package init(parsing view: ByteView, at address: UInt64) {
         self.address = address
-        isa = (try? view.u64(0)) ?? 0
-        nameAddress = (try? view.u64(8)) ?? 0
-        protocolsAddress = (try? view.u64(16)) ?? 0
-        methodListAddresses = [24, 32, 40, 48].map { (try? view.u64($0)) ?? 0 }
-        instancePropertiesAddress = (try? view.u64(56)) ?? 0
+        (isa, nameAddress, protocolsAddress) = (view.field64(0), view.field64(8), view.field64(16))
+        methodListAddresses = [24, 32, 40, 48].map { view.field64($0) }
+        instancePropertiesAddress = view.field64(56)
     }
 }
 
@@ -186,8 +169,7 @@ package struct ObjCMethodList: Sendable {
         package let count: UInt32
 
         package init(parsing view: ByteView) {
-            entsizeAndFlags = (try? view.u32(0)) ?? 0
-            count = (try? view.u32(4)) ?? 0
+            (entsizeAndFlags, count) = (view.field32(0), view.field32(4))
         }
 
         package var isRelative: Bool { entsizeAndFlags & ObjCMethodList.relativeFlag != 0 }
@@ -203,9 +185,7 @@ package struct ObjCMethodList: Sendable {
         package let imp: UInt64
 
         package init(parsing view: ByteView) {
-            name = (try? view.u64(0)) ?? 0
-            types = (try? view.u64(8)) ?? 0
-            imp = (try? view.u64(16)) ?? 0
+            (name, types, imp) = (view.field64(0), view.field64(8), view.field64(16))
         }
     }
 
@@ -217,9 +197,7 @@ package struct ObjCMethodList: Sendable {
         package let imp: Int32
 
         package init(parsing view: ByteView) {
-            name = Int32(bitPattern: (try? view.u32(0)) ?? 0)
-            types = Int32(bitPattern: (try? view.u32(4)) ?? 0)
-            imp = Int32(bitPattern: (try? view.u32(8)) ?? 0)
+            (name, types, imp) = (Int32(bitPattern: view.field32(0)), Int32(bitPattern: view.field32(4)), Int32(bitPattern: view.field32(8)))
         }
     }
 
@@ -283,11 +261,8 @@ package struct ObjCIvar: Equatable, Sendable {
     package let size: UInt32
 
     package init(parsing view: ByteView) {
-        offsetAddress = (try? view.u64(0)) ?? 0
-        nameAddress = (try? view.u64(8)) ?? 0
-        typeAddress = (try? view.u64(16)) ?? 0
-        alignment = (try? view.u32(24)) ?? 0
-        size = (try? view.u32(28)) ?? 0
+        (offsetAddress, nameAddress, typeAddress, alignment, size)
+            = (view.field64(0), view.field64(8), view.field64(16), view.field32(24), view.field32(28))
     }
 }
 
@@ -299,8 +274,7 @@ package struct ObjCProperty: Equatable, Sendable {
     package let attributesAddress: UInt64
 
     package init(parsing view: ByteView) {
-        nameAddress = (try? view.u64(0)) ?? 0
-        attributesAddress = (try? view.u64(8)) ?? 0
+        (nameAddress, attributesAddress) = (view.field64(0), view.field64(8))
     }
 }
 
@@ -310,7 +284,7 @@ package struct ObjCProtocolListHeader: Equatable, Sendable {
     package let count: UInt64
 
     package init(parsing view: ByteView) {
-        count = (try? view.u64(0)) ?? 0
+        count = view.field64(0)
     }
 }
 
@@ -321,8 +295,7 @@ package struct ObjCMessageReference: Equatable, Sendable {
     package let selector: UInt64
 
     package init(parsing view: ByteView) {
-        imp = (try? view.u64(0)) ?? 0
-        selector = (try? view.u64(8)) ?? 0
+        (imp, selector) = (view.field64(0), view.field64(8))
     }
 }
 
@@ -340,7 +313,13 @@ package struct ObjCImageInfo: Equatable, Sendable {
 
     /// The two words as stored, whatever the version (what a dump prints).
     package init(fieldsOf view: ByteView) {
-        version = (try? view.u32(0)) ?? 0
-        flags = (try? view.u32(4)) ?? 0
+        (version, flags) = (view.field32(0), view.field32(4))
     }
+}
+
+extension ByteView {
+    /// The 64-bit field at `offset` of a structure the view holds (0 past its end).
+    fileprivate func field64(_ offset: Int) -> UInt64 { (try? u64(offset)) ?? 0 }
+    /// The 32-bit field at `offset` of a structure the view holds (0 past its end).
+    fileprivate func field32(_ offset: Int) -> UInt32 { (try? u32(offset)) ?? 0 }
 }
