@@ -13,7 +13,7 @@ import LoaderSystem
 /// mode, rename, fsync of the directory).
 package enum UnsafeFileIO {
     /// The user this process acts as.
-    static var effectiveUserID: UInt32 { UInt32(geteuid()) }
+    package static var effectiveUserID: UInt32 { UInt32(geteuid()) }
 
     /// A regular file opened read-only, and its `fstat`.
     final class OpenFile {

@@ -11,7 +11,7 @@ struct SharedCacheCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "shared-cache",
         abstract: "Build a dyld shared cache of a root's dylibs (docs/shared-cache.md); `dyld3 inspect CACHE` lists one.",
-        subcommands: [SharedCacheBuildCommand.self])
+        subcommands: [SharedCacheBuildCommand.self, SharedCacheVerifyCommand.self])
 
     /// `dyld3 inspect` of a file with the `dyld_v1` magic.
     static func inspect(_ path: String, bytes: ByteView, json: Bool) throws {
@@ -66,6 +66,43 @@ struct SharedCacheBuildCommand: ParsableCommand {
             ]).serialized())
         } else {
             print("\(built.path): \(built.images.count) images, \(built.mappings.count) mappings, \(built.size) bytes, \(built.slideLocations) slide locations")
+        }
+    }
+}
+
+/// `dyld3 shared-cache verify CACHE [--root ROOT]`.
+struct SharedCacheVerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check a shared cache: trusted, intact, and (with --root) built from the root's dylibs as they are now.",
+        discussion: """
+            Untrusted: the cache or its directory is owned or writable by another user. Corrupt: its \
+            tables do not read within the file, a slide chain leaves its page or a pointer leaves \
+            the cache, or its bytes no longer hash to its UUID. Stale (with --root): a source dylib's \
+            inode or modification time differs from the image table's.
+            Exit status: 0 valid, 3 corrupt, 4 stale, 5 untrusted (as `dyld3 verify`).
+            """)
+
+    @Argument(help: "The shared cache file.") var cache: String
+    @Option(help: "The root it was built from: its dylibs are checked against the image table.") var root: String?
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let result = SharedCacheVerification(cache: cache, root: root)
+        if json {
+            print(JSONValue.object([
+                ("cache", .string(result.path)), ("status", .string(result.status.rawValue)), ("images", .int(Int64(result.images))),
+                ("problems", .array(result.problems.map(JSONValue.string))),
+            ]).serialized())
+        } else {
+            for problem in result.problems { print(problem) }
+            print("\(result.path): \(result.status.rawValue), \(result.images) images")
+        }
+        switch result.status {
+        case .valid: return
+        case .corrupt: throw ExitCode(VerifyCommand.unusableExitCode)
+        case .stale: throw ExitCode(VerifyCommand.staleExitCode)
+        case .untrusted: throw ExitCode(VerifyCommand.untrustedExitCode)
         }
     }
 }

@@ -131,4 +131,32 @@ import Testing
         #expect(throws: MachOError.self) { try DyldCacheFile(parsing: ByteView(forged(mapping1 + 8, UInt32(bytes.count)))) }
         #expect(throws: MachOError.self) { try DyldCacheFile(parsing: ByteView(forged(Int(whole.header.imagesOffset) + 24, UInt32(bytes.count + 10)))) }
     }
+
+    /// `shared-cache verify`: valid as built; stale when a source dylib changes; untrusted when
+    /// others can write it; corrupt when one byte changes (it no longer hashes to its UUID).
+    @Test func verifyNamesWhatIsWrongWithACache() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
+        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
+        func verify(_ arguments: [String] = []) async throws -> (status: Int32, json: [String: Any]) {
+            let result = try await Dyld3Binary.run(["shared-cache", "verify", built.path, "--json"] + arguments, limitSeconds: 60)
+            return (result.status, try Self.json(result.stdout))
+        }
+        let valid = try await verify(["--root", root])
+        #expect(valid.status == 0 && valid.json["status"] as? String == "valid" && valid.json["images"] as? Int == 3)
+        var later = [timespec(tv_sec: time(nil) + 10, tv_nsec: 0), timespec(tv_sec: time(nil) + 10, tv_nsec: 0)]
+        try #require(utimensat(AT_FDCWD, root + "/usr/lib/libobjc.A.dylib", &later, 0) == 0)
+        let stale = try await verify(["--root", root])
+        #expect(stale.status == 4 && (stale.json["problems"] as? [String])?.first?.contains("/usr/lib/libobjc.A.dylib changed") == true, "\(stale.json)")
+        try #require(chmod(built.path, 0o666) == 0)
+        let untrusted = try await verify()
+        #expect(untrusted.status == 5 && untrusted.json["status"] as? String == "untrusted")
+        var bytes = try Corpus.bytes(built.path)
+        bytes[bytes.count / 2] ^= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: built.path))
+        try #require(chmod(built.path, 0o644) == 0)
+        let corrupt = try await verify()
+        #expect(corrupt.status == 3 && (corrupt.json["problems"] as? [String])?.first?.contains("do not hash to its UUID") == true, "\(corrupt.json)")
+    }
 }

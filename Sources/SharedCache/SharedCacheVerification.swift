@@ -1,0 +1,81 @@
+import ClosureCache
+import Crypto
+import Foundation
+import LoaderCore
+import LoaderSystem
+import MachOReader
+
+/// `dyld3 shared-cache verify`: whether a cache can be trusted and is still its root's.
+/// Corrupt: its tables do not read, a slide chain leaves its page or points outside the cache,
+/// or its bytes no longer hash to its UUID (which the builder made from them). Untrusted: it, or
+/// its directory, is owned or writable by another user (the closures' rule). Stale: a source
+/// dylib of the root changed since the build (inode or modification time).
+package struct SharedCacheVerification: Sendable {
+    package enum Status: String, Sendable { case valid, stale, corrupt, untrusted }
+
+    package let path: String
+    package let status: Status
+    package let problems: [String]
+    package let images: Int
+
+    package init(cache path: String, root: String?) {
+        self.path = path
+        guard let file = FileStatus.of(path), let directory = FileStatus.of((path as NSString).deletingLastPathComponent) else {
+            (status, problems, images) = (.corrupt, ["\(path): cannot be read"], 0)
+            return
+        }
+        if let problem = ClosureOwnership.check(file: file, directory: directory, user: UnsafeFileIO.effectiveUserID) {
+            (status, problems, images) = (.untrusted, ["\(path): untrusted: \(problem)"], 0)
+            return
+        }
+        let bytes: ByteView
+        let cache: DyldCacheFile
+        do {
+            bytes = try ImageFile.mapRegularFile(path)
+            cache = try DyldCacheFile(parsing: bytes)
+        } catch {
+            (status, problems, images) = (.corrupt, ["\(path): corrupt: \(error)"], 0)
+            return
+        }
+        images = cache.images.count
+        var corrupt: [String] = []
+        // The bytes against the UUID the builder made from them (the UUID's own bytes zero).
+        var copy = (try? bytes.bytes(0, bytes.count)) ?? []
+        if copy.count >= 104 {
+            copy.replaceSubrange(88..<104, with: [UInt8](repeating: 0, count: 16))
+            if Array(SHA256.hash(data: copy).prefix(16)) != cache.header.uuid {
+                corrupt.append("\(path): corrupt: its bytes do not hash to its UUID (changed since it was built)")
+            }
+        }
+        let start = cache.header.sharedRegionStart, end = start &+ cache.header.sharedRegionSize
+        for (index, mapping) in cache.mappings.enumerated() where corrupt.isEmpty {
+            do {
+                guard let slide = try cache.slideInfo(index) else { continue }
+                var outside: UInt64?
+                try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
+                    if value != 0, value < start || value >= end, outside == nil { outside = mapping.address + offset }
+                }
+                if let outside { corrupt.append("\(path): corrupt: the pointer at 0x\(String(outside, radix: 16)) leaves the cache") }
+            } catch {
+                corrupt.append("\(path): corrupt: mapping \(index): \(error)")
+            }
+        }
+        guard corrupt.isEmpty else {
+            (status, problems) = (.corrupt, corrupt)
+            return
+        }
+        var stale: [String] = []
+        if let root {
+            for image in cache.images {
+                guard let source = FileStatus.of(root + image.path) else {
+                    stale.append("\(path): stale: \(image.path) is no longer in \(root)")
+                    continue
+                }
+                if source.inode != image.inode || UInt64(max(0, source.mtimeSeconds)) != image.modTime {
+                    stale.append("\(path): stale: \(image.path) changed since the cache was built (inode or modification time)")
+                }
+            }
+        }
+        (status, problems) = stale.isEmpty ? (.valid, []) : (.stale, stale)
+    }
+}
