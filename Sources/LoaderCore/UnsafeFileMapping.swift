@@ -13,8 +13,8 @@ import LoaderSystem
 /// (`SIGBUS`), the exposure dyld has for the images it maps; copying every file is the alternative.
 enum UnsafeFileMapping {
     /// The first `size` bytes of `fd`, mapped read-only (the descriptor may then be closed).
-    /// The storage keeps a duplicate of the descriptor to answer where the file's holes are
-    /// (`SEEK_HOLE`), so that a check can refuse to hash gigabytes that were never written.
+    /// For a sparse file the storage keeps a duplicate of the descriptor to answer where its
+    /// holes are (`SEEK_HOLE`), so that a signature check never reads gigabytes never written.
     static func map(_ fd: Int32, size: Int, call: String) -> Result<ByteStorage, LoadError> {
         guard size > 0 else { return .success(ByteStorage([])) }
         let mapped = unsafe UnsafeSystemCall.mapping { unsafe mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }.failing(call, namesCall: true)
@@ -23,7 +23,10 @@ enum UnsafeFileMapping {
         case let .success(mapping): unsafe address = unsafe mapping
         case let .failure(error): return .failure(error)
         }
-        let probe = fcntl(fd, F_DUPFD_CLOEXEC, Int32(0))
+        // A file with no hole (the usual case: SEEK_HOLE answers its end) needs no probe: only a
+        // sparse file keeps a duplicate descriptor for the questions asked later.
+        let sparse = seek(fd, 0, data: false) < size
+        let probe = sparse ? fcntl(fd, F_DUPFD_CLOEXEC, Int32(0)) : -1
         let holes: (@Sendable (Int, Bool) -> Int)? = probe < 0 ? nil : { @Sendable offset, data in seek(probe, offset, data: data) }
         let release: @Sendable (UnsafeRawPointer, Int) -> Void = { start, count in
             _ = unsafe munmap(UnsafeMutableRawPointer(mutating: start), count)
