@@ -170,6 +170,11 @@ class App:
                 raise FixtureError("%s: \"dlopen\" must name a bundle or dylib of the app" % self.name)
             if not self.dlopen.get("path", "").startswith("@executable_path/") or not self.dlopen.get("symbols"):
                 raise FixtureError("%s: \"dlopen\" needs an @executable_path path and its symbols" % self.name)
+            # Other paths main passes for the same image ("aliases"), and dependents the dlopen
+            # loads that main opens or searches too ("dependents": image, paths, symbols).
+            for dependent in self.dlopen.setdefault("dependents", []):
+                if dependent.get("image") not in self.by_name or not dependent.get("paths"):
+                    raise FixtureError("%s: a \"dlopen\" dependent needs an image of the app and its paths" % self.name)
 
     @property
     def executable(self):
@@ -578,9 +583,15 @@ class AppBuild:
         if self.app.dlopen is not None:
             model = LoadModel(self.app, lambda path: path in self.shipped_paths())
             opened = [self.app.by_name[n].id for n in model.dlopen_init_order()]
-            argv += ['-DFIXTURE_TWIN_DLOPEN_PATH="%s"' % self.app.dlopen["path"],
+            model.check_dlopen_paths()
+            dlopen = self.app.dlopen
+            slots = [([dlopen["path"]] + dlopen.get("aliases", []), dlopen["symbols"])]
+            slots += [(d["paths"], d.get("symbols", [])) for d in dlopen["dependents"]]
+            paths = ['P(%d,"%s")' % (slot, path) for slot, (names, _) in enumerate(slots) for path in names]
+            symbols = ["S(%d,%s)" % (slot, name) for slot, (_, names) in enumerate(slots) for name in names]
+            argv += ["-DFIXTURE_TWIN_DLOPEN_PATHS=" + " ".join(paths),
                      "-DFIXTURE_TWIN_DLOPEN_INITS=" + " ".join("X(%d)" % i for i in opened),
-                     "-DFIXTURE_TWIN_DLSYMS=" + " ".join("S(%s)" % n for n in self.app.dlopen["symbols"])]
+                     "-DFIXTURE_TWIN_DLSYMS=" + " ".join(symbols)]
         argv += ["-c", os.path.join(LIBSYSTEM_DIR, "elf", "harness.c"), "-o", obj]
         return obj, self.graph.add("cc:%s" % obj, argv=argv)
 
@@ -769,6 +780,26 @@ class LoadModel:
         if path is None or self.files.get(path) is not self.app.by_name[self.app.dlopen["image"]]:
             raise FixtureError("%s: the \"dlopen\" path does not resolve to its image" % self.app.name)
         return self.files[path], path
+
+    def check_dlopen_paths(self):
+        """Every other path the manifest's "dlopen" gives names the file dyld would find for
+        it: an alias the opened image, a dependent's path that dependent, which the dlopen
+        loads (dyld4 getLoader matches a loaded image by path or by file)."""
+        exe = self.app.executable
+        chain = self.expand_rpaths(exe.path, exe.rpaths)
+        _, opened = self.dlopen_root()
+        added = {path for _, path in self.dlopen_load()}
+        named = [(a, opened) for a in self.app.dlopen.get("aliases", [])]
+        for dependent in self.app.dlopen["dependents"]:
+            image = self.app.by_name[dependent["image"]]
+            found = [path for path, img in self.files.items() if img is image and path in added]
+            if not found:
+                raise FixtureError("%s: \"dlopen\" dependent %s is not loaded by the dlopen" % (self.app.name, image.name))
+            named += [(p, found[0]) for p in dependent["paths"]]
+        for path, expected in named:
+            form = os.path.normpath(path) if path.startswith("/") else path
+            if self.resolve(exe.path, chain, form) != expected:
+                raise FixtureError("%s: \"dlopen\" path %s does not name %s" % (self.app.name, path, expected))
 
     def dlopen_load(self):
         """The images dlopen adds after the launch, in load order, as [(image, path)]."""

@@ -7,7 +7,7 @@ import RuntimeServices
 /// `dlopen` the dyld2 way: the image and its new dependencies found by path search, parsed,
 /// mapped into a reservation of their own, their fixups resolved by name against every
 /// loaded image (interposing applies), protected, initialized bottom up; `dlsym` walks the
-/// export tries, as dyld's does at run time.
+/// export tries of the images its handle searches, as dyld4's does (see ``DynamicLoader``).
 package final class SlowDynamicLoader: DynamicLoader {
     /// The launch's graph and plans, extended by every `dlopen` that added images.
     private var graph: DependencyGraph
@@ -18,6 +18,8 @@ package final class SlowDynamicLoader: DynamicLoader {
     private var groups: [LaunchMemory] = []
     /// Opens not yet closed, per node.
     private var openCounts: [Int: Int] = [:]
+    /// Nodes a `dlopen` with `RTLD_LOCAL` loaded, until one without it: not searched by `RTLD_DEFAULT`.
+    private var hidden = Set<Int>()
     private var lookup: SymbolLookup?
     private let arch: String
     private let run: Bool
@@ -47,14 +49,19 @@ package final class SlowDynamicLoader: DynamicLoader {
         graph.nodes.indices.first { base(of: $0) == handle }
     }
 
-    package func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64 {
+    package func open(_ path: String, mode rawMode: Int32) throws(LoadError) -> UInt64 {
+        let mode = DynamicOpenMode(rawValue: rawMode)
         var graph = self.graph, plans = self.plans
         let (node, added) = try graph.open(path, arch: arch)
         guard !added.isEmpty else {
+            // Loaded already: without RTLD_LOCAL it is searched by RTLD_DEFAULT from now on (dyld4 unhides it).
+            if !mode.contains(.local) { hidden.remove(node) }
             openCounts[node, default: 0] += 1
             record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "dyld2"))
-            return base(of: node)
+            return DynamicHandle.image(base(of: node), firstOnly: mode.contains(.first))
         }
+        // The graph's copy found files to load: dropped, nothing is mapped.
+        if mode.contains(.noLoad) { throw .unusable(path: path, reason: "is not loaded (RTLD_NOLOAD loads nothing)") }
         var signatures: [(path: String, signature: SignedImage?)] = []
         if signingPolicy != .default { signatures.append((graph.nodes[0].path, try CodeSigning.verify(graph.nodes[0].image, path: graph.nodes[0].path))) }
         for index in added {
@@ -89,6 +96,8 @@ package final class SlowDynamicLoader: DynamicLoader {
         groups.append(memory)
         placements += added.map { (memory, $0 - added.lowerBound) }
         openCounts[node] = 1
+        // RTLD_LOCAL hides the opened image alone, not the dependents it brought (dyld4).
+        if mode.contains(.local) { hidden.insert(node) }
         let order = InitializerOrder.forOpen(graph, root: node, firstNew: added.lowerBound)
         var functions: [CodeRunner.Function] = []
         var initialized: [String] = []
@@ -103,20 +112,29 @@ package final class SlowDynamicLoader: DynamicLoader {
         let runs = LaunchTail.reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) == nil
         record(DynamicLoadEvent(requested: path, loaded: paths, initialized: runs ? initialized : [], via: "dyld2"))
         if runs { try CodeRunner.runInitializers(functions, in: memory) }
-        return memory.images[0].base
+        return DynamicHandle.image(memory.images[0].base, firstOnly: mode.contains(.first))
     }
 
     package func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
         if lookup == nil { lookup = try SymbolLookup(graph: graph) }
         let wanted = ByteView(Array(("_" + name).utf8))
-        let target: BindTarget?
-        if handle == DynamicHandle.defaultSearch {
-            target = try lookup!.findFlat(wanted)
-        } else {
-            guard let index = node(handle: handle) else {
+        let searched: [Int]
+        switch handle {
+        case DynamicHandle.defaultSearch: searched = graph.nodes.indices.filter { !hidden.contains($0) }
+        case DynamicHandle.mainOnly: searched = [0]
+        default:
+            let (base, firstOnly) = DynamicHandle.split(handle)
+            guard let index = node(handle: base) else {
                 throw .unusable(path: name, reason: "handle 0x\(String(handle, radix: 16)) is no loaded image")
             }
+            searched = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index) { node in
+                graph.nodes[node].dependencies.compactMap { edge in edge.target.map { ($0, edge.kind) } }
+            }
+        }
+        var target: BindTarget?
+        for index in searched {
             target = try lookup!.find(wanted, in: index)
+            if target != nil { break }
         }
         switch target {
         case let .image(index, offset)?: return base(of: index) &+ offset
@@ -126,7 +144,7 @@ package final class SlowDynamicLoader: DynamicLoader {
     }
 
     package func close(_ handle: UInt64) throws(LoadError) {
-        guard let index = node(handle: handle), let count = openCounts[index], count > 0 else {
+        guard let index = node(handle: DynamicHandle.split(handle).base), let count = openCounts[index], count > 0 else {
             throw .unusable(path: "0x\(String(handle, radix: 16))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
         }
         openCounts[index] = count - 1

@@ -1,4 +1,5 @@
 import ClosureCache
+import Foundation
 import LoaderCore
 import MachOReader
 import ClosureFormat
@@ -14,8 +15,8 @@ import RuntimeServices
 /// the added images identified, checked against their headers, mapped at one reservation,
 /// fixed up from the runs, protected, then initialized in the recorded order.
 ///
-/// `dlsym` walks the export tries of the image and its re-exports (as dyld's does); each
-/// image is parsed once, on its first lookup.
+/// `dlsym` walks the export tries of the images its handle searches (as dyld4's does, see
+/// ``DynamicLoader``); each image is parsed once, on its first lookup.
 final class ClosureDynamicLoader: DynamicLoader {
     private let launch: LaunchClosure
     private let closurePath: String
@@ -31,6 +32,8 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// The requested path of each `dlopen` that added images, in order.
     private var earlier: [String] = []
     private var openCounts: [Int: Int] = [:]
+    /// Images a `dlopen` with `RTLD_LOCAL` loaded, until one without it: not searched by `RTLD_DEFAULT`.
+    private var hidden = Set<Int>()
     private var parsed: [Int: MachOImage] = [:]
     /// How `dlopen` paths name files: made on the first `dlopen`, not at launch.
     private lazy var resolver = PathResolver(root: request.root, executablePath: launch.images[0].path)
@@ -42,11 +45,13 @@ final class ClosureDynamicLoader: DynamicLoader {
         if events.count < DynamicLoadEvent.limit { events.append(event) }
     }
 
-    /// `dlopen` of an image already loaded: one more open of it, nothing added.
-    private func reopen(_ index: Int, requested path: String) -> UInt64 {
+    /// `dlopen` of an image already loaded: one more open of it, nothing added; without
+    /// `RTLD_LOCAL` the image is searched by `RTLD_DEFAULT` from now on (dyld4 unhides it).
+    private func reopen(_ index: Int, requested path: String, mode: DynamicOpenMode) -> UInt64 {
+        if !mode.contains(.local) { hidden.remove(index) }
         openCounts[index, default: 0] += 1
         record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
-        return base(of: index)
+        return DynamicHandle.image(base(of: index), firstOnly: mode.contains(.first))
     }
 
     init(launch: LaunchClosure, closurePath: String, request: LaunchOptions, configuration: LaunchConfiguration, memory: LaunchMemory) {
@@ -64,20 +69,36 @@ final class ClosureDynamicLoader: DynamicLoader {
         return placement.memory.images[placement.index].base
     }
 
-    /// The loaded image `path` names: by install name, or by the file it names directly.
-    private func loadedImage(_ path: String) -> Int? {
-        let direct = resolver.direct(path)
-        return images.indices.first { images[$0].installName == path || images[$0].path == direct }
+    /// The loaded image `path` names: by install name, else by the file it names: directly, or
+    /// for `@rpath/` the first candidate over the main executable's rpaths that exists (one
+    /// that exists but is not loaded is another file: nil).
+    private func loadedImage(_ path: String) throws(LoadError) -> Int? {
+        if let index = images.indices.first(where: { images[$0].installName == path }) { return index }
+        let files: [String]
+        if path.hasPrefix("@rpath/") {
+            let directory = PathResolver.directory(of: images[0].path)
+            let rpaths = try parsedImage(0).rpaths.map { PathResolver.RPath(path: $0, declaringImageDirectory: directory) }
+            files = resolver.candidates(for: path, loaderDirectory: directory, rpaths: rpaths)
+        } else {
+            files = resolver.direct(path).map { [$0] } ?? []
+        }
+        for file in files {
+            if let index = images.indices.first(where: { images[$0].path == file }) { return index }
+            if FileManager.default.fileExists(atPath: file) { return nil }
+        }
+        return nil
     }
 
-    func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64 {
-        if let index = loadedImage(path) { return reopen(index, requested: path) }
+    func open(_ path: String, mode rawMode: Int32) throws(LoadError) -> UInt64 {
+        let mode = DynamicOpenMode(rawValue: rawMode)
+        if let index = try loadedImage(path) { return reopen(index, requested: path, mode: mode) }
+        if mode.contains(.noLoad) { throw .unusable(path: path, reason: "is not loaded (RTLD_NOLOAD loads nothing)") }
         let direct = resolver.direct(path)
         // The launch closure's own, while nothing was opened before it.
         if images.count == launch.images.count,
            let prebuilt = launch.dlopens.first(where: { $0.requested == path || (direct != nil && $0.resolvedPath == direct) }) {
             do throws(LoadError) {
-                return try apply(prebuilt, requested: path, via: "closure")
+                return try apply(prebuilt, requested: path, mode: mode, via: "closure")
             } catch {
                 // One that does not hold (an image changed since install): build one now when that is possible.
                 guard configuration.dlopenClosures != nil else { throw error }
@@ -88,17 +109,17 @@ final class ClosureDynamicLoader: DynamicLoader {
         }
         switch try build(path, request, launch, images, earlier) {
         case let .closure(record):
-            return try apply(record, requested: path, via: "runtime closure")
+            return try apply(record, requested: path, mode: mode, via: "runtime closure")
         case let .loaded(loadedPath):  // under another name
             guard let index = images.firstIndex(where: { $0.path == loadedPath }) else {
                 throw .unusable(path: path, reason: "names \(loadedPath), which the launch did not load")
             }
-            return reopen(index, requested: path)
+            return reopen(index, requested: path, mode: mode)
         }
     }
 
     /// Decodes `record` against the images loaded so far and applies it.
-    private func apply(_ record: ClosureDlopen, requested: String, via: String) throws(LoadError) -> UInt64 {
+    private func apply(_ record: ClosureDlopen, requested: String, mode: DynamicOpenMode, via: String) throws(LoadError) -> UInt64 {
         let closure: LaunchClosure
         do throws(ClosureError) {
             var within = launch
@@ -107,12 +128,13 @@ final class ClosureDynamicLoader: DynamicLoader {
         } catch {
             throw .failed(path: requested, cause: error)
         }
-        return try apply(closure, added: images.count..<closure.images.count, opened: record.opened, requested: requested, via: via)
+        return try apply(closure, added: images.count..<closure.images.count, opened: record.opened, requested: requested, mode: mode, via: via)
     }
 
     /// Maps, fixes up, protects and initializes the images `closure` adds.
     /// `via`: "closure" (the launch closure's) or "runtime closure" (built now).
-    private func apply(_ closure: LaunchClosure, added: Range<Int>, opened: Int, requested: String, via: String) throws(LoadError) -> UInt64 {
+    private func apply(_ closure: LaunchClosure, added: Range<Int>, opened: Int, requested: String, mode: DynamicOpenMode,
+                       via: String) throws(LoadError) -> UInt64 {
         if request.signingPolicy != .default {
             try request.signingPolicy.check([(closure.images[0].path, closure.images[0].identity.signature)]
                 + closure.images[added].map { ($0.path, $0.identity.signature) })
@@ -156,6 +178,8 @@ final class ClosureDynamicLoader: DynamicLoader {
         loadedMemories.append(memory)
         earlier.append(requested)
         openCounts[opened] = 1
+        // RTLD_LOCAL hides the opened image alone, not the dependents it brought (dyld4).
+        if mode.contains(.local) { hidden.insert(opened) }
         var functions: [CodeRunner.Function] = []
         var initialized: [String] = []
         for index in closure.initializerOrder where !closure.images[index].initializers.isEmpty {
@@ -167,12 +191,23 @@ final class ClosureDynamicLoader: DynamicLoader {
         let runs = LaunchTail.reasonNotToRun(run: request.run, arch: closure.arch, memory: memory, paths: paths) == nil
         record(DynamicLoadEvent(requested: requested, loaded: paths, initialized: runs ? initialized : [], via: via))
         if runs { try CodeRunner.runInitializers(functions, in: memory) }
-        return base(of: opened)
+        return DynamicHandle.image(base(of: opened), firstOnly: mode.contains(.first))
     }
 
     func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
-        let starts = handle == DynamicHandle.defaultSearch ? Array(images.indices) : images.indices.filter { base(of: $0) == handle }
-        guard !starts.isEmpty else { throw .unusable(path: name, reason: "handle 0x\(String(handle, radix: 16)) is no loaded image") }
+        let starts: [Int]
+        switch handle {
+        case DynamicHandle.defaultSearch: starts = images.indices.filter { !hidden.contains($0) }
+        case DynamicHandle.mainOnly: starts = [0]
+        default:
+            let (base, firstOnly) = DynamicHandle.split(handle)
+            guard let index = images.indices.first(where: { self.base(of: $0) == base }) else {
+                throw .unusable(path: name, reason: "handle 0x\(String(handle, radix: 16)) is no loaded image")
+            }
+            starts = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index) { image in
+                images[image].dependencies.filter { $0.target >= 0 }.map { ($0.target, $0.kind) }
+            }
+        }
         for start in starts {
             if let address = try find("_" + name, from: start) { return address }
         }
@@ -221,7 +256,8 @@ final class ClosureDynamicLoader: DynamicLoader {
     }
 
     func close(_ handle: UInt64) throws(LoadError) {
-        guard let index = images.indices.first(where: { base(of: $0) == handle }), let count = openCounts[index], count > 0 else {
+        let base = DynamicHandle.split(handle).base
+        guard let index = images.indices.first(where: { self.base(of: $0) == base }), let count = openCounts[index], count > 0 else {
             throw .unusable(path: "0x\(String(handle, radix: 16))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
         }
         openCounts[index] = count - 1

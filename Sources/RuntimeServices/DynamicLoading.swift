@@ -7,10 +7,17 @@ import LaunchMemory
 /// table's address names the launch whose loader answers (``DynamicLoaderRegistry``).
 package protocol DynamicLoader: AnyObject {
     /// Loads `path` and what it needs, runs the initializers it adds, and returns its handle
-    /// (its Mach-O header's address), the same again for an image already loaded.
+    /// (``DynamicHandle/image(_:firstOnly:)``), the same again for an image already loaded
+    /// under any path that names it. `mode` (``DynamicOpenMode``) as dyld4's `dlopen_from`:
+    /// `RTLD_NOLOAD` fails for an image not loaded, loading nothing; `RTLD_LOCAL` hides an
+    /// image it loads from ``DynamicHandle/defaultSearch`` until an `open` without it;
+    /// `RTLD_FIRST` makes a handle whose `dlsym` searches the image alone.
     func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64
-    /// The address of `name` (a C name) in the image of `handle` or its re-exports;
-    /// ``DynamicHandle/defaultSearch`` searches every image in load order.
+    /// The address of `name` (a C name) as dyld4's `dlsym` finds it: from an image's handle,
+    /// in the image then its dependents (``DynamicHandle/dlsymSearchOrder(from:dependencies:)``),
+    /// or the image and its re-exports alone for an `RTLD_FIRST` handle;
+    /// ``DynamicHandle/defaultSearch``: every image not hidden by `RTLD_LOCAL`, in load order;
+    /// ``DynamicHandle/mainOnly``: the main executable and its re-exports.
     func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64
     /// Balances one ``open(_:mode:)``; images stay mapped until the launch's memory is released.
     func close(_ handle: UInt64) throws(LoadError)
@@ -26,10 +33,62 @@ package protocol DynamicLoader: AnyObject {
     var loadedMemories: [LaunchMemory] { get }
 }
 
-/// Handles `dlsym` takes besides an image's.
+/// `dlopen`'s mode bits, Darwin's values (`<dlfcn.h>`).
+package struct DynamicOpenMode: OptionSet, Sendable {
+    package let rawValue: Int32
+    package init(rawValue: Int32) { self.rawValue = rawValue }
+
+    package static let lazy = DynamicOpenMode(rawValue: 0x1)
+    package static let now = DynamicOpenMode(rawValue: 0x2)
+    package static let local = DynamicOpenMode(rawValue: 0x4)
+    package static let global = DynamicOpenMode(rawValue: 0x8)
+    package static let noLoad = DynamicOpenMode(rawValue: 0x10)
+    package static let noDelete = DynamicOpenMode(rawValue: 0x80)
+    package static let first = DynamicOpenMode(rawValue: 0x100)
+}
+
+/// The handles `dlopen` returns and `dlsym` takes.
 package enum DynamicHandle {
-    /// `RTLD_DEFAULT` (Darwin: `(void *)-2`): every image, in load order.
+    /// `RTLD_DEFAULT` (Darwin: `(void *)-2`): every image not hidden by `RTLD_LOCAL`, in load
+    /// order; also what `dlopen(NULL)` returns, as dyld4's does.
     package static let defaultSearch = UInt64(bitPattern: -2)
+    /// `RTLD_MAIN_ONLY` (`(void *)-5`): the main executable alone; `dlopen(NULL, RTLD_FIRST)` returns it.
+    package static let mainOnly = UInt64(bitPattern: -5)
+
+    /// The handle of the image whose Mach-O header is at `base`; `RTLD_FIRST` sets the low bit
+    /// (a header is page aligned), as dyld4's `handleFromLoader` does in its loader's address.
+    package static func image(_ base: UInt64, firstOnly: Bool) -> UInt64 {
+        base | (firstOnly ? 1 : 0)
+    }
+
+    /// The header address an image handle names, and whether it was opened `RTLD_FIRST`.
+    package static func split(_ handle: UInt64) -> (base: UInt64, firstOnly: Bool) {
+        (handle & ~1, handle & 1 != 0)
+    }
+
+    /// The handle `dlopen(NULL, mode)` returns: ``defaultSearch``, or ``mainOnly`` with `RTLD_FIRST`.
+    package static func mainExecutable(mode: DynamicOpenMode) -> UInt64 {
+        mode.contains(.first) ? mainOnly : defaultSearch
+    }
+
+    /// The images `dlsym` searches from the handle of image `start` (not opened `RTLD_FIRST`),
+    /// in order: dyld4's `Loader::hasExportedSymbol` in `dlsymSelf` mode, the image, then each
+    /// dependency in load-command order, depth first, each image once; upward links are
+    /// followed only when they re-export. `dependencies(i)`: image i's edges that resolved.
+    /// An explicit stack: a chain of any depth costs no stack.
+    package static func dlsymSearchOrder(from start: Int, dependencies: (Int) -> [(target: Int, kind: DylibLinkKind)]) -> [Int] {
+        var order: [Int] = []
+        var visited = Set<Int>()
+        var stack = [start]
+        while let image = stack.popLast() {
+            guard visited.insert(image).inserted else { continue }
+            order.append(image)
+            for edge in dependencies(image).reversed() where edge.kind != .upward && !visited.contains(edge.target) {
+                stack.append(edge.target)
+            }
+        }
+        return order
+    }
 }
 
 /// What `dladdr` reports.

@@ -99,10 +99,8 @@ package enum DynamicLoaderRegistry {
     }
 
     private static func open(_ table: UInt64, _ path: UnsafePointer<CChar>?, _ mode: Int32) -> UInt64 {
-        guard let path = unsafe path else {
-            entry(table)?.fail("dlopen(NULL): the main executable's handle is not supported")
-            return 0
-        }
+        // dlopen(NULL): dyld4's magic handles, the same in both paths; nothing is loaded.
+        guard let path = unsafe path else { return DynamicHandle.mainExecutable(mode: DynamicOpenMode(rawValue: mode)) }
         let text = unsafe String(cString: path)
         return calling(table, "dlopen(\(text), 0x\(String(mode, radix: 16)))", failed: 0) { (loader) throws(LoadError) in
             try loader.open(text, mode: mode)
@@ -118,7 +116,9 @@ package enum DynamicLoaderRegistry {
     }
 
     private static func close(_ table: UInt64, _ handle: UInt64) -> Int32 {
-        calling(table, "dlclose(0x\(String(handle, radix: 16)))", failed: -1) { (loader) throws(LoadError) in
+        // dlopen(NULL)'s handles close silently, as dyld4's do.
+        if handle == DynamicHandle.defaultSearch || handle == DynamicHandle.mainOnly { return 0 }
+        return calling(table, "dlclose(0x\(String(handle, radix: 16)))", failed: -1) { (loader) throws(LoadError) in
             try loader.close(handle)
             return 0
         }

@@ -9,8 +9,8 @@ import LaunchPlan
 
 extension ClosureTests {
     @Test func fixturesAreBuilt() throws {
-        #expect(try FixtureApp.all().count == 72)
-        #expect(Self.launchable.count == 64)
+        #expect(try FixtureApp.all().count == 76)
+        #expect(Self.launchable.count == 68)
         #expect(Self.failing.count == 8)
     }
 

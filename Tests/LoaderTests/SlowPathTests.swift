@@ -11,7 +11,7 @@ import LaunchPlan
     static let apps = (try? FixtureApp.all()) ?? []
 
     @Test func fixturesAreBuilt() throws {
-        #expect(try FixtureApp.all().count == 72)
+        #expect(try FixtureApp.all().count == 76)
     }
 
     @Test(arguments: apps)

@@ -52,7 +52,13 @@ extern int fixture_twin_thread;
  */
 #define RTLD_LAZY 0x1
 #define RTLD_NOW 0x2
+#define RTLD_LOCAL 0x4
+#define RTLD_GLOBAL 0x8
+#define RTLD_NOLOAD 0x10
+#define RTLD_NODELETE 0x80
+#define RTLD_FIRST 0x100
 #define RTLD_DEFAULT ((void *)-2)
+#define RTLD_MAIN_ONLY ((void *)-5)
 typedef struct {
     const char *dli_fname;
     void *dli_fbase;
