@@ -113,7 +113,8 @@ import Testing
         let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
         let bytes = try Corpus.bytes(built.path)
         let whole = try DyldCacheFile(parsing: ByteView(bytes))
-        #expect(whole.images.map(\.path) == ["/usr/lib/libSystem.B.dylib", "/usr/lib/libfixture_paths_abs.dylib", "/usr/lib/libobjc.A.dylib"])
+        let dylibs = try FileManager.default.contentsOfDirectory(atPath: root + "/usr/lib").filter { $0.hasSuffix(".dylib") }.sorted()
+        #expect(dylibs.count >= 3 && whole.images.map(\.path) == dylibs.map { "/usr/lib/" + $0 })
         let tablesEnd = Int(whole.header.imagesTextOffset) + whole.images.count * DyldCache.Image.textInfoSize
         for length in stride(from: 0, to: tablesEnd, by: 3) {
             #expect(throws: MachOError.self, "\(length) bytes") { try DyldCacheFile(parsing: ByteView(Array(bytes.prefix(length)))) }
@@ -144,7 +145,8 @@ import Testing
             return (result.status, try Self.json(result.stdout))
         }
         let valid = try await verify(["--root", root])
-        #expect(valid.status == 0 && valid.json["status"] as? String == "valid" && valid.json["images"] as? Int == 3)
+        let dylibs = try FileManager.default.contentsOfDirectory(atPath: root + "/usr/lib").filter { $0.hasSuffix(".dylib") }
+        #expect(valid.status == 0 && valid.json["status"] as? String == "valid" && valid.json["images"] as? Int == dylibs.count)
         var later = [timespec(tv_sec: time(nil) + 10, tv_nsec: 0), timespec(tv_sec: time(nil) + 10, tv_nsec: 0)]
         try #require(utimensat(AT_FDCWD, root + "/usr/lib/libobjc.A.dylib", &later, 0) == 0)
         let stale = try await verify(["--root", root])
