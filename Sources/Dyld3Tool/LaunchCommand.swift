@@ -185,7 +185,7 @@ enum LaunchOutput {
     static func render(_ report: LaunchReport, json: Bool, stats: Bool, closure: String?, fallback: ClosureError?,
                        setFallback: ClosureError? = nil) -> String {
         if json { return jsonObject(report, closure: closure, fallback: fallback, setFallback: setFallback).serialized() + "\n" }
-        var out = ""
+        var out = "path: " + pathDescription(report, closure: closure, fallback: fallback, setFallback: setFallback) + "\n"
         if report.ran, let result = report.result {
             out += "main returned \(result)\n"
         } else {
@@ -200,6 +200,20 @@ enum LaunchOutput {
         return out
     }
 
+    /// The loader path that ran, with what it ran from: `dyld3, closure PATH`, `prelinked,
+    /// set PATH (…)`, or `dyld2, the slow path` (with why the closure was not used).
+    static func pathDescription(_ report: LaunchReport, closure: String?, fallback: ClosureError?, setFallback: ClosureError?) -> String {
+        switch report.mode {
+        case "dyld3":
+            return "dyld3, closure \(closure ?? "?")" + (setFallback.map { " (prelinked set not used: \($0.kind))" } ?? "")
+        case "prelinked":
+            return "prelinked, set \(closure ?? "?") (" + (report.slidForBoot ? "its copy slid for this boot" : "slid at launch") + ")"
+        default:
+            let refused = fallback.map { " (closure not used: \($0.kind))" } ?? setFallback.map { " (prelinked set not used: \($0.kind))" } ?? ""
+            return "\(report.mode), the slow path" + refused
+        }
+    }
+
     static func jsonObject(_ report: LaunchReport, closure: String?, fallback: ClosureError?, setFallback: ClosureError? = nil) -> JSONValue {
         var timings: [(String, JSONValue)] = []
         for phase in LaunchReport.Phase.allCases {
@@ -208,6 +222,7 @@ enum LaunchOutput {
         let digest: JSONValue = report.digest.map { .string("0x" + String($0, radix: 16)) } ?? .null
         let fallbackReason: JSONValue = report.pageInFallback.map { .string("\($0)") } ?? .null
         let slideReason: JSONValue = report.slideAtLaunch.map { .string("\($0)") } ?? .null
+        let slidForBoot: JSONValue = LaunchStatistics.slidForBoot(report).map(JSONValue.bool) ?? .null
         return .object([
             ("schema_version", .int(JSONValue.schemaVersion)), ("mode", .string(report.mode)),
             ("images", .array(report.images.map(JSONValue.string))), ("rebases", .int(Int64(report.rebases))),
@@ -218,7 +233,7 @@ enum LaunchOutput {
             ("initializers", .array(report.initializers.map(JSONValue.string))),
             ("digest", digest), ("fixups_mode", .string(report.fixupsMode.rawValue)),
             ("fixups_fallback_reason", fallbackReason), ("page_in", pageIn(report)),
-            ("slid_for_boot", .bool(report.slidForBoot)), ("slid_set_written", .bool(report.slidSetWritten)),
+            ("slid_for_boot", slidForBoot), ("slid_set_written", .bool(report.slidSetWritten)),
             ("slide_at_launch_reason", slideReason), ("closure", closure.map(JSONValue.string) ?? .null),
             ("prelinked_fallback_reason", setFallback.map { .string("\($0.kind): \($0)") } ?? .null),
             ("fallback_reason", fallback.map { .string("\($0.kind): \($0)") } ?? .null),

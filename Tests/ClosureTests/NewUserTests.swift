@@ -1,0 +1,121 @@
+import TestSupport
+import Foundation
+import Testing
+
+/// What a new user types first, and what each command must then say: the version, the
+/// nearest subcommand to a mistyped one, the stub root a real module needs, which loader
+/// path ran, counts that add up, and the same data in text and JSON.
+extension ClosureTests {
+    static let universalModule = Paths.corpus.appendingPathComponent("fat_universal2/_cext.cpython-311-darwin.so").path
+    static let opcodeModule = Paths.corpus.appendingPathComponent("opcodes_x86_64/libgcc_s.1.1.dylib").path
+
+    @Test func versionAndMistypedSubcommands() async throws {
+        let version = try await Dyld3Binary.run(["--version"], limitSeconds: 60)
+        #expect(version.status == 0 && version.stdout.hasPrefix("dyld3 ") && version.stdout.contains("closure format "), "\(version.stdout)")
+
+        let mistyped = try await Dyld3Binary.run(["lauch", "x.app"], limitSeconds: 60)
+        #expect(mistyped.status == 64, "\(mistyped.status)")
+        #expect(mistyped.stderr == "dyld3: lauch: no such subcommand of dyld3; did you mean `dyld3 launch`?\n", "\(mistyped.stderr)")
+        let nested = try await Dyld3Binary.run(["closure", "dupm", "f"], limitSeconds: 60)
+        #expect(nested.stderr == "dyld3: dupm: no such subcommand of dyld3 closure; did you mean `dyld3 closure dump`?\n", "\(nested.stderr)")
+        let unknown = try await Dyld3Binary.run(["frobnicate"], limitSeconds: 60)
+        #expect(unknown.status == 64 && unknown.stderr.contains("the subcommands are inspect, install, launch"), "\(unknown.stderr)")
+    }
+
+    /// A real module launched with no `--root`: the fix names `dyld3 stub-root`, the command
+    /// that makes a root for it.
+    @Test func missingLibraryOfARealModuleNamesStubRoot() async throws {
+        let cache = try Scratch.directory("stub-root-fix")
+        defer { Scratch.remove(cache) }
+        let result = try await Dyld3Binary.run(["launch", Self.universalModule, "--cache", cache, "--mode", "dyld2"], limitSeconds: 60)
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("dyld3: /usr/lib/") && result.stderr.contains("library not loaded"), "\(result.stderr)")
+        #expect(result.stderr.hasSuffix("make one: `dyld3 stub-root \(Self.universalModule) --out DIR` (docs/stub-roots.md)\n"), "\(result.stderr)")
+    }
+
+    /// Every subcommand `dyld3 --help` lists (and each of theirs) has its line in README's
+    /// command list.
+    @Test func readmeListsEverySubcommand() async throws {
+        func subcommands(_ help: String) -> [String] {
+            guard let start = help.range(of: "SUBCOMMANDS:\n") else { return [] }
+            // A name starts its line after two spaces; a wrapped description is indented further.
+            return help[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false).prefix { $0.hasPrefix("  ") }
+                .filter { !$0.hasPrefix("   ") }.compactMap { line in line.split(separator: " ").first.map(String.init) }
+        }
+        let readme = try String(contentsOf: Paths.repoRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let top = subcommands(try await Dyld3Binary.run(["--help"], limitSeconds: 60).stdout)
+        #expect(top.count >= 11, "\(top)")
+        for command in top where command != "help" {
+            let nested = subcommands(try await Dyld3Binary.run([command, "--help"], limitSeconds: 60).stdout).filter { $0 != "help" }
+            for line in nested.isEmpty ? ["dyld3 \(command) "] : nested.map({ "dyld3 \(command) \($0) " }) {
+                #expect(readme.contains("\n" + line), "README lists no `\(line)…`")
+            }
+        }
+    }
+
+    /// `launch` names the path that ran, and `--json`'s `slid_for_boot` is one value at its
+    /// top and under `stats`.
+    @Test func launchNamesThePathThatRan() async throws {
+        let app = try Self.fixture("basic")
+        let cache = try Scratch.directory("path-line")
+        defer { Scratch.remove(cache) }
+        let install = try await Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", cache, "--prelink"], limitSeconds: 60)
+        #expect(install.status == 0, "\(install.stderr)")
+        let closure = try #require(try FileManager.default.contentsOfDirectory(atPath: cache).first { $0.hasSuffix(".dyld3closure") })
+        let set = closure.replacingOccurrences(of: ".dyld3closure", with: ".dyld3prelinked")
+        for (mode, line) in [("dyld2", "path: dyld2, the slow path"), ("dyld3", "path: dyld3, closure \(cache)/\(closure)"),
+                             ("prelinked", "path: prelinked, set \(cache)/\(set) (")] {
+            let result = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", mode], limitSeconds: 60)
+            #expect(result.status == 0 && result.lines.first?.hasPrefix(line) == true, "\(mode): \(result.stdout)\(result.stderr)")
+            #expect(result.lines.last?.hasPrefix("main returned ") == true, "\(result.stdout)")
+            let json = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", mode, "--json"], limitSeconds: 60)
+            let top = json.json?["slid_for_boot"], stats = (json.json?["stats"] as? [String: Any])?["slid_for_boot"]
+            #expect(json.json?["mode"] as? String == mode)
+            #expect(mode == "prelinked" ? (top as? Bool != nil && top as? Bool == stats as? Bool) : (top is NSNull && stats is NSNull), "\(json.stdout)")
+        }
+    }
+
+    /// `verify`'s summary: closures and sets add up to the files, the statuses add up to
+    /// them too under the names `--json` counts them under, and a stale set names the
+    /// install that refreshes it.
+    @Test func verifyCountsAddUpAndAgreeWithJSON() async throws {
+        let original = try Self.fixture("basic")
+        let app = try original.scratchCopy()
+        defer { Scratch.remove(app.directory.path) }
+        let cache = try Scratch.directory("verify-counts")
+        defer { Scratch.remove(cache) }
+        let install = try await Dyld3Binary.run(["install", app.bundle, "--root", app.root, "--cache", cache, "--prelink"], limitSeconds: 60)
+        #expect(install.status == 0, "\(install.stderr)")
+        _ = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--cache", cache, "--mode", "prelinked"], limitSeconds: 60)
+        try Scratch.write(Array("notes".utf8), to: cache + "/notes.txt")
+        var times = [timespec(tv_sec: time(nil) - 100, tv_nsec: 0), timespec(tv_sec: time(nil) - 100, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, app.executable, &times, 0) == 0)
+
+        let text = try await Dyld3Binary.verify(cache)
+        let json = try await Dyld3Binary.verify(cache, json: true)
+        let counts = try #require(json.json?["counts"] as? [String: Int], "\(json.stdout)")
+        let summary = try #require(text.lines.last)
+        #expect(summary == "verify: \(counts["closures"]!) closures and \(counts["prelinked_sets"]!) prelinked sets (1 slid for a boot), "
+            + "\(counts["valid"]!) valid, \(counts["corrupt"]!) corrupt, \(counts["stale"]!) stale, \(counts["not_a_closure"]!) not-a-closure", "\(summary)")
+        #expect(counts["files"] == 4 && counts["closures"]! + counts["prelinked_sets"]! == counts["files"])
+        let statuses = ["valid", "corrupt", "stale", "incompatible", "not_a_closure", "untrusted", "invalid", "misplaced"]
+        #expect(statuses.map { counts[$0] ?? -1 }.reduce(0, +) == counts["files"], "\(counts)")
+        #expect(counts["stale"] == 1 && counts["not_a_closure"] == 1, "\(counts)")
+        let refresh = try #require(text.lines.first { $0.contains(": refresh: ") }, "\(text.stdout)")
+        #expect(refresh.hasSuffix(": refresh: `dyld3 install \(app.executable) --root \(app.root) --arch x86_64 --cache \(cache) --prelink`"), "\(refresh)")
+    }
+
+    /// `inspect --json --dyld-info` on an opcode-based module carries the rows the text prints.
+    @Test func inspectJSONCarriesOpcodeFixups() async throws {
+        let text = try await Dyld3Binary.run(["inspect", "--dyld-info", Self.opcodeModule], limitSeconds: 60)
+        let json = try await Dyld3Binary.run(["inspect", "--dyld-info", "--json", Self.opcodeModule], limitSeconds: 60)
+        let rows = try #require(((json.json?["slices"] as? [[String: Any]])?.first?["dyld_info"]) as? [[String: Any]], "\(json.stdout.prefix(300))")
+        let textRows = text.lines.dropFirst(3)
+        #expect(!rows.isEmpty && rows.count == textRows.count, "\(rows.count) JSON rows, \(textRows.count) text rows")
+        for (row, line) in zip(rows, textRows) {
+            let address = try #require(row["address"] as? Int)
+            #expect(line.contains(" 0x" + String(address, radix: 16) + " "), "\(row) against \(line)")
+            if let symbol = row["symbol"] as? String { #expect(line.contains(" " + symbol), "\(row) against \(line)") }
+        }
+    }
+}
