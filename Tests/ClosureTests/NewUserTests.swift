@@ -118,4 +118,26 @@ extension ClosureTests {
             if let symbol = row["symbol"] as? String { #expect(line.contains(" " + symbol), "\(row) against \(line)") }
         }
     }
+
+    /// `launch --repeat N`: N launches in one process, the median and spread of pre-main and
+    /// total, the same in JSON (each sample listed, the median among them).
+    @Test func launchRepeatPrintsMedianAndSpread() async throws {
+        let app = try Self.fixture("basic")
+        let result = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--mode", "dyld2", "--repeat", "5"], limitSeconds: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.lines.contains("repeat: 5 launches in this process"), "\(result.stdout)")
+        #expect(result.lines.contains { $0.hasPrefix("  pre-main: median ") && $0.contains(" ms, min ") && $0.contains(" ms, max ") }, "\(result.stdout)")
+        #expect(result.lines.contains { $0.hasPrefix("  total:    median ") }, "\(result.stdout)")
+        let json = try await Dyld3Binary.run(["launch", app.bundle, "--root", app.root, "--mode", "dyld2", "--repeat", "3", "--json"], limitSeconds: 120)
+        let repeated = try #require(json.json?["repeat"] as? [String: Any], "\(json.stdout)")
+        #expect(repeated["launches"] as? Int == 3)
+        for key in ["pre_main_ns", "total_ns"] {
+            let spread = try #require(repeated[key] as? [String: Any])
+            let samples = try #require(spread["samples"] as? [Int])
+            #expect(samples.count == 3 && spread["median"] as? Int == samples.sorted()[1])
+            #expect(spread["min"] as? Int == samples.min() && spread["max"] as? Int == samples.max())
+        }
+        let zero = try await Dyld3Binary.run(["launch", app.bundle, "--repeat", "0"], limitSeconds: 60)
+        #expect(zero.status == 64 && zero.stderr.contains("--repeat 0"), "\(zero.stderr)")
+    }
 }
