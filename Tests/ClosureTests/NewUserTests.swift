@@ -140,4 +140,21 @@ extension ClosureTests {
         let zero = try await Dyld3Binary.run(["launch", app.bundle, "--repeat", "0"], limitSeconds: 60)
         #expect(zero.status == 64 && zero.stderr.contains("--repeat 0"), "\(zero.stderr)")
     }
+
+    /// `install` of a universal module writes one closure per architecture; `--arch` one.
+    @Test func installWritesEveryArchitecture() async throws {
+        let scratch = try Scratch.directory("universal")
+        defer { Scratch.remove(scratch) }
+        let stubs = try await Dyld3Binary.run(["stub-root", Self.universalModule, "--out", scratch + "/root"], limitSeconds: 300)
+        #expect(stubs.status == 0, "\(stubs.stderr)")
+        let all = try await Dyld3Binary.run(["install", Self.universalModule, "--root", scratch + "/root", "--cache", scratch + "/all", "--json"],
+                                            limitSeconds: 120)
+        let arches = ((all.json?["closures"] as? [[String: Any]]) ?? []).compactMap { $0["arch"] as? String }
+        #expect(all.status == 0 && Set(arches) == ["x86_64", "arm64"], "\(all.stdout)\(all.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: scratch + "/all").filter { $0.hasSuffix(".dyld3closure") }
+        #expect(files.count == 2, "\(files)")
+        let one = try await Dyld3Binary.run(["install", Self.universalModule, "--root", scratch + "/root", "--cache", scratch + "/one", "--arch", "arm64"],
+                                            limitSeconds: 120)
+        #expect(one.status == 0 && one.lines.count == 1 && one.lines[0].contains(" [arm64]: "), "\(one.stdout)\(one.stderr)")
+    }
 }
