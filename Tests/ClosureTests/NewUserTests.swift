@@ -157,4 +157,17 @@ extension ClosureTests {
                                             limitSeconds: 120)
         #expect(one.status == 0 && one.lines.count == 1 && one.lines[0].contains(" [arm64]: "), "\(one.stdout)\(one.stderr)")
     }
+
+    /// `closure dump` names the symbol each bind target is, in text and JSON.
+    @Test func closureDumpNamesBindSymbols() async throws {
+        let app = try Self.fixture("basic")
+        let cache = try Scratch.directory("dump-names")
+        defer { Scratch.remove(cache) }
+        let path = try app.install(into: cache)
+        let text = try await Dyld3Binary.run(["closure", "dump", path], limitSeconds: 60)
+        #expect(text.stdout.contains("bind -> image 2 (Util) +0x") && text.stdout.contains(" _util_scale\n"), "\(text.stdout)")
+        let json = try await Dyld3Binary.run(["closure", "dump", path, "--json"], limitSeconds: 60)
+        let targets = try #require(json.json?["bind_targets"] as? [[String: Any]])
+        #expect(targets.contains { $0["symbol"] as? String == "_util_scale" }, "\(targets)")
+    }
 }
