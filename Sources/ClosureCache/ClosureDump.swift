@@ -2,6 +2,7 @@ import Foundation
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
+import MachOReader
 
 /// A closure file opened for `dyld3 closure dump`: its header and its decoded closure, with
 /// every check `ClosureFile.decode` makes but ownership (a dump only shows what is inside).
@@ -26,6 +27,7 @@ package struct ClosureDump: Sendable {
     /// The human-readable view: header, closure-wide fields, each image with up to
     /// `fixupsShown` of its rebases and of its binds decoded, then the shared tables.
     package func text(fixupsShown: Int = 8) throws(ClosureError) -> String {
+        let names = exportedNames()
         var out = "\(path):\n"
         out += "header:\n"
         out += field("magic", "DYLD3CL")
@@ -45,11 +47,11 @@ package struct ClosureDump: Sendable {
         out += field("images", "\(closure.images.count), \(closure.rootCount) root" + (closure.rootCount == 1 ? "" : "s"))
         out += field("fixups", "\(closure.totalRebases) rebases, \(closure.totalBinds) binds, \(closure.bindTargets.count) bind targets")
         for index in closure.images.indices {
-            out += try imageText(index, fixupsShown: fixupsShown)
+            out += try imageText(index, fixupsShown: fixupsShown, names: names)
         }
         out += "bind targets (\(closure.bindTargets.count)):\n"
         for (index, target) in closure.bindTargets.enumerated() {
-            out += "  #\(index)".padding(toLength: 8, withPad: " ", startingAt: 0) + describe(target) + "\n"
+            out += "  #\(index)".padding(toLength: 8, withPad: " ", startingAt: 0) + describe(target, names: names) + "\n"
         }
         out += "initializer order:\n"
         for index in closure.initializerOrder {
@@ -90,7 +92,7 @@ package struct ClosureDump: Sendable {
         return out
     }
 
-    private func imageText(_ index: Int, fixupsShown: Int) throws(ClosureError) -> String {
+    private func imageText(_ index: Int, fixupsShown: Int, names: [Int: [UInt64: String]]) throws(ClosureError) -> String {
         let image = closure.images[index]
         var roles: [String] = []
         if index < closure.rootCount { roles.append("root") }
@@ -148,7 +150,7 @@ package struct ClosureDump: Sendable {
         for (title, list, total, runBytes) in [("rebases", rebases, rebaseTotal, image.rebaseRuns.count), ("binds", binds, bindTotal, image.bindRuns.count)] {
             out += field(title, "\(total) (\(runBytes) bytes of runs)", indent: 2)
             for fixup in list {
-                out += "    \(hex(fixup.vmOffset))  \(describe(fixup))\n"
+                out += "    \(hex(fixup.vmOffset))  \(describe(fixup, names: names))\n"
             }
             if total > list.count { out += "    ... \(total - list.count) more\n" }
         }
@@ -158,23 +160,54 @@ package struct ClosureDump: Sendable {
         return out
     }
 
-    /// A fixup's effect: the value it stores, in terms of images and bind targets.
-    package func describe(_ fixup: ResolvedFixup) -> String {
+    /// A fixup's effect: the value it stores, in terms of images and bind targets (named
+    /// from `names`, ``exportedNames()``, where a target is an exported symbol).
+    package func describe(_ fixup: ResolvedFixup, names: [Int: [UInt64: String]] = [:]) -> String {
         switch fixup.kind {
         case let .rebase(targetOffset, high8):
             "rebase -> +\(hex(targetOffset))" + (high8 == 0 ? "" : " (top byte \(hex(UInt64(high8))))")
         case let .bind(target, addend):
-            "bind -> " + describe(target) + (addend == 0 ? "" : addend > 0 ? " + \(addend)" : " - \(addend.magnitude)")
+            "bind -> " + describe(target, names: names) + (addend == 0 ? "" : addend > 0 ? " + \(addend)" : " - \(addend.magnitude)")
         }
     }
 
-    /// A bind target: an image and offset, an absolute value, or a missing weak import.
-    package func describe(_ target: BindTarget) -> String {
+    /// A bind target: an image and offset (with the symbol exported there, when `names`
+    /// has it), an absolute value, or a missing weak import.
+    package func describe(_ target: BindTarget, names: [Int: [UInt64: String]] = [:]) -> String {
         switch target {
-        case let .image(index, offset): "\(imageLabel(index)) +\(hex(offset))"
+        case let .image(index, offset): "\(imageLabel(index)) +\(hex(offset))" + (names[index]?[offset].map { " \($0)" } ?? "")
         case let .absolute(value): "absolute \(hex(value))"
         case .missingWeakImport: "missing weak import (0)"
         }
+    }
+
+    /// The symbol each bind target's image exports at the target's offset, by image and
+    /// offset: the closure keeps no names (a launch needs none), so they are read from the
+    /// export tries of the images on disk. An image that no longer reads, or that changed
+    /// since the closure was built (its identity differs), names nothing.
+    package func exportedNames() -> [Int: [UInt64: String]] {
+        var wanted: [Int: Set<UInt64>] = [:]
+        for case let .image(index, offset) in closure.bindTargets where closure.images.indices.contains(index) {
+            wanted[index, default: []].insert(offset)
+        }
+        var names: [Int: [UInt64: String]] = [:]
+        for (index, offsets) in wanted {
+            let image = closure.images[index]
+            guard let file = try? ImageFile.load(path: image.path, arch: closure.arch),
+                  image.identity.uuid == nil || file.image.uuid == image.identity.uuid else { continue }
+            var found: [UInt64: String] = [:]
+            try? file.image.exportTrie()?.forEachSymbol { symbol in
+                let offset: UInt64? = switch symbol.definition {
+                case let .image(offset): offset
+                case let .stubAndResolver(stub, _): stub
+                case let .functionVariant(defaultOffset, _): defaultOffset
+                case .reexport: nil
+                }
+                if let offset, offsets.contains(offset), found[offset] == nil { found[offset] = symbol.name }
+            }
+            names[index] = found
+        }
+        return names
     }
 
     /// `image N (leaf name)`.

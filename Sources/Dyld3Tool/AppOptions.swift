@@ -45,15 +45,21 @@ struct AppOptions: ParsableArguments {
 
     /// The launch roots and architecture for `app`; a `--root` that is not a directory is
     /// reported as such rather than as the first library it fails to hold.
-    func roots(for app: String) throws -> (paths: [String], arch: String) {
+    func roots(for app: String, arch: String? = nil) throws -> (paths: [String], arch: String) {
         try checkRoot()
-        return try AppLocator.roots(for: try AppLocator.unpacked(app, cache: closureCache), arch: arch, root: root, host: host)
+        return try AppLocator.roots(for: try AppLocator.unpacked(app, cache: closureCache), arch: arch ?? self.arch, root: root, host: host)
     }
 
-    /// The launch of `app` these options ask for: its roots and architecture, the root, the
-    /// inserted libraries and the signature policy.
-    func launchOptions(for app: String) throws -> LaunchOptions {
-        let roots = try roots(for: app)
+    /// The architectures of `app`'s main image, in the file's order; only `--arch` when given.
+    func architectures(of app: String) throws -> [String] {
+        if let arch { return [arch] }
+        return try ImageFile.architectures(path: try AppLocator.mainImage(of: try AppLocator.unpacked(app, cache: closureCache)))
+    }
+
+    /// The launch of `app` these options ask for: its roots and architecture (`arch`, else
+    /// `--arch`, else the default), the root, the inserted libraries and the signature policy.
+    func launchOptions(for app: String, arch: String? = nil) throws -> LaunchOptions {
+        let roots = try roots(for: app, arch: arch)
         var launch = LaunchOptions(roots: roots.paths, arch: roots.arch, root: root)
         (launch.inserted, launch.signingPolicy) = (try insertedLibraries(), signingPolicy)
         return launch

@@ -97,6 +97,12 @@ struct BenchCommand: AsyncParsableCommand {
             configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs)
         }
         let log = { (line: String) in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        // Real-time priority only where the bench measures: what it starts runs at normal priority.
+        if let (policy, refused) = UnsafeSchedulingPolicy.startChildrenAtNormalPriority() {
+            log("running at \(policy): launches in this process are timed at it; the processes it starts (gen-app, cc, "
+                + "the glibc harness, fresh launches) run at SCHED_OTHER"
+                + (refused.isEmpty ? "" : " (\(refused.count) threads refused SCHED_RESET_ON_FORK: their children would not)"))
+        }
         try await CommandFailure.reporting(json: json) {
             if prelinked {
                 let (results, eviction) = try await PrelinkBench.run(configuration, log: log)

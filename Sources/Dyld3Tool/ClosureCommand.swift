@@ -49,6 +49,7 @@ struct ClosureCommand: ParsableCommand {
 enum ClosureJSON {
     static func object(_ dump: ClosureDump) throws(ClosureError) -> JSONValue {
         let closure = dump.closure, header = dump.header
+        let names = dump.exportedNames()
         var images: [JSONValue] = []
         for index in closure.images.indices { images.append(try image(index, closure, closurePath: dump.path)) }
         return .object([
@@ -69,7 +70,7 @@ enum ClosureJSON {
             ("signature_policy", .string(closure.binding.policy.name)),
             ("identity", .string(closure.contentOnlyIdentity ? "content-only" : "full")), ("root_count", .int(Int64(closure.rootCount))),
             ("rebases", .int(Int64(closure.totalRebases))), ("binds", .int(Int64(closure.totalBinds))), ("images", .array(images)),
-            ("bind_targets", .array(closure.bindTargets.map(target))),
+            ("bind_targets", .array(closure.bindTargets.map { target($0, names: names) })),
             ("initializer_order", .array(closure.initializerOrder.map { .int(Int64($0)) })),
             ("entry", closure.entryOffset.map { .object([("image", .int(Int64(closure.rootCount - 1))), ("offset", .uint($0))]) } ?? .null),
             ("missing_weak_dylibs", .array(closure.missingWeakDylibs.map {
@@ -145,10 +146,13 @@ enum ClosureJSON {
         }
     }
 
-    static func target(_ target: BindTarget) -> JSONValue {
+    /// A bind target; an image's with `symbol`, the name its image exports there (null when
+    /// none does, or the image on disk no longer reads).
+    static func target(_ target: BindTarget, names: [Int: [UInt64: String]] = [:]) -> JSONValue {
         switch target {
         case let .image(index, offset):
-            .object([("kind", .string("image")), ("image", .int(Int64(index))), ("offset", .uint(offset))])
+            .object([("kind", .string("image")), ("image", .int(Int64(index))), ("offset", .uint(offset)),
+                     ("symbol", names[index]?[offset].map(JSONValue.string) ?? .null)])
         case let .absolute(value):
             .object([("kind", .string("absolute")), ("value", .uint(value))])
         case .missingWeakImport:

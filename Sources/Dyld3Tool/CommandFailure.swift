@@ -33,7 +33,7 @@ extension CommandFailure {
         case let error as ClosureError:
             self.init(error, context: context)
         case let error as MachOError:
-            self.init(splitting: error.description, kind: error.isArchive ? "app-archive" : "error")
+            self.init(splitting: error.description, kind: error.isArchive ? "app-archive" : "malformed")
         default:
             self.init(splitting: "\(error)", kind: "error")
         }
@@ -46,7 +46,8 @@ extension CommandFailure {
             self.init(what: installName, why: "library not loaded (referenced from \(neededBy); \(triedText))", kind: "missing-library")
             if context.root == nil, installName.hasPrefix("/") {
                 fix = "give --root DIR, the system root that holds \(installName)"
-                    + (Self.suggestedRoot(for: context.app).map { " (for this app: --root \($0))" } ?? "")
+                    + (Self.suggestedRoot(for: context.app).map { " (for this app: --root \($0))" }
+                        ?? "; for an Apple-built app, make one: `dyld3 stub-root \(context.app ?? "APP") --out DIR` (docs/stub-roots.md)")
             }
         case let .missingSymbol(symbol, importedBy, expectedIn):
             self.init(what: symbol, why: "symbol not found (referenced from \(importedBy); expected in \(expectedIn))", kind: "missing-symbol")

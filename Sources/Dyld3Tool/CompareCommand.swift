@@ -92,7 +92,7 @@ struct CompareCommand: ParsableCommand {
                 ("not_run_reason", comparison.notRun.map { .string("\($0)") } ?? .null), ("fixups_mode", .string(comparison.fixupsMode.rawValue)),
                 ("fixups_fallback_reason", comparison.pageInFallback.map { .string("\($0)") } ?? .null),
                 ("pages_registered", .int(Int64(comparison.pagesRegistered))), ("pages_filled", .int(Int64(comparison.pagesFilled))),
-                ("slid_for_boot", .bool(comparison.slidForBoot)),
+                ("slid_for_boot", prelinked ? .bool(comparison.slidForBoot) : .null),
                 ("slide_at_launch_reason", comparison.slideAtLaunch.map { .string("\($0)") } ?? .null),
                 ("identical", .bool(comparison.differences.isEmpty)),
                 ("differences", .array(comparison.differences.map { .string($0.description) })),

@@ -14,8 +14,9 @@ struct InstallCommand: ParsableCommand {
         abstract: "Build and cache launch closures for apps.",
         discussion: """
             APP is a .app directory, a directory of .app bundles, an executable, a dylib or a \
-            bundle. Each gets one closure per architecture in the cache, written atomically. \
-            An app that cannot launch gets no closure and the launch error.
+            bundle. Each gets one closure per architecture of its main image (only --arch's \
+            when given) in the cache, written atomically. An app that cannot launch for an \
+            architecture gets no closure for it, and the launch error.
             """)
 
     @Argument(help: "Apps to install.")
@@ -60,58 +61,65 @@ struct InstallCommand: ParsableCommand {
         var failures: [(app: String, why: String)] = []
         var written: [JSONValue] = []
         var failed: [JSONValue] = []
+        var attempted = 0
         for (number, app) in targets.enumerated() {
             if progress { FileHandle.standardError.write(Data("[\(number + 1)/\(targets.count)] \(app)\n".utf8)) }
-            do {
-                let request = try options.launchOptions(for: app)
-                var closure = try ClosureBuilder.build(roots: request.roots, inserted: request.inserted, arch: request.arch, root: options.root,
-                                                       contentOnlyIdentity: contentOnly, policy: options.signingPolicy)
-                for path in dlopen {
-                    let requested = Self.dlopenPath(path, executable: closure.images[0].path)
-                    guard case let .closure(record) = try DlopenClosureBuilder.build(requested, request: request, launch: closure, loaded: closure.images) else {
-                        FileHandle.standardError.write(Data("dyld3: \(app): --dlopen \(path): loaded at launch already, no dlopen closure needed\n".utf8))
-                        continue
-                    }
-                    closure.dlopens.append(record)
-                }
-                let path = cache.closurePath(forApp: request.roots.last!, arch: request.arch)
-                var untrusted: String?
-                do throws(ClosureError) {
-                    try ClosureFile.checkTrust(path)
-                } catch {
-                    if case let .untrusted(_, what) = error { untrusted = what } else { untrusted = "\(error)" }
-                }
+            // An app whose file does not read fails once, without an architecture.
+            let architectures: [String?] = (try? options.architectures(of: app)) ?? [nil]
+            for arch in architectures {
+                attempted += 1
                 do {
-                    try ClosureFile.write(closure, to: path, signedWith: signer)
+                    let request = try options.launchOptions(for: app, arch: arch)
+                    var closure = try ClosureBuilder.build(roots: request.roots, inserted: request.inserted, arch: request.arch, root: options.root,
+                                                           contentOnlyIdentity: contentOnly, policy: options.signingPolicy)
+                    for path in dlopen {
+                        let requested = Self.dlopenPath(path, executable: closure.images[0].path)
+                        guard case let .closure(record) = try DlopenClosureBuilder.build(requested, request: request, launch: closure, loaded: closure.images) else {
+                            FileHandle.standardError.write(Data("dyld3: \(app): --dlopen \(path): loaded at launch already, no dlopen closure needed\n".utf8))
+                            continue
+                        }
+                        closure.dlopens.append(record)
+                    }
+                    let path = cache.closurePath(forApp: request.roots.last!, arch: request.arch)
+                    var untrusted: String?
+                    do throws(ClosureError) {
+                        try ClosureFile.checkTrust(path)
+                    } catch {
+                        if case let .untrusted(_, what) = error { untrusted = what } else { untrusted = "\(error)" }
+                    }
+                    do {
+                        try ClosureFile.write(closure, to: path, signedWith: signer)
+                    } catch {
+                        guard let untrusted else { throw error }
+                        throw ClosureError.writeFailed(path: path, what: "cannot replace the untrusted closure there (\(untrusted)): \(error); "
+                            + "launches refuse it; remove it as its owner or root, or use another --cache")
+                    }
+                    if let untrusted {
+                        FileHandle.standardError.write(Data("dyld3: \(path): replaced an untrusted closure (\(untrusted))\n".utf8))
+                    }
+                    let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                    let prelinked = prelink ? try PrelinkInstall.write(closure, closurePath: path, signedWith: signer) : nil
+                    let line = "\(app) [\(request.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
+                        + "\(closure.totalBinds) binds" + (closure.dlopens.isEmpty ? "" : ", \(closure.dlopens.count) dlopen closures")
+                        + " -> \(path) (\(size) bytes)"
+                    if json {
+                        written.append(.object([
+                            ("app", .string(app)), ("arch", .string(request.arch)), ("images", .int(Int64(closure.images.count))),
+                            ("rebases", .int(Int64(closure.totalRebases))), ("binds", .int(Int64(closure.totalBinds))),
+                            ("closure", .string(path)), ("closure_bytes", .int(Int64(size))),
+                            ("dlopen_closures", .array(closure.dlopens.map { .string($0.requested) })),
+                        ] + (prelinked?.json ?? [])))
+                    } else {
+                        print(line)
+                        if let prelinked { print(prelinked.line) }
+                    }
                 } catch {
-                    guard let untrusted else { throw error }
-                    throw ClosureError.writeFailed(path: path, what: "cannot replace the untrusted closure there (\(untrusted)): \(error); "
-                        + "launches refuse it; remove it as its owner or root, or use another --cache")
+                    let failure = CommandFailure(error, context: options.failureContext(app: app))
+                    let named = architectures.count > 1 ? "\(app) [\(arch ?? "?")]" : app
+                    failures.append((named, failure.description))
+                    failed.append(.object([("app", .string(app)), ("arch", arch.map(JSONValue.string) ?? .null), ("error", failure.errorObject)]))
+                    FileHandle.standardError.write(Data("dyld3: \(named): no closure: \(failure.description)\n".utf8))
                 }
-                if let untrusted {
-                    FileHandle.standardError.write(Data("dyld3: \(path): replaced an untrusted closure (\(untrusted))\n".utf8))
-                }
-                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-                let prelinked = prelink ? try PrelinkInstall.write(closure, closurePath: path, signedWith: signer) : nil
-                let line = "\(app) [\(request.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
-                    + "\(closure.totalBinds) binds" + (closure.dlopens.isEmpty ? "" : ", \(closure.dlopens.count) dlopen closures")
-                    + " -> \(path) (\(size) bytes)"
-                if json {
-                    written.append(.object([
-                        ("app", .string(app)), ("arch", .string(request.arch)), ("images", .int(Int64(closure.images.count))),
-                        ("rebases", .int(Int64(closure.totalRebases))), ("binds", .int(Int64(closure.totalBinds))),
-                        ("closure", .string(path)), ("closure_bytes", .int(Int64(size))),
-                        ("dlopen_closures", .array(closure.dlopens.map { .string($0.requested) })),
-                    ] + (prelinked?.json ?? [])))
-                } else {
-                    print(line)
-                    if let prelinked { print(prelinked.line) }
-                }
-            } catch {
-                let failure = CommandFailure(error, context: options.failureContext(app: app))
-                failures.append((app, failure.description))
-                failed.append(.object([("app", .string(app)), ("error", failure.errorObject)]))
-                FileHandle.standardError.write(Data("dyld3: \(app): no closure: \(failure.description)\n".utf8))
             }
         }
         if json {
@@ -120,8 +128,8 @@ struct InstallCommand: ParsableCommand {
                 ("installed", .int(Int64(written.count))), ("failed", .int(Int64(failed.count))),
                 ("closures", .array(written)), ("failures", .array(failed)),
             ]).serialized())
-        } else if targets.count > 1 {
-            print(Self.summary(installed: targets.count - failures.count, failures: failures))
+        } else if attempted > 1 {
+            print(Self.summary(installed: attempted - failures.count, failures: failures))
         }
         if !failures.isEmpty { throw ExitCode(1) }
     }

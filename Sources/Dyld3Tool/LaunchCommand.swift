@@ -61,6 +61,11 @@ struct LaunchCommand: ParsableCommand {
     @Flag(help: "Print where the time before main went (each phase and its share), images, fixups, and for dyld3 the closure's size and whether identities were hashed; --json carries the same under \"stats\".")
     var stats = false
 
+    @Option(name: .customLong("repeat"), help: ArgumentHelp(
+        "Launch N times in this process and print, after the last launch's report, the median, minimum and maximum of the pre-main and total times (--json: \"repeat\").",
+        valueName: "N"))
+    var repeatCount = 1
+
     @Flag(help: "Print the launch report as JSON.")
     var json = false
 
@@ -72,42 +77,64 @@ struct LaunchCommand: ParsableCommand {
         try CommandFailure.reporting(json: json, context: options.failureContext(app: app)) { try launch() }
     }
 
+    func validate() throws {
+        guard repeatCount >= 1 else { throw ValidationError("--repeat \(repeatCount): give 1 or more launches") }
+    }
+
     func launch() throws {
-        var closurePath: String?
         let request = try launchOptions()
         let checks = try trust.checks()
         let signer = try signingKey(trusting: checks.trustKey)
         let path = options.closureCache.closurePath(forApp: request.roots.last!, arch: request.arch)
+        var samples: [(preMain: Int64, total: Int64)] = []
+        var anyFallback = false
+        for number in 1...repeatCount {
+            let outcome = try launchOnce(request, checks: checks, closurePath: path, quiet: number > 1)
+            guard let launch = outcome.launch else { return }
+            defer { launch.memory.release() }
+            anyFallback = anyFallback || outcome.fallback != nil
+            let statistics = LaunchStatistics(launch.report, closurePath: nil)
+            samples.append((statistics.preMainNanoseconds, launch.report.timings[.total] ?? 0))
+            guard number == repeatCount else { continue }
+            let repeated = repeatCount > 1 ? LaunchRepeat(samples: samples) : nil
+            print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: outcome.closurePath, fallback: outcome.fallback,
+                                      setFallback: outcome.setFallback, repeated: repeated), terminator: "")
+        }
+        if rebuild, anyFallback { writeFreshClosure(request, to: path, signedWith: signer, trusting: checks.trustKey) }
+    }
+
+    /// One launch as `--mode` asks: the prelinked set, the closure or the slow path, the
+    /// first that is used; with why each one before it was not. `quiet`: the refusals are
+    /// not told on stderr again (a repeated launch).
+    func launchOnce(_ request: LaunchOptions, checks: LaunchConfiguration, closurePath path: String, quiet: Bool) throws
+        -> (launch: Launch?, closurePath: String?, fallback: ClosureError?, setFallback: ClosureError?) {
+        var closurePath: String?
         var fallback: ClosureError?, setFallback: ClosureError?
         var launch: Launch?
         let setPath = ClosureCache.prelinkedSetPath(forClosure: path)
         // Trusting a key, a set's launch hashes all its data (docs/prelinked.md, "Signed
         // sets"): `auto` then takes the closure, which checks its images by status.
         if mode == .prelinked || (mode == .auto && checks.trustKey == nil && FileStatus.of(setPath) != nil) {
-            launch = try attempt(.prelinked, "prelinked set not used", then: "trying the closure") {
+            launch = try attempt(.prelinked, "prelinked set not used", then: "trying the closure", quiet: quiet) {
                 try PrelinkedLaunch.launch(setPath: setPath, request: request, configuration: checks)
             } refused: { setFallback = $0 }
             if launch != nil { closurePath = setPath }
         }
         if launch == nil, mode == .dyld3 || mode == .auto {
-            launch = try attempt(.dyld3, "closure not used", then: "launching with dyld2") {
+            launch = try attempt(.dyld3, "closure not used", then: "launching with dyld2", quiet: quiet) {
                 try FastPath.launch(closurePath: path, request: request, configuration: checks)
             } refused: { fallback = $0 }
             if launch != nil { closurePath = path }
         }
         if launch == nil { launch = try SlowPath.launch(request) }
-        guard let launch else { return }
-        defer { launch.memory.release() }
-        print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: closurePath, fallback: fallback, setFallback: setFallback),
-              terminator: "")
-        if rebuild, fallback != nil { writeFreshClosure(request, to: path, signedWith: signer, trusting: checks.trustKey) }
+        return (launch, closurePath, fallback, setFallback)
     }
 
     /// A launch from a closure or a set; when it is refused, the failure is the command's
     /// if `--mode` asked for `forced`, else `refused` hears of it, stderr says `notUsed`
     /// and what comes `then`, and the launch is nil.
     func attempt(
-        _ forced: LaunchMode, _ notUsed: String, then: String, _ body: () throws -> Launch,
+        _ forced: LaunchMode, _ notUsed: String, then: String, quiet: Bool = false, _ body: () throws -> Launch,
         refused: (ClosureError) -> Void = { _ in }
     ) throws -> Launch? {
         do {
@@ -118,7 +145,7 @@ struct LaunchCommand: ParsableCommand {
                 throw CommandFailure(what: "--mode \(forced.rawValue)", why: "\(failure.what): \(failure.why)", fix: failure.fix, kind: failure.kind)
             }
             refused(error)
-            if !json { FileHandle.standardError.write(Data("dyld3: \(notUsed) (\(error)); \(then)\n".utf8)) }
+            if !json, !quiet { FileHandle.standardError.write(Data("dyld3: \(notUsed) (\(error)); \(then)\n".utf8)) }
             return nil
         }
     }
@@ -182,10 +209,15 @@ extension FixupsMode: ExpressibleByArgument {}
 /// The text and JSON views of a launch report.
 enum LaunchOutput {
     /// `fallback`: why the closure was not used; `setFallback`: why the prelinked set was not.
+    /// `repeated`: the times of every launch of `--repeat`, the last of which is `report`.
     static func render(_ report: LaunchReport, json: Bool, stats: Bool, closure: String?, fallback: ClosureError?,
-                       setFallback: ClosureError? = nil) -> String {
-        if json { return jsonObject(report, closure: closure, fallback: fallback, setFallback: setFallback).serialized() + "\n" }
-        var out = ""
+                       setFallback: ClosureError? = nil, repeated: LaunchRepeat? = nil) -> String {
+        if json {
+            var object = jsonObject(report, closure: closure, fallback: fallback, setFallback: setFallback)
+            if let repeated, case let .object(members) = object { object = .object(members + [("repeat", repeated.json)]) }
+            return object.serialized() + "\n"
+        }
+        var out = "path: " + pathDescription(report, closure: closure, fallback: fallback, setFallback: setFallback) + "\n"
         if report.ran, let result = report.result {
             out += "main returned \(result)\n"
         } else {
@@ -197,7 +229,22 @@ enum LaunchOutput {
             if let setFallback { out += "  prelinked set not used: \(setFallback)\n" }
             if let fallback { out += "  closure not used:      \(fallback)\n" }
         }
+        if let repeated { out += repeated.text }
         return out
+    }
+
+    /// The loader path that ran, with what it ran from: `dyld3, closure PATH`, `prelinked,
+    /// set PATH (…)`, or `dyld2, the slow path` (with why the closure was not used).
+    static func pathDescription(_ report: LaunchReport, closure: String?, fallback: ClosureError?, setFallback: ClosureError?) -> String {
+        switch report.mode {
+        case "dyld3":
+            return "dyld3, closure \(closure ?? "?")" + (setFallback.map { " (prelinked set not used: \($0.kind))" } ?? "")
+        case "prelinked":
+            return "prelinked, set \(closure ?? "?") (" + (report.slidForBoot ? "its copy slid for this boot" : "slid at launch") + ")"
+        default:
+            let refused = fallback.map { " (closure not used: \($0.kind))" } ?? setFallback.map { " (prelinked set not used: \($0.kind))" } ?? ""
+            return "\(report.mode), the slow path" + refused
+        }
     }
 
     static func jsonObject(_ report: LaunchReport, closure: String?, fallback: ClosureError?, setFallback: ClosureError? = nil) -> JSONValue {
@@ -208,6 +255,7 @@ enum LaunchOutput {
         let digest: JSONValue = report.digest.map { .string("0x" + String($0, radix: 16)) } ?? .null
         let fallbackReason: JSONValue = report.pageInFallback.map { .string("\($0)") } ?? .null
         let slideReason: JSONValue = report.slideAtLaunch.map { .string("\($0)") } ?? .null
+        let slidForBoot: JSONValue = LaunchStatistics.slidForBoot(report).map(JSONValue.bool) ?? .null
         return .object([
             ("schema_version", .int(JSONValue.schemaVersion)), ("mode", .string(report.mode)),
             ("images", .array(report.images.map(JSONValue.string))), ("rebases", .int(Int64(report.rebases))),
@@ -218,7 +266,7 @@ enum LaunchOutput {
             ("initializers", .array(report.initializers.map(JSONValue.string))),
             ("digest", digest), ("fixups_mode", .string(report.fixupsMode.rawValue)),
             ("fixups_fallback_reason", fallbackReason), ("page_in", pageIn(report)),
-            ("slid_for_boot", .bool(report.slidForBoot)), ("slid_set_written", .bool(report.slidSetWritten)),
+            ("slid_for_boot", slidForBoot), ("slid_set_written", .bool(report.slidSetWritten)),
             ("slide_at_launch_reason", slideReason), ("closure", closure.map(JSONValue.string) ?? .null),
             ("prelinked_fallback_reason", setFallback.map { .string("\($0.kind): \($0)") } ?? .null),
             ("fallback_reason", fallback.map { .string("\($0.kind): \($0)") } ?? .null),
@@ -232,5 +280,41 @@ enum LaunchOutput {
         guard report.fixupsMode == .pageIn else { return .null }
         return .object([("fixup_pages", .int(Int64(report.fixupPages))), ("registered_bytes", .uint(report.registeredBytes)),
                         ("pages_filled", .int(Int64(report.pagesFilled)))])
+    }
+}
+
+/// `launch --repeat N`: the pre-main and total times of N launches in one process, as
+/// their median and spread (one launch on a busy machine can take several times another).
+struct LaunchRepeat {
+    /// Each launch's pre-main time (its total less `main`) and total, in launch order.
+    let samples: [(preMain: Int64, total: Int64)]
+
+    /// The median (the mean of the middle two for an even count), minimum and maximum.
+    static func spread(_ values: [Int64]) -> (median: Int64, min: Int64, max: Int64) {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return (0, 0, 0) }
+        let middle = sorted.count / 2
+        let median = sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+        return (median, sorted[0], sorted[sorted.count - 1])
+    }
+
+    var text: String {
+        func line(_ name: String, _ values: [Int64]) -> String {
+            let (median, low, high) = Self.spread(values)
+            func ms(_ nanoseconds: Int64) -> String { String(format: "%.3f ms", Double(nanoseconds) / 1e6) }
+            return "  \(name) median \(ms(median)), min \(ms(low)), max \(ms(high))"
+                + (low > 0 ? String(format: " (max/min %.2f)", Double(high) / Double(low)) : "") + "\n"
+        }
+        return "repeat: \(samples.count) launches in this process\n" + line("pre-main:", samples.map(\.preMain))
+            + line("total:   ", samples.map(\.total))
+    }
+
+    var json: JSONValue {
+        func object(_ values: [Int64]) -> JSONValue {
+            let (median, low, high) = Self.spread(values)
+            return .object([("median", .int(median)), ("min", .int(low)), ("max", .int(high)), ("samples", .array(values.map(JSONValue.int)))])
+        }
+        return .object([("launches", .int(Int64(samples.count))), ("pre_main_ns", object(samples.map(\.preMain))),
+                        ("total_ns", object(samples.map(\.total)))])
     }
 }

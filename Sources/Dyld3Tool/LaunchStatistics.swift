@@ -41,7 +41,13 @@ struct LaunchStatistics {
         otherNanoseconds = max(0, preMainNanoseconds - phases.reduce(0) { $0 + $1.nanoseconds })
         self.closurePath = closurePath
         closureBytes = closurePath.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }
-        slidForBoot = report.mode == "prelinked" ? report.slidForBoot : nil
+        slidForBoot = Self.slidForBoot(report)
+    }
+
+    /// Whether a prelinked launch mapped the set's copy slid for this boot; nil for the
+    /// other paths (the one value the JSON carries at its top and under `stats`).
+    static func slidForBoot(_ report: LaunchReport) -> Bool? {
+        report.mode == "prelinked" ? report.slidForBoot : nil
     }
 
     static func meaning(_ phase: LaunchReport.Phase, mode: String) -> String {

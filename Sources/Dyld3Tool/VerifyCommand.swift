@@ -15,9 +15,10 @@ struct VerifyCommand: ParsableCommand {
             only its owner can write it, its header, checksum, zstd frame and structure, the \
             consistency of its fixups, segments and indices, and whether every image it was \
             built from is still the same on disk. Prints one line per problem \
-            (PATH: KIND: WHAT) and a summary line, which counts every file of the cache; \
-            corrupt there counts every unusable file (corrupt, incompatible, not-a-closure, \
-            untrusted).
+            (PATH: KIND: WHAT), for a stale file the install that writes it again \
+            (PATH: refresh: `dyld3 install …`), and a summary line that counts every file \
+            of the cache by status, as --json's counts do (a status no file has, other than \
+            valid, corrupt and stale, is left out).
             Exit status: 0 when every closure is valid (an empty cache included); 2 when there \
             is no cache directory; 5 when any closure is untrusted (another user could have \
             written it or its directory, or with --trust it is not signed by that key); else 3 \
@@ -50,7 +51,6 @@ struct VerifyCommand: ParsableCommand {
         }
         let trustKey = try CommandFailure.reporting(json: json) { try trust.trustKey() }
         let results = ClosureVerification.verify(cache, trusting: trustKey, alwaysHash: trust.hashImages)
-        let valid = results.count { $0.status == .valid }
         let stale = results.count { $0.status == .stale }
         let unusable = results.count(where: \.isUnusable)
         if json {
@@ -58,16 +58,57 @@ struct VerifyCommand: ParsableCommand {
         } else {
             for result in results {
                 for problem in result.problems { print("\(result.path): \(problem)") }
+                if result.status == .stale, let refresh = Self.refreshCommand(result.path, cache: cache) {
+                    print("\(result.path): refresh: `\(refresh)`")
+                }
             }
-            let sets = results.count { $0.path.hasSuffix("." + ClosureCache.prelinkedSetExtension) }
-            let slid = results.count { $0.path.hasSuffix("." + ClosureCache.slidSetExtension) }
-            print("verify: \(results.count - sets - slid) closures" + (sets > 0 ? " and \(sets) prelinked sets" : "")
-                  + (slid > 0 ? " (\(slid) slid for a boot)" : "")
-                  + ", \(valid) valid, \(unusable) corrupt, \(stale) stale")
+            print(Self.summary(results))
         }
         if results.contains(where: { $0.status == .untrusted }) { throw ExitCode(Self.untrustedExitCode) }
         if unusable > 0 { throw ExitCode(Self.unusableExitCode) }
         if stale > 0 { throw ExitCode(Self.staleExitCode) }
+    }
+
+    /// `verify: N closures[ and M prelinked sets (K slid for a boot)], V valid, C corrupt, S stale`,
+    /// then each other status that any file has (`2 not-a-closure`): closures and sets add
+    /// up to the files, and the statuses add up to them too, each counted under the name
+    /// `--json` counts it under.
+    static func summary(_ results: [ClosureVerification]) -> String {
+        let sets = results.count { $0.path.hasSuffix("." + ClosureCache.prelinkedSetExtension) }
+        let slid = results.count { $0.path.hasSuffix("." + ClosureCache.slidSetExtension) }
+        var counts = ["\(results.count { $0.status == .valid }) valid", "\(results.count { $0.status == .corrupt }) corrupt",
+                      "\(results.count { $0.status == .stale }) stale"]
+        for status in ClosureVerification.Status.allCases where ![.valid, .corrupt, .stale].contains(status) {
+            let count = results.count { $0.status == status }
+            if count > 0 { counts.append("\(count) \(status.rawValue)") }
+        }
+        return "verify: \(results.count - sets - slid) closures" + (sets + slid > 0 ? " and \(sets + slid) prelinked sets" : "")
+            + (slid > 0 ? " (\(slid) slid for a boot)" : "") + ", " + counts.joined(separator: ", ")
+    }
+
+    /// The `dyld3 install` that writes a stale file again: the app, root and cache its
+    /// closure was built for (a prelinked set's own closure names them), with `--prelink`
+    /// for a set. Nil when no closure beside it decodes, when the app is gone, or for a
+    /// copy slid for a boot (the next launch writes it).
+    static func refreshCommand(_ path: String, cache: ClosureCache) -> String? {
+        var closurePath = path, prelink = false
+        if path.hasSuffix("." + ClosureCache.prelinkedSetExtension) {
+            closurePath = String(path.dropLast(ClosureCache.prelinkedSetExtension.count)) + ClosureCache.fileExtension
+            prelink = true
+        }
+        guard closurePath.hasSuffix("." + ClosureCache.fileExtension), let dump = try? ClosureDump(path: closurePath) else { return nil }
+        let binding = dump.closure.binding
+        guard FileStatus.of(binding.app) != nil else { return nil }
+        var command = "dyld3 install \(binding.app)"
+        if !binding.root.isEmpty { command += " --root \(binding.root)" }
+        if !binding.host.isEmpty, binding.host != binding.root + "/bin/host" { command += " --host \(binding.host)" }
+        command += " --arch \(binding.arch) --cache \(cache.directory)"
+        for inserted in binding.insertedPaths { command += " --insert \(inserted)" }
+        if binding.policy.requireSignatures { command += " --require-signatures" }
+        if binding.policy.libraryValidation { command += " --library-validation" }
+        if dump.closure.contentOnlyIdentity { command += " --content-only" }
+        if prelink { command += " --prelink" }
+        return command
     }
 
     static func jsonReport(cache: ClosureCache, results: [ClosureVerification]) -> JSONValue {
@@ -78,7 +119,10 @@ struct VerifyCommand: ParsableCommand {
                 ("problems", .array(result.problems.map { .object([("kind", .string($0.kind.rawValue)), ("message", .string($0.message))]) })),
             ])
         }
-        var counts: [(String, JSONValue)] = [("closures", .int(Int64(results.count)))]
+        let sets = results.count { $0.path.hasSuffix("." + ClosureCache.prelinkedSetExtension) || $0.path.hasSuffix("." + ClosureCache.slidSetExtension) }
+        var counts: [(String, JSONValue)] = [
+            ("files", .int(Int64(results.count))), ("closures", .int(Int64(results.count - sets))), ("prelinked_sets", .int(Int64(sets))),
+        ]
         for status in ClosureVerification.Status.allCases {
             counts.append((status.rawValue.replacingOccurrences(of: "-", with: "_"), .int(Int64(results.count { $0.status == status }))))
         }

@@ -19,6 +19,8 @@ struct DyldInfoRow: Equatable, Sendable {
     var targetAddress: UInt64 = 0
     /// Prints " (weak import)" after the symbol.
     var weakImport: Bool = false
+    /// The bind's library ordinal (bind-like rows of opcode streams; 0 otherwise).
+    var libraryOrdinal: Int = 0
 }
 
 /// Lays out `--dyld-info` rows with llvm-objdump 19's column rules (PrintDyldInfo):

@@ -23,10 +23,14 @@ enum FixupJSON {
             }
             json.end(to: &out)
         }
-        if tables.contains(.chainedFixups) || tables.contains(.dyldInfo), let chained = try image.parseChainedFixups() {
+        let chained = try image.parseChainedFixups()
+        if tables.contains(.chainedFixups) || tables.contains(.dyldInfo), let chained {
             json.beginObject("chained_fixups", to: &out)
             try writeChained(chained, image, json: &json, to: &out)
             json.end(to: &out)
+        }
+        if tables.contains(.dyldInfo), chained == nil, image.dyldInfo != nil {
+            try writeOpcodeRows(image, json: &json, to: &out)
         }
         if tables.contains(.exportsTrie) {
             json.beginArray("exports", to: &out)
@@ -102,6 +106,27 @@ enum FixupJSON {
             if let auth = fixup.pointer.authentication {
                 members += [("key", .string(auth.key.name)), ("diversity", .int(Int64(auth.diversity))),
                             ("address_diversity", .bool(auth.addressDiversity))]
+            }
+            json.member(nil, .object(members), to: &out)
+        }
+        json.end(to: &out)
+    }
+
+    /// `dyld_info`: the rows `--dyld-info` prints for an opcode-based image (every rebase,
+    /// bind, lazy bind and weak bind, in address order), with the full library name.
+    static func writeOpcodeRows<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
+        let rows = try OpcodeDyldInfoRows(image)
+        json.beginArray("dyld_info", to: &out)
+        rows.forEach { row in
+            var members: [(String, JSONValue)] = [
+                ("segment", .string(row.segment)), ("section", .string(row.section)), ("address", .uint(row.address)),
+                ("raw", .uint(row.pointer)), ("kind", .string(row.type)),
+            ]
+            if let addend = row.addend {
+                members += [("ordinal", .int(Int64(row.libraryOrdinal))), ("library", library(row.libraryOrdinal, image)),
+                            ("symbol", .string(row.symbol)), ("addend", .int(addend)), ("weak_import", .bool(row.weakImport))]
+            } else {
+                members.append(("target", .uint(row.targetAddress)))
             }
             json.member(nil, .object(members), to: &out)
         }

@@ -106,6 +106,7 @@ struct OpcodeDyldInfoRows {
                 row.dylib = shortNames[target.libraryOrdinal]
                 row.symbol = target.symbol
                 row.weakImport = target.weakImport
+                row.libraryOrdinal = target.libraryOrdinal
             }
             body(row)
         }

@@ -24,9 +24,24 @@ extension ClosureTests {
         #expect(keysNotSnakeCase(object ?? [:]).isEmpty, "\(command): \(keysNotSnakeCase(object ?? [:]))", sourceLocation: sourceLocation)
     }
 
+    /// The error kinds docs/json.md lists (its `error-kinds` table): every command's come from it.
+    static func documentedErrorKinds() throws -> Set<String> {
+        let doc = try String(contentsOf: Paths.repoRoot.appendingPathComponent("docs/json.md"), encoding: .utf8)
+        let start = try #require(doc.range(of: "<!-- error-kinds -->")), end = try #require(doc.range(of: "<!-- /error-kinds -->"))
+        var kinds: Set<String> = []
+        for line in doc[start.upperBound..<end.lowerBound].split(separator: "\n") where line.hasPrefix("| `") {
+            let cell = line.dropFirst(2).prefix { $0 != "|" }
+            for word in cell.split(separator: "`", omittingEmptySubsequences: false).enumerated() where word.offset % 2 == 1 { kinds.insert(String(word.element)) }
+        }
+        return kinds
+    }
+
     static func expectError(_ result: Dyld3Binary.Result, _ command: String, status: Int32 = 1, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(result.status == status, "\(command): \(result.status) \(result.stderr)", sourceLocation: sourceLocation)
         let error = result.json?["error"] as? [String: Any]
+        let kinds = (try? documentedErrorKinds()) ?? []
+        #expect(kinds.count > 10 && kinds.contains(error?["kind"] as? String ?? "?"),
+                "\(command): kind \(error?["kind"] ?? "none") is not in docs/json.md's list", sourceLocation: sourceLocation)
         #expect(Set(error?.keys.map { $0 } ?? []) == ["kind", "what", "why", "fix"], "\(command): \(result.stdout)", sourceLocation: sourceLocation)
         #expect(result.json?["schema_version"] as? Int == 1, "\(command): \(result.stdout)", sourceLocation: sourceLocation)
         // The same failure as the one stderr line.
@@ -106,6 +121,15 @@ extension ClosureTests {
         ]
         for (name, arguments, status) in failures {
             Self.expectError(try await Dyld3Binary.run(arguments, limitSeconds: 60), name, status: status)
+        }
+
+        // A file that is not Mach-O is `malformed` to every command that reads it.
+        let notMachO = keys + "/not-macho"
+        try Scratch.write(Array("not a Mach-O file, only text\n".utf8), to: notMachO)
+        for arguments in [["inspect", notMachO, "--json"], ["launch", notMachO, "--json"] + common, ["install", notMachO, "--json"] + common] {
+            let result = try await Dyld3Binary.run(arguments, limitSeconds: 60)
+            let error = (result.json?["error"] as? [String: Any]) ?? ((result.json?["failures"] as? [[String: Any]])?.first?["error"] as? [String: Any])
+            #expect(result.status == 1 && error?["kind"] as? String == "malformed", "\(arguments[0]): \(result.stdout)")
         }
     }
 }

@@ -64,6 +64,6 @@ import ClosureFormat
         #expect(verify.status == 3)
         #expect(verify.stdout.contains("notes.txt: not-a-closure"), "\(verify.stdout)")
         #expect(verify.stdout.contains("0000000000000000-x86_64.dyld3closure: not-a-closure"), "\(verify.stdout)")
-        #expect(verify.stdout.contains("verify: 3 closures, 1 valid, 2 corrupt, 0 stale"), "\(verify.stdout)")
+        #expect(verify.stdout.contains("verify: 3 closures, 1 valid, 0 corrupt, 0 stale, 2 not-a-closure"), "\(verify.stdout)")
     }
 }
