@@ -75,11 +75,12 @@ package enum PrelinkBuilder {
         return (set, data)
     }
 
-    static func store(_ value: UInt64, at offset: Int, in data: inout [UInt8]) {
+    /// The little-endian word `value` at `offset` of `data` (and its reading, ``load(at:in:)``).
+    package static func store(_ value: UInt64, at offset: Int, in data: inout [UInt8]) {
         for byte in 0..<8 { data[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
     }
 
-    static func load(at offset: Int, in data: [UInt8]) -> UInt64 {
+    package static func load(at offset: Int, in data: [UInt8]) -> UInt64 {
         (0..<8).reduce(UInt64(0)) { $0 | UInt64(data[offset + $1]) << (8 * UInt64($1)) }
     }
 }

@@ -61,27 +61,6 @@ package struct DyldCacheFile: Sendable {
         self.images = images
     }
 
-    /// The file bytes mapped at `address`, `count` long, when one mapping holds them all.
-    package func bytes(at address: UInt64, count: Int) throws(MachOError) -> ByteView {
-        for mapping in mappings where address >= mapping.address && address - mapping.address < mapping.size {
-            let into = address - mapping.address
-            guard UInt64(count) <= mapping.size - into else { break }
-            return try view.slice(Int(mapping.fileOffset + into), count)
-        }
-        throw MachOError(offset: 0, structure: "dyld shared cache", what: "0x\(String(address, radix: 16))+0x\(String(count, radix: 16)) is in no mapping")
-    }
-
-    /// The image at `index` as a Mach-O image read in place (its header and load commands;
-    /// segments address the cache, so its bytes run to the end of its mapping).
-    package func image(_ index: Int) throws(MachOError) -> MachOImage {
-        let address = images[index].address
-        for mapping in mappings where address >= mapping.address && address - mapping.address < mapping.size {
-            let into = address - mapping.address
-            return try MachOImage(parsing: try view.slice(Int(mapping.fileOffset + into), Int(mapping.size - into)))
-        }
-        throw MachOError(offset: 0, structure: "dyld shared cache", what: "image \(index) (\(images[index].path)) at 0x\(String(address, radix: 16)) is in no mapping")
-    }
-
     /// Slide info v2 of mapping `index`, nil when it has none.
     package func slideInfo(_ index: Int) throws(MachOError) -> DyldCache.SlideInfoV2? {
         let mapping = mappings[index]

@@ -113,11 +113,11 @@ package enum SharedCacheBuilder {
                 if pageStarts[pageIndex] == DyldCache.SlideInfoV2.noRebase { pageStarts[pageIndex] = UInt16((into % slidePage) / 4) }
                 let next = position + 1 < mine.count ? mine[position + 1] : nil
                 let delta = next.flatMap { ($0 - run.range.lowerBound) / slidePage == UInt64(pageIndex) ? $0 - location : nil } ?? 0
-                let value = load(at: Int(location), in: slid)
+                let value = PrelinkBuilder.load(at: Int(location), in: slid)
                 guard value > start, value - start < (UInt64(1) << 40), delta % 4 == 0 else {
                     throw ClosureError.mapping(path: path, image: "the shared cache", what: "the pointer at 0x\(String(dataBase + location, radix: 16)) cannot be chained in slide info v2")
                 }
-                store((value - start) | (delta << UInt64(deltaMask.trailingZeroBitCount - 2)), at: Int(location), in: &slid)
+                PrelinkBuilder.store((value - start) | (delta << UInt64(deltaMask.trailingZeroBitCount - 2)), at: Int(location), in: &slid)
             }
             var mapping = DyldCache.Mapping(address: dataBase + run.range.lowerBound, size: UInt64(run.range.count),
                                             fileOffset: UInt64(headerArea) + run.range.lowerBound, slideInfoFileOffset: 0, slideInfoFileSize: 0,
@@ -166,14 +166,6 @@ package enum SharedCacheBuilder {
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try UnsafeFileIO.writeAtomically(bytes, to: path, mode: 0o444)
         return Built(path: path, arch: arch, images: images, mappings: mappings, uuid: header.uuid, size: bytes.count, slideLocations: locations.count)
-    }
-
-    static func store(_ value: UInt64, at offset: Int, in data: inout [UInt8]) {
-        for byte in 0..<8 { data[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
-    }
-
-    static func load(at offset: Int, in data: [UInt8]) -> UInt64 {
-        (0..<8).reduce(UInt64(0)) { $0 | UInt64(data[offset + $1]) << (8 * UInt64($1)) }
     }
 
     /// The set's protection runs, the pages between them read-only (as a set maps them), with
