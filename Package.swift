@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "ClosureCache", targets: ["ClosureCache"]),
         .library(name: "ClosureBuild", targets: ["ClosureBuild"]),
         .library(name: "SharedCache", targets: ["SharedCache"]),
+        .library(name: "SharedCacheBuild", targets: ["SharedCacheBuild"]),
         .library(name: "LoaderSystem", targets: ["LoaderSystem"]),
         .library(name: "Pager", targets: ["Pager"]),
         .library(name: "LaunchMemory", targets: ["LaunchMemory"]),
@@ -85,13 +86,19 @@ let package = Package(
         .target(name: "ClosureBuild", dependencies: ["Dyld2", "ClosureFormat", "ClosureCache", "LaunchPlan", "LoaderCore", "LaunchMemory", "RuntimeServices", "MachOReader"]),
         // The dyld shared cache in Apple's format: its tables read and written, and its build from a root.
         .target(name: "SharedCache", dependencies: [
-            "ClosureBuild", "ClosureCache", "ClosureFormat", "LaunchMemory", "LaunchPlan", "LoaderCore", "LoaderSystem", "MachOInspect", "MachOReader",
+            "ClosureCache", "ClosureFormat", "LaunchMemory", "LaunchPlan", "LoaderCore", "LoaderSystem", "MachOReader",
             .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        // `dyld3 shared-cache build`, `inspect` of a cache, and binding closures into a cache.
+        .target(name: "SharedCacheBuild", dependencies: [
+            "SharedCache", "ClosureBuild", "ClosureCache", "ClosureFormat", "LaunchMemory", "LaunchPlan", "LoaderCore", "LoaderSystem",
+            "MachOInspect", "MachOReader", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // The dyld3 fast path: read a closure (on two cores when it is large), check it and
         // apply it, eagerly or page by page. Cannot see the slow path.
         .target(name: "Dyld3", dependencies: [
             "ClosureFormat", "ClosureCache", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager", "LaunchMemory", "RuntimeServices", "MachOReader",
+            "SharedCache",
         ]),
         // `dyld3 compare`: both paths at one slide, memory and fixups side by side.
         .target(name: "LaunchComparison", dependencies: [
@@ -139,7 +146,7 @@ let package = Package(
             dependencies: [
                 "MachOReader", "MachOInspect", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager", "RuntimeServices", "Dyld2", "ClosureFormat",
                 "ClosureCache", "ClosureBuild", "Dyld3",
-                "LaunchComparison", "StubRoot", "LaunchBench", "AppArchive", "SharedCache",
+                "LaunchComparison", "StubRoot", "LaunchBench", "AppArchive", "SharedCache", "SharedCacheBuild",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -151,7 +158,7 @@ let package = Package(
         .testTarget(name: "MachOReaderTests", dependencies: ["MachOReader", "MachOInspect", "TestSupport"]),
         .testTarget(name: "LoaderTests", dependencies: [
             "Dyld2", "Dyld3", "ClosureBuild", "ClosureFormat", "LaunchComparison", "ClosureCache", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager",
-            "LaunchMemory", "RuntimeServices", "MachOReader", "ProcessRunner", "SharedCache", "StubRoot",
+            "LaunchMemory", "RuntimeServices", "MachOReader", "ProcessRunner", "SharedCache", "SharedCacheBuild", "StubRoot",
             "TestSupport",
         ]),
         .testTarget(name: "StubRootTests", dependencies: ["StubRoot", "LaunchPlan", "LoaderCore", "MachOReader", "MachOInspect", "ProcessRunner", "TestSupport"]),

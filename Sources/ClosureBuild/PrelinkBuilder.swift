@@ -19,6 +19,9 @@ package enum PrelinkBuilder {
             throw .incompatible(path: closurePath, what: "a content-only closure (for caches that travel) gets no prelinked set: "
                 + "a set is identified by its images' inode and times; install without --content-only")
         }
+        guard closure.sharedCache == nil else {
+            throw .incompatible(path: closurePath, what: "a closure bound into the shared cache gets no prelinked set: install with --shared-cache none")
+        }
         let plans = closure.images.map(\.plan)
         let (offsets, rangeSize) = LaunchMemory.layout(plans)
         guard rangeSize <= PrelinkedSetFile.maxFileSize else {

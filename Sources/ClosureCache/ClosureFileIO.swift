@@ -46,7 +46,7 @@ extension ClosureFile {
     }
 
     /// A closure file, or its directory, that another user can write could have been forged.
-    static func checkOwnership(_ path: String, _ status: FileStatus) throws(ClosureError) {
+    package static func checkOwnership(_ path: String, _ status: FileStatus) throws(ClosureError) {
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let directoryPath = directory.isEmpty ? (path.hasPrefix("/") ? "/" : ".") : directory
         guard let directoryStatus = FileStatus.of(directoryPath) else {

@@ -141,6 +141,13 @@ extension ClosureImage {
         for image in images {
             var hashed = false
             defer { if hashed { hashedImages += 1 } }
+            // An image in the shared cache is the cache's: its UUID is checked once.
+            if image.cacheSlot != nil {
+                let file = ImageDescriptor.inSharedCache(image.path)
+                files.append(file)
+                handOff?.hand(file)
+                continue
+            }
             let file: ImageDescriptor
             do throws(ClosureError) {
                 file = try image.openChecked(closurePath: closurePath, contentOnly: contentOnly, builtAt: builtAt, checks: checks, hashed: &hashed)

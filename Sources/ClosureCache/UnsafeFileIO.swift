@@ -16,9 +16,9 @@ package enum UnsafeFileIO {
     package static var effectiveUserID: UInt32 { UInt32(geteuid()) }
 
     /// A regular file opened read-only, and its `fstat`.
-    final class OpenFile {
-        let fd: Int32
-        let status: FileStatus
+    package final class OpenFile {
+        package let fd: Int32
+        package let status: FileStatus
 
         init(fd: Int32, status: FileStatus) {
             self.fd = fd
@@ -44,7 +44,7 @@ package enum UnsafeFileIO {
         }
 
         /// Up to `count` bytes at `offset` (fewer at the end of the file or on a read error).
-        func read(offset: UInt64, count: Int) -> [UInt8] {
+        package func read(offset: UInt64, count: Int) -> [UInt8] {
             unsafe [UInt8](unsafeUninitializedCapacity: max(0, count)) { buffer, initialized in
                 var done = 0
                 while done < count {
@@ -60,7 +60,7 @@ package enum UnsafeFileIO {
         /// The whole file (its bounded `fstat` size) mapped read-only, or nil; unmapped with the
         /// last view onto it. Truncating a mapped file makes reads past its end fault: closures
         /// are replaced by rename, never rewritten in place (docs/security.md).
-        func mapAll() -> ByteView? {
+        package func mapAll() -> ByteView? {
             let size = Int(status.size)
             guard size > 0 else { return ByteView([]) }
             guard case let .success(address) = unsafe UnsafeSystemCall.mapping({ unsafe mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }) else { return nil }
@@ -74,7 +74,7 @@ package enum UnsafeFileIO {
 
     /// Opens `path` read-only without following a symlink at its last component; refuses
     /// anything but a regular file (``ClosureError/untrusted(path:what:)``).
-    static func openNoFollow(_ path: String) -> Result<OpenFile, ClosureError> {
+    package static func openNoFollow(_ path: String) -> Result<OpenFile, ClosureError> {
         let fd: Int32
         switch UnsafeSystemCall.retryingInterrupts({ unsafe open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }, failed: { $0 < 0 }) {
         case let .success(opened): fd = opened

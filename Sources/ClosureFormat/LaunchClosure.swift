@@ -7,11 +7,11 @@ import LaunchPlan
 /// ``ClosureBinding``, content-only byte, `rootCount` ULEB, image count +
 /// ``ClosureImage``s, bind-target count + ``BindTarget``s, initializer-order count + ULEB
 /// image indices, entry flag byte (+ ULEB offset), missing-dylib count + ``ClosureMissingDylib``s,
-/// ``ClosureObjC``, ``ClosureThreadLocals``, dlopen-closure count + ``ClosureDlopen``s.
+/// ``ClosureObjC``, ``ClosureThreadLocals``, dlopen-closure count + ``ClosureDlopen``s, ``ClosureSharedCache``.
 /// Each record reads and writes itself; this type only strings them together.
 package struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
-    package static let formatVersion: UInt32 = 9
+    package static let formatVersion: UInt32 = 10
     /// Who built it.
     package static let builderIdentity = "dyld3-swift closure builder 1"
 
@@ -39,6 +39,8 @@ package struct LaunchClosure: Equatable, Sendable {
     package var threadLocals: ClosureThreadLocals
     /// The dlopen closures built with it (`--dlopen`), decoded when a `dlopen` uses one.
     package var dlopens: [ClosureDlopen]
+    /// The shared cache its ``ClosureImage/cacheSlot`` images lie in; nil when none does.
+    package var sharedCache: ClosureSharedCache?
 
     package init(binding: ClosureBinding, contentOnlyIdentity: Bool, images: [ClosureImage], rootCount: Int,
                 bindTargets: [BindTarget], initializerOrder: [Int], entryOffset: UInt64?, missingWeakDylibs: [ClosureMissingDylib],
@@ -55,6 +57,10 @@ package struct LaunchClosure: Equatable, Sendable {
         self.threadLocals = threadLocals
         self.dlopens = dlopens
     }
+
+    /// Per image, the signature its mapped pages are checked against: none for an image in the
+    /// shared cache (the cache is checked whole, by its UUID).
+    package var mappedSignatures: [SignedImage?] { images.map { $0.cacheSlot == nil ? $0.identity.signature : nil } }
 
     package var totalRebases: Int { images.reduce(0) { $0 + $1.rebaseCount } }
     package var totalBinds: Int { images.reduce(0) { $0 + $1.bindCount } }
@@ -150,6 +156,10 @@ package struct LaunchClosure: Equatable, Sendable {
         for _ in 0..<(try r.count(of: "dlopen closure", minimumSize: ClosureDlopen.minimumEncodedSize)) {
             dlopens.append(try ClosureDlopen(parsing: &r))
         }
+        sharedCache = try ClosureSharedCache.parse(&r)
+        if sharedCache == nil, let image = images.first(where: { $0.cacheSlot != nil }) {
+            throw r.corrupt("image \(image.path) lies in a shared cache the closure does not name")
+        }
         guard r.atEnd else { throw r.corrupt("bytes after the closure body") }
     }
 
@@ -176,6 +186,7 @@ package struct LaunchClosure: Equatable, Sendable {
         threadLocals.encode(into: &w)
         w.uleb(dlopens.count)
         for dlopen in dlopens { dlopen.encode(into: &w) }
+        ClosureSharedCache.encode(sharedCache, into: &w)
         return w.bytes
     }
 }

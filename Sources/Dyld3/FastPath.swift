@@ -6,6 +6,7 @@ import LoaderSystem
 import Pager
 import LaunchMemory
 import RuntimeServices
+import SharedCache
 
 /// The dyld3 fast path: validate a closure and apply it. No Mach-O parsing beyond each image's
 /// own header (its plan checked against it on a second core while the images are mapped), no
@@ -84,7 +85,20 @@ package enum FastPath {
             throw LoadError.failed(path: closurePath, cause: error)
         }
         let later = LaunchDigest.laterWrites(objc: objc, threadLocals: closure.threadLocals.setups, imageCount: closure.images.count)
-        return memory.writableDigest(slideDependent: LaunchDigest.slideDependentLocations(fixups, then: later),
+        var locations = LaunchDigest.slideDependentLocations(fixups, then: later)
+        // The cache's images were fixed up when it was built: its slide info lists their pointers.
+        if let cache = closure.sharedCache {
+            do throws(ClosureError) {
+                for (index, cached) in try SharedCacheRegion.slideLocations(cache, images: closure.images).enumerated() where !cached.isEmpty {
+                    // A word the closure patches is what the patch makes it.
+                    let patched = Set((fixups[index] + later[index]).map(\.vmOffset))
+                    locations[index] = Array(Set(cached.filter { !patched.contains($0) } + locations[index])).sorted()
+                }
+            } catch {
+                throw LoadError.failed(path: closurePath, cause: error)
+            }
+        }
+        return memory.writableDigest(slideDependent: locations,
                                      loaderPointers: LaunchDigest.loaderPointers(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, imageCount: closure.images.count))
     }
 
@@ -207,7 +221,7 @@ struct ClosureLaunchSource: LaunchSource {
             launch.report.slide = memory.images[0].slide
             launch.report.timings[.mapping] = launch.clock.lap()
             if request.verifyPages {
-                launch.report.pagesVerified = try EagerPageVerification.verify(memory, signatures: closure.images.map(\.identity.signature)).pages
+                launch.report.pagesVerified = try EagerPageVerification.verify(memory, signatures: closure.mappedSignatures).pages
                 launch.report.timings[.parsing] = launch.clock.lap()
             }
             return MappedLaunch(closure: closure, path: path, memory: memory, protections: .segments, pagedIn: pageIn != nil,
@@ -221,6 +235,9 @@ struct ClosureLaunchSource: LaunchSource {
         guard case let .images(eager) = mapped.pending else { return }
         let closure = mapped.closure, memory = mapped.memory
         let values = closure.bindTargetValues(memory)
+        if closure.sharedCache != nil {
+            try memory.openForPatches(eager.filter { closure.images[$0].cacheSlot != nil && closure.images[$0].rebaseCount + closure.images[$0].bindCount > 0 })
+        }
         try FastPath.applyFixups(closure, images: eager, memory: memory, targetValues: values, closurePath: mapped.path, helper: launch.helper)
         launch.report.timings[.bind] = launch.clock.lap()
         if !closure.objc.bindRuns.isEmpty {
@@ -268,23 +285,28 @@ struct ClosureLaunchSource: LaunchSource {
     static func mapImages(_ closure: LaunchClosure, path: String, files: [ImageDescriptor], handOff: DescriptorHandOff?,
                           request: LaunchOptions, report: inout LaunchReport) throws -> (LaunchMemory, PageInFixups.Plan?) {
         let plans = closure.images.map(\.plan)
+        // The shared cache's range, mapped for each attempt (a failed one releases it).
+        func shared() throws(ClosureError) -> LaunchMemory.SharedImages? {
+            try closure.sharedCache.map { (cache) throws(ClosureError) in try SharedCacheRegion.map(cache, images: closure.images, closurePath: path) }
+        }
         guard request.fixups == .pageIn else {
-            return (try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide), nil)
+            return (try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide, shared: shared()), nil)
         }
         let pageSize = LaunchMemory.pageSize
         let plan = try PageInFixups.plan(closure, pageSize: pageSize)
-        switch FixupPager.open(signatures: closure.images.map(\.identity.signature)) {
+        switch FixupPager.open(signatures: closure.mappedSignatures) {
         case let .failure(failure):
             report.pageInFallback = .userfaultfdUnavailable("\(failure)")
         case let .success(pager):
             let pagedIn = PageInFixups.map(with: pager, pages: plan.pageCount, faultAround: request.faultAround, report: &report) {
-                try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide, pageIn: (pager, plan.ranges))
+                try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide, pageIn: (pager, plan.ranges),
+                                 shared: shared())
             } source: { memory in
                 PageInFixups(closure, plan: plan, targetValues: closure.bindTargetValues(memory), pageSize: pageSize)
             }
             if let pagedIn { return (pagedIn, plan) }
         }
-        return (try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide), nil)
+        return (try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide, shared: shared()), nil)
     }
 
     /// When the images are read ahead (``ImagePlan/readAheadRange(deferred:)``): never under
@@ -299,7 +321,7 @@ struct ClosureLaunchSource: LaunchSource {
 
     /// Asks the kernel to read ahead each image of `closure` from its descriptor in `files`.
     static func readAhead(_ closure: LaunchClosure, files: [ImageDescriptor]) {
-        for (image, file) in zip(closure.images, files) {
+        for (image, file) in zip(closure.images, files) where image.cacheSlot == nil {
             if let range = image.plan.readAheadRange() { file.readAhead(range) }
         }
     }
@@ -307,7 +329,7 @@ struct ClosureLaunchSource: LaunchSource {
     /// The first image whose plan is not the one its own header and load commands give (read
     /// through `files`, the descriptors the launch maps from), and how.
     static func planDisagreement(_ closure: LaunchClosure, files: [ImageDescriptor]) -> (image: Int, what: PlanDisagreement)? {
-        closure.images.indices.lazy.compactMap { index in
+        closure.images.indices.lazy.filter { closure.images[$0].cacheSlot == nil }.compactMap { index in
             closure.images[index].planDisagreement(arch: closure.arch, file: files[index]).map { (index, $0) }
         }.first
     }

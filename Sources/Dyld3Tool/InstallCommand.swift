@@ -6,6 +6,8 @@ import MachOInspect
 import ClosureFormat
 import LaunchPlan
 import LoaderSystem
+import SharedCache
+import SharedCacheBuild
 
 /// `dyld3 install APP…`: builds launch closures out of process, one per app and arch.
 struct InstallCommand: ParsableCommand {
@@ -35,6 +37,11 @@ struct InstallCommand: ParsableCommand {
 
     @Flag(help: "Print one JSON document (docs/json.md): every closure written and every app that got none, with its error.")
     var json = false
+
+    @Option(name: .customLong("shared-cache"), help: ArgumentHelp(
+        "Bind the closure into a dyld shared cache (docs/shared-cache.md): auto (the root's cache for the arch, when it has one and it holds what the launch would write), none, or the cache's PATH.",
+        valueName: "auto|none|PATH"))
+    var sharedCache = "auto"
 
     @Option(name: .customLong("dlopen"), help: ArgumentHelp(
         "Also build the dlopen closure of PATH, as the app's code passes it to dlopen (@executable_path/..., @rpath/..., or a path under --root), or a file inside the app. Repeatable.",
@@ -81,6 +88,15 @@ struct InstallCommand: ParsableCommand {
                         closure.dlopens.append(record)
                     }
                     let path = cache.closurePath(forApp: request.roots.last!, arch: request.arch)
+                    var cachedImages = 0, cachePatches = 0
+                    if let cachePath = sharedCachePath(arch: request.arch) {
+                        do {
+                            (closure, cachedImages, cachePatches) = try SharedCacheBinding.bind(closure, cachePath: cachePath, closurePath: path)
+                        } catch {
+                            guard sharedCache == "auto" else { throw error }
+                            FileHandle.standardError.write(Data("dyld3: \(app): shared cache \(error)\n".utf8))
+                        }
+                    }
                     var untrusted: String?
                     do throws(ClosureError) {
                         try ClosureFile.checkTrust(path)
@@ -101,6 +117,7 @@ struct InstallCommand: ParsableCommand {
                     let prelinked = prelink ? try PrelinkInstall.write(closure, closurePath: path, signedWith: signer) : nil
                     let line = "\(app) [\(request.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "
                         + "\(closure.totalBinds) binds" + (closure.dlopens.isEmpty ? "" : ", \(closure.dlopens.count) dlopen closures")
+                        + (cachedImages == 0 ? "" : ", \(cachedImages) in the shared cache (\(cachePatches) patches)")
                         + " -> \(path) (\(size) bytes)"
                     if json {
                         written.append(.object([
@@ -108,6 +125,7 @@ struct InstallCommand: ParsableCommand {
                             ("rebases", .int(Int64(closure.totalRebases))), ("binds", .int(Int64(closure.totalBinds))),
                             ("closure", .string(path)), ("closure_bytes", .int(Int64(size))),
                             ("dlopen_closures", .array(closure.dlopens.map { .string($0.requested) })),
+                            ("shared_cache", closure.sharedCache.map { .string($0.path) } ?? .null), ("images_in_shared_cache", .int(Int64(cachedImages))), ("shared_cache_patches", .int(Int64(cachePatches))),
                         ] + (prelinked?.json ?? [])))
                     } else {
                         print(line)
@@ -132,6 +150,18 @@ struct InstallCommand: ParsableCommand {
             print(Self.summary(installed: attempted - failures.count, failures: failures))
         }
         if !failures.isEmpty { throw ExitCode(1) }
+    }
+
+    /// The cache `--shared-cache` names for `arch`: auto finds the root's (none with `--prelink`:
+    /// a prelinked set holds every image itself).
+    func sharedCachePath(arch: String) -> String? {
+        switch sharedCache {
+        case "none": return nil
+        case "auto":
+            guard !prelink, let root = options.root else { return nil }
+            return DyldCache.paths(arch: arch).map { root + "/" + $0 }.first { FileManager.default.fileExists(atPath: $0) }
+        default: return sharedCache
+        }
     }
 
     /// A `--dlopen` argument as the app's code would pass it: a file inside the main

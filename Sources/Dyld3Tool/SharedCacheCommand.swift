@@ -5,6 +5,7 @@ import LoaderCore
 import MachOInspect
 import MachOReader
 import SharedCache
+import SharedCacheBuild
 
 /// `dyld3 shared-cache`: the system's dylibs built once into one file in Apple's format.
 struct SharedCacheCommand: ParsableCommand {

@@ -87,7 +87,8 @@ package struct LaunchComparison: Sendable {
         let slow = try SlowPath.launch(options)
         let slide = slow.report.slide
         let (slowOpened, slides) = try open(dlopen, in: slow.memory, slides: nil)
-        let slowSnapshot = snapshot(slow.memory)
+        var slowSnapshot = snapshot(slow.memory)
+        let slowRelative = slow.memory.imageRelative
         let slowKeys = slow.memory.threadLocalKeyOfImage
         let slowFixups = slow.fixups ?? []
         var slowReport = slow.report
@@ -100,7 +101,14 @@ package struct LaunchComparison: Sendable {
         let fast = try fastLaunch(options)
         let report = fast.report
         let (fastOpened, _) = try open(dlopen, in: fast.memory, slides: slides)
-        let fastSnapshot = snapshot(fast.memory)
+        var fastSnapshot = snapshot(fast.memory)
+        // Images in the shared cache lie elsewhere than dyld2 maps them: every pointer dyld2
+        // wrote is compared as its image and offset, on both sides.
+        if fast.memory.sharedRange != nil {
+            let locations = LaunchDigest.slideDependentLocations(slowFixups)
+            rewrite(&slowSnapshot, at: locations, slowRelative)
+            rewrite(&fastSnapshot, at: locations, fast.memory.imageRelative)
+        }
         let fastKeys = fast.memory.threadLocalKeyOfImage
         let pagesRegistered = Int((fast.memory.pager?.registeredBytes ?? 0) / LaunchMemory.pageSize)
         let pagesFilled = fast.memory.pager?.pagesFilled ?? 0
@@ -143,7 +151,9 @@ package struct LaunchComparison: Sendable {
         }
         var fixupCount = 0
         let fixupsWritten = slowFixups.reduce(0) { $0 + $1.count }
-        for index in slowFixups.indices {
+        // An image in the shared cache has no fixups in the closure: the cache holds them
+        // (checked word for word when the closure was bound), compared above as memory.
+        for index in slowFixups.indices where index >= closure.images.count || closure.images[index].cacheSlot == nil {
             let expected = effective(slowFixups[index])
             let closureFixups: [ResolvedFixup]
             do throws(ClosureError) {
@@ -224,6 +234,21 @@ package struct LaunchComparison: Sendable {
             first += opened.images.count
         }
         return segments
+    }
+
+    /// Rewrites the words at `locations` (per image, offsets from its base) of `segments` with
+    /// `relative` (``LaunchMemory/imageRelative``).
+    static func rewrite(_ segments: inout [LaunchMemory.SegmentSnapshot], at locations: [[UInt64]], _ relative: (UInt64) -> UInt64) {
+        for (position, segment) in segments.enumerated() where segment.image < locations.count {
+            var bytes = segment.bytes
+            let end = segment.vmOffset + UInt64(bytes.count)
+            for location in locations[segment.image] where location >= segment.vmOffset && location < end && end - location >= 8 {
+                let at = Int(location - segment.vmOffset)
+                let value = relative(bytes.loadWord(at: at))
+                for byte in 0..<8 { bytes[at + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
+            }
+            segments[position] = LaunchMemory.SegmentSnapshot(image: segment.image, segment: segment.segment, vmOffset: segment.vmOffset, bytes: bytes)
+        }
     }
 
     /// Location → the fixup that stays there (the last one written).

@@ -13,6 +13,11 @@ package final class LaunchMemory {
         package let base: UInt64
         /// The size of the file it was mapped from.
         let fileLength: UInt64
+        /// Whether it lies in the shared cache's range (mapped, fixed up and protected with it).
+        package var inSharedCache = false
+        /// An image in the cache this launch patches: its writable segments were made
+        /// writable and get their final protections with the launch's own images.
+        var patched = false
         /// `base - preferredBase` (wrapping): what a rebase adds.
         package var slide: UInt64 { base &- plan.preferredBase }
     }
@@ -28,6 +33,8 @@ package final class LaunchMemory {
     /// The reserved region holding every image.
     package let regionBase: UInt64
     package let regionSize: UInt64
+    /// The shared cache's range, when images lie in it.
+    package let sharedRange: SlidRange?
     private var released = false
 
     /// The host's page size: the unit of mapping, protection and page-in.
@@ -37,12 +44,14 @@ package final class LaunchMemory {
     /// dylibs): no guard page, so a prelinked set of the same layout needs no `mprotect` per
     /// image. An image's last segment is `__LINKEDIT` (read-only): a write running off an
     /// image's data still faults before the next image.
-    package static func layout(_ plans: [ImagePlan]) -> (offsets: [UInt64], size: UInt64) {
+    /// Images `inSharedCache` take no room (they lie in the cache's range).
+    package static func layout(_ plans: [ImagePlan], inSharedCache: [Bool] = []) -> (offsets: [UInt64], size: UInt64) {
         let page = UnsafeMemory.pageSize
         var offsets: [UInt64] = []
         var cursor: UInt64 = 0
-        for plan in plans {
+        for (index, plan) in plans.enumerated() {
             offsets.append(cursor)
+            if index < inSharedCache.count, inSharedCache[index] { continue }
             cursor += max(page, (plan.vmSize + page - 1) / page * page)
         }
         return (offsets, cursor)
@@ -59,9 +68,13 @@ package final class LaunchMemory {
     ///     the image's base) are reserved without contents, with their segment's final
     ///     protection, and registered with `pager`, which the caller then starts. Needs `descriptors`.
     ///   - readAhead: each file this opens is read ahead (``ImagePlan/readAheadRange(deferred:)``).
+    ///   - shared: the shared cache's range, mapped; the images it has a base for lie there and
+    ///     are not mapped (their descriptors are taken and left). Released with this memory.
     package init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, handOff: DescriptorHandOff? = nil, firstSlide: UInt64?,
-                pageIn: (pager: FixupPager, ranges: [[[Range<UInt64>]]])? = nil, readAhead: Bool = false) throws(LoadError) {
+                pageIn: (pager: FixupPager, ranges: [[[Range<UInt64>]]])? = nil, readAhead: Bool = false,
+                shared: SharedImages? = nil) throws(LoadError) {
         pager = pageIn?.pager
+        sharedRange = shared?.range
         let page = UnsafeMemory.pageSize
         pagedRanges = pageIn?.ranges ?? plans.map { $0.segments.map { _ in [] } }
         deferred = zip(plans, pagedRanges).map { plan, ranges in
@@ -69,8 +82,14 @@ package final class LaunchMemory {
                 ranges.count == 1 && ranges[0] == segment.vmOffset..<(segment.vmOffset + (segment.vmSize + page - 1) / page * page)
             }
         }
-        let (offsets, size) = LaunchMemory.layout(plans)
-        regionBase = try LaunchMemory.reserveRegion(size: size, first: plans.first, firstSlide: firstSlide)
+        let sharedBases = shared?.bases ?? []
+        let (offsets, size) = LaunchMemory.layout(plans, inSharedCache: sharedBases.map { $0 != nil })
+        do throws(LoadError) {
+            regionBase = try LaunchMemory.reserveRegion(size: size, first: plans.first, firstSlide: firstSlide)
+        } catch {
+            shared?.range.release()
+            throw error
+        }
         regionSize = size
         do throws(LoadError) {
             // Page-in: the reservation is registered whole, once; the ranges wholly
@@ -86,11 +105,15 @@ package final class LaunchMemory {
                 } else if let descriptors {
                     file = descriptors[index]
                 } else {
-                    switch ImageDescriptor.open(plan.path) {
+                    switch index < sharedBases.count && sharedBases[index] != nil ? .success(ImageDescriptor.inSharedCache(plan.path)) : ImageDescriptor.open(plan.path) {
                     case let .success(opened): file = opened
                     case let .failure(reason): throw LoadError.mapping(image: plan.path, reason: "open: \(reason)")
                     }
                     if readAhead, let range = plan.readAheadRange(deferred: deferred[index]) { file.readAhead(range) }
+                }
+                if index < sharedBases.count, let base = sharedBases[index] {
+                    images.append(Image(plan: plan, base: base, fileLength: 0, inSharedCache: true))
+                    continue
                 }
                 let image = Image(plan: plan, base: regionBase + offset, fileLength: file.status.size)
                 try LaunchMemory.map(image, file: file, paged: pagedRanges[index], deferred: deferred[index], pager: pager, index: index)
@@ -106,6 +129,7 @@ package final class LaunchMemory {
     /// set): `images` lie in it; `pager` pages part of it in.
     init(mappedRegion base: UInt64, size: UInt64, images: [Image], pager: FixupPager? = nil) {
         self.pager = pager
+        sharedRange = nil
         pagedRanges = images.map { $0.plan.segments.map { _ in [] } }
         deferred = images.map { $0.plan.segments.map { _ in false } }
         regionBase = base
@@ -266,7 +290,7 @@ package final class LaunchMemory {
     /// mapped final, deferred ones (reserved with it) and plain read-write ones need no call.
     package func applyProtections() throws(LoadError) {
         let page = UnsafeMemory.pageSize
-        for (index, image) in images.enumerated() {
+        for (index, image) in images.enumerated() where !image.inSharedCache || image.patched {
             for (position, segment) in image.plan.segments.enumerated()
             where !LaunchMemory.isMappedFinal(segment, fileLength: image.fileLength) && !deferred[index][position] {
                 let final = LaunchMemory.finalProtection(segment)
@@ -274,6 +298,22 @@ package final class LaunchMemory {
                 let size = (segment.vmSize + page - 1) / page * page
                 try LaunchMemory.asMappingError(image.plan.path, "mprotect \(segment.name)") { () throws(LoadError) in
                     try UnsafeMemory.protect(address: image.base + segment.vmOffset, size: size, final)
+                }
+            }
+        }
+    }
+
+    /// Makes the writable segments of the cache's images `indices` writable (the cache maps
+    /// `__DATA_CONST` read-only) for the patches a closure writes into them; they get their
+    /// final protections back with ``applyProtections()``.
+    package func openForPatches(_ indices: [Int]) throws(LoadError) {
+        let page = UnsafeMemory.pageSize
+        for index in indices where images[index].inSharedCache && !images[index].patched {
+            images[index].patched = true
+            let image = images[index]
+            for segment in image.plan.segments where segment.isWritable {
+                try LaunchMemory.asMappingError(image.plan.path, "mprotect \(segment.name) for the cache's patches") { () throws(LoadError) in
+                    try UnsafeMemory.protect(address: image.base + segment.vmOffset, size: (segment.vmSize + page - 1) / page * page, [.read, .write])
                 }
             }
         }
@@ -289,6 +329,7 @@ package final class LaunchMemory {
         runtime?.release()
         runtime = nil
         UnsafeMemory.unmap(address: regionBase, size: regionSize)
+        sharedRange?.release()
         pager?.close()
     }
 
@@ -297,6 +338,20 @@ package final class LaunchMemory {
     package var runtime: (any LaunchRuntime)?
 
     deinit { release() }
+}
+
+extension LaunchMemory {
+    /// The shared cache's range as a launch maps it, and per image of the launch its base in
+    /// that range (nil for an image mapped from its own file).
+    package struct SharedImages: Sendable {
+        package let range: SlidRange
+        package let bases: [UInt64?]
+
+        package init(range: SlidRange, bases: [UInt64?]) {
+            self.range = range
+            self.bases = bases
+        }
+    }
 }
 
 /// What a module above the memory keeps for one launch, held by its ``LaunchMemory`` and

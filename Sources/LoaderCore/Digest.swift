@@ -1,4 +1,5 @@
 import LaunchPlan
+import MachOReader
 import LoaderSystem
 import LaunchMemory
 import RuntimeServices
@@ -6,11 +7,13 @@ import RuntimeServices
 extension LaunchMemory {
     /// xxh3-64 over every writable segment, in image and segment order, with exactly the words
     /// at `slideDependent` (per image, ``LaunchDigest/slideDependentLocations(_:then:)``) made
-    /// relative to the region's base: launches at different slides that wrote the same fixups
-    /// agree, and a data word is never rewritten for its value. The words at `loaderPointers`
+    /// image-relative (``imageRelative(_:)``): launches at different slides, or with some images
+    /// in the shared cache, that wrote the same fixups agree, and a data word is never rewritten
+    /// for its value. The words at `loaderPointers`
     /// (``LaunchDigest/loaderPointers(_:hostServices:imageCount:)``) point into the loader itself, which
     /// every process maps elsewhere: they count as the loader's pointer, 0.
     package func writableDigest(slideDependent: [[UInt64]], loaderPointers: [[UInt64]] = []) -> UInt64 {
+        let relative = imageRelative
         var bytes: [UInt8] = []
         for (index, image) in images.enumerated() {
             let locations = index < slideDependent.count ? slideDependent[index] : []
@@ -22,7 +25,7 @@ extension LaunchMemory {
                     let at = Int(location - segment.vmOffset)
                     var value: UInt64 = 0
                     for byte in 0..<8 { value |= UInt64(copy[at + byte]) << (8 * UInt64(byte)) }
-                    value = value &- regionBase
+                    value = relative(value)
                     for byte in 0..<8 { copy[at + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
                 }
                 for location in loader where location >= segment.vmOffset && location < end && end - location >= 8 {
@@ -33,6 +36,20 @@ extension LaunchMemory {
             }
         }
         return UnsafeHash.xxh3(bytes)
+    }
+}
+
+extension LaunchMemory {
+    /// A pointer as its image and offset: image `i`'s base plus `d` becomes `i << 40 | d`;
+    /// a value in no image is taken relative to the region's base.
+    package var imageRelative: (UInt64) -> UInt64 {
+        let ranges = images.enumerated().map { (base: $1.base, size: $1.plan.vmSize, index: UInt64($0)) }.sorted { $0.base < $1.base }
+        let regionBase = regionBase
+        return { value in
+            let after = ranges.partitionPoint { $0.base <= value }
+            guard after > 0, value - ranges[after - 1].base < ranges[after - 1].size else { return value &- regionBase }
+            return ranges[after - 1].index << 40 | (value - ranges[after - 1].base)
+        }
     }
 }
 

@@ -79,6 +79,12 @@ package final class ImageDescriptor: Sendable {
         return .success(ImageDescriptor(path: path, fd: fd, status: status))
     }
 
+    /// The stand-in for an image that lies in the shared cache: no file is opened (no
+    /// descriptor: -1), nothing is read through it.
+    package static func inSharedCache(_ path: String) -> ImageDescriptor {
+        ImageDescriptor(path: path, fd: -1, status: FileStatus(size: 0, mode: 0, ownerID: 0))
+    }
+
     private init(path: String, fd: Int32, status: FileStatus) {
         self.path = path
         self.fd = fd
@@ -160,5 +166,5 @@ package final class ImageDescriptor: Sendable {
         _ = posix_fadvise(fd, offset, length, POSIX_FADV_WILLNEED)
     }
 
-    deinit { _ = Glibc.close(fd) }
+    deinit { if fd >= 0 { _ = Glibc.close(fd) } }
 }

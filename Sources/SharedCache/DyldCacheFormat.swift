@@ -16,6 +16,11 @@ package enum DyldCache {
     /// The shared region's start where each architecture's cache is built to be mapped.
     package static func sharedRegionStart(arch: String) -> UInt64 { arch == "x86_64" ? 0x7FF8_0000_0000 : 0x1_8000_0000 }
     /// Where the cache lives in a root, by platform (`dyld_cache_header.platform`: 1 macOS, else iOS-like).
+    /// Where a root keeps its cache for `arch`, whichever its platform: the macOS path, then iOS's.
+    package static func paths(arch: String) -> [String] {
+        [path(platform: 1, arch: arch), path(platform: 2, arch: arch)]
+    }
+
     package static func path(platform: UInt32, arch: String) -> String {
         platform == 1 ? "System/Library/dyld/dyld_shared_cache_\(arch)" : "System/Library/Caches/com.apple.dyld/dyld_shared_cache_\(arch)"
     }
@@ -233,7 +238,7 @@ package enum DyldCache {
 }
 
 /// Little-endian words, for the tables above.
-enum Words {
-    static func le(_ values: [UInt64]) -> [UInt8] { values.flatMap { value in (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) } } }
-    static func le32(_ values: [UInt32]) -> [UInt8] { values.flatMap { value in (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * UInt32($0))) } } }
+package enum Words {
+    package static func le(_ values: [UInt64]) -> [UInt8] { values.flatMap { value in (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) } } }
+    package static func le32(_ values: [UInt32]) -> [UInt8] { values.flatMap { value in (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * UInt32($0))) } } }
 }

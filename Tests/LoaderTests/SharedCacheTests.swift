@@ -2,6 +2,7 @@ import Foundation
 import MachOReader
 import ProcessRunner
 import SharedCache
+import SharedCacheBuild
 import TestSupport
 import Testing
 

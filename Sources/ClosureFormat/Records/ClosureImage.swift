@@ -7,7 +7,8 @@ import LaunchPlan
 /// ``ImageIdentity``, `preferredBase` ULEB, `vmSize` ULEB, segment count + ``SegmentPlan``s,
 /// dependency count + ``ClosureDependency``s, initializer count + ULEB offsets, rpath count +
 /// strings, absent-path count + strings, `rebaseCount` ULEB + rebase runs blob, `bindCount` ULEB
-/// + bind runs blob, fixup page index blob (``FixupPageIndex``).
+/// + bind runs blob, fixup page index blob (``FixupPageIndex``), the cache slot (ULEB index + 1,
+/// 0 for none, then the ULEB offset).
 package struct ClosureImage: Equatable, Sendable {
     package var path: String
     package var identity: ImageIdentity
@@ -40,6 +41,8 @@ package struct ClosureImage: Equatable, Sendable {
     package var rebaseCount: Int
     package var bindCount: Int
     package var fixupPageIndex: FixupPageIndex
+    /// Where the image lies in the closure's shared cache; nil for an image mapped from its file.
+    package var cacheSlot: CacheSlot?
 
     package init(path: String, installName: String, identity: ImageIdentity, plan: ImagePlan, dependencies: [ClosureDependency],
                 initializers: [UInt64], rpaths: [String], absentPaths: [String],
@@ -101,6 +104,12 @@ package struct ClosureImage: Equatable, Sendable {
             guard case let .corrupt(_, offset, what) = error else { throw error }
             throw r.corrupt(what + " (index byte \(offset))", at: indexStart)
         }
+        let slot = try r.int("cache slot")
+        cacheSlot = slot == 0 ? nil : CacheSlot(index: slot - 1, offset: try r.uleb())
+        // An image in the cache has only its patches (written eagerly, never paged in).
+        if cacheSlot != nil, fixupPageIndex != .absent {
+            throw r.corrupt("image \(path) lies in the shared cache but has a fixup page index", at: indexStart)
+        }
         for offset in initializers where !plan.isExecutable(offset) {
             throw r.corrupt("initializer at offset 0x\(String(offset, radix: 16)) of \(path) is not in an executable segment")
         }
@@ -148,5 +157,7 @@ package struct ClosureImage: Equatable, Sendable {
         w.uleb(bindCount)
         w.blob(bindRuns)
         w.blob(fixupPageIndex.bytes)
+        w.uleb(cacheSlot.map { $0.index + 1 } ?? 0)
+        if let cacheSlot { w.uleb(cacheSlot.offset) }
     }
 }

@@ -1,3 +1,4 @@
+import SharedCache
 import MachOReader
 
 /// An image's load commands rewritten for its place in the cache, as Apple's builder leaves

@@ -1,3 +1,4 @@
+import SharedCache
 import MachOInspect
 import MachOReader
 

@@ -1,3 +1,4 @@
+import SharedCache
 import ClosureBuild
 import ClosureCache
 import ClosureFormat

@@ -1,0 +1,182 @@
+import LoaderCore
+import ClosureCache
+import ClosureFormat
+import LaunchMemory
+import LaunchPlan
+import LoaderSystem
+import MachOReader
+
+/// A shared cache mapped for one launch: its copy slid for this boot (a
+/// ``SlidPrelinkedSetHeader`` file in the closure's directory, written by the first launch of
+/// the boot), read-only and copy-on-write at the one base chosen for the boot, each mapping
+/// given its protection. Every process of the boot maps the same clean pages.
+///
+/// Per launch the cache itself is only opened, held to the closures' ownership rule and its
+/// UUID compared with the closure's; its images are never checked one by one.
+package enum SharedCacheRegion {
+    /// The slid copy of `cache` for closures in `directory`.
+    package static func slidCopyPath(_ cache: ClosureSharedCache, directory: String) -> String {
+        directory + "/" + (cache.path.split(separator: "/").last.map(String.init) ?? "dyld_shared_cache") + "."
+            + cache.uuid.map { String($0, radix: 16).leftPadded(2) }.joined() + "." + ClosureCache.slidSetExtension
+    }
+
+    /// Maps the cache `cache` names for the closure at `closurePath`: its range, and the base of
+    /// every closure image with a ``CacheSlot`` (nil for the others). A cache that is missing,
+    /// untrusted, another build (another UUID) or unreadable refuses the closure.
+    package static func map(_ cache: ClosureSharedCache, images: [ClosureImage], closurePath: String) throws(ClosureError) -> LaunchMemory.SharedImages {
+        let header = try currentHeader(cache, closurePath: closurePath)
+        let directory = closurePath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let copyPath = slidCopyPath(cache, directory: directory.isEmpty ? "." : directory)
+        let rangeSize = header.sharedRegionSize
+        for image in images {
+            guard let slot = image.cacheSlot else { continue }
+            guard slot.offset <= rangeSize, image.plan.vmSize <= rangeSize - slot.offset else {
+                throw .corrupt(path: closurePath, offset: 0, what: "image \(image.path) at +0x\(String(slot.offset, radix: 16)) leaves the shared cache's \(rangeSize)-byte region")
+            }
+        }
+        let (checksum, dataHash) = identity(cache.uuid)
+        var opened = SlidPrelinkedSetFile.open(copyPath, setChecksum: checksum, setDataHash: dataHash, rangeSize: rangeSize)
+        if case .failure = opened {
+            try writeSlidCopy(cache, to: copyPath)
+            opened = SlidPrelinkedSetFile.open(copyPath, setChecksum: checksum, setDataHash: dataHash, rangeSize: rangeSize)
+        }
+        let range: LaunchMemory.SlidRange
+        switch opened {
+        case let .failure(error): throw error
+        case let .success(copy):
+            guard let mapped = try copy.mapRange() else {
+                throw .mapping(path: closurePath, image: cache.path, what: "the shared cache's range for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process")
+            }
+            range = mapped
+        }
+        return LaunchMemory.SharedImages(range: range, bases: images.map { image in image.cacheSlot.map { range.base + $0.offset } })
+    }
+
+    /// The header of the cache at `cache.path`, opened without following a link and held to
+    /// the closures' ownership rule, when it is the build the closure names.
+    static func currentHeader(_ cache: ClosureSharedCache, closurePath: String) throws(ClosureError) -> DyldCache.Header {
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(cache.path) {
+        case let .success(opened): file = opened
+        case .failure(.missing): throw .stale(path: closurePath, image: cache.path, what: "(the shared cache) was removed")
+        case let .failure(error): throw error
+        }
+        try ClosureFile.checkOwnership(cache.path, file.status)
+        let header: DyldCache.Header
+        do throws(MachOError) {
+            header = try DyldCache.Header(parsing: ByteView(file.read(offset: 0, count: DyldCache.headerSize)))
+        } catch {
+            throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
+        }
+        guard header.uuid == cache.uuid else {
+            throw .stale(path: closurePath, image: cache.path, what: "(the shared cache) was rebuilt: its UUID is not the one the closure binds into")
+        }
+        return header
+    }
+
+    /// The slid copy's two identifying words: the cache's UUID.
+    static func identity(_ uuid: [UInt8]) -> (UInt64, UInt64) {
+        func word(_ bytes: ArraySlice<UInt8>) -> UInt64 { bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) } }
+        return (word(uuid.prefix(8)), word(uuid.dropFirst(8).prefix(8)))
+    }
+
+    /// Reads the whole cache (every table bounded by the file, every slide chain inside its
+    /// page and the cache), slides its region to a random base for this boot and writes the
+    /// copy atomically at `path`.
+    static func writeSlidCopy(_ cache: ClosureSharedCache, to path: String) throws(ClosureError) {
+        guard let bootID = SlidPrelinkedSetFile.bootID else {
+            throw .incompatible(path: path, what: "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read: nothing is slid for a boot")
+        }
+        let (file, bytes): (DyldCacheFile, ByteView)
+        do {
+            bytes = try ImageFile.mapRegularFile(cache.path)
+            file = try DyldCacheFile(parsing: bytes)
+        } catch let error as MachOError {
+            throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
+        } catch {
+            throw .corrupt(path: cache.path, offset: 0, what: "\(error)")
+        }
+        let start = file.header.sharedRegionStart, size = file.header.sharedRegionSize
+        guard file.header.uuid == cache.uuid else {
+            throw .stale(path: path, image: cache.path, what: "(the shared cache) was rebuilt: its UUID is not the one the closure binds into")
+        }
+        guard size <= UInt64(bytes.count) else {
+            throw .corrupt(path: cache.path, offset: 0, what: "its \(size)-byte region is larger than the file")
+        }
+        // One range: each mapping lies in the file where it lies in the region.
+        for (index, mapping) in file.mappings.enumerated() where mapping.address &- start != mapping.fileOffset || mapping.fileOffset &+ mapping.size > size {
+            throw .incompatible(path: cache.path, what: "mapping \(index) is not at its region offset in the file: this loader maps a cache as one range")
+        }
+        let base = LaunchMemory.randomBase(pageSize: LaunchMemory.pageSize)
+        var data: [UInt8]
+        do throws(MachOError) {
+            data = try bytes.bytes(0, Int(size))
+            for (index, mapping) in file.mappings.enumerated() {
+                guard let slide = try file.slideInfo(index) else { continue }
+                var outside: UInt64?
+                try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
+                    guard value != 0 else { return }
+                    guard value >= start, value - start < size else { return outside = outside ?? mapping.address + offset }
+                    let at = Int(mapping.fileOffset + offset)
+                    let slid = value - start + base
+                    for byte in 0..<8 { data[at + byte] = UInt8(truncatingIfNeeded: slid >> (8 * UInt64(byte))) }
+                }
+                if let outside {
+                    throw MachOError(offset: Int(mapping.slideInfoFileOffset), structure: "dyld_cache_slide_info2",
+                                     what: "the pointer at 0x\(String(outside, radix: 16)) leaves the cache")
+                }
+            }
+        } catch {
+            throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
+        }
+        let protections = file.mappings.map {
+            SlidPrelinkedSetHeader.ProtectionRun(range: ($0.address - start)..<($0.address - start + $0.size),
+                                                 protection: VMProtection(rawValue: Int32(truncatingIfNeeded: $0.initProt)).intersection([.read, .write, .execute]))
+        }.filter { $0.protection != .read }
+        let (checksum, dataHash) = identity(cache.uuid)
+        let header = SlidPrelinkedSetHeader(setChecksum: checksum, setDataHash: dataHash, base: base, bootID: bootID,
+                                            dataHash: UnsafeHash.xxh3(data), protections: protections)
+        var out = header.bytes
+        out += [UInt8](repeating: 0, count: Int(header.dataOffset) - out.count)
+        out += data
+        do throws(LoadError) {
+            try UnsafeFileIO.writeAtomically(out, to: path)
+        } catch {
+            throw .systemCallFailed(path: path, error)
+        }
+    }
+
+    /// Per image of `images`, the offsets (from the image's base) of the words the cache's slide
+    /// info slides: what a launch's digest counts as pointers in the cache's images.
+    package static func slideLocations(_ cache: ClosureSharedCache, images: [ClosureImage]) throws(ClosureError) -> [[UInt64]] {
+        let file: DyldCacheFile, bytes: ByteView
+        do {
+            bytes = try ImageFile.mapRegularFile(cache.path)
+            file = try DyldCacheFile(parsing: bytes)
+        } catch let error as MachOError {
+            throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
+        } catch {
+            throw .corrupt(path: cache.path, offset: 0, what: "\(error)")
+        }
+        var all: [UInt64] = []
+        do throws(MachOError) {
+            for (index, mapping) in file.mappings.enumerated() {
+                try file.slideInfo(index)?.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
+                    if value != 0 { all.append(mapping.address - file.header.sharedRegionStart + offset) }
+                }
+            }
+        } catch {
+            throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
+        }
+        all.sort()
+        return images.map { image in
+            guard let slot = image.cacheSlot else { return [] }
+            let low = all.partitionPoint { $0 < slot.offset }
+            return all[low...].prefix { $0 - slot.offset < image.plan.vmSize }.map { $0 - slot.offset }
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}

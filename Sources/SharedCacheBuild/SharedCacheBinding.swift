@@ -1,0 +1,93 @@
+import ClosureFormat
+import LaunchPlan
+import LoaderCore
+import MachOReader
+import SharedCache
+
+/// Binds a closure into a shared cache at install time, as dyld3's closure builder does: every
+/// image the cache holds (the same install name and UUID) becomes a ``CacheSlot`` (the cache's
+/// image index and its offset in the shared region) with no fixups of its own, and the
+/// closure names the cache's path and UUID. A launch then maps the cache once and opens,
+/// checks and fixes up only the app's own images.
+///
+/// What the cache holds is checked against what this launch would write, word for word (a
+/// rebase's or bind's target at its cache address, an absolute value as is): the words that
+/// differ (a weak definition this launch coalesces to another image than the cache's build
+/// did) stay in the closure as the image's patches, written into the cache's pages at launch,
+/// as dyld3's closures patch the cache; so do a cached image's binds to an app image (one that
+/// interposes, or whose weak definition wins).
+package enum SharedCacheBinding {
+    /// Why a closure was not bound into a cache.
+    package struct Refusal: Error, CustomStringConvertible {
+        package let cache: String
+        package let what: String
+        package var description: String { "\(cache): not used: \(what)" }
+    }
+
+    /// `closure` bound into the cache at `cachePath`, and how many of its images the cache holds.
+    package static func bind(_ closure: LaunchClosure, cachePath: String, closurePath: String) throws -> (closure: LaunchClosure, cached: Int, patches: Int) {
+        let bytes = try ImageFile.mapRegularFile(cachePath)
+        let cache = try DyldCacheFile(parsing: bytes)
+        func refuse(_ what: String) -> Refusal { Refusal(cache: cachePath, what: what) }
+        guard cache.header.arch == closure.arch else { throw refuse("it is for \(cache.header.arch), the closure for \(closure.arch)") }
+        let start = cache.header.sharedRegionStart
+        var byName: [String: Int] = [:]
+        for (index, image) in cache.images.enumerated() where byName[image.path] == nil { byName[image.path] = index }
+        // Which images the cache holds: the same install name and the same UUID.
+        var slots = [CacheSlot?](repeating: nil, count: closure.images.count)
+        for (index, image) in closure.images.enumerated() where index >= closure.rootCount {
+            guard let cached = byName[image.installName] else { continue }
+            guard let uuid = image.identity.uuid, cache.images[cached].uuid == uuid else {
+                throw refuse("\(image.installName) in the cache is not \(image.path) (another UUID): rebuild it with `dyld3 shared-cache build`")
+            }
+            slots[index] = CacheSlot(index: cached, offset: cache.images[cached].address &- start)
+        }
+        let cachedCount = slots.count { $0 != nil }
+        guard cachedCount > 0 else { throw refuse("it holds none of the app's dylibs") }
+        // Every fixup of a cached image is in the cache, word for word, or becomes a patch.
+        var targets = Array(closure.bindTargets)
+        var targetIndex: [BindTarget: Int] = [:]
+        for (index, target) in targets.enumerated() where targetIndex[target] == nil { targetIndex[target] = index }
+        var bound = closure
+        var patchCount = 0
+        let bases = slots.map { $0.map { start &+ $0.offset } ?? 0 }
+        let slideMask: UInt64 = 0x00FF_FF00_0000_0000
+        for (index, slot) in slots.enumerated() {
+            guard let slot else { continue }
+            let image = closure.images[index]
+            var patches: [ResolvedFixup] = []
+            for fixup in try closure.fixups(ofImage: index, closurePath: closurePath) {
+                let pointer: Bool
+                switch fixup.kind {
+                case let .bind(.image(target, _), _):
+                    // Bound into an app image (interposed, or a weak definition coalesced to
+                    // the app's): only this launch can write it.
+                    guard slots[target] != nil else {
+                        patches.append(fixup)
+                        continue
+                    }
+                    pointer = true
+                case .rebase: pointer = true
+                case .bind(.absolute, _), .bind(.missingWeakImport, _): pointer = false
+                }
+                let address = start &+ slot.offset &+ fixup.vmOffset
+                guard let mapping = cache.mappings.first(where: { address >= $0.address && address - $0.address < $0.size }),
+                      let raw = try? bytes.u64(Int(mapping.fileOffset + (address - mapping.address))) else { throw refuse("\(image.installName)'s fixup at +0x\(String(fixup.vmOffset, radix: 16)) is past the cache") }
+                let expected = fixup.value(imageBase: bases[index], imageBases: bases)
+                let held = pointer ? (raw & ~slideMask == 0 ? 0 : (raw & ~slideMask) &+ start) : raw
+                if held != expected { patches.append(fixup) }
+            }
+            var record = image.withoutFixups()
+            let rebases = FixupRuns.encodeRebases(patches, plan: image.plan)
+            let binds = FixupRuns.encodeBinds(patches, plan: image.plan, targets: &targets, targetIndex: &targetIndex)
+            (record.rebaseRuns, record.rebaseCount, record.bindRuns, record.bindCount) = (rebases.bytes[...], rebases.count, binds.bytes[...], binds.count)
+            record.fixupPageIndex = .absent
+            record.cacheSlot = slot
+            bound.images[index] = record
+            patchCount += patches.count
+        }
+        bound.bindTargets = BindTargetTable(targets)
+        bound.sharedCache = ClosureSharedCache(path: cachePath, uuid: cache.header.uuid)
+        return (bound, cachedCount, patchCount)
+    }
+}
