@@ -55,6 +55,7 @@ package struct ClosureVerification: Sendable {
             return verifyPrelinkedSet(path, trusting: trustKey, alwaysHash: alwaysHash)
         }
         if path.hasSuffix("." + ClosureCache.slidSetExtension) { return verifySlidSet(path) }
+        if path.hasSuffix("." + ClosureCache.slidCacheExtension) { return verifySlidCache(path) }
         guard path.hasSuffix("." + ClosureCache.fileExtension) else {
             return failed(.notAClosure, "has no .\(ClosureCache.fileExtension) extension")
         }

@@ -195,7 +195,7 @@ extension LaunchClosure {
     /// identity is racy against the closure file's mtime are hashed.
     package func staleImages(closurePath: String? = nil, alwaysHash: Bool = false) -> [(image: String, what: String)] {
         let builtAt = closurePath.flatMap(FileStatus.of).map(\.mtimeSeconds)
-        return images.compactMap { image in
+        return (sharedCacheStaleness().map { [(sharedCache?.path ?? "", $0)] } ?? []) + images.compactMap { image in
             var hashed = false
             do throws(ClosureError) {
                 _ = try image.openChecked(closurePath: closurePath ?? image.path, contentOnly: contentOnlyIdentity, builtAt: builtAt,
@@ -206,6 +206,17 @@ extension LaunchClosure {
                 return (image, what)
             }
         }
+    }
+}
+
+extension LaunchClosure {
+    /// Why the shared cache the closure binds into is not the one it was built with (removed,
+    /// or rebuilt: another UUID, `dyld_cache_header.uuid` at offset 88), or nil.
+    func sharedCacheStaleness() -> String? {
+        guard let sharedCache else { return nil }
+        guard case let .success(file) = UnsafeFileIO.openNoFollow(sharedCache.path) else { return "(the shared cache) cannot be opened" }
+        return file.read(offset: 88, count: 16) == sharedCache.uuid ? nil
+            : "(the shared cache) was rebuilt: its UUID is not the one the closure binds into"
     }
 }
 

@@ -42,6 +42,23 @@ extension ClosureVerification {
     /// beside it opens; ownership, header and checksum; a copy of that set, for this boot
     /// (another boot's copy is stale: the next launch writes it again); its protection runs
     /// the ones the set's plans call for; its data the set's data slid to its base.
+    /// A shared cache slid for a boot: its header and data hash; a copy slid for another boot
+    /// is stale (the next launch writes it again).
+    static func verifySlidCache(_ path: String) -> Verdict {
+        guard case let .success(file) = UnsafeFileIO.openNoFollow(path) else { return failed(.corrupt, "cannot be opened") }
+        let fields = file.read(offset: 0, count: SlidPrelinkedSetHeader.size)
+        guard fields.count == SlidPrelinkedSetHeader.size else { return failed(.corrupt, "is shorter than its header") }
+        func word(_ at: Int) -> UInt64 { fields[at..<at + 8].reversed().reduce(0) { $0 << 8 | UInt64($1) } }
+        let dataOffset = word(72)
+        guard dataOffset <= file.status.size else { return failed(.corrupt, "its data offset is past its end") }
+        do throws(ClosureError) {
+            try SlidPrelinkedSetFile.open(path, setChecksum: word(24), setDataHash: word(32), rangeSize: file.status.size - dataOffset).get().checkData()
+        } catch {
+            return failed(problem(for: error))
+        }
+        return (.valid, [])
+    }
+
     static func verifySlidSet(_ path: String) -> Verdict {
         let setPath = ClosureCache.sibling(of: path, extension: ClosureCache.slidSetExtension, as: ClosureCache.prelinkedSetExtension)
         let opened: PrelinkedSetFile.Opened

@@ -8,6 +8,10 @@ extension ClosureCache {
     /// The file extension of a set slid for this boot, written beside its set.
     package static let slidSetExtension = "dyld3slid"
 
+    /// The file extension of a dyld shared cache slid for this boot, written beside the
+    /// closures that bind into it.
+    package static let slidCacheExtension = "dyld3slidcache"
+
     /// The slid copy's path for the set at `setPath`: the same name, its own extension.
     package static func slidSetPath(forSet setPath: String) -> String {
         sibling(of: setPath, extension: prelinkedSetExtension, as: slidSetExtension)

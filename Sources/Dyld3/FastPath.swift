@@ -219,6 +219,7 @@ struct ClosureLaunchSource: LaunchSource {
                 }
             }
             launch.report.slide = memory.images[0].slide
+            if let range = memory.sharedRange { launch.report.sharedCache = (memory.images.count { $0.inSharedCache }, range.base) }
             launch.report.timings[.mapping] = launch.clock.lap()
             if request.verifyPages {
                 launch.report.pagesVerified = try EagerPageVerification.verify(memory, signatures: closure.mappedSignatures).pages

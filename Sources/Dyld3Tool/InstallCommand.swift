@@ -159,8 +159,8 @@ struct InstallCommand: ParsableCommand {
         case "none": return nil
         case "auto":
             guard !prelink, let root = options.root else { return nil }
-            return DyldCache.paths(arch: arch).map { root + "/" + $0 }.first { FileManager.default.fileExists(atPath: $0) }
-        default: return sharedCache
+            return DyldCache.paths(arch: arch).map { PathResolver.normalize(root + "/" + $0) }.first { FileManager.default.fileExists(atPath: $0) }
+        default: return PathResolver.normalize(sharedCache)
         }
     }
 

@@ -76,14 +76,16 @@ struct VerifyCommand: ParsableCommand {
     static func summary(_ results: [ClosureVerification]) -> String {
         let sets = results.count { $0.path.hasSuffix("." + ClosureCache.prelinkedSetExtension) }
         let slid = results.count { $0.path.hasSuffix("." + ClosureCache.slidSetExtension) }
+        let caches = results.count { $0.path.hasSuffix("." + ClosureCache.slidCacheExtension) }
         var counts = ["\(results.count { $0.status == .valid }) valid", "\(results.count { $0.status == .corrupt }) corrupt",
                       "\(results.count { $0.status == .stale }) stale"]
         for status in ClosureVerification.Status.allCases where ![.valid, .corrupt, .stale].contains(status) {
             let count = results.count { $0.status == status }
             if count > 0 { counts.append("\(count) \(status.rawValue)") }
         }
-        return "verify: \(results.count - sets - slid) closures" + (sets + slid > 0 ? " and \(sets + slid) prelinked sets" : "")
-            + (slid > 0 ? " (\(slid) slid for a boot)" : "") + ", " + counts.joined(separator: ", ")
+        return "verify: \(results.count - sets - slid - caches) closures" + (sets + slid > 0 ? " and \(sets + slid) prelinked sets" : "")
+            + (slid > 0 ? " (\(slid) slid for a boot)" : "") + (caches > 0 ? " and \(caches) shared caches slid for a boot" : "")
+            + ", " + counts.joined(separator: ", ")
     }
 
     /// The `dyld3 install` that writes a stale file again: the app, root and cache its
@@ -120,8 +122,10 @@ struct VerifyCommand: ParsableCommand {
             ])
         }
         let sets = results.count { $0.path.hasSuffix("." + ClosureCache.prelinkedSetExtension) || $0.path.hasSuffix("." + ClosureCache.slidSetExtension) }
+        let caches = results.count { $0.path.hasSuffix("." + ClosureCache.slidCacheExtension) }
         var counts: [(String, JSONValue)] = [
-            ("files", .int(Int64(results.count))), ("closures", .int(Int64(results.count - sets))), ("prelinked_sets", .int(Int64(sets))),
+            ("files", .int(Int64(results.count))), ("closures", .int(Int64(results.count - sets - caches))), ("prelinked_sets", .int(Int64(sets))),
+            ("slid_shared_caches", .int(Int64(caches))),
         ]
         for status in ClosureVerification.Status.allCases {
             counts.append((status.rawValue.replacingOccurrences(of: "-", with: "_"), .int(Int64(results.count { $0.status == status }))))

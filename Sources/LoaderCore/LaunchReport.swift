@@ -43,6 +43,9 @@ package struct LaunchReport: Sendable {
     package var imagesHashed: Int?
     /// dyld3 `--verify-pages`: the pages checked after mapping (timed as `parsing`); nil otherwise.
     package var pagesVerified: Int?
+    /// Images taken from the shared cache, and the address its range was mapped at (the same
+    /// in every launch of the boot); nil without a cache.
+    package var sharedCache: (images: Int, base: UInt64)?
     /// A prelinked launch: whether it mapped the set slid for this boot, whether it wrote that
     /// copy first, and why it slid the set at launch instead.
     package var slidForBoot = false

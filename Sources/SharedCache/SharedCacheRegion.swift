@@ -17,7 +17,7 @@ package enum SharedCacheRegion {
     /// The slid copy of `cache` for closures in `directory`.
     package static func slidCopyPath(_ cache: ClosureSharedCache, directory: String) -> String {
         directory + "/" + (cache.path.split(separator: "/").last.map(String.init) ?? "dyld_shared_cache") + "."
-            + cache.uuid.map { String($0, radix: 16).leftPadded(2) }.joined() + "." + ClosureCache.slidSetExtension
+            + cache.uuid.map { String($0, radix: 16).leftPadded(2) }.joined() + "." + ClosureCache.slidCacheExtension
     }
 
     /// Maps the cache `cache` names for the closure at `closurePath`: its range, and the base of

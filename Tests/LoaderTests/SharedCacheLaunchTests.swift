@@ -1,0 +1,99 @@
+import Foundation
+import ProcessRunner
+import TestSupport
+import Testing
+
+/// Launches that take the system's dylibs from the shared cache: a generated app whose lower
+/// frameworks are the root's (`tools/gen-app --system`), the root's cache built, the closure
+/// bound into it. dyld2 loads every image from its file and is the reference: memory compared
+/// byte for byte (pointers as image and offset), main's result against the generator's model.
+@Suite(.serialized, .bounded) struct SharedCacheLaunchTests {
+    static let frameworks = 40, system = 32
+
+    /// A fresh app of `frameworks` frameworks, the first `system` in its root, and the root's cache.
+    static func generated() async throws -> (directory: String, app: String, root: String, cache: String, expected: Int) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-cache-launch-\(UUID().uuidString)").path
+        let generator = try await ProcessRunner.run(Paths.repoRoot.appendingPathComponent("tools/gen-app").path,
+                                                    ["--dylibs", "\(frameworks)", "--system", "\(system)", "--seed", "5", "--out", directory])
+        try #require(generator.status == 0, "\(generator.error)")
+        let app = directory + "/gen\(frameworks).app", root = directory + "/root"
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: app + "/manifest.json"))) as? [String: Any])
+        let expected = try #require((manifest["expect"] as? [String: Any])?["result"] as? Int)
+        let built = try await Dyld3Binary.run(["shared-cache", "build", "--root", root], limitSeconds: 120)
+        try #require(built.status == 0, "\(built.stderr)")
+        return (directory, app, root, root + "/System/Library/dyld/dyld_shared_cache_x86_64", expected)
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text.prefix(400))")
+    }
+
+    @Test func aClosureBoundIntoTheCacheLaunchesAsDyld2DoesFromTheFiles() async throws {
+        let (directory, app, root, cachePath, expected) = try await Self.generated()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = directory + "/closures"
+        let common = ["--root", root, "--cache", cache]
+
+        let installed = try await Dyld3Binary.run(["install", app, "--json"] + common, limitSeconds: 120)
+        let closure = try #require((try Self.json(installed.stdout)["closures"] as? [[String: Any]])?.first, "\(installed.stderr)")
+        #expect(closure["shared_cache"] as? String == cachePath)
+        // The images the cache holds: every image dyld2 loads from the root (the system
+        // frameworks and libSystem), none of the app's.
+        let slow = try Self.json(try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--json"] + common, limitSeconds: 120).stdout)
+        let fromRoot = (slow["images"] as? [String] ?? []).count { $0.hasPrefix(root + "/") }
+        #expect(fromRoot == Self.system + 1)
+        #expect(closure["images_in_shared_cache"] as? Int == fromRoot)
+
+        // Memory byte for byte, fixups of the app's images, main's result: eager and page-in.
+        for fixups in ["eager", "page-in"] {
+            let compared = try await Dyld3Binary.run(["compare", app, "--fixups", fixups] + common, limitSeconds: 120)
+            #expect(compared.status == 0 && compared.stdout.contains(": identical: ") && compared.stdout.contains("main returned \(expected) both ways"),
+                    "\(fixups): \(compared.stdout) \(compared.stderr)")
+        }
+        // Two launches (two processes) map the cache at the one base of this boot, from the copy slid for it.
+        var bases: [String] = []
+        for _ in 0..<2 {
+            let launched = try Self.json(try await Dyld3Binary.run(["launch", app, "--mode", "dyld3", "--json"] + common, limitSeconds: 120).stdout)
+            let stats = try #require(launched["stats"] as? [String: Any])
+            #expect(launched["result"] as? Int == expected && stats["shared_cache_images"] as? Int == fromRoot)
+            bases.append(try #require(stats["shared_cache_base"] as? String))
+        }
+        #expect(bases[0] == bases[1])
+        let copies = try FileManager.default.contentsOfDirectory(atPath: cache).filter { $0.hasSuffix(".dyld3slidcache") }
+        #expect(copies.count == 1)
+        let verified = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 120)
+        #expect(verified.status == 0, "\(verified.stdout)")
+    }
+
+    @Test func aRebuiltOrUntrustedCacheRefusesTheClosureAndAutoFallsBack() async throws {
+        let (directory, app, root, cachePath, expected) = try await Self.generated()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = directory + "/closures"
+        let common = ["--root", root, "--cache", cache]
+        let installed = try await Dyld3Binary.run(["install", app] + common, limitSeconds: 120)
+        #expect(installed.status == 0 && installed.stdout.contains("in the shared cache"), "\(installed.stdout) \(installed.stderr)")
+
+        // Writable by others: refused in one line naming the cache.
+        try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: cachePath)
+        let untrusted = try await Dyld3Binary.run(["launch", app, "--mode", "dyld3"] + common, limitSeconds: 120)
+        #expect(untrusted.status != 0 && untrusted.stderr.contains(cachePath) && untrusted.stderr.contains("refused"), "\(untrusted.stderr)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: cachePath)
+
+        // Rebuilt after a system framework changed: another UUID, the closure stale.
+        let framework = root + "/System/Library/Frameworks/Fw0001.framework/Fw0001"
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 5)], ofItemAtPath: framework)
+        let rebuilt = try await Dyld3Binary.run(["shared-cache", "build", "--root", root], limitSeconds: 120)
+        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+        let strict = try await Dyld3Binary.run(["launch", app, "--mode", "dyld3"] + common, limitSeconds: 120)
+        #expect(strict.status != 0 && strict.stderr.contains(cachePath) && strict.stderr.contains("was rebuilt"), "\(strict.stderr)")
+        let auto = try await Dyld3Binary.run(["launch", app] + common, limitSeconds: 120)
+        #expect(auto.status == 0 && auto.stdout.hasPrefix("path: dyld2") && auto.stdout.contains("main returned \(expected)"), "\(auto.stdout) \(auto.stderr)")
+        let verified = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 120)
+        #expect(verified.status == 4 && verified.stdout.contains("was rebuilt"), "\(verified.stdout)")
+        // Installed again, it binds into the new build.
+        let again = try await Dyld3Binary.run(["install", app] + common, limitSeconds: 120)
+        #expect(again.status == 0 && again.stdout.contains("in the shared cache"))
+        let launched = try await Dyld3Binary.run(["launch", app, "--mode", "dyld3"] + common, limitSeconds: 120)
+        #expect(launched.status == 0 && launched.stdout.contains("main returned \(expected)"), "\(launched.stderr)")
+    }
+}
