@@ -150,9 +150,14 @@ package enum SlidPrelinkedSetFile {
         let slid = try set.slid(try opened.data(), to: base, path: opened.path)
         let header = SlidPrelinkedSetHeader(setChecksum: opened.header.checksum, setDataHash: opened.header.dataHash, base: base,
                                             bootID: bootID, dataHash: UnsafeHash.xxh3(slid), protections: protections(of: set))
+        try write(header, data: slid, to: path)
+    }
+
+    /// Writes a slid copy, `header` then `data` at its data offset, atomically and read-only.
+    package static func write(_ header: SlidPrelinkedSetHeader, data: [UInt8], to path: String) throws(ClosureError) {
         var file = header.bytes
         file += [UInt8](repeating: 0, count: Int(header.dataOffset) - file.count)
-        file += slid
+        file += data
         do throws(LoadError) {
             try UnsafeFileIO.writeAtomically(file, to: path)
         } catch {

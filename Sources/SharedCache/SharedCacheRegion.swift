@@ -87,15 +87,7 @@ package enum SharedCacheRegion {
         guard let bootID = SlidPrelinkedSetFile.bootID else {
             throw .incompatible(path: path, what: "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read: nothing is slid for a boot")
         }
-        let (file, bytes): (DyldCacheFile, ByteView)
-        do {
-            bytes = try ImageFile.mapRegularFile(cache.path)
-            file = try DyldCacheFile(parsing: bytes)
-        } catch let error as MachOError {
-            throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
-        } catch {
-            throw .corrupt(path: cache.path, offset: 0, what: "\(error)")
-        }
+        let (file, bytes) = try read(cache)
         let start = file.header.sharedRegionStart, size = file.header.sharedRegionSize
         guard file.header.uuid == cache.uuid else {
             throw .stale(path: path, image: cache.path, what: "(the shared cache) was rebuilt: its UUID is not the one the closure binds into")
@@ -136,28 +128,25 @@ package enum SharedCacheRegion {
         let (checksum, dataHash) = identity(cache.uuid)
         let header = SlidPrelinkedSetHeader(setChecksum: checksum, setDataHash: dataHash, base: base, bootID: bootID,
                                             dataHash: UnsafeHash.xxh3(data), protections: protections)
-        var out = header.bytes
-        out += [UInt8](repeating: 0, count: Int(header.dataOffset) - out.count)
-        out += data
-        do throws(LoadError) {
-            try UnsafeFileIO.writeAtomically(out, to: path)
+        try SlidPrelinkedSetFile.write(header, data: data, to: path)
+    }
+
+    /// The whole cache `cache` names, mapped and its tables read (each bounded by the file).
+    static func read(_ cache: ClosureSharedCache) throws(ClosureError) -> (DyldCacheFile, ByteView) {
+        do {
+            let bytes = try ImageFile.mapRegularFile(cache.path)
+            return (try DyldCacheFile(parsing: bytes), bytes)
+        } catch let error as MachOError {
+            throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
         } catch {
-            throw .systemCallFailed(path: path, error)
+            throw .corrupt(path: cache.path, offset: 0, what: "\(error)")
         }
     }
 
     /// Per image of `images`, the offsets (from the image's base) of the words the cache's slide
     /// info slides: what a launch's digest counts as pointers in the cache's images.
     package static func slideLocations(_ cache: ClosureSharedCache, images: [ClosureImage]) throws(ClosureError) -> [[UInt64]] {
-        let file: DyldCacheFile, bytes: ByteView
-        do {
-            bytes = try ImageFile.mapRegularFile(cache.path)
-            file = try DyldCacheFile(parsing: bytes)
-        } catch let error as MachOError {
-            throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
-        } catch {
-            throw .corrupt(path: cache.path, offset: 0, what: "\(error)")
-        }
+        let (file, bytes) = try read(cache)
         var all: [UInt64] = []
         do throws(MachOError) {
             for (index, mapping) in file.mappings.enumerated() {
