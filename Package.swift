@@ -117,7 +117,7 @@ let package = Package(
         // `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader, with charts.
         .target(name: "LaunchBench", dependencies: [
             "ClosureBuild", "ClosureFormat", "Dyld2", "Dyld3", "ClosureCache", "LaunchPlan", "LoaderCore", "LoaderSystem", "Pager", "LaunchMemory",
-            "MachOReader", "ProcessRunner",
+            "MachOReader", "ProcessRunner", "SharedCache", "SharedCacheBuild",
         ]),
         // Stub system roots: stub dylibs and a stub host for real Apple-built binaries.
         .target(name: "StubRoot", dependencies: ["MachOReader", "LaunchPlan", "LoaderCore", "ProcessRunner"]),

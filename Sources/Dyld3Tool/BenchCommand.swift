@@ -64,6 +64,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Measure prelinked sets instead (docs/prelinked.md): the per-image floor, dyld3, the prelinked launch eager and page-in, and the set's own floor; writes prelinked.json and prelinked.md.")
     var prelinked = false
 
+    @Flag(name: .customLong("shared-cache"), help: "Measure the dyld shared cache instead (docs/shared-cache.md): an app of 10 own frameworks over each --dylibs count of system frameworks, dyld2 and dyld3 from the files, dyld3 from the cache, the per-image and the cache's floors; writes shared-cache.json and shared-cache.md.")
+    var sharedCache = false
+
     @Flag(help: "Print bench.json on stdout instead of the Markdown report (the files are written all the same).")
     var json = false
 
@@ -104,6 +107,16 @@ struct BenchCommand: AsyncParsableCommand {
                 + (refused.isEmpty ? "" : " (\(refused.count) threads refused SCHED_RESET_ON_FORK: their children would not)"))
         }
         try await CommandFailure.reporting(json: json) {
+            if sharedCache {
+                let (results, eviction) = try await SharedCacheBench.run(configuration, log: log)
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                let markdown = SharedCacheBench.markdown(results, runs: runs, cold: eviction)
+                let json = try LaunchBench.encoder.encode(SharedCacheBenchReport(runs: runs, coldEviction: eviction, sizes: results)) + Data("\n".utf8)
+                try json.write(to: URL(fileURLWithPath: out + "/shared-cache.json"), options: .atomic)
+                try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/shared-cache.md"), options: .atomic)
+                FileHandle.standardOutput.write(self.json ? json : Data(markdown.utf8))
+                return
+            }
             if prelinked {
                 let (results, eviction) = try await PrelinkBench.run(configuration, log: log)
                 try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)

@@ -53,15 +53,17 @@ struct BenchApp {
     }
 
     /// The Mach-O app alone (no ELF twin), generated when missing: what the prelinked bench needs.
-    static func prepareMachO(dylibs: Int, configuration: BenchConfiguration, log: (String) -> Void) async throws(CommandFailure) -> BenchApp {
+    /// `system`: the first that many frameworks are the root's (`gen-app --system`).
+    static func prepareMachO(dylibs: Int, system: Int = 0, configuration: BenchConfiguration, log: (String) -> Void) async throws(CommandFailure) -> BenchApp {
         let apps = configuration.workDirectory + "/bench-apps"
         let app = BenchApp(dylibs: dylibs,
-                           machODirectory: "\(apps)/\(dylibs)-\(configuration.arch)-\(configuration.style)\(configuration.objc?.directorySuffix ?? "")",
+                           machODirectory: "\(apps)/\(dylibs)-\(configuration.arch)-\(configuration.style)\(configuration.objc?.directorySuffix ?? "")"
+                               + (system > 0 ? "-system\(system)" : ""),
                            elfDirectory: "\(apps)/\(dylibs)-elf")
         let generator = configuration.repositoryRoot + "/tools/gen-app"
         try await generate(app.machODirectory, [generator, "--dylibs", "\(dylibs)", "--seed", "\(BenchConfiguration.seed)", "--jobs", "2",
                                                 "--arch", configuration.arch, "--style", configuration.style]
-                           + (configuration.objc?.generatorArguments ?? []), log: log)
+                           + (system > 0 ? ["--system", "\(system)"] : []) + (configuration.objc?.generatorArguments ?? []), log: log)
         return app
     }
 

@@ -1,6 +1,7 @@
 import LaunchPlan
 import ClosureFormat
 import LaunchMemory
+import SharedCache
 
 /// The mapping floor: what no loader can avoid. Reserve the region, map every segment of
 /// every image, and write once to each page that holds a fixup; with protections, then give
@@ -11,9 +12,13 @@ struct MappingFloor {
     let plans: [ImagePlan]
     /// Per image: one fixup location (offset from the image's base) in each page with fixups.
     let pageLocations: [[UInt64]]
+    /// A closure bound into the shared cache: its images there are mapped with the cache's
+    /// copy slid for the boot (the cache's floor), only their patch pages written.
+    let sharedCache: (cache: ClosureSharedCache, images: [ClosureImage], closurePath: String)?
 
-    init(_ closure: LaunchClosure) throws {
+    init(_ closure: LaunchClosure, closurePath: String = "") throws {
         plans = closure.images.map(\.plan)
+        sharedCache = closure.sharedCache.map { ($0, closure.images, closurePath) }
         let page = UInt64(ProcessMemory.pageSize)
         var locations: [[UInt64]] = []
         for index in closure.images.indices {
@@ -35,7 +40,14 @@ struct MappingFloor {
     func launch(readAhead: Bool, protections: Bool) throws(LoadError) -> (nanoseconds: Int64, memory: LaunchMemory) {
         let clock = ContinuousClock()
         let start = clock.now
-        let memory = try LaunchMemory(plans: plans, firstSlide: nil, readAhead: readAhead)
+        let shared: LaunchMemory.SharedImages?
+        do throws(ClosureError) {
+            shared = try sharedCache.map { (cache) throws(ClosureError) in try SharedCacheRegion.map(cache.cache, images: cache.images, closurePath: cache.closurePath) }
+        } catch {
+            throw .failed(path: sharedCache?.closurePath ?? "", cause: error)
+        }
+        let memory = try LaunchMemory(plans: plans, firstSlide: nil, readAhead: readAhead, shared: shared)
+        if shared != nil { try memory.openForPatches(memory.images.indices.filter { !pageLocations[$0].isEmpty }) }
         for (index, locations) in pageLocations.enumerated() {
             let base = memory.images[index].base
             for location in locations {

@@ -1,0 +1,171 @@
+import ClosureBuild
+import ClosureCache
+import ClosureFormat
+import Dyld2
+import Dyld3
+import Foundation
+import LaunchMemory
+import LaunchPlan
+import LoaderCore
+import LoaderSystem
+import SharedCache
+import SharedCacheBuild
+
+/// One size of the shared-cache bench: an app of `appFrameworks` own frameworks over a root of
+/// `system` system frameworks (and libSystem), every path's samples, the cache's build.
+package struct SharedCacheBenchResult: Codable, Sendable {
+    package var system: Int
+    package var appFrameworks: Int
+    package var images: Int
+    package var imagesInCache: Int
+    package var patches: Int
+    package var cacheBytes: UInt64
+    /// `shared-cache build` of the root, in this process.
+    package var cacheBuild: Int64
+    package var warm: [String: Distribution]
+    package var cold: [String: Distribution]?
+}
+
+package struct SharedCacheBenchReport: Codable, Sendable {
+    package var schemaVersion = 1
+    package var runs: Int
+    package var coldEviction: EvictionMethod?
+    package var sizes: [SharedCacheBenchResult]
+
+    package init(runs: Int, coldEviction: EvictionMethod?, sizes: [SharedCacheBenchResult]) {
+        self.runs = runs
+        self.coldEviction = coldEviction
+        self.sizes = sizes
+    }
+}
+
+/// `dyld3 bench --shared-cache`: the launch of an app whose system frameworks are in the
+/// root, from the root's files and from the root's shared cache (docs/shared-cache.md).
+package enum SharedCacheBench {
+    /// The app's own frameworks, over every size of system root.
+    package static let appFrameworks = 10
+    /// The paths measured, in the order each round runs them: the per-image floor, dyld2 and
+    /// dyld3 from the files, dyld3 from the cache, and the cache's floor (the cache's copy
+    /// slid for the boot mapped and protected, the app's own images mapped, one store per
+    /// fixup page of the app's images and the cache's patches, their protections).
+    package static let paths = ["floor", "dyld2", "dyld3", "dyld3_shared_cache", "cache_floor"]
+
+    package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws
+        -> (results: [SharedCacheBenchResult], eviction: EvictionMethod?) {
+        let eviction = try configuration.evictionMethod()
+        var results: [SharedCacheBenchResult] = []
+        for system in configuration.dylibCounts {
+            log("\(system) system + \(appFrameworks) app frameworks: preparing the app")
+            let app = try await BenchApp.prepareMachO(dylibs: system + appFrameworks, system: system, configuration: configuration, log: { log("  " + $0) })
+            results.append(try measure(app, system: system, configuration: configuration, eviction: eviction, log: log))
+        }
+        return (results, eviction)
+    }
+
+    static func measure(_ app: BenchApp, system: Int, configuration: BenchConfiguration, eviction: EvictionMethod?,
+                        log: (String) -> Void) throws -> SharedCacheBenchResult {
+        let root = app.systemRoot, arch = configuration.arch
+        let options = LaunchOptions(roots: [app.mainImage], arch: arch, root: root, run: false)
+        let clock = ContinuousClock()
+        let started = clock.now
+        let built = try SharedCacheBuilder.build(root: root, arch: arch)
+        let buildTime = (clock.now - started).nanoseconds
+        log("  cache: \(built.images.count) images, \(built.size) bytes, built in \(String(format: "%.2f s", Double(buildTime) / 1e9))")
+
+        let plainCache = ClosureCache(directory: configuration.workDirectory + "/bench-cache-files")
+        let sharedCache = ClosureCache(directory: configuration.workDirectory + "/bench-cache-shared")
+        try plainCache.prepareForWriting()
+        try sharedCache.prepareForWriting()
+        let plainPath = plainCache.closurePath(forApp: app.mainImage, arch: arch)
+        let sharedPath = sharedCache.closurePath(forApp: app.mainImage, arch: arch)
+        let closure = try ClosureBuilder.build(roots: options.roots, arch: arch, root: root)
+        try ClosureFile.write(closure, to: plainPath)
+        let (bound, cached, patches) = try SharedCacheBinding.bind(closure, cachePath: built.path, closurePath: sharedPath)
+        try ClosureFile.write(bound, to: sharedPath)
+        let floor = try MappingFloor(closure)
+        let cacheFloor = try MappingFloor(bound, closurePath: sharedPath)
+        let images = closure.images.map(\.path)
+        let ownImages = bound.images.filter { $0.cacheSlot == nil }.map(\.path)
+        guard let boundCache = bound.sharedCache else { throw CommandFailure.failed("\(sharedPath): not bound into \(built.path)") }
+        let slidCopy = SharedCacheRegion.slidCopyPath(boundCache, directory: sharedCache.directory)
+        let files: [String: [String]] = [
+            "floor": images, "dyld2": images, "dyld3": images + [plainPath],
+            "dyld3_shared_cache": ownImages + [sharedPath, slidCopy], "cache_floor": ownImages + [slidCopy],
+        ]
+        func launch(_ path: String, cold: Bool) throws -> Int64 {
+            switch path {
+            case "floor", "cache_floor":
+                let mapped = try (path == "floor" ? floor : cacheFloor).launch(readAhead: cold, protections: true)
+                mapped.memory.release()
+                return mapped.nanoseconds
+            case "dyld2":
+                let slow = try SlowPath.launch(options)
+                slow.memory.release()
+                return slow.report.timings[.total] ?? 0
+            default:
+                let fast = try FastPath.launch(closurePath: path == "dyld3" ? plainPath : sharedPath, request: options)
+                fast.memory.release()
+                if path == "dyld3_shared_cache", fast.report.sharedCache == nil { throw CommandFailure.failed("\(sharedPath): the launch did not use the shared cache") }
+                return fast.report.timings[.total] ?? 0
+            }
+        }
+        func rounds(cold: Bool) throws -> [String: Distribution] {
+            var samples: [String: [Int64]] = [:]
+            for round in 0...configuration.runs {
+                for path in paths {
+                    if cold, let eviction { try PageCache.evict(files[path] ?? [], method: eviction) }
+                    let time = try launch(path, cold: cold)
+                    if round > 0 { samples[path, default: []].append(time) }
+                }
+            }
+            return samples.mapValues(Distribution.init)
+        }
+        log("  warm: \(configuration.runs) rounds")
+        let warm = try rounds(cold: false)
+        var cold: [String: Distribution]?
+        if eviction != nil {
+            log("  cold: \(configuration.runs) rounds")
+            cold = try rounds(cold: true)
+        }
+        return SharedCacheBenchResult(system: system, appFrameworks: appFrameworks, images: closure.images.count, imagesInCache: cached, patches: patches,
+                                      cacheBytes: UInt64(built.size), cacheBuild: buildTime, warm: warm, cold: cold)
+    }
+
+    /// The Markdown report of `results`, with the targets checked.
+    package static func markdown(_ results: [SharedCacheBenchResult], runs: Int, cold: EvictionMethod?) -> String {
+        func ms(_ ns: Int64) -> String { String(format: "%.2f ms", Double(ns) / 1e6) }
+        func ratio(_ a: Int64?, _ b: Int64?) -> String {
+            guard let a, let b, b > 0 else { return "–" }
+            return String(format: "%.2f×", Double(a) / Double(b))
+        }
+        var out = "# The dyld shared cache: launches from the root's files and from its cache\n\n"
+        out += "Median of \(runs) samples per path (p90 in parentheses), in one process, interleaved; no path runs code. "
+            + "An app of \(appFrameworks) own frameworks over a root of N system frameworks and libSystem. floor: reserve, open and map every "
+            + "segment of every image, one store per fixup page, final protections. dyld2, dyld3: every image from its file. "
+            + "dyld3_shared_cache: the closure bound into the root's cache. cache_floor: the cache's copy slid for the boot mapped "
+            + "and protected, the app's own images mapped, one store per fixup page of theirs and of the cache's patches, protections.\n\n"
+        for (title, pick) in [("warm", { (r: SharedCacheBenchResult) in r.warm }), ("cold", { (r: SharedCacheBenchResult) in r.cold ?? [:] })] {
+            guard results.contains(where: { !pick($0).isEmpty }) else { continue }
+            out += "## \(title)\n\n" + MarkdownReport.table(
+                ["system", "images"] + paths + ["cache / dyld3", "cache / its floor"],
+                results.map { result in
+                    let samples = pick(result)
+                    return ["\(result.system)", "\(result.images)"] + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
+                        + [ratio(samples["dyld3_shared_cache"]?.median, samples["dyld3"]?.median),
+                           ratio(samples["dyld3_shared_cache"]?.median, samples["cache_floor"]?.median)]
+                }) + "\n"
+        }
+        out += "## the cache\n\n" + MarkdownReport.table(
+            ["system", "images in the cache", "patches", "cache bytes", "build"],
+            results.map { ["\($0.system)", "\($0.imagesInCache)", "\($0.patches)", "\($0.cacheBytes)", ms($0.cacheBuild)] })
+        out += "\n## targets (warm medians)\n\n"
+        for result in results {
+            let cache = result.warm["dyld3_shared_cache"]?.median ?? 0
+            let plain = result.warm["dyld3"]?.median ?? 0, floor = result.warm["cache_floor"]?.median ?? 0
+            out += "- \(result.system) system frameworks: dyld3 with the cache \(ratio(cache, plain)) of dyld3 without it (target ≤ 0.35×), "
+                + "\(ratio(cache, floor)) of the cache's floor (target ≤ 1.2×)\n"
+        }
+        out += "- dyld2 with the cache: not measured (dyld2 loads every image from its file: docs/shared-cache.md)\n"
+        return out
+    }
+}
