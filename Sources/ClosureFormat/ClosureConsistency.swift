@@ -92,8 +92,6 @@ extension LaunchClosure {
     /// The page index must be the one the runs call for: a page missing from it would never get
     /// its fixups in a page-in launch.
     private func pageIndexProblems(_ image: ClosureImage) -> [String] {
-        // An image in the shared cache has only patches, written eagerly: no index.
-        if image.cacheSlot != nil { return image.fixupPageIndex == .absent ? [] : ["\(image.path): lies in the shared cache but has a fixup page index"] }
         do {
             let derived = try FixupPageIndex.derive(rebaseRuns: image.rebaseRuns, bindRuns: image.bindRuns)
             guard derived != image.fixupPageIndex else { return [] }

@@ -62,6 +62,16 @@ package struct LaunchClosure: Equatable, Sendable {
     /// shared cache (the cache is checked whole, by its UUID).
     package var mappedSignatures: [SignedImage?] { images.map { $0.cacheSlot == nil ? $0.identity.signature : nil } }
 
+    /// Per image, the pages (offsets from its base) the cache's patches write: empty for an
+    /// image outside the cache or without patches.
+    package func cachePatchPages(closurePath: String) throws(ClosureError) -> [[UInt64]] {
+        try images.map { (image) throws(ClosureError) -> [UInt64] in
+            guard image.cacheSlot != nil, image.rebaseCount + image.bindCount > 0 else { return [] }
+            let index = try image.fixupPageIndex.pages(path: closurePath)
+            return index.pages.map { $0.page * index.pageSize }
+        }
+    }
+
     package var totalRebases: Int { images.reduce(0) { $0 + $1.rebaseCount } }
     package var totalBinds: Int { images.reduce(0) { $0 + $1.bindCount } }
 

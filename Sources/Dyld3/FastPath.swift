@@ -236,9 +236,7 @@ struct ClosureLaunchSource: LaunchSource {
         guard case let .images(eager) = mapped.pending else { return }
         let closure = mapped.closure, memory = mapped.memory
         let values = closure.bindTargetValues(memory)
-        if closure.sharedCache != nil {
-            try memory.openForPatches(eager.filter { closure.images[$0].cacheSlot != nil && closure.images[$0].rebaseCount + closure.images[$0].bindCount > 0 })
-        }
+        if closure.sharedCache != nil { try memory.openForPatches(try closure.cachePatchPages(closurePath: mapped.path)) }
         try FastPath.applyFixups(closure, images: eager, memory: memory, targetValues: values, closurePath: mapped.path, helper: launch.helper)
         launch.report.timings[.bind] = launch.clock.lap()
         if !closure.objc.bindRuns.isEmpty {

@@ -44,7 +44,8 @@ package final class PageInFixups: PageFixupSource, @unchecked Sendable {
         var pages: [[FixupPage]] = [], indexed: [Bool] = [], ranges: [[[Range<UInt64>]]] = []
         for image in closure.images {
             let index = try image.fixupPageIndex.pages(path: image.path)
-            let usable = index.pageSize == pageSize
+            // The cache's patches are written eagerly: its pages are the cache's mapping.
+            let usable = index.pageSize == pageSize && image.cacheSlot == nil
             pages.append(usable ? index.pages : [])
             indexed.append(usable)
             ranges.append(image.plan.segments.map { segment in

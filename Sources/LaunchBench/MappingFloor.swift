@@ -47,7 +47,7 @@ struct MappingFloor {
             throw .failed(path: sharedCache?.closurePath ?? "", cause: error)
         }
         let memory = try LaunchMemory(plans: plans, firstSlide: nil, readAhead: readAhead, shared: shared)
-        if shared != nil { try memory.openForPatches(memory.images.indices.filter { !pageLocations[$0].isEmpty }) }
+        if shared != nil { try memory.openForPatches(zip(memory.images, pageLocations).map { $0.inSharedCache ? $1 : [] }) }
         for (index, locations) in pageLocations.enumerated() {
             let base = memory.images[index].base
             for location in locations {

@@ -15,9 +15,6 @@ package final class LaunchMemory {
         let fileLength: UInt64
         /// Whether it lies in the shared cache's range (mapped, fixed up and protected with it).
         package var inSharedCache = false
-        /// An image in the cache this launch patches: its writable segments were made
-        /// writable and get their final protections with the launch's own images.
-        var patched = false
         /// `base - preferredBase` (wrapping): what a rebase adds.
         package var slide: UInt64 { base &- plan.preferredBase }
     }
@@ -35,6 +32,8 @@ package final class LaunchMemory {
     package let regionSize: UInt64
     /// The shared cache's range, when images lie in it.
     package let sharedRange: SlidRange?
+    /// Read-only pages of the cache made writable for its patches (``openForPatches(_:)``).
+    private var patchedPages: [(start: UInt64, size: UInt64)] = []
     private var released = false
 
     /// The host's page size: the unit of mapping, protection and page-in.
@@ -290,7 +289,13 @@ package final class LaunchMemory {
     /// mapped final, deferred ones (reserved with it) and plain read-write ones need no call.
     package func applyProtections() throws(LoadError) {
         let page = UnsafeMemory.pageSize
-        for (index, image) in images.enumerated() where !image.inSharedCache || image.patched {
+        for (start, size) in patchedPages {
+            try LaunchMemory.asMappingError(images.first?.plan.path ?? "?", "mprotect after the cache's patches") { () throws(LoadError) in
+                try UnsafeMemory.protect(address: start, size: size, .read)
+            }
+        }
+        patchedPages = []
+        for (index, image) in images.enumerated() where !image.inSharedCache {
             for (position, segment) in image.plan.segments.enumerated()
             where !LaunchMemory.isMappedFinal(segment, fileLength: image.fileLength) && !deferred[index][position] {
                 let final = LaunchMemory.finalProtection(segment)
@@ -303,19 +308,32 @@ package final class LaunchMemory {
         }
     }
 
-    /// Makes the writable segments of the cache's images `indices` writable (the cache maps
-    /// `__DATA_CONST` read-only) for the patches a closure writes into them; they get their
-    /// final protections back with ``applyProtections()``.
-    package func openForPatches(_ indices: [Int]) throws(LoadError) {
+    /// Makes the pages `pages` (per image, offsets from its base) of the cache's images
+    /// writable where the cache maps them read-only (`__DATA_CONST`), for the patches a closure
+    /// writes there; ``applyProtections()`` gives them their protection back.
+    package func openForPatches(_ pages: [[UInt64]]) throws(LoadError) {
         let page = UnsafeMemory.pageSize
-        for index in indices where images[index].inSharedCache && !images[index].patched {
-            images[index].patched = true
+        for (index, offsets) in pages.enumerated() where index < images.count && images[index].inSharedCache {
             let image = images[index]
-            for segment in image.plan.segments where segment.isWritable {
-                try LaunchMemory.asMappingError(image.plan.path, "mprotect \(segment.name) for the cache's patches") { () throws(LoadError) in
-                    try UnsafeMemory.protect(address: image.base + segment.vmOffset, size: (segment.vmSize + page - 1) / page * page, [.read, .write])
+            var run: Range<UInt64>?
+            func flush() throws(LoadError) {
+                guard let pending = run else { return }
+                run = nil
+                try LaunchMemory.asMappingError(image.plan.path, "mprotect for the cache's patches") { () throws(LoadError) in
+                    try UnsafeMemory.protect(address: image.base + pending.lowerBound, size: UInt64(pending.count), [.read, .write])
                 }
+                patchedPages.append((image.base + pending.lowerBound, UInt64(pending.count)))
             }
+            for offset in offsets.sorted() {
+                let start = offset / page * page
+                guard let segment = image.plan.segments.first(where: { start >= $0.vmOffset && start - $0.vmOffset < $0.vmSize }),
+                      segment.isWritable, LaunchMemory.finalProtection(segment) != [.read, .write] else { continue }
+                if let pending = run, pending.upperBound == start { run = pending.lowerBound..<(start + page); continue }
+                if let pending = run, pending.contains(start) { continue }
+                try flush()
+                run = start..<(start + page)
+            }
+            try flush()
         }
     }
 

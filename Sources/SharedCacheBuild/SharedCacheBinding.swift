@@ -81,7 +81,7 @@ package enum SharedCacheBinding {
             let rebases = FixupRuns.encodeRebases(patches, plan: image.plan)
             let binds = FixupRuns.encodeBinds(patches, plan: image.plan, targets: &targets, targetIndex: &targetIndex)
             (record.rebaseRuns, record.rebaseCount, record.bindRuns, record.bindCount) = (rebases.bytes[...], rebases.count, binds.bytes[...], binds.count)
-            record.fixupPageIndex = .absent
+            record.fixupPageIndex = FixupPageIndex(rebases: rebases.pages, binds: binds.pages)
             record.cacheSlot = slot
             bound.images[index] = record
             patchCount += patches.count

@@ -49,12 +49,42 @@ package enum SharedCacheBuilder {
         return found.sorted()
     }
 
+    /// `dylibs` in the order a launch that needs them all loads them: breadth first from
+    /// those no other dylib links (sorted), each one's dependencies in load-command order, as
+    /// dyld loads an app's; the rest (cycles) after, sorted. The cache coalesces each weak
+    /// definition to the first image of this order that defines it: the order an app's own
+    /// launch usually agrees with, so its closure patches few of the cache's words.
+    static func loadOrder(_ dylibs: [String], arch: String) throws(LoadError) -> [String] {
+        var byInstallName: [String: String] = [:]
+        var dependencies: [String: [String]] = [:]
+        for path in dylibs {
+            let image = try ImageFile.load(path: path, arch: arch, root: nil).image
+            if let name = image.id?.installName, byInstallName[name] == nil { byInstallName[name] = path }
+            dependencies[path] = image.dependencies.map(\.installName)
+        }
+        let linked = Set(dependencies.values.flatMap { $0.compactMap { byInstallName[$0] } })
+        var order: [String] = [], seen = Set<String>()
+        var queue = dylibs.filter { !linked.contains($0) }
+        seen.formUnion(queue)
+        var next = 0
+        while next < queue.count {
+            let path = queue[next]
+            next += 1
+            order.append(path)
+            for name in dependencies[path] ?? [] {
+                guard let dependency = byInstallName[name], seen.insert(dependency).inserted else { continue }
+                queue.append(dependency)
+            }
+        }
+        return order + dylibs.filter { !seen.contains($0) }
+    }
+
     /// Builds the cache of `root`'s dylibs for `arch` and writes it atomically at its place in
     /// the root (``DyldCache/path(platform:arch:)``), or at `output`.
     package static func build(root: String, arch: String, output: String? = nil) throws -> Built {
-        let dylibs = try dylibs(root: root, arch: arch)
-        guard !dylibs.isEmpty else { throw LoadError.unusable(path: root, reason: "holds no \(arch) dylib: nothing to build a shared cache of") }
-        let closure = try ClosureBuilder.build(roots: dylibs, arch: arch, root: root)
+        let found = try dylibs(root: root, arch: arch)
+        guard !found.isEmpty else { throw LoadError.unusable(path: root, reason: "holds no \(arch) dylib: nothing to build a shared cache of") }
+        let closure = try ClosureBuilder.build(roots: try loadOrder(found, arch: arch), arch: arch, root: root)
         let placeholder = root + "/(shared cache)"
         let (set, data) = try PrelinkBuilder.build(closure, closurePath: placeholder)
         try set.checkSlideRuns(path: placeholder)

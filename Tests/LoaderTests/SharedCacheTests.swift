@@ -115,7 +115,8 @@ import Testing
         let bytes = try Corpus.bytes(built.path)
         let whole = try DyldCacheFile(parsing: ByteView(bytes))
         let dylibs = try FileManager.default.contentsOfDirectory(atPath: root + "/usr/lib").filter { $0.hasSuffix(".dylib") }.sorted()
-        #expect(dylibs.count >= 3 && whole.images.map(\.path) == dylibs.map { "/usr/lib/" + $0 })
+        // Every dylib once, in load order (those no other dylib links first).
+        #expect(dylibs.count >= 3 && whole.images.map(\.path).sorted() == dylibs.map { "/usr/lib/" + $0 } && whole.images.count == dylibs.count)
         let tablesEnd = Int(whole.header.imagesTextOffset) + whole.images.count * DyldCache.Image.textInfoSize
         for length in stride(from: 0, to: tablesEnd, by: 3) {
             #expect(throws: MachOError.self, "\(length) bytes") { try DyldCacheFile(parsing: ByteView(Array(bytes.prefix(length)))) }

@@ -106,10 +106,6 @@ package struct ClosureImage: Equatable, Sendable {
         }
         let slot = try r.int("cache slot")
         cacheSlot = slot == 0 ? nil : CacheSlot(index: slot - 1, offset: try r.uleb())
-        // An image in the cache has only its patches (written eagerly, never paged in).
-        if cacheSlot != nil, fixupPageIndex != .absent {
-            throw r.corrupt("image \(path) lies in the shared cache but has a fixup page index", at: indexStart)
-        }
         for offset in initializers where !plan.isExecutable(offset) {
             throw r.corrupt("initializer at offset 0x\(String(offset, radix: 16)) of \(path) is not in an executable segment")
         }
