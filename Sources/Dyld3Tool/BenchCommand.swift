@@ -4,6 +4,8 @@ import LaunchBench
 import LaunchPlan
 import LoaderCore
 import Pager
+import ClosureCache
+import StubRoot
 
 /// `dyld3 bench`: dyld2 vs dyld3 vs the mapping floor vs glibc's loader on generated apps.
 struct BenchCommand: AsyncParsableCommand {
@@ -22,6 +24,18 @@ struct BenchCommand: AsyncParsableCommand {
             launch, and glibc keeps the C-only twin.
             """)
 
+    @Argument(help: "An app to measure (anything `launch` takes: .app, .ipa, executable): every path this project launches it by, its phases, its heaviest images and its initializers. Without it, the generated apps of --dylibs are measured.")
+    var app: String?
+
+    @Option(help: "APP: the system root (default: a stub root made for the bench, said so in the report).")
+    var root: String?
+
+    @Option(help: "APP: a report of an earlier `bench APP --json` run: exit 6 when a count or warm median grew past --tolerance.")
+    var baseline: String?
+
+    @Option(help: "APP with --baseline: the growth allowed, as a fraction (0.25: 25%).")
+    var tolerance = 0.25
+
     @Option(help: "Comma-separated dylib counts.")
     var dylibs = "1,10,100,400,1000"
 
@@ -31,8 +45,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Output directory. The committed bench/results are refreshed by `make bench` alone.")
     var out = "build/bench/results"
 
-    @Option(help: "Architecture of the Mach-O apps.")
-    var arch = "x86_64"
+    @Option(help: "Architecture of the Mach-O apps (APP: default the host's if the file has it, else its first slice).")
+    var arch: String?
 
     @Option(help: "Fixup style of the Mach-O apps: chained or opcodes.")
     var style = "chained"
@@ -84,6 +98,10 @@ struct BenchCommand: AsyncParsableCommand {
     var counts: [Int] { dylibs.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
     func run() async throws {
+        if let app {
+            try await CommandFailure.reporting(json: json) { try await benchApp(app) }
+            return
+        }
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         guard let repository = BenchConfiguration.findRepositoryRoot(from: FileManager.default.currentDirectoryPath)
                 ?? BenchConfiguration.findRepositoryRoot(from: executable) else {
@@ -92,7 +110,7 @@ struct BenchCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         var configuration = BenchConfiguration(
-            dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch, style: style,
+            dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch ?? "x86_64", style: style,
             repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
         configuration.pageIn = fixups == .pageIn
         configuration.faultAround = max(1, faultAround)
@@ -137,3 +155,52 @@ struct BenchCommand: AsyncParsableCommand {
 }
 
 extension EvictionMethod: ExpressibleByArgument {}
+
+extension BenchCommand {
+    /// `bench APP`: every path for one app, in a work area of the closure cache
+    /// (`CACHE/app-bench`), against a stub root made there when no `--root` is given.
+    func benchApp(_ app: String) async throws {
+        let log = { (line: String) in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        let closures = ClosureCache.resolve(nil)
+        let work = closures.directory + "/app-bench"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let unpacked = try AppLocator.unpacked(app, cache: closures)
+        var notes: [String] = []
+        var systemRoot = root
+        if systemRoot == nil {
+            let stub = work + "/stub-root"
+            try? FileManager.default.removeItem(atPath: stub)
+            let plan = try StubRootPlan(binaries: [try AppLocator.mainImage(of: unpacked)], arches: arch.map { [$0] }, root: stub)
+            try await plan.write()
+            notes.append("root: a stub root made for the bench (\(stub)): the system libraries are stubs that export what the app imports, "
+                + "so their own mapping and fixups are not the real system's; pass --root for a real one")
+            notes += (plan.missingDylibs.map(\.description) + plan.unresolved.map(\.description)).map { "stub root: \($0)" }
+            systemRoot = stub
+        }
+        let roots = try AppLocator.roots(for: unpacked, arch: arch, root: systemRoot, host: nil)
+        let options = LaunchOptions(roots: roots.paths, arch: roots.arch, root: systemRoot, run: false)
+        let eviction = cold ? try EvictionMethod.choose(requested: evict) : nil
+        // Real-time priority only where the bench measures: what it starts runs at normal priority.
+        _ = UnsafeSchedulingPolicy.startChildrenAtNormalPriority()
+        let report = try AppBench.run(AppBench.Request(options: options, app: app, workDirectory: work, runs: runs, eviction: eviction, notes: notes),
+                                      log: log)
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let encoded = try LaunchBench.encoder.encode(report) + Data("\n".utf8)
+        let markdown = AppBench.markdown(report)
+        try encoded.write(to: URL(fileURLWithPath: out + "/app.json"), options: .atomic)
+        try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/app.md"), options: .atomic)
+        FileHandle.standardOutput.write(json ? encoded : Data(markdown.utf8))
+        guard let baseline else { return }
+        let earlier: AppBench.Report
+        do {
+            earlier = try JSONDecoder().decode(AppBench.Report.self, from: Data(contentsOf: URL(fileURLWithPath: baseline)))
+        } catch {
+            throw CommandFailure(what: "--baseline \(baseline)", why: "not a report of `dyld3 bench APP --json`: \(error)", kind: "bad-baseline")
+        }
+        let grown = AppBench.regressions(report, baseline: earlier, tolerance: tolerance)
+        guard !grown.isEmpty else { return log("baseline \(baseline): nothing grew past +\(Int(tolerance * 100))%") }
+        for line in grown { log("dyld3: bench: \(line)") }
+        throw ExitCode(6)
+    }
+}
+
