@@ -95,6 +95,11 @@ package enum SharedCacheRegion {
         guard size <= UInt64(bytes.count) else {
             throw .corrupt(path: cache.path, offset: 0, what: "its \(size)-byte region is larger than the file")
         }
+        // The bytes against the UUID the builder made from them: the copy every launch of the
+        // boot maps holds only what the closure's UUID names.
+        guard SharedCacheVerification.contentMatchesUUID(bytes, uuid: file.header.uuid) else {
+            throw .corrupt(path: cache.path, offset: 88, what: "its bytes do not hash to its UUID (changed since it was built): rebuild it with `dyld3 shared-cache build`")
+        }
         // One range: each mapping lies in the file where it lies in the region.
         for (index, mapping) in file.mappings.enumerated() where mapping.address &- start != mapping.fileOffset || mapping.fileOffset &+ mapping.size > size {
             throw .incompatible(path: cache.path, what: "mapping \(index) is not at its region offset in the file: this loader maps a cache as one range")

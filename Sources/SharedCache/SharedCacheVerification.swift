@@ -18,6 +18,23 @@ package struct SharedCacheVerification: Sendable {
     package let problems: [String]
     package let images: Int
 
+    /// Whether `bytes` hash to `uuid` as the builder made it: the first 16 bytes of the SHA-256
+    /// of the file with the UUID's own bytes (88..<104) zero.
+    package static func contentMatchesUUID(_ bytes: ByteView, uuid: [UInt8]) -> Bool {
+        guard bytes.count >= 104, let head = try? bytes.bytes(0, 88) else { return false }
+        var hasher = SHA256()
+        hasher.update(data: head + [UInt8](repeating: 0, count: 16))
+        // The rest a megabyte at a time: a cache's size is never copied whole.
+        var offset = 104
+        while offset < bytes.count {
+            let count = min(1 << 20, bytes.count - offset)
+            guard let chunk = try? bytes.bytes(offset, count) else { return false }
+            hasher.update(data: chunk)
+            offset += count
+        }
+        return Array(hasher.finalize().prefix(16)) == uuid
+    }
+
     package init(cache path: String, root: String?) {
         self.path = path
         guard let file = FileStatus.of(path), let directory = FileStatus.of((path as NSString).deletingLastPathComponent) else {
@@ -39,13 +56,8 @@ package struct SharedCacheVerification: Sendable {
         }
         images = cache.images.count
         var corrupt: [String] = []
-        // The bytes against the UUID the builder made from them (the UUID's own bytes zero).
-        var copy = (try? bytes.bytes(0, bytes.count)) ?? []
-        if copy.count >= 104 {
-            copy.replaceSubrange(88..<104, with: [UInt8](repeating: 0, count: 16))
-            if Array(SHA256.hash(data: copy).prefix(16)) != cache.header.uuid {
-                corrupt.append("\(path): corrupt: its bytes do not hash to its UUID (changed since it was built)")
-            }
+        if !Self.contentMatchesUUID(bytes, uuid: cache.header.uuid) {
+            corrupt.append("\(path): corrupt: its bytes do not hash to its UUID (changed since it was built)")
         }
         let start = cache.header.sharedRegionStart, end = start &+ cache.header.sharedRegionSize
         for (index, mapping) in cache.mappings.enumerated() where corrupt.isEmpty {

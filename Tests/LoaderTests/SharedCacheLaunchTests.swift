@@ -79,6 +79,24 @@ import Testing
         #expect(untrusted.status != 0 && untrusted.stderr.contains(cachePath) && untrusted.stderr.contains("refused"), "\(untrusted.stderr)")
         try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: cachePath)
 
+        // Changed in place with its header kept (a byte of an image's code): the copy slid for
+        // the boot is written only from bytes that hash to the UUID, so the launch is refused.
+        let copies = try FileManager.default.contentsOfDirectory(atPath: cache).filter { $0.hasSuffix(".dyld3slidcache") }
+        for copy in copies { try FileManager.default.removeItem(atPath: cache + "/" + copy) }
+        let original = try Data(contentsOf: URL(fileURLWithPath: cachePath))
+        var tampered = original
+        tampered[original.count / 2] ^= 0xFF
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: cachePath)
+        try tampered.write(to: URL(fileURLWithPath: cachePath))
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: cachePath)
+        let forged = try await Dyld3Binary.run(["launch", app, "--mode", "dyld3"] + common, limitSeconds: 120)
+        #expect(forged.status != 0 && forged.stderr.contains(cachePath) && forged.stderr.contains("do not hash to its UUID"), "\(forged.stderr)")
+        let fellBack = try await Dyld3Binary.run(["launch", app] + common, limitSeconds: 120)
+        #expect(fellBack.status == 0 && fellBack.stdout.hasPrefix("path: dyld2") && fellBack.stdout.contains("main returned \(expected)"), "\(fellBack.stderr)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: cachePath)
+        try original.write(to: URL(fileURLWithPath: cachePath))
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: cachePath)
+
         // Rebuilt after a system framework changed: another UUID, the closure stale.
         let framework = root + "/System/Library/Frameworks/Fw0001.framework/Fw0001"
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 5)], ofItemAtPath: framework)
