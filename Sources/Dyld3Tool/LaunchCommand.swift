@@ -69,6 +69,9 @@ struct LaunchCommand: ParsableCommand {
     @Flag(help: "Print the launch report as JSON.")
     var json = false
 
+    @Flag(help: "After the (last) launch, print `held PID` and keep its memory mapped until stdin ends: for measuring what launches share (smaps).")
+    var hold = false
+
     enum LaunchMode: String, ExpressibleByArgument, CaseIterable {
         case dyld2, dyld3, auto, prelinked
     }
@@ -99,6 +102,11 @@ struct LaunchCommand: ParsableCommand {
             let repeated = repeatCount > 1 ? LaunchRepeat(samples: samples) : nil
             print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: outcome.closurePath, fallback: outcome.fallback,
                                       setFallback: outcome.setFallback, repeated: repeated), terminator: "")
+            if hold {
+                print("held \(getpid())")
+                StandardStreams.flush()
+                while readLine() != nil {}
+            }
         }
         if rebuild, anyFallback { writeFreshClosure(request, to: path, signedWith: signer, trusting: checks.trustKey) }
     }

@@ -37,6 +37,33 @@ enum ProcessMemory {
         return kilobytes * 1024 / pageSize
     }
 
+    /// Kilobytes by smaps field (`Rss`, `Pss`, `Shared_Clean`, `Private_Dirty`, ...) summed over
+    /// process `pid`'s mappings of files whose path ends with `suffix`.
+    static func smapsOfFile(pid: Int32, endingWith suffix: String) -> [String: Int] {
+        var totals: [String: Int] = [:]
+        var counting = false
+        for line in procLines("/proc/\(pid)/smaps") {
+            if let dash = line.firstIndex(of: "-"), let space = line.firstIndex(of: " "), dash < space,
+               UInt64(line[..<dash], radix: 16) != nil {
+                counting = line.hasSuffix(suffix)
+            } else if counting, let colon = line.firstIndex(of: ":"),
+                      let kilobytes = Int(line[line.index(after: colon)...].split(separator: " ").first ?? "") {
+                totals[String(line[..<colon]), default: 0] += kilobytes
+            }
+        }
+        return totals
+    }
+
+    /// Kilobytes by field of process `pid`'s `smaps_rollup` (the whole process).
+    static func rollup(pid: Int32) -> [String: Int] {
+        var totals: [String: Int] = [:]
+        for line in procLines("/proc/\(pid)/smaps_rollup") {
+            guard let colon = line.firstIndex(of: ":"), let kilobytes = Int(line[line.index(after: colon)...].split(separator: " ").first ?? "") else { continue }
+            totals[String(line[..<colon])] = kilobytes
+        }
+        return totals
+    }
+
     /// The lines of a /proc file, read to its end (its reported size is 0).
     static func procLines(_ path: String) -> [Substring] {
         String(decoding: UnsafeProcessMemory.contents(ofProcFile: path), as: UTF8.self).split(separator: "\n")

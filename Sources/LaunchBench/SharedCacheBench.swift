@@ -4,6 +4,7 @@ import ClosureFormat
 import Dyld2
 import Dyld3
 import Foundation
+import ProcessRunner
 import LaunchMemory
 import LaunchPlan
 import LoaderCore
@@ -24,6 +25,23 @@ package struct SharedCacheBenchResult: Codable, Sendable {
     package var cacheBuild: Int64
     package var warm: [String: Distribution]
     package var cold: [String: Distribution]?
+    /// Concurrent launches of the app held alive, each process's memory (kB, from smaps).
+    package var memory: ConcurrentMemory?
+}
+
+/// ``SharedCacheBench/concurrentLaunches`` processes launched from the cache at once and held
+/// after their launch: how much of the cache each maps and how much of it is its own.
+package struct ConcurrentMemory: Codable, Sendable {
+    package var processes: Int
+    /// Per process: the cache's copy slid for the boot (`Rss`, `Pss`, `Shared_Clean`,
+    /// `Private_Dirty` of its mappings) and the whole process (`smaps_rollup`'s `Pss` and
+    /// `Private_Dirty`), in kB.
+    package var cacheRss: [Int]
+    package var cachePss: [Int]
+    package var cacheSharedClean: [Int]
+    package var cachePrivateDirty: [Int]
+    package var processPss: [Int]
+    package var processPrivateDirty: [Int]
 }
 
 package struct SharedCacheBenchReport: Codable, Sendable {
@@ -57,13 +75,13 @@ package enum SharedCacheBench {
         for system in configuration.dylibCounts {
             log("\(system) system + \(appFrameworks) app frameworks: preparing the app")
             let app = try await BenchApp.prepareMachO(dylibs: system + appFrameworks, system: system, configuration: configuration, log: { log("  " + $0) })
-            results.append(try measure(app, system: system, configuration: configuration, eviction: eviction, log: log))
+            results.append(try await measure(app, system: system, configuration: configuration, eviction: eviction, log: log))
         }
         return (results, eviction)
     }
 
     static func measure(_ app: BenchApp, system: Int, configuration: BenchConfiguration, eviction: EvictionMethod?,
-                        log: (String) -> Void) throws -> SharedCacheBenchResult {
+                        log: (String) -> Void) async throws -> SharedCacheBenchResult {
         let root = app.systemRoot, arch = configuration.arch
         let options = LaunchOptions(roots: [app.mainImage], arch: arch, root: root, run: false)
         let clock = ContinuousClock()
@@ -127,8 +145,54 @@ package enum SharedCacheBench {
             log("  cold: \(configuration.runs) rounds")
             cold = try rounds(cold: true)
         }
+        var memory: ConcurrentMemory?
+        if let tool = configuration.toolPath {
+            log("  memory: \(concurrentLaunches) launches held at once")
+            memory = try await concurrentMemory(tool: tool, app: app.mainImage, root: root, closures: sharedCache.directory)
+        }
         return SharedCacheBenchResult(system: system, appFrameworks: appFrameworks, images: closure.images.count, imagesInCache: cached, patches: patches,
-                                      cacheBytes: UInt64(built.size), cacheBuild: buildTime, warm: warm, cold: cold)
+                                      cacheBytes: UInt64(built.size), cacheBuild: buildTime, warm: warm, cold: cold, memory: memory)
+    }
+
+    /// How many processes ``concurrentMemory(tool:app:root:closures:)`` holds at once.
+    package static let concurrentLaunches = 10
+
+    /// Launches the app from the cache in ``concurrentLaunches`` processes at once (`dyld3
+    /// launch --mode dyld3 --no-run --hold`), and reads each one's smaps while all are held.
+    static func concurrentMemory(tool: String, app: String, root: String, closures: String) async throws -> ConcurrentMemory {
+        var measured = ConcurrentMemory(processes: 0, cacheRss: [], cachePss: [], cacheSharedClean: [], cachePrivateDirty: [], processPss: [],
+                                        processPrivateDirty: [])
+        let arguments = ["launch", app, "--root", root, "--cache", closures, "--mode", "dyld3", "--no-run", "--hold"]
+        func hold(_ pids: [Int32]) async throws {
+            guard pids.count < concurrentLaunches else {
+                for pid in pids {
+                    let cache = ProcessMemory.smapsOfFile(pid: pid, endingWith: "." + ClosureCache.slidCacheExtension)
+                    let whole = ProcessMemory.rollup(pid: pid)
+                    measured.cacheRss.append(cache["Rss"] ?? 0)
+                    measured.cachePss.append(cache["Pss"] ?? 0)
+                    measured.cacheSharedClean.append(cache["Shared_Clean"] ?? 0)
+                    measured.cachePrivateDirty.append(cache["Private_Dirty"] ?? 0)
+                    measured.processPss.append(whole["Pss"] ?? 0)
+                    measured.processPrivateDirty.append(whole["Private_Dirty"] ?? 0)
+                }
+                measured.processes = pids.count
+                return
+            }
+            let errorFile = NSTemporaryDirectory() + "dyld3-hold-\(getpid())-\(pids.count).stderr"
+            defer { try? FileManager.default.removeItem(atPath: errorFile) }
+            _ = try await ProcessRunner.session(tool, arguments, errorFile: errorFile) { session in
+                var pid: Int32?
+                while let line = try await session.readLine() {
+                    if line.hasPrefix("held "), let held = Int32(line.dropFirst(5)) { pid = held; break }
+                }
+                guard let pid else {
+                    throw CommandFailure.failed("\(session.command): no launch held: \((try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? "")")
+                }
+                try await hold(pids + [pid])
+            }
+        }
+        try await hold([])
+        return measured
     }
 
     /// The Markdown report of `results`, with the targets checked.
@@ -158,6 +222,16 @@ package enum SharedCacheBench {
         out += "## the cache\n\n" + MarkdownReport.table(
             ["system", "images in the cache", "patches", "cache bytes", "build"],
             results.map { ["\($0.system)", "\($0.imagesInCache)", "\($0.patches)", "\($0.cacheBytes)", ms($0.cacheBuild)] })
+        let held = results.compactMap { result in result.memory.map { (result.system, $0) } }
+        if !held.isEmpty {
+            func median(_ values: [Int]) -> String { values.isEmpty ? "–" : "\(values.sorted()[values.count / 2]) kB" }
+            out += "\n## memory: \(concurrentLaunches) launches held at once (medians per process)\n\n" + MarkdownReport.table(
+                ["system", "cache Rss", "cache Pss", "cache shared clean", "cache private dirty", "process Pss", "process private dirty"],
+                held.map { system, memory in
+                    ["\(system)", median(memory.cacheRss), median(memory.cachePss), median(memory.cacheSharedClean), median(memory.cachePrivateDirty),
+                     median(memory.processPss), median(memory.processPrivateDirty)]
+                })
+        }
         out += "\n## targets (warm medians)\n\n"
         for result in results {
             let cache = result.warm["dyld3_shared_cache"]?.median ?? 0
