@@ -127,22 +127,14 @@ struct BenchCommand: AsyncParsableCommand {
         try await CommandFailure.reporting(json: json) {
             if sharedCache {
                 let (results, eviction) = try await SharedCacheBench.run(configuration, log: log)
-                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-                let markdown = SharedCacheBench.markdown(results, runs: runs, cold: eviction)
-                let json = try LaunchBench.encoder.encode(SharedCacheBenchReport(runs: runs, coldEviction: eviction, sizes: results)) + Data("\n".utf8)
-                try json.write(to: URL(fileURLWithPath: out + "/shared-cache.json"), options: .atomic)
-                try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/shared-cache.md"), options: .atomic)
-                FileHandle.standardOutput.write(self.json ? json : Data(markdown.utf8))
+                try write(name: "shared-cache", json: try LaunchBench.encoder.encode(SharedCacheBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
+                          markdown: SharedCacheBench.markdown(results, runs: runs, cold: eviction))
                 return
             }
             if prelinked {
                 let (results, eviction) = try await PrelinkBench.run(configuration, log: log)
-                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-                let markdown = PrelinkBench.markdown(results, runs: runs, cold: eviction)
-                let json = try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)) + Data("\n".utf8)
-                try json.write(to: URL(fileURLWithPath: out + "/prelinked.json"), options: .atomic)
-                try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/prelinked.md"), options: .atomic)
-                FileHandle.standardOutput.write(self.json ? json : Data(markdown.utf8))
+                try write(name: "prelinked", json: try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
+                          markdown: PrelinkBench.markdown(results, runs: runs, cold: eviction))
                 return
             }
             let report = try await LaunchBench.run(configuration, log: log)
@@ -157,6 +149,15 @@ struct BenchCommand: AsyncParsableCommand {
 extension EvictionMethod: ExpressibleByArgument {}
 
 extension BenchCommand {
+    /// Writes NAME.json and NAME.md into `--out`, and prints one of them (`--json`: the JSON).
+    func write(name: String, json encoded: Data, markdown: String) throws {
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let document = encoded + Data("\n".utf8)
+        try document.write(to: URL(fileURLWithPath: out + "/\(name).json"), options: .atomic)
+        try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/\(name).md"), options: .atomic)
+        FileHandle.standardOutput.write(json ? document : Data(markdown.utf8))
+    }
+
     /// `bench APP`: every path for one app, in a work area of the closure cache
     /// (`CACHE/app-bench`), against a stub root made there when no `--root` is given.
     func benchApp(_ app: String) async throws {
@@ -184,12 +185,7 @@ extension BenchCommand {
         _ = UnsafeSchedulingPolicy.startChildrenAtNormalPriority()
         let report = try AppBench.run(AppBench.Request(options: options, app: app, workDirectory: work, runs: runs, eviction: eviction, notes: notes),
                                       log: log)
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-        let encoded = try LaunchBench.encoder.encode(report) + Data("\n".utf8)
-        let markdown = AppBench.markdown(report)
-        try encoded.write(to: URL(fileURLWithPath: out + "/app.json"), options: .atomic)
-        try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/app.md"), options: .atomic)
-        FileHandle.standardOutput.write(json ? encoded : Data(markdown.utf8))
+        try write(name: "app", json: try LaunchBench.encoder.encode(report), markdown: AppBench.markdown(report))
         guard let baseline else { return }
         let earlier: AppBench.Report
         do {

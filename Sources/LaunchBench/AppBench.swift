@@ -150,32 +150,19 @@ package enum AppBench {
         let paths = allPaths.filter { launches[$0] != nil }
         let images = closure.images.map(\.path)
         var phaseSamples: [String: [String: [Int64]]] = [:]
-        func rounds(cold: Bool) throws -> [String: Distribution] {
-            var samples: [String: [Int64]] = [:]
-            for round in 0...request.runs {
-                for path in paths {
-                    if cold, let eviction = request.eviction {
-                        try PageCache.evict(images + [closurePath, setPath], method: eviction)
-                    }
-                    guard let launch = launches[path] else { continue }
-                    let report = try launch()
-                    guard round > 0 else { continue }
-                    samples[path, default: []].append(report.timings[.total] ?? 0)
-                    if !cold {
-                        for (phase, time) in report.timings where phase != .total && phase != .main {
-                            phaseSamples[path, default: [:]][phase.rawValue, default: []].append(time)
-                        }
-                    }
+        var warmed = Set<String>()
+        let files = Dictionary(uniqueKeysWithValues: paths.map { ($0, images + [closurePath, setPath]) })
+        log("paths: \(paths.joined(separator: ", "))")
+        let (warm, cold) = try InterleavedRounds(runs: request.runs, paths: paths, files: files, eviction: request.eviction).measure(log: log) { path, cold in
+            guard let launch = launches[path] else { return 0 }
+            let report = try launch()
+            // Each path's first warm launch is the discarded round's.
+            if !cold, !warmed.insert(path).inserted {
+                for (phase, time) in report.timings where phase != .total && phase != .main {
+                    phaseSamples[path, default: [:]][phase.rawValue, default: []].append(time)
                 }
             }
-            return samples.mapValues(Distribution.init)
-        }
-        log("warm: \(request.runs) rounds of \(paths.joined(separator: ", "))")
-        let warm = try rounds(cold: false)
-        var cold: [String: Distribution]?
-        if request.eviction != nil {
-            log("cold: \(request.runs) rounds")
-            cold = try rounds(cold: true)
+            return report.timings[.total] ?? 0
         }
         let targetPage = arch.hasPrefix("arm64") ? 16384 : 4096
         var costs: [ImageCost] = []

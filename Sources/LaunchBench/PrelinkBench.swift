@@ -138,24 +138,8 @@ package enum PrelinkBench {
                 return try prelinkedFloor.launch()
             }
         }
-        func rounds(cold: Bool) throws -> [String: Distribution] {
-            var samples: [String: [Int64]] = [:]
-            for round in 0...configuration.runs {
-                for path in paths {
-                    if cold, let eviction { try PageCache.evict(files[path] ?? [], method: eviction) }
-                    let time = try launch(path, cold: cold)
-                    if round > 0 { samples[path, default: []].append(time) }
-                }
-            }
-            return samples.mapValues(Distribution.init)
-        }
-        log("  warm: \(configuration.runs) rounds")
-        let warm = try rounds(cold: false)
-        var cold: [String: Distribution]?
-        if eviction != nil {
-            log("  cold: \(configuration.runs) rounds")
-            cold = try rounds(cold: true)
-        }
+        let (warm, cold) = try InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
+            .measure(log: log) { path, cold in try launch(path, cold: cold) }
         return PrelinkedBenchResult(
             dylibs: app.dylibs, images: closure.images.count, slideLocations: set.slideCount, slidePages: prelinkedFloor.pages.count,
             setBytes: FileStatus.of(setPath)?.size ?? 0, imageBytes: closure.images.reduce(0) { $0 + $1.identity.size },

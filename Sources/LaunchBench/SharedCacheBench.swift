@@ -127,24 +127,8 @@ package enum SharedCacheBench {
                 return fast.report.timings[.total] ?? 0
             }
         }
-        func rounds(cold: Bool) throws -> [String: Distribution] {
-            var samples: [String: [Int64]] = [:]
-            for round in 0...configuration.runs {
-                for path in paths {
-                    if cold, let eviction { try PageCache.evict(files[path] ?? [], method: eviction) }
-                    let time = try launch(path, cold: cold)
-                    if round > 0 { samples[path, default: []].append(time) }
-                }
-            }
-            return samples.mapValues(Distribution.init)
-        }
-        log("  warm: \(configuration.runs) rounds")
-        let warm = try rounds(cold: false)
-        var cold: [String: Distribution]?
-        if eviction != nil {
-            log("  cold: \(configuration.runs) rounds")
-            cold = try rounds(cold: true)
-        }
+        let (warm, cold) = try InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
+            .measure(log: log) { path, cold in try launch(path, cold: cold) }
         var memory: ConcurrentMemory?
         if let tool = configuration.toolPath {
             log("  memory: \(concurrentLaunches) launches held at once")

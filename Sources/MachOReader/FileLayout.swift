@@ -20,9 +20,9 @@ struct FileLayout {
     private(set) var elements: [Element]
 
     /// A layout whose first claim is the Mach-O header and its load commands.
-    init(fileSize: Int, headersSize: UInt64) {
+    init(fileSize: Int, headersOffset: UInt64 = 0, headersSize: UInt64) {
         self.fileSize = UInt64(fileSize)
-        elements = [Element(offset: 0, size: headersSize, name: "Mach-O headers")]
+        elements = [Element(offset: headersOffset, size: headersSize, name: "Mach-O headers")]
     }
 
     /// Fails unless `offset` and `offset + size` lie inside the file, then claims the

@@ -39,15 +39,21 @@ package struct MachOImage: Sendable {
         package var installName: String { command.installName }
     }
 
-    package init(parsing view: ByteView) throws(MachOError) {
+    /// Where the header lies in ``view``: 0, except for an image of a dyld shared cache, whose
+    /// view is the whole cache (its load commands' file offsets are the cache file's).
+    package let headerOffset: Int
+
+    /// Parses the image whose header lies at `headerOffset` of `view` (0 for a file's own image).
+    package init(parsing view: ByteView, headerOffset: Int = 0) throws(MachOError) {
         self.view = view
-        header = try MachHeader(parsingWithCommands: view)
-        let commandsEnd = MachHeader.size + Int(header.commandsSize)
+        self.headerOffset = headerOffset
+        header = try MachHeader(parsingWithCommands: try view.slice(headerOffset, view.count - min(headerOffset, view.count)))
+        let commandsEnd = headerOffset + MachHeader.size + Int(header.commandsSize)
 
         // Every command is checked as llvm-objdump checks it before it is parsed.
-        var checks = try StructureCheck(header: header, view: view)
+        var checks = try StructureCheck(header: header, view: view, headerOffset: headerOffset)
         var commands: [LoadCommand] = []
-        var offset = MachHeader.size
+        var offset = headerOffset + MachHeader.size
         for index in 0..<Int(header.commandCount) {
             // LLVM's walk: each command's 8-byte header lies inside sizeofcmds (command 0's
             // by StructureCheck's first check), its body only inside the file.
@@ -63,12 +69,12 @@ package struct MachOImage: Sendable {
             }
             let commandView = try view.slice(offset, size)
             try checks.check(commandView, index: index)
-            commands.append(try LoadCommand(parsing: commandView, offsetInImage: offset))
+            commands.append(try LoadCommand(parsing: commandView, offsetInImage: offset - headerOffset))
             offset += size
         }
         try checks.finish(view)
         loadCommands = commands
-        loadCommandsExtent = offset - MachHeader.size
+        loadCommandsExtent = offset - headerOffset - MachHeader.size
 
         for command in commands {
             switch command.payload {
@@ -111,10 +117,10 @@ package struct MachOImage: Sendable {
         try linkeditBytes(offset: data.dataOffset, size: data.dataSize)
     }
 
-    /// The image's preferred load address: the vmaddr of the segment mapped at file offset 0
-    /// (`__TEXT`), or 0.
+    /// The image's preferred load address: the vmaddr of the segment mapped at the header's
+    /// file offset (`__TEXT`), or 0.
     package var preferredLoadAddress: UInt64 {
-        segments.first(where: { $0.fileOffset == 0 && $0.fileSize != 0 })?.vmAddress ?? 0
+        segments.first(where: { $0.fileOffset == UInt64(headerOffset) && $0.fileSize != 0 })?.vmAddress ?? 0
     }
 
     /// All sections, in load-command order.

@@ -36,12 +36,14 @@ struct StructureCheck {
     private var factsAtIdent: (hasID: Bool, symbolCount: UInt32?, dysymtab: (site: LoadCommandSite, command: DysymtabCommand)?)?
 
     /// Starts the checks for an image whose header has been read from `view`.
-    init(header: MachHeader, view: ByteView) throws(MachOError) {
+    /// `headerOffset`: where the header lies in `view` (0, or an image's in a dyld shared cache,
+    /// whose file offsets are the cache file's).
+    init(header: MachHeader, view: ByteView, headerOffset: Int = 0) throws(MachOError) {
         self.header = header
         if header.commandCount != 0 && header.commandsSize < 8 {
-            throw MachOError.malformed("load command 0 extends past the end of the load commands (sizeofcmds \(header.commandsSize))", at: view.absolute(20))
+            throw MachOError.malformed("load command 0 extends past the end of the load commands (sizeofcmds \(header.commandsSize))", at: view.absolute(headerOffset + 20))
         }
-        layout = FileLayout(fileSize: view.count, headersSize: UInt64(MachHeader.size) + UInt64(header.commandsSize))
+        layout = FileLayout(fileSize: view.count, headersOffset: UInt64(headerOffset), headersSize: UInt64(MachHeader.size) + UInt64(header.commandsSize))
     }
 
     /// Fails if this command is the second of a kind an image may hold only once.

@@ -1,0 +1,32 @@
+/// The measurement every bench of launch paths makes: `runs` rounds, each launching every
+/// path once in turn (round 0 warms caches and is discarded), warm, then cold when an eviction
+/// method is given (each path's `files` emptied from the page cache before each sample).
+struct InterleavedRounds {
+    let runs: Int
+    let paths: [String]
+    /// Per path, the files a cold sample empties from the page cache first.
+    let files: [String: [String]]
+    let eviction: EvictionMethod?
+
+    /// The warm samples, then the cold ones (nil without an eviction method), per path;
+    /// `launch(path, cold)` makes one sample and returns its nanoseconds.
+    func measure(log: (String) -> Void, _ launch: (_ path: String, _ cold: Bool) throws -> Int64) throws
+        -> (warm: [String: Distribution], cold: [String: Distribution]?) {
+        func rounds(cold: Bool) throws -> [String: Distribution] {
+            var samples: [String: [Int64]] = [:]
+            for round in 0...runs {
+                for path in paths {
+                    if cold, let eviction { try PageCache.evict(files[path] ?? [], method: eviction) }
+                    let time = try launch(path, cold)
+                    if round > 0 { samples[path, default: []].append(time) }
+                }
+            }
+            return samples.mapValues(Distribution.init)
+        }
+        log("  warm: \(runs) rounds")
+        let warm = try rounds(cold: false)
+        guard eviction != nil else { return (warm, nil) }
+        log("  cold: \(runs) rounds")
+        return (warm, try rounds(cold: true))
+    }
+}
