@@ -23,6 +23,9 @@ struct InspectCommand: ParsableCommand {
     @Option(help: "The slice to inspect: an architecture name, or 'all'. Default: x86_64 if present, else all.")
     var arch: String?
 
+    @Option(help: "A dyld shared cache's image, by install name: its summary, or the tables asked for (text).")
+    var image: String?
+
     @Flag(help: "The rebase opcodes.") var rebase = false
     @Flag(help: "The bind opcodes.") var bind = false
     @Flag(help: "The lazy-bind opcodes.") var lazyBind = false
@@ -64,7 +67,10 @@ struct InspectCommand: ParsableCommand {
     /// Prints one file; its errors are the caller's to report.
     func inspect(_ file: String) throws {
         let bytes = try ImageFile.mapRegularFile(file)
-        if (try? bytes.bytes(0, 7)) == Array("dyld_v1".utf8) { return try SharedCacheCommand.inspect(file, bytes: bytes, json: json) }
+        if (try? bytes.bytes(0, 7)) == Array("dyld_v1".utf8) {
+            return try SharedCacheCommand.inspect(file, bytes: bytes, json: json, image: image, tables: tables)
+        }
+        if let image { throw CommandFailure(what: "--image \(image)", why: "\(file) is not a dyld shared cache", kind: "usage") }
         let selection = ArchSelection(arch)
         var out = StandardOutput()
         // Tables go out as they are decoded; what was written before an error stays.

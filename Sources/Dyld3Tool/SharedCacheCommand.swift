@@ -15,7 +15,8 @@ struct SharedCacheCommand: ParsableCommand {
         subcommands: [SharedCacheBuildCommand.self, SharedCacheVerifyCommand.self])
 
     /// `dyld3 inspect` of a file with the `dyld_v1` magic.
-    static func inspect(_ path: String, bytes: ByteView, json: Bool) throws {
+    /// `inspect CACHE`: the cache's tables; with `image`, that image of it (`tables` as for a file).
+    static func inspect(_ path: String, bytes: ByteView, json: Bool, image: String? = nil, tables: Set<InspectTable> = []) throws {
         let cache: DyldCacheFile
         do {
             cache = try DyldCacheFile(parsing: bytes)
@@ -25,7 +26,11 @@ struct SharedCacheCommand: ParsableCommand {
         var out = StandardOutput()
         defer { out.flush() }
         do {
-            out.write(json ? try DyldCacheReport.json(cache, path: path).serialized() + "\n" : try DyldCacheReport.text(cache, path: path))
+            if let image {
+                out.write(try DyldCacheReport.imageText(cache, path: path, name: image, tables: tables))
+            } else {
+                out.write(json ? try DyldCacheReport.json(cache, path: path).serialized() + "\n" : try DyldCacheReport.text(cache, path: path))
+            }
         } catch {
             throw error.inFile(path)
         }

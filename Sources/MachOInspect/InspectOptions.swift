@@ -34,7 +34,7 @@ package enum InspectTable: String, CaseIterable, Sendable {
     }
 
     /// The order in which llvm-objdump prints its sections when several are asked for.
-    static let objdumpOrder: [InspectTable] = [
+    package static let objdumpOrder: [InspectTable] = [
         .dyldInfo, .chainedFixups, .deps, .exportsTrie, .rebase, .bind, .lazyBind, .weakBind, .objc, .objcSummary, .codeSignature, .threadLocals, .interpose,
     ]
 }

@@ -64,7 +64,7 @@ package enum DyldCache {
         /// Reads a header whose `mappingOffset` says it reaches `imagesCount` (caches since
         /// dyld-940; older ones keep their images at offset 24 and are read from there).
         package init(parsing view: ByteView) throws(MachOError) {
-            func fail(_ offset: Int, _ what: String) -> MachOError { MachOError(offset: view.absolute(offset), structure: "dyld_cache_header", what: what) }
+            func fail(_ offset: Int, _ what: String) -> MachOError { MachOError.inCache("dyld_cache_header", at: view.absolute(offset), what: what) }
             let prefix = try view.bytes(0, 16)
             guard prefix.starts(with: Array("dyld_v1".utf8)) else { throw fail(0, "not a dyld shared cache (no dyld_v1 magic)") }
             magic = prefix
@@ -182,7 +182,7 @@ package enum DyldCache {
 
         /// Reads slide info whose page starts lie inside `view` (its `slideInfoFileSize` bytes).
         package init(parsing view: ByteView, mappingSize: UInt64) throws(MachOError) {
-            func fail(_ offset: Int, _ what: String) -> MachOError { MachOError(offset: view.absolute(offset), structure: "dyld_cache_slide_info2", what: what) }
+            func fail(_ offset: Int, _ what: String) -> MachOError { MachOError.inCache("dyld_cache_slide_info2", at: view.absolute(offset), what: what) }
             guard try view.u32(0) == 2 else { throw fail(0, "version \(try view.u32(0)) is not 2 (only slide info v2 is read)") }
             pageSize = try view.u32(4)
             guard pageSize == 4096 || pageSize == 16384 else { throw fail(4, "page size \(pageSize) is not 4096 or 16384") }
@@ -216,13 +216,12 @@ package enum DyldCache {
             let shift = UInt64(deltaMask.trailingZeroBitCount - 2)
             for (page, start) in pageStarts.enumerated() where start != Self.noRebase {
                 guard start & Self.extra == 0 else {
-                    throw MachOError(offset: data.absolute(page * Int(pageSize)), structure: "dyld_cache_slide_info2", what: "page \(page) uses page extras")
+                    throw MachOError.inCache("dyld_cache_slide_info2", at: data.absolute(page * Int(pageSize)), what: "page \(page) uses page extras")
                 }
                 var offset = UInt64(start) * 4
                 while true {
                     guard offset + 8 <= UInt64(pageSize) else {
-                        throw MachOError(offset: data.absolute(page * Int(pageSize)), structure: "dyld_cache_slide_info2",
-                                         what: "page \(page)'s chain reaches +0x\(String(offset, radix: 16)), past its page")
+                        throw MachOError.inCache("dyld_cache_slide_info2", at: data.absolute(page * Int(pageSize)), what: "page \(page)'s chain reaches +0x\(String(offset, radix: 16)), past its page")
                     }
                     let at = UInt64(page) * UInt64(pageSize) + offset
                     let raw = try data.u64(Int(at))
@@ -241,4 +240,12 @@ package enum DyldCache {
 package enum Words {
     package static func le(_ values: [UInt64]) -> [UInt8] { values.flatMap { value in (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) } } }
     package static func le32(_ values: [UInt32]) -> [UInt8] { values.flatMap { value in (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * UInt32($0))) } } }
+}
+
+extension MachOError {
+    /// A dyld shared cache's `structure` (`dyld_cache_header`, `dyld_cache_slide_info2`, ...)
+    /// that cannot be right at `offset`.
+    package static func inCache(_ structure: String, at offset: Int, what: String) -> MachOError {
+        .malformed("\(structure): \(what)", at: offset)
+    }
 }

@@ -119,8 +119,7 @@ package enum SharedCacheRegion {
                     for byte in 0..<8 { data[at + byte] = UInt8(truncatingIfNeeded: slid >> (8 * UInt64(byte))) }
                 }
                 if let outside {
-                    throw MachOError(offset: Int(mapping.slideInfoFileOffset), structure: "dyld_cache_slide_info2",
-                                     what: "the pointer at 0x\(String(outside, radix: 16)) leaves the cache")
+                    throw MachOError.inCache("dyld_cache_slide_info2", at: Int(mapping.slideInfoFileOffset), what: "the pointer at 0x\(String(outside, radix: 16)) leaves the cache")
                 }
             }
         } catch {

@@ -65,4 +65,45 @@ package enum DyldCacheReport {
             })),
         ])
     }
+
+    /// The image of `cache` whose install name is `name`, parsed where it lies (its load
+    /// commands' file offsets are the cache file's), with its index; nil when the cache has none.
+    package static func image(named name: String, in cache: DyldCacheFile) throws(MachOError) -> (index: Int, image: MachOImage)? {
+        guard let index = cache.images.firstIndex(where: { $0.path == name }) else { return nil }
+        let address = cache.images[index].address
+        guard let mapping = cache.mappings.first(where: { address >= $0.address && address - $0.address < $0.size }) else {
+            throw MachOError.inCache("dyld_cache_image_info", at: Int(cache.header.imagesOffset) + index * DyldCache.Image.infoSize, what: "image \(index) (\(name)) at \(hex(address)) lies in no mapping")
+        }
+        let offset = mapping.fileOffset + (address - mapping.address)
+        guard offset < UInt64(cache.view.count) else {
+            throw MachOError.inCache("dyld_cache_mapping_info", at: Int(mapping.fileOffset), what: "image \(name) lies past the file")
+        }
+        return (index, try MachOImage(parsing: cache.view, headerOffset: Int(offset)))
+    }
+
+    /// One image of the cache: where it lies, its identity, segments and dependencies, then the
+    /// tables asked for, in llvm-objdump's formats (``ObjdumpReport/writeTable(_:_:to:)``).
+    package static func imageText(_ cache: DyldCacheFile, path: String, name: String, tables: Set<InspectTable>) throws(MachOError) -> String {
+        guard let (index, image) = try self.image(named: name, in: cache) else {
+            throw MachOError.inCache("dyld_cache_image_info", at: Int(cache.header.imagesOffset), what: "no image \(name) in the cache (`dyld3 inspect \(path)` lists them)")
+        }
+        var out = "\(path) [\(name)]: image \(index) of the cache, header at file offset \(hex(UInt64(image.headerOffset)))\n"
+        guard tables.isEmpty else {
+            for table in InspectTable.objdumpOrder where tables.contains(table) { try ObjdumpReport.writeTable(table, image, to: &out) }
+            return out
+        }
+        out += "  type          \(image.header.fileType)\n"
+        out += "  flags         \(hex(UInt64(image.header.flags.rawValue)))\n"
+        out += "  load commands \(image.loadCommands.count) (\(image.header.commandsSize) bytes)\n"
+        if let uuid = image.uuid { out += "  uuid          \(self.uuid(uuid))\n" }
+        out += "  segments\n"
+        for segment in image.segments {
+            out += "    \(segment.name.padding(toLength: 16, withPad: " ", startingAt: 0)) vm \(hex(segment.vmAddress))+\(hex(segment.vmSize))"
+                + " file \(hex(segment.fileOffset))+\(hex(segment.fileSize)) \(segment.initialProtection)\n"
+        }
+        out += "  dependencies\n"
+        for dependency in image.dependencies { out += "    \(dependency.kind)  \(dependency.installName)\n" }
+        return out
+    }
 }
+

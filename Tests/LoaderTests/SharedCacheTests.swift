@@ -135,6 +135,41 @@ import Testing
         #expect(throws: MachOError.self) { try DyldCacheFile(parsing: ByteView(forged(Int(whole.header.imagesOffset) + 24, UInt32(bytes.count + 10)))) }
     }
 
+    /// `inspect CACHE --image NAME`: an image read where it lies in the cache. Its exports are
+    /// llvm-objdump's of the source dylib, row for row, each address moved by where the cache
+    /// put the image; its segments are the source's, at the cache's addresses.
+    @Test func anImageOfTheCacheReadsAsItsSourceDylib() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
+        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
+        let cache = try DyldCacheFile(parsing: ByteView(try Corpus.bytes(built.path)))
+        var compared = 0
+        for image in cache.images {
+            let source = root + image.path
+            let theirs = try await Oracle.objdump(["--macho", "--exports-trie", source]).split(separator: "\n").filter { $0.hasPrefix("0x") }
+            guard !theirs.isEmpty else { continue }
+            let ours = try await Dyld3Binary.run(["inspect", built.path, "--image", image.path, "--exports-trie"], limitSeconds: 60)
+            try #require(ours.status == 0, "\(ours.stderr)")
+            let rows = ours.stdout.split(separator: "\n").filter { $0.hasPrefix("0x") }
+            #expect(rows.count == theirs.count, "\(image.path)")
+            let base = cache.images.first { $0.path == image.path }?.address ?? 0
+            for (mine, other) in zip(rows, theirs) {
+                let (a, b) = (mine.split(separator: " ", maxSplits: 1), other.split(separator: " ", maxSplits: 1))
+                let (address, sourceAddress) = (Self.hex(a[0]), Self.hex(b[0]))
+                #expect(a.count == 2 && b.count == 2 && a[1].trimmingCharacters(in: .whitespaces) == b[1].trimmingCharacters(in: .whitespaces)
+                        && address.map { $0 &- base } == sourceAddress, "\(image.path): \(mine) vs \(other)")
+            }
+            let summary = try await Dyld3Binary.run(["inspect", built.path, "--image", image.path], limitSeconds: 60)
+            let segments = try await Oracle.objdump(["--macho", "--private-headers", source]).split(separator: "\n")
+                .filter { $0.contains("segname") }.map { String($0.split(separator: " ").last ?? "") }
+            #expect(segments.allSatisfy { summary.stdout.contains("    \($0) ") } && summary.stdout.contains("vm 0x\(String(base, radix: 16))+"),
+                    "\(summary.stdout)")
+            compared += 1
+        }
+        #expect(compared >= 3)
+    }
+
     /// `shared-cache verify`: valid as built; stale when a source dylib changes; untrusted when
     /// others can write it; corrupt when one byte changes (it no longer hashes to its UUID).
     @Test func verifyNamesWhatIsWrongWithACache() async throws {
