@@ -36,6 +36,7 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "The embedded code signature: SuperBlob, CodeDirectories (with cdHashes), requirements, entitlements, CMS wrapper.") var codeSignature = false
     @Flag(help: "Thread-local variables: each __thread_vars descriptor (variable, offset, what its thunk is bound to) and the template sections.") var threadLocals = false
     @Flag(help: "Interposing tuples: each __interpose (replacement, replacee) pair, named.") var interpose = false
+    @Flag(help: "Every load command in order with its fields: segments and their sections, dylibs with their versions, build version, uuid, entry point, linkedit blobs, ... (the fields of llvm-objdump's --private-headers, otool -l).") var loadCommands = false
     @Flag(help: "Print JSON instead of text.") var json = false
     @Flag(help: "Decode every fixup and export, and report counts and decoding time.") var stats = false
 
@@ -43,7 +44,7 @@ struct InspectCommand: ParsableCommand {
         let flags: [(Bool, InspectTable)] = [
             (rebase, .rebase), (bind, .bind), (lazyBind, .lazyBind), (weakBind, .weakBind), (dyldInfo, .dyldInfo),
             (chainedFixups, .chainedFixups), (exportsTrie, .exportsTrie), (deps, .deps), (objc, .objc), (objcSummary, .objcSummary),
-            (codeSignature, .codeSignature), (threadLocals, .threadLocals), (interpose, .interpose),
+            (codeSignature, .codeSignature), (threadLocals, .threadLocals), (interpose, .interpose), (loadCommands, .loadCommands),
         ]
         return Set(flags.filter(\.0).map(\.1))
     }
