@@ -11,16 +11,17 @@ struct InspectCommand: ParsableCommand {
         commandName: "inspect",
         abstract: "Print a Mach-O file's dependencies, fixups, exports and Objective-C metadata.",
         discussion: """
-            Each table flag prints the same rows as `llvm-objdump-19 --macho <flag>` (--objc: \
-            --objc-meta-data). For \
+            Each table flag prints the same rows as `llvm-objdump-19 --macho <flag> --arch=all` \
+            (--objc: --objc-meta-data). For \
             opcode-based files --dyld-info also lists the opcode streams' rebases and binds, \
-            which llvm-objdump leaves out. With no table flag, a summary is printed.
+            which llvm-objdump leaves out. With no table flag, a summary is printed. Every slice \
+            of a universal file is printed, in text as in JSON, unless --arch names one.
             """)
 
     @Argument(help: "Mach-O files, thin or universal; a .app directory means its executable. Each is inspected in turn; --json prints one object per file.")
     var files: [String]
 
-    @Option(help: "The slice to inspect: an architecture name, or 'all'. Default: x86_64 if present, else all.")
+    @Option(help: "The slice to inspect: an architecture name, or 'all' (the default).")
     var arch: String?
 
     @Flag(help: "The rebase opcodes.") var rebase = false
@@ -66,7 +67,8 @@ struct InspectCommand: ParsableCommand {
     func inspect(_ file: String) throws {
         let bytes = try ImageFile.mapRegularFile(file)
         if (try? bytes.bytes(0, 7)) == Array("dyld_v1".utf8) { return try SharedCacheCommand.inspect(file, bytes: bytes, json: json) }
-        let selection = ArchSelection(arch)
+        // Every slice unless one is named (llvm-objdump's own default is the host's slice).
+        let selection: ArchSelection = arch == nil ? .all : ArchSelection(arch)
         var out = StandardOutput()
         // Tables go out as they are decoded; what was written before an error stays.
         defer { out.flush() }

@@ -4,8 +4,9 @@ import MachOReader
 import TestSupport
 import Testing
 
-/// `dyld3 inspect --load-commands` (text and JSON), and the summary's platform, versions and
-/// header flags, against `llvm-objdump-19 --macho --private-headers` on every slice of every corpus file and reader fixture. llvm-objdump's
+/// `dyld3 inspect --load-commands` (text and JSON), the summary's platform, versions and
+/// header flags, and `--deps`' versions, against `llvm-objdump-19 --macho --private-headers`
+/// and `--dylibs-used` on every slice of every corpus file and reader fixture. llvm-objdump's
 /// text is read by this file's own parser; ours is read as text and as JSON.
 @Suite(.bounded, .serialized) struct InspectLoadCommandsTests {
     /// One `Load command N` block, or one `Section` of it: its `label value` lines in order.
@@ -321,5 +322,56 @@ import Testing
         }
         #expect(compared > 40)
         print("oracle: \(compared) slice summaries compared with llvm-objdump-19 --private-headers")
+    }
+
+    // MARK: - Every slice, and --deps' versions
+
+    /// `inspect --deps` without --arch prints every slice of a universal file, in text as in
+    /// JSON, each dependency with the versions `llvm-objdump --dylibs-used` prints.
+    @Test func depsShowEverySliceWithVersions() async throws {
+        var compared = 0
+        for path in try Corpus.machOFiles() + Corpus.machOFiles(under: Paths.readerFixtures) {
+            let architectures = try Corpus.architectures(path)
+            guard architectures.count > 1 || compared < 3 else { continue }
+            let text = try await Dyld3Binary.run(["inspect", "--deps", path])
+            let json = try await Dyld3Binary.run(["inspect", "--deps", "--json", path])
+            #expect(text.status == 0 && json.status == 0, "\(path): \(text.stderr) \(json.stderr)")
+            let slices = json.json?["slices"] as? [[String: Any]] ?? []
+            #expect(slices.compactMap { $0["arch"] as? String } == architectures, "\(path): JSON slices")
+            let blocks = text.stdout.components(separatedBy: "Dependencies:\n").dropFirst()
+            #expect(blocks.count == architectures.count, "\(path): \(blocks.count) text blocks for \(architectures.count) slices")
+            for (arch, block) in zip(architectures, blocks) {
+                // llvm-objdump: "\tNAME (compatibility version X, current version Y[, weak])", the id first.
+                let listed = try await Oracle.objdump(["--dylibs-used", "--arch=\(arch)", path]).split(separator: "\n")
+                    .filter { $0.hasPrefix("\t") }.map { line -> String in
+                        let parts = line.dropFirst().components(separatedBy: ", current version ")
+                        let current = parts.count > 1 ? parts[1].prefix { $0 != "," && $0 != ")" } : ""
+                        return parts[0] + ", current version " + current + ")"
+                    }
+                // Ours: "  ORDINAL KIND NAME (compatibility version X, current version Y)".
+                let ours = block.split(separator: "\n").filter { $0.hasPrefix("  ") && !$0.hasPrefix("  id ") && !$0.hasPrefix("  rpath ") }
+                    .map { line in
+                        String(line.drop { $0 == " " }.drop { $0 != " " }.drop { $0 == " " }.drop { $0 != " " }.drop { $0 == " " })
+                    }
+                let hasID = block.hasPrefix("  id ")
+                #expect(Array(listed.dropFirst(hasID ? 1 : 0)) == ours, "\(path) [\(arch)]: --deps \(ours), llvm-objdump \(listed)")
+                compared += 1
+            }
+        }
+        #expect(compared > 3)
+    }
+
+    /// `inspect --load-commands` without --arch prints every slice of a universal file, text
+    /// and JSON alike.
+    @Test func loadCommandsShowEverySlice() async throws {
+        let universal = try #require(try Corpus.machOFiles().first { try Corpus.architectures($0).count > 1 })
+        let architectures = try Corpus.architectures(universal)
+        let text = try await Dyld3Binary.run(["inspect", "--load-commands", universal])
+        let json = try await Dyld3Binary.run(["inspect", "--load-commands", "--json", universal])
+        #expect(text.status == 0 && json.status == 0, "\(text.stderr) \(json.stderr)")
+        #expect(text.lines.filter { $0 == "Load command 0" }.count == architectures.count)
+        #expect(architectures.allSatisfy { arch in text.lines.contains("\(universal) (architecture \(arch)):") })
+        let slices = json.json?["slices"] as? [[String: Any]] ?? []
+        #expect(slices.count == architectures.count && slices.allSatisfy { ($0["load_commands"] as? [Any])?.isEmpty == false })
     }
 }
