@@ -9,12 +9,13 @@ import MachOInspect
 struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "Print a Mach-O file's dependencies, fixups, exports and Objective-C metadata.",
+        abstract: "Print a Mach-O file's load commands, dependencies, fixups, exports and Objective-C metadata.",
         discussion: """
             Each table flag prints the same rows as `llvm-objdump-19 --macho <flag> --arch=all` \
             (--objc: --objc-meta-data). For \
             opcode-based files --dyld-info also lists the opcode streams' rebases and binds, \
-            which llvm-objdump leaves out. With no table flag, a summary is printed. Every slice \
+            which llvm-objdump leaves out. --load-commands prints the fields of its \
+            --private-headers. With no table flag, a summary is printed. Every slice \
             of a universal file is printed, in text as in JSON, unless --arch names one.
             """)
 
