@@ -9,18 +9,20 @@ import MachOInspect
 struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "Print a Mach-O file's dependencies, fixups, exports and Objective-C metadata.",
+        abstract: "Print a Mach-O file's load commands, dependencies, fixups, exports and Objective-C metadata.",
         discussion: """
-            Each table flag prints the same rows as `llvm-objdump-19 --macho <flag>` (--objc: \
-            --objc-meta-data). For \
+            Each table flag prints the same rows as `llvm-objdump-19 --macho <flag> --arch=all` \
+            (--objc: --objc-meta-data). For \
             opcode-based files --dyld-info also lists the opcode streams' rebases and binds, \
-            which llvm-objdump leaves out. With no table flag, a summary is printed.
+            which llvm-objdump leaves out. --load-commands prints the fields of its \
+            --private-headers. With no table flag, a summary is printed. Every slice \
+            of a universal file is printed, in text as in JSON, unless --arch names one.
             """)
 
     @Argument(help: "Mach-O files, thin or universal; a .app directory means its executable. Each is inspected in turn; --json prints one object per file.")
     var files: [String]
 
-    @Option(help: "The slice to inspect: an architecture name, or 'all'. Default: x86_64 if present, else all.")
+    @Option(help: "The slice to inspect: an architecture name, or 'all' (the default).")
     var arch: String?
 
     @Option(help: "A dyld shared cache's image, by install name: its summary, or the tables asked for (text).")
@@ -39,6 +41,7 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "The embedded code signature: SuperBlob, CodeDirectories (with cdHashes), requirements, entitlements, CMS wrapper.") var codeSignature = false
     @Flag(help: "Thread-local variables: each __thread_vars descriptor (variable, offset, what its thunk is bound to) and the template sections.") var threadLocals = false
     @Flag(help: "Interposing tuples: each __interpose (replacement, replacee) pair, named.") var interpose = false
+    @Flag(help: "Every load command in order with its fields: segments and their sections, dylibs with their versions, build version, uuid, entry point, linkedit blobs, ... (the fields of llvm-objdump's --private-headers, otool -l).") var loadCommands = false
     @Flag(help: "Print JSON instead of text.") var json = false
     @Flag(help: "Decode every fixup and export, and report counts and decoding time.") var stats = false
 
@@ -46,7 +49,7 @@ struct InspectCommand: ParsableCommand {
         let flags: [(Bool, InspectTable)] = [
             (rebase, .rebase), (bind, .bind), (lazyBind, .lazyBind), (weakBind, .weakBind), (dyldInfo, .dyldInfo),
             (chainedFixups, .chainedFixups), (exportsTrie, .exportsTrie), (deps, .deps), (objc, .objc), (objcSummary, .objcSummary),
-            (codeSignature, .codeSignature), (threadLocals, .threadLocals), (interpose, .interpose),
+            (codeSignature, .codeSignature), (threadLocals, .threadLocals), (interpose, .interpose), (loadCommands, .loadCommands),
         ]
         return Set(flags.filter(\.0).map(\.1))
     }
@@ -71,7 +74,8 @@ struct InspectCommand: ParsableCommand {
             return try SharedCacheCommand.inspect(file, bytes: bytes, json: json, image: image, tables: tables)
         }
         if let image { throw CommandFailure(what: "--image \(image)", why: "\(file) is not a dyld shared cache", kind: "usage") }
-        let selection = ArchSelection(arch)
+        // Every slice unless one is named (llvm-objdump's own default is the host's slice).
+        let selection: ArchSelection = arch == nil ? .all : ArchSelection(arch)
         var out = StandardOutput()
         // Tables go out as they are decoded; what was written before an error stays.
         defer { out.flush() }

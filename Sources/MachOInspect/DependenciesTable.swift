@@ -1,6 +1,7 @@
 import MachOReader
 
-/// `--deps`: the image's id, its dependent dylibs with their link kinds, and its rpaths.
+/// `--deps`: the image's id, its dependent dylibs with their link kinds and versions (as
+/// `otool -L` shows them), and its rpaths.
 enum DependenciesTable {
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) {
         out.write("Dependencies:\n")
@@ -8,7 +9,9 @@ enum DependenciesTable {
             out.write("  id       \(id.installName)\n")
         }
         for (index, dependency) in image.dependencies.enumerated() {
-            out.write("  \(Text.pad(String(index + 1), 3)) \(Text.pad(dependency.kind.rawValue, 8)) \(dependency.installName)\n")
+            let versions = "compatibility version \(MachONames.version(dependency.command.compatibilityVersion)), "
+                + "current version \(MachONames.version(dependency.command.currentVersion))"
+            out.write("  \(Text.pad(String(index + 1), 3)) \(Text.pad(dependency.kind.rawValue, 8)) \(dependency.installName) (\(versions))\n")
         }
         for rpath in image.rpaths {
             out.write("  rpath    \(rpath)\n")

@@ -1,7 +1,8 @@
 import MachOReader
 
-/// The default `dyld3 inspect` output: one block per selected slice with the header,
-/// identity, segments, dependencies and the kind of fixup information.
+/// The default `dyld3 inspect` output: one block per selected slice with the header (its
+/// flags by name), the platform with its minimum OS and SDK versions, identity, segments,
+/// dependencies and the kind of fixup information.
 package enum ImageSummary {
     /// Writes the summary of each selected slice of the file at `path` to `out`.
     package static func write<Output: TextOutputStream>(
@@ -28,7 +29,14 @@ package enum ImageSummary {
     static func render(path: String, slice: UniversalFile.Slice, image: MachOImage, universal: Bool) throws(MachOError) -> String {
         var out = "\(path) (\(image.header.cpu.name)\(universal ? ", universal slice at 0x\(Text.hex(UInt64(slice.offset)))" : "")):\n"
         out += "  type          \(image.header.fileType)\n"
-        out += "  flags         0x\(Text.hex(UInt64(image.header.flags.rawValue)))\n"
+        let flags = image.header.flags.rawValue
+        out += "  flags         0x\(Text.hex(UInt64(flags), width: 8, uppercase: false))"
+            + (flags == 0 ? "" : " " + MachONames.headerFlags(flags).joined(separator: " | ")) + "\n"
+        for target in BuildTarget.all(image) {
+            out += "  platform      \(target.platformName)\n"
+            out += "  min OS        \(MachONames.version(target.minOS))\n"
+            out += "  SDK           \(MachONames.sdk(target.sdk))\n"
+        }
         out += "  load commands \(image.loadCommands.count) (\(image.header.commandsSize) bytes)\n"
         if let uuid = image.uuid { out += "  uuid          \(formatUUID(uuid))\n" }
         if let id = image.id { out += "  id            \(id.installName)\n" }

@@ -38,7 +38,16 @@ package enum InspectJSON {
             ("size_bytes", .int(Int64(slice.size))),
             ("file_type", .string(image.header.fileType.description)),
             ("flags", .uint(UInt64(image.header.flags.rawValue))),
+            ("flag_names", .array(MachONames.headerFlags(image.header.flags.rawValue).map(JSONValue.string))),
             ("uuid", image.uuid.map { .string(ImageSummary.formatUUID($0)) } ?? .null),
+        ], to: &out)
+        // The first target the image names (the only one, but in a zippered image), then all.
+        let targets = BuildTarget.all(image)
+        json.members([
+            ("platform", targets.first.map { .string($0.platformName) } ?? .null),
+            ("min_os", targets.first.map { .string(MachONames.version($0.minOS)) } ?? .null),
+            ("sdk", targets.first.flatMap { $0.sdk == 0 ? nil : .string(MachONames.version($0.sdk)) } ?? .null),
+            ("platforms", .array(targets.map(\.json))),
             ("fixup_style", .string(image.chainedFixups != nil ? "chained" : image.dyldInfo != nil ? "opcodes" : "none")),
             ("segments", .array(image.segments.map(segmentObject))),
         ], to: &out)
@@ -57,6 +66,7 @@ package enum InspectJSON {
             json.end(to: &out)
             json.member("rpaths", .array(image.rpaths.map(JSONValue.string)), to: &out)
         }
+        if tables.contains(.loadCommands) { try LoadCommandsTable.writeJSON(image, json: &json, to: &out) }
         try FixupJSON.write(image, tables: tables, json: &json, to: &out)
         if tables.contains(.objc) || tables.contains(.objcSummary) { try ObjCTable.writeJSON(image, json: &json, to: &out) }
         if tables.contains(.codeSignature) { try CodeSignatureTable.writeJSON(image, json: &json, to: &out) }

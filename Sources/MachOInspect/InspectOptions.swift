@@ -4,6 +4,7 @@ import MachOReader
 /// rows as `llvm-objdump-19 --macho --<flag>`.
 package enum InspectTable: String, CaseIterable, Sendable {
     case rebase, bind, lazyBind, weakBind, dyldInfo, chainedFixups, exportsTrie, deps, objc, objcSummary, codeSignature, threadLocals, interpose
+    case loadCommands
 
     /// The command-line flag, which is also llvm-objdump's flag where it has one.
     package var flag: String {
@@ -21,6 +22,7 @@ package enum InspectTable: String, CaseIterable, Sendable {
         case .codeSignature: "--code-signature"
         case .threadLocals: "--thread-locals"
         case .interpose: "--interpose"
+        case .loadCommands: "--load-commands"
         }
     }
 
@@ -28,14 +30,15 @@ package enum InspectTable: String, CaseIterable, Sendable {
     package var objdumpFlag: String? {
         switch self {
         case .objc: "--objc-meta-data"
-        case .deps, .objcSummary, .codeSignature, .threadLocals, .interpose: nil
+        case .deps, .objcSummary, .codeSignature, .threadLocals, .interpose, .loadCommands: nil
         default: flag
         }
     }
 
-    /// The order in which llvm-objdump prints its sections when several are asked for.
+    /// The order in which llvm-objdump prints its sections when several are asked for (the
+    /// load commands first, where it prints `--private-headers`).
     package static let objdumpOrder: [InspectTable] = [
-        .dyldInfo, .chainedFixups, .deps, .exportsTrie, .rebase, .bind, .lazyBind, .weakBind, .objc, .objcSummary, .codeSignature, .threadLocals, .interpose,
+        .loadCommands, .dyldInfo, .chainedFixups, .deps, .exportsTrie, .rebase, .bind, .lazyBind, .weakBind, .objc, .objcSummary, .codeSignature, .threadLocals, .interpose,
     ]
 }
 

@@ -79,6 +79,7 @@ package enum ObjdumpReport {
         case .codeSignature: try CodeSignatureTable.write(image, to: &out)
         case .threadLocals: try DyldFeaturesTable.writeThreadLocals(image, to: &out)
         case .interpose: try DyldFeaturesTable.writeInterpose(image, to: &out)
+        case .loadCommands: try LoadCommandsTable.write(image, to: &out)
         }
     }
 }

@@ -60,9 +60,11 @@ package struct LoadCommandType: RawRepresentable, Equatable, Hashable, Sendable,
     package static let buildVersion = Self(rawValue: 0x32)
     package static let dyldExportsTrie = Self(rawValue: 0x33 | requiredByDyld)
     package static let dyldChainedFixups = Self(rawValue: 0x34 | requiredByDyld)
+    package static let filesetEntry = Self(rawValue: 0x35 | requiredByDyld)
     package static let atomInfo = Self(rawValue: 0x36)
     package static let functionVariants = Self(rawValue: 0x37)
     package static let functionVariantFixups = Self(rawValue: 0x38)
+    package static let targetTriple = Self(rawValue: 0x39)
 
     private static let names: [UInt32: String] = [
         0x1: "LC_SEGMENT", 0x2: "LC_SYMTAB", 0x3: "LC_SYMSEG", 0x4: "LC_THREAD",

@@ -1,0 +1,268 @@
+import MachOReader
+
+/// `--load-commands`: every load command of an image, in order, with the fields
+/// `llvm-objdump --macho --private-headers` (and `otool -l`) print for it. The text uses
+/// llvm-objdump's labels, right-aligned in each block; the JSON uses `<mach-o/loader.h>`'s
+/// field names. A command the reader has no fields for shows its number and size.
+enum LoadCommandsTable {
+    /// One field: the label the text prints (nil: the field is the JSON's alone), the JSON
+    /// key, and the value in each form.
+    struct Field {
+        let label: String?
+        let key: String
+        let text: String
+        let value: JSONValue
+
+        init(_ label: String?, key: String? = nil, _ text: String, _ value: JSONValue) {
+            self.label = label
+            self.key = key ?? label ?? ""
+            self.text = text
+            self.value = value
+        }
+
+        /// A decimal field.
+        static func number<Value: BinaryInteger>(_ label: String, key: String? = nil, _ value: Value) -> Field {
+            Field(label, key: key, String(value), .uint(UInt64(value)))
+        }
+
+        /// An address or size printed as llvm-objdump prints 64-bit ones: 16 hex digits.
+        static func address(_ label: String, key: String? = nil, _ value: UInt64) -> Field {
+            Field(label, key: key, "0x" + Text.hex(value, width: 16, uppercase: false), .uint(value))
+        }
+
+        static func string(_ label: String, key: String? = nil, _ value: String) -> Field {
+            Field(label, key: key, value, .string(value))
+        }
+
+        /// A packed `xxxx.yy.zz` version.
+        static func version(_ label: String, key: String? = nil, _ value: UInt32) -> Field {
+            Field(label, key: key, MachONames.version(value), .string(MachONames.version(value)))
+        }
+
+        /// Flag bits by name: the names in the text, the raw value in the JSON.
+        static func flags(_ label: String, _ value: UInt32, _ names: [String]) -> Field {
+            Field(label, names.isEmpty ? "(none)" : names.joined(separator: " "), .uint(UInt64(value)))
+        }
+    }
+
+    /// A list inside a command: a segment's sections, a build version's tools, a linker
+    /// option's strings. Items with a title get their own `Section`-style heading in the text.
+    struct List {
+        let key: String
+        let title: String?
+        let items: [[Field]]
+    }
+
+    /// One command's fields after `cmd` and `cmdsize`, and its lists.
+    struct Body {
+        var fields: [Field] = []
+        var lists: [List] = []
+    }
+
+    static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
+        for (index, command) in image.loadCommands.enumerated() {
+            let body = try Self.body(command, image)
+            out.write("Load command \(index)\n")
+            let head = [Field("cmd", commandName(command.type), .null), Field.number("cmdsize", command.size)]
+            let untitled = body.lists.filter { $0.title == nil }.flatMap { $0.items.joined() }
+            writeFields(head + body.fields + untitled, to: &out, order: head + body.fields, lists: body.lists)
+        }
+    }
+
+    /// Writes `order` right-aligned on the longest label of `aligned`, then each list.
+    private static func writeFields<Output: TextOutputStream>(
+        _ aligned: [Field], to out: inout Output, order: [Field], lists: [List]
+    ) {
+        let width = aligned.compactMap { $0.label?.utf8.count }.max() ?? 0
+        func line(_ field: Field, _ width: Int) {
+            guard let label = field.label else { return }
+            out.write(String(repeating: " ", count: max(0, width - label.utf8.count)) + label + " " + field.text + "\n")
+        }
+        for field in order { line(field, width) }
+        for list in lists {
+            for item in list.items {
+                if let title = list.title {
+                    out.write(title + "\n")
+                    let itemWidth = item.compactMap { $0.label?.utf8.count }.max() ?? 0
+                    for field in item { line(field, itemWidth) }
+                } else {
+                    for field in item { line(field, width) }
+                }
+            }
+        }
+    }
+
+    /// `LC_*`, or the number of a command this reader does not know.
+    static func commandName(_ type: LoadCommandType) -> String {
+        type.name ?? "0x" + Text.hex(UInt64(type.rawValue), width: 8, uppercase: false) + " (unknown)"
+    }
+
+    /// The JSON object of one command: `index`, `cmd` (null when unknown), `cmd_value`,
+    /// `cmdsize`, its fields by `<mach-o/loader.h>` name, and its lists as arrays.
+    static func json(_ command: LoadCommand, index: Int, _ image: MachOImage) throws(MachOError) -> JSONValue {
+        let body = try Self.body(command, image)
+        var members: [(String, JSONValue)] = [
+            ("index", .int(Int64(index))),
+            ("cmd", command.type.name.map(JSONValue.string) ?? .null),
+            ("cmd_value", .uint(UInt64(command.type.rawValue))),
+            ("cmdsize", .uint(UInt64(command.size))),
+        ]
+        members += body.fields.map { ($0.key, $0.value) }
+        for list in body.lists {
+            let items: [JSONValue] = list.items.map { item in
+                // A list of single unnamed values (a linker option's strings) is an array of them.
+                item.count == 1 && item[0].key == list.key ? item[0].value : .object(item.map { ($0.key, $0.value) })
+            }
+            members.append((list.key, .array(items)))
+        }
+        return .object(members)
+    }
+
+    static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
+        json.beginArray("load_commands", to: &out)
+        for (index, command) in image.loadCommands.enumerated() {
+            json.member(nil, try Self.json(command, index: index, image), to: &out)
+        }
+        json.end(to: &out)
+    }
+
+    // MARK: - Each command's fields
+
+    static func body(_ command: LoadCommand, _ image: MachOImage) throws(MachOError) -> Body {
+        var body = Body()
+        switch command.payload {
+        case let .segment(segment):
+            body.fields = [
+                .string("segname", segment.name),
+                .address("vmaddr", segment.vmAddress), .address("vmsize", segment.vmSize),
+                .number("fileoff", segment.fileOffset), .number("filesize", segment.fileSize),
+                .string("maxprot", segment.maxProtection.description), .string("initprot", segment.initialProtection.description),
+                .number("nsects", segment.sections.count),
+                .flags("flags", segment.flags, MachONames.segmentFlags(segment.flags)),
+            ]
+            body.lists = [List(key: "sections", title: "Section", items: segment.sections.map(sectionFields))]
+        case let .dylib(_, dylib), let .idDylib(dylib):
+            body.fields = dylibFields(dylib)
+        case let .rpath(path):
+            body.fields = [.string("path", path)]
+        case let .main(entry):
+            body.fields = [.number("entryoff", entry.entryOffset), .number("stacksize", entry.stackSize)]
+        case let .uuid(bytes):
+            body.fields = [.string("uuid", ImageSummary.formatUUID(bytes))]
+        case let .buildVersion(version):
+            body.fields = [
+                Field("platform", MachONames.platform(version.platform), .uint(UInt64(version.platform))),
+                Field(nil, key: "platform_name", "", .string(MachONames.platform(version.platform))),
+                Field("sdk", MachONames.sdk(version.sdk), version.sdk == 0 ? .null : .string(MachONames.version(version.sdk))),
+                .version("minos", version.minOS),
+                .number("ntools", version.tools.count),
+            ]
+            body.lists = [List(key: "tools", title: nil, items: version.tools.map { tool in
+                [Field("tool", MachONames.buildTool(tool.tool), .string(MachONames.buildTool(tool.tool))), .version("version", tool.version)]
+            })]
+        case let .versionMin(version):
+            body.fields = [
+                .version("version", version.version),
+                Field("sdk", MachONames.sdk(version.sdk), version.sdk == 0 ? .null : .string(MachONames.version(version.sdk))),
+            ]
+        case let .symtab(table):
+            body.fields = [
+                .number("symoff", table.symbolOffset), .number("nsyms", table.symbolCount),
+                .number("stroff", table.stringOffset), .number("strsize", table.stringSize),
+            ]
+        case let .dysymtab(table):
+            body.fields = [
+                .number("ilocalsym", table.localSymbolsIndex), .number("nlocalsym", table.localSymbolsCount),
+                .number("iextdefsym", table.externalSymbolsIndex), .number("nextdefsym", table.externalSymbolsCount),
+                .number("iundefsym", table.undefinedSymbolsIndex), .number("nundefsym", table.undefinedSymbolsCount),
+                .number("tocoff", table.tocOffset), .number("ntoc", table.tocCount),
+                .number("modtaboff", table.moduleTableOffset), .number("nmodtab", table.moduleTableCount),
+                .number("extrefsymoff", table.referencedSymbolsOffset), .number("nextrefsyms", table.referencedSymbolsCount),
+                .number("indirectsymoff", table.indirectSymbolsOffset), .number("nindirectsyms", table.indirectSymbolsCount),
+                .number("extreloff", table.externalRelocationsOffset), .number("nextrel", table.externalRelocationsCount),
+                .number("locreloff", table.localRelocationsOffset), .number("nlocrel", table.localRelocationsCount),
+            ]
+        case let .dyldInfo(info):
+            body.fields = [("rebase", info.rebase), ("bind", info.bind), ("weak_bind", info.weakBind), ("lazy_bind", info.lazyBind), ("export", info.export)]
+                .flatMap { name, data in [Field.number(name + "_off", data.dataOffset), Field.number(name + "_size", data.dataSize)] }
+        case let .linkeditData(data):
+            body.fields = [.number("dataoff", data.dataOffset), .number("datasize", data.dataSize)]
+        case let .dylinker(name):
+            body.fields = [.string("name", name)]
+        case .raw:
+            body = try rawBody(command, image)
+        }
+        return body
+    }
+
+    static func sectionFields(_ section: Section) -> [Field] {
+        let attributes = MachONames.sectionAttributes(section.flags)
+        return [
+            .string("sectname", section.name), .string("segname", section.segmentName),
+            .address("addr", section.address), .address("size", section.size),
+            .number("offset", section.fileOffset),
+            Field("align", "2^\(section.alignment) (\(section.alignment < 32 ? String(1 << section.alignment) : "?"))", .uint(UInt64(section.alignment))),
+            .number("reloff", section.relocationOffset), .number("nreloc", section.relocationCount),
+            Field("flags", "0x" + Text.hex(UInt64(section.flags), width: 8, uppercase: false), .uint(UInt64(section.flags))),
+            .string("type", MachONames.sectionType(section.type)),
+            Field("attributes", attributes.isEmpty ? "(none)" : attributes.joined(separator: " "), .array(attributes.map(JSONValue.string))),
+            .number("reserved1", section.reserved1), .number("reserved2", section.reserved2), .number("reserved3", section.reserved3),
+        ]
+    }
+
+    static func dylibFields(_ dylib: DylibCommand) -> [Field] {
+        [
+            .string("name", dylib.installName),
+            .number("time stamp", key: "timestamp", dylib.timestamp),
+            .version("current version", key: "current_version", dylib.currentVersion),
+            .version("compatibility version", key: "compatibility_version", dylib.compatibilityVersion),
+        ]
+    }
+
+    /// The fields of the commands ``LoadCommand`` keeps raw, parsed from their bytes.
+    static func rawBody(_ command: LoadCommand, _ image: MachOImage) throws(MachOError) -> Body {
+        if command.type == .linkerOption {
+            let option = try LinkerOption(parsing: try image.commandView(command))
+            let strings = option.strings.enumerated().map { [Field("string #\($0.offset + 1)", key: "strings", $0.element, .string($0.element))] }
+            return Body(fields: [.number("count", option.count)], lists: [List(key: "strings", title: nil, items: strings)])
+        }
+        return Body(fields: try rawFields(command, image))
+    }
+
+    static func rawFields(_ command: LoadCommand, _ image: MachOImage) throws(MachOError) -> [Field] {
+        let view = try image.commandView(command)
+        switch command.type {
+        case .sourceVersion:
+            return [.string("version", MachONames.sourceVersion(try SourceVersion(parsing: view)))]
+        case .encryptionInfo, .encryptionInfo64:
+            let info = try EncryptionInfo(parsing: view, is64: command.type == .encryptionInfo64)
+            return [.number("cryptoff", info.cryptOffset), .number("cryptsize", info.cryptSize), .number("cryptid", info.cryptID)]
+                + (info.pad.map { [Field.number("pad", $0)] } ?? [])
+        case .subFramework:
+            return [.string("umbrella", try view.loadCommandString(at: 8))]
+        case .subUmbrella:
+            return [.string("sub_umbrella", try view.loadCommandString(at: 8))]
+        case .subLibrary:
+            return [.string("sub_library", try view.loadCommandString(at: 8))]
+        case .subClient:
+            return [.string("client", try view.loadCommandString(at: 8))]
+        case .targetTriple:
+            return [.string("triple", try view.loadCommandString(at: 8))]
+        case .note:
+            let note = try NoteCommand(parsing: view)
+            return [.string("data_owner", note.dataOwner), .number("offset", note.offset), .number("size", note.size)]
+        case .routines64:
+            let routines = try Routines64(parsing: view)
+            return [.address("init_address", routines.initAddress), .number("init_module", routines.initModule)]
+                + routines.reserved.enumerated().map { Field.number("reserved\($0.offset + 1)", $0.element) }
+        case .filesetEntry:
+            let entry = try FilesetEntry(parsing: view)
+            return [.address("vmaddr", entry.vmAddress), .number("fileoff", entry.fileOffset), .string("entry_id", entry.entryID)]
+        case .twoLevelHints:
+            let hints = try TwoLevelHints(parsing: view)
+            return [.number("offset", hints.offset), .number("nhints", hints.count)]
+        default:
+            return []
+        }
+    }
+}

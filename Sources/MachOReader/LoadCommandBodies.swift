@@ -1,0 +1,121 @@
+/// The load commands ``LoadCommand`` keeps raw (nothing the loader needs), each parsed from
+/// the bounded view of its `cmdsize` bytes (``MachOImage/commandView(_:)``) for readers
+/// that print every field.
+
+/// `source_version_command` (LC_SOURCE_VERSION): `A.B.C.D.E` packed as a24.b10.c10.d10.e10.
+package struct SourceVersion: Equatable, Sendable {
+    package let version: UInt64
+
+    package init(parsing view: ByteView) throws(MachOError) {
+        version = try view.u64(8)
+    }
+
+    /// The five components, most significant first.
+    package var components: [UInt64] {
+        [version >> 40, (version >> 30) & 0x3ff, (version >> 20) & 0x3ff, (version >> 10) & 0x3ff, version & 0x3ff]
+    }
+}
+
+/// `encryption_info_command` and `encryption_info_command_64` (LC_ENCRYPTION_INFO,
+/// LC_ENCRYPTION_INFO_64): the encrypted file range and the encryption system (0: none).
+package struct EncryptionInfo: Equatable, Sendable {
+    package let cryptOffset: UInt32
+    package let cryptSize: UInt32
+    package let cryptID: UInt32
+    /// The 64-bit command's padding word; nil in the 32-bit command.
+    package let pad: UInt32?
+
+    package init(parsing view: ByteView, is64: Bool) throws(MachOError) {
+        cryptOffset = try view.u32(8)
+        cryptSize = try view.u32(12)
+        cryptID = try view.u32(16)
+        pad = is64 ? try view.u32(20) : nil
+    }
+}
+
+/// `linker_option_command` (LC_LINKER_OPTION): `count` NUL-terminated strings after the
+/// 12-byte header.
+package struct LinkerOption: Equatable, Sendable {
+    package let count: UInt32
+    /// The strings the command holds (fewer than `count` when its bytes run out first).
+    package let strings: [String]
+
+    package init(parsing view: ByteView) throws(MachOError) {
+        count = try view.u32(8)
+        var strings: [String] = []
+        var offset = 12
+        // Each string takes at least one byte, so the command's size bounds the walk.
+        while strings.count < Int(count), offset < view.count {
+            let end = try view.firstZero(offset, view.count - offset) ?? view.count
+            strings.append(String(decoding: try view.bytes(offset, end - offset), as: UTF8.self))
+            offset = end + 1
+        }
+        self.strings = strings
+    }
+}
+
+/// `note_command` (LC_NOTE): a named range of the file for its owner.
+package struct NoteCommand: Equatable, Sendable {
+    package let dataOwner: String
+    package let offset: UInt64
+    package let size: UInt64
+
+    package init(parsing view: ByteView) throws(MachOError) {
+        dataOwner = try view.fixedString(8, 16)
+        offset = try view.u64(24)
+        size = try view.u64(32)
+    }
+}
+
+/// `routines_command_64` (LC_ROUTINES_64): the library's initialization routine.
+package struct Routines64: Equatable, Sendable {
+    package let initAddress: UInt64
+    package let initModule: UInt64
+    package let reserved: [UInt64]
+
+    package init(parsing view: ByteView) throws(MachOError) {
+        initAddress = try view.u64(8)
+        initModule = try view.u64(16)
+        var reserved: [UInt64] = []
+        for index in 0..<6 { reserved.append(try view.u64(24 + 8 * index)) }
+        self.reserved = reserved
+    }
+}
+
+/// `fileset_entry_command` (LC_FILESET_ENTRY): one image of a file set.
+package struct FilesetEntry: Equatable, Sendable {
+    package let vmAddress: UInt64
+    package let fileOffset: UInt64
+    package let entryID: String
+
+    package init(parsing view: ByteView) throws(MachOError) {
+        vmAddress = try view.u64(8)
+        fileOffset = try view.u64(16)
+        entryID = try view.lcString(at: 24)
+    }
+}
+
+/// `twolevel_hints_command` (LC_TWOLEVEL_HINTS).
+package struct TwoLevelHints: Equatable, Sendable {
+    package let offset: UInt32
+    package let count: UInt32
+
+    package init(parsing view: ByteView) throws(MachOError) {
+        (offset, count) = (try view.u32(8), try view.u32(12))
+    }
+}
+
+extension ByteView {
+    /// The command's `lc_str` at `fieldOffset` (LC_SUB_FRAMEWORK's umbrella, LC_SUB_CLIENT's
+    /// client, LC_TARGET_TRIPLE's triple, ...).
+    package func loadCommandString(at fieldOffset: Int) throws(MachOError) -> String {
+        try lcString(at: fieldOffset)
+    }
+}
+
+extension MachOImage {
+    /// The bytes of one of the image's load commands: exactly its `cmdsize` bytes.
+    package func commandView(_ command: LoadCommand) throws(MachOError) -> ByteView {
+        try view.slice(command.offset, Int(command.size))
+    }
+}
