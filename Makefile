@@ -33,7 +33,7 @@ fixtures: bootstrap
 # two, and print one table. Then a look
 # at a real Apple-built binary through the reader.
 demo: release fixtures
-	@echo "== generating a 100-framework app (tools/gen-app --preset 100; once)"
+	@echo "== generating a 100-framework app (tools/gen-app --preset 100; a file whose bytes are unchanged is kept as it was)"
 	@tools/gen-app --preset 100 --seed 1 --out build/demo-gen100 > /dev/null
 	@echo "== installing, launching (dyld2, dyld3) and comparing every app"
 	@tools/demo $(DYLD3) build/fixtures cache --runs 5 --extra build/demo-gen100 x86_64 chained

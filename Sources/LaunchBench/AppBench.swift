@@ -222,9 +222,10 @@ package enum AppBench {
                 + [warm.map { String(format: "%.1f%%", 100 * Double($0.median) / Double(budget)) } ?? "–"]
         }) + "\n"
         let phases = LaunchReport.Phase.allCases.map(\.rawValue).filter { phase in paths.contains { report.phases[$0]?[phase] != nil } }
-        out += "## phases (warm medians)\n\n" + MarkdownReport.table(["path"] + phases, paths.map { path in
-            [path] + phases.map { report.phases[path]?[$0].map(ms) ?? "–" }
-        }) + "\n"
+        out += "## phases (warm medians)\n\n" + MarkdownReport.otherMeaning + " total = the warm median.\n\n"
+        out += MarkdownReport.phaseTable(phases, paths.map { path in
+            (path, report.phases[path].map { phases in phases.merging(report.warm[path].map { ["total": $0.median] } ?? [:]) { $1 } })
+        }, format: ms) + "\n"
         out += "## the ten heaviest images\n\n" + MarkdownReport.table(
             ["image", "mapped", "fixups", "dirty pages", "ObjC writes", "initializers"],
             report.imagesByCost.prefix(10).map { cost in

@@ -1,8 +1,9 @@
 import Foundation
 
 /// The bench's Markdown: tables per measurement and the product's performance targets, measured.
-enum MarkdownReport {
-    static func render(_ report: BenchReport) -> String {
+/// Every table fits ``maxTableWidth`` columns (a wide one is split, see ``table(_:_:keys:)``).
+package enum MarkdownReport {
+    package static func render(_ report: BenchReport) -> String {
         let paths = LaunchPath.allCases.map(\.rawValue)
         let labels = LaunchPath.allCases.map(\.label)
         var out = "# dyld3 bench\n\n"
@@ -20,12 +21,13 @@ enum MarkdownReport {
             out += "Writes: the closure's ObjC record (selector references and method-list names rewritten to one address per name, "
             out += "the runtime's class, category and hash tables). dyld2 works them out after bind on every launch; dyld3 copies them "
             out += "from the closure. Share = the step's median / the launch's median total.\n\n"
-            out += table(["dylibs", "ObjC writes", "dyld2 objc", "dyld2 total", "dyld2 share", "dyld3 objc", "dyld3 total", "dyld3 share",
-                          "dyld2 objc / dyld3 objc"], report.sizes.map { size in
-                guard let share = size.objc else { return ["\(size.dylibs)"] + Array(repeating: "–", count: 8) }
-                return ["\(size.dylibs)", "\(share.writes)", time(share.dyld2), time(share.dyld2Total),
-                        String(format: "%.1f%%", share.dyld2Fraction * 100), time(share.dyld3), time(share.dyld3Total),
-                        String(format: "%.1f%%", share.dyld3Fraction * 100),
+            out += table(["dylibs", "ObjC writes", "dyld2 objc", "dyld2 total", "dyld2 share"], report.sizes.map { size in
+                guard let share = size.objc else { return ["\(size.dylibs)"] + Array(repeating: "–", count: 4) }
+                return ["\(size.dylibs)", "\(share.writes)", time(share.dyld2), time(share.dyld2Total), String(format: "%.1f%%", share.dyld2Fraction * 100)]
+            })
+            out += "\n" + table(["dylibs", "dyld3 objc", "dyld3 total", "dyld3 share", "dyld2 objc / dyld3 objc"], report.sizes.map { size in
+                guard let share = size.objc else { return ["\(size.dylibs)"] + Array(repeating: "–", count: 4) }
+                return ["\(size.dylibs)", time(share.dyld3), time(share.dyld3Total), String(format: "%.1f%%", share.dyld3Fraction * 100),
                         share.dyld3 > 0 ? String(format: "%.1f×", Double(share.dyld2) / Double(share.dyld3)) : "–"]
             })
             out += "\n"
@@ -35,14 +37,16 @@ enum MarkdownReport {
         out += "floor: reserve, map every segment of every image and write once to each page holding a fixup; "
         out += "floor + protections: the same, then each segment's final protection (`__DATA_CONST` read-only after fixups, "
         out += "as dyld and both launch paths leave it), the same final memory as dyld3's.\n\n"
-        out += table(["dylibs", "images", "fixups"] + labels
-                     + ["best glibc", "dyld3 / floor", "dyld3 / (floor + protections)", "dyld3 / best glibc", "dyld2 / dyld3", "dyld2 / best glibc"],
+        out += "Times: median (p90).\n\n"
+        out += table(["dylibs", "images", "fixups"] + labels, report.sizes.map { size in
+            ["\(size.dylibs)", "\(size.images)", "\(size.fixups)"] + paths.map { cell(size.warm[$0]) }
+        })
+        out += "\nRatios of the medians:\n\n"
+        out += table(["dylibs", "best glibc", "dyld3 / floor", "dyld3 / (floor + protections)", "dyld3 / best glibc", "dyld2 / dyld3", "dyld2 / best glibc"],
                      report.sizes.map { size in
-                         ["\(size.dylibs)", "\(size.images)", "\(size.fixups)"]
-                             + paths.map { cell(size.warm[$0]) }
-                             + [LaunchPath.fasterGlibc(size.warm)?.path.label ?? "–",
-                                ratio(size.warm, "dyld3", "floor"), ratio(size.warm, "dyld3", "floor-protected"), glibcRatio(size.warm, "dyld3"),
-                                ratio(size.warm, "dyld2", "dyld3"), glibcRatio(size.warm, "dyld2")]
+                         ["\(size.dylibs)", LaunchPath.fasterGlibc(size.warm)?.path.label ?? "–",
+                          ratio(size.warm, "dyld3", "floor"), ratio(size.warm, "dyld3", "floor-protected"), glibcRatio(size.warm, "dyld3"),
+                          ratio(size.warm, "dyld2", "dyld3"), glibcRatio(size.warm, "dyld2")]
                      })
 
         if let eviction = report.coldEviction {
@@ -57,74 +61,72 @@ enum MarkdownReport {
                             warm.flatMap { w in cold.map { String(format: "%.1f×", Double($0.median) / Double(max(w.median, 1))) } } ?? "–", resident]
                 }
             }
-            out += table(["dylibs", "path", "warm", "cold", "cold / warm", "resident after eviction"], rows)
+            out += table(["dylibs", "path", "warm", "cold", "cold / warm", "resident after eviction"], rows, keys: 2)
             out += "\n" + table(["dylibs", "dyld3 cold / dyld2 cold", "dyld3 cold / best glibc cold", "best glibc cold"], report.sizes.map { size in
                 let cold = size.cold ?? [:]
                 return ["\(size.dylibs)", ratio(cold, "dyld3", "dyld2"), glibcRatio(cold, "dyld3"), LaunchPath.fasterGlibc(cold)?.path.label ?? "–"]
             })
-            let phases = ["closure", "mapping", "bind", "total"]
             out += "\n### dyld3 phases, cold (medians)\n\n"
-            out += table(["dylibs"] + phases, report.sizes.map { size in
-                ["\(size.dylibs)"] + phases.map { size.coldDyld3Phases?[$0].map(time) ?? "–" }
-            })
+            out += phaseTable(["closure", "mapping", "bind"], report.sizes.map { (dylibsTitle($0), $0.coldDyld3Phases) })
         }
 
         let freshPaths = ["dyld2", "dyld3"] + LaunchPath.glibcPaths.map(\.rawValue)
         if report.sizes.contains(where: { !$0.fresh.isEmpty }) {
             out += "\n## Launch time, a fresh process per launch\n\n"
             out += "In-process time of the load (dyld2/dyld3: `timings.total` of `dyld3 launch --no-run --json`; glibc: the harness's dlopen), and each process's peak RSS.\n\n"
-            out += table(["dylibs"] + freshPaths.map(label) + ["dyld2 / dyld3"] + freshPaths.map { "\(label($0)) peak RSS" },
-                         report.sizes.map { size in
-                             ["\(size.dylibs)"] + freshPaths.map { cell(size.fresh[$0]) } + [ratio(size.fresh, "dyld2", "dyld3")]
-                                 + freshPaths.map { size.freshMaxRssKilobytes[$0].map { megabytes($0.median) } ?? "–" }
-                         })
+            out += table(["dylibs"] + freshPaths.map(label) + ["dyld2 / dyld3"], report.sizes.map { size in
+                ["\(size.dylibs)"] + freshPaths.map { cell(size.fresh[$0]) } + [ratio(size.fresh, "dyld2", "dyld3")]
+            })
+            out += "\nPeak RSS of each process (median):\n\n"
+            out += table(["dylibs"] + freshPaths.map(label), report.sizes.map { size in
+                ["\(size.dylibs)"] + freshPaths.map { size.freshMaxRssKilobytes[$0].map { megabytes($0.median) } ?? "–" }
+            })
         }
 
         out += "\n## Per fixup, pages, memory\n\n"
         out += "ns per fixup: warm median / Mach-O fixups (glibc: / ELF relocations). Pages dirtied: Private_Dirty pages of the images' mappings after one launch (/proc/self/smaps).\n\n"
-        out += table(["dylibs", "Mach-O fixups", "ELF relocations"] + labels.map { "ns/fixup \($0)" }
-                     + ["fixup pages"] + labels.map { "pages dirtied \($0)" } + ["bench peak RSS"],
-                     report.sizes.map { size in
-                         ["\(size.dylibs)", "\(size.fixups)", "\(size.elfRelocations)"]
-                             + paths.map { String(format: "%.1f", size.nanosecondsPerFixup[$0] ?? 0) }
-                             + ["\(size.fixupPages)"] + paths.map { "\(size.pagesDirtied[$0] ?? 0)" }
-                             + [megabytes(Int64(size.benchMaxRssKilobytes))]
-                     })
+        out += "ns per fixup:\n\n"
+        out += table(["dylibs", "Mach-O fixups", "ELF relocations"] + labels, report.sizes.map { size in
+            ["\(size.dylibs)", "\(size.fixups)", "\(size.elfRelocations)"] + paths.map { String(format: "%.1f", size.nanosecondsPerFixup[$0] ?? 0) }
+        })
+        out += "\nPages dirtied, and the bench process's peak RSS:\n\n"
+        out += table(["dylibs", "fixup pages"] + labels + ["bench peak RSS"], report.sizes.map { size in
+            ["\(size.dylibs)", "\(size.fixupPages)"] + paths.map { "\(size.pagesDirtied[$0] ?? 0)" } + [megabytes(Int64(size.benchMaxRssKilobytes))]
+        })
 
         out += "\n## The closure\n\n"
         out += "Build = `ClosureBuilder.build` + `ClosureFile.write`. Image metadata = LC_DYLD_INFO rebase+bind+weak+lazy+export sizes, or LC_DYLD_CHAINED_FIXUPS + LC_DYLD_EXPORTS_TRIE sizes, summed over images.\n\n"
-        out += table(["dylibs", "build", "closure bytes", "bytes / fixup", "image metadata bytes", "closure / metadata"],
-                     report.sizes.map { size in
-                         ["\(size.dylibs)", cell(size.closure.build), "\(size.closure.fileBytes)",
-                          String(format: "%.2f", size.closure.bytesPerFixup), "\(size.closure.imageMetadataBytes)",
-                          String(format: "%.0f%%", size.closure.relativeToMetadata * 100)]
-                     })
+        out += table(["dylibs", "closure bytes", "bytes / fixup", "image metadata bytes", "closure / metadata"], report.sizes.map { size in
+            ["\(size.dylibs)", "\(size.closure.fileBytes)", String(format: "%.2f", size.closure.bytesPerFixup), "\(size.closure.imageMetadataBytes)",
+             String(format: "%.0f%%", size.closure.relativeToMetadata * 100)]
+        })
+        out += "\nBuild: median (p90).\n\n" + table(["dylibs", "build"], report.sizes.map { ["\($0.dylibs)", cell($0.closure.build)] })
 
         let objcPhase = report.objc == nil ? [] : ["objc"]
-        let phases = ["closure", "mapping", "bind"] + objcPhase + ["total"]
         out += "\n## dyld3 phases (warm medians)\n\n"
-        out += "closure = read, checksum, decompress, decode and check the closure; mapping = open and identify every image, check its plan against its load commands, reserve + mmap every segment (the floor also opens every image; from a 64 KiB closure body, a second thread reads the bind targets and the rest of the body while the first quarter of the images is opened, then opens the others while the first thread maps them and checks the plans, and any wait for it counts here); bind = write every rebase and bind (from a 64 KiB body, the second thread writes part of the images' while the first writes the rest); the rest is mprotect and initializer bookkeeping.\n\n"
-        out += table(["dylibs"] + phases, report.sizes.map { size in
-            ["\(size.dylibs)"] + phases.map { size.dyld3Phases[$0].map(time) ?? "–" }
-        })
-        let slowPhases = ["path_resolution", "parsing", "mapping", "rebase", "bind"] + objcPhase + ["total"]
+        out += "closure = read, checksum, decompress, decode and check the closure; mapping = open and identify every image, check its plan against its load commands, reserve + mmap every segment (the floor also opens every image; from a 64 KiB closure body, a second thread reads the bind targets and the rest of the body while the first quarter of the images is opened, then opens the others while the first thread maps them and checks the plans, and any wait for it counts here); bind = write every rebase and bind (from a 64 KiB body, the second thread writes part of the images' while the first writes the rest); \(otherMeaning)\n\n"
+        out += phaseTable(["closure", "mapping", "bind"] + objcPhase, report.sizes.map { (dylibsTitle($0), $0.dyld3Phases) })
         out += "\n## dyld2 phases (warm medians)\n\n"
-        out += table(["dylibs"] + slowPhases, report.sizes.map { size in
-            ["\(size.dylibs)"] + slowPhases.map { size.dyld2Phases[$0].map(time) ?? "–" }
-        })
+        out += "\(otherMeaning)\n\n"
+        out += phaseTable(["path_resolution", "parsing", "mapping", "rebase", "bind"] + objcPhase,
+                          report.sizes.map { (dylibsTitle($0), $0.dyld2Phases) })
 
         let pagedSizes = report.sizes.filter { $0.pageIn != nil }
         if !pagedSizes.isEmpty {
             out += "\n## Page-in linking (docs/page-in.md): launch to main, then touching the fixup pages\n\n"
-            out += table(["dylibs", "fixup pages", "eager dyld3", "floor", "page-in", "page-in / eager", "+10%", "+50%", "+100%",
-                          "(launch + 100%) / eager", "mode"], pagedSizes.map { size in
+            out += "Launches, then touching 10%, 50% and 100% of the fixup pages: median (p90).\n\n"
+            out += table(["dylibs", "fixup pages", "eager dyld3", "floor", "page-in"] + PageInResult.touchLevels.map { "+\($0)%" }, pagedSizes.map { size in
+                let result = size.pageIn!
+                return ["\(size.dylibs)", "\(result.fixupPages)", cell(result.eagerLaunch), cell(size.warm[LaunchPath.floor.rawValue]), cell(result.launch)]
+                    + PageInResult.touchLevels.map { cell(result.touch["\($0)"]) }
+            })
+            out += "\nRatios of the medians, and how the launch wrote its fixups:\n\n"
+            out += table(["dylibs", "page-in / eager", "(launch + 100%) / eager", "mode"], pagedSizes.map { size in
                 let result = size.pageIn!
                 let eager = result.eagerLaunch.median, launch = result.launch.median
                 let full = launch + (result.touch["100"]?.median ?? 0)
-                return ["\(size.dylibs)", "\(result.fixupPages)", cell(result.eagerLaunch), cell(size.warm[LaunchPath.floor.rawValue]),
-                        cell(result.launch), eager > 0 ? String(format: "%.2f×", Double(launch) / Double(eager)) : "–"]
-                    + PageInResult.touchLevels.map { cell(result.touch["\($0)"]) }
-                    + [eager > 0 ? String(format: "%.2f×", Double(full) / Double(eager)) : "–", result.fallbackReason.map { "eager: \($0)" } ?? "page-in"]
+                return ["\(size.dylibs)", eager > 0 ? String(format: "%.2f×", Double(launch) / Double(eager)) : "–",
+                        eager > 0 ? String(format: "%.2f×", Double(full) / Double(eager)) : "–", result.fallbackReason.map { "eager: \($0)" } ?? "page-in"]
             })
             out += "\nPrivate pages of the launch's region (smaps' Anonymous: the copies fixups made; "
                 + "pages installed by UFFDIO_COPY are anonymous but never dirty, so Private_Dirty reads 0 for page-in):\n\n"
@@ -184,12 +186,61 @@ enum MarkdownReport {
         return out
     }
 
-    static func table(_ header: [String], _ rows: [[String]]) -> String {
-        var out = "| " + header.joined(separator: " | ") + " |\n"
-        out += "|" + header.map { _ in " ---: |" }.joined() + "\n"
-        for row in rows { out += "| " + row.joined(separator: " | ") + " |\n" }
-        return out
+    /// The widest line of a table, in characters: a table reads whole in an 100-column
+    /// terminal or side by side in a review.
+    package static let maxTableWidth = 100
+
+    /// A Markdown table of `header` and `rows`. One wider than ``maxTableWidth`` is split by
+    /// columns into as few tables as fit (one blank line between them), the columns in
+    /// order, each table repeating the first `keys` columns (what a row is about): every
+    /// figure is kept. A cell too wide for any table gets a table of its own with the keys.
+    package static func table(_ header: [String], _ rows: [[String]], keys: Int = 1) -> String {
+        func cell(_ row: [String], _ column: Int) -> String { row.indices.contains(column) ? row[column] : "" }
+        // Each column's share of a line: " cell |", or the separator's " ---: |".
+        func width(_ column: Int) -> Int { max(7, 3 + ([header] + rows).map { cell($0, column).count }.max()!) }
+        let keyColumns = Array(header.indices.prefix(keys))
+        let keyWidth = 1 + keyColumns.map(width).reduce(0, +)
+        var groups: [[Int]] = []
+        var group: [Int] = [], used = keyWidth
+        for column in header.indices.dropFirst(keys) {
+            if !group.isEmpty, used + width(column) > maxTableWidth {
+                groups.append(group)
+                (group, used) = ([], keyWidth)
+            }
+            group.append(column)
+            used += width(column)
+        }
+        if !group.isEmpty || groups.isEmpty { groups.append(group) }
+        return groups.map { group in
+            let columns = keyColumns + group
+            var out = "| " + columns.map { cell(header, $0) }.joined(separator: " | ") + " |\n"
+            out += "|" + columns.map { _ in " ---: |" }.joined() + "\n"
+            for row in rows { out += "| " + columns.map { cell(row, $0) }.joined(separator: " | ") + " |\n" }
+            return out
+        }.joined(separator: "\n")
     }
+
+    /// What a phase table's `other` row holds (`launch --stats` names it so).
+    static let otherMeaning = "other = the total less the phases above it (mprotect, initializer bookkeeping: what `launch --stats` "
+        + "calls other); each figure is a median, and medians do not add, so other can be below zero."
+
+    /// A phase table: a row per phase of `phases`, then `other`, then `total`; a column per
+    /// entry of `columns` (its title, and its medians by phase name, nil when not measured).
+    /// Each column adds up: other is the total less the phases above it.
+    package static func phaseTable(_ phases: [String], _ columns: [(title: String, medians: [String: Int64]?)],
+                                   format: (Int64) -> String = time) -> String {
+        func row(_ name: String, _ value: ([String: Int64]) -> Int64?) -> [String] {
+            [name] + columns.map { column in column.medians.flatMap(value).map(format) ?? "–" }
+        }
+        func other(_ medians: [String: Int64]) -> Int64? {
+            medians["total"].map { total in phases.reduce(total) { $0 - (medians[$1] ?? 0) } }
+        }
+        let rows: [[String]] = phases.map { phase in row(phase) { $0[phase] } } + [row("other", other), row("total") { $0["total"] }]
+        return table(["phase"] + columns.map(\.title), rows)
+    }
+
+    /// A size's column title in a phase table: `1 dylib`, `400 dylibs`.
+    static func dylibsTitle(_ size: SizeResult) -> String { size.dylibs == 1 ? "1 dylib" : "\(size.dylibs) dylibs" }
 
     /// A path's name in a table.
     static func label(_ path: String) -> String { LaunchPath(rawValue: path)?.label ?? path }
@@ -200,7 +251,7 @@ enum MarkdownReport {
         return String(format: "%.2f×", Double(x) / Double(best.median))
     }
 
-    static func cell(_ distribution: Distribution?) -> String {
+    package static func cell(_ distribution: Distribution?) -> String {
         guard let distribution else { return "–" }
         return "\(time(distribution.median)) (\(time(distribution.p90)))"
     }

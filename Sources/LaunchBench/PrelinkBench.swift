@@ -163,14 +163,15 @@ package enum PrelinkBench {
             + "prelinked floor: the slid copy's one mmap and its mprotects.\n\n"
         for (title, pick) in [("warm", { (r: PrelinkedBenchResult) in r.warm }), ("cold", { (r: PrelinkedBenchResult) in r.cold ?? [:] })] {
             guard results.contains(where: { !pick($0).isEmpty }) else { continue }
-            out += "## \(title)\n\n" + MarkdownReport.table(
-                ["dylibs", "images", "slide locations"] + paths + ["prelinked / floor + protections", "page-in / floor + protections"],
-                results.map { result in
-                    let samples = pick(result), floor = samples["floor_protected"]?.median
-                    return ["\(result.dylibs)", "\(result.images)", "\(result.slideLocations)"]
-                        + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
-                        + [ratio(samples["prelinked"]?.median, floor), ratio(samples["prelinked_page_in"]?.median, floor)]
-                }) + "\n"
+            out += "## \(title)\n\n" + MarkdownReport.table(["dylibs", "images", "slide locations"] + paths, results.map { result in
+                let samples = pick(result)
+                return ["\(result.dylibs)", "\(result.images)", "\(result.slideLocations)"]
+                    + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
+            }) + "\nRatios of the medians:\n\n"
+            out += MarkdownReport.table(["dylibs", "prelinked / floor + protections", "page-in / floor + protections"], results.map { result in
+                let samples = pick(result), floor = samples["floor_protected"]?.median
+                return ["\(result.dylibs)", ratio(samples["prelinked"]?.median, floor), ratio(samples["prelinked_page_in"]?.median, floor)]
+            }) + "\n"
         }
         out += "## install and disk\n\n" + MarkdownReport.table(
             ["dylibs", "set build + write", "set bytes", "images' bytes", "set / images", "copy slid for the boot: write", "copy bytes", "mapping calls"],

@@ -5,24 +5,32 @@ package enum SVGCharts {
     static let colors: [LaunchPath: String] = [.dyld2: "#d62728", .dyld3: "#1f77b4", .floor: "#7f7f7f", .floorProtected: "#bcbd22", .glibc: "#2ca02c",
                                                   .glibcOneDir: "#8c564b"]
 
+    /// The plot area of ``timeVersusDylibs(_:)``: left, right, top, bottom.
+    package static let timePlot = (left: 80.0, right: 600.0, top: 50.0, bottom: 400.0)
+
     /// Warm median launch time against dylib count, one line per path, both axes log10.
     /// Paths whose times coincide (the floor and the floor with protections, often) stay
-    /// apart by marker and dash: each path has its own marker, open ones drawn over filled.
+    /// apart by marker and dash: each path has its own marker, every one open (an outline
+    /// of its own shape and size, which no other fills over) and drawn after every line.
+    /// A run of one size puts it in the middle of the dylib axis, and its times at least a
+    /// quarter of a decade inside the time axis: no point on an edge of the plot.
     package static func timeVersusDylibs(_ report: BenchReport) -> String {
         let (width, height) = (820.0, 460.0)
-        let (left, right, top, bottom) = (80.0, 600.0, 50.0, 400.0)
+        let (left, right, top, bottom) = timePlot
         let sizes = report.sizes.filter { $0.dylibs > 0 }
         let times = sizes.flatMap { size in LaunchPath.allCases.compactMap { size.warm[$0.rawValue]?.median } }.filter { $0 > 0 }
+        let oneSize = Set(sizes.map(\.dylibs)).count == 1
         let xDecades = decades(sizes.map { Double($0.dylibs) })
-        let yDecades = decades(times.map(Double.init))
-        func x(_ value: Double) -> Double { scale(log10(value), xDecades, left, right) }
+        let yDecades = decades(times.map(Double.init), margin: oneSize ? 0.25 : 0)
+        func x(_ value: Double) -> Double { oneSize ? (left + right) / 2 : scale(log10(value), xDecades, left, right) }
         func y(_ value: Double) -> Double { scale(log10(value), yDecades, bottom, top) }
 
         var svg = header(width, height, "Launch time against dylib count (warm median, log-log)")
-        for decade in xDecades.lowerBound...xDecades.upperBound {
-            let position = x(pow(10, Double(decade)))
+        let xTicks = oneSize ? sizes.prefix(1).map { Double($0.dylibs) } : (xDecades.lowerBound...xDecades.upperBound).map { pow(10, Double($0)) }
+        for tick in xTicks {
+            let position = x(tick)
             svg += line(position, top, position, bottom, "#dddddd")
-            svg += text(position, bottom + 18, "\(Int(pow(10, Double(decade))))", anchor: "middle")
+            svg += text(position, bottom + 18, "\(Int(tick))", anchor: "middle")
         }
         for decade in yDecades.lowerBound...yDecades.upperBound {
             let position = y(pow(10, Double(decade)))
@@ -31,6 +39,7 @@ package enum SVGCharts {
         }
         svg += line(left, bottom, right, bottom, "#000000") + line(left, top, left, bottom, "#000000")
         svg += text((left + right) / 2, bottom + 38, "dylibs in the app", anchor: "middle")
+        var markers = "", legend = ""
         for (row, path) in LaunchPath.allCases.enumerated() {
             let color = colors[path] ?? "#000000"
             let points = sizes.compactMap { size -> (Double, Double)? in
@@ -40,14 +49,15 @@ package enum SVGCharts {
             let dash = dashes[path].map { " stroke-dasharray=\"\($0)\"" } ?? ""
             svg += "  <polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"\(dash) points=\""
                 + points.map { String(format: "%.1f,%.1f", $0.0, $0.1) }.joined(separator: " ") + "\"/>\n"
-            for point in points { svg += marker(path, point.0, point.1, color) }
+            for point in points { markers += marker(path, point.0, point.1, color) }
             let legendY = top + 10 + Double(row) * 22
-            svg += "  <line x1=\"\(number(right + 16))\" y1=\"\(number(legendY))\" x2=\"\(number(right + 52))\" y2=\"\(number(legendY))\" "
+            legend += "  <line x1=\"\(number(right + 16))\" y1=\"\(number(legendY))\" x2=\"\(number(right + 52))\" y2=\"\(number(legendY))\" "
                 + "stroke=\"\(color)\" stroke-width=\"2\"\(dash)/>\n"
-            svg += marker(path, right + 34, legendY, color)
-            svg += text(right + 60, legendY + 4, legendName(path), anchor: "start")
+            legend += marker(path, right + 34, legendY, color)
+            legend += text(right + 60, legendY + 4, legendName(path), anchor: "start")
         }
-        return svg + "</svg>\n"
+        // Lines, then the markers over every line, then the legend.
+        return svg + markers + legend + "</svg>\n"
     }
 
     /// Each size's dyld3 launch as a 100% bar split into its phases, the total on top.
@@ -119,21 +129,22 @@ package enum SVGCharts {
     /// The dash pattern of each path's line (solid when absent).
     static let dashes: [LaunchPath: String] = [.floor: "6 4", .floorProtected: "2 3", .glibcOneDir: "8 3 2 3"]
 
-    /// A path's marker at (x, y): a filled circle, square or triangle, or an open (larger)
-    /// diamond, circle or square, so markers that coincide still show each path.
+    /// A path's marker at (x, y): an outline, never filled, each path's of its own shape and
+    /// size (a small circle, a square, a large diamond, a triangle, a large circle, a large
+    /// square), so markers that coincide show every path: no outline covers another's.
     package static func marker(_ path: LaunchPath, _ x: Double, _ y: Double, _ color: String) -> String {
-        let filled = "fill=\"\(color)\"", open = "fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\""
+        let open = "fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\""
         switch path {
         case .dyld2:
-            return "  <circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"3.5\" \(filled)/>\n"
+            return "  <circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"2.5\" \(open)/>\n"
         case .dyld3:
-            return "  <rect x=\"\(number(x - 3.5))\" y=\"\(number(y - 3.5))\" width=\"7\" height=\"7\" \(filled)/>\n"
+            return "  <rect x=\"\(number(x - 4))\" y=\"\(number(y - 4))\" width=\"8\" height=\"8\" \(open)/>\n"
         case .floor:
-            return "  <polygon points=\"\(number(x)),\(number(y - 7)) \(number(x + 7)),\(number(y)) \(number(x)),\(number(y + 7)) \(number(x - 7)),\(number(y))\" \(open)/>\n"
+            return "  <polygon points=\"\(number(x)),\(number(y - 8)) \(number(x + 8)),\(number(y)) \(number(x)),\(number(y + 8)) \(number(x - 8)),\(number(y))\" \(open)/>\n"
         case .floorProtected:
-            return "  <polygon points=\"\(number(x)),\(number(y - 4.5)) \(number(x + 4.5)),\(number(y + 3.5)) \(number(x - 4.5)),\(number(y + 3.5))\" \(filled)/>\n"
+            return "  <polygon points=\"\(number(x)),\(number(y - 6.5)) \(number(x + 5.5)),\(number(y + 4)) \(number(x - 5.5)),\(number(y + 4))\" \(open)/>\n"
         case .glibc:
-            return "  <circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"6\" \(open)/>\n"
+            return "  <circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"6.5\" \(open)/>\n"
         case .glibcOneDir:
             return "  <rect x=\"\(number(x - 5.5))\" y=\"\(number(y - 5.5))\" width=\"11\" height=\"11\" \(open)/>\n"
         }
@@ -153,10 +164,11 @@ package enum SVGCharts {
         }
     }
 
-    /// The whole decades spanning `values` (at least one decade wide).
-    static func decades(_ values: [Double]) -> ClosedRange<Int> {
+    /// The whole decades spanning `values` (at least one decade wide), each value at least
+    /// `margin` decades inside.
+    static func decades(_ values: [Double], margin: Double = 0) -> ClosedRange<Int> {
         let logs = values.filter { $0 > 0 }.map(log10)
-        let low = Int((logs.min() ?? 0).rounded(.down)), high = Int((logs.max() ?? 1).rounded(.up))
+        let low = Int(((logs.min() ?? 0) - margin).rounded(.down)), high = Int(((logs.max() ?? 1) + margin).rounded(.up))
         return low...max(high, low + 1)
     }
 

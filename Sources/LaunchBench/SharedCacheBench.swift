@@ -194,14 +194,15 @@ package enum SharedCacheBench {
             + "and protected, the app's own images mapped, one store per fixup page of theirs and of the cache's patches, protections.\n\n"
         for (title, pick) in [("warm", { (r: SharedCacheBenchResult) in r.warm }), ("cold", { (r: SharedCacheBenchResult) in r.cold ?? [:] })] {
             guard results.contains(where: { !pick($0).isEmpty }) else { continue }
-            out += "## \(title)\n\n" + MarkdownReport.table(
-                ["system", "images"] + paths + ["cache / dyld3", "cache / its floor"],
-                results.map { result in
-                    let samples = pick(result)
-                    return ["\(result.system)", "\(result.images)"] + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
-                        + [ratio(samples["dyld3_shared_cache"]?.median, samples["dyld3"]?.median),
-                           ratio(samples["dyld3_shared_cache"]?.median, samples["cache_floor"]?.median)]
-                }) + "\n"
+            out += "## \(title)\n\n" + MarkdownReport.table(["system", "images"] + paths, results.map { result in
+                let samples = pick(result)
+                return ["\(result.system)", "\(result.images)"] + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
+            }) + "\nRatios of the medians:\n\n"
+            out += MarkdownReport.table(["system", "cache / dyld3", "cache / its floor"], results.map { result in
+                let samples = pick(result)
+                return ["\(result.system)", ratio(samples["dyld3_shared_cache"]?.median, samples["dyld3"]?.median),
+                        ratio(samples["dyld3_shared_cache"]?.median, samples["cache_floor"]?.median)]
+            }) + "\n"
         }
         out += "## the cache\n\n" + MarkdownReport.table(
             ["system", "images in the cache", "patches", "cache bytes", "build"],

@@ -32,10 +32,12 @@ package struct LaunchComparison: Sendable {
     package let slide: UInt64
     package let images: Int
     package let bytesCompared: Int
-    /// Fixup locations compared: the last write to each location, as memory holds it.
+    /// Fixup locations compared, in every image compared (the launch's and those the `dlopen`s
+    /// added): the last write to each location, as memory holds it.
     package let fixupsCompared: Int
-    /// Fixups dyld2 wrote (a location written twice, by a rebase and then a weak bind say,
-    /// counts twice): the count `install` and `launch --stats` report.
+    /// Fixups dyld2 wrote in every image compared (a location written twice, by a rebase and
+    /// then a weak bind say, counts twice): for the launch's images, the count `install` and
+    /// `launch --stats` report.
     package let fixupsWritten: Int
     package let initializers: [String]
     package let dyld2Result: Int32?
@@ -65,7 +67,8 @@ package struct LaunchComparison: Sendable {
     /// (``PrelinkedLaunch``), laid out as the slow path lays out the images, and `closure`
     /// (the closure it was built from) gives the fixups compared.
     /// `dlopen`: paths opened after each launch (before anything runs), in order, as the
-    /// app's code would open them; the images they add are compared too, at one slide.
+    /// app's code would open them; the images they add are compared too, at one slide: their
+    /// memory, and dyld2's fixups against those of the dlopen closure the dyld3 side applied.
     package static func run(options: LaunchOptions, closure: LaunchClosure, closurePath: String,
                            configuration: LaunchConfiguration = LaunchConfiguration(), prelinkedSet: String? = nil,
                            dlopen: [String] = []) throws -> LaunchComparison {
@@ -96,11 +99,15 @@ package struct LaunchComparison: Sendable {
         let names = SymbolNames(paths: slowReport.images, arch: options.arch)
         var notRun = LaunchTail.reasonNotToRun(run: runCode, arch: options.arch, memory: slow.memory, paths: slowReport.images)
         slow.memory.release()
+        let launchImages = slow.report.images.count
+        let slowDlopenFixups = slowOpened.contains { !$0.loaded.isEmpty } ? try dyld2DlopenFixups(dlopen, options: options) : []
 
         options.slide = slide
         let fast = try fastLaunch(options)
         let report = fast.report
         let (fastOpened, _) = try open(dlopen, in: fast.memory, slides: slides)
+        let fastDlopenClosures = try appliedDlopenClosures(fastOpened, launch: closure, request: options, configuration: configuration,
+                                                           closurePath: closurePath)
         var fastSnapshot = snapshot(fast.memory)
         // Images in the shared cache lie elsewhere than dyld2 maps them: every pointer dyld2
         // wrote is compared as its image and offset, on both sides.
@@ -150,31 +157,42 @@ package struct LaunchComparison: Sendable {
             differences.append(.launch("segments", "\(slowSnapshot.count) writable segments vs \(fastSnapshot.count)"))
         }
         var fixupCount = 0
-        let fixupsWritten = slowFixups.reduce(0) { $0 + $1.count }
-        // An image in the shared cache has no fixups in the closure: the cache holds them
-        // (checked word for word when the closure was bound), compared above as memory.
-        for index in slowFixups.indices where index >= closure.images.count || closure.images[index].cacheSlot == nil {
-            let expected = effective(slowFixups[index])
+        let fixupsWritten = (slowFixups + slowDlopenFixups).reduce(0) { $0 + $1.count }
+        /// dyld2's fixups of image `index` against those `source` (the launch closure, or a
+        /// dlopen closure) writes there.
+        func compareFixups(_ fixups: [ResolvedFixup], image index: Int, closure source: LaunchClosure) throws(LoadError) {
+            let expected = effective(fixups)
             let closureFixups: [ResolvedFixup]
             do throws(ClosureError) {
-                closureFixups = try closure.fixups(ofImage: index)
+                closureFixups = try source.fixups(ofImage: index)
             } catch {
-                throw LoadError.failed(path: closure.images[index].path, cause: error)
+                throw LoadError.failed(path: source.images[index].path, cause: error)
             }
             let actual = effective(closureFixups)
             fixupCount += expected.count
+            let plan = source.images[index].plan
             for (location, fixup) in expected.sorted(by: { $0.key < $1.key }) where actual[location] != fixup {
                 differences.append(Difference(
-                    what: "fixup", image: slowReport.images[index], segment: segmentName(closure.images[index].plan, location), offset: location,
+                    what: "fixup", image: slowReport.images[index], segment: segmentName(plan, location), offset: location,
                     detail: "dyld2 \(names.describe(fixup, image: index)), closure \(actual[location].map { names.describe($0, image: index) } ?? "nothing")"))
             }
             for location in actual.keys where expected[location] == nil {
-                differences.append(Difference(what: "fixup", image: slowReport.images[index], segment: segmentName(closure.images[index].plan, location),
+                differences.append(Difference(what: "fixup", image: slowReport.images[index], segment: segmentName(plan, location),
                                               offset: location, detail: "only the closure writes here"))
             }
         }
+        // An image in the shared cache has no fixups in the closure: the cache holds them
+        // (checked word for word when the closure was bound), compared above as memory.
+        for index in slowFixups.indices where closure.images[index].cacheSlot == nil {
+            try compareFixups(slowFixups[index], image: index, closure: closure)
+        }
         if slowOpened.map(\.loaded) != fastOpened.map(\.loaded) {
             differences.append(.launch("dlopen", "dyld2 loaded \(slowOpened.map(\.loaded)), dyld3 \(fastOpened.map(\.loaded))"))
+        } else {
+            // The images each dlopen added, numbered after the launch's on both sides.
+            for (nested, added) in fastDlopenClosures {
+                for index in added { try compareFixups(slowDlopenFixups[index - launchImages], image: index, closure: nested) }
+            }
         }
         if slowReport.initializers != report.initializers {
             differences.append(.launch("initializers", "dyld2 \(slowReport.initializers), dyld3 \(report.initializers)"))
@@ -222,6 +240,63 @@ package struct LaunchComparison: Sendable {
             used.append(loader.loadedMemories.count > before ? loader.loadedMemories.last?.images.first?.slide : nil)
         }
         return (loader.events, used)
+    }
+
+    /// dyld2's fixups of each image the `dlopen`s of `paths` add after the launch of `options`,
+    /// in load order: the slow path's dlopen records none, so they are resolved again by its
+    /// resolver, over its dependency graph as each open extends it (the opens' results, like
+    /// the launch's, depend on nothing but the files).
+    static func dyld2DlopenFixups(_ paths: [String], options: LaunchOptions) throws(LoadError) -> [[ResolvedFixup]] {
+        var graph = try DependencyGraph(roots: options.roots, inserted: options.inserted, arch: options.arch, root: options.root)
+        var plans: [ImagePlan] = []
+        for node in graph.nodes { plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset)) }
+        var fixups: [[ResolvedFixup]] = []
+        for path in paths {
+            let added = try graph.open(path, arch: options.arch).added
+            guard !added.isEmpty else { continue }
+            for index in added {
+                let node = graph.nodes[index]
+                plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset))
+            }
+            var resolver = try FixupResolver(graph: graph, plans: plans)
+            for index in added {
+                var imageFixups: [ResolvedFixup] = []
+                try resolver.resolve(image: index) { (fixup) throws(LoadError) in imageFixups.append(fixup) }
+                fixups.append(imageFixups)
+            }
+        }
+        return fixups
+    }
+
+    /// For each of `events` that added images, the dlopen closure the dyld3 launch applied and
+    /// the images it added: the launch closure's own for the path (`via` "closure"), or the one
+    /// `configuration` builds for it ("runtime closure"), each decoded within the images
+    /// loaded before it, as ``ClosureDynamicLoader`` decodes it.
+    static func appliedDlopenClosures(_ events: [DynamicLoadEvent], launch: LaunchClosure, request: LaunchOptions,
+                                      configuration: LaunchConfiguration, closurePath: String) throws(LoadError) -> [(closure: LaunchClosure, added: Range<Int>)] {
+        var within = launch
+        var earlier: [String] = []
+        var applied: [(closure: LaunchClosure, added: Range<Int>)] = []
+        for event in events where !event.loaded.isEmpty {
+            let first = within.images.count
+            let nested: LaunchClosure?
+            if event.via == "closure" {
+                nested = launch.dlopens.lazy.compactMap { try? $0.closure(within: within, path: closurePath) }
+                    .first { $0.images[first...].map(\.path) == event.loaded }
+            } else if let build = configuration.dlopenClosures,
+                      case let .closure(record)? = try? build(event.requested, request, launch, within.images, earlier) {
+                nested = try? record.closure(within: within, path: closurePath)
+            } else {
+                nested = nil
+            }
+            guard let nested, nested.images[first...].map(\.path) == event.loaded else {
+                throw .unusable(path: event.requested, reason: "its dlopen closure, \(event.via), cannot be had again to compare its fixups")
+            }
+            applied.append((nested, first..<nested.images.count))
+            within.images = nested.images
+            earlier.append(event.requested)
+        }
+        return applied
     }
 
     /// Every writable segment of the launch, then of each reservation a `dlopen` added

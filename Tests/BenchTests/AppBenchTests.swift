@@ -29,6 +29,11 @@ import TestSupport
         let report = try Self.json(benched.stdout)
         #expect(report["schema_version"] as? Int == 1 && report["target_page_size"] as? Int == 4096)
 
+        // The Markdown beside it: every table fits 100 columns; the phases add up to each path's total.
+        let markdown = try String(contentsOfFile: out + "/app.md", encoding: .utf8)
+        #expect(ChartTests.wideTableLines(markdown).isEmpty && markdown.contains("| other |") && markdown.contains("| total |"),
+                "\(ChartTests.wideTableLines(markdown).prefix(3))")
+
         // Every path, two samples each.
         let warm = try #require(report["warm_ns"] as? [String: [String: Any]])
         #expect(Set(warm.keys) == ["dyld2", "dyld3", "prelinked", "dyld3_shared_cache"], "\(warm.keys) \(report["notes"] ?? "")")

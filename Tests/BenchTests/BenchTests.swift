@@ -98,6 +98,7 @@ import TestSupport
         let markdown = try String(contentsOfFile: out + "/bench.md", encoding: .utf8)
         #expect(markdown.contains("| dylibs |") && markdown.contains("## Performance targets") && markdown.contains("## Code-signature verification"))
         #expect(markdown.contains("## Cold launches") && markdown.contains("glibc (one dir)") && markdown.contains("glibc (per-framework dirs)"))
+        #expect(ChartTests.wideTableLines(markdown).isEmpty, "\(ChartTests.wideTableLines(markdown).prefix(3))")
 
         #expect(LaunchBench.outputFiles(report).contains("page-in.svg") && markdown.contains("## Page-in linking"))
         let pageIn = try #require(size.pageIn)

@@ -35,5 +35,6 @@ import TestSupport
         #expect(first["warm_ns"] != nil && first["install_ns"] != nil && first["set_bytes"] != nil && first["slid_write_ns"] != nil)
         let markdown = PrelinkBench.markdown(results, runs: 2, cold: eviction)
         #expect(markdown.contains("| 1 | 3 |") && markdown.contains("## cold") && markdown.contains("set / images"))
+        #expect(ChartTests.wideTableLines(markdown).isEmpty, "\(ChartTests.wideTableLines(markdown).prefix(3))")
     }
 }
