@@ -40,6 +40,9 @@ final class ClosureDynamicLoader: DynamicLoader {
     var nextSlide: UInt64?
     /// The first ``DynamicLoadEvent/limit`` `dlopen`s, in order.
     private(set) var events: [DynamicLoadEvent] = []
+    /// dlopen closures built at run time against the launch's images alone (the first
+    /// `dlopen`s): what the launch closure can keep for the next launch (``DlopenClosureKeeping``).
+    private(set) var builtForLaunch: [ClosureDlopen] = []
 
     private func record(_ event: DynamicLoadEvent) {
         if events.count < DynamicLoadEvent.limit { events.append(event) }
@@ -109,6 +112,9 @@ final class ClosureDynamicLoader: DynamicLoader {
         }
         switch try build(path, request, launch, images, earlier) {
         case let .closure(record):
+            if images.count == launch.images.count, !builtForLaunch.contains(where: { $0.requested == record.requested }) {
+                builtForLaunch.append(record)
+            }
             return try apply(record, requested: path, mode: mode, via: "runtime closure")
         case let .loaded(loadedPath):  // under another name
             guard let index = images.firstIndex(where: { $0.path == loadedPath }) else {

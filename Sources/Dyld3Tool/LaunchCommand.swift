@@ -102,6 +102,8 @@ struct LaunchCommand: ParsableCommand {
             let repeated = repeatCount > 1 ? LaunchRepeat(samples: samples) : nil
             print(LaunchOutput.render(launch.report, json: json, stats: stats, closure: outcome.closurePath, fallback: outcome.fallback,
                                       setFallback: outcome.setFallback, repeated: repeated), terminator: "")
+            // The dlopen closures this launch built, kept for the next one (as dyld3 kept them).
+            if launch.report.mode == "dyld3", let used = outcome.closurePath { DlopenClosureKeeping.keep(launch, closurePath: used) }
             if hold {
                 print("held \(getpid())")
                 StandardStreams.flush()
