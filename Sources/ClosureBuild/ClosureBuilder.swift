@@ -59,12 +59,14 @@ package enum ClosureBuilder {
         } catch {
             throw .failed(path: node.path, cause: error)
         }
-        return ClosureImage(
+        var record = ClosureImage(
             path: node.path, installName: node.installName ?? "", identity: identity, plan: plan,
             dependencies: node.dependencies.map { ClosureDependency(installName: $0.installName, kind: $0.kind, target: $0.target ?? -1) },
             initializers: initializers, rpaths: node.image.rpaths, absentPaths: node.absentCandidates,
             rebaseRuns: rebases.bytes[...], bindRuns: binds.bytes[...], rebaseCount: rebases.count, bindCount: binds.count,
             fixupPageIndex: FixupPageIndex(rebases: rebases.pages, binds: binds.pages))
+        record.exportTrie = node.image.exportTrieRange.map { $0.vmOffset..<($0.vmOffset + $0.size) }
+        return record
     }
 
     /// `image` as a dlopen closure lists an image loaded before it: no fixups, no initializers.

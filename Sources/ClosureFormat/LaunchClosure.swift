@@ -11,7 +11,7 @@ import LaunchPlan
 /// Each record reads and writes itself; this type only strings them together.
 package struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
-    package static let formatVersion: UInt32 = 10
+    package static let formatVersion: UInt32 = 11
     /// Who built it.
     package static let builderIdentity = "dyld3-swift closure builder 1"
 

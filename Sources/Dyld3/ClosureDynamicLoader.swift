@@ -35,6 +35,7 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// Images a `dlopen` with `RTLD_LOCAL` loaded, until one without it: not searched by `RTLD_DEFAULT`.
     private var hidden = Set<Int>()
     private var parsed: [Int: MachOImage] = [:]
+    private var tries: [Int: ExportTrie?] = [:]
     /// How `dlopen` paths name files: made on the first `dlopen`, not at launch.
     private lazy var resolver = PathResolver(root: request.root, executablePath: launch.images[0].path)
     var nextSlide: UInt64?
@@ -77,19 +78,20 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// that exists but is not loaded is another file: nil).
     private func loadedImage(_ path: String) throws(LoadError) -> Int? {
         if let index = images.indices.first(where: { images[$0].installName == path }) { return index }
-        let files: [String]
-        if path.hasPrefix("@rpath/") {
-            let directory = PathResolver.directory(of: images[0].path)
-            let rpaths = try parsedImage(0).rpaths.map { PathResolver.RPath(path: $0, declaringImageDirectory: directory) }
-            files = resolver.candidates(for: path, loaderDirectory: directory, rpaths: rpaths)
-        } else {
-            files = resolver.direct(path).map { [$0] } ?? []
-        }
+        let files = path.hasPrefix("@rpath/") ? candidates(path) : resolver.direct(path).map { [$0] } ?? []
         for file in files {
             if let index = images.indices.first(where: { images[$0].path == file }) { return index }
             if FileManager.default.fileExists(atPath: file) { return nil }
         }
         return nil
+    }
+
+    /// The files `path` may name, as the slow path tries them for a `dlopen`: from the main
+    /// executable's directory and over its rpaths (the closure's record of them: nothing parsed).
+    private func candidates(_ path: String) -> [String] {
+        let directory = PathResolver.directory(of: images[0].path)
+        let rpaths = images[0].rpaths.map { PathResolver.RPath(path: $0, declaringImageDirectory: directory) }
+        return resolver.candidates(for: path, loaderDirectory: directory, rpaths: rpaths)
     }
 
     func open(_ path: String, mode rawMode: Int32) throws(LoadError) -> UInt64 {
@@ -105,6 +107,13 @@ final class ClosureDynamicLoader: DynamicLoader {
             } catch {
                 // One that does not hold (an image changed since install): build one now when that is possible.
                 guard configuration.dlopenClosures != nil else { throw error }
+            }
+        }
+        // A path that names no file fails as the slow path's does, before any closure is built.
+        if path.hasPrefix("/") || path.hasPrefix("@") {
+            let tried = candidates(path)
+            if !tried.contains(where: { FileManager.default.fileExists(atPath: $0) }) {
+                throw .missingDylib(installName: path, neededBy: "dlopen", tried: tried)
             }
         }
         guard let build = configuration.dlopenClosures else {
@@ -227,10 +236,10 @@ final class ClosureDynamicLoader: DynamicLoader {
         var visited = Set<Int>()
         while let (index, wanted) = stack.popLast() {
             guard visited.insert(index).inserted else { continue }
-            let image = try parsedImage(index)
             let symbol: ExportedSymbol?
+            let trie = try exportTrie(index)
             do {
-                symbol = try image.exportTrie()?.lookup(wanted)
+                symbol = try trie?.lookup(wanted)
             } catch {
                 throw .malformed(error.inFile(images[index].path))
             }
@@ -252,6 +261,25 @@ final class ClosureDynamicLoader: DynamicLoader {
             }
         }
         return nil
+    }
+
+    /// Image `index`'s export trie, read once: from its mapped bytes where the closure records
+    /// the trie's place (nothing parsed, no file opened), else from its file.
+    private func exportTrie(_ index: Int) throws(LoadError) -> ExportTrie? {
+        if let trie = tries[index] { return trie }
+        let image = images[index].exportTrie == nil ? try parsedImage(index) : nil
+        let trie: ExportTrie?
+        do throws(MachOError) {
+            if let range = images[index].exportTrie {
+                trie = try ExportTrie(parsing: ByteView(UnsafeMemory.copy(address: base(of: index) &+ range.lowerBound, size: UInt64(range.count))))
+            } else {
+                trie = try image?.exportTrie()
+            }
+        } catch {
+            throw .malformed(error.inFile(images[index].path))
+        }
+        tries[index] = .some(trie)
+        return trie
     }
 
     private func parsedImage(_ index: Int) throws(LoadError) -> MachOImage {

@@ -8,7 +8,8 @@ import LaunchPlan
 /// dependency count + ``ClosureDependency``s, initializer count + ULEB offsets, rpath count +
 /// strings, absent-path count + strings, `rebaseCount` ULEB + rebase runs blob, `bindCount` ULEB
 /// + bind runs blob, fixup page index blob (``FixupPageIndex``), the cache slot (ULEB index + 1,
-/// 0 for none, then the ULEB offset).
+/// 0 for none, then the ULEB offset), the export trie (ULEB size, 0 for none, then the ULEB
+/// offset from the image's base).
 package struct ClosureImage: Equatable, Sendable {
     package var path: String
     package var identity: ImageIdentity
@@ -43,6 +44,9 @@ package struct ClosureImage: Equatable, Sendable {
     package var fixupPageIndex: FixupPageIndex
     /// Where the image lies in the closure's shared cache; nil for an image mapped from its file.
     package var cacheSlot: CacheSlot?
+    /// Where its export trie lies once mapped (offset from its base, size): what `dlsym` reads
+    /// from memory, nothing parsed; nil without one.
+    package var exportTrie: Range<UInt64>?
 
     package init(path: String, installName: String, identity: ImageIdentity, plan: ImagePlan, dependencies: [ClosureDependency],
                 initializers: [UInt64], rpaths: [String], absentPaths: [String],
@@ -106,6 +110,17 @@ package struct ClosureImage: Equatable, Sendable {
         }
         let slot = try r.int("cache slot")
         cacheSlot = slot == 0 ? nil : CacheSlot(index: slot - 1, offset: try r.uleb())
+        let trieSize = try r.uleb()
+        exportTrie = nil
+        if trieSize > 0 {
+            let start = try r.uleb()
+            let (end, overflow) = start.addingReportingOverflow(trieSize)
+            // Inside the file bytes of one readable segment: what a launch maps.
+            guard !overflow, plan.segments.contains(where: { $0.protection.contains(.read) && start >= $0.vmOffset && end <= $0.vmOffset + $0.fileSize }) else {
+                throw r.corrupt("the export trie of \(path) (+0x\(String(start, radix: 16)), \(trieSize) bytes) is not inside one readable segment's file bytes")
+            }
+            exportTrie = start..<end
+        }
         for offset in initializers where !plan.isExecutable(offset) {
             throw r.corrupt("initializer at offset 0x\(String(offset, radix: 16)) of \(path) is not in an executable segment")
         }
@@ -155,5 +170,7 @@ package struct ClosureImage: Equatable, Sendable {
         w.blob(fixupPageIndex.bytes)
         w.uleb(cacheSlot.map { $0.index + 1 } ?? 0)
         if let cacheSlot { w.uleb(cacheSlot.offset) }
+        w.uleb(UInt64(exportTrie?.count ?? 0))
+        if let exportTrie, !exportTrie.isEmpty { w.uleb(exportTrie.lowerBound) }
     }
 }

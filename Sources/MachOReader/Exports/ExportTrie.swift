@@ -272,6 +272,22 @@ extension MachOImage {
         return try dyldInfoExportTrie()
     }
 
+    /// Where the export trie lies once the image is mapped: its offset from the image's base and
+    /// its size, when a segment's file bytes hold it; nil without one.
+    package var exportTrieRange: (vmOffset: UInt64, size: UInt64)? {
+        let data: (offset: UInt64, size: UInt64)
+        if let trie = exportsTrie, trie.dataSize > 0 {
+            data = (UInt64(trie.dataOffset), UInt64(trie.dataSize))
+        } else if let info = dyldInfo, info.export.dataSize > 0 {
+            data = (UInt64(info.export.dataOffset), UInt64(info.export.dataSize))
+        } else {
+            return nil
+        }
+        guard let segment = segments.first(where: { data.offset >= $0.fileOffset && data.offset - $0.fileOffset <= $0.fileSize
+                                                    && data.size <= $0.fileSize - (data.offset - $0.fileOffset) }) else { return nil }
+        return (segment.vmAddress &- preferredLoadAddress &+ (data.offset - segment.fileOffset), data.size)
+    }
+
     /// The trie in LC_DYLD_INFO's export range, or nil when the range is empty or absent.
     package func dyldInfoExportTrie() throws(MachOError) -> ExportTrie? {
         guard let info = dyldInfo, info.export.dataSize > 0 else { return nil }
