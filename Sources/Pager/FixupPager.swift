@@ -177,12 +177,13 @@ package final class FixupPager: @unchecked Sendable {
     package static let defaultFaultAround = 4
 
     /// Makes the registered ranges live, each fault filling up to `faultAround` pages. The fill
-    /// path runs once first on a scratch page, so nothing it needs is first set up in a handler.
+    /// path runs once first (fixups on a scratch page, the handler's call for an address past
+    /// the region), so nothing it needs is first set up in a handler.
     package func start(source: PageFixupSource, faultAround: Int = FixupPager.defaultFaultAround) throws(LoadError) {
         ranges.sort { $0.start < $1.start }
         let pool = faultAround > 1 ? UnsafeUserfault.StagingPool(slots: 8, pagesPerSlot: min(faultAround, 256)) : nil
         let images = (0..<(ranges.map(\.image).max().map { $0 + 1 } ?? 0)).map {
-            FaultContext.Image(path: Array((imagePaths[$0] ?? "").utf8), hashes: pageSignatures[$0]?.hashes)
+            FaultContext.Image(path: Array((imagePaths[$0] ?? "").utf8), hashes: pageSignatures[$0].map { FaultContext.Hashes($0.hashes) })
         }
         let context = FaultContext(fd: fd, ranges: ranges, source: source, images: images, pool: pool)
         self.context = context
@@ -194,6 +195,7 @@ package final class FixupPager: @unchecked Sendable {
         }
         if let reason = UnsafeUserfault.installHandler() { throw .mapping(image: "page-in", reason: "\(reason)") }
         guard let start = ranges.first?.start, let end = ranges.last?.end else { return }
+        UnsafeUserfault.warm(context, address: end)
         guard let slot = UnsafeUserfault.activate(start: start, end: end, context: context) else {
             throw .mapping(image: "page-in", reason: "\(UnsafeUserfault.regionCapacity) launches with page-in memory are live in this process")
         }
@@ -243,8 +245,17 @@ final class FaultContext: @unchecked Sendable {
     struct Image {
         /// Its path's UTF-8 bytes, for the line a failed fill writes.
         let path: [UInt8]
-        /// The page hashes its filled pages are checked against (nil: unsigned).
-        let hashes: PageHashes?
+        /// The page hashes its filled pages are checked against (nil: unsigned). Boxed: an
+        /// optional of a class is one pointer, so the fill never asks the Swift runtime for an
+        /// `Optional<PageHashes>`'s metadata, whose first request takes the runtime's lock
+        /// (not async-signal-safe: a fault taken while another thread holds it deadlocked).
+        let hashes: Hashes?
+    }
+
+    /// A signed image's ``PageHashes``, by reference.
+    final class Hashes: Sendable {
+        let value: PageHashes
+        init(_ value: PageHashes) { self.value = value }
     }
 
     /// What a fill did with a fault (the SIGBUS handler's `DYLD3_PAGEIN_*`).
@@ -363,7 +374,8 @@ final class FaultContext: @unchecked Sendable {
             fileBytes = min(got, count * Int(pageSize))
         }
         UnsafeUserfault.zero(staging, from: fileBytes, to: count * Int(pageSize))
-        if range.image < images.count, let hashes = images[range.image].hashes {
+        if range.image < images.count, let box = images[range.image].hashes {
+            let hashes = box.value
             for offset in 0..<count where offset * Int(pageSize) < fileBytes {
                 let fileOffset = range.fileOffset + inRange + UInt64(offset) * pageSize
                 if let slot = hashes.failingSlot(staging.page(offset), fileOffset: fileOffset, bytes: min(Int(pageSize), fileBytes - offset * Int(pageSize))) {

@@ -175,16 +175,29 @@ enum UnsafeUserfault {
     /// keeps it alive until ``deactivate(_:)`` says no fill runs, and the fill borrows it
     /// without a retain or a release.
     static func activate(start: UInt64, end: UInt64, context: FaultContext) -> Int32? {
-        let slot = unsafe dyld3_pagein_activate(start, end, Unmanaged.passUnretained(context).toOpaque(), { owner, address, staging in
-            unsafe Unmanaged<FaultContext>.fromOpaque(owner.unsafelyUnwrapped)._withUnsafeGuaranteedRef { context in
-                switch unsafe context.fill(address, staging: StagingPage(pointer: staging.unsafelyUnwrapped)) {
-                case .notRegistered: Int32(DYLD3_PAGEIN_NOT_MINE)
-                case .retry: Int32(DYLD3_PAGEIN_RETRY)
-                case .failed: Int32(DYLD3_PAGEIN_FAILED)
-                }
-            }
-        })
+        let slot = unsafe dyld3_pagein_activate(start, end, Unmanaged.passUnretained(context).toOpaque(), fill)
         return slot >= 0 ? slot : nil
+    }
+
+    /// The fill the SIGBUS handler calls: `owner` is the region's ``FaultContext``.
+    static let fill: dyld3_pagein_fill = { owner, address, staging in
+        unsafe Unmanaged<FaultContext>.fromOpaque(owner.unsafelyUnwrapped)._withUnsafeGuaranteedRef { context in
+            switch unsafe context.fill(address, staging: StagingPage(pointer: staging.unsafelyUnwrapped)) {
+            case .notRegistered: Int32(DYLD3_PAGEIN_NOT_MINE)
+            case .retry: Int32(DYLD3_PAGEIN_RETRY)
+            case .failed: Int32(DYLD3_PAGEIN_FAILED)
+            }
+        }
+    }
+
+    /// Calls ``fill`` itself, on this thread and before the region goes live, for a fault at
+    /// `address`, one outside the region (nothing is filled): the types the handler's own path
+    /// uses have their metadata made here, so none is first made inside the handler, where the
+    /// Swift runtime's metadata lock may be held by the very thread the fault interrupted.
+    static func warm(_ context: FaultContext, address: UInt64) {
+        withScratchPage { staging in
+            _ = unsafe fill(Unmanaged.passUnretained(context).toOpaque(), address, staging.pointer)
+        }
     }
 
     /// Ends a region and waits up to a second for running fills: false when one still runs.
