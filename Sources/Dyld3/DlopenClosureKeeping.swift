@@ -1,7 +1,9 @@
 import ClosureCache
 import ClosureFormat
+import Foundation
 import LaunchPlan
 import LoaderCore
+import LoaderSystem
 import RuntimeServices
 
 /// What dyld3 did with the closures it built in process: keeps them. A dlopen closure built at
@@ -19,12 +21,17 @@ package enum DlopenClosureKeeping {
         let added = loader.builtForLaunch.filter { record in !closure.dlopens.contains { $0.requested == record.requested } }
         guard !added.isEmpty else { return 0 }
         closure.dlopens += added
+        // The file keeps its modification time: when an image's identity is racy (changed in
+        // the second the closure was written) is judged against the install, not this rewrite.
+        guard let written = FileStatus.of(closurePath) else { return 0 }
         do throws(ClosureError) {
             try ClosureFile.checkTrust(closurePath)
             try ClosureFile.write(closure, to: closurePath)
         } catch {
             return 0
         }
+        let modified = Date(timeIntervalSince1970: Double(written.mtimeSeconds) + Double(written.mtimeNanoseconds) / 1e9)
+        try? FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: closurePath)
         return added.count
     }
 }

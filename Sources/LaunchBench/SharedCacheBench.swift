@@ -146,7 +146,8 @@ package enum SharedCacheBench {
     static func concurrentMemory(tool: String, app: String, root: String, closures: String) async throws -> ConcurrentMemory {
         var measured = ConcurrentMemory(processes: 0, cacheRss: [], cachePss: [], cacheSharedClean: [], cachePrivateDirty: [], processPss: [],
                                         processPrivateDirty: [])
-        let arguments = ["launch", app, "--root", root, "--cache", closures, "--mode", "dyld3", "--no-run", "--hold"]
+        // Each held launch is bounded: killed after 300 s if the bench never lets it go.
+        let arguments = ["300", tool, "launch", app, "--root", root, "--cache", closures, "--mode", "dyld3", "--no-run", "--hold"]
         func hold(_ pids: [Int32]) async throws {
             guard pids.count < concurrentLaunches else {
                 for pid in pids {
@@ -164,7 +165,7 @@ package enum SharedCacheBench {
             }
             let errorFile = NSTemporaryDirectory() + "dyld3-hold-\(getpid())-\(pids.count).stderr"
             defer { try? FileManager.default.removeItem(atPath: errorFile) }
-            _ = try await ProcessRunner.session(tool, arguments, errorFile: errorFile) { session in
+            _ = try await ProcessRunner.session("/usr/bin/timeout", arguments, errorFile: errorFile) { session in
                 var pid: Int32?
                 while let line = try await session.readLine() {
                     if line.hasPrefix("held "), let held = Int32(line.dropFirst(5)) { pid = held; break }

@@ -101,17 +101,20 @@ package final class LaunchMemory {
                         throw LoadError.mapping(image: plan.path, reason: "not opened: opening the images stopped before it")
                     }
                     file = handed
+                } else if index < sharedBases.count, sharedBases[index] != nil {
+                    file = ImageDescriptor.inSharedCache(plan.path)
                 } else if let descriptors {
                     file = descriptors[index]
                 } else {
-                    switch index < sharedBases.count && sharedBases[index] != nil ? .success(ImageDescriptor.inSharedCache(plan.path)) : ImageDescriptor.open(plan.path) {
+                    switch ImageDescriptor.open(plan.path) {
                     case let .success(opened): file = opened
                     case let .failure(reason): throw LoadError.mapping(image: plan.path, reason: "open: \(reason)")
                     }
                     if readAhead, let range = plan.readAheadRange(deferred: deferred[index]) { file.readAhead(range) }
                 }
+                // An image in the cache lies in its range: nothing of it is mapped here.
                 if index < sharedBases.count, let base = sharedBases[index] {
-                    images.append(Image(plan: plan, base: base, fileLength: 0, inSharedCache: true))
+                    images.append(Image(plan: plan, base: base, fileLength: file.status.size, inSharedCache: true))
                     continue
                 }
                 let image = Image(plan: plan, base: regionBase + offset, fileLength: file.status.size)

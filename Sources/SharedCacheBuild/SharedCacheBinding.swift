@@ -51,7 +51,8 @@ package enum SharedCacheBinding {
         var bound = closure
         var patchCount = 0
         let bases = slots.map { $0.map { start &+ $0.offset } ?? 0 }
-        let slideMask: UInt64 = 0x00FF_FF00_0000_0000
+        // Each mapping's slide info says how its words hold a pointer (delta bits, value_add).
+        let slides = try cache.mappings.indices.map { try cache.slideInfo($0) }
         for (index, slot) in slots.enumerated() {
             guard let slot else { continue }
             let image = closure.images[index]
@@ -71,11 +72,18 @@ package enum SharedCacheBinding {
                 case .bind(.absolute, _), .bind(.missingWeakImport, _): pointer = false
                 }
                 let address = start &+ slot.offset &+ fixup.vmOffset
-                guard let mapping = cache.mappings.first(where: { address >= $0.address && address - $0.address < $0.size }),
-                      let raw = try? bytes.u64(Int(mapping.fileOffset + (address - mapping.address))) else { throw refuse("\(image.installName)'s fixup at +0x\(String(fixup.vmOffset, radix: 16)) is past the cache") }
-                let expected = fixup.value(imageBase: bases[index], imageBases: bases)
-                let held = pointer ? (raw & ~slideMask == 0 ? 0 : (raw & ~slideMask) &+ start) : raw
-                if held != expected { patches.append(fixup) }
+                // The mappings ascend (the reader checks it): the last one starting at or below.
+                let after = cache.mappings.partitionPoint { $0.address <= address }
+                guard after > 0, address - cache.mappings[after - 1].address < cache.mappings[after - 1].size,
+                      let raw = try? bytes.u64(Int(cache.mappings[after - 1].fileOffset + (address - cache.mappings[after - 1].address))) else {
+                    throw refuse("\(image.installName)'s fixup at +0x\(String(fixup.vmOffset, radix: 16)) is past the cache")
+                }
+                var held = raw
+                if pointer, let slide = slides[after - 1] {
+                    let value = raw & ~slide.deltaMask
+                    held = value == 0 ? 0 : value &+ slide.valueAdd
+                }
+                if held != fixup.value(imageBase: bases[index], imageBases: bases) { patches.append(fixup) }
             }
             var record = image.withoutFixups()
             let rebases = FixupRuns.encodeRebases(patches, plan: image.plan)
