@@ -59,10 +59,11 @@ package enum ClosureOwnership {
     package static func checkAncestors(of directory: String, user: UInt32, realPath: (String) -> String?,
                                       status: (String) -> FileStatus?) -> Problem? {
         guard let resolved = realPath(directory) else { return .unresolvable(directory: directory) }
-        var components = resolved.split(separator: "/").map(String.init)
-        while !components.isEmpty {
-            components.removeLast()
-            let ancestor = "/" + components.joined(separator: "/")
+        // Each ancestor is the path up to a separator, from the nearest one outward.
+        var ancestor = Substring(resolved)
+        while let last = ancestor.lastIndex(of: "/"), !(ancestor.startIndex == last && ancestor.count == 1) {
+            ancestor = ancestor[..<last]
+            let ancestor = ancestor.isEmpty ? "/" : String(ancestor)
             guard let info = status(ancestor) else { return .unresolvable(directory: directory) }
             if info.ownerID != user, info.ownerID != 0 { return .ancestorOwner(path: ancestor, owner: info.ownerID, user: user) }
             if info.mode & 0o022 != 0, info.mode & 0o1000 == 0 { return .ancestorWritable(path: ancestor, mode: info.mode) }

@@ -114,7 +114,7 @@ package struct ClosureVerification: Sendable {
     /// them, but for images in `stale` (changed since install).
     static func planProblems(_ closure: LaunchClosure, skipping stale: Set<String>) -> [Problem] {
         closure.images.compactMap { image in
-            guard !stale.contains(image.path), case let .success(file) = ImageDescriptor.open(image.path) else { return nil }
+            guard !stale.contains(image.path), let file = try? ImageDescriptor.open(image.path) else { return nil }
             return image.planDisagreement(arch: closure.arch, file: file).map { Problem(kind: .invalid, message: "\(image.path): \($0)") }
         }
     }

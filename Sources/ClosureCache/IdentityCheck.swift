@@ -8,7 +8,7 @@ extension ImageIdentity {
     /// The identity of the file at `path` as it is now. `contentOnly` leaves out inode,
     /// mtime and ctime, for closures that travel between machines.
     package static func current(path: String, uuid: [UInt8]?, contentOnly: Bool, signature: SignedImage? = nil) throws(ClosureError) -> ImageIdentity {
-        guard case let .success(file) = ImageDescriptor.open(path), let hash = file.contentHash() else {
+        guard let file = try? ImageDescriptor.open(path), let hash = file.contentHash() else {
             throw .stale(path: path, image: path, what: "cannot be read")
         }
         let status = file.status
@@ -110,12 +110,12 @@ extension ClosureImage {
     /// the descriptor to map from, or why the closure is stale (`hashed`: its content was hashed).
     func openChecked(closurePath: String, contentOnly: Bool, builtAt: Int64?, checks: IdentityChecks, hashed: inout Bool) throws(ClosureError) -> ImageDescriptor {
         let file: ImageDescriptor
-        switch ImageDescriptor.open(path) {
-        case let .success(opened): file = opened
-        case let .failure(.systemCall(reason)) where reason.cause == .refused(ImageDescriptor.notRegularFile):
+        do throws(LoadError) {
+            file = try ImageDescriptor.open(path)
+        } catch let .systemCall(reason) where reason.cause == .refused(ImageDescriptor.notRegularFile) {
             throw .stale(path: closurePath, image: path, what: "is \(reason)")
-        case let .failure(reason):
-            throw .stale(path: closurePath, image: path, what: FileStatus.of(path) == nil ? "was removed" : "cannot be opened (\(reason))")
+        } catch {
+            throw .stale(path: closurePath, image: path, what: FileStatus.of(path) == nil ? "was removed" : "cannot be opened (\(error))")
         }
         let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? false
         if let staleness = identity.check(file, contentOnly: contentOnly, racy: racy, checks: checks, hashed: &hashed) {

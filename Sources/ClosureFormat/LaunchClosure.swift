@@ -140,14 +140,15 @@ package struct LaunchClosure: Equatable, Sendable {
         let scanned = UnsafeBindTargetScan.scan(r.bytes[r.position...], count: targetCount, imageCount: imageCount)
         bindTargets = try BindTargetTable.parse(count: targetCount, from: &r, imageSizes: images.map(\.plan.vmSize), scanned: scanned)
         initializerOrder = []
-        var ordered = Set<Int>()
+        var ordered = [Bool](repeating: false, count: imageCount)
         for _ in 0..<(try r.count(of: "initializer order entry")) {
             let index = try r.int("initializer image")
             guard index < imageCount else { throw r.corrupt("initializer image \(index) is out of range") }
             // dyld runs an image's initializers once: a second entry would run them again.
-            guard ordered.insert(index).inserted else {
+            guard !ordered[index] else {
                 throw r.corrupt("initializer order names image \(index) (\(images[index].path)) twice: its initializers would run twice")
             }
+            ordered[index] = true
             initializerOrder.append(index)
         }
         entryOffset = nil

@@ -127,7 +127,7 @@ package final class SlowDynamicLoader: DynamicLoader {
             guard let index = node(handle: base) else {
                 throw .unusable(path: name, reason: "handle 0x\(String(handle, radix: 16)) is no loaded image")
             }
-            searched = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index) { node in
+            searched = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index, imageCount: graph.nodes.count) { node in
                 graph.nodes[node].dependencies.compactMap { edge in edge.target.map { ($0, edge.kind) } }
             }
         }

@@ -31,11 +31,14 @@ final class ClosureDynamicLoader: DynamicLoader {
     private(set) var loadedMemories: [LaunchMemory] = []
     /// The requested path of each `dlopen` that added images, in order.
     private var earlier: [String] = []
-    private var openCounts: [Int: Int] = [:]
+    // Per image, by index (arrays, not hashed containers: a fresh process pays the Swift
+    // runtime's first instantiation of each hashed type inside the `dlopen` it times).
+    private var openCounts: [Int] = []
     /// Images a `dlopen` with `RTLD_LOCAL` loaded, until one without it: not searched by `RTLD_DEFAULT`.
-    private var hidden = Set<Int>()
-    private var parsed: [Int: MachOImage] = [:]
-    private var tries: [Int: ExportTrie?] = [:]
+    private var hidden: [Bool] = []
+    private var parsed: [MachOImage?] = []
+    /// Each image's export trie once read (nil: not read yet; `.some(nil)`: it has none).
+    private var tries: [ExportTrie??] = []
     /// How `dlopen` paths name files: made on the first `dlopen`, not at launch.
     private lazy var resolver = PathResolver(root: request.root, executablePath: launch.images[0].path)
     var nextSlide: UInt64?
@@ -52,8 +55,8 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// `dlopen` of an image already loaded: one more open of it, nothing added; without
     /// `RTLD_LOCAL` the image is searched by `RTLD_DEFAULT` from now on (dyld4 unhides it).
     private func reopen(_ index: Int, requested path: String, mode: DynamicOpenMode) -> UInt64 {
-        if !mode.contains(.local) { hidden.remove(index) }
-        openCounts[index, default: 0] += 1
+        if !mode.contains(.local) { hidden[index] = false }
+        openCounts[index] += 1
         record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
         return DynamicHandle.image(base(of: index), firstOnly: mode.contains(.first))
     }
@@ -65,6 +68,17 @@ final class ClosureDynamicLoader: DynamicLoader {
         self.configuration = configuration
         launchMemory = memory
         images = launch.images
+        grow()
+    }
+
+    /// The per-image arrays sized to ``images``.
+    private func grow() {
+        let added = images.count - openCounts.count
+        guard added > 0 else { return }
+        openCounts += [Int](repeating: 0, count: added)
+        hidden += [Bool](repeating: false, count: added)
+        parsed += [MachOImage?](repeating: nil, count: added)
+        tries += [ExportTrie??](repeating: nil, count: added)
     }
 
     private func base(of index: Int) -> UInt64 {
@@ -189,12 +203,13 @@ final class ClosureDynamicLoader: DynamicLoader {
         }
         // Committed before any initializer runs: one may call dlopen itself.
         images = closure.images
+        grow()
         placements += added.map { (memory, $0 - added.lowerBound) }
         loadedMemories.append(memory)
         earlier.append(requested)
         openCounts[opened] = 1
         // RTLD_LOCAL hides the opened image alone, not the dependents it brought (dyld4).
-        if mode.contains(.local) { hidden.insert(opened) }
+        if mode.contains(.local) { hidden[opened] = true }
         var functions: [CodeRunner.Function] = []
         var initialized: [String] = []
         for index in closure.initializerOrder where !closure.images[index].initializers.isEmpty {
@@ -212,14 +227,14 @@ final class ClosureDynamicLoader: DynamicLoader {
     func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
         let starts: [Int]
         switch handle {
-        case DynamicHandle.defaultSearch: starts = images.indices.filter { !hidden.contains($0) }
+        case DynamicHandle.defaultSearch: starts = images.indices.filter { !hidden[$0] }
         case DynamicHandle.mainOnly: starts = [0]
         default:
             let (base, firstOnly) = DynamicHandle.split(handle)
             guard let index = images.indices.first(where: { self.base(of: $0) == base }) else {
                 throw .unusable(path: name, reason: "handle 0x\(String(handle, radix: 16)) is no loaded image")
             }
-            starts = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index) { image in
+            starts = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index, imageCount: images.count) { image in
                 images[image].dependencies.filter { $0.target >= 0 }.map { ($0.target, $0.kind) }
             }
         }
@@ -233,9 +248,10 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// in load-command order, each image once): dyld's `findExportedSymbol`.
     private func find(_ name: String, from start: Int) throws(LoadError) -> UInt64? {
         var stack: [(image: Int, name: String)] = [(start, name)]
-        var visited = Set<Int>()
+        var visited = [Bool](repeating: false, count: images.count)
         while let (index, wanted) = stack.popLast() {
-            guard visited.insert(index).inserted else { continue }
+            guard !visited[index] else { continue }
+            visited[index] = true
             let symbol: ExportedSymbol?
             let trie = try exportTrie(index)
             do {
@@ -251,7 +267,7 @@ final class ClosureDynamicLoader: DynamicLoader {
                 case let .reexport(ordinal, importedName):
                     let dependencies = images[index].dependencies
                     guard ordinal >= 1, ordinal <= dependencies.count, dependencies[ordinal - 1].target >= 0 else { return nil }
-                    visited.remove(dependencies[ordinal - 1].target)
+                    visited[dependencies[ordinal - 1].target] = false
                     stack.append((dependencies[ordinal - 1].target, importedName.isEmpty ? wanted : importedName))
                     continue
                 }
@@ -291,10 +307,10 @@ final class ClosureDynamicLoader: DynamicLoader {
 
     func close(_ handle: UInt64) throws(LoadError) {
         let base = DynamicHandle.split(handle).base
-        guard let index = images.indices.first(where: { self.base(of: $0) == base }), let count = openCounts[index], count > 0 else {
+        guard let index = images.indices.first(where: { self.base(of: $0) == base }), openCounts[index] > 0 else {
             throw .unusable(path: "0x\(String(handle, radix: 16))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
         }
-        openCounts[index] = count - 1
+        openCounts[index] -= 1
     }
 
     func describe(_ address: UInt64) -> DynamicAddress? {

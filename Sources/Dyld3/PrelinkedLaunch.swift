@@ -198,16 +198,18 @@ package enum PrelinkedLaunch {
             return nil
         }
         let pager: FixupPager, descriptor: ImageDescriptor
-        switch (FixupPager.open(), ImageDescriptor.open(setPath)) {
-        case let (.failure(failure), _):
+        switch FixupPager.open() {
+        case let .failure(failure):
             report.pageInFallback = .userfaultfdUnavailable("\(failure)")
             return nil
-        case let (.success(opened), .failure(failure)):
-            opened.close()
-            report.pageInFallback = .setUnopenable("\(failure)")
+        case let .success(openedPager): pager = openedPager
+        }
+        do throws(LoadError) {
+            descriptor = try ImageDescriptor.open(setPath)
+        } catch {
+            pager.close()
+            report.pageInFallback = .setUnopenable("\(error)")
             return nil
-        case let (.success(openedPager), .success(openedSet)):
-            (pager, descriptor) = (openedPager, openedSet)
         }
         guard descriptor.status.inode == opened.status.inode, descriptor.status.size == opened.status.size else {
             pager.close()

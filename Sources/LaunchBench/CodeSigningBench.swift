@@ -72,9 +72,10 @@ enum CodeSigningBench {
                 throw CommandFailure.failed("\(image.path): the closure records a signature the file does not have")
             }
             let descriptor: ImageDescriptor
-            switch ImageDescriptor.open(image.path) {
-            case let .success(opened): descriptor = opened
-            case let .failure(failure): throw CommandFailure.failed("\(image.path): \(failure)")
+            do throws(LoadError) {
+                descriptor = try ImageDescriptor.open(image.path)
+            } catch {
+                throw CommandFailure.failed("\(image.path): \(error)")
             }
             signed.append(Signed(path: image.path, file: file, directory: read.bestCodeDirectory, descriptor: descriptor, signature: signature))
         }

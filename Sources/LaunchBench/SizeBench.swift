@@ -120,7 +120,7 @@ struct SizeBench {
     /// One launch of `path`, timed as the path times itself, and unmapped again. The floor
     /// reads ahead only when `cold`: warm, the advice would be work it can do without.
     private func launch(_ path: LaunchPath, closurePath: String, floor: MappingFloor,
-                        sessions: [LaunchPath: GlibcHarness.Session], cold: Bool) async throws -> (nanoseconds: Int64, phases: [LaunchReport.Phase: Int64]) {
+                        sessions: [LaunchPath: GlibcHarness.Session], cold: Bool) async throws -> (nanoseconds: Int64, phases: LaunchReport.PhaseTimings) {
         switch path {
         case .dyld2:
             let slow = try SlowPath.launch(options)
@@ -133,10 +133,10 @@ struct SizeBench {
         case .floor, .floorProtected:
             let mapped = try floor.launch(readAhead: cold, protections: path == .floorProtected)
             mapped.memory.release()
-            return (mapped.nanoseconds, [:])
+            return (mapped.nanoseconds, LaunchReport.PhaseTimings())
         case .glibc, .glibcOneDir:
             guard let session = sessions[path] else { throw CommandFailure.failed("no glibc harness for \(path.label)") }
-            return (try await session.load(), [:])
+            return (try await session.load(), LaunchReport.PhaseTimings())
         }
     }
 

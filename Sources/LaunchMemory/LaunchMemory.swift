@@ -106,9 +106,10 @@ package final class LaunchMemory {
                 } else if let descriptors {
                     file = descriptors[index]
                 } else {
-                    switch ImageDescriptor.open(plan.path) {
-                    case let .success(opened): file = opened
-                    case let .failure(reason): throw LoadError.mapping(image: plan.path, reason: "open: \(reason)")
+                    do throws(LoadError) {
+                        file = try ImageDescriptor.open(plan.path)
+                    } catch {
+                        throw LoadError.mapping(image: plan.path, reason: "open: \(error)")
                     }
                     if readAhead, let range = plan.readAheadRange(deferred: deferred[index]) { file.readAhead(range) }
                 }

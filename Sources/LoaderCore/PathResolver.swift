@@ -57,10 +57,10 @@ package struct PathResolver: Sendable {
     /// `@executable_path` and `@loader_path` expanded; absolute paths put under the root.
     func expand(_ path: String, loaderDirectory: String) -> String {
         if path.hasPrefix("@executable_path") {
-            return executableDirectory + path.dropFirst("@executable_path".count)
+            return executableDirectory + String(path.dropFirst("@executable_path".count))
         }
         if path.hasPrefix("@loader_path") {
-            return loaderDirectory + path.dropFirst("@loader_path".count)
+            return loaderDirectory + String(path.dropFirst("@loader_path".count))
         }
         return path.hasPrefix("/") ? underRoot(path) : path
     }

@@ -60,23 +60,25 @@ package final class ImageDescriptor: Sendable {
     /// Opens `path` read-only; the failed call when it cannot be opened or is not a regular
     /// file. `O_NONBLOCK`: a FIFO with no writer, or a device, would otherwise hold the open
     /// forever; `fstat` refuses it before anything is read (a regular file ignores the flag).
-    package static func open(_ path: String) -> Result<ImageDescriptor, LoadError> {
+    /// Throws rather than returning a `Result`: a launch opens every image through it, and the
+    /// first `Result` of these types costs a fresh process a conformance lookup.
+    package static func open(_ path: String) throws(LoadError) -> ImageDescriptor {
         let fd: Int32
         switch UnsafeSystemCall.retryingInterrupts({ unsafe Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }, failed: { $0 < 0 }) {
         case let .success(opened): fd = opened
-        case let .failure(errno): return .failure(.systemCall(SystemCallFailure("open", errno)))
+        case let .failure(errno): throw .systemCall(SystemCallFailure("open", errno))
         }
         var info = stat()
         if case let .failure(errno) = UnsafeSystemCall.retryingInterrupts({ unsafe fstat(fd, &info) }, failed: { $0 != 0 }) {
             _ = Glibc.close(fd)
-            return .failure(.systemCall(SystemCallFailure("fstat", errno)))
+            throw .systemCall(SystemCallFailure("fstat", errno))
         }
         let status = FileStatus(info)
         guard status.isRegularFile else {
             _ = Glibc.close(fd)
-            return .failure(.systemCall(SystemCallFailure("open", refused: notRegularFile)))
+            throw .systemCall(SystemCallFailure("open", refused: notRegularFile))
         }
-        return .success(ImageDescriptor(path: path, fd: fd, status: status))
+        return ImageDescriptor(path: path, fd: fd, status: status)
     }
 
     /// The stand-in for an image that lies in the shared cache: no file is opened (no

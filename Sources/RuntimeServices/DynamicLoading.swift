@@ -14,7 +14,7 @@ package protocol DynamicLoader: AnyObject {
     /// `RTLD_FIRST` makes a handle whose `dlsym` searches the image alone.
     func open(_ path: String, mode: Int32) throws(LoadError) -> UInt64
     /// The address of `name` (a C name) as dyld4's `dlsym` finds it: from an image's handle,
-    /// in the image then its dependents (``DynamicHandle/dlsymSearchOrder(from:dependencies:)``),
+    /// in the image then its dependents (``DynamicHandle/dlsymSearchOrder(from:imageCount:dependencies:)``),
     /// or the image and its re-exports alone for an `RTLD_FIRST` handle;
     /// ``DynamicHandle/defaultSearch``: every image not hidden by `RTLD_LOCAL`, in load order;
     /// ``DynamicHandle/mainOnly``: the main executable and its re-exports.
@@ -74,16 +74,17 @@ package enum DynamicHandle {
     /// The images `dlsym` searches from the handle of image `start` (not opened `RTLD_FIRST`),
     /// in order: dyld4's `Loader::hasExportedSymbol` in `dlsymSelf` mode, the image, then each
     /// dependency in load-command order, depth first, each image once; upward links are
-    /// followed only when they re-export. `dependencies(i)`: image i's edges that resolved.
+    /// followed only when they re-export. `dependencies(i)`: image i's edges that resolved, each to an image below `imageCount`.
     /// An explicit stack: a chain of any depth costs no stack.
-    package static func dlsymSearchOrder(from start: Int, dependencies: (Int) -> [(target: Int, kind: DylibLinkKind)]) -> [Int] {
+    package static func dlsymSearchOrder(from start: Int, imageCount: Int, dependencies: (Int) -> [(target: Int, kind: DylibLinkKind)]) -> [Int] {
         var order: [Int] = []
-        var visited = Set<Int>()
+        var visited = [Bool](repeating: false, count: imageCount)
         var stack = [start]
         while let image = stack.popLast() {
-            guard visited.insert(image).inserted else { continue }
+            guard !visited[image] else { continue }
+            visited[image] = true
             order.append(image)
-            for edge in dependencies(image).reversed() where edge.kind != .upward && !visited.contains(edge.target) {
+            for edge in dependencies(image).reversed() where edge.kind != .upward && !visited[edge.target] {
                 stack.append(edge.target)
             }
         }

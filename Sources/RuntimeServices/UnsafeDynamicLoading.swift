@@ -65,25 +65,29 @@ package enum DynamicLoaderRegistry {
         }
     }
 
-    private static let entries = Mutex<[UInt64: Entry]>([:])
+    /// By table address: a few at most (one per launch in the process), searched in order.
+    private static let entries = Mutex<[(table: UInt64, entry: Entry)]>([])
 
     /// Makes `loader` answer the calls of the libSystem whose host services table is at `table`.
     package static func register(_ loader: DynamicLoader, table: UInt64) {
         installHandlers
         let entry = Entry(loader: loader)
-        entries.withLock { $0[table] = entry }
+        entries.withLock { entries in
+            entries.removeAll { $0.table == table }
+            entries.append((table, entry))
+        }
     }
 
     /// Ends `loader`'s registration at `table`; another launch's made there since stays.
     package static func unregister(table: UInt64, loader: DynamicLoader) {
         let entry = entries.withLock { entries -> Entry? in
-            guard let entry = entries[table], unsafe entry.loader === loader else { return nil }
-            return entries.removeValue(forKey: table)
+            guard let index = entries.firstIndex(where: { $0.table == table }), unsafe entries[index].entry.loader === loader else { return nil }
+            return entries.remove(at: index).entry
         }
         entry?.free()
     }
 
-    private static func entry(_ table: UInt64) -> Entry? { entries.withLock { $0[table] } }
+    private static func entry(_ table: UInt64) -> Entry? { entries.withLock { $0.first { $0.table == table }?.entry } }
 
     /// `body` with the loader of the launch at `table`, under its lock; on an error, `failed`,
     /// and "`call`: error" kept for `dlerror`.

@@ -32,7 +32,7 @@ import LoaderSystem
         let recorded = try #require(try ClosureFile.read(path).images.first { $0.path == dylib }).identity
         #expect(recorded.size == 4 << 30)
         var hashed = false
-        let file = try ImageDescriptor.open(dylib).get()
+        let file = try ImageDescriptor.open(dylib)
         #expect(recorded.check(file, contentOnly: true, racy: false, checks: IdentityChecks(alwaysHash: true), hashed: &hashed) == nil)
         #expect(hashed)
     }
@@ -61,7 +61,7 @@ import LoaderSystem
             }
             try handle.truncate(atOffset: UInt64(size))
             try handle.close()
-            let file = try ImageDescriptor.open(path).get()
+            let file = try ImageDescriptor.open(path)
             #expect(file.contentHash() == UnsafeHash.xxh3(bytes), "\(name)")
         }
     }

@@ -90,7 +90,7 @@ import LoaderSystem
                         protection: [.read, .write], readOnlyAfterFixups: false),
         ])
         #expect(forged.readAheadRange() == nil, "a range that wraps past the end of the offsets is dropped")
-        let file = try #require(try? ImageDescriptor.open(path).get())
+        let file = try #require(try? ImageDescriptor.open(path))
         file.readAhead((UInt64.max - 0x1000)..<UInt64.max)
         file.readAhead(file.status.size..<(file.status.size + 0x10000))
         file.readAhead(0..<UInt64.max)

@@ -26,20 +26,15 @@ package struct CDHash: Hashable, Sendable, CustomStringConvertible {
         self.low = low
     }
 
-    /// The hash from its 20 bytes (nil for any other length). Inlinable: a closure's
-    /// decode reads one per image, and the unspecialized generic walk cost more than the rest
-    /// of the image's record.
-    @inlinable
-    package init?(bytes: some Collection<UInt8>) {
+    /// The hash from its 20 bytes (nil for any other length). Concrete, not generic: a
+    /// closure's decode reads one per image, and a generic walk costs the Swift runtime's
+    /// first instantiation of its iterator types in every fresh process.
+    package init?(bytes: [UInt8]) {
         guard bytes.count == CS_CDHASH_LEN else { return nil }
         var high: UInt64 = 0, middle: UInt64 = 0, low: UInt32 = 0
-        for (index, byte) in bytes.enumerated() {
-            switch index {
-            case 0..<8: high = high << 8 | UInt64(byte)
-            case 8..<16: middle = middle << 8 | UInt64(byte)
-            default: low = low << 8 | UInt32(byte)
-            }
-        }
+        for index in 0..<8 { high = high << 8 | UInt64(bytes[index]) }
+        for index in 8..<16 { middle = middle << 8 | UInt64(bytes[index]) }
+        for index in 16..<CS_CDHASH_LEN { low = low << 8 | UInt32(bytes[index]) }
         self.init(high: high, middle: middle, low: low)
     }
 

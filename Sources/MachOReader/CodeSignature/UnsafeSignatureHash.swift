@@ -45,7 +45,7 @@ extension CSHashType {
     /// The digest of the window's bytes, truncated to a cdHash's 20 bytes (a CodeDirectory
     /// blob's bytes give its cdHash).
     package func cdHash(of data: ByteView) -> CDHash {
-        unsafe data.withUnsafeBytes { bytes in unsafe withDigest(of: bytes) { unsafe CDHash(bytes: $0.prefix(CS_CDHASH_LEN))! } }
+        unsafe data.withUnsafeBytes { bytes in unsafe withDigest(of: bytes) { unsafe CDHash(bytes: [UInt8]($0.prefix(CS_CDHASH_LEN)))! } }
     }
 
     /// The full digest of the window's bytes (for printing a special slot's expected value).
