@@ -81,6 +81,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("shared-cache"), help: "Measure the dyld shared cache instead (docs/shared-cache.md): an app of 10 own frameworks over each --dylibs count of system frameworks, dyld2 and dyld3 from the files, dyld3 from the cache, the per-image and the cache's floors; writes shared-cache.json and shared-cache.md.")
     var sharedCache = false
 
+    @Flag(help: "Measure small apps and dlopen instead: the launch of apps of 3 and 10 images, and the dlopen of a plugin adding 2 and 50 images (dyld2; dyld3 through a dlopen closure install built, and through one built at run time), in this process and in fresh processes; writes dlopen.json and dlopen.md.")
+    var dlopen = false
+
     @Flag(help: "Print bench.json on stdout instead of the Markdown report (the files are written all the same).")
     var json = false
 
@@ -129,6 +132,11 @@ struct BenchCommand: AsyncParsableCommand {
                 let (results, eviction) = try await SharedCacheBench.run(configuration, log: log)
                 try write(name: "shared-cache", json: try LaunchBench.encoder.encode(SharedCacheBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
                           markdown: SharedCacheBench.markdown(results, runs: runs, cold: eviction))
+                return
+            }
+            if dlopen {
+                let report = try await DlopenBench.run(configuration, log: log)
+                try write(name: "dlopen", json: try LaunchBench.encoder.encode(report), markdown: DlopenBench.markdown(report))
                 return
             }
             if prelinked {

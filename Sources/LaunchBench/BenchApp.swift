@@ -54,16 +54,19 @@ struct BenchApp {
 
     /// The Mach-O app alone (no ELF twin), generated when missing: what the prelinked bench needs.
     /// `system`: the first that many frameworks are the root's (`gen-app --system`).
-    static func prepareMachO(dylibs: Int, system: Int = 0, configuration: BenchConfiguration, log: (String) -> Void) async throws(CommandFailure) -> BenchApp {
+    /// `plugin`: main opens a bundle that links the frameworks (`gen-app --plugin`).
+    static func prepareMachO(dylibs: Int, system: Int = 0, plugin: Bool = false, configuration: BenchConfiguration,
+                             log: (String) -> Void) async throws(CommandFailure) -> BenchApp {
         let apps = configuration.workDirectory + "/bench-apps"
         let app = BenchApp(dylibs: dylibs,
                            machODirectory: "\(apps)/\(dylibs)-\(configuration.arch)-\(configuration.style)\(configuration.objc?.directorySuffix ?? "")"
-                               + (system > 0 ? "-system\(system)" : ""),
+                               + (system > 0 ? "-system\(system)" : "") + (plugin ? "-plugin" : ""),
                            elfDirectory: "\(apps)/\(dylibs)-elf")
         let generator = configuration.repositoryRoot + "/tools/gen-app"
         try await generate(app.machODirectory, [generator, "--dylibs", "\(dylibs)", "--seed", "\(BenchConfiguration.seed)", "--jobs", "2",
                                                 "--arch", configuration.arch, "--style", configuration.style]
-                           + (system > 0 ? ["--system", "\(system)"] : []) + (configuration.objc?.generatorArguments ?? []), log: log)
+                           + (system > 0 ? ["--system", "\(system)"] : []) + (plugin ? ["--plugin"] : [])
+                           + (configuration.objc?.generatorArguments ?? []), log: log)
         return app
     }
 

@@ -101,18 +101,21 @@ package final class ImageDescriptor: Sendable {
     static let seekData: Int32 = 3
     static let seekHole: Int32 = 4
 
-    /// xxh3-64 of the whole file (its `fstat` size) through one ``hashChunkSize`` buffer, or nil
-    /// when it cannot be read (or is now shorter). Holes of a sparse file (`SEEK_DATA`/`SEEK_HOLE`)
-    /// are hashed as the zeros they read as, unread: a 4 GB sparse image costs no page cache.
+    /// xxh3-64 of the whole file (its `fstat` size) through one buffer of at most
+    /// ``hashChunkSize`` (the file's size when smaller: a 30 KB image does not clear a megabyte),
+    /// or nil when it cannot be read (or is now shorter). Holes of a sparse file
+    /// (`SEEK_DATA`/`SEEK_HOLE`) are hashed as the zeros they read as, unread, from a buffer of
+    /// zeros made for the first hole: a 4 GB sparse image costs no page cache.
     package func contentHash() -> UInt64? {
         guard let state = unsafe XXH3_createState() else { return nil }
         defer { unsafe XXH3_freeState(state) }
         guard unsafe XXH3_64bits_reset(state) == XXH_OK else { return nil }
         let size = status.size
-        let chunk = Self.hashChunkSize
+        let chunk = Int(min(UInt64(Self.hashChunkSize), max(size, 1)))
         var buffer = [UInt8](repeating: 0, count: chunk)
-        let zeros = [UInt8](repeating: 0, count: chunk)
+        var zeros: [UInt8] = []
         func hashZeros(_ count: UInt64) {
+            if count > 0, zeros.isEmpty { zeros = [UInt8](repeating: 0, count: chunk) }
             var left = count
             while left > 0 {
                 let step = Int(min(left, UInt64(chunk)))

@@ -1,0 +1,205 @@
+import ClosureBuild
+import ClosureCache
+import ClosureFormat
+import Dyld2
+import Dyld3
+import Foundation
+import LaunchPlan
+import LoaderCore
+import RuntimeServices
+
+/// `dyld3 bench --dlopen`: where dyld3's fixed costs show, small apps and `dlopen`.
+package struct DlopenBenchReport: Codable, Sendable {
+    package var schemaVersion = 1
+    package var runs: Int
+    package var apps: [SmallAppResult]
+    package var plugins: [PluginResult]
+
+    package init(runs: Int, apps: [SmallAppResult], plugins: [PluginResult]) {
+        self.runs = runs
+        self.apps = apps
+        self.plugins = plugins
+    }
+}
+
+/// One small app (`gen-app --dylibs N`): its launch to `main` by dyld2 and dyld3.
+package struct SmallAppResult: Codable, Sendable {
+    package var frameworks: Int
+    package var images: Int
+    /// In this process, interleaved: each path's in-process total (no code runs).
+    package var warm: [String: Distribution]
+    /// Each sample a fresh `dyld3 launch --no-run --json` process: its in-process total.
+    package var fresh: [String: Distribution]
+}
+
+/// One plugin app (`gen-app --plugin --dylibs N`): main links libSystem alone and opens a bundle
+/// that links the N frameworks. The time of that `dlopen`, in each path.
+package struct PluginResult: Codable, Sendable {
+    package var frameworks: Int
+    /// Images at launch, and the images the `dlopen` adds.
+    package var launchImages: Int
+    package var added: Int
+    /// In this process, interleaved: the `dlopen` alone, after an untimed launch (no code runs,
+    /// so no initializer either).
+    package var warm: [String: Distribution]
+    /// Each sample a fresh `dyld3 launch --json` process running the app: `main`'s time
+    /// (the `dlopen`, the plugin's initializers, `dlsym` and the call).
+    package var fresh: [String: Distribution]
+}
+
+package enum DlopenBench {
+    /// Framework counts of the small apps: 3 and 10 images (main, the frameworks, libSystem).
+    package static let appFrameworks = [1, 8]
+    /// Framework counts of the plugins: a `dlopen` adding 2 and 50 images (the bundle and them).
+    package static let pluginFrameworks = [1, 49]
+    static let appPaths = ["dyld2", "dyld3"]
+    /// dyld2's `dlopen`; dyld3's through the dlopen closure `install --dlopen` built, and
+    /// through one built at run time (the launch closure has none).
+    static let pluginPaths = ["dyld2", "dyld3_prebuilt", "dyld3_runtime"]
+    static let pluginPath = "@executable_path/PlugIns/Plugin.bundle/Plugin"
+
+    package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws -> DlopenBenchReport {
+        var apps: [SmallAppResult] = []
+        for frameworks in appFrameworks {
+            log("small app of \(frameworks) frameworks: preparing")
+            let app = try await BenchApp.prepareMachO(dylibs: frameworks, configuration: configuration, log: { log("  " + $0) })
+            apps.append(try await measureApp(app, configuration: configuration, log: log))
+        }
+        var plugins: [PluginResult] = []
+        for frameworks in pluginFrameworks {
+            log("plugin of \(frameworks) frameworks: preparing")
+            let app = try await BenchApp.prepareMachO(dylibs: frameworks, plugin: true, configuration: configuration, log: { log("  " + $0) })
+            plugins.append(try await measurePlugin(app, configuration: configuration, log: log))
+        }
+        return DlopenBenchReport(runs: configuration.runs, apps: apps, plugins: plugins)
+    }
+
+    static func measureApp(_ app: BenchApp, configuration: BenchConfiguration, log: (String) -> Void) async throws -> SmallAppResult {
+        let options = LaunchOptions(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot, run: false)
+        let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache-small-\(app.dylibs)")
+        try cache.prepareForWriting()
+        let closurePath = cache.closurePath(forApp: app.mainImage, arch: configuration.arch)
+        let closure = try ClosureBuilder.build(roots: options.roots, arch: options.arch, root: options.root)
+        try ClosureFile.write(closure, to: closurePath)
+        let (warm, _) = try InterleavedRounds(runs: configuration.runs, paths: appPaths, files: [:], eviction: nil).measure(log: log) { path, _ in
+            let launch = path == "dyld2" ? try SlowPath.launch(options) : try FastPath.launch(closurePath: closurePath, request: options)
+            launch.memory.release()
+            return launch.report.timings[.total] ?? 0
+        }
+        var fresh: [String: [Int64]] = [:]
+        if let tool = configuration.toolPath {
+            log("  fresh: \(configuration.runs) rounds, one process each")
+            for _ in 0..<configuration.runs {
+                for path in appPaths {
+                    let report = try await freshLaunch(tool, app: app, mode: path, cache: cache.directory, run: false, configuration: configuration)
+                    fresh[path, default: []].append(report.total)
+                }
+            }
+        }
+        return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh.mapValues(Distribution.init))
+    }
+
+    static func measurePlugin(_ app: BenchApp, configuration: BenchConfiguration, log: (String) -> Void) async throws -> PluginResult {
+        let arch = configuration.arch
+        let options = LaunchOptions(roots: [app.mainImage], arch: arch, root: app.systemRoot, run: false)
+        // Two caches: one whose closure holds the plugin's dlopen closure, one whose has none.
+        let prebuilt = ClosureCache(directory: configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)")
+        let bare = ClosureCache(directory: configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)-bare")
+        try prebuilt.prepareForWriting()
+        try bare.prepareForWriting()
+        let prebuiltPath = prebuilt.closurePath(forApp: app.mainImage, arch: arch), barePath = bare.closurePath(forApp: app.mainImage, arch: arch)
+        let closure = try ClosureBuilder.build(roots: options.roots, arch: arch, root: options.root)
+        try ClosureFile.write(closure, to: barePath)
+        var withDlopen = closure
+        guard case let .closure(record) = try DlopenClosureBuilder.build(pluginPath, request: options, launch: closure, loaded: closure.images) else {
+            throw CommandFailure.failed("\(app.mainImage): \(pluginPath) names an image the launch loads")
+        }
+        withDlopen.dlopens = [record]
+        try ClosureFile.write(withDlopen, to: prebuiltPath)
+        let runtime = LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.build)
+        var added = 0
+        let (warm, _) = try InterleavedRounds(runs: configuration.runs, paths: pluginPaths, files: [:], eviction: nil).measure(log: log) { path, _ in
+            let launch = switch path {
+            case "dyld2": try SlowPath.launch(options)
+            case "dyld3_prebuilt": try FastPath.launch(closurePath: prebuiltPath, request: options)
+            default: try FastPath.launch(closurePath: barePath, request: options, configuration: runtime)
+            }
+            defer { launch.memory.release() }
+            guard let loader = launch.memory.dynamicLoader?.loader else { throw CommandFailure.failed("\(app.mainImage): the \(path) launch has no dlopen") }
+            let started = ContinuousClock.now
+            _ = try loader.open(pluginPath, mode: DynamicOpenMode.now.rawValue)
+            let time = (ContinuousClock.now - started).nanoseconds
+            let event = loader.events.last
+            let expected = path == "dyld2" ? nil : path == "dyld3_prebuilt" ? "closure" : "runtime closure"
+            guard let event, event.via == expected || expected == nil else {
+                throw CommandFailure.failed("\(app.mainImage): the \(path) dlopen went through \(event?.via ?? "nothing"), not \(expected ?? "-")")
+            }
+            added = event.loaded.count
+            return time
+        }
+        var fresh: [String: [Int64]] = [:]
+        if let tool = configuration.toolPath {
+            log("  fresh: \(configuration.runs) rounds, one process each, running main")
+            for _ in 0..<configuration.runs {
+                for path in pluginPaths {
+                    // The bare closure written again: a launch keeps the dlopen closure it builds.
+                    if path == "dyld3_runtime" { try ClosureFile.write(closure, to: barePath) }
+                    let report = try await freshLaunch(tool, app: app, mode: path == "dyld2" ? "dyld2" : "dyld3",
+                                                       cache: path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory, run: true,
+                                                       configuration: configuration)
+                    fresh[path, default: []].append(report.main)
+                }
+            }
+        }
+        return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh.mapValues(Distribution.init))
+    }
+
+    /// One `dyld3 launch --json` process: its in-process total and `main`'s time.
+    static func freshLaunch(_ tool: String, app: BenchApp, mode: String, cache: String, run: Bool,
+                            configuration: BenchConfiguration) async throws -> (total: Int64, main: Int64) {
+        let stderrPath = configuration.workDirectory + "/dlopen-bench.stderr"
+        let child = try await BenchTool.start(
+            [tool, "launch", app.mainImage, "--mode", mode, "--json", "--root", app.systemRoot, "--cache", cache, "--arch", configuration.arch]
+                + (run ? [] : ["--no-run"]), stderrPath: stderrPath)
+        guard child.status == 0, let object = try? JSONSerialization.jsonObject(with: Data(child.output.utf8)) as? [String: Any],
+              let timings = object["timings_ns"] as? [String: Any], let total = (timings["total"] as? NSNumber)?.int64Value,
+              !run || object["ran"] as? Bool == true else {
+            throw CommandFailure.failed("\(child.command) failed (status \(child.status)): \(BenchTool.stderrText(stderrPath))")
+        }
+        return (total, (timings["main"] as? NSNumber)?.int64Value ?? 0)
+    }
+
+    package static func markdown(_ report: DlopenBenchReport) -> String {
+        func ms(_ ns: Int64) -> String { String(format: "%.2f ms", Double(ns) / 1e6) }
+        func cell(_ distribution: Distribution?) -> String { distribution.map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
+        func ratio(_ a: Distribution?, _ b: Distribution?) -> String {
+            guard let a, let b, b.median > 0 else { return "–" }
+            return String(format: "%.2f×", Double(a.median) / Double(b.median))
+        }
+        var out = "# Small apps and dlopen: dyld2 and dyld3\n\n"
+        out += "Medians of \(report.runs) samples (p90 in parentheses). warm: in this process, the paths interleaved. "
+            + "fresh: each sample a new `dyld3 launch --json` process.\n\n"
+        out += "## small apps: the launch (no code runs)\n\n"
+        out += MarkdownReport.table(["images", "dyld2 warm", "dyld3 warm", "dyld3 / dyld2", "dyld2 fresh", "dyld3 fresh", "dyld3 / dyld2"],
+                                    report.apps.map { app in
+            ["\(app.images)", cell(app.warm["dyld2"]), cell(app.warm["dyld3"]), ratio(app.warm["dyld3"], app.warm["dyld2"]),
+             cell(app.fresh["dyld2"]), cell(app.fresh["dyld3"]), ratio(app.fresh["dyld3"], app.fresh["dyld2"])]
+        })
+        out += "\n## dlopen of a plugin\n\n"
+        out += "warm: the `dlopen` alone, after an untimed launch of the app (2 images), no initializer run. "
+            + "fresh: `main`'s time in a process that runs the app (the `dlopen`, the plugin's initializers, `dlsym`, the call). "
+            + "prebuilt: through the dlopen closure `install --dlopen` built; runtime: through one the launch builds (its closure has none).\n\n"
+        for (title, pick) in [("warm", { (p: PluginResult) in p.warm }), ("fresh", { (p: PluginResult) in p.fresh })] {
+            guard report.plugins.contains(where: { !pick($0).isEmpty }) else { continue }
+            out += "### \(title)\n\n" + MarkdownReport.table(
+                ["images added", "dyld2", "dyld3 prebuilt", "prebuilt / dyld2", "dyld3 runtime", "runtime / dyld2"],
+                report.plugins.map { plugin in
+                    let samples = pick(plugin)
+                    return ["\(plugin.added)", cell(samples["dyld2"]), cell(samples["dyld3_prebuilt"]),
+                            ratio(samples["dyld3_prebuilt"], samples["dyld2"]), cell(samples["dyld3_runtime"]),
+                            ratio(samples["dyld3_runtime"], samples["dyld2"])]
+                }) + "\n"
+        }
+        return out
+    }
+}
