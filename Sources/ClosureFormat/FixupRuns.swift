@@ -80,6 +80,9 @@ package enum FixupRuns {
     /// Bind runs for `fixups` (the binds among them); new targets are added to `targets`.
     package static func encodeBinds(_ fixups: [ResolvedFixup], plan: ImagePlan, targets: inout [BindTarget], targetIndex: inout [BindTarget: Int]) -> Encoded {
         var binds: [(vmOffset: UInt64, entry: (Int, Int64))] = []
+        binds.reserveCapacity(fixups.count)
+        // Room for every bind's target at once: the table is not grown (and rehashed) bind by bind.
+        targetIndex.reserveCapacity(targetIndex.count + fixups.count)
         for fixup in fixups {
             guard case let .bind(target, addend) = fixup.kind else { continue }
             let index: Int

@@ -170,34 +170,33 @@ package enum DlopenBench {
     }
 
     package static func markdown(_ report: DlopenBenchReport) -> String {
-        func ms(_ ns: Int64) -> String { String(format: "%.2f ms", Double(ns) / 1e6) }
-        func cell(_ distribution: Distribution?) -> String { distribution.map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
+        func ms(_ distribution: Distribution?) -> String { distribution.map { String(format: "%.2f ms", Double($0.median) / 1e6) } ?? "–" }
         func ratio(_ a: Distribution?, _ b: Distribution?) -> String {
             guard let a, let b, b.median > 0 else { return "–" }
             return String(format: "%.2f×", Double(a.median) / Double(b.median))
         }
         var out = "# Small apps and dlopen: dyld2 and dyld3\n\n"
-        out += "Medians of \(report.runs) samples (p90 in parentheses). warm: in this process, the paths interleaved. "
-            + "fresh: each sample a new `dyld3 launch --json` process.\n\n"
+        out += "Medians of \(report.runs) samples (every sample, and p90, in dlopen.json). warm: in this process, the paths "
+            + "interleaved. fresh: each sample a new `dyld3 launch --json` process, which also pays the Swift runtime's first "
+            + "use of every type the path meets (docs/performance.md).\n\n"
         out += "## small apps: the launch (no code runs)\n\n"
-        out += MarkdownReport.table(["images", "dyld2 warm", "dyld3 warm", "dyld3 / dyld2", "dyld2 fresh", "dyld3 fresh", "dyld3 / dyld2"],
-                                    report.apps.map { app in
-            ["\(app.images)", cell(app.warm["dyld2"]), cell(app.warm["dyld3"]), ratio(app.warm["dyld3"], app.warm["dyld2"]),
-             cell(app.fresh["dyld2"]), cell(app.fresh["dyld3"]), ratio(app.fresh["dyld3"], app.fresh["dyld2"])]
+        out += MarkdownReport.table(["images", "dyld2 warm", "dyld3 warm", "ratio", "dyld2 fresh", "dyld3 fresh", "ratio"], report.apps.map { app in
+            ["\(app.images)", ms(app.warm["dyld2"]), ms(app.warm["dyld3"]), ratio(app.warm["dyld3"], app.warm["dyld2"]),
+             ms(app.fresh["dyld2"]), ms(app.fresh["dyld3"]), ratio(app.fresh["dyld3"], app.fresh["dyld2"])]
         })
         out += "\n## dlopen of a plugin\n\n"
-        out += "warm: the `dlopen` alone, after an untimed launch of the app (2 images), no initializer run. "
-            + "fresh: `main`'s time in a process that runs the app (the `dlopen`, the plugin's initializers, `dlsym`, the call). "
-            + "prebuilt: through the dlopen closure `install --dlopen` built; runtime: through one the launch builds (its closure has none).\n\n"
+        out += "The app launches with 2 images; its `dlopen` adds the bundle and the frameworks it links. warm: the `dlopen` alone, "
+            + "after an untimed launch, no initializer run. fresh: `main`'s time in a process that runs the app (the `dlopen`, the "
+            + "plugin's initializers, `dlsym`, the call). prebuilt: through the dlopen closure `install --dlopen` built; runtime: "
+            + "through one the launch builds (its closure has none). Ratios are to dyld2.\n\n"
         for (title, pick) in [("warm", { (p: PluginResult) in p.warm }), ("fresh", { (p: PluginResult) in p.fresh })] {
             guard report.plugins.contains(where: { !pick($0).isEmpty }) else { continue }
             out += "### \(title)\n\n" + MarkdownReport.table(
-                ["images added", "dyld2", "dyld3 prebuilt", "prebuilt / dyld2", "dyld3 runtime", "runtime / dyld2"],
+                ["images added", "dyld2", "dyld3 prebuilt", "ratio", "dyld3 runtime", "ratio"],
                 report.plugins.map { plugin in
                     let samples = pick(plugin)
-                    return ["\(plugin.added)", cell(samples["dyld2"]), cell(samples["dyld3_prebuilt"]),
-                            ratio(samples["dyld3_prebuilt"], samples["dyld2"]), cell(samples["dyld3_runtime"]),
-                            ratio(samples["dyld3_runtime"], samples["dyld2"])]
+                    return ["\(plugin.added)", ms(samples["dyld2"]), ms(samples["dyld3_prebuilt"]), ratio(samples["dyld3_prebuilt"], samples["dyld2"]),
+                            ms(samples["dyld3_runtime"]), ratio(samples["dyld3_runtime"], samples["dyld2"])]
                 }) + "\n"
         }
         return out
