@@ -17,9 +17,9 @@ package final class SlowDynamicLoader: DynamicLoader {
     private var placements: [(memory: LaunchMemory, index: Int)] = []
     private var groups: [LaunchMemory] = []
     /// Opens not yet closed, per node.
-    private var openCounts: [Int: Int] = [:]
+    private var openCounts: [Int] = []
     /// Nodes a `dlopen` with `RTLD_LOCAL` loaded, until one without it: not searched by `RTLD_DEFAULT`.
-    private var hidden = Set<Int>()
+    private var hidden: [Bool] = []
     private var lookup: SymbolLookup?
     private let arch: String
     private let run: Bool
@@ -40,6 +40,15 @@ package final class SlowDynamicLoader: DynamicLoader {
         self.plans = plans
     }
 
+    /// The per-node arrays sized to the graph (arrays, not hashed containers: a fresh process
+    /// pays the Swift runtime's first instantiation of each hashed type inside the `dlopen`).
+    private func grow() {
+        let added = graph.nodes.count - openCounts.count
+        guard added > 0 else { return }
+        openCounts += [Int](repeating: 0, count: added)
+        hidden += [Bool](repeating: false, count: added)
+    }
+
     /// Where node `index` is mapped.
     private func base(of index: Int) -> UInt64 {
         index < launch.images.count ? launch.images[index].base : placements[index - launch.images.count].memory.images[placements[index - launch.images.count].index].base
@@ -55,8 +64,9 @@ package final class SlowDynamicLoader: DynamicLoader {
         let (node, added) = try graph.open(path, arch: arch)
         guard !added.isEmpty else {
             // Loaded already: without RTLD_LOCAL it is searched by RTLD_DEFAULT from now on (dyld4 unhides it).
-            if !mode.contains(.local) { hidden.remove(node) }
-            openCounts[node, default: 0] += 1
+            grow()
+            if !mode.contains(.local) { hidden[node] = false }
+            openCounts[node] += 1
             record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "dyld2"))
             return DynamicHandle.image(base(of: node), firstOnly: mode.contains(.first))
         }
@@ -95,9 +105,10 @@ package final class SlowDynamicLoader: DynamicLoader {
         lookup = nil
         groups.append(memory)
         placements += added.map { (memory, $0 - added.lowerBound) }
+        grow()
         openCounts[node] = 1
         // RTLD_LOCAL hides the opened image alone, not the dependents it brought (dyld4).
-        if mode.contains(.local) { hidden.insert(node) }
+        if mode.contains(.local) { hidden[node] = true }
         let order = InitializerOrder.forOpen(graph, root: node, firstNew: added.lowerBound)
         var functions: [CodeRunner.Function] = []
         var initialized: [String] = []
@@ -120,7 +131,7 @@ package final class SlowDynamicLoader: DynamicLoader {
         let wanted = ByteView(Array(("_" + name).utf8))
         let searched: [Int]
         switch handle {
-        case DynamicHandle.defaultSearch: searched = graph.nodes.indices.filter { !hidden.contains($0) }
+        case DynamicHandle.defaultSearch: searched = graph.nodes.indices.filter { $0 >= hidden.count || !hidden[$0] }
         case DynamicHandle.mainOnly: searched = [0]
         default:
             let (base, firstOnly) = DynamicHandle.split(handle)
@@ -144,10 +155,10 @@ package final class SlowDynamicLoader: DynamicLoader {
     }
 
     package func close(_ handle: UInt64) throws(LoadError) {
-        guard let index = node(handle: DynamicHandle.split(handle).base), let count = openCounts[index], count > 0 else {
+        guard let index = node(handle: DynamicHandle.split(handle).base), index < openCounts.count, openCounts[index] > 0 else {
             throw .unusable(path: "0x\(String(handle, radix: 16))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
         }
-        openCounts[index] = count - 1
+        openCounts[index] -= 1
     }
 
     package func describe(_ address: UInt64) -> DynamicAddress? {

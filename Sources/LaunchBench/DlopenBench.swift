@@ -6,7 +6,6 @@ import Dyld3
 import Foundation
 import LaunchPlan
 import LoaderCore
-import RuntimeServices
 
 /// `dyld3 bench --dlopen`: where dyld3's fixed costs show, small apps and `dlopen`.
 package struct DlopenBenchReport: Codable, Sendable {
@@ -127,7 +126,7 @@ package enum DlopenBench {
             defer { launch.memory.release() }
             guard let loader = launch.memory.dynamicLoader?.loader else { throw CommandFailure.failed("\(app.mainImage): the \(path) launch has no dlopen") }
             let started = ContinuousClock.now
-            _ = try loader.open(pluginPath, mode: DynamicOpenMode.now.rawValue)
+            _ = try loader.open(pluginPath, mode: RTLD_NOW)
             let time = (ContinuousClock.now - started).nanoseconds
             let event = loader.events.last
             let expected = path == "dyld2" ? nil : path == "dyld3_prebuilt" ? "closure" : "runtime closure"
