@@ -13,9 +13,19 @@ package enum DlopenClosureBuilder {
     /// The dlopen closure of `path` after `launch` (the closure of `request`) and the
     /// `dlopen`s of `earlier` (each path that added images, in order), whose images are
     /// `loaded` (the launch's records, then those added: the graph is loaded again and must
-    /// name the same files); `.loaded` when `path` names an image already loaded.
+    /// name the same files), encoded; `.loaded` when `path` names an image already loaded.
     package static func build(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
                              earlier: [String] = []) throws(LoadError) -> DlopenResolution {
+        let resolution = try resolve(path, request: request, launch: launch, loaded: loaded, earlier: earlier)
+        guard case let .built(built) = resolution else { return resolution }
+        return .closure(try built.encode())
+    }
+
+    /// ``build(_:request:launch:loaded:earlier:)`` without the encoding: the images' records,
+    /// fixups and initializer order as a `dlopen` applies them at once, the encoding left to
+    /// ``BuiltDlopen/encode`` (dyld3 in process).
+    package static func resolve(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
+                               earlier: [String] = []) throws(LoadError) -> DlopenResolution {
         var graph = try DependencyGraph(roots: request.roots, inserted: request.inserted, arch: request.arch, root: request.root)
         for opened in earlier { _ = try graph.open(opened, arch: request.arch) }
         guard graph.nodes.map(\.path) == loaded.map(\.path) else {
@@ -38,24 +48,38 @@ package enum DlopenClosureBuilder {
         for index in added { signatures.append((graph.nodes[index].path, try CodeSigning.verify(graph.nodes[index].image, path: graph.nodes[index].path))) }
         try request.signingPolicy.check(signatures)
 
-        var targets: [BindTarget] = []
-        var targetIndex: [BindTarget: Int] = [:]
         var resolver = try FixupResolver(graph: graph, plans: plans)
         var images = loaded.map(ClosureBuilder.withoutFixups)
+        var fixups: [[ResolvedFixup]] = []
         for (position, index) in added.enumerated() {
-            var fixups: [ResolvedFixup] = []
-            try resolver.resolve(image: index) { (fixup) throws(LoadError) in fixups.append(fixup) }
-            let initializers = try ClosureBuilder.initializerOffsets(graph.nodes[index].image, plan: plans[index], fixups: fixups)
+            var imageFixups: [ResolvedFixup] = []
+            try resolver.resolve(image: index) { (fixup) throws(LoadError) in imageFixups.append(fixup) }
+            let initializers = try ClosureBuilder.initializerOffsets(graph.nodes[index].image, plan: plans[index], fixups: imageFixups)
             images.append(try ClosureBuilder.imageRecord(
                 graph.nodes[index], plan: plans[index], signature: signatures[position + 1].signature, contentOnlyIdentity: launch.contentOnlyIdentity,
-                rebases: FixupRuns.encodeRebases(fixups, plan: plans[index]),
-                binds: FixupRuns.encodeBinds(fixups, plan: plans[index], targets: &targets, targetIndex: &targetIndex),
+                rebases: .none, binds: .none,
                 initializers: initializers))
+            fixups.append(imageFixups)
         }
-        let closure = LaunchClosure(
-            binding: launch.binding, contentOnlyIdentity: launch.contentOnlyIdentity, images: images, rootCount: launch.rootCount,
-            bindTargets: targets, initializerOrder: InitializerOrder.forOpen(graph, root: node, firstNew: added.lowerBound), entryOffset: nil,
-            missingWeakDylibs: graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) })
-        return .closure(ClosureDlopen(requested: path, resolvedPath: graph.nodes[node].path, opened: node, body: closure.encodedBody()))
+        let initializerOrder = InitializerOrder.forOpen(graph, root: node, firstNew: added.lowerBound)
+        let missingWeakDylibs = graph.missingWeakDylibs.map { ClosureMissingDylib(installName: $0.installName, neededBy: $0.neededBy) }
+        let resolvedPath = graph.nodes[node].path, first = added.lowerBound
+        let records = images, resolved = fixups
+        return .built(BuiltDlopen(
+            requested: path, resolvedPath: resolvedPath, opened: node, images: images, firstAdded: first, initializerOrder: initializerOrder,
+            fixups: fixups) { () throws(LoadError) -> ClosureDlopen in
+                var targets: [BindTarget] = []
+                var targetIndex: [BindTarget: Int] = [:]
+                var images = records
+                for (position, imageFixups) in resolved.enumerated() {
+                    let plan = images[first + position].plan
+                    ClosureBuilder.setRuns(of: &images[first + position], rebases: FixupRuns.encodeRebases(imageFixups, plan: plan),
+                                           binds: FixupRuns.encodeBinds(imageFixups, plan: plan, targets: &targets, targetIndex: &targetIndex))
+                }
+                let closure = LaunchClosure(
+                    binding: launch.binding, contentOnlyIdentity: launch.contentOnlyIdentity, images: images, rootCount: launch.rootCount,
+                    bindTargets: targets, initializerOrder: initializerOrder, entryOffset: nil, missingWeakDylibs: missingWeakDylibs)
+                return ClosureDlopen(requested: path, resolvedPath: resolvedPath, opened: node, body: closure.encodedBody())
+            })
     }
 }

@@ -9,6 +9,9 @@ package enum FixupRuns {
         package var bytes: [UInt8]
         package var count: Int
         package var pages: [FixupPageIndex.PageRestart]?
+
+        /// No fixups: no runs, no page index.
+        package static let none = Encoded(bytes: [], count: 0, pages: nil)
     }
 
     /// Encodes locations sorted by vmOffset (stable). A run never crosses a segment boundary

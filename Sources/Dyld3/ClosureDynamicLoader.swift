@@ -45,8 +45,9 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// The first ``DynamicLoadEvent/limit`` `dlopen`s, in order.
     private(set) var events: [DynamicLoadEvent] = []
     /// dlopen closures built at run time against the launch's images alone (the first
-    /// `dlopen`s): what the launch closure can keep for the next launch (``DlopenClosureKeeping``).
-    private(set) var builtForLaunch: [ClosureDlopen] = []
+    /// `dlopen`s): what the launch closure can keep for the next launch (``DlopenClosureKeeping``),
+    /// encoded only then.
+    private(set) var builtForLaunch: [BuiltDlopen] = []
 
     private func record(_ event: DynamicLoadEvent) {
         if events.count < DynamicLoadEvent.limit { events.append(event) }
@@ -134,10 +135,16 @@ final class ClosureDynamicLoader: DynamicLoader {
             throw .unusable(path: path, reason: "has no dlopen closure in \(closurePath): run `dyld3 install` with `--dlopen \(path)`")
         }
         switch try build(path, request, launch, images, earlier) {
-        case let .closure(record):
-            if images.count == launch.images.count, !builtForLaunch.contains(where: { $0.requested == record.requested }) {
-                builtForLaunch.append(record)
+        case let .built(built):
+            if images.count == launch.images.count, !builtForLaunch.contains(where: { $0.requested == built.requested }) {
+                builtForLaunch.append(built)
             }
+            var closure = launch
+            closure.images = built.images
+            closure.initializerOrder = built.initializerOrder
+            return try apply(closure, added: built.firstAdded..<built.images.count, opened: built.opened, requested: path, mode: mode,
+                             via: "runtime closure", fixups: .resolved(built.fixups))
+        case let .closure(record):
             return try apply(record, requested: path, mode: mode, via: "runtime closure")
         case let .loaded(loadedPath):  // under another name
             guard let index = images.firstIndex(where: { $0.path == loadedPath }) else {
@@ -157,13 +164,29 @@ final class ClosureDynamicLoader: DynamicLoader {
         } catch {
             throw .failed(path: requested, cause: error)
         }
-        return try apply(closure, added: images.count..<closure.images.count, opened: record.opened, requested: requested, mode: mode, via: via)
+        return try apply(closure, added: images.count..<closure.images.count, opened: record.opened, requested: requested, mode: mode, via: via,
+                         fixups: .runs)
+    }
+
+    /// Where the fixups of the images a `dlopen` adds come from.
+    private enum AddedFixups {
+        /// The closure's runs, decoded and checked as any closure's.
+        case runs
+        /// Resolved in process just now, per added image (``BuiltDlopen``): written as resolved.
+        case resolved([[ResolvedFixup]])
+
+        /// Whether each added image's plan is checked against its file: a closure built just
+        /// now took its plans from these files (their identities, checked, say so).
+        var checksPlans: Bool {
+            if case .runs = self { return true }
+            return false
+        }
     }
 
     /// Maps, fixes up, protects and initializes the images `closure` adds.
     /// `via`: "closure" (the launch closure's) or "runtime closure" (built now).
     private func apply(_ closure: LaunchClosure, added: Range<Int>, opened: Int, requested: String, mode: DynamicOpenMode,
-                       via: String) throws(LoadError) -> UInt64 {
+                       via: String, fixups: AddedFixups) throws(LoadError) -> UInt64 {
         if request.signingPolicy != .default {
             try request.signingPolicy.check([(closure.images[0].path, closure.images[0].identity.signature)]
                 + closure.images[added].map { ($0.path, $0.identity.signature) })
@@ -174,7 +197,7 @@ final class ClosureDynamicLoader: DynamicLoader {
         do throws(ClosureError) {
             var hashed = 0
             files = try closure.openImages(added, closurePath: closurePath, checks: configuration.identityChecks, hashedImages: &hashed)
-            for (position, index) in added.enumerated() {
+            for (position, index) in added.enumerated() where fixups.checksPlans {
                 if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[position]) {
                     throw ClosureError.plan(path: closurePath, image: closure.images[index].path, disagreement)
                 }
@@ -190,13 +213,23 @@ final class ClosureDynamicLoader: DynamicLoader {
                 _ = try EagerPageVerification.verify(memory, signatures: closure.images[added].map(\.identity.signature))
             }
             let bases = closure.images.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
-            let values = closure.bindTargets.values(bases: bases)
-            for index in added {
-                do throws(ClosureError) {
-                    try closure.applyFixups(ofImage: index, writer: memory.writer(image: index - added.lowerBound), targetValues: values,
-                                            closurePath: closurePath)
-                } catch {
-                    throw LoadError.failed(path: requested, cause: error)
+            switch fixups {
+            case .runs:
+                let values = closure.bindTargets.values(bases: bases)
+                for index in added {
+                    do throws(ClosureError) {
+                        try closure.applyFixups(ofImage: index, writer: memory.writer(image: index - added.lowerBound), targetValues: values,
+                                                closurePath: closurePath)
+                    } catch {
+                        throw LoadError.failed(path: requested, cause: error)
+                    }
+                }
+            case let .resolved(resolved):
+                for (position, imageFixups) in resolved.enumerated() {
+                    let writer = memory.writer(image: position)
+                    for fixup in imageFixups {
+                        try writer.store(fixup.value(imageBase: writer.base, imageBases: bases), vmOffset: fixup.vmOffset)
+                    }
                 }
             }
             try memory.applyProtections()

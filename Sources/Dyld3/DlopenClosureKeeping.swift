@@ -18,8 +18,13 @@ package enum DlopenClosureKeeping {
     package static func keep(_ launch: Launch, closurePath: String) -> Int {
         guard let loader = launch.memory.dynamicLoader?.loader as? ClosureDynamicLoader, !loader.builtForLaunch.isEmpty,
               !ClosureFile.isSigned(closurePath), var closure = try? ClosureFile.read(closurePath) else { return 0 }
-        let added = loader.builtForLaunch.filter { record in !closure.dlopens.contains { $0.requested == record.requested } }
-        guard !added.isEmpty else { return 0 }
+        let unkept = loader.builtForLaunch.filter { built in !closure.dlopens.contains { $0.requested == built.requested } }
+        guard !unkept.isEmpty else { return 0 }
+        var added: [ClosureDlopen] = []
+        for built in unkept {
+            guard let record = try? built.encode() else { return 0 }
+            added.append(record)
+        }
         closure.dlopens += added
         // The file keeps its modification time: when an image's identity is racy (changed in
         // the second the closure was written) is judged against the install, not this rewrite.

@@ -110,7 +110,7 @@ struct TrustOptions: ParsableArguments {
     /// The dyld3 launch configuration these options ask for: their checks, and `dlopen`
     /// closures built at run time where the launch closure has none.
     func checks() throws -> LaunchConfiguration {
-        LaunchConfiguration(alwaysHashContent: hashImages, trustKey: try trustKey(), dlopenClosures: DlopenClosureBuilder.build)
+        LaunchConfiguration(alwaysHashContent: hashImages, trustKey: try trustKey(), dlopenClosures: DlopenClosureBuilder.resolve)
     }
 }
 

@@ -115,7 +115,7 @@ package enum DlopenBench {
         }
         withDlopen.dlopens = [record]
         try ClosureFile.write(withDlopen, to: prebuiltPath)
-        let runtime = LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.build)
+        let runtime = LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.resolve)
         var added = 0
         let (warm, _) = try InterleavedRounds(runs: configuration.runs, paths: pluginPaths, files: [:], eviction: nil).measure(log: log) { path, _ in
             let launch = switch path {

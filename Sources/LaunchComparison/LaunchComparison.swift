@@ -284,7 +284,7 @@ package struct LaunchComparison: Sendable {
                 nested = launch.dlopens.lazy.compactMap { try? $0.closure(within: within, path: closurePath) }
                     .first { $0.images[first...].map(\.path) == event.loaded }
             } else if let build = configuration.dlopenClosures,
-                      case let .closure(record)? = try? build(event.requested, request, launch, within.images, earlier) {
+                      let record = try? build(event.requested, request, launch, within.images, earlier).encoded() {
                 nested = try? record.closure(within: within, path: closurePath)
             } else {
                 nested = nil

@@ -63,7 +63,7 @@ import Testing
         }
         // `--hash-images` finds the content changed; a dlopen closure built now verifies the
         // signature whole, as dyld2's dlopen does: refused both ways.
-        let hashed = try launch({ _ in }, LaunchConfiguration(alwaysHashContent: true, dlopenClosures: DlopenClosureBuilder.build))
+        let hashed = try launch({ _ in }, LaunchConfiguration(alwaysHashContent: true, dlopenClosures: DlopenClosureBuilder.resolve))
         #expect(hashed.result != expected && !pluginLoaded(hashed))
         let slow = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root))
         defer { slow.memory.release() }

@@ -64,7 +64,7 @@ import Testing
         try Self.checkEvents(installed.report.dynamicLoads, app, via: "closure")
         installed.memory.release()
         let runtime = try FastPath.launch(closurePath: try app.install(into: cache, dlopenClosures: false), request: request,
-                                          configuration: LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.build))
+                                          configuration: LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.resolve))
         defer { runtime.memory.release() }
         #expect(runtime.report.result == expected)
         try Self.checkEvents(runtime.report.dynamicLoads, app, via: "runtime closure")

@@ -67,12 +67,12 @@ import Testing
 
         let bare = app.directory.appendingPathComponent("bare-closures").path
         let runtime = try FastPath.launch(closurePath: try app.install(into: bare, dlopenClosures: false), request: request,
-                                          configuration: LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.build))
+                                          configuration: LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.resolve))
         try Self.check(runtime.report, app, expected: expected, via: "runtime closure")
         runtime.memory.release()
 
         let comparison = try LaunchComparison.run(options: request, closure: try app.closure(), closurePath: "(built in memory)",
-                                                  configuration: LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.build),
+                                                  configuration: LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.resolve),
                                                   dlopen: [dlopen.path])
         #expect(comparison.differences.isEmpty, "\(comparison.differences.prefix(3))")
         #expect(comparison.images == 2 + 1 + Self.frameworks)

@@ -75,8 +75,52 @@ package struct ClosureDlopen: Equatable, Sendable {
 }
 
 /// What a `dlopen` of a path needs after the images loaded so far: nothing (the path names
-/// one of them, `loaded`), or the dlopen closure that adds its images.
-package enum DlopenResolution: Equatable, Sendable {
+/// one of them, `loaded`), or the dlopen closure that adds its images: encoded (`closure`, as
+/// `install --dlopen` writes it), or built in process and not yet encoded (`built`).
+package enum DlopenResolution: Sendable {
     case loaded(path: String)
     case closure(ClosureDlopen)
+    case built(BuiltDlopen)
+
+    /// The encoded dlopen closure, when there is one (a `built` one encoded now).
+    package func encoded() throws(LoadError) -> ClosureDlopen? {
+        switch self {
+        case .loaded: nil
+        case let .closure(record): record
+        case let .built(built): try built.encode()
+        }
+    }
+}
+
+/// A dlopen closure built in process, as dyld3 built one for a path it had none for: resolved,
+/// not encoded. `dlopen` writes its fixups as resolved (the same resolution as dyld2's, nothing
+/// encoded before the images run); ``encode`` makes the ``ClosureDlopen`` only when the launch
+/// keeps it for the next one.
+package struct BuiltDlopen: Sendable {
+    package var requested: String
+    /// The file it opens.
+    package var resolvedPath: String
+    /// The image it opens, in ``images``.
+    package var opened: Int
+    /// The images loaded before, then the ones it adds: their records without fixup runs.
+    package var images: [ClosureImage]
+    /// Where the added images start in ``images``.
+    package var firstAdded: Int
+    package var initializerOrder: [Int]
+    /// Per added image, in order: its fixups.
+    package var fixups: [[ResolvedFixup]]
+    /// The encoded dlopen closure (runs, bind targets, body).
+    package var encode: @Sendable () throws(LoadError) -> ClosureDlopen
+
+    package init(requested: String, resolvedPath: String, opened: Int, images: [ClosureImage], firstAdded: Int, initializerOrder: [Int],
+                 fixups: [[ResolvedFixup]], encode: @escaping @Sendable () throws(LoadError) -> ClosureDlopen) {
+        self.requested = requested
+        self.resolvedPath = resolvedPath
+        self.opened = opened
+        self.images = images
+        self.firstAdded = firstAdded
+        self.initializerOrder = initializerOrder
+        self.fixups = fixups
+        self.encode = encode
+    }
 }
