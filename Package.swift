@@ -70,7 +70,7 @@ let package = Package(
             "LoaderSystem", "Pager", "LaunchMemory", "RuntimeServices", "MachOReader", "LaunchPlan",
         ]),
         // The dyld2 slow path: parse, resolve, look up by name, on every launch.
-        .target(name: "Dyld2", dependencies: ["LoaderCore", "LaunchMemory", "RuntimeServices", "LaunchPlan", "MachOReader"]),
+        .target(name: "Dyld2", dependencies: ["LoaderCore", "LaunchMemory", "RuntimeServices", "LaunchPlan", "MachOReader", "SharedCache", "ClosureFormat"]),
         // The closure format: records, encode, decode, the fixup-run walker, the checks that
         // need no file system. Maps no memory and opens no file.
         .target(name: "ClosureFormat", dependencies: [
@@ -103,6 +103,7 @@ let package = Package(
         // `dyld3 compare`: both paths at one slide, memory and fixups side by side.
         .target(name: "LaunchComparison", dependencies: [
             "ClosureFormat", "Dyld2", "Dyld3", "ClosureCache", "LaunchPlan", "LoaderCore", "LaunchMemory", "RuntimeServices", "MachOReader",
+            "SharedCache",
         ]),
         // The one way the project starts other programs (tools, the glibc harness, `dyld3` in
         // tests): swift-subprocess behind a small async API.

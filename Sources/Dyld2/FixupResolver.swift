@@ -178,6 +178,11 @@ package struct FixupResolver {
         }
     }
 
+    /// Where weak-definition coalescing sends every weak bind of `name` in this launch.
+    mutating func coalesced(_ name: ByteView) throws(LoadError) -> BindTarget? {
+        try lookup.findCoalesced(name)
+    }
+
     /// Runs `work`, attributing reader errors to image `index`'s file.
     private func reading(_ index: Int, _ work: () throws -> Void) throws(LoadError) {
         do {

@@ -3,46 +3,108 @@ import MachOReader
 import LaunchPlan
 import LaunchMemory
 import RuntimeServices
+import SharedCache
 
 /// The dyld2 slow path: on every launch, parse every image, resolve every path, interpret
 /// every opcode stream or fixup chain, look every bound symbol up by name, then run the
 /// initializers and main. Nothing is cached between launches.
+///
+/// With a shared cache (``LaunchOptions/sharedCache``), every dylib whose install name the
+/// cache holds is taken from it, as dyld2 took a dylib from the shared cache: no file opened,
+/// its Mach-O read where it lies in the cache, its fixups not redone (the cache's copy slid
+/// for this boot carries them), only the words a weak definition coalesced elsewhere patched
+/// (``SharedCachePatches``).
 package enum SlowPath {
     package static func launch(_ options: LaunchOptions) throws(LoadError) -> Launch {
+        guard let request = options.sharedCache else { return try launch(options, cache: nil) }
+        // A cache that cannot be used: named in one line; `auto` loads from the files.
+        func refusal(_ error: LoadError) -> ClosureError? {
+            guard case let .failed(path, cause) = error, path == request.path else { return nil }
+            return cause
+        }
+        do throws(LoadError) {
+            let cache: SharedCacheDylibs
+            do throws(ClosureError) {
+                cache = try SharedCacheDylibs.open(request, arch: options.arch)
+            } catch {
+                throw LoadError.failed(path: request.path, cause: error)
+            }
+            return try launch(options, cache: cache)
+        } catch {
+            guard !request.required, let cause = refusal(error) else { throw error }
+            let launch = try launch(options, cache: nil)
+            var report = launch.report
+            report.sharedCacheRefusal = "\(cause)"
+            return Launch(memory: launch.memory, report: report, fixups: launch.fixups)
+        }
+    }
+
+    static func launch(_ options: LaunchOptions, cache: SharedCacheDylibs?) throws(LoadError) -> Launch {
         var report = LaunchReport(mode: "dyld2")
         var clock = PhaseClock()
 
-        let graph = try DependencyGraph(roots: options.roots, inserted: options.inserted, arch: options.arch, root: options.root)
+        let graph = try DependencyGraph(roots: options.roots, inserted: options.inserted, arch: options.arch, root: options.root, cache: cache?.dylibs)
         report.timings[.pathResolution] = clock.lap() - graph.parseNanoseconds
         // Every signed image verifies whole before anything is mapped, then the policy decides
-        // by what verified (unsigned images, team IDs).
+        // by what verified (unsigned images, team IDs). The cache's images are the cache's
+        // (it carries no signature of theirs).
         var signatures: [(path: String, signature: SignedImage?)] = []
-        for node in graph.nodes { signatures.append((node.path, try CodeSigning.verify(node.image, path: node.path))) }
+        for node in graph.nodes where node.cacheOffset == nil { signatures.append((node.path, try CodeSigning.verify(node.image, path: node.path))) }
         try options.signingPolicy.check(signatures)
         report.timings[.parsing] = graph.parseNanoseconds + clock.lap()
         report.images = graph.nodes.map(\.path)
 
         var plans: [ImagePlan] = []
         for node in graph.nodes { plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset)) }
-        let memory = try LaunchMemory(plans: plans, firstSlide: options.slide, readAhead: true)
+        let slots = graph.nodes.indices.map { index in
+            graph.nodes[index].cacheOffset.map { SharedCacheRegion.Slot(offset: $0, size: plans[index].vmSize, path: plans[index].path) }
+        }
+        var shared: LaunchMemory.SharedImages?
+        if let cache, slots.contains(where: { $0 != nil }) {
+            try refuseUnsupported(graph, cache: cache)
+            shared = try SharedCachePatches.failed(cache) { () throws(ClosureError) in try cache.map(slots: slots) }
+        }
+        let memory = try LaunchMemory(plans: plans, firstSlide: options.slide, readAhead: true, shared: shared)
         return try memory.releasedOnFailure { () throws(LoadError) in
             report.slide = memory.images[0].slide
+            if let range = memory.sharedRange { report.sharedCache = (memory.images.count { $0.inSharedCache }, range.base) }
             report.timings[.mapping] = clock.lap()
 
             var resolver = try FixupResolver(graph: graph, plans: plans)
+            if let cache, shared != nil, let tuple = resolver.interposing.tuples.first {
+                throw LoadError.failed(path: cache.cache.path, cause: .incompatible(path: cache.cache.path, what:
+                    "\(graph.nodes[tuple.image].path) interposes: a launch with interposing loads its dylibs from their files"))
+            }
             var recorded: [[ResolvedFixup]] = []
             var rebaseTime: Int64 = 0, bindTime: Int64 = 0
             let bases = memory.images.map(\.base)
             for index in graph.nodes.indices {
+                // The cache's images were fixed up when it was built.
+                if graph.nodes[index].cacheOffset != nil {
+                    if options.recordFixups { recorded.append([]) }
+                    continue
+                }
                 var sink = MemoryFixupSink(writer: memory.writer(image: index), imageBases: bases, recorded: options.recordFixups ? [] : nil)
                 try resolver.resolve(image: index, into: &sink) { rebaseTime += clock.lap() }
                 bindTime += clock.lap()
                 if let fixups = sink.recorded { recorded.append(fixups) }
             }
+            var patchCount = 0
+            if let cache, shared != nil {
+                let patches = try SharedCachePatches.compute(graph: graph, plans: plans, resolver: &resolver, cache: cache)
+                try memory.openForPatches(patches.map { $0.map(\.vmOffset) })
+                for (index, words) in patches.enumerated() where !words.isEmpty {
+                    var sink = MemoryFixupSink(writer: memory.writer(image: index), imageBases: bases, recorded: options.recordFixups ? [] : nil)
+                    for word in words { try sink.take(word) }
+                    if let fixups = sink.recorded { recorded[index] = fixups }
+                    patchCount += words.count
+                }
+                bindTime += clock.lap()
+            }
             report.timings[.rebase] = rebaseTime
             report.timings[.bind] = bindTime
             report.rebases = resolver.rebases
-            report.binds = resolver.binds
+            report.binds = resolver.binds + patchCount
             // Thread-local descriptors still pointing at `__tlv_bootstrap`, read back from memory.
             let bootstrap = graph.nodes.contains { ThreadLocals.hasDescriptors($0.image) } ? try resolver.flatDefinition(of: "__tlv_bootstrap") : nil
             let threadLocals = try ThreadLocalDiscovery.setups(graph: graph, plans: plans, bootstrap: bootstrap) { (image, slot) throws(LoadError) in
@@ -72,14 +134,38 @@ package enum SlowPath {
                 threadLocals: threadLocals, hostServices: hostServices,
                 dynamicLoader: SlowDynamicLoader(graph: graph, plans: plans, memory: memory, options: options), protections: .segments,
                 digest: { (memory) throws(LoadError) in
-                    memory.writableDigest(slideDependent: try slideDependentLocations(
-                        graph: graph, plans: plans, recorded: options.recordFixups ? recorded : nil, later: laterWrites),
+                    var locations = try slideDependentLocations(graph: graph, plans: plans, recorded: options.recordFixups ? recorded : nil, later: laterWrites)
+                    if let cache, shared != nil { try addCachePointers(&locations, graph: graph, plans: plans, cache: cache) }
+                    return memory.writableDigest(slideDependent: locations,
                                           loaderPointers: LaunchDigest.loaderPointers(threadLocals, hostServices: hostServices, imageCount: graph.nodes.count))
                 },
                 initializers: initializers, initializerOrder: initializerOrder, objcLoads: objc?.loads ?? [], mainImage: mainImage,
                 entryOffset: graph.nodes[mainImage].image.entryPoint?.entryOffset, arch: options.arch)
             try tail.run(memory: memory, request: options, report: &report, clock: &clock)
             return Launch(memory: memory, report: report, fixups: options.recordFixups ? recorded : nil)
+        }
+    }
+
+    /// Refuses the cache for a launch that needs what only files give here: a cached image
+    /// with Objective-C metadata or thread-local variables (set up from their files).
+    static func refuseUnsupported(_ graph: DependencyGraph, cache: SharedCacheDylibs) throws(LoadError) {
+        for node in graph.nodes where node.cacheOffset != nil {
+            let what: String? = ThreadLocals.hasDescriptors(node.image) ? "has thread-local variables"
+                : (try? ObjCSections(image: node.image)) != nil ? "has Objective-C metadata" : nil
+            if let what {
+                throw .failed(path: cache.cache.path, cause: .incompatible(path: cache.cache.path, what:
+                    "its \(node.installName ?? node.path) \(what): a launch that needs it loads its dylibs from their files"))
+            }
+        }
+    }
+
+    /// The cache's pointers in the images taken from it (its slide info), added to the
+    /// locations the digest counts as pointers: what a dyld3 launch from the cache counts.
+    static func addCachePointers(_ locations: inout [[UInt64]], graph: DependencyGraph, plans: [ImagePlan], cache: SharedCacheDylibs) throws(LoadError) {
+        let slots = graph.nodes.indices.map { index in graph.nodes[index].cacheOffset.map { (offset: $0, size: plans[index].vmSize) } }
+        let pointers = try SharedCachePatches.failed(cache) { () throws(ClosureError) in try cache.pointers(slots: slots) }
+        for (index, words) in pointers.enumerated() where !words.isEmpty {
+            locations[index] = Array(Set(words.map(\.vmOffset) + locations[index])).sorted()
         }
     }
 

@@ -35,6 +35,11 @@ struct CompareCommand: ParsableCommand {
     @Flag(help: "With --prelinked: slide the set at the launch instead of mapping its copy slid for this boot.")
     var slidePerLaunch = false
 
+    @Option(name: .customLong("shared-cache"), help: ArgumentHelp(
+        "The dyld2 side takes the dylibs a dyld shared cache holds from it: auto (the root's cache for the arch), none (the default: every image from its file, the reference), or the cache's PATH; a cache that cannot be used fails the comparison.",
+        valueName: "auto|none|PATH"))
+    var sharedCache = "none"
+
     @Flag(help: "Print the comparison as JSON.")
     var json = false
 
@@ -51,6 +56,9 @@ struct CompareCommand: ParsableCommand {
     func compare() throws {
         var launchOptions = try options.launchOptions(for: app)
         (launchOptions.fixups, launchOptions.faultAround, launchOptions.slidePerLaunch) = (fixups, max(1, faultAround), slidePerLaunch)
+        launchOptions.sharedCache = SharedCacheOption.request(sharedCache, root: options.root, arch: launchOptions.arch,
+                                                              closureDirectory: options.closureCache.directory)
+        launchOptions.sharedCache?.required = true
         let cachedPath = options.closureCache.closurePath(forApp: launchOptions.roots.last!, arch: launchOptions.arch)
         var closureSource = cachedPath
         let closure: LaunchClosure

@@ -155,13 +155,8 @@ struct InstallCommand: ParsableCommand {
     /// The cache `--shared-cache` names for `arch`: auto finds the root's (none with `--prelink`:
     /// a prelinked set holds every image itself).
     func sharedCachePath(arch: String) -> String? {
-        switch sharedCache {
-        case "none": return nil
-        case "auto":
-            guard !prelink, let root = options.root else { return nil }
-            return DyldCache.paths(arch: arch).map { PathResolver.normalize(root + "/" + $0) }.first { FileManager.default.fileExists(atPath: $0) }
-        default: return PathResolver.normalize(sharedCache)
-        }
+        if sharedCache == "auto", prelink { return nil }
+        return SharedCacheOption.path(sharedCache, root: options.root, arch: arch)
     }
 
     /// A `--dlopen` argument as the app's code would pass it: a file inside the main

@@ -49,6 +49,11 @@ struct LaunchCommand: ParsableCommand {
     @Flag(help: "Stop after fixups: run no initializer and no main.")
     var noRun = false
 
+    @Option(name: .customLong("shared-cache"), help: ArgumentHelp(
+        "dyld2: take the dylibs a dyld shared cache holds from it (docs/shared-cache.md): auto (the root's cache for the arch, when it has one and it can be used; else the files), none, or the cache's PATH. dyld3 uses the cache its closure was bound into.",
+        valueName: "auto|none|PATH"))
+    var sharedCache = "auto"
+
     @Option(help: "dyld3: eager writes every fixup at launch; page-in writes each page's fixups when it is first touched (userfaultfd; eager where unavailable, with the reason in --json).")
     var fixups: FixupsMode = .eager
 
@@ -95,6 +100,9 @@ struct LaunchCommand: ParsableCommand {
             let outcome = try launchOnce(request, checks: checks, closurePath: path, quiet: number > 1)
             guard let launch = outcome.launch else { return }
             defer { launch.memory.release() }
+            if let refusal = launch.report.sharedCacheRefusal, !json, number == 1 {
+                FileHandle.standardError.write(Data("dyld3: shared cache not used (\(refusal)); dyld2 loads its dylibs from their files\n".utf8))
+            }
             anyFallback = anyFallback || outcome.fallback != nil
             let statistics = LaunchStatistics(launch.report, closurePath: nil)
             samples.append((statistics.preMainNanoseconds, launch.report.timings[.total] ?? 0))
@@ -203,6 +211,8 @@ struct LaunchCommand: ParsableCommand {
         var launchOptions = try options.launchOptions(for: app)
         (launchOptions.slide, launchOptions.run, launchOptions.fixups) = (try parseSlide(), !noRun, fixups)
         (launchOptions.faultAround, launchOptions.verifyPages, launchOptions.slidePerLaunch) = (max(1, faultAround), verifyPages, slidePerLaunch)
+        launchOptions.sharedCache = SharedCacheOption.request(sharedCache, root: options.root, arch: launchOptions.arch,
+                                                              closureDirectory: options.closureCache.directory)
         return launchOptions
     }
 
@@ -253,7 +263,8 @@ enum LaunchOutput {
             return "prelinked, set \(closure ?? "?") (" + (report.slidForBoot ? "its copy slid for this boot" : "slid at launch") + ")"
         default:
             let refused = fallback.map { " (closure not used: \($0.kind))" } ?? setFallback.map { " (prelinked set not used: \($0.kind))" } ?? ""
-            return "\(report.mode), the slow path" + refused
+            let cached = report.sharedCache.map { ", \($0.images) dylibs from the shared cache" } ?? ""
+            return "\(report.mode), the slow path" + refused + cached
         }
     }
 
@@ -266,6 +277,7 @@ enum LaunchOutput {
         let fallbackReason: JSONValue = report.pageInFallback.map { .string("\($0)") } ?? .null
         let slideReason: JSONValue = report.slideAtLaunch.map { .string("\($0)") } ?? .null
         let slidForBoot: JSONValue = LaunchStatistics.slidForBoot(report).map(JSONValue.bool) ?? .null
+        let cacheRefusal: JSONValue = report.sharedCacheRefusal.map(JSONValue.string) ?? .null
         return .object([
             ("schema_version", .int(JSONValue.schemaVersion)), ("mode", .string(report.mode)),
             ("images", .array(report.images.map(JSONValue.string))), ("rebases", .int(Int64(report.rebases))),
@@ -280,6 +292,7 @@ enum LaunchOutput {
             ("slide_at_launch_reason", slideReason), ("closure", closure.map(JSONValue.string) ?? .null),
             ("prelinked_fallback_reason", setFallback.map { .string("\($0.kind): \($0)") } ?? .null),
             ("fallback_reason", fallback.map { .string("\($0.kind): \($0)") } ?? .null),
+            ("shared_cache_refusal", cacheRefusal),
             ("stats", LaunchStatistics(report, closurePath: closure).json),
         ])
     }

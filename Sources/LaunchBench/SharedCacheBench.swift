@@ -62,11 +62,12 @@ package struct SharedCacheBenchReport: Codable, Sendable {
 package enum SharedCacheBench {
     /// The app's own frameworks, over every size of system root.
     package static let appFrameworks = 10
-    /// The paths measured, in the order each round runs them: the per-image floor, dyld2 and
-    /// dyld3 from the files, dyld3 from the cache, and the cache's floor (the cache's copy
-    /// slid for the boot mapped and protected, the app's own images mapped, one store per
-    /// fixup page of the app's images and the cache's patches, their protections).
-    package static let paths = ["floor", "dyld2", "dyld3", "dyld3_shared_cache", "cache_floor"]
+    /// The paths measured, in the order each round runs them: the per-image floor, dyld2 from
+    /// the files and from the cache, dyld3 from the files, dyld3 from the cache, and the
+    /// cache's floor (the cache's copy slid for the boot mapped and protected, the app's own
+    /// images mapped, one store per fixup page of the app's images and the cache's patches,
+    /// their protections).
+    package static let paths = ["floor", "dyld2", "dyld2_shared_cache", "dyld3", "dyld3_shared_cache", "cache_floor"]
 
     package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws
         -> (results: [SharedCacheBenchResult], eviction: EvictionMethod?) {
@@ -106,8 +107,11 @@ package enum SharedCacheBench {
         let ownImages = bound.images.filter { $0.cacheSlot == nil }.map(\.path)
         guard let boundCache = bound.sharedCache else { throw CommandFailure.failed("\(sharedPath): not bound into \(built.path)") }
         let slidCopy = SharedCacheRegion.slidCopyPath(boundCache, directory: sharedCache.directory)
+        // dyld2 from the cache: its slid copy, kept with the bound closure's, and its own tables.
+        var cacheOptions = options
+        cacheOptions.sharedCache = SharedCacheRequest(path: built.path, slidCopyDirectory: sharedCache.directory, required: true)
         let files: [String: [String]] = [
-            "floor": images, "dyld2": images, "dyld3": images + [plainPath],
+            "floor": images, "dyld2": images, "dyld2_shared_cache": ownImages + [built.path, slidCopy], "dyld3": images + [plainPath],
             "dyld3_shared_cache": ownImages + [sharedPath, slidCopy], "cache_floor": ownImages + [slidCopy],
         ]
         func launch(_ path: String, cold: Bool) throws -> Int64 {
@@ -116,9 +120,10 @@ package enum SharedCacheBench {
                 let mapped = try (path == "floor" ? floor : cacheFloor).launch(readAhead: cold, protections: true)
                 mapped.memory.release()
                 return mapped.nanoseconds
-            case "dyld2":
-                let slow = try SlowPath.launch(options)
+            case "dyld2", "dyld2_shared_cache":
+                let slow = try SlowPath.launch(path == "dyld2" ? options : cacheOptions)
                 slow.memory.release()
+                if path == "dyld2_shared_cache", slow.report.sharedCache == nil { throw CommandFailure.failed("\(built.path): the dyld2 launch did not use the shared cache") }
                 return slow.report.timings[.total] ?? 0
             default:
                 let fast = try FastPath.launch(closurePath: path == "dyld3" ? plainPath : sharedPath, request: options)
@@ -191,6 +196,7 @@ package enum SharedCacheBench {
         out += "Median of \(runs) samples per path (p90 in parentheses), in one process, interleaved; no path runs code. "
             + "An app of \(appFrameworks) own frameworks over a root of N system frameworks and libSystem. floor: reserve, open and map every "
             + "segment of every image, one store per fixup page, final protections. dyld2, dyld3: every image from its file. "
+            + "dyld2_shared_cache: dyld2 taking the dylibs the root's cache holds from it. "
             + "dyld3_shared_cache: the closure bound into the root's cache. cache_floor: the cache's copy slid for the boot mapped "
             + "and protected, the app's own images mapped, one store per fixup page of theirs and of the cache's patches, protections.\n\n"
         for (title, pick) in [("warm", { (r: SharedCacheBenchResult) in r.warm }), ("cold", { (r: SharedCacheBenchResult) in r.cold ?? [:] })] {
@@ -225,7 +231,10 @@ package enum SharedCacheBench {
             out += "- \(result.system) system frameworks: dyld3 with the cache \(ratio(cache, plain)) of dyld3 without it (target ≤ 0.35×), "
                 + "\(ratio(cache, floor)) of the cache's floor (target ≤ 1.2×)\n"
         }
-        out += "- dyld2 with the cache: not measured (dyld2 loads every image from its file: docs/shared-cache.md)\n"
+        for result in results {
+            let cached = result.warm["dyld2_shared_cache"]?.median, files = result.warm["dyld2"]?.median
+            out += "- \(result.system) system frameworks: dyld2 with the cache \(ratio(cached, files)) of dyld2 without it\n"
+        }
         return out
     }
 }

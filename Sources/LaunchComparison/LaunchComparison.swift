@@ -5,6 +5,7 @@ import LaunchPlan
 import ClosureFormat
 import LaunchMemory
 import RuntimeServices
+import SharedCache
 
 /// `dyld3 compare`: the same app launched through the dyld2 slow path and the dyld3 fast
 /// path at the same slide must leave byte-identical writable memory, the same fixups, the
@@ -94,6 +95,17 @@ package struct LaunchComparison: Sendable {
         let slowRelative = slow.memory.imageRelative
         let slowKeys = slow.memory.threadLocalKeyOfImage
         let slowFixups = slow.fixups ?? []
+        // dyld2 from the shared cache: its images there, and the cache's pointers in them.
+        let slowInCache = slow.memory.images.map(\.inSharedCache)
+        var slowCachePointers: [[UInt64]] = []
+        if let request = options.sharedCache, let range = slow.memory.sharedRange {
+            let slots = slow.memory.images.map { $0.inSharedCache ? (offset: $0.base - range.base, size: $0.plan.vmSize) : nil }
+            do throws(ClosureError) {
+                slowCachePointers = try SharedCacheDylibs.open(request, arch: options.arch).pointers(slots: slots).map { $0.map(\.vmOffset) }
+            } catch {
+                throw LoadError.failed(path: request.path, cause: error)
+            }
+        }
         var slowReport = slow.report
         slowReport.images += slowOpened.flatMap(\.loaded)
         let names = SymbolNames(paths: slowReport.images, arch: options.arch)
@@ -111,8 +123,11 @@ package struct LaunchComparison: Sendable {
         var fastSnapshot = snapshot(fast.memory)
         // Images in the shared cache lie elsewhere than dyld2 maps them: every pointer dyld2
         // wrote is compared as its image and offset, on both sides.
-        if fast.memory.sharedRange != nil {
-            let locations = LaunchDigest.slideDependentLocations(slowFixups)
+        if fast.memory.sharedRange != nil || !slowCachePointers.isEmpty {
+            var locations = LaunchDigest.slideDependentLocations(slowFixups)
+            for (index, cached) in slowCachePointers.enumerated() where !cached.isEmpty && index < locations.count {
+                locations[index] = Array(Set(cached + locations[index])).sorted()
+            }
             rewrite(&slowSnapshot, at: locations, slowRelative)
             rewrite(&fastSnapshot, at: locations, fast.memory.imageRelative)
         }
@@ -182,8 +197,9 @@ package struct LaunchComparison: Sendable {
             }
         }
         // An image in the shared cache has no fixups in the closure: the cache holds them
-        // (checked word for word when the closure was bound), compared above as memory.
-        for index in slowFixups.indices where closure.images[index].cacheSlot == nil {
+        // (checked word for word when the closure was bound), compared above as memory. When
+        // dyld2 took it from the cache too, its patches are compared with the closure's.
+        for index in slowFixups.indices where closure.images[index].cacheSlot == nil || (index < slowInCache.count && slowInCache[index]) {
             try compareFixups(slowFixups[index], image: index, closure: closure)
         }
         if slowOpened.map(\.loaded) != fastOpened.map(\.loaded) {

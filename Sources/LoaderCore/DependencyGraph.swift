@@ -20,6 +20,9 @@ package struct DependencyGraph: Sendable {
         /// Candidate paths tried for this node's dependencies and found absent, in order: a
         /// file appearing at one of them would change what a launch loads.
         package internal(set) var absentCandidates: [String] = []
+        /// Where the image lies in the shared cache's region (its mach header's offset), when
+        /// it was taken from the cache: no file was opened, its Mach-O is the cache's.
+        package internal(set) var cacheOffset: UInt64?
 
         package var path: String { file.path }
         package var image: MachOImage { file.image }
@@ -66,12 +69,17 @@ package struct DependencyGraph: Sendable {
     private var recordedAbsent = Set<String>()
     /// The loaded nodes by path and install name.
     private var loaded = LoadedIndex()
+    /// The shared cache the launch takes the dylibs it holds from.
+    package let cache: CachedDylibs?
 
     /// Loads `roots` (a host executable first, if any), then the `inserted` libraries
     /// (`DYLD_INSERT_LIBRARIES`), then the roots' dependencies, then each inserted library's
-    /// (dyld4 `prepare`), for `arch`, absolute install names under `root`.
-    package init(roots: [String], inserted: [String] = [], arch: String, root: String?) throws(LoadError) {
+    /// (dyld4 `prepare`), for `arch`, absolute install names under `root`. A dependency whose
+    /// install name `cache` holds is taken from the cache, as dyld2 takes a dylib from the
+    /// shared cache before looking for its file.
+    package init(roots: [String], inserted: [String] = [], arch: String, root: String?, cache: CachedDylibs? = nil) throws(LoadError) {
         precondition(!roots.isEmpty, "a launch has at least one image")
+        self.cache = cache
         resolver = PathResolver(root: root, executablePath: roots[0])
         rootCount = roots.count
         insertedCount = inserted.count
@@ -94,7 +102,7 @@ package struct DependencyGraph: Sendable {
         loadedAtLaunch = nodes.indices.map { $0 == 0 || $0 >= rootCount }
         for root in 0..<(rootCount + insertedCount) where !reached[root] {
             defer { loadedAtLaunch += repeatElement(root == 0 || root >= rootCount, count: nodes.count - loadedAtLaunch.count) }
-            try loadDependents(of: root, arch: arch, reached: &reached)
+            try loadDependents(of: root, arch: arch, reached: &reached, cache: cache)
         }
     }
 
@@ -120,7 +128,8 @@ package struct DependencyGraph: Sendable {
             if let existing = loaded.byPath[file.path] { return (existing, first..<first) }
             append(file, loader: nil)
             var reached = [Bool](repeating: true, count: first) + [false]
-            try loadDependents(of: first, arch: arch, reached: &reached)
+            // What the launch did not take from the cache, a dlopen maps from its file.
+            try loadDependents(of: first, arch: arch, reached: &reached, cache: nil)
             loadedAtLaunch += repeatElement(false, count: nodes.count - loadedAtLaunch.count)
             return (first, first..<nodes.count)
         }
@@ -131,10 +140,10 @@ package struct DependencyGraph: Sendable {
     /// dyld's recursion as a walk with an explicit stack (a graph thousands deep controls no
     /// recursion depth): a node's dependencies resolved when first reached, then each entered
     /// in load-command order; a node already reached is not entered again (cycles end there).
-    private mutating func loadDependents(of root: Int, arch: String, reached: inout [Bool]) throws(LoadError) {
+    private mutating func loadDependents(of root: Int, arch: String, reached: inout [Bool], cache: CachedDylibs?) throws(LoadError) {
         var stack: [(node: Int, nextEdge: Int)] = [(root, 0)]
         reached[root] = true
-        try resolveDependencies(of: root, arch: arch)
+        try resolveDependencies(of: root, arch: arch, cache: cache)
         reached += repeatElement(false, count: nodes.count - reached.count)
         while let top = stack.last {
             let edges = nodes[top.node].dependencies
@@ -146,7 +155,7 @@ package struct DependencyGraph: Sendable {
             }
             stack[stack.count - 1].nextEdge = edge + 1
             reached[child] = true
-            try resolveDependencies(of: child, arch: arch)
+            try resolveDependencies(of: child, arch: arch, cache: cache)
             reached += repeatElement(false, count: nodes.count - reached.count)
             stack.append((child, 0))
         }
@@ -156,6 +165,14 @@ package struct DependencyGraph: Sendable {
         let start = ContinuousClock.now
         defer { parseNanoseconds += PhaseClock.nanoseconds(ContinuousClock.now - start) }
         return try ImageFile.load(path: path, arch: arch, root: resolver.root)
+    }
+
+    /// The cache's image whose mach header lies at `headerOffset`, parsed where it lies.
+    private mutating func timedCacheLoad(_ cache: CachedDylibs, headerOffset: Int, path: String) throws(LoadError) -> ImageFile {
+        let start = ContinuousClock.now
+        defer { parseNanoseconds += PhaseClock.nanoseconds(ContinuousClock.now - start) }
+        let image = try LoadError.reading(cache.path) { () throws(MachOError) in try MachOImage(parsing: cache.view, headerOffset: headerOffset) }
+        return ImageFile(path: path, sliceOffset: 0, image: image)
     }
 
     private struct LoadedIndex {
@@ -174,10 +191,10 @@ package struct DependencyGraph: Sendable {
         let directory: Int
     }
 
-    private mutating func append(_ file: ImageFile, loader: Int?) {
+    private mutating func append(_ file: ImageFile, loader: Int?, cacheOffset: UInt64? = nil) {
         loaded.add(file, as: nodes.count)
         searchParents.append(loader ?? (nodes.isEmpty ? -1 : 0))
-        nodes.append(Node(file: file, installName: file.image.id?.installName, dependencies: [], loader: loader))
+        nodes.append(Node(file: file, installName: file.image.id?.installName, dependencies: [], loader: loader, cacheOffset: cacheOffset))
         let directory = PathResolver.directory(of: file.path)
         searchDirectories.append(file.image.rpaths.map { rpath in
             let expanded = resolver.expand(rpath, loaderDirectory: directory)
@@ -185,7 +202,7 @@ package struct DependencyGraph: Sendable {
         })
     }
 
-    private mutating func resolveDependencies(of index: Int, arch: String) throws(LoadError) {
+    private mutating func resolveDependencies(of index: Int, arch: String, cache: CachedDylibs?) throws(LoadError) {
         let node = nodes[index]
         var edges: [Edge] = []
         var absent: [String] = []
@@ -194,6 +211,22 @@ package struct DependencyGraph: Sendable {
             // Install-name matching first: a dylib already loaded under that name is reused.
             if let existing = loaded.byInstallName[name] {
                 edges.append(Edge(installName: name, kind: dependency.kind, target: existing))
+                continue
+            }
+            // Then the shared cache: its image, at the path its file would have (the same
+            // file reached another way is the loaded one).
+            if let cache, let headerOffset = cache.headerOffsets[name] {
+                let path = resolver.underRoot(name)
+                if let existing = loaded.byPath[path] {
+                    edges.append(Edge(installName: name, kind: dependency.kind, target: existing))
+                    continue
+                }
+                let file = try timedCacheLoad(cache, headerOffset: headerOffset, path: path)
+                guard file.image.header.fileType == .dylib, file.image.id?.installName == name else {
+                    throw .unusable(path: cache.path, reason: "its image at 0x\(String(headerOffset, radix: 16)) is not the dylib \(name) (needed by \(node.path))")
+                }
+                edges.append(Edge(installName: name, kind: dependency.kind, target: nodes.count))
+                append(file, loader: index, cacheOffset: UInt64(headerOffset))
                 continue
             }
             var found: Int?
@@ -323,5 +356,18 @@ package struct DependencyGraph: Sendable {
         let edges = nodes[index].dependencies
         guard ordinal >= 1, ordinal <= edges.count else { return nil }
         return edges[ordinal - 1].target
+    }
+}
+
+/// Dylibs a launch takes from a dyld shared cache rather than from their files: the cache's
+/// bytes as mapped, and by install name where each image's mach header lies in them (its
+/// offset in the cache's region: the cache keeps every mapping at its region offset).
+package struct CachedDylibs: Sendable {
+    package let path: String
+    package let view: ByteView
+    package let headerOffsets: [String: Int]
+
+    package init(path: String, view: ByteView, headerOffsets: [String: Int]) {
+        (self.path, self.view, self.headerOffsets) = (path, view, headerOffsets)
     }
 }

@@ -30,6 +30,9 @@ package struct LaunchOptions: Sendable {
     /// A prelinked launch slides the set now rather than map its copy slid for this boot
     /// (`--slide-per-launch`; docs/prelinked.md).
     package var slidePerLaunch = false
+    /// dyld2: the shared cache its dylibs are taken from (`--shared-cache`); nil loads every
+    /// image from its file.
+    package var sharedCache: SharedCacheRequest?
 
     package init(roots: [String], arch: String, root: String?, slide: UInt64? = nil, run: Bool = true, recordFixups: Bool = false,
                 fixups: FixupsMode = .eager) {
@@ -40,6 +43,19 @@ package struct LaunchOptions: Sendable {
         self.run = run
         self.recordFixups = recordFixups
         self.fixups = fixups
+    }
+}
+
+/// The shared cache a dyld2 launch takes the dylibs it holds from: its path, the directory
+/// its copy slid for the boot is kept in (the closures'), and whether a cache that cannot be
+/// used fails the launch (a `PATH` given) or leaves it to the files (`auto`).
+package struct SharedCacheRequest: Sendable, Equatable {
+    package var path: String
+    package var slidCopyDirectory: String
+    package var required: Bool
+
+    package init(path: String, slidCopyDirectory: String, required: Bool) {
+        (self.path, self.slidCopyDirectory, self.required) = (path, slidCopyDirectory, required)
     }
 }
 

@@ -81,6 +81,9 @@ package struct LaunchReport: Sendable {
     /// Images taken from the shared cache, and the address its range was mapped at (the same
     /// in every launch of the boot); nil without a cache.
     package var sharedCache: (images: Int, base: UInt64)?
+    /// dyld2: why the shared cache it was asked to take dylibs from was not used (`auto`
+    /// loaded them from their files).
+    package var sharedCacheRefusal: String?
     /// A prelinked launch: whether it mapped the set slid for this boot, whether it wrote that
     /// copy first, and why it slid the set at launch instead.
     package var slidForBoot = false

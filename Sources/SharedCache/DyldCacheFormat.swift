@@ -209,6 +209,13 @@ package enum DyldCache {
             return out
         }
 
+        /// The unslid address a location's word `raw` holds (its delta bits cleared, `value_add`
+        /// added), or 0 for null.
+        package func value(ofRaw raw: UInt64) -> UInt64 {
+            let value = raw & ~deltaMask
+            return value == 0 ? 0 : value &+ valueAdd
+        }
+
         /// Visits every location the slide info names in the mapping's bytes: its offset in the
         /// mapping and the value it holds once slid by 0 (its unslid address, or 0 for null).
         /// Bounded by the bytes: a chain that leaves its page is an error.
@@ -225,8 +232,7 @@ package enum DyldCache {
                     }
                     let at = UInt64(page) * UInt64(pageSize) + offset
                     let raw = try data.u64(Int(at))
-                    let value = raw & ~deltaMask
-                    body(at, value == 0 ? 0 : value &+ valueAdd)
+                    body(at, value(ofRaw: raw))
                     let delta = (raw & deltaMask) >> shift
                     guard delta != 0 else { break }
                     offset += delta

@@ -26,12 +26,30 @@ package enum SharedCacheRegion {
     package static func map(_ cache: ClosureSharedCache, images: [ClosureImage], closurePath: String) throws(ClosureError) -> LaunchMemory.SharedImages {
         let header = try currentHeader(cache, closurePath: closurePath)
         let directory = closurePath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        let copyPath = slidCopyPath(cache, directory: directory.isEmpty ? "." : directory)
-        let rangeSize = header.sharedRegionSize
-        for image in images {
-            guard let slot = image.cacheSlot else { continue }
-            guard slot.offset <= rangeSize, image.plan.vmSize <= rangeSize - slot.offset else {
-                throw .corrupt(path: closurePath, offset: 0, what: "image \(image.path) at +0x\(String(slot.offset, radix: 16)) leaves the shared cache's \(rangeSize)-byte region")
+        let slots = images.map { image in image.cacheSlot.map { Slot(offset: $0.offset, size: image.plan.vmSize, path: image.path) } }
+        return try map(cache, rangeSize: header.sharedRegionSize, slots: slots, directory: directory.isEmpty ? "." : directory, refusing: closurePath)
+    }
+
+    /// Where one image of a launch lies in the cache's region: its offset, size and path.
+    package struct Slot: Sendable {
+        package let offset: UInt64
+        package let size: UInt64
+        package let path: String
+
+        package init(offset: UInt64, size: UInt64, path: String) {
+            (self.offset, self.size, self.path) = (offset, size, path)
+        }
+    }
+
+    /// Maps the copy of `cache` slid for this boot, kept in `directory` (written first when
+    /// there is none), for a launch whose images lie at `slots` (nil: not in the cache); a
+    /// slot leaving the region refuses `refusing` (the closure, or the cache itself).
+    package static func map(_ cache: ClosureSharedCache, rangeSize: UInt64, slots: [Slot?], directory: String,
+                            refusing: String) throws(ClosureError) -> LaunchMemory.SharedImages {
+        let copyPath = slidCopyPath(cache, directory: directory)
+        for case let slot? in slots {
+            guard slot.offset <= rangeSize, slot.size <= rangeSize - slot.offset else {
+                throw .corrupt(path: refusing, offset: 0, what: "image \(slot.path) at +0x\(String(slot.offset, radix: 16)) leaves the shared cache's \(rangeSize)-byte region")
             }
         }
         let (checksum, dataHash) = identity(cache.uuid)
@@ -45,33 +63,50 @@ package enum SharedCacheRegion {
         case let .failure(error): throw error
         case let .success(copy):
             guard let mapped = try copy.mapRange() else {
-                throw .mapping(path: closurePath, image: cache.path, what: "the shared cache's range for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process")
+                throw .mapping(path: refusing, image: cache.path, what: "the shared cache's range for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process")
             }
             range = mapped
         }
-        return LaunchMemory.SharedImages(range: range, bases: images.map { image in image.cacheSlot.map { range.base + $0.offset } })
+        return LaunchMemory.SharedImages(range: range, bases: slots.map { slot in slot.map { range.base + $0.offset } })
     }
 
     /// The header of the cache at `cache.path`, opened without following a link and held to
     /// the closures' ownership rule, when it is the build the closure names.
     static func currentHeader(_ cache: ClosureSharedCache, closurePath: String) throws(ClosureError) -> DyldCache.Header {
-        let file: UnsafeFileIO.OpenFile
-        switch UnsafeFileIO.openNoFollow(cache.path) {
-        case let .success(opened): file = opened
-        case .failure(.missing): throw .stale(path: closurePath, image: cache.path, what: "(the shared cache) was removed")
-        case let .failure(error): throw error
-        }
-        try ClosureFile.checkOwnership(cache.path, file.status)
-        let header: DyldCache.Header
-        do throws(MachOError) {
-            header = try DyldCache.Header(parsing: ByteView(file.read(offset: 0, count: DyldCache.headerSize)))
-        } catch {
-            throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
-        }
+        let header = try checkedHeader(cache.path, refusing: closurePath)
         guard header.uuid == cache.uuid else {
             throw .stale(path: closurePath, image: cache.path, what: "(the shared cache) was rebuilt: its UUID is not the one the closure binds into")
         }
         return header
+    }
+
+    /// The header of the cache at `path`, opened without following a link and held to the
+    /// closures' ownership rule; a cache that is gone refuses `refusing`.
+    package static func checkedHeader(_ path: String, refusing: String) throws(ClosureError) -> DyldCache.Header {
+        let file: UnsafeFileIO.OpenFile
+        switch UnsafeFileIO.openNoFollow(path) {
+        case let .success(opened): file = opened
+        case .failure(.missing): throw .stale(path: refusing, image: path, what: "(the shared cache) was removed")
+        case let .failure(error): throw error
+        }
+        try ClosureFile.checkOwnership(path, file.status)
+        do throws(MachOError) {
+            return try DyldCache.Header(parsing: ByteView(file.read(offset: 0, count: DyldCache.headerSize)))
+        } catch {
+            throw .corrupt(path: path, offset: error.offset, what: error.description)
+        }
+    }
+
+    /// Refuses a cache whose mappings do not each lie in the file at their offset in the
+    /// region: this loader maps a cache's region as one range of its file.
+    static func checkOneRange(_ file: DyldCacheFile, path: String) throws(ClosureError) {
+        let start = file.header.sharedRegionStart, size = file.header.sharedRegionSize
+        guard size <= UInt64(file.view.count) else {
+            throw .corrupt(path: path, offset: 0, what: "its \(size)-byte region is larger than the file")
+        }
+        for (index, mapping) in file.mappings.enumerated() where mapping.address &- start != mapping.fileOffset || mapping.fileOffset &+ mapping.size > size {
+            throw .incompatible(path: path, what: "mapping \(index) is not at its region offset in the file: this loader maps a cache as one range")
+        }
     }
 
     /// The slid copy's two identifying words: the cache's UUID.
@@ -92,18 +127,12 @@ package enum SharedCacheRegion {
         guard file.header.uuid == cache.uuid else {
             throw .stale(path: path, image: cache.path, what: "(the shared cache) was rebuilt: its UUID is not the one the closure binds into")
         }
-        guard size <= UInt64(bytes.count) else {
-            throw .corrupt(path: cache.path, offset: 0, what: "its \(size)-byte region is larger than the file")
-        }
         // The bytes against the UUID the builder made from them: the copy every launch of the
         // boot maps holds only what the closure's UUID names.
         guard SharedCacheVerification.contentMatchesUUID(bytes, uuid: file.header.uuid) else {
             throw .corrupt(path: cache.path, offset: 88, what: "its bytes do not hash to its UUID (changed since it was built): rebuild it with `dyld3 shared-cache build`")
         }
-        // One range: each mapping lies in the file where it lies in the region.
-        for (index, mapping) in file.mappings.enumerated() where mapping.address &- start != mapping.fileOffset || mapping.fileOffset &+ mapping.size > size {
-            throw .incompatible(path: cache.path, what: "mapping \(index) is not at its region offset in the file: this loader maps a cache as one range")
-        }
+        try checkOneRange(file, path: cache.path)
         let base = LaunchMemory.randomBase(pageSize: LaunchMemory.pageSize)
         var data: [UInt8]
         do throws(MachOError) {
@@ -150,22 +179,32 @@ package enum SharedCacheRegion {
     /// Per image of `images`, the offsets (from the image's base) of the words the cache's slide
     /// info slides: what a launch's digest counts as pointers in the cache's images.
     package static func slideLocations(_ cache: ClosureSharedCache, images: [ClosureImage]) throws(ClosureError) -> [[UInt64]] {
-        let (file, bytes) = try read(cache)
-        var all: [UInt64] = []
+        let (file, _) = try read(cache)
+        let slots = images.map { image in image.cacheSlot.map { (offset: $0.offset, size: image.plan.vmSize) } }
+        return try pointers(in: file, path: cache.path, slots: slots).map { $0.map(\.vmOffset) }
+    }
+
+    /// Per slot of `slots` (an image's offset in the region and its size; nil: not in the
+    /// cache), the words the slide info of `file` slides there, in address order: each one's
+    /// offset from the image's base and the region offset it points at.
+    package static func pointers(in file: DyldCacheFile, path: String, slots: [(offset: UInt64, size: UInt64)?])
+        throws(ClosureError) -> [[(vmOffset: UInt64, target: UInt64)]] {
+        let start = file.header.sharedRegionStart
+        var all: [(location: UInt64, target: UInt64)] = []
         do throws(MachOError) {
             for (index, mapping) in file.mappings.enumerated() {
-                try file.slideInfo(index)?.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
-                    if value != 0 { all.append(mapping.address - file.header.sharedRegionStart + offset) }
+                try file.slideInfo(index)?.forEachLocation(in: try file.view.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
+                    if value != 0 { all.append((mapping.address - start + offset, value &- start)) }
                 }
             }
         } catch {
-            throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
+            throw .corrupt(path: path, offset: error.offset, what: error.description)
         }
-        all.sort()
-        return images.map { image in
-            guard let slot = image.cacheSlot else { return [] }
-            let low = all.partitionPoint { $0 < slot.offset }
-            return all[low...].prefix { $0 - slot.offset < image.plan.vmSize }.map { $0 - slot.offset }
+        all.sort { $0.location < $1.location }
+        return slots.map { slot in
+            guard let slot else { return [] }
+            let low = all.partitionPoint { $0.location < slot.offset }
+            return all[low...].prefix { $0.location - slot.offset < slot.size }.map { ($0.location - slot.offset, $0.target) }
         }
     }
 }

@@ -78,11 +78,7 @@ package enum SharedCacheBinding {
                       let raw = try? bytes.u64(Int(cache.mappings[after - 1].fileOffset + (address - cache.mappings[after - 1].address))) else {
                     throw refuse("\(image.installName)'s fixup at +0x\(String(fixup.vmOffset, radix: 16)) is past the cache")
                 }
-                var held = raw
-                if pointer, let slide = slides[after - 1] {
-                    let value = raw & ~slide.deltaMask
-                    held = value == 0 ? 0 : value &+ slide.valueAdd
-                }
+                let held = pointer ? slides[after - 1]?.value(ofRaw: raw) ?? raw : raw
                 if held != fixup.value(imageBase: bases[index], imageBases: bases) { patches.append(fixup) }
             }
             var record = image.withoutFixups()

@@ -114,4 +114,46 @@ import Testing
         let launched = try await Dyld3Binary.run(["launch", app, "--mode", "dyld3"] + common, limitSeconds: 120)
         #expect(launched.status == 0 && launched.stdout.contains("main returned \(expected)"), "\(launched.stderr)")
     }
+    @Test func dyld2TakesTheCachedDylibsFromTheCacheAndFallsBackToTheFiles() async throws {
+        let (directory, app, root, cachePath, expected) = try await Self.generated()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = directory + "/closures"
+        let common = ["--root", root, "--cache", cache]
+        let installed = try await Dyld3Binary.run(["install", app, "--json"] + common, limitSeconds: 120)
+        let closure = try #require((try Self.json(installed.stdout)["closures"] as? [[String: Any]])?.first, "\(installed.stderr)")
+        let cached = try #require(closure["images_in_shared_cache"] as? Int)
+        #expect(cached == Self.system + 1 && (closure["shared_cache_patches"] as? Int ?? 0) > 0)
+
+        // From the cache (auto, the default): every system dylib, main's result the generator's.
+        let slow = try Self.json(try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--json"] + common, limitSeconds: 120).stdout)
+        let stats = try #require(slow["stats"] as? [String: Any])
+        #expect(slow["result"] as? Int == expected && stats["shared_cache_images"] as? Int == cached, "\(slow)")
+        #expect(slow["shared_cache_refusal"] is NSNull)
+        let files = try Self.json(try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--json", "--shared-cache", "none"] + common,
+                                                            limitSeconds: 120).stdout)
+        #expect(files["result"] as? Int == expected && (files["stats"] as? [String: Any])?["shared_cache_images"] is NSNull)
+
+        // dyld2 from the cache against dyld3 from the cache: memory byte for byte, the cache's
+        // patches word for word, main's result.
+        let compared = try await Dyld3Binary.run(["compare", app, "--shared-cache", "auto"] + common, limitSeconds: 120)
+        #expect(compared.status == 0 && compared.stdout.contains(": identical: ") && compared.stdout.contains("main returned \(expected) both ways"),
+                "\(compared.stdout) \(compared.stderr)")
+
+        // Changed in place with its header kept, and no copy slid for the boot yet: auto loads
+        // from the files (one line naming the cache), a cache named by its path fails.
+        let copies = try FileManager.default.contentsOfDirectory(atPath: cache).filter { $0.hasSuffix(".dyld3slidcache") }
+        for copy in copies { try FileManager.default.removeItem(atPath: cache + "/" + copy) }
+        var tampered = try Data(contentsOf: URL(fileURLWithPath: cachePath))
+        tampered[tampered.count / 2] ^= 0xFF
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: cachePath)
+        try tampered.write(to: URL(fileURLWithPath: cachePath))
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: cachePath)
+        let fellBack = try await Dyld3Binary.run(["launch", app, "--mode", "dyld2"] + common, limitSeconds: 120)
+        #expect(fellBack.status == 0 && fellBack.stdout.hasPrefix("path: dyld2") && !fellBack.stdout.contains("from the shared cache")
+                && fellBack.stdout.contains("main returned \(expected)"), "\(fellBack.stdout)")
+        #expect(fellBack.stderr.contains("shared cache not used") && fellBack.stderr.contains(cachePath) && fellBack.stderr.contains("do not hash to its UUID"),
+                "\(fellBack.stderr)")
+        let named = try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--shared-cache", cachePath] + common, limitSeconds: 120)
+        #expect(named.status != 0 && named.stderr.contains(cachePath), "\(named.stderr)")
+    }
 }

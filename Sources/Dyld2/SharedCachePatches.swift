@@ -1,0 +1,67 @@
+import LaunchPlan
+import LoaderCore
+import MachOReader
+import SharedCache
+
+/// The words of the shared cache's images a dyld2 launch patches, as dyld2 walks the cache's
+/// patch table for a weak definition it coalesces elsewhere than the cache's build did.
+///
+/// The cache coalesced each weak definition among its own images when it was built (the
+/// first of its image table, which is its build's load order, that defines it, a non-weak
+/// definition first); this launch coalesces it among the images it loads, the app's first.
+/// Where the two differ, every use the cache bound to its winner is rebound to the launch's.
+/// The cache holds no patch table: its uses are the pointers its slide info names that hold
+/// the winner's address (a bind to it; a weak definition is reached through a bind, never a
+/// rebase).
+enum SharedCachePatches {
+    /// Per node of `graph`, the patches of a node taken from the cache (empty for the others):
+    /// each a bind to the launch's definition at a word that holds the cache's.
+    static func compute(graph: DependencyGraph, plans: [ImagePlan], resolver: inout FixupResolver,
+                        cache: SharedCacheDylibs) throws(LoadError) -> [[ResolvedFixup]] {
+        let none = [[ResolvedFixup]](repeating: [], count: graph.nodes.count)
+        // The names some image of the launch defines weakly: the only ones coalescing can move.
+        var names = Set<String>()
+        for node in graph.nodes where node.hasWeakDefs {
+            try LoadError.reading(node.path) { () throws(MachOError) in
+                try node.image.exportTrie()?.forEachSymbol { symbol in
+                    if symbol.isWeakDefinition, !symbol.isReexport { names.insert(symbol.name) }
+                }
+            }
+        }
+        guard !names.isEmpty else { return none }
+        let cacheImages = try failed(cache) { () throws(ClosureError) in try cache.images() }
+        var tries: [(offset: UInt64, trie: ExportTrie)] = []
+        for (offset, image) in cacheImages where image.header.flags.contains(.weakDefines) {
+            if let trie = try LoadError.reading(cache.cache.path, { () throws(MachOError) in try image.exportTrie() }) { tries.append((offset, trie)) }
+        }
+        // The cache's winner of each name, by region offset, and the launch's, where they differ.
+        var moved: [UInt64: BindTarget] = [:]
+        for name in names.sorted() {
+            guard case let .image(node, offset)? = try resolver.coalesced(ByteView(Array(name.utf8))) else { continue }
+            var winner: UInt64?, firstWeak: UInt64?
+            for (imageOffset, trie) in tries {
+                let found = try LoadError.reading(cache.cache.path) { () throws(MachOError) in try trie.lookup(name) }
+                guard let symbol = found, symbol.kind != .absolute, let symbolOffset = symbol.imageOffset else { continue }
+                if !symbol.isWeakDefinition { winner = imageOffset &+ symbolOffset; break }
+                if firstWeak == nil { firstWeak = imageOffset &+ symbolOffset }
+            }
+            guard let cached = winner ?? firstWeak, graph.nodes[node].cacheOffset.map({ $0 &+ offset }) != cached else { continue }
+            moved[cached] = .image(node, offset: offset)
+        }
+        guard !moved.isEmpty else { return none }
+        let slots = graph.nodes.indices.map { index in graph.nodes[index].cacheOffset.map { (offset: $0, size: plans[index].vmSize) } }
+        let pointers = try failed(cache) { () throws(ClosureError) in try cache.pointers(slots: slots) }
+        return pointers.map { words in
+            words.compactMap { word in moved[word.target].map { ResolvedFixup(vmOffset: word.vmOffset, kind: .bind($0, addend: 0)) } }
+        }
+    }
+
+    /// What `body` returns; a refusal of the cache, as the launch's error naming it.
+    static func failed<T>(_ cache: SharedCacheDylibs, _ body: () throws(ClosureError) -> T) throws(LoadError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .failed(path: cache.cache.path, cause: error)
+        }
+    }
+}

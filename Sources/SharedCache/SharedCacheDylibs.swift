@@ -1,0 +1,72 @@
+import ClosureCache
+import ClosureFormat
+import LaunchMemory
+import LaunchPlan
+import LoaderCore
+import MachOReader
+
+/// The shared cache a dyld2 launch takes dylibs from: opened once without following a link
+/// and held to the closures' ownership rule (as a dyld3 launch opens the cache its closure
+/// names), its tables read and bounded by the file, and the dylibs it holds by install name.
+/// No dylib it holds is opened or checked one by one.
+package struct SharedCacheDylibs: Sendable {
+    /// The cache's path and UUID (its build).
+    package let cache: ClosureSharedCache
+    package let file: DyldCacheFile
+    /// The dylibs it holds, for the graph.
+    package let dylibs: CachedDylibs
+    /// Where the copy slid for this boot is kept.
+    let slidCopyDirectory: String
+
+    /// Opens the cache `request` names for a launch of `arch`. Refused (each in one line naming
+    /// the cache) when it is missing, untrusted, another architecture's, or unreadable.
+    package static func open(_ request: SharedCacheRequest, arch: String) throws(ClosureError) -> SharedCacheDylibs {
+        let path = request.path
+        let header = try SharedCacheRegion.checkedHeader(path, refusing: path)
+        guard header.arch == arch else { throw .incompatible(path: path, what: "it is for \(header.arch), the launch for \(arch)") }
+        let cache = ClosureSharedCache(path: path, uuid: header.uuid)
+        let (file, _) = try SharedCacheRegion.read(cache)
+        guard file.header.uuid == header.uuid else {
+            throw .stale(path: path, image: path, what: "(the shared cache) was replaced while it was opened")
+        }
+        try SharedCacheRegion.checkOneRange(file, path: path)
+        let start = file.header.sharedRegionStart, size = file.header.sharedRegionSize
+        var offsets: [String: Int] = [:]
+        for image in file.images where offsets[image.path] == nil {
+            guard image.address >= start, image.address - start < size else {
+                throw .corrupt(path: path, offset: Int(file.header.imagesOffset), what: "image \(image.path) at 0x\(String(image.address, radix: 16)) lies outside the cache's region")
+            }
+            offsets[image.path] = Int(image.address - start)
+        }
+        return SharedCacheDylibs(cache: cache, file: file, dylibs: CachedDylibs(path: path, view: file.view, headerOffsets: offsets),
+                                 slidCopyDirectory: request.slidCopyDirectory)
+    }
+
+    /// The cache's copy slid for this boot mapped for a launch whose images lie at `slots`
+    /// (nil: mapped from its file): the same copy, at the same base, a dyld3 launch maps.
+    package func map(slots: [SharedCacheRegion.Slot?]) throws(ClosureError) -> LaunchMemory.SharedImages {
+        try SharedCacheRegion.map(cache, rangeSize: file.header.sharedRegionSize, slots: slots, directory: slidCopyDirectory, refusing: cache.path)
+    }
+
+    /// Per slot (an image's offset in the region and its size), the pointers the cache's slide
+    /// info names there: offset from the image's base, and the region offset pointed at.
+    package func pointers(slots: [(offset: UInt64, size: UInt64)?]) throws(ClosureError) -> [[(vmOffset: UInt64, target: UInt64)]] {
+        try SharedCacheRegion.pointers(in: file, path: cache.path, slots: slots)
+    }
+
+    /// Every image of the cache in its table's order (the order its build coalesced weak
+    /// definitions in): its region offset and its Mach-O, parsed where it lies.
+    package func images() throws(ClosureError) -> [(offset: UInt64, image: MachOImage)] {
+        let start = file.header.sharedRegionStart
+        var images: [(offset: UInt64, image: MachOImage)] = []
+        for entry in file.images {
+            let offset = entry.address &- start
+            do throws(MachOError) {
+                images.append((offset, try MachOImage(parsing: file.view, headerOffset: Int(offset))))
+            } catch {
+                throw .corrupt(path: cache.path, offset: error.offset, what: "\(entry.path): \(error.description)")
+            }
+        }
+        return images
+    }
+}
