@@ -16,19 +16,26 @@ package enum DlopenClosureBuilder {
     /// name the same files), encoded; `.loaded` when `path` names an image already loaded.
     package static func build(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
                              earlier: [String] = []) throws(LoadError) -> DlopenResolution {
-        let resolution = try resolve(path, request: request, launch: launch, loaded: loaded, earlier: earlier)
+        let resolution = try resolve(path, request: request, launch: launch, loaded: loaded, earlier: earlier, state: nil)
         guard case let .built(built) = resolution else { return resolution }
         return .closure(try built.encode())
     }
 
     /// ``build(_:request:launch:loaded:earlier:)`` without the encoding: the images' records,
     /// fixups and initializer order as a `dlopen` applies them at once, the encoding left to
-    /// ``BuiltDlopen/encode`` (dyld3 in process).
+    /// ``BuiltDlopen/encode`` (dyld3 in process). `state`: the graph a build of this launch
+    /// kept (``BuiltDlopen/builderState``), used when it holds the images loaded so far; else
+    /// the graph is loaded again from the files.
     package static func resolve(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
-                               earlier: [String] = []) throws(LoadError) -> DlopenResolution {
-        var graph = try DependencyGraph(roots: request.roots, inserted: request.inserted, arch: request.arch, root: request.root)
-        for opened in earlier { _ = try graph.open(opened, arch: request.arch) }
-        guard graph.nodes.map(\.path) == loaded.map(\.path) else {
+                               earlier: [String], state: (any Sendable)?) throws(LoadError) -> DlopenResolution {
+        var graph: DependencyGraph
+        if let kept = state as? DependencyGraph, kept.nodes.count == loaded.count, kept.nodes.indices.allSatisfy({ kept.nodes[$0].path == loaded[$0].path }) {
+            graph = kept
+        } else {
+            graph = try DependencyGraph(roots: request.roots, inserted: request.inserted, arch: request.arch, root: request.root)
+            for opened in earlier { _ = try graph.open(opened, arch: request.arch) }
+        }
+        guard graph.nodes.count == loaded.count, graph.nodes.indices.allSatisfy({ graph.nodes[$0].path == loaded[$0].path }) else {
             throw .unusable(path: path, reason: "cannot be opened by a dlopen closure: the images loaded so far are no longer the files found on disk")
         }
         let (node, added) = try graph.open(path, arch: request.arch)
@@ -67,7 +74,7 @@ package enum DlopenClosureBuilder {
         let records = images, resolved = fixups
         return .built(BuiltDlopen(
             requested: path, resolvedPath: resolvedPath, opened: node, images: images, firstAdded: first, initializerOrder: initializerOrder,
-            fixups: fixups) { () throws(LoadError) -> ClosureDlopen in
+            fixups: fixups, builderState: graph) { () throws(LoadError) -> ClosureDlopen in
                 var targets: [BindTarget] = []
                 var targetIndex: [BindTarget: Int] = [:]
                 var images = records

@@ -1,6 +1,7 @@
 import CZstd
 import LaunchPlan
 import MachOReader
+import Synchronization
 
 /// zstd through libzstd: the only place the closure code hands it raw buffers.
 enum UnsafeCompression {
@@ -68,7 +69,9 @@ package struct ClosureFrames: @unchecked Sendable {
 
         /// Decodes the frame; whether it filled its output exactly.
         package func callAsFunction() -> Bool {
-            let size = unsafe ZSTD_decompress(output.baseAddress, output.count, source.baseAddress, source.count)
+            guard let context = unsafe DecompressionContexts.take() else { return false }
+            defer { unsafe DecompressionContexts.give(context) }
+            let size = unsafe ZSTD_decompressDCtx(context, output.baseAddress, output.count, source.baseAddress, source.count)
             return unsafe ZSTD_isError(size) == 0 && size == output.count
         }
     }
@@ -126,5 +129,29 @@ package struct ClosureFrames: @unchecked Sendable {
         let size = unsafe ZSTD_getFrameContentSize(data.baseAddress, data.count)
         guard ZSTD_isError(length) == 0, length > 0, length <= data.count, size <= UInt64(limit) else { return nil }
         return (length, Int(size))
+    }
+}
+
+/// zstd decoding contexts kept for the next frame: `ZSTD_decompress` makes and frees one per
+/// call, an allocation of about 100 KiB that glibc maps and unmaps each time (10–20 µs of a
+/// small closure's launch). One per frame decoded at once (two at most); their state is reset
+/// by every `ZSTD_decompressDCtx`.
+private enum DecompressionContexts {
+    /// Idle contexts, by address.
+    private static let idle = Mutex<[UInt]>([])
+
+    static func take() -> OpaquePointer? {
+        if let address = idle.withLock({ $0.popLast() }) { return unsafe OpaquePointer(bitPattern: address) }
+        return unsafe ZSTD_createDCtx()
+    }
+
+    static func give(_ context: OpaquePointer) {
+        let address = UInt(bitPattern: context)
+        let kept = idle.withLock { idle -> Bool in
+            guard idle.count < 2 else { return false }
+            idle.append(address)
+            return true
+        }
+        if !kept { unsafe ZSTD_freeDCtx(context) }
     }
 }

@@ -48,6 +48,8 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// `dlopen`s): what the launch closure can keep for the next launch (``DlopenClosureKeeping``),
     /// encoded only then.
     private(set) var builtForLaunch: [BuiltDlopen] = []
+    /// What the dlopen closure builder kept from its last build (``BuiltDlopen/builderState``).
+    private var builderState: (any Sendable)?
 
     private func record(_ event: DynamicLoadEvent) {
         if events.count < DynamicLoadEvent.limit { events.append(event) }
@@ -134,16 +136,19 @@ final class ClosureDynamicLoader: DynamicLoader {
         guard let build = configuration.dlopenClosures else {
             throw .unusable(path: path, reason: "has no dlopen closure in \(closurePath): run `dyld3 install` with `--dlopen \(path)`")
         }
-        switch try build(path, request, launch, images, earlier) {
-        case let .built(built):
-            if images.count == launch.images.count, !builtForLaunch.contains(where: { $0.requested == built.requested }) {
-                builtForLaunch.append(built)
-            }
+        switch try build(path, request, launch, images, earlier, builderState) {
+        case var .built(built):
             var closure = launch
             closure.images = built.images
             closure.initializerOrder = built.initializerOrder
-            return try apply(closure, added: built.firstAdded..<built.images.count, opened: built.opened, requested: path, mode: mode,
-                             via: "runtime closure", fixups: .resolved(built.fixups))
+            let handle = try apply(closure, added: built.firstAdded..<built.images.count, opened: built.opened, requested: path, mode: mode,
+                                   via: "runtime closure", fixups: .resolved(built.fixups))
+            builderState = built.builderState
+            built.builderState = nil
+            if built.firstAdded == launch.images.count, !builtForLaunch.contains(where: { $0.requested == built.requested }) {
+                builtForLaunch.append(built)
+            }
+            return handle
         case let .closure(record):
             return try apply(record, requested: path, mode: mode, via: "runtime closure")
         case let .loaded(loadedPath):  // under another name

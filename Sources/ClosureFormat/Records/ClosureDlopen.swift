@@ -111,9 +111,13 @@ package struct BuiltDlopen: Sendable {
     package var fixups: [[ResolvedFixup]]
     /// The encoded dlopen closure (runs, bind targets, body).
     package var encode: @Sendable () throws(LoadError) -> ClosureDlopen
+    /// What the builder keeps for its next build in this launch (its graph of the images
+    /// loaded so far, as dyld2 keeps its own), opaque here.
+    package var builderState: (any Sendable)?
 
     package init(requested: String, resolvedPath: String, opened: Int, images: [ClosureImage], firstAdded: Int, initializerOrder: [Int],
-                 fixups: [[ResolvedFixup]], encode: @escaping @Sendable () throws(LoadError) -> ClosureDlopen) {
+                 fixups: [[ResolvedFixup]], builderState: (any Sendable)?, encode: @escaping @Sendable () throws(LoadError) -> ClosureDlopen) {
+        self.builderState = builderState
         self.requested = requested
         self.resolvedPath = resolvedPath
         self.opened = opened
