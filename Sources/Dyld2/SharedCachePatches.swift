@@ -53,7 +53,7 @@ enum SharedCachePatches {
             .sorted { $0.offset < $1.offset }
         var patches = none
         let table = cache.patchTable
-        try LoadError.reading(cache.cache.path) { () throws(MachOError) in
+        do throws(MachOError) {
             for image in 0..<table.imageCount {
                 for index in try table.exportRange(ofImage: image) {
                     let export = try table.export(index)
@@ -63,11 +63,21 @@ enum SharedCachePatches {
                         let offset = UInt64(location.cacheOffset)
                         let after = loaded.partitionPoint { $0.offset <= offset }
                         guard after > 0, offset - loaded[after - 1].offset < loaded[after - 1].size else { continue }
-                        let holder = loaded[after - 1]
-                        patches[holder.node].append(ResolvedFixup(vmOffset: offset - holder.offset, kind: .bind(target, addend: location.addend)))
+                        let holder = loaded[after - 1], vmOffset = offset - holder.offset
+                        // A use is a pointer the cache's fixups wrote: in a writable or `__DATA_CONST` segment.
+                        guard plans[holder.node].segments.contains(where: { segment in
+                            (segment.protection.contains(.write) || segment.readOnlyAfterFixups || segment.name == "__DATA_CONST")
+                                && vmOffset >= segment.vmOffset && vmOffset + 8 <= segment.vmOffset + segment.vmSize
+                        }) else {
+                            throw MachOError.inCache("dyld_cache_patchable_location_v1", at: Int(location.cacheOffset), what:
+                                "location \(use) is not in a writable or __DATA_CONST segment of \(graph.nodes[holder.node].installName ?? graph.nodes[holder.node].path)")
+                        }
+                        patches[holder.node].append(ResolvedFixup(vmOffset: vmOffset, kind: .bind(target, addend: location.addend)))
                     }
                 }
             }
+        } catch {
+            throw .failed(path: cache.cache.path, cause: .corrupt(path: cache.cache.path, offset: error.offset, what: error.description))
         }
         return patches.map { $0.sorted { $0.vmOffset < $1.vmOffset } }
     }

@@ -19,9 +19,12 @@ package struct DyldCachePatchTable: Sendable {
     package static let exportSize = 16
     /// `dyld_cache_patchable_location_v1`: the use's cache offset, then (from bit 0) `high7`,
     /// `addend` (5 bits, 0...31), `authenticated`, `usesAddressDiversity`, `key`, `discriminator`.
+    /// An addend outside 0...31 (a pointer before its symbol, say) is held, signed, in the
+    /// 16 bits of `discriminator`, which an unauthenticated pointer does not use (Apple's
+    /// readers ignore it there); the addend read is the two added.
     package static let locationSize = 8
-    /// The largest addend a location holds (its 5 bits).
-    package static let maxAddend: Int64 = 31
+    /// The addends a location holds: 0...31 as Apple's, the rest in 16 signed bits.
+    package static let addends: ClosedRange<Int64> = Int64(Int16.min)...Int64(Int16.max)
 
     /// One use of an export: where the pointer is (cache offset) and what it adds.
     package struct Location: Equatable, Hashable, Sendable {
@@ -86,7 +89,9 @@ package struct DyldCachePatchTable: Sendable {
                 }
                 exportBytes += Words.le32([export.cacheOffsetOfImpl, locationIndex, UInt32(export.locations.count), nameOffset])
                 for location in export.locations {
-                    locationBytes += Words.le32([location.cacheOffset, UInt32(truncatingIfNeeded: location.addend & 0x1f) << 7])
+                    let bits = (0...31).contains(location.addend) ? UInt32(location.addend) << 7
+                        : UInt32(UInt16(truncatingIfNeeded: location.addend)) << 16
+                    locationBytes += Words.le32([location.cacheOffset, bits])
                 }
                 locationIndex += UInt32(export.locations.count)
             }
@@ -106,7 +111,8 @@ package struct DyldCachePatchTable: Sendable {
     /// Reads the patch table of `file`, nil when its header names none. Every array is bounded
     /// by the file before anything is read from it; every image's exports lie in the export
     /// array, every export's implementation in its image and its locations in the location
-    /// array; every location lies in the cache's region, in a writable mapping.
+    /// array; every location lies in a mapping of the cache's images (not the header's). That
+    /// a location is in a writable or `__DATA_CONST` segment is checked where it is used.
     package init?(reading file: DyldCacheFile) throws(MachOError) {
         let header = file.header
         guard header.patchInfoAddr != 0 || header.patchInfoSize != 0 else { return nil }
@@ -161,14 +167,14 @@ package struct DyldCachePatchTable: Sendable {
                 guard export.nameOffset < namesSize else { throw fail("export \(index)'s name at \(export.nameOffset) is past the \(namesSize) bytes of names") }
             }
         }
-        // Every use is a pointer the launch may rewrite: in a writable mapping of the cache.
-        let writable = file.mappings.filter { $0.initProt & 2 != 0 }.map { $0.address..<($0.address &+ $0.size) }
+        // Every use is a pointer in the images: in a mapping past the header's.
+        let images = file.mappings.dropFirst().map { $0.address..<($0.address &+ $0.size) }
         for index in 0..<self.locationCount {
             let location = try self.location(index)
             let address = start &+ UInt64(location.cacheOffset)
-            let after = writable.partitionPoint { $0.lowerBound <= address }
-            guard after > 0, writable[after - 1].upperBound >= address &+ 8 else {
-                throw fail("location \(index) at 0x\(String(address, radix: 16)) is not in a writable mapping of the cache")
+            let after = images.partitionPoint { $0.lowerBound <= address }
+            guard after > 0, images[images.startIndex + after - 1].upperBound >= address &+ 8 else {
+                throw fail("location \(index) at 0x\(String(address, radix: 16)) is not in a mapping of the cache's images")
             }
         }
     }
@@ -190,7 +196,8 @@ package struct DyldCachePatchTable: Sendable {
     /// Location `index` (below ``locationCount``).
     package func location(_ index: Int) throws(MachOError) -> Location {
         let bits = try locationBytes.u32(index * Self.locationSize + 4)
-        return Location(cacheOffset: try locationBytes.u32(index * Self.locationSize), addend: Int64((bits >> 7) & 0x1f))
+        let discriminator = bits & (1 << 12) == 0 ? Int64(Int16(truncatingIfNeeded: bits >> 16)) : 0
+        return Location(cacheOffset: try locationBytes.u32(index * Self.locationSize), addend: Int64((bits >> 7) & 0x1f) + discriminator)
     }
 
     /// The name of an export.

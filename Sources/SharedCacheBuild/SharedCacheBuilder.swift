@@ -231,9 +231,9 @@ package enum SharedCacheBuilder {
         for index in closure.images.indices {
             for fixup in try closure.fixups(ofImage: index, closurePath: path) {
                 guard case let .bind(.image(target, offset), addend) = fixup.kind else { continue }
-                guard addend >= 0, addend <= DyldCachePatchTable.maxAddend else {
+                guard DyldCachePatchTable.addends.contains(addend) else {
                     throw ClosureError.mapping(path: path, image: closure.images[index].path, what:
-                        "the bind at +0x\(String(fixup.vmOffset, radix: 16)) adds \(addend): a patch table v1 location holds an addend of 0...\(DyldCachePatchTable.maxAddend)")
+                        "the bind at +0x\(String(fixup.vmOffset, radix: 16)) adds \(addend): a patch table location holds an addend of \(DyldCachePatchTable.addends)")
                 }
                 byTarget[target][offset, default: []].append(Use(image: index, vmOffset: fixup.vmOffset, addend: addend))
             }
