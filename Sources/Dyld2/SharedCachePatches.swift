@@ -9,10 +9,9 @@ import SharedCache
 /// The cache coalesced each weak definition among its own images when it was built (the
 /// first of its image table, which is its build's load order, that defines it, a non-weak
 /// definition first); this launch coalesces it among the images it loads, the app's first.
-/// Where the two differ, every use the cache bound to its winner is rebound to the launch's.
-/// The cache holds no patch table: its uses are the pointers its slide info names that hold
-/// the winner's address (a bind to it; a weak definition is reached through a bind, never a
-/// rebase).
+/// Where the two differ, every use the cache's patch table lists for its winner
+/// (``DyldCachePatchTable``) in a cached image this launch loaded is rebound to the
+/// launch's, with the use's addend.
 enum SharedCachePatches {
     /// Per node of `graph`, the patches of a node taken from the cache (empty for the others):
     /// each a bind to the launch's definition at a word that holds the cache's.
@@ -49,11 +48,38 @@ enum SharedCachePatches {
             moved[cached] = .image(node, offset: offset)
         }
         guard !moved.isEmpty else { return none }
-        let slots = graph.nodes.indices.map { index in graph.nodes[index].cacheOffset.map { (offset: $0, size: plans[index].vmSize) } }
-        let pointers = try failed(cache) { () throws(ClosureError) in try cache.pointers(slots: slots) }
-        return pointers.map { words in
-            words.compactMap { word in moved[word.target].map { ResolvedFixup(vmOffset: word.vmOffset, kind: .bind($0, addend: 0)) } }
+        // The cached images this launch loaded, by region offset: the ones whose uses it patches.
+        let loaded = graph.nodes.indices.compactMap { index in graph.nodes[index].cacheOffset.map { (node: index, offset: $0, size: plans[index].vmSize) } }
+            .sorted { $0.offset < $1.offset }
+        var patches = none
+        let table = cache.patchTable
+        do throws(MachOError) {
+            for image in 0..<table.imageCount {
+                for index in try table.exportRange(ofImage: image) {
+                    let export = try table.export(index)
+                    guard let target = moved[UInt64(export.cacheOffsetOfImpl)] else { continue }
+                    for use in export.locations {
+                        let location = try table.location(use)
+                        let offset = UInt64(location.cacheOffset)
+                        let after = loaded.partitionPoint { $0.offset <= offset }
+                        guard after > 0, offset - loaded[after - 1].offset < loaded[after - 1].size else { continue }
+                        let holder = loaded[after - 1], vmOffset = offset - holder.offset
+                        // A use is a pointer the cache's fixups wrote: in a writable or `__DATA_CONST` segment.
+                        guard plans[holder.node].segments.contains(where: { segment in
+                            (segment.protection.contains(.write) || segment.readOnlyAfterFixups || segment.name == "__DATA_CONST")
+                                && vmOffset >= segment.vmOffset && vmOffset + 8 <= segment.vmOffset + segment.vmSize
+                        }) else {
+                            throw MachOError.inCache("dyld_cache_patchable_location_v1", at: Int(location.cacheOffset), what:
+                                "location \(use) is not in a writable or __DATA_CONST segment of \(graph.nodes[holder.node].installName ?? graph.nodes[holder.node].path)")
+                        }
+                        patches[holder.node].append(ResolvedFixup(vmOffset: vmOffset, kind: .bind(target, addend: location.addend)))
+                    }
+                }
+            }
+        } catch {
+            throw .failed(path: cache.cache.path, cause: .corrupt(path: cache.cache.path, offset: error.offset, what: error.description))
         }
+        return patches.map { $0.sorted { $0.vmOffset < $1.vmOffset } }
     }
 
     /// What `body` returns; a refusal of the cache, as the launch's error naming it.

@@ -30,9 +30,13 @@ package struct SharedCacheBenchResult: Codable, Sendable {
 }
 
 /// ``SharedCacheBench/concurrentLaunches`` processes launched from the cache at once and held
-/// after their launch: how much of the cache each maps and how much of it is its own.
+/// after their launch, half of them of one app and half of another over the same root and
+/// cache: how much of the cache each maps and how much of it is its own.
 package struct ConcurrentMemory: Codable, Sendable {
     package var processes: Int
+    /// The apps launched (their main executables), and per process the index of its app.
+    package var apps: [String]?
+    package var appOfProcess: [Int]?
     /// Per process: the cache's copy slid for the boot (`Rss`, `Pss`, `Shared_Clean`,
     /// `Private_Dirty` of its mappings) and the whole process (`smaps_rollup`'s `Pss` and
     /// `Private_Dirty`), in kB.
@@ -136,26 +140,49 @@ package enum SharedCacheBench {
             .measure(log: log) { path, cold in try launch(path, cold: cold) }
         var memory: ConcurrentMemory?
         if let tool = configuration.toolPath {
-            log("  memory: \(concurrentLaunches) launches held at once")
-            memory = try await concurrentMemory(tool: tool, app: app.mainImage, root: root, closures: sharedCache.directory)
+            log("  memory: \(concurrentLaunches) launches of two apps held at once")
+            let second = try secondApp(app, workDirectory: configuration.workDirectory)
+            let secondClosure = try ClosureBuilder.build(roots: [second], arch: arch, root: root)
+            let secondPath = sharedCache.closurePath(forApp: second, arch: arch)
+            try ClosureFile.write(try SharedCacheBinding.bind(secondClosure, cachePath: built.path, closurePath: secondPath).closure, to: secondPath)
+            memory = try await concurrentMemory(tool: tool, apps: [app.mainImage, second], root: root, closures: sharedCache.directory)
         }
         return SharedCacheBenchResult(system: system, appFrameworks: appFrameworks, images: closure.images.count, imagesInCache: cached, patches: patches,
                                       cacheBytes: UInt64(built.size), cacheBuild: buildTime, warm: warm, cold: cold, memory: memory)
     }
 
-    /// How many processes ``concurrentMemory(tool:app:root:closures:)`` holds at once.
+    /// How many processes ``concurrentMemory(tool:apps:root:closures:)`` holds at once.
     package static let concurrentLaunches = 10
 
-    /// Launches the app from the cache in ``concurrentLaunches`` processes at once (`dyld3
-    /// launch --mode dyld3 --no-run --hold`), and reads each one's smaps while all are held.
-    static func concurrentMemory(tool: String, app: String, root: String, closures: String) async throws -> ConcurrentMemory {
-        var measured = ConcurrentMemory(processes: 0, cacheRss: [], cachePss: [], cacheSharedClean: [], cachePrivateDirty: [], processPss: [],
-                                        processPrivateDirty: [])
+    /// A second app over `app`'s root: its bundle (main executable and own frameworks) copied
+    /// to another directory, so that its own images are other files than the first app's
+    /// (pages of their own) while its system frameworks are the root's, in the same cache.
+    /// `gen-app` derives the system frameworks from the seed that derives the app's, so
+    /// another seed would make another root.
+    static func secondApp(_ app: BenchApp, workDirectory: String) throws -> String {
+        let bundle = (app.mainImage as NSString).deletingLastPathComponent
+        let directory = workDirectory + "/bench-second-app"
+        let copy = directory + "/" + (bundle as NSString).lastPathComponent
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: bundle, toPath: copy)
+        return copy + "/" + (app.mainImage as NSString).lastPathComponent
+    }
+
+    /// Launches `apps` from the cache in ``concurrentLaunches`` processes at once, the apps in
+    /// turn (`dyld3 launch --mode dyld3 --no-run --hold`), and reads each one's smaps while
+    /// all are held.
+    static func concurrentMemory(tool: String, apps: [String], root: String, closures: String) async throws -> ConcurrentMemory {
+        var measured = ConcurrentMemory(processes: 0, apps: apps, appOfProcess: [], cacheRss: [], cachePss: [], cacheSharedClean: [],
+                                        cachePrivateDirty: [], processPss: [], processPrivateDirty: [])
         // Each held launch is bounded: killed after 300 s if the bench never lets it go.
-        let arguments = ["300", tool, "launch", app, "--root", root, "--cache", closures, "--mode", "dyld3", "--no-run", "--hold"]
+        func arguments(_ app: String) -> [String] {
+            ["300", tool, "launch", app, "--root", root, "--cache", closures, "--mode", "dyld3", "--no-run", "--hold"]
+        }
         func hold(_ pids: [Int32]) async throws {
             guard pids.count < concurrentLaunches else {
-                for pid in pids {
+                for (index, pid) in pids.enumerated() {
+                    measured.appOfProcess?.append(index % apps.count)
                     let cache = ProcessMemory.smapsOfFile(pid: pid, endingWith: "." + ClosureCache.slidCacheExtension)
                     let whole = ProcessMemory.rollup(pid: pid)
                     measured.cacheRss.append(cache["Rss"] ?? 0)
@@ -170,7 +197,7 @@ package enum SharedCacheBench {
             }
             let errorFile = NSTemporaryDirectory() + "dyld3-hold-\(getpid())-\(pids.count).stderr"
             defer { try? FileManager.default.removeItem(atPath: errorFile) }
-            _ = try await ProcessRunner.session("/usr/bin/timeout", arguments, errorFile: errorFile) { session in
+            _ = try await ProcessRunner.session("/usr/bin/timeout", arguments(apps[pids.count % apps.count]), errorFile: errorFile) { session in
                 var pid: Int32?
                 while let line = try await session.readLine() {
                     if line.hasPrefix("held "), let held = Int32(line.dropFirst(5)) { pid = held; break }
@@ -217,11 +244,17 @@ package enum SharedCacheBench {
         let held = results.compactMap { result in result.memory.map { (result.system, $0) } }
         if !held.isEmpty {
             func median(_ values: [Int]) -> String { values.isEmpty ? "–" : "\(values.sorted()[values.count / 2]) kB" }
-            out += "\n## memory: \(concurrentLaunches) launches held at once (medians per process)\n\n" + MarkdownReport.table(
-                ["system", "cache Rss", "cache Pss", "cache shared clean", "cache private dirty", "process Pss", "process private dirty"],
-                held.map { system, memory in
-                    ["\(system)", median(memory.cacheRss), median(memory.cachePss), median(memory.cacheSharedClean), median(memory.cachePrivateDirty),
-                     median(memory.processPss), median(memory.processPrivateDirty)]
+            out += "\n## memory: \(concurrentLaunches) launches held at once, the apps in turn (medians per process of each app)\n\n" + MarkdownReport.table(
+                ["system", "app", "processes", "cache Rss", "cache Pss", "cache shared clean", "cache private dirty", "process Pss", "process private dirty"],
+                held.flatMap { system, memory in
+                    let apps = memory.apps ?? ["(one app)"]
+                    return apps.indices.map { app in
+                        let mine = memory.cacheRss.indices.filter { (memory.appOfProcess?[$0] ?? 0) == app }
+                        func pick(_ values: [Int]) -> [Int] { mine.compactMap { $0 < values.count ? values[$0] : nil } }
+                        return ["\(system)", (apps[app] as NSString).lastPathComponent + " (\(app + 1))", "\(mine.count)", median(pick(memory.cacheRss)),
+                                median(pick(memory.cachePss)), median(pick(memory.cacheSharedClean)), median(pick(memory.cachePrivateDirty)),
+                                median(pick(memory.processPss)), median(pick(memory.processPrivateDirty))]
+                    }
                 })
         }
         out += "\n## targets (warm medians)\n\n"

@@ -69,3 +69,9 @@ package struct DyldCacheFile: Sendable {
         return try DyldCache.SlideInfoV2(parsing: try view.slice(Int(mapping.slideInfoFileOffset), Int(mapping.slideInfoFileSize)), mappingSize: mapping.size)
     }
 }
+
+extension DyldCacheFile {
+    /// The cache's patch table, every part of it bounded and checked (``DyldCachePatchTable``);
+    /// nil when it has none.
+    package func patchTable() throws(MachOError) -> DyldCachePatchTable? { try DyldCachePatchTable(reading: self) }
+}

@@ -34,6 +34,9 @@ package enum DyldCache {
         package var cacheType: UInt64
         package var imagesTextOffset: UInt64
         package var imagesTextCount: UInt64
+        /// The patch table's unslid address and size (``DyldCachePatchTable``), 0 when none.
+        package var patchInfoAddr: UInt64 = 0
+        package var patchInfoSize: UInt64 = 0
         package var platform: UInt32
         package var formatFlags: UInt32
         package var sharedRegionStart: UInt64
@@ -79,6 +82,8 @@ package enum DyldCache {
             cacheType = try field64(104)
             imagesTextOffset = try field64(136)
             imagesTextCount = try field64(144)
+            patchInfoAddr = try field64(152)
+            patchInfoSize = try field64(160)
             platform = try field32(216)
             formatFlags = try field32(220)
             sharedRegionStart = try field64(224)
@@ -105,6 +110,7 @@ package enum DyldCache {
             put(UInt64(mappingOffset), 16, 4); put(UInt64(mappingCount), 20, 4)
             out.replaceSubrange(88..<104, with: uuid)
             put(cacheType, 104, 8); put(imagesTextOffset, 136, 8); put(imagesTextCount, 144, 8)
+            put(patchInfoAddr, 152, 8); put(patchInfoSize, 160, 8)
             put(UInt64(platform), 216, 4); put(UInt64(formatFlags), 220, 4)
             put(sharedRegionStart, 224, 8); put(sharedRegionSize, 232, 8); put(maxSlide, 240, 8)
             put(UInt64(mappingWithSlideOffset), 312, 4); put(UInt64(mappingWithSlideCount), 316, 4)

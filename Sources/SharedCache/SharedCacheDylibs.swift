@@ -15,11 +15,14 @@ package struct SharedCacheDylibs: Sendable {
     package let file: DyldCacheFile
     /// The dylibs it holds, for the graph.
     package let dylibs: CachedDylibs
+    /// The cache's patch table: every use of each export its images bind to.
+    package let patchTable: DyldCachePatchTable
     /// Where the copy slid for this boot is kept.
     let slidCopyDirectory: String
 
     /// Opens the cache `request` names for a launch of `arch`. Refused (each in one line naming
-    /// the cache) when it is missing, untrusted, another architecture's, or unreadable.
+    /// the cache) when it is missing, untrusted, another architecture's, or unreadable, or
+    /// when its patch table is missing or does not hold (``DyldCachePatchTable``).
     package static func open(_ request: SharedCacheRequest, arch: String) throws(ClosureError) -> SharedCacheDylibs {
         let path = request.path
         let header = try SharedCacheRegion.checkedHeader(path, refusing: path)
@@ -38,8 +41,15 @@ package struct SharedCacheDylibs: Sendable {
             }
             offsets[image.path] = Int(image.address - start)
         }
+        let table: DyldCachePatchTable?
+        do throws(MachOError) {
+            table = try file.patchTable()
+        } catch {
+            throw .corrupt(path: path, offset: error.offset, what: error.description)
+        }
+        guard let table else { throw .incompatible(path: path, what: "it has no patch table: rebuild it with `dyld3 shared-cache build`") }
         return SharedCacheDylibs(cache: cache, file: file, dylibs: CachedDylibs(path: path, view: file.view, headerOffsets: offsets),
-                                 slidCopyDirectory: request.slidCopyDirectory)
+                                 patchTable: table, slidCopyDirectory: request.slidCopyDirectory)
     }
 
     /// The cache's copy slid for this boot mapped for a launch whose images lie at `slots`

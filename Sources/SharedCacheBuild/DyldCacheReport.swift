@@ -34,6 +34,11 @@ package enum DyldCacheReport {
             }
             out += line + "\n"
         }
+        if let table = try cache.patchTable() {
+            out += "  patch table:     v1, \(table.exportCount) exports, \(table.locationCount) locations (\(table.imageCount) images)\n"
+        } else {
+            out += "  patch table:     none\n"
+        }
         out += "  images:          \(cache.images.count)\n"
         for image in cache.images {
             out += "    \(hex(image.address)) \(uuid(image.uuid)) \(image.path)\n"
@@ -43,6 +48,7 @@ package enum DyldCacheReport {
 
     package static func json(_ cache: DyldCacheFile, path: String) throws(MachOError) -> JSONValue {
         let header = cache.header
+        let table = try cache.patchTable()
         var mappings: [JSONValue] = []
         for (index, mapping) in cache.mappings.enumerated() {
             var locations = 0
@@ -59,6 +65,10 @@ package enum DyldCacheReport {
             ("platform", .int(Int64(header.platform))), ("shared_region_start", .uint(header.sharedRegionStart)),
             ("shared_region_size", .uint(header.sharedRegionSize)), ("max_slide", .uint(header.maxSlide)),
             ("mappings", .array(mappings)),
+            ("patch_table", table.map { table in
+                .object([("version", .int(1)), ("images", .int(Int64(table.imageCount))), ("exports", .int(Int64(table.exportCount))),
+                         ("locations", .int(Int64(table.locationCount)))])
+            } ?? .null),
             ("images", .array(cache.images.map { image in
                 .object([("address", .uint(image.address)), ("uuid", .string(uuid(image.uuid))), ("path", .string(image.path)),
                          ("inode", .uint(image.inode)), ("mod_time", .uint(image.modTime))])

@@ -30,6 +30,16 @@ package enum SharedCacheBinding {
         let cache = try DyldCacheFile(parsing: bytes)
         func refuse(_ what: String) -> Refusal { Refusal(cache: cachePath, what: what) }
         guard cache.header.arch == closure.arch else { throw refuse("it is for \(cache.header.arch), the closure for \(closure.arch)") }
+        // The patch table is what dyld2 patches from the same cache: one that does not hold
+        // refuses the cache here too. The closure's patches are the words themselves, compared
+        // below (exact, and they also cover binds into the app's images, which no table lists).
+        let table: DyldCachePatchTable?
+        do throws(MachOError) {
+            table = try cache.patchTable()
+        } catch {
+            throw refuse("its patch table: \(error)")
+        }
+        guard table != nil else { throw refuse("it has no patch table: rebuild it with `dyld3 shared-cache build`") }
         let start = cache.header.sharedRegionStart
         var byName: [String: Int] = [:]
         for (index, image) in cache.images.enumerated() where byName[image.path] == nil { byName[image.path] = index }

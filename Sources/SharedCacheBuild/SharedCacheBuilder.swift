@@ -24,6 +24,9 @@ package enum SharedCacheBuilder {
         package let uuid: [UInt8]
         package let size: Int
         package let slideLocations: Int
+        /// The patch table's exports and locations (``DyldCachePatchTable``).
+        package let patchExports: Int
+        package let patchLocations: Int
     }
 
     /// The delta bits of a location's word (bits 40–55, as Apple's v2 caches use them); the
@@ -98,6 +101,7 @@ package enum SharedCacheBuilder {
         let imageCount = closure.images.count
         let names = closure.images.map(\.installName)
         let pathBytes = names.reduce(0) { $0 + $1.utf8.count + 1 }
+        let uses = try patchableUses(closure, images: machO, path: placeholder)
         let runs = mergedRuns(SlidPrelinkedSetFile.protections(of: set), rangeSize: set.rangeSize)
         let mappingCount = runs.count + 1
         let mappingsAt = DyldCache.headerSize
@@ -105,10 +109,18 @@ package enum SharedCacheBuilder {
         let imagesAt = slideMappingsAt + mappingCount * DyldCache.Mapping.size
         let textsAt = imagesAt + imageCount * DyldCache.Image.infoSize
         let pathsAt = textsAt + imageCount * DyldCache.Image.textInfoSize
+        let patchAt = (pathsAt + pathBytes + 7) / 8 * 8
         let page = Int(set.pageSize)
-        let headerArea = (pathsAt + pathBytes + page - 1) / page * page
+        // The patch table's size does not depend on the addresses it holds.
+        let patchSize = DyldCachePatchTable.size(patchExports(uses, headerArea: 0, imageOffsets: set.imageOffsets))
+        let headerArea = (patchAt + patchSize + page - 1) / page * page
         let start = DyldCache.sharedRegionStart(arch: arch)
         let dataBase = start + UInt64(headerArea)
+        guard UInt64(headerArea) + set.rangeSize <= UInt64(UInt32.max) else {
+            throw ClosureError.mapping(path: path, image: "the shared cache", what: "its \(UInt64(headerArea) + set.rangeSize) bytes are more than a patch table's 32-bit cache offsets reach")
+        }
+        let patchExports = patchExports(uses, headerArea: UInt64(headerArea), imageOffsets: set.imageOffsets)
+        let patchTable = DyldCachePatchTable.bytes(patchExports, at: start + UInt64(patchAt))
         var slid = try set.slid(ByteView(data), to: dataBase, path: placeholder)
 
         // Each image's load commands say where it is in the cache.
@@ -179,6 +191,7 @@ package enum SharedCacheBuilder {
             sharedRegionStart: start, sharedRegionSize: UInt64(headerArea + slid.count), maxSlide: maxSlide,
             mappingWithSlideOffset: UInt32(slideMappingsAt), mappingWithSlideCount: UInt32(mappings.count), osVersion: osVersion,
             imagesOffset: UInt32(imagesAt), imagesCount: UInt32(imageCount))
+        (header.patchInfoAddr, header.patchInfoSize) = (start + UInt64(patchAt), UInt64(patchTable.count))
         // Paths and text infos: each image's path offset is its own.
         var infoBytes: [UInt8] = [], textBytes: [UInt8] = []
         for image in images {
@@ -188,6 +201,7 @@ package enum SharedCacheBuilder {
         }
         func file() -> [UInt8] {
             var out = header.bytes + mappings.flatMap(\.plainBytes) + mappings.flatMap(\.bytes) + infoBytes + textBytes + pathTable
+            out += [UInt8](repeating: 0, count: patchAt - out.count) + patchTable
             out += [UInt8](repeating: 0, count: headerArea - out.count)
             return out + slid + slideInfos
         }
@@ -196,7 +210,61 @@ package enum SharedCacheBuilder {
         let bytes = file()
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try UnsafeFileIO.writeAtomically(bytes, to: path, mode: 0o444)
-        return Built(path: path, arch: arch, images: images, mappings: mappings, uuid: header.uuid, size: bytes.count, slideLocations: locations.count)
+        return Built(path: path, arch: arch, images: images, mappings: mappings, uuid: header.uuid, size: bytes.count, slideLocations: locations.count,
+                     patchExports: patchExports.reduce(0) { $0 + $1.count }, patchLocations: patchExports.reduce(0) { $0 + $1.reduce(0) { $0 + $1.locations.count } })
+    }
+
+    /// One bind the cache's build applies between its images: the location (image, offset)
+    /// and the export it points at (image, offset) with its addend.
+    struct Use {
+        let image: Int
+        let vmOffset: UInt64
+        let addend: Int64
+    }
+
+    /// Per image of `closure` (the cache's image table), its exports that the images' binds
+    /// point at, each with its name (the export trie's first name for that offset, in name
+    /// order) and its uses, in address order: what the patch table lists.
+    static func patchableUses(_ closure: LaunchClosure, images: [MachOImage], path: String)
+        throws -> [[(offset: UInt64, name: String, uses: [Use])]] {
+        var byTarget = [[UInt64: [Use]]](repeating: [:], count: closure.images.count)
+        for index in closure.images.indices {
+            for fixup in try closure.fixups(ofImage: index, closurePath: path) {
+                guard case let .bind(.image(target, offset), addend) = fixup.kind else { continue }
+                guard DyldCachePatchTable.addends.contains(addend) else {
+                    throw ClosureError.mapping(path: path, image: closure.images[index].path, what:
+                        "the bind at +0x\(String(fixup.vmOffset, radix: 16)) adds \(addend): a patch table location holds an addend of \(DyldCachePatchTable.addends)")
+                }
+                byTarget[target][offset, default: []].append(Use(image: index, vmOffset: fixup.vmOffset, addend: addend))
+            }
+        }
+        return try byTarget.enumerated().map { index, targets in
+            guard !targets.isEmpty else { return [] }
+            var names: [UInt64: String] = [:]
+            try LoadError.reading(closure.images[index].path) { () throws(MachOError) in
+                try images[index].exportTrie()?.forEachSymbol { symbol in
+                    guard !symbol.isReexport, let offset = symbol.imageOffset, targets[offset] != nil else { return }
+                    if let known = names[offset], known <= symbol.name { return }
+                    names[offset] = symbol.name
+                }
+            }
+            return targets.keys.sorted().map { offset in (offset, names[offset] ?? "", targets[offset] ?? []) }
+        }
+    }
+
+    /// The patch table's exports for `uses`, with the cache offsets of a cache whose images
+    /// start `headerArea` bytes into it, each at its offset in the images' range.
+    static func patchExports(_ uses: [[(offset: UInt64, name: String, uses: [Use])]], headerArea: UInt64, imageOffsets: [UInt64])
+        -> [[DyldCachePatchTable.Export]] {
+        uses.enumerated().map { index, exports in
+            exports.map { export in
+                let locations = export.uses.map { use in
+                    DyldCachePatchTable.Location(cacheOffset: UInt32(truncatingIfNeeded: headerArea + imageOffsets[use.image] + use.vmOffset), addend: use.addend)
+                }.sorted { $0.cacheOffset < $1.cacheOffset }
+                return DyldCachePatchTable.Export(cacheOffsetOfImpl: UInt32(truncatingIfNeeded: headerArea + imageOffsets[index] + export.offset),
+                                                  name: export.name, locations: locations)
+            }
+        }
     }
 
     /// The set's protection runs, the pages between them read-only (as a set maps them), with

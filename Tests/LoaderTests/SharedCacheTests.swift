@@ -1,4 +1,5 @@
 import Foundation
+import LoaderCore
 import MachOReader
 import ProcessRunner
 import SharedCache
@@ -85,6 +86,7 @@ import Testing
             }
         }
         var expected: [UInt64: Set<UInt64>] = [:]
+        var binds: [UInt64: UInt64] = [:]  // each bind's location in the cache -> its addend
         for (file, address) in sources {
             for line in try await Oracle.objdump(["--macho", "--dyld-info", file]).split(separator: "\n").dropFirst(3) {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -97,12 +99,80 @@ import Testing
                     // A weak definition may be coalesced to another image's.
                     for table in exports.values { if let other = table[symbol] { targets.insert(other) } }
                     expected[address + location] = Set(targets.map { $0 &+ addend })
+                    binds[address + location] = addend
                 }
             }
         }
         #expect(expected.count > 40_000 && Set(expected.keys) == Set(slides.keys), "\(expected.count) objdump locations, \(slides.count) slid")
         let wrong = slides.filter { location, value in !(expected[location]?.contains(value) ?? false) }
         #expect(wrong.isEmpty, "\(wrong.count) pointers differ, e.g. \(wrong.first.map { "0x\(String($0.key, radix: 16)) = 0x\(String($0.value, radix: 16))" } ?? "")")
+
+        // The patch table lists exactly the source dylibs' binds (llvm-objdump), each under the
+        // export whose address plus the bind's addend is the word the independent reader slid.
+        let file = try DyldCacheFile(parsing: ByteView(try Corpus.bytes(cache)))
+        let table = try #require(try file.patchTable())
+        let start = file.header.sharedRegionStart
+        var uses: [UInt64: (impl: UInt64, addend: Int64)] = [:]
+        for image in 0..<table.imageCount {
+            for index in try table.exportRange(ofImage: image) {
+                let export = try table.export(index)
+                for use in export.locations {
+                    let location = try table.location(use)
+                    #expect(uses[start + UInt64(location.cacheOffset)] == nil, "a location listed twice")
+                    uses[start + UInt64(location.cacheOffset)] = (start + UInt64(export.cacheOffsetOfImpl), location.addend)
+                }
+            }
+        }
+        #expect(binds.count > 10_000 && Set(uses.keys) == Set(binds.keys), "\(uses.count) listed, \(binds.count) binds")
+        let misplaced = uses.filter { location, use in binds[location] != UInt64(bitPattern: use.addend) || slides[location] != use.impl &+ UInt64(bitPattern: use.addend) }
+        #expect(misplaced.isEmpty, "\(misplaced.count) uses differ, e.g. \(misplaced.first.map { "0x\(String($0.key, radix: 16))" } ?? "")")
+        let listed = try #require(ours["patch_table"] as? [String: Any])
+        #expect(listed["locations"] as? Int == uses.count && listed["exports"] as? Int == table.exportCount && listed["version"] as? Int == 1)
+    }
+
+    /// A patch table that points past the cache, past its arrays, past its image, or at a use
+    /// outside the mappings of the cache's images is refused: by the reader, and by a dyld2 launch
+    /// opening the cache in one line naming it.
+    @Test func aForgedPatchTableIsRefused() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
+        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
+        let bytes = try Corpus.bytes(built.path)
+        let whole = try DyldCacheFile(parsing: ByteView(bytes))
+        let table = try #require(try whole.patchTable())
+        try #require(table.exportCount > 0 && table.locationCount > 0 && built.patchLocations == table.locationCount)
+        let info = Int(whole.header.patchInfoAddr - whole.header.sharedRegionStart)
+        func u64(_ offset: Int) -> Int { (0..<8).reduce(0) { $0 | Int(bytes[offset + $1]) << (8 * $1) } }
+        let images = u64(info) - Int(whole.header.sharedRegionStart)
+        let exports = u64(info + 16) - Int(whole.header.sharedRegionStart), locations = u64(info + 32) - Int(whole.header.sharedRegionStart)
+        func forged(_ offset: Int, _ value: UInt64, _ size: Int = 4) -> [UInt8] {
+            var copy = bytes
+            for byte in 0..<size { copy[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
+            return copy
+        }
+        let cases: [(String, [UInt8])] = [
+            ("the table past the cache", forged(152, whole.header.sharedRegionStart + UInt64(bytes.count) * 2, 8)),
+            ("more locations than the file holds", forged(info + 40, 1 << 40, 8)),
+            ("an image's exports past the array", forged(images + 4, UInt64(table.exportCount + 1))),
+            ("an export's locations past the array", forged(exports + 8, UInt64(table.locationCount + 1))),
+            ("an export past its image", forged(exports, 0)),
+            ("a use in the header's read-only mapping", forged(locations, 0x10)),
+            ("a use past the cache", forged(locations, UInt64(bytes.count) * 2)),
+        ]
+        for (what, forgedBytes) in cases {
+            let file = try DyldCacheFile(parsing: ByteView(forgedBytes))
+            #expect(throws: MachOError.self, "\(what)") { _ = try file.patchTable() }
+        }
+        // dyld2 opening the cache refuses it, naming it (`auto` then loads from the files).
+        try FileManager.default.removeItem(atPath: built.path)
+        try Data(cases[5].1).write(to: URL(fileURLWithPath: built.path))
+        do {
+            _ = try SharedCacheDylibs.open(SharedCacheRequest(path: built.path, slidCopyDirectory: root, required: false), arch: "x86_64")
+            Issue.record("a forged patch table was used")
+        } catch {
+            #expect("\(error)".contains(built.path) && "\(error)".contains("not in a mapping of the cache's images") && !"\(error)".contains("\n"), "\(error)")
+        }
     }
 
     /// Every truncation of a cache's tables, and forged counts and offsets, are refused with
