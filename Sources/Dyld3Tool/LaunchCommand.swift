@@ -213,6 +213,9 @@ struct LaunchCommand: ParsableCommand {
         (launchOptions.faultAround, launchOptions.verifyPages, launchOptions.slidePerLaunch) = (max(1, faultAround), verifyPages, slidePerLaunch)
         launchOptions.sharedCache = SharedCacheOption.request(sharedCache, root: options.root, arch: launchOptions.arch,
                                                               closureDirectory: options.closureCache.directory)
+        // The cache's copy slid for the boot is kept with the closures: a first launch makes
+        // the directory (unusable, the launch says why and loads the files).
+        if launchOptions.sharedCache != nil { try? options.closureCache.prepareForWriting() }
         return launchOptions
     }
 
