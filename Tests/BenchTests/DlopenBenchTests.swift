@@ -1,11 +1,12 @@
 import Foundation
 @testable import LaunchBench
 import Testing
+import TestSupport
 
 /// `dyld3 bench --dlopen`'s plugin measurement: each path's `dlopen` adds the bundle and the
 /// frameworks `gen-app --plugin` made it link, and each dyld3 path goes the way it names
 /// (the installed dlopen closure, one built at run time). No timing is checked.
-@Suite struct DlopenBenchTests {
+@Suite(.bounded) struct DlopenBenchTests {
     @Test func eachPathOpensThePluginItNames() async throws {
         let out = NSTemporaryDirectory() + "dlopen-bench-test-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }
