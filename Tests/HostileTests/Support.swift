@@ -28,16 +28,3 @@ extension FixtureApp {
     }
 }
 
-/// Fresh directories, mode 0755 whatever the umask (closures in directories others can
-/// write are refused).
-enum Scratch {
-    static func directory(_ purpose: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-hostile-\(purpose)-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        return path
-    }
-
-    static func remove(_ path: String) {
-        try? FileManager.default.removeItem(atPath: path)
-    }
-}

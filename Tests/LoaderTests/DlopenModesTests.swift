@@ -22,12 +22,6 @@ import Testing
         try #require(try FixtureApp.all().first { $0.name == "dlopen-modes" && $0.variant == variant }, "no dlopen-modes app [\(variant)]")
     }
 
-    static func scratch() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-dlopen-modes-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        return path
-    }
-
     /// The first dlopen loads the bundle then its helper, the other four (other path forms of
     /// the two) load nothing; RTLD_NOLOAD before the load is no event at all.
     static func checkEvents(_ events: [DynamicLoadEvent], _ app: FixtureApp, via: String) throws {
@@ -56,7 +50,7 @@ import Testing
     func dyld3FollowsEachMode(variant: String) throws {
         let app = try Self.app(variant)
         guard case let .result(expected, _) = app.expectation else { return }
-        let cache = try Self.scratch()
+        let cache = try Scratch.directory("dlopen-modes")
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let request = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root)
         let installed = try FastPath.launch(closurePath: try app.install(into: cache), request: request)
@@ -86,7 +80,7 @@ import Testing
     @Test(arguments: DlopenTests.hostVariants)
     func eachLoaderAnswersEachMode(variant: String) throws {
         let app = try Self.app(variant)
-        let cache = try Self.scratch()
+        let cache = try Scratch.directory("dlopen-modes")
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let request = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false)
         let slow = try SlowPath.launch(request)

@@ -31,13 +31,6 @@ import Testing
         try #require(try FixtureApp.all().first { $0.name == name && $0.variant == variant }, "no fixture app \(name) [\(variant)]")
     }
 
-    /// A fresh cache directory, mode 0755 whatever the umask.
-    static func scratch() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-insert-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        return path
-    }
-
     /// With `--insert`: dyld2 and dyld3 (from a closure installed with it) return the
     /// inserted launch's result, run initializers in the model's order, load the library
     /// right after the executable, and `compare` finds the same memory. Without it, the
@@ -48,7 +41,7 @@ import Testing
         let app = try Self.app("insert", variant)
         let expected = try Self.insertedExpectation(app)
         let library = app.bundle + "/Frameworks/libInsert.dylib"
-        let cache = try Self.scratch()
+        let cache = try Scratch.directory("insert")
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let common = ["--root", app.root, "--cache", cache, "--json"]
         let runs = app.arch == CodeRunner.hostArchitecture

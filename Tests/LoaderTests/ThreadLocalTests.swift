@@ -23,7 +23,7 @@ import Testing
     /// processes, whose loaders are mapped at different addresses, give one digest, both ways.
     @Test func theDigestIsTheSameInEveryProcessAtOneSlide() async throws {
         let app = try Self.app("\(CodeRunner.hostArchitecture)-chained")
-        let cache = try DlopenTests.scratch()
+        let cache = try Scratch.directory("dlopen")
         defer { try? FileManager.default.removeItem(atPath: cache) }
         _ = try app.install(into: cache)
         var digests: [String] = []
