@@ -120,7 +120,7 @@ struct BenchCommand: AsyncParsableCommand {
         if objcClasses > 0 {
             configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs)
         }
-        let log = { (line: String) in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        let log: (String) -> Void = printError
         // Real-time priority only where the bench measures: what it starts runs at normal priority.
         if let (policy, refused) = UnsafeSchedulingPolicy.startChildrenAtNormalPriority() {
             log("running at \(policy): launches in this process are timed at it; the processes it starts (gen-app, cc, "
@@ -169,7 +169,7 @@ extension BenchCommand {
     /// `bench APP`: every path for one app, in a work area of the closure cache
     /// (`CACHE/app-bench`), against a stub root made there when no `--root` is given.
     func benchApp(_ app: String) async throws {
-        let log = { (line: String) in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        let log: (String) -> Void = printError
         let closures = ClosureCache.resolve(nil)
         let work = closures.directory + "/app-bench"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

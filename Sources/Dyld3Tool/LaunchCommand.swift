@@ -101,7 +101,7 @@ struct LaunchCommand: ParsableCommand {
             guard let launch = outcome.launch else { return }
             defer { launch.memory.release() }
             if let refusal = launch.report.sharedCacheRefusal, !json, number == 1 {
-                FileHandle.standardError.write(Data("dyld3: shared cache not used (\(refusal)); dyld2 loads its dylibs from their files\n".utf8))
+                printError("dyld3: shared cache not used (\(refusal)); dyld2 loads its dylibs from their files")
             }
             anyFallback = anyFallback || outcome.fallback != nil
             let statistics = LaunchStatistics(launch.report, closurePath: nil)
@@ -163,7 +163,7 @@ struct LaunchCommand: ParsableCommand {
                 throw CommandFailure(what: "--mode \(forced.rawValue)", why: "\(failure.what): \(failure.why)", fix: failure.fix, kind: failure.kind)
             }
             refused(error)
-            if !json, !quiet { FileHandle.standardError.write(Data("dyld3: \(notUsed) (\(error)); \(then)\n".utf8)) }
+            if !json, !quiet { printError("dyld3: \(notUsed) (\(error)); \(then)") }
             return nil
         }
     }
@@ -192,8 +192,8 @@ struct LaunchCommand: ParsableCommand {
     func writeFreshClosure(_ request: LaunchOptions, to path: String, signedWith signer: ClosureSigningKey?, trusting trustKey: ClosureTrustKey?) {
         if signer == nil, trustKey != nil || ClosureFile.isSigned(path) {
             let why = trustKey != nil ? "--trust uses only signed closures" : "the closure there is signed"
-            FileHandle.standardError.write(Data(("dyld3: warning: --rebuild: no closure written to \(path): \(why), and without --sign "
-                + "it would be unsigned; give --sign KEY (the private half of the trust key), or rebuild with `dyld3 install --sign KEY`\n").utf8))
+            printError("dyld3: warning: --rebuild: no closure written to \(path): \(why), and without --sign "
+                + "it would be unsigned; give --sign KEY (the private half of the trust key), or rebuild with `dyld3 install --sign KEY`")
             return
         }
         do {
@@ -201,9 +201,9 @@ struct LaunchCommand: ParsableCommand {
                                                    policy: request.signingPolicy)
             try options.closureCache.prepareForWriting()
             try ClosureFile.write(closure, to: path, signedWith: signer)
-            if !json { FileHandle.standardError.write(Data("dyld3: wrote a fresh closure to \(path)\n".utf8)) }
+            if !json { printError("dyld3: wrote a fresh closure to \(path)") }
         } catch {
-            FileHandle.standardError.write(Data("dyld3: warning: --rebuild: no closure written to \(path): \(error)\n".utf8))
+            printError("dyld3: warning: --rebuild: no closure written to \(path): \(error)")
         }
     }
 
