@@ -60,8 +60,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "eager: dyld3 as usual; page-in: also measure page-in linking beside it (launch to main, touching 10/50/100% of the fixup pages, private pages).")
     var fixups: FixupsMode = .eager
 
-    @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
-    var faultAround = FixupPager.defaultFaultAround
+    @OptionGroup var faultAround: FaultAroundOption
 
     @Option(help: "Objective-C classes per framework (tools/gen-app --objc-classes); 0: the C-only apps.")
     var objcClasses = 0
@@ -116,7 +115,7 @@ struct BenchCommand: AsyncParsableCommand {
             dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch ?? "x86_64", style: style,
             repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
         configuration.pageIn = fixups == .pageIn
-        configuration.faultAround = max(1, faultAround)
+        configuration.faultAround = faultAround.pages
         if objcClasses > 0 {
             configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs)
         }

@@ -60,8 +60,7 @@ struct LaunchCommand: ParsableCommand {
     @Flag(help: "dyld3: verify every mapped page of each signed image against its code signature before the fixups (docs/code-signing.md).")
     var verifyPages = false
 
-    @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
-    var faultAround = FixupPager.defaultFaultAround
+    @OptionGroup var faultAround: FaultAroundOption
 
     @Flag(help: "Print where the time before main went (each phase and its share), images, fixups, and for dyld3 the closure's size and whether identities were hashed; --json carries the same under \"stats\".")
     var stats = false
@@ -210,7 +209,7 @@ struct LaunchCommand: ParsableCommand {
     func launchOptions() throws -> LaunchOptions {
         var launchOptions = try options.launchOptions(for: app)
         (launchOptions.slide, launchOptions.run, launchOptions.fixups) = (try parseSlide(), !noRun, fixups)
-        (launchOptions.faultAround, launchOptions.verifyPages, launchOptions.slidePerLaunch) = (max(1, faultAround), verifyPages, slidePerLaunch)
+        (launchOptions.faultAround, launchOptions.verifyPages, launchOptions.slidePerLaunch) = (faultAround.pages, verifyPages, slidePerLaunch)
         launchOptions.sharedCache = SharedCacheOption.request(sharedCache, root: options.root, arch: launchOptions.arch,
                                                               closureDirectory: options.closureCache.directory)
         return launchOptions
