@@ -236,7 +236,7 @@ enum LoadCommandsTable {
 
     static func rawFields(_ command: LoadCommand, _ image: MachOImage) throws(MachOError) -> [Field] {
         let view = try image.commandView(command)
-        if let name = stringFieldNames[command.type] { return [.string(name, try view.loadCommandString(at: 8))] }
+        if let name = stringFieldNames[command.type] { return [.string(name, try view.lcString(at: 8))] }
         switch command.type {
         case .sourceVersion:
             return [.string("version", MachONames.sourceVersion(try SourceVersion(parsing: view)))]

@@ -105,14 +105,6 @@ package struct TwoLevelHints: Equatable, Sendable {
     }
 }
 
-extension ByteView {
-    /// The command's `lc_str` at `fieldOffset` (LC_SUB_FRAMEWORK's umbrella, LC_SUB_CLIENT's
-    /// client, LC_TARGET_TRIPLE's triple, ...).
-    package func loadCommandString(at fieldOffset: Int) throws(MachOError) -> String {
-        try lcString(at: fieldOffset)
-    }
-}
-
 extension MachOImage {
     /// The bytes of one of the image's load commands: exactly its `cmdsize` bytes.
     package func commandView(_ command: LoadCommand) throws(MachOError) -> ByteView {

@@ -216,7 +216,7 @@ package struct LoadCommand: Equatable, Sendable {
 extension ByteView {
     /// An `lc_str`: a 32-bit offset at `fieldOffset`, from the command's start, to a
     /// NUL-terminated string that must end inside the command.
-    func lcString(at fieldOffset: Int) throws(MachOError) -> String {
+    package func lcString(at fieldOffset: Int) throws(MachOError) -> String {
         let stringOffset = try u32(fieldOffset)
         guard stringOffset < UInt32(count) else {
             throw MachOError.malformed("string offset \(stringOffset) is outside its \(count)-byte load command", at: absolute(fieldOffset))
