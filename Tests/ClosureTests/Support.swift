@@ -14,11 +14,6 @@ import ClosureFormat
     static let failing = apps.filter { !$0.launches }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Fixups as memory ends up holding them: one per location, the last one written wins.
 func finalFixups(_ fixups: [ResolvedFixup]) -> [UInt64: ResolvedFixup.Kind] {
     Dictionary(fixups.map { ($0.vmOffset, $0.kind) }, uniquingKeysWith: { _, last in last })

@@ -5,16 +5,11 @@ import TestSupport
 import Testing
 import ClosureFormat
 
-struct HostileFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 extension FixtureApp {
     /// The manifest's result; fails for apps expected not to launch.
     var expectedResult: Int32 {
         get throws {
-            guard case let .result(value, _) = expectation else { throw HostileFailure("\(self) does not launch") }
+            guard case let .result(value, _) = expectation else { throw FixtureError("\(self) does not launch") }
             return value
         }
     }
