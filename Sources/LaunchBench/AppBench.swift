@@ -139,9 +139,7 @@ package enum AppBench {
         log("paths: \(paths.joined(separator: ", "))")
         let (warm, cold) = try InterleavedRounds(runs: request.runs, paths: paths, files: files, eviction: request.eviction).measure(log: log) { path, cold in
             guard let launch = launches[path] else { return 0 }
-            let launched = try launch()
-            defer { launched.memory.release() }
-            let report = launched.report
+            let report = try launch().released()
             // Each path's first warm launch is the discarded round's.
             if !cold, !warmed.insert(path).inserted {
                 for (phase, time) in report.timings where phase != .total && phase != .main {
