@@ -201,8 +201,7 @@ package enum AppBench {
         let cold = report.cold.map { _ in ["cold"] } ?? []
         out += MarkdownReport.table(["path", "warm"] + cold + ["of the 400 ms budget"], paths.map { path in
             let warm = report.warm[path]
-            return [path, warm.map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–"]
-                + (report.cold.map { [$0[path].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–"] } ?? [])
+            return [path, MarkdownReport.cell(warm, format: ms)] + (report.cold.map { [MarkdownReport.cell($0[path], format: ms)] } ?? [])
                 + [warm.map { String(format: "%.1f%%", 100 * Double($0.median) / Double(budget)) } ?? "–"]
         }) + "\n"
         let phases = LaunchReport.Phase.allCases.map(\.rawValue).filter { phase in paths.contains { report.phases[$0]?[phase] != nil } }

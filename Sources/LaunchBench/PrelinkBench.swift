@@ -163,7 +163,7 @@ package enum PrelinkBench {
             out += "## \(title)\n\n" + MarkdownReport.table(["dylibs", "images", "slide locations"] + paths, results.map { result in
                 let samples = pick(result)
                 return ["\(result.dylibs)", "\(result.images)", "\(result.slideLocations)"]
-                    + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
+                    + paths.map { MarkdownReport.cell(samples[$0], format: ms) }
             }) + "\nRatios of the medians:\n\n"
             out += MarkdownReport.table(["dylibs", "prelinked / floor + protections", "page-in / floor + protections"], results.map { result in
                 let samples = pick(result), floor = samples["floor_protected"]?.median
