@@ -51,7 +51,7 @@ package struct ZipArchive: Sendable {
         package let isExecutable: Bool
         /// Where the entry's slot ends: the next entry's local header, or the central
         /// directory. Its local header and data lie before it.
-        package let slotEnd: Int
+        package internal(set) var slotEnd: Int
     }
 
     package let path: String
@@ -148,22 +148,16 @@ package struct ZipArchive: Sendable {
     /// bounded by the archive's size.
     private static func slotted(_ entries: [Entry], archive: String, centralDirectory: Int) throws(MachOError) -> [Entry] {
         let order = entries.indices.sorted { entries[$0].localHeaderOffset < entries[$1].localHeaderOffset }
-        var ends = [Int](repeating: centralDirectory, count: entries.count)
+        var slotted = entries
         for (position, index) in order.enumerated() {
             let entry = entries[index]
             let end = position + 1 < order.count ? entries[order[position + 1]].localHeaderOffset : centralDirectory
             guard entry.localHeaderOffset + 30 + entry.compressedSize <= end else {
                 throw .malformed(archive: archive, offset: entry.localHeaderOffset, what: "entry \(shown(entry.name).debugDescription) (\(entry.compressedSize) compressed bytes) overlaps the next entry or the central directory at \(end)")
             }
-            ends[index] = end
+            slotted[index].slotEnd = end
         }
-        return entries.indices.map { index in
-            let entry = entries[index]
-            return Entry(
-                name: entry.name, components: entry.components, isDirectory: entry.isDirectory, method: entry.method,
-                crc32: entry.crc32, compressedSize: entry.compressedSize, unpackedSize: entry.unpackedSize,
-                localHeaderOffset: entry.localHeaderOffset, isExecutable: entry.isExecutable, slotEnd: ends[index])
-        }
+        return slotted
     }
 
     /// A name as an error shows it: whole when short, else its start and its length.

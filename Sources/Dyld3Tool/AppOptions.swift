@@ -8,6 +8,7 @@ import LoaderCore
 import ClosureFormat
 import LaunchPlan
 import LoaderSystem
+import Pager
 
 /// The options every command that loads an app shares: where absolute install names are
 /// found, which slice, which host a bundle or dylib goes into, and which closure cache.
@@ -87,6 +88,15 @@ struct AppOptions: ParsableArguments {
 
     /// The signature policy `--require-signatures` and `--library-validation` ask for.
     var signingPolicy: SigningPolicy { SigningPolicy(requireSignatures: requireSignatures, libraryValidation: libraryValidation) }
+}
+
+/// `--fault-around N`, as launch, compare and bench take it.
+struct FaultAroundOption: ParsableArguments {
+    @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
+    var faultAround = FixupPager.defaultFaultAround
+
+    /// The pages one fault fills: the touched one at least.
+    var pages: Int { max(1, faultAround) }
 }
 
 /// How far a command that uses closures trusts them: `--trust` and `--hash-images`.

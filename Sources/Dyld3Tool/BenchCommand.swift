@@ -60,8 +60,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "eager: dyld3 as usual; page-in: also measure page-in linking beside it (launch to main, touching 10/50/100% of the fixup pages, private pages).")
     var fixups: FixupsMode = .eager
 
-    @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
-    var faultAround = FixupPager.defaultFaultAround
+    @OptionGroup var faultAround: FaultAroundOption
 
     @Option(help: "Objective-C classes per framework (tools/gen-app --objc-classes); 0: the C-only apps.")
     var objcClasses = 0
@@ -116,11 +115,11 @@ struct BenchCommand: AsyncParsableCommand {
             dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch ?? "x86_64", style: style,
             repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
         configuration.pageIn = fixups == .pageIn
-        configuration.faultAround = max(1, faultAround)
+        configuration.faultAround = faultAround.pages
         if objcClasses > 0 {
             configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs)
         }
-        let log = { (line: String) in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        let log: (String) -> Void = printError
         // Real-time priority only where the bench measures: what it starts runs at normal priority.
         if let (policy, refused) = UnsafeSchedulingPolicy.startChildrenAtNormalPriority() {
             log("running at \(policy): launches in this process are timed at it; the processes it starts (gen-app, cc, "
@@ -169,7 +168,7 @@ extension BenchCommand {
     /// `bench APP`: every path for one app, in a work area of the closure cache
     /// (`CACHE/app-bench`), against a stub root made there when no `--root` is given.
     func benchApp(_ app: String) async throws {
-        let log = { (line: String) in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        let log: (String) -> Void = printError
         let closures = ClosureCache.resolve(nil)
         let work = closures.directory + "/app-bench"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

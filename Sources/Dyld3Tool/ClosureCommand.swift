@@ -159,6 +159,4 @@ enum ClosureJSON {
             .object([("kind", .string("missing-weak-import"))])
         }
     }
-
-    static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
 }

@@ -53,7 +53,7 @@ struct CodesignVerifyCommand: ParsableCommand {
                 let bytes = try ImageFile.mapRegularFile(file)
                 results.append(try SignatureVerification(path: file, file: bytes, arch: ArchSelection(arch)))
             } catch {
-                FileHandle.standardError.write(Data("dyld3: codesign verify: \(error)\n".utf8))
+                printError("dyld3: codesign verify: \(error)")
                 unreadable = true
             }
         }
@@ -101,7 +101,7 @@ struct CodesignSignCommand: ParsableCommand {
             if let error = error as? MachOError, let signature = error.codeSignature {
                 line = "\(file): offset 0x\(String(error.offset, radix: 16)): \(signature.structure): \(signature.what)"
             }
-            FileHandle.standardError.write(Data("dyld3: \(line)\n".utf8))
+            printError("dyld3: \(line)")
             throw ExitCode(1)
         }
     }

@@ -101,7 +101,7 @@ extension CommandFailure {
     /// Writes the failure (stderr; stdout too under `--json`).
     func report(json: Bool) {
         if json { print(self.json.serialized()) }
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        printError(line)
     }
 
     /// Runs a command's body: any error but an exit status or a usage error is reported as
@@ -121,4 +121,9 @@ extension CommandFailure {
         CommandFailure(error, context: context).report(json: json)
         return ExitCode(1)
     }
+}
+
+/// `line` and a newline on standard error, unbuffered.
+func printError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
 }

@@ -46,8 +46,7 @@ struct CompareCommand: ParsableCommand {
     @Option(help: "How the dyld3 launch writes fixups: eager, or page-in (each page on first touch; the comparison touches every page).")
     var fixups: FixupsMode = .eager
 
-    @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
-    var faultAround = FixupPager.defaultFaultAround
+    @OptionGroup var faultAround: FaultAroundOption
 
     func run() throws {
         try CommandFailure.reporting(json: json, context: options.failureContext(app: app)) { try compare() }
@@ -55,7 +54,7 @@ struct CompareCommand: ParsableCommand {
 
     func compare() throws {
         var launchOptions = try options.launchOptions(for: app)
-        (launchOptions.fixups, launchOptions.faultAround, launchOptions.slidePerLaunch) = (fixups, max(1, faultAround), slidePerLaunch)
+        (launchOptions.fixups, launchOptions.faultAround, launchOptions.slidePerLaunch) = (fixups, faultAround.pages, slidePerLaunch)
         launchOptions.sharedCache = SharedCacheOption.request(sharedCache, root: options.root, arch: launchOptions.arch,
                                                               closureDirectory: options.closureCache.directory)
         launchOptions.sharedCache?.required = true

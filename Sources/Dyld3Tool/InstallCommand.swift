@@ -60,7 +60,7 @@ struct InstallCommand: ParsableCommand {
             }
         }
         if let problem = cache.checkTrust() {
-            FileHandle.standardError.write(Data("dyld3: warning: launches will refuse closures in \(cache.directory): \(problem)\n".utf8))
+            printError("dyld3: warning: launches will refuse closures in \(cache.directory): \(problem)")
         }
         try CommandFailure.reporting(json: json) { try cache.prepareForWriting() }
         // Progress goes to stderr, and only to a terminal; stdout keeps one line per closure.
@@ -70,7 +70,7 @@ struct InstallCommand: ParsableCommand {
         var failed: [JSONValue] = []
         var attempted = 0
         for (number, app) in targets.enumerated() {
-            if progress { FileHandle.standardError.write(Data("[\(number + 1)/\(targets.count)] \(app)\n".utf8)) }
+            if progress { printError("[\(number + 1)/\(targets.count)] \(app)") }
             // An app whose file does not read fails once, without an architecture.
             let architectures: [String?] = (try? options.architectures(of: app)) ?? [nil]
             for arch in architectures {
@@ -82,7 +82,7 @@ struct InstallCommand: ParsableCommand {
                     for path in dlopen {
                         let requested = Self.dlopenPath(path, executable: closure.images[0].path)
                         guard case let .closure(record) = try DlopenClosureBuilder.build(requested, request: request, launch: closure, loaded: closure.images) else {
-                            FileHandle.standardError.write(Data("dyld3: \(app): --dlopen \(path): loaded at launch already, no dlopen closure needed\n".utf8))
+                            printError("dyld3: \(app): --dlopen \(path): loaded at launch already, no dlopen closure needed")
                             continue
                         }
                         closure.dlopens.append(record)
@@ -94,7 +94,7 @@ struct InstallCommand: ParsableCommand {
                             (closure, cachedImages, cachePatches) = try SharedCacheBinding.bind(closure, cachePath: cachePath, closurePath: path)
                         } catch {
                             guard sharedCache == "auto" else { throw error }
-                            FileHandle.standardError.write(Data("dyld3: \(app): shared cache \(error)\n".utf8))
+                            printError("dyld3: \(app): shared cache \(error)")
                         }
                     }
                     var untrusted: String?
@@ -111,7 +111,7 @@ struct InstallCommand: ParsableCommand {
                             + "launches refuse it; remove it as its owner or root, or use another --cache")
                     }
                     if let untrusted {
-                        FileHandle.standardError.write(Data("dyld3: \(path): replaced an untrusted closure (\(untrusted))\n".utf8))
+                        printError("dyld3: \(path): replaced an untrusted closure (\(untrusted))")
                     }
                     let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
                     let prelinked = prelink ? try PrelinkInstall.write(closure, closurePath: path, signedWith: signer) : nil
@@ -136,7 +136,7 @@ struct InstallCommand: ParsableCommand {
                     let named = architectures.count > 1 ? "\(app) [\(arch ?? "?")]" : app
                     failures.append((named, failure.description))
                     failed.append(.object([("app", .string(app)), ("arch", arch.map(JSONValue.string) ?? .null), ("error", failure.errorObject)]))
-                    FileHandle.standardError.write(Data("dyld3: \(named): no closure: \(failure.description)\n".utf8))
+                    printError("dyld3: \(named): no closure: \(failure.description)")
                 }
             }
         }

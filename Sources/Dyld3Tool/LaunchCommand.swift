@@ -60,8 +60,7 @@ struct LaunchCommand: ParsableCommand {
     @Flag(help: "dyld3: verify every mapped page of each signed image against its code signature before the fixups (docs/code-signing.md).")
     var verifyPages = false
 
-    @Option(help: "Page-in: the pages one fault fills: the touched page and up to N-1 more of the same image that receive fixups (1: the touched page alone).")
-    var faultAround = FixupPager.defaultFaultAround
+    @OptionGroup var faultAround: FaultAroundOption
 
     @Flag(help: "Print where the time before main went (each phase and its share), images, fixups, and for dyld3 the closure's size and whether identities were hashed; --json carries the same under \"stats\".")
     var stats = false
@@ -101,7 +100,7 @@ struct LaunchCommand: ParsableCommand {
             guard let launch = outcome.launch else { return }
             defer { launch.memory.release() }
             if let refusal = launch.report.sharedCacheRefusal, !json, number == 1 {
-                FileHandle.standardError.write(Data("dyld3: shared cache not used (\(refusal)); dyld2 loads its dylibs from their files\n".utf8))
+                printError("dyld3: shared cache not used (\(refusal)); dyld2 loads its dylibs from their files")
             }
             anyFallback = anyFallback || outcome.fallback != nil
             let statistics = LaunchStatistics(launch.report, closurePath: nil)
@@ -163,7 +162,7 @@ struct LaunchCommand: ParsableCommand {
                 throw CommandFailure(what: "--mode \(forced.rawValue)", why: "\(failure.what): \(failure.why)", fix: failure.fix, kind: failure.kind)
             }
             refused(error)
-            if !json, !quiet { FileHandle.standardError.write(Data("dyld3: \(notUsed) (\(error)); \(then)\n".utf8)) }
+            if !json, !quiet { printError("dyld3: \(notUsed) (\(error)); \(then)") }
             return nil
         }
     }
@@ -192,8 +191,8 @@ struct LaunchCommand: ParsableCommand {
     func writeFreshClosure(_ request: LaunchOptions, to path: String, signedWith signer: ClosureSigningKey?, trusting trustKey: ClosureTrustKey?) {
         if signer == nil, trustKey != nil || ClosureFile.isSigned(path) {
             let why = trustKey != nil ? "--trust uses only signed closures" : "the closure there is signed"
-            FileHandle.standardError.write(Data(("dyld3: warning: --rebuild: no closure written to \(path): \(why), and without --sign "
-                + "it would be unsigned; give --sign KEY (the private half of the trust key), or rebuild with `dyld3 install --sign KEY`\n").utf8))
+            printError("dyld3: warning: --rebuild: no closure written to \(path): \(why), and without --sign "
+                + "it would be unsigned; give --sign KEY (the private half of the trust key), or rebuild with `dyld3 install --sign KEY`")
             return
         }
         do {
@@ -201,16 +200,16 @@ struct LaunchCommand: ParsableCommand {
                                                    policy: request.signingPolicy)
             try options.closureCache.prepareForWriting()
             try ClosureFile.write(closure, to: path, signedWith: signer)
-            if !json { FileHandle.standardError.write(Data("dyld3: wrote a fresh closure to \(path)\n".utf8)) }
+            if !json { printError("dyld3: wrote a fresh closure to \(path)") }
         } catch {
-            FileHandle.standardError.write(Data("dyld3: warning: --rebuild: no closure written to \(path): \(error)\n".utf8))
+            printError("dyld3: warning: --rebuild: no closure written to \(path): \(error)")
         }
     }
 
     func launchOptions() throws -> LaunchOptions {
         var launchOptions = try options.launchOptions(for: app)
         (launchOptions.slide, launchOptions.run, launchOptions.fixups) = (try parseSlide(), !noRun, fixups)
-        (launchOptions.faultAround, launchOptions.verifyPages, launchOptions.slidePerLaunch) = (max(1, faultAround), verifyPages, slidePerLaunch)
+        (launchOptions.faultAround, launchOptions.verifyPages, launchOptions.slidePerLaunch) = (faultAround.pages, verifyPages, slidePerLaunch)
         launchOptions.sharedCache = SharedCacheOption.request(sharedCache, root: options.root, arch: launchOptions.arch,
                                                               closureDirectory: options.closureCache.directory)
         // The cache's copy slid for the boot is kept with the closures: a first launch makes

@@ -102,26 +102,14 @@ package enum AppBench {
         try ClosureFile.write(closure, to: closurePath)
         log("closure: \(closure.images.count) images, \(closure.totalRebases) rebases, \(closure.totalBinds) binds")
 
-        var launches: [String: () throws -> LaunchReport] = [:]
-        launches["dyld2"] = {
-            let launch = try SlowPath.launch(options)
-            defer { launch.memory.release() }
-            return launch.report
-        }
-        launches["dyld3"] = {
-            let launch = try FastPath.launch(closurePath: closurePath, request: options)
-            defer { launch.memory.release() }
-            return launch.report
-        }
+        var launches: [String: () throws -> Launch] = [:]
+        launches["dyld2"] = { try SlowPath.launch(options) }
+        launches["dyld3"] = { try FastPath.launch(closurePath: closurePath, request: options) }
         let setPath = ClosureCache.prelinkedSetPath(forClosure: closurePath)
         do {
             let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
             try PrelinkedSetFile.write(set, data: data, to: setPath)
-            launches["prelinked"] = {
-                let launch = try PrelinkedLaunch.launch(setPath: setPath, request: options)
-                defer { launch.memory.release() }
-                return launch.report
-            }
+            launches["prelinked"] = { try PrelinkedLaunch.launch(setPath: setPath, request: options) }
         } catch {
             notes.append("prelinked: not measured: \(error)")
         }
@@ -136,11 +124,7 @@ package enum AppBench {
                 let (bound, cached, patches) = try SharedCacheBinding.bind(closure, cachePath: sharedCachePath, closurePath: boundPath)
                 try ClosureFile.write(bound, to: boundPath)
                 notes.append("dyld3_shared_cache: \(cached) images from \(sharedCachePath) (\(patches) patches)")
-                launches["dyld3_shared_cache"] = {
-                    let launch = try FastPath.launch(closurePath: boundPath, request: options)
-                    defer { launch.memory.release() }
-                    return launch.report
-                }
+                launches["dyld3_shared_cache"] = { try FastPath.launch(closurePath: boundPath, request: options) }
             } catch {
                 notes.append("dyld3_shared_cache: not measured: \(error)")
             }
@@ -155,7 +139,7 @@ package enum AppBench {
         log("paths: \(paths.joined(separator: ", "))")
         let (warm, cold) = try InterleavedRounds(runs: request.runs, paths: paths, files: files, eviction: request.eviction).measure(log: log) { path, cold in
             guard let launch = launches[path] else { return 0 }
-            let report = try launch()
+            let report = try launch().released()
             // Each path's first warm launch is the discarded round's.
             if !cold, !warmed.insert(path).inserted {
                 for (phase, time) in report.timings where phase != .total && phase != .main {
@@ -217,8 +201,7 @@ package enum AppBench {
         let cold = report.cold.map { _ in ["cold"] } ?? []
         out += MarkdownReport.table(["path", "warm"] + cold + ["of the 400 ms budget"], paths.map { path in
             let warm = report.warm[path]
-            return [path, warm.map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–"]
-                + (report.cold.map { [$0[path].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–"] } ?? [])
+            return [path, MarkdownReport.cell(warm, format: ms)] + (report.cold.map { [MarkdownReport.cell($0[path], format: ms)] } ?? [])
                 + [warm.map { String(format: "%.1f%%", 100 * Double($0.median) / Double(budget)) } ?? "–"]
         }) + "\n"
         let phases = LaunchReport.Phase.allCases.map(\.rawValue).filter { phase in paths.contains { report.phases[$0]?[phase] != nil } }

@@ -112,23 +112,20 @@ enum CodeSigningBench {
             }
             let pageTime = elapsed(since: &clock)
 
-            let plain = try FastPath.launch(closurePath: closurePath, request: options)
-            plain.memory.release()
-            let checked = try FastPath.launch(closurePath: closurePath, request: withPages)
-            checked.memory.release()
+            let plain = try FastPath.launch(closurePath: closurePath, request: options).released()
+            let checked = try FastPath.launch(closurePath: closurePath, request: withPages).released()
             var withoutCdhashCheck = LaunchConfiguration()
             withoutCdhashCheck.checksCodeDirectories = false
-            let withoutCdhash = try FastPath.launch(closurePath: closurePath, request: options, configuration: withoutCdhashCheck)
-            withoutCdhash.memory.release()
-            verified = checked.report.pagesVerified ?? 0
+            let withoutCdhash = try FastPath.launch(closurePath: closurePath, request: options, configuration: withoutCdhashCheck).released()
+            verified = checked.pagesVerified ?? 0
             guard round > 0 else { continue }  // round 0 warms caches and is discarded
             full.append(fullTime)
             cdhash.append(cdhashTime)
             pageCheck.append(pageTime)
-            eager.append(plain.report.timings[.total] ?? 0)
-            verifying.append(checked.report.timings[.total] ?? 0)
-            phase.append(checked.report.timings[.parsing] ?? 0)
-            unchecked.append(withoutCdhash.report.timings[.total] ?? 0)
+            eager.append(plain.timings[.total] ?? 0)
+            verifying.append(checked.timings[.total] ?? 0)
+            phase.append(checked.timings[.parsing] ?? 0)
+            unchecked.append(withoutCdhash.timings[.total] ?? 0)
         }
         let fullDistribution = Distribution(full), cdhashDistribution = Distribution(cdhash)
         let pageMedian = Double(Distribution(pageCheck).median), phaseDistribution = Distribution(phase)

@@ -1,5 +1,6 @@
 import Foundation
 import ClosureCache
+import LoaderCore
 
 /// `dyld3 bench`: dyld2, dyld3, the mapping floor and glibc's loader on generated apps of
 /// each size, measured side by side in one run, plus what the closure costs.
@@ -67,5 +68,13 @@ package enum LaunchBench {
         for (name, data) in contents {
             try data.write(to: URL(fileURLWithPath: directory + "/" + name), options: .atomic)
         }
+    }
+}
+
+extension Launch {
+    /// The report of a launch that was only measured, its memory released.
+    func released() -> LaunchReport {
+        memory.release()
+        return report
     }
 }

@@ -251,9 +251,10 @@ package enum MarkdownReport {
         return String(format: "%.2f×", Double(x) / Double(best.median))
     }
 
-    package static func cell(_ distribution: Distribution?) -> String {
+    /// `median (p90)`, each by `format`; `–` when not measured.
+    package static func cell(_ distribution: Distribution?, format: (Int64) -> String = time) -> String {
         guard let distribution else { return "–" }
-        return "\(time(distribution.median)) (\(time(distribution.p90)))"
+        return "\(format(distribution.median)) (\(format(distribution.p90)))"
     }
 
     static func ratio(_ values: [String: Distribution], _ a: String, _ b: String) -> String {

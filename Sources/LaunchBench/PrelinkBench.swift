@@ -123,17 +123,14 @@ package enum PrelinkBench {
                 mapped.memory.release()
                 return mapped.nanoseconds
             case "dyld3":
-                let fast = try FastPath.launch(closurePath: closurePath, request: options)
-                fast.memory.release()
-                return fast.report.timings[.total] ?? 0
+                return try FastPath.launch(closurePath: closurePath, request: options).released().timings[.total] ?? 0
             case "prelinked", "prelinked_page_in", "slid_at_launch", "slid_at_launch_page_in":
-                let launch = try PrelinkedLaunch.launch(setPath: setPath, request: requests[path] ?? options)
-                launch.memory.release()
-                if path == "slid_at_launch_page_in" { fallback = launch.report.pageInFallback.map(String.init(describing:)) } else { hashed = launch.report.imagesHashed ?? 0 }
-                if path.hasPrefix("prelinked"), !launch.report.slidForBoot {
-                    throw CommandFailure.failed("\(setPath): the launch slid the set itself: \(launch.report.slideAtLaunch.map(String.init(describing:)) ?? "?")")
+                let report = try PrelinkedLaunch.launch(setPath: setPath, request: requests[path] ?? options).released()
+                if path == "slid_at_launch_page_in" { fallback = report.pageInFallback.map(String.init(describing:)) } else { hashed = report.imagesHashed ?? 0 }
+                if path.hasPrefix("prelinked"), !report.slidForBoot {
+                    throw CommandFailure.failed("\(setPath): the launch slid the set itself: \(report.slideAtLaunch.map(String.init(describing:)) ?? "?")")
                 }
-                return launch.report.timings[.total] ?? 0
+                return report.timings[.total] ?? 0
             default:
                 return try prelinkedFloor.launch()
             }
@@ -166,7 +163,7 @@ package enum PrelinkBench {
             out += "## \(title)\n\n" + MarkdownReport.table(["dylibs", "images", "slide locations"] + paths, results.map { result in
                 let samples = pick(result)
                 return ["\(result.dylibs)", "\(result.images)", "\(result.slideLocations)"]
-                    + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
+                    + paths.map { MarkdownReport.cell(samples[$0], format: ms) }
             }) + "\nRatios of the medians:\n\n"
             out += MarkdownReport.table(["dylibs", "prelinked / floor + protections", "page-in / floor + protections"], results.map { result in
                 let samples = pick(result), floor = samples["floor_protected"]?.median

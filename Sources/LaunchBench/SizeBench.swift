@@ -123,13 +123,11 @@ struct SizeBench {
                         sessions: [LaunchPath: GlibcHarness.Session], cold: Bool) async throws -> (nanoseconds: Int64, phases: LaunchReport.PhaseTimings) {
         switch path {
         case .dyld2:
-            let slow = try SlowPath.launch(options)
-            slow.memory.release()
-            return (slow.report.timings[.total] ?? 0, slow.report.timings)
+            let slow = try SlowPath.launch(options).released()
+            return (slow.timings[.total] ?? 0, slow.timings)
         case .dyld3:
-            let fast = try FastPath.launch(closurePath: closurePath, request: options)
-            fast.memory.release()
-            return (fast.report.timings[.total] ?? 0, fast.report.timings)
+            let fast = try FastPath.launch(closurePath: closurePath, request: options).released()
+            return (fast.timings[.total] ?? 0, fast.timings)
         case .floor, .floorProtected:
             let mapped = try floor.launch(readAhead: cold, protections: path == .floorProtected)
             mapped.memory.release()

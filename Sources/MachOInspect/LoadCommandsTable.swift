@@ -229,8 +229,14 @@ enum LoadCommandsTable {
         return Body(fields: try rawFields(command, image))
     }
 
+    /// The commands whose body is one `lc_str`, and the name `llvm-objdump` gives it.
+    private static let stringFieldNames: [LoadCommandType: String] = [
+        .subFramework: "umbrella", .subUmbrella: "sub_umbrella", .subLibrary: "sub_library", .subClient: "client", .targetTriple: "triple",
+    ]
+
     static func rawFields(_ command: LoadCommand, _ image: MachOImage) throws(MachOError) -> [Field] {
         let view = try image.commandView(command)
+        if let name = stringFieldNames[command.type] { return [.string(name, try view.lcString(at: 8))] }
         switch command.type {
         case .sourceVersion:
             return [.string("version", MachONames.sourceVersion(try SourceVersion(parsing: view)))]
@@ -238,16 +244,6 @@ enum LoadCommandsTable {
             let info = try EncryptionInfo(parsing: view, is64: command.type == .encryptionInfo64)
             return [.number("cryptoff", info.cryptOffset), .number("cryptsize", info.cryptSize), .number("cryptid", info.cryptID)]
                 + (info.pad.map { [Field.number("pad", $0)] } ?? [])
-        case .subFramework:
-            return [.string("umbrella", try view.loadCommandString(at: 8))]
-        case .subUmbrella:
-            return [.string("sub_umbrella", try view.loadCommandString(at: 8))]
-        case .subLibrary:
-            return [.string("sub_library", try view.loadCommandString(at: 8))]
-        case .subClient:
-            return [.string("client", try view.loadCommandString(at: 8))]
-        case .targetTriple:
-            return [.string("triple", try view.loadCommandString(at: 8))]
         case .note:
             let note = try NoteCommand(parsing: view)
             return [.string("data_owner", note.dataOwner), .number("offset", note.offset), .number("size", note.size)]

@@ -18,37 +18,21 @@ enum MachONames {
         return components.map(String.init).joined(separator: ".")
     }
 
-    /// `PLATFORM_*` of LC_BUILD_VERSION by the name dyld prints.
+    /// `PLATFORM_*` of LC_BUILD_VERSION by the name dyld prints, from 0.
+    static let platformNames = [
+        "unknown", "macOS", "iOS", "tvOS", "watchOS", "bridgeOS", "Mac Catalyst", "iOS simulator", "tvOS simulator",
+        "watchOS simulator", "DriverKit", "visionOS", "visionOS simulator", "firmware", "sepOS",
+    ]
+
     static func platform(_ number: UInt32) -> String {
-        switch number {
-        case 0: "unknown"
-        case 1: "macOS"
-        case 2: "iOS"
-        case 3: "tvOS"
-        case 4: "watchOS"
-        case 5: "bridgeOS"
-        case 6: "Mac Catalyst"
-        case 7: "iOS simulator"
-        case 8: "tvOS simulator"
-        case 9: "watchOS simulator"
-        case 10: "DriverKit"
-        case 11: "visionOS"
-        case 12: "visionOS simulator"
-        case 13: "firmware"
-        case 14: "sepOS"
-        default: "platform \(number)"
-        }
+        number < platformNames.count ? platformNames[Int(number)] : "platform \(number)"
     }
 
-    /// `TOOL_*` of a build version's tool entry.
+    /// `TOOL_*` of a build version's tool entry, from 1.
+    static let buildToolNames = ["clang", "swift", "ld", "lld"]
+
     static func buildTool(_ number: UInt32) -> String {
-        switch number {
-        case 1: "clang"
-        case 2: "swift"
-        case 3: "ld"
-        case 4: "lld"
-        default: String(number)
-        }
+        (1...UInt32(buildToolNames.count)).contains(number) ? buildToolNames[Int(number) - 1] : String(number)
     }
 
     static let headerFlagNames: [(UInt32, String)] = [

@@ -26,9 +26,7 @@ package struct EncryptionInfo: Equatable, Sendable {
     package let pad: UInt32?
 
     package init(parsing view: ByteView, is64: Bool) throws(MachOError) {
-        cryptOffset = try view.u32(8)
-        cryptSize = try view.u32(12)
-        cryptID = try view.u32(16)
+        (cryptOffset, cryptSize, cryptID) = (try view.u32(8), try view.u32(12), try view.u32(16))
         pad = is64 ? try view.u32(20) : nil
     }
 }
@@ -61,9 +59,7 @@ package struct NoteCommand: Equatable, Sendable {
     package let size: UInt64
 
     package init(parsing view: ByteView) throws(MachOError) {
-        dataOwner = try view.fixedString(8, 16)
-        offset = try view.u64(24)
-        size = try view.u64(32)
+        (dataOwner, offset, size) = (try view.fixedString(8, 16), try view.u64(24), try view.u64(32))
     }
 }
 
@@ -74,8 +70,7 @@ package struct Routines64: Equatable, Sendable {
     package let reserved: [UInt64]
 
     package init(parsing view: ByteView) throws(MachOError) {
-        initAddress = try view.u64(8)
-        initModule = try view.u64(16)
+        (initAddress, initModule) = (try view.u64(8), try view.u64(16))
         var reserved: [UInt64] = []
         for index in 0..<6 { reserved.append(try view.u64(24 + 8 * index)) }
         self.reserved = reserved
@@ -89,9 +84,7 @@ package struct FilesetEntry: Equatable, Sendable {
     package let entryID: String
 
     package init(parsing view: ByteView) throws(MachOError) {
-        vmAddress = try view.u64(8)
-        fileOffset = try view.u64(16)
-        entryID = try view.lcString(at: 24)
+        (vmAddress, fileOffset, entryID) = (try view.u64(8), try view.u64(16), try view.lcString(at: 24))
     }
 }
 
@@ -102,14 +95,6 @@ package struct TwoLevelHints: Equatable, Sendable {
 
     package init(parsing view: ByteView) throws(MachOError) {
         (offset, count) = (try view.u32(8), try view.u32(12))
-    }
-}
-
-extension ByteView {
-    /// The command's `lc_str` at `fieldOffset` (LC_SUB_FRAMEWORK's umbrella, LC_SUB_CLIENT's
-    /// client, LC_TARGET_TRIPLE's triple, ...).
-    package func loadCommandString(at fieldOffset: Int) throws(MachOError) -> String {
-        try lcString(at: fieldOffset)
     }
 }
 

@@ -23,9 +23,7 @@ package struct DylibCommand: Equatable, Sendable {
 
     package init(parsing view: ByteView) throws(MachOError) {
         installName = try view.lcString(at: 8)
-        timestamp = try view.u32(12)
-        currentVersion = try view.u32(16)
-        compatibilityVersion = try view.u32(20)
+        (timestamp, currentVersion, compatibilityVersion) = (try view.u32(12), try view.u32(16), try view.u32(20))
     }
 }
 
@@ -54,9 +52,7 @@ package struct BuildVersion: Equatable, Sendable {
     }
 
     package init(parsing view: ByteView) throws(MachOError) {
-        platform = try view.u32(8)
-        minOS = try view.u32(12)
-        sdk = try view.u32(16)
+        (platform, minOS, sdk) = (try view.u32(8), try view.u32(12), try view.u32(16))
         let count = try view.u32(20)
         guard UInt64(count) * 8 <= UInt64(max(0, view.count - 24)) else {
             throw MachOError.malformed("LC_BUILD_VERSION claims \(count) tools, more than its command holds", at: view.absolute(20))
@@ -216,7 +212,7 @@ package struct LoadCommand: Equatable, Sendable {
 extension ByteView {
     /// An `lc_str`: a 32-bit offset at `fieldOffset`, from the command's start, to a
     /// NUL-terminated string that must end inside the command.
-    func lcString(at fieldOffset: Int) throws(MachOError) -> String {
+    package func lcString(at fieldOffset: Int) throws(MachOError) -> String {
         let stringOffset = try u32(fieldOffset)
         guard stringOffset < UInt32(count) else {
             throw MachOError.malformed("string offset \(stringOffset) is outside its \(count)-byte load command", at: absolute(fieldOffset))

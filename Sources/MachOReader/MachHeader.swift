@@ -16,8 +16,6 @@ package struct MachHeader: Equatable, Sendable {
         package static let bundle = FileType(rawValue: 8)
         package static let dylibStub = FileType(rawValue: 9)
         package static let dsym = FileType(rawValue: 10)
-        package static let kextBundle = FileType(rawValue: 11)
-        package static let fileset = FileType(rawValue: 12)
         /// `MH_OBJECT` through `MH_FILESET`: the types LLVM recognizes a Mach-O file by.
         package static let known: ClosedRange<UInt32> = 1...12
 

@@ -85,7 +85,7 @@ extension ClosureTests {
     /// An index that decodes but disagrees with the runs (a page dropped, a restart moved)
     /// is a `verify` problem: that page would never get its fixups in a page-in launch.
     @Test func verifyFindsAnIndexThatDisagreesWithTheRuns() throws {
-        let app = try #require(try FixtureApp.all().first { $0.name == "init-order" && $0.variant == "x86_64-chained" })
+        let app = try FixtureApp.named("init-order")
         var closure = try app.closure()
         let target = try #require(closure.images.firstIndex { $0.fixupPageIndex.bytes.count > 2 })
         let pages = try closure.images[target].fixupPageIndex.pages(path: "").pages

@@ -63,7 +63,7 @@ import ClosureFormat
             let base = Paths.repoRoot.appendingPathComponent(directory).path
             if FileManager.default.fileExists(atPath: base + "/gen100.app/gen100") { return (base + "/gen100.app", base + "/root") }
         }
-        throw HostileFailure("no generated 100-framework app: run tools/gen-app --preset 100 --seed 1 --out build/demo-gen100 (make demo does)")
+        throw FixtureError("no generated 100-framework app: run tools/gen-app --preset 100 --seed 1 --out build/demo-gen100 (make demo does)")
     }
 
     @Test func installKilledMidWriteLeavesThePreviousClosure() async throws {

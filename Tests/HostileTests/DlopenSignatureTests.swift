@@ -16,7 +16,7 @@ import Testing
 @Suite(.serialized, .bounded) struct DlopenSignatureTests {
     @Test(arguments: FixtureApp.variants.filter { $0.hasPrefix(CodeRunner.hostArchitecture) })
     func aChangedPluginIsRefusedByEveryPageCheck(variant: String) throws {
-        let original = try #require(try FixtureApp.all().first { $0.name == "dlopen" && $0.variant == variant })
+        let original = try FixtureApp.named("dlopen", variant)
         guard case let .result(expected, _) = original.expectation else { Issue.record("the dlopen app must launch"); return }
         let app = try original.scratchCopy()
         defer { try? FileManager.default.removeItem(at: app.directory) }

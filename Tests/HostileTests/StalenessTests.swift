@@ -41,7 +41,7 @@ import Testing
 
     static func fileStatus(_ path: String) throws -> stat {
         var info = stat()
-        guard stat(path, &info) == 0 else { throw HostileFailure("stat \(path): \(errno)") }
+        guard stat(path, &info) == 0 else { throw FixtureError("stat \(path): \(errno)") }
         return info
     }
 

@@ -18,16 +18,6 @@ import Testing
     static let modes = "@executable_path/PlugIns/Modes.bundle/Modes"
     static let helper = "/usr/lib/libfixture_dlopen_modes.dylib"
 
-    static func app(_ variant: String) throws -> FixtureApp {
-        try #require(try FixtureApp.all().first { $0.name == "dlopen-modes" && $0.variant == variant }, "no dlopen-modes app [\(variant)]")
-    }
-
-    static func scratch() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-dlopen-modes-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        return path
-    }
-
     /// The first dlopen loads the bundle then its helper, the other four (other path forms of
     /// the two) load nothing; RTLD_NOLOAD before the load is no event at all.
     static func checkEvents(_ events: [DynamicLoadEvent], _ app: FixtureApp, via: String) throws {
@@ -42,7 +32,7 @@ import Testing
 
     @Test(arguments: DlopenTests.hostVariants)
     func dyld2FollowsEachMode(variant: String) throws {
-        let app = try Self.app(variant)
+        let app = try FixtureApp.named("dlopen-modes", variant)
         guard case let .result(expected, initOrder) = app.expectation else { Issue.record("the dlopen-modes app must launch"); return }
         let launch = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root))
         defer { launch.memory.release() }
@@ -54,9 +44,9 @@ import Testing
     /// dyld3 with the installed dlopen closure, and with one built at run time: the same result.
     @Test(arguments: DlopenTests.hostVariants)
     func dyld3FollowsEachMode(variant: String) throws {
-        let app = try Self.app(variant)
+        let app = try FixtureApp.named("dlopen-modes", variant)
         guard case let .result(expected, _) = app.expectation else { return }
-        let cache = try Self.scratch()
+        let cache = try Scratch.directory("dlopen-modes")
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let request = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root)
         let installed = try FastPath.launch(closurePath: try app.install(into: cache), request: request)
@@ -73,7 +63,7 @@ import Testing
     /// `compare` runs main both ways: the same memory, fixups and result.
     @Test(arguments: DlopenTests.hostVariants)
     func compareFindsBothPathsIdentical(variant: String) throws {
-        let app = try Self.app(variant)
+        let app = try FixtureApp.named("dlopen-modes", variant)
         guard case let .result(expected, _) = app.expectation else { return }
         let comparison = try LaunchComparison.run(
             options: LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root), closure: try app.closure(),
@@ -85,8 +75,8 @@ import Testing
     /// Each mode against each path's loader directly, the launch made without running code.
     @Test(arguments: DlopenTests.hostVariants)
     func eachLoaderAnswersEachMode(variant: String) throws {
-        let app = try Self.app(variant)
-        let cache = try Self.scratch()
+        let app = try FixtureApp.named("dlopen-modes", variant)
+        let cache = try Scratch.directory("dlopen-modes")
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let request = LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false)
         let slow = try SlowPath.launch(request)

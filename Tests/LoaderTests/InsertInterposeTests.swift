@@ -27,17 +27,6 @@ import Testing
 
     static func json(_ result: Dyld3Binary.Result) -> [String: Any] { result.json ?? [:] }
 
-    static func app(_ name: String, _ variant: String) throws -> FixtureApp {
-        try #require(try FixtureApp.all().first { $0.name == name && $0.variant == variant }, "no fixture app \(name) [\(variant)]")
-    }
-
-    /// A fresh cache directory, mode 0755 whatever the umask.
-    static func scratch() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-insert-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        return path
-    }
-
     /// With `--insert`: dyld2 and dyld3 (from a closure installed with it) return the
     /// inserted launch's result, run initializers in the model's order, load the library
     /// right after the executable, and `compare` finds the same memory. Without it, the
@@ -45,10 +34,10 @@ import Testing
     /// returns the plain launch's result.
     @Test(arguments: FixtureApp.variants)
     func insertedLibraryLoadsFirstAndInterposes(variant: String) async throws {
-        let app = try Self.app("insert", variant)
+        let app = try FixtureApp.named("insert", variant)
         let expected = try Self.insertedExpectation(app)
         let library = app.bundle + "/Frameworks/libInsert.dylib"
-        let cache = try Self.scratch()
+        let cache = try Scratch.directory("insert")
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let common = ["--root", app.root, "--cache", cache, "--json"]
         let runs = app.arch == CodeRunner.hostArchitecture
@@ -84,7 +73,7 @@ import Testing
     /// the replacement, libInterpose's own to the original.
     @Test(arguments: FixtureApp.variants)
     func interposingTupleNamesTheSymbolsObjdumpShows(variant: String) async throws {
-        let app = try Self.app("interpose", variant)
+        let app = try FixtureApp.named("interpose", variant)
         let graph = try DependencyGraph(roots: [app.executable], arch: app.arch, root: app.root)
         let plans = try graph.nodes.map { try ImagePlan(image: $0.image, path: $0.path, sliceOffset: $0.file.sliceOffset) }
         let resolver = try FixupResolver(graph: graph, plans: plans)
@@ -109,7 +98,7 @@ import Testing
     /// `--syms` gives `_my_compute`, its replacee the symbol the fixup tables bind 8 bytes on.
     @Test(arguments: FixtureApp.variants)
     func inspectShowsTheTupleObjdumpShows(variant: String) async throws {
-        let app = try Self.app("interpose", variant)
+        let app = try FixtureApp.named("interpose", variant)
         let path = app.bundle + "/Frameworks/libInterpose.dylib"
         let inspected = try await Dyld3Binary.run(["inspect", "--interpose", "--json", path], limitSeconds: 60)
         let slice = (inspected.json?["slices"] as? [[String: Any]])?.first
@@ -131,7 +120,7 @@ import Testing
     /// host (as dlopen loads it) registers no tuples, and `--insert` into such a launch is
     /// refused with one line naming the image.
     @Test func insertIntoAHostLaunchIsRefused() async throws {
-        let app = try Self.app("insert", "x86_64-chained")
+        let app = try FixtureApp.named("insert", "x86_64-chained")
         let library = app.bundle + "/Frameworks/libInsert.dylib"
         let other = app.bundle + "/Frameworks/Other.framework/Other"
         let run = try await Dyld3Binary.run(["launch", other, "--host", app.executable, "--root", app.root, "--mode", "dyld2",

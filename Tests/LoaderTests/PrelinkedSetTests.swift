@@ -25,8 +25,7 @@ import LaunchMemory
 
     /// A fresh cache directory (mode 0755) holding the closure and the set of `app`; the paths.
     static func install(_ app: FixtureApp) throws -> (cache: String, closure: String, set: String) {
-        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-prelinked-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let cache = try Scratch.directory("prelinked")
         let closurePath = try app.install(into: cache)
         let closure = try ClosureFile.read(closurePath)
         let setPath = ClosureCache.prelinkedSetPath(forClosure: closurePath)

@@ -11,7 +11,7 @@ import Testing
     static let frameworks = 40, system = 32
 
     /// A fresh app of `frameworks` frameworks, the first `system` in its root, and the root's cache.
-    static func generated() async throws -> (directory: String, app: String, root: String, cache: String, expected: Int) {
+    static func generated() async throws -> (directory: String, app: String, root: String, cache: String, expected: Int, closures: String, common: [String]) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-cache-launch-\(UUID().uuidString)").path
         let generator = try await ProcessRunner.run(Paths.repoRoot.appendingPathComponent("tools/gen-app").path,
                                                     ["--dylibs", "\(frameworks)", "--system", "\(system)", "--seed", "5", "--out", directory])
@@ -21,21 +21,25 @@ import Testing
         let expected = try #require((manifest["expect"] as? [String: Any])?["result"] as? Int)
         let built = try await Dyld3Binary.run(["shared-cache", "build", "--root", root], limitSeconds: 120)
         try #require(built.status == 0, "\(built.stderr)")
-        return (directory, app, root, root + "/System/Library/dyld/dyld_shared_cache_x86_64", expected)
+        return (directory, app, root, root + "/System/Library/dyld/dyld_shared_cache_x86_64", expected,
+                directory + "/closures", ["--root", root, "--cache", directory + "/closures"])
     }
 
     static func json(_ text: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text.prefix(400))")
     }
 
-    @Test func aClosureBoundIntoTheCacheLaunchesAsDyld2DoesFromTheFiles() async throws {
-        let (directory, app, root, cachePath, expected) = try await Self.generated()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let cache = directory + "/closures"
-        let common = ["--root", root, "--cache", cache]
-
+    /// `install APP --json`'s closure object.
+    static func installedClosure(_ app: String, _ common: [String]) async throws -> [String: Any] {
         let installed = try await Dyld3Binary.run(["install", app, "--json"] + common, limitSeconds: 120)
-        let closure = try #require((try Self.json(installed.stdout)["closures"] as? [[String: Any]])?.first, "\(installed.stderr)")
+        return try #require((try json(installed.stdout)["closures"] as? [[String: Any]])?.first, "\(installed.stderr)")
+    }
+
+    @Test func aClosureBoundIntoTheCacheLaunchesAsDyld2DoesFromTheFiles() async throws {
+        let (directory, app, root, cachePath, expected, cache, common) = try await Self.generated()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        let closure = try await Self.installedClosure(app, common)
         #expect(closure["shared_cache"] as? String == cachePath)
         // The images the cache holds: every image dyld2 loads from the root (the system
         // frameworks and libSystem), none of the app's.
@@ -66,10 +70,8 @@ import Testing
     }
 
     @Test func aRebuiltOrUntrustedCacheRefusesTheClosureAndAutoFallsBack() async throws {
-        let (directory, app, root, cachePath, expected) = try await Self.generated()
+        let (directory, app, root, cachePath, expected, cache, common) = try await Self.generated()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let cache = directory + "/closures"
-        let common = ["--root", root, "--cache", cache]
         let installed = try await Dyld3Binary.run(["install", app] + common, limitSeconds: 120)
         #expect(installed.status == 0 && installed.stdout.contains("in the shared cache"), "\(installed.stdout) \(installed.stderr)")
 
@@ -115,12 +117,9 @@ import Testing
         #expect(launched.status == 0 && launched.stdout.contains("main returned \(expected)"), "\(launched.stderr)")
     }
     @Test func dyld2TakesTheCachedDylibsFromTheCacheAndFallsBackToTheFiles() async throws {
-        let (directory, app, root, cachePath, expected) = try await Self.generated()
+        let (directory, app, _, cachePath, expected, cache, common) = try await Self.generated()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let cache = directory + "/closures"
-        let common = ["--root", root, "--cache", cache]
-        let installed = try await Dyld3Binary.run(["install", app, "--json"] + common, limitSeconds: 120)
-        let closure = try #require((try Self.json(installed.stdout)["closures"] as? [[String: Any]])?.first, "\(installed.stderr)")
+        let closure = try await Self.installedClosure(app, common)
         let cached = try #require(closure["images_in_shared_cache"] as? Int)
         #expect(cached == Self.system + 1 && (closure["shared_cache_patches"] as? Int ?? 0) > 0)
 

@@ -14,16 +14,12 @@ import Testing
 /// proves through every launch path: which descriptors are set up (against llvm-objdump's
 /// view of the images), and keys that come back when a launch is released.
 @Suite(.bounded) struct ThreadLocalTests {
-    static func app(_ variant: String) throws -> FixtureApp {
-        try #require(try FixtureApp.all().first { $0.name == "tlv" && $0.variant == variant }, "no fixture app tlv [\(variant)]")
-    }
-
     /// The digest counts the words the launch points into the loader itself (each descriptor's
     /// thunk, the host services table) as the loader's pointer: at one slide, launches in two
     /// processes, whose loaders are mapped at different addresses, give one digest, both ways.
     @Test func theDigestIsTheSameInEveryProcessAtOneSlide() async throws {
-        let app = try Self.app("\(CodeRunner.hostArchitecture)-chained")
-        let cache = try DlopenTests.scratch()
+        let app = try FixtureApp.named("tlv", "\(CodeRunner.hostArchitecture)-chained")
+        let cache = try Scratch.directory("dlopen")
         defer { try? FileManager.default.removeItem(atPath: cache) }
         _ = try app.install(into: cache)
         var digests: [String] = []
@@ -42,7 +38,7 @@ import Testing
     /// llvm-objdump-19's section table gives them.
     @Test(arguments: FixtureApp.variants)
     func setupsCoverTheSectionsObjdumpShows(variant: String) async throws {
-        let app = try Self.app(variant)
+        let app = try FixtureApp.named("tlv", variant)
         let closure = try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root)
         #expect(closure.threadLocals.setups.map(\.image) == [0, 2], "\(closure.threadLocals.setups)")
         for setup in closure.threadLocals.setups {
@@ -67,7 +63,7 @@ import Testing
     /// thread-local app (1,200 keys, more than the 1,024 a process holds at once) all set
     /// their descriptors up, each with the key its launch made for the image.
     @Test func keysComeBackWhenALaunchIsReleased() throws {
-        let app = try Self.app("x86_64-chained")
+        let app = try FixtureApp.named("tlv", "x86_64-chained")
         let setup = try #require(try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root).threadLocals.setups.first)
         for _ in 0..<600 {
             let launch = try SlowPath.launch(LaunchOptions(roots: [app.executable], arch: app.arch, root: app.root, run: false))
@@ -82,7 +78,7 @@ import Testing
     /// their memory identical (each descriptor holds its launch's key for its image) and
     /// the same result.
     @Test func compareMatchesKeysByImageWhileOtherLaunchesTakeKeys() throws {
-        let app = try Self.app("x86_64-chained")
+        let app = try FixtureApp.named("tlv", "x86_64-chained")
         let closure = try ClosureBuilder.build(roots: [app.executable], arch: app.arch, root: app.root)
         guard case let .result(expected, _) = app.expectation else {
             Issue.record("tlv [\(app.variant)] expects no result")
@@ -111,7 +107,7 @@ import Testing
     /// offset that of the variable's `NAME$tlv$init` symbol in the template.
     @Test(arguments: FixtureApp.variants)
     func inspectShowsTheDescriptorsObjdumpShows(variant: String) async throws {
-        let app = try Self.app(variant)
+        let app = try FixtureApp.named("tlv", variant)
         for path in [app.executable, app.bundle + "/Frameworks/Counter.framework/Counter"] {
             let inspected = try await Dyld3Binary.run(["inspect", "--thread-locals", "--json", path], limitSeconds: 60)
             let slice = (inspected.json?["slices"] as? [[String: Any]])?.first

@@ -56,6 +56,14 @@ package struct FixtureApp: CustomStringConvertible, Sendable {
         return imagePaths.first(where: { path.hasSuffix("/" + $0.path) || path.hasSuffix($0.path) && $0.path.hasPrefix("/") })?.name ?? path
     }
 
+    /// One fixture app by name and variant; fails loudly when the fixtures are not built.
+    package static func named(_ name: String, _ variant: String = "x86_64-chained") throws -> FixtureApp {
+        guard let app = try all().first(where: { $0.name == name && $0.variant == variant }) else {
+            throw FixtureError("no fixture app \(name) [\(variant)]")
+        }
+        return app
+    }
+
     /// Every app in every variant; fails loudly if the fixtures are not built.
     package static func all() throws -> [FixtureApp] {
         let sources = Paths.repoRoot.appendingPathComponent("Fixtures/apps")
