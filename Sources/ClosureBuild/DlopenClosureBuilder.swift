@@ -28,15 +28,18 @@ package enum DlopenClosureBuilder {
     /// the graph is loaded again from the files.
     package static func resolve(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
                                earlier: [String], state: (any Sendable)?) throws(LoadError) -> DlopenResolution {
+        func holdsLoaded(_ graph: DependencyGraph) -> Bool {
+            graph.nodes.count == loaded.count && graph.nodes.indices.allSatisfy { graph.nodes[$0].path == loaded[$0].path }
+        }
         var graph: DependencyGraph
-        if let kept = state as? DependencyGraph, kept.nodes.count == loaded.count, kept.nodes.indices.allSatisfy({ kept.nodes[$0].path == loaded[$0].path }) {
+        if let kept = state as? DependencyGraph, holdsLoaded(kept) {
             graph = kept
         } else {
             graph = try DependencyGraph(roots: request.roots, inserted: request.inserted, arch: request.arch, root: request.root)
             for opened in earlier { _ = try graph.open(opened, arch: request.arch) }
-        }
-        guard graph.nodes.count == loaded.count, graph.nodes.indices.allSatisfy({ graph.nodes[$0].path == loaded[$0].path }) else {
-            throw .unusable(path: path, reason: "cannot be opened by a dlopen closure: the images loaded so far are no longer the files found on disk")
+            guard holdsLoaded(graph) else {
+                throw .unusable(path: path, reason: "cannot be opened by a dlopen closure: the images loaded so far are no longer the files found on disk")
+            }
         }
         let (node, added) = try graph.open(path, arch: request.arch)
         guard !added.isEmpty else { return .loaded(path: graph.nodes[node].path) }

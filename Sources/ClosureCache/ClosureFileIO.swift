@@ -47,8 +47,7 @@ extension ClosureFile {
 
     /// A closure file, or its directory, that another user can write could have been forged.
     package static func checkOwnership(_ path: String, _ status: FileStatus) throws(ClosureError) {
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
-        let directoryPath = directory.isEmpty ? (path.hasPrefix("/") ? "/" : ".") : directory
+        let directoryPath = PathResolver.containingDirectory(of: path)
         guard let directoryStatus = FileStatus.of(directoryPath) else {
             throw .untrusted(path: path, what: "its directory cannot be examined")
         }

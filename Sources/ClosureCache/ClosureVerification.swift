@@ -122,8 +122,7 @@ package struct ClosureVerification: Sendable {
     /// The file name says which app and architecture the closure is for (`name`: the file's
     /// path beside that closure's): its binding must agree.
     static func placementProblems(_ closure: LaunchClosure, path: String, name: (String) -> String = { $0 }) -> [Problem] {
-        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        let cache = ClosureCache(directory: directory.isEmpty ? "." : directory)
+        let cache = ClosureCache(directory: PathResolver.containingDirectory(of: path))
         let expected = name(cache.closurePath(forApp: closure.binding.app, arch: closure.arch))
         guard expected.split(separator: "/").last != path.split(separator: "/").last else { return [] }
         return [Problem(kind: .misplaced, message: "built for \(closure.binding.app) (\(closure.arch)), which the cache names \(expected.split(separator: "/").last ?? "")")]

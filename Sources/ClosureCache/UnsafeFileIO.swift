@@ -103,8 +103,8 @@ package enum UnsafeFileIO {
     /// Writes `bytes` to `path` atomically with `mode` (0444 unless said); the call that
     /// failed otherwise, after which nothing at `path` changed.
     package static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o444) throws(LoadError) {
-        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        let temporary = "\(directory.isEmpty ? "." : directory)/.\(path.split(separator: "/").last ?? "closure").tmp.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        let directory = PathResolver.containingDirectory(of: path)
+        let temporary = "\(directory == "/" ? "" : directory)/.\(path.split(separator: "/").last ?? "closure").tmp.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         let fd = try UnsafeSystemCall.retryingInterrupts({ unsafe open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }, failed: { $0 < 0 })
             .failing("create \(temporary)", namesCall: true).get()
         var failure: SystemCallFailure?

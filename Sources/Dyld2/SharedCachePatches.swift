@@ -28,9 +28,9 @@ enum SharedCachePatches {
             }
         }
         guard !names.isEmpty else { return none }
-        let cacheImages = try failed(cache) { () throws(ClosureError) in try cache.images() }
+        let cacheImages = try failed(cache) { () throws(ClosureError) in try cache.weakDefiningImages() }
         var tries: [(offset: UInt64, trie: ExportTrie)] = []
-        for (offset, image) in cacheImages where image.header.flags.contains(.weakDefines) {
+        for (offset, image) in cacheImages {
             if let trie = try LoadError.reading(cache.cache.path, { () throws(MachOError) in try image.exportTrie() }) { tries.append((offset, trie)) }
         }
         // The cache's winner of each name, by region offset, and the launch's, where they differ.

@@ -90,6 +90,14 @@ package struct PathResolver: Sendable {
         (normalize(path) as NSString).deletingLastPathComponent
     }
 
+    /// The directory `path` names its file in, as written (nothing normalized or resolved):
+    /// `/` for `/name`, `.` for a bare `name`. No generic string algorithm: a launch asks it
+    /// of its closure's path.
+    package static func containingDirectory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
     /// An absolute path with `.`, `..` and doubled slashes removed (symlinks are kept).
     package static func normalize(_ path: String) -> String {
         if isNormalized(path) { return path }

@@ -64,14 +64,16 @@ package struct SharedCacheDylibs: Sendable {
         try SharedCacheRegion.pointers(in: file, path: cache.path, slots: slots)
     }
 
-    /// Every image of the cache in its table's order (the order its build coalesced weak
-    /// definitions in): its region offset and its Mach-O, parsed where it lies.
-    package func images() throws(ClosureError) -> [(offset: UInt64, image: MachOImage)] {
+    /// The images of the cache that define symbols weakly (`MH_WEAK_DEFINES`), in its table's
+    /// order (the order its build coalesced weak definitions in): each one's region offset and
+    /// Mach-O, parsed where it lies. Only their headers are read for the others.
+    package func weakDefiningImages() throws(ClosureError) -> [(offset: UInt64, image: MachOImage)] {
         let start = file.header.sharedRegionStart
         var images: [(offset: UInt64, image: MachOImage)] = []
         for entry in file.images {
             let offset = entry.address &- start
             do throws(MachOError) {
+                guard try MachHeader(parsing: file.view.slice(Int(offset), MachHeader.size)).flags.contains(.weakDefines) else { continue }
                 images.append((offset, try MachOImage(parsing: file.view, headerOffset: Int(offset))))
             } catch {
                 throw .corrupt(path: cache.path, offset: error.offset, what: "\(entry.path): \(error.description)")

@@ -25,9 +25,9 @@ package enum SharedCacheRegion {
     /// untrusted, another build (another UUID) or unreadable refuses the closure.
     package static func map(_ cache: ClosureSharedCache, images: [ClosureImage], closurePath: String) throws(ClosureError) -> LaunchMemory.SharedImages {
         let header = try currentHeader(cache, closurePath: closurePath)
-        let directory = closurePath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let slots = images.map { image in image.cacheSlot.map { Slot(offset: $0.offset, size: image.plan.vmSize, path: image.path) } }
-        return try map(cache, rangeSize: header.sharedRegionSize, slots: slots, directory: directory.isEmpty ? "." : directory, refusing: closurePath)
+        return try map(cache, rangeSize: header.sharedRegionSize, slots: slots, directory: PathResolver.containingDirectory(of: closurePath),
+                       refusing: closurePath)
     }
 
     /// Where one image of a launch lies in the cache's region: its offset, size and path.
