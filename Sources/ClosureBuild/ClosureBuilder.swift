@@ -55,7 +55,7 @@ package enum ClosureBuilder {
                             rebases: FixupRuns.Encoded, binds: FixupRuns.Encoded, initializers: [UInt64]) throws(LoadError) -> ClosureImage {
         let identity: ImageIdentity
         do throws(ClosureError) {
-            identity = try ImageIdentity.current(path: node.path, uuid: node.image.uuid, contentOnly: contentOnlyIdentity, signature: signature)
+            identity = try ImageIdentity.of(node.file, contentOnly: contentOnlyIdentity, signature: signature)
         } catch {
             throw .failed(path: node.path, cause: error)
         }

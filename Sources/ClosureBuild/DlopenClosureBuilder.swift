@@ -16,7 +16,7 @@ package enum DlopenClosureBuilder {
     /// name the same files), encoded; `.loaded` when `path` names an image already loaded.
     package static func build(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
                              earlier: [String] = []) throws(LoadError) -> DlopenResolution {
-        let resolution = try resolve(path, request: request, launch: launch, loaded: loaded, earlier: earlier, state: nil)
+        let resolution = try resolve(path, request: request, launch: launch, loaded: loaded, mapped: { _ in nil }, earlier: earlier, state: nil)
         guard case let .built(built) = resolution else { return resolution }
         return .closure(try built.encode())
     }
@@ -25,21 +25,36 @@ package enum DlopenClosureBuilder {
     /// fixups and initializer order as a `dlopen` applies them at once, the encoding left to
     /// ``BuiltDlopen/encode`` (dyld3 in process). `state`: the graph a build of this launch
     /// kept (``BuiltDlopen/builderState``), used when it holds the images loaded so far; else
-    /// the graph is loaded again from the files.
+    /// the launch's graph is made again from its closure's records, each image parsed where
+    /// `mapped` gives its memory (else from its file).
     package static func resolve(_ path: String, request: LaunchOptions, launch: LaunchClosure, loaded: [ClosureImage],
-                               earlier: [String], state: (any Sendable)?) throws(LoadError) -> DlopenResolution {
+                               mapped: (Int) -> ByteView?, earlier: [String], state: (any Sendable)?) throws(LoadError) -> DlopenResolution {
         func holdsLoaded(_ graph: DependencyGraph) -> Bool {
             graph.nodes.count == loaded.count && graph.nodes.indices.allSatisfy { graph.nodes[$0].path == loaded[$0].path }
         }
         var graph: DependencyGraph
         if let kept = state as? DependencyGraph, holdsLoaded(kept) {
             graph = kept
+        } else if earlier.isEmpty {
+            // The launch's graph as its closure recorded it: its files, no path searched again.
+            graph = try DependencyGraph(
+                recorded: loaded.indices.map { index in
+                    let image = loaded[index]
+                    let slice = image.plan.segments.first { $0.vmOffset == 0 }.flatMap { Int(exactly: $0.fileOffset) }
+                    return DependencyGraph.RecordedImage(
+                        path: image.path,
+                        dependencies: image.dependencies.map { DependencyGraph.Edge(installName: $0.installName, kind: $0.kind, target: $0.target < 0 ? nil : $0.target) },
+                        absent: image.absentPaths, mapped: slice.flatMap { slice in mapped(index).map { ($0, slice) } })
+                },
+                rootCount: launch.rootCount, insertedCount: request.inserted.count,
+                missingWeakDylibs: launch.missingWeakDylibs.map { DependencyGraph.MissingWeakDylib(installName: $0.installName, neededBy: $0.neededBy, tried: []) },
+                arch: request.arch, root: request.root)
         } else {
             graph = try DependencyGraph(roots: request.roots, inserted: request.inserted, arch: request.arch, root: request.root)
             for opened in earlier { _ = try graph.open(opened, arch: request.arch) }
-            guard holdsLoaded(graph) else {
-                throw .unusable(path: path, reason: "cannot be opened by a dlopen closure: the images loaded so far are no longer the files found on disk")
-            }
+        }
+        guard holdsLoaded(graph), graph.nodes.indices.allSatisfy({ loaded[$0].identity.uuid == nil || graph.nodes[$0].image.uuid == loaded[$0].identity.uuid }) else {
+            throw .unusable(path: path, reason: "cannot be opened by a dlopen closure: the images loaded so far are no longer the files found on disk")
         }
         let (node, added) = try graph.open(path, arch: request.arch)
         guard !added.isEmpty else { return .loaded(path: graph.nodes[node].path) }

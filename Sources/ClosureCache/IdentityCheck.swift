@@ -11,8 +11,24 @@ extension ImageIdentity {
         guard let file = try? ImageDescriptor.open(path), let hash = file.contentHash() else {
             throw .stale(path: path, image: path, what: "cannot be read")
         }
-        let status = file.status
-        return ImageIdentity(
+        return ImageIdentity(status: file.status, contentHash: hash, uuid: uuid, contentOnly: contentOnly, signature: signature)
+    }
+
+    /// The identity of `image` as it was read: its file's status then and the hash of the bytes
+    /// parsed (no second open or read), or for an image not read from a file of its own, its
+    /// path's identity now.
+    package static func of(_ image: ImageFile, contentOnly: Bool, signature: SignedImage? = nil) throws(ClosureError) -> ImageIdentity {
+        guard let file = image.file else {
+            return try current(path: image.path, uuid: image.image.uuid, contentOnly: contentOnly, signature: signature)
+        }
+        guard let hash = ImageDescriptor.contentHash(ofMapped: file.bytes) else {
+            throw .stale(path: image.path, image: image.path, what: "cannot be read")
+        }
+        return ImageIdentity(status: file.status, contentHash: hash, uuid: image.image.uuid, contentOnly: contentOnly, signature: signature)
+    }
+
+    private init(status: FileStatus, contentHash hash: UInt64, uuid: [UInt8]?, contentOnly: Bool, signature: SignedImage?) {
+        self.init(
             size: status.size, mtimeSeconds: contentOnly ? 0 : status.mtimeSeconds,
             mtimeNanoseconds: contentOnly ? 0 : status.mtimeNanoseconds, inode: contentOnly ? 0 : status.inode,
             ctimeSeconds: contentOnly ? 0 : status.ctimeSeconds, ctimeNanoseconds: contentOnly ? 0 : status.ctimeNanoseconds,
@@ -129,6 +145,29 @@ extension ClosureImage {
 }
 
 extension ClosureImage {
+    /// Opens the image whose identity this process took a moment ago (a dlopen closure built
+    /// in process): the same file when its status is the one recorded (inode, size, times),
+    /// with no hash taken again. A content-only identity records no status: it is checked in full.
+    package func openJustIdentified(closurePath: String, contentOnly: Bool, checks: IdentityChecks) throws(ClosureError) -> ImageDescriptor {
+        guard !contentOnly else {
+            var hashed = false
+            return try openChecked(closurePath: closurePath, contentOnly: true, builtAt: nil, checks: checks, hashed: &hashed)
+        }
+        let file: ImageDescriptor
+        do throws(LoadError) {
+            file = try ImageDescriptor.open(path)
+        } catch {
+            throw .stale(path: closurePath, image: path, what: "cannot be opened (\(error))")
+        }
+        let status = file.status
+        guard status.size == identity.size, status.inode == identity.inode, status.mtimeSeconds == identity.mtimeSeconds,
+              status.mtimeNanoseconds == identity.mtimeNanoseconds, status.ctimeSeconds == identity.ctimeSeconds,
+              status.ctimeNanoseconds == identity.ctimeNanoseconds else {
+            throw .stale(path: closurePath, image: path, what: "changed while it was being opened")
+        }
+        return file
+    }
+
     /// Opens each of `images` once and checks it is the file the closure was built from; the
     /// first that is not, as a stale-closure error. With `readAhead`, each is asked to be read
     /// ahead before the next is opened; with `handOff`, handed over as soon as it is checked

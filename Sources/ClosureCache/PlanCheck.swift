@@ -38,7 +38,7 @@ extension ClosureImage {
                 let fileOffset = Self.word64(commands, offset + 40), fileSize = Self.word64(commands, offset + 48)
                 let protection = VMProtection(rawValue: Int32(bitPattern: Self.word32(commands, offset + 60)))
                 let flags = Self.word32(commands, offset + 68)
-                if SegmentPlan.isMapped(initialProtection: protection, fileSize: fileSize, vmSize: vmSize) {
+                if Segment.isMapped(initialProtection: protection, fileSize: fileSize, vmSize: vmSize) {
                     guard mapped < plan.segments.count, vmAddress >= base else { return false }
                     let claimed = plan.segments[mapped]
                     mapped += 1
@@ -127,7 +127,7 @@ extension ClosureImage {
         }
         guard table.header.cpu.name == arch else { return .architecture(image: table.header.cpu.name, closure: arch) }
         // The slice starts where the segment at the image's base says its file offset 0 is.
-        guard let baseSegment = table.segments.filter({ SegmentPlan.isMapped(initialProtection: $0.initialProtection, fileSize: $0.fileSize, vmSize: $0.vmSize) })
+        guard let baseSegment = table.segments.filter({ Segment.isMapped(initialProtection: $0.initialProtection, fileSize: $0.fileSize, vmSize: $0.vmSize) })
             .min(by: { $0.vmAddress < $1.vmAddress }), text.fileOffset >= baseSegment.fileOffset else {
             return .nothingMappedAtBase
         }

@@ -98,7 +98,7 @@ final class ClosureDynamicLoader: DynamicLoader {
         let files = path.hasPrefix("@rpath/") ? candidates(path) : resolver.direct(path).map { [$0] } ?? []
         for file in files {
             if let index = images.indices.first(where: { images[$0].path == file }) { return index }
-            if FileManager.default.fileExists(atPath: file) { return nil }
+            if FileStatus.of(file) != nil { return nil }
         }
         return nil
     }
@@ -126,17 +126,18 @@ final class ClosureDynamicLoader: DynamicLoader {
                 guard configuration.dlopenClosures != nil else { throw error }
             }
         }
-        // A path that names no file fails as the slow path's does, before any closure is built.
-        if path.hasPrefix("/") || path.hasPrefix("@") {
-            let tried = candidates(path)
-            if !tried.contains(where: { FileManager.default.fileExists(atPath: $0) }) {
-                throw .missingDylib(installName: path, neededBy: "dlopen", tried: tried)
-            }
-        }
         guard let build = configuration.dlopenClosures else {
+            // A path that names no file fails as the slow path's does (the builder's search
+            // says so itself), else the call names the missing closure.
+            if path.hasPrefix("/") || path.hasPrefix("@") {
+                let tried = candidates(path)
+                if !tried.contains(where: { FileStatus.of($0) != nil }) {
+                    throw .missingDylib(installName: path, neededBy: "dlopen", tried: tried)
+                }
+            }
             throw .unusable(path: path, reason: "has no dlopen closure in \(closurePath): run `dyld3 install` with `--dlopen \(path)`")
         }
-        switch try build(path, request, launch, images, earlier, builderState) {
+        switch try build(path, request, launch, images, mappedSlice, earlier, builderState) {
         case var .built(built):
             var closure = launch
             closure.images = built.images
@@ -180,8 +181,9 @@ final class ClosureDynamicLoader: DynamicLoader {
         /// Resolved in process just now, per added image (``BuiltDlopen``): written as resolved.
         case resolved([[ResolvedFixup]])
 
-        /// Whether each added image's plan is checked against its file: a closure built just
-        /// now took its plans from these files (their identities, checked, say so).
+        /// Whether each added image's identity and plan are checked against its file: a closure
+        /// built just now took both from these files (it is opened again only to see it is the
+        /// same file, ``ClosureImage/openJustIdentified(closurePath:contentOnly:checks:)``).
         var checksPlans: Bool {
             if case .runs = self { return true }
             return false
@@ -200,8 +202,16 @@ final class ClosureDynamicLoader: DynamicLoader {
         // each added image's identity, then its plan against its own header.
         let files: [ImageDescriptor]
         do throws(ClosureError) {
-            var hashed = 0
-            files = try closure.openImages(added, closurePath: closurePath, checks: configuration.identityChecks, hashedImages: &hashed)
+            if fixups.checksPlans {
+                var hashed = 0
+                files = try closure.openImages(added, closurePath: closurePath, checks: configuration.identityChecks, hashedImages: &hashed)
+            } else {
+                // Identified just now by the builder, from these paths.
+                files = try added.map { (index) throws(ClosureError) in
+                    try closure.images[index].openJustIdentified(closurePath: closurePath, contentOnly: closure.contentOnlyIdentity,
+                                                                 checks: configuration.identityChecks)
+                }
+            }
             for (position, index) in added.enumerated() where fixups.checksPlans {
                 if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[position]) {
                     throw ClosureError.plan(path: closurePath, image: closure.images[index].path, disagreement)
@@ -334,6 +344,15 @@ final class ClosureDynamicLoader: DynamicLoader {
         }
         tries[index] = .some(trie)
         return trie
+    }
+
+    /// Launch image `index` read where it is mapped, when all of it can be
+    /// (``ImageFile/readableExtent(_:)``) and every page of it is mapped now (none left to
+    /// page-in, none in the shared cache); valid while the launch's memory is.
+    private func mappedSlice(_ index: Int) -> ByteView? {
+        guard index < launch.images.count, images[index].cacheSlot == nil, launchMemory.pagedRanges.indices.contains(index) ? launchMemory.pagedRanges[index].allSatisfy(\.isEmpty) : true,
+              let extent = ImageFile.readableExtent(images[index].plan) else { return nil }
+        return UnsafeMemory.borrowedView(address: launchMemory.images[index].base, count: extent)
     }
 
     private func parsedImage(_ index: Int) throws(LoadError) -> MachOImage {

@@ -1,6 +1,7 @@
 import ClosureFormat
 import ClosureCache
 import LaunchPlan
+import MachOReader
 import LoaderCore
 import LaunchMemory
 
@@ -20,10 +21,12 @@ package struct LaunchConfiguration {
     package var checksCodeDirectories = true
 
     /// Builds a dlopen closure for `path` in a launch of `launch` whose images so far are
-    /// `loaded`, after the `dlopen`s of `earlier`; `state`: what its last build in this launch
-    /// kept (``BuiltDlopen/builderState``), if any.
+    /// `loaded`, after the `dlopen`s of `earlier`; `mapped`: loaded image i's memory, read where
+    /// the launch mapped it, when all of it can be; `state`: what its last build in
+    /// this launch kept (``BuiltDlopen/builderState``), if any.
     package typealias DlopenBuilder = @Sendable (_ path: String, _ request: LaunchOptions, _ launch: LaunchClosure, _ loaded: [ClosureImage],
-                                                _ earlier: [String], _ state: (any Sendable)?) throws(LoadError) -> DlopenResolution
+                                                _ mapped: (Int) -> ByteView?, _ earlier: [String], _ state: (any Sendable)?) throws(LoadError)
+                                                -> DlopenResolution
 
     package init(alwaysHashContent: Bool = false, trustKey: ClosureTrustKey? = nil, dlopenClosures: DlopenBuilder? = nil) {
         self.alwaysHashContent = alwaysHashContent

@@ -300,7 +300,7 @@ package struct LaunchComparison: Sendable {
                 nested = launch.dlopens.lazy.compactMap { try? $0.closure(within: within, path: closurePath) }
                     .first { $0.images[first...].map(\.path) == event.loaded }
             } else if let build = configuration.dlopenClosures,
-                      let record = try? build(event.requested, request, launch, within.images, earlier, nil).encoded() {
+                      let record = try? build(event.requested, request, launch, within.images, { _ in nil }, earlier, nil).encoded() {
                 nested = try? record.closure(within: within, path: closurePath)
             } else {
                 nested = nil

@@ -28,12 +28,6 @@ package struct SegmentPlan: Equatable, Sendable {
     /// Whether fixups may be written into this segment.
     package var isWritable: Bool { protection.contains(.write) || readOnlyAfterFixups }
 
-    /// Whether a segment command is mapped: `__PAGEZERO` (no protections, no file bytes) and empty segments are not.
-    @inline(__always)
-    package static func isMapped(initialProtection: VMProtection, fileSize: UInt64, vmSize: UInt64) -> Bool {
-        !(initialProtection.isEmpty && fileSize == 0) && vmSize > 0
-    }
-
     /// `__DATA_CONST`, or any segment with `SG_READ_ONLY`.
     @inline(__always)
     package static func isReadOnlyAfterFixups(isDataConst: Bool, flags: UInt32) -> Bool {
@@ -78,7 +72,7 @@ package struct ImagePlan: Equatable, Sendable {
     /// whose `sliceSize`-byte slice starts at `sliceOffset`: the one derivation, from the parsed
     /// image or from the header a launch mapped to check its closure's plan.
     package init(segments imageSegments: [Segment], path: String, sliceOffset: UInt64, sliceSize: UInt64) throws(LoadError) {
-        let mapped = imageSegments.filter { SegmentPlan.isMapped(initialProtection: $0.initialProtection, fileSize: $0.fileSize, vmSize: $0.vmSize) }
+        let mapped = imageSegments.filter { Segment.isMapped(initialProtection: $0.initialProtection, fileSize: $0.fileSize, vmSize: $0.vmSize) }
         guard let base = mapped.map(\.vmAddress).min() else {
             throw .unusable(path: path, reason: "has no segment to map")
         }

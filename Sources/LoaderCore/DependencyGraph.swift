@@ -36,6 +36,10 @@ package struct DependencyGraph: Sendable {
         package let kind: DylibLinkKind
         /// The node index, or nil for a weak-linked dylib that is missing.
         package let target: Int?
+
+        package init(installName: String, kind: DylibLinkKind, target: Int?) {
+            (self.installName, self.kind, self.target) = (installName, kind, target)
+        }
     }
 
     /// A weak-linked dylib that was found nowhere (its binds read 0).
@@ -43,6 +47,10 @@ package struct DependencyGraph: Sendable {
         package let installName: String
         package let neededBy: String
         package let tried: [String]
+
+        package init(installName: String, neededBy: String, tried: [String]) {
+            (self.installName, self.neededBy, self.tried) = (installName, neededBy, tried)
+        }
     }
 
     package private(set) var nodes: [Node] = []
@@ -71,6 +79,24 @@ package struct DependencyGraph: Sendable {
     private var loaded = LoadedIndex()
     /// The shared cache the launch takes the dylibs it holds from.
     package let cache: CachedDylibs?
+    /// While a recorded graph is loaded again: its images.
+    private var recorded: [RecordedImage]?
+
+    /// An image of a launch as its closure recorded it (``init(recorded:rootCount:insertedCount:missingWeakDylibs:arch:root:)``).
+    package struct RecordedImage {
+        package var path: String
+        /// Its edges, in load-command order.
+        package var dependencies: [Edge]
+        /// The candidate paths its dependencies were found absent at.
+        package var absent: [String]
+        /// Its memory as the launch mapped it, when all of it can be read
+        /// (``ImageFile/readableExtent(_:)``), and its slice's offset in the file.
+        package var mapped: (bytes: ByteView, sliceOffset: Int)?
+
+        package init(path: String, dependencies: [Edge], absent: [String], mapped: (bytes: ByteView, sliceOffset: Int)?) {
+            (self.path, self.dependencies, self.absent, self.mapped) = (path, dependencies, absent, mapped)
+        }
+    }
 
     /// Loads `roots` (a host executable first, if any), then the `inserted` libraries
     /// (`DYLD_INSERT_LIBRARIES`), then the roots' dependencies, then each inserted library's
@@ -97,6 +123,32 @@ package struct DependencyGraph: Sendable {
             }
             append(file, loader: nil)
         }
+        try loadDependentsOfRoots(arch: arch)
+    }
+
+    /// The graph a launch closure recorded, loaded again (for a `dlopen` after that launch):
+    /// each image parsed where the launch mapped it when its layout allows, else from the path
+    /// the closure resolved it to (the file the launch checked and mapped), in the closure's
+    /// order; each image's edges as recorded, walked in dyld's order as a launch walks them.
+    /// No path is searched. `missingWeakDylibs`: the weak dylibs the launch found nowhere.
+    package init(recorded images: [RecordedImage], rootCount: Int, insertedCount: Int,
+                 missingWeakDylibs: [MissingWeakDylib], arch: String, root: String?) throws(LoadError) {
+        precondition(images.count >= rootCount + insertedCount && rootCount > 0, "a launch has at least one image")
+        cache = nil
+        resolver = PathResolver(root: root, executablePath: images[0].path)
+        (self.rootCount, self.insertedCount, self.missingWeakDylibs) = (rootCount, insertedCount, missingWeakDylibs)
+        recorded = images
+        for index in 0..<(rootCount + insertedCount) { append(try loadRecorded(index, arch: arch), loader: nil) }
+        try loadDependentsOfRoots(arch: arch)
+        recorded = nil
+        guard nodes.count == images.count else {
+            throw .unusable(path: images[0].path, reason: "has a closure whose image graph is inconsistent: \(images.count) images recorded, \(nodes.count) reached")
+        }
+        for absent in images.map(\.absent) { recordedAbsent.formUnion(absent) }
+    }
+
+    /// The roots' and inserted libraries' dependencies, each root's in turn (dyld4 `prepare`).
+    private mutating func loadDependentsOfRoots(arch: String) throws(LoadError) {
         var reached = [Bool](repeating: false, count: nodes.count)
         // Roots after the first are loaded into it later, as dlopen loads them.
         loadedAtLaunch = nodes.indices.map { $0 == 0 || $0 >= rootCount }
@@ -167,6 +219,22 @@ package struct DependencyGraph: Sendable {
         return try ImageFile.load(path: path, arch: arch, root: resolver.root)
     }
 
+    /// Recorded image `index`: parsed where the launch mapped it, else from its file. An image
+    /// with interposing tuples is read from its file: its tuples are found through its fixup
+    /// chains, which the launch has overwritten in its memory.
+    private mutating func loadRecorded(_ index: Int, arch: String) throws(LoadError) -> ImageFile {
+        let image = recorded![index]
+        if let mapped = image.mapped {
+            let start = ContinuousClock.now
+            defer { parseNanoseconds += PhaseClock.nanoseconds(ContinuousClock.now - start) }
+            if let file = try? ImageFile.asMapped(path: image.path, sliceOffset: mapped.sliceOffset, bytes: mapped.bytes),
+               file.image.header.cpu.matches(arch), !file.image.segments.contains(where: { $0.sections.contains(where: \.holdsInterposingTuples) }) {
+                return file
+            }
+        }
+        return try timedLoad(image.path, arch: arch)
+    }
+
     /// The cache's image whose mach header lies at `headerOffset`, parsed where it lies.
     private mutating func timedCacheLoad(_ cache: CachedDylibs, headerOffset: Int, path: String) throws(LoadError) -> ImageFile {
         let start = ContinuousClock.now
@@ -203,6 +271,7 @@ package struct DependencyGraph: Sendable {
     }
 
     private mutating func resolveDependencies(of index: Int, arch: String, cache: CachedDylibs?) throws(LoadError) {
+        if let recorded { return try takeRecordedDependencies(of: index, from: recorded, arch: arch) }
         let node = nodes[index]
         var edges: [Edge] = []
         var absent: [String] = []
@@ -269,6 +338,27 @@ package struct DependencyGraph: Sendable {
         }
         nodes[index].dependencies = edges
         nodes[index].absentCandidates = absent
+    }
+
+    /// ``resolveDependencies(of:arch:cache:)`` as `recorded` says: each edge's target as
+    /// recorded, a target not loaded yet loaded from its recorded path (it is the next node, as
+    /// when the launch resolved it), and its absent candidates.
+    private mutating func takeRecordedDependencies(of index: Int, from recorded: [RecordedImage],
+                                                   arch: String) throws(LoadError) {
+        let edges = recorded[index].dependencies
+        guard edges.map(\.installName) == nodes[index].image.dependencies.map(\.installName) else {
+            throw .unusable(path: nodes[index].path, reason: "no longer names the dependencies its launch closure recorded")
+        }
+        for edge in edges {
+            guard let target = edge.target else { continue }
+            if target == nodes.count, target < recorded.count {
+                append(try loadRecorded(target, arch: arch), loader: index)
+            } else if target > nodes.count || target >= recorded.count {
+                throw .unusable(path: nodes[index].path, reason: "has a closure whose image graph is inconsistent: an edge to image \(target) of \(recorded.count)")
+            }
+        }
+        nodes[index].dependencies = edges
+        nodes[index].absentCandidates = recorded[index].absent
     }
 
     /// The candidate paths for one install name needed by one node, one at a time in

@@ -20,7 +20,7 @@ enum UnsafeRootedOpen {
     }
 
     /// `path` (relative to `root`) mapped read-only, and the path inside the root of the file mapped.
-    static func map(_ path: String, inRoot root: String) throws(LoadError) -> (bytes: ByteStorage, resolved: String) {
+    static func map(_ path: String, inRoot root: String) throws(LoadError) -> (bytes: ByteStorage, resolved: String, status: FileStatus) {
         let rootFD = try open(root, openPathOnly | O_DIRECTORY | O_CLOEXEC, call: "open root \(root)").get()
         // Directories from the root down: their descriptors and names.
         var directories: [(fd: Int32, name: String)] = [(rootFD, "")]
@@ -55,7 +55,8 @@ enum UnsafeRootedOpen {
             case S_IFREG where pending.isEmpty:
                 _ = Glibc.close(fd)
                 let resolved = "/" + (directories.dropFirst().map(\.name) + [name]).joined(separator: "/")
-                return (try mapRegular(parent, name, expecting: info), resolved)
+                let (bytes, status) = try mapRegular(parent, name, expecting: info)
+                return (bytes, resolved, status)
             case S_IFREG:
                 _ = Glibc.close(fd)
                 throw refused("\(name) is not a directory")
@@ -65,6 +66,19 @@ enum UnsafeRootedOpen {
             }
         }
         throw refused("not a regular file")
+    }
+
+    /// `path` (absolute) as the kernel resolves it, where no root confines it, mapped
+    /// read-only: named first (`O_PATH`), opened for reading only once that is a regular file,
+    /// and mapped once the file opened is still that one (same device and inode).
+    static func mapUnconfined(_ path: String) throws(LoadError) -> (bytes: ByteStorage, status: FileStatus) {
+        let named = try open(path, openPathOnly | O_CLOEXEC).get()
+        var info = stat()
+        let namedStatus = status(named, path, into: &info)
+        _ = Glibc.close(named)
+        try namedStatus.get()
+        guard info.st_mode & S_IFMT == S_IFREG else { throw refused("not a regular file") }
+        return try mapRegular(AT_FDCWD, path, expecting: info, flags: O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     }
 
     private static func components(_ path: String) -> [String] {
@@ -95,16 +109,17 @@ enum UnsafeRootedOpen {
             .failing("readlink \(name)", namesCall: true)
     }
 
-    /// Maps `name` read-only, opened without following a link, once it is still the regular
-    /// file `expected` (same device and inode).
-    private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat) throws(LoadError) -> ByteStorage {
-        let fd = try open(name, in: directory, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC).get()
+    /// Maps `name` read-only, opened with `flags` (by default without following a link), once
+    /// it is still the regular file `expected` (same device and inode); and its status.
+    private static func mapRegular(_ directory: Int32, _ name: String, expecting expected: stat,
+                                   flags: Int32 = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) throws(LoadError) -> (ByteStorage, FileStatus) {
+        let fd = try open(name, in: directory, flags).get()
         defer { _ = Glibc.close(fd) }
         var info = stat()
         try status(fd, name, into: &info).get()
         guard info.st_mode & S_IFMT == S_IFREG, info.st_dev == expected.st_dev, info.st_ino == expected.st_ino else {
             throw refused("not a regular file")
         }
-        return try UnsafeFileMapping.map(fd, size: Int(info.st_size), call: "mmap \(name)").get()
+        return (try UnsafeFileMapping.map(fd, size: Int(info.st_size), call: "mmap \(name)").get(), FileStatus(info))
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CXXHash
 import LaunchPlan
+import MachOReader
 
 /// What `stat` says about a file.
 package struct FileStatus: Equatable, Sendable {
@@ -148,6 +149,32 @@ package final class ImageDescriptor: Sendable {
                 guard case let .success(got) = read, got > 0 else { return nil }
                 unsafe buffer.withUnsafeBytes { _ = unsafe XXH3_64bits_update(state, $0.baseAddress, got) }
                 offset += UInt64(got)
+            }
+        }
+        return unsafe XXH3_64bits_digest(state)
+    }
+
+    /// ``contentHash()`` of a file mapped whole as `bytes`, hashed where it lies: the holes of
+    /// a sparse file (``ByteView/holes(before:)``) as the zeros they read as, from a buffer of
+    /// zeros, their pages untouched.
+    package static func contentHash(ofMapped bytes: ByteView) -> UInt64? {
+        guard let state = unsafe XXH3_createState() else { return nil }
+        defer { unsafe XXH3_freeState(state) }
+        guard unsafe XXH3_64bits_reset(state) == XXH_OK else { return nil }
+        let holes = bytes.holes(before: bytes.count)
+        var zeros: [UInt8] = []
+        unsafe bytes.withUnsafeBytes { raw in
+            var offset = 0
+            for range in holes + [bytes.count..<bytes.count] {
+                if range.lowerBound > offset { _ = unsafe XXH3_64bits_update(state, raw.baseAddress! + offset, range.lowerBound - offset) }
+                var left = range.count
+                if left > 0, zeros.isEmpty { zeros = [UInt8](repeating: 0, count: min(left, hashChunkSize)) }
+                while left > 0 {
+                    let step = min(left, zeros.count)
+                    unsafe zeros.withUnsafeBytes { _ = unsafe XXH3_64bits_update(state, $0.baseAddress, step) }
+                    left -= step
+                }
+                offset = range.upperBound
             }
         }
         return unsafe XXH3_64bits_digest(state)

@@ -86,6 +86,13 @@ package enum UnsafeMemory {
         unsafe UnsafeMutableRawPointer(bitPattern: UInt(address))!.storeBytes(of: value, as: UInt64.self)
     }
 
+    /// The `count` bytes at `address`, read where they lie (not copied): only for memory the
+    /// process keeps mapped and readable as long as the view is used (a launch's images).
+    package static func borrowedView(address: UInt64, count: Int) -> ByteView {
+        guard count > 0 else { return ByteView([]) }
+        return unsafe ByteView(ByteStorage(unsafeStart: UnsafeRawPointer(bitPattern: UInt(address))!, count: count, release: { _, _ in }))
+    }
+
     /// A copy of `size` bytes at `address`.
     package static func copy(address: UInt64, size: UInt64) -> [UInt8] {
         guard size > 0 else { return [] }

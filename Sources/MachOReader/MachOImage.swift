@@ -43,15 +43,51 @@ package struct MachOImage: Sendable {
     /// view is the whole cache (its load commands' file offsets are the cache file's).
     package let headerOffset: Int
 
+    /// For an image parsed where a launch mapped it (``init(parsingMapped:)``): per segment with
+    /// file bytes, its range in the file (from the slice's start) and its offset in the mapping.
+    private var mappedSegments: [(file: Range<UInt64>, mappedAt: UInt64)]?
+
+    /// Whether the image was parsed where a launch mapped it, as dyld's `MachOLoaded` reads a
+    /// loaded image: its load commands, `__LINKEDIT` and sections are read where they lie, but
+    /// its writable segments hold what the launch wrote there (fixups), not the file's bytes,
+    /// so neither fixup chains nor page hashes can be read from it.
+    package var isMapped: Bool { mappedSegments != nil }
+
     /// Parses the image whose header lies at `headerOffset` of `view` (0 for a file's own image).
     package init(parsing view: ByteView, headerOffset: Int = 0) throws(MachOError) {
+        try self.init(parsing: view, headerOffset: headerOffset, checked: true)
+    }
+
+    /// Parses the image a launch mapped: `view` is its memory from the lowest mapped segment's
+    /// address on, every byte of it readable. Its file's structure was checked when its closure
+    /// was built and the file is the one the launch checked and mapped, so only the bounds of
+    /// each read are checked here. File offsets (``fileBytes(offset:size:)``) are read through
+    /// the segment that holds them.
+    package init(parsingMapped view: ByteView) throws(MachOError) {
+        try self.init(parsing: view, headerOffset: 0, checked: false)
+        let mapped = segments.filter { Segment.isMapped(initialProtection: $0.initialProtection, fileSize: $0.fileSize, vmSize: $0.vmSize) }
+        let base = mapped.map(\.vmAddress).min() ?? 0
+        mappedSegments = try mapped.filter { $0.fileSize > 0 }.map { (segment) throws(MachOError) in
+            let (fileEnd, overflow) = segment.fileOffset.addingReportingOverflow(segment.fileSize)
+            guard !overflow, segment.fileSize <= segment.vmSize, segment.vmAddress - base <= UInt64(view.count),
+                  segment.vmSize <= UInt64(view.count) - (segment.vmAddress - base) else {
+                throw MachOError.malformed("segment \(segment.name) lies outside the mapped image", at: view.base)
+            }
+            return (segment.fileOffset..<fileEnd, segment.vmAddress - base)
+        }
+        guard mappedSegments?.contains(where: { $0.file.lowerBound == 0 && $0.mappedAt == 0 }) == true else {
+            throw MachOError.malformed("no segment maps the header at the image's base", at: view.base)
+        }
+    }
+
+    private init(parsing view: ByteView, headerOffset: Int, checked: Bool) throws(MachOError) {
         self.view = view
         self.headerOffset = headerOffset
         header = try MachHeader(parsingWithCommands: try view.slice(headerOffset, view.count - min(headerOffset, view.count)))
         let commandsEnd = headerOffset + MachHeader.size + Int(header.commandsSize)
 
-        // Every command is checked as llvm-objdump checks it before it is parsed.
-        var checks = try StructureCheck(header: header, view: view, headerOffset: headerOffset)
+        // Every command of a file is checked as llvm-objdump checks it before it is parsed.
+        var checks = checked ? try StructureCheck(header: header, view: view, headerOffset: headerOffset) : nil
         var commands: [LoadCommand] = []
         var offset = headerOffset + MachHeader.size
         for index in 0..<Int(header.commandCount) {
@@ -68,11 +104,11 @@ package struct MachOImage: Sendable {
                 throw MachOError.malformed("load command \(index) (cmdsize \(size)) extends past the end of the file", at: view.absolute(offset))
             }
             let commandView = try view.slice(offset, size)
-            try checks.check(commandView, index: index)
+            try checks?.check(commandView, index: index)
             commands.append(try LoadCommand(parsing: commandView, offsetInImage: offset - headerOffset))
             offset += size
         }
-        try checks.finish(view)
+        try checks?.finish(view)
         loadCommands = commands
         loadCommandsExtent = offset - headerOffset - MachHeader.size
 
@@ -107,9 +143,20 @@ package struct MachOImage: Sendable {
         try self.init(parsing: ByteView(bytes))
     }
 
+    /// The `size` bytes the file holds at `offset` (from the image's start): from ``view``, or
+    /// for a mapped image, where the segment holding them lies in the mapping.
+    package func fileBytes(offset: UInt64, size: UInt64) throws(MachOError) -> ByteView {
+        guard let mappedSegments else { return try view.slice(offset: offset, size: size) }
+        guard let segment = mappedSegments.first(where: { $0.file.contains(offset) || ($0.file.upperBound == offset && size == 0) }),
+              size <= segment.file.upperBound - offset else {
+            throw MachOError.malformed("file bytes 0x\(String(offset, radix: 16))+0x\(String(size, radix: 16)) lie in no segment of the mapped image", at: view.base)
+        }
+        return try view.slice(offset: segment.mappedAt + (offset - segment.file.lowerBound), size: size)
+    }
+
     /// The bytes of a `__LINKEDIT` blob named by file offset and size (relative to the image).
     package func linkeditBytes(offset: UInt32, size: UInt32) throws(MachOError) -> ByteView {
-        try view.slice(offset: UInt64(offset), size: UInt64(size))
+        try fileBytes(offset: UInt64(offset), size: UInt64(size))
     }
 
     /// The bytes of a linkedit-data load command's blob.
@@ -136,7 +183,7 @@ package struct MachOImage: Sendable {
         guard section.type == Section.typeInitFuncOffsets else {
             throw MachOError.malformed("section \(section.segmentName),\(section.name) is not S_INIT_FUNC_OFFSETS", at: view.base)
         }
-        let bytes = try view.slice(offset: UInt64(section.fileOffset), size: section.size)
+        let bytes = try fileBytes(offset: UInt64(section.fileOffset), size: section.size)
         guard bytes.count % 4 == 0 else {
             throw MachOError.malformed("__init_offsets size \(bytes.count) is not a multiple of 4", at: bytes.base)
         }

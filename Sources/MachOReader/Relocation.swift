@@ -28,7 +28,7 @@ extension MachOImage {
     /// The relocation entries of `section` (its `reloff` and `nreloc`), in file order.
     package func relocations(of section: Section) throws(MachOError) -> [RelocationInfo] {
         guard section.relocationCount != 0 else { return [] }
-        let table = try view.slice(offset: UInt64(section.relocationOffset), size: UInt64(section.relocationCount) * UInt64(RelocationInfo.size))
+        let table = try fileBytes(offset: UInt64(section.relocationOffset), size: UInt64(section.relocationCount) * UInt64(RelocationInfo.size))
         var entries: [RelocationInfo] = []
         entries.reserveCapacity(Int(section.relocationCount))
         for index in 0..<Int(section.relocationCount) {

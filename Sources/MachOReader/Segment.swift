@@ -67,6 +67,13 @@ package struct Section: Equatable, Sendable {
 
 /// `segment_command_64`: a range of the file mapped at a virtual address, with its sections.
 package struct Segment: Equatable, Sendable {
+    /// Whether a segment command is mapped: `__PAGEZERO` (no protections, no file bytes) and
+    /// empty segments are not.
+    @inline(__always)
+    package static func isMapped(initialProtection: VMProtection, fileSize: UInt64, vmSize: UInt64) -> Bool {
+        !(initialProtection.isEmpty && fileSize == 0) && vmSize > 0
+    }
+
     package static let commandSize = 72
     package let name: String
     package let vmAddress: UInt64

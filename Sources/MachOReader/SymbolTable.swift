@@ -38,8 +38,8 @@ package struct SymbolTable: Sendable {
     /// nil when the image has no LC_SYMTAB.
     package init?(image: MachOImage) throws(MachOError) {
         guard let command = image.symtab else { return nil }
-        entries = try image.view.slice(offset: UInt64(command.symbolOffset), size: UInt64(command.symbolCount) * UInt64(NList64.size))
-        strings = try image.view.slice(offset: UInt64(command.stringOffset), size: UInt64(command.stringSize))
+        entries = try image.fileBytes(offset: UInt64(command.symbolOffset), size: UInt64(command.symbolCount) * UInt64(NList64.size))
+        strings = try image.fileBytes(offset: UInt64(command.stringOffset), size: UInt64(command.stringSize))
         count = Int(command.symbolCount)
     }
 

@@ -46,6 +46,7 @@ package struct CodeSignatureCheck: Sendable {
     /// read as zeros) is compared with the hash of zeros, computed once, and never touched:
     /// the work is bounded by the bytes the file holds, not the gigabytes a hole can claim.
     package init(_ signature: CodeSignature, image: MachOImage) {
+        precondition(!image.isMapped, "page hashes are checked against a file's bytes, not a mapped image's")
         var directories: [Directory] = []
         let holes = image.view.holes(before: Int(clamping: signature.codeDirectories.map(\.codeLimit).max() ?? 0))
         for directory in signature.codeDirectories {

@@ -17,6 +17,7 @@ package struct ObjCFileImage: Sendable {
 
     /// nil when the image has no `__objc_imageinfo`.
     package init?(image: MachOImage) throws(MachOError) {
+        precondition(!image.isMapped, "Objective-C metadata is read through a file's fixups, not a mapped image's")
         guard let sections = try ObjCSections(image: image) else { return nil }
         self.image = image
         self.sections = sections

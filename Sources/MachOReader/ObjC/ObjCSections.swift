@@ -25,7 +25,7 @@ package struct ObjCSections: Sendable {
         guard info.size >= UInt64(ObjCImageInfo.size) else {
             throw .malformed("__objc_imageinfo is \(info.size) bytes", at: Int(info.fileOffset))
         }
-        imageInfo = try ObjCImageInfo(parsing: image.view.slice(Int(info.fileOffset), ObjCImageInfo.size))
+        imageInfo = try ObjCImageInfo(parsing: image.fileBytes(offset: UInt64(info.fileOffset), size: UInt64(ObjCImageInfo.size)))
         let base = image.preferredLoadAddress
         func range(_ name: String) throws(MachOError) -> Range? {
             guard let section = ObjCSections.section(name, in: image) else { return nil }
