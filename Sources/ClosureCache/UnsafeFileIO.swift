@@ -57,17 +57,23 @@ package enum UnsafeFileIO {
             }
         }
 
-        /// The whole file (its bounded `fstat` size) mapped read-only, or nil; unmapped with the
-        /// last view onto it. Truncating a mapped file makes reads past its end fault: closures
-        /// are replaced by rename, never rewritten in place (docs/security.md).
+        /// The whole file (its bounded `fstat` size), or nil: read when small, else mapped
+        /// read-only and unmapped with the last view onto it. Truncating a mapped file makes reads
+        /// past its end fault: closures are replaced by rename, never rewritten in place
+        /// (docs/security.md).
         package func mapAll() -> ByteView? {
             let size = Int(status.size)
             guard size > 0 else { return ByteView([]) }
+            // A small file is read: a copy costs less than a mapping's fault and unmapping.
+            if size <= Self.readBelow { return readAll().map { ByteView($0) } }
             guard case let .success(address) = unsafe UnsafeSystemCall.mapping({ unsafe mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0) }) else { return nil }
             return unsafe ByteView(ByteStorage(unsafeStart: UnsafeRawPointer(address), count: size) { start, count in
                 _ = unsafe munmap(UnsafeMutableRawPointer(mutating: start), count)
             })
         }
+
+        /// Files up to this size are read rather than mapped by ``mapAll()``.
+        static let readBelow = 64 << 10
 
         deinit { close(fd) }
     }

@@ -96,9 +96,10 @@ final class ClosureDynamicLoader: DynamicLoader {
     private func loadedImage(_ path: String) throws(LoadError) -> Int? {
         if let index = images.indices.first(where: { images[$0].installName == path }) { return index }
         let files = path.hasPrefix("@rpath/") ? candidates(path) : resolver.direct(path).map { [$0] } ?? []
-        for file in files {
+        for (position, file) in files.enumerated() {
             if let index = images.indices.first(where: { images[$0].path == file }) { return index }
-            if FileStatus.of(file) != nil { return nil }
+            // An existing file ends the search; the last candidate ends it either way.
+            if position < files.count - 1, FileStatus.of(file) != nil { return nil }
         }
         return nil
     }

@@ -87,7 +87,7 @@ package struct PathResolver: Sendable {
     }
 
     package static func directory(of path: String) -> String {
-        (normalize(path) as NSString).deletingLastPathComponent
+        containingDirectory(of: normalize(path))
     }
 
     /// The directory `path` names its file in, as written (nothing normalized or resolved):
