@@ -177,7 +177,15 @@ struct ClosureLaunchSource: LaunchSource {
         launch.report.images = closure.images.map(\.path)
         try Launcher.checkSigningPolicy(closure, request: request)
         var files = files, hashed = 0
-        if files.count < closure.images.count, helper?.isRunning != true {
+        // A closure bound into the shared cache: the copy slid for the boot is opened here and its
+        // range mapped on the helper (its `mprotect` per protection run is the longest step)
+        // while this thread maps the app's own images; the images are all opened first (the
+        // cached ones need no file), so neither thread waits for the other before the join.
+        let cache = try closure.sharedCache.map { (cache) throws(ClosureError) in
+            try SharedCacheRegion.open(cache, images: closure.images, closurePath: path)
+        }
+        if cache != nil { helper?.start() }
+        if files.count < closure.images.count, helper?.isRunning != true || cache != nil {
             files += try closure.openImages(files.count..<closure.images.count, closurePath: path, checks: checks,
                                             readAhead: Self.readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         }
@@ -191,20 +199,32 @@ struct ClosureLaunchSource: LaunchSource {
         let handOff = files.count < closure.images.count ? DescriptorHandOff(first: files.count, count: closure.images.count) : nil
         let readsAheadOnHelper = Self.readAhead(request, helper: helper) == .onHelper
         let opened = files
+        // Page-in maps the cache with each of its attempts; an eager launch, on the helper.
+        let cacheOnHelper = request.fixups == .pageIn ? nil : cache
         var report = launch.report
+        var written: [Bool] = []
         let (mapped, checked) = LaunchHelper.run(on: helper, helper: {
             Result { () throws(ClosureError) -> PlanCheck in
-                var files = opened, hashed = 0
-                if let handOff {
-                    files += try closure.openImages(handOff.first..<handOff.count, closurePath: path, checks: checks,
-                                                    handOff: handOff, hashedImages: &hashed)
+                let cacheRange = try cacheOnHelper?.mapRange()
+                do throws(ClosureError) {
+                    var files = opened, hashed = 0
+                    if let handOff {
+                        files += try closure.openImages(handOff.first..<handOff.count, closurePath: path, checks: checks,
+                                                        handOff: handOff, hashedImages: &hashed)
+                    }
+                    if readsAheadOnHelper { Self.readAhead(closure, files: files) }
+                    return PlanCheck(hashedImages: hashed, disagreement: Self.planDisagreement(closure, files: files), cacheRange: cacheRange)
+                } catch {
+                    cacheRange?.release()
+                    throw error
                 }
-                if readsAheadOnHelper { Self.readAhead(closure, files: files) }
-                return PlanCheck(hashedImages: hashed, disagreement: Self.planDisagreement(closure, files: files))
             }
         }) {
             Result { () throws -> (LaunchMemory, PageInFixups.Plan?) in
-                try Self.mapImages(closure, path: path, files: files, handOff: handOff, request: request, report: &report)
+                let (memory, pageIn) = try Self.mapImages(closure, path: path, files: files, handOff: handOff, cache: cache,
+                                                          cacheOnHelper: cacheOnHelper != nil, request: request, report: &report)
+                if cacheOnHelper != nil, !request.verifyPages { written = Self.writeOwnFixups(closure, memory: memory, files: files, path: path) }
+                return (memory, pageIn)
             }
         }
         launch.report = report
@@ -226,7 +246,8 @@ struct ClosureLaunchSource: LaunchSource {
                 launch.report.timings[.parsing] = launch.clock.lap()
             }
             return MappedLaunch(closure: closure, path: path, memory: memory, protections: .segments, pagedIn: pageIn != nil,
-                                pending: .images(closure.images.indices.filter { !(pageIn?.indexed[$0] ?? false) })) { (memory) throws(LoadError) in
+                                pending: .images(closure.images.indices.filter { !(pageIn?.indexed[$0] ?? false) && !(written.indices.contains($0) && written[$0]) })) {
+                (memory) throws(LoadError) in
                 try FastPath.digestOf(memory, closure, closurePath: path)
             }
         }
@@ -249,6 +270,22 @@ struct ClosureLaunchSource: LaunchSource {
         launch.report.binds = closure.totalBinds
     }
 
+    /// While the helper maps the shared cache's range, the app's own images' fixups written on
+    /// this thread (they point into the cache by address alone): per image, whether its are
+    /// written. Only once every own image's plan agrees with its file (the images were opened
+    /// and identified before); the first run that faults is left, with the rest, to the fixup
+    /// step, which reports it in its order.
+    static func writeOwnFixups(_ closure: LaunchClosure, memory: LaunchMemory, files: [ImageDescriptor], path: String) -> [Bool] {
+        var written = [Bool](repeating: false, count: closure.images.count)
+        guard planDisagreement(closure, files: files) == nil else { return written }
+        let values = closure.bindTargetValues(memory)
+        for index in closure.images.indices where closure.images[index].cacheSlot == nil {
+            guard (try? closure.applyFixups(ofImage: index, memory: memory, targetValues: values, closurePath: path)) != nil else { break }
+            written[index] = true
+        }
+        return written
+    }
+
     /// The memory the mapping gave, unless the helper found a stale image (reported first) or
     /// the mapping failed: a mapping the plan made fail is a `ClosureError` naming the closure
     /// file, so that `auto` falls back, and a plan the image's load commands disagree with is
@@ -262,7 +299,12 @@ struct ClosureLaunchSource: LaunchSource {
             throw stale
         case let .success(done): check = done
         }
-        guard case let .failure(error) = mapped else { return try mapped.get() }
+        guard case let .failure(error) = mapped else {
+            let (memory, pageIn) = try mapped.get()
+            if let range = check.cacheRange { memory.attachShared(range) }
+            return (memory, pageIn)
+        }
+        check.cacheRange?.release()
         guard case let .mapping(image, reason) = error as? LoadError else { throw error }
         if let disagreement = check.disagreement {
             throw ClosureError.plan(path: path, image: closure.images[disagreement.image].path, disagreement.what)
@@ -275,18 +317,25 @@ struct ClosureLaunchSource: LaunchSource {
     struct PlanCheck: Sendable {
         var hashedImages: Int
         var disagreement: (image: Int, what: PlanDisagreement)?
+        /// The shared cache's range, when the helper mapped it.
+        var cacheRange: LaunchMemory.SlidRange?
     }
 
     /// Maps the closure's images: eagerly, or for `--fixups page-in` with the pages that receive
     /// fixups reserved, registered with a userfaultfd and made live before anything can touch
     /// them. Where that fails, the memory is mapped again for an eager launch (a hand-off keeps
     /// what it handed over), the reason kept in the report.
+    /// `cache`: the shared cache's copy opened, its range mapped by the helper meanwhile with
+    /// `cacheOnHelper` (attached to the memory once joined), else here for each attempt.
     static func mapImages(_ closure: LaunchClosure, path: String, files: [ImageDescriptor], handOff: DescriptorHandOff?,
+                          cache: SharedCacheRegion.Opened?, cacheOnHelper: Bool,
                           request: LaunchOptions, report: inout LaunchReport) throws -> (LaunchMemory, PageInFixups.Plan?) {
         let plans = closure.images.map(\.plan)
         // The shared cache's range, mapped for each attempt (a failed one releases it).
         func shared() throws(ClosureError) -> LaunchMemory.SharedImages? {
-            try closure.sharedCache.map { (cache) throws(ClosureError) in try SharedCacheRegion.map(cache, images: closure.images, closurePath: path) }
+            try cache.map { (cache) throws(ClosureError) in
+                cacheOnHelper ? LaunchMemory.SharedImages(range: nil, bases: cache.bases) : try cache.map()
+            }
         }
         guard request.fixups == .pageIn else {
             return (try LaunchMemory(plans: plans, descriptors: files, handOff: handOff, firstSlide: request.slide, shared: shared()), nil)

@@ -24,10 +24,17 @@ package enum SharedCacheRegion {
     /// every closure image with a ``CacheSlot`` (nil for the others). A cache that is missing,
     /// untrusted, another build (another UUID) or unreadable refuses the closure.
     package static func map(_ cache: ClosureSharedCache, images: [ClosureImage], closurePath: String) throws(ClosureError) -> LaunchMemory.SharedImages {
+        try open(cache, images: images, closurePath: closurePath).map()
+    }
+
+    /// Opens the copy of the cache `cache` names for the closure at `closurePath` (as
+    /// ``map(_:images:closurePath:)`` refuses it), not mapped yet: the launch knows where each
+    /// cached image lies before the range is mapped, and maps it on another thread.
+    package static func open(_ cache: ClosureSharedCache, images: [ClosureImage], closurePath: String) throws(ClosureError) -> Opened {
         let header = try currentHeader(cache, closurePath: closurePath)
         let slots = images.map { image in image.cacheSlot.map { Slot(offset: $0.offset, size: image.plan.vmSize, path: image.path) } }
-        return try map(cache, rangeSize: header.sharedRegionSize, slots: slots, directory: PathResolver.containingDirectory(of: closurePath),
-                       refusing: closurePath)
+        return try open(cache, rangeSize: header.sharedRegionSize, slots: slots, directory: PathResolver.containingDirectory(of: closurePath),
+                        refusing: closurePath)
     }
 
     /// Where one image of a launch lies in the cache's region: its offset, size and path.
@@ -41,11 +48,43 @@ package enum SharedCacheRegion {
         }
     }
 
+    /// The cache's copy slid for this boot, opened and checked: the base each launch image in
+    /// it gets, known before ``map()`` maps the range (its `mmap` and one `mprotect` per
+    /// protection run, the launch's costliest step with the cache).
+    package struct Opened: @unchecked Sendable {
+        let copy: SlidPrelinkedSetFile.Opened
+        let refusing: String
+        let cachePath: String
+        /// Per image of the launch, its base once mapped (nil: not in the cache).
+        package let bases: [UInt64?]
+
+        /// The range mapped at the copy's base, with each mapping's protection.
+        package func mapRange() throws(ClosureError) -> LaunchMemory.SlidRange {
+            guard let range = try copy.mapRange() else {
+                throw .mapping(path: refusing, image: cachePath, what: "the shared cache's range for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process")
+            }
+            return range
+        }
+
+        /// The range mapped, and where the launch's images lie in it.
+        package func map() throws(ClosureError) -> LaunchMemory.SharedImages {
+            LaunchMemory.SharedImages(range: try mapRange(), bases: bases)
+        }
+    }
+
     /// Maps the copy of `cache` slid for this boot, kept in `directory` (written first when
     /// there is none), for a launch whose images lie at `slots` (nil: not in the cache); a
     /// slot leaving the region refuses `refusing` (the closure, or the cache itself).
     package static func map(_ cache: ClosureSharedCache, rangeSize: UInt64, slots: [Slot?], directory: String,
                             refusing: String) throws(ClosureError) -> LaunchMemory.SharedImages {
+        try open(cache, rangeSize: rangeSize, slots: slots, directory: directory, refusing: refusing).map()
+    }
+
+    /// Opens the copy of `cache` slid for this boot, kept in `directory` (written first when
+    /// there is none), for a launch whose images lie at `slots`, as ``map(_:rangeSize:slots:directory:refusing:)``
+    /// maps it.
+    static func open(_ cache: ClosureSharedCache, rangeSize: UInt64, slots: [Slot?], directory: String,
+                     refusing: String) throws(ClosureError) -> Opened {
         let copyPath = slidCopyPath(cache, directory: directory)
         for case let slot? in slots {
             guard slot.offset <= rangeSize, slot.size <= rangeSize - slot.offset else {
@@ -58,16 +97,8 @@ package enum SharedCacheRegion {
             try writeSlidCopy(cache, to: copyPath)
             opened = SlidPrelinkedSetFile.open(copyPath, setChecksum: checksum, setDataHash: dataHash, rangeSize: rangeSize)
         }
-        let range: LaunchMemory.SlidRange
-        switch opened {
-        case let .failure(error): throw error
-        case let .success(copy):
-            guard let mapped = try copy.mapRange() else {
-                throw .mapping(path: refusing, image: cache.path, what: "the shared cache's range for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process")
-            }
-            range = mapped
-        }
-        return LaunchMemory.SharedImages(range: range, bases: slots.map { slot in slot.map { range.base + $0.offset } })
+        let copy = try opened.get()
+        return Opened(copy: copy, refusing: refusing, cachePath: cache.path, bases: slots.map { slot in slot.map { copy.header.base + $0.offset } })
     }
 
     /// The header of the cache at `cache.path`, opened without following a link and held to
