@@ -212,7 +212,7 @@ struct ClosureLaunchSource: LaunchSource {
         // (the cached ones need no file).
         if files.count < closure.images.count, helper?.isRunning != true || early != nil {
             files += try closure.openImages(files.count..<closure.images.count, closurePath: path, checks: checks,
-                                            readAhead: Self.readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
+                                            readAhead: early == nil && Self.readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         }
         // A page-in launch applies its fixups on first touch, after `main` has started: every
         // run, target and page index entry it can meet is checked before anything is mapped,
@@ -291,12 +291,13 @@ struct ClosureLaunchSource: LaunchSource {
     }
 
     /// An eager launch of a closure bound into the shared cache, its range mapping on the
-    /// helper: every image already opened and identified, the plans are checked and the app's
-    /// own images mapped here, their fixups written (they point into the cache by address
+    /// helper: every image already opened and identified, the app's own images are read ahead,
+    /// their plans checked and the images mapped here, their fixups written (they point into the cache by address
     /// alone) unless a plan disagrees or the pages are verified first; then the range is
     /// joined. What ``planned(_:checked:_:path:)`` takes.
     static func mapBesideCache(_ closure: LaunchClosure, _ early: EarlyCache, files: [ImageDescriptor], path: String, request: LaunchOptions,
                                written: inout [Bool]) -> (Result<(LaunchMemory, PageInFixups.Plan?), any Error>, Result<PlanCheck, ClosureError>) {
+        readAhead(closure, files: files)
         let disagreement = planDisagreement(closure, files: files)
         var own: [Bool] = []
         let mapped = Result { () throws -> (LaunchMemory, PageInFixups.Plan?) in
