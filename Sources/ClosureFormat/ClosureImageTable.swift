@@ -8,10 +8,11 @@ package struct ClosureImageTable: Sendable {
     package let imageListHash: UInt64
     package let contentOnlyIdentity: Bool
     package let rootCount: Int
+    package let sharedCache: ClosureSharedCache?
     package let images: [ClosureImage]
 
     package init(_ index: LaunchClosure.ImageIndex, images: [ClosureImage]) {
-        (binding, contentOnlyIdentity, rootCount) = (index.binding, index.contentOnlyIdentity, index.rootCount)
+        (binding, contentOnlyIdentity, rootCount, sharedCache) = (index.binding, index.contentOnlyIdentity, index.rootCount, index.sharedCache)
         imageListHash = index.imageListHash
         self.images = images
     }

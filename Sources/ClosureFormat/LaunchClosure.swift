@@ -11,7 +11,7 @@ import LaunchPlan
 /// Each record reads and writes itself; this type only strings them together.
 package struct LaunchClosure: Equatable, Sendable {
     /// The closure file format version (the header's).
-    package static let formatVersion: UInt32 = 11
+    package static let formatVersion: UInt32 = 12
     /// Who built it.
     package static let builderIdentity = "dyld3-swift closure builder 1"
 
@@ -92,6 +92,9 @@ package struct LaunchClosure: Equatable, Sendable {
         package let imageListHash: UInt64
         package let contentOnlyIdentity: Bool
         package let rootCount: Int
+        /// The shared cache the closure binds into, read before the records: a launch starts
+        /// mapping it while it reads them.
+        package let sharedCache: ClosureSharedCache?
         package let records: [Range<Int>]
         package let tail: Int
 
@@ -107,6 +110,7 @@ package struct LaunchClosure: Equatable, Sendable {
         let imageListHash = try r.u64()
         let contentOnlyIdentity = try r.u8() != 0
         let rootCount = try r.int("root count")
+        let sharedCache = try ClosureSharedCache.parse(&r)
         let imageCount = try r.count(of: "image", minimumSize: ClosureImage.minimumEncodedSize)
         guard rootCount >= 1, rootCount <= imageCount else { throw r.corrupt("root count \(rootCount) with \(imageCount) images") }
         // The roots are the host (when the binding names one), then the app: the fast path
@@ -120,7 +124,7 @@ package struct LaunchClosure: Equatable, Sendable {
         recordRanges.reserveCapacity(imageCount)
         for _ in 0..<imageCount { recordRanges.append(try r.blobRange()) }
         return ImageIndex(binding: binding, imageListHash: imageListHash, contentOnlyIdentity: contentOnlyIdentity, rootCount: rootCount,
-                          records: recordRanges, tail: r.position)
+                          sharedCache: sharedCache, records: recordRanges, tail: r.position)
     }
 
     /// The closure of `table` and the rest of `body`, read from `tail` to its end.
@@ -167,7 +171,7 @@ package struct LaunchClosure: Equatable, Sendable {
         for _ in 0..<(try r.count(of: "dlopen closure", minimumSize: ClosureDlopen.minimumEncodedSize)) {
             dlopens.append(try ClosureDlopen(parsing: &r))
         }
-        sharedCache = try ClosureSharedCache.parse(&r)
+        sharedCache = table.sharedCache
         if sharedCache == nil, let image = images.first(where: { $0.cacheSlot != nil }) {
             throw r.corrupt("image \(image.path) lies in a shared cache the closure does not name")
         }
@@ -181,6 +185,7 @@ package struct LaunchClosure: Equatable, Sendable {
         w.u64(ClosureBinding.imageListHash(images.map(\.path)))
         w.u8(contentOnlyIdentity ? 1 : 0)
         w.uleb(rootCount)
+        ClosureSharedCache.encode(sharedCache, into: &w)
         w.uleb(images.count)
         for image in images {
             var record = ClosureWriter()
@@ -197,7 +202,6 @@ package struct LaunchClosure: Equatable, Sendable {
         threadLocals.encode(into: &w)
         w.uleb(dlopens.count)
         for dlopen in dlopens { dlopen.encode(into: &w) }
-        ClosureSharedCache.encode(sharedCache, into: &w)
         return w.bytes
     }
 }

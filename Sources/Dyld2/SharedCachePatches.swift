@@ -11,7 +11,10 @@ import SharedCache
 /// definition first); this launch coalesces it among the images it loads, the app's first.
 /// Where the two differ, every use the cache's patch table lists for its winner
 /// (``DyldCachePatchTable``) in a cached image this launch loaded is rebound to the
-/// launch's, with the use's addend.
+/// launch's, with the use's addend. The cache's winner is found from the table, as dyld
+/// matches a patchable export by its name: the export listed under the name (a name listed
+/// more than once is looked up in the cache's tries), so only the names with uses are
+/// coalesced again.
 enum SharedCachePatches {
     /// Per node of `graph`, the patches of a node taken from the cache (empty for the others):
     /// each a bind to the launch's definition at a word that holds the cache's.
@@ -28,23 +31,46 @@ enum SharedCachePatches {
             }
         }
         guard !names.isEmpty else { return none }
-        let cacheImages = try failed(cache) { () throws(ClosureError) in try cache.weakDefiningImages() }
-        var tries: [(offset: UInt64, trie: ExportTrie)] = []
-        for (offset, image) in cacheImages {
-            if let trie = try LoadError.reading(cache.cache.path, { () throws(MachOError) in try image.exportTrie() }) { tries.append((offset, trie)) }
+        let table = cache.patchTable
+        // The exports the patch table lists under those names: only they have uses to patch.
+        var listed: [String: [UInt64]] = [:]
+        do throws(MachOError) {
+            for image in 0..<table.imageCount {
+                for index in try table.exportRange(ofImage: image) {
+                    let export = try table.export(index), name = try table.name(export)
+                    if names.contains(name) { listed[name, default: []].append(UInt64(export.cacheOffsetOfImpl)) }
+                }
+            }
+        } catch {
+            throw .failed(path: cache.cache.path, cause: .corrupt(path: cache.cache.path, offset: error.offset, what: error.description))
         }
-        // The cache's winner of each name, by region offset, and the launch's, where they differ.
+        // The cache's winner of each such name, by region offset: the one export listed under it
+        // (its build bound every use of the name to its winner); for a name listed more than
+        // once, the first definition in the tries of the cache's weakly defining images, in its
+        // order (a non-weak one first). Then the launch's winner, where it is not the cache's.
+        var tries: [(offset: UInt64, trie: ExportTrie)]?
         var moved: [UInt64: BindTarget] = [:]
         for name in names.sorted() {
-            guard case let .image(node, offset)? = try resolver.coalesced(ByteView(Array(name.utf8))) else { continue }
-            var winner: UInt64?, firstWeak: UInt64?
-            for (imageOffset, trie) in tries {
-                let found = try LoadError.reading(cache.cache.path) { () throws(MachOError) in try trie.lookup(name) }
-                guard let symbol = found, symbol.kind != .absolute, let symbolOffset = symbol.imageOffset else { continue }
-                if !symbol.isWeakDefinition { winner = imageOffset &+ symbolOffset; break }
-                if firstWeak == nil { firstWeak = imageOffset &+ symbolOffset }
+            guard let exports = listed[name] else { continue }
+            var cached = exports.count == 1 ? exports.first : nil
+            if cached == nil {
+                if tries == nil {
+                    tries = []
+                    for (offset, image) in try failed(cache, { () throws(ClosureError) in try cache.weakDefiningImages() }) {
+                        if let trie = try LoadError.reading(cache.cache.path, { () throws(MachOError) in try image.exportTrie() }) { tries?.append((offset, trie)) }
+                    }
+                }
+                var firstWeak: UInt64?
+                for (imageOffset, trie) in tries ?? [] {
+                    let found = try LoadError.reading(cache.cache.path) { () throws(MachOError) in try trie.lookup(name) }
+                    guard let symbol = found, symbol.kind != .absolute, let symbolOffset = symbol.imageOffset else { continue }
+                    if !symbol.isWeakDefinition { cached = imageOffset &+ symbolOffset; break }
+                    if firstWeak == nil { firstWeak = imageOffset &+ symbolOffset }
+                }
+                cached = cached ?? firstWeak
             }
-            guard let cached = winner ?? firstWeak, graph.nodes[node].cacheOffset.map({ $0 &+ offset }) != cached else { continue }
+            guard let cached, case let .image(node, offset)? = try resolver.coalesced(ByteView(Array(name.utf8))),
+                  graph.nodes[node].cacheOffset.map({ $0 &+ offset }) != cached else { continue }
             moved[cached] = .image(node, offset: offset)
         }
         guard !moved.isEmpty else { return none }
@@ -52,7 +78,6 @@ enum SharedCachePatches {
         let loaded = graph.nodes.indices.compactMap { index in graph.nodes[index].cacheOffset.map { (node: index, offset: $0, size: plans[index].vmSize) } }
             .sorted { $0.offset < $1.offset }
         var patches = none
-        let table = cache.patchTable
         do throws(MachOError) {
             for image in 0..<table.imageCount {
                 for index in try table.exportRange(ofImage: image) {

@@ -15,14 +15,18 @@ enum ClosureLaunchDecoder {
     /// Maps (``ClosureFile/mapTrusted(_:)``) and decodes the closure at `path`.
     static func read<Beside>(_ path: String, trusting trustKey: ClosureTrustKey?, helper: LaunchHelper?,
                              check: (@Sendable (LaunchClosure) -> ClosureError?)? = nil,
+                             indexed: ((LaunchClosure.ImageIndex) throws(ClosureError) -> Bool)? = nil,
                              beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (closure: LaunchClosure, beside: Beside) {
-        try decode(ClosureFile.mapTrusted(path), path: path, trusting: trustKey, helper: helper, check: check, beside: beside)
+        try decode(ClosureFile.mapTrusted(path), path: path, trusting: trustKey, helper: helper, check: check, indexed: indexed, beside: beside)
     }
 
     /// Decodes `file`, running `beside` with the image table as soon as the image records are
     /// read: beside the helper's reading of the rest and `check` when it runs, else after them.
+    /// `indexed` sees the body's header fields first; when it gives the helper work of its own
+    /// (it returns true), the rest is read on this thread.
     static func decode<Beside>(_ file: ByteView, path: String, trusting trustKey: ClosureTrustKey? = nil, helper: LaunchHelper?,
                                check: (@Sendable (LaunchClosure) -> ClosureError?)? = nil,
+                               indexed: ((LaunchClosure.ImageIndex) throws(ClosureError) -> Bool)? = nil,
                                beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (closure: LaunchClosure, beside: Beside) {
         // A large body is worth a second core: its thread wakes while the header is checked.
         // The declared size is read before it is checked; a lie costs only the wake-up.
@@ -33,6 +37,7 @@ enum ClosureLaunchDecoder {
         let (header, frames) = try ClosureFile.checkedFrames(file, path: path, trusting: trustKey)
         guard let body = decompress(frames, helper: helper) else { throw ClosureFile.undecodableFrames(header, path: path) }
         let index = try LaunchClosure.readImageIndex(body, path: path)
+        let helper = try indexed?(index) == true ? nil : helper
         let table = try readImages(index, body: body, path: path, helper: helper)
         @Sendable func rest() throws(ClosureError) -> LaunchClosure {
             let closure = try LaunchClosure(table: table, body: body, tail: index.tail, path: path)

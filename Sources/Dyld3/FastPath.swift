@@ -142,20 +142,33 @@ struct ClosureLaunchSource: LaunchSource {
                 FastPath.firstRunFault(closure, closurePath: path)
             } : nil
             var clock = launch.clock
-            let (closure, (closureTime, files)) = try ClosureLaunchDecoder.read(path, trusting: launch.configuration.trustKey, helper: helper,
-                                                                 check: runCheck) { table throws(ClosureError) in
-                try Launcher.checkBinding(table.binding, request: request, closurePath: path)
-                try table.checkRoots(closurePath: path)
-                let closureTime = clock.lap()
-                return (closureTime, try table.openImages(0..<FastPath.openedBeforeMapping(table.images.count, helper: helper),
-                                                          closurePath: path, checks: checks,
-                                                          readAhead: Self.readAhead(request, helper: helper) == .whileOpening,
-                                                          hashedImages: &hashed))
+            // A closure bound into the shared cache: its range is mapped on the helper from as
+            // soon as the body's header names the cache, while this thread reads the rest.
+            var early: EarlyCache?
+            let decoded: (closure: LaunchClosure, beside: (Int64, [ImageDescriptor]))
+            do {
+                decoded = try ClosureLaunchDecoder.read(path, trusting: launch.configuration.trustKey, helper: helper, check: runCheck,
+                                                        indexed: { (index) throws(ClosureError) -> Bool in
+                    guard let cache = index.sharedCache, request.fixups != .pageIn else { return false }
+                    early = try EarlyCache.begin(cache, closurePath: path, helper: helper)
+                    return true
+                }) { table throws(ClosureError) in
+                    try Launcher.checkBinding(table.binding, request: request, closurePath: path)
+                    try table.checkRoots(closurePath: path)
+                    let closureTime = clock.lap()
+                    return (closureTime, try table.openImages(0..<FastPath.openedBeforeMapping(table.images.count, helper: helper),
+                                                              closurePath: path, checks: checks,
+                                                              readAhead: Self.readAhead(request, helper: helper) == .whileOpening,
+                                                              hashedImages: &hashed))
+                }
+            } catch {
+                early?.discard()
+                throw error
             }
             launch.clock = clock
-            launch.report.timings[.closure] = closureTime
+            launch.report.timings[.closure] = decoded.beside.0
             launch.report.imagesHashed = hashed
-            return try map(closure, files: files, path: path, runsChecked: true, &launch)
+            return try map(decoded.closure, files: decoded.beside.1, path: path, runsChecked: true, early: early, &launch)
         case let .decoded(closure, path, opened):
             try Launcher.checkBinding(closure.binding, request: request, closurePath: path)
             try closure.checkRoots(closurePath: path)
@@ -172,14 +185,34 @@ struct ClosureLaunchSource: LaunchSource {
     /// The mapping of `closure` from `files`, its first images' descriptors
     /// (``FastPath/openedBeforeMapping(_:helper:)``): the others opened and the plans checked
     /// beside the mapping. `runsChecked`: a page-in launch's run check was made on decoding.
-    func map(_ closure: LaunchClosure, files: [ImageDescriptor], path: String, runsChecked: Bool, _ launch: inout LaunchState) throws -> MappedLaunch {
+    /// `early`: the shared cache's range being mapped on the helper (begun here for an eager
+    /// launch of a closure bound into the cache when decoding did not).
+    func map(_ closure: LaunchClosure, files: [ImageDescriptor], path: String, runsChecked: Bool, early: EarlyCache? = nil,
+             _ launch: inout LaunchState) throws -> MappedLaunch {
+        var early = early
+        do {
+            return try map(closure, files: files, path: path, runsChecked: runsChecked, early: &early, &launch)
+        } catch {
+            early?.discard()
+            throw error
+        }
+    }
+
+    /// ``map(_:files:path:runsChecked:early:_:)``, `early` set to nil once joined.
+    func map(_ closure: LaunchClosure, files: [ImageDescriptor], path: String, runsChecked: Bool, early: inout EarlyCache?,
+             _ launch: inout LaunchState) throws -> MappedLaunch {
         let request = launch.request, checks = launch.configuration.identityChecks, helper = launch.helper
         launch.report.images = closure.images.map(\.path)
         try Launcher.checkSigningPolicy(closure, request: request)
+        if early == nil, request.fixups != .pageIn, let cache = closure.sharedCache {
+            early = try EarlyCache.begin(cache, closurePath: path, helper: helper)
+        }
         var files = files, hashed = 0
-        if files.count < closure.images.count, helper?.isRunning != true {
+        // With the cache's range mapping on the helper, this thread opens every image itself
+        // (the cached ones need no file).
+        if files.count < closure.images.count, helper?.isRunning != true || early != nil {
             files += try closure.openImages(files.count..<closure.images.count, closurePath: path, checks: checks,
-                                            readAhead: Self.readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
+                                            readAhead: early == nil && Self.readAhead(request, helper: helper) == .whileOpening, hashedImages: &hashed)
         }
         // A page-in launch applies its fixups on first touch, after `main` has started: every
         // run, target and page index entry it can meet is checked before anything is mapped,
@@ -192,19 +225,26 @@ struct ClosureLaunchSource: LaunchSource {
         let readsAheadOnHelper = Self.readAhead(request, helper: helper) == .onHelper
         let opened = files
         var report = launch.report
-        let (mapped, checked) = LaunchHelper.run(on: helper, helper: {
-            Result { () throws(ClosureError) -> PlanCheck in
-                var files = opened, hashed = 0
-                if let handOff {
-                    files += try closure.openImages(handOff.first..<handOff.count, closurePath: path, checks: checks,
-                                                    handOff: handOff, hashedImages: &hashed)
+        var written: [Bool] = []
+        let mapped: Result<(LaunchMemory, PageInFixups.Plan?), any Error>, checked: Result<PlanCheck, ClosureError>
+        if let pending = early {
+            (mapped, checked) = Self.mapBesideCache(closure, pending, files: files, path: path, request: request, written: &written)
+            early = nil
+        } else {
+            (mapped, checked) = LaunchHelper.run(on: helper, helper: {
+                Result { () throws(ClosureError) -> PlanCheck in
+                    var files = opened, hashed = 0
+                    if let handOff {
+                        files += try closure.openImages(handOff.first..<handOff.count, closurePath: path, checks: checks,
+                                                        handOff: handOff, hashedImages: &hashed)
+                    }
+                    if readsAheadOnHelper { Self.readAhead(closure, files: files) }
+                    return PlanCheck(hashedImages: hashed, disagreement: Self.planDisagreement(closure, files: files))
                 }
-                if readsAheadOnHelper { Self.readAhead(closure, files: files) }
-                return PlanCheck(hashedImages: hashed, disagreement: Self.planDisagreement(closure, files: files))
-            }
-        }) {
-            Result { () throws -> (LaunchMemory, PageInFixups.Plan?) in
-                try Self.mapImages(closure, path: path, files: files, handOff: handOff, request: request, report: &report)
+            }) {
+                Result { () throws -> (LaunchMemory, PageInFixups.Plan?) in
+                    try Self.mapImages(closure, path: path, files: files, handOff: handOff, request: request, report: &report)
+                }
             }
         }
         launch.report = report
@@ -226,7 +266,8 @@ struct ClosureLaunchSource: LaunchSource {
                 launch.report.timings[.parsing] = launch.clock.lap()
             }
             return MappedLaunch(closure: closure, path: path, memory: memory, protections: .segments, pagedIn: pageIn != nil,
-                                pending: .images(closure.images.indices.filter { !(pageIn?.indexed[$0] ?? false) })) { (memory) throws(LoadError) in
+                                pending: .images(closure.images.indices.filter { !(pageIn?.indexed[$0] ?? false) && !(written.indices.contains($0) && written[$0]) })) {
+                (memory) throws(LoadError) in
                 try FastPath.digestOf(memory, closure, closurePath: path)
             }
         }
@@ -249,6 +290,39 @@ struct ClosureLaunchSource: LaunchSource {
         launch.report.binds = closure.totalBinds
     }
 
+    /// An eager launch of a closure bound into the shared cache, its range mapping on the
+    /// helper: every image already opened and identified, the app's own images are read ahead,
+    /// their plans checked and the images mapped here, their fixups written (they point into the cache by address
+    /// alone) unless a plan disagrees or the pages are verified first; then the range is
+    /// joined. What ``planned(_:checked:_:path:)`` takes.
+    static func mapBesideCache(_ closure: LaunchClosure, _ early: EarlyCache, files: [ImageDescriptor], path: String, request: LaunchOptions,
+                               written: inout [Bool]) -> (Result<(LaunchMemory, PageInFixups.Plan?), any Error>, Result<PlanCheck, ClosureError>) {
+        readAhead(closure, files: files)
+        let disagreement = planDisagreement(closure, files: files)
+        var own: [Bool] = []
+        let mapped = Result { () throws -> (LaunchMemory, PageInFixups.Plan?) in
+            let memory = try LaunchMemory(plans: closure.images.map(\.plan), descriptors: files, firstSlide: request.slide,
+                                          shared: LaunchMemory.SharedImages(range: nil, bases: try early.opened.bases(closure.images)))
+            if disagreement == nil, !request.verifyPages { own = writeOwnFixups(closure, memory: memory, path: path) }
+            return (memory, nil)
+        }
+        written = own
+        return (mapped, early.range.join().map { PlanCheck(hashedImages: 0, disagreement: disagreement, cacheRange: $0) })
+    }
+
+    /// The app's own images' fixups, written while the helper maps the cache's range: per
+    /// image, whether its are written. The first run that faults is left, with the rest, to
+    /// the fixup step, which reports it in its order.
+    static func writeOwnFixups(_ closure: LaunchClosure, memory: LaunchMemory, path: String) -> [Bool] {
+        var written = [Bool](repeating: false, count: closure.images.count)
+        let values = closure.bindTargetValues(memory)
+        for index in closure.images.indices where closure.images[index].cacheSlot == nil {
+            guard (try? closure.applyFixups(ofImage: index, memory: memory, targetValues: values, closurePath: path)) != nil else { break }
+            written[index] = true
+        }
+        return written
+    }
+
     /// The memory the mapping gave, unless the helper found a stale image (reported first) or
     /// the mapping failed: a mapping the plan made fail is a `ClosureError` naming the closure
     /// file, so that `auto` falls back, and a plan the image's load commands disagree with is
@@ -262,7 +336,12 @@ struct ClosureLaunchSource: LaunchSource {
             throw stale
         case let .success(done): check = done
         }
-        guard case let .failure(error) = mapped else { return try mapped.get() }
+        guard case let .failure(error) = mapped else {
+            let (memory, pageIn) = try mapped.get()
+            if let range = check.cacheRange { memory.attachShared(range) }
+            return (memory, pageIn)
+        }
+        check.cacheRange?.release()
         guard case let .mapping(image, reason) = error as? LoadError else { throw error }
         if let disagreement = check.disagreement {
             throw ClosureError.plan(path: path, image: closure.images[disagreement.image].path, disagreement.what)
@@ -270,11 +349,36 @@ struct ClosureLaunchSource: LaunchSource {
         throw ClosureError.mapping(path: path, image: image, what: reason)
     }
 
+    /// The shared cache's range being mapped on the helper (``LaunchHelper/begin(on:_:)``)
+    /// while the launch reads its closure and maps the app's own images: its longest step (an
+    /// `mprotect` per protection run) beside the rest.
+    struct EarlyCache {
+        let opened: SharedCacheRegion.Opened
+        let range: LaunchHelper.Begun<Result<LaunchMemory.SlidRange, ClosureError>>
+
+        /// Opens the copy of `cache` slid for the boot (refused as the closure at `closurePath`)
+        /// and starts mapping its range on `helper`.
+        static func begin(_ cache: ClosureSharedCache, closurePath: String, helper: LaunchHelper?) throws(ClosureError) -> EarlyCache {
+            let opened = try SharedCacheRegion.open(cache, closurePath: closurePath)
+            helper?.start()
+            return EarlyCache(opened: opened, range: LaunchHelper.begin(on: helper) {
+                Result { () throws(ClosureError) -> LaunchMemory.SlidRange in try opened.mapRange() }
+            })
+        }
+
+        /// Joins the mapping and gives the range back: the launch stopped before it used it.
+        func discard() {
+            if case let .success(range) = range.join() { range.release() }
+        }
+    }
+
     /// What the helper found beside the mapping: how many images it hashed while identifying
     /// them, and the first plan an image's load commands disagree with.
     struct PlanCheck: Sendable {
         var hashedImages: Int
         var disagreement: (image: Int, what: PlanDisagreement)?
+        /// The shared cache's range, when the helper mapped it.
+        var cacheRange: LaunchMemory.SlidRange?
     }
 
     /// Maps the closure's images: eagerly, or for `--fixups page-in` with the pages that receive

@@ -80,6 +80,41 @@ package final class LaunchHelper {
     }
 }
 
+extension LaunchHelper {
+    /// Starts `work` on `launchHelper`'s thread and returns at once, the calling thread going on
+    /// with the launch until ``Begun/join()``; no other work may be given to the helper
+    /// meanwhile. Without a running helper, `join` runs it.
+    package static func begin<Value: Sendable>(on launchHelper: LaunchHelper?, _ work: @escaping @Sendable () -> Value) -> Begun<Value> {
+        guard let thread = launchHelper?.thread else { return Begun(thread: nil, slot: ResultSlot(), work: work) }
+        let slot = ResultSlot<Value>()
+        thread.state.post { slot.value = work() }
+        return Begun(thread: thread, slot: slot, work: work)
+    }
+
+    /// Work ``begin(on:_:)`` started, joined once.
+    package final class Begun<Value: Sendable> {
+        private var thread: HelperThread?
+        private let slot: ResultSlot<Value>
+        private let work: @Sendable () -> Value
+
+        fileprivate init(thread: HelperThread?, slot: ResultSlot<Value>, work: @escaping @Sendable () -> Value) {
+            (self.thread, self.slot, self.work) = (thread, slot, work)
+        }
+
+        /// The work's result, once it is done (run here when no helper took it).
+        package func join() -> Value {
+            if let thread {
+                thread.state.awaitDone()
+                self.thread = nil
+            }
+            if slot.value == nil { slot.value = work() }
+            return slot.value!
+        }
+
+        deinit { thread?.state.awaitDone() }
+    }
+}
+
 /// A helper thread and the state it shares with whichever launch holds it.
 private final class HelperThread: @unchecked Sendable {
     let state: HelperState

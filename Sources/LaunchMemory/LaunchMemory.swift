@@ -30,8 +30,9 @@ package final class LaunchMemory {
     /// The reserved region holding every image.
     package let regionBase: UInt64
     package let regionSize: UInt64
-    /// The shared cache's range, when images lie in it.
-    package let sharedRange: SlidRange?
+    /// The shared cache's range, when images lie in it (``attachShared(_:)`` when another
+    /// thread mapped it beside this memory).
+    package private(set) var sharedRange: SlidRange?
     /// Read-only pages of the cache made writable for its patches (``openForPatches(_:)``).
     private var patchedPages: [(start: UInt64, size: UInt64)] = []
     private var released = false
@@ -68,7 +69,8 @@ package final class LaunchMemory {
     ///     protection, and registered with `pager`, which the caller then starts. Needs `descriptors`.
     ///   - readAhead: each file this opens is read ahead (``ImagePlan/readAheadRange(deferred:)``).
     ///   - shared: the shared cache's range, mapped; the images it has a base for lie there and
-    ///     are not mapped (their descriptors are taken and left). Released with this memory.
+    ///     are not mapped (their descriptors are taken and left). Released with this memory. Its
+    ///     range nil: mapped by another thread meanwhile, then given by ``attachShared(_:)``.
     package init(plans: [ImagePlan], descriptors: [ImageDescriptor]? = nil, handOff: DescriptorHandOff? = nil, firstSlide: UInt64?,
                 pageIn: (pager: FixupPager, ranges: [[[Range<UInt64>]]])? = nil, readAhead: Bool = false,
                 shared: SharedImages? = nil) throws(LoadError) {
@@ -86,7 +88,7 @@ package final class LaunchMemory {
         do throws(LoadError) {
             regionBase = try LaunchMemory.reserveRegion(size: size, first: plans.first, firstSlide: firstSlide)
         } catch {
-            shared?.range.release()
+            shared?.range?.release()
             throw error
         }
         regionSize = size
@@ -312,6 +314,13 @@ package final class LaunchMemory {
         }
     }
 
+    /// The shared cache's range, mapped by another thread while this memory mapped the rest,
+    /// at the base this memory's cached images were given: released with this memory.
+    package func attachShared(_ range: SlidRange) {
+        precondition(sharedRange == nil, "the shared cache's range is attached once")
+        sharedRange = range
+    }
+
     /// Makes the pages `pages` (per image, offsets from its base) of the cache's images
     /// writable where the cache maps them read-only (`__DATA_CONST`), for the patches a closure
     /// writes there; ``applyProtections()`` gives them their protection back.
@@ -366,10 +375,11 @@ extension LaunchMemory {
     /// The shared cache's range as a launch maps it, and per image of the launch its base in
     /// that range (nil for an image mapped from its own file).
     package struct SharedImages: Sendable {
-        package let range: SlidRange
+        /// Nil while another thread maps it (``LaunchMemory/attachShared(_:)``).
+        package let range: SlidRange?
         package let bases: [UInt64?]
 
-        package init(range: SlidRange, bases: [UInt64?]) {
+        package init(range: SlidRange?, bases: [UInt64?]) {
             self.range = range
             self.bases = bases
         }

@@ -24,10 +24,16 @@ package enum SharedCacheRegion {
     /// every closure image with a ``CacheSlot`` (nil for the others). A cache that is missing,
     /// untrusted, another build (another UUID) or unreadable refuses the closure.
     package static func map(_ cache: ClosureSharedCache, images: [ClosureImage], closurePath: String) throws(ClosureError) -> LaunchMemory.SharedImages {
+        let opened = try open(cache, closurePath: closurePath)
+        return LaunchMemory.SharedImages(range: try opened.mapRange(), bases: try opened.bases(images))
+    }
+
+    /// Opens the copy of the cache `cache` names for the closure at `closurePath` (refused as
+    /// ``map(_:images:closurePath:)`` refuses it), not mapped yet: a launch maps its range on
+    /// another thread while it reads the closure's images and maps its own.
+    package static func open(_ cache: ClosureSharedCache, closurePath: String) throws(ClosureError) -> Opened {
         let header = try currentHeader(cache, closurePath: closurePath)
-        let slots = images.map { image in image.cacheSlot.map { Slot(offset: $0.offset, size: image.plan.vmSize, path: image.path) } }
-        return try map(cache, rangeSize: header.sharedRegionSize, slots: slots, directory: PathResolver.containingDirectory(of: closurePath),
-                       refusing: closurePath)
+        return try open(cache, rangeSize: header.sharedRegionSize, directory: PathResolver.containingDirectory(of: closurePath), refusing: closurePath)
     }
 
     /// Where one image of a launch lies in the cache's region: its offset, size and path.
@@ -41,33 +47,62 @@ package enum SharedCacheRegion {
         }
     }
 
+    /// The cache's copy slid for this boot, opened and checked: where it is mapped is known
+    /// before ``mapRange()`` maps it (its `mmap` and one `mprotect` per protection run, the
+    /// costliest step of a launch from the cache).
+    package struct Opened: @unchecked Sendable {
+        let copy: SlidPrelinkedSetFile.Opened
+        let refusing: String
+        let cachePath: String
+
+        /// The range mapped at the copy's base, with each mapping's protection.
+        package func mapRange() throws(ClosureError) -> LaunchMemory.SlidRange {
+            guard let range = try copy.mapRange() else {
+                throw .mapping(path: refusing, image: cachePath, what: "the shared cache's range for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process")
+            }
+            return range
+        }
+
+        /// The base of each image at `slots` once the range is mapped (nil: not in the cache);
+        /// a slot leaving the region refuses the closure (or the cache).
+        package func bases(_ slots: [Slot?]) throws(ClosureError) -> [UInt64?] {
+            let size = copy.rangeSize
+            return try slots.map { (slot) throws(ClosureError) -> UInt64? in
+                guard let slot else { return nil }
+                guard slot.offset <= size, slot.size <= size - slot.offset else {
+                    throw .corrupt(path: refusing, offset: 0, what: "image \(slot.path) at +0x\(String(slot.offset, radix: 16)) leaves the shared cache's \(size)-byte region")
+                }
+                return copy.header.base + slot.offset
+            }
+        }
+
+        /// The base of each closure image of `images` with a ``CacheSlot``.
+        package func bases(_ images: [ClosureImage]) throws(ClosureError) -> [UInt64?] {
+            try bases(images.map { image in image.cacheSlot.map { Slot(offset: $0.offset, size: image.plan.vmSize, path: image.path) } })
+        }
+    }
+
     /// Maps the copy of `cache` slid for this boot, kept in `directory` (written first when
     /// there is none), for a launch whose images lie at `slots` (nil: not in the cache); a
     /// slot leaving the region refuses `refusing` (the closure, or the cache itself).
     package static func map(_ cache: ClosureSharedCache, rangeSize: UInt64, slots: [Slot?], directory: String,
                             refusing: String) throws(ClosureError) -> LaunchMemory.SharedImages {
+        let opened = try open(cache, rangeSize: rangeSize, directory: directory, refusing: refusing)
+        let bases = try opened.bases(slots)
+        return LaunchMemory.SharedImages(range: try opened.mapRange(), bases: bases)
+    }
+
+    /// Opens the copy of `cache` slid for this boot, kept in `directory`, written first when
+    /// there is none.
+    static func open(_ cache: ClosureSharedCache, rangeSize: UInt64, directory: String, refusing: String) throws(ClosureError) -> Opened {
         let copyPath = slidCopyPath(cache, directory: directory)
-        for case let slot? in slots {
-            guard slot.offset <= rangeSize, slot.size <= rangeSize - slot.offset else {
-                throw .corrupt(path: refusing, offset: 0, what: "image \(slot.path) at +0x\(String(slot.offset, radix: 16)) leaves the shared cache's \(rangeSize)-byte region")
-            }
-        }
         let (checksum, dataHash) = identity(cache.uuid)
         var opened = SlidPrelinkedSetFile.open(copyPath, setChecksum: checksum, setDataHash: dataHash, rangeSize: rangeSize)
         if case .failure = opened {
             try writeSlidCopy(cache, to: copyPath)
             opened = SlidPrelinkedSetFile.open(copyPath, setChecksum: checksum, setDataHash: dataHash, rangeSize: rangeSize)
         }
-        let range: LaunchMemory.SlidRange
-        switch opened {
-        case let .failure(error): throw error
-        case let .success(copy):
-            guard let mapped = try copy.mapRange() else {
-                throw .mapping(path: refusing, image: cache.path, what: "the shared cache's range for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process")
-            }
-            range = mapped
-        }
-        return LaunchMemory.SharedImages(range: range, bases: slots.map { slot in slot.map { range.base + $0.offset } })
+        return Opened(copy: try opened.get(), refusing: refusing, cachePath: cache.path)
     }
 
     /// The header of the cache at `cache.path`, opened without following a link and held to

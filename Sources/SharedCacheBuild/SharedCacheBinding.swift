@@ -55,16 +55,17 @@ package enum SharedCacheBinding {
         let cachedCount = slots.count { $0 != nil }
         guard cachedCount > 0 else { throw refuse("it holds none of the app's dylibs") }
         // Every fixup of a cached image is in the cache, word for word, or becomes a patch.
-        var targets = Array(closure.bindTargets)
-        var targetIndex: [BindTarget: Int] = [:]
-        for (index, target) in targets.enumerated() where targetIndex[target] == nil { targetIndex[target] = index }
         var bound = closure
+        var fixups: [[ResolvedFixup]] = []
         var patchCount = 0
         let bases = slots.map { $0.map { start &+ $0.offset } ?? 0 }
         // Each mapping's slide info says how its words hold a pointer (delta bits, value_add).
         let slides = try cache.mappings.indices.map { try cache.slideInfo($0) }
         for (index, slot) in slots.enumerated() {
-            guard let slot else { continue }
+            guard let slot else {
+                fixups.append(try closure.fixups(ofImage: index, closurePath: closurePath))
+                continue
+            }
             let image = closure.images[index]
             var patches: [ResolvedFixup] = []
             for fixup in try closure.fixups(ofImage: index, closurePath: closurePath) {
@@ -91,14 +92,25 @@ package enum SharedCacheBinding {
                 let held = pointer ? slides[after - 1]?.value(ofRaw: raw) ?? raw : raw
                 if held != fixup.value(imageBase: bases[index], imageBases: bases) { patches.append(fixup) }
             }
-            var record = image.withoutFixups()
-            let rebases = FixupRuns.encodeRebases(patches, plan: image.plan)
-            let binds = FixupRuns.encodeBinds(patches, plan: image.plan, targets: &targets, targetIndex: &targetIndex)
-            (record.rebaseRuns, record.rebaseCount, record.bindRuns, record.bindCount) = (rebases.bytes[...], rebases.count, binds.bytes[...], binds.count)
-            record.fixupPageIndex = FixupPageIndex(rebases: rebases.pages, binds: binds.pages)
-            record.cacheSlot = slot
-            bound.images[index] = record
+            bound.images[index].cacheSlot = slot
+            fixups.append(patches)
             patchCount += patches.count
+        }
+        // The runs encoded again over a table of the targets the closure still binds: the
+        // cached images' binds (most of the table) are the cache's, not the launch's.
+        var targets: [BindTarget] = [], targetIndex: [BindTarget: Int] = [:]
+        for (index, own) in fixups.enumerated() {
+            let plan = closure.images[index].plan
+            let rebases = FixupRuns.encodeRebases(own, plan: plan)
+            let binds = FixupRuns.encodeBinds(own, plan: plan, targets: &targets, targetIndex: &targetIndex)
+            (bound.images[index].rebaseRuns, bound.images[index].rebaseCount) = (rebases.bytes[...], rebases.count)
+            (bound.images[index].bindRuns, bound.images[index].bindCount) = (binds.bytes[...], binds.count)
+            bound.images[index].fixupPageIndex = FixupPageIndex(rebases: rebases.pages, binds: binds.pages)
+        }
+        for index in closure.objc.bindRuns.indices where closure.objc.bindCounts[index] > 0 {
+            let writes = FixupRuns.encodeBinds(try closure.objcWrites(ofImage: index, closurePath: closurePath), plan: closure.images[index].plan,
+                                               targets: &targets, targetIndex: &targetIndex)
+            (bound.objc.bindRuns[index], bound.objc.bindCounts[index]) = (writes.bytes[...], writes.count)
         }
         bound.bindTargets = BindTargetTable(targets)
         bound.sharedCache = ClosureSharedCache(path: cachePath, uuid: cache.header.uuid)

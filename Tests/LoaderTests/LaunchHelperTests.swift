@@ -115,13 +115,17 @@ import LaunchMemory
     }
 
     /// A reader of `body` standing at its first image record (binding, content-only byte,
-    /// root count and image count read).
+    /// root count, shared cache and image count read).
     static func readerAtRecords(of body: [UInt8]) throws -> ClosureReader {
         var reader = ClosureReader(body, path: "")
         _ = try ClosureBinding(parsing: &reader)
         _ = try reader.u64()
         _ = try reader.u8()
         _ = try reader.uleb()
+        if try reader.u8() != 0 {
+            _ = try reader.string()
+            _ = try reader.raw(16)
+        }
         _ = try reader.uleb()
         return reader
     }
