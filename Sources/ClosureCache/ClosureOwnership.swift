@@ -59,21 +59,40 @@ package enum ClosureOwnership {
     package static func checkAncestors(of directory: String, user: UInt32, realPath: (String) -> String?,
                                       status: (String) -> FileStatus?) -> Problem? {
         guard let resolved = realPath(directory) else { return .unresolvable(directory: directory) }
+        return checkAncestors(of: resolved, directory: directory, user: user, status: status)
+    }
+
+    /// ``checkAncestors(of:user:realPath:status:)`` on the file system. A normalized path none
+    /// of whose components is a link is its own real path: its ancestors' `lstat`s are their
+    /// statuses and no `realpath` is needed (half the system calls of a small launch's
+    /// check); with a link anywhere the path is resolved first.
+    package static func checkAncestors(of directory: String, user: UInt32) -> Problem? {
+        if PathResolver.normalize(directory) == directory, FileStatus.ofLink(directory).map({ !$0.isSymbolicLink }) == true {
+            var link = false
+            let problem = checkAncestors(of: directory, directory: directory, user: user) { ancestor in
+                let status = FileStatus.ofLink(ancestor)
+                if status?.isSymbolicLink == true { link = true }
+                return status
+            }
+            if !link { return problem }
+        }
+        return checkAncestors(of: directory, user: user, realPath: RealPath.of, status: FileStatus.of)
+    }
+
+    /// Each directory above the real path `resolved` of `directory`, from the nearest outward,
+    /// checked with its `status`; the first problem.
+    private static func checkAncestors(of resolved: String, directory: String, user: UInt32, status: (String) -> FileStatus?) -> Problem? {
+        let bytes = Array(resolved.utf8)
+        var end = bytes.count
         // Each ancestor is the path up to a separator, from the nearest one outward.
-        var ancestor = Substring(resolved)
-        while let last = ancestor.lastIndex(of: "/"), !(ancestor.startIndex == last && ancestor.count == 1) {
-            ancestor = ancestor[..<last]
-            let ancestor = ancestor.isEmpty ? "/" : String(ancestor)
-            guard let info = status(ancestor) else { return .unresolvable(directory: directory) }
+        while let slash = bytes[..<end].lastIndex(of: UInt8(ascii: "/")), !(slash == 0 && end == 1) {
+            end = max(slash, 1)
+            let ancestor = String(decoding: bytes[..<end], as: UTF8.self)
+            guard let info = status(ancestor), !info.isSymbolicLink else { return .unresolvable(directory: directory) }
             if info.ownerID != user, info.ownerID != 0 { return .ancestorOwner(path: ancestor, owner: info.ownerID, user: user) }
             if info.mode & 0o022 != 0, info.mode & 0o1000 == 0 { return .ancestorWritable(path: ancestor, mode: info.mode) }
         }
         return nil
-    }
-
-    /// ``checkAncestors(of:user:realPath:status:)`` on the file system.
-    package static func checkAncestors(of directory: String, user: UInt32) -> Problem? {
-        checkAncestors(of: directory, user: user, realPath: RealPath.of, status: FileStatus.of)
     }
 
     /// Checks the `.ipa` work area (`CACHE/.work`, status `workArea` of what was opened

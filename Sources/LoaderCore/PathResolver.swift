@@ -94,8 +94,9 @@ package struct PathResolver: Sendable {
     /// `/` for `/name`, `.` for a bare `name`. No generic string algorithm: a launch asks it
     /// of its closure's path.
     package static func containingDirectory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
+        let utf8 = path.utf8
+        guard let slash = utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        return slash == utf8.startIndex ? "/" : String(path[..<slash])
     }
 
     /// An absolute path with `.`, `..` and doubled slashes removed (symlinks are kept).

@@ -18,6 +18,7 @@ package struct FileStatus: Equatable, Sendable {
     package var ownerID: UInt32
     package var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
     package var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
+    package var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
 
     /// A status with the given size, mode and owner, and no times (for policy checks).
     package init(size: UInt64, mode: UInt32, ownerID: UInt32) {
@@ -41,6 +42,12 @@ package struct FileStatus: Equatable, Sendable {
     package static func of(_ path: String) -> FileStatus? {
         var info = stat()
         return unsafe stat(path, &info) == 0 ? FileStatus(info) : nil
+    }
+
+    /// The status of `path` itself, a symbolic link not followed (`lstat`).
+    package static func ofLink(_ path: String) -> FileStatus? {
+        var info = stat()
+        return unsafe lstat(path, &info) == 0 ? FileStatus(info) : nil
     }
 }
 

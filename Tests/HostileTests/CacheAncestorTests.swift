@@ -40,7 +40,7 @@ import LoaderSystem
     }
 
     /// A cache whose parent directory is group-writable, reached directly or through a
-    /// symlink from a safe place: launches refuse its closure (auto falls back), verify
+    /// symlink from a safe place (to the cache, or to its parent): launches refuse its closure (auto falls back), verify
     /// calls it untrusted. Made safe again, the same cache is used through the link.
     @Test func aCacheUnderAGroupWritableDirectoryIsRefusedThroughASymlinkToo() async throws {
         let (app, scratch, parent, real) = try Self.installUnderParent("ancestor-writable", parent: "shared")
@@ -48,7 +48,9 @@ import LoaderSystem
         #expect(chmod(parent, 0o775) == 0)
         let link = scratch + "/cache-link"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
-        for cache in [real, link] {
+        // A link above the cache rather than at it: the cache's own path is no link.
+        try FileManager.default.createSymbolicLink(atPath: scratch + "/parent-link", withDestinationPath: parent)
+        for cache in [real, link, scratch + "/parent-link/cache"] {
             Self.expectUntrusted(app, cache: cache) {
                 $0 == "\(parent), above its directory, is writable by group or others (mode 775) and not sticky: they could replace the cache"
             }
