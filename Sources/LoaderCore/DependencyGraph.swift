@@ -431,9 +431,10 @@ package struct DependencyGraph: Sendable {
     /// executable's (for an error's tried paths; the search walks `searchDirectories`).
     func rpathChain(from index: Int) -> [PathResolver.RPath] {
         var chain: [PathResolver.RPath] = []
-        var visited = Set<Int>()
+        var visited = [Bool](repeating: false, count: nodes.count)
         var current: Int? = index
-        while let node = current, visited.insert(node).inserted {
+        while let node = current, !visited[node] {
+            visited[node] = true
             let directory = PathResolver.directory(of: nodes[node].path)
             chain += nodes[node].image.rpaths.map { PathResolver.RPath(path: $0, declaringImageDirectory: directory) }
             current = nodes[node].loader ?? (node == 0 ? nil : 0)

@@ -45,7 +45,13 @@ package struct MachOImage: Sendable {
 
     /// For an image parsed where a launch mapped it (``init(parsingMapped:)``): per segment with
     /// file bytes, its range in the file (from the slice's start) and its offset in the mapping.
-    private var mappedSegments: [(file: Range<UInt64>, mappedAt: UInt64)]?
+    private var mappedSegments: [MappedSegment]?
+
+    /// A segment's bytes in the file (from the image's start) and where they lie in the mapping.
+    private struct MappedSegment: Sendable {
+        let file: Range<UInt64>
+        let mappedAt: UInt64
+    }
 
     /// Whether the image was parsed where a launch mapped it, as dyld's `MachOLoaded` reads a
     /// loaded image: its load commands, `__LINKEDIT` and sections are read where they lie, but
@@ -73,7 +79,7 @@ package struct MachOImage: Sendable {
                   segment.vmSize <= UInt64(view.count) - (segment.vmAddress - base) else {
                 throw MachOError.malformed("segment \(segment.name) lies outside the mapped image", at: view.base)
             }
-            return (segment.fileOffset..<fileEnd, segment.vmAddress - base)
+            return MappedSegment(file: segment.fileOffset..<fileEnd, mappedAt: segment.vmAddress - base)
         }
         guard mappedSegments?.contains(where: { $0.file.lowerBound == 0 && $0.mappedAt == 0 }) == true else {
             throw MachOError.malformed("no segment maps the header at the image's base", at: view.base)

@@ -50,6 +50,8 @@ package struct ClosureBinding: Equatable, Sendable {
 
     /// The first field in which this closure's binding differs from `request`, with both values.
     package func mismatch(with request: ClosureBinding) -> (field: Field, expected: String, found: String)? {
+        // Compared whole first: a launch's match makes no array of the fields.
+        guard self != request else { return nil }
         for field in Field.allCases where self[field] != request[field] {
             return (field, request[field], self[field])
         }
