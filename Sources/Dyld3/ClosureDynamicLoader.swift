@@ -92,14 +92,20 @@ final class ClosureDynamicLoader: DynamicLoader {
 
     /// The loaded image `path` names: by install name, else by the file it names: directly, or
     /// for `@rpath/` the first candidate over the main executable's rpaths that exists (one
-    /// that exists but is not loaded is another file: nil).
-    private func loadedImage(_ path: String) throws(LoadError) -> Int? {
+    /// that exists but is not loaded is another file: nil). With `failingWhenMissing`, a path
+    /// that names no file at all fails as the slow path's `dlopen` does, before any closure is built.
+    private func loadedImage(_ path: String, failingWhenMissing: Bool) throws(LoadError) -> Int? {
         if let index = images.indices.first(where: { images[$0].installName == path }) { return index }
         let files = path.hasPrefix("@rpath/") ? candidates(path) : resolver.direct(path).map { [$0] } ?? []
-        for (position, file) in files.enumerated() {
+        for file in files {
             if let index = images.indices.first(where: { images[$0].path == file }) { return index }
-            // An existing file ends the search; the last candidate ends it either way.
-            if position < files.count - 1, FileStatus.of(file) != nil { return nil }
+            if FileStatus.of(file) != nil { return nil }
+        }
+        if failingWhenMissing, path.hasPrefix("/") || path.hasPrefix("@") {
+            let tried = candidates(path)
+            if !tried.contains(where: { !files.contains($0) && FileStatus.of($0) != nil }) {
+                throw .missingDylib(installName: path, neededBy: "dlopen", tried: tried)
+            }
         }
         return nil
     }
@@ -114,7 +120,7 @@ final class ClosureDynamicLoader: DynamicLoader {
 
     func open(_ path: String, mode rawMode: Int32) throws(LoadError) -> UInt64 {
         let mode = DynamicOpenMode(rawValue: rawMode)
-        if let index = try loadedImage(path) { return reopen(index, requested: path, mode: mode) }
+        if let index = try loadedImage(path, failingWhenMissing: !mode.contains(.noLoad)) { return reopen(index, requested: path, mode: mode) }
         if mode.contains(.noLoad) { throw .unusable(path: path, reason: "is not loaded (RTLD_NOLOAD loads nothing)") }
         let direct = resolver.direct(path)
         // The launch closure's own, while nothing was opened before it.
@@ -128,14 +134,6 @@ final class ClosureDynamicLoader: DynamicLoader {
             }
         }
         guard let build = configuration.dlopenClosures else {
-            // A path that names no file fails as the slow path's does (the builder's search
-            // says so itself), else the call names the missing closure.
-            if path.hasPrefix("/") || path.hasPrefix("@") {
-                let tried = candidates(path)
-                if !tried.contains(where: { FileStatus.of($0) != nil }) {
-                    throw .missingDylib(installName: path, neededBy: "dlopen", tried: tried)
-                }
-            }
             throw .unusable(path: path, reason: "has no dlopen closure in \(closurePath): run `dyld3 install` with `--dlopen \(path)`")
         }
         switch try build(path, request, launch, images, mappedSlice, earlier, builderState) {
