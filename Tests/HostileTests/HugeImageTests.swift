@@ -37,8 +37,8 @@ import LoaderSystem
         #expect(hashed)
     }
 
-    /// The streamed hash equals xxh3 of the bytes in one piece, for files with data, holes,
-    /// and sizes around the buffer's.
+    /// The streamed hash, and the hash of the file as mapped, equal xxh3 of the bytes in one
+    /// piece, for files with data, holes, and sizes around the buffer's.
     @Test func theStreamedHashIsTheHashOfTheWholeFile() throws {
         let directory = try Scratch.directory("stream-hash")
         defer { Scratch.remove(directory) }
@@ -63,6 +63,8 @@ import LoaderSystem
             try handle.close()
             let file = try ImageDescriptor.open(path)
             #expect(file.contentHash() == UnsafeHash.xxh3(bytes), "\(name)")
+            // And hashed where the file is mapped (an identity taken from the bytes parsed).
+            #expect(ImageDescriptor.contentHash(ofMapped: try ImageFile.mapRegularFile(path)) == UnsafeHash.xxh3(bytes), "\(name), mapped")
         }
     }
 }
