@@ -192,7 +192,7 @@ package enum AppBench {
 
     /// The Markdown report: the paths, the phases, the heaviest images, the initializers.
     package static func markdown(_ report: Report) -> String {
-        func ms(_ ns: Int64) -> String { String(format: "%.2f ms", Double(ns) / 1e6) }
+        let ms: (Int64) -> String = MarkdownReport.milliseconds
         let paths = allPaths.filter { report.warm[$0] != nil }
         var out = "# Launch of \((report.app as NSString).lastPathComponent) [\(report.arch)]\n\n"
         out += "\(report.images) images, \(report.rebases) rebases, \(report.binds) binds; \(report.dirtyPages) writable pages dirtied "

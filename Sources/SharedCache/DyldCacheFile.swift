@@ -18,17 +18,14 @@ package struct DyldCacheFile: Sendable {
             }
             return try view.slice(Int(offset), Int(bytes))
         }
+        let withSlideInfo = header.mappingWithSlideCount > 0
+        let (mappingOffset, mappingCount, entrySize) = withSlideInfo
+            ? (UInt64(header.mappingWithSlideOffset), Int(header.mappingWithSlideCount), DyldCache.Mapping.size)
+            : (UInt64(header.mappingOffset), Int(header.mappingCount), DyldCache.Mapping.plainSize)
+        let entries = try table(mappingOffset, UInt64(mappingCount), entrySize, withSlideInfo ? "mappings with slide info" : "mappings")
         var mappings: [DyldCache.Mapping] = []
-        if header.mappingWithSlideCount > 0 {
-            let entries = try table(UInt64(header.mappingWithSlideOffset), UInt64(header.mappingWithSlideCount), DyldCache.Mapping.size, "mappings with slide info")
-            for index in 0..<Int(header.mappingWithSlideCount) {
-                mappings.append(try DyldCache.Mapping(parsing: try entries.slice(index * DyldCache.Mapping.size, DyldCache.Mapping.size)))
-            }
-        } else {
-            let entries = try table(UInt64(header.mappingOffset), UInt64(header.mappingCount), DyldCache.Mapping.plainSize, "mappings")
-            for index in 0..<Int(header.mappingCount) {
-                mappings.append(try DyldCache.Mapping(parsingPlain: try entries.slice(index * DyldCache.Mapping.plainSize, DyldCache.Mapping.plainSize)))
-            }
+        for index in 0..<mappingCount {
+            mappings.append(try DyldCache.Mapping(parsing: try entries.slice(index * entrySize, entrySize), withSlideInfo: withSlideInfo))
         }
         var end: UInt64 = 0
         for (index, mapping) in mappings.enumerated() {

@@ -139,16 +139,12 @@ package enum DyldCache {
             (self.slideInfoFileSize, self.flags, self.maxProt, self.initProt) = (slideInfoFileSize, flags, maxProt, initProt)
         }
 
-        package init(parsing view: ByteView) throws(MachOError) {
+        /// A `dyld_cache_mapping_and_slide_info` (`withSlideInfo`), else a `dyld_cache_mapping_info`.
+        package init(parsing view: ByteView, withSlideInfo: Bool) throws(MachOError) {
             (address, size, fileOffset) = (try view.u64(0), try view.u64(8), try view.u64(16))
-            (slideInfoFileOffset, slideInfoFileSize, flags) = (try view.u64(24), try view.u64(32), try view.u64(40))
-            (maxProt, initProt) = (try view.u32(48), try view.u32(52))
-        }
-
-        package init(parsingPlain view: ByteView) throws(MachOError) {
-            (address, size, fileOffset) = (try view.u64(0), try view.u64(8), try view.u64(16))
-            (slideInfoFileOffset, slideInfoFileSize, flags) = (0, 0, 0)
-            (maxProt, initProt) = (try view.u32(24), try view.u32(28))
+            (slideInfoFileOffset, slideInfoFileSize, flags) = withSlideInfo ? (try view.u64(24), try view.u64(32), try view.u64(40)) : (0, 0, 0)
+            let protections = withSlideInfo ? 48 : 24
+            (maxProt, initProt) = (try view.u32(protections), try view.u32(protections + 4))
         }
 
         package var plainBytes: [UInt8] { Words.le([address, size, fileOffset]) + Words.le32([maxProt, initProt]) }

@@ -24,6 +24,20 @@ import Testing
         return root
     }
 
+    /// A copy of the x86_64 chained fixtures' root in a temporary directory.
+    static func fixtureRoot() throws -> String {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
+        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        return root
+    }
+
+    /// `bytes` with `value` stored little-endian in its `size` bytes at `offset`.
+    static func forged(_ bytes: [UInt8], _ offset: Int, _ value: UInt64, _ size: Int) -> [UInt8] {
+        var copy = bytes
+        for byte in 0..<size { copy[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
+        return copy
+    }
+
     static func json(_ text: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text.prefix(400))")
     }
@@ -134,8 +148,7 @@ import Testing
     /// outside the mappings of the cache's images is refused: by the reader, and by a dyld2 launch
     /// opening the cache in one line naming it.
     @Test func aForgedPatchTableIsRefused() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
-        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        let root = try Self.fixtureRoot()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
         let bytes = try Corpus.bytes(built.path)
@@ -146,11 +159,7 @@ import Testing
         func u64(_ offset: Int) -> Int { (0..<8).reduce(0) { $0 | Int(bytes[offset + $1]) << (8 * $1) } }
         let images = u64(info) - Int(whole.header.sharedRegionStart)
         let exports = u64(info + 16) - Int(whole.header.sharedRegionStart), locations = u64(info + 32) - Int(whole.header.sharedRegionStart)
-        func forged(_ offset: Int, _ value: UInt64, _ size: Int = 4) -> [UInt8] {
-            var copy = bytes
-            for byte in 0..<size { copy[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
-            return copy
-        }
+        func forged(_ offset: Int, _ value: UInt64, _ size: Int = 4) -> [UInt8] { Self.forged(bytes, offset, value, size) }
         let cases: [(String, [UInt8])] = [
             ("the table past the cache", forged(152, whole.header.sharedRegionStart + UInt64(bytes.count) * 2, 8)),
             ("more locations than the file holds", forged(info + 40, 1 << 40, 8)),
@@ -178,8 +187,7 @@ import Testing
     /// Every truncation of a cache's tables, and forged counts and offsets, are refused with
     /// an error (never a crash or a read past the bytes); the whole file reads.
     @Test func truncatedAndForgedTablesAreRefused() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
-        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        let root = try Self.fixtureRoot()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
         let bytes = try Corpus.bytes(built.path)
@@ -191,11 +199,7 @@ import Testing
         for length in stride(from: 0, to: tablesEnd, by: 3) {
             #expect(throws: MachOError.self, "\(length) bytes") { try DyldCacheFile(parsing: ByteView(Array(bytes.prefix(length)))) }
         }
-        func forged(_ offset: Int, _ value: UInt32) -> [UInt8] {
-            var copy = bytes
-            for byte in 0..<4 { copy[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt32(byte))) }
-            return copy
-        }
+        func forged(_ offset: Int, _ value: UInt32) -> [UInt8] { Self.forged(bytes, offset, UInt64(value), 4) }
         // Counts that claim more than the file holds, a mapping past the file, a path past it.
         for (field, value) in [(316, UInt32.max), (452, 0x1000_0000), (312, UInt32(bytes.count - 8))] {
             #expect(throws: MachOError.self, "field \(field)") { try DyldCacheFile(parsing: ByteView(forged(field, value))) }
@@ -209,8 +213,7 @@ import Testing
     /// llvm-objdump's of the source dylib, row for row, each address moved by where the cache
     /// put the image; its segments are the source's, at the cache's addresses.
     @Test func anImageOfTheCacheReadsAsItsSourceDylib() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
-        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        let root = try Self.fixtureRoot()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
         let cache = try DyldCacheFile(parsing: ByteView(try Corpus.bytes(built.path)))
@@ -243,8 +246,7 @@ import Testing
     /// `shared-cache verify`: valid as built; stale when a source dylib changes; untrusted when
     /// others can write it; corrupt when one byte changes (it no longer hashes to its UUID).
     @Test func verifyNamesWhatIsWrongWithACache() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
-        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        let root = try Self.fixtureRoot()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
         func verify(_ arguments: [String] = []) async throws -> (status: Int32, json: [String: Any]) {

@@ -7,11 +7,10 @@
 /// executable), the identifier padded so that the hashes start 16-aligned from the SuperBlob,
 /// the whole padded to 16 bytes.
 package enum AdHocSignature {
-    static let superBlobHeaderSize = 12 + 8
     /// `alignTo<8>(sizeof(CS_SuperBlob) + sizeof(CS_BlobIndex))`: where the CodeDirectory starts.
     static let blobHeadersSize = 24
     static let codeDirectorySize = 88
-    /// `alignTo<16>(superBlobHeaderSize + codeDirectorySize)`.
+    /// `alignTo<16>(sizeof(CS_SuperBlob) + sizeof(CS_BlobIndex) + codeDirectorySize)`.
     static let fixedHeadersSize = 112
     static let pageSizeShift = 12
 
