@@ -24,11 +24,13 @@ import Testing
         return root
     }
 
-    /// A copy of the x86_64 chained fixtures' root in a temporary directory.
-    static func fixtureRoot() throws -> String {
+    /// A copy of the x86_64 chained fixtures' root in a temporary directory (the caller removes
+    /// it), the shared cache built in it, and the cache's bytes.
+    static func fixtureCache() throws -> (root: String, built: SharedCacheBuilder.Built, bytes: [UInt8]) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
         try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
-        return root
+        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
+        return (root, built, try Corpus.bytes(built.path))
     }
 
     /// `bytes` with `value` stored little-endian in its `size` bytes at `offset`.
@@ -148,10 +150,8 @@ import Testing
     /// outside the mappings of the cache's images is refused: by the reader, and by a dyld2 launch
     /// opening the cache in one line naming it.
     @Test func aForgedPatchTableIsRefused() throws {
-        let root = try Self.fixtureRoot()
+        let (root, built, bytes) = try Self.fixtureCache()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
-        let bytes = try Corpus.bytes(built.path)
         let whole = try DyldCacheFile(parsing: ByteView(bytes))
         let table = try #require(try whole.patchTable())
         try #require(table.exportCount > 0 && table.locationCount > 0 && built.patchLocations == table.locationCount)
@@ -187,10 +187,8 @@ import Testing
     /// Every truncation of a cache's tables, and forged counts and offsets, are refused with
     /// an error (never a crash or a read past the bytes); the whole file reads.
     @Test func truncatedAndForgedTablesAreRefused() throws {
-        let root = try Self.fixtureRoot()
+        let (root, _, bytes) = try Self.fixtureCache()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
-        let bytes = try Corpus.bytes(built.path)
         let whole = try DyldCacheFile(parsing: ByteView(bytes))
         let dylibs = try FileManager.default.contentsOfDirectory(atPath: root + "/usr/lib").filter { $0.hasSuffix(".dylib") }.sorted()
         // Every dylib once, in load order (those no other dylib links first).
@@ -213,10 +211,9 @@ import Testing
     /// llvm-objdump's of the source dylib, row for row, each address moved by where the cache
     /// put the image; its segments are the source's, at the cache's addresses.
     @Test func anImageOfTheCacheReadsAsItsSourceDylib() async throws {
-        let root = try Self.fixtureRoot()
+        let (root, built, bytes) = try Self.fixtureCache()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
-        let cache = try DyldCacheFile(parsing: ByteView(try Corpus.bytes(built.path)))
+        let cache = try DyldCacheFile(parsing: ByteView(bytes))
         var compared = 0
         for image in cache.images {
             let source = root + image.path
@@ -246,9 +243,8 @@ import Testing
     /// `shared-cache verify`: valid as built; stale when a source dylib changes; untrusted when
     /// others can write it; corrupt when one byte changes (it no longer hashes to its UUID).
     @Test func verifyNamesWhatIsWrongWithACache() async throws {
-        let root = try Self.fixtureRoot()
+        let (root, built, _) = try Self.fixtureCache()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
         func verify(_ arguments: [String] = []) async throws -> (status: Int32, json: [String: Any]) {
             let result = try await Dyld3Binary.run(["shared-cache", "verify", built.path, "--json"] + arguments, limitSeconds: 60)
             return (result.status, try Self.json(result.stdout))
