@@ -126,3 +126,6 @@ func reading<T>(_ structure: String, _ body: () throws(MachOError) -> T) throws(
         throw MachOError(structure, wrapping: error)
     }
 }
+
+/// `0x` and lowercase hex digits: how messages and dumps print an address, offset or size.
+package func hex<Value: BinaryInteger>(_ value: Value) -> String { "0x" + String(value, radix: 16) }
