@@ -237,9 +237,9 @@ final class SymbolNamer {
         let sorted = symbols[index] ?? load(index)
         symbols[index] = sorted
         let after = sorted.partitionPoint { $0.offset <= offset }
-        guard after > 0 else { return "\(file)+0x\(String(offset, radix: 16))" }
+        guard after > 0 else { return "\(file)+\(hex(offset))" }
         let (at, name) = sorted[after - 1]
-        return "\(file): \(name)" + (at == offset ? "" : "+0x\(String(offset - at, radix: 16))")
+        return "\(file): \(name)" + (at == offset ? "" : "+\(hex(offset - at))")
     }
 
     private func load(_ index: Int) -> [(offset: UInt64, name: String)] {

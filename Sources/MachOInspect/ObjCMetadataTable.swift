@@ -141,7 +141,7 @@ struct ObjCMetadataTable {
                     symbolTableRead = true
                 }
                 guard let table = symbolTable, Int(entry.symbolNumber) < table.count else {
-                    throw .malformed("relocation at offset 0x\(String(offset, radix: 16)) of (\(section.segmentName),\(section.name)) names symbol \(entry.symbolNumber), past the symbol table", at: image.view.absolute(Int(section.relocationOffset)))
+                    throw .malformed("relocation at offset \(hex(offset)) of (\(section.segmentName),\(section.name)) names symbol \(entry.symbolNumber), past the symbol table", at: image.view.absolute(Int(section.relocationOffset)))
                 }
                 let symbol = try table.entry(Int(entry.symbolNumber))
                 let name = try table.name(of: symbol)
@@ -167,7 +167,7 @@ struct ObjCMetadataTable {
     mutating func step(_ address: UInt64) throws(MachOError) {
         entriesWalked += 1
         guard entriesWalked <= entryBudget else {
-            throw .malformed("Objective-C metadata: more than \(entryBudget) list entries and structures walked (lists lead into each other); stopped at 0x\(String(address, radix: 16))", at: image.view.absolute(0))
+            throw .malformed("Objective-C metadata: more than \(entryBudget) list entries and structures walked (lists lead into each other); stopped at \(hex(address))", at: image.view.absolute(0))
         }
     }
 
@@ -301,14 +301,14 @@ struct ObjCMetadataTable {
     mutating func writeClassRO<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) -> Bool? {
         guard let found = try structure(address, ObjCClassRO.size, "class_ro_t", quiet: true, to: &out), !found.extendsPast else { return nil }
         let ro = ObjCClassRO(parsing: found.view)
-        var flags = "                    flags 0x\(String(ro.flags, radix: 16))"
+        var flags = "                    flags \(hex(ro.flags))"
         if ro.flags & ObjCClassRO.flagMeta != 0 { flags += " RO_META" }
         if ro.flags & ObjCClassRO.flagRoot != 0 { flags += " RO_ROOT" }
         if ro.flags & ObjCClassRO.flagHasCXXStructors != 0 { flags += " RO_HAS_CXX_STRUCTORS" }
         out.write(flags + "\n")
         out.write("            instanceStart \(ro.instanceStart)\n")
         out.write("             instanceSize \(ro.instanceSize)\n")
-        out.write("                 reserved 0x\(String(ro.reserved, radix: 16))\n")
+        out.write("                 reserved \(hex(ro.reserved))\n")
         out.write("               ivarLayout \(hex(ro.ivarLayoutAddress))\n")
         writeLayoutMap(ro.ivarLayoutAddress, to: &out)
         let name = try field(found, 24, ro.nameAddress)
@@ -392,8 +392,8 @@ struct ObjCMetadataTable {
     }
 
     /// `0x%x` of a 32-bit field.
-    static func hex32(_ value: Int32) -> String { "0x" + String(UInt32(bitPattern: value), radix: 16) }
-    static func hex32(_ value: UInt64) -> String { "0x" + String(UInt32(truncatingIfNeeded: value), radix: 16) }
+    static func hex32(_ value: Int32) -> String { hex(UInt32(bitPattern: value)) }
+    static func hex32(_ value: UInt64) -> String { hex(UInt32(truncatingIfNeeded: value)) }
 
     /// llvm's `print_protocol_list64_t`.
     mutating func writeProtocolList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
@@ -520,7 +520,7 @@ struct ObjCMetadataTable {
         if found.place.left < UInt64(ObjCImageInfo.size) { out.write("   (objc_image_info entends past the end of the section)\n") }
         let info = ObjCImageInfo(fieldsOf: found.view)
         out.write("  version \(info.version)\n")
-        var flags = "    flags 0x\(String(info.flags, radix: 16))"
+        var flags = "    flags \(hex(info.flags))"
         for (bit, name) in [(UInt32(1) << 0, "OBJC_IMAGE_IS_REPLACEMENT"), (1 << 1, "OBJC_IMAGE_SUPPORTS_GC"),
                             (1 << 5, "OBJC_IMAGE_IS_SIMULATED"), (1 << 6, "OBJC_IMAGE_HAS_CATEGORY_CLASS_PROPERTIES")]
         where info.flags & bit != 0 {

@@ -14,7 +14,7 @@ package struct DyldCacheFile: Sendable {
         func table(_ offset: UInt64, _ count: UInt64, _ size: Int, _ what: String) throws(MachOError) -> ByteView {
             let (bytes, overflow) = count.multipliedReportingOverflow(by: UInt64(size))
             guard !overflow, offset <= UInt64(view.count), bytes <= UInt64(view.count) - offset else {
-                throw MachOError.inCache("dyld_cache_header", at: view.absolute(0), what: "\(count) \(what) at 0x\(String(offset, radix: 16)) run past the file's \(view.count) bytes")
+                throw MachOError.inCache("dyld_cache_header", at: view.absolute(0), what: "\(count) \(what) at \(hex(offset)) run past the file's \(view.count) bytes")
             }
             return try view.slice(Int(offset), Int(bytes))
         }
@@ -30,10 +30,10 @@ package struct DyldCacheFile: Sendable {
         var end: UInt64 = 0
         for (index, mapping) in mappings.enumerated() {
             guard mapping.fileOffset <= UInt64(view.count), mapping.size <= UInt64(view.count) - mapping.fileOffset else {
-                throw MachOError.inCache("dyld_cache_mapping_info", at: view.absolute(0), what: "mapping \(index) (0x\(String(mapping.fileOffset, radix: 16))+0x\(String(mapping.size, radix: 16))) runs past the file's \(view.count) bytes")
+                throw MachOError.inCache("dyld_cache_mapping_info", at: view.absolute(0), what: "mapping \(index) (\(hex(mapping.fileOffset))+\(hex(mapping.size))) runs past the file's \(view.count) bytes")
             }
             guard mapping.address >= end else {
-                throw MachOError.inCache("dyld_cache_mapping_info", at: view.absolute(0), what: "mapping \(index) at 0x\(String(mapping.address, radix: 16)) overlaps or precedes the mapping before it")
+                throw MachOError.inCache("dyld_cache_mapping_info", at: view.absolute(0), what: "mapping \(index) at \(hex(mapping.address)) overlaps or precedes the mapping before it")
             }
             end = mapping.address &+ mapping.size
         }
@@ -47,7 +47,7 @@ package struct DyldCacheFile: Sendable {
             let info = try infos.slice(index * DyldCache.Image.infoSize, DyldCache.Image.infoSize)
             let pathOffset = Int(try info.u32(24))
             guard pathOffset < view.count else {
-                throw MachOError.inCache("dyld_cache_image_info", at: info.absolute(24), what: "image \(index)'s path offset 0x\(String(pathOffset, radix: 16)) is past the file")
+                throw MachOError.inCache("dyld_cache_image_info", at: info.absolute(24), what: "image \(index)'s path offset \(hex(pathOffset)) is past the file")
             }
             let text = try texts?.slice(index * DyldCache.Image.textInfoSize, DyldCache.Image.textInfoSize)
             images.append(DyldCache.Image(address: try info.u64(0), modTime: try info.u64(8), inode: try info.u64(16), path: try view.cString(pathOffset),

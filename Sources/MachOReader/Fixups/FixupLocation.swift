@@ -128,7 +128,7 @@ struct OpcodeStream: Sendable {
         let offset = cursor.absoluteOffset
         let byte = try cursor.u8()
         guard let opcode = Opcode(rawValue: byte & 0xf0) else {
-            throw MachOError.malformed("unknown \(stream) opcode 0x\(String(byte & 0xf0, radix: 16))", at: offset)
+            throw MachOError.malformed("unknown \(stream) opcode \(hex(byte & 0xf0))", at: offset)
         }
         return (opcode, byte & 0x0f, offset)
     }
