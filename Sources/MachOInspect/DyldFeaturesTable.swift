@@ -95,7 +95,7 @@ enum DyldFeaturesTable {
         for descriptor in descriptors {
             out.write("0x" + Text.hex(descriptor.address, width: 16, uppercase: false) + " "
                 + (descriptor.variable ?? "(not exported)").padding(toLength: 31, withPad: " ", startingAt: 0) + " "
-                + (hex(descriptor.offset)).padding(toLength: 10, withPad: " ", startingAt: 0) + " "
+                + hex(descriptor.offset).padding(toLength: 10, withPad: " ", startingAt: 0) + " "
                 + descriptor.thunk + "\n")
         }
     }
