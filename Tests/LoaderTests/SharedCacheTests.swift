@@ -40,10 +40,6 @@ import Testing
         return copy
     }
 
-    static func json(_ text: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text.prefix(400))")
-    }
-
     /// llvm-objdump's hexadecimal column.
     static func hex(_ field: Substring) -> UInt64? { UInt64(field.hasPrefix("0x") ? field.dropFirst(2) : field, radix: 16) }
 
@@ -51,13 +47,13 @@ import Testing
         let root = try Self.generatedRoot()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let built = try await Dyld3Binary.run(["shared-cache", "build", "--root", root, "--json"], limitSeconds: 120)
-        let summary = try Self.json(built.stdout)
+        let summary = try jsonObject(built.stdout)
         let cache = try #require(summary["cache"] as? String, "\(built.stderr)")
         #expect(cache == root + "/System/Library/dyld/dyld_shared_cache_x86_64")
-        let ours = try Self.json(try await Dyld3Binary.run(["inspect", "--json", cache], limitSeconds: 60).stdout)
+        let ours = try jsonObject(try await Dyld3Binary.run(["inspect", "--json", cache], limitSeconds: 60).stdout)
         let oracle = try await ProcessRunner.run(Paths.repoRoot.appendingPathComponent("tools/dsc-oracle").path, [cache])
         try #require(oracle.status == 0, "\(oracle.error)")
-        let theirs = try Self.json(oracle.output)
+        let theirs = try jsonObject(oracle.output)
 
         // The tables, field by field.
         #expect(theirs["magic"] as? String == "dyld_v1  x86_64" && theirs["platform"] as? Int == 1)
@@ -247,7 +243,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: root) }
         func verify(_ arguments: [String] = []) async throws -> (status: Int32, json: [String: Any]) {
             let result = try await Dyld3Binary.run(["shared-cache", "verify", built.path, "--json"] + arguments, limitSeconds: 60)
-            return (result.status, try Self.json(result.stdout))
+            return (result.status, try jsonObject(result.stdout))
         }
         let valid = try await verify(["--root", root])
         let dylibs = try FileManager.default.contentsOfDirectory(atPath: root + "/usr/lib").filter { $0.hasSuffix(".dylib") }
