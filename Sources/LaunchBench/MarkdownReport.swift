@@ -125,8 +125,7 @@ package enum MarkdownReport {
                 let result = size.pageIn!
                 let eager = result.eagerLaunch.median, launch = result.launch.median
                 let full = launch + (result.touch["100"]?.median ?? 0)
-                return ["\(size.dylibs)", eager > 0 ? String(format: "%.2f×", Double(launch) / Double(eager)) : "–",
-                        eager > 0 ? String(format: "%.2f×", Double(full) / Double(eager)) : "–", result.fallbackReason.map { "eager: \($0)" } ?? "page-in"]
+                return ["\(size.dylibs)", ratio(launch, eager), ratio(full, eager), result.fallbackReason.map { "eager: \($0)" } ?? "page-in"]
             })
             out += "\nPrivate pages of the launch's region (smaps' Anonymous: the copies fixups made; "
                 + "pages installed by UFFDIO_COPY are anonymous but never dirty, so Private_Dirty reads 0 for page-in):\n\n"
@@ -247,8 +246,7 @@ package enum MarkdownReport {
 
     /// `a`'s median over the faster glibc layout's.
     static func glibcRatio(_ values: [String: Distribution], _ a: String) -> String {
-        guard let x = values[a]?.median, let best = LaunchPath.fasterGlibc(values) else { return "–" }
-        return String(format: "%.2f×", Double(x) / Double(best.median))
+        ratio(values[a]?.median, LaunchPath.fasterGlibc(values)?.median)
     }
 
     /// `median (p90)`, each by `format`; `–` when not measured.
