@@ -3,6 +3,7 @@ import LoaderCore
 import LaunchPlan
 import ClosureFormat
 import LaunchMemory
+import MachOReader
 
 /// Builds a prelinked set at install time from an app's closure (docs/prelinked.md): every
 /// image's segments copied from the files the closure identifies into one range laid out as a
@@ -48,7 +49,7 @@ package enum PrelinkBuilder {
             for fixup in own + writes {
                 guard plans[index].isWritable(offset: fixup.vmOffset, size: 8) else {
                     throw .mapping(path: closurePath, image: plans[index].path,
-                                   what: "a fixup at +0x\(String(fixup.vmOffset, radix: 16)) is outside every writable segment")
+                                   what: "a fixup at +\(hex(fixup.vmOffset)) is outside every writable segment")
                 }
                 store(fixup.value(imageBase: bases[index], imageBases: bases), at: Int(offsets[index] + fixup.vmOffset), in: &data)
             }
@@ -64,8 +65,8 @@ package enum PrelinkBuilder {
                 let target = RebaseTarget(bits: value)
                 let offset = target.offset &- base
                 guard target.offset >= base, offset < rangeSize else {
-                    throw .mapping(path: closurePath, image: plans[index].path, what: "the pointer at +0x\(String(location, radix: 16)) "
-                        + "(0x\(String(value, radix: 16))) leaves the prelinked range: it cannot be slid with it")
+                    throw .mapping(path: closurePath, image: plans[index].path, what: "the pointer at +\(hex(location)) "
+                        + "(\(hex(value))) leaves the prelinked range: it cannot be slid with it")
                 }
                 slides.append(ResolvedFixup(vmOffset: at, kind: .rebase(targetOffset: offset, high8: target.high8)))
             }

@@ -3,6 +3,7 @@ import LoaderCore
 import LaunchPlan
 import ClosureFormat
 import LoaderSystem
+import MachOReader
 
 /// The verdict on one file of the closure cache, as `dyld3 verify` reports it: whether it
 /// is a closure, whether it reads, whether it is consistent, and whether its images are

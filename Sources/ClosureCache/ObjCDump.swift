@@ -1,6 +1,7 @@
 import LoaderCore
 import LaunchPlan
 import ClosureFormat
+import MachOReader
 
 extension ClosureDump {
     /// The Objective-C part of `dyld3 closure dump`: per image with writes, how many words the

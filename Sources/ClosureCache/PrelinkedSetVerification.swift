@@ -1,6 +1,7 @@
 import ClosureFormat
 import LoaderCore
 import LaunchPlan
+import MachOReader
 
 extension ClosureVerification {
     /// The verdict on the prelinked set at `path` (docs/prelinked.md): ownership, header,
@@ -75,7 +76,7 @@ extension ClosureVerification {
             let expected = try opened.set.slid(try opened.data(), to: copy.header.base, path: setPath)
             guard UnsafeHash.xxh3(expected) == copy.header.dataHash else {
                 throw ClosureError.corrupt(path: path, offset: Int(copy.header.dataOffset),
-                                           what: "the data is not its set's data slid to 0x\(String(copy.header.base, radix: 16))")
+                                           what: "the data is not its set's data slid to \(hex(copy.header.base))")
             }
         } catch {
             return failed(problem(for: error))

@@ -109,8 +109,8 @@ package enum SlidPrelinkedSetFile {
             // elsewhere (0, the kernel's half, past user space) was not written by a launch and
             // is written again rather than refused at every launch.
             guard header.base % page == 0, LaunchMemory.randomBases.contains(header.base) else {
-                throw ClosureError.corrupt(path: path, offset: 40, what: "base 0x\(String(header.base, radix: 16)) is not a page-aligned start in "
-                    + "0x\(String(LaunchMemory.randomBases.lowerBound, radix: 16))...0x\(String(LaunchMemory.randomBases.upperBound, radix: 16)), where a copy is slid")
+                throw ClosureError.corrupt(path: path, offset: 40, what: "base \(hex(header.base)) is not a page-aligned start in "
+                    + "\(hex(LaunchMemory.randomBases.lowerBound))...\(hex(LaunchMemory.randomBases.upperBound)), where a copy is slid")
             }
             return .success(Opened(file: file, path: path, header: header, rangeSize: rangeSize))
         } catch {

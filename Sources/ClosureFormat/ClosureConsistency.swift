@@ -1,4 +1,5 @@
 import LaunchPlan
+import MachOReader
 
 extension LaunchClosure {
     /// How many bad fixups of one image are listed before the rest are only counted.
@@ -186,6 +187,3 @@ struct OutsideWriteCheck {
     /// Whether `location`, in the run entered last, is not 8 bytes inside a writable segment.
     func isBad(_ location: UInt64) -> Bool { outside && !writable.accepts(location) }
 }
-
-/// `0x` and lowercase hex digits.
-package func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }

@@ -142,7 +142,7 @@ package struct ClosureFileHeader: Equatable, Sendable {
         guard Array(fields[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a closure (bad magic)") }
         self.init(fieldsOf: fields)
         guard flags & ~(Self.contentOnlyIdentityFlag | Self.signedFlag) == 0 else {
-            throw .corrupt(path: path, offset: 20, what: "unknown header flags 0x\(String(flags, radix: 16))")
+            throw .corrupt(path: path, offset: 20, what: "unknown header flags \(hex(flags))")
         }
         guard file.count - signatureSize >= Self.size else {
             throw .corrupt(path: path, offset: file.count, what: "\(file.count) bytes cannot hold the header and a signature")

@@ -1,4 +1,5 @@
 import LaunchPlan
+import MachOReader
 
 extension LaunchClosure {
     /// What is wrong with the Objective-C part of a closure the reader accepted, checked like the

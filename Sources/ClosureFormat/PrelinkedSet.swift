@@ -112,7 +112,7 @@ package struct PrelinkedSet: Equatable, Sendable {
             throw r.corrupt("page size \(pageSize) is not a power of two from 4096 to \(PrelinkedSet.dataAlignment)")
         }
         guard base % pageSize == 0, rangeSize % pageSize == 0 else {
-            throw r.corrupt("base 0x\(String(base, radix: 16)) or range size \(rangeSize) is not page-aligned")
+            throw r.corrupt("base \(hex(base)) or range size \(rangeSize) is not page-aligned")
         }
         let count = try r.count(of: "image offset")
         guard count == closure.images.count else {
@@ -137,7 +137,7 @@ package struct PrelinkedSet: Equatable, Sendable {
             let offset = try r.uleb()
             let size = closure.images[index].plan.vmSize
             guard offset % pageSize == 0, offset >= end, offset <= rangeSize, size <= rangeSize - offset else {
-                throw r.corrupt("image \(index) (\(closure.images[index].path)) at +0x\(String(offset, radix: 16)), \(size) bytes, "
+                throw r.corrupt("image \(index) (\(closure.images[index].path)) at +\(hex(offset)), \(size) bytes, "
                     + "is not page-aligned inside the \(rangeSize)-byte range after the image before it")
             }
             imageOffsets.append(offset)

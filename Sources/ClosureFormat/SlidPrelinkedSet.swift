@@ -98,7 +98,7 @@ package struct SlidPrelinkedSetHeader: Equatable, Sendable {
             let (start, size, bits) = (word(at), word(at + 8), word(at + 16))
             guard start >= cursor, start % pageSize == 0, size > 0, size % pageSize == 0, start <= rangeSize, size <= rangeSize - start,
                   bits & ~7 == 0, bits & 6 != 6 else {
-                throw .corrupt(path: path, offset: at, what: "protection run \(index) (+0x\(String(start, radix: 16)), \(size) bytes, \(bits)) "
+                throw .corrupt(path: path, offset: at, what: "protection run \(index) (+\(hex(start)), \(size) bytes, \(bits)) "
                     + "is not whole pages inside the range after the run before, or is writable and executable")
             }
             runs.append(ProtectionRun(range: start..<(start + size), protection: VMProtection(rawValue: Int32(bits))))

@@ -20,14 +20,6 @@ package struct Interposing: Sendable {
         var replacement: BindTarget
     }
 
-    /// Binds to `replacee` from `image` go to `replacement` (the original, or the previous
-    /// interposer's replacement).
-    struct Specific: Sendable {
-        let image: Int
-        let replacee: BindTarget
-        let replacement: BindTarget
-    }
-
     /// One `(replacement, replacee)` pair as the dylib declares it, both resolved.
     package struct Tuple: Equatable, Sendable {
         package let image: Int
@@ -42,7 +34,9 @@ package struct Interposing: Sendable {
     }
 
     private var generic: [Generic] = []
-    private var specific: [Specific] = []
+    /// Binds to `replacee` from `image` go to `replacement` (the original, or the previous
+    /// interposer's replacement).
+    private var specific: [Tuple] = []
     /// Every non-null tuple, in load order then section order.
     package private(set) var tuples: [Tuple] = []
 
@@ -72,7 +66,7 @@ package struct Interposing: Sendable {
             generic[index].replacement = replacement
         }
         if previous == nil { generic.append(Generic(replacee: replacee, replacement: replacement)) }
-        specific.append(Specific(image: image, replacee: replacee, replacement: previous ?? replacee))
+        specific.append(Tuple(image: image, replacement: previous ?? replacee, replacee: replacee))
     }
 
     /// What a tuple's pointer slot holds once fixed up, as a bind target; nil for a slot no fixup writes (null).

@@ -74,7 +74,7 @@ package struct ObjCSetup: Sendable {
         } catch {
             guard case let .objCMetadata(image, address, what) = error.reason else { throw .malformed(error) }
             let offset = address &- memory.images[image ?? runtime.image].base
-            throw .unusable(path: paths[image ?? runtime.image], reason: "offset 0x\(String(offset, radix: 16)): \(what)")
+            throw .unusable(path: paths[image ?? runtime.image], reason: "offset \(hex(offset)): \(what)")
         }
         return builder.result
     }
@@ -112,7 +112,7 @@ struct ObjCSetupBuilder {
 
     private func locate(_ address: UInt64, _ what: String) throws(MachOError) -> ImageLocation {
         guard let (image, offset) = space.location(of: address) else {
-            throw MachOError(image: nil, address: address, what: "\(what) points to 0x\(String(address, radix: 16)), outside every image")
+            throw MachOError(image: nil, address: address, what: "\(what) points to \(hex(address)), outside every image")
         }
         return ImageLocation(image: image, offset: offset)
     }
@@ -303,7 +303,7 @@ struct ObjCSetupBuilder {
         let word = { (index: Int) -> UInt64 in (try? view.u64(index * 8)) ?? 0 }
         guard word(0) == ObjCRuntimeTables.magic else {
             throw MachOError(image: runtimeImage, address: header,
-                            what: "runtime tables have magic 0x\(String(word(0), radix: 16)), not OBJCTAB2 (0x\(String(ObjCRuntimeTables.magic, radix: 16))): "
+                            what: "runtime tables have magic \(hex(word(0))), not OBJCTAB2 (\(hex(ObjCRuntimeTables.magic))): "
                                 + "a libobjc of another layout; rebuild it (a stub root: write it again with `dyld3 stub-root`)")
         }
         return word

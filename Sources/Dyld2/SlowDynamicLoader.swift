@@ -136,7 +136,7 @@ package final class SlowDynamicLoader: DynamicLoader {
         default:
             let (base, firstOnly) = DynamicHandle.split(handle)
             guard let index = node(handle: base) else {
-                throw .unusable(path: name, reason: "handle 0x\(String(handle, radix: 16)) is no loaded image")
+                throw .unusable(path: name, reason: "handle \(hex(handle)) is no loaded image")
             }
             searched = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index, imageCount: graph.nodes.count) { node in
                 graph.nodes[node].dependencies.compactMap { edge in edge.target.map { ($0, edge.kind) } }
@@ -156,7 +156,7 @@ package final class SlowDynamicLoader: DynamicLoader {
 
     package func close(_ handle: UInt64) throws(LoadError) {
         guard let index = node(handle: DynamicHandle.split(handle).base), index < openCounts.count, openCounts[index] > 0 else {
-            throw .unusable(path: "0x\(String(handle, radix: 16))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
+            throw .unusable(path: "\(hex(handle))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
         }
         openCounts[index] -= 1
     }

@@ -6,6 +6,7 @@ import LoaderSystem
 import Pager
 import LaunchMemory
 import RuntimeServices
+import MachOReader
 
 /// The launch of a prelinked set (docs/prelinked.md): the set file checked like a closure
 /// (ownership, checksum, binding; with `--trust`, its signature and its data's signed
@@ -165,7 +166,7 @@ package enum PrelinkedLaunch {
         }
         for setup in locals.setups {
             for descriptor in setup.descriptors where !writable(setup.image, descriptor, 16) {
-                return "a descriptor at +0x\(String(descriptor, radix: 16)) of image \(setup.image)"
+                return "a descriptor at +\(hex(descriptor)) of image \(setup.image)"
             }
         }
         return nil

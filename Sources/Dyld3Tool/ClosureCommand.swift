@@ -4,6 +4,7 @@ import ClosureCache
 import MachOInspect
 import LaunchPlan
 import ClosureFormat
+import MachOReader
 
 /// `dyld3 closure …`: look inside closure files.
 struct ClosureCommand: ParsableCommand {

@@ -99,7 +99,7 @@ struct CodesignSignCommand: ParsableCommand {
             // One line that starts with the file (a load error already names it).
             var line = "\(error)".hasPrefix(file) ? "\(error)" : "\(file): \(error)"
             if let error = error as? MachOError, let signature = error.codeSignature {
-                line = "\(file): offset 0x\(String(error.offset, radix: 16)): \(signature.structure): \(signature.what)"
+                line = "\(file): offset \(hex(error.offset)): \(signature.structure): \(signature.what)"
             }
             printError("dyld3: \(line)")
             throw ExitCode(1)

@@ -9,6 +9,7 @@ import ClosureFormat
 import LaunchPlan
 import LoaderSystem
 import Pager
+import MachOReader
 
 /// `dyld3 compare APP`: launches through both paths at the same slide and proves they agree.
 struct CompareCommand: ParsableCommand {
@@ -110,7 +111,7 @@ struct CompareCommand: ParsableCommand {
                 ?? comparison.notRun.map { "; not run: \($0)" } ?? ""
             print("\(app) [\(launchOptions.arch)]: \(comparison.differences.isEmpty ? "identical" : "\(comparison.differences.count) differences"): "
                   + "\(comparison.images) images, \(comparison.bytesCompared) writable bytes, \(comparison.fixupsCompared) fixup locations (of \(comparison.fixupsWritten) fixups written), "
-                  + "slide 0x\(String(comparison.slide, radix: 16))"
+                  + "slide \(hex(comparison.slide))"
                   + (comparison.dlopens.isEmpty ? "" : "; after dlopen of " + comparison.dlopens.map { "\($0.requested) (\($0.loaded.count) images by \($0.via))" }.joined(separator: ", "))
                   + "\(comparison.differences.isEmpty ? result : "")"
                   + (comparison.fixupsMode == .pageIn ? "; page-in: \(comparison.pagesFilled) of \(comparison.pagesRegistered) pages filled on touch" : "")

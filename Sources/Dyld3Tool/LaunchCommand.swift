@@ -10,6 +10,7 @@ import ClosureFormat
 import LaunchPlan
 import LoaderSystem
 import Pager
+import MachOReader
 
 /// `dyld3 launch APP`: load, fix up and run a Mach-O app inside this process.
 struct LaunchCommand: ParsableCommand {
@@ -247,7 +248,7 @@ enum LaunchOutput {
         }
         if stats {
             out += LaunchStatistics(report, closurePath: closure).text
-            out += "  slide:                 0x\(String(report.slide, radix: 16))\n"
+            out += "  slide:                 \(hex(report.slide))\n"
             if let setFallback { out += "  prelinked set not used: \(setFallback)\n" }
             if let fallback { out += "  closure not used:      \(fallback)\n" }
         }
@@ -275,7 +276,7 @@ enum LaunchOutput {
         for phase in LaunchReport.Phase.allCases {
             if let nanoseconds = report.timings[phase] { timings.append((phase.rawValue, .int(nanoseconds))) }
         }
-        let digest: JSONValue = report.digest.map { .string("0x" + String($0, radix: 16)) } ?? .null
+        let digest: JSONValue = report.digest.map { .string(hex($0)) } ?? .null
         let fallbackReason: JSONValue = report.pageInFallback.map { .string("\($0)") } ?? .null
         let slideReason: JSONValue = report.slideAtLaunch.map { .string("\($0)") } ?? .null
         let slidForBoot: JSONValue = LaunchStatistics.slidForBoot(report).map(JSONValue.bool) ?? .null

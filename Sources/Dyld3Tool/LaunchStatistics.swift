@@ -2,6 +2,7 @@ import Foundation
 import LoaderCore
 import MachOInspect
 import RuntimeServices
+import MachOReader
 
 /// `dyld3 launch --stats`: where the time before `main` went, in the spirit of dyld's
 /// `DYLD_PRINT_STATISTICS`: the pre-main total, each phase with its share of it, the
@@ -101,7 +102,7 @@ struct LaunchStatistics {
         }
         out += "  objective-c:           \(report.objcSkipped.map { "skipped: \($0)" } ?? "ran")\n"
         if let pagesVerified = report.pagesVerified { out += "  pages verified:        \(pagesVerified)\n" }
-        if let cache = report.sharedCache { out += "  shared cache:          \(cache.images) images, mapped at 0x\(String(cache.base, radix: 16)) (this boot's)\n" }
+        if let cache = report.sharedCache { out += "  shared cache:          \(cache.images) images, mapped at \(hex(cache.base)) (this boot's)\n" }
         if let slidForBoot {
             out += "  prelinked set:         " + (slidForBoot ? "its copy slid for this boot, mapped as it lies" : "slid at launch (\(report.slideAtLaunch.map(String.init(describing:)) ?? "?"))") + "\n"
         }
@@ -128,7 +129,7 @@ struct LaunchStatistics {
             ("images_hashed", report.imagesHashed.map { .int(Int64($0)) } ?? .null),
             ("pages_verified", report.pagesVerified.map { .int(Int64($0)) } ?? .null),
             ("shared_cache_images", report.sharedCache.map { .int(Int64($0.images)) } ?? .null),
-            ("shared_cache_base", report.sharedCache.map { .string("0x" + String($0.base, radix: 16)) } ?? .null),
+            ("shared_cache_base", report.sharedCache.map { .string(hex($0.base)) } ?? .null),
             ("slid_for_boot", slidForBoot.map(JSONValue.bool) ?? .null), ("main_ns", mainNanoseconds.map(JSONValue.int) ?? .null),
             ("objc_ran", .bool(report.objcSkipped == nil)), ("objc_skipped_reason", report.objcSkipped.map { .string("\($0)") } ?? .null),
             ("dlopens", .array(report.dynamicLoads.map { load in

@@ -192,7 +192,7 @@ package enum AppBench {
 
     /// The Markdown report: the paths, the phases, the heaviest images, the initializers.
     package static func markdown(_ report: Report) -> String {
-        func ms(_ ns: Int64) -> String { String(format: "%.2f ms", Double(ns) / 1e6) }
+        let ms: (Int64) -> String = MarkdownReport.milliseconds
         let paths = allPaths.filter { report.warm[$0] != nil }
         var out = "# Launch of \((report.app as NSString).lastPathComponent) [\(report.arch)]\n\n"
         out += "\(report.images) images, \(report.rebases) rebases, \(report.binds) binds; \(report.dirtyPages) writable pages dirtied "
@@ -237,9 +237,9 @@ final class SymbolNamer {
         let sorted = symbols[index] ?? load(index)
         symbols[index] = sorted
         let after = sorted.partitionPoint { $0.offset <= offset }
-        guard after > 0 else { return "\(file)+0x\(String(offset, radix: 16))" }
+        guard after > 0 else { return "\(file)+\(hex(offset))" }
         let (at, name) = sorted[after - 1]
-        return "\(file): \(name)" + (at == offset ? "" : "+0x\(String(offset - at, radix: 16))")
+        return "\(file): \(name)" + (at == offset ? "" : "+\(hex(offset - at))")
     }
 
     private func load(_ index: Int) -> [(offset: UInt64, name: String)] {

@@ -58,6 +58,19 @@ package enum LaunchPath: String, Codable, Sendable, CaseIterable {
     }
 }
 
+/// A bench's report of one result per size: its samples per path, how cold samples emptied
+/// the page cache, and each size's result.
+package struct SizesBenchReport<Size: Codable & Sendable>: Codable, Sendable {
+    package var schemaVersion = 1
+    package var runs: Int
+    package var coldEviction: EvictionMethod?
+    package var sizes: [Size]
+
+    package init(runs: Int, coldEviction: EvictionMethod?, sizes: [Size]) {
+        (self.runs, self.coldEviction, self.sizes) = (runs, coldEviction, sizes)
+    }
+}
+
 /// One app size: every path's times, and what the closure costs and saves.
 package struct SizeResult: Codable, Sendable {
     package var dylibs: Int

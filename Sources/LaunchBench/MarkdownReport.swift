@@ -125,8 +125,7 @@ package enum MarkdownReport {
                 let result = size.pageIn!
                 let eager = result.eagerLaunch.median, launch = result.launch.median
                 let full = launch + (result.touch["100"]?.median ?? 0)
-                return ["\(size.dylibs)", eager > 0 ? String(format: "%.2f×", Double(launch) / Double(eager)) : "–",
-                        eager > 0 ? String(format: "%.2f×", Double(full) / Double(eager)) : "–", result.fallbackReason.map { "eager: \($0)" } ?? "page-in"]
+                return ["\(size.dylibs)", ratio(launch, eager), ratio(full, eager), result.fallbackReason.map { "eager: \($0)" } ?? "page-in"]
             })
             out += "\nPrivate pages of the launch's region (smaps' Anonymous: the copies fixups made; "
                 + "pages installed by UFFDIO_COPY are anonymous but never dirty, so Private_Dirty reads 0 for page-in):\n\n"
@@ -247,8 +246,7 @@ package enum MarkdownReport {
 
     /// `a`'s median over the faster glibc layout's.
     static func glibcRatio(_ values: [String: Distribution], _ a: String) -> String {
-        guard let x = values[a]?.median, let best = LaunchPath.fasterGlibc(values) else { return "–" }
-        return String(format: "%.2f×", Double(x) / Double(best.median))
+        ratio(values[a]?.median, LaunchPath.fasterGlibc(values)?.median)
     }
 
     /// `median (p90)`, each by `format`; `–` when not measured.
@@ -258,17 +256,23 @@ package enum MarkdownReport {
     }
 
     static func ratio(_ values: [String: Distribution], _ a: String, _ b: String) -> String {
-        guard let x = values[a]?.median, let y = values[b]?.median, y > 0 else { return "–" }
-        return String(format: "%.2f×", Double(x) / Double(y))
+        ratio(values[a]?.median, values[b]?.median)
+    }
+
+    /// `a / b` as `N.NN×`; `–` when either was not measured or `b` is 0.
+    static func ratio(_ a: Int64?, _ b: Int64?) -> String {
+        guard let a, let b, b > 0 else { return "–" }
+        return String(format: "%.2f×", Double(a) / Double(b))
     }
 
     /// Nanoseconds as µs or ms.
     static func time(_ nanoseconds: Int64) -> String {
-        nanoseconds < 1_000_000 ? String(format: "%.0f µs", Double(nanoseconds) / 1e3) : String(format: "%.2f ms", Double(nanoseconds) / 1e6)
+        nanoseconds < 1_000_000 ? String(format: "%.0f µs", Double(nanoseconds) / 1e3) : milliseconds(nanoseconds)
     }
 
     static func microseconds(_ nanoseconds: Double) -> String { String(format: "%.2f µs", nanoseconds / 1e3) }
     static func milliseconds(_ nanoseconds: Double) -> String { String(format: "%.2f ms", nanoseconds / 1e6) }
+    static func milliseconds(_ nanoseconds: Int64) -> String { milliseconds(Double(nanoseconds)) }
 
     static func megabytes(_ kilobytes: Int64) -> String { String(format: "%.1f MB", Double(kilobytes) / 1024) }
 }

@@ -47,18 +47,7 @@ package struct PrelinkedBenchResult: Codable, Sendable {
 }
 
 /// `prelinked.json`: snake_case keys (``LaunchBench/encoder``), each time in nanoseconds.
-package struct PrelinkedBenchReport: Codable, Sendable {
-    package var schemaVersion = 1
-    package var runs: Int
-    package var coldEviction: EvictionMethod?
-    package var sizes: [PrelinkedBenchResult]
-
-    package init(runs: Int, coldEviction: EvictionMethod?, sizes: [PrelinkedBenchResult]) {
-        self.runs = runs
-        self.coldEviction = coldEviction
-        self.sizes = sizes
-    }
-}
+package typealias PrelinkedBenchReport = SizesBenchReport<PrelinkedBenchResult>
 
 package enum PrelinkBench {
     /// The paths measured, in the order each round runs them.
@@ -147,11 +136,7 @@ package enum PrelinkBench {
 
     /// The Markdown table of `results`, with the targets checked.
     package static func markdown(_ results: [PrelinkedBenchResult], runs: Int, cold: EvictionMethod?) -> String {
-        func ms(_ ns: Int64) -> String { String(format: "%.2f ms", Double(ns) / 1e6) }
-        func ratio(_ a: Int64?, _ b: Int64?) -> String {
-            guard let a, let b, b > 0 else { return "–" }
-            return String(format: "%.2f×", Double(a) / Double(b))
-        }
+        let ms: (Int64) -> String = MarkdownReport.milliseconds, ratio: (Int64?, Int64?) -> String = MarkdownReport.ratio
         var out = "# Prelinked sets: launch against the per-image mapping floor\n\n"
         out += "Median of \(runs) samples per path (p90 in parentheses), warm, in one process, interleaved; no path runs code. "
             + "floor: reserve, open and map every segment of every image, one write per fixup page; floor + protections: then each "

@@ -48,18 +48,7 @@ package struct ConcurrentMemory: Codable, Sendable {
     package var processPrivateDirty: [Int]
 }
 
-package struct SharedCacheBenchReport: Codable, Sendable {
-    package var schemaVersion = 1
-    package var runs: Int
-    package var coldEviction: EvictionMethod?
-    package var sizes: [SharedCacheBenchResult]
-
-    package init(runs: Int, coldEviction: EvictionMethod?, sizes: [SharedCacheBenchResult]) {
-        self.runs = runs
-        self.coldEviction = coldEviction
-        self.sizes = sizes
-    }
-}
+package typealias SharedCacheBenchReport = SizesBenchReport<SharedCacheBenchResult>
 
 /// `dyld3 bench --shared-cache`: the launch of an app whose system frameworks are in the
 /// root, from the root's files and from the root's shared cache (docs/shared-cache.md).
@@ -214,11 +203,7 @@ package enum SharedCacheBench {
 
     /// The Markdown report of `results`, with the targets checked.
     package static func markdown(_ results: [SharedCacheBenchResult], runs: Int, cold: EvictionMethod?) -> String {
-        func ms(_ ns: Int64) -> String { String(format: "%.2f ms", Double(ns) / 1e6) }
-        func ratio(_ a: Int64?, _ b: Int64?) -> String {
-            guard let a, let b, b > 0 else { return "–" }
-            return String(format: "%.2f×", Double(a) / Double(b))
-        }
+        let ms: (Int64) -> String = MarkdownReport.milliseconds, ratio: (Int64?, Int64?) -> String = MarkdownReport.ratio
         var out = "# The dyld shared cache: launches from the root's files and from its cache\n\n"
         out += "Median of \(runs) samples per path (p90 in parentheses), in one process, interleaved; no path runs code. "
             + "An app of \(appFrameworks) own frameworks over a root of N system frameworks and libSystem. floor: reserve, open and map every "

@@ -6,6 +6,7 @@ import ClosureFormat
 import LaunchMemory
 import RuntimeServices
 import SharedCache
+import MachOReader
 
 /// `dyld3 compare`: the same app launched through the dyld2 slow path and the dyld3 fast
 /// path at the same slide must leave byte-identical writable memory, the same fixups, the
@@ -21,7 +22,7 @@ package struct LaunchComparison: Sendable {
         package let offset: UInt64
         package let detail: String
         package var description: String {
-            "\(what): \(image) \(segment)+0x\(String(offset, radix: 16)): \(detail)"
+            "\(what): \(image) \(segment)+\(hex(offset)): \(detail)"
         }
 
         /// A difference of the whole launch, at no one place.
@@ -362,12 +363,12 @@ struct SymbolNames {
     func describe(_ fixup: ResolvedFixup, image: Int) -> String {
         switch fixup.kind {
         case let .rebase(target, high8):
-            return "rebase to +0x\(String(target, radix: 16))" + (high8 != 0 ? " high8 0x\(String(high8, radix: 16))" : "")
+            return "rebase to +\(hex(target))" + (high8 != 0 ? " high8 \(hex(high8))" : "")
         case let .bind(.image(index, offset), addend):
-            return "bind to \(symbol(in: index, offset: offset) ?? "+0x\(String(offset, radix: 16))") in \(paths[index])"
+            return "bind to \(symbol(in: index, offset: offset) ?? "+\(hex(offset))") in \(paths[index])"
                 + (addend != 0 ? " addend \(addend)" : "")
         case let .bind(.absolute(value), addend):
-            return "bind to absolute 0x\(String(value, radix: 16)) addend \(addend)"
+            return "bind to absolute \(hex(value)) addend \(addend)"
         case let .bind(.missingWeakImport, addend):
             return "missing weak import (0) addend \(addend)"
         }

@@ -1,5 +1,6 @@
 import LaunchPlan
 import LoaderSystem
+import MachOReader
 
 /// Stores fixups into one mapped image, each checked to lie in one of its writable segments
 /// (ranges taken from the plan once per image): the slow path writes through it fixup by
@@ -25,7 +26,7 @@ package struct ImageWriter: Sendable {
             UnsafeMemory.store64(value, at: base &+ vmOffset)
             return
         }
-        throw .mapping(image: path, reason: "fixup at offset 0x\(String(vmOffset, radix: 16)) is outside every writable segment")
+        throw .mapping(image: path, reason: "fixup at offset \(hex(vmOffset)) is outside every writable segment")
     }
 
     /// Whether a run of 8-byte locations from `start` to `last` (offsets from the image's

@@ -160,7 +160,7 @@ package final class LaunchMemory {
         if let firstSlide, let first {
             hint = first.preferredBase &+ firstSlide
             guard hint % page == 0 else {
-                throw .mapping(image: first.path, reason: "slide 0x\(String(firstSlide, radix: 16)) is not page-aligned")
+                throw .mapping(image: first.path, reason: "slide \(hex(firstSlide)) is not page-aligned")
             }
         } else {
             hint = randomBase(pageSize: page)
@@ -172,7 +172,7 @@ package final class LaunchMemory {
         switch reservation {
         case let .success(base): return base
         case let .failure(reason):
-            throw .mapping(image: first?.path ?? "?", reason: "cannot reserve \(size) bytes at 0x\(String(hint, radix: 16)): \(reason)")
+            throw .mapping(image: first?.path ?? "?", reason: "cannot reserve \(size) bytes at \(hex(hint)): \(reason)")
         }
     }
 
@@ -249,7 +249,7 @@ package final class LaunchMemory {
             let intoSegment = range.lowerBound - segment.vmOffset
             guard range.lowerBound % page == 0, size % page == 0, range.lowerBound >= segment.vmOffset,
                   range.upperBound - segment.vmOffset <= (segment.vmSize + page - 1) / page * page else {
-                throw .mapping(image: image.plan.path, reason: "segment \(segment.name): page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of it")
+                throw .mapping(image: image.plan.path, reason: "segment \(segment.name): page-in range +\(hex(range.lowerBound)) is not whole pages of it")
             }
             // A segment wholly paged in is still the registered reservation: it only needs its
             // protection. Pages of a segment mapped from the file are mapped over again,
@@ -411,7 +411,7 @@ extension LaunchMemory {
     package func checkWritable(image index: Int, vmOffset: UInt64, count: UInt64 = 8) throws(LoadError) {
         let plan = images[index].plan
         guard !plan.isWritable(offset: vmOffset, size: count) else { return }
-        throw .mapping(image: plan.path, reason: "fixup at offset 0x\(String(vmOffset, radix: 16)) is outside every writable segment")
+        throw .mapping(image: plan.path, reason: "fixup at offset \(hex(vmOffset)) is outside every writable segment")
     }
 
     /// Reads the 64-bit word at `vmOffset` from image `index`'s base (checked writable).

@@ -37,7 +37,7 @@ extension LaunchMemory {
                     guard range.lowerBound >= cursor, range.lowerBound % page == 0, range.count % Int(page) == 0, range.upperBound <= rangeSize,
                           segment.isWritable, range.lowerBound >= segment.vmOffset,
                           range.upperBound <= segment.vmOffset + (segment.vmSize + page - 1) / page * page else {
-                        throw LoadError.mapping(image: pageIn.path, reason: "page-in range +0x\(String(range.lowerBound, radix: 16)) is not whole pages of one writable segment after the one before")
+                        throw LoadError.mapping(image: pageIn.path, reason: "page-in range +\(hex(range.lowerBound)) is not whole pages of one writable segment after the one before")
                     }
                     try mapData(upTo: range.lowerBound)
                     try asMappingError(pageIn.path, "page-in reservation") { () throws(LoadError) in
@@ -142,7 +142,7 @@ extension LaunchMemory {
     /// One `mprotect` per range of `protections` (offsets from `base`).
     static func protect(base: UInt64, _ protections: [(range: Range<UInt64>, protection: VMProtection)], path: String) throws(LoadError) {
         for (range, protection) in protections {
-            try asMappingError(path, "mprotect of the prelinked range +0x\(String(range.lowerBound, radix: 16))") { () throws(LoadError) in
+            try asMappingError(path, "mprotect of the prelinked range +\(hex(range.lowerBound))") { () throws(LoadError) in
                 try UnsafeMemory.protect(address: base + range.lowerBound, size: UInt64(range.count), protection)
             }
         }

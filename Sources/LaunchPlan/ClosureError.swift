@@ -1,3 +1,5 @@
+import MachOReader
+
 /// Why a closure, a prelinked set or its copy slid for this boot cannot be used or written:
 /// each case is one fallback reason a launch can report, with where (the file, the image)
 /// and the cause underneath kept whole.
@@ -51,7 +53,7 @@ package enum ClosureError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .missing(path): "\(path): no closure"
         case .noSlidCopy: "no copy slid for this boot yet"
-        case let .corrupt(path, offset, what): "\(path): corrupt at offset 0x\(String(offset, radix: 16)): \(what)"
+        case let .corrupt(path, offset, what): "\(path): corrupt at offset \(hex(offset)): \(what)"
         case let .incompatible(path, what): "\(path): incompatible: \(what)"
         case let .stale(path, image, what): "\(path): stale: \(image) \(what)"
         case let .untrusted(path, what): "\(path): refused: \(what)"

@@ -1,3 +1,5 @@
+import MachOReader
+
 /// A rebase's target as a closure stores it: the offset in its own image in the low 56 bits,
 /// the pointer's top byte (`high8`, such as a tagged C++ type-name pointer's bit 63) above.
 /// The one definition of that layout.
@@ -101,7 +103,6 @@ package enum FixupFault: Error, Equatable, Sendable, CustomStringConvertible {
     case pageIndexDisagrees(page: UInt64)
 
     package var description: String {
-        func hex(_ value: UInt64) -> String { "0x\(String(value, radix: 16))" }
         switch self {
         case let .corrupt(offset, corruption): return "corrupt at offset \(hex(UInt64(offset))) (in the uncompressed body): \(corruption)"
         case let .runOutsideSegments(start, last): return "fixup run \(hex(start))-\(hex(last &+ 8)) is outside every writable segment"

@@ -65,7 +65,7 @@ package enum LoadError: Error, Equatable, Sendable, CustomStringConvertible {
             switch self {
             case let .unreadable(error): return "\(error)"
             case let .page(directory, page, fileOffset, size):
-                return "\(directory): page \(page) (file offset 0x\(String(fileOffset, radix: 16)), \(size) bytes) does not match its hash"
+                return "\(directory): page \(page) (file offset \(hex(fileOffset)), \(size) bytes) does not match its hash"
             case let .specialSlot(directory, blob, what): return "\(directory): \(blob) blob \(what)"
             case let .changed(recorded, now):
                 return "its CodeDirectory changed since the launch identified it (cdHash \(now.map(\.hex) ?? "unreadable"), recorded \(recorded.hex))"

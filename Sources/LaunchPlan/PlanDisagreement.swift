@@ -42,8 +42,8 @@ package enum PlanDisagreement: Equatable, Sendable, CustomStringConvertible {
         case let .noPlan(error):
             "its load commands give no plan: \(error)"
         case let .extent(closureBase, closureSize, imageBase, imageSize):
-            "the closure maps it at base 0x\(String(closureBase, radix: 16)) size 0x\(String(closureSize, radix: 16)), "
-                + "its load commands at 0x\(String(imageBase, radix: 16)) size 0x\(String(imageSize, radix: 16))"
+            "the closure maps it at base \(hex(closureBase)) size \(hex(closureSize)), "
+                + "its load commands at \(hex(imageBase)) size \(hex(imageSize))"
         case let .segmentCount(closure, image):
             "the closure maps \(closure) segments, its load commands \(image)"
         case let .segment(closure, image):
@@ -53,7 +53,7 @@ package enum PlanDisagreement: Equatable, Sendable, CustomStringConvertible {
 
     private static func describe(_ segment: SegmentPlan) -> String {
         "\(segment.name) \(segment.protection)\(segment.readOnlyAfterFixups ? " read-only after fixups" : "") "
-            + "vm +0x\(String(segment.vmOffset, radix: 16)) size 0x\(String(segment.vmSize, radix: 16)) "
-            + "file 0x\(String(segment.fileOffset, radix: 16)) size 0x\(String(segment.fileSize, radix: 16))"
+            + "vm +\(hex(segment.vmOffset)) size \(hex(segment.vmSize)) "
+            + "file \(hex(segment.fileOffset)) size \(hex(segment.fileSize))"
     }
 }

@@ -1,5 +1,6 @@
 import LaunchPlan
 import LaunchMemory
+import MachOReader
 
 /// Runs loaded code: initializers in order, then `main`. Only when the images are for the
 /// host's architecture; every address is checked to lie in an executable segment first.
@@ -47,7 +48,7 @@ package enum CodeRunner {
     private static func check(_ function: Function, _ memory: LaunchMemory) throws(LoadError) {
         guard memory.isExecutable(function.address, image: function.image) else {
             throw .mapping(image: memory.images[function.image].plan.path,
-                           reason: "code address 0x\(String(function.address, radix: 16)) is not in an executable segment")
+                           reason: "code address \(hex(function.address)) is not in an executable segment")
         }
     }
 }

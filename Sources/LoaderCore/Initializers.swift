@@ -15,7 +15,7 @@ package enum Initializers {
                 let first = section.address &- plan.preferredBase
                 for slot in stride(from: UInt64(0), to: section.size / 8 * 8, by: 8) {
                     guard let target = try rebasedTarget(first &+ slot) else {
-                        throw .unusable(path: plan.path, reason: "initializer slot at offset 0x\(String(first &+ slot, radix: 16)) is not rebased into the image")
+                        throw .unusable(path: plan.path, reason: "initializer slot at offset \(hex(first &+ slot)) is not rebased into the image")
                     }
                     offsets.append(target)
                 }

@@ -1,5 +1,6 @@
 import LaunchPlan
 import RuntimeServices
+import MachOReader
 
 /// What a launch did, for `--stats`, `--json`, `compare` and the benchmarks, from either path.
 package struct LaunchReport: Sendable {
@@ -171,8 +172,8 @@ package enum SlideAtLaunchReason: Equatable, Sendable, CustomStringConvertible {
         case .trusted: "--trust: the signature covers the set's own data, not a copy slid for this boot"
         case .noImage: "the set has no image"
         case let .threadLocalWriteReadOnly(what): "the thread-local step writes \(what), read-only after the launch"
-        case let .rangeTaken(base): "the range slid for this boot (0x\(String(base, radix: 16))) is taken in this process"
-        case let .slideForced(slide): "the slide is forced to 0x\(String(slide, radix: 16)); the copy for this boot is slid elsewhere"
+        case let .rangeTaken(base): "the range slid for this boot (\(hex(base))) is taken in this process"
+        case let .slideForced(slide): "the slide is forced to \(hex(slide)); the copy for this boot is slid elsewhere"
         case let .forcedAndUnusable(why): "the slide is forced, and \(why)"
         case let .unwritable(unusable, error): "\(unusable), and it cannot be written: \(error)"
         case .writtenUnopenable: "the copy just written for this boot cannot be opened"

@@ -49,7 +49,7 @@ enum DyldFeaturesTable {
         if row.addend != nil {
             return row.symbol + (row.dylib.isEmpty ? "" : " (\(row.dylib))") + (row.addend.map { $0 != 0 ? " + \($0)" : "" } ?? "")
         }
-        let address = "0x" + String(row.targetAddress, radix: 16)
+        let address = hex(row.targetAddress)
         return names[row.targetAddress].map { "\(address) \($0)" } ?? address
     }
 
@@ -88,14 +88,14 @@ enum DyldFeaturesTable {
         out.write("thread-local variables:" + (descriptors.isEmpty ? " none\n" : "\n"))
         guard !descriptors.isEmpty else { return }
         for section in image.sections where [Section.typeThreadLocalRegular, Section.typeThreadLocalZerofill].contains(section.type) {
-            out.write("\(section.segmentName),\(section.name) 0x\(String(section.address, radix: 16)) \(section.size) bytes"
+            out.write("\(section.segmentName),\(section.name) \(hex(section.address)) \(section.size) bytes"
                 + (section.type == Section.typeThreadLocalRegular ? " (initial values)" : " (zero-filled)") + "\n")
         }
         out.write("address            variable                        offset     thunk\n")
         for descriptor in descriptors {
             out.write("0x" + Text.hex(descriptor.address, width: 16, uppercase: false) + " "
                 + (descriptor.variable ?? "(not exported)").padding(toLength: 31, withPad: " ", startingAt: 0) + " "
-                + ("0x" + String(descriptor.offset, radix: 16)).padding(toLength: 10, withPad: " ", startingAt: 0) + " "
+                + hex(descriptor.offset).padding(toLength: 10, withPad: " ", startingAt: 0) + " "
                 + descriptor.thunk + "\n")
         }
     }

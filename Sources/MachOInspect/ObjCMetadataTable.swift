@@ -88,8 +88,6 @@ struct ObjCMetadataTable {
 
     // MARK: Names
 
-    static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
-
     /// The symbol table's name for `value` (llvm's `GuessSymbolName`).
     mutating func symbolName(_ value: UInt64) throws(MachOError) -> String? {
         if symbolNames == nil { symbolNames = try Self.symbolAddressMap(image) }
@@ -143,7 +141,7 @@ struct ObjCMetadataTable {
                     symbolTableRead = true
                 }
                 guard let table = symbolTable, Int(entry.symbolNumber) < table.count else {
-                    throw .malformed("relocation at offset 0x\(String(offset, radix: 16)) of (\(section.segmentName),\(section.name)) names symbol \(entry.symbolNumber), past the symbol table", at: image.view.absolute(Int(section.relocationOffset)))
+                    throw .malformed("relocation at offset \(hex(offset)) of (\(section.segmentName),\(section.name)) names symbol \(entry.symbolNumber), past the symbol table", at: image.view.absolute(Int(section.relocationOffset)))
                 }
                 let symbol = try table.entry(Int(entry.symbolNumber))
                 let name = try table.name(of: symbol)
@@ -169,7 +167,7 @@ struct ObjCMetadataTable {
     mutating func step(_ address: UInt64) throws(MachOError) {
         entriesWalked += 1
         guard entriesWalked <= entryBudget else {
-            throw .malformed("Objective-C metadata: more than \(entryBudget) list entries and structures walked (lists lead into each other); stopped at 0x\(String(address, radix: 16))", at: image.view.absolute(0))
+            throw .malformed("Objective-C metadata: more than \(entryBudget) list entries and structures walked (lists lead into each other); stopped at \(hex(address))", at: image.view.absolute(0))
         }
     }
 
@@ -184,7 +182,7 @@ struct ObjCMetadataTable {
         guard let found = sections.structure(at: address, length: length) else { return nil }
         let extendsPast = found.place.left < UInt64(length)
         if found.place.bytes.count < min(UInt64(length), found.place.left) {
-            out.write("   (\(name) at \(Self.hex(address)) extends past the end of the file)\n")
+            out.write("   (\(name) at \(hex(address)) extends past the end of the file)\n")
             return nil
         }
         if extendsPast && !quiet { out.write("   (\(name) entends past the end of the section)\n") }
@@ -248,7 +246,7 @@ struct ObjCMetadataTable {
         while index < section.size {
             let size = min(section.size - index, 8)
             guard index + size <= UInt64(contents.count) else {
-                out.write("\(listName) list at \(Self.hex(section.address &+ index)) extends past the end of the file\n")
+                out.write("\(listName) list at \(hex(section.address &+ index)) extends past the end of the file\n")
                 return
             }
             var pointer: UInt64 = 0
@@ -262,7 +260,7 @@ struct ObjCMetadataTable {
             let symbolic = try symbolic(section, offset: index, value: pointer)
             // llvm prints the list slot's n_value (not its symbol's name: the name follows once).
             var line = Text.hex(slot, width: 16, uppercase: false) + " "
-                + (symbolic.nValue != 0 ? Self.hex(symbolic.nValue) + (pointer != 0 ? " + " + Self.hex(pointer) : "") : Self.hex(pointer))
+                + (symbolic.nValue != 0 ? hex(symbolic.nValue) + (pointer != 0 ? " + " + hex(pointer) : "") : hex(pointer))
             var name = symbolic.name
             if name == nil { name = try bindName(slot) }
             if let name { line += " " + name }
@@ -282,12 +280,12 @@ struct ObjCMetadataTable {
             guard let found = try structure(address, ObjCClass.size, "class_t", quiet: true, to: &out), !found.extendsPast else { return }
             let cls = ObjCClass(parsing: found.view, at: address)
             let isa = try symbolic(found, 0, cls.isa)
-            out.write("           isa \(Self.hex(cls.isa))\(isa.name.map { " " + $0 } ?? "")\n")
+            out.write("           isa \(hex(cls.isa))\(isa.name.map { " " + $0 } ?? "")\n")
             var superclassName = try symbolic(found, 8, cls.superclass).name
             if superclassName == nil { superclassName = try bindName(found.section.address &+ found.offset &+ 8) }
-            out.write("    superclass \(Self.hex(cls.superclass))\(superclassName.map { " " + $0 } ?? "")\n")
-            out.write("         cache \(Self.hex(cls.cache))\(try symbolic(found, 16, cls.cache).name.map { " " + $0 } ?? "")\n")
-            out.write("        vtable \(Self.hex(cls.vtable))\(try symbolic(found, 24, cls.vtable).name.map { " " + $0 } ?? "")\n")
+            out.write("    superclass \(hex(cls.superclass))\(superclassName.map { " " + $0 } ?? "")\n")
+            out.write("         cache \(hex(cls.cache))\(try symbolic(found, 16, cls.cache).name.map { " " + $0 } ?? "")\n")
+            out.write("        vtable \(hex(cls.vtable))\(try symbolic(found, 24, cls.vtable).name.map { " " + $0 } ?? "")\n")
             let data = try field(found, 32, cls.data)
             out.write("          data \(data.text) (struct class_ro_t *)\(data.target & 0x7 != 0 ? " Swift class" : "")\n")
             guard let isMeta = try writeClassRO(data.target & ~0x7, to: &out) else { return }
@@ -303,15 +301,15 @@ struct ObjCMetadataTable {
     mutating func writeClassRO<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) -> Bool? {
         guard let found = try structure(address, ObjCClassRO.size, "class_ro_t", quiet: true, to: &out), !found.extendsPast else { return nil }
         let ro = ObjCClassRO(parsing: found.view)
-        var flags = "                    flags 0x\(String(ro.flags, radix: 16))"
+        var flags = "                    flags \(hex(ro.flags))"
         if ro.flags & ObjCClassRO.flagMeta != 0 { flags += " RO_META" }
         if ro.flags & ObjCClassRO.flagRoot != 0 { flags += " RO_ROOT" }
         if ro.flags & ObjCClassRO.flagHasCXXStructors != 0 { flags += " RO_HAS_CXX_STRUCTORS" }
         out.write(flags + "\n")
         out.write("            instanceStart \(ro.instanceStart)\n")
         out.write("             instanceSize \(ro.instanceSize)\n")
-        out.write("                 reserved 0x\(String(ro.reserved, radix: 16))\n")
-        out.write("               ivarLayout \(Self.hex(ro.ivarLayoutAddress))\n")
+        out.write("                 reserved \(hex(ro.reserved))\n")
+        out.write("               ivarLayout \(hex(ro.ivarLayoutAddress))\n")
         writeLayoutMap(ro.ivarLayoutAddress, to: &out)
         let name = try field(found, 24, ro.nameAddress)
         out.write("                     name \(name.text)\(string(name.target))\n")
@@ -360,7 +358,7 @@ struct ObjCMetadataTable {
             let imp = try symbolic(found, 16, method.imp)
             var line = "\(indent)\t\t       imp "
             if imp.name == nil {
-                line += imp.nValue != 0 ? Self.hex(imp.nValue) + " " + (method.imp != 0 ? "+ " + Self.hex(method.imp) + " " : "") : Self.hex(method.imp) + " "
+                line += imp.nValue != 0 ? hex(imp.nValue) + " " + (method.imp != 0 ? "+ " + hex(method.imp) + " " : "") : hex(method.imp) + " "
             }
             out.write(line + (imp.name ?? "") + "\n")
             entry = entry &+ UInt64(ObjCMethodList.PointerEntry.size)
@@ -394,8 +392,8 @@ struct ObjCMetadataTable {
     }
 
     /// `0x%x` of a 32-bit field.
-    static func hex32(_ value: Int32) -> String { "0x" + String(UInt32(bitPattern: value), radix: 16) }
-    static func hex32(_ value: UInt64) -> String { "0x" + String(UInt32(truncatingIfNeeded: value), radix: 16) }
+    static func hex32(_ value: Int32) -> String { hex(UInt32(bitPattern: value)) }
+    static func hex32(_ value: UInt64) -> String { hex(UInt32(truncatingIfNeeded: value)) }
 
     /// llvm's `print_protocol_list64_t`.
     mutating func writeProtocolList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
@@ -411,16 +409,16 @@ struct ObjCMetadataTable {
             out.write("\t\t      list[\(index)] \(pointer.text) (struct protocol_t *)\n")
             guard let proto = try structure(pointer.target, ObjCProtocol.size, "protocol_t", to: &out) else { return }
             let parsed = ObjCProtocol(parsing: proto.view, at: pointer.target)
-            out.write("\t\t\t      isa \(Self.hex(parsed.isa))\n")
+            out.write("\t\t\t      isa \(hex(parsed.isa))\n")
             let name = try field(proto, 8, parsed.nameAddress)
             out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
-            out.write("\t\t\tprotocols \(Self.hex(parsed.protocolsAddress))\n")
+            out.write("\t\t\tprotocols \(hex(parsed.protocolsAddress))\n")
             let lists = parsed.methodListAddresses
             try writePointerField("\t\t  instanceMethods", proto, 24, lists[0], note: " (struct method_list_t *)", then: .methodList(indent: "\t"), to: &out)
             try writePointerField("\t\t     classMethods", proto, 32, lists[1], note: " (struct method_list_t *)", then: .methodList(indent: "\t"), to: &out)
-            out.write("\t  optionalInstanceMethods \(Self.hex(lists[2]))\n")
-            out.write("\t     optionalClassMethods \(Self.hex(lists[3]))\n")
-            out.write("\t       instanceProperties \(Self.hex(parsed.instancePropertiesAddress))\n")
+            out.write("\t  optionalInstanceMethods \(hex(lists[2]))\n")
+            out.write("\t     optionalClassMethods \(hex(lists[3]))\n")
+            out.write("\t       instanceProperties \(hex(parsed.instancePropertiesAddress))\n")
             slot = slot &+ 8
             index += 1
         }
@@ -507,7 +505,7 @@ struct ObjCMetadataTable {
             let reference = ObjCMessageReference(parsing: found.view)
             let imp = try symbolic(found, 0, reference.imp)
             var line = "  imp "
-            line += imp.nValue != 0 ? Self.hex(imp.nValue) + " " + (reference.imp != 0 ? "+ " + Self.hex(reference.imp) + " " : "") : Self.hex(reference.imp) + " "
+            line += imp.nValue != 0 ? hex(imp.nValue) + " " + (reference.imp != 0 ? "+ " + hex(reference.imp) + " " : "") : hex(reference.imp) + " "
             out.write(line + (imp.name.map { " " + $0 } ?? "") + "\n")
             let selector = try field(found, 8, reference.selector)
             out.write("  sel \(selector.text)\(string(selector.target))\n")
@@ -522,7 +520,7 @@ struct ObjCMetadataTable {
         if found.place.left < UInt64(ObjCImageInfo.size) { out.write("   (objc_image_info entends past the end of the section)\n") }
         let info = ObjCImageInfo(fieldsOf: found.view)
         out.write("  version \(info.version)\n")
-        var flags = "    flags 0x\(String(info.flags, radix: 16))"
+        var flags = "    flags \(hex(info.flags))"
         for (bit, name) in [(UInt32(1) << 0, "OBJC_IMAGE_IS_REPLACEMENT"), (1 << 1, "OBJC_IMAGE_SUPPORTS_GC"),
                             (1 << 5, "OBJC_IMAGE_IS_SIMULATED"), (1 << 6, "OBJC_IMAGE_HAS_CATEGORY_CLASS_PROPERTIES")]
         where info.flags & bit != 0 {

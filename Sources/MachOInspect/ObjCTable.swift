@@ -11,13 +11,13 @@ enum ObjCTable {
             out.write("Objective-C: none (no __objc_imageinfo)\n")
             return
         }
-        out.write("Objective-C: image info version \(objc.sections.imageInfo.version) flags 0x\(hex(UInt64(objc.sections.imageInfo.flags)))\n")
+        out.write("Objective-C: image info version \(objc.sections.imageInfo.version) flags \(hex(objc.sections.imageInfo.flags))\n")
         out.write("  classes: \(objc.classCount)\n")
         for index in 0..<objc.classCount {
             let cls = try objc.classDescription(index)
-            var line = "    0x\(hex(cls.cls.address)) \(cls.cls.name)"
+            var line = "    \(hex(cls.cls.address)) \(cls.cls.name)"
             line += cls.superclassName.map { " superclass \($0)" } ?? " (root)"
-            if let metaclass = cls.metaclass { line += " metaclass 0x\(hex(metaclass.address))" }
+            if let metaclass = cls.metaclass { line += " metaclass \(hex(metaclass.address))" }
             out.write(line + "\n")
             writeMethods(cls.metaclass?.methods, prefix: "+", to: &out)
             writeMethods(cls.cls.methods, prefix: "-", to: &out)
@@ -25,25 +25,24 @@ enum ObjCTable {
         out.write("  categories: \(objc.categoryCount)\n")
         for index in 0..<objc.categoryCount {
             let category = try objc.categoryDescription(index)
-            out.write("    0x\(hex(category.address)) \(category.name) on \(category.className ?? "(missing class)")\n")
+            out.write("    \(hex(category.address)) \(category.name) on \(category.className ?? "(missing class)")\n")
             writeMethods(category.classMethods, prefix: "+", to: &out)
             writeMethods(category.instanceMethods, prefix: "-", to: &out)
         }
         out.write("  selector references: \(objc.selectorReferenceCount)\n")
         for index in 0..<objc.selectorReferenceCount {
             let reference = try objc.selectorReference(index)
-            out.write("    0x\(hex(reference.slot)) \(reference.target) \(reference.name ?? "")\n")
+            out.write("    \(hex(reference.slot)) \(reference.target) \(reference.name ?? "")\n")
         }
     }
 
     private static func writeMethods<Output: TextOutputStream>(_ list: ObjCMethodListDescription?, prefix: String, to out: inout Output) {
         guard let list else { return }
         for method in list.methods {
-            out.write("      \(prefix)\(method.name) \(method.types) imp 0x\(hex(method.imp))\n")
+            out.write("      \(prefix)\(method.name) \(method.types) imp \(hex(method.imp))\n")
         }
     }
 
-    private static func hex(_ value: UInt64) -> String { String(value, radix: 16) }
 
     // MARK: JSON
 

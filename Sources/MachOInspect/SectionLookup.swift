@@ -86,13 +86,13 @@ struct OpcodeFixupPlaces {
     mutating func place(of location: FixupLocation, in image: MachOImage) throws(MachOError) -> Place {
         guard let first = firstAddresses[location.segmentIndex] else {
             throw MachOError.malformed(
-                "fixup at segment \(segmentNames[location.segmentIndex]) offset 0x\(String(location.segmentOffset, radix: 16)) is not in a section",
+                "fixup at segment \(segmentNames[location.segmentIndex]) offset \(hex(location.segmentOffset)) is not in a section",
                 at: image.view.base)
         }
         let address = first &+ location.segmentOffset
         guard let index = lookups[location.segmentIndex].index(of: address) else {
             throw MachOError.malformed(
-                "fixup at \(segmentNames[location.segmentIndex]) address 0x\(String(address, radix: 16)) is not in a section",
+                "fixup at \(segmentNames[location.segmentIndex]) address \(hex(address)) is not in a section",
                 at: image.view.base)
         }
         let name = names[location.segmentIndex][index]

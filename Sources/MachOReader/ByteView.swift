@@ -52,7 +52,7 @@ package struct ByteView: Sendable {
     /// A sub-window given by 64-bit file fields (offset and size from a load command).
     package func slice(offset: UInt64, size: UInt64) throws(MachOError) -> ByteView {
         guard offset <= UInt64(Int.max), size <= UInt64(Int.max) else {
-            throw MachOError(offset: base, .malformed("range 0x\(String(offset, radix: 16))+0x\(String(size, radix: 16)) is out of bounds"))
+            throw MachOError(offset: base, .malformed("range \(hex(offset))+\(hex(size)) is out of bounds"))
         }
         return try slice(Int(offset), Int(size))
     }

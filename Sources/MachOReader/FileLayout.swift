@@ -45,12 +45,12 @@ struct FileLayout {
         at site: LoadCommandSite, fieldOffset: Int
     ) throws(MachOError) {
         guard offset <= fileSize else {
-            throw site.error("\(fields.offset) 0x\(hex(offset)) extends past the end of the file (0x\(hex(fileSize)) bytes)", field: fieldOffset)
+            throw site.error("\(fields.offset) \(hex(offset)) extends past the end of the file (\(hex(fileSize)) bytes)", field: fieldOffset)
         }
         let (end, overflow) = offset.addingReportingOverflow(size)
         guard !overflow, end <= fileSize else {
             throw site.error(
-                "\(fields.offset) plus \(fields.size) (0x\(hex(offset)) + 0x\(hex(size))) extends past the end of the file (0x\(hex(fileSize)) bytes)",
+                "\(fields.offset) plus \(fields.size) (\(hex(offset)) + \(hex(size))) extends past the end of the file (\(hex(fileSize)) bytes)",
                 field: fieldOffset)
         }
     }
@@ -68,7 +68,7 @@ struct FileLayout {
                 || (offset <= element.offset && end >= element.end)
             if overlaps {
                 throw site.error(
-                    "\(name) at 0x\(hex(offset)) (0x\(hex(size)) bytes) overlaps \(element.name) at 0x\(hex(element.offset)) (0x\(hex(element.size)) bytes)",
+                    "\(name) at \(hex(offset)) (\(hex(size)) bytes) overlaps \(element.name) at \(hex(element.offset)) (\(hex(element.size)) bytes)",
                     field: fieldOffset)
             }
             if index + 1 < elements.count, end <= elements[index + 1].offset {
@@ -79,5 +79,4 @@ struct FileLayout {
         elements.append(Element(offset: offset, size: size, name: name))
     }
 
-    private func hex(_ value: UInt64) -> String { String(value, radix: 16) }
 }

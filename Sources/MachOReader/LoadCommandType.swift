@@ -91,5 +91,5 @@ package struct LoadCommandType: RawRepresentable, Equatable, Hashable, Sendable,
     /// The `LC_` name, or nil for a type this reader does not know.
     package var name: String? { Self.names[rawValue] }
 
-    package var description: String { name ?? "LC_0x\(String(rawValue, radix: 16))" }
+    package var description: String { name ?? "LC_\(hex(rawValue))" }
 }

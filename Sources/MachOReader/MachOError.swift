@@ -44,7 +44,7 @@ package struct MachOError: Error, Equatable, Sendable, CustomStringConvertible {
             case let .malformed(what), let .overLimit(what), let .unusable(what): what
             case let .unsupported(what): "unsupported: \(what)"
             case let .codeSignature(structure, reason): "code signature: \(structure): \(reason.text)"
-            case let .objCMetadata(_, address, what): "Objective-C metadata at 0x\(String(address, radix: 16)): \(what)"
+            case let .objCMetadata(_, address, what): "Objective-C metadata at \(hex(address)): \(what)"
             case let .notZip(what): "\(what) (re-export the .ipa)"
             case let .unsafeEntry(entry, what): "entry \(entry.debugDescription) \(what)"
             }
@@ -112,7 +112,7 @@ package struct MachOError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notZip: return "\(file): not a readable zip archive at offset \(offset): \(reason.text)"
         case .unsafeEntry, .overLimit: return "\(file): \(reason.text); not unpacked (unpack it yourself and give the Payload/X.app directory)"
         case .unusable: return "\(file): \(reason.text)"
-        default: return "\(file): offset 0x\(String(offset, radix: 16)): \(reason.text)"
+        default: return "\(file): offset \(hex(offset)): \(reason.text)"
         }
     }
 }
@@ -126,3 +126,6 @@ func reading<T>(_ structure: String, _ body: () throws(MachOError) -> T) throws(
         throw MachOError(structure, wrapping: error)
     }
 }
+
+/// `0x` and lowercase hex digits: how messages and dumps print an address, offset or size.
+package func hex<Value: BinaryInteger>(_ value: Value) -> String { "0x" + String(value, radix: 16) }

@@ -155,7 +155,7 @@ package struct MachOImage: Sendable {
         guard let mappedSegments else { return try view.slice(offset: offset, size: size) }
         guard let segment = mappedSegments.first(where: { $0.file.contains(offset) || ($0.file.upperBound == offset && size == 0) }),
               size <= segment.file.upperBound - offset else {
-            throw MachOError.malformed("file bytes 0x\(String(offset, radix: 16))+0x\(String(size, radix: 16)) lie in no segment of the mapped image", at: view.base)
+            throw MachOError.malformed("file bytes \(hex(offset))+\(hex(size)) lie in no segment of the mapped image", at: view.base)
         }
         return try view.slice(offset: segment.mappedAt + (offset - segment.file.lowerBound), size: size)
     }

@@ -47,18 +47,18 @@ extension StructureCheck {
             let offsetField = start + 32 + 2 * w
             if hasContents {
                 guard offset <= layout.fileSize else {
-                    throw site.error("\(what) offset 0x\(String(offset, radix: 16)) extends past the end of the file", field: offsetField)
+                    throw site.error("\(what) offset \(hex(offset)) extends past the end of the file", field: offsetField)
                 }
                 if fileOffset == 0 && offset < layout.elements[0].size && size != 0 {
-                    throw site.error("\(what) offset 0x\(String(offset, radix: 16)) is inside the headers", field: offsetField)
+                    throw site.error("\(what) offset \(hex(offset)) is inside the headers", field: offsetField)
                 }
                 try layout.checkInside(offset: offset, size: size, fields: ("\(what) offset", "size"), at: site, fieldOffset: offsetField)
                 guard size <= fileSize else {
-                    throw site.error("\(what) size 0x\(String(size, radix: 16)) is larger than the segment's filesize", field: start + 32 + w)
+                    throw site.error("\(what) size \(hex(size)) is larger than the segment's filesize", field: start + 32 + w)
                 }
             }
             if checksContents && size != 0 && address < vmAddress {
-                throw site.error("\(what) addr 0x\(String(address, radix: 16)) is below the segment's vmaddr", field: start + 32)
+                throw site.error("\(what) addr \(hex(address)) is below the segment's vmaddr", field: start + 32)
             }
             // LLVM adds these without an overflow check; so does this comparison.
             if vmSize != 0 && size != 0 && address &+ size > vmAddress &+ vmSize {
@@ -73,7 +73,7 @@ extension StructureCheck {
         }
         try layout.checkInside(offset: fileOffset, size: fileSize, fields: ("fileoff", "filesize"), at: site, fieldOffset: 24 + 2 * w)
         if vmSize != 0 && fileSize > vmSize {
-            throw site.error("filesize 0x\(String(fileSize, radix: 16)) is larger than vmsize 0x\(String(vmSize, radix: 16))", field: 24 + 3 * w)
+            throw site.error("filesize \(hex(fileSize)) is larger than vmsize \(hex(vmSize))", field: 24 + 3 * w)
         }
     }
 }

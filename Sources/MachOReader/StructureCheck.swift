@@ -117,7 +117,7 @@ struct StructureCheck {
         case .linkerOption: try checkLinkerOption(site)
         case .thread, .unixThread: try checkThread(site)
         case .symseg, .loadFVMLib, .idFVMLib, .fvmFile, .prepage, .preboundDylib, .prebindChecksum:
-            throw site.error("obsolete load command (cmd 0x\(String(type.rawValue, radix: 16))) is not supported")
+            throw site.error("obsolete load command (cmd \(hex(type.rawValue))) is not supported")
         default: break
         }
     }

@@ -58,10 +58,10 @@ package struct UniversalFile: Sendable {
                     throw MachOError.malformed("architecture \(index) (\(cpu.name)): align 2^\(align) is over 2^\(UniversalFile.maxAlignment)", at: view.absolute(entry + (is64 ? 24 : 16)))
                 }
                 guard offset % (1 << UInt64(align)) == 0 else {
-                    throw MachOError.malformed("architecture \(index) (\(cpu.name)): offset 0x\(String(offset, radix: 16)) is not aligned to 2^\(align)", at: view.absolute(entry + 8))
+                    throw MachOError.malformed("architecture \(index) (\(cpu.name)): offset \(hex(offset)) is not aligned to 2^\(align)", at: view.absolute(entry + 8))
                 }
                 guard offset >= headersEnd else {
-                    throw MachOError.malformed("architecture \(index) (\(cpu.name)): offset 0x\(String(offset, radix: 16)) overlaps the universal headers", at: view.absolute(entry + 8))
+                    throw MachOError.malformed("architecture \(index) (\(cpu.name)): offset \(hex(offset)) overlaps the universal headers", at: view.absolute(entry + 8))
                 }
                 let slice = Slice(cpu: cpu, offset: sliceView.base, size: sliceView.count, alignment: align)
                 try slice.checkDistinct(from: slices, entryOffset: view.absolute(entry))
@@ -94,7 +94,7 @@ package struct UniversalFile: Sendable {
         let image = try MachOImage(parsing: try view.slice(slice.offset - view.base, slice.size))
         guard image.header.cpu.type == slice.cpu.type else {
             throw MachOError.malformed(
-                "the universal header says \(slice.cpu.name) but the image's header says cputype 0x\(String(UInt32(bitPattern: image.header.cpu.type), radix: 16))",
+                "the universal header says \(slice.cpu.name) but the image's header says cputype \(hex(UInt32(bitPattern: image.header.cpu.type)))",
                 at: slice.offset + 4)
         }
         return image
@@ -112,7 +112,7 @@ extension UniversalFile.Slice {
             if (start >= otherStart && start < otherEnd) || (end > otherStart && end < otherEnd)
                 || (start <= otherStart && end >= otherEnd) {
                 throw MachOError.malformed(
-                    "\(cpu.name) slice at 0x\(String(start, radix: 16)) (0x\(String(size, radix: 16)) bytes) overlaps the \(other.cpu.name) slice at 0x\(String(otherStart, radix: 16))",
+                    "\(cpu.name) slice at \(hex(start)) (\(hex(size)) bytes) overlaps the \(other.cpu.name) slice at \(hex(otherStart))",
                     at: entryOffset)
             }
         }

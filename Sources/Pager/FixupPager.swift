@@ -55,13 +55,13 @@ package enum PageFillFailure: Equatable, Sendable, CustomStringConvertible {
     case signature(image: Int, vmOffset: UInt64, slot: Int)
 
     package var description: String {
-        func page(_ image: Int, _ offset: UInt64) -> String { "image \(image) page +0x\(String(offset, radix: 16))" }
+        func page(_ image: Int, _ offset: UInt64) -> String { "image \(image) page +\(hex(offset))" }
         switch self {
         case let .fileRead(image, offset, errno): return "\(page(image, offset)): reading its file bytes failed: \(Errno(rawValue: errno))"
         case let .fileShort(image, offset, got, expected):
             return "\(page(image, offset)): the file holds \(got) of its \(expected) bytes (it shrank since launch)"
         case let .fixups(image, offset, fault): return "\(page(image, offset)): \(fault)"
-        case let .install(address, errno): return "UFFDIO_COPY at 0x\(String(address, radix: 16)) failed: \(Errno(rawValue: errno))"
+        case let .install(address, errno): return "UFFDIO_COPY at \(hex(address)) failed: \(Errno(rawValue: errno))"
         case let .signature(image, offset, slot):
             return "\(page(image, offset)): does not match its code signature's hash for page \(slot)"
         }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import LaunchPlan
 import Synchronization
+import MachOReader
 
 /// The loaders of the launches whose code may call `dlopen` and its family, by the address of
 /// their libSystem's host services table, and the C entry points `CHostServices` calls. A call
@@ -106,7 +107,7 @@ package enum DynamicLoaderRegistry {
         // dlopen(NULL): dyld4's magic handles, the same in both paths; nothing is loaded.
         guard let path = unsafe path else { return DynamicHandle.mainExecutable(mode: DynamicOpenMode(rawValue: mode)) }
         let text = unsafe String(cString: path)
-        return calling(table, "dlopen(\(text), 0x\(String(mode, radix: 16)))", failed: 0) { (loader) throws(LoadError) in
+        return calling(table, "dlopen(\(text), \(hex(mode)))", failed: 0) { (loader) throws(LoadError) in
             try loader.open(text, mode: mode)
         }
     }
@@ -114,7 +115,7 @@ package enum DynamicLoaderRegistry {
     private static func symbol(_ table: UInt64, _ handle: UInt64, _ name: UnsafePointer<CChar>?) -> UInt64 {
         guard let name = unsafe name else { return 0 }
         let text = unsafe String(cString: name)
-        return calling(table, "dlsym(0x\(String(handle, radix: 16)), \(text))", failed: 0) { (loader) throws(LoadError) in
+        return calling(table, "dlsym(\(hex(handle)), \(text))", failed: 0) { (loader) throws(LoadError) in
             try loader.symbol(text, handle: handle)
         }
     }
@@ -122,7 +123,7 @@ package enum DynamicLoaderRegistry {
     private static func close(_ table: UInt64, _ handle: UInt64) -> Int32 {
         // dlopen(NULL)'s handles close silently, as dyld4's do.
         if handle == DynamicHandle.defaultSearch || handle == DynamicHandle.mainOnly { return 0 }
-        return calling(table, "dlclose(0x\(String(handle, radix: 16)))", failed: -1) { (loader) throws(LoadError) in
+        return calling(table, "dlclose(\(hex(handle)))", failed: -1) { (loader) throws(LoadError) in
             try loader.close(handle)
             return 0
         }
@@ -131,7 +132,7 @@ package enum DynamicLoaderRegistry {
     private static func address(_ table: UInt64, _ address: UInt64, _ info: UnsafeMutablePointer<dyld3_dl_info>?) -> Int32 {
         guard let entry = entry(table), let info = unsafe info else { return 0 }
         guard let found = entry.serialized({ unsafe entry.loader.describe(address) }) else {
-            entry.fail("dladdr(0x\(String(address, radix: 16))): not in any loaded image")
+            entry.fail("dladdr(\(hex(address))): not in any loaded image")
             return 0
         }
         let fname = unsafe entry.cString(found.path)

@@ -14,29 +14,26 @@ package struct DyldCacheFile: Sendable {
         func table(_ offset: UInt64, _ count: UInt64, _ size: Int, _ what: String) throws(MachOError) -> ByteView {
             let (bytes, overflow) = count.multipliedReportingOverflow(by: UInt64(size))
             guard !overflow, offset <= UInt64(view.count), bytes <= UInt64(view.count) - offset else {
-                throw MachOError.inCache("dyld_cache_header", at: view.absolute(0), what: "\(count) \(what) at 0x\(String(offset, radix: 16)) run past the file's \(view.count) bytes")
+                throw MachOError.inCache("dyld_cache_header", at: view.absolute(0), what: "\(count) \(what) at \(hex(offset)) run past the file's \(view.count) bytes")
             }
             return try view.slice(Int(offset), Int(bytes))
         }
+        let withSlideInfo = header.mappingWithSlideCount > 0
+        let (mappingOffset, mappingCount, entrySize) = withSlideInfo
+            ? (UInt64(header.mappingWithSlideOffset), Int(header.mappingWithSlideCount), DyldCache.Mapping.size)
+            : (UInt64(header.mappingOffset), Int(header.mappingCount), DyldCache.Mapping.plainSize)
+        let entries = try table(mappingOffset, UInt64(mappingCount), entrySize, withSlideInfo ? "mappings with slide info" : "mappings")
         var mappings: [DyldCache.Mapping] = []
-        if header.mappingWithSlideCount > 0 {
-            let entries = try table(UInt64(header.mappingWithSlideOffset), UInt64(header.mappingWithSlideCount), DyldCache.Mapping.size, "mappings with slide info")
-            for index in 0..<Int(header.mappingWithSlideCount) {
-                mappings.append(try DyldCache.Mapping(parsing: try entries.slice(index * DyldCache.Mapping.size, DyldCache.Mapping.size)))
-            }
-        } else {
-            let entries = try table(UInt64(header.mappingOffset), UInt64(header.mappingCount), DyldCache.Mapping.plainSize, "mappings")
-            for index in 0..<Int(header.mappingCount) {
-                mappings.append(try DyldCache.Mapping(parsingPlain: try entries.slice(index * DyldCache.Mapping.plainSize, DyldCache.Mapping.plainSize)))
-            }
+        for index in 0..<mappingCount {
+            mappings.append(try DyldCache.Mapping(parsing: try entries.slice(index * entrySize, entrySize), withSlideInfo: withSlideInfo))
         }
         var end: UInt64 = 0
         for (index, mapping) in mappings.enumerated() {
             guard mapping.fileOffset <= UInt64(view.count), mapping.size <= UInt64(view.count) - mapping.fileOffset else {
-                throw MachOError.inCache("dyld_cache_mapping_info", at: view.absolute(0), what: "mapping \(index) (0x\(String(mapping.fileOffset, radix: 16))+0x\(String(mapping.size, radix: 16))) runs past the file's \(view.count) bytes")
+                throw MachOError.inCache("dyld_cache_mapping_info", at: view.absolute(0), what: "mapping \(index) (\(hex(mapping.fileOffset))+\(hex(mapping.size))) runs past the file's \(view.count) bytes")
             }
             guard mapping.address >= end else {
-                throw MachOError.inCache("dyld_cache_mapping_info", at: view.absolute(0), what: "mapping \(index) at 0x\(String(mapping.address, radix: 16)) overlaps or precedes the mapping before it")
+                throw MachOError.inCache("dyld_cache_mapping_info", at: view.absolute(0), what: "mapping \(index) at \(hex(mapping.address)) overlaps or precedes the mapping before it")
             }
             end = mapping.address &+ mapping.size
         }
@@ -50,7 +47,7 @@ package struct DyldCacheFile: Sendable {
             let info = try infos.slice(index * DyldCache.Image.infoSize, DyldCache.Image.infoSize)
             let pathOffset = Int(try info.u32(24))
             guard pathOffset < view.count else {
-                throw MachOError.inCache("dyld_cache_image_info", at: info.absolute(24), what: "image \(index)'s path offset 0x\(String(pathOffset, radix: 16)) is past the file")
+                throw MachOError.inCache("dyld_cache_image_info", at: info.absolute(24), what: "image \(index)'s path offset \(hex(pathOffset)) is past the file")
             }
             let text = try texts?.slice(index * DyldCache.Image.textInfoSize, DyldCache.Image.textInfoSize)
             images.append(DyldCache.Image(address: try info.u64(0), modTime: try info.u64(8), inode: try info.u64(16), path: try view.cString(pathOffset),

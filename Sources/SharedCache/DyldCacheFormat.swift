@@ -74,7 +74,7 @@ package enum DyldCache {
             let size = Int(try view.u32(16))
             mappingOffset = UInt32(size)
             mappingCount = try view.u32(20)
-            guard size >= 0x140 else { throw fail(16, "mapping offset 0x\(String(size, radix: 16)) leaves no room for a header with slide info (0x140 bytes)") }
+            guard size >= 0x140 else { throw fail(16, "mapping offset \(hex(size)) leaves no room for a header with slide info (0x140 bytes)") }
             // Fields past the header's size (its mapping offset) are absent: 0.
             func field32(_ offset: Int) throws(MachOError) -> UInt32 { offset + 4 <= size ? try view.u32(offset) : 0 }
             func field64(_ offset: Int) throws(MachOError) -> UInt64 { offset + 8 <= size ? try view.u64(offset) : 0 }
@@ -139,16 +139,12 @@ package enum DyldCache {
             (self.slideInfoFileSize, self.flags, self.maxProt, self.initProt) = (slideInfoFileSize, flags, maxProt, initProt)
         }
 
-        package init(parsing view: ByteView) throws(MachOError) {
+        /// A `dyld_cache_mapping_and_slide_info` (`withSlideInfo`), else a `dyld_cache_mapping_info`.
+        package init(parsing view: ByteView, withSlideInfo: Bool) throws(MachOError) {
             (address, size, fileOffset) = (try view.u64(0), try view.u64(8), try view.u64(16))
-            (slideInfoFileOffset, slideInfoFileSize, flags) = (try view.u64(24), try view.u64(32), try view.u64(40))
-            (maxProt, initProt) = (try view.u32(48), try view.u32(52))
-        }
-
-        package init(parsingPlain view: ByteView) throws(MachOError) {
-            (address, size, fileOffset) = (try view.u64(0), try view.u64(8), try view.u64(16))
-            (slideInfoFileOffset, slideInfoFileSize, flags) = (0, 0, 0)
-            (maxProt, initProt) = (try view.u32(24), try view.u32(28))
+            (slideInfoFileOffset, slideInfoFileSize, flags) = withSlideInfo ? (try view.u64(24), try view.u64(32), try view.u64(40)) : (0, 0, 0)
+            let protections = withSlideInfo ? 48 : 24
+            (maxProt, initProt) = (try view.u32(protections), try view.u32(protections + 4))
         }
 
         package var plainBytes: [UInt8] { Words.le([address, size, fileOffset]) + Words.le32([maxProt, initProt]) }
@@ -199,7 +195,7 @@ package enum DyldCache {
             guard try view.u32(20) == 0 else { throw fail(20, "page extras are not read") }
             deltaMask = try view.u64(24)
             valueAdd = try view.u64(32)
-            guard deltaMask != 0, deltaMask.trailingZeroBitCount >= 2 else { throw fail(24, "delta mask 0x\(String(deltaMask, radix: 16)) holds no delta") }
+            guard deltaMask != 0, deltaMask.trailingZeroBitCount >= 2 else { throw fail(24, "delta mask \(hex(deltaMask)) holds no delta") }
             let starts = try view.slice(startsOffset, count * 2)
             var pages: [UInt16] = []
             pages.reserveCapacity(count)
@@ -234,7 +230,7 @@ package enum DyldCache {
                 var offset = UInt64(start) * 4
                 while true {
                     guard offset + 8 <= UInt64(pageSize) else {
-                        throw MachOError.inCache("dyld_cache_slide_info2", at: data.absolute(page * Int(pageSize)), what: "page \(page)'s chain reaches +0x\(String(offset, radix: 16)), past its page")
+                        throw MachOError.inCache("dyld_cache_slide_info2", at: data.absolute(page * Int(pageSize)), what: "page \(page)'s chain reaches +\(hex(offset)), past its page")
                     }
                     let at = UInt64(page) * UInt64(pageSize) + offset
                     let raw = try data.u64(Int(at))

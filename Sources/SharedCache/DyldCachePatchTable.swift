@@ -122,11 +122,11 @@ package struct DyldCachePatchTable: Sendable {
             let (bytes, overflow) = count.multipliedReportingOverflow(by: UInt64(size))
             guard !overflow, let mapping = file.mappings.last(where: { $0.address <= address }), address - mapping.address <= mapping.size,
                   bytes <= mapping.size - (address - mapping.address) else {
-                throw fail("\(count) \(what) at 0x\(String(address, radix: 16)) lie outside the cache's mappings")
+                throw fail("\(count) \(what) at \(hex(address)) lie outside the cache's mappings")
             }
             let offset = mapping.fileOffset + (address - mapping.address)
             guard offset <= UInt64(file.view.count), bytes <= UInt64(file.view.count) - offset else {
-                throw fail("\(count) \(what) at 0x\(String(address, radix: 16)) run past the file's \(file.view.count) bytes")
+                throw fail("\(count) \(what) at \(hex(address)) run past the file's \(file.view.count) bytes")
             }
             return try file.view.slice(Int(offset), Int(bytes))
         }
@@ -159,7 +159,7 @@ package struct DyldCachePatchTable: Sendable {
                 let export = try self.export(index)
                 let address = start &+ UInt64(export.cacheOffsetOfImpl)
                 guard own.contains(address) else {
-                    throw fail("export \(index) at 0x\(String(address, radix: 16)) lies past its image \(image) (\(file.images[image].path))")
+                    throw fail("export \(index) at \(hex(address)) lies past its image \(image) (\(file.images[image].path))")
                 }
                 guard export.locations.upperBound <= self.locationCount else {
                     throw fail("export \(index)'s locations \(export.locations.lowerBound)..<\(export.locations.upperBound) run past the \(locationCount) patchable locations")
@@ -174,7 +174,7 @@ package struct DyldCachePatchTable: Sendable {
             let address = start &+ UInt64(location.cacheOffset)
             let after = images.partitionPoint { $0.lowerBound <= address }
             guard after > 0, images[images.startIndex + after - 1].upperBound >= address &+ 8 else {
-                throw fail("location \(index) at 0x\(String(address, radix: 16)) is not in a mapping of the cache's images")
+                throw fail("location \(index) at \(hex(address)) is not in a mapping of the cache's images")
             }
         }
     }

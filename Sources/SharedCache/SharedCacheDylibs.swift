@@ -37,7 +37,7 @@ package struct SharedCacheDylibs: Sendable {
         var offsets: [String: Int] = [:]
         for image in file.images where offsets[image.path] == nil {
             guard image.address >= start, image.address - start < size else {
-                throw .corrupt(path: path, offset: Int(file.header.imagesOffset), what: "image \(image.path) at 0x\(String(image.address, radix: 16)) lies outside the cache's region")
+                throw .corrupt(path: path, offset: Int(file.header.imagesOffset), what: "image \(image.path) at \(hex(image.address)) lies outside the cache's region")
             }
             offsets[image.path] = Int(image.address - start)
         }

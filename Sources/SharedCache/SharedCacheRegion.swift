@@ -58,7 +58,7 @@ package enum SharedCacheRegion {
         /// The range mapped at the copy's base, with each mapping's protection.
         package func mapRange() throws(ClosureError) -> LaunchMemory.SlidRange {
             guard let range = try copy.mapRange() else {
-                throw .mapping(path: refusing, image: cachePath, what: "the shared cache's range for this boot (0x\(String(copy.header.base, radix: 16))) is taken in this process")
+                throw .mapping(path: refusing, image: cachePath, what: "the shared cache's range for this boot (\(hex(copy.header.base))) is taken in this process")
             }
             return range
         }
@@ -70,7 +70,7 @@ package enum SharedCacheRegion {
             return try slots.map { (slot) throws(ClosureError) -> UInt64? in
                 guard let slot else { return nil }
                 guard slot.offset <= size, slot.size <= size - slot.offset else {
-                    throw .corrupt(path: refusing, offset: 0, what: "image \(slot.path) at +0x\(String(slot.offset, radix: 16)) leaves the shared cache's \(size)-byte region")
+                    throw .corrupt(path: refusing, offset: 0, what: "image \(slot.path) at +\(hex(slot.offset)) leaves the shared cache's \(size)-byte region")
                 }
                 return copy.header.base + slot.offset
             }
@@ -183,7 +183,7 @@ package enum SharedCacheRegion {
                     for byte in 0..<8 { data[at + byte] = UInt8(truncatingIfNeeded: slid >> (8 * UInt64(byte))) }
                 }
                 if let outside {
-                    throw MachOError.inCache("dyld_cache_slide_info2", at: Int(mapping.slideInfoFileOffset), what: "the pointer at 0x\(String(outside, radix: 16)) leaves the cache")
+                    throw MachOError.inCache("dyld_cache_slide_info2", at: Int(mapping.slideInfoFileOffset), what: "the pointer at \(hex(outside)) leaves the cache")
                 }
             }
         } catch {

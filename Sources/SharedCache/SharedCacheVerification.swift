@@ -67,7 +67,7 @@ package struct SharedCacheVerification: Sendable {
                 try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
                     if value != 0, value < start || value >= end, outside == nil { outside = mapping.address + offset }
                 }
-                if let outside { corrupt.append("\(path): corrupt: the pointer at 0x\(String(outside, radix: 16)) leaves the cache") }
+                if let outside { corrupt.append("\(path): corrupt: the pointer at \(hex(outside)) leaves the cache") }
             } catch {
                 corrupt.append("\(path): corrupt: mapping \(index): \(error)")
             }

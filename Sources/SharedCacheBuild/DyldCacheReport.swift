@@ -5,7 +5,6 @@ import MachOReader
 /// What `dyld3 inspect` prints for a dyld shared cache: the header, the mappings with their
 /// slide info, and the images (address, UUID, path), as `dyld_shared_cache_util -list` lists them.
 package enum DyldCacheReport {
-    static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
     static func protection(_ bits: UInt32) -> String {
         (bits & 1 != 0 ? "r" : "-") + (bits & 2 != 0 ? "w" : "-") + (bits & 4 != 0 ? "x" : "-")
     }

@@ -87,7 +87,7 @@ package enum SharedCacheBinding {
                 let after = cache.mappings.partitionPoint { $0.address <= address }
                 guard after > 0, address - cache.mappings[after - 1].address < cache.mappings[after - 1].size,
                       let raw = try? bytes.u64(Int(cache.mappings[after - 1].fileOffset + (address - cache.mappings[after - 1].address))) else {
-                    throw refuse("\(image.installName)'s fixup at +0x\(String(fixup.vmOffset, radix: 16)) is past the cache")
+                    throw refuse("\(image.installName)'s fixup at +\(hex(fixup.vmOffset)) is past the cache")
                 }
                 let held = pointer ? slides[after - 1]?.value(ofRaw: raw) ?? raw : raw
                 if held != fixup.value(imageBase: bases[index], imageBases: bases) { patches.append(fixup) }

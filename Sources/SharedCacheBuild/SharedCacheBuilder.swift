@@ -158,7 +158,7 @@ package enum SharedCacheBuilder {
                 let delta = next.flatMap { ($0 - run.range.lowerBound) / slidePage == UInt64(pageIndex) ? $0 - location : nil } ?? 0
                 let value = PrelinkBuilder.load(at: Int(location), in: slid)
                 guard value > start, value - start < (UInt64(1) << 40), delta % 4 == 0 else {
-                    throw ClosureError.mapping(path: path, image: "the shared cache", what: "the pointer at 0x\(String(dataBase + location, radix: 16)) cannot be chained in slide info v2")
+                    throw ClosureError.mapping(path: path, image: "the shared cache", what: "the pointer at \(hex(dataBase + location)) cannot be chained in slide info v2")
                 }
                 PrelinkBuilder.store((value - start) | (delta << UInt64(deltaMask.trailingZeroBitCount - 2)), at: Int(location), in: &slid)
             }
@@ -233,7 +233,7 @@ package enum SharedCacheBuilder {
                 guard case let .bind(.image(target, offset), addend) = fixup.kind else { continue }
                 guard DyldCachePatchTable.addends.contains(addend) else {
                     throw ClosureError.mapping(path: path, image: closure.images[index].path, what:
-                        "the bind at +0x\(String(fixup.vmOffset, radix: 16)) adds \(addend): a patch table location holds an addend of \(DyldCachePatchTable.addends)")
+                        "the bind at +\(hex(fixup.vmOffset)) adds \(addend): a patch table location holds an addend of \(DyldCachePatchTable.addends)")
                 }
                 byTarget[target][offset, default: []].append(Use(image: index, vmOffset: fixup.vmOffset, addend: addend))
             }

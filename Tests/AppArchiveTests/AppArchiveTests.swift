@@ -11,12 +11,6 @@ import TestSupport
 /// own framework by `@rpath`, with a binary Info.plist naming it).
 @Suite(.serialized, .bounded)
 struct AppArchiveTests {
-    static func temporaryDirectory(_ label: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.path + "/app-archive-tests-\(label)-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-
     static func run(_ tool: String, _ arguments: [String]) async throws -> String {
         let result = try await ProcessRunner.run(tool, arguments, error: .mergedIntoOutput)
         guard result.succeeded else { throw Failure(description: "\(tool) \(arguments.joined(separator: " ")): \(result.output)") }
@@ -79,7 +73,7 @@ struct AppArchiveTests {
 
     @Test(arguments: ["-9", "-0"])
     func unpacksWhatInfoZipPacked(level: String) async throws {
-        let directory = try Self.temporaryDirectory("zip")
+        let directory = try Scratch.directory("zip")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         _ = try await Self.makeApp(in: directory)
         _ = try await Self.zipPayload(in: directory, level: level)
@@ -106,7 +100,7 @@ struct AppArchiveTests {
     }
 
     @Test func unsafeArchivesAreRefusedWithOneLineNamingTheEntry() throws {
-        let directory = try Self.temporaryDirectory("hostile")
+        let directory = try Scratch.directory("hostile")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file: UInt32 = 0o100644, link: UInt32 = 0o120777, fifo: UInt32 = 0o010644
         let cases: [(label: String, bytes: [UInt8], limits: ZipArchive.Limits, expected: String)] = [
@@ -145,7 +139,7 @@ struct AppArchiveTests {
     /// A deflated entry whose stream holds more than its declared size (a zip bomb's
     /// shape): inflating stops at the declared size plus one byte and refuses it.
     @Test func deflateStreamLongerThanDeclaredIsRefused() async throws {
-        let directory = try Self.temporaryDirectory("bomb")
+        let directory = try Scratch.directory("bomb")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory + "/Payload", withIntermediateDirectories: true)
         try Data(repeating: 0, count: 100_000).write(to: URL(fileURLWithPath: directory + "/Payload/zeros"))
@@ -166,7 +160,7 @@ struct AppArchiveTests {
     }
 
     @Test func infoPlistExecutableMustBeAFileName() throws {
-        let directory = try Self.temporaryDirectory("plist")
+        let directory = try Scratch.directory("plist")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let app = directory + "/X.app"
         try FileManager.default.createDirectory(atPath: app, withIntermediateDirectories: true)
@@ -195,7 +189,7 @@ struct AppArchiveTests {
     /// `.ipa`: the archive is unpacked once into the cache's work area, and a launch after
     /// `install` uses the installed closure of the same unpacked files.
     @Test func commandsTakeAnAppBundleAndAnIPA() async throws {
-        let directory = try Self.temporaryDirectory("cli")
+        let directory = try Scratch.directory("cli")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let app = try await Self.makeApp(in: directory)
         _ = try await Self.zipPayload(in: directory, level: "-6")

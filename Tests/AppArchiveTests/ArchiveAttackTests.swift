@@ -42,7 +42,7 @@ struct ArchiveAttackTests {
     }
 
     @Test func entryNamesThatLeaveTheUnpackDirectoryAreRefusedAsBytes() throws {
-        let directory = try AppArchiveTests.temporaryDirectory("names")
+        let directory = try Scratch.directory("names")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let deep = (0..<65).map { _ in "d" }.joined(separator: "/")
         let cases: [(label: String, name: String, expected: String)] = [
@@ -76,7 +76,7 @@ struct ArchiveAttackTests {
     /// A name of 32,767 components (the most a zip name's 16-bit length allows) is refused
     /// by its depth, in one pass over its bytes: no quadratic prefix check, no recursion.
     @Test func aNameOf32767ComponentsIsRefused() throws {
-        let directory = try AppArchiveTests.temporaryDirectory("components")
+        let directory = try Scratch.directory("components")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let name = [String](repeating: "a", count: 32_767).joined(separator: "/")
         #expect(name.utf8.count == 65_533)
@@ -98,7 +98,7 @@ struct ArchiveAttackTests {
     /// size, and against each other, while the directory is read: nothing is read for an
     /// entry (or allocated) on a claim the file cannot back, whatever the hole it points into.
     @Test func claimedSizesOverTheArchiveAreRefusedBeforeReading() throws {
-        let directory = try AppArchiveTests.temporaryDirectory("sizes")
+        let directory = try Scratch.directory("sizes")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let hole = 64 << 20
         let cases: [(label: String, entries: [RawEntry], hole: Int, expected: String)] = [
@@ -136,7 +136,7 @@ struct ArchiveAttackTests {
     /// opened: a link to a 2 GB sparse file is refused before a byte is read, and so are a
     /// FIFO (which would hang a read) and a sparse file over the limit.
     @Test func infoPlistIsReadWithoutFollowingALink() throws {
-        let directory = try AppArchiveTests.temporaryDirectory("plist-link")
+        let directory = try Scratch.directory("plist-link")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let app = directory + "/X.app", huge = directory + "/huge"
         try FileManager.default.createDirectory(atPath: app, withIntermediateDirectories: true)
@@ -165,7 +165,7 @@ struct ArchiveAttackTests {
     /// A `.work` that is a symbolic link is refused, never followed: nothing is written
     /// where it points.
     @Test func aWorkAreaThatIsASymbolicLinkIsRefused() throws {
-        let directory = try AppArchiveTests.temporaryDirectory("work-link")
+        let directory = try Scratch.directory("work-link")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let archive = directory + "/A.ipa", cache = directory + "/cache", elsewhere = directory + "/elsewhere"
         try Self.writeZip([RawEntry("Payload/A.app/A")], to: archive)
@@ -184,7 +184,7 @@ struct ArchiveAttackTests {
     /// that group or others can write, is refused with one line naming it, what is wrong and
     /// the fix. (The other-user case needs root to give the directory away.)
     @Test func aWorkAreaAnotherUserCouldPlantIsRefused() async throws {
-        let directory = try AppArchiveTests.temporaryDirectory("work-owner")
+        let directory = try Scratch.directory("work-owner")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let archive = directory + "/A.ipa", cache = directory + "/cache", work = cache + "/.work"
         try Self.writeZip([RawEntry("Payload/A.app/A")], to: archive)
@@ -215,7 +215,7 @@ struct ArchiveAttackTests {
     /// A changed archive is unpacked into a new tree beside the old, which is left as it
     /// was (a launch may be running from it); the unchanged archive reuses its tree.
     @Test func aChangedArchiveGetsANewTreeAndTheOldOneStays() throws {
-        let directory = try AppArchiveTests.temporaryDirectory("changed")
+        let directory = try Scratch.directory("changed")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let archive = directory + "/A.ipa", work = directory + "/cache/.work"
         try Self.writeZip([RawEntry("Payload/A.app/A", bytes: [1])], to: archive)
@@ -236,7 +236,7 @@ struct ArchiveAttackTests {
     /// unpackers race to publish one tree, the losers use the winner's, and every one
     /// returns the same tree holding that round's bytes.
     @Test func concurrentUnpacksOfAChangedArchiveAllSucceed() throws {
-        let directory = try AppArchiveTests.temporaryDirectory("concurrent")
+        let directory = try Scratch.directory("concurrent")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let archive = directory + "/A.ipa", work = directory + "/cache/.work"
         for round in 1...4 {

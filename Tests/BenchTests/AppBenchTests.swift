@@ -8,10 +8,6 @@ import TestSupport
 /// dyld2's own launch, its initializers against the generator's model, `--baseline` failing
 /// with exit 6 on growth. Structure and counts only: no timing is asserted.
 @Suite(.serialized, .bounded) struct AppBenchTests {
-    static func json(_ text: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text.prefix(400))")
-    }
-
     @Test func anAppIsMeasuredEveryWayAndABaselineCatchesGrowth() async throws {
         let directory = NSTemporaryDirectory() + "app-bench-test-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -26,7 +22,7 @@ import TestSupport
         let benched = try await Dyld3Binary.run(["bench", app, "--root", root, "--runs", "2", "--json", "--out", out], limitSeconds: 300,
                                                 environment: environment)
         try #require(benched.status == 0, "\(benched.stderr)")
-        let report = try Self.json(benched.stdout)
+        let report = try jsonObject(benched.stdout)
         #expect(report["schema_version"] as? Int == 1 && report["target_page_size"] as? Int == 4096)
 
         // The Markdown beside it: every table fits 100 columns; the phases add up to each path's total.
@@ -40,7 +36,7 @@ import TestSupport
         for (path, samples) in warm { #expect((samples["samples"] as? [Int])?.count == 2, "\(path)") }
 
         // The counts are dyld2's, launched on its own from the files.
-        let slow = try Self.json(try await Dyld3Binary.run(["launch", app, "--root", root, "--mode", "dyld2", "--shared-cache", "none", "--json"], limitSeconds: 120,
+        let slow = try jsonObject(try await Dyld3Binary.run(["launch", app, "--root", root, "--mode", "dyld2", "--shared-cache", "none", "--json"], limitSeconds: 120,
                                                            environment: environment).stdout)
         let stats = try #require(slow["stats"] as? [String: Any])
         #expect(report["images"] as? Int == (slow["images"] as? [String])?.count)
@@ -76,7 +72,7 @@ import TestSupport
         let benched = try await Dyld3Binary.run(["bench", module, "--runs", "1", "--json", "--out", directory + "/out"], limitSeconds: 300,
                                                 environment: ["DYLD3_CACHE=" + directory + "/closures"])
         try #require(benched.status == 0, "\(benched.stderr)")
-        let report = try Self.json(benched.stdout)
+        let report = try jsonObject(benched.stdout)
         let notes = try #require(report["notes"] as? [String])
         #expect(notes.contains { $0.hasPrefix("root: a stub root made for the bench") } && notes.contains { $0.contains("no path runs the app's code") })
         #expect(report["arch"] as? String == "arm64" && report["target_page_size"] as? Int == 16384)

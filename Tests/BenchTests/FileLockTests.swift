@@ -9,9 +9,8 @@ import TestSupport
     /// Runs `body` with the path of a lock file in a fresh directory (removed after) and the
     /// descriptor holding that lock.
     static func withHeldLock(_ body: (_ path: String, _ holder: Int32) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-lock-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try Scratch.directory("lock")
+        defer { Scratch.remove(directory) }
         let path = directory + "/app.lock"
         try await body(path, try #require(try await UnsafeFileLock.acquire(path)))
     }

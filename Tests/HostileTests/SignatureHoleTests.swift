@@ -48,9 +48,8 @@ import TestSupport
     /// copies verify with the same cdHash, and checking the sparse one keeps at least 24 MiB
     /// less resident than checking the dense one (its holes are never read).
     @Test func aSparseCopyVerifiesWithoutReadingItsHoles() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sparse-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = URL(fileURLWithPath: try Scratch.directory("sparse"))
+        defer { Scratch.remove(directory.path) }
         let source = directory.appendingPathComponent("zeros.c").path
         try "__attribute__((used)) char zeros[32 << 20] = {1}; int answer(void) { return zeros[0]; }\n"
             .write(toFile: source, atomically: true, encoding: .utf8)

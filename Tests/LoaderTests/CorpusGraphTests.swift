@@ -23,6 +23,8 @@ import ClosureFormat
         var description: String { "\(name) [\(arch)]" }
     }
 
+    static let kiwisolverExtension = Paths.corpus.path + "/fat_universal2/_cext.cpython-311-darwin.so"
+
     static let graphs: [Graph] = {
         let corpus = Paths.corpus.path
         return [
@@ -31,8 +33,8 @@ import ClosureFormat
             Graph(name: "scipy gfortran chained", binaries: [corpus + "/chained_arm64/libgfortran.5.dylib"], arch: "arm64"),
             Graph(name: "scipy gfortran chained", binaries: [corpus + "/chained_x86_64/libgfortran.5.dylib"], arch: "x86_64"),
             Graph(name: "numpy gfortran opcodes", binaries: [corpus + "/opcodes_x86_64/libgfortran.5.dylib"], arch: "x86_64"),
-            Graph(name: "kiwisolver _cext", binaries: [corpus + "/fat_universal2/_cext.cpython-311-darwin.so"], arch: "x86_64"),
-            Graph(name: "kiwisolver _cext", binaries: [corpus + "/fat_universal2/_cext.cpython-311-darwin.so"], arch: "arm64"),
+            Graph(name: "kiwisolver _cext", binaries: [kiwisolverExtension], arch: "x86_64"),
+            Graph(name: "kiwisolver _cext", binaries: [kiwisolverExtension], arch: "arm64"),
             Graph(name: "ninja", binaries: [corpus + "/fat_universal2/ninja"], arch: "arm64"),
             Graph(name: "cffi _cffi_backend iOS", binaries: [Paths.bundledCorpus.path + "/ios_arm64/_cffi_backend.cpython-313-iphoneos.so"], arch: "arm64"),
             // Objective-C: the root's libobjc is a runtime of ours, so the step runs (RealObjCTests).
@@ -51,6 +53,18 @@ import ClosureFormat
         let main = graph.binaries[0]
         let fileType = try ImageFile.load(path: main, arch: graph.arch).image.header.fileType
         return (root, try LaunchRoots.roots(for: main, fileType: fileType, root: root, host: nil))
+    }
+
+    /// dyld2's launch of the x86_64 kiwisolver extension in its stub root, handed to `body` with
+    /// the options it was launched by, before its memory is released and the root removed.
+    static func withKiwisolverLaunch(run: Bool, _ body: (Launch, LaunchOptions) throws -> Void) async throws {
+        let graph = try #require(graphs.first { $0.name == "kiwisolver _cext" && $0.arch == "x86_64" })
+        let (root, roots) = try await prepare(graph)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let options = LaunchOptions(roots: roots, arch: graph.arch, root: root, run: run)
+        let launch = try SlowPath.launch(options)
+        defer { launch.memory.release() }
+        try body(launch, options)
     }
 
     @Test(arguments: graphs)
@@ -162,12 +176,9 @@ extension CorpusGraphTests {
     /// The graph that crashed `compare` has initializers that would have run here: the test
     /// above proves something on this host.
     @Test func kiwisolverX86ModuleHasInitializersThatWouldRunHere() async throws {
-        let graph = try #require(Self.graphs.first { $0.name == "kiwisolver _cext" && $0.arch == "x86_64" })
-        let (root, roots) = try await Self.prepare(graph)
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, run: true))
-        defer { launch.memory.release() }
-        #expect(launch.report.initializers == [graph.binaries[0]])
-        #expect(CodeRunner.hostArchitecture != "x86_64" || launch.report.notRun?.description.contains("stub") == true)
+        try await Self.withKiwisolverLaunch(run: true) { launch, _ in
+            #expect(launch.report.initializers == [Self.kiwisolverExtension])
+            #expect(CodeRunner.hostArchitecture != "x86_64" || launch.report.notRun?.description.contains("stub") == true)
+        }
     }
 }

@@ -291,17 +291,14 @@ import TestSupport
     /// A launch that skips the step says why: no metadata at all, or metadata and no
     /// runtime of ours.
     @Test func skippedStepSaysWhy() async throws {
-        let graph = try #require(CorpusGraphTests.graphs.first { $0.name == "kiwisolver _cext" && $0.arch == "x86_64" })
-        let (root, roots) = try await CorpusGraphTests.prepare(graph)
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let launch = try SlowPath.launch(LaunchOptions(roots: roots, arch: graph.arch, root: root, run: false))
-        defer { launch.memory.release() }
-        #expect(launch.report.objcSkipped?.description == "no image has Objective-C metadata (__objc_imageinfo)")
-        #expect(launch.report.timings[.objc] == nil)
-        let closure = try ClosureBuilder.build(roots: roots, arch: graph.arch, root: root)
-        let fast = try FastPath.launch(closure, closurePath: "(built in memory)", request: LaunchOptions(roots: roots, arch: graph.arch, root: root, run: false))
-        fast.memory.release()
-        #expect(fast.report.objcSkipped?.description.hasPrefix("the closure records no Objective-C step") == true)
+        try await CorpusGraphTests.withKiwisolverLaunch(run: false) { launch, options in
+            #expect(launch.report.objcSkipped?.description == "no image has Objective-C metadata (__objc_imageinfo)")
+            #expect(launch.report.timings[.objc] == nil)
+            let closure = try ClosureBuilder.build(roots: options.roots, arch: options.arch, root: options.root)
+            let fast = try FastPath.launch(closure, closurePath: "(built in memory)", request: options)
+            fast.memory.release()
+            #expect(fast.report.objcSkipped?.description.hasPrefix("the closure records no Objective-C step") == true)
+        }
 
         let module = try ImageFile.load(path: Self.objcModule, arch: "x86_64").image
         let otherRuntime = "/usr/lib/libobjc.A.dylib"

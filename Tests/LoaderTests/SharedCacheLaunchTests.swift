@@ -25,14 +25,10 @@ import Testing
                 directory + "/closures", ["--root", root, "--cache", directory + "/closures"])
     }
 
-    static func json(_ text: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text.prefix(400))")
-    }
-
     /// `install APP --json`'s closure object.
     static func installedClosure(_ app: String, _ common: [String]) async throws -> [String: Any] {
         let installed = try await Dyld3Binary.run(["install", app, "--json"] + common, limitSeconds: 120)
-        return try #require((try json(installed.stdout)["closures"] as? [[String: Any]])?.first, "\(installed.stderr)")
+        return try #require((try jsonObject(installed.stdout)["closures"] as? [[String: Any]])?.first, "\(installed.stderr)")
     }
 
     @Test func aClosureBoundIntoTheCacheLaunchesAsDyld2DoesFromTheFiles() async throws {
@@ -43,7 +39,7 @@ import Testing
         #expect(closure["shared_cache"] as? String == cachePath)
         // The images the cache holds: every image dyld2 loads from the root (the system
         // frameworks and libSystem), none of the app's.
-        let slow = try Self.json(try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--json"] + common, limitSeconds: 120).stdout)
+        let slow = try jsonObject(try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--json"] + common, limitSeconds: 120).stdout)
         let fromRoot = (slow["images"] as? [String] ?? []).count { $0.hasPrefix(root + "/") }
         #expect(fromRoot == Self.system + 1)
         #expect(closure["images_in_shared_cache"] as? Int == fromRoot)
@@ -57,7 +53,7 @@ import Testing
         // Two launches (two processes) map the cache at the one base of this boot, from the copy slid for it.
         var bases: [String] = []
         for _ in 0..<2 {
-            let launched = try Self.json(try await Dyld3Binary.run(["launch", app, "--mode", "dyld3", "--json"] + common, limitSeconds: 120).stdout)
+            let launched = try jsonObject(try await Dyld3Binary.run(["launch", app, "--mode", "dyld3", "--json"] + common, limitSeconds: 120).stdout)
             let stats = try #require(launched["stats"] as? [String: Any])
             #expect(launched["result"] as? Int == expected && stats["shared_cache_images"] as? Int == fromRoot)
             bases.append(try #require(stats["shared_cache_base"] as? String))
@@ -124,11 +120,11 @@ import Testing
         #expect(cached == Self.system + 1 && (closure["shared_cache_patches"] as? Int ?? 0) > 0)
 
         // From the cache (auto, the default): every system dylib, main's result the generator's.
-        let slow = try Self.json(try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--json"] + common, limitSeconds: 120).stdout)
+        let slow = try jsonObject(try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--json"] + common, limitSeconds: 120).stdout)
         let stats = try #require(slow["stats"] as? [String: Any])
         #expect(slow["result"] as? Int == expected && stats["shared_cache_images"] as? Int == cached, "\(slow)")
         #expect(slow["shared_cache_refusal"] is NSNull)
-        let files = try Self.json(try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--json", "--shared-cache", "none"] + common,
+        let files = try jsonObject(try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--json", "--shared-cache", "none"] + common,
                                                             limitSeconds: 120).stdout)
         #expect(files["result"] as? Int == expected && (files["stats"] as? [String: Any])?["shared_cache_images"] is NSNull)
 

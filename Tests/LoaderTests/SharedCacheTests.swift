@@ -24,8 +24,20 @@ import Testing
         return root
     }
 
-    static func json(_ text: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text.prefix(400))")
+    /// A copy of the x86_64 chained fixtures' root in a temporary directory (the caller removes
+    /// it), the shared cache built in it, and the cache's bytes.
+    static func fixtureCache() throws -> (root: String, built: SharedCacheBuilder.Built, bytes: [UInt8]) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
+        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
+        return (root, built, try Corpus.bytes(built.path))
+    }
+
+    /// `bytes` with `value` stored little-endian in its `size` bytes at `offset`.
+    static func forged(_ bytes: [UInt8], _ offset: Int, _ value: UInt64, _ size: Int) -> [UInt8] {
+        var copy = bytes
+        for byte in 0..<size { copy[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
+        return copy
     }
 
     /// llvm-objdump's hexadecimal column.
@@ -35,13 +47,13 @@ import Testing
         let root = try Self.generatedRoot()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let built = try await Dyld3Binary.run(["shared-cache", "build", "--root", root, "--json"], limitSeconds: 120)
-        let summary = try Self.json(built.stdout)
+        let summary = try jsonObject(built.stdout)
         let cache = try #require(summary["cache"] as? String, "\(built.stderr)")
         #expect(cache == root + "/System/Library/dyld/dyld_shared_cache_x86_64")
-        let ours = try Self.json(try await Dyld3Binary.run(["inspect", "--json", cache], limitSeconds: 60).stdout)
+        let ours = try jsonObject(try await Dyld3Binary.run(["inspect", "--json", cache], limitSeconds: 60).stdout)
         let oracle = try await ProcessRunner.run(Paths.repoRoot.appendingPathComponent("tools/dsc-oracle").path, [cache])
         try #require(oracle.status == 0, "\(oracle.error)")
-        let theirs = try Self.json(oracle.output)
+        let theirs = try jsonObject(oracle.output)
 
         // The tables, field by field.
         #expect(theirs["magic"] as? String == "dyld_v1  x86_64" && theirs["platform"] as? Int == 1)
@@ -134,11 +146,8 @@ import Testing
     /// outside the mappings of the cache's images is refused: by the reader, and by a dyld2 launch
     /// opening the cache in one line naming it.
     @Test func aForgedPatchTableIsRefused() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
-        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        let (root, built, bytes) = try Self.fixtureCache()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
-        let bytes = try Corpus.bytes(built.path)
         let whole = try DyldCacheFile(parsing: ByteView(bytes))
         let table = try #require(try whole.patchTable())
         try #require(table.exportCount > 0 && table.locationCount > 0 && built.patchLocations == table.locationCount)
@@ -146,11 +155,7 @@ import Testing
         func u64(_ offset: Int) -> Int { (0..<8).reduce(0) { $0 | Int(bytes[offset + $1]) << (8 * $1) } }
         let images = u64(info) - Int(whole.header.sharedRegionStart)
         let exports = u64(info + 16) - Int(whole.header.sharedRegionStart), locations = u64(info + 32) - Int(whole.header.sharedRegionStart)
-        func forged(_ offset: Int, _ value: UInt64, _ size: Int = 4) -> [UInt8] {
-            var copy = bytes
-            for byte in 0..<size { copy[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
-            return copy
-        }
+        func forged(_ offset: Int, _ value: UInt64, _ size: Int = 4) -> [UInt8] { Self.forged(bytes, offset, value, size) }
         let cases: [(String, [UInt8])] = [
             ("the table past the cache", forged(152, whole.header.sharedRegionStart + UInt64(bytes.count) * 2, 8)),
             ("more locations than the file holds", forged(info + 40, 1 << 40, 8)),
@@ -178,11 +183,8 @@ import Testing
     /// Every truncation of a cache's tables, and forged counts and offsets, are refused with
     /// an error (never a crash or a read past the bytes); the whole file reads.
     @Test func truncatedAndForgedTablesAreRefused() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
-        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        let (root, _, bytes) = try Self.fixtureCache()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
-        let bytes = try Corpus.bytes(built.path)
         let whole = try DyldCacheFile(parsing: ByteView(bytes))
         let dylibs = try FileManager.default.contentsOfDirectory(atPath: root + "/usr/lib").filter { $0.hasSuffix(".dylib") }.sorted()
         // Every dylib once, in load order (those no other dylib links first).
@@ -191,11 +193,7 @@ import Testing
         for length in stride(from: 0, to: tablesEnd, by: 3) {
             #expect(throws: MachOError.self, "\(length) bytes") { try DyldCacheFile(parsing: ByteView(Array(bytes.prefix(length)))) }
         }
-        func forged(_ offset: Int, _ value: UInt32) -> [UInt8] {
-            var copy = bytes
-            for byte in 0..<4 { copy[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt32(byte))) }
-            return copy
-        }
+        func forged(_ offset: Int, _ value: UInt32) -> [UInt8] { Self.forged(bytes, offset, UInt64(value), 4) }
         // Counts that claim more than the file holds, a mapping past the file, a path past it.
         for (field, value) in [(316, UInt32.max), (452, 0x1000_0000), (312, UInt32(bytes.count - 8))] {
             #expect(throws: MachOError.self, "field \(field)") { try DyldCacheFile(parsing: ByteView(forged(field, value))) }
@@ -209,11 +207,9 @@ import Testing
     /// llvm-objdump's of the source dylib, row for row, each address moved by where the cache
     /// put the image; its segments are the source's, at the cache's addresses.
     @Test func anImageOfTheCacheReadsAsItsSourceDylib() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
-        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        let (root, built, bytes) = try Self.fixtureCache()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
-        let cache = try DyldCacheFile(parsing: ByteView(try Corpus.bytes(built.path)))
+        let cache = try DyldCacheFile(parsing: ByteView(bytes))
         var compared = 0
         for image in cache.images {
             let source = root + image.path
@@ -243,13 +239,11 @@ import Testing
     /// `shared-cache verify`: valid as built; stale when a source dylib changes; untrusted when
     /// others can write it; corrupt when one byte changes (it no longer hashes to its UUID).
     @Test func verifyNamesWhatIsWrongWithACache() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-shared-cache-\(UUID().uuidString)").path
-        try FileManager.default.copyItem(atPath: Paths.repoRoot.appendingPathComponent("build/fixtures/x86_64-chained/root").path, toPath: root)
+        let (root, built, _) = try Self.fixtureCache()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let built = try SharedCacheBuilder.build(root: root, arch: "x86_64")
         func verify(_ arguments: [String] = []) async throws -> (status: Int32, json: [String: Any]) {
             let result = try await Dyld3Binary.run(["shared-cache", "verify", built.path, "--json"] + arguments, limitSeconds: 60)
-            return (result.status, try Self.json(result.stdout))
+            return (result.status, try jsonObject(result.stdout))
         }
         let valid = try await verify(["--root", root])
         let dylibs = try FileManager.default.contentsOfDirectory(atPath: root + "/usr/lib").filter { $0.hasSuffix(".dylib") }

@@ -16,9 +16,8 @@ import TestSupport
         let stem = "\(variant)-\(name.split(separator: ".")[0])"
         let damaged = CodeSignatureTests.signedRoot.appendingPathComponent("damaged/\(stem)").path
         let original = try Corpus.bytes(signed)
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("adhoc-sign-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let scratch = try Scratch.directory("adhoc-sign")
+        defer { Scratch.remove(scratch) }
 
         // A code slot's hash damaged: signed again to another file, lld's bytes.
         let resigned = scratch + "/resigned"

@@ -75,9 +75,8 @@ import Testing
         try #require(trie.count <= range.size, "hand-built trie (\(trie.count) bytes) does not fit \(fixture)'s \(range.size)")
         bytes.replaceSubrange(range.offset..<(range.offset + range.size), with: trie + Array(repeating: 0, count: range.size - trie.count))
 
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ExportTrieTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = URL(fileURLWithPath: try Scratch.directory("ExportTrieTests"))
+        defer { Scratch.remove(directory.path) }
         let path = directory.appendingPathComponent("libbase.dylib").path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
 

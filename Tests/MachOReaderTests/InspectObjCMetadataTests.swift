@@ -123,9 +123,8 @@ import Testing
     /// A small arm64 dylib linked with `-objc_relative_method_lists` (ld64.lld makes them
     /// for arm64 only), chained and opcode-based.
     @Test(arguments: ["-fixup_chains", "-no_fixup_chains"]) func relativeMethodListsAgreeWithObjdump(_ style: String) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("objc-relative-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = URL(fileURLWithPath: try Scratch.directory("objc-relative"))
+        defer { Scratch.remove(directory.path) }
         let source = directory.appendingPathComponent("relative.m").path
         let object = directory.appendingPathComponent("relative.o").path
         let dylib = directory.appendingPathComponent("librelative.dylib").path
@@ -192,9 +191,8 @@ import Testing
 
     /// `bytes` written to a scratch file, compared with llvm-objdump there.
     static func compareDamaged(_ bytes: [UInt8], _ name: String) async throws -> Agreement {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("objc-damaged-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = URL(fileURLWithPath: try Scratch.directory("objc-damaged"))
+        defer { Scratch.remove(directory.path) }
         let path = directory.appendingPathComponent(name).path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         return try await compare(path)

@@ -118,9 +118,8 @@ import Testing
         // Cases are drawn per file inside each worker: holding every damaged copy of the
         // corpus at once would take gigabytes.
         let files = try Corpus.machOFiles()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-agreement-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = URL(fileURLWithPath: try Scratch.directory("agreement"))
+        defer { Scratch.remove(directory.path) }
 
         // Two workers: llvm-objdump is a process per case.
         let workers = 2

@@ -79,7 +79,7 @@ struct AppStubRootTests {
     }
 
     @Test func iosRootIsReproducible() async throws {
-        let first = try StubRootPaths.temporaryDirectory("ios-first"), second = try StubRootPaths.temporaryDirectory("ios-second")
+        let first = try Scratch.directory("ios-first"), second = try Scratch.directory("ios-second")
         defer {
             try? FileManager.default.removeItem(atPath: first)
             try? FileManager.default.removeItem(atPath: second)
@@ -134,7 +134,7 @@ struct AppStubRootTests {
     }
 
     @Test func macOSFrameworksGetAMacOSAppBundle() async throws {
-        let directory = try StubRootPaths.temporaryDirectory("macos-app")
+        let directory = try Scratch.directory("macos-app")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let binary = try await Self.macOSBinary(in: directory, loaderPathDependency: false)
         // A root that already holds a stub bin/host (from a graph that needed no app).
@@ -165,7 +165,7 @@ struct AppStubRootTests {
     }
 
     @Test func loaderPathDependencyOutsideTheRootStaysMissing() async throws {
-        let directory = try StubRootPaths.temporaryDirectory("loader-path")
+        let directory = try Scratch.directory("loader-path")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let binary = try await Self.macOSBinary(in: directory, loaderPathDependency: true)
         let plan = try StubRootPlan(binaries: [binary], arches: nil, root: directory + "/root")

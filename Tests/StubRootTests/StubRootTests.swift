@@ -18,7 +18,7 @@ struct StubRootTests {
     static func buildAndCheck(_ binaries: [String], arches: [String]?, label: String) async throws
         -> (plan: StubRootPlan, checks: [CompletenessCheck], comparisons: Int)
     {
-        let root = try StubRootPaths.temporaryDirectory(label)
+        let root = try Scratch.directory(label)
         let plan = try StubRootPlan(binaries: binaries, arches: arches, root: root)
         try await plan.write()
         #expect(plan.unresolved.isEmpty, "\(plan.unresolved)")
@@ -117,7 +117,7 @@ struct StubRootTests {
     }
 
     @Test func removedExportIsReportedUnresolved() async throws {
-        let root = try StubRootPaths.temporaryDirectory("removed")
+        let root = try Scratch.directory("removed")
         defer { try? FileManager.default.removeItem(atPath: root) }
         var plan = try StubRootPlan(binaries: Self.pillow, arches: nil, root: root)
         let index = try #require(plan.stubs.firstIndex { $0.installName == "/usr/lib/libSystem.B.dylib" })
@@ -136,7 +136,7 @@ struct StubRootTests {
     }
 
     @Test func rerunAndOtherRootWriteIdenticalFiles() async throws {
-        let first = try StubRootPaths.temporaryDirectory("first"), second = try StubRootPaths.temporaryDirectory("second")
+        let first = try Scratch.directory("first"), second = try Scratch.directory("second")
         defer {
             try? FileManager.default.removeItem(atPath: first)
             try? FileManager.default.removeItem(atPath: second)
@@ -160,7 +160,7 @@ struct StubRootTests {
     }
 
     @Test func realLibraryInRootIsUsedAndWhatItLacksIsUnresolved() throws {
-        let root = try StubRootPaths.temporaryDirectory("real")
+        let root = try Scratch.directory("real")
         defer { try? FileManager.default.removeItem(atPath: root) }
         // A real arm64 dylib standing where libSystem is looked for.
         try FileManager.default.createDirectory(atPath: root + "/usr/lib", withIntermediateDirectories: true)
@@ -174,7 +174,7 @@ struct StubRootTests {
     }
 
     @Test func missingRelativeDylibsAreListed() throws {
-        let directory = try StubRootPaths.temporaryDirectory("alone")
+        let directory = try Scratch.directory("alone")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let binary = directory + "/_imagingft.cpython-311-darwin.so"
         try FileManager.default.copyItem(atPath: Self.pillow[1], toPath: binary)
@@ -206,7 +206,7 @@ struct StubRootTests {
     }
 
     @Test func genAppIsDeterministic() async throws {
-        let out = try StubRootPaths.temporaryDirectory("gen-app")
+        let out = try Scratch.directory("gen-app")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let tool = StubRootPaths.repoRoot.appendingPathComponent("tools/gen-app").path
         for bundle in ["a", "b"] {

@@ -1,4 +1,5 @@
 import LaunchPlan
+import MachOReader
 
 /// The closure's bind targets in two flat columns, as the launch reads them: per target its
 /// image (or none) and its offset there (or its absolute value), turned into values in one pass
@@ -81,7 +82,7 @@ package struct BindTargetTable: RandomAccessCollection, MutableCollection, Expre
                 let index = try r.int("target image")
                 let offset = try r.uleb()
                 guard index < imageSizes.count, offset < imageSizes[index] else {
-                    throw r.corrupt("bind target (image \(index), offset 0x\(String(offset, radix: 16))) is outside its image", at: start)
+                    throw r.corrupt("bind target (image \(index), offset \(hex(offset))) is outside its image", at: start)
                 }
                 table.images.append(Int32(index))
                 table.values.append(offset)

@@ -1,4 +1,5 @@
 import LaunchPlan
+import MachOReader
 
 /// One image of a closure: identity, mapping plan, dependency edges, initializers, and its
 /// fixups, resolved and encoded as runs (``FixupRuns``).
@@ -117,12 +118,12 @@ package struct ClosureImage: Equatable, Sendable {
             let (end, overflow) = start.addingReportingOverflow(trieSize)
             // Inside the file bytes of one readable segment: what a launch maps.
             guard !overflow, plan.segments.contains(where: { $0.protection.contains(.read) && start >= $0.vmOffset && end <= $0.vmOffset + $0.fileSize }) else {
-                throw r.corrupt("the export trie of \(path) (+0x\(String(start, radix: 16)), \(trieSize) bytes) is not inside one readable segment's file bytes")
+                throw r.corrupt("the export trie of \(path) (+\(hex(start)), \(trieSize) bytes) is not inside one readable segment's file bytes")
             }
             exportTrie = start..<end
         }
         for offset in initializers where !plan.isExecutable(offset) {
-            throw r.corrupt("initializer at offset 0x\(String(offset, radix: 16)) of \(path) is not in an executable segment")
+            throw r.corrupt("initializer at offset \(hex(offset)) of \(path) is not in an executable segment")
         }
     }
 

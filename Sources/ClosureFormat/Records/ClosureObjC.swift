@@ -1,4 +1,5 @@
 import LaunchPlan
+import MachOReader
 
 /// The Objective-C step, precomputed (docs/objc.md): per image, the words the step writes
 /// (canonical selectors, the runtime's class, category and hash tables) as bind runs over the
@@ -45,7 +46,7 @@ extension ClosureObjC {
                 let index = try r.int("\(what) image")
                 let offset = try r.uleb()
                 guard index < images.count, offset < images[index].plan.vmSize else {
-                    throw r.corrupt("+load \(what) at image \(index) offset 0x\(String(offset, radix: 16)) is outside every image")
+                    throw r.corrupt("+load \(what) at image \(index) offset \(hex(offset)) is outside every image")
                 }
                 return ImageLocation(image: index, offset: offset)
             }
@@ -53,7 +54,7 @@ extension ClosureObjC {
             let cls = try location("class")
             let selector = try location("selector")
             guard image < images.count, images[method.image].plan.isExecutable(method.offset) else {
-                throw r.corrupt("+load method at image \(method.image) offset 0x\(String(method.offset, radix: 16)) is not in an executable segment")
+                throw r.corrupt("+load method at image \(method.image) offset \(hex(method.offset)) is not in an executable segment")
             }
             loads.append(ObjCLoadCall(image: image, method: method, cls: cls, selector: selector))
         }

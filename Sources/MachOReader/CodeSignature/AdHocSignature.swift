@@ -7,11 +7,10 @@
 /// executable), the identifier padded so that the hashes start 16-aligned from the SuperBlob,
 /// the whole padded to 16 bytes.
 package enum AdHocSignature {
-    static let superBlobHeaderSize = 12 + 8
     /// `alignTo<8>(sizeof(CS_SuperBlob) + sizeof(CS_BlobIndex))`: where the CodeDirectory starts.
     static let blobHeadersSize = 24
     static let codeDirectorySize = 88
-    /// `alignTo<16>(superBlobHeaderSize + codeDirectorySize)`.
+    /// `alignTo<16>(sizeof(CS_SuperBlob) + sizeof(CS_BlobIndex) + codeDirectorySize)`.
     static let fixedHeadersSize = 112
     static let pageSizeShift = 12
 
@@ -26,7 +25,7 @@ package enum AdHocSignature {
         let codeLimit = Int(command.dataOffset), available = Int(command.dataSize)
         guard codeLimit % 16 == 0, codeLimit + available <= image.view.count else {
             throw MachOError(offset: codeLimit, structure: "LC_CODE_SIGNATURE",
-                                     what: "its range 0x\(String(codeLimit, radix: 16))+0x\(String(available, radix: 16)) is not 16-aligned inside the image of \(image.view.count) bytes")
+                                     what: "its range \(hex(codeLimit))+\(hex(available)) is not 16-aligned inside the image of \(image.view.count) bytes")
         }
         guard let text = image.segments.first(where: { $0.name == "__TEXT" }) else {
             throw MachOError(offset: 0, structure: "__TEXT", what: "the image has no __TEXT segment to name as its executable segment")

@@ -32,13 +32,13 @@ package struct CS_Requirements: Sendable {
             let (type, offset) = try reading(structure) { () throws(MachOError) in (try view.u32BE(at), try view.u32BE(at + 4)) }
             let name = "\(structure) entry \(entry) (\(CodeSignatureNames.requirementTypeName(type)))"
             guard UInt64(offset) >= indexEnd, UInt64(offset) + 12 <= UInt64(view.count) else {
-                throw MachOError(offset: view.absolute(at + 4), structure: name, what: "offset 0x\(String(offset, radix: 16)) is outside the set's requirements")
+                throw MachOError(offset: view.absolute(at + 4), structure: name, what: "offset \(hex(offset)) is outside the set's requirements")
             }
             let (magic, length, kind) = try reading(name) { () throws(MachOError) in
                 (try view.u32BE(Int(offset)), try view.u32BE(Int(offset) + 4), try view.u32BE(Int(offset) + 8))
             }
             guard magic == CSMAGIC_REQUIREMENT else {
-                throw MachOError(offset: view.absolute(Int(offset)), structure: name, what: "magic 0x\(String(magic, radix: 16)) is not CSMAGIC_REQUIREMENT (0xfade0c00)")
+                throw MachOError(offset: view.absolute(Int(offset)), structure: name, what: "magic \(hex(magic)) is not CSMAGIC_REQUIREMENT (0xfade0c00)")
             }
             guard length >= 12, UInt64(offset) + UInt64(length) <= UInt64(view.count) else {
                 throw MachOError(offset: view.absolute(Int(offset) + 4), structure: name, what: "length \(length) runs past the set's \(view.count) bytes")
@@ -86,7 +86,7 @@ package struct CS_DEREntitlements: Sendable {
         let payload = index.payload
         let outer = try DERElement(payload, at: 0, structure)
         guard outer.tag == 0x70, outer.end == payload.count else {
-            throw MachOError(offset: payload.absolute(0), structure: structure, what: "not one [APPLICATION 16] element filling the blob (tag 0x\(String(outer.tag, radix: 16)))")
+            throw MachOError(offset: payload.absolute(0), structure: structure, what: "not one [APPLICATION 16] element filling the blob (tag \(hex(outer.tag)))")
         }
         let versionElement = try DERElement(payload, at: outer.contentStart, structure)
         guard versionElement.tag == 0x02, versionElement.length >= 1, versionElement.length <= 8 else {
@@ -95,7 +95,7 @@ package struct CS_DEREntitlements: Sendable {
         version = Int(truncatingIfNeeded: try versionElement.unsignedValue(payload, structure))
         let dictionary = try DERElement(payload, at: versionElement.end, structure)
         guard dictionary.tag == 0xb0, dictionary.end <= outer.end else {
-            throw MachOError(offset: payload.absolute(versionElement.end), structure: structure, what: "the dictionary is not a [16] element inside the blob (tag 0x\(String(dictionary.tag, radix: 16)))")
+            throw MachOError(offset: payload.absolute(versionElement.end), structure: structure, what: "the dictionary is not a [16] element inside the blob (tag \(hex(dictionary.tag)))")
         }
         var entries: [Entry] = []
         var position = dictionary.contentStart
@@ -172,7 +172,7 @@ struct DERElement {
         case 0x0c: return "\"" + (try text(view, structure)) + "\""
         case 0x30: return "array (\(length) bytes)"
         case 0xb0: return "dictionary (\(length) bytes)"
-        default: return "tag 0x\(String(tag, radix: 16)) (\(length) bytes)"
+        default: return "tag \(hex(tag)) (\(length) bytes)"
         }
     }
 }

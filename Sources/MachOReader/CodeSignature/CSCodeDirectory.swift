@@ -80,16 +80,16 @@ package struct CS_CodeDirectory: Sendable {
         self.blob = blob
         let magic = try reading(structure) { () throws(MachOError) in try blob.u32BE(0) }
         guard magic == CSMAGIC_CODEDIRECTORY else {
-            throw fail(0, "magic 0x\(String(magic, radix: 16)) is not CSMAGIC_CODEDIRECTORY (0xfade0c02)")
+            throw fail(0, "magic \(hex(magic)) is not CSMAGIC_CODEDIRECTORY (0xfade0c02)")
         }
         guard blob.count >= 44 else { throw fail(4, "length \(blob.count) is less than the 44-byte header") }
         let version = try reading(structure) { () throws(MachOError) in try blob.u32BE(8) }
         guard version >= CS_SUPPORTSNONE else {
-            throw fail(8, "version 0x\(String(version, radix: 16)) is older than the earliest (0x20001)")
+            throw fail(8, "version \(hex(version)) is older than the earliest (0x20001)")
         }
         let headerSize = CS_CodeDirectory.headerSizes.first { version >= $0.version }!.size
         guard blob.count >= headerSize else {
-            throw fail(4, "length \(blob.count) is less than the \(headerSize)-byte header of version 0x\(String(version, radix: 16))")
+            throw fail(4, "length \(blob.count) is less than the \(headerSize)-byte header of version \(hex(version))")
         }
         // Every read below lies inside the header just checked.
         func u32(_ at: Int) throws(MachOError) -> UInt32 { try reading(structure) { () throws(MachOError) in try blob.u32BE(at) } }
@@ -139,7 +139,7 @@ package struct CS_CodeDirectory: Sendable {
         // Scatter vectors (pages listed out of order, a pre-10.6 form) are not read: a page's
         // slot would not be its index.
         if let scatter = scatterOffset, scatter != 0 {
-            throw fail(44, "scatter vectors (scatterOffset 0x\(String(scatter, radix: 16))) are not supported")
+            throw fail(44, "scatter vectors (scatterOffset \(hex(scatter))) are not supported")
         }
         guard CS_CodeDirectory.pageSizeShifts.contains(pageSizeShift) else {
             throw fail(39, "page size 2^\(pageSizeShift) is outside 2^12...2^14 (4 KiB to arm64's 16 KiB pages, the sizes the kernel accepts)")
@@ -149,29 +149,29 @@ package struct CS_CodeDirectory: Sendable {
         let size = UInt64(hashSize)
         let specialBytes = UInt64(nSpecialSlots) * size
         guard UInt64(hashOffset) >= specialBytes, UInt64(hashOffset) - specialBytes >= UInt64(headerSize) else {
-            throw fail(16, "hash offset 0x\(String(hashOffset, radix: 16)) leaves no room for \(nSpecialSlots) special slots after the \(headerSize)-byte header")
+            throw fail(16, "hash offset \(hex(hashOffset)) leaves no room for \(nSpecialSlots) special slots after the \(headerSize)-byte header")
         }
         guard UInt64(hashOffset) + UInt64(nCodeSlots) * size <= UInt64(blob.count) else {
-            throw fail(28, "\(nCodeSlots) code slots at 0x\(String(hashOffset, radix: 16)) run past the blob's \(blob.count) bytes")
+            throw fail(28, "\(nCodeSlots) code slots at \(hex(hashOffset)) run past the blob's \(blob.count) bytes")
         }
         // The code slots cover exactly the code limit, which lies before the signature.
         let limit = (codeLimit64 ?? 0) != 0 ? codeLimit64! : UInt64(codeLimit32)
         if let signatureOffset, limit > UInt64(signatureOffset) {
             throw fail((codeLimit64 ?? 0) != 0 ? 56 : 32,
-                       "code limit 0x\(String(limit, radix: 16)) is past the signature's own offset 0x\(String(signatureOffset, radix: 16)) (a signature covers the bytes before it)")
+                       "code limit \(hex(limit)) is past the signature's own offset \(hex(signatureOffset)) (a signature covers the bytes before it)")
         }
         let pages = (limit + (1 << UInt64(pageSizeShift)) - 1) >> UInt64(pageSizeShift)
         guard pages == UInt64(nCodeSlots) else {
-            throw fail(28, "\(nCodeSlots) code slots do not cover the code limit 0x\(String(limit, radix: 16)) in pages of \(1 << Int(pageSizeShift)) (\(pages) needed)")
+            throw fail(28, "\(nCodeSlots) code slots do not cover the code limit \(hex(limit)) in pages of \(1 << Int(pageSizeShift)) (\(pages) needed)")
         }
         guard identOffset >= UInt32(headerSize), identOffset < UInt32(blob.count) else {
-            throw fail(20, "identifier offset 0x\(String(identOffset, radix: 16)) is outside the blob after its header")
+            throw fail(20, "identifier offset \(hex(identOffset)) is outside the blob after its header")
         }
         let identAt = Int(identOffset)
         identifier = try reading("\(structure) identifier") { () throws(MachOError) in try blob.cString(identAt) }
         if let team = teamOffset, team != 0 {
             guard team >= UInt32(headerSize), team < UInt32(blob.count) else {
-                throw fail(48, "team ID offset 0x\(String(team, radix: 16)) is outside the blob after its header")
+                throw fail(48, "team ID offset \(hex(team)) is outside the blob after its header")
             }
             teamID = try reading("\(structure) team ID") { () throws(MachOError) in try blob.cString(Int(team)) }
         } else {

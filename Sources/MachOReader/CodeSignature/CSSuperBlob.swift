@@ -33,7 +33,7 @@ package struct CS_SuperBlob: Sendable {
         guard magic == CSMAGIC_EMBEDDED_SIGNATURE else {
             let what = magic == CSMAGIC_EMBEDDED_SIGNATURE_OLD
                 ? "old-style embedded signature (magic 0xfade0b02) is not supported"
-                : "magic 0x\(String(magic, radix: 16)) is not CSMAGIC_EMBEDDED_SIGNATURE (0xfade0cc0)"
+                : "magic \(hex(magic)) is not CSMAGIC_EMBEDDED_SIGNATURE (0xfade0cc0)"
             throw MachOError(offset: region.absolute(0), structure: structure, what: what)
         }
         let (length, count) = try reading(structure) { () throws(MachOError) in (try region.u32BE(4), try region.u32BE(8)) }
@@ -60,12 +60,12 @@ package struct CS_SuperBlob: Sendable {
             let (type, offset) = try reading(structure) { () throws(MachOError) in (try view.u32BE(at), try view.u32BE(at + 4)) }
             let blobStructure = "\(structure) index entry \(entry) (\(CodeSignatureNames.slotName(type)))"
             if index.contains(where: { $0.type == type }) {
-                throw MachOError(offset: view.absolute(at), structure: blobStructure, what: "a second blob for slot 0x\(String(type, radix: 16))")
+                throw MachOError(offset: view.absolute(at), structure: blobStructure, what: "a second blob for slot \(hex(type))")
             }
             guard UInt64(offset) >= indexEnd, UInt64(offset) + 8 <= UInt64(length) else {
                 throw MachOError(
                     offset: view.absolute(at + 4), structure: blobStructure,
-                    what: "blob offset 0x\(String(offset, radix: 16)) is outside the SuperBlob's blobs (0x\(String(indexEnd, radix: 16))..<0x\(String(length, radix: 16)))")
+                    what: "blob offset \(hex(offset)) is outside the SuperBlob's blobs (\(hex(indexEnd))..<\(hex(length)))")
             }
             let blobStart = Int(offset)
             let (blobMagic, blobLength) = try reading(blobStructure) { () throws(MachOError) in
@@ -77,7 +77,7 @@ package struct CS_SuperBlob: Sendable {
             guard UInt64(offset) + UInt64(blobLength) <= UInt64(length) else {
                 throw MachOError(
                     offset: view.absolute(blobStart + 4), structure: blobStructure,
-                    what: "blob of \(blobLength) bytes at 0x\(String(offset, radix: 16)) runs past the SuperBlob's end (length \(length))")
+                    what: "blob of \(blobLength) bytes at \(hex(offset)) runs past the SuperBlob's end (length \(length))")
             }
             let blob = try reading(blobStructure) { () throws(MachOError) in try view.slice(blobStart, Int(blobLength)) }
             index.append(CS_BlobIndex(type: type, offset: offset, magic: blobMagic, view: blob))
@@ -100,7 +100,7 @@ extension CS_BlobIndex {
         guard magic == expected else {
             throw MachOError(
                 offset: view.absolute(0), structure: self.name,
-                what: "magic 0x\(String(magic, radix: 16)) is not \(name) (0x\(String(expected, radix: 16)))")
+                what: "magic \(hex(magic)) is not \(name) (\(hex(expected)))")
         }
     }
 

@@ -28,7 +28,7 @@ package struct CodeSignature: Sendable {
         } catch {
             throw MachOError(
                 offset: error.offset, structure: "LC_CODE_SIGNATURE",
-                what: "data 0x\(String(command.dataOffset, radix: 16))+0x\(String(command.dataSize, radix: 16)) is outside the image (\(image.view.count) bytes)")
+                what: "data \(hex(command.dataOffset))+\(hex(command.dataSize)) is outside the image (\(image.view.count) bytes)")
         }
         superBlob = try CS_SuperBlob(parsing: region)
         var directories: [CS_CodeDirectory] = []

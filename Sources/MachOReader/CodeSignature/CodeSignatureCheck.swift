@@ -99,7 +99,7 @@ package struct CodeSignatureCheck: Sendable {
             let name = directory.structure
             for page in check.badPages {
                 let range = directory.pageRange(page)
-                lines.append("\(name): page \(page) (file offset 0x\(String(imageOffset + range.lowerBound, radix: 16)), \(range.count) bytes) does not match its hash")
+                lines.append("\(name): page \(page) (file offset \(hex(imageOffset + range.lowerBound)), \(range.count) bytes) does not match its hash")
             }
             for slot in check.specialSlots where slot.status != .valid {
                 let what = switch slot.status {

@@ -118,7 +118,7 @@ package enum CodeSignatureNames {
             parts.append(name)
             rest &= ~bit
         }
-        if rest != 0 { parts.append("0x" + String(rest, radix: 16)) }
+        if rest != 0 { parts.append(hex(rest)) }
         return parts.isEmpty ? "none" : parts.joined(separator: ",")
     }
 
@@ -141,7 +141,7 @@ package enum CodeSignatureNames {
         case CSSLOT_SIGNATURESLOT: "CMS signature"
         case CSSLOT_IDENTIFICATIONSLOT: "Identification"
         case CSSLOT_TICKETSLOT: "Ticket"
-        default: "slot 0x\(String(type, radix: 16))"
+        default: "slot \(hex(type))"
         }
     }
 

@@ -178,7 +178,7 @@ package struct ExportTrie: Sendable {
                         throw cycle(from: parent, to: childOffset, at: childAt)
                     }
                     throw MachOError.malformed(
-                        "export trie node at 0x\(hex(childOffset)) is the child of more than one node", at: childAt)
+                        "export trie node at \(hex(childOffset)) is the child of more than one node", at: childAt)
                 }
                 guard stack.count < Self.maxDepth else {
                     throw MachOError.malformed("export trie is deeper than \(Self.maxDepth) nodes", at: childAt)
@@ -195,7 +195,7 @@ package struct ExportTrie: Sendable {
                     try body(try ExportedSymbol(name: symbolName, parsing: terminal, nodeOffset: finished.offset))
                 } else if finished.childCount == 0 {
                     throw MachOError.malformed(
-                        "export trie node at 0x\(hex(finished.offset)) has neither export info nor children",
+                        "export trie node at \(hex(finished.offset)) has neither export info nor children",
                         at: view.absolute(finished.offset))
                 }
             }
@@ -231,7 +231,7 @@ package struct ExportTrie: Sendable {
         let infoStart = position
         guard terminalSize < UInt64(view.count - infoStart) else {
             throw MachOError.malformed(
-                "export trie node at 0x\(hex(offset)) has \(terminalSize) bytes of export info, more than the trie holds",
+                "export trie node at \(hex(offset)) has \(terminalSize) bytes of export info, more than the trie holds",
                 at: view.absolute(offset))
         }
         let size = Int(terminalSize)
@@ -248,7 +248,7 @@ package struct ExportTrie: Sendable {
     private func checkedChildOffset(_ offset: UInt64, of parent: Node, at absoluteOffset: Int) throws(MachOError) -> Int {
         guard offset < UInt64(view.count) else {
             throw MachOError.malformed(
-                "export trie node at 0x\(hex(parent.offset)) has a child at 0x\(String(offset, radix: 16)), past the trie's \(view.count) bytes",
+                "export trie node at \(hex(parent.offset)) has a child at \(hex(offset)), past the trie's \(view.count) bytes",
                 at: absoluteOffset)
         }
         return Int(offset)
@@ -256,10 +256,8 @@ package struct ExportTrie: Sendable {
 
     private func cycle(from parent: Node, to child: Int, at absoluteOffset: Int) -> MachOError {
         MachOError.malformed(
-            "export trie node at 0x\(hex(parent.offset)) has a child leading back to node 0x\(hex(child)) (a cycle)", at: absoluteOffset)
+            "export trie node at \(hex(parent.offset)) has a child leading back to node \(hex(child)) (a cycle)", at: absoluteOffset)
     }
-
-    private func hex(_ value: Int) -> String { String(value, radix: 16) }
 }
 
 extension MachOImage {

@@ -98,7 +98,7 @@ extension ExportTerminal {
         var cursor = ByteCursor(info)
         let flags = try cursor.uleb128()
         guard flags & ExportedSymbol.kindMask != ExportedSymbol.kindMask else {
-            throw MachOError.malformed("export \(name()) has unknown symbol kind 3 (flags 0x\(String(flags, radix: 16)))", at: info.base)
+            throw MachOError.malformed("export \(name()) has unknown symbol kind 3 (flags \(hex(flags)))", at: info.base)
         }
         let definition: Definition
         if flags & ExportedSymbol.reexportFlag != 0 {

@@ -56,7 +56,7 @@ package struct ChainedPointerCursor {
         let offset = page * pageSize + offsetInPage
         guard offset <= data.count - format.pointerSize else {
             throw MachOError.malformed(
-                "chained fixup at offset 0x\(String(offset, radix: 16)) of segment \(segmentName) is past its file data",
+                "chained fixup at offset \(hex(offset)) of segment \(segmentName) is past its file data",
                 at: data.absolute(min(offset, data.count)))
         }
         // Checked just above: the pointer's bytes lie inside the segment's data.
@@ -123,8 +123,8 @@ package struct ChainedPointerCursor {
             }
             if let previousEnd, Int(start) <= previousEnd {
                 throw MachOError.malformed(
-                    "chain start 0x\(String(start, radix: 16)) of page \(page) of segment \(segmentName) is not past "
-                        + "the end of the page's previous chain (0x\(String(previousEnd, radix: 16))): its locations would be fixed up again",
+                    "chain start \(hex(start)) of page \(page) of segment \(segmentName) is not past "
+                        + "the end of the page's previous chain (\(hex(previousEnd))): its locations would be fixed up again",
                     at: starts.absoluteOffset(ofStartEntry: entry))
             }
             chainOffset = Int(start)

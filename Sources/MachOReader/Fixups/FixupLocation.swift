@@ -55,9 +55,9 @@ struct FixupLocationChecker: Sendable {
         let (last, lastOverflow) = offset.addingReportingOverflow(span)
         let (end, endOverflow) = last.addingReportingOverflow(FixupLocationChecker.pointerSize)
         // Built only for an error: this check runs once per DO_* opcode.
-        func run() -> String { "\(opcode) at segment \(segment.name) offset 0x\(hex(offset)) (\(count) fixups, stride \(stride))" }
+        func run() -> String { "\(opcode) at segment \(segment.name) offset \(hex(offset)) (\(count) fixups, stride \(stride))" }
         if spanOverflow || lastOverflow || endOverflow || end > segment.vmSize {
-            throw MachOError.malformed("\(run()) runs past the segment's vmsize 0x\(hex(segment.vmSize))", at: opcodeOffset)
+            throw MachOError.malformed("\(run()) runs past the segment's vmsize \(hex(segment.vmSize))", at: opcodeOffset)
         }
         let available = segment.fileOffset < UInt64(imageSize) ? UInt64(imageSize) - segment.fileOffset : 0
         if end > min(segment.fileSize, available) {
@@ -73,7 +73,7 @@ struct FixupLocationChecker: Sendable {
     ) throws(MachOError) -> UInt64 {
         let (step, overflow) = skip.addingReportingOverflow(FixupLocationChecker.pointerSize)
         if overflow, count > 1 {
-            throw MachOError.malformed("\(opcode) skips 0x\(hex(skip)) bytes, past any segment", at: opcodeOffset)
+            throw MachOError.malformed("\(opcode) skips \(hex(skip)) bytes, past any segment", at: opcodeOffset)
         }
         try check(segmentIndex: segmentIndex, offset: offset, count: count, stride: step, opcodeOffset: opcodeOffset, opcode: opcode)
         return step
@@ -98,7 +98,6 @@ struct FixupLocationChecker: Sendable {
         return FixupLocation(segmentIndex: segmentIndex, segmentOffset: offset, address: address)
     }
 
-    private func hex(_ value: UInt64) -> String { String(value, radix: 16) }
 }
 
 /// What the rebase and bind opcode decoders share: the stream's cursor, the segment and
@@ -129,7 +128,7 @@ struct OpcodeStream: Sendable {
         let offset = cursor.absoluteOffset
         let byte = try cursor.u8()
         guard let opcode = Opcode(rawValue: byte & 0xf0) else {
-            throw MachOError.malformed("unknown \(stream) opcode 0x\(String(byte & 0xf0, radix: 16))", at: offset)
+            throw MachOError.malformed("unknown \(stream) opcode \(hex(byte & 0xf0))", at: offset)
         }
         return (opcode, byte & 0x0f, offset)
     }

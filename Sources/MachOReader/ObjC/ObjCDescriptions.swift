@@ -9,7 +9,7 @@ package enum ObjCPointer: Equatable, Sendable, CustomStringConvertible {
     package var description: String {
         switch self {
         case .null: "0x0"
-        case let .address(address): "0x\(String(address, radix: 16))"
+        case let .address(address): "\(hex(address))"
         case let .symbol(name, addend): addend == 0 ? name : "\(name)+\(addend)"
         }
     }

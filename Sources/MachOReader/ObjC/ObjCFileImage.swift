@@ -120,7 +120,7 @@ package struct ObjCFileImage: Sendable {
         do {
             return try body()
         } catch {
-            throw .malformed("\(list) entry \(index) (0x\(String(entry, radix: 16))): \(error)", at: fileOffset(of: entry))
+            throw .malformed("\(list) entry \(index) (\(hex(entry))): \(error)", at: fileOffset(of: entry))
         }
     }
 

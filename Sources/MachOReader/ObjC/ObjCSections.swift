@@ -30,7 +30,7 @@ package struct ObjCSections: Sendable {
         func range(_ name: String) throws(MachOError) -> Range? {
             guard let section = ObjCSections.section(name, in: image) else { return nil }
             guard section.address >= base, section.size % 8 == 0 else {
-                throw .malformed("\(name) at 0x\(String(section.address, radix: 16)) size \(section.size) is not a pointer list", at: Int(section.fileOffset))
+                throw .malformed("\(name) at \(hex(section.address)) size \(section.size) is not a pointer list", at: Int(section.fileOffset))
             }
             return Range(vmOffset: section.address - base, size: section.size)
         }

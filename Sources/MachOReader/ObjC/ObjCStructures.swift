@@ -45,7 +45,7 @@ extension ObjCClass {
         while current != 0, !stop(current) {
             guard seen.insert(current).inserted else {
                 throw MachOError(image: space.location(of: address)?.image, address: address,
-                                what: "superclass chain of the class at 0x\(String(address, radix: 16)) loops back to 0x\(String(current, radix: 16))")
+                                what: "superclass chain of the class at \(hex(address)) loops back to \(hex(current))")
             }
             guard chain.count < limit else {
                 throw MachOError(image: space.location(of: address)?.image, address: address, what: "superclass chain longer than \(limit)")

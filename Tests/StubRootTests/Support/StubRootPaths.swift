@@ -13,13 +13,6 @@ enum StubRootPaths {
     /// A file of the repository's own corpus (`Fixtures/corpus`).
     static func bundledFile(_ relativePath: String) -> String { Paths.bundledCorpus.path + "/" + relativePath }
 
-    /// A fresh empty directory under the temporary directory.
-    static func temporaryDirectory(_ label: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.path + "/stub-root-tests-\(label)-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-
     /// Every regular file under `directory`, as paths relative to it, sorted.
     static func files(under directory: String) throws -> [String] {
         guard let enumerator = FileManager.default.enumerator(atPath: directory) else { return [] }
