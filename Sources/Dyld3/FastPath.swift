@@ -145,30 +145,24 @@ struct ClosureLaunchSource: LaunchSource {
             // A closure bound into the shared cache: its range is mapped on the helper from as
             // soon as the body's header names the cache, while this thread reads the rest.
             var early: EarlyCache?
-            let decoded: (closure: LaunchClosure, beside: (Int64, [ImageDescriptor]))
-            do {
-                decoded = try ClosureLaunchDecoder.read(path, trusting: launch.configuration.trustKey, helper: helper, check: runCheck,
+            let (closure, (closureTime, files)) = try ClosureLaunchDecoder.read(path, trusting: launch.configuration.trustKey, helper: helper, check: runCheck,
                                                         indexed: { (index) throws(ClosureError) -> Bool in
-                    guard let cache = index.sharedCache, request.fixups != .pageIn else { return false }
-                    early = try EarlyCache.begin(cache, closurePath: path, helper: helper)
-                    return true
-                }) { table throws(ClosureError) in
-                    try Launcher.checkBinding(table.binding, request: request, closurePath: path)
-                    try table.checkRoots(closurePath: path)
-                    let closureTime = clock.lap()
-                    return (closureTime, try table.openImages(0..<FastPath.openedBeforeMapping(table.images.count, helper: helper),
-                                                              closurePath: path, checks: checks,
-                                                              readAhead: Self.readAhead(request, helper: helper) == .whileOpening,
-                                                              hashedImages: &hashed))
-                }
-            } catch {
-                early?.discard()
-                throw error
+                guard let cache = index.sharedCache, request.fixups != .pageIn else { return false }
+                early = try EarlyCache.begin(cache, closurePath: path, helper: helper)
+                return true
+            }) { table throws(ClosureError) in
+                try Launcher.checkBinding(table.binding, request: request, closurePath: path)
+                try table.checkRoots(closurePath: path)
+                let closureTime = clock.lap()
+                return (closureTime, try table.openImages(0..<FastPath.openedBeforeMapping(table.images.count, helper: helper),
+                                                          closurePath: path, checks: checks,
+                                                          readAhead: Self.readAhead(request, helper: helper) == .whileOpening,
+                                                          hashedImages: &hashed))
             }
             launch.clock = clock
-            launch.report.timings[.closure] = decoded.beside.0
+            launch.report.timings[.closure] = closureTime
             launch.report.imagesHashed = hashed
-            return try map(decoded.closure, files: decoded.beside.1, path: path, runsChecked: true, early: early, &launch)
+            return try map(closure, files: files, path: path, runsChecked: true, early: early, &launch)
         case let .decoded(closure, path, opened):
             try Launcher.checkBinding(closure.binding, request: request, closurePath: path)
             try closure.checkRoots(closurePath: path)
@@ -190,17 +184,6 @@ struct ClosureLaunchSource: LaunchSource {
     func map(_ closure: LaunchClosure, files: [ImageDescriptor], path: String, runsChecked: Bool, early: EarlyCache? = nil,
              _ launch: inout LaunchState) throws -> MappedLaunch {
         var early = early
-        do {
-            return try map(closure, files: files, path: path, runsChecked: runsChecked, early: &early, &launch)
-        } catch {
-            early?.discard()
-            throw error
-        }
-    }
-
-    /// ``map(_:files:path:runsChecked:early:_:)``, `early` set to nil once joined.
-    func map(_ closure: LaunchClosure, files: [ImageDescriptor], path: String, runsChecked: Bool, early: inout EarlyCache?,
-             _ launch: inout LaunchState) throws -> MappedLaunch {
         let request = launch.request, checks = launch.configuration.identityChecks, helper = launch.helper
         launch.report.images = closure.images.map(\.path)
         try Launcher.checkSigningPolicy(closure, request: request)
@@ -227,9 +210,8 @@ struct ClosureLaunchSource: LaunchSource {
         var report = launch.report
         var written: [Bool] = []
         let mapped: Result<(LaunchMemory, PageInFixups.Plan?), any Error>, checked: Result<PlanCheck, ClosureError>
-        if let pending = early {
-            (mapped, checked) = Self.mapBesideCache(closure, pending, files: files, path: path, request: request, written: &written)
-            early = nil
+        if let early {
+            (mapped, checked) = Self.mapBesideCache(closure, early, files: files, path: path, request: request, written: &written)
         } else {
             (mapped, checked) = LaunchHelper.run(on: helper, helper: {
                 Result { () throws(ClosureError) -> PlanCheck in
@@ -307,7 +289,7 @@ struct ClosureLaunchSource: LaunchSource {
             return (memory, nil)
         }
         written = own
-        return (mapped, early.range.join().map { PlanCheck(hashedImages: 0, disagreement: disagreement, cacheRange: $0) })
+        return (mapped, early.take().map { PlanCheck(hashedImages: 0, disagreement: disagreement, cacheRange: $0) })
     }
 
     /// The app's own images' fixups, written while the helper maps the cache's range: per
@@ -352,9 +334,16 @@ struct ClosureLaunchSource: LaunchSource {
     /// The shared cache's range being mapped on the helper (``LaunchHelper/begin(on:_:)``)
     /// while the launch reads its closure and maps the app's own images: its longest step (an
     /// `mprotect` per protection run) beside the rest.
-    struct EarlyCache {
+    /// Its one owner: the range is given to the launch by ``take()``, or given back when the
+    /// launch stops before taking it (an error on any path).
+    final class EarlyCache {
         let opened: SharedCacheRegion.Opened
-        let range: LaunchHelper.Begun<Result<LaunchMemory.SlidRange, ClosureError>>
+        private let range: LaunchHelper.Begun<Result<LaunchMemory.SlidRange, ClosureError>>
+        private var taken = false
+
+        private init(opened: SharedCacheRegion.Opened, range: LaunchHelper.Begun<Result<LaunchMemory.SlidRange, ClosureError>>) {
+            (self.opened, self.range) = (opened, range)
+        }
 
         /// Opens the copy of `cache` slid for the boot (refused as the closure at `closurePath`)
         /// and starts mapping its range on `helper`.
@@ -366,9 +355,14 @@ struct ClosureLaunchSource: LaunchSource {
             })
         }
 
-        /// Joins the mapping and gives the range back: the launch stopped before it used it.
-        func discard() {
-            if case let .success(range) = range.join() { range.release() }
+        /// Joins the mapping: the range, now the caller's.
+        func take() -> Result<LaunchMemory.SlidRange, ClosureError> {
+            taken = true
+            return range.join()
+        }
+
+        deinit {
+            if !taken, case let .success(range) = range.join() { range.release() }
         }
     }
 
