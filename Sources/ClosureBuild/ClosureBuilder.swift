@@ -64,18 +64,9 @@ package enum ClosureBuilder {
             dependencies: node.dependencies.map { ClosureDependency(installName: $0.installName, kind: $0.kind, target: $0.target ?? -1) },
             initializers: initializers, rpaths: node.image.rpaths, absentPaths: node.absentCandidates,
             rebaseRuns: [], bindRuns: [], rebaseCount: 0, bindCount: 0, fixupPageIndex: FixupPageIndex(rebases: nil, binds: nil))
-        setRuns(of: &record, rebases: rebases, binds: binds)
+        record.setRuns(rebases: rebases, binds: binds)
         record.exportTrie = node.image.exportTrieRange.map { $0.vmOffset..<($0.vmOffset + $0.size) }
         return record
-    }
-
-    /// Gives `record` the runs of its fixups.
-    static func setRuns(of record: inout ClosureImage, rebases: FixupRuns.Encoded, binds: FixupRuns.Encoded) {
-        record.rebaseRuns = rebases.bytes[...]
-        record.bindRuns = binds.bytes[...]
-        record.rebaseCount = rebases.count
-        record.bindCount = binds.count
-        record.fixupPageIndex = FixupPageIndex(rebases: rebases.pages, binds: binds.pages)
     }
 
     /// `image` as a dlopen closure lists an image loaded before it: no fixups, no initializers.

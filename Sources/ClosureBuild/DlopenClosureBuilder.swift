@@ -98,8 +98,8 @@ package enum DlopenClosureBuilder {
                 var images = records
                 for (position, imageFixups) in resolved.enumerated() {
                     let plan = images[first + position].plan
-                    ClosureBuilder.setRuns(of: &images[first + position], rebases: FixupRuns.encodeRebases(imageFixups, plan: plan),
-                                           binds: FixupRuns.encodeBinds(imageFixups, plan: plan, targets: &targets, targetIndex: &targetIndex))
+                    images[first + position].setRuns(rebases: FixupRuns.encodeRebases(imageFixups, plan: plan),
+                                                     binds: FixupRuns.encodeBinds(imageFixups, plan: plan, targets: &targets, targetIndex: &targetIndex))
                 }
                 let closure = LaunchClosure(
                     binding: launch.binding, contentOnlyIdentity: launch.contentOnlyIdentity, images: images, rootCount: launch.rootCount,

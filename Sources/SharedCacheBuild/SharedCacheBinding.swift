@@ -103,9 +103,7 @@ package enum SharedCacheBinding {
             let plan = closure.images[index].plan
             let rebases = FixupRuns.encodeRebases(own, plan: plan)
             let binds = FixupRuns.encodeBinds(own, plan: plan, targets: &targets, targetIndex: &targetIndex)
-            (bound.images[index].rebaseRuns, bound.images[index].rebaseCount) = (rebases.bytes[...], rebases.count)
-            (bound.images[index].bindRuns, bound.images[index].bindCount) = (binds.bytes[...], binds.count)
-            bound.images[index].fixupPageIndex = FixupPageIndex(rebases: rebases.pages, binds: binds.pages)
+            bound.images[index].setRuns(rebases: rebases, binds: binds)
         }
         for index in closure.objc.bindRuns.indices where closure.objc.bindCounts[index] > 0 {
             let writes = FixupRuns.encodeBinds(try closure.objcWrites(ofImage: index, closurePath: closurePath), plan: closure.images[index].plan,

@@ -142,6 +142,13 @@ package struct ClosureImage: Equatable, Sendable {
         }
     }
 
+    /// Gives the record the runs of its fixups.
+    package mutating func setRuns(rebases: FixupRuns.Encoded, binds: FixupRuns.Encoded) {
+        (rebaseRuns, rebaseCount) = (rebases.bytes[...], rebases.count)
+        (bindRuns, bindCount) = (binds.bytes[...], binds.count)
+        fixupPageIndex = FixupPageIndex(rebases: rebases.pages, binds: binds.pages)
+    }
+
     /// The record with no fixups: empty run streams (each its run count, 0), no page index entries.
     package func withoutFixups() -> ClosureImage {
         var image = self
