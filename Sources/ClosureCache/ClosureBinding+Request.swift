@@ -10,7 +10,7 @@ extension ClosureBinding {
         self.init(arch: arch, root: root.map(PathResolver.normalize) ?? "",
                   app: ClosureBinding.resolved(roots.last ?? ""),
                   host: roots.count > 1 ? ClosureBinding.resolved(roots[0]) : "",
-                  inserted: inserted.map(ClosureBinding.resolved).joined(separator: ":"), policy: policy)
+                  inserted: inserted.isEmpty ? "" : inserted.map(ClosureBinding.resolved).joined(separator: ":"), policy: policy)
     }
 
     /// `path` made absolute with symlinks resolved, as bindings and cache names use it:

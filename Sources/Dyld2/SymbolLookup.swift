@@ -25,7 +25,7 @@ struct SymbolLookup {
     private let weakDefinitionImages: [Int]
     /// Weak coalescing's answer per name, each name searched once per launch (dyld2's
     /// `weakBind` also settles each name once, for every image that binds it).
-    private var coalesced: [SymbolName: BindTarget?] = [:]
+    private var coalesced = WeakWinners()
     /// The last resolution: (image, ordinal, name) and its result; image -1 before the
     /// first. Fields, not an optional structure, so that checking it copies nothing.
     private var lastImage = -1
@@ -188,8 +188,7 @@ struct SymbolLookup {
     /// `Loader::resolveSymbol` (`BIND_SPECIAL_DYLIB_WEAK_LOOKUP`, `if (ldr->hasWeakDefs)`);
     /// dyld-852: `MachOAnalyzerSet::mas_fromImageWeakDefLookup`, `ImageLoader::weakBind`.
     mutating func findCoalesced(_ name: ByteView) throws(LoadError) -> BindTarget? {
-        let key = SymbolName(bytes: name)
-        if let known = coalesced[key] { return known }
+        if let known = coalesced[name] { return known }
         var firstWeak: BindTarget?
         var winner: BindTarget?
         for index in weakDefinitionImages {
@@ -199,7 +198,7 @@ struct SymbolLookup {
             if firstWeak == nil { firstWeak = target }
         }
         let result = winner ?? firstWeak
-        coalesced[key] = result
+        coalesced.record(result, for: name)
         return result
     }
 

@@ -40,7 +40,7 @@ package enum EagerPageVerification {
                 guard UInt64(count) <= segment.fileSize - into else { return nil }
                 let vm = segment.vmOffset + into
                 let paged = number < memory.deferred[index].count && memory.deferred[index][number]
-                    || number < memory.pagedRanges[index].count
+                    || index < memory.pagedRanges.count && number < memory.pagedRanges[index].count
                     && memory.pagedRanges[index][number].contains { $0.overlaps(vm..<vm + UInt64(count)) }
                 return paged ? nil : vm
             }

@@ -23,7 +23,9 @@ package final class LaunchMemory {
     /// Page-in linking's pager, when pages were registered with it (released with the memory).
     package let pager: FixupPager?
     /// Per image, per segment: the page ranges (offsets from the image's base) reserved
-    /// without contents and filled by ``pager`` on first touch; empty when none.
+    /// without contents and filled by ``pager`` on first touch; empty when nothing is paged in
+    /// (not an array of empty arrays: its first allocation would cost a fresh process the
+    /// runtime's search for `Range`'s `Comparable` requirement).
     package let pagedRanges: [[[Range<UInt64>]]]
     /// Per image, per segment: wholly reserved for page-in (its protection final from the start).
     package let deferred: [[Bool]]
@@ -77,8 +79,8 @@ package final class LaunchMemory {
         pager = pageIn?.pager
         sharedRange = shared?.range
         let page = UnsafeMemory.pageSize
-        pagedRanges = pageIn?.ranges ?? plans.map { $0.segments.map { _ in [] } }
-        deferred = zip(plans, pagedRanges).map { plan, ranges in
+        pagedRanges = pageIn?.ranges ?? []
+        deferred = pagedRanges.isEmpty ? plans.map { Array(repeating: false, count: $0.segments.count) } : zip(plans, pagedRanges).map { plan, ranges in
             zip(plan.segments, ranges).map { segment, ranges in
                 ranges.count == 1 && ranges[0] == segment.vmOffset..<(segment.vmOffset + (segment.vmSize + page - 1) / page * page)
             }
@@ -121,7 +123,7 @@ package final class LaunchMemory {
                     continue
                 }
                 let image = Image(plan: plan, base: regionBase + offset, fileLength: file.status.size)
-                try LaunchMemory.map(image, file: file, paged: pagedRanges[index], deferred: deferred[index], pager: pager, index: index)
+                try LaunchMemory.map(image, file: file, paged: index < pagedRanges.count ? pagedRanges[index] : [], deferred: deferred[index], pager: pager, index: index)
                 images.append(image)
             }
         } catch {
@@ -135,7 +137,7 @@ package final class LaunchMemory {
     init(mappedRegion base: UInt64, size: UInt64, images: [Image], pager: FixupPager? = nil) {
         self.pager = pager
         sharedRange = nil
-        pagedRanges = images.map { $0.plan.segments.map { _ in [] } }
+        pagedRanges = []
         deferred = images.map { $0.plan.segments.map { _ in false } }
         regionBase = base
         regionSize = size
@@ -210,7 +212,7 @@ package final class LaunchMemory {
             }
             let mappedSize = (segment.vmSize + page - 1) / page * page
             let filePages = (segment.fileSize + page - 1) / page * page
-            if pager != nil, !paged[position].isEmpty {
+            if pager != nil, position < paged.count, !paged[position].isEmpty {
                 overlays += paged[position].map { ($0, segment, deferred[position]) }
                 if deferred[position] { continue }
             }
@@ -276,7 +278,7 @@ package final class LaunchMemory {
 
     /// A segment's protection once fixups are done: `__DATA_CONST` loses write.
     package static func finalProtection(_ segment: SegmentPlan) -> VMProtection {
-        segment.protection.intersection([.read, .write, .execute]).subtracting(segment.readOnlyAfterFixups ? .write : [])
+        segment.protection.intersection(segment.readOnlyAfterFixups ? .readExecute : .readWriteExecute)
     }
 
     /// A segment nothing writes, wholly backed by file pages, is mapped with its final
@@ -305,7 +307,7 @@ package final class LaunchMemory {
             for (position, segment) in image.plan.segments.enumerated()
             where !LaunchMemory.isMappedFinal(segment, fileLength: image.fileLength) && !deferred[index][position] {
                 let final = LaunchMemory.finalProtection(segment)
-                if final == [.read, .write] { continue }
+                if final == .readWrite { continue }
                 let size = (segment.vmSize + page - 1) / page * page
                 try LaunchMemory.asMappingError(image.plan.path, "mprotect \(segment.name)") { () throws(LoadError) in
                     try UnsafeMemory.protect(address: image.base + segment.vmOffset, size: size, final)
@@ -333,14 +335,14 @@ package final class LaunchMemory {
                 guard let pending = run else { return }
                 run = nil
                 try LaunchMemory.asMappingError(image.plan.path, "mprotect for the cache's patches") { () throws(LoadError) in
-                    try UnsafeMemory.protect(address: image.base + pending.lowerBound, size: UInt64(pending.count), [.read, .write])
+                    try UnsafeMemory.protect(address: image.base + pending.lowerBound, size: UInt64(pending.count), .readWrite)
                 }
                 patchedPages.append((image.base + pending.lowerBound, UInt64(pending.count)))
             }
             for offset in offsets.sorted() {
                 let start = offset / page * page
                 guard let segment = image.plan.segments.first(where: { start >= $0.vmOffset && start - $0.vmOffset < $0.vmSize }),
-                      segment.isWritable, LaunchMemory.finalProtection(segment) != [.read, .write] else { continue }
+                      segment.isWritable, LaunchMemory.finalProtection(segment) != .readWrite else { continue }
                 if let pending = run, pending.upperBound == start { run = pending.lowerBound..<(start + page); continue }
                 if let pending = run, pending.contains(start) { continue }
                 try flush()

@@ -136,7 +136,7 @@ extension LaunchMemory {
     package func applyPrelinkedProtections() throws(LoadError) {
         let offsets = images.map { $0.base - regionBase }
         try Self.protect(base: regionBase, Self.prelinkedProtections(plans: images.map(\.plan), offsets: offsets, rangeSize: regionSize,
-                                                                 from: [.read, .write]), path: images.first?.plan.path ?? "?")
+                                                                 from: .readWrite), path: images.first?.plan.path ?? "?")
     }
 
     /// One `mprotect` per range of `protections` (offsets from `base`).

@@ -103,15 +103,29 @@ package struct PathResolver: Sendable {
     package static func normalize(_ path: String) -> String {
         if isNormalized(path) { return path }
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        var parts: [Substring] = []
-        for part in absolute.split(separator: "/", omittingEmptySubsequences: true) {
-            switch part {
-            case ".": continue
-            case "..": if !parts.isEmpty { parts.removeLast() }
-            default: parts.append(part)
+        // One pass over the bytes, each kept component appended as "/name" and dropped again
+        // by a `..` (no substrings, no generic `joined`, which a launch would meet first here).
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        let bytes = Array(absolute.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var starts: [Int] = []
+        var index = 0
+        while index < bytes.count {
+            while index < bytes.count && bytes[index] == slash { index += 1 }
+            let start = index
+            while index < bytes.count && bytes[index] != slash { index += 1 }
+            let length = index - start
+            if length == 0 || (length == 1 && bytes[start] == dot) { continue }
+            if length == 2 && bytes[start] == dot && bytes[start + 1] == dot {
+                if let last = starts.popLast() { out.removeLast(out.count - last) }
+                continue
             }
+            starts.append(out.count)
+            out.append(slash)
+            out.append(contentsOf: bytes[start..<index])
         }
-        return "/" + parts.joined(separator: "/")
+        return out.isEmpty ? "/" : String(decoding: out, as: UTF8.self)
     }
 
     /// Whether ``normalize(_:)`` would leave `path` as it is (absolute, no empty, `.` or `..`

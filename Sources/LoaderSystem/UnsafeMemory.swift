@@ -26,7 +26,7 @@ package enum UnsafeMemory {
     /// read-write for fixups, or `finalProtection` for a segment nothing will write.
     package static func mapFile(fd: Int32, offset: UInt64, size: UInt64, at address: UInt64,
                        finalProtection: VMProtection? = nil) throws(LoadError) {
-        let protection = (finalProtection ?? [.read, .write]).mmapFlags
+        let protection = (finalProtection ?? .readWrite).mmapFlags
         _ = unsafe try UnsafeSystemCall.mapping {
             unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), protection, MAP_PRIVATE | MAP_FIXED, fd, off_t(offset))
         }.failing("mmap").get()
@@ -52,7 +52,7 @@ package enum UnsafeMemory {
 
     /// Maps `size` bytes of zeros over `address` (inside a reservation), read-write or with `protection`.
     package static func mapZeros(size: UInt64, at address: UInt64, protection: VMProtection? = nil) throws(LoadError) {
-        let flags = (protection ?? [.read, .write]).mmapFlags
+        let flags = (protection ?? .readWrite).mmapFlags
         _ = unsafe try UnsafeSystemCall.mapping {
             unsafe mmap(UnsafeMutableRawPointer(bitPattern: UInt(address)), Int(size), flags, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0)
         }.failing("mmap").get()

@@ -5,6 +5,11 @@ package struct VMProtection: OptionSet, Hashable, Sendable, CustomStringConverti
     package static let read = VMProtection(rawValue: 1)
     package static let write = VMProtection(rawValue: 2)
     package static let execute = VMProtection(rawValue: 4)
+    // Combinations as constants: an array literal of an option set is built element by element
+    // at run time, through the standard library's unspecialized `SetAlgebra.init`.
+    package static let readWrite = VMProtection(rawValue: 3)
+    package static let readExecute = VMProtection(rawValue: 5)
+    package static let readWriteExecute = VMProtection(rawValue: 7)
 
     /// `r-x` style.
     package var description: String {

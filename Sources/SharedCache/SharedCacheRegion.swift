@@ -191,7 +191,7 @@ package enum SharedCacheRegion {
         }
         let protections = file.mappings.map {
             SlidPrelinkedSetHeader.ProtectionRun(range: ($0.address - start)..<($0.address - start + $0.size),
-                                                 protection: VMProtection(rawValue: Int32(truncatingIfNeeded: $0.initProt)).intersection([.read, .write, .execute]))
+                                                 protection: VMProtection(rawValue: Int32(truncatingIfNeeded: $0.initProt)).intersection(.readWriteExecute))
         }.filter { $0.protection != .read }
         let (checksum, dataHash) = identity(cache.uuid)
         let header = SlidPrelinkedSetHeader(setChecksum: checksum, setDataHash: dataHash, base: base, bootID: bootID,

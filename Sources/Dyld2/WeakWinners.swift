@@ -1,0 +1,51 @@
+import LaunchPlan
+import MachOReader
+
+/// Weak coalescing's answer per symbol name, the names being the bytes of the images that bind
+/// them (compared and hashed in place, so a lookup makes no string). An open-addressed table
+/// over arrays rather than a `Dictionary`: the first `Dictionary` keyed by a type of this
+/// module costs a fresh process a scan of every protocol conformance it holds (for the key's
+/// `Hashable`), which a `dlopen` early in `main` would pay.
+struct WeakWinners {
+    /// Per slot, 1 + the entry it holds, or 0; a power of two, at most half full.
+    private var slots: [Int] = []
+    private var names: [ByteView] = []
+    private var winners: [BindTarget?] = []
+
+    /// The answer recorded for `name` (itself nil when no image defines it), or nil when none is.
+    subscript(name: ByteView) -> BindTarget?? {
+        guard !slots.isEmpty else { return nil }
+        let mask = slots.count - 1
+        var slot = Self.hash(name) & mask
+        while slots[slot] != 0 {
+            let entry = slots[slot] - 1
+            if names[entry].sameBytes(as: name) { return .some(winners[entry]) }
+            slot = (slot + 1) & mask
+        }
+        return nil
+    }
+
+    /// Records the answer for a name not recorded yet.
+    mutating func record(_ winner: BindTarget?, for name: ByteView) {
+        if (names.count + 1) * 2 > slots.count {
+            slots = Array(repeating: 0, count: max(16, slots.count * 2))
+            for (entry, known) in names.enumerated() { place(entry, Self.hash(known)) }
+        }
+        place(names.count, Self.hash(name))
+        names.append(name)
+        winners.append(winner)
+    }
+
+    private mutating func place(_ entry: Int, _ hash: Int) {
+        let mask = slots.count - 1
+        var slot = hash & mask
+        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        slots[slot] = entry + 1
+    }
+
+    private static func hash(_ name: ByteView) -> Int {
+        var hasher = Hasher()
+        name.hashBytes(into: &hasher)
+        return hasher.finalize()
+    }
+}
