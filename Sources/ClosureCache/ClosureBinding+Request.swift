@@ -5,12 +5,21 @@ import LaunchPlan
 
 extension ClosureBinding {
     /// The binding a launch of `roots` (host first, if any) with the `inserted` libraries
-    /// for `arch` under `root`, with signature policy `policy`, asks for.
-    package init(request roots: [String], inserted: [String] = [], arch: String, root: String?, policy: SigningPolicy = .default) {
+    /// for `arch` under `root`, with signature policy `policy`, asks for. `recorded`: the
+    /// binding of the closure it is held to. A path the request names exactly as the closure
+    /// recorded it (resolved when it was built) is taken without a `realpath`: a component
+    /// replaced by a link since then moves the files the closure names, and their identity
+    /// checks refuse them.
+    package init(request roots: [String], inserted: [String] = [], arch: String, root: String?, policy: SigningPolicy = .default,
+                 recorded: ClosureBinding? = nil) {
+        func resolved(_ path: String, _ known: String?) -> String { path == known ? path : ClosureBinding.resolved(path) }
+        let knownInserted = inserted.isEmpty ? [] : recorded?.insertedPaths ?? []
         self.init(arch: arch, root: root.map(PathResolver.normalize) ?? "",
-                  app: ClosureBinding.resolved(roots.last ?? ""),
-                  host: roots.count > 1 ? ClosureBinding.resolved(roots[0]) : "",
-                  inserted: inserted.isEmpty ? "" : inserted.map(ClosureBinding.resolved).joined(separator: ":"), policy: policy)
+                  app: resolved(roots.last ?? "", recorded?.app),
+                  host: roots.count > 1 ? resolved(roots[0], recorded?.host) : "",
+                  inserted: inserted.isEmpty ? "" : inserted.indices.map {
+                      resolved(inserted[$0], $0 < knownInserted.count ? knownInserted[$0] : nil)
+                  }.joined(separator: ":"), policy: policy)
     }
 
     /// `path` made absolute with symlinks resolved, as bindings and cache names use it:

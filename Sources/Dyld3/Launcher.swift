@@ -115,7 +115,7 @@ enum Launcher {
     /// Refuses a closure built for another request (roots, architecture, root or signature policy).
     static func checkBinding(_ binding: ClosureBinding, request: LaunchOptions, closurePath: String) throws(ClosureError) {
         let expected = ClosureBinding(request: request.roots, inserted: request.inserted, arch: request.arch, root: request.root,
-                                      policy: request.signingPolicy)
+                                      policy: request.signingPolicy, recorded: binding)
         if let mismatch = binding.mismatch(with: expected) {
             throw ClosureError.mismatch(path: closurePath, field: mismatch.field, expected: mismatch.expected, found: mismatch.found)
         }

@@ -90,6 +90,33 @@ import Testing
         #expect(Self.result(auto) == (try FixtureApp.named("init-order").expectedResult))
     }
 
+    /// The app's directory replaced by a link to a copy whose executable is another build,
+    /// and the fast path asked for the app by the very path its closure was bound to (so the
+    /// binding matches without a `realpath`): the images' identity refuses the closure. (The
+    /// command line finds no closure there at all: it names closures by the resolved path.)
+    @Test func appDirectoryReplacedByALinkToAnotherBuild() async throws {
+        let original = try FixtureApp.named("init-order")
+        let app = try original.scratchCopy()
+        let cache = try Scratch.directory("stale-link")
+        defer { Scratch.remove(cache); Scratch.remove(app.directory.path) }
+        let path = try app.install(into: cache)
+        let bundle = app.bundle
+        #expect(rename(bundle, bundle + ".orig") == 0)
+        try FileManager.default.copyItem(atPath: bundle + ".orig", toPath: bundle + ".other")
+        try FileManager.default.removeItem(atPath: bundle + ".other/init-order")
+        try FileManager.default.copyItem(atPath: original.directory.appendingPathComponent("x86_64-opcodes/init-order.app/init-order").path,
+                                         toPath: bundle + ".other/init-order")
+        try FileManager.default.createSymbolicLink(atPath: bundle, withDestinationPath: bundle + ".other")
+        guard let error = ClosureRefusal.launchError(app, closurePath: path) else { return }
+        guard case let .stale(_, image, what) = error else {
+            Issue.record("not refused as stale: \(error)")
+            return
+        }
+        #expect(image == app.executable, "\(what)")
+        let auto = try await Dyld3Binary.launchAuto(app, cache: cache)
+        try ClosureRefusal.expectFallback(auto, of: app) { $0.hasPrefix("missing: ") }
+    }
+
     /// Renamed over by the other fixup style's build of the same image.
     @Test func replacedByAnotherBuild() async throws {
         let original = try FixtureApp.named("init-order")
