@@ -50,7 +50,7 @@ package enum ClosureFile {
         guard let body = frames.decompress() else { throw undecodableFrames(header, path: path) }
         let index = try LaunchClosure.readImageIndex(body, path: path)
         let table = index.table(images: try ClosureImage.parse(records: index.records[...], of: body, path: path,
-                                                               imageCount: index.records.count).get())
+                                                               imageCount: index.records.count))
         let closure = try LaunchClosure(table: table, body: body, tail: index.tail, path: path)
         try checkFlags(header, table, path: path)
         return closure

@@ -80,7 +80,7 @@ package struct LaunchClosure: Equatable, Sendable {
     /// initializer and the entry point inside an executable segment.
     init(parsingBody bytes: [UInt8], path: String) throws(ClosureError) {
         let index = try Self.readImageIndex(bytes, path: path)
-        let table = try index.table(images: ClosureImage.parse(records: index.records[...], of: bytes, path: path, imageCount: index.records.count).get())
+        let table = try index.table(images: ClosureImage.parse(records: index.records[...], of: bytes, path: path, imageCount: index.records.count))
         try self.init(table: table, body: bytes, tail: index.tail, path: path)
     }
 

@@ -49,8 +49,8 @@ enum ClosureLaunchDecoder {
             try ClosureFile.checkFlags(header, table, path: path)
             return (closure, try beside(table))
         }
-        let (besideResult, closure) = LaunchHelper.run(on: helper, helper: { Result(catching: rest) }) {
-            Result { () throws(ClosureError) -> Beside in
+        let (besideResult, closure) = LaunchHelper.run(on: helper, helper: { Outcome(rest) }) {
+            Outcome { () throws(ClosureError) -> Beside in
                 try ClosureFile.checkFlags(header, table, path: path)
                 return try beside(table)
             }
@@ -72,9 +72,9 @@ enum ClosureLaunchDecoder {
         let records = index.records, count = index.records.count
         let split = helper?.isRunning == true ? count - count / 2 : count
         let (first, rest) = LaunchHelper.run(on: helper, helper: {
-            ClosureImage.parse(records: records[split...], of: body, path: path, imageCount: count)
+            Outcome { () throws(ClosureError) in try ClosureImage.parse(records: records[split...], of: body, path: path, imageCount: count) }
         }) {
-            ClosureImage.parse(records: records[..<split], of: body, path: path, imageCount: count)
+            Outcome { () throws(ClosureError) in try ClosureImage.parse(records: records[..<split], of: body, path: path, imageCount: count) }
         }
         var images = try first.get()
         images.append(contentsOf: try rest.get())

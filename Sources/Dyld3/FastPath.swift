@@ -67,7 +67,7 @@ package enum FastPath {
                 try closure.applyFixups(ofImage: images[position], writer: writers[position], targetValues: targetValues, closurePath: closurePath)
             }
         }
-        try LaunchHelper.run(on: helper, helper: { Result { () throws(ClosureError) in try apply(secondPart) } }) {
+        try LaunchHelper.run(on: helper, helper: { Outcome { () throws(ClosureError) in try apply(secondPart) } }) {
             () throws(ClosureError) in try apply(0..<secondPart.lowerBound)
         }.helper.get()
     }
@@ -209,12 +209,12 @@ struct ClosureLaunchSource: LaunchSource {
         let opened = files
         var report = launch.report
         var written: [Bool] = []
-        let mapped: Result<(LaunchMemory, PageInFixups.Plan?), any Error>, checked: Result<PlanCheck, ClosureError>
+        let mapped: Result<(LaunchMemory, PageInFixups.Plan?), any Error>, checked: Outcome<PlanCheck>
         if let early {
             (mapped, checked) = Self.mapBesideCache(closure, early, files: files, path: path, request: request, written: &written)
         } else {
             (mapped, checked) = LaunchHelper.run(on: helper, helper: {
-                Result { () throws(ClosureError) -> PlanCheck in
+                Outcome { () throws(ClosureError) -> PlanCheck in
                     var files = opened, hashed = 0
                     if let handOff {
                         files += try closure.openImages(handOff.first..<handOff.count, closurePath: path, checks: checks,
@@ -278,7 +278,7 @@ struct ClosureLaunchSource: LaunchSource {
     /// alone) unless a plan disagrees or the pages are verified first; then the range is
     /// joined. What ``planned(_:checked:_:path:)`` takes.
     static func mapBesideCache(_ closure: LaunchClosure, _ early: EarlyCache, files: [ImageDescriptor], path: String, request: LaunchOptions,
-                               written: inout [Bool]) -> (Result<(LaunchMemory, PageInFixups.Plan?), any Error>, Result<PlanCheck, ClosureError>) {
+                               written: inout [Bool]) -> (Result<(LaunchMemory, PageInFixups.Plan?), any Error>, Outcome<PlanCheck>) {
         readAhead(closure, files: files)
         let disagreement = planDisagreement(closure, files: files)
         var own: [Bool] = []
@@ -309,7 +309,7 @@ struct ClosureLaunchSource: LaunchSource {
     /// the mapping failed: a mapping the plan made fail is a `ClosureError` naming the closure
     /// file, so that `auto` falls back, and a plan the image's load commands disagree with is
     /// its cause, reported first. Memory mapped for a launch refused here is released.
-    static func planned(_ mapped: Result<(LaunchMemory, PageInFixups.Plan?), any Error>, checked: Result<PlanCheck, ClosureError>,
+    static func planned(_ mapped: Result<(LaunchMemory, PageInFixups.Plan?), any Error>, checked: Outcome<PlanCheck>,
                         _ closure: LaunchClosure, path: String) throws -> (LaunchMemory, PageInFixups.Plan?) {
         let check: PlanCheck
         switch checked {
@@ -338,10 +338,10 @@ struct ClosureLaunchSource: LaunchSource {
     /// launch stops before taking it (an error on any path).
     final class EarlyCache {
         let opened: SharedCacheRegion.Opened
-        private let range: LaunchHelper.Begun<Result<LaunchMemory.SlidRange, ClosureError>>
+        private let range: LaunchHelper.Begun<Outcome<LaunchMemory.SlidRange>>
         private var taken = false
 
-        private init(opened: SharedCacheRegion.Opened, range: LaunchHelper.Begun<Result<LaunchMemory.SlidRange, ClosureError>>) {
+        private init(opened: SharedCacheRegion.Opened, range: LaunchHelper.Begun<Outcome<LaunchMemory.SlidRange>>) {
             (self.opened, self.range) = (opened, range)
         }
 
@@ -351,12 +351,12 @@ struct ClosureLaunchSource: LaunchSource {
             let opened = try SharedCacheRegion.open(cache, closurePath: closurePath)
             helper?.start()
             return EarlyCache(opened: opened, range: LaunchHelper.begin(on: helper) {
-                Result { () throws(ClosureError) -> LaunchMemory.SlidRange in try opened.mapRange() }
+                Outcome { () throws(ClosureError) -> LaunchMemory.SlidRange in try opened.mapRange() }
             })
         }
 
         /// Joins the mapping: the range, now the caller's.
-        func take() -> Result<LaunchMemory.SlidRange, ClosureError> {
+        func take() -> Outcome<LaunchMemory.SlidRange> {
             taken = true
             return range.join()
         }

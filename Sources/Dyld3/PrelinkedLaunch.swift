@@ -281,7 +281,7 @@ struct PrelinkedLaunchSource: LaunchSource {
         if early != nil || (declared?.metadataSize ?? 0) >= UInt64(PrelinkedLaunch.helperMetadata) { helper?.start() }
         let (trust, alwaysHash, copy) = (HelperHandoff(configuration.trustKey), configuration.alwaysHashContent, HelperHandoff(early))
         let (earlyRange, checked) = try LaunchHelper.run(on: helper, helper: {
-            @Sendable () -> Result<HelperHandoff<(opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool)>, ClosureError> in
+            @Sendable () -> Outcome<HelperHandoff<(opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool)>> in
             do throws(ClosureError) {
                 let opened = try PrelinkedSetFile.open(setPath, trusting: trust.value)
                 try Launcher.checkBinding(opened.set.closure.binding, request: request, closurePath: setPath)

@@ -128,18 +128,16 @@ package struct ClosureImage: Equatable, Sendable {
     }
 
     /// Reads the image records at `records` (ranges of `body`); the first error in record order.
-    package static func parse(records: ArraySlice<Range<Int>>, of body: [UInt8], path: String, imageCount: Int) -> Result<[ClosureImage], ClosureError> {
-        Result { () throws(ClosureError) in
-            var images: [ClosureImage] = []
-            images.reserveCapacity(records.count)
-            for record in records {
-                var r = ClosureReader(body[record], path: path)
-                let image = try ClosureImage(parsing: &r, imageCount: imageCount)
-                guard r.atEnd else { throw r.corrupt("bytes after the record of image \(image.path)") }
-                images.append(consume image)
-            }
-            return images
+    package static func parse(records: ArraySlice<Range<Int>>, of body: [UInt8], path: String, imageCount: Int) throws(ClosureError) -> [ClosureImage] {
+        var images: [ClosureImage] = []
+        images.reserveCapacity(records.count)
+        for record in records {
+            var r = ClosureReader(body[record], path: path)
+            let image = try ClosureImage(parsing: &r, imageCount: imageCount)
+            guard r.atEnd else { throw r.corrupt("bytes after the record of image \(image.path)") }
+            images.append(consume image)
         }
+        return images
     }
 
     /// Gives the record the runs of its fixups.
