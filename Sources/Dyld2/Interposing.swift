@@ -27,9 +27,7 @@ package struct Interposing: Sendable {
         package let replacee: BindTarget
 
         package init(image: Int, replacement: BindTarget, replacee: BindTarget) {
-            self.image = image
-            self.replacement = replacement
-            self.replacee = replacee
+            (self.image, self.replacement, self.replacee) = (image, replacement, replacee)
         }
     }
 

@@ -29,9 +29,7 @@ package struct LaunchConfiguration {
                                                 -> DlopenResolution
 
     package init(alwaysHashContent: Bool = false, trustKey: ClosureTrustKey? = nil, dlopenClosures: DlopenBuilder? = nil) {
-        self.alwaysHashContent = alwaysHashContent
-        self.trustKey = trustKey
-        self.dlopenClosures = dlopenClosures
+        (self.alwaysHashContent, self.trustKey, self.dlopenClosures) = (alwaysHashContent, trustKey, dlopenClosures)
     }
 
     var identityChecks: IdentityChecks { IdentityChecks(alwaysHash: alwaysHashContent, codeDirectory: checksCodeDirectories) }

@@ -23,9 +23,7 @@ package enum CodeRunner {
         /// For a `+load` method: its class and selector arguments; nil for an initializer.
         package let loadArguments: (cls: UInt64, selector: UInt64)?
         package init(image: Int, address: UInt64, loadArguments: (cls: UInt64, selector: UInt64)? = nil) {
-            self.image = image
-            self.address = address
-            self.loadArguments = loadArguments
+            (self.image, self.address, self.loadArguments) = (image, address, loadArguments)
         }
     }
 

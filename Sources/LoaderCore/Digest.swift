@@ -100,10 +100,7 @@ extension LaunchMemory {
         package let bytes: [UInt8]
 
         package init(image: Int, segment: String, vmOffset: UInt64, bytes: [UInt8]) {
-            self.image = image
-            self.segment = segment
-            self.vmOffset = vmOffset
-            self.bytes = bytes
+            (self.image, self.segment, self.vmOffset, self.bytes) = (image, segment, vmOffset, bytes)
         }
     }
 

@@ -68,9 +68,7 @@ package enum FixupsMode: String, Sendable, CaseIterable {
 /// A finished launch: its memory (mapped until released), its report, and optionally every fixup it wrote.
 package struct Launch {
     package init(memory: LaunchMemory, report: LaunchReport, fixups: [[ResolvedFixup]]?) {
-        self.memory = memory
-        self.report = report
-        self.fixups = fixups
+        (self.memory, self.report, self.fixups) = (memory, report, fixups)
     }
 
     package let memory: LaunchMemory

@@ -96,9 +96,7 @@ package final class ImageDescriptor: Sendable {
     }
 
     private init(path: String, fd: Int32, status: FileStatus) {
-        self.path = path
-        self.fd = fd
-        self.status = status
+        (self.path, self.fd, self.status) = (path, fd, status)
     }
 
     /// Bytes read per call while hashing: a hash's memory, whatever the file's size.

@@ -281,11 +281,7 @@ final class FaultContext: @unchecked Sendable {
     let firstFailure = UnsafeUserfault.FirstFailure()
 
     init(fd: Int32, ranges: [FixupPager.Range], source: PageFixupSource, images: [Image], pool: UnsafeUserfault.StagingPool?) {
-        self.fd = fd
-        self.ranges = ranges
-        self.source = source
-        self.images = images
-        self.pool = pool
+        (self.fd, self.ranges, self.source, self.images, self.pool) = (fd, ranges, source, images, pool)
     }
 
     @inline(__always)

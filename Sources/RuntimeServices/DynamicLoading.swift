@@ -100,10 +100,7 @@ package struct DynamicAddress: Equatable, Sendable {
     package var symbolAddress: UInt64
 
     package init(path: String, base: UInt64, symbol: String?, symbolAddress: UInt64) {
-        self.path = path
-        self.base = base
-        self.symbol = symbol
-        self.symbolAddress = symbolAddress
+        (self.path, self.base, self.symbol, self.symbolAddress) = (path, base, symbol, symbolAddress)
     }
 
     /// `dladdr`'s answer for `address` in an image mapped at `base`: the nearest exported symbol at or below it.
@@ -135,9 +132,6 @@ package struct DynamicLoadEvent: Equatable, Sendable {
     package static let limit = 4096
 
     package init(requested: String, loaded: [String], initialized: [String], via: String) {
-        self.requested = requested
-        self.loaded = loaded
-        self.initialized = initialized
-        self.via = via
+        (self.requested, self.loaded, self.initialized, self.via) = (requested, loaded, initialized, via)
     }
 }
