@@ -85,12 +85,6 @@ package struct ClosureBinding: Equatable, Sendable {
     }
 
     func encode(into w: inout ClosureWriter) {
-        w.string(builder)
-        w.string(arch)
-        w.string(root)
-        w.string(app)
-        w.string(host)
-        w.string(inserted)
-        w.string(policy.name)
+        for field in [builder, arch, root, app, host, inserted, policy.name] { w.string(field) }
     }
 }
