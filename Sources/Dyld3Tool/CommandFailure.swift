@@ -83,10 +83,10 @@ extension CommandFailure {
         }
     }
 
-    /// A key file given to `option` that cannot be used.
-    init(_ error: CommandFailure, option: String) {
-        self = error
-        what = "\(option) \(error.what)"
+    /// The key file `path` given to `option`, read by `read`; one that cannot be used fails
+    /// naming the option.
+    static func readKey<Key>(_ path: String, option: String, _ read: (String) throws(CommandFailure) -> Key) throws(CommandFailure) -> Key {
+        do { return try read(path) } catch { throw CommandFailure(what: "\(option) \(error.what)", why: error.why, fix: error.fix, kind: error.kind) }
     }
 
     /// The system root beside an app built as the fixtures are (`DIR/X.app` with `DIR/root`).
