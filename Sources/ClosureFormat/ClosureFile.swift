@@ -128,10 +128,7 @@ package struct ClosureFileHeader: Equatable, Sendable {
 
     package init(version: UInt32, flags: UInt32, bodySize: UInt64, frameSize: UInt64) {
         checksum = 0
-        self.version = version
-        self.flags = flags
-        self.bodySize = bodySize
-        self.frameSize = frameSize
+        (self.version, self.flags, self.bodySize, self.frameSize) = (version, flags, bodySize, frameSize)
     }
 
     /// Reads the header of `file` and checks its magic, checksum, version and flags.

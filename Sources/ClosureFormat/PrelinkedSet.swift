@@ -30,14 +30,8 @@ package struct PrelinkedSet: Equatable, Sendable {
 
     package init(closure: LaunchClosure, base: UInt64, pageSize: UInt64, rangeSize: UInt64, imageOffsets: [UInt64],
                 slideRuns: ArraySlice<UInt8>, slideCount: Int, slidePageIndex: FixupPageIndex) {
-        self.closure = closure
-        self.base = base
-        self.pageSize = pageSize
-        self.rangeSize = rangeSize
-        self.imageOffsets = imageOffsets
-        self.slideRuns = slideRuns
-        self.slideCount = slideCount
-        self.slidePageIndex = slidePageIndex
+        (self.closure, self.base, self.pageSize, self.rangeSize, self.imageOffsets) = (closure, base, pageSize, rangeSize, imageOffsets)
+        (self.slideRuns, self.slideCount, self.slidePageIndex) = (slideRuns, slideCount, slidePageIndex)
     }
 
     /// The whole range read as one image: every segment of every image at its offset in the
@@ -263,11 +257,7 @@ package struct PrelinkedSetHeader: Equatable, Sendable {
     init(metadataSize: UInt64, dataOffset: UInt64, dataSize: UInt64, dataHash: UInt64, flags: UInt32) {
         checksum = 0
         version = PrelinkedSet.formatVersion
-        self.flags = flags
-        self.metadataSize = metadataSize
-        self.dataOffset = dataOffset
-        self.dataSize = dataSize
-        self.dataHash = dataHash
+        (self.flags, self.metadataSize, self.dataOffset, self.dataSize, self.dataHash) = (flags, metadataSize, dataOffset, dataSize, dataHash)
     }
 
     /// Bytes of the signature block after the metadata.

@@ -52,17 +52,10 @@ package struct ClosureImage: Equatable, Sendable {
     package init(path: String, installName: String, identity: ImageIdentity, plan: ImagePlan, dependencies: [ClosureDependency],
                 initializers: [UInt64], rpaths: [String], absentPaths: [String],
                 rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, rebaseCount: Int, bindCount: Int, fixupPageIndex: FixupPageIndex = .absent) {
-        self.path = path
-        self.identity = identity
-        self.plan = plan
+        (self.path, self.identity, self.plan) = (path, identity, plan)
         linkage = ClosureLinkage(installName: installName, dependencies: dependencies, rpaths: rpaths)
-        self.initializers = initializers
-        self.absentPaths = absentPaths
-        self.rebaseRuns = rebaseRuns
-        self.bindRuns = bindRuns
-        self.rebaseCount = rebaseCount
-        self.bindCount = bindCount
-        self.fixupPageIndex = fixupPageIndex
+        (self.initializers, self.absentPaths, self.rebaseRuns, self.bindRuns) = (initializers, absentPaths, rebaseRuns, bindRuns)
+        (self.rebaseCount, self.bindCount, self.fixupPageIndex) = (rebaseCount, bindCount, fixupPageIndex)
     }
 
     static let minimumEncodedSize = 16
