@@ -163,9 +163,7 @@ package struct ClosureFileHeader: Equatable, Sendable {
     /// The whole file: this header, with its checksum computed, followed by `frame`.
     package func file(around frame: [UInt8]) -> [UInt8] {
         var w = ClosureWriter()
-        w.u64(UInt64(version) | UInt64(flags) << 32)
-        w.u64(bodySize)
-        w.u64(frameSize)
+        for field in [UInt64(version) | UInt64(flags) << 32, bodySize, frameSize] { w.u64(field) }
         return w.checksummed(magic: Self.magic, payload: frame)
     }
 }

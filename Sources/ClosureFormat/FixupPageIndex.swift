@@ -54,9 +54,7 @@ package struct FixupPageIndex: Equatable, Sendable {
             next = page.page + 1
             w.uleb(page.rebases.runs)
             if page.rebases.runs > 0 {
-                w.uleb(page.rebases.offset)
-                w.uleb(page.rebases.location)
-                w.uleb(page.rebases.target)
+                for value in [UInt64(page.rebases.offset), page.rebases.location, page.rebases.target] { w.uleb(value) }
             }
             w.uleb(page.binds.runs)
             if page.binds.runs > 0 {

@@ -83,11 +83,7 @@ package struct PrelinkedSet: Equatable, Sendable {
         var w = ClosureWriter()
         w.blob(closure.encodedBody()[...])
         w.u64(base)
-        w.uleb(pageSize)
-        w.uleb(rangeSize)
-        w.uleb(imageOffsets.count)
-        for offset in imageOffsets { w.uleb(offset) }
-        w.uleb(slideCount)
+        for value in [pageSize, rangeSize, UInt64(imageOffsets.count)] + imageOffsets + [UInt64(slideCount)] { w.uleb(value) }
         w.blob(slideRuns)
         w.blob(slidePageIndex.bytes)
         return w.bytes
@@ -303,12 +299,7 @@ package struct PrelinkedSetHeader: Equatable, Sendable {
     /// The header, its checksum computed over it and `metadata`, followed by `metadata`.
     func bytes(metadata: [UInt8]) -> [UInt8] {
         var w = ClosureWriter()
-        w.u64(UInt64(version) | UInt64(flags) << 32)
-        w.u64(metadataSize)
-        w.u64(dataOffset)
-        w.u64(dataSize)
-        w.u64(dataHash)
-        w.u64(0)
+        for field in [UInt64(version) | UInt64(flags) << 32, metadataSize, dataOffset, dataSize, dataHash, 0] { w.u64(field) }
         return w.checksummed(magic: Self.magic, payload: metadata)
     }
 }

@@ -115,9 +115,7 @@ package struct SlidPrelinkedSetHeader: Equatable, Sendable {
         w.raw(bootID[...])
         for field in [dataHash, dataOffset, UInt64(protections.count)] { w.u64(field) }
         for run in protections {
-            w.u64(run.range.lowerBound)
-            w.u64(UInt64(run.range.count))
-            w.u64(UInt64(run.protection.rawValue))
+            for field in [run.range.lowerBound, UInt64(run.range.count), UInt64(run.protection.rawValue)] { w.u64(field) }
         }
         return w.checksummed(magic: Self.magic)
     }

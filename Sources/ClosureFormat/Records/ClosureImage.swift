@@ -154,9 +154,7 @@ package struct ClosureImage: Equatable, Sendable {
         w.string(path)
         w.blob(linkage.installName)
         identity.encode(into: &w)
-        w.uleb(plan.preferredBase)
-        w.uleb(plan.vmSize)
-        w.uleb(plan.segments.count)
+        for value in [plan.preferredBase, plan.vmSize, UInt64(plan.segments.count)] { w.uleb(value) }
         for segment in plan.segments { segment.encode(into: &w) }
         w.raw(linkage.dependencies)
         w.uleb(initializers.count)
