@@ -51,16 +51,11 @@ extension CommandFailure {
             }
         case let .missingSymbol(symbol, importedBy, expectedIn):
             self.init(what: symbol, why: "symbol not found (referenced from \(importedBy); expected in \(expectedIn))", kind: "missing-symbol")
-        case .malformed:
-            self.init(splitting: error.description, kind: "malformed")
-        case .wrongArchitecture:
-            self.init(splitting: error.description, kind: "wrong-architecture")
-        case .unusable, .failed:
-            self.init(splitting: error.description, kind: "unusable")
-        case .systemCall:
-            self.init(splitting: error.description, kind: "error")
-        case .mapping:
-            self.init(splitting: error.description, kind: "mapping")
+        case .malformed: self.init(splitting: error.description, kind: "malformed")
+        case .wrongArchitecture: self.init(splitting: error.description, kind: "wrong-architecture")
+        case .unusable, .failed: self.init(splitting: error.description, kind: "unusable")
+        case .systemCall: self.init(splitting: error.description, kind: "error")
+        case .mapping: self.init(splitting: error.description, kind: "mapping")
         case let .codeSignature(path, failure):
             self.init(what: path, why: "code signature invalid: \(failure)", kind: "code-signature")
             fix = "sign the image again (or restore it); `dyld3 codesign verify \(path)` shows every page that fails"
