@@ -74,7 +74,8 @@ package struct ClosureCache: Sendable {
 }
 
 extension String {
-    func leftPadded(to width: Int) -> String {
+    /// Zeros before `self` up to `width` characters.
+    package func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -39,10 +39,7 @@ extension PrelinkedSetFile {
         package var builtAt: Int64 { file.status.mtimeSeconds }
 
         init(file: UnsafeFileIO.OpenFile, path: String, header: PrelinkedSetHeader, set: PrelinkedSet) {
-            self.file = file
-            self.path = path
-            self.header = header
-            self.set = set
+            (self.file, self.path, self.header, self.set) = (file, path, header, set)
         }
 
         /// Checks the data against the signed SHA-256 or the header's xxh3 (reads all of it).

@@ -46,10 +46,7 @@ package enum SlidPrelinkedSetFile {
         package let rangeSize: UInt64
 
         init(file: UnsafeFileIO.OpenFile, path: String, header: SlidPrelinkedSetHeader, rangeSize: UInt64) {
-            self.file = file
-            self.path = path
-            self.header = header
-            self.rangeSize = rangeSize
+            (self.file, self.path, self.header, self.rangeSize) = (file, path, header, rangeSize)
         }
 
         /// The copy's data mapped read-only at its base and given its protection runs

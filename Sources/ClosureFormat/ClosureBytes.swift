@@ -173,7 +173,7 @@ enum ClosureLEB128 {
 
 extension Collection<UInt8> where Index == Int {
     /// The little-endian 64-bit word at `offset` (the caller checked the bounds).
-    func littleEndianWord(_ offset: Int) -> UInt64 {
+    package func littleEndianWord(_ offset: Int) -> UInt64 {
         (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(self[offset + $1]) }
     }
 

@@ -128,10 +128,7 @@ package struct ClosureFileHeader: Equatable, Sendable {
 
     package init(version: UInt32, flags: UInt32, bodySize: UInt64, frameSize: UInt64) {
         checksum = 0
-        self.version = version
-        self.flags = flags
-        self.bodySize = bodySize
-        self.frameSize = frameSize
+        (self.version, self.flags, self.bodySize, self.frameSize) = (version, flags, bodySize, frameSize)
     }
 
     /// Reads the header of `file` and checks its magic, checksum, version and flags.
@@ -166,9 +163,7 @@ package struct ClosureFileHeader: Equatable, Sendable {
     /// The whole file: this header, with its checksum computed, followed by `frame`.
     package func file(around frame: [UInt8]) -> [UInt8] {
         var w = ClosureWriter()
-        w.u64(UInt64(version) | UInt64(flags) << 32)
-        w.u64(bodySize)
-        w.u64(frameSize)
+        for field in [UInt64(version) | UInt64(flags) << 32, bodySize, frameSize] { w.u64(field) }
         return w.checksummed(magic: Self.magic, payload: frame)
     }
 }

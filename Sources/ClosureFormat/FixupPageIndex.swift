@@ -13,13 +13,6 @@ package struct FixupRestart: Equatable, Sendable {
     package var target: UInt64
 
     package static let none = FixupRestart(runs: 0, offset: 0, location: 0, target: 0)
-
-    package init(runs: Int, offset: Int, location: UInt64, target: UInt64) {
-        self.runs = runs
-        self.offset = offset
-        self.location = location
-        self.target = target
-    }
 }
 
 /// One page of an image that receives fixups, and where its rebase and bind runs start.
@@ -28,12 +21,6 @@ package struct FixupPage: Equatable, Sendable {
     package var page: UInt64
     package var rebases: FixupRestart
     package var binds: FixupRestart
-
-    package init(page: UInt64, rebases: FixupRestart, binds: FixupRestart) {
-        self.page = page
-        self.rebases = rebases
-        self.binds = binds
-    }
 }
 
 /// An image's fixup page index (docs/closure-format.md, "Fixup page index"): for every page
@@ -67,9 +54,7 @@ package struct FixupPageIndex: Equatable, Sendable {
             next = page.page + 1
             w.uleb(page.rebases.runs)
             if page.rebases.runs > 0 {
-                w.uleb(page.rebases.offset)
-                w.uleb(page.rebases.location)
-                w.uleb(page.rebases.target)
+                for value in [UInt64(page.rebases.offset), page.rebases.location, page.rebases.target] { w.uleb(value) }
             }
             w.uleb(page.binds.runs)
             if page.binds.runs > 0 {

@@ -45,17 +45,10 @@ package struct LaunchClosure: Equatable, Sendable {
     package init(binding: ClosureBinding, contentOnlyIdentity: Bool, images: [ClosureImage], rootCount: Int,
                 bindTargets: [BindTarget], initializerOrder: [Int], entryOffset: UInt64?, missingWeakDylibs: [ClosureMissingDylib],
                 objc: ClosureObjC = .none, threadLocals: ClosureThreadLocals = .none, dlopens: [ClosureDlopen] = []) {
-        self.binding = binding
-        self.contentOnlyIdentity = contentOnlyIdentity
-        self.images = images
-        self.rootCount = rootCount
+        (self.binding, self.contentOnlyIdentity, self.images, self.rootCount) = (binding, contentOnlyIdentity, images, rootCount)
         self.bindTargets = BindTargetTable(bindTargets)
-        self.initializerOrder = initializerOrder
-        self.entryOffset = entryOffset
-        self.missingWeakDylibs = missingWeakDylibs
-        self.objc = objc
-        self.threadLocals = threadLocals
-        self.dlopens = dlopens
+        (self.initializerOrder, self.entryOffset, self.missingWeakDylibs, self.objc) = (initializerOrder, entryOffset, missingWeakDylibs, objc)
+        (self.threadLocals, self.dlopens) = (threadLocals, dlopens)
     }
 
     /// Per image, the signature its mapped pages are checked against: none for an image in the

@@ -30,14 +30,8 @@ package struct PrelinkedSet: Equatable, Sendable {
 
     package init(closure: LaunchClosure, base: UInt64, pageSize: UInt64, rangeSize: UInt64, imageOffsets: [UInt64],
                 slideRuns: ArraySlice<UInt8>, slideCount: Int, slidePageIndex: FixupPageIndex) {
-        self.closure = closure
-        self.base = base
-        self.pageSize = pageSize
-        self.rangeSize = rangeSize
-        self.imageOffsets = imageOffsets
-        self.slideRuns = slideRuns
-        self.slideCount = slideCount
-        self.slidePageIndex = slidePageIndex
+        (self.closure, self.base, self.pageSize, self.rangeSize, self.imageOffsets) = (closure, base, pageSize, rangeSize, imageOffsets)
+        (self.slideRuns, self.slideCount, self.slidePageIndex) = (slideRuns, slideCount, slidePageIndex)
     }
 
     /// The whole range read as one image: every segment of every image at its offset in the
@@ -89,11 +83,7 @@ package struct PrelinkedSet: Equatable, Sendable {
         var w = ClosureWriter()
         w.blob(closure.encodedBody()[...])
         w.u64(base)
-        w.uleb(pageSize)
-        w.uleb(rangeSize)
-        w.uleb(imageOffsets.count)
-        for offset in imageOffsets { w.uleb(offset) }
-        w.uleb(slideCount)
+        for value in [pageSize, rangeSize, UInt64(imageOffsets.count)] + imageOffsets + [UInt64(slideCount)] { w.uleb(value) }
         w.blob(slideRuns)
         w.blob(slidePageIndex.bytes)
         return w.bytes
@@ -263,11 +253,7 @@ package struct PrelinkedSetHeader: Equatable, Sendable {
     init(metadataSize: UInt64, dataOffset: UInt64, dataSize: UInt64, dataHash: UInt64, flags: UInt32) {
         checksum = 0
         version = PrelinkedSet.formatVersion
-        self.flags = flags
-        self.metadataSize = metadataSize
-        self.dataOffset = dataOffset
-        self.dataSize = dataSize
-        self.dataHash = dataHash
+        (self.flags, self.metadataSize, self.dataOffset, self.dataSize, self.dataHash) = (flags, metadataSize, dataOffset, dataSize, dataHash)
     }
 
     /// Bytes of the signature block after the metadata.
@@ -313,12 +299,7 @@ package struct PrelinkedSetHeader: Equatable, Sendable {
     /// The header, its checksum computed over it and `metadata`, followed by `metadata`.
     func bytes(metadata: [UInt8]) -> [UInt8] {
         var w = ClosureWriter()
-        w.u64(UInt64(version) | UInt64(flags) << 32)
-        w.u64(metadataSize)
-        w.u64(dataOffset)
-        w.u64(dataSize)
-        w.u64(dataHash)
-        w.u64(0)
+        for field in [UInt64(version) | UInt64(flags) << 32, metadataSize, dataOffset, dataSize, dataHash, 0] { w.u64(field) }
         return w.checksummed(magic: Self.magic, payload: metadata)
     }
 }

@@ -47,11 +47,7 @@ package struct SlidPrelinkedSetHeader: Equatable, Sendable {
     package let protections: [ProtectionRun]
 
     package init(setChecksum: UInt64, setDataHash: UInt64, base: UInt64, bootID: [UInt8], dataHash: UInt64, protections: [ProtectionRun]) {
-        self.setChecksum = setChecksum
-        self.setDataHash = setDataHash
-        self.base = base
-        self.bootID = bootID
-        self.dataHash = dataHash
+        (self.setChecksum, self.setDataHash, self.base, self.bootID, self.dataHash) = (setChecksum, setDataHash, base, bootID, dataHash)
         self.protections = protections
         let alignment = PrelinkedSet.dataAlignment
         dataOffset = (UInt64(Self.size + protections.count * Self.runSize) + alignment - 1) / alignment * alignment
@@ -119,9 +115,7 @@ package struct SlidPrelinkedSetHeader: Equatable, Sendable {
         w.raw(bootID[...])
         for field in [dataHash, dataOffset, UInt64(protections.count)] { w.u64(field) }
         for run in protections {
-            w.u64(run.range.lowerBound)
-            w.u64(UInt64(run.range.count))
-            w.u64(UInt64(run.protection.rawValue))
+            for field in [run.range.lowerBound, UInt64(run.range.count), UInt64(run.protection.rawValue)] { w.u64(field) }
         }
         return w.checksummed(magic: Self.magic)
     }

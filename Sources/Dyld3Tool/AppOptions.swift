@@ -110,11 +110,7 @@ struct TrustOptions: ParsableArguments {
     /// The trust key, read from `--trust`; a key that cannot be read fails the command.
     func trustKey() throws -> ClosureTrustKey? {
         guard let trust else { return nil }
-        do throws(CommandFailure) {
-            return try ClosureTrustKey(contentsOf: trust)
-        } catch {
-            throw CommandFailure(error, option: "--trust")
-        }
+        return try CommandFailure.readKey(trust, option: "--trust", ClosureTrustKey.init(contentsOf:))
     }
 
     /// The dyld3 launch configuration these options ask for: their checks, and `dlopen`

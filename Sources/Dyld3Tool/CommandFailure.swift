@@ -51,16 +51,11 @@ extension CommandFailure {
             }
         case let .missingSymbol(symbol, importedBy, expectedIn):
             self.init(what: symbol, why: "symbol not found (referenced from \(importedBy); expected in \(expectedIn))", kind: "missing-symbol")
-        case .malformed:
-            self.init(splitting: error.description, kind: "malformed")
-        case .wrongArchitecture:
-            self.init(splitting: error.description, kind: "wrong-architecture")
-        case .unusable, .failed:
-            self.init(splitting: error.description, kind: "unusable")
-        case .systemCall:
-            self.init(splitting: error.description, kind: "error")
-        case .mapping:
-            self.init(splitting: error.description, kind: "mapping")
+        case .malformed: self.init(splitting: error.description, kind: "malformed")
+        case .wrongArchitecture: self.init(splitting: error.description, kind: "wrong-architecture")
+        case .unusable, .failed: self.init(splitting: error.description, kind: "unusable")
+        case .systemCall: self.init(splitting: error.description, kind: "error")
+        case .mapping: self.init(splitting: error.description, kind: "mapping")
         case let .codeSignature(path, failure):
             self.init(what: path, why: "code signature invalid: \(failure)", kind: "code-signature")
             fix = "sign the image again (or restore it); `dyld3 codesign verify \(path)` shows every page that fails"
@@ -83,10 +78,10 @@ extension CommandFailure {
         }
     }
 
-    /// A key file given to `option` that cannot be used.
-    init(_ error: CommandFailure, option: String) {
-        self = error
-        what = "\(option) \(error.what)"
+    /// The key file `path` given to `option`, read by `read`; one that cannot be used fails
+    /// naming the option.
+    static func readKey<Key>(_ path: String, option: String, _ read: (String) throws(CommandFailure) -> Key) throws(CommandFailure) -> Key {
+        do { return try read(path) } catch { throw CommandFailure(what: "\(option) \(error.what)", why: error.why, fix: error.fix, kind: error.kind) }
     }
 
     /// The system root beside an app built as the fixtures are (`DIR/X.app` with `DIR/root`).

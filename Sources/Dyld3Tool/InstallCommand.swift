@@ -53,11 +53,9 @@ struct InstallCommand: ParsableCommand {
         let (targets, signer) = try CommandFailure.reporting(json: json) { () throws -> ([String], ClosureSigningKey?) in
             try options.checkRoot()
             let targets = try AppLocator.expand(apps)
-            do throws(CommandFailure) {
-                return (targets, try sign.map { (key) throws(CommandFailure) in try ClosureSigningKey(contentsOf: key) })
-            } catch {
-                throw CommandFailure(error, option: "--sign")
-            }
+            return (targets, try sign.map { (key) throws(CommandFailure) in
+                try CommandFailure.readKey(key, option: "--sign", ClosureSigningKey.init(contentsOf:))
+            })
         }
         if let problem = cache.checkTrust() {
             printError("dyld3: warning: launches will refuse closures in \(cache.directory): \(problem)")

@@ -24,13 +24,12 @@ struct KeyCommand: ParsableCommand {
         var json = false
 
         func run() throws {
-            do {
-                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-            } catch {
-                CommandFailure(what: out, why: "cannot create the directory: \(error.localizedDescription)", kind: "key").report(json: json)
-                throw ExitCode(1)
-            }
             try CommandFailure.reporting(json: json) {
+                do {
+                    try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                } catch {
+                    throw CommandFailure(what: out, why: "cannot create the directory: \(error.localizedDescription)", kind: "key")
+                }
                 let paths = try ClosureSigningKey().write(into: out)
                 if json {
                     print(JSONValue.object([

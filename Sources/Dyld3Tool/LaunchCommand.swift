@@ -173,12 +173,7 @@ struct LaunchCommand: ParsableCommand {
     func signingKey(trusting trustKey: ClosureTrustKey?) throws -> ClosureSigningKey? {
         guard let sign else { return nil }
         guard rebuild else { throw ValidationError("--sign is for --rebuild") }
-        let signer: ClosureSigningKey
-        do throws(CommandFailure) {
-            signer = try ClosureSigningKey(contentsOf: sign)
-        } catch {
-            throw CommandFailure(error, option: "--sign")
-        }
+        let signer = try CommandFailure.readKey(sign, option: "--sign", ClosureSigningKey.init(contentsOf:))
         if let trustKey, signer.trustKey != trustKey {
             throw CommandFailure(what: "--sign \(sign)", why: "not the private half of the --trust key: the closure it signs would be refused", kind: "key")
         }

@@ -17,15 +17,10 @@ struct SharedCacheCommand: ParsableCommand {
     /// `dyld3 inspect` of a file with the `dyld_v1` magic.
     /// `inspect CACHE`: the cache's tables; with `image`, that image of it (`tables` as for a file).
     static func inspect(_ path: String, bytes: ByteView, json: Bool, image: String? = nil, tables: Set<InspectTable> = []) throws {
-        let cache: DyldCacheFile
-        do {
-            cache = try DyldCacheFile(parsing: bytes)
-        } catch {
-            throw error.inFile(path)
-        }
         var out = StandardOutput()
         defer { out.flush() }
-        do {
+        do throws(MachOError) {
+            let cache = try DyldCacheFile(parsing: bytes)
             if let image {
                 out.write(try DyldCacheReport.imageText(cache, path: path, name: image, tables: tables))
             } else {
@@ -57,13 +52,7 @@ struct SharedCacheBuildCommand: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let built: SharedCacheBuilder.Built
-        do {
-            built = try SharedCacheBuilder.build(root: root, arch: arch, output: out)
-        } catch {
-            CommandFailure(error).report(json: json)
-            throw ExitCode(1)
-        }
+        let built = try CommandFailure.reporting(json: json) { try SharedCacheBuilder.build(root: root, arch: arch, output: out) }
         if json {
             print(JSONValue.object([
                 ("cache", .string(built.path)), ("arch", .string(built.arch)), ("images", .int(Int64(built.images.count))),

@@ -34,16 +34,10 @@ package struct BenchConfiguration: Sendable {
     package init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11, outputDirectory: String = "build/bench/results",
                 arch: String = "x86_64", style: String = "chained", repositoryRoot: String, workDirectory: String? = nil,
                 toolPath: String?, cold: Bool = false, eviction: EvictionMethod? = nil) {
-        self.dylibCounts = dylibCounts
-        self.runs = runs
-        self.outputDirectory = outputDirectory
-        self.arch = arch
-        self.style = style
+        (self.dylibCounts, self.runs, self.outputDirectory, self.arch, self.style) = (dylibCounts, runs, outputDirectory, arch, style)
         self.repositoryRoot = repositoryRoot
         self.workDirectory = workDirectory ?? repositoryRoot + "/build"
-        self.toolPath = toolPath
-        self.cold = cold
-        self.eviction = eviction
+        (self.toolPath, self.cold, self.eviction) = (toolPath, cold, eviction)
     }
 
     /// How `--cold` samples empty the page cache (``EvictionMethod/choose(requested:dropCachesWritable:)``); nil without `--cold`.

@@ -7,9 +7,7 @@ package struct ObjCShape: Codable, Sendable, Equatable {
     package var selectorReferences: Int
 
     package init(classes: Int, categories: Int, selectorReferences: Int) {
-        self.classes = classes
-        self.categories = categories
-        self.selectorReferences = selectorReferences
+        (self.classes, self.categories, self.selectorReferences) = (classes, categories, selectorReferences)
     }
 
     /// The options that make `tools/gen-app` generate this shape.

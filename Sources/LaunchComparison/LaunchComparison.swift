@@ -153,7 +153,7 @@ package struct LaunchComparison: Sendable {
                     let word = UInt64(offset / 8 * 8)
                     // A thread-local descriptor's key: each launch's own key for the image.
                     if let slowKey = slowKeys[a.image], let fastKey = fastKeys[b.image], Int(word) + 8 <= min(a.bytes.count, b.bytes.count),
-                       a.bytes.loadWord(at: Int(word)) == UInt64(slowKey), b.bytes.loadWord(at: Int(word)) == UInt64(fastKey) {
+                       a.bytes.littleEndianWord(Int(word)) == UInt64(slowKey), b.bytes.littleEndianWord(Int(word)) == UInt64(fastKey) {
                         offset = Int(word) + 8
                         continue
                     }
@@ -336,7 +336,7 @@ package struct LaunchComparison: Sendable {
             let end = segment.vmOffset + UInt64(bytes.count)
             for location in locations[segment.image] where location >= segment.vmOffset && location < end && end - location >= 8 {
                 let at = Int(location - segment.vmOffset)
-                let value = relative(bytes.loadWord(at: at))
+                let value = relative(bytes.littleEndianWord(at))
                 for byte in 0..<8 { bytes[at + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
             }
             segments[position] = LaunchMemory.SegmentSnapshot(image: segment.image, segment: segment.segment, vmOffset: segment.vmOffset, bytes: bytes)
@@ -378,12 +378,5 @@ struct SymbolNames {
         guard let file = try? ImageFile.load(path: paths[index], arch: arch),
               let symbols = try? file.image.exportTrie()?.allSymbols() else { return nil }
         return symbols.first { $0.imageOffset == offset }?.name
-    }
-}
-
-private extension [UInt8] {
-    /// The little-endian word at `offset` (which has 8 bytes after it).
-    func loadWord(at offset: Int) -> UInt64 {
-        self[offset..<offset + 8].reversed().reduce(0) { $0 << 8 | UInt64($1) }
     }
 }

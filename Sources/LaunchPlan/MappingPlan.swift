@@ -16,13 +16,8 @@ package struct SegmentPlan: Equatable, Sendable {
 
     package init(name: String, vmOffset: UInt64, vmSize: UInt64, fileOffset: UInt64, fileSize: UInt64,
                 protection: VMProtection, readOnlyAfterFixups: Bool) {
-        self.name = name
-        self.vmOffset = vmOffset
-        self.vmSize = vmSize
-        self.fileOffset = fileOffset
-        self.fileSize = fileSize
-        self.protection = protection
-        self.readOnlyAfterFixups = readOnlyAfterFixups
+        (self.name, self.vmOffset, self.vmSize, self.fileOffset, self.fileSize) = (name, vmOffset, vmSize, fileOffset, fileSize)
+        (self.protection, self.readOnlyAfterFixups) = (protection, readOnlyAfterFixups)
     }
 
     /// Whether fixups may be written into this segment.
@@ -45,10 +40,7 @@ package struct ImagePlan: Equatable, Sendable {
     package var segments: [SegmentPlan]
 
     package init(path: String, preferredBase: UInt64, vmSize: UInt64, segments: [SegmentPlan]) {
-        self.path = path
-        self.preferredBase = preferredBase
-        self.vmSize = vmSize
-        self.segments = segments
+        (self.path, self.preferredBase, self.vmSize, self.segments) = (path, preferredBase, vmSize, segments)
     }
 
     /// Whether the `size` bytes at `offset` (from the image's base) lie inside one writable

@@ -18,9 +18,6 @@ package struct ObjCLoadCall: Equatable, Hashable, Sendable {
     package let selector: ImageLocation
 
     package init(image: Int, method: ImageLocation, cls: ImageLocation, selector: ImageLocation) {
-        self.image = image
-        self.method = method
-        self.cls = cls
-        self.selector = selector
+        (self.image, self.method, self.cls, self.selector) = (image, method, cls, selector)
     }
 }

@@ -19,11 +19,7 @@ package struct SignedImage: Equatable, Sendable {
 
     package init(cdHash: CDHash, hashType: CSHashType, codeDirectoryOffset: UInt64, codeDirectorySize: Int,
                 teamID: String? = nil, platform: UInt8 = 0) {
-        self.cdHash = cdHash
-        self.hashType = hashType
-        self.codeDirectoryOffset = codeDirectoryOffset
-        self.codeDirectorySize = codeDirectorySize
-        self.teamID = teamID
-        self.platform = platform
+        (self.cdHash, self.hashType, self.codeDirectoryOffset, self.codeDirectorySize) = (cdHash, hashType, codeDirectoryOffset, codeDirectorySize)
+        (self.teamID, self.platform) = (teamID, platform)
     }
 }

@@ -14,10 +14,7 @@ package struct ThreadLocalSetup: Equatable, Sendable {
     package var descriptors: [UInt64]
 
     package init(image: Int, templateOffset: UInt64, initialSize: UInt64, totalSize: UInt64, descriptors: [UInt64]) {
-        self.image = image
-        self.templateOffset = templateOffset
-        self.initialSize = initialSize
-        self.totalSize = totalSize
+        (self.image, self.templateOffset, self.initialSize, self.totalSize) = (image, templateOffset, initialSize, totalSize)
         self.descriptors = descriptors
     }
 

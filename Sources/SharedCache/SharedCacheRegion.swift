@@ -17,7 +17,7 @@ package enum SharedCacheRegion {
     /// The slid copy of `cache` for closures in `directory`.
     package static func slidCopyPath(_ cache: ClosureSharedCache, directory: String) -> String {
         directory + "/" + (cache.path.split(separator: "/").last.map(String.init) ?? "dyld_shared_cache") + "."
-            + cache.uuid.map { String($0, radix: 16).leftPadded(2) }.joined() + "." + ClosureCache.slidCacheExtension
+            + cache.uuid.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "." + ClosureCache.slidCacheExtension
     }
 
     /// Maps the cache `cache` names for the closure at `closurePath`: its range, and the base of
@@ -242,8 +242,4 @@ package enum SharedCacheRegion {
             return all[low...].prefix { $0.location - slot.offset < slot.size }.map { ($0.location - slot.offset, $0.target) }
         }
     }
-}
-
-extension String {
-    fileprivate func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

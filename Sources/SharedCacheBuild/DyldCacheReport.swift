@@ -1,3 +1,4 @@
+import ClosureCache
 import SharedCache
 import MachOInspect
 import MachOReader
@@ -5,22 +6,12 @@ import MachOReader
 /// What `dyld3 inspect` prints for a dyld shared cache: the header, the mappings with their
 /// slide info, and the images (address, UUID, path), as `dyld_shared_cache_util -list` lists them.
 package enum DyldCacheReport {
-    static func protection(_ bits: UInt32) -> String {
-        (bits & 1 != 0 ? "r" : "-") + (bits & 2 != 0 ? "w" : "-") + (bits & 4 != 0 ? "x" : "-")
-    }
-    static func uuid(_ bytes: [UInt8]) -> String {
-        let digits = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined()
-        guard digits.count == 32 else { return digits }
-        let parts = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
-            String(digits[digits.index(digits.startIndex, offsetBy: range.lowerBound)..<digits.index(digits.startIndex, offsetBy: range.upperBound)])
-        }
-        return parts.joined(separator: "-")
-    }
+    static func protection(_ bits: UInt32) -> String { VMProtection(rawValue: Int32(truncatingIfNeeded: bits)).description }
 
     package static func text(_ cache: DyldCacheFile, path: String) throws(MachOError) -> String {
         let header = cache.header
         var out = "\(path): dyld shared cache (\(header.arch))\n"
-        out += "  uuid:            \(uuid(header.uuid))\n"
+        out += "  uuid:            \(ClosureDump.uuidString(header.uuid))\n"
         out += "  platform:        \(header.platform), os version \(header.osVersion >> 16).\((header.osVersion >> 8) & 0xff)\n"
         out += "  shared region:   \(hex(header.sharedRegionStart)) + \(hex(header.sharedRegionSize)), max slide \(hex(header.maxSlide))\n"
         out += "  mappings:        \(cache.mappings.count)\n"
@@ -40,7 +31,7 @@ package enum DyldCacheReport {
         }
         out += "  images:          \(cache.images.count)\n"
         for image in cache.images {
-            out += "    \(hex(image.address)) \(uuid(image.uuid)) \(image.path)\n"
+            out += "    \(hex(image.address)) \(ClosureDump.uuidString(image.uuid)) \(image.path)\n"
         }
         return out
     }
@@ -60,7 +51,7 @@ package enum DyldCacheReport {
             ]))
         }
         return .object([
-            ("file", .string(path)), ("kind", .string("dyld_shared_cache")), ("arch", .string(header.arch)), ("uuid", .string(uuid(header.uuid))),
+            ("file", .string(path)), ("kind", .string("dyld_shared_cache")), ("arch", .string(header.arch)), ("uuid", .string(ClosureDump.uuidString(header.uuid))),
             ("platform", .int(Int64(header.platform))), ("shared_region_start", .uint(header.sharedRegionStart)),
             ("shared_region_size", .uint(header.sharedRegionSize)), ("max_slide", .uint(header.maxSlide)),
             ("mappings", .array(mappings)),
@@ -69,7 +60,7 @@ package enum DyldCacheReport {
                          ("locations", .int(Int64(table.locationCount)))])
             } ?? .null),
             ("images", .array(cache.images.map { image in
-                .object([("address", .uint(image.address)), ("uuid", .string(uuid(image.uuid))), ("path", .string(image.path)),
+                .object([("address", .uint(image.address)), ("uuid", .string(ClosureDump.uuidString(image.uuid))), ("path", .string(image.path)),
                          ("inode", .uint(image.inode)), ("mod_time", .uint(image.modTime))])
             })),
         ])
@@ -104,7 +95,7 @@ package enum DyldCacheReport {
         out += "  type          \(image.header.fileType)\n"
         out += "  flags         \(hex(UInt64(image.header.flags.rawValue)))\n"
         out += "  load commands \(image.loadCommands.count) (\(image.header.commandsSize) bytes)\n"
-        if let uuid = image.uuid { out += "  uuid          \(self.uuid(uuid))\n" }
+        if let uuid = image.uuid { out += "  uuid          \(ClosureDump.uuidString(uuid))\n" }
         out += "  segments\n"
         for segment in image.segments {
             out += "    \(segment.name.padding(toLength: 16, withPad: " ", startingAt: 0)) vm \(hex(segment.vmAddress))+\(hex(segment.vmSize))"

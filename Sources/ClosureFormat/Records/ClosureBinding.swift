@@ -23,13 +23,7 @@ package struct ClosureBinding: Equatable, Sendable {
 
     package init(builder: String = LaunchClosure.builderIdentity, arch: String, root: String, app: String, host: String,
                 inserted: String = "", policy: SigningPolicy = .default) {
-        self.builder = builder
-        self.arch = arch
-        self.root = root
-        self.app = app
-        self.host = host
-        self.inserted = inserted
-        self.policy = policy
+        (self.builder, self.arch, self.root, self.app, self.host, self.inserted, self.policy) = (builder, arch, root, app, host, inserted, policy)
     }
 
     /// The inserted libraries' paths, in order.
@@ -85,12 +79,6 @@ package struct ClosureBinding: Equatable, Sendable {
     }
 
     func encode(into w: inout ClosureWriter) {
-        w.string(builder)
-        w.string(arch)
-        w.string(root)
-        w.string(app)
-        w.string(host)
-        w.string(inserted)
-        w.string(policy.name)
+        for field in [builder, arch, root, app, host, inserted, policy.name] { w.string(field) }
     }
 }

@@ -12,9 +12,7 @@ package struct ClosureDependency: Equatable, Sendable {
     package var target: Int
 
     package init(installName: String, kind: DylibLinkKind, target: Int) {
-        self.installName = installName
-        self.kind = kind
-        self.target = target
+        (self.installName, self.kind, self.target) = (installName, kind, target)
     }
 
     /// The byte each link kind is stored as: its index here.

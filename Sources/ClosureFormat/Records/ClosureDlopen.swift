@@ -18,10 +18,7 @@ package struct ClosureDlopen: Equatable, Sendable {
     package var body: [UInt8]
 
     package init(requested: String, resolvedPath: String, opened: Int, body: [UInt8]) {
-        self.requested = requested
-        self.resolvedPath = resolvedPath
-        self.opened = opened
-        self.body = body
+        (self.requested, self.resolvedPath, self.opened, self.body) = (requested, resolvedPath, opened, body)
     }
 
     /// Fewest bytes one record takes: two empty strings, an index, an empty blob.
@@ -117,14 +114,7 @@ package struct BuiltDlopen: Sendable {
 
     package init(requested: String, resolvedPath: String, opened: Int, images: [ClosureImage], firstAdded: Int, initializerOrder: [Int],
                  fixups: [[ResolvedFixup]], builderState: (any Sendable)?, encode: @escaping @Sendable () throws(LoadError) -> ClosureDlopen) {
-        self.builderState = builderState
-        self.requested = requested
-        self.resolvedPath = resolvedPath
-        self.opened = opened
-        self.images = images
-        self.firstAdded = firstAdded
-        self.initializerOrder = initializerOrder
-        self.fixups = fixups
-        self.encode = encode
+        (self.builderState, self.requested, self.resolvedPath, self.opened, self.images) = (builderState, requested, resolvedPath, opened, images)
+        (self.firstAdded, self.initializerOrder, self.fixups, self.encode) = (firstAdded, initializerOrder, fixups, encode)
     }
 }

@@ -52,17 +52,10 @@ package struct ClosureImage: Equatable, Sendable {
     package init(path: String, installName: String, identity: ImageIdentity, plan: ImagePlan, dependencies: [ClosureDependency],
                 initializers: [UInt64], rpaths: [String], absentPaths: [String],
                 rebaseRuns: ArraySlice<UInt8>, bindRuns: ArraySlice<UInt8>, rebaseCount: Int, bindCount: Int, fixupPageIndex: FixupPageIndex = .absent) {
-        self.path = path
-        self.identity = identity
-        self.plan = plan
+        (self.path, self.identity, self.plan) = (path, identity, plan)
         linkage = ClosureLinkage(installName: installName, dependencies: dependencies, rpaths: rpaths)
-        self.initializers = initializers
-        self.absentPaths = absentPaths
-        self.rebaseRuns = rebaseRuns
-        self.bindRuns = bindRuns
-        self.rebaseCount = rebaseCount
-        self.bindCount = bindCount
-        self.fixupPageIndex = fixupPageIndex
+        (self.initializers, self.absentPaths, self.rebaseRuns, self.bindRuns) = (initializers, absentPaths, rebaseRuns, bindRuns)
+        (self.rebaseCount, self.bindCount, self.fixupPageIndex) = (rebaseCount, bindCount, fixupPageIndex)
     }
 
     static let minimumEncodedSize = 16
@@ -159,9 +152,7 @@ package struct ClosureImage: Equatable, Sendable {
         w.string(path)
         w.blob(linkage.installName)
         identity.encode(into: &w)
-        w.uleb(plan.preferredBase)
-        w.uleb(plan.vmSize)
-        w.uleb(plan.segments.count)
+        for value in [plan.preferredBase, plan.vmSize, UInt64(plan.segments.count)] { w.uleb(value) }
         for segment in plan.segments { segment.encode(into: &w) }
         w.raw(linkage.dependencies)
         w.uleb(initializers.count)

@@ -63,11 +63,9 @@ package struct ClosureThreadLocals: Equatable, Sendable {
     func encode(into w: inout ClosureWriter) {
         w.uleb(setups.count)
         for setup in setups {
-            w.uleb(setup.image)
-            w.uleb(setup.templateOffset)
-            w.uleb(setup.initialSize)
-            w.uleb(setup.totalSize)
-            w.uleb(setup.descriptors.count)
+            for value in [UInt64(setup.image), setup.templateOffset, setup.initialSize, setup.totalSize, UInt64(setup.descriptors.count)] {
+                w.uleb(value)
+            }
             var previous: UInt64 = 0
             for offset in setup.descriptors {
                 w.uleb(offset - previous)

@@ -24,14 +24,8 @@ package struct ImageIdentity: Equatable, Sendable {
 
     package init(size: UInt64, mtimeSeconds: Int64, mtimeNanoseconds: UInt64, inode: UInt64,
                 ctimeSeconds: Int64 = 0, ctimeNanoseconds: UInt64 = 0, uuid: [UInt8]?, contentHash: UInt64, signature: SignedImage? = nil) {
-        self.size = size
-        self.mtimeSeconds = mtimeSeconds
-        self.mtimeNanoseconds = mtimeNanoseconds
-        self.inode = inode
-        self.ctimeSeconds = ctimeSeconds
-        self.ctimeNanoseconds = ctimeNanoseconds
-        self.uuid = uuid
-        self.contentHash = contentHash
+        (self.size, self.mtimeSeconds, self.mtimeNanoseconds, self.inode) = (size, mtimeSeconds, mtimeNanoseconds, inode)
+        (self.ctimeSeconds, self.ctimeNanoseconds, self.uuid, self.contentHash) = (ctimeSeconds, ctimeNanoseconds, uuid, contentHash)
         self.signature = signature
     }
 

@@ -22,10 +22,7 @@ extension SegmentPlan {
 
     func encode(into w: inout ClosureWriter) {
         w.string(name)
-        w.uleb(vmOffset)
-        w.uleb(vmSize)
-        w.uleb(fileOffset)
-        w.uleb(fileSize)
+        for value in [vmOffset, vmSize, fileOffset, fileSize] { w.uleb(value) }
         w.u8(UInt8(truncatingIfNeeded: protection.rawValue))
         w.u8(readOnlyAfterFixups ? 1 : 0)
     }
