@@ -57,12 +57,7 @@ struct ObjCMetadataTable {
     }
 
     func findSection(_ names: [(segment: String, section: String)]) -> Section? {
-        for name in names {
-            if let section = image.sections.first(where: { $0.segmentName == name.segment && $0.name == name.section }) {
-                return section
-            }
-        }
-        return nil
+        names.lazy.compactMap { name in image.sections.first { $0.segmentName == name.segment && $0.name == name.section } }.first
     }
 
     mutating func write<Output: TextOutputStream>(to out: inout Output) throws(MachOError) {
