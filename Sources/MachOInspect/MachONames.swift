@@ -86,14 +86,8 @@ enum MachONames {
 
     /// The names of the bits set in `value`, in the table's order; the rest as one hex value.
     static func named(_ value: UInt32, _ table: [(UInt32, String)]) -> [String] {
-        var rest = value
-        var names: [String] = []
-        for (bit, name) in table where value & bit != 0 {
-            names.append(name)
-            rest &= ~bit
-        }
-        if rest != 0 { names.append("0x" + Text.hex(UInt64(rest), width: 8)) }
-        return names
+        let (names, rest) = namedBits(value, table)
+        return names + (rest != 0 ? ["0x" + Text.hex(UInt64(rest), width: 8)] : [])
     }
 }
 

@@ -82,22 +82,13 @@ package enum CodeSignatureNames {
     ]
 
     /// `adhoc,linker-signed`, with any unnamed bits as hex; `none` for 0.
-    package static func flagNames(_ flags: UInt32) -> String {
-        names(UInt64(flags), flags: Self.flags.map { (UInt64($0.0), $0.1) })
-    }
+    package static func flagNames(_ flags: UInt32) -> String { names(flags, Self.flags) }
 
-    package static func execSegFlagNames(_ flags: UInt64) -> String {
-        names(flags, flags: execSegFlags)
-    }
+    package static func execSegFlagNames(_ flags: UInt64) -> String { names(flags, execSegFlags) }
 
-    static func names(_ value: UInt64, flags: [(UInt64, String)]) -> String {
-        var parts: [String] = []
-        var rest = value
-        for (bit, name) in flags where value & bit != 0 {
-            parts.append(name)
-            rest &= ~bit
-        }
-        if rest != 0 { parts.append(hex(rest)) }
+    static func names<Value: FixedWidthInteger>(_ value: Value, _ table: [(Value, String)]) -> String {
+        let (names, rest) = namedBits(value, table)
+        let parts = names + (rest != 0 ? [hex(rest)] : [])
         return parts.isEmpty ? "none" : parts.joined(separator: ",")
     }
 
