@@ -5,7 +5,7 @@ import MachOReader
 /// cdHash of each CodeDirectory is shown.
 enum CodeSignatureTable {
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
-        guard let signature = try read(image) else {
+        guard let signature = try CodeSignature.read(from: image) else {
             out.write("Code signature: none\n")
             return
         }
@@ -45,11 +45,7 @@ enum CodeSignatureTable {
     }
 
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
-        guard let signature = try read(image) else {
-            json.member("code_signature", .null, to: &out)
-            return
-        }
-        json.member("code_signature", object(signature), to: &out)
+        json.member("code_signature", try CodeSignature.read(from: image).map(object) ?? .null, to: &out)
     }
 
     static func object(_ signature: CodeSignature) -> JSONValue {
@@ -82,23 +78,20 @@ enum CodeSignatureTable {
                 ("cdhash", .string(directory.cdHash.hex)),
             ])
         }
-        var members: [(String, JSONValue)] = [
+        return .object([
             ("data_offset", .uint(UInt64(signature.command.dataOffset))),
             ("data_size", .uint(UInt64(signature.command.dataSize))),
             ("superblob_length", .uint(UInt64(signature.superBlob.length))),
             ("blobs", .array(blobs)),
             ("code_directories", .array(directories)),
             ("cdhash", .string(signature.cdHash.hex)),
-        ]
-        members.append(("requirements", signature.requirements.map { requirements in
-            .array(requirements.entries.map { .object([("type", .string($0.typeName)), ("length", .int(Int64($0.view.count)))]) })
-        } ?? .null))
-        members.append(("entitlements_xml", signature.entitlements.map { .string($0.xml) } ?? .null))
-        members.append(("entitlements_der", signature.derEntitlements.map { der in
-            .object(der.entries.map { ($0.key, .string($0.value)) })
-        } ?? .null))
-        members.append(("cms_size", signature.cms.map { .int(Int64($0.cms.count)) } ?? .null))
-        return .object(members)
+            ("requirements", signature.requirements.map { requirements in
+                .array(requirements.entries.map { .object([("type", .string($0.typeName)), ("length", .int(Int64($0.view.count)))]) })
+            } ?? .null),
+            ("entitlements_xml", signature.entitlements.map { .string($0.xml) } ?? .null),
+            ("entitlements_der", signature.derEntitlements.map { der in .object(der.entries.map { ($0.key, .string($0.value)) }) } ?? .null),
+            ("cms_size", signature.cms.map { .int(Int64($0.cms.count)) } ?? .null),
+        ])
     }
 
     static func fields(_ directory: CS_CodeDirectory) -> [(String, String)] {
@@ -124,10 +117,6 @@ enum CodeSignatureTable {
         }
         rows.append(("cdhash", directory.cdHash.hex))
         return rows
-    }
-
-    static func read(_ image: MachOImage) throws(MachOError) -> CodeSignature? {
-        try CodeSignature.read(from: image)
     }
 
     static func hex(_ value: UInt32) -> String { Text.hex(UInt64(value)) }
