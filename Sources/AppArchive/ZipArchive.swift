@@ -399,8 +399,7 @@ private struct DirectoryWalker {
         let joined = Array(components.joined(separator: [UInt8(ascii: "/")]))
         let directory: UnsafeFileAt.Descriptor
         switch UnsafeFileAt.openDirectoryBeneath(joined, in: root) {
-        case let .success(opened):
-            directory = opened
+        case let .success(opened): directory = opened
         case .failure(ELOOP), .failure(EXDEV), .failure(ENOTDIR):
             throw .io(path: shown(joined), reason: "a symbolic link or a file is where the unpack expects a directory")
         case .failure:

@@ -100,8 +100,7 @@ enum FixupJSON {
                             ("high8", .int(Int64(rebase.high8)))]
             case let .bind(bind), let .authBind(bind, _):
                 members += [("kind", .string("bind")), ("import", .int(Int64(bind.importOrdinal))), ("addend", .int(bind.addend))]
-            case let .nonPointer(value):
-                members += [("kind", .string("value")), ("value", .uint(UInt64(value)))]
+            case let .nonPointer(value): members += [("kind", .string("value")), ("value", .uint(UInt64(value)))]
             }
             if let auth = fixup.pointer.authentication {
                 members += [("key", .string(auth.key.name)), ("diversity", .int(Int64(auth.diversity))),
@@ -140,8 +139,7 @@ enum FixupJSON {
             ("weak_definition", .bool(symbol.isWeakDefinition)),
         ]
         switch symbol.definition {
-        case let .image(offset):
-            members.append(("offset", .uint(offset)))
+        case let .image(offset): members.append(("offset", .uint(offset)))
         case let .stubAndResolver(stub, resolver):
             members += [("stub_offset", .uint(stub)), ("resolver_offset", .uint(resolver))]
         case let .functionVariant(defaultOffset, tableIndex):

@@ -117,8 +117,7 @@ package struct BuildTarget: Equatable, Sendable {
                 default: 1
                 }
                 return BuildTarget(platform: platform, minOS: version.version, sdk: version.sdk)
-            default:
-                return nil
+            default: return nil
             }
         }
     }

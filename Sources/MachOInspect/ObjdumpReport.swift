@@ -19,8 +19,7 @@ package enum ObjdumpReport {
             return [(file.slices[0], nil)]
         }
         switch selection {
-        case let .named(arch):
-            return [(try file.slice(for: arch), nil)]
+        case let .named(arch): return [(try file.slice(for: arch), nil)]
         case .host:
             if let slice = file.slices.first(where: { $0.cpu.matches(hostArchitecture) }) {
                 return [(slice, nil)]

@@ -175,36 +175,25 @@ package struct LoadCommand: Equatable, Sendable {
         size = try view.u32(4)
         offset = offsetInImage
         switch type {
-        case .segment64:
-            payload = .segment(try Segment(parsing: view))
+        case .segment64: payload = .segment(try Segment(parsing: view))
         case .loadDylib, .loadWeakDylib, .reexportDylib, .loadUpwardDylib, .lazyLoadDylib:
             payload = .dylib(DylibLinkKind(type)!, try DylibCommand(parsing: view))
-        case .idDylib:
-            payload = .idDylib(try DylibCommand(parsing: view))
-        case .rpath:
-            payload = .rpath(try view.lcString(at: 8))
-        case .main:
-            payload = .main(try EntryPoint(parsing: view))
-        case .uuid:
-            payload = .uuid(Array(try view.bytes(8, 16)))
-        case .buildVersion:
-            payload = .buildVersion(try BuildVersion(parsing: view))
+        case .idDylib: payload = .idDylib(try DylibCommand(parsing: view))
+        case .rpath: payload = .rpath(try view.lcString(at: 8))
+        case .main: payload = .main(try EntryPoint(parsing: view))
+        case .uuid: payload = .uuid(Array(try view.bytes(8, 16)))
+        case .buildVersion: payload = .buildVersion(try BuildVersion(parsing: view))
         case .versionMinMacOSX, .versionMinIPhoneOS, .versionMinTVOS, .versionMinWatchOS:
             payload = .versionMin(try VersionMin(parsing: view))
-        case .symtab:
-            payload = .symtab(try SymtabCommand(parsing: view))
-        case .dysymtab:
-            payload = .dysymtab(try DysymtabCommand(parsing: view))
-        case .dyldInfo, .dyldInfoOnly:
-            payload = .dyldInfo(try DyldInfo(parsing: view))
+        case .symtab: payload = .symtab(try SymtabCommand(parsing: view))
+        case .dysymtab: payload = .dysymtab(try DysymtabCommand(parsing: view))
+        case .dyldInfo, .dyldInfoOnly: payload = .dyldInfo(try DyldInfo(parsing: view))
         case .codeSignature, .functionStarts, .dataInCode, .dyldChainedFixups, .dyldExportsTrie,
              .segmentSplitInfo, .dylibCodeSignDRs, .linkerOptimizationHint, .atomInfo,
              .functionVariants, .functionVariantFixups:
             payload = .linkeditData(try LinkeditData(parsing: view))
-        case .loadDylinker, .idDylinker, .dyldEnvironment:
-            payload = .dylinker(try view.lcString(at: 8))
-        default:
-            payload = .raw
+        case .loadDylinker, .idDylinker, .dyldEnvironment: payload = .dylinker(try view.lcString(at: 8))
+        default: payload = .raw
         }
     }
 }

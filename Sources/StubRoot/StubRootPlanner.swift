@@ -179,8 +179,7 @@ private struct StubRootPlanner {
                         } else {
                             hostExports[graph.arch, default: []].insert(entry.name)
                         }
-                    case BindFixup.ordinalFlatLookup, BindFixup.ordinalWeakLookup:
-                        flatImports.append((g, entry))
+                    case BindFixup.ordinalFlatLookup, BindFixup.ordinalWeakLookup: flatImports.append((g, entry))
                     default:
                         note(entry, of: file.path, arch: graph.arch, expectedIn: "unknown special library ordinal \(entry.libraryOrdinal)")
                     }

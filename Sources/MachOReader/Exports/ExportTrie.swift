@@ -59,10 +59,8 @@ package struct ExportTrie: Sendable {
             return ExportTerminal(flags: plain.flags, definition: .image(offset: plain.offset), nodeOffset: node)
         case let .found(node, infoStart, infoSize, nil):
             return try ExportTerminal(parsing: try view.slice(infoStart, infoSize), nodeOffset: node, name: name.string)
-        case .notFound:
-            return nil
-        case .irregular:
-            return try checkedLookup(name, path: &path)
+        case .notFound: return nil
+        case .irregular: return try checkedLookup(name, path: &path)
         }
     }
 

@@ -125,12 +125,9 @@ package struct BindOpcodeDecoder: Sendable {
         while opcodes.pendingCount == 0 {
             guard let (opcode, immediate, opcodeOffset): (BindOpcode, UInt8, Int) = try opcodes.nextOpcode("bind") else { return nil }
             switch opcode {
-            case .done:
-                if stream != .lazy || opcodes.cursor.position > lastNonZeroPosition { opcodes.finished = true }
-            case .setDylibOrdinalImm:
-                try setOrdinal(UInt64(immediate), at: opcodeOffset, opcode)
-            case .setDylibOrdinalULEB:
-                try setOrdinal(try opcodes.cursor.uleb128(), at: opcodeOffset, opcode)
+            case .done: if stream != .lazy || opcodes.cursor.position > lastNonZeroPosition { opcodes.finished = true }
+            case .setDylibOrdinalImm: try setOrdinal(UInt64(immediate), at: opcodeOffset, opcode)
+            case .setDylibOrdinalULEB: try setOrdinal(try opcodes.cursor.uleb128(), at: opcodeOffset, opcode)
             case .setDylibSpecialImm: // 0, or sign-extended -1...-16
                 try refuseInWeakStream(at: opcodeOffset, opcode)
                 let special = immediate == 0 ? 0 : Int(Int8(bitPattern: 0xf0 | immediate))
@@ -151,14 +148,11 @@ package struct BindOpcodeDecoder: Sendable {
                     throw MachOError.malformed("\(opcode.name) sets unknown bind type \(immediate)", at: opcodeOffset)
                 }
                 type = BindType(rawValue: immediate)
-            case .setAddendSLEB:
-                addend = try opcodes.cursor.sleb128()
-            case .setSegmentAndOffsetULEB:
-                try opcodes.setSegment(immediate, at: opcodeOffset, opcode.name)
+            case .setAddendSLEB: addend = try opcodes.cursor.sleb128()
+            case .setSegmentAndOffsetULEB: try opcodes.setSegment(immediate, at: opcodeOffset, opcode.name)
             case .addAddrULEB: // wraps, as dyld's arithmetic does
                 opcodes.segmentOffset &+= try opcodes.cursor.uleb128()
-            case .doBind:
-                try schedule(1, skip: 0, at: opcodeOffset, opcode)
+            case .doBind: try schedule(1, skip: 0, at: opcodeOffset, opcode)
             case .doBindAddAddrULEB:
                 try refuseInLazyStream(at: opcodeOffset, opcode)
                 let skip = try opcodes.cursor.uleb128()
@@ -171,8 +165,7 @@ package struct BindOpcodeDecoder: Sendable {
                 let count = try opcodes.cursor.uleb128()
                 let skip = try opcodes.cursor.uleb128()
                 try schedule(count, skip: skip, at: opcodeOffset, opcode)
-            case .threaded:
-                throw MachOError(offset: opcodeOffset, .unsupported("threaded bind opcodes (arm64e)"))
+            case .threaded: throw MachOError(offset: opcodeOffset, .unsupported("threaded bind opcodes (arm64e)"))
             }
         }
         let location = try opcodes.nextLocation()

@@ -117,8 +117,7 @@ package struct ChainedFixupChains: Sendable {
         self.segments = segments
 
         switch header.symbolsFormat {
-        case ChainedFixupsHeader.symbolsUncompressed:
-            importTable = try ChainedImportTable(blob, header: header)
+        case ChainedFixupsHeader.symbolsUncompressed: importTable = try ChainedImportTable(blob, header: header)
         case ChainedFixupsHeader.symbolsZlib:
             throw MachOError(
                 offset: blob.absolute(ChainedFixupsHeader.Field.symbolsFormat),
