@@ -85,9 +85,7 @@ package struct ZipArchive: Sendable {
             }
             index -= 1
         }
-        guard let eocd else {
-            throw .malformed(archive: path, offset: archiveSize, what: "no end-of-central-directory record")
-        }
+        guard let eocd else { throw .malformed(archive: path, offset: archiveSize, what: "no end-of-central-directory record") }
         let eocdOffset = tailStart + eocd
         let disk = u16(tail, eocd + 4), cdDisk = u16(tail, eocd + 6)
         let count = Int(u16(tail, eocd + 10)), cdSize = Int(u32(tail, eocd + 12)), cdOffset = Int(u32(tail, eocd + 16))

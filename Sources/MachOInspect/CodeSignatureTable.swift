@@ -18,9 +18,7 @@ enum CodeSignatureTable {
         }
         for directory in signature.codeDirectories {
             out.write("  \(CodeSignatureNames.slotName(directory.slot))\n")
-            for (label, value) in fields(directory) {
-                out.write("    \(Text.pad(label, 15)) \(value)\n")
-            }
+            for (label, value) in fields(directory) { out.write("    \(Text.pad(label, 15)) \(value)\n") }
         }
         if let requirements = signature.requirements {
             out.write("  Requirements \(requirements.entries.count)\n")
@@ -31,17 +29,13 @@ enum CodeSignatureTable {
         if let entitlements = signature.entitlements {
             out.write("  Entitlements (XML, \(entitlements.blob.count) bytes)\n")
             let xml = entitlements.xml.hasSuffix("\n") ? String(entitlements.xml.dropLast()) : entitlements.xml
-            for line in xml.split(separator: "\n", omittingEmptySubsequences: false) {
-                out.write("    \(line)\n")
-            }
+            for line in xml.split(separator: "\n", omittingEmptySubsequences: false) { out.write("    \(line)\n") }
         }
         if let der = signature.derEntitlements {
             out.write("  Entitlements (DER, \(der.blob.count) bytes, version \(der.version))\n")
             for entry in der.entries { out.write("    \(entry.key) = \(entry.value)\n") }
         }
-        if let cms = signature.cms {
-            out.write("  CMS signature \(cms.cms.count) bytes (not validated)\n")
-        }
+        if let cms = signature.cms { out.write("  CMS signature \(cms.cms.count) bytes (not validated)\n") }
     }
 
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {

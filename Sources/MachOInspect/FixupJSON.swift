@@ -29,9 +29,7 @@ enum FixupJSON {
             try writeChained(chained, image, json: &json, to: &out)
             json.end(to: &out)
         }
-        if tables.contains(.dyldInfo), chained == nil, image.dyldInfo != nil {
-            try writeOpcodeRows(image, json: &json, to: &out)
-        }
+        if tables.contains(.dyldInfo), chained == nil, image.dyldInfo != nil { try writeOpcodeRows(image, json: &json, to: &out) }
         if tables.contains(.exportsTrie) {
             json.beginArray("exports", to: &out)
             try image.exportTrie()?.forEachSymbol { (symbol) throws(MachOError) in
@@ -140,8 +138,7 @@ enum FixupJSON {
         ]
         switch symbol.definition {
         case let .image(offset): members.append(("offset", .uint(offset)))
-        case let .stubAndResolver(stub, resolver):
-            members += [("stub_offset", .uint(stub)), ("resolver_offset", .uint(resolver))]
+        case let .stubAndResolver(stub, resolver): members += [("stub_offset", .uint(stub)), ("resolver_offset", .uint(resolver))]
         case let .functionVariant(defaultOffset, tableIndex):
             members += [("offset", .uint(defaultOffset)), ("variant_table", .uint(tableIndex))]
         case let .reexport(ordinal, importedName):

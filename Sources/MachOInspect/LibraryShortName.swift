@@ -47,9 +47,7 @@ package enum LibraryShortName {
     private static func guess(_ name: [UInt8]) -> ArraySlice<UInt8> {
         if let a = rfind(name, slash), a != 0 {
             var foo = Array(slice(name, a + 1, name.count))
-            if let idx = rfind(foo, underbar), foo.count >= 2, isKnownSuffix(slice(foo, idx, foo.count)) {
-                foo = Array(slice(foo, 0, idx))
-            }
+            if let idx = rfind(foo, underbar), foo.count >= 2, isKnownSuffix(slice(foo, idx, foo.count)) { foo = Array(slice(foo, 0, idx)) }
             /// Whether `foo.framework/` follows the slash at `separator` (nil: the name's start).
             func frameworkAfter(_ separator: Int?) -> Bool {
                 let idx = separator.map { $0 + 1 } ?? 0

@@ -120,9 +120,7 @@ enum LoadCommandsTable {
 
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
         json.beginArray("load_commands", to: &out)
-        for (index, command) in image.loadCommands.enumerated() {
-            json.member(nil, try Self.json(command, index: index, image), to: &out)
-        }
+        for (index, command) in image.loadCommands.enumerated() { json.member(nil, try Self.json(command, index: index, image), to: &out) }
         json.end(to: &out)
     }
 
@@ -143,8 +141,7 @@ enum LoadCommandsTable {
             body.lists = [List(key: "sections", title: "Section", items: segment.sections.map(sectionFields))]
         case let .dylib(_, dylib), let .idDylib(dylib): body.fields = dylibFields(dylib)
         case let .rpath(path): body.fields = [.string("path", path)]
-        case let .main(entry):
-            body.fields = [.number("entryoff", entry.entryOffset), .number("stacksize", entry.stackSize)]
+        case let .main(entry): body.fields = [.number("entryoff", entry.entryOffset), .number("stacksize", entry.stackSize)]
         case let .uuid(bytes): body.fields = [.string("uuid", ImageSummary.formatUUID(bytes))]
         case let .buildVersion(version):
             body.fields = [
@@ -182,8 +179,7 @@ enum LoadCommandsTable {
         case let .dyldInfo(info):
             body.fields = [("rebase", info.rebase), ("bind", info.bind), ("weak_bind", info.weakBind), ("lazy_bind", info.lazyBind), ("export", info.export)]
                 .flatMap { name, data in [Field.number(name + "_off", data.dataOffset), Field.number(name + "_size", data.dataSize)] }
-        case let .linkeditData(data):
-            body.fields = [.number("dataoff", data.dataOffset), .number("datasize", data.dataSize)]
+        case let .linkeditData(data): body.fields = [.number("dataoff", data.dataOffset), .number("datasize", data.dataSize)]
         case let .dylinker(name): body.fields = [.string("name", name)]
         case .raw: body = try rawBody(command, image)
         }

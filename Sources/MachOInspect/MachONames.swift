@@ -107,8 +107,7 @@ package struct BuildTarget: Equatable, Sendable {
         let x86 = image.header.cpu.type & ~CPUType.abi64 == CPUType.x86Type
         return image.loadCommands.compactMap { command in
             switch command.payload {
-            case let .buildVersion(version):
-                return BuildTarget(platform: version.platform, minOS: version.minOS, sdk: version.sdk)
+            case let .buildVersion(version): return BuildTarget(platform: version.platform, minOS: version.minOS, sdk: version.sdk)
             case let .versionMin(version):
                 let platform: UInt32 = switch command.type {
                 case .versionMinIPhoneOS: x86 ? 7 : 2

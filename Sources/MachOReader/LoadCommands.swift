@@ -58,9 +58,7 @@ package struct BuildVersion: Equatable, Sendable {
             throw MachOError.malformed("LC_BUILD_VERSION claims \(count) tools, more than its command holds", at: view.absolute(20))
         }
         var tools: [(UInt32, UInt32)] = []
-        for index in 0..<Int(count) {
-            tools.append((try view.u32(24 + index * 8), try view.u32(28 + index * 8)))
-        }
+        for index in 0..<Int(count) { tools.append((try view.u32(24 + index * 8), try view.u32(28 + index * 8))) }
         self.tools = tools
     }
 }

@@ -140,9 +140,7 @@ package struct BindOpcodeDecoder: Sendable {
                 let name = try opcodes.cursor.cStringBytes()
                 symbolName = name
                 symbolNameString = nil
-                if stream == .weak, flags.contains(.nonWeakDefinition) {
-                    return entry(at: nil, name: name)
-                }
+                if stream == .weak, flags.contains(.nonWeakDefinition) { return entry(at: nil, name: name) }
             case .setTypeImm:
                 guard immediate <= BindType.textPCRelative32.rawValue else {
                     throw MachOError.malformed("\(opcode.name) sets unknown bind type \(immediate)", at: opcodeOffset)
@@ -191,15 +189,11 @@ package struct BindOpcodeDecoder: Sendable {
     }
 
     private func refuseInWeakStream(at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
-        if stream == .weak {
-            throw MachOError.malformed("\(opcode.name) is not allowed in the weak-bind stream", at: opcodeOffset)
-        }
+        if stream == .weak { throw MachOError.malformed("\(opcode.name) is not allowed in the weak-bind stream", at: opcodeOffset) }
     }
 
     private func refuseInLazyStream(at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
-        if stream == .lazy {
-            throw MachOError.malformed("\(opcode.name) is not allowed in the lazy-bind stream", at: opcodeOffset)
-        }
+        if stream == .lazy { throw MachOError.malformed("\(opcode.name) is not allowed in the lazy-bind stream", at: opcodeOffset) }
     }
 
     /// Queues `count` binds from the current offset, each `skip` bytes past the end of the last.

@@ -81,8 +81,7 @@ package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIt
             case (true, false):
                 let rebase = ChainedRebase(target: bits(0, 32), kind: .imageOffset, high8: 0)
                 return (.authRebase(rebase, auth), next)
-            case (true, true):
-                return (.authBind(ChainedBind(importOrdinal: UInt32(bits(0, ordinalWidth)), addend: 0), auth), next)
+            case (true, true): return (.authBind(ChainedBind(importOrdinal: UInt32(bits(0, ordinalWidth)), addend: 0), auth), next)
             }
         case .pointer64, .pointer64Offset:
             let next = UInt32(bits(51, 12))
@@ -99,9 +98,7 @@ package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIt
             return (.authRebase(rebase, auth), next)
         case .pointer32:
             let next = UInt32(bits(26, 5))
-            if bits(31, 1) == 1 {
-                return (.bind(ChainedBind(importOrdinal: UInt32(bits(0, 20)), addend: Int64(bits(20, 6)))), next)
-            }
+            if bits(31, 1) == 1 { return (.bind(ChainedBind(importOrdinal: UInt32(bits(0, 20)), addend: Int64(bits(20, 6)))), next) }
             let target = UInt32(bits(0, 26))
             if target > maxValidPointer {
                 // An out-of-range "rebase" is a plain value stored with a bias of
@@ -110,10 +107,8 @@ package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIt
                 return (.nonPointer(target &- bias), next)
             }
             return (.rebase(ChainedRebase(target: UInt64(target), kind: .vmAddress, high8: 0)), next)
-        case .pointer32Cache:
-            return (.rebase(ChainedRebase(target: bits(0, 30), kind: .imageOffset, high8: 0)), UInt32(bits(30, 2)))
-        case .pointer32Firmware:
-            return (.rebase(ChainedRebase(target: bits(0, 26), kind: .vmAddress, high8: 0)), UInt32(bits(26, 6)))
+        case .pointer32Cache: return (.rebase(ChainedRebase(target: bits(0, 30), kind: .imageOffset, high8: 0)), UInt32(bits(30, 2)))
+        case .pointer32Firmware: return (.rebase(ChainedRebase(target: bits(0, 26), kind: .vmAddress, high8: 0)), UInt32(bits(26, 6)))
         }
     }
 }
