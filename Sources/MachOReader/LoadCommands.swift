@@ -17,9 +17,7 @@ package enum DylibLinkKind: String, Equatable, Hashable, Sendable, Codable {
 /// `dylib_command`: an install name with its versions (LC_ID_DYLIB and LC_*_DYLIB).
 package struct DylibCommand: Equatable, Sendable {
     package let installName: String
-    package let timestamp: UInt32
-    package let currentVersion: UInt32
-    package let compatibilityVersion: UInt32
+    package let timestamp: UInt32, currentVersion: UInt32, compatibilityVersion: UInt32
 
     package init(parsing view: ByteView) throws(MachOError) {
         installName = try view.lcString(at: 8)
@@ -40,9 +38,7 @@ package struct EntryPoint: Equatable, Sendable {
 
 /// `build_version_command` (LC_BUILD_VERSION).
 package struct BuildVersion: Equatable, Sendable {
-    package let platform: UInt32
-    package let minOS: UInt32
-    package let sdk: UInt32
+    package let platform: UInt32, minOS: UInt32, sdk: UInt32
     /// (tool, version) pairs.
     package let tools: [(tool: UInt32, version: UInt32)]
 
@@ -65,8 +61,7 @@ package struct BuildVersion: Equatable, Sendable {
 
 /// `version_min_command` (LC_VERSION_MIN_*).
 package struct VersionMin: Equatable, Sendable {
-    package let version: UInt32
-    package let sdk: UInt32
+    package let version: UInt32, sdk: UInt32
 
     package init(parsing view: ByteView) throws(MachOError) {
         (version, sdk) = (try view.u32(8), try view.u32(12))

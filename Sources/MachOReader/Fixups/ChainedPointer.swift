@@ -1,18 +1,9 @@
 /// `DYLD_CHAINED_PTR_*`: how the pointers of one segment's fixup chains are laid out
 /// (`dyld_chained_starts_in_segment.pointer_format`).
 package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIterable {
-    case arm64e = 1
-    case pointer64 = 2
-    case pointer32 = 3
-    case pointer32Cache = 4
-    case pointer32Firmware = 5
-    case pointer64Offset = 6
-    case arm64eKernel = 7
-    case pointer64KernelCache = 8
-    case arm64eUserland = 9
-    case arm64eFirmware = 10
-    case x86_64KernelCache = 11
-    case arm64eUserland24 = 12
+    // 1 to 12 in this order.
+    case arm64e = 1, pointer64, pointer32, pointer32Cache, pointer32Firmware, pointer64Offset, arm64eKernel, pointer64KernelCache
+    case arm64eUserland, arm64eFirmware, x86_64KernelCache, arm64eUserland24
 
     /// The C name, e.g. `DYLD_CHAINED_PTR_64_OFFSET`.
     package var name: String { "DYLD_CHAINED_PTR_" + Self.names[Int(rawValue) - 1] }

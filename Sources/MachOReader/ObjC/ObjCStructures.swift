@@ -66,10 +66,7 @@ package struct ObjCClassRO: Equatable, Sendable {
     /// `RO_HAS_CXX_STRUCTORS`.
     package static let flagHasCXXStructors: UInt32 = 0x4
 
-    package let flags: UInt32
-    package let instanceStart: UInt32
-    package let instanceSize: UInt32
-    package let reserved: UInt32
+    package let flags: UInt32, instanceStart: UInt32, instanceSize: UInt32, reserved: UInt32
     package let ivarLayoutAddress: UInt64
     package let nameAddress: UInt64
     /// 0 when the class has no methods of its own.
@@ -180,9 +177,7 @@ package struct ObjCMethodList: Sendable {
     /// encoding string and the implementation.
     package struct PointerEntry: Equatable, Sendable {
         package static let size = 24
-        package let name: UInt64
-        package let types: UInt64
-        package let imp: UInt64
+        package let name: UInt64, types: UInt64, imp: UInt64
 
         package init(parsing view: ByteView) {
             (name, types, imp) = (view.field64(0), view.field64(8), view.field64(16))
@@ -192,9 +187,7 @@ package struct ObjCMethodList: Sendable {
     /// A relative `method_t`: each field a signed offset from its own address.
     package struct RelativeEntry: Equatable, Sendable {
         package static let size = 12
-        package let name: Int32
-        package let types: Int32
-        package let imp: Int32
+        package let name: Int32, types: Int32, imp: Int32
 
         package init(parsing view: ByteView) {
             (name, types, imp) = (Int32(bitPattern: view.field32(0)), Int32(bitPattern: view.field32(4)), Int32(bitPattern: view.field32(8)))
@@ -254,11 +247,8 @@ package struct ObjCMethodList: Sendable {
 /// its alignment (log2) and size.
 package struct ObjCIvar: Equatable, Sendable {
     package static let size = 32
-    package let offsetAddress: UInt64
-    package let nameAddress: UInt64
-    package let typeAddress: UInt64
-    package let alignment: UInt32
-    package let size: UInt32
+    package let offsetAddress: UInt64, nameAddress: UInt64, typeAddress: UInt64
+    package let alignment: UInt32, size: UInt32
 
     package init(parsing view: ByteView) {
         (offsetAddress, nameAddress, typeAddress, alignment, size)
@@ -270,8 +260,7 @@ package struct ObjCIvar: Equatable, Sendable {
 /// ``ObjCMethodList/Header``).
 package struct ObjCProperty: Equatable, Sendable {
     package static let size = 16
-    package let nameAddress: UInt64
-    package let attributesAddress: UInt64
+    package let nameAddress: UInt64, attributesAddress: UInt64
 
     package init(parsing view: ByteView) {
         (nameAddress, attributesAddress) = (view.field64(0), view.field64(8))
@@ -291,8 +280,7 @@ package struct ObjCProtocolListHeader: Equatable, Sendable {
 /// `message_ref_t` (`__objc_msgrefs`): the messenger to call and the selector.
 package struct ObjCMessageReference: Equatable, Sendable {
     package static let size = 16
-    package let imp: UInt64
-    package let selector: UInt64
+    package let imp: UInt64, selector: UInt64
 
     package init(parsing view: ByteView) {
         (imp, selector) = (view.field64(0), view.field64(8))
@@ -302,8 +290,7 @@ package struct ObjCMessageReference: Equatable, Sendable {
 /// `objc_image_info`: version (always 0) and flags.
 package struct ObjCImageInfo: Equatable, Sendable {
     package static let size = 8
-    package let version: UInt32
-    package let flags: UInt32
+    package let version: UInt32, flags: UInt32
 
     package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, ObjCImageInfo.size)
