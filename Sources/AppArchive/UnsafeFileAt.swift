@@ -18,24 +18,17 @@ enum UnsafeFileAt {
     /// What `fstat` says about an opened file.
     struct Status: Equatable, Sendable {
         var size: Int
-        var mode: UInt32
-        var owner: UInt32
-        var inode: UInt64
-        var device: UInt64
-        var modifiedSeconds: Int64
-        var modifiedNanoseconds: Int64
+        var mode: UInt32, owner: UInt32
+        var inode: UInt64, device: UInt64
+        var modifiedSeconds: Int64, modifiedNanoseconds: Int64
         var isRegularFile: Bool { mode & UInt32(Glibc.S_IFMT) == UInt32(Glibc.S_IFREG) }
         var isDirectory: Bool { mode & UInt32(Glibc.S_IFMT) == UInt32(Glibc.S_IFDIR) }
         var isSymbolicLink: Bool { mode & UInt32(Glibc.S_IFMT) == UInt32(Glibc.S_IFLNK) }
 
         init(_ info: stat) {
-            size = Int(info.st_size)
-            mode = UInt32(info.st_mode)
-            owner = UInt32(info.st_uid)
-            inode = UInt64(info.st_ino)
-            device = UInt64(info.st_dev)
-            modifiedSeconds = Int64(info.st_mtim.tv_sec)
-            modifiedNanoseconds = Int64(info.st_mtim.tv_nsec)
+            (size, mode, owner) = (Int(info.st_size), UInt32(info.st_mode), UInt32(info.st_uid))
+            (inode, device) = (UInt64(info.st_ino), UInt64(info.st_dev))
+            (modifiedSeconds, modifiedNanoseconds) = (Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec))
         }
     }
 

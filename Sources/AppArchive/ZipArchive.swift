@@ -17,9 +17,7 @@ package struct ZipArchive: Sendable {
         package var maxArchiveBytes: Int
 
         package init(maxEntries: Int = 50_000, maxUnpackedBytes: Int = 1 << 30, maxArchiveBytes: Int = 1 << 30) {
-            self.maxEntries = maxEntries
-            self.maxUnpackedBytes = maxUnpackedBytes
-            self.maxArchiveBytes = maxArchiveBytes
+            (self.maxEntries, self.maxUnpackedBytes, self.maxArchiveBytes) = (maxEntries, maxUnpackedBytes, maxArchiveBytes)
         }
     }
 

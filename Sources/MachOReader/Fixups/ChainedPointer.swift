@@ -161,10 +161,7 @@ package struct ChainedRebase: Equatable, Hashable, Sendable {
     package let cacheLevel: UInt8
 
     package init(target: UInt64, kind: TargetKind, high8: UInt8, cacheLevel: UInt8 = 0) {
-        self.target = target
-        self.kind = kind
-        self.high8 = high8
-        self.cacheLevel = cacheLevel
+        (self.target, self.kind, self.high8, self.cacheLevel) = (target, kind, high8, cacheLevel)
     }
 
     /// The unslid vm address of the target for an image whose preferred load address is
@@ -180,10 +177,7 @@ package struct ChainedBind: Equatable, Hashable, Sendable {
     package let importOrdinal: UInt32
     package let addend: Int64
 
-    package init(importOrdinal: UInt32, addend: Int64) {
-        self.importOrdinal = importOrdinal
-        self.addend = addend
-    }
+    package init(importOrdinal: UInt32, addend: Int64) { (self.importOrdinal, self.addend) = (importOrdinal, addend) }
 }
 
 /// arm64e pointer-authentication parameters of a signed pointer.
@@ -207,8 +201,6 @@ package struct PointerAuthentication: Equatable, Hashable, Sendable {
     package let key: Key
 
     package init(diversity: UInt16, addressDiversity: Bool, key: Key) {
-        self.diversity = diversity
-        self.addressDiversity = addressDiversity
-        self.key = key
+        (self.diversity, self.addressDiversity, self.key) = (diversity, addressDiversity, key)
     }
 }
