@@ -6,9 +6,7 @@
 package struct SourceVersion: Equatable, Sendable {
     package let version: UInt64
 
-    package init(parsing view: ByteView) throws(MachOError) {
-        version = try view.u64(8)
-    }
+    package init(parsing view: ByteView) throws(MachOError) { version = try view.u64(8) }
 
     /// The five components, most significant first.
     package var components: [UInt64] {
@@ -87,9 +85,7 @@ package struct FilesetEntry: Equatable, Sendable {
 package struct TwoLevelHints: Equatable, Sendable {
     package let offset: UInt32, count: UInt32
 
-    package init(parsing view: ByteView) throws(MachOError) {
-        (offset, count) = (try view.u32(8), try view.u32(12))
-    }
+    package init(parsing view: ByteView) throws(MachOError) { (offset, count) = (try view.u32(8), try view.u32(12)) }
 }
 
 extension MachOImage {

@@ -31,9 +31,7 @@ package struct EntryPoint: Equatable, Sendable {
     package let entryOffset: UInt64
     package let stackSize: UInt64
 
-    package init(parsing view: ByteView) throws(MachOError) {
-        (entryOffset, stackSize) = (try view.u64(8), try view.u64(16))
-    }
+    package init(parsing view: ByteView) throws(MachOError) { (entryOffset, stackSize) = (try view.u64(8), try view.u64(16)) }
 }
 
 /// `build_version_command` (LC_BUILD_VERSION).
@@ -63,9 +61,7 @@ package struct BuildVersion: Equatable, Sendable {
 package struct VersionMin: Equatable, Sendable {
     package let version: UInt32, sdk: UInt32
 
-    package init(parsing view: ByteView) throws(MachOError) {
-        (version, sdk) = (try view.u32(8), try view.u32(12))
-    }
+    package init(parsing view: ByteView) throws(MachOError) { (version, sdk) = (try view.u32(8), try view.u32(12)) }
 }
 
 /// `symtab_command` (LC_SYMTAB).

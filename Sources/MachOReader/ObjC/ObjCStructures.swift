@@ -162,12 +162,9 @@ package struct ObjCMethodList: Sendable {
     /// lists): the entry size with flag bits, and the entry count.
     package struct Header: Equatable, Sendable {
         package static let size = 8
-        package let entsizeAndFlags: UInt32
-        package let count: UInt32
+        package let entsizeAndFlags: UInt32, count: UInt32
 
-        package init(parsing view: ByteView) {
-            (entsizeAndFlags, count) = (view.field32(0), view.field32(4))
-        }
+        package init(parsing view: ByteView) { (entsizeAndFlags, count) = (view.field32(0), view.field32(4)) }
 
         package var isRelative: Bool { entsizeAndFlags & ObjCMethodList.relativeFlag != 0 }
         package var entrySize: Int { Int(entsizeAndFlags & ObjCMethodList.entsizeMask) }
@@ -179,9 +176,7 @@ package struct ObjCMethodList: Sendable {
         package static let size = 24
         package let name: UInt64, types: UInt64, imp: UInt64
 
-        package init(parsing view: ByteView) {
-            (name, types, imp) = (view.field64(0), view.field64(8), view.field64(16))
-        }
+        package init(parsing view: ByteView) { (name, types, imp) = (view.field64(0), view.field64(8), view.field64(16)) }
     }
 
     /// A relative `method_t`: each field a signed offset from its own address.
@@ -262,9 +257,7 @@ package struct ObjCProperty: Equatable, Sendable {
     package static let size = 16
     package let nameAddress: UInt64, attributesAddress: UInt64
 
-    package init(parsing view: ByteView) {
-        (nameAddress, attributesAddress) = (view.field64(0), view.field64(8))
-    }
+    package init(parsing view: ByteView) { (nameAddress, attributesAddress) = (view.field64(0), view.field64(8)) }
 }
 
 /// `protocol_list_t` (64-bit): a 64-bit count, then that many `protocol_t *`.
@@ -272,9 +265,7 @@ package struct ObjCProtocolListHeader: Equatable, Sendable {
     package static let size = 8
     package let count: UInt64
 
-    package init(parsing view: ByteView) {
-        count = view.field64(0)
-    }
+    package init(parsing view: ByteView) { count = view.field64(0) }
 }
 
 /// `message_ref_t` (`__objc_msgrefs`): the messenger to call and the selector.
@@ -282,9 +273,7 @@ package struct ObjCMessageReference: Equatable, Sendable {
     package static let size = 16
     package let imp: UInt64, selector: UInt64
 
-    package init(parsing view: ByteView) {
-        (imp, selector) = (view.field64(0), view.field64(8))
-    }
+    package init(parsing view: ByteView) { (imp, selector) = (view.field64(0), view.field64(8)) }
 }
 
 /// `objc_image_info`: version (always 0) and flags.
