@@ -97,12 +97,10 @@ package struct ObjCCategory: Equatable, Sendable {
     /// With protocols and instanceProperties.
     package static let size = 48
 
-    package let address: UInt64
-    package let nameAddress: UInt64
+    package let address: UInt64, nameAddress: UInt64
     /// 0 when the class is missing (a weak-imported class that is absent).
     package let classAddress: UInt64
-    package let instanceMethodsAddress: UInt64
-    package let classMethodsAddress: UInt64
+    package let instanceMethodsAddress: UInt64, classMethodsAddress: UInt64
     /// 0 when read through ``readSize`` bytes only.
     package let protocolsAddress: UInt64
     package let instancePropertiesAddress: UInt64
@@ -128,10 +126,7 @@ package struct ObjCProtocol: Equatable, Sendable {
     /// With instanceProperties.
     package static let size = 64
 
-    package let address: UInt64
-    package let isa: UInt64
-    package let nameAddress: UInt64
-    package let protocolsAddress: UInt64
+    package let address: UInt64, isa: UInt64, nameAddress: UInt64, protocolsAddress: UInt64
     /// instanceMethods, classMethods, optionalInstanceMethods, optionalClassMethods (0: none).
     package let methodListAddresses: [UInt64]
     /// 0 when read through ``readSize`` bytes only.
