@@ -13,9 +13,7 @@ package enum AppBundle {
     /// `Contents/`).
     package static func executable(of bundle: String) throws(MachOError) -> String {
         let name = (bundle as NSString).lastPathComponent
-        guard name.hasSuffix(".app"), name.count > 4 else {
-            throw .bundle(path: bundle, what: "is a directory but not a .app bundle")
-        }
+        guard name.hasSuffix(".app"), name.count > 4 else { throw .bundle(path: bundle, what: "is a directory but not a .app bundle") }
         let isMacOS = isDirectory(bundle + "/Contents/MacOS")
         let plist = isMacOS ? bundle + "/Contents/Info.plist" : bundle + "/Info.plist"
         let executable = try bundleExecutable(plist: plist) ?? String(name.dropLast(4))

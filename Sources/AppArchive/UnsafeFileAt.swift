@@ -18,24 +18,17 @@ enum UnsafeFileAt {
     /// What `fstat` says about an opened file.
     struct Status: Equatable, Sendable {
         var size: Int
-        var mode: UInt32
-        var owner: UInt32
-        var inode: UInt64
-        var device: UInt64
-        var modifiedSeconds: Int64
-        var modifiedNanoseconds: Int64
+        var mode: UInt32, owner: UInt32
+        var inode: UInt64, device: UInt64
+        var modifiedSeconds: Int64, modifiedNanoseconds: Int64
         var isRegularFile: Bool { mode & UInt32(Glibc.S_IFMT) == UInt32(Glibc.S_IFREG) }
         var isDirectory: Bool { mode & UInt32(Glibc.S_IFMT) == UInt32(Glibc.S_IFDIR) }
         var isSymbolicLink: Bool { mode & UInt32(Glibc.S_IFMT) == UInt32(Glibc.S_IFLNK) }
 
         init(_ info: stat) {
-            size = Int(info.st_size)
-            mode = UInt32(info.st_mode)
-            owner = UInt32(info.st_uid)
-            inode = UInt64(info.st_ino)
-            device = UInt64(info.st_dev)
-            modifiedSeconds = Int64(info.st_mtim.tv_sec)
-            modifiedNanoseconds = Int64(info.st_mtim.tv_nsec)
+            (size, mode, owner) = (Int(info.st_size), UInt32(info.st_mode), UInt32(info.st_uid))
+            (inode, device) = (UInt64(info.st_ino), UInt64(info.st_dev))
+            (modifiedSeconds, modifiedNanoseconds) = (Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec))
         }
     }
 
@@ -84,10 +77,7 @@ enum UnsafeFileAt {
         }
 
         /// Sets the permission bits.
-        func setMode(_ mode: UInt32) -> Int32? {
-            if case let .failure(failure) = retrying({ fchmod(fd, mode_t(mode)) }) { return failure.errno }
-            return nil
-        }
+        func setMode(_ mode: UInt32) -> Int32? { retrying({ fchmod(fd, mode_t(mode)) }).errno }
     }
 
     /// `path` opened read-only (`O_NONBLOCK`: a FIFO or device cannot hold the open);
@@ -98,10 +88,7 @@ enum UnsafeFileAt {
     }
 
     /// `mkdir(path, mode)`.
-    static func makeDirectory(_ path: String, mode: UInt32) -> Int32? {
-        if case let .failure(failure) = retrying({ unsafe mkdir(path, mode_t(mode)) }) { return failure.errno }
-        return nil
-    }
+    static func makeDirectory(_ path: String, mode: UInt32) -> Int32? { retrying({ unsafe mkdir(path, mode_t(mode)) }).errno }
 
     /// The directory `name` (one component, no `/`) in `directory`, opened without
     /// following a symbolic link (`ELOOP` or `ENOTDIR` when it is one, or not a directory).
@@ -131,10 +118,7 @@ enum UnsafeFileAt {
 
     /// `mkdirat(directory, name, mode)`; `EEXIST` when something has the name.
     static func makeDirectory(_ name: [UInt8], in directory: Descriptor, mode: UInt32) -> Int32? {
-        unsafe withName(name) { name in
-            if case let .failure(failure) = retrying({ unsafe mkdirat(directory.fd, name, mode_t(mode)) }) { return failure.errno }
-            return nil
-        }
+        unsafe withName(name) { name in retrying({ unsafe mkdirat(directory.fd, name, mode_t(mode)) }).errno }
     }
 
     /// A new regular file `name` in `directory`, write-only, mode 0600 until set: never an
@@ -212,4 +196,9 @@ enum UnsafeFileAt {
             if error != EINTR { return .failure(Failure(errno: error)) }
         }
     }
+}
+
+private extension Result where Failure == UnsafeFileAt.Failure {
+    /// The failure's `errno`; nil on success.
+    var errno: Int32? { if case let .failure(failure) = self { failure.errno } else { nil } }
 }

@@ -54,8 +54,7 @@ package struct WorkArea {
             // O_NOFOLLOW | O_DIRECTORY refuses a link with either, depending on the kernel.
             let what = UnsafeFileAt.linkStatus(leaf, in: cache)?.isSymbolicLink == true ? "a symbolic link, which is never followed" : "not a directory"
             throw .workArea(path: path, what: "the work area is \(what): remove it (it is recreated as a directory)")
-        case let .failure(errno):
-            throw .io(path: path, reason: "cannot open the work area: \(UnsafeFileAt.describe(errno))")
+        case let .failure(errno): throw .io(path: path, reason: "cannot open the work area: \(UnsafeFileAt.describe(errno))")
         }
         guard case let .success(own) = directory.status(), case let .success(parentStatus) = cache.status() else {
             throw .io(path: path, reason: "cannot examine the work area or its cache directory")
@@ -183,8 +182,6 @@ package struct WorkArea {
 /// the stamp itself, so a collision is detected, never used).
 private func fnv1a64(_ bytes: [UInt8]) -> UInt64 {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in bytes {
-        hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-    }
+    for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
     return hash
 }

@@ -17,9 +17,7 @@ package struct ZipArchive: Sendable {
         package var maxArchiveBytes: Int
 
         package init(maxEntries: Int = 50_000, maxUnpackedBytes: Int = 1 << 30, maxArchiveBytes: Int = 1 << 30) {
-            self.maxEntries = maxEntries
-            self.maxUnpackedBytes = maxUnpackedBytes
-            self.maxArchiveBytes = maxArchiveBytes
+            (self.maxEntries, self.maxUnpackedBytes, self.maxArchiveBytes) = (maxEntries, maxUnpackedBytes, maxArchiveBytes)
         }
     }
 
@@ -85,9 +83,7 @@ package struct ZipArchive: Sendable {
             }
             index -= 1
         }
-        guard let eocd else {
-            throw .malformed(archive: path, offset: archiveSize, what: "no end-of-central-directory record")
-        }
+        guard let eocd else { throw .malformed(archive: path, offset: archiveSize, what: "no end-of-central-directory record") }
         let eocdOffset = tailStart + eocd
         let disk = u16(tail, eocd + 4), cdDisk = u16(tail, eocd + 6)
         let count = Int(u16(tail, eocd + 10)), cdSize = Int(u32(tail, eocd + 12)), cdOffset = Int(u32(tail, eocd + 16))
@@ -399,8 +395,7 @@ private struct DirectoryWalker {
         let joined = Array(components.joined(separator: [UInt8(ascii: "/")]))
         let directory: UnsafeFileAt.Descriptor
         switch UnsafeFileAt.openDirectoryBeneath(joined, in: root) {
-        case let .success(opened):
-            directory = opened
+        case let .success(opened): directory = opened
         case .failure(ELOOP), .failure(EXDEV), .failure(ENOTDIR):
             throw .io(path: shown(joined), reason: "a symbolic link or a file is where the unpack expects a directory")
         case .failure:

@@ -25,9 +25,7 @@ enum ChainedFixupsTable {
         }
         text.write("chained starts in image\n")
         text.field("  seg_count = ", UInt64(offsets.count))
-        for (index, offset) in offsets.enumerated() {
-            text.write("    seg_offset[\(index)] = \(offset) (\(image.segments[index].name))\n")
-        }
+        for (index, offset) in offsets.enumerated() { text.write("    seg_offset[\(index)] = \(offset) (\(image.segments[index].name))\n") }
         for starts in fixups.segments {
             text.write("chained starts in segment \(starts.segmentIndex) (\(image.segments[starts.segmentIndex].name))\n")
             text.field("  size = ", starts.size)

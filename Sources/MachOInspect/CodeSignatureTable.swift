@@ -5,7 +5,7 @@ import MachOReader
 /// cdHash of each CodeDirectory is shown.
 enum CodeSignatureTable {
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
-        guard let signature = try read(image) else {
+        guard let signature = try CodeSignature.read(from: image) else {
             out.write("Code signature: none\n")
             return
         }
@@ -18,9 +18,7 @@ enum CodeSignatureTable {
         }
         for directory in signature.codeDirectories {
             out.write("  \(CodeSignatureNames.slotName(directory.slot))\n")
-            for (label, value) in fields(directory) {
-                out.write("    \(Text.pad(label, 15)) \(value)\n")
-            }
+            for (label, value) in fields(directory) { out.write("    \(Text.pad(label, 15)) \(value)\n") }
         }
         if let requirements = signature.requirements {
             out.write("  Requirements \(requirements.entries.count)\n")
@@ -31,25 +29,17 @@ enum CodeSignatureTable {
         if let entitlements = signature.entitlements {
             out.write("  Entitlements (XML, \(entitlements.blob.count) bytes)\n")
             let xml = entitlements.xml.hasSuffix("\n") ? String(entitlements.xml.dropLast()) : entitlements.xml
-            for line in xml.split(separator: "\n", omittingEmptySubsequences: false) {
-                out.write("    \(line)\n")
-            }
+            for line in xml.split(separator: "\n", omittingEmptySubsequences: false) { out.write("    \(line)\n") }
         }
         if let der = signature.derEntitlements {
             out.write("  Entitlements (DER, \(der.blob.count) bytes, version \(der.version))\n")
             for entry in der.entries { out.write("    \(entry.key) = \(entry.value)\n") }
         }
-        if let cms = signature.cms {
-            out.write("  CMS signature \(cms.cms.count) bytes (not validated)\n")
-        }
+        if let cms = signature.cms { out.write("  CMS signature \(cms.cms.count) bytes (not validated)\n") }
     }
 
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
-        guard let signature = try read(image) else {
-            json.member("code_signature", .null, to: &out)
-            return
-        }
-        json.member("code_signature", object(signature), to: &out)
+        json.member("code_signature", try CodeSignature.read(from: image).map(object) ?? .null, to: &out)
     }
 
     static func object(_ signature: CodeSignature) -> JSONValue {
@@ -82,23 +72,20 @@ enum CodeSignatureTable {
                 ("cdhash", .string(directory.cdHash.hex)),
             ])
         }
-        var members: [(String, JSONValue)] = [
+        return .object([
             ("data_offset", .uint(UInt64(signature.command.dataOffset))),
             ("data_size", .uint(UInt64(signature.command.dataSize))),
             ("superblob_length", .uint(UInt64(signature.superBlob.length))),
             ("blobs", .array(blobs)),
             ("code_directories", .array(directories)),
             ("cdhash", .string(signature.cdHash.hex)),
-        ]
-        members.append(("requirements", signature.requirements.map { requirements in
-            .array(requirements.entries.map { .object([("type", .string($0.typeName)), ("length", .int(Int64($0.view.count)))]) })
-        } ?? .null))
-        members.append(("entitlements_xml", signature.entitlements.map { .string($0.xml) } ?? .null))
-        members.append(("entitlements_der", signature.derEntitlements.map { der in
-            .object(der.entries.map { ($0.key, .string($0.value)) })
-        } ?? .null))
-        members.append(("cms_size", signature.cms.map { .int(Int64($0.cms.count)) } ?? .null))
-        return .object(members)
+            ("requirements", signature.requirements.map { requirements in
+                .array(requirements.entries.map { .object([("type", .string($0.typeName)), ("length", .int(Int64($0.view.count)))]) })
+            } ?? .null),
+            ("entitlements_xml", signature.entitlements.map { .string($0.xml) } ?? .null),
+            ("entitlements_der", signature.derEntitlements.map { der in .object(der.entries.map { ($0.key, .string($0.value)) }) } ?? .null),
+            ("cms_size", signature.cms.map { .int(Int64($0.cms.count)) } ?? .null),
+        ])
     }
 
     static func fields(_ directory: CS_CodeDirectory) -> [(String, String)] {
@@ -124,10 +111,6 @@ enum CodeSignatureTable {
         }
         rows.append(("cdhash", directory.cdHash.hex))
         return rows
-    }
-
-    static func read(_ image: MachOImage) throws(MachOError) -> CodeSignature? {
-        try CodeSignature.read(from: image)
     }
 
     static func hex(_ value: UInt32) -> String { Text.hex(UInt64(value)) }

@@ -5,16 +5,12 @@ import MachOReader
 enum DependenciesTable {
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) {
         out.write("Dependencies:\n")
-        if let id = image.id {
-            out.write("  id       \(id.installName)\n")
-        }
+        if let id = image.id { out.write("  id       \(id.installName)\n") }
         for (index, dependency) in image.dependencies.enumerated() {
             let versions = "compatibility version \(MachONames.version(dependency.command.compatibilityVersion)), "
                 + "current version \(MachONames.version(dependency.command.currentVersion))"
             out.write("  \(Text.pad(String(index + 1), 3)) \(Text.pad(dependency.kind.rawValue, 8)) \(dependency.installName) (\(versions))\n")
         }
-        for rpath in image.rpaths {
-            out.write("  rpath    \(rpath)\n")
-        }
+        for rpath in image.rpaths { out.write("  rpath    \(rpath)\n") }
     }
 }

@@ -29,9 +29,7 @@ enum FixupJSON {
             try writeChained(chained, image, json: &json, to: &out)
             json.end(to: &out)
         }
-        if tables.contains(.dyldInfo), chained == nil, image.dyldInfo != nil {
-            try writeOpcodeRows(image, json: &json, to: &out)
-        }
+        if tables.contains(.dyldInfo), chained == nil, image.dyldInfo != nil { try writeOpcodeRows(image, json: &json, to: &out) }
         if tables.contains(.exportsTrie) {
             json.beginArray("exports", to: &out)
             try image.exportTrie()?.forEachSymbol { (symbol) throws(MachOError) in
@@ -100,8 +98,7 @@ enum FixupJSON {
                             ("high8", .int(Int64(rebase.high8)))]
             case let .bind(bind), let .authBind(bind, _):
                 members += [("kind", .string("bind")), ("import", .int(Int64(bind.importOrdinal))), ("addend", .int(bind.addend))]
-            case let .nonPointer(value):
-                members += [("kind", .string("value")), ("value", .uint(UInt64(value)))]
+            case let .nonPointer(value): members += [("kind", .string("value")), ("value", .uint(UInt64(value)))]
             }
             if let auth = fixup.pointer.authentication {
                 members += [("key", .string(auth.key.name)), ("diversity", .int(Int64(auth.diversity))),
@@ -140,10 +137,8 @@ enum FixupJSON {
             ("weak_definition", .bool(symbol.isWeakDefinition)),
         ]
         switch symbol.definition {
-        case let .image(offset):
-            members.append(("offset", .uint(offset)))
-        case let .stubAndResolver(stub, resolver):
-            members += [("stub_offset", .uint(stub)), ("resolver_offset", .uint(resolver))]
+        case let .image(offset): members.append(("offset", .uint(offset)))
+        case let .stubAndResolver(stub, resolver): members += [("stub_offset", .uint(stub)), ("resolver_offset", .uint(resolver))]
         case let .functionVariant(defaultOffset, tableIndex):
             members += [("offset", .uint(defaultOffset)), ("variant_table", .uint(tableIndex))]
         case let .reexport(ordinal, importedName):

@@ -49,9 +49,7 @@ package enum ImageSummary {
         }
         if !image.dependencies.isEmpty || !image.rpaths.isEmpty {
             out += "  dependencies\n"
-            for dependency in image.dependencies {
-                out += "    \(Text.pad(dependency.kind.rawValue, 9))\(dependency.installName)\n"
-            }
+            for dependency in image.dependencies { out += "    \(Text.pad(dependency.kind.rawValue, 9))\(dependency.installName)\n" }
             for rpath in image.rpaths { out += "    rpath    \(rpath)\n" }
         }
         if !image.initializerSections.isEmpty {

@@ -17,9 +17,7 @@ package enum InspectJSON {
             json.beginObject(to: &out)
             json.members([("schema_version", .int(JSONValue.schemaVersion)), ("file", .string(path)), ("universal", .bool(file.isUniversal))], to: &out)
             json.beginArray("slices", to: &out)
-            for (slice, _) in slices {
-                try writeSlice(try file.image(slice), slice: slice, tables: wanted, json: &json, to: &out)
-            }
+            for (slice, _) in slices { try writeSlice(try file.image(slice), slice: slice, tables: wanted, json: &json, to: &out) }
             json.end(to: &out)
             json.end(to: &out)
             out.write("\n")

@@ -6,24 +6,10 @@ package enum InspectTable: String, CaseIterable, Sendable {
     case rebase, bind, lazyBind, weakBind, dyldInfo, chainedFixups, exportsTrie, deps, objc, objcSummary, codeSignature, threadLocals, interpose
     case loadCommands
 
-    /// The command-line flag, which is also llvm-objdump's flag where it has one.
+    /// The command-line flag, which is also llvm-objdump's flag where it has one: the case's
+    /// name in kebab case (`lazyBind`: `--lazy-bind`).
     package var flag: String {
-        switch self {
-        case .rebase: "--rebase"
-        case .bind: "--bind"
-        case .lazyBind: "--lazy-bind"
-        case .weakBind: "--weak-bind"
-        case .dyldInfo: "--dyld-info"
-        case .chainedFixups: "--chained-fixups"
-        case .exportsTrie: "--exports-trie"
-        case .deps: "--deps"
-        case .objc: "--objc"
-        case .objcSummary: "--objc-summary"
-        case .codeSignature: "--code-signature"
-        case .threadLocals: "--thread-locals"
-        case .interpose: "--interpose"
-        case .loadCommands: "--load-commands"
-        }
+        "--" + rawValue.reduce(into: "") { $0 += $1.isUppercase ? "-" + $1.lowercased() : String($1) }
     }
 
     /// llvm-objdump's flag printing the same rows (nil for the tables it has no flag for).

@@ -28,35 +28,35 @@ package enum JSONValue: Sendable, Equatable {
 
     /// Writes the value as it would appear nested `level` deep in a document.
     func write<Output: TextOutputStream>(to out: inout Output, indent: Int?, level: Int) {
-        let newline = indent == nil ? "" : "\n"
-        let pad = { (depth: Int) in String(repeating: " ", count: (indent ?? 0) * depth) }
         switch self {
         case .null: out.write("null")
         case let .bool(value): out.write(value ? "true" : "false")
         case let .int(value): out.write(String(value))
         case let .uint(value): out.write(String(value))
         case let .string(value): JSONValue.writeString(value, to: &out)
-        case let .array(values):
-            if values.isEmpty { out.write("[]"); return }
-            out.write("[" + newline)
-            for (index, value) in values.enumerated() {
-                out.write(pad(level + 1))
-                value.write(to: &out, indent: indent, level: level + 1)
-                out.write((index + 1 < values.count ? "," : "") + newline)
-            }
-            out.write(pad(level) + "]")
-        case let .object(members):
-            if members.isEmpty { out.write("{}"); return }
-            out.write("{" + newline)
-            for (index, (key, value)) in members.enumerated() {
-                out.write(pad(level + 1))
+        case let .array(values): Self.writeContainer("[", values.map { (nil, $0) }, "]", to: &out, indent: indent, level: level)
+        case let .object(members): Self.writeContainer("{", members.map { ($0, $1) }, "}", to: &out, indent: indent, level: level)
+        }
+    }
+
+    /// An array's elements (no keys) or an object's members between `open` and `close`.
+    private static func writeContainer<Output: TextOutputStream>(
+        _ open: String, _ members: [(String?, JSONValue)], _ close: String, to out: inout Output, indent: Int?, level: Int
+    ) {
+        if members.isEmpty { out.write(open + close); return }
+        let newline = indent == nil ? "" : "\n"
+        let pad = { (depth: Int) in String(repeating: " ", count: (indent ?? 0) * depth) }
+        out.write(open + newline)
+        for (index, (key, value)) in members.enumerated() {
+            out.write(pad(level + 1))
+            if let key {
                 JSONValue.writeString(key, to: &out)
                 out.write(indent == nil ? ":" : ": ")
-                value.write(to: &out, indent: indent, level: level + 1)
-                out.write((index + 1 < members.count ? "," : "") + newline)
             }
-            out.write(pad(level) + "}")
+            value.write(to: &out, indent: indent, level: level + 1)
+            out.write((index + 1 < members.count ? "," : "") + newline)
         }
+        out.write(pad(level) + close)
     }
 
     /// `value` as a JSON string literal.

@@ -33,12 +33,7 @@ package enum LibraryShortName {
     }
 
     private static func rfind(_ s: [UInt8], _ c: UInt8, before from: Int = Int.max) -> Int? {
-        var i = min(from, s.count)
-        while i != 0 {
-            i -= 1
-            if s[i] == c { return i }
-        }
-        return nil
+        s[..<min(from, s.count)].lastIndex(of: c)
     }
 
     private static let dotFramework = Array(".framework/".utf8)
@@ -52,47 +47,38 @@ package enum LibraryShortName {
     private static func guess(_ name: [UInt8]) -> ArraySlice<UInt8> {
         if let a = rfind(name, slash), a != 0 {
             var foo = Array(slice(name, a + 1, name.count))
-            if let idx = rfind(foo, underbar), foo.count >= 2, isKnownSuffix(slice(foo, idx, foo.count)) {
-                foo = Array(slice(foo, 0, idx))
+            if let idx = rfind(foo, underbar), foo.count >= 2, isKnownSuffix(slice(foo, idx, foo.count)) { foo = Array(slice(foo, 0, idx)) }
+            /// Whether `foo.framework/` follows the slash at `separator` (nil: the name's start).
+            func frameworkAfter(_ separator: Int?) -> Bool {
+                let idx = separator.map { $0 + 1 } ?? 0
+                return Array(slice(name, idx, idx + foo.count)) == foo
+                    && Array(slice(name, idx + foo.count, idx + foo.count + dotFramework.count)) == dotFramework
             }
             // Foo.framework/Foo
             let b = rfind(name, slash, before: a)
-            var idx = b.map { $0 + 1 } ?? 0
-            if Array(slice(name, idx, idx + foo.count)) == foo,
-               Array(slice(name, idx + foo.count, idx + foo.count + dotFramework.count)) == dotFramework {
-                return foo[...]
-            }
+            if frameworkAfter(b) { return foo[...] }
             // Foo.framework/Versions/A/Foo
             if let b, let c = rfind(name, slash, before: b), c != 0,
-               slice(name, c + 1, name.count).starts(with: Array("Versions/".utf8)) {
-                let d = rfind(name, slash, before: c)
-                idx = d.map { $0 + 1 } ?? 0
-                if Array(slice(name, idx, idx + foo.count)) == foo,
-                   Array(slice(name, idx + foo.count, idx + foo.count + dotFramework.count)) == dotFramework {
-                    return foo[...]
-                }
+               slice(name, c + 1, name.count).starts(with: Array("Versions/".utf8)), frameworkAfter(rfind(name, slash, before: c)) {
+                return foo[...]
             }
         }
         // libFoo.A.dylib, libFoo.dylib, Foo.qtx
         guard var a = rfind(name, dot), a != 0 else { return [] }
         let ext = Array(slice(name, a, name.count))
+        var lib: ArraySlice<UInt8>
         if ext == Array(".dylib".utf8) {
             if a >= 3, Array(slice(name, a - 2, a - 1)) == [dot] { a -= 2 }
             let b = rfind(name, slash, before: a).map { $0 + 1 } ?? 0
-            var lib = slice(name, b, a)
-            if let idx = rfind(name, underbar), idx != b, isKnownSuffix(slice(name, idx, a)) {
-                lib = slice(name, b, idx)
-            }
-            if lib.count >= 3, lib[lib.endIndex - 2] == dot { lib = lib.dropLast(2) }
-            return lib
+            lib = slice(name, b, a)
+            if let idx = rfind(name, underbar), idx != b, isKnownSuffix(slice(name, idx, a)) { lib = slice(name, b, idx) }
+        } else if ext == Array(".qtx".utf8) {
+            lib = slice(name, rfind(name, slash, before: a).map { $0 + 1 } ?? 0, a)
+        } else {
+            return []
         }
-        if ext == Array(".qtx".utf8) {
-            let b = rfind(name, slash, before: a)
-            var lib = b.map { slice(name, $0 + 1, a) } ?? slice(name, 0, a)
-            if lib.count >= 3, lib[lib.endIndex - 2] == dot { lib = lib.dropLast(2) }
-            return lib
-        }
-        return []
+        if lib.count >= 3, lib[lib.endIndex - 2] == dot { lib = lib.dropLast(2) }
+        return lib
     }
 }
 

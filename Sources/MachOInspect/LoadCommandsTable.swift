@@ -120,9 +120,7 @@ enum LoadCommandsTable {
 
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
         json.beginArray("load_commands", to: &out)
-        for (index, command) in image.loadCommands.enumerated() {
-            json.member(nil, try Self.json(command, index: index, image), to: &out)
-        }
+        for (index, command) in image.loadCommands.enumerated() { json.member(nil, try Self.json(command, index: index, image), to: &out) }
         json.end(to: &out)
     }
 
@@ -141,14 +139,10 @@ enum LoadCommandsTable {
                 .flags("flags", segment.flags, MachONames.segmentFlags(segment.flags)),
             ]
             body.lists = [List(key: "sections", title: "Section", items: segment.sections.map(sectionFields))]
-        case let .dylib(_, dylib), let .idDylib(dylib):
-            body.fields = dylibFields(dylib)
-        case let .rpath(path):
-            body.fields = [.string("path", path)]
-        case let .main(entry):
-            body.fields = [.number("entryoff", entry.entryOffset), .number("stacksize", entry.stackSize)]
-        case let .uuid(bytes):
-            body.fields = [.string("uuid", ImageSummary.formatUUID(bytes))]
+        case let .dylib(_, dylib), let .idDylib(dylib): body.fields = dylibFields(dylib)
+        case let .rpath(path): body.fields = [.string("path", path)]
+        case let .main(entry): body.fields = [.number("entryoff", entry.entryOffset), .number("stacksize", entry.stackSize)]
+        case let .uuid(bytes): body.fields = [.string("uuid", ImageSummary.formatUUID(bytes))]
         case let .buildVersion(version):
             body.fields = [
                 Field("platform", MachONames.platform(version.platform), .uint(UInt64(version.platform))),
@@ -185,12 +179,9 @@ enum LoadCommandsTable {
         case let .dyldInfo(info):
             body.fields = [("rebase", info.rebase), ("bind", info.bind), ("weak_bind", info.weakBind), ("lazy_bind", info.lazyBind), ("export", info.export)]
                 .flatMap { name, data in [Field.number(name + "_off", data.dataOffset), Field.number(name + "_size", data.dataSize)] }
-        case let .linkeditData(data):
-            body.fields = [.number("dataoff", data.dataOffset), .number("datasize", data.dataSize)]
-        case let .dylinker(name):
-            body.fields = [.string("name", name)]
-        case .raw:
-            body = try rawBody(command, image)
+        case let .linkeditData(data): body.fields = [.number("dataoff", data.dataOffset), .number("datasize", data.dataSize)]
+        case let .dylinker(name): body.fields = [.string("name", name)]
+        case .raw: body = try rawBody(command, image)
         }
         return body
     }
@@ -238,8 +229,7 @@ enum LoadCommandsTable {
         let view = try image.commandView(command)
         if let name = stringFieldNames[command.type] { return [.string(name, try view.lcString(at: 8))] }
         switch command.type {
-        case .sourceVersion:
-            return [.string("version", MachONames.sourceVersion(try SourceVersion(parsing: view)))]
+        case .sourceVersion: return [.string("version", MachONames.sourceVersion(try SourceVersion(parsing: view)))]
         case .encryptionInfo, .encryptionInfo64:
             let info = try EncryptionInfo(parsing: view, is64: command.type == .encryptionInfo64)
             return [.number("cryptoff", info.cryptOffset), .number("cryptsize", info.cryptSize), .number("cryptid", info.cryptID)]
@@ -257,8 +247,7 @@ enum LoadCommandsTable {
         case .twoLevelHints:
             let hints = try TwoLevelHints(parsing: view)
             return [.number("offset", hints.offset), .number("nhints", hints.count)]
-        default:
-            return []
+        default: return []
         }
     }
 }

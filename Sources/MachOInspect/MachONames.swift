@@ -86,14 +86,8 @@ enum MachONames {
 
     /// The names of the bits set in `value`, in the table's order; the rest as one hex value.
     static func named(_ value: UInt32, _ table: [(UInt32, String)]) -> [String] {
-        var rest = value
-        var names: [String] = []
-        for (bit, name) in table where value & bit != 0 {
-            names.append(name)
-            rest &= ~bit
-        }
-        if rest != 0 { names.append("0x" + Text.hex(UInt64(rest), width: 8)) }
-        return names
+        let (names, rest) = namedBits(value, table)
+        return names + (rest != 0 ? ["0x" + Text.hex(UInt64(rest), width: 8)] : [])
     }
 }
 
@@ -113,8 +107,7 @@ package struct BuildTarget: Equatable, Sendable {
         let x86 = image.header.cpu.type & ~CPUType.abi64 == CPUType.x86Type
         return image.loadCommands.compactMap { command in
             switch command.payload {
-            case let .buildVersion(version):
-                return BuildTarget(platform: version.platform, minOS: version.minOS, sdk: version.sdk)
+            case let .buildVersion(version): return BuildTarget(platform: version.platform, minOS: version.minOS, sdk: version.sdk)
             case let .versionMin(version):
                 let platform: UInt32 = switch command.type {
                 case .versionMinIPhoneOS: x86 ? 7 : 2
@@ -123,8 +116,7 @@ package struct BuildTarget: Equatable, Sendable {
                 default: 1
                 }
                 return BuildTarget(platform: platform, minOS: version.version, sdk: version.sdk)
-            default:
-                return nil
+            default: return nil
             }
         }
     }

@@ -57,12 +57,7 @@ struct ObjCMetadataTable {
     }
 
     func findSection(_ names: [(segment: String, section: String)]) -> Section? {
-        for name in names {
-            if let section = image.sections.first(where: { $0.segmentName == name.segment && $0.name == name.section }) {
-                return section
-            }
-        }
-        return nil
+        names.lazy.compactMap { name in image.sections.first { $0.segmentName == name.segment && $0.name == name.section } }.first
     }
 
     mutating func write<Output: TextOutputStream>(to out: inout Output) throws(MachOError) {
@@ -81,9 +76,7 @@ struct ObjCMetadataTable {
         if let section = findSection(Self.sectionNames("__message_refs", "__objc_msgrefs")) {
             try writeMessageReferences(section, to: &out)
         }
-        if let section = findSection(Self.sectionNames("__image_info", "__objc_imageinfo")) {
-            writeImageInfo(section, to: &out)
-        }
+        if let section = findSection(Self.sectionNames("__image_info", "__objc_imageinfo")) { writeImageInfo(section, to: &out) }
     }
 
     // MARK: Names
@@ -250,9 +243,7 @@ struct ObjCMetadataTable {
                 return
             }
             var pointer: UInt64 = 0
-            for byte in 0..<Int(size) {
-                pointer |= UInt64((try? contents.u8(Int(index) + byte)) ?? 0) << (8 * UInt64(byte))
-            }
+            for byte in 0..<Int(size) { pointer |= UInt64((try? contents.u8(Int(index) + byte)) ?? 0) << (8 * UInt64(byte)) }
             if index + 8 > section.size {
                 out.write("\(listName) list pointer extends past end of (\(section.segmentName),\(section.name)) section\n")
             }
@@ -454,9 +445,7 @@ struct ObjCMetadataTable {
                 // it come from the file.
                 let word = table.sections.contents(of: place.section, from: place.offset, pastEnd: 8)
                 var value: UInt64 = 0
-                for byte in 0..<min(8, word.count) {
-                    value |= UInt64((try? word.u8(byte)) ?? 0) << (8 * UInt64(byte))
-                }
+                for byte in 0..<min(8, word.count) { value |= UInt64((try? word.u8(byte)) ?? 0) << (8 * UInt64(byte)) }
                 offsetLine += " \(value)"
             }
             out.write(offsetLine + "\n")

@@ -38,9 +38,7 @@ enum ObjCTable {
 
     private static func writeMethods<Output: TextOutputStream>(_ list: ObjCMethodListDescription?, prefix: String, to out: inout Output) {
         guard let list else { return }
-        for method in list.methods {
-            out.write("      \(prefix)\(method.name) \(method.types) imp \(hex(method.imp))\n")
-        }
+        for method in list.methods { out.write("      \(prefix)\(method.name) \(method.types) imp \(hex(method.imp))\n") }
     }
 
 

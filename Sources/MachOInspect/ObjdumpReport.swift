@@ -13,18 +13,13 @@ package enum ObjdumpReport {
         _ file: UniversalFile, _ selection: ArchSelection
     ) throws(MachOError) -> [(slice: UniversalFile.Slice, shownArch: String?)] {
         guard file.isUniversal else {
-            if case let .named(arch) = selection, !file.slices[0].cpu.matches(arch) {
-                _ = try file.slice(for: arch)
-            }
+            if case let .named(arch) = selection, !file.slices[0].cpu.matches(arch) { _ = try file.slice(for: arch) }
             return [(file.slices[0], nil)]
         }
         switch selection {
-        case let .named(arch):
-            return [(try file.slice(for: arch), nil)]
+        case let .named(arch): return [(try file.slice(for: arch), nil)]
         case .host:
-            if let slice = file.slices.first(where: { $0.cpu.matches(hostArchitecture) }) {
-                return [(slice, nil)]
-            }
+            if let slice = file.slices.first(where: { $0.cpu.matches(hostArchitecture) }) { return [(slice, nil)] }
             fallthrough
         case .all:
             let many = file.slices.count > 1
@@ -43,9 +38,7 @@ package enum ObjdumpReport {
             for (slice, shownArch) in try selectSlices(file, arch) {
                 let image = try file.image(slice)
                 out.write(path + (shownArch.map { " (architecture \($0))" } ?? "") + ":\n")
-                for table in InspectTable.objdumpOrder where tables.contains(table) {
-                    try writeTable(table, image, to: &out)
-                }
+                for table in InspectTable.objdumpOrder where tables.contains(table) { try writeTable(table, image, to: &out) }
             }
         } catch {
             throw error.inFile(path)

@@ -7,10 +7,7 @@ package struct ByteCursor: Sendable {
     /// The window-relative offset of the next byte.
     package var position: Int
 
-    package init(_ view: ByteView, at position: Int = 0) {
-        self.view = view
-        self.position = position
-    }
+    package init(_ view: ByteView, at position: Int = 0) { (self.view, self.position) = (view, position) }
 
     /// True when every byte has been consumed.
     package var atEnd: Bool { position >= view.count }

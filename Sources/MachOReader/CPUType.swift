@@ -3,10 +3,7 @@ package struct CPUType: Equatable, Hashable, Sendable, CustomStringConvertible {
     package let type: Int32
     package let subtype: Int32
 
-    package init(type: Int32, subtype: Int32) {
-        self.type = type
-        self.subtype = subtype
-    }
+    package init(type: Int32, subtype: Int32) { (self.type, self.subtype) = (type, subtype) }
 
     package static let abi64: Int32 = 0x0100_0000
     package static let x86Type: Int32 = 7

@@ -106,9 +106,7 @@ package struct FileSections: Sendable {
     package func structure(at address: UInt64, length: Int) -> (view: ByteView, complete: Bool, place: Place)? {
         guard let place = place(address) else { return nil }
         let present = min(place.bytes.count, length)
-        if present == length, let view = try? place.bytes.slice(0, length) {
-            return (view, UInt64(length) <= place.left, place)
-        }
+        if present == length, let view = try? place.bytes.slice(0, length) { return (view, UInt64(length) <= place.left, place) }
         var bytes = (try? place.bytes.bytes(0, present)) ?? []
         bytes.append(contentsOf: repeatElement(0, count: length - present))
         return (ByteView(bytes), false, place)

@@ -6,9 +6,7 @@
 package struct SourceVersion: Equatable, Sendable {
     package let version: UInt64
 
-    package init(parsing view: ByteView) throws(MachOError) {
-        version = try view.u64(8)
-    }
+    package init(parsing view: ByteView) throws(MachOError) { version = try view.u64(8) }
 
     /// The five components, most significant first.
     package var components: [UInt64] {
@@ -19,9 +17,7 @@ package struct SourceVersion: Equatable, Sendable {
 /// `encryption_info_command` and `encryption_info_command_64` (LC_ENCRYPTION_INFO,
 /// LC_ENCRYPTION_INFO_64): the encrypted file range and the encryption system (0: none).
 package struct EncryptionInfo: Equatable, Sendable {
-    package let cryptOffset: UInt32
-    package let cryptSize: UInt32
-    package let cryptID: UInt32
+    package let cryptOffset: UInt32, cryptSize: UInt32, cryptID: UInt32
     /// The 64-bit command's padding word; nil in the 32-bit command.
     package let pad: UInt32?
 
@@ -55,8 +51,7 @@ package struct LinkerOption: Equatable, Sendable {
 /// `note_command` (LC_NOTE): a named range of the file for its owner.
 package struct NoteCommand: Equatable, Sendable {
     package let dataOwner: String
-    package let offset: UInt64
-    package let size: UInt64
+    package let offset: UInt64, size: UInt64
 
     package init(parsing view: ByteView) throws(MachOError) {
         (dataOwner, offset, size) = (try view.fixedString(8, 16), try view.u64(24), try view.u64(32))
@@ -65,8 +60,7 @@ package struct NoteCommand: Equatable, Sendable {
 
 /// `routines_command_64` (LC_ROUTINES_64): the library's initialization routine.
 package struct Routines64: Equatable, Sendable {
-    package let initAddress: UInt64
-    package let initModule: UInt64
+    package let initAddress: UInt64, initModule: UInt64
     package let reserved: [UInt64]
 
     package init(parsing view: ByteView) throws(MachOError) {
@@ -79,8 +73,7 @@ package struct Routines64: Equatable, Sendable {
 
 /// `fileset_entry_command` (LC_FILESET_ENTRY): one image of a file set.
 package struct FilesetEntry: Equatable, Sendable {
-    package let vmAddress: UInt64
-    package let fileOffset: UInt64
+    package let vmAddress: UInt64, fileOffset: UInt64
     package let entryID: String
 
     package init(parsing view: ByteView) throws(MachOError) {
@@ -90,12 +83,9 @@ package struct FilesetEntry: Equatable, Sendable {
 
 /// `twolevel_hints_command` (LC_TWOLEVEL_HINTS).
 package struct TwoLevelHints: Equatable, Sendable {
-    package let offset: UInt32
-    package let count: UInt32
+    package let offset: UInt32, count: UInt32
 
-    package init(parsing view: ByteView) throws(MachOError) {
-        (offset, count) = (try view.u32(8), try view.u32(12))
-    }
+    package init(parsing view: ByteView) throws(MachOError) { (offset, count) = (try view.u32(8), try view.u32(12)) }
 }
 
 extension MachOImage {

@@ -17,9 +17,7 @@ package enum DylibLinkKind: String, Equatable, Hashable, Sendable, Codable {
 /// `dylib_command`: an install name with its versions (LC_ID_DYLIB and LC_*_DYLIB).
 package struct DylibCommand: Equatable, Sendable {
     package let installName: String
-    package let timestamp: UInt32
-    package let currentVersion: UInt32
-    package let compatibilityVersion: UInt32
+    package let timestamp: UInt32, currentVersion: UInt32, compatibilityVersion: UInt32
 
     package init(parsing view: ByteView) throws(MachOError) {
         installName = try view.lcString(at: 8)
@@ -33,16 +31,12 @@ package struct EntryPoint: Equatable, Sendable {
     package let entryOffset: UInt64
     package let stackSize: UInt64
 
-    package init(parsing view: ByteView) throws(MachOError) {
-        (entryOffset, stackSize) = (try view.u64(8), try view.u64(16))
-    }
+    package init(parsing view: ByteView) throws(MachOError) { (entryOffset, stackSize) = (try view.u64(8), try view.u64(16)) }
 }
 
 /// `build_version_command` (LC_BUILD_VERSION).
 package struct BuildVersion: Equatable, Sendable {
-    package let platform: UInt32
-    package let minOS: UInt32
-    package let sdk: UInt32
+    package let platform: UInt32, minOS: UInt32, sdk: UInt32
     /// (tool, version) pairs.
     package let tools: [(tool: UInt32, version: UInt32)]
 
@@ -58,21 +52,16 @@ package struct BuildVersion: Equatable, Sendable {
             throw MachOError.malformed("LC_BUILD_VERSION claims \(count) tools, more than its command holds", at: view.absolute(20))
         }
         var tools: [(UInt32, UInt32)] = []
-        for index in 0..<Int(count) {
-            tools.append((try view.u32(24 + index * 8), try view.u32(28 + index * 8)))
-        }
+        for index in 0..<Int(count) { tools.append((try view.u32(24 + index * 8), try view.u32(28 + index * 8))) }
         self.tools = tools
     }
 }
 
 /// `version_min_command` (LC_VERSION_MIN_*).
 package struct VersionMin: Equatable, Sendable {
-    package let version: UInt32
-    package let sdk: UInt32
+    package let version: UInt32, sdk: UInt32
 
-    package init(parsing view: ByteView) throws(MachOError) {
-        (version, sdk) = (try view.u32(8), try view.u32(12))
-    }
+    package init(parsing view: ByteView) throws(MachOError) { (version, sdk) = (try view.u32(8), try view.u32(12)) }
 }
 
 /// `symtab_command` (LC_SYMTAB).
@@ -175,36 +164,25 @@ package struct LoadCommand: Equatable, Sendable {
         size = try view.u32(4)
         offset = offsetInImage
         switch type {
-        case .segment64:
-            payload = .segment(try Segment(parsing: view))
+        case .segment64: payload = .segment(try Segment(parsing: view))
         case .loadDylib, .loadWeakDylib, .reexportDylib, .loadUpwardDylib, .lazyLoadDylib:
             payload = .dylib(DylibLinkKind(type)!, try DylibCommand(parsing: view))
-        case .idDylib:
-            payload = .idDylib(try DylibCommand(parsing: view))
-        case .rpath:
-            payload = .rpath(try view.lcString(at: 8))
-        case .main:
-            payload = .main(try EntryPoint(parsing: view))
-        case .uuid:
-            payload = .uuid(Array(try view.bytes(8, 16)))
-        case .buildVersion:
-            payload = .buildVersion(try BuildVersion(parsing: view))
+        case .idDylib: payload = .idDylib(try DylibCommand(parsing: view))
+        case .rpath: payload = .rpath(try view.lcString(at: 8))
+        case .main: payload = .main(try EntryPoint(parsing: view))
+        case .uuid: payload = .uuid(Array(try view.bytes(8, 16)))
+        case .buildVersion: payload = .buildVersion(try BuildVersion(parsing: view))
         case .versionMinMacOSX, .versionMinIPhoneOS, .versionMinTVOS, .versionMinWatchOS:
             payload = .versionMin(try VersionMin(parsing: view))
-        case .symtab:
-            payload = .symtab(try SymtabCommand(parsing: view))
-        case .dysymtab:
-            payload = .dysymtab(try DysymtabCommand(parsing: view))
-        case .dyldInfo, .dyldInfoOnly:
-            payload = .dyldInfo(try DyldInfo(parsing: view))
+        case .symtab: payload = .symtab(try SymtabCommand(parsing: view))
+        case .dysymtab: payload = .dysymtab(try DysymtabCommand(parsing: view))
+        case .dyldInfo, .dyldInfoOnly: payload = .dyldInfo(try DyldInfo(parsing: view))
         case .codeSignature, .functionStarts, .dataInCode, .dyldChainedFixups, .dyldExportsTrie,
              .segmentSplitInfo, .dylibCodeSignDRs, .linkerOptimizationHint, .atomInfo,
              .functionVariants, .functionVariantFixups:
             payload = .linkeditData(try LinkeditData(parsing: view))
-        case .loadDylinker, .idDylinker, .dyldEnvironment:
-            payload = .dylinker(try view.lcString(at: 8))
-        default:
-            payload = .raw
+        case .loadDylinker, .idDylinker, .dyldEnvironment: payload = .dylinker(try view.lcString(at: 8))
+        default: payload = .raw
         }
     }
 }

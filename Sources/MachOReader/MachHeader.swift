@@ -43,9 +43,7 @@ package struct MachHeader: Equatable, Sendable {
     package init(parsing view: ByteView) throws(MachOError) {
         let magic = try view.u32(0)
         guard magic == MachHeader.magic64 else {
-            if magic == MachHeader.magic32 {
-                throw MachOError(offset: view.base, .unsupported("32-bit Mach-O (mach_header) images"))
-            }
+            if magic == MachHeader.magic32 { throw MachOError(offset: view.base, .unsupported("32-bit Mach-O (mach_header) images")) }
             throw MachOError(offset: view.base, .badMagic(magic))
         }
         cpu = CPUType(type: Int32(bitPattern: try view.u32(4)), subtype: Int32(bitPattern: try view.u32(8)))

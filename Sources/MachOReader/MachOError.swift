@@ -129,3 +129,10 @@ func reading<T>(_ structure: String, _ body: () throws(MachOError) -> T) throws(
 
 /// `0x` and lowercase hex digits: how messages and dumps print an address, offset or size.
 package func hex<Value: BinaryInteger>(_ value: Value) -> String { "0x" + String(value, radix: 16) }
+
+/// The names of the bits of `value` that `table` names, in the table's order, and the bits
+/// it leaves unnamed: how dumps print a flags word.
+package func namedBits<Value: FixedWidthInteger>(_ value: Value, _ table: [(Value, String)]) -> (names: [String], rest: Value) {
+    let named = table.filter { value & $0.0 != 0 }
+    return (named.map(\.1), named.reduce(value) { $0 & ~$1.0 })
+}

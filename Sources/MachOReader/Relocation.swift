@@ -29,11 +29,8 @@ extension MachOImage {
     package func relocations(of section: Section) throws(MachOError) -> [RelocationInfo] {
         guard section.relocationCount != 0 else { return [] }
         let table = try fileBytes(offset: UInt64(section.relocationOffset), size: UInt64(section.relocationCount) * UInt64(RelocationInfo.size))
-        var entries: [RelocationInfo] = []
-        entries.reserveCapacity(Int(section.relocationCount))
-        for index in 0..<Int(section.relocationCount) {
-            entries.append(try RelocationInfo(parsing: table.slice(index * RelocationInfo.size, RelocationInfo.size)))
+        return try (0..<Int(section.relocationCount)).map { (index) throws(MachOError) in
+            try RelocationInfo(parsing: table.slice(index * RelocationInfo.size, RelocationInfo.size))
         }
-        return entries
     }
 }

@@ -20,14 +20,10 @@ package struct VMProtection: OptionSet, Hashable, Sendable, CustomStringConverti
 /// `section_64`: a named range inside a segment.
 package struct Section: Equatable, Sendable {
     package static let size = 80
-    package let name: String
-    package let segmentName: String
-    package let address: UInt64
-    package let size: UInt64
-    package let fileOffset: UInt32
-    package let alignment: UInt32
-    package let relocationOffset: UInt32
-    package let relocationCount: UInt32
+    package let name: String, segmentName: String
+    package let address: UInt64, size: UInt64
+    package let fileOffset: UInt32, alignment: UInt32
+    package let relocationOffset: UInt32, relocationCount: UInt32
     package let flags: UInt32
     package let reserved1: UInt32, reserved2: UInt32, reserved3: UInt32
 

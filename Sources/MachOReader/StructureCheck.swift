@@ -53,9 +53,7 @@ struct StructureCheck {
 
     /// Fails unless `cmdsize` is exactly `expected`.
     func size(_ site: LoadCommandSite, is expected: Int) throws(MachOError) {
-        guard site.view.count == expected else {
-            throw site.error("cmdsize \(site.view.count) is not \(expected)", field: 4)
-        }
+        guard site.view.count == expected else { throw site.error("cmdsize \(site.view.count) is not \(expected)", field: 4) }
     }
 
     /// Fails unless `cmdsize` is at least `minimum`.
@@ -127,9 +125,7 @@ struct StructureCheck {
     func finish(_ view: ByteView) throws(MachOError) {
         let (hasID, symbolCount, dysymtab) = factsAtIdent ?? (hasID, symbolCount, dysymtab)
         if let dysymtab {
-            guard let symbolCount else {
-                throw dysymtab.site.error("LC_DYSYMTAB without an LC_SYMTAB")
-            }
+            guard let symbolCount else { throw dysymtab.site.error("LC_DYSYMTAB without an LC_SYMTAB") }
             try dysymtab.command.checkSymbolRanges(symbolCount: symbolCount, at: dysymtab.site)
         }
         if (header.fileType == .dylib || header.fileType == .dylibStub) && !hasID {
@@ -174,8 +170,6 @@ struct StructureCheck {
             }
             index = end + 1
         }
-        guard found == declared else {
-            throw site.error("count \(declared) does not match the \(found) strings it holds", field: 8)
-        }
+        guard found == declared else { throw site.error("count \(declared) does not match the \(found) strings it holds", field: 8) }
     }
 }

@@ -38,9 +38,7 @@ package struct UniversalFile: Sendable {
             guard count <= UniversalFile.maxSlices else {
                 throw MachOError.malformed("universal header claims \(count) architectures", at: view.absolute(4))
             }
-            guard count > 0 else {
-                throw MachOError.malformed("universal header holds no architectures", at: view.absolute(4))
-            }
+            guard count > 0 else { throw MachOError.malformed("universal header holds no architectures", at: view.absolute(4)) }
             let entrySize = is64 ? 32 : 20
             let headersEnd = UInt64(8 + Int(count) * entrySize)
             var slices: [Slice] = []

@@ -58,30 +58,23 @@ package enum ProcessRunner {
         while body: (RunningProcess) async throws -> Void
     ) async throws(CommandFailure) -> Result {
         let command = commandLine(executable, arguments)
+        /// Runs the child with stderr going to `stderr`; stdout is collected.
+        func collect<Error: ErrorOutputProtocol>(_ stderr: Error) async throws -> ExecutionResult<Void, BytesOutput, Error> {
+            try await Subprocess.run(
+                .path(FilePath(executable)), arguments: Arguments(arguments), input: .none, output: .bytes(limit: .max), error: stderr
+            ) { execution in try await body(running(execution)) }
+        }
+        func finished<Error: OutputProtocol>(_ result: borrowing ExecutionResult<Void, BytesOutput, Error>, error: String = "") -> Result {
+            Result(command: command, processIdentifier: result.processIdentifier.value, status: status(result.terminationStatus),
+                   output: text(result.standardOutput), error: error)
+        }
         do {
             switch error {
             case .captured:
-                let result = try await Subprocess.run(
-                    .path(FilePath(executable)), arguments: Arguments(arguments),
-                    input: .none, output: .bytes(limit: .max), error: .bytes(limit: .max)
-                ) { execution in try await body(running(execution)) }
-                return Result(command: command, processIdentifier: result.processIdentifier.value,
-                              status: status(result.terminationStatus),
-                              output: text(result.standardOutput), error: text(result.standardError))
-            case .mergedIntoOutput:
-                let result = try await Subprocess.run(
-                    .path(FilePath(executable)), arguments: Arguments(arguments),
-                    input: .none, output: .bytes(limit: .max), error: .combinedWithOutput
-                ) { execution in try await body(running(execution)) }
-                return Result(command: command, processIdentifier: result.processIdentifier.value,
-                              status: status(result.terminationStatus), output: text(result.standardOutput), error: "")
-            case let .file(path):
-                let result = try await Subprocess.run(
-                    .path(FilePath(executable)), arguments: Arguments(arguments),
-                    input: .none, output: .bytes(limit: .max), error: try errorFile(path)
-                ) { execution in try await body(running(execution)) }
-                return Result(command: command, processIdentifier: result.processIdentifier.value,
-                              status: status(result.terminationStatus), output: text(result.standardOutput), error: "")
+                let result = try await collect(.bytes(limit: .max))
+                return finished(result, error: text(result.standardError))
+            case .mergedIntoOutput: return finished(try await collect(.combinedWithOutput))
+            case let .file(path): return finished(try await collect(try errorFile(path)))
             }
         } catch let failure as CommandFailure {
             throw failure

@@ -161,15 +161,11 @@ struct StubRootFiles {
             realImages[path] = false
             return false
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .load(.unusable(path: path, reason: "cannot read"))
-        }
+        guard let data = FileManager.default.contents(atPath: path) else { throw .load(.unusable(path: path, reason: "cannot read")) }
         var isStub = true
         do {
             let file = try UniversalFile(parsing: Array(data))
-            for slice in file.slices where !(try file.image(slice).sections.contains(where: StubImageMarker.isMarker)) {
-                isStub = false
-            }
+            for slice in file.slices where !(try file.image(slice).sections.contains(where: StubImageMarker.isMarker)) { isStub = false }
         } catch {
             throw .load(.malformed(error.inFile(path)))
         }

@@ -32,8 +32,7 @@ enum StubObjC {
     static func classNames(in exports: [StubExport]) -> [String] {
         var names = Set<String>()
         for export in exports {
-            if export.name.hasPrefix(classPrefix) { names.insert(String(export.name.dropFirst(classPrefix.count))) }
-            if export.name.hasPrefix(metaclassPrefix) { names.insert(String(export.name.dropFirst(metaclassPrefix.count))) }
+            for prefix in [classPrefix, metaclassPrefix] where export.name.hasPrefix(prefix) { names.insert(String(export.name.dropFirst(prefix.count))) }
         }
         return names.filter { !$0.isEmpty }.sorted()
     }
@@ -97,17 +96,10 @@ enum StubObjC {
         // objc_image_info: version 0, flags 0x40 (what clang emits for current targets).
         lines += ["\t.section __DATA,__objc_imageinfo,regular,no_dead_strip", "\t.p2align 2", "\t.long 0, 64"]
         if isRuntime {
-            lines += [
-                "\t.section __DATA,__objc_fxtables",
-                "\t.p2align 3",
-                "l_stub_objc_tables:",
-                "\t.quad 0x32424154434a424f", // "OBJCTAB2"
-                "\t.quad \(classCapacity)",
-                "\t.quad \(categoryCapacity)",
-                "\t.quad l_stub_objc_class_entries",
-                "\t.quad l_stub_objc_category_entries",
-                "\t.quad 0, 0",
-            ]
+            // The tables' magic ("OBJCTAB2"), capacities and entry arrays.
+            lines += ["\t.section __DATA,__objc_fxtables", "\t.p2align 3", "l_stub_objc_tables:", "\t.quad 0x32424154434a424f",
+                      "\t.quad \(classCapacity)", "\t.quad \(categoryCapacity)",
+                      "\t.quad l_stub_objc_class_entries", "\t.quad l_stub_objc_category_entries", "\t.quad 0, 0"]
             // Each hash table: reserved slots, slot array, mask and count (the loader's).
             for (name, slots) in hashTableSlots { lines += ["\t.quad \(slots)", "\t.quad l_stub_objc_\(name)_slots", "\t.quad 0, 0"] }
             lines += [

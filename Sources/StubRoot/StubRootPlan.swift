@@ -50,10 +50,7 @@ package struct StubExport: Hashable, Comparable, Sendable {
     /// Exported as a weak definition, because an importer binds it with weak coalescing.
     package var isWeakDefinition: Bool
 
-    package init(name: String, isWeakDefinition: Bool) {
-        self.name = name
-        self.isWeakDefinition = isWeakDefinition
-    }
+    package init(name: String, isWeakDefinition: Bool) { (self.name, self.isWeakDefinition) = (name, isWeakDefinition) }
 
     package static func < (a: StubExport, b: StubExport) -> Bool { a.name < b.name }
 }

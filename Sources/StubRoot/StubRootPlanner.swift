@@ -79,9 +79,7 @@ private struct StubRootPlanner {
     static func planned(binaries: [String], arches: [String]?, root: String, app: StubAppLayout?) throws(CommandFailure) -> StubRootPlanner {
         var planner = StubRootPlanner(root: root, app: app)
         for binary in binaries {
-            for arch in try planner.architectures(of: binary, wanted: arches) {
-                try planner.addGraph(binary: binary, arch: arch)
-            }
+            for arch in try planner.architectures(of: binary, wanted: arches) { try planner.addGraph(binary: binary, arch: arch) }
         }
         try planner.resolveTwoLevelImports()
         try planner.resolveFlatImports()
@@ -107,9 +105,7 @@ private struct StubRootPlanner {
             throw .load(error)
         }
         let selected = Set(available.filter { wanted?.contains($0) ?? true }).sorted()
-        guard !selected.isEmpty else {
-            throw .noArchitecture(binary: binary, wanted: wanted ?? [], available: available)
-        }
+        guard !selected.isEmpty else { throw .noArchitecture(binary: binary, wanted: wanted ?? [], available: available) }
         return selected
     }
 
@@ -124,16 +120,12 @@ private struct StubRootPlanner {
         }
         if hostExports[arch] == nil { hostExports[arch] = [] }
         for case let .stub(installName, path) in graph.nodes {
-            if stubFiles[path] == nil {
-                stubFiles[path] = StubFile(installName: installName, currentVersion: 0, compatibilityVersion: 0)
-            }
+            if stubFiles[path] == nil { stubFiles[path] = StubFile(installName: installName, currentVersion: 0, compatibilityVersion: 0) }
             let key = StubSliceKey(path: path, arch: arch)
             if stubExports[key] == nil { stubExports[key] = [:] }
         }
         for edge in graph.edges.joined() {
-            guard let target = edge.target, case let .stub(_, path) = graph.nodes[target], var file = stubFiles[path] else {
-                continue
-            }
+            guard let target = edge.target, case let .stub(_, path) = graph.nodes[target], var file = stubFiles[path] else { continue }
             file.currentVersion = max(file.currentVersion, edge.dependency.command.currentVersion)
             file.compatibilityVersion = max(file.compatibilityVersion, edge.dependency.command.compatibilityVersion)
             stubFiles[path] = file
@@ -179,8 +171,7 @@ private struct StubRootPlanner {
                         } else {
                             hostExports[graph.arch, default: []].insert(entry.name)
                         }
-                    case BindFixup.ordinalFlatLookup, BindFixup.ordinalWeakLookup:
-                        flatImports.append((g, entry))
+                    case BindFixup.ordinalFlatLookup, BindFixup.ordinalWeakLookup: flatImports.append((g, entry))
                     default:
                         note(entry, of: file.path, arch: graph.arch, expectedIn: "unknown special library ordinal \(entry.libraryOrdinal)")
                     }
@@ -198,9 +189,7 @@ private struct StubRootPlanner {
                 found = true
                 break
             }
-            if !found, entry.libraryOrdinal == BindFixup.ordinalFlatLookup {
-                hostExports[graphs[g].arch, default: []].insert(entry.name)
-            }
+            if !found, entry.libraryOrdinal == BindFixup.ordinalFlatLookup { hostExports[graphs[g].arch, default: []].insert(entry.name) }
         }
     }
 
@@ -312,9 +301,7 @@ private struct StubRootPlanner {
             }
             for edge in graph.edges[index] where edge.dependency.kind == .reexport {
                 guard let target = edge.target else { continue }
-                if let found = try locate(name, in: target, graph: g, claimingStubs: claimingStubs, visited: &visited) {
-                    return found
-                }
+                if let found = try locate(name, in: target, graph: g, claimingStubs: claimingStubs, visited: &visited) { return found }
             }
             return nil
         }

@@ -149,9 +149,7 @@ private struct StubBuilder {
         } catch {
             throw .toolFailed(command: command, output: error.description)
         }
-        guard result.succeeded else {
-            throw .toolFailed(command: command, output: result.output)
-        }
+        guard result.succeeded else { throw .toolFailed(command: command, output: result.output) }
     }
 }
 

@@ -32,9 +32,7 @@ extension MachOImage {
         }
         for stream in BindStreamKind.allCases {
             try forEachBindFixup(in: stream) { bind throws(MachOError) in
-                if !bind.isStrongDefinition {
-                    add(bind.symbolName, bind.libraryOrdinal, weak: bind.flags.contains(.weakImport))
-                }
+                if !bind.isStrongDefinition { add(bind.symbolName, bind.libraryOrdinal, weak: bind.flags.contains(.weakImport)) }
             }
         }
         return weakByKey.map { SymbolImport(name: $0.key.name, libraryOrdinal: $0.key.libraryOrdinal, isWeakImport: $0.value) }

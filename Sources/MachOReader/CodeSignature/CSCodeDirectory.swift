@@ -79,14 +79,10 @@ package struct CS_CodeDirectory: Sendable {
         self.slot = slot
         self.blob = blob
         let magic = try reading(structure) { () throws(MachOError) in try blob.u32BE(0) }
-        guard magic == CSMAGIC_CODEDIRECTORY else {
-            throw fail(0, "magic \(hex(magic)) is not CSMAGIC_CODEDIRECTORY (0xfade0c02)")
-        }
+        guard magic == CSMAGIC_CODEDIRECTORY else { throw fail(0, "magic \(hex(magic)) is not CSMAGIC_CODEDIRECTORY (0xfade0c02)") }
         guard blob.count >= 44 else { throw fail(4, "length \(blob.count) is less than the 44-byte header") }
         let version = try reading(structure) { () throws(MachOError) in try blob.u32BE(8) }
-        guard version >= CS_SUPPORTSNONE else {
-            throw fail(8, "version \(hex(version)) is older than the earliest (0x20001)")
-        }
+        guard version >= CS_SUPPORTSNONE else { throw fail(8, "version \(hex(version)) is older than the earliest (0x20001)") }
         let headerSize = CS_CodeDirectory.headerSizes.first { version >= $0.version }!.size
         guard blob.count >= headerSize else {
             throw fail(4, "length \(blob.count) is less than the \(headerSize)-byte header of version \(hex(version))")
@@ -138,9 +134,7 @@ package struct CS_CodeDirectory: Sendable {
         }
         // Scatter vectors (pages listed out of order, a pre-10.6 form) are not read: a page's
         // slot would not be its index.
-        if let scatter = scatterOffset, scatter != 0 {
-            throw fail(44, "scatter vectors (scatterOffset \(hex(scatter))) are not supported")
-        }
+        if let scatter = scatterOffset, scatter != 0 { throw fail(44, "scatter vectors (scatterOffset \(hex(scatter))) are not supported") }
         guard CS_CodeDirectory.pageSizeShifts.contains(pageSizeShift) else {
             throw fail(39, "page size 2^\(pageSizeShift) is outside 2^12...2^14 (4 KiB to arm64's 16 KiB pages, the sizes the kernel accepts)")
         }

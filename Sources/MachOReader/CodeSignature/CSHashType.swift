@@ -20,11 +20,7 @@ package struct CDHash: Hashable, Sendable, CustomStringConvertible {
     package let middle: UInt64
     package let low: UInt32
 
-    package init(high: UInt64, middle: UInt64, low: UInt32) {
-        self.high = high
-        self.middle = middle
-        self.low = low
-    }
+    package init(high: UInt64, middle: UInt64, low: UInt32) { (self.high, self.middle, self.low) = (high, middle, low) }
 
     /// The hash from its 20 bytes (nil for any other length). Concrete, not generic: a
     /// closure's decode reads one per image, and a generic walk costs the Swift runtime's

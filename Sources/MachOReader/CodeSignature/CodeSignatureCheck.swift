@@ -76,8 +76,7 @@ package struct CodeSignatureCheck: Sendable {
                 switch (blob, empty) {
                 case (nil, true): continue
                 case (nil, false): special.append(SpecialSlot(slot: type, status: .missing))
-                case (.some, true):
-                    special.append(SpecialSlot(slot: type, status: .unsealed))
+                case (.some, true): special.append(SpecialSlot(slot: type, status: .unsealed))
                 case let (blob?, false):
                     special.append(SpecialSlot(slot: type, status: directory.verifySpecialSlot(type, blob: blob.view) ? .valid : .mismatch))
                 }

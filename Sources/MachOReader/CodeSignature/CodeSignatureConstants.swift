@@ -54,71 +54,41 @@ package let CS_SUPPORTSLINKAGE: UInt32 = 0x20600
 package let CS_CDHASH_LEN = 20
 
 /// CodeDirectory flags (`CS_CodeDirectory.flags`), also the process's code-signing flags.
-package let CS_VALID: UInt32 = 0x1
 package let CS_ADHOC: UInt32 = 0x2
-package let CS_GET_TASK_ALLOW: UInt32 = 0x4
-package let CS_INSTALLER: UInt32 = 0x8
-package let CS_FORCED_LV: UInt32 = 0x10
-package let CS_INVALID_ALLOWED: UInt32 = 0x20
-package let CS_HARD: UInt32 = 0x100
-package let CS_KILL: UInt32 = 0x200
-package let CS_CHECK_EXPIRATION: UInt32 = 0x400
-package let CS_RESTRICT: UInt32 = 0x800
-package let CS_ENFORCEMENT: UInt32 = 0x1000
-package let CS_REQUIRE_LV: UInt32 = 0x2000
-package let CS_ENTITLEMENTS_VALIDATED: UInt32 = 0x4000
-package let CS_NVRAM_UNRESTRICTED: UInt32 = 0x8000
 package let CS_RUNTIME: UInt32 = 0x10000
 package let CS_LINKER_SIGNED: UInt32 = 0x20000
 
 /// Executable-segment flags (`CS_CodeDirectory.execSegFlags`).
 package let CS_EXECSEG_MAIN_BINARY: UInt64 = 0x1
-package let CS_EXECSEG_ALLOW_UNSIGNED: UInt64 = 0x10
-package let CS_EXECSEG_DEBUGGER: UInt64 = 0x20
-package let CS_EXECSEG_JIT: UInt64 = 0x40
-package let CS_EXECSEG_SKIP_LV: UInt64 = 0x80
-package let CS_EXECSEG_CAN_LOAD_CDHASH: UInt64 = 0x100
-package let CS_EXECSEG_CAN_EXEC_CDHASH: UInt64 = 0x200
 
-/// Requirement types in a requirement set (`CS_Requirements`).
-package let kSecHostRequirementType: UInt32 = 1
-package let kSecGuestRequirementType: UInt32 = 2
+/// `kSecDesignatedRequirementType`: the type of a requirement set's designated requirement
+/// (`CS_Requirements`; types run from 1, host, to 5, plugin).
 package let kSecDesignatedRequirementType: UInt32 = 3
-package let kSecLibraryRequirementType: UInt32 = 4
-package let kSecPluginRequirementType: UInt32 = 5
 
 /// Names for the flags and slots, for printing.
 package enum CodeSignatureNames {
+    /// The `CS_*` flags of `cs_blobs.h`, by bit.
     static let flags: [(UInt32, String)] = [
-        (CS_VALID, "valid"), (CS_ADHOC, "adhoc"), (CS_GET_TASK_ALLOW, "get-task-allow"), (CS_INSTALLER, "installer"),
-        (CS_FORCED_LV, "forced-lv"), (CS_INVALID_ALLOWED, "invalid-allowed"), (CS_HARD, "hard"), (CS_KILL, "kill"),
-        (CS_CHECK_EXPIRATION, "check-expiration"), (CS_RESTRICT, "restrict"), (CS_ENFORCEMENT, "enforcement"),
-        (CS_REQUIRE_LV, "library-validation"), (CS_ENTITLEMENTS_VALIDATED, "entitlements-validated"),
-        (CS_NVRAM_UNRESTRICTED, "nvram-unrestricted"), (CS_RUNTIME, "runtime"), (CS_LINKER_SIGNED, "linker-signed"),
+        (0x1, "valid"), (CS_ADHOC, "adhoc"), (0x4, "get-task-allow"), (0x8, "installer"),
+        (0x10, "forced-lv"), (0x20, "invalid-allowed"), (0x100, "hard"), (0x200, "kill"),
+        (0x400, "check-expiration"), (0x800, "restrict"), (0x1000, "enforcement"),
+        (0x2000, "library-validation"), (0x4000, "entitlements-validated"),
+        (0x8000, "nvram-unrestricted"), (CS_RUNTIME, "runtime"), (CS_LINKER_SIGNED, "linker-signed"),
     ]
+    /// The `CS_EXECSEG_*` flags, by bit.
     static let execSegFlags: [(UInt64, String)] = [
-        (CS_EXECSEG_MAIN_BINARY, "main-binary"), (CS_EXECSEG_ALLOW_UNSIGNED, "allow-unsigned"),
-        (CS_EXECSEG_DEBUGGER, "debugger"), (CS_EXECSEG_JIT, "jit"), (CS_EXECSEG_SKIP_LV, "skip-lv"),
-        (CS_EXECSEG_CAN_LOAD_CDHASH, "can-load-cdhash"), (CS_EXECSEG_CAN_EXEC_CDHASH, "can-exec-cdhash"),
+        (CS_EXECSEG_MAIN_BINARY, "main-binary"), (0x10, "allow-unsigned"), (0x20, "debugger"), (0x40, "jit"),
+        (0x80, "skip-lv"), (0x100, "can-load-cdhash"), (0x200, "can-exec-cdhash"),
     ]
 
     /// `adhoc,linker-signed`, with any unnamed bits as hex; `none` for 0.
-    package static func flagNames(_ flags: UInt32) -> String {
-        names(UInt64(flags), flags: Self.flags.map { (UInt64($0.0), $0.1) })
-    }
+    package static func flagNames(_ flags: UInt32) -> String { names(flags, Self.flags) }
 
-    package static func execSegFlagNames(_ flags: UInt64) -> String {
-        names(flags, flags: execSegFlags)
-    }
+    package static func execSegFlagNames(_ flags: UInt64) -> String { names(flags, execSegFlags) }
 
-    static func names(_ value: UInt64, flags: [(UInt64, String)]) -> String {
-        var parts: [String] = []
-        var rest = value
-        for (bit, name) in flags where value & bit != 0 {
-            parts.append(name)
-            rest &= ~bit
-        }
-        if rest != 0 { parts.append(hex(rest)) }
+    static func names<Value: FixedWidthInteger>(_ value: Value, _ table: [(Value, String)]) -> String {
+        let (names, rest) = namedBits(value, table)
+        let parts = names + (rest != 0 ? [hex(rest)] : [])
         return parts.isEmpty ? "none" : parts.joined(separator: ",")
     }
 
@@ -147,7 +117,7 @@ package enum CodeSignatureNames {
 
     /// The name of a requirement type.
     package static func requirementTypeName(_ type: UInt32) -> String {
-        (kSecHostRequirementType...kSecPluginRequirementType).contains(type)
+        (1...5).contains(type)
             ? ["host", "guest", "designated", "library", "plugin"][Int(type) - 1] : "type \(type)"
     }
 }

@@ -59,10 +59,8 @@ package struct ExportTrie: Sendable {
             return ExportTerminal(flags: plain.flags, definition: .image(offset: plain.offset), nodeOffset: node)
         case let .found(node, infoStart, infoSize, nil):
             return try ExportTerminal(parsing: try view.slice(infoStart, infoSize), nodeOffset: node, name: name.string)
-        case .notFound:
-            return nil
-        case .irregular:
-            return try checkedLookup(name, path: &path)
+        case .notFound: return nil
+        case .irregular: return try checkedLookup(name, path: &path)
         }
     }
 
@@ -174,9 +172,7 @@ package struct ExportTrie: Sendable {
                 stack[stack.count - 1].childrenLeft -= 1
                 stack[stack.count - 1].nextEdge = UInt32(cursor.position)
                 guard visited.insert(childOffset) else {
-                    if stack.contains(where: { $0.node == UInt32(childOffset) }) {
-                        throw cycle(from: parent, to: childOffset, at: childAt)
-                    }
+                    if stack.contains(where: { $0.node == UInt32(childOffset) }) { throw cycle(from: parent, to: childOffset, at: childAt) }
                     throw MachOError.malformed(
                         "export trie node at \(hex(childOffset)) is the child of more than one node", at: childAt)
                 }
@@ -264,9 +260,7 @@ extension MachOImage {
     /// The image's export trie, as dyld finds it: LC_DYLD_EXPORTS_TRIE when it has bytes,
     /// else the export range of LC_DYLD_INFO; nil when neither has any.
     package func exportTrie() throws(MachOError) -> ExportTrie? {
-        if let data = exportsTrie, data.dataSize > 0 {
-            return try ExportTrie(parsing: try linkeditBytes(data))
-        }
+        if let data = exportsTrie, data.dataSize > 0 { return try ExportTrie(parsing: try linkeditBytes(data)) }
         return try dyldInfoExportTrie()
     }
 

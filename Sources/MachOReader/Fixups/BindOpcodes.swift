@@ -125,12 +125,9 @@ package struct BindOpcodeDecoder: Sendable {
         while opcodes.pendingCount == 0 {
             guard let (opcode, immediate, opcodeOffset): (BindOpcode, UInt8, Int) = try opcodes.nextOpcode("bind") else { return nil }
             switch opcode {
-            case .done:
-                if stream != .lazy || opcodes.cursor.position > lastNonZeroPosition { opcodes.finished = true }
-            case .setDylibOrdinalImm:
-                try setOrdinal(UInt64(immediate), at: opcodeOffset, opcode)
-            case .setDylibOrdinalULEB:
-                try setOrdinal(try opcodes.cursor.uleb128(), at: opcodeOffset, opcode)
+            case .done: if stream != .lazy || opcodes.cursor.position > lastNonZeroPosition { opcodes.finished = true }
+            case .setDylibOrdinalImm: try setOrdinal(UInt64(immediate), at: opcodeOffset, opcode)
+            case .setDylibOrdinalULEB: try setOrdinal(try opcodes.cursor.uleb128(), at: opcodeOffset, opcode)
             case .setDylibSpecialImm: // 0, or sign-extended -1...-16
                 try refuseInWeakStream(at: opcodeOffset, opcode)
                 let special = immediate == 0 ? 0 : Int(Int8(bitPattern: 0xf0 | immediate))
@@ -143,22 +140,17 @@ package struct BindOpcodeDecoder: Sendable {
                 let name = try opcodes.cursor.cStringBytes()
                 symbolName = name
                 symbolNameString = nil
-                if stream == .weak, flags.contains(.nonWeakDefinition) {
-                    return entry(at: nil, name: name)
-                }
+                if stream == .weak, flags.contains(.nonWeakDefinition) { return entry(at: nil, name: name) }
             case .setTypeImm:
                 guard immediate <= BindType.textPCRelative32.rawValue else {
                     throw MachOError.malformed("\(opcode.name) sets unknown bind type \(immediate)", at: opcodeOffset)
                 }
                 type = BindType(rawValue: immediate)
-            case .setAddendSLEB:
-                addend = try opcodes.cursor.sleb128()
-            case .setSegmentAndOffsetULEB:
-                try opcodes.setSegment(immediate, at: opcodeOffset, opcode.name)
+            case .setAddendSLEB: addend = try opcodes.cursor.sleb128()
+            case .setSegmentAndOffsetULEB: try opcodes.setSegment(immediate, at: opcodeOffset, opcode.name)
             case .addAddrULEB: // wraps, as dyld's arithmetic does
                 opcodes.segmentOffset &+= try opcodes.cursor.uleb128()
-            case .doBind:
-                try schedule(1, skip: 0, at: opcodeOffset, opcode)
+            case .doBind: try schedule(1, skip: 0, at: opcodeOffset, opcode)
             case .doBindAddAddrULEB:
                 try refuseInLazyStream(at: opcodeOffset, opcode)
                 let skip = try opcodes.cursor.uleb128()
@@ -171,8 +163,7 @@ package struct BindOpcodeDecoder: Sendable {
                 let count = try opcodes.cursor.uleb128()
                 let skip = try opcodes.cursor.uleb128()
                 try schedule(count, skip: skip, at: opcodeOffset, opcode)
-            case .threaded:
-                throw MachOError(offset: opcodeOffset, .unsupported("threaded bind opcodes (arm64e)"))
+            case .threaded: throw MachOError(offset: opcodeOffset, .unsupported("threaded bind opcodes (arm64e)"))
             }
         }
         let location = try opcodes.nextLocation()
@@ -198,15 +189,11 @@ package struct BindOpcodeDecoder: Sendable {
     }
 
     private func refuseInWeakStream(at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
-        if stream == .weak {
-            throw MachOError.malformed("\(opcode.name) is not allowed in the weak-bind stream", at: opcodeOffset)
-        }
+        if stream == .weak { throw MachOError.malformed("\(opcode.name) is not allowed in the weak-bind stream", at: opcodeOffset) }
     }
 
     private func refuseInLazyStream(at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
-        if stream == .lazy {
-            throw MachOError.malformed("\(opcode.name) is not allowed in the lazy-bind stream", at: opcodeOffset)
-        }
+        if stream == .lazy { throw MachOError.malformed("\(opcode.name) is not allowed in the lazy-bind stream", at: opcodeOffset) }
     }
 
     /// Queues `count` binds from the current offset, each `skip` bytes past the end of the last.

@@ -117,8 +117,7 @@ package struct ChainedFixupChains: Sendable {
         self.segments = segments
 
         switch header.symbolsFormat {
-        case ChainedFixupsHeader.symbolsUncompressed:
-            importTable = try ChainedImportTable(blob, header: header)
+        case ChainedFixupsHeader.symbolsUncompressed: importTable = try ChainedImportTable(blob, header: header)
         case ChainedFixupsHeader.symbolsZlib:
             throw MachOError(
                 offset: blob.absolute(ChainedFixupsHeader.Field.symbolsFormat),
@@ -170,13 +169,8 @@ package struct ChainedPointerSite: Equatable, Sendable {
     @usableFromInline
     init(segmentIndex: Int, offsetInSegment: UInt64, address: UInt64, fileOffset: Int, rawValue: UInt64,
          format: ChainedPointerFormat, pointer: ChainedPointer) {
-        self.segmentIndex = segmentIndex
-        self.offsetInSegment = offsetInSegment
-        self.address = address
-        self.fileOffset = fileOffset
-        self.rawValue = rawValue
-        self.format = format
-        self.pointer = pointer
+        (self.segmentIndex, self.offsetInSegment, self.address, self.fileOffset) = (segmentIndex, offsetInSegment, address, fileOffset)
+        (self.rawValue, self.format, self.pointer) = (rawValue, format, pointer)
     }
 }
 

@@ -1,18 +1,9 @@
 /// `DYLD_CHAINED_PTR_*`: how the pointers of one segment's fixup chains are laid out
 /// (`dyld_chained_starts_in_segment.pointer_format`).
 package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIterable {
-    case arm64e = 1
-    case pointer64 = 2
-    case pointer32 = 3
-    case pointer32Cache = 4
-    case pointer32Firmware = 5
-    case pointer64Offset = 6
-    case arm64eKernel = 7
-    case pointer64KernelCache = 8
-    case arm64eUserland = 9
-    case arm64eFirmware = 10
-    case x86_64KernelCache = 11
-    case arm64eUserland24 = 12
+    // 1 to 12 in this order.
+    case arm64e = 1, pointer64, pointer32, pointer32Cache, pointer32Firmware, pointer64Offset, arm64eKernel, pointer64KernelCache
+    case arm64eUserland, arm64eFirmware, x86_64KernelCache, arm64eUserland24
 
     /// The C name, e.g. `DYLD_CHAINED_PTR_64_OFFSET`.
     package var name: String { "DYLD_CHAINED_PTR_" + Self.names[Int(rawValue) - 1] }
@@ -81,8 +72,7 @@ package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIt
             case (true, false):
                 let rebase = ChainedRebase(target: bits(0, 32), kind: .imageOffset, high8: 0)
                 return (.authRebase(rebase, auth), next)
-            case (true, true):
-                return (.authBind(ChainedBind(importOrdinal: UInt32(bits(0, ordinalWidth)), addend: 0), auth), next)
+            case (true, true): return (.authBind(ChainedBind(importOrdinal: UInt32(bits(0, ordinalWidth)), addend: 0), auth), next)
             }
         case .pointer64, .pointer64Offset:
             let next = UInt32(bits(51, 12))
@@ -99,9 +89,7 @@ package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIt
             return (.authRebase(rebase, auth), next)
         case .pointer32:
             let next = UInt32(bits(26, 5))
-            if bits(31, 1) == 1 {
-                return (.bind(ChainedBind(importOrdinal: UInt32(bits(0, 20)), addend: Int64(bits(20, 6)))), next)
-            }
+            if bits(31, 1) == 1 { return (.bind(ChainedBind(importOrdinal: UInt32(bits(0, 20)), addend: Int64(bits(20, 6)))), next) }
             let target = UInt32(bits(0, 26))
             if target > maxValidPointer {
                 // An out-of-range "rebase" is a plain value stored with a bias of
@@ -110,10 +98,8 @@ package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIt
                 return (.nonPointer(target &- bias), next)
             }
             return (.rebase(ChainedRebase(target: UInt64(target), kind: .vmAddress, high8: 0)), next)
-        case .pointer32Cache:
-            return (.rebase(ChainedRebase(target: bits(0, 30), kind: .imageOffset, high8: 0)), UInt32(bits(30, 2)))
-        case .pointer32Firmware:
-            return (.rebase(ChainedRebase(target: bits(0, 26), kind: .vmAddress, high8: 0)), UInt32(bits(26, 6)))
+        case .pointer32Cache: return (.rebase(ChainedRebase(target: bits(0, 30), kind: .imageOffset, high8: 0)), UInt32(bits(30, 2)))
+        case .pointer32Firmware: return (.rebase(ChainedRebase(target: bits(0, 26), kind: .vmAddress, high8: 0)), UInt32(bits(26, 6)))
         }
     }
 }
@@ -175,10 +161,7 @@ package struct ChainedRebase: Equatable, Hashable, Sendable {
     package let cacheLevel: UInt8
 
     package init(target: UInt64, kind: TargetKind, high8: UInt8, cacheLevel: UInt8 = 0) {
-        self.target = target
-        self.kind = kind
-        self.high8 = high8
-        self.cacheLevel = cacheLevel
+        (self.target, self.kind, self.high8, self.cacheLevel) = (target, kind, high8, cacheLevel)
     }
 
     /// The unslid vm address of the target for an image whose preferred load address is
@@ -194,10 +177,7 @@ package struct ChainedBind: Equatable, Hashable, Sendable {
     package let importOrdinal: UInt32
     package let addend: Int64
 
-    package init(importOrdinal: UInt32, addend: Int64) {
-        self.importOrdinal = importOrdinal
-        self.addend = addend
-    }
+    package init(importOrdinal: UInt32, addend: Int64) { (self.importOrdinal, self.addend) = (importOrdinal, addend) }
 }
 
 /// arm64e pointer-authentication parameters of a signed pointer.
@@ -221,8 +201,6 @@ package struct PointerAuthentication: Equatable, Hashable, Sendable {
     package let key: Key
 
     package init(diversity: UInt16, addressDiversity: Bool, key: Key) {
-        self.diversity = diversity
-        self.addressDiversity = addressDiversity
-        self.key = key
+        (self.diversity, self.addressDiversity, self.key) = (diversity, addressDiversity, key)
     }
 }

@@ -40,9 +40,7 @@ struct FixupLocationChecker: Sendable {
     mutating func check(
         segmentIndex: Int?, offset: UInt64, count: UInt64, stride: UInt64, opcodeOffset: Int, opcode: String
     ) throws(MachOError) {
-        guard let segmentIndex else {
-            throw MachOError.malformed("\(opcode) before any SET_SEGMENT_AND_OFFSET_ULEB", at: opcodeOffset)
-        }
+        guard let segmentIndex else { throw MachOError.malformed("\(opcode) before any SET_SEGMENT_AND_OFFSET_ULEB", at: opcodeOffset) }
         try checkSegmentIndex(segmentIndex, opcodeOffset: opcodeOffset, opcode: opcode)
         guard count > 0 else { return }
         guard count <= UInt64(budget) else {
@@ -72,9 +70,7 @@ struct FixupLocationChecker: Sendable {
         segmentIndex: Int?, offset: UInt64, count: UInt64, skip: UInt64, opcodeOffset: Int, opcode: String
     ) throws(MachOError) -> UInt64 {
         let (step, overflow) = skip.addingReportingOverflow(FixupLocationChecker.pointerSize)
-        if overflow, count > 1 {
-            throw MachOError.malformed("\(opcode) skips \(hex(skip)) bytes, past any segment", at: opcodeOffset)
-        }
+        if overflow, count > 1 { throw MachOError.malformed("\(opcode) skips \(hex(skip)) bytes, past any segment", at: opcodeOffset) }
         try check(segmentIndex: segmentIndex, offset: offset, count: count, stride: step, opcodeOffset: opcodeOffset, opcode: opcode)
         return step
     }

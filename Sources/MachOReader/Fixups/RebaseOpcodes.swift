@@ -48,21 +48,17 @@ package struct RebaseOpcodeDecoder: Sendable {
         while stream.pendingCount == 0 {
             guard let (opcode, immediate, opcodeOffset): (RebaseOpcode, UInt8, Int) = try stream.nextOpcode("rebase") else { return nil }
             switch opcode {
-            case .done:
-                stream.finished = true
+            case .done: stream.finished = true
             case .setTypeImm:
                 guard immediate <= RebaseType.textPCRelative32.rawValue else {
                     throw MachOError.malformed("\(opcode.name) sets unknown rebase type \(immediate)", at: opcodeOffset)
                 }
                 type = RebaseType(rawValue: immediate)
-            case .setSegmentAndOffsetULEB:
-                try stream.setSegment(immediate, at: opcodeOffset, opcode.name)
+            case .setSegmentAndOffsetULEB: try stream.setSegment(immediate, at: opcodeOffset, opcode.name)
             case .addAddrULEB: // wraps, as dyld's arithmetic does
                 stream.segmentOffset &+= try stream.cursor.uleb128()
-            case .addAddrImmScaled:
-                stream.segmentOffset &+= UInt64(immediate) * FixupLocationChecker.pointerSize
-            case .doRebaseImmTimes:
-                try stream.schedule(UInt64(immediate), skip: 0, at: opcodeOffset, opcode.name)
+            case .addAddrImmScaled: stream.segmentOffset &+= UInt64(immediate) * FixupLocationChecker.pointerSize
+            case .doRebaseImmTimes: try stream.schedule(UInt64(immediate), skip: 0, at: opcodeOffset, opcode.name)
             case .doRebaseULEBTimes:
                 let count = try stream.cursor.uleb128()
                 try stream.schedule(count, skip: 0, at: opcodeOffset, opcode.name)

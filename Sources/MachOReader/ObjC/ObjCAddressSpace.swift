@@ -13,10 +13,7 @@ package struct ObjCAddressSpace: Sendable {
         package let view: ByteView
 
         package init(image: Int, start: UInt64, vmOffset: UInt64, view: ByteView) {
-            self.image = image
-            self.start = start
-            self.vmOffset = vmOffset
-            self.view = view
+            (self.image, self.start, self.vmOffset, self.view) = (image, start, vmOffset, view)
         }
     }
 

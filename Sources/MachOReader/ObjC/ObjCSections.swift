@@ -45,10 +45,7 @@ package struct ObjCSections: Sendable {
 
     /// The first section named `name` in a segment whose name starts with `__DATA`.
     static func section(_ name: String, in image: MachOImage) -> Section? {
-        for segment in image.segments where segment.name.hasPrefix("__DATA") {
-            if let section = segment.sections.first(where: { $0.name == name }) { return section }
-        }
-        return nil
+        image.segments.lazy.filter { $0.name.hasPrefix("__DATA") }.compactMap { $0.sections.first { $0.name == name } }.first
     }
 
     /// The runtime's table section (our libobjc's `__DATA,__objc_fxtables`), if `image` has it.

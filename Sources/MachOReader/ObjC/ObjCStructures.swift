@@ -66,10 +66,7 @@ package struct ObjCClassRO: Equatable, Sendable {
     /// `RO_HAS_CXX_STRUCTORS`.
     package static let flagHasCXXStructors: UInt32 = 0x4
 
-    package let flags: UInt32
-    package let instanceStart: UInt32
-    package let instanceSize: UInt32
-    package let reserved: UInt32
+    package let flags: UInt32, instanceStart: UInt32, instanceSize: UInt32, reserved: UInt32
     package let ivarLayoutAddress: UInt64
     package let nameAddress: UInt64
     /// 0 when the class has no methods of its own.
@@ -100,12 +97,10 @@ package struct ObjCCategory: Equatable, Sendable {
     /// With protocols and instanceProperties.
     package static let size = 48
 
-    package let address: UInt64
-    package let nameAddress: UInt64
+    package let address: UInt64, nameAddress: UInt64
     /// 0 when the class is missing (a weak-imported class that is absent).
     package let classAddress: UInt64
-    package let instanceMethodsAddress: UInt64
-    package let classMethodsAddress: UInt64
+    package let instanceMethodsAddress: UInt64, classMethodsAddress: UInt64
     /// 0 when read through ``readSize`` bytes only.
     package let protocolsAddress: UInt64
     package let instancePropertiesAddress: UInt64
@@ -131,10 +126,7 @@ package struct ObjCProtocol: Equatable, Sendable {
     /// With instanceProperties.
     package static let size = 64
 
-    package let address: UInt64
-    package let isa: UInt64
-    package let nameAddress: UInt64
-    package let protocolsAddress: UInt64
+    package let address: UInt64, isa: UInt64, nameAddress: UInt64, protocolsAddress: UInt64
     /// instanceMethods, classMethods, optionalInstanceMethods, optionalClassMethods (0: none).
     package let methodListAddresses: [UInt64]
     /// 0 when read through ``readSize`` bytes only.
@@ -165,12 +157,9 @@ package struct ObjCMethodList: Sendable {
     /// lists): the entry size with flag bits, and the entry count.
     package struct Header: Equatable, Sendable {
         package static let size = 8
-        package let entsizeAndFlags: UInt32
-        package let count: UInt32
+        package let entsizeAndFlags: UInt32, count: UInt32
 
-        package init(parsing view: ByteView) {
-            (entsizeAndFlags, count) = (view.field32(0), view.field32(4))
-        }
+        package init(parsing view: ByteView) { (entsizeAndFlags, count) = (view.field32(0), view.field32(4)) }
 
         package var isRelative: Bool { entsizeAndFlags & ObjCMethodList.relativeFlag != 0 }
         package var entrySize: Int { Int(entsizeAndFlags & ObjCMethodList.entsizeMask) }
@@ -180,21 +169,15 @@ package struct ObjCMethodList: Sendable {
     /// encoding string and the implementation.
     package struct PointerEntry: Equatable, Sendable {
         package static let size = 24
-        package let name: UInt64
-        package let types: UInt64
-        package let imp: UInt64
+        package let name: UInt64, types: UInt64, imp: UInt64
 
-        package init(parsing view: ByteView) {
-            (name, types, imp) = (view.field64(0), view.field64(8), view.field64(16))
-        }
+        package init(parsing view: ByteView) { (name, types, imp) = (view.field64(0), view.field64(8), view.field64(16)) }
     }
 
     /// A relative `method_t`: each field a signed offset from its own address.
     package struct RelativeEntry: Equatable, Sendable {
         package static let size = 12
-        package let name: Int32
-        package let types: Int32
-        package let imp: Int32
+        package let name: Int32, types: Int32, imp: Int32
 
         package init(parsing view: ByteView) {
             (name, types, imp) = (Int32(bitPattern: view.field32(0)), Int32(bitPattern: view.field32(4)), Int32(bitPattern: view.field32(8)))
@@ -254,11 +237,8 @@ package struct ObjCMethodList: Sendable {
 /// its alignment (log2) and size.
 package struct ObjCIvar: Equatable, Sendable {
     package static let size = 32
-    package let offsetAddress: UInt64
-    package let nameAddress: UInt64
-    package let typeAddress: UInt64
-    package let alignment: UInt32
-    package let size: UInt32
+    package let offsetAddress: UInt64, nameAddress: UInt64, typeAddress: UInt64
+    package let alignment: UInt32, size: UInt32
 
     package init(parsing view: ByteView) {
         (offsetAddress, nameAddress, typeAddress, alignment, size)
@@ -270,12 +250,9 @@ package struct ObjCIvar: Equatable, Sendable {
 /// ``ObjCMethodList/Header``).
 package struct ObjCProperty: Equatable, Sendable {
     package static let size = 16
-    package let nameAddress: UInt64
-    package let attributesAddress: UInt64
+    package let nameAddress: UInt64, attributesAddress: UInt64
 
-    package init(parsing view: ByteView) {
-        (nameAddress, attributesAddress) = (view.field64(0), view.field64(8))
-    }
+    package init(parsing view: ByteView) { (nameAddress, attributesAddress) = (view.field64(0), view.field64(8)) }
 }
 
 /// `protocol_list_t` (64-bit): a 64-bit count, then that many `protocol_t *`.
@@ -283,27 +260,21 @@ package struct ObjCProtocolListHeader: Equatable, Sendable {
     package static let size = 8
     package let count: UInt64
 
-    package init(parsing view: ByteView) {
-        count = view.field64(0)
-    }
+    package init(parsing view: ByteView) { count = view.field64(0) }
 }
 
 /// `message_ref_t` (`__objc_msgrefs`): the messenger to call and the selector.
 package struct ObjCMessageReference: Equatable, Sendable {
     package static let size = 16
-    package let imp: UInt64
-    package let selector: UInt64
+    package let imp: UInt64, selector: UInt64
 
-    package init(parsing view: ByteView) {
-        (imp, selector) = (view.field64(0), view.field64(8))
-    }
+    package init(parsing view: ByteView) { (imp, selector) = (view.field64(0), view.field64(8)) }
 }
 
 /// `objc_image_info`: version (always 0) and flags.
 package struct ObjCImageInfo: Equatable, Sendable {
     package static let size = 8
-    package let version: UInt32
-    package let flags: UInt32
+    package let version: UInt32, flags: UInt32
 
     package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, ObjCImageInfo.size)
