@@ -349,7 +349,7 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// (``ImageFile/readableExtent(_:)``) and every page of it is mapped now (none left to
     /// page-in, none in the shared cache); valid while the launch's memory is.
     private func mappedSlice(_ index: Int) -> ByteView? {
-        guard index < launch.images.count, images[index].cacheSlot == nil, launchMemory.pagedRanges.indices.contains(index) ? launchMemory.pagedRanges[index].allSatisfy(\.isEmpty) : true,
+        guard index < launch.images.count, images[index].cacheSlot == nil, launchMemory.pagedRanges(ofImage: index).allSatisfy(\.isEmpty),
               let extent = ImageFile.readableExtent(images[index].plan) else { return nil }
         return UnsafeMemory.borrowedView(address: launchMemory.images[index].base, count: extent)
     }

@@ -281,17 +281,14 @@ struct PrelinkedLaunchSource: LaunchSource {
         if early != nil || (declared?.metadataSize ?? 0) >= UInt64(PrelinkedLaunch.helperMetadata) { helper?.start() }
         let (trust, alwaysHash, copy) = (HelperHandoff(configuration.trustKey), configuration.alwaysHashContent, HelperHandoff(early))
         let (earlyRange, checked) = try LaunchHelper.run(on: helper, helper: {
-            @Sendable () -> Outcome<HelperHandoff<(opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool)>> in
-            do throws(ClosureError) {
+            Outcome { () throws(ClosureError) -> HelperHandoff<(opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool)> in
                 let opened = try PrelinkedSetFile.open(setPath, trusting: trust.value)
                 try Launcher.checkBinding(opened.set.closure.binding, request: request, closurePath: setPath)
                 // Trusting a key, the data is what was signed: its SHA-256, at every launch.
                 if alwaysHash || trust.value != nil { try opened.checkData() }
                 var hashed = 0
                 try opened.set.checkSources(setPath: setPath, builtAt: opened.builtAt, alwaysHash: alwaysHash, hashedImages: &hashed)
-                return .success(HelperHandoff((opened, hashed, copy.value.map { PrelinkedLaunch.fits($0, opened, request: request) } ?? false)))
-            } catch {
-                return .failure(error)
+                return HelperHandoff((opened, hashed, copy.value.map { PrelinkedLaunch.fits($0, opened, request: request) } ?? false))
             }
         }, body: { () throws(ClosureError) -> LaunchMemory.SlidRange? in try early?.mapRange() })
         // Until the set is known and checked, the early range is released on any refusal;

@@ -31,6 +31,7 @@ package enum EagerPageVerification {
         let path = image.plan.path
         let segments = image.plan.segments
         let sliceOffset = segments.first { $0.name == "__TEXT" }?.fileOffset ?? 0
+        let pagedRanges = memory.pagedRanges(ofImage: index)
         // The mapped bytes at absolute file offset `offset`, `count` long, inside one
         // readable segment's file bytes that page-in does not fill: its vm offset.
         func vmOffset(fileOffset offset: UInt64, count: Int) -> UInt64? {
@@ -40,8 +41,7 @@ package enum EagerPageVerification {
                 guard UInt64(count) <= segment.fileSize - into else { return nil }
                 let vm = segment.vmOffset + into
                 let paged = number < memory.deferred[index].count && memory.deferred[index][number]
-                    || index < memory.pagedRanges.count && number < memory.pagedRanges[index].count
-                    && memory.pagedRanges[index][number].contains { $0.overlaps(vm..<vm + UInt64(count)) }
+                    || number < pagedRanges.count && pagedRanges[number].contains { $0.overlaps(vm..<vm + UInt64(count)) }
                 return paged ? nil : vm
             }
             return nil

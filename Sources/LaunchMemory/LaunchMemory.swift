@@ -27,6 +27,8 @@ package final class LaunchMemory {
     /// (not an array of empty arrays: its first allocation would cost a fresh process the
     /// runtime's search for `Range`'s `Comparable` requirement).
     package let pagedRanges: [[[Range<UInt64>]]]
+    /// ``pagedRanges`` of image `index`, per segment; empty when none of it is paged in.
+    package func pagedRanges(ofImage index: Int) -> [[Range<UInt64>]] { index < pagedRanges.count ? pagedRanges[index] : [] }
     /// Per image, per segment: wholly reserved for page-in (its protection final from the start).
     package let deferred: [[Bool]]
     /// The reserved region holding every image.
@@ -123,7 +125,7 @@ package final class LaunchMemory {
                     continue
                 }
                 let image = Image(plan: plan, base: regionBase + offset, fileLength: file.status.size)
-                try LaunchMemory.map(image, file: file, paged: index < pagedRanges.count ? pagedRanges[index] : [], deferred: deferred[index], pager: pager, index: index)
+                try LaunchMemory.map(image, file: file, paged: pagedRanges(ofImage: index), deferred: deferred[index], pager: pager, index: index)
                 images.append(image)
             }
         } catch {
