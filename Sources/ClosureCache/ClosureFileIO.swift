@@ -11,17 +11,18 @@ extension ClosureFile {
 
     /// Maps and decodes the closure at `path`; the binding's app and host must be its root images.
     package static func read(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> LaunchClosure {
-        let closure = try decode(mapTrusted(path), path: path, trusting: trustKey)
+        let closure = try decode(mapTrusted(path).bytes, path: path, trusting: trustKey)
         try closure.checkRoots(closurePath: path)
         return closure
     }
 
     /// The closure file at `path`, mapped, refusing files others could have written
     /// (``ClosureOwnership``), symlinks and anything over ``maxFileSize``.
-    package static func mapTrusted(_ path: String) throws(ClosureError) -> ByteView {
+    /// `status`: the file's, from the descriptor read.
+    package static func mapTrusted(_ path: String) throws(ClosureError) -> (bytes: ByteView, status: FileStatus) {
         let file = try openTrusted(path)
         guard let bytes = file.mapAll() else { throw .untrusted(path: path, what: "cannot be mapped") }
-        return bytes
+        return (bytes, file.status)
     }
 
     /// The closure file at `path`, opened once (no symlink followed) and checked on that
@@ -48,11 +49,13 @@ extension ClosureFile {
     /// A closure file, or its directory, that another user can write could have been forged.
     package static func checkOwnership(_ path: String, _ status: FileStatus) throws(ClosureError) {
         let directoryPath = PathResolver.containingDirectory(of: path)
-        guard let directoryStatus = FileStatus.of(directoryPath) else {
+        // A directory that is no link is its own target: one `lstat` serves both checks.
+        let linkStatus = FileStatus.ofLink(directoryPath)
+        guard let directoryStatus = linkStatus?.isSymbolicLink == false ? linkStatus : FileStatus.of(directoryPath) else {
             throw .untrusted(path: path, what: "its directory cannot be examined")
         }
         if let problem = ClosureOwnership.check(file: status, directory: directoryStatus, user: UnsafeFileIO.effectiveUserID)
-            ?? ClosureOwnership.checkAncestors(of: directoryPath, user: UnsafeFileIO.effectiveUserID) {
+            ?? ClosureOwnership.checkAncestors(of: directoryPath, user: UnsafeFileIO.effectiveUserID, linkStatus: linkStatus) {
             throw .untrusted(path: path, what: problem.description)
         }
     }

@@ -65,9 +65,10 @@ package enum ClosureOwnership {
     /// ``checkAncestors(of:user:realPath:status:)`` on the file system. A normalized path none
     /// of whose components is a link is its own real path: its ancestors' `lstat`s are their
     /// statuses and no `realpath` is needed (half the system calls of a small launch's
-    /// check); with a link anywhere the path is resolved first.
-    package static func checkAncestors(of directory: String, user: UInt32) -> Problem? {
-        if PathResolver.normalize(directory) == directory, FileStatus.ofLink(directory).map({ !$0.isSymbolicLink }) == true {
+    /// check); with a link anywhere the path is resolved first. `linkStatus`: the directory's
+    /// own `lstat`, when the caller has it.
+    package static func checkAncestors(of directory: String, user: UInt32, linkStatus: FileStatus? = nil) -> Problem? {
+        if PathResolver.normalize(directory) == directory, (linkStatus ?? FileStatus.ofLink(directory)).map({ !$0.isSymbolicLink }) == true {
             var link = false
             let problem = checkAncestors(of: directory, directory: directory, user: user) { ancestor in
                 let status = FileStatus.ofLink(ancestor)

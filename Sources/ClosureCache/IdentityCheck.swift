@@ -172,9 +172,9 @@ extension ClosureImage {
     /// first that is not, as a stale-closure error. With `readAhead`, each is asked to be read
     /// ahead before the next is opened; with `handOff`, handed over as soon as it is checked
     /// (the hand-off closed at the first image that fails).
-    static func openAll(_ images: ArraySlice<ClosureImage>, contentOnly: Bool, closurePath: String, checks: IdentityChecks,
+    static func openAll(_ images: ArraySlice<ClosureImage>, contentOnly: Bool, closurePath: String, closureStatus: FileStatus?, checks: IdentityChecks,
                         readAhead: Bool, handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
-        let builtAt = FileStatus.of(closurePath).map(\.mtimeSeconds)
+        let builtAt = (closureStatus ?? FileStatus.of(closurePath)).map { $0.mtimeSeconds }
         var files: [ImageDescriptor] = []
         files.reserveCapacity(images.count)
         for image in images {
@@ -212,11 +212,12 @@ extension LaunchClosure {
     }
 
     /// ``openImages(closurePath:alwaysHash:)`` of the images in `range` with `checks`, counting
-    /// in `hashedImages` the images whose content was hashed; `readAhead` and `handOff` as
-    /// ``ClosureImage/openAll(_:contentOnly:closurePath:checks:readAhead:handOff:hashedImages:)``.
-    package func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
-                           handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
-        try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
+    /// in `hashedImages` the images whose content was hashed; `closureStatus`: the closure file's
+    /// as it was read (else it is taken from `closurePath`); `readAhead` and `handOff` as
+    /// ``ClosureImage/openAll(_:contentOnly:closurePath:closureStatus:checks:readAhead:handOff:hashedImages:)``.
+    package func openImages(_ range: Range<Int>? = nil, closurePath: String, closureStatus: FileStatus? = nil, checks: IdentityChecks,
+                           readAhead: Bool = false, handOff: DescriptorHandOff? = nil, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+        try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath, closureStatus: closureStatus,
                                  checks: checks, readAhead: readAhead, handOff: handOff, hashedImages: &hashedImages)
     }
 
@@ -260,10 +261,10 @@ extension LaunchClosure {
 }
 
 extension ClosureImageTable {
-    /// ``LaunchClosure/openImages(_:closurePath:checks:readAhead:handOff:hashedImages:)`` of this table.
-    package func openImages(_ range: Range<Int>? = nil, closurePath: String, checks: IdentityChecks, readAhead: Bool = false,
-                           hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
-        try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath,
+    /// ``LaunchClosure/openImages(_:closurePath:closureStatus:checks:readAhead:handOff:hashedImages:)`` of this table.
+    package func openImages(_ range: Range<Int>? = nil, closurePath: String, closureStatus: FileStatus? = nil, checks: IdentityChecks,
+                           readAhead: Bool = false, hashedImages: inout Int) throws(ClosureError) -> [ImageDescriptor] {
+        try ClosureImage.openAll(images[range ?? images.indices], contentOnly: contentOnlyIdentity, closurePath: closurePath, closureStatus: closureStatus,
                                  checks: checks, readAhead: readAhead, hashedImages: &hashedImages)
     }
 }

@@ -31,14 +31,33 @@ final class ClosureDynamicLoader: DynamicLoader {
     private(set) var loadedMemories: [LaunchMemory] = []
     /// The requested path of each `dlopen` that added images, in order.
     private var earlier: [String] = []
-    // Per image, by index (arrays, not hashed containers: a fresh process pays the Swift
-    // runtime's first instantiation of each hashed type inside the `dlopen` it times).
+    // Per image, by index: arrays, not hashed containers, as a fresh process pays the Swift
+    // runtime's first instantiation of each such type where it is first made.
     private var openCounts: [Int] = []
     /// Images a `dlopen` with `RTLD_LOCAL` loaded, until one without it: not searched by `RTLD_DEFAULT`.
     private var hidden: [Bool] = []
-    private var parsed: [MachOImage?] = []
-    /// Each image's export trie once read (nil: not read yet; `.some(nil)`: it has none).
-    private var tries: [ExportTrie??] = []
+    /// What `dlsym` and `dladdr` read of an image, made on their first call, not at launch.
+    private struct Parsed {
+        var image: MachOImage?
+        /// Its export trie once read (nil: not read yet; `.some(nil)`: it has none).
+        var trie: ExportTrie??
+    }
+    private var parsed: [Parsed] = []
+
+    /// Image `index`'s ``Parsed``, every image's made first.
+    private func parsedState(_ index: Int) -> Parsed {
+        if parsed.count < images.count { parsed += [Parsed](repeating: Parsed(), count: images.count - parsed.count) }
+        return parsed[index]
+    }
+
+    /// The per-image counts and flags sized to ``images``.
+    private func grow() {
+        let added = images.count - openCounts.count
+        guard added > 0 else { return }
+        openCounts += [Int](repeating: 0, count: added)
+        hidden += [Bool](repeating: false, count: added)
+    }
+
     /// How `dlopen` paths name files: made on the first `dlopen`, not at launch.
     private lazy var resolver = PathResolver(root: request.root, executablePath: launch.images[0].path)
     var nextSlide: UInt64?
@@ -72,16 +91,6 @@ final class ClosureDynamicLoader: DynamicLoader {
         launchMemory = memory
         images = launch.images
         grow()
-    }
-
-    /// The per-image arrays sized to ``images``.
-    private func grow() {
-        let added = images.count - openCounts.count
-        guard added > 0 else { return }
-        openCounts += [Int](repeating: 0, count: added)
-        hidden += [Bool](repeating: false, count: added)
-        parsed += [MachOImage?](repeating: nil, count: added)
-        tries += [ExportTrie??](repeating: nil, count: added)
     }
 
     private func base(of index: Int) -> UInt64 {
@@ -329,7 +338,7 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// Image `index`'s export trie, read once: from its mapped bytes where the closure records
     /// the trie's place (nothing parsed, no file opened), else from its file.
     private func exportTrie(_ index: Int) throws(LoadError) -> ExportTrie? {
-        if let trie = tries[index] { return trie }
+        if let trie = parsedState(index).trie { return trie }
         let image = images[index].exportTrie == nil ? try parsedImage(index) : nil
         let trie: ExportTrie?
         do throws(MachOError) {
@@ -341,7 +350,7 @@ final class ClosureDynamicLoader: DynamicLoader {
         } catch {
             throw .malformed(error.inFile(images[index].path))
         }
-        tries[index] = .some(trie)
+        parsed[index].trie = .some(trie)
         return trie
     }
 
@@ -349,15 +358,15 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// (``ImageFile/readableExtent(_:)``) and every page of it is mapped now (none left to
     /// page-in, none in the shared cache); valid while the launch's memory is.
     private func mappedSlice(_ index: Int) -> ByteView? {
-        guard index < launch.images.count, images[index].cacheSlot == nil, launchMemory.pagedRanges(ofImage: index).allSatisfy(\.isEmpty),
+        guard index < launch.images.count, images[index].cacheSlot == nil, launchMemory.pagedRanges(ofImage: index).allSatisfy({ $0.isEmpty }),
               let extent = ImageFile.readableExtent(images[index].plan) else { return nil }
         return UnsafeMemory.borrowedView(address: launchMemory.images[index].base, count: extent)
     }
 
     private func parsedImage(_ index: Int) throws(LoadError) -> MachOImage {
-        if let image = parsed[index] { return image }
+        if let image = parsedState(index).image { return image }
         let image = try ImageFile.load(path: images[index].path, arch: launch.arch, root: request.root).image
-        parsed[index] = image
+        parsed[index].image = image
         return image
     }
 

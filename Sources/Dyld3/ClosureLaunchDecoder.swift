@@ -3,6 +3,7 @@ import ClosureCache
 import MachOReader
 import LaunchPlan
 import LoaderCore
+import LoaderSystem
 
 /// A launch's reading of its closure: the format's steps (``ClosureFile/decode(_:path:trusting:)``)
 /// scheduled over the launch's two cores. When the body is large, the ``LaunchHelper`` wakes
@@ -12,12 +13,16 @@ import LoaderCore
 /// the first images). The results and errors are those of one thread: a body error or
 /// `check`'s before `beside`'s.
 enum ClosureLaunchDecoder {
-    /// Maps (``ClosureFile/mapTrusted(_:)``) and decodes the closure at `path`.
+    /// Maps (``ClosureFile/mapTrusted(_:)``) and decodes the closure at `path`; `beside` also
+    /// gets the status of the file read.
     static func read<Beside>(_ path: String, trusting trustKey: ClosureTrustKey?, helper: LaunchHelper?,
                              check: (@Sendable (LaunchClosure) -> ClosureError?)? = nil,
                              indexed: ((LaunchClosure.ImageIndex) throws(ClosureError) -> Bool)? = nil,
-                             beside: (ClosureImageTable) throws(ClosureError) -> Beside) throws(ClosureError) -> (closure: LaunchClosure, beside: Beside) {
-        try decode(ClosureFile.mapTrusted(path), path: path, trusting: trustKey, helper: helper, check: check, indexed: indexed, beside: beside)
+                             beside: (ClosureImageTable, _ file: FileStatus) throws(ClosureError) -> Beside) throws(ClosureError) -> (closure: LaunchClosure, beside: Beside) {
+        let (bytes, status) = try ClosureFile.mapTrusted(path)
+        return try decode(bytes, path: path, trusting: trustKey, helper: helper, check: check, indexed: indexed) { (table) throws(ClosureError) in
+            try beside(table, status)
+        }
     }
 
     /// Decodes `file`, running `beside` with the image table as soon as the image records are

@@ -150,12 +150,12 @@ struct ClosureLaunchSource: LaunchSource {
                 guard let cache = index.sharedCache, request.fixups != .pageIn else { return false }
                 early = try EarlyCache.begin(cache, closurePath: path, helper: helper)
                 return true
-            }) { table throws(ClosureError) in
+            }) { (table, file) throws(ClosureError) in
                 try Launcher.checkBinding(table.binding, request: request, closurePath: path)
                 try table.checkRoots(closurePath: path)
                 let closureTime = clock.lap()
                 return (closureTime, try table.openImages(0..<FastPath.openedBeforeMapping(table.images.count, helper: helper),
-                                                          closurePath: path, checks: checks,
+                                                          closurePath: path, closureStatus: file, checks: checks,
                                                           readAhead: Self.readAhead(request, helper: helper) == .whileOpening,
                                                           hashedImages: &hashed))
             }

@@ -2,6 +2,8 @@
 package struct VMProtection: OptionSet, Hashable, Sendable, CustomStringConvertible {
     package let rawValue: Int32
     package init(rawValue: Int32) { self.rawValue = rawValue }
+    /// Concrete: the default's witness table costs a fresh process a first-use instantiation.
+    package func contains(_ member: Self) -> Bool { rawValue & member.rawValue == member.rawValue }
     package static let read = VMProtection(rawValue: 1)
     package static let write = VMProtection(rawValue: 2)
     package static let execute = VMProtection(rawValue: 4)

@@ -37,6 +37,8 @@ package protocol DynamicLoader: AnyObject {
 package struct DynamicOpenMode: OptionSet, Sendable {
     package let rawValue: Int32
     package init(rawValue: Int32) { self.rawValue = rawValue }
+    /// Concrete: the default's witness table costs a fresh process a first-use instantiation.
+    package func contains(_ member: Self) -> Bool { rawValue & member.rawValue == member.rawValue }
 
     package static let lazy = DynamicOpenMode(rawValue: 0x1)
     package static let now = DynamicOpenMode(rawValue: 0x2)
