@@ -8,8 +8,6 @@ package struct MachHeader: Equatable, Sendable {
     package struct FileType: RawRepresentable, Equatable, Hashable, Sendable, CustomStringConvertible {
         package let rawValue: UInt32
         package init(rawValue: UInt32) { self.rawValue = rawValue }
-        /// Concrete: the default's witness table costs a fresh process a first-use instantiation.
-        package func contains(_ member: Self) -> Bool { rawValue & member.rawValue == member.rawValue }
         package static let object = FileType(rawValue: 1)
         package static let execute = FileType(rawValue: 2)
         package static let core = FileType(rawValue: 4)

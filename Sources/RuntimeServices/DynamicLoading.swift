@@ -37,8 +37,6 @@ package protocol DynamicLoader: AnyObject {
 package struct DynamicOpenMode: OptionSet, Sendable {
     package let rawValue: Int32
     package init(rawValue: Int32) { self.rawValue = rawValue }
-    /// Concrete: the default's witness table costs a fresh process a first-use instantiation.
-    package func contains(_ member: Self) -> Bool { rawValue & member.rawValue == member.rawValue }
 
     package static let lazy = DynamicOpenMode(rawValue: 0x1)
     package static let now = DynamicOpenMode(rawValue: 0x2)
@@ -47,6 +45,9 @@ package struct DynamicOpenMode: OptionSet, Sendable {
     package static let noLoad = DynamicOpenMode(rawValue: 0x10)
     package static let noDelete = DynamicOpenMode(rawValue: 0x80)
     package static let first = DynamicOpenMode(rawValue: 0x100)
+
+    /// Concrete (as ``VMProtection``'s): no first use of the default's witness table in a `dlopen`.
+    package func contains(_ member: Self) -> Bool { rawValue & member.rawValue == member.rawValue }
 }
 
 /// The handles `dlopen` returns and `dlsym` takes.

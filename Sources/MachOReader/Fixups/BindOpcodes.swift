@@ -10,8 +10,6 @@ package typealias BindType = RebaseType
 package struct BindSymbolFlags: OptionSet, Hashable, Sendable {
     package let rawValue: UInt8
     package init(rawValue: UInt8) { self.rawValue = rawValue }
-    /// Concrete: the default's witness table costs a fresh process a first-use instantiation.
-    package func contains(_ member: Self) -> Bool { rawValue & member.rawValue == member.rawValue }
 
     /// `BIND_SYMBOL_FLAGS_WEAK_IMPORT`: a missing symbol binds to 0 instead of failing.
     package static let weakImport = BindSymbolFlags(rawValue: 0x1)
