@@ -25,8 +25,8 @@ enum SharedCachePatches {
         var names = Set<String>()
         for node in graph.nodes where node.hasWeakDefs {
             try LoadError.reading(node.path) { () throws(MachOError) in
-                try node.image.exportTrie()?.forEachSymbol { symbol in
-                    if symbol.isWeakDefinition, !symbol.isReexport { names.insert(symbol.name) }
+                try node.image.exportTrie()?.forEachSymbol(flagged: ExportedSymbol.weakDefinitionFlag) { symbol in
+                    if !symbol.isReexport { names.insert(symbol.name) }
                 }
             }
         }

@@ -130,8 +130,9 @@ package struct ExportTrie: Sendable {
     /// level, capped by ``maxDepth`` and ``maxNameLength``) and one bit per trie byte for
     /// the nodes reached, never for the names already handed out: a linear trie that
     /// spells `a`, `aa`, `aaa`, … costs its longest name, however much text its names add
-    /// up to.
-    package func forEachSymbol(_ body: (ExportedSymbol) throws(MachOError) -> Void) throws(MachOError) {
+    /// up to. `flagged`: only the symbols whose flags hold every one of these bits, the others'
+    /// terminals read no further than their flags (no name made for them).
+    package func forEachSymbol(flagged: UInt64 = 0, _ body: (ExportedSymbol) throws(MachOError) -> Void) throws(MachOError) {
         guard view.count > 0 else { return }
         let root = try node(at: 0)
         if !root.isTerminal, root.childCount == 0 { return }
@@ -187,6 +188,10 @@ package struct ExportTrie: Sendable {
                 stack.removeLast()
                 let finished = try node(at: Int(top.node))
                 if let terminal = try terminal(of: finished) {
+                    if flagged != 0 {
+                        var cursor = ByteCursor(terminal, at: 0)
+                        guard try cursor.uleb128() & flagged == flagged else { continue }
+                    }
                     let symbolName = String(decoding: name[..<Int(top.nameLength)], as: UTF8.self)
                     try body(try ExportedSymbol(name: symbolName, parsing: terminal, nodeOffset: finished.offset))
                 } else if finished.childCount == 0 {
