@@ -21,37 +21,36 @@ enum SharedCachePatches {
     static func compute(graph: DependencyGraph, plans: [ImagePlan], resolver: inout FixupResolver,
                         cache: SharedCacheDylibs) throws(LoadError) -> [[ResolvedFixup]] {
         let none = [[ResolvedFixup]](repeating: [], count: graph.nodes.count)
-        // The names some image of the launch defines weakly: the only ones coalescing can move.
-        var names = Set<String>()
+        // The names some image of the launch defines weakly, each once: the only ones coalescing
+        // can move (their bytes, hashed in place, no string made while the table is read).
+        var names = WeakWinners()
         for node in graph.nodes where node.hasWeakDefs {
             try LoadError.reading(node.path) { () throws(MachOError) in
                 try node.image.exportTrie()?.forEachSymbol(flagged: ExportedSymbol.weakDefinitionFlag) { symbol in
-                    if !symbol.isReexport { names.insert(symbol.name) }
+                    let name = ByteView(Array(symbol.name.utf8))
+                    if !symbol.isReexport, names.entry(of: name) == nil { names.record(nil, for: name) }
                 }
             }
         }
-        guard !names.isEmpty else { return none }
+        guard names.count > 0 else { return none }
         let table = cache.patchTable
-        // The exports the patch table lists under those names: only they have uses to patch.
-        var listed: [String: [UInt64]] = [:]
+        // Per name, the exports the patch table lists under it: only they have uses to patch.
+        var listed = [[UInt64]](repeating: [], count: names.count)
         do throws(MachOError) {
             for image in 0..<table.imageCount {
                 for index in try table.exportRange(ofImage: image) {
-                    let export = try table.export(index), name = try table.name(export)
-                    if names.contains(name) { listed[name, default: []].append(UInt64(export.cacheOffsetOfImpl)) }
+                    let export = try table.export(index)
+                    if let entry = names.entry(of: try table.nameBytes(export)) { listed[entry].append(UInt64(export.cacheOffsetOfImpl)) }
                 }
             }
         } catch {
             throw .failed(path: cache.cache.path, cause: .corrupt(path: cache.cache.path, offset: error.offset, what: error.description))
         }
-        // The cache's winner of each such name, by region offset: the one export listed under it
-        // (its build bound every use of the name to its winner); for a name listed more than
-        // once, the first definition in the tries of the cache's weakly defining images, in its
-        // order (a non-weak one first). Then the launch's winner, where it is not the cache's.
         var tries: [(offset: UInt64, trie: ExportTrie)]?
         var moved: [UInt64: BindTarget] = [:]
-        for name in names.sorted() {
-            guard let exports = listed[name] else { continue }
+        let order = listed.indices.filter { !listed[$0].isEmpty }.map { (entry: $0, name: names.name($0).string) }.sorted { $0.name < $1.name }
+        for (entry, name) in order {
+            let exports = listed[entry]
             var cached = exports.count == 1 ? exports.first : nil
             if cached == nil {
                 if tries == nil {
@@ -69,7 +68,7 @@ enum SharedCachePatches {
                 }
                 cached = cached ?? firstWeak
             }
-            guard let cached, case let .image(node, offset)? = try resolver.coalesced(ByteView(Array(name.utf8))),
+            guard let cached, case let .image(node, offset)? = try resolver.coalesced(names.name(entry)),
                   graph.nodes[node].cacheOffset.map({ $0 &+ offset }) != cached else { continue }
             moved[cached] = .image(node, offset: offset)
         }

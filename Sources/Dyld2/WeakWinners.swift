@@ -5,7 +5,8 @@ import MachOReader
 /// them (compared and hashed in place, so a lookup makes no string). An open-addressed table
 /// over arrays rather than a `Dictionary`: the first `Dictionary` keyed by a type of this
 /// module costs a fresh process a scan of every protocol conformance it holds (for the key's
-/// `Hashable`), which a `dlopen` early in `main` would pay.
+/// `Hashable`), which a `dlopen` early in `main` would pay. Recorded with nil answers, it is a
+/// set of names (``SharedCachePatches``).
 struct WeakWinners {
     /// Per slot, 1 + the entry it holds, or 0; a power of two, at most half full.
     private var slots: [Int] = []
@@ -13,13 +14,22 @@ struct WeakWinners {
     private var winners: [BindTarget?] = []
 
     /// The answer recorded for `name` (itself nil when no image defines it), or nil when none is.
-    subscript(name: ByteView) -> BindTarget?? {
+    subscript(name: ByteView) -> BindTarget?? { entry(of: name).map { winners[$0] } }
+
+    /// How many names are recorded: entries 0..<count, in the order recorded.
+    var count: Int { names.count }
+
+    /// The name entry `entry` records.
+    func name(_ entry: Int) -> ByteView { names[entry] }
+
+    /// The entry recording `name`, or nil when none does.
+    func entry(of name: ByteView) -> Int? {
         guard !slots.isEmpty else { return nil }
         let mask = slots.count - 1
         var slot = Self.hash(name) & mask
         while slots[slot] != 0 {
             let entry = slots[slot] - 1
-            if names[entry].sameBytes(as: name) { return .some(winners[entry]) }
+            if names[entry].sameBytes(as: name) { return entry }
             slot = (slot + 1) & mask
         }
         return nil

@@ -235,11 +235,12 @@ package struct DependencyGraph: Sendable {
         return try timedLoad(image.path, arch: arch)
     }
 
-    /// The cache's image whose mach header lies at `headerOffset`, parsed where it lies.
+    /// The cache's image whose mach header lies at `headerOffset`, parsed where it lies
+    /// (``MachOImage/init(parsingInCache:headerOffset:)``).
     private mutating func timedCacheLoad(_ cache: CachedDylibs, headerOffset: Int, path: String) throws(LoadError) -> ImageFile {
         let start = ContinuousClock.now
         defer { parseNanoseconds += PhaseClock.nanoseconds(ContinuousClock.now - start) }
-        let image = try LoadError.reading(cache.path) { () throws(MachOError) in try MachOImage(parsing: cache.view, headerOffset: headerOffset) }
+        let image = try LoadError.reading(cache.path) { () throws(MachOError) in try MachOImage(parsingInCache: cache.view, headerOffset: headerOffset) }
         return ImageFile(path: path, sliceOffset: 0, image: image)
     }
 

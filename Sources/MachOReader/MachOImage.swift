@@ -64,6 +64,13 @@ package struct MachOImage: Sendable {
         try self.init(parsing: view, headerOffset: headerOffset, checked: true)
     }
 
+    /// Parses the image whose header lies at `headerOffset` of `cache`, a dyld shared cache
+    /// held to the closures' ownership rule: as dyld2 trusts the cache's images, their
+    /// structure is the cache builder's, so only the bounds of each read are checked here.
+    package init(parsingInCache cache: ByteView, headerOffset: Int) throws(MachOError) {
+        try self.init(parsing: cache, headerOffset: headerOffset, checked: false)
+    }
+
     /// Parses the image a launch mapped: `view` is its memory from the lowest mapped segment's
     /// address on, every byte of it readable. Its file's structure was checked when its closure
     /// was built and the file is the one the launch checked and mapped, so only the bounds of

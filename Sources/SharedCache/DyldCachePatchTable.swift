@@ -202,4 +202,7 @@ package struct DyldCachePatchTable: Sendable {
 
     /// The name of an export.
     package func name(_ export: ExportEntry) throws(MachOError) -> String { try names.cString(Int(export.nameOffset)) }
+
+    /// ``name(_:)``'s bytes, where they lie.
+    package func nameBytes(_ export: ExportEntry) throws(MachOError) -> ByteView { try names.cStringBytes(Int(export.nameOffset)) }
 }

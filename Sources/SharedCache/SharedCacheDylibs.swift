@@ -74,7 +74,7 @@ package struct SharedCacheDylibs: Sendable {
             let offset = entry.address &- start
             do throws(MachOError) {
                 guard try MachHeader(parsing: file.view.slice(Int(offset), MachHeader.size)).flags.contains(.weakDefines) else { continue }
-                images.append((offset, try MachOImage(parsing: file.view, headerOffset: Int(offset))))
+                images.append((offset, try MachOImage(parsingInCache: file.view, headerOffset: Int(offset))))
             } catch {
                 throw .corrupt(path: cache.path, offset: error.offset, what: "\(entry.path): \(error.description)")
             }
