@@ -6,6 +6,8 @@ package struct DyldCacheFile: Sendable {
     package let header: DyldCache.Header
     package let mappings: [DyldCache.Mapping]
     package let images: [DyldCache.Image]
+    /// The other files of a cache split in several (``DyldCache/SubCache``), in the header's order.
+    package let subCaches: [DyldCache.SubCache]
     package let view: ByteView
 
     package init(parsing view: ByteView) throws(MachOError) {
@@ -54,16 +56,21 @@ package struct DyldCacheFile: Sendable {
                                           uuid: try text?.bytes(0, 16) ?? [], textSegmentSize: try text?.u32(24) ?? 0))
         }
         self.images = images
+        let subCacheSize = DyldCache.SubCache.entrySize(headerSize: header.mappingOffset)
+        let subCacheEntries = try table(UInt64(header.subCacheArrayOffset), UInt64(header.subCacheArrayCount), subCacheSize, "subcache entries")
+        subCaches = try (0..<Int(header.subCacheArrayCount)).map { (index) throws(MachOError) in
+            try DyldCache.SubCache(parsing: try subCacheEntries.slice(index * subCacheSize, subCacheSize), index: index)
+        }
     }
 
-    /// Slide info v2 of mapping `index`, nil when it has none.
-    package func slideInfo(_ index: Int) throws(MachOError) -> DyldCache.SlideInfoV2? {
+    /// The slide info of mapping `index` (``DyldCache/SlideInfo``), nil when it has none.
+    package func slideInfo(_ index: Int) throws(MachOError) -> DyldCache.SlideInfo? {
         let mapping = mappings[index]
         guard mapping.slideInfoFileSize > 0 else { return nil }
         guard mapping.slideInfoFileOffset <= UInt64(view.count), mapping.slideInfoFileSize <= UInt64(view.count) - mapping.slideInfoFileOffset else {
             throw MachOError.inCache("dyld_cache_mapping_and_slide_info", at: 0, what: "mapping \(index)'s slide info runs past the file")
         }
-        return try DyldCache.SlideInfoV2(parsing: try view.slice(Int(mapping.slideInfoFileOffset), Int(mapping.slideInfoFileSize)), mappingSize: mapping.size)
+        return try DyldCache.SlideInfo(parsing: try view.slice(Int(mapping.slideInfoFileOffset), Int(mapping.slideInfoFileSize)), mappingSize: mapping.size)
     }
 }
 

@@ -1,7 +1,7 @@
 import MachOReader
 
 /// Apple's dyld shared cache file (`dyld_cache_format.h`): the header, the mapping tables, the
-/// image tables and slide info version 2, each read from a bounded byte view and written back
+/// image tables and slide info (version 2 here, 3 and 5 in ``SlideInfo``), each read from a bounded byte view and written back
 /// by the same definition. Offsets are the C structures' (the header as far as
 /// `cacheSubType`, which `mappingOffset` marks as its size).
 package enum DyldCache {
@@ -45,6 +45,9 @@ package enum DyldCache {
         package var mappingWithSlideOffset: UInt32
         package var mappingWithSlideCount: UInt32
         package var osVersion: UInt32
+        /// Where the `dyld_subcache_entry` table lies in the file and its count (0: no subcaches).
+        package var subCacheArrayOffset: UInt32 = 0
+        package var subCacheArrayCount: UInt32 = 0
         package var imagesOffset: UInt32
         package var imagesCount: UInt32
 
@@ -92,6 +95,8 @@ package enum DyldCache {
             mappingWithSlideOffset = try field32(312)
             mappingWithSlideCount = try field32(316)
             osVersion = try field32(364)
+            subCacheArrayOffset = try field32(392)
+            subCacheArrayCount = try field32(396)
             if size >= 456 {
                 imagesOffset = try view.u32(448)
                 imagesCount = try view.u32(452)
@@ -114,9 +119,32 @@ package enum DyldCache {
             put(UInt64(platform), 216, 4); put(UInt64(formatFlags), 220, 4)
             put(sharedRegionStart, 224, 8); put(sharedRegionSize, 232, 8); put(maxSlide, 240, 8)
             put(UInt64(mappingWithSlideOffset), 312, 4); put(UInt64(mappingWithSlideCount), 316, 4)
-            put(UInt64(osVersion), 364, 4); put(UInt64(imagesOffset), 448, 4); put(UInt64(imagesCount), 452, 4)
+            put(UInt64(osVersion), 364, 4); put(UInt64(subCacheArrayOffset), 392, 4); put(UInt64(subCacheArrayCount), 396, 4)
+            put(UInt64(imagesOffset), 448, 4); put(UInt64(imagesCount), 452, 4)
             return out
         }
+    }
+
+    /// A `dyld_subcache_entry`: another file of the cache, beside the main one, whose UUID it
+    /// names and whose mappings lie `vmOffset` past the main cache's base. Headers that end at
+    /// `cacheSubType` or before hold `dyld_subcache_entry_v1`s (24 bytes, no suffix: the file is
+    /// the main one's path with `.1`, `.2`, ...); later ones name the suffix (56 bytes).
+    package struct SubCache: Equatable, Sendable {
+        package static func entrySize(headerSize: UInt32) -> Int { headerSize <= 456 ? 24 : 56 }
+        package var uuid: [UInt8]
+        package var vmOffset: UInt64
+        package var fileSuffix: String
+
+        package init(uuid: [UInt8], vmOffset: UInt64, fileSuffix: String) { (self.uuid, self.vmOffset, self.fileSuffix) = (uuid, vmOffset, fileSuffix) }
+
+        /// Entry `index` of the table, `entry` its bytes.
+        package init(parsing entry: ByteView, index: Int) throws(MachOError) {
+            uuid = try entry.bytes(0, 16)
+            vmOffset = try entry.u64(16)
+            fileSuffix = entry.count >= 56 ? String(decoding: try entry.bytes(24, 32).prefix { $0 != 0 }, as: UTF8.self) : ".\(index + 1)"
+        }
+
+        package var bytes: [UInt8] { uuid + Words.le([vmOffset]) + (Array(fileSuffix.utf8.prefix(31)) + [UInt8](repeating: 0, count: 32)).prefix(32) }
     }
 
     /// `dyld_cache_mapping_and_slide_info` (its first three fields and the protections are

@@ -175,15 +175,16 @@ package enum SharedCacheRegion {
             for (index, mapping) in file.mappings.enumerated() {
                 guard let slide = try file.slideInfo(index) else { continue }
                 var outside: UInt64?
-                try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
+                try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, pointer in
+                    let value = pointer & DyldCache.SlideInfo.addressBits
                     guard value != 0 else { return }
                     guard value >= start, value - start < size else { return outside = outside ?? mapping.address + offset }
                     let at = Int(mapping.fileOffset + offset)
-                    let slid = value - start + base
+                    let slid = (value - start + base) | (pointer & ~DyldCache.SlideInfo.addressBits)
                     for byte in 0..<8 { data[at + byte] = UInt8(truncatingIfNeeded: slid >> (8 * UInt64(byte))) }
                 }
                 if let outside {
-                    throw MachOError.inCache("dyld_cache_slide_info2", at: Int(mapping.slideInfoFileOffset), what: "the pointer at \(hex(outside)) leaves the cache")
+                    throw MachOError.inCache("dyld_cache_slide_info", at: Int(mapping.slideInfoFileOffset), what: "the pointer at \(hex(outside)) leaves the cache")
                 }
             }
         } catch {
@@ -229,7 +230,8 @@ package enum SharedCacheRegion {
         do throws(MachOError) {
             for (index, mapping) in file.mappings.enumerated() {
                 try file.slideInfo(index)?.forEachLocation(in: try file.view.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
-                    if value != 0 { all.append((mapping.address - start + offset, value &- start)) }
+                    let target = value & DyldCache.SlideInfo.addressBits
+                    if target != 0 { all.append((mapping.address - start + offset, target &- start)) }
                 }
             }
         } catch {

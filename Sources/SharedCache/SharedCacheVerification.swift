@@ -64,7 +64,8 @@ package struct SharedCacheVerification: Sendable {
             do {
                 guard let slide = try cache.slideInfo(index) else { continue }
                 var outside: UInt64?
-                try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
+                try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, pointer in
+                    let value = pointer & DyldCache.SlideInfo.addressBits
                     if value != 0, value < start || value >= end, outside == nil { outside = mapping.address + offset }
                 }
                 if let outside { corrupt.append("\(path): corrupt: the pointer at \(hex(outside)) leaves the cache") }

@@ -1,4 +1,5 @@
 import ClosureCache
+import LoaderCore
 import SharedCache
 import MachOInspect
 import MachOReader
@@ -20,7 +21,7 @@ package enum DyldCacheReport {
             if let slide = try cache.slideInfo(index) {
                 var count = 0
                 try slide.forEachLocation(in: try cache.view.slice(Int(mapping.fileOffset), Int(mapping.size))) { _, _ in count += 1 }
-                line += ", slide info v2: \(slide.pageStarts.count) pages, \(count) locations"
+                line += ", slide info v\(slide.version): \(slide.pageCount) pages, \(count) locations"
             }
             out += line + "\n"
         }
@@ -28,6 +29,12 @@ package enum DyldCacheReport {
             out += "  patch table:     v1, \(table.exportCount) exports, \(table.locationCount) locations (\(table.imageCount) images)\n"
         } else {
             out += "  patch table:     none\n"
+        }
+        if !cache.subCaches.isEmpty {
+            out += "  subcaches:       \(cache.subCaches.count)\n"
+            for sub in cache.subCaches {
+                out += "    \(sub.fileSuffix): \(ClosureDump.uuidString(sub.uuid)) at +\(hex(sub.vmOffset)), \(subCacheStatus(sub, of: path).text)\n"
+            }
         }
         out += "  images:          \(cache.images.count)\n"
         for image in cache.images {
@@ -47,7 +54,7 @@ package enum DyldCacheReport {
             mappings.append(.object([
                 ("address", .uint(mapping.address)), ("size", .uint(mapping.size)), ("file_offset", .uint(mapping.fileOffset)),
                 ("init_prot", .string(protection(mapping.initProt))), ("max_prot", .string(protection(mapping.maxProt))),
-                ("slide_info_version", slide == nil ? .null : .int(2)), ("slide_locations", .int(Int64(locations))),
+                ("slide_info_version", slide.map { .int(Int64($0.version)) } ?? .null), ("slide_locations", .int(Int64(locations))),
             ]))
         }
         return .object([
@@ -59,11 +66,24 @@ package enum DyldCacheReport {
                 .object([("version", .int(1)), ("images", .int(Int64(table.imageCount))), ("exports", .int(Int64(table.exportCount))),
                          ("locations", .int(Int64(table.locationCount)))])
             } ?? .null),
+            ("subcaches", .array(cache.subCaches.map { sub in
+                let status = subCacheStatus(sub, of: path)
+                return .object([("suffix", .string(sub.fileSuffix)), ("uuid", .string(ClosureDump.uuidString(sub.uuid))), ("vm_offset", .uint(sub.vmOffset)),
+                                ("file", .string(path + sub.fileSuffix)), ("file_uuid", status.uuid.map { .string(ClosureDump.uuidString($0)) } ?? .null)])
+            })),
             ("images", .array(cache.images.map { image in
                 .object([("address", .uint(image.address)), ("uuid", .string(ClosureDump.uuidString(image.uuid))), ("path", .string(image.path)),
                          ("inode", .uint(image.inode)), ("mod_time", .uint(image.modTime))])
             })),
         ])
+    }
+
+    /// What lies beside the main cache at `path` for subcache `sub`: the UUID its header names
+    /// (nil when there is no such cache file), and that said in words.
+    static func subCacheStatus(_ sub: DyldCache.SubCache, of path: String) -> (uuid: [UInt8]?, text: String) {
+        guard let bytes = try? ImageFile.mapRegularFile(path + sub.fileSuffix) else { return (nil, "missing (\(path + sub.fileSuffix))") }
+        guard let header = try? DyldCache.Header(parsing: bytes) else { return (nil, "\(path + sub.fileSuffix) is not a dyld shared cache") }
+        return (header.uuid, header.uuid == sub.uuid ? "present" : "another UUID in \(path + sub.fileSuffix) (\(ClosureDump.uuidString(header.uuid)))")
     }
 
     /// The image of `cache` whose install name is `name`, parsed where it lies (its load
