@@ -26,9 +26,9 @@ enum SharedCachePatches {
         var names = WeakWinners()
         for node in graph.nodes where node.hasWeakDefs {
             try LoadError.reading(node.path) { () throws(MachOError) in
-                try node.image.exportTrie()?.forEachSymbol(flagged: ExportedSymbol.weakDefinitionFlag) { symbol in
-                    let name = ByteView(Array(symbol.name.utf8))
-                    if !symbol.isReexport, names.entry(of: name) == nil { names.record(nil, for: name) }
+                try node.image.exportTrie()?.forEachName(flagged: ExportedSymbol.weakDefinitionFlag, excluding: ExportedSymbol.reexportFlag) { bytes in
+                    let name = ByteView(Array(bytes))
+                    if names.entry(of: name) == nil { names.record(nil, for: name) }
                 }
             }
         }

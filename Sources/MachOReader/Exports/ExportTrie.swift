@@ -130,9 +130,26 @@ package struct ExportTrie: Sendable {
     /// level, capped by ``maxDepth`` and ``maxNameLength``) and one bit per trie byte for
     /// the nodes reached, never for the names already handed out: a linear trie that
     /// spells `a`, `aa`, `aaa`, … costs its longest name, however much text its names add
-    /// up to. `flagged`: only the symbols whose flags hold every one of these bits, the others'
-    /// terminals read no further than their flags (no name made for them).
-    package func forEachSymbol(flagged: UInt64 = 0, _ body: (ExportedSymbol) throws(MachOError) -> Void) throws(MachOError) {
+    /// up to.
+    package func forEachSymbol(_ body: (ExportedSymbol) throws(MachOError) -> Void) throws(MachOError) {
+        try walk { (name, terminal, nodeOffset) throws(MachOError) in
+            try body(try ExportedSymbol(name: String(decoding: name, as: UTF8.self), parsing: terminal, nodeOffset: nodeOffset))
+        }
+    }
+
+    /// The name of every exported symbol whose flags hold every bit of `flagged` and none of
+    /// `excluding`, in ``forEachSymbol(_:)``'s order: each terminal read no further than its
+    /// flags, no string made (the bytes are valid for the call only).
+    package func forEachName(flagged: UInt64, excluding: UInt64, _ body: (ArraySlice<UInt8>) -> Void) throws(MachOError) {
+        try walk { (name, terminal, _) throws(MachOError) in
+            var cursor = ByteCursor(terminal, at: 0)
+            let flags = try cursor.uleb128()
+            if flags & flagged == flagged, flags & excluding == 0 { body(name) }
+        }
+    }
+
+    /// The one walk of the trie: each terminal node's name, export info and offset.
+    private func walk(_ visit: (_ name: ArraySlice<UInt8>, _ terminal: ByteView, _ nodeOffset: Int) throws(MachOError) -> Void) throws(MachOError) {
         guard view.count > 0 else { return }
         let root = try node(at: 0)
         if !root.isTerminal, root.childCount == 0 { return }
@@ -188,12 +205,7 @@ package struct ExportTrie: Sendable {
                 stack.removeLast()
                 let finished = try node(at: Int(top.node))
                 if let terminal = try terminal(of: finished) {
-                    if flagged != 0 {
-                        var cursor = ByteCursor(terminal, at: 0)
-                        guard try cursor.uleb128() & flagged == flagged else { continue }
-                    }
-                    let symbolName = String(decoding: name[..<Int(top.nameLength)], as: UTF8.self)
-                    try body(try ExportedSymbol(name: symbolName, parsing: terminal, nodeOffset: finished.offset))
+                    try visit(name[..<Int(top.nameLength)], terminal, finished.offset)
                 } else if finished.childCount == 0 {
                     throw MachOError.malformed(
                         "export trie node at \(hex(finished.offset)) has neither export info nor children",
