@@ -190,7 +190,7 @@ extension BenchCommand {
         let eviction = cold ? try EvictionMethod.choose(requested: evict) : nil
         // Real-time priority only where the bench measures: what it starts runs at normal priority.
         _ = UnsafeSchedulingPolicy.startChildrenAtNormalPriority()
-        let report = try AppBench.run(AppBench.Request(options: options, app: app, workDirectory: work, runs: runs, eviction: eviction, notes: notes),
+        let report = try await AppBench.run(AppBench.Request(options: options, app: app, workDirectory: work, runs: runs, eviction: eviction, notes: notes),
                                       log: log)
         try write(name: "app", json: try LaunchBench.encoder.encode(report), markdown: AppBench.markdown(report))
         guard let baseline else { return }

@@ -13,12 +13,6 @@ package struct DlopenBenchReport: Codable, Sendable {
     package var runs: Int
     package var apps: [SmallAppResult]
     package var plugins: [PluginResult]
-
-    package init(runs: Int, apps: [SmallAppResult], plugins: [PluginResult]) {
-        self.runs = runs
-        self.apps = apps
-        self.plugins = plugins
-    }
 }
 
 /// One small app (`gen-app --dylibs N`): its launch to `main` by dyld2 and dyld3.
@@ -80,7 +74,7 @@ package enum DlopenBench {
         let closurePath = cache.closurePath(forApp: app.mainImage, arch: configuration.arch)
         let closure = try ClosureBuilder.build(roots: options.roots, arch: options.arch, root: options.root)
         try ClosureFile.write(closure, to: closurePath)
-        let (warm, _) = try InterleavedRounds(runs: configuration.runs, paths: appPaths, files: [:], eviction: nil).measure(log: log) { path, _ in
+        let (warm, _) = try await InterleavedRounds(runs: configuration.runs, paths: appPaths, files: [:], eviction: nil).measure(log: log) { path, _, _ in
             let launch = path == "dyld2" ? try SlowPath.launch(options) : try FastPath.launch(closurePath: closurePath, request: options)
             launch.memory.release()
             return launch.report.timings[.total] ?? 0
@@ -117,7 +111,7 @@ package enum DlopenBench {
         try ClosureFile.write(withDlopen, to: prebuiltPath)
         let runtime = LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.resolve)
         var added = 0
-        let (warm, _) = try InterleavedRounds(runs: configuration.runs, paths: pluginPaths, files: [:], eviction: nil).measure(log: log) { path, _ in
+        let (warm, _) = try await InterleavedRounds(runs: configuration.runs, paths: pluginPaths, files: [:], eviction: nil).measure(log: log) { path, _, _ in
             let launch = switch path {
             case "dyld2": try SlowPath.launch(options)
             case "dyld3_prebuilt": try FastPath.launch(closurePath: prebuiltPath, request: options)
@@ -160,20 +154,15 @@ package enum DlopenBench {
         let child = try await BenchTool.start(
             [tool, "launch", app.mainImage, "--mode", mode, "--json", "--root", app.systemRoot, "--cache", cache, "--arch", configuration.arch]
                 + (run ? [] : ["--no-run"]), stderrPath: stderrPath)
-        guard child.status == 0, let object = try? JSONSerialization.jsonObject(with: Data(child.output.utf8)) as? [String: Any],
-              let timings = object["timings_ns"] as? [String: Any], let total = (timings["total"] as? NSNumber)?.int64Value,
-              !run || object["ran"] as? Bool == true else {
-            throw CommandFailure.failed("\(child.command) failed (status \(child.status)): \(BenchTool.stderrText(stderrPath))")
+        guard child.status == 0, let timings = BenchTool.launchTimings(Substring(child.output)), !run || timings.ran else {
+            throw BenchTool.failure(child, stderrPath: stderrPath)
         }
-        return (total, (timings["main"] as? NSNumber)?.int64Value ?? 0)
+        return (timings.total, timings.main)
     }
 
     package static func markdown(_ report: DlopenBenchReport) -> String {
-        func ms(_ distribution: Distribution?) -> String { distribution.map { String(format: "%.2f ms", Double($0.median) / 1e6) } ?? "–" }
-        func ratio(_ a: Distribution?, _ b: Distribution?) -> String {
-            guard let a, let b, b.median > 0 else { return "–" }
-            return String(format: "%.2f×", Double(a.median) / Double(b.median))
-        }
+        func ms(_ distribution: Distribution?) -> String { distribution.map { MarkdownReport.milliseconds($0.median) } ?? "–" }
+        func ratio(_ a: Distribution?, _ b: Distribution?) -> String { MarkdownReport.ratio(a?.median, b?.median) }
         var out = "# Small apps and dlopen: dyld2 and dyld3\n\n"
         out += "Medians of \(report.runs) samples (every sample, and p90, in dlopen.json). warm: in this process, the paths "
             + "interleaved. fresh: each sample a new `dyld3 launch --json` process, which also pays the Swift runtime's first "

@@ -65,13 +65,13 @@ package enum PrelinkBench {
         for dylibs in configuration.dylibCounts {
             log("\(dylibs) dylibs: preparing the app")
             let app = try await BenchApp.prepareMachO(dylibs: dylibs, configuration: configuration, log: { log("  " + $0) })
-            results.append(try measure(app, configuration: configuration, cache: cache, eviction: eviction, log: log))
+            results.append(try await measure(app, configuration: configuration, cache: cache, eviction: eviction, log: log))
         }
         return (results, eviction)
     }
 
     static func measure(_ app: BenchApp, configuration: BenchConfiguration, cache: ClosureCache, eviction: EvictionMethod?,
-                        log: (String) -> Void) throws -> PrelinkedBenchResult {
+                        log: (String) -> Void) async throws -> PrelinkedBenchResult {
         let options = LaunchOptions(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot, run: false)
         var pageIn = options
         pageIn.fixups = .pageIn
@@ -124,8 +124,8 @@ package enum PrelinkBench {
                 return try prelinkedFloor.launch()
             }
         }
-        let (warm, cold) = try InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
-            .measure(log: log) { path, cold in try launch(path, cold: cold) }
+        let (warm, cold) = try await InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
+            .measure(log: log) { path, cold, _ in try launch(path, cold: cold) }
         return PrelinkedBenchResult(
             dylibs: app.dylibs, images: closure.images.count, slideLocations: set.slideCount, slidePages: prelinkedFloor.pages.count,
             setBytes: FileStatus.of(setPath)?.size ?? 0, imageBytes: closure.images.reduce(0) { $0 + $1.identity.size },

@@ -125,8 +125,8 @@ package enum SharedCacheBench {
                 return fast.report.timings[.total] ?? 0
             }
         }
-        let (warm, cold) = try InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
-            .measure(log: log) { path, cold in try launch(path, cold: cold) }
+        let (warm, cold) = try await InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
+            .measure(log: log) { path, cold, _ in try launch(path, cold: cold) }
         var memory: ConcurrentMemory?
         if let tool = configuration.toolPath {
             log("  memory: \(concurrentLaunches) launches of two apps held at once")
