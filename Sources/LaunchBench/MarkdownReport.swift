@@ -219,6 +219,26 @@ package enum MarkdownReport {
         }.joined(separator: "\n")
     }
 
+    /// A `## warm` and a `## cold` section, each when a result has such samples: a table of each
+    /// result's `keys` and every path's `median (p90)` in ms, then the ratios of the medians
+    /// beside the first key (`ratios`: a column's title, its path and the path it is over).
+    static func sampleSections<Result>(_ results: [Result], warm: (Result) -> [String: Distribution], cold: (Result) -> [String: Distribution]?,
+                                       keys: [(title: String, cell: (Result) -> String)], paths: [String],
+                                       ratios: [(title: String, path: String, over: String)]) -> String {
+        var out = ""
+        for isCold in [false, true] {
+            func pick(_ result: Result) -> [String: Distribution] { isCold ? cold(result) ?? [:] : warm(result) }
+            guard results.contains(where: { !pick($0).isEmpty }) else { continue }
+            out += "## \(isCold ? "cold" : "warm")\n\n" + table(keys.map(\.title) + paths, results.map { result in
+                keys.map { $0.cell(result) } + paths.map { cell(pick(result)[$0], format: milliseconds) }
+            }) + "\nRatios of the medians:\n\n"
+            out += table([keys[0].title] + ratios.map(\.title), results.map { result in
+                [keys[0].cell(result)] + ratios.map { ratio(pick(result)[$0.path]?.median, pick(result)[$0.over]?.median) }
+            }) + "\n"
+        }
+        return out
+    }
+
     /// What a phase table's `other` row holds (`launch --stats` names it so).
     static let otherMeaning = "other = the total less the phases above it (mprotect, initializer bookkeeping: what `launch --stats` "
         + "calls other); each figure is a median, and medians do not add, so other can be below zero."

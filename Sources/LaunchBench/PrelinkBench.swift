@@ -136,25 +136,17 @@ package enum PrelinkBench {
 
     /// The Markdown table of `results`, with the targets checked.
     package static func markdown(_ results: [PrelinkedBenchResult], runs: Int, cold: EvictionMethod?) -> String {
-        let ms: (Int64) -> String = MarkdownReport.milliseconds, ratio: (Int64?, Int64?) -> String = MarkdownReport.ratio
+        let ms: (Int64) -> String = MarkdownReport.milliseconds
         var out = "# Prelinked sets: launch against the per-image mapping floor\n\n"
         out += "Median of \(runs) samples per path (p90 in parentheses), warm, in one process, interleaved; no path runs code. "
             + "floor: reserve, open and map every segment of every image, one write per fixup page; floor + protections: then each "
             + "segment's final protection. prelinked: the set's copy slid for this boot, mapped (page-in asked for in prelinked_page_in: "
             + "nothing is left to page in); slid_at_launch: the set slid to a new address by the launch (--slide-per-launch), eager and page-in. "
             + "prelinked floor: the slid copy's one mmap and its mprotects.\n\n"
-        for (title, pick) in [("warm", { (r: PrelinkedBenchResult) in r.warm }), ("cold", { (r: PrelinkedBenchResult) in r.cold ?? [:] })] {
-            guard results.contains(where: { !pick($0).isEmpty }) else { continue }
-            out += "## \(title)\n\n" + MarkdownReport.table(["dylibs", "images", "slide locations"] + paths, results.map { result in
-                let samples = pick(result)
-                return ["\(result.dylibs)", "\(result.images)", "\(result.slideLocations)"]
-                    + paths.map { MarkdownReport.cell(samples[$0], format: ms) }
-            }) + "\nRatios of the medians:\n\n"
-            out += MarkdownReport.table(["dylibs", "prelinked / floor + protections", "page-in / floor + protections"], results.map { result in
-                let samples = pick(result), floor = samples["floor_protected"]?.median
-                return ["\(result.dylibs)", ratio(samples["prelinked"]?.median, floor), ratio(samples["prelinked_page_in"]?.median, floor)]
-            }) + "\n"
-        }
+        out += MarkdownReport.sampleSections(
+            results, warm: \.warm, cold: \.cold, keys: [("dylibs", { "\($0.dylibs)" }), ("images", { "\($0.images)" }), ("slide locations", { "\($0.slideLocations)" })],
+            paths: paths, ratios: [("prelinked / floor + protections", "prelinked", "floor_protected"),
+                                   ("page-in / floor + protections", "prelinked_page_in", "floor_protected")])
         out += "## install and disk\n\n" + MarkdownReport.table(
             ["dylibs", "set build + write", "set bytes", "images' bytes", "set / images", "copy slid for the boot: write", "copy bytes", "mapping calls"],
             results.map { result in
