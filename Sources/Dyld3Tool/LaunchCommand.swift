@@ -98,7 +98,7 @@ struct LaunchCommand: ParsableCommand {
         var anyFallback = false
         for number in 1...repeatCount {
             let outcome = try launchOnce(request, checks: checks, closurePath: path, quiet: number > 1)
-            guard let launch = outcome.launch else { return }
+            let launch = outcome.launch
             defer { launch.memory.release() }
             if let refusal = launch.report.sharedCacheRefusal, !json, number == 1 {
                 printError("dyld3: shared cache not used (\(refusal)); dyld2 loads its dylibs from their files")
@@ -125,7 +125,7 @@ struct LaunchCommand: ParsableCommand {
     /// first that is used; with why each one before it was not. `quiet`: the refusals are
     /// not told on stderr again (a repeated launch).
     func launchOnce(_ request: LaunchOptions, checks: LaunchConfiguration, closurePath path: String, quiet: Bool) throws
-        -> (launch: Launch?, closurePath: String?, fallback: ClosureError?, setFallback: ClosureError?) {
+        -> (launch: Launch, closurePath: String?, fallback: ClosureError?, setFallback: ClosureError?) {
         var closurePath: String?
         var fallback: ClosureError?, setFallback: ClosureError?
         var launch: Launch?
@@ -144,8 +144,7 @@ struct LaunchCommand: ParsableCommand {
             } refused: { fallback = $0 }
             if launch != nil { closurePath = path }
         }
-        if launch == nil { launch = try SlowPath.launch(request) }
-        return (launch, closurePath, fallback, setFallback)
+        return (try launch ?? SlowPath.launch(request), closurePath, fallback, setFallback)
     }
 
     /// A launch from a closure or a set; when it is refused, the failure is the command's
@@ -267,10 +266,7 @@ enum LaunchOutput {
     }
 
     static func jsonObject(_ report: LaunchReport, closure: String?, fallback: ClosureError?, setFallback: ClosureError? = nil) -> JSONValue {
-        var timings: [(String, JSONValue)] = []
-        for phase in LaunchReport.Phase.allCases {
-            if let nanoseconds = report.timings[phase] { timings.append((phase.rawValue, .int(nanoseconds))) }
-        }
+        let timings = LaunchReport.Phase.allCases.compactMap { phase in report.timings[phase].map { (phase.rawValue, JSONValue.int($0)) } }
         let digest: JSONValue = report.digest.map { .string(hex($0)) } ?? .null
         let fallbackReason: JSONValue = report.pageInFallback.map { .string("\($0)") } ?? .null
         let slideReason: JSONValue = report.slideAtLaunch.map { .string("\($0)") } ?? .null

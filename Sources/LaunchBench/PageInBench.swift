@@ -19,11 +19,8 @@ package struct PageInResult: Codable, Sendable {
     /// After the page-in launch: time to touch 10%, 50% and 100% of the fixup pages (one
     /// word each, pages in a fixed shuffled order), each from the launch's end.
     package var touch: [String: Distribution]
-    /// Private pages in the launch's region (``ProcessMemory/privatePages(start:size:)``:
-    /// smaps' `Anonymous`, since pages `UFFDIO_COPY` installs are anonymous but never
-    /// dirty, and `Private_Dirty` also counts file pages not yet written back): "eager" after an eager launch,
-    /// "launch" after a page-in launch, then after touching each share ("10", "50", "100").
-    /// The private memory the fixups made; `Private_Dirty` alone reads 0 for page-in.
+    /// Private pages in the launch's region (``ProcessMemory/privatePages(start:size:)``): "eager"
+    /// after an eager launch, "launch" after a page-in launch, then after touching each share ("10", "50", "100").
     package var privatePages: [String: Int]
     /// The pager's own count of pages filled in that round ("launch", "10", "50", "100").
     package var pagesFilled: [String: Int]

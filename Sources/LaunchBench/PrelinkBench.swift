@@ -8,14 +8,9 @@ import LoaderCore
 import LoaderSystem
 import LaunchMemory
 
-/// `dyld3 bench --prelinked` (docs/prelinked.md): per size, interleaved in one process, the
-/// per-image mapping floor (with and without protections), a dyld3 launch, a launch of the
-/// prelinked set as `launch --mode prelinked` makes it (its copy slid for this boot mapped,
-/// eager and with `--fixups page-in` asked for), the set slid at launch
-/// (`--slide-per-launch`, eager and page-in) and the set's own floor (its slid copy's one
-/// `mmap` and its protections); with `cold`,
-/// each again after its files were evicted from the page cache. Plus the set's install
-/// time and its size beside the images'. No path runs code.
+/// `dyld3 bench --prelinked` (docs/prelinked.md), one size: each path of ``PrelinkBench/paths``
+/// interleaved in one process, warm and cold; the set's install time and its size beside the
+/// images'. No path runs code.
 package struct PrelinkedBenchResult: Codable, Sendable {
     package var dylibs: Int
     package var images: Int
@@ -50,7 +45,9 @@ package struct PrelinkedBenchResult: Codable, Sendable {
 package typealias PrelinkedBenchReport = SizesBenchReport<PrelinkedBenchResult>
 
 package enum PrelinkBench {
-    /// The paths measured, in the order each round runs them.
+    /// The paths measured, in the order each round runs them: the per-image mapping floor
+    /// (without and with protections), dyld3, the set as `launch --mode prelinked` launches it
+    /// (eager and page-in), the set slid at launch (`--slide-per-launch`), the set's own floor.
     package static let paths = ["floor", "floor_protected", "dyld3", "prelinked", "prelinked_page_in", "slid_at_launch", "slid_at_launch_page_in",
                                 "prelinked_floor"]
 

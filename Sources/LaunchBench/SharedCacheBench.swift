@@ -55,11 +55,7 @@ package typealias SharedCacheBenchReport = SizesBenchReport<SharedCacheBenchResu
 package enum SharedCacheBench {
     /// The app's own frameworks, over every size of system root.
     package static let appFrameworks = 10
-    /// The paths measured, in the order each round runs them: the per-image floor, dyld2 from
-    /// the files and from the cache, dyld3 from the files, dyld3 from the cache, and the
-    /// cache's floor (the cache's copy slid for the boot mapped and protected, the app's own
-    /// images mapped, one store per fixup page of the app's images and the cache's patches,
-    /// their protections).
+    /// The paths measured, in the order each round runs them (``markdown(_:runs:cold:)`` says what each does).
     package static let paths = ["floor", "dyld2", "dyld2_shared_cache", "dyld3", "dyld3_shared_cache", "cache_floor"]
 
     package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws
