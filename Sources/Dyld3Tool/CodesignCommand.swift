@@ -36,14 +36,9 @@ struct CodesignVerifyCommand: ParsableCommand {
     static let unsignedExitCode: Int32 = 2
     static let invalidExitCode: Int32 = 3
 
-    @Argument(help: "Mach-O files: thin or universal.")
-    var files: [String]
-
-    @Option(help: "The slices to verify: an architecture name, or 'all' (the default).")
-    var arch: String = "all"
-
-    @Flag(help: "Print JSON: an array of one object per slice.")
-    var json = false
+    @Argument(help: "Mach-O files: thin or universal.") var files: [String]
+    @Option(help: "The slices to verify: an architecture name, or 'all' (the default).") var arch: String = "all"
+    @Flag(help: "Print JSON: an array of one object per slice.") var json = false
 
     func run() throws {
         var results: [SignatureVerification] = []

@@ -25,11 +25,8 @@ struct LaunchCommand: ParsableCommand {
             architectures, and graphs holding an image from a stub root, stop after fixups.
             """)
 
-    @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.")
-    var app: String
-
+    @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.") var app: String
     @OptionGroup var options: AppOptions
-
     @OptionGroup var trust: TrustOptions
 
     @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); prelinked: the app's prelinked set (install --prelink); auto: the prelinked set when there is one and it is fresh (not with --trust), else dyld3 when a valid closure exists, else dyld2.")
@@ -38,17 +35,13 @@ struct LaunchCommand: ParsableCommand {
     @Flag(help: "After a fallback to dyld2, write a fresh closure (signed with --sign; under --trust, or over a signed closure, only then).")
     var rebuild = false
 
-    @Option(help: "With --rebuild: sign the fresh closure with this private key (the private half of the --trust key).")
-    var sign: String?
-
-    @Option(help: "Force the main image's slide (hex with 0x, or decimal; page-aligned).")
-    var slide: String?
+    @Option(help: "With --rebuild: sign the fresh closure with this private key (the private half of the --trust key).") var sign: String?
+    @Option(help: "Force the main image's slide (hex with 0x, or decimal; page-aligned).") var slide: String?
 
     @Flag(help: "prelinked: slide the set at this launch, to a new random address, instead of mapping its copy slid for this boot (docs/prelinked.md).")
     var slidePerLaunch = false
 
-    @Flag(help: "Stop after fixups: run no initializer and no main.")
-    var noRun = false
+    @Flag(help: "Stop after fixups: run no initializer and no main.") var noRun = false
 
     @Option(name: .customLong("shared-cache"), help: ArgumentHelp(
         "dyld2: take the dylibs a dyld shared cache holds from it (docs/shared-cache.md): auto (the root's cache for the arch, when it has one and it can be used; else the files), none, or the cache's PATH. dyld3 uses the cache its closure was bound into.",
@@ -71,8 +64,7 @@ struct LaunchCommand: ParsableCommand {
         valueName: "N"))
     var repeatCount = 1
 
-    @Flag(help: "Print the launch report as JSON.")
-    var json = false
+    @Flag(help: "Print the launch report as JSON.") var json = false
 
     @Flag(help: "After the (last) launch, print `held PID` and keep its memory mapped until stdin ends: for measuring what launches share (smaps).")
     var hold = false

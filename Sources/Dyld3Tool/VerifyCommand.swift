@@ -31,12 +31,8 @@ struct VerifyCommand: ParsableCommand {
     static let noCacheExitCode: Int32 = 2
     static let untrustedExitCode: Int32 = 5
 
-    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
-    var cache: String?
-
-    @Flag(help: "Print the results as JSON: every file with its status and problems, and the counts.")
-    var json = false
-
+    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.") var cache: String?
+    @Flag(help: "Print the results as JSON: every file with its status and problems, and the counts.") var json = false
     @OptionGroup var trust: TrustOptions
 
     func run() throws {
