@@ -56,9 +56,7 @@ struct CodesignVerifyCommand: ParsableCommand {
         if json {
             out.write(JSONValue.array(results.flatMap { $0.jsonObjects() }).serialized() + "\n")
         } else {
-            for result in results {
-                for line in result.textLines() { out.write(line + "\n") }
-            }
+            for line in results.flatMap({ $0.textLines() }) { out.write(line + "\n") }
         }
         out.flush()
         let slices = results.flatMap(\.slices)

@@ -1,28 +1,27 @@
+import LaunchMemory
+
 /// This process's memory as Linux reports it. (The system calls are in
 /// ``UnsafeProcessMemory``.)
 enum ProcessMemory {
     /// The host's page size.
     static let pageSize = UnsafeProcessMemory.pageSize
 
-    /// Private_Dirty pages of the mappings that lie inside `[start, start + size)`.
-    static func privateDirtyPages(start: UInt64, size: UInt64) -> Int {
-        smapsPages(start: start, size: size, "Private_Dirty")
-    }
+    /// Private_Dirty pages of the mappings that lie inside the launch's region.
+    static func privateDirtyPages(_ memory: LaunchMemory) -> Int { smapsPages(memory, "Private_Dirty") }
 
-    /// Pages the process made private in the mappings inside `[start, start + size)`: their
+    /// Pages the process made private in the mappings inside the launch's region: their
     /// `Anonymous` pages. A fixup written into a file-backed private mapping (an eager
     /// launch) makes a copy-on-write page, which is anonymous (and dirty); a page
     /// `UFFDIO_COPY` installed (page-in) is anonymous but never marked dirty, so
     /// `Private_Dirty` misses it. `Private_Dirty` also counts page-cache pages of a file
     /// written moments ago and not yet written back (a freshly generated app's `__TEXT`),
     /// which no launch made: `Anonymous` counts exactly the private copies.
-    static func privatePages(start: UInt64, size: UInt64) -> Int {
-        smapsPages(start: start, size: size, "Anonymous")
-    }
+    static func privatePages(_ memory: LaunchMemory) -> Int { smapsPages(memory, "Anonymous") }
 
-    /// Sums smaps field `field` (kB) over the mappings inside the range, in pages.
-    private static func smapsPages(start: UInt64, size: UInt64, _ field: Substring) -> Int {
-        smaps(pid: nil).filter { $0.low >= start && $0.high <= start &+ size }.reduce(0) { $0 + ($1.fields[field] ?? 0) } * 1024 / pageSize
+    /// Sums smaps field `field` (kB) over the mappings inside the launch's region, in pages.
+    private static func smapsPages(_ memory: LaunchMemory, _ field: Substring) -> Int {
+        let (start, end) = (memory.regionBase, memory.regionBase &+ memory.regionSize)
+        return smaps(pid: nil).filter { $0.low >= start && $0.high <= end }.reduce(0) { $0 + ($1.fields[field] ?? 0) } * 1024 / pageSize
     }
 
     /// Kilobytes by smaps field (`Rss`, `Pss`, `Shared_Clean`, `Private_Dirty`, ...) summed over

@@ -167,7 +167,7 @@ struct SizeBench {
                               sessions: [LaunchPath: GlibcHarness.Session]) async throws -> [String: Int] {
         func dirty(_ memory: LaunchMemory) -> Int {
             defer { memory.release() }
-            return ProcessMemory.privateDirtyPages(start: memory.regionBase, size: memory.regionSize)
+            return ProcessMemory.privateDirtyPages(memory)
         }
         var pages = [
             LaunchPath.dyld2.rawValue: dirty(try SlowPath.launch(options).memory),
