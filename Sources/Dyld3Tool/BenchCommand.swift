@@ -74,10 +74,7 @@ struct BenchCommand: AsyncParsableCommand {
     var counts: [Int] { dylibs.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
     func run() async throws {
-        if let app {
-            try await CommandFailure.reporting(json: json) { try await benchApp(app) }
-            return
-        }
+        if let app { return try await CommandFailure.reporting(json: json) { try await benchApp(app) } }
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         guard let repository = BenchConfiguration.findRepositoryRoot(from: FileManager.default.currentDirectoryPath)
                 ?? BenchConfiguration.findRepositoryRoot(from: executable) else {
@@ -103,20 +100,17 @@ struct BenchCommand: AsyncParsableCommand {
         try await CommandFailure.reporting(json: json) {
             if sharedCache {
                 let (results, eviction) = try await SharedCacheBench.run(configuration, log: log)
-                try write(name: "shared-cache", json: try LaunchBench.encoder.encode(SharedCacheBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
-                          markdown: SharedCacheBench.markdown(results, runs: runs, cold: eviction))
-                return
+                return try write(name: "shared-cache", json: try LaunchBench.encoder.encode(SharedCacheBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
+                                 markdown: SharedCacheBench.markdown(results, runs: runs, cold: eviction))
             }
             if dlopen {
                 let report = try await DlopenBench.run(configuration, log: log)
-                try write(name: "dlopen", json: try LaunchBench.encoder.encode(report), markdown: DlopenBench.markdown(report))
-                return
+                return try write(name: "dlopen", json: try LaunchBench.encoder.encode(report), markdown: DlopenBench.markdown(report))
             }
             if prelinked {
                 let (results, eviction) = try await PrelinkBench.run(configuration, log: log)
-                try write(name: "prelinked", json: try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
-                          markdown: PrelinkBench.markdown(results, runs: runs, cold: eviction))
-                return
+                return try write(name: "prelinked", json: try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
+                                 markdown: PrelinkBench.markdown(results, runs: runs, cold: eviction))
             }
             let report = try await LaunchBench.run(configuration, log: log)
             try LaunchBench.write(report, to: out)

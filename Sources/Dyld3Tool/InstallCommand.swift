@@ -57,8 +57,7 @@ struct InstallCommand: ParsableCommand {
         // Progress goes to stderr, and only to a terminal; stdout keeps one line per closure.
         let progress = targets.count > 1 && isatty(2) != 0
         var failures: [(app: String, why: String)] = []
-        var written: [JSONValue] = []
-        var failed: [JSONValue] = []
+        var written: [JSONValue] = [], failed: [JSONValue] = []
         var attempted = 0
         for (number, app) in targets.enumerated() {
             if progress { printError("[\(number + 1)/\(targets.count)] \(app)") }

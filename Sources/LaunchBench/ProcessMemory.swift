@@ -61,7 +61,4 @@ enum ProcessMemory {
     static func procLines(_ path: String) -> [Substring] {
         String(decoding: UnsafeProcessMemory.contents(ofProcFile: path), as: UTF8.self).split(separator: "\n")
     }
-
-    /// This process's peak RSS in kB.
-    static func maxRSSKilobytes() -> Int { UnsafeProcessMemory.maxRSSKilobytes() }
 }

@@ -98,7 +98,7 @@ struct SizeBench {
             rebases: closure.totalRebases, binds: closure.totalBinds, elfRelocations: elf.relocations,
             fixupPages: floor.pageCount, warm: rounds.warm, fresh: fresh, freshMaxRssKilobytes: freshRSS,
             dyld3Phases: dyld3Phases, dyld2Phases: dyld2Phases, nanosecondsPerFixup: perFixup, pagesDirtied: rounds.dirtied,
-            benchMaxRssKilobytes: ProcessMemory.maxRSSKilobytes(),
+            benchMaxRssKilobytes: UnsafeProcessMemory.maxRSSKilobytes(),
             closure: ClosureCost(
                 build: build, fileBytes: fileBytes,
                 bytesPerFixup: fixups > 0 ? Double(fileBytes) / Double(fixups) : 0,
