@@ -14,9 +14,7 @@ package enum MarkdownReport {
             \(report.runs) samples per path and size, median (p90). Every path stops before running code. \
             glibc runs on the twin in two layouts: per-framework dirs (a directory per framework, each object's DT_RUNPATH \
             naming its dependencies' directories, as `@rpath` maps onto ELF) and one dir (every object in one directory, \
-            DT_RUNPATH `$ORIGIN`, as ELF projects ship); every ratio to glibc is against the faster of the two (best glibc).
-
-
+            DT_RUNPATH `$ORIGIN`, as ELF projects ship); every ratio to glibc is against the faster of the two (best glibc).\n\n
             """
         if let shape = report.objc {
             out += """
@@ -28,9 +26,7 @@ package enum MarkdownReport {
 
                 Writes: the closure's ObjC record (selector references and method-list names rewritten to one address per name, \
                 the runtime's class, category and hash tables). dyld2 works them out after bind on every launch; dyld3 copies them \
-                from the closure. Share = the step's median / the launch's median total.
-
-
+                from the closure. Share = the step's median / the launch's median total.\n\n
                 """
             out += table(["dylibs", "ObjC writes", "dyld2 objc", "dyld2 total", "dyld2 share"], report.sizes.map { size in
                 guard let share = size.objc else { return ["\(size.dylibs)"] + Array(repeating: "–", count: 4) }
@@ -51,9 +47,7 @@ package enum MarkdownReport {
             floor + protections: the same, then each segment's final protection (`__DATA_CONST` read-only after fixups, \
             as dyld and both launch paths leave it), the same final memory as dyld3's.
 
-            Times: median (p90).
-
-
+            Times: median (p90).\n\n
             """
         out += table(["dylibs", "images", "fixups"] + labels, report.sizes.map { size in
             ["\(size.dylibs)", "\(size.images)", "\(size.fixups)"] + paths.map { cell(size.warm[$0]) }
@@ -195,9 +189,7 @@ package enum MarkdownReport {
 
             The goals dyld3 is built to, checked against this run: at 400 dylibs, a warm dyld3 launch close to the mapping floor \
             (mapping every segment and writing each fixup page once, the least any loader does), at most half of glibc's best \
-            and at least 3× faster than dyld2; time per fixup flat as apps grow; closures small beside the metadata they replace.
-
-
+            and at least 3× faster than dyld2; time per fixup flat as apps grow; closures small beside the metadata they replace.\n\n
             """
         if !report.sizes.contains(where: { $0.dylibs == 400 }) {
             out += "This run has no 400-dylib app, so the launch-time goals are not checked here (`make bench` measures 400).\n\n"
