@@ -79,17 +79,10 @@ package enum DlopenBench {
             launch.memory.release()
             return launch.report.timings[.total] ?? 0
         }
-        var fresh: [String: [Int64]] = [:]
-        if let tool = configuration.toolPath {
-            log("  fresh: \(configuration.runs) rounds, one process each")
-            for _ in 0..<configuration.runs {
-                for path in appPaths {
-                    let report = try await freshLaunch(tool, app: app, mode: path, cache: cache.directory, run: false, configuration: configuration)
-                    fresh[path, default: []].append(report.total)
-                }
-            }
+        let fresh = try await freshRounds(appPaths, configuration: configuration, log: log, "") { tool, path in
+            try await freshLaunch(tool, app: app, mode: path, cache: cache.directory, run: false, configuration: configuration).total
         }
-        return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh.mapValues(Distribution.init))
+        return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh)
     }
 
     static func measurePlugin(_ app: BenchApp, configuration: BenchConfiguration, log: (String) -> Void) async throws -> PluginResult {
@@ -130,21 +123,26 @@ package enum DlopenBench {
             added = event.loaded.count
             return time
         }
-        var fresh: [String: [Int64]] = [:]
-        if let tool = configuration.toolPath {
-            log("  fresh: \(configuration.runs) rounds, one process each, running main")
-            for _ in 0..<configuration.runs {
-                for path in pluginPaths {
-                    // The bare closure written again: a launch keeps the dlopen closure it builds.
-                    if path == "dyld3_runtime" { try ClosureFile.write(closure, to: barePath) }
-                    let report = try await freshLaunch(tool, app: app, mode: path == "dyld2" ? "dyld2" : "dyld3",
-                                                       cache: path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory, run: true,
-                                                       configuration: configuration)
-                    fresh[path, default: []].append(report.main)
-                }
-            }
+        let fresh = try await freshRounds(pluginPaths, configuration: configuration, log: log, ", running main") { tool, path in
+            // The bare closure written again: a launch keeps the dlopen closure it builds.
+            if path == "dyld3_runtime" { try ClosureFile.write(closure, to: barePath) }
+            return try await freshLaunch(tool, app: app, mode: path == "dyld2" ? "dyld2" : "dyld3",
+                                         cache: path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory, run: true, configuration: configuration).main
         }
-        return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh.mapValues(Distribution.init))
+        return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh)
+    }
+
+    /// With a `dyld3` executable to run: `runs` rounds of `paths`, each sample (`sample(tool, path)`)
+    /// a fresh process; none without one.
+    static func freshRounds(_ paths: [String], configuration: BenchConfiguration, log: (String) -> Void, _ note: String,
+                            _ sample: (_ tool: String, _ path: String) async throws -> Int64) async throws -> [String: Distribution] {
+        guard let tool = configuration.toolPath else { return [:] }
+        log("  fresh: \(configuration.runs) rounds, one process each\(note)")
+        var fresh: [String: [Int64]] = [:]
+        for _ in 0..<configuration.runs {
+            for path in paths { fresh[path, default: []].append(try await sample(tool, path)) }
+        }
+        return fresh.mapValues(Distribution.init)
     }
 
     /// One `dyld3 launch --json` process: its in-process total and `main`'s time.
