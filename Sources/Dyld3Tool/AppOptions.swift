@@ -13,17 +13,10 @@ import Pager
 /// The options every command that loads an app shares: where absolute install names are
 /// found, which slice, which host a bundle or dylib goes into, and which closure cache.
 struct AppOptions: ParsableArguments {
-    @Option(help: "The system root absolute install names are looked up under.")
-    var root: String?
-
-    @Option(help: "The architecture. Default: the host's if the file has it, else its first slice.")
-    var arch: String?
-
-    @Option(help: "The host executable a bundle or dylib is loaded into, as dlopen loads it. Default: ROOT/bin/host when it exists.")
-    var host: String?
-
-    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
-    var cache: String?
+    @Option(help: "The system root absolute install names are looked up under.") var root: String?
+    @Option(help: "The architecture. Default: the host's if the file has it, else its first slice.") var arch: String?
+    @Option(help: "The host executable a bundle or dylib is loaded into, as dlopen loads it. Default: ROOT/bin/host when it exists.") var host: String?
+    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.") var cache: String?
 
     @Option(name: .customLong("insert"), help: ArgumentHelp(
         "A dylib to insert, as DYLD_INSERT_LIBRARIES does: loaded after the main executable and before its dependencies, its initializers first, its interposing applied (repeatable, in order).",
@@ -78,8 +71,7 @@ struct AppOptions: ParsableArguments {
         CommandFailure.Context(app: app, root: root, cache: cache)
     }
 
-    @Flag(help: "Refuse unsigned images (the arm64 rule; docs/code-signing.md). A closure records the policy it was built under.")
-    var requireSignatures = false
+    @Flag(help: "Refuse unsigned images (the arm64 rule; docs/code-signing.md). A closure records the policy it was built under.") var requireSignatures = false
 
     @Flag(help: "Refuse any image not signed with the main executable's team ID, platform binaries excepted (library validation; docs/code-signing.md).")
     var libraryValidation = false
@@ -101,11 +93,8 @@ struct FaultAroundOption: ParsableArguments {
 
 /// How far a command that uses closures trusts them: `--trust` and `--hash-images`.
 struct TrustOptions: ParsableArguments {
-    @Option(help: "Use only closures signed by the private half of this package key (dyld3 key generate, install --sign).")
-    var trust: String?
-
-    @Flag(help: "Hash every image's content on every use, even when stat says it is unchanged (see docs/security.md for the cost).")
-    var hashImages = false
+    @Option(help: "Use only closures signed by the private half of this package key (dyld3 key generate, install --sign).") var trust: String?
+    @Flag(help: "Hash every image's content on every use, even when stat says it is unchanged (see docs/security.md for the cost).") var hashImages = false
 
     /// The trust key, read from `--trust`; a key that cannot be read fails the command.
     func trustKey() throws -> ClosureTrustKey? {

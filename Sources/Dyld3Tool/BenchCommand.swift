@@ -27,49 +27,24 @@ struct BenchCommand: AsyncParsableCommand {
     @Argument(help: "An app to measure (anything `launch` takes: .app, .ipa, executable): every path this project launches it by, its phases, its heaviest images and its initializers. Without it, the generated apps of --dylibs are measured.")
     var app: String?
 
-    @Option(help: "APP: the system root (default: a stub root made for the bench, said so in the report).")
-    var root: String?
-
-    @Option(help: "APP: a report of an earlier `bench APP --json` run: exit 6 when a count or warm median grew past --tolerance.")
-    var baseline: String?
-
-    @Option(help: "APP with --baseline: the growth allowed, as a fraction (0.25: 25%).")
-    var tolerance = 0.25
-
-    @Option(help: "Comma-separated dylib counts.")
-    var dylibs = "1,10,100,400,1000"
-
-    @Option(help: "Samples per path and size.")
-    var runs = 11
-
-    @Option(help: "Output directory. The committed bench/results are refreshed by `make bench` alone.")
-    var out = "build/bench/results"
-
-    @Option(help: "Architecture of the Mach-O apps (APP: default the host's if the file has it, else its first slice).")
-    var arch: String?
-
-    @Option(help: "Fixup style of the Mach-O apps: chained or opcodes.")
-    var style = "chained"
-
-    @Flag(help: "Skip the fresh-process measurements.")
-    var noFresh = false
-
-    @Flag(help: "Also measure cold launches: the page cache emptied of the path's files before each sample.")
-    var cold = false
+    @Option(help: "APP: the system root (default: a stub root made for the bench, said so in the report).") var root: String?
+    @Option(help: "APP: a report of an earlier `bench APP --json` run: exit 6 when a count or warm median grew past --tolerance.") var baseline: String?
+    @Option(help: "APP with --baseline: the growth allowed, as a fraction (0.25: 25%).") var tolerance = 0.25
+    @Option(help: "Comma-separated dylib counts.") var dylibs = "1,10,100,400,1000"
+    @Option(help: "Samples per path and size.") var runs = 11
+    @Option(help: "Output directory. The committed bench/results are refreshed by `make bench` alone.") var out = "build/bench/results"
+    @Option(help: "Architecture of the Mach-O apps (APP: default the host's if the file has it, else its first slice).") var arch: String?
+    @Option(help: "Fixup style of the Mach-O apps: chained or opcodes.") var style = "chained"
+    @Flag(help: "Skip the fresh-process measurements.") var noFresh = false
+    @Flag(help: "Also measure cold launches: the page cache emptied of the path's files before each sample.") var cold = false
 
     @Option(help: "eager: dyld3 as usual; page-in: also measure page-in linking beside it (launch to main, touching 10/50/100% of the fixup pages, private pages).")
     var fixups: FixupsMode = .eager
 
     @OptionGroup var faultAround: FaultAroundOption
-
-    @Option(help: "Objective-C classes per framework (tools/gen-app --objc-classes); 0: the C-only apps.")
-    var objcClasses = 0
-
-    @Option(help: "Objective-C categories per image (needs --objc-classes).")
-    var objcCategories = 0
-
-    @Option(help: "Objective-C selector references (message sends) per image (needs --objc-classes).")
-    var objcSelrefs = 0
+    @Option(help: "Objective-C classes per framework (tools/gen-app --objc-classes); 0: the C-only apps.") var objcClasses = 0
+    @Option(help: "Objective-C categories per image (needs --objc-classes).") var objcCategories = 0
+    @Option(help: "Objective-C selector references (message sends) per image (needs --objc-classes).") var objcSelrefs = 0
 
     @Option(help: "How --cold empties the page cache: drop_caches (root) or posix_fadvise; default: drop_caches when writable, else posix_fadvise.")
     var evict: EvictionMethod?
@@ -83,8 +58,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Measure small apps and dlopen instead: the launch of apps of 3 and 10 images, and the dlopen of a plugin adding 2 and 50 images (dyld2; dyld3 through a dlopen closure install built, and through one built at run time), in this process and in fresh processes; writes dlopen.json and dlopen.md.")
     var dlopen = false
 
-    @Flag(help: "Print bench.json on stdout instead of the Markdown report (the files are written all the same).")
-    var json = false
+    @Flag(help: "Print bench.json on stdout instead of the Markdown report (the files are written all the same).") var json = false
 
     func validate() throws {
         guard evict == nil || cold else { throw ValidationError("--evict needs --cold") }
@@ -100,10 +74,7 @@ struct BenchCommand: AsyncParsableCommand {
     var counts: [Int] { dylibs.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
     func run() async throws {
-        if let app {
-            try await CommandFailure.reporting(json: json) { try await benchApp(app) }
-            return
-        }
+        if let app { return try await CommandFailure.reporting(json: json) { try await benchApp(app) } }
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         guard let repository = BenchConfiguration.findRepositoryRoot(from: FileManager.default.currentDirectoryPath)
                 ?? BenchConfiguration.findRepositoryRoot(from: executable) else {
@@ -129,20 +100,17 @@ struct BenchCommand: AsyncParsableCommand {
         try await CommandFailure.reporting(json: json) {
             if sharedCache {
                 let (results, eviction) = try await SharedCacheBench.run(configuration, log: log)
-                try write(name: "shared-cache", json: try LaunchBench.encoder.encode(SharedCacheBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
-                          markdown: SharedCacheBench.markdown(results, runs: runs, cold: eviction))
-                return
+                return try write(name: "shared-cache", json: try LaunchBench.encoder.encode(SharedCacheBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
+                                 markdown: SharedCacheBench.markdown(results, runs: runs, cold: eviction))
             }
             if dlopen {
                 let report = try await DlopenBench.run(configuration, log: log)
-                try write(name: "dlopen", json: try LaunchBench.encoder.encode(report), markdown: DlopenBench.markdown(report))
-                return
+                return try write(name: "dlopen", json: try LaunchBench.encoder.encode(report), markdown: DlopenBench.markdown(report))
             }
             if prelinked {
                 let (results, eviction) = try await PrelinkBench.run(configuration, log: log)
-                try write(name: "prelinked", json: try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
-                          markdown: PrelinkBench.markdown(results, runs: runs, cold: eviction))
-                return
+                return try write(name: "prelinked", json: try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
+                                 markdown: PrelinkBench.markdown(results, runs: runs, cold: eviction))
             }
             let report = try await LaunchBench.run(configuration, log: log)
             try LaunchBench.write(report, to: out)
@@ -190,7 +158,7 @@ extension BenchCommand {
         let eviction = cold ? try EvictionMethod.choose(requested: evict) : nil
         // Real-time priority only where the bench measures: what it starts runs at normal priority.
         _ = UnsafeSchedulingPolicy.startChildrenAtNormalPriority()
-        let report = try AppBench.run(AppBench.Request(options: options, app: app, workDirectory: work, runs: runs, eviction: eviction, notes: notes),
+        let report = try await AppBench.run(AppBench.Request(options: options, app: app, workDirectory: work, runs: runs, eviction: eviction, notes: notes),
                                       log: log)
         try write(name: "app", json: try LaunchBench.encoder.encode(report), markdown: AppBench.markdown(report))
         guard let baseline else { return }

@@ -24,14 +24,9 @@ struct ClosureCommand: ParsableCommand {
                 docs/closure-format.md.
                 """)
 
-        @Argument(help: "A closure file (cache/<hash>-<arch>.dyld3closure).")
-        var file: String
-
-        @Option(help: "Rebases and binds shown per image in the text view.")
-        var fixups = 8
-
-        @Flag(help: "Print everything as JSON, every fixup included.")
-        var json = false
+        @Argument(help: "A closure file (cache/<hash>-<arch>.dyld3closure).") var file: String
+        @Option(help: "Rebases and binds shown per image in the text view.") var fixups = 8
+        @Flag(help: "Print everything as JSON, every fixup included.") var json = false
 
         func run() throws {
             try CommandFailure.reporting(json: json) {

@@ -36,14 +36,9 @@ struct CodesignVerifyCommand: ParsableCommand {
     static let unsignedExitCode: Int32 = 2
     static let invalidExitCode: Int32 = 3
 
-    @Argument(help: "Mach-O files: thin or universal.")
-    var files: [String]
-
-    @Option(help: "The slices to verify: an architecture name, or 'all' (the default).")
-    var arch: String = "all"
-
-    @Flag(help: "Print JSON: an array of one object per slice.")
-    var json = false
+    @Argument(help: "Mach-O files: thin or universal.") var files: [String]
+    @Option(help: "The slices to verify: an architecture name, or 'all' (the default).") var arch: String = "all"
+    @Flag(help: "Print JSON: an array of one object per slice.") var json = false
 
     func run() throws {
         var results: [SignatureVerification] = []
@@ -61,9 +56,7 @@ struct CodesignVerifyCommand: ParsableCommand {
         if json {
             out.write(JSONValue.array(results.flatMap { $0.jsonObjects() }).serialized() + "\n")
         } else {
-            for result in results {
-                for line in result.textLines() { out.write(line + "\n") }
-            }
+            for line in results.flatMap({ $0.textLines() }) { out.write(line + "\n") }
         }
         out.flush()
         let slices = results.flatMap(\.slices)

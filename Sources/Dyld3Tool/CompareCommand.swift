@@ -18,11 +18,8 @@ struct CompareCommand: ParsableCommand {
         abstract: "Launch an app through dyld2 and dyld3 at the same slide and compare memory, fixups, initializers and result.",
         discussion: "Uses the cached closure when it is valid, else builds one in memory. Any difference exits non-zero.")
 
-    @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.")
-    var app: String
-
+    @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.") var app: String
     @OptionGroup var options: AppOptions
-
     @OptionGroup var trust: TrustOptions
 
     @Option(name: .customLong("dlopen"), help: ArgumentHelp(
@@ -30,19 +27,15 @@ struct CompareCommand: ParsableCommand {
         valueName: "PATH"))
     var dlopen: [String] = []
 
-    @Flag(help: "Compare dyld2 with the launch of the app's prelinked set (install --prelink) instead of its closure.")
-    var prelinked = false
-
-    @Flag(help: "With --prelinked: slide the set at the launch instead of mapping its copy slid for this boot.")
-    var slidePerLaunch = false
+    @Flag(help: "Compare dyld2 with the launch of the app's prelinked set (install --prelink) instead of its closure.") var prelinked = false
+    @Flag(help: "With --prelinked: slide the set at the launch instead of mapping its copy slid for this boot.") var slidePerLaunch = false
 
     @Option(name: .customLong("shared-cache"), help: ArgumentHelp(
         "The dyld2 side takes the dylibs a dyld shared cache holds from it: auto (the root's cache for the arch), none (the default: every image from its file, the reference), or the cache's PATH; a cache that cannot be used fails the comparison.",
         valueName: "auto|none|PATH"))
     var sharedCache = "none"
 
-    @Flag(help: "Print the comparison as JSON.")
-    var json = false
+    @Flag(help: "Print the comparison as JSON.") var json = false
 
     @Option(help: "How the dyld3 launch writes fixups: eager, or page-in (each page on first touch; the comparison touches every page).")
     var fixups: FixupsMode = .eager

@@ -22,12 +22,8 @@ struct InspectCommand: ParsableCommand {
     @Argument(help: "Mach-O files, thin or universal; a .app directory means its executable. Each is inspected in turn; --json prints one object per file.")
     var files: [String]
 
-    @Option(help: "The slice to inspect: an architecture name, or 'all' (the default).")
-    var arch: String?
-
-    @Option(help: "A dyld shared cache's image, by install name: its summary, or the tables asked for (text).")
-    var image: String?
-
+    @Option(help: "The slice to inspect: an architecture name, or 'all' (the default).") var arch: String?
+    @Option(help: "A dyld shared cache's image, by install name: its summary, or the tables asked for (text).") var image: String?
     @Flag(help: "The rebase opcodes.") var rebase = false
     @Flag(help: "The bind opcodes.") var bind = false
     @Flag(help: "The lazy-bind opcodes.") var lazyBind = false

@@ -21,22 +21,15 @@ struct InstallCommand: ParsableCommand {
             architecture gets no closure for it, and the launch error.
             """)
 
-    @Argument(help: "Apps to install.")
-    var apps: [String]
-
+    @Argument(help: "Apps to install.") var apps: [String]
     @OptionGroup var options: AppOptions
-
-    @Flag(help: "Identify images by content only (no inode or mtime): for caches that travel between machines.")
-    var contentOnly = false
-
-    @Option(help: "Sign every closure with this private key (dyld3 key generate): launches with --trust accept only signed closures.")
-    var sign: String?
+    @Flag(help: "Identify images by content only (no inode or mtime): for caches that travel between machines.") var contentOnly = false
+    @Option(help: "Sign every closure with this private key (dyld3 key generate): launches with --trust accept only signed closures.") var sign: String?
 
     @Flag(help: "Also write a prelinked set beside each closure: the segments of all its images in one file, fixed up for one base (docs/prelinked.md).")
     var prelink = false
 
-    @Flag(help: "Print one JSON document (docs/json.md): every closure written and every app that got none, with its error.")
-    var json = false
+    @Flag(help: "Print one JSON document (docs/json.md): every closure written and every app that got none, with its error.") var json = false
 
     @Option(name: .customLong("shared-cache"), help: ArgumentHelp(
         "Bind the closure into a dyld shared cache (docs/shared-cache.md): auto (the root's cache for the arch, when it has one and it holds what the launch would write), none, or the cache's PATH.",
@@ -64,8 +57,7 @@ struct InstallCommand: ParsableCommand {
         // Progress goes to stderr, and only to a terminal; stdout keeps one line per closure.
         let progress = targets.count > 1 && isatty(2) != 0
         var failures: [(app: String, why: String)] = []
-        var written: [JSONValue] = []
-        var failed: [JSONValue] = []
+        var written: [JSONValue] = [], failed: [JSONValue] = []
         var attempted = 0
         for (number, app) in targets.enumerated() {
             if progress { printError("[\(number + 1)/\(targets.count)] \(app)") }

@@ -17,11 +17,8 @@ struct KeyCommand: ParsableCommand {
             abstract: "Generate an Ed25519 key pair: DIR/closure-signing.key (private, mode 0600) and DIR/closure-signing.pub.",
             discussion: "Sign with `install --sign DIR/closure-signing.key`; trust with `launch|compare|verify --trust DIR/closure-signing.pub`. Existing keys are never overwritten.")
 
-        @Option(help: "The directory to write the key pair into (created if missing).")
-        var out: String
-
-        @Flag(help: "Print the two paths as JSON (docs/json.md).")
-        var json = false
+        @Option(help: "The directory to write the key pair into (created if missing).") var out: String
+        @Flag(help: "Print the two paths as JSON (docs/json.md).") var json = false
 
         func run() throws {
             try CommandFailure.reporting(json: json) {

@@ -25,11 +25,8 @@ struct LaunchCommand: ParsableCommand {
             architectures, and graphs holding an image from a stub root, stop after fixups.
             """)
 
-    @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.")
-    var app: String
-
+    @Argument(help: "The app: an executable, a .app directory, a dylib or a bundle.") var app: String
     @OptionGroup var options: AppOptions
-
     @OptionGroup var trust: TrustOptions
 
     @Option(help: "dyld3: apply the cached closure; dyld2: the slow path (parse, resolve, look up on every launch); prelinked: the app's prelinked set (install --prelink); auto: the prelinked set when there is one and it is fresh (not with --trust), else dyld3 when a valid closure exists, else dyld2.")
@@ -38,17 +35,13 @@ struct LaunchCommand: ParsableCommand {
     @Flag(help: "After a fallback to dyld2, write a fresh closure (signed with --sign; under --trust, or over a signed closure, only then).")
     var rebuild = false
 
-    @Option(help: "With --rebuild: sign the fresh closure with this private key (the private half of the --trust key).")
-    var sign: String?
-
-    @Option(help: "Force the main image's slide (hex with 0x, or decimal; page-aligned).")
-    var slide: String?
+    @Option(help: "With --rebuild: sign the fresh closure with this private key (the private half of the --trust key).") var sign: String?
+    @Option(help: "Force the main image's slide (hex with 0x, or decimal; page-aligned).") var slide: String?
 
     @Flag(help: "prelinked: slide the set at this launch, to a new random address, instead of mapping its copy slid for this boot (docs/prelinked.md).")
     var slidePerLaunch = false
 
-    @Flag(help: "Stop after fixups: run no initializer and no main.")
-    var noRun = false
+    @Flag(help: "Stop after fixups: run no initializer and no main.") var noRun = false
 
     @Option(name: .customLong("shared-cache"), help: ArgumentHelp(
         "dyld2: take the dylibs a dyld shared cache holds from it (docs/shared-cache.md): auto (the root's cache for the arch, when it has one and it can be used; else the files), none, or the cache's PATH. dyld3 uses the cache its closure was bound into.",
@@ -71,8 +64,7 @@ struct LaunchCommand: ParsableCommand {
         valueName: "N"))
     var repeatCount = 1
 
-    @Flag(help: "Print the launch report as JSON.")
-    var json = false
+    @Flag(help: "Print the launch report as JSON.") var json = false
 
     @Flag(help: "After the (last) launch, print `held PID` and keep its memory mapped until stdin ends: for measuring what launches share (smaps).")
     var hold = false
@@ -98,7 +90,7 @@ struct LaunchCommand: ParsableCommand {
         var anyFallback = false
         for number in 1...repeatCount {
             let outcome = try launchOnce(request, checks: checks, closurePath: path, quiet: number > 1)
-            guard let launch = outcome.launch else { return }
+            let launch = outcome.launch
             defer { launch.memory.release() }
             if let refusal = launch.report.sharedCacheRefusal, !json, number == 1 {
                 printError("dyld3: shared cache not used (\(refusal)); dyld2 loads its dylibs from their files")
@@ -125,7 +117,7 @@ struct LaunchCommand: ParsableCommand {
     /// first that is used; with why each one before it was not. `quiet`: the refusals are
     /// not told on stderr again (a repeated launch).
     func launchOnce(_ request: LaunchOptions, checks: LaunchConfiguration, closurePath path: String, quiet: Bool) throws
-        -> (launch: Launch?, closurePath: String?, fallback: ClosureError?, setFallback: ClosureError?) {
+        -> (launch: Launch, closurePath: String?, fallback: ClosureError?, setFallback: ClosureError?) {
         var closurePath: String?
         var fallback: ClosureError?, setFallback: ClosureError?
         var launch: Launch?
@@ -144,8 +136,7 @@ struct LaunchCommand: ParsableCommand {
             } refused: { fallback = $0 }
             if launch != nil { closurePath = path }
         }
-        if launch == nil { launch = try SlowPath.launch(request) }
-        return (launch, closurePath, fallback, setFallback)
+        return (try launch ?? SlowPath.launch(request), closurePath, fallback, setFallback)
     }
 
     /// A launch from a closure or a set; when it is refused, the failure is the command's
@@ -267,10 +258,7 @@ enum LaunchOutput {
     }
 
     static func jsonObject(_ report: LaunchReport, closure: String?, fallback: ClosureError?, setFallback: ClosureError? = nil) -> JSONValue {
-        var timings: [(String, JSONValue)] = []
-        for phase in LaunchReport.Phase.allCases {
-            if let nanoseconds = report.timings[phase] { timings.append((phase.rawValue, .int(nanoseconds))) }
-        }
+        let timings = LaunchReport.Phase.allCases.compactMap { phase in report.timings[phase].map { (phase.rawValue, JSONValue.int($0)) } }
         let digest: JSONValue = report.digest.map { .string(hex($0)) } ?? .null
         let fallbackReason: JSONValue = report.pageInFallback.map { .string("\($0)") } ?? .null
         let slideReason: JSONValue = report.slideAtLaunch.map { .string("\($0)") } ?? .null

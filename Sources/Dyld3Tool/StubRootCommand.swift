@@ -27,17 +27,10 @@ struct StubRootCommand: AsyncParsableCommand {
     @Argument(help: "Mach-O binaries (dylibs, bundles, executables; thin or universal), app bundles (X.app, Payload/X.app) or .ipa files.")
     var binaries: [String]
 
-    @Option(help: "The stub root directory.")
-    var out: String
-
-    @Option(help: "An architecture to plan for (repeatable). Default: every architecture of each binary.")
-    var arch: [String] = []
-
-    @Flag(help: "Print one JSON document (docs/json.md): the stubs written, the host, and what stays unresolved.")
-    var json = false
-
-    @Option(help: "The closure cache whose work area an .ipa is unpacked into. Default: $DYLD3_CACHE, else cache/.")
-    var cache: String?
+    @Option(help: "The stub root directory.") var out: String
+    @Option(help: "An architecture to plan for (repeatable). Default: every architecture of each binary.") var arch: [String] = []
+    @Flag(help: "Print one JSON document (docs/json.md): the stubs written, the host, and what stays unresolved.") var json = false
+    @Option(help: "The closure cache whose work area an .ipa is unpacked into. Default: $DYLD3_CACHE, else cache/.") var cache: String?
 
     func run() async throws {
         let plan = try await CommandFailure.reporting(json: json) {

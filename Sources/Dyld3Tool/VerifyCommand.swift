@@ -31,12 +31,8 @@ struct VerifyCommand: ParsableCommand {
     static let noCacheExitCode: Int32 = 2
     static let untrustedExitCode: Int32 = 5
 
-    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.")
-    var cache: String?
-
-    @Flag(help: "Print the results as JSON: every file with its status and problems, and the counts.")
-    var json = false
-
+    @Option(help: "The closure cache. Default: $DYLD3_CACHE, else cache/.") var cache: String?
+    @Flag(help: "Print the results as JSON: every file with its status and problems, and the counts.") var json = false
     @OptionGroup var trust: TrustOptions
 
     func run() throws {
@@ -74,9 +70,8 @@ struct VerifyCommand: ParsableCommand {
     /// up to the files, and the statuses add up to them too, each counted under the name
     /// `--json` counts it under.
     static func summary(_ results: [ClosureVerification]) -> String {
-        let sets = results.count { $0.path.hasSuffix("." + ClosureCache.prelinkedSetExtension) }
-        let slid = results.count { $0.path.hasSuffix("." + ClosureCache.slidSetExtension) }
-        let caches = results.count { $0.path.hasSuffix("." + ClosureCache.slidCacheExtension) }
+        let (sets, slid, caches) = (fileCount(results, ClosureCache.prelinkedSetExtension), fileCount(results, ClosureCache.slidSetExtension),
+                                    fileCount(results, ClosureCache.slidCacheExtension))
         var counts = ["\(results.count { $0.status == .valid }) valid", "\(results.count { $0.status == .corrupt }) corrupt",
                       "\(results.count { $0.status == .stale }) stale"]
         for status in ClosureVerification.Status.allCases where ![.valid, .corrupt, .stale].contains(status) {
@@ -87,6 +82,9 @@ struct VerifyCommand: ParsableCommand {
             + (slid > 0 ? " (\(slid) slid for a boot)" : "") + (caches > 0 ? " and \(caches) shared caches slid for a boot" : "")
             + ", " + counts.joined(separator: ", ")
     }
+
+    /// How many of `results` are files named `*.extension`.
+    static func fileCount(_ results: [ClosureVerification], _ extension: String) -> Int { results.count { $0.path.hasSuffix("." + `extension`) } }
 
     /// The `dyld3 install` that writes a stale file again: the app, root and cache its
     /// closure was built for (a prelinked set's own closure names them), with `--prelink`
@@ -121,8 +119,8 @@ struct VerifyCommand: ParsableCommand {
                 ("problems", .array(result.problems.map { .object([("kind", .string($0.kind.rawValue)), ("message", .string($0.message))]) })),
             ])
         }
-        let sets = results.count { $0.path.hasSuffix("." + ClosureCache.prelinkedSetExtension) || $0.path.hasSuffix("." + ClosureCache.slidSetExtension) }
-        let caches = results.count { $0.path.hasSuffix("." + ClosureCache.slidCacheExtension) }
+        let sets = fileCount(results, ClosureCache.prelinkedSetExtension) + fileCount(results, ClosureCache.slidSetExtension)
+        let caches = fileCount(results, ClosureCache.slidCacheExtension)
         var counts: [(String, JSONValue)] = [
             ("files", .int(Int64(results.count))), ("closures", .int(Int64(results.count - sets - caches))), ("prelinked_sets", .int(Int64(sets))),
             ("slid_shared_caches", .int(Int64(caches))),

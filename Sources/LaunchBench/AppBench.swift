@@ -88,7 +88,7 @@ package enum AppBench {
     /// The paths, in the order each round runs them (those the app cannot take are left out, with a note).
     package static let allPaths = ["dyld2", "dyld3", "prelinked", "dyld3_shared_cache"]
 
-    package static func run(_ request: Request, log: (String) -> Void) throws -> Report {
+    package static func run(_ request: Request, log: (String) -> Void) async throws -> Report {
         var options = request.options
         options.run = false
         let arch = options.arch
@@ -134,14 +134,12 @@ package enum AppBench {
         let paths = allPaths.filter { launches[$0] != nil }
         let images = closure.images.map(\.path)
         var phaseSamples: [String: [String: [Int64]]] = [:]
-        var warmed = Set<String>()
         let files = Dictionary(uniqueKeysWithValues: paths.map { ($0, images + [closurePath, setPath]) })
         log("paths: \(paths.joined(separator: ", "))")
-        let (warm, cold) = try InterleavedRounds(runs: request.runs, paths: paths, files: files, eviction: request.eviction).measure(log: log) { path, cold in
+        let (warm, cold) = try await InterleavedRounds(runs: request.runs, paths: paths, files: files, eviction: request.eviction).measure(log: log) { path, cold, kept in
             guard let launch = launches[path] else { return 0 }
             let report = try launch().released()
-            // Each path's first warm launch is the discarded round's.
-            if !cold, !warmed.insert(path).inserted {
+            if !cold, kept {
                 for (phase, time) in report.timings where phase != .total && phase != .main {
                     phaseSamples[path, default: [:]][phase.rawValue, default: []].append(time)
                 }

@@ -38,9 +38,8 @@ struct BenchApp {
     /// Generates whatever is missing for `dylibs` frameworks; `log` gets one line per build.
     static func prepare(dylibs: Int, configuration: BenchConfiguration, log: (String) -> Void) async throws(CommandFailure) -> BenchApp {
         let app = try await prepareMachO(dylibs: dylibs, configuration: configuration, log: log)
-        let base = [configuration.repositoryRoot + "/tools/gen-app", "--dylibs", "\(dylibs)", "--seed", "\(BenchConfiguration.seed)", "--jobs", "2"]
         // A twin generated before gen-app wrote the one-directory layout is generated again.
-        try await generate(app.elfDirectory, base + ["--elf"], expecting: app.elfExecutableDirectory(.oneDirectory) + "/" + app.name, log: log)
+        try await generate(app.elfDirectory, generator(dylibs, configuration) + ["--elf"], expecting: app.elfExecutableDirectory(.oneDirectory) + "/" + app.name, log: log)
         for layout in ELFLayout.allCases {
             let twin = app.elfExecutableDirectory(layout) + "/" + app.name
             guard let bytes = FileManager.default.contents(atPath: twin) else { throw .failed("\(twin): cannot be read") }
@@ -62,12 +61,15 @@ struct BenchApp {
                            machODirectory: "\(apps)/\(dylibs)-\(configuration.arch)-\(configuration.style)\(configuration.objc?.directorySuffix ?? "")"
                                + (system > 0 ? "-system\(system)" : "") + (plugin ? "-plugin" : ""),
                            elfDirectory: "\(apps)/\(dylibs)-elf")
-        let generator = configuration.repositoryRoot + "/tools/gen-app"
-        try await generate(app.machODirectory, [generator, "--dylibs", "\(dylibs)", "--seed", "\(BenchConfiguration.seed)", "--jobs", "2",
-                                                "--arch", configuration.arch, "--style", configuration.style]
+        try await generate(app.machODirectory, generator(dylibs, configuration) + ["--arch", configuration.arch, "--style", configuration.style]
                            + (system > 0 ? ["--system", "\(system)"] : []) + (plugin ? ["--plugin"] : [])
                            + (configuration.objc?.generatorArguments ?? []), log: log)
         return app
+    }
+
+    /// `tools/gen-app` and the arguments every app of `dylibs` frameworks is generated with.
+    private static func generator(_ dylibs: Int, _ configuration: BenchConfiguration) -> [String] {
+        [configuration.repositoryRoot + "/tools/gen-app", "--dylibs", "\(dylibs)", "--seed", "\(BenchConfiguration.seed)", "--jobs", "2"]
     }
 
     /// Runs `gen-app` into `directory` unless a finished build by the same generator is

@@ -40,10 +40,8 @@ package struct BenchConfiguration: Sendable {
         (self.toolPath, self.cold, self.eviction) = (toolPath, cold, eviction)
     }
 
-    /// How `--cold` samples empty the page cache (``EvictionMethod/choose(requested:dropCachesWritable:)``); nil without `--cold`.
-    func evictionMethod() throws(CommandFailure) -> EvictionMethod? {
-        cold ? try EvictionMethod.choose(requested: eviction, dropCachesWritable: PageCache.dropCachesWritable) : nil
-    }
+    /// How `--cold` samples empty the page cache; nil without `--cold`.
+    func evictionMethod() throws(CommandFailure) -> EvictionMethod? { cold ? try EvictionMethod.choose(requested: eviction) : nil }
 
     /// The seed of every generated app: same seed, same bytes, so apps are reused.
     package static let seed = 1

@@ -127,29 +127,21 @@ enum CodeSigningBench {
             phase.append(checked.timings[.parsing] ?? 0)
             unchecked.append(withoutCdhash.timings[.total] ?? 0)
         }
-        let fullDistribution = Distribution(full), cdhashDistribution = Distribution(cdhash)
-        let pageMedian = Double(Distribution(pageCheck).median), phaseDistribution = Distribution(phase)
-        let megabytes = Double(bytes) / 1_048_576
-        let eagerDistribution = Distribution(eager), uncheckedDistribution = Distribution(unchecked)
-        let launchCost = eagerDistribution.median - uncheckedDistribution.median
-        let verifiedBytes = Double(verified) * 4096 / 1_048_576
+        let (fullCheck, cdhashCheck, eagerLaunch) = (Distribution(full), Distribution(cdhash), Distribution(eager))
+        let (uncheckedLaunch, verifyPhase, pageMedian) = (Distribution(unchecked), Distribution(phase), Distribution(pageCheck).median)
+        let launchCost = eagerLaunch.median - uncheckedLaunch.median
+        let (megabytes, verifiedMegabytes) = (Double(bytes) / 1_048_576, Double(verified) * 4096 / 1_048_576)
         return CodeSigningCost(
-            signedImages: signed.count, signedPages: pages, signedBytes: bytes,
-            fullVerification: fullDistribution,
-            fullVerificationNsPerPage: ratio(Double(fullDistribution.median), Double(pages)),
-            fullVerificationNsPerMb: ratio(Double(fullDistribution.median), megabytes),
-            cdhashCheck: cdhashDistribution,
-            cdhashShareOfDyld3: ratio(Double(cdhashDistribution.median), Double(dyld3Median)),
-            dyld3WithoutCdhash: uncheckedDistribution, cdhashLaunchCostNs: launchCost,
-            cdhashLaunchShare: ratio(Double(launchCost), Double(eagerDistribution.median)),
+            signedImages: signed.count, signedPages: pages, signedBytes: bytes, fullVerification: fullCheck,
+            fullVerificationNsPerPage: ratio(fullCheck.median, Double(pages)), fullVerificationNsPerMb: ratio(fullCheck.median, megabytes),
+            cdhashCheck: cdhashCheck, cdhashShareOfDyld3: ratio(cdhashCheck.median, Double(dyld3Median)),
+            dyld3WithoutCdhash: uncheckedLaunch, cdhashLaunchCostNs: launchCost, cdhashLaunchShare: ratio(launchCost, Double(eagerLaunch.median)),
             pageCheckNsPerPage: ratio(pageMedian, Double(pages)), pageCheckNsPerMb: ratio(pageMedian, megabytes),
-            dyld3Eager: eagerDistribution, dyld3VerifyPages: Distribution(verifying), verifyPagesChecked: verified,
-            verifyPagesPhase: phaseDistribution,
-            verifyPagesNsPerPage: ratio(Double(phaseDistribution.median), Double(verified)),
-            verifyPagesNsPerMb: ratio(Double(phaseDistribution.median), verifiedBytes))
+            dyld3Eager: eagerLaunch, dyld3VerifyPages: Distribution(verifying), verifyPagesChecked: verified, verifyPagesPhase: verifyPhase,
+            verifyPagesNsPerPage: ratio(verifyPhase.median, Double(verified)), verifyPagesNsPerMb: ratio(verifyPhase.median, verifiedMegabytes))
     }
 
-    private static func ratio(_ a: Double, _ b: Double) -> Double { b > 0 ? a / b : 0 }
+    private static func ratio(_ a: Int64, _ b: Double) -> Double { b > 0 ? Double(a) / b : 0 }
 
     private static func elapsed(since clock: inout ContinuousClock.Instant) -> Int64 {
         let now = ContinuousClock.now

@@ -13,12 +13,6 @@ package struct DlopenBenchReport: Codable, Sendable {
     package var runs: Int
     package var apps: [SmallAppResult]
     package var plugins: [PluginResult]
-
-    package init(runs: Int, apps: [SmallAppResult], plugins: [PluginResult]) {
-        self.runs = runs
-        self.apps = apps
-        self.plugins = plugins
-    }
 }
 
 /// One small app (`gen-app --dylibs N`): its launch to `main` by dyld2 and dyld3.
@@ -80,22 +74,15 @@ package enum DlopenBench {
         let closurePath = cache.closurePath(forApp: app.mainImage, arch: configuration.arch)
         let closure = try ClosureBuilder.build(roots: options.roots, arch: options.arch, root: options.root)
         try ClosureFile.write(closure, to: closurePath)
-        let (warm, _) = try InterleavedRounds(runs: configuration.runs, paths: appPaths, files: [:], eviction: nil).measure(log: log) { path, _ in
+        let (warm, _) = try await InterleavedRounds(runs: configuration.runs, paths: appPaths, files: [:], eviction: nil).measure(log: log) { path, _, _ in
             let launch = path == "dyld2" ? try SlowPath.launch(options) : try FastPath.launch(closurePath: closurePath, request: options)
             launch.memory.release()
             return launch.report.timings[.total] ?? 0
         }
-        var fresh: [String: [Int64]] = [:]
-        if let tool = configuration.toolPath {
-            log("  fresh: \(configuration.runs) rounds, one process each")
-            for _ in 0..<configuration.runs {
-                for path in appPaths {
-                    let report = try await freshLaunch(tool, app: app, mode: path, cache: cache.directory, run: false, configuration: configuration)
-                    fresh[path, default: []].append(report.total)
-                }
-            }
+        let fresh = try await freshRounds(appPaths, configuration: configuration, log: log, "") { tool, path in
+            try await freshLaunch(tool, app: app, mode: path, cache: cache.directory, run: false, configuration: configuration).total
         }
-        return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh.mapValues(Distribution.init))
+        return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh)
     }
 
     static func measurePlugin(_ app: BenchApp, configuration: BenchConfiguration, log: (String) -> Void) async throws -> PluginResult {
@@ -117,7 +104,7 @@ package enum DlopenBench {
         try ClosureFile.write(withDlopen, to: prebuiltPath)
         let runtime = LaunchConfiguration(dlopenClosures: DlopenClosureBuilder.resolve)
         var added = 0
-        let (warm, _) = try InterleavedRounds(runs: configuration.runs, paths: pluginPaths, files: [:], eviction: nil).measure(log: log) { path, _ in
+        let (warm, _) = try await InterleavedRounds(runs: configuration.runs, paths: pluginPaths, files: [:], eviction: nil).measure(log: log) { path, _, _ in
             let launch = switch path {
             case "dyld2": try SlowPath.launch(options)
             case "dyld3_prebuilt": try FastPath.launch(closurePath: prebuiltPath, request: options)
@@ -136,21 +123,26 @@ package enum DlopenBench {
             added = event.loaded.count
             return time
         }
-        var fresh: [String: [Int64]] = [:]
-        if let tool = configuration.toolPath {
-            log("  fresh: \(configuration.runs) rounds, one process each, running main")
-            for _ in 0..<configuration.runs {
-                for path in pluginPaths {
-                    // The bare closure written again: a launch keeps the dlopen closure it builds.
-                    if path == "dyld3_runtime" { try ClosureFile.write(closure, to: barePath) }
-                    let report = try await freshLaunch(tool, app: app, mode: path == "dyld2" ? "dyld2" : "dyld3",
-                                                       cache: path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory, run: true,
-                                                       configuration: configuration)
-                    fresh[path, default: []].append(report.main)
-                }
-            }
+        let fresh = try await freshRounds(pluginPaths, configuration: configuration, log: log, ", running main") { tool, path in
+            // The bare closure written again: a launch keeps the dlopen closure it builds.
+            if path == "dyld3_runtime" { try ClosureFile.write(closure, to: barePath) }
+            return try await freshLaunch(tool, app: app, mode: path == "dyld2" ? "dyld2" : "dyld3",
+                                         cache: path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory, run: true, configuration: configuration).main
         }
-        return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh.mapValues(Distribution.init))
+        return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh)
+    }
+
+    /// With a `dyld3` executable to run: `runs` rounds of `paths`, each sample (`sample(tool, path)`)
+    /// a fresh process; none without one.
+    static func freshRounds(_ paths: [String], configuration: BenchConfiguration, log: (String) -> Void, _ note: String,
+                            _ sample: (_ tool: String, _ path: String) async throws -> Int64) async throws -> [String: Distribution] {
+        guard let tool = configuration.toolPath else { return [:] }
+        log("  fresh: \(configuration.runs) rounds, one process each\(note)")
+        var fresh: [String: [Int64]] = [:]
+        for _ in 0..<configuration.runs {
+            for path in paths { fresh[path, default: []].append(try await sample(tool, path)) }
+        }
+        return fresh.mapValues(Distribution.init)
     }
 
     /// One `dyld3 launch --json` process: its in-process total and `main`'s time.
@@ -160,20 +152,15 @@ package enum DlopenBench {
         let child = try await BenchTool.start(
             [tool, "launch", app.mainImage, "--mode", mode, "--json", "--root", app.systemRoot, "--cache", cache, "--arch", configuration.arch]
                 + (run ? [] : ["--no-run"]), stderrPath: stderrPath)
-        guard child.status == 0, let object = try? JSONSerialization.jsonObject(with: Data(child.output.utf8)) as? [String: Any],
-              let timings = object["timings_ns"] as? [String: Any], let total = (timings["total"] as? NSNumber)?.int64Value,
-              !run || object["ran"] as? Bool == true else {
-            throw CommandFailure.failed("\(child.command) failed (status \(child.status)): \(BenchTool.stderrText(stderrPath))")
+        guard child.status == 0, let timings = BenchTool.launchTimings(Substring(child.output)), !run || timings.ran else {
+            throw BenchTool.failure(child, stderrPath: stderrPath)
         }
-        return (total, (timings["main"] as? NSNumber)?.int64Value ?? 0)
+        return (timings.total, timings.main)
     }
 
     package static func markdown(_ report: DlopenBenchReport) -> String {
-        func ms(_ distribution: Distribution?) -> String { distribution.map { String(format: "%.2f ms", Double($0.median) / 1e6) } ?? "–" }
-        func ratio(_ a: Distribution?, _ b: Distribution?) -> String {
-            guard let a, let b, b.median > 0 else { return "–" }
-            return String(format: "%.2f×", Double(a.median) / Double(b.median))
-        }
+        func ms(_ distribution: Distribution?) -> String { distribution.map { MarkdownReport.milliseconds($0.median) } ?? "–" }
+        func ratio(_ a: Distribution?, _ b: Distribution?) -> String { MarkdownReport.ratio(a?.median, b?.median) }
         var out = "# Small apps and dlopen: dyld2 and dyld3\n\n"
         out += "Medians of \(report.runs) samples (every sample, and p90, in dlopen.json). warm: in this process, the paths "
             + "interleaved. fresh: each sample a new `dyld3 launch --json` process, which also pays the Swift runtime's first "

@@ -9,24 +9,25 @@ struct InterleavedRounds {
     let eviction: EvictionMethod?
 
     /// The warm samples, then the cold ones (nil without an eviction method), per path;
-    /// `launch(path, cold)` makes one sample and returns its nanoseconds.
-    func measure(log: (String) -> Void, _ launch: (_ path: String, _ cold: Bool) throws -> Int64) throws
+    /// `launch(path, cold, kept)` makes one sample and returns its nanoseconds (`kept` is
+    /// false in the discarded round).
+    func measure(log: (String) -> Void, _ launch: (_ path: String, _ cold: Bool, _ kept: Bool) async throws -> Int64) async throws
         -> (warm: [String: Distribution], cold: [String: Distribution]?) {
-        func rounds(cold: Bool) throws -> [String: Distribution] {
+        func rounds(cold: Bool) async throws -> [String: Distribution] {
             var samples: [String: [Int64]] = [:]
             for round in 0...runs {
                 for path in paths {
                     if cold, let eviction { try PageCache.evict(files[path] ?? [], method: eviction) }
-                    let time = try launch(path, cold)
+                    let time = try await launch(path, cold, round > 0)
                     if round > 0 { samples[path, default: []].append(time) }
                 }
             }
             return samples.mapValues(Distribution.init)
         }
-        log("  warm: \(runs) rounds")
-        let warm = try rounds(cold: false)
-        guard eviction != nil else { return (warm, nil) }
-        log("  cold: \(runs) rounds")
-        return (warm, try rounds(cold: true))
+        log("  warm: \(runs) rounds of \(paths.joined(separator: ", "))")
+        let warm = try await rounds(cold: false)
+        guard let eviction else { return (warm, nil) }
+        log("  cold: \(runs) rounds, each sample after \(eviction.rawValue)")
+        return (warm, try await rounds(cold: true))
     }
 }

@@ -7,12 +7,9 @@ import LoaderCore
 package enum LaunchBench {
     /// Measures every size in `configuration`; `log` gets progress lines.
     package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws -> BenchReport {
-        // The in-process samples are repeated launches, each allocating what the one before
-        // freed. Left to its dynamic thresholds, glibc gave the launch helper's arena back
-        // after every dyld3 launch (the records and bind targets it decoded are freed on the
-        // launch's thread), and the next launch faulted ≈ 200 pages in again while reading
-        // its closure (docs/performance.md, "The bench keeps its freed heap memory"). Every in-process path gets the
-        // same policy (dyld2 allocates the most); fresh samples and glibc are other processes.
+        // Each in-process launch allocates what the one before freed: left to its dynamic
+        // thresholds, glibc gave that memory back after every launch and the next faulted it in
+        // again (docs/performance.md, "The bench keeps its freed heap memory").
         if !UnsafeProcessMemory.keepFreedHeapMemory() { log("warning: glibc refused mallopt; freed heap memory goes back to the kernel") }
         let harness = try await GlibcHarness.build(configuration: configuration)
         let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache")

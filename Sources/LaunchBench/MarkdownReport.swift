@@ -6,21 +6,28 @@ package enum MarkdownReport {
     package static func render(_ report: BenchReport) -> String {
         let paths = LaunchPath.allCases.map(\.rawValue)
         let labels = LaunchPath.allCases.map(\.label)
-        var out = "# dyld3 bench\n\n"
-        out += "\(report.machine.cores) cores, \(report.machine.kernel), \(report.machine.date). "
-        out += "Apps: `tools/gen-app --seed \(report.seed)` (\(report.arch) \(report.style)) and their ELF twins. "
-        out += "\(report.runs) samples per path and size, median (p90). Every path stops before running code. "
-        out += "glibc runs on the twin in two layouts: per-framework dirs (a directory per framework, each object's DT_RUNPATH "
-        out += "naming its dependencies' directories, as `@rpath` maps onto ELF) and one dir (every object in one directory, "
-        out += "DT_RUNPATH `$ORIGIN`, as ELF projects ship); every ratio to glibc is against the faster of the two (best glibc).\n\n"
+        var out = """
+            # dyld3 bench
+
+            \(report.machine.cores) cores, \(report.machine.kernel), \(report.machine.date). \
+            Apps: `tools/gen-app --seed \(report.seed)` (\(report.arch) \(report.style)) and their ELF twins. \
+            \(report.runs) samples per path and size, median (p90). Every path stops before running code. \
+            glibc runs on the twin in two layouts: per-framework dirs (a directory per framework, each object's DT_RUNPATH \
+            naming its dependencies' directories, as `@rpath` maps onto ELF) and one dir (every object in one directory, \
+            DT_RUNPATH `$ORIGIN`, as ELF projects ship); every ratio to glibc is against the faster of the two (best glibc).\n\n
+            """
         if let shape = report.objc {
-            out += "Objective-C apps: `tools/gen-app --objc-classes \(shape.classes) --objc-categories \(shape.categories) "
-            out += "--objc-selrefs \(shape.selectorReferences)`. The ELF twins are the C-only apps of the same sizes: "
-            out += "glibc does no Objective-C work.\n\n"
-            out += "## The Objective-C step (warm medians)\n\n"
-            out += "Writes: the closure's ObjC record (selector references and method-list names rewritten to one address per name, "
-            out += "the runtime's class, category and hash tables). dyld2 works them out after bind on every launch; dyld3 copies them "
-            out += "from the closure. Share = the step's median / the launch's median total.\n\n"
+            out += """
+                Objective-C apps: `tools/gen-app --objc-classes \(shape.classes) --objc-categories \(shape.categories) \
+                --objc-selrefs \(shape.selectorReferences)`. The ELF twins are the C-only apps of the same sizes: \
+                glibc does no Objective-C work.
+
+                ## The Objective-C step (warm medians)
+
+                Writes: the closure's ObjC record (selector references and method-list names rewritten to one address per name, \
+                the runtime's class, category and hash tables). dyld2 works them out after bind on every launch; dyld3 copies them \
+                from the closure. Share = the step's median / the launch's median total.\n\n
+                """
             out += table(["dylibs", "ObjC writes", "dyld2 objc", "dyld2 total", "dyld2 share"], report.sizes.map { size in
                 guard let share = size.objc else { return ["\(size.dylibs)"] + Array(repeating: "–", count: 4) }
                 return ["\(size.dylibs)", "\(share.writes)", time(share.dyld2), time(share.dyld2Total), String(format: "%.1f%%", share.dyld2Fraction * 100)]
@@ -33,11 +40,15 @@ package enum MarkdownReport {
             out += "\n"
         }
 
-        out += "## Launch time, one process (warm), interleaved\n\n"
-        out += "floor: reserve, map every segment of every image and write once to each page holding a fixup; "
-        out += "floor + protections: the same, then each segment's final protection (`__DATA_CONST` read-only after fixups, "
-        out += "as dyld and both launch paths leave it), the same final memory as dyld3's.\n\n"
-        out += "Times: median (p90).\n\n"
+        out += """
+            ## Launch time, one process (warm), interleaved
+
+            floor: reserve, map every segment of every image and write once to each page holding a fixup; \
+            floor + protections: the same, then each segment's final protection (`__DATA_CONST` read-only after fixups, \
+            as dyld and both launch paths leave it), the same final memory as dyld3's.
+
+            Times: median (p90).\n\n
+            """
         out += table(["dylibs", "images", "fixups"] + labels, report.sizes.map { size in
             ["\(size.dylibs)", "\(size.images)", "\(size.fixups)"] + paths.map { cell(size.warm[$0]) }
         })
@@ -172,10 +183,14 @@ package enum MarkdownReport {
             })
         }
 
-        out += "\n## Performance targets\n\n"
-        out += "The goals dyld3 is built to, checked against this run: at 400 dylibs, a warm dyld3 launch close to the mapping floor "
-        out += "(mapping every segment and writing each fixup page once, the least any loader does), at most half of glibc's best "
-        out += "and at least 3× faster than dyld2; time per fixup flat as apps grow; closures small beside the metadata they replace.\n\n"
+        out += """
+
+            ## Performance targets
+
+            The goals dyld3 is built to, checked against this run: at 400 dylibs, a warm dyld3 launch close to the mapping floor \
+            (mapping every segment and writing each fixup page once, the least any loader does), at most half of glibc's best \
+            and at least 3× faster than dyld2; time per fixup flat as apps grow; closures small beside the metadata they replace.\n\n
+            """
         if !report.sizes.contains(where: { $0.dylibs == 400 }) {
             out += "This run has no 400-dylib app, so the launch-time goals are not checked here (`make bench` measures 400).\n\n"
         }
@@ -217,6 +232,26 @@ package enum MarkdownReport {
             for row in rows { out += "| " + columns.map { cell(row, $0) }.joined(separator: " | ") + " |\n" }
             return out
         }.joined(separator: "\n")
+    }
+
+    /// A `## warm` and a `## cold` section, each when a result has such samples: a table of each
+    /// result's `keys` and every path's `median (p90)` in ms, then the ratios of the medians
+    /// beside the first key (`ratios`: a column's title, its path and the path it is over).
+    static func sampleSections<Result>(_ results: [Result], warm: (Result) -> [String: Distribution], cold: (Result) -> [String: Distribution]?,
+                                       keys: [(title: String, cell: (Result) -> String)], paths: [String],
+                                       ratios: [(title: String, path: String, over: String)]) -> String {
+        var out = ""
+        for isCold in [false, true] {
+            func pick(_ result: Result) -> [String: Distribution] { isCold ? cold(result) ?? [:] : warm(result) }
+            guard results.contains(where: { !pick($0).isEmpty }) else { continue }
+            out += "## \(isCold ? "cold" : "warm")\n\n" + table(keys.map(\.title) + paths, results.map { result in
+                keys.map { $0.cell(result) } + paths.map { cell(pick(result)[$0], format: milliseconds) }
+            }) + "\nRatios of the medians:\n\n"
+            out += table([keys[0].title] + ratios.map(\.title), results.map { result in
+                [keys[0].cell(result)] + ratios.map { ratio(pick(result)[$0.path]?.median, pick(result)[$0.over]?.median) }
+            }) + "\n"
+        }
+        return out
     }
 
     /// What a phase table's `other` row holds (`launch --stats` names it so).

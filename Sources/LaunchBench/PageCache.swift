@@ -10,14 +10,11 @@ package enum EvictionMethod: String, Codable, Sendable, CaseIterable {
     case fadvise = "posix_fadvise"
 
     /// The method `--cold` uses: the one requested, else `drop_caches` when this process may
-    /// write it (root with a writable /proc/sys), else `posix_fadvise`. Asking for
-    /// `drop_caches` without the right to write it is an error, not a silent downgrade.
-    /// The method `--cold` uses on this machine: `requested`, else `drop_caches` when writable.
-    package static func choose(requested: EvictionMethod?) throws(CommandFailure) -> EvictionMethod {
-        try choose(requested: requested, dropCachesWritable: PageCache.dropCachesWritable)
-    }
-
-    package static func choose(requested: EvictionMethod?, dropCachesWritable: Bool) throws(CommandFailure) -> EvictionMethod {
+    /// write it (root with a writable /proc/sys; `dropCachesWritable` when given), else
+    /// `posix_fadvise`. Asking for `drop_caches` without the right to write it is an error,
+    /// not a silent downgrade.
+    package static func choose(requested: EvictionMethod?, dropCachesWritable: Bool? = nil) throws(CommandFailure) -> EvictionMethod {
+        let dropCachesWritable = dropCachesWritable ?? PageCache.dropCachesWritable
         switch requested {
         case .dropCaches?:
             guard dropCachesWritable else { throw .failed("--evict drop_caches: \(PageCache.dropCachesPath) is not writable (run as root)") }

@@ -19,11 +19,8 @@ package struct PageInResult: Codable, Sendable {
     /// After the page-in launch: time to touch 10%, 50% and 100% of the fixup pages (one
     /// word each, pages in a fixed shuffled order), each from the launch's end.
     package var touch: [String: Distribution]
-    /// Private pages in the launch's region (``ProcessMemory/privatePages(start:size:)``:
-    /// smaps' `Anonymous`, since pages `UFFDIO_COPY` installs are anonymous but never
-    /// dirty, and `Private_Dirty` also counts file pages not yet written back): "eager" after an eager launch,
-    /// "launch" after a page-in launch, then after touching each share ("10", "50", "100").
-    /// The private memory the fixups made; `Private_Dirty` alone reads 0 for page-in.
+    /// Private pages in the launch's region (``ProcessMemory/privatePages(_:)``): "eager"
+    /// after an eager launch, "launch" after a page-in launch, then after touching each share ("10", "50", "100").
     package var privatePages: [String: Int]
     /// The pager's own count of pages filled in that round ("launch", "10", "50", "100").
     package var pagesFilled: [String: Int]
@@ -92,21 +89,16 @@ enum PageInBench {
             launchTimes.append(paged.report.timings[.total] ?? 0)
             for (level, time) in levels.enumerated() { touchTimes[level].append(time) }
         }
-        var privatePages: [String: Int] = [:]
         let eager = try launch(options)
-        privatePages["eager"] = ProcessMemory.privatePages(start: eager.memory.regionBase, size: eager.memory.regionSize)
+        var privatePages = ["eager": ProcessMemory.privatePages(eager.memory)], filled: [String: Int] = [:], faults: [String: Int] = [:]
         eager.memory.release()
         let paged = try launch(pageIn)
-        privatePages["launch"] = ProcessMemory.privatePages(start: paged.memory.regionBase, size: paged.memory.regionSize)
-        var filled = ["launch": paged.memory.pager?.pagesFilled ?? 0]
-        var faults = ["launch": paged.memory.pager?.faults ?? 0]
         var touched = 0
-        for (level, count) in zip(PageInResult.touchLevels, counts) {
+        for (level, count) in [("launch", 0)] + zip(PageInResult.touchLevels.map { "\($0)" }, counts) {
             keep(touch(paged.memory, touched..<count))
             touched = count
-            privatePages["\(level)"] = ProcessMemory.privatePages(start: paged.memory.regionBase, size: paged.memory.regionSize)
-            filled["\(level)"] = paged.memory.pager?.pagesFilled ?? 0
-            faults["\(level)"] = paged.memory.pager?.faults ?? 0
+            privatePages[level] = ProcessMemory.privatePages(paged.memory)
+            (filled[level], faults[level]) = (paged.memory.pager?.pagesFilled ?? 0, paged.memory.pager?.faults ?? 0)
         }
         paged.memory.release()
         return PageInResult(

@@ -8,14 +8,9 @@ import LoaderCore
 import LoaderSystem
 import LaunchMemory
 
-/// `dyld3 bench --prelinked` (docs/prelinked.md): per size, interleaved in one process, the
-/// per-image mapping floor (with and without protections), a dyld3 launch, a launch of the
-/// prelinked set as `launch --mode prelinked` makes it (its copy slid for this boot mapped,
-/// eager and with `--fixups page-in` asked for), the set slid at launch
-/// (`--slide-per-launch`, eager and page-in) and the set's own floor (its slid copy's one
-/// `mmap` and its protections); with `cold`,
-/// each again after its files were evicted from the page cache. Plus the set's install
-/// time and its size beside the images'. No path runs code.
+/// `dyld3 bench --prelinked` (docs/prelinked.md), one size: each path of ``PrelinkBench/paths``
+/// interleaved in one process, warm and cold; the set's install time and its size beside the
+/// images'. No path runs code.
 package struct PrelinkedBenchResult: Codable, Sendable {
     package var dylibs: Int
     package var images: Int
@@ -50,7 +45,9 @@ package struct PrelinkedBenchResult: Codable, Sendable {
 package typealias PrelinkedBenchReport = SizesBenchReport<PrelinkedBenchResult>
 
 package enum PrelinkBench {
-    /// The paths measured, in the order each round runs them.
+    /// The paths measured, in the order each round runs them: the per-image mapping floor
+    /// (without and with protections), dyld3, the set as `launch --mode prelinked` launches it
+    /// (eager and page-in), the set slid at launch (`--slide-per-launch`), the set's own floor.
     package static let paths = ["floor", "floor_protected", "dyld3", "prelinked", "prelinked_page_in", "slid_at_launch", "slid_at_launch_page_in",
                                 "prelinked_floor"]
 
@@ -65,13 +62,13 @@ package enum PrelinkBench {
         for dylibs in configuration.dylibCounts {
             log("\(dylibs) dylibs: preparing the app")
             let app = try await BenchApp.prepareMachO(dylibs: dylibs, configuration: configuration, log: { log("  " + $0) })
-            results.append(try measure(app, configuration: configuration, cache: cache, eviction: eviction, log: log))
+            results.append(try await measure(app, configuration: configuration, cache: cache, eviction: eviction, log: log))
         }
         return (results, eviction)
     }
 
     static func measure(_ app: BenchApp, configuration: BenchConfiguration, cache: ClosureCache, eviction: EvictionMethod?,
-                        log: (String) -> Void) throws -> PrelinkedBenchResult {
+                        log: (String) -> Void) async throws -> PrelinkedBenchResult {
         let options = LaunchOptions(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot, run: false)
         var pageIn = options
         pageIn.fixups = .pageIn
@@ -124,8 +121,8 @@ package enum PrelinkBench {
                 return try prelinkedFloor.launch()
             }
         }
-        let (warm, cold) = try InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
-            .measure(log: log) { path, cold in try launch(path, cold: cold) }
+        let (warm, cold) = try await InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
+            .measure(log: log) { path, cold, _ in try launch(path, cold: cold) }
         return PrelinkedBenchResult(
             dylibs: app.dylibs, images: closure.images.count, slideLocations: set.slideCount, slidePages: prelinkedFloor.pages.count,
             setBytes: FileStatus.of(setPath)?.size ?? 0, imageBytes: closure.images.reduce(0) { $0 + $1.identity.size },
@@ -136,25 +133,17 @@ package enum PrelinkBench {
 
     /// The Markdown table of `results`, with the targets checked.
     package static func markdown(_ results: [PrelinkedBenchResult], runs: Int, cold: EvictionMethod?) -> String {
-        let ms: (Int64) -> String = MarkdownReport.milliseconds, ratio: (Int64?, Int64?) -> String = MarkdownReport.ratio
+        let ms: (Int64) -> String = MarkdownReport.milliseconds
         var out = "# Prelinked sets: launch against the per-image mapping floor\n\n"
         out += "Median of \(runs) samples per path (p90 in parentheses), warm, in one process, interleaved; no path runs code. "
             + "floor: reserve, open and map every segment of every image, one write per fixup page; floor + protections: then each "
             + "segment's final protection. prelinked: the set's copy slid for this boot, mapped (page-in asked for in prelinked_page_in: "
             + "nothing is left to page in); slid_at_launch: the set slid to a new address by the launch (--slide-per-launch), eager and page-in. "
             + "prelinked floor: the slid copy's one mmap and its mprotects.\n\n"
-        for (title, pick) in [("warm", { (r: PrelinkedBenchResult) in r.warm }), ("cold", { (r: PrelinkedBenchResult) in r.cold ?? [:] })] {
-            guard results.contains(where: { !pick($0).isEmpty }) else { continue }
-            out += "## \(title)\n\n" + MarkdownReport.table(["dylibs", "images", "slide locations"] + paths, results.map { result in
-                let samples = pick(result)
-                return ["\(result.dylibs)", "\(result.images)", "\(result.slideLocations)"]
-                    + paths.map { MarkdownReport.cell(samples[$0], format: ms) }
-            }) + "\nRatios of the medians:\n\n"
-            out += MarkdownReport.table(["dylibs", "prelinked / floor + protections", "page-in / floor + protections"], results.map { result in
-                let samples = pick(result), floor = samples["floor_protected"]?.median
-                return ["\(result.dylibs)", ratio(samples["prelinked"]?.median, floor), ratio(samples["prelinked_page_in"]?.median, floor)]
-            }) + "\n"
-        }
+        out += MarkdownReport.sampleSections(
+            results, warm: \.warm, cold: \.cold, keys: [("dylibs", { "\($0.dylibs)" }), ("images", { "\($0.images)" }), ("slide locations", { "\($0.slideLocations)" })],
+            paths: paths, ratios: [("prelinked / floor + protections", "prelinked", "floor_protected"),
+                                   ("page-in / floor + protections", "prelinked_page_in", "floor_protected")])
         out += "## install and disk\n\n" + MarkdownReport.table(
             ["dylibs", "set build + write", "set bytes", "images' bytes", "set / images", "copy slid for the boot: write", "copy bytes", "mapping calls"],
             results.map { result in

@@ -55,11 +55,7 @@ package typealias SharedCacheBenchReport = SizesBenchReport<SharedCacheBenchResu
 package enum SharedCacheBench {
     /// The app's own frameworks, over every size of system root.
     package static let appFrameworks = 10
-    /// The paths measured, in the order each round runs them: the per-image floor, dyld2 from
-    /// the files and from the cache, dyld3 from the files, dyld3 from the cache, and the
-    /// cache's floor (the cache's copy slid for the boot mapped and protected, the app's own
-    /// images mapped, one store per fixup page of the app's images and the cache's patches,
-    /// their protections).
+    /// The paths measured, in the order each round runs them (``markdown(_:runs:cold:)`` says what each does).
     package static let paths = ["floor", "dyld2", "dyld2_shared_cache", "dyld3", "dyld3_shared_cache", "cache_floor"]
 
     package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws
@@ -125,8 +121,8 @@ package enum SharedCacheBench {
                 return fast.report.timings[.total] ?? 0
             }
         }
-        let (warm, cold) = try InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
-            .measure(log: log) { path, cold in try launch(path, cold: cold) }
+        let (warm, cold) = try await InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
+            .measure(log: log) { path, cold, _ in try launch(path, cold: cold) }
         var memory: ConcurrentMemory?
         if let tool = configuration.toolPath {
             log("  memory: \(concurrentLaunches) launches of two apps held at once")
@@ -211,18 +207,9 @@ package enum SharedCacheBench {
             + "dyld2_shared_cache: dyld2 taking the dylibs the root's cache holds from it. "
             + "dyld3_shared_cache: the closure bound into the root's cache. cache_floor: the cache's copy slid for the boot mapped "
             + "and protected, the app's own images mapped, one store per fixup page of theirs and of the cache's patches, protections.\n\n"
-        for (title, pick) in [("warm", { (r: SharedCacheBenchResult) in r.warm }), ("cold", { (r: SharedCacheBenchResult) in r.cold ?? [:] })] {
-            guard results.contains(where: { !pick($0).isEmpty }) else { continue }
-            out += "## \(title)\n\n" + MarkdownReport.table(["system", "images"] + paths, results.map { result in
-                let samples = pick(result)
-                return ["\(result.system)", "\(result.images)"] + paths.map { samples[$0].map { "\(ms($0.median)) (\(ms($0.p90)))" } ?? "–" }
-            }) + "\nRatios of the medians:\n\n"
-            out += MarkdownReport.table(["system", "cache / dyld3", "cache / its floor"], results.map { result in
-                let samples = pick(result)
-                return ["\(result.system)", ratio(samples["dyld3_shared_cache"]?.median, samples["dyld3"]?.median),
-                        ratio(samples["dyld3_shared_cache"]?.median, samples["cache_floor"]?.median)]
-            }) + "\n"
-        }
+        out += MarkdownReport.sampleSections(
+            results, warm: \.warm, cold: \.cold, keys: [("system", { "\($0.system)" }), ("images", { "\($0.images)" })], paths: paths,
+            ratios: [("cache / dyld3", "dyld3_shared_cache", "dyld3"), ("cache / its floor", "dyld3_shared_cache", "cache_floor")])
         out += "## the cache\n\n" + MarkdownReport.table(
             ["system", "images in the cache", "patches", "cache bytes", "build"],
             results.map { ["\($0.system)", "\($0.imagesInCache)", "\($0.patches)", "\($0.cacheBytes)", ms($0.cacheBuild)] })

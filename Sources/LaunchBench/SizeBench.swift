@@ -36,33 +36,35 @@ struct SizeBench {
 
         // One harness per layout of the twin for the page counts and every warm and cold
         // round: its loads interleave with the in-process launches (each harness times its
-        // own dlopen).
+        // own dlopen). Cold samples first evict the files their path touches: the images
+        // (dyld2, both floors), the images and the closure (dyld3), the twin's objects in that
+        // layout (glibc); in the discarded round, the pages still resident are counted.
+        let images = closure.images.map(\.path)
+        let files = [
+            LaunchPath.dyld2.rawValue: images, LaunchPath.dyld3.rawValue: images + [closurePath], LaunchPath.floor.rawValue: images,
+            LaunchPath.floorProtected.rawValue: images, LaunchPath.glibc.rawValue: app.elfFiles(.perFrameworkDirectories),
+            LaunchPath.glibcOneDir.rawValue: app.elfFiles(.oneDirectory),
+        ]
         let perFrameworkStderr = stderrPath + ".per-framework", oneDirStderr = stderrPath + ".one-dir"
-        let (warmRounds, _) = try await harness.withSession(app: app, layout: .perFrameworkDirectories, stderrPath: perFrameworkStderr) { perFramework in
+        let (rounds, _) = try await harness.withSession(app: app, layout: .perFrameworkDirectories, stderrPath: perFrameworkStderr) { perFramework in
             try await harness.withSession(app: app, layout: .oneDirectory, stderrPath: oneDirStderr) { oneDir in
                 let sessions: [LaunchPath: GlibcHarness.Session] = [.glibc: perFramework, .glibcOneDir: oneDir]
                 let dirtied = try await pagesDirtied(closurePath: closurePath, floor: floor, sessions: sessions)
-                log("  warm: \(runs) rounds of \(LaunchPath.allCases.map(\.rawValue).joined(separator: ", "))")
-                var rounds = WarmRounds(dirtied: dirtied)
-                for round in 0...runs {
-                    for path in LaunchPath.allCases {
-                        let sample = try await launch(path, closurePath: closurePath, floor: floor, sessions: sessions, cold: false)
-                        guard round > 0 else { continue }  // round 0 warms caches and is discarded
-                        rounds.samples[path, default: []].append(sample.nanoseconds)
-                        for (phase, time) in sample.phases {
-                            if path == .dyld3 { rounds.dyld3Phases[phase.rawValue, default: []].append(time) }
-                            if path == .dyld2 { rounds.dyld2Phases[phase.rawValue, default: []].append(time) }
-                        }
+                var phases: [String: [String: [Int64]]] = [:], resident: [String: ResidentPages] = [:]
+                let rounds = InterleavedRounds(runs: runs, paths: LaunchPath.allCases.map(\.rawValue), files: files, eviction: eviction)
+                let (warm, cold) = try await rounds.measure(log: log) { name, cold, kept in
+                    let path = LaunchPath(rawValue: name)!
+                    if cold, !kept { resident[name] = try PageCache.residentPages(files[name] ?? []) }
+                    let sample = try await launch(path, closurePath: closurePath, floor: floor, sessions: sessions, cold: cold)
+                    if kept, path == .dyld3 || (path == .dyld2 && !cold) {
+                        for (phase, time) in sample.phases { phases[(cold ? "cold " : "") + name, default: [:]][phase.rawValue, default: []].append(time) }
                     }
+                    return sample.nanoseconds
                 }
-                if let eviction {
-                    rounds.cold = try await coldRounds(runs: runs, eviction: eviction, closure: closure, closurePath: closurePath,
-                                                       floor: floor, sessions: sessions)
-                }
-                return rounds
+                return Rounds(dirtied: dirtied, warm: warm, cold: cold, phases: phases, resident: resident)
             }.value
         }
-        let (dyld3Phases, dyld2Phases) = (medians(warmRounds.dyld3Phases), medians(warmRounds.dyld2Phases))
+        let (dyld3Phases, dyld2Phases) = (medians(rounds.phases["dyld3"]), medians(rounds.phases["dyld2"]))
 
         var fresh: [String: Distribution] = [:], freshRSS: [String: Distribution] = [:]
         if let tool = configuration.toolPath {
@@ -80,42 +82,36 @@ struct SizeBench {
             pageIn = try PageInBench.measure(closure, closurePath: closurePath, options: pageInOptions, runs: runs)
         }
 
-        let warmDistributions = distributions(warmRounds.samples)
         var codeSigning: CodeSigningCost?
         if closure.images.contains(where: { $0.identity.signature != nil }) {
             log("  code signing: \(runs) rounds of each check, and eager dyld3 without and with --verify-pages")
             codeSigning = try CodeSigningBench.measure(closure, closurePath: closurePath, options: options, runs: runs,
-                                                       dyld3Median: warmDistributions[LaunchPath.dyld3.rawValue]?.median ?? 0)
+                                                       dyld3Median: rounds.warm[LaunchPath.dyld3.rawValue]?.median ?? 0)
         }
         var perFixup: [String: Double] = [:]
-        for (path, distribution) in warmDistributions {
+        for (path, distribution) in rounds.warm {
             let count = LaunchPath.glibcPaths.map(\.rawValue).contains(path) ? elf.relocations : fixups
             perFixup[path] = count > 0 ? Double(distribution.median) / Double(count) : 0
         }
         return SizeResult(
             dylibs: app.dylibs, images: closure.images.count, fixups: fixups,
             rebases: closure.totalRebases, binds: closure.totalBinds, elfRelocations: elf.relocations,
-            fixupPages: floor.pageCount, warm: warmDistributions, fresh: fresh, freshMaxRssKilobytes: freshRSS,
-            dyld3Phases: dyld3Phases, dyld2Phases: dyld2Phases, nanosecondsPerFixup: perFixup, pagesDirtied: warmRounds.dirtied,
-            benchMaxRssKilobytes: ProcessMemory.maxRSSKilobytes(),
+            fixupPages: floor.pageCount, warm: rounds.warm, fresh: fresh, freshMaxRssKilobytes: freshRSS,
+            dyld3Phases: dyld3Phases, dyld2Phases: dyld2Phases, nanosecondsPerFixup: perFixup, pagesDirtied: rounds.dirtied,
+            benchMaxRssKilobytes: UnsafeProcessMemory.maxRSSKilobytes(),
             closure: ClosureCost(
                 build: build, fileBytes: fileBytes,
                 bytesPerFixup: fixups > 0 ? Double(fileBytes) / Double(fixups) : 0,
                 imageMetadataBytes: metadata,
                 relativeToMetadata: metadata > 0 ? Double(fileBytes) / Double(metadata) : 0),
-            cold: warmRounds.cold.map { distributions($0.samples) }, coldDyld3Phases: warmRounds.cold.map { medians($0.dyld3Phases) },
-            residentAfterEviction: warmRounds.cold?.resident, pageIn: pageIn,
+            cold: rounds.cold, coldDyld3Phases: rounds.cold.map { _ in medians(rounds.phases["cold dyld3"]) },
+            residentAfterEviction: rounds.cold.map { _ in rounds.resident }, pageIn: pageIn,
             objc: configuration.objc.map { _ in ObjCShare(writes: closure.objc.totalWrites, dyld2Phases: dyld2Phases, dyld3Phases: dyld3Phases) },
             codeSigning: codeSigning)
     }
 
-    /// Each path's samples as a distribution, by path name.
-    private func distributions(_ samples: [LaunchPath: [Int64]]) -> [String: Distribution] {
-        Dictionary(uniqueKeysWithValues: samples.map { ($0.key.rawValue, Distribution($0.value)) })
-    }
-
     /// Each phase's median, by phase name.
-    private func medians(_ samples: [String: [Int64]]) -> [String: Int64] { samples.mapValues { Distribution($0).median } }
+    private func medians(_ samples: [String: [Int64]]?) -> [String: Int64] { (samples ?? [:]).mapValues { Distribution($0).median } }
 
     /// One launch of `path`, timed as the path times itself, and unmapped again. The floor
     /// reads ahead only when `cold`: warm, the advice would be work it can do without.
@@ -136,35 +132,6 @@ struct SizeBench {
             guard let session = sessions[path] else { throw CommandFailure.failed("no glibc harness for \(path.label)") }
             return (try await session.load(), LaunchReport.PhaseTimings())
         }
-    }
-
-    /// `--cold`: `runs` rounds (after a discarded one) of every path, each sample preceded
-    /// by the eviction of the files that path touches: the images (dyld2, both floors), the
-    /// images and the closure (dyld3), the twin's objects in that layout (glibc). In the
-    /// discarded round, the pages still resident after each eviction are counted.
-    private func coldRounds(runs: Int, eviction: EvictionMethod, closure: LaunchClosure, closurePath: String, floor: MappingFloor,
-                            sessions: [LaunchPath: GlibcHarness.Session]) async throws -> ColdRounds {
-        let images = closure.images.map(\.path)
-        let files: [LaunchPath: [String]] = [
-            .dyld2: images, .dyld3: images + [closurePath], .floor: images, .floorProtected: images,
-            .glibc: app.elfFiles(.perFrameworkDirectories), .glibcOneDir: app.elfFiles(.oneDirectory),
-        ]
-        log("  cold: \(runs) rounds, each sample after \(eviction.rawValue)")
-        var rounds = ColdRounds()
-        for round in 0...runs {
-            for path in LaunchPath.allCases {
-                let touched = files[path] ?? []
-                try PageCache.evict(touched, method: eviction)
-                if round == 0 { rounds.resident[path.rawValue] = try PageCache.residentPages(touched) }
-                let sample = try await launch(path, closurePath: closurePath, floor: floor, sessions: sessions, cold: true)
-                guard round > 0 else { continue }
-                rounds.samples[path, default: []].append(sample.nanoseconds)
-                if path == .dyld3 {
-                    for (phase, time) in sample.phases { rounds.dyld3Phases[phase.rawValue, default: []].append(time) }
-                }
-            }
-        }
-        return rounds
     }
 
     /// (e): builds and writes the closure `runs` times, as `dyld3 install` does; returns
@@ -200,7 +167,7 @@ struct SizeBench {
                               sessions: [LaunchPath: GlibcHarness.Session]) async throws -> [String: Int] {
         func dirty(_ memory: LaunchMemory) -> Int {
             defer { memory.release() }
-            return ProcessMemory.privateDirtyPages(start: memory.regionBase, size: memory.regionSize)
+            return ProcessMemory.privateDirtyPages(memory)
         }
         var pages = [
             LaunchPath.dyld2.rawValue: dirty(try SlowPath.launch(options).memory),
@@ -224,15 +191,10 @@ struct SizeBench {
                     stderrPath: stderrPath)
                 // The launch's JSON report, then the harness's "maxrss_kb N" line.
                 let text = BenchTool.withoutFinalLineBreak(child.output)
-                let status = child.status
-                let marker = text.range(of: "\nmaxrss_kb ", options: .backwards)
-                guard status == 0, let marker, let maxRSS = Int64(text[marker.upperBound...].prefix { $0.isNumber }),
-                      case let json = text[..<marker.lowerBound],
-                      let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-                      let timings = object["timings_ns"] as? [String: Any], let total = (timings["total"] as? NSNumber)?.int64Value else {
-                    throw CommandFailure.failed("\(child.command) failed (status \(status)): \(BenchTool.stderrText(stderrPath))")
-                }
-                times[mode.rawValue, default: []].append(total)
+                guard child.status == 0, let marker = text.range(of: "\nmaxrss_kb ", options: .backwards),
+                      let maxRSS = Int64(text[marker.upperBound...].prefix { $0.isNumber }),
+                      let timings = BenchTool.launchTimings(text[..<marker.lowerBound]) else { throw BenchTool.failure(child, stderrPath: stderrPath) }
+                times[mode.rawValue, default: []].append(timings.total)
                 rss[mode.rawValue, default: []].append(maxRSS)
             }
             for layout in ELFLayout.allCases {
@@ -245,18 +207,12 @@ struct SizeBench {
     }
 }
 
-/// What the warm rounds collect while the harness runs.
-private struct WarmRounds: Sendable {
+/// What the rounds collect while the harnesses run: the pages each path dirtied, the warm and
+/// cold samples, the phases by path (`dyld3`, `dyld2`, `cold dyld3`), the pages resident after eviction.
+private struct Rounds: Sendable {
     var dirtied: [String: Int]
-    var samples: [LaunchPath: [Int64]] = [:]
-    var dyld3Phases: [String: [Int64]] = [:]
-    var dyld2Phases: [String: [Int64]] = [:]
-    var cold: ColdRounds?
-}
-
-/// What the cold rounds collect.
-private struct ColdRounds: Sendable {
-    var samples: [LaunchPath: [Int64]] = [:]
-    var dyld3Phases: [String: [Int64]] = [:]
-    var resident: [String: ResidentPages] = [:]
+    var warm: [String: Distribution]
+    var cold: [String: Distribution]?
+    var phases: [String: [String: [Int64]]]
+    var resident: [String: ResidentPages]
 }

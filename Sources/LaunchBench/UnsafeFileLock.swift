@@ -6,9 +6,6 @@ import LaunchPlan
 /// An exclusive `flock(2)` on a lock file beside what it guards, held until released:
 /// benches (or tests) preparing the same generated app at once take turns.
 enum UnsafeFileLock {
-    /// How long a waiter sleeps between tries.
-    static let retryMilliseconds = 20
-
     /// Waits for the lock on `path` (created if absent) by trying `flock(LOCK_EX | LOCK_NB)` and
     /// sleeping between tries: the holder may be a task of this process suspended on a child,
     /// and waiters blocked in `flock` could take every thread of the cooperative pool from it.
@@ -28,7 +25,7 @@ enum UnsafeFileLock {
                 throw .failed("\(path): another process has held this lock for \(limit) (a bench or test generating the app it guards); end it, or wait for it")
             }
             do {
-                try await Task.sleep(for: .milliseconds(retryMilliseconds))
+                try await Task.sleep(for: .milliseconds(20))  // between tries
             } catch {
                 _ = close(fd)
                 return nil
