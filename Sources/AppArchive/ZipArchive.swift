@@ -74,16 +74,10 @@ package struct ZipArchive: Sendable {
         // The end-of-central-directory record: 22 bytes and a comment of at most 65535.
         let tailStart = max(0, archiveSize - (22 + 0xffff))
         let tail = try file.read(at: tailStart, count: archiveSize - tailStart)
-        var eocd: Int?
-        var index = tail.count - 22
-        while index >= 0 {
-            if u32(tail, index) == 0x0605_4b50, index + 22 + Int(u16(tail, index + 20)) == tail.count {
-                eocd = index
-                break
-            }
-            index -= 1
-        }
-        guard let eocd else { throw .malformed(archive: path, offset: archiveSize, what: "no end-of-central-directory record") }
+        // The last signature whose comment length reaches exactly to the end of the file.
+        guard let eocd = stride(from: tail.count - 22, through: 0, by: -1).first(where: { index in
+            u32(tail, index) == 0x0605_4b50 && index + 22 + Int(u16(tail, index + 20)) == tail.count
+        }) else { throw .malformed(archive: path, offset: archiveSize, what: "no end-of-central-directory record") }
         let eocdOffset = tailStart + eocd
         let disk = u16(tail, eocd + 4), cdDisk = u16(tail, eocd + 6)
         let count = Int(u16(tail, eocd + 10)), cdSize = Int(u32(tail, eocd + 12)), cdOffset = Int(u32(tail, eocd + 16))
