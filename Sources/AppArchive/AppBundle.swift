@@ -45,11 +45,7 @@ package enum AppBundle {
         guard size <= maxInfoPlistBytes else {
             throw .bundle(path: plist, what: "is \(size) bytes, more than the \(maxInfoPlistBytes) an Info.plist may have")
         }
-        let bytes: [UInt8]
-        switch file.read(at: 0, count: size) {
-        case let .success(read): bytes = read
-        case let .failure(errno): throw .io(path: plist, reason: "cannot read: \(UnsafeFileAt.describe(errno))")
-        }
+        let bytes = try file.read(at: 0, count: size).get(path: plist, "cannot read")
         let dictionary: [String: Any]?
         do {
             dictionary = try UnsafeFoundation.propertyList(Data(bytes)) as? [String: Any]

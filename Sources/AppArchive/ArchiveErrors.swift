@@ -33,3 +33,14 @@ extension MachOError {
         MachOError(offset: 0, .unusable(what), file: path)
     }
 }
+
+extension Result where Failure == UnsafeFileAt.Failure {
+    /// The call's result, else an ``MachOError/io(path:reason:)`` at `path`: `what` failed,
+    /// and `strerror`'s words for why.
+    func get(path: String, _ what: String) throws(MachOError) -> Success {
+        switch self {
+        case let .success(value): return value
+        case let .failure(failure): throw .io(path: path, reason: "\(what): \(UnsafeFileAt.describe(failure))")
+        }
+    }
+}

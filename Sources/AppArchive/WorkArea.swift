@@ -40,11 +40,7 @@ package struct WorkArea {
                 throw .io(path: parent, reason: "cannot create the cache directory: \(error.localizedDescription)")
             }
         }
-        let cache: UnsafeFileAt.Descriptor
-        switch UnsafeFileAt.open(parent, directory: true) {
-        case let .success(opened): cache = opened
-        case let .failure(errno): throw .io(path: parent, reason: "cannot open the cache directory: \(UnsafeFileAt.describe(errno))")
-        }
+        let cache = try UnsafeFileAt.open(parent, directory: true).get(path: parent, "cannot open the cache directory")
         if let errno = UnsafeFileAt.makeDirectory(leaf, in: cache, mode: 0o700), errno != EEXIST {
             throw .io(path: path, reason: "cannot create the work area: \(UnsafeFileAt.describe(errno))")
         }
@@ -136,10 +132,7 @@ package struct WorkArea {
             case EEXIST?: continue
             case let errno?: throw .io(path: path + "/" + name, reason: "cannot create an unpack directory: \(UnsafeFileAt.describe(errno))")
             }
-            switch UnsafeFileAt.openDirectory(Array(name.utf8), in: directory) {
-            case let .success(opened): return (name, opened)
-            case let .failure(errno): throw .io(path: path + "/" + name, reason: "cannot open an unpack directory: \(UnsafeFileAt.describe(errno))")
-            }
+            return (name, try UnsafeFileAt.openDirectory(Array(name.utf8), in: directory).get(path: path + "/" + name, "cannot open an unpack directory"))
         }
     }
 
@@ -166,11 +159,7 @@ package struct WorkArea {
     private func writeStamp(_ stamp: String, to name: [UInt8]) throws(MachOError) {
         let temporary = Array(".stamp-\(UnsafeFileAt.processID)-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))".utf8)
         let target = path + "/" + String(decoding: name, as: UTF8.self)
-        let file: UnsafeFileAt.Descriptor
-        switch UnsafeFileAt.createFile(temporary, in: directory) {
-        case let .success(created): file = created
-        case let .failure(errno): throw .io(path: target, reason: "cannot write the stamp: \(UnsafeFileAt.describe(errno))")
-        }
+        let file = try UnsafeFileAt.createFile(temporary, in: directory).get(path: target, "cannot write the stamp")
         if let errno = file.write(Array(stamp.utf8)) ?? file.setMode(0o600) ?? UnsafeFileAt.rename(temporary, to: name, in: directory) {
             UnsafeFileAt.unlink(temporary, in: directory)
             throw .io(path: target, reason: "cannot write the stamp: \(UnsafeFileAt.describe(errno))")

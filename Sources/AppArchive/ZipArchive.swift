@@ -74,16 +74,10 @@ package struct ZipArchive: Sendable {
         // The end-of-central-directory record: 22 bytes and a comment of at most 65535.
         let tailStart = max(0, archiveSize - (22 + 0xffff))
         let tail = try file.read(at: tailStart, count: archiveSize - tailStart)
-        var eocd: Int?
-        var index = tail.count - 22
-        while index >= 0 {
-            if u32(tail, index) == 0x0605_4b50, index + 22 + Int(u16(tail, index + 20)) == tail.count {
-                eocd = index
-                break
-            }
-            index -= 1
-        }
-        guard let eocd else { throw .malformed(archive: path, offset: archiveSize, what: "no end-of-central-directory record") }
+        // The last signature whose comment length reaches exactly to the end of the file.
+        guard let eocd = stride(from: tail.count - 22, through: 0, by: -1).first(where: { index in
+            u32(tail, index) == 0x0605_4b50 && index + 22 + Int(u16(tail, index + 20)) == tail.count
+        }) else { throw .malformed(archive: path, offset: archiveSize, what: "no end-of-central-directory record") }
         let eocdOffset = tailStart + eocd
         let disk = u16(tail, eocd + 4), cdDisk = u16(tail, eocd + 6)
         let count = Int(u16(tail, eocd + 10)), cdSize = Int(u32(tail, eocd + 12)), cdOffset = Int(u32(tail, eocd + 16))
@@ -272,11 +266,7 @@ package struct ZipArchive: Sendable {
         if let errno = UnsafeFileAt.makeDirectory(directory, mode: 0o700) {
             throw .io(path: directory, reason: "cannot create the unpack directory: \(UnsafeFileAt.describe(errno))")
         }
-        let root: UnsafeFileAt.Descriptor
-        switch UnsafeFileAt.open(directory, noFollow: true, directory: true) {
-        case let .success(opened): root = opened
-        case let .failure(errno): throw .io(path: directory, reason: "cannot open the unpack directory: \(UnsafeFileAt.describe(errno))")
-        }
+        let root = try UnsafeFileAt.open(directory, noFollow: true, directory: true).get(path: directory, "cannot open the unpack directory")
         try extract(into: root, named: directory)
     }
 
@@ -294,11 +284,8 @@ package struct ZipArchive: Sendable {
             let parent = try directories.open(entry.components.dropLast())
             let target = name + "/" + entry.name
             let bytes = try contents(of: entry)
-            let created: UnsafeFileAt.Descriptor
-            switch UnsafeFileAt.createFile(entry.components[entry.components.count - 1], in: parent) {
-            case let .success(opened): created = opened
-            case let .failure(errno): throw .io(path: target, reason: "cannot create an unpacked entry: \(UnsafeFileAt.describe(errno))")
-            }
+            let created = try UnsafeFileAt.createFile(entry.components[entry.components.count - 1], in: parent)
+                .get(path: target, "cannot create an unpacked entry")
             if let errno = created.write(bytes) ?? created.setMode(entry.isExecutable ? 0o755 : 0o644) {
                 throw .io(path: target, reason: "cannot write an unpacked entry: \(UnsafeFileAt.describe(errno))")
             }
@@ -458,10 +445,7 @@ final class ArchiveFile: Sendable {
         case let .success(opened): descriptor = opened
         case let .failure(errno): throw .io(path: path, reason: errno.errno == ENOENT ? "no such file" : "cannot read: \(UnsafeFileAt.describe(errno))")
         }
-        switch descriptor.status() {
-        case let .success(status): self.status = status
-        case let .failure(errno): throw .io(path: path, reason: "cannot examine: \(UnsafeFileAt.describe(errno))")
-        }
+        status = try descriptor.status().get(path: path, "cannot examine")
         guard status.isRegularFile else { throw .io(path: path, reason: "not a regular file") }
     }
 

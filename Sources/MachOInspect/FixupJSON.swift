@@ -8,20 +8,18 @@ enum FixupJSON {
         _ image: MachOImage, tables: Set<InspectTable>, json: inout JSONStream, to out: inout Output
     ) throws(MachOError) {
         if tables.contains(.rebase) {
-            json.beginArray("rebases", to: &out)
-            try image.forEachRebaseFixup { (rebase) throws(MachOError) in
-                json.member(nil, .object(location(image, rebase.location) + [("type", .int(Int64(rebase.type.rawValue)))]), to: &out)
+            try json.array("rebases", to: &out) { (element) throws(MachOError) in
+                try image.forEachRebaseFixup { (rebase) throws(MachOError) in
+                    element(.object(location(image, rebase.location) + [("type", .int(Int64(rebase.type.rawValue)))]))
+                }
             }
-            json.end(to: &out)
         }
         for (table, key, stream) in [
             (InspectTable.bind, "binds", BindStreamKind.regular), (.lazyBind, "lazy_binds", .lazy), (.weakBind, "weak_binds", .weak),
         ] where tables.contains(table) {
-            json.beginArray(key, to: &out)
-            try image.forEachBindFixup(in: stream) { (fixup) throws(MachOError) in
-                json.member(nil, bind(fixup, image), to: &out)
+            try json.array(key, to: &out) { (element) throws(MachOError) in
+                try image.forEachBindFixup(in: stream) { (fixup) throws(MachOError) in element(bind(fixup, image)) }
             }
-            json.end(to: &out)
         }
         let chained = try image.parseChainedFixups()
         if tables.contains(.chainedFixups) || tables.contains(.dyldInfo), let chained {
@@ -31,11 +29,9 @@ enum FixupJSON {
         }
         if tables.contains(.dyldInfo), chained == nil, image.dyldInfo != nil { try writeOpcodeRows(image, json: &json, to: &out) }
         if tables.contains(.exportsTrie) {
-            json.beginArray("exports", to: &out)
-            try image.exportTrie()?.forEachSymbol { (symbol) throws(MachOError) in
-                json.member(nil, export(symbol), to: &out)
+            try json.array("exports", to: &out) { (element) throws(MachOError) in
+                try image.exportTrie()?.forEachSymbol { (symbol) throws(MachOError) in element(export(symbol)) }
             }
-            json.end(to: &out)
         }
     }
 
@@ -73,61 +69,59 @@ enum FixupJSON {
             ("imports_format", .string(chained.header.importsFormat.name)),
             ("pointer_formats", .array(chained.segments.map { .string($0.pointerFormat.name) })),
         ], to: &out)
-        json.beginArray("imports", to: &out)
-        for entry in chained.imports {
-            json.member(nil, .object([
+        json.member("imports", .array(chained.imports.map { entry in
+            .object([
                 ("ordinal", .int(Int64(entry.libraryOrdinal))),
                 ("library", library(entry.libraryOrdinal, image)),
                 ("symbol", .string(entry.name)),
                 ("addend", .int(entry.addend)),
                 ("weak_import", .bool(entry.weakImport)),
-            ]), to: &out)
-        }
-        json.end(to: &out)
-        json.beginArray("fixups", to: &out)
-        try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in
-            var members: [(String, JSONValue)] = [
-                ("segment", .string(image.segments[fixup.segmentIndex].name)),
-                ("segment_offset", .uint(fixup.offsetInSegment)),
-                ("address", .uint(fixup.address)),
-                ("raw", .uint(fixup.rawValue)),
-            ]
-            switch fixup.pointer {
-            case let .rebase(rebase), let .authRebase(rebase, _):
-                members += [("kind", .string("rebase")), ("target", .uint(rebase.targetAddress(imageBase: image.preferredLoadAddress))),
-                            ("high8", .int(Int64(rebase.high8)))]
-            case let .bind(bind), let .authBind(bind, _):
-                members += [("kind", .string("bind")), ("import", .int(Int64(bind.importOrdinal))), ("addend", .int(bind.addend))]
-            case let .nonPointer(value): members += [("kind", .string("value")), ("value", .uint(UInt64(value)))]
+            ])
+        }), to: &out)
+        try json.array("fixups", to: &out) { (element) throws(MachOError) in
+            try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in
+                var members: [(String, JSONValue)] = [
+                    ("segment", .string(image.segments[fixup.segmentIndex].name)),
+                    ("segment_offset", .uint(fixup.offsetInSegment)),
+                    ("address", .uint(fixup.address)),
+                    ("raw", .uint(fixup.rawValue)),
+                ]
+                switch fixup.pointer {
+                case let .rebase(rebase), let .authRebase(rebase, _):
+                    members += [("kind", .string("rebase")), ("target", .uint(rebase.targetAddress(imageBase: image.preferredLoadAddress))),
+                                ("high8", .int(Int64(rebase.high8)))]
+                case let .bind(bind), let .authBind(bind, _):
+                    members += [("kind", .string("bind")), ("import", .int(Int64(bind.importOrdinal))), ("addend", .int(bind.addend))]
+                case let .nonPointer(value): members += [("kind", .string("value")), ("value", .uint(UInt64(value)))]
+                }
+                if let auth = fixup.pointer.authentication {
+                    members += [("key", .string(auth.key.name)), ("diversity", .int(Int64(auth.diversity))),
+                                ("address_diversity", .bool(auth.addressDiversity))]
+                }
+                element(.object(members))
             }
-            if let auth = fixup.pointer.authentication {
-                members += [("key", .string(auth.key.name)), ("diversity", .int(Int64(auth.diversity))),
-                            ("address_diversity", .bool(auth.addressDiversity))]
-            }
-            json.member(nil, .object(members), to: &out)
         }
-        json.end(to: &out)
     }
 
     /// `dyld_info`: the rows `--dyld-info` prints for an opcode-based image (every rebase,
     /// bind, lazy bind and weak bind, in address order), with the full library name.
     static func writeOpcodeRows<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
         let rows = try OpcodeDyldInfoRows(image)
-        json.beginArray("dyld_info", to: &out)
-        rows.forEach { row in
-            var members: [(String, JSONValue)] = [
-                ("segment", .string(row.segment)), ("section", .string(row.section)), ("address", .uint(row.address)),
-                ("raw", .uint(row.pointer)), ("kind", .string(row.type)),
-            ]
-            if let addend = row.addend {
-                members += [("ordinal", .int(Int64(row.libraryOrdinal))), ("library", library(row.libraryOrdinal, image)),
-                            ("symbol", .string(row.symbol)), ("addend", .int(addend)), ("weak_import", .bool(row.weakImport))]
-            } else {
-                members.append(("target", .uint(row.targetAddress)))
+        json.array("dyld_info", to: &out) { element in
+            rows.forEach { row in
+                var members: [(String, JSONValue)] = [
+                    ("segment", .string(row.segment)), ("section", .string(row.section)), ("address", .uint(row.address)),
+                    ("raw", .uint(row.pointer)), ("kind", .string(row.type)),
+                ]
+                if let addend = row.addend {
+                    members += [("ordinal", .int(Int64(row.libraryOrdinal))), ("library", library(row.libraryOrdinal, image)),
+                                ("symbol", .string(row.symbol)), ("addend", .int(addend)), ("weak_import", .bool(row.weakImport))]
+                } else {
+                    members.append(("target", .uint(row.targetAddress)))
+                }
+                element(.object(members))
             }
-            json.member(nil, .object(members), to: &out)
         }
-        json.end(to: &out)
     }
 
     static func export(_ symbol: ExportedSymbol) -> JSONValue {

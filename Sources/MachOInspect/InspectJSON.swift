@@ -51,17 +51,15 @@ package enum InspectJSON {
         ], to: &out)
         if tables.contains(.deps) {
             json.member("id", image.id.map { .string($0.installName) } ?? .null, to: &out)
-            json.beginArray("dependencies", to: &out)
-            for (index, dependency) in image.dependencies.enumerated() {
-                json.member(nil, .object([
+            json.member("dependencies", .array(image.dependencies.enumerated().map { index, dependency in
+                .object([
                     ("ordinal", .int(Int64(index + 1))),
                     ("install_name", .string(dependency.installName)),
                     ("kind", .string(dependency.kind.rawValue)),
                     ("current_version", .string(versionString(dependency.command.currentVersion))),
                     ("compatibility_version", .string(versionString(dependency.command.compatibilityVersion))),
-                ]), to: &out)
-            }
-            json.end(to: &out)
+                ])
+            }), to: &out)
             json.member("rpaths", .array(image.rpaths.map(JSONValue.string)), to: &out)
         }
         if tables.contains(.loadCommands) { try LoadCommandsTable.writeJSON(image, json: &json, to: &out) }

@@ -32,6 +32,25 @@ struct JSONStream {
         for (key, value) in members { member(key, value, to: &out) }
     }
 
+    /// Writes the array `key` (nil in an array): each value `body` hands to `element` is one
+    /// element, written whole.
+    mutating func array<Output: TextOutputStream, Failure: Error>(
+        _ key: String?, to out: inout Output, _ body: (_ element: (JSONValue) -> Void) throws(Failure) -> Void
+    ) throws(Failure) {
+        beginArray(key, to: &out)
+        try body { member(nil, $0, to: &out) }
+        end(to: &out)
+    }
+
+    /// Writes the array `key` of `count` elements, element `index` being `element(index)`.
+    mutating func array<Output: TextOutputStream, Failure: Error>(
+        _ key: String?, count: Int, to out: inout Output, _ element: (_ index: Int) throws(Failure) -> JSONValue
+    ) throws(Failure) {
+        try array(key, to: &out) { (write) throws(Failure) in
+            for index in 0..<count { write(try element(index)) }
+        }
+    }
+
     /// Closes the innermost open object or array.
     mutating func end<Output: TextOutputStream>(to out: inout Output) {
         guard let (container, hasMembers) = open.popLast() else { return }

@@ -119,9 +119,9 @@ enum LoadCommandsTable {
     }
 
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
-        json.beginArray("load_commands", to: &out)
-        for (index, command) in image.loadCommands.enumerated() { json.member(nil, try Self.json(command, index: index, image), to: &out) }
-        json.end(to: &out)
+        try json.array("load_commands", count: image.loadCommands.count, to: &out) { (index) throws(MachOError) in
+            try Self.json(image.loadCommands[index], index: index, image)
+        }
     }
 
     // MARK: - Each command's fields

@@ -152,6 +152,12 @@ struct ObjCMetadataTable {
         return (symbolic.name ?? hex(symbolic.nValue)) + (value != 0 ? " + " + hex(value) : "")
     }
 
+    /// An `imp` field's numbers as llvm prints them, each followed by a space: the relocated
+    /// symbol's value and `+ value` when the field is not 0, else the value.
+    static func impField(_ value: UInt64, _ symbolic: Symbolic) -> String {
+        symbolic.nValue != 0 ? hex(symbolic.nValue) + " " + (value != 0 ? "+ " + hex(value) + " " : "") : hex(value) + " "
+    }
+
     /// " STRING" for the string at `address` (llvm's `" %.*s"`), or nothing.
     func string(_ address: UInt64) -> String {
         sections.string(at: address).map { " " + $0 } ?? ""
@@ -347,11 +353,7 @@ struct ObjCMetadataTable {
             let types = try field(found, 8, method.types)
             out.write("\(indent)\t\t     types \(types.text)\(string(types.target))\n")
             let imp = try symbolic(found, 16, method.imp)
-            var line = "\(indent)\t\t       imp "
-            if imp.name == nil {
-                line += imp.nValue != 0 ? hex(imp.nValue) + " " + (method.imp != 0 ? "+ " + hex(method.imp) + " " : "") : hex(method.imp) + " "
-            }
-            out.write(line + (imp.name ?? "") + "\n")
+            out.write("\(indent)\t\t       imp \(imp.name ?? Self.impField(method.imp, imp))\n")
             entry = entry &+ UInt64(ObjCMethodList.PointerEntry.size)
         }
     }
@@ -493,9 +495,7 @@ struct ObjCMetadataTable {
             guard let found = try structure(address, ObjCMessageReference.size, "message_ref", to: &out) else { return }
             let reference = ObjCMessageReference(parsing: found.view)
             let imp = try symbolic(found, 0, reference.imp)
-            var line = "  imp "
-            line += imp.nValue != 0 ? hex(imp.nValue) + " " + (reference.imp != 0 ? "+ " + hex(reference.imp) + " " : "") : hex(reference.imp) + " "
-            out.write(line + (imp.name.map { " " + $0 } ?? "") + "\n")
+            out.write("  imp \(Self.impField(reference.imp, imp))\(imp.name.map { " " + $0 } ?? "")\n")
             let selector = try field(found, 8, reference.selector)
             out.write("  sel \(selector.text)\(string(selector.target))\n")
             index += UInt64(ObjCMessageReference.size)

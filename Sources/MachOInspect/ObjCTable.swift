@@ -41,7 +41,6 @@ enum ObjCTable {
         for method in list.methods { out.write("      \(prefix)\(method.name) \(method.types) imp \(hex(method.imp))\n") }
     }
 
-
     // MARK: JSON
 
     /// The `objc` member of a slice: null without `__objc_imageinfo`.
@@ -54,21 +53,18 @@ enum ObjCTable {
         json.member("image_info", .object([
             ("version", .uint(UInt64(objc.sections.imageInfo.version))), ("flags", .uint(UInt64(objc.sections.imageInfo.flags))),
         ]), to: &out)
-        json.beginArray("classes", to: &out)
-        for index in 0..<objc.classCount {
+        try json.array("classes", count: objc.classCount, to: &out) { (index) throws(MachOError) in
             let cls = try objc.classDescription(index)
-            json.member(nil, .object([
+            return .object([
                 ("list_entry", .uint(cls.listEntry)),
                 ("class", object(cls.cls)),
                 ("metaclass", cls.metaclass.map(object) ?? .null),
                 ("superclass_name", cls.superclassName.map(JSONValue.string) ?? .null),
-            ]), to: &out)
+            ])
         }
-        json.end(to: &out)
-        json.beginArray("categories", to: &out)
-        for index in 0..<objc.categoryCount {
+        try json.array("categories", count: objc.categoryCount, to: &out) { (index) throws(MachOError) in
             let category = try objc.categoryDescription(index)
-            json.member(nil, .object([
+            return .object([
                 ("list_entry", .uint(category.listEntry)),
                 ("address", .uint(category.address)),
                 ("name", .string(category.name)),
@@ -77,18 +73,15 @@ enum ObjCTable {
                 ("class_name", category.className.map(JSONValue.string) ?? .null),
                 ("instance_methods", methods(category.instanceMethods)),
                 ("class_methods", methods(category.classMethods)),
-            ]), to: &out)
+            ])
         }
-        json.end(to: &out)
-        json.beginArray("selector_references", to: &out)
-        for index in 0..<objc.selectorReferenceCount {
+        try json.array("selector_references", count: objc.selectorReferenceCount, to: &out) { (index) throws(MachOError) in
             let reference = try objc.selectorReference(index)
-            json.member(nil, .object([
+            return .object([
                 ("address", .uint(reference.slot)), ("target", pointer(reference.target)),
                 ("name", reference.name.map(JSONValue.string) ?? .null),
-            ]), to: &out)
+            ])
         }
-        json.end(to: &out)
         json.end(to: &out)
     }
 

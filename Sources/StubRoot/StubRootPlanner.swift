@@ -65,10 +65,7 @@ private struct StubRootPlanner {
 
     /// Where a lookup found a symbol: the node, and the name it has there (a re-export may
     /// rename it).
-    private struct Found {
-        let node: Int
-        let name: String
-    }
+    private typealias Found = (node: Int, name: String)
 
     /// The app host the graphs are loaded into, if any.
     let app: StubAppLayout?
@@ -291,10 +288,10 @@ private struct StubRootPlanner {
         switch graph.nodes[index] {
         case let .stub(_, path):
             let exported = stubExports[StubSliceKey(path: path, arch: graph.arch)]?[name] != nil
-            return exported || claimingStubs ? Found(node: index, name: name) : nil
+            return exported || claimingStubs ? (node: index, name: name) : nil
         case let .image(file):
             if let trie = try exportTrie(of: file, arch: graph.arch), let symbol = try lookup(name, in: trie, of: file) {
-                guard case let .reexport(ordinal, importedName) = symbol.definition else { return Found(node: index, name: name) }
+                guard case let .reexport(ordinal, importedName) = symbol.definition else { return (node: index, name: name) }
                 guard let target = graph.target(of: ordinal, in: index) else { return nil }
                 return try locate(
                     importedName.isEmpty ? name : importedName, in: target, graph: g, claimingStubs: claimingStubs, visited: &visited)

@@ -21,10 +21,7 @@ package struct StubToolchain: Sendable {
         lipo: String = "/usr/lib/llvm-19/bin/llvm-lipo",
         minimumOS: String = "11.0"
     ) {
-        self.clang = clang
-        self.linker = linker
-        self.lipo = lipo
-        self.minimumOS = minimumOS
+        (self.clang, self.linker, self.lipo, self.minimumOS) = (clang, linker, lipo, minimumOS)
     }
 }
 
@@ -116,28 +113,21 @@ private struct StubBuilder {
         }
         try makeDirectory((path as NSString).deletingLastPathComponent)
         try write(data, to: path)
-        do {
-            try FileManager.default.setAttributes([.posixPermissions: executable ? 0o755 : 0o644], ofItemAtPath: path)
-        } catch {
-            throw .io(path: path, reason: error.localizedDescription)
-        }
+        try fileOperation(path) { try FileManager.default.setAttributes([.posixPermissions: executable ? 0o755 : 0o644], ofItemAtPath: path) }
     }
 
     private func makeDirectory(_ path: String) throws(CommandFailure) {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw .io(path: path, reason: error.localizedDescription)
-        }
+        try fileOperation(path) { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
     }
 
     /// Writes `data` to a temporary file next to `path` and renames it over `path`.
     private func write(_ data: Data, to path: String) throws(CommandFailure) {
-        do {
-            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw .io(path: path, reason: error.localizedDescription)
-        }
+        try fileOperation(path) { try data.write(to: URL(fileURLWithPath: path), options: .atomic) }
+    }
+
+    /// Runs `body`, a Foundation operation on `path`, whose error becomes an I/O failure.
+    private func fileOperation(_ path: String, _ body: () throws -> Void) throws(CommandFailure) {
+        do { try body() } catch { throw .io(path: path, reason: error.localizedDescription) }
     }
 
     /// Runs one tool of the toolchain; its stdout and stderr together are the error text.
