@@ -142,6 +142,18 @@ import Testing
         var leaving = SharedCacheTests.forged(forged, Int(mapping.slideInfoFileOffset) + 24 + page * 2, UInt64(4096 - 8), 2)
         leaving = SharedCacheTests.forged(leaving, Int(mapping.fileOffset) + page * 4096 + 4096 - 8, 2 << 52, 8)
         #expect(throws: MachOError.self) { try Self.read(leaving) }
+        // Every truncation of the slide info (its header, its page starts) is refused, never read past.
+        let blob = Array(forged[Int(mapping.slideInfoFileOffset)...].prefix(Int(mapping.slideInfoFileSize)))
+        for length in 0..<min(blob.count, 24 + info.pageStarts.count * 2) {
+            #expect(throws: MachOError.self, "\(length) bytes") {
+                _ = try DyldCache.SlideInfo(parsing: ByteView(Array(blob.prefix(length))), mappingSize: mapping.size)
+            }
+        }
+        // More page starts than the mapping has pages, and a page size that is neither 4 nor 16 KiB.
+        for (field, value) in [(8, UInt64(mapping.size / 4096 + 2)), (4, 8192)] {
+            let wrong = SharedCacheTests.forged(blob, field, value, 4)
+            #expect(throws: MachOError.self, "field \(field)") { _ = try DyldCache.SlideInfo(parsing: ByteView(wrong), mappingSize: mapping.size) }
+        }
         for version: UInt64 in [1, 4, 6] {
             let unknown = SharedCacheTests.forged(forged, Int(mapping.slideInfoFileOffset), version, 4)
             #expect(throws: MachOError.self, "v\(version)") { _ = try DyldCacheFile(parsing: ByteView(unknown)).slideInfo(index) }
