@@ -116,7 +116,7 @@ import Testing
         func put(_ word: UInt64, at offset: Int) { for byte in 0..<8 { page[offset + byte] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(byte))) } }
         // v3: a plain tagged pointer at 16, then (a stride of 3 words) an authenticated one at 40.
         put(tag << 43 | target | 3 << 51, at: 16)
-        put(1 << 63 | 0x20 | 0 << 51, at: 40)
+        put(1 << 63 | 0x20, at: 40)
         var seen: [UInt64: UInt64] = [:]
         try DyldCache.SlideInfoV3V5(version: 3, pageSize: 4096, pageStarts: [16], valueAdd: base).forEachLocation(in: ByteView(page)) { seen[$0] = $1 }
         #expect(seen == [16: tag << 56 | target, 40: base + 0x20])
