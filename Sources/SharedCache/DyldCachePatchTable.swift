@@ -167,13 +167,21 @@ package struct DyldCachePatchTable: Sendable {
                 guard export.nameOffset < namesSize else { throw fail("export \(index)'s name at \(export.nameOffset) is past the \(namesSize) bytes of names") }
             }
         }
-        // Every use is a pointer in the images: in a mapping past the header's.
-        let images = file.mappings.dropFirst().map { $0.address..<($0.address &+ $0.size) }
+        // Every use is a pointer in the images: in a mapping past the header's (adjacent
+        // mappings taken as one span: each image's lie end to end).
+        var spans: [Range<UInt64>] = []
+        for mapping in file.mappings.dropFirst().sorted(by: { $0.address < $1.address }) {
+            let range = mapping.address..<(mapping.address &+ mapping.size)
+            if let last = spans.last, range.lowerBound == last.upperBound {
+                spans[spans.count - 1] = last.lowerBound..<range.upperBound
+            } else {
+                spans.append(range)
+            }
+        }
         for index in 0..<self.locationCount {
-            let location = try self.location(index)
-            let address = start &+ UInt64(location.cacheOffset)
-            let after = images.partitionPoint { $0.lowerBound <= address }
-            guard after > 0, images[images.startIndex + after - 1].upperBound >= address &+ 8 else {
+            let address = start &+ UInt64(try locationBytes.u32(index * Self.locationSize))
+            let after = spans.partitionPoint { $0.lowerBound <= address }
+            guard after > 0, spans[after - 1].upperBound >= address &+ 8 else {
                 throw fail("location \(index) at \(hex(address)) is not in a mapping of the cache's images")
             }
         }
