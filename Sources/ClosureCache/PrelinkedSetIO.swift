@@ -105,9 +105,10 @@ extension PrelinkedSet {
     /// Checks that every source image is still the file the set was built from by its `stat`
     /// alone (the images were copied: a changed status makes the set stale even with the same
     /// content), and that no absent path of the dependency search has appeared. A racy identity
-    /// or `alwaysHash` (`--hash-images`) hashes the image as well.
+    /// or `alwaysHash` (`--hash-images`) hashes the image as well. A cached image is the
+    /// cache's: the launch checks the cache's UUID once, as it maps it.
     package func checkSources(setPath: String, builtAt: Int64?, alwaysHash: Bool, hashedImages: inout Int) throws(ClosureError) {
-        for image in closure.images {
+        for image in closure.images where image.cacheSlot == nil {
             let identity = image.identity
             guard let status = FileStatus.of(image.path) else {
                 throw .stale(path: setPath, image: image.path, what: "was removed")

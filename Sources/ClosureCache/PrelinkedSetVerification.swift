@@ -8,7 +8,8 @@ extension ClosureVerification {
     /// checksum and metadata (with `trustKey`, signed by it, the data checked against the signed
     /// SHA-256); the data's hash; the closure it keeps, consistent; every slide run inside a
     /// writable segment of the range and pointing into it, its page index the one the runs call
-    /// for; placed under its app's name; every source image unchanged.
+    /// for; placed under its app's name; every source image unchanged, and the shared cache it
+    /// binds into the one it was built over.
     static func verifyPrelinkedSet(_ path: String, trusting trustKey: ClosureTrustKey?, alwaysHash: Bool) -> Verdict {
         let opened: PrelinkedSetFile.Opened
         do throws(ClosureError) {
@@ -30,6 +31,9 @@ extension ClosureVerification {
         guard corrupt.isEmpty else { return (.corrupt, corrupt) }
         let misplaced = placementProblems(set.closure, path: path, name: ClosureCache.prelinkedSetPath(forClosure:))
         guard misplaced.isEmpty else { return (.misplaced, misplaced) }
+        if let cache = set.closure.sharedCache, let stale = set.closure.sharedCacheStaleness() {
+            return failed(.stale, "\(cache.path) \(stale)")
+        }
         var hashed = 0
         do throws(ClosureError) {
             try set.checkSources(setPath: path, builtAt: opened.builtAt, alwaysHash: alwaysHash, hashedImages: &hashed)

@@ -142,6 +142,9 @@ package enum SlidPrelinkedSetFile {
             throw .incompatible(path: path, what: "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read: nothing is slid for a boot")
         }
         let set = opened.set
+        guard !set.bindsIntoSharedCache else {
+            throw .incompatible(path: path, what: "a set bound into the shared cache is slid at each launch: the cache's words in it are written once the cache is mapped")
+        }
         try set.checkSlideRuns(path: opened.path)
         let base = LaunchMemory.randomBase(pageSize: set.pageSize)
         let slid = try set.slid(try opened.data(), to: base, path: opened.path)

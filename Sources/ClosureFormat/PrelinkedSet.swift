@@ -7,9 +7,14 @@ import MachOReader
 /// ``closure`` (the app's closure without its fixup runs) and in the slide runs: every word
 /// holding an address in the range, as rebase runs over the range read as one image, with their
 /// page index. Sliding the set stores each again for the range's new base.
+///
+/// A set whose closure binds into the shared cache holds only the app's own images: the cached
+/// ones lie in the cache's range, and the closure keeps the runs a launch writes once the cache
+/// is mapped (the own images' binds into cached images, the cached images' patches, the
+/// Objective-C writes).
 package struct PrelinkedSet: Equatable, Sendable {
     /// The set file format version (the header's).
-    package static let formatVersion: UInt32 = 2
+    package static let formatVersion: UInt32 = 3
     /// Where the data starts in the file: a multiple of every page size a host may have.
     package static let dataAlignment: UInt64 = 16384
 
@@ -38,7 +43,7 @@ package struct PrelinkedSet: Equatable, Sendable {
     /// range, named `image-index/segment`. Made on each use: keep it rather than ask twice.
     package var rangePlan: ImagePlan {
         var segments: [SegmentPlan] = []
-        for (index, image) in closure.images.enumerated() {
+        for (index, image) in closure.images.enumerated() where image.cacheSlot == nil {
             for segment in image.plan.segments {
                 var moved = segment
                 moved.vmOffset += imageOffsets[index]
@@ -67,6 +72,9 @@ package struct PrelinkedSet: Equatable, Sendable {
             }
         }
     }
+
+    /// Whether the closure binds into the shared cache (its cached images are not in the range).
+    package var bindsIntoSharedCache: Bool { closure.sharedCache != nil }
 
     /// The closure with its fixup runs taken out: what a set keeps of it.
     package static func stripped(_ closure: LaunchClosure) -> LaunchClosure {
@@ -111,7 +119,7 @@ package struct PrelinkedSet: Equatable, Sendable {
         // Each segment gets its own protection, page by page: it must start on a page. The
         // range is read after the launch (the digest, compare): a segment written there must
         // stay readable.
-        for image in closure.images {
+        for image in closure.images where image.cacheSlot == nil {
             for segment in image.plan.segments {
                 guard segment.vmOffset % pageSize == 0 else {
                     throw r.corrupt("segment \(segment.name) of \(image.path) does not start on a \(pageSize)-byte page")
@@ -125,7 +133,8 @@ package struct PrelinkedSet: Equatable, Sendable {
         var end: UInt64 = 0
         for index in 0..<count {
             let offset = try r.uleb()
-            let size = closure.images[index].plan.vmSize
+            // A cached image lies in the cache's range: its offset is where it would come.
+            let size = closure.images[index].cacheSlot == nil ? closure.images[index].plan.vmSize : 0
             guard offset % pageSize == 0, offset >= end, offset <= rangeSize, size <= rangeSize - offset else {
                 throw r.corrupt("image \(index) (\(closure.images[index].path)) at +\(hex(offset)), \(size) bytes, "
                     + "is not page-aligned inside the \(rangeSize)-byte range after the image before it")

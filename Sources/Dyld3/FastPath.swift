@@ -75,6 +75,13 @@ package enum FastPath {
     /// The digest of `memory` after the closure's fixups and Objective-C writes, rewriting the
     /// locations they fixed up with pointers (decoded again, outside the timed launch).
     static func digestOf(_ memory: LaunchMemory, _ closure: LaunchClosure, closurePath: String) throws(LoadError) -> UInt64 {
+        memory.writableDigest(slideDependent: try slideDependentLocations(closure, closurePath: closurePath),
+                              loaderPointers: LaunchDigest.loaderPointers(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, imageCount: closure.images.count))
+    }
+
+    /// Per image, the words whose value depends on the slide: those the closure's fixups and
+    /// Objective-C writes point at an image, and the cache's images' pointers (its slide info).
+    static func slideDependentLocations(_ closure: LaunchClosure, closurePath: String) throws(LoadError) -> [[UInt64]] {
         var fixups: [[ResolvedFixup]] = [], objc: [[ResolvedFixup]] = []
         do throws(ClosureError) {
             for index in closure.images.indices {
@@ -98,8 +105,7 @@ package enum FastPath {
                 throw LoadError.failed(path: closurePath, cause: error)
             }
         }
-        return memory.writableDigest(slideDependent: locations,
-                                     loaderPointers: LaunchDigest.loaderPointers(closure.threadLocals.setups, hostServices: closure.threadLocals.hostServices, imageCount: closure.images.count))
+        return locations
     }
 
     /// The first run, target or page index entry of `closure` that a page-in launch must
@@ -257,18 +263,24 @@ struct ClosureLaunchSource: LaunchSource {
 
     func writeFixups(_ mapped: MappedLaunch, _ launch: inout LaunchState) throws {
         guard case let .images(eager) = mapped.pending else { return }
-        let closure = mapped.closure, memory = mapped.memory
+        try Self.writeRuns(mapped.closure, images: eager, memory: mapped.memory, path: mapped.path, &launch)
+        launch.report.rebases = mapped.closure.totalRebases
+    }
+
+    /// Writes the runs of `closure`'s `images` (the shared cache's patched pages opened
+    /// first), then its Objective-C writes: what a closure leaves to write once its images,
+    /// and the cache, are mapped.
+    static func writeRuns(_ closure: LaunchClosure, images: [Int], memory: LaunchMemory, path: String, _ launch: inout LaunchState) throws {
         let values = closure.bindTargetValues(memory)
-        if closure.sharedCache != nil { try memory.openForPatches(try closure.cachePatchPages(closurePath: mapped.path)) }
-        try FastPath.applyFixups(closure, images: eager, memory: memory, targetValues: values, closurePath: mapped.path, helper: launch.helper)
+        if closure.sharedCache != nil { try memory.openForPatches(try closure.cachePatchPages(closurePath: path)) }
+        try FastPath.applyFixups(closure, images: images, memory: memory, targetValues: values, closurePath: path, helper: launch.helper)
         launch.report.timings[.bind] = launch.clock.lap()
         if !closure.objc.bindRuns.isEmpty {
             for index in closure.objc.bindRuns.indices {
-                try closure.applyObjCWrites(ofImage: index, memory: memory, targetValues: values, closurePath: mapped.path)
+                try closure.applyObjCWrites(ofImage: index, memory: memory, targetValues: values, closurePath: path)
             }
             launch.report.timings[.objc] = launch.clock.lap()
         }
-        launch.report.rebases = closure.totalRebases
         launch.report.binds = closure.totalBinds
     }
 

@@ -33,8 +33,9 @@ package enum PrelinkedLaunch {
     /// The set's range, once the set is checked, and whether it is paged in: the copy slid for
     /// this boot mapped early (`early`: the copy, its range unless taken, whether it fits),
     /// else the copy mapped now (written first when none is usable), else the set's own data.
+    /// `shared`: the bases of the images in the shared cache's range (a set bound into it).
     static func mapRange(_ opened: PrelinkedSetFile.Opened, early: (copy: SlidPrelinkedSetFile.Opened, range: LaunchMemory.SlidRange?, fits: Bool)?,
-                         request: LaunchOptions, checks: LaunchConfiguration, report: inout LaunchReport) throws -> (LaunchMemory, Bool) {
+                         shared: [UInt64?], request: LaunchOptions, checks: LaunchConfiguration, report: inout LaunchReport) throws -> (LaunchMemory, Bool) {
         let set = opened.set
         if let early {
             if let range = early.range {
@@ -47,11 +48,11 @@ package enum PrelinkedLaunch {
                 range.release()
             } else {
                 report.slideAtLaunch = .rangeTaken(base: early.copy.header.base)
-                return try map(opened, request: request, report: &report)
+                return try map(opened, shared: shared, request: request, report: &report)
             }
         }
         if let slid = try mapSlidForBoot(opened, request: request, checks: checks, report: &report) { return (slid, false) }
-        return try map(opened, request: request, report: &report)
+        return try map(opened, shared: shared, request: request, report: &report)
     }
 
     /// Whether `copy`, mapped early, is this launch's after all, the set decoded: not when the set
@@ -113,6 +114,7 @@ package enum PrelinkedLaunch {
         guard !request.slidePerLaunch else { return slideAtLaunch(.slidePerLaunch) }
         guard checks.trustKey == nil else { return slideAtLaunch(.trusted) }
         guard !set.closure.images.isEmpty else { return slideAtLaunch(.noImage) }
+        guard !set.bindsIntoSharedCache else { return slideAtLaunch(.sharedCache) }
         if let unwritable = firstReadOnlyThreadLocalWrite(set.closure) { return slideAtLaunch(.threadLocalWriteReadOnly(unwritable)) }
         let path = ClosureCache.slidSetPath(forSet: opened.path)
         func usable() -> Result<SlidPrelinkedSetFile.Opened, ClosureError> {
@@ -173,13 +175,20 @@ package enum PrelinkedLaunch {
     }
 
     /// Maps the set, and whether it is paged in: for `--fixups page-in` with the pages that
-    /// receive slide stores paged in (``mapPagedIn(_:request:report:)``), else eagerly.
-    static func map(_ opened: PrelinkedSetFile.Opened, request: LaunchOptions, report: inout LaunchReport) throws -> (LaunchMemory, Bool) {
-        if request.fixups == .pageIn, let pagedIn = try mapPagedIn(opened, request: request, report: &report) { return (pagedIn, true) }
+    /// receive slide stores paged in (``mapPagedIn(_:request:report:)``), else eagerly (a set
+    /// bound into the shared cache, whose images lie at `shared`, always).
+    static func map(_ opened: PrelinkedSetFile.Opened, shared: [UInt64?], request: LaunchOptions, report: inout LaunchReport) throws -> (LaunchMemory, Bool) {
+        if request.fixups == .pageIn {
+            if opened.set.bindsIntoSharedCache {
+                report.pageInFallback = .sharedCache
+            } else if let pagedIn = try mapPagedIn(opened, request: request, report: &report) {
+                return (pagedIn, true)
+            }
+        }
         let set = opened.set, plans = set.closure.images.map(\.plan)
         do throws(LoadError) {
             return (try LaunchMemory.mapPrelinked(plans: plans, offsets: set.imageOffsets, rangeSize: set.rangeSize,
-                                                  fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: request.slide), false)
+                                                  fd: opened.fd, dataOffset: opened.header.dataOffset, firstSlide: request.slide, shared: shared), false)
         } catch {
             guard case let .mapping(image, reason) = error else { throw error }
             throw ClosureError.mapping(path: opened.path, image: image, what: reason)
@@ -238,6 +247,15 @@ package enum PrelinkedLaunch {
         }
     }
 
+    /// For a set bound into the shared cache: the cache's range, its mapping begun on
+    /// `helper`, and the base of each of the set's images in it (nil: in the set's range).
+    static func beginCache(_ set: PrelinkedSet, setPath: String, helper: LaunchHelper?) throws(ClosureError)
+        -> (early: ClosureLaunchSource.EarlyCache, bases: [UInt64?])? {
+        guard let cache = set.closure.sharedCache else { return nil }
+        let early = try ClosureLaunchSource.EarlyCache.begin(cache, closurePath: setPath, helper: helper)
+        return (early, try early.opened.bases(set.closure.images))
+    }
+
     /// Stores every slide run's pointer for the region's base (``FixupRunWalk``).
     static func slide(_ set: PrelinkedSet, memory: LaunchMemory, setPath: String) throws(ClosureError) {
         let writer = memory.regionWriter(set.rangePlan)
@@ -249,14 +267,19 @@ package enum PrelinkedLaunch {
     }
 
     /// The digest of the launch's memory (``LaunchMemory/writableDigest(slideDependent:)``),
-    /// the slide locations as each image's own: comparable with the other paths' digests.
-    static func digestOf(_ memory: LaunchMemory, _ set: PrelinkedSet) -> UInt64 {
+    /// the slide locations as each image's own: comparable with the other paths' digests. A
+    /// set bound into the shared cache adds what its closure's runs and the cache's slide write.
+    static func digestOf(_ memory: LaunchMemory, _ set: PrelinkedSet, setPath: String) throws(LoadError) -> UInt64 {
         var locations: [[UInt64]] = set.closure.images.map { _ in [] }
         // Locations ascend, and so do the images' offsets: one cursor over the images.
         var image = 0
         try? FixupRunWalk(set.slideRuns).forEachRebase { _, _ in } _: { (location, _) in
             while image + 1 < set.imageOffsets.count, set.imageOffsets[image + 1] <= location { image += 1 }
             if set.imageOffsets[image] <= location { locations[image].append(location - set.imageOffsets[image]) }
+        }
+        if set.bindsIntoSharedCache {
+            let launched = try FastPath.slideDependentLocations(set.closure, closurePath: setPath)
+            locations = zip(locations, launched).map { Array(Set($0 + $1)).sorted() }
         }
         return memory.writableDigest(slideDependent: locations,
                                      loaderPointers: LaunchDigest.loaderPointers(set.closure.threadLocals.setups, hostServices: set.closure.threadLocals.hostServices, imageCount: set.closure.images.count))
@@ -302,17 +325,25 @@ struct PrelinkedLaunchSource: LaunchSource {
         launch.report.imagesHashed = handoff.hashed
         launch.report.timings[.closure] = launch.clock.lap()
         launch.report.images = set.closure.images.map(\.path)
-        let (memory, pagedIn) = try PrelinkedLaunch.mapRange(handoff.opened, early: early.map { ($0, earlyRange, handoff.fits) },
+        // A set bound into the shared cache: the cache's range maps on the helper (its UUID
+        // checked, the closures' ownership rule held) while this thread maps the set.
+        let cache = try earlyRange.releasedOnFailure { try PrelinkedLaunch.beginCache(set, setPath: setPath, helper: helper) }
+        let (memory, pagedIn) = try PrelinkedLaunch.mapRange(handoff.opened, early: early.map { ($0, earlyRange, handoff.fits) }, shared: cache?.bases ?? [],
                                                              request: request, checks: configuration, report: &launch.report)
-        return memory.releasedOnFailure { () -> MappedLaunch in
+        return try memory.releasedOnFailure { () throws -> MappedLaunch in
+            if let cache = cache?.early {
+                let range = try cache.take().get()
+                memory.attachShared(range)
+                launch.report.sharedCache = (memory.images.count { $0.inSharedCache }, range.base)
+            }
             let slidForBoot = launch.report.slidForBoot
             if slidForBoot, request.fixups == .pageIn { launch.report.pageInFallback = .slidForBoot }
             launch.report.slide = memory.images[0].slide
             launch.report.timings[.mapping] = launch.clock.lap()
             launch.report.rebases = slidForBoot ? 0 : set.slideCount
             return MappedLaunch(closure: set.closure, path: setPath, memory: memory, protections: slidForBoot ? .asMapped : .prelinkedRange,
-                                pagedIn: pagedIn, pending: pagedIn || slidForBoot ? .none : .slide(set)) { memory in
-                PrelinkedLaunch.digestOf(memory, set)
+                                pagedIn: pagedIn, pending: pagedIn || slidForBoot ? .none : .slide(set)) { (memory) throws(LoadError) in
+                try PrelinkedLaunch.digestOf(memory, set, setPath: setPath)
             }
         }
     }
@@ -321,6 +352,11 @@ struct PrelinkedLaunchSource: LaunchSource {
         guard case let .slide(set) = mapped.pending else { return }
         try PrelinkedLaunch.slide(set, memory: mapped.memory, setPath: setPath)
         launch.report.timings[.rebase] = launch.clock.lap()
+        // Bound into the shared cache: the words pointing there, the cache's patches, the
+        // Objective-C writes (the runs the set's closure keeps).
+        if set.bindsIntoSharedCache {
+            try ClosureLaunchSource.writeRuns(set.closure, images: Array(set.closure.images.indices), memory: mapped.memory, path: setPath, &launch)
+        }
     }
 }
 

@@ -142,11 +142,9 @@ struct InstallCommand: ParsableCommand {
         if !failures.isEmpty { throw ExitCode(1) }
     }
 
-    /// The cache `--shared-cache` names for `arch`: auto finds the root's (none with `--prelink`:
-    /// a prelinked set holds every image itself).
+    /// The cache `--shared-cache` names for `arch`: auto finds the root's.
     func sharedCachePath(arch: String) -> String? {
-        if sharedCache == "auto", prelink { return nil }
-        return SharedCacheOption.path(sharedCache, root: options.root, arch: arch)
+        SharedCacheOption.path(sharedCache, root: options.root, arch: arch)
     }
 
     /// A `--dlopen` argument as the app's code would pass it: a file inside the main

@@ -14,8 +14,9 @@ struct PrelinkInstall {
     /// The images' files' total size: the disk the set costs on top of them.
     let imageBytes: UInt64
     /// The copy slid for this boot, written beside the set so that the first launch maps it
-    /// as every later one does; or why it was not written (the first launch then writes it).
-    let slid: Result<String, ClosureError>
+    /// as every later one does; or why it was not written (the first launch then writes it);
+    /// nil for a set bound into the shared cache (slid at each launch).
+    let slid: Result<String, ClosureError>?
     let seconds: Double
 
     /// Builds the set for `closure` (just written to `closurePath`) and writes it beside it,
@@ -26,14 +27,16 @@ struct PrelinkInstall {
         let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
         try PrelinkedSetFile.write(set, data: data, to: path, signedWith: signer)
         let slidPath = ClosureCache.slidSetPath(forSet: path)
-        let slid: Result<String, ClosureError> = Result { () throws(ClosureError) in
+        let slid: Result<String, ClosureError>? = set.bindsIntoSharedCache ? nil : Result { () throws(ClosureError) in
             try SlidPrelinkedSetFile.write(for: try PrelinkedSetFile.open(path), to: slidPath)
             return slidPath
         }
         let elapsed = ContinuousClock.now - start
         let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? 0
-        return PrelinkInstall(path: path, images: set.closure.images.count, slideLocations: set.slideCount, bytes: bytes,
-                              imageBytes: closure.images.reduce(0) { $0 + $1.identity.size }, slid: slid,
+        // A set bound into the shared cache holds the app's own images only.
+        let own = closure.images.filter { $0.cacheSlot == nil }
+        return PrelinkInstall(path: path, images: own.count, slideLocations: set.slideCount, bytes: bytes,
+                              imageBytes: own.reduce(0) { $0 + $1.identity.size }, slid: slid,
                               seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
@@ -43,12 +46,13 @@ struct PrelinkInstall {
             + { switch slid {
                 case let .success(path): "\n  slid for this boot -> \(path)"
                 case let .failure(error): "\n  not slid for this boot (the first launch will): \(error)"
+                case nil: "\n  bound into the shared cache: slid at each launch"
             } }()
     }
 
     var json: [(String, JSONValue)] {
-        [("prelinked_set", .string(path)), ("prelinked_set_bytes", .uint(bytes)), ("prelinked_image_bytes", .uint(imageBytes)),
+        [("prelinked_set", .string(path)), ("prelinked_images", .int(Int64(images))), ("prelinked_set_bytes", .uint(bytes)), ("prelinked_image_bytes", .uint(imageBytes)),
          ("prelinked_slide_locations", .int(Int64(slideLocations))),
-         ("slid_set", { if case let .success(path) = slid { .string(path) } else { .null } }())]
+         ("slid_set", { if case let .success(path)? = slid { .string(path) } else { .null } }())]
     }
 }

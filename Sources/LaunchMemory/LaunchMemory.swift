@@ -299,12 +299,7 @@ package final class LaunchMemory {
     /// mapped final, deferred ones (reserved with it) and plain read-write ones need no call.
     package func applyProtections() throws(LoadError) {
         let page = UnsafeMemory.pageSize
-        for (start, size) in patchedPages {
-            try LaunchMemory.asMappingError(images.first?.plan.path ?? "?", "mprotect after the cache's patches") { () throws(LoadError) in
-                try UnsafeMemory.protect(address: start, size: size, .read)
-            }
-        }
-        patchedPages = []
+        try closePatchedPages()
         for (index, image) in images.enumerated() where !image.inSharedCache {
             for (position, segment) in image.plan.segments.enumerated()
             where !LaunchMemory.isMappedFinal(segment, fileLength: image.fileLength) && !deferred[index][position] {
@@ -316,6 +311,16 @@ package final class LaunchMemory {
                 }
             }
         }
+    }
+
+    /// Gives the cache's pages ``openForPatches(_:)`` opened their protection back.
+    func closePatchedPages() throws(LoadError) {
+        for (start, size) in patchedPages {
+            try LaunchMemory.asMappingError(images.first?.plan.path ?? "?", "mprotect after the cache's patches") { () throws(LoadError) in
+                try UnsafeMemory.protect(address: start, size: size, .read)
+            }
+        }
+        patchedPages = []
     }
 
     /// The shared cache's range, mapped by another thread while this memory mapped the rest,

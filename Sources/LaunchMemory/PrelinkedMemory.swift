@@ -14,12 +14,18 @@ extension LaunchMemory {
     /// stay the reservation registered with the pager, with their segment's final protection,
     /// as image 0 at the region's base, their bytes at `dataOffset` + offset of `descriptor`
     /// (the set file). The caller starts the pager.
+    ///
+    /// `shared`: the bases of the images that lie in the shared cache's range (mapped by
+    /// another thread meanwhile, then given by ``attachShared(_:)``).
     package static func mapPrelinked(plans: [ImagePlan], offsets: [UInt64], rangeSize: UInt64, fd: Int32, dataOffset: UInt64,
-                                     firstSlide: UInt64?,
+                                     firstSlide: UInt64?, shared: [UInt64?] = [],
                                      pageIn: (pager: FixupPager, ranges: [(range: Range<UInt64>, segment: SegmentPlan)], path: String, descriptor: ImageDescriptor)? = nil)
         throws(LoadError) -> LaunchMemory {
         let base = try reserveRegion(size: rangeSize, first: plans.first, firstSlide: firstSlide)
-        let images = zip(plans, offsets).map { Image(plan: $0, base: base + $1, fileLength: 0) }
+        let images = plans.indices.map { index in
+            if index < shared.count, let cachedBase = shared[index] { return Image(plan: plans[index], base: cachedBase, fileLength: 0, inSharedCache: true) }
+            return Image(plan: plans[index], base: base + offsets[index], fileLength: 0)
+        }
         let memory = LaunchMemory(mappedRegion: base, size: rangeSize, images: images, pager: pageIn?.pager)
         let page = UnsafeMemory.pageSize
         var cursor: UInt64 = 0
@@ -133,9 +139,11 @@ extension LaunchMemory {
 
     /// Gives a prelinked region mapped read-write its protections
     /// (``prelinkedProtections(plans:offsets:rangeSize:from:)``): one `mprotect` per range.
+    /// The shared cache's pages opened for its patches get their protection back first.
     package func applyPrelinkedProtections() throws(LoadError) {
-        let offsets = images.map { $0.base - regionBase }
-        try Self.protect(base: regionBase, Self.prelinkedProtections(plans: images.map(\.plan), offsets: offsets, rangeSize: regionSize,
+        try closePatchedPages()
+        let own = images.filter { !$0.inSharedCache }
+        try Self.protect(base: regionBase, Self.prelinkedProtections(plans: own.map(\.plan), offsets: own.map { $0.base - regionBase }, rangeSize: regionSize,
                                                                  from: .readWrite), path: images.first?.plan.path ?? "?")
     }
 

@@ -142,6 +142,7 @@ package enum PageInFallback: Equatable, Sendable, CustomStringConvertible {
     case otherPageSize(UInt64)
     case setUnopenable(String)
     case slidForBoot
+    case sharedCache
 
     package var description: String {
         switch self {
@@ -150,6 +151,7 @@ package enum PageInFallback: Equatable, Sendable, CustomStringConvertible {
         case let .otherPageSize(size): "the set's slide runs are not indexed by \(size)-byte pages"
         case let .setUnopenable(why): "the set cannot be opened for page-in: \(why)"
         case .slidForBoot: "the set's copy slid for this boot was mapped: no slide store is left to page in"
+        case .sharedCache: "the set binds into the shared cache, whose words a launch writes once the cache is mapped"
         }
     }
 }
@@ -165,6 +167,7 @@ package enum SlideAtLaunchReason: Equatable, Sendable, CustomStringConvertible {
     case forcedAndUnusable(String)
     case unwritable(unusable: String, error: String)
     case writtenUnopenable
+    case sharedCache
 
     package var description: String {
         switch self {
@@ -177,6 +180,7 @@ package enum SlideAtLaunchReason: Equatable, Sendable, CustomStringConvertible {
         case let .forcedAndUnusable(why): "the slide is forced, and \(why)"
         case let .unwritable(unusable, error): "\(unusable), and it cannot be written: \(error)"
         case .writtenUnopenable: "the copy just written for this boot cannot be opened"
+        case .sharedCache: "the set binds into the shared cache: its words pointing there are written once the cache is mapped"
         }
     }
 }

@@ -112,6 +112,49 @@ import Testing
         let launched = try await Dyld3Binary.run(["launch", app, "--mode", "dyld3"] + common, limitSeconds: 120)
         #expect(launched.status == 0 && launched.stdout.contains("main returned \(expected)"), "\(launched.stderr)")
     }
+    /// A prelinked set installed over a root with a cache holds the app's own images only (the
+    /// images dyld2 loads from outside the root) and binds into the cache: smaller than the set
+    /// of every image, launched identical to dyld2 from the cache and from the files, main's
+    /// result the generator's; a rebuilt cache makes it stale and `auto` falls back.
+    @Test func aPrelinkedSetHoldsTheAppsOwnImagesAndBindsIntoTheCache() async throws {
+        let (directory, app, root, cachePath, expected, cache, common) = try await Self.generated()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let whole = try await Self.installedClosure(app, ["--prelink", "--shared-cache", "none", "--root", root, "--cache", directory + "/whole"])
+        let bound = try await Self.installedClosure(app, ["--prelink"] + common)
+        let images = try #require(bound["images"] as? Int), inCache = try #require(bound["images_in_shared_cache"] as? Int)
+        let slow = try jsonObject(try await Dyld3Binary.run(["launch", app, "--mode", "dyld2", "--json", "--shared-cache", "none"] + common,
+                                                           limitSeconds: 120).stdout)
+        let own = (slow["images"] as? [String] ?? []).count { !$0.hasPrefix(root + "/") }
+        #expect(bound["shared_cache"] as? String == cachePath && inCache == Self.system + 1 && own == images - inCache)
+        #expect(bound["prelinked_images"] as? Int == own && whole["prelinked_images"] as? Int == images)
+        #expect((bound["prelinked_set_bytes"] as? Int ?? .max) < (whole["prelinked_set_bytes"] as? Int ?? 0), "\(bound) \(whole)")
+        #expect(bound["slid_set"] is NSNull && whole["slid_set"] is String)
+
+        // Byte for byte against dyld2 from the cache (eager; page-in falls back to eager, saying
+        // why) and from the files.
+        for (fixups, shared) in [("eager", "auto"), ("page-in", "auto"), ("eager", "none")] {
+            let compared = try await Dyld3Binary.run(["compare", app, "--prelinked", "--fixups", fixups, "--shared-cache", shared] + common, limitSeconds: 120)
+            #expect(compared.status == 0 && compared.stdout.contains(": identical: ") && compared.stdout.contains("main returned \(expected) both ways")
+                        && compared.stdout.contains("binds into the shared cache"), "\(fixups) \(shared): \(compared.stdout) \(compared.stderr)")
+        }
+        let launched = try jsonObject(try await Dyld3Binary.run(["launch", app, "--mode", "prelinked", "--json"] + common, limitSeconds: 120).stdout)
+        #expect(launched["result"] as? Int == expected && (launched["stats"] as? [String: Any])?["shared_cache_images"] as? Int == inCache, "\(launched)")
+        let verified = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 120)
+        #expect(verified.status == 0 && verified.stdout.contains("1 prelinked sets"), "\(verified.stdout)")
+
+        // Rebuilt after a system framework changed: the set is stale, `auto` falls back.
+        let framework = root + "/System/Library/Frameworks/Fw0001.framework/Fw0001"
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 5)], ofItemAtPath: framework)
+        let rebuilt = try await Dyld3Binary.run(["shared-cache", "build", "--root", root], limitSeconds: 120)
+        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+        let strict = try await Dyld3Binary.run(["launch", app, "--mode", "prelinked"] + common, limitSeconds: 120)
+        #expect(strict.status != 0 && strict.stderr.contains(cachePath) && strict.stderr.contains("was rebuilt"), "\(strict.stderr)")
+        let auto = try await Dyld3Binary.run(["launch", app] + common, limitSeconds: 120)
+        #expect(auto.status == 0 && auto.stdout.hasPrefix("path: dyld2") && auto.stdout.contains("main returned \(expected)"), "\(auto.stdout) \(auto.stderr)")
+        let stale = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 120)
+        #expect(stale.status == 4 && stale.stdout.contains(".dyld3prelinked") && stale.stdout.contains("was rebuilt"), "\(stale.stdout)")
+    }
+
     @Test func dyld2TakesTheCachedDylibsFromTheCacheAndFallsBackToTheFiles() async throws {
         let (directory, app, _, cachePath, expected, cache, common) = try await Self.generated()
         defer { try? FileManager.default.removeItem(atPath: directory) }
