@@ -45,12 +45,15 @@ demo: release fixtures
 	@$(DYLD3) compare build/demo-gen100/gen100.app --root build/demo-gen100/root --cache cache --prelinked
 	@echo
 	@echo "== the dyld shared cache (docs/shared-cache.md): an app whose lower 32 of 40 frameworks are the system's,"
-	@echo "   the root's cache built in Apple's format, the closure bound into it, launched from it, compared with dyld2 from the files"
+	@echo "   the root's cache built in Apple's format, the closure bound into it, launched from it, compared with dyld2 from the files;"
+	@echo "   then its prelinked set, which holds the app's own images only and binds into the cache, against dyld2 from the cache"
 	@tools/gen-app --dylibs 40 --system 32 --seed 5 --out build/demo-cache > /dev/null
 	@$(DYLD3) shared-cache build --root build/demo-cache/root
-	@$(DYLD3) install build/demo-cache/gen40.app --root build/demo-cache/root --cache cache
+	@$(DYLD3) install build/demo-cache/gen40.app --root build/demo-cache/root --cache cache --prelink
 	@$(DYLD3) launch build/demo-cache/gen40.app --root build/demo-cache/root --cache cache --mode dyld3 --stats | grep -E "main returned|total pre-main|shared cache:"
 	@$(DYLD3) compare build/demo-cache/gen40.app --root build/demo-cache/root --cache cache
+	@$(DYLD3) launch build/demo-cache/gen40.app --root build/demo-cache/root --cache cache --mode prelinked --stats | grep -E "main returned|total pre-main|shared cache:"
+	@$(DYLD3) compare build/demo-cache/gen40.app --root build/demo-cache/root --cache cache --prelinked --shared-cache auto
 	@echo
 	@echo "== dyld3 inspect $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib (built by Apple's ld64)"
 	@$(DYLD3) inspect $(CORPUS)/opcodes_x86_64/libgfortran.5.dylib
