@@ -101,9 +101,11 @@ package enum DlopenClosureBuilder {
                     images[first + position].setRuns(rebases: FixupRuns.encodeRebases(imageFixups, plan: plan),
                                                      binds: FixupRuns.encodeBinds(imageFixups, plan: plan, targets: &targets, targetIndex: &targetIndex))
                 }
-                let closure = LaunchClosure(
+                var closure = LaunchClosure(
                     binding: launch.binding, contentOnlyIdentity: launch.contentOnlyIdentity, images: images, rootCount: launch.rootCount,
                     bindTargets: targets, initializerOrder: initializerOrder, entryOffset: nil, missingWeakDylibs: missingWeakDylibs)
+                // The launch's images it names may lie in the shared cache the launch binds into.
+                closure.sharedCache = launch.sharedCache
                 return ClosureDlopen(requested: path, resolvedPath: resolvedPath, opened: node, body: closure.encodedBody())
             })
     }

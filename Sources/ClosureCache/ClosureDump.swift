@@ -85,7 +85,10 @@ package struct ClosureDump: Sendable {
         out += "dlopen closures:" + (closure.dlopens.isEmpty ? " none\n" : "\n")
         for record in closure.dlopens {
             let added = (try? record.closure(within: closure, path: "")).map { nested in
-                nested.images[closure.images.count...].map { "\($0.path) (\($0.rebaseCount) rebases, \($0.bindCount) binds)" }.joined(separator: ", ")
+                nested.images[closure.images.count...].map { image in
+                    image.cacheSlot == nil ? "\(image.path) (\(image.rebaseCount) rebases, \(image.bindCount) binds)"
+                        : "\(image.path) (in the shared cache, \(image.rebaseCount + image.bindCount) patches)"
+                }.joined(separator: ", ")
             } ?? "does not decode against this closure"
             out += "  \(record.requested) -> \(record.resolvedPath): \(added)\n"
         }

@@ -3,11 +3,14 @@ import MachOReader
 import LaunchPlan
 import LaunchMemory
 import RuntimeServices
+import SharedCache
 
 /// `dlopen` the dyld2 way: the image and its new dependencies found by path search, parsed,
 /// mapped into a reservation of their own, their fixups resolved by name against every
 /// loaded image (interposing applies), protected, initialized bottom up; `dlsym` walks the
 /// export tries of the images its handle searches, as dyld4's does (see ``DynamicLoader``).
+/// A dylib the launch's shared cache holds is taken from it: not mapped (it lies in the
+/// cache's range), not fixed up (the cache's build did), only the cache's patches written.
 package final class SlowDynamicLoader: DynamicLoader {
     /// The launch's graph and plans, extended by every `dlopen` that added images.
     private var graph: DependencyGraph
@@ -24,6 +27,8 @@ package final class SlowDynamicLoader: DynamicLoader {
     private let arch: String
     private let run: Bool
     private let signingPolicy: SigningPolicy
+    /// The shared cache the launch took dylibs from, when it did.
+    private let cache: SharedCacheDylibs?
     package var nextSlide: UInt64?
     package private(set) var events: [DynamicLoadEvent] = []
 
@@ -31,8 +36,9 @@ package final class SlowDynamicLoader: DynamicLoader {
         if events.count < DynamicLoadEvent.limit { events.append(event) }
     }
 
-    package init(graph: DependencyGraph, plans: [ImagePlan], memory: LaunchMemory, options: LaunchOptions) {
+    package init(graph: DependencyGraph, plans: [ImagePlan], memory: LaunchMemory, options: LaunchOptions, cache: SharedCacheDylibs?) {
         launch = memory
+        self.cache = memory.sharedRange == nil ? nil : cache
         arch = options.arch
         run = options.run
         signingPolicy = options.signingPolicy
@@ -76,7 +82,7 @@ package final class SlowDynamicLoader: DynamicLoader {
         if signingPolicy != .default { signatures.append((graph.nodes[0].path, try CodeSigning.verify(graph.nodes[0].image, path: graph.nodes[0].path))) }
         for index in added {
             let image = graph.nodes[index]
-            signatures.append((image.path, try CodeSigning.verify(image.image, path: image.path)))
+            if image.cacheOffset == nil { signatures.append((image.path, try CodeSigning.verify(image.image, path: image.path))) }
             if ThreadLocals.hasDescriptors(image.image) {
                 throw .unusable(path: image.path, reason: "has thread-local variables: dlopen sets them up only for images loaded at launch")
             }
@@ -86,13 +92,26 @@ package final class SlowDynamicLoader: DynamicLoader {
             plans.append(try ImagePlan(image: image.image, path: image.path, sliceOffset: image.file.sliceOffset))
         }
         if signingPolicy != .default { try signingPolicy.check(signatures) }
-        let memory = try LaunchMemory(plans: Array(plans[added]), firstSlide: nextSlide, readAhead: true)
+        // The cache's images lie in its range, which the launch's memory holds.
+        let cached = added.map { index in graph.nodes[index].cacheOffset.flatMap { offset in launch.sharedRange.map { $0.base &+ offset } } }
+        let memory = try LaunchMemory(plans: Array(plans[added]), firstSlide: nextSlide, readAhead: true,
+                                      shared: cached.contains { $0 != nil } ? LaunchMemory.SharedImages(range: nil, bases: cached) : nil)
         do throws(LoadError) {
             let bases = graph.nodes.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
             var resolver = try FixupResolver(graph: graph, plans: plans)
-            for index in added {
+            for index in added where graph.nodes[index].cacheOffset == nil {
                 var sink = MemoryFixupSink(writer: memory.writer(image: index - added.lowerBound), imageBases: bases, recorded: nil)
                 try resolver.resolve(image: index, into: &sink)
+            }
+            // The cache's patches of the images taken from it, as the launch writes them for its own.
+            if let cache, cached.contains(where: { $0 != nil }) {
+                let patches = try SharedCachePatches.compute(graph: graph, plans: plans, resolver: &resolver, cache: cache)
+                let added = added.map { cached[$0 - added.lowerBound] == nil ? [] : patches[$0] }
+                try memory.openForPatches(added.map { $0.map(\.vmOffset) })
+                for (position, words) in added.enumerated() where !words.isEmpty {
+                    var sink = MemoryFixupSink(writer: memory.writer(image: position), imageBases: bases, recorded: nil)
+                    for word in words { try sink.take(word) }
+                }
             }
             try memory.applyProtections()
         } catch {

@@ -132,7 +132,7 @@ package enum SlowPath {
             // again outside the timed launch when the launch did not record them.
             let tail = LaunchTail(
                 threadLocals: threadLocals, hostServices: hostServices,
-                dynamicLoader: SlowDynamicLoader(graph: graph, plans: plans, memory: memory, options: options), protections: .segments,
+                dynamicLoader: SlowDynamicLoader(graph: graph, plans: plans, memory: memory, options: options, cache: cache), protections: .segments,
                 digest: { (memory) throws(LoadError) in
                     var locations = try slideDependentLocations(graph: graph, plans: plans, recorded: options.recordFixups ? recorded : nil, later: laterWrites)
                     if let cache, shared != nil { try addCachePointers(&locations, graph: graph, plans: plans, cache: cache) }

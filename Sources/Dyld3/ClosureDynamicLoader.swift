@@ -66,7 +66,7 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// dlopen closures built at run time against the launch's images alone (the first
     /// `dlopen`s): what the launch closure can keep for the next launch (``DlopenClosureKeeping``),
     /// encoded only then.
-    private(set) var builtForLaunch: [BuiltDlopen] = []
+    private(set) var builtForLaunch: [(requested: String, closure: DlopenResolution)] = []
     /// What the dlopen closure builder kept from its last build (``BuiltDlopen/builderState``).
     private var builderState: (any Sendable)?
 
@@ -155,11 +155,14 @@ final class ClosureDynamicLoader: DynamicLoader {
             builderState = built.builderState
             built.builderState = nil
             if built.firstAdded == launch.images.count, !builtForLaunch.contains(where: { $0.requested == built.requested }) {
-                builtForLaunch.append(built)
+                builtForLaunch.append((built.requested, .built(built)))
             }
             return handle
         case let .closure(record):
-            return try apply(record, requested: path, mode: mode, via: "runtime closure")
+            let launchOnly = images.count == launch.images.count
+            let handle = try apply(record, requested: path, mode: mode, via: "runtime closure")
+            if launchOnly, !builtForLaunch.contains(where: { $0.requested == record.requested }) { builtForLaunch.append((record.requested, .closure(record))) }
+            return handle
         case let .loaded(loadedPath):  // under another name
             guard let index = images.firstIndex(where: { $0.path == loadedPath }) else {
                 throw .unusable(path: path, reason: "names \(loadedPath), which the launch did not load")
@@ -220,7 +223,7 @@ final class ClosureDynamicLoader: DynamicLoader {
                                                                  checks: configuration.identityChecks)
                 }
             }
-            for (position, index) in added.enumerated() where fixups.checksPlans {
+            for (position, index) in added.enumerated() where fixups.checksPlans && closure.images[index].cacheSlot == nil {
                 if let disagreement = closure.images[index].planDisagreement(arch: closure.arch, file: files[position]) {
                     throw ClosureError.plan(path: closurePath, image: closure.images[index].path, disagreement)
                 }
@@ -228,12 +231,30 @@ final class ClosureDynamicLoader: DynamicLoader {
         } catch {
             throw .failed(path: requested, cause: error)
         }
-        let memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide)
+        // An image the launch's shared cache holds lies in its range: not mapped, only patched.
+        let cached = try closure.images[added].map { (image) throws(LoadError) -> UInt64? in
+            guard let slot = image.cacheSlot else { return nil }
+            guard let range = launchMemory.sharedRange else {
+                throw .unusable(path: requested, reason: "its dlopen closure takes \(image.path) from a shared cache the launch did not map")
+            }
+            return range.base &+ slot.offset
+        }
+        let memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide,
+                                      shared: cached.contains { $0 != nil } ? LaunchMemory.SharedImages(range: nil, bases: cached) : nil)
         try memory.releasedOnFailure { () throws(LoadError) in
             // The launch's page checks cover what dlopen adds: `--verify-pages`, and page-in's
             // check of each page it fills (a dlopen maps eagerly, so its pages are checked now).
             if request.verifyPages || request.fixups == .pageIn {
-                _ = try EagerPageVerification.verify(memory, signatures: closure.images[added].map(\.identity.signature))
+                _ = try EagerPageVerification.verify(memory, signatures: Array(closure.mappedSignatures[added]))
+            }
+            if cached.contains(where: { $0 != nil }) {
+                let pages: [[UInt64]]
+                do throws(ClosureError) {
+                    pages = try closure.cachePatchPages(closurePath: closurePath)
+                } catch {
+                    throw LoadError.failed(path: requested, cause: error)
+                }
+                try memory.openForPatches(Array(pages[added]))
             }
             let bases = closure.images.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
             switch fixups {

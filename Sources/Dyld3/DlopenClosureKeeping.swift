@@ -22,7 +22,7 @@ package enum DlopenClosureKeeping {
         guard !unkept.isEmpty else { return 0 }
         var added: [ClosureDlopen] = []
         for built in unkept {
-            guard let record = try? built.encode() else { return 0 }
+            guard let record = try? built.closure.encoded() else { return 0 }
             added.append(record)
         }
         closure.dlopens += added

@@ -9,6 +9,7 @@ import ClosureFormat
 import LaunchPlan
 import LoaderSystem
 import Pager
+import SharedCacheBuild
 
 /// The options every command that loads an app shares: where absolute install names are
 /// found, which slice, which host a bundle or dylib goes into, and which closure cache.
@@ -105,7 +106,20 @@ struct TrustOptions: ParsableArguments {
     /// The dyld3 launch configuration these options ask for: their checks, and `dlopen`
     /// closures built at run time where the launch closure has none.
     func checks() throws -> LaunchConfiguration {
-        LaunchConfiguration(alwaysHashContent: hashImages, trustKey: try trustKey(), dlopenClosures: DlopenClosureBuilder.resolve)
+        LaunchConfiguration(alwaysHashContent: hashImages, trustKey: try trustKey(), dlopenClosures: Self.dlopenClosure)
+    }
+
+    /// A dlopen closure built at run time (``DlopenClosureBuilder/resolve``); for a launch bound
+    /// into the shared cache, encoded and bound into it as `install --dlopen` binds one (a
+    /// cache that cannot be bound into leaves its images to their files).
+    static let dlopenClosure: LaunchConfiguration.DlopenBuilder = { path, request, launch, loaded, mapped, earlier, state throws(LoadError) in
+        let resolution = try DlopenClosureBuilder.resolve(path, request: request, launch: launch, loaded: loaded, mapped: mapped, earlier: earlier, state: state)
+        guard let cache = launch.sharedCache, case let .built(built) = resolution else { return resolution }
+        let record = try built.encode()
+        var unbound = launch
+        unbound.images = Array(built.images[..<built.firstAdded])
+        guard let bound = try? SharedCacheBinding.bind(dlopen: record, launch: unbound, cachePath: cache.path, closurePath: cache.path) else { return resolution }
+        return .closure(bound)
     }
 }
 

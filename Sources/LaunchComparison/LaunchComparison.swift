@@ -93,7 +93,7 @@ package struct LaunchComparison: Sendable {
         let slide = slow.report.slide
         let (slowOpened, slides) = try open(dlopen, in: slow.memory, slides: nil)
         var slowSnapshot = snapshot(slow.memory)
-        let slowRelative = slow.memory.imageRelative
+        let slowRelative = relative(slow.memory)
         let slowKeys = slow.memory.threadLocalKeyOfImage
         let slowFixups = slow.fixups ?? []
         // dyld2 from the shared cache: its images there, and the cache's pointers in them.
@@ -125,12 +125,12 @@ package struct LaunchComparison: Sendable {
         // Images in the shared cache lie elsewhere than dyld2 maps them: every pointer dyld2
         // wrote is compared as its image and offset, on both sides.
         if fast.memory.sharedRange != nil || !slowCachePointers.isEmpty {
-            var locations = LaunchDigest.slideDependentLocations(slowFixups)
+            var locations = LaunchDigest.slideDependentLocations(slowFixups + slowDlopenFixups)
             for (index, cached) in slowCachePointers.enumerated() where !cached.isEmpty && index < locations.count {
                 locations[index] = Array(Set(cached + locations[index])).sorted()
             }
             rewrite(&slowSnapshot, at: locations, slowRelative)
-            rewrite(&fastSnapshot, at: locations, fast.memory.imageRelative)
+            rewrite(&fastSnapshot, at: locations, relative(fast.memory))
         }
         let fastKeys = fast.memory.threadLocalKeyOfImage
         let pagesRegistered = Int((fast.memory.pager?.registeredBytes ?? 0) / LaunchMemory.pageSize)
@@ -206,9 +206,12 @@ package struct LaunchComparison: Sendable {
         if slowOpened.map(\.loaded) != fastOpened.map(\.loaded) {
             differences.append(.launch("dlopen", "dyld2 loaded \(slowOpened.map(\.loaded)), dyld3 \(fastOpened.map(\.loaded))"))
         } else {
-            // The images each dlopen added, numbered after the launch's on both sides.
+            // The images each dlopen added, numbered after the launch's on both sides; one it
+            // took from the shared cache is the cache's, compared as memory (its patches too).
             for (nested, added) in fastDlopenClosures {
-                for index in added { try compareFixups(slowDlopenFixups[index - launchImages], image: index, closure: nested) }
+                for index in added where nested.images[index].cacheSlot == nil {
+                    try compareFixups(slowDlopenFixups[index - launchImages], image: index, closure: nested)
+                }
             }
         }
         if slowReport.initializers != report.initializers {
@@ -326,6 +329,12 @@ package struct LaunchComparison: Sendable {
             first += opened.images.count
         }
         return segments
+    }
+
+    /// ``LaunchMemory/imageRelative`` over the launch's images, then those its `dlopen`s added,
+    /// numbered as ``snapshot(_:)`` numbers them.
+    static func relative(_ memory: LaunchMemory) -> (UInt64) -> UInt64 {
+        LaunchMemory.imageRelative(memory.images + (memory.dynamicLoader?.loader.loadedMemories ?? []).flatMap(\.images), regionBase: memory.regionBase)
     }
 
     /// Rewrites the words at `locations` (per image, offsets from its base) of `segments` with

@@ -88,9 +88,12 @@ package final class LaunchMemory {
             }
         }
         let sharedBases = shared?.bases ?? []
-        let (offsets, size) = LaunchMemory.layout(plans, inSharedCache: sharedBases.map { $0 != nil })
+        let inSharedCache = plans.indices.map { $0 < sharedBases.count && sharedBases[$0] != nil }
+        let (offsets, laidOut) = LaunchMemory.layout(plans, inSharedCache: inSharedCache)
+        // The region starts with the first image not in the cache (a page when all are).
+        let size = max(laidOut, page), first = plans.indices.first { !inSharedCache[$0] }.map { plans[$0] }
         do throws(LoadError) {
-            regionBase = try LaunchMemory.reserveRegion(size: size, first: plans.first, firstSlide: firstSlide)
+            regionBase = try LaunchMemory.reserveRegion(size: size, first: first, firstSlide: first == nil ? nil : firstSlide)
         } catch {
             shared?.range?.release()
             throw error

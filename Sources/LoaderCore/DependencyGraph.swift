@@ -160,14 +160,24 @@ package struct DependencyGraph: Sendable {
 
     /// `dlopen(path)` after the launch: the node `path` names and the nodes it added, in dyld's
     /// order (none when already loaded under that install name or path, as dyld matches both).
-    /// `path` resolves as a dependency of the main executable would. On an error the graph may
-    /// hold part of the load: work on a copy and keep it only when the `dlopen` succeeded.
+    /// `path` resolves as a dependency of the main executable would; a dylib the launch's
+    /// shared cache holds under that install name, and every dependency it holds, is taken
+    /// from it as the launch takes one. On an error the graph may hold part of the load: work
+    /// on a copy and keep it only when the `dlopen` succeeded.
     package mutating func open(_ path: String, arch: String) throws(LoadError) -> (node: Int, added: Range<Int>) {
         let first = nodes.count
         guard path.hasPrefix("/") || path.hasPrefix("@") else {
             throw .unusable(path: path, reason: "is a relative path: dlopen takes an absolute path or one starting with @executable_path, @loader_path or @rpath")
         }
         if let existing = loaded.byInstallName[path] { return (existing, first..<first) }
+        if let cache, let headerOffset = cache.headerOffsets[path] {
+            let node = try takeFromCache(cache, installName: path, headerOffset: headerOffset, loader: nil, neededBy: "dlopen")
+            guard node == first else { return (node, first..<first) }
+            var reached = [Bool](repeating: true, count: first) + [false]
+            try loadDependents(of: first, arch: arch, reached: &reached, cache: cache)
+            loadedAtLaunch += repeatElement(false, count: nodes.count - loadedAtLaunch.count)
+            return (first, first..<nodes.count)
+        }
         var walk = CandidateWalk(installName: path, from: 0, resolver: resolver)
         while let (candidate, _) = walk.next(in: self) {
             if let existing = loaded.byPath[candidate] { return (existing, first..<first) }
@@ -180,8 +190,7 @@ package struct DependencyGraph: Sendable {
             if let existing = loaded.byPath[file.path] { return (existing, first..<first) }
             append(file, loader: nil)
             var reached = [Bool](repeating: true, count: first) + [false]
-            // What the launch did not take from the cache, a dlopen maps from its file.
-            try loadDependents(of: first, arch: arch, reached: &reached, cache: nil)
+            try loadDependents(of: first, arch: arch, reached: &reached, cache: cache)
             loadedAtLaunch += repeatElement(false, count: nodes.count - loadedAtLaunch.count)
             return (first, first..<nodes.count)
         }
@@ -286,17 +295,8 @@ package struct DependencyGraph: Sendable {
             // Then the shared cache: its image, at the path its file would have (the same
             // file reached another way is the loaded one).
             if let cache, let headerOffset = cache.headerOffsets[name] {
-                let path = resolver.underRoot(name)
-                if let existing = loaded.byPath[path] {
-                    edges.append(Edge(installName: name, kind: dependency.kind, target: existing))
-                    continue
-                }
-                let file = try timedCacheLoad(cache, headerOffset: headerOffset, path: path)
-                guard file.image.header.fileType == .dylib, file.image.id?.installName == name else {
-                    throw .unusable(path: cache.path, reason: "its image at 0x\(String(headerOffset, radix: 16)) is not the dylib \(name) (needed by \(node.path))")
-                }
-                edges.append(Edge(installName: name, kind: dependency.kind, target: nodes.count))
-                append(file, loader: index, cacheOffset: UInt64(headerOffset))
+                let target = try takeFromCache(cache, installName: name, headerOffset: headerOffset, loader: index, neededBy: node.path)
+                edges.append(Edge(installName: name, kind: dependency.kind, target: target))
                 continue
             }
             var found: Int?
@@ -339,6 +339,21 @@ package struct DependencyGraph: Sendable {
         }
         nodes[index].dependencies = edges
         nodes[index].absentCandidates = absent
+    }
+
+    /// The node of the dylib `installName` the shared cache holds with its mach header at
+    /// `headerOffset`: the one loaded at the path its file would have, else a new node parsed
+    /// where it lies in the cache (`loader` loads it; `neededBy` names who, for a refusal).
+    private mutating func takeFromCache(_ cache: CachedDylibs, installName: String, headerOffset: Int, loader: Int?,
+                                        neededBy: String) throws(LoadError) -> Int {
+        let path = resolver.underRoot(installName)
+        if let existing = loaded.byPath[path] { return existing }
+        let file = try timedCacheLoad(cache, headerOffset: headerOffset, path: path)
+        guard file.image.header.fileType == .dylib, file.image.id?.installName == installName else {
+            throw .unusable(path: cache.path, reason: "its image at 0x\(String(headerOffset, radix: 16)) is not the dylib \(installName) (needed by \(neededBy))")
+        }
+        append(file, loader: loader, cacheOffset: UInt64(headerOffset))
+        return nodes.count - 1
     }
 
     /// ``resolveDependencies(of:arch:cache:)`` as `recorded` says: each edge's target as

@@ -42,9 +42,12 @@ extension LaunchMemory {
 extension LaunchMemory {
     /// A pointer as its image and offset: image `i`'s base plus `d` becomes `i << 40 | d`;
     /// a value in no image is taken relative to the region's base.
-    package var imageRelative: (UInt64) -> UInt64 {
+    package var imageRelative: (UInt64) -> UInt64 { Self.imageRelative(images, regionBase: regionBase) }
+
+    /// ``imageRelative`` over `images` (numbered in order), a value in none of them taken
+    /// relative to `regionBase`.
+    package static func imageRelative(_ images: [Image], regionBase: UInt64) -> (UInt64) -> UInt64 {
         let ranges = images.enumerated().map { (base: $1.base, size: $1.plan.vmSize, index: UInt64($0)) }.sorted { $0.base < $1.base }
-        let regionBase = regionBase
         return { value in
             let after = ranges.partitionPoint { $0.base <= value }
             guard after > 0, value - ranges[after - 1].base < ranges[after - 1].size else { return value &- regionBase }

@@ -24,94 +24,141 @@ package enum SharedCacheBinding {
         package var description: String { "\(cache): not used: \(what)" }
     }
 
-    /// `closure` bound into the cache at `cachePath`, and how many of its images the cache holds.
+    /// `closure` bound into the cache at `cachePath`, and how many of its images the cache holds;
+    /// its dlopen closures are bound into it too (``bind(dlopen:launch:cachePath:closurePath:)``).
     package static func bind(_ closure: LaunchClosure, cachePath: String, closurePath: String) throws -> (closure: LaunchClosure, cached: Int, patches: Int) {
-        let bytes = try ImageFile.mapRegularFile(cachePath)
-        let cache = try DyldCacheFile(parsing: bytes)
-        func refuse(_ what: String) -> Refusal { Refusal(cache: cachePath, what: what) }
-        guard cache.header.arch == closure.arch else { throw refuse("it is for \(cache.header.arch), the closure for \(closure.arch)") }
-        // The patch table is what dyld2 patches from the same cache: one that does not hold
-        // refuses the cache here too. The closure's patches are the words themselves, compared
-        // below (exact, and they also cover binds into the app's images, which no table lists).
-        let table: DyldCachePatchTable?
-        do throws(MachOError) {
-            table = try cache.patchTable()
-        } catch {
-            throw refuse("its patch table: \(error)")
-        }
-        guard table != nil else { throw refuse("it has no patch table: rebuild it with `dyld3 shared-cache build`") }
-        let start = cache.header.sharedRegionStart
-        var byName: [String: Int] = [:]
-        for (index, image) in cache.images.enumerated() where byName[image.path] == nil { byName[image.path] = index }
-        // Which images the cache holds: the same install name and the same UUID.
-        var slots = [CacheSlot?](repeating: nil, count: closure.images.count)
-        for (index, image) in closure.images.enumerated() where index >= closure.rootCount {
-            guard let cached = byName[image.installName] else { continue }
-            guard let uuid = image.identity.uuid, cache.images[cached].uuid == uuid else {
-                throw refuse("\(image.installName) in the cache is not \(image.path) (another UUID): rebuild it with `dyld3 shared-cache build`")
-            }
-            slots[index] = CacheSlot(index: cached, offset: cache.images[cached].address &- start)
-        }
-        let cachedCount = slots.count { $0 != nil }
-        guard cachedCount > 0 else { throw refuse("it holds none of the app's dylibs") }
-        // Every fixup of a cached image is in the cache, word for word, or becomes a patch.
+        let cache = try OpenedCache(cachePath, arch: closure.arch)
         var bound = closure
-        var fixups: [[ResolvedFixup]] = []
-        var patchCount = 0
-        let bases = slots.map { $0.map { start &+ $0.offset } ?? 0 }
-        // Each mapping's slide info says how its words hold a pointer (delta bits, value_add).
-        let slides = try cache.mappings.indices.map { try cache.slideInfo($0) }
-        for (index, slot) in slots.enumerated() {
-            guard let slot else {
-                fixups.append(try closure.fixups(ofImage: index, closurePath: closurePath))
-                continue
+        let (cached, patches) = try cache.bind(&bound, images: closure.rootCount..<closure.images.count, closurePath: closurePath)
+        guard cached > 0 else { throw cache.refuse("it holds none of the app's dylibs") }
+        bound.dlopens = try closure.dlopens.map { record in try cache.bind(dlopen: record, launch: closure, closurePath: closurePath) }
+        return (bound, cached, patches)
+    }
+
+    /// The dlopen closure `record` (of a launch of `launch`) with the images it adds that the
+    /// cache at `cachePath` holds bound into it: a `dlopen` then takes them from the cache's
+    /// range, writing only their patches (a closure whose images the cache does not hold is
+    /// returned as it is).
+    package static func bind(dlopen record: ClosureDlopen, launch: LaunchClosure, cachePath: String, closurePath: String) throws -> ClosureDlopen {
+        try OpenedCache(cachePath, arch: launch.arch).bind(dlopen: record, launch: launch, closurePath: closurePath)
+    }
+
+    /// The cache's bytes and tables, read once for a closure and its dlopen closures.
+    struct OpenedCache {
+        let path: String
+        let bytes: ByteView
+        let file: DyldCacheFile
+        let byName: [String: Int]
+        let slides: [DyldCache.SlideInfo?]
+
+        func refuse(_ what: String) -> Refusal { Refusal(cache: path, what: what) }
+
+        init(_ path: String, arch: String) throws {
+            self.path = path
+            bytes = try ImageFile.mapRegularFile(path)
+            file = try DyldCacheFile(parsing: bytes)
+            guard file.header.arch == arch else { throw Refusal(cache: path, what: "it is for \(file.header.arch), the closure for \(arch)") }
+            // The patch table is what dyld2 patches from the same cache: one that does not hold
+            // refuses the cache here too. The closure's patches are the words themselves, compared
+            // below (exact, and they also cover binds into the app's images, which no table lists).
+            let table: DyldCachePatchTable?
+            do throws(MachOError) {
+                table = try file.patchTable()
+            } catch {
+                throw Refusal(cache: path, what: "its patch table: \(error)")
             }
-            let image = closure.images[index]
-            var patches: [ResolvedFixup] = []
-            for fixup in try closure.fixups(ofImage: index, closurePath: closurePath) {
-                let pointer: Bool
-                switch fixup.kind {
-                case let .bind(.image(target, _), _):
-                    // Bound into an app image (interposed, or a weak definition coalesced to
-                    // the app's): only this launch can write it.
-                    guard slots[target] != nil else {
-                        patches.append(fixup)
-                        continue
+            guard table != nil else { throw Refusal(cache: path, what: "it has no patch table: rebuild it with `dyld3 shared-cache build`") }
+            var byName: [String: Int] = [:]
+            for (index, image) in file.images.enumerated() where byName[image.path] == nil { byName[image.path] = index }
+            self.byName = byName
+            // Each mapping's slide info says how its words hold a pointer (delta bits, value_add).
+            let file = file
+            slides = try file.mappings.indices.map { try file.slideInfo($0) }
+        }
+
+        /// `record` with its added images bound (``SharedCacheBinding/bind(dlopen:launch:cachePath:closurePath:)``).
+        func bind(dlopen record: ClosureDlopen, launch: LaunchClosure, closurePath: String) throws -> ClosureDlopen {
+            var nested = try record.closure(within: launch, path: closurePath)
+            let (cached, _) = try bind(&nested, images: launch.images.count..<nested.images.count, closurePath: closurePath)
+            guard cached > 0 else { return record }
+            return ClosureDlopen(requested: record.requested, resolvedPath: record.resolvedPath, opened: record.opened, body: nested.encodedBody())
+        }
+
+        /// Binds the images of `closure` in `range` that the cache holds (the same install name
+        /// and UUID): each a ``CacheSlot`` whose fixups are only the words the cache does not
+        /// hold (its patches); every image's runs encoded again over a table of the targets
+        /// the closure still binds. How many it bound, and their patches.
+        func bind(_ closure: inout LaunchClosure, images range: Range<Int>, closurePath: String) throws -> (cached: Int, patches: Int) {
+            let start = file.header.sharedRegionStart
+            // Which images the cache holds: the same install name and the same UUID (every
+            // image past the roots, for the targets of the ones bound here).
+            var slots = [CacheSlot?](repeating: nil, count: closure.images.count)
+            for (index, image) in closure.images.enumerated() where index >= closure.rootCount {
+                guard let cached = byName[image.installName] else { continue }
+                guard let uuid = image.identity.uuid, file.images[cached].uuid == uuid else {
+                    throw refuse("\(image.installName) in the cache is not \(image.path) (another UUID): rebuild it with `dyld3 shared-cache build`")
+                }
+                slots[index] = CacheSlot(index: cached, offset: file.images[cached].address &- start)
+            }
+            let cachedCount = range.count { slots[$0] != nil }
+            guard cachedCount > 0 else { return (0, 0) }
+            // Every fixup of a cached image is in the cache, word for word, or becomes a patch.
+            var fixups: [[ResolvedFixup]] = []
+            var patchCount = 0
+            let bases = slots.map { $0.map { start &+ $0.offset } ?? 0 }
+            for (index, slot) in slots.enumerated() {
+                guard range.contains(index), let slot else {
+                    fixups.append(try closure.fixups(ofImage: index, closurePath: closurePath))
+                    continue
+                }
+                let image = closure.images[index]
+                var patches: [ResolvedFixup] = []
+                for fixup in try closure.fixups(ofImage: index, closurePath: closurePath) {
+                    let pointer: Bool
+                    switch fixup.kind {
+                    case let .bind(.image(target, _), _):
+                        // Bound into an app image (interposed, or a weak definition coalesced to
+                        // the app's): only this launch can write it.
+                        guard slots[target] != nil else {
+                            patches.append(fixup)
+                            continue
+                        }
+                        pointer = true
+                    case .rebase: pointer = true
+                    case .bind(.absolute, _), .bind(.missingWeakImport, _): pointer = false
                     }
-                    pointer = true
-                case .rebase: pointer = true
-                case .bind(.absolute, _), .bind(.missingWeakImport, _): pointer = false
+                    let address = start &+ slot.offset &+ fixup.vmOffset
+                    // The mappings ascend (the reader checks it): the last one starting at or below.
+                    let after = file.mappings.partitionPoint { $0.address <= address }
+                    guard after > 0, address - file.mappings[after - 1].address < file.mappings[after - 1].size,
+                          let raw = try? bytes.u64(Int(file.mappings[after - 1].fileOffset + (address - file.mappings[after - 1].address))) else {
+                        throw refuse("\(image.installName)'s fixup at +\(hex(fixup.vmOffset)) is past the cache")
+                    }
+                    let held = pointer ? slides[after - 1]?.value(ofRaw: raw) ?? raw : raw
+                    if held != fixup.value(imageBase: bases[index], imageBases: bases) { patches.append(fixup) }
                 }
-                let address = start &+ slot.offset &+ fixup.vmOffset
-                // The mappings ascend (the reader checks it): the last one starting at or below.
-                let after = cache.mappings.partitionPoint { $0.address <= address }
-                guard after > 0, address - cache.mappings[after - 1].address < cache.mappings[after - 1].size,
-                      let raw = try? bytes.u64(Int(cache.mappings[after - 1].fileOffset + (address - cache.mappings[after - 1].address))) else {
-                    throw refuse("\(image.installName)'s fixup at +\(hex(fixup.vmOffset)) is past the cache")
-                }
-                let held = pointer ? slides[after - 1]?.value(ofRaw: raw) ?? raw : raw
-                if held != fixup.value(imageBase: bases[index], imageBases: bases) { patches.append(fixup) }
+                closure.images[index].cacheSlot = slot
+                fixups.append(patches)
+                patchCount += patches.count
             }
-            bound.images[index].cacheSlot = slot
-            fixups.append(patches)
-            patchCount += patches.count
+            // The runs encoded again over a table of the targets the closure still binds: the
+            // cached images' binds (most of the table) are the cache's, not the launch's.
+            var targets: [BindTarget] = [], targetIndex: [BindTarget: Int] = [:]
+            var objcWrites: [[ResolvedFixup]] = []
+            for index in closure.objc.bindRuns.indices { objcWrites.append(try closure.objcWrites(ofImage: index, closurePath: closurePath)) }
+            for (index, own) in fixups.enumerated() {
+                let plan = closure.images[index].plan
+                let rebases = FixupRuns.encodeRebases(own, plan: plan)
+                let binds = FixupRuns.encodeBinds(own, plan: plan, targets: &targets, targetIndex: &targetIndex)
+                closure.images[index].setRuns(rebases: rebases, binds: binds)
+            }
+            for (index, writes) in objcWrites.enumerated() where closure.objc.bindCounts[index] > 0 {
+                let encoded = FixupRuns.encodeBinds(writes, plan: closure.images[index].plan, targets: &targets, targetIndex: &targetIndex)
+                (closure.objc.bindRuns[index], closure.objc.bindCounts[index]) = (encoded.bytes[...], encoded.count)
+            }
+            closure.bindTargets = BindTargetTable(targets)
+            closure.sharedCache = ClosureSharedCache(path: path, uuid: file.header.uuid)
+            return (cachedCount, patchCount)
         }
-        // The runs encoded again over a table of the targets the closure still binds: the
-        // cached images' binds (most of the table) are the cache's, not the launch's.
-        var targets: [BindTarget] = [], targetIndex: [BindTarget: Int] = [:]
-        for (index, own) in fixups.enumerated() {
-            let plan = closure.images[index].plan
-            let rebases = FixupRuns.encodeRebases(own, plan: plan)
-            let binds = FixupRuns.encodeBinds(own, plan: plan, targets: &targets, targetIndex: &targetIndex)
-            bound.images[index].setRuns(rebases: rebases, binds: binds)
-        }
-        for index in closure.objc.bindRuns.indices where closure.objc.bindCounts[index] > 0 {
-            let writes = FixupRuns.encodeBinds(try closure.objcWrites(ofImage: index, closurePath: closurePath), plan: closure.images[index].plan,
-                                               targets: &targets, targetIndex: &targetIndex)
-            (bound.objc.bindRuns[index], bound.objc.bindCounts[index]) = (writes.bytes[...], writes.count)
-        }
-        bound.bindTargets = BindTargetTable(targets)
-        bound.sharedCache = ClosureSharedCache(path: cachePath, uuid: cache.header.uuid)
-        return (bound, cachedCount, patchCount)
     }
 }

@@ -10,11 +10,12 @@ import Testing
 @Suite(.serialized, .bounded) struct SharedCacheLaunchTests {
     static let frameworks = 40, system = 32
 
-    /// A fresh app of `frameworks` frameworks, the first `system` in its root, and the root's cache.
-    static func generated() async throws -> (directory: String, app: String, root: String, cache: String, expected: Int, closures: String, common: [String]) {
+    /// A fresh app of `frameworks` frameworks, the first `system` in its root, and the root's
+    /// cache; with `plugin`, main loads them with a `dlopen` of a bundle (`gen-app --plugin`).
+    static func generated(plugin: Bool = false) async throws -> (directory: String, app: String, root: String, cache: String, expected: Int, closures: String, common: [String]) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dyld3-cache-launch-\(UUID().uuidString)").path
         let generator = try await ProcessRunner.run(Paths.repoRoot.appendingPathComponent("tools/gen-app").path,
-                                                    ["--dylibs", "\(frameworks)", "--system", "\(system)", "--seed", "5", "--out", directory])
+                                                    ["--dylibs", "\(frameworks)", "--system", "\(system)", "--seed", "5", "--out", directory] + (plugin ? ["--plugin"] : []))
         try #require(generator.status == 0, "\(generator.error)")
         let app = directory + "/gen\(frameworks).app", root = directory + "/root"
         let manifest = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: app + "/manifest.json"))) as? [String: Any])
@@ -153,6 +154,44 @@ import Testing
         #expect(auto.status == 0 && auto.stdout.hasPrefix("path: dyld2") && auto.stdout.contains("main returned \(expected)"), "\(auto.stdout) \(auto.stderr)")
         let stale = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 120)
         #expect(stale.status == 4 && stale.stdout.contains(".dyld3prelinked") && stale.stdout.contains("was rebuilt"), "\(stale.stdout)")
+    }
+
+    /// A `dlopen` of a bundle whose frameworks are mostly the system's takes those from the
+    /// cache both ways: dyld2's, and dyld3's through a dlopen closure bound into the cache
+    /// (built at run time and kept, or by `install --dlopen`); identical memory against dyld2
+    /// from the cache and from the files, main's result the generator's.
+    @Test func aDlopenTakesTheCachedDylibsFromTheCacheBothWays() async throws {
+        let (directory, app, _, _, expected, _, common) = try await Self.generated(plugin: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let plugin = "@executable_path/PlugIns/Plugin.bundle/Plugin"
+        let closure = try await Self.installedClosure(app, common)
+        let closurePath = try #require(closure["closure"] as? String)
+        #expect(closure["images"] as? Int == 2 && closure["images_in_shared_cache"] as? Int == 1)
+
+        // Built at run time, bound into the cache and kept; the next launch opens through it.
+        var vias: [String] = []
+        for _ in 0..<2 {
+            let launched = try jsonObject(try await Dyld3Binary.run(["launch", app, "--mode", "dyld3", "--json"] + common, limitSeconds: 120).stdout)
+            let opened = try #require(((launched["stats"] as? [String: Any])?["dlopens"] as? [[String: Any]])?.first, "\(launched)")
+            #expect(launched["result"] as? Int == expected && opened["requested"] as? String == plugin && (opened["loaded"] as? [String])?.count == Self.frameworks + 1)
+            vias.append(opened["via"] as? String ?? "")
+        }
+        #expect(vias == ["runtime closure", "closure"])
+        let dump = try await Dyld3Binary.run(["closure", "dump", closurePath], limitSeconds: 60)
+        #expect(dump.stdout.components(separatedBy: "(in the shared cache, ").count - 1 == Self.system, "\(dump.stdout.suffix(2000))")
+        for shared in ["auto", "none"] {
+            let compared = try await Dyld3Binary.run(["compare", app, "--dlopen", plugin, "--shared-cache", shared] + common, limitSeconds: 120)
+            #expect(compared.status == 0 && compared.stdout.contains(": identical: ") && compared.stdout.contains("main returned \(expected) both ways")
+                        && compared.stdout.contains("\(Self.frameworks + 1) images by closure"), "\(shared): \(compared.stdout) \(compared.stderr)")
+        }
+        // Built by install, the same way.
+        let installed = try await Dyld3Binary.run(["install", app, "--dlopen", plugin] + common, limitSeconds: 120)
+        #expect(installed.status == 0 && installed.stdout.contains("1 dlopen closures"), "\(installed.stdout) \(installed.stderr)")
+        let again = try await Dyld3Binary.run(["closure", "dump", closurePath], limitSeconds: 60)
+        #expect(again.stdout.components(separatedBy: "(in the shared cache, ").count - 1 == Self.system)
+        let compared = try await Dyld3Binary.run(["compare", app, "--dlopen", plugin, "--shared-cache", "auto"] + common, limitSeconds: 120)
+        #expect(compared.status == 0 && compared.stdout.contains(": identical: ") && compared.stdout.contains("main returned \(expected) both ways"),
+                "\(compared.stdout) \(compared.stderr)")
     }
 
     @Test func dyld2TakesTheCachedDylibsFromTheCacheAndFallsBackToTheFiles() async throws {
