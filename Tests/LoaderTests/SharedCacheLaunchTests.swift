@@ -26,6 +26,19 @@ import Testing
                 directory + "/closures", ["--root", root, "--cache", directory + "/closures"])
     }
 
+    /// The root's cache rebuilt after a system framework changed (another UUID): a launch in
+    /// `mode` refuses what binds into the old build, naming the cache; `auto` launches with dyld2.
+    static func rebuiltCacheRefuses(_ app: String, mode: String, root: String, cachePath: String, expected: Int, common: [String]) async throws {
+        let framework = root + "/System/Library/Frameworks/Fw0001.framework/Fw0001"
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 5)], ofItemAtPath: framework)
+        let rebuilt = try await Dyld3Binary.run(["shared-cache", "build", "--root", root], limitSeconds: 120)
+        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+        let strict = try await Dyld3Binary.run(["launch", app, "--mode", mode] + common, limitSeconds: 120)
+        #expect(strict.status != 0 && strict.stderr.contains(cachePath) && strict.stderr.contains("was rebuilt"), "\(mode): \(strict.stderr)")
+        let auto = try await Dyld3Binary.run(["launch", app] + common, limitSeconds: 120)
+        #expect(auto.status == 0 && auto.stdout.hasPrefix("path: dyld2") && auto.stdout.contains("main returned \(expected)"), "\(auto.stdout) \(auto.stderr)")
+    }
+
     /// `install APP --json`'s closure object.
     static func installedClosure(_ app: String, _ common: [String]) async throws -> [String: Any] {
         let installed = try await Dyld3Binary.run(["install", app, "--json"] + common, limitSeconds: 120)
@@ -97,14 +110,7 @@ import Testing
         try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: cachePath)
 
         // Rebuilt after a system framework changed: another UUID, the closure stale.
-        let framework = root + "/System/Library/Frameworks/Fw0001.framework/Fw0001"
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 5)], ofItemAtPath: framework)
-        let rebuilt = try await Dyld3Binary.run(["shared-cache", "build", "--root", root], limitSeconds: 120)
-        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
-        let strict = try await Dyld3Binary.run(["launch", app, "--mode", "dyld3"] + common, limitSeconds: 120)
-        #expect(strict.status != 0 && strict.stderr.contains(cachePath) && strict.stderr.contains("was rebuilt"), "\(strict.stderr)")
-        let auto = try await Dyld3Binary.run(["launch", app] + common, limitSeconds: 120)
-        #expect(auto.status == 0 && auto.stdout.hasPrefix("path: dyld2") && auto.stdout.contains("main returned \(expected)"), "\(auto.stdout) \(auto.stderr)")
+        try await Self.rebuiltCacheRefuses(app, mode: "dyld3", root: root, cachePath: cachePath, expected: expected, common: common)
         let verified = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 120)
         #expect(verified.status == 4 && verified.stdout.contains("was rebuilt"), "\(verified.stdout)")
         // Installed again, it binds into the new build.
@@ -144,14 +150,7 @@ import Testing
         #expect(verified.status == 0 && verified.stdout.contains("1 prelinked sets"), "\(verified.stdout)")
 
         // Rebuilt after a system framework changed: the set is stale, `auto` falls back.
-        let framework = root + "/System/Library/Frameworks/Fw0001.framework/Fw0001"
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 5)], ofItemAtPath: framework)
-        let rebuilt = try await Dyld3Binary.run(["shared-cache", "build", "--root", root], limitSeconds: 120)
-        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
-        let strict = try await Dyld3Binary.run(["launch", app, "--mode", "prelinked"] + common, limitSeconds: 120)
-        #expect(strict.status != 0 && strict.stderr.contains(cachePath) && strict.stderr.contains("was rebuilt"), "\(strict.stderr)")
-        let auto = try await Dyld3Binary.run(["launch", app] + common, limitSeconds: 120)
-        #expect(auto.status == 0 && auto.stdout.hasPrefix("path: dyld2") && auto.stdout.contains("main returned \(expected)"), "\(auto.stdout) \(auto.stderr)")
+        try await Self.rebuiltCacheRefuses(app, mode: "prelinked", root: root, cachePath: cachePath, expected: expected, common: common)
         let stale = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 120)
         #expect(stale.status == 4 && stale.stdout.contains(".dyld3prelinked") && stale.stdout.contains("was rebuilt"), "\(stale.stdout)")
     }
