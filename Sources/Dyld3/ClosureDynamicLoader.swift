@@ -237,6 +237,10 @@ final class ClosureDynamicLoader: DynamicLoader {
             guard let range = launchMemory.sharedRange else {
                 throw .unusable(path: requested, reason: "its dlopen closure takes \(image.path) from a shared cache the launch did not map")
             }
+            guard slot.offset <= range.size, image.plan.vmSize <= range.size - slot.offset else {
+                throw .failed(path: requested, cause: .corrupt(path: closurePath, offset: 0, what:
+                    "dlopen closure for \(requested): image \(image.path) at +\(hex(slot.offset)) leaves the shared cache's \(range.size)-byte region"))
+            }
             return range.base &+ slot.offset
         }
         let memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide,

@@ -1,3 +1,5 @@
+import ClosureCache
+import ClosureFormat
 import Foundation
 import ProcessRunner
 import TestSupport
@@ -191,6 +193,19 @@ import Testing
         let compared = try await Dyld3Binary.run(["compare", app, "--dlopen", plugin, "--shared-cache", "auto"] + common, limitSeconds: 120)
         #expect(compared.status == 0 && compared.stdout.contains(": identical: ") && compared.stdout.contains("main returned \(expected) both ways"),
                 "\(compared.stdout) \(compared.stderr)")
+
+        // A dlopen closure whose cached image lies past the cache's region is refused before
+        // anything is written: the dlopen builds one at run time instead.
+        var forged = try ClosureFile.read(closurePath)
+        var nested = try forged.dlopens[0].closure(within: forged, path: closurePath)
+        let cached = try #require(nested.images.indices.last { nested.images[$0].cacheSlot != nil })
+        nested.images[cached].cacheSlot?.offset = 1 << 40
+        forged.dlopens[0] = ClosureDlopen(requested: forged.dlopens[0].requested, resolvedPath: forged.dlopens[0].resolvedPath,
+                                          opened: forged.dlopens[0].opened, body: nested.encodedBody())
+        try ClosureFile.write(forged, to: closurePath)
+        let refused = try jsonObject(try await Dyld3Binary.run(["launch", app, "--mode", "dyld3", "--json"] + common, limitSeconds: 120).stdout)
+        let rebuilt = ((refused["stats"] as? [String: Any])?["dlopens"] as? [[String: Any]])?.first
+        #expect(refused["result"] as? Int == expected && rebuilt?["via"] as? String == "runtime closure", "\(refused)")
     }
 
     @Test func dyld2TakesTheCachedDylibsFromTheCacheAndFallsBackToTheFiles() async throws {
