@@ -43,6 +43,7 @@ package final class SlowDynamicLoader: DynamicLoader {
         run = options.run
         signingPolicy = options.signingPolicy
         self.graph = graph
+        if memory.sharedRange == nil { self.graph.forgetCache() }
         self.plans = plans
     }
 

@@ -77,8 +77,8 @@ package struct DependencyGraph: Sendable {
     private var recordedAbsent = Set<String>()
     /// The loaded nodes by path and install name.
     private var loaded = LoadedIndex()
-    /// The shared cache the launch takes the dylibs it holds from.
-    package let cache: CachedDylibs?
+    /// The shared cache the launch takes the dylibs it holds from (nil once ``forgetCache()``).
+    package private(set) var cache: CachedDylibs?
     /// While a recorded graph is loaded again: its images.
     private var recorded: [RecordedImage]?
 
@@ -146,6 +146,10 @@ package struct DependencyGraph: Sendable {
         }
         for absent in images.map(\.absent) { recordedAbsent.formUnion(absent) }
     }
+
+    /// Takes nothing from the shared cache from now on (a launch that mapped none of it:
+    /// its `dlopen`s load from the files).
+    package mutating func forgetCache() { cache = nil }
 
     /// The roots' and inserted libraries' dependencies, each root's in turn (dyld4 `prepare`).
     private mutating func loadDependentsOfRoots(arch: String) throws(LoadError) {
