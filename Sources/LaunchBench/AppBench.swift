@@ -50,17 +50,12 @@ package enum AppBench {
 
     package struct Report: Codable, Sendable {
         package var schemaVersion = 1
-        package var app: String
-        package var arch: String
+        package var app: String, arch: String
         package var root: String?
-        package var runs: Int
-        package var images: Int
-        package var rebases: Int
-        package var binds: Int
+        package var runs: Int, images: Int, rebases: Int, binds: Int
         /// The target's page size (16 KiB for arm64, 4 KiB for x86_64) and the writable pages a
         /// launch dirties in it.
-        package var targetPageSize: Int
-        package var dirtyPages: Int
+        package var targetPageSize: Int, dirtyPages: Int
         /// Path → total launch time to `main`, warm (and cold with --cold).
         package var warm: [String: Distribution]
         package var cold: [String: Distribution]?
@@ -69,8 +64,7 @@ package enum AppBench {
         /// Every image, heaviest first (fixups, then mapped bytes).
         package var imagesByCost: [ImageCost]
         /// Static initializers and `+load` methods in the order they run, by name.
-        package var initializers: [String]
-        package var loadMethods: [String]
+        package var initializers: [String], loadMethods: [String]
         package var notes: [String]
 
         /// Snake case as written (``LaunchBench/encoder``), so a plain decoder reads a baseline back.

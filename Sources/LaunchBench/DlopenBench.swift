@@ -112,9 +112,7 @@ package enum DlopenBench {
             }
             defer { launch.memory.release() }
             guard let loader = launch.memory.dynamicLoader?.loader else { throw CommandFailure.failed("\(app.mainImage): the \(path) launch has no dlopen") }
-            let started = ContinuousClock.now
-            _ = try loader.open(pluginPath, mode: RTLD_NOW)
-            let time = (ContinuousClock.now - started).nanoseconds
+            let time = try timed { try loader.open(pluginPath, mode: RTLD_NOW) }.nanoseconds
             let event = loader.events.last
             let expected = path == "dyld2" ? nil : path == "dyld3_prebuilt" ? "closure" : "runtime closure"
             guard let event, event.via == expected || expected == nil else {

@@ -11,11 +11,9 @@ package struct PageInResult: Codable, Sendable {
     package var fallbackReason: String?
     /// Pages indexed in the closure (pages that receive fixups), and pages registered with
     /// the handler (every page of the segments that receive fixups).
-    package var fixupPages: Int
-    package var registeredPages: Int
+    package var fixupPages: Int, registeredPages: Int
     /// Launch to the point where `main` would run: page-in, and eager dyld3 in the same rounds.
-    package var launch: Distribution
-    package var eagerLaunch: Distribution
+    package var launch: Distribution, eagerLaunch: Distribution
     /// After the page-in launch: time to touch 10%, 50% and 100% of the fixup pages (one
     /// word each, pages in a fixed shuffled order), each from the launch's end.
     package var touch: [String: Distribution]

@@ -15,16 +15,11 @@ import SharedCacheBuild
 /// One size of the shared-cache bench: an app of `appFrameworks` own frameworks over a root of
 /// `system` system frameworks (and libSystem), every path's samples, the cache's build.
 package struct SharedCacheBenchResult: Codable, Sendable {
-    package var system: Int
-    package var appFrameworks: Int
-    package var images: Int
-    package var imagesInCache: Int
-    package var patches: Int
+    package var system: Int, appFrameworks: Int, images: Int, imagesInCache: Int, patches: Int
     package var cacheBytes: UInt64
     /// `shared-cache build` of the root, in this process.
     package var cacheBuild: Int64
-    package var warm: [String: Distribution]
-    package var cold: [String: Distribution]?
+    package var warm: [String: Distribution], cold: [String: Distribution]?
     /// Concurrent launches of the app held alive, each process's memory (kB, from smaps).
     package var memory: ConcurrentMemory?
 }
@@ -35,17 +30,12 @@ package struct SharedCacheBenchResult: Codable, Sendable {
 package struct ConcurrentMemory: Codable, Sendable {
     package var processes: Int
     /// The apps launched (their main executables), and per process the index of its app.
-    package var apps: [String]?
-    package var appOfProcess: [Int]?
+    package var apps: [String]?, appOfProcess: [Int]?
     /// Per process: the cache's copy slid for the boot (`Rss`, `Pss`, `Shared_Clean`,
     /// `Private_Dirty` of its mappings) and the whole process (`smaps_rollup`'s `Pss` and
     /// `Private_Dirty`), in kB.
-    package var cacheRss: [Int]
-    package var cachePss: [Int]
-    package var cacheSharedClean: [Int]
-    package var cachePrivateDirty: [Int]
-    package var processPss: [Int]
-    package var processPrivateDirty: [Int]
+    package var cacheRss: [Int] = [], cachePss: [Int] = [], cacheSharedClean: [Int] = [], cachePrivateDirty: [Int] = []
+    package var processPss: [Int] = [], processPrivateDirty: [Int] = []
 }
 
 package typealias SharedCacheBenchReport = SizesBenchReport<SharedCacheBenchResult>
@@ -74,10 +64,7 @@ package enum SharedCacheBench {
                         log: (String) -> Void) async throws -> SharedCacheBenchResult {
         let root = app.systemRoot, arch = configuration.arch
         let options = LaunchOptions(roots: [app.mainImage], arch: arch, root: root, run: false)
-        let clock = ContinuousClock()
-        let started = clock.now
-        let built = try SharedCacheBuilder.build(root: root, arch: arch)
-        let buildTime = (clock.now - started).nanoseconds
+        let (built, buildTime) = try timed { try SharedCacheBuilder.build(root: root, arch: arch) }
         log("  cache: \(built.images.count) images, \(built.size) bytes, built in \(String(format: "%.2f s", Double(buildTime) / 1e9))")
 
         let plainCache = ClosureCache(directory: configuration.workDirectory + "/bench-cache-files")
@@ -158,8 +145,7 @@ package enum SharedCacheBench {
     /// turn (`dyld3 launch --mode dyld3 --no-run --hold`), and reads each one's smaps while
     /// all are held.
     static func concurrentMemory(tool: String, apps: [String], root: String, closures: String) async throws -> ConcurrentMemory {
-        var measured = ConcurrentMemory(processes: 0, apps: apps, appOfProcess: [], cacheRss: [], cachePss: [], cacheSharedClean: [],
-                                        cachePrivateDirty: [], processPss: [], processPrivateDirty: [])
+        var measured = ConcurrentMemory(processes: 0, apps: apps, appOfProcess: [])
         // Each held launch is bounded: killed after 300 s if the bench never lets it go.
         func arguments(_ app: String) -> [String] {
             ["300", tool, "launch", app, "--root", root, "--cache", closures, "--mode", "dyld3", "--no-run", "--hold"]

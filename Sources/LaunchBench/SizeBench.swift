@@ -138,13 +138,9 @@ struct SizeBench {
     /// the times and the closure as read back.
     private func buildClosure(at path: String, runs: Int) throws -> (Distribution, LaunchClosure) {
         try cache.prepareForWriting()
-        var times: [Int64] = []
-        let clock = ContinuousClock()
-        for _ in 0..<runs {
-            let start = clock.now
-            let closure = try ClosureBuilder.build(roots: options.roots, arch: configuration.arch, root: app.systemRoot)
-            try ClosureFile.write(closure, to: path)
-            times.append((clock.now - start).nanoseconds)
+        let times = try (0..<runs).map { _ in
+            try timed { try ClosureFile.write(try ClosureBuilder.build(roots: options.roots, arch: configuration.arch, root: app.systemRoot), to: path) }
+                .nanoseconds
         }
         return (Distribution(times), try ClosureFile.read(path))
     }

@@ -17,15 +17,11 @@ import MachOReader
 package enum SharedCacheBuilder {
     /// What a build wrote.
     package struct Built: Sendable {
-        package let path: String
-        package let arch: String
+        package let path: String, arch: String
         package let images: [DyldCache.Image]
         package let mappings: [DyldCache.Mapping]
-        package let uuid: [UInt8]
-        package let size: Int
-        package let slideLocations: Int
-        /// The patch table's exports and locations (``DyldCachePatchTable``).
-        package let patchExports: Int
+        package let size: Int, slideLocations: Int
+        /// The patch table's locations (``DyldCachePatchTable``).
         package let patchLocations: Int
     }
 
@@ -210,16 +206,14 @@ package enum SharedCacheBuilder {
         let bytes = file()
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try UnsafeFileIO.writeAtomically(bytes, to: path, mode: 0o444)
-        return Built(path: path, arch: arch, images: images, mappings: mappings, uuid: header.uuid, size: bytes.count, slideLocations: locations.count,
-                     patchExports: patchExports.reduce(0) { $0 + $1.count }, patchLocations: patchExports.reduce(0) { $0 + $1.reduce(0) { $0 + $1.locations.count } })
+        return Built(path: path, arch: arch, images: images, mappings: mappings, size: bytes.count, slideLocations: locations.count,
+                     patchLocations: patchExports.joined().reduce(0) { $0 + $1.locations.count })
     }
 
     /// One bind the cache's build applies between its images: the location (image, offset)
     /// and the export it points at (image, offset) with its addend.
     struct Use {
-        let image: Int
-        let vmOffset: UInt64
-        let addend: Int64
+        let image: Int, vmOffset: UInt64, addend: Int64
     }
 
     /// Per image of `closure` (the cache's image table), its exports that the images' binds

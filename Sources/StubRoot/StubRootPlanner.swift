@@ -54,13 +54,11 @@ private struct StubRootPlanner {
 
     private struct StubFile {
         let installName: String
-        var currentVersion: UInt32
-        var compatibilityVersion: UInt32
+        var currentVersion: UInt32, compatibilityVersion: UInt32
     }
 
     private struct StubSliceKey: Hashable {
-        let path: String
-        let arch: String
+        let path: String, arch: String
     }
 
     /// Where a lookup found a symbol: the node, and the name it has there (a re-export may
