@@ -6,9 +6,7 @@ import Dyld3
 import Foundation
 import LaunchPlan
 import LoaderCore
-import LoaderSystem
 import MachOReader
-import SharedCache
 import SharedCacheBuild
 
 /// `dyld3 bench APP`: the launch of one app (the user's own) measured every way this project
@@ -107,10 +105,7 @@ package enum AppBench {
         } catch {
             notes.append("prelinked: not measured: \(error)")
         }
-        let sharedCachePath = options.root.flatMap { root in
-            DyldCache.paths(arch: arch).map { PathResolver.normalize(root + "/" + $0) }.first { FileStatus.of($0) != nil }
-        }
-        if let sharedCachePath {
+        if let sharedCachePath = options.root.flatMap({ SharedCacheBuilder.cachePath(root: $0, arch: arch) }) {
             let sharedCache = ClosureCache(directory: request.workDirectory + "/app-bench-shared-cache")
             try sharedCache.prepareForWriting()
             let boundPath = sharedCache.closurePath(forApp: options.roots.last ?? request.app, arch: arch)

@@ -31,6 +31,11 @@ package enum SharedCacheBuilder {
     /// How far a launch may slide the cache (`maxSlide`).
     static let maxSlide: UInt64 = 0x4000_0000
 
+    /// The cache `root` holds for `arch` at one of the places Apple keeps it (``DyldCache/paths(arch:)``); nil when none.
+    package static func cachePath(root: String, arch: String) -> String? {
+        DyldCache.paths(arch: arch).map { PathResolver.normalize(root + "/" + $0) }.first { FileStatus.of($0) != nil }
+    }
+
     /// The Mach-O dylibs of `root` for `arch`, as real paths (each file once), sorted.
     package static func dylibs(root: String, arch: String) throws(LoadError) -> [String] {
         let rootURL = URL(fileURLWithPath: root).standardizedFileURL
