@@ -87,9 +87,7 @@ package struct ZipArchive: Sendable {
         guard count != 0xffff, cdSize != 0xffff_ffff, cdOffset != 0xffff_ffff else {
             throw .limit(archive: path, what: "a ZIP64 archive, which this reader does not read")
         }
-        guard count <= limits.maxEntries else {
-            throw .limit(archive: path, what: "\(count) entries, more than the \(limits.maxEntries) allowed")
-        }
+        guard count <= limits.maxEntries else { throw .limit(archive: path, what: "\(count) entries, more than the \(limits.maxEntries) allowed") }
         // Each entry takes at least its 46-byte record: a count the directory cannot hold is
         // refused before anything is allocated for it.
         guard cdOffset + cdSize <= eocdOffset, count * 46 <= cdSize else {

@@ -116,14 +116,10 @@ enum AppLocator {
     /// `Payload/X.app` (an unpacked `.ipa`), or holding one `X.app` (`Payload` itself) →
     /// that bundle's; anything else is the image itself.
     static func mainImage(of app: String) throws -> String {
-        guard let status = FileStatus.of(app) else {
-            throw LoadError.unusable(path: app, reason: "no such file or directory")
-        }
+        guard let status = FileStatus.of(app) else { throw LoadError.unusable(path: app, reason: "no such file or directory") }
         guard status.isDirectory else { return app }
         guard !app.hasSuffix(".app") else { return try AppBundle.executable(of: app) }
-        if FileStatus.of(app + "/Payload")?.isDirectory == true {
-            return try AppBundle.executable(of: try AppBundle.payloadApp(in: app))
-        }
+        if FileStatus.of(app + "/Payload")?.isDirectory == true { return try AppBundle.executable(of: try AppBundle.payloadApp(in: app)) }
         return try AppBundle.executable(of: try AppBundle.singleApp(in: app))
     }
 
@@ -145,9 +141,7 @@ enum AppLocator {
         for app in apps {
             if FileStatus.of(app)?.isDirectory == true, !app.hasSuffix(".app"), FileStatus.of(app + "/Payload") == nil {
                 let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
-                guard !bundles.isEmpty else {
-                    throw LoadError.unusable(path: app, reason: "is a directory holding no .app bundle")
-                }
+                guard !bundles.isEmpty else { throw LoadError.unusable(path: app, reason: "is a directory holding no .app bundle") }
                 expanded += bundles.map { app + "/" + $0 }
             } else {
                 expanded.append(app)

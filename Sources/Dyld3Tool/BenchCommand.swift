@@ -87,9 +87,7 @@ struct BenchCommand: AsyncParsableCommand {
             repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
         configuration.pageIn = fixups == .pageIn
         configuration.faultAround = faultAround.pages
-        if objcClasses > 0 {
-            configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs)
-        }
+        if objcClasses > 0 { configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs) }
         let log: (String) -> Void = printError
         // Real-time priority only where the bench measures: what it starts runs at normal priority.
         if let (policy, refused) = UnsafeSchedulingPolicy.startChildrenAtNormalPriority() {

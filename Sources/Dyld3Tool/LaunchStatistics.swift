@@ -94,9 +94,7 @@ struct LaunchStatistics {
         out += "  images:                \(images)\n"
         out += "  fixups:                \(rebases + binds) (\(rebases) rebases, \(binds) binds)\n"
         out += "  symbol lookups:        \(report.symbolLookups)\n"
-        if let closurePath {
-            out += "  closure:               \(closureBytes.map { "\($0) bytes" } ?? "size unknown"), \(closurePath)\n"
-        }
+        if let closurePath { out += "  closure:               \(closureBytes.map { "\($0) bytes" } ?? "size unknown"), \(closurePath)\n" }
         if let imagesHashed = report.imagesHashed {
             out += "  identities hashed:     \(imagesHashed == 0 ? "no" : "yes") (\(imagesHashed) of \(images) images)\n"
         }

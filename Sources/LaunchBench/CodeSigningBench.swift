@@ -65,11 +65,7 @@ enum CodeSigningBench {
                 throw CommandFailure.failed("\(image.path): the closure records a signature the file does not have")
             }
             let descriptor: ImageDescriptor
-            do throws(LoadError) {
-                descriptor = try ImageDescriptor.open(image.path)
-            } catch {
-                throw CommandFailure.failed("\(image.path): \(error)")
-            }
+            do throws(LoadError) { descriptor = try ImageDescriptor.open(image.path) } catch { throw CommandFailure.failed("\(image.path): \(error)") }
             signed.append(Signed(path: image.path, file: file, directory: read.bestCodeDirectory, descriptor: descriptor, signature: signature))
         }
         let pages = signed.reduce(0) { $0 + $1.directory.pageCount }

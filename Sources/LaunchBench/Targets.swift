@@ -32,9 +32,7 @@ enum Targets {
                 check(d3 <= glibc, "400 dylibs, cold: dyld3 ≤ best glibc, \(best.path.label) (%.2f×: %@ vs %@)",
                       d3 / glibc, MarkdownReport.time(dyld3), MarkdownReport.time(best.median))
             }
-            if let pageIn = size.pageIn, pageIn.fallbackReason == nil, pageIn.eagerLaunch.median > 0 {
-                checks += pageInChecks(pageIn)
-            }
+            if let pageIn = size.pageIn, pageIn.fallbackReason == nil, pageIn.eagerLaunch.median > 0 { checks += pageInChecks(pageIn) }
         }
         let flatSizes = report.sizes.filter { $0.dylibs >= 10 }
         if flatSizes.count >= 2 {

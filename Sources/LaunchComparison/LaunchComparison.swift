@@ -139,9 +139,7 @@ package struct LaunchComparison: Sendable {
         fast.memory.release()
 
         var differences: [Difference] = []
-        if let pageInFailure {
-            differences.append(.launch("page-in", "the handler failed: \(pageInFailure)"))
-        }
+        if let pageInFailure { differences.append(.launch("page-in", "the handler failed: \(pageInFailure)")) }
         var bytes = 0
         for (a, b) in zip(slowSnapshot, fastSnapshot) {
             bytes += a.bytes.count
@@ -179,11 +177,7 @@ package struct LaunchComparison: Sendable {
         func compareFixups(_ fixups: [ResolvedFixup], image index: Int, closure source: LaunchClosure) throws(LoadError) {
             let expected = effective(fixups)
             let closureFixups: [ResolvedFixup]
-            do throws(ClosureError) {
-                closureFixups = try source.fixups(ofImage: index)
-            } catch {
-                throw LoadError.failed(path: source.images[index].path, cause: error)
-            }
+            do throws(ClosureError) { closureFixups = try source.fixups(ofImage: index) } catch { throw LoadError.failed(path: source.images[index].path, cause: error) }
             let actual = effective(closureFixups)
             fixupCount += expected.count
             let plan = source.images[index].plan

@@ -34,11 +34,7 @@ package enum SharedCacheBinding {
         // refuses the cache here too. The closure's patches are the words themselves, compared
         // below (exact, and they also cover binds into the app's images, which no table lists).
         let table: DyldCachePatchTable?
-        do throws(MachOError) {
-            table = try cache.patchTable()
-        } catch {
-            throw refuse("its patch table: \(error)")
-        }
+        do throws(MachOError) { table = try cache.patchTable() } catch { throw refuse("its patch table: \(error)") }
         guard table != nil else { throw refuse("it has no patch table: rebuild it with `dyld3 shared-cache build`") }
         let start = cache.header.sharedRegionStart
         var byName: [String: Int] = [:]

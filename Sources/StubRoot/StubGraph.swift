@@ -144,11 +144,7 @@ struct StubRootFiles {
         let key = arch + ":" + path
         if let known = images[key] { return known }
         let file: ImageFile
-        do {
-            file = try ImageFile.load(path: path, arch: arch)
-        } catch {
-            throw .load(error)
-        }
+        do { file = try ImageFile.load(path: path, arch: arch) } catch { throw .load(error) }
         images[key] = file
         return file
     }

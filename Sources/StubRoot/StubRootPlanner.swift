@@ -94,11 +94,7 @@ private struct StubRootPlanner {
     /// The architectures of `binary` to plan for, sorted.
     func architectures(of binary: String, wanted: [String]?) throws(CommandFailure) -> [String] {
         let available: [String]
-        do {
-            available = try ImageFile.architectures(path: binary)
-        } catch {
-            throw .load(error)
-        }
+        do { available = try ImageFile.architectures(path: binary) } catch { throw .load(error) }
         let selected = Set(available.filter { wanted?.contains($0) ?? true }).sorted()
         guard !selected.isEmpty else { throw .noArchitecture(binary: binary, wanted: wanted ?? [], available: available) }
         return selected
@@ -303,11 +299,7 @@ private struct StubRootPlanner {
     }
 
     private func lookup(_ name: String, in trie: ExportTrie, of file: ImageFile) throws(CommandFailure) -> ExportedSymbol? {
-        do {
-            return try trie.lookup(name)
-        } catch {
-            throw .load(.malformed(error.inFile(file.path)))
-        }
+        do { return try trie.lookup(name) } catch { throw .load(.malformed(error.inFile(file.path))) }
     }
 
     private mutating func exportTrie(of file: ImageFile, arch: String) throws(CommandFailure) -> ExportTrie? {
