@@ -22,8 +22,7 @@ struct StubGraph {
     /// A dependent-dylib load command and the node it resolved to (nil: found nowhere and
     /// not stubbable).
     struct Edge {
-        let dependency: MachOImage.Dependency
-        let target: Int?
+        let dependency: MachOImage.Dependency, target: Int?
     }
 
     let arch: String
