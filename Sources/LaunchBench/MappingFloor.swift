@@ -19,7 +19,7 @@ struct MappingFloor {
     init(_ closure: LaunchClosure, closurePath: String = "") throws {
         plans = closure.images.map(\.plan)
         sharedCache = closure.sharedCache.map { ($0, closure.images, closurePath) }
-        let page = UInt64(ProcessMemory.pageSize)
+        let page = LaunchMemory.pageSize
         var locations: [[UInt64]] = []
         for index in closure.images.indices {
             var firstInPage: [UInt64: UInt64] = [:]
