@@ -42,9 +42,7 @@ package enum AppBundle {
         case .success: throw .bundle(path: plist, what: "is not a regular file")
         case let .failure(errno): throw .io(path: plist, reason: "cannot examine: \(UnsafeFileAt.describe(errno))")
         }
-        guard size <= maxInfoPlistBytes else {
-            throw .bundle(path: plist, what: "is \(size) bytes, more than the \(maxInfoPlistBytes) an Info.plist may have")
-        }
+        guard size <= maxInfoPlistBytes else { throw .bundle(path: plist, what: "is \(size) bytes, more than the \(maxInfoPlistBytes) an Info.plist may have") }
         let bytes = try file.read(at: 0, count: size).get(path: plist, "cannot read")
         let dictionary: [String: Any]?
         do {

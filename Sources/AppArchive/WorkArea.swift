@@ -82,9 +82,7 @@ package struct WorkArea {
         case EEXIST?, ENOTEMPTY?: break  // another process published the same archive first: its tree is used
         case let errno?: throw .io(path: path + "/" + name, reason: "cannot publish the unpacked archive: \(UnsafeFileAt.describe(errno))")
         }
-        guard let app = try published(name, stamp: stamp) else {
-            throw .io(path: path + "/" + name, reason: "the unpacked archive vanished as it was published")
-        }
+        guard let app = try published(name, stamp: stamp) else { throw .io(path: path + "/" + name, reason: "the unpacked archive vanished as it was published") }
         return app
     }
 

@@ -81,9 +81,7 @@ package struct ZipArchive: Sendable {
         let eocdOffset = tailStart + eocd
         let disk = u16(tail, eocd + 4), cdDisk = u16(tail, eocd + 6)
         let count = Int(u16(tail, eocd + 10)), cdSize = Int(u32(tail, eocd + 12)), cdOffset = Int(u32(tail, eocd + 16))
-        guard disk == 0, cdDisk == 0, Int(u16(tail, eocd + 8)) == count else {
-            throw .malformed(archive: path, offset: eocdOffset, what: "a multi-disk archive")
-        }
+        guard disk == 0, cdDisk == 0, Int(u16(tail, eocd + 8)) == count else { throw .malformed(archive: path, offset: eocdOffset, what: "a multi-disk archive") }
         guard count != 0xffff, cdSize != 0xffff_ffff, cdOffset != 0xffff_ffff else {
             throw .limit(archive: path, what: "a ZIP64 archive, which this reader does not read")
         }
@@ -187,9 +185,7 @@ package struct ZipArchive: Sendable {
         case let .failure(problem): throw .unsafeEntry(archive: archive, entry: name, what: problem.description)
         }
         let isDirectory = nameBytes.last == UInt8(ascii: "/") || mode & 0o170000 == 0o040000
-        guard !isDirectory || unpacked == 0 else {
-            throw .unsafeEntry(archive: archive, entry: name, what: "is a directory holding \(unpacked) bytes")
-        }
+        guard !isDirectory || unpacked == 0 else { throw .unsafeEntry(archive: archive, entry: name, what: "is a directory holding \(unpacked) bytes") }
         // Every size is bounded before a byte of the entry is read: its data lies between its
         // local header and the central directory, a stored entry's two sizes agree, and a
         // deflated entry's sizes are within what deflate can do.
@@ -197,9 +193,7 @@ package struct ZipArchive: Sendable {
             throw .malformed(archive: archive, offset: offset, what: "entry \(name.debugDescription) claims \(compressed) bytes at \(local), past the central directory at \(dataEnd)")
         }
         if method == 0 {
-            guard compressed == unpacked else {
-                throw .malformed(archive: archive, offset: offset, what: "stored entry \(name.debugDescription) has two sizes")
-            }
+            guard compressed == unpacked else { throw .malformed(archive: archive, offset: offset, what: "stored entry \(name.debugDescription) has two sizes") }
         } else {
             guard compressed <= maxDeflatedBytes(unpacked: unpacked), unpacked <= compressed * maxDeflateRatio else {
                 throw .malformed(archive: archive, offset: offset, what: "deflated entry \(name.debugDescription) claims \(compressed) bytes for \(unpacked), which no deflate stream holds")
@@ -248,9 +242,7 @@ package struct ZipArchive: Sendable {
                 }
             }
             let length = index - start
-            if length == 0 || (length == 1 && name[start] == dot) || (length == 2 && name[start] == dot && name[start + 1] == dot) {
-                return .failure(.escape)
-            }
+            if length == 0 || (length == 1 && name[start] == dot) || (length == 2 && name[start] == dot && name[start + 1] == dot) { return .failure(.escape) }
             guard components.count < maxNameComponents else { return .failure(.tooDeep) }
             components.append(Array(name[start..<index]))
             start = index + 1

@@ -65,9 +65,7 @@ struct BenchCommand: AsyncParsableCommand {
         guard runs > 0 else { throw ValidationError("--runs must be positive") }
         guard ["chained", "opcodes"].contains(style) else { throw ValidationError("--style must be chained or opcodes") }
         guard min(objcClasses, objcCategories, objcSelrefs) >= 0 else { throw ValidationError("--objc-* counts must not be negative") }
-        guard objcClasses > 0 || (objcCategories == 0 && objcSelrefs == 0) else {
-            throw ValidationError("--objc-categories and --objc-selrefs need --objc-classes")
-        }
+        guard objcClasses > 0 || (objcCategories == 0 && objcSelrefs == 0) else { throw ValidationError("--objc-categories and --objc-selrefs need --objc-classes") }
         guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--dylibs must list positive counts") }
     }
 

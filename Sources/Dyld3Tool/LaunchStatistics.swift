@@ -95,9 +95,7 @@ struct LaunchStatistics {
         out += "  fixups:                \(rebases + binds) (\(rebases) rebases, \(binds) binds)\n"
         out += "  symbol lookups:        \(report.symbolLookups)\n"
         if let closurePath { out += "  closure:               \(closureBytes.map { "\($0) bytes" } ?? "size unknown"), \(closurePath)\n" }
-        if let imagesHashed = report.imagesHashed {
-            out += "  identities hashed:     \(imagesHashed == 0 ? "no" : "yes") (\(imagesHashed) of \(images) images)\n"
-        }
+        if let imagesHashed = report.imagesHashed { out += "  identities hashed:     \(imagesHashed == 0 ? "no" : "yes") (\(imagesHashed) of \(images) images)\n" }
         out += "  objective-c:           \(report.objcSkipped.map { "skipped: \($0)" } ?? "ran")\n"
         if let pagesVerified = report.pagesVerified { out += "  pages verified:        \(pagesVerified)\n" }
         if let cache = report.sharedCache { out += "  shared cache:          \(cache.images) images, mapped at \(hex(cache.base)) (this boot's)\n" }

@@ -52,9 +52,7 @@ struct VerifyCommand: ParsableCommand {
         } else {
             for result in results {
                 for problem in result.problems { print("\(result.path): \(problem)") }
-                if result.status == .stale, let refresh = Self.refreshCommand(result.path, cache: cache) {
-                    print("\(result.path): refresh: `\(refresh)`")
-                }
+                if result.status == .stale, let refresh = Self.refreshCommand(result.path, cache: cache) { print("\(result.path): refresh: `\(refresh)`") }
             }
             print(Self.summary(results))
         }

@@ -74,8 +74,7 @@ enum CodeSigningBench {
         var full: [Int64] = [], cdhash: [Int64] = [], pageCheck: [Int64] = []
         var eager: [Int64] = [], verifying: [Int64] = [], phase: [Int64] = [], unchecked: [Int64] = []
         var verified = 0
-        var withPages = options
-        withPages.verifyPages = true
+        let withPages = changed(options) { $0.verifyPages = true }
         for round in 0...runs {
             let fullTime = try timed { for image in signed { _ = try CodeSigning.verify(image.file.image, path: image.path) } }.nanoseconds
             let cdhashTime = try timed {
@@ -101,8 +100,7 @@ enum CodeSigningBench {
 
             let plain = try FastPath.launch(closurePath: closurePath, request: options).released()
             let checked = try FastPath.launch(closurePath: closurePath, request: withPages).released()
-            var withoutCdhashCheck = LaunchConfiguration()
-            withoutCdhashCheck.checksCodeDirectories = false
+            let withoutCdhashCheck = changed(LaunchConfiguration()) { $0.checksCodeDirectories = false }
             let withoutCdhash = try FastPath.launch(closurePath: closurePath, request: options, configuration: withoutCdhashCheck).released()
             verified = checked.pagesVerified ?? 0
             guard round > 0 else { continue }  // round 0 warms caches and is discarded

@@ -66,6 +66,13 @@ extension Duration {
     var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }
 
+/// A copy of `value` with `change` made to it (a launch's options with one setting changed).
+func changed<T>(_ value: T, _ change: (inout T) -> Void) -> T {
+    var copy = value
+    change(&copy)
+    return copy
+}
+
 /// What `body` returns, and the nanoseconds it took.
 func timed<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> (value: T, nanoseconds: Int64) {
     let start = ContinuousClock.now

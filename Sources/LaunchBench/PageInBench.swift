@@ -47,8 +47,7 @@ enum PageInBench {
     /// `runs` rounds (after one discarded) of an eager and a page-in launch of `closure`
     /// with the touches, then one untimed round reading private pages after each step.
     static func measure(_ closure: LaunchClosure, closurePath: String, options: LaunchOptions, runs: Int) throws -> PageInResult {
-        var pageIn = options
-        pageIn.fixups = .pageIn
+        let pageIn = changed(options) { $0.fixups = .pageIn }
         let plan = try PageInFixups.plan(closure, pageSize: LaunchMemory.pageSize)
         // Every indexed page as (image, offset), in a fixed pseudo-random order.
         var pages: [(image: Int, offset: UInt64)] = []

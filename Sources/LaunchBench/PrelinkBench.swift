@@ -65,8 +65,7 @@ package enum PrelinkBench {
     static func measure(_ app: BenchApp, configuration: BenchConfiguration, cache: ClosureCache, eviction: EvictionMethod?,
                         log: (String) -> Void) async throws -> PrelinkedBenchResult {
         let options = LaunchOptions(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot, run: false)
-        var pageIn = options
-        pageIn.fixups = .pageIn
+        let pageIn = changed(options) { $0.fixups = .pageIn }
         let closurePath = cache.closurePath(forApp: app.mainImage, arch: configuration.arch)
         let setPath = ClosureCache.prelinkedSetPath(forClosure: closurePath)
         let closure = try ClosureBuilder.build(roots: options.roots, arch: configuration.arch, root: app.systemRoot)
@@ -89,9 +88,7 @@ package enum PrelinkBench {
             "prelinked": [setPath, slidPath], "prelinked_page_in": [setPath, slidPath], "slid_at_launch": [setPath],
             "slid_at_launch_page_in": [setPath], "prelinked_floor": [slidPath],
         ]
-        var atLaunch = options, atLaunchPageIn = pageIn
-        atLaunch.slidePerLaunch = true
-        atLaunchPageIn.slidePerLaunch = true
+        let atLaunch = changed(options) { $0.slidePerLaunch = true }, atLaunchPageIn = changed(pageIn) { $0.slidePerLaunch = true }
         let requests = ["prelinked": options, "prelinked_page_in": pageIn, "slid_at_launch": atLaunch, "slid_at_launch_page_in": atLaunchPageIn]
         var fallback: String?, hashed = 0
         func launch(_ path: String, cold: Bool) throws -> Int64 {

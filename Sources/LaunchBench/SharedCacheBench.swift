@@ -84,8 +84,7 @@ package enum SharedCacheBench {
         guard let boundCache = bound.sharedCache else { throw CommandFailure.failed("\(sharedPath): not bound into \(built.path)") }
         let slidCopy = SharedCacheRegion.slidCopyPath(boundCache, directory: sharedCache.directory)
         // dyld2 from the cache: its slid copy, kept with the bound closure's, and its own tables.
-        var cacheOptions = options
-        cacheOptions.sharedCache = SharedCacheRequest(path: built.path, slidCopyDirectory: sharedCache.directory, required: true)
+        let cacheOptions = changed(options) { $0.sharedCache = SharedCacheRequest(path: built.path, slidCopyDirectory: sharedCache.directory, required: true) }
         let files: [String: [String]] = [
             "floor": images, "dyld2": images, "dyld2_shared_cache": ownImages + [built.path, slidCopy], "dyld3": images + [plainPath],
             "dyld3_shared_cache": ownImages + [sharedPath, slidCopy], "cache_floor": ownImages + [slidCopy],

@@ -77,8 +77,7 @@ struct SizeBench {
         var pageIn: PageInResult?
         if configuration.pageIn {
             log("  page-in: \(runs) rounds of eager and page-in dyld3, touching 10%, 50%, 100% of the fixup pages")
-            var pageInOptions = options
-            pageInOptions.faultAround = configuration.faultAround
+            let pageInOptions = changed(options) { $0.faultAround = configuration.faultAround }
             pageIn = try PageInBench.measure(closure, closurePath: closurePath, options: pageInOptions, runs: runs)
         }
 

@@ -75,15 +75,12 @@ package struct LaunchComparison: Sendable {
                            configuration: LaunchConfiguration = LaunchConfiguration(), prelinkedSet: String? = nil,
                            dlopen: [String] = []) throws -> LaunchComparison {
         func fastLaunch(_ request: LaunchOptions) throws -> Launch {
-            guard let prelinkedSet else {
-                return try FastPath.launch(closure, closurePath: closurePath, request: request, configuration: configuration)
-            }
+            guard let prelinkedSet else { return try FastPath.launch(closure, closurePath: closurePath, request: request, configuration: configuration) }
             return try PrelinkedLaunch.launch(setPath: prelinkedSet, request: request, configuration: configuration)
         }
         let runCode = options.run
         var options = options
-        options.run = false
-        options.recordFixups = true
+        (options.run, options.recordFixups) = (false, true)
         // A prelinked set maps its copy slid for this boot where that copy lies: dyld2 goes there.
         if let prelinkedSet, options.slide == nil, let slide = try PrelinkedLaunch.slideForBoot(setPath: prelinkedSet, request: options, configuration: configuration) {
             options.slide = slide
@@ -167,9 +164,7 @@ package struct LaunchComparison: Sendable {
                 }
             }
         }
-        if slowSnapshot.count != fastSnapshot.count {
-            differences.append(.launch("segments", "\(slowSnapshot.count) writable segments vs \(fastSnapshot.count)"))
-        }
+        if slowSnapshot.count != fastSnapshot.count { differences.append(.launch("segments", "\(slowSnapshot.count) writable segments vs \(fastSnapshot.count)")) }
         var fixupCount = 0
         let fixupsWritten = (slowFixups + slowDlopenFixups).reduce(0) { $0 + $1.count }
         /// dyld2's fixups of image `index` against those `source` (the launch closure, or a
@@ -212,9 +207,7 @@ package struct LaunchComparison: Sendable {
         // main's result, when the code can run here.
         var results: (Int32?, Int32?) = (nil, nil)
         if notRun == nil {
-            options.run = true
-            options.recordFixups = false
-            options.slide = slide
+            (options.run, options.recordFixups, options.slide) = (true, false, slide)
             let slowRun = try SlowPath.launch(options)
             results.0 = slowRun.report.result
             notRun = slowRun.report.notRun

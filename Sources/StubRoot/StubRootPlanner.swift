@@ -104,9 +104,7 @@ private struct StubRootPlanner {
         let graph = try StubGraph(binary: binary, arch: arch, root: root, app: app, files: &files)
         if case let .image(file) = graph.nodes[0] {
             let found = try StubPlatform.of(file.image, binary: file.path, arch: arch)
-            if let platform, platform != found {
-                throw .mixedPlatforms(binary: file.path, arch: arch, platform: found.rawValue, others: platform.rawValue)
-            }
+            if let platform, platform != found { throw .mixedPlatforms(binary: file.path, arch: arch, platform: found.rawValue, others: platform.rawValue) }
             platform = found
         }
         if hostExports[arch] == nil { hostExports[arch] = [] }
