@@ -137,17 +137,12 @@ enum AppLocator {
 
     /// Apps named on the command line, with directories of `.app` bundles expanded.
     static func expand(_ apps: [String]) throws -> [String] {
-        var expanded: [String] = []
-        for app in apps {
-            if FileStatus.of(app)?.isDirectory == true, !app.hasSuffix(".app"), FileStatus.of(app + "/Payload") == nil {
-                let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
-                guard !bundles.isEmpty else { throw LoadError.unusable(path: app, reason: "is a directory holding no .app bundle") }
-                expanded += bundles.map { app + "/" + $0 }
-            } else {
-                expanded.append(app)
-            }
+        try apps.flatMap { app in
+            guard FileStatus.of(app)?.isDirectory == true, !app.hasSuffix(".app"), FileStatus.of(app + "/Payload") == nil else { return [app] }
+            let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
+            guard !bundles.isEmpty else { throw LoadError.unusable(path: app, reason: "is a directory holding no .app bundle") }
+            return bundles.map { app + "/" + $0 }
         }
-        return expanded
     }
 
     /// The launch roots for an app (a bundle or dylib gets its host first: `LaunchRoots`)

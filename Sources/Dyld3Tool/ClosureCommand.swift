@@ -31,11 +31,7 @@ struct ClosureCommand: ParsableCommand {
         func run() throws {
             try CommandFailure.reporting(json: json) {
                 let dump = try ClosureDump(path: file)
-                if json {
-                    print(try ClosureJSON.object(dump).serialized())
-                } else {
-                    print(try dump.text(fixupsShown: fixups), terminator: "")
-                }
+                print(try json ? ClosureJSON.object(dump).serialized() + "\n" : dump.text(fixupsShown: fixups), terminator: "")
             }
         }
     }

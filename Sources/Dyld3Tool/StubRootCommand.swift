@@ -45,12 +45,7 @@ struct StubRootCommand: AsyncParsableCommand {
             return plan
         }
         let problems = plan.missingDylibs.map(\.description) + plan.unresolved.map(\.description)
-        if json {
-            print(Self.jsonReport(plan, problems: problems).serialized())
-        } else {
-            print(plan.summary)
-            for line in plan.stubListing { print("  " + line) }
-        }
+        print(json ? Self.jsonReport(plan, problems: problems).serialized() : ([plan.summary] + plan.stubListing.map { "  " + $0 }).joined(separator: "\n"))
         guard problems.isEmpty else {
             FileHandle.standardError.write(Data(problems.map { "dyld3: \($0)\n" }.joined().utf8))
             throw ExitCode(1)
