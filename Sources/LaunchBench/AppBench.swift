@@ -86,9 +86,7 @@ package enum AppBench {
         let arch = options.arch
         var notes = request.notes
         notes.append("no path runs the app's code: each launch stops before main (the loader's work only)")
-        let cache = ClosureCache(directory: request.workDirectory + "/app-bench-cache")
-        try cache.prepareForWriting()
-        let closurePath = cache.closurePath(forApp: options.roots.last ?? request.app, arch: arch)
+        let (_, closurePath) = try ClosureCache.prepared(request.workDirectory + "/app-bench-cache", forApp: options.roots.last ?? request.app, arch: arch)
         let closure = try ClosureBuilder.build(roots: options.roots, inserted: options.inserted, arch: arch, root: options.root,
                                                policy: options.signingPolicy)
         try ClosureFile.write(closure, to: closurePath)
@@ -106,9 +104,7 @@ package enum AppBench {
             notes.append("prelinked: not measured: \(error)")
         }
         if let sharedCachePath = options.root.flatMap({ SharedCacheBuilder.cachePath(root: $0, arch: arch) }) {
-            let sharedCache = ClosureCache(directory: request.workDirectory + "/app-bench-shared-cache")
-            try sharedCache.prepareForWriting()
-            let boundPath = sharedCache.closurePath(forApp: options.roots.last ?? request.app, arch: arch)
+            let (_, boundPath) = try ClosureCache.prepared(request.workDirectory + "/app-bench-shared-cache", forApp: options.roots.last ?? request.app, arch: arch)
             do {
                 let (bound, cached, patches) = try SharedCacheBinding.bind(closure, cachePath: sharedCachePath, closurePath: boundPath)
                 try ClosureFile.write(bound, to: boundPath)

@@ -69,9 +69,7 @@ package enum DlopenBench {
 
     static func measureApp(_ app: BenchApp, configuration: BenchConfiguration, log: (String) -> Void) async throws -> SmallAppResult {
         let options = LaunchOptions(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot, run: false)
-        let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache-small-\(app.dylibs)")
-        try cache.prepareForWriting()
-        let closurePath = cache.closurePath(forApp: app.mainImage, arch: configuration.arch)
+        let (cache, closurePath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-small-\(app.dylibs)", forApp: app.mainImage, arch: configuration.arch)
         let closure = try ClosureBuilder.build(roots: options.roots, arch: options.arch, root: options.root)
         try ClosureFile.write(closure, to: closurePath)
         let (warm, _) = try await InterleavedRounds(runs: configuration.runs, paths: appPaths, files: [:], eviction: nil).measure(log: log) { path, _, _ in
@@ -89,11 +87,8 @@ package enum DlopenBench {
         let arch = configuration.arch
         let options = LaunchOptions(roots: [app.mainImage], arch: arch, root: app.systemRoot, run: false)
         // Two caches: one whose closure holds the plugin's dlopen closure, one whose has none.
-        let prebuilt = ClosureCache(directory: configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)")
-        let bare = ClosureCache(directory: configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)-bare")
-        try prebuilt.prepareForWriting()
-        try bare.prepareForWriting()
-        let prebuiltPath = prebuilt.closurePath(forApp: app.mainImage, arch: arch), barePath = bare.closurePath(forApp: app.mainImage, arch: arch)
+        let (prebuilt, prebuiltPath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)", forApp: app.mainImage, arch: arch)
+        let (bare, barePath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)-bare", forApp: app.mainImage, arch: arch)
         let closure = try ClosureBuilder.build(roots: options.roots, arch: arch, root: options.root)
         try ClosureFile.write(closure, to: barePath)
         var withDlopen = closure

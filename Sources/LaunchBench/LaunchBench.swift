@@ -68,6 +68,15 @@ package enum LaunchBench {
     }
 }
 
+extension ClosureCache {
+    /// The cache at `directory`, ready for writing, and where the closure of `app` for `arch` goes in it.
+    static func prepared(_ directory: String, forApp app: String, arch: String) throws -> (cache: ClosureCache, closurePath: String) {
+        let cache = ClosureCache(directory: directory)
+        try cache.prepareForWriting()
+        return (cache, cache.closurePath(forApp: app, arch: arch))
+    }
+}
+
 extension Launch {
     /// The report of a launch that was only measured, its memory released.
     func released() -> LaunchReport {

@@ -67,12 +67,8 @@ package enum SharedCacheBench {
         let (built, buildTime) = try timed { try SharedCacheBuilder.build(root: root, arch: arch) }
         log("  cache: \(built.images.count) images, \(built.size) bytes, built in \(String(format: "%.2f s", Double(buildTime) / 1e9))")
 
-        let plainCache = ClosureCache(directory: configuration.workDirectory + "/bench-cache-files")
-        let sharedCache = ClosureCache(directory: configuration.workDirectory + "/bench-cache-shared")
-        try plainCache.prepareForWriting()
-        try sharedCache.prepareForWriting()
-        let plainPath = plainCache.closurePath(forApp: app.mainImage, arch: arch)
-        let sharedPath = sharedCache.closurePath(forApp: app.mainImage, arch: arch)
+        let (_, plainPath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-files", forApp: app.mainImage, arch: arch)
+        let (sharedCache, sharedPath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-shared", forApp: app.mainImage, arch: arch)
         let closure = try ClosureBuilder.build(roots: options.roots, arch: arch, root: root)
         try ClosureFile.write(closure, to: plainPath)
         let (bound, cached, patches) = try SharedCacheBinding.bind(closure, cachePath: built.path, closurePath: sharedPath)
