@@ -8,10 +8,7 @@ import MachOReader
 
 /// `dyld3 closure …`: look inside closure files.
 struct ClosureCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "closure",
-        abstract: "Look inside launch closure files.",
-        subcommands: [DumpCommand.self])
+    static let configuration = CommandConfiguration(commandName: "closure", abstract: "Look inside launch closure files.", subcommands: [DumpCommand.self])
 
     /// `dyld3 closure dump FILE`: everything a closure holds, for people or as JSON.
     struct DumpCommand: ParsableCommand {

@@ -35,10 +35,8 @@ struct StandardOutput: TextOutputStream {
         var done = 0
         while done < bytes.count {
             let count = unsafe Glibc.write(1, bytes.baseAddress! + done, bytes.count - done)
-            if count < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { return }
             done += count
         }
     }
