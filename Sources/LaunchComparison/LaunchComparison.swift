@@ -323,8 +323,7 @@ package struct LaunchComparison: Sendable {
             let end = segment.vmOffset + UInt64(bytes.count)
             for location in locations[segment.image] where location >= segment.vmOffset && location < end && end - location >= 8 {
                 let at = Int(location - segment.vmOffset)
-                let value = relative(bytes.littleEndianWord(at))
-                for byte in 0..<8 { bytes[at + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
+                bytes.replaceSubrange(at..<at + 8, with: Words.le([relative(bytes.littleEndianWord(at))]))
             }
             segments[position] = LaunchMemory.SegmentSnapshot(image: segment.image, segment: segment.segment, vmOffset: segment.vmOffset, bytes: bytes)
         }
