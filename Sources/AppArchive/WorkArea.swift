@@ -14,8 +14,7 @@ import MachOReader
 package struct WorkArea {
     /// An opened directory's owner and mode.
     package struct Ownership: Equatable, Sendable {
-        package let owner: UInt32
-        package let mode: UInt32
+        package let owner: UInt32, mode: UInt32
     }
 
     /// Why the work area (`workArea`, as opened) in the cache directory (`cache`) cannot be

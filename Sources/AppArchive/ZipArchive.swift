@@ -12,9 +12,7 @@ import MachOReader
 package struct ZipArchive: Sendable {
     /// Bounds on what an archive may make the reader allocate or write.
     package struct Limits: Sendable {
-        package var maxEntries: Int
-        package var maxUnpackedBytes: Int
-        package var maxArchiveBytes: Int
+        package var maxEntries: Int, maxUnpackedBytes: Int, maxArchiveBytes: Int
 
         package init(maxEntries: Int = 50_000, maxUnpackedBytes: Int = 1 << 30, maxArchiveBytes: Int = 1 << 30) {
             (self.maxEntries, self.maxUnpackedBytes, self.maxArchiveBytes) = (maxEntries, maxUnpackedBytes, maxArchiveBytes)
@@ -42,9 +40,7 @@ package struct ZipArchive: Sendable {
         package let isDirectory: Bool
         package let method: UInt16
         package let crc32: UInt32
-        package let compressedSize: Int
-        package let unpackedSize: Int
-        package let localHeaderOffset: Int
+        package let compressedSize: Int, unpackedSize: Int, localHeaderOffset: Int
         /// Whether a Unix mode gives any execute bit.
         package let isExecutable: Bool
         /// Where the entry's slot ends: the next entry's local header, or the central

@@ -24,8 +24,7 @@ struct LaunchStatistics {
     /// Pre-main time no phase accounts for (protections, initializer bookkeeping).
     let otherNanoseconds: Int64
     /// dyld3: the closure file and its size in bytes.
-    let closurePath: String?
-    let closureBytes: Int?
+    let closurePath: String?, closureBytes: Int?
     /// A prelinked launch: whether it mapped the set's copy slid for this boot (nil for other modes).
     let slidForBoot: Bool?
     /// `main`'s own time, when it ran (not part of pre-main).

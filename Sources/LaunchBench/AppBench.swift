@@ -36,8 +36,7 @@ package enum AppBench {
         package var fixups: Int
         /// Pages of the target's page size that the fixups and Objective-C writes dirty.
         package var dirtyPages: Int
-        package var objcWrites: Int
-        package var initializers: Int
+        package var objcWrites: Int, initializers: Int
         package var inSharedCache: Bool
 
         enum CodingKeys: String, CodingKey {

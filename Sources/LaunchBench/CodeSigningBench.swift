@@ -51,11 +51,7 @@ package struct CodeSigningCost: Codable, Sendable {
 enum CodeSigningBench {
     static func measure(_ closure: LaunchClosure, closurePath: String, options: LaunchOptions, runs: Int, dyld3Median: Int64) throws -> CodeSigningCost {
         struct Signed {
-            let path: String
-            let file: ImageFile
-            let directory: CS_CodeDirectory
-            let descriptor: ImageDescriptor
-            let signature: SignedImage
+            let path: String, file: ImageFile, directory: CS_CodeDirectory, descriptor: ImageDescriptor, signature: SignedImage
         }
         var signed: [Signed] = []
         for image in closure.images {

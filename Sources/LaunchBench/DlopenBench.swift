@@ -17,8 +17,7 @@ package struct DlopenBenchReport: Codable, Sendable {
 
 /// One small app (`gen-app --dylibs N`): its launch to `main` by dyld2 and dyld3.
 package struct SmallAppResult: Codable, Sendable {
-    package var frameworks: Int
-    package var images: Int
+    package var frameworks: Int, images: Int
     /// In this process, interleaved: each path's in-process total (no code runs).
     package var warm: [String: Distribution]
     /// Each sample a fresh `dyld3 launch --no-run --json` process: its in-process total.
@@ -30,8 +29,7 @@ package struct SmallAppResult: Codable, Sendable {
 package struct PluginResult: Codable, Sendable {
     package var frameworks: Int
     /// Images at launch, and the images the `dlopen` adds.
-    package var launchImages: Int
-    package var added: Int
+    package var launchImages: Int, added: Int
     /// In this process, interleaved: the `dlopen` alone, after an untimed launch (no code runs,
     /// so no initializer either).
     package var warm: [String: Distribution]

@@ -16,9 +16,7 @@ import MachOReader
 package struct LaunchComparison: Sendable {
     /// One difference, located.
     package struct Difference: Sendable, CustomStringConvertible {
-        package let what: String
-        package let image: String
-        package let segment: String
+        package let what: String, image: String, segment: String
         package let offset: UInt64
         package let detail: String
         package var description: String {
@@ -32,8 +30,7 @@ package struct LaunchComparison: Sendable {
     }
 
     package let slide: UInt64
-    package let images: Int
-    package let bytesCompared: Int
+    package let images: Int, bytesCompared: Int
     /// Fixup locations compared, in every image compared (the launch's and those the `dlopen`s
     /// added): the last write to each location, as memory holds it.
     package let fixupsCompared: Int
@@ -42,8 +39,7 @@ package struct LaunchComparison: Sendable {
     /// `launch --stats` report.
     package let fixupsWritten: Int
     package let initializers: [String]
-    package let dyld2Result: Int32?
-    package let dyld3Result: Int32?
+    package let dyld2Result: Int32?, dyld3Result: Int32?
     /// Why main's result was not compared (no code ran, or no main), when it was not.
     package let notRun: NotRunReason?
     package let differences: [Difference]
@@ -54,8 +50,7 @@ package struct LaunchComparison: Sendable {
     package let pageInFallback: PageInFallback?
     /// Page-in: pages registered with the handler, and pages it filled while the snapshot
     /// touched every writable byte (all of them, when nothing went wrong).
-    package let pagesRegistered: Int
-    package let pagesFilled: Int
+    package let pagesRegistered: Int, pagesFilled: Int
     /// A prelinked set: whether the dyld3 side mapped its copy slid for this boot, and when
     /// not, why it slid the set at launch.
     package var slidForBoot = false

@@ -19,8 +19,7 @@ import SharedCache
 package enum SharedCacheBinding {
     /// Why a closure was not bound into a cache.
     package struct Refusal: Error, CustomStringConvertible {
-        package let cache: String
-        package let what: String
+        package let cache: String, what: String
         package var description: String { "\(cache): not used: \(what)" }
     }
 
