@@ -39,8 +39,7 @@ enum ClosureJSON {
     static func object(_ dump: ClosureDump) throws(ClosureError) -> JSONValue {
         let closure = dump.closure, header = dump.header
         let names = dump.exportedNames()
-        var images: [JSONValue] = []
-        for index in closure.images.indices { images.append(try image(index, closure, closurePath: dump.path)) }
+        let images = try closure.images.indices.map { index throws(ClosureError) in try image(index, closure, closurePath: dump.path) }
         return .object([
             ("schema_version", .int(JSONValue.schemaVersion)), ("path", .string(dump.path)),
             ("header", .object([

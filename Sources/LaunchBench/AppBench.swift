@@ -131,15 +131,13 @@ package enum AppBench {
             return report.timings[.total] ?? 0
         }
         let targetPage = arch.hasPrefix("arm64") ? 16384 : 4096
-        var costs: [ImageCost] = []
-        for index in closure.images.indices {
+        let costs = try closure.images.indices.map { index in
             let image = closure.images[index]
-            var pages = Set<UInt64>()
             let fixups = try closure.fixups(ofImage: index, closurePath: closurePath)
             let objc = closure.objc.bindRuns.isEmpty ? [] : try closure.objcWrites(ofImage: index, closurePath: closurePath)
-            for fixup in fixups + objc { pages.insert(fixup.vmOffset / UInt64(targetPage)) }
-            costs.append(ImageCost(path: image.path, mappedBytes: image.plan.vmSize, fixups: fixups.count, dirtyPages: pages.count,
-                                   objcWrites: objc.count, initializers: image.initializers.count, inSharedCache: image.cacheSlot != nil))
+            let pages = Set((fixups + objc).map { $0.vmOffset / UInt64(targetPage) })
+            return ImageCost(path: image.path, mappedBytes: image.plan.vmSize, fixups: fixups.count, dirtyPages: pages.count,
+                             objcWrites: objc.count, initializers: image.initializers.count, inSharedCache: image.cacheSlot != nil)
         }
         let names = SymbolNamer(closure: closure)
         let initializers = closure.initializerOrder.flatMap { index in

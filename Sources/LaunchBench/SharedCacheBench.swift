@@ -151,12 +151,10 @@ package enum SharedCacheBench {
                     measured.appOfProcess?.append(index % apps.count)
                     let cache = ProcessMemory.smapsOfFile(pid: pid, endingWith: "." + ClosureCache.slidCacheExtension)
                     let whole = ProcessMemory.rollup(pid: pid)
-                    measured.cacheRss.append(cache["Rss"] ?? 0)
-                    measured.cachePss.append(cache["Pss"] ?? 0)
-                    measured.cacheSharedClean.append(cache["Shared_Clean"] ?? 0)
-                    measured.cachePrivateDirty.append(cache["Private_Dirty"] ?? 0)
-                    measured.processPss.append(whole["Pss"] ?? 0)
-                    measured.processPrivateDirty.append(whole["Private_Dirty"] ?? 0)
+                    for (values, field, source) in [(\ConcurrentMemory.cacheRss, "Rss", cache), (\.cachePss, "Pss", cache), (\.cacheSharedClean, "Shared_Clean", cache),
+                                                    (\.cachePrivateDirty, "Private_Dirty", cache), (\.processPss, "Pss", whole), (\.processPrivateDirty, "Private_Dirty", whole)] {
+                        measured[keyPath: values].append(source[field] ?? 0)
+                    }
                 }
                 measured.processes = pids.count
                 return

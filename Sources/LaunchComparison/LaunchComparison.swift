@@ -247,16 +247,13 @@ package struct LaunchComparison: Sendable {
     /// the launch's, depend on nothing but the files).
     static func dyld2DlopenFixups(_ paths: [String], options: LaunchOptions) throws(LoadError) -> [[ResolvedFixup]] {
         var graph = try DependencyGraph(roots: options.roots, inserted: options.inserted, arch: options.arch, root: options.root)
-        var plans: [ImagePlan] = []
-        for node in graph.nodes { plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset)) }
+        func plan(_ node: DependencyGraph.Node) throws(LoadError) -> ImagePlan { try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset) }
+        var plans = try graph.nodes.map(plan)
         var fixups: [[ResolvedFixup]] = []
         for path in paths {
             let added = try graph.open(path, arch: options.arch).added
             guard !added.isEmpty else { continue }
-            for index in added {
-                let node = graph.nodes[index]
-                plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset))
-            }
+            plans += try added.map { index throws(LoadError) in try plan(graph.nodes[index]) }
             var resolver = try FixupResolver(graph: graph, plans: plans)
             for index in added {
                 var imageFixups: [ResolvedFixup] = []

@@ -175,17 +175,15 @@ package enum SharedCacheBuilder {
             mappings.append(mapping)
         }
 
-        var images: [DyldCache.Image] = []
-        var pathOffset = pathsAt
-        var pathTable: [UInt8] = []
-        for (index, image) in machO.enumerated() {
+        let images = machO.enumerated().map { index, image in
             let status = FileStatus.of(closure.images[index].path)
             let text = image.segments.first { $0.name == "__TEXT" }
-            images.append(DyldCache.Image(address: dataBase + set.imageOffsets[index], modTime: UInt64(max(0, status?.mtimeSeconds ?? 0)),
-                                          inode: status?.inode ?? 0, path: names[index], uuid: image.uuid ?? [UInt8](repeating: 0, count: 16),
-                                          textSegmentSize: UInt32(clamping: text?.vmSize ?? 0)))
-            pathTable += Array(names[index].utf8) + [0]
+            return DyldCache.Image(address: dataBase + set.imageOffsets[index], modTime: UInt64(max(0, status?.mtimeSeconds ?? 0)),
+                                   inode: status?.inode ?? 0, path: names[index], uuid: image.uuid ?? [UInt8](repeating: 0, count: 16),
+                                   textSegmentSize: UInt32(clamping: text?.vmSize ?? 0))
         }
+        let pathTable: [UInt8] = names.flatMap { Array($0.utf8) + [0] }
+        var pathOffset = pathsAt
         var header = DyldCache.Header(
             magic: DyldCache.magic(arch: arch), mappingOffset: UInt32(mappingsAt), mappingCount: UInt32(mappings.count), uuid: [UInt8](repeating: 0, count: 16),
             cacheType: 0, imagesTextOffset: UInt64(textsAt), imagesTextCount: UInt64(imageCount), platform: platform, formatFlags: 0,
