@@ -14,11 +14,7 @@ struct StandardOutput: TextOutputStream {
         var string = string
         string.withUTF8 { utf8 in
             if buffer.count + utf8.count > Self.capacity { flush() }
-            if utf8.count >= Self.capacity {
-                unsafe Self.writeAll(UnsafeRawBufferPointer(utf8))
-            } else {
-                unsafe buffer.append(contentsOf: utf8)
-            }
+            if utf8.count >= Self.capacity { unsafe Self.writeAll(UnsafeRawBufferPointer(utf8)) } else { unsafe buffer.append(contentsOf: utf8) }
         }
     }
 

@@ -67,20 +67,17 @@ package enum SharedCacheBuilder {
             dependencies[path] = image.dependencies.map(\.installName)
         }
         let linked = Set(dependencies.values.flatMap { $0.compactMap { byInstallName[$0] } })
-        var order: [String] = [], seen = Set<String>()
+        // Breadth first: the queue, once walked, is the order.
         var queue = dylibs.filter { !linked.contains($0) }
-        seen.formUnion(queue)
-        var next = 0
+        var seen = Set(queue), next = 0
         while next < queue.count {
-            let path = queue[next]
-            next += 1
-            order.append(path)
-            for name in dependencies[path] ?? [] {
+            for name in dependencies[queue[next]] ?? [] {
                 guard let dependency = byInstallName[name], seen.insert(dependency).inserted else { continue }
                 queue.append(dependency)
             }
+            next += 1
         }
-        return order + dylibs.filter { !seen.contains($0) }
+        return queue + dylibs.filter { !seen.contains($0) }
     }
 
     /// Builds the cache of `root`'s dylibs for `arch` and writes it atomically at its place in
