@@ -35,9 +35,7 @@ struct StubRootCommand: AsyncParsableCommand {
     func run() async throws {
         let plan = try await CommandFailure.reporting(json: json) {
             // A binary that is not there is named as the other commands name it.
-            for binary in binaries where FileStatus.of(binary) == nil {
-                throw LoadError.unusable(path: binary, reason: "no such file or directory")
-            }
+            for binary in binaries where FileStatus.of(binary) == nil { throw LoadError.unusable(path: binary, reason: "no such file or directory") }
             // An app bundle or .ipa stands for its main executable.
             let images = try binaries.map { try AppLocator.mainImage(of: try AppLocator.unpacked($0, cache: ClosureCache.resolve(cache))) }
             let plan = try StubRootPlan(binaries: images, arches: arch.isEmpty ? nil : arch, root: out)

@@ -62,9 +62,7 @@ package enum LaunchBench {
             "dyld3-phases.svg": Data(SVGCharts.dyld3Phases(report).utf8),
         ]
         if measuredPageIn(report) { contents["page-in.svg"] = Data(SVGCharts.pageIn(report).utf8) }
-        for (name, data) in contents {
-            try data.write(to: URL(fileURLWithPath: directory + "/" + name), options: .atomic)
-        }
+        for (name, data) in contents { try data.write(to: URL(fileURLWithPath: directory + "/" + name), options: .atomic) }
     }
 }
 

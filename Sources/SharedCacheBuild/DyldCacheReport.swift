@@ -35,9 +35,7 @@ package enum DyldCacheReport {
             }
         }
         out += "  images:          \(cache.images.count)\n"
-        for image in cache.images {
-            out += "    \(hex(image.address)) \(ClosureDump.uuidString(image.uuid)) \(image.path)\n"
-        }
+        for image in cache.images { out += "    \(hex(image.address)) \(ClosureDump.uuidString(image.uuid)) \(image.path)\n" }
         return out
     }
 
