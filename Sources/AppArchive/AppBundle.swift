@@ -14,11 +14,11 @@ package enum AppBundle {
     package static func executable(of bundle: String) throws(MachOError) -> String {
         let name = (bundle as NSString).lastPathComponent
         guard name.hasSuffix(".app"), name.count > 4 else { throw .bundle(path: bundle, what: "is a directory but not a .app bundle") }
-        let isMacOS = isDirectory(bundle + "/Contents/MacOS")
+        let isMacOS = UnsafeFoundation.isDirectory(bundle + "/Contents/MacOS")
         let plist = isMacOS ? bundle + "/Contents/Info.plist" : bundle + "/Info.plist"
         let executable = try bundleExecutable(plist: plist) ?? String(name.dropLast(4))
         let path = (isMacOS ? bundle + "/Contents/MacOS/" : bundle + "/") + executable
-        guard FileManager.default.fileExists(atPath: path), !isDirectory(path) else {
+        guard FileManager.default.fileExists(atPath: path), !UnsafeFoundation.isDirectory(path) else {
             throw .bundle(path: bundle, what: "has no executable \(executable) (looked for \(path))")
         }
         return path
@@ -42,9 +42,7 @@ package enum AppBundle {
         case .success: throw .bundle(path: plist, what: "is not a regular file")
         case let .failure(errno): throw .io(path: plist, reason: "cannot examine: \(UnsafeFileAt.describe(errno))")
         }
-        guard size <= maxInfoPlistBytes else {
-            throw .bundle(path: plist, what: "is \(size) bytes, more than the \(maxInfoPlistBytes) an Info.plist may have")
-        }
+        guard size <= maxInfoPlistBytes else { throw .bundle(path: plist, what: "is \(size) bytes, more than the \(maxInfoPlistBytes) an Info.plist may have") }
         let bytes = try file.read(at: 0, count: size).get(path: plist, "cannot read")
         let dictionary: [String: Any]?
         do {
@@ -72,7 +70,7 @@ package enum AppBundle {
 
     private static func singleApp(in directory: String, named: String, what: String) throws(MachOError) -> String {
         let apps = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { $0.hasSuffix(".app") && isDirectory(directory + "/" + $0) }.sorted()
+            .filter { $0.hasSuffix(".app") && UnsafeFoundation.isDirectory(directory + "/" + $0) }.sorted()
         guard apps.count == 1 else {
             throw .bundle(path: named, what: apps.isEmpty
                 ? "holds no \(what)" : "holds \(apps.count) bundles (\(apps.joined(separator: ", "))): give one")
@@ -92,6 +90,4 @@ package enum AppBundle {
         let work = try WorkArea(path: workArea, check: check)
         return try work.tree(of: file, limits: limits)
     }
-
-    static func isDirectory(_ path: String) -> Bool { UnsafeFoundation.isDirectory(path) }
 }

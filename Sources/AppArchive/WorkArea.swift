@@ -14,8 +14,7 @@ import MachOReader
 package struct WorkArea {
     /// An opened directory's owner and mode.
     package struct Ownership: Equatable, Sendable {
-        package let owner: UInt32
-        package let mode: UInt32
+        package let owner: UInt32, mode: UInt32
     }
 
     /// Why the work area (`workArea`, as opened) in the cache directory (`cache`) cannot be
@@ -82,9 +81,7 @@ package struct WorkArea {
         case EEXIST?, ENOTEMPTY?: break  // another process published the same archive first: its tree is used
         case let errno?: throw .io(path: path + "/" + name, reason: "cannot publish the unpacked archive: \(UnsafeFileAt.describe(errno))")
         }
-        guard let app = try published(name, stamp: stamp) else {
-            throw .io(path: path + "/" + name, reason: "the unpacked archive vanished as it was published")
-        }
+        guard let app = try published(name, stamp: stamp) else { throw .io(path: path + "/" + name, reason: "the unpacked archive vanished as it was published") }
         return app
     }
 

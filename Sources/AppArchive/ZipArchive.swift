@@ -12,9 +12,7 @@ import MachOReader
 package struct ZipArchive: Sendable {
     /// Bounds on what an archive may make the reader allocate or write.
     package struct Limits: Sendable {
-        package var maxEntries: Int
-        package var maxUnpackedBytes: Int
-        package var maxArchiveBytes: Int
+        package var maxEntries: Int, maxUnpackedBytes: Int, maxArchiveBytes: Int
 
         package init(maxEntries: Int = 50_000, maxUnpackedBytes: Int = 1 << 30, maxArchiveBytes: Int = 1 << 30) {
             (self.maxEntries, self.maxUnpackedBytes, self.maxArchiveBytes) = (maxEntries, maxUnpackedBytes, maxArchiveBytes)
@@ -42,9 +40,7 @@ package struct ZipArchive: Sendable {
         package let isDirectory: Bool
         package let method: UInt16
         package let crc32: UInt32
-        package let compressedSize: Int
-        package let unpackedSize: Int
-        package let localHeaderOffset: Int
+        package let compressedSize: Int, unpackedSize: Int, localHeaderOffset: Int
         /// Whether a Unix mode gives any execute bit.
         package let isExecutable: Bool
         /// Where the entry's slot ends: the next entry's local header, or the central
@@ -81,15 +77,11 @@ package struct ZipArchive: Sendable {
         let eocdOffset = tailStart + eocd
         let disk = u16(tail, eocd + 4), cdDisk = u16(tail, eocd + 6)
         let count = Int(u16(tail, eocd + 10)), cdSize = Int(u32(tail, eocd + 12)), cdOffset = Int(u32(tail, eocd + 16))
-        guard disk == 0, cdDisk == 0, Int(u16(tail, eocd + 8)) == count else {
-            throw .malformed(archive: path, offset: eocdOffset, what: "a multi-disk archive")
-        }
+        guard disk == 0, cdDisk == 0, Int(u16(tail, eocd + 8)) == count else { throw .malformed(archive: path, offset: eocdOffset, what: "a multi-disk archive") }
         guard count != 0xffff, cdSize != 0xffff_ffff, cdOffset != 0xffff_ffff else {
             throw .limit(archive: path, what: "a ZIP64 archive, which this reader does not read")
         }
-        guard count <= limits.maxEntries else {
-            throw .limit(archive: path, what: "\(count) entries, more than the \(limits.maxEntries) allowed")
-        }
+        guard count <= limits.maxEntries else { throw .limit(archive: path, what: "\(count) entries, more than the \(limits.maxEntries) allowed") }
         // Each entry takes at least its 46-byte record: a count the directory cannot hold is
         // refused before anything is allocated for it.
         guard cdOffset + cdSize <= eocdOffset, count * 46 <= cdSize else {
@@ -189,9 +181,7 @@ package struct ZipArchive: Sendable {
         case let .failure(problem): throw .unsafeEntry(archive: archive, entry: name, what: problem.description)
         }
         let isDirectory = nameBytes.last == UInt8(ascii: "/") || mode & 0o170000 == 0o040000
-        guard !isDirectory || unpacked == 0 else {
-            throw .unsafeEntry(archive: archive, entry: name, what: "is a directory holding \(unpacked) bytes")
-        }
+        guard !isDirectory || unpacked == 0 else { throw .unsafeEntry(archive: archive, entry: name, what: "is a directory holding \(unpacked) bytes") }
         // Every size is bounded before a byte of the entry is read: its data lies between its
         // local header and the central directory, a stored entry's two sizes agree, and a
         // deflated entry's sizes are within what deflate can do.
@@ -199,9 +189,7 @@ package struct ZipArchive: Sendable {
             throw .malformed(archive: archive, offset: offset, what: "entry \(name.debugDescription) claims \(compressed) bytes at \(local), past the central directory at \(dataEnd)")
         }
         if method == 0 {
-            guard compressed == unpacked else {
-                throw .malformed(archive: archive, offset: offset, what: "stored entry \(name.debugDescription) has two sizes")
-            }
+            guard compressed == unpacked else { throw .malformed(archive: archive, offset: offset, what: "stored entry \(name.debugDescription) has two sizes") }
         } else {
             guard compressed <= maxDeflatedBytes(unpacked: unpacked), unpacked <= compressed * maxDeflateRatio else {
                 throw .malformed(archive: archive, offset: offset, what: "deflated entry \(name.debugDescription) claims \(compressed) bytes for \(unpacked), which no deflate stream holds")
@@ -250,9 +238,7 @@ package struct ZipArchive: Sendable {
                 }
             }
             let length = index - start
-            if length == 0 || (length == 1 && name[start] == dot) || (length == 2 && name[start] == dot && name[start + 1] == dot) {
-                return .failure(.escape)
-            }
+            if length == 0 || (length == 1 && name[start] == dot) || (length == 2 && name[start] == dot && name[start + 1] == dot) { return .failure(.escape) }
             guard components.count < maxNameComponents else { return .failure(.tooDeep) }
             components.append(Array(name[start..<index]))
             start = index + 1

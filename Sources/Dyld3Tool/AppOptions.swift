@@ -130,14 +130,10 @@ enum AppLocator {
     /// `Payload/X.app` (an unpacked `.ipa`), or holding one `X.app` (`Payload` itself) →
     /// that bundle's; anything else is the image itself.
     static func mainImage(of app: String) throws -> String {
-        guard let status = FileStatus.of(app) else {
-            throw LoadError.unusable(path: app, reason: "no such file or directory")
-        }
+        guard let status = FileStatus.of(app) else { throw LoadError.unusable(path: app, reason: "no such file or directory") }
         guard status.isDirectory else { return app }
         guard !app.hasSuffix(".app") else { return try AppBundle.executable(of: app) }
-        if FileStatus.of(app + "/Payload")?.isDirectory == true {
-            return try AppBundle.executable(of: try AppBundle.payloadApp(in: app))
-        }
+        if FileStatus.of(app + "/Payload")?.isDirectory == true { return try AppBundle.executable(of: try AppBundle.payloadApp(in: app)) }
         return try AppBundle.executable(of: try AppBundle.singleApp(in: app))
     }
 
@@ -155,19 +151,12 @@ enum AppLocator {
 
     /// Apps named on the command line, with directories of `.app` bundles expanded.
     static func expand(_ apps: [String]) throws -> [String] {
-        var expanded: [String] = []
-        for app in apps {
-            if FileStatus.of(app)?.isDirectory == true, !app.hasSuffix(".app"), FileStatus.of(app + "/Payload") == nil {
-                let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
-                guard !bundles.isEmpty else {
-                    throw LoadError.unusable(path: app, reason: "is a directory holding no .app bundle")
-                }
-                expanded += bundles.map { app + "/" + $0 }
-            } else {
-                expanded.append(app)
-            }
+        try apps.flatMap { app in
+            guard FileStatus.of(app)?.isDirectory == true, !app.hasSuffix(".app"), FileStatus.of(app + "/Payload") == nil else { return [app] }
+            let bundles = try FileManager.default.contentsOfDirectory(atPath: app).filter { $0.hasSuffix(".app") }.sorted()
+            guard !bundles.isEmpty else { throw LoadError.unusable(path: app, reason: "is a directory holding no .app bundle") }
+            return bundles.map { app + "/" + $0 }
         }
-        return expanded
     }
 
     /// The launch roots for an app (a bundle or dylib gets its host first: `LaunchRoots`)

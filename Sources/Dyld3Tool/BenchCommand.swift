@@ -65,9 +65,7 @@ struct BenchCommand: AsyncParsableCommand {
         guard runs > 0 else { throw ValidationError("--runs must be positive") }
         guard ["chained", "opcodes"].contains(style) else { throw ValidationError("--style must be chained or opcodes") }
         guard min(objcClasses, objcCategories, objcSelrefs) >= 0 else { throw ValidationError("--objc-* counts must not be negative") }
-        guard objcClasses > 0 || (objcCategories == 0 && objcSelrefs == 0) else {
-            throw ValidationError("--objc-categories and --objc-selrefs need --objc-classes")
-        }
+        guard objcClasses > 0 || (objcCategories == 0 && objcSelrefs == 0) else { throw ValidationError("--objc-categories and --objc-selrefs need --objc-classes") }
         guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--dylibs must list positive counts") }
     }
 
@@ -87,9 +85,7 @@ struct BenchCommand: AsyncParsableCommand {
             repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
         configuration.pageIn = fixups == .pageIn
         configuration.faultAround = faultAround.pages
-        if objcClasses > 0 {
-            configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs)
-        }
+        if objcClasses > 0 { configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs) }
         let log: (String) -> Void = printError
         // Real-time priority only where the bench measures: what it starts runs at normal priority.
         if let (policy, refused) = UnsafeSchedulingPolicy.startChildrenAtNormalPriority() {

@@ -8,10 +8,7 @@ import MachOReader
 
 /// `dyld3 closure …`: look inside closure files.
 struct ClosureCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "closure",
-        abstract: "Look inside launch closure files.",
-        subcommands: [DumpCommand.self])
+    static let configuration = CommandConfiguration(commandName: "closure", abstract: "Look inside launch closure files.", subcommands: [DumpCommand.self])
 
     /// `dyld3 closure dump FILE`: everything a closure holds, for people or as JSON.
     struct DumpCommand: ParsableCommand {
@@ -31,11 +28,7 @@ struct ClosureCommand: ParsableCommand {
         func run() throws {
             try CommandFailure.reporting(json: json) {
                 let dump = try ClosureDump(path: file)
-                if json {
-                    print(try ClosureJSON.object(dump).serialized())
-                } else {
-                    print(try dump.text(fixupsShown: fixups), terminator: "")
-                }
+                print(try json ? ClosureJSON.object(dump).serialized() + "\n" : dump.text(fixupsShown: fixups), terminator: "")
             }
         }
     }
@@ -46,8 +39,7 @@ enum ClosureJSON {
     static func object(_ dump: ClosureDump) throws(ClosureError) -> JSONValue {
         let closure = dump.closure, header = dump.header
         let names = dump.exportedNames()
-        var images: [JSONValue] = []
-        for index in closure.images.indices { images.append(try image(index, closure, closurePath: dump.path)) }
+        let images = try closure.images.indices.map { index throws(ClosureError) in try image(index, closure, closurePath: dump.path) }
         return .object([
             ("schema_version", .int(JSONValue.schemaVersion)), ("path", .string(dump.path)),
             ("header", .object([

@@ -23,11 +23,7 @@ struct Dyld3Command: AsyncParsableCommand {
         }
         do {
             var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
+            if var asyncCommand = command as? AsyncParsableCommand { try await asyncCommand.run() } else { try command.run() }
         } catch {
             exit(withError: error)
         }

@@ -66,9 +66,7 @@ struct InspectCommand: ParsableCommand {
     /// Prints one file; its errors are the caller's to report.
     func inspect(_ file: String) throws {
         let bytes = try ImageFile.mapRegularFile(file)
-        if (try? bytes.bytes(0, 7)) == Array("dyld_v1".utf8) {
-            return try SharedCacheCommand.inspect(file, bytes: bytes, json: json, image: image, tables: tables)
-        }
+        if (try? bytes.bytes(0, 7)) == Array("dyld_v1".utf8) { return try SharedCacheCommand.inspect(file, bytes: bytes, json: json, image: image, tables: tables) }
         if let image { throw CommandFailure(what: "--image \(image)", why: "\(file) is not a dyld shared cache", kind: "usage") }
         // Every slice unless one is named (llvm-objdump's own default is the host's slice).
         let selection: ArchSelection = arch == nil ? .all : ArchSelection(arch)

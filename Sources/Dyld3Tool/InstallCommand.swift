@@ -50,9 +50,7 @@ struct InstallCommand: ParsableCommand {
                 try CommandFailure.readKey(key, option: "--sign", ClosureSigningKey.init(contentsOf:))
             })
         }
-        if let problem = cache.checkTrust() {
-            printError("dyld3: warning: launches will refuse closures in \(cache.directory): \(problem)")
-        }
+        if let problem = cache.checkTrust() { printError("dyld3: warning: launches will refuse closures in \(cache.directory): \(problem)") }
         try CommandFailure.reporting(json: json) { try cache.prepareForWriting() }
         // Progress goes to stderr, and only to a terminal; stdout keeps one line per closure.
         let progress = targets.count > 1 && isatty(2) != 0
@@ -100,9 +98,7 @@ struct InstallCommand: ParsableCommand {
                         throw ClosureError.writeFailed(path: path, what: "cannot replace the untrusted closure there (\(untrusted)): \(error); "
                             + "launches refuse it; remove it as its owner or root, or use another --cache")
                     }
-                    if let untrusted {
-                        printError("dyld3: \(path): replaced an untrusted closure (\(untrusted))")
-                    }
+                    if let untrusted { printError("dyld3: \(path): replaced an untrusted closure (\(untrusted))") }
                     let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
                     let prelinked = prelink ? try PrelinkInstall.write(closure, closurePath: path, signedWith: signer) : nil
                     let line = "\(app) [\(request.arch)]: \(closure.images.count) images, \(closure.totalRebases) rebases, "

@@ -6,10 +6,7 @@ import MachOInspect
 
 /// `dyld3 key generate --out DIR`: an Ed25519 key pair for signing closure caches that travel.
 struct KeyCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "key",
-        abstract: "Manage closure-signing keys.",
-        subcommands: [Generate.self])
+    static let configuration = CommandConfiguration(commandName: "key", abstract: "Manage closure-signing keys.", subcommands: [Generate.self])
 
     /// Writes a new key pair.
     struct Generate: ParsableCommand {

@@ -24,8 +24,7 @@ struct LaunchStatistics {
     /// Pre-main time no phase accounts for (protections, initializer bookkeeping).
     let otherNanoseconds: Int64
     /// dyld3: the closure file and its size in bytes.
-    let closurePath: String?
-    let closureBytes: Int?
+    let closurePath: String?, closureBytes: Int?
     /// A prelinked launch: whether it mapped the set's copy slid for this boot (nil for other modes).
     let slidForBoot: Bool?
     /// `main`'s own time, when it ran (not part of pre-main).
@@ -94,12 +93,8 @@ struct LaunchStatistics {
         out += "  images:                \(images)\n"
         out += "  fixups:                \(rebases + binds) (\(rebases) rebases, \(binds) binds)\n"
         out += "  symbol lookups:        \(report.symbolLookups)\n"
-        if let closurePath {
-            out += "  closure:               \(closureBytes.map { "\($0) bytes" } ?? "size unknown"), \(closurePath)\n"
-        }
-        if let imagesHashed = report.imagesHashed {
-            out += "  identities hashed:     \(imagesHashed == 0 ? "no" : "yes") (\(imagesHashed) of \(images) images)\n"
-        }
+        if let closurePath { out += "  closure:               \(closureBytes.map { "\($0) bytes" } ?? "size unknown"), \(closurePath)\n" }
+        if let imagesHashed = report.imagesHashed { out += "  identities hashed:     \(imagesHashed == 0 ? "no" : "yes") (\(imagesHashed) of \(images) images)\n" }
         out += "  objective-c:           \(report.objcSkipped.map { "skipped: \($0)" } ?? "ran")\n"
         if let pagesVerified = report.pagesVerified { out += "  pages verified:        \(pagesVerified)\n" }
         if let cache = report.sharedCache { out += "  shared cache:          \(cache.images) images, mapped at \(hex(cache.base)) (this boot's)\n" }

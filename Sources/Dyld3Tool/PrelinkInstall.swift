@@ -8,8 +8,7 @@ import LaunchPlan
 /// `install --prelink`: the prelinked set written beside a closure, and what to print about it.
 struct PrelinkInstall {
     let path: String
-    let images: Int
-    let slideLocations: Int
+    let images: Int, slideLocations: Int
     let bytes: UInt64
     /// The images' files' total size: the disk the set costs on top of them.
     let imageBytes: UInt64

@@ -1,6 +1,6 @@
-import Foundation
 import LoaderCore
 import SharedCache
+import SharedCacheBuild
 
 /// `--shared-cache auto|none|PATH`, as install, launch and compare spell it: auto is the
 /// root's cache for the architecture when it has one, none no cache, else the cache's path.
@@ -9,9 +9,7 @@ enum SharedCacheOption {
     static func path(_ value: String, root: String?, arch: String) -> String? {
         switch value {
         case "none": return nil
-        case "auto":
-            guard let root else { return nil }
-            return DyldCache.paths(arch: arch).map { PathResolver.normalize(root + "/" + $0) }.first { FileManager.default.fileExists(atPath: $0) }
+        case "auto": return root.flatMap { SharedCacheBuilder.cachePath(root: $0, arch: arch) }
         default: return PathResolver.normalize(value)
         }
     }

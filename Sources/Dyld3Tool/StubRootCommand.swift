@@ -35,9 +35,7 @@ struct StubRootCommand: AsyncParsableCommand {
     func run() async throws {
         let plan = try await CommandFailure.reporting(json: json) {
             // A binary that is not there is named as the other commands name it.
-            for binary in binaries where FileStatus.of(binary) == nil {
-                throw LoadError.unusable(path: binary, reason: "no such file or directory")
-            }
+            for binary in binaries where FileStatus.of(binary) == nil { throw LoadError.unusable(path: binary, reason: "no such file or directory") }
             // An app bundle or .ipa stands for its main executable.
             let images = try binaries.map { try AppLocator.mainImage(of: try AppLocator.unpacked($0, cache: ClosureCache.resolve(cache))) }
             let plan = try StubRootPlan(binaries: images, arches: arch.isEmpty ? nil : arch, root: out)
@@ -45,12 +43,7 @@ struct StubRootCommand: AsyncParsableCommand {
             return plan
         }
         let problems = plan.missingDylibs.map(\.description) + plan.unresolved.map(\.description)
-        if json {
-            print(Self.jsonReport(plan, problems: problems).serialized())
-        } else {
-            print(plan.summary)
-            for line in plan.stubListing { print("  " + line) }
-        }
+        print(json ? Self.jsonReport(plan, problems: problems).serialized() : ([plan.summary] + plan.stubListing.map { "  " + $0 }).joined(separator: "\n"))
         guard problems.isEmpty else {
             FileHandle.standardError.write(Data(problems.map { "dyld3: \($0)\n" }.joined().utf8))
             throw ExitCode(1)

@@ -14,11 +14,7 @@ struct StandardOutput: TextOutputStream {
         var string = string
         string.withUTF8 { utf8 in
             if buffer.count + utf8.count > Self.capacity { flush() }
-            if utf8.count >= Self.capacity {
-                unsafe Self.writeAll(UnsafeRawBufferPointer(utf8))
-            } else {
-                unsafe buffer.append(contentsOf: utf8)
-            }
+            if utf8.count >= Self.capacity { unsafe Self.writeAll(UnsafeRawBufferPointer(utf8)) } else { unsafe buffer.append(contentsOf: utf8) }
         }
     }
 
@@ -35,10 +31,8 @@ struct StandardOutput: TextOutputStream {
         var done = 0
         while done < bytes.count {
             let count = unsafe Glibc.write(1, bytes.baseAddress! + done, bytes.count - done)
-            if count < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { return }
             done += count
         }
     }

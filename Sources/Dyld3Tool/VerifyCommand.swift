@@ -47,22 +47,18 @@ struct VerifyCommand: ParsableCommand {
         }
         let trustKey = try CommandFailure.reporting(json: json) { try trust.trustKey() }
         let results = ClosureVerification.verify(cache, trusting: trustKey, alwaysHash: trust.hashImages)
-        let stale = results.count { $0.status == .stale }
-        let unusable = results.count(where: \.isUnusable)
         if json {
             print(Self.jsonReport(cache: cache, results: results).serialized())
         } else {
             for result in results {
                 for problem in result.problems { print("\(result.path): \(problem)") }
-                if result.status == .stale, let refresh = Self.refreshCommand(result.path, cache: cache) {
-                    print("\(result.path): refresh: `\(refresh)`")
-                }
+                if result.status == .stale, let refresh = Self.refreshCommand(result.path, cache: cache) { print("\(result.path): refresh: `\(refresh)`") }
             }
             print(Self.summary(results))
         }
         if results.contains(where: { $0.status == .untrusted }) { throw ExitCode(Self.untrustedExitCode) }
-        if unusable > 0 { throw ExitCode(Self.unusableExitCode) }
-        if stale > 0 { throw ExitCode(Self.staleExitCode) }
+        if results.contains(where: \.isUnusable) { throw ExitCode(Self.unusableExitCode) }
+        if results.contains(where: { $0.status == .stale }) { throw ExitCode(Self.staleExitCode) }
     }
 
     /// `verify: N closures[ and M prelinked sets (K slid for a boot)], V valid, C corrupt, S stale`,
@@ -72,11 +68,10 @@ struct VerifyCommand: ParsableCommand {
     static func summary(_ results: [ClosureVerification]) -> String {
         let (sets, slid, caches) = (fileCount(results, ClosureCache.prelinkedSetExtension), fileCount(results, ClosureCache.slidSetExtension),
                                     fileCount(results, ClosureCache.slidCacheExtension))
-        var counts = ["\(results.count { $0.status == .valid }) valid", "\(results.count { $0.status == .corrupt }) corrupt",
-                      "\(results.count { $0.status == .stale }) stale"]
-        for status in ClosureVerification.Status.allCases where ![.valid, .corrupt, .stale].contains(status) {
+        // valid, corrupt and stale always (the first statuses), the others when any file has them.
+        let counts = ClosureVerification.Status.allCases.compactMap { status in
             let count = results.count { $0.status == status }
-            if count > 0 { counts.append("\(count) \(status.rawValue)") }
+            return count > 0 || [.valid, .corrupt, .stale].contains(status) ? "\(count) \(status.rawValue)" : nil
         }
         return "verify: \(results.count - sets - slid - caches) closures" + (sets + slid > 0 ? " and \(sets + slid) prelinked sets" : "")
             + (slid > 0 ? " (\(slid) slid for a boot)" : "") + (caches > 0 ? " and \(caches) shared caches slid for a boot" : "")

@@ -6,9 +6,7 @@ import Dyld3
 import Foundation
 import LaunchPlan
 import LoaderCore
-import LoaderSystem
 import MachOReader
-import SharedCache
 import SharedCacheBuild
 
 /// `dyld3 bench APP`: the launch of one app (the user's own) measured every way this project
@@ -38,8 +36,7 @@ package enum AppBench {
         package var fixups: Int
         /// Pages of the target's page size that the fixups and Objective-C writes dirty.
         package var dirtyPages: Int
-        package var objcWrites: Int
-        package var initializers: Int
+        package var objcWrites: Int, initializers: Int
         package var inSharedCache: Bool
 
         enum CodingKeys: String, CodingKey {
@@ -50,17 +47,12 @@ package enum AppBench {
 
     package struct Report: Codable, Sendable {
         package var schemaVersion = 1
-        package var app: String
-        package var arch: String
+        package var app: String, arch: String
         package var root: String?
-        package var runs: Int
-        package var images: Int
-        package var rebases: Int
-        package var binds: Int
+        package var runs: Int, images: Int, rebases: Int, binds: Int
         /// The target's page size (16 KiB for arm64, 4 KiB for x86_64) and the writable pages a
         /// launch dirties in it.
-        package var targetPageSize: Int
-        package var dirtyPages: Int
+        package var targetPageSize: Int, dirtyPages: Int
         /// Path → total launch time to `main`, warm (and cold with --cold).
         package var warm: [String: Distribution]
         package var cold: [String: Distribution]?
@@ -69,8 +61,7 @@ package enum AppBench {
         /// Every image, heaviest first (fixups, then mapped bytes).
         package var imagesByCost: [ImageCost]
         /// Static initializers and `+load` methods in the order they run, by name.
-        package var initializers: [String]
-        package var loadMethods: [String]
+        package var initializers: [String], loadMethods: [String]
         package var notes: [String]
 
         /// Snake case as written (``LaunchBench/encoder``), so a plain decoder reads a baseline back.
@@ -94,9 +85,7 @@ package enum AppBench {
         let arch = options.arch
         var notes = request.notes
         notes.append("no path runs the app's code: each launch stops before main (the loader's work only)")
-        let cache = ClosureCache(directory: request.workDirectory + "/app-bench-cache")
-        try cache.prepareForWriting()
-        let closurePath = cache.closurePath(forApp: options.roots.last ?? request.app, arch: arch)
+        let (_, closurePath) = try ClosureCache.prepared(request.workDirectory + "/app-bench-cache", forApp: options.roots.last ?? request.app, arch: arch)
         let closure = try ClosureBuilder.build(roots: options.roots, inserted: options.inserted, arch: arch, root: options.root,
                                                policy: options.signingPolicy)
         try ClosureFile.write(closure, to: closurePath)
@@ -113,13 +102,8 @@ package enum AppBench {
         } catch {
             notes.append("prelinked: not measured: \(error)")
         }
-        let sharedCachePath = options.root.flatMap { root in
-            DyldCache.paths(arch: arch).map { PathResolver.normalize(root + "/" + $0) }.first { FileStatus.of($0) != nil }
-        }
-        if let sharedCachePath {
-            let sharedCache = ClosureCache(directory: request.workDirectory + "/app-bench-shared-cache")
-            try sharedCache.prepareForWriting()
-            let boundPath = sharedCache.closurePath(forApp: options.roots.last ?? request.app, arch: arch)
+        if let sharedCachePath = options.root.flatMap({ SharedCacheBuilder.cachePath(root: $0, arch: arch) }) {
+            let (_, boundPath) = try ClosureCache.prepared(request.workDirectory + "/app-bench-shared-cache", forApp: options.roots.last ?? request.app, arch: arch)
             do {
                 let (bound, cached, patches) = try SharedCacheBinding.bind(closure, cachePath: sharedCachePath, closurePath: boundPath)
                 try ClosureFile.write(bound, to: boundPath)
@@ -147,15 +131,13 @@ package enum AppBench {
             return report.timings[.total] ?? 0
         }
         let targetPage = arch.hasPrefix("arm64") ? 16384 : 4096
-        var costs: [ImageCost] = []
-        for index in closure.images.indices {
+        let costs = try closure.images.indices.map { index in
             let image = closure.images[index]
-            var pages = Set<UInt64>()
             let fixups = try closure.fixups(ofImage: index, closurePath: closurePath)
             let objc = closure.objc.bindRuns.isEmpty ? [] : try closure.objcWrites(ofImage: index, closurePath: closurePath)
-            for fixup in fixups + objc { pages.insert(fixup.vmOffset / UInt64(targetPage)) }
-            costs.append(ImageCost(path: image.path, mappedBytes: image.plan.vmSize, fixups: fixups.count, dirtyPages: pages.count,
-                                   objcWrites: objc.count, initializers: image.initializers.count, inSharedCache: image.cacheSlot != nil))
+            let pages = Set((fixups + objc).map { $0.vmOffset / UInt64(targetPage) })
+            return ImageCost(path: image.path, mappedBytes: image.plan.vmSize, fixups: fixups.count, dirtyPages: pages.count,
+                             objcWrites: objc.count, initializers: image.initializers.count, inSharedCache: image.cacheSlot != nil)
         }
         let names = SymbolNamer(closure: closure)
         let initializers = closure.initializerOrder.flatMap { index in

@@ -50,9 +50,7 @@ package struct BenchConfiguration: Sendable {
     package static func findRepositoryRoot(from start: String) -> String? {
         var directory = URL(fileURLWithPath: start).standardizedFileURL
         while true {
-            if FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("tools/gen-app").path) {
-                return directory.path
-            }
+            if FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("tools/gen-app").path) { return directory.path }
             let parent = directory.deletingLastPathComponent()
             if parent.path == directory.path { return nil }
             directory = parent

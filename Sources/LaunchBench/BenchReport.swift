@@ -6,8 +6,7 @@ package struct BenchReport: Codable, Sendable {
     package var schemaVersion: Int? = BenchReport.currentSchemaVersion
     package var machine: Machine
     package var runs: Int
-    package var arch: String
-    package var style: String
+    package var arch: String, style: String
     package var seed: Int
     /// How `--cold` emptied the page cache before each cold sample; nil without `--cold`.
     package var coldEviction: EvictionMethod?
@@ -21,8 +20,7 @@ package struct BenchReport: Codable, Sendable {
     /// Where the numbers come from.
     package struct Machine: Codable, Sendable {
         package var cores: Int
-        package var kernel: String
-        package var date: String
+        package var kernel: String, date: String
     }
 }
 
@@ -78,9 +76,7 @@ package struct SizeResult: Codable, Sendable {
     package var images: Int
     /// Mach-O fixups (rebases + binds) every Mach-O path writes; glibc's relocation count.
     package var fixups: Int
-    package var rebases: Int
-    package var binds: Int
-    package var elfRelocations: Int
+    package var rebases: Int, binds: Int, elfRelocations: Int
     /// Pages holding at least one fixup (what the floor writes to).
     package var fixupPages: Int
 
@@ -91,8 +87,7 @@ package struct SizeResult: Codable, Sendable {
     /// Fresh processes: peak RSS (kB), per path.
     package var freshMaxRssKilobytes: [String: Distribution]
     /// Medians of the dyld3 and dyld2 launch phases (warm), by phase name.
-    package var dyld3Phases: [String: Int64]
-    package var dyld2Phases: [String: Int64]
+    package var dyld3Phases: [String: Int64], dyld2Phases: [String: Int64]
     /// Warm median nanoseconds per fixup (glibc: per ELF relocation).
     package var nanosecondsPerFixup: [String: Double]
     /// Pages each path leaves privately dirty in the images' mappings (/proc/self/smaps).
@@ -130,8 +125,7 @@ package struct SizeResult: Codable, Sendable {
 
 /// Pages of a set of files in the page cache, against all their pages.
 package struct ResidentPages: Codable, Sendable, Equatable {
-    package var resident: Int
-    package var total: Int
+    package var resident: Int, total: Int
 }
 
 /// What building a closure costs and how big it is against the images' own metadata.

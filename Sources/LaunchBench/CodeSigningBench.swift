@@ -12,14 +12,11 @@ import LoaderSystem
 package struct CodeSigningCost: Codable, Sendable {
     /// Images carrying a signature, the code slots of their best CodeDirectories, and the
     /// bytes those slots cover (each image's code limit).
-    package var signedImages: Int
-    package var signedPages: Int
-    package var signedBytes: Int
+    package var signedImages: Int, signedPages: Int, signedBytes: Int
     /// dyld2's check (and install's): `CodeSigning.verify` of every image, the files
     /// mapped beforehand (every page hash of every CodeDirectory, the special slots).
     package var fullVerification: Distribution
-    package var fullVerificationNsPerPage: Double
-    package var fullVerificationNsPerMb: Double
+    package var fullVerificationNsPerPage: Double, fullVerificationNsPerMb: Double
     /// The fast path's identity check: every signed image's CodeDirectory read through an
     /// open descriptor and hashed, compared with a recorded cdHash.
     package var cdhashCheck: Distribution
@@ -29,20 +26,16 @@ package struct CodeSigningCost: Codable, Sendable {
     /// Eager dyld3 launches with the cdHash check switched off (bench only), interleaved
     /// with ``dyld3Eager``: what the check costs the launch, and its share (the 5% target).
     package var dyld3WithoutCdhash: Distribution
-    package var cdhashLaunchCostNs: Int64
-    package var cdhashLaunchShare: Double
+    package var cdhashLaunchCostNs: Int64, cdhashLaunchShare: Double
     /// The hash of one code page against its slot, as page-in's fault path makes it for
     /// each page it fills: every signed page hashed where it lies, per page and per MB.
-    package var pageCheckNsPerPage: Double
-    package var pageCheckNsPerMb: Double
+    package var pageCheckNsPerPage: Double, pageCheckNsPerMb: Double
     /// Eager dyld3 launches (no code run), without and with `--verify-pages`, interleaved;
     /// the pages the latter checked, and its own timed share (the `parsing` phase) per page.
-    package var dyld3Eager: Distribution
-    package var dyld3VerifyPages: Distribution
+    package var dyld3Eager: Distribution, dyld3VerifyPages: Distribution
     package var verifyPagesChecked: Int
     package var verifyPagesPhase: Distribution
-    package var verifyPagesNsPerPage: Double
-    package var verifyPagesNsPerMb: Double
+    package var verifyPagesNsPerPage: Double, verifyPagesNsPerMb: Double
 
     /// Keys holding times carry `Ns` (`_ns` once snake-cased).
     enum CodingKeys: String, CodingKey {
@@ -58,11 +51,7 @@ package struct CodeSigningCost: Codable, Sendable {
 enum CodeSigningBench {
     static func measure(_ closure: LaunchClosure, closurePath: String, options: LaunchOptions, runs: Int, dyld3Median: Int64) throws -> CodeSigningCost {
         struct Signed {
-            let path: String
-            let file: ImageFile
-            let directory: CS_CodeDirectory
-            let descriptor: ImageDescriptor
-            let signature: SignedImage
+            let path: String, file: ImageFile, directory: CS_CodeDirectory, descriptor: ImageDescriptor, signature: SignedImage
         }
         var signed: [Signed] = []
         for image in closure.images {
@@ -72,11 +61,7 @@ enum CodeSigningBench {
                 throw CommandFailure.failed("\(image.path): the closure records a signature the file does not have")
             }
             let descriptor: ImageDescriptor
-            do throws(LoadError) {
-                descriptor = try ImageDescriptor.open(image.path)
-            } catch {
-                throw CommandFailure.failed("\(image.path): \(error)")
-            }
+            do throws(LoadError) { descriptor = try ImageDescriptor.open(image.path) } catch { throw CommandFailure.failed("\(image.path): \(error)") }
             signed.append(Signed(path: image.path, file: file, directory: read.bestCodeDirectory, descriptor: descriptor, signature: signature))
         }
         let pages = signed.reduce(0) { $0 + $1.directory.pageCount }
@@ -85,37 +70,33 @@ enum CodeSigningBench {
         var full: [Int64] = [], cdhash: [Int64] = [], pageCheck: [Int64] = []
         var eager: [Int64] = [], verifying: [Int64] = [], phase: [Int64] = [], unchecked: [Int64] = []
         var verified = 0
-        var withPages = options
-        withPages.verifyPages = true
+        let withPages = changed(options) { $0.verifyPages = true }
         for round in 0...runs {
-            var clock = ContinuousClock.now
-            for image in signed { _ = try CodeSigning.verify(image.file.image, path: image.path) }
-            let fullTime = elapsed(since: &clock)
-
-            for image in signed {
-                let signature = image.signature
-                let blob = ByteView(image.descriptor.read(offset: signature.codeDirectoryOffset, count: signature.codeDirectorySize))
-                guard signature.hashType.cdHash(of: blob) == signature.cdHash else {
-                    throw CommandFailure.failed("\(image.path): its cdHash is not the one recorded")
-                }
-            }
-            let cdhashTime = elapsed(since: &clock)
-
-            for image in signed {
-                let view = image.file.image.view
-                for slot in 0..<image.directory.pageCount {
-                    let range = image.directory.pageRange(slot)
-                    guard image.directory.verifyPage(try view.slice(range.lowerBound, range.count), slot: slot) else {
-                        throw CommandFailure.failed("\(image.path): page \(slot) does not match its hash")
+            let fullTime = try timed { for image in signed { _ = try CodeSigning.verify(image.file.image, path: image.path) } }.nanoseconds
+            let cdhashTime = try timed {
+                for image in signed {
+                    let signature = image.signature
+                    let blob = ByteView(image.descriptor.read(offset: signature.codeDirectoryOffset, count: signature.codeDirectorySize))
+                    guard signature.hashType.cdHash(of: blob) == signature.cdHash else {
+                        throw CommandFailure.failed("\(image.path): its cdHash is not the one recorded")
                     }
                 }
-            }
-            let pageTime = elapsed(since: &clock)
+            }.nanoseconds
+            let pageTime = try timed {
+                for image in signed {
+                    let view = image.file.image.view
+                    for slot in 0..<image.directory.pageCount {
+                        let range = image.directory.pageRange(slot)
+                        guard image.directory.verifyPage(try view.slice(range.lowerBound, range.count), slot: slot) else {
+                            throw CommandFailure.failed("\(image.path): page \(slot) does not match its hash")
+                        }
+                    }
+                }
+            }.nanoseconds
 
             let plain = try FastPath.launch(closurePath: closurePath, request: options).released()
             let checked = try FastPath.launch(closurePath: closurePath, request: withPages).released()
-            var withoutCdhashCheck = LaunchConfiguration()
-            withoutCdhashCheck.checksCodeDirectories = false
+            let withoutCdhashCheck = changed(LaunchConfiguration()) { $0.checksCodeDirectories = false }
             let withoutCdhash = try FastPath.launch(closurePath: closurePath, request: options, configuration: withoutCdhashCheck).released()
             verified = checked.pagesVerified ?? 0
             guard round > 0 else { continue }  // round 0 warms caches and is discarded
@@ -142,10 +123,4 @@ enum CodeSigningBench {
     }
 
     private static func ratio(_ a: Int64, _ b: Double) -> Double { b > 0 ? Double(a) / b : 0 }
-
-    private static func elapsed(since clock: inout ContinuousClock.Instant) -> Int64 {
-        let now = ContinuousClock.now
-        defer { clock = now }
-        return (now - clock).nanoseconds
-    }
 }

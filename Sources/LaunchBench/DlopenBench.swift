@@ -17,8 +17,7 @@ package struct DlopenBenchReport: Codable, Sendable {
 
 /// One small app (`gen-app --dylibs N`): its launch to `main` by dyld2 and dyld3.
 package struct SmallAppResult: Codable, Sendable {
-    package var frameworks: Int
-    package var images: Int
+    package var frameworks: Int, images: Int
     /// In this process, interleaved: each path's in-process total (no code runs).
     package var warm: [String: Distribution]
     /// Each sample a fresh `dyld3 launch --no-run --json` process: its in-process total.
@@ -30,8 +29,7 @@ package struct SmallAppResult: Codable, Sendable {
 package struct PluginResult: Codable, Sendable {
     package var frameworks: Int
     /// Images at launch, and the images the `dlopen` adds.
-    package var launchImages: Int
-    package var added: Int
+    package var launchImages: Int, added: Int
     /// In this process, interleaved: the `dlopen` alone, after an untimed launch (no code runs,
     /// so no initializer either).
     package var warm: [String: Distribution]
@@ -69,9 +67,7 @@ package enum DlopenBench {
 
     static func measureApp(_ app: BenchApp, configuration: BenchConfiguration, log: (String) -> Void) async throws -> SmallAppResult {
         let options = LaunchOptions(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot, run: false)
-        let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache-small-\(app.dylibs)")
-        try cache.prepareForWriting()
-        let closurePath = cache.closurePath(forApp: app.mainImage, arch: configuration.arch)
+        let (cache, closurePath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-small-\(app.dylibs)", forApp: app.mainImage, arch: configuration.arch)
         let closure = try ClosureBuilder.build(roots: options.roots, arch: options.arch, root: options.root)
         try ClosureFile.write(closure, to: closurePath)
         let (warm, _) = try await InterleavedRounds(runs: configuration.runs, paths: appPaths, files: [:], eviction: nil).measure(log: log) { path, _, _ in
@@ -89,11 +85,8 @@ package enum DlopenBench {
         let arch = configuration.arch
         let options = LaunchOptions(roots: [app.mainImage], arch: arch, root: app.systemRoot, run: false)
         // Two caches: one whose closure holds the plugin's dlopen closure, one whose has none.
-        let prebuilt = ClosureCache(directory: configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)")
-        let bare = ClosureCache(directory: configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)-bare")
-        try prebuilt.prepareForWriting()
-        try bare.prepareForWriting()
-        let prebuiltPath = prebuilt.closurePath(forApp: app.mainImage, arch: arch), barePath = bare.closurePath(forApp: app.mainImage, arch: arch)
+        let (prebuilt, prebuiltPath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)", forApp: app.mainImage, arch: arch)
+        let (bare, barePath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)-bare", forApp: app.mainImage, arch: arch)
         let closure = try ClosureBuilder.build(roots: options.roots, arch: arch, root: options.root)
         try ClosureFile.write(closure, to: barePath)
         var withDlopen = closure
@@ -112,9 +105,7 @@ package enum DlopenBench {
             }
             defer { launch.memory.release() }
             guard let loader = launch.memory.dynamicLoader?.loader else { throw CommandFailure.failed("\(app.mainImage): the \(path) launch has no dlopen") }
-            let started = ContinuousClock.now
-            _ = try loader.open(pluginPath, mode: RTLD_NOW)
-            let time = (ContinuousClock.now - started).nanoseconds
+            let time = try timed { try loader.open(pluginPath, mode: RTLD_NOW) }.nanoseconds
             let event = loader.events.last
             let expected = path == "dyld2" ? nil : path == "dyld3_prebuilt" ? "closure" : "runtime closure"
             guard let event, event.via == expected || expected == nil else {

@@ -69,9 +69,7 @@ struct GlibcHarness {
                 throw .failed("glibc harness ended early: \(BenchTool.stderrText(process.errorFile))")
             }
             let fields = line.split(separator: " ", maxSplits: 1)
-            guard fields.count == 2, fields[0] == key, let value = Int64(fields[1]) else {
-                throw .failed("glibc harness: \(line)")
-            }
+            guard fields.count == 2, fields[0] == key, let value = Int64(fields[1]) else { throw .failed("glibc harness: \(line)") }
             return value
         }
     }

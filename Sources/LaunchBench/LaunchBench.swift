@@ -62,9 +62,16 @@ package enum LaunchBench {
             "dyld3-phases.svg": Data(SVGCharts.dyld3Phases(report).utf8),
         ]
         if measuredPageIn(report) { contents["page-in.svg"] = Data(SVGCharts.pageIn(report).utf8) }
-        for (name, data) in contents {
-            try data.write(to: URL(fileURLWithPath: directory + "/" + name), options: .atomic)
-        }
+        for (name, data) in contents { try data.write(to: URL(fileURLWithPath: directory + "/" + name), options: .atomic) }
+    }
+}
+
+extension ClosureCache {
+    /// The cache at `directory`, ready for writing, and where the closure of `app` for `arch` goes in it.
+    static func prepared(_ directory: String, forApp app: String, arch: String) throws -> (cache: ClosureCache, closurePath: String) {
+        let cache = ClosureCache(directory: directory)
+        try cache.prepareForWriting()
+        return (cache, cache.closurePath(forApp: app, arch: arch))
     }
 }
 

@@ -19,7 +19,7 @@ struct MappingFloor {
     init(_ closure: LaunchClosure, closurePath: String = "") throws {
         plans = closure.images.map(\.plan)
         sharedCache = closure.sharedCache.map { ($0, closure.images, closurePath) }
-        let page = UInt64(ProcessMemory.pageSize)
+        let page = LaunchMemory.pageSize
         var locations: [[UInt64]] = []
         for index in closure.images.indices {
             var firstInPage: [UInt64: UInt64] = [:]
@@ -38,30 +38,44 @@ struct MappingFloor {
     /// took and the memory, still mapped. With `readAhead` (cold samples), each image is read
     /// ahead as the launch paths do.
     func launch(readAhead: Bool, protections: Bool) throws(LoadError) -> (nanoseconds: Int64, memory: LaunchMemory) {
-        let clock = ContinuousClock()
-        let start = clock.now
-        let shared: LaunchMemory.SharedImages?
-        do throws(ClosureError) {
-            shared = try sharedCache.map { (cache) throws(ClosureError) in try SharedCacheRegion.map(cache.cache, images: cache.images, closurePath: cache.closurePath) }
-        } catch {
-            throw .failed(path: sharedCache?.closurePath ?? "", cause: error)
-        }
-        let memory = try LaunchMemory(plans: plans, firstSlide: nil, readAhead: readAhead, shared: shared)
-        if shared != nil { try memory.openForPatches(zip(memory.images, pageLocations).map { $0.inSharedCache ? $1 : [] }) }
-        for (index, locations) in pageLocations.enumerated() {
-            let base = memory.images[index].base
-            for location in locations {
-                // A new value, like a rebase: storing back the word just loaded is a no-op the
-                // optimizer removes, and the page would stay clean.
-                UnsafeFixupStore.store(base &+ location, at: base &+ location)
+        let (memory, nanoseconds) = try timed { () throws(LoadError) -> LaunchMemory in
+            let shared: LaunchMemory.SharedImages?
+            do throws(ClosureError) {
+                shared = try sharedCache.map { (cache) throws(ClosureError) in try SharedCacheRegion.map(cache.cache, images: cache.images, closurePath: cache.closurePath) }
+            } catch {
+                throw .failed(path: sharedCache?.closurePath ?? "", cause: error)
             }
+            let memory = try LaunchMemory(plans: plans, firstSlide: nil, readAhead: readAhead, shared: shared)
+            if shared != nil { try memory.openForPatches(zip(memory.images, pageLocations).map { $0.inSharedCache ? $1 : [] }) }
+            for (index, locations) in pageLocations.enumerated() {
+                let base = memory.images[index].base
+                for location in locations {
+                    // A new value, like a rebase: storing back the word just loaded is a no-op the
+                    // optimizer removes, and the page would stay clean.
+                    UnsafeFixupStore.store(base &+ location, at: base &+ location)
+                }
+            }
+            if protections { try memory.applyProtections() }
+            return memory
         }
-        if protections { try memory.applyProtections() }
-        let elapsed = clock.now - start
-        return (elapsed.nanoseconds, memory)
+        return (nanoseconds, memory)
     }
 }
 
 extension Duration {
     var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+}
+
+/// A copy of `value` with `change` made to it (a launch's options with one setting changed).
+func changed<T>(_ value: T, _ change: (inout T) -> Void) -> T {
+    var copy = value
+    change(&copy)
+    return copy
+}
+
+/// What `body` returns, and the nanoseconds it took.
+func timed<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> (value: T, nanoseconds: Int64) {
+    let start = ContinuousClock.now
+    let value = try body()
+    return (value, (ContinuousClock.now - start).nanoseconds)
 }

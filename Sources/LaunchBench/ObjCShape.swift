@@ -2,9 +2,7 @@
 /// --objc-categories M --objc-selrefs K`): per framework N classes, per image M
 /// categories and K selector references (message sends).
 package struct ObjCShape: Codable, Sendable, Equatable {
-    package var classes: Int
-    package var categories: Int
-    package var selectorReferences: Int
+    package var classes: Int, categories: Int, selectorReferences: Int
 
     package init(classes: Int, categories: Int, selectorReferences: Int) {
         (self.classes, self.categories, self.selectorReferences) = (classes, categories, selectorReferences)
@@ -26,10 +24,8 @@ package struct ObjCShare: Codable, Sendable {
     /// Writes the step makes (selector references, method-list names, the runtime's
     /// tables): the closure's ObjC record.
     package var writes: Int
-    package var dyld2: Int64
-    package var dyld2Total: Int64
-    package var dyld3: Int64
-    package var dyld3Total: Int64
+    package var dyld2: Int64, dyld2Total: Int64
+    package var dyld3: Int64, dyld3Total: Int64
 
     enum CodingKeys: String, CodingKey {
         case writes, dyld2 = "dyld2Ns", dyld2Total = "dyld2TotalNs", dyld3 = "dyld3Ns", dyld3Total = "dyld3TotalNs"

@@ -47,9 +47,7 @@ enum PageCache {
     static func evict(_ files: [String], method: EvictionMethod) throws(CommandFailure) {
         switch method {
         case .dropCaches:
-            if let error = UnsafePageCache.write("3\n", to: dropCachesPath) {
-                throw .systemCall(path: dropCachesPath, what: "cannot be written", errno: error)
-            }
+            if let error = UnsafePageCache.write("3\n", to: dropCachesPath) { throw .systemCall(path: dropCachesPath, what: "cannot be written", errno: error) }
         case .fadvise:
             for file in files {
                 if let error = UnsafePageCache.adviseDontNeed(file) { throw .systemCall(path: file, what: "posix_fadvise failed", errno: error) }

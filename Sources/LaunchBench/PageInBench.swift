@@ -11,11 +11,9 @@ package struct PageInResult: Codable, Sendable {
     package var fallbackReason: String?
     /// Pages indexed in the closure (pages that receive fixups), and pages registered with
     /// the handler (every page of the segments that receive fixups).
-    package var fixupPages: Int
-    package var registeredPages: Int
+    package var fixupPages: Int, registeredPages: Int
     /// Launch to the point where `main` would run: page-in, and eager dyld3 in the same rounds.
-    package var launch: Distribution
-    package var eagerLaunch: Distribution
+    package var launch: Distribution, eagerLaunch: Distribution
     /// After the page-in launch: time to touch 10%, 50% and 100% of the fixup pages (one
     /// word each, pages in a fixed shuffled order), each from the launch's end.
     package var touch: [String: Distribution]
@@ -49,8 +47,7 @@ enum PageInBench {
     /// `runs` rounds (after one discarded) of an eager and a page-in launch of `closure`
     /// with the touches, then one untimed round reading private pages after each step.
     static func measure(_ closure: LaunchClosure, closurePath: String, options: LaunchOptions, runs: Int) throws -> PageInResult {
-        var pageIn = options
-        pageIn.fixups = .pageIn
+        let pageIn = changed(options) { $0.fixups = .pageIn }
         let plan = try PageInFixups.plan(closure, pageSize: LaunchMemory.pageSize)
         // Every indexed page as (image, offset), in a fixed pseudo-random order.
         var pages: [(image: Int, offset: UInt64)] = []

@@ -12,13 +12,9 @@ import LaunchMemory
 /// interleaved in one process, warm and cold; the set's install time and its size beside the
 /// images'. No path runs code.
 package struct PrelinkedBenchResult: Codable, Sendable {
-    package var dylibs: Int
-    package var images: Int
-    package var slideLocations: Int
-    package var slidePages: Int
+    package var dylibs: Int, images: Int, slideLocations: Int, slidePages: Int
     /// The set file, and the images' files it was built from.
-    package var setBytes: UInt64
-    package var imageBytes: UInt64
+    package var setBytes: UInt64, imageBytes: UInt64
     /// Building and writing the set (after the closure), as `install --prelink` does.
     package var install: Distribution
     /// The set's copy slid for this boot: writing it (once per boot: the first launch, or
@@ -28,8 +24,7 @@ package struct PrelinkedBenchResult: Codable, Sendable {
     /// The slid copy's mapping calls: one `mmap`, then one `mprotect` per run of one protection.
     package var mappingCalls: Int
     /// Per path (``PrelinkBench/paths``): launch times, warm and cold.
-    package var warm: [String: Distribution]
-    package var cold: [String: Distribution]?
+    package var warm: [String: Distribution], cold: [String: Distribution]?
     /// Why page-in launches were eager (userfaultfd unavailable), if they were.
     package var pageInFallbackReason: String?
     /// Images whose identity a warm prelinked launch hashed (0 unless the images are younger than 2 s).
@@ -70,23 +65,19 @@ package enum PrelinkBench {
     static func measure(_ app: BenchApp, configuration: BenchConfiguration, cache: ClosureCache, eviction: EvictionMethod?,
                         log: (String) -> Void) async throws -> PrelinkedBenchResult {
         let options = LaunchOptions(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot, run: false)
-        var pageIn = options
-        pageIn.fixups = .pageIn
+        let pageIn = changed(options) { $0.fixups = .pageIn }
         let closurePath = cache.closurePath(forApp: app.mainImage, arch: configuration.arch)
         let setPath = ClosureCache.prelinkedSetPath(forClosure: closurePath)
         let closure = try ClosureBuilder.build(roots: options.roots, arch: configuration.arch, root: app.systemRoot)
         try ClosureFile.write(closure, to: closurePath)
-        var installs: [Int64] = []
-        let clock = ContinuousClock()
-        var built: PrelinkedSet?
-        for _ in 0..<3 {
-            let start = clock.now
-            let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
-            try PrelinkedSetFile.write(set, data: data, to: setPath)
-            installs.append((clock.now - start).nanoseconds)
-            built = set
+        let installs = try (0..<3).map { _ in
+            try timed {
+                let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
+                try PrelinkedSetFile.write(set, data: data, to: setPath)
+                return set
+            }
         }
-        guard let set = built else { throw CommandFailure.failed("no set built") }
+        let set = installs[installs.count - 1].value
         log("  set: \(set.slideCount) slide locations, \(set.rangeSize) bytes of data")
         let floor = try MappingFloor(closure)
         let prelinkedFloor = try PrelinkedFloor(set, setPath: setPath)
@@ -97,9 +88,7 @@ package enum PrelinkBench {
             "prelinked": [setPath, slidPath], "prelinked_page_in": [setPath, slidPath], "slid_at_launch": [setPath],
             "slid_at_launch_page_in": [setPath], "prelinked_floor": [slidPath],
         ]
-        var atLaunch = options, atLaunchPageIn = pageIn
-        atLaunch.slidePerLaunch = true
-        atLaunchPageIn.slidePerLaunch = true
+        let atLaunch = changed(options) { $0.slidePerLaunch = true }, atLaunchPageIn = changed(pageIn) { $0.slidePerLaunch = true }
         let requests = ["prelinked": options, "prelinked_page_in": pageIn, "slid_at_launch": atLaunch, "slid_at_launch_page_in": atLaunchPageIn]
         var fallback: String?, hashed = 0
         func launch(_ path: String, cold: Bool) throws -> Int64 {
@@ -126,7 +115,7 @@ package enum PrelinkBench {
         return PrelinkedBenchResult(
             dylibs: app.dylibs, images: closure.images.count, slideLocations: set.slideCount, slidePages: prelinkedFloor.pages.count,
             setBytes: FileStatus.of(setPath)?.size ?? 0, imageBytes: closure.images.reduce(0) { $0 + $1.identity.size },
-            install: Distribution(installs), slidWrite: prelinkedFloor.writeNanoseconds, slidBytes: FileStatus.of(slidPath)?.size ?? 0,
+            install: Distribution(installs.map(\.nanoseconds)), slidWrite: prelinkedFloor.writeNanoseconds, slidBytes: FileStatus.of(slidPath)?.size ?? 0,
             mappingCalls: 1 + prelinkedFloor.protectionCalls, warm: warm, cold: cold,
             pageInFallbackReason: fallback, imagesHashed: hashed)
     }
@@ -189,9 +178,7 @@ struct PrelinkedFloor {
         self.pages = pages
         let opened = try PrelinkedSetFile.open(setPath)
         let copyPath = ClosureCache.slidSetPath(forSet: setPath)
-        let start = ContinuousClock.now
-        try SlidPrelinkedSetFile.write(for: opened, to: copyPath)
-        writeNanoseconds = (ContinuousClock.now - start).nanoseconds
+        writeNanoseconds = try timed { try SlidPrelinkedSetFile.write(for: opened, to: copyPath) }.nanoseconds
         switch SlidPrelinkedSetFile.open(copyPath, for: opened) {
         case let .success(copy): self.copy = copy
         case let .failure(unusable): throw CommandFailure.failed("\(copyPath): \(unusable)")
@@ -200,10 +187,8 @@ struct PrelinkedFloor {
 
     /// One floor launch: nanoseconds from the `mmap` to the last protection.
     func launch() throws -> Int64 {
-        let clock = ContinuousClock()
-        let start = clock.now
-        guard let range = try copy.mapRange() else { throw CommandFailure.failed("\(copy.path): the range it is slid to is taken") }
-        let elapsed = (clock.now - start).nanoseconds
+        let (range, elapsed) = try timed { try copy.mapRange() }
+        guard let range else { throw CommandFailure.failed("\(copy.path): the range it is slid to is taken") }
         range.release()
         return elapsed
     }

@@ -4,7 +4,7 @@ import LaunchMemory
 /// ``UnsafeProcessMemory``.)
 enum ProcessMemory {
     /// The host's page size.
-    static let pageSize = UnsafeProcessMemory.pageSize
+    static let pageSize = Int(LaunchMemory.pageSize)
 
     /// Private_Dirty pages of the mappings that lie inside the launch's region.
     static func privateDirtyPages(_ memory: LaunchMemory) -> Int { smapsPages(memory, "Private_Dirty") }

@@ -15,16 +15,11 @@ import SharedCacheBuild
 /// One size of the shared-cache bench: an app of `appFrameworks` own frameworks over a root of
 /// `system` system frameworks (and libSystem), every path's samples, the cache's build.
 package struct SharedCacheBenchResult: Codable, Sendable {
-    package var system: Int
-    package var appFrameworks: Int
-    package var images: Int
-    package var imagesInCache: Int
-    package var patches: Int
+    package var system: Int, appFrameworks: Int, images: Int, imagesInCache: Int, patches: Int
     package var cacheBytes: UInt64
     /// `shared-cache build` of the root, in this process.
     package var cacheBuild: Int64
-    package var warm: [String: Distribution]
-    package var cold: [String: Distribution]?
+    package var warm: [String: Distribution], cold: [String: Distribution]?
     /// Concurrent launches of the app held alive, each process's memory (kB, from smaps).
     package var memory: ConcurrentMemory?
 }
@@ -35,17 +30,12 @@ package struct SharedCacheBenchResult: Codable, Sendable {
 package struct ConcurrentMemory: Codable, Sendable {
     package var processes: Int
     /// The apps launched (their main executables), and per process the index of its app.
-    package var apps: [String]?
-    package var appOfProcess: [Int]?
+    package var apps: [String]?, appOfProcess: [Int]?
     /// Per process: the cache's copy slid for the boot (`Rss`, `Pss`, `Shared_Clean`,
     /// `Private_Dirty` of its mappings) and the whole process (`smaps_rollup`'s `Pss` and
     /// `Private_Dirty`), in kB.
-    package var cacheRss: [Int]
-    package var cachePss: [Int]
-    package var cacheSharedClean: [Int]
-    package var cachePrivateDirty: [Int]
-    package var processPss: [Int]
-    package var processPrivateDirty: [Int]
+    package var cacheRss: [Int] = [], cachePss: [Int] = [], cacheSharedClean: [Int] = [], cachePrivateDirty: [Int] = []
+    package var processPss: [Int] = [], processPrivateDirty: [Int] = []
 }
 
 package typealias SharedCacheBenchReport = SizesBenchReport<SharedCacheBenchResult>
@@ -74,18 +64,11 @@ package enum SharedCacheBench {
                         log: (String) -> Void) async throws -> SharedCacheBenchResult {
         let root = app.systemRoot, arch = configuration.arch
         let options = LaunchOptions(roots: [app.mainImage], arch: arch, root: root, run: false)
-        let clock = ContinuousClock()
-        let started = clock.now
-        let built = try SharedCacheBuilder.build(root: root, arch: arch)
-        let buildTime = (clock.now - started).nanoseconds
+        let (built, buildTime) = try timed { try SharedCacheBuilder.build(root: root, arch: arch) }
         log("  cache: \(built.images.count) images, \(built.size) bytes, built in \(String(format: "%.2f s", Double(buildTime) / 1e9))")
 
-        let plainCache = ClosureCache(directory: configuration.workDirectory + "/bench-cache-files")
-        let sharedCache = ClosureCache(directory: configuration.workDirectory + "/bench-cache-shared")
-        try plainCache.prepareForWriting()
-        try sharedCache.prepareForWriting()
-        let plainPath = plainCache.closurePath(forApp: app.mainImage, arch: arch)
-        let sharedPath = sharedCache.closurePath(forApp: app.mainImage, arch: arch)
+        let (_, plainPath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-files", forApp: app.mainImage, arch: arch)
+        let (sharedCache, sharedPath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-shared", forApp: app.mainImage, arch: arch)
         let closure = try ClosureBuilder.build(roots: options.roots, arch: arch, root: root)
         try ClosureFile.write(closure, to: plainPath)
         let (bound, cached, patches) = try SharedCacheBinding.bind(closure, cachePath: built.path, closurePath: sharedPath)
@@ -97,8 +80,7 @@ package enum SharedCacheBench {
         guard let boundCache = bound.sharedCache else { throw CommandFailure.failed("\(sharedPath): not bound into \(built.path)") }
         let slidCopy = SharedCacheRegion.slidCopyPath(boundCache, directory: sharedCache.directory)
         // dyld2 from the cache: its slid copy, kept with the bound closure's, and its own tables.
-        var cacheOptions = options
-        cacheOptions.sharedCache = SharedCacheRequest(path: built.path, slidCopyDirectory: sharedCache.directory, required: true)
+        let cacheOptions = changed(options) { $0.sharedCache = SharedCacheRequest(path: built.path, slidCopyDirectory: sharedCache.directory, required: true) }
         let files: [String: [String]] = [
             "floor": images, "dyld2": images, "dyld2_shared_cache": ownImages + [built.path, slidCopy], "dyld3": images + [plainPath],
             "dyld3_shared_cache": ownImages + [sharedPath, slidCopy], "cache_floor": ownImages + [slidCopy],
@@ -158,8 +140,7 @@ package enum SharedCacheBench {
     /// turn (`dyld3 launch --mode dyld3 --no-run --hold`), and reads each one's smaps while
     /// all are held.
     static func concurrentMemory(tool: String, apps: [String], root: String, closures: String) async throws -> ConcurrentMemory {
-        var measured = ConcurrentMemory(processes: 0, apps: apps, appOfProcess: [], cacheRss: [], cachePss: [], cacheSharedClean: [],
-                                        cachePrivateDirty: [], processPss: [], processPrivateDirty: [])
+        var measured = ConcurrentMemory(processes: 0, apps: apps, appOfProcess: [])
         // Each held launch is bounded: killed after 300 s if the bench never lets it go.
         func arguments(_ app: String) -> [String] {
             ["300", tool, "launch", app, "--root", root, "--cache", closures, "--mode", "dyld3", "--no-run", "--hold"]
@@ -170,12 +151,10 @@ package enum SharedCacheBench {
                     measured.appOfProcess?.append(index % apps.count)
                     let cache = ProcessMemory.smapsOfFile(pid: pid, endingWith: "." + ClosureCache.slidCacheExtension)
                     let whole = ProcessMemory.rollup(pid: pid)
-                    measured.cacheRss.append(cache["Rss"] ?? 0)
-                    measured.cachePss.append(cache["Pss"] ?? 0)
-                    measured.cacheSharedClean.append(cache["Shared_Clean"] ?? 0)
-                    measured.cachePrivateDirty.append(cache["Private_Dirty"] ?? 0)
-                    measured.processPss.append(whole["Pss"] ?? 0)
-                    measured.processPrivateDirty.append(whole["Private_Dirty"] ?? 0)
+                    for (values, field, source) in [(\ConcurrentMemory.cacheRss, "Rss", cache), (\.cachePss, "Pss", cache), (\.cacheSharedClean, "Shared_Clean", cache),
+                                                    (\.cachePrivateDirty, "Private_Dirty", cache), (\.processPss, "Pss", whole), (\.processPrivateDirty, "Private_Dirty", whole)] {
+                        measured[keyPath: values].append(source[field] ?? 0)
+                    }
                 }
                 measured.processes = pids.count
                 return

@@ -77,8 +77,7 @@ struct SizeBench {
         var pageIn: PageInResult?
         if configuration.pageIn {
             log("  page-in: \(runs) rounds of eager and page-in dyld3, touching 10%, 50%, 100% of the fixup pages")
-            var pageInOptions = options
-            pageInOptions.faultAround = configuration.faultAround
+            let pageInOptions = changed(options) { $0.faultAround = configuration.faultAround }
             pageIn = try PageInBench.measure(closure, closurePath: closurePath, options: pageInOptions, runs: runs)
         }
 
@@ -138,13 +137,9 @@ struct SizeBench {
     /// the times and the closure as read back.
     private func buildClosure(at path: String, runs: Int) throws -> (Distribution, LaunchClosure) {
         try cache.prepareForWriting()
-        var times: [Int64] = []
-        let clock = ContinuousClock()
-        for _ in 0..<runs {
-            let start = clock.now
-            let closure = try ClosureBuilder.build(roots: options.roots, arch: configuration.arch, root: app.systemRoot)
-            try ClosureFile.write(closure, to: path)
-            times.append((clock.now - start).nanoseconds)
+        let times = try (0..<runs).map { _ in
+            try timed { try ClosureFile.write(try ClosureBuilder.build(roots: options.roots, arch: configuration.arch, root: app.systemRoot), to: path) }
+                .nanoseconds
         }
         return (Distribution(times), try ClosureFile.read(path))
     }

@@ -32,8 +32,15 @@ enum Targets {
                 check(d3 <= glibc, "400 dylibs, cold: dyld3 ≤ best glibc, \(best.path.label) (%.2f×: %@ vs %@)",
                       d3 / glibc, MarkdownReport.time(dyld3), MarkdownReport.time(best.median))
             }
+            // Page-in, against eager dyld3 in the same rounds.
             if let pageIn = size.pageIn, pageIn.fallbackReason == nil, pageIn.eagerLaunch.median > 0 {
-                checks += pageInChecks(pageIn)
+                let eager = Double(pageIn.eagerLaunch.median), launch = Double(pageIn.launch.median)
+                let full = launch + Double(pageIn.touch["100"]?.median ?? 0)
+                let privateEager = pageIn.privatePages["eager"] ?? 0, privateLaunch = pageIn.privatePages["launch"] ?? 0
+                check(launch <= 0.6 * eager, "400 dylibs: page-in launch ≤ 0.6× eager dyld3 (%.2f×)", launch / eager)
+                check(full <= 1.3 * eager, "400 dylibs: page-in launch + touching 100%% of the fixup pages ≤ 1.3× eager dyld3 (%.2f×)", full / eager)
+                check(privateEager > 0 && privateLaunch * 100 <= privateEager,
+                      "400 dylibs: private fixup pages after a page-in launch ≤ 1%% of eager's (%d of %d)", privateLaunch, privateEager)
             }
         }
         let flatSizes = report.sizes.filter { $0.dylibs >= 10 }
@@ -57,18 +64,5 @@ enum Targets {
                   size.dylibs, size.closure.relativeToMetadata * 100)
         }
         return checks
-    }
-
-    /// The page-in targets at 400 dylibs (medians of the same rounds).
-    static func pageInChecks(_ pageIn: PageInResult) -> [Check] {
-        let eager = Double(pageIn.eagerLaunch.median), launch = Double(pageIn.launch.median)
-        let full = launch + Double(pageIn.touch["100"]?.median ?? 0)
-        let privateEager = pageIn.privatePages["eager"] ?? 0, privateLaunch = pageIn.privatePages["launch"] ?? 0
-        return [
-            Check(met: launch <= 0.6 * eager, text: String(format: "400 dylibs: page-in launch ≤ 0.6× eager dyld3 (%.2f×)", launch / eager)),
-            Check(met: full <= 1.3 * eager, text: String(format: "400 dylibs: page-in launch + touching 100%% of the fixup pages ≤ 1.3× eager dyld3 (%.2f×)", full / eager)),
-            Check(met: privateEager > 0 && privateLaunch * 100 <= privateEager, text: String(
-                format: "400 dylibs: private fixup pages after a page-in launch ≤ 1%% of eager's (%d of %d)", privateLaunch, privateEager)),
-        ]
     }
 }

@@ -35,7 +35,7 @@ enum UnsafePageCache {
         var status = stat()
         guard unsafe fstat(descriptor, &status) == 0 else { return nil }
         let size = Int(status.st_size)
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let page = ProcessMemory.pageSize
         let total = (size + page - 1) / page
         guard total > 0 else { return (0, 0) }
         guard let mapping = unsafe mmap(nil, size, PROT_READ, MAP_SHARED, descriptor, 0), unsafe mapping != MAP_FAILED else { return nil }

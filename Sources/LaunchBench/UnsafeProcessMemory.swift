@@ -2,8 +2,8 @@
 import Glibc
 #endif
 
-/// The bench's only system calls about its own process: the page size, reading a /proc
-/// file, the peak RSS, and glibc's heap policy. ``ProcessMemory`` is the safe side.
+/// The bench's only system calls about its own process: reading a /proc file, the peak
+/// RSS, and glibc's heap policy. ``ProcessMemory`` is the safe side.
 enum UnsafeProcessMemory {
     /// Makes glibc keep the heap memory this process frees instead of giving it back to the
     /// kernel (`mallopt`: `M_MMAP_THRESHOLD` 32 MiB, `M_TRIM_THRESHOLD` 256 MiB, which also
@@ -12,9 +12,6 @@ enum UnsafeProcessMemory {
         let mmapThreshold: Int32 = -3, trimThreshold: Int32 = -1  // M_MMAP_THRESHOLD, M_TRIM_THRESHOLD (malloc.h)
         return glibcMallopt(mmapThreshold, 32 << 20) == 1 && glibcMallopt(trimThreshold, 256 << 20) == 1
     }
-
-    /// The host's page size.
-    static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     /// The bytes of a /proc file, read to its end (its reported size is 0); [] if it
     /// cannot be opened.

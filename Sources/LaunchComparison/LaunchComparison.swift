@@ -16,9 +16,7 @@ import MachOReader
 package struct LaunchComparison: Sendable {
     /// One difference, located.
     package struct Difference: Sendable, CustomStringConvertible {
-        package let what: String
-        package let image: String
-        package let segment: String
+        package let what: String, image: String, segment: String
         package let offset: UInt64
         package let detail: String
         package var description: String {
@@ -32,8 +30,7 @@ package struct LaunchComparison: Sendable {
     }
 
     package let slide: UInt64
-    package let images: Int
-    package let bytesCompared: Int
+    package let images: Int, bytesCompared: Int
     /// Fixup locations compared, in every image compared (the launch's and those the `dlopen`s
     /// added): the last write to each location, as memory holds it.
     package let fixupsCompared: Int
@@ -42,8 +39,7 @@ package struct LaunchComparison: Sendable {
     /// `launch --stats` report.
     package let fixupsWritten: Int
     package let initializers: [String]
-    package let dyld2Result: Int32?
-    package let dyld3Result: Int32?
+    package let dyld2Result: Int32?, dyld3Result: Int32?
     /// Why main's result was not compared (no code ran, or no main), when it was not.
     package let notRun: NotRunReason?
     package let differences: [Difference]
@@ -54,8 +50,7 @@ package struct LaunchComparison: Sendable {
     package let pageInFallback: PageInFallback?
     /// Page-in: pages registered with the handler, and pages it filled while the snapshot
     /// touched every writable byte (all of them, when nothing went wrong).
-    package let pagesRegistered: Int
-    package let pagesFilled: Int
+    package let pagesRegistered: Int, pagesFilled: Int
     /// A prelinked set: whether the dyld3 side mapped its copy slid for this boot, and when
     /// not, why it slid the set at launch.
     package var slidForBoot = false
@@ -75,15 +70,12 @@ package struct LaunchComparison: Sendable {
                            configuration: LaunchConfiguration = LaunchConfiguration(), prelinkedSet: String? = nil,
                            dlopen: [String] = []) throws -> LaunchComparison {
         func fastLaunch(_ request: LaunchOptions) throws -> Launch {
-            guard let prelinkedSet else {
-                return try FastPath.launch(closure, closurePath: closurePath, request: request, configuration: configuration)
-            }
+            guard let prelinkedSet else { return try FastPath.launch(closure, closurePath: closurePath, request: request, configuration: configuration) }
             return try PrelinkedLaunch.launch(setPath: prelinkedSet, request: request, configuration: configuration)
         }
         let runCode = options.run
         var options = options
-        options.run = false
-        options.recordFixups = true
+        (options.run, options.recordFixups) = (false, true)
         // A prelinked set maps its copy slid for this boot where that copy lies: dyld2 goes there.
         if let prelinkedSet, options.slide == nil, let slide = try PrelinkedLaunch.slideForBoot(setPath: prelinkedSet, request: options, configuration: configuration) {
             options.slide = slide
@@ -139,9 +131,7 @@ package struct LaunchComparison: Sendable {
         fast.memory.release()
 
         var differences: [Difference] = []
-        if let pageInFailure {
-            differences.append(.launch("page-in", "the handler failed: \(pageInFailure)"))
-        }
+        if let pageInFailure { differences.append(.launch("page-in", "the handler failed: \(pageInFailure)")) }
         var bytes = 0
         for (a, b) in zip(slowSnapshot, fastSnapshot) {
             bytes += a.bytes.count
@@ -169,9 +159,7 @@ package struct LaunchComparison: Sendable {
                 }
             }
         }
-        if slowSnapshot.count != fastSnapshot.count {
-            differences.append(.launch("segments", "\(slowSnapshot.count) writable segments vs \(fastSnapshot.count)"))
-        }
+        if slowSnapshot.count != fastSnapshot.count { differences.append(.launch("segments", "\(slowSnapshot.count) writable segments vs \(fastSnapshot.count)")) }
         var fixupCount = 0
         let fixupsWritten = (slowFixups + slowDlopenFixups).reduce(0) { $0 + $1.count }
         /// dyld2's fixups of image `index` against those `source` (the launch closure, or a
@@ -179,11 +167,7 @@ package struct LaunchComparison: Sendable {
         func compareFixups(_ fixups: [ResolvedFixup], image index: Int, closure source: LaunchClosure) throws(LoadError) {
             let expected = effective(fixups)
             let closureFixups: [ResolvedFixup]
-            do throws(ClosureError) {
-                closureFixups = try source.fixups(ofImage: index)
-            } catch {
-                throw LoadError.failed(path: source.images[index].path, cause: error)
-            }
+            do throws(ClosureError) { closureFixups = try source.fixups(ofImage: index) } catch { throw LoadError.failed(path: source.images[index].path, cause: error) }
             let actual = effective(closureFixups)
             fixupCount += expected.count
             let plan = source.images[index].plan
@@ -221,9 +205,7 @@ package struct LaunchComparison: Sendable {
         // main's result, when the code can run here.
         var results: (Int32?, Int32?) = (nil, nil)
         if notRun == nil {
-            options.run = true
-            options.recordFixups = false
-            options.slide = slide
+            (options.run, options.recordFixups, options.slide) = (true, false, slide)
             let slowRun = try SlowPath.launch(options)
             results.0 = slowRun.report.result
             notRun = slowRun.report.notRun
@@ -268,16 +250,13 @@ package struct LaunchComparison: Sendable {
     /// the launch's, depend on nothing but the files).
     static func dyld2DlopenFixups(_ paths: [String], options: LaunchOptions) throws(LoadError) -> [[ResolvedFixup]] {
         var graph = try DependencyGraph(roots: options.roots, inserted: options.inserted, arch: options.arch, root: options.root)
-        var plans: [ImagePlan] = []
-        for node in graph.nodes { plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset)) }
+        func plan(_ node: DependencyGraph.Node) throws(LoadError) -> ImagePlan { try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset) }
+        var plans = try graph.nodes.map(plan)
         var fixups: [[ResolvedFixup]] = []
         for path in paths {
             let added = try graph.open(path, arch: options.arch).added
             guard !added.isEmpty else { continue }
-            for index in added {
-                let node = graph.nodes[index]
-                plans.append(try ImagePlan(image: node.image, path: node.path, sliceOffset: node.file.sliceOffset))
-            }
+            plans += try added.map { index throws(LoadError) in try plan(graph.nodes[index]) }
             var resolver = try FixupResolver(graph: graph, plans: plans)
             for index in added {
                 var imageFixups: [ResolvedFixup] = []
@@ -345,8 +324,7 @@ package struct LaunchComparison: Sendable {
             let end = segment.vmOffset + UInt64(bytes.count)
             for location in locations[segment.image] where location >= segment.vmOffset && location < end && end - location >= 8 {
                 let at = Int(location - segment.vmOffset)
-                let value = relative(bytes.littleEndianWord(at))
-                for byte in 0..<8 { bytes[at + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) }
+                bytes.replaceSubrange(at..<at + 8, with: Words.le([relative(bytes.littleEndianWord(at))]))
             }
             segments[position] = LaunchMemory.SegmentSnapshot(image: segment.image, segment: segment.segment, vmOffset: segment.vmOffset, bytes: bytes)
         }

@@ -1,5 +1,7 @@
-import SharedCache
+import ClosureBuild
+import ClosureFormat
 import MachOReader
+import SharedCache
 
 /// An image's load commands rewritten for its place in the cache, as Apple's builder leaves
 /// them: segments and sections at their cache addresses and file offsets, `__LINKEDIT` data
@@ -22,8 +24,8 @@ enum CacheImageHeader {
         }
         func get32(_ at: Int) -> UInt32 { (0..<4).reduce(UInt32(0)) { $0 | UInt32(data[offset + at + $1]) << (8 * UInt32($1)) } }
         func put32(_ value: UInt32, _ at: Int) { for byte in 0..<4 { data[offset + at + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt32(byte))) } }
-        func get64(_ at: Int) -> UInt64 { (0..<8).reduce(UInt64(0)) { $0 | UInt64(data[offset + at + $1]) << (8 * UInt64($1)) } }
-        func put64(_ value: UInt64, _ at: Int) { for byte in 0..<8 { data[offset + at + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte))) } }
+        func get64(_ at: Int) -> UInt64 { data.littleEndianWord(offset + at) }
+        func put64(_ value: UInt64, _ at: Int) { PrelinkBuilder.store(value, at: offset + at, in: &data) }
         func moveOffset32(_ at: Int, size sizeAt: Int? = nil) {
             let old = get32(at)
             guard old != 0, sizeAt.map({ get32($0) != 0 }) ?? true else { return }

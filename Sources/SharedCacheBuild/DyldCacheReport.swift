@@ -18,9 +18,7 @@ package enum DyldCacheReport {
         out += "  mappings:        \(cache.mappings.count)\n"
         for (index, mapping) in cache.mappings.enumerated() {
             var line = "    \(index): \(hex(mapping.address))-\(hex(mapping.address &+ mapping.size)) \(protection(mapping.initProt))/\(protection(mapping.maxProt)) file \(hex(mapping.fileOffset))"
-            if let slide = try cache.slideInfo(index) {
-                var count = 0
-                try slide.forEachLocation(in: try cache.view.slice(Int(mapping.fileOffset), Int(mapping.size))) { _, _ in count += 1 }
+            if case let (slide?, count) = try slideLocations(cache, index) {
                 line += ", slide info v\(slide.version): \(slide.pageCount) pages, \(count) locations"
             }
             out += line + "\n"
@@ -37,9 +35,7 @@ package enum DyldCacheReport {
             }
         }
         out += "  images:          \(cache.images.count)\n"
-        for image in cache.images {
-            out += "    \(hex(image.address)) \(ClosureDump.uuidString(image.uuid)) \(image.path)\n"
-        }
+        for image in cache.images { out += "    \(hex(image.address)) \(ClosureDump.uuidString(image.uuid)) \(image.path)\n" }
         return out
     }
 
@@ -48,9 +44,7 @@ package enum DyldCacheReport {
         let table = try cache.patchTable()
         var mappings: [JSONValue] = []
         for (index, mapping) in cache.mappings.enumerated() {
-            var locations = 0
-            let slide = try cache.slideInfo(index)
-            if let slide { try slide.forEachLocation(in: try cache.view.slice(Int(mapping.fileOffset), Int(mapping.size))) { _, _ in locations += 1 } }
+            let (slide, locations) = try slideLocations(cache, index)
             mappings.append(.object([
                 ("address", .uint(mapping.address)), ("size", .uint(mapping.size)), ("file_offset", .uint(mapping.fileOffset)),
                 ("init_prot", .string(protection(mapping.initProt))), ("max_prot", .string(protection(mapping.maxProt))),
@@ -76,6 +70,14 @@ package enum DyldCacheReport {
                          ("inode", .uint(image.inode)), ("mod_time", .uint(image.modTime))])
             })),
         ])
+    }
+
+    /// Mapping `index`'s slide info and how many locations it slides (none without one).
+    static func slideLocations(_ cache: DyldCacheFile, _ index: Int) throws(MachOError) -> (DyldCache.SlideInfo?, Int) {
+        guard let slide = try cache.slideInfo(index) else { return (nil, 0) }
+        var count = 0
+        try slide.forEachLocation(in: try cache.view.slice(Int(cache.mappings[index].fileOffset), Int(cache.mappings[index].size))) { _, _ in count += 1 }
+        return (slide, count)
     }
 
     /// What lies beside the main cache at `path` for subcache `sub`: the UUID its header names

@@ -19,8 +19,7 @@ import SharedCache
 package enum SharedCacheBinding {
     /// Why a closure was not bound into a cache.
     package struct Refusal: Error, CustomStringConvertible {
-        package let cache: String
-        package let what: String
+        package let cache: String, what: String
         package var description: String { "\(cache): not used: \(what)" }
     }
 
@@ -62,11 +61,7 @@ package enum SharedCacheBinding {
             // refuses the cache here too. The closure's patches are the words themselves, compared
             // below (exact, and they also cover binds into the app's images, which no table lists).
             let table: DyldCachePatchTable?
-            do throws(MachOError) {
-                table = try file.patchTable()
-            } catch {
-                throw Refusal(cache: path, what: "its patch table: \(error)")
-            }
+            do throws(MachOError) { table = try file.patchTable() } catch { throw Refusal(cache: path, what: "its patch table: \(error)") }
             guard table != nil else { throw Refusal(cache: path, what: "it has no patch table: rebuild it with `dyld3 shared-cache build`") }
             var byName: [String: Int] = [:]
             for (index, image) in file.images.enumerated() where byName[image.path] == nil { byName[image.path] = index }

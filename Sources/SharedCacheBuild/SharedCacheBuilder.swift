@@ -17,15 +17,11 @@ import MachOReader
 package enum SharedCacheBuilder {
     /// What a build wrote.
     package struct Built: Sendable {
-        package let path: String
-        package let arch: String
+        package let path: String, arch: String
         package let images: [DyldCache.Image]
         package let mappings: [DyldCache.Mapping]
-        package let uuid: [UInt8]
-        package let size: Int
-        package let slideLocations: Int
-        /// The patch table's exports and locations (``DyldCachePatchTable``).
-        package let patchExports: Int
+        package let size: Int, slideLocations: Int
+        /// The patch table's locations (``DyldCachePatchTable``).
         package let patchLocations: Int
     }
 
@@ -34,6 +30,11 @@ package enum SharedCacheBuilder {
     static let deltaMask: UInt64 = 0x00FF_FF00_0000_0000
     /// How far a launch may slide the cache (`maxSlide`).
     static let maxSlide: UInt64 = 0x4000_0000
+
+    /// The cache `root` holds for `arch` at one of the places Apple keeps it (``DyldCache/paths(arch:)``); nil when none.
+    package static func cachePath(root: String, arch: String) -> String? {
+        DyldCache.paths(arch: arch).map { PathResolver.normalize(root + "/" + $0) }.first { FileStatus.of($0) != nil }
+    }
 
     /// The Mach-O dylibs of `root` for `arch`, as real paths (each file once), sorted.
     package static func dylibs(root: String, arch: String) throws(LoadError) -> [String] {
@@ -66,20 +67,17 @@ package enum SharedCacheBuilder {
             dependencies[path] = image.dependencies.map(\.installName)
         }
         let linked = Set(dependencies.values.flatMap { $0.compactMap { byInstallName[$0] } })
-        var order: [String] = [], seen = Set<String>()
+        // Breadth first: the queue, once walked, is the order.
         var queue = dylibs.filter { !linked.contains($0) }
-        seen.formUnion(queue)
-        var next = 0
+        var seen = Set(queue), next = 0
         while next < queue.count {
-            let path = queue[next]
-            next += 1
-            order.append(path)
-            for name in dependencies[path] ?? [] {
+            for name in dependencies[queue[next]] ?? [] {
                 guard let dependency = byInstallName[name], seen.insert(dependency).inserted else { continue }
                 queue.append(dependency)
             }
+            next += 1
         }
-        return order + dylibs.filter { !seen.contains($0) }
+        return queue + dylibs.filter { !seen.contains($0) }
     }
 
     /// Builds the cache of `root`'s dylibs for `arch` and writes it atomically at its place in
@@ -174,17 +172,15 @@ package enum SharedCacheBuilder {
             mappings.append(mapping)
         }
 
-        var images: [DyldCache.Image] = []
-        var pathOffset = pathsAt
-        var pathTable: [UInt8] = []
-        for (index, image) in machO.enumerated() {
+        let images = machO.enumerated().map { index, image in
             let status = FileStatus.of(closure.images[index].path)
             let text = image.segments.first { $0.name == "__TEXT" }
-            images.append(DyldCache.Image(address: dataBase + set.imageOffsets[index], modTime: UInt64(max(0, status?.mtimeSeconds ?? 0)),
-                                          inode: status?.inode ?? 0, path: names[index], uuid: image.uuid ?? [UInt8](repeating: 0, count: 16),
-                                          textSegmentSize: UInt32(clamping: text?.vmSize ?? 0)))
-            pathTable += Array(names[index].utf8) + [0]
+            return DyldCache.Image(address: dataBase + set.imageOffsets[index], modTime: UInt64(max(0, status?.mtimeSeconds ?? 0)),
+                                   inode: status?.inode ?? 0, path: names[index], uuid: image.uuid ?? [UInt8](repeating: 0, count: 16),
+                                   textSegmentSize: UInt32(clamping: text?.vmSize ?? 0))
         }
+        let pathTable: [UInt8] = names.flatMap { Array($0.utf8) + [0] }
+        var pathOffset = pathsAt
         var header = DyldCache.Header(
             magic: DyldCache.magic(arch: arch), mappingOffset: UInt32(mappingsAt), mappingCount: UInt32(mappings.count), uuid: [UInt8](repeating: 0, count: 16),
             cacheType: 0, imagesTextOffset: UInt64(textsAt), imagesTextCount: UInt64(imageCount), platform: platform, formatFlags: 0,
@@ -210,16 +206,14 @@ package enum SharedCacheBuilder {
         let bytes = file()
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try UnsafeFileIO.writeAtomically(bytes, to: path, mode: 0o444)
-        return Built(path: path, arch: arch, images: images, mappings: mappings, uuid: header.uuid, size: bytes.count, slideLocations: locations.count,
-                     patchExports: patchExports.reduce(0) { $0 + $1.count }, patchLocations: patchExports.reduce(0) { $0 + $1.reduce(0) { $0 + $1.locations.count } })
+        return Built(path: path, arch: arch, images: images, mappings: mappings, size: bytes.count, slideLocations: locations.count,
+                     patchLocations: patchExports.joined().reduce(0) { $0 + $1.locations.count })
     }
 
     /// One bind the cache's build applies between its images: the location (image, offset)
     /// and the export it points at (image, offset) with its addend.
     struct Use {
-        let image: Int
-        let vmOffset: UInt64
-        let addend: Int64
+        let image: Int, vmOffset: UInt64, addend: Int64
     }
 
     /// Per image of `closure` (the cache's image table), its exports that the images' binds

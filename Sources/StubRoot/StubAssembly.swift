@@ -7,30 +7,20 @@ import LoaderCore
 /// tells a later run its own stubs, and a launch not to run code (`LoaderCore.StubImageMarker`).
 /// A host also gets a private entry point: one trapping instruction, never run.
 enum StubAssembly {
-    static let markerSegment = StubImageMarker.segmentName
-    static let markerSection = StubImageMarker.sectionName
     /// The host's entry symbol (`-e`): private extern, so it is not exported.
     static let hostEntry = "__dyld3_stub_root_host_entry"
 
     static func source(for slice: StubSlice, withHostEntry: Bool, isRuntime: Bool = false) throws(CommandFailure) -> String {
-        var lines = [
-            "/* dyld3 stub-root: data only, never executed */",
-            "\t.section \(markerSegment),\(markerSection)",
-            "Lstub_root_marker:",
-            "\t.quad 0",
-        ]
+        var lines = ["/* dyld3 stub-root: data only, never executed */",
+                     "\t.section \(StubImageMarker.segmentName),\(StubImageMarker.sectionName)", "Lstub_root_marker:", "\t.quad 0"]
         // Classes become class objects, and the runtime's stub our runtime (StubObjC).
         lines += try StubObjC.lines(for: slice, isRuntime: isRuntime)
-        if withHostEntry {
-            lines += [
-                "\t.text",
-                "\t.private_extern \(hostEntry)",
-                "\(hostEntry):",
-                slice.arch.hasPrefix("arm64") ? "\tbrk #0x1" : "\tud2",
-            ]
-        }
+        if withHostEntry { lines += ["\t.text", "\t.private_extern \(hostEntry)", "\(hostEntry):", trap(arch: slice.arch)] }
         return lines.joined(separator: "\n") + "\n"
     }
+
+    /// The instruction that traps on `arch`: what stands for code no stub ever runs.
+    static func trap(arch: String) -> String { arch.hasPrefix("arm64") ? "\tbrk #0x1" : "\tud2" }
 
     /// `name` as a quoted assembler symbol: backslashes and quotes escaped, control
     /// characters and the empty name refused.

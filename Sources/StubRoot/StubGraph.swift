@@ -22,8 +22,7 @@ struct StubGraph {
     /// A dependent-dylib load command and the node it resolved to (nil: found nowhere and
     /// not stubbable).
     struct Edge {
-        let dependency: MachOImage.Dependency
-        let target: Int?
+        let dependency: MachOImage.Dependency, target: Int?
     }
 
     let arch: String
@@ -144,11 +143,7 @@ struct StubRootFiles {
         let key = arch + ":" + path
         if let known = images[key] { return known }
         let file: ImageFile
-        do {
-            file = try ImageFile.load(path: path, arch: arch)
-        } catch {
-            throw .load(error)
-        }
+        do { file = try ImageFile.load(path: path, arch: arch) } catch { throw .load(error) }
         images[key] = file
         return file
     }

@@ -56,7 +56,7 @@ enum StubObjC {
         for export in slice.exports where !export.name.hasPrefix(classPrefix) && !export.name.hasPrefix(metaclassPrefix) {
             if isRuntime, !isRuntimeData(export.name) {
                 let label = try declare(export.name, into: &code)
-                code += ["\t.p2align 2", "\(label):", slice.arch.hasPrefix("arm64") ? "\tbrk #0x1" : "\tud2"]
+                code += ["\t.p2align 2", "\(label):", StubAssembly.trap(arch: slice.arch)]
             } else {
                 // objc_typeinfo (vtable, name, class) is three words; every other datum one.
                 let label = try declare(export.name, into: &data)

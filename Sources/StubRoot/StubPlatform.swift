@@ -49,11 +49,7 @@ package enum StubPlatform: String, Equatable, Sendable {
 
     /// clang's `-target` for `arch`.
     func clangTarget(arch: String, minimumOS: String) -> String {
-        switch self {
-        case .macOS: return "\(arch)-apple-macos\(minimumOS)"
-        case .iOS: return "\(arch)-apple-ios\(minimumOS)"
-        case .iOSSimulator: return "\(arch)-apple-ios\(minimumOS)-simulator"
-        }
+        "\(arch)-apple-\(self == .macOS ? "macos" : "ios")\(minimumOS)" + (self == .iOSSimulator ? "-simulator" : "")
     }
 }
 
@@ -70,12 +66,7 @@ package struct StubAppLayout: Equatable, Sendable {
 
     package init(root: String, platform: StubPlatform) {
         let candidates = LaunchRoots.hostCandidates(root: root)
-        if platform.hasFlatBundle {
-            hostPath = candidates[0]
-            hostRPath = "@executable_path/Frameworks"
-        } else {
-            hostPath = candidates[1]
-            hostRPath = "@executable_path/../Frameworks"
-        }
+        (hostPath, hostRPath) = platform.hasFlatBundle
+            ? (candidates[0], "@executable_path/Frameworks") : (candidates[1], "@executable_path/../Frameworks")
     }
 }

@@ -74,8 +74,7 @@ package struct StubDylib: Equatable, Sendable {
     package let path: String
     /// The highest current and compatibility versions any load command asks for, packed
     /// as `dylib_command` packs them (xxxx.yy.zz).
-    package let currentVersion: UInt32
-    package let compatibilityVersion: UInt32
+    package let currentVersion: UInt32, compatibilityVersion: UInt32
     /// Sorted by architecture name.
     package var slices: [StubSlice]
 }
@@ -93,9 +92,7 @@ package struct StubHost: Equatable, Sendable {
 
 /// An import the stub root leaves unbound.
 package struct UnresolvedImport: Hashable, Sendable, CustomStringConvertible {
-    package let symbol: String
-    package let importedBy: String
-    package let arch: String
+    package let symbol: String, importedBy: String, arch: String
     /// Where the import looks: an install name, "this image", "the main executable".
     package let expectedIn: String
 
@@ -106,9 +103,7 @@ package struct UnresolvedImport: Hashable, Sendable, CustomStringConvertible {
 
 /// A non-weak dependency found nowhere whose install name is not absolute.
 package struct MissingDylib: Equatable, Sendable, CustomStringConvertible {
-    package let installName: String
-    package let neededBy: String
-    package let arch: String
+    package let installName: String, neededBy: String, arch: String
     package let tried: [String]
 
     package var description: String {

@@ -54,13 +54,11 @@ private struct StubRootPlanner {
 
     private struct StubFile {
         let installName: String
-        var currentVersion: UInt32
-        var compatibilityVersion: UInt32
+        var currentVersion: UInt32, compatibilityVersion: UInt32
     }
 
     private struct StubSliceKey: Hashable {
-        let path: String
-        let arch: String
+        let path: String, arch: String
     }
 
     /// Where a lookup found a symbol: the node, and the name it has there (a re-export may
@@ -96,11 +94,7 @@ private struct StubRootPlanner {
     /// The architectures of `binary` to plan for, sorted.
     func architectures(of binary: String, wanted: [String]?) throws(CommandFailure) -> [String] {
         let available: [String]
-        do {
-            available = try ImageFile.architectures(path: binary)
-        } catch {
-            throw .load(error)
-        }
+        do { available = try ImageFile.architectures(path: binary) } catch { throw .load(error) }
         let selected = Set(available.filter { wanted?.contains($0) ?? true }).sorted()
         guard !selected.isEmpty else { throw .noArchitecture(binary: binary, wanted: wanted ?? [], available: available) }
         return selected
@@ -110,9 +104,7 @@ private struct StubRootPlanner {
         let graph = try StubGraph(binary: binary, arch: arch, root: root, app: app, files: &files)
         if case let .image(file) = graph.nodes[0] {
             let found = try StubPlatform.of(file.image, binary: file.path, arch: arch)
-            if let platform, platform != found {
-                throw .mixedPlatforms(binary: file.path, arch: arch, platform: found.rawValue, others: platform.rawValue)
-            }
+            if let platform, platform != found { throw .mixedPlatforms(binary: file.path, arch: arch, platform: found.rawValue, others: platform.rawValue) }
             platform = found
         }
         if hostExports[arch] == nil { hostExports[arch] = [] }
@@ -305,11 +297,7 @@ private struct StubRootPlanner {
     }
 
     private func lookup(_ name: String, in trie: ExportTrie, of file: ImageFile) throws(CommandFailure) -> ExportedSymbol? {
-        do {
-            return try trie.lookup(name)
-        } catch {
-            throw .load(.malformed(error.inFile(file.path)))
-        }
+        do { return try trie.lookup(name) } catch { throw .load(.malformed(error.inFile(file.path))) }
     }
 
     private mutating func exportTrie(of file: ImageFile, arch: String) throws(CommandFailure) -> ExportTrie? {

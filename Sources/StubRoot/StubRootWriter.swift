@@ -108,9 +108,7 @@ private struct StubBuilder {
     }
 
     private func install(_ built: String, at path: String, executable: Bool) throws(CommandFailure) {
-        guard let data = FileManager.default.contents(atPath: built) else {
-            throw .io(path: built, reason: "the built file cannot be read")
-        }
+        guard let data = FileManager.default.contents(atPath: built) else { throw .io(path: built, reason: "the built file cannot be read") }
         try makeDirectory((path as NSString).deletingLastPathComponent)
         try write(data, to: path)
         try fileOperation(path) { try FileManager.default.setAttributes([.posixPermissions: executable ? 0o755 : 0o644], ofItemAtPath: path) }
@@ -134,11 +132,7 @@ private struct StubBuilder {
     private func run(_ tool: String, _ arguments: [String]) async throws(CommandFailure) {
         let command = ([tool] + arguments).joined(separator: " ")
         let result: ProcessRunner.Result
-        do {
-            result = try await ProcessRunner.run(tool, arguments, error: .mergedIntoOutput)
-        } catch {
-            throw .toolFailed(command: command, output: error.description)
-        }
+        do { result = try await ProcessRunner.run(tool, arguments, error: .mergedIntoOutput) } catch { throw .toolFailed(command: command, output: error.description) }
         guard result.succeeded else { throw .toolFailed(command: command, output: result.output) }
     }
 }

@@ -27,9 +27,7 @@ extension MachOImage {
             let key = ImportKey(name: name, libraryOrdinal: ordinal)
             weakByKey[key] = (weakByKey[key] ?? true) && weak
         }
-        if let chained = try parseChainedFixups() {
-            for entry in chained.imports { add(entry.name, entry.libraryOrdinal, weak: entry.weakImport) }
-        }
+        for entry in try parseChainedFixups()?.imports ?? [] { add(entry.name, entry.libraryOrdinal, weak: entry.weakImport) }
         for stream in BindStreamKind.allCases {
             try forEachBindFixup(in: stream) { bind throws(MachOError) in
                 if !bind.isStrongDefinition { add(bind.symbolName, bind.libraryOrdinal, weak: bind.flags.contains(.weakImport)) }
