@@ -46,7 +46,7 @@ package enum SharedCacheBench {
     /// The app's own frameworks, over every size of system root.
     package static let appFrameworks = 10
     /// The paths measured, in the order each round runs them (``markdown(_:runs:cold:)`` says what each does).
-    package static let paths = ["floor", "dyld2", "dyld2_shared_cache", "dyld3", "dyld3_shared_cache", "cache_floor"]
+    package static let paths = ["floor", "dyld2", "dyld2_shared_cache", "dyld3", "dyld3_shared_cache", "prelinked_shared_cache", "cache_floor"]
 
     package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws
         -> (results: [SharedCacheBenchResult], eviction: EvictionMethod?) {
@@ -73,6 +73,10 @@ package enum SharedCacheBench {
         try ClosureFile.write(closure, to: plainPath)
         let (bound, cached, patches) = try SharedCacheBinding.bind(closure, cachePath: built.path, closurePath: sharedPath)
         try ClosureFile.write(bound, to: sharedPath)
+        // The app's prelinked set over the cache: its own images, bound into the cache.
+        let setPath = ClosureCache.prelinkedSetPath(forClosure: sharedPath)
+        let (set, data) = try PrelinkBuilder.build(bound, closurePath: sharedPath)
+        try PrelinkedSetFile.write(set, data: data, to: setPath)
         let floor = try MappingFloor(closure)
         let cacheFloor = try MappingFloor(bound, closurePath: sharedPath)
         let images = closure.images.map(\.path)
@@ -83,7 +87,8 @@ package enum SharedCacheBench {
         let cacheOptions = changed(options) { $0.sharedCache = SharedCacheRequest(path: built.path, slidCopyDirectory: sharedCache.directory, required: true) }
         let files: [String: [String]] = [
             "floor": images, "dyld2": images, "dyld2_shared_cache": ownImages + [built.path, slidCopy], "dyld3": images + [plainPath],
-            "dyld3_shared_cache": ownImages + [sharedPath, slidCopy], "cache_floor": ownImages + [slidCopy],
+            "dyld3_shared_cache": ownImages + [sharedPath, slidCopy], "prelinked_shared_cache": ownImages + [setPath, slidCopy],
+            "cache_floor": ownImages + [slidCopy],
         ]
         func launch(_ path: String, cold: Bool) throws -> Int64 {
             switch path {
@@ -96,6 +101,11 @@ package enum SharedCacheBench {
                 slow.memory.release()
                 if path == "dyld2_shared_cache", slow.report.sharedCache == nil { throw CommandFailure.failed("\(built.path): the dyld2 launch did not use the shared cache") }
                 return slow.report.timings[.total] ?? 0
+            case "prelinked_shared_cache":
+                let prelinked = try PrelinkedLaunch.launch(setPath: setPath, request: options)
+                prelinked.memory.release()
+                if prelinked.report.sharedCache == nil { throw CommandFailure.failed("\(setPath): the launch did not use the shared cache") }
+                return prelinked.report.timings[.total] ?? 0
             default:
                 let fast = try FastPath.launch(closurePath: path == "dyld3" ? plainPath : sharedPath, request: options)
                 fast.memory.release()
@@ -184,11 +194,13 @@ package enum SharedCacheBench {
             + "An app of \(appFrameworks) own frameworks over a root of N system frameworks and libSystem. floor: reserve, open and map every "
             + "segment of every image, one store per fixup page, final protections. dyld2, dyld3: every image from its file. "
             + "dyld2_shared_cache: dyld2 taking the dylibs the root's cache holds from it. "
-            + "dyld3_shared_cache: the closure bound into the root's cache. cache_floor: the cache's copy slid for the boot mapped "
+            + "dyld3_shared_cache: the closure bound into the root's cache. prelinked_shared_cache: the app's prelinked set bound into "
+            + "the cache (its own images, slid at launch). cache_floor: the cache's copy slid for the boot mapped "
             + "and protected, the app's own images mapped, one store per fixup page of theirs and of the cache's patches, protections.\n\n"
         out += MarkdownReport.sampleSections(
             results, warm: \.warm, cold: \.cold, keys: [("system", { "\($0.system)" }), ("images", { "\($0.images)" })], paths: paths,
-            ratios: [("cache / dyld3", "dyld3_shared_cache", "dyld3"), ("cache / its floor", "dyld3_shared_cache", "cache_floor")])
+            ratios: [("cache / dyld3", "dyld3_shared_cache", "dyld3"), ("cache / its floor", "dyld3_shared_cache", "cache_floor"),
+                     ("set / its floor", "prelinked_shared_cache", "cache_floor")])
         out += "## the cache\n\n" + MarkdownReport.table(
             ["system", "images in the cache", "patches", "cache bytes", "build"],
             results.map { ["\($0.system)", "\($0.imagesInCache)", "\($0.patches)", "\($0.cacheBytes)", ms($0.cacheBuild)] })
