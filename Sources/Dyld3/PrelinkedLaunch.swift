@@ -21,10 +21,6 @@ package enum PrelinkedLaunch {
     /// The report's mode for a launch from a prelinked set.
     package static let mode = "prelinked"
 
-    /// A set whose metadata is this large (about a hundred images) opens and checks itself
-    /// on the launch's helper thread even when there is no copy to map beside it.
-    static let helperMetadata = 64 * 1024
-
     /// Launches `request` from the set at `setPath`.
     package static func launch(setPath: String, request: LaunchOptions, configuration: LaunchConfiguration = LaunchConfiguration()) throws -> Launch {
         try Launcher.run(PrelinkedLaunchSource(setPath: setPath), request: request, configuration: configuration, helper: LaunchHelper())
@@ -247,6 +243,10 @@ package enum PrelinkedLaunch {
         }
     }
 
+    /// A set opened and checked: how many source images were hashed, whether the early copy
+    /// fits it, and for a set bound into the shared cache, the cache being mapped.
+    typealias CheckedSet = (opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool, cache: (early: ClosureLaunchSource.EarlyCache, bases: [UInt64?])?)
+
     /// For a set bound into the shared cache: the cache's range, its mapping begun on
     /// `helper`, and the base of each of the set's images in it (nil: in the set's range).
     static func beginCache(_ set: PrelinkedSet, setPath: String, helper: LaunchHelper?) throws(ClosureError)
@@ -298,25 +298,29 @@ struct PrelinkedLaunchSource: LaunchSource {
         }
         // The copy slid for this boot is mapped and protected here while the helper opens and
         // checks the set and its source images; then the copy is checked against the set.
+        // Without a copy this thread opens and checks the set itself: a set bound into the
+        // shared cache then has the helper map the cache's range as soon as it is decoded.
         let helper = launch.helper
         let declared = PrelinkedSetFile.declaredIdentity(setPath)
         let early = declared.flatMap { PrelinkedLaunch.earlyCopy(setPath: setPath, identity: $0, request: request, checks: configuration) }
-        if early != nil || (declared?.metadataSize ?? 0) >= UInt64(PrelinkedLaunch.helperMetadata) { helper?.start() }
+        if early != nil { helper?.start() }
         let (trust, alwaysHash, copy) = (HelperHandoff(configuration.trustKey), configuration.alwaysHashContent, HelperHandoff(early))
+        let idleHelper = HelperHandoff(early == nil ? helper : nil)
         let (earlyRange, checked) = try LaunchHelper.run(on: helper, helper: {
-            Outcome { () throws(ClosureError) -> HelperHandoff<(opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool)> in
+            Outcome { () throws(ClosureError) -> HelperHandoff<PrelinkedLaunch.CheckedSet> in
                 let opened = try PrelinkedSetFile.open(setPath, trusting: trust.value)
                 try Launcher.checkBinding(opened.set.closure.binding, request: request, closurePath: setPath)
+                let cache = try PrelinkedLaunch.beginCache(opened.set, setPath: setPath, helper: idleHelper.value)
                 // Trusting a key, the data is what was signed: its SHA-256, at every launch.
                 if alwaysHash || trust.value != nil { try opened.checkData() }
                 var hashed = 0
                 try opened.set.checkSources(setPath: setPath, builtAt: opened.builtAt, alwaysHash: alwaysHash, hashedImages: &hashed)
-                return HelperHandoff((opened, hashed, copy.value.map { PrelinkedLaunch.fits($0, opened, request: request) } ?? false))
+                return HelperHandoff((opened, hashed, copy.value.map { PrelinkedLaunch.fits($0, opened, request: request) } ?? false, cache))
             }
         }, body: { () throws(ClosureError) -> LaunchMemory.SlidRange? in try early?.mapRange() })
         // Until the set is known and checked, the early range is released on any refusal;
         // then mapRange adopts it or releases it before anything else can fail.
-        let handoff = try earlyRange.releasedOnFailure { () throws -> (opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool) in
+        let handoff = try earlyRange.releasedOnFailure { () throws -> PrelinkedLaunch.CheckedSet in
             let handoff = try checked.get().value
             try Launcher.checkSigningPolicy(handoff.opened.set.closure, request: request)
             return handoff
@@ -327,7 +331,7 @@ struct PrelinkedLaunchSource: LaunchSource {
         launch.report.images = set.closure.images.map(\.path)
         // A set bound into the shared cache: the cache's range maps on the helper (its UUID
         // checked, the closures' ownership rule held) while this thread maps the set.
-        let cache = try earlyRange.releasedOnFailure { try PrelinkedLaunch.beginCache(set, setPath: setPath, helper: helper) }
+        let cache = handoff.cache
         let (memory, pagedIn) = try PrelinkedLaunch.mapRange(handoff.opened, early: early.map { ($0, earlyRange, handoff.fits) }, shared: cache?.bases ?? [],
                                                              request: request, checks: configuration, report: &launch.report)
         return try memory.releasedOnFailure { () throws -> MappedLaunch in
