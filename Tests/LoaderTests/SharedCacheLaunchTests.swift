@@ -151,6 +151,25 @@ import Testing
         let verified = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 120)
         #expect(verified.status == 0 && verified.stdout.contains("1 prelinked sets"), "\(verified.stdout)")
 
+        // A set whose cached image lies past the cache's region is refused in one line naming
+        // the set, nothing mapped; `auto` launches with the closure.
+        let setPath = try #require(bound["prelinked_set"] as? String)
+        let opened = try PrelinkedSetFile.open(setPath)
+        var forged = opened.set
+        let cached = try #require(forged.closure.images.indices.last { forged.closure.images[$0].cacheSlot != nil })
+        forged.closure.images[cached].cacheSlot?.offset = 1 << 40
+        let data = try Array(opened.data().bytes(0, Int(opened.header.dataSize)))
+        try FileManager.default.removeItem(atPath: setPath)
+        try PrelinkedSetFile.write(forged, data: data, to: setPath)
+        let refused = try await Dyld3Binary.run(["launch", app, "--mode", "prelinked"] + common, limitSeconds: 120)
+        #expect(refused.status != 0 && refused.stderr.contains(setPath) && refused.stderr.contains("leaves the shared cache's")
+                    && refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        let fellBack = try await Dyld3Binary.run(["launch", app] + common, limitSeconds: 120)
+        #expect(fellBack.status == 0 && fellBack.stdout.hasPrefix("path: dyld3") && fellBack.stdout.contains("main returned \(expected)"),
+                "\(fellBack.stdout) \(fellBack.stderr)")
+        let again = try await Dyld3Binary.run(["install", app, "--prelink"] + common, limitSeconds: 120)
+        #expect(again.status == 0, "\(again.stderr)")
+
         // Rebuilt after a system framework changed: the set is stale, `auto` falls back.
         try await Self.rebuiltCacheRefuses(app, mode: "prelinked", root: root, cachePath: cachePath, expected: expected, common: common)
         let stale = try await Dyld3Binary.run(["verify", "--cache", cache], limitSeconds: 120)
