@@ -28,7 +28,7 @@ enum SharedCachePatches {
             try LoadError.reading(node.path) { () throws(MachOError) in
                 try node.image.exportTrie()?.forEachName(flagged: ExportedSymbol.weakDefinitionFlag, excluding: ExportedSymbol.reexportFlag) { bytes in
                     let name = ByteView(Array(bytes))
-                    if names.entry(of: name) == nil { names.record(nil, for: name) }
+                    names.insert(name)
                 }
             }
         }

@@ -188,7 +188,8 @@ struct SymbolLookup {
     /// `Loader::resolveSymbol` (`BIND_SPECIAL_DYLIB_WEAK_LOOKUP`, `if (ldr->hasWeakDefs)`);
     /// dyld-852: `MachOAnalyzerSet::mas_fromImageWeakDefLookup`, `ImageLoader::weakBind`.
     mutating func findCoalesced(_ name: ByteView) throws(LoadError) -> BindTarget? {
-        if let known = coalesced[name] { return known }
+        let (known, hash) = coalesced.find(name)
+        if let known { return coalesced.winner(known) }
         var firstWeak: BindTarget?
         var winner: BindTarget?
         for index in weakDefinitionImages {
@@ -198,7 +199,7 @@ struct SymbolLookup {
             if firstWeak == nil { firstWeak = target }
         }
         let result = winner ?? firstWeak
-        coalesced.record(result, for: name)
+        coalesced.record(result, for: name, hash: hash)
         return result
     }
 

@@ -11,38 +11,53 @@ struct WeakWinners {
     /// Per slot, 1 + the entry it holds, or 0; a power of two, at most half full.
     private var slots: [Int] = []
     private var names: [ByteView] = []
+    /// Per entry, its name's hash: compared before the bytes, and kept when the slots grow.
+    private var hashes: [Int] = []
     private var winners: [BindTarget?] = []
-
-    /// The answer recorded for `name` (itself nil when no image defines it), or nil when none is.
-    subscript(name: ByteView) -> BindTarget?? { entry(of: name).map { winners[$0] } }
 
     /// How many names are recorded: entries 0..<count, in the order recorded.
     var count: Int { names.count }
 
-    /// The name entry `entry` records.
+    /// The name entry `entry` records, and its answer (nil when no image defines it).
     func name(_ entry: Int) -> ByteView { names[entry] }
+    func winner(_ entry: Int) -> BindTarget? { winners[entry] }
 
     /// The entry recording `name`, or nil when none does.
-    func entry(of name: ByteView) -> Int? {
+    func entry(of name: ByteView) -> Int? { entry(of: name, hash: Self.hash(name)) }
+
+    /// `name`'s entry and hash (for ``record(_:for:hash:)`` when it has none).
+    func find(_ name: ByteView) -> (entry: Int?, hash: Int) {
+        let hash = Self.hash(name)
+        return (entry(of: name, hash: hash), hash)
+    }
+
+    private func entry(of name: ByteView, hash: Int) -> Int? {
         guard !slots.isEmpty else { return nil }
         let mask = slots.count - 1
-        var slot = Self.hash(name) & mask
+        var slot = hash & mask
         while slots[slot] != 0 {
             let entry = slots[slot] - 1
-            if names[entry].sameBytes(as: name) { return entry }
+            if hashes[entry] == hash, names[entry].sameBytes(as: name) { return entry }
             slot = (slot + 1) & mask
         }
         return nil
     }
 
-    /// Records the answer for a name not recorded yet.
-    mutating func record(_ winner: BindTarget?, for name: ByteView) {
+    /// Records `name` (with no answer) unless it is recorded.
+    mutating func insert(_ name: ByteView) {
+        let (entry, hash) = find(name)
+        if entry == nil { record(nil, for: name, hash: hash) }
+    }
+
+    /// Records the answer for a name not recorded yet, whose hash ``find(_:)`` gave.
+    mutating func record(_ winner: BindTarget?, for name: ByteView, hash: Int) {
         if (names.count + 1) * 2 > slots.count {
             slots = Array(repeating: 0, count: max(16, slots.count * 2))
-            for (entry, known) in names.enumerated() { place(entry, Self.hash(known)) }
+            for (entry, known) in hashes.enumerated() { place(entry, known) }
         }
-        place(names.count, Self.hash(name))
+        place(names.count, hash)
         names.append(name)
+        hashes.append(hash)
         winners.append(winner)
     }
 
