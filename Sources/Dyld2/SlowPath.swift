@@ -113,20 +113,18 @@ package enum SlowPath {
             let hostServices = try resolver.hostServicesSlot()
             report.symbolLookups = resolver.symbolLookups
             let initializerOrder = InitializerOrder.compute(graph)
-            let objc = try ObjCSetup.compute(
-                images: graph.nodes.map(\.image), paths: report.images, initializerOrder: initializerOrder, memory: memory)
+            let images = graph.nodes.map(\.image)
+            let objc = try ObjCSetup.compute(images: images, paths: report.images, initializerOrder: initializerOrder, memory: memory)
             if let objc {
                 try objc.store(into: memory)
                 report.timings[.objc] = clock.lap()
             } else {
-                report.objcSkipped = ObjCSetup.skipReason(images: graph.nodes.map(\.image), paths: report.images)
+                report.objcSkipped = ObjCSetup.skipReason(images: images, paths: report.images)
             }
             // What the Objective-C and thread-local steps wrote over fixups, per image (for the digest).
             let laterWrites = LaunchDigest.laterWrites(objc: objc?.writes ?? [], threadLocals: threadLocals, imageCount: graph.nodes.count)
             var initializers: [[UInt64]] = []
-            for index in graph.nodes.indices {
-                initializers.append(try initializerOffsets(graph.nodes[index].image, index: index, memory: memory))
-            }
+            for (index, image) in images.enumerated() { initializers.append(try initializerOffsets(image, index: index, memory: memory)) }
             let mainImage = graph.rootCount - 1
             // The digest rewrites the locations fixed up with pointers; they are worked out
             // again outside the timed launch when the launch did not record them.
