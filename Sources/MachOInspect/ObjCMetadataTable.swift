@@ -196,6 +196,15 @@ struct ObjCMetadataTable {
         let offset: UInt64
     }
 
+    /// The 64-bit word at `offset` of a structure whose only fields are words (`property_t`,
+    /// `message_ref_t`, `protocol_list_t`'s count).
+    static func word(_ found: Found, _ offset: Int) -> UInt64 { (try? found.view.u64(offset)) ?? 0 }
+
+    /// The first 8 bytes of `view` (fewer when it is shorter) as a little-endian number.
+    static func littleEndian(_ view: ByteView) -> UInt64 {
+        (0..<min(8, view.count)).reduce(0) { value, byte in value | UInt64((try? view.u8(byte)) ?? 0) << (8 * UInt64(byte)) }
+    }
+
     /// ``symbolic(_:offset:value:)`` for the field at `fieldOffset` of a structure.
     mutating func symbolic(_ found: Found, _ fieldOffset: UInt64, _ value: UInt64) throws(MachOError) -> Symbolic {
         try symbolic(found.section, offset: found.offset &+ fieldOffset, value: value)
@@ -248,8 +257,7 @@ struct ObjCMetadataTable {
                 out.write("\(listName) list at \(hex(section.address &+ index)) extends past the end of the file\n")
                 return
             }
-            var pointer: UInt64 = 0
-            for byte in 0..<Int(size) { pointer |= UInt64((try? contents.u8(Int(index) + byte)) ?? 0) << (8 * UInt64(byte)) }
+            let pointer = Self.littleEndian((try? contents.slice(Int(index), Int(size))) ?? ByteView([]))
             if index + 8 > section.size {
                 out.write("\(listName) list pointer extends past end of (\(section.segmentName),\(section.name)) section\n")
             }
@@ -390,15 +398,14 @@ struct ObjCMetadataTable {
 
     /// llvm's `print_protocol_list64_t`.
     mutating func writeProtocolList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
-        guard let found = try structure(address, ObjCProtocolListHeader.size, "protocol_list_t", to: &out) else { return }
-        let header = ObjCProtocolListHeader(parsing: found.view)
-        out.write("                      count \(header.count)\n")
+        guard let found = try structure(address, 8, "protocol_list_t", to: &out) else { return }
+        let count = Self.word(found, 0)
+        out.write("                      count \(count)\n")
         var slot = address &+ 8
         var index: UInt64 = 0
-        while index < header.count {
+        while index < count {
             guard let found = try structure(slot, 8, "protocol_t *", to: &out) else { return }
-            let value = (try? found.view.u64(0)) ?? 0
-            let pointer = try field(found, 0, value)
+            let pointer = try field(found, 0, Self.word(found, 0))
             out.write("\t\t      list[\(index)] \(pointer.text) (struct protocol_t *)\n")
             guard let proto = try structure(pointer.target, ObjCProtocol.size, "protocol_t", to: &out) else { return }
             let parsed = ObjCProtocol(parsing: proto.view, at: pointer.target)
@@ -445,10 +452,7 @@ struct ObjCMetadataTable {
             if let place = table.sections.place(offset.target) {
                 // llvm reads 8 bytes even when fewer are left in the section: those after
                 // it come from the file.
-                let word = table.sections.contents(of: place.section, from: place.offset, pastEnd: 8)
-                var value: UInt64 = 0
-                for byte in 0..<min(8, word.count) { value |= UInt64((try? word.u8(byte)) ?? 0) << (8 * UInt64(byte)) }
-                offsetLine += " \(value)"
+                offsetLine += " \(Self.littleEndian(table.sections.contents(of: place.section, from: place.offset, pastEnd: 8)))"
             }
             out.write(offsetLine + "\n")
             let name = try table.field(found, 8, ivar.nameAddress)
@@ -462,11 +466,10 @@ struct ObjCMetadataTable {
 
     /// llvm's `print_objc_property_list64`.
     mutating func writePropertyList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
-        try writeEntries(address, list: "objc_property_list", entry: "objc_property", entrySize: ObjCProperty.size, to: &out) { table, found, out throws(MachOError) in
-            let property = ObjCProperty(parsing: found.view)
-            let name = try table.field(found, 0, property.nameAddress)
+        try writeEntries(address, list: "objc_property_list", entry: "objc_property", entrySize: 16, to: &out) { table, found, out throws(MachOError) in
+            let name = try table.field(found, 0, Self.word(found, 0))
             out.write("\t\t\t     name \(name.text)\(table.string(name.target))\n")
-            let attributes = try table.field(found, 8, property.attributesAddress)
+            let attributes = try table.field(found, 8, Self.word(found, 8))
             out.write("\t\t\tattributes \(attributes.text)\(table.string(attributes.target))\n")
         }
     }
@@ -492,13 +495,12 @@ struct ObjCMetadataTable {
         var index: UInt64 = 0
         while index < section.size {
             let address = section.address &+ index
-            guard let found = try structure(address, ObjCMessageReference.size, "message_ref", to: &out) else { return }
-            let reference = ObjCMessageReference(parsing: found.view)
-            let imp = try symbolic(found, 0, reference.imp)
-            out.write("  imp \(Self.impField(reference.imp, imp))\(imp.name.map { " " + $0 } ?? "")\n")
-            let selector = try field(found, 8, reference.selector)
+            guard let found = try structure(address, 16, "message_ref", to: &out) else { return }
+            let imp = try symbolic(found, 0, Self.word(found, 0))
+            out.write("  imp \(Self.impField(Self.word(found, 0), imp))\(imp.name.map { " " + $0 } ?? "")\n")
+            let selector = try field(found, 8, Self.word(found, 8))
             out.write("  sel \(selector.text)\(string(selector.target))\n")
-            index += UInt64(ObjCMessageReference.size)
+            index += 16
         }
     }
 

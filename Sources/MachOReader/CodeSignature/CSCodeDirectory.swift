@@ -62,17 +62,13 @@ package struct CS_CodeDirectory: Sendable {
     package var pageSize: Int { 1 << Int(pageSizeShift) }
 
     /// The structure name errors carry.
-    package var structure: String { CS_CodeDirectory.structure(slot) }
-
-    static func structure(_ slot: UInt32) -> String {
-        slot == CSSLOT_CODEDIRECTORY ? "CodeDirectory" : CodeSignatureNames.slotName(slot)
-    }
+    package var structure: String { CodeSignatureNames.slotName(slot) }
 
     /// Parses a CodeDirectory blob (its bytes exactly) from SuperBlob slot `slot`; with
     /// `signatureOffset`, the code limit must not pass it: a signature covers the bytes before
     /// it (codesign and ld64 set the limit to the signature's offset), never itself or more.
     package init(parsing blob: ByteView, slot: UInt32, signatureOffset: Int? = nil) throws(MachOError) {
-        let structure = CS_CodeDirectory.structure(slot)
+        let structure = CodeSignatureNames.slotName(slot)
         func fail(_ field: Int, _ what: String) -> MachOError {
             MachOError(offset: blob.absolute(field), structure: structure, what: what)
         }
@@ -105,25 +101,13 @@ package struct CS_CodeDirectory: Sendable {
         scatterOffset = version >= CS_SUPPORTSSCATTER ? try u32(44) : nil
         teamOffset = version >= CS_SUPPORTSTEAMID ? try u32(48) : nil
         codeLimit64 = version >= CS_SUPPORTSCODELIMIT64 ? try u64(56) : nil
-        if version >= CS_SUPPORTSEXECSEG {
-            execSegBase = try u64(64)
-            execSegLimit = try u64(72)
-            execSegFlags = try u64(80)
-        } else {
-            (execSegBase, execSegLimit, execSegFlags) = (nil, nil, nil)
-        }
-        if version >= CS_SUPPORTSRUNTIME {
-            runtime = try u32(88)
-            preEncryptOffset = try u32(92)
-        } else {
-            (runtime, preEncryptOffset) = (nil, nil)
-        }
-        if version >= CS_SUPPORTSLINKAGE {
-            let subtype = UInt16(try u8(98)) << 8 | UInt16(try u8(99))
-            linkage = Linkage(hashType: try u8(96), applicationType: try u8(97), applicationSubtype: subtype, offset: try u32(100), size: try u32(104))
-        } else {
-            linkage = nil
-        }
+        let execSeg = version >= CS_SUPPORTSEXECSEG
+        (execSegBase, execSegLimit, execSegFlags) = execSeg ? (try u64(64), try u64(72), try u64(80)) : (nil, nil, nil)
+        (runtime, preEncryptOffset) = version >= CS_SUPPORTSRUNTIME ? (try u32(88), try u32(92)) : (nil, nil)
+        linkage = version >= CS_SUPPORTSLINKAGE
+            ? Linkage(hashType: try u8(96), applicationType: try u8(97), applicationSubtype: UInt16(try u8(98)) << 8 | UInt16(try u8(99)),
+                      offset: try u32(100), size: try u32(104))
+            : nil
 
         guard let hashType = CSHashType(rawValue: rawHashType) else {
             throw fail(37, "hash type \(rawHashType) is not SHA-1, SHA-256, SHA-256 (truncated) or SHA-384")

@@ -246,31 +246,6 @@ package struct ObjCIvar: Equatable, Sendable {
     }
 }
 
-/// `property_t`: name and attribute strings (its list starts with an
-/// ``ObjCMethodList/Header``).
-package struct ObjCProperty: Equatable, Sendable {
-    package static let size = 16
-    package let nameAddress: UInt64, attributesAddress: UInt64
-
-    package init(parsing view: ByteView) { (nameAddress, attributesAddress) = (view.field64(0), view.field64(8)) }
-}
-
-/// `protocol_list_t` (64-bit): a 64-bit count, then that many `protocol_t *`.
-package struct ObjCProtocolListHeader: Equatable, Sendable {
-    package static let size = 8
-    package let count: UInt64
-
-    package init(parsing view: ByteView) { count = view.field64(0) }
-}
-
-/// `message_ref_t` (`__objc_msgrefs`): the messenger to call and the selector.
-package struct ObjCMessageReference: Equatable, Sendable {
-    package static let size = 16
-    package let imp: UInt64, selector: UInt64
-
-    package init(parsing view: ByteView) { (imp, selector) = (view.field64(0), view.field64(8)) }
-}
-
 /// `objc_image_info`: version (always 0) and flags.
 package struct ObjCImageInfo: Equatable, Sendable {
     package static let size = 8
