@@ -56,8 +56,8 @@ package enum InspectJSON {
                     ("ordinal", .int(Int64(index + 1))),
                     ("install_name", .string(dependency.installName)),
                     ("kind", .string(dependency.kind.rawValue)),
-                    ("current_version", .string(versionString(dependency.command.currentVersion))),
-                    ("compatibility_version", .string(versionString(dependency.command.compatibilityVersion))),
+                    ("current_version", .string(MachONames.version(dependency.command.currentVersion))),
+                    ("compatibility_version", .string(MachONames.version(dependency.command.compatibilityVersion))),
                 ])
             }), to: &out)
             json.member("rpaths", .array(image.rpaths.map(JSONValue.string)), to: &out)
@@ -80,10 +80,5 @@ package enum InspectJSON {
             ("protection", .string(segment.initialProtection.description)),
             ("sections", .array(segment.sections.map { .string($0.name) })),
         ])
-    }
-
-    /// `X.Y.Z` from a packed 32-bit dylib version.
-    static func versionString(_ version: UInt32) -> String {
-        "\(version >> 16).\((version >> 8) & 0xff).\(version & 0xff)"
     }
 }

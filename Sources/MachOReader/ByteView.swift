@@ -118,13 +118,13 @@ package struct ByteView: Sendable {
         storage.hashBytes(base, count, into: &hasher)
     }
 
-    /// The window's bytes decoded as UTF-8 (invalid sequences repaired).
     /// The holes of the underlying sparse file in the window's first `length` bytes (offsets
     /// in the window), ascending: bytes that read as zeros and were never stored.
     package func holes(before length: Int) -> [Range<Int>] {
         storage.holes(from: base, to: base + min(max(length, 0), count)).map { ($0.lowerBound - base)..<($0.upperBound - base) }
     }
 
+    /// The window's bytes decoded as UTF-8 (invalid sequences repaired).
     package var string: String { storage.string(base, count) }
 
     /// A copy of `length` raw bytes.

@@ -167,14 +167,9 @@ package struct MachOImage: Sendable {
         return try view.slice(offset: segment.mappedAt + (offset - segment.file.lowerBound), size: size)
     }
 
-    /// The bytes of a `__LINKEDIT` blob named by file offset and size (relative to the image).
-    package func linkeditBytes(offset: UInt32, size: UInt32) throws(MachOError) -> ByteView {
-        try fileBytes(offset: UInt64(offset), size: UInt64(size))
-    }
-
-    /// The bytes of a linkedit-data load command's blob.
+    /// The bytes of a linkedit-data load command's blob (file offset and size relative to the image).
     package func linkeditBytes(_ data: LinkeditData) throws(MachOError) -> ByteView {
-        try linkeditBytes(offset: data.dataOffset, size: data.dataSize)
+        try fileBytes(offset: UInt64(data.dataOffset), size: UInt64(data.dataSize))
     }
 
     /// The image's preferred load address: the vmaddr of the segment mapped at the header's

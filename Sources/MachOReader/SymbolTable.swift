@@ -1,11 +1,8 @@
 /// `nlist_64`: one entry of the LC_SYMTAB symbol table.
 package struct NList64: Equatable, Sendable {
     package static let size = 16
-    /// `N_STAB`: any of these bits makes the entry a debugging (stab) entry.
-    package static let stabMask: UInt8 = 0xe0
     /// `N_TYPE`: the symbol's kind (`N_UNDF` 0, `N_ABS` 2, `N_SECT` 0xe, `N_PBUD` 0xc, `N_INDR` 0xa).
     package static let typeMask: UInt8 = 0x0e
-    package static let typeUndefined: UInt8 = 0x0
 
     /// Offset of the name in the string table.
     package let stringIndex: UInt32
@@ -25,8 +22,10 @@ package struct NList64: Equatable, Sendable {
         value = try view.u64(8)
     }
 
-    package var isStab: Bool { type & NList64.stabMask != 0 }
-    package var isUndefined: Bool { type & NList64.typeMask == NList64.typeUndefined }
+    /// Any `N_STAB` bit (0xe0) makes the entry a debugging (stab) entry.
+    package var isStab: Bool { type & 0xe0 != 0 }
+    /// `N_UNDF`.
+    package var isUndefined: Bool { type & NList64.typeMask == 0 }
 }
 
 /// The LC_SYMTAB symbol and string tables of an image, read entry by entry.

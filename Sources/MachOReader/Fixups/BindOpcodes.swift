@@ -91,11 +91,7 @@ package struct BindOpcodeDecoder: Sendable {
 
     /// A decoder over one of the image's own bind streams (empty without LC_DYLD_INFO).
     package init(_ image: MachOImage, stream: BindStreamKind) throws(MachOError) {
-        let opcodes = switch stream {
-        case .regular: try image.dyldInfoStream(\.bind)
-        case .lazy: try image.dyldInfoStream(\.lazyBind)
-        case .weak: try image.dyldInfoStream(\.weakBind)
-        }
+        let opcodes = try image.dyldInfoStream(stream == .regular ? \.bind : stream == .lazy ? \.lazyBind : \.weakBind)
         self.init(opcodes: opcodes, stream: stream, image: image)
     }
 
@@ -129,7 +125,7 @@ package struct BindOpcodeDecoder: Sendable {
             case .setDylibOrdinalImm: try setOrdinal(UInt64(immediate), at: opcodeOffset, opcode)
             case .setDylibOrdinalULEB: try setOrdinal(try opcodes.cursor.uleb128(), at: opcodeOffset, opcode)
             case .setDylibSpecialImm: // 0, or sign-extended -1...-16
-                try refuseInWeakStream(at: opcodeOffset, opcode)
+                try refuse(in: .weak, at: opcodeOffset, opcode)
                 let special = immediate == 0 ? 0 : Int(Int8(bitPattern: 0xf0 | immediate))
                 guard special >= BindFixup.ordinalWeakLookup else {
                     throw MachOError.malformed("\(opcode.name) sets unknown special ordinal \(special)", at: opcodeOffset)
@@ -152,14 +148,13 @@ package struct BindOpcodeDecoder: Sendable {
                 opcodes.segmentOffset &+= try opcodes.cursor.uleb128()
             case .doBind: try schedule(1, skip: 0, at: opcodeOffset, opcode)
             case .doBindAddAddrULEB:
-                try refuseInLazyStream(at: opcodeOffset, opcode)
-                let skip = try opcodes.cursor.uleb128()
-                try schedule(1, skip: skip, at: opcodeOffset, opcode)
+                try refuse(in: .lazy, at: opcodeOffset, opcode)
+                try schedule(1, skip: try opcodes.cursor.uleb128(), at: opcodeOffset, opcode)
             case .doBindAddAddrImmScaled:
-                try refuseInLazyStream(at: opcodeOffset, opcode)
+                try refuse(in: .lazy, at: opcodeOffset, opcode)
                 try schedule(1, skip: UInt64(immediate) * FixupLocationChecker.pointerSize, at: opcodeOffset, opcode)
             case .doBindULEBTimesSkippingULEB:
-                try refuseInLazyStream(at: opcodeOffset, opcode)
+                try refuse(in: .lazy, at: opcodeOffset, opcode)
                 let count = try opcodes.cursor.uleb128()
                 let skip = try opcodes.cursor.uleb128()
                 try schedule(count, skip: skip, at: opcodeOffset, opcode)
@@ -181,19 +176,15 @@ package struct BindOpcodeDecoder: Sendable {
     }
 
     private mutating func setOrdinal(_ ordinal: UInt64, at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
-        try refuseInWeakStream(at: opcodeOffset, opcode)
+        try refuse(in: .weak, at: opcodeOffset, opcode)
         guard ordinal <= UInt64(libraryCount) else {
             throw MachOError.malformed("\(opcode.name) sets library ordinal \(ordinal), but the image has \(libraryCount) dependencies", at: opcodeOffset)
         }
         libraryOrdinal = Int(ordinal)
     }
 
-    private func refuseInWeakStream(at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
-        if stream == .weak { throw MachOError.malformed("\(opcode.name) is not allowed in the weak-bind stream", at: opcodeOffset) }
-    }
-
-    private func refuseInLazyStream(at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
-        if stream == .lazy { throw MachOError.malformed("\(opcode.name) is not allowed in the lazy-bind stream", at: opcodeOffset) }
+    private func refuse(in refused: BindStreamKind, at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
+        if stream == refused { throw MachOError.malformed("\(opcode.name) is not allowed in the \(refused.rawValue)-bind stream", at: opcodeOffset) }
     }
 
     /// Queues `count` binds from the current offset, each `skip` bytes past the end of the last.
@@ -212,9 +203,7 @@ extension MachOImage {
     /// Calls `body` with each entry of one LC_DYLD_INFO bind stream, in stream order.
     package func forEachBindFixup(in stream: BindStreamKind, _ body: (BindFixup) throws(MachOError) -> Void) throws(MachOError) {
         var decoder = try BindOpcodeDecoder(self, stream: stream)
-        while let fixup = try decoder.next() {
-            try body(fixup)
-        }
+        while let fixup = try decoder.next() { try body(fixup) }
     }
 
     /// Every entry of one LC_DYLD_INFO bind stream, in stream order (empty without one).

@@ -39,7 +39,7 @@ package struct ChainedImport: Equatable, Sendable {
 extension ChainedImport {
     /// Parses one entry of `format` at the start of `entry`; names come from `symbols`.
     package init(parsing entry: ByteView, format: ChainedImportFormat, symbols: ByteView) throws(MachOError) {
-        let fields = try ChainedImportEntry(parsing: entry, format: format)
+        let fields = try ChainedImportEntry(parsing: entry, at: 0, format: format)
         self.init(entry: fields, name: try ChainedImportTable.nameBytes(at: fields.nameOffset, in: symbols, for: entry.base).string)
     }
 }
@@ -59,11 +59,6 @@ package struct ChainedImportEntry: Equatable, Sendable {
     /// The entry's first word as stored (32 bits, or 64 for `addend64`), for tools that
     /// show the raw encoding.
     package let rawValue: UInt64
-
-    /// Parses one entry of `format` at the start of `entry`.
-    package init(parsing entry: ByteView, format: ChainedImportFormat) throws(MachOError) {
-        try self.init(parsing: entry, at: 0, format: format)
-    }
 
     /// Parses one entry of `format` at `offset` of `table`.
     init(parsing table: ByteView, at offset: Int, format: ChainedImportFormat) throws(MachOError) {

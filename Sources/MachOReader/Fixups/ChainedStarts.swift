@@ -5,9 +5,6 @@ package struct ChainedStartsInImage: Equatable, Sendable {
     /// `seg_info_offset[]`, indexed like the image's segments.
     package let segmentInfoOffsets: [UInt32]
 
-    /// `seg_count`.
-    package var segmentCount: Int { segmentInfoOffsets.count }
-
     /// Parses the structure at the start of `view` (which runs to the end of the fixups blob).
     package init(parsing view: ByteView) throws(MachOError) {
         let count = try view.u32(0)

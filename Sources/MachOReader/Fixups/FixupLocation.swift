@@ -160,6 +160,6 @@ extension MachOImage {
     /// The bytes of one dyld-info opcode stream (empty when the image has no LC_DYLD_INFO).
     func dyldInfoStream(_ stream: KeyPath<DyldInfo, LinkeditData>) throws(MachOError) -> ByteView {
         guard let range = dyldInfo?[keyPath: stream], range.dataSize != 0 else { return try view.slice(0, 0) }
-        return try linkeditBytes(offset: range.dataOffset, size: range.dataSize)
+        return try linkeditBytes(range)
     }
 }
