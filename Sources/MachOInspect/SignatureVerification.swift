@@ -34,16 +34,11 @@ package struct SignatureVerification: Sendable {
     /// file that is not a readable Mach-O throws; a damaged signature is a slice's result.
     package init(path: String, file bytes: ByteView, arch: ArchSelection) throws(MachOError) {
         self.path = path
-        do {
-            let file = try UniversalFile(parsing: bytes)
-            var slices: [Slice] = []
-            for (slice, _) in try ObjdumpReport.selectSlices(file, arch == .host ? .all : arch) {
-                slices.append(Self.check(try file.image(slice), slice: slice, path: path))
-            }
-            self.slices = slices
-        } catch {
-            throw error.inFile(path)
+        var slices: [Slice] = []
+        try ObjdumpReport.forEachSlice(path: path, file: bytes, arch == .host ? .all : arch) { (_, slice, image, _) throws(MachOError) in
+            slices.append(Self.check(image, slice: slice, path: path))
         }
+        self.slices = slices
     }
 
     static func check(_ image: MachOImage, slice: UniversalFile.Slice, path: String) -> Slice {

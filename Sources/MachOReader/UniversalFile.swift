@@ -106,11 +106,9 @@ extension UniversalFile.Slice {
             if other.cpu.type == cpu.type && other.cpu.baseSubtype == cpu.baseSubtype {
                 throw MachOError.malformed("universal file holds two \(cpu.name) slices", at: entryOffset)
             }
-            let (start, end, otherStart, otherEnd) = (offset, offset + size, other.offset, other.offset + other.size)
-            if (start >= otherStart && start < otherEnd) || (end > otherStart && end < otherEnd)
-                || (start <= otherStart && end >= otherEnd) {
+            if overlaps(offset, offset + size, other.offset, other.offset + other.size) {
                 throw MachOError.malformed(
-                    "\(cpu.name) slice at \(hex(start)) (\(hex(size)) bytes) overlaps the \(other.cpu.name) slice at \(hex(otherStart))",
+                    "\(cpu.name) slice at \(hex(offset)) (\(hex(size)) bytes) overlaps the \(other.cpu.name) slice at \(hex(other.offset))",
                     at: entryOffset)
             }
         }

@@ -15,23 +15,16 @@ package struct CS_CodeDirectory: Sendable {
 
     /// The linkage fields of version 0x20600.
     package struct Linkage: Equatable, Sendable {
-        package let hashType: UInt8
-        package let applicationType: UInt8
-        package let applicationSubtype: UInt16
-        package let offset: UInt32
-        package let size: UInt32
+        package let hashType: UInt8, applicationType: UInt8, applicationSubtype: UInt16
+        package let offset: UInt32, size: UInt32
     }
 
     /// The SuperBlob slot it came from (`CSSLOT_CODEDIRECTORY` or an alternate).
     package let slot: UInt32
     /// The blob's bytes: exactly its `length` (what its cdHash is taken over).
     package let blob: ByteView
-    package let version: UInt32
-    package let flags: UInt32
-    package let hashOffset: UInt32
-    package let identOffset: UInt32
-    package let nSpecialSlots: UInt32
-    package let nCodeSlots: UInt32
+    package let version: UInt32, flags: UInt32, hashOffset: UInt32, identOffset: UInt32
+    package let nSpecialSlots: UInt32, nCodeSlots: UInt32
     /// The 32-bit `codeLimit` field (see ``codeLimit`` for the one that applies).
     package let codeLimit32: UInt32
     package let hashSize: UInt8
@@ -39,14 +32,9 @@ package struct CS_CodeDirectory: Sendable {
     package let platform: UInt8
     /// log2 of the page size; 0 means the whole code is one page.
     package let pageSizeShift: UInt8
-    package let scatterOffset: UInt32?
-    package let teamOffset: UInt32?
-    package let codeLimit64: UInt64?
-    package let execSegBase: UInt64?
-    package let execSegLimit: UInt64?
-    package let execSegFlags: UInt64?
-    package let runtime: UInt32?
-    package let preEncryptOffset: UInt32?
+    package let scatterOffset: UInt32?, teamOffset: UInt32?, codeLimit64: UInt64?
+    package let execSegBase: UInt64?, execSegLimit: UInt64?, execSegFlags: UInt64?
+    package let runtime: UInt32?, preEncryptOffset: UInt32?
     package let linkage: Linkage?
     package let identifier: String
     package let teamID: String?

@@ -18,30 +18,24 @@ package enum ObjCPointer: Equatable, Sendable, CustomStringConvertible {
 /// One method of a method list: its selector name and type encoding (with the addresses
 /// of their strings) and its implementation's address.
 package struct ObjCMethodDescription: Equatable, Sendable {
-    package let name: String
-    package let nameAddress: UInt64
-    package let types: String
-    package let typesAddress: UInt64
+    package let name: String, nameAddress: UInt64
+    package let types: String, typesAddress: UInt64
     package let imp: UInt64
 }
 
 /// A `method_list_t` and its methods, in list order.
 package struct ObjCMethodListDescription: Equatable, Sendable {
     package let address: UInt64
-    package let isRelative: Bool
-    package let entrySize: Int
+    package let isRelative: Bool, entrySize: Int
     package let methods: [ObjCMethodDescription]
 }
 
 /// A `class_t` (class or metaclass) with the `class_ro_t` it points to.
 package struct ObjCClassObjectDescription: Equatable, Sendable {
     package let address: UInt64
-    package let isa: ObjCPointer
-    package let superclass: ObjCPointer
-    package let roAddress: UInt64
-    package let flags: UInt32
-    package let name: String
-    package let nameAddress: UInt64
+    package let isa: ObjCPointer, superclass: ObjCPointer
+    package let roAddress: UInt64, flags: UInt32
+    package let name: String, nameAddress: UInt64
     /// nil when `baseMethods` is 0.
     package let methods: ObjCMethodListDescription?
 
@@ -62,15 +56,12 @@ package struct ObjCClassDescription: Equatable, Sendable {
 
 /// One entry of `__objc_catlist`.
 package struct ObjCCategoryDescription: Equatable, Sendable {
-    package let listEntry: UInt64
-    package let address: UInt64
-    package let name: String
-    package let nameAddress: UInt64
+    package let listEntry: UInt64, address: UInt64
+    package let name: String, nameAddress: UInt64
     package let cls: ObjCPointer
     /// The extended class's name (nil when `cls` is null: a missing weak class).
     package let className: String?
-    package let instanceMethods: ObjCMethodListDescription?
-    package let classMethods: ObjCMethodListDescription?
+    package let instanceMethods: ObjCMethodListDescription?, classMethods: ObjCMethodListDescription?
 }
 
 /// One entry of `__objc_selrefs`: its address, what it points to and the selector name.
