@@ -153,8 +153,6 @@ struct ObjdumpFixupLocations {
     mutating func locate(segmentIndex: Int, offset: UInt64) -> Place? {
         guard segmentIndex >= 0, segmentIndex < lookups.count,
               let index = lookups[segmentIndex].index(of: offset) else { return nil }
-        return Place(
-            segment: segmentNames[segmentIndex], section: sectionNames[segmentIndex][index],
-            address: segmentStarts[segmentIndex] &+ offset)
+        return Place(segment: segmentNames[segmentIndex], section: sectionNames[segmentIndex][index], address: segmentStarts[segmentIndex] &+ offset)
     }
 }

@@ -26,10 +26,7 @@ struct OpcodeDyldInfoRows {
 
     /// What a run of binds binds to.
     private struct BindTarget: Equatable {
-        let symbol: String
-        let libraryOrdinal: Int
-        let addend: Int64
-        let weakImport: Bool
+        let symbol: String, libraryOrdinal: Int, addend: Int64, weakImport: Bool
     }
 
     private var records: [Record] = []

@@ -104,8 +104,7 @@ package struct Segment: Equatable, Sendable {
         flags = try view.u32(68)
         // The count is bounded by cmdsize before anything is allocated.
         guard UInt64(sectionCount) * UInt64(Section.size) <= UInt64(view.count - Segment.commandSize) else {
-            throw MachOError.malformed(
-                "segment \(name) claims \(sectionCount) sections, more than its command holds", at: view.absolute(64))
+            throw MachOError.malformed("segment \(name) claims \(sectionCount) sections, more than its command holds", at: view.absolute(64))
         }
         var sections: [Section] = []
         sections.reserveCapacity(withSections ? Int(sectionCount) : 0)

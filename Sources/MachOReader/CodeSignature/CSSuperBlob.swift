@@ -98,9 +98,7 @@ extension CS_BlobIndex {
     /// Fails unless the blob's magic is `expected`.
     func expect(_ expected: UInt32, _ name: String) throws(MachOError) {
         guard magic == expected else {
-            throw MachOError(
-                offset: view.absolute(0), structure: self.name,
-                what: "magic \(hex(magic)) is not \(name) (\(hex(expected)))")
+            throw MachOError(offset: view.absolute(0), structure: self.name, what: "magic \(hex(magic)) is not \(name) (\(hex(expected)))")
         }
     }
 

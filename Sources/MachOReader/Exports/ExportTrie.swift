@@ -191,8 +191,7 @@ package struct ExportTrie: Sendable {
                 stack[stack.count - 1].nextEdge = UInt32(cursor.position)
                 guard visited.insert(childOffset) else {
                     if stack.contains(where: { $0.node == UInt32(childOffset) }) { throw cycle(from: parent, to: childOffset, at: childAt) }
-                    throw MachOError.malformed(
-                        "export trie node at \(hex(childOffset)) is the child of more than one node", at: childAt)
+                    throw MachOError.malformed("export trie node at \(hex(childOffset)) is the child of more than one node", at: childAt)
                 }
                 guard stack.count < Self.maxDepth else {
                     throw MachOError.malformed("export trie is deeper than \(Self.maxDepth) nodes", at: childAt)

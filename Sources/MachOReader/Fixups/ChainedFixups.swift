@@ -119,9 +119,7 @@ package struct ChainedFixupChains: Sendable {
         switch header.symbolsFormat {
         case ChainedFixupsHeader.symbolsUncompressed: importTable = try ChainedImportTable(blob, header: header)
         case ChainedFixupsHeader.symbolsZlib:
-            throw MachOError(
-                offset: blob.absolute(ChainedFixupsHeader.Field.symbolsFormat),
-                .unsupported("zlib-compressed chained fixups symbols"))
+            throw MachOError(offset: blob.absolute(ChainedFixupsHeader.Field.symbolsFormat), .unsupported("zlib-compressed chained fixups symbols"))
         default:
             throw MachOError.malformed(
                 "unknown chained fixups symbols_format \(header.symbolsFormat)",

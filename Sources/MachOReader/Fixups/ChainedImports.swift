@@ -136,8 +136,7 @@ package struct ChainedImportTable: Sendable {
     /// the entry in errors.
     static func nameBytes(at offset: UInt32, in symbols: ByteView, for entryOffset: Int) throws(MachOError) -> ByteView {
         guard UInt64(offset) < UInt64(symbols.count) else {
-            throw MachOError.malformed(
-                "chained import name_offset \(offset) is past the \(symbols.count)-byte symbols pool", at: entryOffset)
+            throw MachOError.malformed("chained import name_offset \(offset) is past the \(symbols.count)-byte symbols pool", at: entryOffset)
         }
         return try symbols.cStringBytes(Int(offset))
     }

@@ -10,8 +10,7 @@ package struct ChainedStartsInImage: Equatable, Sendable {
         let count = try view.u32(0)
         // Bound the count by the bytes that could hold it before allocating.
         guard UInt64(count) * 4 <= UInt64(view.count - 4) else {
-            throw MachOError.malformed(
-                "chained starts claim \(count) segments, more than the fixups blob holds", at: view.absolute(0))
+            throw MachOError.malformed("chained starts claim \(count) segments, more than the fixups blob holds", at: view.absolute(0))
         }
         var offsets: [UInt32] = []
         offsets.reserveCapacity(Int(count))

@@ -44,8 +44,7 @@ struct FixupLocationChecker: Sendable {
         try checkSegmentIndex(segmentIndex, opcodeOffset: opcodeOffset, opcode: opcode)
         guard count > 0 else { return }
         guard count <= UInt64(budget) else {
-            throw MachOError.malformed(
-                "\(opcode) asks for \(count) fixups, more than the image has room for", at: opcodeOffset)
+            throw MachOError.malformed("\(opcode) asks for \(count) fixups, more than the image has room for", at: opcodeOffset)
         }
         let segment = segments[segmentIndex]
         // Offset of the last fixup's end: offset + (count - 1) * stride + pointerSize.

@@ -8,8 +8,7 @@ package struct ObjCAddressSpace: Sendable {
     /// from its image's base) and its bytes.
     package struct Region: Sendable {
         package let image: Int
-        package let start: UInt64
-        package let vmOffset: UInt64
+        package let start: UInt64, vmOffset: UInt64
         package let view: ByteView
 
         package init(image: Int, start: UInt64, vmOffset: UInt64, view: ByteView) {
