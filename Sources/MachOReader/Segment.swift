@@ -4,14 +4,10 @@ package struct VMProtection: OptionSet, Hashable, Sendable, CustomStringConverti
     package init(rawValue: Int32) { self.rawValue = rawValue }
     /// Concrete: the default's witness table costs a fresh process a first-use instantiation.
     package func contains(_ member: Self) -> Bool { rawValue & member.rawValue == member.rawValue }
-    package static let read = VMProtection(rawValue: 1)
-    package static let write = VMProtection(rawValue: 2)
-    package static let execute = VMProtection(rawValue: 4)
+    package static let read = VMProtection(rawValue: 1), write = VMProtection(rawValue: 2), execute = VMProtection(rawValue: 4)
     // Combinations as constants: an array literal of an option set is built element by element
     // at run time, through the standard library's unspecialized `SetAlgebra.init`.
-    package static let readWrite = VMProtection(rawValue: 3)
-    package static let readExecute = VMProtection(rawValue: 5)
-    package static let readWriteExecute = VMProtection(rawValue: 7)
+    package static let readWrite = VMProtection(rawValue: 3), readExecute = VMProtection(rawValue: 5), readWriteExecute = VMProtection(rawValue: 7)
 
     /// `r-x` style.
     package var description: String {
@@ -32,15 +28,12 @@ package struct Section: Equatable, Sendable {
     /// `SECTION_TYPE`: the low byte of `flags`.
     package var type: UInt8 { UInt8(flags & 0xff) }
 
-    package static let typeModInitFuncPointers: UInt8 = 0x9
-    package static let typeInitFuncOffsets: UInt8 = 0x16
+    package static let typeModInitFuncPointers: UInt8 = 0x9, typeInitFuncOffsets: UInt8 = 0x16
     /// `S_INTERPOSING`: (replacement, replacee) pointer pairs.
     package static let typeInterposing: UInt8 = 0xd
     /// `S_THREAD_LOCAL_REGULAR` (`__thread_data`), `S_THREAD_LOCAL_ZEROFILL`
     /// (`__thread_bss`), `S_THREAD_LOCAL_VARIABLES` (`__thread_vars`: the descriptors).
-    package static let typeThreadLocalRegular: UInt8 = 0x11
-    package static let typeThreadLocalZerofill: UInt8 = 0x12
-    package static let typeThreadLocalVariables: UInt8 = 0x13
+    package static let typeThreadLocalRegular: UInt8 = 0x11, typeThreadLocalZerofill: UInt8 = 0x12, typeThreadLocalVariables: UInt8 = 0x13
 
     /// Whether the section holds interposing tuples, by dyld's test (dyld4
     /// `Header::hasInterposingTuples`): its type, or `__interpose` in a `__DATA*` or `__AUTH*` segment.

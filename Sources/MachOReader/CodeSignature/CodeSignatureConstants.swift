@@ -21,14 +21,9 @@ package let CSMAGIC_BLOBWRAPPER: UInt32 = 0xfade_0b01
 
 /// SuperBlob slot types (`CS_BlobIndex.type`); slots 1 to 11 are also the CodeDirectory's
 /// special slots, hashed at `hashOffset - slot * hashSize`.
-package let CSSLOT_CODEDIRECTORY: UInt32 = 0
-package let CSSLOT_REQUIREMENTS: UInt32 = 2
-package let CSSLOT_ENTITLEMENTS: UInt32 = 5
-package let CSSLOT_DER_ENTITLEMENTS: UInt32 = 7
-package let CSSLOT_LAUNCH_CONSTRAINT_SELF: UInt32 = 8
-package let CSSLOT_LAUNCH_CONSTRAINT_PARENT: UInt32 = 9
-package let CSSLOT_LAUNCH_CONSTRAINT_RESPONSIBLE: UInt32 = 10
-package let CSSLOT_LIBRARY_CONSTRAINT: UInt32 = 11
+package let CSSLOT_CODEDIRECTORY: UInt32 = 0, CSSLOT_REQUIREMENTS: UInt32 = 2, CSSLOT_ENTITLEMENTS: UInt32 = 5
+package let CSSLOT_DER_ENTITLEMENTS: UInt32 = 7, CSSLOT_LAUNCH_CONSTRAINT_SELF: UInt32 = 8, CSSLOT_LAUNCH_CONSTRAINT_PARENT: UInt32 = 9
+package let CSSLOT_LAUNCH_CONSTRAINT_RESPONSIBLE: UInt32 = 10, CSSLOT_LIBRARY_CONSTRAINT: UInt32 = 11
 /// The first alternate CodeDirectory (one per further hash type).
 package let CSSLOT_ALTERNATE_CODEDIRECTORIES: UInt32 = 0x1000
 package let CSSLOT_ALTERNATE_CODEDIRECTORY_MAX: UInt32 = 5
@@ -37,21 +32,15 @@ package let CSSLOT_ALTERNATE_CODEDIRECTORY_LIMIT: UInt32 = CSSLOT_ALTERNATE_CODE
 package let CSSLOT_SIGNATURESLOT: UInt32 = 0x10000
 
 /// CodeDirectory versions: the first version that has each group of fields.
-package let CS_SUPPORTSNONE: UInt32 = 0x20001
-package let CS_SUPPORTSSCATTER: UInt32 = 0x20100
-package let CS_SUPPORTSTEAMID: UInt32 = 0x20200
-package let CS_SUPPORTSCODELIMIT64: UInt32 = 0x20300
-package let CS_SUPPORTSEXECSEG: UInt32 = 0x20400
-package let CS_SUPPORTSRUNTIME: UInt32 = 0x20500
+package let CS_SUPPORTSNONE: UInt32 = 0x20001, CS_SUPPORTSSCATTER: UInt32 = 0x20100, CS_SUPPORTSTEAMID: UInt32 = 0x20200
+package let CS_SUPPORTSCODELIMIT64: UInt32 = 0x20300, CS_SUPPORTSEXECSEG: UInt32 = 0x20400, CS_SUPPORTSRUNTIME: UInt32 = 0x20500
 package let CS_SUPPORTSLINKAGE: UInt32 = 0x20600
 
 /// A cdHash is the CodeDirectory's hash truncated to this many bytes.
 package let CS_CDHASH_LEN = 20
 
 /// CodeDirectory flags (`CS_CodeDirectory.flags`), also the process's code-signing flags.
-package let CS_ADHOC: UInt32 = 0x2
-package let CS_RUNTIME: UInt32 = 0x10000
-package let CS_LINKER_SIGNED: UInt32 = 0x20000
+package let CS_ADHOC: UInt32 = 0x2, CS_RUNTIME: UInt32 = 0x10000, CS_LINKER_SIGNED: UInt32 = 0x20000
 
 /// Executable-segment flags (`CS_CodeDirectory.execSegFlags`).
 package let CS_EXECSEG_MAIN_BINARY: UInt64 = 0x1
