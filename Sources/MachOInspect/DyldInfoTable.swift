@@ -53,13 +53,10 @@ struct ChainedDyldInfoRows {
         self.image = image
         self.fixups = fixups
         let shortNames = LibraryShortNames(image)
-        var shownImports: [(import: ObjdumpChainedImport, dylib: String)] = []
-        shownImports.reserveCapacity(fixups.imports.count)
-        for entry in fixups.imports {
+        shownImports = try fixups.imports.map { (entry) throws(MachOError) in
             let shown = try ObjdumpChainedImport(entry, format: fixups.header.importsFormat, in: fixups)
-            shownImports.append((shown, shortNames[shown.libraryOrdinal]))
+            return (shown, shortNames[shown.libraryOrdinal])
         }
-        self.shownImports = shownImports
         locations = ObjdumpFixupLocations(image)
         textAddress = image.segments.first(where: { $0.name == "__TEXT" })?.vmAddress ?? 0
     }
@@ -102,8 +99,7 @@ struct ChainedDyldInfoRows {
 
     /// Where llvm-objdump's lookup finds nothing: the fixup's own segment, no section.
     private static func fallbackPlace(_ image: MachOImage, _ fixup: ChainedFixup) -> ObjdumpFixupLocations.Place {
-        ObjdumpFixupLocations.Place(
-            segment: image.segments[fixup.segmentIndex].name, section: "", address: fixup.address)
+        ObjdumpFixupLocations.Place(segment: image.segments[fixup.segmentIndex].name, section: "", address: fixup.address)
     }
 }
 

@@ -65,9 +65,7 @@ package struct Routines64: Equatable, Sendable {
 
     package init(parsing view: ByteView) throws(MachOError) {
         (initAddress, initModule) = (try view.u64(8), try view.u64(16))
-        var reserved: [UInt64] = []
-        for index in 0..<6 { reserved.append(try view.u64(24 + 8 * index)) }
-        self.reserved = reserved
+        reserved = try (0..<6).map { (index) throws(MachOError) in try view.u64(24 + 8 * index) }
     }
 }
 

@@ -51,9 +51,7 @@ package struct BuildVersion: Equatable, Sendable {
         guard UInt64(count) * 8 <= UInt64(max(0, view.count - 24)) else {
             throw MachOError.malformed("LC_BUILD_VERSION claims \(count) tools, more than its command holds", at: view.absolute(20))
         }
-        var tools: [(UInt32, UInt32)] = []
-        for index in 0..<Int(count) { tools.append((try view.u32(24 + index * 8), try view.u32(28 + index * 8))) }
-        self.tools = tools
+        tools = try (0..<Int(count)).map { (index) throws(MachOError) in (try view.u32(24 + index * 8), try view.u32(28 + index * 8)) }
     }
 }
 

@@ -195,9 +195,6 @@ package struct MachOImage: Sendable {
         guard bytes.count % 4 == 0 else {
             throw MachOError.malformed("__init_offsets size \(bytes.count) is not a multiple of 4", at: bytes.base)
         }
-        var offsets: [UInt32] = []
-        offsets.reserveCapacity(bytes.count / 4)
-        for index in stride(from: 0, to: bytes.count, by: 4) { offsets.append(try bytes.u32(index)) }
-        return offsets
+        return try stride(from: 0, to: bytes.count, by: 4).map { (index) throws(MachOError) in try bytes.u32(index) }
     }
 }

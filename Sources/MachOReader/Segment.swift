@@ -99,12 +99,9 @@ package struct Segment: Equatable, Sendable {
         guard UInt64(sectionCount) * UInt64(Section.size) <= UInt64(view.count - Segment.commandSize) else {
             throw MachOError.malformed("segment \(name) claims \(sectionCount) sections, more than its command holds", at: view.absolute(64))
         }
-        var sections: [Section] = []
-        sections.reserveCapacity(withSections ? Int(sectionCount) : 0)
-        for index in 0..<(withSections ? Int(sectionCount) : 0) {
-            sections.append(try Section(parsing: try view.slice(Segment.commandSize + index * Section.size, Section.size)))
+        sections = try (0..<(withSections ? Int(sectionCount) : 0)).map { (index) throws(MachOError) in
+            try Section(parsing: try view.slice(Segment.commandSize + index * Section.size, Section.size))
         }
-        self.sections = sections
     }
 
     /// Whether `address` lies inside this segment's VM range.

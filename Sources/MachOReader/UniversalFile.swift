@@ -44,9 +44,7 @@ package struct UniversalFile: Sendable {
             var slices: [Slice] = []
             for index in 0..<Int(count) {
                 let entry = 8 + index * entrySize
-                let cpu = CPUType(
-                    type: Int32(bitPattern: try view.u32BE(entry)),
-                    subtype: Int32(bitPattern: try view.u32BE(entry + 4)))
+                let cpu = CPUType(type: Int32(bitPattern: try view.u32BE(entry)), subtype: Int32(bitPattern: try view.u32BE(entry + 4)))
                 let offset = is64 ? try view.u64BE(entry + 8) : UInt64(try view.u32BE(entry + 8))
                 let size = is64 ? try view.u64BE(entry + 16) : UInt64(try view.u32BE(entry + 12))
                 let align = try view.u32BE(entry + (is64 ? 24 : 16))

@@ -26,13 +26,10 @@ package struct ChainedImport: Equatable, Sendable {
     /// The imports table described by `header` inside the fixups blob `blob`.
     static func parseTable(_ blob: ByteView, header: ChainedFixupsHeader) throws(MachOError) -> [ChainedImport] {
         let table = try ChainedImportTable(blob, header: header)
-        var imports: [ChainedImport] = []
-        imports.reserveCapacity(table.count)
-        for index in 0..<table.count {
+        return try (0..<table.count).map { (index) throws(MachOError) in
             let fields = try table.entry(index)
-            imports.append(ChainedImport(entry: fields, name: try table.name(of: fields, index: index).string))
+            return ChainedImport(entry: fields, name: try table.name(of: fields, index: index).string)
         }
-        return imports
     }
 }
 

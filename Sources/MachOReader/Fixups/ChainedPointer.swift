@@ -83,8 +83,7 @@ package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIt
             return (.rebase(ChainedRebase(target: bits(0, 36), kind: targetKind, high8: UInt8(bits(36, 8)))), next)
         case .pointer64KernelCache, .x86_64KernelCache:
             let next = UInt32(bits(51, 12))
-            let rebase = ChainedRebase(
-                target: bits(0, 30), kind: .imageOffset, high8: 0, cacheLevel: UInt8(bits(30, 2)))
+            let rebase = ChainedRebase(target: bits(0, 30), kind: .imageOffset, high8: 0, cacheLevel: UInt8(bits(30, 2)))
             guard bits(63, 1) == 1 else { return (.rebase(rebase), next) }
             return (.authRebase(rebase, auth), next)
         case .pointer32:

@@ -12,10 +12,7 @@ package struct ChainedStartsInImage: Equatable, Sendable {
         guard UInt64(count) * 4 <= UInt64(view.count - 4) else {
             throw MachOError.malformed("chained starts claim \(count) segments, more than the fixups blob holds", at: view.absolute(0))
         }
-        var offsets: [UInt32] = []
-        offsets.reserveCapacity(Int(count))
-        for index in 0..<Int(count) { offsets.append(try view.u32(4 + 4 * index)) }
-        segmentInfoOffsets = offsets
+        segmentInfoOffsets = try (0..<Int(count)).map { (index) throws(MachOError) in try view.u32(4 + 4 * index) }
     }
 }
 
@@ -72,11 +69,9 @@ package struct ChainedStartsInSegment: Sendable {
                 "chained starts of segment \(segmentIndex): \(pageCount) page starts do not fit in size \(size)",
                 at: view.absolute(0))
         }
-        self.view = try view.slice(offset: 0, size: UInt64(size))
-        var starts: [UInt16] = []
-        starts.reserveCapacity(pageCount)
-        for page in 0..<pageCount { starts.append(try self.view.u16(ChainedStartsInSegment.fixedSize + 2 * page)) }
-        pageStarts = starts
+        let structure = try view.slice(offset: 0, size: UInt64(size))
+        self.view = structure
+        pageStarts = try (0..<pageCount).map { (page) throws(MachOError) in try structure.u16(ChainedStartsInSegment.fixedSize + 2 * page) }
         self.segmentIndex = segmentIndex
         self.infoOffset = infoOffset
     }
