@@ -216,6 +216,14 @@ struct ObjCMetadataTable {
         return (Self.field(value, symbolic), value &+ symbolic.nValue)
     }
 
+    /// A string pointer field's line: `label`, the ``field(_:_:_:)`` and the string it leads to.
+    mutating func writeStringField<Output: TextOutputStream>(
+        _ label: String, _ found: Found, _ fieldOffset: UInt64, _ value: UInt64, to out: inout Output
+    ) throws(MachOError) {
+        let field = try field(found, fieldOffset, value)
+        out.write("\(label) \(field.text)\(string(field.target))\n")
+    }
+
     /// What a structure's pointer field leads to, printed after the field's line.
     enum Referent {
         case `class`, methodList(indent: String), protocolList, ivarList, propertyList, layoutMap
@@ -306,18 +314,14 @@ struct ObjCMetadataTable {
     mutating func writeClassRO<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) -> Bool? {
         guard let found = try structure(address, ObjCClassRO.size, "class_ro_t", quiet: true, to: &out), !found.extendsPast else { return nil }
         let ro = ObjCClassRO(parsing: found.view)
-        var flags = "                    flags \(hex(ro.flags))"
-        if ro.flags & ObjCClassRO.flagMeta != 0 { flags += " RO_META" }
-        if ro.flags & ObjCClassRO.flagRoot != 0 { flags += " RO_ROOT" }
-        if ro.flags & ObjCClassRO.flagHasCXXStructors != 0 { flags += " RO_HAS_CXX_STRUCTORS" }
-        out.write(flags + "\n")
+        let names = [(ObjCClassRO.flagMeta, "RO_META"), (ObjCClassRO.flagRoot, "RO_ROOT"), (ObjCClassRO.flagHasCXXStructors, "RO_HAS_CXX_STRUCTORS")]
+        out.write("                    flags \(hex(ro.flags))" + namedBits(ro.flags, names).names.map { " " + $0 }.joined() + "\n")
         out.write("            instanceStart \(ro.instanceStart)\n")
         out.write("             instanceSize \(ro.instanceSize)\n")
         out.write("                 reserved \(hex(ro.reserved))\n")
         out.write("               ivarLayout \(hex(ro.ivarLayoutAddress))\n")
         writeLayoutMap(ro.ivarLayoutAddress, to: &out)
-        let name = try field(found, 24, ro.nameAddress)
-        out.write("                     name \(name.text)\(string(name.target))\n")
+        try writeStringField("                     name", found, 24, ro.nameAddress, to: &out)
         try writePointerField("              baseMethods", found, 32, ro.baseMethodsAddress, note: " (struct method_list_t *)", then: .methodList(indent: ""), to: &out)
         try writePointerField("            baseProtocols", found, 40, ro.baseProtocolsAddress, then: .protocolList, to: &out)
         try writePointerField("                    ivars", found, 48, ro.ivarsAddress, then: .ivarList, to: &out)
@@ -356,10 +360,8 @@ struct ObjCMetadataTable {
             guard let found = try structure(entry, ObjCMethodList.PointerEntry.size, "method_t", quiet: true, to: &out) else { return }
             if found.extendsPast { out.write("\(indent)   (method_t extends past the end of the section)\n") }
             let method = ObjCMethodList.PointerEntry(parsing: found.view)
-            let name = try field(found, 0, method.name)
-            out.write("\(indent)\t\t      name \(name.text)\(string(name.target))\n")
-            let types = try field(found, 8, method.types)
-            out.write("\(indent)\t\t     types \(types.text)\(string(types.target))\n")
+            try writeStringField("\(indent)\t\t      name", found, 0, method.name, to: &out)
+            try writeStringField("\(indent)\t\t     types", found, 8, method.types, to: &out)
             let imp = try symbolic(found, 16, method.imp)
             out.write("\(indent)\t\t       imp \(imp.name ?? Self.impField(method.imp, imp))\n")
             entry = entry &+ UInt64(ObjCMethodList.PointerEntry.size)
@@ -410,8 +412,7 @@ struct ObjCMetadataTable {
             guard let proto = try structure(pointer.target, ObjCProtocol.size, "protocol_t", to: &out) else { return }
             let parsed = ObjCProtocol(parsing: proto.view, at: pointer.target)
             out.write("\t\t\t      isa \(hex(parsed.isa))\n")
-            let name = try field(proto, 8, parsed.nameAddress)
-            out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
+            try writeStringField("\t\t\t     name", proto, 8, parsed.nameAddress, to: &out)
             out.write("\t\t\tprotocols \(hex(parsed.protocolsAddress))\n")
             let lists = parsed.methodListAddresses
             try writePointerField("\t\t  instanceMethods", proto, 24, lists[0], note: " (struct method_list_t *)", then: .methodList(indent: "\t"), to: &out)
@@ -455,8 +456,7 @@ struct ObjCMetadataTable {
                 offsetLine += " \(Self.littleEndian(table.sections.contents(of: place.section, from: place.offset, pastEnd: 8)))"
             }
             out.write(offsetLine + "\n")
-            let name = try table.field(found, 8, ivar.nameAddress)
-            out.write("\t\t\t     name \(name.text)\(table.string(name.target))\n")
+            try table.writeStringField("\t\t\t     name", found, 8, ivar.nameAddress, to: &out)
             let typeSymbol = try table.symbolic(found, 16, ivar.nameAddress)
             out.write("\t\t\t     type \(Self.field(ivar.typeAddress, typeSymbol))\(table.string(ivar.typeAddress &+ typeSymbol.nValue))\n")
             out.write("\t\t\talignment \(ivar.alignment)\n")
@@ -467,10 +467,8 @@ struct ObjCMetadataTable {
     /// llvm's `print_objc_property_list64`.
     mutating func writePropertyList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
         try writeEntries(address, list: "objc_property_list", entry: "objc_property", entrySize: 16, to: &out) { table, found, out throws(MachOError) in
-            let name = try table.field(found, 0, Self.word(found, 0))
-            out.write("\t\t\t     name \(name.text)\(table.string(name.target))\n")
-            let attributes = try table.field(found, 8, Self.word(found, 8))
-            out.write("\t\t\tattributes \(attributes.text)\(table.string(attributes.target))\n")
+            try table.writeStringField("\t\t\t     name", found, 0, Self.word(found, 0), to: &out)
+            try table.writeStringField("\t\t\tattributes", found, 8, Self.word(found, 8), to: &out)
         }
     }
 
@@ -480,8 +478,7 @@ struct ObjCMetadataTable {
     mutating func writeCategory<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
         guard let found = try structure(address, ObjCCategory.size, "category_t", to: &out) else { return }
         let category = ObjCCategory(parsing: found.view, at: address)
-        let name = try field(found, 0, category.nameAddress)
-        out.write("              name \(name.text)\(string(name.target))\n")
+        try writeStringField("              name", found, 0, category.nameAddress, to: &out)
         try writePointerField("               cls", found, 8, category.classAddress, then: .class, to: &out)
         try writePointerField("   instanceMethods", found, 16, category.instanceMethodsAddress, then: .methodList(indent: ""), to: &out)
         try writePointerField("      classMethods", found, 24, category.classMethodsAddress, then: .methodList(indent: ""), to: &out)
@@ -498,8 +495,7 @@ struct ObjCMetadataTable {
             guard let found = try structure(address, 16, "message_ref", to: &out) else { return }
             let imp = try symbolic(found, 0, Self.word(found, 0))
             out.write("  imp \(Self.impField(Self.word(found, 0), imp))\(imp.name.map { " " + $0 } ?? "")\n")
-            let selector = try field(found, 8, Self.word(found, 8))
-            out.write("  sel \(selector.text)\(string(selector.target))\n")
+            try writeStringField("  sel", found, 8, Self.word(found, 8), to: &out)
             index += 16
         }
     }

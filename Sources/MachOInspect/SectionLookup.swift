@@ -58,8 +58,7 @@ struct OpcodeFixupPlaces {
         /// The segment, section and address columns llvm-objdump's rebase and bind tables
         /// open each row with, and the space after them.
         func write(to text: inout TextBuffer) {
-            text.padded(segmentName, 8)
-            text.write(" ")
+            text.column(segmentName, 8)
             text.padded(sectionName, 18)
             text.write(" 0x")
             text.hex(address, width: 8)

@@ -106,6 +106,12 @@
         blanks(width - text.utf8.count)
     }
 
+    /// `%-*s `: a ``padded(_:_:)`` column and the blank after it.
+    mutating func column(_ text: String, _ width: Int) {
+        padded(text, width)
+        write(ascii: UInt8(ascii: " "))
+    }
+
     /// Hexadecimal digits of `value`, zero-padded to `width` digits (`%0*llX`, or `%0*llx`
     /// with `uppercase` false).
     mutating func hex(_ value: UInt64, width: Int = 0, uppercase: Bool = true) {
