@@ -349,49 +349,42 @@ struct ObjCMetadataTable {
     mutating func writeMethodList<Output: TextOutputStream>(_ address: UInt64, indent: String, to out: inout Output) throws(MachOError) {
         guard let found = try structure(address, ObjCMethodList.Header.size, "method_list_t", to: &out) else { return }
         let header = ObjCMethodList.Header(parsing: found.view)
-        if header.isRelative {
-            try writeRelativeMethods(header, at: address &+ 8, indent: indent, to: &out)
-            return
-        }
-        out.write("\(indent)\t\t   entsize \(header.entsizeAndFlags)\n")
+        let (entrySize, entryName) = header.isRelative
+            ? (ObjCMethodList.RelativeEntry.size, "relative_method_t") : (ObjCMethodList.PointerEntry.size, "method_t")
+        out.write("\(indent)\t\t   entsize \(header.isRelative ? "\(header.entrySize) (relative) " : "\(header.entsizeAndFlags)")\n")
         out.write("\(indent)\t\t     count \(header.count)\n")
         var entry = address &+ 8
         for _ in 0..<header.count {
-            guard let found = try structure(entry, ObjCMethodList.PointerEntry.size, "method_t", quiet: true, to: &out) else { return }
-            if found.extendsPast { out.write("\(indent)   (method_t extends past the end of the section)\n") }
-            let method = ObjCMethodList.PointerEntry(parsing: found.view)
-            try writeStringField("\(indent)\t\t      name", found, 0, method.name, to: &out)
-            try writeStringField("\(indent)\t\t     types", found, 8, method.types, to: &out)
-            let imp = try symbolic(found, 16, method.imp)
-            out.write("\(indent)\t\t       imp \(imp.name ?? Self.impField(method.imp, imp))\n")
-            entry = entry &+ UInt64(ObjCMethodList.PointerEntry.size)
+            guard let found = try structure(entry, entrySize, entryName, quiet: true, to: &out) else { return }
+            if found.extendsPast { out.write("\(indent)   (\(entryName) extends past the end of the section)\n") }
+            if header.isRelative {
+                try writeRelativeMethod(ObjCMethodList.RelativeEntry(parsing: found.view), at: entry, indent: indent, to: &out)
+            } else {
+                let method = ObjCMethodList.PointerEntry(parsing: found.view)
+                try writeStringField("\(indent)\t\t      name", found, 0, method.name, to: &out)
+                try writeStringField("\(indent)\t\t     types", found, 8, method.types, to: &out)
+                let imp = try symbolic(found, 16, method.imp)
+                out.write("\(indent)\t\t       imp \(imp.name ?? Self.impField(method.imp, imp))\n")
+            }
+            entry = entry &+ UInt64(entrySize)
         }
     }
 
-    /// A relative method list: each field's offset, the address it leads to, and what
-    /// lies there (the selector reference's string, the types, the implementation's symbol).
-    mutating func writeRelativeMethods<Output: TextOutputStream>(
-        _ header: ObjCMethodList.Header, at first: UInt64, indent: String, to out: inout Output
+    /// A relative method: each field's offset, the address it leads to, and what lies there
+    /// (the selector reference's string, the types, the implementation's symbol).
+    mutating func writeRelativeMethod<Output: TextOutputStream>(
+        _ method: ObjCMethodList.RelativeEntry, at entry: UInt64, indent: String, to out: inout Output
     ) throws(MachOError) {
-        out.write("\(indent)\t\t   entsize \(header.entrySize) (relative) \n")
-        out.write("\(indent)\t\t     count \(header.count)\n")
-        var entry = first
-        for _ in 0..<header.count {
-            guard let found = try structure(entry, ObjCMethodList.RelativeEntry.size, "relative_method_t", quiet: true, to: &out) else { return }
-            if found.extendsPast { out.write("\(indent)   (relative_method_t extends past the end of the section)\n") }
-            let method = ObjCMethodList.RelativeEntry(parsing: found.view)
-            let nameReference = entry &+ UInt64(bitPattern: Int64(method.name))
-            var nameLine = "\(indent)\t\t      name \(Self.hex32(method.name)) (\(Self.hex32(nameReference)))"
-            if let reference = sections.structure(at: nameReference, length: 8), reference.place.left >= 8 {
-                nameLine += string((try? reference.view.u64(0)) ?? 0)
-            }
-            out.write(nameLine + "\n")
-            let types = entry &+ 4 &+ UInt64(bitPattern: Int64(method.types))
-            out.write("\(indent)\t\t     types \(Self.hex32(method.types)) (\(Self.hex32(types)))\(string(types))\n")
-            let imp = entry &+ 8 &+ UInt64(bitPattern: Int64(method.imp))
-            out.write("\(indent)\t\t       imp \(Self.hex32(method.imp)) (\(Self.hex32(imp)))\(try symbolName(imp).map { " " + $0 } ?? "")\n")
-            entry = entry &+ UInt64(ObjCMethodList.RelativeEntry.size)
+        let nameReference = entry &+ UInt64(bitPattern: Int64(method.name))
+        var nameLine = "\(indent)\t\t      name \(Self.hex32(method.name)) (\(Self.hex32(nameReference)))"
+        if let reference = sections.structure(at: nameReference, length: 8), reference.place.left >= 8 {
+            nameLine += string((try? reference.view.u64(0)) ?? 0)
         }
+        out.write(nameLine + "\n")
+        let types = entry &+ 4 &+ UInt64(bitPattern: Int64(method.types))
+        out.write("\(indent)\t\t     types \(Self.hex32(method.types)) (\(Self.hex32(types)))\(string(types))\n")
+        let imp = entry &+ 8 &+ UInt64(bitPattern: Int64(method.imp))
+        out.write("\(indent)\t\t       imp \(Self.hex32(method.imp)) (\(Self.hex32(imp)))\(try symbolName(imp).map { " " + $0 } ?? "")\n")
     }
 
     /// `0x%x` of a 32-bit field.
