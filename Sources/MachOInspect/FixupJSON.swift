@@ -48,11 +48,8 @@ enum FixupJSON {
     static func bind(_ bind: BindFixup, _ image: MachOImage) -> JSONValue {
         var members: [(String, JSONValue)] = bind.location.map { location(image, $0.segmentIndex, $0.segmentOffset, $0.address) } ?? [("strong_definition", .bool(true))]
         members += [
-            ("type", .int(Int64(bind.type.rawValue))),
-            ("ordinal", .int(Int64(bind.libraryOrdinal))),
-            ("library", library(bind.libraryOrdinal, image)),
-            ("symbol", .string(bind.symbolName)),
-            ("addend", .int(bind.addend)),
+            ("type", .int(Int64(bind.type.rawValue))), ("ordinal", .int(Int64(bind.libraryOrdinal))),
+            ("library", library(bind.libraryOrdinal, image)), ("symbol", .string(bind.symbolName)), ("addend", .int(bind.addend)),
             ("weak_import", .bool(bind.flags.contains(.weakImport))),
         ]
         return .object(members)
@@ -67,11 +64,8 @@ enum FixupJSON {
         ], to: &out)
         json.member("imports", .array(chained.imports.map { entry in
             .object([
-                ("ordinal", .int(Int64(entry.libraryOrdinal))),
-                ("library", library(entry.libraryOrdinal, image)),
-                ("symbol", .string(entry.name)),
-                ("addend", .int(entry.addend)),
-                ("weak_import", .bool(entry.weakImport)),
+                ("ordinal", .int(Int64(entry.libraryOrdinal))), ("library", library(entry.libraryOrdinal, image)),
+                ("symbol", .string(entry.name)), ("addend", .int(entry.addend)), ("weak_import", .bool(entry.weakImport)),
             ])
         }), to: &out)
         try json.array("fixups", to: &out) { (element) throws(MachOError) in
@@ -117,8 +111,7 @@ enum FixupJSON {
 
     static func export(_ symbol: ExportedSymbol) -> JSONValue {
         var members: [(String, JSONValue)] = [
-            ("name", .string(symbol.name)),
-            ("kind", .string("\(symbol.kind)")),
+            ("name", .string(symbol.name)), ("kind", .string("\(symbol.kind)")),
             ("weak_definition", .bool(symbol.isWeakDefinition)),
         ]
         switch symbol.definition {

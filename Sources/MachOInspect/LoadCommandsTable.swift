@@ -102,10 +102,8 @@ enum LoadCommandsTable {
     static func json(_ command: LoadCommand, index: Int, _ image: MachOImage) throws(MachOError) -> JSONValue {
         let body = try Self.body(command, image)
         var members: [(String, JSONValue)] = [
-            ("index", .int(Int64(index))),
-            ("cmd", command.type.name.map(JSONValue.string) ?? .null),
-            ("cmd_value", .uint(UInt64(command.type.rawValue))),
-            ("cmdsize", .uint(UInt64(command.size))),
+            ("index", .int(Int64(index))), ("cmd", command.type.name.map(JSONValue.string) ?? .null),
+            ("cmd_value", .uint(UInt64(command.type.rawValue))), ("cmdsize", .uint(UInt64(command.size))),
         ]
         members += body.fields.map { ($0.key, $0.value) }
         for list in body.lists {

@@ -123,8 +123,7 @@ package struct BuildTarget: Equatable, Sendable {
 
     var json: JSONValue {
         .object([
-            ("platform", .string(platformName)),
-            ("min_os", .string(MachONames.version(minOS))),
+            ("platform", .string(platformName)), ("min_os", .string(MachONames.version(minOS))),
             ("sdk", sdk == 0 ? .null : .string(MachONames.version(sdk))),
         ])
     }

@@ -64,8 +64,7 @@ struct ObjCMetadataTable {
         typealias Entry = (inout ObjCMetadataTable, UInt64, inout Output) throws(MachOError) -> Void
         let pointerLists: [(legacy: String, modern: String, title: String, entry: Entry?)] = [
             ("__class_list", "__objc_classlist", "class", { (table, pointer, out) throws(MachOError) in try table.writeClass(pointer, to: &out) }),
-            ("__class_refs", "__objc_classrefs", "class refs", nil),
-            ("__super_refs", "__objc_superrefs", "super refs", nil),
+            ("__class_refs", "__objc_classrefs", "class refs", nil), ("__super_refs", "__objc_superrefs", "super refs", nil),
             ("__category_list", "__objc_catlist", "category", { (table, pointer, out) throws(MachOError) in try table.writeCategory(pointer, to: &out) }),
             ("__protocol_list", "__objc_protolist", "protocol", nil),
         ]

@@ -68,11 +68,8 @@ package struct SignatureVerification: Sendable {
     package func jsonObjects() -> [JSONValue] {
         slices.map { slice in
             var members: [(String, JSONValue)] = [
-                ("file", .string(path)),
-                ("arch", .string(slice.arch)),
-                ("offset", .int(Int64(slice.offset))),
-                ("signed", .bool(slice.signed)),
-                ("valid", .bool(slice.valid)),
+                ("file", .string(path)), ("arch", .string(slice.arch)), ("offset", .int(Int64(slice.offset))),
+                ("signed", .bool(slice.signed)), ("valid", .bool(slice.valid)),
                 ("cdhash", slice.cdHash.map { .string($0.hex) } ?? .null),
                 ("hash_type", slice.hashType.map { .string($0.description) } ?? .null),
                 ("page_size", slice.pageSize.map { .int(Int64($0)) } ?? .null),
@@ -81,12 +78,9 @@ package struct SignatureVerification: Sendable {
             ]
             members.append(("code_directories", .array(slice.directories.map { directory in
                 .object([
-                    ("slot", .uint(UInt64(directory.slot))),
-                    ("hash_type", .string(directory.hashType.description)),
-                    ("cdhash", .string(directory.cdHash.hex)),
-                    ("page_size", .int(Int64(directory.pageSize))),
-                    ("pages", .int(Int64(directory.pages))),
-                    ("bad_pages", .array(directory.badPages.map { .int(Int64($0)) })),
+                    ("slot", .uint(UInt64(directory.slot))), ("hash_type", .string(directory.hashType.description)),
+                    ("cdhash", .string(directory.cdHash.hex)), ("page_size", .int(Int64(directory.pageSize))),
+                    ("pages", .int(Int64(directory.pages))), ("bad_pages", .array(directory.badPages.map { .int(Int64($0)) })),
                     ("special_slots", .array(directory.specialSlots.map {
                         .object([("slot", .uint(UInt64($0.slot))), ("name", .string($0.name)), ("status", .string($0.status.rawValue))])
                     })),
