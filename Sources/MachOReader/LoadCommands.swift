@@ -2,16 +2,10 @@
 package enum DylibLinkKind: String, Equatable, Hashable, Sendable, Codable {
     case regular, weak, reexport, upward, lazy
 
-    init?(_ type: LoadCommandType) {
-        switch type {
-        case .loadDylib: self = .regular
-        case .loadWeakDylib: self = .weak
-        case .reexportDylib: self = .reexport
-        case .loadUpwardDylib: self = .upward
-        case .lazyLoadDylib: self = .lazy
-        default: return nil
-        }
-    }
+    /// The kind each command that names a dependent dylib links it with.
+    static let byCommand: [LoadCommandType: DylibLinkKind] = [
+        .loadDylib: .regular, .loadWeakDylib: .weak, .reexportDylib: .reexport, .loadUpwardDylib: .upward, .lazyLoadDylib: .lazy,
+    ]
 }
 
 /// `dylib_command`: an install name with its versions (LC_ID_DYLIB and LC_*_DYLIB).
@@ -164,7 +158,7 @@ package struct LoadCommand: Equatable, Sendable {
         switch type {
         case .segment64: payload = .segment(try Segment(parsing: view))
         case .loadDylib, .loadWeakDylib, .reexportDylib, .loadUpwardDylib, .lazyLoadDylib:
-            payload = .dylib(DylibLinkKind(type)!, try DylibCommand(parsing: view))
+            payload = .dylib(DylibLinkKind.byCommand[type]!, try DylibCommand(parsing: view))
         case .idDylib: payload = .idDylib(try DylibCommand(parsing: view))
         case .rpath: payload = .rpath(try view.lcString(at: 8))
         case .main: payload = .main(try EntryPoint(parsing: view))
