@@ -1,8 +1,7 @@
 /// One row of the `--dyld-info` table: a fixup at one location, rebase-like (no addend, the
 /// target is a vm address) or bind-like (an addend, a dylib and a symbol).
 struct DyldInfoRow: Equatable, Sendable {
-    var segment: String
-    var section: String
+    var segment: String, section: String
     /// The fixup's vm address.
     var address: UInt64
     /// The raw on-disk 64-bit value at that address.

@@ -40,8 +40,7 @@ enum DyldInfoTable {
 ///
 /// The blob is parsed once; each ``forEach(_:)`` walks the chains again, so no row is kept.
 struct ChainedDyldInfoRows {
-    private let image: MachOImage
-    private let fixups: ChainedFixups
+    private let image: MachOImage, fixups: ChainedFixups
     /// Per import, worked out once: llvm's view of it and its library's short name.
     private let shownImports: [(import: ObjdumpChainedImport, dylib: String)]
     private var locations: ObjdumpFixupLocations
@@ -111,9 +110,7 @@ struct ChainedDyldInfoRows {
 struct ObjdumpFixupLocations {
     /// A fixup's segment name, section name and address.
     struct Place {
-        let segment: String
-        let section: String
-        let address: UInt64
+        let segment: String, section: String, address: UInt64
     }
 
     /// Per llvm segment number: the segment's name and start (the address of its first

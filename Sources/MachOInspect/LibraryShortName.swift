@@ -87,8 +87,7 @@ package enum LibraryShortName {
 /// costs an array read.
 struct LibraryShortNames {
     /// `names[ordinal + 3]` for the ordinals -3 through the dependency count.
-    private let names: [String]
-    private let image: MachOImage
+    private let names: [String], image: MachOImage
 
     init(_ image: MachOImage) {
         self.image = image

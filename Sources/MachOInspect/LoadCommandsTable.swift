@@ -8,10 +8,7 @@ enum LoadCommandsTable {
     /// One field: the label the text prints (nil: the field is the JSON's alone), the JSON
     /// key, and the value in each form.
     struct Field {
-        let label: String?
-        let key: String
-        let text: String
-        let value: JSONValue
+        let label: String?, key: String, text: String, value: JSONValue
 
         init(_ label: String?, key: String? = nil, _ text: String, _ value: JSONValue) {
             self.label = label
@@ -48,9 +45,7 @@ enum LoadCommandsTable {
     /// A list inside a command: a segment's sections, a build version's tools, a linker
     /// option's strings. Items with a title get their own `Section`-style heading in the text.
     struct List {
-        let key: String
-        let title: String?
-        let items: [[Field]]
+        let key: String, title: String?, items: [[Field]]
     }
 
     /// One command's fields after `cmd` and `cmdsize`, and its lists.

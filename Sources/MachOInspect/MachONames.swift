@@ -96,9 +96,7 @@ enum MachONames {
 /// watchOS commands name the simulator in an x86 image).
 package struct BuildTarget: Equatable, Sendable {
     /// `PLATFORM_*`.
-    package let platform: UInt32
-    package let minOS: UInt32
-    package let sdk: UInt32
+    package let platform: UInt32, minOS: UInt32, sdk: UInt32
 
     package var platformName: String { MachONames.platform(platform) }
 

@@ -23,8 +23,7 @@ struct ObjCMetadataTable {
     /// llvm-objdump's depth limit: metaclasses printed per image.
     static let metaclassLimit = 100
 
-    let image: MachOImage
-    let sections: FileSections
+    let image: MachOImage, sections: FileSections
     /// Symbol table values to names, built on first use (llvm's `CreateSymbolAddressMap`).
     private var symbolNames: [UInt64: String]?
     /// Regular bind slots to symbol names, built on first use (llvm's bind table lookup).
@@ -189,10 +188,7 @@ struct ObjCMetadataTable {
 
     /// A structure's bytes, whether it runs past its section, and where it lies.
     struct Found {
-        let view: ByteView
-        let extendsPast: Bool
-        let section: Section
-        let offset: UInt64
+        let view: ByteView, extendsPast: Bool, section: Section, offset: UInt64
     }
 
     /// The 64-bit word at `offset` of a structure whose only fields are words (`property_t`,

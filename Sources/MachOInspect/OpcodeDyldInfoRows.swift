@@ -16,8 +16,7 @@ import MachOReader
 /// rows out; the column widths are worked out while collecting.
 struct OpcodeDyldInfoRows {
     private struct Record {
-        let address: UInt64
-        let pointer: UInt64
+        let address: UInt64, pointer: UInt64
         /// Index into `places` (an image has far fewer than 2^31 sections).
         let place: Int32
         /// Index into `bindTargets`; -1 for a rebase.

@@ -8,15 +8,11 @@ package struct SignatureVerification: Sendable {
     package struct Slice: Sendable {
         package let arch: String
         /// The slice's offset in the file.
-        package let offset: Int
-        package let signed: Bool
+        package let offset: Int, signed: Bool
         /// The signature could be read and every check passed.
         package let valid: Bool
         /// The strongest CodeDirectory's cdHash (nil when unsigned or unreadable).
-        package let cdHash: CDHash?
-        package let hashType: CSHashType?
-        package let pageSize: Int?
-        package let pages: Int?
+        package let cdHash: CDHash?, hashType: CSHashType?, pageSize: Int?, pages: Int?
         /// The strongest CodeDirectory's pages that do not match, ascending.
         package let badPages: [Int]
         /// Every CodeDirectory's check (empty when unsigned or unreadable).
@@ -27,8 +23,7 @@ package struct SignatureVerification: Sendable {
         package let error: MachOError?
     }
 
-    package let path: String
-    package let slices: [Slice]
+    package let path: String, slices: [Slice]
 
     /// Checks the slices `arch` selects of the file at `path` (its bytes in `bytes`). A
     /// file that is not a readable Mach-O throws; a damaged signature is a slice's result.

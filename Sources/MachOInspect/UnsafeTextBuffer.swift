@@ -13,8 +13,7 @@
 
     /// Owns the memory and frees it with the last reference.
     @safe private final class Memory {
-        var start: UnsafeMutablePointer<UInt8>
-        var capacity: Int
+        var start: UnsafeMutablePointer<UInt8>, capacity: Int
 
         init(capacity: Int) {
             unsafe start = .allocate(capacity: capacity)
@@ -35,8 +34,7 @@
 
     private let memory = Memory(capacity: chunkSize + 4096)
     /// Cached from `memory` (they change only in ``reserve(_:)``).
-    private var start: UnsafeMutablePointer<UInt8>
-    private var capacity: Int
+    private var start: UnsafeMutablePointer<UInt8>, capacity: Int
     private var count = 0
 
     init() {

@@ -8,9 +8,7 @@
 struct FileLayout {
     /// One claimed range and what it holds.
     struct Element {
-        let offset: UInt64
-        let size: UInt64
-        let name: String
+        let offset: UInt64, size: UInt64, name: String
         var end: UInt64 { offset &+ size }
     }
 

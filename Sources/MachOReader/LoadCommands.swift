@@ -10,8 +10,7 @@ package enum DylibLinkKind: String, Equatable, Hashable, Sendable, Codable {
 
 /// `dylib_command`: an install name with its versions (LC_ID_DYLIB and LC_*_DYLIB).
 package struct DylibCommand: Equatable, Sendable {
-    package let installName: String
-    package let timestamp: UInt32, currentVersion: UInt32, compatibilityVersion: UInt32
+    package let installName: String, timestamp: UInt32, currentVersion: UInt32, compatibilityVersion: UInt32
 
     package init(parsing view: ByteView) throws(MachOError) {
         installName = try view.lcString(at: 8)
@@ -22,8 +21,7 @@ package struct DylibCommand: Equatable, Sendable {
 /// `entry_point_command` (LC_MAIN).
 package struct EntryPoint: Equatable, Sendable {
     /// File offset of `main` within the image's `__TEXT`.
-    package let entryOffset: UInt64
-    package let stackSize: UInt64
+    package let entryOffset: UInt64, stackSize: UInt64
 
     package init(parsing view: ByteView) throws(MachOError) { (entryOffset, stackSize) = (try view.u64(8), try view.u64(16)) }
 }
@@ -58,8 +56,7 @@ package struct VersionMin: Equatable, Sendable {
 
 /// `symtab_command` (LC_SYMTAB).
 package struct SymtabCommand: Equatable, Sendable {
-    package let symbolOffset: UInt32, symbolCount: UInt32
-    package let stringOffset: UInt32, stringSize: UInt32
+    package let symbolOffset: UInt32, symbolCount: UInt32, stringOffset: UInt32, stringSize: UInt32
 
     package init(parsing view: ByteView) throws(MachOError) {
         symbolOffset = try view.u32(8); symbolCount = try view.u32(12)
@@ -72,8 +69,7 @@ package struct DysymtabCommand: Equatable, Sendable {
     package let localSymbolsIndex: UInt32, localSymbolsCount: UInt32
     package let externalSymbolsIndex: UInt32, externalSymbolsCount: UInt32
     package let undefinedSymbolsIndex: UInt32, undefinedSymbolsCount: UInt32
-    package let tocOffset: UInt32, tocCount: UInt32
-    package let moduleTableOffset: UInt32, moduleTableCount: UInt32
+    package let tocOffset: UInt32, tocCount: UInt32, moduleTableOffset: UInt32, moduleTableCount: UInt32
     package let referencedSymbolsOffset: UInt32, referencedSymbolsCount: UInt32
     package let indirectSymbolsOffset: UInt32, indirectSymbolsCount: UInt32
     package let externalRelocationsOffset: UInt32, externalRelocationsCount: UInt32
@@ -96,8 +92,7 @@ package struct DysymtabCommand: Equatable, Sendable {
 /// `linkedit_data_command`: a blob in `__LINKEDIT` (code signature, function starts,
 /// chained fixups, exports trie, ...); also each offset and size pair of `dyld_info_command`.
 package struct LinkeditData: Equatable, Sendable {
-    package let dataOffset: UInt32
-    package let dataSize: UInt32
+    package let dataOffset: UInt32, dataSize: UInt32
 
     /// The offset and size fields at `fieldOffset` (8 in a `linkedit_data_command`).
     package init(parsing view: ByteView, at fieldOffset: Int = 8) throws(MachOError) {
@@ -146,9 +141,7 @@ package struct LoadCommand: Equatable, Sendable {
 
     package let type: LoadCommandType
     /// Offset of the command within its image.
-    package let offset: Int
-    package let size: UInt32
-    package let payload: Payload
+    package let offset: Int, size: UInt32, payload: Payload
 
     /// Parses one command; `view` spans exactly its `cmdsize` bytes.
     package init(parsing view: ByteView, offsetInImage: Int) throws(MachOError) {

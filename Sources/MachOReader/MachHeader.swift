@@ -28,11 +28,7 @@ package struct MachHeader: Equatable, Sendable {
         package static let weakDefines = Flags(rawValue: 0x8000)
     }
 
-    package let cpu: CPUType
-    package let fileType: FileType
-    package let commandCount: UInt32
-    package let commandsSize: UInt32
-    package let flags: Flags
+    package let cpu: CPUType, fileType: FileType, commandCount: UInt32, commandsSize: UInt32, flags: Flags
 
     /// Parses the header at the start of `view`. Only 64-bit little-endian images are accepted.
     package init(parsing view: ByteView) throws(MachOError) {

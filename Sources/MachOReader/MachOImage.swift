@@ -6,9 +6,7 @@ package struct MachOImage: Sendable {
     package static let maxLoadCommands: UInt32 = 65_536
 
     /// The image's bytes (a slice of its file for a universal file).
-    package let view: ByteView
-    package let header: MachHeader
-    package let loadCommands: [LoadCommand]
+    package let view: ByteView, header: MachHeader, loadCommands: [LoadCommand]
     /// Bytes from the end of the header to the end of the last load command. LLVM lets the
     /// last command run past `sizeofcmds` (inside the file); dyld does not, and neither do
     /// the launch paths (``ImageFile``).
@@ -19,23 +17,15 @@ package struct MachOImage: Sendable {
     /// Dependent dylibs in load-command order; library ordinal N is `dependencies[N - 1]`.
     package private(set) var dependencies: [Dependency] = []
     package private(set) var rpaths: [String] = []
-    package private(set) var id: DylibCommand?
-    package private(set) var uuid: [UInt8]?
-    package private(set) var entryPoint: EntryPoint?
-    package private(set) var dyldInfo: DyldInfo?
-    package private(set) var chainedFixups: LinkeditData?
-    package private(set) var exportsTrie: LinkeditData?
-    package private(set) var functionStarts: LinkeditData?
-    package private(set) var codeSignature: LinkeditData?
-    package private(set) var symtab: SymtabCommand?
-    package private(set) var dysymtab: DysymtabCommand?
-    package private(set) var buildVersion: BuildVersion?
+    package private(set) var id: DylibCommand?, uuid: [UInt8]?, entryPoint: EntryPoint?, dyldInfo: DyldInfo?
+    package private(set) var chainedFixups: LinkeditData?, exportsTrie: LinkeditData?
+    package private(set) var functionStarts: LinkeditData?, codeSignature: LinkeditData?
+    package private(set) var symtab: SymtabCommand?, dysymtab: DysymtabCommand?, buildVersion: BuildVersion?
     package private(set) var versionMin: (type: LoadCommandType, version: VersionMin)?
 
     /// A dylib this image links against.
     package struct Dependency: Equatable, Sendable {
-        package let kind: DylibLinkKind
-        package let command: DylibCommand
+        package let kind: DylibLinkKind, command: DylibCommand
         package var installName: String { command.installName }
     }
 
@@ -49,8 +39,7 @@ package struct MachOImage: Sendable {
 
     /// A segment's bytes in the file (from the image's start) and where they lie in the mapping.
     private struct MappedSegment: Sendable {
-        let file: Range<UInt64>
-        let mappedAt: UInt64
+        let file: Range<UInt64>, mappedAt: UInt64
     }
 
     /// Whether the image was parsed where a launch mapped it, as dyld's `MachOLoaded` reads a

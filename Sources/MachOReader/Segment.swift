@@ -18,12 +18,9 @@ package struct VMProtection: OptionSet, Hashable, Sendable, CustomStringConverti
 /// `section_64`: a named range inside a segment.
 package struct Section: Equatable, Sendable {
     package static let size = 80
-    package let name: String, segmentName: String
-    package let address: UInt64, size: UInt64
-    package let fileOffset: UInt32, alignment: UInt32
-    package let relocationOffset: UInt32, relocationCount: UInt32
-    package let flags: UInt32
-    package let reserved1: UInt32, reserved2: UInt32, reserved3: UInt32
+    package let name: String, segmentName: String, address: UInt64, size: UInt64
+    package let fileOffset: UInt32, alignment: UInt32, relocationOffset: UInt32, relocationCount: UInt32
+    package let flags: UInt32, reserved1: UInt32, reserved2: UInt32, reserved3: UInt32
 
     /// `SECTION_TYPE`: the low byte of `flags`.
     package var type: UInt8 { UInt8(flags & 0xff) }
@@ -71,14 +68,8 @@ package struct Segment: Equatable, Sendable {
     }
 
     package static let commandSize = 72
-    package let name: String
-    package let vmAddress: UInt64
-    package let vmSize: UInt64
-    package let fileOffset: UInt64
-    package let fileSize: UInt64
-    package let maxProtection: VMProtection
-    package let initialProtection: VMProtection
-    package let flags: UInt32
+    package let name: String, vmAddress: UInt64, vmSize: UInt64, fileOffset: UInt64, fileSize: UInt64
+    package let maxProtection: VMProtection, initialProtection: VMProtection, flags: UInt32
     package let sections: [Section]
 
     /// Parses a segment command; `view` spans exactly its `cmdsize` bytes. Without

@@ -23,8 +23,7 @@ package struct NList64: Equatable, Sendable {
 /// The LC_SYMTAB symbol and string tables of an image, read entry by entry.
 package struct SymbolTable: Sendable {
     package let count: Int
-    private let entries: ByteView
-    private let strings: ByteView
+    private let entries: ByteView, strings: ByteView
 
     /// nil when the image has no LC_SYMTAB.
     package init?(image: MachOImage) throws(MachOError) {

@@ -12,8 +12,7 @@ package struct UniversalFile: Sendable {
     package struct Slice: Sendable {
         package let cpu: CPUType
         /// Absolute offset of the image in the file (0 for a thin file).
-        package let offset: Int
-        package let size: Int
+        package let offset: Int, size: Int
         /// `align` from the fat_arch entry (a power of two); 0 for a thin file.
         package let alignment: UInt32
     }
@@ -21,8 +20,7 @@ package struct UniversalFile: Sendable {
     /// The whole file.
     package let view: ByteView
     /// True for a universal file, even one holding a single architecture.
-    package let isUniversal: Bool
-    package let slices: [Slice]
+    package let isUniversal: Bool, slices: [Slice]
 
     /// Reads the container structure of `bytes`: which images it holds and where.
     package init(parsing bytes: [UInt8]) throws(MachOError) {

@@ -22,21 +22,14 @@ package struct CS_CodeDirectory: Sendable {
     /// The SuperBlob slot it came from (`CSSLOT_CODEDIRECTORY` or an alternate).
     package let slot: UInt32
     /// The blob's bytes: exactly its `length` (what its cdHash is taken over).
-    package let blob: ByteView
-    package let version: UInt32, flags: UInt32, hashOffset: UInt32, identOffset: UInt32
+    package let blob: ByteView, version: UInt32, flags: UInt32, hashOffset: UInt32, identOffset: UInt32
     package let nSpecialSlots: UInt32, nCodeSlots: UInt32
     /// The 32-bit `codeLimit` field (see ``codeLimit`` for the one that applies).
-    package let codeLimit32: UInt32
-    package let hashSize: UInt8
-    package let hashType: CSHashType
-    package let platform: UInt8
+    package let codeLimit32: UInt32, hashSize: UInt8, hashType: CSHashType, platform: UInt8
     /// log2 of the page size; 0 means the whole code is one page.
-    package let pageSizeShift: UInt8
-    package let scatterOffset: UInt32?, teamOffset: UInt32?, codeLimit64: UInt64?
+    package let pageSizeShift: UInt8, scatterOffset: UInt32?, teamOffset: UInt32?, codeLimit64: UInt64?
     package let execSegBase: UInt64?, execSegLimit: UInt64?, execSegFlags: UInt64?
-    package let runtime: UInt32?, preEncryptOffset: UInt32?
-    package let linkage: Linkage?
-    package let identifier: String
+    package let runtime: UInt32?, preEncryptOffset: UInt32?, linkage: Linkage?, identifier: String
     package let teamID: String?
 
     /// The number of image bytes the code slots cover: `codeLimit64` when the version has it

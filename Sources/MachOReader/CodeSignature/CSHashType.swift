@@ -16,9 +16,7 @@ package enum CSHashType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
 /// The 20 bytes that identify a CodeDirectory: its hash, under its own hash type, truncated
 /// (`CS_CDHASH_LEN`). Held inline: making, comparing and passing one allocates nothing.
 package struct CDHash: Hashable, Sendable, CustomStringConvertible {
-    package let high: UInt64
-    package let middle: UInt64
-    package let low: UInt32
+    package let high: UInt64, middle: UInt64, low: UInt32
 
     package init(high: UInt64, middle: UInt64, low: UInt32) { (self.high, self.middle, self.low) = (high, middle, low) }
 

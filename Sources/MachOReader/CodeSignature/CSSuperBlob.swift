@@ -21,10 +21,7 @@ package struct CS_SuperBlob: Sendable {
     package static let indexEntrySize = 8
 
     /// The SuperBlob's bytes: exactly its `length`.
-    package let view: ByteView
-    package let magic: UInt32
-    package let length: UInt32
-    package let index: [CS_BlobIndex]
+    package let view: ByteView, magic: UInt32, length: UInt32, index: [CS_BlobIndex]
 
     /// Parses the SuperBlob at the start of `region` (the `LC_CODE_SIGNATURE` range).
     package init(parsing region: ByteView) throws(MachOError) {

@@ -3,14 +3,11 @@
 /// the image (a universal file's slice), errors' offsets absolute in the file.
 package struct CodeSignature: Sendable {
     /// The `LC_CODE_SIGNATURE` command.
-    package let command: LinkeditData
-    package let superBlob: CS_SuperBlob
+    package let command: LinkeditData, superBlob: CS_SuperBlob
     /// The CodeDirectories: the primary one (`CSSLOT_CODEDIRECTORY`) first, then the
     /// alternates in slot order.
-    package let codeDirectories: [CS_CodeDirectory]
-    package let requirements: CS_Requirements?
-    package let entitlements: CS_Entitlements?
-    package let derEntitlements: CS_DEREntitlements?
+    package let codeDirectories: [CS_CodeDirectory], requirements: CS_Requirements?
+    package let entitlements: CS_Entitlements?, derEntitlements: CS_DEREntitlements?
     /// The CMS signature wrapper, if the signature has one.
     package let cms: CS_BlobWrapper?
 

@@ -159,8 +159,7 @@ package struct ExportTrie: Sendable {
             let node: UInt32
             /// Length of the node's name: the first `nameLength` bytes of `name`.
             let nameLength: UInt32
-            var childrenLeft: UInt32
-            var nextEdge: UInt32
+            var childrenLeft: UInt32, nextEdge: UInt32
         }
         guard view.count <= Int(UInt32.max) else {
             throw MachOError.malformed("export trie of \(view.count) bytes is larger than a load command can describe", at: view.base)
@@ -228,9 +227,7 @@ package struct ExportTrie: Sendable {
         /// Offset of the node from the start of the trie.
         let offset: Int
         /// Trie offset and size of the export info (size 0: not a terminal).
-        let infoStart: Int
-        let infoSize: Int
-        let childCount: Int
+        let infoStart: Int, infoSize: Int, childCount: Int
         /// Trie offset of the first child's edge label.
         let childrenOffset: Int
 

@@ -26,8 +26,7 @@ package struct ExportedSymbol: Equatable, Sendable {
     /// The symbol's name (the trie's edge labels, concatenated).
     package let name: String
     /// The raw flags word.
-    package let flags: UInt64
-    package let definition: Definition
+    package let flags: UInt64, definition: Definition
     /// Offset of the symbol's terminal node from the start of the trie.
     package let nodeOffset: Int
 
@@ -68,8 +67,7 @@ package struct ExportTerminal: Sendable {
     package typealias Definition = ExportDefinition<Range<Int>>
 
     /// The raw flags word.
-    package let flags: UInt64
-    package let definition: Definition
+    package let flags: UInt64, definition: Definition
     /// Offset of the terminal node from the start of the trie.
     package let nodeOffset: Int
 

@@ -40,10 +40,7 @@ package struct BindFixup: Hashable, Sendable {
     package let type: BindType
     /// 1...N for the image's dependencies (N = `dependencies[N - 1]`), or one of the special
     /// ordinals, 0 and below.
-    package let libraryOrdinal: Int
-    package let symbolName: String
-    package let flags: BindSymbolFlags
-    package let addend: Int64
+    package let libraryOrdinal: Int, symbolName: String, flags: BindSymbolFlags, addend: Int64
 
     /// A weak-bind stream's note that this image strongly defines `symbolName`.
     package var isStrongDefinition: Bool { location == nil }
@@ -57,13 +54,9 @@ package struct BindFixup: Hashable, Sendable {
 /// a ``BindFixup`` whose symbol name is still the bytes of the stream.
 package struct BindOpcodeEntry: Sendable {
     /// Where the bound address goes; nil only for a strong definition.
-    package let location: FixupLocation?
-    package let type: BindType
-    package let libraryOrdinal: Int
+    package let location: FixupLocation?, type: BindType, libraryOrdinal: Int
     /// The name's bytes in the stream (NUL excluded).
-    package let symbolName: ByteView
-    package let flags: BindSymbolFlags
-    package let addend: Int64
+    package let symbolName: ByteView, flags: BindSymbolFlags, addend: Int64
 }
 
 /// Decodes a bind, lazy-bind or weak-bind opcode stream one entry at a time.
@@ -81,9 +74,7 @@ package struct BindOpcodeDecoder: Sendable {
     /// Window position of the last non-zero byte (lazy streams: where DONE really ends).
     private let lastNonZeroPosition: Int
 
-    private var type: BindType
-    private var libraryOrdinal: Int?
-    private var symbolName: ByteView?
+    private var type: BindType, libraryOrdinal: Int?, symbolName: ByteView?
     /// `symbolName` as a string, made once per name for ``next()``.
     private var symbolNameString: String?
     private var flags = BindSymbolFlags()

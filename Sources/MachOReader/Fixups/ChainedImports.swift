@@ -18,8 +18,7 @@ package enum ChainedImportFormat: UInt32, Equatable, Hashable, Sendable, CaseIte
 /// fields read as its own (`entry.addend` as `import.addend`).
 @dynamicMemberLookup
 package struct ChainedImport: Equatable, Sendable {
-    package let entry: ChainedImportEntry
-    package let name: String
+    package let entry: ChainedImportEntry, name: String
 
     package subscript<Value>(dynamicMember field: KeyPath<ChainedImportEntry, Value>) -> Value { entry[keyPath: field] }
 

@@ -152,8 +152,7 @@ package struct ChainedRebase: Equatable, Hashable, Sendable {
         case imageOffset
     }
 
-    package let target: UInt64
-    package let kind: TargetKind
+    package let target: UInt64, kind: TargetKind
     /// The pointer's top byte (tagged pointers), applied as is on top of the slid target.
     package let high8: UInt8
     /// Kernel-cache formats: which cache level `target` is relative to.
@@ -173,8 +172,7 @@ package struct ChainedRebase: Equatable, Hashable, Sendable {
 /// A chained bind: which import (an index into the chained imports table) and the addend
 /// stored inline in the pointer, to be added to the import's own addend.
 package struct ChainedBind: Equatable, Hashable, Sendable {
-    package let importOrdinal: UInt32
-    package let addend: Int64
+    package let importOrdinal: UInt32, addend: Int64
 
     package init(importOrdinal: UInt32, addend: Int64) { (self.importOrdinal, self.addend) = (importOrdinal, addend) }
 }
@@ -196,8 +194,7 @@ package struct PointerAuthentication: Equatable, Hashable, Sendable {
     /// The 16-bit constant discriminator.
     package let diversity: UInt16
     /// Whether the pointer's own address is blended into the discriminator.
-    package let addressDiversity: Bool
-    package let key: Key
+    package let addressDiversity: Bool, key: Key
 
     package init(diversity: UInt16, addressDiversity: Bool, key: Key) {
         (self.diversity, self.addressDiversity, self.key) = (diversity, addressDiversity, key)

@@ -36,8 +36,7 @@ package struct ChainedStartsInSegment: Sendable {
     /// `size`: bytes of this structure, overflow area included.
     package let size: UInt32
     /// `page_size`: 0x1000 or 0x4000.
-    package let pageSize: UInt16
-    package let pointerFormat: ChainedPointerFormat
+    package let pageSize: UInt16, pointerFormat: ChainedPointerFormat
     /// `segment_offset`: the segment's vm offset from the image's preferred load address.
     package let segmentOffset: UInt64
     /// `max_valid_pointer`: for `DYLD_CHAINED_PTR_32`, larger rebase targets are values.

@@ -23,8 +23,7 @@ struct FixupLocationChecker: Sendable {
 
     private let segments: [Segment]
     /// Each segment's vmaddr, so that a fixup's location copies no `Segment`.
-    private let segmentAddresses: [UInt64]
-    private let imageSize: Int
+    private let segmentAddresses: [UInt64], imageSize: Int
     private var budget: Int
 
     init(_ image: MachOImage) {
@@ -99,8 +98,7 @@ struct FixupLocationChecker: Sendable {
 /// offset its opcodes set, and the run of fixups its last DO opcode queued.
 struct OpcodeStream: Sendable {
     var cursor: ByteCursor
-    private var checker: FixupLocationChecker
-    private var segmentIndex: Int?
+    private var checker: FixupLocationChecker, segmentIndex: Int?
     var segmentOffset: UInt64 = 0
     /// Fixups still owed by the last DO opcode, `stride` bytes apart.
     private(set) var pendingCount: UInt64 = 0

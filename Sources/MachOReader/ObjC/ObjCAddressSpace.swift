@@ -7,9 +7,7 @@ package struct ObjCAddressSpace: Sendable {
     /// One segment: the image it belongs to, where it starts (runtime address and offset
     /// from its image's base) and its bytes.
     package struct Region: Sendable {
-        package let image: Int
-        package let start: UInt64, vmOffset: UInt64
-        package let view: ByteView
+        package let image: Int, start: UInt64, vmOffset: UInt64, view: ByteView
 
         package init(image: Int, start: UInt64, vmOffset: UInt64, view: ByteView) {
             (self.image, self.start, self.vmOffset, self.view) = (image, start, vmOffset, view)

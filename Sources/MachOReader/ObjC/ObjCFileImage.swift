@@ -9,9 +9,7 @@
 /// Errors are ``MachOError``s at the file offset of the list entry being read, naming the
 /// list, the entry and the address that was wrong.
 package struct ObjCFileImage: Sendable {
-    package let image: MachOImage
-    package let sections: ObjCSections
-    package let space: ObjCAddressSpace
+    package let image: MachOImage, sections: ObjCSections, space: ObjCAddressSpace
     /// Bound pointers by slot address: the symbol and addend.
     private let binds: [UInt64: (name: String, addend: Int64)]
 

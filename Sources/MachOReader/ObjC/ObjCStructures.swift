@@ -10,11 +10,9 @@ package struct ObjCClass: Equatable, Sendable {
 
     package let address: UInt64
     /// The metaclass (for a metaclass: the root metaclass).
-    package let isa: UInt64
-    package let superclass: UInt64
+    package let isa: UInt64, superclass: UInt64
     /// The method cache and vtable words (0, or `_objc_empty_cache`, in a file).
-    package let cache: UInt64
-    package let vtable: UInt64
+    package let cache: UInt64, vtable: UInt64
     /// The `data` word as stored: the `class_ro_t` address with flag bits (Swift classes
     /// set the low bits).
     package let data: UInt64
@@ -67,14 +65,10 @@ package struct ObjCClassRO: Equatable, Sendable {
     package static let flagHasCXXStructors: UInt32 = 0x4
 
     package let flags: UInt32, instanceStart: UInt32, instanceSize: UInt32, reserved: UInt32
-    package let ivarLayoutAddress: UInt64
-    package let nameAddress: UInt64
+    package let ivarLayoutAddress: UInt64, nameAddress: UInt64
     /// 0 when the class has no methods of its own.
-    package let baseMethodsAddress: UInt64
-    package let baseProtocolsAddress: UInt64
-    package let ivarsAddress: UInt64
-    package let weakIvarLayoutAddress: UInt64
-    package let basePropertiesAddress: UInt64
+    package let baseMethodsAddress: UInt64, baseProtocolsAddress: UInt64, ivarsAddress: UInt64
+    package let weakIvarLayoutAddress: UInt64, basePropertiesAddress: UInt64
 
     package var isMeta: Bool { flags & ObjCClassRO.flagMeta != 0 }
 
@@ -99,11 +93,9 @@ package struct ObjCCategory: Equatable, Sendable {
 
     package let address: UInt64, nameAddress: UInt64
     /// 0 when the class is missing (a weak-imported class that is absent).
-    package let classAddress: UInt64
-    package let instanceMethodsAddress: UInt64, classMethodsAddress: UInt64
+    package let classAddress: UInt64, instanceMethodsAddress: UInt64, classMethodsAddress: UInt64
     /// 0 when read through ``readSize`` bytes only.
-    package let protocolsAddress: UInt64
-    package let instancePropertiesAddress: UInt64
+    package let protocolsAddress: UInt64, instancePropertiesAddress: UInt64
 
     package init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         self.init(parsing: try space.view(at: address, length: ObjCCategory.readSize, what: "category_t"), at: address)
@@ -192,14 +184,10 @@ package struct ObjCMethodList: Sendable {
         /// Whether `nameSlot` is the list's own field (a pointer list) or a selector reference.
         package let nameSlotIsSelectorReference: Bool
         /// The address of the type encoding string.
-        package let types: UInt64
-        package let imp: UInt64
+        package let types: UInt64, imp: UInt64
     }
 
-    package let address: UInt64
-    package let isRelative: Bool
-    package let entrySize: Int
-    package let count: Int
+    package let address: UInt64, isRelative: Bool, entrySize: Int, count: Int
     private let entries: ByteView
 
     package init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
