@@ -11,10 +11,7 @@ enum LoadCommandsTable {
         let label: String?, key: String, text: String, value: JSONValue
 
         init(_ label: String?, key: String? = nil, _ text: String, _ value: JSONValue) {
-            self.label = label
-            self.key = key ?? label ?? ""
-            self.text = text
-            self.value = value
+            (self.label, self.key, self.text, self.value) = (label, key ?? label ?? "", text, value)
         }
 
         /// A decimal field.

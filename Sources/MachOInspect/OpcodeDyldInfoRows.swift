@@ -81,10 +81,7 @@ struct OpcodeDyldInfoRows {
         // Stable (Swift's sort is): at one address, rebases come before binds, and binds
         // keep stream order.
         records.sort { $0.address < $1.address }
-        self.records = records
-        self.places = places
-        self.bindTargets = bindTargets
-        self.widths = widths
+        (self.records, self.places, self.bindTargets, self.widths) = (records, places, bindTargets, widths)
     }
 
     /// Calls `body` with each row, in address order.

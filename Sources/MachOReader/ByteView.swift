@@ -24,9 +24,7 @@ package struct ByteView: Sendable {
     }
 
     private init(storage: ByteStorage, base: Int, count: Int) {
-        self.storage = storage
-        self.base = base
-        self.count = count
+        (self.storage, self.base, self.count) = (storage, base, count)
     }
 
     /// The absolute file offset of a window-relative offset.

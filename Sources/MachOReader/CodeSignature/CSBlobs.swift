@@ -140,9 +140,7 @@ struct DERElement {
         guard start <= view.count, length <= view.count - start else {
             throw MachOError(offset: view.absolute(offset), structure: structure, what: "DER element of \(length) bytes runs past its blob")
         }
-        self.tag = tag
-        contentStart = start
-        self.length = length
+        (self.tag, contentStart, self.length) = (tag, start, length)
     }
 
     func text(_ view: ByteView, _ structure: String) throws(MachOError) -> String {

@@ -79,10 +79,7 @@ package struct CS_SuperBlob: Sendable {
             let blob = try reading(blobStructure) { () throws(MachOError) in try view.slice(blobStart, Int(blobLength)) }
             index.append(CS_BlobIndex(type: type, offset: offset, magic: blobMagic, view: blob))
         }
-        self.view = view
-        self.magic = magic
-        self.length = length
-        self.index = index
+        (self.view, self.magic, self.length, self.index) = (view, magic, length, index)
     }
 
     /// The blob in slot `type`, if any.

@@ -47,10 +47,7 @@ package struct CodeSignature: Sendable {
             throw MachOError(offset: superBlob.view.absolute(0), structure: "SuperBlob", what: "holds no CodeDirectory in slot 0")
         }
         codeDirectories = directories
-        self.requirements = requirements
-        self.entitlements = entitlements
-        self.derEntitlements = derEntitlements
-        self.cms = cms
+        (self.requirements, self.entitlements, self.derEntitlements, self.cms) = (requirements, entitlements, derEntitlements, cms)
     }
 
     /// The CodeDirectory with the strongest hash type: the one whose cdHash names the image.
