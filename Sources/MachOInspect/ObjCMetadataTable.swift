@@ -157,9 +157,7 @@ struct ObjCMetadataTable {
     }
 
     /// " STRING" for the string at `address` (llvm's `" %.*s"`), or nothing.
-    func string(_ address: UInt64) -> String {
-        sections.string(at: address).map { " " + $0 } ?? ""
-    }
+    func string(_ address: UInt64) -> String { sections.string(at: address).map { " " + $0 } ?? "" }
 
     mutating func step(_ address: UInt64) throws(MachOError) {
         entriesWalked += 1

@@ -156,9 +156,7 @@
     }
 
     /// Number of hexadecimal digits of `value` (1 for 0).
-    static func hexDigitCount(_ value: UInt64) -> Int {
-        value == 0 ? 1 : (67 - value.leadingZeroBitCount) / 4
-    }
+    static func hexDigitCount(_ value: UInt64) -> Int { value == 0 ? 1 : (67 - value.leadingZeroBitCount) / 4 }
 
     /// Number of decimal digits of `value`.
     static func decimalLength(_ value: UInt64) -> Int {

@@ -22,14 +22,10 @@ package struct ByteCursor: Sendable {
     }
 
     /// An unsigned LEB128 value; more than 64 significant bits is an error.
-    package mutating func uleb128() throws(MachOError) -> UInt64 {
-        try view.uleb128(at: &position)
-    }
+    package mutating func uleb128() throws(MachOError) -> UInt64 { try view.uleb128(at: &position) }
 
     /// A signed LEB128 value; more than 64 significant bits is an error.
-    package mutating func sleb128() throws(MachOError) -> Int64 {
-        try view.sleb128(at: &position)
-    }
+    package mutating func sleb128() throws(MachOError) -> Int64 { try view.sleb128(at: &position) }
 
     /// The bytes of a NUL-terminated string, terminator excluded (nothing is copied); the
     /// cursor moves past the terminator.

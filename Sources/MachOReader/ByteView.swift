@@ -12,9 +12,7 @@ package struct ByteView: Sendable {
     package let count: Int
 
     /// A window onto a copy of `bytes`.
-    package init(_ bytes: [UInt8]) {
-        self.init(ByteStorage(bytes))
-    }
+    package init(_ bytes: [UInt8]) { self.init(ByteStorage(bytes)) }
 
     /// A window onto all of `storage`.
     package init(_ storage: ByteStorage) {
@@ -112,9 +110,7 @@ package struct ByteView: Sendable {
     }
 
     /// Feeds the window's bytes to `hasher` (for keys compared with ``sameBytes(as:)``).
-    package func hashBytes(into hasher: inout Hasher) {
-        storage.hashBytes(base, count, into: &hasher)
-    }
+    package func hashBytes(into hasher: inout Hasher) { storage.hashBytes(base, count, into: &hasher) }
 
     /// The holes of the underlying sparse file in the window's first `length` bytes (offsets
     /// in the window), ascending: bytes that read as zeros and were never stored.
@@ -146,9 +142,7 @@ package struct ByteView: Sendable {
     }
 
     /// A NUL-terminated string starting at `offset`, which must end inside the window.
-    package func cString(_ offset: Int) throws(MachOError) -> String {
-        try cStringBytes(offset).string
-    }
+    package func cString(_ offset: Int) throws(MachOError) -> String { try cStringBytes(offset).string }
 
     /// The bytes of the NUL-terminated string at `offset`, terminator excluded; the string
     /// must end inside the window. Nothing is copied.

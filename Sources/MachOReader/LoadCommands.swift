@@ -119,17 +119,9 @@ package struct DyldInfo: Equatable, Sendable {
 package struct LoadCommand: Equatable, Sendable {
     /// What the reader understood of a command's body.
     package enum Payload: Equatable, Sendable {
-        case segment(Segment)
-        case dylib(DylibLinkKind, DylibCommand)
-        case idDylib(DylibCommand)
-        case rpath(String)
-        case main(EntryPoint)
-        case uuid([UInt8])
-        case buildVersion(BuildVersion)
-        case versionMin(VersionMin)
-        case symtab(SymtabCommand)
-        case dysymtab(DysymtabCommand)
-        case dyldInfo(DyldInfo)
+        case segment(Segment), dylib(DylibLinkKind, DylibCommand), idDylib(DylibCommand), rpath(String)
+        case main(EntryPoint), uuid([UInt8]), buildVersion(BuildVersion), versionMin(VersionMin)
+        case symtab(SymtabCommand), dysymtab(DysymtabCommand), dyldInfo(DyldInfo)
         /// LC_CODE_SIGNATURE, LC_FUNCTION_STARTS, LC_DATA_IN_CODE, LC_DYLD_CHAINED_FIXUPS,
         /// LC_DYLD_EXPORTS_TRIE, LC_SEGMENT_SPLIT_INFO, ...
         case linkeditData(LinkeditData)

@@ -141,9 +141,7 @@ package struct MachOImage: Sendable {
     }
 
     /// Parses a thin file's image directly from its bytes.
-    package init(parsing bytes: [UInt8]) throws(MachOError) {
-        try self.init(parsing: ByteView(bytes))
-    }
+    package init(parsing bytes: [UInt8]) throws(MachOError) { try self.init(parsing: ByteView(bytes)) }
 
     /// The `size` bytes the file holds at `offset` (from the image's start): from ``view``, or
     /// for a mapped image, where the segment holding them lies in the mapping.

@@ -53,9 +53,7 @@ package struct Section: Equatable, Sendable {
     }
 
     /// Whether `address` lies inside this section.
-    package func contains(address value: UInt64) -> Bool {
-        value >= address && value - address < size
-    }
+    package func contains(address value: UInt64) -> Bool { value >= address && value - address < size }
 }
 
 /// `segment_command_64`: a range of the file mapped at a virtual address, with its sections.
@@ -96,7 +94,5 @@ package struct Segment: Equatable, Sendable {
     }
 
     /// Whether `address` lies inside this segment's VM range.
-    package func contains(address value: UInt64) -> Bool {
-        value >= vmAddress && value - vmAddress < vmSize
-    }
+    package func contains(address value: UInt64) -> Bool { value >= vmAddress && value - vmAddress < vmSize }
 }

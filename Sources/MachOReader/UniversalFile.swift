@@ -23,9 +23,7 @@ package struct UniversalFile: Sendable {
     package let isUniversal: Bool, slices: [Slice]
 
     /// Reads the container structure of `bytes`: which images it holds and where.
-    package init(parsing bytes: [UInt8]) throws(MachOError) {
-        try self.init(parsing: ByteView(bytes))
-    }
+    package init(parsing bytes: [UInt8]) throws(MachOError) { try self.init(parsing: ByteView(bytes)) }
 
     package init(parsing view: ByteView) throws(MachOError) {
         self.view = view

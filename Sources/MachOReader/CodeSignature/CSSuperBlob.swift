@@ -83,9 +83,7 @@ package struct CS_SuperBlob: Sendable {
     }
 
     /// The blob in slot `type`, if any.
-    package func blob(_ type: UInt32) -> CS_BlobIndex? {
-        index.first { $0.type == type }
-    }
+    package func blob(_ type: UInt32) -> CS_BlobIndex? { index.first { $0.type == type } }
 }
 
 extension CS_BlobIndex {

@@ -51,9 +51,7 @@ package struct CodeSignature: Sendable {
     }
 
     /// The CodeDirectory with the strongest hash type: the one whose cdHash names the image.
-    package var bestCodeDirectory: CS_CodeDirectory {
-        codeDirectories.max { $0.hashType.rank < $1.hashType.rank }!
-    }
+    package var bestCodeDirectory: CS_CodeDirectory { codeDirectories.max { $0.hashType.rank < $1.hashType.rank }! }
 
     /// The image's cdHash (the strongest CodeDirectory's).
     package var cdHash: CDHash { bestCodeDirectory.cdHash }

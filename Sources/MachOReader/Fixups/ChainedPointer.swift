@@ -164,9 +164,7 @@ package struct ChainedRebase: Equatable, Hashable, Sendable {
 
     /// The unslid vm address of the target for an image whose preferred load address is
     /// `imageBase`, without the top byte.
-    package func targetAddress(imageBase: UInt64) -> UInt64 {
-        kind == .vmAddress ? target : imageBase &+ target
-    }
+    package func targetAddress(imageBase: UInt64) -> UInt64 { kind == .vmAddress ? target : imageBase &+ target }
 }
 
 /// A chained bind: which import (an index into the chained imports table) and the addend

@@ -39,9 +39,7 @@ package struct RebaseOpcodeDecoder: Sendable {
     }
 
     /// A decoder over `opcodes`, whose locations refer to `image`'s segments.
-    package init(opcodes: ByteView, image: MachOImage) {
-        stream = OpcodeStream(opcodes, image: image)
-    }
+    package init(opcodes: ByteView, image: MachOImage) { stream = OpcodeStream(opcodes, image: image) }
 
     /// The next rebase, or nil at `REBASE_OPCODE_DONE` or the end of the stream.
     package mutating func next() throws(MachOError) -> RebaseFixup? {

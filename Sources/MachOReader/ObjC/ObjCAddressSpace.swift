@@ -17,9 +17,7 @@ package struct ObjCAddressSpace: Sendable {
     /// Sorted by start, not overlapping.
     private let regions: [Region]
 
-    package init(regions: [Region]) {
-        self.regions = regions.sorted { $0.start < $1.start }
-    }
+    package init(regions: [Region]) { self.regions = regions.sorted { $0.start < $1.start } }
 
     /// Where `address` lies: its image and offset from that image's base; nil outside every segment.
     package func location(of address: UInt64) -> (image: Int, vmOffset: UInt64)? {

@@ -2,9 +2,7 @@
 /// address: nothing, an address (a rebase, or a plain value), or a symbol of another image
 /// (a bind, its value in the file being meaningless).
 package enum ObjCPointer: Equatable, Sendable, CustomStringConvertible {
-    case null
-    case address(UInt64)
-    case symbol(String, addend: Int64)
+    case null, address(UInt64), symbol(String, addend: Int64)
 
     package var description: String {
         switch self {

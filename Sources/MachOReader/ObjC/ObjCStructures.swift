@@ -246,9 +246,7 @@ package struct ObjCImageInfo: Equatable, Sendable {
     }
 
     /// The two words as stored, whatever the version (what a dump prints).
-    package init(fieldsOf view: ByteView) {
-        (version, flags) = (view.field32(0), view.field32(4))
-    }
+    package init(fieldsOf view: ByteView) { (version, flags) = (view.field32(0), view.field32(4)) }
 }
 
 extension ByteView {
