@@ -64,8 +64,9 @@ struct ChainedDyldInfoRows {
     mutating func forEach(_ body: (DyldInfoRow) -> Void) throws(MachOError) {
         let image = image, fixups = fixups, shownImports = shownImports, textAddress = textAddress
         try fixups.forEachFixup(in: image) { (fixup) throws(MachOError) in
+            // Where llvm-objdump's lookup finds nothing: the fixup's own segment, no section.
             let place = locations.locate(segmentIndex: fixup.segmentIndex, offset: fixup.offsetInSegment)
-                ?? Self.fallbackPlace(image, fixup)
+                ?? ObjdumpFixupLocations.Place(segment: image.segments[fixup.segmentIndex].name, section: "", address: fixup.address)
             var row = DyldInfoRow(
                 segment: place.segment, section: place.section, address: place.address,
                 pointer: fixup.rawValue, type: "", addend: nil)
@@ -94,11 +95,6 @@ struct ChainedDyldInfoRows {
 
     private static func rebasedValue(_ rebase: ChainedRebase, textAddress: UInt64) -> UInt64 {
         (rebase.kind == .vmAddress ? rebase.target : rebase.target &+ textAddress) | UInt64(rebase.high8) << 56
-    }
-
-    /// Where llvm-objdump's lookup finds nothing: the fixup's own segment, no section.
-    private static func fallbackPlace(_ image: MachOImage, _ fixup: ChainedFixup) -> ObjdumpFixupLocations.Place {
-        ObjdumpFixupLocations.Place(segment: image.segments[fixup.segmentIndex].name, section: "", address: fixup.address)
     }
 }
 
