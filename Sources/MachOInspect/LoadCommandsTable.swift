@@ -65,21 +65,19 @@ enum LoadCommandsTable {
     private static func writeFields<Output: TextOutputStream>(
         _ aligned: [Field], to out: inout Output, order: [Field], lists: [List]
     ) {
-        let width = aligned.compactMap { $0.label?.utf8.count }.max() ?? 0
+        func labelWidth(_ fields: [Field]) -> Int { fields.compactMap { $0.label?.utf8.count }.max() ?? 0 }
         func line(_ field: Field, _ width: Int) {
             guard let label = field.label else { return }
             out.write(String(repeating: " ", count: max(0, width - label.utf8.count)) + label + " " + field.text + "\n")
         }
+        let width = labelWidth(aligned)
         for field in order { line(field, width) }
         for list in lists {
             for item in list.items {
-                if let title = list.title {
-                    out.write(title + "\n")
-                    let itemWidth = item.compactMap { $0.label?.utf8.count }.max() ?? 0
-                    for field in item { line(field, itemWidth) }
-                } else {
-                    for field in item { line(field, width) }
-                }
+                // A titled item is a block of its own, aligned on its own labels.
+                if let title = list.title { out.write(title + "\n") }
+                let itemWidth = list.title == nil ? width : labelWidth(item)
+                for field in item { line(field, itemWidth) }
             }
         }
     }
