@@ -25,6 +25,9 @@ package struct ObjCAddressSpace: Sendable {
         return (region.image, region.vmOffset + UInt64(offset))
     }
 
+    /// Objective-C metadata at `address` that cannot be right, in the image that holds it.
+    package func error(at address: UInt64, _ what: String) -> MachOError { MachOError(image: location(of: address)?.image, address: address, what: what) }
+
     /// The region holding `[address, address + length)` and the offset of `address` in it.
     private func region(containing address: UInt64, length: Int) -> (Region, Int)? {
         let after = regions.partitionPoint { $0.start <= address }
@@ -39,7 +42,7 @@ package struct ObjCAddressSpace: Sendable {
     package func view(at address: UInt64, length: Int, what: String) throws(MachOError) -> ByteView {
         guard let (region, offset) = region(containing: address, length: length),
               let view = try? region.view.slice(offset, length) else {
-            throw MachOError(image: location(of: address)?.image, address: address, what: "\(what) (\(length) bytes) is outside every segment")
+            throw error(at: address, "\(what) (\(length) bytes) is outside every segment")
         }
         return view
     }

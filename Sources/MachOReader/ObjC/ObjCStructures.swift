@@ -42,11 +42,10 @@ extension ObjCClass {
         var current = address
         while current != 0, !stop(current) {
             guard seen.insert(current).inserted else {
-                throw MachOError(image: space.location(of: address)?.image, address: address,
-                                what: "superclass chain of the class at \(hex(address)) loops back to \(hex(current))")
+                throw space.error(at: address, "superclass chain of the class at \(hex(address)) loops back to \(hex(current))")
             }
             guard chain.count < limit else {
-                throw MachOError(image: space.location(of: address)?.image, address: address, what: "superclass chain longer than \(limit)")
+                throw space.error(at: address, "superclass chain longer than \(limit)")
             }
             chain.append(current)
             current = try ObjCClass(in: space, at: current).superclass
@@ -196,10 +195,10 @@ package struct ObjCMethodList: Sendable {
         entrySize = header.entrySize
         let wanted = isRelative ? RelativeEntry.size : PointerEntry.size
         guard entrySize >= wanted else {
-            throw MachOError(image: space.location(of: address)?.image, address: address, what: "method list entry size \(entrySize) (needs \(wanted))")
+            throw space.error(at: address, "method list entry size \(entrySize) (needs \(wanted))")
         }
         guard header.count <= ObjCMethodList.maxCount else {
-            throw MachOError(image: space.location(of: address)?.image, address: address, what: "method list count \(header.count)")
+            throw space.error(at: address, "method list count \(header.count)")
         }
         self.address = address
         self.count = Int(header.count)
