@@ -37,21 +37,17 @@ enum BindTable {
         try places.place(of: location, in: image).write(to: &text)
         switch fixup.stream {
         case .regular:
-            text.padded(RebaseTable.typeName(fixup.type), 8)
-            text.write(" ")
+            text.column(RebaseTable.typeName(fixup.type), 8)
             text.decimal(fixup.addend, width: 8)
             text.write(" ")
-            text.padded(shortNames[fixup.libraryOrdinal], 16)
-            text.write(" ")
+            text.column(shortNames[fixup.libraryOrdinal], 16)
             text.write(fixup.symbolName)
             if fixup.flags.contains(.weakImport) { text.write(" (weak_import)") }
         case .lazy:
-            text.padded(shortNames[fixup.libraryOrdinal], 16)
-            text.write(" ")
+            text.column(shortNames[fixup.libraryOrdinal], 16)
             text.write(fixup.symbolName)
         case .weak:
-            text.padded(RebaseTable.typeName(fixup.type), 8)
-            text.write(" ")
+            text.column(RebaseTable.typeName(fixup.type), 8)
             text.decimal(fixup.addend, width: 8)
             text.write("   ")
             text.write(fixup.symbolName)

@@ -92,10 +92,7 @@ private extension TextBuffer {
 /// - for `DYLD_CHAINED_IMPORT_ADDEND64` it swaps the fields: the name offset it uses is the
 ///   `weak_import` bit, and `weak_import` is whether any bit above it is set.
 struct ObjdumpChainedImport {
-    let libraryOrdinal: Int
-    let weakImport: Bool
-    let nameOffset: UInt32
-    let name: String
+    let libraryOrdinal: Int, weakImport: Bool, nameOffset: UInt32, name: String
 
     init(_ entry: ChainedImport, format: ChainedImportFormat, in fixups: ChainedFixups) throws(MachOError) {
         switch format {

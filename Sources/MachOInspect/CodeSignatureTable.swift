@@ -51,34 +51,25 @@ enum CodeSignatureTable {
         }
         let directories: [JSONValue] = signature.codeDirectories.map { directory in
             .object([
-                ("slot", .uint(UInt64(directory.slot))),
-                ("version", .uint(UInt64(directory.version))),
-                ("flags", .uint(UInt64(directory.flags))),
-                ("flag_names", .string(CodeSignatureNames.flagNames(directory.flags))),
-                ("identifier", .string(directory.identifier)),
-                ("team_id", directory.teamID.map(JSONValue.string) ?? .null),
-                ("hash_type", .string(directory.hashType.description)),
-                ("hash_size", .int(Int64(directory.hashSize))),
-                ("platform", .int(Int64(directory.platform))),
-                ("page_size", .int(Int64(directory.pageSize))),
-                ("code_limit", .uint(directory.codeLimit)),
-                ("code_slots", .int(Int64(directory.nCodeSlots))),
+                ("slot", .uint(UInt64(directory.slot))), ("version", .uint(UInt64(directory.version))),
+                ("flags", .uint(UInt64(directory.flags))), ("flag_names", .string(CodeSignatureNames.flagNames(directory.flags))),
+                ("identifier", .string(directory.identifier)), ("team_id", directory.teamID.map(JSONValue.string) ?? .null),
+                ("hash_type", .string(directory.hashType.description)), ("hash_size", .int(Int64(directory.hashSize))),
+                ("platform", .int(Int64(directory.platform))), ("page_size", .int(Int64(directory.pageSize))),
+                ("code_limit", .uint(directory.codeLimit)), ("code_slots", .int(Int64(directory.nCodeSlots))),
                 ("special_slots", .int(Int64(directory.nSpecialSlots))),
                 ("scatter_offset", directory.scatterOffset.map { .uint(UInt64($0)) } ?? .null),
                 ("exec_seg_base", directory.execSegBase.map(JSONValue.uint) ?? .null),
                 ("exec_seg_limit", directory.execSegLimit.map(JSONValue.uint) ?? .null),
                 ("exec_seg_flags", directory.execSegFlags.map(JSONValue.uint) ?? .null),
-                ("runtime", directory.runtime.map { .uint(UInt64($0)) } ?? .null),
-                ("cdhash", .string(directory.cdHash.hex)),
+                ("runtime", directory.runtime.map { .uint(UInt64($0)) } ?? .null), ("cdhash", .string(directory.cdHash.hex)),
             ])
         }
         return .object([
             ("data_offset", .uint(UInt64(signature.command.dataOffset))),
             ("data_size", .uint(UInt64(signature.command.dataSize))),
-            ("superblob_length", .uint(UInt64(signature.superBlob.length))),
-            ("blobs", .array(blobs)),
-            ("code_directories", .array(directories)),
-            ("cdhash", .string(signature.cdHash.hex)),
+            ("superblob_length", .uint(UInt64(signature.superBlob.length))), ("blobs", .array(blobs)),
+            ("code_directories", .array(directories)), ("cdhash", .string(signature.cdHash.hex)),
             ("requirements", signature.requirements.map { requirements in
                 .array(requirements.entries.map { .object([("type", .string($0.typeName)), ("length", .int(Int64($0.view.count)))]) })
             } ?? .null),

@@ -7,17 +7,12 @@ enum DyldFeaturesTable {
     /// A thread-local descriptor: where it is, the variable it names, what its thunk is bound
     /// to, and the variable's offset in the image's template.
     struct Descriptor: Equatable {
-        let address: UInt64
-        let variable: String?
-        let thunk: String
-        let offset: UInt64
+        let address: UInt64, variable: String?, thunk: String, offset: UInt64
     }
 
     /// One interposing tuple.
     struct Tuple: Equatable {
-        let address: UInt64
-        let replacement: String
-        let replacee: String
+        let address: UInt64, replacement: String, replacee: String
     }
 
     /// The image's fixups by address, as `--dyld-info` rows.

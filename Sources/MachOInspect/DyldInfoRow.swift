@@ -1,8 +1,7 @@
 /// One row of the `--dyld-info` table: a fixup at one location, rebase-like (no addend, the
 /// target is a vm address) or bind-like (an addend, a dylib and a symbol).
 struct DyldInfoRow: Equatable, Sendable {
-    var segment: String
-    var section: String
+    var segment: String, section: String
     /// The fixup's vm address.
     var address: UInt64
     /// The raw on-disk 64-bit value at that address.
@@ -59,17 +58,13 @@ enum DyldInfoFormatter {
             ("segment", widths.segment), ("section", widths.section), ("address", widths.address), ("pointer", widths.pointer),
             ("type", widths.type), ("addend", widths.addend), ("dylib", widths.dylib),
         ]
-        for (title, width) in columns {
-            text.padded(title, width)
-            text.write(" ")
-        }
+        for (title, width) in columns { text.column(title, width) }
         text.write("symbol/vm address\n")
     }
 
     /// One row's line.
     static func writeRow(_ row: DyldInfoRow, _ widths: Widths, to text: inout TextBuffer) {
-        text.padded(row.segment, widths.segment)
-        text.write(" ")
+        text.column(row.segment, widths.segment)
         text.padded(row.section, widths.section)
         text.write(" 0x")
         text.hex(row.address)
@@ -84,8 +79,7 @@ enum DyldInfoFormatter {
             text.hex(bits)
             text.blanks(widths.addend - 2 - TextBuffer.hexDigitCount(bits))
             text.write(" ")
-            text.padded(row.dylib, widths.dylib)
-            text.write(" ")
+            text.column(row.dylib, widths.dylib)
             text.write(row.symbol)
             if row.weakImport { text.write(" (weak import)") }
         } else {

@@ -40,8 +40,7 @@ enum DyldInfoTable {
 ///
 /// The blob is parsed once; each ``forEach(_:)`` walks the chains again, so no row is kept.
 struct ChainedDyldInfoRows {
-    private let image: MachOImage
-    private let fixups: ChainedFixups
+    private let image: MachOImage, fixups: ChainedFixups
     /// Per import, worked out once: llvm's view of it and its library's short name.
     private let shownImports: [(import: ObjdumpChainedImport, dylib: String)]
     private var locations: ObjdumpFixupLocations
@@ -53,13 +52,10 @@ struct ChainedDyldInfoRows {
         self.image = image
         self.fixups = fixups
         let shortNames = LibraryShortNames(image)
-        var shownImports: [(import: ObjdumpChainedImport, dylib: String)] = []
-        shownImports.reserveCapacity(fixups.imports.count)
-        for entry in fixups.imports {
+        shownImports = try fixups.imports.map { (entry) throws(MachOError) in
             let shown = try ObjdumpChainedImport(entry, format: fixups.header.importsFormat, in: fixups)
-            shownImports.append((shown, shortNames[shown.libraryOrdinal]))
+            return (shown, shortNames[shown.libraryOrdinal])
         }
-        self.shownImports = shownImports
         locations = ObjdumpFixupLocations(image)
         textAddress = image.segments.first(where: { $0.name == "__TEXT" })?.vmAddress ?? 0
     }
@@ -68,8 +64,9 @@ struct ChainedDyldInfoRows {
     mutating func forEach(_ body: (DyldInfoRow) -> Void) throws(MachOError) {
         let image = image, fixups = fixups, shownImports = shownImports, textAddress = textAddress
         try fixups.forEachFixup(in: image) { (fixup) throws(MachOError) in
+            // Where llvm-objdump's lookup finds nothing: the fixup's own segment, no section.
             let place = locations.locate(segmentIndex: fixup.segmentIndex, offset: fixup.offsetInSegment)
-                ?? Self.fallbackPlace(image, fixup)
+                ?? ObjdumpFixupLocations.Place(segment: image.segments[fixup.segmentIndex].name, section: "", address: fixup.address)
             var row = DyldInfoRow(
                 segment: place.segment, section: place.section, address: place.address,
                 pointer: fixup.rawValue, type: "", addend: nil)
@@ -99,12 +96,6 @@ struct ChainedDyldInfoRows {
     private static func rebasedValue(_ rebase: ChainedRebase, textAddress: UInt64) -> UInt64 {
         (rebase.kind == .vmAddress ? rebase.target : rebase.target &+ textAddress) | UInt64(rebase.high8) << 56
     }
-
-    /// Where llvm-objdump's lookup finds nothing: the fixup's own segment, no section.
-    private static func fallbackPlace(_ image: MachOImage, _ fixup: ChainedFixup) -> ObjdumpFixupLocations.Place {
-        ObjdumpFixupLocations.Place(
-            segment: image.segments[fixup.segmentIndex].name, section: "", address: fixup.address)
-    }
 }
 
 /// llvm-objdump's way of naming a fixup's place from a segment index and offset (its
@@ -115,9 +106,7 @@ struct ChainedDyldInfoRows {
 struct ObjdumpFixupLocations {
     /// A fixup's segment name, section name and address.
     struct Place {
-        let segment: String
-        let section: String
-        let address: UInt64
+        let segment: String, section: String, address: UInt64
     }
 
     /// Per llvm segment number: the segment's name and start (the address of its first
@@ -153,8 +142,6 @@ struct ObjdumpFixupLocations {
     mutating func locate(segmentIndex: Int, offset: UInt64) -> Place? {
         guard segmentIndex >= 0, segmentIndex < lookups.count,
               let index = lookups[segmentIndex].index(of: offset) else { return nil }
-        return Place(
-            segment: segmentNames[segmentIndex], section: sectionNames[segmentIndex][index],
-            address: segmentStarts[segmentIndex] &+ offset)
+        return Place(segment: segmentNames[segmentIndex], section: sectionNames[segmentIndex][index], address: segmentStarts[segmentIndex] &+ offset)
     }
 }

@@ -10,7 +10,7 @@ enum FixupJSON {
         if tables.contains(.rebase) {
             try json.array("rebases", to: &out) { (element) throws(MachOError) in
                 try image.forEachRebaseFixup { (rebase) throws(MachOError) in
-                    element(.object(location(image, rebase.location) + [("type", .int(Int64(rebase.type.rawValue)))]))
+                    element(.object(location(image, rebase.segmentIndex, rebase.segmentOffset, rebase.address) + [("type", .int(Int64(rebase.type.rawValue)))]))
                 }
             }
         }
@@ -35,12 +35,8 @@ enum FixupJSON {
         }
     }
 
-    static func location(_ image: MachOImage, _ location: FixupLocation) -> [(String, JSONValue)] {
-        [
-            ("segment", .string(image.segments[location.segmentIndex].name)),
-            ("segment_offset", .uint(location.segmentOffset)),
-            ("address", .uint(location.address)),
-        ]
+    static func location(_ image: MachOImage, _ segmentIndex: Int, _ offset: UInt64, _ address: UInt64) -> [(String, JSONValue)] {
+        [("segment", .string(image.segments[segmentIndex].name)), ("segment_offset", .uint(offset)), ("address", .uint(address))]
     }
 
     static func library(_ ordinal: Int, _ image: MachOImage) -> JSONValue {
@@ -50,13 +46,10 @@ enum FixupJSON {
     }
 
     static func bind(_ bind: BindFixup, _ image: MachOImage) -> JSONValue {
-        var members: [(String, JSONValue)] = bind.location.map { location(image, $0) } ?? [("strong_definition", .bool(true))]
+        var members: [(String, JSONValue)] = bind.location.map { location(image, $0.segmentIndex, $0.segmentOffset, $0.address) } ?? [("strong_definition", .bool(true))]
         members += [
-            ("type", .int(Int64(bind.type.rawValue))),
-            ("ordinal", .int(Int64(bind.libraryOrdinal))),
-            ("library", library(bind.libraryOrdinal, image)),
-            ("symbol", .string(bind.symbolName)),
-            ("addend", .int(bind.addend)),
+            ("type", .int(Int64(bind.type.rawValue))), ("ordinal", .int(Int64(bind.libraryOrdinal))),
+            ("library", library(bind.libraryOrdinal, image)), ("symbol", .string(bind.symbolName)), ("addend", .int(bind.addend)),
             ("weak_import", .bool(bind.flags.contains(.weakImport))),
         ]
         return .object(members)
@@ -71,21 +64,13 @@ enum FixupJSON {
         ], to: &out)
         json.member("imports", .array(chained.imports.map { entry in
             .object([
-                ("ordinal", .int(Int64(entry.libraryOrdinal))),
-                ("library", library(entry.libraryOrdinal, image)),
-                ("symbol", .string(entry.name)),
-                ("addend", .int(entry.addend)),
-                ("weak_import", .bool(entry.weakImport)),
+                ("ordinal", .int(Int64(entry.libraryOrdinal))), ("library", library(entry.libraryOrdinal, image)),
+                ("symbol", .string(entry.name)), ("addend", .int(entry.addend)), ("weak_import", .bool(entry.weakImport)),
             ])
         }), to: &out)
         try json.array("fixups", to: &out) { (element) throws(MachOError) in
             try chained.forEachFixup(in: image) { (fixup) throws(MachOError) in
-                var members: [(String, JSONValue)] = [
-                    ("segment", .string(image.segments[fixup.segmentIndex].name)),
-                    ("segment_offset", .uint(fixup.offsetInSegment)),
-                    ("address", .uint(fixup.address)),
-                    ("raw", .uint(fixup.rawValue)),
-                ]
+                var members = location(image, fixup.segmentIndex, fixup.offsetInSegment, fixup.address) + [("raw", .uint(fixup.rawValue))]
                 switch fixup.pointer {
                 case let .rebase(rebase), let .authRebase(rebase, _):
                     members += [("kind", .string("rebase")), ("target", .uint(rebase.targetAddress(imageBase: image.preferredLoadAddress))),
@@ -126,8 +111,7 @@ enum FixupJSON {
 
     static func export(_ symbol: ExportedSymbol) -> JSONValue {
         var members: [(String, JSONValue)] = [
-            ("name", .string(symbol.name)),
-            ("kind", .string("\(symbol.kind)")),
+            ("name", .string(symbol.name)), ("kind", .string("\(symbol.kind)")),
             ("weak_definition", .bool(symbol.isWeakDefinition)),
         ]
         switch symbol.definition {

@@ -8,14 +8,8 @@ package enum ImageSummary {
     package static func write<Output: TextOutputStream>(
         path: String, file bytes: ByteView, arch: ArchSelection, to out: inout Output
     ) throws(MachOError) {
-        do {
-            let file = try UniversalFile(parsing: bytes)
-            let selection: ArchSelection = arch == .host ? .all : arch
-            for (slice, _) in try ObjdumpReport.selectSlices(file, selection) {
-                out.write(try render(path: path, slice: slice, image: try file.image(slice), universal: file.isUniversal))
-            }
-        } catch {
-            throw error.inFile(path)
+        try ObjdumpReport.forEachSlice(path: path, file: bytes, arch == .host ? .all : arch) { (file, slice, image, _) throws(MachOError) in
+            out.write(try render(path: path, slice: slice, image: image, universal: file.isUniversal))
         }
     }
 

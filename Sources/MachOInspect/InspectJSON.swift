@@ -31,10 +31,8 @@ package enum InspectJSON {
     ) throws(MachOError) {
         json.beginObject(to: &out)
         json.members([
-            ("arch", .string(image.header.cpu.name)),
-            ("offset", .int(Int64(slice.offset))),
-            ("size_bytes", .int(Int64(slice.size))),
-            ("file_type", .string(image.header.fileType.description)),
+            ("arch", .string(image.header.cpu.name)), ("offset", .int(Int64(slice.offset))),
+            ("size_bytes", .int(Int64(slice.size))), ("file_type", .string(image.header.fileType.description)),
             ("flags", .uint(UInt64(image.header.flags.rawValue))),
             ("flag_names", .array(MachONames.headerFlags(image.header.flags.rawValue).map(JSONValue.string))),
             ("uuid", image.uuid.map { .string(ImageSummary.formatUUID($0)) } ?? .null),
@@ -53,11 +51,10 @@ package enum InspectJSON {
             json.member("id", image.id.map { .string($0.installName) } ?? .null, to: &out)
             json.member("dependencies", .array(image.dependencies.enumerated().map { index, dependency in
                 .object([
-                    ("ordinal", .int(Int64(index + 1))),
-                    ("install_name", .string(dependency.installName)),
+                    ("ordinal", .int(Int64(index + 1))), ("install_name", .string(dependency.installName)),
                     ("kind", .string(dependency.kind.rawValue)),
-                    ("current_version", .string(versionString(dependency.command.currentVersion))),
-                    ("compatibility_version", .string(versionString(dependency.command.compatibilityVersion))),
+                    ("current_version", .string(MachONames.version(dependency.command.currentVersion))),
+                    ("compatibility_version", .string(MachONames.version(dependency.command.compatibilityVersion))),
                 ])
             }), to: &out)
             json.member("rpaths", .array(image.rpaths.map(JSONValue.string)), to: &out)
@@ -72,18 +69,10 @@ package enum InspectJSON {
 
     static func segmentObject(_ segment: Segment) -> JSONValue {
         .object([
-            ("name", .string(segment.name)),
-            ("vm_address", .uint(segment.vmAddress)),
-            ("vm_size_bytes", .uint(segment.vmSize)),
-            ("file_offset", .uint(segment.fileOffset)),
-            ("file_size_bytes", .uint(segment.fileSize)),
+            ("name", .string(segment.name)), ("vm_address", .uint(segment.vmAddress)), ("vm_size_bytes", .uint(segment.vmSize)),
+            ("file_offset", .uint(segment.fileOffset)), ("file_size_bytes", .uint(segment.fileSize)),
             ("protection", .string(segment.initialProtection.description)),
             ("sections", .array(segment.sections.map { .string($0.name) })),
         ])
-    }
-
-    /// `X.Y.Z` from a packed 32-bit dylib version.
-    static func versionString(_ version: UInt32) -> String {
-        "\(version >> 16).\((version >> 8) & 0xff).\(version & 0xff)"
     }
 }

@@ -7,33 +7,28 @@ package enum InspectStatistics {
     static let runs = 5
 
     package static func render(path: String, file bytes: ByteView, arch: ArchSelection) throws(MachOError) -> String {
-        do {
-            let file = try UniversalFile(parsing: bytes)
-            var out = ""
-            for (slice, _) in try ObjdumpReport.selectSlices(file, arch == .host ? .all : arch) {
-                out += "\(path) [\(slice.cpu.name)]\n"
-                var image = try file.image(slice)
-                let parse = try best { () throws(MachOError) in image = try file.image(slice); return image.loadCommands.count }
-                out += line("load commands", parse)
-                out += line("rebases (opcodes)", try best { () throws(MachOError) in
-                    try count { (body) throws(MachOError) in try image.forEachRebaseFixup(body) }
-                })
-                for stream in BindStreamKind.allCases {
-                    out += line("\(stream.rawValue) binds (opcodes)", try best { () throws(MachOError) in
-                        try count { (body) throws(MachOError) in try image.forEachBindFixup(in: stream, body) }
-                    })
-                }
-                out += line("chained fixups", try best { () throws(MachOError) in
-                    try count { (body) throws(MachOError) in try image.forEachChainedFixup(body) }
-                })
-                out += line("exports", try best { () throws(MachOError) in
-                    try count { (body) throws(MachOError) in try image.exportTrie()?.forEachSymbol(body) }
+        var out = ""
+        try ObjdumpReport.forEachSlice(path: path, file: bytes, arch == .host ? .all : arch) { (file, slice, parsed, _) throws(MachOError) in
+            out += "\(path) [\(slice.cpu.name)]\n"
+            var image = parsed
+            let parse = try best { () throws(MachOError) in image = try file.image(slice); return image.loadCommands.count }
+            out += line("load commands", parse)
+            out += line("rebases (opcodes)", try best { () throws(MachOError) in
+                try count { (body) throws(MachOError) in try image.forEachRebaseFixup(body) }
+            })
+            for stream in BindStreamKind.allCases {
+                out += line("\(stream.rawValue) binds (opcodes)", try best { () throws(MachOError) in
+                    try count { (body) throws(MachOError) in try image.forEachBindFixup(in: stream, body) }
                 })
             }
-            return out
-        } catch {
-            throw error.inFile(path)
+            out += line("chained fixups", try best { () throws(MachOError) in
+                try count { (body) throws(MachOError) in try image.forEachChainedFixup(body) }
+            })
+            out += line("exports", try best { () throws(MachOError) in
+                try count { (body) throws(MachOError) in try image.exportTrie()?.forEachSymbol(body) }
+            })
         }
+        return out
     }
 
     /// How many items `walk` hands its body.

@@ -8,17 +8,15 @@ struct JSONStream {
 
     /// Opens an object, as the member `key` of the enclosing object (nil in an array or at
     /// the top).
-    mutating func beginObject<Output: TextOutputStream>(_ key: String? = nil, to out: inout Output) {
-        startMember(key, to: &out)
-        out.write("{")
-        open.append((.object, false))
-    }
+    mutating func beginObject<Output: TextOutputStream>(_ key: String? = nil, to out: inout Output) { begin(key, .object, to: &out) }
 
     /// Opens an array, as the member `key` of the enclosing object (nil in an array).
-    mutating func beginArray<Output: TextOutputStream>(_ key: String? = nil, to out: inout Output) {
+    mutating func beginArray<Output: TextOutputStream>(_ key: String? = nil, to out: inout Output) { begin(key, .array, to: &out) }
+
+    private mutating func begin<Output: TextOutputStream>(_ key: String?, _ container: Container, to out: inout Output) {
         startMember(key, to: &out)
-        out.write("[")
-        open.append((.array, false))
+        out.write(container == .object ? "{" : "[")
+        open.append((container, false))
     }
 
     /// Writes `value` whole, as the member `key` of the enclosing object (nil in an array).

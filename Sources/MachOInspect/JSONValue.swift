@@ -2,12 +2,7 @@
 /// `dyld3 inspect --json` output is stable and diffable. Documents too long to hold go
 /// out through ``JSONStream`` instead, in the same layout.
 package enum JSONValue: Sendable, Equatable {
-    case null
-    case bool(Bool)
-    case int(Int64)
-    case uint(UInt64)
-    case string(String)
-    case array([JSONValue])
+    case null, bool(Bool), int(Int64), uint(UInt64), string(String), array([JSONValue])
     case object([(String, JSONValue)])
 
     /// The version of every JSON document `dyld3` prints or writes (`schema_version`, the
@@ -15,9 +10,7 @@ package enum JSONValue: Sendable, Equatable {
     /// (docs/json.md). Raised when a key is renamed or removed.
     package static let schemaVersion: Int64 = 1
 
-    package static func == (a: JSONValue, b: JSONValue) -> Bool {
-        a.serialized() == b.serialized()
-    }
+    package static func == (a: JSONValue, b: JSONValue) -> Bool { a.serialized() == b.serialized() }
 
     /// Compact when `indent` is nil, else pretty-printed with that many spaces per level.
     package func serialized(indent: Int? = 2) -> String {

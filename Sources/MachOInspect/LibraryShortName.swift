@@ -74,9 +74,7 @@ package enum LibraryShortName {
             if let idx = rfind(name, underbar), idx != b, isKnownSuffix(slice(name, idx, a)) { lib = slice(name, b, idx) }
         } else if ext == Array(".qtx".utf8) {
             lib = slice(name, rfind(name, slash, before: a).map { $0 + 1 } ?? 0, a)
-        } else {
-            return []
-        }
+        } else { return [] }
         if lib.count >= 3, lib[lib.endIndex - 2] == dot { lib = lib.dropLast(2) }
         return lib
     }
@@ -87,8 +85,7 @@ package enum LibraryShortName {
 /// costs an array read.
 struct LibraryShortNames {
     /// `names[ordinal + 3]` for the ordinals -3 through the dependency count.
-    private let names: [String]
-    private let image: MachOImage
+    private let names: [String], image: MachOImage
 
     init(_ image: MachOImage) {
         self.image = image

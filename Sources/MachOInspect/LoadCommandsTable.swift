@@ -8,16 +8,10 @@ enum LoadCommandsTable {
     /// One field: the label the text prints (nil: the field is the JSON's alone), the JSON
     /// key, and the value in each form.
     struct Field {
-        let label: String?
-        let key: String
-        let text: String
-        let value: JSONValue
+        let label: String?, key: String, text: String, value: JSONValue
 
         init(_ label: String?, key: String? = nil, _ text: String, _ value: JSONValue) {
-            self.label = label
-            self.key = key ?? label ?? ""
-            self.text = text
-            self.value = value
+            (self.label, self.key, self.text, self.value) = (label, key ?? label ?? "", text, value)
         }
 
         /// A decimal field.
@@ -48,9 +42,7 @@ enum LoadCommandsTable {
     /// A list inside a command: a segment's sections, a build version's tools, a linker
     /// option's strings. Items with a title get their own `Section`-style heading in the text.
     struct List {
-        let key: String
-        let title: String?
-        let items: [[Field]]
+        let key: String, title: String?, items: [[Field]]
     }
 
     /// One command's fields after `cmd` and `cmdsize`, and its lists.
@@ -73,21 +65,19 @@ enum LoadCommandsTable {
     private static func writeFields<Output: TextOutputStream>(
         _ aligned: [Field], to out: inout Output, order: [Field], lists: [List]
     ) {
-        let width = aligned.compactMap { $0.label?.utf8.count }.max() ?? 0
+        func labelWidth(_ fields: [Field]) -> Int { fields.compactMap { $0.label?.utf8.count }.max() ?? 0 }
         func line(_ field: Field, _ width: Int) {
             guard let label = field.label else { return }
             out.write(String(repeating: " ", count: max(0, width - label.utf8.count)) + label + " " + field.text + "\n")
         }
+        let width = labelWidth(aligned)
         for field in order { line(field, width) }
         for list in lists {
             for item in list.items {
-                if let title = list.title {
-                    out.write(title + "\n")
-                    let itemWidth = item.compactMap { $0.label?.utf8.count }.max() ?? 0
-                    for field in item { line(field, itemWidth) }
-                } else {
-                    for field in item { line(field, width) }
-                }
+                // A titled item is a block of its own, aligned on its own labels.
+                if let title = list.title { out.write(title + "\n") }
+                let itemWidth = list.title == nil ? width : labelWidth(item)
+                for field in item { line(field, itemWidth) }
             }
         }
     }
@@ -102,10 +92,8 @@ enum LoadCommandsTable {
     static func json(_ command: LoadCommand, index: Int, _ image: MachOImage) throws(MachOError) -> JSONValue {
         let body = try Self.body(command, image)
         var members: [(String, JSONValue)] = [
-            ("index", .int(Int64(index))),
-            ("cmd", command.type.name.map(JSONValue.string) ?? .null),
-            ("cmd_value", .uint(UInt64(command.type.rawValue))),
-            ("cmdsize", .uint(UInt64(command.size))),
+            ("index", .int(Int64(index))), ("cmd", command.type.name.map(JSONValue.string) ?? .null),
+            ("cmd_value", .uint(UInt64(command.type.rawValue))), ("cmdsize", .uint(UInt64(command.size))),
         ]
         members += body.fields.map { ($0.key, $0.value) }
         for list in body.lists {

@@ -4,9 +4,7 @@ import MachOReader
 /// words (platforms in dyld's), for the summary and `--load-commands`.
 enum MachONames {
     /// `X.Y.Z` from dyld's 32-bit version packing `xxxx.yy.zz` (minos, sdk, dylib versions).
-    static func version(_ packed: UInt32) -> String {
-        "\(packed >> 16).\((packed >> 8) & 0xff).\(packed & 0xff)"
-    }
+    static func version(_ packed: UInt32) -> String { "\(packed >> 16).\((packed >> 8) & 0xff).\(packed & 0xff)" }
 
     /// An SDK version; 0 means the linker did not record one.
     static func sdk(_ packed: UInt32) -> String { packed == 0 ? "n/a" : version(packed) }
@@ -49,9 +47,7 @@ enum MachONames {
     ]
 
     /// The header flags by name, lowest bit first; bits without a name as one hex value.
-    static func headerFlags(_ flags: UInt32) -> [String] {
-        named(flags, headerFlagNames)
-    }
+    static func headerFlags(_ flags: UInt32) -> [String] { named(flags, headerFlagNames) }
 
     static let segmentFlagNames: [(UInt32, String)] = [
         (0x1, "SG_HIGHVM"), (0x2, "SG_FVMLIB"), (0x4, "SG_NORELOC"), (0x8, "SG_PROTECTED_VERSION_1"), (0x10, "SG_READ_ONLY"),
@@ -80,9 +76,7 @@ enum MachONames {
     ]
 
     /// `SECTION_ATTRIBUTES` (the top three bytes of a section's flags) by name.
-    static func sectionAttributes(_ flags: UInt32) -> [String] {
-        named(flags & 0xffff_ff00, sectionAttributeNames)
-    }
+    static func sectionAttributes(_ flags: UInt32) -> [String] { named(flags & 0xffff_ff00, sectionAttributeNames) }
 
     /// The names of the bits set in `value`, in the table's order; the rest as one hex value.
     static func named(_ value: UInt32, _ table: [(UInt32, String)]) -> [String] {
@@ -96,9 +90,7 @@ enum MachONames {
 /// watchOS commands name the simulator in an x86 image).
 package struct BuildTarget: Equatable, Sendable {
     /// `PLATFORM_*`.
-    package let platform: UInt32
-    package let minOS: UInt32
-    package let sdk: UInt32
+    package let platform: UInt32, minOS: UInt32, sdk: UInt32
 
     package var platformName: String { MachONames.platform(platform) }
 
@@ -123,8 +115,7 @@ package struct BuildTarget: Equatable, Sendable {
 
     var json: JSONValue {
         .object([
-            ("platform", .string(platformName)),
-            ("min_os", .string(MachONames.version(minOS))),
+            ("platform", .string(platformName)), ("min_os", .string(MachONames.version(minOS))),
             ("sdk", sdk == 0 ? .null : .string(MachONames.version(sdk))),
         ])
     }

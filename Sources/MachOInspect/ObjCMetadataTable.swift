@@ -23,8 +23,7 @@ struct ObjCMetadataTable {
     /// llvm-objdump's depth limit: metaclasses printed per image.
     static let metaclassLimit = 100
 
-    let image: MachOImage
-    let sections: FileSections
+    let image: MachOImage, sections: FileSections
     /// Symbol table values to names, built on first use (llvm's `CreateSymbolAddressMap`).
     private var symbolNames: [UInt64: String]?
     /// Regular bind slots to symbol names, built on first use (llvm's bind table lookup).
@@ -64,8 +63,7 @@ struct ObjCMetadataTable {
         typealias Entry = (inout ObjCMetadataTable, UInt64, inout Output) throws(MachOError) -> Void
         let pointerLists: [(legacy: String, modern: String, title: String, entry: Entry?)] = [
             ("__class_list", "__objc_classlist", "class", { (table, pointer, out) throws(MachOError) in try table.writeClass(pointer, to: &out) }),
-            ("__class_refs", "__objc_classrefs", "class refs", nil),
-            ("__super_refs", "__objc_superrefs", "super refs", nil),
+            ("__class_refs", "__objc_classrefs", "class refs", nil), ("__super_refs", "__objc_superrefs", "super refs", nil),
             ("__category_list", "__objc_catlist", "category", { (table, pointer, out) throws(MachOError) in try table.writeCategory(pointer, to: &out) }),
             ("__protocol_list", "__objc_protolist", "protocol", nil),
         ]
@@ -159,9 +157,7 @@ struct ObjCMetadataTable {
     }
 
     /// " STRING" for the string at `address` (llvm's `" %.*s"`), or nothing.
-    func string(_ address: UInt64) -> String {
-        sections.string(at: address).map { " " + $0 } ?? ""
-    }
+    func string(_ address: UInt64) -> String { sections.string(at: address).map { " " + $0 } ?? "" }
 
     mutating func step(_ address: UInt64) throws(MachOError) {
         entriesWalked += 1
@@ -190,10 +186,16 @@ struct ObjCMetadataTable {
 
     /// A structure's bytes, whether it runs past its section, and where it lies.
     struct Found {
-        let view: ByteView
-        let extendsPast: Bool
-        let section: Section
-        let offset: UInt64
+        let view: ByteView, extendsPast: Bool, section: Section, offset: UInt64
+    }
+
+    /// The 64-bit word at `offset` of a structure whose only fields are words (`property_t`,
+    /// `message_ref_t`, `protocol_list_t`'s count).
+    static func word(_ found: Found, _ offset: Int) -> UInt64 { (try? found.view.u64(offset)) ?? 0 }
+
+    /// The first 8 bytes of `view` (fewer when it is shorter) as a little-endian number.
+    static func littleEndian(_ view: ByteView) -> UInt64 {
+        (0..<min(8, view.count)).reduce(0) { value, byte in value | UInt64((try? view.u8(byte)) ?? 0) << (8 * UInt64(byte)) }
     }
 
     /// ``symbolic(_:offset:value:)`` for the field at `fieldOffset` of a structure.
@@ -205,6 +207,14 @@ struct ObjCMetadataTable {
     mutating func field(_ found: Found, _ fieldOffset: UInt64, _ value: UInt64) throws(MachOError) -> (text: String, target: UInt64) {
         let symbolic = try symbolic(found, fieldOffset, value)
         return (Self.field(value, symbolic), value &+ symbolic.nValue)
+    }
+
+    /// A string pointer field's line: `label`, the ``field(_:_:_:)`` and the string it leads to.
+    mutating func writeStringField<Output: TextOutputStream>(
+        _ label: String, _ found: Found, _ fieldOffset: UInt64, _ value: UInt64, to out: inout Output
+    ) throws(MachOError) {
+        let field = try field(found, fieldOffset, value)
+        out.write("\(label) \(field.text)\(string(field.target))\n")
     }
 
     /// What a structure's pointer field leads to, printed after the field's line.
@@ -248,8 +258,7 @@ struct ObjCMetadataTable {
                 out.write("\(listName) list at \(hex(section.address &+ index)) extends past the end of the file\n")
                 return
             }
-            var pointer: UInt64 = 0
-            for byte in 0..<Int(size) { pointer |= UInt64((try? contents.u8(Int(index) + byte)) ?? 0) << (8 * UInt64(byte)) }
+            let pointer = Self.littleEndian((try? contents.slice(Int(index), Int(size))) ?? ByteView([]))
             if index + 8 > section.size {
                 out.write("\(listName) list pointer extends past end of (\(section.segmentName),\(section.name)) section\n")
             }
@@ -298,18 +307,14 @@ struct ObjCMetadataTable {
     mutating func writeClassRO<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) -> Bool? {
         guard let found = try structure(address, ObjCClassRO.size, "class_ro_t", quiet: true, to: &out), !found.extendsPast else { return nil }
         let ro = ObjCClassRO(parsing: found.view)
-        var flags = "                    flags \(hex(ro.flags))"
-        if ro.flags & ObjCClassRO.flagMeta != 0 { flags += " RO_META" }
-        if ro.flags & ObjCClassRO.flagRoot != 0 { flags += " RO_ROOT" }
-        if ro.flags & ObjCClassRO.flagHasCXXStructors != 0 { flags += " RO_HAS_CXX_STRUCTORS" }
-        out.write(flags + "\n")
+        let names = [(ObjCClassRO.flagMeta, "RO_META"), (ObjCClassRO.flagRoot, "RO_ROOT"), (ObjCClassRO.flagHasCXXStructors, "RO_HAS_CXX_STRUCTORS")]
+        out.write("                    flags \(hex(ro.flags))" + namedBits(ro.flags, names).names.map { " " + $0 }.joined() + "\n")
         out.write("            instanceStart \(ro.instanceStart)\n")
         out.write("             instanceSize \(ro.instanceSize)\n")
         out.write("                 reserved \(hex(ro.reserved))\n")
         out.write("               ivarLayout \(hex(ro.ivarLayoutAddress))\n")
         writeLayoutMap(ro.ivarLayoutAddress, to: &out)
-        let name = try field(found, 24, ro.nameAddress)
-        out.write("                     name \(name.text)\(string(name.target))\n")
+        try writeStringField("                     name", found, 24, ro.nameAddress, to: &out)
         try writePointerField("              baseMethods", found, 32, ro.baseMethodsAddress, note: " (struct method_list_t *)", then: .methodList(indent: ""), to: &out)
         try writePointerField("            baseProtocols", found, 40, ro.baseProtocolsAddress, then: .protocolList, to: &out)
         try writePointerField("                    ivars", found, 48, ro.ivarsAddress, then: .ivarList, to: &out)
@@ -337,51 +342,42 @@ struct ObjCMetadataTable {
     mutating func writeMethodList<Output: TextOutputStream>(_ address: UInt64, indent: String, to out: inout Output) throws(MachOError) {
         guard let found = try structure(address, ObjCMethodList.Header.size, "method_list_t", to: &out) else { return }
         let header = ObjCMethodList.Header(parsing: found.view)
-        if header.isRelative {
-            try writeRelativeMethods(header, at: address &+ 8, indent: indent, to: &out)
-            return
-        }
-        out.write("\(indent)\t\t   entsize \(header.entsizeAndFlags)\n")
+        let (entrySize, entryName) = header.isRelative
+            ? (ObjCMethodList.RelativeEntry.size, "relative_method_t") : (ObjCMethodList.PointerEntry.size, "method_t")
+        out.write("\(indent)\t\t   entsize \(header.isRelative ? "\(header.entrySize) (relative) " : "\(header.entsizeAndFlags)")\n")
         out.write("\(indent)\t\t     count \(header.count)\n")
         var entry = address &+ 8
         for _ in 0..<header.count {
-            guard let found = try structure(entry, ObjCMethodList.PointerEntry.size, "method_t", quiet: true, to: &out) else { return }
-            if found.extendsPast { out.write("\(indent)   (method_t extends past the end of the section)\n") }
-            let method = ObjCMethodList.PointerEntry(parsing: found.view)
-            let name = try field(found, 0, method.name)
-            out.write("\(indent)\t\t      name \(name.text)\(string(name.target))\n")
-            let types = try field(found, 8, method.types)
-            out.write("\(indent)\t\t     types \(types.text)\(string(types.target))\n")
-            let imp = try symbolic(found, 16, method.imp)
-            out.write("\(indent)\t\t       imp \(imp.name ?? Self.impField(method.imp, imp))\n")
-            entry = entry &+ UInt64(ObjCMethodList.PointerEntry.size)
+            guard let found = try structure(entry, entrySize, entryName, quiet: true, to: &out) else { return }
+            if found.extendsPast { out.write("\(indent)   (\(entryName) extends past the end of the section)\n") }
+            if header.isRelative {
+                try writeRelativeMethod(ObjCMethodList.RelativeEntry(parsing: found.view), at: entry, indent: indent, to: &out)
+            } else {
+                let method = ObjCMethodList.PointerEntry(parsing: found.view)
+                try writeStringField("\(indent)\t\t      name", found, 0, method.name, to: &out)
+                try writeStringField("\(indent)\t\t     types", found, 8, method.types, to: &out)
+                let imp = try symbolic(found, 16, method.imp)
+                out.write("\(indent)\t\t       imp \(imp.name ?? Self.impField(method.imp, imp))\n")
+            }
+            entry = entry &+ UInt64(entrySize)
         }
     }
 
-    /// A relative method list: each field's offset, the address it leads to, and what
-    /// lies there (the selector reference's string, the types, the implementation's symbol).
-    mutating func writeRelativeMethods<Output: TextOutputStream>(
-        _ header: ObjCMethodList.Header, at first: UInt64, indent: String, to out: inout Output
+    /// A relative method: each field's offset, the address it leads to, and what lies there
+    /// (the selector reference's string, the types, the implementation's symbol).
+    mutating func writeRelativeMethod<Output: TextOutputStream>(
+        _ method: ObjCMethodList.RelativeEntry, at entry: UInt64, indent: String, to out: inout Output
     ) throws(MachOError) {
-        out.write("\(indent)\t\t   entsize \(header.entrySize) (relative) \n")
-        out.write("\(indent)\t\t     count \(header.count)\n")
-        var entry = first
-        for _ in 0..<header.count {
-            guard let found = try structure(entry, ObjCMethodList.RelativeEntry.size, "relative_method_t", quiet: true, to: &out) else { return }
-            if found.extendsPast { out.write("\(indent)   (relative_method_t extends past the end of the section)\n") }
-            let method = ObjCMethodList.RelativeEntry(parsing: found.view)
-            let nameReference = entry &+ UInt64(bitPattern: Int64(method.name))
-            var nameLine = "\(indent)\t\t      name \(Self.hex32(method.name)) (\(Self.hex32(nameReference)))"
-            if let reference = sections.structure(at: nameReference, length: 8), reference.place.left >= 8 {
-                nameLine += string((try? reference.view.u64(0)) ?? 0)
-            }
-            out.write(nameLine + "\n")
-            let types = entry &+ 4 &+ UInt64(bitPattern: Int64(method.types))
-            out.write("\(indent)\t\t     types \(Self.hex32(method.types)) (\(Self.hex32(types)))\(string(types))\n")
-            let imp = entry &+ 8 &+ UInt64(bitPattern: Int64(method.imp))
-            out.write("\(indent)\t\t       imp \(Self.hex32(method.imp)) (\(Self.hex32(imp)))\(try symbolName(imp).map { " " + $0 } ?? "")\n")
-            entry = entry &+ UInt64(ObjCMethodList.RelativeEntry.size)
+        let nameReference = entry &+ UInt64(bitPattern: Int64(method.name))
+        var nameLine = "\(indent)\t\t      name \(Self.hex32(method.name)) (\(Self.hex32(nameReference)))"
+        if let reference = sections.structure(at: nameReference, length: 8), reference.place.left >= 8 {
+            nameLine += string((try? reference.view.u64(0)) ?? 0)
         }
+        out.write(nameLine + "\n")
+        let types = entry &+ 4 &+ UInt64(bitPattern: Int64(method.types))
+        out.write("\(indent)\t\t     types \(Self.hex32(method.types)) (\(Self.hex32(types)))\(string(types))\n")
+        let imp = entry &+ 8 &+ UInt64(bitPattern: Int64(method.imp))
+        out.write("\(indent)\t\t       imp \(Self.hex32(method.imp)) (\(Self.hex32(imp)))\(try symbolName(imp).map { " " + $0 } ?? "")\n")
     }
 
     /// `0x%x` of a 32-bit field.
@@ -390,21 +386,19 @@ struct ObjCMetadataTable {
 
     /// llvm's `print_protocol_list64_t`.
     mutating func writeProtocolList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
-        guard let found = try structure(address, ObjCProtocolListHeader.size, "protocol_list_t", to: &out) else { return }
-        let header = ObjCProtocolListHeader(parsing: found.view)
-        out.write("                      count \(header.count)\n")
+        guard let found = try structure(address, 8, "protocol_list_t", to: &out) else { return }
+        let count = Self.word(found, 0)
+        out.write("                      count \(count)\n")
         var slot = address &+ 8
         var index: UInt64 = 0
-        while index < header.count {
+        while index < count {
             guard let found = try structure(slot, 8, "protocol_t *", to: &out) else { return }
-            let value = (try? found.view.u64(0)) ?? 0
-            let pointer = try field(found, 0, value)
+            let pointer = try field(found, 0, Self.word(found, 0))
             out.write("\t\t      list[\(index)] \(pointer.text) (struct protocol_t *)\n")
             guard let proto = try structure(pointer.target, ObjCProtocol.size, "protocol_t", to: &out) else { return }
             let parsed = ObjCProtocol(parsing: proto.view, at: pointer.target)
             out.write("\t\t\t      isa \(hex(parsed.isa))\n")
-            let name = try field(proto, 8, parsed.nameAddress)
-            out.write("\t\t\t     name \(name.text)\(string(name.target))\n")
+            try writeStringField("\t\t\t     name", proto, 8, parsed.nameAddress, to: &out)
             out.write("\t\t\tprotocols \(hex(parsed.protocolsAddress))\n")
             let lists = parsed.methodListAddresses
             try writePointerField("\t\t  instanceMethods", proto, 24, lists[0], note: " (struct method_list_t *)", then: .methodList(indent: "\t"), to: &out)
@@ -445,14 +439,10 @@ struct ObjCMetadataTable {
             if let place = table.sections.place(offset.target) {
                 // llvm reads 8 bytes even when fewer are left in the section: those after
                 // it come from the file.
-                let word = table.sections.contents(of: place.section, from: place.offset, pastEnd: 8)
-                var value: UInt64 = 0
-                for byte in 0..<min(8, word.count) { value |= UInt64((try? word.u8(byte)) ?? 0) << (8 * UInt64(byte)) }
-                offsetLine += " \(value)"
+                offsetLine += " \(Self.littleEndian(table.sections.contents(of: place.section, from: place.offset, pastEnd: 8)))"
             }
             out.write(offsetLine + "\n")
-            let name = try table.field(found, 8, ivar.nameAddress)
-            out.write("\t\t\t     name \(name.text)\(table.string(name.target))\n")
+            try table.writeStringField("\t\t\t     name", found, 8, ivar.nameAddress, to: &out)
             let typeSymbol = try table.symbolic(found, 16, ivar.nameAddress)
             out.write("\t\t\t     type \(Self.field(ivar.typeAddress, typeSymbol))\(table.string(ivar.typeAddress &+ typeSymbol.nValue))\n")
             out.write("\t\t\talignment \(ivar.alignment)\n")
@@ -462,12 +452,9 @@ struct ObjCMetadataTable {
 
     /// llvm's `print_objc_property_list64`.
     mutating func writePropertyList<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
-        try writeEntries(address, list: "objc_property_list", entry: "objc_property", entrySize: ObjCProperty.size, to: &out) { table, found, out throws(MachOError) in
-            let property = ObjCProperty(parsing: found.view)
-            let name = try table.field(found, 0, property.nameAddress)
-            out.write("\t\t\t     name \(name.text)\(table.string(name.target))\n")
-            let attributes = try table.field(found, 8, property.attributesAddress)
-            out.write("\t\t\tattributes \(attributes.text)\(table.string(attributes.target))\n")
+        try writeEntries(address, list: "objc_property_list", entry: "objc_property", entrySize: 16, to: &out) { table, found, out throws(MachOError) in
+            try table.writeStringField("\t\t\t     name", found, 0, Self.word(found, 0), to: &out)
+            try table.writeStringField("\t\t\tattributes", found, 8, Self.word(found, 8), to: &out)
         }
     }
 
@@ -477,8 +464,7 @@ struct ObjCMetadataTable {
     mutating func writeCategory<Output: TextOutputStream>(_ address: UInt64, to out: inout Output) throws(MachOError) {
         guard let found = try structure(address, ObjCCategory.size, "category_t", to: &out) else { return }
         let category = ObjCCategory(parsing: found.view, at: address)
-        let name = try field(found, 0, category.nameAddress)
-        out.write("              name \(name.text)\(string(name.target))\n")
+        try writeStringField("              name", found, 0, category.nameAddress, to: &out)
         try writePointerField("               cls", found, 8, category.classAddress, then: .class, to: &out)
         try writePointerField("   instanceMethods", found, 16, category.instanceMethodsAddress, then: .methodList(indent: ""), to: &out)
         try writePointerField("      classMethods", found, 24, category.classMethodsAddress, then: .methodList(indent: ""), to: &out)
@@ -492,13 +478,11 @@ struct ObjCMetadataTable {
         var index: UInt64 = 0
         while index < section.size {
             let address = section.address &+ index
-            guard let found = try structure(address, ObjCMessageReference.size, "message_ref", to: &out) else { return }
-            let reference = ObjCMessageReference(parsing: found.view)
-            let imp = try symbolic(found, 0, reference.imp)
-            out.write("  imp \(Self.impField(reference.imp, imp))\(imp.name.map { " " + $0 } ?? "")\n")
-            let selector = try field(found, 8, reference.selector)
-            out.write("  sel \(selector.text)\(string(selector.target))\n")
-            index += UInt64(ObjCMessageReference.size)
+            guard let found = try structure(address, 16, "message_ref", to: &out) else { return }
+            let imp = try symbolic(found, 0, Self.word(found, 0))
+            out.write("  imp \(Self.impField(Self.word(found, 0), imp))\(imp.name.map { " " + $0 } ?? "")\n")
+            try writeStringField("  sel", found, 8, Self.word(found, 8), to: &out)
+            index += 16
         }
     }
 

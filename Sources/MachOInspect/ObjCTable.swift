@@ -56,8 +56,7 @@ enum ObjCTable {
         try json.array("classes", count: objc.classCount, to: &out) { (index) throws(MachOError) in
             let cls = try objc.classDescription(index)
             return .object([
-                ("list_entry", .uint(cls.listEntry)),
-                ("class", object(cls.cls)),
+                ("list_entry", .uint(cls.listEntry)), ("class", object(cls.cls)),
                 ("metaclass", cls.metaclass.map(object) ?? .null),
                 ("superclass_name", cls.superclassName.map(JSONValue.string) ?? .null),
             ])
@@ -65,14 +64,10 @@ enum ObjCTable {
         try json.array("categories", count: objc.categoryCount, to: &out) { (index) throws(MachOError) in
             let category = try objc.categoryDescription(index)
             return .object([
-                ("list_entry", .uint(category.listEntry)),
-                ("address", .uint(category.address)),
-                ("name", .string(category.name)),
-                ("name_address", .uint(category.nameAddress)),
-                ("class", pointer(category.cls)),
+                ("list_entry", .uint(category.listEntry)), ("address", .uint(category.address)), ("name", .string(category.name)),
+                ("name_address", .uint(category.nameAddress)), ("class", pointer(category.cls)),
                 ("class_name", category.className.map(JSONValue.string) ?? .null),
-                ("instance_methods", methods(category.instanceMethods)),
-                ("class_methods", methods(category.classMethods)),
+                ("instance_methods", methods(category.instanceMethods)), ("class_methods", methods(category.classMethods)),
             ])
         }
         try json.array("selector_references", count: objc.selectorReferenceCount, to: &out) { (index) throws(MachOError) in
@@ -96,28 +91,21 @@ enum ObjCTable {
 
     static func object(_ cls: ObjCClassObjectDescription) -> JSONValue {
         .object([
-            ("address", .uint(cls.address)),
-            ("isa", pointer(cls.isa)),
-            ("superclass", pointer(cls.superclass)),
-            ("data", .uint(cls.roAddress)),
-            ("flags", .uint(UInt64(cls.flags))),
-            ("name", .string(cls.name)),
-            ("name_address", .uint(cls.nameAddress)),
-            ("methods", methods(cls.methods)),
+            ("address", .uint(cls.address)), ("isa", pointer(cls.isa)), ("superclass", pointer(cls.superclass)),
+            ("data", .uint(cls.roAddress)), ("flags", .uint(UInt64(cls.flags))), ("name", .string(cls.name)),
+            ("name_address", .uint(cls.nameAddress)), ("methods", methods(cls.methods)),
         ])
     }
 
     static func methods(_ list: ObjCMethodListDescription?) -> JSONValue {
         guard let list else { return .null }
         return .object([
-            ("address", .uint(list.address)),
-            ("relative", .bool(list.isRelative)),
+            ("address", .uint(list.address)), ("relative", .bool(list.isRelative)),
             ("entry_size_bytes", .int(Int64(list.entrySize))),
             ("methods", .array(list.methods.map { method in
                 .object([
                     ("name", .string(method.name)), ("name_address", .uint(method.nameAddress)),
-                    ("types", .string(method.types)), ("types_address", .uint(method.typesAddress)),
-                    ("imp", .uint(method.imp)),
+                    ("types", .string(method.types)), ("types_address", .uint(method.typesAddress)), ("imp", .uint(method.imp)),
                 ])
             })),
         ])

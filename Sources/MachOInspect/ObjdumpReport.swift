@@ -33,13 +33,22 @@ package enum ObjdumpReport {
     package static func write<Output: TextOutputStream>(
         path: String, file bytes: ByteView, tables: Set<InspectTable>, arch: ArchSelection, to out: inout Output
     ) throws(MachOError) {
+        try forEachSlice(path: path, file: bytes, arch) { (_, _, image, shownArch) throws(MachOError) in
+            out.write(path + (shownArch.map { " (architecture \($0))" } ?? "") + ":\n")
+            for table in InspectTable.objdumpOrder where tables.contains(table) { try writeTable(table, image, to: &out) }
+        }
+    }
+
+    /// Runs `body` on each slice `arch` selects (``selectSlices(_:_:)``) of the file at `path`,
+    /// whose bytes are `bytes`, with the file, the slice, its image and the architecture its
+    /// header line shows; an error names the file.
+    static func forEachSlice(
+        path: String, file bytes: ByteView, _ arch: ArchSelection,
+        _ body: (UniversalFile, UniversalFile.Slice, MachOImage, String?) throws(MachOError) -> Void
+    ) throws(MachOError) {
         do {
             let file = try UniversalFile(parsing: bytes)
-            for (slice, shownArch) in try selectSlices(file, arch) {
-                let image = try file.image(slice)
-                out.write(path + (shownArch.map { " (architecture \($0))" } ?? "") + ":\n")
-                for table in InspectTable.objdumpOrder where tables.contains(table) { try writeTable(table, image, to: &out) }
-            }
+            for (slice, shownArch) in try selectSlices(file, arch) { try body(file, slice, try file.image(slice), shownArch) }
         } catch {
             throw error.inFile(path)
         }

@@ -16,8 +16,7 @@ import MachOReader
 /// rows out; the column widths are worked out while collecting.
 struct OpcodeDyldInfoRows {
     private struct Record {
-        let address: UInt64
-        let pointer: UInt64
+        let address: UInt64, pointer: UInt64
         /// Index into `places` (an image has far fewer than 2^31 sections).
         let place: Int32
         /// Index into `bindTargets`; -1 for a rebase.
@@ -26,10 +25,7 @@ struct OpcodeDyldInfoRows {
 
     /// What a run of binds binds to.
     private struct BindTarget: Equatable {
-        let symbol: String
-        let libraryOrdinal: Int
-        let addend: Int64
-        let weakImport: Bool
+        let symbol: String, libraryOrdinal: Int, addend: Int64, weakImport: Bool
     }
 
     private var records: [Record] = []
@@ -85,10 +81,7 @@ struct OpcodeDyldInfoRows {
         // Stable (Swift's sort is): at one address, rebases come before binds, and binds
         // keep stream order.
         records.sort { $0.address < $1.address }
-        self.records = records
-        self.places = places
-        self.bindTargets = bindTargets
-        self.widths = widths
+        (self.records, self.places, self.bindTargets, self.widths) = (records, places, bindTargets, widths)
     }
 
     /// Calls `body` with each row, in address order.

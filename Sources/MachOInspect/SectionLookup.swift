@@ -8,9 +8,7 @@ import MachOReader
 /// the search gives `first(where:)`'s answer; otherwise (overlapping or unordered sections,
 /// only in odd files) the lookup is the linear scan itself.
 struct RangeLookup {
-    private let starts: [UInt64]
-    private let sizes: [UInt64]
-    private let sortedAndDisjoint: Bool
+    private let starts: [UInt64], sizes: [UInt64], sortedAndDisjoint: Bool
     /// The index found last.
     private var hint = 0
 
@@ -51,15 +49,12 @@ struct RangeLookup {
 struct OpcodeFixupPlaces {
     /// Where a fixup is.
     struct Place {
-        let segmentName: String
-        let sectionName: String
-        let address: UInt64
+        let segmentName: String, sectionName: String, address: UInt64
 
         /// The segment, section and address columns llvm-objdump's rebase and bind tables
         /// open each row with, and the space after them.
         func write(to text: inout TextBuffer) {
-            text.padded(segmentName, 8)
-            text.write(" ")
+            text.column(segmentName, 8)
             text.padded(sectionName, 18)
             text.write(" 0x")
             text.hex(address, width: 8)
@@ -69,8 +64,7 @@ struct OpcodeFixupPlaces {
 
     /// Per segment: its name (for errors), the address of its first section (nil without
     /// sections), its sections' segment and section names, and the lookup over their ranges.
-    private let segmentNames: [String]
-    private let firstAddresses: [UInt64?]
+    private let segmentNames: [String], firstAddresses: [UInt64?]
     private let names: [[(segment: String, section: String)]]
     private var lookups: [RangeLookup]
 

@@ -8,15 +8,11 @@ package struct SignatureVerification: Sendable {
     package struct Slice: Sendable {
         package let arch: String
         /// The slice's offset in the file.
-        package let offset: Int
-        package let signed: Bool
+        package let offset: Int, signed: Bool
         /// The signature could be read and every check passed.
         package let valid: Bool
         /// The strongest CodeDirectory's cdHash (nil when unsigned or unreadable).
-        package let cdHash: CDHash?
-        package let hashType: CSHashType?
-        package let pageSize: Int?
-        package let pages: Int?
+        package let cdHash: CDHash?, hashType: CSHashType?, pageSize: Int?, pages: Int?
         /// The strongest CodeDirectory's pages that do not match, ascending.
         package let badPages: [Int]
         /// Every CodeDirectory's check (empty when unsigned or unreadable).
@@ -27,23 +23,17 @@ package struct SignatureVerification: Sendable {
         package let error: MachOError?
     }
 
-    package let path: String
-    package let slices: [Slice]
+    package let path: String, slices: [Slice]
 
     /// Checks the slices `arch` selects of the file at `path` (its bytes in `bytes`). A
     /// file that is not a readable Mach-O throws; a damaged signature is a slice's result.
     package init(path: String, file bytes: ByteView, arch: ArchSelection) throws(MachOError) {
         self.path = path
-        do {
-            let file = try UniversalFile(parsing: bytes)
-            var slices: [Slice] = []
-            for (slice, _) in try ObjdumpReport.selectSlices(file, arch == .host ? .all : arch) {
-                slices.append(Self.check(try file.image(slice), slice: slice, path: path))
-            }
-            self.slices = slices
-        } catch {
-            throw error.inFile(path)
+        var slices: [Slice] = []
+        try ObjdumpReport.forEachSlice(path: path, file: bytes, arch == .host ? .all : arch) { (_, slice, image, _) throws(MachOError) in
+            slices.append(Self.check(image, slice: slice, path: path))
         }
+        self.slices = slices
     }
 
     static func check(_ image: MachOImage, slice: UniversalFile.Slice, path: String) -> Slice {
@@ -73,11 +63,8 @@ package struct SignatureVerification: Sendable {
     package func jsonObjects() -> [JSONValue] {
         slices.map { slice in
             var members: [(String, JSONValue)] = [
-                ("file", .string(path)),
-                ("arch", .string(slice.arch)),
-                ("offset", .int(Int64(slice.offset))),
-                ("signed", .bool(slice.signed)),
-                ("valid", .bool(slice.valid)),
+                ("file", .string(path)), ("arch", .string(slice.arch)), ("offset", .int(Int64(slice.offset))),
+                ("signed", .bool(slice.signed)), ("valid", .bool(slice.valid)),
                 ("cdhash", slice.cdHash.map { .string($0.hex) } ?? .null),
                 ("hash_type", slice.hashType.map { .string($0.description) } ?? .null),
                 ("page_size", slice.pageSize.map { .int(Int64($0)) } ?? .null),
@@ -86,12 +73,9 @@ package struct SignatureVerification: Sendable {
             ]
             members.append(("code_directories", .array(slice.directories.map { directory in
                 .object([
-                    ("slot", .uint(UInt64(directory.slot))),
-                    ("hash_type", .string(directory.hashType.description)),
-                    ("cdhash", .string(directory.cdHash.hex)),
-                    ("page_size", .int(Int64(directory.pageSize))),
-                    ("pages", .int(Int64(directory.pages))),
-                    ("bad_pages", .array(directory.badPages.map { .int(Int64($0)) })),
+                    ("slot", .uint(UInt64(directory.slot))), ("hash_type", .string(directory.hashType.description)),
+                    ("cdhash", .string(directory.cdHash.hex)), ("page_size", .int(Int64(directory.pageSize))),
+                    ("pages", .int(Int64(directory.pages))), ("bad_pages", .array(directory.badPages.map { .int(Int64($0)) })),
                     ("special_slots", .array(directory.specialSlots.map {
                         .object([("slot", .uint(UInt64($0.slot))), ("name", .string($0.name)), ("status", .string($0.status.rawValue))])
                     })),

@@ -13,8 +13,7 @@
 
     /// Owns the memory and frees it with the last reference.
     @safe private final class Memory {
-        var start: UnsafeMutablePointer<UInt8>
-        var capacity: Int
+        var start: UnsafeMutablePointer<UInt8>, capacity: Int
 
         init(capacity: Int) {
             unsafe start = .allocate(capacity: capacity)
@@ -35,8 +34,7 @@
 
     private let memory = Memory(capacity: chunkSize + 4096)
     /// Cached from `memory` (they change only in ``reserve(_:)``).
-    private var start: UnsafeMutablePointer<UInt8>
-    private var capacity: Int
+    private var start: UnsafeMutablePointer<UInt8>, capacity: Int
     private var count = 0
 
     init() {
@@ -106,6 +104,12 @@
         blanks(width - text.utf8.count)
     }
 
+    /// `%-*s `: a ``padded(_:_:)`` column and the blank after it.
+    mutating func column(_ text: String, _ width: Int) {
+        padded(text, width)
+        write(ascii: UInt8(ascii: " "))
+    }
+
     /// Hexadecimal digits of `value`, zero-padded to `width` digits (`%0*llX`, or `%0*llx`
     /// with `uppercase` false).
     mutating func hex(_ value: UInt64, width: Int = 0, uppercase: Bool = true) {
@@ -152,9 +156,7 @@
     }
 
     /// Number of hexadecimal digits of `value` (1 for 0).
-    static func hexDigitCount(_ value: UInt64) -> Int {
-        value == 0 ? 1 : (67 - value.leadingZeroBitCount) / 4
-    }
+    static func hexDigitCount(_ value: UInt64) -> Int { value == 0 ? 1 : (67 - value.leadingZeroBitCount) / 4 }
 
     /// Number of decimal digits of `value`.
     static func decimalLength(_ value: UInt64) -> Int {

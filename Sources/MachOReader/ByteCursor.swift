@@ -1,4 +1,4 @@
-/// A sequential reader over a ``ByteView``: fixed-width integers, LEB128 and C strings.
+/// A sequential reader over a ``ByteView``: bytes, LEB128 and C strings.
 ///
 /// Used for opcode streams, export tries and other variable-length encodings.
 package struct ByteCursor: Sendable {
@@ -21,27 +21,11 @@ package struct ByteCursor: Sendable {
         return value
     }
 
-    package mutating func u32() throws(MachOError) -> UInt32 {
-        let value = try view.u32(position)
-        position += 4
-        return value
-    }
-
-    package mutating func u64() throws(MachOError) -> UInt64 {
-        let value = try view.u64(position)
-        position += 8
-        return value
-    }
-
     /// An unsigned LEB128 value; more than 64 significant bits is an error.
-    package mutating func uleb128() throws(MachOError) -> UInt64 {
-        try view.uleb128(at: &position)
-    }
+    package mutating func uleb128() throws(MachOError) -> UInt64 { try view.uleb128(at: &position) }
 
     /// A signed LEB128 value; more than 64 significant bits is an error.
-    package mutating func sleb128() throws(MachOError) -> Int64 {
-        try view.sleb128(at: &position)
-    }
+    package mutating func sleb128() throws(MachOError) -> Int64 { try view.sleb128(at: &position) }
 
     /// The bytes of a NUL-terminated string, terminator excluded (nothing is copied); the
     /// cursor moves past the terminator.
@@ -49,10 +33,5 @@ package struct ByteCursor: Sendable {
         let bytes = try view.cStringBytes(position)
         position += bytes.count + 1
         return bytes
-    }
-
-    /// A NUL-terminated string; the cursor moves past the terminator.
-    package mutating func cString() throws(MachOError) -> String {
-        try cStringBytes().string
     }
 }

@@ -12,9 +12,7 @@ package struct ByteView: Sendable {
     package let count: Int
 
     /// A window onto a copy of `bytes`.
-    package init(_ bytes: [UInt8]) {
-        self.init(ByteStorage(bytes))
-    }
+    package init(_ bytes: [UInt8]) { self.init(ByteStorage(bytes)) }
 
     /// A window onto all of `storage`.
     package init(_ storage: ByteStorage) {
@@ -24,9 +22,7 @@ package struct ByteView: Sendable {
     }
 
     private init(storage: ByteStorage, base: Int, count: Int) {
-        self.storage = storage
-        self.base = base
-        self.count = count
+        (self.storage, self.base, self.count) = (storage, base, count)
     }
 
     /// The absolute file offset of a window-relative offset.
@@ -114,17 +110,15 @@ package struct ByteView: Sendable {
     }
 
     /// Feeds the window's bytes to `hasher` (for keys compared with ``sameBytes(as:)``).
-    package func hashBytes(into hasher: inout Hasher) {
-        storage.hashBytes(base, count, into: &hasher)
-    }
+    package func hashBytes(into hasher: inout Hasher) { storage.hashBytes(base, count, into: &hasher) }
 
-    /// The window's bytes decoded as UTF-8 (invalid sequences repaired).
     /// The holes of the underlying sparse file in the window's first `length` bytes (offsets
     /// in the window), ascending: bytes that read as zeros and were never stored.
     package func holes(before length: Int) -> [Range<Int>] {
         storage.holes(from: base, to: base + min(max(length, 0), count)).map { ($0.lowerBound - base)..<($0.upperBound - base) }
     }
 
+    /// The window's bytes decoded as UTF-8 (invalid sequences repaired).
     package var string: String { storage.string(base, count) }
 
     /// A copy of `length` raw bytes.
@@ -148,9 +142,7 @@ package struct ByteView: Sendable {
     }
 
     /// A NUL-terminated string starting at `offset`, which must end inside the window.
-    package func cString(_ offset: Int) throws(MachOError) -> String {
-        try cStringBytes(offset).string
-    }
+    package func cString(_ offset: Int) throws(MachOError) -> String { try cStringBytes(offset).string }
 
     /// The bytes of the NUL-terminated string at `offset`, terminator excluded; the string
     /// must end inside the window. Nothing is copied.

@@ -1,7 +1,6 @@
 /// The architecture of a Mach-O image: `cputype` and `cpusubtype` from its header.
 package struct CPUType: Equatable, Hashable, Sendable, CustomStringConvertible {
-    package let type: Int32
-    package let subtype: Int32
+    package let type: Int32, subtype: Int32
 
     package init(type: Int32, subtype: Int32) { (self.type, self.subtype) = (type, subtype) }
 

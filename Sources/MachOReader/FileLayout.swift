@@ -8,9 +8,7 @@
 struct FileLayout {
     /// One claimed range and what it holds.
     struct Element {
-        let offset: UInt64
-        let size: UInt64
-        let name: String
+        let offset: UInt64, size: UInt64, name: String
         var end: UInt64 { offset &+ size }
     }
 
@@ -63,10 +61,7 @@ struct FileLayout {
         guard size != 0 else { return }
         let end = offset &+ size
         for (index, element) in elements.enumerated() {
-            let overlaps = (offset >= element.offset && offset < element.end)
-                || (end > element.offset && end < element.end)
-                || (offset <= element.offset && end >= element.end)
-            if overlaps {
+            if overlaps(offset, end, element.offset, element.end) {
                 throw site.error(
                     "\(name) at \(hex(offset)) (\(hex(size)) bytes) overlaps \(element.name) at \(hex(element.offset)) (\(hex(element.size)) bytes)",
                     field: fieldOffset)
@@ -78,5 +73,10 @@ struct FileLayout {
         }
         elements.append(Element(offset: offset, size: size, name: name))
     }
+}
 
+/// LLVM's overlap test (`checkOverlappingElement`): `[start, end)` starts inside
+/// `[otherStart, otherEnd)`, ends inside it or covers it.
+func overlaps<Offset: Comparable>(_ start: Offset, _ end: Offset, _ otherStart: Offset, _ otherEnd: Offset) -> Bool {
+    (start >= otherStart && start < otherEnd) || (end > otherStart && end < otherEnd) || (start <= otherStart && end >= otherEnd)
 }

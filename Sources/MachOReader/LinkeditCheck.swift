@@ -47,9 +47,7 @@ extension StructureCheck {
     /// kind; its blob inside the file.
     mutating func checkLinkeditData(_ site: LoadCommandSite) throws(MachOError) {
         try size(site, is: 16, once: site.type.description)
-        try claimTable(
-            site, offsetField: 8, count: try site.view.u32(12), entrySize: 1,
-            name: "\(site.type) data", fields: ("dataoff", "datasize"))
+        try claimTable(site, offsetField: 8, count: try site.view.u32(12), entrySize: 1, name: "\(site.type) data", fields: ("dataoff", "datasize"))
     }
 
     /// LC_NOTE: exactly 40 bytes; its 64-bit range inside the file.

@@ -50,8 +50,7 @@ package struct LinkerOption: Equatable, Sendable {
 
 /// `note_command` (LC_NOTE): a named range of the file for its owner.
 package struct NoteCommand: Equatable, Sendable {
-    package let dataOwner: String
-    package let offset: UInt64, size: UInt64
+    package let dataOwner: String, offset: UInt64, size: UInt64
 
     package init(parsing view: ByteView) throws(MachOError) {
         (dataOwner, offset, size) = (try view.fixedString(8, 16), try view.u64(24), try view.u64(32))
@@ -60,21 +59,17 @@ package struct NoteCommand: Equatable, Sendable {
 
 /// `routines_command_64` (LC_ROUTINES_64): the library's initialization routine.
 package struct Routines64: Equatable, Sendable {
-    package let initAddress: UInt64, initModule: UInt64
-    package let reserved: [UInt64]
+    package let initAddress: UInt64, initModule: UInt64, reserved: [UInt64]
 
     package init(parsing view: ByteView) throws(MachOError) {
         (initAddress, initModule) = (try view.u64(8), try view.u64(16))
-        var reserved: [UInt64] = []
-        for index in 0..<6 { reserved.append(try view.u64(24 + 8 * index)) }
-        self.reserved = reserved
+        reserved = try (0..<6).map { (index) throws(MachOError) in try view.u64(24 + 8 * index) }
     }
 }
 
 /// `fileset_entry_command` (LC_FILESET_ENTRY): one image of a file set.
 package struct FilesetEntry: Equatable, Sendable {
-    package let vmAddress: UInt64, fileOffset: UInt64
-    package let entryID: String
+    package let vmAddress: UInt64, fileOffset: UInt64, entryID: String
 
     package init(parsing view: ByteView) throws(MachOError) {
         (vmAddress, fileOffset, entryID) = (try view.u64(8), try view.u64(16), try view.lcString(at: 24))

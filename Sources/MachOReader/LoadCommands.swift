@@ -2,22 +2,15 @@
 package enum DylibLinkKind: String, Equatable, Hashable, Sendable, Codable {
     case regular, weak, reexport, upward, lazy
 
-    init?(_ type: LoadCommandType) {
-        switch type {
-        case .loadDylib: self = .regular
-        case .loadWeakDylib: self = .weak
-        case .reexportDylib: self = .reexport
-        case .loadUpwardDylib: self = .upward
-        case .lazyLoadDylib: self = .lazy
-        default: return nil
-        }
-    }
+    /// The kind each command that names a dependent dylib links it with.
+    static let byCommand: [LoadCommandType: DylibLinkKind] = [
+        .loadDylib: .regular, .loadWeakDylib: .weak, .reexportDylib: .reexport, .loadUpwardDylib: .upward, .lazyLoadDylib: .lazy,
+    ]
 }
 
 /// `dylib_command`: an install name with its versions (LC_ID_DYLIB and LC_*_DYLIB).
 package struct DylibCommand: Equatable, Sendable {
-    package let installName: String
-    package let timestamp: UInt32, currentVersion: UInt32, compatibilityVersion: UInt32
+    package let installName: String, timestamp: UInt32, currentVersion: UInt32, compatibilityVersion: UInt32
 
     package init(parsing view: ByteView) throws(MachOError) {
         installName = try view.lcString(at: 8)
@@ -28,8 +21,7 @@ package struct DylibCommand: Equatable, Sendable {
 /// `entry_point_command` (LC_MAIN).
 package struct EntryPoint: Equatable, Sendable {
     /// File offset of `main` within the image's `__TEXT`.
-    package let entryOffset: UInt64
-    package let stackSize: UInt64
+    package let entryOffset: UInt64, stackSize: UInt64
 
     package init(parsing view: ByteView) throws(MachOError) { (entryOffset, stackSize) = (try view.u64(8), try view.u64(16)) }
 }
@@ -51,9 +43,7 @@ package struct BuildVersion: Equatable, Sendable {
         guard UInt64(count) * 8 <= UInt64(max(0, view.count - 24)) else {
             throw MachOError.malformed("LC_BUILD_VERSION claims \(count) tools, more than its command holds", at: view.absolute(20))
         }
-        var tools: [(UInt32, UInt32)] = []
-        for index in 0..<Int(count) { tools.append((try view.u32(24 + index * 8), try view.u32(28 + index * 8))) }
-        self.tools = tools
+        tools = try (0..<Int(count)).map { (index) throws(MachOError) in (try view.u32(24 + index * 8), try view.u32(28 + index * 8)) }
     }
 }
 
@@ -66,8 +56,7 @@ package struct VersionMin: Equatable, Sendable {
 
 /// `symtab_command` (LC_SYMTAB).
 package struct SymtabCommand: Equatable, Sendable {
-    package let symbolOffset: UInt32, symbolCount: UInt32
-    package let stringOffset: UInt32, stringSize: UInt32
+    package let symbolOffset: UInt32, symbolCount: UInt32, stringOffset: UInt32, stringSize: UInt32
 
     package init(parsing view: ByteView) throws(MachOError) {
         symbolOffset = try view.u32(8); symbolCount = try view.u32(12)
@@ -80,8 +69,7 @@ package struct DysymtabCommand: Equatable, Sendable {
     package let localSymbolsIndex: UInt32, localSymbolsCount: UInt32
     package let externalSymbolsIndex: UInt32, externalSymbolsCount: UInt32
     package let undefinedSymbolsIndex: UInt32, undefinedSymbolsCount: UInt32
-    package let tocOffset: UInt32, tocCount: UInt32
-    package let moduleTableOffset: UInt32, moduleTableCount: UInt32
+    package let tocOffset: UInt32, tocCount: UInt32, moduleTableOffset: UInt32, moduleTableCount: UInt32
     package let referencedSymbolsOffset: UInt32, referencedSymbolsCount: UInt32
     package let indirectSymbolsOffset: UInt32, indirectSymbolsCount: UInt32
     package let externalRelocationsOffset: UInt32, externalRelocationsCount: UInt32
@@ -104,8 +92,7 @@ package struct DysymtabCommand: Equatable, Sendable {
 /// `linkedit_data_command`: a blob in `__LINKEDIT` (code signature, function starts,
 /// chained fixups, exports trie, ...); also each offset and size pair of `dyld_info_command`.
 package struct LinkeditData: Equatable, Sendable {
-    package let dataOffset: UInt32
-    package let dataSize: UInt32
+    package let dataOffset: UInt32, dataSize: UInt32
 
     /// The offset and size fields at `fieldOffset` (8 in a `linkedit_data_command`).
     package init(parsing view: ByteView, at fieldOffset: Int = 8) throws(MachOError) {
@@ -132,17 +119,9 @@ package struct DyldInfo: Equatable, Sendable {
 package struct LoadCommand: Equatable, Sendable {
     /// What the reader understood of a command's body.
     package enum Payload: Equatable, Sendable {
-        case segment(Segment)
-        case dylib(DylibLinkKind, DylibCommand)
-        case idDylib(DylibCommand)
-        case rpath(String)
-        case main(EntryPoint)
-        case uuid([UInt8])
-        case buildVersion(BuildVersion)
-        case versionMin(VersionMin)
-        case symtab(SymtabCommand)
-        case dysymtab(DysymtabCommand)
-        case dyldInfo(DyldInfo)
+        case segment(Segment), dylib(DylibLinkKind, DylibCommand), idDylib(DylibCommand), rpath(String)
+        case main(EntryPoint), uuid([UInt8]), buildVersion(BuildVersion), versionMin(VersionMin)
+        case symtab(SymtabCommand), dysymtab(DysymtabCommand), dyldInfo(DyldInfo)
         /// LC_CODE_SIGNATURE, LC_FUNCTION_STARTS, LC_DATA_IN_CODE, LC_DYLD_CHAINED_FIXUPS,
         /// LC_DYLD_EXPORTS_TRIE, LC_SEGMENT_SPLIT_INFO, ...
         case linkeditData(LinkeditData)
@@ -154,9 +133,7 @@ package struct LoadCommand: Equatable, Sendable {
 
     package let type: LoadCommandType
     /// Offset of the command within its image.
-    package let offset: Int
-    package let size: UInt32
-    package let payload: Payload
+    package let offset: Int, size: UInt32, payload: Payload
 
     /// Parses one command; `view` spans exactly its `cmdsize` bytes.
     package init(parsing view: ByteView, offsetInImage: Int) throws(MachOError) {
@@ -166,7 +143,7 @@ package struct LoadCommand: Equatable, Sendable {
         switch type {
         case .segment64: payload = .segment(try Segment(parsing: view))
         case .loadDylib, .loadWeakDylib, .reexportDylib, .loadUpwardDylib, .lazyLoadDylib:
-            payload = .dylib(DylibLinkKind(type)!, try DylibCommand(parsing: view))
+            payload = .dylib(DylibLinkKind.byCommand[type]!, try DylibCommand(parsing: view))
         case .idDylib: payload = .idDylib(try DylibCommand(parsing: view))
         case .rpath: payload = .rpath(try view.lcString(at: 8))
         case .main: payload = .main(try EntryPoint(parsing: view))

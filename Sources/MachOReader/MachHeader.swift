@@ -8,14 +8,9 @@ package struct MachHeader: Equatable, Sendable {
     package struct FileType: RawRepresentable, Equatable, Hashable, Sendable, CustomStringConvertible {
         package let rawValue: UInt32
         package init(rawValue: UInt32) { self.rawValue = rawValue }
-        package static let object = FileType(rawValue: 1)
-        package static let execute = FileType(rawValue: 2)
-        package static let core = FileType(rawValue: 4)
-        package static let dylib = FileType(rawValue: 6)
-        package static let dylinker = FileType(rawValue: 7)
-        package static let bundle = FileType(rawValue: 8)
-        package static let dylibStub = FileType(rawValue: 9)
-        package static let dsym = FileType(rawValue: 10)
+        package static let object = FileType(rawValue: 1), execute = FileType(rawValue: 2), core = FileType(rawValue: 4)
+        package static let dylib = FileType(rawValue: 6), dylinker = FileType(rawValue: 7), bundle = FileType(rawValue: 8)
+        package static let dylibStub = FileType(rawValue: 9), dsym = FileType(rawValue: 10)
         /// `MH_OBJECT` through `MH_FILESET`: the types LLVM recognizes a Mach-O file by.
         package static let known: ClosedRange<UInt32> = 1...12
 
@@ -33,11 +28,7 @@ package struct MachHeader: Equatable, Sendable {
         package static let weakDefines = Flags(rawValue: 0x8000)
     }
 
-    package let cpu: CPUType
-    package let fileType: FileType
-    package let commandCount: UInt32
-    package let commandsSize: UInt32
-    package let flags: Flags
+    package let cpu: CPUType, fileType: FileType, commandCount: UInt32, commandsSize: UInt32, flags: Flags
 
     /// Parses the header at the start of `view`. Only 64-bit little-endian images are accepted.
     package init(parsing view: ByteView) throws(MachOError) {

@@ -6,9 +6,7 @@ package struct MachOImage: Sendable {
     package static let maxLoadCommands: UInt32 = 65_536
 
     /// The image's bytes (a slice of its file for a universal file).
-    package let view: ByteView
-    package let header: MachHeader
-    package let loadCommands: [LoadCommand]
+    package let view: ByteView, header: MachHeader, loadCommands: [LoadCommand]
     /// Bytes from the end of the header to the end of the last load command. LLVM lets the
     /// last command run past `sizeofcmds` (inside the file); dyld does not, and neither do
     /// the launch paths (``ImageFile``).
@@ -19,23 +17,15 @@ package struct MachOImage: Sendable {
     /// Dependent dylibs in load-command order; library ordinal N is `dependencies[N - 1]`.
     package private(set) var dependencies: [Dependency] = []
     package private(set) var rpaths: [String] = []
-    package private(set) var id: DylibCommand?
-    package private(set) var uuid: [UInt8]?
-    package private(set) var entryPoint: EntryPoint?
-    package private(set) var dyldInfo: DyldInfo?
-    package private(set) var chainedFixups: LinkeditData?
-    package private(set) var exportsTrie: LinkeditData?
-    package private(set) var functionStarts: LinkeditData?
-    package private(set) var codeSignature: LinkeditData?
-    package private(set) var symtab: SymtabCommand?
-    package private(set) var dysymtab: DysymtabCommand?
-    package private(set) var buildVersion: BuildVersion?
+    package private(set) var id: DylibCommand?, uuid: [UInt8]?, entryPoint: EntryPoint?, dyldInfo: DyldInfo?
+    package private(set) var chainedFixups: LinkeditData?, exportsTrie: LinkeditData?
+    package private(set) var functionStarts: LinkeditData?, codeSignature: LinkeditData?
+    package private(set) var symtab: SymtabCommand?, dysymtab: DysymtabCommand?, buildVersion: BuildVersion?
     package private(set) var versionMin: (type: LoadCommandType, version: VersionMin)?
 
     /// A dylib this image links against.
     package struct Dependency: Equatable, Sendable {
-        package let kind: DylibLinkKind
-        package let command: DylibCommand
+        package let kind: DylibLinkKind, command: DylibCommand
         package var installName: String { command.installName }
     }
 
@@ -49,8 +39,7 @@ package struct MachOImage: Sendable {
 
     /// A segment's bytes in the file (from the image's start) and where they lie in the mapping.
     private struct MappedSegment: Sendable {
-        let file: Range<UInt64>
-        let mappedAt: UInt64
+        let file: Range<UInt64>, mappedAt: UInt64
     }
 
     /// Whether the image was parsed where a launch mapped it, as dyld's `MachOLoaded` reads a
@@ -152,9 +141,7 @@ package struct MachOImage: Sendable {
     }
 
     /// Parses a thin file's image directly from its bytes.
-    package init(parsing bytes: [UInt8]) throws(MachOError) {
-        try self.init(parsing: ByteView(bytes))
-    }
+    package init(parsing bytes: [UInt8]) throws(MachOError) { try self.init(parsing: ByteView(bytes)) }
 
     /// The `size` bytes the file holds at `offset` (from the image's start): from ``view``, or
     /// for a mapped image, where the segment holding them lies in the mapping.
@@ -167,14 +154,9 @@ package struct MachOImage: Sendable {
         return try view.slice(offset: segment.mappedAt + (offset - segment.file.lowerBound), size: size)
     }
 
-    /// The bytes of a `__LINKEDIT` blob named by file offset and size (relative to the image).
-    package func linkeditBytes(offset: UInt32, size: UInt32) throws(MachOError) -> ByteView {
-        try fileBytes(offset: UInt64(offset), size: UInt64(size))
-    }
-
-    /// The bytes of a linkedit-data load command's blob.
+    /// The bytes of a linkedit-data load command's blob (file offset and size relative to the image).
     package func linkeditBytes(_ data: LinkeditData) throws(MachOError) -> ByteView {
-        try linkeditBytes(offset: data.dataOffset, size: data.dataSize)
+        try fileBytes(offset: UInt64(data.dataOffset), size: UInt64(data.dataSize))
     }
 
     /// The image's preferred load address: the vmaddr of the segment mapped at the header's
@@ -200,9 +182,6 @@ package struct MachOImage: Sendable {
         guard bytes.count % 4 == 0 else {
             throw MachOError.malformed("__init_offsets size \(bytes.count) is not a multiple of 4", at: bytes.base)
         }
-        var offsets: [UInt32] = []
-        offsets.reserveCapacity(bytes.count / 4)
-        for index in stride(from: 0, to: bytes.count, by: 4) { offsets.append(try bytes.u32(index)) }
-        return offsets
+        return try stride(from: 0, to: bytes.count, by: 4).map { (index) throws(MachOError) in try bytes.u32(index) }
     }
 }

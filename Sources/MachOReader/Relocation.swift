@@ -5,12 +5,9 @@ package struct RelocationInfo: Equatable, Sendable {
     /// `r_address`: the offset in the section of the bytes to relocate.
     package let address: UInt32
     /// `r_symbolnum`: a symbol table index (`r_extern`) or a 1-based section number.
-    package let symbolNumber: UInt32
-    package let isPCRelative: Bool
+    package let symbolNumber: UInt32, isPCRelative: Bool
     /// `r_length`: log2 of the size relocated.
-    package let length: UInt8
-    package let isExtern: Bool
-    package let type: UInt8
+    package let length: UInt8, isExtern: Bool, type: UInt8
 
     /// Parses the first ``size`` bytes of `view`.
     package init(parsing view: ByteView) throws(MachOError) {

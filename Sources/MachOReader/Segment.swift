@@ -4,14 +4,10 @@ package struct VMProtection: OptionSet, Hashable, Sendable, CustomStringConverti
     package init(rawValue: Int32) { self.rawValue = rawValue }
     /// Concrete: the default's witness table costs a fresh process a first-use instantiation.
     package func contains(_ member: Self) -> Bool { rawValue & member.rawValue == member.rawValue }
-    package static let read = VMProtection(rawValue: 1)
-    package static let write = VMProtection(rawValue: 2)
-    package static let execute = VMProtection(rawValue: 4)
+    package static let read = VMProtection(rawValue: 1), write = VMProtection(rawValue: 2), execute = VMProtection(rawValue: 4)
     // Combinations as constants: an array literal of an option set is built element by element
     // at run time, through the standard library's unspecialized `SetAlgebra.init`.
-    package static let readWrite = VMProtection(rawValue: 3)
-    package static let readExecute = VMProtection(rawValue: 5)
-    package static let readWriteExecute = VMProtection(rawValue: 7)
+    package static let readWrite = VMProtection(rawValue: 3), readExecute = VMProtection(rawValue: 5), readWriteExecute = VMProtection(rawValue: 7)
 
     /// `r-x` style.
     package var description: String {
@@ -22,25 +18,19 @@ package struct VMProtection: OptionSet, Hashable, Sendable, CustomStringConverti
 /// `section_64`: a named range inside a segment.
 package struct Section: Equatable, Sendable {
     package static let size = 80
-    package let name: String, segmentName: String
-    package let address: UInt64, size: UInt64
-    package let fileOffset: UInt32, alignment: UInt32
-    package let relocationOffset: UInt32, relocationCount: UInt32
-    package let flags: UInt32
-    package let reserved1: UInt32, reserved2: UInt32, reserved3: UInt32
+    package let name: String, segmentName: String, address: UInt64, size: UInt64
+    package let fileOffset: UInt32, alignment: UInt32, relocationOffset: UInt32, relocationCount: UInt32
+    package let flags: UInt32, reserved1: UInt32, reserved2: UInt32, reserved3: UInt32
 
     /// `SECTION_TYPE`: the low byte of `flags`.
     package var type: UInt8 { UInt8(flags & 0xff) }
 
-    package static let typeModInitFuncPointers: UInt8 = 0x9
-    package static let typeInitFuncOffsets: UInt8 = 0x16
+    package static let typeModInitFuncPointers: UInt8 = 0x9, typeInitFuncOffsets: UInt8 = 0x16
     /// `S_INTERPOSING`: (replacement, replacee) pointer pairs.
     package static let typeInterposing: UInt8 = 0xd
     /// `S_THREAD_LOCAL_REGULAR` (`__thread_data`), `S_THREAD_LOCAL_ZEROFILL`
     /// (`__thread_bss`), `S_THREAD_LOCAL_VARIABLES` (`__thread_vars`: the descriptors).
-    package static let typeThreadLocalRegular: UInt8 = 0x11
-    package static let typeThreadLocalZerofill: UInt8 = 0x12
-    package static let typeThreadLocalVariables: UInt8 = 0x13
+    package static let typeThreadLocalRegular: UInt8 = 0x11, typeThreadLocalZerofill: UInt8 = 0x12, typeThreadLocalVariables: UInt8 = 0x13
 
     /// Whether the section holds interposing tuples, by dyld's test (dyld4
     /// `Header::hasInterposingTuples`): its type, or `__interpose` in a `__DATA*` or `__AUTH*` segment.
@@ -63,9 +53,7 @@ package struct Section: Equatable, Sendable {
     }
 
     /// Whether `address` lies inside this section.
-    package func contains(address value: UInt64) -> Bool {
-        value >= address && value - address < size
-    }
+    package func contains(address value: UInt64) -> Bool { value >= address && value - address < size }
 }
 
 /// `segment_command_64`: a range of the file mapped at a virtual address, with its sections.
@@ -78,14 +66,8 @@ package struct Segment: Equatable, Sendable {
     }
 
     package static let commandSize = 72
-    package let name: String
-    package let vmAddress: UInt64
-    package let vmSize: UInt64
-    package let fileOffset: UInt64
-    package let fileSize: UInt64
-    package let maxProtection: VMProtection
-    package let initialProtection: VMProtection
-    package let flags: UInt32
+    package let name: String, vmAddress: UInt64, vmSize: UInt64, fileOffset: UInt64, fileSize: UInt64
+    package let maxProtection: VMProtection, initialProtection: VMProtection, flags: UInt32
     package let sections: [Section]
 
     /// Parses a segment command; `view` spans exactly its `cmdsize` bytes. Without
@@ -104,19 +86,13 @@ package struct Segment: Equatable, Sendable {
         flags = try view.u32(68)
         // The count is bounded by cmdsize before anything is allocated.
         guard UInt64(sectionCount) * UInt64(Section.size) <= UInt64(view.count - Segment.commandSize) else {
-            throw MachOError.malformed(
-                "segment \(name) claims \(sectionCount) sections, more than its command holds", at: view.absolute(64))
+            throw MachOError.malformed("segment \(name) claims \(sectionCount) sections, more than its command holds", at: view.absolute(64))
         }
-        var sections: [Section] = []
-        sections.reserveCapacity(withSections ? Int(sectionCount) : 0)
-        for index in 0..<(withSections ? Int(sectionCount) : 0) {
-            sections.append(try Section(parsing: try view.slice(Segment.commandSize + index * Section.size, Section.size)))
+        sections = try (0..<(withSections ? Int(sectionCount) : 0)).map { (index) throws(MachOError) in
+            try Section(parsing: try view.slice(Segment.commandSize + index * Section.size, Section.size))
         }
-        self.sections = sections
     }
 
     /// Whether `address` lies inside this segment's VM range.
-    package func contains(address value: UInt64) -> Bool {
-        value >= vmAddress && value - vmAddress < vmSize
-    }
+    package func contains(address value: UInt64) -> Bool { value >= vmAddress && value - vmAddress < vmSize }
 }

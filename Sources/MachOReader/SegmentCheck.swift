@@ -2,9 +2,7 @@
 /// `section_64`, or LC_SEGMENT with 32-bit `section` (which llvm-objdump also checks when
 /// one turns up in a 64-bit image).
 struct SegmentFieldLayout {
-    let commandSize: Int
-    let sectionSize: Int
-    let wordSize: Int
+    let commandSize: Int, sectionSize: Int, wordSize: Int
 
     static let bits64 = SegmentFieldLayout(commandSize: 72, sectionSize: 80, wordSize: 8)
     static let bits32 = SegmentFieldLayout(commandSize: 56, sectionSize: 68, wordSize: 4)

@@ -1,9 +1,7 @@
 /// One load command as the structure checks see it: its index, its type and exactly its
 /// `cmdsize` bytes.
 struct LoadCommandSite {
-    let index: Int
-    let type: LoadCommandType
-    let view: ByteView
+    let index: Int, type: LoadCommandType, view: ByteView
 
     /// An error naming this command, at `field` bytes into it.
     func error(_ what: String, field: Int = 0) -> MachOError {

@@ -1,39 +1,29 @@
 /// `nlist_64`: one entry of the LC_SYMTAB symbol table.
 package struct NList64: Equatable, Sendable {
     package static let size = 16
-    /// `N_STAB`: any of these bits makes the entry a debugging (stab) entry.
-    package static let stabMask: UInt8 = 0xe0
     /// `N_TYPE`: the symbol's kind (`N_UNDF` 0, `N_ABS` 2, `N_SECT` 0xe, `N_PBUD` 0xc, `N_INDR` 0xa).
     package static let typeMask: UInt8 = 0x0e
-    package static let typeUndefined: UInt8 = 0x0
 
-    /// Offset of the name in the string table.
-    package let stringIndex: UInt32
-    package let type: UInt8
-    /// 1-based section index (`N_SECT`), 0 for none.
-    package let section: UInt8
-    package let desc: UInt16
-    package let value: UInt64
+    /// `n_strx` (the name's offset in the string table), `n_type`, `n_sect` (1-based section
+    /// index, 0 for none), `n_desc` and `n_value`.
+    package let stringIndex: UInt32, type: UInt8, section: UInt8, desc: UInt16, value: UInt64
 
     /// Parses the first ``size`` bytes of `view`.
     package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, NList64.size)
-        stringIndex = try view.u32(0)
-        type = try view.u8(4)
-        section = try view.u8(5)
-        desc = try view.u16(6)
-        value = try view.u64(8)
+        (stringIndex, type, section, desc, value) = (try view.u32(0), try view.u8(4), try view.u8(5), try view.u16(6), try view.u64(8))
     }
 
-    package var isStab: Bool { type & NList64.stabMask != 0 }
-    package var isUndefined: Bool { type & NList64.typeMask == NList64.typeUndefined }
+    /// Any `N_STAB` bit (0xe0) makes the entry a debugging (stab) entry.
+    package var isStab: Bool { type & 0xe0 != 0 }
+    /// `N_UNDF`.
+    package var isUndefined: Bool { type & NList64.typeMask == 0 }
 }
 
 /// The LC_SYMTAB symbol and string tables of an image, read entry by entry.
 package struct SymbolTable: Sendable {
     package let count: Int
-    private let entries: ByteView
-    private let strings: ByteView
+    private let entries: ByteView, strings: ByteView
 
     /// nil when the image has no LC_SYMTAB.
     package init?(image: MachOImage) throws(MachOError) {

@@ -12,8 +12,7 @@ package struct UniversalFile: Sendable {
     package struct Slice: Sendable {
         package let cpu: CPUType
         /// Absolute offset of the image in the file (0 for a thin file).
-        package let offset: Int
-        package let size: Int
+        package let offset: Int, size: Int
         /// `align` from the fat_arch entry (a power of two); 0 for a thin file.
         package let alignment: UInt32
     }
@@ -21,13 +20,10 @@ package struct UniversalFile: Sendable {
     /// The whole file.
     package let view: ByteView
     /// True for a universal file, even one holding a single architecture.
-    package let isUniversal: Bool
-    package let slices: [Slice]
+    package let isUniversal: Bool, slices: [Slice]
 
     /// Reads the container structure of `bytes`: which images it holds and where.
-    package init(parsing bytes: [UInt8]) throws(MachOError) {
-        try self.init(parsing: ByteView(bytes))
-    }
+    package init(parsing bytes: [UInt8]) throws(MachOError) { try self.init(parsing: ByteView(bytes)) }
 
     package init(parsing view: ByteView) throws(MachOError) {
         self.view = view
@@ -44,9 +40,7 @@ package struct UniversalFile: Sendable {
             var slices: [Slice] = []
             for index in 0..<Int(count) {
                 let entry = 8 + index * entrySize
-                let cpu = CPUType(
-                    type: Int32(bitPattern: try view.u32BE(entry)),
-                    subtype: Int32(bitPattern: try view.u32BE(entry + 4)))
+                let cpu = CPUType(type: Int32(bitPattern: try view.u32BE(entry)), subtype: Int32(bitPattern: try view.u32BE(entry + 4)))
                 let offset = is64 ? try view.u64BE(entry + 8) : UInt64(try view.u32BE(entry + 8))
                 let size = is64 ? try view.u64BE(entry + 16) : UInt64(try view.u32BE(entry + 12))
                 let align = try view.u32BE(entry + (is64 ? 24 : 16))
@@ -106,11 +100,9 @@ extension UniversalFile.Slice {
             if other.cpu.type == cpu.type && other.cpu.baseSubtype == cpu.baseSubtype {
                 throw MachOError.malformed("universal file holds two \(cpu.name) slices", at: entryOffset)
             }
-            let (start, end, otherStart, otherEnd) = (offset, offset + size, other.offset, other.offset + other.size)
-            if (start >= otherStart && start < otherEnd) || (end > otherStart && end < otherEnd)
-                || (start <= otherStart && end >= otherEnd) {
+            if overlaps(offset, offset + size, other.offset, other.offset + other.size) {
                 throw MachOError.malformed(
-                    "\(cpu.name) slice at \(hex(start)) (\(hex(size)) bytes) overlaps the \(other.cpu.name) slice at \(hex(otherStart))",
+                    "\(cpu.name) slice at \(hex(offset)) (\(hex(size)) bytes) overlaps the \(other.cpu.name) slice at \(hex(other.offset))",
                     at: entryOffset)
             }
         }

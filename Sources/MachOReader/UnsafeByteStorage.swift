@@ -126,15 +126,11 @@ extension ByteView {
     /// window (`0 <= offset <= count - 8`, or 4 for ``uncheckedU32(_:)``): for loops that
     /// check a whole range once, such as a chain walk.
     @inlinable @inline(__always)
-    func uncheckedU64(_ offset: Int) -> UInt64 {
-        storage.load(base &+ offset, as: UInt64.self)
-    }
+    func uncheckedU64(_ offset: Int) -> UInt64 { storage.load(base &+ offset, as: UInt64.self) }
 
     /// See ``uncheckedU64(_:)``.
     @inlinable @inline(__always)
-    func uncheckedU32(_ offset: Int) -> UInt32 {
-        storage.load(base &+ offset, as: UInt32.self)
-    }
+    func uncheckedU32(_ offset: Int) -> UInt32 { storage.load(base &+ offset, as: UInt32.self) }
 
     /// Calls `body` with the window's bytes in place (for libraries that take a buffer:
     /// hashing, decompression), without copying them.

@@ -3,8 +3,7 @@
 package struct CS_Requirements: Sendable {
     /// One `CS_Requirement` of the set.
     package struct Entry: Sendable {
-        package let type: UInt32
-        package let offset: UInt32
+        package let type: UInt32, offset: UInt32
         /// The requirement blob (`CSMAGIC_REQUIREMENT`), its length exactly.
         package let view: ByteView
         /// The expression's form (1: expression form).
@@ -13,8 +12,7 @@ package struct CS_Requirements: Sendable {
     }
 
     /// The whole set's blob, the bytes its special slot hashes.
-    package let blob: ByteView
-    package let entries: [Entry]
+    package let blob: ByteView, entries: [Entry]
 
     package init(parsing index: CS_BlobIndex) throws(MachOError) {
         try index.expect(CSMAGIC_REQUIREMENTS, "CSMAGIC_REQUIREMENTS")
@@ -71,13 +69,10 @@ package struct CS_Entitlements: Sendable {
 package struct CS_DEREntitlements: Sendable {
     /// One entitlement: its key and its value, as text.
     package struct Entry: Equatable, Sendable {
-        package let key: String
-        package let value: String
+        package let key: String, value: String
     }
 
-    package let blob: ByteView
-    package let version: Int
-    package let entries: [Entry]
+    package let blob: ByteView, version: Int, entries: [Entry]
 
     package init(parsing index: CS_BlobIndex) throws(MachOError) {
         try index.expect(CSMAGIC_EMBEDDED_DER_ENTITLEMENTS, "CSMAGIC_EMBEDDED_DER_ENTITLEMENTS")
@@ -122,9 +117,7 @@ package struct CS_DEREntitlements: Sendable {
 /// One DER element's header: tag, where its content lies (window-relative), checked to end
 /// inside the window.
 struct DERElement {
-    let tag: UInt8
-    let contentStart: Int
-    let length: Int
+    let tag: UInt8, contentStart: Int, length: Int
     var end: Int { contentStart + length }
 
     init(_ view: ByteView, at offset: Int, _ structure: String) throws(MachOError) {
@@ -147,9 +140,7 @@ struct DERElement {
         guard start <= view.count, length <= view.count - start else {
             throw MachOError(offset: view.absolute(offset), structure: structure, what: "DER element of \(length) bytes runs past its blob")
         }
-        self.tag = tag
-        contentStart = start
-        self.length = length
+        (self.tag, contentStart, self.length) = (tag, start, length)
     }
 
     func text(_ view: ByteView, _ structure: String) throws(MachOError) -> String {

@@ -15,40 +15,21 @@ package struct CS_CodeDirectory: Sendable {
 
     /// The linkage fields of version 0x20600.
     package struct Linkage: Equatable, Sendable {
-        package let hashType: UInt8
-        package let applicationType: UInt8
-        package let applicationSubtype: UInt16
-        package let offset: UInt32
-        package let size: UInt32
+        package let hashType: UInt8, applicationType: UInt8, applicationSubtype: UInt16
+        package let offset: UInt32, size: UInt32
     }
 
     /// The SuperBlob slot it came from (`CSSLOT_CODEDIRECTORY` or an alternate).
     package let slot: UInt32
     /// The blob's bytes: exactly its `length` (what its cdHash is taken over).
-    package let blob: ByteView
-    package let version: UInt32
-    package let flags: UInt32
-    package let hashOffset: UInt32
-    package let identOffset: UInt32
-    package let nSpecialSlots: UInt32
-    package let nCodeSlots: UInt32
+    package let blob: ByteView, version: UInt32, flags: UInt32, hashOffset: UInt32, identOffset: UInt32
+    package let nSpecialSlots: UInt32, nCodeSlots: UInt32
     /// The 32-bit `codeLimit` field (see ``codeLimit`` for the one that applies).
-    package let codeLimit32: UInt32
-    package let hashSize: UInt8
-    package let hashType: CSHashType
-    package let platform: UInt8
+    package let codeLimit32: UInt32, hashSize: UInt8, hashType: CSHashType, platform: UInt8
     /// log2 of the page size; 0 means the whole code is one page.
-    package let pageSizeShift: UInt8
-    package let scatterOffset: UInt32?
-    package let teamOffset: UInt32?
-    package let codeLimit64: UInt64?
-    package let execSegBase: UInt64?
-    package let execSegLimit: UInt64?
-    package let execSegFlags: UInt64?
-    package let runtime: UInt32?
-    package let preEncryptOffset: UInt32?
-    package let linkage: Linkage?
-    package let identifier: String
+    package let pageSizeShift: UInt8, scatterOffset: UInt32?, teamOffset: UInt32?, codeLimit64: UInt64?
+    package let execSegBase: UInt64?, execSegLimit: UInt64?, execSegFlags: UInt64?
+    package let runtime: UInt32?, preEncryptOffset: UInt32?, linkage: Linkage?, identifier: String
     package let teamID: String?
 
     /// The number of image bytes the code slots cover: `codeLimit64` when the version has it
@@ -62,17 +43,13 @@ package struct CS_CodeDirectory: Sendable {
     package var pageSize: Int { 1 << Int(pageSizeShift) }
 
     /// The structure name errors carry.
-    package var structure: String { CS_CodeDirectory.structure(slot) }
-
-    static func structure(_ slot: UInt32) -> String {
-        slot == CSSLOT_CODEDIRECTORY ? "CodeDirectory" : CodeSignatureNames.slotName(slot)
-    }
+    package var structure: String { CodeSignatureNames.slotName(slot) }
 
     /// Parses a CodeDirectory blob (its bytes exactly) from SuperBlob slot `slot`; with
     /// `signatureOffset`, the code limit must not pass it: a signature covers the bytes before
     /// it (codesign and ld64 set the limit to the signature's offset), never itself or more.
     package init(parsing blob: ByteView, slot: UInt32, signatureOffset: Int? = nil) throws(MachOError) {
-        let structure = CS_CodeDirectory.structure(slot)
+        let structure = CodeSignatureNames.slotName(slot)
         func fail(_ field: Int, _ what: String) -> MachOError {
             MachOError(offset: blob.absolute(field), structure: structure, what: what)
         }
@@ -105,25 +82,13 @@ package struct CS_CodeDirectory: Sendable {
         scatterOffset = version >= CS_SUPPORTSSCATTER ? try u32(44) : nil
         teamOffset = version >= CS_SUPPORTSTEAMID ? try u32(48) : nil
         codeLimit64 = version >= CS_SUPPORTSCODELIMIT64 ? try u64(56) : nil
-        if version >= CS_SUPPORTSEXECSEG {
-            execSegBase = try u64(64)
-            execSegLimit = try u64(72)
-            execSegFlags = try u64(80)
-        } else {
-            (execSegBase, execSegLimit, execSegFlags) = (nil, nil, nil)
-        }
-        if version >= CS_SUPPORTSRUNTIME {
-            runtime = try u32(88)
-            preEncryptOffset = try u32(92)
-        } else {
-            (runtime, preEncryptOffset) = (nil, nil)
-        }
-        if version >= CS_SUPPORTSLINKAGE {
-            let subtype = UInt16(try u8(98)) << 8 | UInt16(try u8(99))
-            linkage = Linkage(hashType: try u8(96), applicationType: try u8(97), applicationSubtype: subtype, offset: try u32(100), size: try u32(104))
-        } else {
-            linkage = nil
-        }
+        let execSeg = version >= CS_SUPPORTSEXECSEG
+        (execSegBase, execSegLimit, execSegFlags) = execSeg ? (try u64(64), try u64(72), try u64(80)) : (nil, nil, nil)
+        (runtime, preEncryptOffset) = version >= CS_SUPPORTSRUNTIME ? (try u32(88), try u32(92)) : (nil, nil)
+        linkage = version >= CS_SUPPORTSLINKAGE
+            ? Linkage(hashType: try u8(96), applicationType: try u8(97), applicationSubtype: UInt16(try u8(98)) << 8 | UInt16(try u8(99)),
+                      offset: try u32(100), size: try u32(104))
+            : nil
 
         guard let hashType = CSHashType(rawValue: rawHashType) else {
             throw fail(37, "hash type \(rawHashType) is not SHA-1, SHA-256, SHA-256 (truncated) or SHA-384")

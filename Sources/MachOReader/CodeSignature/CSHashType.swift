@@ -16,9 +16,7 @@ package enum CSHashType: UInt8, Sendable, CaseIterable, CustomStringConvertible 
 /// The 20 bytes that identify a CodeDirectory: its hash, under its own hash type, truncated
 /// (`CS_CDHASH_LEN`). Held inline: making, comparing and passing one allocates nothing.
 package struct CDHash: Hashable, Sendable, CustomStringConvertible {
-    package let high: UInt64
-    package let middle: UInt64
-    package let low: UInt32
+    package let high: UInt64, middle: UInt64, low: UInt32
 
     package init(high: UInt64, middle: UInt64, low: UInt32) { (self.high, self.middle, self.low) = (high, middle, low) }
 
@@ -36,19 +34,9 @@ package struct CDHash: Hashable, Sendable, CustomStringConvertible {
 
     /// The hash from 40 hex digits.
     package init?(hex: String) {
-        var bytes: [UInt8] = []
-        var pending: UInt8?
-        for character in hex {
-            guard let digit = character.hexDigitValue else { return nil }
-            if let first = pending {
-                bytes.append(first << 4 | UInt8(digit))
-                pending = nil
-            } else {
-                pending = UInt8(digit)
-            }
-        }
-        guard pending == nil else { return nil }
-        self.init(bytes: bytes)
+        let digits = hex.compactMap(\.hexDigitValue)
+        guard digits.count == hex.count, digits.count % 2 == 0 else { return nil }
+        self.init(bytes: stride(from: 0, to: digits.count, by: 2).map { UInt8(digits[$0] << 4 | digits[$0 + 1]) })
     }
 
     /// The 20 bytes, in order.
@@ -59,13 +47,7 @@ package struct CDHash: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// 40 lowercase hex digits, as `codesign -d -v` prints it.
-    package var hex: String {
-        func digits<T: BinaryInteger>(_ value: T, _ width: Int) -> String {
-            let text = String(value, radix: 16)
-            return String(repeating: "0", count: width - text.count) + text
-        }
-        return digits(high, 16) + digits(middle, 16) + digits(low, 8)
-    }
+    package var hex: String { bytes.map { String($0 >> 4, radix: 16) + String($0 & 0xf, radix: 16) }.joined() }
 
     package var description: String { hex }
 }

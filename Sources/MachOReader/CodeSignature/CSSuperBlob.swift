@@ -21,10 +21,7 @@ package struct CS_SuperBlob: Sendable {
     package static let indexEntrySize = 8
 
     /// The SuperBlob's bytes: exactly its `length`.
-    package let view: ByteView
-    package let magic: UInt32
-    package let length: UInt32
-    package let index: [CS_BlobIndex]
+    package let view: ByteView, magic: UInt32, length: UInt32, index: [CS_BlobIndex]
 
     /// Parses the SuperBlob at the start of `region` (the `LC_CODE_SIGNATURE` range).
     package init(parsing region: ByteView) throws(MachOError) {
@@ -82,25 +79,18 @@ package struct CS_SuperBlob: Sendable {
             let blob = try reading(blobStructure) { () throws(MachOError) in try view.slice(blobStart, Int(blobLength)) }
             index.append(CS_BlobIndex(type: type, offset: offset, magic: blobMagic, view: blob))
         }
-        self.view = view
-        self.magic = magic
-        self.length = length
-        self.index = index
+        (self.view, self.magic, self.length, self.index) = (view, magic, length, index)
     }
 
     /// The blob in slot `type`, if any.
-    package func blob(_ type: UInt32) -> CS_BlobIndex? {
-        index.first { $0.type == type }
-    }
+    package func blob(_ type: UInt32) -> CS_BlobIndex? { index.first { $0.type == type } }
 }
 
 extension CS_BlobIndex {
     /// Fails unless the blob's magic is `expected`.
     func expect(_ expected: UInt32, _ name: String) throws(MachOError) {
         guard magic == expected else {
-            throw MachOError(
-                offset: view.absolute(0), structure: self.name,
-                what: "magic \(hex(magic)) is not \(name) (\(hex(expected)))")
+            throw MachOError(offset: view.absolute(0), structure: self.name, what: "magic \(hex(magic)) is not \(name) (\(hex(expected)))")
         }
     }
 

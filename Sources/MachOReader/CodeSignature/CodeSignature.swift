@@ -3,14 +3,11 @@
 /// the image (a universal file's slice), errors' offsets absolute in the file.
 package struct CodeSignature: Sendable {
     /// The `LC_CODE_SIGNATURE` command.
-    package let command: LinkeditData
-    package let superBlob: CS_SuperBlob
+    package let command: LinkeditData, superBlob: CS_SuperBlob
     /// The CodeDirectories: the primary one (`CSSLOT_CODEDIRECTORY`) first, then the
     /// alternates in slot order.
-    package let codeDirectories: [CS_CodeDirectory]
-    package let requirements: CS_Requirements?
-    package let entitlements: CS_Entitlements?
-    package let derEntitlements: CS_DEREntitlements?
+    package let codeDirectories: [CS_CodeDirectory], requirements: CS_Requirements?
+    package let entitlements: CS_Entitlements?, derEntitlements: CS_DEREntitlements?
     /// The CMS signature wrapper, if the signature has one.
     package let cms: CS_BlobWrapper?
 
@@ -50,16 +47,11 @@ package struct CodeSignature: Sendable {
             throw MachOError(offset: superBlob.view.absolute(0), structure: "SuperBlob", what: "holds no CodeDirectory in slot 0")
         }
         codeDirectories = directories
-        self.requirements = requirements
-        self.entitlements = entitlements
-        self.derEntitlements = derEntitlements
-        self.cms = cms
+        (self.requirements, self.entitlements, self.derEntitlements, self.cms) = (requirements, entitlements, derEntitlements, cms)
     }
 
     /// The CodeDirectory with the strongest hash type: the one whose cdHash names the image.
-    package var bestCodeDirectory: CS_CodeDirectory {
-        codeDirectories.max { $0.hashType.rank < $1.hashType.rank }!
-    }
+    package var bestCodeDirectory: CS_CodeDirectory { codeDirectories.max { $0.hashType.rank < $1.hashType.rank }! }
 
     /// The image's cdHash (the strongest CodeDirectory's).
     package var cdHash: CDHash { bestCodeDirectory.cdHash }

@@ -15,21 +15,15 @@ package struct CodeSignatureCheck: Sendable {
 
     /// One special slot's check.
     package struct SpecialSlot: Sendable {
-        package let slot: UInt32
-        package let status: SlotStatus
+        package let slot: UInt32, status: SlotStatus
         package var name: String { CodeSignatureNames.slotName(slot) }
     }
 
     /// One CodeDirectory's check.
     package struct Directory: Sendable {
-        package let slot: UInt32
-        package let hashType: CSHashType
-        package let cdHash: CDHash
-        package let pageSize: Int
-        package let pages: Int
+        package let slot: UInt32, hashType: CSHashType, cdHash: CDHash, pageSize: Int, pages: Int
         /// Code slots whose page does not hash to them, ascending.
-        package let badPages: [Int]
-        package let specialSlots: [SpecialSlot]
+        package let badPages: [Int], specialSlots: [SpecialSlot]
         package var valid: Bool { badPages.isEmpty && specialSlots.allSatisfy { $0.status == .valid } }
     }
 

@@ -21,42 +21,26 @@ package let CSMAGIC_BLOBWRAPPER: UInt32 = 0xfade_0b01
 
 /// SuperBlob slot types (`CS_BlobIndex.type`); slots 1 to 11 are also the CodeDirectory's
 /// special slots, hashed at `hashOffset - slot * hashSize`.
-package let CSSLOT_CODEDIRECTORY: UInt32 = 0
-package let CSSLOT_INFOSLOT: UInt32 = 1
-package let CSSLOT_REQUIREMENTS: UInt32 = 2
-package let CSSLOT_RESOURCEDIR: UInt32 = 3
-package let CSSLOT_APPLICATION: UInt32 = 4
-package let CSSLOT_ENTITLEMENTS: UInt32 = 5
-package let CSSLOT_DER_ENTITLEMENTS: UInt32 = 7
-package let CSSLOT_LAUNCH_CONSTRAINT_SELF: UInt32 = 8
-package let CSSLOT_LAUNCH_CONSTRAINT_PARENT: UInt32 = 9
-package let CSSLOT_LAUNCH_CONSTRAINT_RESPONSIBLE: UInt32 = 10
-package let CSSLOT_LIBRARY_CONSTRAINT: UInt32 = 11
+package let CSSLOT_CODEDIRECTORY: UInt32 = 0, CSSLOT_REQUIREMENTS: UInt32 = 2, CSSLOT_ENTITLEMENTS: UInt32 = 5
+package let CSSLOT_DER_ENTITLEMENTS: UInt32 = 7, CSSLOT_LAUNCH_CONSTRAINT_SELF: UInt32 = 8, CSSLOT_LAUNCH_CONSTRAINT_PARENT: UInt32 = 9
+package let CSSLOT_LAUNCH_CONSTRAINT_RESPONSIBLE: UInt32 = 10, CSSLOT_LIBRARY_CONSTRAINT: UInt32 = 11
 /// The first alternate CodeDirectory (one per further hash type).
 package let CSSLOT_ALTERNATE_CODEDIRECTORIES: UInt32 = 0x1000
 package let CSSLOT_ALTERNATE_CODEDIRECTORY_MAX: UInt32 = 5
 package let CSSLOT_ALTERNATE_CODEDIRECTORY_LIMIT: UInt32 = CSSLOT_ALTERNATE_CODEDIRECTORIES + CSSLOT_ALTERNATE_CODEDIRECTORY_MAX
 /// The CMS signature (a blob wrapper; empty in an ad-hoc signature).
 package let CSSLOT_SIGNATURESLOT: UInt32 = 0x10000
-package let CSSLOT_IDENTIFICATIONSLOT: UInt32 = 0x10001
-package let CSSLOT_TICKETSLOT: UInt32 = 0x10002
 
 /// CodeDirectory versions: the first version that has each group of fields.
-package let CS_SUPPORTSNONE: UInt32 = 0x20001
-package let CS_SUPPORTSSCATTER: UInt32 = 0x20100
-package let CS_SUPPORTSTEAMID: UInt32 = 0x20200
-package let CS_SUPPORTSCODELIMIT64: UInt32 = 0x20300
-package let CS_SUPPORTSEXECSEG: UInt32 = 0x20400
-package let CS_SUPPORTSRUNTIME: UInt32 = 0x20500
+package let CS_SUPPORTSNONE: UInt32 = 0x20001, CS_SUPPORTSSCATTER: UInt32 = 0x20100, CS_SUPPORTSTEAMID: UInt32 = 0x20200
+package let CS_SUPPORTSCODELIMIT64: UInt32 = 0x20300, CS_SUPPORTSEXECSEG: UInt32 = 0x20400, CS_SUPPORTSRUNTIME: UInt32 = 0x20500
 package let CS_SUPPORTSLINKAGE: UInt32 = 0x20600
 
 /// A cdHash is the CodeDirectory's hash truncated to this many bytes.
 package let CS_CDHASH_LEN = 20
 
 /// CodeDirectory flags (`CS_CodeDirectory.flags`), also the process's code-signing flags.
-package let CS_ADHOC: UInt32 = 0x2
-package let CS_RUNTIME: UInt32 = 0x10000
-package let CS_LINKER_SIGNED: UInt32 = 0x20000
+package let CS_ADHOC: UInt32 = 0x2, CS_RUNTIME: UInt32 = 0x10000, CS_LINKER_SIGNED: UInt32 = 0x20000
 
 /// Executable-segment flags (`CS_CodeDirectory.execSegFlags`).
 package let CS_EXECSEG_MAIN_BINARY: UInt64 = 0x1
@@ -92,27 +76,19 @@ package enum CodeSignatureNames {
         return parts.isEmpty ? "none" : parts.joined(separator: ",")
     }
 
+    /// SuperBlob slot types (`CSSLOT_*`) by name, the alternate CodeDirectories aside.
+    static let slotNames: [UInt32: String] = [
+        0: "CodeDirectory", 1: "Info.plist", 2: "Requirements", 3: "Resources", 4: "Application", 5: "Entitlements",
+        7: "DER entitlements", 8: "Launch constraint (self)", 9: "Launch constraint (parent)",
+        10: "Launch constraint (responsible)", 11: "Library constraint",
+        0x10000: "CMS signature", 0x10001: "Identification", 0x10002: "Ticket",
+    ]
+
     /// The name of a SuperBlob slot type.
     package static func slotName(_ type: UInt32) -> String {
-        switch type {
-        case CSSLOT_CODEDIRECTORY: "CodeDirectory"
-        case CSSLOT_INFOSLOT: "Info.plist"
-        case CSSLOT_REQUIREMENTS: "Requirements"
-        case CSSLOT_RESOURCEDIR: "Resources"
-        case CSSLOT_APPLICATION: "Application"
-        case CSSLOT_ENTITLEMENTS: "Entitlements"
-        case CSSLOT_DER_ENTITLEMENTS: "DER entitlements"
-        case CSSLOT_LAUNCH_CONSTRAINT_SELF: "Launch constraint (self)"
-        case CSSLOT_LAUNCH_CONSTRAINT_PARENT: "Launch constraint (parent)"
-        case CSSLOT_LAUNCH_CONSTRAINT_RESPONSIBLE: "Launch constraint (responsible)"
-        case CSSLOT_LIBRARY_CONSTRAINT: "Library constraint"
-        case CSSLOT_ALTERNATE_CODEDIRECTORIES..<CSSLOT_ALTERNATE_CODEDIRECTORY_LIMIT:
-            "Alternate CodeDirectory \(type - CSSLOT_ALTERNATE_CODEDIRECTORIES)"
-        case CSSLOT_SIGNATURESLOT: "CMS signature"
-        case CSSLOT_IDENTIFICATIONSLOT: "Identification"
-        case CSSLOT_TICKETSLOT: "Ticket"
-        default: "slot \(hex(type))"
-        }
+        if let name = slotNames[type] { return name }
+        guard (CSSLOT_ALTERNATE_CODEDIRECTORIES..<CSSLOT_ALTERNATE_CODEDIRECTORY_LIMIT).contains(type) else { return "slot \(hex(type))" }
+        return "Alternate CodeDirectory \(type - CSSLOT_ALTERNATE_CODEDIRECTORIES)"
     }
 
     /// The name of a requirement type.

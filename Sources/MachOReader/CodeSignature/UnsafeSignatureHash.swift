@@ -9,19 +9,15 @@ extension CSHashType {
     /// truncated type's caller reads only the first `hashSize` bytes).
     @inline(__always)
     func withDigest<R>(of data: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        @inline(__always) func digest<Hasher: HashFunction>(_ hasher: Hasher) -> R {
+            var hasher = hasher
+            unsafe hasher.update(bufferPointer: data)
+            return unsafe hasher.finalize().withUnsafeBytes { unsafe body($0) }
+        }
         switch self {
-        case .sha1:
-            var hasher = Insecure.SHA1()
-            unsafe hasher.update(bufferPointer: data)
-            return unsafe hasher.finalize().withUnsafeBytes { unsafe body($0) }
-        case .sha256, .sha256Truncated:
-            var hasher = SHA256()
-            unsafe hasher.update(bufferPointer: data)
-            return unsafe hasher.finalize().withUnsafeBytes { unsafe body($0) }
-        case .sha384:
-            var hasher = SHA384()
-            unsafe hasher.update(bufferPointer: data)
-            return unsafe hasher.finalize().withUnsafeBytes { unsafe body($0) }
+        case .sha1: return digest(Insecure.SHA1())
+        case .sha256, .sha256Truncated: return digest(SHA256())
+        case .sha384: return digest(SHA384())
         }
     }
 

@@ -159,8 +159,7 @@ package struct ExportTrie: Sendable {
             let node: UInt32
             /// Length of the node's name: the first `nameLength` bytes of `name`.
             let nameLength: UInt32
-            var childrenLeft: UInt32
-            var nextEdge: UInt32
+            var childrenLeft: UInt32, nextEdge: UInt32
         }
         guard view.count <= Int(UInt32.max) else {
             throw MachOError.malformed("export trie of \(view.count) bytes is larger than a load command can describe", at: view.base)
@@ -191,8 +190,7 @@ package struct ExportTrie: Sendable {
                 stack[stack.count - 1].nextEdge = UInt32(cursor.position)
                 guard visited.insert(childOffset) else {
                     if stack.contains(where: { $0.node == UInt32(childOffset) }) { throw cycle(from: parent, to: childOffset, at: childAt) }
-                    throw MachOError.malformed(
-                        "export trie node at \(hex(childOffset)) is the child of more than one node", at: childAt)
+                    throw MachOError.malformed("export trie node at \(hex(childOffset)) is the child of more than one node", at: childAt)
                 }
                 guard stack.count < Self.maxDepth else {
                     throw MachOError.malformed("export trie is deeper than \(Self.maxDepth) nodes", at: childAt)
@@ -229,9 +227,7 @@ package struct ExportTrie: Sendable {
         /// Offset of the node from the start of the trie.
         let offset: Int
         /// Trie offset and size of the export info (size 0: not a terminal).
-        let infoStart: Int
-        let infoSize: Int
-        let childCount: Int
+        let infoStart: Int, infoSize: Int, childCount: Int
         /// Trie offset of the first child's edge label.
         let childrenOffset: Int
 
@@ -277,29 +273,29 @@ extension MachOImage {
     /// The image's export trie, as dyld finds it: LC_DYLD_EXPORTS_TRIE when it has bytes,
     /// else the export range of LC_DYLD_INFO; nil when neither has any.
     package func exportTrie() throws(MachOError) -> ExportTrie? {
-        if let data = exportsTrie, data.dataSize > 0 { return try ExportTrie(parsing: try linkeditBytes(data)) }
-        return try dyldInfoExportTrie()
+        guard let data = exportTrieData else { return nil }
+        return try ExportTrie(parsing: try linkeditBytes(data))
+    }
+
+    private var exportTrieData: LinkeditData? {
+        if let data = exportsTrie, data.dataSize > 0 { return data }
+        guard let data = dyldInfo?.export, data.dataSize > 0 else { return nil }
+        return data
     }
 
     /// Where the export trie lies once the image is mapped: its offset from the image's base and
     /// its size, when a segment's file bytes hold it; nil without one.
     package var exportTrieRange: (vmOffset: UInt64, size: UInt64)? {
-        let data: (offset: UInt64, size: UInt64)
-        if let trie = exportsTrie, trie.dataSize > 0 {
-            data = (UInt64(trie.dataOffset), UInt64(trie.dataSize))
-        } else if let info = dyldInfo, info.export.dataSize > 0 {
-            data = (UInt64(info.export.dataOffset), UInt64(info.export.dataSize))
-        } else {
-            return nil
-        }
-        guard let segment = segments.first(where: { data.offset >= $0.fileOffset && data.offset - $0.fileOffset <= $0.fileSize
-                                                    && data.size <= $0.fileSize - (data.offset - $0.fileOffset) }) else { return nil }
-        return (segment.vmAddress &- preferredLoadAddress &+ (data.offset - segment.fileOffset), data.size)
+        guard let trie = exportTrieData else { return nil }
+        let (offset, size) = (UInt64(trie.dataOffset), UInt64(trie.dataSize))
+        guard let segment = segments.first(where: { offset >= $0.fileOffset && offset - $0.fileOffset <= $0.fileSize
+                                                    && size <= $0.fileSize - (offset - $0.fileOffset) }) else { return nil }
+        return (segment.vmAddress &- preferredLoadAddress &+ (offset - segment.fileOffset), size)
     }
 
     /// The trie in LC_DYLD_INFO's export range, or nil when the range is empty or absent.
     package func dyldInfoExportTrie() throws(MachOError) -> ExportTrie? {
         guard let info = dyldInfo, info.export.dataSize > 0 else { return nil }
-        return try ExportTrie(parsing: try linkeditBytes(offset: info.export.dataOffset, size: info.export.dataSize))
+        return try ExportTrie(parsing: try linkeditBytes(info.export))
     }
 }

@@ -17,10 +17,8 @@ package struct ExportedSymbol: Equatable, Sendable {
     /// Where the symbol's definition is, a re-export's imported name as a string.
     package typealias Definition = ExportDefinition<String>
 
-    package static let kindMask: UInt64 = 0x03
-    package static let weakDefinitionFlag: UInt64 = 0x04
-    package static let reexportFlag: UInt64 = 0x08
-    package static let stubAndResolverFlag: UInt64 = 0x10
+    /// `EXPORT_SYMBOL_FLAGS_KIND_MASK`, `_WEAK_DEFINITION`, `_REEXPORT` and `_STUB_AND_RESOLVER`.
+    package static let kindMask: UInt64 = 0x03, weakDefinitionFlag: UInt64 = 0x04, reexportFlag: UInt64 = 0x08, stubAndResolverFlag: UInt64 = 0x10
     /// `EXPORT_SYMBOL_FLAGS_STATIC_RESOLVER` in older `mach-o/loader.h` (no payload, never
     /// read by dyld); current dyld gives the bit to `EXPORT_SYMBOL_FLAGS_FUNCTION_VARIANT`.
     package static let staticResolverFlag: UInt64 = 0x20
@@ -28,8 +26,7 @@ package struct ExportedSymbol: Equatable, Sendable {
     /// The symbol's name (the trie's edge labels, concatenated).
     package let name: String
     /// The raw flags word.
-    package let flags: UInt64
-    package let definition: Definition
+    package let flags: UInt64, definition: Definition
     /// Offset of the symbol's terminal node from the start of the trie.
     package let nodeOffset: Int
 
@@ -40,7 +37,6 @@ package struct ExportedSymbol: Equatable, Sendable {
     package var isReexport: Bool { flags & Self.reexportFlag != 0 }
     /// See ``ExportDefinition/imageOffset``.
     package var imageOffset: UInt64? { definition.imageOffset }
-
 }
 
 extension ExportedSymbol {
@@ -71,8 +67,7 @@ package struct ExportTerminal: Sendable {
     package typealias Definition = ExportDefinition<Range<Int>>
 
     /// The raw flags word.
-    package let flags: UInt64
-    package let definition: Definition
+    package let flags: UInt64, definition: Definition
     /// Offset of the terminal node from the start of the trie.
     package let nodeOffset: Int
 
@@ -88,7 +83,6 @@ package struct ExportTerminal: Sendable {
     package func importedName(_ range: Range<Int>, in view: ByteView) throws(MachOError) -> ByteView {
         try view.slice(range.lowerBound - view.base, range.count)
     }
-
 }
 
 extension ExportTerminal {

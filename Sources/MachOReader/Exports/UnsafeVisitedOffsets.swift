@@ -6,8 +6,7 @@ import Glibc
 /// from `calloc`, so a large trie costs only the pages its reached nodes fall in (the
 /// kernel hands out zero pages lazily), not one bit per byte up front.
 @safe struct VisitedOffsets: ~Copyable {
-    private let words: UnsafeMutablePointer<UInt64>
-    private let wordCount: Int
+    private let words: UnsafeMutablePointer<UInt64>, wordCount: Int
 
     /// A set for offsets below `count`; nil when the memory cannot be had.
     init?(count: Int) {

@@ -40,10 +40,7 @@ package struct BindFixup: Hashable, Sendable {
     package let type: BindType
     /// 1...N for the image's dependencies (N = `dependencies[N - 1]`), or one of the special
     /// ordinals, 0 and below.
-    package let libraryOrdinal: Int
-    package let symbolName: String
-    package let flags: BindSymbolFlags
-    package let addend: Int64
+    package let libraryOrdinal: Int, symbolName: String, flags: BindSymbolFlags, addend: Int64
 
     /// A weak-bind stream's note that this image strongly defines `symbolName`.
     package var isStrongDefinition: Bool { location == nil }
@@ -57,13 +54,9 @@ package struct BindFixup: Hashable, Sendable {
 /// a ``BindFixup`` whose symbol name is still the bytes of the stream.
 package struct BindOpcodeEntry: Sendable {
     /// Where the bound address goes; nil only for a strong definition.
-    package let location: FixupLocation?
-    package let type: BindType
-    package let libraryOrdinal: Int
+    package let location: FixupLocation?, type: BindType, libraryOrdinal: Int
     /// The name's bytes in the stream (NUL excluded).
-    package let symbolName: ByteView
-    package let flags: BindSymbolFlags
-    package let addend: Int64
+    package let symbolName: ByteView, flags: BindSymbolFlags, addend: Int64
 }
 
 /// Decodes a bind, lazy-bind or weak-bind opcode stream one entry at a time.
@@ -81,9 +74,7 @@ package struct BindOpcodeDecoder: Sendable {
     /// Window position of the last non-zero byte (lazy streams: where DONE really ends).
     private let lastNonZeroPosition: Int
 
-    private var type: BindType
-    private var libraryOrdinal: Int?
-    private var symbolName: ByteView?
+    private var type: BindType, libraryOrdinal: Int?, symbolName: ByteView?
     /// `symbolName` as a string, made once per name for ``next()``.
     private var symbolNameString: String?
     private var flags = BindSymbolFlags()
@@ -91,11 +82,7 @@ package struct BindOpcodeDecoder: Sendable {
 
     /// A decoder over one of the image's own bind streams (empty without LC_DYLD_INFO).
     package init(_ image: MachOImage, stream: BindStreamKind) throws(MachOError) {
-        let opcodes = switch stream {
-        case .regular: try image.dyldInfoStream(\.bind)
-        case .lazy: try image.dyldInfoStream(\.lazyBind)
-        case .weak: try image.dyldInfoStream(\.weakBind)
-        }
+        let opcodes = try image.dyldInfoStream(stream == .regular ? \.bind : stream == .lazy ? \.lazyBind : \.weakBind)
         self.init(opcodes: opcodes, stream: stream, image: image)
     }
 
@@ -129,7 +116,7 @@ package struct BindOpcodeDecoder: Sendable {
             case .setDylibOrdinalImm: try setOrdinal(UInt64(immediate), at: opcodeOffset, opcode)
             case .setDylibOrdinalULEB: try setOrdinal(try opcodes.cursor.uleb128(), at: opcodeOffset, opcode)
             case .setDylibSpecialImm: // 0, or sign-extended -1...-16
-                try refuseInWeakStream(at: opcodeOffset, opcode)
+                try refuse(in: .weak, at: opcodeOffset, opcode)
                 let special = immediate == 0 ? 0 : Int(Int8(bitPattern: 0xf0 | immediate))
                 guard special >= BindFixup.ordinalWeakLookup else {
                     throw MachOError.malformed("\(opcode.name) sets unknown special ordinal \(special)", at: opcodeOffset)
@@ -152,14 +139,13 @@ package struct BindOpcodeDecoder: Sendable {
                 opcodes.segmentOffset &+= try opcodes.cursor.uleb128()
             case .doBind: try schedule(1, skip: 0, at: opcodeOffset, opcode)
             case .doBindAddAddrULEB:
-                try refuseInLazyStream(at: opcodeOffset, opcode)
-                let skip = try opcodes.cursor.uleb128()
-                try schedule(1, skip: skip, at: opcodeOffset, opcode)
+                try refuse(in: .lazy, at: opcodeOffset, opcode)
+                try schedule(1, skip: try opcodes.cursor.uleb128(), at: opcodeOffset, opcode)
             case .doBindAddAddrImmScaled:
-                try refuseInLazyStream(at: opcodeOffset, opcode)
+                try refuse(in: .lazy, at: opcodeOffset, opcode)
                 try schedule(1, skip: UInt64(immediate) * FixupLocationChecker.pointerSize, at: opcodeOffset, opcode)
             case .doBindULEBTimesSkippingULEB:
-                try refuseInLazyStream(at: opcodeOffset, opcode)
+                try refuse(in: .lazy, at: opcodeOffset, opcode)
                 let count = try opcodes.cursor.uleb128()
                 let skip = try opcodes.cursor.uleb128()
                 try schedule(count, skip: skip, at: opcodeOffset, opcode)
@@ -181,19 +167,15 @@ package struct BindOpcodeDecoder: Sendable {
     }
 
     private mutating func setOrdinal(_ ordinal: UInt64, at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
-        try refuseInWeakStream(at: opcodeOffset, opcode)
+        try refuse(in: .weak, at: opcodeOffset, opcode)
         guard ordinal <= UInt64(libraryCount) else {
             throw MachOError.malformed("\(opcode.name) sets library ordinal \(ordinal), but the image has \(libraryCount) dependencies", at: opcodeOffset)
         }
         libraryOrdinal = Int(ordinal)
     }
 
-    private func refuseInWeakStream(at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
-        if stream == .weak { throw MachOError.malformed("\(opcode.name) is not allowed in the weak-bind stream", at: opcodeOffset) }
-    }
-
-    private func refuseInLazyStream(at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
-        if stream == .lazy { throw MachOError.malformed("\(opcode.name) is not allowed in the lazy-bind stream", at: opcodeOffset) }
+    private func refuse(in refused: BindStreamKind, at opcodeOffset: Int, _ opcode: BindOpcode) throws(MachOError) {
+        if stream == refused { throw MachOError.malformed("\(opcode.name) is not allowed in the \(refused.rawValue)-bind stream", at: opcodeOffset) }
     }
 
     /// Queues `count` binds from the current offset, each `skip` bytes past the end of the last.
@@ -212,9 +194,7 @@ extension MachOImage {
     /// Calls `body` with each entry of one LC_DYLD_INFO bind stream, in stream order.
     package func forEachBindFixup(in stream: BindStreamKind, _ body: (BindFixup) throws(MachOError) -> Void) throws(MachOError) {
         var decoder = try BindOpcodeDecoder(self, stream: stream)
-        while let fixup = try decoder.next() {
-            try body(fixup)
-        }
+        while let fixup = try decoder.next() { try body(fixup) }
     }
 
     /// Every entry of one LC_DYLD_INFO bind stream, in stream order (empty without one).

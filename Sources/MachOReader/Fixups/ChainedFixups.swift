@@ -15,10 +15,8 @@ package struct ChainedFixupsHeader: Equatable, Sendable {
     /// `fixups_version`: always 0.
     package let fixupsVersion: UInt32
     /// Offsets in the blob of `dyld_chained_starts_in_image`, the imports table and the symbol names.
-    package let startsOffset: UInt32, importsOffset: UInt32, symbolsOffset: UInt32
-    package let importsCount: UInt32
-    package let importsFormat: ChainedImportFormat
-    package let symbolsFormat: UInt32
+    package let startsOffset: UInt32, importsOffset: UInt32, symbolsOffset: UInt32, importsCount: UInt32
+    package let importsFormat: ChainedImportFormat, symbolsFormat: UInt32
 
     package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, ChainedFixupsHeader.size)
@@ -45,8 +43,7 @@ package struct ChainedFixupsHeader: Equatable, Sendable {
 @dynamicMemberLookup
 package struct ChainedFixups: Sendable {
     /// The blob without its imports' names decoded, which does the walking.
-    package let chains: ChainedFixupChains
-    package let imports: [ChainedImport]
+    package let chains: ChainedFixupChains, imports: [ChainedImport]
 
     package subscript<Value>(dynamicMember field: KeyPath<ChainedFixupChains, Value>) -> Value { chains[keyPath: field] }
 
@@ -84,11 +81,9 @@ package struct ChainedFixups: Sendable {
 /// starts per segment, and the imports table read in place (no names decoded). Walks the
 /// chains with ``forEachPointer(in:_:)``.
 package struct ChainedFixupChains: Sendable {
-    package let header: ChainedFixupsHeader
-    package let startsInImage: ChainedStartsInImage
+    package let header: ChainedFixupsHeader, startsInImage: ChainedStartsInImage
     /// The starts of every segment that has fixups (non-zero `seg_info_offset`), in order.
-    package let segments: [ChainedStartsInSegment]
-    package let importTable: ChainedImportTable
+    package let segments: [ChainedStartsInSegment], importTable: ChainedImportTable
     /// The whole blob.
     package let blob: ByteView
 
@@ -119,9 +114,7 @@ package struct ChainedFixupChains: Sendable {
         switch header.symbolsFormat {
         case ChainedFixupsHeader.symbolsUncompressed: importTable = try ChainedImportTable(blob, header: header)
         case ChainedFixupsHeader.symbolsZlib:
-            throw MachOError(
-                offset: blob.absolute(ChainedFixupsHeader.Field.symbolsFormat),
-                .unsupported("zlib-compressed chained fixups symbols"))
+            throw MachOError(offset: blob.absolute(ChainedFixupsHeader.Field.symbolsFormat), .unsupported("zlib-compressed chained fixups symbols"))
         default:
             throw MachOError.malformed(
                 "unknown chained fixups symbols_format \(header.symbolsFormat)",
@@ -161,8 +154,7 @@ package struct ChainedPointerSite: Equatable, Sendable {
     /// Absolute file offset of the on-disk pointer.
     package let fileOffset: Int
     /// The pointer as stored on disk (4 or 8 bytes, zero-extended).
-    package let rawValue: UInt64
-    package let format: ChainedPointerFormat
+    package let rawValue: UInt64, format: ChainedPointerFormat
     /// The decoded pointer.
     package let pointer: ChainedPointer
 

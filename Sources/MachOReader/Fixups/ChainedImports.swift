@@ -18,28 +18,24 @@ package enum ChainedImportFormat: UInt32, Equatable, Hashable, Sendable, CaseIte
 /// fields read as its own (`entry.addend` as `import.addend`).
 @dynamicMemberLookup
 package struct ChainedImport: Equatable, Sendable {
-    package let entry: ChainedImportEntry
-    package let name: String
+    package let entry: ChainedImportEntry, name: String
 
     package subscript<Value>(dynamicMember field: KeyPath<ChainedImportEntry, Value>) -> Value { entry[keyPath: field] }
 
     /// The imports table described by `header` inside the fixups blob `blob`.
     static func parseTable(_ blob: ByteView, header: ChainedFixupsHeader) throws(MachOError) -> [ChainedImport] {
         let table = try ChainedImportTable(blob, header: header)
-        var imports: [ChainedImport] = []
-        imports.reserveCapacity(table.count)
-        for index in 0..<table.count {
+        return try (0..<table.count).map { (index) throws(MachOError) in
             let fields = try table.entry(index)
-            imports.append(ChainedImport(entry: fields, name: try table.name(of: fields, index: index).string))
+            return ChainedImport(entry: fields, name: try table.name(of: fields, index: index).string)
         }
-        return imports
     }
 }
 
 extension ChainedImport {
     /// Parses one entry of `format` at the start of `entry`; names come from `symbols`.
     package init(parsing entry: ByteView, format: ChainedImportFormat, symbols: ByteView) throws(MachOError) {
-        let fields = try ChainedImportEntry(parsing: entry, format: format)
+        let fields = try ChainedImportEntry(parsing: entry, at: 0, format: format)
         self.init(entry: fields, name: try ChainedImportTable.nameBytes(at: fields.nameOffset, in: symbols, for: entry.base).string)
     }
 }
@@ -59,11 +55,6 @@ package struct ChainedImportEntry: Equatable, Sendable {
     /// The entry's first word as stored (32 bits, or 64 for `addend64`), for tools that
     /// show the raw encoding.
     package let rawValue: UInt64
-
-    /// Parses one entry of `format` at the start of `entry`.
-    package init(parsing entry: ByteView, format: ChainedImportFormat) throws(MachOError) {
-        try self.init(parsing: entry, at: 0, format: format)
-    }
 
     /// Parses one entry of `format` at `offset` of `table`.
     init(parsing table: ByteView, at offset: Int, format: ChainedImportFormat) throws(MachOError) {
@@ -141,8 +132,7 @@ package struct ChainedImportTable: Sendable {
     /// the entry in errors.
     static func nameBytes(at offset: UInt32, in symbols: ByteView, for entryOffset: Int) throws(MachOError) -> ByteView {
         guard UInt64(offset) < UInt64(symbols.count) else {
-            throw MachOError.malformed(
-                "chained import name_offset \(offset) is past the \(symbols.count)-byte symbols pool", at: entryOffset)
+            throw MachOError.malformed("chained import name_offset \(offset) is past the \(symbols.count)-byte symbols pool", at: entryOffset)
         }
         return try symbols.cStringBytes(Int(offset))
     }

@@ -83,8 +83,7 @@ package enum ChainedPointerFormat: UInt16, Equatable, Hashable, Sendable, CaseIt
             return (.rebase(ChainedRebase(target: bits(0, 36), kind: targetKind, high8: UInt8(bits(36, 8)))), next)
         case .pointer64KernelCache, .x86_64KernelCache:
             let next = UInt32(bits(51, 12))
-            let rebase = ChainedRebase(
-                target: bits(0, 30), kind: .imageOffset, high8: 0, cacheLevel: UInt8(bits(30, 2)))
+            let rebase = ChainedRebase(target: bits(0, 30), kind: .imageOffset, high8: 0, cacheLevel: UInt8(bits(30, 2)))
             guard bits(63, 1) == 1 else { return (.rebase(rebase), next) }
             return (.authRebase(rebase, auth), next)
         case .pointer32:
@@ -153,8 +152,7 @@ package struct ChainedRebase: Equatable, Hashable, Sendable {
         case imageOffset
     }
 
-    package let target: UInt64
-    package let kind: TargetKind
+    package let target: UInt64, kind: TargetKind
     /// The pointer's top byte (tagged pointers), applied as is on top of the slid target.
     package let high8: UInt8
     /// Kernel-cache formats: which cache level `target` is relative to.
@@ -166,16 +164,13 @@ package struct ChainedRebase: Equatable, Hashable, Sendable {
 
     /// The unslid vm address of the target for an image whose preferred load address is
     /// `imageBase`, without the top byte.
-    package func targetAddress(imageBase: UInt64) -> UInt64 {
-        kind == .vmAddress ? target : imageBase &+ target
-    }
+    package func targetAddress(imageBase: UInt64) -> UInt64 { kind == .vmAddress ? target : imageBase &+ target }
 }
 
 /// A chained bind: which import (an index into the chained imports table) and the addend
 /// stored inline in the pointer, to be added to the import's own addend.
 package struct ChainedBind: Equatable, Hashable, Sendable {
-    package let importOrdinal: UInt32
-    package let addend: Int64
+    package let importOrdinal: UInt32, addend: Int64
 
     package init(importOrdinal: UInt32, addend: Int64) { (self.importOrdinal, self.addend) = (importOrdinal, addend) }
 }
@@ -197,8 +192,7 @@ package struct PointerAuthentication: Equatable, Hashable, Sendable {
     /// The 16-bit constant discriminator.
     package let diversity: UInt16
     /// Whether the pointer's own address is blended into the discriminator.
-    package let addressDiversity: Bool
-    package let key: Key
+    package let addressDiversity: Bool, key: Key
 
     package init(diversity: UInt16, addressDiversity: Bool, key: Key) {
         (self.diversity, self.addressDiversity, self.key) = (diversity, addressDiversity, key)

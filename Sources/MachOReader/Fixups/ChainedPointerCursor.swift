@@ -3,9 +3,7 @@
 /// and makes the checks ``ChainedFixupChains/forEachPointer(in:_:)`` documents (which is
 /// built on it), failing with the same errors at the same points.
 package struct ChainedPointerCursor {
-    @usableFromInline let chains: ChainedFixupChains
-    @usableFromInline let segments: [Segment]
-    @usableFromInline let imageView: ByteView
+    @usableFromInline let chains: ChainedFixupChains, segments: [Segment], imageView: ByteView
     @usableFromInline let importCount: Int
     /// Index in `chains.segments` of the segment being walked (-1 before the first).
     @usableFromInline var slot = -1

@@ -5,21 +5,14 @@ package struct ChainedStartsInImage: Equatable, Sendable {
     /// `seg_info_offset[]`, indexed like the image's segments.
     package let segmentInfoOffsets: [UInt32]
 
-    /// `seg_count`.
-    package var segmentCount: Int { segmentInfoOffsets.count }
-
     /// Parses the structure at the start of `view` (which runs to the end of the fixups blob).
     package init(parsing view: ByteView) throws(MachOError) {
         let count = try view.u32(0)
         // Bound the count by the bytes that could hold it before allocating.
         guard UInt64(count) * 4 <= UInt64(view.count - 4) else {
-            throw MachOError.malformed(
-                "chained starts claim \(count) segments, more than the fixups blob holds", at: view.absolute(0))
+            throw MachOError.malformed("chained starts claim \(count) segments, more than the fixups blob holds", at: view.absolute(0))
         }
-        var offsets: [UInt32] = []
-        offsets.reserveCapacity(Int(count))
-        for index in 0..<Int(count) { offsets.append(try view.u32(4 + 4 * index)) }
-        segmentInfoOffsets = offsets
+        segmentInfoOffsets = try (0..<Int(count)).map { (index) throws(MachOError) in try view.u32(4 + 4 * index) }
     }
 }
 
@@ -43,8 +36,7 @@ package struct ChainedStartsInSegment: Sendable {
     /// `size`: bytes of this structure, overflow area included.
     package let size: UInt32
     /// `page_size`: 0x1000 or 0x4000.
-    package let pageSize: UInt16
-    package let pointerFormat: ChainedPointerFormat
+    package let pageSize: UInt16, pointerFormat: ChainedPointerFormat
     /// `segment_offset`: the segment's vm offset from the image's preferred load address.
     package let segmentOffset: UInt64
     /// `max_valid_pointer`: for `DYLD_CHAINED_PTR_32`, larger rebase targets are values.
@@ -76,11 +68,9 @@ package struct ChainedStartsInSegment: Sendable {
                 "chained starts of segment \(segmentIndex): \(pageCount) page starts do not fit in size \(size)",
                 at: view.absolute(0))
         }
-        self.view = try view.slice(offset: 0, size: UInt64(size))
-        var starts: [UInt16] = []
-        starts.reserveCapacity(pageCount)
-        for page in 0..<pageCount { starts.append(try self.view.u16(ChainedStartsInSegment.fixedSize + 2 * page)) }
-        pageStarts = starts
+        let structure = try view.slice(offset: 0, size: UInt64(size))
+        self.view = structure
+        pageStarts = try (0..<pageCount).map { (page) throws(MachOError) in try structure.u16(ChainedStartsInSegment.fixedSize + 2 * page) }
         self.segmentIndex = segmentIndex
         self.infoOffset = infoOffset
     }

@@ -23,8 +23,7 @@ struct FixupLocationChecker: Sendable {
 
     private let segments: [Segment]
     /// Each segment's vmaddr, so that a fixup's location copies no `Segment`.
-    private let segmentAddresses: [UInt64]
-    private let imageSize: Int
+    private let segmentAddresses: [UInt64], imageSize: Int
     private var budget: Int
 
     init(_ image: MachOImage) {
@@ -44,8 +43,7 @@ struct FixupLocationChecker: Sendable {
         try checkSegmentIndex(segmentIndex, opcodeOffset: opcodeOffset, opcode: opcode)
         guard count > 0 else { return }
         guard count <= UInt64(budget) else {
-            throw MachOError.malformed(
-                "\(opcode) asks for \(count) fixups, more than the image has room for", at: opcodeOffset)
+            throw MachOError.malformed("\(opcode) asks for \(count) fixups, more than the image has room for", at: opcodeOffset)
         }
         let segment = segments[segmentIndex]
         // Offset of the last fixup's end: offset + (count - 1) * stride + pointerSize.
@@ -100,8 +98,7 @@ struct FixupLocationChecker: Sendable {
 /// offset its opcodes set, and the run of fixups its last DO opcode queued.
 struct OpcodeStream: Sendable {
     var cursor: ByteCursor
-    private var checker: FixupLocationChecker
-    private var segmentIndex: Int?
+    private var checker: FixupLocationChecker, segmentIndex: Int?
     var segmentOffset: UInt64 = 0
     /// Fixups still owed by the last DO opcode, `stride` bytes apart.
     private(set) var pendingCount: UInt64 = 0
@@ -160,6 +157,6 @@ extension MachOImage {
     /// The bytes of one dyld-info opcode stream (empty when the image has no LC_DYLD_INFO).
     func dyldInfoStream(_ stream: KeyPath<DyldInfo, LinkeditData>) throws(MachOError) -> ByteView {
         guard let range = dyldInfo?[keyPath: stream], range.dataSize != 0 else { return try view.slice(0, 0) }
-        return try linkeditBytes(offset: range.dataOffset, size: range.dataSize)
+        return try linkeditBytes(range)
     }
 }

@@ -39,9 +39,7 @@ package struct RebaseOpcodeDecoder: Sendable {
     }
 
     /// A decoder over `opcodes`, whose locations refer to `image`'s segments.
-    package init(opcodes: ByteView, image: MachOImage) {
-        stream = OpcodeStream(opcodes, image: image)
-    }
+    package init(opcodes: ByteView, image: MachOImage) { stream = OpcodeStream(opcodes, image: image) }
 
     /// The next rebase, or nil at `REBASE_OPCODE_DONE` or the end of the stream.
     package mutating func next() throws(MachOError) -> RebaseFixup? {
@@ -59,12 +57,8 @@ package struct RebaseOpcodeDecoder: Sendable {
                 stream.segmentOffset &+= try stream.cursor.uleb128()
             case .addAddrImmScaled: stream.segmentOffset &+= UInt64(immediate) * FixupLocationChecker.pointerSize
             case .doRebaseImmTimes: try stream.schedule(UInt64(immediate), skip: 0, at: opcodeOffset, opcode.name)
-            case .doRebaseULEBTimes:
-                let count = try stream.cursor.uleb128()
-                try stream.schedule(count, skip: 0, at: opcodeOffset, opcode.name)
-            case .doRebaseAddAddrULEB:
-                let skip = try stream.cursor.uleb128()
-                try stream.schedule(1, skip: skip, at: opcodeOffset, opcode.name)
+            case .doRebaseULEBTimes: try stream.schedule(try stream.cursor.uleb128(), skip: 0, at: opcodeOffset, opcode.name)
+            case .doRebaseAddAddrULEB: try stream.schedule(1, skip: try stream.cursor.uleb128(), at: opcodeOffset, opcode.name)
             case .doRebaseULEBTimesSkippingULEB:
                 let count = try stream.cursor.uleb128()
                 let skip = try stream.cursor.uleb128()
@@ -79,8 +73,6 @@ extension MachOImage {
     /// Calls `body` with each rebase of the LC_DYLD_INFO rebase stream, in stream order.
     package func forEachRebaseFixup(_ body: (RebaseFixup) throws(MachOError) -> Void) throws(MachOError) {
         var decoder = try RebaseOpcodeDecoder(self)
-        while let fixup = try decoder.next() {
-            try body(fixup)
-        }
+        while let fixup = try decoder.next() { try body(fixup) }
     }
 }

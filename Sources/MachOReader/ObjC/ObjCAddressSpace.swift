@@ -7,10 +7,7 @@ package struct ObjCAddressSpace: Sendable {
     /// One segment: the image it belongs to, where it starts (runtime address and offset
     /// from its image's base) and its bytes.
     package struct Region: Sendable {
-        package let image: Int
-        package let start: UInt64
-        package let vmOffset: UInt64
-        package let view: ByteView
+        package let image: Int, start: UInt64, vmOffset: UInt64, view: ByteView
 
         package init(image: Int, start: UInt64, vmOffset: UInt64, view: ByteView) {
             (self.image, self.start, self.vmOffset, self.view) = (image, start, vmOffset, view)
@@ -20,15 +17,16 @@ package struct ObjCAddressSpace: Sendable {
     /// Sorted by start, not overlapping.
     private let regions: [Region]
 
-    package init(regions: [Region]) {
-        self.regions = regions.sorted { $0.start < $1.start }
-    }
+    package init(regions: [Region]) { self.regions = regions.sorted { $0.start < $1.start } }
 
     /// Where `address` lies: its image and offset from that image's base; nil outside every segment.
     package func location(of address: UInt64) -> (image: Int, vmOffset: UInt64)? {
         guard let (region, offset) = region(containing: address, length: 1) else { return nil }
         return (region.image, region.vmOffset + UInt64(offset))
     }
+
+    /// Objective-C metadata at `address` that cannot be right, in the image that holds it.
+    package func error(at address: UInt64, _ what: String) -> MachOError { MachOError(image: location(of: address)?.image, address: address, what: what) }
 
     /// The region holding `[address, address + length)` and the offset of `address` in it.
     private func region(containing address: UInt64, length: Int) -> (Region, Int)? {
@@ -44,7 +42,7 @@ package struct ObjCAddressSpace: Sendable {
     package func view(at address: UInt64, length: Int, what: String) throws(MachOError) -> ByteView {
         guard let (region, offset) = region(containing: address, length: length),
               let view = try? region.view.slice(offset, length) else {
-            throw MachOError(image: location(of: address)?.image, address: address, what: "\(what) (\(length) bytes) is outside every segment")
+            throw error(at: address, "\(what) (\(length) bytes) is outside every segment")
         }
         return view
     }

@@ -2,9 +2,7 @@
 /// address: nothing, an address (a rebase, or a plain value), or a symbol of another image
 /// (a bind, its value in the file being meaningless).
 package enum ObjCPointer: Equatable, Sendable, CustomStringConvertible {
-    case null
-    case address(UInt64)
-    case symbol(String, addend: Int64)
+    case null, address(UInt64), symbol(String, addend: Int64)
 
     package var description: String {
         switch self {
@@ -18,30 +16,18 @@ package enum ObjCPointer: Equatable, Sendable, CustomStringConvertible {
 /// One method of a method list: its selector name and type encoding (with the addresses
 /// of their strings) and its implementation's address.
 package struct ObjCMethodDescription: Equatable, Sendable {
-    package let name: String
-    package let nameAddress: UInt64
-    package let types: String
-    package let typesAddress: UInt64
-    package let imp: UInt64
+    package let name: String, nameAddress: UInt64, types: String, typesAddress: UInt64, imp: UInt64
 }
 
 /// A `method_list_t` and its methods, in list order.
 package struct ObjCMethodListDescription: Equatable, Sendable {
-    package let address: UInt64
-    package let isRelative: Bool
-    package let entrySize: Int
-    package let methods: [ObjCMethodDescription]
+    package let address: UInt64, isRelative: Bool, entrySize: Int, methods: [ObjCMethodDescription]
 }
 
 /// A `class_t` (class or metaclass) with the `class_ro_t` it points to.
 package struct ObjCClassObjectDescription: Equatable, Sendable {
-    package let address: UInt64
-    package let isa: ObjCPointer
-    package let superclass: ObjCPointer
-    package let roAddress: UInt64
-    package let flags: UInt32
-    package let name: String
-    package let nameAddress: UInt64
+    package let address: UInt64, isa: ObjCPointer, superclass: ObjCPointer, roAddress: UInt64, flags: UInt32
+    package let name: String, nameAddress: UInt64
     /// nil when `baseMethods` is 0.
     package let methods: ObjCMethodListDescription?
 
@@ -52,9 +38,7 @@ package struct ObjCClassObjectDescription: Equatable, Sendable {
 /// address in the image) and its superclass's name (nil for a root class).
 package struct ObjCClassDescription: Equatable, Sendable {
     /// The address of the `__objc_classlist` entry.
-    package let listEntry: UInt64
-    package let cls: ObjCClassObjectDescription
-    package let metaclass: ObjCClassObjectDescription?
+    package let listEntry: UInt64, cls: ObjCClassObjectDescription, metaclass: ObjCClassObjectDescription?
     /// The superclass's name: from its `class_ro_t` when it is in the image, from the
     /// bound symbol (`_OBJC_CLASS_$_Name`) otherwise.
     package let superclassName: String?
@@ -62,21 +46,15 @@ package struct ObjCClassDescription: Equatable, Sendable {
 
 /// One entry of `__objc_catlist`.
 package struct ObjCCategoryDescription: Equatable, Sendable {
-    package let listEntry: UInt64
-    package let address: UInt64
-    package let name: String
-    package let nameAddress: UInt64
-    package let cls: ObjCPointer
+    package let listEntry: UInt64, address: UInt64, name: String, nameAddress: UInt64, cls: ObjCPointer
     /// The extended class's name (nil when `cls` is null: a missing weak class).
     package let className: String?
-    package let instanceMethods: ObjCMethodListDescription?
-    package let classMethods: ObjCMethodListDescription?
+    package let instanceMethods: ObjCMethodListDescription?, classMethods: ObjCMethodListDescription?
 }
 
 /// One entry of `__objc_selrefs`: its address, what it points to and the selector name.
 package struct ObjCSelectorReferenceDescription: Equatable, Sendable {
-    package let slot: UInt64
-    package let target: ObjCPointer
+    package let slot: UInt64, target: ObjCPointer
     /// nil when the reference is not an address (a bind or null).
     package let name: String?
 }

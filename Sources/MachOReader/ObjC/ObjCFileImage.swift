@@ -9,9 +9,7 @@
 /// Errors are ``MachOError``s at the file offset of the list entry being read, naming the
 /// list, the entry and the address that was wrong.
 package struct ObjCFileImage: Sendable {
-    package let image: MachOImage
-    package let sections: ObjCSections
-    package let space: ObjCAddressSpace
+    package let image: MachOImage, sections: ObjCSections, space: ObjCAddressSpace
     /// Bound pointers by slot address: the symbol and addend.
     private let binds: [UInt64: (name: String, addend: Int64)]
 
@@ -167,14 +165,12 @@ package struct ObjCFileImage: Sendable {
     private func methodList(at address: UInt64) throws(MachOError) -> ObjCMethodListDescription? {
         guard address != 0 else { return nil }
         let list = try ObjCMethodList(in: space, at: address)
-        var methods: [ObjCMethodDescription] = []
-        methods.reserveCapacity(list.count)
-        for index in 0..<list.count {
+        let methods = try (0..<list.count).map { (index) throws(MachOError) in
             let method = list.method(index)
             let nameAddress = try space.u64(at: method.nameSlot, what: method.nameSlotIsSelectorReference ? "method's selector reference" : "method name")
-            methods.append(ObjCMethodDescription(
+            return ObjCMethodDescription(
                 name: try string(at: nameAddress, what: "method name"), nameAddress: nameAddress,
-                types: try string(at: method.types, what: "method types"), typesAddress: method.types, imp: method.imp))
+                types: try string(at: method.types, what: "method types"), typesAddress: method.types, imp: method.imp)
         }
         return ObjCMethodListDescription(address: address, isRelative: list.isRelative, entrySize: list.entrySize, methods: methods)
     }

@@ -3,21 +3,15 @@
 package struct ObjCSections: Sendable {
     /// A section as an offset from the image's preferred base and a size.
     package struct Range: Equatable, Sendable {
-        package let vmOffset: UInt64
-        package let size: UInt64
+        package let vmOffset: UInt64, size: UInt64
         /// Number of 8-byte pointers it holds.
         package var pointerCount: Int { Int(size / 8) }
     }
 
-    package let imageInfo: ObjCImageInfo
-    package let classList: Range?
-    package let nonLazyClassList: Range?
-    package let categoryList: Range?
-    package let nonLazyCategoryList: Range?
-    package let selectorReferences: Range?
+    package let imageInfo: ObjCImageInfo, classList: Range?, nonLazyClassList: Range?, categoryList: Range?
+    package let nonLazyCategoryList: Range?, selectorReferences: Range?
     /// `__objc_protolist` (the image's protocols) and `__objc_protorefs` (`@protocol` references).
-    package let protocolList: Range?
-    package let protocolReferences: Range?
+    package let protocolList: Range?, protocolReferences: Range?
 
     /// nil when the image has no `__objc_imageinfo` (it has no Objective-C metadata).
     package init?(image: MachOImage) throws(MachOError) {

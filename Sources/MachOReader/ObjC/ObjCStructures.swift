@@ -10,11 +10,9 @@ package struct ObjCClass: Equatable, Sendable {
 
     package let address: UInt64
     /// The metaclass (for a metaclass: the root metaclass).
-    package let isa: UInt64
-    package let superclass: UInt64
+    package let isa: UInt64, superclass: UInt64
     /// The method cache and vtable words (0, or `_objc_empty_cache`, in a file).
-    package let cache: UInt64
-    package let vtable: UInt64
+    package let cache: UInt64, vtable: UInt64
     /// The `data` word as stored: the `class_ro_t` address with flag bits (Swift classes
     /// set the low bits).
     package let data: UInt64
@@ -44,11 +42,10 @@ extension ObjCClass {
         var current = address
         while current != 0, !stop(current) {
             guard seen.insert(current).inserted else {
-                throw MachOError(image: space.location(of: address)?.image, address: address,
-                                what: "superclass chain of the class at \(hex(address)) loops back to \(hex(current))")
+                throw space.error(at: address, "superclass chain of the class at \(hex(address)) loops back to \(hex(current))")
             }
             guard chain.count < limit else {
-                throw MachOError(image: space.location(of: address)?.image, address: address, what: "superclass chain longer than \(limit)")
+                throw space.error(at: address, "superclass chain longer than \(limit)")
             }
             chain.append(current)
             current = try ObjCClass(in: space, at: current).superclass
@@ -67,14 +64,10 @@ package struct ObjCClassRO: Equatable, Sendable {
     package static let flagHasCXXStructors: UInt32 = 0x4
 
     package let flags: UInt32, instanceStart: UInt32, instanceSize: UInt32, reserved: UInt32
-    package let ivarLayoutAddress: UInt64
-    package let nameAddress: UInt64
+    package let ivarLayoutAddress: UInt64, nameAddress: UInt64
     /// 0 when the class has no methods of its own.
-    package let baseMethodsAddress: UInt64
-    package let baseProtocolsAddress: UInt64
-    package let ivarsAddress: UInt64
-    package let weakIvarLayoutAddress: UInt64
-    package let basePropertiesAddress: UInt64
+    package let baseMethodsAddress: UInt64, baseProtocolsAddress: UInt64, ivarsAddress: UInt64
+    package let weakIvarLayoutAddress: UInt64, basePropertiesAddress: UInt64
 
     package var isMeta: Bool { flags & ObjCClassRO.flagMeta != 0 }
 
@@ -99,11 +92,9 @@ package struct ObjCCategory: Equatable, Sendable {
 
     package let address: UInt64, nameAddress: UInt64
     /// 0 when the class is missing (a weak-imported class that is absent).
-    package let classAddress: UInt64
-    package let instanceMethodsAddress: UInt64, classMethodsAddress: UInt64
+    package let classAddress: UInt64, instanceMethodsAddress: UInt64, classMethodsAddress: UInt64
     /// 0 when read through ``readSize`` bytes only.
-    package let protocolsAddress: UInt64
-    package let instancePropertiesAddress: UInt64
+    package let protocolsAddress: UInt64, instancePropertiesAddress: UInt64
 
     package init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
         self.init(parsing: try space.view(at: address, length: ObjCCategory.readSize, what: "category_t"), at: address)
@@ -192,14 +183,10 @@ package struct ObjCMethodList: Sendable {
         /// Whether `nameSlot` is the list's own field (a pointer list) or a selector reference.
         package let nameSlotIsSelectorReference: Bool
         /// The address of the type encoding string.
-        package let types: UInt64
-        package let imp: UInt64
+        package let types: UInt64, imp: UInt64
     }
 
-    package let address: UInt64
-    package let isRelative: Bool
-    package let entrySize: Int
-    package let count: Int
+    package let address: UInt64, isRelative: Bool, entrySize: Int, count: Int
     private let entries: ByteView
 
     package init(in space: ObjCAddressSpace, at address: UInt64) throws(MachOError) {
@@ -208,10 +195,10 @@ package struct ObjCMethodList: Sendable {
         entrySize = header.entrySize
         let wanted = isRelative ? RelativeEntry.size : PointerEntry.size
         guard entrySize >= wanted else {
-            throw MachOError(image: space.location(of: address)?.image, address: address, what: "method list entry size \(entrySize) (needs \(wanted))")
+            throw space.error(at: address, "method list entry size \(entrySize) (needs \(wanted))")
         }
         guard header.count <= ObjCMethodList.maxCount else {
-            throw MachOError(image: space.location(of: address)?.image, address: address, what: "method list count \(header.count)")
+            throw space.error(at: address, "method list count \(header.count)")
         }
         self.address = address
         self.count = Int(header.count)
@@ -246,31 +233,6 @@ package struct ObjCIvar: Equatable, Sendable {
     }
 }
 
-/// `property_t`: name and attribute strings (its list starts with an
-/// ``ObjCMethodList/Header``).
-package struct ObjCProperty: Equatable, Sendable {
-    package static let size = 16
-    package let nameAddress: UInt64, attributesAddress: UInt64
-
-    package init(parsing view: ByteView) { (nameAddress, attributesAddress) = (view.field64(0), view.field64(8)) }
-}
-
-/// `protocol_list_t` (64-bit): a 64-bit count, then that many `protocol_t *`.
-package struct ObjCProtocolListHeader: Equatable, Sendable {
-    package static let size = 8
-    package let count: UInt64
-
-    package init(parsing view: ByteView) { count = view.field64(0) }
-}
-
-/// `message_ref_t` (`__objc_msgrefs`): the messenger to call and the selector.
-package struct ObjCMessageReference: Equatable, Sendable {
-    package static let size = 16
-    package let imp: UInt64, selector: UInt64
-
-    package init(parsing view: ByteView) { (imp, selector) = (view.field64(0), view.field64(8)) }
-}
-
 /// `objc_image_info`: version (always 0) and flags.
 package struct ObjCImageInfo: Equatable, Sendable {
     package static let size = 8
@@ -283,9 +245,7 @@ package struct ObjCImageInfo: Equatable, Sendable {
     }
 
     /// The two words as stored, whatever the version (what a dump prints).
-    package init(fieldsOf view: ByteView) {
-        (version, flags) = (view.field32(0), view.field32(4))
-    }
+    package init(fieldsOf view: ByteView) { (version, flags) = (view.field32(0), view.field32(4)) }
 }
 
 extension ByteView {
