@@ -108,7 +108,7 @@ package struct ClosureDump: Sendable {
         if !closure.contentOnlyIdentity {
             identityText += ", mtime \(identity.mtimeSeconds).\(String(identity.mtimeNanoseconds).leftPadded(to: 9)), inode \(identity.inode)"
         }
-        identityText += ", uuid \(identity.uuid.map(ClosureDump.uuidString) ?? "(none)"), content \(hex(identity.contentHash))"
+        identityText += ", uuid \(identity.uuid.map { $0.uuidString } ?? "(none)"), content \(hex(identity.contentHash))"
         identityText += identity.signature.map {
             ", cdhash \($0.cdHash.hex) (\($0.hashType))" + ($0.teamID.map { ", team ID \($0)" } ?? ", no team ID")
                 + ($0.isPlatformBinary ? ", platform \($0.platform)" : "")
@@ -217,16 +217,6 @@ package struct ClosureDump: Sendable {
     package func imageLabel(_ index: Int) -> String {
         guard closure.images.indices.contains(index) else { return "image \(index)" }
         return "image \(index) (\((closure.images[index].path as NSString).lastPathComponent))"
-    }
-
-    /// A UUID as `8-4-4-4-12` uppercase hex digits.
-    package static func uuidString(_ bytes: [UInt8]) -> String {
-        var text = ""
-        for (index, byte) in bytes.enumerated() {
-            if [4, 6, 8, 10].contains(index) { text += "-" }
-            text += String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-        }
-        return text
     }
 
     private func field(_ name: String, _ value: String, indent: Int = 2) -> String {

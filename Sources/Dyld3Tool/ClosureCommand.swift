@@ -76,7 +76,7 @@ enum ClosureJSON {
             ("identity", .object([
                 ("size_bytes", .uint(identity.size)), ("mtime_seconds", .int(identity.mtimeSeconds)),
                 ("mtime_ns", .uint(identity.mtimeNanoseconds)), ("inode", .uint(identity.inode)),
-                ("uuid", identity.uuid.map { .string(ClosureDump.uuidString($0)) } ?? .null),
+                ("uuid", identity.uuid.map { .string($0.uuidString) } ?? .null),
                 ("content_hash", .string(hex(identity.contentHash))),
                 ("code_signature", identity.signature.map { signature in
                     .object([

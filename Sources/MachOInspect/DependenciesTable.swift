@@ -7,8 +7,8 @@ enum DependenciesTable {
         out.write("Dependencies:\n")
         if let id = image.id { out.write("  id       \(id.installName)\n") }
         for (index, dependency) in image.dependencies.enumerated() {
-            let versions = "compatibility version \(MachONames.version(dependency.command.compatibilityVersion)), "
-                + "current version \(MachONames.version(dependency.command.currentVersion))"
+            let versions = "compatibility version \(dependency.command.compatibilityVersion.versionString), "
+                + "current version \(dependency.command.currentVersion.versionString)"
             out.write("  \(Text.pad(String(index + 1), 3)) \(Text.pad(dependency.kind.rawValue, 8)) \(dependency.installName) (\(versions))\n")
         }
         for rpath in image.rpaths { out.write("  rpath    \(rpath)\n") }

@@ -28,11 +28,11 @@ package enum ImageSummary {
             + (flags == 0 ? "" : " " + MachONames.headerFlags(flags).joined(separator: " | ")) + "\n"
         for target in BuildTarget.all(image) {
             out += "  platform      \(target.platformName)\n"
-            out += "  min OS        \(MachONames.version(target.minOS))\n"
+            out += "  min OS        \(target.minOS.versionString)\n"
             out += "  SDK           \(MachONames.sdk(target.sdk))\n"
         }
         out += "  load commands \(image.loadCommands.count) (\(image.header.commandsSize) bytes)\n"
-        if let uuid = image.uuid { out += "  uuid          \(formatUUID(uuid))\n" }
+        if let uuid = image.uuid { out += "  uuid          \(uuid.uuidString)\n" }
         if let id = image.id { out += "  id            \(id.installName)\n" }
         if let entry = image.entryPoint { out += "  entry         __TEXT+0x\(Text.hex(entry.entryOffset))\n" }
         out += "  fixups        \(fixupStyle(image))\n"
@@ -56,11 +56,5 @@ package enum ImageSummary {
         if image.chainedFixups != nil { return "chained (LC_DYLD_CHAINED_FIXUPS)" }
         if image.dyldInfo != nil { return "opcodes (LC_DYLD_INFO)" }
         return "none"
-    }
-
-    package static func formatUUID(_ bytes: [UInt8]) -> String {
-        let hexDigits = bytes.map { Text.hex(UInt64($0), width: 2) }
-        let groups = [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { hexDigits[$0].joined() }
-        return groups.joined(separator: "-")
     }
 }

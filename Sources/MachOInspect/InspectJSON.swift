@@ -35,14 +35,14 @@ package enum InspectJSON {
             ("size_bytes", .int(Int64(slice.size))), ("file_type", .string(image.header.fileType.description)),
             ("flags", .uint(UInt64(image.header.flags.rawValue))),
             ("flag_names", .array(MachONames.headerFlags(image.header.flags.rawValue).map(JSONValue.string))),
-            ("uuid", image.uuid.map { .string(ImageSummary.formatUUID($0)) } ?? .null),
+            ("uuid", image.uuid.map { .string($0.uuidString) } ?? .null),
         ], to: &out)
         // The first target the image names (the only one, but in a zippered image), then all.
         let targets = BuildTarget.all(image)
         json.members([
             ("platform", targets.first.map { .string($0.platformName) } ?? .null),
-            ("min_os", targets.first.map { .string(MachONames.version($0.minOS)) } ?? .null),
-            ("sdk", targets.first.flatMap { $0.sdk == 0 ? nil : .string(MachONames.version($0.sdk)) } ?? .null),
+            ("min_os", targets.first.map { .string($0.minOS.versionString) } ?? .null),
+            ("sdk", targets.first.flatMap { $0.sdk == 0 ? nil : .string($0.sdk.versionString) } ?? .null),
             ("platforms", .array(targets.map(\.json))),
             ("fixup_style", .string(image.chainedFixups != nil ? "chained" : image.dyldInfo != nil ? "opcodes" : "none")),
             ("segments", .array(image.segments.map(segmentObject))),
@@ -53,8 +53,8 @@ package enum InspectJSON {
                 .object([
                     ("ordinal", .int(Int64(index + 1))), ("install_name", .string(dependency.installName)),
                     ("kind", .string(dependency.kind.rawValue)),
-                    ("current_version", .string(MachONames.version(dependency.command.currentVersion))),
-                    ("compatibility_version", .string(MachONames.version(dependency.command.compatibilityVersion))),
+                    ("current_version", .string(dependency.command.currentVersion.versionString)),
+                    ("compatibility_version", .string(dependency.command.compatibilityVersion.versionString)),
                 ])
             }), to: &out)
             json.member("rpaths", .array(image.rpaths.map(JSONValue.string)), to: &out)

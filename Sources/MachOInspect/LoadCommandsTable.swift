@@ -30,7 +30,7 @@ enum LoadCommandsTable {
 
         /// A packed `xxxx.yy.zz` version.
         static func version(_ label: String, key: String? = nil, _ value: UInt32) -> Field {
-            Field(label, key: key, MachONames.version(value), .string(MachONames.version(value)))
+            Field(label, key: key, value.versionString, .string(value.versionString))
         }
 
         /// Flag bits by name: the names in the text, the raw value in the JSON.
@@ -130,12 +130,12 @@ enum LoadCommandsTable {
         case let .dylib(_, dylib), let .idDylib(dylib): body.fields = dylibFields(dylib)
         case let .rpath(path): body.fields = [.string("path", path)]
         case let .main(entry): body.fields = [.number("entryoff", entry.entryOffset), .number("stacksize", entry.stackSize)]
-        case let .uuid(bytes): body.fields = [.string("uuid", ImageSummary.formatUUID(bytes))]
+        case let .uuid(bytes): body.fields = [.string("uuid", bytes.uuidString)]
         case let .buildVersion(version):
             body.fields = [
                 Field("platform", MachONames.platform(version.platform), .uint(UInt64(version.platform))),
                 Field(nil, key: "platform_name", "", .string(MachONames.platform(version.platform))),
-                Field("sdk", MachONames.sdk(version.sdk), version.sdk == 0 ? .null : .string(MachONames.version(version.sdk))),
+                Field("sdk", MachONames.sdk(version.sdk), version.sdk == 0 ? .null : .string(version.sdk.versionString)),
                 .version("minos", version.minOS),
                 .number("ntools", version.tools.count),
             ]
@@ -145,7 +145,7 @@ enum LoadCommandsTable {
         case let .versionMin(version):
             body.fields = [
                 .version("version", version.version),
-                Field("sdk", MachONames.sdk(version.sdk), version.sdk == 0 ? .null : .string(MachONames.version(version.sdk))),
+                Field("sdk", MachONames.sdk(version.sdk), version.sdk == 0 ? .null : .string(version.sdk.versionString)),
             ]
         case let .symtab(table):
             body.fields = [

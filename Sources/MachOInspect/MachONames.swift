@@ -3,11 +3,8 @@ import MachOReader
 /// Names for the coded fields of the header and load commands, in `<mach-o/loader.h>`'s
 /// words (platforms in dyld's), for the summary and `--load-commands`.
 enum MachONames {
-    /// `X.Y.Z` from dyld's 32-bit version packing `xxxx.yy.zz` (minos, sdk, dylib versions).
-    static func version(_ packed: UInt32) -> String { "\(packed >> 16).\((packed >> 8) & 0xff).\(packed & 0xff)" }
-
-    /// An SDK version; 0 means the linker did not record one.
-    static func sdk(_ packed: UInt32) -> String { packed == 0 ? "n/a" : version(packed) }
+    /// An SDK version (``Swift/UInt32/versionString``); 0 means the linker did not record one.
+    static func sdk(_ packed: UInt32) -> String { packed == 0 ? "n/a" : packed.versionString }
 
     /// `A.B[.C[.D[.E]]]` of LC_SOURCE_VERSION, trailing zero components left out past `A.B`.
     static func sourceVersion(_ version: SourceVersion) -> String {
@@ -115,8 +112,8 @@ package struct BuildTarget: Equatable, Sendable {
 
     var json: JSONValue {
         .object([
-            ("platform", .string(platformName)), ("min_os", .string(MachONames.version(minOS))),
-            ("sdk", sdk == 0 ? .null : .string(MachONames.version(sdk))),
+            ("platform", .string(platformName)), ("min_os", .string(minOS.versionString)),
+            ("sdk", sdk == 0 ? .null : .string(sdk.versionString)),
         ])
     }
 }

@@ -89,3 +89,17 @@ extension MachOImage {
         try view.slice(command.offset, Int(command.size))
     }
 }
+
+extension Collection<UInt8> {
+    /// A UUID (`LC_UUID`'s, a dyld cache's) as `8-4-4-4-12` uppercase hex digits.
+    package var uuidString: String {
+        enumerated().map { index, byte in ([4, 6, 8, 10].contains(index) ? "-" : "") + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true) }
+            .joined()
+    }
+}
+
+extension UInt32 {
+    /// A packed `xxxx.yy.zz` version (a dylib's current and compatibility versions, a
+    /// platform's minimum OS and SDK) as the linker and llvm-objdump spell it.
+    package var versionString: String { "\(self >> 16).\((self >> 8) & 0xff).\(self & 0xff)" }
+}

@@ -12,7 +12,7 @@ package enum DyldCacheReport {
     package static func text(_ cache: DyldCacheFile, path: String) throws(MachOError) -> String {
         let header = cache.header
         var out = "\(path): dyld shared cache (\(header.arch))\n"
-        out += "  uuid:            \(ClosureDump.uuidString(header.uuid))\n"
+        out += "  uuid:            \(header.uuid.uuidString)\n"
         out += "  platform:        \(header.platform), os version \(header.osVersion >> 16).\((header.osVersion >> 8) & 0xff)\n"
         out += "  shared region:   \(hex(header.sharedRegionStart)) + \(hex(header.sharedRegionSize)), max slide \(hex(header.maxSlide))\n"
         out += "  mappings:        \(cache.mappings.count)\n"
@@ -31,11 +31,11 @@ package enum DyldCacheReport {
         if !cache.subCaches.isEmpty {
             out += "  subcaches:       \(cache.subCaches.count)\n"
             for sub in cache.subCaches {
-                out += "    \(sub.fileSuffix): \(ClosureDump.uuidString(sub.uuid)) at +\(hex(sub.vmOffset)), \(subCacheStatus(sub, of: path).text)\n"
+                out += "    \(sub.fileSuffix): \(sub.uuid.uuidString) at +\(hex(sub.vmOffset)), \(subCacheStatus(sub, of: path).text)\n"
             }
         }
         out += "  images:          \(cache.images.count)\n"
-        for image in cache.images { out += "    \(hex(image.address)) \(ClosureDump.uuidString(image.uuid)) \(image.path)\n" }
+        for image in cache.images { out += "    \(hex(image.address)) \(image.uuid.uuidString) \(image.path)\n" }
         return out
     }
 
@@ -52,7 +52,7 @@ package enum DyldCacheReport {
             ]))
         }
         return .object([
-            ("file", .string(path)), ("kind", .string("dyld_shared_cache")), ("arch", .string(header.arch)), ("uuid", .string(ClosureDump.uuidString(header.uuid))),
+            ("file", .string(path)), ("kind", .string("dyld_shared_cache")), ("arch", .string(header.arch)), ("uuid", .string(header.uuid.uuidString)),
             ("platform", .int(Int64(header.platform))), ("shared_region_start", .uint(header.sharedRegionStart)),
             ("shared_region_size", .uint(header.sharedRegionSize)), ("max_slide", .uint(header.maxSlide)),
             ("mappings", .array(mappings)),
@@ -62,11 +62,11 @@ package enum DyldCacheReport {
             } ?? .null),
             ("subcaches", .array(cache.subCaches.map { sub in
                 let status = subCacheStatus(sub, of: path)
-                return .object([("suffix", .string(sub.fileSuffix)), ("uuid", .string(ClosureDump.uuidString(sub.uuid))), ("vm_offset", .uint(sub.vmOffset)),
-                                ("file", .string(path + sub.fileSuffix)), ("file_uuid", status.uuid.map { .string(ClosureDump.uuidString($0)) } ?? .null)])
+                return .object([("suffix", .string(sub.fileSuffix)), ("uuid", .string(sub.uuid.uuidString)), ("vm_offset", .uint(sub.vmOffset)),
+                                ("file", .string(path + sub.fileSuffix)), ("file_uuid", status.uuid.map { .string($0.uuidString) } ?? .null)])
             })),
             ("images", .array(cache.images.map { image in
-                .object([("address", .uint(image.address)), ("uuid", .string(ClosureDump.uuidString(image.uuid))), ("path", .string(image.path)),
+                .object([("address", .uint(image.address)), ("uuid", .string(image.uuid.uuidString)), ("path", .string(image.path)),
                          ("inode", .uint(image.inode)), ("mod_time", .uint(image.modTime))])
             })),
         ])
@@ -85,7 +85,7 @@ package enum DyldCacheReport {
     static func subCacheStatus(_ sub: DyldCache.SubCache, of path: String) -> (uuid: [UInt8]?, text: String) {
         guard let bytes = try? ImageFile.mapRegularFile(path + sub.fileSuffix) else { return (nil, "missing (\(path + sub.fileSuffix))") }
         guard let header = try? DyldCache.Header(parsing: bytes) else { return (nil, "\(path + sub.fileSuffix) is not a dyld shared cache") }
-        return (header.uuid, header.uuid == sub.uuid ? "present" : "another UUID in \(path + sub.fileSuffix) (\(ClosureDump.uuidString(header.uuid)))")
+        return (header.uuid, header.uuid == sub.uuid ? "present" : "another UUID in \(path + sub.fileSuffix) (\(header.uuid.uuidString))")
     }
 
     /// The image of `cache` whose install name is `name`, parsed where it lies (its load
@@ -117,7 +117,7 @@ package enum DyldCacheReport {
         out += "  type          \(image.header.fileType)\n"
         out += "  flags         \(hex(UInt64(image.header.flags.rawValue)))\n"
         out += "  load commands \(image.loadCommands.count) (\(image.header.commandsSize) bytes)\n"
-        if let uuid = image.uuid { out += "  uuid          \(ClosureDump.uuidString(uuid))\n" }
+        if let uuid = image.uuid { out += "  uuid          \(uuid.uuidString)\n" }
         out += "  segments\n"
         for segment in image.segments {
             out += "    \(segment.name.padding(toLength: 16, withPad: " ", startingAt: 0)) vm \(hex(segment.vmAddress))+\(hex(segment.vmSize))"

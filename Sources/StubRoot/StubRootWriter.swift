@@ -41,8 +41,8 @@ extension StubRootPlan {
             let isRuntime = isRuntime(stub)
             let built = try await builder.build(stub.slices, to: stub.path, executable: false, isRuntime: isRuntime) { (slice) throws(CommandFailure) in
                 var arguments = ["-dylib", "-install_name", stub.installName,
-                                 "-current_version", StubBuilder.version(stub.currentVersion),
-                                 "-compatibility_version", StubBuilder.version(stub.compatibilityVersion)]
+                                 "-current_version", stub.currentVersion.versionString,
+                                 "-compatibility_version", stub.compatibilityVersion.versionString]
                 if slice.linksRuntime {
                     guard let runtime = runtimeSlices[slice.arch] else {
                         throw .io(path: stub.path, reason: "links \(StubObjC.runtimeInstallName), which the plan has no \(slice.arch) stub of")
@@ -100,11 +100,6 @@ private struct StubBuilder {
         }
         try install(result, at: path, executable: executable)
         return Dictionary(uniqueKeysWithValues: zip(slices.map(\.arch), outputs))
-    }
-
-    /// A packed `xxxx.yy.zz` version as the linker's options spell it.
-    static func version(_ packed: UInt32) -> String {
-        "\(packed >> 16).\((packed >> 8) & 0xff).\(packed & 0xff)"
     }
 
     private func install(_ built: String, at path: String, executable: Bool) throws(CommandFailure) {

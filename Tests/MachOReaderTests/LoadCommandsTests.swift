@@ -80,7 +80,7 @@ import Testing
             case let .rpath(path):
                 check(path, objdump.fields["path"]?.components(separatedBy: " (offset").first, "\(where_) path")
             case let .uuid(bytes):
-                check(ImageSummary.formatUUID(bytes), objdump.fields["uuid"], "\(where_) uuid")
+                check(bytes.uuidString, objdump.fields["uuid"], "\(where_) uuid")
             case let .main(entry):
                 numbers(["entryoff": entry.entryOffset, "stacksize": entry.stackSize])
             case let .symtab(table):
