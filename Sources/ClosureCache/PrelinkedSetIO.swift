@@ -58,7 +58,9 @@ extension PrelinkedSetFile {
 
     /// Opens and checks the set at `path`: ownership, header, checksum, with `trustKey` its
     /// signature, metadata. The images' identities and the data are the caller's to check.
-    package static func open(_ path: String, trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> Opened {
+    /// `sharedCache`: as ``PrelinkedSetFile/decode(prefix:fileSize:path:trusting:sharedCache:)`` calls it.
+    package static func open(_ path: String, trusting trustKey: ClosureTrustKey? = nil,
+                             sharedCache: ((ClosureSharedCache) throws(ClosureError) -> Void)? = nil) throws(ClosureError) -> Opened {
         let file = try UnsafeFileIO.openNoFollow(path).get()
         try ClosureFile.checkOwnership(path, file.status)
         guard file.status.size <= maxFileSize else {
@@ -68,7 +70,7 @@ extension PrelinkedSetFile {
         let fields = file.read(offset: 0, count: PrelinkedSetHeader.size)
         let metadataSize = min(PrelinkedSetHeader.declaredMetadataSize(fields), PrelinkedSetHeader.maxMetadataSize, file.status.size)
         let prefix = ByteView(file.read(offset: 0, count: PrelinkedSetHeader.size + Int(metadataSize)))
-        let (header, set) = try decode(prefix: prefix, fileSize: file.status.size, path: path, trusting: trustKey)
+        let (header, set) = try decode(prefix: prefix, fileSize: file.status.size, path: path, trusting: trustKey, sharedCache: sharedCache)
         try set.closure.checkRoots(closurePath: path)
         return Opened(file: file, path: path, header: header, set: set)
     }

@@ -175,14 +175,21 @@ package enum PrelinkedSetFile {
     /// Checks the header against `fileSize`, with `trustKey` the signature block, and decodes
     /// the metadata. `prefix` holds the file's first bytes, at least up to the data. The data
     /// is not read: ``checkData(_:header:path:)`` checks it (`verify`, `--hash-images`, `--trust`).
-    package static func decode(prefix: ByteView, fileSize: UInt64, path: String,
-                              trusting trustKey: ClosureTrustKey? = nil) throws(ClosureError) -> (header: PrelinkedSetHeader, set: PrelinkedSet) {
+    /// `sharedCache`: called with the shared cache the set's closure binds into, once the
+    /// header (and signature) hold, before the closure's image records are decoded.
+    package static func decode(prefix: ByteView, fileSize: UInt64, path: String, trusting trustKey: ClosureTrustKey? = nil,
+                              sharedCache: ((ClosureSharedCache) throws(ClosureError) -> Void)? = nil)
+        throws(ClosureError) -> (header: PrelinkedSetHeader, set: PrelinkedSet) {
         var header = try PrelinkedSetHeader(parsing: prefix, fileSize: fileSize, path: path)
         guard let metadata = try? prefix.bytes(PrelinkedSetHeader.size, Int(header.metadataSize)) else {
             throw .corrupt(path: path, offset: PrelinkedSetHeader.size, what: "the metadata runs past the file")
         }
         if let trustKey {
             header.signature = try PrelinkedSetSignature(prefix: prefix, header: header, trusting: trustKey, path: path)
+        }
+        if let sharedCache {
+            var r = ClosureReader(metadata, path: path)
+            if let cache = try LaunchClosure.readImageIndex(Array(try r.blob()), path: path).sharedCache { try sharedCache(cache) }
         }
         let set = try PrelinkedSet(parsingMetadata: metadata, path: path)
         guard header.dataSize == set.rangeSize else {

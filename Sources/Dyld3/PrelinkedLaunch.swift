@@ -244,16 +244,13 @@ package enum PrelinkedLaunch {
     }
 
     /// A set opened and checked: how many source images were hashed, whether the early copy
-    /// fits it, and for a set bound into the shared cache, the cache being mapped.
+    /// fits it, and for a set bound into the shared cache, the cache being mapped and the base
+    /// of each of the set's images in it (nil: in the set's range).
     typealias CheckedSet = (opened: PrelinkedSetFile.Opened, hashed: Int, fits: Bool, cache: (early: ClosureLaunchSource.EarlyCache, bases: [UInt64?])?)
 
-    /// For a set bound into the shared cache: the cache's range, its mapping begun on
-    /// `helper`, and the base of each of the set's images in it (nil: in the set's range).
-    static func beginCache(_ set: PrelinkedSet, setPath: String, helper: LaunchHelper?) throws(ClosureError)
-        -> (early: ClosureLaunchSource.EarlyCache, bases: [UInt64?])? {
-        guard let cache = set.closure.sharedCache else { return nil }
-        let early = try ClosureLaunchSource.EarlyCache.begin(cache, closurePath: setPath, helper: helper)
-        return (early, try early.opened.bases(set.closure.images))
+    /// The shared cache's range a set's decoding began to map (``PrelinkedSetFile/open(_:trusting:sharedCache:)``).
+    final class CacheBeginning: @unchecked Sendable {
+        var early: ClosureLaunchSource.EarlyCache?
     }
 
     /// Stores every slide run's pointer for the region's base (``FixupRunWalk``).
@@ -308,9 +305,13 @@ struct PrelinkedLaunchSource: LaunchSource {
         let idleHelper = HelperHandoff(early == nil ? helper : nil)
         let (earlyRange, checked) = try LaunchHelper.run(on: helper, helper: {
             Outcome { () throws(ClosureError) -> HelperHandoff<PrelinkedLaunch.CheckedSet> in
-                let opened = try PrelinkedSetFile.open(setPath, trusting: trust.value)
+                // The cache's range maps from as soon as the set's closure names the cache.
+                let began = PrelinkedLaunch.CacheBeginning()
+                let opened = try PrelinkedSetFile.open(setPath, trusting: trust.value) { (cache) throws(ClosureError) in
+                    began.early = try ClosureLaunchSource.EarlyCache.begin(cache, closurePath: setPath, helper: idleHelper.value)
+                }
                 try Launcher.checkBinding(opened.set.closure.binding, request: request, closurePath: setPath)
-                let cache = try PrelinkedLaunch.beginCache(opened.set, setPath: setPath, helper: idleHelper.value)
+                let cache = try began.early.map { early throws(ClosureError) in (early, try early.opened.bases(opened.set.closure.images)) }
                 // Trusting a key, the data is what was signed: its SHA-256, at every launch.
                 if alwaysHash || trust.value != nil { try opened.checkData() }
                 var hashed = 0
