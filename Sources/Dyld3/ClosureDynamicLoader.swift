@@ -66,7 +66,13 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// dlopen closures built at run time against the launch's images alone (the first
     /// `dlopen`s): what the launch closure can keep for the next launch (``DlopenClosureKeeping``),
     /// encoded only then.
-    private(set) var builtForLaunch: [(requested: String, closure: DlopenResolution)] = []
+    private(set) var builtForLaunch: [KeptDlopen] = []
+
+    /// A dlopen closure built at run time for a path, as built (``DlopenResolution``).
+    struct KeptDlopen {
+        let requested: String
+        let closure: DlopenResolution
+    }
     /// What the dlopen closure builder kept from its last build (``BuiltDlopen/builderState``).
     private var builderState: (any Sendable)?
 
@@ -155,13 +161,13 @@ final class ClosureDynamicLoader: DynamicLoader {
             builderState = built.builderState
             built.builderState = nil
             if built.firstAdded == launch.images.count, !builtForLaunch.contains(where: { $0.requested == built.requested }) {
-                builtForLaunch.append((built.requested, .built(built)))
+                builtForLaunch.append(KeptDlopen(requested: built.requested, closure: .built(built)))
             }
             return handle
         case let .closure(record):
             let launchOnly = images.count == launch.images.count
             let handle = try apply(record, requested: path, mode: mode, via: "runtime closure")
-            if launchOnly, !builtForLaunch.contains(where: { $0.requested == record.requested }) { builtForLaunch.append((record.requested, .closure(record))) }
+            if launchOnly, !builtForLaunch.contains(where: { $0.requested == record.requested }) { builtForLaunch.append(KeptDlopen(requested: record.requested, closure: .closure(record))) }
             return handle
         case let .loaded(loadedPath):  // under another name
             guard let index = images.firstIndex(where: { $0.path == loadedPath }) else {
