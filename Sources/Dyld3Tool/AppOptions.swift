@@ -116,9 +116,10 @@ struct TrustOptions: ParsableArguments {
         let resolution = try DlopenClosureBuilder.resolve(path, request: request, launch: launch, loaded: loaded, mapped: mapped, earlier: earlier, state: state)
         guard let cache = launch.sharedCache, case let .built(built) = resolution else { return resolution }
         let record = try built.encode()
-        var unbound = launch
-        unbound.images = Array(built.images[..<built.firstAdded])
-        guard let bound = try? SharedCacheBinding.bind(dlopen: record, launch: unbound, cachePath: cache.path, closurePath: cache.path) else { return resolution }
+        // The closure is checked against the images loaded so far, as `dlopen` will check it.
+        var within = launch
+        within.images = Array(built.images[..<built.firstAdded])
+        guard let bound = try? SharedCacheBinding.bind(dlopen: record, launch: within, cachePath: cache.path, closurePath: cache.path) else { return resolution }
         return .closure(bound)
     }
 }
