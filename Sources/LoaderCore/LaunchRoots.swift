@@ -1,4 +1,4 @@
-import Foundation
+import LoaderSystem
 import MachOReader
 import LaunchPlan
 
@@ -11,12 +11,12 @@ package enum LaunchRoots {
     package static func roots(for image: String, fileType: MachHeader.FileType, root: String?, host: String?) throws(LoadError) -> [String] {
         guard fileType == .bundle || fileType == .dylib else { return [image] }
         if let host {
-            guard FileManager.default.fileExists(atPath: host) else {
+            guard FileStatus.of(host) != nil else {
                 throw .unusable(path: host, reason: "host executable not found")
             }
             return [host, image]
         }
-        if let root, let stubHost = hostCandidates(root: root).first(where: { FileManager.default.fileExists(atPath: $0) }) {
+        if let root, let stubHost = hostCandidates(root: root).first(where: { FileStatus.of($0) != nil }) {
             return [stubHost, image]
         }
         return [image]

@@ -1,4 +1,4 @@
-import Foundation
+import LoaderSystem
 
 /// What one launch's path search has asked the file system, so no path or search directory
 /// is probed twice, and which rpath directories are absent (so are their candidates, unprobed):
@@ -17,7 +17,7 @@ struct PathProbes {
     mutating func exists(_ path: String) -> Bool {
         if let known = answers[path] { return known }
         count += 1
-        let found = FileManager.default.fileExists(atPath: path)
+        let found = FileStatus.of(path) != nil
         answers[path] = found
         return found
     }
