@@ -68,12 +68,10 @@ package enum DlopenBench {
     static func measureApp(_ app: BenchApp, configuration: BenchConfiguration, log: (String) -> Void) async throws -> SmallAppResult {
         let options = LaunchOptions(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot, run: false)
         let (cache, closurePath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-small-\(app.dylibs)", forApp: app.mainImage, arch: configuration.arch)
-        let closure = try ClosureBuilder.build(roots: options.roots, arch: options.arch, root: options.root)
-        try ClosureFile.write(closure, to: closurePath)
+        let closure = try options.writeClosure(to: closurePath)
         let (warm, _) = try await InterleavedRounds(runs: configuration.runs, paths: appPaths, files: [:], eviction: nil).measure(log: log) { path, _, _ in
             let launch = path == "dyld2" ? try SlowPath.launch(options) : try FastPath.launch(closurePath: closurePath, request: options)
-            launch.memory.release()
-            return launch.report.timings[.total] ?? 0
+            return launch.released().timings[.total] ?? 0
         }
         let fresh = try await freshRounds(appPaths, configuration: configuration, log: log, "") { tool, path in
             try await freshLaunch(tool, app: app, mode: path, cache: cache.directory, run: false, configuration: configuration).total
@@ -87,8 +85,7 @@ package enum DlopenBench {
         // Two caches: one whose closure holds the plugin's dlopen closure, one whose has none.
         let (prebuilt, prebuiltPath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)", forApp: app.mainImage, arch: arch)
         let (bare, barePath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)-bare", forApp: app.mainImage, arch: arch)
-        let closure = try ClosureBuilder.build(roots: options.roots, arch: arch, root: options.root)
-        try ClosureFile.write(closure, to: barePath)
+        let closure = try options.writeClosure(to: barePath)
         var withDlopen = closure
         guard case let .closure(record) = try DlopenClosureBuilder.build(pluginPath, request: options, launch: closure, loaded: closure.images) else {
             throw CommandFailure.failed("\(app.mainImage): \(pluginPath) names an image the launch loads")

@@ -60,6 +60,13 @@ struct MappingFloor {
         }
         return (nanoseconds, memory)
     }
+
+    /// One sample of ``launch(readAhead:protections:)``: its nanoseconds, the memory unmapped again.
+    func sample(readAhead: Bool, protections: Bool) throws(LoadError) -> Int64 {
+        let mapped = try launch(readAhead: readAhead, protections: protections)
+        mapped.memory.release()
+        return mapped.nanoseconds
+    }
 }
 
 extension Duration {

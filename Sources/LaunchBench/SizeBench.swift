@@ -124,9 +124,7 @@ struct SizeBench {
             let fast = try FastPath.launch(closurePath: closurePath, request: options).released()
             return (fast.timings[.total] ?? 0, fast.timings)
         case .floor, .floorProtected:
-            let mapped = try floor.launch(readAhead: cold, protections: path == .floorProtected)
-            mapped.memory.release()
-            return (mapped.nanoseconds, LaunchReport.PhaseTimings())
+            return (try floor.sample(readAhead: cold, protections: path == .floorProtected), LaunchReport.PhaseTimings())
         case .glibc, .glibcOneDir:
             guard let session = sessions[path] else { throw CommandFailure.failed("no glibc harness for \(path.label)") }
             return (try await session.load(), LaunchReport.PhaseTimings())
@@ -137,10 +135,7 @@ struct SizeBench {
     /// the times and the closure as read back.
     private func buildClosure(at path: String, runs: Int) throws -> (Distribution, LaunchClosure) {
         try cache.prepareForWriting()
-        let times = try (0..<runs).map { _ in
-            try timed { try ClosureFile.write(try ClosureBuilder.build(roots: options.roots, arch: configuration.arch, root: app.systemRoot), to: path) }
-                .nanoseconds
-        }
+        let times = try (0..<runs).map { _ in try timed { try options.writeClosure(to: path) }.nanoseconds }
         return (Distribution(times), try ClosureFile.read(path))
     }
 
