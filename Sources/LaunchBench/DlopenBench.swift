@@ -74,7 +74,8 @@ package enum DlopenBench {
             return launch.released().timings[.total] ?? 0
         }
         let fresh = try await freshRounds(appPaths, configuration: configuration, log: log, "") { tool, path in
-            try await freshLaunch(tool, app: app, mode: path, cache: cache.directory, run: false, configuration: configuration).total
+            try await app.freshLaunch(tool, mode: path, cache: cache.directory, arch: configuration.arch, run: false,
+                                      stderrPath: stderrPath(configuration)).total
         }
         return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh)
     }
@@ -114,8 +115,9 @@ package enum DlopenBench {
         let fresh = try await freshRounds(pluginPaths, configuration: configuration, log: log, ", running main") { tool, path in
             // The bare closure written again: a launch keeps the dlopen closure it builds.
             if path == "dyld3_runtime" { try ClosureFile.write(closure, to: barePath) }
-            return try await freshLaunch(tool, app: app, mode: path == "dyld2" ? "dyld2" : "dyld3",
-                                         cache: path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory, run: true, configuration: configuration).main
+            let cache = path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory
+            return try await app.freshLaunch(tool, mode: path == "dyld2" ? "dyld2" : "dyld3", cache: cache, arch: configuration.arch, run: true,
+                                             stderrPath: stderrPath(configuration)).main
         }
         return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh)
     }
@@ -133,18 +135,8 @@ package enum DlopenBench {
         return fresh.mapValues(Distribution.init)
     }
 
-    /// One `dyld3 launch --json` process: its in-process total and `main`'s time.
-    static func freshLaunch(_ tool: String, app: BenchApp, mode: String, cache: String, run: Bool,
-                            configuration: BenchConfiguration) async throws -> (total: Int64, main: Int64) {
-        let stderrPath = configuration.workDirectory + "/dlopen-bench.stderr"
-        let child = try await BenchTool.start(
-            [tool, "launch", app.mainImage, "--mode", mode, "--json", "--root", app.systemRoot, "--cache", cache, "--arch", configuration.arch]
-                + (run ? [] : ["--no-run"]), stderrPath: stderrPath)
-        guard child.status == 0, let timings = BenchTool.launchTimings(Substring(child.output)), !run || timings.ran else {
-            throw BenchTool.failure(child, stderrPath: stderrPath)
-        }
-        return (timings.total, timings.main)
-    }
+    /// Where the fresh launches' stderr goes.
+    static func stderrPath(_ configuration: BenchConfiguration) -> String { configuration.workDirectory + "/dlopen-bench.stderr" }
 
     package static func markdown(_ report: DlopenBenchReport) -> String {
         func ms(_ distribution: Distribution?) -> String { distribution.map { MarkdownReport.milliseconds($0.median) } ?? "–" }

@@ -175,17 +175,10 @@ struct SizeBench {
         var times: [String: [Int64]] = [:], rss: [String: [Int64]] = [:]
         for _ in 0..<runs {
             for mode in [LaunchPath.dyld2, .dyld3] {
-                let child = try await BenchTool.start(
-                    [harness.executable, "--rss", tool, "launch", app.mainImage, "--mode", mode.rawValue, "--no-run", "--json", "--root", app.systemRoot,
-                     "--cache", cache.directory, "--arch", configuration.arch],
-                    stderrPath: stderrPath)
-                // The launch's JSON report, then the harness's "maxrss_kb N" line.
-                let text = BenchTool.withoutFinalLineBreak(child.output)
-                guard child.status == 0, let marker = text.range(of: "\nmaxrss_kb ", options: .backwards),
-                      let maxRSS = Int64(text[marker.upperBound...].prefix { $0.isNumber }),
-                      let timings = BenchTool.launchTimings(text[..<marker.lowerBound]) else { throw BenchTool.failure(child, stderrPath: stderrPath) }
-                times[mode.rawValue, default: []].append(timings.total)
-                rss[mode.rawValue, default: []].append(maxRSS)
+                let launch = try await app.freshLaunch(tool, mode: mode.rawValue, cache: cache.directory, arch: configuration.arch, run: false,
+                                                       harness: harness, stderrPath: stderrPath)
+                times[mode.rawValue, default: []].append(launch.total)
+                rss[mode.rawValue, default: []].append(launch.maxRSS)
             }
             for layout in ELFLayout.allCases {
                 let (load, maxRSS) = try await harness.withSession(app: app, layout: layout, stderrPath: stderrPath) { try await $0.load() }
