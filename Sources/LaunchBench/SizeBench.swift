@@ -61,7 +61,8 @@ struct SizeBench {
                     }
                     return sample.nanoseconds
                 }
-                return Rounds(dirtied: dirtied, warm: warm, cold: cold, phases: phases, resident: resident)
+                // The phases are by path: `dyld3`, `dyld2`, `cold dyld3`.
+                return (dirtied: dirtied, warm: warm, cold: cold, phases: phases, resident: resident)
             }.value
         }
         let (dyld3Phases, dyld2Phases) = (medians(rounds.phases["dyld3"]), medians(rounds.phases["dyld2"]))
@@ -188,14 +189,4 @@ struct SizeBench {
         }
         return (times, rss)
     }
-}
-
-/// What the rounds collect while the harnesses run: the pages each path dirtied, the warm and
-/// cold samples, the phases by path (`dyld3`, `dyld2`, `cold dyld3`), the pages resident after eviction.
-private struct Rounds: Sendable {
-    var dirtied: [String: Int]
-    var warm: [String: Distribution]
-    var cold: [String: Distribution]?
-    var phases: [String: [String: [Int64]]]
-    var resident: [String: ResidentPages]
 }
