@@ -213,11 +213,10 @@ final class SymbolNamer {
         guard let macho = try? ImageFile.load(path: closure.images[index].path, arch: closure.arch, root: nil).image,
               let table = try? SymbolTable(image: macho) else { return [] }
         let base = macho.preferredLoadAddress
-        var found: [(offset: UInt64, name: String)] = []
-        for position in 0..<table.count {
+        let found = (0..<table.count).compactMap { position -> (offset: UInt64, name: String)? in
             guard let entry = try? table.entry(position), !entry.isStab, !entry.isUndefined, entry.section != 0, entry.value >= base,
-                  let name = try? table.name(of: entry) else { continue }
-            found.append((entry.value - base, name))
+                  let name = try? table.name(of: entry) else { return nil }
+            return (entry.value - base, name)
         }
         return found.sorted { $0.offset < $1.offset }
     }

@@ -330,9 +330,7 @@ package struct LaunchComparison: Sendable {
 
     /// Location → the fixup that stays there (the last one written).
     static func effective(_ fixups: [ResolvedFixup]) -> [UInt64: ResolvedFixup] {
-        var map: [UInt64: ResolvedFixup] = [:]
-        for fixup in fixups { map[fixup.vmOffset] = fixup }
-        return map
+        Dictionary(fixups.map { ($0.vmOffset, $0) }) { _, last in last }
     }
 
     static func segmentName(_ plan: ImagePlan, _ offset: UInt64) -> String {
