@@ -147,16 +147,15 @@ struct BenchApp {
         return (timings.total, timings.main, maxRSS ?? 0)
     }
 
-    /// The ELF files glibc loads (per-framework layout; the other layout has the same
-    /// objects) and the relocations it applies.
-    func elfRelocationCount() throws(CommandFailure) -> (images: Int, relocations: Int) {
-        var images = 0, relocations = 0
+    /// The relocations glibc applies to the ELF files it loads (per-framework layout; the
+    /// other layout has the same objects).
+    func elfRelocations() throws(CommandFailure) -> Int {
+        var relocations = 0
         for path in elfFiles(.perFrameworkDirectories) {
             guard let data = FileManager.default.contents(atPath: path) else { throw .failed("\(path): cannot be read") }
-            images += 1
             relocations += try ELFDynamic(Array(data), path: path).relocationCount
         }
-        return (images, relocations)
+        return relocations
     }
 }
 

@@ -31,7 +31,7 @@ struct SizeBench {
         let fileBytes = (try FileManager.default.attributesOfItem(atPath: closurePath)[.size] as? Int) ?? 0
         let floor = try MappingFloor(closure)
         let metadata = try imageMetadataBytes(closure)
-        let elf = try app.elfRelocationCount()
+        let elfRelocations = try app.elfRelocations()
         let fixups = closure.totalRebases + closure.totalBinds
 
         // One harness per layout of the twin for the page counts and every warm and cold
@@ -90,12 +90,12 @@ struct SizeBench {
         }
         var perFixup: [String: Double] = [:]
         for (path, distribution) in rounds.warm {
-            let count = LaunchPath.glibcPaths.map(\.rawValue).contains(path) ? elf.relocations : fixups
+            let count = LaunchPath.glibcPaths.map(\.rawValue).contains(path) ? elfRelocations : fixups
             perFixup[path] = count > 0 ? Double(distribution.median) / Double(count) : 0
         }
         return SizeResult(
             dylibs: app.dylibs, images: closure.images.count, fixups: fixups,
-            rebases: closure.totalRebases, binds: closure.totalBinds, elfRelocations: elf.relocations,
+            rebases: closure.totalRebases, binds: closure.totalBinds, elfRelocations: elfRelocations,
             fixupPages: floor.pageCount, warm: rounds.warm, fresh: fresh, freshMaxRssKilobytes: freshRSS,
             dyld3Phases: dyld3Phases, dyld2Phases: dyld2Phases, nanosecondsPerFixup: perFixup, pagesDirtied: rounds.dirtied,
             benchMaxRssKilobytes: UnsafeProcessMemory.maxRSSKilobytes(),
