@@ -95,18 +95,16 @@ struct BenchCommand: AsyncParsableCommand {
         }
         try await CommandFailure.reporting(json: json) {
             if sharedCache {
-                let (results, eviction) = try await SharedCacheBench.run(configuration, log: log)
-                return try write(name: "shared-cache", json: try LaunchBench.encoder.encode(SharedCacheBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
-                                 markdown: SharedCacheBench.markdown(results, runs: runs, cold: eviction))
+                let report = try await SharedCacheBench.run(configuration, log: log)
+                return try write(name: "shared-cache", report, markdown: SharedCacheBench.markdown(report))
             }
             if dlopen {
                 let report = try await DlopenBench.run(configuration, log: log)
-                return try write(name: "dlopen", json: try LaunchBench.encoder.encode(report), markdown: DlopenBench.markdown(report))
+                return try write(name: "dlopen", report, markdown: DlopenBench.markdown(report))
             }
             if prelinked {
-                let (results, eviction) = try await PrelinkBench.run(configuration, log: log)
-                return try write(name: "prelinked", json: try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: runs, coldEviction: eviction, sizes: results)),
-                                 markdown: PrelinkBench.markdown(results, runs: runs, cold: eviction))
+                let report = try await PrelinkBench.run(configuration, log: log)
+                return try write(name: "prelinked", report, markdown: PrelinkBench.markdown(report))
             }
             let report = try await LaunchBench.run(configuration, log: log)
             try LaunchBench.write(report, to: out)
@@ -120,10 +118,11 @@ struct BenchCommand: AsyncParsableCommand {
 extension EvictionMethod: ExpressibleByArgument {}
 
 extension BenchCommand {
-    /// Writes NAME.json and NAME.md into `--out`, and prints one of them (`--json`: the JSON).
-    func write(name: String, json encoded: Data, markdown: String) throws {
+    /// Writes `report` as NAME.json (``LaunchBench/encoder``) and `markdown` as NAME.md into
+    /// `--out`, and prints one of them (`--json`: the JSON).
+    func write(name: String, _ report: some Encodable, markdown: String) throws {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-        let document = encoded + Data("\n".utf8)
+        let document = try LaunchBench.encoder.encode(report) + Data("\n".utf8)
         try document.write(to: URL(fileURLWithPath: out + "/\(name).json"), options: .atomic)
         try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/\(name).md"), options: .atomic)
         FileHandle.standardOutput.write(json ? document : Data(markdown.utf8))
@@ -154,9 +153,8 @@ extension BenchCommand {
         let eviction = cold ? try EvictionMethod.choose(requested: evict) : nil
         // Real-time priority only where the bench measures: what it starts runs at normal priority.
         _ = UnsafeSchedulingPolicy.startChildrenAtNormalPriority()
-        let report = try await AppBench.run(AppBench.Request(options: options, app: app, workDirectory: work, runs: runs, eviction: eviction, notes: notes),
-                                      log: log)
-        try write(name: "app", json: try LaunchBench.encoder.encode(report), markdown: AppBench.markdown(report))
+        let report = try await AppBench.run(options: options, app: app, workDirectory: work, runs: runs, eviction: eviction, notes: notes, log: log)
+        try write(name: "app", report, markdown: AppBench.markdown(report))
         guard let baseline else { return }
         let earlier: AppBench.Report
         do {

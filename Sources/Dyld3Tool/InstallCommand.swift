@@ -77,7 +77,7 @@ struct InstallCommand: ParsableCommand {
                     }
                     let path = cache.closurePath(forApp: request.roots.last!, arch: request.arch)
                     var cachedImages = 0, cachePatches = 0
-                    if let cachePath = sharedCachePath(arch: request.arch) {
+                    if let cachePath = SharedCacheOption.path(sharedCache, root: options.root, arch: request.arch) {
                         do {
                             (closure, cachedImages, cachePatches) = try SharedCacheBinding.bind(closure, cachePath: cachePath, closurePath: path)
                         } catch {
@@ -136,11 +136,6 @@ struct InstallCommand: ParsableCommand {
             print(Self.summary(installed: attempted - failures.count, failures: failures))
         }
         if !failures.isEmpty { throw ExitCode(1) }
-    }
-
-    /// The cache `--shared-cache` names for `arch`: auto finds the root's.
-    func sharedCachePath(arch: String) -> String? {
-        SharedCacheOption.path(sharedCache, root: options.root, arch: arch)
     }
 
     /// A `--dlopen` argument as the app's code would pass it: a file inside the main

@@ -9,18 +9,11 @@ import MachOReader
 /// images and fixups, and for dyld3 the closure's size and how many identities were
 /// hashed. The text is meant to be pasted into a bug; `--json` carries the same fields.
 struct LaunchStatistics {
-    /// One phase before `main`, in launch order.
-    struct Phase {
-        var name: String
-        var nanoseconds: Int64
-        /// What the phase does, for the text view.
-        var meaning: String
-    }
-
     let report: LaunchReport
     /// Everything before `main`: the launch's total less `main`'s time.
     let preMainNanoseconds: Int64
-    let phases: [Phase]
+    /// Each phase before `main`, in launch order, with what it does (for the text view).
+    let phases: [(name: String, nanoseconds: Int64, meaning: String)]
     /// Pre-main time no phase accounts for (protections, initializer bookkeeping).
     let otherNanoseconds: Int64
     /// dyld3: the closure file and its size in bytes.
@@ -36,7 +29,7 @@ struct LaunchStatistics {
         preMainNanoseconds = max(0, (report.timings[.total] ?? 0) - (mainNanoseconds ?? 0))
         phases = LaunchReport.Phase.allCases.compactMap { phase in
             guard phase != .main, phase != .total, let nanoseconds = report.timings[phase] else { return nil }
-            return Phase(name: phase.rawValue, nanoseconds: nanoseconds, meaning: LaunchStatistics.meaning(phase, mode: report.mode))
+            return (phase.rawValue, nanoseconds, LaunchStatistics.meaning(phase, mode: report.mode))
         }
         otherNanoseconds = max(0, preMainNanoseconds - phases.reduce(0) { $0 + $1.nanoseconds })
         self.closurePath = closurePath

@@ -13,22 +13,6 @@ import SharedCacheBuild
 /// launches it, in one process, interleaved, and what in the app the loader's work goes to.
 /// No path runs the app's code: each launch stops before `main`.
 package enum AppBench {
-    /// What to measure.
-    package struct Request: Sendable {
-        package var options: LaunchOptions
-        package var app: String
-        /// Where closures, sets and slid copies are written for the measurement.
-        package var workDirectory: String
-        package var runs: Int
-        package var eviction: EvictionMethod?
-        /// Said in the report: how the root was made (a stub root made for the bench, say).
-        package var notes: [String]
-
-        package init(options: LaunchOptions, app: String, workDirectory: String, runs: Int, eviction: EvictionMethod?, notes: [String]) {
-            (self.options, self.app, self.workDirectory, self.runs, self.eviction, self.notes) = (options, app, workDirectory, runs, eviction, notes)
-        }
-    }
-
     /// One image's share of the loader's work, counted (the launch paths time the whole launch, not each image).
     package struct ImageCost: Codable, Sendable, Equatable {
         package var path: String
@@ -79,16 +63,18 @@ package enum AppBench {
     /// The paths, in the order each round runs them (those the app cannot take are left out, with a note).
     package static let allPaths = ["dyld2", "dyld3", "prelinked", "dyld3_shared_cache"]
 
-    package static func run(_ request: Request, log: (String) -> Void) async throws -> Report {
-        var options = request.options
+    /// Measures `app`, launched as `options` ask: `runs` rounds of every path, cold too with an
+    /// `eviction`; closures, sets and slid copies are written under `workDirectory`, and `notes`
+    /// (how the root was made, say) are said in the report.
+    package static func run(options: LaunchOptions, app: String, workDirectory: String, runs: Int, eviction: EvictionMethod?,
+                            notes: [String], log: (String) -> Void) async throws -> Report {
+        var options = options
         options.run = false
         let arch = options.arch
-        var notes = request.notes
+        var notes = notes
         notes.append("no path runs the app's code: each launch stops before main (the loader's work only)")
-        let (_, closurePath) = try ClosureCache.prepared(request.workDirectory + "/app-bench-cache", forApp: options.roots.last ?? request.app, arch: arch)
-        let closure = try ClosureBuilder.build(roots: options.roots, inserted: options.inserted, arch: arch, root: options.root,
-                                               policy: options.signingPolicy)
-        try ClosureFile.write(closure, to: closurePath)
+        let (_, closurePath) = try ClosureCache.prepared(workDirectory + "/app-bench-cache", forApp: options.roots.last ?? app, arch: arch)
+        let closure = try options.writeClosure(to: closurePath)
         log("closure: \(closure.images.count) images, \(closure.totalRebases) rebases, \(closure.totalBinds) binds")
 
         var launches: [String: () throws -> Launch] = [:]
@@ -103,7 +89,7 @@ package enum AppBench {
             notes.append("prelinked: not measured: \(error)")
         }
         if let sharedCachePath = options.root.flatMap({ SharedCacheBuilder.cachePath(root: $0, arch: arch) }) {
-            let (_, boundPath) = try ClosureCache.prepared(request.workDirectory + "/app-bench-shared-cache", forApp: options.roots.last ?? request.app, arch: arch)
+            let (_, boundPath) = try ClosureCache.prepared(workDirectory + "/app-bench-shared-cache", forApp: options.roots.last ?? app, arch: arch)
             do {
                 let (bound, cached, patches) = try SharedCacheBinding.bind(closure, cachePath: sharedCachePath, closurePath: boundPath)
                 try ClosureFile.write(bound, to: boundPath)
@@ -120,7 +106,8 @@ package enum AppBench {
         var phaseSamples: [String: [String: [Int64]]] = [:]
         let files = Dictionary(uniqueKeysWithValues: paths.map { ($0, images + [closurePath, setPath]) })
         log("paths: \(paths.joined(separator: ", "))")
-        let (warm, cold) = try await InterleavedRounds(runs: request.runs, paths: paths, files: files, eviction: request.eviction).measure(log: log) { path, cold, kept in
+        let rounds = InterleavedRounds(runs: runs, paths: paths, files: files, eviction: eviction)
+        let (warm, cold) = try await rounds.measure(log: log) { path, cold, kept in
             guard let launch = launches[path] else { return 0 }
             let report = try launch().released()
             if !cold, kept {
@@ -145,7 +132,7 @@ package enum AppBench {
         }
         let loads = closure.objc.loads.map { names.name(image: $0.method.image, offset: $0.method.offset) }
         return Report(
-            app: request.app, arch: arch, root: options.root, runs: request.runs, images: closure.images.count,
+            app: app, arch: arch, root: options.root, runs: runs, images: closure.images.count,
             rebases: closure.totalRebases, binds: closure.totalBinds, targetPageSize: targetPage, dirtyPages: costs.reduce(0) { $0 + $1.dirtyPages },
             warm: warm, cold: cold, phases: phaseSamples.mapValues { $0.mapValues { Distribution($0).median } },
             imagesByCost: costs.sorted { ($0.fixups, $0.mappedBytes) > ($1.fixups, $1.mappedBytes) },
@@ -226,11 +213,10 @@ final class SymbolNamer {
         guard let macho = try? ImageFile.load(path: closure.images[index].path, arch: closure.arch, root: nil).image,
               let table = try? SymbolTable(image: macho) else { return [] }
         let base = macho.preferredLoadAddress
-        var found: [(offset: UInt64, name: String)] = []
-        for position in 0..<table.count {
+        let found = (0..<table.count).compactMap { position -> (offset: UInt64, name: String)? in
             guard let entry = try? table.entry(position), !entry.isStab, !entry.isUndefined, entry.section != 0, entry.value >= base,
-                  let name = try? table.name(of: entry) else { continue }
-            found.append((entry.value - base, name))
+                  let name = try? table.name(of: entry) else { return nil }
+            return (entry.value - base, name)
         }
         return found.sorted { $0.offset < $1.offset }
     }

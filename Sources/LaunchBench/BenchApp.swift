@@ -127,16 +127,35 @@ struct BenchApp {
         }.sorted()
     }
 
-    /// The ELF files glibc loads (per-framework layout; the other layout has the same
-    /// objects) and the relocations it applies.
-    func elfRelocationCount() throws(CommandFailure) -> (images: Int, relocations: Int) {
-        var images = 0, relocations = 0
+    /// One `dyld3 launch --json` process of this app (`tool` launching it by `mode` from the
+    /// closures in `cache`; `--no-run` unless `run`): its in-process total, `main`'s time and,
+    /// started through `harness` (`--rss`: a `maxrss_kb N` line after the report), its peak RSS in kB.
+    func freshLaunch(_ tool: String, mode: String, cache: String, arch: String, run: Bool, harness: GlibcHarness? = nil,
+                     stderrPath: String) async throws(CommandFailure) -> (total: Int64, main: Int64, maxRSS: Int64) {
+        let launch = [tool, "launch", mainImage, "--mode", mode, "--json", "--root", systemRoot, "--cache", cache, "--arch", arch]
+            + (run ? [] : ["--no-run"])
+        let child = try await BenchTool.start((harness.map { [$0.executable, "--rss"] } ?? []) + launch, stderrPath: stderrPath)
+        var report = Substring(BenchTool.withoutFinalLineBreak(child.output))
+        var maxRSS: Int64?
+        if harness != nil, let marker = report.range(of: "\nmaxrss_kb ", options: .backwards) {
+            maxRSS = Int64(report[marker.upperBound...].prefix { $0.isNumber })
+            report = report[..<marker.lowerBound]
+        }
+        guard child.status == 0, let timings = BenchTool.launchTimings(report), !run || timings.ran, harness == nil || maxRSS != nil else {
+            throw BenchTool.failure(child, stderrPath: stderrPath)
+        }
+        return (timings.total, timings.main, maxRSS ?? 0)
+    }
+
+    /// The relocations glibc applies to the ELF files it loads (per-framework layout; the
+    /// other layout has the same objects).
+    func elfRelocations() throws(CommandFailure) -> Int {
+        var relocations = 0
         for path in elfFiles(.perFrameworkDirectories) {
             guard let data = FileManager.default.contents(atPath: path) else { throw .failed("\(path): cannot be read") }
-            images += 1
             relocations += try ELFDynamic(Array(data), path: path).relocationCount
         }
-        return (images, relocations)
+        return relocations
     }
 }
 

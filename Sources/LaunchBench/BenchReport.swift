@@ -67,6 +67,16 @@ package struct SizesBenchReport<Size: Codable & Sendable>: Codable, Sendable {
     package init(runs: Int, coldEviction: EvictionMethod?, sizes: [Size]) {
         (self.runs, self.coldEviction, self.sizes) = (runs, coldEviction, sizes)
     }
+
+    /// Each of `configuration`'s dylib counts measured in turn by `measure(count, eviction)`,
+    /// `eviction` being how `--cold` samples empty the page cache (nil without `--cold`).
+    static func measuring(_ configuration: BenchConfiguration,
+                          _ measure: (_ dylibs: Int, _ eviction: EvictionMethod?) async throws -> Size) async throws -> Self {
+        let eviction = try configuration.evictionMethod()
+        var sizes: [Size] = []
+        for dylibs in configuration.dylibCounts { sizes.append(try await measure(dylibs, eviction)) }
+        return Self(runs: configuration.runs, coldEviction: eviction, sizes: sizes)
+    }
 }
 
 /// One app size: every path's times, and what the closure costs and saves.

@@ -67,8 +67,10 @@ enum CodeSigningBench {
         let pages = signed.reduce(0) { $0 + $1.directory.pageCount }
         let bytes = signed.reduce(0) { $0 + Int($1.directory.codeLimit) }
 
-        var full: [Int64] = [], cdhash: [Int64] = [], pageCheck: [Int64] = []
-        var eager: [Int64] = [], verifying: [Int64] = [], phase: [Int64] = [], unchecked: [Int64] = []
+        // Each kept round: the three checks alone, then the eager launch, with --verify-pages
+        // (its total and its verification phase), and without the cdHash check.
+        typealias Round = (full: Int64, cdhash: Int64, page: Int64, eager: Int64, verifying: Int64, phase: Int64, unchecked: Int64)
+        var rounds: [Round] = []
         var verified = 0
         let withPages = changed(options) { $0.verifyPages = true }
         for round in 0...runs {
@@ -100,16 +102,12 @@ enum CodeSigningBench {
             let withoutCdhash = try FastPath.launch(closurePath: closurePath, request: options, configuration: withoutCdhashCheck).released()
             verified = checked.pagesVerified ?? 0
             guard round > 0 else { continue }  // round 0 warms caches and is discarded
-            full.append(fullTime)
-            cdhash.append(cdhashTime)
-            pageCheck.append(pageTime)
-            eager.append(plain.timings[.total] ?? 0)
-            verifying.append(checked.timings[.total] ?? 0)
-            phase.append(checked.timings[.parsing] ?? 0)
-            unchecked.append(withoutCdhash.timings[.total] ?? 0)
+            rounds.append((fullTime, cdhashTime, pageTime, plain.timings[.total] ?? 0, checked.timings[.total] ?? 0,
+                           checked.timings[.parsing] ?? 0, withoutCdhash.timings[.total] ?? 0))
         }
-        let (fullCheck, cdhashCheck, eagerLaunch) = (Distribution(full), Distribution(cdhash), Distribution(eager))
-        let (uncheckedLaunch, verifyPhase, pageMedian) = (Distribution(unchecked), Distribution(phase), Distribution(pageCheck).median)
+        func distribution(_ time: KeyPath<Round, Int64>) -> Distribution { Distribution(rounds.map { $0[keyPath: time] }) }
+        let (fullCheck, cdhashCheck, eagerLaunch) = (distribution(\.full), distribution(\.cdhash), distribution(\.eager))
+        let (uncheckedLaunch, verifyPhase, pageMedian) = (distribution(\.unchecked), distribution(\.phase), distribution(\.page).median)
         let launchCost = eagerLaunch.median - uncheckedLaunch.median
         let (megabytes, verifiedMegabytes) = (Double(bytes) / 1_048_576, Double(verified) * 4096 / 1_048_576)
         return CodeSigningCost(
@@ -118,7 +116,7 @@ enum CodeSigningBench {
             cdhashCheck: cdhashCheck, cdhashShareOfDyld3: ratio(cdhashCheck.median, Double(dyld3Median)),
             dyld3WithoutCdhash: uncheckedLaunch, cdhashLaunchCostNs: launchCost, cdhashLaunchShare: ratio(launchCost, Double(eagerLaunch.median)),
             pageCheckNsPerPage: ratio(pageMedian, Double(pages)), pageCheckNsPerMb: ratio(pageMedian, megabytes),
-            dyld3Eager: eagerLaunch, dyld3VerifyPages: Distribution(verifying), verifyPagesChecked: verified, verifyPagesPhase: verifyPhase,
+            dyld3Eager: eagerLaunch, dyld3VerifyPages: distribution(\.verifying), verifyPagesChecked: verified, verifyPagesPhase: verifyPhase,
             verifyPagesNsPerPage: ratio(verifyPhase.median, Double(verified)), verifyPagesNsPerMb: ratio(verifyPhase.median, verifiedMegabytes))
     }
 

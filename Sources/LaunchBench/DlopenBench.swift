@@ -68,15 +68,14 @@ package enum DlopenBench {
     static func measureApp(_ app: BenchApp, configuration: BenchConfiguration, log: (String) -> Void) async throws -> SmallAppResult {
         let options = LaunchOptions(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot, run: false)
         let (cache, closurePath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-small-\(app.dylibs)", forApp: app.mainImage, arch: configuration.arch)
-        let closure = try ClosureBuilder.build(roots: options.roots, arch: options.arch, root: options.root)
-        try ClosureFile.write(closure, to: closurePath)
+        let closure = try options.writeClosure(to: closurePath)
         let (warm, _) = try await InterleavedRounds(runs: configuration.runs, paths: appPaths, files: [:], eviction: nil).measure(log: log) { path, _, _ in
             let launch = path == "dyld2" ? try SlowPath.launch(options) : try FastPath.launch(closurePath: closurePath, request: options)
-            launch.memory.release()
-            return launch.report.timings[.total] ?? 0
+            return launch.released().timings[.total] ?? 0
         }
         let fresh = try await freshRounds(appPaths, configuration: configuration, log: log, "") { tool, path in
-            try await freshLaunch(tool, app: app, mode: path, cache: cache.directory, run: false, configuration: configuration).total
+            try await app.freshLaunch(tool, mode: path, cache: cache.directory, arch: configuration.arch, run: false,
+                                      stderrPath: stderrPath(configuration)).total
         }
         return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh)
     }
@@ -87,8 +86,7 @@ package enum DlopenBench {
         // Two caches: one whose closure holds the plugin's dlopen closure, one whose has none.
         let (prebuilt, prebuiltPath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)", forApp: app.mainImage, arch: arch)
         let (bare, barePath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-plugin-\(app.dylibs)-bare", forApp: app.mainImage, arch: arch)
-        let closure = try ClosureBuilder.build(roots: options.roots, arch: arch, root: options.root)
-        try ClosureFile.write(closure, to: barePath)
+        let closure = try options.writeClosure(to: barePath)
         var withDlopen = closure
         guard case let .closure(record) = try DlopenClosureBuilder.build(pluginPath, request: options, launch: closure, loaded: closure.images) else {
             throw CommandFailure.failed("\(app.mainImage): \(pluginPath) names an image the launch loads")
@@ -117,8 +115,9 @@ package enum DlopenBench {
         let fresh = try await freshRounds(pluginPaths, configuration: configuration, log: log, ", running main") { tool, path in
             // The bare closure written again: a launch keeps the dlopen closure it builds.
             if path == "dyld3_runtime" { try ClosureFile.write(closure, to: barePath) }
-            return try await freshLaunch(tool, app: app, mode: path == "dyld2" ? "dyld2" : "dyld3",
-                                         cache: path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory, run: true, configuration: configuration).main
+            let cache = path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory
+            return try await app.freshLaunch(tool, mode: path == "dyld2" ? "dyld2" : "dyld3", cache: cache, arch: configuration.arch, run: true,
+                                             stderrPath: stderrPath(configuration)).main
         }
         return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh)
     }
@@ -136,18 +135,8 @@ package enum DlopenBench {
         return fresh.mapValues(Distribution.init)
     }
 
-    /// One `dyld3 launch --json` process: its in-process total and `main`'s time.
-    static func freshLaunch(_ tool: String, app: BenchApp, mode: String, cache: String, run: Bool,
-                            configuration: BenchConfiguration) async throws -> (total: Int64, main: Int64) {
-        let stderrPath = configuration.workDirectory + "/dlopen-bench.stderr"
-        let child = try await BenchTool.start(
-            [tool, "launch", app.mainImage, "--mode", mode, "--json", "--root", app.systemRoot, "--cache", cache, "--arch", configuration.arch]
-                + (run ? [] : ["--no-run"]), stderrPath: stderrPath)
-        guard child.status == 0, let timings = BenchTool.launchTimings(Substring(child.output)), !run || timings.ran else {
-            throw BenchTool.failure(child, stderrPath: stderrPath)
-        }
-        return (timings.total, timings.main)
-    }
+    /// Where the fresh launches' stderr goes.
+    static func stderrPath(_ configuration: BenchConfiguration) -> String { configuration.workDirectory + "/dlopen-bench.stderr" }
 
     package static func markdown(_ report: DlopenBenchReport) -> String {
         func ms(_ distribution: Distribution?) -> String { distribution.map { MarkdownReport.milliseconds($0.median) } ?? "–" }

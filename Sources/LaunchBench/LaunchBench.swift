@@ -1,5 +1,8 @@
-import Foundation
+import ClosureBuild
 import ClosureCache
+import ClosureFormat
+import Foundation
+import LaunchPlan
 import LoaderCore
 
 /// `dyld3 bench`: dyld2, dyld3, the mapping floor and glibc's loader on generated apps of
@@ -72,6 +75,15 @@ extension ClosureCache {
         let cache = ClosureCache(directory: directory)
         try cache.prepareForWriting()
         return (cache, cache.closurePath(forApp: app, arch: arch))
+    }
+}
+
+extension LaunchOptions {
+    /// Builds the launch closure of these options, as `dyld3 install` builds it, and writes it to `path`.
+    func writeClosure(to path: String) throws -> LaunchClosure {
+        let closure = try ClosureBuilder.build(roots: roots, inserted: inserted, arch: arch, root: root, policy: signingPolicy)
+        try ClosureFile.write(closure, to: path)
+        return closure
     }
 }
 

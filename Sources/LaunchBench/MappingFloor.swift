@@ -20,15 +20,10 @@ struct MappingFloor {
         plans = closure.images.map(\.plan)
         sharedCache = closure.sharedCache.map { ($0, closure.images, closurePath) }
         let page = LaunchMemory.pageSize
-        var locations: [[UInt64]] = []
-        for index in closure.images.indices {
-            var firstInPage: [UInt64: UInt64] = [:]
-            for fixup in try closure.fixups(ofImage: index) where firstInPage[fixup.vmOffset / page] == nil {
-                firstInPage[fixup.vmOffset / page] = fixup.vmOffset
-            }
-            locations.append(firstInPage.keys.sorted().compactMap { firstInPage[$0] })
+        pageLocations = try closure.images.indices.map { index in
+            let firstInPage = Dictionary(try closure.fixups(ofImage: index).map { ($0.vmOffset / page, $0.vmOffset) }) { first, _ in first }
+            return firstInPage.sorted { $0.key < $1.key }.map(\.value)
         }
-        pageLocations = locations
     }
 
     var pageCount: Int { pageLocations.reduce(0) { $0 + $1.count } }
@@ -59,6 +54,13 @@ struct MappingFloor {
             return memory
         }
         return (nanoseconds, memory)
+    }
+
+    /// One sample of ``launch(readAhead:protections:)``: its nanoseconds, the memory unmapped again.
+    func sample(readAhead: Bool, protections: Bool) throws(LoadError) -> Int64 {
+        let mapped = try launch(readAhead: readAhead, protections: protections)
+        mapped.memory.release()
+        return mapped.nanoseconds
     }
 }
 

@@ -50,8 +50,7 @@ enum PageInBench {
         let pageIn = changed(options) { $0.fixups = .pageIn }
         let plan = try PageInFixups.plan(closure, pageSize: LaunchMemory.pageSize)
         // Every indexed page as (image, offset), in a fixed pseudo-random order.
-        var pages: [(image: Int, offset: UInt64)] = []
-        for (index, list) in plan.pages.enumerated() { pages += list.map { (index, $0.page * LaunchMemory.pageSize) } }
+        var pages = plan.pages.enumerated().flatMap { index, list in list.map { (image: index, offset: $0.page * LaunchMemory.pageSize) } }
         var generator = SplitMix64(seed: 1)
         pages.shuffle(using: &generator)
         let counts = PageInResult.touchLevels.map { (pages.count * $0 + 99) / 100 }

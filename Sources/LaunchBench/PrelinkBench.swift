@@ -46,20 +46,15 @@ package enum PrelinkBench {
     package static let paths = ["floor", "floor_protected", "dyld3", "prelinked", "prelinked_page_in", "slid_at_launch", "slid_at_launch_page_in",
                                 "prelinked_floor"]
 
-    /// Measures every size of `configuration`; `log` gets progress lines. The results, and
-    /// how cold samples emptied the page cache.
-    package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws
-        -> (results: [PrelinkedBenchResult], eviction: EvictionMethod?) {
+    /// Measures every size of `configuration`; `log` gets progress lines.
+    package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws -> PrelinkedBenchReport {
         let cache = ClosureCache(directory: configuration.workDirectory + "/bench-cache")
         try cache.prepareForWriting()
-        let eviction = try configuration.evictionMethod()
-        var results: [PrelinkedBenchResult] = []
-        for dylibs in configuration.dylibCounts {
+        return try await .measuring(configuration) { dylibs, eviction in
             log("\(dylibs) dylibs: preparing the app")
             let app = try await BenchApp.prepareMachO(dylibs: dylibs, configuration: configuration, log: { log("  " + $0) })
-            results.append(try await measure(app, configuration: configuration, cache: cache, eviction: eviction, log: log))
+            return try await measure(app, configuration: configuration, cache: cache, eviction: eviction, log: log)
         }
-        return (results, eviction)
     }
 
     static func measure(_ app: BenchApp, configuration: BenchConfiguration, cache: ClosureCache, eviction: EvictionMethod?,
@@ -68,8 +63,7 @@ package enum PrelinkBench {
         let pageIn = changed(options) { $0.fixups = .pageIn }
         let closurePath = cache.closurePath(forApp: app.mainImage, arch: configuration.arch)
         let setPath = ClosureCache.prelinkedSetPath(forClosure: closurePath)
-        let closure = try ClosureBuilder.build(roots: options.roots, arch: configuration.arch, root: app.systemRoot)
-        try ClosureFile.write(closure, to: closurePath)
+        let closure = try options.writeClosure(to: closurePath)
         let installs = try (0..<3).map { _ in
             try timed {
                 let (set, data) = try PrelinkBuilder.build(closure, closurePath: closurePath)
@@ -94,9 +88,7 @@ package enum PrelinkBench {
         func launch(_ path: String, cold: Bool) throws -> Int64 {
             switch path {
             case "floor", "floor_protected":
-                let mapped = try floor.launch(readAhead: cold, protections: path == "floor_protected")
-                mapped.memory.release()
-                return mapped.nanoseconds
+                return try floor.sample(readAhead: cold, protections: path == "floor_protected")
             case "dyld3":
                 return try FastPath.launch(closurePath: closurePath, request: options).released().timings[.total] ?? 0
             case "prelinked", "prelinked_page_in", "slid_at_launch", "slid_at_launch_page_in":
@@ -120,8 +112,9 @@ package enum PrelinkBench {
             pageInFallbackReason: fallback, imagesHashed: hashed)
     }
 
-    /// The Markdown table of `results`, with the targets checked.
-    package static func markdown(_ results: [PrelinkedBenchResult], runs: Int, cold: EvictionMethod?) -> String {
+    /// The Markdown table of `report`, with the targets checked.
+    package static func markdown(_ report: PrelinkedBenchReport) -> String {
+        let (results, runs) = (report.sizes, report.runs)
         let ms: (Int64) -> String = MarkdownReport.milliseconds
         var out = "# Prelinked sets: launch against the per-image mapping floor\n\n"
         out += "Median of \(runs) samples per path (p90 in parentheses), warm, in one process, interleaved; no path runs code. "
@@ -150,7 +143,7 @@ package enum PrelinkBench {
             }
         }
         if let reason = results.compactMap(\.pageInFallbackReason).first { out += "\npage-in fell back to eager: \(reason)\n" }
-        if let cold { out += "\ncold samples: page cache emptied with \(cold.rawValue) before each.\n" }
+        if let cold = report.coldEviction { out += "\ncold samples: page cache emptied with \(cold.rawValue) before each.\n" }
         return out
     }
 }

@@ -45,19 +45,16 @@ package typealias SharedCacheBenchReport = SizesBenchReport<SharedCacheBenchResu
 package enum SharedCacheBench {
     /// The app's own frameworks, over every size of system root.
     package static let appFrameworks = 10
-    /// The paths measured, in the order each round runs them (``markdown(_:runs:cold:)`` says what each does).
+    /// The paths measured, in the order each round runs them (``markdown(_:)`` says what each does).
     package static let paths = ["floor", "dyld2", "dyld2_shared_cache", "dyld3", "dyld3_shared_cache", "prelinked_shared_cache", "cache_floor"]
 
-    package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws
-        -> (results: [SharedCacheBenchResult], eviction: EvictionMethod?) {
-        let eviction = try configuration.evictionMethod()
-        var results: [SharedCacheBenchResult] = []
-        for system in configuration.dylibCounts {
+    /// Measures an app over each system root size of `configuration`; `log` gets progress lines.
+    package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws -> SharedCacheBenchReport {
+        try await .measuring(configuration) { system, eviction in
             log("\(system) system + \(appFrameworks) app frameworks: preparing the app")
             let app = try await BenchApp.prepareMachO(dylibs: system + appFrameworks, system: system, configuration: configuration, log: { log("  " + $0) })
-            results.append(try await measure(app, system: system, configuration: configuration, eviction: eviction, log: log))
+            return try await measure(app, system: system, configuration: configuration, eviction: eviction, log: log)
         }
-        return (results, eviction)
     }
 
     static func measure(_ app: BenchApp, system: Int, configuration: BenchConfiguration, eviction: EvictionMethod?,
@@ -69,8 +66,7 @@ package enum SharedCacheBench {
 
         let (_, plainPath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-files", forApp: app.mainImage, arch: arch)
         let (sharedCache, sharedPath) = try ClosureCache.prepared(configuration.workDirectory + "/bench-cache-shared", forApp: app.mainImage, arch: arch)
-        let closure = try ClosureBuilder.build(roots: options.roots, arch: arch, root: root)
-        try ClosureFile.write(closure, to: plainPath)
+        let closure = try options.writeClosure(to: plainPath)
         let (bound, cached, patches) = try SharedCacheBinding.bind(closure, cachePath: built.path, closurePath: sharedPath)
         try ClosureFile.write(bound, to: sharedPath)
         // The app's prelinked set over the cache: its own images, bound into the cache.
@@ -90,28 +86,24 @@ package enum SharedCacheBench {
             "dyld3_shared_cache": ownImages + [sharedPath, slidCopy], "prelinked_shared_cache": ownImages + [setPath, slidCopy],
             "cache_floor": ownImages + [slidCopy],
         ]
+        // Where each launch from the cache comes from, named when it did not use the cache.
+        let cacheSources = ["dyld2_shared_cache": built.path, "dyld3_shared_cache": sharedPath, "prelinked_shared_cache": setPath]
         func launch(_ path: String, cold: Bool) throws -> Int64 {
+            let report: LaunchReport
             switch path {
             case "floor", "cache_floor":
-                let mapped = try (path == "floor" ? floor : cacheFloor).launch(readAhead: cold, protections: true)
-                mapped.memory.release()
-                return mapped.nanoseconds
+                return try (path == "floor" ? floor : cacheFloor).sample(readAhead: cold, protections: true)
             case "dyld2", "dyld2_shared_cache":
-                let slow = try SlowPath.launch(path == "dyld2" ? options : cacheOptions)
-                slow.memory.release()
-                if path == "dyld2_shared_cache", slow.report.sharedCache == nil { throw CommandFailure.failed("\(built.path): the dyld2 launch did not use the shared cache") }
-                return slow.report.timings[.total] ?? 0
+                report = try SlowPath.launch(path == "dyld2" ? options : cacheOptions).released()
             case "prelinked_shared_cache":
-                let prelinked = try PrelinkedLaunch.launch(setPath: setPath, request: options)
-                prelinked.memory.release()
-                if prelinked.report.sharedCache == nil { throw CommandFailure.failed("\(setPath): the launch did not use the shared cache") }
-                return prelinked.report.timings[.total] ?? 0
+                report = try PrelinkedLaunch.launch(setPath: setPath, request: options).released()
             default:
-                let fast = try FastPath.launch(closurePath: path == "dyld3" ? plainPath : sharedPath, request: options)
-                fast.memory.release()
-                if path == "dyld3_shared_cache", fast.report.sharedCache == nil { throw CommandFailure.failed("\(sharedPath): the launch did not use the shared cache") }
-                return fast.report.timings[.total] ?? 0
+                report = try FastPath.launch(closurePath: path == "dyld3" ? plainPath : sharedPath, request: options).released()
             }
+            if let source = cacheSources[path], report.sharedCache == nil {
+                throw CommandFailure.failed("\(source): the \(path) launch did not use the shared cache")
+            }
+            return report.timings[.total] ?? 0
         }
         let (warm, cold) = try await InterleavedRounds(runs: configuration.runs, paths: paths, files: files, eviction: eviction)
             .measure(log: log) { path, cold, _ in try launch(path, cold: cold) }
@@ -186,8 +178,9 @@ package enum SharedCacheBench {
         return measured
     }
 
-    /// The Markdown report of `results`, with the targets checked.
-    package static func markdown(_ results: [SharedCacheBenchResult], runs: Int, cold: EvictionMethod?) -> String {
+    /// The Markdown report of `report`, with the targets checked.
+    package static func markdown(_ report: SharedCacheBenchReport) -> String {
+        let (results, runs) = (report.sizes, report.runs)
         let ms: (Int64) -> String = MarkdownReport.milliseconds, ratio: (Int64?, Int64?) -> String = MarkdownReport.ratio
         var out = "# The dyld shared cache: launches from the root's files and from its cache\n\n"
         out += "Median of \(runs) samples per path (p90 in parentheses), in one process, interleaved; no path runs code. "

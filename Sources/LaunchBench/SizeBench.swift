@@ -31,7 +31,7 @@ struct SizeBench {
         let fileBytes = (try FileManager.default.attributesOfItem(atPath: closurePath)[.size] as? Int) ?? 0
         let floor = try MappingFloor(closure)
         let metadata = try imageMetadataBytes(closure)
-        let elf = try app.elfRelocationCount()
+        let elfRelocations = try app.elfRelocations()
         let fixups = closure.totalRebases + closure.totalBinds
 
         // One harness per layout of the twin for the page counts and every warm and cold
@@ -61,7 +61,8 @@ struct SizeBench {
                     }
                     return sample.nanoseconds
                 }
-                return Rounds(dirtied: dirtied, warm: warm, cold: cold, phases: phases, resident: resident)
+                // The phases are by path: `dyld3`, `dyld2`, `cold dyld3`.
+                return (dirtied: dirtied, warm: warm, cold: cold, phases: phases, resident: resident)
             }.value
         }
         let (dyld3Phases, dyld2Phases) = (medians(rounds.phases["dyld3"]), medians(rounds.phases["dyld2"]))
@@ -89,12 +90,12 @@ struct SizeBench {
         }
         var perFixup: [String: Double] = [:]
         for (path, distribution) in rounds.warm {
-            let count = LaunchPath.glibcPaths.map(\.rawValue).contains(path) ? elf.relocations : fixups
+            let count = LaunchPath.glibcPaths.map(\.rawValue).contains(path) ? elfRelocations : fixups
             perFixup[path] = count > 0 ? Double(distribution.median) / Double(count) : 0
         }
         return SizeResult(
             dylibs: app.dylibs, images: closure.images.count, fixups: fixups,
-            rebases: closure.totalRebases, binds: closure.totalBinds, elfRelocations: elf.relocations,
+            rebases: closure.totalRebases, binds: closure.totalBinds, elfRelocations: elfRelocations,
             fixupPages: floor.pageCount, warm: rounds.warm, fresh: fresh, freshMaxRssKilobytes: freshRSS,
             dyld3Phases: dyld3Phases, dyld2Phases: dyld2Phases, nanosecondsPerFixup: perFixup, pagesDirtied: rounds.dirtied,
             benchMaxRssKilobytes: UnsafeProcessMemory.maxRSSKilobytes(),
@@ -124,9 +125,7 @@ struct SizeBench {
             let fast = try FastPath.launch(closurePath: closurePath, request: options).released()
             return (fast.timings[.total] ?? 0, fast.timings)
         case .floor, .floorProtected:
-            let mapped = try floor.launch(readAhead: cold, protections: path == .floorProtected)
-            mapped.memory.release()
-            return (mapped.nanoseconds, LaunchReport.PhaseTimings())
+            return (try floor.sample(readAhead: cold, protections: path == .floorProtected), LaunchReport.PhaseTimings())
         case .glibc, .glibcOneDir:
             guard let session = sessions[path] else { throw CommandFailure.failed("no glibc harness for \(path.label)") }
             return (try await session.load(), LaunchReport.PhaseTimings())
@@ -137,10 +136,7 @@ struct SizeBench {
     /// the times and the closure as read back.
     private func buildClosure(at path: String, runs: Int) throws -> (Distribution, LaunchClosure) {
         try cache.prepareForWriting()
-        let times = try (0..<runs).map { _ in
-            try timed { try ClosureFile.write(try ClosureBuilder.build(roots: options.roots, arch: configuration.arch, root: app.systemRoot), to: path) }
-                .nanoseconds
-        }
+        let times = try (0..<runs).map { _ in try timed { try options.writeClosure(to: path) }.nanoseconds }
         return (Distribution(times), try ClosureFile.read(path))
     }
 
@@ -180,17 +176,10 @@ struct SizeBench {
         var times: [String: [Int64]] = [:], rss: [String: [Int64]] = [:]
         for _ in 0..<runs {
             for mode in [LaunchPath.dyld2, .dyld3] {
-                let child = try await BenchTool.start(
-                    [harness.executable, "--rss", tool, "launch", app.mainImage, "--mode", mode.rawValue, "--no-run", "--json", "--root", app.systemRoot,
-                     "--cache", cache.directory, "--arch", configuration.arch],
-                    stderrPath: stderrPath)
-                // The launch's JSON report, then the harness's "maxrss_kb N" line.
-                let text = BenchTool.withoutFinalLineBreak(child.output)
-                guard child.status == 0, let marker = text.range(of: "\nmaxrss_kb ", options: .backwards),
-                      let maxRSS = Int64(text[marker.upperBound...].prefix { $0.isNumber }),
-                      let timings = BenchTool.launchTimings(text[..<marker.lowerBound]) else { throw BenchTool.failure(child, stderrPath: stderrPath) }
-                times[mode.rawValue, default: []].append(timings.total)
-                rss[mode.rawValue, default: []].append(maxRSS)
+                let launch = try await app.freshLaunch(tool, mode: mode.rawValue, cache: cache.directory, arch: configuration.arch, run: false,
+                                                       harness: harness, stderrPath: stderrPath)
+                times[mode.rawValue, default: []].append(launch.total)
+                rss[mode.rawValue, default: []].append(launch.maxRSS)
             }
             for layout in ELFLayout.allCases {
                 let (load, maxRSS) = try await harness.withSession(app: app, layout: layout, stderrPath: stderrPath) { try await $0.load() }
@@ -200,14 +189,4 @@ struct SizeBench {
         }
         return (times, rss)
     }
-}
-
-/// What the rounds collect while the harnesses run: the pages each path dirtied, the warm and
-/// cold samples, the phases by path (`dyld3`, `dyld2`, `cold dyld3`), the pages resident after eviction.
-private struct Rounds: Sendable {
-    var dirtied: [String: Int]
-    var warm: [String: Distribution]
-    var cold: [String: Distribution]?
-    var phases: [String: [String: [Int64]]]
-    var resident: [String: ResidentPages]
 }

@@ -2,14 +2,12 @@ import Foundation
 
 /// The product's performance targets, evaluated on a report. Reported, never asserted.
 enum Targets {
-    struct Check {
-        var met: Bool
-        var text: String
-    }
-
-    static func evaluate(_ report: BenchReport) -> [Check] {
-        var checks: [Check] = []
-        func check(_ met: Bool, _ format: String, _ arguments: CVarArg...) { checks.append(Check(met: met, text: String(format: format, arguments: arguments))) }
+    /// Each target that applies to `report`, as a Markdown list item: met or missed, and what was measured.
+    static func evaluate(_ report: BenchReport) -> [String] {
+        var checks: [String] = []
+        func check(_ met: Bool, _ format: String, _ arguments: CVarArg...) {
+            checks.append("- \(met ? "met" : "**missed**"): " + String(format: format, arguments: arguments))
+        }
         if let size = report.sizes.first(where: { $0.dylibs == 400 }) {
             func median(_ path: LaunchPath) -> Double { Double(size.warm[path.rawValue]?.median ?? 0) }
             let (dyld2, dyld3, floor, protected) = (median(.dyld2), median(.dyld3), median(.floor), median(.floorProtected))

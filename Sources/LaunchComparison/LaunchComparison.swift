@@ -217,13 +217,11 @@ package struct LaunchComparison: Sendable {
                 differences.append(.launch("result", "dyld2 main returned \(results.0.map(String.init) ?? "nothing"), dyld3 \(results.1.map(String.init) ?? "nothing")"))
             }
         }
-        var comparison = LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount, fixupsWritten: fixupsWritten,
-                                          initializers: slowReport.initializers, dyld2Result: results.0, dyld3Result: results.1,
-                                          notRun: notRun, differences: differences, dlopens: fastOpened, fixupsMode: fast.report.fixupsMode,
-                                          pageInFallback: fast.report.pageInFallback, pagesRegistered: pagesRegistered, pagesFilled: pagesFilled)
-        comparison.slidForBoot = report.slidForBoot
-        comparison.slideAtLaunch = report.slideAtLaunch
-        return comparison
+        return LaunchComparison(slide: slide, images: slowReport.images.count, bytesCompared: bytes, fixupsCompared: fixupCount, fixupsWritten: fixupsWritten,
+                                initializers: slowReport.initializers, dyld2Result: results.0, dyld3Result: results.1,
+                                notRun: notRun, differences: differences, dlopens: fastOpened, fixupsMode: report.fixupsMode,
+                                pageInFallback: report.pageInFallback, pagesRegistered: pagesRegistered, pagesFilled: pagesFilled,
+                                slidForBoot: report.slidForBoot, slideAtLaunch: report.slideAtLaunch)
     }
 
     /// Opens each of `paths` in the launch of `memory` as its code would (nothing runs: the
@@ -332,9 +330,7 @@ package struct LaunchComparison: Sendable {
 
     /// Location → the fixup that stays there (the last one written).
     static func effective(_ fixups: [ResolvedFixup]) -> [UInt64: ResolvedFixup] {
-        var map: [UInt64: ResolvedFixup] = [:]
-        for fixup in fixups { map[fixup.vmOffset] = fixup }
-        return map
+        Dictionary(fixups.map { ($0.vmOffset, $0) }) { _, last in last }
     }
 
     static func segmentName(_ plan: ImagePlan, _ offset: UInt64) -> String {

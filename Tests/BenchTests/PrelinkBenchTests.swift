@@ -12,7 +12,8 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: out) }
         let configuration = BenchConfiguration(dylibCounts: [1], runs: 2, outputDirectory: out, repositoryRoot: BenchTests.repository,
                                                toolPath: nil, cold: true, eviction: .fadvise)
-        let (results, eviction) = try await PrelinkBench.run(configuration) { _ in }
+        let report = try await PrelinkBench.run(configuration) { _ in }
+        let (results, eviction) = (report.sizes, report.coldEviction)
         #expect(eviction == .fadvise)
         let size = try #require(results.first)
         #expect(results.count == 1 && size.dylibs == 1 && size.images == 3)
@@ -28,12 +29,12 @@ import TestSupport
             let cold = try #require(size.cold?[path], "no cold samples for \(path)")
             #expect(cold.samples.count == 2 && cold.samples.allSatisfy { $0 > 0 }, "\(path): \(cold.samples)")
         }
-        let data = try LaunchBench.encoder.encode(PrelinkedBenchReport(runs: 2, coldEviction: eviction, sizes: results))
+        let data = try LaunchBench.encoder.encode(report)
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         #expect(json["schema_version"] as? Int == 1)
         let first = try #require((json["sizes"] as? [[String: Any]])?.first)
         #expect(first["warm_ns"] != nil && first["install_ns"] != nil && first["set_bytes"] != nil && first["slid_write_ns"] != nil)
-        let markdown = PrelinkBench.markdown(results, runs: 2, cold: eviction)
+        let markdown = PrelinkBench.markdown(report)
         #expect(markdown.contains("| 1 | 3 |") && markdown.contains("## cold") && markdown.contains("set / images"))
         #expect(ChartTests.wideTableLines(markdown).isEmpty, "\(ChartTests.wideTableLines(markdown).prefix(3))")
     }
