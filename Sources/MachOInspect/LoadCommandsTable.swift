@@ -51,33 +51,27 @@ enum LoadCommandsTable {
         var lists: [List] = []
     }
 
+    /// Writes each command's fields right-aligned on the longest label among them and the
+    /// items of its untitled lists, then its lists; a titled item is a block of its own,
+    /// aligned on its own labels.
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
-        for (index, command) in image.loadCommands.enumerated() {
-            let body = try Self.body(command, image)
-            out.write("Load command \(index)\n")
-            let head = [Field("cmd", commandName(command.type), .null), Field.number("cmdsize", command.size)]
-            let untitled = body.lists.filter { $0.title == nil }.flatMap { $0.items.joined() }
-            writeFields(head + body.fields + untitled, to: &out, order: head + body.fields, lists: body.lists)
-        }
-    }
-
-    /// Writes `order` right-aligned on the longest label of `aligned`, then each list.
-    private static func writeFields<Output: TextOutputStream>(
-        _ aligned: [Field], to out: inout Output, order: [Field], lists: [List]
-    ) {
         func labelWidth(_ fields: [Field]) -> Int { fields.compactMap { $0.label?.utf8.count }.max() ?? 0 }
         func line(_ field: Field, _ width: Int) {
             guard let label = field.label else { return }
             out.write(String(repeating: " ", count: max(0, width - label.utf8.count)) + label + " " + field.text + "\n")
         }
-        let width = labelWidth(aligned)
-        for field in order { line(field, width) }
-        for list in lists {
-            for item in list.items {
-                // A titled item is a block of its own, aligned on its own labels.
-                if let title = list.title { out.write(title + "\n") }
-                let itemWidth = list.title == nil ? width : labelWidth(item)
-                for field in item { line(field, itemWidth) }
+        for (index, command) in image.loadCommands.enumerated() {
+            let body = try Self.body(command, image)
+            out.write("Load command \(index)\n")
+            let fields = [Field("cmd", commandName(command.type), .null), Field.number("cmdsize", command.size)] + body.fields
+            let width = labelWidth(fields + body.lists.filter { $0.title == nil }.flatMap { $0.items.joined() })
+            for field in fields { line(field, width) }
+            for list in body.lists {
+                for item in list.items {
+                    if let title = list.title { out.write(title + "\n") }
+                    let itemWidth = list.title == nil ? width : labelWidth(item)
+                    for field in item { line(field, itemWidth) }
+                }
             }
         }
     }

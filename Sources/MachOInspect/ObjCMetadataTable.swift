@@ -50,13 +50,10 @@ struct ObjCMetadataTable {
         try table.write(to: &out)
     }
 
-    /// The lists llvm-objdump looks for, each under its names in the order it tries them.
-    static func sectionNames(_ legacy: String, _ modern: String) -> [(segment: String, section: String)] {
-        [("__OBJC2", legacy), ("__DATA", modern), ("__DATA_CONST", modern), ("__DATA_DIRTY", modern)]
-    }
-
-    func findSection(_ names: [(segment: String, section: String)]) -> Section? {
-        names.lazy.compactMap { name in image.sections.first { $0.segmentName == name.segment && $0.name == name.section } }.first
+    /// The section of a list llvm-objdump looks for, under its names in the order it tries them.
+    func findSection(_ legacy: String, _ modern: String) -> Section? {
+        let names = [("__OBJC2", legacy), ("__DATA", modern), ("__DATA_CONST", modern), ("__DATA_DIRTY", modern)]
+        return names.lazy.compactMap { name in self.image.sections.first { $0.segmentName == name.0 && $0.name == name.1 } }.first
     }
 
     mutating func write<Output: TextOutputStream>(to out: inout Output) throws(MachOError) {
@@ -68,13 +65,11 @@ struct ObjCMetadataTable {
             ("__protocol_list", "__objc_protolist", "protocol", nil),
         ]
         for list in pointerLists {
-            guard let section = findSection(Self.sectionNames(list.legacy, list.modern)) else { continue }
+            guard let section = findSection(list.legacy, list.modern) else { continue }
             try walkPointerList(list.title, section, to: &out, list.entry)
         }
-        if let section = findSection(Self.sectionNames("__message_refs", "__objc_msgrefs")) {
-            try writeMessageReferences(section, to: &out)
-        }
-        if let section = findSection(Self.sectionNames("__image_info", "__objc_imageinfo")) { writeImageInfo(section, to: &out) }
+        if let section = findSection("__message_refs", "__objc_msgrefs") { try writeMessageReferences(section, to: &out) }
+        if let section = findSection("__image_info", "__objc_imageinfo") { writeImageInfo(section, to: &out) }
     }
 
     // MARK: Names
@@ -157,7 +152,13 @@ struct ObjCMetadataTable {
     }
 
     /// " STRING" for the string at `address` (llvm's `" %.*s"`), or nothing.
-    func string(_ address: UInt64) -> String { sections.string(at: address).map { " " + $0 } ?? "" }
+    func string(_ address: UInt64) -> String { Self.named(sections.string(at: address)) }
+
+    /// A name after a blank (llvm's `" %s"`), or nothing.
+    static func named(_ name: String?) -> String { name.map { " " + $0 } ?? "" }
+
+    /// Each name after a blank.
+    static func named(_ names: [String]) -> String { names.map { " " + $0 }.joined() }
 
     mutating func step(_ address: UInt64) throws(MachOError) {
         entriesWalked += 1
@@ -286,12 +287,12 @@ struct ObjCMetadataTable {
             guard let found = try structure(address, ObjCClass.size, "class_t", quiet: true, to: &out), !found.extendsPast else { return }
             let cls = ObjCClass(parsing: found.view, at: address)
             let isa = try symbolic(found, 0, cls.isa)
-            out.write("           isa \(hex(cls.isa))\(isa.name.map { " " + $0 } ?? "")\n")
+            out.write("           isa \(hex(cls.isa))\(Self.named(isa.name))\n")
             var superclassName = try symbolic(found, 8, cls.superclass).name
             if superclassName == nil { superclassName = try bindName(found.section.address &+ found.offset &+ 8) }
-            out.write("    superclass \(hex(cls.superclass))\(superclassName.map { " " + $0 } ?? "")\n")
-            out.write("         cache \(hex(cls.cache))\(try symbolic(found, 16, cls.cache).name.map { " " + $0 } ?? "")\n")
-            out.write("        vtable \(hex(cls.vtable))\(try symbolic(found, 24, cls.vtable).name.map { " " + $0 } ?? "")\n")
+            out.write("    superclass \(hex(cls.superclass))\(Self.named(superclassName))\n")
+            out.write("         cache \(hex(cls.cache))\(try Self.named(symbolic(found, 16, cls.cache).name))\n")
+            out.write("        vtable \(hex(cls.vtable))\(try Self.named(symbolic(found, 24, cls.vtable).name))\n")
             let data = try field(found, 32, cls.data)
             out.write("          data \(data.text) (struct class_ro_t *)\(data.target & 0x7 != 0 ? " Swift class" : "")\n")
             guard let isMeta = try writeClassRO(data.target & ~0x7, to: &out) else { return }
@@ -308,7 +309,7 @@ struct ObjCMetadataTable {
         guard let found = try structure(address, ObjCClassRO.size, "class_ro_t", quiet: true, to: &out), !found.extendsPast else { return nil }
         let ro = ObjCClassRO(parsing: found.view)
         let names = [(ObjCClassRO.flagMeta, "RO_META"), (ObjCClassRO.flagRoot, "RO_ROOT"), (ObjCClassRO.flagHasCXXStructors, "RO_HAS_CXX_STRUCTORS")]
-        out.write("                    flags \(hex(ro.flags))" + namedBits(ro.flags, names).names.map { " " + $0 }.joined() + "\n")
+        out.write("                    flags \(hex(ro.flags))" + Self.named(namedBits(ro.flags, names).names) + "\n")
         out.write("            instanceStart \(ro.instanceStart)\n")
         out.write("             instanceSize \(ro.instanceSize)\n")
         out.write("                 reserved \(hex(ro.reserved))\n")
@@ -377,7 +378,7 @@ struct ObjCMetadataTable {
         let types = entry &+ 4 &+ UInt64(bitPattern: Int64(method.types))
         out.write("\(indent)\t\t     types \(Self.hex32(method.types)) (\(Self.hex32(types)))\(string(types))\n")
         let imp = entry &+ 8 &+ UInt64(bitPattern: Int64(method.imp))
-        out.write("\(indent)\t\t       imp \(Self.hex32(method.imp)) (\(Self.hex32(imp)))\(try symbolName(imp).map { " " + $0 } ?? "")\n")
+        out.write("\(indent)\t\t       imp \(Self.hex32(method.imp)) (\(Self.hex32(imp)))\(try Self.named(symbolName(imp)))\n")
     }
 
     /// `0x%x` of a 32-bit field.
@@ -480,7 +481,7 @@ struct ObjCMetadataTable {
             let address = section.address &+ index
             guard let found = try structure(address, 16, "message_ref", to: &out) else { return }
             let imp = try symbolic(found, 0, Self.word(found, 0))
-            out.write("  imp \(Self.impField(Self.word(found, 0), imp))\(imp.name.map { " " + $0 } ?? "")\n")
+            out.write("  imp \(Self.impField(Self.word(found, 0), imp))\(Self.named(imp.name))\n")
             try writeStringField("  sel", found, 8, Self.word(found, 8), to: &out)
             index += 16
         }
@@ -493,16 +494,13 @@ struct ObjCMetadataTable {
         if found.place.left < UInt64(ObjCImageInfo.size) { out.write("   (objc_image_info entends past the end of the section)\n") }
         let info = ObjCImageInfo(fieldsOf: found.view)
         out.write("  version \(info.version)\n")
-        var flags = "    flags \(hex(info.flags))"
-        for (bit, name) in [(UInt32(1) << 0, "OBJC_IMAGE_IS_REPLACEMENT"), (1 << 1, "OBJC_IMAGE_SUPPORTS_GC"),
-                            (1 << 5, "OBJC_IMAGE_IS_SIMULATED"), (1 << 6, "OBJC_IMAGE_HAS_CATEGORY_CLASS_PROPERTIES")]
-        where info.flags & bit != 0 {
-            flags += " " + name
-        }
+        let names: [(UInt32, String)] = [(1 << 0, "OBJC_IMAGE_IS_REPLACEMENT"), (1 << 1, "OBJC_IMAGE_SUPPORTS_GC"),
+                                         (1 << 5, "OBJC_IMAGE_IS_SIMULATED"), (1 << 6, "OBJC_IMAGE_HAS_CATEGORY_CLASS_PROPERTIES")]
+        var flags = "    flags \(hex(info.flags))" + Self.named(namedBits(info.flags, names).names)
         let swiftVersion = (info.flags >> 8) & 0xff
         if swiftVersion != 0 {
-            let names: [UInt32: String] = [1: "Swift 1.0", 2: "Swift 1.1", 3: "Swift 2.0", 4: "Swift 3.0", 5: "Swift 4.0", 6: "Swift 4.1/Swift 4.2", 7: "Swift 5 or later"]
-            flags += " " + (names[swiftVersion] ?? "unknown future Swift version (\(swiftVersion))")
+            let versions: [UInt32: String] = [1: "Swift 1.0", 2: "Swift 1.1", 3: "Swift 2.0", 4: "Swift 3.0", 5: "Swift 4.0", 6: "Swift 4.1/Swift 4.2", 7: "Swift 5 or later"]
+            flags += " " + (versions[swiftVersion] ?? "unknown future Swift version (\(swiftVersion))")
         }
         out.write(flags + "\n")
     }
