@@ -210,32 +210,25 @@ package struct ZipArchive: Sendable {
         }
     }
 
-    /// The components of entry name `name`, checked as bytes in one pass: components are
+    /// The components of entry name `name`, checked as bytes, first to last: components are
     /// split on `/` (and a `\\` is refused, being a separator to other unzips), none empty,
     /// `.` or `..`, no NUL, not absolute, at most ``maxNameComponents``; one trailing `/`
     /// marks a directory. Bytes are never decoded first: what is checked is what the kernel
     /// will split.
     package static func checkedComponents(_ name: [UInt8]) -> Result<[[UInt8]], NameProblem> {
-        let slash = UInt8(ascii: "/"), backslash = UInt8(ascii: "\\"), dot = UInt8(ascii: ".")
+        let slash = UInt8(ascii: "/"), backslash = UInt8(ascii: "\\")
         guard let first = name.first else { return .failure(.escape) }
         guard first != slash else { return .failure(.absolute) }
-        let end = name.last == slash ? name.count - 1 : name.count
         var components: [[UInt8]] = []
-        var start = 0
-        for index in 0...end {
-            if index < end {
-                switch name[index] {
-                case 0: return .failure(.nul)
-                case backslash: return .failure(.backslash)
-                case slash: break
-                default: continue
-                }
+        for component in name.dropLast(name.last == slash ? 1 : 0).split(separator: slash, omittingEmptySubsequences: false) {
+            switch component.first(where: { $0 == 0 || $0 == backslash }) {
+            case 0?: return .failure(.nul)
+            case backslash?: return .failure(.backslash)
+            default: break
             }
-            let length = index - start
-            if length == 0 || (length == 1 && name[start] == dot) || (length == 2 && name[start] == dot && name[start + 1] == dot) { return .failure(.escape) }
+            guard !component.isEmpty, !component.elementsEqual(".".utf8), !component.elementsEqual("..".utf8) else { return .failure(.escape) }
             guard components.count < maxNameComponents else { return .failure(.tooDeep) }
-            components.append(Array(name[start..<index]))
-            start = index + 1
+            components.append(Array(component))
         }
         return .success(components)
     }
