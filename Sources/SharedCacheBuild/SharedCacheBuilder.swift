@@ -264,22 +264,21 @@ package enum SharedCacheBuilder {
     /// The set's protection runs, the pages between them read-only (as a set maps them), with
     /// neighbours of one protection merged: the cache's mappings, covering the whole range.
     static func mergedRuns(_ runs: [SlidPrelinkedSetHeader.ProtectionRun], rangeSize: UInt64) -> [SlidPrelinkedSetHeader.ProtectionRun] {
-        var whole: [SlidPrelinkedSetHeader.ProtectionRun] = []
-        var cursor: UInt64 = 0
-        for run in runs.sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) {
-            if run.range.lowerBound > cursor { whole.append(.init(range: cursor..<run.range.lowerBound, protection: .read)) }
-            whole.append(run)
-            cursor = max(cursor, run.range.upperBound)
-        }
-        if cursor < rangeSize { whole.append(.init(range: cursor..<rangeSize, protection: .read)) }
         var merged: [SlidPrelinkedSetHeader.ProtectionRun] = []
-        for run in whole {
+        func append(_ run: SlidPrelinkedSetHeader.ProtectionRun) {
             if let last = merged.last, last.protection == run.protection, last.range.upperBound == run.range.lowerBound {
                 merged[merged.count - 1] = .init(range: last.range.lowerBound..<run.range.upperBound, protection: run.protection)
             } else {
                 merged.append(run)
             }
         }
+        var cursor: UInt64 = 0
+        for run in runs.sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) {
+            if run.range.lowerBound > cursor { append(.init(range: cursor..<run.range.lowerBound, protection: .read)) }
+            append(run)
+            cursor = max(cursor, run.range.upperBound)
+        }
+        if cursor < rangeSize { append(.init(range: cursor..<rangeSize, protection: .read)) }
         return merged
     }
 }
