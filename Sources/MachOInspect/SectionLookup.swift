@@ -15,13 +15,10 @@ struct RangeLookup {
     init(_ ranges: [(start: UInt64, size: UInt64)]) {
         starts = ranges.map(\.start)
         sizes = ranges.map(\.size)
-        var sortedAndDisjoint = true
-        for index in ranges.indices.dropFirst() {
-            let previous = ranges[index - 1]
+        sortedAndDisjoint = zip(ranges, ranges.dropFirst()).allSatisfy { previous, next in
             let (previousEnd, overflow) = previous.start.addingReportingOverflow(previous.size)
-            if overflow || previousEnd > ranges[index].start { sortedAndDisjoint = false }
+            return !overflow && previousEnd <= next.start
         }
-        self.sortedAndDisjoint = sortedAndDisjoint
     }
 
     private func holds(_ index: Int, _ value: UInt64) -> Bool {
