@@ -57,16 +57,14 @@ struct ObjCMetadataTable {
     }
 
     mutating func write<Output: TextOutputStream>(to out: inout Output) throws(MachOError) {
-        typealias Entry = (inout ObjCMetadataTable, UInt64, inout Output) throws(MachOError) -> Void
-        let pointerLists: [(legacy: String, modern: String, title: String, entry: Entry?)] = [
-            ("__class_list", "__objc_classlist", "class", { (table, pointer, out) throws(MachOError) in try table.writeClass(pointer, to: &out) }),
-            ("__class_refs", "__objc_classrefs", "class refs", nil), ("__super_refs", "__objc_superrefs", "super refs", nil),
-            ("__category_list", "__objc_catlist", "category", { (table, pointer, out) throws(MachOError) in try table.writeCategory(pointer, to: &out) }),
+        let pointerLists: [(legacy: String, modern: String, title: String, referent: Referent?)] = [
+            ("__class_list", "__objc_classlist", "class", .class), ("__class_refs", "__objc_classrefs", "class refs", nil),
+            ("__super_refs", "__objc_superrefs", "super refs", nil), ("__category_list", "__objc_catlist", "category", .category),
             ("__protocol_list", "__objc_protolist", "protocol", nil),
         ]
         for list in pointerLists {
             guard let section = findSection(list.legacy, list.modern) else { continue }
-            try walkPointerList(list.title, section, to: &out, list.entry)
+            try walkPointerList(list.title, section, then: list.referent, to: &out)
         }
         if let section = findSection("__message_refs", "__objc_msgrefs") { try writeMessageReferences(section, to: &out) }
         if let section = findSection("__image_info", "__objc_imageinfo") { writeImageInfo(section, to: &out) }
@@ -218,9 +216,22 @@ struct ObjCMetadataTable {
         out.write("\(label) \(field.text)\(string(field.target))\n")
     }
 
-    /// What a structure's pointer field leads to, printed after the field's line.
+    /// What a pointer (a list entry or a structure's field) leads to, printed after its line.
     enum Referent {
-        case `class`, methodList(indent: String), protocolList, ivarList, propertyList, layoutMap
+        case `class`, category, methodList(indent: String), protocolList, ivarList, propertyList, layoutMap
+    }
+
+    /// Writes the `referent` at `address`.
+    mutating func write<Output: TextOutputStream>(_ referent: Referent, at address: UInt64, to out: inout Output) throws(MachOError) {
+        switch referent {
+        case .class: try writeClass(address, to: &out)
+        case .category: try writeCategory(address, to: &out)
+        case .methodList(let indent): try writeMethodList(address, indent: indent, to: &out)
+        case .protocolList: try writeProtocolList(address, to: &out)
+        case .ivarList: try writeIvarList(address, to: &out)
+        case .propertyList: try writePropertyList(address, to: &out)
+        case .layoutMap: writeLayoutMap(address, to: &out)
+        }
     }
 
     /// One pointer field's line (`label`, the ``field(_:_:_:)`` and `note`), then what its
@@ -231,24 +242,15 @@ struct ObjCMetadataTable {
     ) throws(MachOError) {
         let field = try field(found, fieldOffset, value)
         out.write("\(label) \(field.text)\(note)\n")
-        guard field.target != 0 else { return }
-        switch referent {
-        case .class: try writeClass(field.target, to: &out)
-        case .methodList(let indent): try writeMethodList(field.target, indent: indent, to: &out)
-        case .protocolList: try writeProtocolList(field.target, to: &out)
-        case .ivarList: try writeIvarList(field.target, to: &out)
-        case .propertyList: try writePropertyList(field.target, to: &out)
-        case .layoutMap: writeLayoutMap(field.target, to: &out)
-        }
+        if field.target != 0 { try write(referent, at: field.target, to: &out) }
     }
 
     // MARK: Lists of pointers
 
     /// llvm's `walk_pointer_list_64`: the section's title, then per 8-byte entry its
-    /// address, value and name, and what `body` prints for the value.
+    /// address, value and name, then the `referent` the value leads to, if any.
     mutating func walkPointerList<Output: TextOutputStream>(
-        _ listName: String, _ section: Section, to out: inout Output,
-        _ body: ((inout ObjCMetadataTable, UInt64, inout Output) throws(MachOError) -> Void)?
+        _ listName: String, _ section: Section, then referent: Referent?, to out: inout Output
     ) throws(MachOError) {
         out.write("Contents of (\(section.segmentName),\(section.name)) section\n")
         let contents = sections.contents(of: section)
@@ -273,7 +275,7 @@ struct ObjCMetadataTable {
             if let name { line += " " + name }
             out.write(line + "\n")
             try step(slot)
-            try body?(&self, pointer &+ symbolic.nValue, &out)
+            if let referent { try write(referent, at: pointer &+ symbolic.nValue, to: &out) }
             index += 8
         }
     }
