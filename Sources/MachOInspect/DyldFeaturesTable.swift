@@ -65,14 +65,11 @@ enum DyldFeaturesTable {
         let sections = image.sections.filter(\.holdsInterposingTuples)
         guard !sections.isEmpty else { return [] }
         let rows = try rows(image), names = try names(image)
-        var tuples: [Tuple] = []
-        for section in sections {
-            for address in stride(from: section.address, to: section.address + section.size - section.size % 16, by: 16) {
-                tuples.append(Tuple(
-                    address: address, replacement: describe(rows[address], names: names), replacee: describe(rows[address + 8], names: names)))
+        return sections.flatMap { section in
+            stride(from: section.address, to: section.address + section.size - section.size % 16, by: 16).map { address in
+                Tuple(address: address, replacement: describe(rows[address], names: names), replacee: describe(rows[address + 8], names: names))
             }
         }
-        return tuples
     }
 
     static func writeThreadLocals<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {

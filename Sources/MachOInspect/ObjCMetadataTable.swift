@@ -501,7 +501,9 @@ struct ObjCMetadataTable {
         var flags = "    flags \(hex(info.flags))" + Self.named(namedBits(info.flags, names).names)
         let swiftVersion = (info.flags >> 8) & 0xff
         if swiftVersion != 0 {
-            let versions: [UInt32: String] = [1: "Swift 1.0", 2: "Swift 1.1", 3: "Swift 2.0", 4: "Swift 3.0", 5: "Swift 4.0", 6: "Swift 4.1/Swift 4.2", 7: "Swift 5 or later"]
+            let versions: [UInt32: String] = [
+                1: "Swift 1.0", 2: "Swift 1.1", 3: "Swift 2.0", 4: "Swift 3.0", 5: "Swift 4.0", 6: "Swift 4.1/Swift 4.2", 7: "Swift 5 or later",
+            ]
             flags += " " + (versions[swiftVersion] ?? "unknown future Swift version (\(swiftVersion))")
         }
         out.write(flags + "\n")
