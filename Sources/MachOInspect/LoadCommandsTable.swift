@@ -85,19 +85,17 @@ enum LoadCommandsTable {
     /// `cmdsize`, its fields by `<mach-o/loader.h>` name, and its lists as arrays.
     static func json(_ command: LoadCommand, index: Int, _ image: MachOImage) throws(MachOError) -> JSONValue {
         let body = try Self.body(command, image)
-        var members: [(String, JSONValue)] = [
+        let head: [(String, JSONValue)] = [
             ("index", .int(Int64(index))), ("cmd", command.type.name.map(JSONValue.string) ?? .null),
             ("cmd_value", .uint(UInt64(command.type.rawValue))), ("cmdsize", .uint(UInt64(command.size))),
         ]
-        members += body.fields.map { ($0.key, $0.value) }
-        for list in body.lists {
-            let items: [JSONValue] = list.items.map { item in
+        let lists = body.lists.map { list in
+            (list.key, JSONValue.array(list.items.map { item in
                 // A list of single unnamed values (a linker option's strings) is an array of them.
                 item.count == 1 && item[0].key == list.key ? item[0].value : .object(item.map { ($0.key, $0.value) })
-            }
-            members.append((list.key, .array(items)))
+            }))
         }
-        return .object(members)
+        return .object(head + body.fields.map { ($0.key, $0.value) } + lists)
     }
 
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
