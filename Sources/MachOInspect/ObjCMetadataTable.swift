@@ -96,8 +96,9 @@ struct ObjCMetadataTable {
         return names
     }
 
-    /// The symbol the regular bind opcodes bind at `slot`.
-    mutating func bindName(_ slot: UInt64) throws(MachOError) -> String? {
+    /// `name` when there is one, else the symbol the regular bind opcodes bind at `slot`.
+    mutating func name(_ name: String?, orBoundAt slot: UInt64) throws(MachOError) -> String? {
+        if let name { return name }
         if bindNames == nil {
             var names: [UInt64: String] = [:]
             try image.forEachBindFixup(in: .regular) { (fixup) throws(MachOError) in
@@ -268,12 +269,8 @@ struct ObjCMetadataTable {
             let slot = section.address &+ index
             let symbolic = try symbolic(section, offset: index, value: pointer)
             // llvm prints the list slot's n_value (not its symbol's name: the name follows once).
-            var line = Text.hex(slot, width: 16, uppercase: false) + " "
-                + (symbolic.nValue != 0 ? hex(symbolic.nValue) + (pointer != 0 ? " + " + hex(pointer) : "") : hex(pointer))
-            var name = symbolic.name
-            if name == nil { name = try bindName(slot) }
-            if let name { line += " " + name }
-            out.write(line + "\n")
+            let value = symbolic.nValue != 0 ? hex(symbolic.nValue) + (pointer != 0 ? " + " + hex(pointer) : "") : hex(pointer)
+            out.write(Text.hex(slot, width: 16, uppercase: false) + " " + value + Self.named(try name(symbolic.name, orBoundAt: slot)) + "\n")
             try step(slot)
             if let referent { try write(referent, at: pointer &+ symbolic.nValue, to: &out) }
             index += 8
@@ -290,8 +287,7 @@ struct ObjCMetadataTable {
             let cls = ObjCClass(parsing: found.view, at: address)
             let isa = try symbolic(found, 0, cls.isa)
             out.write("           isa \(hex(cls.isa))\(Self.named(isa.name))\n")
-            var superclassName = try symbolic(found, 8, cls.superclass).name
-            if superclassName == nil { superclassName = try bindName(found.section.address &+ found.offset &+ 8) }
+            let superclassName = try name(symbolic(found, 8, cls.superclass).name, orBoundAt: found.section.address &+ found.offset &+ 8)
             out.write("    superclass \(hex(cls.superclass))\(Self.named(superclassName))\n")
             out.write("         cache \(hex(cls.cache))\(try Self.named(symbolic(found, 16, cls.cache).name))\n")
             out.write("        vtable \(hex(cls.vtable))\(try Self.named(symbolic(found, 24, cls.vtable).name))\n")
