@@ -130,8 +130,7 @@ struct ObjCMetadataTable {
                 }
                 let symbol = try table.entry(Int(entry.symbolNumber))
                 let name = try table.name(of: symbol)
-                if !name.isEmpty { return Symbolic(name: name, nValue: symbol.value) }
-                return Symbolic(name: try symbolName(value), nValue: symbol.value)
+                return Symbolic(name: name.isEmpty ? try symbolName(value) : name, nValue: symbol.value)
             }
         }
         return Symbolic(name: try symbolName(value))
@@ -269,7 +268,7 @@ struct ObjCMetadataTable {
             let slot = section.address &+ index
             let symbolic = try symbolic(section, offset: index, value: pointer)
             // llvm prints the list slot's n_value (not its symbol's name: the name follows once).
-            let value = symbolic.nValue != 0 ? hex(symbolic.nValue) + (pointer != 0 ? " + " + hex(pointer) : "") : hex(pointer)
+            let value = Self.field(pointer, Symbolic(nValue: symbolic.nValue))
             out.write(Text.hex(slot, width: 16, uppercase: false) + " " + value + Self.named(try name(symbolic.name, orBoundAt: slot)) + "\n")
             try step(slot)
             if let referent { try write(referent, at: pointer &+ symbolic.nValue, to: &out) }
