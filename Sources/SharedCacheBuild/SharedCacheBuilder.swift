@@ -42,15 +42,12 @@ package enum SharedCacheBuilder {
         guard let walker = FileManager.default.enumerator(at: rootURL, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey]) else {
             throw .unusable(path: root, reason: "cannot be read as a directory")
         }
-        var found: [String] = []
-        for case let url as URL in walker {
+        return walker.compactMap { $0 as? URL }.filter { url in
             guard let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey]),
                   values.isRegularFile == true, values.isSymbolicLink != true,
-                  let image = try? ImageFile.load(path: url.path, arch: arch, root: nil).image,
-                  image.header.fileType == .dylib else { continue }
-            found.append(url.path)
-        }
-        return found.sorted()
+                  let image = try? ImageFile.load(path: url.path, arch: arch, root: nil).image else { return false }
+            return image.header.fileType == .dylib
+        }.map(\.path).sorted()
     }
 
     /// `dylibs` in the order a launch that needs them all loads them: breadth first from
