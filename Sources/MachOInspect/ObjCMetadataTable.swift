@@ -254,8 +254,7 @@ struct ObjCMetadataTable {
     ) throws(MachOError) {
         out.write("Contents of (\(section.segmentName),\(section.name)) section\n")
         let contents = sections.contents(of: section)
-        var index: UInt64 = 0
-        while index < section.size {
+        for index in stride(from: 0, to: section.size, by: 8) {
             let size = min(section.size - index, 8)
             guard index + size <= UInt64(contents.count) else {
                 out.write("\(listName) list at \(hex(section.address &+ index)) extends past the end of the file\n")
@@ -272,7 +271,6 @@ struct ObjCMetadataTable {
             out.write(Text.hex(slot, width: 16, uppercase: false) + " " + value + Self.named(try name(symbolic.name, orBoundAt: slot)) + "\n")
             try step(slot)
             if let referent { try write(referent, at: pointer &+ symbolic.nValue, to: &out) }
-            index += 8
         }
     }
 
@@ -344,8 +342,8 @@ struct ObjCMetadataTable {
             ? (ObjCMethodList.RelativeEntry.size, "relative_method_t") : (ObjCMethodList.PointerEntry.size, "method_t")
         out.write("\(indent)\t\t   entsize \(header.isRelative ? "\(header.entrySize) (relative) " : "\(header.entsizeAndFlags)")\n")
         out.write("\(indent)\t\t     count \(header.count)\n")
-        var entry = address &+ 8
-        for _ in 0..<header.count {
+        for index in 0..<UInt64(header.count) {
+            let entry = address &+ 8 &+ index &* UInt64(entrySize)
             guard let found = try structure(entry, entrySize, entryName, quiet: true, to: &out) else { return }
             if found.extendsPast { out.write("\(indent)   (\(entryName) extends past the end of the section)\n") }
             if header.isRelative {
@@ -357,7 +355,6 @@ struct ObjCMetadataTable {
                 let imp = try symbolic(found, 16, method.imp)
                 out.write("\(indent)\t\t       imp \(imp.name ?? Self.impField(method.imp, imp))\n")
             }
-            entry = entry &+ UInt64(entrySize)
         }
     }
 
@@ -387,10 +384,8 @@ struct ObjCMetadataTable {
         guard let found = try structure(address, 8, "protocol_list_t", to: &out) else { return }
         let count = Self.word(found, 0)
         out.write("                      count \(count)\n")
-        var slot = address &+ 8
-        var index: UInt64 = 0
-        while index < count {
-            guard let found = try structure(slot, 8, "protocol_t *", to: &out) else { return }
+        for index in 0..<count {
+            guard let found = try structure(address &+ 8 &+ 8 &* index, 8, "protocol_t *", to: &out) else { return }
             let pointer = try field(found, 0, Self.word(found, 0))
             out.write("\t\t      list[\(index)] \(pointer.text) (struct protocol_t *)\n")
             guard let proto = try structure(pointer.target, ObjCProtocol.size, "protocol_t", to: &out) else { return }
@@ -404,8 +399,6 @@ struct ObjCMetadataTable {
             out.write("\t  optionalInstanceMethods \(hex(lists[2]))\n")
             out.write("\t     optionalClassMethods \(hex(lists[3]))\n")
             out.write("\t       instanceProperties \(hex(parsed.instancePropertiesAddress))\n")
-            slot = slot &+ 8
-            index += 1
         }
     }
 
@@ -419,11 +412,9 @@ struct ObjCMetadataTable {
         let header = ObjCMethodList.Header(parsing: found.view)
         out.write("                    entsize \(header.entsizeAndFlags)\n")
         out.write("                      count \(header.count)\n")
-        var entryAddress = address &+ 8
-        for _ in 0..<header.count {
-            guard let found = try structure(entryAddress, entrySize, entry, to: &out) else { return }
+        for index in 0..<UInt64(header.count) {
+            guard let found = try structure(address &+ 8 &+ index &* UInt64(entrySize), entrySize, entry, to: &out) else { return }
             try body(&self, found, &out)
-            entryAddress = entryAddress &+ UInt64(entrySize)
         }
     }
 
@@ -473,14 +464,11 @@ struct ObjCMetadataTable {
     /// llvm's `print_message_refs64`.
     mutating func writeMessageReferences<Output: TextOutputStream>(_ section: Section, to out: inout Output) throws(MachOError) {
         out.write("Contents of (\(section.segmentName),\(section.name)) section\n")
-        var index: UInt64 = 0
-        while index < section.size {
-            let address = section.address &+ index
-            guard let found = try structure(address, 16, "message_ref", to: &out) else { return }
+        for index in stride(from: 0, to: section.size, by: 16) {
+            guard let found = try structure(section.address &+ index, 16, "message_ref", to: &out) else { return }
             let imp = try symbolic(found, 0, Self.word(found, 0))
             out.write("  imp \(Self.impField(Self.word(found, 0), imp))\(Self.named(imp.name))\n")
             try writeStringField("  sel", found, 8, Self.word(found, 8), to: &out)
-            index += 16
         }
     }
 
