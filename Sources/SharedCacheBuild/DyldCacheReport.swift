@@ -23,11 +23,8 @@ package enum DyldCacheReport {
             }
             out += line + "\n"
         }
-        if let table = try cache.patchTable() {
-            out += "  patch table:     v1, \(table.exportCount) exports, \(table.locationCount) locations (\(table.imageCount) images)\n"
-        } else {
-            out += "  patch table:     none\n"
-        }
+        let patchTable = try cache.patchTable().map { "v1, \($0.exportCount) exports, \($0.locationCount) locations (\($0.imageCount) images)" }
+        out += "  patch table:     \(patchTable ?? "none")\n"
         if !cache.subCaches.isEmpty {
             out += "  subcaches:       \(cache.subCaches.count)\n"
             for sub in cache.subCaches {
