@@ -93,9 +93,7 @@ enum UnsafeFileAt {
     /// The directory `name` (one component, no `/`) in `directory`, opened without
     /// following a symbolic link (`ELOOP` or `ENOTDIR` when it is one, or not a directory).
     static func openDirectory(_ name: [UInt8], in directory: Descriptor) -> Result<Descriptor, Failure> {
-        unsafe withName(name) { name in
-            retrying({ unsafe openat(directory.fd, name, O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW) }).map(Descriptor.init)
-        }
+        open(name, in: directory, O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW)
     }
 
     /// The directory at relative `path` (components joined by `/`) under `directory`,
@@ -124,16 +122,17 @@ enum UnsafeFileAt {
     /// A new regular file `name` in `directory`, write-only, mode 0600 until set: never an
     /// existing file and never through a link (`O_CREAT | O_EXCL | O_NOFOLLOW`).
     static func createFile(_ name: [UInt8], in directory: Descriptor) -> Result<Descriptor, Failure> {
-        unsafe withName(name) { name in
-            retrying({ unsafe openat(directory.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }).map(Descriptor.init)
-        }
+        open(name, in: directory, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
     }
 
     /// The regular file `name` in `directory`, opened read-only without following a link.
     static func openFile(_ name: [UInt8], in directory: Descriptor) -> Result<Descriptor, Failure> {
-        unsafe withName(name) { name in
-            retrying({ unsafe openat(directory.fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }).map(Descriptor.init)
-        }
+        open(name, in: directory, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+    }
+
+    /// `openat(directory, name, flags)`, a created file mode 0600.
+    private static func open(_ name: [UInt8], in directory: Descriptor, _ flags: Int32) -> Result<Descriptor, Failure> {
+        unsafe withName(name) { name in retrying({ unsafe openat(directory.fd, name, flags, 0o600) }).map(Descriptor.init) }
     }
 
     /// Renames `from` to `to` in `directory` unless `to` exists (`EEXIST`, or `ENOTEMPTY`

@@ -98,19 +98,12 @@ package struct ZipArchive: Sendable {
             guard offset + 46 <= directory.count, u32(directory, offset) == 0x0201_4b50 else {
                 throw .malformed(archive: path, offset: cdOffset + offset, what: "a central-directory entry is expected")
             }
-            let madeBy = u16(directory, offset + 4), flags = u16(directory, offset + 8), method = u16(directory, offset + 10)
-            let nameLength = Int(u16(directory, offset + 28)), extraLength = Int(u16(directory, offset + 30))
-            let commentLength = Int(u16(directory, offset + 32))
-            let end = offset + 46 + nameLength + extraLength + commentLength
+            // The fixed 46 bytes, then the name, extra field and comment.
+            let end = offset + 46 + Int(u16(directory, offset + 28)) + Int(u16(directory, offset + 30)) + Int(u16(directory, offset + 32))
             guard end <= directory.count else {
                 throw .malformed(archive: path, offset: cdOffset + offset, what: "a central-directory entry runs past the directory")
             }
-            let nameBytes = Array(directory[(offset + 46)..<(offset + 46 + nameLength)])
-            let entry = try Self.entry(
-                nameBytes: nameBytes, archive: path, madeBy: madeBy, flags: flags, method: method,
-                external: u32(directory, offset + 38), crc: u32(directory, offset + 16),
-                compressed: Int(u32(directory, offset + 20)), unpacked: Int(u32(directory, offset + 24)),
-                local: Int(u32(directory, offset + 42)), dataEnd: cdOffset, at: cdOffset + offset)
+            let entry = try Self.entry(record: Array(directory[offset..<end]), archive: path, dataEnd: cdOffset, at: cdOffset + offset)
             unpacked += entry.unpackedSize
             guard unpacked <= limits.maxUnpackedBytes else {
                 throw .limit(archive: path, what: "it unpacks to more than the \(limits.maxUnpackedBytes) bytes allowed")
@@ -147,12 +140,13 @@ package struct ZipArchive: Sendable {
         name.utf8.count <= 200 ? name : String(decoding: name.utf8.prefix(120), as: UTF8.self) + "… (\(name.utf8.count) bytes)"
     }
 
-    /// An entry checked: its method, its flags, its kind, its name and the sizes it claims
-    /// (bounded by `dataEnd`, where the central directory starts, before anything is read).
-    private static func entry(
-        nameBytes: [UInt8], archive: String, madeBy: UInt16, flags: UInt16, method: UInt16,
-        external: UInt32, crc: UInt32, compressed: Int, unpacked: Int, local: Int, dataEnd: Int, at offset: Int
-    ) throws(MachOError) -> Entry {
+    /// The entry of a central-directory record (at `offset` in the archive), checked: its
+    /// method, its flags, its kind, its name and the sizes it claims (bounded by `dataEnd`,
+    /// where the central directory starts, before anything is read).
+    private static func entry(record: [UInt8], archive: String, dataEnd: Int, at offset: Int) throws(MachOError) -> Entry {
+        let nameBytes = Array(record[46..<(46 + Int(u16(record, 28)))])
+        let madeBy = u16(record, 4), flags = u16(record, 8), method = u16(record, 10), external = u32(record, 38)
+        let compressed = Int(u32(record, 20)), unpacked = Int(u32(record, 24)), local = Int(u32(record, 42))
         guard nameBytes.count <= maxNameBytes else {
             throw .unsafeEntry(archive: archive, entry: shown(String(decoding: nameBytes, as: UTF8.self)),
                                what: "has a \(nameBytes.count)-byte name, more than the \(maxNameBytes) allowed")
@@ -196,7 +190,7 @@ package struct ZipArchive: Sendable {
             }
         }
         return Entry(
-            name: name, components: components, isDirectory: isDirectory, method: method, crc32: crc,
+            name: name, components: components, isDirectory: isDirectory, method: method, crc32: u32(record, 16),
             compressedSize: compressed, unpackedSize: unpacked, localHeaderOffset: local,
             isExecutable: mode & 0o111 != 0, slotEnd: dataEnd)
     }
@@ -216,32 +210,25 @@ package struct ZipArchive: Sendable {
         }
     }
 
-    /// The components of entry name `name`, checked as bytes in one pass: components are
+    /// The components of entry name `name`, checked as bytes, first to last: components are
     /// split on `/` (and a `\\` is refused, being a separator to other unzips), none empty,
     /// `.` or `..`, no NUL, not absolute, at most ``maxNameComponents``; one trailing `/`
     /// marks a directory. Bytes are never decoded first: what is checked is what the kernel
     /// will split.
     package static func checkedComponents(_ name: [UInt8]) -> Result<[[UInt8]], NameProblem> {
-        let slash = UInt8(ascii: "/"), backslash = UInt8(ascii: "\\"), dot = UInt8(ascii: ".")
+        let slash = UInt8(ascii: "/"), backslash = UInt8(ascii: "\\")
         guard let first = name.first else { return .failure(.escape) }
         guard first != slash else { return .failure(.absolute) }
-        let end = name.last == slash ? name.count - 1 : name.count
         var components: [[UInt8]] = []
-        var start = 0
-        for index in 0...end {
-            if index < end {
-                switch name[index] {
-                case 0: return .failure(.nul)
-                case backslash: return .failure(.backslash)
-                case slash: break
-                default: continue
-                }
+        for component in name.dropLast(name.last == slash ? 1 : 0).split(separator: slash, omittingEmptySubsequences: false) {
+            switch component.first(where: { $0 == 0 || $0 == backslash }) {
+            case 0?: return .failure(.nul)
+            case backslash?: return .failure(.backslash)
+            default: break
             }
-            let length = index - start
-            if length == 0 || (length == 1 && name[start] == dot) || (length == 2 && name[start] == dot && name[start + 1] == dot) { return .failure(.escape) }
+            guard !component.isEmpty, !component.elementsEqual(".".utf8), !component.elementsEqual("..".utf8) else { return .failure(.escape) }
             guard components.count < maxNameComponents else { return .failure(.tooDeep) }
-            components.append(Array(name[start..<index]))
-            start = index + 1
+            components.append(Array(component))
         }
         return .success(components)
     }
@@ -365,12 +352,10 @@ private struct DirectoryWalker {
     mutating func open(_ components: ArraySlice<[UInt8]>) throws(MachOError) -> UnsafeFileAt.Descriptor {
         if components.isEmpty { return root }
         if let last, last.path == components { return last.directory }
-        let joined = Array(components.joined(separator: [UInt8(ascii: "/")]))
         let directory: UnsafeFileAt.Descriptor
-        switch UnsafeFileAt.openDirectoryBeneath(joined, in: root) {
+        switch UnsafeFileAt.openDirectoryBeneath(Self.joined(components), in: root) {
         case let .success(opened): directory = opened
-        case .failure(ELOOP), .failure(EXDEV), .failure(ENOTDIR):
-            throw .io(path: shown(joined), reason: "a symbolic link or a file is where the unpack expects a directory")
+        case .failure(ELOOP), .failure(EXDEV), .failure(ENOTDIR): throw .io(path: shown(components), reason: Self.notADirectory)
         case .failure:
             // Missing (ENOENT), or no openat2 (ENOSYS, or refused by a seccomp filter): one
             // component at a time.
@@ -388,8 +373,7 @@ private struct DirectoryWalker {
             var opened = UnsafeFileAt.openDirectory(component, in: current)
             if case .failure(ENOENT) = opened {
                 if let errno = UnsafeFileAt.makeDirectory(component, in: current, mode: 0o755), errno != EEXIST {
-                    throw .io(path: shown(Array(components[..<depth].joined(separator: [UInt8(ascii: "/")]))),
-                              reason: "cannot create a directory: \(UnsafeFileAt.describe(errno))")
+                    throw .io(path: shown(components[..<depth]), reason: "cannot create a directory: \(UnsafeFileAt.describe(errno))")
                 }
                 opened = UnsafeFileAt.openDirectory(component, in: current)
             }
@@ -397,15 +381,20 @@ private struct DirectoryWalker {
             case let .success(next): current = next
             case let .failure(errno):
                 let reason = errno.errno == ELOOP || errno.errno == ENOTDIR
-                    ? "a symbolic link or a file is where the unpack expects a directory" : "cannot open a directory: \(UnsafeFileAt.describe(errno))"
-                throw .io(path: shown(Array(components[..<depth].joined(separator: [UInt8(ascii: "/")]))), reason: reason)
+                    ? Self.notADirectory : "cannot open a directory: \(UnsafeFileAt.describe(errno))"
+                throw .io(path: shown(components[..<depth]), reason: reason)
             }
         }
         return current
     }
 
-    private func shown(_ relative: [UInt8]) -> String {
-        rootName + "/" + ZipArchive.shown(String(decoding: relative, as: UTF8.self))
+    private static let notADirectory = "a symbolic link or a file is where the unpack expects a directory"
+
+    private static func joined(_ components: ArraySlice<[UInt8]>) -> [UInt8] { Array(components.joined(separator: [UInt8(ascii: "/")])) }
+
+    /// The directory `components` name, as an error shows it.
+    private func shown(_ components: ArraySlice<[UInt8]>) -> String {
+        rootName + "/" + ZipArchive.shown(String(decoding: Self.joined(components), as: UTF8.self))
     }
 }
 

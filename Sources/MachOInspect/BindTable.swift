@@ -14,7 +14,7 @@ enum BindTable {
         }
         text.write(title)
         let shortNames = LibraryShortNames(image)
-        var places = OpcodeFixupPlaces(image)
+        var places = FixupPlaces(segmentsOf: image)
         try image.forEachBindFixup(in: kind) { (fixup) throws(MachOError) in
             try writeRow(fixup, image, shortNames: shortNames, places: &places, to: &text)
             text.write(ascii: UInt8(ascii: "\n"))
@@ -23,7 +23,7 @@ enum BindTable {
     }
 
     private static func writeRow(
-        _ fixup: BindFixup, _ image: MachOImage, shortNames: LibraryShortNames, places: inout OpcodeFixupPlaces,
+        _ fixup: BindFixup, _ image: MachOImage, shortNames: LibraryShortNames, places: inout FixupPlaces,
         to text: inout TextBuffer
     ) throws(MachOError) {
         // A strong definition has no location; like llvm, any weak-stream entry made while

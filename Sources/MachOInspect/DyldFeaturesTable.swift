@@ -26,15 +26,12 @@ enum DyldFeaturesTable {
         return byAddress
     }
 
-    /// Exported names by address.
+    /// Exported names by address, the first in trie order where several share one.
     static func names(_ image: MachOImage) throws(MachOError) -> [UInt64: String] {
-        var names: [UInt64: String] = [:]
-        for symbol in try image.exportTrie()?.allSymbols() ?? [] {
-            if let offset = symbol.imageOffset, names[image.preferredLoadAddress &+ offset] == nil {
-                names[image.preferredLoadAddress &+ offset] = symbol.name
-            }
+        let named = try (image.exportTrie()?.allSymbols() ?? []).compactMap { symbol in
+            symbol.imageOffset.map { (image.preferredLoadAddress &+ $0, symbol.name) }
         }
-        return names
+        return Dictionary(named, uniquingKeysWith: { first, _ in first })
     }
 
     /// What a fixup row points at, named: `_symbol (dylib)` for a bind, the exported name or
@@ -68,14 +65,11 @@ enum DyldFeaturesTable {
         let sections = image.sections.filter(\.holdsInterposingTuples)
         guard !sections.isEmpty else { return [] }
         let rows = try rows(image), names = try names(image)
-        var tuples: [Tuple] = []
-        for section in sections {
-            for address in stride(from: section.address, to: section.address + section.size - section.size % 16, by: 16) {
-                tuples.append(Tuple(
-                    address: address, replacement: describe(rows[address], names: names), replacee: describe(rows[address + 8], names: names)))
+        return sections.flatMap { section in
+            stride(from: section.address, to: section.address + section.size - section.size % 16, by: 16).map { address in
+                Tuple(address: address, replacement: describe(rows[address], names: names), replacee: describe(rows[address + 8], names: names))
             }
         }
-        return tuples
     }
 
     static func writeThreadLocals<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {

@@ -43,7 +43,7 @@ struct ChainedDyldInfoRows {
     private let image: MachOImage, fixups: ChainedFixups
     /// Per import, worked out once: llvm's view of it and its library's short name.
     private let shownImports: [(import: ObjdumpChainedImport, dylib: String)]
-    private var locations: ObjdumpFixupLocations
+    private var locations: FixupPlaces
     private let textAddress: UInt64
 
     /// Nil when the image has no chained fixups.
@@ -56,7 +56,7 @@ struct ChainedDyldInfoRows {
             let shown = try ObjdumpChainedImport(entry, format: fixups.header.importsFormat, in: fixups)
             return (shown, shortNames[shown.libraryOrdinal])
         }
-        locations = ObjdumpFixupLocations(image)
+        locations = FixupPlaces(sectionRunsOf: image)
         textAddress = image.segments.first(where: { $0.name == "__TEXT" })?.vmAddress ?? 0
     }
 
@@ -66,9 +66,9 @@ struct ChainedDyldInfoRows {
         try fixups.forEachFixup(in: image) { (fixup) throws(MachOError) in
             // Where llvm-objdump's lookup finds nothing: the fixup's own segment, no section.
             let place = locations.locate(segmentIndex: fixup.segmentIndex, offset: fixup.offsetInSegment)
-                ?? ObjdumpFixupLocations.Place(segment: image.segments[fixup.segmentIndex].name, section: "", address: fixup.address)
+                ?? FixupPlaces.Place(segmentName: image.segments[fixup.segmentIndex].name, sectionName: "", address: fixup.address)
             var row = DyldInfoRow(
-                segment: place.segment, section: place.section, address: place.address,
+                segment: place.segmentName, section: place.sectionName, address: place.address,
                 pointer: fixup.rawValue, type: "", addend: nil)
             switch fixup.pointer {
             case let .rebase(rebase):
@@ -95,53 +95,5 @@ struct ChainedDyldInfoRows {
 
     private static func rebasedValue(_ rebase: ChainedRebase, textAddress: UInt64) -> UInt64 {
         (rebase.kind == .vmAddress ? rebase.target : rebase.target &+ textAddress) | UInt64(rebase.high8) << 56
-    }
-}
-
-/// llvm-objdump's way of naming a fixup's place from a segment index and offset (its
-/// BindRebaseSegInfo): segments are numbered by walking the sections and counting changes
-/// of segment name, starting from 1 when the image has `__PAGEZERO`, and a segment starts
-/// at the address of its first section. For the usual layouts this is the load-command
-/// segment and its vmaddr.
-struct ObjdumpFixupLocations {
-    /// A fixup's segment name, section name and address.
-    struct Place {
-        let segment: String, section: String, address: UInt64
-    }
-
-    /// Per llvm segment number: the segment's name and start (the address of its first
-    /// section), its sections' names and the lookup over their offsets from that start. A
-    /// segment is a run of consecutive sections with the same segment name; llvm's
-    /// numbering starts at 1 when there is a __PAGEZERO, so number 0 is then empty.
-    private var segmentNames: [String] = []
-    private var segmentStarts: [UInt64] = []
-    private var sectionNames: [[String]] = []
-    private var lookups: [RangeLookup] = []
-
-    init(_ image: MachOImage) {
-        let first = image.segments.contains(where: { $0.name == "__PAGEZERO" }) ? 1 : 0
-        var ranges: [[(start: UInt64, size: UInt64)]] = []
-        segmentNames = Array(repeating: "", count: first)
-        segmentStarts = Array(repeating: 0, count: first)
-        sectionNames = Array(repeating: [], count: first)
-        ranges = Array(repeating: [], count: first)
-        for section in image.sections {
-            if segmentNames.count == first || segmentNames[segmentNames.count - 1] != section.segmentName {
-                segmentNames.append(section.segmentName)
-                segmentStarts.append(section.address)
-                sectionNames.append([])
-                ranges.append([])
-            }
-            sectionNames[sectionNames.count - 1].append(section.name)
-            ranges[ranges.count - 1].append((section.address &- segmentStarts[segmentStarts.count - 1], section.size))
-        }
-        lookups = ranges.map { RangeLookup($0) }
-    }
-
-    /// The place of `offset` in segment `segmentIndex`, or nil when no section holds it.
-    mutating func locate(segmentIndex: Int, offset: UInt64) -> Place? {
-        guard segmentIndex >= 0, segmentIndex < lookups.count,
-              let index = lookups[segmentIndex].index(of: offset) else { return nil }
-        return Place(segment: segmentNames[segmentIndex], section: sectionNames[segmentIndex][index], address: segmentStarts[segmentIndex] &+ offset)
     }
 }

@@ -11,41 +11,32 @@ package enum InspectStatistics {
         try ObjdumpReport.forEachSlice(path: path, file: bytes, arch == .host ? .all : arch) { (file, slice, parsed, _) throws(MachOError) in
             out += "\(path) [\(slice.cpu.name)]\n"
             var image = parsed
-            let parse = try best { () throws(MachOError) in image = try file.image(slice); return image.loadCommands.count }
-            out += line("load commands", parse)
-            out += line("rebases (opcodes)", try best { () throws(MachOError) in
-                try count { (body) throws(MachOError) in try image.forEachRebaseFixup(body) }
+            out += line("load commands", try best { (body) throws(MachOError) in
+                image = try file.image(slice)
+                for command in image.loadCommands { try body(command) }
             })
+            out += line("rebases (opcodes)", try best { (body) throws(MachOError) in try image.forEachRebaseFixup(body) })
             for stream in BindStreamKind.allCases {
-                out += line("\(stream.rawValue) binds (opcodes)", try best { () throws(MachOError) in
-                    try count { (body) throws(MachOError) in try image.forEachBindFixup(in: stream, body) }
-                })
+                let binds = try best { (body) throws(MachOError) in try image.forEachBindFixup(in: stream, body) }
+                out += line("\(stream.rawValue) binds (opcodes)", binds)
             }
-            out += line("chained fixups", try best { () throws(MachOError) in
-                try count { (body) throws(MachOError) in try image.forEachChainedFixup(body) }
-            })
-            out += line("exports", try best { () throws(MachOError) in
-                try count { (body) throws(MachOError) in try image.exportTrie()?.forEachSymbol(body) }
-            })
+            out += line("chained fixups", try best { (body) throws(MachOError) in try image.forEachChainedFixup(body) })
+            out += line("exports", try best { (body) throws(MachOError) in try image.exportTrie()?.forEachSymbol(body) })
         }
         return out
     }
 
-    /// How many items `walk` hands its body.
-    static func count<Item>(_ walk: ((Item) throws(MachOError) -> Void) throws(MachOError) -> Void) throws(MachOError) -> Int {
-        var count = 0
-        try walk { _ in count += 1 }
-        return count
-    }
-
-    /// The count `work` returns and its fastest time over `runs` runs.
-    static func best(_ work: () throws(MachOError) -> Int) throws(MachOError) -> (count: Int, time: Duration) {
+    /// How many items `walk` hands its body, and its fastest time over ``runs`` runs.
+    static func best<Item>(
+        _ walk: ((Item) throws(MachOError) -> Void) throws(MachOError) -> Void
+    ) throws(MachOError) -> (count: Int, time: Duration) {
         let clock = ContinuousClock()
         var fastest = Duration.seconds(1_000_000)
         var count = 0
         for _ in 0..<runs {
+            count = 0
             let start = clock.now
-            count = try work()
+            try walk { _ in count += 1 }
             fastest = min(fastest, clock.now - start)
         }
         return (count, fastest)

@@ -51,33 +51,27 @@ enum LoadCommandsTable {
         var lists: [List] = []
     }
 
+    /// Writes each command's fields right-aligned on the longest label among them and the
+    /// items of its untitled lists, then its lists; a titled item is a block of its own,
+    /// aligned on its own labels.
     static func write<Output: TextOutputStream>(_ image: MachOImage, to out: inout Output) throws(MachOError) {
-        for (index, command) in image.loadCommands.enumerated() {
-            let body = try Self.body(command, image)
-            out.write("Load command \(index)\n")
-            let head = [Field("cmd", commandName(command.type), .null), Field.number("cmdsize", command.size)]
-            let untitled = body.lists.filter { $0.title == nil }.flatMap { $0.items.joined() }
-            writeFields(head + body.fields + untitled, to: &out, order: head + body.fields, lists: body.lists)
-        }
-    }
-
-    /// Writes `order` right-aligned on the longest label of `aligned`, then each list.
-    private static func writeFields<Output: TextOutputStream>(
-        _ aligned: [Field], to out: inout Output, order: [Field], lists: [List]
-    ) {
         func labelWidth(_ fields: [Field]) -> Int { fields.compactMap { $0.label?.utf8.count }.max() ?? 0 }
         func line(_ field: Field, _ width: Int) {
             guard let label = field.label else { return }
             out.write(String(repeating: " ", count: max(0, width - label.utf8.count)) + label + " " + field.text + "\n")
         }
-        let width = labelWidth(aligned)
-        for field in order { line(field, width) }
-        for list in lists {
-            for item in list.items {
-                // A titled item is a block of its own, aligned on its own labels.
-                if let title = list.title { out.write(title + "\n") }
-                let itemWidth = list.title == nil ? width : labelWidth(item)
-                for field in item { line(field, itemWidth) }
+        for (index, command) in image.loadCommands.enumerated() {
+            let body = try Self.body(command, image)
+            out.write("Load command \(index)\n")
+            let fields = [Field("cmd", commandName(command.type), .null), Field.number("cmdsize", command.size)] + body.fields
+            let width = labelWidth(fields + body.lists.filter { $0.title == nil }.flatMap { $0.items.joined() })
+            for field in fields { line(field, width) }
+            for list in body.lists {
+                for item in list.items {
+                    if let title = list.title { out.write(title + "\n") }
+                    let itemWidth = list.title == nil ? width : labelWidth(item)
+                    for field in item { line(field, itemWidth) }
+                }
             }
         }
     }
@@ -91,19 +85,17 @@ enum LoadCommandsTable {
     /// `cmdsize`, its fields by `<mach-o/loader.h>` name, and its lists as arrays.
     static func json(_ command: LoadCommand, index: Int, _ image: MachOImage) throws(MachOError) -> JSONValue {
         let body = try Self.body(command, image)
-        var members: [(String, JSONValue)] = [
+        let head: [(String, JSONValue)] = [
             ("index", .int(Int64(index))), ("cmd", command.type.name.map(JSONValue.string) ?? .null),
             ("cmd_value", .uint(UInt64(command.type.rawValue))), ("cmdsize", .uint(UInt64(command.size))),
         ]
-        members += body.fields.map { ($0.key, $0.value) }
-        for list in body.lists {
-            let items: [JSONValue] = list.items.map { item in
+        let lists = body.lists.map { list in
+            (list.key, JSONValue.array(list.items.map { item in
                 // A list of single unnamed values (a linker option's strings) is an array of them.
                 item.count == 1 && item[0].key == list.key ? item[0].value : .object(item.map { ($0.key, $0.value) })
-            }
-            members.append((list.key, .array(items)))
+            }))
         }
-        return .object(members)
+        return .object(head + body.fields.map { ($0.key, $0.value) } + lists)
     }
 
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {

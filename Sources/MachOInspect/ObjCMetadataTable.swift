@@ -50,31 +50,24 @@ struct ObjCMetadataTable {
         try table.write(to: &out)
     }
 
-    /// The lists llvm-objdump looks for, each under its names in the order it tries them.
-    static func sectionNames(_ legacy: String, _ modern: String) -> [(segment: String, section: String)] {
-        [("__OBJC2", legacy), ("__DATA", modern), ("__DATA_CONST", modern), ("__DATA_DIRTY", modern)]
-    }
-
-    func findSection(_ names: [(segment: String, section: String)]) -> Section? {
-        names.lazy.compactMap { name in image.sections.first { $0.segmentName == name.segment && $0.name == name.section } }.first
+    /// The section of a list llvm-objdump looks for, under its names in the order it tries them.
+    func findSection(_ legacy: String, _ modern: String) -> Section? {
+        let names = [("__OBJC2", legacy), ("__DATA", modern), ("__DATA_CONST", modern), ("__DATA_DIRTY", modern)]
+        return names.lazy.compactMap { name in self.image.sections.first { $0.segmentName == name.0 && $0.name == name.1 } }.first
     }
 
     mutating func write<Output: TextOutputStream>(to out: inout Output) throws(MachOError) {
-        typealias Entry = (inout ObjCMetadataTable, UInt64, inout Output) throws(MachOError) -> Void
-        let pointerLists: [(legacy: String, modern: String, title: String, entry: Entry?)] = [
-            ("__class_list", "__objc_classlist", "class", { (table, pointer, out) throws(MachOError) in try table.writeClass(pointer, to: &out) }),
-            ("__class_refs", "__objc_classrefs", "class refs", nil), ("__super_refs", "__objc_superrefs", "super refs", nil),
-            ("__category_list", "__objc_catlist", "category", { (table, pointer, out) throws(MachOError) in try table.writeCategory(pointer, to: &out) }),
+        let pointerLists: [(legacy: String, modern: String, title: String, referent: Referent?)] = [
+            ("__class_list", "__objc_classlist", "class", .class), ("__class_refs", "__objc_classrefs", "class refs", nil),
+            ("__super_refs", "__objc_superrefs", "super refs", nil), ("__category_list", "__objc_catlist", "category", .category),
             ("__protocol_list", "__objc_protolist", "protocol", nil),
         ]
         for list in pointerLists {
-            guard let section = findSection(Self.sectionNames(list.legacy, list.modern)) else { continue }
-            try walkPointerList(list.title, section, to: &out, list.entry)
+            guard let section = findSection(list.legacy, list.modern) else { continue }
+            try walkPointerList(list.title, section, then: list.referent, to: &out)
         }
-        if let section = findSection(Self.sectionNames("__message_refs", "__objc_msgrefs")) {
-            try writeMessageReferences(section, to: &out)
-        }
-        if let section = findSection(Self.sectionNames("__image_info", "__objc_imageinfo")) { writeImageInfo(section, to: &out) }
+        if let section = findSection("__message_refs", "__objc_msgrefs") { try writeMessageReferences(section, to: &out) }
+        if let section = findSection("__image_info", "__objc_imageinfo") { writeImageInfo(section, to: &out) }
     }
 
     // MARK: Names
@@ -103,8 +96,9 @@ struct ObjCMetadataTable {
         return names
     }
 
-    /// The symbol the regular bind opcodes bind at `slot`.
-    mutating func bindName(_ slot: UInt64) throws(MachOError) -> String? {
+    /// `name` when there is one, else the symbol the regular bind opcodes bind at `slot`.
+    mutating func name(_ name: String?, orBoundAt slot: UInt64) throws(MachOError) -> String? {
+        if let name { return name }
         if bindNames == nil {
             var names: [UInt64: String] = [:]
             try image.forEachBindFixup(in: .regular) { (fixup) throws(MachOError) in
@@ -136,8 +130,7 @@ struct ObjCMetadataTable {
                 }
                 let symbol = try table.entry(Int(entry.symbolNumber))
                 let name = try table.name(of: symbol)
-                if !name.isEmpty { return Symbolic(name: name, nValue: symbol.value) }
-                return Symbolic(name: try symbolName(value), nValue: symbol.value)
+                return Symbolic(name: name.isEmpty ? try symbolName(value) : name, nValue: symbol.value)
             }
         }
         return Symbolic(name: try symbolName(value))
@@ -157,7 +150,13 @@ struct ObjCMetadataTable {
     }
 
     /// " STRING" for the string at `address` (llvm's `" %.*s"`), or nothing.
-    func string(_ address: UInt64) -> String { sections.string(at: address).map { " " + $0 } ?? "" }
+    func string(_ address: UInt64) -> String { Self.named(sections.string(at: address)) }
+
+    /// A name after a blank (llvm's `" %s"`), or nothing.
+    static func named(_ name: String?) -> String { name.map { " " + $0 } ?? "" }
+
+    /// Each name after a blank.
+    static func named(_ names: [String]) -> String { names.map { " " + $0 }.joined() }
 
     mutating func step(_ address: UInt64) throws(MachOError) {
         entriesWalked += 1
@@ -217,9 +216,22 @@ struct ObjCMetadataTable {
         out.write("\(label) \(field.text)\(string(field.target))\n")
     }
 
-    /// What a structure's pointer field leads to, printed after the field's line.
+    /// What a pointer (a list entry or a structure's field) leads to, printed after its line.
     enum Referent {
-        case `class`, methodList(indent: String), protocolList, ivarList, propertyList, layoutMap
+        case `class`, category, methodList(indent: String), protocolList, ivarList, propertyList, layoutMap
+    }
+
+    /// Writes the `referent` at `address`.
+    mutating func write<Output: TextOutputStream>(_ referent: Referent, at address: UInt64, to out: inout Output) throws(MachOError) {
+        switch referent {
+        case .class: try writeClass(address, to: &out)
+        case .category: try writeCategory(address, to: &out)
+        case .methodList(let indent): try writeMethodList(address, indent: indent, to: &out)
+        case .protocolList: try writeProtocolList(address, to: &out)
+        case .ivarList: try writeIvarList(address, to: &out)
+        case .propertyList: try writePropertyList(address, to: &out)
+        case .layoutMap: writeLayoutMap(address, to: &out)
+        }
     }
 
     /// One pointer field's line (`label`, the ``field(_:_:_:)`` and `note`), then what its
@@ -230,29 +242,19 @@ struct ObjCMetadataTable {
     ) throws(MachOError) {
         let field = try field(found, fieldOffset, value)
         out.write("\(label) \(field.text)\(note)\n")
-        guard field.target != 0 else { return }
-        switch referent {
-        case .class: try writeClass(field.target, to: &out)
-        case .methodList(let indent): try writeMethodList(field.target, indent: indent, to: &out)
-        case .protocolList: try writeProtocolList(field.target, to: &out)
-        case .ivarList: try writeIvarList(field.target, to: &out)
-        case .propertyList: try writePropertyList(field.target, to: &out)
-        case .layoutMap: writeLayoutMap(field.target, to: &out)
-        }
+        if field.target != 0 { try write(referent, at: field.target, to: &out) }
     }
 
     // MARK: Lists of pointers
 
     /// llvm's `walk_pointer_list_64`: the section's title, then per 8-byte entry its
-    /// address, value and name, and what `body` prints for the value.
+    /// address, value and name, then the `referent` the value leads to, if any.
     mutating func walkPointerList<Output: TextOutputStream>(
-        _ listName: String, _ section: Section, to out: inout Output,
-        _ body: ((inout ObjCMetadataTable, UInt64, inout Output) throws(MachOError) -> Void)?
+        _ listName: String, _ section: Section, then referent: Referent?, to out: inout Output
     ) throws(MachOError) {
         out.write("Contents of (\(section.segmentName),\(section.name)) section\n")
         let contents = sections.contents(of: section)
-        var index: UInt64 = 0
-        while index < section.size {
+        for index in stride(from: 0, to: section.size, by: 8) {
             let size = min(section.size - index, 8)
             guard index + size <= UInt64(contents.count) else {
                 out.write("\(listName) list at \(hex(section.address &+ index)) extends past the end of the file\n")
@@ -265,15 +267,10 @@ struct ObjCMetadataTable {
             let slot = section.address &+ index
             let symbolic = try symbolic(section, offset: index, value: pointer)
             // llvm prints the list slot's n_value (not its symbol's name: the name follows once).
-            var line = Text.hex(slot, width: 16, uppercase: false) + " "
-                + (symbolic.nValue != 0 ? hex(symbolic.nValue) + (pointer != 0 ? " + " + hex(pointer) : "") : hex(pointer))
-            var name = symbolic.name
-            if name == nil { name = try bindName(slot) }
-            if let name { line += " " + name }
-            out.write(line + "\n")
+            let value = Self.field(pointer, Symbolic(nValue: symbolic.nValue))
+            out.write(Text.hex(slot, width: 16, uppercase: false) + " " + value + Self.named(try name(symbolic.name, orBoundAt: slot)) + "\n")
             try step(slot)
-            try body?(&self, pointer &+ symbolic.nValue, &out)
-            index += 8
+            if let referent { try write(referent, at: pointer &+ symbolic.nValue, to: &out) }
         }
     }
 
@@ -286,12 +283,11 @@ struct ObjCMetadataTable {
             guard let found = try structure(address, ObjCClass.size, "class_t", quiet: true, to: &out), !found.extendsPast else { return }
             let cls = ObjCClass(parsing: found.view, at: address)
             let isa = try symbolic(found, 0, cls.isa)
-            out.write("           isa \(hex(cls.isa))\(isa.name.map { " " + $0 } ?? "")\n")
-            var superclassName = try symbolic(found, 8, cls.superclass).name
-            if superclassName == nil { superclassName = try bindName(found.section.address &+ found.offset &+ 8) }
-            out.write("    superclass \(hex(cls.superclass))\(superclassName.map { " " + $0 } ?? "")\n")
-            out.write("         cache \(hex(cls.cache))\(try symbolic(found, 16, cls.cache).name.map { " " + $0 } ?? "")\n")
-            out.write("        vtable \(hex(cls.vtable))\(try symbolic(found, 24, cls.vtable).name.map { " " + $0 } ?? "")\n")
+            out.write("           isa \(hex(cls.isa))\(Self.named(isa.name))\n")
+            let superclassName = try name(symbolic(found, 8, cls.superclass).name, orBoundAt: found.section.address &+ found.offset &+ 8)
+            out.write("    superclass \(hex(cls.superclass))\(Self.named(superclassName))\n")
+            out.write("         cache \(hex(cls.cache))\(try Self.named(symbolic(found, 16, cls.cache).name))\n")
+            out.write("        vtable \(hex(cls.vtable))\(try Self.named(symbolic(found, 24, cls.vtable).name))\n")
             let data = try field(found, 32, cls.data)
             out.write("          data \(data.text) (struct class_ro_t *)\(data.target & 0x7 != 0 ? " Swift class" : "")\n")
             guard let isMeta = try writeClassRO(data.target & ~0x7, to: &out) else { return }
@@ -308,7 +304,7 @@ struct ObjCMetadataTable {
         guard let found = try structure(address, ObjCClassRO.size, "class_ro_t", quiet: true, to: &out), !found.extendsPast else { return nil }
         let ro = ObjCClassRO(parsing: found.view)
         let names = [(ObjCClassRO.flagMeta, "RO_META"), (ObjCClassRO.flagRoot, "RO_ROOT"), (ObjCClassRO.flagHasCXXStructors, "RO_HAS_CXX_STRUCTORS")]
-        out.write("                    flags \(hex(ro.flags))" + namedBits(ro.flags, names).names.map { " " + $0 }.joined() + "\n")
+        out.write("                    flags \(hex(ro.flags))" + Self.named(namedBits(ro.flags, names).names) + "\n")
         out.write("            instanceStart \(ro.instanceStart)\n")
         out.write("             instanceSize \(ro.instanceSize)\n")
         out.write("                 reserved \(hex(ro.reserved))\n")
@@ -346,8 +342,8 @@ struct ObjCMetadataTable {
             ? (ObjCMethodList.RelativeEntry.size, "relative_method_t") : (ObjCMethodList.PointerEntry.size, "method_t")
         out.write("\(indent)\t\t   entsize \(header.isRelative ? "\(header.entrySize) (relative) " : "\(header.entsizeAndFlags)")\n")
         out.write("\(indent)\t\t     count \(header.count)\n")
-        var entry = address &+ 8
-        for _ in 0..<header.count {
+        for index in 0..<UInt64(header.count) {
+            let entry = address &+ 8 &+ index &* UInt64(entrySize)
             guard let found = try structure(entry, entrySize, entryName, quiet: true, to: &out) else { return }
             if found.extendsPast { out.write("\(indent)   (\(entryName) extends past the end of the section)\n") }
             if header.isRelative {
@@ -359,7 +355,6 @@ struct ObjCMetadataTable {
                 let imp = try symbolic(found, 16, method.imp)
                 out.write("\(indent)\t\t       imp \(imp.name ?? Self.impField(method.imp, imp))\n")
             }
-            entry = entry &+ UInt64(entrySize)
         }
     }
 
@@ -377,7 +372,7 @@ struct ObjCMetadataTable {
         let types = entry &+ 4 &+ UInt64(bitPattern: Int64(method.types))
         out.write("\(indent)\t\t     types \(Self.hex32(method.types)) (\(Self.hex32(types)))\(string(types))\n")
         let imp = entry &+ 8 &+ UInt64(bitPattern: Int64(method.imp))
-        out.write("\(indent)\t\t       imp \(Self.hex32(method.imp)) (\(Self.hex32(imp)))\(try symbolName(imp).map { " " + $0 } ?? "")\n")
+        out.write("\(indent)\t\t       imp \(Self.hex32(method.imp)) (\(Self.hex32(imp)))\(try Self.named(symbolName(imp)))\n")
     }
 
     /// `0x%x` of a 32-bit field.
@@ -389,10 +384,8 @@ struct ObjCMetadataTable {
         guard let found = try structure(address, 8, "protocol_list_t", to: &out) else { return }
         let count = Self.word(found, 0)
         out.write("                      count \(count)\n")
-        var slot = address &+ 8
-        var index: UInt64 = 0
-        while index < count {
-            guard let found = try structure(slot, 8, "protocol_t *", to: &out) else { return }
+        for index in 0..<count {
+            guard let found = try structure(address &+ 8 &+ 8 &* index, 8, "protocol_t *", to: &out) else { return }
             let pointer = try field(found, 0, Self.word(found, 0))
             out.write("\t\t      list[\(index)] \(pointer.text) (struct protocol_t *)\n")
             guard let proto = try structure(pointer.target, ObjCProtocol.size, "protocol_t", to: &out) else { return }
@@ -406,8 +399,6 @@ struct ObjCMetadataTable {
             out.write("\t  optionalInstanceMethods \(hex(lists[2]))\n")
             out.write("\t     optionalClassMethods \(hex(lists[3]))\n")
             out.write("\t       instanceProperties \(hex(parsed.instancePropertiesAddress))\n")
-            slot = slot &+ 8
-            index += 1
         }
     }
 
@@ -421,11 +412,9 @@ struct ObjCMetadataTable {
         let header = ObjCMethodList.Header(parsing: found.view)
         out.write("                    entsize \(header.entsizeAndFlags)\n")
         out.write("                      count \(header.count)\n")
-        var entryAddress = address &+ 8
-        for _ in 0..<header.count {
-            guard let found = try structure(entryAddress, entrySize, entry, to: &out) else { return }
+        for index in 0..<UInt64(header.count) {
+            guard let found = try structure(address &+ 8 &+ index &* UInt64(entrySize), entrySize, entry, to: &out) else { return }
             try body(&self, found, &out)
-            entryAddress = entryAddress &+ UInt64(entrySize)
         }
     }
 
@@ -475,14 +464,11 @@ struct ObjCMetadataTable {
     /// llvm's `print_message_refs64`.
     mutating func writeMessageReferences<Output: TextOutputStream>(_ section: Section, to out: inout Output) throws(MachOError) {
         out.write("Contents of (\(section.segmentName),\(section.name)) section\n")
-        var index: UInt64 = 0
-        while index < section.size {
-            let address = section.address &+ index
-            guard let found = try structure(address, 16, "message_ref", to: &out) else { return }
+        for index in stride(from: 0, to: section.size, by: 16) {
+            guard let found = try structure(section.address &+ index, 16, "message_ref", to: &out) else { return }
             let imp = try symbolic(found, 0, Self.word(found, 0))
-            out.write("  imp \(Self.impField(Self.word(found, 0), imp))\(imp.name.map { " " + $0 } ?? "")\n")
+            out.write("  imp \(Self.impField(Self.word(found, 0), imp))\(Self.named(imp.name))\n")
             try writeStringField("  sel", found, 8, Self.word(found, 8), to: &out)
-            index += 16
         }
     }
 
@@ -493,16 +479,15 @@ struct ObjCMetadataTable {
         if found.place.left < UInt64(ObjCImageInfo.size) { out.write("   (objc_image_info entends past the end of the section)\n") }
         let info = ObjCImageInfo(fieldsOf: found.view)
         out.write("  version \(info.version)\n")
-        var flags = "    flags \(hex(info.flags))"
-        for (bit, name) in [(UInt32(1) << 0, "OBJC_IMAGE_IS_REPLACEMENT"), (1 << 1, "OBJC_IMAGE_SUPPORTS_GC"),
-                            (1 << 5, "OBJC_IMAGE_IS_SIMULATED"), (1 << 6, "OBJC_IMAGE_HAS_CATEGORY_CLASS_PROPERTIES")]
-        where info.flags & bit != 0 {
-            flags += " " + name
-        }
+        let names: [(UInt32, String)] = [(1 << 0, "OBJC_IMAGE_IS_REPLACEMENT"), (1 << 1, "OBJC_IMAGE_SUPPORTS_GC"),
+                                         (1 << 5, "OBJC_IMAGE_IS_SIMULATED"), (1 << 6, "OBJC_IMAGE_HAS_CATEGORY_CLASS_PROPERTIES")]
+        var flags = "    flags \(hex(info.flags))" + Self.named(namedBits(info.flags, names).names)
         let swiftVersion = (info.flags >> 8) & 0xff
         if swiftVersion != 0 {
-            let names: [UInt32: String] = [1: "Swift 1.0", 2: "Swift 1.1", 3: "Swift 2.0", 4: "Swift 3.0", 5: "Swift 4.0", 6: "Swift 4.1/Swift 4.2", 7: "Swift 5 or later"]
-            flags += " " + (names[swiftVersion] ?? "unknown future Swift version (\(swiftVersion))")
+            let versions: [UInt32: String] = [
+                1: "Swift 1.0", 2: "Swift 1.1", 3: "Swift 2.0", 4: "Swift 3.0", 5: "Swift 4.0", 6: "Swift 4.1/Swift 4.2", 7: "Swift 5 or later",
+            ]
+            flags += " " + (versions[swiftVersion] ?? "unknown future Swift version (\(swiftVersion))")
         }
         out.write(flags + "\n")
     }

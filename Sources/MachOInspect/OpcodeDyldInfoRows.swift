@@ -38,12 +38,12 @@ struct OpcodeDyldInfoRows {
 
     init(_ image: MachOImage) throws(MachOError) {
         shortNames = LibraryShortNames(image)
-        var fixupPlaces = OpcodeFixupPlaces(image)
+        var fixupPlaces = FixupPlaces(segmentsOf: image)
         var records: [Record] = []
         var places: [(segment: String, section: String)] = []
         var bindTargets: [BindTarget] = []
         var widths = DyldInfoFormatter.Widths()
-        func placeIndex(_ place: OpcodeFixupPlaces.Place) -> Int32 {
+        func placeIndex(_ place: FixupPlaces.Place) -> Int32 {
             if let last = places.last, last.segment == place.segmentName, last.section == place.sectionName {
                 return Int32(places.count - 1)
             }

@@ -7,7 +7,7 @@ enum RebaseTable {
         var text = TextBuffer()
         defer { text.flush(to: &out) }
         text.write("\nRebase table:\nsegment  section            address     type\n")
-        var places = OpcodeFixupPlaces(image)
+        var places = FixupPlaces(segmentsOf: image)
         try image.forEachRebaseFixup { (fixup) throws(MachOError) in
             try places.place(of: fixup.location, in: image).write(to: &text)
             text.write(" ")

@@ -15,13 +15,10 @@ struct RangeLookup {
     init(_ ranges: [(start: UInt64, size: UInt64)]) {
         starts = ranges.map(\.start)
         sizes = ranges.map(\.size)
-        var sortedAndDisjoint = true
-        for index in ranges.indices.dropFirst() {
-            let previous = ranges[index - 1]
+        sortedAndDisjoint = zip(ranges, ranges.dropFirst()).allSatisfy { previous, next in
             let (previousEnd, overflow) = previous.start.addingReportingOverflow(previous.size)
-            if overflow || previousEnd > ranges[index].start { sortedAndDisjoint = false }
+            return !overflow && previousEnd <= next.start
         }
-        self.sortedAndDisjoint = sortedAndDisjoint
     }
 
     private func holds(_ index: Int, _ value: UInt64) -> Bool {
@@ -41,12 +38,13 @@ struct RangeLookup {
     }
 }
 
-/// The segment name, section name and address llvm-objdump shows for a dyld-info opcode
-/// fixup, worked out as llvm's BindRebaseSegInfo does: a segment offset is measured from the
-/// segment's first section, and the section is the one of that segment that holds the result.
-/// (For the segments linkers write, the first section starts the segment, so the address is
-/// also the real one.) Built once per table; each lookup is a binary search at most.
-struct OpcodeFixupPlaces {
+/// The segment name, section name and address llvm-objdump shows for a fixup given as a
+/// segment number and offset, worked out as llvm's BindRebaseSegInfo does: the offset is
+/// measured from the address of the segment's first section, and the section is the first
+/// of that segment whose offsets from there hold it. (For the segments linkers write, the
+/// first section starts the segment, so the address is also the real one.) Built once per
+/// table; each lookup is a binary search at most.
+struct FixupPlaces {
     /// Where a fixup is.
     struct Place {
         let segmentName: String, sectionName: String, address: UInt64
@@ -63,33 +61,61 @@ struct OpcodeFixupPlaces {
     }
 
     /// Per segment: its name (for errors), the address of its first section (nil without
-    /// sections), its sections' segment and section names, and the lookup over their ranges.
-    private let segmentNames: [String], firstAddresses: [UInt64?]
+    /// sections), its sections' segment and section names, and the lookup over their offsets
+    /// from that address.
+    private let segmentNames: [String], starts: [UInt64?]
     private let names: [[(segment: String, section: String)]]
     private var lookups: [RangeLookup]
 
-    init(_ image: MachOImage) {
-        segmentNames = image.segments.map(\.name)
-        firstAddresses = image.segments.map { $0.sections.first?.address }
-        names = image.segments.map { $0.sections.map { ($0.segmentName, $0.name) } }
-        lookups = image.segments.map { segment in
-            RangeLookup(segment.sections.map { (start: $0.address, size: $0.size) })
+    /// Segments numbered as the load commands number them (as dyld-info opcodes do).
+    init(segmentsOf image: MachOImage) {
+        self.init(image.segments.map { ($0.name, $0.sections) })
+    }
+
+    /// Segments numbered as llvm numbers them for chained fixups: a segment is a run of
+    /// consecutive sections with one segment name, and the numbering starts from 1 (number 0
+    /// empty) when the image has a `__PAGEZERO`.
+    init(sectionRunsOf image: MachOImage) {
+        var runs: [(name: String, sections: [Section])] = image.segments.contains { $0.name == "__PAGEZERO" } ? [("", [])] : []
+        var previous: String?
+        for section in image.sections {
+            if section.segmentName != previous { runs.append((section.segmentName, [])) }
+            runs[runs.count - 1].sections.append(section)
+            previous = section.segmentName
+        }
+        self.init(runs)
+    }
+
+    private init(_ segments: [(name: String, sections: [Section])]) {
+        segmentNames = segments.map(\.name)
+        starts = segments.map { $0.sections.first?.address }
+        names = segments.map { $0.sections.map { ($0.segmentName, $0.name) } }
+        lookups = segments.map { segment in
+            let start = segment.sections.first?.address ?? 0
+            return RangeLookup(segment.sections.map { (start: $0.address &- start, size: $0.size) })
         }
     }
 
+    /// The place of `offset` in segment `segmentIndex`, or nil when no section holds it.
+    mutating func locate(segmentIndex: Int, offset: UInt64) -> Place? {
+        guard segmentIndex >= 0, segmentIndex < lookups.count, let start = starts[segmentIndex],
+              let index = lookups[segmentIndex].index(of: offset) else { return nil }
+        let name = names[segmentIndex][index]
+        return Place(segmentName: name.segment, sectionName: name.section, address: start &+ offset)
+    }
+
+    /// The place of an opcode fixup's location, which a section must hold.
     mutating func place(of location: FixupLocation, in image: MachOImage) throws(MachOError) -> Place {
-        guard let first = firstAddresses[location.segmentIndex] else {
+        guard let start = starts[location.segmentIndex] else {
             throw MachOError.malformed(
                 "fixup at segment \(segmentNames[location.segmentIndex]) offset \(hex(location.segmentOffset)) is not in a section",
                 at: image.view.base)
         }
-        let address = first &+ location.segmentOffset
-        guard let index = lookups[location.segmentIndex].index(of: address) else {
+        guard let place = locate(segmentIndex: location.segmentIndex, offset: location.segmentOffset) else {
             throw MachOError.malformed(
-                "fixup at \(segmentNames[location.segmentIndex]) address \(hex(address)) is not in a section",
+                "fixup at \(segmentNames[location.segmentIndex]) address \(hex(start &+ location.segmentOffset)) is not in a section",
                 at: image.view.base)
         }
-        let name = names[location.segmentIndex][index]
-        return Place(segmentName: name.segment, sectionName: name.section, address: address)
+        return place
     }
 }

@@ -91,18 +91,13 @@ package struct SignatureVerification: Sendable {
     /// One line per slice: `PATH (ARCH): valid, cdhash ..., N pages of S bytes (TYPE)`,
     /// `unsigned`, or `INVALID` followed by one line per problem.
     package func textLines() -> [String] {
-        var lines: [String] = []
-        for slice in slices {
+        slices.flatMap { slice in
             let head = "\(path) (\(slice.arch))"
-            if !slice.signed {
-                lines.append("\(head): unsigned")
-            } else if slice.valid, let cdHash = slice.cdHash, let type = slice.hashType, let pages = slice.pages, let size = slice.pageSize {
-                lines.append("\(head): valid, cdhash \(cdHash.hex), \(pages) pages of \(size == 0 ? "the whole code" : "\(size) bytes") (\(type))")
-            } else {
-                lines.append("\(head): INVALID")
-                lines.append(contentsOf: slice.problems)
+            guard slice.signed else { return ["\(head): unsigned"] }
+            guard slice.valid, let cdHash = slice.cdHash, let type = slice.hashType, let pages = slice.pages, let size = slice.pageSize else {
+                return ["\(head): INVALID"] + slice.problems
             }
+            return ["\(head): valid, cdhash \(cdHash.hex), \(pages) pages of \(size == 0 ? "the whole code" : "\(size) bytes") (\(type))"]
         }
-        return lines
     }
 }

@@ -23,11 +23,8 @@ package enum DyldCacheReport {
             }
             out += line + "\n"
         }
-        if let table = try cache.patchTable() {
-            out += "  patch table:     v1, \(table.exportCount) exports, \(table.locationCount) locations (\(table.imageCount) images)\n"
-        } else {
-            out += "  patch table:     none\n"
-        }
+        let patchTable = try cache.patchTable().map { "v1, \($0.exportCount) exports, \($0.locationCount) locations (\($0.imageCount) images)" }
+        out += "  patch table:     \(patchTable ?? "none")\n"
         if !cache.subCaches.isEmpty {
             out += "  subcaches:       \(cache.subCaches.count)\n"
             for sub in cache.subCaches {
@@ -42,14 +39,13 @@ package enum DyldCacheReport {
     package static func json(_ cache: DyldCacheFile, path: String) throws(MachOError) -> JSONValue {
         let header = cache.header
         let table = try cache.patchTable()
-        var mappings: [JSONValue] = []
-        for (index, mapping) in cache.mappings.enumerated() {
+        let mappings = try cache.mappings.enumerated().map { (index, mapping) throws(MachOError) -> JSONValue in
             let (slide, locations) = try slideLocations(cache, index)
-            mappings.append(.object([
+            return .object([
                 ("address", .uint(mapping.address)), ("size", .uint(mapping.size)), ("file_offset", .uint(mapping.fileOffset)),
                 ("init_prot", .string(protection(mapping.initProt))), ("max_prot", .string(protection(mapping.maxProt))),
                 ("slide_info_version", slide.map { .int(Int64($0.version)) } ?? .null), ("slide_locations", .int(Int64(locations))),
-            ]))
+            ])
         }
         return .object([
             ("file", .string(path)), ("kind", .string("dyld_shared_cache")), ("arch", .string(header.arch)), ("uuid", .string(header.uuid.uuidString)),

@@ -63,9 +63,7 @@ package enum SharedCacheBinding {
             let table: DyldCachePatchTable?
             do throws(MachOError) { table = try file.patchTable() } catch { throw Refusal(cache: path, what: "its patch table: \(error)") }
             guard table != nil else { throw Refusal(cache: path, what: "it has no patch table: rebuild it with `dyld3 shared-cache build`") }
-            var byName: [String: Int] = [:]
-            for (index, image) in file.images.enumerated() where byName[image.path] == nil { byName[image.path] = index }
-            self.byName = byName
+            byName = Dictionary(file.images.enumerated().map { ($1.path, $0) }, uniquingKeysWith: { first, _ in first })
             // Each mapping's slide info says how its words hold a pointer (delta bits, value_add).
             let file = file
             slides = try file.mappings.indices.map { try file.slideInfo($0) }
@@ -139,8 +137,7 @@ package enum SharedCacheBinding {
             // The runs encoded again over a table of the targets the closure still binds: the
             // cached images' binds (most of the table) are the cache's, not the launch's.
             var targets: [BindTarget] = [], targetIndex: [BindTarget: Int] = [:]
-            var objcWrites: [[ResolvedFixup]] = []
-            for index in closure.objc.bindRuns.indices { objcWrites.append(try closure.objcWrites(ofImage: index, closurePath: closurePath)) }
+            let objcWrites = try closure.objc.bindRuns.indices.map { try closure.objcWrites(ofImage: $0, closurePath: closurePath) }
             for (index, own) in fixups.enumerated() {
                 let plan = closure.images[index].plan
                 let rebases = FixupRuns.encodeRebases(own, plan: plan)

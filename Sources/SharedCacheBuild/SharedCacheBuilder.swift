@@ -42,15 +42,12 @@ package enum SharedCacheBuilder {
         guard let walker = FileManager.default.enumerator(at: rootURL, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey]) else {
             throw .unusable(path: root, reason: "cannot be read as a directory")
         }
-        var found: [String] = []
-        for case let url as URL in walker {
+        return walker.compactMap { $0 as? URL }.filter { url in
             guard let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey]),
                   values.isRegularFile == true, values.isSymbolicLink != true,
-                  let image = try? ImageFile.load(path: url.path, arch: arch, root: nil).image,
-                  image.header.fileType == .dylib else { continue }
-            found.append(url.path)
-        }
-        return found.sorted()
+                  let image = try? ImageFile.load(path: url.path, arch: arch, root: nil).image else { return false }
+            return image.header.fileType == .dylib
+        }.map(\.path).sorted()
     }
 
     /// `dylibs` in the order a launch that needs them all loads them: breadth first from
@@ -264,22 +261,21 @@ package enum SharedCacheBuilder {
     /// The set's protection runs, the pages between them read-only (as a set maps them), with
     /// neighbours of one protection merged: the cache's mappings, covering the whole range.
     static func mergedRuns(_ runs: [SlidPrelinkedSetHeader.ProtectionRun], rangeSize: UInt64) -> [SlidPrelinkedSetHeader.ProtectionRun] {
-        var whole: [SlidPrelinkedSetHeader.ProtectionRun] = []
-        var cursor: UInt64 = 0
-        for run in runs.sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) {
-            if run.range.lowerBound > cursor { whole.append(.init(range: cursor..<run.range.lowerBound, protection: .read)) }
-            whole.append(run)
-            cursor = max(cursor, run.range.upperBound)
-        }
-        if cursor < rangeSize { whole.append(.init(range: cursor..<rangeSize, protection: .read)) }
         var merged: [SlidPrelinkedSetHeader.ProtectionRun] = []
-        for run in whole {
+        func append(_ run: SlidPrelinkedSetHeader.ProtectionRun) {
             if let last = merged.last, last.protection == run.protection, last.range.upperBound == run.range.lowerBound {
                 merged[merged.count - 1] = .init(range: last.range.lowerBound..<run.range.upperBound, protection: run.protection)
             } else {
                 merged.append(run)
             }
         }
+        var cursor: UInt64 = 0
+        for run in runs.sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) {
+            if run.range.lowerBound > cursor { append(.init(range: cursor..<run.range.lowerBound, protection: .read)) }
+            append(run)
+            cursor = max(cursor, run.range.upperBound)
+        }
+        if cursor < rangeSize { append(.init(range: cursor..<rangeSize, protection: .read)) }
         return merged
     }
 }

@@ -30,11 +30,10 @@ enum StubObjC {
 
     /// The class names a slice's exports stand for, sorted, each once.
     static func classNames(in exports: [StubExport]) -> [String] {
-        var names = Set<String>()
-        for export in exports {
-            for prefix in [classPrefix, metaclassPrefix] where export.name.hasPrefix(prefix) { names.insert(String(export.name.dropFirst(prefix.count))) }
+        let names = exports.flatMap { export in
+            [classPrefix, metaclassPrefix].filter { export.name.hasPrefix($0) }.map { String(export.name.dropFirst($0.count)) }
         }
-        return names.filter { !$0.isEmpty }.sorted()
+        return Set(names).filter { !$0.isEmpty }.sorted()
     }
 
     /// The assembly for the exports of `slice`, with class objects and, for the runtime,

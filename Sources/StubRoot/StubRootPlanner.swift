@@ -174,10 +174,7 @@ private struct StubRootPlanner {
     mutating func resolveFlatImports() throws(CommandFailure) {
         for (g, entry) in flatImports {
             var found = false
-            for index in graphs[g].nodes.indices where try locate(entry.name, in: index, graph: g) != nil {
-                found = true
-                break
-            }
+            for index in graphs[g].nodes.indices where !found { found = try locate(entry.name, in: index, graph: g) != nil }
             if !found, entry.libraryOrdinal == BindFixup.ordinalFlatLookup { hostExports[graphs[g].arch, default: []].insert(entry.name) }
         }
     }
