@@ -16,8 +16,8 @@ package final class SlowDynamicLoader: DynamicLoader {
     private var graph: DependencyGraph
     private var plans: [ImagePlan]
     private let launch: LaunchMemory
-    /// Per node after the launch's: the memory it was mapped into, and its index there.
-    private var placements: [(memory: LaunchMemory, index: Int)] = []
+    /// The memory of each `dlopen` that added nodes, in order: together they hold the nodes
+    /// after the launch's, in load order (``Swift/Array/base(ofImage:)``).
     private var groups: [LaunchMemory] = []
     /// Opens not yet closed, per node.
     private var openCounts: [Int] = []
@@ -58,7 +58,7 @@ package final class SlowDynamicLoader: DynamicLoader {
 
     /// Where node `index` is mapped.
     private func base(of index: Int) -> UInt64 {
-        index < launch.images.count ? launch.images[index].base : placements[index - launch.images.count].memory.images[placements[index - launch.images.count].index].base
+        index < launch.images.count ? launch.images[index].base : groups.base(ofImage: index - launch.images.count)
     }
 
     private func node(handle: UInt64) -> Int? {
@@ -94,9 +94,11 @@ package final class SlowDynamicLoader: DynamicLoader {
         }
         if signingPolicy != .default { try signingPolicy.check(signatures) }
         // The cache's images lie in its range, which the launch's memory holds.
-        let cached = added.map { index in graph.nodes[index].cacheOffset.flatMap { offset in launch.sharedRange.map { $0.base &+ offset } } }
+        // (nil when none is: a fresh process then makes no `[UInt64?]`, a first use of its type.)
+        let cached = !added.contains(where: { graph.nodes[$0].cacheOffset != nil }) ? nil
+            : added.map { index in graph.nodes[index].cacheOffset.flatMap { offset in launch.sharedRange.map { $0.base &+ offset } } }
         let memory = try LaunchMemory(plans: Array(plans[added]), firstSlide: nextSlide, readAhead: true,
-                                      shared: cached.contains { $0 != nil } ? LaunchMemory.SharedImages(range: nil, bases: cached) : nil)
+                                      shared: cached.map { LaunchMemory.SharedImages(range: nil, bases: $0) })
         do throws(LoadError) {
             let bases = graph.nodes.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
             var resolver = try FixupResolver(graph: graph, plans: plans)
@@ -105,7 +107,7 @@ package final class SlowDynamicLoader: DynamicLoader {
                 try resolver.resolve(image: index, into: &sink)
             }
             // The cache's patches of the images taken from it, as the launch writes them for its own.
-            if let cache, cached.contains(where: { $0 != nil }) {
+            if let cache, let cached {
                 let patches = try SharedCachePatches.compute(graph: graph, plans: plans, resolver: &resolver, cache: cache)
                 let added = added.map { cached[$0 - added.lowerBound] == nil ? [] : patches[$0] }
                 try memory.openForPatches(added.map { $0.map(\.vmOffset) })
@@ -124,7 +126,6 @@ package final class SlowDynamicLoader: DynamicLoader {
         self.plans = plans
         lookup = nil
         groups.append(memory)
-        placements += added.map { (memory, $0 - added.lowerBound) }
         grow()
         openCounts[node] = 1
         // RTLD_LOCAL hides the opened image alone, not the dependents it brought (dyld4).

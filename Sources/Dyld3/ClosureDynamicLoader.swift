@@ -25,9 +25,8 @@ final class ClosureDynamicLoader: DynamicLoader {
     private let launchMemory: LaunchMemory
     /// The launch's images, then those `dlopen`s added, in load order.
     private var images: [ClosureImage]
-    /// Per image after the launch's: the memory it was mapped into, and its index there.
-    private var placements: [(memory: LaunchMemory, index: Int)] = []
-    /// The memory of each `dlopen` that added images, in order.
+    /// The memory of each `dlopen` that added images, in order: together they hold the images
+    /// after the launch's, in load order (``Swift/Array/base(ofImage:)``).
     private(set) var loadedMemories: [LaunchMemory] = []
     /// The requested path of each `dlopen` that added images, in order.
     private var earlier: [String] = []
@@ -100,9 +99,7 @@ final class ClosureDynamicLoader: DynamicLoader {
     }
 
     private func base(of index: Int) -> UInt64 {
-        guard index >= launch.images.count else { return launchMemory.images[index].base }
-        let placement = placements[index - launch.images.count]
-        return placement.memory.images[placement.index].base
+        index < launch.images.count ? launchMemory.images[index].base : loadedMemories.base(ofImage: index - launch.images.count)
     }
 
     /// The loaded image `path` names: by install name, else by the file it names: directly, or
@@ -110,7 +107,7 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// that exists but is not loaded is another file: nil). With `failingWhenMissing`, a path
     /// that names no file at all fails as the slow path's `dlopen` does, before any closure is built.
     private func loadedImage(_ path: String, failingWhenMissing: Bool) throws(LoadError) -> Int? {
-        if let index = images.indices.first(where: { images[$0].installName == path }) { return index }
+        if let named = loadedImage(named: path) { return named }
         let files = path.hasPrefix("@rpath/") ? candidates(path) : resolver.direct(path).map { [$0] } ?? []
         for file in files {
             if let index = images.indices.first(where: { images[$0].path == file }) { return index }
@@ -125,6 +122,13 @@ final class ClosureDynamicLoader: DynamicLoader {
         return nil
     }
 
+    /// The loaded image `path` names by install name, or for a direct path by its own path.
+    private func loadedImage(named path: String) -> Int? {
+        if let index = images.indices.first(where: { images[$0].installName == path }) { return index }
+        guard !path.hasPrefix("@rpath/"), let file = resolver.direct(path) else { return nil }
+        return images.indices.first { images[$0].path == file }
+    }
+
     /// The files `path` may name, as the slow path tries them for a `dlopen`: from the main
     /// executable's directory and over its rpaths (the closure's record of them: nothing parsed).
     private func candidates(_ path: String) -> [String] {
@@ -135,18 +139,27 @@ final class ClosureDynamicLoader: DynamicLoader {
 
     func open(_ path: String, mode rawMode: Int32) throws(LoadError) -> UInt64 {
         let mode = DynamicOpenMode(rawValue: rawMode)
-        if let index = try loadedImage(path, failingWhenMissing: !mode.contains(.noLoad)) { return reopen(index, requested: path, mode: mode) }
-        if mode.contains(.noLoad) { throw .unusable(path: path, reason: "is not loaded (RTLD_NOLOAD loads nothing)") }
+        let named = loadedImage(named: path)
         let direct = resolver.direct(path)
-        // The launch closure's own, while nothing was opened before it.
-        if images.count == launch.images.count,
+        // The launch closure's own, while nothing was opened before it: its images are opened
+        // and checked as they are mapped, so the path is not looked up on disk first (only
+        // when the closure does not hold, to fail as the slow path does for a missing file).
+        if named == nil, !mode.contains(.noLoad), images.count == launch.images.count,
            let prebuilt = launch.dlopens.first(where: { $0.requested == path || (direct != nil && $0.resolvedPath == direct) }) {
             do throws(LoadError) {
                 return try apply(prebuilt, requested: path, mode: mode, via: "closure")
             } catch {
+                // Nothing added: a path that names a loaded image, or no file, is answered as before.
+                if images.count == launch.images.count, let index = try loadedImage(path, failingWhenMissing: true) {
+                    return reopen(index, requested: path, mode: mode)
+                }
                 // One that does not hold (an image changed since install): build one now when that is possible.
                 guard configuration.dlopenClosures != nil else { throw error }
             }
+        } else {
+            if let index = named { return reopen(index, requested: path, mode: mode) }
+            if let index = try loadedImage(path, failingWhenMissing: !mode.contains(.noLoad)) { return reopen(index, requested: path, mode: mode) }
+            if mode.contains(.noLoad) { throw .unusable(path: path, reason: "is not loaded (RTLD_NOLOAD loads nothing)") }
         }
         guard let build = configuration.dlopenClosures else {
             throw .unusable(path: path, reason: "has no dlopen closure in \(closurePath): run `dyld3 install` with `--dlopen \(path)`")
@@ -207,6 +220,22 @@ final class ClosureDynamicLoader: DynamicLoader {
         }
     }
 
+    /// Per image of `images`, its base in the launch's shared cache region when it lies there
+    /// (nil for one mapped from its file); an image outside the region is refused.
+    private func cacheBases(of images: ArraySlice<ClosureImage>, requested: String) throws(LoadError) -> [UInt64?] {
+        try images.map { (image) throws(LoadError) -> UInt64? in
+            guard let slot = image.cacheSlot else { return nil }
+            guard let range = launchMemory.sharedRange else {
+                throw .unusable(path: requested, reason: "its dlopen closure takes \(image.path) from a shared cache the launch did not map")
+            }
+            guard slot.offset <= range.size, image.plan.vmSize <= range.size - slot.offset else {
+                throw .failed(path: requested, cause: .corrupt(path: closurePath, offset: 0, what:
+                    "dlopen closure for \(requested): image \(image.path) at +\(hex(slot.offset)) leaves the shared cache's \(range.size)-byte region"))
+            }
+            return range.base &+ slot.offset
+        }
+    }
+
     /// Maps, fixes up, protects and initializes the images `closure` adds.
     /// `via`: "closure" (the launch closure's) or "runtime closure" (built now).
     private func apply(_ closure: LaunchClosure, added: Range<Int>, opened: Int, requested: String, mode: DynamicOpenMode,
@@ -238,26 +267,18 @@ final class ClosureDynamicLoader: DynamicLoader {
             throw .failed(path: requested, cause: error)
         }
         // An image the launch's shared cache holds lies in its range: not mapped, only patched.
-        let cached = try closure.images[added].map { (image) throws(LoadError) -> UInt64? in
-            guard let slot = image.cacheSlot else { return nil }
-            guard let range = launchMemory.sharedRange else {
-                throw .unusable(path: requested, reason: "its dlopen closure takes \(image.path) from a shared cache the launch did not map")
-            }
-            guard slot.offset <= range.size, image.plan.vmSize <= range.size - slot.offset else {
-                throw .failed(path: requested, cause: .corrupt(path: closurePath, offset: 0, what:
-                    "dlopen closure for \(requested): image \(image.path) at +\(hex(slot.offset)) leaves the shared cache's \(range.size)-byte region"))
-            }
-            return range.base &+ slot.offset
-        }
+        // (nil when none is: a fresh process then makes no `[UInt64?]`, a first use of its type.)
+        var cached: [UInt64?]?
+        if closure.images[added].contains(where: { $0.cacheSlot != nil }) { cached = try cacheBases(of: closure.images[added], requested: requested) }
         let memory = try LaunchMemory(plans: closure.images[added].map(\.plan), descriptors: files, firstSlide: nextSlide,
-                                      shared: cached.contains { $0 != nil } ? LaunchMemory.SharedImages(range: nil, bases: cached) : nil)
+                                      shared: cached.map { LaunchMemory.SharedImages(range: nil, bases: $0) })
         try memory.releasedOnFailure { () throws(LoadError) in
             // The launch's page checks cover what dlopen adds: `--verify-pages`, and page-in's
             // check of each page it fills (a dlopen maps eagerly, so its pages are checked now).
             if request.verifyPages || request.fixups == .pageIn {
                 _ = try EagerPageVerification.verify(memory, signatures: Array(closure.mappedSignatures[added]))
             }
-            if cached.contains(where: { $0 != nil }) {
+            if cached != nil {
                 let pages: [[UInt64]]
                 do throws(ClosureError) {
                     pages = try closure.cachePatchPages(closurePath: closurePath)
@@ -291,7 +312,6 @@ final class ClosureDynamicLoader: DynamicLoader {
         // Committed before any initializer runs: one may call dlopen itself.
         images = closure.images
         grow()
-        placements += added.map { (memory, $0 - added.lowerBound) }
         loadedMemories.append(memory)
         earlier.append(requested)
         openCounts[opened] = 1

@@ -398,6 +398,19 @@ extension LaunchMemory {
     }
 }
 
+extension [LaunchMemory] {
+    /// The base of image `index` of these memories' images taken in order as one list (the
+    /// images the `dlopen`s of a launch added, each `dlopen`'s memory after the one before).
+    package func base(ofImage index: Int) -> UInt64 {
+        var local = index
+        for memory in self {
+            if local < memory.images.count { return memory.images[local].base }
+            local -= memory.images.count
+        }
+        preconditionFailure("image \(index) lies in none of \(count) memories")
+    }
+}
+
 /// What a module above the memory keeps for one launch, held by its ``LaunchMemory`` and
 /// given back when the memory is released, before anything is unmapped.
 package protocol LaunchRuntime: AnyObject {

@@ -30,9 +30,16 @@ package enum StubImageMarker {
             guard size >= 8, offset + size <= commandsEnd else {
                 throw MachOError.malformed("load command at offset \(offset) has size \(size)", at: view.absolute(offset + 4))
             }
-            if type == .segment64, size >= Segment.commandSize, try view.fixedString(offset + 8, 16) == segmentName,
-               try Segment(parsing: try view.slice(offset, size)).sections.contains(where: isMarker) {
-                return true
+            if type == .segment64, size >= Segment.commandSize, try view.fixedString(offset + 8, 16, is: segmentName) {
+                // Each section_64: sectname[16], then segname[16].
+                let count = Int(try view.u32(offset + 64))
+                guard count <= (size - Segment.commandSize) / Section.size else {
+                    throw MachOError.malformed("segment command at offset \(offset) cannot hold \(count) sections", at: view.absolute(offset + 64))
+                }
+                for section in 0..<count {
+                    let start = offset + Segment.commandSize + section * Section.size
+                    if try view.fixedString(start, 16, is: sectionName), try view.fixedString(start + 16, 16, is: segmentName) { return true }
+                }
             }
             offset += size
         }

@@ -141,6 +141,18 @@ package struct ByteView: Sendable {
         return storage.string(start, end - start)
     }
 
+    /// Whether the fixed-size, NUL-padded name field at `offset` holds `name`, compared in
+    /// place (no string made from the field).
+    package func fixedString(_ offset: Int, _ length: Int, is name: String) throws(MachOError) -> Bool {
+        try check(offset, length)
+        var index = 0
+        for byte in name.utf8 {
+            guard index < length, storage.load(base + offset + index, as: UInt8.self) == byte else { return false }
+            index += 1
+        }
+        return index == length || storage.load(base + offset + index, as: UInt8.self) == 0
+    }
+
     /// A NUL-terminated string starting at `offset`, which must end inside the window.
     package func cString(_ offset: Int) throws(MachOError) -> String { try cStringBytes(offset).string }
 
