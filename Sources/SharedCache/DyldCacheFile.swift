@@ -72,6 +72,13 @@ package struct DyldCacheFile: Sendable {
         }
         return try DyldCache.SlideInfo(parsing: try view.slice(Int(mapping.slideInfoFileOffset), Int(mapping.slideInfoFileSize)), mappingSize: mapping.size)
     }
+
+    /// Visits each location the slide info of mapping `index` names (none without slide info):
+    /// its offset in the mapping and the unslid pointer it holds (top byte included).
+    package func forEachSlidLocation(inMapping index: Int, _ body: (_ offset: UInt64, _ pointer: UInt64) -> Void) throws(MachOError) {
+        let mapping = mappings[index]
+        try slideInfo(index)?.forEachLocation(in: try view.slice(Int(mapping.fileOffset), Int(mapping.size)), body)
+    }
 }
 
 extension DyldCacheFile {

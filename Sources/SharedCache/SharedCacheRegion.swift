@@ -146,8 +146,7 @@ package enum SharedCacheRegion {
 
     /// The slid copy's two identifying words: the cache's UUID.
     static func identity(_ uuid: [UInt8]) -> (UInt64, UInt64) {
-        func word(_ bytes: ArraySlice<UInt8>) -> UInt64 { bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) } }
-        return (word(uuid.prefix(8)), word(uuid.dropFirst(8).prefix(8)))
+        (uuid.littleEndianWord(0), uuid.littleEndianWord(8))
     }
 
     /// Reads the whole cache (every table bounded by the file, every slide chain inside its
@@ -173,9 +172,8 @@ package enum SharedCacheRegion {
         do throws(MachOError) {
             data = try bytes.bytes(0, Int(size))
             for (index, mapping) in file.mappings.enumerated() {
-                guard let slide = try file.slideInfo(index) else { continue }
                 var outside: UInt64?
-                try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, pointer in
+                try file.forEachSlidLocation(inMapping: index) { offset, pointer in
                     let value = pointer & DyldCache.SlideInfo.addressBits
                     guard value != 0 else { return }
                     guard value >= start, value - start < size else { return outside = outside ?? mapping.address + offset }
@@ -229,7 +227,7 @@ package enum SharedCacheRegion {
         var all: [(location: UInt64, target: UInt64)] = []
         do throws(MachOError) {
             for (index, mapping) in file.mappings.enumerated() {
-                try file.slideInfo(index)?.forEachLocation(in: try file.view.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
+                try file.forEachSlidLocation(inMapping: index) { offset, value in
                     let target = value & DyldCache.SlideInfo.addressBits
                     if target != 0 { all.append((mapping.address - start + offset, target &- start)) }
                 }

@@ -62,9 +62,8 @@ package struct SharedCacheVerification: Sendable {
         let start = cache.header.sharedRegionStart, end = start &+ cache.header.sharedRegionSize
         for (index, mapping) in cache.mappings.enumerated() where corrupt.isEmpty {
             do {
-                guard let slide = try cache.slideInfo(index) else { continue }
                 var outside: UInt64?
-                try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, pointer in
+                try cache.forEachSlidLocation(inMapping: index) { offset, pointer in
                     let value = pointer & DyldCache.SlideInfo.addressBits
                     if value != 0, value < start || value >= end, outside == nil { outside = mapping.address + offset }
                 }
