@@ -89,17 +89,13 @@ extension PrelinkedSetFile {
         guard case let .success(file) = UnsafeFileIO.openNoFollow(path) else { return nil }
         let fields = file.read(offset: 0, count: PrelinkedSetHeader.size)
         guard fields.count == PrelinkedSetHeader.size, Array(fields[0..<8]) == PrelinkedSetHeader.magic else { return nil }
-        func word(_ offset: Int) -> UInt64 { (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[offset + $1]) } }
+        let word = fields.littleEndianWord
         return DeclaredIdentity(checksum: word(8), metadataSize: word(24), dataSize: word(40), dataHash: word(48))
     }
 
     /// Writes the set atomically, read-only; a failure leaves any existing file as it was.
     package static func write(_ set: PrelinkedSet, data: [UInt8], to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
-        do throws(LoadError) {
-            try UnsafeFileIO.writeAtomically(encode(set, data: data, signedWith: signer), to: path)
-        } catch {
-            throw .systemCallFailed(path: path, error)
-        }
+        try UnsafeFileIO.writeCacheFile(encode(set, data: data, signedWith: signer), to: path)
     }
 }
 

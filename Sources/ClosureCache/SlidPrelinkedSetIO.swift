@@ -158,10 +158,6 @@ package enum SlidPrelinkedSetFile {
         var file = header.bytes
         file += [UInt8](repeating: 0, count: Int(header.dataOffset) - file.count)
         file += data
-        do throws(LoadError) {
-            try UnsafeFileIO.writeAtomically(file, to: path)
-        } catch {
-            throw .systemCallFailed(path: path, error)
-        }
+        try UnsafeFileIO.writeCacheFile(file, to: path)
     }
 }

@@ -106,6 +106,16 @@ package enum UnsafeFileIO {
         kill(pid, 0) == 0 || errno != ESRCH
     }
 
+    /// Writes a file of the closure cache (``writeAtomically(_:to:mode:)``, read-only); the
+    /// call that failed as a ``ClosureError/systemCallFailed(path:_:)``.
+    package static func writeCacheFile(_ bytes: [UInt8], to path: String) throws(ClosureError) {
+        do throws(LoadError) {
+            try writeAtomically(bytes, to: path)
+        } catch {
+            throw .systemCallFailed(path: path, error)
+        }
+    }
+
     /// Writes `bytes` to `path` atomically with `mode` (0444 unless said); the call that
     /// failed otherwise, after which nothing at `path` changed.
     package static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o444) throws(LoadError) {
