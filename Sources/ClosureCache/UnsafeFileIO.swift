@@ -21,8 +21,7 @@ package enum UnsafeFileIO {
         package let status: FileStatus
 
         init(fd: Int32, status: FileStatus) {
-            self.fd = fd
-            self.status = status
+            (self.fd, self.status) = (fd, status)
         }
 
         /// Everything in the file (its `fstat` size, which the caller has bounded), or nil on a read error.

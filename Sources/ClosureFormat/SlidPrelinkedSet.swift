@@ -33,8 +33,7 @@ package struct SlidPrelinkedSetHeader: Equatable, Sendable {
         package let protection: VMProtection
 
         package init(range: Range<UInt64>, protection: VMProtection) {
-            self.range = range
-            self.protection = protection
+            (self.range, self.protection) = (range, protection)
         }
     }
 

@@ -216,7 +216,8 @@ package enum DyldCache {
             guard try view.u32(0) == 2 else { throw fail(0, "version \(try view.u32(0)) is not 2 (only slide info v2 is read)") }
             pageSize = try view.u32(4)
             guard pageSize == 4096 || pageSize == 16384 else { throw fail(4, "page size \(pageSize) is not 4096 or 16384") }
-            pageStarts = try DyldCache.pageStarts(view, at: Int(try view.u32(8)), countAt: 12, pageSize: pageSize, mappingSize: mappingSize, fail: fail)
+            pageStarts = try DyldCache.pageStarts(view, at: Int(try view.u32(8)), countAt: 12, pageSize: pageSize, mappingSize: mappingSize,
+                                                  fail: fail)
             guard try view.u32(20) == 0 else { throw fail(20, "page extras are not read") }
             deltaMask = try view.u64(24)
             valueAdd = try view.u64(32)
@@ -224,7 +225,8 @@ package enum DyldCache {
         }
 
         package var bytes: [UInt8] {
-            let header = Words.le32([2, pageSize, UInt32(Self.headerSize), UInt32(pageStarts.count), UInt32(Self.headerSize + pageStarts.count * 2), 0])
+            let pageExtrasOffset = UInt32(Self.headerSize + pageStarts.count * 2)
+            let header = Words.le32([2, pageSize, UInt32(Self.headerSize), UInt32(pageStarts.count), pageExtrasOffset, 0])
             return DyldCache.slideInfoBytes(header + Words.le([deltaMask, valueAdd]), pageStarts: pageStarts)
         }
 

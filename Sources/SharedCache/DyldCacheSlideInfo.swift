@@ -147,7 +147,8 @@ extension DyldCache {
             var offset = try first(page, start)
             while true {
                 guard offset + 8 <= UInt64(pageSize) else {
-                    throw MachOError.inCache(structure, at: data.absolute(page * Int(pageSize)), what: "page \(page)'s chain reaches +\(hex(offset)), past its page")
+                    throw MachOError.inCache(structure, at: data.absolute(page * Int(pageSize)),
+                                             what: "page \(page)'s chain reaches +\(hex(offset)), past its page")
                 }
                 let at = UInt64(page) * UInt64(pageSize) + offset
                 let raw = try data.u64(Int(at))

@@ -14,8 +14,7 @@ package struct ClosureThreadLocals: Equatable, Sendable {
     package static let none = ClosureThreadLocals(setups: [], hostServices: nil)
 
     package init(setups: [ThreadLocalSetup], hostServices: HostServicesSlot?) {
-        self.setups = setups
-        self.hostServices = hostServices
+        (self.setups, self.hostServices) = (setups, hostServices)
     }
 
     /// Reads and checks the records: every image in range and named once, every template,
@@ -44,7 +43,8 @@ package struct ClosureThreadLocals: Equatable, Sendable {
                 descriptors.append(offset)
                 previous = offset
             }
-            return ThreadLocalSetup(image: image, templateOffset: templateOffset, initialSize: initialSize, totalSize: totalSize, descriptors: descriptors)
+            return ThreadLocalSetup(image: image, templateOffset: templateOffset, initialSize: initialSize,
+                                    totalSize: totalSize, descriptors: descriptors)
         }
         hostServices = nil
         if try r.u8() != 0 {
