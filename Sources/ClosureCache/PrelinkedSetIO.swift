@@ -115,8 +115,7 @@ extension PrelinkedSet {
             if status.size != identity.size {
                 throw .stale(path: setPath, image: image.path, what: ImageIdentity.Staleness.changedSize(recorded: identity.size, now: status.size).description)
             }
-            guard status.inode == identity.inode, status.mtimeSeconds == identity.mtimeSeconds, status.mtimeNanoseconds == identity.mtimeNanoseconds,
-                  status.ctimeSeconds == identity.ctimeSeconds, status.ctimeNanoseconds == identity.ctimeNanoseconds else {
+            guard identity.hasTimesAndInode(of: status) else {
                 throw .stale(path: setPath, image: image.path, what: "changed since the set was built (inode or times differ)")
             }
             let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? true
