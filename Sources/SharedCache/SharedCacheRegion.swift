@@ -156,21 +156,21 @@ package enum SharedCacheRegion {
         guard let bootID = SlidPrelinkedSetFile.bootID else {
             throw .incompatible(path: path, what: "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read: nothing is slid for a boot")
         }
-        let (file, bytes) = try read(cache)
+        let file = try read(cache)
         let start = file.header.sharedRegionStart, size = file.header.sharedRegionSize
         guard file.header.uuid == cache.uuid else {
             throw .stale(path: path, image: cache.path, what: "(the shared cache) was rebuilt: its UUID is not the one the closure binds into")
         }
         // The bytes against the UUID the builder made from them: the copy every launch of the
         // boot maps holds only what the closure's UUID names.
-        guard SharedCacheVerification.contentMatchesUUID(bytes, uuid: file.header.uuid) else {
+        guard SharedCacheVerification.contentMatchesUUID(file.view, uuid: file.header.uuid) else {
             throw .corrupt(path: cache.path, offset: 88, what: "its bytes do not hash to its UUID (changed since it was built): rebuild it with `dyld3 shared-cache build`")
         }
         try checkOneRange(file, path: cache.path)
         let base = LaunchMemory.randomBase(pageSize: LaunchMemory.pageSize)
         var data: [UInt8]
         do throws(MachOError) {
-            data = try bytes.bytes(0, Int(size))
+            data = try file.view.bytes(0, Int(size))
             for (index, mapping) in file.mappings.enumerated() {
                 var outside: UInt64?
                 try file.forEachSlidLocation(inMapping: index) { offset, pointer in
@@ -199,10 +199,9 @@ package enum SharedCacheRegion {
     }
 
     /// The whole cache `cache` names, mapped and its tables read (each bounded by the file).
-    static func read(_ cache: ClosureSharedCache) throws(ClosureError) -> (DyldCacheFile, ByteView) {
+    static func read(_ cache: ClosureSharedCache) throws(ClosureError) -> DyldCacheFile {
         do {
-            let bytes = try ImageFile.mapRegularFile(cache.path)
-            return (try DyldCacheFile(parsing: bytes), bytes)
+            return try DyldCacheFile(parsing: try ImageFile.mapRegularFile(cache.path))
         } catch let error as MachOError {
             throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
         } catch {
@@ -213,7 +212,7 @@ package enum SharedCacheRegion {
     /// Per image of `images`, the offsets (from the image's base) of the words the cache's slide
     /// info slides: what a launch's digest counts as pointers in the cache's images.
     package static func slideLocations(_ cache: ClosureSharedCache, images: [ClosureImage]) throws(ClosureError) -> [[UInt64]] {
-        let (file, _) = try read(cache)
+        let file = try read(cache)
         let slots = images.map { image in image.cacheSlot.map { (offset: $0.offset, size: image.plan.vmSize) } }
         return try pointers(in: file, path: cache.path, slots: slots).map { $0.map(\.vmOffset) }
     }

@@ -45,18 +45,16 @@ package struct SharedCacheVerification: Sendable {
             (status, problems, images) = (.untrusted, ["\(path): untrusted: \(problem)"], 0)
             return
         }
-        let bytes: ByteView
         let cache: DyldCacheFile
         do {
-            bytes = try ImageFile.mapRegularFile(path)
-            cache = try DyldCacheFile(parsing: bytes)
+            cache = try DyldCacheFile(parsing: try ImageFile.mapRegularFile(path))
         } catch {
             (status, problems, images) = (.corrupt, ["\(path): corrupt: \(error)"], 0)
             return
         }
         images = cache.images.count
         var corrupt: [String] = []
-        if !Self.contentMatchesUUID(bytes, uuid: cache.header.uuid) {
+        if !Self.contentMatchesUUID(cache.view, uuid: cache.header.uuid) {
             corrupt.append("\(path): corrupt: its bytes do not hash to its UUID (changed since it was built)")
         }
         let start = cache.header.sharedRegionStart, end = start &+ cache.header.sharedRegionSize
