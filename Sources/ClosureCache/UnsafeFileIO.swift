@@ -100,6 +100,14 @@ package enum UnsafeFileIO {
         return .success(OpenFile(fd: fd, status: status))
     }
 
+    /// ``openNoFollow(_:)``, a missing file refused as `missing` (what it means to the caller).
+    package static func openNoFollow(_ path: String, ifMissing missing: ClosureError) -> Result<OpenFile, ClosureError> {
+        openNoFollow(path).mapError { error in
+            guard case .missing = error else { return error }
+            return missing
+        }
+    }
+
     /// Whether process `pid` still exists (a writer whose temporary file is in progress).
     static func processExists(_ pid: Int32) -> Bool {
         kill(pid, 0) == 0 || errno != ESRCH

@@ -118,12 +118,7 @@ package enum SharedCacheRegion {
     /// The header of the cache at `path`, opened without following a link and held to the
     /// closures' ownership rule; a cache that is gone refuses `refusing`.
     package static func checkedHeader(_ path: String, refusing: String) throws(ClosureError) -> DyldCache.Header {
-        let file: UnsafeFileIO.OpenFile
-        switch UnsafeFileIO.openNoFollow(path) {
-        case let .success(opened): file = opened
-        case .failure(.missing): throw .stale(path: refusing, image: path, what: "(the shared cache) was removed")
-        case let .failure(error): throw error
-        }
+        let file = try UnsafeFileIO.openNoFollow(path, ifMissing: .stale(path: refusing, image: path, what: "(the shared cache) was removed")).get()
         try ClosureFile.checkOwnership(path, file.status)
         do throws(MachOError) {
             return try DyldCache.Header(parsing: ByteView(file.read(offset: 0, count: DyldCache.headerSize)))
