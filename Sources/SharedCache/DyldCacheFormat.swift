@@ -15,12 +15,12 @@ package enum DyldCache {
     package static let headerSize = 464
     /// The shared region's start where each architecture's cache is built to be mapped.
     package static func sharedRegionStart(arch: String) -> UInt64 { arch == "x86_64" ? 0x7FF8_0000_0000 : 0x1_8000_0000 }
-    /// Where the cache lives in a root, by platform (`dyld_cache_header.platform`: 1 macOS, else iOS-like).
     /// Where a root keeps its cache for `arch`, whichever its platform: the macOS path, then iOS's.
     package static func paths(arch: String) -> [String] {
         [path(platform: 1, arch: arch), path(platform: 2, arch: arch)]
     }
 
+    /// Where the cache lives in a root, by platform (`dyld_cache_header.platform`: 1 macOS, else iOS-like).
     package static func path(platform: UInt32, arch: String) -> String {
         platform == 1 ? "System/Library/dyld/dyld_shared_cache_\(arch)" : "System/Library/Caches/com.apple.dyld/dyld_shared_cache_\(arch)"
     }
