@@ -71,10 +71,6 @@ extension ClosureFile {
 
     /// Writes `closure` to `path` atomically, read-only; a failure leaves any existing file as it was.
     package static func write(_ closure: LaunchClosure, to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
-        do throws(LoadError) {
-            try UnsafeFileIO.writeAtomically(encode(closure, signedWith: signer), to: path)
-        } catch {
-            throw .systemCallFailed(path: path, error)
-        }
+        try UnsafeFileIO.writeCacheFile(encode(closure, signedWith: signer), to: path)
     }
 }

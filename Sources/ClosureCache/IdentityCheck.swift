@@ -46,6 +46,13 @@ extension ImageIdentity {
         return overflow || latest >= builtAt
     }
 
+    /// Whether `status` has the inode and times this identity recorded: by `stat`, the same
+    /// file unchanged (its size compared apart).
+    func hasTimesAndInode(of status: FileStatus) -> Bool {
+        status.inode == inode && status.mtimeSeconds == mtimeSeconds && status.mtimeNanoseconds == mtimeNanoseconds
+            && status.ctimeSeconds == ctimeSeconds && status.ctimeNanoseconds == ctimeNanoseconds
+    }
+
     /// How an open image file differs from the identity a closure recorded for it (worded in a
     /// ``ClosureError/stale(path:image:what:)``): its size, its content unreadable, another
     /// file (inode) with other content, the same file with other content, or its CodeDirectory.
@@ -76,10 +83,7 @@ extension ImageIdentity {
         let status = file.status
         if status.size != size { return .changedSize(recorded: size, now: status.size) }
         if checks.codeDirectory, let changed = checkSignature(file) { return changed }
-        if !contentOnly, !racy, !checks.alwaysHash, status.mtimeSeconds == mtimeSeconds, status.mtimeNanoseconds == mtimeNanoseconds,
-           status.ctimeSeconds == ctimeSeconds, status.ctimeNanoseconds == ctimeNanoseconds, status.inode == inode {
-            return nil
-        }
+        if !contentOnly, !racy, !checks.alwaysHash, hasTimesAndInode(of: status) { return nil }
         hashed = true
         guard let hash = file.contentHash() else { return .unreadable }
         if hash != contentHash {
@@ -110,8 +114,7 @@ package struct IdentityChecks: Sendable {
     package var codeDirectory: Bool
 
     package init(alwaysHash: Bool = false, codeDirectory: Bool = true) {
-        self.alwaysHash = alwaysHash
-        self.codeDirectory = codeDirectory
+        (self.alwaysHash, self.codeDirectory) = (alwaysHash, codeDirectory)
     }
 }
 
@@ -159,10 +162,7 @@ extension ClosureImage {
         } catch {
             throw .stale(path: closurePath, image: path, what: "cannot be opened (\(error))")
         }
-        let status = file.status
-        guard status.size == identity.size, status.inode == identity.inode, status.mtimeSeconds == identity.mtimeSeconds,
-              status.mtimeNanoseconds == identity.mtimeNanoseconds, status.ctimeSeconds == identity.ctimeSeconds,
-              status.ctimeNanoseconds == identity.ctimeNanoseconds else {
+        guard file.status.size == identity.size, identity.hasTimesAndInode(of: file.status) else {
             throw .stale(path: closurePath, image: path, what: "changed while it was being opened")
         }
         return file

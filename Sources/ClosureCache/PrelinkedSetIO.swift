@@ -89,17 +89,13 @@ extension PrelinkedSetFile {
         guard case let .success(file) = UnsafeFileIO.openNoFollow(path) else { return nil }
         let fields = file.read(offset: 0, count: PrelinkedSetHeader.size)
         guard fields.count == PrelinkedSetHeader.size, Array(fields[0..<8]) == PrelinkedSetHeader.magic else { return nil }
-        func word(_ offset: Int) -> UInt64 { (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(fields[offset + $1]) } }
+        let word = fields.littleEndianWord
         return DeclaredIdentity(checksum: word(8), metadataSize: word(24), dataSize: word(40), dataHash: word(48))
     }
 
     /// Writes the set atomically, read-only; a failure leaves any existing file as it was.
     package static func write(_ set: PrelinkedSet, data: [UInt8], to path: String, signedWith signer: ClosureSigningKey? = nil) throws(ClosureError) {
-        do throws(LoadError) {
-            try UnsafeFileIO.writeAtomically(encode(set, data: data, signedWith: signer), to: path)
-        } catch {
-            throw .systemCallFailed(path: path, error)
-        }
+        try UnsafeFileIO.writeCacheFile(encode(set, data: data, signedWith: signer), to: path)
     }
 }
 
@@ -119,8 +115,7 @@ extension PrelinkedSet {
             if status.size != identity.size {
                 throw .stale(path: setPath, image: image.path, what: ImageIdentity.Staleness.changedSize(recorded: identity.size, now: status.size).description)
             }
-            guard status.inode == identity.inode, status.mtimeSeconds == identity.mtimeSeconds, status.mtimeNanoseconds == identity.mtimeNanoseconds,
-                  status.ctimeSeconds == identity.ctimeSeconds, status.ctimeNanoseconds == identity.ctimeNanoseconds else {
+            guard identity.hasTimesAndInode(of: status) else {
                 throw .stale(path: setPath, image: image.path, what: "changed since the set was built (inode or times differ)")
             }
             let racy = builtAt.map { identity.isRacy(builtAt: $0) } ?? true

@@ -35,35 +35,39 @@ extension ClosureVerification {
             return failed(.stale, "\(cache.path) \(stale)")
         }
         var hashed = 0
-        do throws(ClosureError) {
+        return verdict { () throws(ClosureError) in
             try set.checkSources(setPath: path, builtAt: opened.builtAt, alwaysHash: alwaysHash, hashedImages: &hashed)
+        }
+    }
+
+    /// The verdict of `check`: valid, or the problem its error is.
+    static func verdict(of check: () throws(ClosureError) -> Void) -> Verdict {
+        do throws(ClosureError) {
+            try check()
+            return (.valid, [])
         } catch {
             return failed(problem(for: error))
         }
-        return (.valid, [])
     }
 
-    /// The verdict on the copy slid for a boot at `path` (``SlidPrelinkedSetFile``): its set
-    /// beside it opens; ownership, header and checksum; a copy of that set, for this boot
-    /// (another boot's copy is stale: the next launch writes it again); its protection runs
-    /// the ones the set's plans call for; its data the set's data slid to its base.
     /// A shared cache slid for a boot: its header and data hash; a copy slid for another boot
     /// is stale (the next launch writes it again).
     static func verifySlidCache(_ path: String) -> Verdict {
         guard case let .success(file) = UnsafeFileIO.openNoFollow(path) else { return failed(.corrupt, "cannot be opened") }
         let fields = file.read(offset: 0, count: SlidPrelinkedSetHeader.size)
         guard fields.count == SlidPrelinkedSetHeader.size else { return failed(.corrupt, "is shorter than its header") }
-        func word(_ at: Int) -> UInt64 { fields[at..<at + 8].reversed().reduce(0) { $0 << 8 | UInt64($1) } }
+        let word = fields.littleEndianWord
         let dataOffset = word(72)
         guard dataOffset <= file.status.size else { return failed(.corrupt, "its data offset is past its end") }
-        do throws(ClosureError) {
+        return verdict { () throws(ClosureError) in
             try SlidPrelinkedSetFile.open(path, setChecksum: word(24), setDataHash: word(32), rangeSize: file.status.size - dataOffset).get().checkData()
-        } catch {
-            return failed(problem(for: error))
         }
-        return (.valid, [])
     }
 
+    /// The verdict on the copy slid for a boot at `path` (``SlidPrelinkedSetFile``): its set
+    /// beside it opens; ownership, header and checksum; a copy of that set, for this boot
+    /// (another boot's copy is stale: the next launch writes it again); its protection runs
+    /// the ones the set's plans call for; its data the set's data slid to its base.
     static func verifySlidSet(_ path: String) -> Verdict {
         let setPath = ClosureCache.sibling(of: path, extension: ClosureCache.slidSetExtension, as: ClosureCache.prelinkedSetExtension)
         let opened: PrelinkedSetFile.Opened
@@ -72,7 +76,7 @@ extension ClosureVerification {
         } catch {
             return failed(.stale, "its prelinked set \(setPath) cannot be used: \(error)")
         }
-        do throws(ClosureError) {
+        return verdict { () throws(ClosureError) in
             // The protection runs are checked against the set's plans as the copy is opened.
             let copy = try SlidPrelinkedSetFile.open(path, for: opened).get()
             try copy.checkData()
@@ -82,9 +86,6 @@ extension ClosureVerification {
                 throw ClosureError.corrupt(path: path, offset: Int(copy.header.dataOffset),
                                            what: "the data is not its set's data slid to \(hex(copy.header.base))")
             }
-        } catch {
-            return failed(problem(for: error))
         }
-        return (.valid, [])
     }
 }

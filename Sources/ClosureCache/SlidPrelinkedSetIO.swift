@@ -77,13 +77,8 @@ package enum SlidPrelinkedSetFile {
     /// declares `setChecksum`, `setDataHash` and a `rangeSize`-byte range: ownership, header,
     /// checksum, protection runs, the set's checksum and data hash, the boot id, the size.
     package static func open(_ path: String, setChecksum: UInt64, setDataHash: UInt64, rangeSize: UInt64) -> Result<Opened, ClosureError> {
-        let file: UnsafeFileIO.OpenFile
-        switch UnsafeFileIO.openNoFollow(path) {
-        case let .success(opened): file = opened
-        case .failure(.missing): return .failure(.noSlidCopy(path: path))
-        case let .failure(error): return .failure(error)
-        }
-        do throws(ClosureError) {
+        Result { () throws(ClosureError) in
+            let file = try UnsafeFileIO.openNoFollow(path, ifMissing: .noSlidCopy(path: path)).get()
             try ClosureFile.checkOwnership(path, file.status)
             // A set's limit bounds its copy, and so what is read of the copy's protection runs.
             guard file.status.size <= PrelinkedSetFile.maxFileSize, rangeSize <= PrelinkedSetFile.maxFileSize else {
@@ -109,9 +104,7 @@ package enum SlidPrelinkedSetFile {
                 throw ClosureError.corrupt(path: path, offset: 40, what: "base \(hex(header.base)) is not a page-aligned start in "
                     + "\(hex(LaunchMemory.randomBases.lowerBound))...\(hex(LaunchMemory.randomBases.upperBound)), where a copy is slid")
             }
-            return .success(Opened(file: file, path: path, header: header, rangeSize: rangeSize))
-        } catch {
-            return .failure(error)
+            return Opened(file: file, path: path, header: header, rangeSize: rangeSize)
         }
     }
 
@@ -158,10 +151,6 @@ package enum SlidPrelinkedSetFile {
         var file = header.bytes
         file += [UInt8](repeating: 0, count: Int(header.dataOffset) - file.count)
         file += data
-        do throws(LoadError) {
-            try UnsafeFileIO.writeAtomically(file, to: path)
-        } catch {
-            throw .systemCallFailed(path: path, error)
-        }
+        try UnsafeFileIO.writeCacheFile(file, to: path)
     }
 }

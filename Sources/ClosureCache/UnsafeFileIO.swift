@@ -21,8 +21,7 @@ package enum UnsafeFileIO {
         package let status: FileStatus
 
         init(fd: Int32, status: FileStatus) {
-            self.fd = fd
-            self.status = status
+            (self.fd, self.status) = (fd, status)
         }
 
         /// Everything in the file (its `fstat` size, which the caller has bounded), or nil on a read error.
@@ -101,9 +100,27 @@ package enum UnsafeFileIO {
         return .success(OpenFile(fd: fd, status: status))
     }
 
+    /// ``openNoFollow(_:)``, a missing file refused as `missing` (what it means to the caller).
+    package static func openNoFollow(_ path: String, ifMissing missing: ClosureError) -> Result<OpenFile, ClosureError> {
+        openNoFollow(path).mapError { error in
+            guard case .missing = error else { return error }
+            return missing
+        }
+    }
+
     /// Whether process `pid` still exists (a writer whose temporary file is in progress).
     static func processExists(_ pid: Int32) -> Bool {
         kill(pid, 0) == 0 || errno != ESRCH
+    }
+
+    /// Writes a file of the closure cache (``writeAtomically(_:to:mode:)``, read-only); the
+    /// call that failed as a ``ClosureError/systemCallFailed(path:_:)``.
+    package static func writeCacheFile(_ bytes: [UInt8], to path: String) throws(ClosureError) {
+        do throws(LoadError) {
+            try writeAtomically(bytes, to: path)
+        } catch {
+            throw .systemCallFailed(path: path, error)
+        }
     }
 
     /// Writes `bytes` to `path` atomically with `mode` (0444 unless said); the call that

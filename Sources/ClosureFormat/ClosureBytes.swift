@@ -27,6 +27,12 @@ struct ClosureWriter {
         bytes += value
     }
 
+    /// A count-prefixed list: the count of `items`, then each as `encode` writes it.
+    mutating func list<Items: Collection>(_ items: Items, _ encode: (inout ClosureWriter, Items.Element) -> Void) {
+        uleb(items.count)
+        for item in items { encode(&self, item) }
+    }
+
     /// Bytes already encoded (a record kept as read).
     mutating func raw(_ value: ArraySlice<UInt8>) { bytes += value }
 
@@ -137,6 +143,17 @@ struct ClosureReader {
         let length = try count(of: "blob byte")
         defer { position += length }
         return position..<(position + length)
+    }
+
+    /// A count-prefixed list (``ClosureWriter/list(_:_:)``) of items each at least
+    /// `minimumSize` bytes long, each as `read` reads it.
+    mutating func list<Item>(of what: String, minimumSize: Int = 1,
+                             _ read: (inout ClosureReader) throws(ClosureError) -> Item) throws(ClosureError) -> [Item] {
+        let count = try count(of: what, minimumSize: minimumSize)
+        var items: [Item] = []
+        items.reserveCapacity(count)
+        for _ in 0..<count { items.append(try read(&self)) }
+        return items
     }
 
     mutating func raw(_ length: Int) throws(ClosureError) -> [UInt8] {

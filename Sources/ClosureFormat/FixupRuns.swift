@@ -27,20 +27,19 @@ package enum FixupRuns {
         var runs: [(start: Int, count: Int, stride: UInt64)] = []
         var index = 0
         while index < entries.count {
-            var count = 1
-            var stride: UInt64 = 0
             let segment = segmentOf(entries[index].vmOffset)
             let page = pageOf(entries[index].vmOffset)
-            if index + 1 < entries.count, segmentOf(entries[index + 1].vmOffset) == segment, pageOf(entries[index + 1].vmOffset) == page {
-                stride = entries[index + 1].vmOffset - entries[index].vmOffset
-                count = 2
-                while index + count < entries.count,
-                      entries[index + count].vmOffset - entries[index + count - 1].vmOffset == stride,
-                      segmentOf(entries[index + count].vmOffset) == segment, pageOf(entries[index + count].vmOffset) == page {
-                    count += 1
-                }
+            var count = 1
+            var stride: UInt64 = 0
+            // On while the next location is in the run's segment and page, at the stride its first two set.
+            while index + count < entries.count {
+                let next = entries[index + count].vmOffset
+                let gap = next - entries[index + count - 1].vmOffset
+                guard segmentOf(next) == segment, pageOf(next) == page, count == 1 || gap == stride else { break }
+                stride = gap
+                count += 1
             }
-            runs.append((index, count, count == 1 ? 0 : stride))
+            runs.append((index, count, stride))
             index += count
         }
         var writer = ClosureWriter()

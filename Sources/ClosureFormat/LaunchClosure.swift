@@ -154,15 +154,13 @@ package struct LaunchClosure: Equatable, Sendable {
             guard images[rootCount - 1].plan.isExecutable(offset) else { throw r.corrupt("entry point is not in an executable segment") }
             entryOffset = offset
         }
-        missingWeakDylibs = []
-        for _ in 0..<(try r.count(of: "missing weak dylib", minimumSize: ClosureMissingDylib.minimumEncodedSize)) {
-            missingWeakDylibs.append(try ClosureMissingDylib(parsing: &r))
+        missingWeakDylibs = try r.list(of: "missing weak dylib", minimumSize: ClosureMissingDylib.minimumEncodedSize) { (r) throws(ClosureError) in
+            try ClosureMissingDylib(parsing: &r)
         }
         objc = try ClosureObjC(parsing: &r, images: images)
         threadLocals = try ClosureThreadLocals(parsing: &r, images: images)
-        dlopens = []
-        for _ in 0..<(try r.count(of: "dlopen closure", minimumSize: ClosureDlopen.minimumEncodedSize)) {
-            dlopens.append(try ClosureDlopen(parsing: &r))
+        dlopens = try r.list(of: "dlopen closure", minimumSize: ClosureDlopen.minimumEncodedSize) { (r) throws(ClosureError) in
+            try ClosureDlopen(parsing: &r)
         }
         sharedCache = table.sharedCache
         if sharedCache == nil, let image = images.first(where: { $0.cacheSlot != nil }) {
@@ -186,15 +184,12 @@ package struct LaunchClosure: Equatable, Sendable {
             w.blob(record.bytes[...])
         }
         bindTargets.encode(into: &w)
-        w.uleb(initializerOrder.count)
-        for index in initializerOrder { w.uleb(index) }
+        w.list(initializerOrder) { $0.uleb($1) }
         if let entryOffset { w.u8(1); w.uleb(entryOffset) } else { w.u8(0) }
-        w.uleb(missingWeakDylibs.count)
-        for missing in missingWeakDylibs { missing.encode(into: &w) }
+        w.list(missingWeakDylibs) { $1.encode(into: &$0) }
         objc.encode(into: &w)
         threadLocals.encode(into: &w)
-        w.uleb(dlopens.count)
-        for dlopen in dlopens { dlopen.encode(into: &w) }
+        w.list(dlopens) { $1.encode(into: &$0) }
         return w.bytes
     }
 }

@@ -33,8 +33,7 @@ package struct SlidPrelinkedSetHeader: Equatable, Sendable {
         package let protection: VMProtection
 
         package init(range: Range<UInt64>, protection: VMProtection) {
-            self.range = range
-            self.protection = protection
+            (self.range, self.protection) = (range, protection)
         }
     }
 
@@ -71,17 +70,17 @@ package struct SlidPrelinkedSetHeader: Equatable, Sendable {
         }
         guard Array(bytes[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a slid prelinked set (bad magic)") }
         let word = bytes.littleEndianWord
+        let (checksum, version, flags) = bytes.checksumVersionAndFlags
         let count = word(80)
         guard count <= rangeSize / pageSize, bytes.count >= Self.size + Int(count) * Self.runSize else {
             throw .corrupt(path: path, offset: 80, what: "\(count) protection runs do not fit the file or the range")
         }
         let end = Self.size + Int(count) * Self.runSize
-        guard UnsafeHash.xxh3(bytes[16..<end]) == word(8) else { throw .corrupt(path: path, offset: 8, what: "checksum mismatch") }
-        let version = UInt32(truncatingIfNeeded: word(16))
+        guard UnsafeHash.xxh3(bytes[16..<end]) == checksum else { throw .corrupt(path: path, offset: 8, what: "checksum mismatch") }
         guard version == Self.formatVersion else {
             throw .incompatible(path: path, what: "slid set format version \(version), this loader reads \(Self.formatVersion)")
         }
-        guard word(16) >> 32 == 0 else { throw .corrupt(path: path, offset: 20, what: "unknown flags") }
+        guard flags == 0 else { throw .corrupt(path: path, offset: 20, what: "unknown flags") }
         dataOffset = word(72)
         guard dataOffset >= UInt64(end), dataOffset % PrelinkedSet.dataAlignment == 0, dataOffset <= fileSize, fileSize - dataOffset == rangeSize else {
             throw .corrupt(path: path, offset: 72, what: "data at offset \(dataOffset) of a \(fileSize)-byte file does not hold the set's \(rangeSize)-byte range "

@@ -10,10 +10,7 @@ package struct CommandFailure: Error, Equatable, Sendable, CustomStringConvertib
     package let kind: String
 
     package init(what: String, why: String, fix: String? = nil, kind: String) {
-        self.what = what
-        self.why = why
-        self.fix = fix
-        self.kind = kind
+        (self.what, self.why, self.fix, self.kind) = (what, why, fix, kind)
     }
 
     /// `PATH: WHY…` split at its first ": " (a multi-line description joined with "; ").

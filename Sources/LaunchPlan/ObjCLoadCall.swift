@@ -4,8 +4,7 @@ package struct ImageLocation: Equatable, Hashable, Sendable {
     package let offset: UInt64
 
     package init(image: Int, offset: UInt64) {
-        self.image = image
-        self.offset = offset
+        (self.image, self.offset) = (image, offset)
     }
 }
 

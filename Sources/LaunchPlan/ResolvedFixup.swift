@@ -23,8 +23,7 @@ package struct ResolvedFixup: Equatable, Hashable, Sendable {
     package let kind: Kind
 
     package init(vmOffset: UInt64, kind: Kind) {
-        self.vmOffset = vmOffset
-        self.kind = kind
+        (self.vmOffset, self.kind) = (vmOffset, kind)
     }
 
     /// The 64-bit value to store, given where the images were mapped: `imageBase` for the

@@ -12,33 +12,27 @@ package struct SigningPolicy: Equatable, Hashable, Sendable {
     package var libraryValidation: Bool
 
     package init(requireSignatures: Bool = false, libraryValidation: Bool = false) {
-        self.requireSignatures = requireSignatures
-        self.libraryValidation = libraryValidation
+        (self.requireSignatures, self.libraryValidation) = (requireSignatures, libraryValidation)
     }
 
     /// Unsigned images load, signed ones must verify.
     package static let `default` = SigningPolicy()
 
-    /// The name a closure's binding records and a mismatch reports: `default`,
+    /// Every policy and the name a closure's binding records and a mismatch reports: `default`,
     /// `require-signatures`, `library-validation`, or both joined by `+`.
-    package var name: String {
-        switch (requireSignatures, libraryValidation) {
-        case (false, false): "default"
-        case (true, false): "require-signatures"
-        case (false, true): "library-validation"
-        case (true, true): "require-signatures+library-validation"
-        }
-    }
+    private static let names: [(policy: SigningPolicy, name: String)] = [
+        (SigningPolicy(), "default"),
+        (SigningPolicy(requireSignatures: true), "require-signatures"),
+        (SigningPolicy(libraryValidation: true), "library-validation"),
+        (SigningPolicy(requireSignatures: true, libraryValidation: true), "require-signatures+library-validation"),
+    ]
+
+    package var name: String { Self.names.first { $0.policy == self }?.name ?? "default" }
 
     /// The policy ``name`` names; nil for any other string.
     package init?(name: String) {
-        switch name {
-        case "default": self.init()
-        case "require-signatures": self.init(requireSignatures: true)
-        case "library-validation": self.init(libraryValidation: true)
-        case "require-signatures+library-validation": self.init(requireSignatures: true, libraryValidation: true)
-        default: return nil
-        }
+        guard let named = Self.names.first(where: { $0.name == name }) else { return nil }
+        self = named.policy
     }
 
     package enum Rule: String, Sendable {

@@ -15,15 +15,11 @@ package struct SystemCallFailure: Equatable, Sendable, CustomStringConvertible {
     package let namesCall: Bool
 
     package init(_ call: String, _ errno: Errno, namesCall: Bool = false) {
-        self.call = call
-        cause = .errno(errno)
-        self.namesCall = namesCall
+        (self.call, cause, self.namesCall) = (call, .errno(errno), namesCall)
     }
 
     package init(_ call: String, refused reason: String, namesCall: Bool = false) {
-        self.call = call
-        cause = .refused(reason)
-        self.namesCall = namesCall
+        (self.call, cause, self.namesCall) = (call, .refused(reason), namesCall)
     }
 
     package var errno: Errno? {

@@ -29,8 +29,7 @@ package struct HostServicesSlot: Equatable, Sendable {
     package var vmOffset: UInt64
 
     package init(image: Int, vmOffset: UInt64) {
-        self.image = image
-        self.vmOffset = vmOffset
+        (self.image, self.vmOffset) = (image, vmOffset)
     }
 
     /// The version, then seven function pointers (CHostServices' hostservices.h).

@@ -25,9 +25,8 @@ package struct DyldCacheFile: Sendable {
             ? (UInt64(header.mappingWithSlideOffset), Int(header.mappingWithSlideCount), DyldCache.Mapping.size)
             : (UInt64(header.mappingOffset), Int(header.mappingCount), DyldCache.Mapping.plainSize)
         let entries = try table(mappingOffset, UInt64(mappingCount), entrySize, withSlideInfo ? "mappings with slide info" : "mappings")
-        var mappings: [DyldCache.Mapping] = []
-        for index in 0..<mappingCount {
-            mappings.append(try DyldCache.Mapping(parsing: try entries.slice(index * entrySize, entrySize), withSlideInfo: withSlideInfo))
+        mappings = try (0..<mappingCount).map { (index) throws(MachOError) in
+            try DyldCache.Mapping(parsing: try entries.slice(index * entrySize, entrySize), withSlideInfo: withSlideInfo)
         }
         var end: UInt64 = 0
         for (index, mapping) in mappings.enumerated() {
@@ -39,23 +38,19 @@ package struct DyldCacheFile: Sendable {
             }
             end = mapping.address &+ mapping.size
         }
-        self.mappings = mappings
         let infos = try table(UInt64(header.imagesOffset), UInt64(header.imagesCount), DyldCache.Image.infoSize, "images")
         let texts = header.imagesTextCount == UInt64(header.imagesCount)
             ? try table(header.imagesTextOffset, header.imagesTextCount, DyldCache.Image.textInfoSize, "image text infos") : nil
-        var images: [DyldCache.Image] = []
-        images.reserveCapacity(Int(header.imagesCount))
-        for index in 0..<Int(header.imagesCount) {
+        images = try (0..<Int(header.imagesCount)).map { (index) throws(MachOError) in
             let info = try infos.slice(index * DyldCache.Image.infoSize, DyldCache.Image.infoSize)
             let pathOffset = Int(try info.u32(24))
             guard pathOffset < view.count else {
                 throw MachOError.inCache("dyld_cache_image_info", at: info.absolute(24), what: "image \(index)'s path offset \(hex(pathOffset)) is past the file")
             }
             let text = try texts?.slice(index * DyldCache.Image.textInfoSize, DyldCache.Image.textInfoSize)
-            images.append(DyldCache.Image(address: try info.u64(0), modTime: try info.u64(8), inode: try info.u64(16), path: try view.cString(pathOffset),
-                                          uuid: try text?.bytes(0, 16) ?? [], textSegmentSize: try text?.u32(24) ?? 0))
+            return DyldCache.Image(address: try info.u64(0), modTime: try info.u64(8), inode: try info.u64(16), path: try view.cString(pathOffset),
+                                   uuid: try text?.bytes(0, 16) ?? [], textSegmentSize: try text?.u32(24) ?? 0)
         }
-        self.images = images
         let subCacheSize = DyldCache.SubCache.entrySize(headerSize: header.mappingOffset)
         let subCacheEntries = try table(UInt64(header.subCacheArrayOffset), UInt64(header.subCacheArrayCount), subCacheSize, "subcache entries")
         subCaches = try (0..<Int(header.subCacheArrayCount)).map { (index) throws(MachOError) in
@@ -71,6 +66,13 @@ package struct DyldCacheFile: Sendable {
             throw MachOError.inCache("dyld_cache_mapping_and_slide_info", at: 0, what: "mapping \(index)'s slide info runs past the file")
         }
         return try DyldCache.SlideInfo(parsing: try view.slice(Int(mapping.slideInfoFileOffset), Int(mapping.slideInfoFileSize)), mappingSize: mapping.size)
+    }
+
+    /// Visits each location the slide info of mapping `index` names (none without slide info):
+    /// its offset in the mapping and the unslid pointer it holds (top byte included).
+    package func forEachSlidLocation(inMapping index: Int, _ body: (_ offset: UInt64, _ pointer: UInt64) -> Void) throws(MachOError) {
+        let mapping = mappings[index]
+        try slideInfo(index)?.forEachLocation(in: try view.slice(Int(mapping.fileOffset), Int(mapping.size)), body)
     }
 }
 

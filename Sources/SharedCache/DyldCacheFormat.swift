@@ -15,12 +15,12 @@ package enum DyldCache {
     package static let headerSize = 464
     /// The shared region's start where each architecture's cache is built to be mapped.
     package static func sharedRegionStart(arch: String) -> UInt64 { arch == "x86_64" ? 0x7FF8_0000_0000 : 0x1_8000_0000 }
-    /// Where the cache lives in a root, by platform (`dyld_cache_header.platform`: 1 macOS, else iOS-like).
     /// Where a root keeps its cache for `arch`, whichever its platform: the macOS path, then iOS's.
     package static func paths(arch: String) -> [String] {
         [path(platform: 1, arch: arch), path(platform: 2, arch: arch)]
     }
 
+    /// Where the cache lives in a root, by platform (`dyld_cache_header.platform`: 1 macOS, else iOS-like).
     package static func path(platform: UInt32, arch: String) -> String {
         platform == 1 ? "System/Library/dyld/dyld_shared_cache_\(arch)" : "System/Library/Caches/com.apple.dyld/dyld_shared_cache_\(arch)"
     }
@@ -216,27 +216,18 @@ package enum DyldCache {
             guard try view.u32(0) == 2 else { throw fail(0, "version \(try view.u32(0)) is not 2 (only slide info v2 is read)") }
             pageSize = try view.u32(4)
             guard pageSize == 4096 || pageSize == 16384 else { throw fail(4, "page size \(pageSize) is not 4096 or 16384") }
-            let startsOffset = Int(try view.u32(8)), count = Int(try view.u32(12))
-            guard UInt64(count) <= (mappingSize + UInt64(pageSize) - 1) / UInt64(pageSize) else {
-                throw fail(12, "\(count) page starts for a \(mappingSize)-byte mapping of \(pageSize)-byte pages")
-            }
+            pageStarts = try DyldCache.pageStarts(view, at: Int(try view.u32(8)), countAt: 12, pageSize: pageSize, mappingSize: mappingSize,
+                                                  fail: fail)
             guard try view.u32(20) == 0 else { throw fail(20, "page extras are not read") }
             deltaMask = try view.u64(24)
             valueAdd = try view.u64(32)
             guard deltaMask != 0, deltaMask.trailingZeroBitCount >= 2 else { throw fail(24, "delta mask \(hex(deltaMask)) holds no delta") }
-            let starts = try view.slice(startsOffset, count * 2)
-            var pages: [UInt16] = []
-            pages.reserveCapacity(count)
-            for index in 0..<count { pages.append(try starts.u16(index * 2)) }
-            pageStarts = pages
         }
 
         package var bytes: [UInt8] {
-            var out = Words.le32([2, pageSize, UInt32(Self.headerSize), UInt32(pageStarts.count), UInt32(Self.headerSize + pageStarts.count * 2), 0])
-            out += Words.le([deltaMask, valueAdd])
-            for start in pageStarts { out += [UInt8(start & 0xff), UInt8(start >> 8)] }
-            while out.count % 8 != 0 { out.append(0) }
-            return out
+            let pageExtrasOffset = UInt32(Self.headerSize + pageStarts.count * 2)
+            let header = Words.le32([2, pageSize, UInt32(Self.headerSize), UInt32(pageStarts.count), pageExtrasOffset, 0])
+            return DyldCache.slideInfoBytes(header + Words.le([deltaMask, valueAdd]), pageStarts: pageStarts)
         }
 
         /// The unslid address a location's word `raw` holds (its delta bits cleared, `value_add`
@@ -251,22 +242,14 @@ package enum DyldCache {
         /// Bounded by the bytes: a chain that leaves its page is an error.
         package func forEachLocation(in data: ByteView, _ body: (_ offset: UInt64, _ value: UInt64) -> Void) throws(MachOError) {
             let shift = UInt64(deltaMask.trailingZeroBitCount - 2)
-            for (page, start) in pageStarts.enumerated() where start != Self.noRebase {
+            try DyldCache.forEachChainedLocation(in: data, structure: "dyld_cache_slide_info2", pageSize: pageSize, pageStarts: pageStarts,
+                                                 noRebase: Self.noRebase, first: { (page, start) throws(MachOError) in
                 guard start & Self.extra == 0 else {
                     throw MachOError.inCache("dyld_cache_slide_info2", at: data.absolute(page * Int(pageSize)), what: "page \(page) uses page extras")
                 }
-                var offset = UInt64(start) * 4
-                while true {
-                    guard offset + 8 <= UInt64(pageSize) else {
-                        throw MachOError.inCache("dyld_cache_slide_info2", at: data.absolute(page * Int(pageSize)), what: "page \(page)'s chain reaches +\(hex(offset)), past its page")
-                    }
-                    let at = UInt64(page) * UInt64(pageSize) + offset
-                    let raw = try data.u64(Int(at))
-                    body(at, value(ofRaw: raw))
-                    let delta = (raw & deltaMask) >> shift
-                    guard delta != 0 else { break }
-                    offset += delta
-                }
+                return UInt64(start) * 4
+            }, next: { ($0 & deltaMask) >> shift }) {
+                body($0, value(ofRaw: $1))
             }
         }
     }

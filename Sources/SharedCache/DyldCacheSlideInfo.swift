@@ -87,23 +87,12 @@ extension DyldCache {
             guard version == 3 || version == 5 else { throw fail(0, "version \(version) is not 3 or 5") }
             pageSize = try view.u32(4)
             guard pageSize == 4096 || pageSize == 16384 else { throw fail(4, "page size \(pageSize) is not 4096 or 16384") }
-            let count = Int(try view.u32(8))
-            guard UInt64(count) <= (mappingSize + UInt64(pageSize) - 1) / UInt64(pageSize) else {
-                throw fail(8, "\(count) page starts for a \(mappingSize)-byte mapping of \(pageSize)-byte pages")
-            }
             valueAdd = try view.u64(16)
-            let starts = try view.slice(Self.headerSize, count * 2)
-            var pages: [UInt16] = []
-            pages.reserveCapacity(count)
-            for index in 0..<count { pages.append(try starts.u16(index * 2)) }
-            pageStarts = pages
+            pageStarts = try DyldCache.pageStarts(view, at: Self.headerSize, countAt: 8, pageSize: pageSize, mappingSize: mappingSize, fail: fail)
         }
 
         package var bytes: [UInt8] {
-            var out = Words.le32([version, pageSize, UInt32(pageStarts.count), 0]) + Words.le([valueAdd])
-            for start in pageStarts { out += [UInt8(start & 0xff), UInt8(start >> 8)] }
-            while out.count % 8 != 0 { out.append(0) }
-            return out
+            DyldCache.slideInfoBytes(Words.le32([version, pageSize, UInt32(pageStarts.count), 0]) + Words.le([valueAdd]), pageStarts: pageStarts)
         }
 
         private static let authenticated: UInt64 = 1 << 63
@@ -122,21 +111,51 @@ extension DyldCache {
         }
 
         package func forEachLocation(in data: ByteView, _ body: (_ offset: UInt64, _ value: UInt64) -> Void) throws(MachOError) {
-            let page = UInt64(pageSize)
-            for (index, start) in pageStarts.enumerated() where start != Self.noRebase {
-                var offset = UInt64(start)
-                while true {
-                    guard offset + 8 <= page else {
-                        throw MachOError.inCache("dyld_cache_slide_info\(version)", at: data.absolute(index * Int(pageSize)),
-                                                 what: "page \(index)'s chain reaches +\(hex(offset)), past its page")
-                    }
-                    let at = UInt64(index) * page + offset
-                    let raw = try data.u64(Int(at))
-                    body(at, value(ofRaw: raw))
-                    let stride = stride(ofRaw: raw)
-                    guard stride != 0 else { break }
-                    offset += stride * 8
+            try DyldCache.forEachChainedLocation(in: data, structure: "dyld_cache_slide_info\(version)", pageSize: pageSize, pageStarts: pageStarts,
+                                                 noRebase: Self.noRebase, first: { _, start in UInt64(start) }, next: { stride(ofRaw: $0) * 8 }) {
+                body($0, value(ofRaw: $1))
+            }
+        }
+    }
+
+    /// A slide info's page starts, `count` (at `countAt` in `view`) little-endian 16-bit words
+    /// at `offset`: no more than the `mappingSize`-byte mapping has `pageSize`-byte pages.
+    static func pageStarts(_ view: ByteView, at offset: Int, countAt: Int, pageSize: UInt32, mappingSize: UInt64,
+                           fail: (Int, String) -> MachOError) throws(MachOError) -> [UInt16] {
+        let count = Int(try view.u32(countAt))
+        guard UInt64(count) <= (mappingSize + UInt64(pageSize) - 1) / UInt64(pageSize) else {
+            throw fail(countAt, "\(count) page starts for a \(mappingSize)-byte mapping of \(pageSize)-byte pages")
+        }
+        let starts = try view.slice(offset, count * 2)
+        return try (0..<count).map { (index) throws(MachOError) in try starts.u16(index * 2) }
+    }
+
+    /// A slide info's bytes: `header`, then the page starts, padded to 8 bytes.
+    static func slideInfoBytes(_ header: [UInt8], pageStarts: [UInt16]) -> [UInt8] {
+        let out = header + pageStarts.flatMap { [UInt8(truncatingIfNeeded: $0), UInt8($0 >> 8)] }
+        return out + [UInt8](repeating: 0, count: (8 - out.count % 8) % 8)
+    }
+
+    /// Visits the chains every slide info version walks in `data` (the mapping's bytes): per
+    /// page whose start is not `noRebase`, its locations (their offsets in the mapping and
+    /// words), `first` giving the page's first from its start and `next` the bytes to the next
+    /// one from a word (0: the chain ends); a chain that leaves its page is an error of `structure`.
+    static func forEachChainedLocation(in data: ByteView, structure: String, pageSize: UInt32, pageStarts: [UInt16], noRebase: UInt16,
+                                       first: (_ page: Int, _ start: UInt16) throws(MachOError) -> UInt64, next: (_ raw: UInt64) -> UInt64,
+                                       _ body: (_ offset: UInt64, _ raw: UInt64) -> Void) throws(MachOError) {
+        for (page, start) in pageStarts.enumerated() where start != noRebase {
+            var offset = try first(page, start)
+            while true {
+                guard offset + 8 <= UInt64(pageSize) else {
+                    throw MachOError.inCache(structure, at: data.absolute(page * Int(pageSize)),
+                                             what: "page \(page)'s chain reaches +\(hex(offset)), past its page")
                 }
+                let at = UInt64(page) * UInt64(pageSize) + offset
+                let raw = try data.u64(Int(at))
+                body(at, raw)
+                let distance = next(raw)
+                guard distance != 0 else { break }
+                offset += distance
             }
         }
     }

@@ -28,7 +28,7 @@ package struct SharedCacheDylibs: Sendable {
         let header = try SharedCacheRegion.checkedHeader(path, refusing: path)
         guard header.arch == arch else { throw .incompatible(path: path, what: "it is for \(header.arch), the launch for \(arch)") }
         let cache = ClosureSharedCache(path: path, uuid: header.uuid)
-        let (file, _) = try SharedCacheRegion.read(cache)
+        let file = try SharedCacheRegion.read(cache)
         guard file.header.uuid == header.uuid else {
             throw .stale(path: path, image: path, what: "(the shared cache) was replaced while it was opened")
         }

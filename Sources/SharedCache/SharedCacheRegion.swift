@@ -118,12 +118,7 @@ package enum SharedCacheRegion {
     /// The header of the cache at `path`, opened without following a link and held to the
     /// closures' ownership rule; a cache that is gone refuses `refusing`.
     package static func checkedHeader(_ path: String, refusing: String) throws(ClosureError) -> DyldCache.Header {
-        let file: UnsafeFileIO.OpenFile
-        switch UnsafeFileIO.openNoFollow(path) {
-        case let .success(opened): file = opened
-        case .failure(.missing): throw .stale(path: refusing, image: path, what: "(the shared cache) was removed")
-        case let .failure(error): throw error
-        }
+        let file = try UnsafeFileIO.openNoFollow(path, ifMissing: .stale(path: refusing, image: path, what: "(the shared cache) was removed")).get()
         try ClosureFile.checkOwnership(path, file.status)
         do throws(MachOError) {
             return try DyldCache.Header(parsing: ByteView(file.read(offset: 0, count: DyldCache.headerSize)))
@@ -146,8 +141,7 @@ package enum SharedCacheRegion {
 
     /// The slid copy's two identifying words: the cache's UUID.
     static func identity(_ uuid: [UInt8]) -> (UInt64, UInt64) {
-        func word(_ bytes: ArraySlice<UInt8>) -> UInt64 { bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) } }
-        return (word(uuid.prefix(8)), word(uuid.dropFirst(8).prefix(8)))
+        (uuid.littleEndianWord(0), uuid.littleEndianWord(8))
     }
 
     /// Reads the whole cache (every table bounded by the file, every slide chain inside its
@@ -157,25 +151,24 @@ package enum SharedCacheRegion {
         guard let bootID = SlidPrelinkedSetFile.bootID else {
             throw .incompatible(path: path, what: "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read: nothing is slid for a boot")
         }
-        let (file, bytes) = try read(cache)
+        let file = try read(cache)
         let start = file.header.sharedRegionStart, size = file.header.sharedRegionSize
         guard file.header.uuid == cache.uuid else {
             throw .stale(path: path, image: cache.path, what: "(the shared cache) was rebuilt: its UUID is not the one the closure binds into")
         }
         // The bytes against the UUID the builder made from them: the copy every launch of the
         // boot maps holds only what the closure's UUID names.
-        guard SharedCacheVerification.contentMatchesUUID(bytes, uuid: file.header.uuid) else {
+        guard SharedCacheVerification.contentMatchesUUID(file.view, uuid: file.header.uuid) else {
             throw .corrupt(path: cache.path, offset: 88, what: "its bytes do not hash to its UUID (changed since it was built): rebuild it with `dyld3 shared-cache build`")
         }
         try checkOneRange(file, path: cache.path)
         let base = LaunchMemory.randomBase(pageSize: LaunchMemory.pageSize)
         var data: [UInt8]
         do throws(MachOError) {
-            data = try bytes.bytes(0, Int(size))
+            data = try file.view.bytes(0, Int(size))
             for (index, mapping) in file.mappings.enumerated() {
-                guard let slide = try file.slideInfo(index) else { continue }
                 var outside: UInt64?
-                try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, pointer in
+                try file.forEachSlidLocation(inMapping: index) { offset, pointer in
                     let value = pointer & DyldCache.SlideInfo.addressBits
                     guard value != 0 else { return }
                     guard value >= start, value - start < size else { return outside = outside ?? mapping.address + offset }
@@ -201,10 +194,9 @@ package enum SharedCacheRegion {
     }
 
     /// The whole cache `cache` names, mapped and its tables read (each bounded by the file).
-    static func read(_ cache: ClosureSharedCache) throws(ClosureError) -> (DyldCacheFile, ByteView) {
+    static func read(_ cache: ClosureSharedCache) throws(ClosureError) -> DyldCacheFile {
         do {
-            let bytes = try ImageFile.mapRegularFile(cache.path)
-            return (try DyldCacheFile(parsing: bytes), bytes)
+            return try DyldCacheFile(parsing: try ImageFile.mapRegularFile(cache.path))
         } catch let error as MachOError {
             throw .corrupt(path: cache.path, offset: error.offset, what: error.description)
         } catch {
@@ -215,7 +207,7 @@ package enum SharedCacheRegion {
     /// Per image of `images`, the offsets (from the image's base) of the words the cache's slide
     /// info slides: what a launch's digest counts as pointers in the cache's images.
     package static func slideLocations(_ cache: ClosureSharedCache, images: [ClosureImage]) throws(ClosureError) -> [[UInt64]] {
-        let (file, _) = try read(cache)
+        let file = try read(cache)
         let slots = images.map { image in image.cacheSlot.map { (offset: $0.offset, size: image.plan.vmSize) } }
         return try pointers(in: file, path: cache.path, slots: slots).map { $0.map(\.vmOffset) }
     }
@@ -229,7 +221,7 @@ package enum SharedCacheRegion {
         var all: [(location: UInt64, target: UInt64)] = []
         do throws(MachOError) {
             for (index, mapping) in file.mappings.enumerated() {
-                try file.slideInfo(index)?.forEachLocation(in: try file.view.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, value in
+                try file.forEachSlidLocation(inMapping: index) { offset, value in
                     let target = value & DyldCache.SlideInfo.addressBits
                     if target != 0 { all.append((mapping.address - start + offset, target &- start)) }
                 }

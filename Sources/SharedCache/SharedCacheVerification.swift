@@ -45,26 +45,23 @@ package struct SharedCacheVerification: Sendable {
             (status, problems, images) = (.untrusted, ["\(path): untrusted: \(problem)"], 0)
             return
         }
-        let bytes: ByteView
         let cache: DyldCacheFile
         do {
-            bytes = try ImageFile.mapRegularFile(path)
-            cache = try DyldCacheFile(parsing: bytes)
+            cache = try DyldCacheFile(parsing: try ImageFile.mapRegularFile(path))
         } catch {
             (status, problems, images) = (.corrupt, ["\(path): corrupt: \(error)"], 0)
             return
         }
         images = cache.images.count
         var corrupt: [String] = []
-        if !Self.contentMatchesUUID(bytes, uuid: cache.header.uuid) {
+        if !Self.contentMatchesUUID(cache.view, uuid: cache.header.uuid) {
             corrupt.append("\(path): corrupt: its bytes do not hash to its UUID (changed since it was built)")
         }
         let start = cache.header.sharedRegionStart, end = start &+ cache.header.sharedRegionSize
         for (index, mapping) in cache.mappings.enumerated() where corrupt.isEmpty {
             do {
-                guard let slide = try cache.slideInfo(index) else { continue }
                 var outside: UInt64?
-                try slide.forEachLocation(in: try bytes.slice(Int(mapping.fileOffset), Int(mapping.size))) { offset, pointer in
+                try cache.forEachSlidLocation(inMapping: index) { offset, pointer in
                     let value = pointer & DyldCache.SlideInfo.addressBits
                     if value != 0, value < start || value >= end, outside == nil { outside = mapping.address + offset }
                 }

@@ -65,12 +65,8 @@ package struct ClosureBinding: Equatable, Sendable {
     }
 
     init(parsing r: inout ClosureReader) throws(ClosureError) {
-        builder = try r.string()
-        arch = try r.string()
-        root = try r.string()
-        app = try r.string()
-        host = try r.string()
-        inserted = try r.string()
+        self.init(builder: try r.string(), arch: try r.string(), root: try r.string(), app: try r.string(), host: try r.string(),
+                  inserted: try r.string())
         let name = try r.string()
         guard let policy = SigningPolicy(name: name) else {
             throw r.corrupt("a binding with signature policy \"\(name)\", none this loader knows")

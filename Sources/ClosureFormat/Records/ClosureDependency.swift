@@ -34,8 +34,7 @@ package struct ClosureMissingDylib: Equatable, Sendable {
     package var neededBy: String
 
     package init(installName: String, neededBy: String) {
-        self.installName = installName
-        self.neededBy = neededBy
+        (self.installName, self.neededBy) = (installName, neededBy)
     }
 
     static let minimumEncodedSize = 2

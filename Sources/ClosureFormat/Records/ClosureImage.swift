@@ -155,11 +155,9 @@ package struct ClosureImage: Equatable, Sendable {
         for value in [plan.preferredBase, plan.vmSize, UInt64(plan.segments.count)] { w.uleb(value) }
         for segment in plan.segments { segment.encode(into: &w) }
         w.raw(linkage.dependencies)
-        w.uleb(initializers.count)
-        for offset in initializers { w.uleb(offset) }
+        w.list(initializers) { $0.uleb($1) }
         w.raw(linkage.rpaths)
-        w.uleb(absentPaths.count)
-        for absent in absentPaths { w.string(absent) }
+        w.list(absentPaths) { $0.string($1) }
         w.uleb(rebaseCount)
         w.blob(rebaseRuns)
         w.uleb(bindCount)

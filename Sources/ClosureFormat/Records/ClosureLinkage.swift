@@ -54,7 +54,7 @@ struct ClosureLinkage: Equatable, Sendable {
         var r = ClosureReader(rpaths, path: "")
         var result: [String] = []
         Self.decodingChecked { () throws(ClosureError) in
-            for _ in 0..<(try r.count(of: "rpath")) { result.append(try r.string()) }
+            result = try r.list(of: "rpath") { (r) throws(ClosureError) in try r.string() }
         }
         return result
     }
@@ -90,15 +90,13 @@ struct ClosureLinkage: Equatable, Sendable {
 
     private static func encoded(_ dependencies: [ClosureDependency]) -> ArraySlice<UInt8> {
         var w = ClosureWriter()
-        w.uleb(dependencies.count)
-        for dependency in dependencies { dependency.encode(into: &w) }
+        w.list(dependencies) { $1.encode(into: &$0) }
         return w.bytes[...]
     }
 
     private static func encoded(_ rpaths: [String]) -> ArraySlice<UInt8> {
         var w = ClosureWriter()
-        w.uleb(rpaths.count)
-        for rpath in rpaths { w.string(rpath) }
+        w.list(rpaths) { $0.string($1) }
         return w.bytes[...]
     }
 }

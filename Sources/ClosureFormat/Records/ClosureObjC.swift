@@ -39,8 +39,7 @@ extension ClosureObjC {
             bindCounts.append(try r.int("Objective-C write count"))
             bindRuns.append(try r.blob())
         }
-        loads = []
-        for _ in 0..<(try r.count(of: "+load call", minimumSize: Self.minimumLoadSize)) {
+        loads = try r.list(of: "+load call", minimumSize: Self.minimumLoadSize) { (r) throws(ClosureError) in
             let image = try r.int("+load image")
             func location(_ what: String) throws(ClosureError) -> ImageLocation {
                 let index = try r.int("\(what) image")
@@ -56,7 +55,7 @@ extension ClosureObjC {
             guard image < images.count, images[method.image].plan.isExecutable(method.offset) else {
                 throw r.corrupt("+load method at image \(method.image) offset \(hex(method.offset)) is not in an executable segment")
             }
-            loads.append(ObjCLoadCall(image: image, method: method, cls: cls, selector: selector))
+            return ObjCLoadCall(image: image, method: method, cls: cls, selector: selector)
         }
     }
 
@@ -66,8 +65,7 @@ extension ClosureObjC {
             w.uleb(count)
             w.blob(runs)
         }
-        w.uleb(loads.count)
-        for call in loads {
+        w.list(loads) { w, call in
             w.uleb(call.image)
             for location in [call.method, call.cls, call.selector] {
                 w.uleb(location.image)

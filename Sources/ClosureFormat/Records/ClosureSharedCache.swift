@@ -11,8 +11,7 @@ package struct ClosureSharedCache: Equatable, Sendable {
     package var uuid: [UInt8]
 
     package init(path: String, uuid: [UInt8]) {
-        self.path = path
-        self.uuid = uuid
+        (self.path, self.uuid) = (path, uuid)
     }
 
     static func parse(_ r: inout ClosureReader) throws(ClosureError) -> ClosureSharedCache? {
@@ -37,7 +36,6 @@ package struct CacheSlot: Equatable, Sendable {
     package var offset: UInt64
 
     package init(index: Int, offset: UInt64) {
-        self.index = index
-        self.offset = offset
+        (self.index, self.offset) = (index, offset)
     }
 }

@@ -14,16 +14,14 @@ package struct ClosureThreadLocals: Equatable, Sendable {
     package static let none = ClosureThreadLocals(setups: [], hostServices: nil)
 
     package init(setups: [ThreadLocalSetup], hostServices: HostServicesSlot?) {
-        self.setups = setups
-        self.hostServices = hostServices
+        (self.setups, self.hostServices) = (setups, hostServices)
     }
 
     /// Reads and checks the records: every image in range and named once, every template,
     /// descriptor and the table inside one writable segment, descriptors increasing.
     init(parsing r: inout ClosureReader, images: [ClosureImage]) throws(ClosureError) {
-        setups = []
         var seen = Set<Int>()
-        for _ in 0..<(try r.count(of: "thread-local setup", minimumSize: 5)) {
+        setups = try r.list(of: "thread-local setup", minimumSize: 5) { (r) throws(ClosureError) in
             let start = r.position
             let image = try r.int("thread-local image")
             guard image < images.count, seen.insert(image).inserted else {
@@ -45,8 +43,8 @@ package struct ClosureThreadLocals: Equatable, Sendable {
                 descriptors.append(offset)
                 previous = offset
             }
-            setups.append(ThreadLocalSetup(image: image, templateOffset: templateOffset, initialSize: initialSize,
-                                           totalSize: totalSize, descriptors: descriptors))
+            return ThreadLocalSetup(image: image, templateOffset: templateOffset, initialSize: initialSize,
+                                    totalSize: totalSize, descriptors: descriptors)
         }
         hostServices = nil
         if try r.u8() != 0 {
@@ -61,8 +59,7 @@ package struct ClosureThreadLocals: Equatable, Sendable {
     }
 
     func encode(into w: inout ClosureWriter) {
-        w.uleb(setups.count)
-        for setup in setups {
+        w.list(setups) { w, setup in
             for value in [UInt64(setup.image), setup.templateOffset, setup.initialSize, setup.totalSize, UInt64(setup.descriptors.count)] {
                 w.uleb(value)
             }
