@@ -156,11 +156,8 @@ final class ClosureDynamicLoader: DynamicLoader {
                 // One that does not hold (an image changed since install): build one now when that is possible.
                 guard configuration.dlopenClosures != nil else { throw error }
             }
-        } else if let index = named {
-            return reopen(index, requested: path, mode: mode)
-        } else if mode.contains(.noLoad) || configuration.dlopenClosures == nil {
-            // (A builder looks the path up itself: a loaded image under another path is `.loaded`,
-            // a missing file fails as the slow path's `dlopen` does.)
+        } else {
+            if let index = named { return reopen(index, requested: path, mode: mode) }
             if let index = try loadedImage(path, failingWhenMissing: !mode.contains(.noLoad)) { return reopen(index, requested: path, mode: mode) }
             if mode.contains(.noLoad) { throw .unusable(path: path, reason: "is not loaded (RTLD_NOLOAD loads nothing)") }
         }
