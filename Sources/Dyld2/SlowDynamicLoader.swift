@@ -16,13 +16,8 @@ package final class SlowDynamicLoader: DynamicLoader {
     private var graph: DependencyGraph
     private var plans: [ImagePlan]
     private let launch: LaunchMemory
-    /// The memory of each `dlopen` that added nodes, in order: together they hold the nodes
-    /// after the launch's, in load order (``Swift/Array/base(ofImage:)``).
-    private var groups: [LaunchMemory] = []
-    /// Opens not yet closed, per node.
-    private var openCounts: [Int] = []
-    /// Nodes a `dlopen` with `RTLD_LOCAL` loaded, until one without it: not searched by `RTLD_DEFAULT`.
-    private var hidden: [Bool] = []
+    /// Per node (in the graph's order) where it is mapped, its opens and whether it is hidden.
+    private var book: DynamicLoadBook
     private var lookup: SymbolLookup?
     private let arch: String
     private let run: Bool
@@ -30,14 +25,12 @@ package final class SlowDynamicLoader: DynamicLoader {
     /// The shared cache the launch took dylibs from, when it did.
     private let cache: SharedCacheDylibs?
     package var nextSlide: UInt64?
-    package private(set) var events: [DynamicLoadEvent] = []
-
-    private func record(_ event: DynamicLoadEvent) {
-        if events.count < DynamicLoadEvent.limit { events.append(event) }
-    }
+    package var events: [DynamicLoadEvent] { book.events }
+    package var loadedMemories: [LaunchMemory] { book.memories }
 
     package init(graph: DependencyGraph, plans: [ImagePlan], memory: LaunchMemory, options: LaunchOptions, cache: SharedCacheDylibs?) {
         launch = memory
+        book = DynamicLoadBook(launch: memory)
         self.cache = memory.sharedRange == nil ? nil : cache
         arch = options.arch
         run = options.run
@@ -47,35 +40,14 @@ package final class SlowDynamicLoader: DynamicLoader {
         self.plans = plans
     }
 
-    /// The per-node arrays sized to the graph (arrays, not hashed containers: a fresh process
-    /// pays the Swift runtime's first instantiation of each hashed type inside the `dlopen`).
-    private func grow() {
-        let added = graph.nodes.count - openCounts.count
-        guard added > 0 else { return }
-        openCounts += [Int](repeating: 0, count: added)
-        hidden += [Bool](repeating: false, count: added)
-    }
-
-    /// Where node `index` is mapped.
-    private func base(of index: Int) -> UInt64 {
-        index < launch.images.count ? launch.images[index].base : groups.base(ofImage: index - launch.images.count)
-    }
-
-    private func node(handle: UInt64) -> Int? {
-        graph.nodes.indices.first { base(of: $0) == handle }
-    }
-
     package func open(_ path: String, mode rawMode: Int32) throws(LoadError) -> UInt64 {
         let mode = DynamicOpenMode(rawValue: rawMode)
         var graph = self.graph, plans = self.plans
         let (node, added) = try graph.open(path, arch: arch)
         guard !added.isEmpty else {
-            // Loaded already: without RTLD_LOCAL it is searched by RTLD_DEFAULT from now on (dyld4 unhides it).
-            grow()
-            if !mode.contains(.local) { hidden[node] = false }
-            openCounts[node] += 1
-            record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "dyld2"))
-            return DynamicHandle.image(base(of: node), firstOnly: mode.contains(.first))
+            book.reopen(node, mode: mode)
+            book.record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "dyld2"))
+            return DynamicHandle.image(book.base(of: node), firstOnly: mode.contains(.first))
         }
         // The graph's copy found files to load: dropped, nothing is mapped.
         if mode.contains(.noLoad) { throw .unusable(path: path, reason: "is not loaded (RTLD_NOLOAD loads nothing)") }
@@ -100,7 +72,7 @@ package final class SlowDynamicLoader: DynamicLoader {
         let memory = try LaunchMemory(plans: Array(plans[added]), firstSlide: nextSlide, readAhead: true,
                                       shared: cached.map { LaunchMemory.SharedImages(range: nil, bases: $0) })
         do throws(LoadError) {
-            let bases = graph.nodes.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
+            let bases = graph.nodes.indices.map { $0 < added.lowerBound ? book.base(of: $0) : memory.images[$0 - added.lowerBound].base }
             var resolver = try FixupResolver(graph: graph, plans: plans)
             for index in added where graph.nodes[index].cacheOffset == nil {
                 var sink = MemoryFixupSink(writer: memory.writer(image: index - added.lowerBound), imageBases: bases, recorded: nil)
@@ -125,11 +97,7 @@ package final class SlowDynamicLoader: DynamicLoader {
         self.graph = graph
         self.plans = plans
         lookup = nil
-        groups.append(memory)
-        grow()
-        openCounts[node] = 1
-        // RTLD_LOCAL hides the opened image alone, not the dependents it brought (dyld4).
-        if mode.contains(.local) { hidden[node] = true }
+        book.add(memory, opened: node, mode: mode)
         let order = InitializerOrder.forOpen(graph, root: node, firstNew: added.lowerBound)
         var functions: [CodeRunner.Function] = []
         var initialized: [String] = []
@@ -142,7 +110,7 @@ package final class SlowDynamicLoader: DynamicLoader {
         }
         let paths = Array(plans[added].map(\.path))
         let runs = LaunchTail.reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) == nil
-        record(DynamicLoadEvent(requested: path, loaded: paths, initialized: runs ? initialized : [], via: "dyld2"))
+        book.record(DynamicLoadEvent(requested: path, loaded: paths, initialized: runs ? initialized : [], via: "dyld2"))
         if runs { try CodeRunner.runInitializers(functions, in: memory) }
         return DynamicHandle.image(memory.images[0].base, firstOnly: mode.contains(.first))
     }
@@ -152,11 +120,11 @@ package final class SlowDynamicLoader: DynamicLoader {
         let wanted = ByteView(Array(("_" + name).utf8))
         let searched: [Int]
         switch handle {
-        case DynamicHandle.defaultSearch: searched = graph.nodes.indices.filter { $0 >= hidden.count || !hidden[$0] }
+        case DynamicHandle.defaultSearch: searched = graph.nodes.indices.filter { !book.isHidden($0) }
         case DynamicHandle.mainOnly: searched = [0]
         default:
             let (base, firstOnly) = DynamicHandle.split(handle)
-            guard let index = node(handle: base) else {
+            guard let index = book.image(at: base) else {
                 throw .unusable(path: name, reason: "handle \(hex(handle)) is no loaded image")
             }
             searched = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index, imageCount: graph.nodes.count) { node in
@@ -169,22 +137,17 @@ package final class SlowDynamicLoader: DynamicLoader {
             if target != nil { break }
         }
         switch target {
-        case let .image(index, offset)?: return base(of: index) &+ offset
+        case let .image(index, offset)?: return book.base(of: index) &+ offset
         case let .absolute(value)?: return value
         default: throw .unusable(path: name, reason: "symbol not found")
         }
     }
 
-    package func close(_ handle: UInt64) throws(LoadError) {
-        guard let index = node(handle: DynamicHandle.split(handle).base), index < openCounts.count, openCounts[index] > 0 else {
-            throw .unusable(path: "\(hex(handle))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
-        }
-        openCounts[index] -= 1
-    }
+    package func close(_ handle: UInt64) throws(LoadError) { try book.close(handle) }
 
     package func describe(_ address: UInt64) -> DynamicAddress? {
         for index in graph.nodes.indices {
-            let base = base(of: index)
+            let base = book.base(of: index)
             if address >= base, address - base < plans[index].vmSize {
                 return DynamicAddress.describe(address, image: graph.nodes[index].image, path: graph.nodes[index].path, base: base)
             }
@@ -192,9 +155,7 @@ package final class SlowDynamicLoader: DynamicLoader {
         return nil
     }
 
-    package var loadedMemories: [LaunchMemory] { groups }
-
     package func releaseLoaded() {
-        for memory in groups { memory.release() }
+        for memory in book.memories { memory.release() }
     }
 }

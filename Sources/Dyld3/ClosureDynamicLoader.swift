@@ -25,16 +25,11 @@ final class ClosureDynamicLoader: DynamicLoader {
     private let launchMemory: LaunchMemory
     /// The launch's images, then those `dlopen`s added, in load order.
     private var images: [ClosureImage]
-    /// The memory of each `dlopen` that added images, in order: together they hold the images
-    /// after the launch's, in load order (``Swift/Array/base(ofImage:)``).
-    private(set) var loadedMemories: [LaunchMemory] = []
+    /// Per image (in ``images``' order) where it is mapped, its opens and whether it is hidden.
+    private var book: DynamicLoadBook
+    var loadedMemories: [LaunchMemory] { book.memories }
     /// The requested path of each `dlopen` that added images, in order.
     private var earlier: [String] = []
-    // Per image, by index: arrays, not hashed containers, as a fresh process pays the Swift
-    // runtime's first instantiation of each such type where it is first made.
-    private var openCounts: [Int] = []
-    /// Images a `dlopen` with `RTLD_LOCAL` loaded, until one without it: not searched by `RTLD_DEFAULT`.
-    private var hidden: [Bool] = []
     /// What `dlsym` and `dladdr` read of an image, made on their first call, not at launch.
     private struct Parsed {
         var image: MachOImage?
@@ -49,19 +44,10 @@ final class ClosureDynamicLoader: DynamicLoader {
         return parsed[index]
     }
 
-    /// The per-image counts and flags sized to ``images``.
-    private func grow() {
-        let added = images.count - openCounts.count
-        guard added > 0 else { return }
-        openCounts += [Int](repeating: 0, count: added)
-        hidden += [Bool](repeating: false, count: added)
-    }
-
     /// How `dlopen` paths name files: made on the first `dlopen`, not at launch.
     private lazy var resolver = PathResolver(root: request.root, executablePath: launch.images[0].path)
     var nextSlide: UInt64?
-    /// The first ``DynamicLoadEvent/limit`` `dlopen`s, in order.
-    private(set) var events: [DynamicLoadEvent] = []
+    var events: [DynamicLoadEvent] { book.events }
     /// dlopen closures built at run time against the launch's images alone (the first
     /// `dlopen`s): what the launch closure can keep for the next launch (``DlopenClosureKeeping``),
     /// encoded only then.
@@ -75,17 +61,11 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// What the dlopen closure builder kept from its last build (``BuiltDlopen/builderState``).
     private var builderState: (any Sendable)?
 
-    private func record(_ event: DynamicLoadEvent) {
-        if events.count < DynamicLoadEvent.limit { events.append(event) }
-    }
-
-    /// `dlopen` of an image already loaded: one more open of it, nothing added; without
-    /// `RTLD_LOCAL` the image is searched by `RTLD_DEFAULT` from now on (dyld4 unhides it).
+    /// `dlopen` of an image already loaded: one more open of it, nothing added.
     private func reopen(_ index: Int, requested path: String, mode: DynamicOpenMode) -> UInt64 {
-        if !mode.contains(.local) { hidden[index] = false }
-        openCounts[index] += 1
-        record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
-        return DynamicHandle.image(base(of: index), firstOnly: mode.contains(.first))
+        book.reopen(index, mode: mode)
+        book.record(DynamicLoadEvent(requested: path, loaded: [], initialized: [], via: "closure"))
+        return DynamicHandle.image(book.base(of: index), firstOnly: mode.contains(.first))
     }
 
     init(launch: LaunchClosure, closurePath: String, request: LaunchOptions, configuration: LaunchConfiguration, memory: LaunchMemory) {
@@ -95,11 +75,7 @@ final class ClosureDynamicLoader: DynamicLoader {
         self.configuration = configuration
         launchMemory = memory
         images = launch.images
-        grow()
-    }
-
-    private func base(of index: Int) -> UInt64 {
-        index < launch.images.count ? launchMemory.images[index].base : loadedMemories.base(ofImage: index - launch.images.count)
+        book = DynamicLoadBook(launch: memory)
     }
 
     /// The loaded image `path` names: by install name, else by the file it names: directly, or
@@ -287,7 +263,7 @@ final class ClosureDynamicLoader: DynamicLoader {
                 }
                 try memory.openForPatches(Array(pages[added]))
             }
-            let bases = closure.images.indices.map { $0 < added.lowerBound ? base(of: $0) : memory.images[$0 - added.lowerBound].base }
+            let bases = closure.images.indices.map { $0 < added.lowerBound ? book.base(of: $0) : memory.images[$0 - added.lowerBound].base }
             switch fixups {
             case .runs:
                 let values = closure.bindTargets.values(bases: bases)
@@ -311,12 +287,8 @@ final class ClosureDynamicLoader: DynamicLoader {
         }
         // Committed before any initializer runs: one may call dlopen itself.
         images = closure.images
-        grow()
-        loadedMemories.append(memory)
+        book.add(memory, opened: opened, mode: mode)
         earlier.append(requested)
-        openCounts[opened] = 1
-        // RTLD_LOCAL hides the opened image alone, not the dependents it brought (dyld4).
-        if mode.contains(.local) { hidden[opened] = true }
         var functions: [CodeRunner.Function] = []
         var initialized: [String] = []
         for index in closure.initializerOrder where !closure.images[index].initializers.isEmpty {
@@ -326,20 +298,20 @@ final class ClosureDynamicLoader: DynamicLoader {
         }
         let paths = closure.images[added].map(\.path)
         let runs = LaunchTail.reasonNotToRun(run: request.run, arch: closure.arch, memory: memory, paths: paths) == nil
-        record(DynamicLoadEvent(requested: requested, loaded: paths, initialized: runs ? initialized : [], via: via))
+        book.record(DynamicLoadEvent(requested: requested, loaded: paths, initialized: runs ? initialized : [], via: via))
         if runs { try CodeRunner.runInitializers(functions, in: memory) }
-        return DynamicHandle.image(base(of: opened), firstOnly: mode.contains(.first))
+        return DynamicHandle.image(book.base(of: opened), firstOnly: mode.contains(.first))
     }
 
     func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
         let starts: [Int]
         switch handle {
-        case DynamicHandle.defaultSearch: starts = images.indices.filter { !hidden[$0] }
+        case DynamicHandle.defaultSearch: starts = images.indices.filter { !book.isHidden($0) }
         case DynamicHandle.mainOnly: starts = [0]
         default:
             let (base, firstOnly) = DynamicHandle.split(handle)
-            guard let index = images.indices.first(where: { self.base(of: $0) == base }) else {
-                throw .unusable(path: name, reason: "handle 0x\(String(handle, radix: 16)) is no loaded image")
+            guard let index = book.image(at: base) else {
+                throw .unusable(path: name, reason: "handle \(hex(handle)) is no loaded image")
             }
             starts = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index, imageCount: images.count) { image in
                 images[image].dependencies.filter { $0.target >= 0 }.map { ($0.target, $0.kind) }
@@ -368,9 +340,9 @@ final class ClosureDynamicLoader: DynamicLoader {
             }
             if let symbol {
                 switch symbol.definition {
-                case let .image(offset): return symbol.kind == .absolute ? offset : base(of: index) &+ offset
-                case let .stubAndResolver(stubOffset, _): return base(of: index) &+ stubOffset
-                case let .functionVariant(defaultOffset, _): return base(of: index) &+ defaultOffset
+                case let .image(offset): return symbol.kind == .absolute ? offset : book.base(of: index) &+ offset
+                case let .stubAndResolver(stubOffset, _): return book.base(of: index) &+ stubOffset
+                case let .functionVariant(defaultOffset, _): return book.base(of: index) &+ defaultOffset
                 case let .reexport(ordinal, importedName):
                     let dependencies = images[index].dependencies
                     guard ordinal >= 1, ordinal <= dependencies.count, dependencies[ordinal - 1].target >= 0 else { return nil }
@@ -394,7 +366,7 @@ final class ClosureDynamicLoader: DynamicLoader {
         let trie: ExportTrie?
         do throws(MachOError) {
             if let range = images[index].exportTrie {
-                trie = try ExportTrie(parsing: ByteView(UnsafeMemory.copy(address: base(of: index) &+ range.lowerBound, size: UInt64(range.count))))
+                trie = try ExportTrie(parsing: ByteView(UnsafeMemory.copy(address: book.base(of: index) &+ range.lowerBound, size: UInt64(range.count))))
             } else {
                 trie = try image?.exportTrie()
             }
@@ -421,17 +393,11 @@ final class ClosureDynamicLoader: DynamicLoader {
         return image
     }
 
-    func close(_ handle: UInt64) throws(LoadError) {
-        let base = DynamicHandle.split(handle).base
-        guard let index = images.indices.first(where: { self.base(of: $0) == base }), openCounts[index] > 0 else {
-            throw .unusable(path: "0x\(String(handle, radix: 16))", reason: "is not a handle dlopen returned, or it was closed as often as opened")
-        }
-        openCounts[index] -= 1
-    }
+    func close(_ handle: UInt64) throws(LoadError) { try book.close(handle) }
 
     func describe(_ address: UInt64) -> DynamicAddress? {
         for index in images.indices {
-            let base = base(of: index)
+            let base = book.base(of: index)
             guard address >= base, address - base < images[index].plan.vmSize else { continue }
             guard let image = try? parsedImage(index) else { return DynamicAddress(path: images[index].path, base: base, symbol: nil, symbolAddress: 0) }
             return DynamicAddress.describe(address, image: image, path: images[index].path, base: base)
@@ -440,6 +406,6 @@ final class ClosureDynamicLoader: DynamicLoader {
     }
 
     func releaseLoaded() {
-        for memory in loadedMemories { memory.release() }
+        for memory in book.memories { memory.release() }
     }
 }
