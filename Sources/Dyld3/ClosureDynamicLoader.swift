@@ -83,8 +83,9 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// that exists but is not loaded is another file: nil). With `failingWhenMissing`, a path
     /// that names no file at all fails as the slow path's `dlopen` does, before any closure is built.
     private func loadedImage(_ path: String, failingWhenMissing: Bool) throws(LoadError) -> Int? {
-        if let named = loadedImage(named: path) { return named }
-        let files = path.hasPrefix("@rpath/") ? candidates(path) : resolver.direct(path).map { [$0] } ?? []
+        let direct = resolver.direct(path)
+        if let named = loadedImage(named: path, direct: direct) { return named }
+        let files = path.hasPrefix("@rpath/") ? candidates(path) : direct.map { [$0] } ?? []
         for file in files {
             if let index = images.indices.first(where: { images[$0].path == file }) { return index }
             if FileStatus.of(file) != nil { return nil }
@@ -98,11 +99,12 @@ final class ClosureDynamicLoader: DynamicLoader {
         return nil
     }
 
-    /// The loaded image `path` names by install name, or for a direct path by its own path.
-    private func loadedImage(named path: String) -> Int? {
+    /// The loaded image `path` names by install name, or for a direct path by the file it
+    /// names (`direct`: ``PathResolver/direct(_:)`` of `path`, nil for `@rpath/`).
+    private func loadedImage(named path: String, direct: String?) -> Int? {
         if let index = images.indices.first(where: { images[$0].installName == path }) { return index }
-        guard !path.hasPrefix("@rpath/"), let file = resolver.direct(path) else { return nil }
-        return images.indices.first { images[$0].path == file }
+        guard let direct else { return nil }
+        return images.indices.first { images[$0].path == direct }
     }
 
     /// The files `path` may name, as the slow path tries them for a `dlopen`: from the main
@@ -115,8 +117,8 @@ final class ClosureDynamicLoader: DynamicLoader {
 
     func open(_ path: String, mode rawMode: Int32) throws(LoadError) -> UInt64 {
         let mode = DynamicOpenMode(rawValue: rawMode)
-        let named = loadedImage(named: path)
         let direct = resolver.direct(path)
+        let named = loadedImage(named: path, direct: direct)
         // The launch closure's own, while nothing was opened before it: its images are opened
         // and checked as they are mapped, so the path is not looked up on disk first (only
         // when the closure does not hold, to fail as the slow path does for a missing file).
