@@ -17,9 +17,14 @@ build: bootstrap
 	$(SWIFT) build
 
 # On a terminal (stderr; stdout is the substitution's pipe) swift build shows its progress; in a log, one line says what is under way.
+# The release build gives the packages it depends on (swift-crypto above all) the flag Package.swift
+# gives our own targets: metadata by accessor, not by demangling. SHA256's first use otherwise scans
+# every protocol conformance in the process, about 40 µs of a fresh launch (docs/performance.md).
+RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
+
 release: bootstrap
 	@echo "== building dyld3 (release; a few minutes the first time)"
-	@$(SWIFT) build -c release --product dyld3 $$([ -t 2 ] || echo --quiet)
+	@$(SWIFT) build -c release --product dyld3 $(RELEASE_FLAGS) $$([ -t 2 ] || echo --quiet)
 
 reader-fixtures: bootstrap
 	@tools/build-reader-fixtures
