@@ -35,7 +35,7 @@ package struct ClosureDump: Sendable {
         out += field("flags", "\(hex(UInt64(header.flags)))" + (header.flags & ClosureFileHeader.contentOnlyIdentityFlag != 0 ? " (content-only identity)" : ""))
         out += field("checksum", "\(hex(header.checksum)) (xxh3-64 of bytes 16..\(fileSize), verified)")
         out += field("body size", "\(header.bodySize) bytes")
-        out += field("frame size", "\(header.frameSize) bytes (zstd)")
+        out += field("frame size", "\(header.frameSize) bytes (" + (header.flags & ClosureFileHeader.storedFlag != 0 ? "stored" : "zstd") + ")")
         out += field("file size", "\(fileSize) bytes")
         out += "closure:\n"
         out += field("builder", closure.builder)

@@ -2,7 +2,7 @@ import LaunchPlan
 import MachOReader
 
 /// The closure file: a 40-byte ``ClosureFileHeader`` and a zstd frame holding the body
-/// (``LaunchClosure``'s encoding).
+/// (``LaunchClosure``'s encoding), or, for a small body, the body stored as it is.
 package enum ClosureFile {
     /// No real closure comes near this; a larger declared body is refused unread.
     package static let maxBodySize = 512 << 20
@@ -20,6 +20,13 @@ package enum ClosureFile {
     /// check) outweighs waking it (docs/performance.md, "A second core from a 64 KiB body").
     package static let helperThreshold = 64 * 1024
 
+    /// Bodies under this many bytes (a small app's: 1.3 KiB at 3 images) are stored as they
+    /// are. Decoding a frame needs a zstd context, and making one costs a fresh launch about
+    /// 15 µs (libzstd reads the CPU's features with three `cpuid`s, each of which traps under a
+    /// hypervisor) and its first decompression's page faults, for a few hundred bytes saved
+    /// (docs/performance.md, "Small apps and `dlopen`").
+    package static let storedBodyLimit = 4096
+
     /// The file's bytes for a closure: reproducible for the same closure (and key).
     package static func encode(_ closure: LaunchClosure, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
         wrapBody(closure.encodedBody(), contentOnlyIdentity: closure.contentOnlyIdentity, signedWith: signer)
@@ -27,8 +34,10 @@ package enum ClosureFile {
 
     /// A closure file around `body` (also for fuzzing and forgeries whose body checks must fire).
     package static func wrapBody(_ body: [UInt8], contentOnlyIdentity: Bool = false, signedWith signer: ClosureSigningKey? = nil) -> [UInt8] {
-        let frame = UnsafeCompression.compress(body)
+        let stored = body.count < storedBodyLimit
+        let frame = stored ? body : UnsafeCompression.compress(body)
         let flags = (contentOnlyIdentity ? ClosureFileHeader.contentOnlyIdentityFlag : 0) | (signer != nil ? ClosureFileHeader.signedFlag : 0)
+            | (stored ? ClosureFileHeader.storedFlag : 0)
         let header = ClosureFileHeader(version: LaunchClosure.formatVersion, flags: flags,
                                        bodySize: UInt64(body.count), frameSize: UInt64(frame.count))
         var file = header.file(around: frame)
@@ -82,7 +91,11 @@ package enum ClosureFile {
             throw .corrupt(path: path, offset: 24, what: "declared body of \(bodySize) bytes is more than \(maxExpansion) times its \(frameSize) bytes of frames: "
                 + "no closure compresses that well (repeated runs or padding)")
         }
-        guard let frames = ClosureFrames(frame, expectedSize: Int(bodySize)) else { throw undecodableFrames(header, path: path) }
+        let stored = header.flags & ClosureFileHeader.storedFlag != 0
+        guard !stored || frameSize == bodySize else {
+            throw .corrupt(path: path, offset: 24, what: "a stored body of \(bodySize) bytes in \(frameSize) bytes of file (flags bit 2: they must be equal)")
+        }
+        guard let frames = ClosureFrames(frame, expectedSize: Int(bodySize), stored: stored) else { throw undecodableFrames(header, path: path) }
         return (header, frames)
     }
 
@@ -104,7 +117,8 @@ package enum ClosureFile {
 ///
 ///     0  magic "DYLD3CL\0"
 ///     8  checksum: xxh3-64 of every byte from offset 16 to the end of the frame
-///    16  format version (u32)     20  flags (u32; bit 0: content-only identity, bit 1: signed)
+///    16  format version (u32)     20  flags (u32; bit 0: content-only identity, bit 1: signed,
+///                                            bit 2: the body stored, not compressed)
 ///    24  body size (u64)          32  frame size (u64)
 ///
 /// A signed file ends with a 64-byte Ed25519 signature of every byte before it.
@@ -113,6 +127,7 @@ package struct ClosureFileHeader: Equatable, Sendable {
     package static let size = 40
     package static let contentOnlyIdentityFlag: UInt32 = 1
     package static let signedFlag: UInt32 = 2
+    package static let storedFlag: UInt32 = 4
     package static let signatureLength = 64
 
     /// Bytes of signature at the end of the file.
@@ -122,7 +137,7 @@ package struct ClosureFileHeader: Equatable, Sendable {
     package let checksum: UInt64
     package let version: UInt32
     package let flags: UInt32
-    /// Bytes of the uncompressed body, and of the zstd frame that holds it.
+    /// Bytes of the uncompressed body, and of the zstd frame that holds it (the same for a stored body).
     package let bodySize: UInt64
     package let frameSize: UInt64
 
@@ -138,7 +153,7 @@ package struct ClosureFileHeader: Equatable, Sendable {
         }
         guard Array(fields[0..<8]) == Self.magic else { throw .corrupt(path: path, offset: 0, what: "not a closure (bad magic)") }
         self.init(fieldsOf: fields)
-        guard flags & ~(Self.contentOnlyIdentityFlag | Self.signedFlag) == 0 else {
+        guard flags & ~(Self.contentOnlyIdentityFlag | Self.signedFlag | Self.storedFlag) == 0 else {
             throw .corrupt(path: path, offset: 20, what: "unknown header flags \(hex(flags))")
         }
         guard file.count - signatureSize >= Self.size else {

@@ -41,24 +41,33 @@ enum UnsafeCompression {
 }
 
 /// The one or two frames of a closure's compressed data, found and checked, decoded into the
-/// two parts of one body in whichever order, on whichever threads, the reader chooses. Read in
-/// place; the output is not zeroed first (zstd writes every byte of it, or it is refused).
+/// two parts of one body in whichever order, on whichever threads, the reader chooses; or a
+/// stored body, copied. Read in place; the output is not zeroed first (zstd writes every byte of
+/// it, or it is refused).
 package struct ClosureFrames: @unchecked Sendable {
     let data: ByteView
     let firstLength: Int
     let firstSize: Int
     let hasSecond: Bool
     let expectedSize: Int
+    let stored: Bool
 
     /// The frames of `data`, nil unless they cover it exactly and declare contents adding up
-    /// to `expectedSize`, split where the writer splits.
-    package init?(_ data: ByteView, expectedSize: Int) {
-        guard let pair = unsafe data.withUnsafeBytes({ unsafe FramePair($0, expectedSize: expectedSize) }) else { return nil }
+    /// to `expectedSize`, split where the writer splits. `stored`: `data` is the body itself,
+    /// nil unless it has `expectedSize` bytes.
+    package init?(_ data: ByteView, expectedSize: Int, stored: Bool = false) {
+        if stored {
+            guard data.count == expectedSize else { return nil }
+            (firstLength, firstSize, hasSecond) = (data.count, expectedSize, false)
+        } else {
+            guard let pair = unsafe data.withUnsafeBytes({ unsafe FramePair($0, expectedSize: expectedSize) }) else { return nil }
+            firstLength = unsafe pair.first.count
+            firstSize = pair.firstSize
+            hasSecond = unsafe pair.second != nil
+        }
         self.data = data
-        firstLength = unsafe pair.first.count
-        firstSize = pair.firstSize
-        hasSecond = unsafe pair.second != nil
         self.expectedSize = expectedSize
+        self.stored = stored
     }
 
     /// One frame's decoding into its part of the output: it stays valid while
@@ -66,9 +75,15 @@ package struct ClosureFrames: @unchecked Sendable {
     @safe package struct Job: @unchecked Sendable {
         let source: UnsafeRawBufferPointer
         let output: UnsafeMutableRawBufferPointer
+        let stored: Bool
 
-        /// Decodes the frame; whether it filled its output exactly.
+        /// Decodes the frame (copies a stored body); whether it filled its output exactly.
         package func callAsFunction() -> Bool {
+            if stored {
+                guard unsafe source.count == output.count else { return false }
+                unsafe output.copyMemory(from: source)
+                return true
+            }
             guard let context = unsafe DecompressionContexts.take() else { return false }
             defer { unsafe DecompressionContexts.give(context) }
             let size = unsafe ZSTD_decompressDCtx(context, output.baseAddress, output.count, source.baseAddress, source.count)
@@ -85,9 +100,9 @@ package struct ClosureFrames: @unchecked Sendable {
             let output = unsafe [UInt8](unsafeUninitializedCapacity: expectedSize) { out, initialized in
                 let output = UnsafeMutableRawBufferPointer(out)
                 let first = unsafe Job(source: UnsafeRawBufferPointer(rebasing: data[..<firstLength]),
-                                output: UnsafeMutableRawBufferPointer(rebasing: output[..<(hasSecond ? firstSize : expectedSize)]))
+                                output: UnsafeMutableRawBufferPointer(rebasing: output[..<(hasSecond ? firstSize : expectedSize)]), stored: stored)
                 let second = unsafe hasSecond ? Job(source: UnsafeRawBufferPointer(rebasing: data[firstLength...]),
-                                             output: UnsafeMutableRawBufferPointer(rebasing: output[firstSize...])) : nil
+                                             output: UnsafeMutableRawBufferPointer(rebasing: output[firstSize...]), stored: false) : nil
                 complete = run(first, second)
                 // zstd wrote every byte; a short or failed frame leaves none counted as initialized.
                 initialized = complete ? expectedSize : 0

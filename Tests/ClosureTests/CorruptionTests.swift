@@ -83,14 +83,35 @@ extension ClosureTests {
         return file
     }
 
-    /// A closure file around `body`, with a correct header and checksum.
+    /// A closure file around `body`, with a correct header and checksum: a body under 4 KiB
+    /// stored as it is (flags bit 2), a larger one in zstd frames.
     static func file(body: [UInt8], version: UInt32 = LaunchClosure.formatVersion) -> [UInt8] {
-        let frame = UnsafeCompression.compress(body)
+        let stored = body.count < 4096
+        let frame = stored ? body : UnsafeCompression.compress(body)
         var file = Array("DYLD3CL\u{0}".utf8) + [UInt8](repeating: 0, count: 8)
-        for (value, width) in [(UInt64(version), 8), (UInt64(body.count), 8), (UInt64(frame.count), 8)] {
+        for (value, width) in [(UInt64(version) | (stored ? 4 << 32 : 0), 8), (UInt64(body.count), 8), (UInt64(frame.count), 8)] {
             for index in 0..<width { file.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index)))) }
         }
         return withChecksum(file + frame)
+    }
+
+    /// A body under 4 KiB is stored as it is and one of 4 KiB or more is compressed; both read
+    /// back, and a stored body whose size disagrees with the file's is refused.
+    @Test func smallBodiesAreStoredAndLargerOnesCompressed() throws {
+        for size in [0, 1, 4095, 4096, 300_000] {
+            let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 * 7 / 3) }
+            let file = ClosureFile.wrapBody(body)
+            let header = ClosureFileHeader(fieldsOf: file)
+            #expect((header.flags & ClosureFileHeader.storedFlag != 0) == (size < 4096), "\(size)")
+            #expect(size >= 4096 || Array(file[ClosureFileHeader.size...]) == body, "\(size)")
+            let (_, frames) = try ClosureFile.checkedFrames(ByteView(file), path: "sized", trusting: nil)
+            #expect(frames.decompress() == body, "\(size)")
+        }
+        let stored = ClosureFile.wrapBody([UInt8](repeating: 1, count: 100))
+        let lying = Damage.header(24, 99, width: 8)(stored)
+        #expect(throws: ClosureError.corrupt(path: "lying", offset: 24, what: "a stored body of 99 bytes in 100 bytes of file (flags bit 2: they must be equal)")) {
+            _ = try ClosureFile.checkedFrames(ByteView(lying), path: "lying", trusting: nil)
+        }
     }
 
     @Test func untouchedSampleDecodes() throws {
@@ -291,7 +312,9 @@ extension ClosureTests {
         let (_, _, file) = try Self.sampleClosure()
         let cache = try Scratch.directory("flags")
         defer { Scratch.remove(cache) }
-        for (name, flags, expected) in [("content-only", UInt64(1), "disagrees"), ("unknown", UInt64(0x80), "unknown header flags 0x80")] {
+        let own = UInt64(ClosureFileHeader(fieldsOf: file).flags)
+        for (name, flags, expected) in [("content-only", own | 1, "disagrees"), ("unknown", own | 0x80, "unknown header flags \(hex(own | 0x80))"),
+                                        ("not stored", own & ~4, "do not decompress")] {
             let path = "\(cache)/\(name).dyld3closure"
             try Scratch.write(Damage.header(20, flags, width: 4)(file), to: path)
             #expect(throws: ClosureError.self) { try ClosureFile.read(path) }
