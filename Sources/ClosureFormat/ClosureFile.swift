@@ -20,7 +20,7 @@ package enum ClosureFile {
     /// check) outweighs waking it (docs/performance.md, "A second core from a 64 KiB body").
     package static let helperThreshold = 64 * 1024
 
-    /// Bodies under this many bytes (a small app's: 1.3 KiB at 3 images) are stored as they
+    /// Bodies under this many bytes (a small app's: 1.7 KiB at 3 images) are stored as they
     /// are. Decoding a frame needs a zstd context, and making one costs a fresh launch about
     /// 15 µs (libzstd reads the CPU's features with three `cpuid`s, each of which traps under a
     /// hypervisor) and its first decompression's page faults, for a few hundred bytes saved
