@@ -3,7 +3,6 @@ import Foundation
 import LaunchBench
 import LaunchPlan
 import LoaderCore
-import Pager
 import ClosureCache
 import StubRoot
 

@@ -5,8 +5,6 @@ import LoaderCore
 import MachOInspect
 import ClosureFormat
 import LaunchPlan
-import LoaderSystem
-import SharedCache
 import SharedCacheBuild
 
 /// `dyld3 install APP…`: builds launch closures out of process, one per app and arch.

@@ -9,7 +9,6 @@ import MachOInspect
 import ClosureFormat
 import LaunchPlan
 import LoaderSystem
-import Pager
 import MachOReader
 
 /// `dyld3 launch APP`: load, fix up and run a Mach-O app inside this process.

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import LaunchPlan
-import LoaderCore
 import MachOInspect
 import MachOReader
 import SharedCache

@@ -2,7 +2,6 @@ import ClosureBuild
 import ClosureCache
 import ClosureFormat
 import Foundation
-import LaunchPlan
 import LoaderCore
 
 /// `dyld3 bench`: dyld2, dyld3, the mapping floor and glibc's loader on generated apps of

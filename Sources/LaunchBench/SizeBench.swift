@@ -1,4 +1,3 @@
-import ClosureBuild
 import Dyld2
 import Dyld3
 import Foundation
