@@ -73,11 +73,12 @@ package enum DlopenBench {
             let launch = path == "dyld2" ? try SlowPath.launch(options) : try FastPath.launch(closurePath: closurePath, request: options)
             return launch.released().timings[.total] ?? 0
         }
-        let fresh = try await freshRounds(appPaths, configuration: configuration, log: log, "") { tool, path in
-            try await app.freshLaunch(tool, mode: path, cache: cache.directory, arch: configuration.arch, run: false,
-                                      stderrPath: stderrPath(configuration)).total
+        let fresh = try await InterleavedRounds.fresh(tool: configuration.toolPath, runs: configuration.runs, paths: appPaths, log: log,
+                                                      ", one process each") { tool, path in
+            [try await app.freshLaunch(tool, mode: path, cache: cache.directory, arch: configuration.arch, run: false,
+                                       stderrPath: stderrPath(configuration)).total]
         }
-        return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh)
+        return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh.mapValues { $0[0] })
     }
 
     static func measurePlugin(_ app: BenchApp, configuration: BenchConfiguration, log: (String) -> Void) async throws -> PluginResult {
@@ -112,27 +113,15 @@ package enum DlopenBench {
             added = event.loaded.count
             return time
         }
-        let fresh = try await freshRounds(pluginPaths, configuration: configuration, log: log, ", running main") { tool, path in
+        let fresh = try await InterleavedRounds.fresh(tool: configuration.toolPath, runs: configuration.runs, paths: pluginPaths, log: log,
+                                                      ", one process each, running main") { tool, path in
             // The bare closure written again: a launch keeps the dlopen closure it builds.
             if path == "dyld3_runtime" { try ClosureFile.write(closure, to: barePath) }
             let cache = path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory
-            return try await app.freshLaunch(tool, mode: path == "dyld2" ? "dyld2" : "dyld3", cache: cache, arch: configuration.arch, run: true,
-                                             stderrPath: stderrPath(configuration)).main
+            return [try await app.freshLaunch(tool, mode: path == "dyld2" ? "dyld2" : "dyld3", cache: cache, arch: configuration.arch, run: true,
+                                              stderrPath: stderrPath(configuration)).main]
         }
-        return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh)
-    }
-
-    /// With a `dyld3` executable to run: `runs` rounds of `paths`, each sample (`sample(tool, path)`)
-    /// a fresh process; none without one.
-    static func freshRounds(_ paths: [String], configuration: BenchConfiguration, log: (String) -> Void, _ note: String,
-                            _ sample: (_ tool: String, _ path: String) async throws -> Int64) async throws -> [String: Distribution] {
-        guard let tool = configuration.toolPath else { return [:] }
-        log("  fresh: \(configuration.runs) rounds, one process each\(note)")
-        var fresh: [String: [Int64]] = [:]
-        for _ in 0..<configuration.runs {
-            for path in paths { fresh[path, default: []].append(try await sample(tool, path)) }
-        }
-        return fresh.mapValues(Distribution.init)
+        return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh.mapValues { $0[0] })
     }
 
     /// Where the fresh launches' stderr goes.
