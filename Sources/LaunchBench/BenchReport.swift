@@ -68,10 +68,6 @@ package struct SizesBenchReport<Size: Codable & Sendable>: Codable, Sendable {
     package var coldEviction: EvictionMethod?
     package var sizes: [Size]
 
-    package init(runs: Int, coldEviction: EvictionMethod?, sizes: [Size]) {
-        (self.runs, self.coldEviction, self.sizes) = (runs, coldEviction, sizes)
-    }
-
     /// Each of `configuration`'s dylib counts measured in turn by `measure(count, eviction)`,
     /// `eviction` being how `--cold` samples empty the page cache (nil without `--cold`).
     static func measuring(_ configuration: BenchConfiguration,
