@@ -50,17 +50,15 @@ package enum DlopenBench {
     static let pluginPath = "@executable_path/PlugIns/Plugin.bundle/Plugin"
 
     package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws -> DlopenBenchReport {
-        var apps: [SmallAppResult] = []
-        for frameworks in appFrameworks {
-            log("small app of \(frameworks) frameworks: preparing")
-            let app = try await BenchApp.prepareMachO(dylibs: frameworks, configuration: configuration, log: { log("  " + $0) })
-            apps.append(try await measureApp(app, configuration: configuration, log: log))
-        }
-        var plugins: [PluginResult] = []
-        for frameworks in pluginFrameworks {
-            log("plugin of \(frameworks) frameworks: preparing")
-            let app = try await BenchApp.prepareMachO(dylibs: frameworks, plugin: true, configuration: configuration, log: { log("  " + $0) })
-            plugins.append(try await measurePlugin(app, configuration: configuration, log: log))
+        var apps: [SmallAppResult] = [], plugins: [PluginResult] = []
+        for (frameworks, plugin) in appFrameworks.map({ ($0, false) }) + pluginFrameworks.map({ ($0, true) }) {
+            log("\(plugin ? "plugin" : "small app") of \(frameworks) frameworks: preparing")
+            let app = try await BenchApp.prepareMachO(dylibs: frameworks, plugin: plugin, configuration: configuration, log: { log("  " + $0) })
+            if plugin {
+                plugins.append(try await measurePlugin(app, configuration: configuration, log: log))
+            } else {
+                apps.append(try await measureApp(app, configuration: configuration, log: log))
+            }
         }
         return DlopenBenchReport(runs: configuration.runs, apps: apps, plugins: plugins)
     }
