@@ -164,14 +164,10 @@ enum AppLocator {
     /// and the architecture.
     static func roots(for app: String, arch: String?, root: String?, host: String?) throws -> (paths: [String], arch: String) {
         let target = try mainImage(of: app)
-        let architecture = try arch ?? defaultArchitecture(of: target)
+        // Default: the host's architecture if the file has it, else its first slice's.
+        let available = try arch.map { [$0] } ?? ImageFile.architectures(path: target)
+        let architecture = arch ?? (available.contains(CodeRunner.hostArchitecture) ? CodeRunner.hostArchitecture : available[0])
         let fileType = try ImageFile.load(path: target, arch: architecture).image.header.fileType
         return (try LaunchRoots.roots(for: target, fileType: fileType, root: root, host: host), architecture)
-    }
-
-    /// The host's architecture if the file has it, else its first slice's.
-    static func defaultArchitecture(of path: String) throws -> String {
-        let available = try ImageFile.architectures(path: path)
-        return available.contains(CodeRunner.hostArchitecture) ? CodeRunner.hostArchitecture : available[0]
     }
 }

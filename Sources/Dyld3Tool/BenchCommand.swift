@@ -3,7 +3,6 @@ import Foundation
 import LaunchBench
 import LaunchPlan
 import LoaderCore
-import Pager
 import ClosureCache
 import StubRoot
 
@@ -72,28 +71,27 @@ struct BenchCommand: AsyncParsableCommand {
     var counts: [Int] { dylibs.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
     func run() async throws {
-        if let app { return try await CommandFailure.reporting(json: json) { try await benchApp(app) } }
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-        guard let repository = BenchConfiguration.findRepositoryRoot(from: FileManager.default.currentDirectoryPath)
-                ?? BenchConfiguration.findRepositoryRoot(from: executable) else {
-            CommandFailure(what: "bench", why: "tools/gen-app not found above the current directory or the executable",
-                           fix: "run dyld3 bench inside the repository", kind: "no-repository").report(json: json)
-            throw ExitCode(1)
-        }
-        var configuration = BenchConfiguration(
-            dylibCounts: counts, runs: runs, outputDirectory: out, arch: arch ?? "x86_64", style: style,
-            repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
-        configuration.pageIn = fixups == .pageIn
-        configuration.faultAround = faultAround.pages
-        if objcClasses > 0 { configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs) }
-        let log: (String) -> Void = printError
-        // Real-time priority only where the bench measures: what it starts runs at normal priority.
-        if let (policy, refused) = UnsafeSchedulingPolicy.startChildrenAtNormalPriority() {
-            log("running at \(policy): launches in this process are timed at it; the processes it starts (gen-app, cc, "
-                + "the glibc harness, fresh launches) run at SCHED_OTHER"
-                + (refused.isEmpty ? "" : " (\(refused.count) threads refused SCHED_RESET_ON_FORK: their children would not)"))
-        }
         try await CommandFailure.reporting(json: json) {
+            if let app { return try await benchApp(app) }
+            let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+            guard let repository = BenchConfiguration.findRepositoryRoot(from: FileManager.default.currentDirectoryPath)
+                    ?? BenchConfiguration.findRepositoryRoot(from: executable) else {
+                throw CommandFailure(what: "bench", why: "tools/gen-app not found above the current directory or the executable",
+                                     fix: "run dyld3 bench inside the repository", kind: "no-repository")
+            }
+            var configuration = BenchConfiguration(
+                dylibCounts: counts, runs: runs, arch: arch ?? "x86_64", style: style,
+                repositoryRoot: repository, toolPath: noFresh ? nil : executable, cold: cold, eviction: evict)
+            configuration.pageIn = fixups == .pageIn
+            configuration.faultAround = faultAround.pages
+            if objcClasses > 0 { configuration.objc = ObjCShape(classes: objcClasses, categories: objcCategories, selectorReferences: objcSelrefs) }
+            let log: (String) -> Void = printError
+            // Real-time priority only where the bench measures: what it starts runs at normal priority.
+            if let (policy, refused) = UnsafeSchedulingPolicy.startChildrenAtNormalPriority() {
+                log("running at \(policy): launches in this process are timed at it; the processes it starts (gen-app, cc, "
+                    + "the glibc harness, fresh launches) run at SCHED_OTHER"
+                    + (refused.isEmpty ? "" : " (\(refused.count) threads refused SCHED_RESET_ON_FORK: their children would not)"))
+            }
             if sharedCache {
                 let report = try await SharedCacheBench.run(configuration, log: log)
                 return try write(name: "shared-cache", report, markdown: SharedCacheBench.markdown(report))
@@ -121,10 +119,8 @@ extension BenchCommand {
     /// Writes `report` as NAME.json (``LaunchBench/encoder``) and `markdown` as NAME.md into
     /// `--out`, and prints one of them (`--json`: the JSON).
     func write(name: String, _ report: some Encodable, markdown: String) throws {
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         let document = try LaunchBench.encoder.encode(report) + Data("\n".utf8)
-        try document.write(to: URL(fileURLWithPath: out + "/\(name).json"), options: .atomic)
-        try Data(markdown.utf8).write(to: URL(fileURLWithPath: out + "/\(name).md"), options: .atomic)
+        try LaunchBench.write(["\(name).json": document, "\(name).md": Data(markdown.utf8)], to: out)
         FileHandle.standardOutput.write(json ? document : Data(markdown.utf8))
     }
 

@@ -8,7 +8,6 @@ import MachOInspect
 import ClosureFormat
 import LaunchPlan
 import LoaderSystem
-import Pager
 import MachOReader
 
 /// `dyld3 compare APP`: launches through both paths at the same slide and proves they agree.

@@ -5,8 +5,6 @@ import LoaderCore
 import MachOInspect
 import ClosureFormat
 import LaunchPlan
-import LoaderSystem
-import SharedCache
 import SharedCacheBuild
 
 /// `dyld3 install APP…`: builds launch closures out of process, one per app and arch.
@@ -133,7 +131,9 @@ struct InstallCommand: ParsableCommand {
                 ("closures", .array(written)), ("failures", .array(failed)),
             ]).serialized())
         } else if attempted > 1 {
-            print(Self.summary(installed: attempted - failures.count, failures: failures))
+            // `installed N, failed M`, then each failed app with its reason.
+            print("installed \(attempted - failures.count), failed \(failures.count)"
+                + (failures.isEmpty ? "" : ": " + failures.map { "\($0.app) (\($0.why))" }.joined(separator: "; ")))
         }
         if !failures.isEmpty { throw ExitCode(1) }
     }
@@ -146,11 +146,5 @@ struct InstallCommand: ParsableCommand {
         let directory = PathResolver.directory(of: executable)
         guard file.hasPrefix(directory + "/") else { return argument }
         return "@executable_path" + file.dropFirst(directory.count)
-    }
-
-    /// `installed N, failed M`, then each failed app with its reason.
-    static func summary(installed: Int, failures: [(app: String, why: String)]) -> String {
-        "installed \(installed), failed \(failures.count)"
-            + (failures.isEmpty ? "" : ": " + failures.map { "\($0.app) (\($0.why))" }.joined(separator: "; "))
     }
 }

@@ -9,7 +9,6 @@ import MachOInspect
 import ClosureFormat
 import LaunchPlan
 import LoaderSystem
-import Pager
 import MachOReader
 
 /// `dyld3 launch APP`: load, fix up and run a Mach-O app inside this process.
@@ -106,7 +105,7 @@ struct LaunchCommand: ParsableCommand {
             if launch.report.mode == "dyld3", let used = outcome.closurePath { DlopenClosureKeeping.keep(launch, closurePath: used) }
             if hold {
                 print("held \(getpid())")
-                StandardStreams.flush()
+                _ = fflush(nil)  // what `print` buffered reaches the pipe now
                 while readLine() != nil {}
             }
         }
@@ -195,7 +194,12 @@ struct LaunchCommand: ParsableCommand {
 
     func launchOptions() throws -> LaunchOptions {
         var launchOptions = try options.launchOptions(for: app)
-        (launchOptions.slide, launchOptions.run, launchOptions.fixups) = (try parseSlide(), !noRun, fixups)
+        if let slide {
+            let value = slide.hasPrefix("0x") ? UInt64(slide.dropFirst(2), radix: 16) : UInt64(slide)
+            guard let value else { throw ValidationError("--slide \(slide) is not a number") }
+            launchOptions.slide = value
+        }
+        (launchOptions.run, launchOptions.fixups) = (!noRun, fixups)
         (launchOptions.faultAround, launchOptions.verifyPages, launchOptions.slidePerLaunch) = (faultAround.pages, verifyPages, slidePerLaunch)
         launchOptions.sharedCache = SharedCacheOption.request(sharedCache, root: options.root, arch: launchOptions.arch,
                                                               closureDirectory: options.closureCache.directory)
@@ -203,13 +207,6 @@ struct LaunchCommand: ParsableCommand {
         // the directory (unusable, the launch says why and loads the files).
         if launchOptions.sharedCache != nil { try? options.closureCache.prepareForWriting() }
         return launchOptions
-    }
-
-    func parseSlide() throws -> UInt64? {
-        guard let slide else { return nil }
-        let value = slide.hasPrefix("0x") ? UInt64(slide.dropFirst(2), radix: 16) : UInt64(slide)
-        guard let value else { throw ValidationError("--slide \(slide) is not a number") }
-        return value
     }
 }
 

@@ -1,7 +1,6 @@
 import Foundation
 import LoaderCore
 import MachOInspect
-import RuntimeServices
 import MachOReader
 
 /// `dyld3 launch --stats`: where the time before `main` went, in the spirit of dyld's

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import LaunchPlan
-import LoaderCore
 import MachOInspect
 import MachOReader
 import SharedCache
@@ -93,11 +92,9 @@ struct SharedCacheVerifyCommand: ParsableCommand {
             for problem in result.problems { print(problem) }
             print("\(result.path): \(result.status.rawValue), \(result.images) images")
         }
-        switch result.status {
-        case .valid: return
-        case .corrupt: throw ExitCode(VerifyCommand.unusableExitCode)
-        case .stale: throw ExitCode(VerifyCommand.staleExitCode)
-        case .untrusted: throw ExitCode(VerifyCommand.untrustedExitCode)
-        }
+        let exitCodes: [SharedCacheVerification.Status: Int32] = [
+            .corrupt: VerifyCommand.unusableExitCode, .stale: VerifyCommand.staleExitCode, .untrusted: VerifyCommand.untrustedExitCode,
+        ]
+        if let code = exitCodes[result.status] { throw ExitCode(code) }
     }
 }

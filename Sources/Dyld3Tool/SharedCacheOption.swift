@@ -1,5 +1,4 @@
 import LoaderCore
-import SharedCache
 import SharedCacheBuild
 
 /// `--shared-cache auto|none|PATH`, as install, launch and compare spell it: auto is the

@@ -37,9 +37,3 @@ struct StandardOutput: TextOutputStream {
         }
     }
 }
-
-/// The C library's output streams (what `print` writes through).
-enum StandardStreams {
-    /// Writes out whatever `print` has buffered, so a line reaches a pipe now.
-    static func flush() { _ = fflush(nil) }
-}

@@ -4,7 +4,6 @@ import ClosureFormat
 import Dyld2
 import Dyld3
 import Foundation
-import LaunchPlan
 import LoaderCore
 import MachOReader
 import SharedCacheBuild

@@ -141,10 +141,11 @@ struct BenchApp {
             maxRSS = Int64(report[marker.upperBound...].prefix { $0.isNumber })
             report = report[..<marker.lowerBound]
         }
-        guard child.status == 0, let timings = BenchTool.launchTimings(report), !run || timings.ran, harness == nil || maxRSS != nil else {
-            throw BenchTool.failure(child, stderrPath: stderrPath)
-        }
-        return (timings.total, timings.main, maxRSS ?? 0)
+        // The report's in-process total, `main`'s time (0 when it did not run) and whether it ran.
+        let object = try? JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any], timings = object?["timings_ns"] as? [String: Any]
+        guard child.status == 0, let total = (timings?["total"] as? NSNumber)?.int64Value, !run || object?["ran"] as? Bool == true,
+              harness == nil || maxRSS != nil else { throw BenchTool.failure(child, stderrPath: stderrPath) }
+        return (total, (timings?["main"] as? NSNumber)?.int64Value ?? 0, maxRSS ?? 0)
     }
 
     /// The relocations glibc applies to the ELF files it loads (per-framework layout; the

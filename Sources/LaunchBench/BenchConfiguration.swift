@@ -8,8 +8,6 @@ package struct BenchConfiguration: Sendable {
     package var dylibCounts: [Int]
     /// Samples per path and size, after one discarded warm-up round.
     package var runs: Int
-    /// Where the Markdown, JSON and SVG results go.
-    package var outputDirectory: String
     package var arch: String
     /// Fixup style of the Mach-O apps: `chained` or `opcodes`.
     package var style: String
@@ -31,10 +29,10 @@ package struct BenchConfiguration: Sendable {
     /// The glibc paths keep the C-only twin of the same size (an ELF twin has no ObjC).
     package var objc: ObjCShape?
 
-    package init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11, outputDirectory: String = "build/bench/results",
+    package init(dylibCounts: [Int] = [1, 10, 100, 400, 1000], runs: Int = 11,
                 arch: String = "x86_64", style: String = "chained", repositoryRoot: String, workDirectory: String? = nil,
                 toolPath: String?, cold: Bool = false, eviction: EvictionMethod? = nil) {
-        (self.dylibCounts, self.runs, self.outputDirectory, self.arch, self.style) = (dylibCounts, runs, outputDirectory, arch, style)
+        (self.dylibCounts, self.runs, self.arch, self.style) = (dylibCounts, runs, arch, style)
         self.repositoryRoot = repositoryRoot
         self.workDirectory = workDirectory ?? repositoryRoot + "/build"
         (self.toolPath, self.cold, self.eviction) = (toolPath, cold, eviction)

@@ -39,15 +39,19 @@ package enum LaunchPath: String, Codable, Sendable, CaseIterable {
     /// The paths that run glibc's loader, one per layout of the twin.
     package static let glibcPaths: [LaunchPath] = [.glibc, .glibcOneDir]
 
+    /// How tables and charts show a path: its name in tables, its name in a chart's legend,
+    /// and its line's colour, dash pattern (solid when nil) and marker.
+    static let styles: [LaunchPath: (label: String, legend: String, color: String, dash: String?, marker: SVGCharts.Marker)] = [
+        .dyld2: ("dyld2", "dyld2 (slow path)", "#d62728", nil, .circle(2.5)),
+        .dyld3: ("dyld3", "dyld3 (closure)", "#1f77b4", nil, .square(8)),
+        .floor: ("floor", "mapping floor", "#7f7f7f", "6 4", .polygon([(0, -8), (8, 0), (0, 8), (-8, 0)])),
+        .floorProtected: ("floor + protections", "floor + protections", "#bcbd22", "2 3", .polygon([(0, -6.5), (5.5, 4), (-5.5, 4)])),
+        .glibc: ("glibc (per-framework dirs)", "glibc (per-fw dirs)", "#2ca02c", nil, .circle(6.5)),
+        .glibcOneDir: ("glibc (one dir)", "glibc (one dir)", "#8c564b", "8 3 2 3", .square(11)),
+    ]
+
     /// The name tables and charts give the path.
-    package var label: String {
-        switch self {
-        case .dyld2, .dyld3, .floor: rawValue
-        case .floorProtected: "floor + protections"
-        case .glibc: "glibc (per-framework dirs)"
-        case .glibcOneDir: "glibc (one dir)"
-        }
-    }
+    package var label: String { Self.styles[self]!.label }
 
     /// Of `values` (by path name), the glibc layout with the smaller median: every glibc
     /// ratio is taken against it, so glibc is compared at its best.
@@ -63,10 +67,6 @@ package struct SizesBenchReport<Size: Codable & Sendable>: Codable, Sendable {
     package var runs: Int
     package var coldEviction: EvictionMethod?
     package var sizes: [Size]
-
-    package init(runs: Int, coldEviction: EvictionMethod?, sizes: [Size]) {
-        (self.runs, self.coldEviction, self.sizes) = (runs, coldEviction, sizes)
-    }
 
     /// Each of `configuration`'s dylib counts measured in turn by `measure(count, eviction)`,
     /// `eviction` being how `--cold` samples empty the page cache (nil without `--cold`).

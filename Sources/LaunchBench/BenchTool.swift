@@ -18,14 +18,6 @@ enum BenchTool {
         .failed("\(result.command) exited with \(result.status): \(stderrText(stderrPath))")
     }
 
-    /// Of a `dyld3 launch --json` report: its in-process total, `main`'s time (0 when it did
-    /// not run) and whether it ran; nil when `json` is not such a report.
-    static func launchTimings(_ json: Substring) -> (total: Int64, main: Int64, ran: Bool)? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-              let timings = object["timings_ns"] as? [String: Any], let total = (timings["total"] as? NSNumber)?.int64Value else { return nil }
-        return (total, (timings["main"] as? NSNumber)?.int64Value ?? 0, object["ran"] as? Bool == true)
-    }
-
     /// Runs `arguments` to completion; its status and stdout, whatever the status.
     static func start(_ arguments: [String], stderrPath: String) async throws(CommandFailure) -> ProcessRunner.Result {
         do {

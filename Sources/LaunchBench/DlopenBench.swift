@@ -50,17 +50,15 @@ package enum DlopenBench {
     static let pluginPath = "@executable_path/PlugIns/Plugin.bundle/Plugin"
 
     package static func run(_ configuration: BenchConfiguration, log: @escaping (String) -> Void) async throws -> DlopenBenchReport {
-        var apps: [SmallAppResult] = []
-        for frameworks in appFrameworks {
-            log("small app of \(frameworks) frameworks: preparing")
-            let app = try await BenchApp.prepareMachO(dylibs: frameworks, configuration: configuration, log: { log("  " + $0) })
-            apps.append(try await measureApp(app, configuration: configuration, log: log))
-        }
-        var plugins: [PluginResult] = []
-        for frameworks in pluginFrameworks {
-            log("plugin of \(frameworks) frameworks: preparing")
-            let app = try await BenchApp.prepareMachO(dylibs: frameworks, plugin: true, configuration: configuration, log: { log("  " + $0) })
-            plugins.append(try await measurePlugin(app, configuration: configuration, log: log))
+        var apps: [SmallAppResult] = [], plugins: [PluginResult] = []
+        for (frameworks, plugin) in appFrameworks.map({ ($0, false) }) + pluginFrameworks.map({ ($0, true) }) {
+            log("\(plugin ? "plugin" : "small app") of \(frameworks) frameworks: preparing")
+            let app = try await BenchApp.prepareMachO(dylibs: frameworks, plugin: plugin, configuration: configuration, log: { log("  " + $0) })
+            if plugin {
+                plugins.append(try await measurePlugin(app, configuration: configuration, log: log))
+            } else {
+                apps.append(try await measureApp(app, configuration: configuration, log: log))
+            }
         }
         return DlopenBenchReport(runs: configuration.runs, apps: apps, plugins: plugins)
     }
@@ -73,11 +71,12 @@ package enum DlopenBench {
             let launch = path == "dyld2" ? try SlowPath.launch(options) : try FastPath.launch(closurePath: closurePath, request: options)
             return launch.released().timings[.total] ?? 0
         }
-        let fresh = try await freshRounds(appPaths, configuration: configuration, log: log, "") { tool, path in
-            try await app.freshLaunch(tool, mode: path, cache: cache.directory, arch: configuration.arch, run: false,
-                                      stderrPath: stderrPath(configuration)).total
+        let fresh = try await InterleavedRounds.fresh(tool: configuration.toolPath, runs: configuration.runs, paths: appPaths, log: log,
+                                                      ", one process each") { tool, path in
+            [try await app.freshLaunch(tool, mode: path, cache: cache.directory, arch: configuration.arch, run: false,
+                                       stderrPath: stderrPath(configuration)).total]
         }
-        return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh)
+        return SmallAppResult(frameworks: app.dylibs, images: closure.images.count, warm: warm, fresh: fresh.mapValues { $0[0] })
     }
 
     static func measurePlugin(_ app: BenchApp, configuration: BenchConfiguration, log: (String) -> Void) async throws -> PluginResult {
@@ -112,27 +111,15 @@ package enum DlopenBench {
             added = event.loaded.count
             return time
         }
-        let fresh = try await freshRounds(pluginPaths, configuration: configuration, log: log, ", running main") { tool, path in
+        let fresh = try await InterleavedRounds.fresh(tool: configuration.toolPath, runs: configuration.runs, paths: pluginPaths, log: log,
+                                                      ", one process each, running main") { tool, path in
             // The bare closure written again: a launch keeps the dlopen closure it builds.
             if path == "dyld3_runtime" { try ClosureFile.write(closure, to: barePath) }
             let cache = path == "dyld3_prebuilt" ? prebuilt.directory : bare.directory
-            return try await app.freshLaunch(tool, mode: path == "dyld2" ? "dyld2" : "dyld3", cache: cache, arch: configuration.arch, run: true,
-                                             stderrPath: stderrPath(configuration)).main
+            return [try await app.freshLaunch(tool, mode: path == "dyld2" ? "dyld2" : "dyld3", cache: cache, arch: configuration.arch, run: true,
+                                              stderrPath: stderrPath(configuration)).main]
         }
-        return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh)
-    }
-
-    /// With a `dyld3` executable to run: `runs` rounds of `paths`, each sample (`sample(tool, path)`)
-    /// a fresh process; none without one.
-    static func freshRounds(_ paths: [String], configuration: BenchConfiguration, log: (String) -> Void, _ note: String,
-                            _ sample: (_ tool: String, _ path: String) async throws -> Int64) async throws -> [String: Distribution] {
-        guard let tool = configuration.toolPath else { return [:] }
-        log("  fresh: \(configuration.runs) rounds, one process each\(note)")
-        var fresh: [String: [Int64]] = [:]
-        for _ in 0..<configuration.runs {
-            for path in paths { fresh[path, default: []].append(try await sample(tool, path)) }
-        }
-        return fresh.mapValues(Distribution.init)
+        return PluginResult(frameworks: app.dylibs, launchImages: closure.images.count, added: added, warm: warm, fresh: fresh.mapValues { $0[0] })
     }
 
     /// Where the fresh launches' stderr goes.

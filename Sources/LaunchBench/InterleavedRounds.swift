@@ -30,4 +30,19 @@ struct InterleavedRounds {
         log("  cold: \(runs) rounds, each sample after \(eviction.rawValue)")
         return (warm, try await rounds(cold: true))
     }
+
+    /// With a `tool` (the `dyld3` executable) to run: `runs` rounds of `paths`, each sample a
+    /// fresh process that `sample(tool, path)` starts, returning what it measured (its time,
+    /// its peak RSS); per path, the distribution of each. None without a tool; `log` first
+    /// gets `  fresh: RUNS rounds` and `note`.
+    static func fresh(tool: String?, runs: Int, paths: [String], log: (String) -> Void, _ note: String,
+                      _ sample: (_ tool: String, _ path: String) async throws -> [Int64]) async throws -> [String: [Distribution]] {
+        guard let tool else { return [:] }
+        log("  fresh: \(runs) rounds" + note)
+        var samples: [String: [[Int64]]] = [:]
+        for _ in 0..<runs {
+            for path in paths { samples[path, default: []].append(try await sample(tool, path)) }
+        }
+        return samples.mapValues { rows in rows[0].indices.map { value in Distribution(rows.map { $0[value] }) } }
+    }
 }

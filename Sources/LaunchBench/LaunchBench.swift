@@ -2,7 +2,6 @@ import ClosureBuild
 import ClosureCache
 import ClosureFormat
 import Foundation
-import LaunchPlan
 import LoaderCore
 
 /// `dyld3 bench`: dyld2, dyld3, the mapping floor and glibc's loader on generated apps of
@@ -57,7 +56,6 @@ package enum LaunchBench {
 
     /// Writes the JSON, the Markdown table and the SVG charts into `directory`.
     package static func write(_ report: BenchReport, to directory: String) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var contents: [String: Data] = [
             "bench.json": try encoder.encode(report) + Data("\n".utf8),
             "bench.md": Data(MarkdownReport.render(report).utf8),
@@ -65,6 +63,12 @@ package enum LaunchBench {
             "dyld3-phases.svg": Data(SVGCharts.dyld3Phases(report).utf8),
         ]
         if measuredPageIn(report) { contents["page-in.svg"] = Data(SVGCharts.pageIn(report).utf8) }
+        try write(contents, to: directory)
+    }
+
+    /// Writes each file of `contents` (by name) into `directory`, made when missing.
+    package static func write(_ contents: [String: Data], to directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         for (name, data) in contents { try data.write(to: URL(fileURLWithPath: directory + "/" + name), options: .atomic) }
     }
 }

@@ -2,9 +2,6 @@ import Foundation
 
 /// The bench's charts, written as plain SVG (the page-in chart only when page-in was measured).
 package enum SVGCharts {
-    static let colors: [LaunchPath: String] = [.dyld2: "#d62728", .dyld3: "#1f77b4", .floor: "#7f7f7f", .floorProtected: "#bcbd22", .glibc: "#2ca02c",
-                                                  .glibcOneDir: "#8c564b"]
-
     /// The plot area of ``timeVersusDylibs(_:)``: left, right, top, bottom.
     package static let timePlot = (left: 80.0, right: 600.0, top: 50.0, bottom: 400.0)
 
@@ -41,12 +38,12 @@ package enum SVGCharts {
         svg += text((left + right) / 2, bottom + 38, "dylibs in the app", anchor: "middle")
         var markers = "", legend = ""
         for (row, path) in LaunchPath.allCases.enumerated() {
-            let color = colors[path] ?? "#000000"
+            let color = LaunchPath.styles[path]!.color
             let points = sizes.compactMap { size -> (Double, Double)? in
                 guard let median = size.warm[path.rawValue]?.median, median > 0 else { return nil }
                 return (x(Double(size.dylibs)), y(Double(median)))
             }
-            let dash = dashes[path].map { " stroke-dasharray=\"\($0)\"" } ?? ""
+            let dash = LaunchPath.styles[path]!.dash.map { " stroke-dasharray=\"\($0)\"" } ?? ""
             svg += "  <polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"\(dash) points=\""
                 + points.map { String(format: "%.1f,%.1f", $0.0, $0.1) }.joined(separator: " ") + "\"/>\n"
             for point in points { markers += marker(path, point.0, point.1, color) }
@@ -126,43 +123,32 @@ package enum SVGCharts {
         return svg + "</svg>\n"
     }
 
-    /// The dash pattern of each path's line (solid when absent).
-    static let dashes: [LaunchPath: String] = [.floor: "6 4", .floorProtected: "2 3", .glibcOneDir: "8 3 2 3"]
+    /// A marker's outline: a circle of a radius, a square of a side, or a polygon of points
+    /// around its centre.
+    enum Marker {
+        case circle(Double), square(Double), polygon([(Double, Double)])
+    }
 
     /// A path's marker at (x, y): an outline, never filled, each path's of its own shape and
     /// size (a small circle, a square, a large diamond, a triangle, a large circle, a large
-    /// square), so markers that coincide show every path: no outline covers another's.
+    /// square: ``LaunchPath/styles``), so markers that coincide show every path: no outline
+    /// covers another's.
     package static func marker(_ path: LaunchPath, _ x: Double, _ y: Double, _ color: String) -> String {
         let open = "fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\""
-        switch path {
-        case .dyld2:
-            return "  <circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"2.5\" \(open)/>\n"
-        case .dyld3:
-            return "  <rect x=\"\(number(x - 4))\" y=\"\(number(y - 4))\" width=\"8\" height=\"8\" \(open)/>\n"
-        case .floor:
-            return "  <polygon points=\"\(number(x)),\(number(y - 8)) \(number(x + 8)),\(number(y)) \(number(x)),\(number(y + 8)) \(number(x - 8)),\(number(y))\" \(open)/>\n"
-        case .floorProtected:
-            return "  <polygon points=\"\(number(x)),\(number(y - 6.5)) \(number(x + 5.5)),\(number(y + 4)) \(number(x - 5.5)),\(number(y + 4))\" \(open)/>\n"
-        case .glibc:
-            return "  <circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"6.5\" \(open)/>\n"
-        case .glibcOneDir:
-            return "  <rect x=\"\(number(x - 5.5))\" y=\"\(number(y - 5.5))\" width=\"11\" height=\"11\" \(open)/>\n"
+        switch LaunchPath.styles[path]!.marker {
+        case let .circle(radius):
+            return "  <circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"\(radius)\" \(open)/>\n"
+        case let .square(side):
+            return "  <rect x=\"\(number(x - side / 2))\" y=\"\(number(y - side / 2))\" width=\"\(Int(side))\" height=\"\(Int(side))\" \(open)/>\n"
+        case let .polygon(points):
+            return "  <polygon points=\"\(points.map { "\(number(x + $0.0)),\(number(y + $0.1))" }.joined(separator: " "))\" \(open)/>\n"
         }
     }
 
     /// A coordinate with one decimal.
     static func number(_ value: Double) -> String { String(format: "%.1f", value) }
 
-    package static func legendName(_ path: LaunchPath) -> String {
-        switch path {
-        case .dyld2: "dyld2 (slow path)"
-        case .dyld3: "dyld3 (closure)"
-        case .floor: "mapping floor"
-        case .floorProtected: "floor + protections"
-        case .glibc: "glibc (per-fw dirs)"
-        case .glibcOneDir: "glibc (one dir)"
-        }
-    }
+    package static func legendName(_ path: LaunchPath) -> String { LaunchPath.styles[path]!.legend }
 
     /// The whole decades spanning `values` (at least one decade wide), each value at least
     /// `margin` decades inside.

@@ -5,10 +5,8 @@ import Dyld2
 import Dyld3
 import Foundation
 import ProcessRunner
-import LaunchMemory
 import LaunchPlan
 import LoaderCore
-import LoaderSystem
 import SharedCache
 import SharedCacheBuild
 

@@ -1,4 +1,3 @@
-import ClosureBuild
 import Dyld2
 import Dyld3
 import Foundation
@@ -67,12 +66,17 @@ struct SizeBench {
         }
         let (dyld3Phases, dyld2Phases) = (medians(rounds.phases["dyld3"]), medians(rounds.phases["dyld2"]))
 
-        var fresh: [String: Distribution] = [:], freshRSS: [String: Distribution] = [:]
-        if let tool = configuration.toolPath {
-            log("  fresh: \(runs) rounds of dyld2, dyld3 and glibc in both layouts, one process each")
-            let (times, rss) = try await freshProcesses(tool: tool, runs: runs)
-            fresh = times.mapValues(Distribution.init)
-            freshRSS = rss.mapValues(Distribution.init)
+        // Each fresh sample a new process: `dyld3 launch --no-run --json` (its in-process total)
+        // for dyld2 and dyld3, a one-shot harness for each glibc layout; and its peak RSS.
+        let fresh = try await InterleavedRounds.fresh(tool: configuration.toolPath, runs: runs, paths: ([.dyld2, .dyld3] + LaunchPath.glibcPaths).map(\.rawValue),
+                                                      log: log, " of dyld2, dyld3 and glibc in both layouts, one process each") { tool, path in
+            if let layout = ELFLayout.allCases.first(where: { $0.path.rawValue == path }) {
+                let (load, maxRSS) = try await harness.withSession(app: app, layout: layout, stderrPath: stderrPath) { try await $0.load() }
+                return [load, Int64(maxRSS)]
+            }
+            let launch = try await app.freshLaunch(tool, mode: path, cache: cache.directory, arch: configuration.arch, run: false,
+                                                   harness: harness, stderrPath: stderrPath)
+            return [launch.total, launch.maxRSS]
         }
 
         var pageIn: PageInResult?
@@ -96,7 +100,7 @@ struct SizeBench {
         return SizeResult(
             dylibs: app.dylibs, images: closure.images.count, fixups: fixups,
             rebases: closure.totalRebases, binds: closure.totalBinds, elfRelocations: elfRelocations,
-            fixupPages: floor.pageCount, warm: rounds.warm, fresh: fresh, freshMaxRssKilobytes: freshRSS,
+            fixupPages: floor.pageCount, warm: rounds.warm, fresh: fresh.mapValues { $0[0] }, freshMaxRssKilobytes: fresh.mapValues { $0[1] },
             dyld3Phases: dyld3Phases, dyld2Phases: dyld2Phases, nanosecondsPerFixup: perFixup, pagesDirtied: rounds.dirtied,
             benchMaxRssKilobytes: UnsafeProcessMemory.maxRSSKilobytes(),
             closure: ClosureCost(
@@ -168,25 +172,5 @@ struct SizeBench {
         ]
         for (path, session) in sessions { pages[path.rawValue] = try await session.dirtyPages() }
         return pages
-    }
-
-    /// Each sample a new process: `dyld3 launch --no-run --json` (its in-process total) for
-    /// dyld2 and dyld3, a one-shot harness for each glibc layout. Also each process's peak RSS.
-    private func freshProcesses(tool: String, runs: Int) async throws -> (times: [String: [Int64]], rss: [String: [Int64]]) {
-        var times: [String: [Int64]] = [:], rss: [String: [Int64]] = [:]
-        for _ in 0..<runs {
-            for mode in [LaunchPath.dyld2, .dyld3] {
-                let launch = try await app.freshLaunch(tool, mode: mode.rawValue, cache: cache.directory, arch: configuration.arch, run: false,
-                                                       harness: harness, stderrPath: stderrPath)
-                times[mode.rawValue, default: []].append(launch.total)
-                rss[mode.rawValue, default: []].append(launch.maxRSS)
-            }
-            for layout in ELFLayout.allCases {
-                let (load, maxRSS) = try await harness.withSession(app: app, layout: layout, stderrPath: stderrPath) { try await $0.load() }
-                times[layout.path.rawValue, default: []].append(load)
-                rss[layout.path.rawValue, default: []].append(Int64(maxRSS))
-            }
-        }
-        return (times, rss)
     }
 }

@@ -23,7 +23,7 @@ import TestSupport
         let out = NSTemporaryDirectory() + "bench-test-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }
         var configuration = BenchConfiguration(
-            dylibCounts: [1], runs: 3, outputDirectory: out, repositoryRoot: BenchTests.repository, toolPath: BenchTests.tool,
+            dylibCounts: [1], runs: 3, repositoryRoot: BenchTests.repository, toolPath: BenchTests.tool,
             cold: true, eviction: .fadvise)
         configuration.pageIn = true
         let report = try await LaunchBench.run(configuration) { _ in }

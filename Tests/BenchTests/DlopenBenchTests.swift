@@ -10,7 +10,7 @@ import TestSupport
     @Test func eachPathOpensThePluginItNames() async throws {
         let out = NSTemporaryDirectory() + "dlopen-bench-test-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let configuration = BenchConfiguration(dylibCounts: [3], runs: 1, outputDirectory: out, repositoryRoot: BenchTests.repository,
+        let configuration = BenchConfiguration(dylibCounts: [3], runs: 1, repositoryRoot: BenchTests.repository,
                                                toolPath: nil, cold: false)
         let app = try await BenchApp.prepareMachO(dylibs: 3, plugin: true, configuration: configuration) { _ in }
         let result = try await DlopenBench.measurePlugin(app, configuration: configuration) { _ in }

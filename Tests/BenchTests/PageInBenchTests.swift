@@ -18,7 +18,7 @@ import LaunchMemory
     /// more than the pages touched.
     @Test(arguments: [1, 4])
     func privatePagesCountThePagesTheFixupsMade(faultAround: Int) async throws {
-        let configuration = BenchConfiguration(dylibCounts: [10], runs: 1, outputDirectory: NSTemporaryDirectory(),
+        let configuration = BenchConfiguration(dylibCounts: [10], runs: 1,
                                                repositoryRoot: BenchTests.repository, toolPath: nil, cold: false)
         let app = try await BenchApp.prepare(dylibs: 10, configuration: configuration) { _ in }
         let closure = try ClosureBuilder.build(roots: [app.mainImage], arch: configuration.arch, root: app.systemRoot)

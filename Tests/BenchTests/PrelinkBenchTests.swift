@@ -10,7 +10,7 @@ import TestSupport
     @Test func oneDylibPrelinkedBenchIsComplete() async throws {
         let out = NSTemporaryDirectory() + "prelink-bench-test-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let configuration = BenchConfiguration(dylibCounts: [1], runs: 2, outputDirectory: out, repositoryRoot: BenchTests.repository,
+        let configuration = BenchConfiguration(dylibCounts: [1], runs: 2, repositoryRoot: BenchTests.repository,
                                                toolPath: nil, cold: true, eviction: .fadvise)
         let report = try await PrelinkBench.run(configuration) { _ in }
         let (results, eviction) = (report.sizes, report.coldEviction)
