@@ -73,7 +73,8 @@ package enum ThreadLocals {
             }
         }
         guard !setups.isEmpty else { return }
-        let thunk = UnsafeThreadLocal.thunk
+        // The address every set-up descriptor's thunk holds.
+        let thunk = dyld3_tlv_thunk()
         for setup in setups {
             let image = memory.images[setup.image]
             if setup.totalSize > 0 {
