@@ -126,7 +126,7 @@ package struct LaunchTail {
     package func run(memory: LaunchMemory, request: LaunchOptions, report: inout LaunchReport, clock: inout PhaseClock) throws(LoadError) {
         try ThreadLocals.apply(threadLocals, hostServices: hostServices, memory: memory)
         memory.attach(dynamicLoader, table: hostServices.map { memory.images[$0.image].base &+ $0.vmOffset })
-        let when = digest == nil ? LaunchDigest.none : LaunchDigest(request)
+        let when: LaunchDigest = digest == nil ? .none : request.run ? .beforeCode : .afterLaunch
         report.digest = nil
         if when == .beforeCode, let digest { report.digest = try clock.excluding { () throws(LoadError) in try digest(memory) } }
         switch protections {
