@@ -77,7 +77,7 @@ package struct FixupResolver {
     ) throws(LoadError) {
         let image = graph.nodes[index].image
         let base = plans[index].preferredBase
-        try reading(index) { () throws in
+        try LoadError.reading(graph.nodes[index].path, anyError: { () throws in
             if image.chainedFixups != nil {
                 guard let chains = try image.parseChainedFixupChains() else { return afterRebases() }
                 // One walk over the chains, as dyld2 makes: rebases handed on as they are met,
@@ -102,7 +102,7 @@ package struct FixupResolver {
                 afterRebases()
                 try resolveOpcodeBinds(image, index: index, base: base, &sink)
             }
-        }
+        })
     }
 
     /// The chains walked through the checked cursor, for a sink that records or an image
@@ -175,24 +175,6 @@ package struct FixupResolver {
                 try sink.take(ResolvedFixup(vmOffset: location.address &- base, kind: .bind(target, addend: entry.addend)))
                 binds += 1
             }
-        }
-    }
-
-    /// Where weak-definition coalescing sends every weak bind of `name` in this launch.
-    mutating func coalesced(_ name: ByteView) throws(LoadError) -> BindTarget? {
-        try lookup.findCoalesced(name)
-    }
-
-    /// Runs `work`, attributing reader errors to image `index`'s file.
-    private func reading(_ index: Int, _ work: () throws -> Void) throws(LoadError) {
-        do {
-            try work()
-        } catch let error as LoadError {
-            throw error
-        } catch let error as MachOError {
-            throw .malformed(error.inFile(graph.nodes[index].path))
-        } catch {
-            throw .unusable(path: graph.nodes[index].path, reason: "\(error)")
         }
     }
 

@@ -55,7 +55,7 @@ enum SharedCachePatches {
             if cached == nil {
                 if tries == nil {
                     tries = []
-                    for (offset, image) in try failed(cache, { () throws(ClosureError) in try cache.weakDefiningImages() }) {
+                    for (offset, image) in try failed(cache.cache.path, { () throws(ClosureError) in try cache.weakDefiningImages() }) {
                         if let trie = try LoadError.reading(cache.cache.path, { () throws(MachOError) in try image.exportTrie() }) { tries?.append((offset, trie)) }
                     }
                 }
@@ -68,7 +68,7 @@ enum SharedCachePatches {
                 }
                 cached = cached ?? firstWeak
             }
-            guard let cached, case let .image(node, offset)? = try resolver.coalesced(names.name(entry)),
+            guard let cached, case let .image(node, offset)? = try resolver.lookup.findCoalesced(names.name(entry)),
                   graph.nodes[node].cacheOffset.map({ $0 &+ offset }) != cached else { continue }
             moved[cached] = .image(node, offset: offset)
         }
@@ -106,12 +106,12 @@ enum SharedCachePatches {
         return patches.map { $0.sorted { $0.vmOffset < $1.vmOffset } }
     }
 
-    /// What `body` returns; a refusal of the cache, as the launch's error naming it.
-    static func failed<T>(_ cache: SharedCacheDylibs, _ body: () throws(ClosureError) -> T) throws(LoadError) -> T {
+    /// What `body` returns; a refusal of the cache at `path`, as the launch's error naming it.
+    static func failed<T>(_ path: String, _ body: () throws(ClosureError) -> T) throws(LoadError) -> T {
         do {
             return try body()
         } catch {
-            throw .failed(path: cache.cache.path, cause: error)
+            throw .failed(path: path, cause: error)
         }
     }
 }

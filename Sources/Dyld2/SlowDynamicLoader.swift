@@ -17,7 +17,7 @@ package final class SlowDynamicLoader: DynamicLoader {
     private var plans: [ImagePlan]
     private let launch: LaunchMemory
     /// Per node (in the graph's order) where it is mapped, its opens and whether it is hidden.
-    private var book: DynamicLoadBook
+    package var book: DynamicLoadBook
     private var lookup: SymbolLookup?
     private let arch: String
     private let run: Bool
@@ -25,8 +25,6 @@ package final class SlowDynamicLoader: DynamicLoader {
     /// The shared cache the launch took dylibs from, when it did.
     private let cache: SharedCacheDylibs?
     package var nextSlide: UInt64?
-    package var events: [DynamicLoadEvent] { book.events }
-    package var loadedMemories: [LaunchMemory] { book.memories }
 
     package init(graph: DependencyGraph, plans: [ImagePlan], memory: LaunchMemory, options: LaunchOptions, cache: SharedCacheDylibs?) {
         launch = memory
@@ -74,20 +72,9 @@ package final class SlowDynamicLoader: DynamicLoader {
         do throws(LoadError) {
             let bases = graph.nodes.indices.map { $0 < added.lowerBound ? book.base(of: $0) : memory.images[$0 - added.lowerBound].base }
             var resolver = try FixupResolver(graph: graph, plans: plans)
-            for index in added where graph.nodes[index].cacheOffset == nil {
-                var sink = MemoryFixupSink(writer: memory.writer(image: index - added.lowerBound), imageBases: bases, recorded: nil)
-                try resolver.resolve(image: index, into: &sink)
-            }
-            // The cache's patches of the images taken from it, as the launch writes them for its own.
-            if let cache, let cached {
-                let patches = try SharedCachePatches.compute(graph: graph, plans: plans, resolver: &resolver, cache: cache)
-                let added = added.map { cached[$0 - added.lowerBound] == nil ? [] : patches[$0] }
-                try memory.openForPatches(added.map { $0.map(\.vmOffset) })
-                for (position, words) in added.enumerated() where !words.isEmpty {
-                    var sink = MemoryFixupSink(writer: memory.writer(image: position), imageBases: bases, recorded: nil)
-                    for word in words { try sink.take(word) }
-                }
-            }
+            // With the cache's patches of the images taken from it, as the launch writes them for its own.
+            _ = try SlowPath.writeFixups(added, graph: graph, plans: plans, memory: memory, bases: bases, resolver: &resolver,
+                                         cache: cached == nil ? nil : cache, record: false)
             try memory.applyProtections()
         } catch {
             memory.release()
@@ -98,38 +85,20 @@ package final class SlowDynamicLoader: DynamicLoader {
         self.plans = plans
         lookup = nil
         book.add(memory, opened: node, mode: mode)
-        let order = InitializerOrder.forOpen(graph, root: node, firstNew: added.lowerBound)
-        var functions: [CodeRunner.Function] = []
-        var initialized: [String] = []
-        for index in order {
-            let local = index - added.lowerBound
-            let offsets = try SlowPath.initializerOffsets(graph.nodes[index].image, index: local, memory: memory)
-            guard !offsets.isEmpty else { continue }
-            functions += offsets.map { CodeRunner.Function(image: local, address: memory.images[local].base &+ $0) }
-            initialized.append(graph.nodes[index].path)
+        let order = InitializerOrder.forOpen(graph, root: node, firstNew: added.lowerBound).map { $0 - added.lowerBound }
+        let initializers = try book.recordOpen(path, via: "dyld2", memory: memory, paths: plans[added].map(\.path), order: order,
+                                               run: run, arch: arch) { (local) throws(LoadError) in
+            try SlowPath.initializerOffsets(graph.nodes[added.lowerBound + local].image, index: local, memory: memory)
         }
-        let paths = Array(plans[added].map(\.path))
-        let runs = LaunchTail.reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) == nil
-        book.record(DynamicLoadEvent(requested: path, loaded: paths, initialized: runs ? initialized : [], via: "dyld2"))
-        if runs { try CodeRunner.runInitializers(functions, in: memory) }
+        try CodeRunner.runInitializers(initializers, in: memory)
         return DynamicHandle.image(memory.images[0].base, firstOnly: mode.contains(.first))
     }
 
     package func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
         if lookup == nil { lookup = try SymbolLookup(graph: graph) }
         let wanted = ByteView(Array(("_" + name).utf8))
-        let searched: [Int]
-        switch handle {
-        case DynamicHandle.defaultSearch: searched = graph.nodes.indices.filter { !book.isHidden($0) }
-        case DynamicHandle.mainOnly: searched = [0]
-        default:
-            let (base, firstOnly) = DynamicHandle.split(handle)
-            guard let index = book.image(at: base) else {
-                throw .unusable(path: name, reason: "handle \(hex(handle)) is no loaded image")
-            }
-            searched = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index, imageCount: graph.nodes.count) { node in
-                graph.nodes[node].dependencies.compactMap { edge in edge.target.map { ($0, edge.kind) } }
-            }
+        let searched = try book.searched(from: handle, for: name) { node in
+            graph.nodes[node].dependencies.compactMap { edge in edge.target.map { ($0, edge.kind) } }
         }
         var target: BindTarget?
         for index in searched {
@@ -143,8 +112,6 @@ package final class SlowDynamicLoader: DynamicLoader {
         }
     }
 
-    package func close(_ handle: UInt64) throws(LoadError) { try book.close(handle) }
-
     package func describe(_ address: UInt64) -> DynamicAddress? {
         for index in graph.nodes.indices {
             let base = book.base(of: index)
@@ -153,9 +120,5 @@ package final class SlowDynamicLoader: DynamicLoader {
             }
         }
         return nil
-    }
-
-    package func releaseLoaded() {
-        for memory in book.memories { memory.release() }
     }
 }

@@ -17,21 +17,14 @@ import SharedCache
 package enum SlowPath {
     package static func launch(_ options: LaunchOptions) throws(LoadError) -> Launch {
         guard let request = options.sharedCache else { return try launch(options, cache: nil) }
-        // A cache that cannot be used: named in one line; `auto` loads from the files.
-        func refusal(_ error: LoadError) -> ClosureError? {
-            guard case let .failed(path, cause) = error, path == request.path else { return nil }
-            return cause
-        }
         do throws(LoadError) {
-            let cache: SharedCacheDylibs
-            do throws(ClosureError) {
-                cache = try SharedCacheDylibs.open(request, arch: options.arch)
-            } catch {
-                throw LoadError.failed(path: request.path, cause: error)
+            let cache = try SharedCachePatches.failed(request.path) { () throws(ClosureError) in
+                try SharedCacheDylibs.open(request, arch: options.arch)
             }
             return try launch(options, cache: cache)
         } catch {
-            guard !request.required, let cause = refusal(error) else { throw error }
+            // A cache that cannot be used: named in one line; `auto` loads from the files.
+            guard !request.required, case let .failed(path, cause) = error, path == request.path else { throw error }
             let launch = try launch(options, cache: nil)
             var report = launch.report
             report.sharedCacheRefusal = "\(cause)"
@@ -62,7 +55,7 @@ package enum SlowPath {
         var shared: LaunchMemory.SharedImages?
         if let cache, slots.contains(where: { $0 != nil }) {
             try refuseUnsupported(graph, cache: cache)
-            shared = try SharedCachePatches.failed(cache) { () throws(ClosureError) in try cache.map(slots: slots) }
+            shared = try SharedCachePatches.failed(cache.cache.path) { () throws(ClosureError) in try cache.map(slots: slots) }
         }
         let memory = try LaunchMemory(plans: plans, firstSlide: options.slide, readAhead: true, shared: shared)
         return try memory.releasedOnFailure { () throws(LoadError) in
@@ -75,32 +68,11 @@ package enum SlowPath {
                 throw LoadError.failed(path: cache.cache.path, cause: .incompatible(path: cache.cache.path, what:
                     "\(graph.nodes[tuple.image].path) interposes: a launch with interposing loads its dylibs from their files"))
             }
-            var recorded: [[ResolvedFixup]] = []
             var rebaseTime: Int64 = 0, bindTime: Int64 = 0
-            let bases = memory.images.map(\.base)
-            for index in graph.nodes.indices {
-                // The cache's images were fixed up when it was built.
-                if graph.nodes[index].cacheOffset != nil {
-                    if options.recordFixups { recorded.append([]) }
-                    continue
-                }
-                var sink = MemoryFixupSink(writer: memory.writer(image: index), imageBases: bases, recorded: options.recordFixups ? [] : nil)
-                try resolver.resolve(image: index, into: &sink) { rebaseTime += clock.lap() }
-                bindTime += clock.lap()
-                if let fixups = sink.recorded { recorded.append(fixups) }
-            }
-            var patchCount = 0
-            if let cache, shared != nil {
-                let patches = try SharedCachePatches.compute(graph: graph, plans: plans, resolver: &resolver, cache: cache)
-                try memory.openForPatches(patches.map { $0.map(\.vmOffset) })
-                for (index, words) in patches.enumerated() where !words.isEmpty {
-                    var sink = MemoryFixupSink(writer: memory.writer(image: index), imageBases: bases, recorded: options.recordFixups ? [] : nil)
-                    for word in words { try sink.take(word) }
-                    if let fixups = sink.recorded { recorded[index] = fixups }
-                    patchCount += words.count
-                }
-                bindTime += clock.lap()
-            }
+            let (recorded, patchCount) = try writeFixups(
+                graph.nodes.indices, graph: graph, plans: plans, memory: memory, bases: memory.images.map(\.base), resolver: &resolver,
+                cache: shared == nil ? nil : cache, record: options.recordFixups,
+                afterRebases: { rebaseTime += clock.lap() }, afterBinds: { bindTime += clock.lap() })
             report.timings[.rebase] = rebaseTime
             report.timings[.bind] = bindTime
             report.rebases = resolver.rebases
@@ -144,6 +116,41 @@ package enum SlowPath {
         }
     }
 
+    /// Writes into `memory`, which maps the nodes `nodes` of `graph` in order, the fixups of
+    /// each node not taken from the shared cache, then with `cache` the cache's patches of those
+    /// taken from it (``SharedCachePatches``): per node what was written when `record`, and how
+    /// many patches. `afterRebases` and `afterBinds` (each node's, then the patches) time them.
+    static func writeFixups(
+        _ nodes: Range<Int>, graph: DependencyGraph, plans: [ImagePlan], memory: LaunchMemory, bases: [UInt64],
+        resolver: inout FixupResolver, cache: SharedCacheDylibs?, record: Bool,
+        afterRebases: () -> Void = {}, afterBinds: () -> Void = {}
+    ) throws(LoadError) -> (recorded: [[ResolvedFixup]], patches: Int) {
+        var recorded: [[ResolvedFixup]] = []
+        for index in nodes {
+            // The cache's images were fixed up when it was built.
+            guard graph.nodes[index].cacheOffset == nil else {
+                if record { recorded.append([]) }
+                continue
+            }
+            var sink = MemoryFixupSink(writer: memory.writer(image: index - nodes.lowerBound), imageBases: bases, recorded: record ? [] : nil)
+            try resolver.resolve(image: index, into: &sink, afterRebases: afterRebases)
+            afterBinds()
+            if let fixups = sink.recorded { recorded.append(fixups) }
+        }
+        guard let cache else { return (recorded, 0) }
+        let patches = try SharedCachePatches.compute(graph: graph, plans: plans, resolver: &resolver, cache: cache)[nodes]
+        try memory.openForPatches(patches.map { $0.map(\.vmOffset) })
+        var patchCount = 0
+        for (position, words) in patches.enumerated() where !words.isEmpty {
+            var sink = MemoryFixupSink(writer: memory.writer(image: position), imageBases: bases, recorded: record ? [] : nil)
+            for word in words { try sink.take(word) }
+            if let fixups = sink.recorded { recorded[position] = fixups }
+            patchCount += words.count
+        }
+        afterBinds()
+        return (recorded, patchCount)
+    }
+
     /// Refuses the cache for a launch that needs what only files give here: a cached image
     /// with Objective-C metadata or thread-local variables (set up from their files).
     static func refuseUnsupported(_ graph: DependencyGraph, cache: SharedCacheDylibs) throws(LoadError) {
@@ -161,7 +168,7 @@ package enum SlowPath {
     /// locations the digest counts as pointers: what a dyld3 launch from the cache counts.
     static func addCachePointers(_ locations: inout [[UInt64]], graph: DependencyGraph, plans: [ImagePlan], cache: SharedCacheDylibs) throws(LoadError) {
         let slots = graph.nodes.indices.map { index in graph.nodes[index].cacheOffset.map { (offset: $0, size: plans[index].vmSize) } }
-        let pointers = try SharedCachePatches.failed(cache) { () throws(ClosureError) in try cache.pointers(slots: slots) }
+        let pointers = try SharedCachePatches.failed(cache.cache.path) { () throws(ClosureError) in try cache.pointers(slots: slots) }
         for (index, words) in pointers.enumerated() where !words.isEmpty {
             locations[index] = Array(Set(words.map(\.vmOffset) + locations[index])).sorted()
         }

@@ -26,8 +26,7 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// The launch's images, then those `dlopen`s added, in load order.
     private var images: [ClosureImage]
     /// Per image (in ``images``' order) where it is mapped, its opens and whether it is hidden.
-    private var book: DynamicLoadBook
-    var loadedMemories: [LaunchMemory] { book.memories }
+    var book: DynamicLoadBook
     /// The requested path of each `dlopen` that added images, in order.
     private var earlier: [String] = []
     /// What `dlsym` and `dladdr` read of an image, made on their first call, not at launch.
@@ -47,7 +46,6 @@ final class ClosureDynamicLoader: DynamicLoader {
     /// How `dlopen` paths name files: made on the first `dlopen`, not at launch.
     private lazy var resolver = PathResolver(root: request.root, executablePath: launch.images[0].path)
     var nextSlide: UInt64?
-    var events: [DynamicLoadEvent] { book.events }
     /// dlopen closures built at run time against the launch's images alone (the first
     /// `dlopen`s): what the launch closure can keep for the next launch (``DlopenClosureKeeping``),
     /// encoded only then.
@@ -291,33 +289,16 @@ final class ClosureDynamicLoader: DynamicLoader {
         images = closure.images
         book.add(memory, opened: opened, mode: mode)
         earlier.append(requested)
-        var functions: [CodeRunner.Function] = []
-        var initialized: [String] = []
-        for index in closure.initializerOrder where !closure.images[index].initializers.isEmpty {
-            let local = index - added.lowerBound
-            functions += closure.images[index].initializers.map { CodeRunner.Function(image: local, address: memory.images[local].base &+ $0) }
-            initialized.append(closure.images[index].path)
-        }
-        let paths = closure.images[added].map(\.path)
-        let runs = LaunchTail.reasonNotToRun(run: request.run, arch: closure.arch, memory: memory, paths: paths) == nil
-        book.record(DynamicLoadEvent(requested: requested, loaded: paths, initialized: runs ? initialized : [], via: via))
-        if runs { try CodeRunner.runInitializers(functions, in: memory) }
+        let initializers = try book.recordOpen(requested, via: via, memory: memory, paths: closure.images[added].map(\.path),
+                                               order: closure.initializerOrder.map { $0 - added.lowerBound }, run: request.run,
+                                               arch: closure.arch) { closure.images[added.lowerBound + $0].initializers }
+        try CodeRunner.runInitializers(initializers, in: memory)
         return DynamicHandle.image(book.base(of: opened), firstOnly: mode.contains(.first))
     }
 
     func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64 {
-        let starts: [Int]
-        switch handle {
-        case DynamicHandle.defaultSearch: starts = images.indices.filter { !book.isHidden($0) }
-        case DynamicHandle.mainOnly: starts = [0]
-        default:
-            let (base, firstOnly) = DynamicHandle.split(handle)
-            guard let index = book.image(at: base) else {
-                throw .unusable(path: name, reason: "handle \(hex(handle)) is no loaded image")
-            }
-            starts = firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index, imageCount: images.count) { image in
-                images[image].dependencies.filter { $0.target >= 0 }.map { ($0.target, $0.kind) }
-            }
+        let starts = try book.searched(from: handle, for: name) { image in
+            images[image].dependencies.filter { $0.target >= 0 }.map { ($0.target, $0.kind) }
         }
         for start in starts {
             if let address = try find("_" + name, from: start) { return address }
@@ -395,8 +376,6 @@ final class ClosureDynamicLoader: DynamicLoader {
         return image
     }
 
-    func close(_ handle: UInt64) throws(LoadError) { try book.close(handle) }
-
     func describe(_ address: UInt64) -> DynamicAddress? {
         for index in images.indices {
             let base = book.base(of: index)
@@ -405,9 +384,5 @@ final class ClosureDynamicLoader: DynamicLoader {
             return DynamicAddress.describe(address, image: image, path: images[index].path, base: base)
         }
         return nil
-    }
-
-    func releaseLoaded() {
-        for memory in book.memories { memory.release() }
     }
 }

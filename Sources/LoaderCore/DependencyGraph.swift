@@ -177,29 +177,28 @@ package struct DependencyGraph: Sendable {
         if let cache, let headerOffset = cache.headerOffsets[path] {
             let node = try takeFromCache(cache, installName: path, headerOffset: headerOffset, loader: nil, neededBy: "dlopen")
             guard node == first else { return (node, first..<first) }
-            var reached = [Bool](repeating: true, count: first) + [false]
-            try loadDependents(of: first, arch: arch, reached: &reached, cache: cache)
-            loadedAtLaunch += repeatElement(false, count: nodes.count - loadedAtLaunch.count)
-            return (first, first..<nodes.count)
-        }
-        var walk = CandidateWalk(installName: path, from: 0, resolver: resolver)
-        while let (candidate, _) = walk.next(in: self) {
-            if let existing = loaded.byPath[candidate] { return (existing, first..<first) }
-            guard probes.exists(candidate) else { continue }
-            let file = try timedLoad(candidate, arch: arch)
-            switch file.image.header.fileType {
-            case .dylib, .bundle: break
-            default: throw .unusable(path: candidate, reason: "is \(file.image.header.fileType): dlopen loads dylibs and bundles")
+        } else {
+            var walk = CandidateWalk(installName: path, from: 0, resolver: resolver)
+            while let (candidate, _) = walk.next(in: self) {
+                if let existing = loaded.byPath[candidate] { return (existing, first..<first) }
+                guard probes.exists(candidate) else { continue }
+                let file = try timedLoad(candidate, arch: arch)
+                switch file.image.header.fileType {
+                case .dylib, .bundle: break
+                default: throw .unusable(path: candidate, reason: "is \(file.image.header.fileType): dlopen loads dylibs and bundles")
+                }
+                if let existing = loaded.byPath[file.path] { return (existing, first..<first) }
+                append(file, loader: nil)
+                break
             }
-            if let existing = loaded.byPath[file.path] { return (existing, first..<first) }
-            append(file, loader: nil)
-            var reached = [Bool](repeating: true, count: first) + [false]
-            try loadDependents(of: first, arch: arch, reached: &reached, cache: cache)
-            loadedAtLaunch += repeatElement(false, count: nodes.count - loadedAtLaunch.count)
-            return (first, first..<nodes.count)
+            guard nodes.count > first else {
+                throw .missingDylib(installName: path, neededBy: "dlopen", tried: candidates(for: path, from: 0))
+            }
         }
-        throw .missingDylib(installName: path, neededBy: "dlopen", tried: resolver.candidates(
-            for: path, loaderDirectory: PathResolver.directory(of: nodes[0].path), rpaths: rpathChain(from: 0)))
+        var reached = [Bool](repeating: true, count: first) + [false]
+        try loadDependents(of: first, arch: arch, reached: &reached, cache: cache)
+        loadedAtLaunch += repeatElement(false, count: nodes.count - loadedAtLaunch.count)
+        return (first, first..<nodes.count)
     }
 
     /// dyld's recursion as a walk with an explicit stack (a graph thousands deep controls no
@@ -226,10 +225,16 @@ package struct DependencyGraph: Sendable {
         }
     }
 
-    private mutating func timedLoad(_ path: String, arch: String) throws(LoadError) -> ImageFile {
+    /// `body`'s result, its time counted in ``parseNanoseconds``.
+    private mutating func timed<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         let start = ContinuousClock.now
         defer { parseNanoseconds += PhaseClock.nanoseconds(ContinuousClock.now - start) }
-        return try ImageFile.load(path: path, arch: arch, root: resolver.root)
+        return try body()
+    }
+
+    private mutating func timedLoad(_ path: String, arch: String) throws(LoadError) -> ImageFile {
+        let root = resolver.root
+        return try timed { () throws(LoadError) in try ImageFile.load(path: path, arch: arch, root: root) }
     }
 
     /// Recorded image `index`: parsed where the launch mapped it, else from its file. An image
@@ -237,24 +242,15 @@ package struct DependencyGraph: Sendable {
     /// chains, which the launch has overwritten in its memory.
     private mutating func loadRecorded(_ index: Int, arch: String) throws(LoadError) -> ImageFile {
         let image = recorded![index]
-        if let mapped = image.mapped {
-            let start = ContinuousClock.now
-            defer { parseNanoseconds += PhaseClock.nanoseconds(ContinuousClock.now - start) }
-            if let file = try? ImageFile.asMapped(path: image.path, sliceOffset: mapped.sliceOffset, bytes: mapped.bytes),
-               file.image.header.cpu.matches(arch), !file.image.segments.contains(where: { $0.sections.contains(where: \.holdsInterposingTuples) }) {
-                return file
-            }
+        if let mapped = image.mapped, let file = timed({ () -> ImageFile? in
+            guard let file = try? ImageFile.asMapped(path: image.path, sliceOffset: mapped.sliceOffset, bytes: mapped.bytes),
+                  file.image.header.cpu.matches(arch), !file.image.segments.contains(where: { $0.sections.contains(where: \.holdsInterposingTuples) })
+            else { return nil }
+            return file
+        }) {
+            return file
         }
         return try timedLoad(image.path, arch: arch)
-    }
-
-    /// The cache's image whose mach header lies at `headerOffset`, parsed where it lies
-    /// (``MachOImage/init(parsingInCache:headerOffset:)``).
-    private mutating func timedCacheLoad(_ cache: CachedDylibs, headerOffset: Int, path: String) throws(LoadError) -> ImageFile {
-        let start = ContinuousClock.now
-        defer { parseNanoseconds += PhaseClock.nanoseconds(ContinuousClock.now - start) }
-        let image = try LoadError.reading(cache.path) { () throws(MachOError) in try MachOImage(parsingInCache: cache.view, headerOffset: headerOffset) }
-        return ImageFile(path: path, sliceOffset: 0, image: image)
     }
 
     private struct LoadedIndex {
@@ -330,8 +326,7 @@ package struct DependencyGraph: Sendable {
                 break
             }
             if found == nil {
-                let tried = resolver.candidates(
-                    for: name, loaderDirectory: PathResolver.directory(of: node.path), rpaths: rpathChain(from: index))
+                let tried = candidates(for: name, from: index)
                 guard dependency.kind == .weak else {
                     throw .missingDylib(installName: name, neededBy: node.path, tried: tried)
                 }
@@ -352,7 +347,12 @@ package struct DependencyGraph: Sendable {
                                         neededBy: String) throws(LoadError) -> Int {
         let path = resolver.underRoot(installName)
         if let existing = loaded.byPath[path] { return existing }
-        let file = try timedCacheLoad(cache, headerOffset: headerOffset, path: path)
+        // Parsed where it lies (``MachOImage/init(parsingInCache:headerOffset:)``).
+        let file = try timed { () throws(LoadError) in
+            ImageFile(path: path, sliceOffset: 0, image: try LoadError.reading(cache.path) { () throws(MachOError) in
+                try MachOImage(parsingInCache: cache.view, headerOffset: headerOffset)
+            })
+        }
         guard file.image.header.fileType == .dylib, file.image.id?.installName == installName else {
             throw .unusable(path: cache.path, reason: "its image at 0x\(String(headerOffset, radix: 16)) is not the dylib \(installName) (needed by \(neededBy))")
         }
@@ -384,13 +384,15 @@ package struct DependencyGraph: Sendable {
     /// The candidate paths for one install name needed by one node, one at a time in
     /// `PathResolver.candidates`' order, so an early find builds no further paths. Each
     /// `@rpath` candidate comes with its rpath directory's id; one under a directory known
-    /// absent is skipped unbuilt (the directory is already among the absent paths).
+    /// absent is skipped unbuilt (the directory is already among the absent paths), unless
+    /// the walk lists every candidate (``candidates(for:from:)``).
     private struct CandidateWalk {
         let installName: String
         /// What follows `@rpath/`, or nil for any other install name.
         let rpathRest: String?
         /// Whether `rpathRest` stays inside its rpath directory (no `.` or `..`).
         let staysInside: Bool
+        var skipsAbsent = true
         let fallback: String
         /// The node whose load command names the dylib.
         let start: Int
@@ -423,7 +425,7 @@ package struct DependencyGraph: Sendable {
                     while nextRPath < searches.count {
                         let search = searches[nextRPath]
                         nextRPath += 1
-                        if staysInside && graph.probes.isKnownAbsent(search.directory) { continue }
+                        if staysInside && skipsAbsent && graph.probes.isKnownAbsent(search.directory) { continue }
                         let candidate = graph.resolver.confined(search.expanded + "/" + rest)
                         guard tried.insert(candidate).inserted else { continue }
                         return (candidate, staysInside ? search.directory : nil)
@@ -447,19 +449,13 @@ package struct DependencyGraph: Sendable {
         }
     }
 
-    /// The rpaths `@rpath` searches for a load by `index`, up the loading chain to the main
-    /// executable's (for an error's tried paths; the search walks `searchDirectories`).
-    func rpathChain(from index: Int) -> [PathResolver.RPath] {
-        var chain: [PathResolver.RPath] = []
-        var visited = [Bool](repeating: false, count: nodes.count)
-        var current: Int? = index
-        while let node = current, !visited[node] {
-            visited[node] = true
-            let directory = PathResolver.directory(of: nodes[node].path)
-            chain += nodes[node].image.rpaths.map { PathResolver.RPath(path: $0, declaringImageDirectory: directory) }
-            current = nodes[node].loader ?? (node == 0 ? nil : 0)
-        }
-        return chain
+    /// Every candidate path for `installName` needed by node `index`, none skipped: an error's tried paths.
+    func candidates(for installName: String, from index: Int) -> [String] {
+        var walk = CandidateWalk(installName: installName, from: index, resolver: resolver)
+        walk.skipsAbsent = false
+        var paths: [String] = []
+        while let (path, _) = walk.next(in: self) { paths.append(path) }
+        return paths
     }
 
     /// The node an image's library ordinal names: nil for a missing weak dylib.

@@ -7,13 +7,13 @@ import RuntimeServices
 extension LaunchMemory {
     /// xxh3-64 over every writable segment, in image and segment order, with exactly the words
     /// at `slideDependent` (per image, ``LaunchDigest/slideDependentLocations(_:then:)``) made
-    /// image-relative (``imageRelative(_:)``): launches at different slides, or with some images
+    /// image-relative (``imageRelative(_:regionBase:)``): launches at different slides, or with some images
     /// in the shared cache, that wrote the same fixups agree, and a data word is never rewritten
     /// for its value. The words at `loaderPointers`
     /// (``LaunchDigest/loaderPointers(_:hostServices:imageCount:)``) point into the loader itself, which
     /// every process maps elsewhere: they count as the loader's pointer, 0.
     package func writableDigest(slideDependent: [[UInt64]], loaderPointers: [[UInt64]] = []) -> UInt64 {
-        let relative = imageRelative
+        let relative = Self.imageRelative(images, regionBase: regionBase)
         var bytes: [UInt8] = []
         for (index, image) in images.enumerated() {
             let locations = index < slideDependent.count ? slideDependent[index] : []
@@ -40,12 +40,8 @@ extension LaunchMemory {
 }
 
 extension LaunchMemory {
-    /// A pointer as its image and offset: image `i`'s base plus `d` becomes `i << 40 | d`;
-    /// a value in no image is taken relative to the region's base.
-    package var imageRelative: (UInt64) -> UInt64 { Self.imageRelative(images, regionBase: regionBase) }
-
-    /// ``imageRelative`` over `images` (numbered in order), a value in none of them taken
-    /// relative to `regionBase`.
+    /// A pointer as its image and offset among `images` (numbered in order): image `i`'s base
+    /// plus `d` becomes `i << 40 | d`; a value in none of them is taken relative to `regionBase`.
     package static func imageRelative(_ images: [Image], regionBase: UInt64) -> (UInt64) -> UInt64 {
         let ranges = images.enumerated().map { (base: $1.base, size: $1.plan.vmSize, index: UInt64($0)) }.sorted { $0.base < $1.base }
         return { value in
@@ -58,10 +54,17 @@ extension LaunchMemory {
 
 extension LaunchDigest {
     /// Per image, what a launch writes over its fixups: the Objective-C step's words, then the
-    /// thread-local step's (``ThreadLocals/writes(_:imageCount:)``).
+    /// thread-local step's as absolute values (the digest must not take a thunk or a key
+    /// written over a descriptor's fixup for a pointer into the region).
     package static func laterWrites(objc: [[ResolvedFixup]], threadLocals: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
-        let threadLocalWrites = ThreadLocals.writes(threadLocals, imageCount: imageCount)
-        return (0..<imageCount).map { index in (index < objc.count ? objc[index] : []) + threadLocalWrites[index] }
+        var writes = (0..<imageCount).map { index in index < objc.count ? objc[index] : [] }
+        for setup in threadLocals where setup.image < imageCount {
+            for descriptor in setup.descriptors {
+                writes[setup.image].append(ResolvedFixup(vmOffset: descriptor, kind: .bind(.absolute(0), addend: 0)))
+                writes[setup.image].append(ResolvedFixup(vmOffset: descriptor + 8, kind: .bind(.absolute(0), addend: 0)))
+            }
+        }
+        return writes
     }
 
     /// Per image, the words the thread-local step sets to addresses in the loader itself, not
@@ -123,9 +126,4 @@ extension LaunchMemory {
 /// evicts the caches, which would slow even untimed the steps that follow.
 package enum LaunchDigest: Sendable {
     case beforeCode, afterLaunch, none
-
-    /// `beforeCode` when `request` runs the app's code, else `afterLaunch`.
-    package init(_ request: LaunchOptions) {
-        self = request.run ? .beforeCode : .afterLaunch
-    }
 }

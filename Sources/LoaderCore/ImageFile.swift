@@ -22,7 +22,7 @@ package struct ImageFile: Sendable {
     /// inside it (``UnsafeRootedOpen``); the image's path is then the file actually mapped.
     package static func load(path: String, arch: String, root: String? = nil) throws(LoadError) -> ImageFile {
         let (bytes, resolvedPath, status) = try map(path, root: root)
-        do {
+        return try LoadError.reading(resolvedPath, anyError: {
             let file = try UniversalFile(parsing: bytes)
             guard let slice = file.slices.first(where: { $0.cpu.matches(arch) }) else {
                 throw LoadError.wrongArchitecture(path: resolvedPath, wanted: arch, available: file.slices.map(\.cpu.name))
@@ -35,13 +35,7 @@ package struct ImageFile: Sendable {
                     at: slice.offset + 20)
             }
             return ImageFile(path: resolvedPath, sliceOffset: slice.offset, image: image, file: (bytes, status))
-        } catch let error as MachOError {
-            throw .malformed(error.inFile(resolvedPath))
-        } catch let error as LoadError {
-            throw error
-        } catch {
-            throw .unusable(path: resolvedPath, reason: "\(error)")
-        }
+        })
     }
 
     /// The bytes of an image mapped by `plan` that can be read where they lie: all of it when
@@ -99,6 +93,20 @@ extension LoadError {
             return try body()
         } catch {
             throw .malformed(error.inFile(path))
+        }
+    }
+
+    /// What `body` returns; a reader error it throws attributed to the file at `path`, a
+    /// ``LoadError`` as it is, any other error as that file unusable.
+    package static func reading<T>(_ path: String, anyError body: () throws -> T) throws(LoadError) -> T {
+        do {
+            return try body()
+        } catch let error as LoadError {
+            throw error
+        } catch let error as MachOError {
+            throw .malformed(error.inFile(path))
+        } catch {
+            throw .unusable(path: path, reason: "\(error)")
         }
     }
 }

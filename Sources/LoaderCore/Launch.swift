@@ -126,7 +126,7 @@ package struct LaunchTail {
     package func run(memory: LaunchMemory, request: LaunchOptions, report: inout LaunchReport, clock: inout PhaseClock) throws(LoadError) {
         try ThreadLocals.apply(threadLocals, hostServices: hostServices, memory: memory)
         memory.attach(dynamicLoader, table: hostServices.map { memory.images[$0.image].base &+ $0.vmOffset })
-        let when = digest == nil ? LaunchDigest.none : LaunchDigest(request)
+        let when: LaunchDigest = digest == nil ? .none : request.run ? .beforeCode : .afterLaunch
         report.digest = nil
         if when == .beforeCode, let digest { report.digest = try clock.excluding { () throws(LoadError) in try digest(memory) } }
         switch protections {
@@ -183,5 +183,29 @@ package struct LaunchTail {
         if let stub = StubImageMarker.firstMarkedImage(in: memory) { return .stubImage(path: paths[stub]) }
         guard arch == CodeRunner.hostArchitecture else { return .otherArchitecture(arch) }
         return nil
+    }
+}
+
+extension DynamicLoadBook {
+    /// Records a `dlopen` of `requested` (`via`: how) that mapped the images `paths` into
+    /// `memory`, and returns the initializers of the images of `memory` in `order` (each
+    /// image's `initializers(image)`), none when code must not run there
+    /// (``LaunchTail/reasonNotToRun(run:arch:memory:paths:)``). The caller runs them once the
+    /// `dlopen` is committed: an initializer may call `dlopen` itself.
+    package mutating func recordOpen(
+        _ requested: String, via: String, memory: LaunchMemory, paths: [String], order: [Int], run: Bool, arch: String,
+        initializers: (Int) throws(LoadError) -> [UInt64]
+    ) throws(LoadError) -> [CodeRunner.Function] {
+        var functions: [CodeRunner.Function] = []
+        var initialized: [String] = []
+        for image in order {
+            let offsets = try initializers(image)
+            guard !offsets.isEmpty else { continue }
+            functions += offsets.map { CodeRunner.Function(image: image, address: memory.images[image].base &+ $0) }
+            initialized.append(paths[image])
+        }
+        let runs = LaunchTail.reasonNotToRun(run: run, arch: arch, memory: memory, paths: paths) == nil
+        record(DynamicLoadEvent(requested: requested, loaded: paths, initialized: runs ? initialized : [], via: via))
+        return runs ? functions : []
     }
 }

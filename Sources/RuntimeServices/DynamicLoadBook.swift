@@ -33,8 +33,21 @@ package struct DynamicLoadBook {
         (0..<imageCount).first { self.base(of: $0) == base }
     }
 
-    /// Whether ``DynamicHandle/defaultSearch`` skips image `index` (`RTLD_LOCAL`).
-    package func isHidden(_ index: Int) -> Bool { hidden[index] }
+    /// The images ``DynamicLoader/symbol(_:handle:)`` searches for `name` from `handle`, in
+    /// order; `dependencies(i)`: image i's edges that resolved (``DynamicHandle/dlsymSearchOrder(from:imageCount:dependencies:)``).
+    package func searched(from handle: UInt64, for name: String,
+                          dependencies: (Int) -> [(target: Int, kind: DylibLinkKind)]) throws(LoadError) -> [Int] {
+        switch handle {
+        case DynamicHandle.defaultSearch: return (0..<imageCount).filter { !hidden[$0] }
+        case DynamicHandle.mainOnly: return [0]
+        default:
+            let (base, firstOnly) = DynamicHandle.split(handle)
+            guard let index = image(at: base) else {
+                throw .unusable(path: name, reason: "handle \(hex(handle)) is no loaded image")
+            }
+            return firstOnly ? [index] : DynamicHandle.dlsymSearchOrder(from: index, imageCount: imageCount, dependencies: dependencies)
+        }
+    }
 
     package mutating func record(_ event: DynamicLoadEvent) {
         if events.count < DynamicLoadEvent.limit { events.append(event) }

@@ -19,18 +19,27 @@ package protocol DynamicLoader: AnyObject {
     /// ``DynamicHandle/defaultSearch``: every image not hidden by `RTLD_LOCAL`, in load order;
     /// ``DynamicHandle/mainOnly``: the main executable and its re-exports.
     func symbol(_ name: String, handle: UInt64) throws(LoadError) -> UInt64
-    /// Balances one ``open(_:mode:)``; images stay mapped until the launch's memory is released.
-    func close(_ handle: UInt64) throws(LoadError)
     /// The image holding `address` and the nearest exported symbol at or below it.
     func describe(_ address: UInt64) -> DynamicAddress?
-    /// Releases the memory of every image it loaded (with the launch's memory).
-    func releaseLoaded()
     /// The slide of the next `dlopen`'s reservation (`compare` uses one for both paths); nil: random.
     var nextSlide: UInt64? { get set }
+    /// Where its images are mapped, their opens, and what each `open` did.
+    var book: DynamicLoadBook { get set }
+}
+
+extension DynamicLoader {
+    /// Balances one ``open(_:mode:)``; images stay mapped until the launch's memory is released.
+    package func close(_ handle: UInt64) throws(LoadError) { try book.close(handle) }
+
+    /// Releases the memory of every image it loaded (with the launch's memory).
+    package func releaseLoaded() {
+        for memory in book.memories { memory.release() }
+    }
+
     /// What each `open` did, in order (the first ``DynamicLoadEvent/limit``).
-    var events: [DynamicLoadEvent] { get }
+    package var events: [DynamicLoadEvent] { book.events }
     /// The memory of each `open` that added images, in order.
-    var loadedMemories: [LaunchMemory] { get }
+    package var loadedMemories: [LaunchMemory] { book.memories }
 }
 
 /// `dlopen`'s mode bits, Darwin's values (`<dlfcn.h>`).
@@ -67,11 +76,6 @@ package enum DynamicHandle {
     /// The header address an image handle names, and whether it was opened `RTLD_FIRST`.
     package static func split(_ handle: UInt64) -> (base: UInt64, firstOnly: Bool) {
         (handle & ~1, handle & 1 != 0)
-    }
-
-    /// The handle `dlopen(NULL, mode)` returns: ``defaultSearch``, or ``mainOnly`` with `RTLD_FIRST`.
-    package static func mainExecutable(mode: DynamicOpenMode) -> UInt64 {
-        mode.contains(.first) ? mainOnly : defaultSearch
     }
 
     /// The images `dlsym` searches from the handle of image `start` (not opened `RTLD_FIRST`),

@@ -1,3 +1,4 @@
+import CThreadLocal
 import LaunchMemory
 
 /// The runtime services of one launch: the loader answering its `dlopen`s, with its
@@ -17,7 +18,7 @@ final class LaunchRuntimeState: LaunchRuntime {
             loader.releaseLoaded()
             dynamicLoader = nil
         }
-        for key in threadLocalKeys { UnsafeThreadLocal.releaseKey(key) }
+        for key in threadLocalKeys { dyld3_tlv_key_release(key) }
         threadLocalKeys = []
     }
 }
@@ -51,9 +52,10 @@ extension LaunchMemory {
         (runtime as? LaunchRuntimeState)?.threadLocalKeyOfImage ?? [:]
     }
 
-    /// A thread-local key for image `image`'s template in this launch's memory, kept until ``release()``; -1 when none is free.
+    /// A thread-local key for image `image`'s template of `initialSize` bytes at `address` in
+    /// this launch's memory, zeros up to `totalSize`, kept until ``release()``; -1 when none is free.
     func makeThreadLocalKey(image: Int, template address: UInt64, initialSize: UInt64, totalSize: UInt64) -> Int64 {
-        let key = UnsafeThreadLocal.createKey(template: address, initialSize: initialSize, totalSize: totalSize)
+        let key = dyld3_tlv_key_create(address, initialSize, totalSize)
         if key >= 0 {
             let state = runtimeState
             state.threadLocalKeys.append(key)

@@ -48,19 +48,6 @@ package enum ThreadLocals {
         return (start, initialEnd > start ? initialEnd - start : 0, end - start, descriptors)
     }
 
-    /// The step's writes, per image, as absolute values: the digest must not take a thunk or a
-    /// key written over a descriptor's fixup for a pointer into the region.
-    package static func writes(_ setups: [ThreadLocalSetup], imageCount: Int) -> [[ResolvedFixup]] {
-        var writes = [[ResolvedFixup]](repeating: [], count: imageCount)
-        for setup in setups where setup.image < imageCount {
-            for descriptor in setup.descriptors {
-                writes[setup.image].append(ResolvedFixup(vmOffset: descriptor, kind: .bind(.absolute(0), addend: 0)))
-                writes[setup.image].append(ResolvedFixup(vmOffset: descriptor + 8, kind: .bind(.absolute(0), addend: 0)))
-            }
-        }
-        return writes
-    }
-
     /// Sets up every image's thread-local variables in `memory` (keys released with it), and
     /// fills the host services table when the launch has one.
     package static func apply(_ setups: [ThreadLocalSetup], hostServices: HostServicesSlot?, memory: LaunchMemory) throws(LoadError) {
@@ -73,7 +60,8 @@ package enum ThreadLocals {
             }
         }
         guard !setups.isEmpty else { return }
-        let thunk = UnsafeThreadLocal.thunk
+        // The address every set-up descriptor's thunk holds.
+        let thunk = dyld3_tlv_thunk()
         for setup in setups {
             let image = memory.images[setup.image]
             if setup.totalSize > 0 {

@@ -104,8 +104,11 @@ package enum DynamicLoaderRegistry {
     }
 
     private static func open(_ table: UInt64, _ path: UnsafePointer<CChar>?, _ mode: Int32) -> UInt64 {
-        // dlopen(NULL): dyld4's magic handles, the same in both paths; nothing is loaded.
-        guard let path = unsafe path else { return DynamicHandle.mainExecutable(mode: DynamicOpenMode(rawValue: mode)) }
+        // dlopen(NULL): dyld4's magic handles, the same in both paths (``DynamicHandle/defaultSearch``,
+        // or ``DynamicHandle/mainOnly`` with `RTLD_FIRST`); nothing is loaded.
+        guard let path = unsafe path else {
+            return DynamicOpenMode(rawValue: mode).contains(.first) ? DynamicHandle.mainOnly : DynamicHandle.defaultSearch
+        }
         let text = unsafe String(cString: path)
         return calling(table, "dlopen(\(text), \(hex(mode)))", failed: 0) { (loader) throws(LoadError) in
             try loader.open(text, mode: mode)
