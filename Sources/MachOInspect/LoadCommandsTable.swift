@@ -144,18 +144,7 @@ enum LoadCommandsTable {
                 .number("symoff", table.symbolOffset), .number("nsyms", table.symbolCount),
                 .number("stroff", table.stringOffset), .number("strsize", table.stringSize),
             ]
-        case let .dysymtab(table):
-            body.fields = [
-                .number("ilocalsym", table.localSymbolsIndex), .number("nlocalsym", table.localSymbolsCount),
-                .number("iextdefsym", table.externalSymbolsIndex), .number("nextdefsym", table.externalSymbolsCount),
-                .number("iundefsym", table.undefinedSymbolsIndex), .number("nundefsym", table.undefinedSymbolsCount),
-                .number("tocoff", table.tocOffset), .number("ntoc", table.tocCount),
-                .number("modtaboff", table.moduleTableOffset), .number("nmodtab", table.moduleTableCount),
-                .number("extrefsymoff", table.referencedSymbolsOffset), .number("nextrefsyms", table.referencedSymbolsCount),
-                .number("indirectsymoff", table.indirectSymbolsOffset), .number("nindirectsyms", table.indirectSymbolsCount),
-                .number("extreloff", table.externalRelocationsOffset), .number("nextrel", table.externalRelocationsCount),
-                .number("locreloff", table.localRelocationsOffset), .number("nlocrel", table.localRelocationsCount),
-            ]
+        case let .dysymtab(table): body.fields = zip(DysymtabCommand.fieldNames, table.fields).map { Field.number($0, $1) }
         case let .dyldInfo(info):
             body.fields = [("rebase", info.rebase), ("bind", info.bind), ("weak_bind", info.weakBind), ("lazy_bind", info.lazyBind), ("export", info.export)]
                 .flatMap { name, data in [Field.number(name + "_off", data.dataOffset), Field.number(name + "_size", data.dataSize)] }
