@@ -45,7 +45,14 @@ package enum InspectJSON {
             ("sdk", targets.first.flatMap { $0.sdk == 0 ? nil : .string($0.sdk.versionString) } ?? .null),
             ("platforms", .array(targets.map(\.json))),
             ("fixup_style", .string(image.chainedFixups != nil ? "chained" : image.dyldInfo != nil ? "opcodes" : "none")),
-            ("segments", .array(image.segments.map(segmentObject))),
+            ("segments", .array(image.segments.map { segment in
+                .object([
+                    ("name", .string(segment.name)), ("vm_address", .uint(segment.vmAddress)), ("vm_size_bytes", .uint(segment.vmSize)),
+                    ("file_offset", .uint(segment.fileOffset)), ("file_size_bytes", .uint(segment.fileSize)),
+                    ("protection", .string(segment.initialProtection.description)),
+                    ("sections", .array(segment.sections.map { .string($0.name) })),
+                ])
+            })),
         ], to: &out)
         if tables.contains(.deps) {
             json.member("id", image.id.map { .string($0.installName) } ?? .null, to: &out)
@@ -65,15 +72,6 @@ package enum InspectJSON {
         if tables.contains(.codeSignature) { try CodeSignatureTable.writeJSON(image, json: &json, to: &out) }
         try DyldFeaturesTable.writeJSON(image, tables: tables, json: &json, to: &out)
         json.end(to: &out)
-    }
-
-    static func segmentObject(_ segment: Segment) -> JSONValue {
-        .object([
-            ("name", .string(segment.name)), ("vm_address", .uint(segment.vmAddress)), ("vm_size_bytes", .uint(segment.vmSize)),
-            ("file_offset", .uint(segment.fileOffset)), ("file_size_bytes", .uint(segment.fileSize)),
-            ("protection", .string(segment.initialProtection.description)),
-            ("sections", .array(segment.sections.map { .string($0.name) })),
-        ])
     }
 }
 

@@ -81,26 +81,23 @@ enum LoadCommandsTable {
         type.name ?? "0x" + Text.hex(UInt64(type.rawValue), width: 8, uppercase: false) + " (unknown)"
     }
 
-    /// The JSON object of one command: `index`, `cmd` (null when unknown), `cmd_value`,
-    /// `cmdsize`, its fields by `<mach-o/loader.h>` name, and its lists as arrays.
-    static func json(_ command: LoadCommand, index: Int, _ image: MachOImage) throws(MachOError) -> JSONValue {
-        let body = try Self.body(command, image)
-        let head: [(String, JSONValue)] = [
-            ("index", .int(Int64(index))), ("cmd", command.type.name.map(JSONValue.string) ?? .null),
-            ("cmd_value", .uint(UInt64(command.type.rawValue))), ("cmdsize", .uint(UInt64(command.size))),
-        ]
-        let lists = body.lists.map { list in
-            (list.key, JSONValue.array(list.items.map { item in
-                // A list of single unnamed values (a linker option's strings) is an array of them.
-                item.count == 1 && item[0].key == list.key ? item[0].value : .object(item.map { ($0.key, $0.value) })
-            }))
-        }
-        return .object(head + body.fields.map { ($0.key, $0.value) } + lists)
-    }
-
+    /// The `load_commands` array, one object per command: `index`, `cmd` (null when unknown),
+    /// `cmd_value`, `cmdsize`, its fields by `<mach-o/loader.h>` name, and its lists as arrays.
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
         try json.array("load_commands", count: image.loadCommands.count, to: &out) { (index) throws(MachOError) in
-            try Self.json(image.loadCommands[index], index: index, image)
+            let command = image.loadCommands[index]
+            let body = try Self.body(command, image)
+            let head: [(String, JSONValue)] = [
+                ("index", .int(Int64(index))), ("cmd", command.type.name.map(JSONValue.string) ?? .null),
+                ("cmd_value", .uint(UInt64(command.type.rawValue))), ("cmdsize", .uint(UInt64(command.size))),
+            ]
+            let lists = body.lists.map { list in
+                (list.key, JSONValue.array(list.items.map { item in
+                    // A list of single unnamed values (a linker option's strings) is an array of them.
+                    item.count == 1 && item[0].key == list.key ? item[0].value : .object(item.map { ($0.key, $0.value) })
+                }))
+            }
+            return .object(head + body.fields.map { ($0.key, $0.value) } + lists)
         }
     }
 
