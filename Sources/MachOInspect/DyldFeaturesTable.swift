@@ -4,17 +4,6 @@ import MachOReader
 /// rules 20 and 23), read from one image. Each slot's fixup comes from the same rows as
 /// `--dyld-info` (chained or opcode fixups); names come from the image's export trie.
 enum DyldFeaturesTable {
-    /// A thread-local descriptor: where it is, the variable it names, what its thunk is bound
-    /// to, and the variable's offset in the image's template.
-    struct Descriptor: Equatable {
-        let address: UInt64, variable: String?, thunk: String, offset: UInt64
-    }
-
-    /// One interposing tuple.
-    struct Tuple: Equatable {
-        let address: UInt64, replacement: String, replacee: String
-    }
-
     /// The image's fixups by address, as `--dyld-info` rows.
     static func rows(_ image: MachOImage) throws(MachOError) -> [UInt64: DyldInfoRow] {
         var byAddress: [UInt64: DyldInfoRow] = [:]
@@ -45,29 +34,32 @@ enum DyldFeaturesTable {
         return names[row.targetAddress].map { "\(address) \($0)" } ?? address
     }
 
-    static func descriptors(_ image: MachOImage) throws(MachOError) -> [Descriptor] {
+    /// Each thread-local descriptor: where it is, the variable it names, what its thunk is
+    /// bound to, and the variable's offset in the image's template.
+    static func descriptors(_ image: MachOImage) throws(MachOError) -> [(address: UInt64, variable: String?, thunk: String, offset: UInt64)] {
         let sections = image.sections.filter { $0.type == Section.typeThreadLocalVariables }
         guard !sections.isEmpty else { return [] }
         let rows = try rows(image), names = try names(image)
-        var descriptors: [Descriptor] = []
+        var descriptors: [(address: UInt64, variable: String?, thunk: String, offset: UInt64)] = []
         for section in sections {
             for slot in stride(from: 0, to: section.size - section.size % 24, by: 24) {
                 let address = section.address + slot
                 let offset = try image.view.u64(Int(UInt64(section.fileOffset) + slot + 16))
                 let thunk = describe(rows[address], names: names)
-                descriptors.append(Descriptor(address: address, variable: names[address], thunk: thunk, offset: offset))
+                descriptors.append((address, names[address], thunk, offset))
             }
         }
         return descriptors
     }
 
-    static func tuples(_ image: MachOImage) throws(MachOError) -> [Tuple] {
+    /// Each interposing tuple: where it is, and its replacement and replacee.
+    static func tuples(_ image: MachOImage) throws(MachOError) -> [(address: UInt64, replacement: String, replacee: String)] {
         let sections = image.sections.filter(\.holdsInterposingTuples)
         guard !sections.isEmpty else { return [] }
         let rows = try rows(image), names = try names(image)
         return sections.flatMap { section in
             stride(from: section.address, to: section.address + section.size - section.size % 16, by: 16).map { address in
-                Tuple(address: address, replacement: describe(rows[address], names: names), replacee: describe(rows[address + 8], names: names))
+                (address, describe(rows[address], names: names), describe(rows[address + 8], names: names))
             }
         }
     }

@@ -12,9 +12,7 @@ enum ExportsTrieTable {
         var text = TextBuffer()
         defer { text.flush(to: &out) }
         text.write("\nExports trie:\n")
-        var trie = try image.dyldInfoExportTrie()
-        if trie == nil { trie = try image.exportTrie() }
-        guard let trie else { return }
+        guard let trie = try image.exportTrie(dyldInfoFirst: true) else { return }
         let base = image.preferredLoadAddress
         try trie.forEachSymbol { symbol throws(MachOError) in
             try writeLine(symbol, base: base, image: image, trie: trie, to: &text)

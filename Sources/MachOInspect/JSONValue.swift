@@ -12,44 +12,23 @@ package enum JSONValue: Sendable, Equatable {
 
     package static func == (a: JSONValue, b: JSONValue) -> Bool { a.serialized() == b.serialized() }
 
-    /// Compact when `indent` is nil, else pretty-printed with that many spaces per level.
-    package func serialized(indent: Int? = 2) -> String {
+    /// The document pretty-printed, two spaces per level (as ``JSONStream`` writes it).
+    package func serialized() -> String {
         var out = ""
-        write(to: &out, indent: indent, level: 0)
+        var json = JSONStream()
+        json.member(nil, self, to: &out)
         return out
     }
 
-    /// Writes the value as it would appear nested `level` deep in a document.
-    func write<Output: TextOutputStream>(to out: inout Output, indent: Int?, level: Int) {
+    /// A value that is neither an array nor an object (``JSONStream/member(_:_:to:)`` walks those).
+    fileprivate func writeScalar<Output: TextOutputStream>(to out: inout Output) {
         switch self {
-        case .null: out.write("null")
         case let .bool(value): out.write(value ? "true" : "false")
         case let .int(value): out.write(String(value))
         case let .uint(value): out.write(String(value))
         case let .string(value): JSONValue.writeString(value, to: &out)
-        case let .array(values): Self.writeContainer("[", values.map { (nil, $0) }, "]", to: &out, indent: indent, level: level)
-        case let .object(members): Self.writeContainer("{", members.map { ($0, $1) }, "}", to: &out, indent: indent, level: level)
+        default: out.write("null")
         }
-    }
-
-    /// An array's elements (no keys) or an object's members between `open` and `close`.
-    private static func writeContainer<Output: TextOutputStream>(
-        _ open: String, _ members: [(String?, JSONValue)], _ close: String, to out: inout Output, indent: Int?, level: Int
-    ) {
-        if members.isEmpty { out.write(open + close); return }
-        let newline = indent == nil ? "" : "\n"
-        let pad = { (depth: Int) in String(repeating: " ", count: (indent ?? 0) * depth) }
-        out.write(open + newline)
-        for (index, (key, value)) in members.enumerated() {
-            out.write(pad(level + 1))
-            if let key {
-                JSONValue.writeString(key, to: &out)
-                out.write(indent == nil ? ":" : ": ")
-            }
-            value.write(to: &out, indent: indent, level: level + 1)
-            out.write((index + 1 < members.count ? "," : "") + newline)
-        }
-        out.write(pad(level) + close)
     }
 
     /// `value` as a JSON string literal.
@@ -79,4 +58,87 @@ package enum JSONValue: Sendable, Equatable {
         out.write(String(scalars[plainStart..<index]))
         out.write("\"")
     }
+}
+
+/// A JSON document written while it is produced, two spaces per level, members in the order
+/// written; ``JSONValue/serialized()`` writes a whole value through it. `inspect --json`
+/// writes tables of any length through it: what it holds is one flag per open container,
+/// so memory follows the nesting, not the rows.
+struct JSONStream {
+    private enum Container { case object, array }
+    private var open: [(container: Container, hasMembers: Bool)] = []
+
+    /// Opens an object, as the member `key` of the enclosing object (nil in an array or at
+    /// the top).
+    mutating func beginObject<Output: TextOutputStream>(_ key: String? = nil, to out: inout Output) { begin(key, .object, to: &out) }
+
+    /// Opens an array, as the member `key` of the enclosing object (nil in an array).
+    mutating func beginArray<Output: TextOutputStream>(_ key: String? = nil, to out: inout Output) { begin(key, .array, to: &out) }
+
+    private mutating func begin<Output: TextOutputStream>(_ key: String?, _ container: Container, to out: inout Output) {
+        startMember(key, to: &out)
+        out.write(container == .object ? "{" : "[")
+        open.append((container, false))
+    }
+
+    /// Writes `value` whole, as the member `key` of the enclosing object (nil in an array).
+    mutating func member<Output: TextOutputStream>(_ key: String?, _ value: JSONValue, to out: inout Output) {
+        switch value {
+        case let .array(values):
+            beginArray(key, to: &out)
+            for value in values { member(nil, value, to: &out) }
+            end(to: &out)
+        case let .object(members):
+            beginObject(key, to: &out)
+            self.members(members, to: &out)
+            end(to: &out)
+        default:
+            startMember(key, to: &out)
+            value.writeScalar(to: &out)
+        }
+    }
+
+    /// Writes each of `members` whole into the enclosing object.
+    mutating func members<Output: TextOutputStream>(_ members: [(String, JSONValue)], to out: inout Output) {
+        for (key, value) in members { member(key, value, to: &out) }
+    }
+
+    /// Writes the array `key` (nil in an array): each value `body` hands to `element` is one
+    /// element, written whole.
+    mutating func array<Output: TextOutputStream, Failure: Error>(
+        _ key: String?, to out: inout Output, _ body: (_ element: (JSONValue) -> Void) throws(Failure) -> Void
+    ) throws(Failure) {
+        beginArray(key, to: &out)
+        try body { member(nil, $0, to: &out) }
+        end(to: &out)
+    }
+
+    /// Writes the array `key` of `count` elements, element `index` being `element(index)`.
+    mutating func array<Output: TextOutputStream, Failure: Error>(
+        _ key: String?, count: Int, to out: inout Output, _ element: (_ index: Int) throws(Failure) -> JSONValue
+    ) throws(Failure) {
+        try array(key, to: &out) { (write) throws(Failure) in
+            for index in 0..<count { write(try element(index)) }
+        }
+    }
+
+    /// Closes the innermost open object or array.
+    mutating func end<Output: TextOutputStream>(to out: inout Output) {
+        guard let (container, hasMembers) = open.popLast() else { return }
+        if hasMembers { out.write("\n" + Self.pad(open.count)) }
+        out.write(container == .object ? "}" : "]")
+    }
+
+    private mutating func startMember<Output: TextOutputStream>(_ key: String?, to out: inout Output) {
+        guard let last = open.indices.last else { return }
+        out.write(open[last].hasMembers ? ",\n" : "\n")
+        open[last].hasMembers = true
+        out.write(Self.pad(open.count))
+        if let key {
+            JSONValue.writeString(key, to: &out)
+            out.write(": ")
+        }
+    }
+
+    private static func pad(_ level: Int) -> String { String(repeating: " ", count: 2 * level) }
 }

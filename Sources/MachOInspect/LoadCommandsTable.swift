@@ -81,26 +81,23 @@ enum LoadCommandsTable {
         type.name ?? "0x" + Text.hex(UInt64(type.rawValue), width: 8, uppercase: false) + " (unknown)"
     }
 
-    /// The JSON object of one command: `index`, `cmd` (null when unknown), `cmd_value`,
-    /// `cmdsize`, its fields by `<mach-o/loader.h>` name, and its lists as arrays.
-    static func json(_ command: LoadCommand, index: Int, _ image: MachOImage) throws(MachOError) -> JSONValue {
-        let body = try Self.body(command, image)
-        let head: [(String, JSONValue)] = [
-            ("index", .int(Int64(index))), ("cmd", command.type.name.map(JSONValue.string) ?? .null),
-            ("cmd_value", .uint(UInt64(command.type.rawValue))), ("cmdsize", .uint(UInt64(command.size))),
-        ]
-        let lists = body.lists.map { list in
-            (list.key, JSONValue.array(list.items.map { item in
-                // A list of single unnamed values (a linker option's strings) is an array of them.
-                item.count == 1 && item[0].key == list.key ? item[0].value : .object(item.map { ($0.key, $0.value) })
-            }))
-        }
-        return .object(head + body.fields.map { ($0.key, $0.value) } + lists)
-    }
-
+    /// The `load_commands` array, one object per command: `index`, `cmd` (null when unknown),
+    /// `cmd_value`, `cmdsize`, its fields by `<mach-o/loader.h>` name, and its lists as arrays.
     static func writeJSON<Output: TextOutputStream>(_ image: MachOImage, json: inout JSONStream, to out: inout Output) throws(MachOError) {
         try json.array("load_commands", count: image.loadCommands.count, to: &out) { (index) throws(MachOError) in
-            try Self.json(image.loadCommands[index], index: index, image)
+            let command = image.loadCommands[index]
+            let body = try Self.body(command, image)
+            let head: [(String, JSONValue)] = [
+                ("index", .int(Int64(index))), ("cmd", command.type.name.map(JSONValue.string) ?? .null),
+                ("cmd_value", .uint(UInt64(command.type.rawValue))), ("cmdsize", .uint(UInt64(command.size))),
+            ]
+            let lists = body.lists.map { list in
+                (list.key, JSONValue.array(list.items.map { item in
+                    // A list of single unnamed values (a linker option's strings) is an array of them.
+                    item.count == 1 && item[0].key == list.key ? item[0].value : .object(item.map { ($0.key, $0.value) })
+                }))
+            }
+            return .object(head + body.fields.map { ($0.key, $0.value) } + lists)
         }
     }
 
@@ -144,18 +141,7 @@ enum LoadCommandsTable {
                 .number("symoff", table.symbolOffset), .number("nsyms", table.symbolCount),
                 .number("stroff", table.stringOffset), .number("strsize", table.stringSize),
             ]
-        case let .dysymtab(table):
-            body.fields = [
-                .number("ilocalsym", table.localSymbolsIndex), .number("nlocalsym", table.localSymbolsCount),
-                .number("iextdefsym", table.externalSymbolsIndex), .number("nextdefsym", table.externalSymbolsCount),
-                .number("iundefsym", table.undefinedSymbolsIndex), .number("nundefsym", table.undefinedSymbolsCount),
-                .number("tocoff", table.tocOffset), .number("ntoc", table.tocCount),
-                .number("modtaboff", table.moduleTableOffset), .number("nmodtab", table.moduleTableCount),
-                .number("extrefsymoff", table.referencedSymbolsOffset), .number("nextrefsyms", table.referencedSymbolsCount),
-                .number("indirectsymoff", table.indirectSymbolsOffset), .number("nindirectsyms", table.indirectSymbolsCount),
-                .number("extreloff", table.externalRelocationsOffset), .number("nextrel", table.externalRelocationsCount),
-                .number("locreloff", table.localRelocationsOffset), .number("nlocrel", table.localRelocationsCount),
-            ]
+        case let .dysymtab(table): body.fields = zip(DysymtabCommand.fieldNames, table.fields).map { Field.number($0, $1) }
         case let .dyldInfo(info):
             body.fields = [("rebase", info.rebase), ("bind", info.bind), ("weak_bind", info.weakBind), ("lazy_bind", info.lazyBind), ("export", info.export)]
                 .flatMap { name, data in [Field.number(name + "_off", data.dataOffset), Field.number(name + "_size", data.dataSize)] }
@@ -200,34 +186,34 @@ enum LoadCommandsTable {
         return Body(fields: try rawFields(command, image))
     }
 
-    /// The commands whose body is one `lc_str`, and the name `llvm-objdump` gives it.
-    private static let stringFieldNames: [LoadCommandType: String] = [
-        .subFramework: "umbrella", .subUmbrella: "sub_umbrella", .subLibrary: "sub_library", .subClient: "client", .targetTriple: "triple",
+    /// How one field of a raw command is read from its bytes (at a byte offset) and shown.
+    enum RawField {
+        case u32(String, Int), u64(String, Int), address(String, Int), fixedString(String, Int, length: Int), lcString(String, Int)
+    }
+
+    /// The fields of the raw commands printed field by field, under llvm-objdump's names.
+    static let rawLayouts: [LoadCommandType: [RawField]] = [
+        .subFramework: [.lcString("umbrella", 8)], .subUmbrella: [.lcString("sub_umbrella", 8)],
+        .subLibrary: [.lcString("sub_library", 8)], .subClient: [.lcString("client", 8)], .targetTriple: [.lcString("triple", 8)],
+        .encryptionInfo: [.u32("cryptoff", 8), .u32("cryptsize", 12), .u32("cryptid", 16)],
+        .encryptionInfo64: [.u32("cryptoff", 8), .u32("cryptsize", 12), .u32("cryptid", 16), .u32("pad", 20)],
+        .note: [.fixedString("data_owner", 8, length: 16), .u64("offset", 24), .u64("size", 32)],
+        .routines64: [.address("init_address", 8), .u64("init_module", 16)] + (1...6).map { .u64("reserved\($0)", 16 + 8 * $0) },
+        .filesetEntry: [.address("vmaddr", 8), .u64("fileoff", 16), .lcString("entry_id", 24)],
+        .twoLevelHints: [.u32("offset", 8), .u32("nhints", 12)],
     ]
 
     static func rawFields(_ command: LoadCommand, _ image: MachOImage) throws(MachOError) -> [Field] {
         let view = try image.commandView(command)
-        if let name = stringFieldNames[command.type] { return [.string(name, try view.lcString(at: 8))] }
-        switch command.type {
-        case .sourceVersion: return [.string("version", MachONames.sourceVersion(try SourceVersion(parsing: view)))]
-        case .encryptionInfo, .encryptionInfo64:
-            let info = try EncryptionInfo(parsing: view, is64: command.type == .encryptionInfo64)
-            return [.number("cryptoff", info.cryptOffset), .number("cryptsize", info.cryptSize), .number("cryptid", info.cryptID)]
-                + (info.pad.map { [Field.number("pad", $0)] } ?? [])
-        case .note:
-            let note = try NoteCommand(parsing: view)
-            return [.string("data_owner", note.dataOwner), .number("offset", note.offset), .number("size", note.size)]
-        case .routines64:
-            let routines = try Routines64(parsing: view)
-            return [.address("init_address", routines.initAddress), .number("init_module", routines.initModule)]
-                + routines.reserved.enumerated().map { Field.number("reserved\($0.offset + 1)", $0.element) }
-        case .filesetEntry:
-            let entry = try FilesetEntry(parsing: view)
-            return [.address("vmaddr", entry.vmAddress), .number("fileoff", entry.fileOffset), .string("entry_id", entry.entryID)]
-        case .twoLevelHints:
-            let hints = try TwoLevelHints(parsing: view)
-            return [.number("offset", hints.offset), .number("nhints", hints.count)]
-        default: return []
+        if command.type == .sourceVersion { return [.string("version", MachONames.sourceVersion(try SourceVersion(parsing: view)))] }
+        return try (rawLayouts[command.type] ?? []).map { (field) throws(MachOError) -> Field in
+            switch field {
+            case let .u32(name, offset): .number(name, try view.u32(offset))
+            case let .u64(name, offset): .number(name, try view.u64(offset))
+            case let .address(name, offset): .address(name, try view.u64(offset))
+            case let .fixedString(name, offset, length): .string(name, try view.fixedString(offset, length))
+            case let .lcString(name, offset): .string(name, try view.lcString(at: offset))
+            }
         }
     }
 }

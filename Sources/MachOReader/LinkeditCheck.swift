@@ -22,12 +22,14 @@ extension StructureCheck {
     mutating func checkDysymtab(_ site: LoadCommandSite) throws(MachOError) {
         try size(site, is: 80, once: "LC_DYSYMTAB")
         let table = try DysymtabCommand(parsing: site.view)
-        try claimTable(site, offsetField: 32, count: table.tocCount, entrySize: 8, name: "table of contents", fields: ("tocoff", "ntoc times 8"))
-        try claimTable(site, offsetField: 40, count: table.moduleTableCount, entrySize: 56, name: "module table", fields: ("modtaboff", "nmodtab times 56"))
-        try claimTable(site, offsetField: 48, count: table.referencedSymbolsCount, entrySize: 4, name: "reference table", fields: ("extrefsymoff", "nextrefsyms times 4"))
-        try claimTable(site, offsetField: 56, count: table.indirectSymbolsCount, entrySize: 4, name: "indirect symbol table", fields: ("indirectsymoff", "nindirectsyms times 4"))
-        try claimTable(site, offsetField: 64, count: table.externalRelocationsCount, entrySize: 8, name: "external relocation table", fields: ("extreloff", "nextrel times 8"))
-        try claimTable(site, offsetField: 72, count: table.localRelocationsCount, entrySize: 8, name: "local relocation table", fields: ("locreloff", "nlocrel times 8"))
+        let names = DysymtabCommand.fieldNames
+        for (word, entrySize, name) in [
+            (6, 8, "table of contents"), (8, 56, "module table"), (10, 4, "reference table"), (12, 4, "indirect symbol table"),
+            (14, 8, "external relocation table"), (16, 8, "local relocation table"),
+        ] {
+            try claimTable(site, offsetField: 8 + 4 * word, count: table.fields[word + 1], entrySize: UInt64(entrySize), name: name,
+                           fields: (names[word], "\(names[word + 1]) times \(entrySize)"))
+        }
         dysymtab = (site, table)
     }
 
@@ -104,14 +106,10 @@ extension DysymtabCommand {
     /// The local, defined external and undefined symbol ranges lie inside LC_SYMTAB's
     /// `symbolCount` symbols.
     func checkSymbolRanges(symbolCount: UInt32, at site: LoadCommandSite) throws(MachOError) {
-        let ranges = [
-            ("ilocalsym", "nlocalsym", localSymbolsIndex, localSymbolsCount, 8),
-            ("iextdefsym", "nextdefsym", externalSymbolsIndex, externalSymbolsCount, 16),
-            ("iundefsym", "nundefsym", undefinedSymbolsIndex, undefinedSymbolsCount, 24),
-        ]
-        for (indexName, countName, first, count, field) in ranges where count != 0 {
+        for word in [0, 2, 4] where fields[word + 1] != 0 {
+            let (first, count) = (fields[word], fields[word + 1])
             guard UInt64(first) + UInt64(count) <= UInt64(symbolCount) else {
-                throw site.error("\(indexName) \(first) plus \(countName) \(count) extends past the \(symbolCount) symbols of LC_SYMTAB", field: field)
+                throw site.error("\(Self.fieldNames[word]) \(first) plus \(Self.fieldNames[word + 1]) \(count) extends past the \(symbolCount) symbols of LC_SYMTAB", field: 8 + 4 * word)
             }
         }
     }

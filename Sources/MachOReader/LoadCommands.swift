@@ -64,29 +64,25 @@ package struct SymtabCommand: Equatable, Sendable {
     }
 }
 
-/// `dysymtab_command` (LC_DYSYMTAB).
+/// `dysymtab_command` (LC_DYSYMTAB): 18 words after `cmd` and `cmdsize`, read and
+/// named as a table: index and count pairs of the symbol table's local, defined external
+/// and undefined ranges, then offset and count pairs of six tables.
 package struct DysymtabCommand: Equatable, Sendable {
-    package let localSymbolsIndex: UInt32, localSymbolsCount: UInt32
-    package let externalSymbolsIndex: UInt32, externalSymbolsCount: UInt32
-    package let undefinedSymbolsIndex: UInt32, undefinedSymbolsCount: UInt32
-    package let tocOffset: UInt32, tocCount: UInt32, moduleTableOffset: UInt32, moduleTableCount: UInt32
-    package let referencedSymbolsOffset: UInt32, referencedSymbolsCount: UInt32
-    package let indirectSymbolsOffset: UInt32, indirectSymbolsCount: UInt32
-    package let externalRelocationsOffset: UInt32, externalRelocationsCount: UInt32
-    package let localRelocationsOffset: UInt32, localRelocationsCount: UInt32
+    /// The words' names in `<mach-o/loader.h>` (and llvm-objdump), in command order.
+    package static let fieldNames = [
+        "ilocalsym", "nlocalsym", "iextdefsym", "nextdefsym", "iundefsym", "nundefsym", "tocoff", "ntoc", "modtaboff", "nmodtab",
+        "extrefsymoff", "nextrefsyms", "indirectsymoff", "nindirectsyms", "extreloff", "nextrel", "locreloff", "nlocrel",
+    ]
+    /// The words, in ``fieldNames`` order; word `index` is at byte `8 + 4 * index`.
+    package let fields: [UInt32]
 
     package init(parsing view: ByteView) throws(MachOError) {
         try view.check(0, 80)
-        localSymbolsIndex = try view.u32(8); localSymbolsCount = try view.u32(12)
-        externalSymbolsIndex = try view.u32(16); externalSymbolsCount = try view.u32(20)
-        undefinedSymbolsIndex = try view.u32(24); undefinedSymbolsCount = try view.u32(28)
-        tocOffset = try view.u32(32); tocCount = try view.u32(36)
-        moduleTableOffset = try view.u32(40); moduleTableCount = try view.u32(44)
-        referencedSymbolsOffset = try view.u32(48); referencedSymbolsCount = try view.u32(52)
-        indirectSymbolsOffset = try view.u32(56); indirectSymbolsCount = try view.u32(60)
-        externalRelocationsOffset = try view.u32(64); externalRelocationsCount = try view.u32(68)
-        localRelocationsOffset = try view.u32(72); localRelocationsCount = try view.u32(76)
+        fields = try (0..<18).map { (index) throws(MachOError) in try view.u32(8 + 4 * index) }
     }
+
+    /// The word ``fieldNames`` names `name`.
+    package subscript(_ name: String) -> UInt32 { fields[DysymtabCommand.fieldNames.firstIndex(of: name)!] }
 }
 
 /// `linkedit_data_command`: a blob in `__LINKEDIT` (code signature, function starts,

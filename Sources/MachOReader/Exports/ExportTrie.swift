@@ -271,31 +271,25 @@ package struct ExportTrie: Sendable {
 
 extension MachOImage {
     /// The image's export trie, as dyld finds it: LC_DYLD_EXPORTS_TRIE when it has bytes,
-    /// else the export range of LC_DYLD_INFO; nil when neither has any.
-    package func exportTrie() throws(MachOError) -> ExportTrie? {
-        guard let data = exportTrieData else { return nil }
+    /// else the export range of LC_DYLD_INFO (the other way round with `dyldInfoFirst`, as
+    /// llvm-objdump reads it); nil when neither has any.
+    package func exportTrie(dyldInfoFirst: Bool = false) throws(MachOError) -> ExportTrie? {
+        guard let data = exportTrieData(dyldInfoFirst: dyldInfoFirst) else { return nil }
         return try ExportTrie(parsing: try linkeditBytes(data))
     }
 
-    private var exportTrieData: LinkeditData? {
-        if let data = exportsTrie, data.dataSize > 0 { return data }
-        guard let data = dyldInfo?.export, data.dataSize > 0 else { return nil }
-        return data
+    private func exportTrieData(dyldInfoFirst: Bool = false) -> LinkeditData? {
+        let ranges = dyldInfoFirst ? [dyldInfo?.export, exportsTrie] : [exportsTrie, dyldInfo?.export]
+        return ranges.lazy.compactMap { $0 }.first { $0.dataSize > 0 }
     }
 
     /// Where the export trie lies once the image is mapped: its offset from the image's base and
     /// its size, when a segment's file bytes hold it; nil without one.
     package var exportTrieRange: (vmOffset: UInt64, size: UInt64)? {
-        guard let trie = exportTrieData else { return nil }
+        guard let trie = exportTrieData() else { return nil }
         let (offset, size) = (UInt64(trie.dataOffset), UInt64(trie.dataSize))
         guard let segment = segments.first(where: { offset >= $0.fileOffset && offset - $0.fileOffset <= $0.fileSize
                                                     && size <= $0.fileSize - (offset - $0.fileOffset) }) else { return nil }
         return (segment.vmAddress &- preferredLoadAddress &+ (offset - segment.fileOffset), size)
-    }
-
-    /// The trie in LC_DYLD_INFO's export range, or nil when the range is empty or absent.
-    package func dyldInfoExportTrie() throws(MachOError) -> ExportTrie? {
-        guard let info = dyldInfo, info.export.dataSize > 0 else { return nil }
-        return try ExportTrie(parsing: try linkeditBytes(info.export))
     }
 }
