@@ -80,9 +80,6 @@ package struct DysymtabCommand: Equatable, Sendable {
         try view.check(0, 80)
         fields = try (0..<18).map { (index) throws(MachOError) in try view.u32(8 + 4 * index) }
     }
-
-    /// The word ``fieldNames`` names `name`.
-    package subscript(_ name: String) -> UInt32 { fields[DysymtabCommand.fieldNames.firstIndex(of: name)!] }
 }
 
 /// `linkedit_data_command`: a blob in `__LINKEDIT` (code signature, function starts,

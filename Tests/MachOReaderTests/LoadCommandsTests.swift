@@ -86,7 +86,7 @@ import Testing
             case let .symtab(table):
                 numbers(["symoff": table.symbolOffset, "nsyms": table.symbolCount, "stroff": table.stringOffset, "strsize": table.stringSize])
             case let .dysymtab(table):
-                numbers(["indirectsymoff": table["indirectsymoff"], "nindirectsyms": table["nindirectsyms"], "nundefsym": table["nundefsym"]])
+                for (name, value) in zip(DysymtabCommand.fieldNames, table.fields) { check("\(value)", objdump.fields[name], "\(where_) \(name)") }
             case let .dyldInfo(info):
                 numbers([
                     "rebase_off": info.rebase.dataOffset, "bind_size": info.bind.dataSize, "weak_bind_off": info.weakBind.dataOffset,
