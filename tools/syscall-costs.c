@@ -113,6 +113,10 @@ static double launch(int mode) {
             }
             mmap(base + s->vmaddr, pages(s->filesize), writable ? PROT_READ | PROT_WRITE : protection(s->prot), MAP_PRIVATE | MAP_FIXED,
                  fd, (off_t)s->fileoff);
+            // The zero-filled pages past the file's bytes (a __DATA segment's tail), as LaunchMemory maps them.
+            if (pages(s->vmsize) > pages(s->filesize))
+                mmap(base + s->vmaddr + pages(s->filesize), pages(s->vmsize) - pages(s->filesize),
+                     writable ? PROT_READ | PROT_WRITE : protection(s->prot), MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0);
         }
         if (mode & TOUCH_HEADER) sink += *(volatile uint64_t *)(base + m->segments[0].vmaddr + 16);
         if (mode & PREAD_HEADER) sink += (uint64_t)pread(fd, header, sizeof header, (off_t)m->segments[0].fileoff);
