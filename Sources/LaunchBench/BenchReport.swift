@@ -41,17 +41,19 @@ package enum LaunchPath: String, Codable, Sendable, CaseIterable {
 
     /// How tables and charts show a path: its name in tables, its name in a chart's legend,
     /// and its line's colour, dash pattern (solid when nil) and marker.
-    static let styles: [LaunchPath: (label: String, legend: String, color: String, dash: String?, marker: SVGCharts.Marker)] = [
-        .dyld2: ("dyld2", "dyld2 (slow path)", "#d62728", nil, .circle(2.5)),
-        .dyld3: ("dyld3", "dyld3 (closure)", "#1f77b4", nil, .square(8)),
-        .floor: ("floor", "mapping floor", "#7f7f7f", "6 4", .polygon([(0, -8), (8, 0), (0, 8), (-8, 0)])),
-        .floorProtected: ("floor + protections", "floor + protections", "#bcbd22", "2 3", .polygon([(0, -6.5), (5.5, 4), (-5.5, 4)])),
-        .glibc: ("glibc (per-framework dirs)", "glibc (per-fw dirs)", "#2ca02c", nil, .circle(6.5)),
-        .glibcOneDir: ("glibc (one dir)", "glibc (one dir)", "#8c564b", "8 3 2 3", .square(11)),
-    ]
+    var style: (label: String, legend: String, color: String, dash: String?, marker: SVGCharts.Marker) {
+        switch self {
+        case .dyld2: ("dyld2", "dyld2 (slow path)", "#d62728", nil, .circle(2.5))
+        case .dyld3: ("dyld3", "dyld3 (closure)", "#1f77b4", nil, .square(8))
+        case .floor: ("floor", "mapping floor", "#7f7f7f", "6 4", .polygon([(0, -8), (8, 0), (0, 8), (-8, 0)]))
+        case .floorProtected: ("floor + protections", "floor + protections", "#bcbd22", "2 3", .polygon([(0, -6.5), (5.5, 4), (-5.5, 4)]))
+        case .glibc: ("glibc (per-framework dirs)", "glibc (per-fw dirs)", "#2ca02c", nil, .circle(6.5))
+        case .glibcOneDir: ("glibc (one dir)", "glibc (one dir)", "#8c564b", "8 3 2 3", .square(11))
+        }
+    }
 
     /// The name tables and charts give the path.
-    package var label: String { Self.styles[self]!.label }
+    package var label: String { style.label }
 
     /// Of `values` (by path name), the glibc layout with the smaller median: every glibc
     /// ratio is taken against it, so glibc is compared at its best.

@@ -38,12 +38,12 @@ package enum SVGCharts {
         svg += text((left + right) / 2, bottom + 38, "dylibs in the app", anchor: "middle")
         var markers = "", legend = ""
         for (row, path) in LaunchPath.allCases.enumerated() {
-            let color = LaunchPath.styles[path]!.color
+            let color = path.style.color
             let points = sizes.compactMap { size -> (Double, Double)? in
                 guard let median = size.warm[path.rawValue]?.median, median > 0 else { return nil }
                 return (x(Double(size.dylibs)), y(Double(median)))
             }
-            let dash = LaunchPath.styles[path]!.dash.map { " stroke-dasharray=\"\($0)\"" } ?? ""
+            let dash = path.style.dash.map { " stroke-dasharray=\"\($0)\"" } ?? ""
             svg += "  <polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"\(dash) points=\""
                 + points.map { String(format: "%.1f,%.1f", $0.0, $0.1) }.joined(separator: " ") + "\"/>\n"
             for point in points { markers += marker(path, point.0, point.1, color) }
@@ -131,11 +131,11 @@ package enum SVGCharts {
 
     /// A path's marker at (x, y): an outline, never filled, each path's of its own shape and
     /// size (a small circle, a square, a large diamond, a triangle, a large circle, a large
-    /// square: ``LaunchPath/styles``), so markers that coincide show every path: no outline
+    /// square: ``LaunchPath/style``), so markers that coincide show every path: no outline
     /// covers another's.
     package static func marker(_ path: LaunchPath, _ x: Double, _ y: Double, _ color: String) -> String {
         let open = "fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\""
-        switch LaunchPath.styles[path]!.marker {
+        switch path.style.marker {
         case let .circle(radius):
             return "  <circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"\(radius)\" \(open)/>\n"
         case let .square(side):
@@ -148,7 +148,7 @@ package enum SVGCharts {
     /// A coordinate with one decimal.
     static func number(_ value: Double) -> String { String(format: "%.1f", value) }
 
-    package static func legendName(_ path: LaunchPath) -> String { LaunchPath.styles[path]!.legend }
+    package static func legendName(_ path: LaunchPath) -> String { path.style.legend }
 
     /// The whole decades spanning `values` (at least one decade wide), each value at least
     /// `margin` decades inside.

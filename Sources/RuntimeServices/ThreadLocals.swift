@@ -52,7 +52,7 @@ package enum ThreadLocals {
     /// fills the host services table when the launch has one.
     package static func apply(_ setups: [ThreadLocalSetup], hostServices: HostServicesSlot?, memory: LaunchMemory) throws(LoadError) {
         if let hostServices {
-            let words = UnsafeThreadLocal.hostServicesWords()
+            let words = UnsafeHostServices.words()
             try memory.checkWritable(image: hostServices.image, vmOffset: hostServices.vmOffset, count: HostServicesSlot.size)
             precondition(UInt64(words.count) * 8 == HostServicesSlot.size, "hostservices.h and HostServicesSlot agree")
             for (position, word) in words.enumerated() {
